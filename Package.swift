@@ -1,0 +1,46 @@
+// swift-tools-version:6.0
+// Lamina: a messaging relay node and its native client SDK.
+// The module map and the direction of dependencies follow ARCHITECTURE (see README.md).
+import PackageDescription
+
+let package = Package(
+    name: "Lamina",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "LaminaModel", targets: ["LaminaModel"]),
+        .library(name: "LaminaWire", targets: ["LaminaWire"]),
+        .library(name: "LaminaMerge", targets: ["LaminaMerge"]),
+        .executable(name: "lamina-bench", targets: ["lamina-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+    ],
+    targets: [
+        // Value types of the domain. No dependencies beyond Foundation.
+        .target(name: "LaminaModel"),
+        // The sync-frame codec: frames <-> bytes. Pure: no sockets, threads or storage.
+        .target(
+            name: "LaminaWire",
+            dependencies: [
+                "LaminaModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // Pure merge and ordering rules shared by node, peers and SDK.
+        .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
+        // Load generator and measurements (codec benchmark first).
+        .executableTarget(
+            name: "lamina-bench",
+            dependencies: [
+                "LaminaModel",
+                "LaminaWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
+        .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
+    ]
+)

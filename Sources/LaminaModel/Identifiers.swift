@@ -1,0 +1,90 @@
+import Foundation
+
+/// An identifier of a Lamina object, rendered as `lamina:///<collection>/<uuid>`
+/// (the UUID in lowercase) and carried on the wire as its 16 bytes.
+public protocol LaminaIdentifier: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The path component naming the collection, e.g. `conversations`.
+    static var collection: String { get }
+    /// The object's UUID.
+    var uuid: UUID { get }
+    init(uuid: UUID)
+}
+
+extension LaminaIdentifier {
+    /// A new identifier with a random (version 4) UUID.
+    public static func random() -> Self { Self(uuid: UUID()) }
+
+    /// The identifier's URL form, `lamina:///<collection>/<uuid>`.
+    public var url: String { "lamina:///\(Self.collection)/\(uuid.uuidString.lowercased())" }
+
+    public var description: String { url }
+
+    /// Parses the URL form. UUIDs are accepted in either case.
+    public init(parsing string: String) throws(ModelError) {
+        let prefix = "lamina:///\(Self.collection)/"
+        guard string.hasPrefix(prefix), let uuid = UUID(uuidString: String(string.dropFirst(prefix.count))) else {
+            throw ModelError(.invalidIdentifier, "'\(string.prefix(120))' is not of the form \(prefix)<uuid>")
+        }
+        self.init(uuid: uuid)
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.uuid.compareBytes(rhs.uuid) < 0 }
+}
+
+extension UUID {
+    /// Compares the 16 bytes of two UUIDs in order: the byte order a node uses to break ties.
+    public func compareBytes(_ other: UUID) -> Int {
+        withUnsafeBytes(of: self.uuid) { a in
+            withUnsafeBytes(of: other.uuid) { b in
+                for i in 0..<16 where a[i] != b[i] { return a[i] < b[i] ? -1 : 1 }
+                return 0
+            }
+        }
+    }
+}
+
+/// Identifies a conversation: `lamina:///conversations/<uuid>`.
+public struct ConversationID: LaminaIdentifier {
+    public static let collection = "conversations"
+    public let uuid: UUID
+    public init(uuid: UUID) { self.uuid = uuid }
+}
+
+/// Identifies a message: `lamina:///messages/<uuid>`.
+public struct MessageID: LaminaIdentifier {
+    public static let collection = "messages"
+    public let uuid: UUID
+    public init(uuid: UUID) { self.uuid = uuid }
+}
+
+/// Identifies a piece of rich content (a part over 2 KB): `lamina:///content/<uuid>`.
+public struct ContentID: LaminaIdentifier {
+    public static let collection = "content"
+    public let uuid: UUID
+    public init(uuid: UUID) { self.uuid = uuid }
+}
+
+/// Identifies a part of a message: `lamina:///messages/<message-uuid>/parts/<part-uuid>`.
+public struct MessagePartID: Hashable, Sendable, CustomStringConvertible {
+    public let message: MessageID
+    public let part: UUID
+
+    public init(message: MessageID, part: UUID) {
+        self.message = message
+        self.part = part
+    }
+
+    public var url: String { "\(message.url)/parts/\(part.uuidString.lowercased())" }
+    public var description: String { url }
+
+    /// Parses the URL form `lamina:///messages/<uuid>/parts/<uuid>`.
+    public init(parsing string: String) throws(ModelError) {
+        let bad = ModelError(.invalidIdentifier, "'\(string.prefix(120))' is not of the form lamina:///messages/<uuid>/parts/<uuid>")
+        let prefix = "lamina:///messages/"
+        guard string.hasPrefix(prefix) else { throw bad }
+        let rest = string.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
+        guard rest.count == 3, rest[1] == "parts",
+              let m = UUID(uuidString: String(rest[0])), let p = UUID(uuidString: String(rest[2])) else { throw bad }
+        self.init(message: MessageID(uuid: m), part: p)
+    }
+}

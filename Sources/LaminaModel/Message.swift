@@ -1,0 +1,97 @@
+import Foundation
+
+/// How a message appears as a push notification on recipients' devices.
+public struct PushConfiguration: Hashable, Sendable {
+    public var alert: String?
+    public var sound: String?
+    public var title: String?
+    public var category: String?
+    /// Custom data delivered with the notification.
+    public var data: [String: String]
+
+    public init(alert: String? = nil, sound: String? = nil, title: String? = nil, category: String? = nil, data: [String: String] = [:]) {
+        self.alert = alert
+        self.sound = sound
+        self.title = title
+        self.category = category
+        self.data = data
+    }
+
+    /// Checks string lengths and the number of data entries.
+    public func validate() throws(ModelError) {
+        guard data.count <= Limits.maxPushDataEntries else {
+            throw ModelError(.invalidPushConfiguration, "push data has at most \(Limits.maxPushDataEntries) entries, this one has \(data.count)")
+        }
+        let strings = [alert, sound, title, category].compactMap { $0 } + data.keys + data.values
+        for s in strings where s.utf8.count > Limits.maxPushStringBytes {
+            throw ModelError(.invalidPushConfiguration, "a push configuration string is at most \(Limits.maxPushStringBytes) UTF-8 bytes")
+        }
+    }
+}
+
+/// A message: one or more MIME-typed parts sent by one user to a conversation.
+public struct Message: Hashable, Sendable, Identifiable {
+    public var id: MessageID
+    public var conversationID: ConversationID
+    public var sender: UserID
+    public var parts: [MessagePart]
+    /// When the node accepted the message; nil until then.
+    public var sentAt: Timestamp?
+    /// The message's place in its conversation; assigned by the node, then fixed.
+    public var position: MessagePosition?
+    public var push: PushConfiguration?
+    /// Each participant's status for this message.
+    public var recipientStatus: [UserID: RecipientStatus]
+
+    public init(
+        id: MessageID = .random(),
+        conversationID: ConversationID,
+        sender: UserID,
+        parts: [MessagePart],
+        sentAt: Timestamp? = nil,
+        position: MessagePosition? = nil,
+        push: PushConfiguration? = nil,
+        recipientStatus: [UserID: RecipientStatus] = [:]
+    ) {
+        self.id = id
+        self.conversationID = conversationID
+        self.sender = sender
+        self.parts = parts
+        self.sentAt = sentAt
+        self.position = position
+        self.push = push
+        self.recipientStatus = recipientStatus
+    }
+
+    /// The full identifier of one of this message's parts.
+    public func identifier(of part: MessagePart) -> MessagePartID { MessagePartID(message: id, part: part.id) }
+
+    /// Whether the node has accepted the message.
+    public var isSent: Bool { position != nil }
+
+    /// Checks the parts (1 to 1,000, each valid, no duplicate part ids) and the push configuration.
+    public func validate() throws(ModelError) {
+        guard !parts.isEmpty else { throw ModelError(.noParts, "a message needs at least one part") }
+        guard parts.count <= Limits.maxPartsPerMessage else {
+            throw ModelError(.tooManyParts, "a message has at most \(Limits.maxPartsPerMessage) parts, this one has \(parts.count)")
+        }
+        var seen = Set<UUID>()
+        for part in parts {
+            try part.validate()
+            guard seen.insert(part.id).inserted else {
+                throw ModelError(.duplicatePart, "part \(part.id.uuidString.lowercased()) appears twice in one message")
+            }
+        }
+        try push?.validate()
+    }
+}
+
+/// Property names used in object changes of messages.
+public enum MessageProperty {
+    public static let parts = "parts"
+    public static let position = "position"
+    public static let sentAt = "sentAt"
+    public static let recipientStatus = "recipientStatus"
+    public static let isSent = "isSent"
+    public static let conversation = "conversation"
+}

@@ -1,0 +1,48 @@
+/// The one error type of `LaminaModel`: a validation failure with a stable code,
+/// a human-readable reason and the place in the source that raised it.
+public struct ModelError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A stable, machine-readable code. Extensible: new codes may be added.
+    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let invalidIdentifier = Code(rawValue: "invalid-identifier")
+        public static let invalidUserID = Code(rawValue: "invalid-user-id")
+        public static let invalidMIMEType = Code(rawValue: "invalid-mime-type")
+        public static let noParts = Code(rawValue: "no-parts")
+        public static let tooManyParts = Code(rawValue: "too-many-parts")
+        public static let partTooLarge = Code(rawValue: "part-too-large")
+        public static let inlineTooLarge = Code(rawValue: "inline-too-large")
+        public static let invalidContentReference = Code(rawValue: "invalid-content-reference")
+        public static let noParticipants = Code(rawValue: "no-participants")
+        public static let tooManyParticipants = Code(rawValue: "too-many-participants")
+        public static let invalidMetadata = Code(rawValue: "invalid-metadata")
+        public static let invalidPushConfiguration = Code(rawValue: "invalid-push-configuration")
+        public static let duplicatePart = Code(rawValue: "duplicate-part")
+    }
+
+    public var code: Code
+    public var reason: String
+    public var file: String
+    public var line: Int
+
+    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.reason = reason
+        self.file = file
+        self.line = line
+    }
+
+    public var description: String { "\(code): \(reason)" }
+
+    /// Equality ignores the source location: two errors are the same when their code and reason are.
+    public static func == (lhs: ModelError, rhs: ModelError) -> Bool {
+        lhs.code == rhs.code && lhs.reason == rhs.reason
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(reason)
+    }
+}

@@ -1,0 +1,48 @@
+/// A user's identifier: the app backend's own id for that user, as carried in the
+/// identity token. 1 to 256 UTF-8 bytes, no control characters.
+public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: String
+
+    /// Validates and wraps a user id.
+    public init(_ rawValue: String) throws(ModelError) {
+        let bytes = rawValue.utf8.count
+        guard bytes > 0 else { throw ModelError(.invalidUserID, "a user id must not be empty") }
+        guard bytes <= Limits.maxUserIDBytes else {
+            throw ModelError(.invalidUserID, "a user id is at most \(Limits.maxUserIDBytes) UTF-8 bytes, this one has \(bytes)")
+        }
+        guard !rawValue.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw ModelError(.invalidUserID, "a user id must not contain control characters")
+        }
+        self.rawValue = rawValue
+    }
+
+    /// For literals in code and tests; traps on an invalid literal.
+    public init(stringLiteral value: String) {
+        do { try self.init(value) } catch { preconditionFailure("invalid UserID literal: \(error)") }
+    }
+
+    public var description: String { rawValue }
+    public static func < (lhs: UserID, rhs: UserID) -> Bool { lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8) }
+}
+
+/// Who a user is, as the identity token describes them.
+public struct Identity: Hashable, Sendable {
+    public var userID: UserID
+    public var displayName: String?
+    public var avatarURL: String?
+
+    public init(userID: UserID, displayName: String? = nil, avatarURL: String? = nil) {
+        self.userID = userID
+        self.displayName = displayName
+        self.avatarURL = avatarURL
+    }
+
+    /// Checks the optional strings' lengths.
+    public func validate() throws(ModelError) {
+        for (name, value) in [("display name", displayName), ("avatar URL", avatarURL)] {
+            if let value, value.utf8.count > Limits.maxIdentityStringBytes {
+                throw ModelError(.invalidUserID, "the \(name) is at most \(Limits.maxIdentityStringBytes) UTF-8 bytes")
+            }
+        }
+    }
+}
