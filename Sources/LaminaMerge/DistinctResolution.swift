@@ -14,6 +14,11 @@ public struct DistinctCandidate: Hashable, Sendable {
         self.createdAt = createdAt
     }
 
+    /// The candidate for a conversation created distinct, accepted at `createdAt`.
+    public init(_ conversation: Conversation, createdAt: HLCTimestamp) {
+        self.init(id: conversation.id, participants: conversation.participants, createdAt: createdAt)
+    }
+
     /// The survivor order: earliest `createdAt`, then the smallest id (UUID bytes).
     /// Total and the same on every node.
     public static func ranksBefore(_ a: DistinctCandidate, _ b: DistinctCandidate) -> Bool {
@@ -57,6 +62,35 @@ public enum DistinctResolution {
     public static func survivor(of candidates: some Sequence<DistinctCandidate>) -> DistinctCandidate? {
         candidates.min(by: DistinctCandidate.ranksBefore)
     }
+
+    /// The redirects (merged id → survivor id) within one group of candidates that share a
+    /// participant set, given when each stopped being distinct (see `DistinctRegistry` for
+    /// the rule). A node can call this with the group read from its storage.
+    public static func redirects(
+        group: some Sequence<DistinctCandidate>, nonDistinctSince: (ConversationID) -> HLCTimestamp?
+    ) -> [ConversationID: ConversationID] {
+        var out: [ConversationID: ConversationID] = [:]
+        var survivors: [DistinctCandidate] = []
+        for x in group.sorted(by: DistinctCandidate.ranksBefore) {
+            let host = survivors.first { s in
+                guard let end = nonDistinctSince(s.id) else { return true }
+                return end > x.createdAt
+            }
+            if let host { out[x.id] = host.id } else { survivors.append(x) }
+        }
+        return out
+    }
+
+    /// The change a client reports when a conversation it knows as `old` was merged into
+    /// `survivor`: an update of the conversation's identifier.
+    public static func identifierChange(of old: Conversation, to survivor: ConversationID) -> ObjectChange {
+        var moved = old
+        moved.id = survivor
+        return ObjectChange(
+            type: .update, object: .conversation(moved), property: ConversationProperty.identifier,
+            before: .conversationID(old.id), after: .conversationID(survivor)
+        )
+    }
 }
 
 /// Every distinct conversation a replica knows of, and when each stopped being distinct:
@@ -84,17 +118,26 @@ public struct DistinctRegistry: ReplicatedState, Hashable {
 
     public private(set) var candidates: [ConversationID: DistinctCandidate]
     public private(set) var nonDistinctSince: [ConversationID: HLCTimestamp]
+    /// Candidate ids by sorted participant set (derived from `candidates`).
+    private var groups: [[UserID]: Set<ConversationID>]
 
     public init() {
         candidates = [:]
         nonDistinctSince = [:]
+        groups = [:]
     }
 
     public mutating func apply(_ operation: Operation) {
         switch operation {
         case .created(let c):
-            if let current = candidates[c.id], !Self.canonicallyBefore(c, current) { return }
+            if let current = candidates[c.id] {
+                guard Self.canonicallyBefore(c, current) else { return }
+                let old = current.participants.sorted()
+                groups[old]?.remove(c.id)
+                if groups[old]?.isEmpty == true { groups[old] = nil }
+            }
             candidates[c.id] = c
+            groups[c.participants.sorted(), default: []].insert(c.id)
         case .becameNonDistinct(let id, let time):
             if let current = nonDistinctSince[id], current <= time { return }
             nonDistinctSince[id] = time
@@ -110,32 +153,35 @@ public struct DistinctRegistry: ReplicatedState, Hashable {
 
     /// The conversation whose messages a conversation's messages belong to: its survivor,
     /// or itself when it was not merged (or is unknown).
-    public func target(of id: ConversationID) -> ConversationID { redirects[id] ?? id }
+    public func target(of id: ConversationID) -> ConversationID {
+        guard let c = candidates[id] else { return id }
+        return redirects(for: c.participants)[id] ?? id
+    }
 
     /// Every merged conversation mapped to its survivor.
     public var redirects: [ConversationID: ConversationID] {
         var out: [ConversationID: ConversationID] = [:]
-        var groups: [[UserID]: [DistinctCandidate]] = [:]
-        for c in candidates.values { groups[c.participants.sorted(), default: []].append(c) }
-        for group in groups.values {
-            var survivors: [DistinctCandidate] = []
-            for x in group.sorted(by: DistinctCandidate.ranksBefore) {
-                let host = survivors.first { s in
-                    guard let end = nonDistinctSince[s.id] else { return true }
-                    return end > x.createdAt
-                }
-                if let host { out[x.id] = host.id } else { survivors.append(x) }
-            }
-        }
+        for key in groups.keys { out.merge(redirects(forKey: key)) { a, _ in a } }
         return out
+    }
+
+    /// The redirects among the conversations created distinct with `participants`.
+    public func redirects(for participants: Set<UserID>) -> [ConversationID: ConversationID] {
+        redirects(forKey: participants.sorted())
+    }
+
+    private func redirects(forKey key: [UserID]) -> [ConversationID: ConversationID] {
+        let group = (groups[key] ?? []).compactMap { candidates[$0] }
+        return DistinctResolution.redirects(group: group) { nonDistinctSince[$0] }
     }
 
     /// The distinct conversation that creating one with `participants` resolves to now:
     /// the survivor of that set that is still distinct, if any (there is at most one).
     public func existing(for participants: Set<UserID>) -> ConversationID? {
-        let merged = redirects
-        return candidates.values
-            .filter { $0.participants == participants && merged[$0.id] == nil && nonDistinctSince[$0.id] == nil }
+        let key = participants.sorted()
+        let merged = redirects(forKey: key)
+        return (groups[key] ?? []).compactMap { candidates[$0] }
+            .filter { merged[$0.id] == nil && nonDistinctSince[$0.id] == nil }
             .min(by: DistinctCandidate.ranksBefore)?.id
     }
 

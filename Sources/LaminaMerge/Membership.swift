@@ -45,6 +45,11 @@ public struct MembershipGenesis: Hashable, Sendable {
         self.timestamp = timestamp
     }
 
+    /// The genesis of `conversation`, accepted at `timestamp`.
+    public init(_ conversation: Conversation, at timestamp: HLCTimestamp) {
+        self.init(participants: conversation.participants, creator: conversation.creator, isDistinct: conversation.isDistinct, at: timestamp)
+    }
+
     /// A total order so that two (faulty) replicas holding different geneses pick the same one.
     static func precedes(_ a: MembershipGenesis, _ b: MembershipGenesis) -> Bool {
         if a.timestamp != b.timestamp { return a.timestamp < b.timestamp }

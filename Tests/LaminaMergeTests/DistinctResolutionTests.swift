@@ -44,6 +44,10 @@ import Testing
         #expect(replica2.target(of: y.id) == x.id && replica2.target(of: x.id) == x.id)
         #expect(replica1.existing(for: [u1, u2]) == x.id)
 
+        let change = DistinctResolution.identifierChange(of: conversation(y.id), to: x.id)
+        #expect(change.type == .update && change.property == ConversationProperty.identifier)
+        #expect(change.before == .conversationID(y.id) && change.after == .conversationID(x.id))
+
         let moved1 = [mx, my].map(replica1.relocated), moved2 = [my, mx].map(replica2.relocated)
         #expect(moved1.allSatisfy { $0.conversationID == x.id })
         #expect(Set(moved1) == Set(moved2))

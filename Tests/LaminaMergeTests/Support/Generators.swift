@@ -73,6 +73,9 @@ enum Gen {
         let sets: [Set<UserID>] = [["u1", "u2"], ["u1", "u2"], ["u1", "u2", "u3"], ["u1", "u2"]]
         let times = [HLCTimestamp(physical: 5, logical: 0, node: NodeID(2)), HLCTimestamp(physical: 5, logical: 0, node: NodeID(1)),
                      HLCTimestamp(physical: 3, logical: 0, node: NodeID(3)), HLCTimestamp(physical: 9, logical: 1, node: NodeID(1))]
+        if r.chance(0.05) {  // a faulty replica's differing record of the same id
+            return DistinctCandidate(id: conversations[index], participants: r.pick(sets), createdAt: hlc(&r))
+        }
         return DistinctCandidate(id: conversations[index], participants: sets[index], createdAt: times[index])
     }
 
