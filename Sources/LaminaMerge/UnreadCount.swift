@@ -11,6 +11,12 @@ import LaminaModel
 /// (`MembershipLog.canSee`); it is not deleted for everyone or for U; it is above the
 /// history U (or everyone) cleared; and U has not read it, individually or through a
 /// read-up-to position. Messages without a position (not yet accepted) never count.
+///
+/// After a distinct merge, the survivor's state holds the merged conversations' messages
+/// too (`DistinctRegistry` says which); their stamps keep the conversation they were sent
+/// to, so a read-up-to recorded in that conversation still covers them, and so does a
+/// read-up-to in the survivor (`conversation`). Merge two states of the same conversation
+/// only; the result keeps `self`'s `conversation`.
 public struct UnreadCounts: ReplicatedState, Hashable {
     public enum Operation: Hashable, Sendable {
         /// A message was accepted into the conversation.
@@ -95,6 +101,7 @@ public struct UnreadCounts: ReplicatedState, Hashable {
             if let cleared, position <= cleared { return false }
             if deletedForAll.contains(m.id) || deletedForUser.contains(MessageUserKey(message: m.id, user: user)) { return false }
             guard membership.canSee(user, messageAt: position) else { return false }
+            if receipts.hasReadUpTo(position, in: conversation, user: user) { return false }
             return !receipts.isRead(m, by: user)
         }.sorted { $0.position! < $1.position! }
     }

@@ -52,8 +52,9 @@ import Testing
         #expect(moved1.allSatisfy { $0.conversationID == x.id })
         #expect(Set(moved1) == Set(moved2))
 
-        // Both replicas derive the same unread state for the survivor from the moved messages.
-        let stamps = moved1.map(MessageStamp.init)
+        // Both replicas derive the same unread state for the survivor from the moved
+        // messages, whose stamps keep the conversation they were sent to.
+        let stamps = [mx, my].map(MessageStamp.init)
         var counts1 = UnreadCounts(conversation: x.id), counts2 = UnreadCounts(conversation: x.id)
         let genesis = MembershipGenesis(participants: [u1, u2], creator: u1, isDistinct: true, at: x.createdAt)
         counts1.apply(.membership(.genesis(genesis)))
@@ -62,6 +63,11 @@ import Testing
         stamps.reversed().forEach { counts2.apply(.created($0)) }
         #expect(counts1 == counts2)
         #expect(counts1.unreadCount(for: u1) == 1 && counts1.unreadCount(for: u2) == 1)
+        // u1 had read y before the merge; u2 then marks the survivor read: both count 0.
+        counts1.apply(.receipt(.readUpTo(ConversationUserKey(conversation: y.id, user: u1), my.position!)))
+        #expect(counts1.unreadCount(for: u1) == 0 && counts1.unreadCount(for: u2) == 1)
+        counts1.apply(.receipt(.readUpTo(ConversationUserKey(conversation: x.id, user: u2), mx.position!)))
+        #expect(counts1.unreadCount(for: u2) == 0)
     }
 
     @Test func aDistinctConversationCreatedAfterTheOldOneChangedStandsAlone() {
