@@ -42,5 +42,6 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
+        .testTarget(name: "LaminaMergeTests", dependencies: ["LaminaMerge", "LaminaModel"]),
     ]
 )
