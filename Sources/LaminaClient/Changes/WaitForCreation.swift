@@ -8,7 +8,12 @@ extension LocalStore {
     /// there, otherwise as soon as it is created (or a merge gives a conversation this
     /// identifier). Throws `.timedOut` when it does not appear within `timeout`.
     public func waitForCreation(of id: ConversationID, timeout: Duration) async throws(ClientError) -> StoredConversation {
-        try await waitFor(id.description, timeout: timeout) { () throws(ClientError) in
+        try await waitForCreation(of: id, timeout: timeout, afterLookUp: {})
+    }
+
+    /// `afterLookUp` runs once the first look-up has missed and the wait begins (for tests).
+    func waitForCreation(of id: ConversationID, timeout: Duration, afterLookUp: @escaping @Sendable () -> Void) async throws(ClientError) -> StoredConversation {
+        try await waitFor(id.description, timeout: timeout, afterLookUp: afterLookUp) { () throws(ClientError) in
             try self.read { db in try StoreReader.conversation(db, id) }
         } matches: { change in
             guard case .conversation(let c) = change.object else { return false }
@@ -23,7 +28,11 @@ extension LocalStore {
     /// The message with this identifier: from the local store at once when it is there,
     /// otherwise as soon as it is created. Throws `.timedOut` when it does not appear in time.
     public func waitForCreation(of id: MessageID, timeout: Duration) async throws(ClientError) -> StoredMessage {
-        try await waitFor(id.description, timeout: timeout) { () throws(ClientError) in
+        try await waitForCreation(of: id, timeout: timeout, afterLookUp: {})
+    }
+
+    func waitForCreation(of id: MessageID, timeout: Duration, afterLookUp: @escaping @Sendable () -> Void) async throws(ClientError) -> StoredMessage {
+        try await waitFor(id.description, timeout: timeout, afterLookUp: afterLookUp) { () throws(ClientError) in
             try self.message(id)
         } matches: { change in
             guard change.type == .create, case .message(let m) = change.object else { return false }
@@ -36,6 +45,7 @@ extension LocalStore {
     private func waitFor<T: Sendable>(
         _ name: String,
         timeout: Duration,
+        afterLookUp: @escaping @Sendable () -> Void,
         lookUp: @escaping @Sendable () throws(ClientError) -> T?,
         matches: @escaping @Sendable (ObjectChange) -> Bool
     ) async throws(ClientError) -> T {
@@ -44,6 +54,7 @@ extension LocalStore {
         }
         let stream = changes()
         if let found = try lookUp() { return found }
+        afterLookUp()
         do {
             return try await withThrowingTaskGroup(of: T.self) { group in
                 group.addTask {
