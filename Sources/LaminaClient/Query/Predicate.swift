@@ -37,26 +37,27 @@ public indirect enum QueryValue: Hashable, Sendable {
 }
 
 /// A condition on the properties of conversations or messages.
-public indirect enum Predicate: Hashable, Sendable {
+public indirect enum QueryPredicate: Hashable, Sendable {
     /// `property op value`, the property named as in `ConversationProperty`/`MessageProperty`
     /// (metadata by `metadata.<key path>`).
     case compare(String, PredicateOperator, QueryValue)
-    case and([Predicate])
-    case or([Predicate])
-    case not(Predicate)
+    case and([QueryPredicate])
+    case or([QueryPredicate])
+    case not(QueryPredicate)
 
     /// `property op value`.
-    public static func property(_ name: String, _ op: PredicateOperator, _ value: QueryValue) -> Predicate {
+    public static func property(_ name: String, _ op: PredicateOperator, _ value: QueryValue) -> QueryPredicate {
         .compare(name, op, value)
     }
 
-    public static func && (lhs: Predicate, rhs: Predicate) -> Predicate { .and([lhs, rhs]) }
-    public static func || (lhs: Predicate, rhs: Predicate) -> Predicate { .or([lhs, rhs]) }
-    public static prefix func ! (operand: Predicate) -> Predicate { .not(operand) }
+    public static func && (lhs: QueryPredicate, rhs: QueryPredicate) -> QueryPredicate { .and([lhs, rhs]) }
+    public static func || (lhs: QueryPredicate, rhs: QueryPredicate) -> QueryPredicate { .or([lhs, rhs]) }
+    public static prefix func ! (operand: QueryPredicate) -> QueryPredicate { .not(operand) }
 }
 
-/// One key of a query's order.
-public struct SortDescriptor: Hashable, Sendable {
+/// One key of a query's order. A missing value sorts as the smallest (first ascending,
+/// last descending), except positions: messages not yet sent sort after all sent ones.
+public struct QuerySortDescriptor: Hashable, Sendable {
     public var property: String
     public var ascending: Bool
 

@@ -21,12 +21,12 @@ extension StoredMessage: QueryableObject {
 /// A query over conversations (`Query<StoredConversation>`) or messages
 /// (`Query<StoredMessage>`): a predicate, an order, a limit and an offset.
 public struct Query<Object: QueryableObject>: Hashable, Sendable {
-    public var predicate: Predicate?
-    public var sortDescriptors: [SortDescriptor]
+    public var predicate: QueryPredicate?
+    public var sortDescriptors: [QuerySortDescriptor]
     public var limit: Int?
     public var offset: Int
 
-    public init(predicate: Predicate? = nil, sortDescriptors: [SortDescriptor] = [], limit: Int? = nil, offset: Int = 0) {
+    public init(predicate: QueryPredicate? = nil, sortDescriptors: [QuerySortDescriptor] = [], limit: Int? = nil, offset: Int = 0) {
         self.predicate = predicate
         self.sortDescriptors = sortDescriptors
         self.limit = limit

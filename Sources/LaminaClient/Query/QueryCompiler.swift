@@ -23,7 +23,7 @@ struct QueryCompiler {
 
     init(target: QueryTarget) { self.target = target }
 
-    static func compile(target: QueryTarget, predicate: Predicate?, sort: [SortDescriptor], limit: Int?, offset: Int) throws(ClientError) -> CompiledQuery {
+    static func compile(target: QueryTarget, predicate: QueryPredicate?, sort: [QuerySortDescriptor], limit: Int?, offset: Int) throws(ClientError) -> CompiledQuery {
         var compiler = QueryCompiler(target: target)
         var condition = try predicate.map { p throws(ClientError) in try compiler.compile(p, depth: 1) } ?? SQLFragment(sql: "1")
         if let base = target.baseCondition { condition.sql = "\(base) AND (\(condition.sql))" }
@@ -37,7 +37,7 @@ struct QueryCompiler {
         return CompiledQuery(condition: condition, order: order, limit: limit, offset: offset)
     }
 
-    private mutating func compile(_ predicate: Predicate, depth: Int) throws(ClientError) -> SQLFragment {
+    private mutating func compile(_ predicate: QueryPredicate, depth: Int) throws(ClientError) -> SQLFragment {
         guard depth <= QueryLimits.maxDepth else {
             throw ClientError(.queryTooComplex, "a predicate nests at most \(QueryLimits.maxDepth) levels deep")
         }
@@ -195,7 +195,7 @@ struct QueryCompiler {
         }
     }
 
-    private func compileOrder(_ sort: [SortDescriptor]) throws(ClientError) -> SQLFragment {
+    private func compileOrder(_ sort: [QuerySortDescriptor]) throws(ClientError) -> SQLFragment {
         guard sort.count <= QueryLimits.maxSortDescriptors else {
             throw ClientError(.queryTooComplex, "a query has at most \(QueryLimits.maxSortDescriptors) sort descriptors")
         }
