@@ -72,10 +72,10 @@ struct SplitMix64: RandomNumberGenerator {
 
 @Suite struct QueryControllerTests {
     /// The next update from a controller, or a failure after a timeout.
-    private func nextUpdate<O>(_ iterator: inout AsyncStream<QueryUpdate<O>>.Iterator) async throws -> QueryUpdate<O> {
+    private func nextUpdate<O>(_ iterator: inout AsyncThrowingStream<QueryUpdate<O>, any Error>.Iterator) async throws -> QueryUpdate<O> {
         let box = UnsafeIteratorBox(iterator)
         let update = try await withThrowingTaskGroup(of: QueryUpdate<O>?.self) { group in
-            group.addTask { await box.next() }
+            group.addTask { try await box.next() }
             group.addTask {
                 try await Task.sleep(for: .seconds(5))
                 throw ClientError(.timedOut, "no query update arrived")
@@ -151,7 +151,7 @@ struct SplitMix64: RandomNumberGenerator {
 
 /// Lets a task group child drive an iterator the caller owns between calls.
 final class UnsafeIteratorBox<O: QueryableObject>: @unchecked Sendable {
-    var iterator: AsyncStream<QueryUpdate<O>>.Iterator
-    init(_ iterator: AsyncStream<QueryUpdate<O>>.Iterator) { self.iterator = iterator }
-    func next() async -> QueryUpdate<O>? { await iterator.next() }
+    var iterator: AsyncThrowingStream<QueryUpdate<O>, any Error>.Iterator
+    init(_ iterator: AsyncThrowingStream<QueryUpdate<O>, any Error>.Iterator) { self.iterator = iterator }
+    func next() async throws -> QueryUpdate<O>? { try await iterator.next() }
 }

@@ -15,6 +15,8 @@ import Testing
             do {
                 let store = try LocalStore(location: location)
                 try store.apply([.conversation(c), .message(m, receivedAt: received)], cursor: 42)
+                try store.enqueue(OutboxEntry(id: m.id.uuid, kind: "receipt", payload: [9]))
+                #expect(try store.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
                 try store.close()
             }
             let store = try LocalStore(location: location)
@@ -31,6 +33,7 @@ import Testing
             #expect(sm.isUnread)
             #expect(sm.partStates.map(\.transferStatus) == [.complete, .readyForDownload])
             #expect(try store.syncCursor() == 42)
+            #expect(try store.outboxEntries().map(\.payload) == [[9]])
         }
     }
 
@@ -171,6 +174,9 @@ import Testing
             let late = try remoteMessage(in: loser.id, at: 300)
             try store.apply([.message(late, receivedAt: received)])
             #expect(try store.message(late.id)?.message.conversationID == survivor.id)
+            // Changes addressed to the merged-away id are stale: the survivor is untouched.
+            #expect(try store.apply([.conversationDeleted(loser.id), .participants(loser.id, added: [carol], removed: [])]).isEmpty)
+            #expect(try store.conversation(survivor.id)?.conversation.participants == [alice, bob])
         }
     }
 

@@ -15,10 +15,11 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
     private let lock = NSLock()
     private var current: [Object] = []
     private var task: Task<Void, Never>?
-    private let continuation: AsyncStream<QueryUpdate<Object>>.Continuation
-    /// Every refresh that changed the results, in order. Ends when the controller stops, or
-    /// when the consumer falls `QueryController.maxPendingUpdates` updates behind.
-    public let updates: AsyncStream<QueryUpdate<Object>>
+    private let continuation: AsyncThrowingStream<QueryUpdate<Object>, any Error>.Continuation
+    /// Every refresh that changed the results, in order. Ends when the controller stops;
+    /// fails with `ClientError` when a refresh cannot run (e.g. the store closed) or when the
+    /// consumer falls `QueryController.maxPendingUpdates` updates behind.
+    public let updates: AsyncThrowingStream<QueryUpdate<Object>, any Error>
     /// Updates waiting for the consumer before the stream ends.
     public static var maxPendingUpdates: Int { 1_000 }
 
@@ -27,7 +28,7 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
         try query.validate()
         self.store = store
         self.query = query
-        (updates, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(Self.maxPendingUpdates))
+        (updates, continuation) = AsyncThrowingStream.makeStream(bufferingPolicy: .bufferingOldest(Self.maxPendingUpdates))
     }
 
     deinit {
@@ -72,7 +73,12 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
 
     /// Re-runs the query and reports the difference, if any.
     private func refresh() {
-        guard let next = try? store.execute(query) else { return }
+        let next: [Object]
+        do { next = try store.execute(query) } catch {
+            continuation.finish(throwing: error)
+            stop()
+            return
+        }
         let update: QueryUpdate<Object>? = lock.withLock {
             let previous = current
             current = next
@@ -81,6 +87,8 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
             let changes = QueryDiff.diff(old: previous.map(\.id), new: next.map(\.id), changed: changed)
             return changes.isEmpty ? nil : QueryUpdate(objects: next, changes: changes)
         }
-        if let update, case .dropped = continuation.yield(update) { continuation.finish() }
+        if let update, case .dropped = continuation.yield(update) {
+            continuation.finish(throwing: ClientError(.queryTooComplex, "the consumer fell \(Self.maxPendingUpdates) updates behind; restart the controller"))
+        }
     }
 }

@@ -25,11 +25,12 @@ extension LocalStore {
             let marks = Array(repeating: "?", count: participants.count).joined(separator: ", ")
             var args: [any DatabaseValueConvertible] = participants.map(\.rawValue)
             args.append(participants.count)
+            args.append(participants.count)
             let row = try Row.fetchOne(db, sql: """
                 SELECT c.* FROM conversation c
                 WHERE c.is_distinct = 1 AND c.merged_into IS NULL
                   AND (SELECT COUNT(*) FROM participant p WHERE p.conversation_id = c.id AND p.user_id IN (\(marks))) = ?
-                  AND (SELECT COUNT(*) FROM participant p WHERE p.conversation_id = c.id) = \(participants.count)
+                  AND (SELECT COUNT(*) FROM participant p WHERE p.conversation_id = c.id) = ?
                 ORDER BY c.created_at, c.id LIMIT 1
                 """, arguments: StatementArguments(args))
             return try row.map { try StoreReader.conversation(db, row: $0) }
@@ -72,7 +73,10 @@ extension LocalStore {
     /// changed. Returns the messages that changed.
     @discardableResult
     public func markRead(_ ids: [MessageID], outbox: OutboxEntry? = nil) throws(ClientError) -> [MessageID] {
-        try write { ctx in
+        guard ids.count <= Self.maxChangesPerApply else {
+            throw ClientError(.invalidObject, "one markRead takes at most \(Self.maxChangesPerApply) messages, not \(ids.count)")
+        }
+        return try write { ctx in
             var changed: [MessageID] = []
             for id in ids {
                 guard let before = try StoreReader.message(ctx.db, id) else { continue }

@@ -3,12 +3,18 @@ import GRDB
 import LaminaModel
 
 extension LocalStore {
+    /// The most remote changes one `apply` call (one transaction) takes.
+    public static let maxChangesPerApply = 10_000
+
     /// Applies changes from the node in one transaction, then records `cursor` (when given)
     /// in the same transaction, so the cursor never runs ahead of what is stored.
     /// Returns the object changes it made (also published to subscribers and delegates).
     @discardableResult
     public func apply(_ changes: [RemoteChange], cursor: UInt64? = nil) throws(ClientError) -> [ObjectChange] {
-        try write { ctx in
+        guard changes.count <= Self.maxChangesPerApply else {
+            throw ClientError(.invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
+        }
+        return try write { ctx in
             for change in changes { try ctx.apply(change) }
             try ctx.finish()
             if let cursor { try ctx.setCursor(cursor) }
@@ -22,7 +28,8 @@ extension WriteContext {
         switch change {
         case .conversation(let conversation): try applyConversation(conversation)
         case .conversationDeleted(let id):
-            if let stored = try StoreReader.conversation(db, StoreReader.resolve(db, id)) { try deleteConversation(stored) }
+            // Deleting a merged-away identifier never deletes the survivor.
+            if let stored = try StoreReader.conversation(db, id) { try deleteConversation(stored) }
         case .message(let message, let receivedAt): try applyMessage(message, receivedAt: receivedAt)
         case .messageDeleted(let id):
             if let stored = try StoreReader.message(db, id) { try deleteMessage(stored) }
@@ -55,8 +62,11 @@ extension WriteContext {
         }
     }
 
+    /// Changes addressed to a merged-away identifier are stale and ignored: the node
+    /// addresses the survivor after a merge.
     private func modifyConversation(_ id: ConversationID, _ body: (inout Conversation) -> Void) throws {
-        guard let before = try StoreReader.conversation(db, StoreReader.resolve(db, id)) else {
+        if try StoreReader.isMerged(db, id) { return }
+        guard let before = try StoreReader.conversation(db, id) else {
             throw ClientError(.notFound, "conversation \(id) is not in the local store")
         }
         var after = before

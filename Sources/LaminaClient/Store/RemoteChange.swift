@@ -2,6 +2,8 @@ import LaminaModel
 
 /// One change from the node's change feed, as the sync engine hands it to the store.
 /// Applying a change is idempotent: applying it again changes nothing and reports nothing.
+/// A message addressed to a merged-away conversation lands in the survivor; other changes
+/// addressed to a merged-away conversation are stale and ignored.
 public enum RemoteChange: Hashable, Sendable {
     /// A conversation as the node has it now (created or updated). Marks it synced.
     case conversation(Conversation)
