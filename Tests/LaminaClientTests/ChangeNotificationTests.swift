@@ -162,6 +162,53 @@ final class RecordingDelegate: LaminaClientDelegate, @unchecked Sendable {
         }
     }
 
+    @Test func anObjectCreatedBetweenTheLookUpAndTheWaitIsNotLost() async throws {
+        try await withStore { store in
+            let c = try conversation([alice, bob])
+            // The create commits in the window a lost-wakeup bug would miss: after the look-up
+            // has missed, before the wait has started. The subscription made first holds it.
+            let found = try await store.waitForCreation(of: c.id, timeout: .seconds(10), afterLookUp: {
+                _ = try? store.apply([.conversation(c)])
+            })
+            #expect(found.conversation == c)
+        }
+    }
+
+    @Test func aSubscriberThatFallsTooFarBehindSeesItsStreamEnd() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try LocalStore(location: StoreLocation(dataDirectory: dir, user: alice), configuration: StoreConfiguration(changeBufferLimit: 2))
+            defer { try? store.close() }
+            let stream = store.changes()
+            for i in 0..<4 { try store.apply([.conversation(try conversation([alice, bob], createdAt: Int64(i)))]) }
+            var received = 0
+            for await _ in stream { received += 1 }  // ends: it does not hang
+            #expect(received == 2)
+            #expect(throws: ClientError.self) { try LocalStore(location: StoreLocation(dataDirectory: dir, user: bob), configuration: StoreConfiguration(changeBufferLimit: 0)) }
+        }
+    }
+
+    @Test func aLocalConversationReportsWhenItBecomesSynced() async throws {
+        try await withStore { store in
+            let stream = store.changes()
+            let c = try conversation([bob], creator: alice)
+            try store.insertLocalConversation(c)
+            let mine = Message(conversationID: c.id, sender: alice, parts: [try MessagePart(text: "hi")])
+            try store.insertLocalMessage(mine)
+            var acked = mine
+            acked.position = position(10)
+            acked.sentAt = Timestamp(millisecondsSince1970: 10)
+            try store.apply([.message(acked, receivedAt: received)])
+            let all = try await collectChanges(stream) { $0.contains { $0.property == ConversationProperty.isSynced } }
+            #expect(all.first?.type == .create && all.first?.conversationID == c.id)
+            let synced = try #require(all.first { $0.property == ConversationProperty.isSynced })
+            #expect(synced.before == .bool(false) && synced.after == .bool(true))
+            let total = try #require(all.first { $0.property == ConversationProperty.totalMessageCount })
+            #expect(total.before == .integer(0) && total.after == .integer(1))
+            let last = try #require(all.first { $0.property == ConversationProperty.lastMessage })
+            #expect(last.before == nil && last.after == .string(mine.id.url))
+        }
+    }
+
     @Test func waitForCreationFollowsAMergeToItsIdentifier() async throws {
         try await withStore { store in
             let loser = try conversation([alice, bob], creator: alice)
