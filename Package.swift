@@ -10,12 +10,14 @@ let package = Package(
         .library(name: "LaminaModel", targets: ["LaminaModel"]),
         .library(name: "LaminaWire", targets: ["LaminaWire"]),
         .library(name: "LaminaMerge", targets: ["LaminaMerge"]),
+        .library(name: "LaminaClient", targets: ["LaminaClient"]),
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
     ],
     targets: [
         // Value types of the domain. No dependencies beyond Foundation.
@@ -30,6 +32,14 @@ let package = Package(
         ),
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
+        // The native client SDK: local store, change notifications, queries, content rules.
+        .target(
+            name: "LaminaClient",
+            dependencies: [
+                "LaminaModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // Load generator and measurements (codec benchmark first).
         .executableTarget(
             name: "lamina-bench",
@@ -43,5 +53,6 @@ let package = Package(
         ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
         .testTarget(name: "LaminaMergeTests", dependencies: ["LaminaMerge", "LaminaModel"]),
+        .testTarget(name: "LaminaClientTests", dependencies: ["LaminaClient", "LaminaModel"]),
     ]
 )

@@ -1,0 +1,75 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+/// An object a query can return: a stored conversation or message.
+public protocol QueryableObject: Hashable, Sendable, Identifiable where ID: LaminaIdentifier {
+    static var queryTarget: QueryTarget { get }
+    static func load(_ db: Database, row: Row) throws -> Self
+}
+
+extension StoredConversation: QueryableObject {
+    public static var queryTarget: QueryTarget { .conversations }
+    public static func load(_ db: Database, row: Row) throws -> StoredConversation { try StoreReader.conversation(db, row: row) }
+}
+
+extension StoredMessage: QueryableObject {
+    public static var queryTarget: QueryTarget { .messages }
+    public static func load(_ db: Database, row: Row) throws -> StoredMessage { try StoreReader.message(db, row: row) }
+}
+
+/// A query over conversations (`Query<StoredConversation>`) or messages
+/// (`Query<StoredMessage>`): a predicate, an order, a limit and an offset.
+public struct Query<Object: QueryableObject>: Hashable, Sendable {
+    public var predicate: QueryPredicate?
+    public var sortDescriptors: [QuerySortDescriptor]
+    public var limit: Int?
+    public var offset: Int
+
+    public init(predicate: QueryPredicate? = nil, sortDescriptors: [QuerySortDescriptor] = [], limit: Int? = nil, offset: Int = 0) {
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+        self.limit = limit
+        self.offset = offset
+    }
+
+    /// Checks the query (properties, types, limits) without running it.
+    public func validate() throws(ClientError) { _ = try compiled() }
+
+    func compiled() throws(ClientError) -> CompiledQuery {
+        try QueryCompiler.compile(target: Object.queryTarget, predicate: predicate, sort: sortDescriptors, limit: limit, offset: offset)
+    }
+
+    /// The SELECT for `columns` of the matching rows, in order, limited.
+    func statement(_ columns: String) throws(ClientError) -> (String, StatementArguments) {
+        let c = try compiled()
+        let table = Object.queryTarget.table
+        var sql = "SELECT \(columns) FROM \(table) WHERE \(c.condition.sql) ORDER BY \(c.order.sql)"
+        var args = c.arguments
+        if c.limit != nil || c.offset > 0 {
+            sql += " LIMIT ? OFFSET ?"
+            args += [c.limit ?? -1, c.offset]
+        }
+        return (sql, args)
+    }
+}
+
+extension LocalStore {
+    /// The objects matching `query`, in its order.
+    public func execute<Object>(_ query: Query<Object>) throws(ClientError) -> [Object] {
+        let (sql, args) = try query.statement("\(Object.queryTarget.table).*")
+        return try read { db in try Row.fetchAll(db, sql: sql, arguments: args).map { try Object.load(db, row: $0) } }
+    }
+
+    /// The identifiers of the objects matching `query`, in its order.
+    public func identifiers<Object>(_ query: Query<Object>) throws(ClientError) -> [Object.ID] {
+        let (sql, args) = try query.statement("\(Object.queryTarget.table).id")
+        return try read { db in try Data.fetchAll(db, sql: sql, arguments: args).map { Object.ID(uuid: StoreCoding.uuid($0)) } }
+    }
+
+    /// How many objects `query` returns (its limit and offset applied).
+    public func count<Object>(_ query: Query<Object>) throws(ClientError) -> Int {
+        let (sql, args) = try query.statement("\(Object.queryTarget.table).id")
+        return try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(sql))", arguments: args) ?? 0 }
+    }
+}

@@ -1,0 +1,91 @@
+import GRDB
+import LaminaModel
+
+/// What a queryable property holds, which decides the values and operators it accepts.
+enum QueryPropertyKind: String, Hashable, Sendable {
+    case bool, integer, text, user, conversationID, messageID, timestamp, position
+    /// A set of users, tested with `contains` (one user) or `=`/`!=` (the exact set).
+    case participants
+    /// The MIME types of a message's parts, tested with `contains`.
+    case mimeTypes
+}
+
+/// A piece of SQL with the values bound to its `?` placeholders, in order.
+struct SQLFragment {
+    var sql: String
+    var arguments: [DatabaseValue] = []
+}
+
+/// A property a query may name: its kind and the SQL expression(s) that read it from
+/// a row of the query's table. Expressions never contain caller-supplied text.
+struct QueryProperty {
+    var kind: QueryPropertyKind
+    /// One expression; three (physical, logical, node) for positions; none for collections.
+    var columns: [SQLFragment]
+    var nullable: Bool
+
+    static func scalar(_ kind: QueryPropertyKind, _ sql: String, nullable: Bool = false) -> QueryProperty {
+        QueryProperty(kind: kind, columns: [SQLFragment(sql: sql)], nullable: nullable)
+    }
+}
+
+/// The two kinds of objects a query returns.
+public enum QueryTarget: String, Hashable, Sendable {
+    case conversations
+    case messages
+
+    var table: String { self == .conversations ? "conversation" : "message" }
+
+    /// Rows of the table that are live objects.
+    var baseCondition: String? { self == .conversations ? "conversation.merged_into IS NULL" : nil }
+
+    /// The named properties of this target.
+    func property(_ name: String) throws(ClientError) -> QueryProperty {
+        switch self {
+        case .conversations:
+            if name.hasPrefix("metadata.") {
+                let path: MetadataKeyPath
+                do { path = try MetadataKeyPath(parsing: String(name.dropFirst("metadata.".count))) } catch {
+                    throw ClientError(.unknownProperty, "'\(name.prefix(200))' is not a valid metadata key path: \(error.reason)")
+                }
+                return QueryProperty(kind: .text, columns: [SQLFragment(
+                    sql: "(SELECT ml.value FROM metadata_leaf ml WHERE ml.conversation_id = conversation.id AND ml.path = ?)",
+                    arguments: [path.description.databaseValue])], nullable: true)
+            }
+            switch name {
+            case ConversationProperty.identifier: return .scalar(.conversationID, "conversation.id")
+            case ConversationProperty.participants: return QueryProperty(kind: .participants, columns: [], nullable: false)
+            case ConversationProperty.isDistinct, "distinct": return .scalar(.bool, "conversation.is_distinct")
+            case ConversationProperty.deliveryReceiptsEnabled: return .scalar(.bool, "conversation.receipts_enabled")
+            case ConversationProperty.isSynced: return .scalar(.bool, "conversation.is_synced")
+            case "createdAt": return .scalar(.timestamp, "conversation.created_at")
+            case "creator": return .scalar(.user, "conversation.creator")
+            case ConversationProperty.totalMessageCount: return .scalar(.integer, "conversation.total_count")
+            case ConversationProperty.unreadMessageCount: return .scalar(.integer, "conversation.unread_count")
+            case ConversationProperty.lastMessage: return .scalar(.messageID, "conversation.last_message_id", nullable: true)
+            case "lastMessage.sentAt":
+                return .scalar(.timestamp, "(SELECT lm.sent_at FROM message lm WHERE lm.id = conversation.last_message_id)", nullable: true)
+            case "lastMessage.position":
+                return QueryProperty(kind: .position, columns: ["pos_physical", "pos_logical", "pos_node"].map {
+                    SQLFragment(sql: "(SELECT lm.\($0) FROM message lm WHERE lm.id = conversation.last_message_id)")
+                }, nullable: true)
+            default: break
+            }
+        case .messages:
+            switch name {
+            case "identifier": return .scalar(.messageID, "message.id")
+            case MessageProperty.conversation: return .scalar(.conversationID, "message.conversation_id")
+            case "sender": return .scalar(.user, "message.sender")
+            case MessageProperty.position:
+                return QueryProperty(kind: .position, columns: ["message.pos_physical", "message.pos_logical", "message.pos_node"].map { SQLFragment(sql: $0) }, nullable: true)
+            case MessageProperty.sentAt: return .scalar(.timestamp, "message.sent_at", nullable: true)
+            case MessageProperty.receivedAt: return .scalar(.timestamp, "message.received_at", nullable: true)
+            case MessageProperty.isSent: return .scalar(.bool, "message.is_sent")
+            case MessageProperty.isUnread: return .scalar(.bool, "message.is_unread")
+            case "parts.mimeType": return QueryProperty(kind: .mimeTypes, columns: [], nullable: false)
+            default: break
+            }
+        }
+        throw ClientError(.unknownProperty, "\(rawValue) have no queryable property '\(name.prefix(200))'")
+    }
+}

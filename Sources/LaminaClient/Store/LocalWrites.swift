@@ -1,0 +1,104 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+extension LocalStore {
+    /// Stores a conversation created on this device. It is not synced until its first message
+    /// reaches the node. Storing the same identifier again returns what is stored.
+    @discardableResult
+    public func insertLocalConversation(_ conversation: Conversation) throws(ClientError) -> StoredConversation {
+        guard conversation.participants.contains(localUser) else {
+            throw ClientError(.invalidObject, "the local user must be a participant of a conversation created here")
+        }
+        return try write { ctx in
+            if let existing = try StoreReader.conversation(ctx.db, StoreReader.resolve(ctx.db, conversation.id)) { return existing }
+            let stored = StoredConversation(conversation: conversation, isSynced: false)
+            try ctx.createConversation(stored)
+            return stored
+        }
+    }
+
+    /// The live distinct conversation whose participants are exactly `participants`, if any.
+    public func distinctConversation(participants: Set<UserID>) throws(ClientError) -> StoredConversation? {
+        guard !participants.isEmpty, participants.count <= Limits.maxParticipants else { return nil }
+        return try read { db in
+            let marks = Array(repeating: "?", count: participants.count).joined(separator: ", ")
+            var args: [any DatabaseValueConvertible] = participants.map(\.rawValue)
+            args.append(participants.count)
+            args.append(participants.count)
+            let row = try Row.fetchOne(db, sql: """
+                SELECT c.* FROM conversation c
+                WHERE c.is_distinct = 1 AND c.merged_into IS NULL
+                  AND (SELECT COUNT(*) FROM participant p WHERE p.conversation_id = c.id AND p.user_id IN (\(marks))) = ?
+                  AND (SELECT COUNT(*) FROM participant p WHERE p.conversation_id = c.id) = ?
+                ORDER BY c.created_at, c.id LIMIT 1
+                """, arguments: StatementArguments(args))
+            return try row.map { try StoreReader.conversation(db, row: $0) }
+        }
+    }
+
+    /// Stores a message the local user is sending and, in the same transaction, its outbox
+    /// entry. It is read, not sent, and has no position until the node accepts it. Rich
+    /// parts wait for upload. Storing the same identifier again returns what is stored.
+    @discardableResult
+    public func insertLocalMessage(_ message: Message, outbox: OutboxEntry? = nil) throws(ClientError) -> StoredMessage {
+        guard message.sender == localUser else {
+            throw ClientError(.invalidObject, "a message sent from this device has the local user as sender")
+        }
+        return try write { ctx in
+            if let existing = try StoreReader.message(ctx.db, message.id) { return existing }
+            var m = message
+            m.conversationID = try StoreReader.resolve(ctx.db, message.conversationID)
+            guard let conversation = try StoreReader.conversation(ctx.db, m.conversationID) else {
+                throw ClientError(.notFound, "conversation \(message.conversationID) is not in the local store")
+            }
+            for user in conversation.conversation.participants where m.recipientStatus[user] == nil {
+                m.recipientStatus[user] = user == localUser ? .read : .pending
+            }
+            let states = m.parts.map { part in
+                switch part.content {
+                case .inline: PartState(partID: part.id, transferStatus: .complete)
+                case .external: PartState(partID: part.id, transferStatus: .awaitingUpload)
+                }
+            }
+            let stored = StoredMessage(message: m, receivedAt: nil, isUnread: false, partStates: states)
+            try ctx.createMessage(stored)
+            if let outbox { try ctx.enqueue(outbox) }
+            return stored
+        }
+    }
+
+    /// Marks messages read by the local user (unread flag off, the user's status to read)
+    /// and enqueues `outbox` (the receipt command) in the same transaction when anything
+    /// changed. Returns the messages that changed.
+    @discardableResult
+    public func markRead(_ ids: [MessageID], outbox: OutboxEntry? = nil) throws(ClientError) -> [MessageID] {
+        guard ids.count <= Self.maxChangesPerApply else {
+            throw ClientError(.invalidObject, "one markRead takes at most \(Self.maxChangesPerApply) messages, not \(ids.count)")
+        }
+        return try write { ctx in
+            var changed: [MessageID] = []
+            for id in ids {
+                guard let before = try StoreReader.message(ctx.db, id) else { continue }
+                var after = before
+                after.isUnread = false
+                after.message.recipientStatus[localUser] = max(before.message.recipientStatus[localUser] ?? .invalid, .read)
+                if after != before {
+                    try ctx.updateMessage(from: before, to: after)
+                    changed.append(id)
+                }
+            }
+            if !changed.isEmpty, let outbox { try ctx.enqueue(outbox) }
+            return changed
+        }
+    }
+
+    /// Unread messages of a conversation, in position order.
+    public func unreadMessageIDs(in conversation: ConversationID) throws(ClientError) -> [MessageID] {
+        try read { db in
+            let id = try StoreReader.resolve(db, conversation)
+            return try Data.fetchAll(db, sql: "SELECT id FROM message WHERE conversation_id = ? AND is_unread = 1 ORDER BY \(StoreReader.positionOrder(descending: false))",
+                                     arguments: [StoreCoding.blob(id)]).map { MessageID(uuid: StoreCoding.uuid($0)) }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+/// One command waiting to go to the node. Its `id` is chosen by the client (the object's
+/// UUID or a request id), so a retry after a lost connection is recognised by the node.
+public struct OutboxEntry: Hashable, Sendable {
+    public enum State: Int, Hashable, Sendable {
+        /// Waiting to be sent.
+        case pending = 0
+        /// Handed to the connection; waiting for the node's acknowledgement.
+        case inFlight = 1
+    }
+
+    public var id: UUID
+    /// What the command is, in the sync engine's own terms (e.g. `"message.send"`).
+    public var kind: String
+    /// The object the command is about, if any.
+    public var objectID: UUID?
+    /// The encoded command, opaque to the store.
+    public var payload: [UInt8]
+    public var state: State
+    /// How many times it has been handed to a connection.
+    public var attempts: Int
+    /// Its place in the outbox: commands go out in ascending order. Assigned by the store.
+    public var sequence: Int64
+    public var createdAt: Timestamp
+
+    public init(id: UUID, kind: String, objectID: UUID? = nil, payload: [UInt8], createdAt: Timestamp = .now()) {
+        self.id = id
+        self.kind = kind
+        self.objectID = objectID
+        self.payload = payload
+        self.state = .pending
+        self.attempts = 0
+        self.sequence = 0
+        self.createdAt = createdAt
+    }
+
+    /// The longest `kind`, in UTF-8 bytes.
+    public static let maxKindBytes = 64
+    /// The largest payload: a command carries inline parts only, so a few MB is ample.
+    public static let maxPayloadBytes = 8 * 1_024 * 1_024
+
+    func validate() throws(ClientError) {
+        guard !kind.isEmpty, kind.utf8.count <= Self.maxKindBytes else {
+            throw ClientError(.invalidObject, "an outbox entry's kind is 1...\(Self.maxKindBytes) UTF-8 bytes")
+        }
+        guard payload.count <= Self.maxPayloadBytes else {
+            throw ClientError(.invalidObject, "an outbox payload is at most \(Self.maxPayloadBytes) bytes, this one has \(payload.count)")
+        }
+    }
+}
+
+extension WriteContext {
+    /// Appends an entry; an entry whose id is already queued is left as it is.
+    func enqueue(_ entry: OutboxEntry) throws {
+        try entry.validate()
+        try db.execute(sql: """
+            INSERT INTO outbox(id, kind, object_id, payload, state, attempts, created_at) VALUES (?, ?, ?, ?, 0, 0, ?)
+            ON CONFLICT(id) DO NOTHING
+            """, arguments: [StoreCoding.blob(entry.id), entry.kind, entry.objectID.map(StoreCoding.blob), Data(entry.payload), entry.createdAt.millisecondsSince1970])
+    }
+}
+
+extension LocalStore {
+    /// The most entries one `dequeueOutbox` call hands out.
+    public static let maxOutboxBatch = 1_000
+
+    /// Appends a command to the outbox (a no-op when its id is already there).
+    public func enqueue(_ entry: OutboxEntry) throws(ClientError) {
+        try write { ctx in try ctx.enqueue(entry) }
+    }
+
+    /// Hands out up to `limit` pending entries in outbox order, marking them in flight and
+    /// counting the attempt. They stay in the outbox until `markSent`.
+    public func dequeueOutbox(limit: Int) throws(ClientError) -> [OutboxEntry] {
+        guard (1...Self.maxOutboxBatch).contains(limit) else {
+            throw ClientError(.invalidSetting, "an outbox batch is 1...\(Self.maxOutboxBatch) entries, not \(limit)")
+        }
+        return try write { ctx in
+            let rows = try Row.fetchAll(ctx.db, sql: "SELECT * FROM outbox WHERE state = 0 ORDER BY seq LIMIT ?", arguments: [limit])
+            var out: [OutboxEntry] = []
+            for row in rows {
+                var entry = try Self.outboxEntry(row)
+                entry.state = .inFlight
+                entry.attempts += 1
+                try ctx.db.execute(sql: "UPDATE outbox SET state = 1, attempts = ? WHERE seq = ?", arguments: [entry.attempts, entry.sequence])
+                out.append(entry)
+            }
+            return out
+        }
+    }
+
+    /// Removes an acknowledged entry. Returns false when it was not there (a repeated ACK).
+    @discardableResult
+    public func markSent(_ id: UUID) throws(ClientError) -> Bool {
+        try write { ctx in
+            try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(id)])
+            return ctx.db.changesCount > 0
+        }
+    }
+
+    /// Puts every in-flight entry back to pending (after a connection is lost), keeping order.
+    public func requeueInFlight() throws(ClientError) {
+        try write { ctx in try ctx.db.execute(sql: "UPDATE outbox SET state = 0 WHERE state = 1") }
+    }
+
+    /// Every entry, in order, without changing anything.
+    public func outboxEntries() throws(ClientError) -> [OutboxEntry] {
+        try read { db in try Row.fetchAll(db, sql: "SELECT * FROM outbox ORDER BY seq").map(Self.outboxEntry) }
+    }
+
+    static func outboxEntry(_ row: Row) throws -> OutboxEntry {
+        var entry = OutboxEntry(
+            id: try StoreCoding.uuid(row, "id"), kind: row["kind"], objectID: try StoreCoding.optionalUUID(row, "object_id"),
+            payload: [UInt8](row["payload"] as Data), createdAt: Timestamp(millisecondsSince1970: row["created_at"]))
+        guard let state = OutboxEntry.State(rawValue: row["state"]) else { throw ClientError(.corruptRecord, "an outbox entry has an unknown state") }
+        entry.state = state
+        entry.attempts = row["attempts"]
+        entry.sequence = row["seq"]
+        return entry
+    }
+}

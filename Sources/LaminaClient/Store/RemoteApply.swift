@@ -1,0 +1,167 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+extension LocalStore {
+    /// The most remote changes one `apply` call (one transaction) takes.
+    public static let maxChangesPerApply = 10_000
+
+    /// Applies changes from the node in one transaction, then records `cursor` (when given)
+    /// in the same transaction, so the cursor never runs ahead of what is stored.
+    /// Returns the object changes it made (also published to subscribers and delegates).
+    @discardableResult
+    public func apply(_ changes: [RemoteChange], cursor: UInt64? = nil) throws(ClientError) -> [ObjectChange] {
+        guard changes.count <= Self.maxChangesPerApply else {
+            throw ClientError(.invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
+        }
+        return try write { ctx in
+            for change in changes { try ctx.apply(change) }
+            try ctx.finish()
+            if let cursor { try ctx.setCursor(cursor) }
+            return ctx.changes
+        }
+    }
+}
+
+extension WriteContext {
+    func apply(_ change: RemoteChange) throws {
+        switch change {
+        case .conversation(let conversation): try applyConversation(conversation)
+        case .conversationDeleted(let id):
+            // Deleting a merged-away identifier never deletes the survivor.
+            if let stored = try StoreReader.conversation(db, id) { try deleteConversation(stored) }
+        case .message(let message, let receivedAt): try applyMessage(message, receivedAt: receivedAt)
+        case .messageDeleted(let id):
+            if let stored = try StoreReader.message(db, id) { try deleteMessage(stored) }
+        case .recipientStatus(let id, let user, let status): try applyStatus(id, user: user, status: status)
+        case .metadata(let id, let path, let value):
+            try modifyConversation(id) { c in
+                if let value { c.metadata.set(value, at: path) } else { c.metadata.remove(at: path) }
+            }
+        case .participants(let id, let added, let removed):
+            try modifyConversation(id) { c in
+                let before = c.participants
+                c.participants.formUnion(added)
+                c.participants.subtract(removed)
+                if c.participants != before { c.isDistinct = false }
+            }
+        case .distinctMerge(let from, let into): try applyMerge(from: from, into: into)
+        }
+    }
+
+    private func applyConversation(_ conversation: Conversation) throws {
+        // A late update of a merged-away conversation is stale: the survivor is authoritative.
+        if try StoreReader.isMerged(db, conversation.id) { return }
+        if let existing = try StoreReader.conversation(db, conversation.id) {
+            var after = existing
+            after.conversation = conversation
+            after.isSynced = true
+            try updateConversation(from: existing, to: after)
+        } else {
+            try createConversation(StoredConversation(conversation: conversation, isSynced: true))
+        }
+    }
+
+    /// Changes addressed to a merged-away identifier are stale and ignored: the node
+    /// addresses the survivor after a merge.
+    private func modifyConversation(_ id: ConversationID, _ body: (inout Conversation) -> Void) throws {
+        if try StoreReader.isMerged(db, id) { return }
+        guard let before = try StoreReader.conversation(db, id) else {
+            throw ClientError(.notFound, "conversation \(id) is not in the local store")
+        }
+        var after = before
+        body(&after.conversation)
+        try updateConversation(from: before, to: after)
+    }
+
+    private func applyMessage(_ incoming: Message, receivedAt: Timestamp) throws {
+        var message = incoming
+        message.conversationID = try StoreReader.resolve(db, incoming.conversationID)
+        guard try StoreReader.conversation(db, message.conversationID) != nil else {
+            throw ClientError(.notFound, "message \(message.id) belongs to conversation \(incoming.conversationID), which is not in the local store")
+        }
+        if let existing = try StoreReader.message(db, message.id) {
+            var after = existing
+            // Position and sent-at are fixed once assigned; a replay never moves a message.
+            if existing.message.position == nil {
+                after.message.position = message.position
+                after.message.sentAt = message.sentAt
+            }
+            after.message.recipientStatus.merge(message.recipientStatus, uniquingKeysWith: max)
+            if after.message.parts != message.parts {
+                let oldStates = Dictionary(zip(existing.message.parts, existing.partStates).map { ($0.0.id, ($0.0, $0.1)) }, uniquingKeysWith: { a, _ in a })
+                after.message.parts = message.parts
+                after.partStates = message.parts.map { part in
+                    if let (oldPart, state) = oldStates[part.id], oldPart == part { return state }
+                    return Self.remoteState(of: part)
+                }
+            }
+            if after.message.recipientStatus[localUser] == .read { after.isUnread = false }
+            try updateMessage(from: existing, to: after)
+        } else {
+            let own = message.sender == localUser
+            let stored = StoredMessage(
+                message: message,
+                receivedAt: own ? nil : receivedAt,
+                isUnread: !own && message.recipientStatus[localUser] != .read,
+                partStates: message.parts.map(Self.remoteState(of:)))
+            try createMessage(stored)
+        }
+    }
+
+    static func remoteState(of part: MessagePart) -> PartState {
+        switch part.content {
+        case .inline: PartState(partID: part.id, transferStatus: .complete)
+        case .external: PartState(partID: part.id, transferStatus: .readyForDownload)
+        }
+    }
+
+    private func applyStatus(_ id: MessageID, user: UserID, status: RecipientStatus) throws {
+        // A status for a message not (or no longer) here has nothing to update.
+        guard let before = try StoreReader.message(db, id) else { return }
+        var after = before
+        after.message.recipientStatus[user] = max(before.message.recipientStatus[user] ?? .invalid, status)
+        if user == localUser, status == .read { after.isUnread = false }
+        try updateMessage(from: before, to: after)
+    }
+
+    /// Moves everything of `from` to `into` and leaves `from` as a tombstone pointing there.
+    /// When the survivor is not here yet, the loser's row becomes it (renamed).
+    private func applyMerge(from: ConversationID, into: ConversationID) throws {
+        guard from != into else { return }
+        let survivorID = try StoreReader.resolve(db, into)
+        guard survivorID != from, !(try StoreReader.isMerged(db, from)),
+              let loser = try StoreReader.conversation(db, from) else { return }
+        let fromKey = StoreCoding.blob(from), intoKey = StoreCoding.blob(survivorID)
+        let movedMessages = try Data.fetchAll(db, sql: "SELECT id FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: false))", arguments: [fromKey])
+            .compactMap { try StoreReader.message(db, MessageID(uuid: StoreCoding.uuid($0))) }
+        if let survivor = try StoreReader.conversation(db, survivorID) {
+            try db.execute(sql: "UPDATE message SET conversation_id = ? WHERE conversation_id = ?", arguments: [intoKey, fromKey])
+            try db.execute(sql: "DELETE FROM participant WHERE conversation_id = ?", arguments: [fromKey])
+            try db.execute(sql: "DELETE FROM metadata_leaf WHERE conversation_id = ?", arguments: [fromKey])
+            try db.execute(sql: "UPDATE conversation SET merged_into = ?, last_message_id = NULL, total_count = 0, unread_count = 0 WHERE id = ?", arguments: [intoKey, fromKey])
+            // The app's object for the loser follows the identifier to the survivor.
+            record(ObjectChange(type: .update, object: .conversation(survivor.conversation), property: ConversationProperty.identifier,
+                                before: .conversationID(from), after: .conversationID(survivorID)))
+        } else {
+            // Rename: ON UPDATE CASCADE carries participants, metadata and messages along.
+            try db.execute(sql: "UPDATE conversation SET id = ?, is_synced = 1 WHERE id = ?", arguments: [intoKey, fromKey])
+            var renamed = loser.conversation
+            renamed.id = survivorID
+            try db.execute(sql: """
+                INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, created_at, metadata, merged_into)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [fromKey, loser.conversation.creator.rawValue, loser.conversation.isDistinct, loser.conversation.deliveryReceiptsEnabled,
+                                 loser.conversation.createdAt.millisecondsSince1970, StoreCoding.encode(Metadata()), intoKey])
+            record(ObjectChange(type: .update, object: .conversation(renamed), property: ConversationProperty.identifier,
+                                before: .conversationID(from), after: .conversationID(survivorID)))
+        }
+        // Any older tombstones that pointed at the loser now point at the survivor.
+        try db.execute(sql: "UPDATE conversation SET merged_into = ? WHERE merged_into = ? AND id != ?", arguments: [intoKey, fromKey, fromKey])
+        for before in movedMessages {
+            guard let after = try StoreReader.message(db, before.id) else { continue }
+            record(ChangeComputation.messageUpdates(before: before, after: after))
+        }
+        touch(survivorID)
+    }
+}

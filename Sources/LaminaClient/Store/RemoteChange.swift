@@ -1,0 +1,27 @@
+import LaminaModel
+
+/// One change from the node's change feed, as the sync engine hands it to the store.
+/// Applying a change is idempotent: applying it again changes nothing and reports nothing.
+/// A message addressed to a merged-away conversation lands in the survivor; other changes
+/// addressed to a merged-away conversation are stale and ignored.
+public enum RemoteChange: Hashable, Sendable {
+    /// A conversation as the node has it now (created or updated). Marks it synced.
+    case conversation(Conversation)
+    /// A conversation was deleted.
+    case conversationDeleted(ConversationID)
+    /// A message as the node has it now. Recipient statuses merge by maximum; a message
+    /// this device sent gets its position and sent-at time this way (the node's ACK).
+    case message(Message, receivedAt: Timestamp)
+    /// A message was deleted.
+    case messageDeleted(MessageID)
+    /// One participant's status for one message; it only ever moves up.
+    case recipientStatus(MessageID, user: UserID, status: RecipientStatus)
+    /// A metadata key path was set (a value) or deleted (nil).
+    case metadata(ConversationID, path: MetadataKeyPath, value: MetadataValue?)
+    /// Participants were added and/or removed. A change to a distinct conversation's
+    /// participant set makes it non-distinct.
+    case participants(ConversationID, added: Set<UserID>, removed: Set<UserID>)
+    /// The node resolved distinct conversation `from` into `into`: messages and the app's
+    /// object move to the survivor, and `from` is remembered as merged into it.
+    case distinctMerge(from: ConversationID, into: ConversationID)
+}

@@ -1,0 +1,100 @@
+import GRDB
+
+/// The local store's schema, as versioned migrations. A migration once shipped is never
+/// edited; changes go in a new, later migration.
+enum StoreSchema {
+    static func migrator() -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE store_info (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    value
+                ) WITHOUT ROWID;
+
+                CREATE TABLE conversation (
+                    id BLOB NOT NULL UNIQUE,
+                    creator TEXT NOT NULL,
+                    is_distinct INTEGER NOT NULL,
+                    receipts_enabled INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    metadata BLOB NOT NULL,
+                    is_synced INTEGER NOT NULL DEFAULT 0,
+                    merged_into BLOB,
+                    last_message_id BLOB,
+                    total_count INTEGER NOT NULL DEFAULT 0,
+                    unread_count INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE INDEX conversation_merged ON conversation(merged_into);
+
+                CREATE TABLE participant (
+                    conversation_id BLOB NOT NULL REFERENCES conversation(id) ON DELETE CASCADE ON UPDATE CASCADE,
+                    user_id TEXT NOT NULL,
+                    PRIMARY KEY (conversation_id, user_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX participant_user ON participant(user_id);
+
+                CREATE TABLE metadata_leaf (
+                    conversation_id BLOB NOT NULL REFERENCES conversation(id) ON DELETE CASCADE ON UPDATE CASCADE,
+                    path TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    PRIMARY KEY (conversation_id, path)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE message (
+                    id BLOB NOT NULL UNIQUE,
+                    conversation_id BLOB NOT NULL REFERENCES conversation(id) ON DELETE CASCADE ON UPDATE CASCADE,
+                    sender TEXT NOT NULL,
+                    sent_at INTEGER,
+                    received_at INTEGER,
+                    pos_physical INTEGER,
+                    pos_logical INTEGER,
+                    pos_node INTEGER,
+                    is_sent INTEGER NOT NULL,
+                    is_unread INTEGER NOT NULL,
+                    push BLOB
+                );
+                CREATE INDEX message_position ON message(conversation_id, pos_physical, pos_logical, pos_node);
+                CREATE INDEX message_unread ON message(conversation_id, is_unread);
+
+                CREATE TABLE part (
+                    message_id BLOB NOT NULL REFERENCES message(id) ON DELETE CASCADE ON UPDATE CASCADE,
+                    idx INTEGER NOT NULL,
+                    part_id BLOB NOT NULL,
+                    mime_type TEXT NOT NULL,
+                    inline_bytes BLOB,
+                    content_id BLOB,
+                    content_size INTEGER,
+                    content_sha256 BLOB,
+                    local_path TEXT,
+                    local_size INTEGER NOT NULL DEFAULT 0,
+                    transfer_status INTEGER NOT NULL,
+                    last_access INTEGER,
+                    auto_downloaded INTEGER NOT NULL DEFAULT 0,
+                    purged INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (message_id, part_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX part_cached ON part(last_access) WHERE local_path IS NOT NULL;
+
+                CREATE TABLE recipient_status (
+                    message_id BLOB NOT NULL REFERENCES message(id) ON DELETE CASCADE ON UPDATE CASCADE,
+                    user_id TEXT NOT NULL,
+                    status INTEGER NOT NULL,
+                    PRIMARY KEY (message_id, user_id)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE outbox (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id BLOB NOT NULL UNIQUE,
+                    kind TEXT NOT NULL,
+                    object_id BLOB,
+                    payload BLOB NOT NULL,
+                    state INTEGER NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    created_at INTEGER NOT NULL
+                );
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+/// One write transaction: row-level primitives that also record the object changes they
+/// make, and the conversations whose summaries (counts, last message) need refreshing
+/// before commit.
+final class WriteContext {
+    let db: Database
+    let localUser: UserID
+    let contentDirectory: URL
+    private(set) var changes: [ObjectChange] = []
+    private(set) var retiredFiles: [URL] = []
+    private var touched: [ConversationID] = []
+    private var touchedSet: Set<ConversationID> = []
+    private var createdHere: Set<ConversationID> = []
+
+    init(db: Database, store: LocalStore) {
+        self.db = db
+        self.localUser = store.localUser
+        self.contentDirectory = store.location.contentDirectory
+    }
+
+    func record(_ change: ObjectChange) { changes.append(change) }
+    func record(_ more: [ObjectChange]) { changes.append(contentsOf: more) }
+
+    /// Marks a conversation's summary for refreshing at the end of the transaction.
+    func touch(_ id: ConversationID) {
+        if touchedSet.insert(id).inserted { touched.append(id) }
+    }
+
+    func retire(localPath: String?) {
+        if let localPath { retiredFiles.append(contentDirectory.appendingPathComponent(localPath)) }
+    }
+
+    func setCursor(_ cursor: UInt64) throws {
+        try db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('sync_cursor', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                       arguments: [Int64(bitPattern: cursor)])
+    }
+
+    // MARK: conversations
+
+    func createConversation(_ stored: StoredConversation) throws {
+        try stored.conversation.validate()
+        try putConversation(stored)
+        createdHere.insert(stored.id)
+        record(ObjectChange(type: .create, object: .conversation(stored.conversation)))
+    }
+
+    func updateConversation(from before: StoredConversation, to after: StoredConversation) throws {
+        guard before != after else { return }
+        try after.conversation.validate()
+        try putConversation(after)
+        record(ChangeComputation.conversationUpdates(before: before, after: after))
+    }
+
+    /// Deletes a conversation with its messages (each reported deleted first).
+    func deleteConversation(_ stored: StoredConversation) throws {
+        let key = StoreCoding.blob(stored.id)
+        for row in try Row.fetchAll(db, sql: "SELECT * FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: false))", arguments: [key]) {
+            let message = try StoreReader.message(db, row: row)
+            message.partStates.forEach { retire(localPath: $0.localPath) }
+            record(ObjectChange(type: .delete, object: .message(message.message)))
+        }
+        try db.execute(sql: "DELETE FROM conversation WHERE id = ?", arguments: [key])
+        record(ObjectChange(type: .delete, object: .conversation(stored.conversation)))
+    }
+
+    private func putConversation(_ s: StoredConversation) throws {
+        let c = s.conversation
+        let key = StoreCoding.blob(c.id)
+        try db.execute(sql: """
+            INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, created_at, metadata, is_synced, last_message_id, total_count, unread_count)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(id) DO UPDATE SET creator = excluded.creator, is_distinct = excluded.is_distinct,
+                receipts_enabled = excluded.receipts_enabled, created_at = excluded.created_at, metadata = excluded.metadata,
+                is_synced = excluded.is_synced, last_message_id = excluded.last_message_id,
+                total_count = excluded.total_count, unread_count = excluded.unread_count
+            """, arguments: [key, c.creator.rawValue, c.isDistinct, c.deliveryReceiptsEnabled, c.createdAt.millisecondsSince1970,
+                             StoreCoding.encode(c.metadata), s.isSynced, s.lastMessageID.map(StoreCoding.blob),
+                             s.totalMessageCount, s.unreadMessageCount])
+        try db.execute(sql: "DELETE FROM participant WHERE conversation_id = ?", arguments: [key])
+        for user in c.participants {
+            try db.execute(sql: "INSERT INTO participant(conversation_id, user_id) VALUES (?, ?)", arguments: [key, user.rawValue])
+        }
+        try db.execute(sql: "DELETE FROM metadata_leaf WHERE conversation_id = ?", arguments: [key])
+        for (path, value) in c.metadata.leaves {
+            try db.execute(sql: "INSERT INTO metadata_leaf(conversation_id, path, value) VALUES (?, ?, ?)", arguments: [key, path.description, value])
+        }
+    }
+
+    // MARK: messages
+
+    func createMessage(_ stored: StoredMessage) throws {
+        try stored.message.validate()
+        try putMessage(stored, isNew: true)
+        record(ObjectChange(type: .create, object: .message(stored.message)))
+        touch(stored.message.conversationID)
+    }
+
+    func updateMessage(from before: StoredMessage, to after: StoredMessage) throws {
+        guard before != after else { return }
+        try after.message.validate()
+        try putMessage(after, isNew: false)
+        let kept = Set(after.partStates.compactMap(\.localPath))
+        for state in before.partStates where state.localPath.map({ !kept.contains($0) }) ?? false { retire(localPath: state.localPath) }
+        record(ChangeComputation.messageUpdates(before: before, after: after))
+        touch(before.message.conversationID)
+        touch(after.message.conversationID)
+    }
+
+    func deleteMessage(_ stored: StoredMessage) throws {
+        stored.partStates.forEach { retire(localPath: $0.localPath) }
+        try db.execute(sql: "DELETE FROM message WHERE id = ?", arguments: [StoreCoding.blob(stored.id)])
+        record(ObjectChange(type: .delete, object: .message(stored.message)))
+        touch(stored.message.conversationID)
+    }
+
+    private func putMessage(_ s: StoredMessage, isNew: Bool) throws {
+        let m = s.message
+        guard s.partStates.count == m.parts.count else {
+            throw ClientError(.invalidObject, "a stored message needs one part state per part")
+        }
+        let key = StoreCoding.blob(m.id)
+        let pos = m.position.map(StoreCoding.positionColumns)
+        let args: StatementArguments = [key, StoreCoding.blob(m.conversationID), m.sender.rawValue, m.sentAt?.millisecondsSince1970,
+                                        s.receivedAt?.millisecondsSince1970, pos?.0, pos?.1, pos?.2, m.isSent, s.isUnread,
+                                        StoreCoding.encode(m.push)]
+        if isNew {
+            try db.execute(sql: """
+                INSERT INTO message(id, conversation_id, sender, sent_at, received_at, pos_physical, pos_logical, pos_node, is_sent, is_unread, push)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: args)
+        } else {
+            try db.execute(sql: """
+                UPDATE message SET id = ?1, conversation_id = ?2, sender = ?3, sent_at = ?4, received_at = ?5,
+                    pos_physical = ?6, pos_logical = ?7, pos_node = ?8, is_sent = ?9, is_unread = ?10, push = ?11
+                WHERE id = ?1
+                """, arguments: args)
+            try db.execute(sql: "DELETE FROM part WHERE message_id = ?", arguments: [key])
+            try db.execute(sql: "DELETE FROM recipient_status WHERE message_id = ?", arguments: [key])
+        }
+        for (index, (part, state)) in zip(m.parts, s.partStates).enumerated() {
+            var inline: Data?
+            var contentID: Data?, size: Int64?, sha: Data?
+            switch part.content {
+            case .inline(let bytes): inline = Data(bytes)
+            case .external(let ref):
+                contentID = StoreCoding.blob(ref.id)
+                size = Int64(clamping: ref.size)
+                sha = Data(ref.sha256)
+            }
+            try db.execute(sql: """
+                INSERT INTO part(message_id, idx, part_id, mime_type, inline_bytes, content_id, content_size, content_sha256,
+                                 local_path, local_size, transfer_status, last_access, auto_downloaded, purged)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [key, index, StoreCoding.blob(part.id), part.mimeType.rawValue, inline, contentID, size, sha,
+                                 state.localPath, state.localPath == nil ? 0 : Int64(clamping: part.size), state.transferStatus.rawValue,
+                                 state.lastAccess?.millisecondsSince1970, state.autoDownloaded, state.purged])
+        }
+        for (user, status) in m.recipientStatus {
+            try db.execute(sql: "INSERT INTO recipient_status(message_id, user_id, status) VALUES (?, ?, ?)",
+                           arguments: [key, user.rawValue, Int(status.rawValue)])
+        }
+    }
+
+    // MARK: summaries
+
+    /// Recomputes counts and last message of every touched conversation, reporting what changed.
+    func finish() throws {
+        for id in touched {
+            guard let before = try StoreReader.conversation(db, id) else { continue }
+            let key = StoreCoding.blob(id)
+            let row = try Row.fetchOne(db, sql: "SELECT COUNT(*) AS total, COALESCE(SUM(is_unread), 0) AS unread, MAX(is_sent) AS anySent FROM message WHERE conversation_id = ?", arguments: [key])!
+            let last = try Data.fetchOne(db, sql: "SELECT id FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: true)) LIMIT 1", arguments: [key])
+            var after = before
+            after.totalMessageCount = row["total"]
+            after.unreadMessageCount = row["unread"]
+            after.lastMessageID = last.map { MessageID(uuid: StoreCoding.uuid($0)) }
+            if (row["anySent"] as Bool?) == true { after.isSynced = true }
+            guard after != before else { continue }
+            try db.execute(sql: "UPDATE conversation SET total_count = ?, unread_count = ?, last_message_id = ?, is_synced = ? WHERE id = ?",
+                           arguments: [after.totalMessageCount, after.unreadMessageCount, after.lastMessageID.map(StoreCoding.blob), after.isSynced, key])
+            if !createdHere.contains(id) {
+                record(ChangeComputation.conversationUpdates(before: before, after: after))
+            }
+        }
+        touched.removeAll()
+        touchedSet.removeAll()
+    }
+}
