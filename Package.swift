@@ -42,5 +42,13 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
+        .testTarget(
+            name: "LaminaWireTests",
+            dependencies: [
+                "LaminaModel",
+                "LaminaWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
     ]
 )
