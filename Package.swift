@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "LaminaWire", targets: ["LaminaWire"]),
         .library(name: "LaminaMerge", targets: ["LaminaMerge"]),
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
+        .executable(name: "lamina-vectors", targets: ["lamina-vectors"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
@@ -39,6 +40,15 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
+        // Writes Protocol/vectors from a catalog of frames, checking each against the codec.
+        .executableTarget(
+            name: "lamina-vectors",
+            dependencies: [
+                "LaminaModel",
+                "LaminaWire",
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
