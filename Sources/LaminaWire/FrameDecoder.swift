@@ -110,10 +110,10 @@ public struct FrameDecoder {
 
     /// Drops consumed bytes when they make up most of the buffer (SPEC-independent hygiene:
     /// the buffer never grows beyond one frame plus one chunk).
+    /// When everything is consumed nothing is done: the next `feed` replaces the buffer
+    /// (clearing a buffer that shares its storage with the caller's chunk would copy it).
     private mutating func reclaim() {
-        if buffer.readableBytes == 0 {
-            buffer.clear()
-        } else if buffer.readerIndex >= 4_096, buffer.readerIndex >= buffer.readableBytes {
+        if buffer.readableBytes > 0, buffer.readerIndex >= 4_096, buffer.readerIndex >= buffer.readableBytes {
             buffer.discardReadBytes()
         }
     }

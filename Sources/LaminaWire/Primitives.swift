@@ -196,7 +196,10 @@ extension ByteBuffer {
         }
         let string: String? = withUnsafeReadableBytes { raw in
             let bytes = UnsafeRawBufferPointer(rebasing: raw[size..<(size &+ length)])
-            return String(validating: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+            // SPEC §3.5: "The bytes MUST be well-formed UTF-8." Once validated, decoding
+            // keeps the bytes exactly as they are.
+            guard isValidUTF8(bytes) else { return nil }
+            return String(decoding: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
         }
         guard let string else { throw WireError(.invalidUTF8, "\(what) is not valid UTF-8") }
         moveReaderIndex(forwardBy: size &+ length)

@@ -39,3 +39,35 @@ import Testing
         }
     }
 }
+
+@Suite struct UTF8ValidationTests {
+    func agrees(_ bytes: [UInt8]) -> Bool {
+        let mine = bytes.withUnsafeBytes { isValidUTF8($0) }
+        let stdlib = String(validating: bytes, as: UTF8.self) != nil
+        return mine == stdlib
+    }
+
+    @Test func agreesWithTheStandardLibraryOnEdgeCases() {
+        let cases: [[UInt8]] = [
+            [], [0x00], [0x7F], [0x80], [0xC0, 0x80], [0xC1, 0xBF], [0xC2, 0x80], [0xDF, 0xBF],
+            [0xE0, 0x80, 0x80], [0xE0, 0x9F, 0xBF], [0xE0, 0xA0, 0x80], [0xED, 0x9F, 0xBF], [0xED, 0xA0, 0x80],
+            [0xEF, 0xBF, 0xBF], [0xF0, 0x8F, 0xBF, 0xBF], [0xF0, 0x90, 0x80, 0x80], [0xF4, 0x8F, 0xBF, 0xBF],
+            [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xFF], [0xE2, 0x82], [0xF0, 0x9F, 0x98],
+            Array("plain ascii, longer than eight bytes".utf8), Array("mixed äöü 漢字 😀 text".utf8),
+            Array("12345678".utf8) + [0xC3], Array("1234567".utf8) + [0xC3, 0xA4],
+        ]
+        for c in cases { #expect(agrees(c), "\(c)") }
+    }
+
+    @Test func agreesWithTheStandardLibraryOnRandomBytes() {
+        var rng = SplitMix64(seed: 0x07F8)
+        let interesting: [UInt8] = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF]
+        for _ in 0..<50_000 {
+            let n = Int.random(in: 0...12, using: &rng)
+            let bytes = (0..<n).map { _ in
+                Bool.random(using: &rng) ? interesting[Int.random(in: 0..<interesting.count, using: &rng)] : UInt8.random(in: 0...255, using: &rng)
+            }
+            #expect(agrees(bytes), "\(bytes)")
+        }
+    }
+}
