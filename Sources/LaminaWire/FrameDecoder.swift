@@ -61,16 +61,16 @@ public struct FrameDecoder {
                 case .skip: state = .skipping(remaining: Int(header.payloadLength))
                 }
             case .payload(let type, let length):
-                guard buffer.readableBytes >= length,
-                      var payload = buffer.readSlice(length: length) else { return nil }
+                guard buffer.readableBytes >= length else { return nil }
                 state = .header
                 let frame: Frame
                 do {
-                    frame = try Frame.decodePayload(type, from: &payload, limits)
+                    frame = try Frame.decodePayload(type, in: buffer, offset: 0, length: length, limits)
                 } catch {
                     fail(error)
                     throw error
                 }
+                buffer.moveReaderIndex(forwardBy: length)
                 reclaim()
                 return frame
             case .skipping(let remaining):
