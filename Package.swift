@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "LaminaMerge", targets: ["LaminaMerge"]),
         .library(name: "LaminaClient", targets: ["LaminaClient"]),
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
+        .executable(name: "lamina-vectors", targets: ["lamina-vectors"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
@@ -51,8 +52,25 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
+        // Writes Protocol/vectors from a catalog of frames, checking each against the codec.
+        .executableTarget(
+            name: "lamina-vectors",
+            dependencies: [
+                "LaminaModel",
+                "LaminaWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
         .testTarget(name: "LaminaMergeTests", dependencies: ["LaminaMerge", "LaminaModel"]),
         .testTarget(name: "LaminaClientTests", dependencies: ["LaminaClient", "LaminaModel"]),
+        .testTarget(
+            name: "LaminaWireTests",
+            dependencies: [
+                "LaminaModel",
+                "LaminaWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
     ]
 )
