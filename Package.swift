@@ -10,12 +10,14 @@ let package = Package(
         .library(name: "LaminaModel", targets: ["LaminaModel"]),
         .library(name: "LaminaWire", targets: ["LaminaWire"]),
         .library(name: "LaminaMerge", targets: ["LaminaMerge"]),
+        .library(name: "LaminaNode", targets: ["LaminaNode"]),
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // Value types of the domain. No dependencies beyond Foundation.
@@ -30,6 +32,14 @@ let package = Package(
         ),
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
+        // The relay node: storage (SQLite through GRDB), later auth, sessions, sync, fan-out.
+        .target(
+            name: "LaminaNode",
+            dependencies: [
+                "LaminaModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // Load generator and measurements (codec benchmark first).
         .executableTarget(
             name: "lamina-bench",
@@ -42,5 +52,6 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
+        .testTarget(name: "LaminaNodeTests", dependencies: ["LaminaNode", "LaminaModel"]),
     ]
 )
