@@ -33,12 +33,19 @@ public final class NodeStore: Sendable {
         config.maximumReaderCount = configuration.readerCount
         config.busyMode = .timeout(10)
         config.label = "lamina.storage"
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: config)
+            // After the pool's own WAL setup (which picks NORMAL): every commit of the one
+            // writer connection syncs the WAL, so what is acknowledged survives a power loss.
+            let synchronous = try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                return try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            }
+            guard synchronous == 2 else {
+                try? pool.close()
+                throw StorageError(.openFailed, "SQLite refused synchronous=FULL (got \(synchronous.map(String.init) ?? "nothing"))")
+            }
             try StorageSchema.migrator.migrate(pool)
         } catch {
             throw StorageError.wrapping(error, as: .openFailed)
