@@ -46,6 +46,7 @@ let package = Package(
             dependencies: [
                 "LaminaModel",
                 "LaminaWire",
+                "LaminaNode",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
