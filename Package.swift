@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "LaminaWire", targets: ["LaminaWire"]),
         .library(name: "LaminaMerge", targets: ["LaminaMerge"]),
         .library(name: "LaminaClient", targets: ["LaminaClient"]),
+        .library(name: "LaminaNode", targets: ["LaminaNode"]),
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
         .executable(name: "lamina-vectors", targets: ["lamina-vectors"]),
     ],
@@ -18,7 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
-        .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         // Value types of the domain. No dependencies beyond Foundation.
@@ -33,6 +34,14 @@ let package = Package(
         ),
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
+        // The relay node: storage (SQLite through GRDB), later auth, sessions, sync, fan-out.
+        .target(
+            name: "LaminaNode",
+            dependencies: [
+                "LaminaModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // The native client SDK: local store, change notifications, queries, content rules.
         .target(
             name: "LaminaClient",
@@ -47,6 +56,7 @@ let package = Package(
             dependencies: [
                 "LaminaModel",
                 "LaminaWire",
+                "LaminaNode",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -72,5 +82,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        .testTarget(name: "LaminaNodeTests", dependencies: ["LaminaNode", "LaminaModel"]),
     ]
 )

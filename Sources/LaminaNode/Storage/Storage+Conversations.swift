@@ -1,0 +1,294 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+/// A conversation as stored: the model value (current participants and metadata) plus
+/// what replication and distinct merges need.
+public struct StoredConversation: Hashable, Sendable {
+    public var conversation: Conversation
+    /// The node where the conversation was created.
+    public var origin: NodeID
+    /// The HLC reading of its creation.
+    public var hlc: HLCTimestamp
+    /// The surviving conversation, when a distinct merge retired this one.
+    public var mergedInto: ConversationID?
+    public var isDeleted: Bool
+
+    /// Whether the conversation still takes writes (not merged away, not deleted).
+    public var isLive: Bool { mergedInto == nil && !isDeleted }
+}
+
+/// The result of `createConversation`.
+public struct ConversationCreation: Hashable, Sendable {
+    /// The new conversation, or the existing one it resolved to.
+    public var conversation: StoredConversation
+    /// False when the call resolved to an existing conversation (same id, or a live distinct
+    /// conversation with the same participant set).
+    public var created: Bool
+}
+
+extension StorageTransaction {
+    /// Creates a conversation, or resolves to an existing one: the same id (a retry), or for a
+    /// distinct conversation the live distinct conversation with the same participant set.
+    /// The creator's add operations for every participant and the initial metadata are recorded
+    /// at `hlc`.
+    public func createConversation(_ conversation: Conversation, hlc: HLCTimestamp, origin: NodeID) throws(StorageError) -> ConversationCreation {
+        do { try conversation.validate() } catch { throw error.storageError }
+        if let existing = try read.conversation(conversation.id) {
+            return ConversationCreation(conversation: existing, created: false)
+        }
+        if conversation.isDistinct, let existing = try read.distinctConversation(participants: conversation.participants) {
+            return ConversationCreation(conversation: existing, created: false)
+        }
+        let (p, l, n) = try Columns.hlc(hlc)
+        let id = Columns.blob(conversation.id.uuid)
+        try db.run(
+            """
+            INSERT INTO conversations (id, creator, is_distinct, participant_set_key, delivery_receipts_enabled,
+                created_at, origin_node, hlc_physical, hlc_logical, hlc_node)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [id, conversation.creator.rawValue, conversation.isDistinct, Self.participantSetKey(conversation.participants),
+             conversation.deliveryReceiptsEnabled, conversation.createdAt.millisecondsSince1970, Columns.node(origin), p, l, n]
+        )
+        for user in conversation.participants.sorted() {
+            _ = try applyMembership(.add, user: user, conversation: conversation.id, actor: conversation.creator, hlc: hlc, origin: origin, keepDistinct: true)
+        }
+        for (key, value) in conversation.metadata.values.sorted(by: { $0.key < $1.key }) {
+            let path: MetadataKeyPath
+            do { path = try MetadataKeyPath([key]) } catch { throw error.storageError }
+            _ = try setMetadata(value, at: path, in: conversation.id, hlc: hlc, origin: origin)
+        }
+        guard let stored = try read.conversation(conversation.id) else {
+            throw StorageError(.corrupt, "conversation \(conversation.id) vanished after insert")
+        }
+        return ConversationCreation(conversation: stored, created: true)
+    }
+
+    /// Applies one membership operation. The current state of each participant is the
+    /// operation with the greatest HLC; a replayed operation changes nothing. When the
+    /// participant set changes, a distinct conversation becomes non-distinct.
+    /// Returns whether the participant's membership changed.
+    @discardableResult
+    public func applyMembership(
+        _ operation: MembershipOperation, user: UserID, conversation: ConversationID, actor: UserID,
+        hlc: HLCTimestamp, origin: NodeID
+    ) throws(StorageError) -> Bool {
+        try applyMembership(operation, user: user, conversation: conversation, actor: actor, hlc: hlc, origin: origin, keepDistinct: false)
+    }
+
+    private func applyMembership(
+        _ operation: MembershipOperation, user: UserID, conversation: ConversationID, actor: UserID,
+        hlc: HLCTimestamp, origin: NodeID, keepDistinct: Bool
+    ) throws(StorageError) -> Bool {
+        _ = try requireLive(conversation)
+        let (p, l, n) = try Columns.hlc(hlc)
+        let id = Columns.blob(conversation.uuid)
+        try db.run(
+            """
+            INSERT OR IGNORE INTO membership_ops (conversation_id, user_id, op, actor, origin_node, hlc_physical, hlc_logical, hlc_node)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [id, user.rawValue, operation.rawValue, actor.rawValue, Columns.node(origin), p, l, n]
+        )
+        guard db.changesCount == 1 else { return false }
+        let isMember = operation == .add
+        let current = try db.row(
+            "SELECT is_member, hlc_physical, hlc_logical, hlc_node FROM participants WHERE conversation_id = ? AND user_id = ?",
+            [id, user.rawValue]
+        )
+        if let current {
+            guard try Columns.hlc(current, "hlc") < hlc else { return false }
+            let wasMember: Bool = current["is_member"]
+            try db.run(
+                "UPDATE participants SET is_member = ?, hlc_physical = ?, hlc_logical = ?, hlc_node = ? WHERE conversation_id = ? AND user_id = ?",
+                [isMember, p, l, n, id, user.rawValue]
+            )
+            guard wasMember != isMember else { return false }
+        } else {
+            try db.run(
+                "INSERT INTO participants (conversation_id, user_id, is_member, hlc_physical, hlc_logical, hlc_node) VALUES (?, ?, ?, ?, ?, ?)",
+                [id, user.rawValue, isMember, p, l, n]
+            )
+            guard isMember else { return false }
+        }
+        if !keepDistinct {
+            try db.run("UPDATE conversations SET is_distinct = 0 WHERE id = ? AND is_distinct = 1", [id])
+        }
+        return true
+    }
+
+    /// Retires `conversation` into `survivor` after a distinct merge: its messages, membership
+    /// history, metadata and read markers move to the survivor (metadata by last writer wins,
+    /// read markers by maximum), and it records `mergedInto` so clients can follow the change.
+    public func retireConversation(_ conversation: ConversationID, mergedInto survivor: ConversationID) throws(StorageError) {
+        guard conversation != survivor else { throw StorageError(.invalidArgument, "a conversation cannot be merged into itself") }
+        _ = try requireLive(conversation)
+        _ = try requireLive(survivor)
+        let from = Columns.blob(conversation.uuid)
+        let to = Columns.blob(survivor.uuid)
+        let clash = try db.int64(
+            """
+            SELECT count(*) FROM messages a JOIN messages b ON b.conversation_id = ?
+                AND a.pos_physical = b.pos_physical AND a.pos_logical = b.pos_logical AND a.pos_node = b.pos_node
+            WHERE a.conversation_id = ?
+            """,
+            [to, from]
+        ) ?? 0
+        guard clash == 0 else {
+            throw StorageError(.positionTaken, "\(clash) messages of \(conversation) share positions with messages of \(survivor)")
+        }
+        try db.run("UPDATE messages SET conversation_id = ? WHERE conversation_id = ?", [to, from])
+        // Membership: replay the retired log into the survivor (duplicates ignored, greatest HLC wins).
+        for row in try db.rows("SELECT * FROM membership_ops WHERE conversation_id = ? ORDER BY seq", [from]) {
+            guard let op = MembershipOperation(rawValue: row["op"]) else { throw StorageError(.corrupt, "unknown membership op") }
+            _ = try applyMembership(
+                op, user: Columns.user(row, "user_id"), conversation: survivor, actor: Columns.user(row, "actor"),
+                hlc: Columns.hlc(row, "hlc"), origin: Columns.node(row["origin_node"] as Int64), keepDistinct: true
+            )
+        }
+        for row in try db.rows("SELECT * FROM metadata_entries WHERE conversation_id = ?", [from]) {
+            try mergeMetadataRow(row, into: to)
+        }
+        for row in try db.rows("SELECT user_id, pos_physical, pos_logical, pos_node FROM read_markers WHERE conversation_id = ?", [from]) {
+            _ = try setReadUpTo(Columns.hlc(row, "pos"), user: Columns.user(row, "user_id"), conversation: survivor)
+        }
+        try db.run("UPDATE conversations SET merged_into = ? WHERE id = ?", [to, from])
+    }
+
+    /// Marks a conversation deleted for every participant; it takes no more writes.
+    public func deleteConversation(_ conversation: ConversationID) throws(StorageError) {
+        _ = try requireLive(conversation)
+        try db.run("UPDATE conversations SET deleted = 1 WHERE id = ?", [Columns.blob(conversation.uuid)])
+    }
+
+    /// The live conversation, or `.notFound` / `.conversationRetired`.
+    func requireLive(_ conversation: ConversationID) throws(StorageError) -> Row {
+        guard let row = try db.row("SELECT merged_into, deleted FROM conversations WHERE id = ?", [Columns.blob(conversation.uuid)]) else {
+            throw StorageError(.notFound, "no conversation \(conversation)")
+        }
+        let merged: Data? = row["merged_into"]
+        let deleted: Bool = row["deleted"]
+        guard merged == nil, !deleted else {
+            throw StorageError(.conversationRetired, "conversation \(conversation) was \(deleted ? "deleted" : "merged into another") and takes no more writes")
+        }
+        return row
+    }
+
+    /// The canonical key of a participant set: the sorted user ids' UTF-8 bytes, each followed by
+    /// a 0 byte (user ids hold no control characters, so the key is unambiguous).
+    static func participantSetKey(_ participants: Set<UserID>) -> Data {
+        var key = Data()
+        for user in participants.sorted() {
+            key.append(contentsOf: Array(user.rawValue.utf8))
+            key.append(0)
+        }
+        return key
+    }
+}
+
+/// One entry of a conversation's membership log.
+public enum MembershipOperation: UInt8, Hashable, Sendable, CaseIterable {
+    case add = 1
+    case remove = 2
+}
+
+/// A user's current standing in a conversation.
+public struct ParticipantState: Hashable, Sendable {
+    public var isMember: Bool
+    /// The HLC of the operation that decided the current state. When not a member, the user
+    /// sees only messages positioned before it.
+    public var since: HLCTimestamp
+}
+
+extension StorageReader {
+    /// A conversation by id, whatever its state.
+    public func conversation(_ id: ConversationID) throws(StorageError) -> StoredConversation? {
+        guard let row = try db.row("SELECT * FROM conversations WHERE id = ?", [Columns.blob(id.uuid)]) else { return nil }
+        return try storedConversation(row)
+    }
+
+    /// The live distinct conversation whose participants are exactly `participants`, if any.
+    public func distinctConversation(participants: Set<UserID>) throws(StorageError) -> StoredConversation? {
+        guard let row = try db.row(
+            "SELECT * FROM conversations WHERE participant_set_key = ? AND is_distinct = 1 AND merged_into IS NULL AND deleted = 0",
+            [StorageTransaction.participantSetKey(participants)]
+        ) else { return nil }
+        return try storedConversation(row)
+    }
+
+    /// The current participants of a conversation.
+    public func participants(of conversation: ConversationID) throws(StorageError) -> Set<UserID> {
+        var out = Set<UserID>()
+        for row in try db.rows("SELECT user_id FROM participants WHERE conversation_id = ? AND is_member = 1", [Columns.blob(conversation.uuid)]) {
+            out.insert(try Columns.user(row, "user_id"))
+        }
+        return out
+    }
+
+    /// A user's standing in a conversation; nil if they never took part.
+    public func participantState(of user: UserID, in conversation: ConversationID) throws(StorageError) -> ParticipantState? {
+        guard let row = try db.row(
+            "SELECT is_member, hlc_physical, hlc_logical, hlc_node FROM participants WHERE conversation_id = ? AND user_id = ?",
+            [Columns.blob(conversation.uuid), user.rawValue]
+        ) else { return nil }
+        return ParticipantState(isMember: row["is_member"], since: try Columns.hlc(row, "hlc"))
+    }
+
+    /// The membership log of a conversation, in HLC order.
+    public func membershipLog(of conversation: ConversationID) throws(StorageError) -> [MembershipRecord] {
+        try db.rows(
+            "SELECT * FROM membership_ops WHERE conversation_id = ? ORDER BY hlc_physical, hlc_logical, hlc_node, user_id",
+            [Columns.blob(conversation.uuid)]
+        ).map { (row) throws(StorageError) -> MembershipRecord in
+            guard let op = MembershipOperation(rawValue: row["op"]) else { throw StorageError(.corrupt, "unknown membership op") }
+            return MembershipRecord(
+                operation: op, user: try Columns.user(row, "user_id"), actor: try Columns.user(row, "actor"),
+                hlc: try Columns.hlc(row, "hlc"), origin: Columns.node(row["origin_node"] as Int64)
+            )
+        }
+    }
+
+    /// The live conversations the user takes part in now, oldest first.
+    public func conversations(of user: UserID) throws(StorageError) -> [StoredConversation] {
+        try db.rows(
+            """
+            SELECT c.* FROM participants p JOIN conversations c ON c.id = p.conversation_id
+            WHERE p.user_id = ? AND p.is_member = 1 AND c.merged_into IS NULL AND c.deleted = 0
+            ORDER BY c.hlc_physical, c.hlc_logical, c.hlc_node, c.id
+            """,
+            [user.rawValue]
+        ).map { (row) throws(StorageError) in try storedConversation(row) }
+    }
+
+    func storedConversation(_ row: Row) throws(StorageError) -> StoredConversation {
+        let idData: Data? = row["id"]
+        let id = ConversationID(uuid: try Columns.uuid(idData, column: "id"))
+        let mergedData: Data? = row["merged_into"]
+        let conversation = Conversation(
+            id: id,
+            participants: try participants(of: id),
+            isDistinct: row["is_distinct"],
+            metadata: try metadata(of: id),
+            deliveryReceiptsEnabled: row["delivery_receipts_enabled"],
+            createdAt: try Columns.timestamp(row, "created_at"),
+            creator: try Columns.user(row, "creator")
+        )
+        return StoredConversation(
+            conversation: conversation,
+            origin: Columns.node(row["origin_node"] as Int64),
+            hlc: try Columns.hlc(row, "hlc"),
+            mergedInto: try mergedData.map { (d) throws(StorageError) in ConversationID(uuid: try Columns.uuid(d, column: "merged_into")) },
+            isDeleted: row["deleted"]
+        )
+    }
+}
+
+/// One membership operation as logged.
+public struct MembershipRecord: Hashable, Sendable {
+    public var operation: MembershipOperation
+    public var user: UserID
+    public var actor: UserID
+    public var hlc: HLCTimestamp
+    public var origin: NodeID
+}

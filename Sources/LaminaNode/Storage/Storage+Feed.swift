@@ -1,0 +1,128 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+/// One entry of a user's change feed.
+public struct FeedEntry: Hashable, Sendable {
+    public var user: UserID
+    /// Counts up from 1 per user, without gaps.
+    public var seq: UInt64
+    /// The node's own kind code for the payload.
+    public var kind: UInt8
+    public var conversation: ConversationID?
+    public var message: MessageID?
+    /// The change as the node encoded it.
+    public var payload: [UInt8]
+    public var createdAt: Timestamp
+}
+
+extension StorageTransaction {
+    /// Appends one change to the feed of every user in `users` (duplicates counted once) and
+    /// returns each user's new sequence number.
+    public func appendChange(
+        to users: some Sequence<UserID>, kind: UInt8, conversation: ConversationID?, message: MessageID?,
+        payload: [UInt8], at time: Timestamp
+    ) throws(StorageError) -> [UserID: UInt64] {
+        try checkBlob(payload, "a feed payload")
+        var seqs: [UserID: UInt64] = [:]
+        let payloadData = Data(payload)
+        let conversationData = conversation.map { Columns.blob($0.uuid) }
+        let messageData = message.map { Columns.blob($0.uuid) }
+        for user in Set(users).sorted() {
+            guard let seq = try db.int64(
+                """
+                INSERT INTO feed_heads (user_id, last_seq) VALUES (?, 1)
+                ON CONFLICT (user_id) DO UPDATE SET last_seq = last_seq + 1
+                RETURNING last_seq
+                """,
+                [user.rawValue]
+            ) else { throw StorageError(.corrupt, "feed head of \(user) returned nothing") }
+            try db.run(
+                "INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [user.rawValue, seq, Int64(kind), conversationData, messageData, payloadData, time.millisecondsSince1970]
+            )
+            seqs[user] = UInt64(seq)
+        }
+        return seqs
+    }
+
+    /// Moves a device's cursor up to `seq` (it never moves back) and returns the cursor now
+    /// stored. A seq beyond the user's feed head is refused.
+    @discardableResult
+    public func advanceCursor(of device: String, user: UserID, to seq: UInt64, at time: Timestamp) throws(StorageError) -> UInt64 {
+        try checkDeviceID(device)
+        let head = try read.feedHead(of: user)
+        guard seq <= head else {
+            throw StorageError(.invalidArgument, "cursor \(seq) is beyond the feed head \(head) of \(user)")
+        }
+        try db.run(
+            """
+            INSERT INTO device_cursors (user_id, device_id, acked_seq, updated_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT (user_id, device_id) DO UPDATE SET acked_seq = excluded.acked_seq, updated_at = excluded.updated_at
+            WHERE excluded.acked_seq > device_cursors.acked_seq
+            """,
+            [user.rawValue, device, Int64(seq), time.millisecondsSince1970]
+        )
+        return try read.cursor(of: device, user: user)
+    }
+
+    /// Deletes a user's feed entries up to `seq` inclusive (all devices have them). Returns how many.
+    @discardableResult
+    public func pruneFeed(of user: UserID, through seq: UInt64) throws(StorageError) -> Int {
+        try db.run("DELETE FROM feed_entries WHERE user_id = ? AND seq <= ?", [user.rawValue, try Columns.int64(seq, "seq")])
+        return db.changesCount
+    }
+}
+
+extension StorageReader {
+    /// The user's feed entries after `seq`, oldest first, at most `limit`.
+    public func feed(of user: UserID, after seq: UInt64, limit: Int) throws(StorageError) -> [FeedEntry] {
+        try checkLimit(limit)
+        return try db.rows(
+            "SELECT * FROM feed_entries WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            [user.rawValue, try Columns.int64(seq, "seq"), limit]
+        ).map { (row) throws(StorageError) -> FeedEntry in
+            let conversation: Data? = row["conversation_id"]
+            let message: Data? = row["message_id"]
+            let seq: Int64 = row["seq"]
+            let kind: Int64 = row["kind"]
+            return FeedEntry(
+                user: user,
+                seq: UInt64(seq),
+                kind: UInt8(truncatingIfNeeded: kind),
+                conversation: try conversation.map { (d) throws(StorageError) in ConversationID(uuid: try Columns.uuid(d, column: "conversation_id")) },
+                message: try message.map { (d) throws(StorageError) in MessageID(uuid: try Columns.uuid(d, column: "message_id")) },
+                payload: try Columns.bytes(row, "payload"),
+                createdAt: try Columns.timestamp(row, "created_at")
+            )
+        }
+    }
+
+    /// The last sequence number of the user's feed (0 when empty).
+    public func feedHead(of user: UserID) throws(StorageError) -> UInt64 {
+        UInt64(try db.int64("SELECT last_seq FROM feed_heads WHERE user_id = ?", [user.rawValue]) ?? 0)
+    }
+
+    /// The device's acknowledged sequence number (0 when it never acknowledged).
+    public func cursor(of device: String, user: UserID) throws(StorageError) -> UInt64 {
+        try checkDeviceID(device)
+        return UInt64(try db.int64("SELECT acked_seq FROM device_cursors WHERE user_id = ? AND device_id = ?", [user.rawValue, device]) ?? 0)
+    }
+
+    /// Every device's cursor of a user.
+    public func cursors(of user: UserID) throws(StorageError) -> [String: UInt64] {
+        var out: [String: UInt64] = [:]
+        for row in try db.rows("SELECT device_id, acked_seq FROM device_cursors WHERE user_id = ?", [user.rawValue]) {
+            let seq: Int64 = row["acked_seq"]
+            out[row["device_id"]] = UInt64(seq)
+        }
+        return out
+    }
+}
+
+func checkDeviceID(_ device: String) throws(StorageError) {
+    let bytes = device.utf8.count
+    guard bytes > 0, bytes <= StorageLimits.maxDeviceIDBytes else {
+        throw StorageError(.invalidArgument, "a device id is 1...\(StorageLimits.maxDeviceIDBytes) UTF-8 bytes, got \(bytes)")
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+/// A client-chosen id of a command (the object's UUID or a request id), scoped to its user.
+public struct IdempotencyKey: Hashable, Sendable {
+    public var user: UserID
+    public var id: UUID
+
+    public init(user: UserID, id: UUID) {
+        self.user = user
+        self.id = id
+    }
+}
+
+/// The outcome of an idempotent write.
+public enum IdempotentOutcome<T: Sendable>: Sendable {
+    /// The command ran now; `record` is what a retry will get.
+    case applied(T, record: [UInt8])
+    /// The key was recorded before: the command did not run again; this is the first result.
+    case replayed(record: [UInt8])
+
+    /// The recorded result, either way.
+    public var record: [UInt8] {
+        switch self {
+        case .applied(_, let record), .replayed(let record): record
+        }
+    }
+}
+
+extension NodeStore {
+    /// Runs `body` once per key: when `key` was recorded, returns the recorded result without
+    /// running it; otherwise runs it and records its `record` in the same transaction (first
+    /// writer wins). A body that throws records nothing, so a retry runs it again.
+    public func write<T: Sendable>(
+        idempotencyKey key: IdempotencyKey,
+        at time: Timestamp = .now(),
+        _ body: @escaping @Sendable (StorageTransaction) throws -> (value: T, record: [UInt8])
+    ) async throws -> IdempotentOutcome<T> {
+        try await write { tx in
+            if let recorded = try tx.read.recordedResult(for: key) {
+                return IdempotentOutcome<T>.replayed(record: recorded)
+            }
+            let (value, record) = try body(tx)
+            try tx.recordResult(record, for: key, at: time)
+            return .applied(value, record: record)
+        }
+    }
+}
+
+extension StorageTransaction {
+    /// Records the result of a command by key. Refuses a key already recorded (`.alreadyExists`).
+    public func recordResult(_ result: [UInt8], for key: IdempotencyKey, at time: Timestamp) throws(StorageError) {
+        try checkBlob(result, "an idempotency record")
+        try db.run(
+            "INSERT OR IGNORE INTO idempotency_records (user_id, request_id, result, created_at) VALUES (?, ?, ?, ?)",
+            [key.user.rawValue, Columns.blob(key.id), Data(result), time.millisecondsSince1970]
+        )
+        guard db.changesCount == 1 else {
+            throw StorageError(.alreadyExists, "request \(key.id.uuidString.lowercased()) of \(key.user) is already recorded")
+        }
+    }
+
+    /// Deletes idempotency records created before `time`. Returns how many.
+    @discardableResult
+    public func pruneIdempotencyRecords(before time: Timestamp) throws(StorageError) -> Int {
+        try db.run("DELETE FROM idempotency_records WHERE created_at < ?", [time.millisecondsSince1970])
+        return db.changesCount
+    }
+}
+
+extension StorageReader {
+    /// The recorded result of a command, if any.
+    public func recordedResult(for key: IdempotencyKey) throws(StorageError) -> [UInt8]? {
+        guard let row = try db.row(
+            "SELECT result FROM idempotency_records WHERE user_id = ? AND request_id = ?",
+            [key.user.rawValue, Columns.blob(key.id)]
+        ) else { return nil }
+        return try Columns.bytes(row, "result")
+    }
+}

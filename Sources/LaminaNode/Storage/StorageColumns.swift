@@ -1,0 +1,122 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+/// How model values are laid out in columns. Kept in one place so every query agrees.
+///
+/// - Identifiers (UUIDs) are 16-byte BLOBs.
+/// - A `NodeID` (an unsigned 64-bit number) is stored as a signed INTEGER with its top bit
+///   flipped, which keeps SQLite's signed order equal to the unsigned order.
+/// - An HLC reading is three INTEGER columns `<prefix>_physical`, `<prefix>_logical`,
+///   `<prefix>_node`; row-value comparisons over them give the HLC's total order.
+enum Columns {
+    static func blob(_ uuid: UUID) -> Data {
+        withUnsafeBytes(of: uuid.uuid) { Data($0) }
+    }
+
+    static func uuid(_ data: Data?, column: String) throws(StorageError) -> UUID {
+        guard let data, data.count == 16 else {
+            throw StorageError(.corrupt, "column \(column) does not hold a 16-byte identifier")
+        }
+        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &bytes) { $0.copyBytes(from: data) }
+        return UUID(uuid: bytes)
+    }
+
+    static func node(_ node: NodeID) -> Int64 { Int64(bitPattern: node.rawValue ^ (1 << 63)) }
+    static func node(_ value: Int64) -> NodeID { NodeID(UInt64(bitPattern: value) ^ (1 << 63)) }
+
+    /// The three column values of an HLC reading. Physical time beyond `Int64.max` is refused.
+    static func hlc(_ t: HLCTimestamp) throws(StorageError) -> (Int64, Int64, Int64) {
+        guard t.physical <= UInt64(Int64.max) else {
+            throw StorageError(.invalidArgument, "an HLC physical time is at most \(Int64.max), this one is \(t.physical)")
+        }
+        return (Int64(t.physical), Int64(t.logical), node(t.node))
+    }
+
+    /// Reads an HLC reading from the columns `<prefix>_physical`, `_logical`, `_node`.
+    static func hlc(_ row: Row, _ prefix: String) throws(StorageError) -> HLCTimestamp {
+        let physical: Int64? = row["\(prefix)_physical"]
+        let logical: Int64? = row["\(prefix)_logical"]
+        let node: Int64? = row["\(prefix)_node"]
+        guard let physical, let logical, let node, physical >= 0, logical >= 0, logical <= Int64(UInt32.max) else {
+            throw StorageError(.corrupt, "columns \(prefix)_* do not hold an HLC reading")
+        }
+        return HLCTimestamp(physical: UInt64(physical), logical: UInt32(logical), node: Self.node(node))
+    }
+
+    static func optionalHLC(_ row: Row, _ prefix: String) throws(StorageError) -> HLCTimestamp? {
+        let physical: Int64? = row["\(prefix)_physical"]
+        guard physical != nil else { return nil }
+        return try hlc(row, prefix)
+    }
+
+    static func user(_ row: Row, _ column: String) throws(StorageError) -> UserID {
+        let raw: String? = row[column]
+        guard let raw, let user = try? UserID(raw) else {
+            throw StorageError(.corrupt, "column \(column) does not hold a user id")
+        }
+        return user
+    }
+
+    static func timestamp(_ row: Row, _ column: String) throws(StorageError) -> Timestamp {
+        let ms: Int64? = row[column]
+        guard let ms else { throw StorageError(.corrupt, "column \(column) does not hold a timestamp") }
+        return Timestamp(millisecondsSince1970: ms)
+    }
+
+    static func optionalTimestamp(_ row: Row, _ column: String) -> Timestamp? {
+        let ms: Int64? = row[column]
+        return ms.map { Timestamp(millisecondsSince1970: $0) }
+    }
+
+    static func bytes(_ row: Row, _ column: String) throws(StorageError) -> [UInt8] {
+        let data: Data? = row[column]
+        guard let data else { throw StorageError(.corrupt, "column \(column) holds no bytes") }
+        return [UInt8](data)
+    }
+
+    /// Narrows an unsigned count or size for an INTEGER column.
+    static func int64(_ value: UInt64, _ what: String) throws(StorageError) -> Int64 {
+        guard value <= UInt64(Int64.max) else { throw StorageError(.invalidArgument, "\(what) is at most \(Int64.max), got \(value)") }
+        return Int64(value)
+    }
+}
+
+extension Database {
+    /// Runs one statement through GRDB's statement cache, mapping SQLite errors to `StorageError`.
+    func run(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws(StorageError) {
+        do {
+            try cachedStatement(sql: sql).execute(arguments: arguments)
+        } catch {
+            throw StorageError.wrapping(error)
+        }
+    }
+
+    /// Fetches rows through GRDB's statement cache.
+    func rows(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws(StorageError) -> [Row] {
+        do {
+            return try Row.fetchAll(cachedStatement(sql: sql), arguments: arguments)
+        } catch {
+            throw StorageError.wrapping(error)
+        }
+    }
+
+    /// Fetches at most one row through GRDB's statement cache.
+    func row(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws(StorageError) -> Row? {
+        do {
+            return try Row.fetchOne(cachedStatement(sql: sql), arguments: arguments)
+        } catch {
+            throw StorageError.wrapping(error)
+        }
+    }
+
+    /// Fetches one integer (e.g. a count) through GRDB's statement cache.
+    func int64(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws(StorageError) -> Int64? {
+        do {
+            return try Int64.fetchOne(cachedStatement(sql: sql), arguments: arguments)
+        } catch {
+            throw StorageError.wrapping(error)
+        }
+    }
+}

@@ -1,0 +1,237 @@
+import GRDB
+
+/// The versioned schema of the node's database. Migrations are append-only: a released
+/// migration is never edited, a change is a new migration.
+///
+/// Every replicated row carries its origin node and HLC reading, so peer replication needs
+/// no migration of its own. Identifiers are 16-byte BLOBs, user ids TEXT, times INTEGER
+/// milliseconds, HLC readings three INTEGER columns (see `Columns`).
+enum StorageSchema {
+    /// The migrator applied when a store opens.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-initial") { db in
+            for statement in v1 { try db.execute(sql: statement) }
+        }
+        return migrator
+    }
+
+    /// The names of the registered migrations, in order.
+    static var migrationNames: [String] { migrator.migrations }
+
+    static let v1: [String] = [
+        // Node-wide settings (e.g. the node's id), key to value.
+        """
+        CREATE TABLE node_settings (
+            key TEXT PRIMARY KEY NOT NULL,
+            value BLOB NOT NULL
+        ) STRICT
+        """,
+        """
+        CREATE TABLE conversations (
+            id BLOB PRIMARY KEY NOT NULL CHECK (length(id) = 16),
+            creator TEXT NOT NULL,
+            is_distinct INTEGER NOT NULL CHECK (is_distinct IN (0, 1)),
+            participant_set_key BLOB NOT NULL,
+            delivery_receipts_enabled INTEGER NOT NULL CHECK (delivery_receipts_enabled IN (0, 1)),
+            created_at INTEGER NOT NULL,
+            origin_node INTEGER NOT NULL,
+            hlc_physical INTEGER NOT NULL,
+            hlc_logical INTEGER NOT NULL,
+            hlc_node INTEGER NOT NULL,
+            merged_into BLOB REFERENCES conversations(id),
+            deleted INTEGER NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1))
+        ) STRICT
+        """,
+        // At most one live distinct conversation per participant set.
+        """
+        CREATE UNIQUE INDEX conversations_distinct ON conversations(participant_set_key)
+            WHERE is_distinct = 1 AND merged_into IS NULL AND deleted = 0
+        """,
+        // The membership operation log; replays are ignored by the unique key.
+        """
+        CREATE TABLE membership_ops (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id BLOB NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            op INTEGER NOT NULL CHECK (op IN (1, 2)),
+            actor TEXT NOT NULL,
+            origin_node INTEGER NOT NULL,
+            hlc_physical INTEGER NOT NULL,
+            hlc_logical INTEGER NOT NULL,
+            hlc_node INTEGER NOT NULL,
+            UNIQUE (conversation_id, user_id, hlc_physical, hlc_logical, hlc_node)
+        ) STRICT
+        """,
+        // Current participants, maintained from the op log: the op with the greatest HLC per
+        // user wins. removed_* is the HLC of the effective removal (visibility cutoff).
+        """
+        CREATE TABLE participants (
+            conversation_id BLOB NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            is_member INTEGER NOT NULL CHECK (is_member IN (0, 1)),
+            hlc_physical INTEGER NOT NULL,
+            hlc_logical INTEGER NOT NULL,
+            hlc_node INTEGER NOT NULL,
+            PRIMARY KEY (conversation_id, user_id)
+        ) STRICT, WITHOUT ROWID
+        """,
+        "CREATE INDEX participants_user ON participants(user_id, is_member)",
+        """
+        CREATE TABLE messages (
+            id BLOB PRIMARY KEY NOT NULL CHECK (length(id) = 16),
+            conversation_id BLOB NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            sender TEXT NOT NULL,
+            pos_physical INTEGER NOT NULL,
+            pos_logical INTEGER NOT NULL,
+            pos_node INTEGER NOT NULL,
+            sent_at INTEGER NOT NULL,
+            push_alert TEXT,
+            push_sound TEXT,
+            push_title TEXT,
+            push_category TEXT,
+            push_data BLOB,
+            has_push INTEGER NOT NULL DEFAULT 0 CHECK (has_push IN (0, 1)),
+            origin_node INTEGER NOT NULL,
+            hlc_physical INTEGER NOT NULL,
+            hlc_logical INTEGER NOT NULL,
+            hlc_node INTEGER NOT NULL,
+            deleted INTEGER NOT NULL DEFAULT 0 CHECK (deleted IN (0, 1))
+        ) STRICT
+        """,
+        "CREATE UNIQUE INDEX messages_position ON messages(conversation_id, pos_physical, pos_logical, pos_node)",
+        """
+        CREATE TABLE message_parts (
+            message_id BLOB NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            part_id BLOB NOT NULL CHECK (length(part_id) = 16),
+            mime_type TEXT NOT NULL,
+            inline_bytes BLOB,
+            content_id BLOB CHECK (content_id IS NULL OR length(content_id) = 16),
+            content_size INTEGER,
+            content_sha256 BLOB,
+            CHECK ((inline_bytes IS NULL) <> (content_id IS NULL)),
+            PRIMARY KEY (message_id, idx),
+            UNIQUE (message_id, part_id)
+        ) STRICT, WITHOUT ROWID
+        """,
+        // Recipient status per message and user; the upsert takes the maximum.
+        """
+        CREATE TABLE recipient_status (
+            message_id BLOB NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            status INTEGER NOT NULL CHECK (status BETWEEN -1 AND 3),
+            PRIMARY KEY (message_id, user_id)
+        ) STRICT, WITHOUT ROWID
+        """,
+        // The position up to which (inclusive) a user has read a conversation.
+        """
+        CREATE TABLE read_markers (
+            conversation_id BLOB NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            pos_physical INTEGER NOT NULL,
+            pos_logical INTEGER NOT NULL,
+            pos_node INTEGER NOT NULL,
+            PRIMARY KEY (conversation_id, user_id)
+        ) STRICT, WITHOUT ROWID
+        """,
+        // Metadata, last writer (greatest HLC) wins per key path; value NULL is a tombstone.
+        """
+        CREATE TABLE metadata_entries (
+            conversation_id BLOB NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            key_path TEXT NOT NULL,
+            value BLOB,
+            origin_node INTEGER NOT NULL,
+            hlc_physical INTEGER NOT NULL,
+            hlc_logical INTEGER NOT NULL,
+            hlc_node INTEGER NOT NULL,
+            PRIMARY KEY (conversation_id, key_path)
+        ) STRICT, WITHOUT ROWID
+        """,
+        // Per-user change feeds: seq counts up per user from 1; payload is the node's encoding.
+        """
+        CREATE TABLE feed_heads (
+            user_id TEXT PRIMARY KEY NOT NULL,
+            last_seq INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE feed_entries (
+            user_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            kind INTEGER NOT NULL,
+            conversation_id BLOB,
+            message_id BLOB,
+            payload BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (user_id, seq)
+        ) STRICT, WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE device_cursors (
+            user_id TEXT NOT NULL,
+            device_id TEXT NOT NULL,
+            acked_seq INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (user_id, device_id)
+        ) STRICT, WITHOUT ROWID
+        """,
+        // Results of client commands by client-chosen id: the first writer wins.
+        """
+        CREATE TABLE idempotency_records (
+            user_id TEXT NOT NULL,
+            request_id BLOB NOT NULL CHECK (length(request_id) = 16),
+            result BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (user_id, request_id)
+        ) STRICT, WITHOUT ROWID
+        """,
+        "CREATE INDEX idempotency_created ON idempotency_records(created_at)",
+        """
+        CREATE TABLE nonces (
+            nonce TEXT PRIMARY KEY NOT NULL,
+            issued_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            used_at INTEGER
+        ) STRICT, WITHOUT ROWID
+        """,
+        "CREATE INDEX nonces_expiry ON nonces(expires_at)",
+        """
+        CREATE TABLE sessions (
+            token_hash BLOB PRIMARY KEY NOT NULL CHECK (length(token_hash) = 32),
+            user_id TEXT NOT NULL,
+            device_id TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            revoked_at INTEGER
+        ) STRICT, WITHOUT ROWID
+        """,
+        "CREATE INDEX sessions_user ON sessions(user_id)",
+        "CREATE INDEX sessions_expiry ON sessions(expires_at)",
+        // Rich content uploads (parts over 2 KB); the bytes live in files under the data directory.
+        """
+        CREATE TABLE content_uploads (
+            content_id BLOB PRIMARY KEY NOT NULL CHECK (length(content_id) = 16),
+            owner TEXT NOT NULL,
+            declared_size INTEGER NOT NULL CHECK (declared_size >= 0),
+            sha256 BLOB NOT NULL CHECK (length(sha256) = 32),
+            received_bytes INTEGER NOT NULL DEFAULT 0 CHECK (received_bytes >= 0 AND received_bytes <= declared_size),
+            state INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID
+        """,
+        // Operations for peers, per origin node in counter order.
+        """
+        CREATE TABLE replication_log (
+            origin_node INTEGER NOT NULL,
+            counter INTEGER NOT NULL CHECK (counter > 0),
+            hlc_physical INTEGER NOT NULL,
+            hlc_logical INTEGER NOT NULL,
+            hlc_node INTEGER NOT NULL,
+            op BLOB NOT NULL,
+            PRIMARY KEY (origin_node, counter)
+        ) STRICT, WITHOUT ROWID
+        """,
+    ]
+}

@@ -1,0 +1,159 @@
+import Foundation
+import GRDB
+
+/// Counters of the writer, for tests and metrics.
+public struct StorageWriterStatistics: Sendable, Hashable {
+    /// Transactions committed (each one a group of commands).
+    public var transactions: Int
+    /// Commands whose effects were committed.
+    public var committedCommands: Int
+    /// Commands that failed (their own error, or their group's commit failed).
+    public var failedCommands: Int
+    /// Commands refused because the queue was full.
+    public var refusedCommands: Int
+    /// The most commands committed in one transaction.
+    public var largestBatch: Int
+}
+
+/// A queued write: applied inside the group's transaction, completed after the commit.
+protocol StorageCommand: AnyObject, Sendable {
+    /// Runs the command against the open transaction; the result is kept until completion.
+    func apply(_ db: Database) throws
+    /// Called after the group committed (the command applied) or failed.
+    func complete(_ failure: (any Error)?)
+}
+
+/// One writer with group commit. A dedicated thread takes every waiting command (up to
+/// `maxBatchSize`), runs them in ONE immediate transaction, each inside its own savepoint (a
+/// failing command rolls back alone), commits (`synchronous=FULL`: the WAL is synced), and
+/// only then completes each command. Commands that arrive while a group commits wait for
+/// the next group, so the more load, the larger the groups.
+final class StorageWriter: @unchecked Sendable {
+    private let pool: DatabasePool
+    private let capacity: Int
+    private let maxBatchSize: Int
+    // Everything below is guarded by `condition`.
+    private let condition = NSCondition()
+    private var pending: [any StorageCommand] = []
+    private var pendingHead = 0
+    private var accepting = true
+    private var finished = false
+    private var stats = StorageWriterStatistics(transactions: 0, committedCommands: 0, failedCommands: 0, refusedCommands: 0, largestBatch: 0)
+
+    init(pool: DatabasePool, capacity: Int, maxBatchSize: Int) {
+        self.pool = pool
+        self.capacity = capacity
+        self.maxBatchSize = maxBatchSize
+        let thread = Thread { [self] in self.run() }
+        thread.name = "lamina.storage.writer"
+        thread.start()
+    }
+
+    var statistics: StorageWriterStatistics {
+        condition.lock()
+        defer { condition.unlock() }
+        return stats
+    }
+
+    /// Queues a command for the next group. Throws at once when the queue is full or closed.
+    func enqueue(_ command: any StorageCommand) throws(StorageError) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard accepting else { throw StorageError(.closed, "the store is closed and takes no more writes") }
+        guard pending.count - pendingHead < capacity else {
+            stats.refusedCommands += 1
+            throw StorageError(.writeQueueFull, "the write queue holds its limit of \(capacity) commands; retry later")
+        }
+        pending.append(command)
+        condition.signal()
+    }
+
+    /// Stops taking commands, lets the writer finish every queued one, and waits for it.
+    func shutdown() {
+        condition.lock()
+        accepting = false
+        condition.broadcast()
+        while !finished { condition.wait() }
+        condition.unlock()
+    }
+
+    private func run() {
+        while let batch = nextBatch() {
+            commit(batch)
+        }
+        condition.lock()
+        finished = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits for work; nil once closed and drained.
+    private func nextBatch() -> [any StorageCommand]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while pending.count == pendingHead && accepting { condition.wait() }
+        let available = pending.count - pendingHead
+        if available == 0 { return nil }
+        let take = min(available, maxBatchSize)
+        let batch = Array(pending[pendingHead..<(pendingHead + take)])
+        pendingHead += take
+        if pendingHead == pending.count {
+            pending.removeAll(keepingCapacity: true)
+            pendingHead = 0
+        } else if pendingHead > 4_096 {
+            pending.removeFirst(pendingHead)
+            pendingHead = 0
+        }
+        return batch
+    }
+
+    /// Runs one group in one transaction and completes its commands after the commit.
+    private func commit(_ batch: [any StorageCommand]) {
+        var outcomes = [(any Error)?](repeating: nil, count: batch.count)
+        var applied = 0
+        var commitError: StorageError?
+        do {
+            try pool.writeWithoutTransaction { db in
+                try db.beginTransaction(.immediate)
+                for (i, command) in batch.enumerated() {
+                    do {
+                        try db.inSavepoint {
+                            try command.apply(db)
+                            return .commit
+                        }
+                        applied += 1
+                    } catch {
+                        outcomes[i] = error is DatabaseError ? StorageError.wrapping(error) : error
+                        if !db.isInsideTransaction {
+                            // SQLite aborted the whole transaction (e.g. disk full): what ran before is gone.
+                            throw StorageError.wrapping(error, as: .commitFailed)
+                        }
+                    }
+                }
+                try db.commit()
+            }
+        } catch {
+            commitError = StorageError.wrapping(error, as: .commitFailed)
+            try? pool.writeWithoutTransaction { db in if db.isInsideTransaction { try db.rollback() } }
+        }
+
+        condition.lock()
+        if commitError != nil {
+            stats.failedCommands += batch.count
+        } else {
+            stats.transactions += 1
+            stats.committedCommands += applied
+            stats.failedCommands += batch.count - applied
+            stats.largestBatch = max(stats.largestBatch, applied)
+        }
+        condition.unlock()
+
+        for (i, command) in batch.enumerated() {
+            if let commitError {
+                command.complete(outcomes[i] ?? commitError)
+            } else {
+                command.complete(outcomes[i])
+            }
+        }
+    }
+}

@@ -1,7 +1,0 @@
-import ArgumentParser
-
-/// Load generator and measurements. Subcommands arrive with the parts they measure.
-@main
-struct LaminaBench: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "lamina-bench", abstract: "Lamina benchmarks.")
-}

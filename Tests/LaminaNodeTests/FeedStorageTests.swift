@@ -1,0 +1,143 @@
+import Foundation
+import LaminaModel
+import Testing
+@testable import LaminaNode
+
+@Suite struct FeedStorageTests {
+    let alice: UserID = "alice"
+    let bob: UserID = "bob"
+    let t = Timestamp(millisecondsSince1970: 5_000)
+
+    @Test func feedsCountUpPerUserAndReadInOrderAfterACursor() async throws {
+        try await withTemporaryStore { store, _ in
+            let c = ConversationID.random()
+            var seqs: [[UserID: UInt64]] = []
+            for i in 0..<5 {
+                let s = try await store.write { [t] tx in
+                    try tx.appendChange(to: [self.alice, self.bob, self.alice], kind: 1, conversation: c, message: nil, payload: [UInt8(i)], at: t)
+                }
+                seqs.append(s)
+            }
+            let onlyBob = try await store.write { [t] tx in try tx.appendChange(to: [self.bob], kind: 2, conversation: nil, message: .random(), payload: [9], at: t) }
+            #expect(seqs.map { $0[alice] } == [1, 2, 3, 4, 5])
+            #expect(seqs.map { $0[bob] } == [1, 2, 3, 4, 5])
+            #expect(onlyBob == [bob: 6])
+            #expect(try await store.read { r in try r.feedHead(of: self.bob) } == 6)
+            #expect(try await store.read { r in try r.feedHead(of: "nobody") } == 0)
+
+            let afterTwo = try await store.read { r in try r.feed(of: self.alice, after: 2, limit: 10) }
+            #expect(afterTwo.map(\.seq) == [3, 4, 5])
+            #expect(afterTwo.map(\.payload) == [[2], [3], [4]])
+            #expect(afterTwo.allSatisfy { $0.conversation == c && $0.kind == 1 && $0.createdAt == self.t })
+            let page = try await store.read { r in try r.feed(of: self.bob, after: 0, limit: 4) }
+            #expect(page.map(\.seq) == [1, 2, 3, 4])
+            #expect(try await store.read { r in try r.feed(of: self.bob, after: 6, limit: 10) }.isEmpty)
+            #expect(await storageErrorCode { _ = try await store.read { r in try r.feed(of: self.bob, after: 0, limit: 0) } } == .invalidArgument)
+        }
+    }
+
+    @Test func deviceCursorsOnlyMoveForwardAndStayWithinTheFeed() async throws {
+        try await withTemporaryStore { store, _ in
+            for _ in 0..<4 {
+                _ = try await store.write { [t] tx in try tx.appendChange(to: [self.alice], kind: 1, conversation: nil, message: nil, payload: [], at: t) }
+            }
+            let (a, b, c) = try await store.write { [t] tx in
+                (try tx.advanceCursor(of: "phone", user: self.alice, to: 3, at: t),
+                 try tx.advanceCursor(of: "phone", user: self.alice, to: 1, at: t),
+                 try tx.advanceCursor(of: "laptop", user: self.alice, to: 2, at: t))
+            }
+            #expect((a, b, c) == (3, 3, 2))
+            #expect(try await store.read { r in try r.cursors(of: self.alice) } == ["phone": 3, "laptop": 2])
+            #expect(try await store.read { r in try r.cursor(of: "tablet", user: self.alice) } == 0)
+            let beyond = await storageErrorCode { try await store.write { [t] tx in _ = try tx.advanceCursor(of: "phone", user: self.alice, to: 5, at: t) } }
+            #expect(beyond == .invalidArgument)
+            let badDevice = await storageErrorCode { try await store.write { [t] tx in _ = try tx.advanceCursor(of: "", user: self.alice, to: 1, at: t) } }
+            #expect(badDevice == .invalidArgument)
+            // Catch-up from a device's cursor, then pruning what every device has.
+            #expect(try await store.read { r in try r.feed(of: self.alice, after: r.cursor(of: "laptop", user: self.alice), limit: 100) }.map(\.seq) == [3, 4])
+            let pruned = try await store.write { tx in try tx.pruneFeed(of: self.alice, through: 2) }
+            #expect(pruned == 2)
+            #expect(try await store.read { r in try r.feed(of: self.alice, after: 0, limit: 100) }.map(\.seq) == [3, 4])
+            // Seqs keep counting after pruning.
+            let next = try await store.write { [t] tx in try tx.appendChange(to: [self.alice], kind: 1, conversation: nil, message: nil, payload: [], at: t) }
+            #expect(next == [alice: 5])
+        }
+    }
+
+    @Test func anIdempotentRetryReturnsTheFirstResultAndWritesNothing() async throws {
+        try await withTemporaryStore { store, _ in
+            let c = try conversation(alice, [bob])
+            try await store.write { tx in _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA) }
+            let key = IdempotencyKey(user: alice, id: UUID())
+            let first = try textMessage("once", in: c.id, from: alice, at: hlc(10))
+            let retry = try textMessage("twice", in: c.id, from: alice, at: hlc(11))
+            let send: @Sendable (Message) async throws -> IdempotentOutcome<UInt64> = { m in
+                try await store.write(idempotencyKey: key) { tx in
+                    try tx.appendMessage(m, hlc: m.position!, origin: nodeA)
+                    let seqs = try tx.appendChange(to: [self.alice, self.bob], kind: 1, conversation: m.conversationID, message: m.id, payload: [1], at: self.t)
+                    return (seqs[self.bob]!, Array("ack \(m.position!)".utf8))
+                }
+            }
+            let a = try await send(first)
+            guard case .applied(let seq, let record) = a else { Issue.record("first send not applied"); return }
+            #expect(seq == 1)
+            let b = try await send(retry)
+            guard case .replayed(let replayed) = b else { Issue.record("retry was applied again"); return }
+            #expect(replayed == record)
+            #expect(try await store.read { r in try r.messageCount(of: c.id) } == 1)
+            #expect(try await store.read { r in try r.message(retry.id) } == nil)
+            #expect(try await store.read { r in try r.feedHead(of: self.bob) } == 1)
+            // Another user's key with the same id is a different command.
+            let other = try await store.write(idempotencyKey: IdempotencyKey(user: bob, id: key.id)) { _ in (0, [2]) }
+            #expect(other.record == [2])
+        }
+    }
+
+    @Test func twoCommandsWithOneKeyInOneGroupApplyOnce() async throws {
+        try await withTemporaryStore { store, _ in
+            let key = IdempotencyKey(user: alice, id: UUID())
+            let gate = WriterGate()
+            try gate.hold(store)
+            await gate.entered.wait()
+            let outcomes = LockedBox<[String]>([])
+            let counter = CompletionCounter(expected: 2)
+            for i in 0..<2 {
+                try store.submit({ tx in
+                    if let recorded = try tx.read.recordedResult(for: key) { return recorded }
+                    try tx.setSetting("winner", [UInt8(i)])
+                    try tx.recordResult([UInt8(i)], for: key, at: Timestamp(millisecondsSince1970: 1))
+                    return [UInt8(i)]
+                }, completion: { (result: Result<[UInt8], any Error>) in
+                    if case .success(let r) = result { outcomes.set(outcomes.get() + ["\(r)"]) }
+                    counter.record(result)
+                })
+            }
+            gate.open()
+            await counter.done.wait()
+            #expect(outcomes.get() == ["[0]", "[0]"])
+            #expect(try await store.read { r in try r.setting("winner") } == [0])
+            // Recording the same key twice directly is refused.
+            let twice = await storageErrorCode { try await store.write { tx in try tx.recordResult([1], for: key, at: Timestamp(millisecondsSince1970: 2)) } }
+            #expect(twice == .alreadyExists)
+            let pruned = try await store.write { tx in try tx.pruneIdempotencyRecords(before: Timestamp(millisecondsSince1970: 2)) }
+            #expect(pruned == 1)
+        }
+    }
+
+    @Test func aThrowingIdempotentCommandRecordsNothing() async throws {
+        try await withTemporaryStore { store, _ in
+            let key = IdempotencyKey(user: alice, id: UUID())
+            let failed = await storageErrorCode {
+                _ = try await store.write(idempotencyKey: key) { (tx) throws -> (value: Int, record: [UInt8]) in
+                    try tx.setSetting("partial", [1])
+                    throw StorageError(.invalidArgument, "rejected")
+                }
+            }
+            #expect(failed == .invalidArgument)
+            #expect(try await store.read { r in try r.recordedResult(for: key) } == nil)
+            #expect(try await store.read { r in try r.setting("partial") } == nil)
+            let retried = try await store.write(idempotencyKey: key) { _ in (1, [7]) }
+            guard case .applied(1, [7]) = retried else { Issue.record("retry after failure did not apply"); return }
+        }
+    }
+}

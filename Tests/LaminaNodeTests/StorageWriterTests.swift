@@ -1,0 +1,174 @@
+import Foundation
+import GRDB
+import LaminaModel
+import Testing
+@testable import LaminaNode
+
+@Suite struct StorageWriterTests {
+    @Test func migratesAnEmptyDatabaseWithDurablePragmas() async throws {
+        try await withTemporaryStore { store, _ in
+            let applied = try await store.pool.read { db in try StorageSchema.migrator.appliedMigrations(db) }
+            #expect(applied == StorageSchema.migrationNames)
+            #expect(!applied.isEmpty)
+            let tables = try await store.pool.read { db in
+                try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'")
+            }
+            let expected: Set = [
+                "node_settings", "conversations", "membership_ops", "participants", "messages", "message_parts",
+                "recipient_status", "read_markers", "metadata_entries", "feed_heads", "feed_entries", "device_cursors",
+                "idempotency_records", "nonces", "sessions", "content_uploads", "replication_log",
+            ]
+            #expect(Set(tables) == expected)
+            let pragmas = try store.writerPragmas()
+            #expect(pragmas["journal_mode"] == "wal")
+            #expect(pragmas["synchronous"] == "2")  // FULL
+            #expect(pragmas["foreign_keys"] == "1")
+        }
+    }
+
+    @Test func groupCommitPutsQueuedCommandsIntoFewTransactions() async throws {
+        try await withTemporaryStore(StorageConfiguration(writeQueueCapacity: 2_000, maxBatchSize: 512)) { store, _ in
+            let gate = WriterGate()
+            try gate.hold(store)
+            await gate.entered.wait()
+            let counter = CompletionCounter(expected: 1_000)
+            for i in 0..<1_000 {
+                try store.submit({ tx in try tx.setSetting("k\(i)", [UInt8(i % 256)]) }, completion: counter.record)
+            }
+            gate.open()
+            await counter.done.wait()
+            #expect(counter.successes == 1_000)
+            let stats = store.writerStatistics
+            // The gate's own transaction, then 1,000 commands in groups of at most 512.
+            #expect(stats.transactions == 3)
+            #expect(stats.committedCommands == 1_001)
+            #expect(stats.largestBatch == 512)
+            let stored = try await store.pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM node_settings") }
+            #expect(stored == 1_000)
+        }
+    }
+
+    @Test func concurrentWritersShareTransactions() async throws {
+        try await withTemporaryStore { store, _ in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<1_000 {
+                    group.addTask { try await store.write { tx in try tx.setSetting("c\(i)", [1]) } }
+                }
+                try await group.waitForAll()
+            }
+            let stats = store.writerStatistics
+            #expect(stats.committedCommands == 1_000)
+            #expect(stats.transactions < 500, "1,000 concurrent writes took \(stats.transactions) transactions")
+            #expect(stats.largestBatch > 1)
+        }
+    }
+
+    @Test func completionComesOnlyAfterCommit() async throws {
+        try await withTemporaryStore { store, path in
+            // Checked inside the completion itself: a separate connection already sees the row.
+            let seen = Signal()
+            let visible = LockedBox<Bool?>(nil)
+            try store.submit({ tx in try tx.setSetting("durable", [42]) }, completion: { _ in
+                let fresh = try? DatabaseQueue(path: path)
+                visible.set((try? fresh?.read { db in try Data.fetchOne(db, sql: "SELECT value FROM node_settings WHERE key = 'durable'") }) == Data([42]))
+                seen.fire()
+            })
+            await seen.wait()
+            #expect(visible.get() == true)
+
+            try await store.write { tx in try tx.setSetting("after-await", [7]) }
+            let fresh = try DatabaseQueue(path: path)
+            let value = try await fresh.read { db in try Data.fetchOne(db, sql: "SELECT value FROM node_settings WHERE key = 'after-await'") }
+            #expect(value == Data([7]))
+            try fresh.close()
+        }
+    }
+
+    @Test func aFailingCommandRollsBackAloneWithinItsGroup() async throws {
+        try await withTemporaryStore { store, _ in
+            let gate = WriterGate()
+            try gate.hold(store)
+            await gate.entered.wait()
+            let counter = CompletionCounter(expected: 3)
+            try store.submit({ tx in try tx.setSetting("first", [1]) }, completion: counter.record)
+            try store.submit({ tx in
+                try tx.setSetting("doomed", [2])
+                throw StorageError(.invalidArgument, "refused on purpose")
+            }, completion: counter.record)
+            try store.submit({ tx in try tx.setSetting("third", [3]) }, completion: counter.record)
+            gate.open()
+            await counter.done.wait()
+            #expect(counter.successes == 2)
+            #expect((counter.failures.first as? StorageError)?.code == .invalidArgument)
+            let keys = try await store.read { r in try ["first", "doomed", "third"].map { try r.setting($0) } }
+            #expect(keys == [[1], nil, [3]])
+            #expect(store.writerStatistics.transactions == 2)
+        }
+    }
+
+    @Test func aFullQueueRefusesWithAClearError() async throws {
+        try await withTemporaryStore(StorageConfiguration(writeQueueCapacity: 4, maxBatchSize: 16)) { store, _ in
+            let gate = WriterGate()
+            try gate.hold(store)
+            await gate.entered.wait()
+            let counter = CompletionCounter(expected: 4)
+            for i in 0..<4 {
+                try store.submit({ tx in try tx.setSetting("q\(i)", [1]) }, completion: counter.record)
+            }
+            var refusal: StorageError?
+            do {
+                try store.submit({ tx in try tx.setSetting("overflow", [1]) }, completion: { _ in })
+            } catch let error as StorageError {
+                refusal = error
+            }
+            #expect(refusal?.code == .writeQueueFull)
+            #expect(refusal?.reason.contains("4") == true)
+            // The async API refuses the same way.
+            let asyncCode = await storageErrorCode { try await store.write { tx in try tx.setSetting("overflow2", [1]) } }
+            #expect(asyncCode == .writeQueueFull)
+            gate.open()
+            await counter.done.wait()
+            #expect(counter.successes == 4)
+            #expect(store.writerStatistics.refusedCommands == 2)
+            // Room again once drained.
+            try await store.write { tx in try tx.setSetting("later", [1]) }
+            #expect(try await store.read { r in try r.setting("overflow") } == nil)
+        }
+    }
+
+    @Test func aClosedStoreRefusesWritesButCommitsWhatWasQueued() async throws {
+        let (path, cleanup) = temporaryDatabasePath()
+        defer { cleanup() }
+        let store = try NodeStore(path: path)
+        let gate = WriterGate()
+        try gate.hold(store)
+        await gate.entered.wait()
+        let counter = CompletionCounter(expected: 1)
+        try store.submit({ tx in try tx.setSetting("queued", [9]) }, completion: counter.record)
+        let closer = Task.detached { try store.close() }
+        gate.open()
+        try await closer.value
+        await counter.done.wait()
+        #expect(counter.successes == 1)
+        let code = await storageErrorCode { try await store.write { tx in try tx.setSetting("late", [1]) } }
+        #expect(code == .closed)
+        let reopened = try NodeStore(path: path)
+        #expect(try await reopened.read { r in try r.setting("queued") } == [9])
+        try reopened.close()
+    }
+
+    @Test func configurationLimitsAreChecked() {
+        #expect(throws: StorageError.self) { try StorageConfiguration(writeQueueCapacity: 0).validate() }
+        #expect(throws: StorageError.self) { try StorageConfiguration(maxBatchSize: 0).validate() }
+        #expect(throws: StorageError.self) { try StorageConfiguration(readerCount: 0).validate() }
+    }
+}
+
+/// A value shared between a completion and the test.
+final class LockedBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: T
+    init(_ value: T) { self.value = value }
+    func set(_ v: T) { lock.lock(); value = v; lock.unlock() }
+    func get() -> T { lock.lock(); defer { lock.unlock() }; return value }
+}

@@ -1,0 +1,128 @@
+import Dispatch
+import Foundation
+import LaminaModel
+@testable import LaminaNode
+
+/// A fresh database in its own temporary directory, removed after the test.
+func withTemporaryStore<T>(
+    _ configuration: StorageConfiguration = StorageConfiguration(),
+    _ body: (NodeStore, String) async throws -> T
+) async throws -> T {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-store-\(UUID().uuidString)")
+    let path = directory.appendingPathComponent("node.sqlite").path
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let store = try NodeStore(path: path, configuration: configuration)
+    do {
+        let result = try await body(store, path)
+        try? store.close()
+        return result
+    } catch {
+        try? store.close()
+        throw error
+    }
+}
+
+/// A temporary directory path for a database, removed by `cleanup`.
+func temporaryDatabasePath() -> (path: String, cleanup: @Sendable () -> Void) {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-store-\(UUID().uuidString)")
+    return (directory.appendingPathComponent("node.sqlite").path, { try? FileManager.default.removeItem(at: directory) })
+}
+
+/// A one-shot signal an async test can wait on; firing before waiting is fine.
+final class Signal: @unchecked Sendable {
+    private let lock = NSLock()
+    private var fired = false
+    private var waiter: CheckedContinuation<Void, Never>?
+
+    func fire() {
+        lock.lock()
+        fired = true
+        let w = waiter
+        waiter = nil
+        lock.unlock()
+        w?.resume()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            lock.lock()
+            if fired {
+                lock.unlock()
+                c.resume()
+            } else {
+                waiter = c
+                lock.unlock()
+            }
+        }
+    }
+}
+
+/// Holds the writer thread inside a command until opened: lets a test queue commands
+/// deterministically behind it.
+final class WriterGate: @unchecked Sendable {
+    let entered = Signal()
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    /// Queues a command that signals `entered` and then blocks the writer until `open()`.
+    func hold(_ store: NodeStore) throws {
+        try store.submit({ _ in
+            self.entered.fire()
+            self.semaphore.wait()
+            return 0
+        }, completion: { _ in })
+    }
+
+    func open() { semaphore.signal() }
+}
+
+/// Counts completions and signals when `expected` have arrived.
+final class CompletionCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private let expected: Int
+    private(set) var successes = 0
+    private(set) var failures: [any Error] = []
+    let done = Signal()
+
+    init(expected: Int) { self.expected = expected }
+
+    func record<T>(_ result: Result<T, any Error>) {
+        lock.lock()
+        switch result {
+        case .success: successes += 1
+        case .failure(let e): failures.append(e)
+        }
+        let finished = successes + failures.count == expected
+        lock.unlock()
+        if finished { done.fire() }
+    }
+}
+
+let nodeA = NodeID(0xA)
+let nodeB = NodeID(0xFFFF_FFFF_FFFF_FF0B)
+
+func hlc(_ physical: UInt64, _ logical: UInt32 = 0, _ node: NodeID = nodeA) -> HLCTimestamp {
+    HLCTimestamp(physical: physical, logical: logical, node: node)
+}
+
+func conversation(_ creator: UserID, _ others: Set<UserID>, distinct: Bool = true, metadata: Metadata = Metadata(), at ms: Int64 = 1_000) throws -> Conversation {
+    try Conversation(creator: creator, participants: others, options: ConversationOptions(isDistinct: distinct, metadata: metadata), createdAt: Timestamp(millisecondsSince1970: ms))
+}
+
+func textMessage(_ text: String, in conversation: ConversationID, from sender: UserID, at position: HLCTimestamp, id: MessageID = .random()) throws -> Message {
+    Message(
+        id: id, conversationID: conversation, sender: sender, parts: [try MessagePart(text: text)],
+        sentAt: Timestamp(millisecondsSince1970: Int64(position.physical)), position: position
+    )
+}
+
+/// The storage error code thrown by `body`, or nil when it did not throw a `StorageError`.
+func storageErrorCode(_ body: () async throws -> Void) async -> StorageError.Code? {
+    do {
+        try await body()
+        return nil
+    } catch let error as StorageError {
+        return error.code
+    } catch {
+        return nil
+    }
+}
