@@ -30,12 +30,15 @@ let package = Package(
         ),
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
+        // Counts heap allocations by replacing malloc & co.; linked into lamina-bench only.
+        .target(name: "CAllocationCounter"),
         // Load generator and measurements (codec benchmark first).
         .executableTarget(
             name: "lamina-bench",
             dependencies: [
                 "LaminaModel",
                 "LaminaWire",
+                "CAllocationCounter",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
