@@ -45,5 +45,13 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
+        .testTarget(
+            name: "LaminaWireTests",
+            dependencies: [
+                "LaminaModel",
+                "LaminaWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
     ]
 )

@@ -1,0 +1,214 @@
+import LaminaModel
+import NIOCore
+
+/// One sync frame (SPEC §4): a fixed 8-byte header and a payload. One case per frame type;
+/// the associated values are the payloads.
+public enum Frame: Hashable, Sendable {
+    // Session (SPEC §5)
+    case hello(Hello)
+    case welcome(Welcome)
+    case nonceRequest(NonceRequest)
+    case nonce(Nonce)
+    case authenticate(Authenticate)
+    case authenticated(Authenticated)
+    case resumeSession(ResumeSession)
+    case ping(Ping)
+    case pong(Ping)
+    case ack(Ack)
+    case error(ErrorFrame)
+    // Conversations (SPEC §6.1)
+    case createConversation(CreateConversation)
+    case addParticipants(ParticipantsUpdate)
+    case removeParticipants(ParticipantsUpdate)
+    case setMetadata(SetMetadata)
+    case deleteMetadata(DeleteMetadata)
+    case deleteConversation(DeleteConversation)
+    case markAllRead(MarkAllRead)
+    case typing(Typing)
+    // Messages (SPEC §6.2)
+    case sendMessage(SendMessage)
+    case markRead(MarkRead)
+    case deleteMessage(DeleteMessage)
+    case deliveryReceipt(DeliveryReceipt)
+    // Sync (SPEC §6.3)
+    case sync(SyncRequest)
+    case fetchHistory(FetchHistory)
+    case change(Change)
+    case changeBatch(ChangeBatch)
+    // Peers (SPEC §6.5)
+    case peerHello(PeerHello)
+    case versionVector(VersionVector)
+    case replicate(Replicate)
+    case peerAck(PeerAck)
+
+    /// The frame's type number.
+    public var type: FrameType {
+        switch self {
+        case .hello: .hello
+        case .welcome: .welcome
+        case .nonceRequest: .nonceRequest
+        case .nonce: .nonce
+        case .authenticate: .authenticate
+        case .authenticated: .authenticated
+        case .resumeSession: .resumeSession
+        case .ping: .ping
+        case .pong: .pong
+        case .ack: .ack
+        case .error: .error
+        case .createConversation: .createConversation
+        case .addParticipants: .addParticipants
+        case .removeParticipants: .removeParticipants
+        case .setMetadata: .setMetadata
+        case .deleteMetadata: .deleteMetadata
+        case .deleteConversation: .deleteConversation
+        case .markAllRead: .markAllRead
+        case .typing: .typing
+        case .sendMessage: .sendMessage
+        case .markRead: .markRead
+        case .deleteMessage: .deleteMessage
+        case .deliveryReceipt: .deliveryReceipt
+        case .sync: .sync
+        case .fetchHistory: .fetchHistory
+        case .change: .change
+        case .changeBatch: .changeBatch
+        case .peerHello: .peerHello
+        case .versionVector: .versionVector
+        case .replicate: .replicate
+        case .peerAck: .peerAck
+        }
+    }
+}
+
+extension Frame {
+    /// Appends the frame (header and payload) to `buffer`. Checks every limit of the spec
+    /// first-hand (SPEC §3.15), so whatever it writes decodes with `WireLimits.default`.
+    /// On error `buffer` is left as it was.
+    public func encode(into buffer: inout ByteBuffer) throws(WireError) {
+        let start = buffer.writerIndex
+        buffer.writeInteger(0, as: UInt32.self)  // length, patched below
+        buffer.writeInteger(type.rawValue, as: UInt16.self)
+        buffer.writeInteger(0, as: UInt16.self)  // flags: none defined for version-1 types
+        do {
+            try encodePayload(into: &buffer)
+        } catch {
+            buffer.moveWriterIndex(to: start)
+            throw error
+        }
+        let length = buffer.writerIndex &- start &- FrameHeader.size
+        // SPEC §2.3 (and each type's maximum, table 4.1).
+        guard length <= type.maxPayloadSize(.default) else {
+            buffer.moveWriterIndex(to: start)
+            throw WireError(.frameTooLarge, "a \(type.name) payload of \(length) bytes exceeds its maximum of \(type.maxPayloadSize(.default))")
+        }
+        buffer.setInteger(UInt32(truncatingIfNeeded: length), at: start, as: UInt32.self)
+    }
+
+    /// The frame's bytes in a new buffer.
+    public func encoded() throws(WireError) -> ByteBuffer {
+        var buffer = ByteBufferAllocator().buffer(capacity: 64)
+        try encode(into: &buffer)
+        return buffer
+    }
+
+    /// Decodes exactly one whole frame: `buffer`'s readable bytes must be one header and its
+    /// payload, nothing less (`truncated`) and nothing more (`trailing-bytes`). An unknown
+    /// type fails with `unknown-frame-type` even when marked skippable (only a stream skips).
+    public static func decode(exactly buffer: ByteBuffer, limits: WireLimits = .default) throws(WireError) -> Frame {
+        guard let header = FrameHeader.peek(buffer) else {
+            throw WireError(.truncated, "\(buffer.readableBytes) bytes are less than a frame header")
+        }
+        let disposition = try header.check(limits)
+        let length = Int(header.payloadLength)
+        let available = buffer.readableBytes &- FrameHeader.size
+        guard available >= length else {
+            throw WireError(.truncated, "the header declares \(length) payload bytes, \(available) follow")
+        }
+        guard available == length else {
+            throw WireError(.trailingBytes, "\(available &- length) bytes follow the frame")
+        }
+        guard case .decode(let type) = disposition else {
+            throw WireError(.unknownFrameType, "frame type 0x\(String(header.type, radix: 16)) is unknown (marked skippable)")
+        }
+        var payload = buffer.getSlice(at: buffer.readerIndex &+ FrameHeader.size, length: length) ?? ByteBuffer()
+        return try decodePayload(type, from: &payload, limits)
+    }
+
+    func encodePayload(into b: inout ByteBuffer) throws(WireError) {
+        switch self {
+        case .hello(let f): try f.encode(into: &b)
+        case .welcome(let f): try f.encode(into: &b)
+        case .nonceRequest(let f): f.encode(into: &b)
+        case .nonce(let f): try f.encode(into: &b)
+        case .authenticate(let f): try f.encode(into: &b)
+        case .authenticated(let f): try f.encode(into: &b)
+        case .resumeSession(let f): try f.encode(into: &b)
+        case .ping(let f): f.encode(into: &b)
+        case .pong(let f): f.encode(into: &b)
+        case .ack(let f): f.encode(into: &b)
+        case .error(let f): try f.encode(into: &b)
+        case .createConversation(let f): try f.encode(into: &b)
+        case .addParticipants(let f): try f.encode(into: &b)
+        case .removeParticipants(let f): try f.encode(into: &b)
+        case .setMetadata(let f): try f.encode(into: &b)
+        case .deleteMetadata(let f): try f.encode(into: &b)
+        case .deleteConversation(let f): f.encode(into: &b)
+        case .markAllRead(let f): f.encode(into: &b)
+        case .typing(let f): f.encode(into: &b)
+        case .sendMessage(let f): try f.encode(into: &b)
+        case .markRead(let f): f.encode(into: &b)
+        case .deleteMessage(let f): f.encode(into: &b)
+        case .deliveryReceipt(let f): f.encode(into: &b)
+        case .sync(let f): f.encode(into: &b)
+        case .fetchHistory(let f): try f.encode(into: &b)
+        case .change(let f): try f.encode(into: &b)
+        case .changeBatch(let f): try f.encode(into: &b)
+        case .peerHello(let f): try f.encode(into: &b)
+        case .versionVector(let f): try f.encode(into: &b)
+        case .replicate(let f): try f.encode(into: &b)
+        case .peerAck(let f): try f.encode(into: &b)
+        }
+    }
+
+    /// Decodes a whole payload of a known type; every payload byte must be consumed (SPEC §2.4).
+    static func decodePayload(_ type: FrameType, from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Frame {
+        let frame: Frame
+        switch type {
+        case .hello: frame = .hello(try Hello.decode(from: &b, limits))
+        case .welcome: frame = .welcome(try Welcome.decode(from: &b, limits))
+        case .nonceRequest: frame = .nonceRequest(try NonceRequest.decode(from: &b, limits))
+        case .nonce: frame = .nonce(try Nonce.decode(from: &b, limits))
+        case .authenticate: frame = .authenticate(try Authenticate.decode(from: &b, limits))
+        case .authenticated: frame = .authenticated(try Authenticated.decode(from: &b, limits))
+        case .resumeSession: frame = .resumeSession(try ResumeSession.decode(from: &b, limits))
+        case .ping: frame = .ping(try Ping.decode(from: &b, limits))
+        case .pong: frame = .pong(try Ping.decode(from: &b, limits))
+        case .ack: frame = .ack(try Ack.decode(from: &b, limits))
+        case .error: frame = .error(try ErrorFrame.decode(from: &b, limits))
+        case .createConversation: frame = .createConversation(try CreateConversation.decode(from: &b, limits))
+        case .addParticipants: frame = .addParticipants(try ParticipantsUpdate.decode(from: &b, limits))
+        case .removeParticipants: frame = .removeParticipants(try ParticipantsUpdate.decode(from: &b, limits))
+        case .setMetadata: frame = .setMetadata(try SetMetadata.decode(from: &b, limits))
+        case .deleteMetadata: frame = .deleteMetadata(try DeleteMetadata.decode(from: &b, limits))
+        case .deleteConversation: frame = .deleteConversation(try DeleteConversation.decode(from: &b, limits))
+        case .markAllRead: frame = .markAllRead(try MarkAllRead.decode(from: &b, limits))
+        case .typing: frame = .typing(try Typing.decode(from: &b, limits))
+        case .sendMessage: frame = .sendMessage(try SendMessage.decode(from: &b, limits))
+        case .markRead: frame = .markRead(try MarkRead.decode(from: &b, limits))
+        case .deleteMessage: frame = .deleteMessage(try DeleteMessage.decode(from: &b, limits))
+        case .deliveryReceipt: frame = .deliveryReceipt(try DeliveryReceipt.decode(from: &b, limits))
+        case .sync: frame = .sync(try SyncRequest.decode(from: &b, limits))
+        case .fetchHistory: frame = .fetchHistory(try FetchHistory.decode(from: &b, limits))
+        case .change: frame = .change(try Change.decode(from: &b, limits))
+        case .changeBatch: frame = .changeBatch(try ChangeBatch.decode(from: &b, limits))
+        case .peerHello: frame = .peerHello(try PeerHello.decode(from: &b, limits))
+        case .versionVector: frame = .versionVector(try VersionVector.decode(from: &b, limits))
+        case .replicate: frame = .replicate(try Replicate.decode(from: &b, limits))
+        case .peerAck: frame = .peerAck(try PeerAck.decode(from: &b, limits))
+        }
+        // SPEC §2.4: "A payload MUST be consumed exactly by its fields."
+        guard b.readableBytes == 0 else {
+            throw WireError(.trailingBytes, "\(b.readableBytes) bytes follow the fields of a \(type.name) payload")
+        }
+        return frame
+    }
+}

@@ -1,0 +1,120 @@
+import NIOCore
+
+/// An incremental frame decoder for one byte stream (SPEC §2, §8). Accepts bytes in any
+/// split (e.g. HTTP/2 DATA chunks): `feed` appends them, `next` returns the next whole frame
+/// or nil when it needs more bytes. Every limit that the header reveals is checked as soon
+/// as the 8 header bytes are in, before any payload is buffered; nothing is allocated from
+/// a length read off the wire. Frames of unknown types marked skippable are discarded as
+/// their bytes pass. After an error the decoder stays failed and rethrows that error.
+public struct FrameDecoder {
+    private enum State {
+        /// Waiting for a header.
+        case header
+        /// The header is checked and consumed; waiting for `length` payload bytes.
+        case payload(FrameType, length: Int)
+        /// Discarding the payload of a skippable frame.
+        case skipping(remaining: Int)
+        case failed(WireError)
+    }
+
+    public let limits: WireLimits
+    private var buffer: ByteBuffer
+    private var state: State = .header
+
+    public init(limits: WireLimits = .default) {
+        self.limits = limits
+        self.buffer = ByteBuffer()
+    }
+
+    /// The bytes received but not yet returned as frames (or skipped).
+    public var bufferedBytes: Int { buffer.readableBytes }
+
+    /// Appends received bytes. Cheap when nothing is buffered: the chunk is kept as it is.
+    public mutating func feed(_ bytes: ByteBuffer) {
+        if case .failed = state { return }
+        if buffer.readableBytes == 0 {
+            buffer = bytes
+        } else {
+            var bytes = bytes
+            buffer.writeBuffer(&bytes)
+        }
+    }
+
+    /// The next whole frame, or nil when more bytes are needed.
+    public mutating func next() throws(WireError) -> Frame? {
+        while true {
+            switch state {
+            case .failed(let error):
+                throw error
+            case .header:
+                guard let header = FrameHeader.peek(buffer) else { return nil }
+                let disposition: FrameHeader.Disposition
+                do {
+                    disposition = try header.check(limits)
+                } catch {
+                    fail(error)
+                    throw error
+                }
+                buffer.moveReaderIndex(forwardBy: FrameHeader.size)
+                switch disposition {
+                case .decode(let type): state = .payload(type, length: Int(header.payloadLength))
+                case .skip: state = .skipping(remaining: Int(header.payloadLength))
+                }
+            case .payload(let type, let length):
+                guard buffer.readableBytes >= length,
+                      var payload = buffer.readSlice(length: length) else { return nil }
+                state = .header
+                let frame: Frame
+                do {
+                    frame = try Frame.decodePayload(type, from: &payload, limits)
+                } catch {
+                    fail(error)
+                    throw error
+                }
+                reclaim()
+                return frame
+            case .skipping(let remaining):
+                let n = min(remaining, buffer.readableBytes)
+                buffer.moveReaderIndex(forwardBy: n)
+                reclaim()
+                if n == remaining {
+                    state = .header
+                } else {
+                    state = .skipping(remaining: remaining &- n)
+                    return nil
+                }
+            }
+        }
+    }
+
+    /// Declares the end of the stream: fails with `truncated` when a frame is incomplete.
+    public mutating func finish() throws(WireError) {
+        if case .failed(let error) = state { throw error }
+        let inFrame: Bool
+        switch state {
+        case .header: inFrame = buffer.readableBytes > 0
+        case .payload, .skipping: inFrame = true
+        case .failed: inFrame = false
+        }
+        guard !inFrame else {
+            let error = WireError(.truncated, "the stream ends inside a frame (\(buffer.readableBytes) bytes buffered)")
+            fail(error)
+            throw error
+        }
+    }
+
+    private mutating func fail(_ error: WireError) {
+        state = .failed(error)
+        buffer = ByteBuffer()
+    }
+
+    /// Drops consumed bytes when they make up most of the buffer (SPEC-independent hygiene:
+    /// the buffer never grows beyond one frame plus one chunk).
+    private mutating func reclaim() {
+        if buffer.readableBytes == 0 {
+            buffer.clear()
+        } else if buffer.readerIndex >= 4_096, buffer.readerIndex >= buffer.readableBytes {
+            buffer.discardReadBytes()
+        }
+    }
+}

@@ -1,2 +1,0 @@
-/// LaminaWire: the sync-frame codec (frames <-> bytes), as specified in Protocol/SPEC.md.
-public enum LaminaWire {}

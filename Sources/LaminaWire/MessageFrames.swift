@@ -1,0 +1,150 @@
+import Foundation
+import LaminaModel
+import NIOCore
+
+// Message commands (SPEC §6.2), client -> node.
+
+/// SEND_MESSAGE (0x0201). The message id is client-chosen: a retry with the same id and
+/// the same content is acknowledged again, never stored twice (SPEC §7).
+/// ```
+/// +-----------------+----------------------+-------------------------+---------------+
+/// | message id (16) | conversation id (16) | parts (count + parts)   | push (opt)    |
+/// +-----------------+----------------------+-------------------------+---------------+
+/// ```
+public struct SendMessage: Hashable, Sendable {
+    public var messageID: MessageID
+    public var conversationID: ConversationID
+    /// 1 to 1,000 parts, inline (<= 2 KB) or content references.
+    public var parts: [MessagePart]
+    public var push: PushConfiguration?
+
+    public init(messageID: MessageID, conversationID: ConversationID, parts: [MessagePart], push: PushConfiguration? = nil) {
+        self.messageID = messageID
+        self.conversationID = conversationID
+        self.parts = parts
+        self.push = push
+    }
+}
+
+/// MARK_READ (0x0202): one message is read by the sender.
+/// ```
+/// +-----------------+----------------------+-----------------+
+/// | request id (16) | conversation id (16) | message id (16) |
+/// +-----------------+----------------------+-----------------+
+/// ```
+public struct MarkRead: Hashable, Sendable {
+    public var requestID: UUID
+    public var conversationID: ConversationID
+    public var messageID: MessageID
+
+    public init(requestID: UUID, conversationID: ConversationID, messageID: MessageID) {
+        self.requestID = requestID
+        self.conversationID = conversationID
+        self.messageID = messageID
+    }
+}
+
+/// DELETE_MESSAGE (0x0203).
+/// ```
+/// +-----------------+----------------------+-----------------+-----------+
+/// | request id (16) | conversation id (16) | message id (16) | mode (u8) |
+/// +-----------------+----------------------+-----------------+-----------+
+/// ```
+public struct DeleteMessage: Hashable, Sendable {
+    public var requestID: UUID
+    public var conversationID: ConversationID
+    public var messageID: MessageID
+    public var mode: DeletionMode
+
+    public init(requestID: UUID, conversationID: ConversationID, messageID: MessageID, mode: DeletionMode) {
+        self.requestID = requestID
+        self.conversationID = conversationID
+        self.messageID = messageID
+        self.mode = mode
+    }
+}
+
+/// DELIVERY_RECEIPT (0x0204): this device holds every message of the conversation up to
+/// and including `upTo` (the node moves the sender's status to delivered).
+/// ```
+/// +-----------------+----------------------+--------------+
+/// | request id (16) | conversation id (16) | up to (HLC)  |
+/// +-----------------+----------------------+--------------+
+/// ```
+public struct DeliveryReceipt: Hashable, Sendable {
+    public var requestID: UUID
+    public var conversationID: ConversationID
+    public var upTo: MessagePosition
+
+    public init(requestID: UUID, conversationID: ConversationID, upTo: MessagePosition) {
+        self.requestID = requestID
+        self.conversationID = conversationID
+        self.upTo = upTo
+    }
+}
+
+// MARK: - Codec
+
+extension SendMessage {
+    func encode(into b: inout ByteBuffer) throws(WireError) {
+        b.writeID(messageID)
+        b.writeID(conversationID)
+        try b.writeParts(parts)
+        if let push { b.writeInteger(1, as: UInt8.self); try b.writePush(push) } else { b.writeInteger(0, as: UInt8.self) }
+    }
+
+    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> SendMessage {
+        let id = try b.readID(MessageID.self, "the message id")
+        let conversation = try b.readID(ConversationID.self, "the conversation id")
+        let parts = try b.readParts(limits)
+        let push = try b.readPresence("the push configuration") ? try b.readPush(limits) : nil
+        return SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push)
+    }
+}
+
+extension MarkRead {
+    func encode(into b: inout ByteBuffer) {
+        b.writeUUID(requestID)
+        b.writeID(conversationID)
+        b.writeID(messageID)
+    }
+
+    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> MarkRead {
+        let id = try b.readUUID("the request id")
+        let conversation = try b.readID(ConversationID.self, "the conversation id")
+        let message = try b.readID(MessageID.self, "the message id")
+        return MarkRead(requestID: id, conversationID: conversation, messageID: message)
+    }
+}
+
+extension DeleteMessage {
+    func encode(into b: inout ByteBuffer) {
+        b.writeUUID(requestID)
+        b.writeID(conversationID)
+        b.writeID(messageID)
+        b.writeInteger(mode.rawValue, as: UInt8.self)
+    }
+
+    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> DeleteMessage {
+        let id = try b.readUUID("the request id")
+        let conversation = try b.readID(ConversationID.self, "the conversation id")
+        let message = try b.readID(MessageID.self, "the message id")
+        let mode = try b.readDeletionMode()
+        return DeleteMessage(requestID: id, conversationID: conversation, messageID: message, mode: mode)
+    }
+}
+
+extension DeliveryReceipt {
+    func encode(into b: inout ByteBuffer) {
+        b.writeUUID(requestID)
+        b.writeID(conversationID)
+        b.writeHLC(upTo)
+    }
+
+    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> DeliveryReceipt {
+        let id = try b.readUUID("the request id")
+        let conversation = try b.readID(ConversationID.self, "the conversation id")
+        let upTo = try b.readHLC("the position")
+        return DeliveryReceipt(requestID: id, conversationID: conversation, upTo: upTo)
+    }
+}

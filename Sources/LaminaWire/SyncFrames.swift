@@ -1,0 +1,166 @@
+import Foundation
+import LaminaModel
+import NIOCore
+
+// Sync (SPEC §6.3): the per-user change feed, catch-up from a cursor, history on demand.
+
+/// SYNC (0x0301), client -> node: send every change after `cursor`, then live changes.
+/// ```
+/// +-----------------+-----------------+
+/// | request id (16) | cursor (varint) |
+/// +-----------------+-----------------+
+/// ```
+public struct SyncRequest: Hashable, Sendable {
+    public var requestID: UUID
+    /// The last feed sequence number this device has applied; 0 for none.
+    public var cursor: UInt64
+
+    public init(requestID: UUID, cursor: UInt64) {
+        self.requestID = requestID
+        self.cursor = cursor
+    }
+}
+
+/// Which messages of a conversation a history fetch returns (SPEC §6.3).
+public enum HistoryPolicy: Hashable, Sendable {
+    /// Every message.
+    case complete
+    /// From the first unread message on.
+    case unreadOnly
+    /// The last `n` messages, 1 <= n.
+    case lastN(UInt32)
+}
+
+/// FETCH_HISTORY (0x0302), client -> node: messages of one conversation, answered with
+/// message-created changes (seq 0, outside the feed) and then an ACK.
+/// ```
+/// +-----------------+----------------------+-------------+-------------------+------------------+
+/// | request id (16) | conversation id (16) | policy (u8) | n (varint, only   | before (opt HLC) |
+/// |                 |                      |             |  for policy 2)    |                  |
+/// +-----------------+----------------------+-------------+-------------------+------------------+
+/// ```
+public struct FetchHistory: Hashable, Sendable {
+    public var requestID: UUID
+    public var conversationID: ConversationID
+    public var policy: HistoryPolicy
+    /// Only messages before this position (paging backwards); nil for the newest.
+    public var before: MessagePosition?
+
+    public init(requestID: UUID, conversationID: ConversationID, policy: HistoryPolicy, before: MessagePosition? = nil) {
+        self.requestID = requestID
+        self.conversationID = conversationID
+        self.policy = policy
+        self.before = before
+    }
+}
+
+/// CHANGE (0x0303), node -> client: one entry of the user's change feed.
+/// ```
+/// +--------------+------------+-------------------+
+/// | seq (varint) | kind (u8)  | event fields ...  |
+/// +--------------+------------+-------------------+
+/// ```
+public struct Change: Hashable, Sendable {
+    /// The entry's sequence number in the user's feed (1, 2, ...); 0 for history answers.
+    public var seq: UInt64
+    public var event: ChangeEvent
+
+    public init(seq: UInt64, event: ChangeEvent) {
+        self.seq = seq
+        self.event = event
+    }
+}
+
+/// CHANGE_BATCH (0x0304), node -> client: 1 to 256 changes in ascending seq order.
+/// ```
+/// +----------------+--------------------------------+
+/// | count (varint) | change (seq + kind + fields) * |
+/// +----------------+--------------------------------+
+/// ```
+public struct ChangeBatch: Hashable, Sendable {
+    public var changes: [Change]
+    public init(changes: [Change]) { self.changes = changes }
+}
+
+// MARK: - Codec
+
+extension SyncRequest {
+    func encode(into b: inout ByteBuffer) {
+        b.writeUUID(requestID)
+        b.writeVarint(cursor)
+    }
+
+    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> SyncRequest {
+        let id = try b.readUUID("the request id")
+        return SyncRequest(requestID: id, cursor: try b.readVarint("the cursor"))
+    }
+}
+
+extension FetchHistory {
+    func encode(into b: inout ByteBuffer) throws(WireError) {
+        b.writeUUID(requestID)
+        b.writeID(conversationID)
+        switch policy {
+        case .complete: b.writeInteger(0, as: UInt8.self)
+        case .unreadOnly: b.writeInteger(1, as: UInt8.self)
+        case .lastN(let n):
+            guard n > 0 else { throw WireError(.invalidArgument, "a last-N history fetch needs N >= 1") }
+            b.writeInteger(2, as: UInt8.self)
+            b.writeVarint(UInt64(n))
+        }
+        if let before { b.writeInteger(1, as: UInt8.self); b.writeHLC(before) } else { b.writeInteger(0, as: UInt8.self) }
+    }
+
+    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> FetchHistory {
+        let id = try b.readUUID("the request id")
+        let conversation = try b.readID(ConversationID.self, "the conversation id")
+        let raw = try b.readU8("the history policy")
+        let policy: HistoryPolicy
+        switch raw {
+        case 0: policy = .complete
+        case 1: policy = .unreadOnly
+        case 2:
+            let n = try b.readVarint32("the message count")
+            // SPEC §6.3: "N is at least 1."
+            guard n > 0 else { throw WireError(.invalidArgument, "a last-N history fetch needs N >= 1") }
+            policy = .lastN(n)
+        default:
+            throw WireError(.malformed, "history policy \(raw) is not 0, 1 or 2")
+        }
+        let before = try b.readPresence("the position bound") ? try b.readHLC("the position bound") : nil
+        return FetchHistory(requestID: id, conversationID: conversation, policy: policy, before: before)
+    }
+}
+
+extension Change {
+    func encode(into b: inout ByteBuffer) throws(WireError) {
+        b.writeVarint(seq)
+        try event.encode(into: &b)
+    }
+
+    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Change {
+        let seq = try b.readVarint("the sequence number")
+        return Change(seq: seq, event: try ChangeEvent.decode(from: &b, limits))
+    }
+}
+
+extension ChangeBatch {
+    func encode(into b: inout ByteBuffer) throws(WireError) {
+        guard !changes.isEmpty else { throw WireError(.invalidArgument, "a change batch holds at least one change") }
+        guard changes.count <= WireLimits.default.maxBatchSize else {
+            throw WireError(.limitExceeded, "a change batch holds at most \(WireLimits.default.maxBatchSize) changes, this one has \(changes.count)")
+        }
+        b.writeVarint(UInt64(changes.count))
+        for change in changes { try change.encode(into: &b) }
+    }
+
+    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> ChangeBatch {
+        let count = try b.readCount(max: limits.maxBatchSize, minElementSize: 2, "the change count")
+        // SPEC §6.3: "A batch holds 1 to 256 changes."
+        guard count > 0 else { throw WireError(.malformed, "a change batch holds at least one change") }
+        var changes = [Change]()
+        changes.reserveCapacity(count)
+        for _ in 0..<count { changes.append(try Change.decode(from: &b, limits)) }
+        return ChangeBatch(changes: changes)
+    }
+}
