@@ -10,6 +10,8 @@ let package = Package(
         .library(name: "LaminaModel", targets: ["LaminaModel"]),
         .library(name: "LaminaWire", targets: ["LaminaWire"]),
         .library(name: "LaminaMerge", targets: ["LaminaMerge"]),
+        // The codec properties shared by the fuzz targets (Fuzz/) and the replay tests.
+        .library(name: "LaminaWireFuzzChecks", targets: ["LaminaWireFuzzChecks"]),
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
     ],
     dependencies: [
@@ -28,6 +30,15 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // The codec's properties (decode, round-trip, split-feed) as functions that report
+        // a violation instead of trapping: used by Fuzz/ and by LaminaWireTests.
+        .target(
+            name: "LaminaWireFuzzChecks",
+            dependencies: [
+                "LaminaWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
         // Counts heap allocations by replacing malloc & co.; linked into lamina-bench only.
@@ -42,7 +53,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ]
+            ],
+            // bench.pb.swift is generated from it once and committed (see the file).
+            exclude: ["Codec/bench.proto"]
         ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
         .testTarget(
@@ -50,6 +63,7 @@ let package = Package(
             dependencies: [
                 "LaminaModel",
                 "LaminaWire",
+                "LaminaWireFuzzChecks",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

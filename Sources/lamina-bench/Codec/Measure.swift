@@ -4,45 +4,51 @@ import Foundation
 @inline(never) @_optimize(none)
 func blackHole<T>(_ value: T) {}
 
-/// Throughput of one operation, from the median of several timed rounds.
+/// Throughput of one operation: the median of several timed rounds.
 struct Throughput {
-    /// Operations per second (median round).
+    /// Operations per second in the median round.
     var perSecond: Double
-    /// Spread of the rounds: slowest and fastest rate, per second.
+    /// The slowest and the fastest round, in operations per second.
     var slowest: Double
     var fastest: Double
     /// Operations timed in all rounds together.
     var operations: Int
 }
 
-/// Times `operation` (which performs `batch` operations per call, e.g. decodes `batch`
-/// frames): warms up for `warmUp`, sizes rounds to last about `roundDuration`, runs
-/// `rounds` rounds and reports the median rate.
-func measure(
-    warmUp: Duration = .milliseconds(200),
-    roundDuration: Duration = .milliseconds(50),
-    rounds: Int = 21,
-    _ operation: () -> Void
-) -> Throughput {
+/// How long to warm up and how to split the timed work into rounds.
+struct MeasureSettings {
+    var warmUp: Duration = .milliseconds(300)
+    var roundDuration: Duration = .milliseconds(50)
+    var rounds = 21
+}
+
+/// Times `body`, which performs `batch` operations per call: warms up (which also sizes the
+/// rounds to about `roundDuration`), then runs `rounds` rounds and reports the median rate.
+func measure(_ settings: MeasureSettings, batch: Int, _ body: () -> Void) -> Throughput {
     let clock = ContinuousClock()
-    // Warm up, and learn how many calls fill a round.
     var calls = 0
     let warmStart = clock.now
-    while clock.now - warmStart < warmUp {
-        operation()
+    repeat {
+        body()
         calls += 1
-    }
-    let perCall = (clock.now - warmStart) / max(calls, 1)
-    let callsPerRound = max(1, Int((roundDuration / perCall).rounded(.up)))
+    } while clock.now - warmStart < settings.warmUp
+    let perCall = (clock.now - warmStart) / calls
+    let callsPerRound = max(1, Int((settings.roundDuration / perCall).rounded(.up)))
     var rates: [Double] = []
-    for _ in 0..<rounds {
+    rates.reserveCapacity(settings.rounds)
+    for _ in 0..<settings.rounds {
         let start = clock.now
-        for _ in 0..<callsPerRound { operation() }
+        for _ in 0..<callsPerRound { body() }
         let elapsed = clock.now - start
-        rates.append(Double(callsPerRound) / elapsed.seconds)
+        rates.append(Double(callsPerRound * batch) / elapsed.seconds)
     }
     rates.sort()
-    return Throughput(perSecond: rates[rates.count / 2], slowest: rates[0], fastest: rates[rates.count - 1], operations: rounds * callsPerRound)
+    return Throughput(
+        perSecond: rates[rates.count / 2],
+        slowest: rates[0],
+        fastest: rates[rates.count - 1],
+        operations: settings.rounds * callsPerRound * batch
+    )
 }
 
 extension Duration {
