@@ -13,6 +13,7 @@ let package = Package(
         // The codec properties shared by the fuzz targets (Fuzz/) and the replay tests.
         .library(name: "LaminaWireFuzzChecks", targets: ["LaminaWireFuzzChecks"]),
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
+        .executable(name: "lamina-vectors", targets: ["lamina-vectors"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
@@ -56,6 +57,15 @@ let package = Package(
             ],
             // bench.pb.swift is generated from it once and committed (see the file).
             exclude: ["Codec/bench.proto"]
+        ),
+        // Writes Protocol/vectors from a catalog of frames, checking each against the codec.
+        .executableTarget(
+            name: "lamina-vectors",
+            dependencies: [
+                "LaminaModel",
+                "LaminaWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
         .testTarget(

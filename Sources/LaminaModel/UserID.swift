@@ -16,7 +16,9 @@ public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible, E
         self.rawValue = rawValue
     }
 
-    /// For literals in code and tests; traps on an invalid literal.
+    /// For literals in code and tests; traps on an invalid literal. Note that `UserID("…")`
+    /// with a literal argument is literal coercion and lands here too: validate input with a
+    /// `String` value.
     public init(stringLiteral value: String) {
         do { try self.init(value) } catch { preconditionFailure("invalid UserID literal: \(error)") }
     }

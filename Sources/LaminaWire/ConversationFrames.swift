@@ -262,11 +262,11 @@ extension Typing {
 
 extension ByteBuffer {
     mutating func readTypingState() throws(WireError) -> TypingState {
-        let raw = try readU8("a typing state")
+        let raw = try peekU8("a typing state")
         guard let state = TypingState(rawValue: raw) else {
-            moveReaderIndex(forwardBy: -1)
             throw WireError(.malformed, "typing state \(raw) is not 0 (started), 1 (paused) or 2 (finished)")
         }
+        moveReaderIndex(forwardBy: 1)
         return state
     }
 }

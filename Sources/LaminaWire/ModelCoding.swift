@@ -29,7 +29,7 @@ extension ByteBuffer {
     }
 
     mutating func readUserSet(_ limits: WireLimits) throws(WireError) -> Set<UserID> {
-        let count = try readCount(max: limits.maxParticipants, minElementSize: 2, "a participant count", code: .tooManyParticipants)
+        let count = try readCount(max: limits.maxParticipants, minElementSize: 1, "a participant count", code: .tooManyParticipants)
         var users = Set<UserID>(minimumCapacity: count)
         var previous: UserID?
         for _ in 0..<count {
@@ -94,20 +94,20 @@ extension ByteBuffer {
     // MARK: Enumerations (SPEC §3.11)
 
     mutating func readDeletionMode() throws(WireError) -> DeletionMode {
-        let raw = try readU8("a deletion mode")
+        let raw = try peekU8("a deletion mode")
         guard let mode = DeletionMode(rawValue: raw) else {
-            moveReaderIndex(forwardBy: -1)
             throw WireError(.malformed, "deletion mode \(raw) is not 1 (my devices) or 2 (all participants)")
         }
+        moveReaderIndex(forwardBy: 1)
         return mode
     }
 
     mutating func readRecipientStatus() throws(WireError) -> RecipientStatus {
-        let raw = try readU8("a recipient status")
+        let raw = try peekU8("a recipient status")
         guard let status = RecipientStatus(rawValue: Int8(bitPattern: raw)) else {
-            moveReaderIndex(forwardBy: -1)
             throw WireError(.malformed, "recipient status \(Int8(bitPattern: raw)) is not one of -1...3")
         }
+        moveReaderIndex(forwardBy: 1)
         return status
     }
 
@@ -327,7 +327,7 @@ extension ByteBuffer {
     }
 
     mutating func readKeyPath(_ limits: WireLimits) throws(WireError) -> MetadataKeyPath {
-        let count = try readCount(max: limits.maxMetadataDepth, minElementSize: 2, "a key path's length", code: .invalidMetadata)
+        let count = try readCount(max: limits.maxMetadataDepth, minElementSize: 1, "a key path's length", code: .invalidMetadata)
         var components = [String]()
         components.reserveCapacity(count)
         for _ in 0..<count {
@@ -402,7 +402,7 @@ extension ByteBuffer {
         let position = try readPresence("a position") ? try readHLC("a position") : nil
         let parts = try readParts(limits)
         let push = try readPresence("a push configuration") ? try readPush(limits) : nil
-        let count = try readCount(max: limits.maxParticipants, minElementSize: 3, "a recipient status count", code: .tooManyParticipants)
+        let count = try readCount(max: limits.maxParticipants, minElementSize: 2, "a recipient status count", code: .tooManyParticipants)
         var statuses = [UserID: RecipientStatus](minimumCapacity: count)
         var previous: UserID?
         for _ in 0..<count {

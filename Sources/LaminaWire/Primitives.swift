@@ -15,6 +15,13 @@ extension ByteBuffer {
         return v
     }
 
+    /// The byte at the reader index, without moving it.
+    @inline(__always)
+    func peekU8(_ what: StaticString) throws(WireError) -> UInt8 {
+        guard let v = getInteger(at: readerIndex, as: UInt8.self) else { throw WireError(.truncated, "the payload ends inside \(what)") }
+        return v
+    }
+
     @inline(__always)
     mutating func readU16(_ what: StaticString) throws(WireError) -> UInt16 {
         guard let v = readInteger(as: UInt16.self) else { throw WireError(.truncated, "the payload ends inside \(what)") }

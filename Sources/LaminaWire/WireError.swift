@@ -112,7 +112,7 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
             .internalError, .shuttingDown,
         ]
 
-        /// The code's name in the spec and in the vectors' `"error"` field; `unknown-<n>` for
+        /// The code's name in the spec and in the vectors' `"error"` field; `unassigned-<n>` for
         /// values not in the table.
         public var name: String {
             switch wireValue {
@@ -165,7 +165,7 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
             case 702: "slow-consumer"
             case 900: "internal-error"
             case 901: "shutting-down"
-            default: "unknown-\(wireValue)"
+            default: "unassigned-\(wireValue)"
             }
         }
 

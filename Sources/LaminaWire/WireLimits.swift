@@ -1,6 +1,6 @@
 import LaminaModel
 
-/// The limits a receiver enforces while decoding (SPEC §3.4). Every count and length is
+/// The limits a receiver enforces while decoding (SPEC §3.15). Every count and length is
 /// checked before anything is read or allocated for it; the frame size is checked on the
 /// header, before any payload is buffered. `default` holds the spec's protocol maxima;
 /// a receiver may lower any of them, never raise them above what its peers encode.
@@ -73,6 +73,6 @@ public struct WireLimits: Hashable, Sendable {
     /// The protocol's maximum payload size: 4 MiB (SPEC §2.3).
     public static let protocolMaxFrameSize = 4 * 1_024 * 1_024
 
-    /// The spec's limits (SPEC §3.4). Encoders check what they write against these.
+    /// The spec's limits (SPEC §3.15). Encoders check what they write against these.
     public static let `default` = WireLimits()
 }

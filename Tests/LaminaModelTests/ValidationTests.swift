@@ -46,9 +46,11 @@ import Testing
 
 @Suite struct UserIDTests {
     @Test func limits() throws {
-        #expect(throws: ModelError.self) { try UserID("") }
+        // Non-literal arguments: `UserID("")` with a literal would be literal coercion (SE-0213).
+        let empty = String(), withNUL = "a" + "\u{0}" + "b"
+        #expect(throws: ModelError.self) { try UserID(empty) }
         #expect(throws: ModelError.self) { try UserID(String(repeating: "x", count: Limits.maxUserIDBytes + 1)) }
-        #expect(throws: ModelError.self) { try UserID("a\u{0}b") }
+        #expect(throws: ModelError.self) { try UserID(withNUL) }
         #expect(try UserID(String(repeating: "x", count: Limits.maxUserIDBytes)).rawValue.count == Limits.maxUserIDBytes)
     }
 }

@@ -1,0 +1,275 @@
+import Foundation
+import LaminaModel
+
+// The readable JSON form of frames (SPEC §10). 64-bit integers are decimal strings (JSON
+// numbers lose precision above 2^53); UUIDs are lowercase hyphenated strings; bytes are
+// lowercase hex; absent optionals are null; sets and maps follow the wire order.
+
+extension Frame {
+    /// The frame in the readable form of `Protocol/vectors`: `{"type": "<name>", ...fields}`.
+    public var readableJSON: WireJSON {
+        var o: [String: WireJSON] = ["type": .string(type.name)]
+        switch self {
+        case .hello(let f):
+            o["minVersion"] = .number(Int64(f.minVersion))
+            o["maxVersion"] = .number(Int64(f.maxVersion))
+            o["features"] = .u64(f.features.rawValue)
+            o["agent"] = .string(f.agent)
+        case .welcome(let f):
+            o["version"] = .number(Int64(f.version))
+            o["features"] = .u64(f.features.rawValue)
+            o["nodeID"] = .u64(f.nodeID.rawValue)
+            o["serverTime"] = .timestamp(f.serverTime)
+            o["maxFrameSize"] = .number(Int64(f.maxFrameSize))
+        case .nonceRequest(let f):
+            o["requestID"] = .uuid(f.requestID)
+        case .nonce(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["nonce"] = .string(f.nonce)
+            o["expiresAt"] = .timestamp(f.expiresAt)
+        case .authenticate(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["identityToken"] = .string(f.identityToken)
+            o["deviceID"] = .uuid(f.deviceID)
+        case .authenticated(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["sessionToken"] = .string(f.sessionToken)
+            o["userID"] = .string(f.identity.userID.rawValue)
+            o["displayName"] = f.identity.displayName.map(WireJSON.string) ?? .null
+            o["avatarURL"] = f.identity.avatarURL.map(WireJSON.string) ?? .null
+            o["expiresAt"] = .timestamp(f.expiresAt)
+        case .resumeSession(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["sessionToken"] = .string(f.sessionToken)
+            o["deviceID"] = .uuid(f.deviceID)
+        case .ping(let f), .pong(let f):
+            o["payload"] = .u64(f.payload)
+        case .ack(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = f.conversationID.map { .uuid($0.uuid) } ?? .null
+            o["position"] = f.position.map(WireJSON.hlc) ?? .null
+            o["timestamp"] = f.timestamp.map(WireJSON.timestamp) ?? .null
+            o["cursor"] = f.cursor.map(WireJSON.u64) ?? .null
+        case .error(let f):
+            o["requestID"] = f.requestID.map(WireJSON.uuid) ?? .null
+            o["code"] = .string(f.code.name)
+            o["reason"] = .string(f.reason)
+            o["fatal"] = .bool(f.isFatal)
+            o["retryAfterMilliseconds"] = f.retryAfterMilliseconds.map { .number(Int64($0)) } ?? .null
+            o["conversationID"] = f.conversationID.map { .uuid($0.uuid) } ?? .null
+        case .createConversation(let f):
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["distinct"] = .bool(f.options.isDistinct)
+            o["deliveryReceipts"] = .bool(f.options.deliveryReceiptsEnabled)
+            o["participants"] = .users(f.participants)
+            o["metadata"] = .metadata(f.options.metadata.values)
+        case .addParticipants(let f), .removeParticipants(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["users"] = .users(f.users)
+        case .setMetadata(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["keyPath"] = .keyPath(f.keyPath)
+            o["value"] = .metadataValue(f.value)
+        case .deleteMetadata(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["keyPath"] = .keyPath(f.keyPath)
+        case .deleteConversation(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["mode"] = .deletionMode(f.mode)
+            o["below"] = f.below.map(WireJSON.hlc) ?? .null
+        case .markAllRead(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["upTo"] = .hlc(f.upTo)
+        case .typing(let f):
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["state"] = .typingState(f.state)
+        case .sendMessage(let f):
+            o["messageID"] = .uuid(f.messageID.uuid)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["parts"] = .array(f.parts.map(WireJSON.part))
+            o["push"] = f.push.map(WireJSON.push) ?? .null
+        case .markRead(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["messageID"] = .uuid(f.messageID.uuid)
+        case .deleteMessage(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["messageID"] = .uuid(f.messageID.uuid)
+            o["mode"] = .deletionMode(f.mode)
+        case .deliveryReceipt(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["upTo"] = .hlc(f.upTo)
+        case .sync(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["cursor"] = .u64(f.cursor)
+        case .fetchHistory(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            switch f.policy {
+            case .complete: o["policy"] = .string("complete"); o["count"] = .null
+            case .unreadOnly: o["policy"] = .string("unread-only"); o["count"] = .null
+            case .lastN(let n): o["policy"] = .string("last-n"); o["count"] = .number(Int64(n))
+            }
+            o["before"] = f.before.map(WireJSON.hlc) ?? .null
+        case .change(let f):
+            o["seq"] = .u64(f.seq)
+            o["event"] = .event(f.event)
+        case .changeBatch(let f):
+            o["changes"] = .array(f.changes.map { .object(["seq": .u64($0.seq), "event": .event($0.event)]) })
+        case .peerHello(let f):
+            o["nodeID"] = .u64(f.nodeID.rawValue)
+            o["minVersion"] = .number(Int64(f.minVersion))
+            o["maxVersion"] = .number(Int64(f.maxVersion))
+            o["features"] = .u64(f.features.rawValue)
+            o["cluster"] = .string(f.cluster)
+        case .versionVector(let f):
+            o["counters"] = .vector(f)
+        case .replicate(let f):
+            o["operations"] = .array(f.operations.map {
+                .object(["origin": .u64($0.origin.rawValue), "counter": .u64($0.counter), "hlc": .hlc($0.hlc), "event": .event($0.event)])
+            })
+        case .peerAck(let f):
+            o["counters"] = .vector(f.vector)
+        }
+        return .object(o)
+    }
+}
+
+extension WireJSON {
+    static func u64(_ v: UInt64) -> WireJSON { .string(String(v)) }
+    static func timestamp(_ t: Timestamp) -> WireJSON { .string(String(t.millisecondsSince1970)) }
+    static func uuid(_ u: UUID) -> WireJSON { .string(u.uuidString.lowercased()) }
+    static func hex(_ bytes: [UInt8]) -> WireJSON {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0F)]) }
+        return .string(String(decoding: out, as: UTF8.self))
+    }
+    static func hlc(_ h: HLCTimestamp) -> WireJSON {
+        .object(["physical": .u64(h.physical), "logical": .number(Int64(h.logical)), "node": .u64(h.node.rawValue)])
+    }
+    static func users(_ users: Set<UserID>) -> WireJSON { .array(users.sorted().map { .string($0.rawValue) }) }
+    static func keyPath(_ p: MetadataKeyPath) -> WireJSON { .array(p.components.map(WireJSON.string)) }
+    static func metadata(_ m: [String: MetadataValue]) -> WireJSON { .object(m.mapValues(metadataValue)) }
+    static func metadataValue(_ v: MetadataValue) -> WireJSON {
+        switch v {
+        case .string(let s): .string(s)
+        case .dictionary(let d): metadata(d)
+        }
+    }
+    static func deletionMode(_ m: DeletionMode) -> WireJSON {
+        .string(m == .myDevices ? "my-devices" : "all-participants")
+    }
+    static func typingState(_ s: TypingState) -> WireJSON {
+        switch s {
+        case .started: .string("started")
+        case .paused: .string("paused")
+        case .finished: .string("finished")
+        }
+    }
+    static func part(_ p: MessagePart) -> WireJSON {
+        var o: [String: WireJSON] = ["id": .uuid(p.id), "mimeType": .string(p.mimeType.rawValue)]
+        switch p.content {
+        case .inline(let bytes): o["inline"] = .hex(bytes)
+        case .external(let ref):
+            o["reference"] = .object(["contentID": .uuid(ref.id.uuid), "size": .u64(ref.size), "sha256": .hex(ref.sha256)])
+        }
+        return .object(o)
+    }
+    static func push(_ p: PushConfiguration) -> WireJSON {
+        .object([
+            "alert": p.alert.map(WireJSON.string) ?? .null,
+            "sound": p.sound.map(WireJSON.string) ?? .null,
+            "title": p.title.map(WireJSON.string) ?? .null,
+            "category": p.category.map(WireJSON.string) ?? .null,
+            "data": .object(p.data.mapValues(WireJSON.string)),
+        ])
+    }
+    static func conversation(_ c: Conversation) -> WireJSON {
+        .object([
+            "id": .uuid(c.id.uuid), "creator": .string(c.creator.rawValue), "createdAt": .timestamp(c.createdAt),
+            "distinct": .bool(c.isDistinct), "deliveryReceipts": .bool(c.deliveryReceiptsEnabled),
+            "participants": .users(c.participants), "metadata": .metadata(c.metadata.values),
+        ])
+    }
+    static func message(_ m: Message) -> WireJSON {
+        .object([
+            "id": .uuid(m.id.uuid), "conversationID": .uuid(m.conversationID.uuid), "sender": .string(m.sender.rawValue),
+            "sentAt": m.sentAt.map(WireJSON.timestamp) ?? .null, "position": m.position.map(WireJSON.hlc) ?? .null,
+            "parts": .array(m.parts.map(WireJSON.part)), "push": m.push.map(WireJSON.push) ?? .null,
+            "recipientStatus": .object(Dictionary(uniqueKeysWithValues: m.recipientStatus.map { ($0.key.rawValue, WireJSON.number(Int64($0.value.rawValue))) })),
+        ])
+    }
+    static func vector(_ v: VersionVector) -> WireJSON {
+        .array(v.counters.keys.sorted().map { .object(["node": .u64($0.rawValue), "counter": .u64(v.counters[$0] ?? 0)]) })
+    }
+    static func event(_ e: ChangeEvent) -> WireJSON {
+        var o: [String: WireJSON] = [:]
+        switch e {
+        case .conversationCreated(let c):
+            o["kind"] = .string("conversation-created")
+            o["conversation"] = .conversation(c)
+        case .conversationUpdated(let u):
+            o["kind"] = .string("conversation-updated")
+            o["conversationID"] = .uuid(u.conversationID.uuid)
+            o["distinct"] = .bool(u.isDistinct)
+            o["deliveryReceipts"] = .bool(u.deliveryReceiptsEnabled)
+            o["messageCount"] = .u64(u.messageCount)
+            o["unreadCount"] = .u64(u.unreadCount)
+            o["lastMessageID"] = u.lastMessageID.map { .uuid($0.uuid) } ?? .null
+        case .participantsChanged(let p):
+            o["kind"] = .string("participants-changed")
+            o["conversationID"] = .uuid(p.conversationID.uuid)
+            o["added"] = .users(p.added)
+            o["removed"] = .users(p.removed)
+            o["by"] = .string(p.by.rawValue)
+            o["at"] = .hlc(p.at)
+        case .metadataChanged(let m):
+            o["kind"] = .string("metadata-changed")
+            o["conversationID"] = .uuid(m.conversationID.uuid)
+            o["keyPath"] = .keyPath(m.keyPath)
+            o["value"] = m.value.map(WireJSON.metadataValue) ?? .null
+            o["by"] = .string(m.by.rawValue)
+            o["at"] = .hlc(m.at)
+        case .conversationDeleted(let d):
+            o["kind"] = .string("conversation-deleted")
+            o["conversationID"] = .uuid(d.conversationID.uuid)
+            o["mode"] = .deletionMode(d.mode)
+            o["below"] = d.below.map(WireJSON.hlc) ?? .null
+            o["by"] = .string(d.by.rawValue)
+        case .identifierChanged(let i):
+            o["kind"] = .string("identifier-changed")
+            o["from"] = .uuid(i.from.uuid)
+            o["to"] = .uuid(i.to.uuid)
+        case .messageCreated(let m):
+            o["kind"] = .string("message-created")
+            o["message"] = .message(m)
+        case .messageStatusChanged(let s):
+            o["kind"] = .string("message-status-changed")
+            o["conversationID"] = .uuid(s.conversationID.uuid)
+            o["messageID"] = .uuid(s.messageID.uuid)
+            o["user"] = .string(s.user.rawValue)
+            o["status"] = .number(Int64(s.status.rawValue))
+        case .messageDeleted(let d):
+            o["kind"] = .string("message-deleted")
+            o["conversationID"] = .uuid(d.conversationID.uuid)
+            o["messageID"] = .uuid(d.messageID.uuid)
+            o["mode"] = .deletionMode(d.mode)
+            o["by"] = .string(d.by.rawValue)
+        case .typing(let t):
+            o["kind"] = .string("typing")
+            o["conversationID"] = .uuid(t.conversationID.uuid)
+            o["user"] = .string(t.user.rawValue)
+            o["state"] = .typingState(t.state)
+        }
+        return .object(o)
+    }
+}

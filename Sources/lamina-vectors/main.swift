@@ -1,0 +1,56 @@
+import Foundation
+import LaminaWire
+import NIOCore
+
+// Writes Protocol/vectors/{valid,invalid}/*.json from Catalog.swift and Invalid.swift,
+// checking each against the codec first. Usage: swift run lamina-vectors [Protocol/vectors]
+
+func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+let root = CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "Protocol/vectors"
+let fm = FileManager.default
+var failures = 0
+
+precondition(hundredBytes.utf8.count == 100, "the typical text is \(hundredBytes.utf8.count) bytes, not 100")
+
+for dir in ["valid", "invalid"] {
+    let path = "\(root)/\(dir)"
+    try? fm.removeItem(atPath: path)
+    try fm.createDirectory(atPath: path, withIntermediateDirectories: true)
+}
+
+var seenTypes = Set<FrameType>()
+for v in validVectors {
+    let bytes = B.encoded(v.frame)
+    let decoded = try Frame.decode(exactly: ByteBuffer(bytes: bytes))
+    if decoded != v.frame { print("valid/\(v.name): decodes to a different frame"); failures += 1 }
+    seenTypes.insert(v.frame.type)
+    let json = WireJSON.object([
+        "name": .string(v.name), "description": .string(v.description), "hex": .string(hex(bytes)), "value": v.frame.readableJSON,
+    ])
+    try (json.serialized() + "\n").write(toFile: "\(root)/valid/\(v.name).json", atomically: true, encoding: .utf8)
+}
+for type in FrameType.allCases where !seenTypes.contains(type) {
+    print("no valid vector for \(type.name)")
+    failures += 1
+}
+
+for v in invalidVectors {
+    do {
+        let frame = try Frame.decode(exactly: ByteBuffer(bytes: v.bytes))
+        print("invalid/\(v.name): decoded to \(frame)")
+        failures += 1
+    } catch {
+        if error.code != v.error {
+            print("invalid/\(v.name): fails with \(error.code.name) (\(error.reason)), expected \(v.error.name)")
+            failures += 1
+        }
+    }
+    let json = WireJSON.object([
+        "name": .string(v.name), "description": .string(v.description), "hex": .string(hex(v.bytes)), "error": .string(v.error.name),
+    ])
+    try (json.serialized() + "\n").write(toFile: "\(root)/invalid/\(v.name).json", atomically: true, encoding: .utf8)
+}
+
+print("\(validVectors.count) valid and \(invalidVectors.count) invalid vectors written to \(root); \(failures) problems")
+exit(failures == 0 ? 0 : 1)
