@@ -60,9 +60,10 @@ SWIFT_BACKTRACE=enable=no "$binary" \
 status=$?
 set -e
 
-tail -n 40 "$log" | grep -E '^(#[0-9]+.*DONE|stat::|Done [0-9]+ runs|==[0-9]+==|SUMMARY|.*Fatal error|.*violated)' || true
+grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 || true
+grep -E '^stat::' "$log" || true
 executed="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
-echo "fuzz.sh: $target ran ${seconds}s, executed units: ${executed:-unknown}, exit status $status"
+echo "fuzz.sh: $target (up to ${seconds}s): executed units: ${executed:-unknown}, exit status $status"
 
 new="$(comm -13 <(printf '%s\n' "$before") <(ls "$here/FailCases"))"
 if (( status != 0 )) || [[ -n "$new" ]]; then
