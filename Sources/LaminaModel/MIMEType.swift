@@ -17,7 +17,9 @@ public struct MIMEType: Hashable, Sendable, CustomStringConvertible, Expressible
         for scalar in rawValue.unicodeScalars {
             if scalar == "/" {
                 slashes += 1
-            } else if scalar.properties.isWhitespace || scalar.properties.generalCategory == .control {
+            } else if scalar.value < 0x80
+                ? (scalar.value <= 0x20 || scalar.value == 0x7F)  // ASCII: controls and space, without a property lookup
+                : (scalar.properties.isWhitespace || scalar.properties.generalCategory == .control) {
                 throw ModelError(.invalidMIMEType, "'\(rawValue.prefix(80))' contains white space or a control character")
             } else if slashes == 0 {
                 typeLength += 1

@@ -10,7 +10,7 @@ public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible, E
         guard bytes <= Limits.maxUserIDBytes else {
             throw ModelError(.invalidUserID, "a user id is at most \(Limits.maxUserIDBytes) UTF-8 bytes, this one has \(bytes)")
         }
-        guard !rawValue.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !rawValue.unicodeScalars.contains(where: UserID.isControl) else {
             throw ModelError(.invalidUserID, "a user id must not contain control characters")
         }
         self.rawValue = rawValue
@@ -21,6 +21,11 @@ public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible, E
     /// `String` value.
     public init(stringLiteral value: String) {
         do { try self.init(value) } catch { preconditionFailure("invalid UserID literal: \(error)") }
+    }
+
+    /// Unicode general category Cc; ASCII is decided without a property lookup.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x80 ? (scalar.value < 0x20 || scalar.value == 0x7F) : scalar.properties.generalCategory == .control
     }
 
     public var description: String { rawValue }

@@ -259,7 +259,7 @@ extension ChangeEvent {
         }
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> ChangeEvent {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> ChangeEvent {
         let kind = try b.readU8("the change kind")
         switch kind {
         case 0:

@@ -155,7 +155,7 @@ extension CreateConversation {
         try b.writeMetadataMap(options.metadata.values, level: 1)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> CreateConversation {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> CreateConversation {
         let id = try b.readID(ConversationID.self, "the conversation id")
         let distinct = try b.readBool("the distinct flag")
         let receipts = try b.readBool("the receipts flag")
@@ -175,7 +175,7 @@ extension ParticipantsUpdate {
         try b.writeUserSet(users)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> ParticipantsUpdate {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> ParticipantsUpdate {
         let id = try b.readUUID("the request id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let users = try b.readUserSet(limits)
@@ -192,7 +192,7 @@ extension SetMetadata {
         try b.writeMetadataValue(value, level: keyPath.components.count)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> SetMetadata {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> SetMetadata {
         let id = try b.readUUID("the request id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let path = try b.readKeyPath(limits)
@@ -208,7 +208,7 @@ extension DeleteMetadata {
         try b.writeKeyPath(keyPath)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> DeleteMetadata {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> DeleteMetadata {
         let id = try b.readUUID("the request id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let path = try b.readKeyPath(limits)
@@ -224,7 +224,7 @@ extension DeleteConversation {
         if let below { b.writeInteger(1, as: UInt8.self); b.writeHLC(below) } else { b.writeInteger(0, as: UInt8.self) }
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> DeleteConversation {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> DeleteConversation {
         let id = try b.readUUID("the request id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let mode = try b.readDeletionMode()
@@ -240,7 +240,7 @@ extension MarkAllRead {
         b.writeHLC(upTo)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> MarkAllRead {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> MarkAllRead {
         let id = try b.readUUID("the request id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let upTo = try b.readHLC("the position")
@@ -254,13 +254,13 @@ extension Typing {
         b.writeInteger(state.rawValue, as: UInt8.self)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Typing {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Typing {
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         return Typing(conversationID: conversation, state: try b.readTypingState())
     }
 }
 
-extension ByteBuffer {
+extension PayloadReader {
     mutating func readTypingState() throws(WireError) -> TypingState {
         let raw = try peekU8("a typing state")
         guard let state = TypingState(rawValue: raw) else {

@@ -129,8 +129,17 @@ extension Frame {
         guard case .decode(let type) = disposition else {
             throw WireError(.unknownFrameType, "frame type 0x\(String(header.type, radix: 16)) is unknown (marked skippable)")
         }
-        var payload = buffer.getSlice(at: buffer.readerIndex &+ FrameHeader.size, length: length) ?? ByteBuffer()
-        return try decodePayload(type, from: &payload, limits)
+        return try decodePayload(type, in: buffer, offset: FrameHeader.size, length: length, limits)
+    }
+
+    /// Decodes the payload at `offset` (from the reader index) of `buffer`, whose `length`
+    /// bytes are known to be readable, straight from the buffer's storage.
+    static func decodePayload(_ type: FrameType, in buffer: ByteBuffer, offset: Int, length: Int, _ limits: WireLimits) throws(WireError) -> Frame {
+        let result: Result<Frame, WireError> = buffer.withUnsafeReadableBytes { raw in
+            var reader = PayloadReader(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset &+ length)]))
+            return Result { () throws(WireError) -> Frame in try decodePayload(type, from: &reader, limits) }
+        }
+        return try result.get()
     }
 
     func encodePayload(into b: inout ByteBuffer) throws(WireError) {
@@ -170,7 +179,7 @@ extension Frame {
     }
 
     /// Decodes a whole payload of a known type; every payload byte must be consumed (SPEC §2.4).
-    static func decodePayload(_ type: FrameType, from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Frame {
+    static func decodePayload(_ type: FrameType, from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Frame {
         let frame: Frame
         switch type {
         case .hello: frame = .hello(try Hello.decode(from: &b, limits))

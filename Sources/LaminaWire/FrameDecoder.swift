@@ -61,16 +61,16 @@ public struct FrameDecoder {
                 case .skip: state = .skipping(remaining: Int(header.payloadLength))
                 }
             case .payload(let type, let length):
-                guard buffer.readableBytes >= length,
-                      var payload = buffer.readSlice(length: length) else { return nil }
+                guard buffer.readableBytes >= length else { return nil }
                 state = .header
                 let frame: Frame
                 do {
-                    frame = try Frame.decodePayload(type, from: &payload, limits)
+                    frame = try Frame.decodePayload(type, in: buffer, offset: 0, length: length, limits)
                 } catch {
                     fail(error)
                     throw error
                 }
+                buffer.moveReaderIndex(forwardBy: length)
                 reclaim()
                 return frame
             case .skipping(let remaining):
@@ -110,10 +110,10 @@ public struct FrameDecoder {
 
     /// Drops consumed bytes when they make up most of the buffer (SPEC-independent hygiene:
     /// the buffer never grows beyond one frame plus one chunk).
+    /// When everything is consumed nothing is done: the next `feed` replaces the buffer
+    /// (clearing a buffer that shares its storage with the caller's chunk would copy it).
     private mutating func reclaim() {
-        if buffer.readableBytes == 0 {
-            buffer.clear()
-        } else if buffer.readerIndex >= 4_096, buffer.readerIndex >= buffer.readableBytes {
+        if buffer.readableBytes > 0, buffer.readerIndex >= 4_096, buffer.readerIndex >= buffer.readableBytes {
             buffer.discardReadBytes()
         }
     }

@@ -93,7 +93,7 @@ extension SendMessage {
         if let push { b.writeInteger(1, as: UInt8.self); try b.writePush(push) } else { b.writeInteger(0, as: UInt8.self) }
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> SendMessage {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> SendMessage {
         let id = try b.readID(MessageID.self, "the message id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let parts = try b.readParts(limits)
@@ -109,7 +109,7 @@ extension MarkRead {
         b.writeID(messageID)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> MarkRead {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> MarkRead {
         let id = try b.readUUID("the request id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let message = try b.readID(MessageID.self, "the message id")
@@ -125,7 +125,7 @@ extension DeleteMessage {
         b.writeInteger(mode.rawValue, as: UInt8.self)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> DeleteMessage {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> DeleteMessage {
         let id = try b.readUUID("the request id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let message = try b.readID(MessageID.self, "the message id")
@@ -141,7 +141,7 @@ extension DeliveryReceipt {
         b.writeHLC(upTo)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> DeliveryReceipt {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> DeliveryReceipt {
         let id = try b.readUUID("the request id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let upTo = try b.readHLC("the position")

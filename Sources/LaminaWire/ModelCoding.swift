@@ -13,12 +13,6 @@ extension ByteBuffer {
         try writeString(user.rawValue, max: WireLimits.default.maxUserIDBytes, "a user id", code: .invalidUserID)
     }
 
-    @inline(__always)
-    mutating func readUserID(_ limits: WireLimits) throws(WireError) -> UserID {
-        let raw = try readString(max: limits.maxUserIDBytes, "a user id", code: .invalidUserID)
-        do { return try UserID(raw) } catch { throw WireError(error) }
-    }
-
     /// A set of user ids: count, then the ids in ascending UTF-8 byte order, no duplicates (SPEC §3.9).
     mutating func writeUserSet(_ users: Set<UserID>) throws(WireError) {
         guard users.count <= WireLimits.default.maxParticipants else {
@@ -28,33 +22,10 @@ extension ByteBuffer {
         for user in users.sorted() { try writeUserID(user) }
     }
 
-    mutating func readUserSet(_ limits: WireLimits) throws(WireError) -> Set<UserID> {
-        let count = try readCount(max: limits.maxParticipants, minElementSize: 1, "a participant count", code: .tooManyParticipants)
-        var users = Set<UserID>(minimumCapacity: count)
-        var previous: UserID?
-        for _ in 0..<count {
-            let user = try readUserID(limits)
-            // SPEC §3.9: "User ids of a set are in strictly ascending order of their UTF-8 bytes."
-            if let previous, !(previous < user) {
-                throw WireError(.nonCanonical, "user ids of a set must be in strictly ascending byte order")
-            }
-            guard users.insert(user).inserted else {
-                throw WireError(.nonCanonical, "two user ids of a set are canonically equivalent strings")
-            }
-            previous = user
-        }
-        return users
-    }
-
     // MARK: Timestamps and clocks (SPEC §3.10)
 
     @inline(__always)
     mutating func writeTimestamp(_ t: Timestamp) { writeSignedVarint(t.millisecondsSince1970) }
-
-    @inline(__always)
-    mutating func readTimestamp(_ what: StaticString) throws(WireError) -> Timestamp {
-        Timestamp(millisecondsSince1970: try readSignedVarint(what))
-    }
 
     /// ```
     /// +-------------------+------------------+------------------+
@@ -68,48 +39,11 @@ extension ByteBuffer {
         writeInteger(h.node.rawValue, as: UInt64.self)
     }
 
-    @inline(__always)
-    mutating func readHLC(_ what: StaticString) throws(WireError) -> HLCTimestamp {
-        let start = readerIndex
-        do {
-            let physical = try readVarint(what)
-            let logical = try readVarint32(what)
-            let node = try readU64(what)
-            return HLCTimestamp(physical: physical, logical: logical, node: NodeID(node))
-        } catch {
-            moveReaderIndex(to: start)
-            throw error
-        }
-    }
-
     // MARK: Identifiers (SPEC §3.4)
 
     @inline(__always) mutating func writeID<ID: LaminaIdentifier>(_ id: ID) { writeUUID(id.uuid) }
 
-    @inline(__always)
-    mutating func readID<ID: LaminaIdentifier>(_ type: ID.Type, _ what: StaticString) throws(WireError) -> ID {
-        ID(uuid: try readUUID(what))
-    }
-
     // MARK: Enumerations (SPEC §3.11)
-
-    mutating func readDeletionMode() throws(WireError) -> DeletionMode {
-        let raw = try peekU8("a deletion mode")
-        guard let mode = DeletionMode(rawValue: raw) else {
-            throw WireError(.malformed, "deletion mode \(raw) is not 1 (my devices) or 2 (all participants)")
-        }
-        moveReaderIndex(forwardBy: 1)
-        return mode
-    }
-
-    mutating func readRecipientStatus() throws(WireError) -> RecipientStatus {
-        let raw = try peekU8("a recipient status")
-        guard let status = RecipientStatus(rawValue: Int8(bitPattern: raw)) else {
-            throw WireError(.malformed, "recipient status \(Int8(bitPattern: raw)) is not one of -1...3")
-        }
-        moveReaderIndex(forwardBy: 1)
-        return status
-    }
 
     // MARK: Message parts (SPEC §3.12)
 
@@ -144,6 +78,193 @@ extension ByteBuffer {
         }
     }
 
+    /// Parts: count (1...1000), then each part (SPEC §3.12).
+    mutating func writeParts(_ parts: [MessagePart]) throws(WireError) {
+        guard !parts.isEmpty else { throw WireError(.noParts, "a message needs at least one part") }
+        guard parts.count <= WireLimits.default.maxParts else {
+            throw WireError(.tooManyParts, "a message has at most \(WireLimits.default.maxParts) parts, this one has \(parts.count)")
+        }
+        writeVarint(UInt64(parts.count))
+        for part in parts { try writePart(part) }
+    }
+
+    // MARK: Push configuration (SPEC §3.13)
+
+    mutating func writePush(_ push: PushConfiguration) throws(WireError) {
+        let limits = WireLimits.default
+        for s in [push.alert, push.sound, push.title, push.category] {
+            if let s {
+                writeInteger(1, as: UInt8.self)
+                try writeString(s, max: limits.maxTextBytes, "a push string", code: .invalidPushConfiguration)
+            } else {
+                writeInteger(0, as: UInt8.self)
+            }
+        }
+        guard push.data.count <= limits.maxPushDataEntries else {
+            throw WireError(.invalidPushConfiguration, "push data has at most \(limits.maxPushDataEntries) entries, this one has \(push.data.count)")
+        }
+        writeVarint(UInt64(push.data.count))
+        for key in push.data.keys.sorted(by: utf8Less) {
+            try writeString(key, max: limits.maxTextBytes, "a push data key", code: .invalidPushConfiguration)
+            try writeString(push.data[key] ?? "", max: limits.maxTextBytes, "a push data value", code: .invalidPushConfiguration)
+        }
+    }
+
+    // MARK: Metadata (SPEC §3.14)
+
+    /// A map: count, then entries in strictly ascending key order; each entry is a key
+    /// (string), a kind (0 string, 1 map) and the value. The top-level map is level 1.
+    mutating func writeMetadataMap(_ map: [String: MetadataValue], level: Int) throws(WireError) {
+        let limits = WireLimits.default
+        guard level <= limits.maxMetadataDepth else {
+            throw WireError(.invalidMetadata, "metadata nests at most \(limits.maxMetadataDepth) levels deep")
+        }
+        guard map.count <= limits.maxMetadataEntries else {
+            throw WireError(.invalidMetadata, "a metadata map has at most \(limits.maxMetadataEntries) entries, this one has \(map.count)")
+        }
+        writeVarint(UInt64(map.count))
+        for key in map.keys.sorted(by: utf8Less) {
+            try PayloadReader.checkMetadataKey(key, limits)
+            try writeString(key, max: limits.maxMetadataKeyBytes, "a metadata key", code: .invalidMetadata)
+            // The key came from the map itself.
+            guard let value = map[key] else { continue }
+            try writeMetadataValue(value, level: level)
+        }
+    }
+
+    /// A value at `level`: kind byte, then a string or a map one level further down.
+    mutating func writeMetadataValue(_ value: MetadataValue, level: Int) throws(WireError) {
+        switch value {
+        case .string(let s):
+            writeInteger(0, as: UInt8.self)
+            try writeString(s, max: WireLimits.default.maxMetadataValueBytes, "a metadata value", code: .invalidMetadata)
+        case .dictionary(let d):
+            writeInteger(1, as: UInt8.self)
+            try writeMetadataMap(d, level: level + 1)
+        }
+    }
+
+    /// A key path: count (1...8), then the keys (SPEC §3.14).
+    mutating func writeKeyPath(_ path: MetadataKeyPath) throws(WireError) {
+        writeVarint(UInt64(path.components.count))
+        for key in path.components {
+            try writeString(key, max: WireLimits.default.maxMetadataKeyBytes, "a metadata key", code: .invalidMetadata)
+        }
+    }
+
+    // MARK: Conversations (SPEC §3.16)
+
+    /// ```
+    /// +--------+---------+------------+----------+----------+--------------+----------+
+    /// | id(16) | creator | created at | distinct | receipts | participants | metadata |
+    /// |        | (user)  | (svarint)  | (bool)   | (bool)   | (user set)   | (map)    |
+    /// +--------+---------+------------+----------+----------+--------------+----------+
+    /// ```
+    mutating func writeConversation(_ c: Conversation) throws(WireError) {
+        writeID(c.id)
+        try writeUserID(c.creator)
+        writeTimestamp(c.createdAt)
+        writeBool(c.isDistinct)
+        writeBool(c.deliveryReceiptsEnabled)
+        try writeUserSet(c.participants)
+        try writeMetadataMap(c.metadata.values, level: 1)
+    }
+
+    // MARK: Messages (SPEC §3.17)
+
+    /// ```
+    /// +--------+--------------+--------+------------+------------+-------+--------+------------------+
+    /// | id(16) | conversation | sender | sent at    | position   | parts | push   | recipient status |
+    /// |        | id (16)      | (user) | (opt svar) | (opt HLC)  |       | (opt)  | (map user -> i8) |
+    /// +--------+--------------+--------+------------+------------+-------+--------+------------------+
+    /// ```
+    mutating func writeMessage(_ m: Message) throws(WireError) {
+        writeID(m.id)
+        writeID(m.conversationID)
+        try writeUserID(m.sender)
+        if let sentAt = m.sentAt { writeInteger(1, as: UInt8.self); writeTimestamp(sentAt) } else { writeInteger(0, as: UInt8.self) }
+        if let position = m.position { writeInteger(1, as: UInt8.self); writeHLC(position) } else { writeInteger(0, as: UInt8.self) }
+        try writeParts(m.parts)
+        if let push = m.push { writeInteger(1, as: UInt8.self); try writePush(push) } else { writeInteger(0, as: UInt8.self) }
+        guard m.recipientStatus.count <= WireLimits.default.maxParticipants else {
+            throw WireError(.tooManyParticipants, "recipient status has at most \(WireLimits.default.maxParticipants) entries")
+        }
+        writeVarint(UInt64(m.recipientStatus.count))
+        for user in m.recipientStatus.keys.sorted() {
+            try writeUserID(user)
+            writeInteger(UInt8(bitPattern: m.recipientStatus[user]?.rawValue ?? -1), as: UInt8.self)
+        }
+    }
+
+}
+
+extension PayloadReader {
+    @inline(__always)
+    mutating func readUserID(_ limits: WireLimits) throws(WireError) -> UserID {
+        let raw = try readString(max: limits.maxUserIDBytes, "a user id", code: .invalidUserID)
+        do { return try UserID(raw) } catch { throw WireError(error) }
+    }
+
+    mutating func readUserSet(_ limits: WireLimits) throws(WireError) -> Set<UserID> {
+        let count = try readCount(max: limits.maxParticipants, minElementSize: 1, "a participant count", code: .tooManyParticipants)
+        var users = Set<UserID>(minimumCapacity: count)
+        var previous: UserID?
+        for _ in 0..<count {
+            let user = try readUserID(limits)
+            // SPEC §3.9: "User ids of a set are in strictly ascending order of their UTF-8 bytes."
+            if let previous, !(previous < user) {
+                throw WireError(.nonCanonical, "user ids of a set must be in strictly ascending byte order")
+            }
+            guard users.insert(user).inserted else {
+                throw WireError(.nonCanonical, "two user ids of a set are canonically equivalent strings")
+            }
+            previous = user
+        }
+        return users
+    }
+
+    @inline(__always)
+    mutating func readTimestamp(_ what: StaticString) throws(WireError) -> Timestamp {
+        Timestamp(millisecondsSince1970: try readSignedVarint(what))
+    }
+
+    @inline(__always)
+    mutating func readHLC(_ what: StaticString) throws(WireError) -> HLCTimestamp {
+        let start = readerIndex
+        do {
+            let physical = try readVarint(what)
+            let logical = try readVarint32(what)
+            let node = try readU64(what)
+            return HLCTimestamp(physical: physical, logical: logical, node: NodeID(node))
+        } catch {
+            moveReaderIndex(to: start)
+            throw error
+        }
+    }
+
+    @inline(__always)
+    mutating func readID<ID: LaminaIdentifier>(_ type: ID.Type, _ what: StaticString) throws(WireError) -> ID {
+        ID(uuid: try readUUID(what))
+    }
+
+    mutating func readDeletionMode() throws(WireError) -> DeletionMode {
+        let raw = try peekU8("a deletion mode")
+        guard let mode = DeletionMode(rawValue: raw) else {
+            throw WireError(.malformed, "deletion mode \(raw) is not 1 (my devices) or 2 (all participants)")
+        }
+        moveReaderIndex(forwardBy: 1)
+        return mode
+    }
+
+    mutating func readRecipientStatus() throws(WireError) -> RecipientStatus {
+        let raw = try peekU8("a recipient status")
+        guard let status = RecipientStatus(rawValue: Int8(bitPattern: raw)) else {
+            throw WireError(.malformed, "recipient status \(Int8(bitPattern: raw)) is not one of -1...3")
+        }
+        moveReaderIndex(forwardBy: 1)
+        return status
+    }
+
     mutating func readPart(_ limits: WireLimits) throws(WireError) -> MessagePart {
         let id = try readUUID("a part id")
         let mimeType: MIMEType
@@ -173,16 +294,6 @@ extension ByteBuffer {
         }
     }
 
-    /// Parts: count (1...1000), then each part (SPEC §3.12).
-    mutating func writeParts(_ parts: [MessagePart]) throws(WireError) {
-        guard !parts.isEmpty else { throw WireError(.noParts, "a message needs at least one part") }
-        guard parts.count <= WireLimits.default.maxParts else {
-            throw WireError(.tooManyParts, "a message has at most \(WireLimits.default.maxParts) parts, this one has \(parts.count)")
-        }
-        writeVarint(UInt64(parts.count))
-        for part in parts { try writePart(part) }
-    }
-
     mutating func readParts(_ limits: WireLimits) throws(WireError) -> [MessagePart] {
         // A part takes at least 19 bytes: id (16), MIME length (1, the string may not be empty
         // to be valid but is checked later), kind (1), inline length (1).
@@ -192,28 +303,6 @@ extension ByteBuffer {
         parts.reserveCapacity(count)
         for _ in 0..<count { parts.append(try readPart(limits)) }
         return parts
-    }
-
-    // MARK: Push configuration (SPEC §3.13)
-
-    mutating func writePush(_ push: PushConfiguration) throws(WireError) {
-        let limits = WireLimits.default
-        for s in [push.alert, push.sound, push.title, push.category] {
-            if let s {
-                writeInteger(1, as: UInt8.self)
-                try writeString(s, max: limits.maxTextBytes, "a push string", code: .invalidPushConfiguration)
-            } else {
-                writeInteger(0, as: UInt8.self)
-            }
-        }
-        guard push.data.count <= limits.maxPushDataEntries else {
-            throw WireError(.invalidPushConfiguration, "push data has at most \(limits.maxPushDataEntries) entries, this one has \(push.data.count)")
-        }
-        writeVarint(UInt64(push.data.count))
-        for key in push.data.keys.sorted(by: utf8Less) {
-            try writeString(key, max: limits.maxTextBytes, "a push data key", code: .invalidPushConfiguration)
-            try writeString(push.data[key] ?? "", max: limits.maxTextBytes, "a push data value", code: .invalidPushConfiguration)
-        }
     }
 
     mutating func readPush(_ limits: WireLimits) throws(WireError) -> PushConfiguration {
@@ -245,40 +334,6 @@ extension ByteBuffer {
         return PushConfiguration(alert: strings.0, sound: strings.1, title: strings.2, category: strings.3, data: data)
     }
 
-    // MARK: Metadata (SPEC §3.14)
-
-    /// A map: count, then entries in strictly ascending key order; each entry is a key
-    /// (string), a kind (0 string, 1 map) and the value. The top-level map is level 1.
-    mutating func writeMetadataMap(_ map: [String: MetadataValue], level: Int) throws(WireError) {
-        let limits = WireLimits.default
-        guard level <= limits.maxMetadataDepth else {
-            throw WireError(.invalidMetadata, "metadata nests at most \(limits.maxMetadataDepth) levels deep")
-        }
-        guard map.count <= limits.maxMetadataEntries else {
-            throw WireError(.invalidMetadata, "a metadata map has at most \(limits.maxMetadataEntries) entries, this one has \(map.count)")
-        }
-        writeVarint(UInt64(map.count))
-        for key in map.keys.sorted(by: utf8Less) {
-            try Self.checkMetadataKey(key, limits)
-            try writeString(key, max: limits.maxMetadataKeyBytes, "a metadata key", code: .invalidMetadata)
-            // The key came from the map itself.
-            guard let value = map[key] else { continue }
-            try writeMetadataValue(value, level: level)
-        }
-    }
-
-    /// A value at `level`: kind byte, then a string or a map one level further down.
-    mutating func writeMetadataValue(_ value: MetadataValue, level: Int) throws(WireError) {
-        switch value {
-        case .string(let s):
-            writeInteger(0, as: UInt8.self)
-            try writeString(s, max: WireLimits.default.maxMetadataValueBytes, "a metadata value", code: .invalidMetadata)
-        case .dictionary(let d):
-            writeInteger(1, as: UInt8.self)
-            try writeMetadataMap(d, level: level + 1)
-        }
-    }
-
     mutating func readMetadataMap(level: Int, _ limits: WireLimits) throws(WireError) -> [String: MetadataValue] {
         // SPEC §3.14: "Maps nest at most 8 levels deep (the top-level map is level 1)."
         guard level <= limits.maxMetadataDepth else {
@@ -289,7 +344,7 @@ extension ByteBuffer {
         var previous: String?
         for _ in 0..<count {
             let key = try readString(max: limits.maxMetadataKeyBytes, "a metadata key", code: .invalidMetadata)
-            try Self.checkMetadataKey(key, limits)
+            try PayloadReader.checkMetadataKey(key, limits)
             if let previous, !utf8Less(previous, key) {
                 throw WireError(.nonCanonical, "metadata keys must be in strictly ascending byte order")
             }
@@ -318,14 +373,6 @@ extension ByteBuffer {
         }
     }
 
-    /// A key path: count (1...8), then the keys (SPEC §3.14).
-    mutating func writeKeyPath(_ path: MetadataKeyPath) throws(WireError) {
-        writeVarint(UInt64(path.components.count))
-        for key in path.components {
-            try writeString(key, max: WireLimits.default.maxMetadataKeyBytes, "a metadata key", code: .invalidMetadata)
-        }
-    }
-
     mutating func readKeyPath(_ limits: WireLimits) throws(WireError) -> MetadataKeyPath {
         let count = try readCount(max: limits.maxMetadataDepth, minElementSize: 1, "a key path's length", code: .invalidMetadata)
         var components = [String]()
@@ -334,24 +381,6 @@ extension ByteBuffer {
             components.append(try readString(max: limits.maxMetadataKeyBytes, "a metadata key", code: .invalidMetadata))
         }
         do { return try MetadataKeyPath(components) } catch { throw WireError(error) }
-    }
-
-    // MARK: Conversations (SPEC §3.16)
-
-    /// ```
-    /// +--------+---------+------------+----------+----------+--------------+----------+
-    /// | id(16) | creator | created at | distinct | receipts | participants | metadata |
-    /// |        | (user)  | (svarint)  | (bool)   | (bool)   | (user set)   | (map)    |
-    /// +--------+---------+------------+----------+----------+--------------+----------+
-    /// ```
-    mutating func writeConversation(_ c: Conversation) throws(WireError) {
-        writeID(c.id)
-        try writeUserID(c.creator)
-        writeTimestamp(c.createdAt)
-        writeBool(c.isDistinct)
-        writeBool(c.deliveryReceiptsEnabled)
-        try writeUserSet(c.participants)
-        try writeMetadataMap(c.metadata.values, level: 1)
     }
 
     mutating func readConversation(_ limits: WireLimits) throws(WireError) -> Conversation {
@@ -366,32 +395,6 @@ extension ByteBuffer {
             id: id, participants: participants, isDistinct: distinct, metadata: Metadata(metadata),
             deliveryReceiptsEnabled: receipts, createdAt: createdAt, creator: creator
         )
-    }
-
-    // MARK: Messages (SPEC §3.17)
-
-    /// ```
-    /// +--------+--------------+--------+------------+------------+-------+--------+------------------+
-    /// | id(16) | conversation | sender | sent at    | position   | parts | push   | recipient status |
-    /// |        | id (16)      | (user) | (opt svar) | (opt HLC)  |       | (opt)  | (map user -> i8) |
-    /// +--------+--------------+--------+------------+------------+-------+--------+------------------+
-    /// ```
-    mutating func writeMessage(_ m: Message) throws(WireError) {
-        writeID(m.id)
-        writeID(m.conversationID)
-        try writeUserID(m.sender)
-        if let sentAt = m.sentAt { writeInteger(1, as: UInt8.self); writeTimestamp(sentAt) } else { writeInteger(0, as: UInt8.self) }
-        if let position = m.position { writeInteger(1, as: UInt8.self); writeHLC(position) } else { writeInteger(0, as: UInt8.self) }
-        try writeParts(m.parts)
-        if let push = m.push { writeInteger(1, as: UInt8.self); try writePush(push) } else { writeInteger(0, as: UInt8.self) }
-        guard m.recipientStatus.count <= WireLimits.default.maxParticipants else {
-            throw WireError(.tooManyParticipants, "recipient status has at most \(WireLimits.default.maxParticipants) entries")
-        }
-        writeVarint(UInt64(m.recipientStatus.count))
-        for user in m.recipientStatus.keys.sorted() {
-            try writeUserID(user)
-            writeInteger(UInt8(bitPattern: m.recipientStatus[user]?.rawValue ?? -1), as: UInt8.self)
-        }
     }
 
     mutating func readMessage(_ limits: WireLimits) throws(WireError) -> Message {

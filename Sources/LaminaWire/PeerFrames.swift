@@ -91,7 +91,7 @@ extension PeerHello {
         try b.writeString(cluster, max: WireLimits.default.maxTextBytes, "the cluster name")
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> PeerHello {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> PeerHello {
         let node = NodeID(try b.readU64("the node id"))
         let minVersion = try b.readU16("the minimum version")
         let maxVersion = try b.readU16("the maximum version")
@@ -116,7 +116,7 @@ extension VersionVector {
         }
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> VersionVector {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> VersionVector {
         let count = try b.readCount(max: limits.maxVersionVectorEntries, minElementSize: 9, "the version vector's entry count")
         var counters = [NodeID: UInt64](minimumCapacity: count)
         var previous: UInt64?
@@ -149,7 +149,7 @@ extension Replicate {
         }
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Replicate {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Replicate {
         let count = try b.readCount(max: limits.maxBatchSize, minElementSize: 20, "the operation count")
         guard count > 0 else { throw WireError(.malformed, "a replicate frame holds at least one operation") }
         var ops = [ReplicatedOperation]()
@@ -167,7 +167,7 @@ extension Replicate {
 
 extension PeerAck {
     func encode(into b: inout ByteBuffer) throws(WireError) { try vector.encode(into: &b) }
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> PeerAck {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> PeerAck {
         PeerAck(vector: try VersionVector.decode(from: &b, limits))
     }
 }

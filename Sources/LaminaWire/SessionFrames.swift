@@ -245,7 +245,7 @@ extension Hello {
         try b.writeString(agent, max: WireLimits.default.maxTextBytes, "the agent")
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Hello {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Hello {
         let minVersion = try b.readU16("the minimum version")
         let maxVersion = try b.readU16("the maximum version")
         // SPEC §5.1: "1 <= min version <= max version."
@@ -267,7 +267,7 @@ extension Welcome {
         b.writeInteger(maxFrameSize, as: UInt32.self)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Welcome {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Welcome {
         let version = try b.readU16("the version")
         let features = FeatureSet(rawValue: try b.readU64("the features"))
         let node = NodeID(try b.readU64("the node id"))
@@ -279,7 +279,7 @@ extension Welcome {
 
 extension NonceRequest {
     func encode(into b: inout ByteBuffer) { b.writeUUID(requestID) }
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> NonceRequest {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> NonceRequest {
         NonceRequest(requestID: try b.readUUID("the request id"))
     }
 }
@@ -291,7 +291,7 @@ extension Nonce {
         b.writeTimestamp(expiresAt)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Nonce {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Nonce {
         let id = try b.readUUID("the request id")
         let nonce = try b.readString(max: limits.maxTokenBytes, "the nonce")
         let expires = try b.readTimestamp("the expiry")
@@ -306,7 +306,7 @@ extension Authenticate {
         b.writeUUID(deviceID)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Authenticate {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Authenticate {
         let id = try b.readUUID("the request id")
         let token = try b.readString(max: limits.maxTokenBytes, "the identity token")
         let device = try b.readUUID("the device id")
@@ -324,7 +324,7 @@ extension Authenticated {
         b.writeTimestamp(expiresAt)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Authenticated {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Authenticated {
         let id = try b.readUUID("the request id")
         let token = try b.readString(max: limits.maxTokenBytes, "the session token")
         let user = try b.readUserID(limits)
@@ -342,7 +342,7 @@ extension ResumeSession {
         b.writeUUID(deviceID)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> ResumeSession {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> ResumeSession {
         let id = try b.readUUID("the request id")
         let token = try b.readString(max: limits.maxTokenBytes, "the session token")
         let device = try b.readUUID("the device id")
@@ -352,7 +352,7 @@ extension ResumeSession {
 
 extension Ping {
     func encode(into b: inout ByteBuffer) { b.writeInteger(payload, as: UInt64.self) }
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Ping {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Ping {
         Ping(payload: try b.readU64("the ping payload"))
     }
 }
@@ -366,7 +366,7 @@ extension Ack {
         if let cursor { b.writeInteger(1, as: UInt8.self); b.writeVarint(cursor) } else { b.writeInteger(0, as: UInt8.self) }
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Ack {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Ack {
         let id = try b.readUUID("the request id")
         let conversation = try b.readPresence("the conversation") ? try b.readID(ConversationID.self, "the conversation") : nil
         let position = try b.readPresence("the position") ? try b.readHLC("the position") : nil
@@ -386,7 +386,7 @@ extension ErrorFrame {
         if let conversationID { b.writeInteger(1, as: UInt8.self); b.writeID(conversationID) } else { b.writeInteger(0, as: UInt8.self) }
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> ErrorFrame {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> ErrorFrame {
         let id = try b.readPresence("the request id") ? try b.readUUID("the request id") : nil
         let code = WireError.Code(wireValue: try b.readU16("the error code"))
         let reason = try b.readString(max: limits.maxTextBytes, "the reason")
@@ -406,7 +406,9 @@ extension ByteBuffer {
             writeInteger(0, as: UInt8.self)
         }
     }
+}
 
+extension PayloadReader {
     mutating func readOptionalText(_ limits: WireLimits, _ what: StaticString) throws(WireError) -> String? {
         try readPresence(what) ? try readString(max: limits.maxTextBytes, what) : nil
     }

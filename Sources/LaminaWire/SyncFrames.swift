@@ -90,7 +90,7 @@ extension SyncRequest {
         b.writeVarint(cursor)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> SyncRequest {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> SyncRequest {
         let id = try b.readUUID("the request id")
         return SyncRequest(requestID: id, cursor: try b.readVarint("the cursor"))
     }
@@ -111,7 +111,7 @@ extension FetchHistory {
         if let before { b.writeInteger(1, as: UInt8.self); b.writeHLC(before) } else { b.writeInteger(0, as: UInt8.self) }
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> FetchHistory {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> FetchHistory {
         let id = try b.readUUID("the request id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let raw = try b.readU8("the history policy")
@@ -138,7 +138,7 @@ extension Change {
         try event.encode(into: &b)
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> Change {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Change {
         let seq = try b.readVarint("the sequence number")
         return Change(seq: seq, event: try ChangeEvent.decode(from: &b, limits))
     }
@@ -154,7 +154,7 @@ extension ChangeBatch {
         for change in changes { try change.encode(into: &b) }
     }
 
-    static func decode(from b: inout ByteBuffer, _ limits: WireLimits) throws(WireError) -> ChangeBatch {
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> ChangeBatch {
         let count = try b.readCount(max: limits.maxBatchSize, minElementSize: 2, "the change count")
         // SPEC §6.3: "A batch holds 1 to 256 changes."
         guard count > 0 else { throw WireError(.malformed, "a change batch holds at least one change") }
