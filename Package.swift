@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "LaminaMerge", targets: ["LaminaMerge"]),
         .library(name: "LaminaClient", targets: ["LaminaClient"]),
         .library(name: "LaminaNode", targets: ["LaminaNode"]),
+        // The codec properties shared by the fuzz targets (Fuzz/) and the replay tests.
+        .library(name: "LaminaWireFuzzChecks", targets: ["LaminaWireFuzzChecks"]),
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
         .executable(name: "lamina-vectors", targets: ["lamina-vectors"]),
     ],
@@ -29,6 +31,15 @@ let package = Package(
             name: "LaminaWire",
             dependencies: [
                 "LaminaModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // The codec's properties (decode, round-trip, split-feed) as functions that report
+        // a violation instead of trapping: used by Fuzz/ and by LaminaWireTests.
+        .target(
+            name: "LaminaWireFuzzChecks",
+            dependencies: [
+                "LaminaWire",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -50,6 +61,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // Counts heap allocations by replacing malloc & co.; linked into lamina-bench only.
+        .target(name: "CAllocationCounter"),
         // Load generator and measurements (codec benchmark first).
         .executableTarget(
             name: "lamina-bench",
@@ -57,10 +70,13 @@ let package = Package(
                 "LaminaModel",
                 "LaminaWire",
                 "LaminaNode",
+                "CAllocationCounter",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            ]
+            ],
+            // bench.pb.swift is generated from it once and committed (see the file).
+            exclude: ["Codec/bench.proto"]
         ),
         // Writes Protocol/vectors from a catalog of frames, checking each against the codec.
         .executableTarget(
@@ -79,6 +95,7 @@ let package = Package(
             dependencies: [
                 "LaminaModel",
                 "LaminaWire",
+                "LaminaWireFuzzChecks",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

@@ -5,6 +5,6 @@ import ArgumentParser
 struct LaminaBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lamina-bench", abstract: "Lamina benchmarks.",
-        subcommands: [StorageBenchmark.self]
+        subcommands: [CodecBenchmark.self, StorageBenchmark.self]
     )
 }

@@ -1,0 +1,32 @@
+// swift-tools-version:5.4
+// libFuzzer targets for Lamina's sync-frame codec. Built only by fuzz.sh, with
+// `-sanitize=fuzzer,address -parse-as-library`; see README.md.
+//
+// Tools version 5.4 on purpose: from 5.5 on, SwiftPM renames an executable's entry point
+// to `<Target>_main` and links `main` to it, which fails for a libFuzzer target (it has no
+// entry point of its own; libFuzzer supplies `main`). The targets are three small files;
+// everything they test is built by the main package in Swift 6 mode.
+import PackageDescription
+
+/// A fuzz target: one executable whose entry point is `LLVMFuzzerTestOneInput`.
+func fuzzTarget(_ name: String) -> Target {
+    .executableTarget(
+        name: name,
+        dependencies: [
+            .product(name: "LaminaWireFuzzChecks", package: "Lamina"),
+        ]
+    )
+}
+
+let package = Package(
+    name: "LaminaFuzz",
+    platforms: [.macOS("14.0")],
+    dependencies: [
+        .package(name: "Lamina", path: ".."),
+    ],
+    targets: [
+        fuzzTarget("FuzzDecode"),
+        fuzzTarget("FuzzRoundTrip"),
+        fuzzTarget("FuzzSplitFeed"),
+    ]
+)

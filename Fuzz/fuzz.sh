@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds one fuzz target and runs it for N seconds.
+#   Fuzz/fuzz.sh <FuzzDecode|FuzzRoundTrip|FuzzSplitFeed> <seconds> [libFuzzer flags...]
+# Seeds are remade from Protocol/vectors first (make-seeds.sh). New corpus entries go to
+# Fuzz/corpus-work/<target>/, the log to Fuzz/artifacts/<target>.log, and any crashing,
+# leaking or timed-out input to Fuzz/FailCases/<target>-<kind>-<sha1>, which the main
+# suite's FailCasesReplayTests replays. Exits non-zero when the target found a failure.
+# Set FUZZ_SKIP_BUILD=1 to reuse the last build (e.g. for several targets at once).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+targets=(FuzzDecode FuzzRoundTrip FuzzSplitFeed)
+
+usage() {
+    echo "usage: $0 <FuzzDecode|FuzzRoundTrip|FuzzSplitFeed> <seconds> [libFuzzer flags...]" >&2
+    exit 2
+}
+
+(( $# >= 2 )) || usage
+target="$1"
+seconds="$2"
+shift 2
+[[ " ${targets[*]} " == *" $target "* ]] || usage
+[[ "$seconds" =~ ^[0-9]+$ ]] || usage
+
+build_flags=(
+    --package-path "$here"
+    -c release
+    -Xswiftc -sanitize=fuzzer,address
+    -Xswiftc -parse-as-library
+    -Xswiftc -g
+)
+
+"$here/make-seeds.sh"
+
+if [[ "${FUZZ_SKIP_BUILD:-0}" != 1 ]]; then
+    echo "fuzz.sh: building $target"
+    swift build "${build_flags[@]}" --product "$target"
+fi
+binary="$(swift build "${build_flags[@]}" --show-bin-path)/$target"
+[[ -x "$binary" ]] || { echo "fuzz.sh: $binary was not built" >&2; exit 1; }
+
+corpus="$here/corpus-work/$target"
+seeds="$here/corpus-work/seeds/$target"
+log="$here/artifacts/$target.log"
+mkdir -p "$corpus" "$here/artifacts" "$here/FailCases"
+
+before="$(ls "$here/FailCases")"
+echo "fuzz.sh: running $target for ${seconds}s (log: $log)"
+set +e
+# The Swift runtime's own crash backtracer would race libFuzzer's crash handling under ASan.
+SWIFT_BACKTRACE=enable=no "$binary" \
+    -max_total_time="$seconds" \
+    -timeout=10 \
+    -rss_limit_mb=2048 \
+    -print_final_stats=1 \
+    -artifact_prefix="$here/FailCases/$target-" \
+    "$@" \
+    "$corpus" "$seeds" > "$log" 2>&1
+status=$?
+set -e
+
+grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 || true
+grep -E '^stat::' "$log" || true
+executed="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
+echo "fuzz.sh: $target (up to ${seconds}s): executed units: ${executed:-unknown}, exit status $status"
+
+new="$(comm -13 <(printf '%s\n' "$before") <(ls "$here/FailCases"))"
+if (( status != 0 )) || [[ -n "$new" ]]; then
+    echo "fuzz.sh: $target FAILED; see $log" >&2
+    grep -E 'violated|Fatal error|ERROR: (AddressSanitizer|libFuzzer)' "$log" | head -n 5 >&2 || true
+    [[ -z "$new" ]] || printf 'fuzz.sh: saved failing input: Fuzz/FailCases/%s\n' $new >&2
+    exit 1
+fi
