@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "LaminaModel", targets: ["LaminaModel"]),
         .library(name: "LaminaWire", targets: ["LaminaWire"]),
         .library(name: "LaminaMerge", targets: ["LaminaMerge"]),
+        .library(name: "LaminaTransport", targets: ["LaminaTransport"]),
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
     ],
     dependencies: [
@@ -30,17 +31,42 @@ let package = Package(
         ),
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
+        // OpenSSL 3 (libssl-dev) with a shim header for the macros Swift cannot call.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // libnghttp2 1.52 (libnghttp2-dev).
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        // TLS (OpenSSL over memory BIOs) and HTTP/2 (nghttp2) as SwiftNIO handlers, both roles.
+        .target(
+            name: "LaminaTransport",
+            dependencies: [
+                "COpenSSL",
+                "CNghttp2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         // Load generator and measurements (codec benchmark first).
         .executableTarget(
             name: "lamina-bench",
             dependencies: [
                 "LaminaModel",
                 "LaminaWire",
+                "LaminaTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
+        .testTarget(
+            name: "LaminaTransportTests",
+            dependencies: [
+                "LaminaTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
     ]
 )
