@@ -331,38 +331,44 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             // Reset or lost connection: what was buffered is void.
             dropInbound(stream)
         }
-        while !stream.isPaused, let event = stream.inbound.first {
+        events: while !stream.isPaused, let event = stream.inbound.first {
             switch event {
             case .request:
                 stream.inbound.removeFirst()
                 route(stream)
             case .headers(let headers):
-                guard let delegate = stream._delegate else { return }
+                guard let delegate = stream._delegate else { break events }
                 stream.inbound.removeFirst()
                 delegate.streamDidReceiveHeaders(stream, headers: headers)
             case .data(let chunk):
-                guard let delegate = stream._delegate else { return }
+                guard let delegate = stream._delegate else { break events }
                 stream.inbound.removeFirst()
                 stream.inboundBufferedBytes -= chunk.readableBytes
                 consume(stream.id, chunk.readableBytes)
                 delegate.streamDidReceiveData(stream, data: chunk)
             case .end(let trailers):
-                guard let delegate = stream._delegate else { return }
+                guard let delegate = stream._delegate else { break events }
                 stream.inbound.removeFirst()
                 delegate.streamDidReceiveEnd(stream, trailers: trailers)
             }
         }
-        if stream.inbound.isEmpty, stream.sessionCloseCode != nil, !stream.closeDelivered {
-            stream.closeDelivered = true
+        guard stream.sessionCloseCode != nil else { return }
+        if !stream.closeCompleted {
+            // The stream is over on the wire: settle what waits on it, even if nobody took
+            // the inbound events (they stay readable by a delegate set later).
+            stream.closeCompleted = true
             let error = stream.closeError
             let failure = error ?? TransportError(.invalidState, "the stream is closed")
             while let (_, promise) = stream.outbound.popFirst() { promise?.fail(failure) }
             stream.outboundBufferedBytes = 0
+            if let error { stream.closePromise.fail(error) } else { stream.closePromise.succeed() }
+        }
+        if stream.inbound.isEmpty, !stream.closeDelivered {
+            stream.closeDelivered = true
             stream.connection = nil
             let delegate = stream._delegate
             stream._delegate = nil
-            delegate?.streamDidClose(stream, error: error)
-            if let error { stream.closePromise.fail(error) } else { stream.closePromise.succeed() }
+            delegate?.streamDidClose(stream, error: stream.closeError)
         }
     }
 

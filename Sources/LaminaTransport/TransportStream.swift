@@ -96,6 +96,7 @@ public final class TransportStream: @unchecked Sendable {
     var sessionCloseCode: UInt32?
     var closeError: TransportError?
     var closeDelivered = false
+    var closeCompleted = false
     let closePromise: EventLoopPromise<Void>
 
     var outbound = CircularBuffer<(ByteBuffer, EventLoopPromise<Void>?)>(initialCapacity: 2)
