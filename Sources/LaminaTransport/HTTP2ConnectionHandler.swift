@@ -224,6 +224,10 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             chunk = context?.channel.allocator.buffer(capacity: bytes.count) ?? ByteBuffer()
             chunk.writeBytes(bytes)
         }
+        // The connection window reopens on receipt; the stream window only once the layer
+        // above takes the bytes. One stalled stream therefore never starves the others, and
+        // buffered memory stays bounded by the stream windows.
+        _ = nghttp2_session_consume_connection(session!.raw, bytes.count)
         stream.inboundBufferedBytes += bytes.count
         stream.inbound.append(.data(chunk))
         enqueue(stream)
@@ -381,9 +385,10 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         consume(stream.id, dropped)
     }
 
+    /// Stream-level window credit for bytes the layer above has taken (or that were dropped).
     private func consume(_ streamID: Int32, _ count: Int) {
         guard count > 0, let session, !session.isClosed else { return }
-        _ = nghttp2_session_consume(session.raw, streamID, count)
+        _ = nghttp2_session_consume_stream(session.raw, streamID, count)
     }
 
     private func route(_ stream: TransportStream) {
