@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "LaminaNode", targets: ["LaminaNode"]),
         // The codec properties shared by the fuzz targets (Fuzz/) and the replay tests.
         .library(name: "LaminaWireFuzzChecks", targets: ["LaminaWireFuzzChecks"]),
+        .library(name: "LaminaTransport", targets: ["LaminaTransport"]),
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
         .executable(name: "lamina-vectors", targets: ["lamina-vectors"]),
     ],
@@ -63,6 +64,21 @@ let package = Package(
         ),
         // Counts heap allocations by replacing malloc & co.; linked into lamina-bench only.
         .target(name: "CAllocationCounter"),
+        // OpenSSL 3 (libssl-dev) with a shim header for the macros Swift cannot call.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // libnghttp2 1.52 (libnghttp2-dev).
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        // TLS (OpenSSL over memory BIOs) and HTTP/2 (nghttp2) as SwiftNIO handlers, both roles.
+        .target(
+            name: "LaminaTransport",
+            dependencies: [
+                "COpenSSL",
+                "CNghttp2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         // Load generator and measurements (codec benchmark first).
         .executableTarget(
             name: "lamina-bench",
@@ -71,7 +87,9 @@ let package = Package(
                 "LaminaWire",
                 "LaminaNode",
                 "CAllocationCounter",
+                "LaminaTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
@@ -100,5 +118,13 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LaminaNodeTests", dependencies: ["LaminaNode", "LaminaModel"]),
+        .testTarget(
+            name: "LaminaTransportTests",
+            dependencies: [
+                "LaminaTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
     ]
 )

@@ -5,6 +5,9 @@ import ArgumentParser
 struct LaminaBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lamina-bench", abstract: "Lamina benchmarks.",
-        subcommands: [CodecBenchmark.self, StorageBenchmark.self]
+        subcommands: [
+            CodecBenchmark.self, StorageBenchmark.self,
+            H2ServerCommand.self, IdleConnectionsCommand.self, IdleClientsCommand.self, TransportCompareCommand.self,
+        ]
     )
 }

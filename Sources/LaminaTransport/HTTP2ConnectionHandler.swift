@@ -1,0 +1,588 @@
+import CNghttp2
+import NIOCore
+
+/// HTTP/2 over nghttp2's memory API for one connection, server or client role. Sits above
+/// ``TLSHandler``: plaintext in, frames out. Streams go to the layer above as
+/// ``TransportStream``s. nghttp2 is never flushed from inside its own callbacks: events are
+/// queued during `mem_recv`/`mem_send` and delivered afterwards.
+///
+/// Event loop only (`@unchecked Sendable` so closures scheduled on its own loop may hold it).
+final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    enum Role {
+        case server(TransportRouter)
+        case client(scheme: String, authority: String)
+    }
+
+    let role: Role
+    let settings: HTTP2Settings
+    let readyPromise: EventLoopPromise<Void>
+    private(set) var session: NGHTTP2Session?
+    private var context: ChannelHandlerContext?
+    private(set) var tlsInfo: TLSConnectionInfo?
+    private var streams: [Int32: TransportStream] = [:]
+    private var deliveryQueue: [TransportStream] = []
+    private var delivering = false
+    private var completedWrites: [EventLoopPromise<Void>] = []
+    private var becameWritable: [TransportStream] = []
+    private var inputBase: UnsafeRawPointer?
+    private var inputCount = 0
+    private var inputBuffer: ByteBuffer?
+    private var processing = false
+    private var flushing = false
+    private var flushScheduled = false
+    private var closing = false
+    private var closeError: TransportError?
+    private var shuttingDown = false
+    private var awaitingShutdownPing = false
+    private var drainTimer: Scheduled<Void>?
+    /// True once the peer sent GOAWAY.
+    private(set) var peerWentAway = false
+    private var isServer: Bool { if case .server = role { return true } else { return false } }
+
+    init(role: Role, settings: HTTP2Settings, readyPromise: EventLoopPromise<Void>) {
+        self.role = role
+        self.settings = settings
+        self.readyPromise = readyPromise
+    }
+
+    /// Open streams (for tests and metrics).
+    var openStreamCount: Int { streams.count }
+
+    // MARK: channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        teardown(error: TransportError(.connectionClosed, "the HTTP/2 handler was removed"))
+        self.context = nil
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let handshake = event as? TLSHandshakeCompleted {
+            tlsInfo = handshake.info
+            do {
+                session = try NGHTTP2Session(
+                    role: isServer ? .server : .client, owner: self, settings: settings)
+            } catch {
+                fatal(error as? TransportError ?? TransportError(.http2Protocol, "\(error)"))
+                return
+            }
+            readyPromise.succeed()
+            flushSession()
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = unwrapInboundIn(data)
+        guard let session, !session.isClosed else { return }
+        processing = true
+        let result = buffer.withUnsafeReadableBytes { raw -> Int in
+            inputBase = UnsafeRawPointer(raw.baseAddress)
+            inputCount = raw.count
+            inputBuffer = buffer
+            return nghttp2_session_mem_recv(session.raw, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count)
+        }
+        inputBase = nil
+        inputBuffer = nil
+        if result < 0 {
+            processing = false
+            fatal(TransportError(.http2Protocol, "nghttp2: \(NGHTTP2Session.describe(Int32(result)))"))
+            return
+        }
+        deliverPending()
+        processing = false
+        flushSession()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { flushSession() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        let transportError = error as? TransportError ?? TransportError(.connectionClosed, "\(error)")
+        if closeError == nil { closeError = transportError }
+        readyPromise.fail(transportError)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        teardown(error: closeError ?? TransportError(.connectionClosed, "the connection closed"))
+        context.fireChannelInactive()
+    }
+
+    private func teardown(error: TransportError) {
+        drainTimer?.cancel()
+        readyPromise.fail(error)
+        let open = streams
+        streams.removeAll()
+        for (_, stream) in open {
+            markClosed(stream, code: UInt32(NGHTTP2_INTERNAL_ERROR.rawValue), error: error)
+        }
+        deliverPending()
+        session?.close()
+    }
+
+    private func fatal(_ error: TransportError) {
+        if closeError == nil { closeError = error }
+        flushSession()  // a GOAWAY nghttp2 may have queued
+        context?.fireErrorCaught(error)
+        context?.close(promise: nil)
+    }
+
+    // MARK: nghttp2 callbacks (no flushing, no user code)
+
+    func onBeginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        let hd = frame.pointee.hd
+        guard hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+        if isServer, frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST, let context {
+            let stream = TransportStream(
+                id: hd.stream_id, connection: self, eventLoop: context.eventLoop, isServerSide: true,
+                requestHeaders: HeaderFields(), tlsInfo: tlsInfo, remoteAddress: context.channel.remoteAddress)
+            streams[hd.stream_id] = stream
+        }
+        return 0
+    }
+
+    func onHeader(
+        _ frame: UnsafePointer<nghttp2_frame>, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>
+    ) -> Int32 {
+        guard let stream = streams[frame.pointee.hd.stream_id] else { return 0 }
+        stream.pendingHeaderBytes += name.count + value.count + 32
+        if stream.pendingHeaderBytes > Int(settings.maxHeaderListSize) {
+            // RFC 9113 §6.5.2: the stream is reset rather than the list buffered.
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+        }
+        stream.pendingHeaders.append(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+        return 0
+    }
+
+    func onFrameRecv(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        let hd = frame.pointee.hd
+        let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        switch UInt32(hd.type) {
+        case NGHTTP2_HEADERS.rawValue:
+            guard let stream = streams[hd.stream_id] else { return 0 }
+            let headers = stream.pendingHeaders
+            stream.pendingHeaders = HeaderFields()
+            stream.pendingHeaderBytes = 0
+            var trailers: HeaderFields? = nil
+            if isServer && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
+                stream.requestHeaders = headers
+                stream.inbound.append(.request)
+            } else if !isServer && !stream.sawFinalResponse {
+                if let status = headers[":status"], status.hasPrefix("1") { return 0 }  // informational
+                stream.sawFinalResponse = true
+                stream.responseHeaders = headers
+                stream.inbound.append(.headers(headers))
+            } else {
+                trailers = headers
+            }
+            if endStream { stream.inbound.append(.end(trailers)) }
+            enqueue(stream)
+        case NGHTTP2_DATA.rawValue:
+            // END_STREAM may come after on_stream_close: only streams still tracked.
+            if endStream, let stream = streams[hd.stream_id] {
+                stream.inbound.append(.end(nil))
+                enqueue(stream)
+            }
+        case NGHTTP2_GOAWAY.rawValue:
+            peerWentAway = true
+        case NGHTTP2_PING.rawValue:
+            if awaitingShutdownPing, hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0, let session {
+                awaitingShutdownPing = false
+                _ = nghttp2_submit_goaway(
+                    session.raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session.raw),
+                    NGHTTP2_NO_ERROR.rawValue, nil, 0)
+            }
+        default:
+            break
+        }
+        return 0
+    }
+
+    func onDataChunk(streamID: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+        guard let stream = streams[streamID], session != nil else {
+            // Nobody will take these bytes: give the window back at once.
+            if let session { _ = nghttp2_session_consume(session.raw, streamID, bytes.count) }
+            return 0
+        }
+        var chunk: ByteBuffer
+        if let base = inputBase, let input = inputBuffer, let start = bytes.baseAddress, start >= base,
+            start + bytes.count <= base + inputCount
+        {
+            // Zero copy: a slice of the plaintext buffer being parsed.
+            chunk = input.getSlice(at: input.readerIndex + (start - base), length: bytes.count)!
+        } else {
+            chunk = context?.channel.allocator.buffer(capacity: bytes.count) ?? ByteBuffer()
+            chunk.writeBytes(bytes)
+        }
+        // The connection window reopens on receipt; the stream window only once the layer
+        // above takes the bytes. One stalled stream therefore never starves the others, and
+        // buffered memory stays bounded by the stream windows.
+        _ = nghttp2_session_consume_connection(session!.raw, bytes.count)
+        stream.inboundBufferedBytes += bytes.count
+        stream.inbound.append(.data(chunk))
+        enqueue(stream)
+        return 0
+    }
+
+    func onStreamClose(streamID: Int32, errorCode: UInt32) -> Int32 {
+        guard let stream = streams.removeValue(forKey: streamID) else { return 0 }
+        var error: TransportError? = nil
+        if errorCode != NGHTTP2_NO_ERROR.rawValue {
+            error = TransportError(
+                .streamReset,
+                "stream \(streamID) reset: \(NGHTTP2Session.describeHTTP2Error(errorCode)) (0x\(String(errorCode, radix: 16)))")
+        } else if !stream.outboundFinished || !stream.outbound.isEmpty {
+            error = TransportError(.streamReset, "stream \(streamID) closed before our side finished")
+        }
+        markClosed(stream, code: errorCode, error: error)
+        return 0
+    }
+
+    func readOutbound(
+        streamID: Int32, into target: UnsafeMutableRawBufferPointer, flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
+        guard let stream = streams[streamID], let session else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        var written = 0
+        while written < target.count, !stream.outbound.isEmpty {
+            var (chunk, promise) = stream.outbound[stream.outbound.startIndex]
+            let count = min(chunk.readableBytes, target.count - written)
+            chunk.withUnsafeReadableBytes { source in
+                (target.baseAddress! + written).copyMemory(from: source.baseAddress!, byteCount: count)
+            }
+            chunk.moveReaderIndex(forwardBy: count)
+            written += count
+            if chunk.readableBytes == 0 {
+                stream.outbound.removeFirst()
+                if let promise { completedWrites.append(promise) }
+            } else {
+                stream.outbound[stream.outbound.startIndex] = (chunk, promise)
+            }
+        }
+        stream.outboundBufferedBytes -= written
+        if !stream.isWritable && stream.outboundBufferedBytes <= settings.streamOutboundHighWater / 2 {
+            stream.isWritable = true
+            becameWritable.append(stream)
+        }
+        if stream.outbound.isEmpty {
+            if stream.outboundFinished {
+                flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+                if let trailers = stream.outboundTrailers, trailers.count > 0 {
+                    flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
+                    let rv = withNameValueArray(trailers) { nva, count in
+                        nghttp2_submit_trailer(session.raw, streamID, nva, count)
+                    }
+                    if rv != 0 { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+                }
+            } else if written == 0 {
+                stream.dataDeferred = true
+                return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+            }
+        }
+        return written
+    }
+
+    // MARK: delivery to the layer above
+
+    private func enqueue(_ stream: TransportStream) {
+        guard !stream.queuedForDelivery else { return }
+        stream.queuedForDelivery = true
+        deliveryQueue.append(stream)
+    }
+
+    private func markClosed(_ stream: TransportStream, code: UInt32, error: TransportError?) {
+        stream.sessionCloseCode = code
+        stream.closeError = error
+        enqueue(stream)
+    }
+
+    /// Called by a stream whose delegate or pause state changed.
+    func scheduleDelivery(_ stream: TransportStream) {
+        enqueue(stream)
+        if !processing && !delivering {
+            deliverPending()
+            scheduleFlush()
+        }
+    }
+
+    private func deliverPending() {
+        guard !delivering else { return }
+        delivering = true
+        var index = 0
+        while index < deliveryQueue.count {
+            let stream = deliveryQueue[index]
+            stream.queuedForDelivery = false
+            deliver(stream)
+            index += 1
+        }
+        deliveryQueue.removeAll(keepingCapacity: true)
+        delivering = false
+    }
+
+    private func deliver(_ stream: TransportStream) {
+        if stream.sessionCloseCode != nil, stream.closeError != nil {
+            // Reset or lost connection: what was buffered is void.
+            dropInbound(stream)
+        }
+        events: while !stream.isPaused, let event = stream.inbound.first {
+            switch event {
+            case .request:
+                stream.inbound.removeFirst()
+                route(stream)
+            case .headers(let headers):
+                guard let delegate = stream._delegate else { break events }
+                stream.inbound.removeFirst()
+                delegate.streamDidReceiveHeaders(stream, headers: headers)
+            case .data(let chunk):
+                guard let delegate = stream._delegate else { break events }
+                stream.inbound.removeFirst()
+                stream.inboundBufferedBytes -= chunk.readableBytes
+                consume(stream.id, chunk.readableBytes)
+                delegate.streamDidReceiveData(stream, data: chunk)
+            case .end(let trailers):
+                guard let delegate = stream._delegate else { break events }
+                stream.inbound.removeFirst()
+                delegate.streamDidReceiveEnd(stream, trailers: trailers)
+            }
+        }
+        guard stream.sessionCloseCode != nil else { return }
+        if !stream.closeCompleted {
+            // The stream is over on the wire: settle what waits on it, even if nobody took
+            // the inbound events (they stay readable by a delegate set later).
+            stream.closeCompleted = true
+            let error = stream.closeError
+            let failure = error ?? TransportError(.invalidState, "the stream is closed")
+            while let (_, promise) = stream.outbound.popFirst() { promise?.fail(failure) }
+            stream.outboundBufferedBytes = 0
+            if let error { stream.closePromise.fail(error) } else { stream.closePromise.succeed() }
+        }
+        if stream.inbound.isEmpty, !stream.closeDelivered {
+            stream.closeDelivered = true
+            stream.connection = nil
+            let delegate = stream._delegate
+            stream._delegate = nil
+            delegate?.streamDidClose(stream, error: stream.closeError)
+        }
+    }
+
+    private func dropInbound(_ stream: TransportStream) {
+        var dropped = 0
+        while let event = stream.inbound.popFirst() {
+            if case .data(let chunk) = event { dropped += chunk.readableBytes }
+        }
+        stream.inboundBufferedBytes = 0
+        consume(stream.id, dropped)
+    }
+
+    /// Stream-level window credit for bytes the layer above has taken (or that were dropped).
+    private func consume(_ streamID: Int32, _ count: Int) {
+        guard count > 0, let session, !session.isClosed else { return }
+        _ = nghttp2_session_consume_stream(session.raw, streamID, count)
+    }
+
+    private func route(_ stream: TransportStream) {
+        guard case .server(let router) = role else { return }
+        if let handler = router.handler(for: stream.path) {
+            handler(stream)
+        } else {
+            sendResponseHeaders(stream, [(":status", "404")], endStream: true)
+        }
+    }
+
+    // MARK: stream operations (event loop)
+
+    func sendResponseHeaders(_ stream: TransportStream, _ headers: HeaderFields, endStream: Bool) {
+        guard let session, isServer, !stream.headersSent, stream.sessionCloseCode == nil else { return }
+        stream.headersSent = true
+        stream.responseHeaders = headers
+        if endStream && stream.outbound.isEmpty {
+            stream.outboundFinished = true
+            _ = withNameValueArray(headers) { nva, count in
+                nghttp2_submit_response(session.raw, stream.id, nva, count, nil)
+            }
+        } else {
+            if endStream { stream.outboundFinished = true }
+            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: nghttp2DataRead)
+            _ = withNameValueArray(headers) { nva, count in
+                nghttp2_submit_response(session.raw, stream.id, nva, count, &provider)
+            }
+        }
+        scheduleFlush()
+    }
+
+    func write(_ stream: TransportStream, _ data: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        guard stream.sessionCloseCode == nil, !stream.outboundFinished else {
+            promise?.fail(stream.closeError ?? TransportError(.invalidState, "the stream's outbound side is finished"))
+            return
+        }
+        stream.outbound.append((data, promise))
+        stream.outboundBufferedBytes += data.readableBytes
+        if stream.outboundBufferedBytes >= settings.streamOutboundHighWater { stream.isWritable = false }
+        resumeIfDeferred(stream)
+    }
+
+    func finish(_ stream: TransportStream, trailers: HeaderFields?) {
+        guard stream.sessionCloseCode == nil, !stream.outboundFinished else { return }
+        if isServer && !stream.headersSent {
+            sendResponseHeaders(stream, [(":status", "200")], endStream: false)
+        }
+        stream.outboundFinished = true
+        stream.outboundTrailers = trailers
+        resumeIfDeferred(stream)
+    }
+
+    func reset(_ stream: TransportStream, code: UInt32) {
+        guard let session, stream.sessionCloseCode == nil else { return }
+        _ = nghttp2_submit_rst_stream(session.raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, code)
+        scheduleFlush()
+    }
+
+    private func resumeIfDeferred(_ stream: TransportStream) {
+        if stream.dataDeferred, let session {
+            stream.dataDeferred = false
+            _ = nghttp2_session_resume_data(session.raw, stream.id)
+        }
+        scheduleFlush()
+    }
+
+    /// Client role: submits a request and returns its stream.
+    func openStream(method: String, path: String, headers: HeaderFields, endStream: Bool) throws -> TransportStream {
+        guard case .client(let scheme, let authority) = role else {
+            throw TransportError(.invalidState, "only a client opens streams")
+        }
+        guard let session, !session.isClosed, let context, !closing else {
+            throw closeError ?? TransportError(.connectionClosed, "the connection is closed")
+        }
+        guard !peerWentAway, !shuttingDown else {
+            throw TransportError(.goingAway, "the connection is going away")
+        }
+        var all = HeaderFields([(":method", method), (":scheme", scheme), (":authority", authority), (":path", path)])
+        for field in headers where !field.name.hasPrefix(":") { all.append(field.name, field.value) }
+        let stream = TransportStream(
+            id: 0, connection: self, eventLoop: context.eventLoop, isServerSide: false, requestHeaders: all,
+            tlsInfo: tlsInfo, remoteAddress: context.channel.remoteAddress)
+        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: nghttp2DataRead)
+        let id = withNameValueArray(all) { nva, count in
+            endStream
+                ? nghttp2_submit_request(session.raw, nil, nva, count, nil, nil)
+                : nghttp2_submit_request(session.raw, nil, nva, count, &provider, nil)
+        }
+        guard id > 0 else {
+            throw TransportError(
+                id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue ? .goingAway : .http2Protocol,
+                "cannot open a stream: \(NGHTTP2Session.describe(id))")
+        }
+        stream.id = id
+        stream.outboundFinished = endStream
+        streams[id] = stream
+        scheduleFlush()
+        return stream
+    }
+
+    // MARK: shutdown
+
+    /// GOAWAY and a graceful drain: no new streams; open ones finish; then the connection
+    /// closes (forcibly after ``HTTP2Settings/drainTimeout``).
+    func initiateGracefulShutdown() {
+        guard let session, !shuttingDown, let context else {
+            if session == nil { context?.close(promise: nil) }
+            return
+        }
+        shuttingDown = true
+        if isServer {
+            // Shutdown notice, then a PING: once it is answered, the final GOAWAY names the last stream.
+            _ = nghttp2_submit_shutdown_notice(session.raw)
+            _ = nghttp2_submit_ping(session.raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+            awaitingShutdownPing = true
+        } else {
+            _ = nghttp2_submit_goaway(
+                session.raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+        }
+        let channel = context.channel
+        drainTimer = context.eventLoop.scheduleTask(in: settings.drainTimeout) {
+            channel.close(promise: nil)
+        }
+        scheduleFlush()
+    }
+
+    // MARK: flushing
+
+    func scheduleFlush() {
+        guard !processing, !flushing, !flushScheduled, let context else { return }
+        flushScheduled = true
+        context.eventLoop.execute {
+            self.flushScheduled = false
+            self.flushSession()
+        }
+    }
+
+    /// Serialises what nghttp2 has queued, writes it in batches, then runs what the
+    /// callbacks deferred (write promises, writability, deliveries) and repeats while that
+    /// produced more to send.
+    private func flushSession() {
+        guard let session, !session.isClosed, let context, !flushing else { return }
+        flushing = true
+        var rounds = 0
+        while true {
+            rounds += 1
+            var out: ByteBuffer? = nil
+            var blocked = false
+            while true {
+                if !context.channel.isWritable {
+                    blocked = true
+                    break
+                }
+                var pointer: UnsafePointer<UInt8>? = nil
+                let count = nghttp2_session_mem_send(session.raw, &pointer)
+                if count < 0 {
+                    flushing = false
+                    fatal(TransportError(.http2Protocol, "nghttp2: \(NGHTTP2Session.describe(Int32(count)))"))
+                    return
+                }
+                if count == 0 { break }
+                if out == nil { out = context.channel.allocator.buffer(capacity: max(count, 4096)) }
+                out!.writeBytes(UnsafeRawBufferPointer(start: pointer, count: count))
+                if out!.readableBytes >= settings.connectionFlushHighWater {
+                    context.writeAndFlush(wrapOutboundOut(out!), promise: nil)
+                    out = nil
+                }
+            }
+            if let out { context.writeAndFlush(wrapOutboundOut(out), promise: nil) }
+            let hadCallbacks = !completedWrites.isEmpty || !becameWritable.isEmpty || !deliveryQueue.isEmpty
+            runDeferredCallbacks()
+            if blocked || !hadCallbacks || nghttp2_session_want_write(session.raw) == 0 || rounds > 64 { break }
+        }
+        flushing = false
+        if nghttp2_session_want_read(session.raw) == 0 && nghttp2_session_want_write(session.raw) == 0 && !closing {
+            closing = true
+            context.close(promise: nil)
+        }
+    }
+
+    private func runDeferredCallbacks() {
+        if !completedWrites.isEmpty {
+            let promises = completedWrites
+            completedWrites.removeAll(keepingCapacity: true)
+            for promise in promises { promise.succeed() }
+        }
+        if !becameWritable.isEmpty {
+            let streams = becameWritable
+            becameWritable.removeAll(keepingCapacity: true)
+            for stream in streams where stream.isWritable && !stream.closeDelivered {
+                stream._delegate?.streamWritabilityDidChange(stream, isWritable: true)
+            }
+        }
+        deliverPending()
+    }
+}

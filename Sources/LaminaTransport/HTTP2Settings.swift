@@ -1,0 +1,25 @@
+import NIOCore
+
+/// Limits and window sizes of one HTTP/2 connection (both roles). Every limit is enforced
+/// before the work it bounds is done.
+public struct HTTP2Settings: Sendable, Hashable {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS we advertise; nghttp2 refuses streams beyond it.
+    public var maxConcurrentStreams: UInt32 = 100
+    /// SETTINGS_INITIAL_WINDOW_SIZE: the most inbound bytes one stream may have buffered
+    /// and not yet taken by the layer above (the backpressure bound per stream).
+    public var initialStreamWindow: Int32 = 256 * 1024
+    /// The connection-level receive window (all streams together).
+    public var connectionWindow: Int32 = 1024 * 1024
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: a request or response whose header list is larger
+    /// (RFC 9113 §6.5.2 counting) resets the stream.
+    public var maxHeaderListSize: UInt32 = 16 * 1024
+    /// A stream reports not writable once this many outbound bytes wait in its queue.
+    public var streamOutboundHighWater: Int = 64 * 1024
+    /// Writes to the socket are issued in batches of at most this size; serialisation stops
+    /// while the channel is not writable.
+    public var connectionFlushHighWater: Int = 64 * 1024
+    /// How long a graceful shutdown (GOAWAY) waits for open streams before closing.
+    public var drainTimeout: TimeAmount = .seconds(10)
+
+    public init() {}
+}

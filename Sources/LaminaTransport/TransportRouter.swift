@@ -1,0 +1,31 @@
+/// Called on the stream's event loop once a request's headers have arrived. Set the
+/// stream's delegate (now or later: inbound data waits, counted against the window) and
+/// answer with ``TransportStream/sendHeaders(_:endStream:)``, writes and ``TransportStream/finish(trailers:)``.
+public typealias TransportStreamHandler = @Sendable (TransportStream) -> Void
+
+/// Maps request paths to handlers. A path matches an exact route, else the longest
+/// registered prefix route (registered with a trailing `*`, e.g. `/content/*`). The query
+/// string is ignored. Unmatched requests get `404`.
+public struct TransportRouter: Sendable {
+    private var exact: [String: TransportStreamHandler] = [:]
+    private var prefixes: [(String, TransportStreamHandler)] = []
+
+    public init() {}
+
+    /// Registers `handler` for `path` (`/sync`) or for a prefix (`/content/*`).
+    public mutating func add(_ path: String, _ handler: @escaping TransportStreamHandler) {
+        if path.hasSuffix("*") {
+            prefixes.append((String(path.dropLast()), handler))
+            prefixes.sort { $0.0.count > $1.0.count }
+        } else {
+            exact[path] = handler
+        }
+    }
+
+    /// The handler for a request `:path`, if any.
+    public func handler(for path: String) -> TransportStreamHandler? {
+        let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
+        if let handler = exact[bare] { return handler }
+        return prefixes.first(where: { bare.hasPrefix($0.0) })?.1
+    }
+}

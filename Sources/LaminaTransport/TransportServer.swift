@@ -1,0 +1,114 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// An HTTP/2-over-TLS server: one listening socket, a ``TransportRouter`` of handlers.
+/// Each accepted connection runs TLS then HTTP/2 in its channel pipeline on one event loop.
+public final class TransportServer: Sendable {
+    /// Where the server listens (with the real port when started on port 0).
+    public let localAddress: SocketAddress
+    private let listener: Channel
+    private let connections = NIOLockedValueBox<[ObjectIdentifier: (Channel, HTTP2ConnectionHandler)]>([:])
+
+    /// The listening port.
+    public var port: Int { localAddress.port ?? 0 }
+
+    /// Connections currently open (handshaking ones included).
+    public var connectionCount: Int { connections.withLockedValue { $0.count } }
+
+    private init(listener: Channel) {
+        self.listener = listener
+        self.localAddress = listener.localAddress!
+    }
+
+    /// Starts listening on `host:port` (port 0 picks a free one).
+    public static func start(
+        host: String, port: Int, tls: TLSContext, router: TransportRouter, settings: HTTP2Settings = HTTP2Settings(),
+        group: EventLoopGroup, backlog: Int32 = 4096
+    ) -> EventLoopFuture<TransportServer> {
+        guard tls.configuration.role == .server else {
+            return group.next().makeFailedFuture(TransportError(.tlsConfiguration, "a server needs a server TLS context"))
+        }
+        let registry = Registry()
+        return ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: backlog)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let handler = HTTP2ConnectionHandler(
+                        role: .server(router), settings: settings, readyPromise: channel.eventLoop.makePromise())
+                    handler.readyPromise.futureResult.whenFailure { _ in }
+                    try channel.pipeline.syncOperations.addHandler(TLSHandler(context: tls))
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                    registry.add(channel, handler)
+                }
+            }
+            .bind(host: host, port: port)
+            .map { listener in
+                let server = TransportServer(listener: listener)
+                registry.attach(server)
+                return server
+            }
+    }
+
+    /// Async form of ``start(host:port:tls:router:settings:group:backlog:)``.
+    public static func start(
+        host: String, port: Int, tls: TLSContext, router: TransportRouter, settings: HTTP2Settings = HTTP2Settings(),
+        group: EventLoopGroup
+    ) async throws -> TransportServer {
+        try await start(host: host, port: port, tls: tls, router: router, settings: settings, group: group, backlog: 4096)
+            .get()
+    }
+
+    fileprivate func track(_ channel: Channel, _ handler: HTTP2ConnectionHandler) {
+        let key = ObjectIdentifier(channel)
+        connections.withLockedValue { $0[key] = (channel, handler) }
+        channel.closeFuture.whenComplete { _ in
+            _ = self.connections.withLockedValue { $0.removeValue(forKey: key) }
+        }
+    }
+
+    /// Stops accepting, sends GOAWAY on every connection and waits for them to drain
+    /// (each bounded by its ``HTTP2Settings/drainTimeout``).
+    public func shutdown() -> EventLoopFuture<Void> {
+        let open = connections.withLockedValue { Array($0.values) }
+        let eventLoop = listener.eventLoop
+        return listener.close().flatMapError { _ in eventLoop.makeSucceededVoidFuture() }.flatMap {
+            let closed = open.map { channel, handler -> EventLoopFuture<Void> in
+                channel.eventLoop.execute { handler.initiateGracefulShutdown() }
+                return channel.closeFuture
+            }
+            return EventLoopFuture.andAllComplete(closed, on: eventLoop)
+        }
+    }
+
+    /// Async form of ``shutdown()``.
+    public func shutdown() async throws {
+        try await shutdown().get()
+    }
+}
+
+/// Holds connections accepted before the bind future has produced the server object.
+private final class Registry: @unchecked Sendable {
+    private let lock = NIOLock()
+    private var server: TransportServer?
+    private var early: [(Channel, HTTP2ConnectionHandler)] = []
+
+    func add(_ channel: Channel, _ handler: HTTP2ConnectionHandler) {
+        let server: TransportServer? = lock.withLock {
+            if self.server == nil { early.append((channel, handler)) }
+            return self.server
+        }
+        server?.track(channel, handler)
+    }
+
+    func attach(_ server: TransportServer) {
+        let pending: [(Channel, HTTP2ConnectionHandler)] = lock.withLock {
+            self.server = server
+            defer { early.removeAll() }
+            return early
+        }
+        for (channel, handler) in pending { server.track(channel, handler) }
+    }
+}
