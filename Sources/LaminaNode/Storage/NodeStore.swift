@@ -56,6 +56,11 @@ public final class NodeStore: Sendable {
         self.writer = StorageWriter(pool: pool, capacity: configuration.writeQueueCapacity, maxBatchSize: configuration.maxBatchSize)
     }
 
+    deinit {
+        // A store dropped without `close()` still commits what was queued and stops its thread.
+        writer.shutdown()
+    }
+
     /// Counters of the group-commit writer.
     public var writerStatistics: StorageWriterStatistics { writer.statistics }
 
@@ -96,7 +101,11 @@ public final class NodeStore: Sendable {
     }
 
     /// Stops taking writes, commits everything queued, stops the writer and closes the database.
+    /// Must not be called from a write's completion (the writer thread); that is refused.
     public func close() throws(StorageError) {
+        guard !writer.isWriterThread else {
+            throw StorageError(.invalidArgument, "close() was called on the writer thread (from a write's completion); call it elsewhere")
+        }
         writer.shutdown()
         do {
             try pool.close()
