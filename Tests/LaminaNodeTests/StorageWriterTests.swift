@@ -104,6 +104,20 @@ import Testing
         }
     }
 
+    @Test func callbackReadsSeeCommittedWrites() async throws {
+        try await withTemporaryStore { store, _ in
+            try await store.write { tx in try tx.setSetting("seen", [3]) }
+            let got = LockedBox<[UInt8]?>(nil)
+            let done = Signal()
+            store.read({ r in try r.setting("seen") }, completion: { result in
+                got.set(try? result.get() ?? nil)
+                done.fire()
+            })
+            await done.wait()
+            #expect(got.get() == [3])
+        }
+    }
+
     @Test func aFailingCommandRollsBackAloneWithinItsGroup() async throws {
         try await withTemporaryStore { store, _ in
             let gate = WriterGate()

@@ -100,6 +100,28 @@ public final class NodeStore: Sendable {
         }
     }
 
+    /// Reads the last committed state on one of the concurrent readers and calls `completion`
+    /// on that reader's queue. For callers on event loops that must not suspend.
+    public func read<T: Sendable>(
+        _ body: @escaping @Sendable (StorageReader) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        pool.asyncRead { result in
+            switch result {
+            case .success(let db):
+                do {
+                    completion(.success(try body(StorageReader(db: db))))
+                } catch let error as DatabaseError {
+                    completion(.failure(StorageError.wrapping(error)))
+                } catch {
+                    completion(.failure(error))
+                }
+            case .failure(let error):
+                completion(.failure(StorageError.wrapping(error)))
+            }
+        }
+    }
+
     /// Stops taking writes, commits everything queued, stops the writer and closes the database.
     /// Must not be called from a write's completion (the writer thread); that is refused.
     public func close() throws(StorageError) {
