@@ -124,6 +124,32 @@ import Testing
         }
     }
 
+    @Test(arguments: [true, false])
+    func aConcurrentDistinctConversationFromAPeerIsMergedEitherWay(incomingWins: Bool) async throws {
+        try await withTemporaryStore { store, _ in
+            let local = try conversation(alice, [bob])
+            let incoming = try conversation(bob, [alice], metadata: ["from": .string("peer")])
+            let survivor = incomingWins ? incoming.id : local.id
+            let loser = incomingWins ? local.id : incoming.id
+            try await store.write { tx in
+                _ = try tx.createConversation(local, hlc: hlc(1), origin: nodeA)
+                try tx.appendMessage(try textMessage("local", in: local.id, from: alice, at: hlc(5)), hlc: hlc(5), origin: nodeA)
+            }
+            let merged = try await store.write { tx in
+                try tx.insertConcurrentDistinct(incoming, hlc: hlc(2, 0, nodeB), origin: nodeB, survivor: survivor)
+            }
+            #expect(merged.conversation.id == survivor)
+            #expect(merged.isLive && merged.conversation.isDistinct)
+            #expect(merged.conversation.metadata == ["from": .string("peer")])
+            #expect(try await store.read { r in try r.conversation(loser) }?.mergedInto == survivor)
+            #expect(try await store.read { r in try r.distinctConversation(participants: [alice, bob]) }?.conversation.id == survivor)
+            #expect(try await store.read { r in try r.history(of: survivor, for: bob, .last(10)) }.count == 1)
+            #expect(try await store.read { r in try r.conversations(of: alice) }.map(\.conversation.id) == [survivor])
+            let stranger = try conversation(alice, [carol])
+            #expect(await storageErrorCode { _ = try await store.write { tx in try tx.insertConcurrentDistinct(stranger, hlc: hlc(3), origin: nodeB, survivor: stranger.id) } } == .notFound)
+        }
+    }
+
     @Test func metadataIsLastWriterWinsPerKeyInAnyArrivalOrder() async throws {
         try await withTemporaryStore { store, _ in
             let title = try MetadataKeyPath(parsing: "title")

@@ -26,6 +26,26 @@ import Testing
         }
     }
 
+    @Test func replicatedTablesCarryOriginAndHLCAndReopeningMigratesNothing() async throws {
+        let (path, cleanup) = temporaryDatabasePath()
+        defer { cleanup() }
+        let store = try NodeStore(path: path)
+        let columns = try await store.pool.read { db in
+            try ["conversations", "membership_ops", "messages", "metadata_entries"].map { table in
+                (table, Set(try db.columns(in: table).map(\.name)))
+            }
+        }
+        for (table, names) in columns {
+            #expect(names.isSuperset(of: ["origin_node", "hlc_physical", "hlc_logical", "hlc_node"]), "\(table) lacks replication columns")
+        }
+        try store.close()
+        let reopened = try NodeStore(path: path)
+        let applied = try await reopened.pool.read { db in try StorageSchema.migrator.appliedMigrations(db) }
+        #expect(applied == StorageSchema.migrationNames)
+        #expect(try reopened.writerPragmas()["synchronous"] == "2")
+        try reopened.close()
+    }
+
     @Test func groupCommitPutsQueuedCommandsIntoFewTransactions() async throws {
         try await withTemporaryStore(StorageConfiguration(writeQueueCapacity: 2_000, maxBatchSize: 512)) { store, _ in
             let gate = WriterGate()
@@ -81,6 +101,20 @@ import Testing
             let value = try await fresh.read { db in try Data.fetchOne(db, sql: "SELECT value FROM node_settings WHERE key = 'after-await'") }
             #expect(value == Data([7]))
             try fresh.close()
+        }
+    }
+
+    @Test func callbackReadsSeeCommittedWrites() async throws {
+        try await withTemporaryStore { store, _ in
+            try await store.write { tx in try tx.setSetting("seen", [3]) }
+            let got = LockedBox<[UInt8]?>(nil)
+            let done = Signal()
+            store.read({ r in try r.setting("seen") }, completion: { result in
+                got.set(try? result.get() ?? nil)
+                done.fire()
+            })
+            await done.wait()
+            #expect(got.get() == [3])
         }
     }
 

@@ -56,6 +56,11 @@ public final class NodeStore: Sendable {
         self.writer = StorageWriter(pool: pool, capacity: configuration.writeQueueCapacity, maxBatchSize: configuration.maxBatchSize)
     }
 
+    deinit {
+        // A store dropped without `close()` still commits what was queued and stops its thread.
+        writer.shutdown()
+    }
+
     /// Counters of the group-commit writer.
     public var writerStatistics: StorageWriterStatistics { writer.statistics }
 
@@ -95,8 +100,34 @@ public final class NodeStore: Sendable {
         }
     }
 
+    /// Reads the last committed state on one of the concurrent readers and calls `completion`
+    /// on that reader's queue. For callers on event loops that must not suspend.
+    public func read<T: Sendable>(
+        _ body: @escaping @Sendable (StorageReader) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        pool.asyncRead { result in
+            switch result {
+            case .success(let db):
+                do {
+                    completion(.success(try body(StorageReader(db: db))))
+                } catch let error as DatabaseError {
+                    completion(.failure(StorageError.wrapping(error)))
+                } catch {
+                    completion(.failure(error))
+                }
+            case .failure(let error):
+                completion(.failure(StorageError.wrapping(error)))
+            }
+        }
+    }
+
     /// Stops taking writes, commits everything queued, stops the writer and closes the database.
+    /// Must not be called from a write's completion (the writer thread); that is refused.
     public func close() throws(StorageError) {
+        guard !writer.isWriterThread else {
+            throw StorageError(.invalidArgument, "close() was called on the writer thread (from a write's completion); call it elsewhere")
+        }
         writer.shutdown()
         do {
             try pool.close()

@@ -40,6 +40,38 @@ extension StorageTransaction {
         if conversation.isDistinct, let existing = try read.distinctConversation(participants: conversation.participants) {
             return ConversationCreation(conversation: existing, created: false)
         }
+        try insert(conversation, distinct: conversation.isDistinct, hlc: hlc, origin: origin)
+        guard let stored = try read.conversation(conversation.id) else {
+            throw StorageError(.corrupt, "conversation \(conversation.id) vanished after insert")
+        }
+        return ConversationCreation(conversation: stored, created: true)
+    }
+
+    /// Stores a distinct conversation that another node created concurrently with the live
+    /// local distinct conversation of the same participant set, and applies the merge decided
+    /// by the merge rules: the loser (`incoming` or the local one) is retired into `survivor`.
+    /// Returns the survivor.
+    public func insertConcurrentDistinct(_ incoming: Conversation, hlc: HLCTimestamp, origin: NodeID, survivor: ConversationID) throws(StorageError) -> StoredConversation {
+        do { try incoming.validate() } catch { throw error.storageError }
+        guard incoming.isDistinct else { throw StorageError(.invalidArgument, "conversation \(incoming.id) is not distinct") }
+        guard try read.conversation(incoming.id) == nil else { throw StorageError(.alreadyExists, "conversation \(incoming.id) exists") }
+        guard let local = try read.distinctConversation(participants: incoming.participants) else {
+            throw StorageError(.notFound, "no live distinct conversation with the participants of \(incoming.id); create it instead")
+        }
+        let localID = local.conversation.id
+        guard survivor == incoming.id || survivor == localID else {
+            throw StorageError(.invalidArgument, "the survivor must be \(incoming.id) or \(localID)")
+        }
+        // Inserted as non-distinct so the unique distinct index holds while both are live.
+        try insert(incoming, distinct: false, hlc: hlc, origin: origin)
+        try retireConversation(survivor == localID ? incoming.id : localID, mergedInto: survivor)
+        try db.run("UPDATE conversations SET is_distinct = 1 WHERE id = ?", [Columns.blob(incoming.id.uuid)])
+        guard let stored = try read.conversation(survivor) else { throw StorageError(.corrupt, "survivor \(survivor) vanished") }
+        return stored
+    }
+
+    /// Inserts a conversation row with its creation membership and initial metadata.
+    private func insert(_ conversation: Conversation, distinct: Bool, hlc: HLCTimestamp, origin: NodeID) throws(StorageError) {
         let (p, l, n) = try Columns.hlc(hlc)
         let id = Columns.blob(conversation.id.uuid)
         try db.run(
@@ -48,7 +80,7 @@ extension StorageTransaction {
                 created_at, origin_node, hlc_physical, hlc_logical, hlc_node)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [id, conversation.creator.rawValue, conversation.isDistinct, Self.participantSetKey(conversation.participants),
+            [id, conversation.creator.rawValue, distinct, Self.participantSetKey(conversation.participants),
              conversation.deliveryReceiptsEnabled, conversation.createdAt.millisecondsSince1970, Columns.node(origin), p, l, n]
         )
         for user in conversation.participants.sorted() {
@@ -59,10 +91,6 @@ extension StorageTransaction {
             do { path = try MetadataKeyPath([key]) } catch { throw error.storageError }
             _ = try setMetadata(value, at: path, in: conversation.id, hlc: hlc, origin: origin)
         }
-        guard let stored = try read.conversation(conversation.id) else {
-            throw StorageError(.corrupt, "conversation \(conversation.id) vanished after insert")
-        }
-        return ConversationCreation(conversation: stored, created: true)
     }
 
     /// Applies one membership operation. The current state of each participant is the

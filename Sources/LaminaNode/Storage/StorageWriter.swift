@@ -39,6 +39,7 @@ final class StorageWriter: @unchecked Sendable {
     private var accepting = true
     private var finished = false
     private var stats = StorageWriterStatistics(transactions: 0, committedCommands: 0, failedCommands: 0, refusedCommands: 0, largestBatch: 0)
+    private var thread: Thread?
 
     init(pool: DatabasePool, capacity: Int, maxBatchSize: Int) {
         self.pool = pool
@@ -46,6 +47,7 @@ final class StorageWriter: @unchecked Sendable {
         self.maxBatchSize = maxBatchSize
         let thread = Thread { [self] in self.run() }
         thread.name = "lamina.storage.writer"
+        self.thread = thread
         thread.start()
     }
 
@@ -68,12 +70,22 @@ final class StorageWriter: @unchecked Sendable {
         condition.signal()
     }
 
-    /// Stops taking commands, lets the writer finish every queued one, and waits for it.
+    /// Whether the caller runs on the writer thread (inside a command or a completion).
+    var isWriterThread: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return Thread.current === thread
+    }
+
+    /// Stops taking commands and lets the writer finish every queued one. Waits for it unless
+    /// called on the writer thread itself (from a completion), where waiting would deadlock.
     func shutdown() {
         condition.lock()
         accepting = false
         condition.broadcast()
-        while !finished { condition.wait() }
+        if Thread.current !== thread {
+            while !finished { condition.wait() }
+        }
         condition.unlock()
     }
 
