@@ -85,9 +85,8 @@ extension Frame {
     /// On error `buffer` is left as it was.
     public func encode(into buffer: inout ByteBuffer) throws(WireError) {
         let start = buffer.writerIndex
-        buffer.writeInteger(0, as: UInt32.self)  // length, patched below
-        buffer.writeInteger(type.rawValue, as: UInt16.self)
-        buffer.writeInteger(0, as: UInt16.self)  // flags: none defined for version-1 types
+        // Length (patched below), type, flags (none for version-1 types), in one write.
+        buffer.writeInteger(UInt64(type.rawValue) << 16, as: UInt64.self)
         do {
             try encodePayload(into: &buffer)
         } catch {
@@ -135,11 +134,18 @@ extension Frame {
     /// Decodes the payload at `offset` (from the reader index) of `buffer`, whose `length`
     /// bytes are known to be readable, straight from the buffer's storage.
     static func decodePayload(_ type: FrameType, in buffer: ByteBuffer, offset: Int, length: Int, _ limits: WireLimits) throws(WireError) -> Frame {
-        let result: Result<Frame, WireError> = buffer.withUnsafeReadableBytes { raw in
-            var reader = PayloadReader(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset &+ length)]))
-            return Result { () throws(WireError) -> Frame in try decodePayload(type, from: &reader, limits) }
+        // `withUnsafeReadableBytes` rethrows untyped errors: the only error the closure can
+        // throw is a `WireError` (boxed on the error path only, never on success).
+        do {
+            return try buffer.withUnsafeReadableBytes { raw in
+                var reader = PayloadReader(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset &+ length)]))
+                return try decodePayload(type, from: &reader, limits)
+            }
+        } catch let error as WireError {
+            throw error
+        } catch {
+            throw WireError(.internalError, "unexpected error \(error)")
         }
-        return try result.get()
     }
 
     func encodePayload(into b: inout ByteBuffer) throws(WireError) {
