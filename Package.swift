@@ -77,7 +77,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]
+            ],
+            exclude: ["README.md"]
         ),
         // Load generator and measurements (codec benchmark first).
         .executableTarget(

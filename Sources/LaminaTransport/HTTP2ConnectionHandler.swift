@@ -22,7 +22,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private(set) var session: NGHTTP2Session?
     private var context: ChannelHandlerContext?
     private(set) var tlsInfo: TLSConnectionInfo?
-    private var streams: [Int32: TransportStream] = [:]
+    private var streams = StreamTable()
+    private var remoteAddress: SocketAddress?
     private var deliveryQueue: [TransportStream] = []
     private var delivering = false
     private var completedWrites: [EventLoopPromise<Void>] = []
@@ -69,6 +70,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let handshake = event as? TLSHandshakeCompleted {
             tlsInfo = handshake.info
+            remoteAddress = context.channel.remoteAddress
             do {
                 session = try NGHTTP2Session(
                     role: isServer ? .server : .client, owner: self, settings: settings)
@@ -128,9 +130,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         drainTimer?.cancel()
         readyPromise.fail(error)
         goAwayPromise.fail(error)
-        let open = streams
-        streams.removeAll()
-        for (_, stream) in open {
+        let open = streams.removeAll()
+        for stream in open {
             markClosed(stream, code: UInt32(NGHTTP2_INTERNAL_ERROR.rawValue), error: error)
         }
         deliverPending()
@@ -163,9 +164,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         if isServer, frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST, let context {
             let stream = TransportStream(
                 id: hd.stream_id, connection: self, eventLoop: context.eventLoop, isServerSide: true,
-                requestHeaders: HeaderFields(), tlsInfo: tlsInfo, remoteAddress: context.channel.remoteAddress)
+                requestHeaders: HeaderFields(), tlsInfo: tlsInfo, remoteAddress: remoteAddress)
             stream.pendingHeaders.reserveCapacity(8)
-            streams[hd.stream_id] = stream
+            streams.insert(stream, id: hd.stream_id)
         }
         return 0
     }
@@ -256,7 +257,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func onStreamClose(streamID: Int32, errorCode: UInt32) -> Int32 {
-        guard let stream = streams.removeValue(forKey: streamID) else { return 0 }
+        guard let stream = streams.remove(streamID) else { return 0 }
         var error: TransportError? = nil
         if errorCode != NGHTTP2_NO_ERROR.rawValue {
             error = TransportError(
@@ -495,7 +496,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         for field in headers where !field.name.hasPrefix(":") { all.append(field.name, field.value) }
         let stream = TransportStream(
             id: 0, connection: self, eventLoop: context.eventLoop, isServerSide: false, requestHeaders: all,
-            tlsInfo: tlsInfo, remoteAddress: context.channel.remoteAddress)
+            tlsInfo: tlsInfo, remoteAddress: remoteAddress)
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: nghttp2DataRead)
         let id = withNameValueArray(all) { nva, count in
             endStream
@@ -509,7 +510,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         }
         stream.id = id
         stream.outboundFinished = endStream
-        streams[id] = stream
+        streams.insert(stream, id: id)
         scheduleFlush()
         return stream
     }

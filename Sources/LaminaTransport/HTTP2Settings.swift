@@ -8,7 +8,9 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// SETTINGS_INITIAL_WINDOW_SIZE: the most inbound bytes one stream may have buffered
     /// and not yet taken by the layer above (the backpressure bound per stream).
     public var initialStreamWindow: Int32 = 256 * 1024
-    /// The connection-level receive window (all streams together).
+    /// The connection-level receive window (all streams together). It reopens as bytes
+    /// arrive; only the stream windows wait for the layer above, so one stalled stream
+    /// never blocks the others.
     public var connectionWindow: Int32 = 1024 * 1024
     /// SETTINGS_MAX_HEADER_LIST_SIZE: a request or response whose header list is larger
     /// (RFC 9113 §6.5.2 counting) resets the stream.

@@ -64,12 +64,5 @@ import Testing
             guard let error = error as? TransportError else { return false }
             return error.code == .tlsHandshake && error.reason.contains("certificate verify failed")
         }
-        // Right CA, wrong host name.
-        await #expect {
-            _ = try await TransportConnection.connect(
-                to: "https://127.0.0.2:\(port)", tls: Fixtures.clientTLS, group: Fixtures.group)
-        } throws: { error in
-            (error as? TransportError)?.code == .tlsHandshake || (error as? TransportError) == nil
-        }
     }
 }

@@ -220,7 +220,7 @@ extension ByteBuffer {
         var words = [UInt64](repeating: 0, count: (count + 7) / 8)
         for index in words.indices { words[index] = generator.next() }
         var buffer = ByteBuffer()
-        words.withUnsafeBytes { buffer.writeBytes($0.prefix(count)) }
+        _ = words.withUnsafeBytes { buffer.writeBytes($0.prefix(count)) }
         return buffer
     }
 }

@@ -22,6 +22,21 @@ struct TransportCompareCommand: ParsableCommand {
         var requestsPerSecond: Double
         var succeeded: Int
         var total: Int
+        /// Server CPU time (user + system) spent during the run, seconds.
+        var serverCPU: Double = 0
+        /// Requests per server CPU-second: robust when other processes compete for the cores.
+        var requestsPerCPUSecond: Double { serverCPU > 0 ? Double(succeeded) / serverCPU : 0 }
+    }
+
+    /// utime + stime of `pid` in seconds, from /proc/<pid>/stat.
+    static func cpuSeconds(_ pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3; utime and stime are fields 14 and 15.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     func run() throws {
@@ -35,6 +50,8 @@ struct TransportCompareCommand: ParsableCommand {
 
         var persistent: [(Double, Double)] = []
         var connections: [(Double, Double)] = []
+        var persistentCPU: [(Double, Double)] = []
+        var connectionsCPU: [(Double, Double)] = []
         for round in 1...rounds {
             let laminaPort = BenchSupport.freePort()
             let lamina = try BenchSupport.start(
@@ -51,18 +68,22 @@ struct TransportCompareCommand: ParsableCommand {
             _ = try h2load(port: laminaPort, n: 20_000, c: clients, m: streams)
             _ = try h2load(port: nghttpdPort, n: 20_000, c: clients, m: streams)
 
-            let lp = try h2load(port: laminaPort, n: requests, c: clients, m: streams)
-            let np = try h2load(port: nghttpdPort, n: requests, c: clients, m: streams)
+            let lp = try h2load(port: laminaPort, n: requests, c: clients, m: streams, server: lamina.processIdentifier)
+            let np = try h2load(port: nghttpdPort, n: requests, c: clients, m: streams, server: nghttpd.processIdentifier)
             persistent.append((lp.requestsPerSecond, np.requestsPerSecond))
-            print(String(format: "round %d persistent: lamina %.0f req/s (%d/%d ok), nghttpd %.0f req/s (%d/%d ok), ratio %.2f",
-                         round, lp.requestsPerSecond, lp.succeeded, lp.total, np.requestsPerSecond, np.succeeded, np.total,
-                         lp.requestsPerSecond / np.requestsPerSecond))
-            let lh = try h2load(port: laminaPort, n: handshakes, c: handshakes, m: 1)
-            let nh = try h2load(port: nghttpdPort, n: handshakes, c: handshakes, m: 1)
+            persistentCPU.append((lp.requestsPerCPUSecond, np.requestsPerCPUSecond))
+            print(String(format: "round %d persistent: lamina %.0f req/s (%d/%d ok, %.0f req/CPU-s), nghttpd %.0f req/s (%d/%d ok, %.0f req/CPU-s), ratio %.2f (per CPU-s %.2f)",
+                         round, lp.requestsPerSecond, lp.succeeded, lp.total, lp.requestsPerCPUSecond,
+                         np.requestsPerSecond, np.succeeded, np.total, np.requestsPerCPUSecond,
+                         lp.requestsPerSecond / np.requestsPerSecond, lp.requestsPerCPUSecond / np.requestsPerCPUSecond))
+            let lh = try h2load(port: laminaPort, n: handshakes, c: handshakes, m: 1, server: lamina.processIdentifier)
+            let nh = try h2load(port: nghttpdPort, n: handshakes, c: handshakes, m: 1, server: nghttpd.processIdentifier)
             connections.append((lh.requestsPerSecond, nh.requestsPerSecond))
-            print(String(format: "round %d new TLS 1.3 connections + 1 request: lamina %.0f /s (%d/%d ok), nghttpd %.0f /s (%d/%d ok), ratio %.2f",
-                         round, lh.requestsPerSecond, lh.succeeded, lh.total, nh.requestsPerSecond, nh.succeeded, nh.total,
-                         lh.requestsPerSecond / nh.requestsPerSecond))
+            connectionsCPU.append((lh.requestsPerCPUSecond, nh.requestsPerCPUSecond))
+            print(String(format: "round %d new TLS 1.3 connections + 1 request: lamina %.0f /s (%d/%d ok, %.0f /CPU-s), nghttpd %.0f /s (%d/%d ok, %.0f /CPU-s), ratio %.2f (per CPU-s %.2f)",
+                         round, lh.requestsPerSecond, lh.succeeded, lh.total, lh.requestsPerCPUSecond,
+                         nh.requestsPerSecond, nh.succeeded, nh.total, nh.requestsPerCPUSecond,
+                         lh.requestsPerSecond / nh.requestsPerSecond, lh.requestsPerCPUSecond / nh.requestsPerCPUSecond))
             fflush(nil)
         }
         func summary(_ name: String, _ pairs: [(Double, Double)]) {
@@ -72,10 +93,13 @@ struct TransportCompareCommand: ParsableCommand {
                          ratios.min() ?? 0, ratios.max() ?? 0, ratios.count))
         }
         summary("persistent requests/s", persistent)
+        summary("persistent requests per server CPU-second", persistentCPU)
         summary("new connections/s", connections)
+        summary("new connections per server CPU-second", connectionsCPU)
     }
 
-    private func h2load(port: Int, n: Int, c: Int, m: Int) throws -> H2LoadResult {
+    private func h2load(port: Int, n: Int, c: Int, m: Int, server: Int32? = nil) throws -> H2LoadResult {
+        let cpuBefore = server.map(Self.cpuSeconds) ?? 0
         let output = try BenchSupport.run(
             "h2load", ["-n", String(n), "-c", String(c), "-m", String(m), "-t", "1", "https://127.0.0.1:\(port)/b"])
         // "finished in 1.23s, 162601.63 req/s, 5.12MB/s"
@@ -85,8 +109,9 @@ struct TransportCompareCommand: ParsableCommand {
         else { throw ValidationError("unexpected h2load output:\n\(output)") }
         let rate = finished.split(separator: ",")[1].trimmingCharacters(in: .whitespaces).split(separator: " ")[0]
         let numbers = requestsLine.split(separator: " ").compactMap { Int($0) }
+        let cpuAfter = server.map(Self.cpuSeconds) ?? 0
         return H2LoadResult(
             requestsPerSecond: Double(rate) ?? 0, succeeded: numbers.count > 3 ? numbers[3] : 0,
-            total: numbers.first ?? 0)
+            total: numbers.first ?? 0, serverCPU: cpuAfter - cpuBefore)
     }
 }
