@@ -1,0 +1,213 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+import Testing
+@testable import LaminaClient
+
+@Suite struct SyncSessionTests {
+    @Test func offlineSendsAreQueuedThenSentOnceAndInOrder() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            await node.setReachable(false)
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            try await a.connect()
+            let withBob = try a.client.newConversation(participants: [bob])
+            let withCarol = try a.client.newConversation(participants: [carol], options: ConversationOptions(isDistinct: false))
+            var sent: [MessageID] = []
+            for i in 0..<6 {
+                let m = try a.client.send(try a.text("m\(i)"), in: i.isMultiple(of: 2) ? withBob.id : withCarol.id)
+                sent.append(m.id)
+                #expect(m.message.isSent == false)
+            }
+            // Two creations and six sends wait in the outbox, in order.
+            let kinds = try a.client.store.outboxEntries().map(\.kind)
+            #expect(kinds == ["conversation.create", "message.send", "conversation.create"] + Array(repeating: "message.send", count: 5))
+            #expect(try a.client.conversation(withBob.id)?.isSynced == false)
+            await node.setReachable(true)
+            try await node.waitFor("six messages") { $0.appliedMessages.count == 6 }
+            let ids = sent
+            try await eventually(a.client, "all sent") { try ids.allSatisfy { try a.client.isSent($0) } }
+            let snapshot = await node.snapshot
+            #expect(snapshot.appliedMessages == sent)
+            #expect(snapshot.sendAttempts == sent)
+            #expect(try a.client.conversation(withBob.id)?.isSynced == true)
+            #expect(a.delays.count >= 1)  // it backed off while the node was down
+            await a.client.disconnect()
+        }
+    }
+
+    @Test func anAckSetsIsSentWithTheNodesPositionAndSentAt() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            try await a.connect()
+            try await node.waitFor("live") { $0.liveSessions == 1 }
+            let c = try a.client.newConversation(participants: [bob])
+            let m = try a.client.send(try a.text("hello"), in: c.id)
+            try await eventually(a.client, "sent") { try a.client.isSent(m.id) }
+            let stored = try #require(try a.client.message(m.id))
+            #expect(stored.message.position != nil)
+            #expect(stored.message.sentAt != nil)
+            #expect(stored.message.recipientStatus[bob] == .sent)
+            #expect(try a.client.store.outboxEntries().filter { $0.kind == "message.send" }.isEmpty)
+            await a.client.disconnect()
+        }
+    }
+
+    @Test func aStreamDroppedBeforeTheAckResendsTheSameIDsWithoutDuplicates() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            let c = try a.client.newConversation(participants: [bob])
+            let drafts = try (0..<3).map { try a.text("m\($0)") }
+            await node.setDropBeforeAck(drafts[1].id)
+            for d in drafts { try a.client.send(d, in: c.id) }
+            try await a.connect()
+            try await eventually(a.client, "all sent") { try drafts.allSatisfy { try a.client.isSent($0.id) } }
+            let snapshot = await node.snapshot
+            #expect(snapshot.appliedMessages == drafts.map(\.id))  // each applied once, in order
+            #expect(snapshot.sendAttempts.filter { $0 == drafts[1].id }.count == 2)  // retried under the same id
+            #expect(snapshot.connections >= 2)
+            #expect(try a.client.messages(in: c.id).count == 3)
+            await a.client.disconnect()
+        }
+    }
+
+    @Test func twoDevicesOfOneUserStayInStep() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a1 = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a1"))
+            let a2 = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a2"))
+            let b = try TestDevice(user: bob, node: node, directory: try deviceDirectory(root, "b"))
+            for d in [a1, a2, b] { try await d.connect() }
+            try await node.waitFor("three live sessions") { $0.liveSessions == 3 }
+            let c = try a1.client.newConversation(participants: [bob])
+            let mine = try a1.client.send(try a1.text("from device 1"), in: c.id)
+            // The other device of alice gets the conversation and alice's message, as sent and read.
+            try await eventually(a2.client, "a2 has the message") { try a2.client.message(mine.id)?.message.isSent == true }
+            #expect(try a2.client.conversation(c.id)?.conversation.participants == [alice, bob])
+            #expect(try a2.client.message(mine.id)?.isUnread == false)
+            // Bob answers; both of alice's devices get it unread, one reads it, the other follows.
+            try await eventually(b.client, "bob has it") { try b.client.message(mine.id) != nil }
+            let reply = try b.client.send(try b.text("hi alice"), in: c.id)
+            try await eventually(a1.client, "a1 has the reply") { try a1.client.message(reply.id) != nil }
+            try await eventually(a2.client, "a2 has the reply") { try a2.client.message(reply.id)?.isUnread == true }
+            try a1.client.markAsRead(reply.id)
+            try await eventually(a2.client, "a2 sees it read") { try a2.client.message(reply.id)?.isUnread == false }
+            try await eventually(b.client, "bob sees alice read it") { try b.client.message(reply.id)?.message.recipientStatus[alice] == .read }
+            #expect(try a1.client.conversation(c.id)?.unreadMessageCount == 0)
+            #expect(try a2.client.conversation(c.id)?.unreadMessageCount == 0)
+            for d in [a1, a2, b] { await d.client.disconnect() }
+        }
+    }
+
+    @Test func deliveryReceiptsReachTheSender() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            let b = try TestDevice(user: bob, node: node, directory: try deviceDirectory(root, "b"))
+            for d in [a, b] { try await d.connect() }
+            let c = try a.client.newConversation(participants: [bob])
+            let m = try a.client.send(try a.text("receipt please"), in: c.id)
+            try await eventually(a.client, "bob's status delivered") { try a.client.message(m.id)?.message.recipientStatus[bob] == .delivered }
+            let receipts = await node.snapshot.receipts
+            #expect(receipts.map(\.conversationID) == [c.id])
+            for d in [a, b] { await d.client.disconnect() }
+        }
+    }
+
+    @Test func authenticationAsksForATokenOnceThenResumesAndAsksAgainWhenTheSessionExpires() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            try await a.connect()
+            try await node.waitFor("live") { $0.liveSessions == 1 }
+            #expect(a.tokenRequests.all == ["nonce-1"])
+            #expect(a.client.authenticatedUser?.userID == alice)
+            #expect(try a.client.store.sessionToken() != nil)
+            // A dropped stream resumes with the session token: no new identity token.
+            await node.dropAll()
+            try await node.waitFor("resumed") { $0.resumes == 1 && $0.liveSessions == 1 }
+            #expect(a.tokenRequests.count == 1)
+            // The node ends the session: the app is asked for a new identity token.
+            await node.expireSessions()
+            try await node.waitFor("re-authenticated") { $0.tokensAccepted == 2 && $0.liveSessions == 1 }
+            #expect(a.tokenRequests.count == 2)
+            // And the session works.
+            let c = try a.client.newConversation(participants: [bob])
+            let m = try a.client.send(try a.text("after expiry"), in: c.id)
+            try await eventually(a.client, "sent") { try a.client.isSent(m.id) }
+            await a.client.disconnect()
+        }
+    }
+
+    @Test func aRefusedIdentityTokenStopsTheEngineWithAnAuthenticationError() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"), badTokens: true)
+            try await a.connect()
+            let failure: ClientError? = try await withTimeout("the engine fails") { () async -> ClientError in
+                while true {
+                    for e in a.events.all { if case .failed(let error) = e { return error } }
+                    await Task.yield()
+                }
+            }
+            #expect(failure?.code == .authenticationFailed)
+            #expect(failure?.reason.hasPrefix("bad-signature") == true)
+            #expect(a.client.authenticatedUser == nil)
+        }
+    }
+
+    @Test func aRefusedCommandFailsWithTheNodesCodeAndATransientOneIsRetried() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            try await a.connect()
+            try await node.waitFor("live") { $0.liveSessions == 1 }
+            let c = try a.client.newConversation(participants: [bob])
+            await node.setRejectNextSend(.overloaded, retryAfter: 50)
+            let retried = try a.client.send(try a.text("retry me"), in: c.id)
+            try await eventually(a.client, "sent after retry") { try a.client.isSent(retried.id) }
+            #expect(a.delays.all.contains(.milliseconds(50)))
+            #expect(await node.snapshot.sendAttempts.filter { $0 == retried.id }.count == 2)
+            await node.setRejectNextSend(.notAParticipant)
+            let refused = try a.client.send(try a.text("refused"), in: c.id)
+            try await node.waitFor("refused send seen") { $0.sendAttempts.contains(refused.id) }
+            let failure = try await withTimeout("failure recorded") { () async throws -> OutboxFailure in
+                while true {
+                    if let f = try a.client.sendFailure(of: refused.id) { return f }
+                    await Task.yield()
+                }
+            }
+            #expect(failure.code == WireError.Code.notAParticipant.wireValue)
+            #expect(failure.reason == "rejected by the test")
+            #expect(try a.client.isSent(refused.id) == false)
+            await a.client.disconnect()
+        }
+    }
+
+    @Test func typingIndicatorsReachOtherParticipants() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            let b = try TestDevice(user: bob, node: node, directory: try deviceDirectory(root, "b"))
+            for d in [a, b] { try await d.connect() }
+            let c = try a.client.newConversation(participants: [bob])
+            let m = try a.client.send(try a.text("hi"), in: c.id)
+            try await eventually(b.client, "bob has it") { try b.client.message(m.id) != nil }
+            try await a.client.typing(.started, in: c.id)
+            try await a.client.typing(.finished, in: c.id)
+            try await node.waitFor("two indicators") { $0.typing.count >= 2 }
+            let seen = try await withTimeout("bob sees alice typing") { () async -> [TypingChanged] in
+                while true {
+                    let t = b.events.all.compactMap { e -> TypingChanged? in if case .typing(let t) = e { t } else { nil } }
+                    if t.count >= 2 { return t }
+                    await Task.yield()
+                }
+            }
+            #expect(seen.map(\.state) == [.started, .finished])
+            #expect(seen.allSatisfy { $0.user == alice && $0.conversationID == c.id })
+            for d in [a, b] { await d.client.disconnect() }
+        }
+    }
+}

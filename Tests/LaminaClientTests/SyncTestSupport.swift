@@ -1,0 +1,103 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+import Testing
+@testable import LaminaClient
+
+/// A thread-safe counter and log for closures the SDK calls.
+final class Recorder<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [Value] = []
+    func append(_ value: Value) { lock.withLock { items.append(value) } }
+    var all: [Value] { lock.withLock { items } }
+    var count: Int { lock.withLock { items.count } }
+}
+
+struct TimedOut: Error, CustomStringConvertible {
+    var what: String
+    var description: String { "timed out waiting for \(what)" }
+}
+
+/// Runs `body`, failing with `TimedOut` when it does not finish within `timeout`.
+func withTimeout<T: Sendable>(_ what: String, _ timeout: Duration = .seconds(20), _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            throw TimedOut(what: what)
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}
+
+/// Waits until `condition` holds, re-checking after every batch of object changes the
+/// client's store commits (no polling).
+func eventually(_ client: LaminaClient, _ what: String, timeout: Duration = .seconds(20), _ condition: @escaping @Sendable () throws -> Bool) async throws {
+    let stream = client.changes()
+    if try condition() { return }
+    try await withTimeout(what, timeout) {
+        for await _ in stream where try condition() { return }
+        throw TimedOut(what: "\(what) (the store closed)")
+    }
+}
+
+extension FakeNode {
+    func waitFor(_ what: String, timeout: Duration = .seconds(20), _ condition: @escaping @Sendable (NodeSnapshot) -> Bool) async throws {
+        try await withTimeout(what, timeout) { await self.waitUntil(condition) }
+    }
+}
+
+/// A client of `user` in its own data directory, on the fake node. Its reconnect sleeps
+/// wait for the node to be reachable (then take at most 2 ms of real time); `delays`
+/// records every delay the engine asked for.
+final class TestDevice: Sendable {
+    let client: LaminaClient
+    let node: FakeNode
+    let user: UserID
+    let tokenRequests = Recorder<String>()
+    let delays = Recorder<Duration>()
+    let events = Recorder<SyncEvent>()
+    let badTokens: Bool
+
+    init(user: UserID, node: FakeNode, directory: URL, badTokens: Bool = false) throws {
+        self.node = node
+        self.user = user
+        self.badTokens = badTokens
+        let delays = self.delays
+        let environment = SyncEnvironment(
+            now: { Timestamp.now() },
+            sleep: { d in
+                delays.append(d)
+                await node.waitUntilReachable()
+                try await Task.sleep(for: min(d, .milliseconds(2)))
+            },
+            random: { 0.5 })
+        let config = LaminaConfiguration(nodeURL: URL(string: "https://node.test:7443")!, trust: .pinnedCertificate(directory.appendingPathComponent("node.pem")),
+                                         dataDirectory: directory)
+        client = try LaminaClient(configuration: config, user: user, environment: environment)
+    }
+
+    func connect() async throws {
+        let node = self.node, user = self.user, tokens = tokenRequests, bad = badTokens
+        try await client.connect(using: { () throws(ClientError) in try await node.connect() }, identityToken: { nonce in
+            tokens.append(nonce)
+            return bad ? "\(user)|forged" : "\(user)|\(nonce)"
+        })
+        let events = self.events, stream = client.syncEvents
+        Task { for await e in stream { events.append(e) } }
+    }
+
+    func text(_ s: String) throws -> MessageDraft { try client.newMessage(parts: [.with(text: s)]) }
+}
+
+/// Fresh directories for the devices of a test, removed afterwards.
+func withDevices<T>(_ body: (URL) async throws -> T) async throws -> T {
+    try await withTemporaryDirectory { dir in try await body(dir) }
+}
+
+func deviceDirectory(_ root: URL, _ name: String) throws -> URL {
+    let dir = root.appendingPathComponent(name, isDirectory: true)
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    return dir
+}
