@@ -23,6 +23,10 @@ import Testing
             let kinds = try a.client.store.outboxEntries().map(\.kind)
             #expect(kinds == ["conversation.create", "message.send", "conversation.create"] + Array(repeating: "message.send", count: 5))
             #expect(try a.client.conversation(withBob.id)?.isSynced == false)
+            // The engine finds the node down and backs off.
+            try await a.events.waitFor("a reconnect delay") { $0.contains { if case .reconnecting = $0 { true } else { false } } }
+            #expect(a.delays.count >= 1)
+            #expect(await node.snapshot.sendAttempts.isEmpty)
             await node.setReachable(true)
             try await node.waitFor("six messages") { $0.appliedMessages.count == 6 }
             let ids = sent
@@ -31,7 +35,6 @@ import Testing
             #expect(snapshot.appliedMessages == sent)
             #expect(snapshot.sendAttempts == sent)
             #expect(try a.client.conversation(withBob.id)?.isSynced == true)
-            #expect(a.delays.count >= 1)  // it backed off while the node was down
             await a.client.disconnect()
         }
     }
@@ -146,12 +149,8 @@ import Testing
             let node = FakeNode()
             let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"), badTokens: true)
             try await a.connect()
-            let failure: ClientError? = try await withTimeout("the engine fails") { () async -> ClientError in
-                while true {
-                    for e in a.events.all { if case .failed(let error) = e { return error } }
-                    await Task.yield()
-                }
-            }
+            try await a.events.waitFor("the engine fails") { $0.contains { if case .failed = $0 { true } else { false } } }
+            let failure = a.events.all.compactMap { e -> ClientError? in if case .failed(let error) = e { error } else { nil } }.first
             #expect(failure?.code == .authenticationFailed)
             #expect(failure?.reason.hasPrefix("bad-signature") == true)
             #expect(a.client.authenticatedUser == nil)
@@ -173,12 +172,9 @@ import Testing
             await node.setRejectNextSend(.notAParticipant)
             let refused = try a.client.send(try a.text("refused"), in: c.id)
             try await node.waitFor("refused send seen") { $0.sendAttempts.contains(refused.id) }
-            let failure = try await withTimeout("failure recorded") { () async throws -> OutboxFailure in
-                while true {
-                    if let f = try a.client.sendFailure(of: refused.id) { return f }
-                    await Task.yield()
-                }
-            }
+            try await a.events.waitFor("the failure") { $0.contains { if case .commandFailed(let f) = $0 { f.id == refused.id.uuid } else { false } } }
+            let failure = try #require(try a.client.sendFailure(of: refused.id))
+            #expect(failure.kind == OutboxCommandKind.sendMessage.rawValue)
             #expect(failure.code == WireError.Code.notAParticipant.wireValue)
             #expect(failure.reason == "rejected by the test")
             #expect(try a.client.isSent(refused.id) == false)
@@ -198,13 +194,9 @@ import Testing
             try await a.client.typing(.started, in: c.id)
             try await a.client.typing(.finished, in: c.id)
             try await node.waitFor("two indicators") { $0.typing.count >= 2 }
-            let seen = try await withTimeout("bob sees alice typing") { () async -> [TypingChanged] in
-                while true {
-                    let t = b.events.all.compactMap { e -> TypingChanged? in if case .typing(let t) = e { t } else { nil } }
-                    if t.count >= 2 { return t }
-                    await Task.yield()
-                }
-            }
+            let typingOf = { @Sendable (events: [SyncEvent]) -> [TypingChanged] in events.compactMap { e in if case .typing(let t) = e { t } else { nil } } }
+            try await b.events.waitFor("bob sees alice typing") { typingOf($0).count >= 2 }
+            let seen = typingOf(b.events.all)
             #expect(seen.map(\.state) == [.started, .finished])
             #expect(seen.allSatisfy { $0.user == alice && $0.conversationID == c.id })
             for d in [a, b] { await d.client.disconnect() }

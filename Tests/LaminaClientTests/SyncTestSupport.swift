@@ -8,9 +8,37 @@ import Testing
 final class Recorder<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [Value] = []
-    func append(_ value: Value) { lock.withLock { items.append(value) } }
+    private var waiters: [(condition: @Sendable ([Value]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+
+    func append(_ value: Value) {
+        let ready = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            items.append(value)
+            let now = items
+            let (done, rest) = (waiters.filter { $0.condition(now) }, waiters.filter { !$0.condition(now) })
+            waiters = rest
+            return done.map(\.continuation)
+        }
+        ready.forEach { $0.resume() }
+    }
+
     var all: [Value] { lock.withLock { items } }
     var count: Int { lock.withLock { items.count } }
+
+    /// Suspends until `condition` holds for everything recorded (checked on each append).
+    func waitUntil(_ condition: @escaping @Sendable ([Value]) -> Bool) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let done = lock.withLock { () -> Bool in
+                if condition(items) { return true }
+                waiters.append((condition, c))
+                return false
+            }
+            if done { c.resume() }
+        }
+    }
+
+    func waitFor(_ what: String, timeout: Duration = .seconds(20), _ condition: @escaping @Sendable ([Value]) -> Bool) async throws {
+        try await withTimeout(what, timeout) { await self.waitUntil(condition) }
+    }
 }
 
 struct TimedOut: Error, CustomStringConvertible {

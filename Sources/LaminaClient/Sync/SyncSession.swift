@@ -26,6 +26,8 @@ public enum SyncEvent: Hashable, Sendable {
     case reconnecting(attempt: Int, delay: Duration)
     /// The engine stopped for good (authentication refused, or the store failed).
     case failed(ClientError)
+    /// The node refused a command for good; it left the outbox (see `LocalStore.outboxFailures()`).
+    case commandFailed(OutboxFailure)
 }
 
 /// How a session ended.
@@ -300,7 +302,10 @@ public actor SyncSession {
             if code == .existingDistinctConversation, let to = conversationID, entry?.kind == OutboxCommandKind.createConversation.rawValue {
                 try applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
             }
-            try store.markFailed(id, code: code.wireValue, reason: reason, at: environment.now())
+            let now = environment.now()
+            if try store.markFailed(id, code: code.wireValue, reason: reason, at: now) {
+                onEvent(.commandFailed(OutboxFailure(id: id, kind: entry?.kind ?? "", objectID: entry?.objectID, code: code.wireValue, reason: reason, failedAt: now)))
+            }
         case .retry(let id, let after):
             inFlight[id] = nil
             try store.requeue(id)
