@@ -203,3 +203,53 @@ import Testing
         }
     }
 }
+
+@Suite struct SyncClientFlowTests {
+    @Test func startedIsResentEvery2500msWhileTypingThenStops() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let clock = VirtualClock()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"), clock: clock)
+            let c = try a.client.newConversation(participants: [bob])
+            try a.client.send(try a.text("hi"), in: c.id)
+            try await a.connect()
+            try await node.waitFor("the conversation exists") { $0.appliedMessages.count == 1 }
+            let start = clock.now
+            try await a.client.typing(.started, in: c.id)
+            try await node.waitFor("three refreshes") { $0.typing.count >= 4 }
+            try await a.client.typing(.finished, in: c.id)
+            try await node.waitFor("finished") { $0.typing.last?.state == .finished }
+            let typing = await node.snapshot.typing
+            #expect(typing.dropLast().allSatisfy { $0.state == .started && $0.conversationID == c.id })
+            #expect(a.delays.all.contains(.milliseconds(2_500)))
+            #expect(a.delays.all.allSatisfy { $0 <= .milliseconds(2_500) })
+            // Virtual time moved by whole refresh intervals only.
+            #expect((clock.now.millisecondsSince1970 - start.millisecondsSince1970) % 2_500 == 0)
+            await a.client.disconnect()
+        }
+    }
+
+    @Test func aDistinctConversationResolvedByTheNodeFollowsToTheExistingOne() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            let b = try TestDevice(user: bob, node: node, directory: try deviceDirectory(root, "b"))
+            // Bob's distinct conversation with alice reaches the node first.
+            try await b.connect()
+            let bobs = try b.client.newConversation(participants: [alice])
+            let first = try b.client.send(try b.text("from bob"), in: bobs.id)
+            try await node.waitFor("bob's message") { $0.appliedMessages == [first.id] }
+            // Alice, offline, made her own distinct conversation with bob and wrote in it.
+            let alices = try a.client.newConversation(participants: [bob])
+            let reply = try a.client.send(try a.text("from alice"), in: alices.id)
+            try await a.connect()
+            try await eventually(a.client, "alice's message sent") { try a.client.isSent(reply.id) }
+            // Alice's conversation follows to bob's identifier, with both messages in it.
+            #expect(try a.client.store.currentIdentifier(of: alices.id) == bobs.id)
+            #expect(try a.client.conversation(alices.id)?.id == bobs.id)
+            #expect(Set(try a.client.messages(in: bobs.id).map(\.id)) == [first.id, reply.id])
+            try await eventually(b.client, "bob has alice's message") { try b.client.message(reply.id)?.message.conversationID == bobs.id }
+            for d in [a, b] { await d.client.disconnect() }
+        }
+    }
+}

@@ -88,17 +88,25 @@ final class TestDevice: Sendable {
     let events = Recorder<SyncEvent>()
     let badTokens: Bool
 
-    init(user: UserID, node: FakeNode, directory: URL, badTokens: Bool = false) throws {
+    /// With a `clock`, time is virtual: `now` reads it and every sleep advances it by the
+    /// delay asked for, at once (after a scheduler yield).
+    init(user: UserID, node: FakeNode, directory: URL, badTokens: Bool = false, clock: VirtualClock? = nil) throws {
         self.node = node
         self.user = user
         self.badTokens = badTokens
         let delays = self.delays
         let environment = SyncEnvironment(
-            now: { Timestamp.now() },
+            now: { clock?.now ?? Timestamp.now() },
             sleep: { d in
                 delays.append(d)
                 await node.waitUntilReachable()
-                try await Task.sleep(for: min(d, .milliseconds(2)))
+                if let clock {
+                    await Task.yield()
+                    try Task.checkCancellation()
+                    clock.advance(by: d)
+                } else {
+                    try await Task.sleep(for: min(d, .milliseconds(2)))
+                }
             },
             random: { 0.5 })
         let config = LaminaConfiguration(nodeURL: URL(string: "https://node.test:7443")!, trust: .pinnedCertificate(directory.appendingPathComponent("node.pem")),
@@ -128,4 +136,16 @@ func deviceDirectory(_ root: URL, _ name: String) throws -> URL {
     let dir = root.appendingPathComponent(name, isDirectory: true)
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     return dir
+}
+
+/// A wall clock that only moves when told.
+final class VirtualClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ms: Int64
+    init(start: Int64 = 1_000_000) { ms = start }
+    var now: Timestamp { lock.withLock { Timestamp(millisecondsSince1970: ms) } }
+    func advance(by d: Duration) {
+        let add = d.components.seconds * 1_000 + d.components.attoseconds / 1_000_000_000_000_000
+        lock.withLock { ms += add }
+    }
 }
