@@ -252,4 +252,42 @@ import Testing
             for d in [a, b] { await d.client.disconnect() }
         }
     }
+
+    @Test func queuedCommandsSurviveARestartAndGoOutOnce() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let dir = try deviceDirectory(root, "a")
+            let before = try TestDevice(user: alice, node: node, directory: dir)
+            let c = try before.client.newConversation(participants: [bob])
+            let ids = try (0..<3).map { try before.client.send(try before.text("m\($0)"), in: c.id).id }
+            try await before.client.close()
+            let after = try TestDevice(user: alice, node: node, directory: dir)
+            #expect(try after.client.store.outboxEntries().count == 4)
+            try await after.connect()
+            try await eventually(after.client, "all sent") { try ids.allSatisfy { try after.client.isSent($0) } }
+            #expect(await node.snapshot.appliedMessages == ids)
+            #expect(await node.snapshot.sendAttempts == ids)
+            await after.client.disconnect()
+        }
+    }
+
+    @Test func deauthenticateWipesTheUsersLocalData() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            try await a.connect()
+            let c = try a.client.newConversation(participants: [bob])
+            let m = try a.client.send(try a.text("bye"), in: c.id)
+            try await eventually(a.client, "sent") { try a.client.isSent(m.id) }
+            let folder = a.client.store.location.userDirectory
+            #expect(FileManager.default.fileExists(atPath: folder.path))
+            try await a.client.deauthenticate()
+            #expect(!FileManager.default.fileExists(atPath: folder.path))
+            #expect(a.client.authenticatedUser == nil)
+            // A new client of the same user starts empty and authenticates anew.
+            let again = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            #expect(try again.client.conversation(c.id) == nil)
+            #expect(try again.client.store.sessionToken() == nil)
+        }
+    }
 }

@@ -88,6 +88,13 @@ public final class LaminaClient: @unchecked Sendable {
         await engine?.stop()
     }
 
+    /// Disconnects and closes the local store (queued commands stay on disk for the next
+    /// client of this user). The client is unusable afterwards.
+    public func close() async throws(ClientError) {
+        await disconnect()
+        try store.close()
+    }
+
     /// Disconnects, closes the store and deletes all of this user's local data. The client
     /// is unusable afterwards.
     public func deauthenticate() async throws(ClientError) {
