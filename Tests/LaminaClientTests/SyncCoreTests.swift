@@ -88,14 +88,18 @@ import Testing
     @Test func everyEventKindMapsToItsStoreChange() throws {
         let conv = try conversation([alice, bob])
         let path = try MetadataKeyPath(["a"])
-        #expect(ChangeDecoder.remoteChange(.conversationCreated(conv)) == .conversation(conv))
-        #expect(ChangeDecoder.remoteChange(.participantsChanged(ParticipantsChanged(conversationID: cid, added: [carol], removed: [bob], by: alice, at: at))) == .participants(cid, added: [carol], removed: [bob]))
-        #expect(ChangeDecoder.remoteChange(.metadataChanged(MetadataChanged(conversationID: cid, keyPath: path, value: nil, by: alice, at: at))) == .metadata(cid, path: path, value: nil))
-        #expect(ChangeDecoder.remoteChange(.conversationDeleted(ConversationDeleted(conversationID: cid, mode: .allParticipants, by: bob))) == .conversationDeleted(cid))
+        #expect(ChangeDecoder.remoteChange(.conversationCreated(conv), receivedAt: received) == .conversation(conv))
+        #expect(ChangeDecoder.remoteChange(.participantsChanged(ParticipantsChanged(conversationID: cid, added: [carol], removed: [bob], by: alice, at: at)), receivedAt: received) == .participants(cid, added: [carol], removed: [bob]))
+        #expect(ChangeDecoder.remoteChange(.metadataChanged(MetadataChanged(conversationID: cid, keyPath: path, value: nil, by: alice, at: at)), receivedAt: received) == .metadata(cid, path: path, value: nil))
+        #expect(ChangeDecoder.remoteChange(.conversationDeleted(ConversationDeleted(conversationID: cid, mode: .allParticipants, by: bob)), receivedAt: received) == .conversationDeleted(cid))
         let other = ConversationID.random()
-        #expect(ChangeDecoder.remoteChange(.identifierChanged(IdentifierChanged(from: cid, to: other))) == .distinctMerge(from: cid, into: other))
-        #expect(ChangeDecoder.remoteChange(.messageDeleted(MessageDeleted(conversationID: cid, messageID: mid, mode: .myDevices, by: alice))) == .messageDeleted(mid))
-        #expect(ChangeDecoder.remoteChange(.conversationUpdated(ConversationUpdated(conversationID: cid, isDistinct: true, deliveryReceiptsEnabled: true, messageCount: 1, unreadCount: 0))) == nil)
+        #expect(ChangeDecoder.remoteChange(.identifierChanged(IdentifierChanged(from: cid, to: other)), receivedAt: received) == .distinctMerge(from: cid, into: other))
+        let m = try remoteMessage(in: cid, at: 3)
+        #expect(ChangeDecoder.remoteChange(.messageCreated(m), receivedAt: received) == .message(m, receivedAt: received))
+        #expect(ChangeDecoder.remoteChange(.messageStatusChanged(MessageStatusChanged(conversationID: cid, messageID: m.id, user: bob, status: .read)), receivedAt: received) == .recipientStatus(m.id, user: bob, status: .read))
+        #expect(ChangeDecoder.remoteChange(.conversationDeleted(ConversationDeleted(conversationID: cid, mode: .allParticipants, below: at, by: bob)), receivedAt: received) == nil)
+        #expect(ChangeDecoder.remoteChange(.messageDeleted(MessageDeleted(conversationID: cid, messageID: mid, mode: .myDevices, by: alice)), receivedAt: received) == .messageDeleted(mid))
+        #expect(ChangeDecoder.remoteChange(.conversationUpdated(ConversationUpdated(conversationID: cid, isDistinct: true, deliveryReceiptsEnabled: true, messageCount: 1, unreadCount: 0)), receivedAt: received) == nil)
     }
 
     @Test func acksCompleteAndErrorsFailOrRetryByCode() {

@@ -110,11 +110,17 @@ import Testing
             let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
             let b = try TestDevice(user: bob, node: node, directory: try deviceDirectory(root, "b"))
             for d in [a, b] { try await d.connect() }
+            // First a conversation without receipts, then one with: receipts go out (in
+            // stream order) for the second only.
+            let quiet = try a.client.newConversation(participants: [bob], options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: false))
+            let q = try a.client.send(try a.text("no receipt"), in: quiet.id)
+            try await eventually(b.client, "bob has the quiet one") { try b.client.message(q.id) != nil }
             let c = try a.client.newConversation(participants: [bob])
             let m = try a.client.send(try a.text("receipt please"), in: c.id)
             try await eventually(a.client, "bob's status delivered") { try a.client.message(m.id)?.message.recipientStatus[bob] == .delivered }
             let receipts = await node.snapshot.receipts
             #expect(receipts.map(\.conversationID) == [c.id])
+            #expect(try a.client.message(q.id)?.message.recipientStatus[bob] == .sent)
             for d in [a, b] { await d.client.disconnect() }
         }
     }

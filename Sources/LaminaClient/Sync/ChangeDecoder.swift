@@ -53,7 +53,7 @@ public enum ChangeDecoder {
                 out.changes.append(.message(m, receivedAt: receivedAt))
                 if m.sender != localUser { out.receivedFromOthers.append(m) }
             default:
-                if let change = remoteChange(entry.event) { out.changes.append(change) }
+                if let change = remoteChange(entry.event, receivedAt: receivedAt) { out.changes.append(change) }
             }
         }
         if highest > cursor { out.cursor = highest }
@@ -61,8 +61,9 @@ public enum ChangeDecoder {
     }
 
     /// The store change of one event; nil for events the store does not keep
-    /// (`conversation-updated` counts the store computes itself, typing).
-    public static func remoteChange(_ event: ChangeEvent) -> RemoteChange? {
+    /// (`conversation-updated` counts the store computes itself, typing, and a deletion
+    /// `below` a position, which the store cannot express yet).
+    public static func remoteChange(_ event: ChangeEvent, receivedAt: Timestamp) -> RemoteChange? {
         switch event {
         case .conversationCreated(let c): .conversation(c)
         case .conversationUpdated: nil
@@ -70,7 +71,7 @@ public enum ChangeDecoder {
         case .metadataChanged(let m): .metadata(m.conversationID, path: m.keyPath, value: m.value)
         case .conversationDeleted(let d): d.below == nil ? .conversationDeleted(d.conversationID) : nil
         case .identifierChanged(let i): .distinctMerge(from: i.from, into: i.to)
-        case .messageCreated(let m): .message(m, receivedAt: .now())
+        case .messageCreated(let m): .message(m, receivedAt: receivedAt)
         case .messageStatusChanged(let s): .recipientStatus(s.messageID, user: s.user, status: s.status)
         case .messageDeleted(let d): .messageDeleted(d.messageID)
         case .typing: nil

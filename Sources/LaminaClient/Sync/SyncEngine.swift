@@ -36,6 +36,8 @@ public actor SyncEngine {
         (events, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(Self.eventBufferLimit))
     }
 
+    deinit { continuation.finish() }
+
     /// Starts connecting (no-op when running).
     public func start() {
         guard task == nil else { return }

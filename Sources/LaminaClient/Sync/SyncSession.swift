@@ -226,6 +226,15 @@ public actor SyncSession {
             try await flushOutbox()
         case .ack:
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
+        case .error(let e) where e.code == .authenticationRequired:
+            // The node lost the session: the command goes back to the outbox, and the
+            // session starts again with a fresh authentication.
+            if let id = e.requestID {
+                inFlight[id] = nil
+                try store.requeue(id)
+            }
+            try store.setSessionToken(nil)
+            return .sessionExpired
         case .error(let e):
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
             if e.isFatal || e.requestID == nil {
@@ -253,8 +262,17 @@ public actor SyncSession {
             try applyTolerant(decoded.changes, cursor: decoded.cursor)
             if let c = decoded.cursor { cursor = c }
         }
-        if features.contains(.deliveryReceipts), !decoded.receivedFromOthers.isEmpty {
-            for receipt in ChangeDecoder.deliveryReceipts(for: decoded.receivedFromOthers) {
+        // Receipts only where the conversation wants them (the node would ignore the rest).
+        var receiptsOn: [ConversationID: Bool] = [:]
+        var received: [Message] = []
+        for m in decoded.receivedFromOthers {
+            if receiptsOn[m.conversationID] == nil {
+                receiptsOn[m.conversationID] = try store.conversation(m.conversationID)?.conversation.deliveryReceiptsEnabled ?? false
+            }
+            if receiptsOn[m.conversationID] == true { received.append(m) }
+        }
+        if features.contains(.deliveryReceipts), !received.isEmpty {
+            for receipt in ChangeDecoder.deliveryReceipts(for: received) {
                 try store.enqueue(try OutboxEncoder.entry(for: .deliveryReceipt(receipt), createdAt: environment.now()))
             }
             if state == .live { try await flushOutbox() }
