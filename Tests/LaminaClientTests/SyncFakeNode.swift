@@ -96,6 +96,13 @@ actor FakeNode {
         refreshLive()
     }
 
+    /// Forgets who every open stream is authenticated as (a node restart that kept the
+    /// streams): their next command gets `authentication-required`.
+    func forgetSessions() {
+        sessionTokens.removeAll()
+        for key in sessions.keys { sessions[key]?.user = nil }
+    }
+
     /// Waits until `condition` holds for the node's snapshot.
     func waitUntil(_ condition: @escaping @Sendable (NodeSnapshot) -> Bool) async {
         if condition(snapshot) { return }

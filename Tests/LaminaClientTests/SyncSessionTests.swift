@@ -296,4 +296,21 @@ import Testing
             #expect(try again.client.store.sessionToken() == nil)
         }
     }
+
+    @Test func authenticationRequiredRequeuesTheCommandAndAuthenticatesAgain() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            try await a.connect()
+            try await node.waitFor("live") { $0.liveSessions == 1 }
+            await node.forgetSessions()
+            let c = try a.client.newConversation(participants: [bob])
+            let m = try a.client.send(try a.text("after a node restart"), in: c.id)
+            try await eventually(a.client, "sent") { try a.client.isSent(m.id) }
+            #expect(a.tokenRequests.count == 2)
+            #expect(await node.snapshot.appliedMessages == [m.id])
+            #expect(try a.client.store.outboxFailures().isEmpty)
+            await a.client.disconnect()
+        }
+    }
 }
