@@ -54,11 +54,14 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        // The native client SDK: local store, change notifications, queries, content rules.
+        // The native client SDK: local store, change notifications, queries, content rules,
+        // the app-facing API and the sync engine's pure core (over an abstract frame channel).
         .target(
             name: "LaminaClient",
             dependencies: [
                 "LaminaModel",
+                "LaminaWire",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -108,7 +111,15 @@ let package = Package(
         ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
         .testTarget(name: "LaminaMergeTests", dependencies: ["LaminaMerge", "LaminaModel"]),
-        .testTarget(name: "LaminaClientTests", dependencies: ["LaminaClient", "LaminaModel"]),
+        .testTarget(
+            name: "LaminaClientTests",
+            dependencies: [
+                "LaminaClient",
+                "LaminaModel",
+                "LaminaWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "LaminaWireTests",
             dependencies: [

@@ -42,6 +42,13 @@ extension LocalStore {
     /// parts wait for upload. Storing the same identifier again returns what is stored.
     @discardableResult
     public func insertLocalMessage(_ message: Message, outbox: OutboxEntry? = nil) throws(ClientError) -> StoredMessage {
+        try insertLocalMessage(message, outbox: outbox.map { [$0] } ?? [])
+    }
+
+    /// As `insertLocalMessage(_:outbox:)`, enqueueing several commands (in order) in the
+    /// same transaction, e.g. a conversation's creation before its first message.
+    @discardableResult
+    public func insertLocalMessage(_ message: Message, outbox: [OutboxEntry]) throws(ClientError) -> StoredMessage {
         guard message.sender == localUser else {
             throw ClientError(.invalidObject, "a message sent from this device has the local user as sender")
         }
@@ -63,7 +70,7 @@ extension LocalStore {
             }
             let stored = StoredMessage(message: m, receivedAt: nil, isUnread: false, partStates: states)
             try ctx.createMessage(stored)
-            if let outbox { try ctx.enqueue(outbox) }
+            for entry in outbox { try ctx.enqueue(entry) }
             return stored
         }
     }

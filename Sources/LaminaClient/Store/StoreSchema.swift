@@ -95,6 +95,19 @@ enum StoreSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v2-outbox-failures") { db in
+            try db.execute(sql: """
+                CREATE TABLE outbox_failure (
+                    id BLOB NOT NULL UNIQUE,
+                    kind TEXT NOT NULL,
+                    object_id BLOB,
+                    code INTEGER NOT NULL,
+                    reason TEXT NOT NULL,
+                    failed_at INTEGER NOT NULL
+                );
+                CREATE INDEX outbox_failure_object ON outbox_failure(object_id);
+                """)
+        }
         return migrator
     }
 }

@@ -1,0 +1,173 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+
+/// The SDK's entry point for one user on one device: the local store, the app-facing
+/// operations (conversations, messages, receipts, metadata, typing) and the sync engine
+/// that carries them to the node. Every operation validates, writes the store (and the
+/// outbox, in the same transaction) and returns at once; the engine sends the outbox in
+/// order when connected, and again, under the same ids, after a reconnect.
+public final class LaminaClient: @unchecked Sendable {
+    public let configuration: LaminaConfiguration
+    /// The user this client (and its local store) belongs to.
+    public let user: UserID
+    /// Everything the app reads comes from here.
+    public let store: LocalStore
+    let environment: SyncEnvironment
+
+    private let lock = NSLock()
+    private var engine: SyncEngine?
+    private var engineTask: Task<Void, Never>?
+    private var typingTask: Task<Void, Never>?
+    private var identity: Identity?
+    private var typingScheduler = TypingScheduler()
+    private let typingSignal: AsyncStream<Void>.Continuation
+    private let typingSignals: AsyncStream<Void>
+    private let eventContinuation: AsyncStream<SyncEvent>.Continuation
+    /// The sync engine's events (states, authentication, others' typing, reconnects,
+    /// failures) for as long as the client lives. One consumer.
+    public let syncEvents: AsyncStream<SyncEvent>
+
+    /// Opens (creating if needed) the local store of `user` under the configuration's data
+    /// directory. Nothing connects until `connect`.
+    public init(configuration: LaminaConfiguration, user: UserID, environment: SyncEnvironment = .live) throws(ClientError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.user = user
+        self.environment = environment
+        self.store = try LocalStore(location: StoreLocation(dataDirectory: configuration.dataDirectory, user: user))
+        (typingSignals, typingSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        (syncEvents, eventContinuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(SyncEngine.eventBufferLimit))
+    }
+
+    deinit {
+        engineTask?.cancel()
+        typingTask?.cancel()
+        typingSignal.finish()
+        eventContinuation.finish()
+    }
+
+    // MARK: connection
+
+    /// Starts syncing over channels from `connector` (the network integration's TLS +
+    /// HTTP/2 stream, or a test's in-memory node). `identityToken` is asked for a token
+    /// whenever the node wants one: first authentication and session expiry.
+    public func connect(using connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider) async throws(ClientError) {
+        let engine = try SyncEngine(store: store, connector: connector, identityToken: identityToken,
+                                    policy: configuration.reconnect, environment: environment, agent: configuration.agent)
+        let previous: SyncEngine? = lock.withLock {
+            defer { self.engine = engine }
+            return self.engine
+        }
+        await previous?.stop()
+        let forward = Task { [weak self, events = engine.events, continuation = eventContinuation] in
+            for await event in events {
+                if case .authenticated(let identity) = event { self?.lock.withLock { self?.identity = identity } }
+                continuation.yield(event)
+            }
+        }
+        let typing = Task { [weak self] in
+            guard let self else { return }
+            await self.runTypingRefreshes()
+        }
+        lock.withLock {
+            engineTask?.cancel()
+            typingTask?.cancel()
+            engineTask = forward
+            typingTask = typing
+        }
+        await engine.start()
+    }
+
+    /// Stops syncing. Queued commands stay in the outbox for the next `connect`.
+    public func disconnect() async {
+        let engine: SyncEngine? = lock.withLock {
+            defer { self.engine = nil }
+            return self.engine
+        }
+        await engine?.stop()
+    }
+
+    /// Disconnects and closes the local store (queued commands stay on disk for the next
+    /// client of this user). The client is unusable afterwards.
+    public func close() async throws(ClientError) {
+        await disconnect()
+        try store.close()
+    }
+
+    /// Disconnects, closes the store and deletes all of this user's local data. The client
+    /// is unusable afterwards.
+    public func deauthenticate() async throws(ClientError) {
+        await disconnect()
+        try store.closeAndWipe()
+        lock.withLock { identity = nil }
+    }
+
+    /// The identity the node authenticated, once it has.
+    public var authenticatedUser: Identity? { lock.withLock { identity } }
+
+    /// Tells a running engine that the outbox has new entries.
+    func outboxDidChange() {
+        guard let engine = lock.withLock({ self.engine }) else { return }
+        Task { await engine.outboxDidChange() }
+    }
+
+    // MARK: typing
+
+    /// The local user's typing state in a conversation. `started` is re-sent every 2.5 s
+    /// until `paused` or `finished` (SPEC §6.1). Indicators are not queued while offline.
+    public func typing(_ state: TypingState, in conversation: ConversationID) async throws(ClientError) {
+        let id = try store.currentIdentifier(of: conversation)
+        guard try store.conversation(id) != nil else { throw ClientError(.notFound, "conversation \(conversation) is not in the local store") }
+        let now = environment.now()
+        let frames = try scheduleTyping(state, in: id, now: now)
+        typingSignal.yield()
+        let engine = lock.withLock { self.engine }
+        for frame in frames { await engine?.send(frame) }
+    }
+
+    private func scheduleTyping(_ state: TypingState, in id: ConversationID, now: Timestamp) throws(ClientError) -> [Typing] {
+        lock.lock()
+        defer { lock.unlock() }
+        return try typingScheduler.set(state, in: id, now: now)
+    }
+
+    private func runTypingRefreshes() async {
+        var signals = typingSignals.makeAsyncIterator()
+        while !Task.isCancelled {
+            let deadline = lock.withLock { typingScheduler.nextDeadline }
+            if let deadline {
+                let wait = max(0, deadline.millisecondsSince1970 - environment.now().millisecondsSince1970)
+                do { try await environment.sleep(.milliseconds(wait)) } catch { return }
+            } else if await signals.next() == nil {
+                return
+            }
+            let now = environment.now()
+            let due = lock.withLock { typingScheduler.due(now: now) }
+            let engine = lock.withLock { self.engine }
+            for frame in due { await engine?.send(frame) }
+        }
+    }
+
+    // MARK: reading (the local store)
+
+    public func conversation(_ id: ConversationID) throws(ClientError) -> StoredConversation? { try store.conversation(id) }
+    public func message(_ id: MessageID) throws(ClientError) -> StoredMessage? { try store.message(id) }
+    public func messages(in conversation: ConversationID) throws(ClientError) -> [StoredMessage] { try store.messages(in: conversation) }
+    public func execute<Object>(_ query: Query<Object>) throws(ClientError) -> [Object] { try store.execute(query) }
+    public func count<Object>(_ query: Query<Object>) throws(ClientError) -> Int { try store.count(query) }
+    /// A live query controller over the local store (call `start()` on it).
+    public func queryController<Object>(for query: Query<Object>) throws(ClientError) -> QueryController<Object> {
+        try QueryController(store: store, query: query)
+    }
+    /// Every batch of object changes committed from now on.
+    public func changes() -> AsyncStream<[ObjectChange]> { store.changes() }
+    public func addDelegate(_ delegate: any LaminaClientDelegate) { store.addDelegate(delegate) }
+    public func removeDelegate(_ delegate: any LaminaClientDelegate) { store.removeDelegate(delegate) }
+    public func waitForCreation(of id: ConversationID, timeout: Duration) async throws(ClientError) -> StoredConversation {
+        try await store.waitForCreation(of: id, timeout: timeout)
+    }
+    public func waitForCreation(of id: MessageID, timeout: Duration) async throws(ClientError) -> StoredMessage {
+        try await store.waitForCreation(of: id, timeout: timeout)
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import LaminaModel
+
+/// How a client reaches its node and where it keeps its data.
+public struct LaminaConfiguration: Hashable, Sendable {
+    /// What the client trusts when it opens TLS to the node.
+    public enum Trust: Hashable, Sendable {
+        /// A PEM file of certificate authorities; the node's chain must lead to one.
+        case certificateAuthorities(URL)
+        /// A PEM file holding the one certificate the node must present.
+        case pinnedCertificate(URL)
+    }
+
+    /// The node, `https://host[:port]`; the sync stream is `POST /v1/sync` on it.
+    public var nodeURL: URL
+    public var trust: Trust
+    /// Where each user's local store lives (one folder per user inside).
+    public var dataDirectory: URL
+    /// The client's name and version sent in HELLO (at most 1,024 bytes).
+    public var agent: String
+    public var reconnect: ReconnectPolicy
+
+    public init(nodeURL: URL, trust: Trust, dataDirectory: URL, agent: String = "lamina-swift/1", reconnect: ReconnectPolicy = ReconnectPolicy()) {
+        self.nodeURL = nodeURL
+        self.trust = trust
+        self.dataDirectory = dataDirectory
+        self.agent = agent
+        self.reconnect = reconnect
+    }
+
+    /// The longest agent string, in UTF-8 bytes (SPEC §3.15 free text).
+    public static let maxAgentBytes = 1_024
+
+    /// Checks the URL's form, the agent's length and the reconnect policy.
+    public func validate() throws(ClientError) {
+        guard nodeURL.scheme?.lowercased() == "https", let host = nodeURL.host, !host.isEmpty else {
+            throw ClientError(.invalidSetting, "the node URL must be https://host[:port], not '\(nodeURL.absoluteString.prefix(200))'")
+        }
+        guard nodeURL.port.map({ (1...65_535).contains($0) }) ?? true else {
+            throw ClientError(.invalidSetting, "the node URL's port must be 1...65535")
+        }
+        guard dataDirectory.isFileURL else {
+            throw ClientError(.invalidSetting, "the data directory must be a file URL")
+        }
+        guard !agent.isEmpty, agent.utf8.count <= Self.maxAgentBytes else {
+            throw ClientError(.invalidSetting, "the agent is 1...\(Self.maxAgentBytes) UTF-8 bytes")
+        }
+        try reconnect.validate()
+    }
+}

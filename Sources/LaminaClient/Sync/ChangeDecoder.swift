@@ -1,0 +1,114 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+
+/// What a run of node changes means for the local store (SPEC §6.3, §6.4).
+public struct DecodedChanges: Hashable, Sendable {
+    /// The store changes, in feed order.
+    public var changes: [RemoteChange] = []
+    /// The highest feed seq among them, when above the cursor they were decoded against.
+    public var cursor: UInt64?
+    /// Typing indicators of other users (seq 0, never stored).
+    public var typing: [TypingChanged] = []
+    /// Messages that arrived from other users: the delivery receipts to send.
+    public var receivedFromOthers: [Message] = []
+    /// Entries skipped because their seq was at or below the cursor (at-least-once delivery).
+    public var duplicatesSkipped = 0
+
+    public init() {}
+}
+
+/// What the node's answer to one command means for its outbox entry (SPEC §5.5, §5.6, §7).
+public enum OutboxCompletion: Hashable, Sendable {
+    /// ACK: the command is durable; for SEND_MESSAGE it carries position and sent-at, for
+    /// CREATE_CONVERSATION the conversation it resolved to.
+    case acknowledged(UUID, Ack)
+    /// ERROR with a code not worth retrying: the entry fails with the node's code and reason.
+    /// `conversationID` names the existing conversation for `existing-distinct-conversation`.
+    case failed(UUID, code: WireError.Code, reason: String, conversationID: ConversationID?)
+    /// ERROR with a transient code: send the same command again, after `after` when given.
+    case retry(UUID, after: Duration?)
+}
+
+/// Maps node frames to store changes and outbox completions. Pure.
+public enum ChangeDecoder {
+    /// The error codes after which a retry may succeed (SPEC §7).
+    public static let transientCodes: Set<WireError.Code> = [.overloaded, .quotaExceeded, .contentNotReady, .internalError, .shuttingDown]
+
+    /// Decodes feed entries against the device's `cursor`: entries with 0 < seq <= cursor
+    /// were applied before and are skipped; seq 0 entries (history, snapshots, typing) never
+    /// move the cursor. `receivedAt` stamps new messages.
+    public static func decode(_ entries: [Change], after cursor: UInt64, localUser: UserID, receivedAt: Timestamp) -> DecodedChanges {
+        var out = DecodedChanges()
+        var highest = cursor
+        for entry in entries {
+            if entry.seq != 0 {
+                guard entry.seq > highest else { out.duplicatesSkipped += 1; continue }
+                highest = entry.seq
+            }
+            switch entry.event {
+            case .typing(let t):
+                if t.user != localUser { out.typing.append(t) }
+            case .messageCreated(let m):
+                out.changes.append(.message(m, receivedAt: receivedAt))
+                if m.sender != localUser { out.receivedFromOthers.append(m) }
+            default:
+                if let change = remoteChange(entry.event, receivedAt: receivedAt) { out.changes.append(change) }
+            }
+        }
+        if highest > cursor { out.cursor = highest }
+        return out
+    }
+
+    /// The store change of one event; nil for events the store does not keep
+    /// (`conversation-updated` counts the store computes itself, typing, and a deletion
+    /// `below` a position, which the store cannot express yet).
+    public static func remoteChange(_ event: ChangeEvent, receivedAt: Timestamp) -> RemoteChange? {
+        switch event {
+        case .conversationCreated(let c): .conversation(c)
+        case .conversationUpdated: nil
+        case .participantsChanged(let p): .participants(p.conversationID, added: p.added, removed: p.removed)
+        case .metadataChanged(let m): .metadata(m.conversationID, path: m.keyPath, value: m.value)
+        case .conversationDeleted(let d): d.below == nil ? .conversationDeleted(d.conversationID) : nil
+        case .identifierChanged(let i): .distinctMerge(from: i.from, into: i.to)
+        case .messageCreated(let m): .message(m, receivedAt: receivedAt)
+        case .messageStatusChanged(let s): .recipientStatus(s.messageID, user: s.user, status: s.status)
+        case .messageDeleted(let d): .messageDeleted(d.messageID)
+        case .typing: nil
+        }
+    }
+
+    /// The completion an ACK or a command's ERROR gives; nil for other frames and for
+    /// errors about the stream (no request id).
+    public static func completion(_ frame: Frame) -> OutboxCompletion? {
+        switch frame {
+        case .ack(let ack):
+            return .acknowledged(ack.requestID, ack)
+        case .error(let error):
+            guard let id = error.requestID else { return nil }
+            if transientCodes.contains(error.code) {
+                return .retry(id, after: error.retryAfterMilliseconds.map { .milliseconds(Int64($0)) })
+            }
+            return .failed(id, code: error.code, reason: error.reason, conversationID: error.conversationID)
+        default:
+            return nil
+        }
+    }
+
+    /// Delivery receipts for messages received from others (SPEC §6.2 DELIVERY_RECEIPT):
+    /// one per conversation, up to the highest position received there.
+    public static func deliveryReceipts(for messages: [Message], requestID: () -> UUID = UUID.init) -> [DeliveryReceipt] {
+        var highest: [ConversationID: MessagePosition] = [:]
+        var order: [ConversationID] = []
+        for m in messages {
+            guard let p = m.position else { continue }
+            if let h = highest[m.conversationID] {
+                if p > h { highest[m.conversationID] = p }
+            } else {
+                highest[m.conversationID] = p
+                order.append(m.conversationID)
+            }
+        }
+        return order.map { DeliveryReceipt(requestID: requestID(), conversationID: $0, upTo: highest[$0]!) }
+    }
+}

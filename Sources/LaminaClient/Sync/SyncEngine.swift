@@ -1,0 +1,112 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+
+/// Keeps one user's device in sync: opens a channel, runs a `SyncSession` on it, and when
+/// the stream ends reconnects with the `ReconnectPolicy`'s backoff. A session that ends
+/// because the node expired it reconnects at once and asks the app for a new identity
+/// token. Authentication refused by the node stops the engine (`SyncEvent.failed`).
+public actor SyncEngine {
+    let store: LocalStore
+    let connector: FrameChannelConnector
+    let identityToken: IdentityTokenProvider
+    let policy: ReconnectPolicy
+    let environment: SyncEnvironment
+    let agent: String
+    private let continuation: AsyncStream<SyncEvent>.Continuation
+    /// Every state change, authentication, typing indicator, reconnect and failure.
+    public nonisolated let events: AsyncStream<SyncEvent>
+
+    private var task: Task<Void, Never>?
+    private var session: SyncSession?
+    private var channel: (any FrameChannel)?
+
+    /// The most events buffered for a slow reader of `events` (older ones are kept).
+    public static let eventBufferLimit = 10_000
+
+    public init(store: LocalStore, connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider,
+                policy: ReconnectPolicy = ReconnectPolicy(), environment: SyncEnvironment = .live, agent: String = "lamina-swift/1") throws(ClientError) {
+        try policy.validate()
+        self.store = store
+        self.connector = connector
+        self.identityToken = identityToken
+        self.policy = policy
+        self.environment = environment
+        self.agent = agent
+        (events, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(Self.eventBufferLimit))
+    }
+
+    deinit { continuation.finish() }
+
+    /// Starts connecting (no-op when running).
+    public func start() {
+        guard task == nil else { return }
+        task = Task { await self.loop() }
+    }
+
+    /// Stops: closes the stream and ends the reconnect loop. In-flight commands go back to
+    /// the outbox and are sent again, under the same ids, after the next `start`.
+    public func stop() async {
+        let running = task
+        task = nil
+        running?.cancel()
+        await channel?.close()
+        await running?.value
+    }
+
+    /// The outbox has new entries: send them now when live.
+    public func outboxDidChange() async {
+        await session?.flush()
+    }
+
+    /// Sends a typing indicator when live.
+    public func send(_ typing: Typing) async {
+        await session?.sendTyping(typing)
+    }
+
+    /// The current session's state, nil between sessions.
+    public var sessionState: SyncSessionState? {
+        get async { await session?.state }
+    }
+
+    private func loop() async {
+        var attempt = 0
+        let emit: @Sendable (SyncEvent) -> Void = { [continuation] in continuation.yield($0) }
+        while !Task.isCancelled {
+            var end: SyncSessionEnd = .closed
+            do {
+                let channel = try await connector()
+                self.channel = channel
+                if Task.isCancelled { await channel.close(); break }
+                let session = SyncSession(store: store, channel: channel, identityToken: identityToken,
+                                          environment: environment, agent: agent, onEvent: emit)
+                self.session = session
+                end = await session.run()
+                if await session.reachedLive { attempt = 0 }
+                self.session = nil
+                self.channel = nil
+                await channel.close()
+            } catch {
+                end = .closed
+            }
+            do { try store.requeueInFlight() } catch {
+                emit(.failed(error))
+                break
+            }
+            if Task.isCancelled { break }
+            switch end {
+            case .authenticationFailed(let error):
+                emit(.failed(error))
+                task = nil
+                return
+            case .sessionExpired:
+                continue
+            case .closed, .fatal:
+                let delay = policy.delay(attempt: attempt, random: environment.random())
+                emit(.reconnecting(attempt: attempt, delay: delay))
+                attempt += 1
+                do { try await environment.sleep(delay) } catch { break }
+            }
+        }
+    }
+}

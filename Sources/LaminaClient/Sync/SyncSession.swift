@@ -1,0 +1,373 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+
+/// The phase of one sync session (one stream): HELLO → (RESUME_SESSION, or NONCE_REQUEST →
+/// identity token → AUTHENTICATE) → SYNC from the stored cursor → flush the outbox → live.
+public enum SyncSessionState: Hashable, Sendable {
+    case negotiating
+    case resuming
+    case requestingNonce
+    case awaitingIdentityToken
+    case authenticating
+    case syncing
+    case live
+    case ended
+}
+
+/// Something the sync engine reports to the client.
+public enum SyncEvent: Hashable, Sendable {
+    case state(SyncSessionState)
+    /// The node authenticated the session for this identity.
+    case authenticated(Identity)
+    /// Another participant's typing indicator.
+    case typing(TypingChanged)
+    /// The engine will reconnect after `delay` (attempt counts from 0).
+    case reconnecting(attempt: Int, delay: Duration)
+    /// The engine stopped for good (authentication refused, or the store failed).
+    case failed(ClientError)
+    /// The node refused a command for good; it left the outbox (see `LocalStore.outboxFailures()`).
+    case commandFailed(OutboxFailure)
+}
+
+/// How a session ended.
+public enum SyncSessionEnd: Hashable, Sendable {
+    /// The stream ended (or was closed); reconnect with backoff.
+    case closed
+    /// The node ended or refused the session: reconnect at once and authenticate anew.
+    case sessionExpired
+    /// The node refused the identity token, or the app could not provide one.
+    case authenticationFailed(ClientError)
+    /// The node closed the stream with a fatal error, or broke the protocol.
+    case fatal(ClientError)
+}
+
+/// One session over one `FrameChannel`: the client side of SPEC §5–§7. It applies the
+/// node's changes to the store (idempotently, advancing the cursor in the same
+/// transaction), sends the outbox in order and completes its entries from ACKs and ERRORs,
+/// and sends delivery receipts for messages from others.
+public actor SyncSession {
+    /// The most outbox entries handed to the channel per store read.
+    public static let flushBatch = 100
+    /// How long to wait before retrying a transient ERROR without `retryAfterMilliseconds`.
+    public static let defaultRetryDelay: Duration = .seconds(1)
+
+    let store: LocalStore
+    let channel: any FrameChannel
+    let identityToken: IdentityTokenProvider
+    let environment: SyncEnvironment
+    let agent: String
+    let onEvent: @Sendable (SyncEvent) -> Void
+
+    public private(set) var state: SyncSessionState = .negotiating
+    public private(set) var features: FeatureSet = []
+    public private(set) var identity: Identity?
+    /// Whether the session got as far as live (the engine then resets its backoff).
+    public private(set) var reachedLive = false
+    private var cursor: UInt64 = 0
+    private var inFlight: [UUID: OutboxEntry] = [:]
+    private var flushing = false
+    private var flushAgain = false
+
+    public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
+                environment: SyncEnvironment = .live, agent: String = "lamina-swift/1",
+                onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }) {
+        self.store = store
+        self.channel = channel
+        self.identityToken = identityToken
+        self.environment = environment
+        self.agent = agent
+        self.onEvent = onEvent
+    }
+
+    private func enter(_ next: SyncSessionState) {
+        state = next
+        onEvent(.state(next))
+    }
+
+    /// Runs the session until the stream ends. Never throws: how it ended is the result.
+    public func run() async -> SyncSessionEnd {
+        let end = await runSession()
+        enter(.ended)
+        return end
+    }
+
+    private func runSession() async -> SyncSessionEnd {
+        do {
+            try await handshake()
+        } catch let end as SessionEnding {
+            return end.end
+        } catch let error as ClientError {
+            return error.code == .disconnected ? .closed : .fatal(error)
+        } catch {
+            return .fatal(ClientError(.protocolError, String(describing: error)))
+        }
+        do {
+            enter(.syncing)
+            cursor = try store.syncCursor() ?? 0
+            let syncID = UUID()
+            try await channel.send(.sync(SyncRequest(requestID: syncID, cursor: cursor)))
+            while let frame = try await channel.receive() {
+                if let end = try await handle(frame, syncID: syncID) { return end }
+            }
+            return .closed
+        } catch let error as ClientError {
+            return error.code == .disconnected ? .closed : .fatal(error)
+        } catch {
+            return .fatal(ClientError(.protocolError, String(describing: error)))
+        }
+    }
+
+    private struct SessionEnding: Error { var end: SyncSessionEnd }
+
+    /// The next frame of the handshake; PINGs are answered on the way.
+    private func handshakeFrame() async throws -> Frame {
+        while true {
+            guard let frame = try await channel.receive() else { throw ClientError(.disconnected, "the stream ended during the handshake") }
+            if case .ping(let p) = frame {
+                try await channel.send(.pong(p))
+                continue
+            }
+            if case .error(let e) = frame, e.isFatal, !Self.sessionCodes.contains(e.code) {
+                throw SessionEnding(end: Self.isAuthenticationCode(e.code)
+                    ? .authenticationFailed(Self.clientError(e, .authenticationFailed))
+                    : .fatal(Self.clientError(e, .protocolError)))
+            }
+            return frame
+        }
+    }
+
+    static let sessionCodes: Set<WireError.Code> = [.sessionExpired, .sessionRevoked]
+
+    static func isAuthenticationCode(_ code: WireError.Code) -> Bool { code.wireValue / 100 == 2 }
+
+    static func clientError(_ e: ErrorFrame, _ code: ClientError.Code) -> ClientError {
+        ClientError(code, "\(e.code.name): \(e.reason)")
+    }
+
+    private func handshake() async throws {
+        enter(.negotiating)
+        try await channel.send(.hello(Hello(agent: agent)))
+        guard case .welcome(let welcome) = try await handshakeFrame() else {
+            throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer HELLO with WELCOME")))
+        }
+        features = welcome.features
+        let deviceID = try store.deviceID()
+        var authenticated: Authenticated?
+        if let token = try store.sessionToken() {
+            enter(.resuming)
+            let id = UUID()
+            try await channel.send(.resumeSession(ResumeSession(requestID: id, sessionToken: token, deviceID: deviceID)))
+            switch try await handshakeFrame() {
+            case .authenticated(let a) where a.requestID == id:
+                authenticated = a
+            case .error(let e) where Self.sessionCodes.contains(e.code) || Self.isAuthenticationCode(e.code):
+                try store.setSessionToken(nil)  // authenticate anew below
+            default:
+                throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer RESUME_SESSION with AUTHENTICATED or a session error")))
+            }
+        }
+        if authenticated == nil {
+            enter(.requestingNonce)
+            let nonceID = UUID()
+            try await channel.send(.nonceRequest(NonceRequest(requestID: nonceID)))
+            var nonce: Nonce?
+            while nonce == nil {
+                switch try await handshakeFrame() {
+                case .nonce(let n): nonce = n  // ours, or one the node sent unasked after a session error
+                case .error(let e) where e.requestID == nonceID:
+                    throw SessionEnding(end: .authenticationFailed(Self.clientError(e, .authenticationFailed)))
+                case .error(let e) where Self.sessionCodes.contains(e.code): continue
+                default:
+                    throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer NONCE_REQUEST with NONCE")))
+                }
+            }
+            enter(.awaitingIdentityToken)
+            guard let token = try? await identityToken(nonce!.nonce) else {
+                throw SessionEnding(end: .authenticationFailed(ClientError(.authenticationFailed, "the app provided no identity token")))
+            }
+            enter(.authenticating)
+            let authID = UUID()
+            try await channel.send(.authenticate(Authenticate(requestID: authID, identityToken: token, deviceID: deviceID)))
+            while authenticated == nil {
+                switch try await handshakeFrame() {
+                case .authenticated(let a) where a.requestID == authID: authenticated = a
+                case .nonce: continue  // an extra unasked nonce
+                case .error(let e) where e.requestID == authID || e.requestID == nil:
+                    throw SessionEnding(end: .authenticationFailed(Self.clientError(e, .authenticationFailed)))
+                default:
+                    throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer AUTHENTICATE with AUTHENTICATED")))
+                }
+            }
+        }
+        let a = authenticated!
+        guard a.identity.userID == store.localUser else {
+            throw SessionEnding(end: .authenticationFailed(ClientError(.storeMismatch, "the node authenticated \(a.identity.userID), but this client's store belongs to \(store.localUser)")))
+        }
+        try store.setSessionToken(a.sessionToken)
+        identity = a.identity
+        onEvent(.authenticated(a.identity))
+    }
+
+    /// Handles one frame of a synced session; returns how the session ends, if it does.
+    private func handle(_ frame: Frame, syncID: UUID) async throws -> SyncSessionEnd? {
+        switch frame {
+        case .change(let change):
+            try await apply([change])
+        case .changeBatch(let batch):
+            try await apply(batch.changes)
+        case .ack(let ack) where ack.requestID == syncID:
+            if let c = ack.cursor, c > cursor {
+                try store.setSyncCursor(c)
+                cursor = c
+            }
+            reachedLive = true
+            enter(.live)
+            try await flushOutbox()
+        case .ack:
+            if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
+        case .error(let e) where e.code == .authenticationRequired:
+            // The node lost the session: the command goes back to the outbox, and the
+            // session starts again with a fresh authentication.
+            if let id = e.requestID {
+                inFlight[id] = nil
+                try store.requeue(id)
+            }
+            try store.setSessionToken(nil)
+            return .sessionExpired
+        case .error(let e):
+            if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
+            if e.isFatal || e.requestID == nil {
+                if Self.sessionCodes.contains(e.code) {
+                    try store.setSessionToken(nil)
+                    return .sessionExpired
+                }
+                if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
+            }
+        case .ping(let p):
+            try await channel.send(.pong(p))
+        case .pong, .nonce, .welcome, .authenticated:
+            break  // late or unasked handshake answers change nothing once synced
+        default:
+            try? await channel.send(.error(ErrorFrame(code: .unexpectedFrame, reason: "a \(frame.type.name) frame is not sent to clients", isFatal: true)))
+            return .fatal(ClientError(.protocolError, "the node sent a \(frame.type.name) frame"))
+        }
+        return nil
+    }
+
+    private func apply(_ entries: [Change]) async throws {
+        let decoded = ChangeDecoder.decode(entries, after: cursor, localUser: store.localUser, receivedAt: environment.now())
+        for t in decoded.typing { onEvent(.typing(t)) }
+        if !decoded.changes.isEmpty || decoded.cursor != nil {
+            try applyTolerant(decoded.changes, cursor: decoded.cursor)
+            if let c = decoded.cursor { cursor = c }
+        }
+        // Receipts only where the conversation wants them (the node would ignore the rest).
+        var receiptsOn: [ConversationID: Bool] = [:]
+        var received: [Message] = []
+        for m in decoded.receivedFromOthers {
+            if receiptsOn[m.conversationID] == nil {
+                receiptsOn[m.conversationID] = try store.conversation(m.conversationID)?.conversation.deliveryReceiptsEnabled ?? false
+            }
+            if receiptsOn[m.conversationID] == true { received.append(m) }
+        }
+        if features.contains(.deliveryReceipts), !received.isEmpty {
+            for receipt in ChangeDecoder.deliveryReceipts(for: received) {
+                try store.enqueue(try OutboxEncoder.entry(for: .deliveryReceipt(receipt), createdAt: environment.now()))
+            }
+            if state == .live { try await flushOutbox() }
+        }
+    }
+
+    /// Applies in one transaction; when a change names something this device does not hold
+    /// (e.g. a conversation deleted here), applies the others one by one, skipping it.
+    private func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?) throws {
+        let whole = Result { () throws(ClientError) in try store.apply(changes, cursor: cursor) }
+        guard case .failure(let error) = whole else { return }
+        guard error.code == .notFound else { throw error }
+        for change in changes {
+            let one = Result { () throws(ClientError) in try store.apply([change]) }
+            if case .failure(let e) = one, e.code != .notFound { throw e }
+        }
+        if let cursor { try store.setSyncCursor(cursor) }
+    }
+
+    private func complete(_ completion: OutboxCompletion) async throws {
+        switch completion {
+        case .acknowledged(let id, let ack):
+            let entry = inFlight.removeValue(forKey: id)
+            switch entry.flatMap({ OutboxCommandKind(rawValue: $0.kind) }) {
+            case .sendMessage:
+                if let stored = try store.message(MessageID(uuid: id)), let position = ack.position {
+                    var m = stored.message
+                    m.position = position
+                    m.sentAt = ack.timestamp ?? m.sentAt
+                    if let me = m.recipientStatus[store.localUser] { m.recipientStatus[store.localUser] = max(me, .sent) }
+                    try applyTolerant([.message(m, receivedAt: environment.now())], cursor: nil)
+                }
+            case .createConversation:
+                if let to = ack.conversationID, to.uuid != id {
+                    try applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
+                } else if let local = try store.conversation(ConversationID(uuid: id)), !local.isSynced {
+                    try applyTolerant([.conversation(local.conversation)], cursor: nil)  // the node has it now
+                }
+            default:
+                break
+            }
+            try store.markSent(id)
+        case .failed(let id, let code, let reason, let conversationID):
+            let entry = inFlight.removeValue(forKey: id)
+            if code == .existingDistinctConversation, let to = conversationID, entry?.kind == OutboxCommandKind.createConversation.rawValue {
+                try applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
+            }
+            let now = environment.now()
+            if try store.markFailed(id, code: code.wireValue, reason: reason, at: now) {
+                onEvent(.commandFailed(OutboxFailure(id: id, kind: entry?.kind ?? "", objectID: entry?.objectID, code: code.wireValue, reason: reason, failedAt: now)))
+            }
+        case .retry(let id, let after):
+            inFlight[id] = nil
+            try store.requeue(id)
+            let sleep = environment.sleep
+            Task { [weak self] in
+                try? await sleep(after ?? Self.defaultRetryDelay)
+                try? await self?.flushOutbox()
+            }
+        }
+    }
+
+    /// Sends every pending outbox entry in outbox order (only when live). Concurrent calls
+    /// coalesce: one flush runs, and runs again if more was asked while it ran.
+    public func flush() async {
+        do { try await flushOutbox() } catch {}
+    }
+
+    private func flushOutbox() async throws {
+        guard state == .live else { return }
+        if flushing {
+            flushAgain = true
+            return
+        }
+        flushing = true
+        defer { flushing = false }
+        repeat {
+            flushAgain = false
+            let batch = try store.dequeueOutbox(limit: Self.flushBatch)
+            for entry in batch {
+                guard let frame = try? OutboxEncoder.frame(for: entry) else {
+                    try store.markFailed(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
+                    continue
+                }
+                inFlight[entry.id] = entry
+                try await channel.send(frame)
+            }
+            if batch.count == Self.flushBatch { flushAgain = true }
+        } while flushAgain && state == .live
+    }
+
+    /// Sends a typing indicator when live and the node relays them; dropped otherwise
+    /// (typing is never queued).
+    public func sendTyping(_ typing: Typing) async {
+        guard state == .live, features.contains(.typingIndicators) else { return }
+        try? await channel.send(.typing(typing))
+    }
+}
