@@ -135,11 +135,18 @@ extension Frame {
     /// Decodes the payload at `offset` (from the reader index) of `buffer`, whose `length`
     /// bytes are known to be readable, straight from the buffer's storage.
     static func decodePayload(_ type: FrameType, in buffer: ByteBuffer, offset: Int, length: Int, _ limits: WireLimits) throws(WireError) -> Frame {
-        let result: Result<Frame, WireError> = buffer.withUnsafeReadableBytes { raw in
-            var reader = PayloadReader(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset &+ length)]))
-            return Result { () throws(WireError) -> Frame in try decodePayload(type, from: &reader, limits) }
+        // `withUnsafeReadableBytes` rethrows untyped errors: the only error the closure can
+        // throw is a `WireError` (boxed on the error path only, never on success).
+        do {
+            return try buffer.withUnsafeReadableBytes { raw in
+                var reader = PayloadReader(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset &+ length)]))
+                return try decodePayload(type, from: &reader, limits)
+            }
+        } catch let error as WireError {
+            throw error
+        } catch {
+            throw WireError(.internalError, "unexpected error \(error)")
         }
-        return try result.get()
     }
 
     func encodePayload(into b: inout ByteBuffer) throws(WireError) {

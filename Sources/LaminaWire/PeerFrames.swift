@@ -84,6 +84,9 @@ public struct PeerAck: Hashable, Sendable {
 
 extension PeerHello {
     func encode(into b: inout ByteBuffer) throws(WireError) {
+        guard minVersion >= 1, minVersion <= maxVersion else {
+            throw WireError(.invalidArgument, "version range \(minVersion)...\(maxVersion) is empty or starts at 0")
+        }
         b.writeInteger(nodeID.rawValue, as: UInt64.self)
         b.writeInteger(minVersion, as: UInt16.self)
         b.writeInteger(maxVersion, as: UInt16.self)

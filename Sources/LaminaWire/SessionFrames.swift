@@ -239,6 +239,9 @@ public struct ErrorFrame: Hashable, Sendable {
 
 extension Hello {
     func encode(into b: inout ByteBuffer) throws(WireError) {
+        guard minVersion >= 1, minVersion <= maxVersion else {
+            throw WireError(.invalidArgument, "version range \(minVersion)...\(maxVersion) is empty or starts at 0")
+        }
         b.writeInteger(minVersion, as: UInt16.self)
         b.writeInteger(maxVersion, as: UInt16.self)
         b.writeInteger(features.rawValue, as: UInt64.self)

@@ -51,6 +51,11 @@ import Testing
             (.sendMessage(SendMessage(messageID: .random(), conversationID: c, parts: [MessagePart(mimeType: "image/png", content: .external(ContentReference(id: .random(), size: 1, sha256: [1])))])), .invalidContentReference),
             (.hello(Hello(agent: String(repeating: "a", count: 1_025))), .limitExceeded),
             (.changeBatch(ChangeBatch(changes: [])), .invalidArgument),
+            (.replicate(Replicate(operations: [])), .invalidArgument),
+            (.hello(Hello(minVersion: 2, maxVersion: 1, agent: "x")), .invalidArgument),
+            (.peerHello(PeerHello(nodeID: NodeID(1), minVersion: 0, maxVersion: 1, cluster: "c")), .invalidArgument),
+            (.authenticated(Authenticated(requestID: .init(), sessionToken: String(repeating: "t", count: 8_192), identity: Identity(userID: "u", displayName: String(repeating: "n", count: 1_024), avatarURL: String(repeating: "a", count: 1_025)), expiresAt: .now())), .limitExceeded),
+            (.createConversation(CreateConversation(conversationID: c, participants: [], options: ConversationOptions(metadata: ["a.b": .string("x")]))), .invalidMetadata),
             (.fetchHistory(FetchHistory(requestID: .init(), conversationID: c, policy: .lastN(0))), .invalidArgument),
         ]
         for (frame, code) in cases {

@@ -5,8 +5,17 @@ import LaminaWire
 /// Generates random valid frames of every type from a seeded PRNG (reproducible).
 struct RandomFrames {
     var rng: SplitMix64
+    /// When set, sizes and counts sometimes go past the spec's limits (the values stay
+    /// constructible): for checking that the encoder refuses what the decoder would.
+    var wild: Bool
 
-    init(seed: UInt64) { rng = SplitMix64(seed: seed) }
+    init(seed: UInt64, wild: Bool = false) {
+        rng = SplitMix64(seed: seed)
+        self.wild = wild
+    }
+
+    /// `limit`, or sometimes a little more when wild.
+    mutating func cap(_ limit: Int) -> Int { wild && int(0...3) == 0 ? limit + int(1...max(1, limit / 4 + 2)) : limit }
 
     mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &rng) }
     mutating func bool() -> Bool { Bool.random(using: &rng) }
@@ -34,6 +43,7 @@ struct RandomFrames {
     static let alphabet: [Character] = Array("abcxyzABZ019-_@ äöüßé漢字😀")
     mutating func string(_ maxLength: Int, alphabet: [Character] = RandomFrames.alphabet) -> String {
         var s = ""
+        let maxLength = cap(maxLength)
         let n = int(0...maxLength)
         for _ in 0..<n {
             s.append(alphabet[int(0...(alphabet.count - 1))])
@@ -46,7 +56,10 @@ struct RandomFrames {
         if s.isEmpty { s = "u" }
         return try! UserID(s)
     }
-    mutating func users(_ max: Int) -> Set<UserID> { Set((0..<int(0...max)).map { _ in user() }) }
+    mutating func users(_ max: Int) -> Set<UserID> {
+        if wild && int(0...20) == 0 { return Set((0..<int(240...260)).map { UserID(stringLiteral: "user-\($0)") }) }
+        return Set((0..<int(0...max)).map { _ in user() })
+    }
     mutating func timestamp() -> Timestamp { Timestamp(millisecondsSince1970: Int64(bitPattern: u64())) }
     mutating func hlc() -> HLCTimestamp { HLCTimestamp(physical: u64(), logical: u32(), node: NodeID(u64())) }
     mutating func mime() -> MIMEType {
@@ -58,10 +71,13 @@ struct RandomFrames {
             let ref = ContentReference(id: ContentID(uuid: uuid()), size: UInt64(int(0...Int(Limits.maxPartBytes))), sha256: (0..<32).map { _ in UInt8(int(0...255)) })
             return MessagePart(id: uuid(), mimeType: mime(), content: .external(ref))
         }
-        let n = int(0...3) == 0 ? int(0...2_048) : int(0...120)
+        let n = int(0...3) == 0 ? int(0...cap(2_048)) : int(0...120)
         return MessagePart(id: uuid(), mimeType: mime(), content: .inline((0..<n).map { _ in UInt8(int(0...255)) }))
     }
-    mutating func parts() -> [MessagePart] { (0..<(int(0...9) == 0 ? int(1...40) : int(1...3))).map { _ in part() } }
+    mutating func parts() -> [MessagePart] {
+        if wild && int(0...30) == 0 { return int(0...1) == 0 ? [] : (0..<int(995...1_005)).map { _ in MessagePart(id: uuid(), mimeType: .textPlain, content: .inline([])) } }
+        return (0..<(int(0...9) == 0 ? int(1...40) : int(1...3))).map { _ in part() }
+    }
     mutating func push() -> PushConfiguration {
         var data: [String: String] = [:]
         for _ in 0..<int(0...4) { data[string(10)] = string(20) }
@@ -69,7 +85,8 @@ struct RandomFrames {
     }
     mutating func key() -> String {
         var k = string(8, alphabet: Array("abcdefgh_-üé1"))
-        if k.isEmpty { k = "k" }
+        if k.isEmpty && !(wild && int(0...5) == 0) { k = "k" }
+        if wild && int(0...20) == 0 { k += "." }
         return k
     }
     mutating func metadataMap(level: Int) -> [String: MetadataValue] {
@@ -78,9 +95,13 @@ struct RandomFrames {
         return map
     }
     mutating func metadataValue(level: Int) -> MetadataValue {
-        level < Limits.maxMetadataDepth && int(0...2) == 0 ? .dictionary(metadataMap(level: level + 1)) : .string(string(30))
+        level < (wild ? Limits.maxMetadataDepth + 2 : Limits.maxMetadataDepth) && int(0...2) == 0 ? .dictionary(metadataMap(level: level + 1)) : .string(string(30))
     }
-    mutating func keyPath() -> MetadataKeyPath { try! MetadataKeyPath((0..<int(1...Limits.maxMetadataDepth)).map { _ in key() }) }
+    mutating func keyPath() -> MetadataKeyPath {
+        while true {
+            if let path = try? MetadataKeyPath((0..<int(1...Limits.maxMetadataDepth)).map { _ in key() }) { return path }
+        }
+    }
     mutating func mode() -> DeletionMode { bool() ? .myDevices : .allParticipants }
     mutating func typingState() -> TypingState { TypingState.allCases[int(0...2)] }
     mutating func status() -> RecipientStatus { RecipientStatus.allCases[int(0...4)] }
