@@ -85,9 +85,8 @@ extension Frame {
     /// On error `buffer` is left as it was.
     public func encode(into buffer: inout ByteBuffer) throws(WireError) {
         let start = buffer.writerIndex
-        buffer.writeInteger(0, as: UInt32.self)  // length, patched below
-        buffer.writeInteger(type.rawValue, as: UInt16.self)
-        buffer.writeInteger(0, as: UInt16.self)  // flags: none defined for version-1 types
+        // Length (patched below), type, flags (none for version-1 types), in one write.
+        buffer.writeInteger(UInt64(type.rawValue) << 16, as: UInt64.self)
         do {
             try encodePayload(into: &buffer)
         } catch {

@@ -13,14 +13,26 @@ extension ByteBuffer {
 
     // MARK: Varints (SPEC §3.3: unsigned LEB128, at most 10 bytes, minimal)
 
+    /// Writes a minimal varint with one buffer write (SPEC §3.3).
     @inline(__always)
     mutating func writeVarint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            writeInteger(UInt8(truncatingIfNeeded: v) | 0x80, as: UInt8.self)
-            v >>= 7
+        if value < 0x80 {
+            writeInteger(UInt8(truncatingIfNeeded: value), as: UInt8.self)
+            return
         }
-        writeInteger(UInt8(truncatingIfNeeded: v), as: UInt8.self)
+        var scratch: (UInt64, UInt16) = (0, 0)  // 10 bytes: the longest varint
+        let count = withUnsafeMutableBytes(of: &scratch) { p -> Int in
+            var v = value
+            var n = 0
+            while v >= 0x80 {
+                p[n] = UInt8(truncatingIfNeeded: v) | 0x80
+                v >>= 7
+                n &+= 1
+            }
+            p[n] = UInt8(truncatingIfNeeded: v)
+            return n &+ 1
+        }
+        _ = withUnsafeBytes(of: &scratch) { p in writeBytes(UnsafeRawBufferPointer(rebasing: p[0..<count])) }
     }
 
     /// The number of bytes `writeVarint(value)` writes.
