@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds one fuzz target and runs it for N seconds.
 #   Fuzz/fuzz.sh <FuzzDecode|FuzzRoundTrip|FuzzSplitFeed> <seconds> [libFuzzer flags...]
-# Seeds are remade from Protocol/vectors first (make-seeds.sh). New corpus entries go to
+# Seeds are remade from Protocol/vectors first (make-seeds.sh, into
+# Fuzz/corpus-work/seeds-<target>/). New corpus entries go to
 # Fuzz/corpus-work/<target>/, the log to Fuzz/artifacts/<target>.log, and any crashing,
 # leaking or timed-out input to Fuzz/FailCases/<target>-<kind>-<sha1>, which the main
 # suite's FailCasesReplayTests replays. Exits non-zero when the target found a failure.
@@ -31,7 +32,9 @@ build_flags=(
     -Xswiftc -g
 )
 
-"$here/make-seeds.sh"
+# Each target gets its own seed folder, so several targets can start at once.
+seeds_root="$here/corpus-work/seeds-$target"
+"$here/make-seeds.sh" "$seeds_root"
 
 if [[ "${FUZZ_SKIP_BUILD:-0}" != 1 ]]; then
     echo "fuzz.sh: building $target"
@@ -41,7 +44,7 @@ binary="$(swift build "${build_flags[@]}" --show-bin-path)/$target"
 [[ -x "$binary" ]] || { echo "fuzz.sh: $binary was not built" >&2; exit 1; }
 
 corpus="$here/corpus-work/$target"
-seeds="$here/corpus-work/seeds/$target"
+seeds="$seeds_root/$target"
 log="$here/artifacts/$target.log"
 mkdir -p "$corpus" "$here/artifacts" "$here/FailCases"
 

@@ -97,10 +97,11 @@ struct CodecRunner {
                 do { blackHole(try message.serializedBytes() as [UInt8]) } catch { fatalError("encode failed: \(error)") }
             }
         }
+        let encodeRates = measure(settings, batch: batch, [laminaEncode, protobufEncode])
         rows.append(CodecRow(
             caseName: name, operation: "encode", laminaBytes: laminaBytes.readableBytes, protobufBytes: protobufBytes.count,
-            lamina: measure(settings, batch: batch, laminaEncode),
-            protobuf: measure(settings, batch: batch, protobufEncode),
+            lamina: encodeRates[0],
+            protobuf: encodeRates[1],
             laminaAllocations: AllocationCounter.allocations(per: samples * batch) { for _ in 0..<samples { laminaEncode() } },
             protobufAllocations: AllocationCounter.allocations(per: samples * batch) { for _ in 0..<samples { protobufEncode() } }
         ))
@@ -131,10 +132,11 @@ struct CodecRunner {
                 do { blackHole(try M(serializedBytes: protobufBytes)) } catch { fatalError("decode failed: \(error)") }
             }
         }
+        let decodeRates = measure(settings, batch: batch, [laminaDecode, protobufDecode])
         rows.append(CodecRow(
             caseName: name, operation: "decode", laminaBytes: laminaBytes.readableBytes, protobufBytes: protobufBytes.count,
-            lamina: measure(settings, batch: batch, laminaDecode),
-            protobuf: measure(settings, batch: batch, protobufDecode),
+            lamina: decodeRates[0],
+            protobuf: decodeRates[1],
             laminaAllocations: AllocationCounter.allocations(per: samples * batch) { for _ in 0..<samples { laminaDecode() } },
             protobufAllocations: AllocationCounter.allocations(per: samples * batch) { for _ in 0..<samples { protobufDecode() } }
         ))

@@ -27,7 +27,8 @@ struct CodecReport {
             ].joined(separator: " "))
         }
         lines.append("")
-        lines.append("frames/s: median of \(settings.rounds) rounds of ~\(ms(settings.roundDuration)) ms after \(ms(settings.warmUp)) ms warm-up; spread (slowest..fastest round):")
+        lines.append("frames/s: median of \(settings.rounds) rounds of ~\(ms(settings.roundDuration)) ms after \(ms(settings.warmUp)) ms warm-up; Lamina's and protobuf's")
+        lines.append("rounds alternate, so both see the same machine load. Spread (slowest..fastest round):")
         for row in rows {
             var spread = "  \(row.caseName), \(row.operation): Lamina \(rate(row.lamina.slowest))..\(rate(row.lamina.fastest))"
             if let pb = row.protobuf { spread += ", protobuf \(rate(pb.slowest))..\(rate(pb.fastest))" }
