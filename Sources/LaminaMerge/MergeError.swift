@@ -2,7 +2,7 @@ import LaminaModel
 
 /// The one error type of `LaminaMerge`: a refused operation with a stable code,
 /// a human-readable reason and the place in the source that raised it.
-public struct MergeError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct MergeError: LaminaError {
     /// A stable, machine-readable code. Extensible: new codes may be added.
     public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
         public let rawValue: String
@@ -39,12 +39,5 @@ public struct MergeError: Error, Hashable, Sendable, CustomStringConvertible {
         self.line = line
     }
 
-    public var description: String { "\(code): \(reason)" }
 
-    /// Equality ignores the source location.
-    public static func == (lhs: MergeError, rhs: MergeError) -> Bool { lhs.code == rhs.code && lhs.reason == rhs.reason }
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(reason)
-    }
 }

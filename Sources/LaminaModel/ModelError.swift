@@ -1,6 +1,6 @@
 /// The one error type of `LaminaModel`: a validation failure with a stable code,
 /// a human-readable reason and the place in the source that raised it.
-public struct ModelError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct ModelError: LaminaError {
     /// A stable, machine-readable code. Extensible: new codes may be added.
     public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
         public let rawValue: String
@@ -34,15 +34,6 @@ public struct ModelError: Error, Hashable, Sendable, CustomStringConvertible {
         self.line = line
     }
 
-    public var description: String { "\(code): \(reason)" }
 
-    /// Equality ignores the source location: two errors are the same when their code and reason are.
-    public static func == (lhs: ModelError, rhs: ModelError) -> Bool {
-        lhs.code == rhs.code && lhs.reason == rhs.reason
-    }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(reason)
-    }
 }

@@ -1,9 +1,10 @@
+import LaminaModel
 /// The one error type of `LaminaWire`: a failure with a code from the error-code table of
 /// `Protocol/SPEC.md` §9, a human-readable reason and the place in the source that raised it.
 ///
 /// The same codes travel in ERROR frames (`ErrorFrame.code`), so a node maps every failure,
 /// wire or not, to one of them (see `WireError.init(_: ModelError)`).
-public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct WireError: LaminaError {
     /// A stable error code: a 16-bit value on the wire and a kebab-case name (SPEC §9).
     /// Values not in the table are kept as they are (a newer peer may send them).
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -196,15 +197,6 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         self.line = line
     }
 
-    public var description: String { "\(code.name): \(reason)" }
 
-    /// Equality ignores the source location: two errors are the same when code and reason are.
-    public static func == (lhs: WireError, rhs: WireError) -> Bool {
-        lhs.code == rhs.code && lhs.reason == rhs.reason
-    }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(reason)
-    }
 }

@@ -3,7 +3,7 @@ import LaminaModel
 
 /// The one error type of `LaminaClient`: a stable code, a human-readable reason and the
 /// place in the source that raised it.
-public struct ClientError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct ClientError: LaminaError {
     /// A stable, machine-readable code. Extensible: new codes may be added.
     public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
         public let rawValue: String
@@ -49,14 +49,7 @@ public struct ClientError: Error, Hashable, Sendable, CustomStringConvertible {
         self.line = line
     }
 
-    public var description: String { "\(code): \(reason)" }
 
-    /// Equality ignores the source location.
-    public static func == (lhs: ClientError, rhs: ClientError) -> Bool { lhs.code == rhs.code && lhs.reason == rhs.reason }
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(reason)
-    }
 
     /// Wraps any error thrown by storage code: a `ClientError` passes through, a
     /// `ModelError` becomes `.invalidObject`, anything else `.storage`.

@@ -1,8 +1,9 @@
+import LaminaModel
 import GRDB
 
 /// The one error type of the node's storage: a stable code, a human-readable reason and
 /// the place in the source that raised it.
-public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct StorageError: LaminaError {
     /// A stable, machine-readable code. Extensible: new codes may be added.
     public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
         public let rawValue: String
@@ -59,17 +60,8 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
         self.line = line
     }
 
-    public var description: String { "\(code): \(reason)" }
 
-    /// Equality ignores the source location: two errors are the same when their code and reason are.
-    public static func == (lhs: StorageError, rhs: StorageError) -> Bool {
-        lhs.code == rhs.code && lhs.reason == rhs.reason
-    }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(code)
-        hasher.combine(reason)
-    }
 
     /// Wraps any error into a storage error: storage errors pass through, SQLite errors
     /// become `.database` with SQLite's code and message.
