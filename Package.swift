@@ -51,6 +51,9 @@ let package = Package(
             name: "LaminaNode",
             dependencies: [
                 "LaminaModel",
+                "LaminaWire",
+                "LaminaMerge",
+                "LaminaTransport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -117,7 +120,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "LaminaNodeTests", dependencies: ["LaminaNode", "LaminaModel"]),
+        .testTarget(
+            name: "LaminaNodeTests",
+            dependencies: ["LaminaNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport"]
+        ),
         .testTarget(
             name: "LaminaTransportTests",
             dependencies: [
