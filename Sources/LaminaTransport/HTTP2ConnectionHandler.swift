@@ -38,14 +38,18 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private var shuttingDown = false
     private var awaitingShutdownPing = false
     private var drainTimer: Scheduled<Void>?
+    private var tornDown = false
     /// True once the peer sent GOAWAY.
     private(set) var peerWentAway = false
+    /// Succeeds when the peer sends GOAWAY; fails when the connection closes without one.
+    let goAwayPromise: EventLoopPromise<Void>
     private var isServer: Bool { if case .server = role { return true } else { return false } }
 
     init(role: Role, settings: HTTP2Settings, readyPromise: EventLoopPromise<Void>) {
         self.role = role
         self.settings = settings
         self.readyPromise = readyPromise
+        self.goAwayPromise = readyPromise.futureResult.eventLoop.makePromise(of: Void.self)
     }
 
     /// Open streams (for tests and metrics).
@@ -81,7 +85,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
-        guard let session, !session.isClosed else { return }
+        guard let session, !session.isClosed, !tornDown else { return }
         processing = true
         let result = buffer.withUnsafeReadableBytes { raw -> Int in
             inputBase = UnsafeRawPointer(raw.baseAddress)
@@ -94,11 +98,13 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         if result < 0 {
             processing = false
             fatal(TransportError(.http2Protocol, "nghttp2: \(NGHTTP2Session.describe(Int32(result)))"))
+            releaseSessionIfTornDown()
             return
         }
         deliverPending()
         processing = false
         flushSession()
+        releaseSessionIfTornDown()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -121,13 +127,25 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private func teardown(error: TransportError) {
         drainTimer?.cancel()
         readyPromise.fail(error)
+        goAwayPromise.fail(error)
         let open = streams
         streams.removeAll()
         for (_, stream) in open {
             markClosed(stream, code: UInt32(NGHTTP2_INTERNAL_ERROR.rawValue), error: error)
         }
         deliverPending()
-        session?.close()
+        tornDown = true
+        // Never free the nghttp2 session under a frame that is still using it (a write can
+        // close the channel synchronously in the middle of a flush or a read).
+        releaseSessionIfTornDown()
+    }
+
+    /// Frees the session once no caller up the stack still uses it.
+    private func releaseSessionIfTornDown() {
+        if tornDown && !processing && !flushing && !delivering, let session {
+            session.close()
+            self.session = nil  // every later operation finds no session
+        }
     }
 
     private func fatal(_ error: TransportError) {
@@ -146,6 +164,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             let stream = TransportStream(
                 id: hd.stream_id, connection: self, eventLoop: context.eventLoop, isServerSide: true,
                 requestHeaders: HeaderFields(), tlsInfo: tlsInfo, remoteAddress: context.channel.remoteAddress)
+            stream.pendingHeaders.reserveCapacity(8)
             streams[hd.stream_id] = stream
         }
         return 0
@@ -160,7 +179,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             // RFC 9113 §6.5.2: the stream is reset rather than the list buffered.
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
-        stream.pendingHeaders.append(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+        // nghttp2 has validated the name (lower case, RFC 9113 §8.2.1).
+        stream.pendingHeaders.appendValidated(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
         return 0
     }
 
@@ -195,6 +215,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             }
         case NGHTTP2_GOAWAY.rawValue:
             peerWentAway = true
+            goAwayPromise.succeed()
         case NGHTTP2_PING.rawValue:
             if awaitingShutdownPing, hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0, let session {
                 awaitingShutdownPing = false
@@ -255,8 +276,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         var written = 0
-        while written < target.count, !stream.outbound.isEmpty {
-            var (chunk, promise) = stream.outbound[stream.outbound.startIndex]
+        while written < target.count, let pending = stream.outbound.first {
+            var chunk = pending.data
             let count = min(chunk.readableBytes, target.count - written)
             chunk.withUnsafeReadableBytes { source in
                 (target.baseAddress! + written).copyMemory(from: source.baseAddress!, byteCount: count)
@@ -264,10 +285,10 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             chunk.moveReaderIndex(forwardBy: count)
             written += count
             if chunk.readableBytes == 0 {
-                stream.outbound.removeFirst()
-                if let promise { completedWrites.append(promise) }
+                _ = stream.outbound.popFirst()
+                if let promise = pending.promise { completedWrites.append(promise) }
             } else {
-                stream.outbound[stream.outbound.startIndex] = (chunk, promise)
+                stream.outbound.replaceFirst(PendingWrite(data: chunk, promise: pending.promise))
             }
         }
         stream.outboundBufferedBytes -= written
@@ -328,6 +349,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         }
         deliveryQueue.removeAll(keepingCapacity: true)
         delivering = false
+        releaseSessionIfTornDown()
     }
 
     private func deliver(_ stream: TransportStream) {
@@ -338,21 +360,21 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         events: while !stream.isPaused, let event = stream.inbound.first {
             switch event {
             case .request:
-                stream.inbound.removeFirst()
+                _ = stream.inbound.popFirst()
                 route(stream)
             case .headers(let headers):
                 guard let delegate = stream._delegate else { break events }
-                stream.inbound.removeFirst()
+                _ = stream.inbound.popFirst()
                 delegate.streamDidReceiveHeaders(stream, headers: headers)
             case .data(let chunk):
                 guard let delegate = stream._delegate else { break events }
-                stream.inbound.removeFirst()
+                _ = stream.inbound.popFirst()
                 stream.inboundBufferedBytes -= chunk.readableBytes
                 consume(stream.id, chunk.readableBytes)
                 delegate.streamDidReceiveData(stream, data: chunk)
             case .end(let trailers):
                 guard let delegate = stream._delegate else { break events }
-                stream.inbound.removeFirst()
+                _ = stream.inbound.popFirst()
                 delegate.streamDidReceiveEnd(stream, trailers: trailers)
             }
         }
@@ -363,9 +385,11 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             stream.closeCompleted = true
             let error = stream.closeError
             let failure = error ?? TransportError(.invalidState, "the stream is closed")
-            while let (_, promise) = stream.outbound.popFirst() { promise?.fail(failure) }
+            while let pending = stream.outbound.popFirst() { pending.promise?.fail(failure) }
             stream.outboundBufferedBytes = 0
-            if let error { stream.closePromise.fail(error) } else { stream.closePromise.succeed() }
+            if let promise = stream.closePromise {
+                if let error { promise.fail(error) } else { promise.succeed() }
+            }
         }
         if stream.inbound.isEmpty, !stream.closeDelivered {
             stream.closeDelivered = true
@@ -387,7 +411,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     /// Stream-level window credit for bytes the layer above has taken (or that were dropped).
     private func consume(_ streamID: Int32, _ count: Int) {
-        guard count > 0, let session, !session.isClosed else { return }
+        guard count > 0, let session, !session.isClosed, !tornDown else { return }
         _ = nghttp2_session_consume_stream(session.raw, streamID, count)
     }
 
@@ -426,7 +450,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             promise?.fail(stream.closeError ?? TransportError(.invalidState, "the stream's outbound side is finished"))
             return
         }
-        stream.outbound.append((data, promise))
+        stream.outbound.append(PendingWrite(data: data, promise: promise))
         stream.outboundBufferedBytes += data.readableBytes
         if stream.outboundBufferedBytes >= settings.streamOutboundHighWater { stream.isWritable = false }
         resumeIfDeferred(stream)
@@ -531,7 +555,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// callbacks deferred (write promises, writability, deliveries) and repeats while that
     /// produced more to send.
     private func flushSession() {
-        guard let session, !session.isClosed, let context, !flushing else { return }
+        guard let session, !session.isClosed, !tornDown, let context, !flushing else { return }
         flushing = true
         var rounds = 0
         while true {
@@ -539,6 +563,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             var out: ByteBuffer? = nil
             var blocked = false
             while true {
+                if tornDown { break }
                 if !context.channel.isWritable {
                     blocked = true
                     break
@@ -561,9 +586,13 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             if let out { context.writeAndFlush(wrapOutboundOut(out), promise: nil) }
             let hadCallbacks = !completedWrites.isEmpty || !becameWritable.isEmpty || !deliveryQueue.isEmpty
             runDeferredCallbacks()
-            if blocked || !hadCallbacks || nghttp2_session_want_write(session.raw) == 0 || rounds > 64 { break }
+            if tornDown || blocked || !hadCallbacks || nghttp2_session_want_write(session.raw) == 0 || rounds > 64 { break }
         }
         flushing = false
+        if tornDown {
+            releaseSessionIfTornDown()
+            return
+        }
         if nghttp2_session_want_read(session.raw) == 0 && nghttp2_session_want_write(session.raw) == 0 && !closing {
             closing = true
             context.close(promise: nil)

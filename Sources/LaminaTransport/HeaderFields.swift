@@ -19,13 +19,22 @@ public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByArrayLite
 
     /// Appends a field; the name is lower-cased.
     public mutating func append(_ name: String, _ value: String) {
-        fields.append(Field(name: name.lowercased(), value: value))
+        let isLower = name.utf8.allSatisfy { !($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z")) }
+        fields.append(Field(name: isLower ? name : name.lowercased(), value: value))
+    }
+
+    mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
+
+    /// Appends a field whose name is known to be lower-case already.
+    mutating func appendValidated(_ name: String, _ value: String) {
+        fields.append(Field(name: name, value: value))
     }
 
     /// The first value for `name` (case-insensitive), or nil.
     public subscript(_ name: String) -> String? {
+        if let field = fields.first(where: { $0.name == name }) { return field.value }
         let lower = name.lowercased()
-        return fields.first(where: { $0.name == lower })?.value
+        return lower == name ? nil : fields.first(where: { $0.name == lower })?.value
     }
 
     /// All values for `name`.

@@ -78,31 +78,37 @@ final class NGHTTP2Session {
     }
 }
 
-/// Builds an `nghttp2_nv` array over one contiguous byte buffer and runs `body` with it.
-/// nghttp2 copies names and values in every submit call used here.
+/// Builds an `nghttp2_nv` array over one contiguous byte buffer (stack-allocated when small)
+/// and runs `body` with it. nghttp2 copies names and values in every submit call used here.
 func withNameValueArray<T>(_ headers: HeaderFields, _ body: (UnsafePointer<nghttp2_nv>, Int) -> T) -> T {
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(headers.listSize)
-    var offsets: [(Int, Int, Int, Int)] = []
-    offsets.reserveCapacity(headers.count)
-    for field in headers {
-        let nameStart = bytes.count
-        bytes.append(contentsOf: field.name.utf8)
-        let valueStart = bytes.count
-        bytes.append(contentsOf: field.value.utf8)
-        offsets.append((nameStart, valueStart - nameStart, valueStart, bytes.count - valueStart))
-    }
-    bytes.append(0)  // never empty, so the base address exists
-    let placeholder = nghttp2_nv(name: nil, value: nil, namelen: 0, valuelen: 0, flags: 0)
-    return bytes.withUnsafeMutableBufferPointer { storage in
-        let base = storage.baseAddress!
-        var nva = offsets.map { entry in
-            nghttp2_nv(
-                name: base + entry.0, value: base + entry.2, namelen: entry.1, valuelen: entry.3,
-                flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+    var total = 1
+    for field in headers { total += field.name.utf8.count + field.value.utf8.count }
+    let count = headers.count
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total) { bytes in
+        withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, count)) { nva in
+            let base = bytes.baseAddress!
+            var offset = 0
+            var index = 0
+            for field in headers {
+                var name = field.name
+                var value = field.value
+                let nameStart = offset
+                name.withUTF8 { utf8 in
+                    if let source = utf8.baseAddress { (base + offset).initialize(from: source, count: utf8.count) }
+                    offset += utf8.count
+                }
+                let valueStart = offset
+                value.withUTF8 { utf8 in
+                    if let source = utf8.baseAddress { (base + offset).initialize(from: source, count: utf8.count) }
+                    offset += utf8.count
+                }
+                (nva.baseAddress! + index).initialize(
+                    to: nghttp2_nv(
+                        name: base + nameStart, value: base + valueStart, namelen: valueStart - nameStart,
+                        valuelen: offset - valueStart, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                index += 1
+            }
+            return body(UnsafePointer(nva.baseAddress!), count)
         }
-        let count = nva.count
-        if nva.isEmpty { nva.append(placeholder) }
-        return nva.withUnsafeBufferPointer { body($0.baseAddress!, count) }
     }
 }

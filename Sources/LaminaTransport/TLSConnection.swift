@@ -49,8 +49,7 @@ final class TLSConnection {
         BIO_set_init(bio, 1)
         BIO_set_shutdown(bio, 1)
         BIO_set_data(bio, Unmanaged.passUnretained(self).toOpaque())
-        BIO_up_ref(bio)  // SSL_set_bio takes one reference per direction.
-        SSL_set_bio(ssl, bio, bio)
+        SSL_set_bio(ssl, bio, bio)  // the same BIO both ways: the SSL takes our one reference
         SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
         if context.configuration.role == .client {
             SSL_set_connect_state(ssl)

@@ -99,6 +99,10 @@ public final class TransportConnection: Sendable {
     /// Completes when the connection has closed, for any reason.
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
 
+    /// Succeeds when the server sends GOAWAY (it is shutting down: finish open streams, open
+    /// new ones on a new connection); fails if the connection closes without one.
+    public var goingAway: EventLoopFuture<Void> { handler.goAwayPromise.futureResult }
+
     /// Whether the server has sent GOAWAY (open a new connection for new streams).
     public var isGoingAway: EventLoopFuture<Bool> {
         let handler = self.handler

@@ -24,8 +24,16 @@ public struct TransportRouter: Sendable {
 
     /// The handler for a request `:path`, if any.
     public func handler(for path: String) -> TransportStreamHandler? {
-        let bare = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path
-        if let handler = exact[bare] { return handler }
+        if let handler = exact[path] { return handler }
+        let bare = path.firstIndex(of: "?").map { String(path[..<$0]) } ?? path
+        if bare != path, let handler = exact[bare] { return handler }
         return prefixes.first(where: { bare.hasPrefix($0.0) })?.1
+    }
+
+    /// The registered route (as given to ``add(_:_:)``) that `path` matches, if any.
+    public func match(_ path: String) -> String? {
+        let bare = path.firstIndex(of: "?").map { String(path[..<$0]) } ?? path
+        if exact[bare] != nil { return bare }
+        return prefixes.first(where: { bare.hasPrefix($0.0) }).map { $0.0 + "*" }
     }
 }

@@ -80,14 +80,26 @@ public final class TransportStream: @unchecked Sendable {
 
     /// Completes when the stream closes: succeeds after a clean end, fails with the reset or
     /// connection error otherwise.
-    public var closeFuture: EventLoopFuture<Void> { closePromise.futureResult }
+    public var closeFuture: EventLoopFuture<Void> {
+        eventLoop.preconditionInEventLoop()
+        if let closePromise { return closePromise.futureResult }
+        if closeCompleted {
+            if let closeError { return eventLoop.makeFailedFuture(closeError) }
+            return eventLoop.makeSucceededVoidFuture()
+        }
+        let promise = eventLoop.makePromise(of: Void.self)
+        closePromise = promise
+        return promise.futureResult
+    }
 
     // MARK: internal state (event loop only)
 
     var _delegate: TransportStreamDelegate?
-    weak var connection: HTTP2ConnectionHandler?
+    /// Strong until the stream's close is delivered (or the connection tears down), then nil:
+    /// no weak reference, so the handler's retain/release stay on the fast path.
+    var connection: HTTP2ConnectionHandler?
     let isServerSide: Bool
-    var inbound = CircularBuffer<InboundEvent>(initialCapacity: 4)
+    var inbound = StreamQueue<InboundEvent>()
     var isPaused = false
     var queuedForDelivery = false
     var pendingHeaders = HeaderFields()
@@ -97,9 +109,10 @@ public final class TransportStream: @unchecked Sendable {
     var closeError: TransportError?
     var closeDelivered = false
     var closeCompleted = false
-    let closePromise: EventLoopPromise<Void>
+    /// Made only when someone asks for ``closeFuture`` (one allocation fewer per stream).
+    var closePromise: EventLoopPromise<Void>?
 
-    var outbound = CircularBuffer<(ByteBuffer, EventLoopPromise<Void>?)>(initialCapacity: 2)
+    var outbound = StreamQueue<PendingWrite>()
     var outboundFinished = false
     var outboundTrailers: HeaderFields?
     var dataDeferred = false
@@ -116,7 +129,6 @@ public final class TransportStream: @unchecked Sendable {
         self.requestHeaders = requestHeaders
         self.tlsInfo = tlsInfo
         self.remoteAddress = remoteAddress
-        self.closePromise = eventLoop.makePromise(of: Void.self)
     }
 
     private func onLoop(_ body: @escaping @Sendable () -> Void) {
@@ -128,19 +140,29 @@ public final class TransportStream: @unchecked Sendable {
     /// Server role: sends the response headers (must contain `:status`). With `endStream`
     /// the response has no body.
     public func sendHeaders(_ headers: HeaderFields, endStream: Bool = false) {
-        onLoop { self.connection?.sendResponseHeaders(self, headers, endStream: endStream) }
+        if eventLoop.inEventLoop {
+            connection?.sendResponseHeaders(self, headers, endStream: endStream)
+        } else {
+            eventLoop.execute { self.connection?.sendResponseHeaders(self, headers, endStream: endStream) }
+        }
     }
 
     /// Queues a body chunk. `promise` completes once HTTP/2 framing has taken the bytes
     /// (they are then in the connection's send path), or fails if the stream closes first.
     public func write(_ data: ByteBuffer, promise: EventLoopPromise<Void>? = nil) {
-        onLoop {
-            guard let connection = self.connection else {
-                promise?.fail(self.closeError ?? TransportError(.connectionClosed, "the stream is closed"))
-                return
-            }
-            connection.write(self, data, promise: promise)
+        if eventLoop.inEventLoop {
+            writeOnLoop(data, promise: promise)
+        } else {
+            eventLoop.execute { self.writeOnLoop(data, promise: promise) }
         }
+    }
+
+    private func writeOnLoop(_ data: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        guard let connection else {
+            promise?.fail(closeError ?? TransportError(.connectionClosed, "the stream is closed"))
+            return
+        }
+        connection.write(self, data, promise: promise)
     }
 
     /// Queues a body chunk; the future completes as ``write(_:promise:)``'s promise does.
@@ -153,7 +175,11 @@ public final class TransportStream: @unchecked Sendable {
     /// Ends our side of the stream after the queued body, with optional trailers.
     /// On a server that has sent no headers yet, `:status: 200` goes first.
     public func finish(trailers: HeaderFields? = nil) {
-        onLoop { self.connection?.finish(self, trailers: trailers) }
+        if eventLoop.inEventLoop {
+            connection?.finish(self, trailers: trailers)
+        } else {
+            eventLoop.execute { self.connection?.finish(self, trailers: trailers) }
+        }
     }
 
     /// Resets the stream (RST_STREAM) with an HTTP/2 error code (default CANCEL).
