@@ -54,6 +54,7 @@ let package = Package(
                 "LaminaWire",
                 "LaminaMerge",
                 "LaminaTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
