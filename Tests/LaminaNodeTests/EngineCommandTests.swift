@@ -143,3 +143,32 @@ import Testing
         await h.close()
     }
 }
+
+@Suite struct EngineDeletionTests {
+    @Test func deleteMessageForEveryoneOrOnlyMyDevices() async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice")
+        let bob = try await h.connect("bob")
+        let conversation = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        let mine = MessageID.random()
+        let ours = MessageID.random()
+        try await alice.command(.sendMessage(SendMessage(messageID: mine, conversationID: conversation, parts: [textPart("a")])))
+        try await alice.command(.sendMessage(SendMessage(messageID: ours, conversationID: conversation, parts: [textPart("b")])))
+        var bobSeen = 0
+        while bobSeen < 3 { bobSeen += try await bob.nextChanges().count }
+
+        let (local, _) = try await alice.command(.deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: mine, mode: .myDevices)))
+        #expect(local.ack != nil)
+        #expect(try await h.store.read { r in try r.message(mine) }?.isDeleted == false)
+        let (global, _) = try await alice.command(.deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: ours, mode: .allParticipants)))
+        #expect(global.ack != nil)
+        #expect(try await h.store.read { r in try r.message(ours) }?.isDeleted == true)
+        // Bob hears only of the deletion for everyone.
+        let changes = try await bob.nextChanges()
+        #expect(changes.map(\.event) == [.messageDeleted(MessageDeleted(conversationID: conversation, messageID: ours, mode: .allParticipants, by: "alice"))])
+        let (again, _) = try await bob.command(.markRead(MarkRead(requestID: UUID(), conversationID: conversation, messageID: ours)))
+        #expect(again.errorFrame?.code == .notFound)
+        await h.close()
+    }
+}
