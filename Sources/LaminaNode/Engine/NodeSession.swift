@@ -11,6 +11,8 @@ public final class NodeSession: Sendable {
     /// The most inputs (client frames and live changes) waiting in the inbox; beyond it the
     /// session is closed with `slow-consumer`.
     public static let maxPendingInputs = 4096
+    /// The retry delay an `overloaded` ERROR carries (the storage write queue was full).
+    public static let overloadedRetryMilliseconds: UInt32 = 100
 
     enum Input: Sendable {
         case frame(Frame)
@@ -131,6 +133,7 @@ public final class NodeSession: Sendable {
     func reply(_ error: WireError, requestID: UUID?, conversationID: ConversationID? = nil) {
         var frame = ErrorFrame(error, requestID: requestID)
         frame.conversationID = conversationID
+        if error.code == .overloaded { frame.retryAfterMilliseconds = Self.overloadedRetryMilliseconds }
         if frame.isFatal {
             close(with: frame)
         } else {
@@ -157,7 +160,7 @@ public final class NodeSession: Sendable {
         let phase = state.withLock { $0.phase }
         if phase == .awaitingHello {
             switch frame {
-            case .hello(let hello): return hello_(hello)
+            case .hello(let hello): return negotiate(hello)
             case .peerHello, .versionVector, .replicate, .peerAck:
                 return fail(WireError(.forbidden, "peer frames are not allowed on a client session"))
             default:
@@ -185,7 +188,7 @@ public final class NodeSession: Sendable {
         }
     }
 
-    private func hello_(_ hello: Hello) {
+    private func negotiate(_ hello: Hello) {
         guard hello.minVersion >= 1, hello.minVersion <= hello.maxVersion else {
             return fail(WireError(.malformed, "HELLO needs 1 <= min version <= max version"))
         }
