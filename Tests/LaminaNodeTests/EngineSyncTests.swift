@@ -126,3 +126,39 @@ import Testing
         await h.close()
     }
 }
+
+@Suite struct EngineSnapshotAndShutdownTests {
+    @Test func cursorBelowTheRetainedFeedGetsASnapshot() async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice", sync: false)
+        let conversation = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+        for i in 0..<3 {
+            try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("\(i)")])))
+        }
+        let head = try await h.store.read { r in try r.feedHead(of: "bob") }
+        #expect(head == 4)
+        try await h.store.write { tx in _ = try tx.pruneFeed(of: "bob", through: 2) }
+        let bob = try await h.connect("bob", sync: false)
+        let (changes, cursor) = try await bob.sync(from: 0)
+        #expect(cursor == head)
+        #expect(changes.count == 1)
+        #expect(changes.first?.seq == 0)
+        guard case .conversationCreated(let c) = changes.first?.event else { Issue.record("no snapshot: \(changes)"); return }
+        #expect(c.id == conversation)
+        await h.close()
+    }
+
+    @Test func shutdownClosesSessionsWithShuttingDown() async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice")
+        await h.engine.shutdown()
+        #expect(try await alice.outbound.expectNext().errorFrame?.code == .shuttingDown)
+        #expect(alice.outbound.isClosed)
+        #expect(h.engine.sessionCount == 0)
+        let late = RecordingOutbound()
+        _ = h.engine.openSession(outbound: late)
+        #expect(try await late.expectNext().errorFrame?.code == .shuttingDown)
+        await h.close()
+    }
+}
