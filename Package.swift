@@ -51,6 +51,10 @@ let package = Package(
             name: "LaminaNode",
             dependencies: [
                 "LaminaModel",
+                "LaminaWire",
+                "LaminaMerge",
+                "LaminaTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -129,7 +133,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "LaminaNodeTests", dependencies: ["LaminaNode", "LaminaModel"]),
+        .testTarget(
+            name: "LaminaNodeTests",
+            dependencies: ["LaminaNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport"]
+        ),
         .testTarget(
             name: "LaminaTransportTests",
             dependencies: [

@@ -1,0 +1,50 @@
+import LaminaModel
+
+/// Everything the engine needs to know, with sensible defaults.
+public struct NodeEngineConfiguration: Sendable {
+    /// This node's id in HLC positions.
+    public var nodeID: NodeID
+    /// The identity providers whose tokens the node accepts (JWT `iss` -> key and algorithms).
+    public var identityProviders: [IdentityProvider]
+    /// How long a session token stays valid. Default 30 days.
+    public var sessionLifetime: Duration
+    /// How long an issued nonce can be used. Default 10 minutes.
+    public var nonceLifetime: Duration
+    /// Leeway for JWT `iat`/`exp`. Default 60 s.
+    public var maxClockSkew: Duration
+
+    public init(
+        nodeID: NodeID,
+        identityProviders: [IdentityProvider] = [],
+        sessionLifetime: Duration = .seconds(30 * 24 * 3600),
+        nonceLifetime: Duration = .seconds(600),
+        maxClockSkew: Duration = .seconds(60)
+    ) {
+        self.nodeID = nodeID
+        self.identityProviders = identityProviders
+        self.sessionLifetime = sessionLifetime
+        self.nonceLifetime = nonceLifetime
+        self.maxClockSkew = maxClockSkew
+    }
+}
+
+/// An identity provider the node trusts.
+public struct IdentityProvider: Sendable, Hashable {
+    /// The JWT `iss`.
+    public var id: String
+    /// The provider's public key (SubjectPublicKeyInfo PEM).
+    public var publicKeyPEM: String
+    /// The accepted JWS algorithms: a subset of ["RS256", "ES256"].
+    public var algorithms: Set<String>
+
+    public init(id: String, publicKeyPEM: String, algorithms: Set<String>) {
+        self.id = id
+        self.publicKeyPEM = publicKeyPEM
+        self.algorithms = algorithms
+    }
+}
+
+extension NodeEngineConfiguration {
+    /// The most messages one FETCH_HISTORY answers with (storage's page limit).
+    public var maxHistoryMessages: Int { StorageLimits.maxPageSize }
+}
