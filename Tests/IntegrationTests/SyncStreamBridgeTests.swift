@@ -51,7 +51,7 @@ import Testing
         let node = try await BridgeServer.start(limits: limits)
         let client = try await node.client()
         // SEND_MESSAGE (0x0014) header declaring 2 MiB: refused before any payload is sent.
-        client.sendRaw([0x00, 0x20, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00])
+        client.sendRaw([0x00, 0x20, 0x00, 0x00, 0x02, 0x01, 0x00, 0x00])
         let frames = try await client.framesUntilEnd()
         #expect(frames == [.error(ErrorFrame(code: .frameTooLarge, reason: errorReason(frames), isFatal: true))])
         #expect(node.opened.withLockedValue { $0.first?.failure?.code } == .frameTooLarge)

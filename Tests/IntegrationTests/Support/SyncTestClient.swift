@@ -41,6 +41,25 @@ final class SyncTestClient: TransportStreamDelegate, @unchecked Sendable {
     private var nextWaiterID = 0
     private var decoder = FrameDecoder()  // event loop only
     private(set) var responseStatus: String?  // event loop only
+    private let kept = NIOLockedValueBox<[Change]>([])
+
+    /// Changes met while waiting for something else (see ``answer(to:timeout:)``).
+    var seenChanges: [Change] { kept.withLockedValue { $0 } }
+    var seenChangeCount: Int { kept.withLockedValue { $0.count } }
+
+    /// The changes a CHANGE or CHANGE_BATCH frame carries.
+    static func changes(in frame: Frame) -> [Change] {
+        switch frame {
+        case .change(let change): [change]
+        case .changeBatch(let batch): batch.changes
+        default: []
+        }
+    }
+
+    func keep(_ frame: Frame) {
+        let changes = Self.changes(in: frame)
+        if !changes.isEmpty { kept.withLockedValue { $0.append(contentsOf: changes) } }
+    }
 
     private init(connection: TransportConnection, stream: TransportStream) {
         self.connection = connection
