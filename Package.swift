@@ -58,6 +58,7 @@ let package = Package(
                 "LaminaWire",
                 "LaminaMerge",
                 "LaminaTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,21 +1,116 @@
+import Foundation
+import LaminaMerge
 import LaminaModel
 import LaminaWire
 
 /// The relay's brain: sessions, auth, commands, sync, fan-out. Thread-safe.
+///
+/// Every command commits through `store` in one transaction (effect, feed entries and
+/// idempotency record together); the ACK goes out only after that commit returned, and then
+/// the new feed entries are fanned out to the live sessions of every user they were appended to.
 public final class NodeEngine: Sendable {
     public let store: NodeStore
     public let configuration: NodeEngineConfiguration
+    let verifier: IdentityTokenVerifier
+    let clock: Locked<HybridLogicalClock>
+    let registry = SessionRegistry()
+    let isShuttingDown = Locked(false)
 
     public init(store: NodeStore, configuration: NodeEngineConfiguration) {
         self.store = store
         self.configuration = configuration
+        self.verifier = IdentityTokenVerifier(providers: configuration.identityProviders, maxClockSkew: configuration.maxClockSkew)
+        self.clock = Locked(HybridLogicalClock(node: configuration.nodeID))
     }
 
     /// A new client session on a fresh sync stream.
     public func openSession(outbound: SessionOutbound) -> NodeSession {
-        NodeSession(engine: self, outbound: outbound)
+        let session = NodeSession(engine: self, outbound: outbound)
+        registry.add(session)
+        if isShuttingDown.withLock({ $0 }) {
+            session.fail(WireError(.shuttingDown, "the node is shutting down"))
+        }
+        return session
     }
 
     /// Stops taking commands, lets in-flight commits finish, closes sessions (GOAWAY is the server's).
-    public func shutdown() async {}
+    public func shutdown() async {
+        isShuttingDown.withLock { $0 = true }
+        for session in registry.all() {
+            await session.drainAndClose(with: ErrorFrame(WireError(.shuttingDown, "the node is shutting down")))
+        }
+    }
+
+    /// The number of open sessions (authenticated or not).
+    public var sessionCount: Int { registry.count }
+
+    /// The next HLC reading of this node (a message position or an operation's time).
+    func nextHLC() throws(WireError) -> HLCTimestamp {
+        do {
+            return try clock.withLock { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in try c.now(.now()) }
+        } catch {
+            throw WireError(.internalError, "the node's clock failed: \(error)")
+        }
+    }
+
+    /// Sends committed feed entries to the live sessions of their users.
+    func publish(_ changes: [FeedChange]) {
+        guard !changes.isEmpty else { return }
+        var byUser: [UserID: [Change]] = [:]
+        for c in changes { byUser[c.user, default: []].append(Change(seq: c.seq, event: c.event)) }
+        for (user, list) in byUser {
+            for session in registry.sessions(of: user) { session.enqueue(.live(list)) }
+        }
+    }
+
+    /// Relays a change outside the feed (typing) to the authenticated sessions of `users`.
+    func relay(_ change: Change, to users: Set<UserID>, except excluded: NodeSession?) {
+        for user in users {
+            for session in registry.sessions(of: user) where session !== excluded {
+                session.enqueue(.ephemeral(change))
+            }
+        }
+    }
+}
+
+/// One feed entry a command appended: who gets it, its seq, the event.
+struct FeedChange: Sendable {
+    var user: UserID
+    var seq: UInt64
+    var event: ChangeEvent
+}
+
+/// Open sessions, and the authenticated ones by user.
+final class SessionRegistry: Sendable {
+    private struct State {
+        var all: [ObjectIdentifier: NodeSession] = [:]
+        var byUser: [UserID: [ObjectIdentifier: NodeSession]] = [:]
+    }
+    private let state = Locked(State())
+
+    func add(_ session: NodeSession) {
+        state.withLock { $0.all[ObjectIdentifier(session)] = session }
+    }
+
+    func authenticated(_ session: NodeSession, as user: UserID) {
+        state.withLock { $0.byUser[user, default: [:]][ObjectIdentifier(session)] = session }
+    }
+
+    func remove(_ session: NodeSession, user: UserID?) {
+        state.withLock { s in
+            s.all[ObjectIdentifier(session)] = nil
+            if let user {
+                s.byUser[user]?[ObjectIdentifier(session)] = nil
+                if s.byUser[user]?.isEmpty == true { s.byUser[user] = nil }
+            }
+        }
+    }
+
+    func sessions(of user: UserID) -> [NodeSession] {
+        state.withLock { Array($0.byUser[user]?.values ?? [:].values) }
+    }
+
+    func all() -> [NodeSession] { state.withLock { Array($0.all.values) } }
+
+    var count: Int { state.withLock { $0.all.count } }
 }

@@ -43,3 +43,8 @@ public struct IdentityProvider: Sendable, Hashable {
         self.algorithms = algorithms
     }
 }
+
+extension NodeEngineConfiguration {
+    /// The most messages one FETCH_HISTORY answers with (storage's page limit).
+    public var maxHistoryMessages: Int { StorageLimits.maxPageSize }
+}

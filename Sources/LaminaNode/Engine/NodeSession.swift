@@ -1,26 +1,230 @@
+import Foundation
 import LaminaModel
 import LaminaWire
 
 /// One client session. The server calls these in stream order from the stream's event loop.
+///
+/// `receive` never blocks: frames go into the session's inbox and one task works through it
+/// in order (storage calls are awaited there, off the event loop). Live changes for the
+/// session pass through the same inbox, so they never overtake a SYNC backlog.
 public final class NodeSession: Sendable {
+    /// The most inputs (client frames and live changes) waiting in the inbox; beyond it the
+    /// session is closed with `slow-consumer`.
+    public static let maxPendingInputs = 4096
+
+    enum Input: Sendable {
+        case frame(Frame)
+        case live([Change])
+        case ephemeral(Change)
+    }
+
+    enum Phase: Sendable { case awaitingHello, open, closed }
+
+    /// Who the session is, once authenticated.
+    struct Auth: Sendable {
+        var user: UserID
+        var device: String
+        var tokenHash: [UInt8]
+    }
+
+    struct State: Sendable {
+        var phase = Phase.awaitingHello
+        var features = FeatureSet()
+        var auth: Auth?
+        /// Set once SYNC ran: live feed entries are sent from then on.
+        var live = false
+        var pending = 0
+    }
+
     let engine: NodeEngine
     let outbound: SessionOutbound
+    let state = Locked(State())
+    private let continuation: AsyncStream<Input>.Continuation
+    private let worker: Locked<Task<Void, Never>?> = Locked(nil)
 
     init(engine: NodeEngine, outbound: SessionOutbound) {
         self.engine = engine
         self.outbound = outbound
+        let (stream, continuation) = AsyncStream<Input>.makeStream()
+        self.continuation = continuation
+        let task = Task { [weak self] in
+            for await input in stream {
+                guard let self else { return }
+                self.state.withLock { $0.pending -= 1 }
+                await self.process(input)
+            }
+        }
+        worker.withLock { $0 = task }
     }
 
-    /// Processes one decoded frame from the client.
+    /// Processes one decoded frame from the client (queued; handled in order).
     public func receive(_ frame: Frame) {
-        outbound.close(with: ErrorFrame(WireError(.internalError, "the engine is not implemented yet")))
+        enqueue(.frame(frame))
     }
 
     /// The decoder failed: the engine sends an error frame with the wire error's code and closes.
     public func receiveFailed(_ error: WireError) {
-        outbound.close(with: ErrorFrame(error))
+        fail(error)
     }
 
     /// The transport went away (reset, connection closed, idle timeout).
-    public func closed() {}
+    public func closed() {
+        let user = state.withLock { s -> UserID? in
+            s.phase = .closed
+            return s.auth?.user
+        }
+        continuation.finish()
+        engine.registry.remove(self, user: user)
+    }
+
+    /// The user this session authenticated as, if it did.
+    public var user: UserID? { state.withLock { $0.auth?.user } }
+
+    func enqueue(_ input: Input) {
+        let accepted = state.withLock { s -> Bool? in
+            guard s.phase != .closed else { return nil }
+            guard s.pending < Self.maxPendingInputs else { return false }
+            s.pending += 1
+            return true
+        }
+        switch accepted {
+        case nil: return
+        case false?: fail(WireError(.slowConsumer, "more than \(Self.maxPendingInputs) inputs wait for this session"))
+        case true?: continuation.yield(input)
+        }
+    }
+
+    /// Sends `error` as a fatal ERROR and closes the session.
+    func fail(_ error: WireError) {
+        var frame = ErrorFrame(error)
+        frame.isFatal = true
+        close(with: frame)
+    }
+
+    func close(with frame: ErrorFrame?) {
+        let wasOpen = state.withLock { s -> Bool in
+            defer { s.phase = .closed }
+            return s.phase != .closed
+        }
+        guard wasOpen else { return }
+        outbound.close(with: frame)
+        closed()
+    }
+
+    /// Lets queued inputs finish, then closes with `frame` (shutdown).
+    func drainAndClose(with frame: ErrorFrame) async {
+        continuation.finish()
+        await worker.withLock { $0 }?.value
+        close(with: frame)
+    }
+
+    var isOpen: Bool { state.withLock { $0.phase != .closed } }
+
+    func send(_ frames: [Frame]) {
+        guard isOpen, !frames.isEmpty else { return }
+        outbound.send(frames)
+    }
+
+    func send(_ frame: Frame) { send([frame]) }
+
+    /// A non-fatal ERROR for a command (fatal ones close the session).
+    func reply(_ error: WireError, requestID: UUID?, conversationID: ConversationID? = nil) {
+        var frame = ErrorFrame(error, requestID: requestID)
+        frame.conversationID = conversationID
+        if frame.isFatal {
+            close(with: frame)
+        } else {
+            send(.error(frame))
+        }
+    }
+
+    // MARK: - The inbox
+
+    private func process(_ input: Input) async {
+        guard isOpen else { return }
+        switch input {
+        case .live(let changes):
+            let (live, batches) = state.withLock { ($0.live, $0.features.contains(.changeBatches)) }
+            if live { send(FeedCoding.frames(changes, batches: batches)) }
+        case .ephemeral(let change):
+            if state.withLock({ $0.features.contains(.typingIndicators) }) { send(.change(change)) }
+        case .frame(let frame):
+            await handle(frame)
+        }
+    }
+
+    private func handle(_ frame: Frame) async {
+        let phase = state.withLock { $0.phase }
+        if phase == .awaitingHello {
+            switch frame {
+            case .hello(let hello): return hello_(hello)
+            case .peerHello, .versionVector, .replicate, .peerAck:
+                return fail(WireError(.forbidden, "peer frames are not allowed on a client session"))
+            default:
+                return fail(WireError(.unexpectedFrame, "the first frame must be HELLO, got \(frame.type.name)"))
+            }
+        }
+        switch frame {
+        case .ping(let ping): send(.pong(ping))
+        case .pong: break
+        case .nonceRequest(let request): await issueNonce(requestID: request.requestID)
+        case .authenticate(let request): await authenticate(request)
+        case .resumeSession(let request): await resume(request)
+        case .hello, .welcome, .nonce, .authenticated, .ack, .error, .change, .changeBatch:
+            fail(WireError(.unexpectedFrame, "a client does not send \(frame.type.name) here"))
+        case .peerHello, .versionVector, .replicate, .peerAck:
+            fail(WireError(.forbidden, "peer frames are not allowed on a client session"))
+        default:
+            guard let auth = state.withLock({ $0.auth }) else {
+                return reply(WireError(.authenticationRequired, "authenticate before \(frame.type.name)"), requestID: frame.commandID)
+            }
+            if engine.isShuttingDown.withLock({ $0 }) {
+                return reply(WireError(.shuttingDown, "the node is shutting down"), requestID: frame.commandID)
+            }
+            await engine.execute(frame, in: self, as: auth)
+        }
+    }
+
+    private func hello_(_ hello: Hello) {
+        guard hello.minVersion >= 1, hello.minVersion <= hello.maxVersion else {
+            return fail(WireError(.malformed, "HELLO needs 1 <= min version <= max version"))
+        }
+        let version = WireProtocol.version
+        guard (hello.minVersion...hello.maxVersion).contains(version) else {
+            return fail(WireError(.unsupportedVersion, "this node speaks version \(version), the client \(hello.minVersion)...\(hello.maxVersion)"))
+        }
+        let features = hello.features.intersection(.all)
+        state.withLock {
+            $0.phase = .open
+            $0.features = features
+        }
+        send(.welcome(Welcome(
+            version: version, features: features, nodeID: engine.configuration.nodeID,
+            serverTime: .now(), maxFrameSize: UInt32(WireLimits.default.maxFrameSize)
+        )))
+    }
+}
+
+extension Frame {
+    /// The client-chosen id of a command (§7), if the frame is one.
+    var commandID: UUID? {
+        switch self {
+        case .createConversation(let f): f.conversationID.uuid
+        case .sendMessage(let f): f.messageID.uuid
+        case .addParticipants(let f), .removeParticipants(let f): f.requestID
+        case .setMetadata(let f): f.requestID
+        case .deleteMetadata(let f): f.requestID
+        case .deleteConversation(let f): f.requestID
+        case .markAllRead(let f): f.requestID
+        case .markRead(let f): f.requestID
+        case .deleteMessage(let f): f.requestID
+        case .deliveryReceipt(let f): f.requestID
+        case .sync(let f): f.requestID
+        case .fetchHistory(let f): f.requestID
+        case .nonceRequest(let f): f.requestID
+        case .authenticate(let f): f.requestID
+        case .resumeSession(let f): f.requestID
+        default: nil
+        }
+    }
 }

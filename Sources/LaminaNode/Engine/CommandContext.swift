@@ -1,0 +1,240 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+
+/// One command inside its transaction: authorizes, decides (HLC from the node's clock,
+/// last-writer-wins and status lattices in storage), writes, and appends the feed entries.
+struct CommandContext {
+    let tx: StorageTransaction
+    let user: UserID
+    let engine: NodeEngine
+    let now: Timestamp
+    /// Feed entries appended so far (published after the commit).
+    var changes: [FeedChange] = []
+
+    var origin: NodeID { engine.configuration.nodeID }
+
+    mutating func apply(_ frame: Frame) throws -> Ack {
+        switch frame {
+        case .createConversation(let f): return try createConversation(f)
+        case .addParticipants(let f): return try changeParticipants(f, .add)
+        case .removeParticipants(let f): return try changeParticipants(f, .remove)
+        case .setMetadata(let f): return try setMetadata(f.conversationID, f.keyPath, f.value, f.requestID)
+        case .deleteMetadata(let f): return try setMetadata(f.conversationID, f.keyPath, nil, f.requestID)
+        case .deleteConversation(let f): return try deleteConversation(f)
+        case .markAllRead(let f): return try markAllRead(f)
+        case .sendMessage(let f): return try sendMessage(f)
+        case .markRead(let f): return try markRead(f)
+        case .deleteMessage(let f): return try deleteMessage(f)
+        case .deliveryReceipt(let f): return try deliveryReceipt(f)
+        default: throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command")
+        }
+    }
+
+    /// Appends `event` to the feeds of `users`.
+    mutating func emit(_ event: ChangeEvent, to users: Set<UserID>, conversation: ConversationID?, message: MessageID? = nil) throws {
+        guard !users.isEmpty else { return }
+        let payload = try FeedCoding.encode(event)
+        let seqs = try tx.appendChange(to: users, kind: event.kind, conversation: conversation, message: message, payload: payload, at: now)
+        for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) { changes.append(FeedChange(user: u, seq: seq, event: event)) }
+    }
+
+    /// The live conversation, if the user takes part in it now.
+    func member(of id: ConversationID) throws -> StoredConversation {
+        guard let stored = try tx.read.conversation(id), stored.isLive else { throw WireError(.notFound, "no conversation \(id)") }
+        guard let state = try tx.read.participantState(of: user, in: id) else {
+            throw WireError(.notAParticipant, "\(user) is not a participant of \(id)")
+        }
+        guard state.isMember else { throw WireError(.removedParticipant, "\(user) was removed from \(id)") }
+        return stored
+    }
+
+    /// Whom a status change of `conversation` reaches: everyone, or only the user's own
+    /// devices when receipts are disabled.
+    func statusAudience(_ stored: StoredConversation) -> Set<UserID> {
+        stored.conversation.deliveryReceiptsEnabled ? stored.conversation.participants : [user]
+    }
+
+    // MARK: Conversations
+
+    mutating func createConversation(_ f: CreateConversation) throws -> Ack {
+        let conversation = try Conversation(id: f.conversationID, creator: user, participants: f.participants, options: f.options, createdAt: now)
+        let creation = try tx.createConversation(conversation, hlc: try engine.nextHLC(), origin: origin)
+        guard creation.created else {
+            let existing = creation.conversation.conversation
+            guard existing.id != conversation.id else {
+                throw WireError(.idInUse, "conversation id \(conversation.id) is in use")
+            }
+            if !conversation.metadata.values.isEmpty, conversation.metadata != existing.metadata {
+                throw DistinctConflict(existing: existing.id)
+            }
+            return Ack(requestID: f.conversationID.uuid, conversationID: existing.id)
+        }
+        // Others see the conversation with its first message (SPEC §6.2).
+        try emit(.conversationCreated(creation.conversation.conversation), to: [user], conversation: conversation.id)
+        return Ack(requestID: f.conversationID.uuid, conversationID: conversation.id)
+    }
+
+    mutating func changeParticipants(_ f: ParticipantsUpdate, _ operation: MembershipOperation) throws -> Ack {
+        let stored = try member(of: f.conversationID)
+        let id = f.conversationID
+        let before = stored.conversation.participants
+        let hlc = try engine.nextHLC()
+        var changed = Set<UserID>()
+        for u in f.users.sorted() {
+            let didChange = try tx.applyMembership(operation, user: u, conversation: id, actor: user, hlc: hlc, origin: origin)
+            if didChange { changed.insert(u) }
+        }
+        let after = try tx.read.participants(of: id)
+        guard after.count <= stored.conversation.participantLimit else {
+            throw WireError(.tooManyParticipants, "\(after.count) participants exceed the limit of \(stored.conversation.participantLimit)")
+        }
+        guard !after.isEmpty else { throw WireError(.noParticipants, "a conversation keeps at least one participant") }
+        if !changed.isEmpty {
+            let event = ParticipantsChanged(conversationID: id, added: operation == .add ? changed : [], removed: operation == .remove ? changed : [],
+                                            by: user, at: hlc)
+            try emit(.participantsChanged(event), to: before.union(after), conversation: id)
+            if operation == .add, let now = try tx.read.conversation(id) {
+                try emit(.conversationCreated(now.conversation), to: changed, conversation: id)
+            }
+        }
+        return Ack(requestID: f.requestID, conversationID: id)
+    }
+
+    mutating func setMetadata(_ id: ConversationID, _ path: MetadataKeyPath, _ value: MetadataValue?, _ requestID: UUID) throws -> Ack {
+        let stored = try member(of: id)
+        let hlc = try engine.nextHLC()
+        _ = try tx.setMetadata(value, at: path, in: id, hlc: hlc, origin: origin)
+        try emit(.metadataChanged(MetadataChanged(conversationID: id, keyPath: path, value: value, by: user, at: hlc)),
+                 to: stored.conversation.participants, conversation: id)
+        return Ack(requestID: requestID, conversationID: id)
+    }
+
+    mutating func deleteConversation(_ f: DeleteConversation) throws -> Ack {
+        let stored = try member(of: f.conversationID)
+        let id = f.conversationID
+        let event = ChangeEvent.conversationDeleted(ConversationDeleted(conversationID: id, mode: f.mode, below: f.below, by: user))
+        switch (f.mode, f.below) {
+        case (.myDevices, _):
+            // Only the sender's devices drop it; the node keeps it for the others.
+            try emit(event, to: [user], conversation: id)
+        case (.allParticipants, nil):
+            try tx.deleteConversation(id)
+            try emit(event, to: stored.conversation.participants, conversation: id)
+        case (.allParticipants, let below?):
+            for message in try messages(of: id, upTo: below, inclusive: false) {
+                try tx.deleteMessage(message.id)
+            }
+            try emit(event, to: stored.conversation.participants, conversation: id)
+        }
+        return Ack(requestID: f.requestID, conversationID: id)
+    }
+
+    mutating func markAllRead(_ f: MarkAllRead) throws -> Ack {
+        let stored = try member(of: f.conversationID)
+        for message in try tx.markRead(upTo: f.upTo, user: user, conversation: f.conversationID) {
+            try emitStatus(.read, of: message, in: stored)
+        }
+        return Ack(requestID: f.requestID, conversationID: f.conversationID)
+    }
+
+    mutating func emitStatus(_ status: RecipientStatus, of message: MessageID, in stored: StoredConversation) throws {
+        let event = MessageStatusChanged(conversationID: stored.conversation.id, messageID: message, user: user, status: status)
+        try emit(.messageStatusChanged(event), to: statusAudience(stored), conversation: stored.conversation.id, message: message)
+    }
+
+    // MARK: Messages
+
+    mutating func sendMessage(_ f: SendMessage) throws -> Ack {
+        let stored = try member(of: f.conversationID)
+        let id = f.conversationID
+        let participants = stored.conversation.participants
+        var statuses: [UserID: RecipientStatus] = [:]
+        for p in participants { statuses[p] = p == user ? .read : .sent }
+        let position = try engine.nextHLC()
+        let message = Message(id: f.messageID, conversationID: id, sender: user, parts: f.parts, sentAt: now, position: position,
+                              push: f.push, recipientStatus: statuses)
+        try message.validate()
+        for part in message.parts {
+            if case .external(let reference) = part.content {
+                guard let upload = try tx.read.upload(reference.id), upload.state == .complete else {
+                    throw WireError(.contentNotReady, "content \(reference.id) is not completely uploaded")
+                }
+            }
+        }
+        let isFirst = try tx.read.messageCount(of: id) == 0
+        if try tx.read.message(message.id) != nil {
+            throw WireError(.idInUse, "message id \(message.id) is in use")
+        }
+        try tx.appendMessage(message, hlc: position, origin: origin)
+        if isFirst {
+            try emit(.conversationCreated(stored.conversation), to: participants.subtracting([user]), conversation: id)
+        }
+        try emit(.messageCreated(message), to: participants, conversation: id, message: message.id)
+        return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
+    }
+
+    /// The message, if it belongs to the conversation and is not deleted.
+    func message(_ id: MessageID, in conversation: ConversationID) throws -> Message {
+        guard let stored = try tx.read.message(id), stored.message.conversationID == conversation, !stored.isDeleted else {
+            throw WireError(.notFound, "no message \(id) in \(conversation)")
+        }
+        return stored.message
+    }
+
+    /// The user's visible messages of a conversation before (or up to) `limit`, oldest first.
+    func messages(of id: ConversationID, upTo limit: MessagePosition, inclusive: Bool) throws -> [Message] {
+        var out: [Message] = []
+        var after: MessagePosition? = nil
+        var more = true
+        while more {
+            let page = try tx.read.history(of: id, for: user, .complete(after: after, limit: 1000))
+            more = page.count == 1000
+            for message in page {
+                guard let position = message.position, inclusive ? position <= limit : position < limit else {
+                    more = false
+                    break
+                }
+                out.append(message)
+                after = position
+            }
+        }
+        return out
+    }
+
+    mutating func markRead(_ f: MarkRead) throws -> Ack {
+        let stored = try member(of: f.conversationID)
+        let message = try message(f.messageID, in: f.conversationID)
+        if message.sender != user {
+            let change = try tx.recordStatus(.read, of: message.id, for: user)
+            if change != nil { try emitStatus(.read, of: message.id, in: stored) }
+        }
+        return Ack(requestID: f.requestID, conversationID: f.conversationID)
+    }
+
+    mutating func deleteMessage(_ f: DeleteMessage) throws -> Ack {
+        let stored = try member(of: f.conversationID)
+        let message = try message(f.messageID, in: f.conversationID)
+        let event = ChangeEvent.messageDeleted(MessageDeleted(conversationID: f.conversationID, messageID: message.id, mode: f.mode, by: user))
+        switch f.mode {
+        case .myDevices:
+            try emit(event, to: [user], conversation: f.conversationID, message: message.id)
+        case .allParticipants:
+            try tx.deleteMessage(message.id)
+            try emit(event, to: stored.conversation.participants, conversation: f.conversationID, message: message.id)
+        }
+        return Ack(requestID: f.requestID, conversationID: f.conversationID)
+    }
+
+    /// DELIVERY_RECEIPT: the user's status becomes at least delivered for every message of
+    /// others up to `upTo`; ignored (but acknowledged) when receipts are disabled.
+    mutating func deliveryReceipt(_ f: DeliveryReceipt) throws -> Ack {
+        let stored = try member(of: f.conversationID)
+        guard stored.conversation.deliveryReceiptsEnabled else { return Ack(requestID: f.requestID, conversationID: f.conversationID) }
+        for message in try messages(of: f.conversationID, upTo: f.upTo, inclusive: true) where message.sender != user {
+            let change = try tx.recordStatus(.delivered, of: message.id, for: user)
+            if change != nil { try emitStatus(.delivered, of: message.id, in: stored) }
+        }
+        return Ack(requestID: f.requestID, conversationID: f.conversationID)
+    }
+}

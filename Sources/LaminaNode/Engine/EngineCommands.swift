@@ -1,0 +1,179 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+import LaminaWire
+import NIOCore
+
+/// A distinct conversation with these participants exists with other metadata (SPEC §6.1).
+struct DistinctConflict: Error {
+    var existing: ConversationID
+}
+
+/// What one command transaction produced.
+enum CommandResult: Sendable {
+    case applied(Ack, [FeedChange])
+    case replayed([UInt8])
+}
+
+extension NodeEngine {
+    /// Runs one authenticated command of `session`: validate, authorize, decide, commit (with
+    /// its feed entries and idempotency record), ACK after the commit returned, fan out.
+    func execute(_ frame: Frame, in session: NodeSession, as auth: NodeSession.Auth) async {
+        let requestID = frame.commandID
+        do {
+            switch frame {
+            case .typing(let typing):
+                return await relayTyping(typing, from: session, as: auth)
+            case .sync(let request):
+                return try await sync(request, in: session, as: auth)
+            case .fetchHistory(let request):
+                return try await fetchHistory(request, in: session, as: auth)
+            default:
+                break
+            }
+            guard let id = requestID else { throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command") }
+            let key = IdempotencyKey(user: auth.user, id: id)
+            let digest = try SHA256Hasher.hash(Array(try frame.encoded().readableBytesView))
+            let user = auth.user
+            let now = Timestamp.now()
+            let result = try await store.write { tx -> CommandResult in
+                if let recorded = try tx.read.recordedResult(for: key) { return .replayed(recorded) }
+                var context = CommandContext(tx: tx, user: user, engine: self, now: now)
+                let ack = try context.apply(frame)
+                try tx.recordResult(digest + Array(try Frame.ack(ack).encoded().readableBytesView), for: key, at: now)
+                return .applied(ack, context.changes)
+            }
+            switch result {
+            case .applied(let ack, let changes):
+                session.send(.ack(ack))
+                publish(changes)
+            case .replayed(let record):
+                guard record.count > 32, Array(record.prefix(32)) == digest else {
+                    throw WireError(.idInUse, "id \(id.uuidString.lowercased()) was used for a different command")
+                }
+                guard case .ack(let ack) = try Frame.decode(exactly: ByteBuffer(bytes: record.dropFirst(32))) else {
+                    throw WireError(.internalError, "the recorded result of \(id) is not an ACK")
+                }
+                session.send(.ack(ack))
+            }
+        } catch let conflict as DistinctConflict {
+            session.reply(WireError(.existingDistinctConversation, "a distinct conversation with these participants exists with other metadata"),
+                          requestID: requestID, conversationID: conflict.existing)
+        } catch {
+            session.reply(EngineErrors.wire(error), requestID: requestID)
+        }
+    }
+
+    // MARK: Typing (not stored, not answered)
+
+    private func relayTyping(_ typing: Typing, from session: NodeSession, as auth: NodeSession.Auth) async {
+        let user = auth.user
+        let id = typing.conversationID
+        let participants = try? await store.read { r -> Set<UserID>? in
+            guard let state = try r.participantState(of: user, in: id), state.isMember else { return nil }
+            return try r.participants(of: id)
+        }
+        guard let participants else { return }
+        relay(Change(seq: 0, event: .typing(TypingChanged(conversationID: id, user: user, state: typing.state))),
+              to: participants.subtracting([user]), except: session)
+    }
+
+    // MARK: Sync
+
+    /// SYNC: stores the device's cursor, sends every feed entry after it in ascending seq
+    /// (batched when the feature is on), then ACK with the cursor reached; the session is live
+    /// from here on. A cursor below the retained feed gets a snapshot of conversations instead.
+    private func sync(_ request: SyncRequest, in session: NodeSession, as auth: NodeSession.Auth) async throws {
+        let user = auth.user
+        let device = auth.device
+        let head = try await store.read { r in try r.feedHead(of: user) }
+        guard request.cursor <= head else {
+            throw WireError(.invalidArgument, "cursor \(request.cursor) is beyond the feed head \(head)")
+        }
+        if request.cursor > 0 {
+            try await store.write { tx in _ = try tx.advanceCursor(of: device, user: user, to: request.cursor, at: .now()) }
+        }
+        let batches = session.state.withLock { s -> Bool in
+            s.live = true
+            return s.features.contains(.changeBatches)
+        }
+        var cursor = request.cursor
+        var first = true
+        while session.isOpen {
+            let after = cursor
+            let entries = try await store.read { r in try r.feed(of: user, after: after, limit: 256) }
+            if first, let oldest = entries.first, oldest.seq > cursor + 1 {
+                let conversations = try await store.read { r in try r.conversations(of: user) }
+                session.send(FeedCoding.frames(conversations.map { Change(seq: 0, event: .conversationCreated($0.conversation)) }, batches: batches))
+                cursor = head
+                break
+            }
+            first = false
+            guard let last = entries.last else { break }
+            var changes: [Change] = []
+            for entry in entries { changes.append(try FeedCoding.decode(entry)) }
+            session.send(FeedCoding.frames(changes, batches: batches))
+            cursor = last.seq
+            if entries.count < 256 { break }
+        }
+        session.send(.ack(Ack(requestID: request.requestID, cursor: cursor)))
+    }
+
+    // MARK: History
+
+    /// FETCH_HISTORY: the messages the user may see (a removed participant: those before the
+    /// removal), as `message-created` changes with seq 0, then ACK.
+    private func fetchHistory(_ request: FetchHistory, in session: NodeSession, as auth: NodeSession.Auth) async throws {
+        let user = auth.user
+        let id = request.conversationID
+        let max = configuration.maxHistoryMessages
+        let messages = try await store.read { r -> [Message] in
+            guard let conversation = try r.conversation(id), conversation.isLive else {
+                throw WireError(.notFound, "no conversation \(id)")
+            }
+            guard try r.participantState(of: user, in: id) != nil else {
+                throw WireError(.notAParticipant, "\(user) is not a participant of \(id)")
+            }
+            return try Self.history(r, id, user, request.policy, request.before, max: max)
+        }
+        let batches = session.state.withLock { $0.features.contains(.changeBatches) }
+        session.send(FeedCoding.frames(messages.map { Change(seq: 0, event: .messageCreated($0)) }, batches: batches))
+        session.send(.ack(Ack(requestID: request.requestID, conversationID: id)))
+    }
+
+    static func history(_ r: StorageReader, _ id: ConversationID, _ user: UserID, _ policy: LaminaWire.HistoryPolicy,
+                        _ before: MessagePosition?, max: Int) throws -> [Message] {
+        var keep = max
+        if case .lastN(let n) = policy {
+            guard n >= 1 else { throw WireError(.invalidArgument, "last-n needs a count of at least 1") }
+            keep = Swift.min(Int(n), max)
+        }
+        guard let before else {
+            switch policy {
+            case .complete: return try r.history(of: id, for: user, .complete(after: nil, limit: max))
+            case .unreadOnly: return try r.history(of: id, for: user, .unread(limit: max))
+            case .lastN: return try r.history(of: id, for: user, .last(keep))
+            }
+        }
+        // Paging backwards: the last `keep` messages before `before`.
+        var after: MessagePosition? = nil
+        if case .unreadOnly = policy { after = try r.readUpTo(conversation: id, user: user) }
+        var window: [Message] = []
+        var more = true
+        while more {
+            let page = try r.history(of: id, for: user, .complete(after: after, limit: 1000))
+            more = page.count == 1000
+            for message in page {
+                guard let position = message.position, position < before else {
+                    more = false
+                    break
+                }
+                window.append(message)
+                after = position
+            }
+            if window.count > 2 * keep { window.removeFirst(window.count - keep) }
+        }
+        if window.count > keep { window.removeFirst(window.count - keep) }
+        return window
+    }
+}

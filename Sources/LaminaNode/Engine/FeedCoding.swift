@@ -1,0 +1,55 @@
+import LaminaModel
+import LaminaWire
+import NIOCore
+
+/// Feed payloads are the event's CHANGE frame encoding with seq 0; reading one back
+/// decodes it and puts in the entry's seq.
+enum FeedCoding {
+    static func encode(_ event: ChangeEvent) throws(WireError) -> [UInt8] {
+        let buffer = try Frame.change(Change(seq: 0, event: event)).encoded()
+        return Array(buffer.readableBytesView)
+    }
+
+    static func decode(_ entry: FeedEntry) throws(WireError) -> Change {
+        let frame = try Frame.decode(exactly: ByteBuffer(bytes: entry.payload))
+        guard case .change(let change) = frame else {
+            throw WireError(.internalError, "feed entry \(entry.seq) of \(entry.user) does not hold a change")
+        }
+        return Change(seq: entry.seq, event: change.event)
+    }
+
+    /// The frames for `changes`: CHANGE_BATCH frames of at most 256 changes and about
+    /// `maxBatchBytes` when batches are on, else one CHANGE each.
+    static func frames(_ changes: [Change], batches: Bool, maxBatchBytes: Int = 1 << 20) -> [Frame] {
+        guard batches else { return changes.map { .change($0) } }
+        var frames: [Frame] = []
+        var current: [Change] = []
+        var bytes = 0
+        for change in changes {
+            let size = estimatedSize(change.event)
+            if !current.isEmpty, current.count == 256 || bytes + size > maxBatchBytes {
+                frames.append(.changeBatch(ChangeBatch(changes: current)))
+                current = []
+                bytes = 0
+            }
+            current.append(change)
+            bytes += size
+        }
+        if !current.isEmpty { frames.append(current.count == 1 ? .change(current[0]) : .changeBatch(ChangeBatch(changes: current))) }
+        return frames
+    }
+
+    static func estimatedSize(_ event: ChangeEvent) -> Int {
+        switch event {
+        case .messageCreated(let m):
+            return 256 + m.parts.reduce(0) { total, part in
+                if case .inline(let b) = part.content { return total + b.count + 128 }
+                return total + 192
+            }
+        case .conversationCreated(let c):
+            return 512 + c.participants.count * 260 + 8192
+        default:
+            return 1024
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+import LaminaWire
+
+extension Duration {
+    var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+}
+
+extension Timestamp {
+    func adding(_ duration: Duration) -> Timestamp {
+        Timestamp(millisecondsSince1970: millisecondsSince1970 + duration.milliseconds)
+    }
+}
+
+extension NodeSession {
+    /// NONCE_REQUEST (or after an authentication failure, with the nil request id): a fresh
+    /// nonce, stored before it is sent.
+    func issueNonce(requestID: UUID) async {
+        let nonce = NodeStore.makeNonce()
+        let now = Timestamp.now()
+        let expiresAt = now.adding(engine.configuration.nonceLifetime)
+        do {
+            try await engine.store.write { tx in try tx.issueNonce(nonce, issuedAt: now, expiresAt: expiresAt) }
+            send(.nonce(Nonce(requestID: requestID, nonce: nonce, expiresAt: expiresAt)))
+        } catch {
+            reply(EngineErrors.wire(error), requestID: requestID)
+        }
+    }
+
+    /// AUTHENTICATE: verifies the identity token, uses its nonce and creates the session in
+    /// one transaction, then answers AUTHENTICATED; on failure ERROR with the specific code,
+    /// followed by a fresh NONCE.
+    func authenticate(_ request: Authenticate) async {
+        guard state.withLock({ $0.auth == nil }) else {
+            return fail(WireError(.unexpectedFrame, "the session is already authenticated"))
+        }
+        let now = Timestamp.now()
+        let device = request.deviceID.uuidString.lowercased()
+        do {
+            let claims = try engine.verifier.verify(request.identityToken, now: now)
+            let (token, hash) = try Self.makeSessionToken()
+            let record = SessionRecord(tokenHash: hash, user: claims.identity.userID, device: device, createdAt: now,
+                                       expiresAt: now.adding(engine.configuration.sessionLifetime))
+            try await engine.store.write { tx in
+                try tx.consumeNonce(claims.nonce, at: now)
+                try tx.createSession(record)
+            }
+            authenticated(Auth(user: record.user, device: device, tokenHash: hash))
+            send(.authenticated(Authenticated(requestID: request.requestID, sessionToken: token, identity: claims.identity, expiresAt: record.expiresAt)))
+        } catch {
+            reply(EngineErrors.wire(error), requestID: request.requestID)
+            await issueNonce(requestID: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        }
+    }
+
+    /// RESUME_SESSION: a live session token of the same device authenticates this stream.
+    /// Expired, revoked or unknown tokens get their error (not fatal here) and a fresh NONCE.
+    func resume(_ request: ResumeSession) async {
+        guard state.withLock({ $0.auth == nil }) else {
+            return fail(WireError(.unexpectedFrame, "the session is already authenticated"))
+        }
+        let device = request.deviceID.uuidString.lowercased()
+        let now = Timestamp.now()
+        do {
+            guard request.sessionToken.utf8.count <= IdentityTokenVerifier.maxTokenBytes else {
+                throw WireError(.sessionExpired, "no session has this token")
+            }
+            let hash = try SHA256Hasher.hash(Array(request.sessionToken.utf8))
+            let record = try await engine.store.read { r in try r.session(tokenHash: hash, at: now) }
+            guard record.device == device else {
+                throw WireError(.forbidden, "the session token belongs to another device")
+            }
+            authenticated(Auth(user: record.user, device: device, tokenHash: hash))
+            send(.authenticated(Authenticated(requestID: request.requestID, sessionToken: request.sessionToken,
+                                              identity: Identity(userID: record.user), expiresAt: record.expiresAt)))
+        } catch {
+            var wire = EngineErrors.wire(error)
+            if let storage = error as? StorageError, storage.code == .sessionUnknown {
+                wire = WireError(.sessionExpired, "no live session has this token")
+            }
+            var frame = ErrorFrame(wire, requestID: request.requestID)
+            frame.isFatal = false  // the client re-authenticates on this stream with the nonce that follows
+            send(.error(frame))
+            await issueNonce(requestID: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        }
+    }
+
+    private func authenticated(_ auth: Auth) {
+        state.withLock { $0.auth = auth }
+        engine.registry.authenticated(self, as: auth.user)
+    }
+
+    /// 32 random bytes as base64url, and the SHA-256 of that text (what storage keeps).
+    static func makeSessionToken() throws -> (token: String, hash: [UInt8]) {
+        let token = Base64URL.encode(try SecureRandom.bytes(32))
+        return (token, try SHA256Hasher.hash(Array(token.utf8)))
+    }
+}
+
+extension NodeEngine {
+    /// Revokes the session with this token; the node's sessions using it end with a fatal
+    /// `session-revoked`. Returns whether a live session was revoked.
+    @discardableResult
+    public func revokeSession(token: String) async throws -> Bool {
+        let hash = try SHA256Hasher.hash(Array(token.utf8))
+        let revoked = try await store.write { tx in try tx.revokeSession(tokenHash: hash, at: .now()) }
+        for session in registry.all() where session.state.withLock({ $0.auth?.tokenHash == hash }) {
+            session.fail(WireError(.sessionRevoked, "the session was revoked"))
+        }
+        return revoked
+    }
+}
+
+/// Maps failures to wire errors.
+enum EngineErrors {
+    static func wire(_ error: any Error) -> WireError {
+        switch error {
+        case let e as WireError: return e
+        case let e as ModelError: return WireError(e)
+        case let e as StorageError: return wire(e)
+        default: return WireError(.internalError, "\(error)")
+        }
+    }
+
+    static func wire(_ e: StorageError) -> WireError {
+        let code: WireError.Code
+        switch e.code {
+        case .nonceUnknown: code = .unknownNonce
+        case .nonceReused: code = .nonceReused
+        case .nonceExpired: code = .nonceExpired
+        case .sessionExpired, .sessionUnknown: code = .sessionExpired
+        case .sessionRevoked: code = .sessionRevoked
+        case .notFound, .conversationRetired: code = .notFound
+        case .notAParticipant: code = .notAParticipant
+        case .alreadyExists: code = .idInUse
+        case .invalidArgument: code = .invalidArgument
+        case .writeQueueFull: code = .overloaded
+        case .closed: code = .shuttingDown
+        default: code = .internalError
+        }
+        return WireError(code, e.reason)
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+import LaminaWire
+import Testing
+@testable import LaminaNode
+
+@Suite struct EngineAuthTests {
+    /// Opens a session, authenticates with `token(nonce)` and returns the reply.
+    func authenticate(_ h: EngineHarness, token: (String) throws -> String) async throws -> (Frame, Client) {
+        let client = try await h.open()
+        let nonce = try await h.nonce(client)
+        client.session.receive(.authenticate(Authenticate(requestID: UUID(), identityToken: try token(nonce), deviceID: UUID())))
+        return (try await client.outbound.expectNext(), client)
+    }
+
+    func claims(_ nonce: String, iss: String = DevIdentityProvider.providerID, iat: Int64? = nil, exp: Int64? = nil) -> [String: Any] {
+        let now = Int64(Date().timeIntervalSince1970)
+        return ["iss": iss, "prn": "alice", "nce": nonce, "iat": iat ?? now, "exp": exp ?? now + 600]
+    }
+
+    @Test func devTokenAuthenticates() async throws {
+        let h = try EngineHarness()
+        let (reply, client) = try await authenticate(h) { try h.dev.mintToken(user: "alice", nonce: $0, displayName: "Alice") }
+        guard case .authenticated(let a) = reply else { Issue.record("got \(reply)"); return }
+        #expect(a.identity == Identity(userID: "alice", displayName: "Alice"))
+        #expect(a.sessionToken.utf8.count == 43)
+        #expect(client.session.user == "alice")
+        // The session is stored hashed, not in clear.
+        let hash = try SHA256Hasher.hash(Array(a.sessionToken.utf8))
+        let record = try await h.store.read { r in try r.session(tokenHash: hash, at: .now()) }
+        #expect(record.user == "alice")
+        await h.close()
+    }
+
+    func expectFailure(_ code: WireError.Code, _ h: EngineHarness, token: (String) throws -> String) async throws {
+        let (reply, client) = try await authenticate(h, token: token)
+        #expect(reply.errorFrame?.code == code, "got \(reply)")
+        #expect(client.session.user == nil)
+        // A fresh nonce follows, unasked.
+        guard case .nonce(let n) = try await client.outbound.expectNext() else { Issue.record("no fresh nonce"); return }
+        #expect(n.requestID == UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+    }
+
+    @Test func eachAuthenticationFailureHasItsCode() async throws {
+        let other = try EngineHarness()  // a second dev key: signs tokens the first node must refuse
+        let h = try EngineHarness()
+        try await expectFailure(.badSignature, h) { try other.dev.mintToken(user: "alice", nonce: $0) }
+        try await expectFailure(.algorithmNotAllowed, h) { n in
+            let token = try h.dev.mintToken(user: "alice", nonce: n)
+            let parts = token.split(separator: ".")
+            return Base64URL.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)) + "." + parts[1] + "."
+        }
+        try await expectFailure(.algorithmNotAllowed, h) { try h.dev.sign(header: ["alg": "HS256", "typ": "JWT"], claims: claims($0)) }
+        try await expectFailure(.algorithmNotAllowed, h) { try h.dev.sign(header: ["alg": "RS256", "typ": "JWT"], claims: claims($0)) }
+        let now = Int64(Date().timeIntervalSince1970)
+        try await expectFailure(.tokenExpired, h) { try h.dev.sign(header: DevIdentityProvider.header, claims: claims($0, iat: now - 7200, exp: now - 3600)) }
+        try await expectFailure(.tokenNotYetValid, h) { try h.dev.sign(header: DevIdentityProvider.header, claims: claims($0, iat: now + 3600, exp: now + 7200)) }
+        try await expectFailure(.unknownProvider, h) { try h.dev.sign(header: DevIdentityProvider.header, claims: claims($0, iss: "elsewhere")) }
+        try await expectFailure(.unknownNonce, h) { _ in try h.dev.mintToken(user: "alice", nonce: "never-issued") }
+        try await expectFailure(.malformedToken, h) { _ in "not.a-jwt" }
+        try await expectFailure(.malformedToken, h) { _ in String(repeating: "a", count: 9000) }
+        try await expectFailure(.malformedToken, h) { try h.dev.sign(header: DevIdentityProvider.header, claims: ["iss": DevIdentityProvider.providerID, "nce": $0]) }
+        await other.close()
+        await h.close()
+    }
+
+    @Test func reusedAndExpiredNonces() async throws {
+        let h = try EngineHarness()
+        var used = ""
+        let (first, _) = try await authenticate(h) { used = $0; return try h.dev.mintToken(user: "alice", nonce: $0) }
+        guard case .authenticated = first else { Issue.record("got \(first)"); return }
+        try await expectFailure(.nonceReused, h) { _ in try h.dev.mintToken(user: "alice", nonce: used) }
+        let past = Timestamp(millisecondsSince1970: Timestamp.now().millisecondsSince1970 - 3_600_000)
+        try await h.store.write { tx in try tx.issueNonce("old-nonce", issuedAt: past, expiresAt: past.adding(.seconds(600))) }
+        try await expectFailure(.nonceExpired, h) { _ in try h.dev.mintToken(user: "alice", nonce: "old-nonce") }
+        await h.close()
+    }
+
+    @Test func resumeSessionAndRevocation() async throws {
+        let h = try EngineHarness()
+        let device = UUID()
+        let first = try await h.connect("alice", device: device)
+        let second = try await h.open()
+        second.session.receive(.resumeSession(ResumeSession(requestID: UUID(), sessionToken: first.sessionToken, deviceID: device)))
+        guard case .authenticated(let a) = try await second.outbound.expectNext() else { Issue.record("resume failed"); return }
+        #expect(a.identity.userID == "alice")
+        #expect(second.session.user == "alice")
+
+        #expect(try await h.engine.revokeSession(token: first.sessionToken))
+        #expect(try await first.outbound.expectNext().errorFrame?.code == .sessionRevoked)
+        #expect(first.outbound.isClosed)
+        let third = try await h.open()
+        third.session.receive(.resumeSession(ResumeSession(requestID: UUID(), sessionToken: first.sessionToken, deviceID: device)))
+        #expect(try await third.outbound.expectNext().errorFrame?.code == .sessionRevoked)
+        guard case .nonce = try await third.outbound.expectNext() else { Issue.record("no nonce after revoked"); return }
+        #expect(third.session.user == nil)
+        await h.close()
+    }
+
+    @Test func expiredSessionCannotResume() async throws {
+        let h = try EngineHarness()
+        let token = "expired-session-token"
+        let hash = try SHA256Hasher.hash(Array(token.utf8))
+        let now = Timestamp.now().millisecondsSince1970
+        let device = UUID()
+        let record = SessionRecord(tokenHash: hash, user: "alice", device: device.uuidString.lowercased(),
+                                   createdAt: Timestamp(millisecondsSince1970: now - 7_200_000), expiresAt: Timestamp(millisecondsSince1970: now - 3_600_000))
+        try await h.store.write { tx in try tx.createSession(record) }
+        let client = try await h.open()
+        client.session.receive(.resumeSession(ResumeSession(requestID: UUID(), sessionToken: token, deviceID: device)))
+        #expect(try await client.outbound.expectNext().errorFrame?.code == .sessionExpired)
+        guard case .nonce = try await client.outbound.expectNext() else { Issue.record("no nonce after expired"); return }
+        #expect(client.session.user == nil)
+        await h.close()
+    }
+
+    @Test func devProviderKeyPersists() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-dev-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let a = try DevIdentityProvider.loadOrCreate(in: dir)
+        let b = try DevIdentityProvider.loadOrCreate(in: dir)
+        #expect(a.provider == b.provider)
+        let attributes = try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent(DevIdentityProvider.privateKeyFile).path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+import Testing
+@testable import LaminaNode
+
+@Suite struct EngineSyncTests {
+    /// Alice creates a conversation with Bob and sends `count` messages; returns their ids.
+    func conversation(_ h: EngineHarness, _ alice: Client, receipts: Bool = true, count: Int) async throws -> (ConversationID, [MessageID]) {
+        let conversation = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(
+            conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: receipts))))
+        var ids: [MessageID] = []
+        for i in 0..<count {
+            let id = MessageID.random()
+            let (reply, _) = try await alice.command(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("m\(i)")])))
+            #expect(reply.ack != nil)
+            ids.append(id)
+        }
+        return (conversation, ids)
+    }
+
+    func createdIDs(_ changes: [Change]) -> [MessageID] {
+        changes.compactMap { if case .messageCreated(let m) = $0.event { m.id } else { nil } }
+    }
+
+    @Test func offlineDeviceCatchesUpFromItsCursor() async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice", sync: false)
+        let bobDevice = UUID()
+        let bob = try await h.connect("bob", device: bobDevice)
+        let (conversation, first) = try await conversation(h, alice, count: 3)
+        var seen: [Change] = []
+        while createdIDs(seen).count < 3 { seen += try await bob.nextChanges() }
+        let cursor = try #require(seen.last?.seq)
+        bob.session.closed()
+        // Bob is offline: 300 more messages (more than one batch).
+        var later: [MessageID] = []
+        for i in 0..<300 {
+            let id = MessageID.random()
+            try await alice.command(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("late \(i)")])))
+            later.append(id)
+        }
+        let back = try await h.connect("bob", device: bobDevice, sync: false)
+        let (changes, reached) = try await back.sync(from: cursor)
+        #expect(createdIDs(changes) == later)
+        #expect(changes.map(\.seq) == Array((cursor + 1)...(cursor + 300)))
+        #expect(reached == cursor + 300)
+        #expect(try await h.store.read { r in try r.cursor(of: bobDevice.uuidString.lowercased(), user: "bob") } == cursor)
+        #expect(!first.isEmpty)
+        // Live after the backlog.
+        let live = MessageID.random()
+        try await alice.command(.sendMessage(SendMessage(messageID: live, conversationID: conversation, parts: [textPart("live")])))
+        #expect(createdIDs(try await back.nextChanges()) == [live])
+        await h.close()
+    }
+
+    @Test func historyPolicies() async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice", sync: false)
+        let bob = try await h.connect("bob", sync: false)
+        let (conversation, ids) = try await conversation(h, alice, count: 6)
+        func fetch(_ policy: LaminaWire.HistoryPolicy, before: MessagePosition? = nil) async throws -> [MessageID] {
+            let (reply, changes) = try await bob.command(.fetchHistory(FetchHistory(requestID: UUID(), conversationID: conversation, policy: policy, before: before)))
+            #expect(reply.ack != nil, "\(reply)")
+            #expect(changes.allSatisfy { $0.seq == 0 })
+            return createdIDs(changes)
+        }
+        #expect(try await fetch(.complete) == ids)
+        #expect(try await fetch(.lastN(2)) == Array(ids.suffix(2)))
+        #expect(try await fetch(.unreadOnly) == ids)
+        let positions = try await h.store.read { r in try ids.map { try r.message($0)!.message.position! } }
+        try await bob.command(.markAllRead(MarkAllRead(requestID: UUID(), conversationID: conversation, upTo: positions[3])))
+        #expect(try await fetch(.unreadOnly) == Array(ids[4...]))
+        #expect(try await fetch(.lastN(2), before: positions[4]) == [ids[2], ids[3]])
+        #expect(try await fetch(.complete, before: positions[2]) == [ids[0], ids[1]])
+        await h.close()
+    }
+
+    @Test func receiptsReachTheSenderUnlessDisabled() async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice")
+        let bob = try await h.connect("bob")
+        let (conversation, ids) = try await conversation(h, alice, count: 1)
+        var aliceChanges: [Change] = []
+        while createdIDs(aliceChanges).isEmpty { aliceChanges += try await alice.nextChanges() }
+        var bobChanges: [Change] = []
+        while createdIDs(bobChanges).isEmpty { bobChanges += try await bob.nextChanges() }
+        guard case .messageCreated(let m) = bobChanges.last?.event else { Issue.record("no message"); return }
+        #expect(m.recipientStatus["bob"] == .sent)
+        #expect(m.recipientStatus["alice"] == .read)
+
+        try await bob.command(.deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: conversation, upTo: m.position!)))
+        #expect(try await alice.nextChanges().map(\.event) == [.messageStatusChanged(MessageStatusChanged(conversationID: conversation, messageID: ids[0], user: "bob", status: .delivered))])
+        try await bob.command(.markRead(MarkRead(requestID: UUID(), conversationID: conversation, messageID: ids[0])))
+        #expect(try await alice.nextChanges().map(\.event) == [.messageStatusChanged(MessageStatusChanged(conversationID: conversation, messageID: ids[0], user: "bob", status: .read))])
+        #expect(try await h.store.read { r in try r.recipientStatus(of: ids[0]) }["bob"] == .read)
+
+        // Receipts disabled: the status still moves for the reader, the sender hears nothing.
+        let (quiet, quietIDs) = try await self.conversation(h, alice, receipts: false, count: 1)
+        aliceChanges = []
+        while createdIDs(aliceChanges).isEmpty { aliceChanges += try await alice.nextChanges() }
+        let position = try await h.store.read { r in try r.message(quietIDs[0])!.message.position! }
+        let (delivered, _) = try await bob.command(.deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: quiet, upTo: position)))
+        #expect(delivered.ack != nil)
+        try await bob.command(.markRead(MarkRead(requestID: UUID(), conversationID: quiet, messageID: quietIDs[0])))
+        let ping = UInt64.random(in: 1...UInt64.max)
+        alice.session.receive(.ping(Ping(payload: ping)))
+        #expect(try await alice.outbound.expectNext() == .pong(Ping(payload: ping)))
+        #expect(try await h.store.read { r in try r.recipientStatus(of: quietIDs[0]) }["bob"] == .read)
+        await h.close()
+    }
+
+    @Test func typingIsRelayedNotStored() async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice")
+        let bob = try await h.connect("bob")
+        let (conversation, _) = try await conversation(h, alice, count: 1)
+        var bobChanges: [Change] = []
+        while createdIDs(bobChanges).isEmpty { bobChanges += try await bob.nextChanges() }
+        let head = try await h.store.read { r in try r.feedHead(of: "bob") }
+        alice.session.receive(.typing(Typing(conversationID: conversation, state: .started)))
+        let typing = try await bob.nextChanges()
+        #expect(typing == [Change(seq: 0, event: .typing(TypingChanged(conversationID: conversation, user: "alice", state: .started)))])
+        #expect(try await h.store.read { r in try r.feedHead(of: "bob") } == head)
+        await h.close()
+    }
+}
