@@ -8,8 +8,7 @@ import Testing
 /// The whole node in-process: zero-config bootstrap, admin port, graceful shutdown.
 @Suite struct NodeServerTests {
     @Test func firstStartCreatesCertificateKeyAndStoreAndServesAdmin() async throws {
-        var configuration = Fixtures.nodeConfiguration("bootstrap")
-        configuration.devIdentityProvider = false
+        let configuration = Fixtures.nodeConfiguration("bootstrap")
         let node = try await NodeServer.start(configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
         let data = URL(fileURLWithPath: configuration.dataDirectory)
         let fm = FileManager.default
@@ -18,6 +17,8 @@ import Testing
         #expect(fm.fileExists(atPath: data.appendingPathComponent(NodeBootstrap.Files.privateKey).path))
         #expect(fm.fileExists(atPath: data.appendingPathComponent(NodeBootstrap.Files.store).path))
         #expect(fm.fileExists(atPath: data.appendingPathComponent(NodeBootstrap.Files.nodeID).path))
+        #expect(node.prepared.devIdentityProvider != nil)
+        #expect(node.prepared.identityProviders.map(\.id) == [DevIdentityProvider.providerID])
         #expect(node.transport.port != 0)
 
         // A sync stream over TLS trusting the created certificate counts in the metrics.
