@@ -40,17 +40,23 @@ import Glibc
         let exited = PromiseBox(loop.makePromise(of: Int32.self))
         let serving = PromiseBox(loop.makePromise(of: Void.self))
         let printed = NIOLockedValueBox("")
-        process.terminationHandler = {
-            exited.promise.succeed($0.terminationStatus)
-            serving.promise.fail(SyncTestTimeout(waitingFor: "the node to serve (it exited)"))
-        }
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let chunk = String(decoding: handle.availableData, as: UTF8.self)
-            let text = printed.withLockedValue { $0 += chunk; return $0 }
-            if text.contains("is serving") { serving.promise.succeed(()) }
-        }
         try process.run()
         defer { if process.isRunning { process.terminate() } }
+        // Plain threads (no dispatch sources): one reads the output to EOF, one waits for the exit.
+        let reader = output.fileHandleForReading
+        Thread.detachNewThread {
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                let text = printed.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self); return $0 }
+                if text.contains("is serving") { serving.promise.succeed(()) }
+            }
+            serving.promise.fail(SyncTestTimeout(waitingFor: "the node to serve (its output ended)"))
+        }
+        Thread.detachNewThread {
+            process.waitUntilExit()
+            exited.promise.succeed(process.terminationStatus)
+        }
         // The node prints its welcome once both listeners are up.
         loop.scheduleTask(in: .seconds(60)) { serving.promise.fail(SyncTestTimeout(waitingFor: "the welcome text")) }
         try await serving.promise.futureResult.get()
@@ -76,7 +82,6 @@ import Glibc
         kill(process.processIdentifier, SIGTERM)
         let status = try await exited.promise.futureResult.get()
         #expect(status == 0)
-        output.fileHandleForReading.readabilityHandler = nil
         let text = printed.withLockedValue { $0 }
         #expect(text.contains("https://127.0.0.1:\(syncPort)/v1/sync"))
         #expect(text.contains(certificate))

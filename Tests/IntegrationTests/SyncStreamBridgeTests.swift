@@ -85,8 +85,9 @@ import Testing
         slow.stopReading()
         let endpoint = try #require(node.opened.withLockedValue { $0.first })
         // 200,000 PONGs = 3.2 MB: far more than the windows and the 256 KiB bound.
-        endpoint.flood(count: 200_000)
+        let flood = endpoint.flood(count: 200_000)
         try await endpoint.closedPromise.futureResult.get()
+        _ = try await flood.get()  // the sending thread is done before the test ends
         // The other session is unaffected.
         other.send(.ping(Ping(payload: 1)))
         #expect(try await other.nextFrame() == .pong(Ping(payload: 1)))

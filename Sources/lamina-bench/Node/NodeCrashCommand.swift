@@ -125,17 +125,17 @@ struct NodeCrashCommand: AsyncParsableCommand {
         process.standardError = FileHandle.nullDevice
         let (serving, continuation) = AsyncStream.makeStream(of: Bool.self)
         let text = NIOLockedValueBox("")
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let chunk = handle.availableData
-            if chunk.isEmpty {
-                continuation.yield(false)
-                handle.readabilityHandler = nil
-                return
-            }
-            let all = text.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self); return $0 }
-            if all.contains("is serving") { continuation.yield(true) }
-        }
         try process.run()
+        let reader = pipe.fileHandleForReading
+        Thread.detachNewThread {  // a plain thread reading to EOF (no dispatch source)
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                let all = text.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self); return $0 }
+                if all.contains("is serving") { continuation.yield(true) }
+            }
+            continuation.yield(false)
+        }
         for await ok in serving {
             guard ok else { throw BenchFailure("lamina-node exited before serving") }
             break

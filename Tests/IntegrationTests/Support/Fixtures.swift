@@ -116,10 +116,18 @@ final class EchoEndpoint: SyncSessionEndpoint, @unchecked Sendable {
         closedPromise.succeed(())
     }
 
-    /// Sends `count` PONG frames from another thread (fan-out style).
-    func flood(count: Int) {
-        DispatchQueue.global().async {
-            for i in 0..<count { self.outbound.send([.pong(Ping(payload: UInt64(i)))]) }
+    /// Sends up to `count` PONG frames from another thread (fan-out style), stopping once the
+    /// session is closed; the future completes when the sending thread is done.
+    func flood(count: Int) -> EventLoopFuture<Int> {
+        let done = Fixtures.group.next().makePromise(of: Int.self)
+        Thread.detachNewThread {
+            var sent = 0
+            while sent < count, !self.state.withLockedValue({ $0.closed }) {
+                self.outbound.send([.pong(Ping(payload: UInt64(sent)))])
+                sent += 1
+            }
+            done.succeed(sent)
         }
+        return done.futureResult
     }
 }
