@@ -62,14 +62,17 @@ struct NodeCrashCommand: AsyncParsableCommand {
             if inFlight.count >= window { try? await inFlight.removeFirst().get() }
             inFlight.append(send(index, on: client))
         }
+        Self.progress("sent \(min(killAfter, messages)); SIGKILL")
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+        Self.progress("node killed")
         for future in inFlight { try? await future.get() }
         let ackedBeforeKill = acknowledged.withLockedValue { $0.count }
         await client.close()
 
         // Phase 2: restart, retry everything unacknowledged (same ids, in order), send the rest.
         process = try await Self.launch(binary, data: data, port: port)
+        Self.progress("node restarted")
         client = try await BenchSyncClient.connect(url: url, caFile: ca, group: group)
         try await client.login(user: alice, device: device, dev: dev)
         var retried = 0
@@ -141,6 +144,10 @@ struct NodeCrashCommand: AsyncParsableCommand {
             break
         }
         return process
+    }
+
+    static func progress(_ text: String) {
+        FileHandle.standardError.write(Data("node-crash: \(text)\n".utf8))
     }
 
     static func freePort(_ group: EventLoopGroup) throws -> Int {
