@@ -2,12 +2,13 @@ import ArgumentParser
 
 /// Load generator and measurements. Subcommands arrive with the parts they measure.
 @main
-struct LaminaBench: ParsableCommand {
+struct LaminaBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lamina-bench", abstract: "Lamina benchmarks.",
         subcommands: [
             CodecBenchmark.self, StorageBenchmark.self,
             H2ServerCommand.self, IdleConnectionsCommand.self, IdleClientsCommand.self, TransportCompareCommand.self,
+            NodeLoadCommand.self, NodeCrashCommand.self,
         ]
     )
 }

@@ -1,0 +1,190 @@
+import Foundation
+import LaminaTransport
+import LaminaWire
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Prometheus
+
+/// A running node: store, engine, the sync listener (TLS + HTTP/2, `POST /v1/sync`) and the
+/// admin listener. Start with ``start(configuration:group:logger:registry:)``; stop with
+/// ``shutdown()``.
+public final class NodeServer: Sendable {
+    /// The request path of the client sync stream (SPEC §1).
+    public static let syncPath = "/v1/sync"
+
+    public let configuration: NodeServerConfiguration
+    public let prepared: NodeBootstrap.Prepared
+    public let engine: NodeEngine
+    public let store: NodeStore
+    /// The sync listener (its real port when configured with port 0).
+    public let transport: TransportServer
+    /// The admin listener, unless disabled.
+    public let admin: AdminServer?
+    private let logger: Logger
+    private let gate: SessionGate
+    private let stopped: NIOLockedValueBox<Bool>
+
+    /// `https://host:port` of the sync listener.
+    public var url: String {
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        return "https://\(host):\(transport.port)"
+    }
+
+    private init(
+        configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
+        transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>
+    ) {
+        self.stopped = stopped
+        self.configuration = configuration
+        self.prepared = prepared
+        self.engine = engine
+        self.store = store
+        self.transport = transport
+        self.admin = admin
+        self.logger = logger
+        self.gate = gate
+    }
+
+    /// Prepares the data directory (``NodeBootstrap``), opens the store, starts the engine and
+    /// both listeners. Metrics go to `registry` (rendered on the admin port's `/metrics`).
+    public static func start(
+        configuration: NodeServerConfiguration, group: EventLoopGroup, logger: Logger,
+        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()
+    ) async throws -> NodeServer {
+        let prepared = try NodeBootstrap.prepare(configuration)
+        let store: NodeStore
+        do { store = try NodeStore(path: prepared.storePath) } catch {
+            throw NodeServerError.startup("cannot open the store at \(prepared.storePath): \(error)")
+        }
+        let engine = NodeEngine(
+            store: store,
+            configuration: NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders))
+        let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
+        let gate = SessionGate(limit: configuration.maxSessions)
+
+        var router = TransportRouter()
+        router.add(
+            syncPath,
+            SyncStreamBridge.handler(limits: configuration.limits, metrics: metrics, logger: logger) { outbound in
+                guard gate.admit() else { return nil }
+                return GatedSession(engine.openSession(outbound: outbound), gate: gate)
+            })
+        var settings = HTTP2Settings()
+        settings.maxConcurrentStreams = configuration.maxStreamsPerConnection
+        settings.drainTimeout = .seconds(Int64(configuration.drainTimeoutSeconds))
+
+        let transport: TransportServer
+        do {
+            let tls = try TLSContext(
+                .server(certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath))
+            transport = try await TransportServer.start(
+                host: configuration.host, port: configuration.port, tls: tls, router: router, settings: settings,
+                group: group)
+        } catch {
+            await engine.shutdown()
+            try? store.close()
+            throw NodeServerError.startup("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+        }
+
+        var admin: AdminServer?
+        let stoppedBox = NIOLockedValueBox(false)
+        if configuration.adminPort >= 0 {
+            do {
+                admin = try await AdminServer.start(
+                    host: configuration.adminHost, port: configuration.adminPort, group: group,
+                    metrics: { registry.emitToString() },
+                    healthy: { !stoppedBox.withLockedValue { $0 } })
+            } catch {
+                try? await transport.shutdown()
+                await engine.shutdown()
+                try? store.close()
+                throw NodeServerError.startup(
+                    "cannot listen (admin) on \(configuration.adminHost):\(configuration.adminPort): \(error)")
+            }
+        }
+        let server = NodeServer(
+            configuration: configuration, prepared: prepared, engine: engine, store: store, transport: transport,
+            admin: admin, logger: logger, gate: gate, stopped: stoppedBox)
+        logger.info(
+            "node started",
+            metadata: [
+                "url": "\(server.url)", "node": "\(prepared.nodeID)", "admin": "\(admin.map { "\($0.port)" } ?? "off")",
+            ])
+        return server
+    }
+
+    /// Sessions currently open.
+    public var sessionCount: Int { gate.count }
+
+    /// Graceful stop: refuse new sessions, GOAWAY every connection and let streams drain
+    /// (bounded), let the engine finish in-flight commands, close the store, stop the admin
+    /// listener. Idempotent.
+    public func shutdown() async {
+        let already = stopped.withLockedValue { value -> Bool in
+            defer { value = true }
+            return value
+        }
+        guard !already else { return }
+        logger.info("shutting down: GOAWAY, draining")
+        gate.close()
+        await engine.shutdown()
+        do { try await transport.shutdown() } catch {
+            logger.warning("transport shutdown", metadata: ["error": "\(error)"])
+        }
+        do { try store.close() } catch {
+            logger.error("closing the store failed", metadata: ["error": "\(error)"])
+        }
+        await admin?.shutdown()
+        logger.info("stopped")
+    }
+}
+
+/// Counts open sessions against the configured maximum; closed during shutdown.
+final class SessionGate: Sendable {
+    private let state: NIOLockedValueBox<(count: Int, closed: Bool)>
+    private let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+        self.state = NIOLockedValueBox((0, false))
+    }
+
+    var count: Int { state.withLockedValue { $0.count } }
+
+    func admit() -> Bool {
+        state.withLockedValue { s in
+            guard !s.closed, s.count < limit else { return false }
+            s.count += 1
+            return true
+        }
+    }
+
+    func release() { state.withLockedValue { $0.count -= 1 } }
+    func close() { state.withLockedValue { $0.closed = true } }
+}
+
+/// A session that gives its slot back to the gate when the transport closes.
+final class GatedSession: SyncSessionEndpoint {
+    private let session: NodeSession
+    private let gate: SessionGate
+    private let released = NIOLockedValueBox(false)
+
+    init(_ session: NodeSession, gate: SessionGate) {
+        self.session = session
+        self.gate = gate
+    }
+
+    func receive(_ frame: Frame) { session.receive(frame) }
+    func receiveFailed(_ error: WireError) { session.receiveFailed(error) }
+    func closed() {
+        let first = released.withLockedValue { value -> Bool in
+            defer { value = true }
+            return !value
+        }
+        if first { gate.release() }
+        session.closed()
+    }
+}

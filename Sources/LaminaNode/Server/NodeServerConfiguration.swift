@@ -1,0 +1,136 @@
+import Foundation
+
+/// Everything `lamina-node` can be told, by flags or a JSON config file; every field has a
+/// default, so an empty configuration starts a working development node.
+public struct NodeServerConfiguration: Sendable, Hashable {
+    /// An identity provider read from files: its id (the JWT `iss`), a PEM public key, algorithms.
+    public struct ProviderFile: Sendable, Hashable, Codable {
+        public var id: String
+        public var publicKeyPath: String
+        public var algorithms: [String]
+
+        public init(id: String, publicKeyPath: String, algorithms: [String] = ["ES256", "RS256"]) {
+            self.id = id
+            self.publicKeyPath = publicKeyPath
+            self.algorithms = algorithms
+        }
+    }
+
+    /// Sync listener host and port (port 0: pick a free one).
+    public var host = "127.0.0.1"
+    public var port = 7443
+    /// Admin (metrics, health) host and port; port -1 disables the admin listener.
+    public var adminHost = "127.0.0.1"
+    public var adminPort = 7444
+    /// Where the store, the certificate and the dev identity key live.
+    public var dataDirectory = "./.lamina"
+    /// TLS certificate chain and key; default: a self-signed pair created in the data directory.
+    public var certificatePath: String?
+    public var privateKeyPath: String?
+    /// Identity providers besides the dev provider.
+    public var identityProviders: [ProviderFile] = []
+    /// Whether the dev identity provider (key in the data directory) is trusted.
+    public var devIdentityProvider = true
+    /// Per-stream limits.
+    public var limits = SyncStreamLimits()
+    /// Concurrent sync sessions accepted; more are refused with 503.
+    public var maxSessions = 10_000
+    /// HTTP/2 streams per connection.
+    public var maxStreamsPerConnection: UInt32 = 100
+    /// How long a graceful shutdown waits for connections to drain.
+    public var drainTimeoutSeconds = 10
+
+    public init() {}
+
+    /// The data directory as an absolute URL.
+    public var dataDirectoryURL: URL {
+        URL(fileURLWithPath: dataDirectory, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            .standardizedFileURL
+    }
+
+    /// Applies a JSON config file: every key optional (same names as the fields; `limits` nested).
+    public mutating func apply(configFile path: String) throws {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw NodeServerError.configuration("cannot read config file \(path): \(error.localizedDescription)")
+        }
+        let file: ConfigFile
+        do { file = try JSONDecoder().decode(ConfigFile.self, from: data) } catch {
+            throw NodeServerError.configuration("config file \(path) is not valid: \(error)")
+        }
+        if let v = file.host { host = v }
+        if let v = file.port { port = v }
+        if let v = file.adminHost { adminHost = v }
+        if let v = file.adminPort { adminPort = v }
+        if let v = file.dataDirectory { dataDirectory = v }
+        if let v = file.certificatePath { certificatePath = v }
+        if let v = file.privateKeyPath { privateKeyPath = v }
+        if let v = file.identityProviders { identityProviders = v }
+        if let v = file.devIdentityProvider { devIdentityProvider = v }
+        if let v = file.maxSessions { maxSessions = v }
+        if let v = file.maxStreamsPerConnection { maxStreamsPerConnection = v }
+        if let v = file.drainTimeoutSeconds { drainTimeoutSeconds = v }
+        if let l = file.limits {
+            if let v = l.maxFrameSize { limits.maxFrameSize = v }
+            if let v = l.maxOutboundBytes { limits.maxOutboundBytes = v }
+            if let v = l.idleTimeoutSeconds { limits.idleTimeoutSeconds = v }
+            if let v = l.maxUnansweredFrames { limits.maxUnansweredFrames = v }
+        }
+        try validate()
+    }
+
+    /// Refuses values outside their ranges, with a reason.
+    public func validate() throws {
+        func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration(reason) } }
+        try check((0...65535).contains(port), "port must be 0...65535, not \(port)")
+        try check(adminPort == -1 || (0...65535).contains(adminPort), "adminPort must be -1 or 0...65535")
+        try check((8...4 * 1024 * 1024).contains(limits.maxFrameSize), "maxFrameSize must be 8...4194304")
+        try check(limits.maxOutboundBytes >= 64 * 1024, "maxOutboundBytes must be at least 65536")
+        try check((1...86_400).contains(limits.idleTimeoutSeconds), "idleTimeoutSeconds must be 1...86400")
+        try check(limits.maxUnansweredFrames >= 2, "maxUnansweredFrames must be at least 2")
+        try check(maxSessions >= 1, "maxSessions must be at least 1")
+        try check(maxStreamsPerConnection >= 1, "maxStreamsPerConnection must be at least 1")
+        try check((certificatePath == nil) == (privateKeyPath == nil), "certificatePath and privateKeyPath go together")
+        for provider in identityProviders {
+            try check(!provider.algorithms.isEmpty, "identity provider \(provider.id) allows no algorithm")
+            for alg in provider.algorithms {
+                try check(["ES256", "RS256"].contains(alg), "identity provider \(provider.id): unsupported algorithm \(alg)")
+            }
+        }
+    }
+
+    private struct ConfigFile: Decodable {
+        struct Limits: Decodable {
+            var maxFrameSize: Int?
+            var maxOutboundBytes: Int?
+            var idleTimeoutSeconds: Int?
+            var maxUnansweredFrames: Int?
+        }
+        var host: String?
+        var port: Int?
+        var adminHost: String?
+        var adminPort: Int?
+        var dataDirectory: String?
+        var certificatePath: String?
+        var privateKeyPath: String?
+        var identityProviders: [ProviderFile]?
+        var devIdentityProvider: Bool?
+        var maxSessions: Int?
+        var maxStreamsPerConnection: UInt32?
+        var drainTimeoutSeconds: Int?
+        var limits: Limits?
+    }
+}
+
+/// A node server failure with a reason (configuration, start-up).
+public enum NodeServerError: Error, CustomStringConvertible {
+    case configuration(String)
+    case startup(String)
+
+    public var description: String {
+        switch self {
+        case .configuration(let reason): "configuration: \(reason)"
+        case .startup(let reason): "start-up: \(reason)"
+        }
+    }
+}

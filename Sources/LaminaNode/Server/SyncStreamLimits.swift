@@ -1,0 +1,21 @@
+import NIOCore
+
+/// Per-stream limits of the sync-stream bridge. Every one is enforced before the work it bounds.
+public struct SyncStreamLimits: Sendable, Hashable, Codable {
+    /// The largest frame payload accepted from a client (at most the protocol's 4 MiB).
+    public var maxFrameSize: Int = 1 * 1024 * 1024
+    /// Encoded bytes queued for a client and not yet taken by HTTP/2 framing; past this the
+    /// client is disconnected as a slow consumer instead of growing the node's memory.
+    public var maxOutboundBytes: Int = 4 * 1024 * 1024
+    /// A stream with no inbound frame for this many seconds is closed (PING keeps it alive).
+    public var idleTimeoutSeconds: Int = 120
+    /// Inbound frames delivered but not yet answered by the session; at this many the
+    /// stream stops reading (HTTP/2 flow control then stalls the client).
+    public var maxUnansweredFrames: Int = 256
+    /// After the node ends its side, how long the client gets to end its own before a reset.
+    public var closeGraceSeconds: Int = 5
+
+    public init() {}
+
+    var idleTimeout: TimeAmount { .seconds(Int64(idleTimeoutSeconds)) }
+}

@@ -1,0 +1,221 @@
+import ArgumentParser
+import Foundation
+import LaminaModel
+import LaminaNode
+import Logging
+import Metrics
+import NIOCore
+import NIOPosix
+import Prometheus
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct LaminaNodeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lamina-node",
+        abstract: "The Lamina relay node. With no arguments: a development node on 127.0.0.1:7443, data in ./.lamina.",
+        subcommands: [Serve.self, Token.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// Flags shared by the subcommands that read the data directory.
+struct DataOptions: ParsableArguments {
+    @Option(name: .customLong("config"), help: "A JSON config file (flags override it).")
+    var configFile: String?
+
+    @Option(name: .customLong("data-dir"), help: "Data directory (default ./.lamina).")
+    var dataDirectory: String?
+
+    func configuration() throws -> NodeServerConfiguration {
+        var configuration = NodeServerConfiguration()
+        if let configFile { try configuration.apply(configFile: configFile) }
+        if let dataDirectory { configuration.dataDirectory = dataDirectory }
+        return configuration
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Start the node and serve until SIGTERM or SIGINT.")
+
+    @OptionGroup var data: DataOptions
+
+    @Option(help: "Sync listener address, host:port (default 127.0.0.1:7443).")
+    var listen: String?
+
+    @Option(help: "Admin listener (metrics, health), host:port (default 127.0.0.1:7444); 'off' disables it.")
+    var admin: String?
+
+    @Option(help: "TLS certificate chain (PEM); default: self-signed, created in the data directory.")
+    var certificate: String?
+
+    @Option(name: .customLong("key"), help: "TLS private key (PEM) for --certificate.")
+    var privateKey: String?
+
+    @Option(
+        name: .customLong("identity-provider"),
+        help: "An identity provider: id=PATH_TO_PUBLIC_KEY_PEM[,ES256|RS256...] (repeatable).")
+    var identityProviders: [String] = []
+
+    @Flag(help: "Do not trust the dev identity provider.")
+    var noDevIdentityProvider = false
+
+    @Option(help: "Largest inbound frame payload in bytes.") var maxFrameSize: Int?
+    @Option(help: "Outbound bytes queued per session before a slow consumer is disconnected.") var maxOutboundBytes: Int?
+    @Option(help: "Seconds without an inbound frame before a session is closed.") var idleTimeout: Int?
+    @Option(help: "Concurrent sessions.") var maxSessions: Int?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func run() async throws {
+        var configuration = try data.configuration()
+        if let listen {
+            (configuration.host, configuration.port) = try Self.parseAddress(listen, what: "--listen")
+        }
+        if let admin {
+            if admin == "off" {
+                configuration.adminPort = -1
+            } else {
+                (configuration.adminHost, configuration.adminPort) = try Self.parseAddress(admin, what: "--admin")
+            }
+        }
+        if certificate != nil || privateKey != nil {
+            configuration.certificatePath = certificate
+            configuration.privateKeyPath = privateKey
+        }
+        for spec in identityProviders {
+            configuration.identityProviders.append(try Self.parseProvider(spec))
+        }
+        if noDevIdentityProvider { configuration.devIdentityProvider = false }
+        if let maxFrameSize { configuration.limits.maxFrameSize = maxFrameSize }
+        if let maxOutboundBytes { configuration.limits.maxOutboundBytes = maxOutboundBytes }
+        if let idleTimeout { configuration.limits.idleTimeoutSeconds = idleTimeout }
+        if let maxSessions { configuration.maxSessions = maxSessions }
+        do { try configuration.validate() } catch { throw ValidationError("\(error)") }
+
+        guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let logger = Logger(label: "lamina.node")
+
+        // Signals are handled as events, not by the default action.
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        let server: NodeServer
+        do {
+            server = try await NodeServer.start(configuration: configuration, group: group, logger: logger, registry: registry)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        printWelcome(server)
+
+        let received = await signals.next()
+        logger.info("signal received", metadata: ["signal": "\(received)"])
+        await server.shutdown()
+        try? await group.shutdownGracefully()
+    }
+
+    private func printWelcome(_ server: NodeServer) {
+        let prepared = server.prepared
+        var lines = [
+            "Lamina node \(prepared.nodeID) is serving.",
+            "  sync:        \(server.url)\(NodeServer.syncPath)  (TLS + HTTP/2)",
+            "  data:        \(prepared.dataDirectory.path)",
+            "  store:       \(prepared.storePath)",
+            "  certificate: \(prepared.certificatePath)\(prepared.createdCertificate ? "  (created now, self-signed)" : "")",
+            "  trust it:    clients use \(prepared.certificatePath) as their CA file",
+            "               e.g. curl --cacert \(prepared.certificatePath) --http2 ...",
+        ]
+        if let admin = server.admin {
+            let host = server.configuration.adminHost
+            lines.append("  admin:       http://\(host):\(admin.port)/metrics  http://\(host):\(admin.port)/health")
+        }
+        if prepared.devIdentityProvider != nil {
+            lines.append("  identity:    dev provider '\(DevIdentityProvider.providerID)', key in \(prepared.devIdentityKeyDirectory.path)")
+            lines.append("  a token:     ask the node for a nonce (NONCE_REQUEST), then")
+            lines.append(
+                "               lamina-node token --data-dir \(prepared.dataDirectory.path) --user alice --nonce <nonce>")
+        }
+        lines.append("  stop:        Ctrl-C or SIGTERM (graceful: GOAWAY, drain, flush)")
+        print(lines.joined(separator: "\n"))
+        fflush(nil)
+    }
+
+    static func parseAddress(_ text: String, what: String) throws -> (String, Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { throw ValidationError("\(what) must be host:port, not \(text)") }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw ValidationError("\(what) has no host: \(text)") }
+        return (host, port)
+    }
+
+    static func parseProvider(_ spec: String) throws -> NodeServerConfiguration.ProviderFile {
+        guard let eq = spec.firstIndex(of: "=") else {
+            throw ValidationError("--identity-provider must be id=path[,ALG...], not \(spec)")
+        }
+        let id = String(spec[..<eq])
+        let rest = spec[spec.index(after: eq)...].split(separator: ",").map(String.init)
+        guard !id.isEmpty, let path = rest.first else { throw ValidationError("--identity-provider \(spec): id and path needed") }
+        let algs = rest.count > 1 ? Array(rest.dropFirst()) : ["ES256", "RS256"]
+        return .init(id: id, publicKeyPath: path, algorithms: algs)
+    }
+}
+
+/// Mints a dev identity token for a nonce the node issued.
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Mint an identity token with the dev identity provider.")
+
+    @OptionGroup var data: DataOptions
+    @Option(help: "The user id (prn).") var user: String
+    @Option(help: "The nonce the node sent (NONCE frame).") var nonce: String
+    @Option(help: "Display name claim.") var displayName: String?
+
+    func run() async throws {
+        let configuration = try data.configuration()
+        let directory = configuration.dataDirectoryURL.appendingPathComponent(NodeBootstrap.Files.devIdentity)
+        guard FileManager.default.fileExists(atPath: directory.path) else {
+            throw ValidationError("no dev identity key in \(directory.path): start the node once first")
+        }
+        let provider = try DevIdentityProvider.loadOrCreate(in: directory)
+        let userID: UserID
+        do { userID = try UserID(user) } catch { throw ValidationError("bad user id: \(error)") }
+        print(try provider.mintToken(user: userID, nonce: nonce, displayName: displayName))
+    }
+}
+
+/// Waits for one of `signals` (their default action must already be ignored).
+final class SignalWaiter: @unchecked Sendable {
+    private var sources: [DispatchSourceSignal] = []
+    private let stream: AsyncStream<Int32>
+    private let continuation: AsyncStream<Int32>.Continuation
+
+    init(signals: [Int32]) {
+        (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        for signal in signals {
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
+            let continuation = self.continuation
+            source.setEventHandler { continuation.yield(signal) }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    func next() async -> Int32 {
+        var iterator = stream.makeAsyncIterator()
+        return await iterator.next() ?? SIGTERM
+    }
+}
