@@ -50,7 +50,7 @@ let package = Package(
         ),
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
-        // The relay node: storage (SQLite through GRDB), later auth, sessions, sync, fan-out.
+        // The relay node: storage (SQLite through GRDB), auth, sessions, sync, fan-out, server.
         .target(
             name: "LaminaNode",
             dependencies: [
@@ -58,7 +58,6 @@ let package = Package(
                 "LaminaWire",
                 "LaminaMerge",
                 "LaminaTransport",
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
