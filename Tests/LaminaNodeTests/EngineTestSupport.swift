@@ -103,7 +103,7 @@ final class EngineHarness: @unchecked Sendable {
         dev = try DevIdentityProvider.loadOrCreate(in: directory.appendingPathComponent("keys"))
         var configuration = NodeEngineConfiguration(nodeID: NodeID(7), identityProviders: [dev.provider] + extraProviders)
         configure(&configuration)
-        engine = NodeEngine(store: store, configuration: configuration)
+        engine = try NodeEngine(store: store, configuration: configuration)
     }
 
     func close() async {

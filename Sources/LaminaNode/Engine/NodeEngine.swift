@@ -16,11 +16,15 @@ public final class NodeEngine: Sendable {
     let registry = SessionRegistry()
     let isShuttingDown = Locked(false)
 
-    public init(store: NodeStore, configuration: NodeEngineConfiguration) {
+    /// Reads the latest clock reading this node stored, so its hybrid logical clock continues
+    /// after it (positions never go back across a restart, whatever the wall clock says).
+    /// Throws when the store cannot be read.
+    public init(store: NodeStore, configuration: NodeEngineConfiguration) throws {
         self.store = store
         self.configuration = configuration
         self.verifier = IdentityTokenVerifier(providers: configuration.identityProviders, maxClockSkew: configuration.maxClockSkew)
-        self.clock = Locked(HybridLogicalClock(node: configuration.nodeID))
+        let latest = try store.readNow { reader in try reader.latestHLC(of: configuration.nodeID) }
+        self.clock = Locked(HybridLogicalClock(node: configuration.nodeID, last: latest ?? .zero))
     }
 
     /// A new client session on a fresh sync stream.

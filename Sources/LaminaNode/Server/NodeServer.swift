@@ -59,7 +59,7 @@ public final class NodeServer: Sendable {
         do { store = try NodeStore(path: prepared.storePath) } catch {
             throw NodeServerError.startup("cannot open the store at \(prepared.storePath): \(error)")
         }
-        let engine = NodeEngine(
+        let engine = try NodeEngine(
             store: store,
             configuration: NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders))
         let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: registry))

@@ -91,6 +91,16 @@ public final class NodeStore: Sendable {
         try writer.enqueue(WriteCommand(body: body, completion: completion))
     }
 
+    /// Reads the last committed state on the calling thread, blocking it: for start-up,
+    /// before any session exists (never from an event loop).
+    public func readNow<T>(_ body: (StorageReader) throws -> T) throws -> T {
+        do {
+            return try pool.read { db in try body(StorageReader(db: db)) }
+        } catch let error as DatabaseError {
+            throw StorageError.wrapping(error)
+        }
+    }
+
     /// Reads the last committed state on one of the concurrent readers.
     public func read<T: Sendable>(_ body: @escaping @Sendable (StorageReader) throws -> T) async throws -> T {
         do {
