@@ -86,7 +86,9 @@ let package = Package(
             dependencies: [
                 "LaminaModel",
                 "LaminaWire",
+                "LaminaTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -165,6 +167,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "LaminaNode",
+                "LaminaClient",
                 "LaminaModel",
                 "LaminaWire",
                 "LaminaTransport",
