@@ -31,7 +31,7 @@ import Testing
         #expect(Set(frames.compactMap(OutboxEncoder.kind(of:))) == Set(OutboxCommandKind.allCases))
         for frame in frames {
             let entry = try OutboxEncoder.entry(for: frame)
-            #expect(entry.id == OutboxEncoder.commandID(of: frame))
+            #expect(entry.id == frame.commandID)
             #expect(entry.kind == OutboxEncoder.kind(of: frame)?.rawValue)
             #expect(try OutboxEncoder.frame(for: entry) == frame)
         }

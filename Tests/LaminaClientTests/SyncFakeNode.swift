@@ -177,7 +177,7 @@ actor FakeNode {
             break
         }
         guard let user = session.user else {
-            if let id = OutboxEncoder.commandID(of: frame) {
+            if let id = frame.commandID {
                 end.deliver(.error(ErrorFrame(requestID: id, code: .authenticationRequired, reason: "authenticate first", isFatal: false)))
             }
             return

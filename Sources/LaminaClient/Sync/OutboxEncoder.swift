@@ -26,7 +26,7 @@ public enum OutboxCommandKind: String, Hashable, Sendable, CaseIterable {
 public enum OutboxEncoder {
     /// The outbox entry for a command frame. Encoding checks every wire limit first.
     public static func entry(for frame: Frame, createdAt: Timestamp = .now()) throws(ClientError) -> OutboxEntry {
-        guard let kind = kind(of: frame), let id = commandID(of: frame) else {
+        guard let kind = kind(of: frame), let id = frame.commandID else {
             throw ClientError(.invalidArgument, "a \(frame.type.name) frame is not a command that goes through the outbox")
         }
         let bytes = try encode(frame)
@@ -41,7 +41,7 @@ public enum OutboxEncoder {
         guard let frame = try? Frame.decode(exactly: ByteBuffer(bytes: entry.payload)) else {
             throw ClientError(.corruptRecord, "outbox entry \(entry.id) does not hold a whole, valid frame")
         }
-        guard Self.kind(of: frame) == kind, commandID(of: frame) == entry.id else {
+        guard Self.kind(of: frame) == kind, frame.commandID == entry.id else {
             throw ClientError(.corruptRecord, "outbox entry \(entry.id) holds a \(frame.type.name) frame that does not match its kind or id")
         }
         return frame
@@ -65,28 +65,6 @@ public enum OutboxEncoder {
         case .markRead: .markRead
         case .deleteMessage: .deleteMessage
         case .deliveryReceipt: .deliveryReceipt
-        default: nil
-        }
-    }
-
-    /// The command's client-chosen id (SPEC §7), which the node's ACK or ERROR carries.
-    public static func commandID(of frame: Frame) -> UUID? {
-        switch frame {
-        case .createConversation(let f): f.conversationID.uuid
-        case .addParticipants(let f), .removeParticipants(let f): f.requestID
-        case .setMetadata(let f): f.requestID
-        case .deleteMetadata(let f): f.requestID
-        case .deleteConversation(let f): f.requestID
-        case .markAllRead(let f): f.requestID
-        case .sendMessage(let f): f.messageID.uuid
-        case .markRead(let f): f.requestID
-        case .deleteMessage(let f): f.requestID
-        case .deliveryReceipt(let f): f.requestID
-        case .nonceRequest(let f): f.requestID
-        case .authenticate(let f): f.requestID
-        case .resumeSession(let f): f.requestID
-        case .sync(let f): f.requestID
-        case .fetchHistory(let f): f.requestID
         default: nil
         }
     }

@@ -207,27 +207,3 @@ public final class NodeSession: Sendable {
         )))
     }
 }
-
-extension Frame {
-    /// The client-chosen id of a command (§7), if the frame is one.
-    var commandID: UUID? {
-        switch self {
-        case .createConversation(let f): f.conversationID.uuid
-        case .sendMessage(let f): f.messageID.uuid
-        case .addParticipants(let f), .removeParticipants(let f): f.requestID
-        case .setMetadata(let f): f.requestID
-        case .deleteMetadata(let f): f.requestID
-        case .deleteConversation(let f): f.requestID
-        case .markAllRead(let f): f.requestID
-        case .markRead(let f): f.requestID
-        case .deleteMessage(let f): f.requestID
-        case .deliveryReceipt(let f): f.requestID
-        case .sync(let f): f.requestID
-        case .fetchHistory(let f): f.requestID
-        case .nonceRequest(let f): f.requestID
-        case .authenticate(let f): f.requestID
-        case .resumeSession(let f): f.requestID
-        default: nil
-        }
-    }
-}

@@ -1,0 +1,26 @@
+import Foundation
+
+extension Frame {
+    /// The client-chosen id of a command (SPEC §7) — the object's id for creations, else the
+    /// request id — which the node's ACK or ERROR carries; nil for frames that are not commands.
+    public var commandID: UUID? {
+        switch self {
+        case .createConversation(let f): f.conversationID.uuid
+        case .sendMessage(let f): f.messageID.uuid
+        case .addParticipants(let f), .removeParticipants(let f): f.requestID
+        case .setMetadata(let f): f.requestID
+        case .deleteMetadata(let f): f.requestID
+        case .deleteConversation(let f): f.requestID
+        case .markAllRead(let f): f.requestID
+        case .markRead(let f): f.requestID
+        case .deleteMessage(let f): f.requestID
+        case .deliveryReceipt(let f): f.requestID
+        case .sync(let f): f.requestID
+        case .fetchHistory(let f): f.requestID
+        case .nonceRequest(let f): f.requestID
+        case .authenticate(let f): f.requestID
+        case .resumeSession(let f): f.requestID
+        default: nil
+        }
+    }
+}
