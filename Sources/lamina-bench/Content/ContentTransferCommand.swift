@@ -23,6 +23,7 @@ struct ContentTransferCommand: AsyncParsableCommand {
     @Option(help: "Bytes per upload write.") var chunkKb = 256
     @Option(help: "Node event loop threads.") var nodeThreads = 1
     @Option(help: "Upload + download rounds (more latency samples during transfer).") var rounds = 1
+    @Option(help: "MiB an upload writes between two progress fsyncs (the node's uploadSyncIntervalBytes).") var syncIntervalMb = 8
 
     func run() async throws {
         guard (1...2048).contains(sizeMb) else { throw ValidationError("--size-mb must be 1...2048") }
@@ -31,6 +32,7 @@ struct ContentTransferCommand: AsyncParsableCommand {
         var configuration = NodeServerConfiguration()
         configuration.port = 0
         configuration.adminPort = -1
+        configuration.content.uploadSyncIntervalBytes = syncIntervalMb << 20
         configuration.dataDirectory = try BenchSupport.temporaryDirectory() + "/content-transfer-\(UUID().uuidString.prefix(8))"
         var logger = Logger(label: "lamina.bench.content")
         logger.logLevel = .warning
@@ -59,7 +61,7 @@ struct ContentTransferCommand: AsyncParsableCommand {
         let content = try GeneratedContent(size: UInt64(sizeMb) << 20)
         let digestStart = ContinuousClock.now
         let digest = try content.sha256()
-        print("content-transfer: \(sizeMb) MiB part, \(rate) messages/s on the same connection's sync stream, node threads \(nodeThreads)")
+        print("content-transfer: \(sizeMb) MiB part, \(rate) messages/s on the same connection's sync stream, node threads \(nodeThreads), progress fsync every \(syncIntervalMb) MiB")
         print(String(format: "  (digest of the generated part: %.1f s)", (ContinuousClock.now - digestStart).seconds))
 
         // (a) without transfer.
