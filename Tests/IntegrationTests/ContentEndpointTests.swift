@@ -210,19 +210,17 @@ import Testing
         #expect(over.status == 507, "\(over)")
         #expect(over.errorName == "quota-exceeded")
         // One upload open at a time: a second is 429 with retry-after.
+        let openID = ContentID.random()
         let open = try await content.connection.openStream(
-            method: "PUT", path: ContentTestClient.path(.random()),
+            method: "PUT", path: ContentTestClient.path(openID),
             headers: [("authorization", "Bearer \(content.token!)"), ("lamina-content-size", "100"),
                       ("lamina-content-sha256", ContentTestClient.hex(ContentTestClient.sha256(ContentTestClient.bytes(100))))],
             endStream: false)
         let openAnswer = open.collect(maxBytes: 4096)
         try await open.write(ByteBuffer(bytes: ContentTestClient.bytes(100)[0..<50])).get()
-        // The open upload holds the user's one slot once admitted (its session lookup may finish
-        // after a later request's on the same connection: try a few).
-        var busy = try await content.upload(.random(), ContentTestClient.bytes(10))
-        for _ in 0..<100 where busy.status == 201 {
-            busy = try await content.upload(.random(), ContentTestClient.bytes(10))
-        }
+        // The node records an upload only after admitting it: once HEAD knows it, it holds the slot.
+        try await content.awaitAdmitted(openID)
+        let busy = try await content.upload(.random(), ContentTestClient.bytes(10))
         #expect(busy.status == 429, "\(busy)")
         #expect(busy.errorName == "overloaded")
         #expect(busy.headers["retry-after"] != nil)
@@ -425,6 +423,41 @@ import Testing
         #expect(try await content.get(partial).body == bytes)
         await content.close()
         await sync.close()
+        await node.stop()
+    }
+
+    @Test func uploadCutByAShutdownIsRecordedBeforeTheStoreCloses() async throws {
+        let node = try await TestNode.start("content-shutdown")
+        let (sync, content) = try await Self.login(node, Self.alice)
+        let bytes = ContentTestClient.bytes(4 * 1024 * 1024)
+        let digest = ContentTestClient.sha256(bytes)
+        let id = ContentID.random()
+        let sent = 1024 * 1024
+        let stream = try await content.connection.openStream(
+            method: "PUT", path: ContentTestClient.path(id),
+            headers: [("authorization", "Bearer \(content.token!)"), ("lamina-content-size", "\(bytes.count)"),
+                      ("lamina-content-sha256", ContentTestClient.hex(digest))],
+            endStream: false)
+        for start in stride(from: 0, to: sent, by: 64 * 1024) {
+            try await stream.write(ByteBuffer(bytes: bytes[start..<(start + 64 * 1024)])).get()
+        }
+        try await content.awaitAdmitted(id)
+        // The body never ends: the node's shutdown cuts the stream, the upload makes its bytes
+        // durable and records them before the store closes.
+        try await node.restart()
+        await content.close()
+        await sync.close()
+        let (sync2, content2) = try await Self.login(node, Self.alice)
+        let head = try await content2.head(id)
+        let held = try #require(head.offset)
+        #expect(held > 0)
+        #expect(held <= UInt64(sent))
+        let size = try FileManager.default.attributesOfItem(atPath: node.server.content.files.partialPath(id))[.size] as? Int
+        #expect(size.map(UInt64.init) == held)
+        let rest = try await content2.put(id, size: UInt64(bytes.count), sha256: digest, offset: held, body: Array(bytes[Int(held)...]))
+        #expect(rest.status == 201, "\(rest)")
+        await content2.close()
+        await sync2.close()
         await node.stop()
     }
 

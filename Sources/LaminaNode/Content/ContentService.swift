@@ -79,14 +79,35 @@ public final class ContentService: Sendable {
         sweep.withLockedValue { $0 = task }
     }
 
-    /// Stops the sweep and the disk threads.
-    public func shutdown() async {
+    /// Refuses new requests, stops the sweep, lets the uploads whose streams closed make their
+    /// bytes durable and record them (at most `drainTimeout`), then stops the disk threads.
+    /// Call after the transport closed its streams and before the store closes.
+    public func shutdown(drainTimeout: Duration = .seconds(5)) async {
         let first = stopped.withLockedValue { v -> Bool in
             defer { v = true }
             return !v
         }
         guard first else { return }
         sweep.withLockedValue { $0?.cancel(); $0 = nil }
+        let busy = active.ids
+        if !busy.isEmpty {
+            // Whichever comes first: every busy content idle, or the timeout.
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let pending = NIOLockedValueBox<CheckedContinuation<Void, Never>?>(continuation)
+                let resume: @Sendable () -> Void = { pending.withLockedValue { c in defer { c = nil }; return c }?.resume() }
+                Task {
+                    for id in busy { await self.active.waitUntilIdle(id) }
+                    resume()
+                }
+                Task {
+                    try? await Task.sleep(for: drainTimeout)
+                    resume()
+                }
+            }
+            if !active.ids.isEmpty {
+                logger.warning("content requests still running at shutdown", metadata: ["count": "\(active.ids.count)"])
+            }
+        }
         try? await threadPool.shutdownGracefully()
     }
 

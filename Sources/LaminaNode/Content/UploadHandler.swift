@@ -64,6 +64,7 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
     /// digest, offset), then the file opened at the offset and the durable prefix re-hashed.
     static func start(exchange: ContentExchange, service: ContentService, id: ContentID, user: UserID, request: UploadRequestHeaders) {
         let loop = exchange.eventLoop
+        guard !exchange.isClosed else { return }  // the client went away during the session lookup
         switch service.active.begin(id, user: user, limit: service.settings.maxConcurrentUploadsPerUser) {
         case .admitted: break
         case .contentBusy:

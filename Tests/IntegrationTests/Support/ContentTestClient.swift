@@ -120,7 +120,17 @@ final class ContentTestClient: Sendable {
             try await stream.write(ByteBuffer(bytes: body[at..<end])).get()
             at = end
         }
+        try await awaitAdmitted(id)
         stream.reset()
+    }
+
+    /// Returns once the node knows the upload (it records one only after admitting its stream).
+    func awaitAdmitted(_ id: ContentID) async throws {
+        var attempts = 0
+        while try await head(id).status == 404 {
+            attempts += 1
+            if attempts >= 1000 { throw TransportError(.invalidState, "the node never admitted the upload of \(id)") }
+        }
     }
 }
 
