@@ -34,7 +34,7 @@ import Testing
     @Test func uploadsAndDownloadsZeroSmallAndTenMegabytes() async throws {
         let node = try await TestNode.start("content-sizes")
         let (sync, content) = try await Self.login(node, Self.alice)
-        for size in [0, 2_049, 10 * 1024 * 1024] {
+        for size in [0, 2_048, 2_049, 10 * 1024 * 1024] {
             let bytes = ContentTestClient.bytes(size, seed: UInt64(size + 1))
             let id = ContentID.random()
             let put = try await content.upload(id, bytes)
@@ -289,6 +289,30 @@ import Testing
         #expect(try await alice.delete(id).status == 403)
         for c in [alice, bob, carol] { await c.close() }
         for s in [aliceSync, bobSync, carolSync] { await s.close() }
+        await node.stop()
+    }
+
+    @Test func aRemovedParticipantSeesOnlyContentFromBeforeTheRemoval() async throws {
+        let node = try await TestNode.start("content-removed")
+        let (aliceSync, alice) = try await Self.login(node, Self.alice)
+        let (bobSync, bob) = try await Self.login(node, Self.bob)
+        let conversation = try await MessagingTests.conversation(aliceSync, with: [Self.alice, Self.bob])
+        let before = ContentTestClient.bytes(5_000, seed: 1)
+        let after = ContentTestClient.bytes(5_000, seed: 2)
+        let beforeID = ContentID.random()
+        let afterID = ContentID.random()
+        #expect(try await alice.upload(beforeID, before).status == 201)
+        #expect(try await alice.upload(afterID, after).status == 201)
+        _ = try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(Self.reference(beforeID, before))])
+        let removal = UUID()
+        try await aliceSync.command(
+            .removeParticipants(ParticipantsUpdate(requestID: removal, conversationID: conversation, users: [Self.bob])), id: removal)
+        _ = try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(Self.reference(afterID, after))])
+        #expect(try await bob.get(beforeID).body == before)
+        #expect(try await bob.get(afterID).status == 403)
+        #expect(try await alice.get(afterID).status == 200)
+        for c in [alice, bob] { await c.close() }
+        for s in [aliceSync, bobSync] { await s.close() }
         await node.stop()
     }
 
