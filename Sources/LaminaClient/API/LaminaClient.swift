@@ -106,6 +106,9 @@ public final class LaminaClient: @unchecked Sendable {
     /// The identity the node authenticated, once it has.
     public var authenticatedUser: Identity? { lock.withLock { identity } }
 
+    /// The running sync engine, if connected.
+    var currentEngine: SyncEngine? { lock.withLock { engine } }
+
     /// Tells a running engine that the outbox has new entries.
     func outboxDidChange() {
         guard let engine = lock.withLock({ self.engine }) else { return }

@@ -7,10 +7,12 @@ extension LocalStore {
     public static let maxChangesPerApply = 10_000
 
     /// Applies changes from the node in one transaction, then records `cursor` (when given)
-    /// in the same transaction, so the cursor never runs ahead of what is stored.
+    /// and queues `outbox` (the commands the changes call for, such as delivery receipts)
+    /// in the same transaction, so the cursor never runs ahead of what is stored and no
+    /// stored change loses the command it caused.
     /// Returns the object changes it made (also published to subscribers and delegates).
     @discardableResult
-    public func apply(_ changes: [RemoteChange], cursor: UInt64? = nil) throws(ClientError) -> [ObjectChange] {
+    public func apply(_ changes: [RemoteChange], cursor: UInt64? = nil, outbox: [OutboxEntry] = []) throws(ClientError) -> [ObjectChange] {
         guard changes.count <= Self.maxChangesPerApply else {
             throw ClientError(.invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
         }
@@ -18,6 +20,7 @@ extension LocalStore {
             for change in changes { try ctx.apply(change) }
             try ctx.finish()
             if let cursor { try ctx.setCursor(cursor) }
+            for entry in outbox { try ctx.enqueue(entry) }
             return ctx.changes
         }
     }

@@ -38,6 +38,9 @@ public actor SyncEngine {
 
     deinit { continuation.finish() }
 
+    /// `SyncEvent` under a name code that has its own `SyncEvent` can reach.
+    public typealias Event = SyncEvent
+
     /// Starts connecting (no-op when running).
     public func start() {
         guard task == nil else { return }
@@ -62,6 +65,13 @@ public actor SyncEngine {
     /// Sends a typing indicator when live.
     public func send(_ typing: Typing) async {
         await session?.sendTyping(typing)
+    }
+
+    /// Fetches messages of a conversation from the node (see `SyncSession.fetchHistory`).
+    /// Throws `.notConnected` between sessions.
+    public func fetchHistory(of conversation: ConversationID, policy: HistoryPolicy, before: MessagePosition?) async throws(ClientError) -> [MessageID] {
+        guard let session else { throw ClientError(.notConnected, "no sync session is running") }
+        return try await session.fetchHistory(of: conversation, policy: policy, before: before)
     }
 
     /// The current session's state, nil between sessions.

@@ -26,6 +26,9 @@ public enum SyncEvent: Hashable, Sendable {
     case reconnecting(attempt: Int, delay: Duration)
     /// The engine stopped for good (authentication refused, or the store failed).
     case failed(ClientError)
+    /// The node ended or refused the session (expired or revoked): the engine authenticates
+    /// anew, asking the app's identity token provider for a token (the docs' challenge).
+    case sessionExpired
     /// The node refused a command for good; it left the outbox (see `LocalStore.outboxFailures()`).
     case commandFailed(OutboxFailure)
 }
@@ -68,6 +71,13 @@ public actor SyncSession {
     private var inFlight: [UUID: OutboxEntry] = [:]
     private var flushing = false
     private var flushAgain = false
+    /// The conversation creation sent and not yet answered: later commands wait for its
+    /// answer, which may resolve the conversation into another (SPEC §5.5).
+    private var awaitingCreation: UUID?
+    /// The largest frame payload the node accepts (WELCOME; until then the protocol's).
+    public private(set) var maxFrameSize = WireLimits.protocolMaxFrameSize
+    /// History requests waiting for their ACK or ERROR, with the messages received so far.
+    var historyRequests: [UUID: HistoryRequest] = [:]
 
     public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
                 environment: SyncEnvironment = .live, agent: String = "lamina-swift/1",
@@ -89,6 +99,7 @@ public actor SyncSession {
     public func run() async -> SyncSessionEnd {
         let end = await runSession()
         enter(.ended)
+        failHistoryRequests(ClientError(.disconnected, "the sync stream ended before the node answered"))
         return end
     }
 
@@ -152,6 +163,7 @@ public actor SyncSession {
             throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer HELLO with WELCOME")))
         }
         features = welcome.features
+        maxFrameSize = min(Int(welcome.maxFrameSize), WireLimits.protocolMaxFrameSize)
         let deviceID = try store.deviceID()
         var authenticated: Authenticated?
         if let token = try store.sessionToken() {
@@ -163,6 +175,7 @@ public actor SyncSession {
                 authenticated = a
             case .error(let e) where Self.sessionCodes.contains(e.code) || Self.isAuthenticationCode(e.code):
                 try store.setSessionToken(nil)  // authenticate anew below
+                onEvent(.sessionExpired)
             default:
                 throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer RESUME_SESSION with AUTHENTICATED or a session error")))
             }
@@ -216,6 +229,10 @@ public actor SyncSession {
             try await apply([change])
         case .changeBatch(let batch):
             try await apply(batch.changes)
+        case .ack(let ack) where historyRequests[ack.requestID] != nil:
+            finishHistory(ack.requestID, .success(()))
+        case .error(let e) where e.requestID.map { historyRequests[$0] != nil } ?? false:
+            finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
         case .ack(let ack) where ack.requestID == syncID:
             if let c = ack.cursor, c > cursor {
                 try store.setSyncCursor(c)
@@ -231,15 +248,18 @@ public actor SyncSession {
             // session starts again with a fresh authentication.
             if let id = e.requestID {
                 inFlight[id] = nil
+                if awaitingCreation == id { awaitingCreation = nil }
                 try store.requeue(id)
             }
             try store.setSessionToken(nil)
+            onEvent(.sessionExpired)
             return .sessionExpired
         case .error(let e):
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
             if e.isFatal || e.requestID == nil {
                 if Self.sessionCodes.contains(e.code) {
                     try store.setSessionToken(nil)
+                    onEvent(.sessionExpired)
                     return .sessionExpired
                 }
                 if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
@@ -258,12 +278,22 @@ public actor SyncSession {
     private func apply(_ entries: [Change]) async throws {
         let decoded = ChangeDecoder.decode(entries, after: cursor, localUser: store.localUser, receivedAt: environment.now())
         for t in decoded.typing { onEvent(.typing(t)) }
-        if !decoded.changes.isEmpty || decoded.cursor != nil {
-            try applyTolerant(decoded.changes, cursor: decoded.cursor)
+        noteHistory(entries)
+        let receipts = try receiptEntries(for: decoded)
+        if !decoded.changes.isEmpty || decoded.cursor != nil || !receipts.isEmpty {
+            try applyTolerant(decoded.changes, cursor: decoded.cursor, outbox: receipts)
             if let c = decoded.cursor { cursor = c }
         }
-        // Receipts only where the conversation wants them (the node would ignore the rest).
+        if !receipts.isEmpty, state == .live { try await flushOutbox() }
+    }
+
+    /// Delivery receipts for the messages from others in `decoded`, only where the
+    /// conversation wants them (the node would ignore the rest); queued in the transaction
+    /// that stores the messages, so a stored message always has its receipt on the way.
+    private func receiptEntries(for decoded: DecodedChanges) throws -> [OutboxEntry] {
+        guard features.contains(.deliveryReceipts), !decoded.receivedFromOthers.isEmpty else { return [] }
         var receiptsOn: [ConversationID: Bool] = [:]
+        for case .conversation(let c) in decoded.changes { receiptsOn[c.id] = c.deliveryReceiptsEnabled }
         var received: [Message] = []
         for m in decoded.receivedFromOthers {
             if receiptsOn[m.conversationID] == nil {
@@ -271,28 +301,37 @@ public actor SyncSession {
             }
             if receiptsOn[m.conversationID] == true { received.append(m) }
         }
-        if features.contains(.deliveryReceipts), !received.isEmpty {
-            for receipt in ChangeDecoder.deliveryReceipts(for: received) {
-                try store.enqueue(try OutboxEncoder.entry(for: .deliveryReceipt(receipt), createdAt: environment.now()))
-            }
-            if state == .live { try await flushOutbox() }
+        let now = environment.now()
+        return try ChangeDecoder.deliveryReceipts(for: received).map { receipt throws(ClientError) in
+            try OutboxEncoder.entry(for: .deliveryReceipt(receipt), createdAt: now)
         }
     }
 
     /// Applies in one transaction; when a change names something this device does not hold
     /// (e.g. a conversation deleted here), applies the others one by one, skipping it.
-    private func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?) throws {
-        let whole = Result { () throws(ClientError) in try store.apply(changes, cursor: cursor) }
+    private func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = []) throws {
+        let whole = Result { () throws(ClientError) in try store.apply(changes, cursor: cursor, outbox: outbox) }
         guard case .failure(let error) = whole else { return }
         guard error.code == .notFound else { throw error }
         for change in changes {
             let one = Result { () throws(ClientError) in try store.apply([change]) }
             if case .failure(let e) = one, e.code != .notFound { throw e }
         }
-        if let cursor { try store.setSyncCursor(cursor) }
+        if cursor != nil || !outbox.isEmpty { try store.apply([], cursor: cursor, outbox: outbox) }
     }
 
     private func complete(_ completion: OutboxCompletion) async throws {
+        try await completeEntry(completion)
+        let id: UUID = switch completion {
+        case .acknowledged(let id, _), .failed(let id, _, _, _), .retry(let id, _): id
+        }
+        if id == awaitingCreation {
+            awaitingCreation = nil
+            try await flushOutbox()
+        }
+    }
+
+    private func completeEntry(_ completion: OutboxCompletion) async throws {
         switch completion {
         case .acknowledged(let id, let ack):
             let entry = inFlight.removeValue(forKey: id)
@@ -326,6 +365,7 @@ public actor SyncSession {
             }
         case .retry(let id, let after):
             inFlight[id] = nil
+            if awaitingCreation == id { awaitingCreation = nil }
             try store.requeue(id)
             let sleep = environment.sleep
             Task { [weak self] in
@@ -351,17 +391,41 @@ public actor SyncSession {
         defer { flushing = false }
         repeat {
             flushAgain = false
-            let batch = try store.dequeueOutbox(limit: Self.flushBatch)
+            if awaitingCreation != nil { break }
+            let batch = try store.dequeueOutbox(limit: Self.flushBatch, stopAfter: [OutboxCommandKind.createConversation.rawValue])
             for entry in batch {
                 guard let frame = try? OutboxEncoder.frame(for: entry) else {
                     try store.markFailed(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
                     continue
                 }
+                guard entry.payload.count - FrameHeader.size <= maxFrameSize else {
+                    try refuseOversized(entry)
+                    continue
+                }
                 inFlight[entry.id] = entry
-                try await channel.send(frame)
+                if entry.kind == OutboxCommandKind.createConversation.rawValue { awaitingCreation = entry.id }
+                try await channel.send(try redirected(frame))
             }
             if batch.count == Self.flushBatch { flushAgain = true }
         } while flushAgain && state == .live
+    }
+
+    /// The command addressed to the conversation its target now is (after a distinct merge).
+    private func redirected(_ frame: Frame) throws(ClientError) -> Frame {
+        guard let target = OutboxRedirect.conversation(of: frame) else { return frame }
+        let current = try store.currentIdentifier(of: target)
+        return current == target ? frame : OutboxRedirect.redirect(frame, to: current)
+    }
+
+    /// A command larger than the node's WELCOME `maxFrameSize` would cost the stream (SPEC
+    /// §2.3): it fails here, with the code the node would give, and the rest goes on.
+    private func refuseOversized(_ entry: OutboxEntry) throws {
+        let now = environment.now()
+        let code = WireError.Code.frameTooLarge.wireValue
+        let reason = "the command is \(entry.payload.count - FrameHeader.size) bytes; the node accepts frames of at most \(maxFrameSize)"
+        if try store.markFailed(entry.id, code: code, reason: reason, at: now) {
+            onEvent(.commandFailed(OutboxFailure(id: entry.id, kind: entry.kind, objectID: entry.objectID, code: code, reason: reason, failedAt: now)))
+        }
     }
 
     /// Sends a typing indicator when live and the node relays them; dropped otherwise
