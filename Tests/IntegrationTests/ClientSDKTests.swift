@@ -59,7 +59,15 @@ import Testing
         #expect(try alice.messages(in: conversation).map(\.message.position) == atBob.map(\.message.position))
         #expect(try alice.store.outboxEntries().isEmpty)
         #expect(try await ClientHarness.nodeMessageCount(node, conversation) == 4)
-        #expect(aliceEvents.all.contains { if case .reconnecting(let attempt, _) = $0 { attempt >= 0 } else { false } })
+        // Every wait was the policy's backoff for its attempt, jittered within its bounds.
+        let policy = ClientHarness.fastReconnect
+        let waits = aliceEvents.all.compactMap { e -> (Int, Duration)? in if case .reconnecting(let a, let d) = e { (a, d) } else { nil } }
+        #expect(!waits.isEmpty)
+        #expect(waits.map(\.0) == Array(0..<waits.count))
+        for (attempt, delay) in waits {
+            let base = policy.baseDelay(attempt: attempt)
+            #expect(delay <= base && delay >= base * (1 - policy.jitter) - .milliseconds(1))
+        }
 
         try await alice.close()
         try await bob.close()
@@ -175,6 +183,84 @@ import Testing
         #expect(try loserClient.sendFailure(of: loserClient === alice ? aliceMessage : bobMessage) == nil)
 
         try await alice.close()
+        try await bob.close()
+        await node.stop()
+    }
+
+    /// Waits for the change that says `loser` now goes by `survivor`.
+    static func identifierChange(_ changes: Recorder<[ObjectChange]>, from loser: ConversationID, to survivor: ConversationID) async throws {
+        try await changes.wait("the identifier change \(loser) -> \(survivor)") { batches in
+            batches.joined().contains {
+                $0.type == .update && $0.property == ConversationProperty.identifier
+                    && $0.before == .conversationID(loser) && $0.after == .conversationID(survivor)
+            }
+        }
+    }
+
+    @Test func anOfflineDistinctConversationFollowsTheOneTheOtherUserAlreadyWroteIn() async throws {
+        let node = try await TestNode.start("sdk-distinct-late")
+        let alice = try ClientHarness.device(Self.alice, on: node)
+        let bob = try ClientHarness.device(Self.bob, on: node)
+        try await ClientHarness.connect(alice, on: node)
+        let alices = try alice.newConversation(participants: [Self.bob]).id
+        let first = try alice.send(alice.newMessage(parts: try Self.text("first")), in: alices).id
+        try await ClientHarness.waitUntil(alice, "alice's message sent") { try alice.isSent(first) }
+
+        // Bob, offline, made his own and wrote in it; on connecting he gets alice's first.
+        let bobs = try bob.newConversation(participants: [Self.alice]).id
+        let second = try bob.send(bob.newMessage(parts: try Self.text("second")), in: bobs).id
+        let changes = Recorder(bob.changes())
+        try await ClientHarness.connect(bob, on: node)
+        try await Self.identifierChange(changes, from: bobs, to: alices)
+        try await ClientHarness.waitUntil(bob, "bob's message sent into alice's conversation") { try bob.isSent(second) }
+        try await ClientHarness.waitUntil(alice, "bob's message at alice") { try alice.message(second) != nil }
+
+        for client in [alice, bob] {
+            #expect(try client.execute(Query<StoredConversation>()).map(\.id) == [alices])
+            #expect(try client.messages(in: alices).map(\.id) == [first, second])
+            #expect(try Self.texts(client, alices) == ["first", "second"])
+        }
+        #expect(try bob.store.currentIdentifier(of: bobs) == alices)
+        #expect(try bob.message(second)?.message.conversationID == alices)
+        #expect(try bob.conversation(bobs)?.id == alices)
+        #expect(try await ClientHarness.nodeMessageCount(node, alices) == 2)
+
+        try await alice.close()
+        try await bob.close()
+        await node.stop()
+    }
+
+    @Test func aDistinctConversationResolvedBeforeAnyMessageIsRenamedInPlace() async throws {
+        let node = try await TestNode.start("sdk-distinct-rename")
+        // Alice's device (raw protocol) creates the distinct conversation and writes nothing:
+        // bob cannot see it yet.
+        let raw = try await node.session(Self.alice, device: UUID())
+        let alices = ConversationID.random()
+        try await raw.command(.createConversation(CreateConversation(conversationID: alices, participants: [Self.bob])), id: alices.uuid)
+
+        let bob = try ClientHarness.device(Self.bob, on: node)
+        let bobs = try bob.newConversation(participants: [Self.alice]).id
+        let hello = try bob.send(bob.newMessage(parts: try Self.text("hello")), in: bobs).id
+        let changes = Recorder(bob.changes())
+        try await ClientHarness.connect(bob, on: node)
+        try await Self.identifierChange(changes, from: bobs, to: alices)
+        try await ClientHarness.waitUntil(bob, "bob's message sent") { try bob.isSent(hello) }
+
+        let renamed = try #require(try bob.conversation(bobs))
+        #expect(renamed.id == alices)
+        #expect(renamed.isSynced)
+        #expect(renamed.conversation.participants == [Self.alice, Self.bob])
+        try await ClientHarness.waitUntil(bob, "the node's account of the conversation at bob") {
+            try bob.conversation(alices)?.conversation.creator == Self.alice
+        }
+        #expect(try bob.execute(Query<StoredConversation>()).map(\.id) == [alices])
+        #expect(try bob.messages(in: alices).map(\.id) == [hello])
+        let atAlice = try await raw.message(hello)
+        #expect(atAlice.conversationID == alices)
+        #expect(atAlice.sender == Self.bob)
+        #expect(try await ClientHarness.nodeMessageCount(node, alices) == 1)
+
+        await raw.close()
         try await bob.close()
         await node.stop()
     }
