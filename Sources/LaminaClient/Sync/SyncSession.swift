@@ -68,12 +68,12 @@ public actor SyncSession {
     /// Whether the session got as far as live (the engine then resets its backoff).
     public private(set) var reachedLive = false
     private var cursor: UInt64 = 0
-    private var inFlight: [UUID: OutboxEntry] = [:]
-    private var flushing = false
-    private var flushAgain = false
+    var inFlight: [UUID: OutboxEntry] = [:]
+    var flushing = false
+    var flushAgain = false
     /// The conversation creation sent and not yet answered: later commands wait for its
     /// answer, which may resolve the conversation into another (SPEC §5.5).
-    private var awaitingCreation: UUID?
+    var awaitingCreation: UUID?
     /// The largest frame payload the node accepts (WELCOME; until then the protocol's).
     public private(set) var maxFrameSize = WireLimits.protocolMaxFrameSize
     /// History requests waiting for their ACK or ERROR, with the messages received so far.
@@ -309,7 +309,7 @@ public actor SyncSession {
 
     /// Applies in one transaction; when a change names something this device does not hold
     /// (e.g. a conversation deleted here), applies the others one by one, skipping it.
-    private func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = []) throws {
+    func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = []) throws {
         let whole = Result { () throws(ClientError) in try store.apply(changes, cursor: cursor, outbox: outbox) }
         guard case .failure(let error) = whole else { return }
         guard error.code == .notFound else { throw error }
@@ -318,114 +318,6 @@ public actor SyncSession {
             if case .failure(let e) = one, e.code != .notFound { throw e }
         }
         if cursor != nil || !outbox.isEmpty { try store.apply([], cursor: cursor, outbox: outbox) }
-    }
-
-    private func complete(_ completion: OutboxCompletion) async throws {
-        try await completeEntry(completion)
-        let id: UUID = switch completion {
-        case .acknowledged(let id, _), .failed(let id, _, _, _), .retry(let id, _): id
-        }
-        if id == awaitingCreation {
-            awaitingCreation = nil
-            try await flushOutbox()
-        }
-    }
-
-    private func completeEntry(_ completion: OutboxCompletion) async throws {
-        switch completion {
-        case .acknowledged(let id, let ack):
-            let entry = inFlight.removeValue(forKey: id)
-            switch entry.flatMap({ OutboxCommandKind(rawValue: $0.kind) }) {
-            case .sendMessage:
-                if let stored = try store.message(MessageID(uuid: id)), let position = ack.position {
-                    var m = stored.message
-                    m.position = position
-                    m.sentAt = ack.timestamp ?? m.sentAt
-                    if let me = m.recipientStatus[store.localUser] { m.recipientStatus[store.localUser] = max(me, .sent) }
-                    try applyTolerant([.message(m, receivedAt: environment.now())], cursor: nil)
-                }
-            case .createConversation:
-                if let to = ack.conversationID, to.uuid != id {
-                    try applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
-                } else if let local = try store.conversation(ConversationID(uuid: id)), !local.isSynced {
-                    try applyTolerant([.conversation(local.conversation)], cursor: nil)  // the node has it now
-                }
-            default:
-                break
-            }
-            try store.markSent(id)
-        case .failed(let id, let code, let reason, let conversationID):
-            let entry = inFlight.removeValue(forKey: id)
-            if code == .existingDistinctConversation, let to = conversationID, entry?.kind == OutboxCommandKind.createConversation.rawValue {
-                try applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
-            }
-            let now = environment.now()
-            if try store.markFailed(id, code: code.wireValue, reason: reason, at: now) {
-                onEvent(.commandFailed(OutboxFailure(id: id, kind: entry?.kind ?? "", objectID: entry?.objectID, code: code.wireValue, reason: reason, failedAt: now)))
-            }
-        case .retry(let id, let after):
-            inFlight[id] = nil
-            if awaitingCreation == id { awaitingCreation = nil }
-            try store.requeue(id)
-            let sleep = environment.sleep
-            Task { [weak self] in
-                try? await sleep(after ?? Self.defaultRetryDelay)
-                try? await self?.flushOutbox()
-            }
-        }
-    }
-
-    /// Sends every pending outbox entry in outbox order (only when live). Concurrent calls
-    /// coalesce: one flush runs, and runs again if more was asked while it ran.
-    public func flush() async {
-        do { try await flushOutbox() } catch {}
-    }
-
-    private func flushOutbox() async throws {
-        guard state == .live else { return }
-        if flushing {
-            flushAgain = true
-            return
-        }
-        flushing = true
-        defer { flushing = false }
-        repeat {
-            flushAgain = false
-            if awaitingCreation != nil { break }
-            let batch = try store.dequeueOutbox(limit: Self.flushBatch, stopAfter: [OutboxCommandKind.createConversation.rawValue])
-            for entry in batch {
-                guard let frame = try? OutboxEncoder.frame(for: entry) else {
-                    try store.markFailed(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
-                    continue
-                }
-                guard entry.payload.count - FrameHeader.size <= maxFrameSize else {
-                    try refuseOversized(entry)
-                    continue
-                }
-                inFlight[entry.id] = entry
-                if entry.kind == OutboxCommandKind.createConversation.rawValue { awaitingCreation = entry.id }
-                try await channel.send(try redirected(frame))
-            }
-            if batch.count == Self.flushBatch { flushAgain = true }
-        } while flushAgain && state == .live
-    }
-
-    /// The command addressed to the conversation its target now is (after a distinct merge).
-    private func redirected(_ frame: Frame) throws(ClientError) -> Frame {
-        guard let target = OutboxRedirect.conversation(of: frame) else { return frame }
-        let current = try store.currentIdentifier(of: target)
-        return current == target ? frame : OutboxRedirect.redirect(frame, to: current)
-    }
-
-    /// A command larger than the node's WELCOME `maxFrameSize` would cost the stream (SPEC
-    /// §2.3): it fails here, with the code the node would give, and the rest goes on.
-    private func refuseOversized(_ entry: OutboxEntry) throws {
-        let now = environment.now()
-        let code = WireError.Code.frameTooLarge.wireValue
-        let reason = "the command is \(entry.payload.count - FrameHeader.size) bytes; the node accepts frames of at most \(maxFrameSize)"
-        if try store.markFailed(entry.id, code: code, reason: reason, at: now) {
-            onEvent(.commandFailed(OutboxFailure(id: entry.id, kind: entry.kind, objectID: entry.objectID, code: code, reason: reason, failedAt: now)))
-        }
     }
 
     /// Sends a typing indicator when live and the node relays them; dropped otherwise
