@@ -121,7 +121,14 @@ import Testing
         #expect(try carol.conversation(conversation)?.totalMessageCount == 5)
 
         await #expect(throws: ClientError.self) { try await carol.fetchHistory(of: conversation, policy: .lastN(0)) }
+        let unknown = await #expect(throws: ClientError.self) { try await carol.fetchHistory(of: .random()) }
+        #expect(unknown?.code == .notFound)
         let stranger = try ClientHarness.device("dave", on: node)
+        let notHeld = await #expect(throws: ClientError.self) { try await stranger.fetchHistory(of: conversation) }
+        #expect(notHeld?.code == .notFound)
+        // A store that holds the conversation without its user taking part: the node refuses.
+        let held = try #require(try carol.conversation(conversation)).conversation
+        try stranger.store.apply([.conversation(held)])
         let notConnected = await #expect(throws: ClientError.self) { try await stranger.fetchHistory(of: conversation) }
         #expect(notConnected?.code == .notConnected)
         _ = try await ClientHarness.connectLive(stranger, on: node)
