@@ -22,7 +22,8 @@ import Testing
         let node = try await TestNode.start("sdk-participants")
         let alice = try ClientHarness.device(Self.alice, on: node)
         let bob = try ClientHarness.device(Self.bob, on: node)
-        let carol = try ClientHarness.device(Self.carol, on: node)
+        // Carol's device fetches the earlier messages of conversations she joins.
+        let carol = try ClientHarness.device(Self.carol, on: node) { $0.historyOnJoin = .complete }
         for client in [alice, bob] { try await ClientHarness.connect(client, on: node) }
         _ = try await ClientHarness.connectLive(carol, on: node)
 
@@ -60,10 +61,11 @@ import Testing
             $0.property == ConversationProperty.isDistinct && $0.before == .bool(true) && $0.after == .bool(false)
         })
 
-        // "New participants will gain access to all previous messages."
-        #expect(try carol.message(m1) == nil)
-        let fetched = try await carol.fetchHistory(of: a)
-        #expect(fetched == [m1])
+        // "New participants will gain access to all previous messages": carol's device
+        // fetches them on joining, and can ask again.
+        try await ClientHarness.waitUntil(carol, "m1 at carol") { try carol.message(m1) != nil }
+        #expect(try carol.message(m1)?.message.position == (try alice.message(m1))?.message.position)
+        #expect(try await carol.fetchHistory(of: a) == [m1])
         #expect(try carol.messages(in: a).map(\.id) == [m1])
 
         let m2 = try Self.send(alice, "m2: with carol", in: a)
@@ -106,7 +108,10 @@ import Testing
         try await ClientHarness.waitUntil(alice, "the five messages sent") { try sent.allSatisfy { try alice.isSent($0) } }
         try alice.addParticipants([Self.carol], to: conversation)
         _ = try await carol.waitForCreation(of: conversation, timeout: .seconds(20))
-        #expect(try carol.messages(in: conversation).isEmpty)
+        #expect(try carol.messages(in: conversation).isEmpty)  // history on join is off
+        var zero = carol.configuration
+        zero.historyOnJoin = .lastN(0)
+        #expect(throws: ClientError.self) { try zero.validate() }
 
         let newest = try await carol.fetchHistory(of: conversation, policy: .lastN(2))
         #expect(newest == Array(sent[3...4]))

@@ -54,7 +54,8 @@ public final class LaminaClient: @unchecked Sendable {
     /// whenever the node wants one: first authentication and session expiry.
     public func connect(using connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider) async throws(ClientError) {
         let engine = try SyncEngine(store: store, connector: connector, identityToken: identityToken,
-                                    policy: configuration.reconnect, environment: environment, agent: configuration.agent)
+                                    policy: configuration.reconnect, environment: environment, agent: configuration.agent,
+                                    historyOnJoin: configuration.historyOnJoin)
         let previous: SyncEngine? = lock.withLock {
             defer { self.engine = engine }
             return self.engine

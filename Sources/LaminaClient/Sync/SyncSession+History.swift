@@ -9,6 +9,8 @@ struct HistoryRequest {
     var received: [MessageID] = []
     var result: Result<Void, ClientError>?
     var caller: CheckedContinuation<Result<[MessageID], ClientError>, Never>?
+    /// Sent by the session itself (history on join): nobody waits for the answer.
+    var isBackground = false
 }
 
 extension SyncSession {
@@ -51,6 +53,26 @@ extension SyncSession {
         return try outcome.get()
     }
 
+    /// The conversations among `decoded` that this device does not hold yet, when history
+    /// on join is on (their earlier messages are fetched once they are stored).
+    func newConversations(in decoded: DecodedChanges) throws -> [ConversationID] {
+        guard historyOnJoin != nil, features.contains(.historyFetch) else { return [] }
+        var out: [ConversationID] = []
+        for case .conversation(let c) in decoded.changes where !out.contains(c.id) {
+            if try store.conversation(c.id) == nil { out.append(c.id) }
+        }
+        return out
+    }
+
+    /// Sends FETCH_HISTORY for a conversation that just appeared (history on join); the
+    /// answer is stored like any other change. Skipped when too many requests are out.
+    func requestHistory(of conversation: ConversationID) async throws {
+        guard let policy = historyOnJoin, historyRequests.count < Self.maxHistoryRequests else { return }
+        let id = UUID()
+        historyRequests[id] = HistoryRequest(conversation: conversation, isBackground: true)
+        try await channel.send(.fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: policy)))
+    }
+
     /// Records the history answers among `entries` (seq 0 message-created changes) for the
     /// requests of their conversation.
     func noteHistory(_ entries: [Change]) {
@@ -66,7 +88,9 @@ extension SyncSession {
     /// The node answered request `id` (ACK or ERROR).
     func finishHistory(_ id: UUID, _ result: Result<Void, ClientError>) {
         guard var request = historyRequests[id], request.result == nil else { return }
-        if let caller = request.caller {
+        if request.isBackground {
+            historyRequests[id] = nil
+        } else if let caller = request.caller {
             historyRequests[id] = nil
             caller.resume(returning: result.map { request.received })
         } else {

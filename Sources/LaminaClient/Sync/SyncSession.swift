@@ -60,6 +60,7 @@ public actor SyncSession {
     let identityToken: IdentityTokenProvider
     let environment: SyncEnvironment
     let agent: String
+    let historyOnJoin: HistoryPolicy?
     let onEvent: @Sendable (SyncEvent) -> Void
 
     public private(set) var state: SyncSessionState = .negotiating
@@ -80,13 +81,14 @@ public actor SyncSession {
     var historyRequests: [UUID: HistoryRequest] = [:]
 
     public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
-                environment: SyncEnvironment = .live, agent: String = "lamina-swift/1",
+                environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
                 onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }) {
         self.store = store
         self.channel = channel
         self.identityToken = identityToken
         self.environment = environment
         self.agent = agent
+        self.historyOnJoin = historyOnJoin
         self.onEvent = onEvent
     }
 
@@ -280,11 +282,13 @@ public actor SyncSession {
         for t in decoded.typing { onEvent(.typing(t)) }
         noteHistory(entries)
         let receipts = try receiptEntries(for: decoded)
+        let joined = try newConversations(in: decoded)
         if !decoded.changes.isEmpty || decoded.cursor != nil || !receipts.isEmpty {
             try applyTolerant(decoded.changes, cursor: decoded.cursor, outbox: receipts)
             if let c = decoded.cursor { cursor = c }
         }
         if !receipts.isEmpty, state == .live { try await flushOutbox() }
+        for id in joined { try await requestHistory(of: id) }
     }
 
     /// Delivery receipts for the messages from others in `decoded`, only where the

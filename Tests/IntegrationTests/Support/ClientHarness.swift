@@ -11,12 +11,13 @@ enum ClientHarness {
     static let fastReconnect = ReconnectPolicy(initialDelay: .milliseconds(50), multiplier: 2, maxDelay: .milliseconds(500), jitter: 0.5)
 
     /// A client (one device) of `user` on `node`, with its own temporary data directory.
-    static func device(_ user: UserID, on node: TestNode) throws -> LaminaClient {
-        let configuration = LaminaConfiguration(
+    static func device(_ user: UserID, on node: TestNode, configure: (inout LaminaConfiguration) -> Void = { _ in }) throws -> LaminaClient {
+        var configuration = LaminaConfiguration(
             nodeURL: URL(string: node.server.url)!,
             trust: .certificateAuthorities(URL(fileURLWithPath: node.server.prepared.certificatePath)),
             dataDirectory: Fixtures.temporaryDirectory("sdk-\(user)"),
             reconnect: fastReconnect)
+        configure(&configuration)
         return try LaminaClient(configuration: configuration, user: user)
     }
 
