@@ -75,12 +75,13 @@ import Testing
     @Test func deletionsReachTheirAudience() async throws {
         let node = try await TestNode.start("sdk-delete")
         let alice = try ClientHarness.device(Self.alice, on: node)
+        let laptop = try ClientHarness.device(Self.alice, on: node)  // alice's second device
         let bob = try ClientHarness.device(Self.bob, on: node)
-        try await ClientHarness.connect(alice, on: node)
-        try await ClientHarness.connect(bob, on: node)
+        for client in [alice, laptop, bob] { try await ClientHarness.connect(client, on: node) }
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let m1 = try Self.send(alice, "one", in: conversation)
         let m2 = try Self.send(alice, "two", in: conversation)
+        try await ClientHarness.waitUntil(laptop, "both on the laptop") { try laptop.message(m2) != nil && laptop.message(m1) != nil }
         try await ClientHarness.waitUntil(bob, "both at bob") { try bob.message(m2) != nil && bob.message(m1) != nil }
         let bobChanges = Recorder(bob.changes())
 
@@ -90,9 +91,12 @@ import Testing
         try await ClientHarness.waitUntil(bob, "m1 deleted at bob") { try bob.message(m1) == nil }
         #expect(bobChanges.changes.contains { if case .message(let m) = $0.object { $0.type == .delete && m.id == m1 } else { false } })
 
-        // For my devices: alice's copy goes, bob's stays (m3 shows bob is past the deletion).
+        // For my devices: alice's copies go (on the laptop too), bob's stays (m3 shows bob is
+        // past the deletion).
         try alice.delete(m2, mode: .myDevices)
         #expect(try alice.message(m2) == nil)
+        try await ClientHarness.waitUntil(laptop, "m2 deleted on the laptop") { try laptop.message(m2) == nil }
+        #expect(try laptop.message(m1) == nil)
         let m3 = try Self.send(alice, "three", in: conversation)
         try await ClientHarness.waitUntil(bob, "m3 at bob") { try bob.message(m3) != nil }
         #expect(try bob.messages(in: conversation).map(\.id) == [m2, m3])
@@ -101,9 +105,11 @@ import Testing
         // The conversation for everyone.
         try alice.delete(conversation, mode: .allParticipants)
         try await ClientHarness.waitUntil(bob, "the conversation deleted at bob") { try bob.conversation(conversation) == nil }
+        try await ClientHarness.waitUntil(laptop, "the conversation deleted on the laptop") { try laptop.conversation(conversation) == nil }
         #expect(try bob.message(m3) == nil)
         #expect(bobChanges.changes.contains { if case .conversation(let c) = $0.object { $0.type == .delete && c.id == conversation } else { false } })
 
+        try await laptop.close()
         try await alice.close()
         try await bob.close()
         await node.stop()

@@ -118,6 +118,17 @@ import Testing
         }
         try await ClientHarness.waitUntil(bob, "alice's read receipt at bob") { try bob.message(reply)?.message.recipientStatus[Self.alice] == .read }
 
+        // Conversation edits on one device reach the other.
+        try laptop.setMetadata(.string("Plans"), at: try MetadataKeyPath(parsing: "title"), in: conversation)
+        try await ClientHarness.waitUntil(phone, "the laptop's title on the phone") {
+            try phone.conversation(conversation)?.conversation.metadata == ["title": .string("Plans")]
+        }
+        try phone.addParticipants(["carol"], to: conversation)
+        try await ClientHarness.waitUntil(laptop, "the phone's new participant on the laptop") {
+            try laptop.conversation(conversation)?.conversation.participants == [Self.alice, Self.bob, "carol"]
+        }
+        #expect(try laptop.conversation(conversation)?.conversation.isDistinct == false)
+
         for client in [phone, laptop, bob] { try await client.close() }
         await node.stop()
     }
