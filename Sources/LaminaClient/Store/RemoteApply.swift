@@ -36,6 +36,7 @@ extension WriteContext {
         case .message(let message, let receivedAt): try applyMessage(message, receivedAt: receivedAt)
         case .messageDeleted(let id):
             if let stored = try StoreReader.message(db, id) { try deleteMessage(stored) }
+        case .messagesDeleted(let id, let below): try deleteMessages(of: id, below: below)
         case .recipientStatus(let id, let user, let status): try applyStatus(id, user: user, status: status)
         case .metadata(let id, let path, let value):
             try modifyConversation(id) { c in
@@ -109,6 +110,18 @@ extension WriteContext {
                 isUnread: !own && message.recipientStatus[localUser] != .read,
                 partStates: message.parts.map(Self.remoteState(of:)))
             try createMessage(stored)
+        }
+    }
+
+    /// Deletes the conversation's messages positioned before `below` (not yet sent ones
+    /// have no position and stay).
+    private func deleteMessages(of conversation: ConversationID, below: MessagePosition) throws {
+        let id = try StoreReader.resolve(db, conversation)
+        let ids = try Data.fetchAll(db, sql: "SELECT id FROM message WHERE conversation_id = ? AND pos_physical IS NOT NULL", arguments: [StoreCoding.blob(id)])
+        for key in ids {
+            guard let stored = try StoreReader.message(db, MessageID(uuid: StoreCoding.uuid(key))),
+                  let position = stored.message.position, position < below else { continue }
+            try deleteMessage(stored)
         }
     }
 
