@@ -89,7 +89,9 @@ import Testing
         try alice.delete(m1, mode: .allParticipants)
         #expect(try alice.message(m1) == nil)
         try await ClientHarness.waitUntil(bob, "m1 deleted at bob") { try bob.message(m1) == nil }
-        #expect(bobChanges.changes.contains { if case .message(let m) = $0.object { $0.type == .delete && m.id == m1 } else { false } })
+        try await bobChanges.wait("m1's delete change at bob") { batches in
+            batches.joined().contains { if case .message(let m) = $0.object { $0.type == .delete && m.id == m1 } else { false } }
+        }
 
         // For my devices: alice's copies go (on the laptop too), bob's stays (m3 shows bob is
         // past the deletion).
@@ -107,9 +109,40 @@ import Testing
         try await ClientHarness.waitUntil(bob, "the conversation deleted at bob") { try bob.conversation(conversation) == nil }
         try await ClientHarness.waitUntil(laptop, "the conversation deleted on the laptop") { try laptop.conversation(conversation) == nil }
         #expect(try bob.message(m3) == nil)
-        #expect(bobChanges.changes.contains { if case .conversation(let c) = $0.object { $0.type == .delete && c.id == conversation } else { false } })
+        try await bobChanges.wait("the conversation's delete change at bob") { batches in
+            batches.joined().contains { if case .conversation(let c) = $0.object { $0.type == .delete && c.id == conversation } else { false } }
+        }
 
         try await laptop.close()
+        try await alice.close()
+        try await bob.close()
+        await node.stop()
+    }
+
+    @Test func deletingMessagesBeforeAPositionKeepsTheConversationAndLaterMessages() async throws {
+        let node = try await TestNode.start("sdk-delete-below")
+        let alice = try ClientHarness.device(Self.alice, on: node)
+        let bob = try ClientHarness.device(Self.bob, on: node)
+        try await ClientHarness.connect(alice, on: node)
+        try await ClientHarness.connect(bob, on: node)
+        let conversation = try alice.newConversation(participants: [Self.bob]).id
+        let sent = try (1...3).map { try Self.send(alice, "m\($0)", in: conversation) }
+        try await ClientHarness.waitUntil(bob, "three at bob") { try bob.messages(in: conversation).filter(\.message.isSent).count == 3 }
+        let third = try #require(try alice.message(sent[2])?.message.position)
+        let bobChanges = Recorder(bob.changes())
+
+        try alice.deleteMessages(in: conversation, before: third, mode: .allParticipants)
+        #expect(try alice.messages(in: conversation).map(\.id) == [sent[2]])
+        try await ClientHarness.waitUntil(bob, "the older two gone at bob") { try bob.messages(in: conversation).map(\.id) == [sent[2]] }
+        #expect(try bob.conversation(conversation)?.totalMessageCount == 1)
+        try await bobChanges.wait("delete changes for the older two at bob") { batches in
+            let deleted = batches.joined().compactMap { c -> MessageID? in
+                if case .message(let m) = c.object, c.type == .delete { m.id } else { nil }
+            }
+            return deleted.count == 2 && Set(deleted) == [sent[0], sent[1]]
+        }
+        #expect(try await ClientHarness.nodeMessageCount(node, conversation) == 1)
+
         try await alice.close()
         try await bob.close()
         await node.stop()
@@ -132,16 +165,19 @@ import Testing
         let updates = Recorder(controller.updates)
 
         let m2 = try Self.send(alice, "two", in: conversation)
-        try await updates.wait("m2 in bob's live query") { $0.last?.objects.map(\.id) == [m1, m2] }
-        #expect(updates.all.contains { $0.changes.inserts == [1] })
+        try await updates.wait("m2 inserted in bob's live query") {
+            $0.contains { $0.objects.map(\.id) == [m1, m2] && $0.changes.inserts == [1] }
+        }
 
         try alice.delete(m1, mode: .allParticipants)
-        try await updates.wait("m1 out of bob's live query") { $0.last?.objects.map(\.id) == [m2] }
-        #expect(updates.all.last?.changes.deletes == [0])
+        try await updates.wait("m1 deleted from bob's live query") {
+            $0.contains { $0.objects.map(\.id) == [m2] && $0.changes.deletes == [0] }
+        }
 
         try bob.markAsRead(m2)
-        try await updates.wait("m2's read state in the live query") { $0.last?.objects.first?.isUnread == false }
-        #expect(updates.all.last?.changes.updates == [0])
+        try await updates.wait("m2's read state updated in the live query") {
+            $0.contains { $0.objects.first?.isUnread == false && $0.changes.updates == [0] }
+        }
 
         controller.stop()
         try await alice.close()

@@ -88,7 +88,7 @@ import Testing
         #expect(failure.code == WireError.Code.frameTooLarge.wireValue)
         #expect(try alice.isSent(big) == false)
         #expect(try bob.message(big) == nil)
-        #expect(events.all.contains { if case .commandFailed(let f) = $0 { f.id == big.uuid } else { false } })
+        try await events.wait("the failure event") { $0.contains { if case .commandFailed(let f) = $0 { f.id == big.uuid } else { false } } }
         // The node never had to close the stream: one session, no reconnect.
         #expect(Self.count(events.all, Self.isAuthenticated) == 1)
         #expect(!events.all.contains { if case .reconnecting = $0 { true } else { false } })
