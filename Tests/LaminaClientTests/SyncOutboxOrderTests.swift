@@ -69,6 +69,18 @@ import Testing
             #expect(try store.message(m.id) != nil)
             #expect(try store.syncCursor() == 8)
             #expect(try store.outboxEntries().map(\.id) == [receipt.id])
+
+            // An acknowledged command leaves the outbox with the changes its ACK brings.
+            var mine = try remoteMessage(in: c.id, from: alice, at: 200)
+            let position = mine.position
+            mine.position = nil
+            try store.apply([.message(mine, receivedAt: received)])
+            mine.position = position
+            #expect(throws: ClientError.self) { try store.apply([.message(orphan, receivedAt: received)], acknowledged: receipt.id) }
+            #expect(try store.outboxEntries().map(\.id) == [receipt.id])
+            try store.apply([.message(mine, receivedAt: received)], acknowledged: receipt.id)
+            #expect(try store.outboxEntries().isEmpty)
+            #expect(try store.message(mine.id)?.message.position == position)
         }
     }
 }

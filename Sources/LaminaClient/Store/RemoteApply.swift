@@ -9,10 +9,12 @@ extension LocalStore {
     /// Applies changes from the node in one transaction, then records `cursor` (when given)
     /// and queues `outbox` (the commands the changes call for, such as delivery receipts)
     /// in the same transaction, so the cursor never runs ahead of what is stored and no
-    /// stored change loses the command it caused.
+    /// stored change loses the command it caused. `acknowledged` names an outbox entry the
+    /// node acknowledged with these changes: it leaves the outbox in the same transaction.
     /// Returns the object changes it made (also published to subscribers and delegates).
     @discardableResult
-    public func apply(_ changes: [RemoteChange], cursor: UInt64? = nil, outbox: [OutboxEntry] = []) throws(ClientError) -> [ObjectChange] {
+    public func apply(_ changes: [RemoteChange], cursor: UInt64? = nil, outbox: [OutboxEntry] = [],
+                      acknowledged: UUID? = nil) throws(ClientError) -> [ObjectChange] {
         guard changes.count <= Self.maxChangesPerApply else {
             throw ClientError(.invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
         }
@@ -21,6 +23,9 @@ extension LocalStore {
             try ctx.finish()
             if let cursor { try ctx.setCursor(cursor) }
             for entry in outbox { try ctx.enqueue(entry) }
+            if let acknowledged {
+                try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(acknowledged)])
+            }
             return ctx.changes
         }
     }

@@ -21,6 +21,9 @@ extension SyncSession {
         switch completion {
         case .acknowledged(let id, let ack):
             let entry = inFlight.removeValue(forKey: id)
+            // What the ACK changes commits with the entry's removal: a sent message is never
+            // seen sent while its command still waits in the outbox.
+            var changes: [RemoteChange] = []
             switch entry.flatMap({ OutboxCommandKind(rawValue: $0.kind) }) {
             case .sendMessage:
                 if let stored = try store.message(MessageID(uuid: id)), let position = ack.position {
@@ -28,18 +31,18 @@ extension SyncSession {
                     m.position = position
                     m.sentAt = ack.timestamp ?? m.sentAt
                     if let me = m.recipientStatus[store.localUser] { m.recipientStatus[store.localUser] = max(me, .sent) }
-                    try applyTolerant([.message(m, receivedAt: environment.now())], cursor: nil)
+                    changes = [.message(m, receivedAt: environment.now())]
                 }
             case .createConversation:
                 if let to = ack.conversationID, to.uuid != id {
-                    try applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
+                    changes = [.distinctMerge(from: ConversationID(uuid: id), into: to)]
                 } else if let local = try store.conversation(ConversationID(uuid: id)), !local.isSynced {
-                    try applyTolerant([.conversation(local.conversation)], cursor: nil)  // the node has it now
+                    changes = [.conversation(local.conversation)]  // the node has it now
                 }
             default:
                 break
             }
-            try store.markSent(id)
+            try applyTolerant(changes, cursor: nil, acknowledged: id)
         case .failed(let id, let code, let reason, let conversationID):
             let entry = inFlight.removeValue(forKey: id)
             if code == .existingDistinctConversation, let to = conversationID, entry?.kind == OutboxCommandKind.createConversation.rawValue {

@@ -313,15 +313,17 @@ public actor SyncSession {
 
     /// Applies in one transaction; when a change names something this device does not hold
     /// (e.g. a conversation deleted here), applies the others one by one, skipping it.
-    func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = []) throws {
-        let whole = Result { () throws(ClientError) in try store.apply(changes, cursor: cursor, outbox: outbox) }
+    func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = [], acknowledged: UUID? = nil) throws {
+        let whole = Result { () throws(ClientError) in try store.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged) }
         guard case .failure(let error) = whole else { return }
         guard error.code == .notFound else { throw error }
         for change in changes {
             let one = Result { () throws(ClientError) in try store.apply([change]) }
             if case .failure(let e) = one, e.code != .notFound { throw e }
         }
-        if cursor != nil || !outbox.isEmpty { try store.apply([], cursor: cursor, outbox: outbox) }
+        if cursor != nil || !outbox.isEmpty || acknowledged != nil {
+            try store.apply([], cursor: cursor, outbox: outbox, acknowledged: acknowledged)
+        }
     }
 
     /// Sends a typing indicator when live and the node relays them; dropped otherwise
