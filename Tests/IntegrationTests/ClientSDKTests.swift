@@ -143,6 +143,7 @@ import Testing
 
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let message = try alice.send(alice.newMessage(parts: try Self.text("did you get this?")), in: conversation).id
+        // Sent (the ACK) means every recipient is at least at sent, in the same commit.
         try await ClientHarness.waitUntil(alice, "the message to be sent") { try alice.isSent(message) }
         #expect(try alice.message(message)?.message.recipientStatus[Self.bob] == .sent)
         #expect(try alice.message(message)?.message.recipientStatus[Self.alice] == .read)

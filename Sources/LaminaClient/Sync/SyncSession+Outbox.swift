@@ -30,7 +30,8 @@ extension SyncSession {
                     var m = stored.message
                     m.position = position
                     m.sentAt = ack.timestamp ?? m.sentAt
-                    if let me = m.recipientStatus[store.localUser] { m.recipientStatus[store.localUser] = max(me, .sent) }
+                    // Accepted by the node: every participant's status is at least sent.
+                    for (user, status) in m.recipientStatus { m.recipientStatus[user] = max(status, .sent) }
                     changes = [.message(m, receivedAt: environment.now())]
                 }
             case .createConversation:
