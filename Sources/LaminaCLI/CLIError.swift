@@ -24,6 +24,8 @@ public struct CLIError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidArgument = Code(rawValue: "invalid-argument")
         /// Something did not happen within its time limit.
         public static let timedOut = Code(rawValue: "timed-out")
+        /// The node refused to sync this device (e.g. its cursor is beyond the node's feed).
+        public static let syncRefused = Code(rawValue: "sync-refused")
         /// The object named is not in the local store.
         public static let notFound = Code(rawValue: "not-found")
         /// The node refused a command for good.

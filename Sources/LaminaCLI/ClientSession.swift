@@ -1,6 +1,7 @@
 import Foundation
 import LaminaClient
 import LaminaModel
+import LaminaWire
 
 /// Something the sync engine reported after the first sync, for a long-running command
 /// to show as a status line.
@@ -27,6 +28,7 @@ public final class ClientSession: @unchecked Sendable {
     private let noticeContinuation: AsyncStream<SessionNotice>.Continuation
     private let lock = NSLock()
     private var lastConnectError: ClientError?
+    private var inSync = false
     private var pump: Task<Void, Never>?
     private let frames = FrameSignal()
 
@@ -48,33 +50,46 @@ public final class ClientSession: @unchecked Sendable {
     }
 
     /// Connects and waits for the first sync (the node's backlog applied to the store).
-    public func connect(timeout: Duration = ClientSession.defaultConnectTimeout) async throws(CLIError) {
+    /// `trace` gets every sync engine event, as text (for `--verbose`).
+    public func connect(timeout: Duration = ClientSession.defaultConnectTimeout,
+                        trace: (@Sendable (String) -> Void)? = nil) async throws(CLIError) {
         let tokens = try DevTokens(nodeDataDirectory: settings.nodeDataDirectory)
         let base: FrameChannelConnector
         do { base = try TransportSyncConnector.connector(for: settings.configuration) } catch {
             throw CLIError(.caFileMissing, "\(settings.caFile.path) does not load as a CA file: \(error.reason)")
         }
+        let user = settings.user
+        let (outcomes, outcome) = AsyncStream<Result<Void, CLIError>>.makeStream(bufferingPolicy: .bufferingOldest(1))
+        let store = client.store.location.userDirectory.path
+        let syncRefused: @Sendable (ErrorFrame) -> Void = { [weak self, noticeContinuation] error in
+            let failure = CLIError(.syncRefused, "the node refused to sync \(user)'s device: \(error.code.name): \(error.reason). If the node's data was reset (a new ./.lamina), this client's store is stale: delete \(store) and run again")
+            if self?.lock.withLock({ self?.inSync }) == true {
+                noticeContinuation.yield(.stopped(failure))
+            } else {
+                outcome.yield(.failure(failure))
+            }
+        }
         let connector: FrameChannelConnector = { [weak self] () async throws(ClientError) -> any FrameChannel in
             do throws(ClientError) {
                 let channel = try await base()
                 guard let frames = self?.frames else { return channel }
-                return ObservedChannel(inner: channel) { frames.fire() }
+                return ObservedChannel(inner: channel, onReceive: { frames.fire() }, onSyncRefused: syncRefused)
             } catch {
                 self?.lock.withLock { self?.lastConnectError = error }
                 throw error
             }
         }
-        let user = settings.user
-        let (outcomes, outcome) = AsyncStream<Result<Void, CLIError>>.makeStream(bufferingPolicy: .bufferingOldest(1))
         let events = client.syncEvents
         let url = settings.nodeURL.absoluteString
         let task = Task { [weak self, noticeContinuation] in
             var inSync = false
             for await event in events {
+                trace?("sync: \(event)")
                 switch event {
                 case .state(.live):
                     if inSync { noticeContinuation.yield(.online) } else { outcome.yield(.success(())) }
                     inSync = true
+                    self?.lock.withLock { self?.inSync = true }
                 case .reconnecting(_, let delay):
                     let reason = self?.lock.withLock { () -> String? in
                         defer { self?.lastConnectError = nil }

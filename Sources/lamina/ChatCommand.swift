@@ -34,8 +34,9 @@ struct ChatCommand: AsyncParsableCommand {
         try await reportingErrors {
             let with = try self.with.map { text throws(CLIError) in try UserList.users(text) }
             let lines = LineReader.lines()  // typed-ahead lines wait while connecting
-            let interrupts = Interrupts.stream()
             try await connection.withSession { session in
+                // Ctrl-C ends the process at once while connecting; from here on, cleanly.
+                let interrupts = Interrupts.stream()
                 var loop = ChatLoop(session: session, history: history, drainTimeout: .seconds(drainTimeout))
                 try await loop.run(lines: lines, interrupts: interrupts, openWith: with)
             }

@@ -18,6 +18,15 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "The client's data directory: one local store per user inside (default \(ConnectionSettings.defaultClientDataDirectory)).")
     var data: String?
 
+    @Flag(help: "Print the sync engine's events (connection states, reconnects) on standard error.")
+    var verbose = false
+
+    /// Where `--verbose` sends the sync engine's events.
+    var trace: (@Sendable (String) -> Void)? {
+        guard verbose else { return nil }
+        return { line in Console.err(line) }
+    }
+
     func settings() throws(CLIError) -> ConnectionSettings {
         try ConnectionSettings(user: user, node: node, ca: ca, nodeData: nodeData, data: data)
     }
@@ -26,7 +35,7 @@ struct ConnectionOptions: ParsableArguments {
     func connectedSession() async throws(CLIError) -> ClientSession {
         let session = try ClientSession(settings: settings())
         do {
-            try await session.connect()
+            try await session.connect(trace: trace)
         } catch {
             await session.close()
             throw error

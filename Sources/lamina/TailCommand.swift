@@ -8,7 +8,7 @@ struct TailCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tail",
         abstract: "Print incoming messages as they arrive (from the SDK's change stream) until Ctrl-C.",
-        discussion: "Messages that reach this device during the first sync (unread while you were away) are printed too.")
+        discussion: "Unread messages that reach this device during the first sync (sent while you were away) are printed too.")
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -24,20 +24,24 @@ struct TailCommand: AsyncParsableCommand {
             let session = try ClientSession(settings: connection.settings())
             let client = session.client
             let tail = TailPrinter(client: client, filter: filter, markRead: markRead)
-            let interrupts = Interrupts.stream()
             let changes = client.changes()  // before connecting: the first sync's messages are seen
             let (events, event) = AsyncStream<TailPrinter.Event>.makeStream()
             let pumps = [
                 Task { for await batch in changes { event.yield(.changes(batch)) }; event.yield(.ended) },
-                Task { for await _ in interrupts { event.yield(.interrupted) } },
                 Task { for await notice in session.notices { event.yield(.notice(notice)) } },
             ]
             defer { pumps.forEach { $0.cancel() } }
-            do { try await session.connect() } catch {
+            do {
+                try await session.connect(trace: connection.trace)
+                if let filter { _ = try ConversationReference.find(filter, in: client) }
+            } catch {
                 await session.close()
                 throw error
             }
-            if let filter { _ = try ConversationReference.find(filter, in: client) }
+            // Ctrl-C ends the process at once while connecting; from here on, cleanly.
+            let interrupts = Interrupts.stream()
+            let watcher = Task { for await _ in interrupts { event.yield(.interrupted) } }
+            defer { watcher.cancel() }
             Console.err("tailing \(client.user)'s incoming messages\(filter.map { " in \($0)" } ?? "") — Ctrl-C to stop")
             var failure: CLIError?
             loop: for await next in events {
@@ -77,7 +81,8 @@ struct TailPrinter {
         for change in batch {
             guard change.type == .create, case .message(let created) = change.object, created.sender != client.user else { continue }
             do {
-                guard let stored = try client.message(created.id) else { continue }
+                // Unread only: a fresh store's first sync brings the whole history.
+                guard let stored = try client.message(created.id), stored.isUnread else { continue }
                 let conversationID = try client.store.currentIdentifier(of: stored.message.conversationID)
                 if let filter, try client.store.currentIdentifier(of: filter) != conversationID { continue }
                 let participants = try client.conversation(conversationID)?.conversation.participants ?? [stored.message.sender, client.user]

@@ -163,6 +163,21 @@ import Testing
         }
     }
 
+    @Test func aStoreFromANodeWhoseDataWasResetIsAClearError() async throws {
+        let first = try await CLITestNode.start("reset-1")
+        let sent = try await first.run("send", "alice", ["--to", "bob", "before the reset"])
+        await first.stop()
+        #expect(sent.status == 0, "\(sent.stderr)")
+
+        // A new node (new data directory), the same client stores.
+        try await CLITestNode.with("reset-2", workDirectory: first.workDirectory) { node in
+            let stale = try await node.run("conversations", "alice")
+            #expect(stale.status == 1)
+            #expect(stale.stderr.hasPrefix("lamina: error [sync-refused]: the node refused to sync alice's device: invalid-argument: cursor "), "\(stale.stderr)")
+            #expect(stale.stderr.contains("delete \(first.workDirectory.path)/.lamina-client/user-"), "\(stale.stderr)")
+        }
+    }
+
     /// A loopback port with nothing listening (bound, then closed).
     static func closedPort() async throws -> Int {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()

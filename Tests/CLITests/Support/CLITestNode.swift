@@ -22,7 +22,9 @@ final class CLITestNode: @unchecked Sendable {
         self.workDirectory = workDirectory
     }
 
-    static func start(_ name: String) async throws -> CLITestNode {
+    /// A node with a fresh data directory; the CLI's working directory is `workDirectory`
+    /// (default: a fresh one).
+    static func start(_ name: String, workDirectory: URL? = nil) async throws -> CLITestNode {
         var configuration = NodeServerConfiguration()
         configuration.port = 0
         configuration.adminPort = -1
@@ -31,7 +33,7 @@ final class CLITestNode: @unchecked Sendable {
         var logger = Logger(label: "lamina.cli-tests")
         logger.logLevel = .warning
         let server = try await NodeServer.start(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
-        return CLITestNode(server: server, workDirectory: temporaryDirectory("\(name)-work"))
+        return CLITestNode(server: server, workDirectory: workDirectory ?? temporaryDirectory("\(name)-work"))
     }
 
     var dev: DevIdentityProvider { server.prepared.devIdentityProvider! }
@@ -55,8 +57,8 @@ final class CLITestNode: @unchecked Sendable {
     func stop() async { await server.shutdown() }
 
     /// Runs `body` with a fresh node, stopping the node afterwards (also when it throws).
-    static func with(_ name: String, _ body: (CLITestNode) async throws -> Void) async throws {
-        let node = try await start(name)
+    static func with(_ name: String, workDirectory: URL? = nil, _ body: (CLITestNode) async throws -> Void) async throws {
+        let node = try await start(name, workDirectory: workDirectory)
         do {
             try await body(node)
         } catch {
