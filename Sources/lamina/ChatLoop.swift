@@ -86,7 +86,7 @@ struct ChatLoop {
             if listed.isEmpty { try loadList() }
             guard number <= listed.count else {
                 throw CLIError(.invalidArgument, listed.isEmpty
-                    ? "there are no conversations to open: start one with /new bob"
+                    ? "there are no conversations to open: start one with /new NAME[,NAME…]"
                     : "there is no conversation \(number): /list shows 1...\(listed.count)")
             }
             try openConversation(listed[number - 1])
@@ -100,7 +100,7 @@ struct ChatLoop {
 
     private mutating func send(_ text: String) throws {
         guard let open else {
-            throw CLIError(.invalidArgument, "no conversation is open: /open N (from /list) or /new bob")
+            throw CLIError(.invalidArgument, "no conversation is open: /open N (from /list) or /new NAME[,NAME…]")
         }
         do {
             let stored = try client.send(client.newMessage(parts: [MessagePart.with(text: text)]), in: open)
@@ -113,6 +113,9 @@ struct ChatLoop {
 
     // MARK: conversations
 
+    /// A user name for examples that is not the local user.
+    private var example: String { client.user.rawValue == "bob" ? "alice" : "bob" }
+
     private mutating func loadList() throws {
         listed = try ConversationList.load(client, limit: ConversationList.maxListed).map(\.conversation.id)
     }
@@ -121,10 +124,10 @@ struct ChatLoop {
         let entries = try ConversationList.load(client, limit: ConversationList.maxListed)
         listed = entries.map(\.conversation.id)
         if entries.isEmpty {
-            Console.out("No conversations yet. Start one with /new bob (or /new bob,carol).")
+            Console.out("No conversations yet. Start one with /new NAME[,NAME…] (e.g. /new \(example)), or wait for a message.")
             return
         }
-        Console.out("Your conversations (/open N to open one, /new bob to start one):")
+        Console.out("Your conversations (/open N to open one, /new NAME[,NAME…] to start one):")
         for (index, entry) in entries.enumerated() {
             let marker = entry.conversation.id == open ? "*" : " "
             Console.out("\(marker)\(index + 1). \(format.summary(entry.conversation, lastMessage: entry.lastMessage))")
@@ -216,7 +219,9 @@ struct ChatLoop {
             Console.out(format.line(message, participants: participants))
             if stored.isUnread { try client.markAsRead(message.id) }
         } else if message.sender != client.user {
-            let number = listed.firstIndex(of: conversation).map { "/open \($0 + 1)" } ?? "/list, then /open N"
+            // A conversation not in the last list gets the next number (the others keep theirs).
+            if !listed.contains(conversation) { listed.append(conversation) }
+            let number = "/open \(listed.firstIndex(of: conversation)! + 1)"
             Console.out("  (new message from \(Sanitizer.clip(message.sender.rawValue, 64)) in the conversation with \(format.others(participants)): \"\(Sanitizer.clip(format.text(of: message), 40))\" — \(number))")
         }
     }

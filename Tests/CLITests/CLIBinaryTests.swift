@@ -67,7 +67,7 @@ import Testing
             try await alice.waitFor("[✓✓ delivered to bob] hello bob")
 
             // Bob has no conversation open: a notice, then /open shows it and marks it read.
-            try await bob.waitFor("(new message from alice in the conversation with alice: \"hello bob\" — /list, then /open N)")
+            try await bob.waitFor("(new message from alice in the conversation with alice: \"hello bob\" — /open 1)")
             bob.write("/open 1\n")
             try await bob.waitFor("── conversation with alice ──")
             try await bob.waitFor("] alice: hello bob")
@@ -87,7 +87,7 @@ import Testing
             #expect(carol.status == 0, "\(carol.stdout)\(carol.stderr)")
             #expect(carol.stdout.contains("carol: group hello  · queued"))
             #expect(carol.stdout.hasSuffix("bye\n"))
-            try await alice.waitFor("(new message from carol in the conversation with bob, carol: \"group hello\"")
+            try await alice.waitFor("(new message from carol in the conversation with bob, carol: \"group hello\" — /open 1)")
 
             bob.write("/quit\n")
             #expect(try await bob.exit() == 0)
