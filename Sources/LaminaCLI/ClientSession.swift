@@ -98,7 +98,7 @@ public final class ClientSession: @unchecked Sendable {
                     if inSync {
                         noticeContinuation.yield(.offline(reason: reason, retryIn: delay))
                     } else {
-                        outcome.yield(.failure(CLIError(.nodeUnreachable, "cannot reach the node at \(url): \(reason) (is `swift run lamina-node` running? see --node)")))
+                        outcome.yield(.failure(CLIError(.nodeUnreachable, "cannot reach the node at \(url) (is `swift run lamina-node` running? see --node). \(reason)")))
                     }
                 case .failed(let error):
                     let failure = error.code == .authenticationFailed || error.code == .storeMismatch

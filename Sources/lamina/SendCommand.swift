@@ -37,6 +37,9 @@ struct SendCommand: AsyncParsableCommand {
             guard !body.isEmpty else { throw CLIError(.invalidArgument, "the message text is empty") }
             let recipients = try to.map { text throws(CLIError) in try UserList.users(text) }
             let named = try conversation.map { text throws(CLIError) in try ConversationReference.parse(text) }
+            // Checked before connecting: text over the inline limit fails at once.
+            let part: MessagePart
+            do throws(ClientError) { part = try MessagePart.with(text: body) } catch { throw CLIError(error) }
             try await connection.withSession { session in
                 let client = session.client
                 let target: StoredConversation
@@ -46,7 +49,7 @@ struct SendCommand: AsyncParsableCommand {
                     } else {
                         target = try client.newConversation(participants: recipients ?? [])
                     }
-                    let draft = try client.newMessage(parts: [MessagePart.with(text: body)])
+                    let draft = try client.newMessage(parts: [part])
                     try client.send(draft, in: target.id)
                     let conversationID = target.id
                     let outcome = try await Waiting.until(client, timeout: .seconds(timeout)) { () throws(ClientError) -> Bool in

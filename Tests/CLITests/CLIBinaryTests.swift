@@ -157,6 +157,10 @@ import Testing
             #expect(unreachable.status == 1)
             #expect(unreachable.stderr.hasPrefix("lamina: error [node-unreachable]: cannot reach the node at https://127.0.0.1:\(closed)"), "\(unreachable.stderr)")
 
+            let tooLong = try await node.run("send", "alice", ["--to", "bob", String(repeating: "x", count: 2_049)])
+            #expect(tooLong.status == 1)
+            #expect(tooLong.stderr.hasPrefix("lamina: error [inline-too-large]: "), "\(tooLong.stderr)")
+
             let noKey = try await CLIProcess.run("no-key", ["token", "--user", "alice", "--nonce", "x", "--node-data", node.workDirectory.path], in: node.workDirectory)
             #expect(noKey.status == 1)
             #expect(noKey.stderr.hasPrefix("lamina: error [dev-key-missing]: "), "\(noKey.stderr)")
