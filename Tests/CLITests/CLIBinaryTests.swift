@@ -182,6 +182,21 @@ import Testing
         }
     }
 
+    @Test func tokensSignedWithAnotherNodesKeyAreRefusedClearly() async throws {
+        try await CLITestNode.with("auth-a") { node in
+            try await CLITestNode.with("auth-b") { other in
+                // Node A's URL and certificate, node B's dev key.
+                let refused = try await CLIProcess.run("wrong-key", [
+                    "conversations", "--user", "alice", "--node", node.server.url, "--ca", node.server.prepared.certificatePath,
+                    "--node-data", other.server.prepared.dataDirectory.path,
+                ], in: node.workDirectory)
+                #expect(refused.status == 1)
+                #expect(refused.stderr.hasPrefix("lamina: error [authentication-failed]: the node refused alice's session: "), "\(refused.stderr)")
+                #expect(refused.stderr.contains("--node-data"))
+            }
+        }
+    }
+
     /// A loopback port with nothing listening (bound, then closed).
     static func closedPort() async throws -> Int {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
