@@ -26,6 +26,8 @@ public struct CLIError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let timedOut = Code(rawValue: "timed-out")
         /// The node refused to sync this device (e.g. its cursor is beyond the node's feed).
         public static let syncRefused = Code(rawValue: "sync-refused")
+        /// Another `lamina` process is using this user's local store.
+        public static let storeInUse = Code(rawValue: "store-in-use")
         /// The object named is not in the local store.
         public static let notFound = Code(rawValue: "not-found")
         /// The node refused a command for good.

@@ -31,13 +31,16 @@ public final class ClientSession: @unchecked Sendable {
     private var inSync = false
     private var pump: Task<Void, Never>?
     private let frames = FrameSignal()
+    private let storeLock: StoreLock
 
     /// The longest a command waits for its first sync by default.
     public static let defaultConnectTimeout: Duration = .seconds(20)
 
-    /// Opens the user's local store (nothing connects yet).
+    /// Opens the user's local store (nothing connects yet), taking its lock: a second
+    /// process for the same store fails with `.storeInUse`.
     public init(settings: ConnectionSettings) throws(CLIError) {
         self.settings = settings
+        storeLock = try StoreLock(location: StoreLocation(dataDirectory: settings.clientDataDirectory, user: settings.user))
         do { client = try LaminaClient(configuration: settings.configuration, user: settings.user) } catch {
             throw CLIError(error)
         }

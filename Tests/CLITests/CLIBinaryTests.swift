@@ -197,6 +197,28 @@ import Testing
         }
     }
 
+    @Test func oneProcessPerStoreAndASecondDeviceWithItsOwnData() async throws {
+        try await CLITestNode.with("lock") { node in
+            let sent = try await node.run("send", "alice", ["--to", "bob", "for both devices"])
+            #expect(sent.status == 0, "\(sent.stderr)")
+            let chat = try node.start("chat", "bob")
+            defer { chat.stop() }
+            try await chat.waitFor("1. with alice")
+
+            let second = try await node.run("conversations", "bob")
+            #expect(second.status == 1)
+            #expect(second.stderr.hasPrefix("lamina: error [store-in-use]: bob's local store is in use by another lamina process (pid \(chat.process.processIdentifier))"), "\(second.stderr)")
+
+            // Another data directory is another device of bob's: it syncs on its own.
+            let device = try await node.run("conversations", "bob", ["--data", "./second-device"])
+            #expect(device.status == 0, "\(device.stderr)")
+            #expect(device.stdout.contains("] alice: for both devices"), "\(device.stdout)")
+
+            chat.closeInput()
+            #expect(try await chat.exit() == 0)
+        }
+    }
+
     /// A loopback port with nothing listening (bound, then closed).
     static func closedPort() async throws -> Int {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
