@@ -6,7 +6,8 @@ import LaminaWire
 /// Something the sync engine reported after the first sync, for a long-running command
 /// to show as a status line.
 public enum SessionNotice: Hashable, Sendable {
-    /// The stream to the node ended; the engine retries after `retryIn`.
+    /// The stream to the node ended; the engine retries (first after `retryIn`, then with
+    /// backoff) until `online`. Reported once per outage.
     case offline(reason: String, retryIn: Duration)
     /// In sync with the node again.
     case online
@@ -86,12 +87,14 @@ public final class ClientSession: @unchecked Sendable {
         let url = settings.nodeURL.absoluteString
         let task = Task { [weak self, noticeContinuation] in
             var inSync = false
+            var online = true
             for await event in events {
                 trace?("sync: \(event)")
                 switch event {
                 case .state(.live):
-                    if inSync { noticeContinuation.yield(.online) } else { outcome.yield(.success(())) }
+                    if !inSync { outcome.yield(.success(())) } else if !online { noticeContinuation.yield(.online) }
                     inSync = true
+                    online = true
                     self?.lock.withLock { self?.inSync = true }
                 case .reconnecting(_, let delay):
                     let reason = self?.lock.withLock { () -> String? in
@@ -99,7 +102,9 @@ public final class ClientSession: @unchecked Sendable {
                         return self?.lastConnectError?.reason
                     } ?? "the node closed the sync stream"
                     if inSync {
-                        noticeContinuation.yield(.offline(reason: reason, retryIn: delay))
+                        // Once per outage: the engine retries quietly until it is back.
+                        if online { noticeContinuation.yield(.offline(reason: reason, retryIn: delay)) }
+                        online = false
                     } else {
                         outcome.yield(.failure(CLIError(.nodeUnreachable, "cannot reach the node at \(url) (is `swift run lamina-node` running? see --node). \(reason)")))
                     }

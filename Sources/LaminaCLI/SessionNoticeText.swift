@@ -1,12 +1,12 @@
 import Foundation
 
 extension SessionNotice {
-    /// The notice as a status line: `  (offline: … — retrying in 2s)`.
+    /// The notice as a status line: `  (offline: connection refused; retrying …)`.
     public var text: String {
         switch self {
         case .offline(let reason, let retryIn):
             let seconds = Double(retryIn.components.seconds) + Double(retryIn.components.attoseconds) / 1e18
-            return "  (offline: \(Sanitizer.clip(reason, 160)) — retrying in \(String(format: "%.1f", seconds)) s)"
+            return "  (offline: \(Sanitizer.clip(Self.shortReason(reason), 100)); retrying with backoff, first in \(String(format: "%.1f", seconds)) s; what you send is queued)"
         case .online:
             return "  (back online, in sync)"
         case .commandFailed(let failure):
@@ -14,5 +14,14 @@ extension SessionNotice {
         case .stopped(let error):
             return "  (stopped: \(error))"
         }
+    }
+
+    /// The gist of a connection failure: the OS's words when SwiftNIO's wrapping has them.
+    static func shortReason(_ reason: String) -> String {
+        for gist in ["Connection refused", "Connection reset", "No route to host", "Network is unreachable", "timed out"]
+        where reason.localizedCaseInsensitiveContains(gist) {
+            return gist.lowercased()
+        }
+        return reason
     }
 }

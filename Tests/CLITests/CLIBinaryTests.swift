@@ -219,6 +219,28 @@ import Testing
         }
     }
 
+    @Test func linesTypedWhileTheNodeIsDownGoOutWhenItIsBack() async throws {
+        try await CLITestNode.with("offline") { node in
+            let alice = try node.start("chat", "alice", ["--with", "bob"])
+            defer { alice.stop() }
+            try await alice.waitFor("── conversation with bob ──")
+            await node.stop()
+            try await alice.waitFor("(offline: ")
+            alice.write("typed while the node is down\n")
+            try await alice.waitFor("alice: typed while the node is down  · queued")
+
+            try await node.restart()
+            try await alice.waitFor("(back online, in sync)")
+            try await alice.waitFor("[✓ sent] typed while the node is down")
+            #expect(alice.stdout.components(separatedBy: "(offline: ").count == 2, "one offline line per outage\n\(alice.stdout)")
+            alice.closeInput()
+            #expect(try await alice.exit() == 0)
+
+            let bob = try await node.run("conversations", "bob")
+            #expect(bob.stdout.contains("] alice: typed while the node is down"), "\(bob.stdout)")
+        }
+    }
+
     /// A loopback port with nothing listening (bound, then closed).
     static func closedPort() async throws -> Int {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()

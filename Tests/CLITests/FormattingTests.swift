@@ -39,4 +39,12 @@ import Testing
         let listing = format.listing(ConversationList.Entry(conversation: stored, lastMessage: last), number: 2)
         #expect(listing.hasPrefix("2. \(conversation.id)\n   participants: alice, bob   unread: 1   messages: 1\n   last: [00:01:00] alice: hi bob"))
     }
+
+    @Test func sessionNoticesAreShortLines() {
+        let nio = "cannot connect to https://127.0.0.1:7443: Connection errors: SingleConnectionFailure(target: [IPv4]127.0.0.1/127.0.0.1:7443, error: connection reset (error set): Connection refused) (errno: 111))"
+        #expect(SessionNotice.offline(reason: nio, retryIn: .milliseconds(2_100)).text
+                == "  (offline: connection refused; retrying with backoff, first in 2.1 s; what you send is queued)")
+        #expect(SessionNotice.online.text == "  (back online, in sync)")
+        #expect(SessionNotice.offline(reason: "the node closed the sync stream", retryIn: .seconds(1)).text.hasPrefix("  (offline: the node closed the sync stream; "))
+    }
 }

@@ -6,7 +6,7 @@ import NIOPosix
 /// A real node in-process on 127.0.0.1 (port 0) with a temporary data directory, and a
 /// working directory for the CLI with its own client data directory.
 final class CLITestNode: @unchecked Sendable {
-    let server: NodeServer
+    private(set) var server: NodeServer
     /// Where the `lamina` processes run (their client stores go in ./.lamina-client).
     let workDirectory: URL
 
@@ -55,6 +55,15 @@ final class CLITestNode: @unchecked Sendable {
     }
 
     func stop() async { await server.shutdown() }
+
+    /// Starts the node again on the same port and data directory (after `stop`).
+    func restart() async throws {
+        var configuration = server.configuration
+        configuration.port = server.transport.port
+        var logger = Logger(label: "lamina.cli-tests")
+        logger.logLevel = .warning
+        server = try await NodeServer.start(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+    }
 
     /// Runs `body` with a fresh node, stopping the node afterwards (also when it throws).
     static func with(_ name: String, workDirectory: URL? = nil, _ body: (CLITestNode) async throws -> Void) async throws {
