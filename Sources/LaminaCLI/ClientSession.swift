@@ -106,7 +106,7 @@ public final class ClientSession: @unchecked Sendable {
                         if online { noticeContinuation.yield(.offline(reason: reason, retryIn: delay)) }
                         online = false
                     } else {
-                        outcome.yield(.failure(CLIError(.nodeUnreachable, "cannot reach the node at \(url) (is `swift run lamina-node` running? see --node). \(reason)")))
+                        outcome.yield(.failure(CLIError(.nodeUnreachable, "cannot reach the node at \(url) (is `swift run lamina-node` running? see --node): \(SessionNotice.shortReason(reason))")))
                     }
                 case .failed(let error):
                     let failure = error.code == .authenticationFailed || error.code == .storeMismatch

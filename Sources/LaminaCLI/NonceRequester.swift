@@ -17,7 +17,7 @@ public enum NonceRequester {
         let task = Task {
             let channel: any FrameChannel
             do throws(ClientError) { channel = try await connector() } catch {
-                answer.yield(.failure(CLIError(.nodeUnreachable, "cannot reach the node at \(url) (is `swift run lamina-node` running? see --node). \(error.reason)")))
+                answer.yield(.failure(CLIError(.nodeUnreachable, "cannot reach the node at \(url) (is `swift run lamina-node` running? see --node): \(SessionNotice.shortReason(error.reason))")))
                 return
             }
             let result = await exchange(on: channel, url: url)

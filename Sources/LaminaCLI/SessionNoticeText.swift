@@ -16,7 +16,8 @@ extension SessionNotice {
         }
     }
 
-    /// The gist of a connection failure: the OS's words when SwiftNIO's wrapping has them.
+    /// The gist of a connection failure: the OS's words when SwiftNIO's wrapping has them
+    /// (anything else, e.g. a TLS failure, is kept whole).
     static func shortReason(_ reason: String) -> String {
         for gist in ["Connection refused", "Connection reset", "No route to host", "Network is unreachable", "timed out"]
         where reason.localizedCaseInsensitiveContains(gist) {
