@@ -108,7 +108,7 @@ public actor SyncEngine {
             }
             if Task.isCancelled { break }
             switch end {
-            case .authenticationFailed(let error):
+            case .authenticationFailed(let error), .syncRefused(let error):
                 emit(.failed(error))
                 task = nil
                 return

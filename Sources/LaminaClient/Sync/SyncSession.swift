@@ -24,7 +24,7 @@ public enum SyncEvent: Hashable, Sendable {
     case typing(TypingChanged)
     /// The engine will reconnect after `delay` (attempt counts from 0).
     case reconnecting(attempt: Int, delay: Duration)
-    /// The engine stopped for good (authentication refused, or the store failed).
+    /// The engine stopped for good (authentication or sync refused, or the store failed).
     case failed(ClientError)
     /// The node ended or refused the session (expired or revoked): the engine authenticates
     /// anew, asking the app's identity token provider for a token (the docs' challenge).
@@ -43,6 +43,8 @@ public enum SyncSessionEnd: Hashable, Sendable {
     case authenticationFailed(ClientError)
     /// The node closed the stream with a fatal error, or broke the protocol.
     case fatal(ClientError)
+    /// The node refused the SYNC request itself: reconnecting would be refused the same way.
+    case syncRefused(ClientError)
 }
 
 /// One session over one `FrameChannel`: the client side of SPEC §5–§7. It applies the
@@ -245,6 +247,8 @@ public actor SyncSession {
             try await flushOutbox()
         case .ack:
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
+        case .error(let e) where e.requestID == syncID && e.code != .authenticationRequired && !Self.sessionCodes.contains(e.code):
+            return .syncRefused(Self.clientError(e, .syncRefused))
         case .error(let e) where e.code == .authenticationRequired:
             // The node lost the session: the command goes back to the outbox, and the
             // session starts again with a fresh authentication.
