@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
         .executable(name: "lamina-vectors", targets: ["lamina-vectors"]),
         .executable(name: "lamina-node", targets: ["lamina-node"]),
+        .executable(name: "lamina", targets: ["lamina"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
@@ -90,6 +91,27 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The `lamina` command-line client's logic (settings, dev tokens, sessions, status
+        // marks, formatting, chat input), kept out of the executable so it can be unit tested.
+        .target(
+            name: "LaminaCLI",
+            dependencies: [
+                "LaminaClient",
+                "LaminaModel",
+                "LaminaWire",
+                "LaminaNode",
+            ]
+        ),
+        // The `lamina` command-line client: token, conversations, send, tail, chat.
+        .executableTarget(
+            name: "lamina",
+            dependencies: [
+                "LaminaCLI",
+                "LaminaClient",
+                "LaminaModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // Counts heap allocations by replacing malloc & co.; linked into lamina-bench only.
@@ -176,6 +198,20 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        // LaminaCLI's logic, and the built `lamina` binary against a real node on loopback.
+        .testTarget(
+            name: "CLITests",
+            dependencies: [
+                "LaminaCLI",
+                "LaminaClient",
+                "LaminaModel",
+                "LaminaNode",
+                "lamina",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -158,10 +158,25 @@ struct Serve: AsyncParsableCommand {
             lines.append("  a token:     ask the node for a nonce (NONCE_REQUEST), then")
             lines.append(
                 "               lamina-node token --data-dir \(prepared.dataDirectory.path) --user alice --nonce <nonce>")
+            lines.append("  chat:        \(Self.chatCommand(server))   (README: Try it)")
         }
         lines.append("  stop:        Ctrl-C or SIGTERM (graceful: GOAWAY, drain, flush)")
         print(lines.joined(separator: "\n"))
         fflush(nil)
+    }
+
+    /// The `lamina chat` command that reaches this node from the current directory: no
+    /// options for a zero-config node, else the URL and data directory it needs.
+    static func chatCommand(_ server: NodeServer) -> String {
+        var command = "swift run lamina chat --user alice --with bob"
+        let defaults = NodeServerConfiguration()
+        if server.url != "https://\(defaults.host):\(defaults.port)" { command += " --node \(server.url)" }
+        let cwd = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        let defaultData = cwd.appendingPathComponent(defaults.dataDirectory).standardizedFileURL.path
+        if server.prepared.dataDirectory.standardizedFileURL.path != defaultData {
+            command += " --node-data \(server.prepared.dataDirectory.path)"
+        }
+        return command
     }
 
     static func parseAddress(_ text: String, what: String) throws -> (String, Int) {

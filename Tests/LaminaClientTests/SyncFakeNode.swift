@@ -185,6 +185,11 @@ actor FakeNode {
         snapshot.commands.append(frame.type)
         switch frame {
         case .sync(let s):
+            let head = feeds[user]?.last?.seq ?? 0
+            guard s.cursor <= head else {  // as the node: a cursor it never gave out
+                end.deliver(.error(ErrorFrame(requestID: s.requestID, code: .invalidArgument, reason: "cursor \(s.cursor) is beyond the feed head \(head)", isFatal: false)))
+                return
+            }
             let entries = (feeds[user] ?? []).filter { $0.seq > s.cursor }
             var start = 0
             while start < entries.count {

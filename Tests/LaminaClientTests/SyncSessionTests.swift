@@ -163,6 +163,21 @@ import Testing
         }
     }
 
+    @Test func aRefusedSyncStopsTheEngineWithSyncRefused() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            try a.client.store.setSyncCursor(1_000)  // a store from a node whose data was reset
+            try await a.connect()
+            try await a.events.waitFor("the engine fails") { $0.contains { if case .failed = $0 { true } else { false } } }
+            let failure = a.events.all.compactMap { e -> ClientError? in if case .failed(let error) = e { error } else { nil } }.first
+            #expect(failure?.code == .syncRefused)
+            #expect(failure?.reason.hasPrefix("invalid-argument") == true)
+            // It stops instead of retrying a refusal that cannot change.
+            #expect(!a.events.all.contains { if case .reconnecting = $0 { true } else { false } })
+        }
+    }
+
     @Test func aRefusedCommandFailsWithTheNodesCodeAndATransientOneIsRetried() async throws {
         try await withDevices { root in
             let node = FakeNode()

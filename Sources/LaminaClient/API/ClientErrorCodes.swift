@@ -29,6 +29,10 @@ extension ClientError.Code {
     public static let protocolError = ClientError.Code(rawValue: "protocol-error")
     /// The frame channel is closed.
     public static let disconnected = ClientError.Code(rawValue: "disconnected")
+    /// The node refused to sync this device from its cursor (e.g. the store is from a node whose
+    /// data was reset). Retrying cannot help: the engine stops; the app decides (deauthenticate
+    /// to start over with an empty store).
+    public static let syncRefused = ClientError.Code(rawValue: "sync-refused")
     /// The client has no sync engine running (not connected).
     public static let notConnected = ClientError.Code(rawValue: "not-connected")
 }

@@ -73,8 +73,10 @@ extension LocalStore {
     }
 
     /// Hands out up to `limit` pending entries in outbox order, marking them in flight and
-    /// counting the attempt. They stay in the outbox until `markSent`.
-    public func dequeueOutbox(limit: Int) throws(ClientError) -> [OutboxEntry] {
+    /// counting the attempt. They stay in the outbox until `markSent`. The batch ends after
+    /// the first entry whose kind is in `stopAfter` (a command whose answer later entries
+    /// depend on, such as a conversation's creation).
+    public func dequeueOutbox(limit: Int, stopAfter: Set<String> = []) throws(ClientError) -> [OutboxEntry] {
         guard (1...Self.maxOutboxBatch).contains(limit) else {
             throw ClientError(.invalidSetting, "an outbox batch is 1...\(Self.maxOutboxBatch) entries, not \(limit)")
         }
@@ -87,6 +89,7 @@ extension LocalStore {
                 entry.attempts += 1
                 try ctx.db.execute(sql: "UPDATE outbox SET state = 1, attempts = ? WHERE seq = ?", arguments: [entry.attempts, entry.sequence])
                 out.append(entry)
+                if stopAfter.contains(entry.kind) { break }
             }
             return out
         }
