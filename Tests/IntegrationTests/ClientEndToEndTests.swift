@@ -34,7 +34,7 @@ struct ClientWaitTimeout: Error, CustomStringConvertible {
     /// Returns once `condition` holds on `client`'s store, re-checking after every committed
     /// batch of changes; throws after `timeout`.
     static func waitUntil(
-        _ client: LaminaClient, _ what: String, timeout: Duration = .seconds(20),
+        _ client: LaminaClient, _ what: String, timeout: Duration = .seconds(60),
         _ condition: @escaping @Sendable () throws -> Bool
     ) async throws {
         let changes = client.changes()  // subscribed before the first check: no batch is missed

@@ -21,7 +21,7 @@ import Testing
         let bobEvents = try await ClientHarness.connectLive(bob, on: node)
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let first = try Self.send(alice, "hi", in: conversation)
-        _ = try await bob.waitForCreation(of: first, timeout: .seconds(20))
+        _ = try await bob.waitForCreation(of: first, timeout: .seconds(60))
 
         try await alice.typing(.started, in: conversation)
         try await bobEvents.wait("alice typing at bob") {
@@ -156,7 +156,7 @@ import Testing
         try await ClientHarness.connect(bob, on: node)
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let m1 = try Self.send(alice, "one", in: conversation)
-        _ = try await bob.waitForCreation(of: m1, timeout: .seconds(20))
+        _ = try await bob.waitForCreation(of: m1, timeout: .seconds(60))
 
         let query = Query<StoredMessage>(predicate: .property(MessageProperty.conversation, .equalTo, .conversation(conversation)),
                                          sortDescriptors: [QuerySortDescriptor(MessageProperty.position)])

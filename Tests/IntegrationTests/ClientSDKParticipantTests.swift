@@ -107,7 +107,7 @@ import Testing
         let sent = try (1...5).map { try Self.send(alice, "old \($0)", in: conversation) }
         try await ClientHarness.waitUntil(alice, "the five messages sent") { try sent.allSatisfy { try alice.isSent($0) } }
         try alice.addParticipants([Self.carol], to: conversation)
-        _ = try await carol.waitForCreation(of: conversation, timeout: .seconds(20))
+        _ = try await carol.waitForCreation(of: conversation, timeout: .seconds(60))
         #expect(try carol.messages(in: conversation).isEmpty)  // history on join is off
         var zero = carol.configuration
         zero.historyOnJoin = .lastN(0)

@@ -37,7 +37,7 @@ import Testing
 
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let message = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "still here")]), in: conversation).id
-        _ = try await bob.waitForCreation(of: message, timeout: .seconds(20))
+        _ = try await bob.waitForCreation(of: message, timeout: .seconds(60))
 
         // Offline, the session is revoked too: resuming is refused, the app is asked again.
         await alice.disconnect()
@@ -82,7 +82,7 @@ import Testing
         let big = try alice.send(alice.newMessage(parts: (0..<3).map { _ in try MessagePart.with(text: chunk) }), in: conversation).id
         let small = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "fits")]), in: conversation).id
 
-        _ = try await bob.waitForCreation(of: small, timeout: .seconds(20))
+        _ = try await bob.waitForCreation(of: small, timeout: .seconds(60))
         try await ClientHarness.waitUntil(alice, "the small message sent") { try alice.isSent(small) }
         let failure = try #require(try alice.sendFailure(of: big))
         #expect(failure.code == WireError.Code.frameTooLarge.wireValue)
@@ -107,7 +107,7 @@ import Testing
 
         let conversation = try alice.newConversation(participants: [Self.bob], options: ConversationOptions(isDistinct: false)).id
         let first = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "hi")]), in: conversation).id
-        _ = try await bob.waitForCreation(of: first, timeout: .seconds(20))
+        _ = try await bob.waitForCreation(of: first, timeout: .seconds(60))
 
         let changes = Recorder(bob.changes())
         let title = try MetadataKeyPath(parsing: "title")

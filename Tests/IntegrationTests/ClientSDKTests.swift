@@ -87,7 +87,7 @@ import Testing
         let conversation = try phone.newConversation(participants: [Self.bob]).id
         let hello = try phone.send(phone.newMessage(parts: try Self.text("hello from the phone")), in: conversation).id
         try await ClientHarness.waitUntil(phone, "the phone's message to be sent") { try phone.isSent(hello) }
-        let onLaptop = try await laptop.waitForCreation(of: hello, timeout: .seconds(20))
+        let onLaptop = try await laptop.waitForCreation(of: hello, timeout: .seconds(60))
         #expect(onLaptop.message.isSent)
         #expect(onLaptop.message.sender == Self.alice)
         #expect(onLaptop.isUnread == false)
@@ -95,7 +95,7 @@ import Testing
         #expect(try laptop.conversation(conversation)?.conversation.participants == [Self.alice, Self.bob])
 
         // Bob's reply reaches both devices, unread on both.
-        _ = try await bob.waitForCreation(of: hello, timeout: .seconds(20))
+        _ = try await bob.waitForCreation(of: hello, timeout: .seconds(60))
         let reply = try bob.send(bob.newMessage(parts: try Self.text("hi alice")), in: conversation).id
         for device in [phone, laptop] {
             try await ClientHarness.waitUntil(device, "the reply on both devices") { try device.message(reply)?.message.isSent == true }

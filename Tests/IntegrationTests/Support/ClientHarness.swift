@@ -46,7 +46,7 @@ enum ClientHarness {
     }
 
     /// Waits until `condition` holds on `client`'s store (re-checked after each batch).
-    static func waitUntil(_ client: LaminaClient, _ what: String, timeout: Duration = .seconds(20),
+    static func waitUntil(_ client: LaminaClient, _ what: String, timeout: Duration = .seconds(60),
                           _ condition: @escaping @Sendable () throws -> Bool) async throws {
         try await ClientEndToEndTests.waitUntil(client, what, timeout: timeout, condition)
     }
@@ -87,7 +87,7 @@ final class Recorder<Element: Sendable>: @unchecked Sendable {
     }
 
     /// Returns once `condition` holds on everything recorded; throws after `timeout`.
-    func wait(_ what: String, timeout: Duration = .seconds(20), _ condition: @escaping @Sendable ([Element]) -> Bool) async throws {
+    func wait(_ what: String, timeout: Duration = .seconds(60), _ condition: @escaping @Sendable ([Element]) -> Bool) async throws {
         let id = UUID()
         let (signals, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         lock.withLock { waiters[id] = continuation }

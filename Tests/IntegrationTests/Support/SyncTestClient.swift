@@ -106,7 +106,7 @@ final class SyncTestClient: TransportStreamDelegate, @unchecked Sendable {
     // MARK: receiving
 
     /// The next event, failing after `timeout`.
-    func nextEvent(timeout: TimeAmount = .seconds(10), waitingFor: String = "an event") async throws -> SyncEvent {
+    func nextEvent(timeout: TimeAmount = .seconds(30), waitingFor: String = "an event") async throws -> SyncEvent {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SyncEvent, Error>) in
             let id: Int? = lock.withLock {
                 if !events.isEmpty {
@@ -134,14 +134,14 @@ final class SyncTestClient: TransportStreamDelegate, @unchecked Sendable {
     }
 
     /// The next frame; anything else is an error.
-    func nextFrame(timeout: TimeAmount = .seconds(10)) async throws -> Frame {
+    func nextFrame(timeout: TimeAmount = .seconds(30)) async throws -> Frame {
         let event = try await nextEvent(timeout: timeout, waitingFor: "a frame")
         guard case .frame(let frame) = event else { throw UnexpectedEvent(expected: "a frame", got: event) }
         return frame
     }
 
     /// Frames until one matches `predicate` (others are returned too, in order).
-    func frames(until predicate: (Frame) -> Bool, timeout: TimeAmount = .seconds(10)) async throws -> [Frame] {
+    func frames(until predicate: (Frame) -> Bool, timeout: TimeAmount = .seconds(30)) async throws -> [Frame] {
         var seen: [Frame] = []
         while true {
             let frame = try await nextFrame(timeout: timeout)
@@ -152,7 +152,7 @@ final class SyncTestClient: TransportStreamDelegate, @unchecked Sendable {
 
     /// Waits until the node has ended the stream (END_STREAM or close), returning the frames
     /// that came before.
-    func framesUntilEnd(timeout: TimeAmount = .seconds(10)) async throws -> [Frame] {
+    func framesUntilEnd(timeout: TimeAmount = .seconds(30)) async throws -> [Frame] {
         var seen: [Frame] = []
         while true {
             switch try await nextEvent(timeout: timeout, waitingFor: "the end of the stream") {

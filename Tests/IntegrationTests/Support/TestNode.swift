@@ -122,7 +122,7 @@ extension SyncTestClient {
     }
 
     /// The frame answering `id` (ACK, ERROR, NONCE, AUTHENTICATED); changes met on the way are kept.
-    func answer(to id: UUID, timeout: TimeAmount = .seconds(10)) async throws -> Frame {
+    func answer(to id: UUID, timeout: TimeAmount = .seconds(30)) async throws -> Frame {
         while true {
             let frame = try await nextFrame(timeout: timeout)
             switch frame {
@@ -136,7 +136,7 @@ extension SyncTestClient {
     }
 
     /// Waits until a change matching `predicate` has arrived (looking at kept ones first).
-    func change(where predicate: (Change) -> Bool, timeout: TimeAmount = .seconds(10)) async throws -> Change {
+    func change(where predicate: (Change) -> Bool, timeout: TimeAmount = .seconds(30)) async throws -> Change {
         if let found = seenChanges.first(where: predicate) { return found }
         while true {
             let frame = try await nextFrame(timeout: timeout)
