@@ -74,14 +74,24 @@ extension LocalStore {
 
     /// Hands out up to `limit` pending entries in outbox order, marking them in flight and
     /// counting the attempt. They stay in the outbox until `markSent`.
-    public func dequeueOutbox(limit: Int) throws(ClientError) -> [OutboxEntry] {
+    ///
+    /// An entry about a message whose rich content is not uploaded yet is held back, and so
+    /// is every later entry (commands keep their order), except the kinds in `overtaking`
+    /// (receipts, which never depend on the local user's own messages).
+    public func dequeueOutbox(limit: Int, overtaking: Set<String> = OutboxCommandKind.overtakingUploads) throws(ClientError) -> [OutboxEntry] {
         guard (1...Self.maxOutboxBatch).contains(limit) else {
             throw ClientError(.invalidSetting, "an outbox batch is 1...\(Self.maxOutboxBatch) entries, not \(limit)")
         }
         return try write { ctx in
-            let rows = try Row.fetchAll(ctx.db, sql: "SELECT * FROM outbox WHERE state = 0 ORDER BY seq LIMIT ?", arguments: [limit])
+            let rows = try Row.fetchAll(ctx.db, sql: """
+                SELECT outbox.*, EXISTS (SELECT 1 FROM part WHERE part.message_id = outbox.object_id AND part.transfer_status IN (?, ?)) AS awaits_upload
+                FROM outbox WHERE state = 0 ORDER BY seq LIMIT ?
+                """, arguments: [TransferStatus.awaitingUpload.rawValue, TransferStatus.uploading.rawValue, limit])
             var out: [OutboxEntry] = []
+            var held = false
             for row in rows {
+                if row["awaits_upload"] as Bool { held = true }
+                if held, !overtaking.contains(row["kind"] as String) { continue }
                 var entry = try Self.outboxEntry(row)
                 entry.state = .inFlight
                 entry.attempts += 1
