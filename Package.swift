@@ -146,6 +146,7 @@ let package = Package(
                 "LaminaClient",
                 "LaminaModel",
                 "LaminaWire",
+                "LaminaTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
