@@ -33,7 +33,6 @@ final class ContentUploader: @unchecked Sendable {
 
     private let lock = NSLock()
     private var progresses: [MessagePartID: Progress] = [:]
-    private var paused: Set<MessagePartID> = []
     private var cancelledMessages: Set<MessageID> = []
     private var digestRestarts: [MessagePartID: Int] = [:]
     private var starts: [MessagePartID: [UInt64]] = [:]
@@ -85,8 +84,7 @@ final class ContentUploader: @unchecked Sendable {
         while !Task.isCancelled {
             let next: PendingUpload?
             do {
-                let (skip, skipMessages) = lock.withLock { (paused, cancelledMessages) }
-                next = try store.pendingUploads(limit: 1_000).first { !skip.contains($0.part) && !skipMessages.contains($0.part.message) }
+                next = try store.pendingUploads(limit: 1_000).first { !shouldStop($0.part) }
             } catch {
                 next = nil
             }
@@ -134,23 +132,14 @@ final class ContentUploader: @unchecked Sendable {
             progress.isPausable = true
             progress.isCancellable = true
             let part = pending.part
-            progress.pausingHandler = { [weak self, weak progress] in self?.syncPause(part, progress) }
-            progress.resumingHandler = { [weak self, weak progress] in self?.syncPause(part, progress) }
+            // `pause()` and `cancel()` set their flags at once, and the upload loop reads them
+            // before each chunk; Foundation calls the handlers later, in no set order.
+            progress.resumingHandler = { [weak self, weak progress] in
+                if progress?.isPaused == false { self?.kick() }
+            }
             progress.cancellationHandler = { [weak self] in self?.cancel(part) }
             progresses[part] = progress
             return progress
-        }
-    }
-
-    /// Foundation calls the pausing and resuming handlers asynchronously and in no set
-    /// order: apply what the progress says now.
-    private func syncPause(_ part: MessagePartID, _ progress: Progress?) {
-        guard let progress, !progress.isCancelled else { return }
-        if progress.isPaused {
-            lock.withLock { _ = paused.insert(part) }
-        } else {
-            let resumed = lock.withLock { paused.remove(part) != nil }
-            if resumed { kick() }
         }
     }
 
@@ -185,8 +174,17 @@ final class ContentUploader: @unchecked Sendable {
     /// The offsets each PUT of `part` started from, oldest first (diagnostics and tests).
     func uploadStarts(of part: MessagePartID) -> [UInt64] { lock.withLock { starts[part] ?? [] } }
 
+    /// Whether `part`'s upload must not go on: paused, cancelled, or its message failed.
     private func shouldStop(_ part: MessagePartID) -> Bool {
-        lock.withLock { paused.contains(part) || cancelledMessages.contains(part.message) }
+        lock.withLock {
+            if cancelledMessages.contains(part.message) { return true }
+            guard let progress = progresses[part] else { return false }
+            return progress.isPaused || progress.isCancelled
+        }
+    }
+
+    private func isPaused(_ part: MessagePartID) -> Bool {
+        lock.withLock { progresses[part].map { $0.isPaused && !$0.isCancelled } ?? false }
     }
 
     // MARK: one upload
@@ -228,7 +226,7 @@ final class ContentUploader: @unchecked Sendable {
                     return finish(part, progress)
                 case .held(let held):
                     progress.completedUnitCount = Int64(held)
-                    if lock.withLock({ paused.contains(part) }) {
+                    if isPaused(part) {
                         events.emit(.paused(part, .upload, offset: held))
                         return
                     }
