@@ -206,11 +206,15 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             } else {
                 trailers = headers
             }
-            if endStream { stream.inbound.append(.end(trailers)) }
+            if endStream {
+                stream.inboundEnded = true
+                stream.inbound.append(.end(trailers))
+            }
             enqueue(stream)
         case NGHTTP2_DATA.rawValue:
             // END_STREAM may come after on_stream_close: only streams still tracked.
             if endStream, let stream = streams[hd.stream_id] {
+                stream.inboundEnded = true
                 stream.inbound.append(.end(nil))
                 enqueue(stream)
             }
@@ -354,8 +358,12 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func deliver(_ stream: TransportStream) {
-        if stream.sessionCloseCode != nil, stream.closeError != nil {
-            // Reset or lost connection: what was buffered is void.
+        if stream.sessionCloseCode != nil, stream.closeError != nil,
+            !(stream.inboundEnded && stream.sessionCloseCode == NGHTTP2_NO_ERROR.rawValue)
+        {
+            // Reset or lost connection: what was buffered is void. Except a complete inbound
+            // side followed by RST_STREAM(NO_ERROR): a server that answered before reading the
+            // whole request (RFC 9113 §8.1: the response must not be discarded).
             dropInbound(stream)
         }
         events: while !stream.isPaused, let event = stream.inbound.first {

@@ -105,6 +105,8 @@ public final class TransportStream: @unchecked Sendable {
     var pendingHeaders = HeaderFields()
     var pendingHeaderBytes = 0
     var sawFinalResponse = false
+    /// The peer's END_STREAM was received (the inbound side is complete).
+    var inboundEnded = false
     var sessionCloseCode: UInt32?
     var closeError: TransportError?
     var closeDelivered = false

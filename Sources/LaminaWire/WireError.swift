@@ -85,6 +85,16 @@ public struct WireError: LaminaError {
         // SPEC §9.6 Content.
         /// A content reference names content that is not (yet) completely uploaded.
         public static let contentNotReady = Code(wireValue: 600)
+        /// No such content, or it was collected (CONTENT.md).
+        public static let contentNotFound = Code(wireValue: 601)
+        /// The uploaded bytes do not hash to the declared SHA-256; the upload is deleted.
+        public static let contentDigestMismatch = Code(wireValue: 602)
+        /// An upload continues at an offset other than the bytes the node holds.
+        public static let uploadOffsetMismatch = Code(wireValue: 603)
+        /// An upload's size or digest differs from what it first declared.
+        public static let uploadMismatch = Code(wireValue: 604)
+        /// An upload's body runs past its declared size.
+        public static let uploadTooLong = Code(wireValue: 605)
 
         // SPEC §9.7 Resources.
         public static let quotaExceeded = Code(wireValue: 700)
@@ -109,7 +119,8 @@ public struct WireError: LaminaError {
             .invalidArgument, .invalidIdentifier, .invalidUserID, .invalidMIMEType, .noParts, .tooManyParts,
             .partTooLarge, .inlineTooLarge, .invalidContentReference, .noParticipants, .tooManyParticipants,
             .invalidMetadata, .invalidPushConfiguration, .duplicatePart, .notFound, .idInUse,
-            .existingDistinctConversation, .contentNotReady, .quotaExceeded, .overloaded, .slowConsumer,
+            .existingDistinctConversation, .contentNotReady, .contentNotFound, .contentDigestMismatch,
+            .uploadOffsetMismatch, .uploadMismatch, .uploadTooLong, .quotaExceeded, .overloaded, .slowConsumer,
             .internalError, .shuttingDown,
         ]
 
@@ -161,6 +172,11 @@ public struct WireError: LaminaError {
             case 415: "id-in-use"
             case 500: "existing-distinct-conversation"
             case 600: "content-not-ready"
+            case 601: "content-not-found"
+            case 602: "content-digest-mismatch"
+            case 603: "upload-offset-mismatch"
+            case 604: "upload-mismatch"
+            case 605: "upload-too-long"
             case 700: "quota-exceeded"
             case 701: "overloaded"
             case 702: "slow-consumer"

@@ -66,6 +66,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Outbound bytes queued per session before a slow consumer is disconnected.") var maxOutboundBytes: Int?
     @Option(help: "Seconds without an inbound frame before a session is closed.") var idleTimeout: Int?
     @Option(help: "Concurrent sessions.") var maxSessions: Int?
+    @Option(help: "Rich content quota per user, in bytes (default 10 GiB).") var contentQuota: UInt64?
+    @Option(help: "Rich content uploads per user at once (default 8).") var maxConcurrentUploads: Int?
+    @Option(help: "Seconds after which an unfinished upload is collected (default 86400).") var abandonedUploadAge: Int?
+    @Option(help: "Seconds after which complete content no message references is collected (default 86400).")
+    var unreferencedContentAge: Int?
+    @Option(help: "Seconds between content collection sweeps (default 600; 0 disables).") var contentSweepInterval: Int?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
@@ -94,6 +100,11 @@ struct Serve: AsyncParsableCommand {
         if let maxOutboundBytes { configuration.limits.maxOutboundBytes = maxOutboundBytes }
         if let idleTimeout { configuration.limits.idleTimeoutSeconds = idleTimeout }
         if let maxSessions { configuration.maxSessions = maxSessions }
+        if let contentQuota { configuration.content.quotaBytes = contentQuota }
+        if let maxConcurrentUploads { configuration.content.maxConcurrentUploadsPerUser = maxConcurrentUploads }
+        if let abandonedUploadAge { configuration.content.abandonedUploadAgeSeconds = abandonedUploadAge }
+        if let unreferencedContentAge { configuration.content.unreferencedContentAgeSeconds = unreferencedContentAge }
+        if let contentSweepInterval { configuration.content.sweepIntervalSeconds = contentSweepInterval }
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
 
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }

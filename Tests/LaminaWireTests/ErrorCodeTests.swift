@@ -32,6 +32,26 @@ import Testing
         #expect(error.reason == "a message needs at least one part")
     }
 
+    @Test func contentCodesFollowTheSpecTable() {
+        // SPEC §9.6: the codes of rich content transfer (Protocol/CONTENT.md).
+        let expected: [(WireError.Code, UInt16, String)] = [
+            (.contentNotReady, 600, "content-not-ready"),
+            (.contentNotFound, 601, "content-not-found"),
+            (.contentDigestMismatch, 602, "content-digest-mismatch"),
+            (.uploadOffsetMismatch, 603, "upload-offset-mismatch"),
+            (.uploadMismatch, 604, "upload-mismatch"),
+            (.uploadTooLong, 605, "upload-too-long"),
+        ]
+        for (code, value, name) in expected {
+            #expect(code.wireValue == value)
+            #expect(code.name == name)
+            #expect(WireError.Code(name: name) == code)
+            #expect(WireError.Code.all.contains(code))
+            #expect(!code.closesStream)
+        }
+        #expect(WireError.Code(wireValue: 606).name == "unassigned-606")
+    }
+
     @Test func wireErrorsCloseTheStream() {
         #expect(WireError.Code.malformed.closesStream)
         #expect(WireError.Code.frameTooLarge.closesStream)

@@ -157,8 +157,17 @@ struct CommandContext {
         try message.validate()
         for part in message.parts {
             if case .external(let reference) = part.content {
+                // Protocol/CONTENT.md §7: complete, uploaded by the sender, same size and digest.
                 guard let upload = try tx.read.upload(reference.id), upload.state == .complete else {
                     throw WireError(.contentNotReady, "content \(reference.id) is not completely uploaded")
+                }
+                guard upload.owner == user else {
+                    throw WireError(.forbidden, "content \(reference.id) was uploaded by another user")
+                }
+                guard upload.declaredSize == reference.size, upload.sha256 == reference.sha256 else {
+                    throw WireError(
+                        .invalidContentReference,
+                        "the reference to \(reference.id) declares \(reference.size) bytes and another digest than the upload (\(upload.declaredSize) bytes)")
                 }
             }
         }

@@ -19,6 +19,8 @@ public final class NodeServer: Sendable {
     public let prepared: NodeBootstrap.Prepared
     public let engine: NodeEngine
     public let store: NodeStore
+    /// Rich content: uploads, downloads, collection (`/v1/content/<uuid>`).
+    public let content: ContentService
     /// The sync listener (its real port when configured with port 0).
     public let transport: TransportServer
     /// The admin listener, unless disabled.
@@ -35,13 +37,14 @@ public final class NodeServer: Sendable {
 
     private init(
         configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
-        transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>
+        content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>
     ) {
         self.stopped = stopped
         self.configuration = configuration
         self.prepared = prepared
         self.engine = engine
         self.store = store
+        self.content = content
         self.transport = transport
         self.admin = admin
         self.logger = logger
@@ -62,6 +65,15 @@ public final class NodeServer: Sendable {
         let engine = try NodeEngine(
             store: store,
             configuration: NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders))
+        let content: ContentService
+        do {
+            content = try ContentService(
+                store: store, dataDirectory: prepared.dataDirectory, settings: configuration.content, logger: logger)
+        } catch {
+            await engine.shutdown()
+            try? store.close()
+            throw NodeServerError.startup("cannot prepare the content files: \(error)")
+        }
         let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
         let gate = SessionGate(limit: configuration.maxSessions)
 
@@ -72,6 +84,7 @@ public final class NodeServer: Sendable {
                 guard gate.admit() else { return nil }
                 return GatedSession(engine.openSession(outbound: outbound), gate: gate)
             })
+        router.add(ContentEndpoint.routePattern, ContentEndpoint.handler(service: content))
         var settings = HTTP2Settings()
         settings.maxConcurrentStreams = configuration.maxStreamsPerConnection
         settings.drainTimeout = .seconds(Int64(configuration.drainTimeoutSeconds))
@@ -84,6 +97,7 @@ public final class NodeServer: Sendable {
                 host: configuration.host, port: configuration.port, tls: tls, router: router, settings: settings,
                 group: group)
         } catch {
+            await content.shutdown()
             await engine.shutdown()
             try? store.close()
             throw NodeServerError.startup("cannot listen on \(configuration.host):\(configuration.port): \(error)")
@@ -99,15 +113,17 @@ public final class NodeServer: Sendable {
                     healthy: { !stoppedBox.withLockedValue { $0 } })
             } catch {
                 try? await transport.shutdown()
+                await content.shutdown()
                 await engine.shutdown()
                 try? store.close()
                 throw NodeServerError.startup(
                     "cannot listen (admin) on \(configuration.adminHost):\(configuration.adminPort): \(error)")
             }
         }
+        content.startSweeping(on: group.next())
         let server = NodeServer(
-            configuration: configuration, prepared: prepared, engine: engine, store: store, transport: transport,
-            admin: admin, logger: logger, gate: gate, stopped: stoppedBox)
+            configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
+            transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox)
         logger.info(
             "node started",
             metadata: [
@@ -134,6 +150,7 @@ public final class NodeServer: Sendable {
         do { try await transport.shutdown() } catch {
             logger.warning("transport shutdown", metadata: ["error": "\(error)"])
         }
+        await content.shutdown()
         do { try store.close() } catch {
             logger.error("closing the store failed", metadata: ["error": "\(error)"])
         }

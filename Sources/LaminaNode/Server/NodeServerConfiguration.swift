@@ -39,6 +39,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var maxStreamsPerConnection: UInt32 = 100
     /// How long a graceful shutdown waits for connections to drain.
     public var drainTimeoutSeconds = 10
+    /// Rich content: quota, concurrent uploads, collection (Protocol/CONTENT.md §7).
+    public var content = ContentSettings()
 
     public init() {}
 
@@ -70,6 +72,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         if let v = file.maxSessions { maxSessions = v }
         if let v = file.maxStreamsPerConnection { maxStreamsPerConnection = v }
         if let v = file.drainTimeoutSeconds { drainTimeoutSeconds = v }
+        if let c = file.content { content.apply(c) }
         if let l = file.limits {
             if let v = l.maxFrameSize { limits.maxFrameSize = v }
             if let v = l.maxOutboundBytes { limits.maxOutboundBytes = v }
@@ -91,6 +94,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try check(maxSessions >= 1, "maxSessions must be at least 1")
         try check(maxStreamsPerConnection >= 1, "maxStreamsPerConnection must be at least 1")
         try check((certificatePath == nil) == (privateKeyPath == nil), "certificatePath and privateKeyPath go together")
+        try content.validate()
         for provider in identityProviders {
             try check(!provider.algorithms.isEmpty, "identity provider \(provider.id) allows no algorithm")
             for alg in provider.algorithms {
@@ -119,6 +123,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         var maxStreamsPerConnection: UInt32?
         var drainTimeoutSeconds: Int?
         var limits: Limits?
+        var content: ContentSettings.File?
     }
 }
 

@@ -80,3 +80,111 @@ extension StorageReader {
         )
     }
 }
+
+/// A message that references a content, with what download authorization needs.
+public struct ContentReferenceRecord: Hashable, Sendable {
+    public var message: MessageID
+    public var conversation: ConversationID
+    public var position: MessagePosition
+    /// The message, or its conversation, was deleted for all participants.
+    public var isDeleted: Bool
+}
+
+extension StorageTransaction {
+    /// Deletes an upload's record (its files are the caller's). True if there was one.
+    @discardableResult
+    public func deleteUpload(_ id: ContentID) throws(StorageError) -> Bool {
+        try db.run("DELETE FROM content_uploads WHERE content_id = ?", [Columns.blob(id.uuid)])
+        return db.changesCount == 1
+    }
+}
+
+extension StorageReader {
+    /// The sum of the declared sizes of the user's uploads, complete or not (the quota's measure).
+    public func contentBytes(of owner: UserID) throws(StorageError) -> UInt64 {
+        let row = try db.row("SELECT COALESCE(SUM(declared_size), 0) AS total FROM content_uploads WHERE owner = ?", [owner.rawValue])
+        let total: Int64 = row?["total"] ?? 0
+        return UInt64(max(0, total))
+    }
+
+    /// Every message that references the content, deleted or not.
+    public func contentReferences(_ id: ContentID) throws(StorageError) -> [ContentReferenceRecord] {
+        let rows = try db.rows(
+            """
+            SELECT m.id, m.conversation_id, m.pos_physical, m.pos_logical, m.pos_node, m.deleted, c.deleted AS conversation_deleted
+            FROM message_parts p JOIN messages m ON m.id = p.message_id JOIN conversations c ON c.id = m.conversation_id
+            WHERE p.content_id = ?
+            """,
+            [Columns.blob(id.uuid)])
+        var out: [ContentReferenceRecord] = []
+        for row in rows {
+            let messageDeleted: Bool = row["deleted"]
+            let conversationDeleted: Bool = row["conversation_deleted"]
+            out.append(
+                ContentReferenceRecord(
+                    message: MessageID(uuid: try Columns.uuid(row["id"], column: "id")),
+                    conversation: ConversationID(uuid: try Columns.uuid(row["conversation_id"], column: "conversation_id")),
+                    position: try Columns.hlc(row, "pos"), isDeleted: messageDeleted || conversationDeleted))
+        }
+        return out
+    }
+
+    /// Whether `user` may see a message that references the content (SPEC §6.1 visibility: a
+    /// member sees all of the conversation, a removed participant what was positioned before the
+    /// removal; messages deleted for all participants do not count).
+    public func maySeeContent(_ id: ContentID, user: UserID) throws(StorageError) -> Bool {
+        for reference in try contentReferences(id) where !reference.isDeleted {
+            guard let state = try participantState(of: user, in: reference.conversation) else { continue }
+            if state.isMember || reference.position < state.since { return true }
+        }
+        return false
+    }
+
+    /// Incomplete uploads not written since `cutoff`.
+    public func abandonedUploads(notWrittenSince cutoff: Timestamp, limit: Int) throws(StorageError) -> [ContentID] {
+        try contentIDs(
+            "SELECT content_id FROM content_uploads WHERE state <> ? AND updated_at < ? LIMIT ?",
+            [Int64(UploadState.complete.rawValue), cutoff.millisecondsSince1970, limit])
+    }
+
+    /// Complete content that no message references, completed before `cutoff`.
+    public func unreferencedContent(completedBefore cutoff: Timestamp, limit: Int) throws(StorageError) -> [ContentID] {
+        try contentIDs(
+            """
+            SELECT u.content_id FROM content_uploads u WHERE u.state = ? AND u.updated_at < ?
+            AND NOT EXISTS (SELECT 1 FROM message_parts p WHERE p.content_id = u.content_id) LIMIT ?
+            """,
+            [Int64(UploadState.complete.rawValue), cutoff.millisecondsSince1970, limit])
+    }
+
+    /// Content referenced only by messages deleted for all participants (or in deleted conversations).
+    public func contentOfDeletedMessages(limit: Int) throws(StorageError) -> [ContentID] {
+        try contentIDs(
+            """
+            SELECT u.content_id FROM content_uploads u
+            WHERE EXISTS (SELECT 1 FROM message_parts p WHERE p.content_id = u.content_id)
+            AND NOT EXISTS (
+                SELECT 1 FROM message_parts p JOIN messages m ON m.id = p.message_id JOIN conversations c ON c.id = m.conversation_id
+                WHERE p.content_id = u.content_id AND m.deleted = 0 AND c.deleted = 0)
+            LIMIT ?
+            """,
+            [limit])
+    }
+
+    /// Every upload record (start-up recovery of the content files).
+    public func allUploads() throws(StorageError) -> [ContentUpload] {
+        var out: [ContentUpload] = []
+        for id in try contentIDs("SELECT content_id FROM content_uploads", []) {
+            if let upload = try upload(id) { out.append(upload) }
+        }
+        return out
+    }
+
+    private func contentIDs(_ sql: String, _ arguments: StatementArguments) throws(StorageError) -> [ContentID] {
+        var out: [ContentID] = []
+        for row in try db.rows(sql, arguments) {
+            out.append(ContentID(uuid: try Columns.uuid(row["content_id"], column: "content_id")))
+        }
+        return out
+    }
+}

@@ -13,6 +13,9 @@ enum StorageSchema {
         migrator.registerMigration("v1-initial") { db in
             for statement in v1 { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v2-content") { db in
+            for statement in v2 { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -233,5 +236,13 @@ enum StorageSchema {
             PRIMARY KEY (origin_node, counter)
         ) STRICT, WITHOUT ROWID
         """,
+    ]
+
+    /// Rich content transfer (Protocol/CONTENT.md): which messages reference a content (download
+    /// authorization, collection) and the per-owner sums of the quota.
+    static let v2: [String] = [
+        "CREATE INDEX message_parts_content ON message_parts(content_id) WHERE content_id IS NOT NULL",
+        "CREATE INDEX content_uploads_owner ON content_uploads(owner, state)",
+        "CREATE INDEX content_uploads_state ON content_uploads(state, updated_at)",
     ]
 }

@@ -1,0 +1,66 @@
+import Foundation
+import LaminaModel
+
+/// The node's rich content settings (Protocol/CONTENT.md §7); every one configurable by flag
+/// and JSON config (`content` object).
+public struct ContentSettings: Sendable, Hashable, Codable {
+    /// Per-user quota: the sum of the declared sizes of one user's uploads, complete or not.
+    public var quotaBytes: UInt64 = 10 * 1024 * 1024 * 1024
+    /// Uploads of one user in progress at once; more are `429 overloaded`.
+    public var maxConcurrentUploadsPerUser = 8
+    /// An incomplete upload not written for this long is collected.
+    public var abandonedUploadAgeSeconds = 24 * 3600
+    /// Complete content no message references, older than this, is collected.
+    public var unreferencedContentAgeSeconds = 24 * 3600
+    /// Interval of the periodic collection sweep (0 disables the timer; ``ContentService/collect(at:)`` still works).
+    public var sweepIntervalSeconds = 600
+    /// Bytes read from a file per download chunk.
+    public var downloadChunkBytes = 128 * 1024
+    /// Upload bytes buffered in memory (waiting for the disk) before the stream stops reading.
+    public var uploadBufferBytes = 1024 * 1024
+    /// During an upload, bytes written between two fsyncs that record progress (a crash loses at most this).
+    public var uploadSyncIntervalBytes = 64 * 1024 * 1024
+    /// Seconds a client is told to wait (`retry-after`) when over its concurrent uploads.
+    public var retryAfterSeconds = 5
+
+    public init() {}
+
+    /// Refuses values outside their ranges, with a reason.
+    public func validate() throws {
+        func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration(reason) } }
+        try check(maxConcurrentUploadsPerUser >= 1, "content.maxConcurrentUploadsPerUser must be at least 1")
+        try check(abandonedUploadAgeSeconds >= 0, "content.abandonedUploadAgeSeconds must be at least 0")
+        try check(unreferencedContentAgeSeconds >= 0, "content.unreferencedContentAgeSeconds must be at least 0")
+        try check(sweepIntervalSeconds >= 0, "content.sweepIntervalSeconds must be at least 0")
+        try check((4096...4 * 1024 * 1024).contains(downloadChunkBytes), "content.downloadChunkBytes must be 4096...4194304")
+        try check((64 * 1024...64 * 1024 * 1024).contains(uploadBufferBytes), "content.uploadBufferBytes must be 65536...67108864")
+        try check(uploadSyncIntervalBytes >= 1024 * 1024, "content.uploadSyncIntervalBytes must be at least 1048576")
+        try check(retryAfterSeconds >= 1, "content.retryAfterSeconds must be at least 1")
+    }
+
+    /// Applies the keys present in a JSON config's `content` object.
+    mutating func apply(_ file: File) {
+        if let v = file.quotaBytes { quotaBytes = v }
+        if let v = file.maxConcurrentUploadsPerUser { maxConcurrentUploadsPerUser = v }
+        if let v = file.abandonedUploadAgeSeconds { abandonedUploadAgeSeconds = v }
+        if let v = file.unreferencedContentAgeSeconds { unreferencedContentAgeSeconds = v }
+        if let v = file.sweepIntervalSeconds { sweepIntervalSeconds = v }
+        if let v = file.downloadChunkBytes { downloadChunkBytes = v }
+        if let v = file.uploadBufferBytes { uploadBufferBytes = v }
+        if let v = file.uploadSyncIntervalBytes { uploadSyncIntervalBytes = v }
+        if let v = file.retryAfterSeconds { retryAfterSeconds = v }
+    }
+
+    /// The `content` object of a JSON config file: every key optional.
+    struct File: Decodable {
+        var quotaBytes: UInt64?
+        var maxConcurrentUploadsPerUser: Int?
+        var abandonedUploadAgeSeconds: Int?
+        var unreferencedContentAgeSeconds: Int?
+        var sweepIntervalSeconds: Int?
+        var downloadChunkBytes: Int?
+        var uploadBufferBytes: Int?
+        var uploadSyncIntervalBytes: Int?
+        var retryAfterSeconds: Int?
+    }
+}

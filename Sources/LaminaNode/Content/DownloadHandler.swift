@@ -1,0 +1,154 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+import LaminaWire
+import NIOCore
+
+/// One `GET /v1/content/<uuid>` (CONTENT.md §5): authorization, one optional byte range, then
+/// the file read in chunks on the content threads, each chunk written only while the stream is
+/// writable, so a download never buffers the file and never crowds out the connection's other
+/// streams (HTTP/2 flow control and nghttp2's scheduling share the connection). Event loop only.
+final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
+    private let exchange: ContentExchange
+    private let service: ContentService
+    private let fd: Int32
+    private var position: UInt64
+    private let end: UInt64
+    private var reading = false
+    private var done = false
+    private var fdClosed = false
+    private let allocator = ByteBufferAllocator()
+
+    private init(exchange: ContentExchange, service: ContentService, fd: Int32, lower: UInt64, end: UInt64) {
+        self.exchange = exchange
+        self.service = service
+        self.fd = fd
+        self.position = lower
+        self.end = end
+    }
+
+    static func start(exchange: ContentExchange, service: ContentService, id: ContentID, user: UserID) {
+        let loop = exchange.eventLoop
+        let rangeHeader = exchange.stream.requestHeaders["range"]
+        service.read(on: loop) { r -> ContentUpload in
+            guard let upload = try r.upload(id) else { throw ContentFailure(.contentNotFound, "no content \(id)") }
+            if upload.owner != user {
+                guard try r.maySeeContent(id, user: user) else {
+                    throw ContentFailure(.forbidden, "\(user) may not see a message referencing content \(id)")
+                }
+            }
+            guard upload.state == .complete else { throw ContentFailure(.contentNotReady, "content \(id) is not completely uploaded") }
+            return upload
+        }.whenComplete { result in
+            switch result {
+            case .failure(let error):
+                exchange.fail(ContentFailure.from(error))
+            case .success(let upload):
+                let size = upload.declaredSize
+                let digest = ContentHeaderParsing.hexString(upload.sha256)
+                var headers: [(String, String)] = [
+                    ("content-type", "application/octet-stream"), ("accept-ranges", "bytes"), ("etag", "\"\(digest)\""),
+                    ("lamina-content-sha256", digest),
+                ]
+                let range = ByteRangeRequest(header: rangeHeader, size: size)
+                let status: Int
+                let lower: UInt64
+                let upper: UInt64  // exclusive
+                switch range {
+                case .unsatisfiable:
+                    headers.append(("content-range", "bytes */\(size)"))
+                    exchange.respond(status: 416, headers: headers)
+                    return
+                case .whole:
+                    (status, lower, upper) = (200, 0, size)
+                case .range(let a, let b):
+                    (status, lower, upper) = (206, a, b + 1)
+                    headers.append(("content-range", "bytes \(a)-\(b)/\(size)"))
+                }
+                headers.insert(("content-length", "\(upper - lower)"), at: 0)
+                let files = service.files
+                service.io(on: loop) { try files.openComplete(id) }.whenComplete { opened in
+                    switch opened {
+                    case .failure(let error):
+                        service.logger.error("cannot open content", metadata: ["content": "\(id)", "error": "\(error)"])
+                        exchange.fail(ContentFailure(.internalError, "cannot open the content's file: \(error)"))
+                    case .success(let (fd, fileSize)):
+                        guard fileSize == size else {
+                            _ = service.io(on: loop) { ContentFiles.closeFile(fd) }
+                            exchange.fail(ContentFailure(.internalError, "content \(id) holds \(fileSize) bytes, \(size) recorded"))
+                            return
+                        }
+                        guard !exchange.isClosed else {
+                            _ = service.io(on: loop) { ContentFiles.closeFile(fd) }
+                            return
+                        }
+                        var response: HeaderFields = [(":status", "\(status)")]
+                        for (name, value) in headers { response.append(name, value) }
+                        let handler = DownloadHandler(exchange: exchange, service: service, fd: fd, lower: lower, end: upper)
+                        exchange.stream.sendHeaders(response, endStream: upper == lower)
+                        if upper == lower {
+                            handler.finishReading()
+                        } else {
+                            exchange.handler = handler
+                            handler.readNext()
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private func readNext() {
+        guard !reading, !done, position < end, exchange.stream.isWritable else { return }
+        reading = true
+        let count = Int(min(UInt64(service.settings.downloadChunkBytes), end - position))
+        let fd = self.fd
+        let at = position
+        let allocator = self.allocator
+        service.io(on: exchange.eventLoop) { try ContentFiles.readChunk(fd, at: at, count: count, allocator: allocator) }
+            .whenComplete { [self] result in
+                reading = false
+                guard !done else {
+                    finishReading()
+                    return
+                }
+                switch result {
+                case .failure(let error):
+                    service.logger.error("content read failed", metadata: ["error": "\(error)"])
+                    exchange.stream.reset(code: 0x2)  // INTERNAL_ERROR
+                    finishReading()
+                case .success(let chunk):
+                    guard chunk.readableBytes == count else {
+                        service.logger.error("content file shorter than recorded")
+                        exchange.stream.reset(code: 0x2)
+                        finishReading()
+                        return
+                    }
+                    position += UInt64(count)
+                    exchange.stream.write(chunk, promise: nil)
+                    if position == end {
+                        exchange.stream.finish()
+                        finishReading()
+                    } else {
+                        readNext()
+                    }
+                }
+            }
+    }
+
+    /// Stops reading and closes the file (once no read is in flight).
+    private func finishReading() {
+        done = true
+        guard !reading, !fdClosed else { return }
+        fdClosed = true
+        let fd = self.fd
+        _ = service.io(on: exchange.eventLoop) { ContentFiles.closeFile(fd) }
+    }
+
+    // MARK: ContentBodyHandler
+
+    func receive(_ data: ByteBuffer) {}
+    func bodyEnded() {}
+    func writable() { readNext() }
+    func closed(error: TransportError?) { finishReading() }
+}
