@@ -59,7 +59,7 @@ enum ContentStreams {
         do { stream = try await lease.connection.openStream(method: method, path: ContentHTTP.path(id), headers: headers, endStream: true) } catch {
             throw disconnected("cannot open a \(method) stream", error)
         }
-        let answer = ContentAnswer.attach(to: stream)
+        let answer = ContentStreamAnswer.attach(to: stream)
         do { return try await answer.result() } catch { throw disconnected("the \(method) stream closed", error) }
     }
 
@@ -86,7 +86,7 @@ enum ContentStreams {
         } catch {
             throw disconnected("cannot open the upload stream", error)
         }
-        let answer = ContentAnswer.attach(to: stream)
+        let answer = ContentStreamAnswer.attach(to: stream)
         var sent = offset
         var pending: [EventLoopFuture<Void>] = []
         var writeFailed = false
@@ -158,7 +158,7 @@ enum ContentStreams {
 
 /// Collects one stream's answer: status, headers and a small body. Delegate calls come on
 /// the stream's event loop; `isAnswered` may be read from anywhere.
-final class ContentAnswer: TransportStreamDelegate, @unchecked Sendable {
+final class ContentStreamAnswer: TransportStreamDelegate, @unchecked Sendable {
     private let promise: EventLoopPromise<(Int, HeaderFields, [UInt8])>
     private let lock = NSLock()
     private var answered = false
@@ -169,8 +169,8 @@ final class ContentAnswer: TransportStreamDelegate, @unchecked Sendable {
     private init(promise: EventLoopPromise<(Int, HeaderFields, [UInt8])>) { self.promise = promise }
 
     /// Makes the collector the stream's delegate (events already buffered are delivered then).
-    static func attach(to stream: TransportStream) -> ContentAnswer {
-        let answer = ContentAnswer(promise: stream.eventLoop.makePromise())
+    static func attach(to stream: TransportStream) -> ContentStreamAnswer {
+        let answer = ContentStreamAnswer(promise: stream.eventLoop.makePromise())
         stream.eventLoop.execute { stream.delegate = answer }
         return answer
     }

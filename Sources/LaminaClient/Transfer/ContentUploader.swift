@@ -34,6 +34,11 @@ final class ContentUploader: @unchecked Sendable {
     private let lock = NSLock()
     private var progresses: [MessagePartID: Progress] = [:]
     private var cancelledMessages: Set<MessageID> = []
+    /// The part the worker is uploading now.
+    private var active: MessagePartID?
+    /// Cancellations that came while their message's upload ran: the worker deletes the
+    /// node's copies once its stream has ended, then reports them.
+    private var deferredCancels: [MessageID: (part: MessagePartID, ids: [ContentID], reason: String)] = [:]
     private var digestRestarts: [MessagePartID: Int] = [:]
     private var starts: [MessagePartID: [UInt64]] = [:]
     private var worker: Task<Void, Never>?
@@ -143,31 +148,54 @@ final class ContentUploader: @unchecked Sendable {
         }
     }
 
-    /// Cancels the upload: the message fails with `OutboxFailure.cancelledCode` at once,
-    /// a running upload stops, and the node's copy is deleted (best effort).
+    /// Cancels the upload: the message fails with `OutboxFailure.cancelledCode` at once and
+    /// a running upload stops; the node's copies of the message's content are deleted (best
+    /// effort: when connected) before the `.failed` event.
     func cancel(_ part: MessagePartID) {
         let first = lock.withLock { cancelledMessages.insert(part.message).inserted }
         guard first else { return }
         let reason = "cancelled: the upload of \(part) was cancelled"
-        fail(part, code: OutboxFailure.cancelledCode, reason: reason, error: ClientError(.cancelled, reason))
         let rich = ((try? store.message(part.message))?.message.parts ?? []).compactMap { p -> ContentID? in
             if case .external(let ref) = p.content { return ref.id } else { return nil }
         }
-        let link = self.link
-        Task {
-            guard let lease = link.current else { return }  // never sent, or collected by the node later
-            for id in rich { try? await ContentStreams.delete(id, on: lease) }
+        fail(part, code: OutboxFailure.cancelledCode, reason: reason, error: nil)
+        let deferred = lock.withLock { () -> Bool in
+            guard active?.message == part.message else { return false }
+            deferredCancels[part.message] = (part, rich, reason)
+            return true
         }
+        guard !deferred else { return }
+        Task { await self.abandon(part, rich, reason) }
     }
 
-    private func fail(_ part: MessagePartID, code: UInt16, reason: String, error: ClientError) {
+    /// Deletes the node's copies of a cancelled message's content (when connected; else the
+    /// node collects them later), then reports the cancellation.
+    private func abandon(_ part: MessagePartID, _ ids: [ContentID], _ reason: String) async {
+        if let lease = link.current {
+            for id in ids { try? await ContentStreams.delete(id, on: lease) }
+        }
+        events.emit(.failed(part, .upload, ClientError(.cancelled, reason)))
+    }
+
+    /// The worker leaves `part`: a cancellation that waited for its stream is carried out.
+    private func leave(_ part: MessagePartID) async {
+        let deferred = lock.withLock { () -> (part: MessagePartID, ids: [ContentID], reason: String)? in
+            active = nil
+            return deferredCancels.removeValue(forKey: part.message)
+        }
+        if let deferred { await abandon(deferred.part, deferred.ids, deferred.reason) }
+    }
+
+    /// Fails the message (it leaves the outbox, so later commands go on); emits `.failed`
+    /// with `error` when given.
+    private func fail(_ part: MessagePartID, code: UInt16, reason: String, error: ClientError?) {
         let now = environment.now()
         if (try? store.markFailed(part.message.uuid, code: code, reason: reason, at: now)) == true {
             messageFailed(OutboxFailure(id: part.message.uuid, kind: OutboxCommandKind.sendMessage.rawValue, objectID: part.message.uuid,
                                         code: code, reason: reason, failedAt: now))
         }
         _ = lock.withLock { progresses.removeValue(forKey: part) }
-        events.emit(.failed(part, .upload, error))
+        if let error { events.emit(.failed(part, .upload, error)) }
         outboxChanged()
     }
 
@@ -199,6 +227,19 @@ final class ContentUploader: @unchecked Sendable {
             return
         }
         try store.beginUpload(of: part)
+        lock.withLock { active = part }
+        do {
+            try await uploadLoop(pending, file: file, progress: progress)
+        } catch {
+            await leave(part)
+            throw error
+        }
+        await leave(part)
+    }
+
+    private func uploadLoop(_ pending: PendingUpload, file: URL, progress: Progress) async throws {
+        let part = pending.part
+        let reference = pending.reference
         while true {
             if shouldStop(part) { return }
             let lease = try await link.lease()
