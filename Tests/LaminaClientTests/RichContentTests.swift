@@ -7,7 +7,10 @@ import Testing
 
 /// Bytes 0, 1, 2, ... 250, 0, 1, ... (a pattern that notices shifted or missing chunks).
 func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
-    Data((0..<count).map { UInt8(truncatingIfNeeded: $0 % 251) &+ seed })
+    let pattern = (0..<251).map { UInt8($0) &+ seed }
+    var out = Data(capacity: count)
+    while out.count < count { out.append(contentsOf: pattern.prefix(count - out.count)) }
+    return out
 }
 
 @Suite struct ContentHTTPTests {
