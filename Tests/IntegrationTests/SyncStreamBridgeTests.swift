@@ -68,7 +68,7 @@ import Testing
         #expect(try await idle.nextFrame() == .pong(Ping(payload: 1)))
         let endpoint = try #require(node.opened.withLockedValue { $0.first })
         // The idle one ends by itself, with no frame.
-        #expect(try await idle.framesUntilEnd(timeout: .seconds(5)) == [])
+        #expect(try await idle.framesUntilEnd(timeout: .seconds(30)) == [])
         try await endpoint.closedPromise.futureResult.get()
         await idle.close()
         await node.stop()

@@ -198,7 +198,7 @@ enum External {
     }
 
     /// Waits until something accepts TCP connections on 127.0.0.1:`port`, polling by connecting.
-    static func waitForPort(_ port: Int, process: Process, timeout: Double = 20) async throws {
+    static func waitForPort(_ port: Int, process: Process, timeout: Double = 60) async throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             guard process.isRunning else { throw TransportError(.io, "the process exited before listening") }

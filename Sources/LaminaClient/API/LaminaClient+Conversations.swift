@@ -79,6 +79,15 @@ extension LaminaClient {
         try commit([.conversationDeleted(stored.id)], command: frame, about: stored)
     }
 
+    /// Deletes the messages of a conversation positioned before `position` (the docs' delete
+    /// with a position), from this user's devices or for every participant; the
+    /// conversation and later messages stay.
+    public func deleteMessages(in conversation: ConversationID, before position: MessagePosition, mode: DeletionMode) throws(ClientError) {
+        let stored = try existingConversation(conversation)
+        let frame = Frame.deleteConversation(DeleteConversation(requestID: UUID(), conversationID: stored.id, mode: mode, below: position))
+        try commit([.messagesDeleted(stored.id, below: position)], command: frame, about: stored)
+    }
+
     /// Marks every unread message of a conversation read (the docs' `markAllMessagesAsRead:`).
     public func markAllMessagesAsRead(in conversation: ConversationID) throws(ClientError) {
         let stored = try existingConversation(conversation)

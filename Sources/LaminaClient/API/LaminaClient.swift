@@ -60,7 +60,8 @@ public final class LaminaClient: @unchecked Sendable {
     /// whenever the node wants one: first authentication and session expiry.
     public func connect(using connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider) async throws(ClientError) {
         let engine = try SyncEngine(store: store, connector: connector, identityToken: identityToken,
-                                    policy: configuration.reconnect, environment: environment, agent: configuration.agent)
+                                    policy: configuration.reconnect, environment: environment, agent: configuration.agent,
+                                    historyOnJoin: configuration.historyOnJoin)
         let previous: SyncEngine? = lock.withLock {
             defer { self.engine = engine }
             return self.engine
@@ -112,6 +113,9 @@ public final class LaminaClient: @unchecked Sendable {
 
     /// The identity the node authenticated, once it has.
     public var authenticatedUser: Identity? { lock.withLock { identity } }
+
+    /// The running sync engine, if connected.
+    var currentEngine: SyncEngine? { lock.withLock { engine } }
 
     /// Tells a running engine that the outbox has new entries.
     func outboxDidChange() {

@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaWire
 
 /// How a client reaches its node and where it keeps its data.
 public struct LaminaConfiguration: Hashable, Sendable {
@@ -19,6 +20,11 @@ public struct LaminaConfiguration: Hashable, Sendable {
     /// The client's name and version sent in HELLO (at most 1,024 bytes).
     public var agent: String
     public var reconnect: ReconnectPolicy
+    /// What to fetch of a conversation's earlier messages when it appears on this device
+    /// from the node (the user was added, or a conversation started elsewhere): nil for
+    /// nothing (`LaminaClient.fetchHistory` on demand), or a history policy. Only used
+    /// when the node offers history fetch.
+    public var historyOnJoin: HistoryPolicy? = nil
 
     public init(nodeURL: URL, trust: Trust, dataDirectory: URL, agent: String = "lamina-swift/1", reconnect: ReconnectPolicy = ReconnectPolicy()) {
         self.nodeURL = nodeURL
@@ -46,5 +52,8 @@ public struct LaminaConfiguration: Hashable, Sendable {
             throw ClientError(.invalidSetting, "the agent is 1...\(Self.maxAgentBytes) UTF-8 bytes")
         }
         try reconnect.validate()
+        if case .lastN(0)? = historyOnJoin {
+            throw ClientError(.invalidSetting, "a last-n history policy asks for at least one message")
+        }
     }
 }

@@ -7,10 +7,14 @@ extension LocalStore {
     public static let maxChangesPerApply = 10_000
 
     /// Applies changes from the node in one transaction, then records `cursor` (when given)
-    /// in the same transaction, so the cursor never runs ahead of what is stored.
+    /// and queues `outbox` (the commands the changes call for, such as delivery receipts)
+    /// in the same transaction, so the cursor never runs ahead of what is stored and no
+    /// stored change loses the command it caused. `acknowledged` names an outbox entry the
+    /// node acknowledged with these changes: it leaves the outbox in the same transaction.
     /// Returns the object changes it made (also published to subscribers and delegates).
     @discardableResult
-    public func apply(_ changes: [RemoteChange], cursor: UInt64? = nil) throws(ClientError) -> [ObjectChange] {
+    public func apply(_ changes: [RemoteChange], cursor: UInt64? = nil, outbox: [OutboxEntry] = [],
+                      acknowledged: UUID? = nil) throws(ClientError) -> [ObjectChange] {
         guard changes.count <= Self.maxChangesPerApply else {
             throw ClientError(.invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
         }
@@ -18,6 +22,10 @@ extension LocalStore {
             for change in changes { try ctx.apply(change) }
             try ctx.finish()
             if let cursor { try ctx.setCursor(cursor) }
+            for entry in outbox { try ctx.enqueue(entry) }
+            if let acknowledged {
+                try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(acknowledged)])
+            }
             return ctx.changes
         }
     }
@@ -33,6 +41,7 @@ extension WriteContext {
         case .message(let message, let receivedAt): try applyMessage(message, receivedAt: receivedAt)
         case .messageDeleted(let id):
             if let stored = try StoreReader.message(db, id) { try deleteMessage(stored) }
+        case .messagesDeleted(let id, let below): try deleteMessages(of: id, below: below)
         case .recipientStatus(let id, let user, let status): try applyStatus(id, user: user, status: status)
         case .metadata(let id, let path, let value):
             try modifyConversation(id) { c in
@@ -106,6 +115,18 @@ extension WriteContext {
                 isUnread: !own && message.recipientStatus[localUser] != .read,
                 partStates: message.parts.map(Self.remoteState(of:)))
             try createMessage(stored)
+        }
+    }
+
+    /// Deletes the conversation's messages positioned before `below` (not yet sent ones
+    /// have no position and stay).
+    private func deleteMessages(of conversation: ConversationID, below: MessagePosition) throws {
+        let id = try StoreReader.resolve(db, conversation)
+        let ids = try Data.fetchAll(db, sql: "SELECT id FROM message WHERE conversation_id = ? AND pos_physical IS NOT NULL", arguments: [StoreCoding.blob(id)])
+        for key in ids {
+            guard let stored = try StoreReader.message(db, MessageID(uuid: StoreCoding.uuid(key))),
+                  let position = stored.message.position, position < below else { continue }
+            try deleteMessage(stored)
         }
     }
 

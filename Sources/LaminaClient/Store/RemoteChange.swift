@@ -14,6 +14,9 @@ public enum RemoteChange: Hashable, Sendable {
     case message(Message, receivedAt: Timestamp)
     /// A message was deleted.
     case messageDeleted(MessageID)
+    /// The messages of a conversation positioned before `below` were deleted; the
+    /// conversation and later messages stay.
+    case messagesDeleted(ConversationID, below: MessagePosition)
     /// One participant's status for one message; it only ever moves up.
     case recipientStatus(MessageID, user: UserID, status: RecipientStatus)
     /// A metadata key path was set (a value) or deleted (nil).

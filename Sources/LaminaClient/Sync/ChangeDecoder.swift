@@ -61,15 +61,14 @@ public enum ChangeDecoder {
     }
 
     /// The store change of one event; nil for events the store does not keep
-    /// (`conversation-updated` counts the store computes itself, typing, and a deletion
-    /// `below` a position, which the store cannot express yet).
+    /// (`conversation-updated` counts the store computes itself, and typing).
     public static func remoteChange(_ event: ChangeEvent, receivedAt: Timestamp) -> RemoteChange? {
         switch event {
         case .conversationCreated(let c): .conversation(c)
         case .conversationUpdated: nil
         case .participantsChanged(let p): .participants(p.conversationID, added: p.added, removed: p.removed)
         case .metadataChanged(let m): .metadata(m.conversationID, path: m.keyPath, value: m.value)
-        case .conversationDeleted(let d): d.below == nil ? .conversationDeleted(d.conversationID) : nil
+        case .conversationDeleted(let d): d.below.map { .messagesDeleted(d.conversationID, below: $0) } ?? .conversationDeleted(d.conversationID)
         case .identifierChanged(let i): .distinctMerge(from: i.from, into: i.to)
         case .messageCreated(let m): .message(m, receivedAt: receivedAt)
         case .messageStatusChanged(let s): .recipientStatus(s.messageID, user: s.user, status: s.status)

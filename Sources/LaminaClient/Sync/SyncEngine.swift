@@ -13,6 +13,7 @@ public actor SyncEngine {
     let policy: ReconnectPolicy
     let environment: SyncEnvironment
     let agent: String
+    let historyOnJoin: HistoryPolicy?
     private let continuation: AsyncStream<SyncEvent>.Continuation
     /// Every state change, authentication, typing indicator, reconnect and failure.
     public nonisolated let events: AsyncStream<SyncEvent>
@@ -25,7 +26,8 @@ public actor SyncEngine {
     public static let eventBufferLimit = 10_000
 
     public init(store: LocalStore, connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider,
-                policy: ReconnectPolicy = ReconnectPolicy(), environment: SyncEnvironment = .live, agent: String = "lamina-swift/1") throws(ClientError) {
+                policy: ReconnectPolicy = ReconnectPolicy(), environment: SyncEnvironment = .live, agent: String = "lamina-swift/1",
+                historyOnJoin: HistoryPolicy? = nil) throws(ClientError) {
         try policy.validate()
         self.store = store
         self.connector = connector
@@ -33,10 +35,14 @@ public actor SyncEngine {
         self.policy = policy
         self.environment = environment
         self.agent = agent
+        self.historyOnJoin = historyOnJoin
         (events, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(Self.eventBufferLimit))
     }
 
     deinit { continuation.finish() }
+
+    /// `SyncEvent` under a name code that has its own `SyncEvent` can reach.
+    public typealias Event = SyncEvent
 
     /// Starts connecting (no-op when running).
     public func start() {
@@ -64,6 +70,13 @@ public actor SyncEngine {
         await session?.sendTyping(typing)
     }
 
+    /// Fetches messages of a conversation from the node (see `SyncSession.fetchHistory`).
+    /// Throws `.notConnected` between sessions.
+    public func fetchHistory(of conversation: ConversationID, policy: HistoryPolicy, before: MessagePosition?) async throws(ClientError) -> [MessageID] {
+        guard let session else { throw ClientError(.notConnected, "no sync session is running") }
+        return try await session.fetchHistory(of: conversation, policy: policy, before: before)
+    }
+
     /// The current session's state, nil between sessions.
     public var sessionState: SyncSessionState? {
         get async { await session?.state }
@@ -79,7 +92,7 @@ public actor SyncEngine {
                 self.channel = channel
                 if Task.isCancelled { await channel.close(); break }
                 let session = SyncSession(store: store, channel: channel, identityToken: identityToken,
-                                          environment: environment, agent: agent, onEvent: emit)
+                                          environment: environment, agent: agent, historyOnJoin: historyOnJoin, onEvent: emit)
                 self.session = session
                 end = await session.run()
                 if await session.reachedLive { attempt = 0 }

@@ -26,6 +26,9 @@ public enum SyncEvent: Hashable, Sendable {
     case reconnecting(attempt: Int, delay: Duration)
     /// The engine stopped for good (authentication refused, or the store failed).
     case failed(ClientError)
+    /// The node ended or refused the session (expired or revoked): the engine authenticates
+    /// anew, asking the app's identity token provider for a token (the docs' challenge).
+    case sessionExpired
     /// The node refused a command for good; it left the outbox (see `LocalStore.outboxFailures()`).
     case commandFailed(OutboxFailure)
 }
@@ -57,6 +60,7 @@ public actor SyncSession {
     let identityToken: IdentityTokenProvider
     let environment: SyncEnvironment
     let agent: String
+    let historyOnJoin: HistoryPolicy?
     let onEvent: @Sendable (SyncEvent) -> Void
 
     public private(set) var state: SyncSessionState = .negotiating
@@ -65,18 +69,26 @@ public actor SyncSession {
     /// Whether the session got as far as live (the engine then resets its backoff).
     public private(set) var reachedLive = false
     private var cursor: UInt64 = 0
-    private var inFlight: [UUID: OutboxEntry] = [:]
-    private var flushing = false
-    private var flushAgain = false
+    var inFlight: [UUID: OutboxEntry] = [:]
+    var flushing = false
+    var flushAgain = false
+    /// The conversation creation sent and not yet answered: later commands wait for its
+    /// answer, which may resolve the conversation into another (SPEC §5.5).
+    var awaitingCreation: UUID?
+    /// The largest frame payload the node accepts (WELCOME; until then the protocol's).
+    public private(set) var maxFrameSize = WireLimits.protocolMaxFrameSize
+    /// History requests waiting for their ACK or ERROR, with the messages received so far.
+    var historyRequests: [UUID: HistoryRequest] = [:]
 
     public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
-                environment: SyncEnvironment = .live, agent: String = "lamina-swift/1",
+                environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
                 onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }) {
         self.store = store
         self.channel = channel
         self.identityToken = identityToken
         self.environment = environment
         self.agent = agent
+        self.historyOnJoin = historyOnJoin
         self.onEvent = onEvent
     }
 
@@ -89,6 +101,7 @@ public actor SyncSession {
     public func run() async -> SyncSessionEnd {
         let end = await runSession()
         enter(.ended)
+        failHistoryRequests(ClientError(.disconnected, "the sync stream ended before the node answered"))
         return end
     }
 
@@ -152,6 +165,7 @@ public actor SyncSession {
             throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer HELLO with WELCOME")))
         }
         features = welcome.features
+        maxFrameSize = min(Int(welcome.maxFrameSize), WireLimits.protocolMaxFrameSize)
         let deviceID = try store.deviceID()
         var authenticated: Authenticated?
         if let token = try store.sessionToken() {
@@ -163,6 +177,7 @@ public actor SyncSession {
                 authenticated = a
             case .error(let e) where Self.sessionCodes.contains(e.code) || Self.isAuthenticationCode(e.code):
                 try store.setSessionToken(nil)  // authenticate anew below
+                onEvent(.sessionExpired)
             default:
                 throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer RESUME_SESSION with AUTHENTICATED or a session error")))
             }
@@ -216,6 +231,10 @@ public actor SyncSession {
             try await apply([change])
         case .changeBatch(let batch):
             try await apply(batch.changes)
+        case .ack(let ack) where historyRequests[ack.requestID] != nil:
+            finishHistory(ack.requestID, .success(()))
+        case .error(let e) where e.requestID.map { historyRequests[$0] != nil } ?? false:
+            finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
         case .ack(let ack) where ack.requestID == syncID:
             if let c = ack.cursor, c > cursor {
                 try store.setSyncCursor(c)
@@ -231,15 +250,18 @@ public actor SyncSession {
             // session starts again with a fresh authentication.
             if let id = e.requestID {
                 inFlight[id] = nil
+                if awaitingCreation == id { awaitingCreation = nil }
                 try store.requeue(id)
             }
             try store.setSessionToken(nil)
+            onEvent(.sessionExpired)
             return .sessionExpired
         case .error(let e):
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
             if e.isFatal || e.requestID == nil {
                 if Self.sessionCodes.contains(e.code) {
                     try store.setSessionToken(nil)
+                    onEvent(.sessionExpired)
                     return .sessionExpired
                 }
                 if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
@@ -258,12 +280,24 @@ public actor SyncSession {
     private func apply(_ entries: [Change]) async throws {
         let decoded = ChangeDecoder.decode(entries, after: cursor, localUser: store.localUser, receivedAt: environment.now())
         for t in decoded.typing { onEvent(.typing(t)) }
-        if !decoded.changes.isEmpty || decoded.cursor != nil {
-            try applyTolerant(decoded.changes, cursor: decoded.cursor)
+        noteHistory(entries)
+        let receipts = try receiptEntries(for: decoded)
+        let joined = try newConversations(in: decoded)
+        if !decoded.changes.isEmpty || decoded.cursor != nil || !receipts.isEmpty {
+            try applyTolerant(decoded.changes, cursor: decoded.cursor, outbox: receipts)
             if let c = decoded.cursor { cursor = c }
         }
-        // Receipts only where the conversation wants them (the node would ignore the rest).
+        if !receipts.isEmpty, state == .live { try await flushOutbox() }
+        for id in joined { try await requestHistory(of: id) }
+    }
+
+    /// Delivery receipts for the messages from others in `decoded`, only where the
+    /// conversation wants them (the node would ignore the rest); queued in the transaction
+    /// that stores the messages, so a stored message always has its receipt on the way.
+    private func receiptEntries(for decoded: DecodedChanges) throws -> [OutboxEntry] {
+        guard features.contains(.deliveryReceipts), !decoded.receivedFromOthers.isEmpty else { return [] }
         var receiptsOn: [ConversationID: Bool] = [:]
+        for case .conversation(let c) in decoded.changes { receiptsOn[c.id] = c.deliveryReceiptsEnabled }
         var received: [Message] = []
         for m in decoded.receivedFromOthers {
             if receiptsOn[m.conversationID] == nil {
@@ -271,97 +305,25 @@ public actor SyncSession {
             }
             if receiptsOn[m.conversationID] == true { received.append(m) }
         }
-        if features.contains(.deliveryReceipts), !received.isEmpty {
-            for receipt in ChangeDecoder.deliveryReceipts(for: received) {
-                try store.enqueue(try OutboxEncoder.entry(for: .deliveryReceipt(receipt), createdAt: environment.now()))
-            }
-            if state == .live { try await flushOutbox() }
+        let now = environment.now()
+        return try ChangeDecoder.deliveryReceipts(for: received).map { receipt throws(ClientError) in
+            try OutboxEncoder.entry(for: .deliveryReceipt(receipt), createdAt: now)
         }
     }
 
     /// Applies in one transaction; when a change names something this device does not hold
     /// (e.g. a conversation deleted here), applies the others one by one, skipping it.
-    private func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?) throws {
-        let whole = Result { () throws(ClientError) in try store.apply(changes, cursor: cursor) }
+    func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = [], acknowledged: UUID? = nil) throws {
+        let whole = Result { () throws(ClientError) in try store.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged) }
         guard case .failure(let error) = whole else { return }
         guard error.code == .notFound else { throw error }
         for change in changes {
             let one = Result { () throws(ClientError) in try store.apply([change]) }
             if case .failure(let e) = one, e.code != .notFound { throw e }
         }
-        if let cursor { try store.setSyncCursor(cursor) }
-    }
-
-    private func complete(_ completion: OutboxCompletion) async throws {
-        switch completion {
-        case .acknowledged(let id, let ack):
-            let entry = inFlight.removeValue(forKey: id)
-            switch entry.flatMap({ OutboxCommandKind(rawValue: $0.kind) }) {
-            case .sendMessage:
-                if let stored = try store.message(MessageID(uuid: id)), let position = ack.position {
-                    var m = stored.message
-                    m.position = position
-                    m.sentAt = ack.timestamp ?? m.sentAt
-                    if let me = m.recipientStatus[store.localUser] { m.recipientStatus[store.localUser] = max(me, .sent) }
-                    try applyTolerant([.message(m, receivedAt: environment.now())], cursor: nil)
-                }
-            case .createConversation:
-                if let to = ack.conversationID, to.uuid != id {
-                    try applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
-                } else if let local = try store.conversation(ConversationID(uuid: id)), !local.isSynced {
-                    try applyTolerant([.conversation(local.conversation)], cursor: nil)  // the node has it now
-                }
-            default:
-                break
-            }
-            try store.markSent(id)
-        case .failed(let id, let code, let reason, let conversationID):
-            let entry = inFlight.removeValue(forKey: id)
-            if code == .existingDistinctConversation, let to = conversationID, entry?.kind == OutboxCommandKind.createConversation.rawValue {
-                try applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
-            }
-            let now = environment.now()
-            if try store.markFailed(id, code: code.wireValue, reason: reason, at: now) {
-                onEvent(.commandFailed(OutboxFailure(id: id, kind: entry?.kind ?? "", objectID: entry?.objectID, code: code.wireValue, reason: reason, failedAt: now)))
-            }
-        case .retry(let id, let after):
-            inFlight[id] = nil
-            try store.requeue(id)
-            let sleep = environment.sleep
-            Task { [weak self] in
-                try? await sleep(after ?? Self.defaultRetryDelay)
-                try? await self?.flushOutbox()
-            }
+        if cursor != nil || !outbox.isEmpty || acknowledged != nil {
+            try store.apply([], cursor: cursor, outbox: outbox, acknowledged: acknowledged)
         }
-    }
-
-    /// Sends every pending outbox entry in outbox order (only when live). Concurrent calls
-    /// coalesce: one flush runs, and runs again if more was asked while it ran.
-    public func flush() async {
-        do { try await flushOutbox() } catch {}
-    }
-
-    private func flushOutbox() async throws {
-        guard state == .live else { return }
-        if flushing {
-            flushAgain = true
-            return
-        }
-        flushing = true
-        defer { flushing = false }
-        repeat {
-            flushAgain = false
-            let batch = try store.dequeueOutbox(limit: Self.flushBatch)
-            for entry in batch {
-                guard let frame = try? OutboxEncoder.frame(for: entry) else {
-                    try store.markFailed(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
-                    continue
-                }
-                inFlight[entry.id] = entry
-                try await channel.send(frame)
-            }
-            if batch.count == Self.flushBatch { flushAgain = true }
-        } while flushAgain && state == .live
     }
 
     /// Sends a typing indicator when live and the node relays them; dropped otherwise

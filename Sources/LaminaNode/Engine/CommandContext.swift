@@ -68,6 +68,9 @@ struct CommandContext {
             if !conversation.metadata.values.isEmpty, conversation.metadata != existing.metadata {
                 throw DistinctConflict(existing: existing.id)
             }
+            // The caller's devices learn the conversation they now share as it is (creator,
+            // creation time), even before its first message makes it visible to them.
+            try emit(.conversationCreated(existing), to: [user], conversation: existing.id)
             return Ack(requestID: f.conversationID.uuid, conversationID: existing.id)
         }
         // Others see the conversation with its first message (SPEC §6.2).

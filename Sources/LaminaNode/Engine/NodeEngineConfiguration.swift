@@ -1,4 +1,5 @@
 import LaminaModel
+import LaminaWire
 
 /// Everything the engine needs to know, with sensible defaults.
 public struct NodeEngineConfiguration: Sendable {
@@ -12,6 +13,8 @@ public struct NodeEngineConfiguration: Sendable {
     public var nonceLifetime: Duration
     /// Leeway for JWT `iat`/`exp`. Default 60 s.
     public var maxClockSkew: Duration
+    /// The largest frame payload the node's streams accept, announced in WELCOME.
+    public var maxFrameSize: Int = WireLimits.default.maxFrameSize
 
     public init(
         nodeID: NodeID,

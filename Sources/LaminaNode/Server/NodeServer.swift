@@ -62,9 +62,9 @@ public final class NodeServer: Sendable {
         do { store = try NodeStore(path: prepared.storePath) } catch {
             throw NodeServerError.startup("cannot open the store at \(prepared.storePath): \(error)")
         }
-        let engine = try NodeEngine(
-            store: store,
-            configuration: NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders))
+        var engineConfiguration = NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders)
+        engineConfiguration.maxFrameSize = min(configuration.limits.maxFrameSize, WireLimits.protocolMaxFrameSize)
+        let engine = try NodeEngine(store: store, configuration: engineConfiguration)
         let content: ContentService
         do {
             content = try ContentService(

@@ -47,6 +47,15 @@ final class TestNode: @unchecked Sendable {
     }
 
     func stop() async { await server.shutdown() }
+
+    /// Starts the node again after `stop()`, on the same data directory and the same port
+    /// (the listener binds with SO_REUSEADDR), so clients configured with `server.url`
+    /// reach it again by reconnecting.
+    func startAgain() async throws {
+        var again = configuration
+        again.port = server.transport.port
+        server = try await NodeServer.start(configuration: again, group: Fixtures.group, logger: Fixtures.logger)
+    }
 }
 
 struct CommandFailed: Error, CustomStringConvertible {

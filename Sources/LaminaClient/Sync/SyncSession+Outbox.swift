@@ -1,0 +1,120 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+
+/// The outbox side of a session (SPEC §7): commands go out in outbox order once live; a
+/// conversation's creation holds back later commands until its answer, which may resolve
+/// it into another conversation they then follow; ACKs and ERRORs complete the entries.
+extension SyncSession {
+    func complete(_ completion: OutboxCompletion) async throws {
+        try await completeEntry(completion)
+        let id: UUID = switch completion {
+        case .acknowledged(let id, _), .failed(let id, _, _, _), .retry(let id, _): id
+        }
+        if id == awaitingCreation {
+            awaitingCreation = nil
+            try await flushOutbox()
+        }
+    }
+
+    private func completeEntry(_ completion: OutboxCompletion) async throws {
+        switch completion {
+        case .acknowledged(let id, let ack):
+            let entry = inFlight.removeValue(forKey: id)
+            // What the ACK changes commits with the entry's removal: a sent message is never
+            // seen sent while its command still waits in the outbox.
+            var changes: [RemoteChange] = []
+            switch entry.flatMap({ OutboxCommandKind(rawValue: $0.kind) }) {
+            case .sendMessage:
+                if let stored = try store.message(MessageID(uuid: id)), let position = ack.position {
+                    var m = stored.message
+                    m.position = position
+                    m.sentAt = ack.timestamp ?? m.sentAt
+                    // Accepted by the node: every participant's status is at least sent.
+                    for (user, status) in m.recipientStatus { m.recipientStatus[user] = max(status, .sent) }
+                    changes = [.message(m, receivedAt: environment.now())]
+                }
+            case .createConversation:
+                if let to = ack.conversationID, to.uuid != id {
+                    changes = [.distinctMerge(from: ConversationID(uuid: id), into: to)]
+                } else if let local = try store.conversation(ConversationID(uuid: id)), !local.isSynced {
+                    changes = [.conversation(local.conversation)]  // the node has it now
+                }
+            default:
+                break
+            }
+            try applyTolerant(changes, cursor: nil, acknowledged: id)
+        case .failed(let id, let code, let reason, let conversationID):
+            let entry = inFlight.removeValue(forKey: id)
+            if code == .existingDistinctConversation, let to = conversationID, entry?.kind == OutboxCommandKind.createConversation.rawValue {
+                try applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
+            }
+            let now = environment.now()
+            if try store.markFailed(id, code: code.wireValue, reason: reason, at: now) {
+                onEvent(.commandFailed(OutboxFailure(id: id, kind: entry?.kind ?? "", objectID: entry?.objectID, code: code.wireValue, reason: reason, failedAt: now)))
+            }
+        case .retry(let id, let after):
+            inFlight[id] = nil
+            if awaitingCreation == id { awaitingCreation = nil }
+            try store.requeue(id)
+            let sleep = environment.sleep
+            Task { [weak self] in
+                try? await sleep(after ?? Self.defaultRetryDelay)
+                try? await self?.flushOutbox()
+            }
+        }
+    }
+
+    /// Sends every pending outbox entry in outbox order (only when live). Concurrent calls
+    /// coalesce: one flush runs, and runs again if more was asked while it ran.
+    public func flush() async {
+        do { try await flushOutbox() } catch {}
+    }
+
+    func flushOutbox() async throws {
+        guard state == .live else { return }
+        if flushing {
+            flushAgain = true
+            return
+        }
+        flushing = true
+        defer { flushing = false }
+        repeat {
+            flushAgain = false
+            if awaitingCreation != nil { break }
+            let batch = try store.dequeueOutbox(limit: Self.flushBatch, stopAfter: [OutboxCommandKind.createConversation.rawValue])
+            for entry in batch {
+                guard let frame = try? OutboxEncoder.frame(for: entry) else {
+                    try store.markFailed(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
+                    continue
+                }
+                guard entry.payload.count - FrameHeader.size <= maxFrameSize else {
+                    try refuseOversized(entry)
+                    continue
+                }
+                inFlight[entry.id] = entry
+                if entry.kind == OutboxCommandKind.createConversation.rawValue { awaitingCreation = entry.id }
+                try await channel.send(try redirected(frame))
+            }
+            if batch.count == Self.flushBatch { flushAgain = true }
+        } while flushAgain && state == .live
+    }
+
+    /// The command addressed to the conversation its target now is (after a distinct merge).
+    private func redirected(_ frame: Frame) throws(ClientError) -> Frame {
+        guard let target = OutboxRedirect.conversation(of: frame) else { return frame }
+        let current = try store.currentIdentifier(of: target)
+        return current == target ? frame : OutboxRedirect.redirect(frame, to: current)
+    }
+
+    /// A command larger than the node's WELCOME `maxFrameSize` would cost the stream (SPEC
+    /// §2.3): it fails here, with the code the node would give, and the rest goes on.
+    private func refuseOversized(_ entry: OutboxEntry) throws {
+        let now = environment.now()
+        let code = WireError.Code.frameTooLarge.wireValue
+        let reason = "the command is \(entry.payload.count - FrameHeader.size) bytes; the node accepts frames of at most \(maxFrameSize)"
+        if try store.markFailed(entry.id, code: code, reason: reason, at: now) {
+            onEvent(.commandFailed(OutboxFailure(id: entry.id, kind: entry.kind, objectID: entry.objectID, code: code, reason: reason, failedAt: now)))
+        }
+    }
+}
