@@ -128,6 +128,43 @@ import Testing
         }
     }
 
+    @Test func anUploadResumesFromTheNodesOffsetAfterTheAppRestarts() async throws {
+        try await withTemporaryDirectory { dir in
+            let stub = try await StubContentServer.start(in: dir)
+            defer { Task { await stub.stop() } }
+            let config = LaminaConfiguration(nodeURL: URL(string: stub.url)!, trust: .certificateAuthorities(URL(fileURLWithPath: stub.certificate)),
+                                             dataDirectory: dir)
+            let data = patternBytes(1 << 20, seed: 2)
+            var first: LaminaClient? = try LaminaClient(configuration: config, user: alice)
+            let c = try first!.newConversation(participants: [bob], options: ConversationOptions(isDistinct: false)).id
+            let (message, part, ref) = try sendRich(first!, c, data)
+            let progress = try #require(first!.uploadProgress(for: part))
+            first!.transfers.uploader.chunkHook = { _, sent in
+                if sent >= 300_000, !progress.isPaused { progress.pause() }
+            }
+            let events = first!.contentTransferEvents()
+            try await lend(first!, stub)
+            first!.transfers.uploader.start()
+            let paused = try await firstEvent(events) { if case .paused(part, .upload, _) = $0 { true } else { false } }
+            guard case .paused(_, _, let offset) = paused else { return }
+            first!.transfers.stop()
+            try first!.store.close()
+            first = nil
+
+            // The app starts again: the upload is found in the store and goes on from the node's bytes.
+            let second = try LaminaClient(configuration: config, user: alice)
+            #expect(try second.store.pendingUploads().map(\.part) == [part])
+            let again = second.contentTransferEvents()
+            try await lend(second, stub)
+            second.transfers.uploader.start()
+            _ = try await firstEvent(again) { if case .completed(part, .upload) = $0 { true } else { false } }
+            #expect(second.transfers.uploader.uploadStarts(of: part) == [offset])
+            #expect(stub.upload(ref.id)?.bytes == [UInt8](data))
+            #expect(try second.store.dequeueOutbox(limit: 10).contains { $0.id == message.id.uuid })
+            second.transfers.stop()
+        }
+    }
+
     @Test func aDownloadContinuesFromThePartialFileAndChecksTheDigest() async throws {
         try await withStubClient { client, stub, c in
             let bytes = [UInt8](patternBytes(300_000, seed: 5))
