@@ -127,6 +127,9 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
             let first = try client.send(client.newMessage(parts: [try MessagePart.with(text: "caption"), rich]), in: c)
             let part = first.message.identifier(of: rich)
             let later = try client.send(client.newMessage(parts: [try MessagePart.with(text: "after")]), in: c)
+            // Another conversation is not held back by this one's upload.
+            let elsewhere = try client.newConversation(participants: [carol], options: ConversationOptions(isDistinct: false)).id
+            let other = try client.send(client.newMessage(parts: [try MessagePart.with(text: "elsewhere")]), in: elsewhere)
 
             // The bytes moved under the content directory; staging forgot them.
             #expect(!FileManager.default.fileExists(atPath: staged.path))
@@ -141,12 +144,14 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
             #expect(progress.totalUnitCount == 5_000 && progress.completedUnitCount == 0)
             #expect(progress.isPausable && progress.isCancellable)
 
-            // A receipt may overtake the held message; the conversation's creation goes first;
-            // the rich message and everything after it wait.
+            // The conversations' creations go; the rich message and what follows it in its
+            // conversation wait; the other conversation's message and a receipt go on.
             try client.store.enqueue(try OutboxEncoder.entry(for: .deliveryReceipt(DeliveryReceipt(
                 requestID: UUID(), conversationID: c, upTo: position(10)))))
             let out = try client.store.dequeueOutbox(limit: 100)
-            #expect(out.map(\.kind) == [OutboxCommandKind.createConversation.rawValue, OutboxCommandKind.deliveryReceipt.rawValue])
+            #expect(out.map(\.kind) == [OutboxCommandKind.createConversation.rawValue, OutboxCommandKind.createConversation.rawValue,
+                                        OutboxCommandKind.sendMessage.rawValue, OutboxCommandKind.deliveryReceipt.rawValue])
+            #expect(out[2].id == other.id.uuid)
             for entry in out { try client.store.markSent(entry.id) }
             #expect(try client.store.dequeueOutbox(limit: 100).isEmpty)
 

@@ -78,22 +78,28 @@ extension LocalStore {
     /// depend on, such as a conversation's creation).
     ///
     /// An entry about a message whose rich content is not uploaded yet is held back, and so
-    /// is every later entry (commands keep their order), except the kinds in `overtaking`
-    /// (receipts, which never depend on the local user's own messages).
+    /// is every later entry about the same conversation (commands keep their order there),
+    /// except the kinds in `overtaking` (receipts, which never depend on the local user's
+    /// own messages). Other conversations' commands go on: a large upload holds back only
+    /// its own conversation.
     public func dequeueOutbox(limit: Int, stopAfter: Set<String> = [], overtaking: Set<String> = OutboxCommandKind.overtakingUploads) throws(ClientError) -> [OutboxEntry] {
         guard (1...Self.maxOutboxBatch).contains(limit) else {
             throw ClientError(.invalidSetting, "an outbox batch is 1...\(Self.maxOutboxBatch) entries, not \(limit)")
         }
         return try write { ctx in
+            // The conversation a command is about: a message's, or the object itself.
             let rows = try Row.fetchAll(ctx.db, sql: """
-                SELECT outbox.*, EXISTS (SELECT 1 FROM part WHERE part.message_id = outbox.object_id AND part.transfer_status IN (?, ?)) AS awaits_upload
+                SELECT outbox.*,
+                    EXISTS (SELECT 1 FROM part WHERE part.message_id = outbox.object_id AND part.transfer_status IN (?, ?)) AS awaits_upload,
+                    COALESCE((SELECT conversation_id FROM message WHERE message.id = outbox.object_id), outbox.object_id) AS conversation_key
                 FROM outbox WHERE state = 0 ORDER BY seq LIMIT ?
                 """, arguments: [TransferStatus.awaitingUpload.rawValue, TransferStatus.uploading.rawValue, limit])
             var out: [OutboxEntry] = []
-            var held = false
+            var held: Set<Data> = []
             for row in rows {
-                if row["awaits_upload"] as Bool { held = true }
-                if held, !overtaking.contains(row["kind"] as String) { continue }
+                let key = row["conversation_key"] as Data? ?? Data()
+                if row["awaits_upload"] as Bool { held.insert(key) }
+                if held.contains(key), !overtaking.contains(row["kind"] as String) { continue }
                 var entry = try Self.outboxEntry(row)
                 entry.state = .inFlight
                 entry.attempts += 1
