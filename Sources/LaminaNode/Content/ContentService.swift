@@ -19,8 +19,9 @@ public final class ContentService: Sendable {
     private let sweep = NIOLockedValueBox<RepeatedTask?>(nil)
     private let stopped = NIOLockedValueBox(false)
 
-    /// Opens the content directories and brings files and records in line (start-up recovery,
-    /// blocking: call before serving). `threads` do the disk work of uploads and downloads.
+    /// Opens the content directories and brings the files in line with the records (start-up
+    /// recovery, blocking: call before serving, then ``start(sweepingOn:)``). `threads` do the
+    /// disk work of uploads and downloads.
     public init(store: NodeStore, dataDirectory: URL, settings: ContentSettings, logger: Logger, threads: Int = 2) throws {
         self.store = store
         self.settings = settings
@@ -38,35 +39,32 @@ public final class ContentService: Sendable {
         self.lastRecovery = recovery
         self.threadPool = NIOThreadPool(numberOfThreads: threads)
         threadPool.start()
-        if !recovery.damaged.isEmpty {
-            let damaged = recovery.damaged
+    }
+
+    /// Corrects the records whose bytes the start-up recovery found missing (a partial file
+    /// shorter than recorded: its length; complete content without its file: the record goes),
+    /// then starts the periodic collection on `eventLoop` (none when the interval is 0).
+    public func start(sweepingOn eventLoop: EventLoop) async throws {
+        let damaged = lastRecovery.damaged
+        if !damaged.isEmpty {
             let now = Timestamp.now()
-            let semaphore = DispatchSemaphore(value: 0)
-            let outcome = NIOLockedValueBox<Error?>(nil)
-            do {
-                try store.submit({ tx in
-                    for (id, received) in damaged {
-                        if let received {
-                            try tx.updateUpload(id, receivedBytes: received, state: .uploading, at: now)
-                        } else {
-                            try tx.deleteUpload(id)
-                        }
+            try await store.write { tx in
+                for (id, received) in damaged {
+                    if let received {
+                        try tx.updateUpload(id, receivedBytes: received, state: .uploading, at: now)
+                    } else {
+                        try tx.deleteUpload(id)
                     }
-                }, completion: { result in
-                    if case .failure(let error) = result { outcome.withLockedValue { $0 = error } }
-                    semaphore.signal()
-                })
-                semaphore.wait()
+                }
             }
-            if let error = outcome.withLockedValue({ $0 }) { throw error }
         }
+        startSweeping(on: eventLoop)
     }
 
     /// What the start-up recovery did (tests, logs).
     public let lastRecovery: ContentFiles.Recovery
 
-    /// Starts the periodic collection on `eventLoop` (no-op when the interval is 0).
-    public func startSweeping(on eventLoop: EventLoop) {
+    private func startSweeping(on eventLoop: EventLoop) {
         guard settings.sweepIntervalSeconds > 0 else { return }
         let interval = TimeAmount.seconds(Int64(settings.sweepIntervalSeconds))
         let task = eventLoop.scheduleRepeatedAsyncTask(initialDelay: interval, delay: interval) { _ in

@@ -74,6 +74,12 @@ public final class NodeServer: Sendable {
             try? store.close()
             throw NodeServerError.startup("cannot prepare the content files: \(error)")
         }
+        do { try await content.start(sweepingOn: group.next()) } catch {
+            await content.shutdown()
+            await engine.shutdown()
+            try? store.close()
+            throw NodeServerError.startup("cannot repair the content records: \(error)")
+        }
         let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
         let gate = SessionGate(limit: configuration.maxSessions)
 
@@ -120,7 +126,6 @@ public final class NodeServer: Sendable {
                     "cannot listen (admin) on \(configuration.adminHost):\(configuration.adminPort): \(error)")
             }
         }
-        content.startSweeping(on: group.next())
         let server = NodeServer(
             configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
             transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox)

@@ -45,6 +45,11 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
         stream.write(buffer, promise: nil)
     }
 
+    /// Sends a frame that gets no awaited answer (e.g. PING: the PONG goes to the observer).
+    func send(_ frame: Frame) {
+        stream.eventLoop.execute { self.write(frame) }
+    }
+
     /// Sends `frame` and completes with the frame answering `id`.
     func request(_ frame: Frame, id: UUID) -> EventLoopFuture<Frame> {
         let promise = stream.eventLoop.makePromise(of: Frame.self)
