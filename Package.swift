@@ -117,6 +117,7 @@ let package = Package(
                 "LaminaModel",
                 "LaminaWire",
                 "LaminaNode",
+                "LaminaClient",
                 "CAllocationCounter",
                 "LaminaTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
