@@ -61,19 +61,23 @@ struct SDKContentCommand: AsyncParsableCommand {
         }
 
         let probe = Probe(alice: alice, conversation: chat, arrivals: arrivals, interval: .nanoseconds(1_000_000_000 / rate))
+        Self.note("baseline: \(baselineMessages) messages at \(rate)/s")
         let baseline = try await probe.run(count: baselineMessages)
+        let lostBaseline = probe.lost.take()
 
         // The part: a file of patterned bytes (not measured), staged (measured: copy + SHA-256).
         let size = UInt64(sizeMb) << 20
         let source = URL(fileURLWithPath: root + "/part.bin")
         try Self.writePattern(to: source, size: size)
         let clock = ContinuousClock()
+        Self.note("staging \(sizeMb) MiB")
         let stagingStart = clock.now
         let part = try MessagePart.with(mimeType: "video/mp4", fileURL: source)
         let staging = clock.now - stagingStart
         try? FileManager.default.removeItem(at: source)
 
         let events = alice.contentTransferEvents()
+        Self.note("uploading")
         let uploadStart = clock.now
         let message = try alice.send(alice.newMessage(parts: [part]), in: media)
         let partID = message.message.identifier(of: part)
@@ -85,8 +89,11 @@ struct SDKContentCommand: AsyncParsableCommand {
             throw BenchFailure("the transfer events ended")
         }
         let duringUpload = try await probe.run(until: { uploaded })
+        let lostUpload = probe.lost.take()
         let upload = try await uploaded.value - uploadStart
+        Self.note("waiting for bob to receive the message")
         try await arrivals.wait(for: message.id, timeout: .seconds(120))
+        Self.note("downloading")
 
         let downloadStart = clock.now
         let downloaded = Task { () throws -> ContinuousClock.Instant in
@@ -94,7 +101,9 @@ struct SDKContentCommand: AsyncParsableCommand {
             return clock.now
         }
         let duringDownload = try await probe.run(until: { downloaded })
+        let lostDownload = probe.lost.take()
         let download = try await downloaded.value - downloadStart
+        Self.note("done")
 
         func mbps(_ d: Duration) -> String { String(format: "%.1f MB/s", Double(size) / 1e6 / Self.seconds(d)) }
         print("sdk-content: \(sizeMb) MiB part alice -> bob through a node on loopback TLS + HTTP/2; chat messages at \(rate)/s")
@@ -102,15 +111,18 @@ struct SDKContentCommand: AsyncParsableCommand {
         print("  upload (send -> on the node, verified): \(String(format: "%.2f s", Self.seconds(upload))) = \(mbps(upload))")
         print("  download (GET -> file, SHA-256 checked): \(String(format: "%.2f s", Self.seconds(download))) = \(mbps(download))")
         print("  message latency alice send -> bob stored:")
-        print("    without transfer: \(Self.summary(baseline))")
-        print("    during upload:    \(Self.summary(duringUpload))")
-        print("    during download:  \(Self.summary(duringDownload))")
+        print("    without transfer: \(Self.summary(baseline)), never arrived \(lostBaseline)")
+        print("    during upload:    \(Self.summary(duringUpload)), never arrived \(lostUpload)")
+        print("    during download:  \(Self.summary(duringDownload)), never arrived \(lostDownload)")
 
         watcher.cancel()
         try await alice.close()
         try await bob.close()
         await node.shutdown()
     }
+
+    /// A phase note on standard error.
+    static func note(_ text: String) { FileHandle.standardError.write(Data("sdk-content: \(text)\n".utf8)) }
 
     static func seconds(_ d: Duration) -> Double {
         Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
@@ -178,6 +190,8 @@ final class Arrivals: @unchecked Sendable {
 
 /// Alice's chat messages at a steady rate; each one's send-to-bob-stored latency.
 struct Probe {
+    /// Messages sent that bob's store never got (within the drain time).
+    let lost = Counter()
     let alice: LaminaClient
     let conversation: ConversationID
     let arrivals: Arrivals
@@ -196,8 +210,9 @@ struct Probe {
         return try await run(until: { done.isSet })
     }
 
-    /// Sends until `stop` says so (asked before each message), then waits for the last arrivals.
-    func run(until stop: () -> Bool) async throws -> [Duration] {
+    /// Sends until `stop` says so (asked before each message), then waits for the last
+    /// arrivals (at most `drain` in all). Messages that never arrive are counted in `lost`.
+    func run(until stop: () -> Bool, drain: Duration = .seconds(20)) async throws -> [Duration] {
         var sent: [(MessageID, ContinuousClock.Instant)] = []
         while !stop() {
             let start = ContinuousClock.now
@@ -205,8 +220,16 @@ struct Probe {
             sent.append((id, start))
             try await Task.sleep(for: interval)
         }
-        for (id, _) in sent { try await arrivals.wait(for: id, timeout: .seconds(60)) }
-        return sent.compactMap { id, start in arrivals.time(of: id).map { $0 - start } }
+        SDKContentCommand.note("sent \(sent.count); waiting for their arrival")
+        let deadline = ContinuousClock.now + drain
+        for (id, _) in sent {
+            let left = deadline - ContinuousClock.now
+            if left <= .zero { break }
+            try? await arrivals.wait(for: id, timeout: left)
+        }
+        let latencies = sent.compactMap { id, start in arrivals.time(of: id).map { $0 - start } }
+        lost.add(sent.count - latencies.count)
+        return latencies
     }
 }
 
@@ -215,4 +238,12 @@ final class Flag: @unchecked Sendable {
     private var value = false
     func set() { lock.withLock { value = true } }
     var isSet: Bool { lock.withLock { value } }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func add(_ n: Int) { lock.withLock { value += n } }
+    /// The count so far, reset to 0.
+    func take() -> Int { lock.withLock { defer { value = 0 }; return value } }
 }
