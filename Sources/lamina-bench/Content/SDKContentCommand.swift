@@ -169,13 +169,18 @@ final class Arrivals: @unchecked Sendable {
     func wait(for id: MessageID, timeout: Duration) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                    let now = self.lock.withLock { () -> Bool in
-                        if self.arrived[id] != nil { return true }
-                        self.waiters[id] = c
-                        return false
+                // Cancellable: the group waits for this child when the timeout child throws.
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                        let now = self.lock.withLock { () -> Bool in
+                            if self.arrived[id] != nil || Task.isCancelled { return true }
+                            self.waiters[id] = c
+                            return false
+                        }
+                        if now { c.resume() }
                     }
-                    if now { c.resume() }
+                } onCancel: {
+                    self.lock.withLock { self.waiters.removeValue(forKey: id) }?.resume()
                 }
             }
             group.addTask {
