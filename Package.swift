@@ -139,6 +139,7 @@ let package = Package(
                 "LaminaModel",
                 "LaminaWire",
                 "LaminaNode",
+                "LaminaClient",
                 "CAllocationCounter",
                 "LaminaTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -168,6 +169,7 @@ let package = Package(
                 "LaminaClient",
                 "LaminaModel",
                 "LaminaWire",
+                "LaminaTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

@@ -8,7 +8,7 @@ struct LaminaBench: AsyncParsableCommand {
         subcommands: [
             CodecBenchmark.self, StorageBenchmark.self,
             H2ServerCommand.self, IdleConnectionsCommand.self, IdleClientsCommand.self, TransportCompareCommand.self,
-            NodeLoadCommand.self, NodeCrashCommand.self, ContentTransferCommand.self,
+            NodeLoadCommand.self, NodeCrashCommand.self, ContentTransferCommand.self, SDKContentCommand.self,
         ]
     )
 }

@@ -65,7 +65,11 @@ func expectCode(_ code: ClientError.Code, _ body: () throws -> Void, sourceLocat
             expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: "text", data: Data("x".utf8)) }
             expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: "text/ plain", data: Data("x".utf8)) }
             expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: String(repeating: "a", count: 250) + "/plain", data: Data()) }
-            expectCode(.inlineTooLarge) { _ = try MessagePart.with(mimeType: "image/png", data: Data(count: 2_049)) }
+            // Over 2 KiB: rich content, staged with its size and digest (ContentStagingTests).
+            let rich = try MessagePart.with(mimeType: "image/png", data: Data(count: 2_049))
+            guard case .external(let reference) = rich.content else { Issue.record("2,049 bytes must be rich content"); return }
+            #expect(reference.size == 2_049)
+            #expect(ContentStaging.discard(reference.id))
             expectCode(.inlineTooLarge) { _ = try MessagePart.with(text: String(repeating: "é", count: 1_025)) }
             let png = try MessagePart.with(mimeType: "image/png", data: Data([1, 2, 3]))
             #expect(png.mimeType.rawValue == "image/png")

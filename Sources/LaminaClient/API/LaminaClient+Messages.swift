@@ -35,7 +35,15 @@ extension LaminaClient {
                 options: ConversationOptions(isDistinct: c.isDistinct, metadata: c.metadata, deliveryReceiptsEnabled: c.deliveryReceiptsEnabled))), createdAt: now))
         }
         entries.append(try OutboxEncoder.entry(for: .sendMessage(SendMessage(messageID: message.id, conversationID: stored.id, parts: message.parts, push: message.push)), createdAt: now))
-        let result = try store.insertLocalMessage(message, outbox: entries)
+        // Rich parts: their staged bytes move under the content directory; the outbox holds
+        // the message back until the uploader has put them on the node.
+        let adopted = try adoptStagedContent(of: message)
+        let result: StoredMessage
+        do { result = try store.insertLocalMessage(message, outbox: entries) } catch {
+            restoreStagedContent(adopted)
+            throw error
+        }
+        if !adopted.isEmpty { transfers.uploader.kick() }
         outboxDidChange()
         return result
     }

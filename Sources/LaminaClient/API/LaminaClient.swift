@@ -14,6 +14,8 @@ public final class LaminaClient: @unchecked Sendable {
     /// Everything the app reads comes from here.
     public let store: LocalStore
     let environment: SyncEnvironment
+    /// Rich content: uploads, downloads, the shared connection (`LaminaClient+Content`).
+    let transfers: ContentTransfers
 
     private let lock = NSLock()
     private var engine: SyncEngine?
@@ -38,9 +40,13 @@ public final class LaminaClient: @unchecked Sendable {
         self.store = try LocalStore(location: StoreLocation(dataDirectory: configuration.dataDirectory, user: user))
         (typingSignals, typingSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         (syncEvents, eventContinuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(SyncEngine.eventBufferLimit))
+        transfers = try ContentTransfers(store: store, environment: environment)
+        transfers.uploader.outboxChanged = { [weak self] in self?.outboxDidChange() }
+        transfers.uploader.messageFailed = { [continuation = eventContinuation] in continuation.yield(.commandFailed($0)) }
     }
 
     deinit {
+        transfers.stop()
         engineTask?.cancel()
         typingTask?.cancel()
         typingSignal.finish()
@@ -82,6 +88,7 @@ public final class LaminaClient: @unchecked Sendable {
 
     /// Stops syncing. Queued commands stay in the outbox for the next `connect`.
     public func disconnect() async {
+        transfers.stop()
         let engine: SyncEngine? = lock.withLock {
             defer { self.engine = nil }
             return self.engine

@@ -4,17 +4,41 @@ import LaminaModel
 /// Applies the content rules: downloads content on request (with progress) and by itself
 /// as the settings allow, keeps cached content under the disk capacity, purges on request.
 /// The bytes move through a `ContentTransferring` the transfer code provides.
+///
+/// Each running download has a Foundation `Progress` (total = the content's size) that is
+/// pausable (the partial file is kept; resuming continues from its length) and cancellable
+/// (the partial file is deleted).
 public final class ContentManager: @unchecked Sendable {
     public let store: LocalStore
     private let transfer: any ContentTransferring
     private let lock = NSLock()
     private var _settings: ContentSettings
+    private var running: [MessagePartID: Running] = [:]
+    private var autoRunning = false
+    private var autoAgain = false
+    let events: TransferEventHub
 
-    public init(store: LocalStore, transfer: any ContentTransferring, settings: ContentSettings = ContentSettings()) throws(ClientError) {
+    private final class Running: @unchecked Sendable {
+        let progress: Progress
+        var task: Task<URL, any Error>?
+        var waiters: [CheckedContinuation<URL, any Error>] = []
+        var automatic: Bool
+        init(progress: Progress, automatic: Bool) {
+            self.progress = progress
+            self.automatic = automatic
+        }
+    }
+
+    public convenience init(store: LocalStore, transfer: any ContentTransferring, settings: ContentSettings = ContentSettings()) throws(ClientError) {
+        try self.init(store: store, transfer: transfer, settings: settings, events: TransferEventHub())
+    }
+
+    init(store: LocalStore, transfer: any ContentTransferring, settings: ContentSettings, events: TransferEventHub) throws(ClientError) {
         try settings.validate()
         self.store = store
         self.transfer = transfer
         self._settings = settings
+        self.events = events
     }
 
     /// The current rules. Lowering the disk capacity purges at once.
@@ -26,11 +50,36 @@ public final class ContentManager: @unchecked Sendable {
         try store.enforceDiskCapacity(settings.diskCapacity)
     }
 
-    /// Downloads a part's rich content and returns its file. `progress` gets bytes so far and the total.
+    /// Downloads a part's rich content and returns its file. `progress` gets bytes so far and
+    /// the total. Joins a download of the part already running.
     @discardableResult
     public func downloadContent(of part: MessagePartID,
                                 progress: @escaping @Sendable (UInt64, UInt64) -> Void = { _, _ in }) async throws(ClientError) -> URL {
-        try await download(part, automatic: false, progress: progress)
+        do {
+            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URL, any Error>) in
+                do {
+                    let running = try begin(part, automatic: false, observer: progress)
+                    lock.withLock { running.waiters.append(continuation) }
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        } catch {
+            throw ClientError.wrap(error)
+        }
+    }
+
+    /// Starts downloading a part's rich content (or joins the running download) and returns
+    /// its progress at once (the docs' `downloadContent:`). The file is at
+    /// `LocalStore.contentFileURL(for:)` once the progress finishes; `accessContent(of:)` says so.
+    @discardableResult
+    public func startDownload(of part: MessagePartID) throws(ClientError) -> Progress {
+        try begin(part, automatic: false, observer: { _, _ in }).progress
+    }
+
+    /// The progress of a part's running (or paused) download, if any.
+    public func downloadProgress(for part: MessagePartID) -> Progress? {
+        lock.withLock { running[part]?.progress }
     }
 
     /// Downloads, one after another, every part the auto-download rules select. Returns the
@@ -40,9 +89,34 @@ public final class ContentManager: @unchecked Sendable {
         var done: [MessagePartID] = []
         for pending in try store.pendingAutoDownloads(settings: settings) {
             if Task.isCancelled { break }
-            if (try? await download(pending.part, automatic: true, progress: { _, _ in })) != nil { done.append(pending.part) }
+            guard let running = try? begin(pending.part, automatic: true, observer: { _, _ in }), let task = lock.withLock({ running.task }) else { continue }
+            if (try? await task.value) != nil { done.append(pending.part) }
         }
         return done
+    }
+
+    /// Runs `runAutoDownloads` in the background; calls while one runs make it run once more.
+    func scheduleAutoDownloads() {
+        let start = lock.withLock { () -> Bool in
+            if autoRunning {
+                autoAgain = true
+                return false
+            }
+            autoRunning = true
+            return true
+        }
+        guard start else { return }
+        Task {
+            while true {
+                _ = try? await runAutoDownloads()
+                let again = lock.withLock { () -> Bool in
+                    defer { autoAgain = false }
+                    if !autoAgain { autoRunning = false }
+                    return autoAgain
+                }
+                if !again { break }
+            }
+        }
     }
 
     /// Deletes a part's downloaded content from this device; it will not download by itself again.
@@ -52,16 +126,113 @@ public final class ContentManager: @unchecked Sendable {
     /// Bytes the store uses on disk.
     public func currentDiskUtilization() throws(ClientError) -> DiskUtilization { try store.currentDiskUtilization() }
 
-    private func download(_ part: MessagePartID, automatic: Bool, progress: @escaping @Sendable (UInt64, UInt64) -> Void) async throws(ClientError) -> URL {
-        let pending = try store.beginDownload(of: part)
-        let destination = store.contentFileURL(for: part)
-        do {
-            try await transfer.download(pending.reference, of: part, to: destination, progress: progress)
-        } catch {
-            try? store.failDownload(of: part)
-            throw ClientError(.contentUnavailable, "downloading \(part) failed: \(error)")
+    // MARK: running downloads
+
+    private func begin(_ part: MessagePartID, automatic: Bool, observer: @escaping @Sendable (UInt64, UInt64) -> Void) throws(ClientError) -> Running {
+        if let existing = lock.withLock({ running[part] }) {
+            if !automatic { lock.withLock { existing.automatic = false } }
+            if existing.progress.isPaused { existing.progress.resume() }
+            return existing
         }
-        try store.finishDownload(of: part, autoDownloaded: automatic, diskCapacity: settings.diskCapacity)
-        return destination
+        let pending = try store.beginDownload(of: part)
+        let progress = Progress(totalUnitCount: Int64(pending.reference.size))
+        progress.kind = .file
+        progress.isPausable = true
+        progress.isCancellable = true
+        let entry = Running(progress: progress, automatic: automatic)
+        let raced: Running? = lock.withLock {
+            if let other = running[part] { return other }
+            running[part] = entry
+            return nil
+        }
+        if let raced { return raced }
+        progress.pausingHandler = { [weak self, weak progress] in self?.syncPause(part, progress) }
+        progress.resumingHandler = { [weak self, weak progress] in self?.syncPause(part, progress) }
+        progress.cancellationHandler = { [weak self] in self?.stopTask(part) }
+        launch(part, pending.reference, entry, observer: observer)
+        return entry
+    }
+
+    private func launch(_ part: MessagePartID, _ reference: ContentReference, _ entry: Running,
+                        observer: @escaping @Sendable (UInt64, UInt64) -> Void) {
+        let destination = store.contentFileURL(for: part)
+        let transfer = self.transfer, events = self.events, progress = entry.progress
+        let task = Task<URL, any Error> {
+            events.emit(.started(part, .download, offset: 0))
+            try await transfer.download(reference, of: part, to: destination) { received, total in
+                progress.completedUnitCount = Int64(received)
+                observer(received, total)
+                events.emit(.progressed(part, .download, completed: received, total: total))
+            }
+            return destination
+        }
+        lock.withLock { entry.task = task }
+        Task { [weak self] in
+            let result = await task.result
+            self?.settle(part, entry, result)
+        }
+    }
+
+    /// Ends a download: records it (purging LRU over the capacity) or puts the part back
+    /// (a paused one keeps its partial file and waits for `resume`).
+    private func settle(_ part: MessagePartID, _ entry: Running, _ result: Result<URL, any Error>) {
+        var outcome: Result<URL, any Error>
+        switch result {
+        case .success(let url):
+            let automatic = lock.withLock { entry.automatic }
+            do {
+                try store.finishDownload(of: part, autoDownloaded: automatic, diskCapacity: settings.diskCapacity)
+                outcome = .success(url)
+                events.emit(.completed(part, .download))
+            } catch {
+                outcome = .failure(error)
+            }
+        case .failure(let error):
+            try? store.failDownload(of: part)
+            if entry.progress.isPaused && !entry.progress.isCancelled {
+                events.emit(.paused(part, .download, offset: UInt64(max(0, entry.progress.completedUnitCount))))
+                lock.withLock { entry.task = nil }
+                resumeIfUnpaused(part, entry)
+                return
+            }
+            if entry.progress.isCancelled { try? FileManager.default.removeItem(at: store.contentFileURL(for: part)) }
+            let wrapped = entry.progress.isCancelled
+                ? ClientError(.cancelled, "the download of \(part) was cancelled")
+                : ClientError(.contentUnavailable, "downloading \(part) failed: \(error)")
+            outcome = .failure(wrapped)
+            events.emit(.failed(part, .download, wrapped))
+        }
+        let waiters = lock.withLock { () -> [CheckedContinuation<URL, any Error>] in
+            running[part] = nil
+            defer { entry.waiters.removeAll() }
+            return entry.waiters
+        }
+        for waiter in waiters { waiter.resume(with: outcome) }
+    }
+
+    private func syncPause(_ part: MessagePartID, _ progress: Progress?) {
+        guard let progress, !progress.isCancelled, let entry = lock.withLock({ running[part] }) else { return }
+        if progress.isPaused {
+            lock.withLock { entry.task }?.cancel()
+        } else {
+            resumeIfUnpaused(part, entry)
+        }
+    }
+
+    /// Starts the download again (from the partial file's length) when it is paused in the
+    /// store's eyes but its progress is no longer paused.
+    private func resumeIfUnpaused(_ part: MessagePartID, _ entry: Running) {
+        let restart = lock.withLock { entry.task == nil && !entry.progress.isPaused && !entry.progress.isCancelled }
+        guard restart, let pending = try? store.beginDownload(of: part) else { return }
+        launch(part, pending.reference, entry, observer: { _, _ in })
+    }
+
+    private func stopTask(_ part: MessagePartID) {
+        guard let entry = lock.withLock({ running[part] }) else { return }
+        if let task = lock.withLock({ entry.task }) {
+            task.cancel()
+        } else {
+            settle(part, entry, .failure(CancellationError()))  // a paused download: nothing runs
+        }
     }
 }

@@ -62,10 +62,15 @@ extension LocalStore {
             for user in conversation.conversation.participants where m.recipientStatus[user] == nil {
                 m.recipientStatus[user] = user == localUser ? .read : .pending
             }
+            let now = Timestamp.now()
             let states = m.parts.map { part in
                 switch part.content {
-                case .inline: PartState(partID: part.id, transferStatus: .complete)
-                case .external: PartState(partID: part.id, transferStatus: .awaitingUpload)
+                case .inline: return PartState(partID: part.id, transferStatus: .complete)
+                case .external:
+                    // The staged file `send` moved under the content directory, when there is one.
+                    let name = Self.contentFileName(m.identifier(of: part))
+                    let staged = FileManager.default.fileExists(atPath: location.contentDirectory.appendingPathComponent(name).path)
+                    return PartState(partID: part.id, transferStatus: .awaitingUpload, localPath: staged ? name : nil, lastAccess: staged ? now : nil)
                 }
             }
             let stored = StoredMessage(message: m, receivedAt: nil, isUnread: false, partStates: states)

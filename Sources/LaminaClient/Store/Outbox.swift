@@ -76,14 +76,30 @@ extension LocalStore {
     /// counting the attempt. They stay in the outbox until `markSent`. The batch ends after
     /// the first entry whose kind is in `stopAfter` (a command whose answer later entries
     /// depend on, such as a conversation's creation).
-    public func dequeueOutbox(limit: Int, stopAfter: Set<String> = []) throws(ClientError) -> [OutboxEntry] {
+    ///
+    /// An entry about a message whose rich content is not uploaded yet is held back, and so
+    /// is every later entry about the same conversation (commands keep their order there),
+    /// except the kinds in `overtaking` (receipts, which never depend on the local user's
+    /// own messages). Other conversations' commands go on: a large upload holds back only
+    /// its own conversation.
+    public func dequeueOutbox(limit: Int, stopAfter: Set<String> = [], overtaking: Set<String> = OutboxCommandKind.overtakingUploads) throws(ClientError) -> [OutboxEntry] {
         guard (1...Self.maxOutboxBatch).contains(limit) else {
             throw ClientError(.invalidSetting, "an outbox batch is 1...\(Self.maxOutboxBatch) entries, not \(limit)")
         }
         return try write { ctx in
-            let rows = try Row.fetchAll(ctx.db, sql: "SELECT * FROM outbox WHERE state = 0 ORDER BY seq LIMIT ?", arguments: [limit])
+            // The conversation a command is about: a message's, or the object itself.
+            let rows = try Row.fetchAll(ctx.db, sql: """
+                SELECT outbox.*,
+                    EXISTS (SELECT 1 FROM part WHERE part.message_id = outbox.object_id AND part.transfer_status IN (?, ?)) AS awaits_upload,
+                    COALESCE((SELECT conversation_id FROM message WHERE message.id = outbox.object_id), outbox.object_id) AS conversation_key
+                FROM outbox WHERE state = 0 ORDER BY seq LIMIT ?
+                """, arguments: [TransferStatus.awaitingUpload.rawValue, TransferStatus.uploading.rawValue, limit])
             var out: [OutboxEntry] = []
+            var held: Set<Data> = []
             for row in rows {
+                let key = row["conversation_key"] as Data? ?? Data()
+                if row["awaits_upload"] as Bool { held.insert(key) }
+                if held.contains(key), !overtaking.contains(row["kind"] as String) { continue }
                 var entry = try Self.outboxEntry(row)
                 entry.state = .inFlight
                 entry.attempts += 1

@@ -6,7 +6,8 @@ import NIOPosix
 
 /// Opens sync streams to the node over the network: TLS (trusting the configuration's CA
 /// file or pinned certificate) + HTTP/2 with `LaminaTransport`, one connection and one
-/// `POST /v1/sync` stream per channel, framed by `FramedChannel` (SPEC §1).
+/// `POST /v1/sync` stream per channel, framed by `FramedChannel` (SPEC §1). A client's
+/// content transfers borrow that same connection (`NodeLink`, Protocol/CONTENT.md).
 public enum TransportSyncConnector {
     /// The sync stream's path on the node.
     public static let syncPath = "/v1/sync"
@@ -16,6 +17,15 @@ public enum TransportSyncConnector {
     /// node's bytes buffered unread before the stream's inbound side pauses.
     public static func connector(
         for configuration: LaminaConfiguration, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        highWater: Int = 256 * 1024, limits: WireLimits = .default
+    ) throws(ClientError) -> FrameChannelConnector {
+        try connector(for: configuration, link: nil, group: group, highWater: highWater, limits: limits)
+    }
+
+    /// As above; each new connection, and the session token its sync stream authenticates,
+    /// are lent to content transfers through `link`.
+    static func connector(
+        for configuration: LaminaConfiguration, link: NodeLink?, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         highWater: Int = 256 * 1024, limits: WireLimits = .default
     ) throws(ClientError) -> FrameChannelConnector {
         try configuration.validate()
@@ -31,16 +41,48 @@ public enum TransportSyncConnector {
         let url = configuration.nodeURL.absoluteString
         return { () throws(ClientError) -> any FrameChannel in
             let stream = try await TransportSyncStream.open(url: url, tls: tls, group: group, highWater: highWater)
-            return FramedChannel(stream, limits: limits)
+            let channel = FramedChannel(stream, limits: limits)
+            guard let link else { return channel }
+            link.connected(stream.connection)
+            return LinkedChannel(channel, link: link, connection: stream.connection)
         }
     }
 }
 
 extension LaminaClient {
-    /// Starts syncing with the configured node over TLS + HTTP/2 (see `TransportSyncConnector`).
+    /// Starts syncing with the configured node over TLS + HTTP/2 (see `TransportSyncConnector`),
+    /// and transferring rich content on the same connection (uploads of queued messages'
+    /// content resume, then auto-downloads run by the content settings).
     public func connect(identityToken: @escaping IdentityTokenProvider) async throws(ClientError) {
-        try await connect(using: TransportSyncConnector.connector(for: configuration), identityToken: identityToken)
+        let connector = try TransportSyncConnector.connector(for: configuration, link: transfers.link)
+        transfers.link.start()
+        try await connect(using: connector, identityToken: identityToken)
+        transfers.start()
     }
+}
+
+/// A sync channel that tells the `NodeLink` when its stream is authenticated, so content
+/// transfers may use the connection with the session's token.
+final class LinkedChannel: FrameChannel {
+    private let inner: FramedChannel
+    private let link: NodeLink
+    private let connection: TransportConnection
+
+    init(_ inner: FramedChannel, link: NodeLink, connection: TransportConnection) {
+        self.inner = inner
+        self.link = link
+        self.connection = connection
+    }
+
+    func send(_ frame: Frame) async throws(ClientError) { try await inner.send(frame) }
+
+    func receive() async throws(ClientError) -> Frame? {
+        let frame = try await inner.receive()
+        if case .authenticated(let a)? = frame { link.authenticated(token: a.sessionToken, on: connection) }
+        return frame
+    }
+
+    func close() async { await inner.close() }
 }
 
 /// One `POST /v1/sync` stream on its own connection as a `SyncByteStream`. Reads come from
@@ -48,7 +90,7 @@ extension LaminaClient {
 /// writes complete once HTTP/2 has taken the bytes. `close` resets the stream if still
 /// open and closes the connection.
 final class TransportSyncStream: SyncByteStream, @unchecked Sendable {
-    private let connection: TransportConnection
+    let connection: TransportConnection
     private let stream: TransportStream
     private let body: InboundBody
     private let lock = NSLock()
