@@ -55,6 +55,36 @@ import Testing
         await h.close()
     }
 
+    /// Commits publish in the order they finish, not in seq order: a live session must still
+    /// get its feed in seq order, each entry once, with a gap filled from the store.
+    @Test func liveEntriesPublishedOutOfOrderReachTheDeviceInFeedOrderOnce() async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice", sync: false)
+        let bob = try await h.connect("bob")
+        let (conversation, _) = try await conversation(h, alice, count: 1)
+        var seen: [Change] = []
+        while createdIDs(seen).count < 1 { seen += try await bob.nextChanges() }
+        let through = try #require(seen.last?.seq)
+        // Two more messages whose publication to Bob is lost for now (as if still in flight).
+        bob.session.state.withLock { $0.live = false }
+        for i in 0..<2 {
+            try await alice.command(.sendMessage(SendMessage(messageID: MessageID.random(), conversationID: conversation, parts: [textPart("late \(i)")])))
+        }
+        bob.session.state.withLock { $0.live = true }
+        let stored = try await h.store.read { r in try r.feed(of: "bob", after: through, limit: 10) }.map { try FeedCoding.decode($0) }
+        #expect(stored.map(\.seq) == [through + 1, through + 2])
+        // The later commit publishes first: Bob gets both, in order; the earlier one then adds nothing.
+        h.engine.publish([FeedChange(user: "bob", seq: stored[1].seq, event: stored[1].event)])
+        var received: [Change] = []
+        while received.count < 2 { received += try await bob.nextChanges() }
+        #expect(received.map(\.seq) == [through + 1, through + 2])
+        h.engine.publish([FeedChange(user: "bob", seq: stored[0].seq, event: stored[0].event)])
+        let ping = Ping(payload: 9)
+        bob.session.receive(.ping(ping))
+        #expect(try await bob.outbound.expectNext() == .pong(ping))  // nothing was sent before the PONG
+        await h.close()
+    }
+
     @Test func historyPolicies() async throws {
         let h = try EngineHarness()
         let alice = try await h.connect("alice", sync: false)

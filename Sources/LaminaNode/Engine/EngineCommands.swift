@@ -98,17 +98,28 @@ extension NodeEngine {
             return s.features.contains(.changeBatches)
         }
         var cursor = request.cursor
-        var first = true
+        let after = cursor
+        let oldest = try await store.read { r in try r.feed(of: user, after: after, limit: 1) }.first
+        if let oldest, oldest.seq > cursor + 1 {
+            let conversations = try await store.read { r in try r.conversations(of: user) }
+            session.send(FeedCoding.frames(conversations.map { Change(seq: 0, event: .conversationCreated($0.conversation)) }, batches: batches))
+            cursor = head
+        } else {
+            cursor = try await sendFeed(of: user, after: cursor, to: session, batches: batches)
+        }
+        // Live entries queued meanwhile wait behind this SYNC in the session's inbox; those
+        // at or below the cursor are dropped there, the rest follow in order.
+        session.state.withLock { $0.sentThrough = max($0.sentThrough, cursor) }
+        session.send(.ack(Ack(requestID: request.requestID, cursor: cursor)))
+    }
+
+    /// Sends `user`'s feed entries after `cursor` to `session` in seq order, in reads of 256;
+    /// returns the last seq sent (`cursor` when there was none).
+    func sendFeed(of user: UserID, after cursor: UInt64, to session: NodeSession, batches: Bool) async throws -> UInt64 {
+        var cursor = cursor
         while session.isOpen {
             let after = cursor
             let entries = try await store.read { r in try r.feed(of: user, after: after, limit: 256) }
-            if first, let oldest = entries.first, oldest.seq > cursor + 1 {
-                let conversations = try await store.read { r in try r.conversations(of: user) }
-                session.send(FeedCoding.frames(conversations.map { Change(seq: 0, event: .conversationCreated($0.conversation)) }, batches: batches))
-                cursor = head
-                break
-            }
-            first = false
             guard let last = entries.last else { break }
             var changes: [Change] = []
             for entry in entries { changes.append(try FeedCoding.decode(entry)) }
@@ -116,7 +127,7 @@ extension NodeEngine {
             cursor = last.seq
             if entries.count < 256 { break }
         }
-        session.send(.ack(Ack(requestID: request.requestID, cursor: cursor)))
+        return cursor
     }
 
     // MARK: History

@@ -35,6 +35,8 @@ public final class NodeSession: Sendable {
         var auth: Auth?
         /// Set once SYNC ran: live feed entries are sent from then on.
         var live = false
+        /// The feed seq this session has sent every entry up to (SYNC's cursor, then live).
+        var sentThrough: UInt64 = 0
         var pending = 0
     }
 
@@ -147,12 +149,35 @@ public final class NodeSession: Sendable {
         guard isOpen else { return }
         switch input {
         case .live(let changes):
-            let (live, batches) = state.withLock { ($0.live, $0.features.contains(.changeBatches)) }
-            if live { send(FeedCoding.frames(changes, batches: batches)) }
+            await deliverLive(changes)
         case .ephemeral(let change):
             if state.withLock({ $0.features.contains(.typingIndicators) }) { send(.change(change)) }
         case .frame(let frame):
             await handle(frame)
+        }
+    }
+
+    /// Sends live feed entries in feed order, each once. Commits finish (and publish) in any
+    /// order, so entries can arrive here out of seq order: those already sent are dropped,
+    /// and a gap is filled from the store (an entry is published after its commit, and every
+    /// lower seq of the feed committed no later), so the device's cursor never passes an
+    /// entry it did not get.
+    private func deliverLive(_ changes: [Change]) async {
+        let (live, batches, through, user) = state.withLock { ($0.live, $0.features.contains(.changeBatches), $0.sentThrough, $0.auth?.user) }
+        guard live, let user else { return }
+        let fresh = changes.filter { $0.seq > through }.sorted { $0.seq < $1.seq }
+        guard let first = fresh.first else { return }
+        let contiguous = first.seq == through + 1 && zip(fresh, fresh.dropFirst()).allSatisfy { $1.seq == $0.seq + 1 }
+        if contiguous {
+            send(FeedCoding.frames(fresh, batches: batches))
+            state.withLock { $0.sentThrough = fresh[fresh.count - 1].seq }
+            return
+        }
+        do {
+            let reached = try await engine.sendFeed(of: user, after: through, to: self, batches: batches)
+            state.withLock { $0.sentThrough = max($0.sentThrough, reached) }
+        } catch {
+            fail(WireError(.internalError, "reading the feed failed: \(error)"))
         }
     }
 
