@@ -9,6 +9,8 @@ import LaminaTransport
 struct LinkedContentTransfer: ContentTransferring {
     /// Bytes of the node's answer buffered unread before the stream's window closes: 1 MiB.
     static let highWater = 1 << 20
+    /// Downloaded bytes written between two fsyncs of the file (the node syncs uploads likewise).
+    static let syncEveryBytes = 8 << 20
     /// Attempts over dropped connections before the download fails (it stays resumable).
     static let maxAttempts = 5
 
@@ -82,6 +84,7 @@ struct LinkedContentTransfer: ContentTransferring {
                 throw ContentHTTPError(status: status, headers: headers, body: await ContentStreams.errorBody(body))
             }
             try output.seek(toOffset: offset)
+            var unsynced = 0
             try await withTaskCancellationHandler {
                 for try await chunk in body {
                     guard offset + UInt64(chunk.readableBytes) <= reference.size else {
@@ -93,6 +96,13 @@ struct LinkedContentTransfer: ContentTransferring {
                         try output.write(contentsOf: bytes)
                     }
                     offset += UInt64(chunk.readableBytes)
+                    // Synced as it goes: on ext4 the store's commit fsync would otherwise wait
+                    // for every unsynced downloaded byte, stalling messages behind the file.
+                    unsynced += chunk.readableBytes
+                    if unsynced >= Self.syncEveryBytes {
+                        try output.synchronize()
+                        unsynced = 0
+                    }
                     progress(offset, reference.size)
                 }
             } onCancel: {
@@ -103,6 +113,7 @@ struct LinkedContentTransfer: ContentTransferring {
         guard offset == reference.size else {
             throw ClientError(.disconnected, "the download ended at \(offset) of \(reference.size) bytes")
         }
+        try output.synchronize()
         let digest = try hasher.finalize()
         guard digest == reference.sha256 else {
             try? output.close()
