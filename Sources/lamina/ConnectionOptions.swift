@@ -21,6 +21,16 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(help: "Print the sync engine's events (connection states, reconnects) on standard error.")
     var verbose = false
 
+    @Option(name: .customLong("connect-timeout"), help: "Seconds to wait for the first sync with the node, 1...600.")
+    var connectTimeout: Int = Int(ClientSession.defaultConnectTimeout.components.seconds)
+
+    mutating func validate() throws {
+        guard (1...600).contains(connectTimeout) else { throw ValidationError("--connect-timeout is 1...600 seconds") }
+    }
+
+    /// How long to wait for the first sync.
+    var connectTimeoutDuration: Duration { .seconds(connectTimeout) }
+
     /// Where `--verbose` sends the sync engine's events.
     var trace: (@Sendable (String) -> Void)? {
         guard verbose else { return nil }
@@ -35,7 +45,7 @@ struct ConnectionOptions: ParsableArguments {
     func connectedSession() async throws(CLIError) -> ClientSession {
         let session = try ClientSession(settings: settings())
         do {
-            try await session.connect(trace: trace)
+            try await session.connect(timeout: connectTimeoutDuration, trace: trace)
         } catch {
             await session.close()
             throw error

@@ -32,7 +32,7 @@ struct TailCommand: AsyncParsableCommand {
             ]
             defer { pumps.forEach { $0.cancel() } }
             do {
-                try await session.connect(trace: connection.trace)
+                try await session.connect(timeout: connection.connectTimeoutDuration, trace: connection.trace)
                 if let filter { _ = try ConversationReference.find(filter, in: client) }
             } catch {
                 await session.close()

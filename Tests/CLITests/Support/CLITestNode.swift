@@ -44,14 +44,18 @@ final class CLITestNode: @unchecked Sendable {
         ["--user", user, "--node", server.url, "--node-data", server.prepared.dataDirectory.path]
     }
 
+    /// A generous first-sync bound for the connected commands: the suite runs many nodes at
+    /// once on a small machine.
+    static func timeout(_ command: String) -> [String] { command == "token" ? [] : ["--connect-timeout", "90"] }
+
     /// Runs `lamina <command> <options for user> <extra>` to completion.
     func run(_ command: String, _ user: String, _ extra: [String] = [], stdin: String = "") async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await CLIProcess.run("\(command)-\(user)", [command] + options(user) + extra, in: workDirectory, stdin: stdin)
+        try await CLIProcess.run("\(command)-\(user)", [command] + options(user) + Self.timeout(command) + extra, in: workDirectory, stdin: stdin)
     }
 
     /// Starts `lamina <command>` for `user`, its standard input left open.
     func start(_ command: String, _ user: String, _ extra: [String] = []) throws -> CLIProcess {
-        try CLIProcess("\(command)-\(user)", [command] + options(user) + extra, in: workDirectory)
+        try CLIProcess("\(command)-\(user)", [command] + options(user) + Self.timeout(command) + extra, in: workDirectory)
     }
 
     func stop() async { await server.shutdown() }
