@@ -236,6 +236,43 @@ import Testing
         await node.stop()
     }
 
+    @Test func anUploadCutByANodeRestartResumesFromTheBytesTheNodeKept() async throws {
+        let node = try await TestNode.start("rich-restart")
+        let alice = try Self.client(Self.alice, on: node)
+        let c = try Self.conversation(alice, with: [Self.bob])
+        let data = Self.bytes(12 << 20, seed: 9)
+        let (rich, ref) = try Self.richPart("video/mp4", data)
+        let message = try alice.send(alice.newMessage(parts: [rich]), in: c)
+        let part = message.message.identifier(of: rich)
+
+        let once = Once()
+        alice.transfers.uploader.chunkHook = { _, sent in
+            guard sent >= 4 << 20, once.first() else { return }
+            // The node shuts down under the upload (recording the bytes it made durable) and
+            // comes back on the same port; the SDK reconnects and asks where to continue.
+            await node.stop()
+            try? await node.startAgain()
+        }
+        let events = alice.contentTransferEvents()
+        try await ClientEndToEndTests.connect(alice, on: node)
+        _ = try await Self.event(events, timeout: .seconds(90)) { if case .completed(part, .upload) = $0 { true } else { false } }
+        let starts = alice.transfers.uploader.uploadStarts(of: part)
+        #expect(starts.first == 0)
+        #expect(starts.count == 2, "\(starts)")
+        let resumedAt = starts.last ?? 0
+        #expect(resumedAt > 0 && resumedAt < ref.size, "the restarted node kept the bytes it had made durable: \(starts)")
+        try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent") { try alice.isSent(message.id) }
+
+        let bob = try Self.client(Self.bob, on: node)
+        try await ClientEndToEndTests.connect(bob, on: node)
+        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message") { try bob.message(message.id) != nil }
+        #expect(try Data(contentsOf: try await bob.downloadedContent(of: part)) == data)
+
+        try await alice.close()
+        try await bob.close()
+        await node.stop()
+    }
+
     @Test func anUploadPausesResumesAndAnotherIsCancelled() async throws {
         let node = try await TestNode.start("rich-pause")
         let alice = try Self.client(Self.alice, on: node)
