@@ -58,8 +58,9 @@ public final class ClientSession: @unchecked Sendable {
     public func connect(timeout: Duration = ClientSession.defaultConnectTimeout,
                         trace: (@Sendable (String) -> Void)? = nil) async throws(CLIError) {
         let tokens = try DevTokens(nodeDataDirectory: settings.nodeDataDirectory)
-        let base: FrameChannelConnector
-        do { base = try TransportSyncConnector.connector(for: settings.configuration) } catch {
+        // The trust settings are checked here for a clear error; `connect` builds the real
+        // connector (whose connection also carries rich content).
+        do { _ = try TransportSyncConnector.connector(for: settings.configuration) } catch {
             throw CLIError(.caFileMissing, "\(settings.caFile.path) does not load as a CA file: \(error.reason)")
         }
         let user = settings.user
@@ -73,7 +74,7 @@ public final class ClientSession: @unchecked Sendable {
                 outcome.yield(.failure(failure))
             }
         }
-        let connector: FrameChannelConnector = { [weak self] () async throws(ClientError) -> any FrameChannel in
+        let observe: (@escaping FrameChannelConnector) -> FrameChannelConnector = { base in { [weak self] () async throws(ClientError) -> any FrameChannel in
             do throws(ClientError) {
                 let channel = try await base()
                 guard let frames = self?.frames else { return channel }
@@ -82,7 +83,7 @@ public final class ClientSession: @unchecked Sendable {
                 self?.lock.withLock { self?.lastConnectError = error }
                 throw error
             }
-        }
+        } }
         let events = client.syncEvents
         let url = settings.nodeURL.absoluteString
         let task = Task { [weak self, noticeContinuation] in
@@ -122,7 +123,7 @@ public final class ClientSession: @unchecked Sendable {
         }
         lock.withLock { pump = task }
         do {
-            try await client.connect(using: connector) { nonce in try tokens.token(user: user, nonce: nonce) }
+            try await client.connect(identityToken: { nonce in try tokens.token(user: user, nonce: nonce) }, wrappingConnector: observe)
         } catch {
             throw CLIError(error)
         }

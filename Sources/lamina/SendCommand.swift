@@ -3,12 +3,12 @@ import LaminaCLI
 import LaminaClient
 import LaminaModel
 
-/// `lamina send`: one text message, sent and acknowledged by the node.
+/// `lamina send`: one message (text, a file, or both), sent and acknowledged by the node.
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Send a text message and wait until the node has it; prints the message id.",
-        discussion: "With --to, the message goes to the distinct conversation of you and those users (created if new).")
+        abstract: "Send a message (text and/or a file) and wait until the node has it; prints the message id.",
+        discussion: "With --to, the message goes to the distinct conversation of you and those users (created if new). A file over 2 KiB is uploaded as rich content first (up to 2 GiB).")
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -21,10 +21,18 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "Seconds to wait for the node to accept the message.")
     var timeout = 20
 
+    @Option(help: "A file to send as a part of the message (rich content when over 2 KiB).")
+    var file: String?
+
+    @Option(help: "The file's MIME type (default: from its extension, else application/octet-stream).")
+    var mime: String?
+
     @Argument(help: "The text (several words are joined by spaces).")
-    var text: [String]
+    var text: [String] = []
 
     func validate() throws {
+        guard !text.isEmpty || file != nil else { throw ValidationError("give the message text, a --file, or both") }
+        guard mime == nil || file != nil else { throw ValidationError("--mime describes a --file") }
         guard (to == nil) != (conversation == nil) else {
             throw ValidationError("name the recipients with --to bob[,carol] or a conversation with --conversation ID (one of them)")
         }
@@ -34,12 +42,15 @@ struct SendCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let body = text.joined(separator: " ")
-            guard !body.isEmpty else { throw CLIError(.invalidArgument, "the message text is empty") }
+            guard !body.isEmpty || file != nil else { throw CLIError(.invalidArgument, "the message text is empty") }
             let recipients = try to.map { text throws(CLIError) in try UserList.users(text) }
             let named = try conversation.map { text throws(CLIError) in try ConversationReference.parse(text) }
-            // Checked before connecting: text over the inline limit fails at once.
-            let part: MessagePart
-            do throws(ClientError) { part = try MessagePart.with(text: body) } catch { throw CLIError(error) }
+            // Checked (and a file staged) before connecting: bad input fails at once.
+            var parts: [MessagePart] = []
+            do throws(ClientError) {
+                if !body.isEmpty { parts.append(try MessagePart.with(text: body)) }
+                if let file { parts.append(try FilePart.part(path: file, mimeType: mime)) }
+            } catch { throw CLIError(error) }
             try await connection.withSession { session in
                 let client = session.client
                 let target: StoredConversation
@@ -49,7 +60,7 @@ struct SendCommand: AsyncParsableCommand {
                     } else {
                         target = try client.newConversation(participants: recipients ?? [])
                     }
-                    let draft = try client.newMessage(parts: [part])
+                    let draft = try client.newMessage(parts: parts)
                     try client.send(draft, in: target.id)
                     let conversationID = target.id
                     let outcome = try await Waiting.until(client, timeout: .seconds(timeout)) { () throws(ClientError) -> Bool in

@@ -29,6 +29,28 @@ import Testing
         }
     }
 
+    @Test func aFileSentWithLaminaSendIsUploadedAsRichContent() async throws {
+        try await CLITestNode.with("send-file") { node in
+            let bytes = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            let path = node.workDirectory.appendingPathComponent("photo.png")
+            try bytes.write(to: path)
+            let sent = try await node.run("send", "alice", ["--to", "bob", "--file", path.path, "a", "photo"])
+            #expect(sent.status == 0, "\(sent.stderr)")
+
+            // The node holds exactly those bytes, complete, and Bob's list shows the part.
+            let complete = node.server.prepared.dataDirectory.appendingPathComponent("content/complete")
+            let stored = try FileManager.default.contentsOfDirectory(atPath: complete.path)
+            #expect(stored.count == 1)
+            #expect(try stored.first.map { try Data(contentsOf: complete.appendingPathComponent($0)) } == bytes)
+            let listed = try await node.run("conversations", "bob")
+            #expect(listed.stdout.contains("alice: a photo [image/png, 100000 bytes]"), "\(listed.stdout)")
+
+            let missing = try await node.run("send", "alice", ["--to", "bob", "--file", "/nonexistent/file.bin"])
+            #expect(missing.status != 0)
+            #expect(missing.stderr.contains("no file at /nonexistent/file.bin"), "\(missing.stderr)")
+        }
+    }
+
     @Test func aMessageSentByAliceIsListedInBobsConversations() async throws {
         try await CLITestNode.with("send") { node in
             let sent = try await node.run("send", "alice", ["--to", "bob", "hello", "from", "alice"])

@@ -48,3 +48,12 @@ import Testing
         #expect(SessionNotice.offline(reason: "the node closed the sync stream", retryIn: .seconds(1)).text.hasPrefix("  (offline: the node closed the sync stream; "))
     }
 }
+
+@Suite struct FilePartTests {
+    @Test func mimeTypesComeFromTheExtensionElseOctetStream() {
+        #expect(FilePart.mimeType(forPath: "/tmp/Holiday.JPG") == "image/jpeg")
+        #expect(FilePart.mimeType(forPath: "clip.mp4") == "video/mp4")
+        #expect(FilePart.mimeType(forPath: "notes") == "application/octet-stream")
+        #expect(FilePart.mimeType(forPath: "archive.tar.xz") == "application/octet-stream")
+    }
+}

@@ -54,9 +54,18 @@ extension LaminaClient {
     /// and transferring rich content on the same connection (uploads of queued messages'
     /// content resume, then auto-downloads run by the content settings).
     public func connect(identityToken: @escaping IdentityTokenProvider) async throws(ClientError) {
+        try await connect(identityToken: identityToken, wrappingConnector: { $0 })
+    }
+
+    /// As ``connect(identityToken:)``, with the network connector passed through `wrap`
+    /// first: the engine opens its channels through what `wrap` returns, so an app (or the
+    /// `lamina` CLI) can observe each channel's frames or each connection failure while
+    /// rich content still shares the sync stream's connection.
+    public func connect(identityToken: @escaping IdentityTokenProvider,
+                        wrappingConnector wrap: (@escaping FrameChannelConnector) -> FrameChannelConnector) async throws(ClientError) {
         let connector = try TransportSyncConnector.connector(for: configuration, link: transfers.link)
         transfers.link.start()
-        try await connect(using: connector, identityToken: identityToken)
+        try await connect(using: wrap(connector), identityToken: identityToken)
         transfers.start()
     }
 }
