@@ -103,10 +103,30 @@ import Testing
     }
 
     @Test func anUploadCutByALostConnectionResumesFromTheNodesOffset() async throws {
-        let node = try await TestNode.start("rich-cut")
+        // The upload waits in the hook while the connection closes under it (the client's
+        // graceful close gives up on the stalled upload stream after its drain timeout).
+        try await uploadCutAt4MiBResumesFromTheNodesOffset("rich-cut", seed: 7) { _, alice in
+            await alice.transfers.link.dropConnection()
+        }
+    }
+
+    @Test func anUploadCutByANodeRestartResumesFromTheBytesTheNodeKept() async throws {
+        // The node shuts down under the upload (recording the bytes it made durable) and comes
+        // back on the same port; the SDK reconnects and asks where to continue.
+        try await uploadCutAt4MiBResumesFromTheNodesOffset("rich-restart", seed: 9) { node, _ in
+            await node.stop()
+            try? await node.startAgain()
+        }
+    }
+
+    /// Alice sends a 12 MiB part; `cut` runs once 4 MiB are sent. The upload must then go on
+    /// from the node's durable offset (0 < offset ≤ 4 MiB + a chunk), and Bob download the same bytes.
+    func uploadCutAt4MiBResumesFromTheNodesOffset(_ name: String, seed: UInt8,
+                                                  cut: @escaping @Sendable (TestNode, LaminaClient) async -> Void) async throws {
+        let node = try await TestNode.start(name)
         let alice = try Self.client(Self.alice, on: node)
         let c = try Self.conversation(alice, with: [Self.bob])
-        let data = Self.bytes(12 << 20, seed: 7)
+        let data = Self.bytes(12 << 20, seed: seed)
         let (rich, ref) = try Self.richPart("video/mp4", data)
         let message = try alice.send(alice.newMessage(parts: [rich]), in: c)
         let part = message.message.identifier(of: rich)
@@ -114,9 +134,7 @@ import Testing
         let once = Once()
         alice.transfers.uploader.chunkHook = { _, sent in
             guard sent >= 4 << 20, once.first() else { return }
-            // The upload waits here while the connection closes under it (the client's
-            // graceful close gives up on the stalled upload stream after its drain timeout).
-            await alice.transfers.link.dropConnection()
+            await cut(node, alice)
         }
         let events = alice.contentTransferEvents()
         try await ClientEndToEndTests.connect(alice, on: node)
@@ -125,16 +143,14 @@ import Testing
         #expect(starts.first == 0)
         #expect(starts.count == 2, "\(starts)")
         let resumedAt = starts.last ?? 0
-        #expect(resumedAt > 0, "the node kept the bytes it received before the connection dropped: \(starts)")
+        #expect(resumedAt > 0, "the node kept the bytes it received before the cut: \(starts)")
         #expect(resumedAt <= 4 << 20 + ContentUploader.chunkBytes && resumedAt < ref.size)
-        try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) { try alice.isSent(message.id) }
+        try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent") { try alice.isSent(message.id) }
 
-        // Bob downloads the same bytes.
         let bob = try Self.client(Self.bob, on: node)
         try await ClientEndToEndTests.connect(bob, on: node)
         try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message") { try bob.message(message.id) != nil }
-        let downloaded = try await bob.downloadedContent(of: part)
-        #expect(try Data(contentsOf: downloaded) == data)
+        #expect(try Data(contentsOf: try await bob.downloadedContent(of: part)) == data)
 
         try await alice.close()
         try await bob.close()
@@ -230,43 +246,6 @@ import Testing
         #expect(try bob.purgeContent(of: parts[0]))
         #expect(try !bob.purgeContent(of: parts[0]))
         #expect(try bob.currentDiskUtilization().contentBytes == 10_000)
-
-        try await alice.close()
-        try await bob.close()
-        await node.stop()
-    }
-
-    @Test func anUploadCutByANodeRestartResumesFromTheBytesTheNodeKept() async throws {
-        let node = try await TestNode.start("rich-restart")
-        let alice = try Self.client(Self.alice, on: node)
-        let c = try Self.conversation(alice, with: [Self.bob])
-        let data = Self.bytes(12 << 20, seed: 9)
-        let (rich, ref) = try Self.richPart("video/mp4", data)
-        let message = try alice.send(alice.newMessage(parts: [rich]), in: c)
-        let part = message.message.identifier(of: rich)
-
-        let once = Once()
-        alice.transfers.uploader.chunkHook = { _, sent in
-            guard sent >= 4 << 20, once.first() else { return }
-            // The node shuts down under the upload (recording the bytes it made durable) and
-            // comes back on the same port; the SDK reconnects and asks where to continue.
-            await node.stop()
-            try? await node.startAgain()
-        }
-        let events = alice.contentTransferEvents()
-        try await ClientEndToEndTests.connect(alice, on: node)
-        _ = try await Self.event(events, timeout: .seconds(90)) { if case .completed(part, .upload) = $0 { true } else { false } }
-        let starts = alice.transfers.uploader.uploadStarts(of: part)
-        #expect(starts.first == 0)
-        #expect(starts.count == 2, "\(starts)")
-        let resumedAt = starts.last ?? 0
-        #expect(resumedAt > 0 && resumedAt < ref.size, "the restarted node kept the bytes it had made durable: \(starts)")
-        try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent") { try alice.isSent(message.id) }
-
-        let bob = try Self.client(Self.bob, on: node)
-        try await ClientEndToEndTests.connect(bob, on: node)
-        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message") { try bob.message(message.id) != nil }
-        #expect(try Data(contentsOf: try await bob.downloadedContent(of: part)) == data)
 
         try await alice.close()
         try await bob.close()
