@@ -146,13 +146,7 @@ extension WireJSON {
     static func u64(_ v: UInt64) -> WireJSON { .string(String(v)) }
     static func timestamp(_ t: Timestamp) -> WireJSON { .string(String(t.millisecondsSince1970)) }
     static func uuid(_ u: UUID) -> WireJSON { .string(u.uuidString.lowercased()) }
-    static func hex(_ bytes: [UInt8]) -> WireJSON {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0F)]) }
-        return .string(String(decoding: out, as: UTF8.self))
-    }
+    static func hex(_ bytes: [UInt8]) -> WireJSON { .string(Hex.encode(bytes)) }
     static func hlc(_ h: HLCTimestamp) -> WireJSON {
         .object(["physical": .u64(h.physical), "logical": .number(Int64(h.logical)), "node": .u64(h.node.rawValue)])
     }

@@ -30,6 +30,13 @@ public enum WireJSON: Hashable, Sendable, Codable {
         }
     }
 
+    /// `s` as a JSON string literal (quoted and escaped), for JSON written by hand.
+    public static func quote(_ s: String) -> String {
+        var out = ""
+        writeString(s, into: &out)
+        return out
+    }
+
     /// The JSON text: two-space indentation, keys sorted by their UTF-8 bytes.
     public func serialized() -> String {
         var out = ""

@@ -27,7 +27,7 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
         #expect(ContentHTTP.putHeaders(ref, offset: 4, token: "t").values("lamina-upload-offset") == ["4"])
         #expect(ContentHTTP.getHeaders(from: 0, token: "t")["range"] == nil)
         #expect(ContentHTTP.getHeaders(from: 1_000, token: "t")["range"] == "bytes=1000-")
-        #expect(ContentHTTP.hex([0x00, 0x0f, 0xf0, 0xff]) == "000ff0ff")
+        #expect(Hex.encode([0x00, 0x0f, 0xf0, 0xff]) == "000ff0ff")
     }
 
     @Test func headerNumbersAndRangesAreStrict() {

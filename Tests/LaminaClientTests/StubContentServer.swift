@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import LaminaTransport
+import LaminaWire
 import NIOCore
 import NIOPosix
 @testable import LaminaClient
@@ -60,7 +61,7 @@ final class StubContentServer: @unchecked Sendable {
 
     /// Stores complete content (for downloads).
     func store(_ bytes: [UInt8], as id: ContentID) throws {
-        let sha = ContentHTTP.hex(try SHA256Hasher.hash(bytes))
+        let sha = Hex.encode(try SHA256Hasher.hash(bytes))
         lock.withLock { uploads[id.uuid.uuidString.lowercased()] = Upload(size: UInt64(bytes.count), sha256: sha, bytes: bytes, complete: true) }
     }
 
@@ -153,7 +154,7 @@ final class StubContentServer: @unchecked Sendable {
         let outcome = lock.withLock { () -> (Int, UInt64) in
             guard var u = uploads[id] else { return (404, 0) }
             guard UInt64(u.bytes.count) == u.size else { return (202, UInt64(u.bytes.count)) }
-            let actual = ContentHTTP.hex((try? SHA256Hasher.hash(u.bytes)) ?? [])
+            let actual = Hex.encode((try? SHA256Hasher.hash(u.bytes)) ?? [])
             guard actual == u.sha256 else {
                 uploads[id] = nil
                 return (422, 0)

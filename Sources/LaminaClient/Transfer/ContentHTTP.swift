@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import LaminaTransport
+import LaminaWire
 
 /// The requests and answers of the node's content API (Protocol/CONTENT.md), as pure
 /// functions: header lists to send, and the meaning of what came back.
@@ -10,24 +11,13 @@ enum ContentHTTP {
 
     static func authorization(_ token: String) -> (String, String) { ("authorization", "Bearer \(token)") }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0xf)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     /// PUT headers (§3): size, digest and the offset of the body's first byte. No
     /// `content-length`: a paused upload ends its body early, which HTTP/2 would refuse as
     /// malformed against a declared length (RFC 9113 §8.1.1).
     static func putHeaders(_ reference: ContentReference, offset: UInt64, token: String) -> HeaderFields {
         var headers = HeaderFields([authorization(token),
                                     ("lamina-content-size", String(reference.size)),
-                                    ("lamina-content-sha256", hex(reference.sha256))])
+                                    ("lamina-content-sha256", Hex.encode(reference.sha256))])
         if offset > 0 { headers.append("lamina-upload-offset", String(offset)) }
         return headers
     }

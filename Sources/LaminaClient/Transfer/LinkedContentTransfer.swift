@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import LaminaTransport
+import LaminaWire
 
 /// Downloads rich content over the client's connection (`NodeLink`) with `GET
 /// /v1/content/<uuid>` (CONTENT.md §5). A partial file continues from its length with a
@@ -118,7 +119,7 @@ struct LinkedContentTransfer: ContentTransferring {
         guard digest == reference.sha256 else {
             try? output.close()
             try? fm.removeItem(at: destination)
-            throw ClientError(.contentRefused, "content-digest-mismatch: the downloaded bytes hash to \(ContentHTTP.hex(digest)), the reference says \(ContentHTTP.hex(reference.sha256))")
+            throw ClientError(.contentRefused, "content-digest-mismatch: the downloaded bytes hash to \(Hex.encode(digest)), the reference says \(Hex.encode(reference.sha256))")
         }
     }
 }

@@ -107,7 +107,7 @@ public enum ContentEndpoint {
     static func uploadHeaders(_ upload: ContentUpload) -> [(String, String)] {
         [
             ("lamina-content-size", "\(upload.declaredSize)"),
-            ("lamina-content-sha256", ContentHeaderParsing.hexString(upload.sha256)),
+            ("lamina-content-sha256", Hex.encode(upload.sha256)),
             ("lamina-upload-offset", "\(upload.receivedBytes)"),
             ("lamina-upload-complete", upload.state == .complete ? "true" : "false"),
         ]
@@ -115,6 +115,6 @@ public enum ContentEndpoint {
 
     /// The `201`/`200` body of a complete upload (CONTENT.md §3).
     static func completionJSON(_ upload: ContentUpload) -> String {
-        #"{"contentID":\#(JSONText.quote(upload.id.url)),"size":\#(upload.declaredSize),"sha256":"\#(ContentHeaderParsing.hexString(upload.sha256))"}"#
+        #"{"contentID":\#(WireJSON.quote(upload.id.url)),"size":\#(upload.declaredSize),"sha256":"\#(Hex.encode(upload.sha256))"}"#
     }
 }

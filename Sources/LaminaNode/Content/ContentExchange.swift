@@ -90,26 +90,7 @@ final class ContentExchange: TransportStreamDelegate, @unchecked Sendable {
             respond(status: failure.status, headers: headers)
             return
         }
-        let json = #"{"code":\#(failure.code.wireValue),"name":\#(JSONText.quote(failure.code.name)),"reason":\#(JSONText.quote(failure.reason))}"#
+        let json = #"{"code":\#(failure.code.wireValue),"name":\#(WireJSON.quote(failure.code.name)),"reason":\#(WireJSON.quote(failure.reason))}"#
         respond(status: failure.status, headers: headers, json: json)
-    }
-}
-
-enum JSONText {
-    /// A JSON string literal.
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

@@ -45,7 +45,7 @@ final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
                 exchange.fail(ContentFailure.from(error))
             case .success(let upload):
                 let size = upload.declaredSize
-                let digest = ContentHeaderParsing.hexString(upload.sha256)
+                let digest = Hex.encode(upload.sha256)
                 var headers: [(String, String)] = [
                     ("content-type", "application/octet-stream"), ("accept-ranges", "bytes"), ("etag", "\"\(digest)\""),
                     ("lamina-content-sha256", digest),

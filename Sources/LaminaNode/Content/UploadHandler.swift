@@ -307,7 +307,7 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
                 exchange.fail(
                     ContentFailure(
                         .contentDigestMismatch,
-                        "the bytes hash to \(ContentHeaderParsing.hexString(digest)), the upload declared \(ContentHeaderParsing.hexString(expected)); the upload is deleted",
+                        "the bytes hash to \(Hex.encode(digest)), the upload declared \(Hex.encode(expected)); the upload is deleted",
                         headers: ["lamina-upload-offset": "0"]))
             case _ where overflow:
                 exchange.fail(
