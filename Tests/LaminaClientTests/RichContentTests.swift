@@ -196,7 +196,7 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
 }
 
 /// The first event matching `predicate`, or a `.timedOut` error after `timeout`.
-func firstEvent(_ events: AsyncStream<ContentTransferEvent>, timeout: Duration = .seconds(10),
+func firstEvent(_ events: AsyncStream<ContentTransferEvent>, timeout: Duration = .seconds(60),
                 where predicate: @escaping @Sendable (ContentTransferEvent) -> Bool) async throws -> ContentTransferEvent {
     try await withThrowingTaskGroup(of: ContentTransferEvent?.self) { group in
         group.addTask {
