@@ -58,14 +58,19 @@ public struct RecipientStatusLattice: ReplicatedState, Hashable {
         case status(MessageUserKey, RecipientStatus)
         /// `user` read every message of `conversation` up to and including `position`.
         case readUpTo(ConversationUserKey, MessagePosition)
+        /// `user`'s devices hold every message of `conversation` up to and including
+        /// `position` (a delivery receipt).
+        case deliveredUpTo(ConversationUserKey, MessagePosition)
     }
 
     public private(set) var statuses: [MessageUserKey: RecipientStatus]
     public private(set) var readUpTo: [ConversationUserKey: MessagePosition]
+    public private(set) var deliveredUpTo: [ConversationUserKey: MessagePosition]
 
     public init() {
         statuses = [:]
         readUpTo = [:]
+        deliveredUpTo = [:]
     }
 
     public mutating func apply(_ operation: Operation) {
@@ -76,6 +81,9 @@ public struct RecipientStatusLattice: ReplicatedState, Hashable {
         case .readUpTo(let key, let position):
             if let current = readUpTo[key], current >= position { return }
             readUpTo[key] = position
+        case .deliveredUpTo(let key, let position):
+            if let current = deliveredUpTo[key], current >= position { return }
+            deliveredUpTo[key] = position
         }
     }
 
@@ -83,6 +91,7 @@ public struct RecipientStatusLattice: ReplicatedState, Hashable {
         var out = self
         out.statuses.merge(other.statuses) { Swift.max($0, $1) }
         out.readUpTo.merge(other.readUpTo) { Swift.max($0, $1) }
+        out.deliveredUpTo.merge(other.deliveredUpTo) { Swift.max($0, $1) }
         return out
     }
 
@@ -99,11 +108,38 @@ public struct RecipientStatusLattice: ReplicatedState, Hashable {
 
     /// `user`'s status for `message` (see the type's rules).
     public func status(of message: MessageStamp, for user: UserID) -> RecipientStatus {
+        let key = ConversationUserKey(conversation: message.conversation, user: user)
+        return Self.status(
+            of: message, for: user, recorded: statuses[MessageUserKey(message: message.id, user: user)],
+            deliveredUpTo: deliveredUpTo[key], readUpTo: readUpTo[key]
+        )
+    }
+
+    /// The status rule on the slice of state one (message, user) pair depends on: the status
+    /// recorded for that pair (MARK_READ, or any status a replica recorded), and the user's
+    /// delivered-up-to and read-up-to positions in the message's conversation. Stores that
+    /// keep only those values (the node's, the SDK's) decide by calling this.
+    ///
+    /// The sender's own status is `read`; otherwise the highest of `pending` (no position yet)
+    /// or `sent`, the recorded status, `delivered` when delivered-up-to is at or past the
+    /// message, and `read` when read-up-to is.
+    public static func status(
+        of message: MessageStamp, for user: UserID, recorded: RecipientStatus?,
+        deliveredUpTo: MessagePosition?, readUpTo: MessagePosition?
+    ) -> RecipientStatus {
         if user == message.sender { return .read }
-        var status: RecipientStatus = message.position == nil ? .pending : .sent
-        if let recorded = statuses[MessageUserKey(message: message.id, user: user)] { status = Swift.max(status, recorded) }
-        if let position = message.position, hasReadUpTo(position, in: message.conversation, user: user) { status = .read }
+        guard let position = message.position else { return Swift.max(.pending, recorded ?? .pending) }
+        if let readUpTo, position <= readUpTo { return .read }
+        var status = Swift.max(RecipientStatus.sent, recorded ?? .sent)
+        if let deliveredUpTo, position <= deliveredUpTo { status = Swift.max(status, .delivered) }
         return status
+    }
+
+    /// Whether a range status (`deliveredUpTo`/`readUpTo` of `status`) moving from `before`
+    /// to `after` changes anything: the higher bound wins, and a bound never moves down.
+    public static func raises(_ before: MessagePosition?, to after: MessagePosition) -> Bool {
+        guard let before else { return true }
+        return after > before
     }
 
     /// Whether `user` has read `message` (individually or by read-up-to), or sent it.

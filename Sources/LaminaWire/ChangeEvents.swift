@@ -24,6 +24,9 @@ public enum ChangeEvent: Hashable, Sendable {
     case messageDeleted(MessageDeleted)
     /// kind 9: someone else's typing indicator (never in the stored feed: seq 0).
     case typing(TypingChanged)
+    /// kind 10: one participant's status moved up for every message of others positioned
+    /// at or before a position (a delivery receipt or mark-all-read as one range).
+    case statusUpTo(StatusUpTo)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -38,6 +41,7 @@ public enum ChangeEvent: Hashable, Sendable {
         case .messageStatusChanged: 7
         case .messageDeleted: 8
         case .typing: 9
+        case .statusUpTo: 10
         }
     }
 }
@@ -165,6 +169,27 @@ public struct MessageStatusChanged: Hashable, Sendable {
 }
 
 /// ```
+/// +----------------------+-------------+-------------+-------------+
+/// | conversation id (16) | user        | status (i8) | upTo (HLC)  |
+/// +----------------------+-------------+-------------+-------------+
+/// ```
+/// `user`'s status is at least `status` for every message of the conversation that another
+/// participant sent and that is positioned at or before `upTo` (statuses only move up).
+public struct StatusUpTo: Hashable, Sendable {
+    public var conversationID: ConversationID
+    public var user: UserID
+    public var status: RecipientStatus
+    public var upTo: MessagePosition
+
+    public init(conversationID: ConversationID, user: UserID, status: RecipientStatus, upTo: MessagePosition) {
+        self.conversationID = conversationID
+        self.user = user
+        self.status = status
+        self.upTo = upTo
+    }
+}
+
+/// ```
 /// +----------------------+-----------------+-----------+-----------+
 /// | conversation id (16) | message id (16) | mode (u8) | by (user) |
 /// +----------------------+-----------------+-----------+-----------+
@@ -256,6 +281,11 @@ extension ChangeEvent {
             b.writeID(t.conversationID)
             try b.writeUserID(t.user)
             b.writeInteger(t.state.rawValue, as: UInt8.self)
+        case .statusUpTo(let s):
+            b.writeID(s.conversationID)
+            try b.writeUserID(s.user)
+            b.writeInteger(UInt8(bitPattern: s.status.rawValue), as: UInt8.self)
+            b.writeHLC(s.upTo)
         }
     }
 
@@ -318,8 +348,14 @@ extension ChangeEvent {
             let user = try b.readUserID(limits)
             let state = try b.readTypingState()
             return .typing(TypingChanged(conversationID: conversation, user: user, state: state))
+        case 10:
+            let conversation = try b.readID(ConversationID.self, "the conversation id")
+            let user = try b.readUserID(limits)
+            let status = try b.readRecipientStatus()
+            let upTo = try b.readHLC("the position bound")
+            return .statusUpTo(StatusUpTo(conversationID: conversation, user: user, status: status, upTo: upTo))
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...9")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...10")
         }
     }
 }

@@ -263,6 +263,12 @@ extension WireJSON {
             o["conversationID"] = .uuid(t.conversationID.uuid)
             o["user"] = .string(t.user.rawValue)
             o["state"] = .typingState(t.state)
+        case .statusUpTo(let s):
+            o["kind"] = .string("status-up-to")
+            o["conversationID"] = .uuid(s.conversationID.uuid)
+            o["user"] = .string(s.user.rawValue)
+            o["status"] = .number(Int64(s.status.rawValue))
+            o["upTo"] = WireJSON.hlc(s.upTo)
         }
         return .object(o)
     }

@@ -143,6 +143,8 @@ let validVectors: [ValidVector] = [
           frame: .change(Change(seq: 8, event: .messageCreated(sampleMessage)))),
     .init(name: "change-message-status", description: "CHANGE: bob read the message.",
           frame: .change(Change(seq: 9, event: .messageStatusChanged(MessageStatusChanged(conversationID: conversation1, messageID: message1, user: user("bob"), status: .read))))),
+    .init(name: "change-status-up-to", description: "CHANGE: bob's devices hold every message of others up to a position (delivered).",
+          frame: .change(Change(seq: 14, event: .statusUpTo(StatusUpTo(conversationID: conversation1, user: user("bob"), status: .delivered, upTo: hlc(1_767_225_600_800, 3, 1)))))),
     .init(name: "change-message-deleted", description: "CHANGE: message deleted for all participants.",
           frame: .change(Change(seq: 10, event: .messageDeleted(MessageDeleted(conversationID: conversation1, messageID: message1, mode: .allParticipants, by: user("alice")))))),
     .init(name: "change-typing", description: "CHANGE: bob is typing (seq 0: not in the stored feed).",

@@ -43,6 +43,7 @@ extension WriteContext {
             if let stored = try StoreReader.message(db, id) { try deleteMessage(stored) }
         case .messagesDeleted(let id, let below): try deleteMessages(of: id, below: below)
         case .recipientStatus(let id, let user, let status): try applyStatus(id, user: user, status: status)
+        case .statusUpTo(let id, let user, let status, let upTo): try applyStatus(upTo: upTo, in: id, user: user, status: status)
         case .metadata(let id, let path, let value):
             try modifyConversation(id) { c in
                 if let value { c.metadata.set(value, at: path) } else { c.metadata.remove(at: path) }
@@ -144,6 +145,21 @@ extension WriteContext {
         after.message.recipientStatus[user] = max(before.message.recipientStatus[user] ?? .invalid, status)
         if user == localUser, status == .read { after.isUnread = false }
         try updateMessage(from: before, to: after)
+    }
+
+    /// Raises `user`'s status to `status` on the messages of others positioned at or before
+    /// `upTo` whose status is below it (only those this device holds).
+    private func applyStatus(upTo: MessagePosition, in conversation: ConversationID, user: UserID, status: RecipientStatus) throws {
+        let id = try StoreReader.resolve(db, conversation)
+        let (p, l, n) = StoreCoding.positionColumns(upTo)
+        let ids = try Data.fetchAll(db, sql: """
+            SELECT m.id FROM message m LEFT JOIN recipient_status s ON s.message_id = m.id AND s.user_id = ?
+            WHERE m.conversation_id = ? AND m.sender <> ? AND m.pos_physical IS NOT NULL
+              AND (m.pos_physical, m.pos_logical, m.pos_node) <= (?, ?, ?)
+              AND (s.status IS NULL OR s.status < ?)
+            ORDER BY \(StoreReader.positionOrder(descending: false, table: "m"))
+            """, arguments: [user.rawValue, StoreCoding.blob(id.uuid), user.rawValue, p, l, n, Int64(status.rawValue)])
+        for raw in ids { try applyStatus(MessageID(uuid: StoreCoding.uuid(raw)), user: user, status: status) }
     }
 
     /// Moves everything of `from` to `into` and leaves `from` as a tombstone pointing there.

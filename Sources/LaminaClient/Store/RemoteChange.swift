@@ -19,6 +19,9 @@ public enum RemoteChange: Hashable, Sendable {
     case messagesDeleted(ConversationID, below: MessagePosition)
     /// One participant's status for one message; it only ever moves up.
     case recipientStatus(MessageID, user: UserID, status: RecipientStatus)
+    /// One participant's status for every message of others in a conversation positioned
+    /// at or before `upTo` (a delivery receipt or mark-all-read); it only ever moves up.
+    case statusUpTo(ConversationID, user: UserID, status: RecipientStatus, upTo: MessagePosition)
     /// A metadata key path was set (a value) or deleted (nil).
     case metadata(ConversationID, path: MetadataKeyPath, value: MetadataValue?)
     /// Participants were added and/or removed. A change to a distinct conversation's
