@@ -227,8 +227,14 @@ public struct MembershipStanding: Hashable, Sendable {
             return MembershipStanding(isMember: true, since: operation.timestamp, latest: operation.timestamp)
         }
         guard operation.timestamp > current.latest else { return nil }
+        return following(operation, current)
+    }
+
+    /// The standing after `operation`, taken as the next one in effect order: nil when it
+    /// adds a member or removes a non-member.
+    static func following(_ operation: MembershipOperation, _ current: MembershipStanding?) -> MembershipStanding? {
         let isMember = operation.kind == .add
-        guard isMember != current.isMember else { return nil }
+        guard isMember != (current?.isMember ?? false) else { return nil }
         return MembershipStanding(isMember: isMember, since: operation.timestamp, latest: operation.timestamp)
     }
 
@@ -237,7 +243,7 @@ public struct MembershipStanding: Hashable, Sendable {
     public static func of(_ operations: some Sequence<MembershipOperation>) -> MembershipStanding? {
         var standing: MembershipStanding?
         for op in operations.sorted(by: MembershipOperation.precedes) {
-            if let next = applying(op, to: standing) {
+            if let next = following(op, standing) {
                 standing = next
             } else if var s = standing, op.timestamp > s.latest {
                 s.latest = op.timestamp
