@@ -8,7 +8,8 @@ struct LaminaBench: AsyncParsableCommand {
         subcommands: [
             CodecBenchmark.self, StorageBenchmark.self,
             H2ServerCommand.self, IdleConnectionsCommand.self, IdleClientsCommand.self, TransportCompareCommand.self,
-            NodeLoadCommand.self, NodeCrashCommand.self, ContentTransferCommand.self, SDKContentCommand.self,
+            NodeLoadCommand.self, NodeCrashCommand.self,
+            RateCommand.self, GrowCommand.self, CatchupCommand.self, ClosedCommand.self, ContentTransferCommand.self, SDKContentCommand.self,
         ]
     )
 }

@@ -118,7 +118,7 @@ import Testing
             #expect(old.mergedInto == survivor.id && !old.isLive)
             #expect(try await store.read { r in try r.metadata(of: survivor.id) } == ["title": .string("from bob")])
             let write = await storageErrorCode {
-                try await store.write { tx in try tx.appendMessage(try textMessage("late", in: retired.id, from: bob, at: hlc(50)), hlc: hlc(50), origin: nodeA) }
+                try await store.write { tx in _ = try tx.appendMessage(try textMessage("late", in: retired.id, from: bob, at: hlc(50)), hlc: hlc(50), origin: nodeA) }
             }
             #expect(write == .conversationRetired)
         }

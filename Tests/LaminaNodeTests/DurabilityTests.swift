@@ -40,7 +40,8 @@ import Testing
         }
         #expect(after.0 == before.0)
         #expect(after.0.count == 20)
-        #expect(after.0.allSatisfy { $0.recipientStatus[bob] == .delivered })
+        // Read up to the 10th (the read marker), delivered after it (recorded one by one).
+        #expect(after.0.map { $0.recipientStatus[bob] } == Array(repeating: .read, count: 10) + Array(repeating: .delivered, count: 10))
         #expect(after.1 == before.1)
         #expect(after.1.count == 20)
         #expect(after.2 == before.2)

@@ -121,7 +121,9 @@ import Testing
         #expect(m.recipientStatus["alice"] == .read)
 
         try await bob.command(.deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: conversation, upTo: m.position!)))
-        #expect(try await alice.nextChanges().map(\.event) == [.messageStatusChanged(MessageStatusChanged(conversationID: conversation, messageID: ids[0], user: "bob", status: .delivered))])
+        // One status-up-to change for the whole range, not one change per message.
+        #expect(try await alice.nextChanges().map(\.event) == [.statusUpTo(StatusUpTo(conversationID: conversation, user: "bob", status: .delivered, upTo: m.position!))])
+        #expect(try await h.store.read { r in try r.recipientStatus(of: ids[0]) }["bob"] == .delivered)
         try await bob.command(.markRead(MarkRead(requestID: UUID(), conversationID: conversation, messageID: ids[0])))
         #expect(try await alice.nextChanges().map(\.event) == [.messageStatusChanged(MessageStatusChanged(conversationID: conversation, messageID: ids[0], user: "bob", status: .read))])
         #expect(try await h.store.read { r in try r.recipientStatus(of: ids[0]) }["bob"] == .read)

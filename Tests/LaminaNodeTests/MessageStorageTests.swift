@@ -42,7 +42,7 @@ import Testing
             plain.id = .random()
             plain.position = hlc(1_235)
             let second = plain
-            try await store.write { tx in try tx.appendMessage(second, hlc: hlc(1_235), origin: nodeA) }
+            try await store.write { tx in _ = try tx.appendMessage(second, hlc: hlc(1_235), origin: nodeA) }
             #expect(try await store.read { r in try r.message(second.id) }?.message == second)
         }
     }
@@ -51,15 +51,15 @@ import Testing
         try await withTemporaryStore { store, _ in
             let (c, messages) = try await seeded(store, messages: 2)
             let samePosition = try textMessage("clash", in: c, from: bob, at: messages[0].position!)
-            #expect(await storageErrorCode { try await store.write { tx in try tx.appendMessage(samePosition, hlc: hlc(999), origin: nodeA) } } == .positionTaken)
+            #expect(await storageErrorCode { try await store.write { tx in _ = try tx.appendMessage(samePosition, hlc: hlc(999), origin: nodeA) } } == .positionTaken)
             let sameID = try textMessage("again", in: c, from: bob, at: hlc(999), id: messages[1].id)
-            #expect(await storageErrorCode { try await store.write { tx in try tx.appendMessage(sameID, hlc: hlc(999), origin: nodeA) } } == .alreadyExists)
+            #expect(await storageErrorCode { try await store.write { tx in _ = try tx.appendMessage(sameID, hlc: hlc(999), origin: nodeA) } } == .alreadyExists)
             var draft = try textMessage("x", in: c, from: bob, at: hlc(1_000))
             draft.position = nil
             let unpositioned = draft
-            #expect(await storageErrorCode { try await store.write { tx in try tx.appendMessage(unpositioned, hlc: hlc(1_000), origin: nodeA) } } == .invalidArgument)
+            #expect(await storageErrorCode { try await store.write { tx in _ = try tx.appendMessage(unpositioned, hlc: hlc(1_000), origin: nodeA) } } == .invalidArgument)
             let nowhere = try textMessage("x", in: .random(), from: bob, at: hlc(1_001))
-            #expect(await storageErrorCode { try await store.write { tx in try tx.appendMessage(nowhere, hlc: hlc(1_001), origin: nodeA) } } == .notFound)
+            #expect(await storageErrorCode { try await store.write { tx in _ = try tx.appendMessage(nowhere, hlc: hlc(1_001), origin: nodeA) } } == .notFound)
             #expect(try await store.read { r in try r.messageCount(of: c) } == 2)
         }
     }
@@ -112,7 +112,7 @@ import Testing
                     try tx.recordStatus(.pending, of: id, for: bob),
                 ]
             }
-            #expect(changes == [StatusChange(user: bob, before: nil, after: .delivered), nil, nil, nil])
+            #expect(changes == [StatusChange(user: bob, before: .sent, after: .delivered), nil, nil, nil])
             #expect(try await store.read { r in try r.recipientStatus(of: id) }[bob] == .delivered)
             let up = try await store.write { tx in try tx.recordStatus(.read, of: id, for: bob) }
             #expect(up == StatusChange(user: bob, before: .delivered, after: .read))
@@ -123,13 +123,24 @@ import Testing
         }
     }
 
-    @Test func markReadRaisesStatusesOfOthersMessagesUpToThePosition() async throws {
+    @Test func markersRaiseStatusesOfOthersMessagesUpToThePositionInOneWrite() async throws {
         try await withTemporaryStore { store, _ in
             let (c, messages) = try await seeded(store, messages: 6)
-            try await store.write { tx in _ = try tx.recordStatus(.read, of: messages[0].id, for: bob) }
-            let raised = try await store.write { tx in try tx.markRead(upTo: messages[4].position!, user: bob, conversation: c) }
-            #expect(raised == [messages[2].id, messages[4].id])  // alice's 0 was read already; 1, 3 are bob's own
-            #expect(try await store.read { r in try r.unreadCount(of: c, for: bob) } == 0)
+            let moved = try await store.write { tx in
+                [try tx.raise(.delivered, to: messages[4].position!, user: bob, conversation: c),
+                 try tx.raise(.read, to: messages[2].position!, user: bob, conversation: c),
+                 try tx.raise(.delivered, to: messages[0].position!, user: bob, conversation: c)]
+            }
+            #expect(moved == [true, true, false])  // a marker never moves back
+            let history = try await store.read { r in try r.history(of: c, for: alice, .complete(after: nil, limit: 10)) }
+            // alice sent the even ones: read up to 2, delivered up to 4, sent after; bob's own are read for bob.
+            #expect(history.map { $0.recipientStatus[bob] } == [.read, .read, .read, .read, .delivered, .read])
+            #expect(history.map { $0.recipientStatus[alice] } == [.read, .sent, .read, .sent, .read, .sent])
+            #expect(try await store.read { r in try r.unreadCount(of: c, for: bob) } == 1)
+            // A status recorded for one message is derived against the markers.
+            #expect(try await store.write { tx in try tx.recordStatus(.delivered, of: messages[4].id, for: bob) } == nil)
+            #expect(try await store.write { tx in try tx.recordStatus(.read, of: messages[4].id, for: bob) }
+                    == StatusChange(user: bob, before: .delivered, after: .read))
         }
     }
 }

@@ -15,7 +15,7 @@ import Testing
             }
             let expected: Set = [
                 "node_settings", "conversations", "membership_ops", "participants", "messages", "message_parts",
-                "recipient_status", "read_markers", "metadata_entries", "feed_heads", "feed_entries", "device_cursors",
+                "recipient_status", "read_markers", "delivered_markers", "metadata_entries", "feed_heads", "feed_entries", "device_cursors",
                 "idempotency_records", "nonces", "sessions", "content_uploads", "replication_log",
             ]
             #expect(Set(tables) == expected)

@@ -14,7 +14,9 @@ struct CommandContext {
 
     var origin: NodeID { engine.configuration.nodeID }
 
-    mutating func apply(_ frame: Frame) throws -> Ack {
+    /// Applies one command; `digest` (the SHA-256 of its encoding) is kept with a sent message
+    /// so a retry is recognised without an idempotency record.
+    mutating func apply(_ frame: Frame, digest: [UInt8]? = nil) throws -> Ack {
         switch frame {
         case .createConversation(let f): return try createConversation(f)
         case .addParticipants(let f): return try changeParticipants(f, .add)
@@ -23,7 +25,7 @@ struct CommandContext {
         case .deleteMetadata(let f): return try setMetadata(f.conversationID, f.keyPath, nil, f.requestID)
         case .deleteConversation(let f): return try deleteConversation(f)
         case .markAllRead(let f): return try markAllRead(f)
-        case .sendMessage(let f): return try sendMessage(f)
+        case .sendMessage(let f): return try sendMessage(f, digest: digest)
         case .markRead(let f): return try markRead(f)
         case .deleteMessage(let f): return try deleteMessage(f)
         case .deliveryReceipt(let f): return try deliveryReceipt(f)
@@ -39,20 +41,20 @@ struct CommandContext {
         for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) { changes.append(FeedChange(user: u, seq: seq, event: event)) }
     }
 
-    /// The live conversation, if the user takes part in it now.
-    func member(of id: ConversationID) throws -> StoredConversation {
-        guard let stored = try tx.read.conversation(id), stored.isLive else { throw WireError(.notFound, "no conversation \(id)") }
-        guard let state = try tx.read.participantState(of: user, in: id) else {
+    /// The live conversation's header, if the user takes part in it now.
+    func member(of id: ConversationID) throws -> ConversationHeader {
+        guard let header = try tx.read.conversationHeader(id), header.isLive else { throw WireError(.notFound, "no conversation \(id)") }
+        guard let state = header.states[user] else {
             throw WireError(.notAParticipant, "\(user) is not a participant of \(id)")
         }
         guard state.isMember else { throw WireError(.removedParticipant, "\(user) was removed from \(id)") }
-        return stored
+        return header
     }
 
-    /// Whom a status change of `conversation` reaches: everyone, or only the user's own
+    /// Whom a status change of a conversation reaches: everyone, or only the user's own
     /// devices when receipts are disabled.
-    func statusAudience(_ stored: StoredConversation) -> Set<UserID> {
-        stored.conversation.deliveryReceiptsEnabled ? stored.conversation.participants : [user]
+    func statusAudience(_ header: ConversationHeader) -> Set<UserID> {
+        header.deliveryReceiptsEnabled ? header.participants : [user]
     }
 
     // MARK: Conversations
@@ -81,7 +83,7 @@ struct CommandContext {
     mutating func changeParticipants(_ f: ParticipantsUpdate, _ operation: MembershipOperation) throws -> Ack {
         let stored = try member(of: f.conversationID)
         let id = f.conversationID
-        let before = stored.conversation.participants
+        let before = stored.participants
         let hlc = try engine.nextHLC()
         var changed = Set<UserID>()
         for u in f.users.sorted() {
@@ -89,8 +91,8 @@ struct CommandContext {
             if didChange { changed.insert(u) }
         }
         let after = try tx.read.participants(of: id)
-        guard after.count <= stored.conversation.participantLimit else {
-            throw WireError(.tooManyParticipants, "\(after.count) participants exceed the limit of \(stored.conversation.participantLimit)")
+        guard after.count <= stored.participantLimit else {
+            throw WireError(.tooManyParticipants, "\(after.count) participants exceed the limit of \(stored.participantLimit)")
         }
         guard !after.isEmpty else { throw WireError(.noParticipants, "a conversation keeps at least one participant") }
         if !changed.isEmpty {
@@ -109,7 +111,7 @@ struct CommandContext {
         let hlc = try engine.nextHLC()
         _ = try tx.setMetadata(value, at: path, in: id, hlc: hlc, origin: origin)
         try emit(.metadataChanged(MetadataChanged(conversationID: id, keyPath: path, value: value, by: user, at: hlc)),
-                 to: stored.conversation.participants, conversation: id)
+                 to: stored.participants, conversation: id)
         return Ack(requestID: requestID, conversationID: id)
     }
 
@@ -123,35 +125,42 @@ struct CommandContext {
             try emit(event, to: [user], conversation: id)
         case (.allParticipants, nil):
             try tx.deleteConversation(id)
-            try emit(event, to: stored.conversation.participants, conversation: id)
+            try emit(event, to: stored.participants, conversation: id)
         case (.allParticipants, let below?):
-            for message in try messages(of: id, upTo: below, inclusive: false) {
-                try tx.deleteMessage(message.id)
-            }
-            try emit(event, to: stored.conversation.participants, conversation: id)
+            try tx.deleteMessages(of: id, before: below)
+            try emit(event, to: stored.participants, conversation: id)
         }
         return Ack(requestID: f.requestID, conversationID: id)
     }
 
     mutating func markAllRead(_ f: MarkAllRead) throws -> Ack {
         let stored = try member(of: f.conversationID)
-        for message in try tx.markRead(upTo: f.upTo, user: user, conversation: f.conversationID) {
-            try emitStatus(.read, of: message, in: stored)
-        }
+        try raiseStatus(.read, upTo: f.upTo, in: stored)
         return Ack(requestID: f.requestID, conversationID: f.conversationID)
     }
 
-    mutating func emitStatus(_ status: RecipientStatus, of message: MessageID, in stored: StoredConversation) throws {
-        let event = MessageStatusChanged(conversationID: stored.conversation.id, messageID: message, user: user, status: status)
-        try emit(.messageStatusChanged(event), to: statusAudience(stored), conversation: stored.conversation.id, message: message)
+    /// Moves the user's `marker` up to `upTo` (at most the conversation's latest message,
+    /// so a message accepted later is not covered by a receipt that never saw it) and, when
+    /// it moved, tells the audience with one `status-up-to` change for the whole range.
+    mutating func raiseStatus(_ marker: StatusMarker, upTo: MessagePosition, in stored: ConversationHeader) throws {
+        guard let last = try tx.read.lastPosition(of: stored.id) else { return }
+        let bound = min(upTo, last)
+        guard try tx.raise(marker, to: bound, user: user, conversation: stored.id) else { return }
+        let event = StatusUpTo(conversationID: stored.id, user: user, status: marker.status, upTo: bound)
+        try emit(.statusUpTo(event), to: statusAudience(stored), conversation: stored.id)
+    }
+
+    mutating func emitStatus(_ status: RecipientStatus, of message: MessageID, in stored: ConversationHeader) throws {
+        let event = MessageStatusChanged(conversationID: stored.id, messageID: message, user: user, status: status)
+        try emit(.messageStatusChanged(event), to: statusAudience(stored), conversation: stored.id, message: message)
     }
 
     // MARK: Messages
 
-    mutating func sendMessage(_ f: SendMessage) throws -> Ack {
+    mutating func sendMessage(_ f: SendMessage, digest: [UInt8]?) throws -> Ack {
         let stored = try member(of: f.conversationID)
         let id = f.conversationID
-        let participants = stored.conversation.participants
+        let participants = stored.participants
         var statuses: [UserID: RecipientStatus] = [:]
         for p in participants { statuses[p] = p == user ? .read : .sent }
         let position = try engine.nextHLC()
@@ -174,15 +183,19 @@ struct CommandContext {
                 }
             }
         }
-        let isFirst = try tx.read.messageCount(of: id) == 0
-        if try tx.read.message(message.id) != nil {
+        let isFirst: Bool
+        do {
+            isFirst = try tx.appendMessage(message, hlc: position, origin: origin, requestDigest: digest)
+        } catch {
+            guard error.code == .alreadyExists else { throw error }
             throw WireError(.idInUse, "message id \(message.id) is in use")
         }
-        try tx.appendMessage(message, hlc: position, origin: origin)
-        if isFirst {
-            try emit(.conversationCreated(stored.conversation), to: participants.subtracting([user]), conversation: id)
+        if isFirst, let conversation = try tx.read.conversation(id) {
+            try emit(.conversationCreated(conversation.conversation), to: participants.subtracting([user]), conversation: id)
         }
-        try emit(.messageCreated(message), to: participants, conversation: id, message: message.id)
+        let event = ChangeEvent.messageCreated(message)
+        let seqs = try tx.appendMessageCreated(message.id, in: id, to: participants, kind: event.kind, at: now)
+        for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) { changes.append(FeedChange(user: u, seq: seq, event: event)) }
         return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
     }
 
@@ -192,26 +205,6 @@ struct CommandContext {
             throw WireError(.notFound, "no message \(id) in \(conversation)")
         }
         return stored.message
-    }
-
-    /// The user's visible messages of a conversation before (or up to) `limit`, oldest first.
-    func messages(of id: ConversationID, upTo limit: MessagePosition, inclusive: Bool) throws -> [Message] {
-        var out: [Message] = []
-        var after: MessagePosition? = nil
-        var more = true
-        while more {
-            let page = try tx.read.history(of: id, for: user, .complete(after: after, limit: 1000))
-            more = page.count == 1000
-            for message in page {
-                guard let position = message.position, inclusive ? position <= limit : position < limit else {
-                    more = false
-                    break
-                }
-                out.append(message)
-                after = position
-            }
-        }
-        return out
     }
 
     mutating func markRead(_ f: MarkRead) throws -> Ack {
@@ -233,20 +226,18 @@ struct CommandContext {
             try emit(event, to: [user], conversation: f.conversationID, message: message.id)
         case .allParticipants:
             try tx.deleteMessage(message.id)
-            try emit(event, to: stored.conversation.participants, conversation: f.conversationID, message: message.id)
+            try emit(event, to: stored.participants, conversation: f.conversationID, message: message.id)
         }
         return Ack(requestID: f.requestID, conversationID: f.conversationID)
     }
 
     /// DELIVERY_RECEIPT: the user's status becomes at least delivered for every message of
-    /// others up to `upTo`; ignored (but acknowledged) when receipts are disabled.
+    /// others up to `upTo` (one range update); ignored (but acknowledged) when receipts are
+    /// disabled.
     mutating func deliveryReceipt(_ f: DeliveryReceipt) throws -> Ack {
         let stored = try member(of: f.conversationID)
-        guard stored.conversation.deliveryReceiptsEnabled else { return Ack(requestID: f.requestID, conversationID: f.conversationID) }
-        for message in try messages(of: f.conversationID, upTo: f.upTo, inclusive: true) where message.sender != user {
-            let change = try tx.recordStatus(.delivered, of: message.id, for: user)
-            if change != nil { try emitStatus(.delivered, of: message.id, in: stored) }
-        }
+        guard stored.deliveryReceiptsEnabled else { return Ack(requestID: f.requestID, conversationID: f.conversationID) }
+        try raiseStatus(.delivered, upTo: f.upTo, in: stored)
         return Ack(requestID: f.requestID, conversationID: f.conversationID)
     }
 }

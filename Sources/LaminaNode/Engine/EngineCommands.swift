@@ -12,12 +12,19 @@ struct DistinctConflict: Error {
 /// What one command transaction produced.
 enum CommandResult: Sendable {
     case applied(Ack, [FeedChange])
-    case replayed([UInt8])
+    /// The command was applied before (a retry): its first ACK, nothing new.
+    case replayed(Ack)
 }
 
 extension NodeEngine {
     /// Runs one authenticated command of `session`: validate, authorize, decide, commit (with
-    /// its feed entries and idempotency record), ACK after the commit returned, fan out.
+    /// its feed entries and idempotency record), ACK after the commit, fan out.
+    ///
+    /// Storage commands are pipelined: the command is queued for the next group commit and
+    /// this returns without waiting for it, so the session's next command can join the same
+    /// group. The writer applies queued commands in order, so a command sees the effects of
+    /// the session's earlier ones, and completes them in order, so ACKs leave in order. At
+    /// most `NodeSession.maxCommandsInFlight` wait per session (this suspends beyond that).
     func execute(_ frame: Frame, in session: NodeSession, as auth: NodeSession.Auth) async {
         let requestID = frame.commandID
         do {
@@ -36,32 +43,64 @@ extension NodeEngine {
             let digest = try SHA256Hasher.hash(Array(try frame.encoded().readableBytesView))
             let user = auth.user
             let now = Timestamp.now()
-            let result = try await store.write { tx -> CommandResult in
-                if let recorded = try tx.read.recordedResult(for: key) { return .replayed(recorded) }
-                var context = CommandContext(tx: tx, user: user, engine: self, now: now)
-                let ack = try context.apply(frame)
-                try tx.recordResult(digest + Array(try Frame.ack(ack).encoded().readableBytesView), for: key, at: now)
-                return .applied(ack, context.changes)
+            await session.acquireCommandSlot()
+            do {
+                try store.submit({ tx -> CommandResult in
+                    if let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) { return .replayed(replayed) }
+                    var context = CommandContext(tx: tx, user: user, engine: self, now: now)
+                    let ack = try context.apply(frame, digest: digest)
+                    if case .sendMessage = frame {} else {
+                        try tx.recordResult(digest + Array(try Frame.ack(ack).encoded().readableBytesView), for: key, at: now)
+                    }
+                    return .applied(ack, context.changes)
+                }, completion: { [self] result in
+                    session.releaseCommandSlot()
+                    switch result {
+                    case .success(.applied(let ack, let changes)):
+                        session.send(.ack(ack))
+                        publish(changes)
+                    case .success(.replayed(let ack)):
+                        session.send(.ack(ack))
+                    case .failure(let error):
+                        Self.reply(error, to: session, requestID: requestID)
+                    }
+                })
+            } catch {
+                session.releaseCommandSlot()
+                throw error
             }
-            switch result {
-            case .applied(let ack, let changes):
-                session.send(.ack(ack))
-                publish(changes)
-            case .replayed(let record):
-                guard record.count > 32, Array(record.prefix(32)) == digest else {
-                    throw WireError(.idInUse, "id \(id.uuidString.lowercased()) was used for a different command")
-                }
-                guard case .ack(let ack) = try Frame.decode(exactly: ByteBuffer(bytes: record.dropFirst(32))) else {
-                    throw WireError(.internalError, "the recorded result of \(id) is not an ACK")
-                }
-                session.send(.ack(ack))
-            }
-        } catch let conflict as DistinctConflict {
+        } catch {
+            Self.reply(error, to: session, requestID: requestID)
+        }
+    }
+
+    private static func reply(_ error: any Error, to session: NodeSession, requestID: UUID?) {
+        if let conflict = error as? DistinctConflict {
             session.reply(WireError(.existingDistinctConversation, "a distinct conversation with these participants exists with other metadata"),
                           requestID: requestID, conversationID: conflict.existing)
-        } catch {
+        } else {
             session.reply(EngineErrors.wire(error), requestID: requestID)
         }
+    }
+
+    /// The first ACK of a command applied before, if this is a retry of it; `id-in-use` when
+    /// its id was used for a different command. A sent message is its own record (its row
+    /// keeps the command's digest); other commands have an idempotency record.
+    static func replay(_ frame: Frame, key: IdempotencyKey, digest: [UInt8], _ read: StorageReader) throws -> Ack? {
+        if case .sendMessage(let send) = frame, let record = try read.sendRecord(send.messageID), record.requestDigest != nil {
+            guard record.sender == key.user, record.requestDigest == digest else {
+                throw WireError(.idInUse, "id \(key.id.uuidString.lowercased()) was used for a different command")
+            }
+            return Ack(requestID: send.messageID.uuid, conversationID: record.conversation, position: record.position, timestamp: record.sentAt)
+        }
+        guard let record = try read.recordedResult(for: key) else { return nil }
+        guard record.count > 32, Array(record.prefix(32)) == digest else {
+            throw WireError(.idInUse, "id \(key.id.uuidString.lowercased()) was used for a different command")
+        }
+        guard case .ack(let ack) = try Frame.decode(exactly: ByteBuffer(bytes: record.dropFirst(32))) else {
+            throw WireError(.internalError, "the recorded result of \(key.id) is not an ACK")
+        }
+        return ack
     }
 
     // MARK: Typing (not stored, not answered)

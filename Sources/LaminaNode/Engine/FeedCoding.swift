@@ -11,6 +11,7 @@ enum FeedCoding {
     }
 
     static func decode(_ entry: FeedEntry) throws(WireError) -> Change {
+        if let message = entry.createdMessage { return Change(seq: entry.seq, event: .messageCreated(message)) }
         let frame = try Frame.decode(exactly: ByteBuffer(bytes: entry.payload))
         guard case .change(let change) = frame else {
             throw WireError(.internalError, "feed entry \(entry.seq) of \(entry.user) does not hold a change")

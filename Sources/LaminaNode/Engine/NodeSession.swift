@@ -11,6 +11,9 @@ public final class NodeSession: Sendable {
     /// The most inputs (client frames and live changes) waiting in the inbox; beyond it the
     /// session is closed with `slow-consumer`.
     public static let maxPendingInputs = 4096
+    /// The most commands of one session queued for group commit and not yet answered; the
+    /// session reads its next input only when one of them completes.
+    public static let maxCommandsInFlight = 128
     /// The retry delay an `overloaded` ERROR carries (the storage write queue was full).
     public static let overloadedRetryMilliseconds: UInt32 = 100
 
@@ -40,9 +43,19 @@ public final class NodeSession: Sendable {
         var pending = 0
     }
 
+    /// Commands queued for group commit and not yet answered, and the inbox task waiting
+    /// for one of them to complete (at most one: the inbox is worked through by one task).
+    private struct Window {
+        var inFlight = 0
+        var waiter: CheckedContinuation<Void, Never>?
+        /// Waiting for `inFlight` to reach 0 (shutdown).
+        var drained: [CheckedContinuation<Void, Never>] = []
+    }
+
     let engine: NodeEngine
     let outbound: SessionOutbound
     let state = Locked(State())
+    private let window = Locked(Window())
     private let continuation: AsyncStream<Input>.Continuation
     private let worker: Locked<Task<Void, Never>?> = Locked(nil)
 
@@ -98,6 +111,50 @@ public final class NodeSession: Sendable {
         }
     }
 
+    /// Waits until fewer than `maxCommandsInFlight` commands are in flight, then counts one more.
+    func acquireCommandSlot() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let proceed = window.withLock { w -> Bool in
+                guard w.inFlight >= Self.maxCommandsInFlight else {
+                    w.inFlight += 1
+                    return true
+                }
+                w.waiter = continuation
+                return false
+            }
+            if proceed { continuation.resume() }
+        }
+    }
+
+    /// A command in flight completed (answered or failed).
+    func releaseCommandSlot() {
+        let (waiter, drained) = window.withLock { w -> (CheckedContinuation<Void, Never>?, [CheckedContinuation<Void, Never>]) in
+            guard let waiter = w.waiter else {
+                w.inFlight -= 1
+                guard w.inFlight == 0 else { return (nil, []) }
+                defer { w.drained = [] }
+                return (nil, w.drained)
+            }
+            // The slot passes straight to the waiting command.
+            w.waiter = nil
+            return (waiter, [])
+        }
+        waiter?.resume()
+        for d in drained { d.resume() }
+    }
+
+    /// Returns once no command of this session is in flight.
+    func commandsDrained() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = window.withLock { w -> Bool in
+                guard w.inFlight > 0 else { return true }
+                w.drained.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
     /// Sends `error` as a fatal ERROR and closes the session.
     func fail(_ error: WireError) {
         var frame = ErrorFrame(error)
@@ -119,6 +176,7 @@ public final class NodeSession: Sendable {
     func drainAndClose(with frame: ErrorFrame) async {
         continuation.finish()
         await worker.withLock { $0 }?.value
+        await commandsDrained()
         close(with: frame)
     }
 

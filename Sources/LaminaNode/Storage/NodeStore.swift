@@ -33,6 +33,13 @@ public final class NodeStore: Sendable {
         config.maximumReaderCount = configuration.readerCount
         config.busyMode = .timeout(10)
         config.label = "lamina.storage"
+        let cacheKiB = configuration.pageCacheKiB, mmapBytes = configuration.mmapBytes
+        config.prepareDatabase { db in
+            // The writer's cache holds the working set; readers lean on the memory map.
+            try db.execute(sql: "PRAGMA cache_size = -\(db.configuration.readonly ? min(cacheKiB, 8 * 1_024) : cacheKiB)")
+            try db.execute(sql: "PRAGMA mmap_size = \(mmapBytes)")
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+        }
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: config)

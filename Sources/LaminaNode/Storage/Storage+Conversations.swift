@@ -155,7 +155,7 @@ extension StorageTransaction {
 
     /// Retires `conversation` into `survivor` after a distinct merge: its messages, membership
     /// history, metadata and read markers move to the survivor (metadata by last writer wins,
-    /// read markers by maximum), and it records `mergedInto` so clients can follow the change.
+    /// read and delivered markers by maximum), and it records `mergedInto` so clients can follow the change.
     public func retireConversation(_ conversation: ConversationID, mergedInto survivor: ConversationID) throws(StorageError) {
         guard conversation != survivor else { throw StorageError(.invalidArgument, "a conversation cannot be merged into itself") }
         _ = try requireLive(conversation)
@@ -185,9 +185,12 @@ extension StorageTransaction {
         for row in try db.rows("SELECT * FROM metadata_entries WHERE conversation_id = ?", [from]) {
             try mergeMetadataRow(row, into: to)
         }
-        for row in try db.rows("SELECT user_id, pos_physical, pos_logical, pos_node FROM read_markers WHERE conversation_id = ?", [from]) {
-            _ = try setReadUpTo(Columns.hlc(row, "pos"), user: Columns.user(row, "user_id"), conversation: survivor)
+        for marker in StatusMarker.allCases {
+            for (user, position) in try read.markers(marker.rawValue, of: conversation) {
+                _ = try raise(marker, to: position, user: user, conversation: survivor)
+            }
         }
+        try db.run("UPDATE conversations SET messages_sent = messages_sent + (SELECT messages_sent FROM conversations WHERE id = ?) WHERE id = ?", [from, to])
         try db.run("UPDATE conversations SET merged_into = ? WHERE id = ?", [to, from])
     }
 
@@ -330,4 +333,42 @@ public struct MembershipRecord: Hashable, Sendable {
     public var actor: UserID
     public var hlc: HLCTimestamp
     public var origin: NodeID
+}
+
+/// What a command needs of its conversation: no metadata, one read of the row and one of
+/// its participants.
+public struct ConversationHeader: Hashable, Sendable {
+    public var id: ConversationID
+    public var isLive: Bool
+    public var isDistinct: Bool
+    public var deliveryReceiptsEnabled: Bool
+    /// The current participants.
+    public var participants: Set<UserID>
+    /// Every user who ever took part, with their standing.
+    public var states: [UserID: ParticipantState]
+
+    public var participantLimit: Int { Conversation.participantLimit(deliveryReceiptsEnabled: deliveryReceiptsEnabled) }
+}
+
+extension StorageReader {
+    /// The conversation's header (flags and participants), whatever its state.
+    public func conversationHeader(_ id: ConversationID) throws(StorageError) -> ConversationHeader? {
+        let key = Columns.blob(id.uuid)
+        guard let row = try db.row("SELECT is_distinct, delivery_receipts_enabled, merged_into, deleted FROM conversations WHERE id = ?", [key]) else {
+            return nil
+        }
+        var states: [UserID: ParticipantState] = [:]
+        var participants = Set<UserID>()
+        for p in try db.rows("SELECT user_id, is_member, hlc_physical, hlc_logical, hlc_node FROM participants WHERE conversation_id = ?", [key]) {
+            let user = try Columns.user(p, "user_id")
+            let state = ParticipantState(isMember: p["is_member"], since: try Columns.hlc(p, "hlc"))
+            states[user] = state
+            if state.isMember { participants.insert(user) }
+        }
+        let merged: Data? = row["merged_into"]
+        let deleted: Bool = row["deleted"]
+        return ConversationHeader(
+            id: id, isLive: merged == nil && !deleted, isDistinct: row["is_distinct"], deliveryReceiptsEnabled: row["delivery_receipts_enabled"],
+            participants: participants, states: states)
+    }
 }

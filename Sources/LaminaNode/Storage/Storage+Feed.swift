@@ -11,9 +11,12 @@ public struct FeedEntry: Hashable, Sendable {
     public var kind: UInt8
     public var conversation: ConversationID?
     public var message: MessageID?
-    /// The change as the node encoded it.
+    /// The change as the node encoded it; empty for a `message-created` entry, whose
+    /// message is stored once (`createdMessage`).
     public var payload: [UInt8]
     public var createdAt: Timestamp
+    /// The message of a `message-created` entry, read from the message's own row.
+    public var createdMessage: Message? = nil
 }
 
 extension StorageTransaction {
@@ -24,10 +27,24 @@ extension StorageTransaction {
         payload: [UInt8], at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
         try checkBlob(payload, "a feed payload")
+        return try appendEntries(
+            to: users, kind: kind, conversation: conversation.map { Columns.blob($0.uuid) }, message: message.map { Columns.blob($0.uuid) },
+            payload: Data(payload), at: time)
+    }
+
+    /// Appends `message-created` of a stored message to the feed of every user in `users`:
+    /// each entry names the message (stored once) instead of holding a copy of it. Returns
+    /// each user's new sequence number.
+    public func appendMessageCreated(
+        _ message: MessageID, in conversation: ConversationID, to users: some Sequence<UserID>, kind: UInt8, at time: Timestamp
+    ) throws(StorageError) -> [UserID: UInt64] {
+        try appendEntries(to: users, kind: kind, conversation: Columns.blob(conversation.uuid), message: Columns.blob(message.uuid), payload: nil, at: time)
+    }
+
+    private func appendEntries(
+        to users: some Sequence<UserID>, kind: UInt8, conversation: Data?, message: Data?, payload: Data?, at time: Timestamp
+    ) throws(StorageError) -> [UserID: UInt64] {
         var seqs: [UserID: UInt64] = [:]
-        let payloadData = Data(payload)
-        let conversationData = conversation.map { Columns.blob($0.uuid) }
-        let messageData = message.map { Columns.blob($0.uuid) }
         for user in Set(users).sorted() {
             guard let seq = try db.int64(
                 """
@@ -39,7 +56,7 @@ extension StorageTransaction {
             ) else { throw StorageError(.corrupt, "feed head of \(user) returned nothing") }
             try db.run(
                 "INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [user.rawValue, seq, Int64(kind), conversationData, messageData, payloadData, time.millisecondsSince1970]
+                [user.rawValue, seq, Int64(kind), conversation, message, payload, time.millisecondsSince1970]
             )
             seqs[user] = UInt64(seq)
         }
@@ -78,6 +95,7 @@ extension StorageReader {
     /// The user's feed entries after `seq`, oldest first, at most `limit`.
     public func feed(of user: UserID, after seq: UInt64, limit: Int) throws(StorageError) -> [FeedEntry] {
         try checkLimit(limit)
+        var statuses = MessageStatuses(reader: self)
         return try db.rows(
             "SELECT * FROM feed_entries WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             [user.rawValue, try Columns.int64(seq, "seq"), limit]
@@ -86,15 +104,23 @@ extension StorageReader {
             let message: Data? = row["message_id"]
             let seq: Int64 = row["seq"]
             let kind: Int64 = row["kind"]
-            return FeedEntry(
+            let payload: Data? = row["payload"]
+            var entry = FeedEntry(
                 user: user,
                 seq: UInt64(seq),
                 kind: UInt8(truncatingIfNeeded: kind),
                 conversation: try conversation.map { (d) throws(StorageError) in ConversationID(uuid: try Columns.uuid(d, column: "conversation_id")) },
                 message: try message.map { (d) throws(StorageError) in MessageID(uuid: try Columns.uuid(d, column: "message_id")) },
-                payload: try Columns.bytes(row, "payload"),
+                payload: payload.map { [UInt8]($0) } ?? [],
                 createdAt: try Columns.timestamp(row, "created_at")
             )
+            if payload == nil {
+                guard let message, let messageRow = try db.row("SELECT * FROM messages WHERE id = ?", [message]) else {
+                    throw StorageError(.corrupt, "feed entry \(seq) of \(user) names a message that is not stored")
+                }
+                entry.createdMessage = try statuses.storedMessage(messageRow).message
+            }
+            return entry
         }
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import GRDB
+import LaminaMerge
 import LaminaModel
+import LaminaWire
 
 /// Which messages of a conversation a history query returns. Results are always in
 /// ascending position order.
@@ -21,68 +23,76 @@ public struct StoredMessage: Hashable, Sendable {
     public var isDeleted: Bool
 }
 
+/// What a retried SEND_MESSAGE needs of the message it already sent.
+public struct SendRecord: Hashable, Sendable {
+    public var sender: UserID
+    public var conversation: ConversationID
+    public var position: MessagePosition
+    public var sentAt: Timestamp
+    /// The SHA-256 of the command's encoding; nil for messages stored before v3 or
+    /// replicated from another node.
+    public var requestDigest: [UInt8]?
+}
+
 extension StorageTransaction {
-    /// Appends a message whose position and `sentAt` the caller assigned. Its
-    /// `recipientStatus` entries are stored as the initial statuses. Refuses a message id that
-    /// exists (`.alreadyExists`) and a position another message of the conversation holds
-    /// (`.positionTaken`).
-    public func appendMessage(_ message: Message, hlc: HLCTimestamp, origin: NodeID) throws(StorageError) {
+    /// Appends a message whose position and `sentAt` the caller assigned, as one row (its
+    /// parts and push configuration are one body; content references are also indexed by
+    /// content id). Statuses in `message.recipientStatus` above what the status rule derives
+    /// anyway (`sent` for others, `read` for the sender) are recorded. Refuses a message id
+    /// that exists (`.alreadyExists`), a position another message of the conversation holds
+    /// (`.positionTaken`) and a conversation that is missing or retired. Returns whether this
+    /// is the first message accepted into the conversation.
+    @discardableResult
+    public func appendMessage(_ message: Message, hlc: HLCTimestamp, origin: NodeID, requestDigest: [UInt8]? = nil) throws(StorageError) -> Bool {
         do { try message.validate() } catch { throw error.storageError }
         guard let position = message.position, let sentAt = message.sentAt else {
             throw StorageError(.invalidArgument, "message \(message.id) has no position or sentAt; the node assigns both before storing")
         }
-        _ = try requireLive(message.conversationID)
+        if let requestDigest, requestDigest.count != 32 {
+            throw StorageError(.invalidArgument, "a request digest is 32 bytes, got \(requestDigest.count)")
+        }
         let id = Columns.blob(message.id.uuid)
         let conversation = Columns.blob(message.conversationID.uuid)
-        guard try db.int64("SELECT 1 FROM messages WHERE id = ?", [id]) == nil else {
-            throw StorageError(.alreadyExists, "message \(message.id) exists")
+        guard let sent = try db.int64(
+            "UPDATE conversations SET messages_sent = messages_sent + 1 WHERE id = ? AND merged_into IS NULL AND deleted = 0 RETURNING messages_sent",
+            [conversation]
+        ) else {
+            _ = try requireLive(message.conversationID)
+            throw StorageError(.notFound, "no conversation \(message.conversationID)")
+        }
+        let body: [UInt8]
+        do { body = try MessageBodyCoding.encode(parts: message.parts, push: message.push) } catch {
+            throw StorageError(.invalidArgument, "message \(message.id) cannot be encoded: \(error.reason)")
         }
         let (pp, pl, pn) = try Columns.hlc(position)
-        guard try db.int64(
-            "SELECT 1 FROM messages WHERE conversation_id = ? AND pos_physical = ? AND pos_logical = ? AND pos_node = ?",
-            [conversation, pp, pl, pn]
-        ) == nil else {
-            throw StorageError(.positionTaken, "position \(position) of \(message.conversationID) is held by another message")
-        }
         let (hp, hl, hn) = try Columns.hlc(hlc)
-        let push = message.push
-        let pushData: Data?
-        if let data = push?.data, !data.isEmpty {
-            do { pushData = try JSONSerialization.data(withJSONObject: data, options: [.sortedKeys]) } catch {
-                throw StorageError(.invalidArgument, "push data cannot be encoded: \(error)")
-            }
-        } else {
-            pushData = nil
+        do {
+            try db.cachedStatement(sql: """
+                INSERT INTO messages (id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at, body, request_digest,
+                    origin_node, hlc_physical, hlc_logical, hlc_node)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """).execute(arguments: [
+                    id, conversation, message.sender.rawValue, pp, pl, pn, sentAt.millisecondsSince1970, Data(body),
+                    requestDigest.map { Data($0) }, Columns.node(origin), hp, hl, hn,
+                ])
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            if error.message?.contains("messages.id") == true { throw StorageError(.alreadyExists, "message \(message.id) exists") }
+            throw StorageError(.positionTaken, "position \(position) of \(message.conversationID) is held by another message")
+        } catch {
+            throw StorageError.wrapping(error)
         }
-        try db.run(
-            """
-            INSERT INTO messages (id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at,
-                push_alert, push_sound, push_title, push_category, push_data, has_push,
-                origin_node, hlc_physical, hlc_logical, hlc_node)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            [id, conversation, message.sender.rawValue, pp, pl, pn, sentAt.millisecondsSince1970,
-             push?.alert, push?.sound, push?.title, push?.category, pushData, push != nil,
-             Columns.node(origin), hp, hl, hn]
-        )
         for (index, part) in message.parts.enumerated() {
-            switch part.content {
-            case .inline(let bytes):
-                try db.run(
-                    "INSERT INTO message_parts (message_id, idx, part_id, mime_type, inline_bytes) VALUES (?, ?, ?, ?, ?)",
-                    [id, index, Columns.blob(part.id), part.mimeType.rawValue, Data(bytes)]
-                )
-            case .external(let ref):
-                try db.run(
-                    "INSERT INTO message_parts (message_id, idx, part_id, mime_type, content_id, content_size, content_sha256) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [id, index, Columns.blob(part.id), part.mimeType.rawValue, Columns.blob(ref.id.uuid),
-                     try Columns.int64(ref.size, "content size"), Data(ref.sha256)]
-                )
-            }
+            guard case .external(let ref) = part.content else { continue }
+            try db.run(
+                "INSERT INTO message_parts (message_id, idx, part_id, mime_type, content_id, content_size, content_sha256) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [id, index, Columns.blob(part.id), part.mimeType.rawValue, Columns.blob(ref.id.uuid),
+                 try Columns.int64(ref.size, "content size"), Data(ref.sha256)]
+            )
         }
-        for (user, status) in message.recipientStatus.sorted(by: { $0.key < $1.key }) {
+        for (user, status) in message.recipientStatus.sorted(by: { $0.key < $1.key }) where user != message.sender && status > .sent {
             _ = try recordStatus(status, of: message.id, for: user)
         }
+        return sent == 1
     }
 
     /// Marks a message deleted for every participant; history no longer returns it.
@@ -90,13 +100,52 @@ extension StorageTransaction {
         try db.run("UPDATE messages SET deleted = 1 WHERE id = ?", [Columns.blob(message.uuid)])
         guard db.changesCount == 1 else { throw StorageError(.notFound, "no message \(message)") }
     }
+
+    /// Marks deleted every message of the conversation positioned before `position` (one
+    /// range update). Returns how many were deleted now.
+    @discardableResult
+    public func deleteMessages(of conversation: ConversationID, before position: MessagePosition) throws(StorageError) -> Int {
+        let (p, l, n) = try Columns.hlc(position)
+        try db.run(
+            "UPDATE messages SET deleted = 1 WHERE conversation_id = ? AND deleted = 0 AND (pos_physical, pos_logical, pos_node) < (?, ?, ?)",
+            [Columns.blob(conversation.uuid), p, l, n]
+        )
+        return db.changesCount
+    }
 }
 
 extension StorageReader {
     /// A message by id, deleted or not.
     public func message(_ id: MessageID) throws(StorageError) -> StoredMessage? {
         guard let row = try db.row("SELECT * FROM messages WHERE id = ?", [Columns.blob(id.uuid)]) else { return nil }
-        return try storedMessages([row]).first
+        var statuses = MessageStatuses(reader: self)
+        return try statuses.storedMessage(row)
+    }
+
+    /// What a retry of the SEND_MESSAGE that created message `id` needs, if it exists.
+    public func sendRecord(_ id: MessageID) throws(StorageError) -> SendRecord? {
+        guard let row = try db.row(
+            "SELECT sender, conversation_id, pos_physical, pos_logical, pos_node, sent_at, request_digest FROM messages WHERE id = ?",
+            [Columns.blob(id.uuid)]
+        ) else { return nil }
+        let conversation: Data? = row["conversation_id"]
+        let digest: Data? = row["request_digest"]
+        return SendRecord(
+            sender: try Columns.user(row, "sender"),
+            conversation: ConversationID(uuid: try Columns.uuid(conversation, column: "conversation_id")),
+            position: try Columns.hlc(row, "pos"),
+            sentAt: try Columns.timestamp(row, "sent_at"),
+            requestDigest: digest.map { [UInt8]($0) }
+        )
+    }
+
+    /// The position of the conversation's latest message, deleted or not (nil when it has none).
+    public func lastPosition(of conversation: ConversationID) throws(StorageError) -> MessagePosition? {
+        guard let row = try db.row(
+            "SELECT pos_physical, pos_logical, pos_node FROM messages WHERE conversation_id = ? ORDER BY pos_physical DESC, pos_logical DESC, pos_node DESC LIMIT 1",
+            [Columns.blob(conversation.uuid)]
+        ) else { return nil }
+        return try Columns.hlc(row, "pos")
     }
 
     /// A page of a conversation's history as `user` may see it: all of it while they take part;
@@ -141,7 +190,8 @@ extension StorageReader {
         arguments += [limit]
         var rows = try db.rows(sql, arguments)
         if descending { rows.reverse() }
-        return try storedMessages(rows).map(\.message)
+        var statuses = MessageStatuses(reader: self)
+        return try rows.map { (row) throws(StorageError) in try statuses.storedMessage(row).message }
     }
 
     /// How many messages of others after the user's read marker the user can see.
@@ -188,61 +238,85 @@ extension StorageReader {
     public func messageCount(of conversation: ConversationID) throws(StorageError) -> Int {
         Int(try db.int64("SELECT count(*) FROM messages WHERE conversation_id = ? AND deleted = 0", [Columns.blob(conversation.uuid)]) ?? 0)
     }
+}
 
-    /// Decodes message rows with their parts and statuses.
-    func storedMessages(_ rows: [Row]) throws(StorageError) -> [StoredMessage] {
-        var out: [StoredMessage] = []
-        out.reserveCapacity(rows.count)
-        for row in rows {
-            let idData: Data? = row["id"]
-            let id = MessageID(uuid: try Columns.uuid(idData, column: "id"))
-            let conversationData: Data? = row["conversation_id"]
-            var push: PushConfiguration?
-            if row["has_push"] as Bool {
-                var data: [String: String] = [:]
-                if let encoded: Data = row["push_data"] {
-                    guard let decoded = try? JSONSerialization.jsonObject(with: encoded) as? [String: String] else {
-                        throw StorageError(.corrupt, "push data of \(id) is not a string dictionary")
-                    }
-                    data = decoded
-                }
-                push = PushConfiguration(alert: row["push_alert"], sound: row["push_sound"], title: row["push_title"], category: row["push_category"], data: data)
-            }
-            let message = Message(
-                id: id,
-                conversationID: ConversationID(uuid: try Columns.uuid(conversationData, column: "conversation_id")),
-                sender: try Columns.user(row, "sender"),
-                parts: try parts(of: Columns.blob(id.uuid)),
-                sentAt: try Columns.timestamp(row, "sent_at"),
-                position: try Columns.hlc(row, "pos"),
-                push: push,
-                recipientStatus: try recipientStatus(of: id)
-            )
-            out.append(StoredMessage(message: message, origin: Columns.node(row["origin_node"] as Int64), hlc: try Columns.hlc(row, "hlc"), isDeleted: row["deleted"]))
-        }
-        return out
+/// Decodes message rows and derives each participant's recipient status through
+/// `RecipientStatusLattice.status(of:for:recorded:deliveredUpTo:readUpTo:)` from the slice
+/// of state the store keeps: the conversation's current participants, each user's delivered
+/// and read positions (loaded once per conversation per read) and the statuses recorded for
+/// that message alone.
+struct MessageStatuses {
+    let reader: StorageReader
+    private var conversations: [ConversationID: ConversationStatusSlice] = [:]
+
+    init(reader: StorageReader) { self.reader = reader }
+
+    struct ConversationStatusSlice {
+        var participants: Set<UserID>
+        var delivered: [UserID: MessagePosition]
+        var read: [UserID: MessagePosition]
     }
 
-    private func parts(of message: Data) throws(StorageError) -> [MessagePart] {
-        try db.rows("SELECT * FROM message_parts WHERE message_id = ? ORDER BY idx", [message]).map { (row) throws(StorageError) -> MessagePart in
-            let partID: Data? = row["part_id"]
-            let mimeString: String = row["mime_type"]
-            let mime: MIMEType
-            do { mime = try MIMEType(mimeString) } catch { throw StorageError(.corrupt, "bad stored MIME type '\(mimeString)'") }
-            let content: PartContent
-            if let bytes: Data = row["inline_bytes"] {
-                content = .inline([UInt8](bytes))
-            } else {
-                let contentID: Data? = row["content_id"]
-                let size: Int64? = row["content_size"]
-                guard let size, size >= 0 else { throw StorageError(.corrupt, "a content reference has no size") }
-                content = .external(ContentReference(
-                    id: ContentID(uuid: try Columns.uuid(contentID, column: "content_id")),
-                    size: UInt64(size),
-                    sha256: try Columns.bytes(row, "content_sha256")
-                ))
-            }
-            return MessagePart(id: try Columns.uuid(partID, column: "part_id"), mimeType: mime, content: content)
+    mutating func slice(of conversation: ConversationID) throws(StorageError) -> ConversationStatusSlice {
+        if let cached = conversations[conversation] { return cached }
+        let slice = ConversationStatusSlice(
+            participants: try reader.participants(of: conversation),
+            delivered: try reader.markers(StatusMarker.delivered.rawValue, of: conversation),
+            read: try reader.markers(StatusMarker.read.rawValue, of: conversation)
+        )
+        conversations[conversation] = slice
+        return slice
+    }
+
+    mutating func storedMessage(_ row: Row) throws(StorageError) -> StoredMessage {
+        let idData: Data? = row["id"]
+        let id = MessageID(uuid: try Columns.uuid(idData, column: "id"))
+        let conversationData: Data? = row["conversation_id"]
+        let conversation = ConversationID(uuid: try Columns.uuid(conversationData, column: "conversation_id"))
+        let bodyData: Data? = row["body"]
+        guard let bodyData else { throw StorageError(.corrupt, "message \(id) has no body") }
+        let body: (parts: [MessagePart], push: PushConfiguration?)
+        do { body = try MessageBodyCoding.decode(bodyData) } catch {
+            throw StorageError(.corrupt, "the body of message \(id) does not decode: \(error.reason)")
         }
+        let sender = try Columns.user(row, "sender")
+        let position = try Columns.hlc(row, "pos")
+        let recorded = try reader.recordedStatuses(of: idData!)
+        let slice = try slice(of: conversation)
+        let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
+        var statuses: [UserID: RecipientStatus] = [:]
+        for user in slice.participants.union([sender]).union(recorded.keys) {
+            statuses[user] = RecipientStatusLattice.status(
+                of: stamp, for: user, recorded: recorded[user], deliveredUpTo: slice.delivered[user], readUpTo: slice.read[user])
+        }
+        let message = Message(
+            id: id, conversationID: conversation, sender: sender, parts: body.parts,
+            sentAt: try Columns.timestamp(row, "sent_at"), position: position, push: body.push, recipientStatus: statuses
+        )
+        return StoredMessage(message: message, origin: Columns.node(row["origin_node"] as Int64), hlc: try Columns.hlc(row, "hlc"), isDeleted: row["deleted"])
+    }
+}
+
+extension Columns {
+    /// A `message_parts` row (a content reference; inline parts before v3).
+    static func part(_ row: Row) throws(StorageError) -> MessagePart {
+        let partID: Data? = row["part_id"]
+        let mimeString: String = row["mime_type"]
+        let mime: MIMEType
+        do { mime = try MIMEType(mimeString) } catch { throw StorageError(.corrupt, "bad stored MIME type '\(mimeString)'") }
+        let content: PartContent
+        if let bytes: Data = row["inline_bytes"] {
+            content = .inline([UInt8](bytes))
+        } else {
+            let contentID: Data? = row["content_id"]
+            let size: Int64? = row["content_size"]
+            guard let size, size >= 0 else { throw StorageError(.corrupt, "a content reference has no size") }
+            content = .external(ContentReference(
+                id: ContentID(uuid: try Columns.uuid(contentID, column: "content_id")),
+                size: UInt64(size),
+                sha256: try Columns.bytes(row, "content_sha256")
+            ))
+        }
+        return MessagePart(id: try Columns.uuid(partID, column: "part_id"), mimeType: mime, content: content)
     }
 }

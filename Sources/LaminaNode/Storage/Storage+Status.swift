@@ -1,30 +1,46 @@
 import Foundation
 import GRDB
+import LaminaMerge
 import LaminaModel
 
 /// A recipient status that moved up.
 public struct StatusChange: Hashable, Sendable {
     public var user: UserID
-    /// The status before; nil when none was recorded.
+    /// The status before (derived by the status rule).
     public var before: RecipientStatus?
     public var after: RecipientStatus
 }
 
+/// The two per (conversation, user) positions statuses are kept as: a delivery receipt
+/// moves `delivered`, mark-all-read moves `read`. Each only moves up.
+public enum StatusMarker: String, Sendable, CaseIterable {
+    case delivered = "delivered_markers"
+    case read = "read_markers"
+
+    /// The status every message of others at or before the marker has at least.
+    public var status: RecipientStatus { self == .delivered ? .delivered : .read }
+}
+
 extension StorageTransaction {
-    /// Records a user's status for a message, keeping the maximum: a status never moves down.
-    /// Returns the change, or nil when the stored status was already at least `status`.
+    /// Records a user's status for one message, keeping the maximum: a status never moves
+    /// down. The status before is what the status rule derives (the sender's own is read;
+    /// the user's delivered and read positions count). Returns the change, or nil when the
+    /// status was already at least `status`.
     @discardableResult
     public func recordStatus(_ status: RecipientStatus, of message: MessageID, for user: UserID) throws(StorageError) -> StatusChange? {
         let id = Columns.blob(message.uuid)
-        let current = try db.int64("SELECT status FROM recipient_status WHERE message_id = ? AND user_id = ?", [id, user.rawValue])
-        let before = try current.map { (raw) throws(StorageError) -> RecipientStatus in
-            guard let s = RecipientStatus(rawValue: Int8(clamping: raw)) else { throw StorageError(.corrupt, "status \(raw) of \(message)") }
-            return s
-        }
-        if let before, before >= status { return nil }
-        guard try db.int64("SELECT 1 FROM messages WHERE id = ?", [id]) != nil else {
+        guard let row = try db.row("SELECT conversation_id, sender, pos_physical, pos_logical, pos_node FROM messages WHERE id = ?", [id]) else {
             throw StorageError(.notFound, "no message \(message)")
         }
+        let conversationData: Data? = row["conversation_id"]
+        let conversation = ConversationID(uuid: try Columns.uuid(conversationData, column: "conversation_id"))
+        let stamp = MessageStamp(id: message, conversation: conversation, sender: try Columns.user(row, "sender"), position: try Columns.hlc(row, "pos"))
+        let before = RecipientStatusLattice.status(
+            of: stamp, for: user, recorded: try read.recordedStatuses(of: id)[user],
+            deliveredUpTo: try read.marker(.delivered, conversation: conversation, user: user),
+            readUpTo: try read.marker(.read, conversation: conversation, user: user)
+        )
+        if before >= status { return nil }
         try db.run(
             """
             INSERT INTO recipient_status (message_id, user_id, status) VALUES (?, ?, ?)
@@ -35,68 +51,73 @@ extension StorageTransaction {
         return StatusChange(user: user, before: before, after: status)
     }
 
-    /// Moves the user's read marker of a conversation up to `position` (inclusive); it never
+    /// Moves the user's `marker` of a conversation up to `position` (inclusive); it never
     /// moves back. Returns whether it moved.
     @discardableResult
-    public func setReadUpTo(_ position: MessagePosition, user: UserID, conversation: ConversationID) throws(StorageError) -> Bool {
+    public func raise(_ marker: StatusMarker, to position: MessagePosition, user: UserID, conversation: ConversationID) throws(StorageError) -> Bool {
         let (p, l, n) = try Columns.hlc(position)
+        let table = marker.rawValue
         try db.run(
             """
-            INSERT INTO read_markers (conversation_id, user_id, pos_physical, pos_logical, pos_node) VALUES (?, ?, ?, ?, ?)
+            INSERT INTO \(table) (conversation_id, user_id, pos_physical, pos_logical, pos_node) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (conversation_id, user_id) DO UPDATE SET
                 pos_physical = excluded.pos_physical, pos_logical = excluded.pos_logical, pos_node = excluded.pos_node
             WHERE (excluded.pos_physical, excluded.pos_logical, excluded.pos_node)
-                > (read_markers.pos_physical, read_markers.pos_logical, read_markers.pos_node)
+                > (\(table).pos_physical, \(table).pos_logical, \(table).pos_node)
             """,
             [Columns.blob(conversation.uuid), user.rawValue, p, l, n]
         )
         return db.changesCount == 1
     }
 
-    /// Marks every message of others up to `position` read for `user`: moves the read marker
-    /// and raises those messages' status to `.read`. Returns the messages whose status rose.
-    public func markRead(upTo position: MessagePosition, user: UserID, conversation: ConversationID) throws(StorageError) -> [MessageID] {
-        let (p, l, n) = try Columns.hlc(position)
-        _ = try setReadUpTo(position, user: user, conversation: conversation)
-        let rows = try db.rows(
-            """
-            SELECT m.id FROM messages m
-            LEFT JOIN recipient_status s ON s.message_id = m.id AND s.user_id = ?
-            WHERE m.conversation_id = ? AND m.sender <> ? AND m.deleted = 0
-              AND (m.pos_physical, m.pos_logical, m.pos_node) <= (?, ?, ?)
-              AND (s.status IS NULL OR s.status < ?)
-            ORDER BY m.pos_physical, m.pos_logical, m.pos_node
-            """,
-            [user.rawValue, Columns.blob(conversation.uuid), user.rawValue, p, l, n, Int64(RecipientStatus.read.rawValue)]
-        )
-        var raised: [MessageID] = []
-        for row in rows {
-            let data: Data? = row["id"]
-            let id = MessageID(uuid: try Columns.uuid(data, column: "id"))
-            if try recordStatus(.read, of: id, for: user) != nil { raised.append(id) }
-        }
-        return raised
+    /// Moves the user's read marker of a conversation up to `position` (inclusive); it never
+    /// moves back. Returns whether it moved.
+    @discardableResult
+    public func setReadUpTo(_ position: MessagePosition, user: UserID, conversation: ConversationID) throws(StorageError) -> Bool {
+        try raise(.read, to: position, user: user, conversation: conversation)
     }
 }
 
 extension StorageReader {
-    /// Every recorded status of a message.
+    /// Every status recorded for one message alone (MARK_READ, replicated statuses). Statuses
+    /// that follow from positions (sent, delivered and read up to) are derived, not recorded:
+    /// the whole status of a message is in `message(_:)` and `history`.
     public func recipientStatus(of message: MessageID) throws(StorageError) -> [UserID: RecipientStatus] {
+        guard let stored = try self.message(message) else { return [:] }
+        return stored.message.recipientStatus
+    }
+
+    /// The statuses recorded for one message alone, by user.
+    func recordedStatuses(of message: Data) throws(StorageError) -> [UserID: RecipientStatus] {
         var out: [UserID: RecipientStatus] = [:]
-        for row in try db.rows("SELECT user_id, status FROM recipient_status WHERE message_id = ?", [Columns.blob(message.uuid)]) {
+        for row in try db.rows("SELECT user_id, status FROM recipient_status WHERE message_id = ?", [message]) {
             let raw: Int64 = row["status"]
-            guard let status = RecipientStatus(rawValue: Int8(clamping: raw)) else { throw StorageError(.corrupt, "status \(raw) of \(message)") }
+            guard let status = RecipientStatus(rawValue: Int8(clamping: raw)) else { throw StorageError(.corrupt, "status \(raw) of a message") }
             out[try Columns.user(row, "user_id")] = status
         }
         return out
     }
 
-    /// The user's read marker in a conversation, if any.
-    public func readUpTo(conversation: ConversationID, user: UserID) throws(StorageError) -> MessagePosition? {
+    /// The user's `marker` in a conversation, if any.
+    public func marker(_ marker: StatusMarker, conversation: ConversationID, user: UserID) throws(StorageError) -> MessagePosition? {
         guard let row = try db.row(
-            "SELECT pos_physical, pos_logical, pos_node FROM read_markers WHERE conversation_id = ? AND user_id = ?",
+            "SELECT pos_physical, pos_logical, pos_node FROM \(marker.rawValue) WHERE conversation_id = ? AND user_id = ?",
             [Columns.blob(conversation.uuid), user.rawValue]
         ) else { return nil }
         return try Columns.hlc(row, "pos")
+    }
+
+    /// The user's read marker in a conversation, if any.
+    public func readUpTo(conversation: ConversationID, user: UserID) throws(StorageError) -> MessagePosition? {
+        try marker(.read, conversation: conversation, user: user)
+    }
+
+    /// Every user's position in a marker table (`StatusMarker.rawValue`) of a conversation.
+    func markers(_ table: String, of conversation: ConversationID) throws(StorageError) -> [UserID: MessagePosition] {
+        var out: [UserID: MessagePosition] = [:]
+        for row in try db.rows("SELECT user_id, pos_physical, pos_logical, pos_node FROM \(table) WHERE conversation_id = ?", [Columns.blob(conversation.uuid)]) {
+            out[try Columns.user(row, "user_id")] = try Columns.hlc(row, "pos")
+        }
+        return out
     }
 }

@@ -7,11 +7,21 @@ public struct StorageConfiguration: Sendable, Hashable {
     public var maxBatchSize: Int
     /// Concurrent read connections (WAL readers).
     public var readerCount: Int
+    /// SQLite's page cache of the writer connection, in KiB (readers take at most 8 MiB). The writer's working set (the B-tree
+    /// pages the latest messages, feeds and indexes touch) should fit, so a commit reads no
+    /// page back from the operating system.
+    public var pageCacheKiB: Int
+    /// Bytes of the database file SQLite maps into memory (0: none). Reads of mapped pages
+    /// are not copied out of the kernel's page cache.
+    public var mmapBytes: Int
 
-    public init(writeQueueCapacity: Int = 10_000, maxBatchSize: Int = 512, readerCount: Int = 4) {
+    public init(writeQueueCapacity: Int = 10_000, maxBatchSize: Int = 512, readerCount: Int = 4,
+                pageCacheKiB: Int = 64 * 1_024, mmapBytes: Int = 1 << 30) {
         self.writeQueueCapacity = writeQueueCapacity
         self.maxBatchSize = maxBatchSize
         self.readerCount = readerCount
+        self.pageCacheKiB = pageCacheKiB
+        self.mmapBytes = mmapBytes
     }
 
     func validate() throws(StorageError) {
@@ -23,6 +33,12 @@ public struct StorageConfiguration: Sendable, Hashable {
         }
         guard (1...64).contains(readerCount) else {
             throw StorageError(.invalidArgument, "readerCount must be 1...64, got \(readerCount)")
+        }
+        guard (256...(16 * 1_024 * 1_024)).contains(pageCacheKiB) else {
+            throw StorageError(.invalidArgument, "pageCacheKiB must be 256...16,777,216 (16 GiB), got \(pageCacheKiB)")
+        }
+        guard (0...(1 << 40)).contains(mmapBytes) else {
+            throw StorageError(.invalidArgument, "mmapBytes must be 0...2^40, got \(mmapBytes)")
         }
     }
 }

@@ -16,6 +16,9 @@ enum StorageSchema {
         migrator.registerMigration("v2-content") { db in
             for statement in v2 { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v3-write-path") { db in
+            try WritePathMigration.run(db)
+        }
         return migrator
     }
 

@@ -18,6 +18,11 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
     private var onFrame: (@Sendable (Frame) -> Void)?
     private var welcome: EventLoopPromise<Frame>?
     let closed: EventLoopPromise<Void>
+    /// Why the stream failed (an undecodable frame, e.g. an unknown change kind; a fatal
+    /// ERROR; the stream closing before `close()`), for load loops to stop on instead of
+    /// waiting for deliveries that cannot come.
+    let failure = NIOLockedValueBox<String?>(nil)
+    private let closing = NIOLockedValueBox(false)
 
     private init(connection: TransportConnection, stream: TransportStream) {
         self.connection = connection
@@ -87,6 +92,7 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
     }
 
     func close() async {
+        closing.withLockedValue { $0 = true }
         stream.reset()
         try? await connection.close()
     }
@@ -99,6 +105,7 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
             while let frame = try decoder.next() { deliver(frame) }
         } catch {
             fail(BenchFailure("undecodable frame from the node: \(error)"))
+            stream.reset()  // the decoder cannot resynchronise: nothing more comes from this stream
         }
     }
 
@@ -128,6 +135,9 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
     }
 
     private func fail(_ error: Error) {
+        if !closing.withLockedValue({ $0 }) {
+            failure.withLockedValue { if $0 == nil { $0 = String(describing: error) } }
+        }
         let pending = waiting
         waiting = [:]
         for promise in pending.values { promise.fail(error) }

@@ -120,30 +120,7 @@ struct NodeCrashCommand: AsyncParsableCommand {
     }
 
     static func launch(_ binary: String, data: String, port: Int) async throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--data-dir", data, "--listen", "127.0.0.1:\(port)", "--admin", "off", "--log-level", "warning"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        let (serving, continuation) = AsyncStream.makeStream(of: Bool.self)
-        let text = NIOLockedValueBox("")
-        try process.run()
-        let reader = pipe.fileHandleForReading
-        Thread.detachNewThread {  // a plain thread reading to EOF (no dispatch source)
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                let all = text.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self); return $0 }
-                if all.contains("is serving") { continuation.yield(true) }
-            }
-            continuation.yield(false)
-        }
-        for await ok in serving {
-            guard ok else { throw BenchFailure("lamina-node exited before serving") }
-            break
-        }
-        return process
+        try await NodeProcess.launch(binary, data: data, port: port)
     }
 
     static func progress(_ text: String) {

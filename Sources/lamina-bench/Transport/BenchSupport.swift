@@ -63,9 +63,32 @@ enum BenchSupport {
         return process
     }
 
-    static func stop(_ process: Process) {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+    /// Sends `signal`, waits up to `grace` seconds for the exit, then SIGKILL (a server that
+    /// blocks the signal, as nghttpd blocks SIGTERM, cannot hang the run).
+    static func stop(_ process: Process, signal: Int32 = SIGTERM, grace: Double = 5) {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, signal)
+        let deadline = Date().addingTimeInterval(grace)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+    }
+
+    /// utime + stime of `pid` in seconds, from /proc/<pid>/stat (clock ticks / _SC_CLK_TCK).
+    static func cpuSeconds(_ pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3; utime and stime are fields 14 and 15.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// The first three fields of /proc/loadavg.
+    static func loadAverage() -> String {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "?" }
+        return text.split(separator: " ").prefix(3).joined(separator: "/")
     }
 
     /// Polls by connecting until 127.0.0.1:`port` accepts.

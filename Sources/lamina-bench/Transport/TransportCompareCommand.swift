@@ -1,6 +1,10 @@
 import ArgumentParser
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `lamina-bench transport-compare`: LaminaTransport's `h2-server` and `nghttpd` side by side
 /// under `h2load`, same certificate (ECDSA P-256), same body, each server on one thread,
 /// each pair run back-to-back, repeated `--rounds` times.
@@ -29,15 +33,7 @@ struct TransportCompareCommand: ParsableCommand {
     }
 
     /// utime + stime of `pid` in seconds, from /proc/<pid>/stat.
-    static func cpuSeconds(_ pid: Int32) -> Double {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = text.lastIndex(of: ")")
-        else { return 0 }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        // After the command: state is field 3; utime and stime are fields 14 and 15.
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    static func cpuSeconds(_ pid: Int32) -> Double { BenchSupport.cpuSeconds(pid) }
 
     func run() throws {
         BenchSupport.raiseFileLimit()
@@ -61,7 +57,9 @@ struct TransportCompareCommand: ParsableCommand {
             let nghttpdPort = BenchSupport.freePort()
             let nghttpd = try BenchSupport.start(
                 nghttpdPath, ["--address=127.0.0.1", "-n", "1", "-d", docroot, String(nghttpdPort), key, cert])
-            defer { BenchSupport.stop(nghttpd) }
+            // nghttpd blocks SIGTERM (waiting for it hung the run after round 1): SIGINT, then
+            // SIGKILL after 2 s.
+            defer { BenchSupport.stop(nghttpd, signal: SIGINT, grace: 2) }
             try BenchSupport.waitForPort(laminaPort)
             try BenchSupport.waitForPort(nghttpdPort)
             // Warm-up for both.

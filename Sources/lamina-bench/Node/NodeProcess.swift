@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import LaminaNode
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `lamina-node` child process under load: its own process (so the loader's CPU is never
+/// counted as the node's), a fresh data directory, a free port on 127.0.0.1, no admin
+/// listener. Zero-config: the node creates its TLS certificate and dev identity key in the
+/// data directory, which the loader reads to trust it and mint tokens.
+final class NodeProcess {
+    let process: Process
+    let dataDirectory: String
+    let port: Int
+    var url: String { "https://127.0.0.1:\(port)" }
+    var pid: Int32 { process.processIdentifier }
+    /// The node's certificate: the loader's CA file.
+    var caFile: String { URL(fileURLWithPath: dataDirectory).appendingPathComponent(NodeBootstrap.Files.certificate).path }
+    let dev: DevIdentityProvider
+
+    private init(process: Process, dataDirectory: String, port: Int) throws {
+        self.process = process
+        self.dataDirectory = dataDirectory
+        self.port = port
+        let devDirectory = URL(fileURLWithPath: dataDirectory).appendingPathComponent(NodeBootstrap.Files.devIdentity)
+        self.dev = try DevIdentityProvider.loadOrCreate(in: devDirectory)
+    }
+
+    /// `--node-binary`, else `lamina-node` next to this executable (same build directory).
+    static func binary(_ explicit: String?) throws -> String {
+        let path = explicit ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("lamina-node").path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw ValidationError("no lamina-node at \(path): swift build -c release --product lamina-node, or --node-binary PATH")
+        }
+        return path
+    }
+
+    /// Starts a node on a fresh temp data directory and a free port; returns once it serves.
+    static func start(binary: String, label: String) async throws -> NodeProcess {
+        let data = try BenchSupport.temporaryDirectory() + "/\(label)-\(UUID().uuidString.prefix(8))"
+        let port = BenchSupport.freePort()
+        let process = try await launch(binary, data: data, port: port)
+        do {
+            return try NodeProcess(process: process, dataDirectory: data, port: port)
+        } catch {
+            BenchSupport.stop(process)
+            throw error
+        }
+    }
+
+    /// Launches `lamina-node` on `data` and `port` and waits (at most `timeout` seconds) for
+    /// its "is serving" line.
+    static func launch(_ binary: String, data: String, port: Int, timeout: Double = 60) async throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["--data-dir", data, "--listen", "127.0.0.1:\(port)", "--admin", "off", "--log-level", "warning"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        let (serving, continuation) = AsyncStream.makeStream(of: Bool.self)
+        let text = NIOLockedValueBox("")
+        try process.run()
+        let reader = pipe.fileHandleForReading
+        Thread.detachNewThread {  // a plain thread reading to EOF (no dispatch source)
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                let all = text.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self); return $0 }
+                if all.contains("is serving") { continuation.yield(true) }
+            }
+            continuation.yield(false)
+        }
+        let timer = Task {
+            try await Task.sleep(for: .seconds(timeout))
+            continuation.yield(false)
+        }
+        defer { timer.cancel() }
+        for await ok in serving {
+            guard ok else {
+                BenchSupport.stop(process)
+                throw BenchFailure("lamina-node did not report serving within \(Int(timeout)) s (or exited)")
+            }
+            break
+        }
+        return process
+    }
+
+    /// utime + stime of the node so far, seconds.
+    func cpuSeconds() -> Double { BenchSupport.cpuSeconds(pid) }
+
+    /// SIGTERM, then SIGKILL if it has not exited after `grace` seconds; removes the data
+    /// directory unless `keepData`.
+    func stop(grace: Double = 10, keepData: Bool = false) {
+        BenchSupport.stop(process, signal: SIGTERM, grace: grace)
+        if !keepData { try? FileManager.default.removeItem(atPath: dataDirectory) }
+    }
+}
