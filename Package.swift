@@ -37,6 +37,8 @@ let package = Package(
             name: "LaminaWire",
             dependencies: [
                 "LaminaModel",
+                // For `VersionVector`: one type, its lattice in LaminaMerge, its codec here.
+                "LaminaMerge",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -87,6 +89,7 @@ let package = Package(
             dependencies: [
                 "LaminaModel",
                 "LaminaWire",
+                "LaminaMerge",
                 "LaminaTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -158,6 +161,7 @@ let package = Package(
             dependencies: [
                 "LaminaModel",
                 "LaminaWire",
+                "LaminaMerge",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -178,6 +182,7 @@ let package = Package(
             dependencies: [
                 "LaminaModel",
                 "LaminaWire",
+                "LaminaMerge",
                 "LaminaWireFuzzChecks",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]

@@ -60,7 +60,13 @@ public enum DistinctResolution {
 
     /// The surviving conversation among distinct conversations that share a participant set.
     public static func survivor(of candidates: some Sequence<DistinctCandidate>) -> DistinctCandidate? {
-        candidates.min(by: DistinctCandidate.ranksBefore)
+        candidates.reduce(nil) { best, c in best.map { survivor($0, c) } ?? c }
+    }
+
+    /// The survivor of two distinct conversations of the same participant set (earliest
+    /// `createdAt`, then the smallest id): what a store holding the two decides with.
+    public static func survivor(_ a: DistinctCandidate, _ b: DistinctCandidate) -> DistinctCandidate {
+        DistinctCandidate.ranksBefore(b, a) ? b : a
     }
 
     /// The redirects (merged id → survivor id) within one group of candidates that share a

@@ -22,7 +22,7 @@ public struct MembershipOperation: Hashable, Sendable {
     /// The order in which operations take effect: by timestamp; for the same timestamp
     /// (possible only for a faulty clock) a removal comes before an addition, so add wins,
     /// then by user and actor, so the order is total.
-    static func precedes(_ a: MembershipOperation, _ b: MembershipOperation) -> Bool {
+    public static func precedes(_ a: MembershipOperation, _ b: MembershipOperation) -> Bool {
         if a.timestamp != b.timestamp { return a.timestamp < b.timestamp }
         if a.kind != b.kind { return a.kind == .remove }
         if a.user != b.user { return a.user < b.user }
@@ -67,10 +67,14 @@ public struct MembershipGenesis: Hashable, Sendable {
 /// - **Participation** of a user at time t: the latest operation about that user with a
 ///   timestamp ≤ t decides (the genesis counts as an addition at its timestamp); none means
 ///   not a participant. An operation at t takes effect for positions ≥ t.
+/// - **Standing** (`standing(of:)`, `MembershipStanding`): a user's operations replayed in
+///   the order they take effect, each one that changes the user's state (an add of a
+///   non-member, a removal of a member) starting a new state; the others change nothing.
 /// - **Visibility** (`canSee`): a user may see the message at position p iff they are a
-///   participant *now* (the whole log), or were a participant *at p*. So a new participant
-///   sees all earlier messages; a removed one keeps what came before the removal and gets
-///   nothing after it; re-adding restores access to everything, the gap included.
+///   participant *now*, or p is before the removal that ended their latest membership. So a
+///   new participant sees all earlier messages; a removed one keeps everything that came
+///   before the removal and gets nothing after it; re-adding restores access to everything,
+///   the gap included.
 /// - **Distinctness** (`isDistinct`): distinct iff the genesis was distinct and the log holds
 ///   no add or remove operation at all. Commands (`addOperations`, `removeOperations`)
 ///   never emit no-op operations, so only real changes make a conversation non-distinct,
@@ -150,9 +154,19 @@ public struct MembershipLog: ReplicatedState, Hashable {
         return decisive?.kind == .add
     }
 
-    /// Whether `user` may see the message at `position`: a participant now, or at `position`.
+    /// `user`'s standing now (nil: never a participant): `MembershipStanding.of` over the
+    /// user's operations, the genesis counting as an addition at its timestamp.
+    public func standing(of user: UserID) -> MembershipStanding? {
+        var ops = operations.filter { $0.user == user }
+        if let genesis, genesis.participants.contains(user) {
+            ops.insert(MembershipOperation(.add, user: user, actor: genesis.creator, at: genesis.timestamp))
+        }
+        return MembershipStanding.of(ops)
+    }
+
+    /// Whether `user` may see the message at `position` (see the type's rules).
     public func canSee(_ user: UserID, messageAt position: MessagePosition) -> Bool {
-        isParticipant(user) || isParticipant(user, at: position)
+        MembershipStanding.canSee(standing(of: user), messageAt: position)
     }
 
     /// The operations that add `users` (those not already participants), checked first:
@@ -182,5 +196,68 @@ public struct MembershipLog: ReplicatedState, Hashable {
             throw MergeError(.noParticipants, "removing every participant would leave the conversation empty")
         }
         return removed.sorted().map { MembershipOperation(.remove, user: $0, actor: actor, at: timestamp) }
+    }
+}
+
+/// One user's standing in a conversation: the slice of the membership log that decides
+/// what the user may see. Stores that keep one row per (conversation, user) hold this and
+/// update it with `applying(_:)`; `MembershipLog` derives it from the whole log with `of`.
+public struct MembershipStanding: Hashable, Sendable {
+    /// Whether the user takes part.
+    public var isMember: Bool
+    /// When the current state began: the operation that made the user a member, or the
+    /// removal that ended their latest membership.
+    public var since: HLCTimestamp
+    /// The latest operation about the user (the one that decides `isMember`).
+    public var latest: HLCTimestamp
+
+    public init(isMember: Bool, since: HLCTimestamp, latest: HLCTimestamp) {
+        self.isMember = isMember
+        self.since = since
+        self.latest = latest
+    }
+
+    /// The standing after `operation` when operations arrive in the order they take effect
+    /// (a node applying its own commands): nil when it changes nothing, i.e. it is not later
+    /// than the latest operation, or it adds a member or removes a non-member (a no-op).
+    /// `current` nil: the user never took part.
+    public static func applying(_ operation: MembershipOperation, to current: MembershipStanding?) -> MembershipStanding? {
+        guard let current else {
+            guard operation.kind == .add else { return nil }
+            return MembershipStanding(isMember: true, since: operation.timestamp, latest: operation.timestamp)
+        }
+        guard operation.timestamp > current.latest else { return nil }
+        return following(operation, current)
+    }
+
+    /// The standing after `operation`, taken as the next one in effect order: nil when it
+    /// adds a member or removes a non-member.
+    static func following(_ operation: MembershipOperation, _ current: MembershipStanding?) -> MembershipStanding? {
+        let isMember = operation.kind == .add
+        guard isMember != (current?.isMember ?? false) else { return nil }
+        return MembershipStanding(isMember: isMember, since: operation.timestamp, latest: operation.timestamp)
+    }
+
+    /// The standing a user's operations give, whatever order they arrived in: replayed in
+    /// the order they take effect; nil when the user never became a participant.
+    public static func of(_ operations: some Sequence<MembershipOperation>) -> MembershipStanding? {
+        var standing: MembershipStanding?
+        for op in operations.sorted(by: MembershipOperation.precedes) {
+            if let next = following(op, standing) {
+                standing = next
+            } else if var s = standing, op.timestamp > s.latest {
+                s.latest = op.timestamp
+                standing = s
+            }
+        }
+        return standing
+    }
+
+    /// Whether a user with `standing` may see the message at `position`: a member sees
+    /// everything; a removed user what was positioned before their removal; a user who never
+    /// took part nothing.
+    public static func canSee(_ standing: MembershipStanding?, messageAt position: MessagePosition) -> Bool {
+        guard let standing else { return false }
+        return standing.isMember || position < standing.since
     }
 }

@@ -32,6 +32,23 @@ public struct MetadataOperation: Hashable, Sendable {
         case (.set(let x), .set(let y)): return x.utf8.lexicographicallyPrecedes(y.utf8)
         }
     }
+
+    /// Last writer wins at one key path: whether `incoming` replaces `current`, the write a
+    /// store holds for that path (a set or a tombstone; nil when none).
+    public static func wins(_ incoming: MetadataOperation, over current: MetadataOperation?) -> Bool {
+        guard let current else { return true }
+        return precedes(current, incoming)
+    }
+
+    /// Whether `other` hides the string that `write` set (see `MetadataLWW`): a later write
+    /// at the same path or at an ancestor, or a later *set* at a descendant.
+    public static func hides(_ other: MetadataOperation, _ write: MetadataOperation) -> Bool {
+        guard precedes(write, other) else { return false }
+        let mine = write.path.components, theirs = other.path.components
+        if theirs.count <= mine.count { return mine.starts(with: theirs) }
+        guard case .set = other.change else { return false }
+        return theirs.starts(with: mine)
+    }
 }
 
 /// Conversation metadata as last-writer-wins per key path, deletions included.
@@ -68,8 +85,8 @@ public struct MetadataLWW: ReplicatedState, Hashable {
 
     public mutating func apply(_ operation: MetadataOperation) {
         var entry = entries[operation.path] ?? Entry(latest: operation, latestSet: nil)
-        if MetadataOperation.precedes(entry.latest, operation) { entry.latest = operation }
-        if case .set = operation.change, entry.latestSet.map({ MetadataOperation.precedes($0, operation) }) ?? true {
+        if MetadataOperation.wins(operation, over: entry.latest) { entry.latest = operation }
+        if case .set = operation.change, MetadataOperation.wins(operation, over: entry.latestSet) {
             entry.latestSet = operation
         }
         entries[operation.path] = entry
@@ -99,13 +116,13 @@ public struct MetadataLWW: ReplicatedState, Hashable {
         // Ancestors: any later write hides.
         for cut in stride(from: 1, to: depth, by: 1) {
             if let ancestor = try? MetadataKeyPath(Array(path.components.prefix(cut))),
-               let entry = entries[ancestor], MetadataOperation.precedes(write, entry.latest) {
+               let entry = entries[ancestor], MetadataOperation.hides(entry.latest, write) {
                 return false
             }
         }
         // Descendants: any later set hides.
         for (other, entry) in entries where other.components.count > depth && other.components.starts(with: path.components) {
-            if let set = entry.latestSet, MetadataOperation.precedes(write, set) { return false }
+            if let set = entry.latestSet, MetadataOperation.hides(set, write) { return false }
         }
         return true
     }

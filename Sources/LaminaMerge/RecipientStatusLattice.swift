@@ -47,7 +47,10 @@ public struct MessageStamp: Hashable, Sendable {
 /// Rules for `status(of:for:)`:
 /// - The sender's own status is `read`.
 /// - Otherwise the highest of: the recorded status; `sent` once the message has a position
-///   (`pending` before); `read` when the user's read-up-to position is at or past the message.
+///   (`pending` before); `delivered` when the user's delivered-up-to position is at or past
+///   the message; `read` when the user's read-up-to position is.
+/// Stores that keep only a slice of this state decide with the static
+/// `status(of:for:recorded:deliveredUpTo:readUpTo:)`, which this type's `status` calls.
 ///
 /// With receipts disabled (`report(of:viewer:participants:receiptsEnabled:)`), statuses are
 /// not shared: the viewer sees their own status and `invalid` ("cannot be determined") for
@@ -142,22 +145,21 @@ public struct RecipientStatusLattice: ReplicatedState, Hashable {
         return after > before
     }
 
-    /// Whether `user` has read `message` (individually or by read-up-to), or sent it.
-    public func isRead(_ message: MessageStamp, by user: UserID) -> Bool { status(of: message, for: user) == .read }
-
     /// The statuses `viewer` is shown for `message`, one per participant.
     public func report(
         of message: MessageStamp, viewer: UserID, participants: Set<UserID>, receiptsEnabled: Bool
     ) -> [UserID: RecipientStatus] {
         var out: [UserID: RecipientStatus] = [:]
         for user in participants {
-            out[user] = receiptsEnabled || user == viewer ? status(of: message, for: user) : .invalid
+            out[user] = Self.reported(status(of: message, for: user), of: user, viewer: viewer, receiptsEnabled: receiptsEnabled)
         }
         return out
     }
 
-    func hasReadUpTo(_ position: MessagePosition, in conversation: ConversationID, user: UserID) -> Bool {
-        guard let upTo = readUpTo[ConversationUserKey(conversation: conversation, user: user)] else { return false }
-        return position <= upTo
+    /// What `viewer` is shown of `user`'s status `status` (SPEC §6.2): with receipts enabled
+    /// the status itself; with receipts disabled the viewer's own status, and `invalid`
+    /// ("cannot be determined") for every other participant, the sender included.
+    public static func reported(_ status: RecipientStatus, of user: UserID, viewer: UserID, receiptsEnabled: Bool) -> RecipientStatus {
+        receiptsEnabled || user == viewer ? status : .invalid
     }
 }

@@ -96,27 +96,48 @@ public struct UnreadCounts: ReplicatedState, Hashable {
     /// The messages unread by `user`, in position order.
     public func unreadMessages(for user: UserID) -> [MessageStamp] {
         let cleared = [clearedForAll, clearedForUser[user]].compactMap { $0 }.max()
+        let standing = membership.standing(of: user)
+        let ownReadUpTo = receipts.readUpTo[ConversationUserKey(conversation: conversation, user: user)]
         return messages.values.filter { m in
-            guard let position = m.position, m.sender != user else { return false }
-            if let cleared, position <= cleared { return false }
-            if deletedForAll.contains(m.id) || deletedForUser.contains(MessageUserKey(message: m.id, user: user)) { return false }
-            guard membership.canSee(user, messageAt: position) else { return false }
-            if receipts.hasReadUpTo(position, in: conversation, user: user) { return false }
-            return !receipts.isRead(m, by: user)
+            guard let position = m.position else { return false }
+            let deleted = cleared.map { position <= $0 } == true
+                || deletedForAll.contains(m.id) || deletedForUser.contains(MessageUserKey(message: m.id, user: user))
+            // A merged conversation's messages keep their conversation: both read-up-to
+            // positions (theirs and the survivor's) cover them.
+            let readUpTo = [ownReadUpTo, receipts.readUpTo[ConversationUserKey(conversation: m.conversation, user: user)]].compactMap { $0 }.max()
+            return Self.isUnread(
+                m, for: user, deleted: deleted, visible: MembershipStanding.canSee(standing, messageAt: position),
+                recorded: receipts.statuses[MessageUserKey(message: m.id, user: user)], readUpTo: readUpTo
+            )
         }.sorted { $0.position! < $1.position! }
     }
 
     /// How many messages `user` has not read.
     public func unreadCount(for user: UserID) -> Int { unreadMessages(for: user).count }
 
+    /// The unread rule on the slice of state one (message, user) pair depends on, for stores
+    /// that keep only that slice: a message counts as unread for `user` iff it has a position
+    /// (the node accepted it), someone else sent it, it is not `deleted` for the user (deleted
+    /// for everyone or for the user, or below a cleared history), the user may see it
+    /// (`visible`: `MembershipStanding.canSee`), and its status for the user
+    /// (`RecipientStatusLattice.status` from the `recorded` status and `readUpTo`) is not read.
+    public static func isUnread(
+        _ message: MessageStamp, for user: UserID, deleted: Bool, visible: Bool,
+        recorded: RecipientStatus?, readUpTo: MessagePosition?
+    ) -> Bool {
+        guard message.position != nil, message.sender != user, !deleted, visible else { return false }
+        return RecipientStatusLattice.status(of: message, for: user, recorded: recorded, deliveredUpTo: nil, readUpTo: readUpTo) != .read
+    }
+
     /// How many messages `user` may see and has not deleted (the conversation's total).
     public func messageCount(for user: UserID) -> Int {
+        let standing = membership.standing(of: user)
         let cleared = [clearedForAll, clearedForUser[user]].compactMap { $0 }.max()
         return messages.values.count { m in
             guard let position = m.position else { return false }
             if let cleared, position <= cleared { return false }
             if deletedForAll.contains(m.id) || deletedForUser.contains(MessageUserKey(message: m.id, user: user)) { return false }
-            return membership.canSee(user, messageAt: position)
+            return MembershipStanding.canSee(standing, messageAt: position)
         }
     }
 

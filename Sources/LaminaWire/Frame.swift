@@ -1,3 +1,4 @@
+import LaminaMerge
 import LaminaModel
 import NIOCore
 

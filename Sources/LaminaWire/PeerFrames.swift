@@ -1,4 +1,5 @@
 import Foundation
+import LaminaMerge
 import LaminaModel
 import NIOCore
 
@@ -27,18 +28,16 @@ public struct PeerHello: Hashable, Sendable {
     }
 }
 
-/// VERSION_VECTOR (0x0402): for each origin node, how many of its operations the sender
-/// holds (operations of one origin are numbered 1, 2, ... without gaps).
-/// ```
-/// +----------------+-------------------------------------------+
-/// | count (varint) | (node (u64) + counter (varint)) * count   |
-/// +----------------+-------------------------------------------+
-/// ```
-/// Entries are in strictly ascending node order.
-public struct VersionVector: Hashable, Sendable {
-    public var counters: [NodeID: UInt64]
-    public init(counters: [NodeID: UInt64] = [:]) { self.counters = counters }
-}
+// VERSION_VECTOR (0x0402): for each origin node, how many of its operations the sender
+// holds (operations of one origin are numbered 1, 2, ... without gaps). The value is
+// LaminaMerge's `VersionVector` (one type for the lattice and the wire); its codec is below.
+// ```
+// +----------------+-------------------------------------------+
+// | count (varint) | (node (u64) + counter (varint)) * count   |
+// +----------------+-------------------------------------------+
+// ```
+// Entries are in strictly ascending node order, and every counter is at least 1 (an origin
+// with none is left out).
 
 /// One operation as replicated between peers: where it originated, its number there,
 /// its clock reading, and what it did (the same events as the change feed).
@@ -130,10 +129,12 @@ extension VersionVector {
             if let previous, previous >= node {
                 throw WireError(.nonCanonical, "version vector entries must be in strictly ascending node order")
             }
+            // SPEC §6.5: "an origin with no operations is left out" (a 0 counter is absent).
+            guard counter > 0 else { throw WireError(.nonCanonical, "a version vector entry's counter is at least 1") }
             counters[NodeID(node)] = counter
             previous = node
         }
-        return VersionVector(counters: counters)
+        return VersionVector(counters)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaMerge
 import LaminaModel
 
 // The readable JSON form of frames (SPEC §10). 64-bit integers are decimal strings (JSON

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaMerge
 import LaminaModel
 import LaminaWire
 
@@ -158,14 +159,14 @@ let validVectors: [ValidVector] = [
     .init(name: "peer-hello", description: "PEER_HELLO.",
           frame: .peerHello(PeerHello(nodeID: NodeID(1), minVersion: 1, maxVersion: 1, features: .all, cluster: "eu-1"))),
     .init(name: "version-vector", description: "VERSION_VECTOR over three origins (ascending node order).",
-          frame: .versionVector(VersionVector(counters: [NodeID(1): 120, NodeID(2): 7, NodeID(0xFFFF_FFFF_FFFF_FFFF): 1]))),
+          frame: .versionVector(VersionVector([NodeID(1): 120, NodeID(2): 7, NodeID(0xFFFF_FFFF_FFFF_FFFF): 1]))),
     .init(name: "version-vector-empty", description: "VERSION_VECTOR of a new node.",
-          frame: .versionVector(VersionVector(counters: [:]))),
+          frame: .versionVector(VersionVector())),
     .init(name: "replicate", description: "REPLICATE of two operations.",
           frame: .replicate(Replicate(operations: [
               ReplicatedOperation(origin: NodeID(1), counter: 121, hlc: hlc(1_767_225_600_000, 0, 1), event: .messageCreated(sampleMessage)),
               ReplicatedOperation(origin: NodeID(1), counter: 122, hlc: hlc(1_767_225_600_001, 0, 1), event: .metadataChanged(MetadataChanged(conversationID: conversation1, keyPath: try! MetadataKeyPath(["title"]), value: .string("Dinner"), by: user("bob"), at: hlc(1_767_225_600_001, 0, 1)))),
           ]))),
     .init(name: "peer-ack", description: "PEER_ACK.",
-          frame: .peerAck(PeerAck(vector: VersionVector(counters: [NodeID(1): 122, NodeID(2): 7])))),
+          frame: .peerAck(PeerAck(vector: VersionVector([NodeID(1): 122, NodeID(2): 7])))),
 ]

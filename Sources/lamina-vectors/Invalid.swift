@@ -186,6 +186,8 @@ let invalidVectors: [InvalidVector] = [
           bytes: B.frame(.changeBatch, B.varint(0)), error: .malformed),
     .init(name: "version-vector-unsorted", description: "VERSION_VECTOR with nodes 2, 1.",
           bytes: B.frame(.versionVector, B.varint(2) + B.u64(2) + B.varint(1) + B.u64(1) + B.varint(1)), error: .nonCanonical),
+    .init(name: "version-vector-zero-counter", description: "VERSION_VECTOR with node 1 at counter 0 (an origin with no operations is left out).",
+          bytes: B.frame(.versionVector, B.varint(1) + B.u64(1) + B.varint(0)), error: .nonCanonical),
     .init(name: "replicate-empty", description: "REPLICATE with 0 operations.",
           bytes: B.frame(.replicate, B.varint(0)), error: .malformed),
 ]

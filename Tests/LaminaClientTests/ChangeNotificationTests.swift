@@ -69,6 +69,9 @@ final class RecordingDelegate: LaminaClientDelegate, @unchecked Sendable {
             batch = try store.apply([.conversation(receiptsOff)])
             change = try update(batch, ConversationProperty.deliveryReceiptsEnabled)
             #expect(change.before == .bool(true) && change.after == .bool(false))
+            // Back on: with receipts off, others' statuses are `invalid` (SPEC §6.2).
+            receiptsOff.deliveryReceiptsEnabled = true
+            try store.apply([.conversation(receiptsOff)])
 
             // Message properties.
             batch = try store.apply([.recipientStatus(m.id, user: carol, status: .delivered)])

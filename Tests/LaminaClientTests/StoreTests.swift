@@ -91,6 +91,37 @@ import Testing
         }
     }
 
+    /// A status-up-to raises the status of each held message at or below its bound (one
+    /// object change per message, as per-message statuses gave) and is kept as a mark, so a
+    /// message arriving later below the bound gets the raised status (LaminaMerge's rule).
+    @Test func statusUpToRaisesHeldMessagesAndLaterArrivals() async throws {
+        try await withStore { store in
+            let c = try conversation([alice, bob])
+            let m1 = try remoteMessage(in: c.id, from: alice, at: 100)
+            let m2 = try remoteMessage(in: c.id, from: alice, at: 200)
+            let late = try remoteMessage(in: c.id, from: alice, at: 150)
+            let fromBob = try remoteMessage(in: c.id, from: bob, at: 120)
+            try store.apply([.conversation(c), .message(m1, receivedAt: received), .message(m2, receivedAt: received), .message(fromBob, receivedAt: received)])
+            let changes = try store.apply([.statusUpTo(c.id, user: bob, status: .delivered, upTo: try #require(m2.position))])
+            #expect(Set(changes.filter { $0.property == MessageProperty.recipientStatus }.compactMap { change -> MessageID? in
+                if case .message(let m) = change.object { m.id } else { nil }
+            }) == [m1.id, m2.id])
+            try store.apply([.statusUpTo(c.id, user: bob, status: .read, upTo: try #require(m1.position))])
+            #expect(try store.apply([.statusUpTo(c.id, user: bob, status: .delivered, upTo: try #require(m1.position))]).isEmpty)
+            try store.apply([.message(late, receivedAt: received)])
+            #expect(try store.message(m1.id)?.message.recipientStatus[bob] == .read)
+            #expect(try store.message(late.id)?.message.recipientStatus[bob] == .delivered)
+            #expect(try store.message(m2.id)?.message.recipientStatus[bob] == .delivered)
+            // The local user's read-up-to makes a later arrival below it read, not unread.
+            try store.apply([.statusUpTo(c.id, user: alice, status: .read, upTo: try #require(m2.position))])
+            let older = try remoteMessage(in: c.id, from: bob, at: 110)
+            try store.apply([.message(older, receivedAt: received)])
+            #expect(try store.message(older.id)?.isUnread == false)
+            #expect(try store.message(older.id)?.message.recipientStatus[alice] == .read)
+            #expect(try store.conversation(c.id)?.unreadMessageCount == 0)
+        }
+    }
+
     @Test func countsAndLastMessageStayRight() async throws {
         try await withStore { store in
             let c = try conversation([alice, bob])

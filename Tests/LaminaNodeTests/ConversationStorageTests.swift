@@ -135,8 +135,13 @@ import Testing
                 _ = try tx.createConversation(local, hlc: hlc(1), origin: nodeA)
                 try tx.appendMessage(try textMessage("local", in: local.id, from: alice, at: hlc(5)), hlc: hlc(5), origin: nodeA)
             }
+            // The earlier creation survives (LaminaMerge's rule); the other survivor is refused.
+            let incomingHLC = incomingWins ? hlc(0, 1, nodeB) : hlc(2, 0, nodeB)
+            #expect(await storageErrorCode {
+                _ = try await store.write { tx in try tx.insertConcurrentDistinct(incoming, hlc: incomingHLC, origin: nodeB, survivor: loser) }
+            } == .invalidArgument)
             let merged = try await store.write { tx in
-                try tx.insertConcurrentDistinct(incoming, hlc: hlc(2, 0, nodeB), origin: nodeB, survivor: survivor)
+                try tx.insertConcurrentDistinct(incoming, hlc: incomingHLC, origin: nodeB, survivor: survivor)
             }
             #expect(merged.conversation.id == survivor)
             #expect(merged.isLive && merged.conversation.isDistinct)

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaMerge
 import LaminaModel
 import LaminaWire
 
@@ -134,8 +135,8 @@ struct RandomFrames {
     }
     mutating func vector() -> VersionVector {
         var counters: [NodeID: UInt64] = [:]
-        for _ in 0..<int(0...6) { counters[NodeID(u64())] = u64() }
-        return VersionVector(counters: counters)
+        for _ in 0..<int(0...6) { counters[NodeID(u64())] = max(1, u64()) }
+        return VersionVector(counters)
     }
 
     /// A random valid frame of `type`.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LaminaMerge
 import LaminaModel
 
 extension LocalStore {
@@ -26,14 +27,19 @@ extension LocalStore {
             var args: [any DatabaseValueConvertible] = participants.map(\.rawValue)
             args.append(participants.count)
             args.append(participants.count)
-            let row = try Row.fetchOne(db, sql: """
+            let rows = try Row.fetchAll(db, sql: """
                 SELECT c.* FROM conversation c
                 WHERE c.is_distinct = 1 AND c.merged_into IS NULL
                   AND (SELECT COUNT(*) FROM participant p WHERE p.conversation_id = c.id AND p.user_id IN (\(marks))) = ?
                   AND (SELECT COUNT(*) FROM participant p WHERE p.conversation_id = c.id) = ?
-                ORDER BY c.created_at, c.id LIMIT 1
                 """, arguments: StatementArguments(args))
-            return try row.map { try StoreReader.conversation(db, row: $0) }
+            // Two here (created on this device and by another, before the node merged them):
+            // LaminaMerge's rule picks the one the node will keep.
+            let candidates = try rows.map { try StoreReader.conversation(db, row: $0) }
+            guard let survivor = DistinctResolution.survivor(of: candidates.map { c in
+                DistinctCandidate(c.conversation, createdAt: HLCTimestamp(physical: UInt64(max(0, c.conversation.createdAt.millisecondsSince1970)), logical: 0, node: NodeID(0)))
+            }) else { return nil }
+            return candidates.first { $0.id == survivor.id }
         }
     }
 
@@ -60,7 +66,7 @@ extension LocalStore {
                 throw ClientError(.notFound, "conversation \(message.conversationID) is not in the local store")
             }
             for user in conversation.conversation.participants where m.recipientStatus[user] == nil {
-                m.recipientStatus[user] = user == localUser ? .read : .pending
+                m.recipientStatus[user] = .pending  // LaminaMerge's rule (in `settled`) makes the sender's own read
             }
             let now = Timestamp.now()
             let states = m.parts.map { part in
@@ -73,7 +79,7 @@ extension LocalStore {
                     return PartState(partID: part.id, transferStatus: .awaitingUpload, localPath: staged ? name : nil, lastAccess: staged ? now : nil)
                 }
             }
-            let stored = StoredMessage(message: m, receivedAt: nil, isUnread: false, partStates: states)
+            let stored = try ctx.settled(StoredMessage(message: m, receivedAt: nil, isUnread: false, partStates: states))
             try ctx.createMessage(stored)
             for entry in outbox { try ctx.enqueue(entry) }
             return stored
@@ -93,8 +99,8 @@ extension LocalStore {
             for id in ids {
                 guard let before = try StoreReader.message(ctx.db, id) else { continue }
                 var after = before
-                after.isUnread = false
                 after.message.recipientStatus[localUser] = max(before.message.recipientStatus[localUser] ?? .invalid, .read)
+                after = try ctx.settled(after)
                 if after != before {
                     try ctx.updateMessage(from: before, to: after)
                     changed.append(id)

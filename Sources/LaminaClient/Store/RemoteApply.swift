@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LaminaMerge
 import LaminaModel
 
 extension LocalStore {
@@ -106,16 +107,15 @@ extension WriteContext {
                     return Self.remoteState(of: part)
                 }
             }
-            if after.message.recipientStatus[localUser] == .read { after.isUnread = false }
-            try updateMessage(from: existing, to: after)
+            try updateMessage(from: existing, to: try settled(after))
         } else {
             let own = message.sender == localUser
             let stored = StoredMessage(
                 message: message,
                 receivedAt: own ? nil : receivedAt,
-                isUnread: !own && message.recipientStatus[localUser] != .read,
+                isUnread: false,
                 partStates: message.parts.map(Self.remoteState(of:)))
-            try createMessage(stored)
+            try createMessage(try settled(stored))
         }
     }
 
@@ -143,14 +143,19 @@ extension WriteContext {
         guard let before = try StoreReader.message(db, id) else { return }
         var after = before
         after.message.recipientStatus[user] = max(before.message.recipientStatus[user] ?? .invalid, status)
-        if user == localUser, status == .read { after.isUnread = false }
-        try updateMessage(from: before, to: after)
+        try updateMessage(from: before, to: try settled(after))
     }
 
-    /// Raises `user`'s status to `status` on the messages of others positioned at or before
-    /// `upTo` whose status is below it (only those this device holds).
+    /// Raises `user`'s delivered-up-to or read-up-to mark of the conversation to `upTo` (kept,
+    /// so that messages arriving later get their status from it), then re-derives the status
+    /// of the messages of others this device holds at or before `upTo` whose status is below
+    /// `status`: each one that changes is an object change, as a per-message status was.
     private func applyStatus(upTo: MessagePosition, in conversation: ConversationID, user: UserID, status: RecipientStatus) throws {
+        guard status == .delivered || status == .read else {
+            throw ClientError(.invalidObject, "a status-up-to carries delivered or read, not \(status)")
+        }
         let id = try StoreReader.resolve(db, conversation)
+        guard try StoreReader.conversation(db, id) != nil, try raiseStatusMark(status, of: user, in: id, to: upTo) else { return }
         let (p, l, n) = StoreCoding.positionColumns(upTo)
         let ids = try Data.fetchAll(db, sql: """
             SELECT m.id FROM message m LEFT JOIN recipient_status s ON s.message_id = m.id AND s.user_id = ?
@@ -159,7 +164,12 @@ extension WriteContext {
               AND (s.status IS NULL OR s.status < ?)
             ORDER BY \(StoreReader.positionOrder(descending: false, table: "m"))
             """, arguments: [user.rawValue, StoreCoding.blob(id.uuid), user.rawValue, p, l, n, Int64(status.rawValue)])
-        for raw in ids { try applyStatus(MessageID(uuid: StoreCoding.uuid(raw)), user: user, status: status) }
+        for raw in ids {
+            guard let before = try StoreReader.message(db, MessageID(uuid: StoreCoding.uuid(raw))) else { continue }
+            var after = before
+            if after.message.recipientStatus[user] == nil { after.message.recipientStatus[user] = .sent }
+            try updateMessage(from: before, to: try settled(after))
+        }
     }
 
     /// Moves everything of `from` to `into` and leaves `from` as a tombstone pointing there.

@@ -108,6 +108,22 @@ enum StoreSchema {
                 CREATE INDEX outbox_failure_object ON outbox_failure(object_id);
                 """)
         }
+        migrator.registerMigration("v3-status-marks") { db in
+            // Per (conversation, user) high-water marks of delivered (2) and read (3) from
+            // `status-up-to` changes: a message arriving later at or below a mark gets its
+            // status from LaminaMerge's rule (`RecipientStatusLattice.status`).
+            try db.execute(sql: """
+                CREATE TABLE status_mark (
+                    conversation_id BLOB NOT NULL REFERENCES conversation(id) ON DELETE CASCADE ON UPDATE CASCADE,
+                    user_id TEXT NOT NULL,
+                    status INTEGER NOT NULL,
+                    pos_physical INTEGER NOT NULL,
+                    pos_logical INTEGER NOT NULL,
+                    pos_node INTEGER NOT NULL,
+                    PRIMARY KEY (conversation_id, user_id, status)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LaminaMerge
 import LaminaModel
 
 /// One write transaction: row-level primitives that also record the object changes they
@@ -162,6 +163,55 @@ final class WriteContext {
             try db.execute(sql: "INSERT INTO recipient_status(message_id, user_id, status) VALUES (?, ?, ?)",
                            arguments: [key, user.rawValue, Int(status.rawValue)])
         }
+    }
+
+    // MARK: recipient status (LaminaMerge decides)
+
+    /// `user`'s delivered-up-to or read-up-to position (`status` .delivered or .read) in a conversation.
+    func statusMark(_ status: RecipientStatus, of user: UserID, in conversation: ConversationID) throws -> MessagePosition? {
+        guard let row = try Row.fetchOne(db, sql: """
+            SELECT pos_physical, pos_logical, pos_node FROM status_mark WHERE conversation_id = ? AND user_id = ? AND status = ?
+            """, arguments: [StoreCoding.blob(conversation), user.rawValue, Int64(status.rawValue)]) else { return nil }
+        return try StoreCoding.position(physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"])
+    }
+
+    /// Raises a mark to `position`; returns whether it moved (LaminaMerge's `raises`).
+    func raiseStatusMark(_ status: RecipientStatus, of user: UserID, in conversation: ConversationID, to position: MessagePosition) throws -> Bool {
+        guard RecipientStatusLattice.raises(try statusMark(status, of: user, in: conversation), to: position) else { return false }
+        let (p, l, n) = StoreCoding.positionColumns(position)
+        try db.execute(sql: """
+            INSERT INTO status_mark(conversation_id, user_id, status, pos_physical, pos_logical, pos_node) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT(conversation_id, user_id, status) DO UPDATE SET
+                pos_physical = excluded.pos_physical, pos_logical = excluded.pos_logical, pos_node = excluded.pos_node
+            """, arguments: [StoreCoding.blob(conversation), user.rawValue, Int64(status.rawValue), p, l, n])
+        return true
+    }
+
+    /// `message` with every status it carries derived by LaminaMerge from the recorded one and
+    /// the conversation's marks (`RecipientStatusLattice.status`), as the local user is shown it
+    /// (`RecipientStatusLattice.reported`: others' statuses are `invalid` when receipts are
+    /// disabled), and whether it is unread (`UnreadCounts.isUnread`).
+    func settled(_ stored: StoredMessage) throws -> StoredMessage {
+        var out = stored
+        let m = stored.message
+        let receipts = try StoreReader.conversation(db, m.conversationID)?.conversation.deliveryReceiptsEnabled ?? true
+        let stamp = MessageStamp(m)
+        // The statuses it carries, and those of users with a mark in the conversation.
+        var users = Set(m.recipientStatus.keys)
+        for raw in try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM status_mark WHERE conversation_id = ?", arguments: [StoreCoding.blob(m.conversationID)]) {
+            users.insert(try StoreCoding.user(raw))
+        }
+        for user in users {
+            let status = RecipientStatusLattice.status(
+                of: stamp, for: user, recorded: m.recipientStatus[user],
+                deliveredUpTo: try statusMark(.delivered, of: user, in: m.conversationID),
+                readUpTo: try statusMark(.read, of: user, in: m.conversationID))
+            out.message.recipientStatus[user] = RecipientStatusLattice.reported(status, of: user, viewer: localUser, receiptsEnabled: receipts)
+        }
+        out.isUnread = UnreadCounts.isUnread(
+            stamp, for: localUser, deleted: false, visible: true, recorded: m.recipientStatus[localUser],
+            readUpTo: try statusMark(.read, of: localUser, in: m.conversationID))
+        return out
     }
 
     // MARK: summaries

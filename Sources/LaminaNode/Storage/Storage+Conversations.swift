@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LaminaMerge
 import LaminaModel
 
 /// A conversation as stored: the model value (current participants and metadata) plus
@@ -49,7 +50,9 @@ extension StorageTransaction {
 
     /// Stores a distinct conversation that another node created concurrently with the live
     /// local distinct conversation of the same participant set, and applies the merge decided
-    /// by the merge rules: the loser (`incoming` or the local one) is retired into `survivor`.
+    /// by the merge rules (LaminaMerge's `DistinctResolution.survivor(_:_:)`: the earlier
+    /// creation, then the smaller id): the loser is retired into the survivor. `survivor` is
+    /// the caller's expectation; one that disagrees with the rule is `.invalidArgument`.
     /// Returns the survivor.
     public func insertConcurrentDistinct(_ incoming: Conversation, hlc: HLCTimestamp, origin: NodeID, survivor: ConversationID) throws(StorageError) -> StoredConversation {
         do { try incoming.validate() } catch { throw error.storageError }
@@ -59,8 +62,11 @@ extension StorageTransaction {
             throw StorageError(.notFound, "no live distinct conversation with the participants of \(incoming.id); create it instead")
         }
         let localID = local.conversation.id
-        guard survivor == incoming.id || survivor == localID else {
-            throw StorageError(.invalidArgument, "the survivor must be \(incoming.id) or \(localID)")
+        let decided = DistinctResolution.survivor(
+            DistinctCandidate(incoming, createdAt: hlc), DistinctCandidate(local.conversation, createdAt: local.hlc)
+        ).id
+        guard survivor == decided else {
+            throw StorageError(.invalidArgument, "the merge rules make \(decided) the survivor of \(incoming.id) and \(localID), not \(survivor)")
         }
         // Inserted as non-distinct so the unique distinct index holds while both are live.
         try insert(incoming, distinct: false, hlc: hlc, origin: origin)
@@ -93,8 +99,9 @@ extension StorageTransaction {
         }
     }
 
-    /// Applies one membership operation. The current state of each participant is the
-    /// operation with the greatest HLC; a replayed operation changes nothing. When the
+    /// Applies one membership operation. The user's standing (member or not, and since when)
+    /// is what LaminaMerge's `MembershipStanding.of` gives over the user's logged operations,
+    /// whatever their order of arrival; a replayed or no-op operation changes nothing. When the
     /// participant set changes, a distinct conversation becomes non-distinct.
     /// Returns whether the participant's membership changed.
     @discardableResult
@@ -120,26 +127,26 @@ extension StorageTransaction {
             [id, user.rawValue, operation.rawValue, actor.rawValue, Columns.node(origin), p, l, n]
         )
         guard db.changesCount == 1 else { return false }
-        let isMember = operation == .add
-        let current = try db.row(
-            "SELECT is_member, hlc_physical, hlc_logical, hlc_node FROM participants WHERE conversation_id = ? AND user_id = ?",
+        let before = try read.participantState(of: user, in: conversation)
+        var log: [LaminaMerge.MembershipOperation] = []
+        for row in try db.rows(
+            "SELECT op, actor, hlc_physical, hlc_logical, hlc_node FROM membership_ops WHERE conversation_id = ? AND user_id = ?",
             [id, user.rawValue]
-        )
-        if let current {
-            guard try Columns.hlc(current, "hlc") < hlc else { return false }
-            let wasMember: Bool = current["is_member"]
-            try db.run(
-                "UPDATE participants SET is_member = ?, hlc_physical = ?, hlc_logical = ?, hlc_node = ? WHERE conversation_id = ? AND user_id = ?",
-                [isMember, p, l, n, id, user.rawValue]
-            )
-            guard wasMember != isMember else { return false }
-        } else {
-            try db.run(
-                "INSERT INTO participants (conversation_id, user_id, is_member, hlc_physical, hlc_logical, hlc_node) VALUES (?, ?, ?, ?, ?, ?)",
-                [id, user.rawValue, isMember, p, l, n]
-            )
-            guard isMember else { return false }
+        ) {
+            guard let op = MembershipOperation(rawValue: row["op"]) else { throw StorageError(.corrupt, "unknown membership op") }
+            log.append(LaminaMerge.MembershipOperation(op.merge, user: user, actor: try Columns.user(row, "actor"), at: try Columns.hlc(row, "hlc")))
         }
+        guard let after = MembershipStanding.of(log), after.isMember != before?.isMember || after.since != before?.since else { return false }
+        let (sp, sl, sn) = try Columns.hlc(after.since)
+        try db.run(
+            """
+            INSERT INTO participants (conversation_id, user_id, is_member, hlc_physical, hlc_logical, hlc_node) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (conversation_id, user_id) DO UPDATE SET
+                is_member = excluded.is_member, hlc_physical = excluded.hlc_physical, hlc_logical = excluded.hlc_logical, hlc_node = excluded.hlc_node
+            """,
+            [id, user.rawValue, after.isMember, sp, sl, sn]
+        )
+        guard after.isMember != (before?.isMember ?? false) else { return false }
         if !keepDistinct {
             try db.run("UPDATE conversations SET is_distinct = 0 WHERE id = ? AND is_distinct = 1", [id])
         }
@@ -222,13 +229,17 @@ extension StorageTransaction {
 public enum MembershipOperation: UInt8, Hashable, Sendable, CaseIterable {
     case add = 1
     case remove = 2
+
+    /// The same kind in LaminaMerge's terms.
+    var merge: LaminaMerge.MembershipOperation.Kind { self == .add ? .add : .remove }
 }
 
-/// A user's current standing in a conversation.
+/// A user's current standing in a conversation (LaminaMerge's `MembershipStanding` as stored).
 public struct ParticipantState: Hashable, Sendable {
     public var isMember: Bool
-    /// The HLC of the operation that decided the current state. When not a member, the user
-    /// sees only messages positioned before it.
+    /// When the current state began: the addition that made the user a member, or the removal
+    /// that ended their latest membership. When not a member, the user sees only messages
+    /// positioned before it (`MembershipStanding.canSee`).
     public var since: HLCTimestamp
 }
 

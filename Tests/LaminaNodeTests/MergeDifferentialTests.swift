@@ -1,0 +1,411 @@
+import Foundation
+import LaminaMerge
+import LaminaModel
+import LaminaWire
+import Testing
+@testable import LaminaNode
+
+/// The differential merge test: random sequences of commands from several users go (a) to
+/// LaminaMerge's full-state types (`MembershipLog`, `MetadataLWW`, `RecipientStatusLattice`
+/// inside `UnreadCounts`, `DistinctRegistry`), the reference model, and (b) to a real node
+/// through its command path (`NodeEngine` sessions over a temporary store, frames in, ACK or
+/// ERROR out). After every step the node must agree with the model on each command's outcome
+/// (accepted or refused, and which conversation a distinct create resolves to), participants,
+/// distinctness, metadata, what each user's history holds with each message's recipient
+/// statuses as the node reports them to that user, and unread counts.
+///
+/// Each case has its own seed and prints it on failure with its operations; run one case again
+/// with `LAMINA_MERGE_SEED=<seed> swift test --filter MergeDifferentialTests`.
+@Suite struct MergeDifferentialTests {
+    static let caseCount = 300
+    static let stepsPerCase = 24
+    /// Cases run concurrently on one engine so that their commits share group commits.
+    static let parallelCases = 16
+
+    @Test func theNodeDecidesAsLaminaMerge() async throws {
+        let seeds = DifferentialSeed.replay.map { [$0] } ?? (0..<Self.caseCount).map(DifferentialSeed.seed(case:))
+        let harness = try EngineHarness()
+        var failures: [String] = []
+        await withTaskGroup(of: String?.self) { group in
+            var pending = seeds.enumerated().makeIterator()
+            for _ in 0..<Self.parallelCases {
+                guard let (index, seed) = pending.next() else { break }
+                group.addTask { await DifferentialCase(seed: seed, index: index, harness: harness).run() }
+            }
+            while let result = await group.next() {
+                if let result { failures.append(result) }
+                if let (index, seed) = pending.next() {
+                    group.addTask { await DifferentialCase(seed: seed, index: index, harness: harness).run() }
+                }
+            }
+        }
+        await harness.close()
+        #expect(failures.isEmpty, "\(failures.count) of \(seeds.count) cases disagree; the first:\n\(failures.first ?? "")")
+    }
+}
+
+/// Case seeds: SplitMix64 streams from a fixed base, or the one case `LAMINA_MERGE_SEED` names.
+enum DifferentialSeed {
+    static let base: UInt64 = 0x6D65_7267_6564_6966
+
+    /// The seed given in `LAMINA_MERGE_SEED` (decimal or 0x-hex): replay that case alone.
+    static let replay: UInt64? = {
+        guard let text = ProcessInfo.processInfo.environment["LAMINA_MERGE_SEED"] else { return nil }
+        if text.hasPrefix("0x") { return UInt64(text.dropFirst(2), radix: 16) }
+        return UInt64(text)
+    }()
+
+    static func seed(case index: Int) -> UInt64 {
+        var mixer = DifferentialRandom(seed: base ^ (UInt64(index) &* 0x9E37_79B9_7F4A_7C15))
+        return mixer.next()
+    }
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014), as in the other randomized tests.
+struct DifferentialRandom: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
+    mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &self)] }
+    mutating func subset<T: Hashable>(_ items: [T], min: Int = 0) -> Set<T> {
+        var out = Set(items.filter { _ in chance(0.4) })
+        while out.count < min { out.insert(pick(items)) }
+        return out
+    }
+}
+
+/// One conversation in the reference model.
+struct ModelConversation {
+    let id: ConversationID
+    let creator: UserID
+    let receipts: Bool
+    /// Messages, deletions, receipts and membership: LaminaMerge's CRDTs.
+    var state: UnreadCounts
+    var metadata: MetadataLWW
+    /// Messages in the order sent, with the model's and the node's positions.
+    var messages: [MessageStamp] = []
+    var nodePositions: [MessageID: MessagePosition] = [:]
+
+    var participants: Set<UserID> { state.membership.participants }
+    func isMember(_ user: UserID) -> Bool { state.membership.isParticipant(user) }
+    func isDeleted(_ id: MessageID) -> Bool { state.deletedForAll.contains(id) }
+
+    /// The conversation as the distinct-create rule sees it now.
+    var value: Conversation {
+        Conversation(id: id, participants: participants, isDistinct: state.membership.isDistinct, metadata: metadata.metadata,
+                     deliveryReceiptsEnabled: receipts, createdAt: Timestamp(millisecondsSince1970: 0), creator: creator)
+    }
+}
+
+/// What the node holds for one conversation, read in one transaction.
+struct NodeConversationView: Sendable, Equatable {
+    struct Entry: Sendable, Equatable {
+        var id: MessageID
+        var statuses: [UserID: RecipientStatus]
+    }
+    var participants: Set<UserID>
+    var isDistinct: Bool
+    var metadata: [String: String]
+    var history: [UserID: [Entry]]
+    var unread: [UserID: Int]
+}
+
+final class DifferentialCase: @unchecked Sendable {
+    let seed: UInt64
+    let harness: EngineHarness
+    let users: [UserID]
+    var random: DifferentialRandom
+    var clients: [UserID: Client] = [:]
+    var conversations: [ModelConversation] = []
+    var registry = DistinctRegistry()
+    var log: [String] = []
+    var clock: UInt64 = 0
+
+    static let paths = ["a", "a.b", "a.c", "a.b.d", "b"].map { try! MetadataKeyPath(parsing: $0) }
+
+    init(seed: UInt64, index: Int, harness: EngineHarness) {
+        self.seed = seed
+        self.harness = harness
+        random = DifferentialRandom(seed: seed)
+        // Users of their own per case, so distinct resolution sees only this case's conversations.
+        users = (1...4).map { try! UserID("d\(String(seed, radix: 16))-u\($0)") }
+    }
+
+    /// The model's clock: one tick per command, in the order the node assigns its HLC readings.
+    func tick() -> HLCTimestamp {
+        clock += 1
+        return HLCTimestamp(physical: 1_000 + clock, logical: 0, node: NodeID(7))
+    }
+
+    /// Runs the case; returns a report when the node disagrees with the model.
+    func run() async -> String? {
+        do {
+            for user in users { clients[user] = try await harness.connect(user, sync: false) }
+            for step in 0..<MergeDifferentialTests.stepsPerCase {
+                if let disagreement = try await self.step() { return report("step \(step): \(disagreement)") }
+            }
+            return nil
+        } catch {
+            return report("error: \(error)")
+        }
+    }
+
+    func report(_ what: String) -> String {
+        """
+        seed 0x\(String(seed, radix: 16)) (replay: LAMINA_MERGE_SEED=0x\(String(seed, radix: 16)) swift test --filter MergeDifferentialTests)
+        \(what)
+        operations:
+        \(log.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n"))
+        """
+    }
+
+    /// The outcome the model expects of a command.
+    enum Expected: Equatable {
+        case accepted
+        case acceptedAs(ConversationID)
+        case refused
+    }
+
+    // MARK: one step
+
+    func step() async throws -> String? {
+        let roll = Double.random(in: 0..<1, using: &random)
+        if conversations.isEmpty || roll < 0.12 { return try await create() }
+        let index = Int.random(in: 0..<conversations.count, using: &random)
+        let c = conversations[index]
+        // Mostly current participants act; sometimes anyone (refused unless a participant).
+        let actor = random.chance(0.85) && !c.participants.isEmpty ? random.pick(c.participants.sorted()) : random.pick(users)
+        let sendable = c.messages.filter { !c.isDeleted($0.id) }
+        switch roll {
+        case ..<0.22: return try await changeParticipants(index, actor: actor, add: true)
+        case ..<0.30: return try await changeParticipants(index, actor: actor, add: false)
+        case ..<0.42: return try await setMetadata(index, actor: actor)
+        case ..<0.65: return try await send(index, actor: actor)
+        case ..<0.75 where !c.messages.isEmpty: return try await markRead(index, actor: actor, message: random.pick(c.messages))
+        case ..<0.83 where !c.messages.isEmpty: return try await upTo(index, actor: actor, message: random.pick(c.messages), read: true)
+        case ..<0.93 where !c.messages.isEmpty: return try await upTo(index, actor: actor, message: random.pick(c.messages), read: false)
+        case ..<1 where !sendable.isEmpty: return try await deleteMessage(index, actor: actor, message: random.pick(sendable))
+        default: return try await send(index, actor: actor)
+        }
+    }
+
+    func create() async throws -> String? {
+        let creator = random.pick(users)
+        let others = random.subset(users.filter { $0 != creator }, min: 1)
+        var metadata = Metadata()
+        if random.chance(0.3) { metadata.set(.string(random.pick(["x", "y"])), at: Self.paths[0]) }
+        let options = ConversationOptions(isDistinct: random.chance(0.7), metadata: metadata, deliveryReceiptsEnabled: random.chance(0.75))
+        let id = ConversationID(uuid: UUID(uuid: uuidBytes()))
+        let requested = try Conversation(id: id, creator: creator, participants: others, options: options)
+        log.append("\(creator) creates \(id) with \(others.sorted()) distinct=\(options.isDistinct) receipts=\(options.deliveryReceiptsEnabled) metadata=\(metadata.leaves.map { "\($0.0)=\($0.1)" })")
+        let frame = Frame.createConversation(CreateConversation(conversationID: id, participants: others, options: options))
+
+        var expected = Expected.acceptedAs(id)
+        if options.isDistinct, let existingID = registry.existing(for: requested.participants),
+           let existing = conversations.first(where: { $0.id == existingID }) {
+            switch DistinctResolution.resolveCreate(requested, existing: existing.value) {
+            case .created: break
+            case .matches(let c): expected = .acceptedAs(c.id)
+            case .conflicts: expected = .refused
+            }
+        }
+        if expected == .acceptedAs(id) {
+            let t = tick()
+            var state = UnreadCounts(conversation: id)
+            state.apply(.membership(.genesis(MembershipGenesis(requested, at: t))))
+            conversations.append(ModelConversation(id: id, creator: creator, receipts: options.deliveryReceiptsEnabled,
+                                                   state: state, metadata: MetadataLWW(metadata, at: t)))
+            if options.isDistinct { registry.apply(.created(DistinctCandidate(requested, createdAt: t))) }
+        }
+        return try await expect(frame, by: creator, expected)
+    }
+
+    func changeParticipants(_ index: Int, actor: UserID, add: Bool) async throws -> String? {
+        var c = conversations[index]
+        let targets = random.subset(users, min: 1)
+        log.append("\(actor) \(add ? "adds" : "removes") \(targets.sorted()) in \(c.id)")
+        let update = ParticipantsUpdate(requestID: UUID(), conversationID: c.id, users: targets)
+        var expected = Expected.refused
+        let t = tick()
+        do {
+            let ops = add
+                ? try c.state.membership.addOperations(targets, by: actor, at: t, limit: Conversation.participantLimit(deliveryReceiptsEnabled: c.receipts))
+                : try c.state.membership.removeOperations(targets, by: actor, at: t)
+            let wasDistinct = c.state.membership.isDistinct
+            for op in ops { c.state.apply(.membership(.change(op))) }
+            if wasDistinct, !ops.isEmpty { registry.apply(.becameNonDistinct(c.id, at: t)) }
+            conversations[index] = c
+            expected = .accepted
+        } catch {}
+        return try await expect(add ? .addParticipants(update) : .removeParticipants(update), by: actor, expected)
+    }
+
+    func setMetadata(_ index: Int, actor: UserID) async throws -> String? {
+        var c = conversations[index]
+        let path = random.pick(Self.paths)
+        let frame: Frame
+        let t = tick()
+        var ops: [MetadataOperation] = []
+        var refused = !c.isMember(actor)
+        if random.chance(0.3) {
+            log.append("\(actor) deletes metadata \(path) in \(c.id)")
+            frame = .deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: c.id, keyPath: path))
+            ops = [c.metadata.operation(deleting: path, timestamp: t)]
+        } else {
+            let value: MetadataValue = random.chance(0.25)
+                ? .dictionary(["x": .string(random.pick(["1", "2"])), "y": .string("3")])
+                : .string(random.pick(["red", "blue", "green"]))
+            log.append("\(actor) sets metadata \(path) = \(value) in \(c.id)")
+            frame = .setMetadata(SetMetadata(requestID: UUID(), conversationID: c.id, keyPath: path, value: value))
+            do { ops = try c.metadata.operations(setting: value, at: path, timestamp: t) } catch { refused = true }
+        }
+        if !refused {
+            for op in ops { c.metadata.apply(op) }
+            conversations[index] = c
+        }
+        return try await expect(frame, by: actor, refused ? .refused : .accepted)
+    }
+
+    func send(_ index: Int, actor: UserID) async throws -> String? {
+        var c = conversations[index]
+        let id = MessageID(uuid: UUID(uuid: uuidBytes()))
+        log.append("\(actor) sends \(id) in \(c.id)")
+        let frame = Frame.sendMessage(SendMessage(messageID: id, conversationID: c.id, parts: [textPart("m")]))
+        guard c.isMember(actor) else { return try await expect(frame, by: actor, .refused) }
+        let stamp = MessageStamp(id: id, conversation: c.id, sender: actor, position: tick())
+        c.state.apply(.created(stamp))
+        c.messages.append(stamp)
+        let (reply, _) = try await clients[actor]!.command(frame)
+        guard let position = reply.ack?.position else { return "node refused \(log.last!): \(reply)" }
+        c.nodePositions[id] = position
+        conversations[index] = c
+        return try await compare()
+    }
+
+    func markRead(_ index: Int, actor: UserID, message: MessageStamp) async throws -> String? {
+        var c = conversations[index]
+        log.append("\(actor) marks \(message.id) read in \(c.id)")
+        let frame = Frame.markRead(MarkRead(requestID: UUID(), conversationID: c.id, messageID: message.id))
+        guard c.isMember(actor), !c.isDeleted(message.id) else { return try await expect(frame, by: actor, .refused) }
+        _ = tick()
+        if message.sender != actor { c.state.apply(.receipt(RecipientStatusLattice.markRead(message.id, by: actor))) }
+        conversations[index] = c
+        return try await expect(frame, by: actor, .accepted)
+    }
+
+    /// MARK_ALL_READ (`read`) or DELIVERY_RECEIPT up to `message`'s position.
+    func upTo(_ index: Int, actor: UserID, message: MessageStamp, read: Bool) async throws -> String? {
+        var c = conversations[index]
+        log.append("\(actor) \(read ? "marks all read" : "acknowledges delivery") up to \(message.id) in \(c.id)")
+        let position = c.nodePositions[message.id]!
+        let frame: Frame = read
+            ? .markAllRead(MarkAllRead(requestID: UUID(), conversationID: c.id, upTo: position))
+            : .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: c.id, upTo: position))
+        guard c.isMember(actor) else { return try await expect(frame, by: actor, .refused) }
+        _ = tick()
+        let key = ConversationUserKey(conversation: c.id, user: actor)
+        if read {
+            c.state.apply(.receipt(.readUpTo(key, message.position!)))
+        } else if c.receipts {
+            c.state.apply(.receipt(.deliveredUpTo(key, message.position!)))
+        }
+        conversations[index] = c
+        return try await expect(frame, by: actor, .accepted)
+    }
+
+    func deleteMessage(_ index: Int, actor: UserID, message: MessageStamp) async throws -> String? {
+        var c = conversations[index]
+        log.append("\(actor) deletes \(message.id) for everyone in \(c.id)")
+        let frame = Frame.deleteMessage(DeleteMessage(requestID: UUID(), conversationID: c.id, messageID: message.id, mode: .allParticipants))
+        guard c.isMember(actor) else { return try await expect(frame, by: actor, .refused) }
+        _ = tick()
+        c.state.apply(.deleted(message.id, forUser: nil))
+        conversations[index] = c
+        return try await expect(frame, by: actor, .accepted)
+    }
+
+    // MARK: comparing
+
+    /// Sends `frame` as `user`, checks the outcome against `expected`, then compares state.
+    func expect(_ frame: Frame, by user: UserID, _ expected: Expected) async throws -> String? {
+        let (reply, _) = try await clients[user]!.command(frame)
+        switch (expected, reply) {
+        case (.accepted, .ack), (.refused, .error): break
+        case (.acceptedAs(let id), .ack(let ack)) where ack.conversationID == id: break
+        default: return "the model expects \(expected), the node answered \(reply)"
+        }
+        return try await compare()
+    }
+
+    /// Compares every conversation of the case with the node.
+    func compare() async throws -> String? {
+        let ids = conversations.map(\.id)
+        let users = self.users
+        let views = try await harness.store.read { r in try ids.map { id in try Self.view(of: id, users: users, r) } }
+        for (c, node) in zip(conversations, views) {
+            if let difference = difference(c, node) { return "\(c.id): \(difference)" }
+        }
+        return nil
+    }
+
+    static func view(of id: ConversationID, users: [UserID], _ r: StorageReader) throws -> NodeConversationView {
+        var history: [UserID: [NodeConversationView.Entry]] = [:]
+        var unread: [UserID: Int] = [:]
+        for user in users {
+            let messages = (try? r.history(of: id, for: user, .complete(after: nil, limit: 10_000))) ?? []
+            history[user] = messages.map { NodeConversationView.Entry(id: $0.id, statuses: $0.recipientStatus) }
+            unread[user] = try r.unreadCount(of: id, for: user)
+        }
+        return NodeConversationView(
+            participants: try r.participants(of: id),
+            isDistinct: try r.conversation(id)?.conversation.isDistinct ?? false,
+            metadata: Dictionary(uniqueKeysWithValues: try r.metadata(of: id).leaves.map { ($0.0.description, $0.1) }),
+            history: history, unread: unread
+        )
+    }
+
+    func difference(_ c: ModelConversation, _ node: NodeConversationView) -> String? {
+        if node.participants != c.participants { return "participants: node \(node.participants.sorted()), model \(c.participants.sorted())" }
+        if node.isDistinct != c.state.membership.isDistinct { return "distinct: node \(node.isDistinct), model \(c.state.membership.isDistinct)" }
+        let metadata = Dictionary(uniqueKeysWithValues: c.metadata.metadata.leaves.map { ($0.0.description, $0.1) })
+        if node.metadata != metadata { return "metadata: node \(node.metadata), model \(metadata)" }
+        for user in users {
+            let visible = c.messages.filter { m in !c.isDeleted(m.id) && c.state.membership.canSee(user, messageAt: m.position!) }
+            let entries = node.history[user] ?? []
+            if entries.map(\.id) != visible.map(\.id) {
+                return "history of \(user): node \(entries.map(\.id)), model \(visible.map(\.id))"
+            }
+            for (entry, stamp) in zip(entries, visible) {
+                // Every status the node reports, and at least the sender's.
+                for other in Set(entry.statuses.keys).union([stamp.sender]) {
+                    let expected = RecipientStatusLattice.reported(
+                        c.state.receipts.status(of: stamp, for: other), of: other, viewer: user, receiptsEnabled: c.receipts)
+                    let reported = entry.statuses[other]
+                    if reported != expected {
+                        return "status of \(other) for \(stamp.id) as \(user) sees it: node \(reported.map { "\($0)" } ?? "none"), model \(expected)"
+                    }
+                }
+            }
+            let unread = c.state.unreadCount(for: user)
+            if node.unread[user] != unread { return "unread count of \(user): node \(node.unread[user] ?? -1), model \(unread)" }
+        }
+        return nil
+    }
+
+    /// Identifiers from the case's random stream, so a replay uses the same ones.
+    func uuidBytes() -> uuid_t {
+        let a = random.next(), b = random.next()
+        var bytes = withUnsafeBytes(of: a) { Array($0) } + withUnsafeBytes(of: b) { Array($0) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])
+    }
+}
