@@ -1,4 +1,5 @@
 import Foundation
+import LaminaMerge
 import LaminaModel
 import LaminaWire
 
@@ -195,7 +196,9 @@ struct CommandContext {
         }
         let event = ChangeEvent.messageCreated(message)
         let seqs = try tx.appendMessageCreated(message.id, in: id, to: participants, kind: event.kind, at: now)
-        for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) { changes.append(FeedChange(user: u, seq: seq, event: event)) }
+        for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) {
+            changes.append(FeedChange(user: u, seq: seq, event: stored.deliveryReceiptsEnabled ? event : .messageCreated(message.reported(to: u))))
+        }
         return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
     }
 
@@ -239,5 +242,17 @@ struct CommandContext {
         guard stored.deliveryReceiptsEnabled else { return Ack(requestID: f.requestID, conversationID: f.conversationID) }
         try raiseStatus(.delivered, upTo: f.upTo, in: stored)
         return Ack(requestID: f.requestID, conversationID: f.conversationID)
+    }
+}
+
+extension Message {
+    /// The message as `viewer` is shown it in a conversation with receipts disabled: their own
+    /// status, `invalid` for everyone else (`RecipientStatusLattice.reported`).
+    func reported(to viewer: UserID) -> Message {
+        var out = self
+        for (user, status) in recipientStatus {
+            out.recipientStatus[user] = RecipientStatusLattice.reported(status, of: user, viewer: viewer, receiptsEnabled: false)
+        }
+        return out
     }
 }

@@ -95,7 +95,7 @@ extension StorageReader {
     /// The user's feed entries after `seq`, oldest first, at most `limit`.
     public func feed(of user: UserID, after seq: UInt64, limit: Int) throws(StorageError) -> [FeedEntry] {
         try checkLimit(limit)
-        var statuses = MessageStatuses(reader: self)
+        var statuses = MessageStatuses(reader: self, viewer: user)
         return try db.rows(
             "SELECT * FROM feed_entries WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             [user.rawValue, try Columns.int64(seq, "seq"), limit]

@@ -190,46 +190,46 @@ extension StorageReader {
         arguments += [limit]
         var rows = try db.rows(sql, arguments)
         if descending { rows.reverse() }
-        var statuses = MessageStatuses(reader: self)
+        var statuses = MessageStatuses(reader: self, viewer: user)
         return try rows.map { (row) throws(StorageError) in try statuses.storedMessage(row).message }
     }
 
-    /// How many messages of others after the user's read marker the user can see.
+    /// How many messages the user can see and has not read, decided message by message with
+    /// `UnreadCounts.isUnread` over the messages after the user's read marker (the only ones
+    /// that can be unread).
     public func unreadCount(of conversation: ConversationID, for user: UserID) throws(StorageError) -> Int {
         guard let state = try participantState(of: user, in: conversation) else { return 0 }
+        let readUpTo = try readUpTo(conversation: conversation, user: user)
         var sql = """
-            SELECT count(*) FROM messages m
-            LEFT JOIN read_markers r ON r.conversation_id = m.conversation_id AND r.user_id = ?
-            WHERE m.conversation_id = ? AND m.deleted = 0 AND m.sender <> ?
-              AND (r.user_id IS NULL OR (m.pos_physical, m.pos_logical, m.pos_node) > (r.pos_physical, r.pos_logical, r.pos_node))
+            SELECT m.sender, m.pos_physical, m.pos_logical, m.pos_node, m.deleted, s.status
+            FROM messages m LEFT JOIN recipient_status s ON s.message_id = m.id AND s.user_id = ?
+            WHERE m.conversation_id = ?
             """
-        var arguments: StatementArguments = [user.rawValue, Columns.blob(conversation.uuid), user.rawValue]
-        if !state.isMember {
-            sql += " AND (m.pos_physical, m.pos_logical, m.pos_node) < (?, ?, ?)"
-            let (p, l, n) = try Columns.hlc(state.since)
+        var arguments: StatementArguments = [user.rawValue, Columns.blob(conversation.uuid)]
+        if let readUpTo {
+            sql += " AND (m.pos_physical, m.pos_logical, m.pos_node) > (?, ?, ?)"
+            let (p, l, n) = try Columns.hlc(readUpTo)
             arguments += [p, l, n]
         }
-        return Int(try db.int64(sql, arguments) ?? 0)
+        var unread = 0
+        for row in try db.rows(sql, arguments) {
+            let position = try Columns.hlc(row, "pos")
+            let raw: Int64? = row["status"]
+            let stamp = MessageStamp(id: MessageID(uuid: UUID()), conversation: conversation, sender: try Columns.user(row, "sender"), position: position)
+            let visible = state.isMember || position < state.since
+            if UnreadCounts.isUnread(
+                stamp, for: user, deleted: row["deleted"], visible: visible,
+                recorded: raw.flatMap { RecipientStatus(rawValue: Int8(clamping: $0)) }, readUpTo: readUpTo
+            ) { unread += 1 }
+        }
+        return unread
     }
 
     /// Unread counts of every conversation the user takes part in now (zero counts included).
     public func unreadCounts(for user: UserID) throws(StorageError) -> [ConversationID: Int] {
         var out: [ConversationID: Int] = [:]
-        for row in try db.rows(
-            """
-            SELECT c.id AS id, (
-                SELECT count(*) FROM messages m
-                LEFT JOIN read_markers r ON r.conversation_id = m.conversation_id AND r.user_id = p.user_id
-                WHERE m.conversation_id = c.id AND m.deleted = 0 AND m.sender <> p.user_id
-                  AND (r.user_id IS NULL OR (m.pos_physical, m.pos_logical, m.pos_node) > (r.pos_physical, r.pos_logical, r.pos_node))
-            ) AS unread
-            FROM participants p JOIN conversations c ON c.id = p.conversation_id
-            WHERE p.user_id = ? AND p.is_member = 1 AND c.merged_into IS NULL AND c.deleted = 0
-            """,
-            [user.rawValue]
-        ) {
-            let id: Data? = row["id"]
-            out[ConversationID(uuid: try Columns.uuid(id, column: "id"))] = row["unread"]
+        for conversation in try conversations(of: user) {
+            out[conversation.conversation.id] = try unreadCount(of: conversation.conversation.id, for: user)
         }
         return out
     }
@@ -247,20 +247,29 @@ extension StorageReader {
 /// that message alone.
 struct MessageStatuses {
     let reader: StorageReader
+    /// Whose view the statuses are (`RecipientStatusLattice.reported`: with receipts disabled
+    /// a viewer sees only their own status); nil for every status as it is.
+    let viewer: UserID?
     private var conversations: [ConversationID: ConversationStatusSlice] = [:]
 
-    init(reader: StorageReader) { self.reader = reader }
+    init(reader: StorageReader, viewer: UserID? = nil) {
+        self.reader = reader
+        self.viewer = viewer
+    }
 
     struct ConversationStatusSlice {
         var participants: Set<UserID>
+        var receiptsEnabled: Bool
         var delivered: [UserID: MessagePosition]
         var read: [UserID: MessagePosition]
     }
 
     mutating func slice(of conversation: ConversationID) throws(StorageError) -> ConversationStatusSlice {
         if let cached = conversations[conversation] { return cached }
+        let receipts = try reader.db.int64("SELECT delivery_receipts_enabled FROM conversations WHERE id = ?", [Columns.blob(conversation.uuid)])
         let slice = ConversationStatusSlice(
             participants: try reader.participants(of: conversation),
+            receiptsEnabled: receipts != 0,
             delivered: try reader.markers(StatusMarker.delivered.rawValue, of: conversation),
             read: try reader.markers(StatusMarker.read.rawValue, of: conversation)
         )
@@ -286,8 +295,9 @@ struct MessageStatuses {
         let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
         var statuses: [UserID: RecipientStatus] = [:]
         for user in slice.participants.union([sender]).union(recorded.keys) {
-            statuses[user] = RecipientStatusLattice.status(
+            let status = RecipientStatusLattice.status(
                 of: stamp, for: user, recorded: recorded[user], deliveredUpTo: slice.delivered[user], readUpTo: slice.read[user])
+            statuses[user] = viewer.map { RecipientStatusLattice.reported(status, of: user, viewer: $0, receiptsEnabled: slice.receiptsEnabled) } ?? status
         }
         let message = Message(
             id: id, conversationID: conversation, sender: sender, parts: body.parts,
