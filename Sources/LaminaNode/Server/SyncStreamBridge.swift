@@ -54,6 +54,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private var inboundAwaitingAnswer = 0
     private var authenticated = false
     private var started = false
+    private var opened = NIODeadline.now()
     private var authenticationTask: Scheduled<Void>?
     private var ticket: SessionAdmission.Ticket?
 
@@ -135,6 +136,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         eventLoop.preconditionInEventLoop()
         self.endpoint = endpoint
         started = true
+        opened = .now()
         metrics.sessionsOpened.increment()
         metrics.sessionsActive.increment()
         stream.sendHeaders([(":status", "200"), ("content-type", "application/x-lamina-sync")])
@@ -310,6 +312,14 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private func authenticationDeadline() {
         authenticationTask = nil
         guard !authenticated, !lock.withLock({ authenticatedQueued }), !endpointClosed, !stream.isClosed else { return }
+        // The node's own slowness (a nonce or a session waiting for the store) does not count
+        // against the client: while the node owes an answer the deadline moves on by a second,
+        // up to three times the deadline in all.
+        updateInboundPause()
+        if inboundAwaitingAnswer > 0, NIODeadline.now() < opened + limits.authenticationTimeout * 3 {
+            authenticationTask = eventLoop.scheduleTask(in: .seconds(1)) { [weak self] in self?.authenticationDeadline() }
+            return
+        }
         metrics.authenticationTimeouts.increment()
         logger.info("not authenticated in time, closing the sync stream", metadata: ["seconds": "\(limits.authenticationTimeoutSeconds)"])
         inboundStopped = true

@@ -22,7 +22,8 @@ public struct SyncStreamLimits: Sendable, Hashable, Codable {
     /// a few PINGs are all a client needs to have in flight then).
     public var unauthenticatedMaxUnansweredFrames: Int = 8
     /// Wall time from the stream's opening to AUTHENTICATED; past it the session ends with a
-    /// fatal `authentication-required`, whatever frames it sent.
+    /// fatal `authentication-required`, whatever frames it sent. While the node itself owes an
+    /// answer (a slow store) the deadline moves on, up to three times this in all.
     public var authenticationTimeoutSeconds: Int = 10
 
     public init() {}
