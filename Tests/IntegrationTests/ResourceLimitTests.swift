@@ -18,10 +18,20 @@ import Testing
         let conversation: ConversationID
 
         static func start(_ node: TestNode) async throws -> HealthyPair {
-            let alice = try await node.session("alice", device: UUID())
-            let bob = try await node.session("bob", device: UUID())
+            let alice = try await login(node, "alice")
+            let bob = try await login(node, "bob")
             let conversation = try await MessagingTests.conversation(alice, with: ["alice", "bob"])
             return HealthyPair(alice: alice, bob: bob, conversation: conversation)
+        }
+
+        /// A session; like the SDK, tries again when the node cut the login (a short
+        /// authentication deadline on a loaded machine).
+        static func login(_ node: TestNode, _ user: UserID) async throws -> SyncTestClient {
+            var attempt = 0
+            while true {
+                attempt += 1
+                do { return try await node.session(user, device: UUID()) } catch where attempt < 3 { continue }
+            }
         }
 
         @discardableResult
@@ -182,7 +192,7 @@ import Testing
     }
 
     @Test func authenticationDeadlineCountsWallTimeNotFrames() async throws {
-        let node = try await TestNode.start("auth-deadline") { $0.limits.authenticationTimeoutSeconds = 3 }
+        let node = try await TestNode.start("auth-deadline") { $0.limits.authenticationTimeoutSeconds = 5 }
         let healthy = try await HealthyPair.start(node)
         let clock = ContinuousClock()
         let start = clock.now
@@ -211,7 +221,7 @@ import Testing
         }
         let took = clock.now - start
         pinging.cancel()
-        #expect(took >= .seconds(2) && took < .seconds(30), "\(took)")
+        #expect(took >= .seconds(4) && took < .seconds(60), "\(took)")
         // The healthy sessions are older than the deadline and keep working.
         try await healthy.expectHealthy()
         try await Self.eventually("deadline sessions released") { node.server.admission.snapshot.liveBridges == 2 }

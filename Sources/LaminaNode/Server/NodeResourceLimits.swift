@@ -25,7 +25,7 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     public var fileDescriptorReserve = 256
     /// A connection with no open stream for this long (from its TLS handshake, then from its
     /// last stream's close) gets GOAWAY and is closed.
-    public var idleConnectionTimeoutSeconds = 30
+    public var idleConnectionTimeoutSeconds = 60
     /// HTTP/2 frames that make no progress (empty DATA, PRIORITY, PING, SETTINGS) a client may
     /// send per second; one more ends its connection with GOAWAY ENHANCE_YOUR_CALM.
     public var maxUnproductiveFramesPerSecond = 1_000

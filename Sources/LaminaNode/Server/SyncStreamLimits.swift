@@ -24,7 +24,7 @@ public struct SyncStreamLimits: Sendable, Hashable, Codable {
     /// Wall time from the stream's opening to AUTHENTICATED; past it the session ends with a
     /// fatal `authentication-required`, whatever frames it sent. While the node itself owes an
     /// answer (a slow store) the deadline moves on, up to three times this in all.
-    public var authenticationTimeoutSeconds: Int = 10
+    public var authenticationTimeoutSeconds: Int = 30
 
     public init() {}
 
