@@ -69,7 +69,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ]
+            ],
+            exclude: ["Server/RESOURCES.md"]
         ),
         // The relay node executable: zero-config start, flags or a JSON config file.
         .executableTarget(

@@ -1,5 +1,9 @@
 import CNghttp2
+import NIOConcurrencyHelpers
 import NIOCore
+
+/// Source of ``HTTP2ConnectionHandler/connectionID``.
+private let connectionIDs = NIOLockedValueBox<UInt64>(0)
 
 /// HTTP/2 over nghttp2's memory API for one connection, server or client role. Sits above
 /// ``TLSHandler``: plaintext in, frames out. Streams go to the layer above as
@@ -19,6 +23,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     let role: Role
     let settings: HTTP2Settings
     let readyPromise: EventLoopPromise<Void>
+    /// Unique within the process (``TransportStream/connectionID``).
+    let connectionID: UInt64
     private(set) var session: NGHTTP2Session?
     private var context: ChannelHandlerContext?
     private(set) var tlsInfo: TLSConnectionInfo?
@@ -40,6 +46,13 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private var awaitingShutdownPing = false
     private var drainTimer: Scheduled<Void>?
     private var tornDown = false
+    /// Server role, ``HTTP2Settings/idleConnectionTimeout``: since when no stream is open.
+    private var idleSince: NIODeadline?
+    private var idleTimer: Scheduled<Void>?
+    /// ``HTTP2Settings/maxUnproductiveFramesPerSecond``: the current one-second window.
+    private var unproductiveWindowStart = NIODeadline.uptimeNanoseconds(0)
+    private var unproductiveFrames = 0
+    private var calmed = false
     /// True once the peer sent GOAWAY.
     private(set) var peerWentAway = false
     /// Succeeds when the peer sends GOAWAY; fails when the connection closes without one.
@@ -51,6 +64,10 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         self.settings = settings
         self.readyPromise = readyPromise
         self.goAwayPromise = readyPromise.futureResult.eventLoop.makePromise(of: Void.self)
+        self.connectionID = connectionIDs.withLockedValue { id in
+            id += 1
+            return id
+        }
     }
 
     /// Open streams (for tests and metrics).
@@ -79,6 +96,10 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
                 return
             }
             readyPromise.succeed()
+            if isServer, settings.idleConnectionTimeout != nil {
+                idleSince = .now()
+                armIdleTimer()
+            }
             flushSession()
             return
         }
@@ -128,6 +149,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     private func teardown(error: TransportError) {
         drainTimer?.cancel()
+        idleTimer?.cancel()
+        idleTimer = nil
         readyPromise.fail(error)
         goAwayPromise.fail(error)
         let open = streams.removeAll()
@@ -167,6 +190,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
                 requestHeaders: HeaderFields(), tlsInfo: tlsInfo, remoteAddress: remoteAddress)
             stream.pendingHeaders.reserveCapacity(8)
             streams.insert(stream, id: hd.stream_id)
+            idleSince = nil
         }
         return 0
     }
@@ -212,6 +236,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             }
             enqueue(stream)
         case NGHTTP2_DATA.rawValue:
+            if !endStream, hd.length <= frame.pointee.data.padlen { return unproductiveFrame() }
             // END_STREAM may come after on_stream_close: only streams still tracked.
             if endStream, let stream = streams[hd.stream_id] {
                 stream.inboundEnded = true
@@ -221,7 +246,12 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         case NGHTTP2_GOAWAY.rawValue:
             peerWentAway = true
             goAwayPromise.succeed()
+        case NGHTTP2_PRIORITY.rawValue:
+            return unproductiveFrame()
+        case NGHTTP2_SETTINGS.rawValue:
+            if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { return unproductiveFrame() }
         case NGHTTP2_PING.rawValue:
+            if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { return unproductiveFrame() }
             if awaitingShutdownPing, hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0, let session {
                 awaitingShutdownPing = false
                 _ = nghttp2_submit_goaway(
@@ -233,6 +263,29 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         }
         return 0
     }
+
+    /// Counts a frame that makes no progress (``HTTP2Settings/maxUnproductiveFramesPerSecond``);
+    /// past the limit the session is terminated with GOAWAY ENHANCE_YOUR_CALM (sent by the
+    /// flush after `mem_recv`, which then closes the connection).
+    private func unproductiveFrame() -> Int32 {
+        let limit = settings.maxUnproductiveFramesPerSecond
+        guard limit > 0, !calmed, let session else { return 0 }
+        let now = NIODeadline.now()
+        if now - unproductiveWindowStart >= .seconds(1) {
+            unproductiveWindowStart = now
+            unproductiveFrames = 0
+        }
+        unproductiveFrames += 1
+        if unproductiveFrames > limit {
+            calmed = true
+            floodTerminations += 1
+            _ = nghttp2_session_terminate_session(session.raw, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+        }
+        return 0
+    }
+
+    /// Connections this handler ended for a frame flood (0 or 1; summed by the server).
+    private(set) var floodTerminations = 0
 
     func onDataChunk(streamID: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
         guard let stream = streams[streamID], session != nil else {
@@ -262,6 +315,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func onStreamClose(streamID: Int32, errorCode: UInt32) -> Int32 {
         guard let stream = streams.remove(streamID) else { return 0 }
+        if streams.count == 0, idleTimer != nil { idleSince = .now() }
         var error: TransportError? = nil
         if errorCode != NGHTTP2_NO_ERROR.rawValue {
             error = TransportError(
@@ -522,6 +576,35 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         scheduleFlush()
         return stream
     }
+
+    // MARK: idle connections (server role)
+
+    private func armIdleTimer() {
+        guard let timeout = settings.idleConnectionTimeout, let context else { return }
+        let deadline = (idleSince ?? .now()) + timeout
+        idleTimer = context.eventLoop.scheduleTask(deadline: deadline) { [weak self] in self?.idleCheck() }
+    }
+
+    private func idleCheck() {
+        guard let timeout = settings.idleConnectionTimeout, !tornDown, let session, !session.isClosed else { return }
+        if let since = idleSince, streams.count == 0, NIODeadline.now() >= since + timeout {
+            idleTimer = nil
+            idleClosures += 1
+            // GOAWAY NO_ERROR naming the last stream; nghttp2 wants neither read nor write once
+            // it is sent, and the flush closes the connection.
+            _ = nghttp2_session_terminate_session(session.raw, NGHTTP2_NO_ERROR.rawValue)
+            flushSession()
+            if let context, !closing {
+                closing = true
+                context.close(promise: nil)
+            }
+        } else {
+            armIdleTimer()
+        }
+    }
+
+    /// Whether this connection was closed as idle (0 or 1).
+    private(set) var idleClosures = 0
 
     // MARK: shutdown
 

@@ -22,6 +22,16 @@ public struct HTTP2Settings: Sendable, Hashable {
     public var connectionFlushHighWater: Int = 64 * 1024
     /// How long a graceful shutdown (GOAWAY) waits for open streams before closing.
     public var drainTimeout: TimeAmount = .seconds(10)
+    /// Server role: a connection with no open stream for this long (counted from the TLS
+    /// handshake, then from its last stream's close) gets GOAWAY (NO_ERROR) and is closed.
+    /// nil keeps idle connections open.
+    public var idleConnectionTimeout: TimeAmount? = nil
+    /// Frames that make no progress (DATA without payload or END_STREAM, PRIORITY, PING and
+    /// SETTINGS that are not ACKs) a peer may send in one second; one more and the connection
+    /// ends with GOAWAY ENHANCE_YOUR_CALM. nghttp2 bounds what such frames make it queue
+    /// (ACKs, RST_STREAM), not the frames themselves (CVE-2019-9518 "empty frames flood").
+    /// 0 disables the check.
+    public var maxUnproductiveFramesPerSecond: Int = 1_000
 
     public init() {}
 }

@@ -9,6 +9,7 @@ public final class TransportServer: Sendable {
     public let localAddress: SocketAddress
     private let listener: Channel
     private let connections = NIOLockedValueBox<[ObjectIdentifier: (Channel, HTTP2ConnectionHandler)]>([:])
+    fileprivate let statistics: Statistics
 
     /// The listening port.
     public var port: Int { localAddress.port ?? 0 }
@@ -16,26 +17,52 @@ public final class TransportServer: Sendable {
     /// Connections currently open (handshaking ones included).
     public var connectionCount: Int { connections.withLockedValue { $0.count } }
 
-    private init(listener: Channel) {
-        self.listener = listener
-        self.localAddress = listener.localAddress!
+    /// What the server's limits have done so far.
+    public struct Counts: Sendable, Hashable {
+        /// Connections accepted and closed at once because ``maxConnections`` were open.
+        public var refused = 0
+        /// Connections closed after ``HTTP2Settings/idleConnectionTimeout`` without a stream.
+        public var closedIdle = 0
+        /// Connections ended with GOAWAY ENHANCE_YOUR_CALM for a frame flood.
+        public var closedForFlood = 0
     }
 
-    /// Starts listening on `host:port` (port 0 picks a free one).
+    /// Counts of the limits' actions (for metrics and tests).
+    public var counts: Counts { statistics.counts.withLockedValue { $0 } }
+
+    /// The most connections open at once (nil: no limit).
+    public let maxConnections: Int?
+
+    private init(listener: Channel, statistics: Statistics, maxConnections: Int?) {
+        self.listener = listener
+        self.localAddress = listener.localAddress!
+        self.statistics = statistics
+        self.maxConnections = maxConnections
+    }
+
+    /// Starts listening on `host:port` (port 0 picks a free one). With `maxConnections`, a
+    /// connection accepted while that many are open is closed at once, before TLS (it costs
+    /// its file descriptor for that moment only).
     public static func start(
         host: String, port: Int, tls: TLSContext, router: TransportRouter, settings: HTTP2Settings = HTTP2Settings(),
-        group: EventLoopGroup, backlog: Int32 = 4096
+        group: EventLoopGroup, backlog: Int32 = 4096, maxConnections: Int? = nil
     ) -> EventLoopFuture<TransportServer> {
         guard tls.configuration.role == .server else {
             return group.next().makeFailedFuture(TransportError(.tlsConfiguration, "a server needs a server TLS context"))
         }
         let registry = Registry()
+        let statistics = Statistics()
         return ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: backlog)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    guard statistics.admit(limit: maxConnections) else {
+                        try channel.pipeline.syncOperations.addHandler(CloseOnActive())
+                        return
+                    }
+                    channel.closeFuture.whenComplete { _ in statistics.release() }
                     let handler = HTTP2ConnectionHandler(
                         role: .server(router), settings: settings, readyPromise: channel.eventLoop.makePromise())
                     handler.readyPromise.futureResult.whenFailure { _ in }
@@ -46,7 +73,7 @@ public final class TransportServer: Sendable {
             }
             .bind(host: host, port: port)
             .map { listener in
-                let server = TransportServer(listener: listener)
+                let server = TransportServer(listener: listener, statistics: statistics, maxConnections: maxConnections)
                 registry.attach(server)
                 return server
             }
@@ -55,17 +82,28 @@ public final class TransportServer: Sendable {
     /// Async form of ``start(host:port:tls:router:settings:group:backlog:)``.
     public static func start(
         host: String, port: Int, tls: TLSContext, router: TransportRouter, settings: HTTP2Settings = HTTP2Settings(),
-        group: EventLoopGroup
+        group: EventLoopGroup, maxConnections: Int? = nil
     ) async throws -> TransportServer {
-        try await start(host: host, port: port, tls: tls, router: router, settings: settings, group: group, backlog: 4096)
-            .get()
+        try await start(
+            host: host, port: port, tls: tls, router: router, settings: settings, group: group, backlog: 4096,
+            maxConnections: maxConnections
+        ).get()
     }
 
     fileprivate func track(_ channel: Channel, _ handler: HTTP2ConnectionHandler) {
         let key = ObjectIdentifier(channel)
         connections.withLockedValue { $0[key] = (channel, handler) }
+        let statistics = self.statistics
         channel.closeFuture.whenComplete { _ in
             _ = self.connections.withLockedValue { $0.removeValue(forKey: key) }
+            // On the channel's event loop: the handler's own counters.
+            let idle = handler.idleClosures, flood = handler.floodTerminations
+            if idle + flood > 0 {
+                statistics.counts.withLockedValue {
+                    $0.closedIdle += idle
+                    $0.closedForFlood += flood
+                }
+            }
         }
     }
 
@@ -86,6 +124,33 @@ public final class TransportServer: Sendable {
     /// Async form of ``shutdown()``.
     public func shutdown() async throws {
         try await shutdown().get()
+    }
+}
+
+/// Open connections against ``TransportServer/maxConnections``, and the limits' counts.
+fileprivate final class Statistics: Sendable {
+    let open = NIOLockedValueBox(0)
+    let counts = NIOLockedValueBox(TransportServer.Counts())
+
+    func admit(limit: Int?) -> Bool {
+        let admitted = open.withLockedValue { open -> Bool in
+            if let limit, open >= limit { return false }
+            open += 1
+            return true
+        }
+        if !admitted { counts.withLockedValue { $0.refused += 1 } }
+        return admitted
+    }
+
+    func release() { open.withLockedValue { $0 -= 1 } }
+}
+
+/// Closes a connection refused by ``TransportServer/maxConnections`` as soon as it is active.
+private final class CloseOnActive: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+    func channelActive(context: ChannelHandlerContext) { context.close(promise: nil) }
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { context.close(promise: nil) }
     }
 }
 

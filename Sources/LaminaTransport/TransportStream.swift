@@ -48,6 +48,9 @@ public final class TransportStream: @unchecked Sendable {
     public let tlsInfo: TLSConnectionInfo?
     /// The peer's address.
     public let remoteAddress: SocketAddress?
+    /// The connection this stream travels on: unique within the process, never reused
+    /// (per-connection accounting keys on it).
+    public let connectionID: UInt64
 
     /// The request's `:method`.
     public var method: String { requestHeaders[":method"] ?? "" }
@@ -125,6 +128,7 @@ public final class TransportStream: @unchecked Sendable {
         requestHeaders: HeaderFields, tlsInfo: TLSConnectionInfo?, remoteAddress: SocketAddress?
     ) {
         self.id = id
+        self.connectionID = connection.connectionID
         self.connection = connection
         self.eventLoop = eventLoop
         self.isServerSide = isServerSide

@@ -17,13 +17,20 @@ public struct FrameDecoder {
         case failed(WireError)
     }
 
-    public let limits: WireLimits
+    public private(set) var limits: WireLimits
     private var buffer: ByteBuffer
     private var state: State = .header
 
     public init(limits: WireLimits = .default) {
         self.limits = limits
         self.buffer = ByteBuffer()
+    }
+
+    /// Sets the largest payload accepted from the next frame header on (a stream that accepts
+    /// small frames until it is authenticated, then its full maximum). A header already checked
+    /// is not checked again.
+    public mutating func setMaxFrameSize(_ size: Int) {
+        limits.maxFrameSize = size
     }
 
     /// The bytes received but not yet returned as frames (or skipped).

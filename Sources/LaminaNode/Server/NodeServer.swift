@@ -28,6 +28,8 @@ public final class NodeServer: Sendable {
     private let logger: Logger
     private let gate: SessionGate
     private let stopped: NIOLockedValueBox<Bool>
+    /// Unauthenticated sessions per connection, address and node; live bridges and sessions.
+    public let admission: SessionAdmission
 
     /// `https://host:port` of the sync listener.
     public var url: String {
@@ -37,9 +39,11 @@ public final class NodeServer: Sendable {
 
     private init(
         configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
-        content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>
+        content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>,
+        admission: SessionAdmission
     ) {
         self.stopped = stopped
+        self.admission = admission
         self.configuration = configuration
         self.prepared = prepared
         self.engine = engine
@@ -57,6 +61,12 @@ public final class NodeServer: Sendable {
         configuration: NodeServerConfiguration, group: EventLoopGroup, logger: Logger,
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()
     ) async throws -> NodeServer {
+        try configuration.validate()
+        let softLimit = NodeResourceLimits.softFileDescriptorLimit()
+        guard let maxConnections = configuration.resources.effectiveMaxConnections(softLimit: softLimit) else {
+            throw NodeServerError.startup(
+                "the file-descriptor limit (\(softLimit)) leaves no room for connections after the reserve of \(configuration.resources.fileDescriptorReserve)")
+        }
         let prepared = try NodeBootstrap.prepare(configuration)
         let store: NodeStore
         do { store = try NodeStore(path: prepared.storePath) } catch {
@@ -82,18 +92,23 @@ public final class NodeServer: Sendable {
         }
         let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
         let gate = SessionGate(limit: configuration.maxSessions)
+        let admission = SessionAdmission(limits: configuration.resources, maxSessions: configuration.maxSessions)
 
         var router = TransportRouter()
         router.add(
             syncPath,
-            SyncStreamBridge.handler(limits: configuration.limits, metrics: metrics, logger: logger) { outbound in
+            SyncStreamBridge.handler(limits: configuration.limits, metrics: metrics, logger: logger, admission: admission) { outbound in
                 guard gate.admit() else { return nil }
-                return GatedSession(engine.openSession(outbound: outbound), gate: gate)
+                let session = engine.openSession(outbound: outbound)
+                admission.track(session)
+                return GatedSession(session, gate: gate)
             })
         router.add(ContentEndpoint.routePattern, ContentEndpoint.handler(service: content))
         var settings = HTTP2Settings()
         settings.maxConcurrentStreams = configuration.maxStreamsPerConnection
         settings.drainTimeout = .seconds(Int64(configuration.drainTimeoutSeconds))
+        settings.idleConnectionTimeout = .seconds(Int64(configuration.resources.idleConnectionTimeoutSeconds))
+        settings.maxUnproductiveFramesPerSecond = configuration.resources.maxUnproductiveFramesPerSecond
 
         let transport: TransportServer
         do {
@@ -101,7 +116,7 @@ public final class NodeServer: Sendable {
                 .server(certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath))
             transport = try await TransportServer.start(
                 host: configuration.host, port: configuration.port, tls: tls, router: router, settings: settings,
-                group: group)
+                group: group, maxConnections: maxConnections)
         } catch {
             await content.shutdown()
             await engine.shutdown()
@@ -128,11 +143,12 @@ public final class NodeServer: Sendable {
         }
         let server = NodeServer(
             configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
-            transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox)
+            transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission)
         logger.info(
             "node started",
             metadata: [
                 "url": "\(server.url)", "node": "\(prepared.nodeID)", "admin": "\(admin.map { "\($0.port)" } ?? "off")",
+                "maxConnections": "\(maxConnections)",
             ])
         return server
     }

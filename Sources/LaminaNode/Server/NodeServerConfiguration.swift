@@ -35,6 +35,9 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var limits = SyncStreamLimits()
     /// Concurrent sync sessions accepted; more are refused with 503.
     public var maxSessions = 10_000
+    /// Limits per connection, per remote address and per node (unauthenticated sessions,
+    /// connections, idle connections, frame floods): `Server/RESOURCES.md`.
+    public var resources = NodeResourceLimits()
     /// HTTP/2 streams per connection.
     public var maxStreamsPerConnection: UInt32 = 100
     /// How long a graceful shutdown waits for connections to drain.
@@ -78,6 +81,18 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = l.maxOutboundBytes { limits.maxOutboundBytes = v }
             if let v = l.idleTimeoutSeconds { limits.idleTimeoutSeconds = v }
             if let v = l.maxUnansweredFrames { limits.maxUnansweredFrames = v }
+            if let v = l.unauthenticatedMaxFrameSize { limits.unauthenticatedMaxFrameSize = v }
+            if let v = l.authenticationTimeoutSeconds { limits.authenticationTimeoutSeconds = v }
+            if let v = l.unauthenticatedMaxUnansweredFrames { limits.unauthenticatedMaxUnansweredFrames = v }
+        }
+        if let r = file.resources {
+            if let v = r.maxUnauthenticatedPerConnection { resources.maxUnauthenticatedPerConnection = v }
+            if let v = r.maxUnauthenticatedPerAddress { resources.maxUnauthenticatedPerAddress = v }
+            if let v = r.maxUnauthenticated { resources.maxUnauthenticated = v }
+            if let v = r.maxConnections { resources.maxConnections = v }
+            if let v = r.fileDescriptorReserve { resources.fileDescriptorReserve = v }
+            if let v = r.idleConnectionTimeoutSeconds { resources.idleConnectionTimeoutSeconds = v }
+            if let v = r.maxUnproductiveFramesPerSecond { resources.maxUnproductiveFramesPerSecond = v }
         }
         try validate()
     }
@@ -91,8 +106,14 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try check(limits.maxOutboundBytes >= 64 * 1024, "maxOutboundBytes must be at least 65536")
         try check((1...86_400).contains(limits.idleTimeoutSeconds), "idleTimeoutSeconds must be 1...86400")
         try check(limits.maxUnansweredFrames >= 2, "maxUnansweredFrames must be at least 2")
+        try check(
+            (8_448...4 * 1024 * 1024).contains(limits.unauthenticatedMaxFrameSize),
+            "unauthenticatedMaxFrameSize must be 8448...4194304 (AUTHENTICATE must fit)")
+        try check((1...3_600).contains(limits.authenticationTimeoutSeconds), "authenticationTimeoutSeconds must be 1...3600")
+        try check(limits.unauthenticatedMaxUnansweredFrames >= 2, "unauthenticatedMaxUnansweredFrames must be at least 2")
         try check(maxSessions >= 1, "maxSessions must be at least 1")
         try check(maxStreamsPerConnection >= 1, "maxStreamsPerConnection must be at least 1")
+        try resources.validate(maxSessions: maxSessions)
         try check((certificatePath == nil) == (privateKeyPath == nil), "certificatePath and privateKeyPath go together")
         try content.validate()
         for provider in identityProviders {
@@ -109,6 +130,18 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var maxOutboundBytes: Int?
             var idleTimeoutSeconds: Int?
             var maxUnansweredFrames: Int?
+            var unauthenticatedMaxFrameSize: Int?
+            var authenticationTimeoutSeconds: Int?
+            var unauthenticatedMaxUnansweredFrames: Int?
+        }
+        struct Resources: Decodable {
+            var maxUnauthenticatedPerConnection: Int?
+            var maxUnauthenticatedPerAddress: Int?
+            var maxUnauthenticated: Int?
+            var maxConnections: Int?
+            var fileDescriptorReserve: Int?
+            var idleConnectionTimeoutSeconds: Int?
+            var maxUnproductiveFramesPerSecond: Int?
         }
         var host: String?
         var port: Int?
@@ -123,6 +156,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         var maxStreamsPerConnection: UInt32?
         var drainTimeoutSeconds: Int?
         var limits: Limits?
+        var resources: Resources?
         var content: ContentSettings.File?
     }
 }

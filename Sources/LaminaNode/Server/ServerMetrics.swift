@@ -13,6 +13,8 @@ public struct ServerMetrics: Sendable {
     public let slowConsumers: Counter
     public let idleTimeouts: Counter
     public let inboundPauses: Counter
+    public let authenticationTimeouts: Counter
+    public let clientErrors: Counter
 
     public init(factory: MetricsFactory) {
         sessionsOpened = Counter(label: "lamina_sessions_opened_total", factory: factory)
@@ -25,5 +27,7 @@ public struct ServerMetrics: Sendable {
         slowConsumers = Counter(label: "lamina_slow_consumer_disconnects_total", factory: factory)
         idleTimeouts = Counter(label: "lamina_idle_timeouts_total", factory: factory)
         inboundPauses = Counter(label: "lamina_inbound_pauses_total", factory: factory)
+        authenticationTimeouts = Counter(label: "lamina_authentication_timeouts_total", factory: factory)
+        clientErrors = Counter(label: "lamina_client_error_frames_total", factory: factory)
     }
 }

@@ -21,12 +21,26 @@ import NIOCore
 /// reading and HTTP/2 flow control stalls the client.
 ///
 /// Idle timeout: no inbound frame for ``SyncStreamLimits/idleTimeoutSeconds`` closes the stream.
+///
+/// Before authentication (until an AUTHENTICATED frame goes out) the stream accepts frames of
+/// at most ``SyncStreamLimits/unauthenticatedMaxFrameSize``, holds a ``SessionAdmission``
+/// ticket, and must authenticate within ``SyncStreamLimits/authenticationTimeoutSeconds``
+/// of wall time.
+///
+/// Lifetime: the session holds this bridge (its outbound) and the bridge holds the session
+/// (its endpoint) while the stream is open. The bridge lets go of the session, its decoder's
+/// buffered bytes and its ticket as soon as the session is told the transport closed, so both
+/// are freed once the stream is (`Server/RESOURCES.md`).
+///
+/// A client's ERROR frame (SPEC §5.6: either side may send one) is logged and not passed on;
+/// a fatal one ends the session as the client's END_STREAM does.
 public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @unchecked Sendable {
     private let stream: TransportStream
     private let eventLoop: EventLoop
     private let limits: SyncStreamLimits
     private let metrics: ServerMetrics
     private let logger: Logger
+    private let admission: SessionAdmission?
 
     // Event loop only.
     private var endpoint: SyncSessionEndpoint?
@@ -38,6 +52,11 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private var idleTask: Scheduled<Void>?
     private var graceTask: Scheduled<Void>?
     private var inboundAwaitingAnswer = 0
+    private var authenticated = false
+    private var started = false
+    private var opened = NIODeadline.now()
+    private var authenticationTask: Scheduled<Void>?
+    private var ticket: SessionAdmission.Ticket?
 
     // Guarded by `lock` (touched by `send`/`close` from any thread).
     private let lock = NIOLock()
@@ -46,26 +65,43 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private var outboundClosed = false
     private var finishAfterFlush = false
     private var answersSent = 0
+    /// An AUTHENTICATED frame is in `pending` (the decoder's limit rises before it is written).
+    private var authenticatedQueued = false
 
-    init(stream: TransportStream, limits: SyncStreamLimits, metrics: ServerMetrics, logger: Logger) {
+    init(
+        stream: TransportStream, limits: SyncStreamLimits, metrics: ServerMetrics, logger: Logger,
+        admission: SessionAdmission? = nil
+    ) {
         self.stream = stream
         self.eventLoop = stream.eventLoop
         self.limits = limits
         self.metrics = metrics
+        self.admission = admission
         var logger = logger
         logger[metadataKey: "stream"] = "\(stream.id)"
         if let remote = stream.remoteAddress { logger[metadataKey: "peer"] = "\(remote)" }
         self.logger = logger
-        var wireLimits = WireLimits.default
-        wireLimits.maxFrameSize = min(limits.maxFrameSize, WireLimits.protocolMaxFrameSize)
-        self.decoder = FrameDecoder(limits: wireLimits)
+        self.decoder = FrameDecoder(limits: Self.wireLimits(maxFrameSize: limits.unauthenticatedFrameLimit))
         self.lastInbound = .now()
+        admission?.bridgeCreated()
+    }
+
+    deinit {
+        admission?.bridgeReleased()
+    }
+
+    private static func wireLimits(maxFrameSize: Int) -> WireLimits {
+        var wireLimits = WireLimits.default
+        wireLimits.maxFrameSize = min(maxFrameSize, WireLimits.protocolMaxFrameSize)
+        return wireLimits
     }
 
     /// The route handler for the sync path: answers 200, opens a session through
-    /// `openSession` and wires it to the stream. Non-POST requests get 405.
+    /// `openSession` and wires it to the stream. Non-POST requests get 405. With `admission`,
+    /// a stream over an unauthenticated-session limit gets 200 and a fatal ERROR `overloaded`
+    /// (with a retry delay) instead of a session.
     public static func handler(
-        limits: SyncStreamLimits, metrics: ServerMetrics, logger: Logger,
+        limits: SyncStreamLimits, metrics: ServerMetrics, logger: Logger, admission: SessionAdmission? = nil,
         openSession: @escaping @Sendable (SessionOutbound) -> SyncSessionEndpoint?
     ) -> TransportStreamHandler {
         return { stream in
@@ -73,9 +109,21 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
                 stream.sendHeaders([(":status", "405"), ("allow", "POST")], endStream: true)
                 return
             }
-            let bridge = SyncStreamBridge(stream: stream, limits: limits, metrics: metrics, logger: logger)
+            let bridge = SyncStreamBridge(stream: stream, limits: limits, metrics: metrics, logger: logger, admission: admission)
+            if let admission {
+                switch admission.admit(connection: stream.connectionID, address: stream.remoteAddress?.ipAddress) {
+                case .admitted(let ticket):
+                    bridge.ticket = ticket
+                case .refused(let refusal):
+                    metrics.sessionsRefused.increment()
+                    bridge.refuse(refusal)
+                    return
+                }
+            }
             guard let endpoint = openSession(bridge) else {
                 // The node refuses new sessions (shutting down or at its session limit).
+                bridge.ticket?.release()
+                bridge.ticket = nil
                 stream.sendHeaders([(":status", "503")], endStream: true)
                 metrics.sessionsRefused.increment()
                 return
@@ -87,12 +135,29 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private func start(_ endpoint: SyncSessionEndpoint) {
         eventLoop.preconditionInEventLoop()
         self.endpoint = endpoint
+        started = true
+        opened = .now()
         metrics.sessionsOpened.increment()
         metrics.sessionsActive.increment()
         stream.sendHeaders([(":status", "200"), ("content-type", "application/x-lamina-sync")])
         stream.delegate = self
         armIdleTimer()
+        authenticationTask = eventLoop.scheduleTask(in: limits.authenticationTimeout) { [weak self] in
+            self?.authenticationDeadline()
+        }
         logger.debug("sync stream opened")
+    }
+
+    /// Answers a stream refused before it got a session: 200, the fatal ERROR, END_STREAM,
+    /// then a reset after the close grace if the client does not end its side.
+    private func refuse(_ error: ErrorFrame) {
+        eventLoop.preconditionInEventLoop()
+        logger.info("sync session refused", metadata: ["reason": "\(error.reason)"])
+        endpointClosed = true
+        inboundStopped = true
+        stream.sendHeaders([(":status", "200"), ("content-type", "application/x-lamina-sync")])
+        stream.delegate = self
+        close(with: error)
     }
 
     // MARK: inbound (event loop)
@@ -115,11 +180,28 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             guard let frame else { break }
             lastInbound = .now()
             metrics.framesIn.increment()
+            if case .error(let error) = frame {
+                clientError(error)
+                continue
+            }
             if Self.expectsAnswer(frame) { inboundAwaitingAnswer += 1 }
             endpoint.receive(frame)
             if lock.withLock({ outboundClosed }) { inboundStopped = true }
         }
         updateInboundPause()
+    }
+
+    /// SPEC §5.6: a client may send ERROR. Logged; a fatal one ends the session (the client
+    /// sends nothing more), and the node ends its side after what is queued.
+    private func clientError(_ error: ErrorFrame) {
+        metrics.clientErrors.increment()
+        logger.info(
+            "the client sent an ERROR",
+            metadata: ["code": "\(error.code.wireValue)", "reason": "\(error.reason)", "fatal": "\(error.isFatal)"])
+        guard error.isFatal else { return }
+        inboundStopped = true
+        notifyEndpointClosed()
+        close(with: nil)
     }
 
     public func streamDidReceiveEnd(_ stream: TransportStream, trailers: HeaderFields?) {
@@ -141,20 +223,40 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     public func streamDidClose(_ stream: TransportStream, error: TransportError?) {
         inboundStopped = true
         idleTask?.cancel()
+        idleTask = nil
         graceTask?.cancel()
+        graceTask = nil
         lock.withLock {
             outboundClosed = true
             pending = ByteBuffer()
         }
         if let error { logger.debug("sync stream closed", metadata: ["error": "\(error)"]) }
         notifyEndpointClosed()
-        metrics.sessionsActive.decrement()
+        if started { metrics.sessionsActive.decrement() }
     }
 
+    /// Tells the session the transport is gone (once), then lets go of it: the session holds
+    /// this bridge as its outbound, so keeping it here would keep both alive for good.
     private func notifyEndpointClosed() {
-        guard !endpointClosed else { return }
+        guard !endpointClosed else {
+            releaseInbound()
+            return
+        }
         endpointClosed = true
+        let endpoint = self.endpoint
+        releaseInbound()
         endpoint?.closed()
+    }
+
+    /// Drops everything the inbound side holds: the session, the bytes of a partial frame,
+    /// the unauthenticated-session ticket, the authentication deadline.
+    private func releaseInbound() {
+        endpoint = nil
+        decoder = FrameDecoder(limits: Self.wireLimits(maxFrameSize: limits.unauthenticatedFrameLimit))
+        ticket?.release()
+        ticket = nil
+        authenticationTask?.cancel()
+        authenticationTask = nil
     }
 
     /// Frames the node answers with exactly one frame (SPEC §5, §6); TYPING and PONG get none.
@@ -181,14 +283,50 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             return answersSent
         }
         inboundAwaitingAnswer = max(0, inboundAwaitingAnswer - answered)
-        if !paused, inboundAwaitingAnswer >= limits.maxUnansweredFrames {
+        // Before authentication a handful is enough (HELLO, NONCE_REQUEST, AUTHENTICATE, PINGs).
+        let limit = authenticated ? limits.maxUnansweredFrames : min(limits.maxUnansweredFrames, limits.unauthenticatedMaxUnansweredFrames)
+        if !paused, inboundAwaitingAnswer >= limit {
             paused = true
             metrics.inboundPauses.increment()
             stream.pauseInbound()
-        } else if paused, inboundAwaitingAnswer < limits.maxUnansweredFrames / 2 {
+        } else if paused, inboundAwaitingAnswer < limit / 2 {
             paused = false
             stream.resumeInbound()
         }
+    }
+
+    // MARK: authentication (event loop)
+
+    /// AUTHENTICATED is about to be written: from now on the client may send frames up to the
+    /// full maximum, the deadline is off and the unauthenticated-session slot is free.
+    private func promoteToAuthenticated() {
+        guard !authenticated else { return }
+        authenticated = true
+        decoder.setMaxFrameSize(min(limits.maxFrameSize, WireLimits.protocolMaxFrameSize))
+        authenticationTask?.cancel()
+        authenticationTask = nil
+        ticket?.release()
+        ticket = nil
+    }
+
+    private func authenticationDeadline() {
+        authenticationTask = nil
+        guard !authenticated, !lock.withLock({ authenticatedQueued }), !endpointClosed, !stream.isClosed else { return }
+        // The node's own slowness (a nonce or a session waiting for the store) does not count
+        // against the client: while the node owes an answer the deadline moves on by a second,
+        // up to three times the deadline in all.
+        updateInboundPause()
+        if inboundAwaitingAnswer > 0, NIODeadline.now() < opened + limits.authenticationTimeout * 3 {
+            authenticationTask = eventLoop.scheduleTask(in: .seconds(1)) { [weak self] in self?.authenticationDeadline() }
+            return
+        }
+        metrics.authenticationTimeouts.increment()
+        logger.info("not authenticated in time, closing the sync stream", metadata: ["seconds": "\(limits.authenticationTimeoutSeconds)"])
+        inboundStopped = true
+        notifyEndpointClosed()
+        close(with: ErrorFrame(
+            code: .authenticationRequired,
+            reason: "not authenticated within \(limits.authenticationTimeoutSeconds) s of the stream's opening", isFatal: true))
     }
 
     // MARK: idle timeout (event loop)
@@ -226,6 +364,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
                     continue
                 }
                 if Self.isAnswer(frame) { answersSent += 1 }
+                if case .authenticated = frame { authenticatedQueued = true }
             }
             if pending.readableBytes + inFlightBytes > limits.maxOutboundBytes {
                 outboundClosed = true
@@ -267,15 +406,17 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
 
     private func flush() {
         eventLoop.preconditionInEventLoop()
-        let (buffer, finish) = lock.withLock { () -> (ByteBuffer, Bool) in
+        let (buffer, finish, promote) = lock.withLock { () -> (ByteBuffer, Bool, Bool) in
             flushScheduled = false
             let buffer = pending
             pending = ByteBuffer()
             inFlightBytes += buffer.readableBytes
             let finish = finishAfterFlush
             finishAfterFlush = false
-            return (buffer, finish)
+            return (buffer, finish, authenticatedQueued)
         }
+        // Before the client can read AUTHENTICATED, so its next frame meets the full limit.
+        if promote && !authenticated && !endpointClosed { promoteToAuthenticated() }
         let count = buffer.readableBytes
         if count > 0 {
             metrics.bytesOut.increment(by: Int64(count))

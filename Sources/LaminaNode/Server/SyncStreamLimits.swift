@@ -14,8 +14,22 @@ public struct SyncStreamLimits: Sendable, Hashable, Codable {
     public var maxUnansweredFrames: Int = 256
     /// After the node ends its side, how long the client gets to end its own before a reset.
     public var closeGraceSeconds: Int = 5
+    /// The largest frame payload accepted before the session is authenticated (AUTHENTICATED
+    /// sent): every frame of SPEC §5 fits (AUTHENTICATE and RESUME_SESSION are at most 8,448
+    /// bytes), so an unauthenticated stream never buffers more than this plus one DATA chunk.
+    public var unauthenticatedMaxFrameSize: Int = 16 * 1024
+    /// ``maxUnansweredFrames`` before authentication (HELLO, NONCE_REQUEST, AUTHENTICATE and
+    /// a few PINGs are all a client needs to have in flight then).
+    public var unauthenticatedMaxUnansweredFrames: Int = 8
+    /// Wall time from the stream's opening to AUTHENTICATED; past it the session ends with a
+    /// fatal `authentication-required`, whatever frames it sent. While the node itself owes an
+    /// answer (a slow store) the deadline moves on, up to three times this in all.
+    public var authenticationTimeoutSeconds: Int = 30
 
     public init() {}
 
     var idleTimeout: TimeAmount { .seconds(Int64(idleTimeoutSeconds)) }
+    var authenticationTimeout: TimeAmount { .seconds(Int64(authenticationTimeoutSeconds)) }
+    /// The frame limit before authentication (never above the stream's maximum).
+    var unauthenticatedFrameLimit: Int { min(unauthenticatedMaxFrameSize, maxFrameSize) }
 }

@@ -40,6 +40,9 @@ struct NodeCrashCommand: AsyncParsableCommand {
         let device = UUID()
         let conversation = ConversationID.random()
         let ids = (0..<messages).map { _ in MessageID.random() }
+        // A retry is the same command: same message id and same part ids (a new part id makes
+        // it a different message under a used id, which the node rightly refuses as id-in-use).
+        let partIDs = (0..<messages).map { _ in UUID() }
         let acknowledged = NIOLockedValueBox(Set<MessageID>())
 
         var client = try await BenchSyncClient.connect(url: url, caFile: ca, group: group)
@@ -51,7 +54,7 @@ struct NodeCrashCommand: AsyncParsableCommand {
 
         func send(_ index: Int, on client: BenchSyncClient) -> EventLoopFuture<Void> {
             let id = ids[index]
-            let parts = [try! MessagePart(text: "message \(index)")]
+            let parts = [try! MessagePart(id: partIDs[index], text: "message \(index)")]
             return client.request(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts)), id: id.uuid)
                 .map { frame in if case .ack = frame { _ = acknowledged.withLockedValue { $0.insert(id) } } }
         }

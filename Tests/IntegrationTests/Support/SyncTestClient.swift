@@ -205,3 +205,16 @@ final class SyncTestClient: TransportStreamDelegate, @unchecked Sendable {
         try? await connection.close()
     }
 }
+
+extension SyncTestClient {
+    /// Another sync stream on this client's connection (several sessions on one connection).
+    func another(path: String = NodeServer.syncPath) async throws -> SyncTestClient {
+        let stream = try await connection.openStream(method: "POST", path: path)
+        let client = SyncTestClient(connection: connection, stream: stream)
+        try await stream.eventLoop.submit { stream.delegate = client }.get()
+        return client
+    }
+
+    /// Resets only this stream (the connection stays).
+    func resetStream() { stream.reset() }
+}

@@ -1,0 +1,77 @@
+import Foundation
+
+/// The node's limits per connection, per remote address and per node (the per-stream ones are
+/// ``SyncStreamLimits``). Declared here once, with their defaults, validated by
+/// ``NodeServerConfiguration/validate()``, enforced where the input enters (the listener, the
+/// HTTP/2 connection, the sync route). The reasons for the numbers: `Server/RESOURCES.md`.
+public struct NodeResourceLimits: Sendable, Hashable, Codable {
+    /// Sync sessions not yet authenticated on one connection. A client needs one.
+    public var maxUnauthenticatedPerConnection = 8
+    /// Sync sessions not yet authenticated from one remote IP address (all its connections).
+    public var maxUnauthenticatedPerAddress = 128
+    /// Sync sessions not yet authenticated on the whole node: the rest of
+    /// ``NodeServerConfiguration/maxSessions`` is kept for authenticated sessions (the node
+    /// uses at most 90 % of `maxSessions` here: ``effectiveMaxUnauthenticated(maxSessions:)``).
+    public var maxUnauthenticated = 1_000
+    /// The retry delay of the `overloaded` ERROR that refuses a session over one of the three.
+    public var refusalRetryAfterMilliseconds: UInt32 = 1_000
+
+    /// Open connections (TLS handshakes included). The node lowers it to the soft
+    /// `RLIMIT_NOFILE` minus ``fileDescriptorReserve`` when that is smaller.
+    public var maxConnections = 10_000
+    /// File descriptors kept for everything but client connections: the store (SQLite with
+    /// its WAL and shared memory, one writer and the readers), content files being uploaded or
+    /// downloaded, the listeners, the admin port, the event loops.
+    public var fileDescriptorReserve = 256
+    /// A connection with no open stream for this long (from its TLS handshake, then from its
+    /// last stream's close) gets GOAWAY and is closed.
+    public var idleConnectionTimeoutSeconds = 60
+    /// HTTP/2 frames that make no progress (empty DATA, PRIORITY, PING, SETTINGS) a client may
+    /// send per second; one more ends its connection with GOAWAY ENHANCE_YOUR_CALM.
+    public var maxUnproductiveFramesPerSecond = 1_000
+
+    public init() {}
+
+    /// Refuses values outside their ranges, with a reason.
+    public func validate(maxSessions: Int) throws {
+        func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration(reason) } }
+        try check(maxUnauthenticatedPerConnection >= 1, "resources.maxUnauthenticatedPerConnection must be at least 1")
+        try check(
+            maxUnauthenticatedPerAddress >= maxUnauthenticatedPerConnection,
+            "resources.maxUnauthenticatedPerAddress must be at least maxUnauthenticatedPerConnection")
+        try check(
+            maxUnauthenticated >= maxUnauthenticatedPerAddress,
+            "resources.maxUnauthenticated must be at least maxUnauthenticatedPerAddress")
+        try check(maxConnections >= 1, "resources.maxConnections must be at least 1")
+        try check(fileDescriptorReserve >= 64, "resources.fileDescriptorReserve must be at least 64")
+        try check(
+            (1...86_400).contains(idleConnectionTimeoutSeconds), "resources.idleConnectionTimeoutSeconds must be 1...86400")
+        try check(maxUnproductiveFramesPerSecond >= 10, "resources.maxUnproductiveFramesPerSecond must be at least 10")
+    }
+
+    /// ``maxUnauthenticated``, at most 90 % of `maxSessions` (at least 1): a tenth of the
+    /// session slots always stays for authenticated sessions.
+    public func effectiveMaxUnauthenticated(maxSessions: Int) -> Int {
+        min(maxUnauthenticated, max(1, maxSessions - maxSessions / 10))
+    }
+
+    /// ``maxConnections`` lowered below a soft file-descriptor limit of `softLimit`, keeping
+    /// ``fileDescriptorReserve``; nil when the limit leaves no room for a single connection.
+    public func effectiveMaxConnections(softLimit: Int) -> Int? {
+        let room = softLimit - fileDescriptorReserve
+        guard room >= 1 else { return nil }
+        return min(maxConnections, room)
+    }
+
+    /// The process's soft `RLIMIT_NOFILE` (Int.max when unlimited or unknown).
+    public static func softFileDescriptorLimit() -> Int {
+        var limit = rlimit()
+        #if os(Linux)
+        let rc = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        #else
+        let rc = getrlimit(RLIMIT_NOFILE, &limit)
+        #endif
+        guard rc == 0, limit.rlim_cur < rlim_t(Int.max) else { return Int.max }
+        return Int(clamping: limit.rlim_cur)
+    }
+}
