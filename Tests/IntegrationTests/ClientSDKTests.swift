@@ -193,7 +193,8 @@ import Testing
             try alice.message(seen)?.message.recipientStatus[Self.bob] == .delivered
         }
         #expect(try bob.message(unseen) != nil)
-        #expect(try alice.message(unseen)?.message.recipientStatus[Self.bob] == .sent)
+        // Receipts disabled (SPEC §6.2): the sender cannot determine Bob's status.
+        #expect(try alice.message(unseen)?.message.recipientStatus[Self.bob] == .invalid)
         #expect(try bob.store.outboxEntries().allSatisfy { $0.objectID != quiet.uuid })  // no receipt queued for it
 
         try await alice.close()

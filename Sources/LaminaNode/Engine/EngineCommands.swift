@@ -26,7 +26,6 @@ extension NodeEngine {
     /// the session's earlier ones, and completes them in order, so ACKs leave in order. At
     /// most `NodeSession.maxCommandsInFlight` wait per session (this suspends beyond that).
     func execute(_ frame: Frame, in session: NodeSession, as auth: NodeSession.Auth) async {
-        let requestID = frame.commandID
         do {
             switch frame {
             case .typing(let typing):
@@ -38,38 +37,66 @@ extension NodeEngine {
             default:
                 break
             }
+        } catch {
+            return Self.reply(error, to: session, requestID: frame.commandID)
+        }
+        await session.acquireCommandSlot()
+        submit(frame, in: session, as: auth)
+    }
+
+    /// Whether `frame` is a command that commits through storage (everything with a
+    /// command id but SYNC and FETCH_HISTORY).
+    static func isStorageCommand(_ frame: Frame) -> Bool {
+        switch frame {
+        case .sync, .fetchHistory, .typing: false
+        default: frame.commandID != nil
+        }
+    }
+
+    /// Queues a storage command of `session` for the next group commit; the caller holds one
+    /// of the session's command slots, which the command's completion gives back. Never waits.
+    func submit(_ frame: Frame, in session: NodeSession, as auth: NodeSession.Auth) {
+        let requestID = frame.commandID
+        do {
             guard let id = requestID else { throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command") }
             let key = IdempotencyKey(user: auth.user, id: id)
             let digest = try SHA256Hasher.hash(Array(try frame.encoded().readableBytesView))
             let user = auth.user
             let now = Timestamp.now()
-            await session.acquireCommandSlot()
-            do {
-                try store.submit({ tx -> CommandResult in
-                    if let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) { return .replayed(replayed) }
-                    var context = CommandContext(tx: tx, user: user, engine: self, now: now)
-                    let ack = try context.apply(frame, digest: digest)
-                    if case .sendMessage = frame {} else {
-                        try tx.recordResult(digest + Array(try Frame.ack(ack).encoded().readableBytesView), for: key, at: now)
+            try store.submit({ tx -> CommandResult in
+                // A send is checked for a retry only when it fails (its id is taken, or the
+                // conversation changed since): a new message costs no lookup.
+                if case .sendMessage = frame {} else if let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) {
+                    return .replayed(replayed)
+                }
+                var context = CommandContext(tx: tx, user: user, engine: self, now: now)
+                let ack: Ack
+                do {
+                    ack = try tx.attempt { try context.apply(frame, digest: digest) }
+                } catch {
+                    if case .sendMessage = frame, let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) {
+                        return .replayed(replayed)
                     }
-                    return .applied(ack, context.changes)
-                }, completion: { [self] result in
-                    session.releaseCommandSlot()
-                    switch result {
-                    case .success(.applied(let ack, let changes)):
-                        session.send(.ack(ack))
-                        publish(changes)
-                    case .success(.replayed(let ack)):
-                        session.send(.ack(ack))
-                    case .failure(let error):
-                        Self.reply(error, to: session, requestID: requestID)
-                    }
-                })
-            } catch {
+                    throw error
+                }
+                if case .sendMessage = frame {} else {
+                    try tx.recordResult(digest + Array(try Frame.ack(ack).encoded().readableBytesView), for: key, at: now)
+                }
+                return .applied(ack, context.changes)
+            }, completion: { [self] result in
                 session.releaseCommandSlot()
-                throw error
-            }
+                switch result {
+                case .success(.applied(let ack, let changes)):
+                    session.send(.ack(ack))
+                    publish(changes)
+                case .success(.replayed(let ack)):
+                    session.send(.ack(ack))
+                case .failure(let error):
+                    Self.reply(error, to: session, requestID: requestID)
+                }
+            })
         } catch {
+            session.releaseCommandSlot()
             Self.reply(error, to: session, requestID: requestID)
         }
     }

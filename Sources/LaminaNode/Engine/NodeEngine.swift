@@ -63,7 +63,7 @@ public final class NodeEngine: Sendable {
         var byUser: [UserID: [Change]] = [:]
         for c in changes { byUser[c.user, default: []].append(Change(seq: c.seq, event: c.event)) }
         for (user, list) in byUser {
-            for session in registry.sessions(of: user) { session.enqueue(.live(list)) }
+            for session in registry.sessions(of: user) { session.publish(list) }
         }
     }
 

@@ -40,7 +40,14 @@ public final class NodeSession: Sendable {
         var live = false
         /// The feed seq this session has sent every entry up to (SYNC's cursor, then live).
         var sentThrough: UInt64 = 0
+        /// Inputs in the inbox, not yet taken by the worker.
         var pending = 0
+        /// The worker is handling an input.
+        var processing = false
+
+        /// Nothing waits in the inbox and nothing is being handled there: an input may be
+        /// handled at once by its caller without overtaking an earlier one.
+        var inboxIdle: Bool { pending == 0 && !processing }
     }
 
     /// Commands queued for group commit and not yet answered, and the inbox task waiting
@@ -67,16 +74,34 @@ public final class NodeSession: Sendable {
         let task = Task { [weak self] in
             for await input in stream {
                 guard let self else { return }
-                self.state.withLock { $0.pending -= 1 }
+                self.state.withLock {
+                    $0.pending -= 1
+                    $0.processing = true
+                }
                 await self.process(input)
+                self.state.withLock { $0.processing = false }
             }
         }
         worker.withLock { $0 = task }
     }
 
-    /// Processes one decoded frame from the client (queued; handled in order).
+    /// Processes one decoded frame from the client, in order. A storage command of an
+    /// authenticated session whose inbox is idle goes to group commit at once, on the
+    /// caller's thread (no hop through the inbox); everything else is queued.
     public func receive(_ frame: Frame) {
+        if NodeEngine.isStorageCommand(frame), let auth = admitDirectCommand() {
+            engine.submit(frame, in: self, as: auth)
+            return
+        }
         enqueue(.frame(frame))
+    }
+
+    /// The session's identity when a storage command may bypass the inbox: open,
+    /// authenticated, inbox idle, node not shutting down, and a command slot free (taken).
+    private func admitDirectCommand() -> Auth? {
+        let auth = state.withLock { s -> Auth? in s.phase == .open && s.inboxIdle ? s.auth : nil }
+        guard let auth, !engine.isShuttingDown.withLock({ $0 }), tryAcquireCommandSlot() else { return nil }
+        return auth
     }
 
     /// The decoder failed: the engine sends an error frame with the wire error's code and closes.
@@ -97,6 +122,20 @@ public final class NodeSession: Sendable {
     /// The user this session authenticated as, if it did.
     public var user: UserID? { state.withLock { $0.auth?.user } }
 
+    /// Live feed entries of this session's user, from the commit that made them durable.
+    /// Sent at once when they continue exactly where the session is and its inbox is idle
+    /// (no hop through the inbox); otherwise queued, where gaps are filled in order.
+    func publish(_ changes: [Change]) {
+        let direct = state.withLock { s -> (frames: [Frame], through: UInt64)? in
+            guard s.phase != .closed, s.live, s.inboxIdle, let first = changes.first, first.seq == s.sentThrough + 1,
+                  zip(changes, changes.dropFirst()).allSatisfy({ $1.seq == $0.seq + 1 }) else { return nil }
+            s.sentThrough = changes[changes.count - 1].seq
+            return (FeedCoding.frames(changes, batches: s.features.contains(.changeBatches)), s.sentThrough)
+        }
+        guard let direct else { return enqueue(.live(changes)) }
+        send(direct.frames)
+    }
+
     func enqueue(_ input: Input) {
         let accepted = state.withLock { s -> Bool? in
             guard s.phase != .closed else { return nil }
@@ -108,6 +147,16 @@ public final class NodeSession: Sendable {
         case nil: return
         case false?: fail(WireError(.slowConsumer, "more than \(Self.maxPendingInputs) inputs wait for this session"))
         case true?: continuation.yield(input)
+        }
+    }
+
+    /// Counts one more command in flight if fewer than `maxCommandsInFlight` are (and no
+    /// command waits for a slot); false otherwise.
+    func tryAcquireCommandSlot() -> Bool {
+        window.withLock { w -> Bool in
+            guard w.inFlight < Self.maxCommandsInFlight, w.waiter == nil else { return false }
+            w.inFlight += 1
+            return true
         }
     }
 

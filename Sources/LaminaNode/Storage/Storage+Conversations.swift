@@ -359,16 +359,17 @@ extension StorageReader {
         }
         var states: [UserID: ParticipantState] = [:]
         var participants = Set<UserID>()
+        // Columns by position: this read is on every command's path.
         for p in try db.rows("SELECT user_id, is_member, hlc_physical, hlc_logical, hlc_node FROM participants WHERE conversation_id = ?", [key]) {
-            let user = try Columns.user(p, "user_id")
-            let state = ParticipantState(isMember: p["is_member"], since: try Columns.hlc(p, "hlc"))
+            let user = try Columns.user(p, 0)
+            let state = ParticipantState(isMember: p[1], since: try Columns.hlc(p, from: 2))
             states[user] = state
             if state.isMember { participants.insert(user) }
         }
-        let merged: Data? = row["merged_into"]
-        let deleted: Bool = row["deleted"]
+        let merged: Data? = row[2]
+        let deleted: Bool = row[3]
         return ConversationHeader(
-            id: id, isLive: merged == nil && !deleted, isDistinct: row["is_distinct"], deliveryReceiptsEnabled: row["delivery_receipts_enabled"],
+            id: id, isLive: merged == nil && !deleted, isDistinct: row[0], deliveryReceiptsEnabled: row[1],
             participants: participants, states: states)
     }
 }

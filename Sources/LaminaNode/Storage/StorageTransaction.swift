@@ -8,6 +8,17 @@ public struct StorageTransaction {
 
     /// Reads inside this transaction: they see its own uncommitted writes.
     public var read: StorageReader { StorageReader(db: db) }
+
+    /// Runs `body` in a nested savepoint: if it throws, what it wrote is rolled back (and the
+    /// error rethrown) while the rest of the command goes on.
+    public func attempt<T>(_ body: () throws -> T) throws -> T {
+        var result: T?
+        try db.inSavepoint {
+            result = try body()
+            return .commit
+        }
+        return result!
+    }
 }
 
 /// The typed read operations. Valid only during the closure it is passed to.
