@@ -41,9 +41,13 @@ final class MosquittoAnchor {
             throw ValidationError("building mqload failed (apt-get install -y libmosquitto-dev?):\n\(built.stderr)")
         }
         let port = BenchSupport.freePort()
-        let started = try runProcess("/bin/bash", [script, work + "/mq"], environment: ["PORT": String(port)], timeout: 60)
-        guard started.status == 0, let pid = Int32(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw ValidationError("run-mosquitto.sh failed: \(started.stdout) \(started.stderr)")
+        // Not through Foundation's Process: Mosquitto, started in the background by the
+        // script, would inherit what Foundation watches to see the script exit.
+        let pidFile = work + "/run-mosquitto.out"
+        let status = try spawnAndWait(["/bin/bash", script, work + "/mq"], environment: ["PORT": String(port)], stdout: pidFile, timeout: 60)
+        let printed = (try? String(contentsOfFile: pidFile, encoding: .utf8)) ?? ""
+        guard status == 0, let pid = Int32(printed.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw ValidationError("run-mosquitto.sh failed (status \(status)): \(printed)")
         }
         let anchor = MosquittoAnchor(work: work + "/mq", mqload: mqload, port: port, pid: pid)
         do {
@@ -123,7 +127,7 @@ func runProcess(_ path: String, _ arguments: [String], environment: [String: Str
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
     process.standardError = err
-    try process.run()
+    try BenchSupport.runUnmasked(process)
     let outText = NIOLockedValueBox(Data()), errText = NIOLockedValueBox(Data())
     let group = DispatchGroup()
     for (handle, box) in [(out.fileHandleForReading, outText), (err.fileHandleForReading, errText)] {
@@ -135,8 +139,8 @@ func runProcess(_ path: String, _ arguments: [String], environment: [String: Str
         }
     }
     let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning, Date() < deadline { usleep(20_000) }
-    if process.isRunning {
+    while !BenchSupport.exited(process.processIdentifier), Date() < deadline { usleep(20_000) }
+    if !BenchSupport.exited(process.processIdentifier) {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         _ = group.wait(timeout: .now() + 5)
@@ -146,4 +150,44 @@ func runProcess(_ path: String, _ arguments: [String], environment: [String: Str
     _ = group.wait(timeout: .now() + 5)
     return (process.terminationStatus, String(decoding: outText.withLockedValue { $0 }, as: UTF8.self),
             String(decoding: errText.withLockedValue { $0 }, as: UTF8.self))
+}
+
+/// posix_spawn with no signal blocked and the usual ones at their default action, standard
+/// output to `stdout` (a file), standard error discarded; waits (at most `timeout` seconds,
+/// then SIGKILL) and returns the exit status.
+func spawnAndWait(_ argv: [String], environment: [String: String], stdout: String, timeout: Double) throws -> Int32 {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t(), defaults = sigset_t()
+    sigemptyset(&empty)
+    sigemptyset(&defaults)
+    for s in [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2] { sigaddset(&defaults, s) }
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
+    var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+    var cEnv: [UnsafeMutablePointer<CChar>?] = env.map { strdup($0) } + [nil]
+    defer { for p in cArgs + cEnv { free(p) } }
+    var pid: pid_t = 0
+    let rc = posix_spawn(&pid, argv[0], &actions, &attributes, &cArgs, &cEnv)
+    guard rc == 0 else { throw BenchFailure("posix_spawn \(argv[0]): \(String(cString: strerror(rc)))") }
+    let deadline = Date().addingTimeInterval(timeout)
+    var status: Int32 = 0
+    while waitpid(pid, &status, WNOHANG) == 0 {
+        if Date() > deadline {
+            kill(pid, SIGKILL)
+            waitpid(pid, &status, 0)
+            throw BenchFailure("\(argv.joined(separator: " ")) did not finish within \(Int(timeout)) s")
+        }
+        usleep(20_000)
+    }
+    // WIFEXITED / WEXITSTATUS
+    return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
 }

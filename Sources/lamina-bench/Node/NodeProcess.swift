@@ -63,7 +63,7 @@ final class NodeProcess {
         process.standardError = FileHandle.nullDevice
         let (serving, continuation) = AsyncStream.makeStream(of: Bool.self)
         let text = NIOLockedValueBox("")
-        try process.run()
+        try BenchSupport.runUnmasked(process)
         let reader = pipe.fileHandleForReading
         Thread.detachNewThread {  // a plain thread reading to EOF (no dispatch source)
             while true {

@@ -46,7 +46,7 @@ enum BenchSupport {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try runUnmasked(process)
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
@@ -59,18 +59,40 @@ enum BenchSupport {
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try runUnmasked(process)
         return process
+    }
+
+    /// `process.run()` with no signal blocked on the calling thread: the child inherits the
+    /// spawning thread's signal mask, and the threads async code runs on (libdispatch workers)
+    /// block SIGTERM, SIGINT, SIGHUP, SIGUSR1/2, so a child started from them could not be
+    /// stopped by SIGTERM (Mosquitto, lamina-node's graceful shutdown).
+    static func runUnmasked(_ process: Process) throws {
+        var empty = sigset_t(), saved = sigset_t()
+        sigemptyset(&empty)
+        pthread_sigmask(SIG_SETMASK, &empty, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+        try process.run()
+    }
+
+    /// Whether `pid` has exited (gone, or a zombie not yet reaped). Foundation's `isRunning`
+    /// only changes once Foundation's own monitor has seen the exit.
+    static func exited(_ pid: Int32) -> Bool {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")")
+        else { return true }
+        let rest = text[text.index(after: close)...]
+        return rest.hasPrefix(" Z") || rest.hasPrefix(" X")
     }
 
     /// Sends `signal`, waits up to `grace` seconds for the exit, then SIGKILL (a server that
     /// blocks the signal, as nghttpd blocks SIGTERM, cannot hang the run).
     static func stop(_ process: Process, signal: Int32 = SIGTERM, grace: Double = 5) {
         guard process.isRunning else { return }
-        kill(process.processIdentifier, signal)
+        let pid = process.processIdentifier
+        kill(pid, signal)
         let deadline = Date().addingTimeInterval(grace)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        while !exited(pid), Date() < deadline { usleep(20_000) }
+        if !exited(pid) { kill(pid, SIGKILL) }
         process.waitUntilExit()
     }
 
