@@ -70,7 +70,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            exclude: ["Server/RESOURCES.md"]
+            exclude: ["Server/RESOURCES.md", "Storage/WRITE-PATH.md"]
         ),
         // The relay node executable: zero-config start, flags or a JSON config file.
         .executableTarget(

@@ -97,9 +97,10 @@ final class EngineHarness: @unchecked Sendable {
     let dev: DevIdentityProvider
     let engine: NodeEngine
 
-    init(extraProviders: [IdentityProvider] = [], configure: (inout NodeEngineConfiguration) -> Void = { _ in }) throws {
+    init(extraProviders: [IdentityProvider] = [], storage: StorageConfiguration = StorageConfiguration(),
+         configure: (inout NodeEngineConfiguration) -> Void = { _ in }) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-engine-\(UUID().uuidString)")
-        store = try NodeStore(path: directory.appendingPathComponent("node.sqlite").path)
+        store = try NodeStore(path: directory.appendingPathComponent("node.sqlite").path, configuration: storage)
         dev = try DevIdentityProvider.loadOrCreate(in: directory.appendingPathComponent("keys"))
         var configuration = NodeEngineConfiguration(nodeID: NodeID(7), identityProviders: [dev.provider] + extraProviders)
         configure(&configuration)

@@ -24,7 +24,11 @@ import Testing
 
     @Test func theNodeDecidesAsLaminaMerge() async throws {
         let seeds = DifferentialSeed.replay.map { [$0] } ?? (0..<Self.caseCount).map(DifferentialSeed.seed(case:))
-        let harness = try EngineHarness()
+        // Decisions, not durability, are under test: commits are not synced, so the cases
+        // don't wait on fsync (and don't slow the disk for the rest of the suite).
+        var storage = StorageConfiguration()
+        storage.syncsCommits = false
+        let harness = try EngineHarness(storage: storage)
         var failures: [String] = []
         await withTaskGroup(of: String?.self) { group in
             var pending = seeds.enumerated().makeIterator()

@@ -45,13 +45,14 @@ public final class NodeStore: Sendable {
             pool = try DatabasePool(path: path, configuration: config)
             // After the pool's own WAL setup (which picks NORMAL): every commit of the one
             // writer connection syncs the WAL, so what is acknowledged survives a power loss.
+            let wanted = configuration.syncsCommits ? 2 : 0
             let synchronous = try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = FULL")
+                try db.execute(sql: "PRAGMA synchronous = \(wanted)")
                 return try Int.fetchOne(db, sql: "PRAGMA synchronous")
             }
-            guard synchronous == 2 else {
+            guard synchronous == wanted else {
                 try? pool.close()
-                throw StorageError(.openFailed, "SQLite refused synchronous=FULL (got \(synchronous.map(String.init) ?? "nothing"))")
+                throw StorageError(.openFailed, "SQLite refused synchronous=\(wanted) (got \(synchronous.map(String.init) ?? "nothing"))")
             }
             try StorageSchema.migrator.migrate(pool)
         } catch {

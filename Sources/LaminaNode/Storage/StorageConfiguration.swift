@@ -14,6 +14,10 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// Bytes of the database file SQLite maps into memory (0: none). Reads of mapped pages
     /// are not copied out of the kernel's page cache.
     public var mmapBytes: Int
+    /// Whether a commit is synced to stable storage before it completes (`synchronous=FULL`).
+    /// Always true for a node: it acknowledges only what survives a crash. False only for
+    /// tests of decisions, not durability, that would otherwise wait on fsync.
+    public var syncsCommits: Bool = true
 
     public init(writeQueueCapacity: Int = 10_000, maxBatchSize: Int = 512, readerCount: Int = 4,
                 pageCacheKiB: Int = 64 * 1_024, mmapBytes: Int = 1 << 30) {
