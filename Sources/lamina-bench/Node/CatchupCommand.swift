@@ -10,18 +10,18 @@ struct CatchupCommand: AsyncParsableCommand {
         commandName: "catchup",
         abstract: "A new device syncs N messages that waited for its offline user: time to all, messages/s, node CPU.",
         discussion: """
-            Set-up (not measured): --conversations senders (users s<i>) each create a conversation with user r0 (never
-            online) and send their share of --messages (window 32 each, transient errors retried). Measured: a new
-            device of r0 connects and authenticates, then sends SYNC from cursor 0; the clock and the node's CPU
-            (utime + stime of the lamina-node process) run from that SYNC until all N message-created changes are
+            Set-up (not measured): --conversations senders (users s<i>) each create a conversation with user r0 (never \
+            online) and send their share of --messages (window 32 each, transient errors retried). Measured: a new \
+            device of r0 connects and authenticates, then sends SYNC from cursor 0; the clock and the node's CPU \
+            (utime + stime of the lamina-node process) run from that SYNC until all N message-created changes are \
             received (and, with --receipts, every receipt ACKed).
 
-            --receipts: DELIVERY_RECEIPT as the SDK sends them while catching up: one per conversation per received
-            CHANGE / CHANGE_BATCH (up to the highest position in it), queued during catch-up and all sent, pipelined,
-            once the node ACKs the SYNC (the SDK's outbox flushes when the session goes live); receipts for frames
+            --receipts: DELIVERY_RECEIPT as the SDK sends them while catching up: one per conversation per received \
+            CHANGE / CHANGE_BATCH (up to the highest position in it), queued during catch-up and all sent, pipelined, \
+            once the node ACKs the SYNC (the SDK's outbox flushes when the session goes live); receipts for frames \
             received after that go out at once.
 
-            --mosquitto DIR alternates rounds with Mosquitto: mqload fill (N messages over 100 topics for an offline
+            --mosquitto DIR alternates rounds with Mosquitto: mqload fill (N messages over 100 topics for an offline \
             persistent subscriber), then mqload catchup (it reconnects: time to all).
             """)
 

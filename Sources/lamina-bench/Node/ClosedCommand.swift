@@ -10,10 +10,10 @@ struct ClosedCommand: AsyncParsableCommand {
         commandName: "closed",
         abstract: "N senders each keeping W SEND_MESSAGE commands outstanding: durable (ACKed) messages/s, ACK latency, node CPU per message.",
         discussion: """
-            Senders s<i> (each its own TLS + HTTP/2 connection and sync stream) each send into their own conversation
-            with an offline user r<i>, keeping --window commands outstanding, for --seconds or until --messages in
-            all were sent, whichever comes first. A transient ERROR (e.g. overloaded) is retried with the same id
-            after the delay it names; its latency counts from the first send. Node CPU: utime + stime of the
+            Senders s<i> (each its own TLS + HTTP/2 connection and sync stream) each send into their own conversation \
+            with an offline user r<i>, keeping --window commands outstanding, for --seconds or until --messages in \
+            all were sent, whichever comes first. A transient ERROR (e.g. overloaded) is retried with the same id \
+            after the delay it names; its latency counts from the first send. Node CPU: utime + stime of the \
             lamina-node process from the first send until the last ACK.
             """)
 

@@ -11,10 +11,10 @@ struct GrowCommand: AsyncParsableCommand {
         commandName: "grow",
         abstract: "One sender into one conversation: messages/s and node CPU per message for each block, as the conversation grows.",
         discussion: """
-            User s0 sends --messages messages into one conversation with r0, keeping --window SEND_MESSAGE commands
-            outstanding. With --receiver online (default) r0 is SYNCed and receives them live (a block ends when all
-            its messages are ACKed and delivered); with --receiver none r0 never connects. For each block: messages/s,
-            node CPU µs per message (utime + stime of the lamina-node process over the block), ACK latency. Then a
+            User s0 sends --messages messages into one conversation with r0, keeping --window SEND_MESSAGE commands \
+            outstanding. With --receiver online (default) r0 is SYNCed and receives them live (a block ends when all \
+            its messages are ACKed and delivered); with --receiver none r0 never connects. For each block: messages/s, \
+            node CPU µs per message (utime + stime of the lamina-node process over the block), ACK latency. Then a \
             summary line: the last block's cost over the first's.
             """)
 

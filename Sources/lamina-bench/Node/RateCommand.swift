@@ -12,24 +12,24 @@ struct RateCommand: AsyncParsableCommand {
         commandName: "rate",
         abstract: "Fixed-rate p2p (or fan-out) messages through a lamina-node process: send→delivery and send→ACK latency, node CPU per delivered message.",
         discussion: """
-            P senders (user s<i>) each with one conversation to K receivers (users r<i>-<k>), every user on its own
-            TLS + HTTP/2 connection and sync stream. Messages go out round-robin over the senders on an absolute
-            schedule (R per second in total, S seconds; sends are pipelined, a slow ACK never delays the schedule),
-            each a text of --size bytes carrying its send time. Latency: send call → the receiver decoding the
-            message-created change (one monotonic clock, one process); send → ACK. Node CPU: utime + stime of the
-            node process from /proc/PID/stat, from the first send until all are delivered and ACKed (and, with
+            P senders (user s<i>) each with one conversation to K receivers (users r<i>-<k>), every user on its own \
+            TLS + HTTP/2 connection and sync stream. Messages go out round-robin over the senders on an absolute \
+            schedule (R per second in total, S seconds; sends are pipelined, a slow ACK never delays the schedule), \
+            each a text of --size bytes carrying its send time. Latency: send call → the receiver decoding the \
+            message-created change (one monotonic clock, one process); send → ACK. Node CPU: utime + stime of the \
+            node process from /proc/PID/stat, from the first send until all are delivered and ACKed (and, with \
             --receipts, the receipts ACKed); the loader's CPU is never counted.
 
-            --receipts: receivers send DELIVERY_RECEIPT as the SDK does: per received CHANGE / CHANGE_BATCH frame, one
+            --receipts: receivers send DELIVERY_RECEIPT as the SDK does: per received CHANGE / CHANGE_BATCH frame, one \
             per conversation, up to the highest position received (ChangeDecoder.deliveryReceipts).
 
-            --mosquitto DIR (the folder with run-mosquitto.sh and mqload.c, e.g. /work/shared/bench/mosquitto):
-            compiles mqload once, starts Mosquitto (TLS 1.3, QoS 1, persistence) and alternates a Lamina round with
-            a Mosquitto round of the same shape, --rounds times; then per side the median and min–max. Needs
-            `apt-get install -y mosquitto libmosquitto-dev` (and a C compiler). Mosquitto persists once a second
+            --mosquitto DIR (the folder with run-mosquitto.sh and mqload.c, e.g. /work/shared/bench/mosquitto): \
+            compiles mqload once, starts Mosquitto (TLS 1.3, QoS 1, persistence) and alternates a Lamina round with \
+            a Mosquitto round of the same shape, --rounds times; then per side the median and min–max. Needs \
+            `apt-get install -y mosquitto libmosquitto-dev` (and a C compiler). Mosquitto persists once a second \
             without fsync; Lamina ACKs and delivers after a synced commit; Mosquitto subscribers PUBACK each message.
 
-            One summary line per round, mqload's fields: published= delivered= … latency_ms p50= p90= p99= max= …
+            One summary line per round, mqload's fields: published= delivered= … latency_ms p50= p90= p99= max= … \
             broker_cpu_s= cpu_us_per_delivered= …
             """)
 
