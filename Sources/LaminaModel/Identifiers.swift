@@ -14,6 +14,24 @@ extension LaminaIdentifier {
     /// A new identifier with a random (version 4) UUID.
     public static func random() -> Self { Self(uuid: UUID()) }
 
+    /// A new identifier with a time-ordered (version 7, RFC 9562) UUID: 48 bits of Unix
+    /// milliseconds, then 74 random bits. Identifiers made later sort later, so a store's
+    /// index of them grows at its end instead of at random places (SPEC §7 recommends them
+    /// for objects a client creates).
+    public static func timeOrdered(at date: Date = Date()) -> Self {
+        let ms = UInt64(max(0, date.timeIntervalSince1970 * 1000))
+        var bytes = UUID().uuid
+        bytes.0 = UInt8(truncatingIfNeeded: ms >> 40)
+        bytes.1 = UInt8(truncatingIfNeeded: ms >> 32)
+        bytes.2 = UInt8(truncatingIfNeeded: ms >> 24)
+        bytes.3 = UInt8(truncatingIfNeeded: ms >> 16)
+        bytes.4 = UInt8(truncatingIfNeeded: ms >> 8)
+        bytes.5 = UInt8(truncatingIfNeeded: ms)
+        bytes.6 = 0x70 | (bytes.6 & 0x0F)  // version 7
+        bytes.8 = 0x80 | (bytes.8 & 0x3F)  // RFC 9562 variant
+        return Self(uuid: UUID(uuid: bytes))
+    }
+
     /// The identifier's URL form, `lamina:///<collection>/<uuid>`.
     public var url: String { "lamina:///\(Self.collection)/\(uuid.uuidString.lowercased())" }
 

@@ -6,7 +6,7 @@ extension LaminaClient {
     /// A new message from parts (1 to 1,000, distinct part ids) and optional push options
     /// (alert, sound, title...). Validated now; sent by `send(_:in:)`.
     public func newMessage(parts: [MessagePart], push: PushConfiguration? = nil) throws(ClientError) -> MessageDraft {
-        let draft = MessageDraft(id: .random(), parts: parts, push: push)
+        let draft = MessageDraft(id: .timeOrdered(), parts: parts, push: push)
         let probe = Message(id: draft.id, conversationID: .random(), sender: user, parts: parts, push: push)
         do { try probe.validate() } catch { throw ClientError(error) }
         return draft

@@ -92,19 +92,42 @@ extension StorageTransaction {
 }
 
 extension StorageReader {
-    /// The user's feed entries after `seq`, oldest first, at most `limit`.
+    /// The user's feed entries after `seq`, oldest first, at most `limit`. A `message-created`
+    /// entry comes with its message, read in the same query (and the page's recorded
+    /// statuses in one more), not one lookup per entry.
     public func feed(of user: UserID, after seq: UInt64, limit: Int) throws(StorageError) -> [FeedEntry] {
         try checkLimit(limit)
+        let after = try Columns.int64(seq, "seq")
+        let rows = try db.rows(
+            """
+            SELECT f.seq, f.kind, f.conversation_id, f.message_id, f.payload, f.created_at, \(MessageStatuses.columns("m"))
+            FROM feed_entries f LEFT JOIN messages m ON f.payload IS NULL AND m.id = f.message_id
+            WHERE f.user_id = ? AND f.seq > ? ORDER BY f.seq LIMIT ?
+            """,
+            [user.rawValue, after, limit]
+        )
+        guard let lastRow = rows.last else { return [] }
+        let last: Int64 = lastRow[0]
+        var recorded: [Data: [UserID: RecipientStatus]] = [:]
+        for row in try db.rows(
+            """
+            SELECT s.message_id, s.user_id, s.status FROM feed_entries f JOIN recipient_status s ON s.message_id = f.message_id
+            WHERE f.user_id = ? AND f.seq > ? AND f.seq <= ? AND f.payload IS NULL
+            """,
+            [user.rawValue, after, last]
+        ) {
+            let raw: Int64 = row[2]
+            guard let status = RecipientStatus(rawValue: Int8(clamping: raw)) else { throw StorageError(.corrupt, "status \(raw) of a message") }
+            recorded[row[0] as Data, default: [:]][try Columns.user(row, 1)] = status
+        }
         var statuses = MessageStatuses(reader: self, viewer: user)
-        return try db.rows(
-            "SELECT * FROM feed_entries WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            [user.rawValue, try Columns.int64(seq, "seq"), limit]
-        ).map { (row) throws(StorageError) -> FeedEntry in
-            let conversation: Data? = row["conversation_id"]
-            let message: Data? = row["message_id"]
-            let seq: Int64 = row["seq"]
-            let kind: Int64 = row["kind"]
-            let payload: Data? = row["payload"]
+        return try rows.map { (row) throws(StorageError) -> FeedEntry in
+            let conversation: Data? = row[2]
+            let message: Data? = row[3]
+            let seq: Int64 = row[0]
+            let kind: Int64 = row[1]
+            let payload: Data? = row[4]
+            let createdAt: Int64 = row[5]
             var entry = FeedEntry(
                 user: user,
                 seq: UInt64(seq),
@@ -112,13 +135,13 @@ extension StorageReader {
                 conversation: try conversation.map { (d) throws(StorageError) in ConversationID(uuid: try Columns.uuid(d, column: "conversation_id")) },
                 message: try message.map { (d) throws(StorageError) in MessageID(uuid: try Columns.uuid(d, column: "message_id")) },
                 payload: payload.map { [UInt8]($0) } ?? [],
-                createdAt: try Columns.timestamp(row, "created_at")
+                createdAt: Timestamp(millisecondsSince1970: createdAt)
             )
             if payload == nil {
-                guard let message, let messageRow = try db.row("SELECT * FROM messages WHERE id = ?", [message]) else {
+                guard let message, row[6] as Data? != nil else {
                     throw StorageError(.corrupt, "feed entry \(seq) of \(user) names a message that is not stored")
                 }
-                entry.createdMessage = try statuses.storedMessage(messageRow).message
+                entry.createdMessage = try statuses.storedMessage(row, at: 6, recorded: recorded[message] ?? [:]).message
             }
             return entry
         }

@@ -117,7 +117,7 @@ extension StorageTransaction {
 extension StorageReader {
     /// A message by id, deleted or not.
     public func message(_ id: MessageID) throws(StorageError) -> StoredMessage? {
-        guard let row = try db.row("SELECT * FROM messages WHERE id = ?", [Columns.blob(id.uuid)]) else { return nil }
+        guard let row = try db.row("SELECT \(MessageStatuses.columns()) FROM messages WHERE id = ?", [Columns.blob(id.uuid)]) else { return nil }
         var statuses = MessageStatuses(reader: self)
         return try statuses.storedMessage(row)
     }
@@ -156,7 +156,7 @@ extension StorageReader {
             throw StorageError(.notAParticipant, "\(user) never took part in \(conversation)")
         }
         let cutoff = state.isMember ? nil : state.since
-        var sql = "SELECT * FROM messages WHERE conversation_id = ? AND deleted = 0"
+        var sql = "SELECT \(MessageStatuses.columns()) FROM messages WHERE conversation_id = ? AND deleted = 0"
         var arguments: StatementArguments = [Columns.blob(conversation.uuid)]
         if let cutoff {
             sql += " AND (pos_physical, pos_logical, pos_node) < (?, ?, ?)"
@@ -277,20 +277,31 @@ struct MessageStatuses {
         return slice
     }
 
-    mutating func storedMessage(_ row: Row) throws(StorageError) -> StoredMessage {
-        let idData: Data? = row["id"]
+    /// The columns `storedMessage` reads, in its order (select them as `m.` or bare).
+    static func columns(_ table: String = "") -> String {
+        let t = table.isEmpty ? "" : table + "."
+        return ["id", "conversation_id", "sender", "pos_physical", "pos_logical", "pos_node", "sent_at", "body", "origin_node",
+                "hlc_physical", "hlc_logical", "hlc_node", "deleted"].map { t + $0 }.joined(separator: ", ")
+    }
+
+    /// The message in `row`, whose columns from `offset` on are `columns()`. `recorded`: the
+    /// statuses recorded for this message alone when the caller read them with others (nil:
+    /// read them now).
+    mutating func storedMessage(_ row: Row, at offset: Int = 0, recorded recordedGiven: [UserID: RecipientStatus]? = nil) throws(StorageError) -> StoredMessage {
+        let idData: Data? = row[offset]
         let id = MessageID(uuid: try Columns.uuid(idData, column: "id"))
-        let conversationData: Data? = row["conversation_id"]
+        let conversationData: Data? = row[offset + 1]
         let conversation = ConversationID(uuid: try Columns.uuid(conversationData, column: "conversation_id"))
-        let bodyData: Data? = row["body"]
+        let bodyData: Data? = row[offset + 7]
         guard let bodyData else { throw StorageError(.corrupt, "message \(id) has no body") }
         let body: (parts: [MessagePart], push: PushConfiguration?)
         do { body = try MessageBodyCoding.decode(bodyData) } catch {
             throw StorageError(.corrupt, "the body of message \(id) does not decode: \(error.reason)")
         }
-        let sender = try Columns.user(row, "sender")
-        let position = try Columns.hlc(row, "pos")
-        let recorded = try reader.recordedStatuses(of: idData!)
+        let sender = try Columns.user(row, offset + 2)
+        let position = try Columns.hlc(row, from: offset + 3)
+        let recorded: [UserID: RecipientStatus]
+        if let given = recordedGiven { recorded = given } else { recorded = try reader.recordedStatuses(of: idData!) }
         let slice = try slice(of: conversation)
         let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
         var statuses: [UserID: RecipientStatus] = [:]
@@ -299,11 +310,13 @@ struct MessageStatuses {
                 of: stamp, for: user, recorded: recorded[user], deliveredUpTo: slice.delivered[user], readUpTo: slice.read[user])
             statuses[user] = viewer.map { RecipientStatusLattice.reported(status, of: user, viewer: $0, receiptsEnabled: slice.receiptsEnabled) } ?? status
         }
+        let sentAt: Int64 = row[offset + 6]
+        let origin: Int64 = row[offset + 8]
         let message = Message(
             id: id, conversationID: conversation, sender: sender, parts: body.parts,
-            sentAt: try Columns.timestamp(row, "sent_at"), position: position, push: body.push, recipientStatus: statuses
+            sentAt: Timestamp(millisecondsSince1970: sentAt), position: position, push: body.push, recipientStatus: statuses
         )
-        return StoredMessage(message: message, origin: Columns.node(row["origin_node"] as Int64), hlc: try Columns.hlc(row, "hlc"), isDeleted: row["deleted"])
+        return StoredMessage(message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9), isDeleted: row[offset + 12])
     }
 }
 

@@ -142,7 +142,8 @@ struct MessageSender {
     func send() -> EventLoopFuture<Void> {
         let sentAt = monotonicNanos()
         let frame = Frame.sendMessage(
-            SendMessage(messageID: .random(), conversationID: conversation, parts: [TimedText.part(sentAt: sentAt, size: size)]))
+            // Time-ordered ids, as the SDK makes them.
+            SendMessage(messageID: .timeOrdered(), conversationID: conversation, parts: [TimedText.part(sentAt: sentAt, size: size)]))
         return send(frame, sentAt: sentAt, attempt: 0)
     }
 
