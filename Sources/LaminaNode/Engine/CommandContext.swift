@@ -44,7 +44,7 @@ struct CommandContext {
 
     /// The live conversation's header, if the user takes part in it now.
     func member(of id: ConversationID) throws -> ConversationHeader {
-        guard let header = try tx.read.conversationHeader(id), header.isLive else { throw WireError(.notFound, "no conversation \(id)") }
+        guard let header = try tx.conversationHeader(id), header.isLive else { throw WireError(.notFound, "no conversation \(id)") }
         guard let state = header.states[user] else {
             throw WireError(.notAParticipant, "\(user) is not a participant of \(id)")
         }

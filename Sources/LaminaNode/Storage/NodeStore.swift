@@ -170,7 +170,7 @@ public final class NodeStore: Sendable {
 final class WriteCommand<T: Sendable>: StorageCommand, @unchecked Sendable {
     private let body: @Sendable (StorageTransaction) throws -> T
     private let completion: @Sendable (Result<T, any Error>) -> Void
-    // Written and read only on the writer thread.
+    // Written on the writer thread, read on the completion thread after the group's hand-over.
     private var result: T?
 
     init(body: @escaping @Sendable (StorageTransaction) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
@@ -178,8 +178,8 @@ final class WriteCommand<T: Sendable>: StorageCommand, @unchecked Sendable {
         self.completion = completion
     }
 
-    func apply(_ db: Database) throws {
-        result = try body(StorageTransaction(db: db))
+    func apply(_ db: Database, cache: WriterCache) throws {
+        result = try body(StorageTransaction(db: db, cache: cache))
     }
 
     func complete(_ failure: (any Error)?) {

@@ -72,6 +72,7 @@ extension StorageTransaction {
         try insert(incoming, distinct: false, hlc: hlc, origin: origin)
         try retireConversation(survivor == localID ? incoming.id : localID, mergedInto: survivor)
         try db.run("UPDATE conversations SET is_distinct = 1 WHERE id = ?", [Columns.blob(incoming.id.uuid)])
+        headersChanged()
         guard let stored = try read.conversation(survivor) else { throw StorageError(.corrupt, "survivor \(survivor) vanished") }
         return stored
     }
@@ -146,6 +147,7 @@ extension StorageTransaction {
             """,
             [id, user.rawValue, after.isMember, sp, sl, sn]
         )
+        headersChanged()
         guard after.isMember != (before?.isMember ?? false) else { return false }
         if !keepDistinct {
             try db.run("UPDATE conversations SET is_distinct = 0 WHERE id = ? AND is_distinct = 1", [id])
@@ -192,12 +194,14 @@ extension StorageTransaction {
         }
         try db.run("UPDATE conversations SET messages_sent = messages_sent + (SELECT messages_sent FROM conversations WHERE id = ?) WHERE id = ?", [from, to])
         try db.run("UPDATE conversations SET merged_into = ? WHERE id = ?", [to, from])
+        headersChanged()
     }
 
     /// Marks a conversation deleted for every participant; it takes no more writes.
     public func deleteConversation(_ conversation: ConversationID) throws(StorageError) {
         _ = try requireLive(conversation)
         try db.run("UPDATE conversations SET deleted = 1 WHERE id = ?", [Columns.blob(conversation.uuid)])
+        headersChanged()
     }
 
     /// The live conversation, or `.notFound` / `.conversationRetired`.

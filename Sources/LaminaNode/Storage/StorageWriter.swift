@@ -18,7 +18,7 @@ public struct StorageWriterStatistics: Sendable, Hashable {
 /// A queued write: applied inside the group's transaction, completed after the commit.
 protocol StorageCommand: AnyObject, Sendable {
     /// Runs the command against the open transaction; the result is kept until completion.
-    func apply(_ db: Database) throws
+    func apply(_ db: Database, cache: WriterCache) throws
     /// Called after the group committed (the command applied) or failed.
     func complete(_ failure: (any Error)?)
 }
@@ -28,6 +28,9 @@ protocol StorageCommand: AnyObject, Sendable {
 /// failing command rolls back alone), commits (`synchronous=FULL`: the WAL is synced), and
 /// only then completes each command. Commands that arrive while a group commits wait for
 /// the next group, so the more load, the larger the groups.
+///
+/// Completions (ACKs, fan-out) run on a second thread, in commit order, while the writer
+/// applies the next group: the writer thread does only SQL.
 final class StorageWriter: @unchecked Sendable {
     private let pool: DatabasePool
     private let capacity: Int
@@ -40,6 +43,9 @@ final class StorageWriter: @unchecked Sendable {
     private var finished = false
     private var stats = StorageWriterStatistics(transactions: 0, committedCommands: 0, failedCommands: 0, refusedCommands: 0, largestBatch: 0)
     private var thread: Thread?
+    private let completions = CompletionQueue()
+    /// Writer thread only.
+    private let cache = WriterCache()
 
     init(pool: DatabasePool, capacity: Int, maxBatchSize: Int) {
         self.pool = pool
@@ -70,11 +76,12 @@ final class StorageWriter: @unchecked Sendable {
         condition.signal()
     }
 
-    /// Whether the caller runs on the writer thread (inside a command or a completion).
+    /// Whether the caller runs on the writer thread or the completion thread (inside a
+    /// command or a completion).
     var isWriterThread: Bool {
         condition.lock()
         defer { condition.unlock() }
-        return Thread.current === thread
+        return Thread.current === thread || completions.isCurrentThread
     }
 
     /// Stops taking commands and lets the writer finish every queued one. Waits for it unless
@@ -83,10 +90,13 @@ final class StorageWriter: @unchecked Sendable {
         condition.lock()
         accepting = false
         condition.broadcast()
-        if Thread.current !== thread {
+        let wait = Thread.current !== thread && !completions.isCurrentThread
+        if wait {
             while !finished { condition.wait() }
         }
         condition.unlock()
+        // Queued completions still run (in order); the completion thread ends after them.
+        completions.finish(waiting: wait)
     }
 
     private func run() {
@@ -130,11 +140,12 @@ final class StorageWriter: @unchecked Sendable {
                 for (i, command) in batch.enumerated() {
                     do {
                         try db.inSavepoint {
-                            try command.apply(db)
+                            try command.apply(db, cache: cache)
                             return .commit
                         }
                         applied += 1
                     } catch {
+                        cache.clear()  // the command's writes were rolled back
                         outcomes[i] = error is DatabaseError ? StorageError.wrapping(error) : error
                         if !db.isInsideTransaction {
                             // SQLite aborted the whole transaction (e.g. disk full): what ran before is gone.
@@ -145,6 +156,7 @@ final class StorageWriter: @unchecked Sendable {
                 try db.commit()
             }
         } catch {
+            cache.clear()  // the group was rolled back
             commitError = StorageError.wrapping(error, as: .commitFailed)
             try? pool.writeWithoutTransaction { db in if db.isInsideTransaction { try db.rollback() } }
         }
@@ -160,11 +172,70 @@ final class StorageWriter: @unchecked Sendable {
         }
         condition.unlock()
 
-        for (i, command) in batch.enumerated() {
-            if let commitError {
-                command.complete(outcomes[i] ?? commitError)
-            } else {
-                command.complete(outcomes[i])
+        completions.enqueue(batch.enumerated().map { (i, command) in
+            (command, commitError.map { outcomes[i] ?? $0 } ?? outcomes[i])
+        })
+    }
+}
+
+/// The thread that completes committed commands, in the order their groups committed.
+private final class CompletionQueue: @unchecked Sendable {
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var groups: [[(any StorageCommand, (any Error)?)]] = []
+    private var stopping = false
+    private var stopped = false
+    private var thread: Thread?
+
+    init() {
+        let thread = Thread { [self] in self.run() }
+        thread.name = "lamina.storage.completions"
+        self.thread = thread
+        thread.start()
+    }
+
+    var isCurrentThread: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return Thread.current === thread
+    }
+
+    func enqueue(_ group: [(any StorageCommand, (any Error)?)]) {
+        condition.lock()
+        groups.append(group)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Lets the thread end once every queued group is completed; with `waiting`, returns
+    /// only then (never wait from the completion thread itself).
+    func finish(waiting: Bool) {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        if waiting {
+            while !stopped { condition.wait() }
+        }
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while groups.isEmpty {
+                if stopping {
+                    stopped = true
+                    condition.broadcast()
+                    condition.unlock()
+                    return
+                }
+                condition.wait()
+            }
+            let taken = groups
+            groups.removeAll(keepingCapacity: true)
+            condition.unlock()
+            for group in taken {
+                for (command, failure) in group { command.complete(failure) }
             }
         }
     }
