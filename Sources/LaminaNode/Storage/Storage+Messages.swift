@@ -212,10 +212,12 @@ extension StorageReader {
             arguments += [p, l, n]
         }
         var unread = 0
+        // The rule looks at sender and position; the id does not matter here.
+        let anyID = MessageID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
         for row in try db.rows(sql, arguments) {
             let position = try Columns.hlc(row, "pos")
             let raw: Int64? = row["status"]
-            let stamp = MessageStamp(id: MessageID(uuid: UUID()), conversation: conversation, sender: try Columns.user(row, "sender"), position: position)
+            let stamp = MessageStamp(id: anyID, conversation: conversation, sender: try Columns.user(row, "sender"), position: position)
             let visible = state.isMember || position < state.since
             if UnreadCounts.isUnread(
                 stamp, for: user, deleted: row["deleted"], visible: visible,
