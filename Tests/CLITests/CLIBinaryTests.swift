@@ -211,7 +211,7 @@ import Testing
                 let refused = try await CLIProcess.run("wrong-key", [
                     "conversations", "--user", "alice", "--node", node.server.url, "--ca", node.server.prepared.certificatePath,
                     "--node-data", other.server.prepared.dataDirectory.path,
-                ], in: node.workDirectory)
+                ] + CLITestNode.timeout("conversations"), in: node.workDirectory)
                 #expect(refused.status == 1)
                 #expect(refused.stderr.hasPrefix("lamina: error [authentication-failed]: the node refused alice's session: "), "\(refused.stderr)")
                 #expect(refused.stderr.contains("--node-data"))
