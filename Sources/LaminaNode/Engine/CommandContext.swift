@@ -12,6 +12,9 @@ struct CommandContext {
     let now: Timestamp
     /// Feed entries appended so far (published after the commit).
     var changes: [FeedChange] = []
+    /// Whether the command has written anything (a send that fails before it may be a retry,
+    /// answered from what the first attempt stored).
+    private(set) var startedWriting = false
 
     var origin: NodeID { engine.configuration.nodeID }
 
@@ -185,10 +188,12 @@ struct CommandContext {
             }
         }
         let isFirst: Bool
+        startedWriting = true
         do {
             isFirst = try tx.appendMessage(message, hlc: position, origin: origin, requestDigest: digest)
         } catch {
             guard error.code == .alreadyExists else { throw error }
+            startedWriting = false  // the message row is the first write, and it was refused
             throw WireError(.idInUse, "message id \(message.id) is in use")
         }
         if isFirst, let conversation = try tx.read.conversation(id) {

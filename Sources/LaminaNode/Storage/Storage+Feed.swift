@@ -27,9 +27,7 @@ extension StorageTransaction {
         payload: [UInt8], at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
         try checkBlob(payload, "a feed payload")
-        return try appendEntries(
-            to: users, kind: kind, conversation: conversation.map { Columns.blob($0.uuid) }, message: message.map { Columns.blob($0.uuid) },
-            payload: Data(payload), at: time)
+        return try appendEntries(to: users, kind: kind, conversation: conversation, message: message, payload: payload, at: time)
     }
 
     /// Appends `message-created` of a stored message to the feed of every user in `users`:
@@ -38,26 +36,32 @@ extension StorageTransaction {
     public func appendMessageCreated(
         _ message: MessageID, in conversation: ConversationID, to users: some Sequence<UserID>, kind: UInt8, at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
-        try appendEntries(to: users, kind: kind, conversation: Columns.blob(conversation.uuid), message: Columns.blob(message.uuid), payload: nil, at: time)
+        try appendEntries(to: users, kind: kind, conversation: conversation, message: message, payload: nil, at: time)
     }
 
     private func appendEntries(
-        to users: some Sequence<UserID>, kind: UInt8, conversation: Data?, message: Data?, payload: Data?, at time: Timestamp
+        to users: some Sequence<UserID>, kind: UInt8, conversation: ConversationID?, message: MessageID?, payload: [UInt8]?, at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
+        let statements = try statements
+        let insert = statements.insertFeedEntry
         var seqs: [UserID: UInt64] = [:]
         for user in Set(users).sorted() {
-            guard let seq = try db.int64(
-                """
-                INSERT INTO feed_heads (user_id, last_seq) VALUES (?, 1)
-                ON CONFLICT (user_id) DO UPDATE SET last_seq = last_seq + 1
-                RETURNING last_seq
-                """,
-                [user.rawValue]
-            ) else { throw StorageError(.corrupt, "feed head of \(user) returned nothing") }
-            try db.run(
-                "INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [user.rawValue, seq, Int64(kind), conversation, message, payload, time.millisecondsSince1970]
-            )
+            let seq: Int64
+            if let head = cache.feedHead(user) {
+                seq = head + 1
+            } else {
+                statements.feedHead.bind(1, user.rawValue)
+                seq = (try statements.feedHead.run() ?? 0) + 1
+            }
+            insert.bind(1, user.rawValue)
+            insert.bind(2, seq)
+            insert.bind(3, Int64(kind))
+            if let conversation { insert.bind(4, conversation.uuid) } else { insert.bindNull(4) }
+            if let message { insert.bind(5, message.uuid) } else { insert.bindNull(5) }
+            insert.bind(6, payload)
+            insert.bind(7, time.millisecondsSince1970)
+            try insert.run()
+            cache.remember(feedHead: seq, of: user)
             seqs[user] = UInt64(seq)
         }
         return seqs
@@ -86,9 +90,25 @@ extension StorageTransaction {
     /// Deletes a user's feed entries up to `seq` inclusive (all devices have them). Returns how many.
     @discardableResult
     public func pruneFeed(of user: UserID, through seq: UInt64) throws(StorageError) -> Int {
+        // The head survives its entries: `feed_heads` keeps it as the floor of the next seq.
+        let head = try Columns.int64(try read.feedHead(of: user), "seq")
+        try db.run(
+            "INSERT INTO feed_heads (user_id, last_seq) VALUES (?, ?) ON CONFLICT (user_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)",
+            [user.rawValue, head]
+        )
         try db.run("DELETE FROM feed_entries WHERE user_id = ? AND seq <= ?", [user.rawValue, try Columns.int64(seq, "seq")])
         return db.changesCount
     }
+}
+
+/// Where a feed's head comes from: its greatest stored seq, or, once pruning deleted the
+/// entries up to it, the floor `pruneFeed` left in `feed_heads`. Appending writes no head.
+enum FeedHead {
+    /// One argument, the user id.
+    static let sql = """
+        SELECT max(ifnull((SELECT max(seq) FROM feed_entries WHERE user_id = ?1), 0),
+                   ifnull((SELECT last_seq FROM feed_heads WHERE user_id = ?1), 0))
+        """
 }
 
 extension StorageReader {
@@ -147,9 +167,9 @@ extension StorageReader {
         }
     }
 
-    /// The last sequence number of the user's feed (0 when empty).
+    /// The last sequence number of the user's feed (0 when it never had an entry).
     public func feedHead(of user: UserID) throws(StorageError) -> UInt64 {
-        UInt64(try db.int64("SELECT last_seq FROM feed_heads WHERE user_id = ?", [user.rawValue]) ?? 0)
+        UInt64(try db.int64(FeedHead.sql, [user.rawValue]) ?? 0)
     }
 
     /// The device's acknowledged sequence number (0 when it never acknowledged).

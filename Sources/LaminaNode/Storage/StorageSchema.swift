@@ -19,6 +19,12 @@ enum StorageSchema {
         migrator.registerMigration("v3-write-path") { db in
             try WritePathMigration.run(db)
         }
+        migrator.registerMigration("v4-derived-counters") { db in
+            // A send learns "first message?" from the messages themselves (and the writer's
+            // cache), and a feed's head from its entries (`FeedHead`): no counter row is
+            // updated per message. `feed_heads` keeps only what pruning leaves behind.
+            try db.execute(sql: "ALTER TABLE conversations DROP COLUMN messages_sent")
+        }
         return migrator
     }
 
@@ -155,6 +161,7 @@ enum StorageSchema {
         ) STRICT, WITHOUT ROWID
         """,
         // Per-user change feeds: seq counts up per user from 1; payload is the node's encoding.
+        // (Since v4 `feed_heads` holds only the floor pruning leaves; see `FeedHead`.)
         """
         CREATE TABLE feed_heads (
             user_id TEXT PRIMARY KEY NOT NULL,

@@ -103,6 +103,8 @@ final class StorageWriter: @unchecked Sendable {
         while let batch = nextBatch() {
             commit(batch)
         }
+        // Finalized on the connection's queue, before the pool closes it.
+        try? pool.writeWithoutTransaction { _ in cache.dropStatements() }
         condition.lock()
         finished = true
         condition.broadcast()
@@ -137,12 +139,10 @@ final class StorageWriter: @unchecked Sendable {
         do {
             try pool.writeWithoutTransaction { db in
                 try db.beginTransaction(.immediate)
+                let statements = try cache.statements(db)
                 for (i, command) in batch.enumerated() {
                     do {
-                        try db.inSavepoint {
-                            try command.apply(db, cache: cache)
-                            return .commit
-                        }
+                        try statements.inSavepoint { try command.apply(db, cache: cache) }
                         applied += 1
                     } catch {
                         cache.clear()  // the command's writes were rolled back
