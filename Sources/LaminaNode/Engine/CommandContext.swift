@@ -40,9 +40,10 @@ struct CommandContext {
     /// Appends `event` to the feeds of `users`.
     mutating func emit(_ event: ChangeEvent, to users: Set<UserID>, conversation: ConversationID?, message: MessageID? = nil) throws {
         guard !users.isEmpty else { return }
-        let payload = try FeedCoding.encode(event)
+        let shared = try SharedChangeEvent(event)
+        let payload = try FeedCoding.encode(shared)
         let seqs = try tx.appendChange(to: users, kind: event.kind, conversation: conversation, message: message, payload: payload, at: now)
-        for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) { changes.append(FeedChange(user: u, seq: seq, event: event)) }
+        for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) { changes.append(FeedChange(user: u, seq: seq, shared: shared)) }
     }
 
     /// The live conversation's header, if the user takes part in it now.
@@ -201,8 +202,10 @@ struct CommandContext {
         }
         let event = ChangeEvent.messageCreated(message)
         let seqs = try tx.appendMessageCreated(message.id, in: id, to: participants, kind: event.kind, at: now)
+        // One encoding for every feed, or one per feed when each sees only its own status.
+        let shared = stored.deliveryReceiptsEnabled ? try SharedChangeEvent(event) : nil
         for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) {
-            changes.append(FeedChange(user: u, seq: seq, event: stored.deliveryReceiptsEnabled ? event : .messageCreated(message.reported(to: u))))
+            changes.append(FeedChange(user: u, seq: seq, shared: try shared ?? SharedChangeEvent(.messageCreated(message.reported(to: u)))))
         }
         return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
     }
