@@ -301,21 +301,22 @@ struct MessageStatuses {
     /// The message in `row`, whose columns from `offset` on are `columns()`. `recorded`: the
     /// statuses recorded for this message alone when the caller read them with others (nil:
     /// read them now).
-    mutating func storedMessage(_ row: Row, at offset: Int = 0, recorded recordedGiven: [UserID: RecipientStatus]? = nil) throws(StorageError) -> StoredMessage {
-        let idData: Data? = row[offset]
-        let id = MessageID(uuid: try Columns.uuid(idData, column: "id"))
-        let conversationData: Data? = row[offset + 1]
-        let conversation = ConversationID(uuid: try Columns.uuid(conversationData, column: "conversation_id"))
-        let bodyData: Data? = row[offset + 7]
-        guard let bodyData else { throw StorageError(.corrupt, "message \(id) has no body") }
+    mutating func storedMessage(_ row: some ColumnRow, at offset: Int = 0, recorded recordedGiven: [UserID: RecipientStatus]? = nil) throws(StorageError) -> StoredMessage {
+        guard let idUUID = row.uuid(offset) else { throw StorageError(.corrupt, "column id does not hold a 16-byte identifier") }
+        let id = MessageID(uuid: idUUID)
+        guard let conversationUUID = row.uuid(offset + 1) else {
+            throw StorageError(.corrupt, "column conversation_id does not hold a 16-byte identifier")
+        }
+        let conversation = ConversationID(uuid: conversationUUID)
+        guard let bodyBytes = row.bytes(offset + 7) else { throw StorageError(.corrupt, "message \(id) has no body") }
         let body: (parts: [MessagePart], push: PushConfiguration?)
-        do { body = try MessageBodyCoding.decode(bodyData) } catch {
+        do { body = try MessageBodyCoding.decode(bodyBytes) } catch {
             throw StorageError(.corrupt, "the body of message \(id) does not decode: \(error.reason)")
         }
         let sender = try Columns.user(row, offset + 2)
         let position = try Columns.hlc(row, from: offset + 3)
         let recorded: [UserID: RecipientStatus]
-        if let given = recordedGiven { recorded = given } else { recorded = try reader.recordedStatuses(of: idData!) }
+        if let given = recordedGiven { recorded = given } else { recorded = try reader.recordedStatuses(of: Columns.blob(idUUID)) }
         let slice = try slice(of: conversation)
         let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
         var statuses: [UserID: RecipientStatus] = [:]
@@ -324,13 +325,13 @@ struct MessageStatuses {
                 of: stamp, for: user, recorded: recorded[user], deliveredUpTo: slice.delivered[user], readUpTo: slice.read[user])
             statuses[user] = viewer.map { RecipientStatusLattice.reported(status, of: user, viewer: $0, receiptsEnabled: slice.receiptsEnabled) } ?? status
         }
-        let sentAt: Int64 = row[offset + 6]
-        let origin: Int64 = row[offset + 8]
+        let sentAt = row.int64(offset + 6)
+        let origin = row.int64(offset + 8)
         let message = Message(
             id: id, conversationID: conversation, sender: sender, parts: body.parts,
             sentAt: Timestamp(millisecondsSince1970: sentAt), position: position, push: body.push, recipientStatus: statuses
         )
-        return StoredMessage(message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9), isDeleted: row[offset + 12])
+        return StoredMessage(message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9), isDeleted: row.int64(offset + 12) != 0)
     }
 }
 
