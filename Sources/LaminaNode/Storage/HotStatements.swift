@@ -7,10 +7,11 @@ import LaminaModel
 /// run by binding values straight into SQLite: no SQL-keyed cache lookup, no argument
 /// arrays, no row objects. The only place in the node that calls SQLite's C API; GRDB owns
 /// the statement (and finalizes it when this is dropped, before the connection closes).
-final class HotStatement {
+final class HotStatement: SQLiteBinding {
     private let statement: Statement
     private let connection: OpaquePointer
     private var handle: OpaquePointer { statement.sqliteStatement }
+    var bindingHandle: OpaquePointer { handle }
 
     init(_ db: Database, _ sql: String) throws(StorageError) {
         do {
@@ -19,30 +20,6 @@ final class HotStatement {
             throw StorageError.wrapping(error)
         }
         connection = db.sqliteConnection!
-    }
-
-    func bind(_ index: Int32, _ value: Int64) {
-        sqlite3_bind_int64(handle, index, value)
-    }
-
-    func bind(_ index: Int32, _ uuid: UUID) {
-        withUnsafeBytes(of: uuid.uuid) { _ = sqlite3_bind_blob(handle, index, $0.baseAddress, 16, transient) }
-    }
-
-    func bind(_ index: Int32, _ text: String) {
-        bindText(handle, index, text)
-    }
-
-    func bindNull(_ index: Int32) {
-        sqlite3_bind_null(handle, index)
-    }
-
-    func bind(_ index: Int32, _ bytes: [UInt8]?) {
-        guard let bytes else {
-            sqlite3_bind_null(handle, index)
-            return
-        }
-        bytes.withUnsafeBytes { _ = sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transient) }
     }
 
     /// Runs the bound statement to its end and resets it. Returns the first column of its
@@ -59,15 +36,57 @@ final class HotStatement {
             case SQLITE_ROW:
                 if first == nil { first = sqlite3_column_int64(handle, 0) }
             default:
-                let message = String(cString: sqlite3_errmsg(connection))
-                if code & 0xff == SQLITE_CONSTRAINT { throw StorageError(.constraintViolation, message) }
-                throw StorageError(.database, "SQLite error \(code): \(message)")
+                throw stepError(code, connection)
             }
         }
     }
-
-    private var transient: sqlite3_destructor_type { unsafeBitCast(-1, to: sqlite3_destructor_type.self) }
 }
+
+/// The error of a failed `sqlite3_step`.
+private func stepError(_ code: Int32, _ connection: OpaquePointer?) -> StorageError {
+    let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? "no connection"
+    if code & 0xff == SQLITE_CONSTRAINT { return StorageError(.constraintViolation, message) }
+    return StorageError(.database, "SQLite error \(code): \(message)")
+}
+
+/// Binding values into a statement's parameters (SQLite copies blobs and text).
+protocol SQLiteBinding {
+    var bindingHandle: OpaquePointer { get }
+}
+
+extension SQLiteBinding {
+    func bind(_ index: Int32, _ value: Int64) {
+        sqlite3_bind_int64(bindingHandle, index, value)
+    }
+
+    func bind(_ index: Int32, _ uuid: UUID) {
+        withUnsafeBytes(of: uuid.uuid) { _ = sqlite3_bind_blob(bindingHandle, index, $0.baseAddress, 16, transientDestructor) }
+    }
+
+    func bind(_ index: Int32, _ text: String) {
+        var text = text
+        text.withUTF8 { utf8 in
+            guard let base = utf8.baseAddress, utf8.count > 0 else {
+                _ = sqlite3_bind_text(bindingHandle, index, "", 0, transientDestructor)
+                return
+            }
+            _ = sqlite3_bind_text(bindingHandle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count), transientDestructor)
+        }
+    }
+
+    func bindNull(_ index: Int32) {
+        sqlite3_bind_null(bindingHandle, index)
+    }
+
+    func bind(_ index: Int32, _ bytes: [UInt8]?) {
+        guard let bytes else { return bindNull(index) }
+        bytes.withUnsafeBytes {
+            _ = sqlite3_bind_blob(bindingHandle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transientDestructor)
+        }
+    }
+}
+
+private var transientDestructor: sqlite3_destructor_type { unsafeBitCast(-1, to: sqlite3_destructor_type.self) }
 
 /// The writer's prepared hot-path statements, made on first use and kept for the writer's
 /// life (see `WriterCache`).
@@ -181,40 +200,26 @@ extension Database {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
         defer { sqlite3_reset(handle) }
-        bind(HotBinder(handle: handle))
+        bind(HotBinder(bindingHandle: handle))
         let row = RawRow(handle: handle)
         while true {
             let code = sqlite3_step(handle)
             if code == SQLITE_DONE { return }
-            guard code == SQLITE_ROW else {
-                throw StorageError(.database, "SQLite error \(code): \(String(cString: sqlite3_errmsg(sqliteConnection)))")
-            }
+            guard code == SQLITE_ROW else { throw stepError(code, sqliteConnection) }
             try body(row)
         }
+    }
+
+    /// Runs a statement that returns no rows the way `eachRow` does; returns how many rows
+    /// it changed.
+    @discardableResult
+    func runRaw(_ sql: String, bind: (HotBinder) -> Void) throws(StorageError) -> Int {
+        try eachRow(sql, bind: bind) { _ in }
+        return changesCount
     }
 }
 
 /// Binds values of a statement run by `Database.eachRow`.
-struct HotBinder {
-    fileprivate let handle: OpaquePointer
-    private var transient: sqlite3_destructor_type { unsafeBitCast(-1, to: sqlite3_destructor_type.self) }
-
-    func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
-
-    func bind(_ index: Int32, _ text: String) {
-        bindText(handle, index, text)
-    }
-}
-
-/// Binds UTF-8 text (SQLite copies it).
-private func bindText(_ handle: OpaquePointer, _ index: Int32, _ text: String) {
-    var text = text
-    text.withUTF8 { utf8 in
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-        guard let base = utf8.baseAddress, utf8.count > 0 else {
-            _ = sqlite3_bind_text(handle, index, "", 0, transient)
-            return
-        }
-        _ = sqlite3_bind_text(handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count), transient)
-    }
+struct HotBinder: SQLiteBinding {
+    let bindingHandle: OpaquePointer
 }

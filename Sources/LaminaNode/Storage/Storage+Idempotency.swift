@@ -52,11 +52,13 @@ extension StorageTransaction {
     /// Records the result of a command by key. Refuses a key already recorded (`.alreadyExists`).
     public func recordResult(_ result: [UInt8], for key: IdempotencyKey, at time: Timestamp) throws(StorageError) {
         try checkBlob(result, "an idempotency record")
-        try db.run(
-            "INSERT OR IGNORE INTO idempotency_records (user_id, request_id, result, created_at) VALUES (?, ?, ?, ?)",
-            [key.user.rawValue, Columns.blob(key.id), Data(result), time.millisecondsSince1970]
-        )
-        guard db.changesCount == 1 else {
+        let inserted = try db.runRaw("INSERT OR IGNORE INTO idempotency_records (user_id, request_id, result, created_at) VALUES (?, ?, ?, ?)") {
+            $0.bind(1, key.user.rawValue)
+            $0.bind(2, key.id)
+            $0.bind(3, result)
+            $0.bind(4, time.millisecondsSince1970)
+        }
+        guard inserted == 1 else {
             throw StorageError(.alreadyExists, "request \(key.id.uuidString.lowercased()) of \(key.user) is already recorded")
         }
     }
@@ -72,10 +74,14 @@ extension StorageTransaction {
 extension StorageReader {
     /// The recorded result of a command, if any.
     public func recordedResult(for key: IdempotencyKey) throws(StorageError) -> [UInt8]? {
-        guard let row = try db.row(
-            "SELECT result FROM idempotency_records WHERE user_id = ? AND request_id = ?",
-            [key.user.rawValue, Columns.blob(key.id)]
-        ) else { return nil }
-        return try Columns.bytes(row, "result")
+        var result: [UInt8]?
+        try db.eachRow("SELECT result FROM idempotency_records WHERE user_id = ? AND request_id = ?", bind: {
+            $0.bind(1, key.user.rawValue)
+            $0.bind(2, key.id)
+        }) { (row) throws(StorageError) in
+            guard let bytes = row.bytes(0) else { throw StorageError(.corrupt, "column result holds no bytes") }
+            result = bytes
+        }
+        return result
     }
 }

@@ -153,11 +153,12 @@ extension StorageReader {
 
     /// The position of the conversation's latest message, deleted or not (nil when it has none).
     public func lastPosition(of conversation: ConversationID) throws(StorageError) -> MessagePosition? {
-        guard let row = try db.row(
+        var last: MessagePosition?
+        try db.eachRow(
             "SELECT pos_physical, pos_logical, pos_node FROM messages WHERE conversation_id = ? ORDER BY pos_physical DESC, pos_logical DESC, pos_node DESC LIMIT 1",
-            [Columns.blob(conversation.uuid)]
-        ) else { return nil }
-        return try Columns.hlc(row, "pos")
+            bind: { $0.bind(1, conversation.uuid) }
+        ) { (row) throws(StorageError) in last = try Columns.hlc(row, from: 0) }
+        return last
     }
 
     /// A page of a conversation's history as `user` may see it: all of it while they take part;

@@ -57,17 +57,22 @@ extension StorageTransaction {
     public func raise(_ marker: StatusMarker, to position: MessagePosition, user: UserID, conversation: ConversationID) throws(StorageError) -> Bool {
         let (p, l, n) = try Columns.hlc(position)
         let table = marker.rawValue
-        try db.run(
+        let moved = try db.runRaw(
             """
             INSERT INTO \(table) (conversation_id, user_id, pos_physical, pos_logical, pos_node) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (conversation_id, user_id) DO UPDATE SET
                 pos_physical = excluded.pos_physical, pos_logical = excluded.pos_logical, pos_node = excluded.pos_node
             WHERE (excluded.pos_physical, excluded.pos_logical, excluded.pos_node)
                 > (\(table).pos_physical, \(table).pos_logical, \(table).pos_node)
-            """,
-            [Columns.blob(conversation.uuid), user.rawValue, p, l, n]
-        )
-        return db.changesCount == 1
+            """
+        ) {
+            $0.bind(1, conversation.uuid)
+            $0.bind(2, user.rawValue)
+            $0.bind(3, p)
+            $0.bind(4, l)
+            $0.bind(5, n)
+        }
+        return moved == 1
     }
 
     /// Moves the user's read marker of a conversation up to `position` (inclusive); it never
