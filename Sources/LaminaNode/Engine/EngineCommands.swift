@@ -46,12 +46,15 @@ extension NodeEngine {
         submit(frame, in: session, as: auth)
     }
 
-    /// Whether `frame` is a command that commits through storage (everything with a
-    /// command id but SYNC and FETCH_HISTORY).
+    /// Whether `frame` is a command that commits through storage: the commands of SPEC
+    /// §6.1 and §6.2 but TYPING. (Session frames with a request id, NONCE_REQUEST,
+    /// AUTHENTICATE and RESUME_SESSION, are the session's own: SPEC §5.7.)
     static func isStorageCommand(_ frame: Frame) -> Bool {
         switch frame {
-        case .sync, .fetchHistory, .typing: false
-        default: frame.commandID != nil
+        case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .deleteMetadata, .deleteConversation, .markAllRead,
+            .sendMessage, .markRead, .deleteMessage, .deliveryReceipt:
+            true
+        default: false
         }
     }
 
