@@ -123,12 +123,13 @@ struct CommandContext {
         }
         guard !after.isEmpty else { throw WireError(.noParticipants, "a conversation keeps at least one participant") }
         if !changed.isEmpty {
-            let event = ParticipantsChanged(conversationID: id, added: operation == .add ? changed : [], removed: operation == .remove ? changed : [],
-                                            by: user, at: hlc)
-            try emit(.participantsChanged(event), to: before.union(after), conversation: id)
+            // A new participant's feed gets the conversation before the change to it (SPEC §6.1).
             if operation == .add, let now = try tx.read.conversation(id) {
                 try emit(.conversationCreated(now.conversation), to: changed, conversation: id)
             }
+            let event = ParticipantsChanged(conversationID: id, added: operation == .add ? changed : [], removed: operation == .remove ? changed : [],
+                                            by: user, at: hlc)
+            try emit(.participantsChanged(event), to: before.union(after), conversation: id)
         }
         return Ack(requestID: f.requestID, conversationID: id)
     }
