@@ -63,11 +63,45 @@ public struct FetchHistory: Hashable, Sendable {
 public struct Change: Hashable, Sendable {
     /// The entry's sequence number in the user's feed (1, 2, ...); 0 for history answers.
     public var seq: UInt64
-    public var event: ChangeEvent
+    public var event: ChangeEvent {
+        didSet { shared = nil }
+    }
+    /// The encoding of `event`, when it was made once for many feeds (cleared when `event`
+    /// changes); encoding the change then copies it instead of encoding the event again.
+    private var shared: SharedChangeEvent?
 
     public init(seq: UInt64, event: ChangeEvent) {
         self.seq = seq
         self.event = event
+    }
+
+    /// The change with seq `seq` of an event encoded once for every feed it goes to.
+    public init(seq: UInt64, shared: SharedChangeEvent) {
+        self.seq = seq
+        self.event = shared.event
+        self.shared = shared
+    }
+
+    public static func == (a: Change, b: Change) -> Bool { a.seq == b.seq && a.event == b.event }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(seq)
+        hasher.combine(event)
+    }
+}
+
+/// A change event (kind and fields, SPEC §6.2) encoded once, for the CHANGE frames of every
+/// feed it is appended to, which differ only in their seq: a message to 25 participants is
+/// encoded once, not 25 times.
+public struct SharedChangeEvent: Sendable {
+    public let event: ChangeEvent
+    let bytes: ByteBuffer
+
+    public init(_ event: ChangeEvent) throws(WireError) {
+        var bytes = ByteBufferAllocator().buffer(capacity: 256)
+        try event.encode(into: &bytes)
+        self.event = event
+        self.bytes = bytes
     }
 }
 
@@ -135,7 +169,11 @@ extension FetchHistory {
 extension Change {
     func encode(into b: inout ByteBuffer) throws(WireError) {
         b.writeVarint(seq)
-        try event.encode(into: &b)
+        if let shared {
+            b.writeImmutableBuffer(shared.bytes)
+        } else {
+            try event.encode(into: &b)
+        }
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Change {

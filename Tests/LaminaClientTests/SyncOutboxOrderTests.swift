@@ -21,6 +21,30 @@ import Testing
         }
     }
 
+    /// A receipt that replaces pending ones leaves one per conversation waiting; a receipt
+    /// already handed to the connection is never withdrawn, and other conversations' stay.
+    @Test func aDeliveryReceiptReplacesThePendingOnesOfItsConversation() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try LocalStore(location: StoreLocation(dataDirectory: dir, user: alice))
+            defer { try? store.close() }
+            let c = ConversationID.random(), other = ConversationID.random()
+            func receipt(_ conversation: ConversationID, _ at: UInt64) throws -> OutboxEntry {
+                var entry = try OutboxEncoder.entry(for: .deliveryReceipt(DeliveryReceipt(
+                    requestID: UUID(), conversationID: conversation, upTo: HLCTimestamp(physical: at, logical: 0, node: NodeID(1)))))
+                entry.replacesPending = true
+                return entry
+            }
+            let first = try receipt(c, 5), elsewhere = try receipt(other, 6), second = try receipt(c, 7)
+            for entry in [first, elsewhere, second] { try store.enqueue(entry) }
+            #expect(try store.outboxEntries().map(\.id) == [elsewhere.id, second.id])
+            #expect(try store.pendingEntries(kind: OutboxCommandKind.deliveryReceipt.rawValue, objectID: c.uuid).map(\.id) == [second.id])
+            #expect(try store.dequeueOutbox(limit: 10).map(\.id) == [elsewhere.id, second.id])
+            let third = try receipt(c, 9)
+            try store.enqueue(third)
+            #expect(try store.outboxEntries().map(\.id) == [elsewhere.id, second.id, third.id])
+        }
+    }
+
     @Test func everyConversationCommandCanBeRedirected() throws {
         let from = ConversationID.random(), to = ConversationID.random()
         let message = MessageID.random()

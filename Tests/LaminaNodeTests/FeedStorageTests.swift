@@ -64,6 +64,25 @@ import Testing
         }
     }
 
+    /// A feed's head is derived from its entries, and pruning every entry leaves it behind as
+    /// a floor: seqs never restart, whether the writer remembers the head or reads it again.
+    @Test func seqsKeepCountingAfterEveryEntryIsPruned() async throws {
+        try await withTemporaryStore { store, _ in
+            for _ in 0..<3 {
+                _ = try await store.write { [t] tx in try tx.appendChange(to: [self.alice], kind: 1, conversation: nil, message: nil, payload: [], at: t) }
+            }
+            #expect(try await store.write { tx in try tx.pruneFeed(of: self.alice, through: 3) } == 3)
+            #expect(try await store.read { r in try r.feed(of: self.alice, after: 0, limit: 10) }.isEmpty)
+            #expect(try await store.read { r in try r.feedHead(of: self.alice) } == 3)
+            // A failing command rolls back and makes the writer forget what it cached.
+            struct Refused: Error {}
+            await #expect(throws: Refused.self) { try await store.write { _ in throw Refused() } }
+            let next = try await store.write { [t] tx in try tx.appendChange(to: [self.alice], kind: 1, conversation: nil, message: nil, payload: [], at: t) }
+            #expect(next == [alice: 4])
+            #expect(try await store.read { r in try r.feedHead(of: self.alice) } == 4)
+        }
+    }
+
     @Test func anIdempotentRetryReturnsTheFirstResultAndWritesNothing() async throws {
         try await withTemporaryStore { store, _ in
             let c = try conversation(alice, [bob])

@@ -191,10 +191,44 @@ import Testing
         try reopened.close()
     }
 
+    /// A command after a quiet spell commits at once; commands right after a commit wait for
+    /// the group to fill (here to 3, within a delay far longer than the test) and commit as
+    /// one group; closing the store commits a gathering group at once.
+    @Test func smallGroupsGatherUntilTheTargetAfterACommit() async throws {
+        var configuration = StorageConfiguration()
+        configuration.groupCommitDelayMicroseconds = 100_000
+        configuration.groupCommitTarget = 3
+        let (path, cleanup) = temporaryDatabasePath()
+        defer { cleanup() }
+        let store = try NodeStore(path: path, configuration: configuration)
+        try await store.write { tx in try tx.setSetting("first", [0]) }
+        #expect(store.writerStatistics.transactions == 1)
+        let group = CompletionCounter(expected: 3)
+        for i in 1...3 {
+            try store.submit({ tx in try tx.setSetting("k\(i)", [UInt8(i)]) }, completion: group.record)
+        }
+        await group.done.wait()
+        #expect(group.successes == 3)
+        // The delay would have committed each of them alone only after 100 ms each.
+        #expect(store.writerStatistics.transactions == 2)
+        #expect(store.writerStatistics.largestBatch == 3)
+        let alone = CompletionCounter(expected: 1)
+        try store.submit({ tx in try tx.setSetting("last", [4]) }, completion: alone.record)
+        try store.close()
+        await alone.done.wait()
+        #expect(alone.successes == 1)
+    }
+
     @Test func configurationLimitsAreChecked() {
         #expect(throws: StorageError.self) { try StorageConfiguration(writeQueueCapacity: 0).validate() }
         #expect(throws: StorageError.self) { try StorageConfiguration(maxBatchSize: 0).validate() }
         #expect(throws: StorageError.self) { try StorageConfiguration(readerCount: 0).validate() }
+        var delay = StorageConfiguration()
+        delay.groupCommitDelayMicroseconds = -1
+        #expect(throws: StorageError.self) { try delay.validate() }
+        var target = StorageConfiguration()
+        target.groupCommitTarget = 0
+        #expect(throws: StorageError.self) { try target.validate() }
     }
 }
 

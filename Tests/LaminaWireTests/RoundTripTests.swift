@@ -20,6 +20,25 @@ import Testing
         }
     }
 
+    /// A change event encoded once for many feeds gives, for each seq, the very bytes of the
+    /// change encoded on its own, and changing the event drops the shared encoding.
+    @Test func aSharedChangeEventEncodesAsTheChangeItself() throws {
+        var gen = RandomFrames(seed: 0x5A4E_D000)
+        for i in 0..<300 {
+            guard case .change(let change) = gen.frame(.change) else { continue }
+            let shared = try SharedChangeEvent(change.event)
+            for seq: UInt64 in [0, 1, 300, change.seq, .max] {
+                let alone = Support.bytes(try Frame.change(Change(seq: seq, event: change.event)).encoded())
+                let copied = Support.bytes(try Frame.change(Change(seq: seq, shared: shared)).encoded())
+                #expect(copied == alone, "case \(i) seq \(seq)")
+            }
+            guard case .change(let other) = gen.frame(.change) else { continue }
+            var changed = Change(seq: 7, shared: shared)
+            changed.event = other.event
+            #expect(Support.bytes(try Frame.change(changed).encoded()) == Support.bytes(try Frame.change(Change(seq: 7, event: other.event)).encoded()))
+        }
+    }
+
     @Test func thousandsOfMixedFramesRoundTripThroughOneStreamInRandomChunks() throws {
         var gen = RandomFrames(seed: 0x5EED_2026)
         var rng = SplitMix64(seed: 0xC4_0C4)

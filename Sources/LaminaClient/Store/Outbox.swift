@@ -25,6 +25,10 @@ public struct OutboxEntry: Hashable, Sendable {
     /// Its place in the outbox: commands go out in ascending order. Assigned by the store.
     public var sequence: Int64
     public var createdAt: Timestamp
+    /// When enqueued, the pending (not yet sent) entries of the same kind about the same
+    /// object are dropped: this one covers them (a delivery receipt up to a later message).
+    /// Not stored.
+    public var replacesPending = false
 
     public init(id: UUID, kind: String, objectID: UUID? = nil, payload: [UInt8], createdAt: Timestamp = .now()) {
         self.id = id
@@ -56,6 +60,10 @@ extension WriteContext {
     /// Appends an entry; an entry whose id is already queued is left as it is.
     func enqueue(_ entry: OutboxEntry) throws {
         try entry.validate()
+        if entry.replacesPending, let object = entry.objectID {
+            try db.execute(sql: "DELETE FROM outbox WHERE state = 0 AND kind = ? AND object_id = ? AND id != ?",
+                           arguments: [entry.kind, StoreCoding.blob(object), StoreCoding.blob(entry.id)])
+        }
         try db.execute(sql: """
             INSERT INTO outbox(id, kind, object_id, payload, state, attempts, created_at) VALUES (?, ?, ?, ?, 0, 0, ?)
             ON CONFLICT(id) DO NOTHING
@@ -121,6 +129,14 @@ extension LocalStore {
     /// Puts every in-flight entry back to pending (after a connection is lost), keeping order.
     public func requeueInFlight() throws(ClientError) {
         try write { ctx in try ctx.db.execute(sql: "UPDATE outbox SET state = 0 WHERE state = 1") }
+    }
+
+    /// The pending (not yet handed out) entries of `kind` about `object`, in order.
+    public func pendingEntries(kind: String, objectID object: UUID) throws(ClientError) -> [OutboxEntry] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE state = 0 AND kind = ? AND object_id = ? ORDER BY seq",
+                             arguments: [kind, StoreCoding.blob(object)]).map(Self.outboxEntry)
+        }
     }
 
     /// Every entry, in order, without changing anything.

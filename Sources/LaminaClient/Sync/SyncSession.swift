@@ -307,7 +307,16 @@ public actor SyncSession {
         }
         let now = environment.now()
         return try ChangeDecoder.deliveryReceipts(for: received).map { receipt throws(ClientError) in
-            try OutboxEncoder.entry(for: .deliveryReceipt(receipt), createdAt: now)
+            // One receipt per conversation waits in the outbox: the new one reaches at least as
+            // far as those not sent yet, and replaces them (a device catching up sends one
+            // receipt per conversation, not one per batch).
+            var receipt = receipt
+            for pending in try store.pendingEntries(kind: OutboxCommandKind.deliveryReceipt.rawValue, objectID: receipt.conversationID.uuid) {
+                if case .deliveryReceipt(let earlier) = try OutboxEncoder.frame(for: pending) { receipt.upTo = max(receipt.upTo, earlier.upTo) }
+            }
+            var entry = try OutboxEncoder.entry(for: .deliveryReceipt(receipt), createdAt: now)
+            entry.replacesPending = true
+            return entry
         }
     }
 

@@ -15,6 +15,9 @@ struct CommandContext {
     /// Set when the command is answered with this error although what it wrote commits
     /// (a distinct creation refused for its metadata still records its alias).
     var refusal: DistinctConflict?
+    /// Whether the command has written anything (a send that fails before it may be a retry,
+    /// answered from what the first attempt stored).
+    private(set) var startedWriting = false
 
     var origin: NodeID { engine.configuration.nodeID }
 
@@ -40,9 +43,10 @@ struct CommandContext {
     /// Appends `event` to the feeds of `users`.
     mutating func emit(_ event: ChangeEvent, to users: Set<UserID>, conversation: ConversationID?, message: MessageID? = nil) throws {
         guard !users.isEmpty else { return }
-        let payload = try FeedCoding.encode(event)
+        let shared = try SharedChangeEvent(event)
+        let payload = try FeedCoding.encode(shared)
         let seqs = try tx.appendChange(to: users, kind: event.kind, conversation: conversation, message: message, payload: payload, at: now)
-        for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) { changes.append(FeedChange(user: u, seq: seq, event: event)) }
+        for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) { changes.append(FeedChange(user: u, seq: seq, shared: shared)) }
     }
 
     /// The live conversation's header, if the user takes part in it now. An id that names no
@@ -213,10 +217,12 @@ struct CommandContext {
             }
         }
         let isFirst: Bool
+        startedWriting = true
         do {
             isFirst = try tx.appendMessage(message, hlc: position, origin: origin, requestDigest: digest)
         } catch {
             guard error.code == .alreadyExists else { throw error }
+            startedWriting = false  // the message row is the first write, and it was refused
             throw WireError(.idInUse, "message id \(message.id) is in use")
         }
         if isFirst, let conversation = try tx.read.conversation(id) {
@@ -224,8 +230,10 @@ struct CommandContext {
         }
         let event = ChangeEvent.messageCreated(message)
         let seqs = try tx.appendMessageCreated(message.id, in: id, to: participants, kind: event.kind, at: now)
+        // One encoding for every feed, or one per feed when each sees only its own status.
+        let shared = stored.deliveryReceiptsEnabled ? try SharedChangeEvent(event) : nil
         for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) {
-            changes.append(FeedChange(user: u, seq: seq, event: stored.deliveryReceiptsEnabled ? event : .messageCreated(message.reported(to: u))))
+            changes.append(FeedChange(user: u, seq: seq, shared: try shared ?? SharedChangeEvent(.messageCreated(message.reported(to: u)))))
         }
         return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
     }

@@ -77,9 +77,12 @@ extension NodeEngine {
                 var context = CommandContext(tx: tx, user: user, engine: self, now: now)
                 let ack: Ack
                 do {
-                    ack = try tx.attempt { try context.apply(frame, digest: digest) }
+                    ack = try context.apply(frame, digest: digest)
                 } catch {
-                    if case .sendMessage = frame, let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) {
+                    // A failed command's writes are rolled back with its savepoint; a send that
+                    // failed before writing anything may be a retry.
+                    if case .sendMessage = frame, !context.startedWriting,
+                       let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) {
                         return .replayed(replayed)
                     }
                     throw error

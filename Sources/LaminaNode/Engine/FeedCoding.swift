@@ -6,7 +6,11 @@ import NIOCore
 /// decodes it and puts in the entry's seq.
 enum FeedCoding {
     static func encode(_ event: ChangeEvent) throws(WireError) -> [UInt8] {
-        let buffer = try Frame.change(Change(seq: 0, event: event)).encoded()
+        try encode(SharedChangeEvent(event))
+    }
+
+    static func encode(_ event: SharedChangeEvent) throws(WireError) -> [UInt8] {
+        let buffer = try Frame.change(Change(seq: 0, shared: event)).encoded()
         return Array(buffer.readableBytesView)
     }
 

@@ -61,7 +61,7 @@ public final class NodeEngine: Sendable {
     func publish(_ changes: [FeedChange]) {
         guard !changes.isEmpty else { return }
         var byUser: [UserID: [Change]] = [:]
-        for c in changes { byUser[c.user, default: []].append(Change(seq: c.seq, event: c.event)) }
+        for c in changes { byUser[c.user, default: []].append(c.change) }
         for (user, list) in byUser {
             for session in registry.sessions(of: user) { session.publish(list) }
         }
@@ -77,11 +77,29 @@ public final class NodeEngine: Sendable {
     }
 }
 
-/// One feed entry a command appended: who gets it, its seq, the event.
+/// One feed entry a command appended: who gets it, its seq, the event (encoded once when
+/// several feeds get the same event).
 struct FeedChange: Sendable {
     var user: UserID
     var seq: UInt64
     var event: ChangeEvent
+    var shared: SharedChangeEvent?
+
+    init(user: UserID, seq: UInt64, event: ChangeEvent) {
+        self.user = user
+        self.seq = seq
+        self.event = event
+    }
+
+    init(user: UserID, seq: UInt64, shared: SharedChangeEvent) {
+        self.user = user
+        self.seq = seq
+        self.event = shared.event
+        self.shared = shared
+    }
+
+    /// The change as the user's feed has it.
+    var change: Change { shared.map { Change(seq: seq, shared: $0) } ?? Change(seq: seq, event: event) }
 }
 
 /// Open sessions, and the authenticated ones by user.

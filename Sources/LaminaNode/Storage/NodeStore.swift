@@ -61,7 +61,9 @@ public final class NodeStore: Sendable {
         self.path = path
         self.configuration = configuration
         self.pool = pool
-        self.writer = StorageWriter(pool: pool, capacity: configuration.writeQueueCapacity, maxBatchSize: configuration.maxBatchSize)
+        self.writer = StorageWriter(
+            pool: pool, capacity: configuration.writeQueueCapacity, maxBatchSize: configuration.maxBatchSize,
+            groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds), groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize))
     }
 
     deinit {

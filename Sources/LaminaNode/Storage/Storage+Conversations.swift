@@ -192,7 +192,6 @@ extension StorageTransaction {
                 _ = try raise(marker, to: position, user: user, conversation: survivor)
             }
         }
-        try db.run("UPDATE conversations SET messages_sent = messages_sent + (SELECT messages_sent FROM conversations WHERE id = ?) WHERE id = ?", [from, to])
         try db.run("UPDATE conversations SET merged_into = ? WHERE id = ?", [to, from])
         headersChanged()
     }

@@ -27,9 +27,7 @@ extension StorageTransaction {
         payload: [UInt8], at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
         try checkBlob(payload, "a feed payload")
-        return try appendEntries(
-            to: users, kind: kind, conversation: conversation.map { Columns.blob($0.uuid) }, message: message.map { Columns.blob($0.uuid) },
-            payload: Data(payload), at: time)
+        return try appendEntries(to: users, kind: kind, conversation: conversation, message: message, payload: payload, at: time)
     }
 
     /// Appends `message-created` of a stored message to the feed of every user in `users`:
@@ -38,26 +36,32 @@ extension StorageTransaction {
     public func appendMessageCreated(
         _ message: MessageID, in conversation: ConversationID, to users: some Sequence<UserID>, kind: UInt8, at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
-        try appendEntries(to: users, kind: kind, conversation: Columns.blob(conversation.uuid), message: Columns.blob(message.uuid), payload: nil, at: time)
+        try appendEntries(to: users, kind: kind, conversation: conversation, message: message, payload: nil, at: time)
     }
 
     private func appendEntries(
-        to users: some Sequence<UserID>, kind: UInt8, conversation: Data?, message: Data?, payload: Data?, at time: Timestamp
+        to users: some Sequence<UserID>, kind: UInt8, conversation: ConversationID?, message: MessageID?, payload: [UInt8]?, at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
+        let statements = try statements
+        let insert = statements.insertFeedEntry
         var seqs: [UserID: UInt64] = [:]
         for user in Set(users).sorted() {
-            guard let seq = try db.int64(
-                """
-                INSERT INTO feed_heads (user_id, last_seq) VALUES (?, 1)
-                ON CONFLICT (user_id) DO UPDATE SET last_seq = last_seq + 1
-                RETURNING last_seq
-                """,
-                [user.rawValue]
-            ) else { throw StorageError(.corrupt, "feed head of \(user) returned nothing") }
-            try db.run(
-                "INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [user.rawValue, seq, Int64(kind), conversation, message, payload, time.millisecondsSince1970]
-            )
+            let seq: Int64
+            if let head = cache.feedHead(user) {
+                seq = head + 1
+            } else {
+                statements.feedHead.bind(1, user.rawValue)
+                seq = (try statements.feedHead.run() ?? 0) + 1
+            }
+            insert.bind(1, user.rawValue)
+            insert.bind(2, seq)
+            insert.bind(3, Int64(kind))
+            if let conversation { insert.bind(4, conversation.uuid) } else { insert.bindNull(4) }
+            if let message { insert.bind(5, message.uuid) } else { insert.bindNull(5) }
+            insert.bind(6, payload)
+            insert.bind(7, time.millisecondsSince1970)
+            try insert.run()
+            cache.remember(feedHead: seq, of: user)
             seqs[user] = UInt64(seq)
         }
         return seqs
@@ -86,9 +90,25 @@ extension StorageTransaction {
     /// Deletes a user's feed entries up to `seq` inclusive (all devices have them). Returns how many.
     @discardableResult
     public func pruneFeed(of user: UserID, through seq: UInt64) throws(StorageError) -> Int {
+        // The head survives its entries: `feed_heads` keeps it as the floor of the next seq.
+        let head = try Columns.int64(try read.feedHead(of: user), "seq")
+        try db.run(
+            "INSERT INTO feed_heads (user_id, last_seq) VALUES (?, ?) ON CONFLICT (user_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)",
+            [user.rawValue, head]
+        )
         try db.run("DELETE FROM feed_entries WHERE user_id = ? AND seq <= ?", [user.rawValue, try Columns.int64(seq, "seq")])
         return db.changesCount
     }
+}
+
+/// Where a feed's head comes from: its greatest stored seq, or, once pruning deleted the
+/// entries up to it, the floor `pruneFeed` left in `feed_heads`. Appending writes no head.
+enum FeedHead {
+    /// One argument, the user id.
+    static let sql = """
+        SELECT max(ifnull((SELECT max(seq) FROM feed_entries WHERE user_id = ?1), 0),
+                   ifnull((SELECT last_seq FROM feed_heads WHERE user_id = ?1), 0))
+        """
 }
 
 extension StorageReader {
@@ -98,58 +118,62 @@ extension StorageReader {
     public func feed(of user: UserID, after seq: UInt64, limit: Int) throws(StorageError) -> [FeedEntry] {
         try checkLimit(limit)
         let after = try Columns.int64(seq, "seq")
-        let rows = try db.rows(
+        // Recorded statuses first (one query for the page), then the entries, each decoded
+        // straight from SQLite's row as it is stepped.
+        var recorded: [UUID: [UserID: RecipientStatus]] = [:]
+        try db.eachRow(
+            """
+            SELECT s.message_id, s.user_id, s.status FROM feed_entries f JOIN recipient_status s ON s.message_id = f.message_id
+            WHERE f.user_id = ?1 AND f.seq > ?2 AND f.payload IS NULL
+                AND f.seq <= (SELECT max(seq) FROM (SELECT seq FROM feed_entries WHERE user_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3))
+            """,
+            bind: { $0.bind(1, user.rawValue); $0.bind(2, after); $0.bind(3, Int64(limit)) }
+        ) { (row) throws(StorageError) in
+            let raw = row.int64(2)
+            guard let message = row.uuid(0), let status = RecipientStatus(rawValue: Int8(clamping: raw)) else {
+                throw StorageError(.corrupt, "status \(raw) of a message")
+            }
+            recorded[message, default: [:]][try Columns.user(row, 1)] = status
+        }
+        var statuses = MessageStatuses(reader: self, viewer: user)
+        var entries: [FeedEntry] = []
+        entries.reserveCapacity(min(limit, 256))
+        try db.eachRow(
             """
             SELECT f.seq, f.kind, f.conversation_id, f.message_id, f.payload, f.created_at, \(MessageStatuses.columns("m"))
             FROM feed_entries f LEFT JOIN messages m ON f.payload IS NULL AND m.id = f.message_id
-            WHERE f.user_id = ? AND f.seq > ? ORDER BY f.seq LIMIT ?
+            WHERE f.user_id = ?1 AND f.seq > ?2 ORDER BY f.seq LIMIT ?3
             """,
-            [user.rawValue, after, limit]
-        )
-        guard let lastRow = rows.last else { return [] }
-        let last: Int64 = lastRow[0]
-        var recorded: [Data: [UserID: RecipientStatus]] = [:]
-        for row in try db.rows(
-            """
-            SELECT s.message_id, s.user_id, s.status FROM feed_entries f JOIN recipient_status s ON s.message_id = f.message_id
-            WHERE f.user_id = ? AND f.seq > ? AND f.seq <= ? AND f.payload IS NULL
-            """,
-            [user.rawValue, after, last]
-        ) {
-            let raw: Int64 = row[2]
-            guard let status = RecipientStatus(rawValue: Int8(clamping: raw)) else { throw StorageError(.corrupt, "status \(raw) of a message") }
-            recorded[row[0] as Data, default: [:]][try Columns.user(row, 1)] = status
-        }
-        var statuses = MessageStatuses(reader: self, viewer: user)
-        return try rows.map { (row) throws(StorageError) -> FeedEntry in
-            let conversation: Data? = row[2]
-            let message: Data? = row[3]
-            let seq: Int64 = row[0]
-            let kind: Int64 = row[1]
-            let payload: Data? = row[4]
-            let createdAt: Int64 = row[5]
+            bind: { $0.bind(1, user.rawValue); $0.bind(2, after); $0.bind(3, Int64(limit)) }
+        ) { (row) throws(StorageError) in
+            let seq = row.int64(0)
+            let conversation = row.uuid(2), message = row.uuid(3)
+            let payload = row.bytes(4)
+            if !row.isNull(2), conversation == nil { throw StorageError(.corrupt, "column conversation_id does not hold a 16-byte identifier") }
+            if !row.isNull(3), message == nil { throw StorageError(.corrupt, "column message_id does not hold a 16-byte identifier") }
             var entry = FeedEntry(
                 user: user,
                 seq: UInt64(seq),
-                kind: UInt8(truncatingIfNeeded: kind),
-                conversation: try conversation.map { (d) throws(StorageError) in ConversationID(uuid: try Columns.uuid(d, column: "conversation_id")) },
-                message: try message.map { (d) throws(StorageError) in MessageID(uuid: try Columns.uuid(d, column: "message_id")) },
-                payload: payload.map { [UInt8]($0) } ?? [],
-                createdAt: Timestamp(millisecondsSince1970: createdAt)
+                kind: UInt8(truncatingIfNeeded: row.int64(1)),
+                conversation: conversation.map { ConversationID(uuid: $0) },
+                message: message.map { MessageID(uuid: $0) },
+                payload: payload ?? [],
+                createdAt: Timestamp(millisecondsSince1970: row.int64(5))
             )
             if payload == nil {
-                guard let message, row[6] as Data? != nil else {
+                guard let message, !row.isNull(6) else {
                     throw StorageError(.corrupt, "feed entry \(seq) of \(user) names a message that is not stored")
                 }
                 entry.createdMessage = try statuses.storedMessage(row, at: 6, recorded: recorded[message] ?? [:]).message
             }
-            return entry
+            entries.append(entry)
         }
+        return entries
     }
 
-    /// The last sequence number of the user's feed (0 when empty).
+    /// The last sequence number of the user's feed (0 when it never had an entry).
     public func feedHead(of user: UserID) throws(StorageError) -> UInt64 {
-        UInt64(try db.int64("SELECT last_seq FROM feed_heads WHERE user_id = ?", [user.rawValue]) ?? 0)
+        UInt64(try db.int64(FeedHead.sql, [user.rawValue]) ?? 0)
     }
 
     /// The device's acknowledged sequence number (0 when it never acknowledged).

@@ -51,36 +51,48 @@ extension StorageTransaction {
         if let requestDigest, requestDigest.count != 32 {
             throw StorageError(.invalidArgument, "a request digest is 32 bytes, got \(requestDigest.count)")
         }
-        let id = Columns.blob(message.id.uuid)
-        let conversation = Columns.blob(message.conversationID.uuid)
-        guard let sent = try db.int64(
-            "UPDATE conversations SET messages_sent = messages_sent + 1 WHERE id = ? AND merged_into IS NULL AND deleted = 0 RETURNING messages_sent",
-            [conversation]
-        ) else {
-            _ = try requireLive(message.conversationID)
-            throw StorageError(.notFound, "no conversation \(message.conversationID)")
-        }
         let body: [UInt8]
         do { body = try MessageBodyCoding.encode(parts: message.parts, push: message.push) } catch {
             throw StorageError(.invalidArgument, "message \(message.id) cannot be encoded: \(error.reason)")
         }
+        try checkBlob(body, "a message body")
         let (pp, pl, pn) = try Columns.hlc(position)
         let (hp, hl, hn) = try Columns.hlc(hlc)
-        do {
-            try db.cachedStatement(sql: """
-                INSERT INTO messages (id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at, body, request_digest,
-                    origin_node, hlc_physical, hlc_logical, hlc_node)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [
-                    id, conversation, message.sender.rawValue, pp, pl, pn, sentAt.millisecondsSince1970, Data(body),
-                    requestDigest.map { Data($0) }, Columns.node(origin), hp, hl, hn,
-                ])
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-            if error.message?.contains("messages.id") == true { throw StorageError(.alreadyExists, "message \(message.id) exists") }
-            throw StorageError(.positionTaken, "position \(position) of \(message.conversationID) is held by another message")
-        } catch {
-            throw StorageError.wrapping(error)
+        guard let header = try conversationHeader(message.conversationID), header.isLive else {
+            _ = try requireLive(message.conversationID)
+            throw StorageError(.notFound, "no conversation \(message.conversationID)")
         }
+        let statements = try statements
+        var isFirst = false
+        if !cache.holdsMessages(header.id) {
+            statements.anyMessage.bind(1, header.id.uuid)
+            isFirst = try statements.anyMessage.run() == nil
+        }
+        // The message row is the first write: when its id is taken nothing has been written
+        // yet, so the caller may answer a retry from the existing row.
+        let insert = statements.insertMessage
+        insert.bind(1, message.id.uuid)
+        insert.bind(2, message.conversationID.uuid)
+        insert.bind(3, message.sender.rawValue)
+        insert.bind(4, pp)
+        insert.bind(5, pl)
+        insert.bind(6, pn)
+        insert.bind(7, sentAt.millisecondsSince1970)
+        insert.bind(8, body)
+        insert.bind(9, requestDigest)
+        insert.bind(10, Columns.node(origin))
+        insert.bind(11, hp)
+        insert.bind(12, hl)
+        insert.bind(13, hn)
+        do {
+            try insert.run()
+        } catch {
+            guard error.code == .constraintViolation else { throw error }
+            if error.reason.contains("messages.id") { throw StorageError(.alreadyExists, "message \(message.id) exists") }
+            throw StorageError(.positionTaken, "position \(position) of \(message.conversationID) is held by another message")
+        }
+        cache.rememberHoldsMessages(header.id)
+        let id = Columns.blob(message.id.uuid)
         for (index, part) in message.parts.enumerated() {
             guard case .external(let ref) = part.content else { continue }
             try db.run(
@@ -92,7 +104,7 @@ extension StorageTransaction {
         for (user, status) in message.recipientStatus.sorted(by: { $0.key < $1.key }) where user != message.sender && status > .sent {
             _ = try recordStatus(status, of: message.id, for: user)
         }
-        return sent == 1
+        return isFirst
     }
 
     /// Marks a message deleted for every participant; history no longer returns it.
@@ -289,21 +301,22 @@ struct MessageStatuses {
     /// The message in `row`, whose columns from `offset` on are `columns()`. `recorded`: the
     /// statuses recorded for this message alone when the caller read them with others (nil:
     /// read them now).
-    mutating func storedMessage(_ row: Row, at offset: Int = 0, recorded recordedGiven: [UserID: RecipientStatus]? = nil) throws(StorageError) -> StoredMessage {
-        let idData: Data? = row[offset]
-        let id = MessageID(uuid: try Columns.uuid(idData, column: "id"))
-        let conversationData: Data? = row[offset + 1]
-        let conversation = ConversationID(uuid: try Columns.uuid(conversationData, column: "conversation_id"))
-        let bodyData: Data? = row[offset + 7]
-        guard let bodyData else { throw StorageError(.corrupt, "message \(id) has no body") }
+    mutating func storedMessage(_ row: some ColumnRow, at offset: Int = 0, recorded recordedGiven: [UserID: RecipientStatus]? = nil) throws(StorageError) -> StoredMessage {
+        guard let idUUID = row.uuid(offset) else { throw StorageError(.corrupt, "column id does not hold a 16-byte identifier") }
+        let id = MessageID(uuid: idUUID)
+        guard let conversationUUID = row.uuid(offset + 1) else {
+            throw StorageError(.corrupt, "column conversation_id does not hold a 16-byte identifier")
+        }
+        let conversation = ConversationID(uuid: conversationUUID)
+        guard let bodyBytes = row.bytes(offset + 7) else { throw StorageError(.corrupt, "message \(id) has no body") }
         let body: (parts: [MessagePart], push: PushConfiguration?)
-        do { body = try MessageBodyCoding.decode(bodyData) } catch {
+        do { body = try MessageBodyCoding.decode(bodyBytes) } catch {
             throw StorageError(.corrupt, "the body of message \(id) does not decode: \(error.reason)")
         }
         let sender = try Columns.user(row, offset + 2)
         let position = try Columns.hlc(row, from: offset + 3)
         let recorded: [UserID: RecipientStatus]
-        if let given = recordedGiven { recorded = given } else { recorded = try reader.recordedStatuses(of: idData!) }
+        if let given = recordedGiven { recorded = given } else { recorded = try reader.recordedStatuses(of: Columns.blob(idUUID)) }
         let slice = try slice(of: conversation)
         let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
         var statuses: [UserID: RecipientStatus] = [:]
@@ -312,13 +325,13 @@ struct MessageStatuses {
                 of: stamp, for: user, recorded: recorded[user], deliveredUpTo: slice.delivered[user], readUpTo: slice.read[user])
             statuses[user] = viewer.map { RecipientStatusLattice.reported(status, of: user, viewer: $0, receiptsEnabled: slice.receiptsEnabled) } ?? status
         }
-        let sentAt: Int64 = row[offset + 6]
-        let origin: Int64 = row[offset + 8]
+        let sentAt = row.int64(offset + 6)
+        let origin = row.int64(offset + 8)
         let message = Message(
             id: id, conversationID: conversation, sender: sender, parts: body.parts,
             sentAt: Timestamp(millisecondsSince1970: sentAt), position: position, push: body.push, recipientStatus: statuses
         )
-        return StoredMessage(message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9), isDeleted: row[offset + 12])
+        return StoredMessage(message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9), isDeleted: row.int64(offset + 12) != 0)
     }
 }
 

@@ -46,19 +46,17 @@ enum Columns {
     }
 
     /// Reads an HLC reading from three columns by position, starting at `index`.
-    static func hlc(_ row: Row, from index: Int) throws(StorageError) -> HLCTimestamp {
-        let physical: Int64? = row[index]
-        let logical: Int64? = row[index + 1]
-        let node: Int64? = row[index + 2]
-        guard let physical, let logical, let node, physical >= 0, logical >= 0, logical <= Int64(UInt32.max) else {
+    static func hlc(_ row: some ColumnRow, from index: Int) throws(StorageError) -> HLCTimestamp {
+        let physical = row.int64(index), logical = row.int64(index + 1), node = row.int64(index + 2)
+        guard !row.isNull(index), !row.isNull(index + 1), !row.isNull(index + 2),
+              physical >= 0, logical >= 0, logical <= Int64(UInt32.max) else {
             throw StorageError(.corrupt, "columns \(index)...\(index + 2) do not hold an HLC reading")
         }
         return HLCTimestamp(physical: UInt64(physical), logical: UInt32(logical), node: Self.node(node))
     }
 
-    static func user(_ row: Row, _ index: Int) throws(StorageError) -> UserID {
-        let raw: String? = row[index]
-        guard let raw, let user = try? UserID(raw) else {
+    static func user(_ row: some ColumnRow, _ index: Int) throws(StorageError) -> UserID {
+        guard let raw = row.text(index), let user = try? UserID(raw) else {
             throw StorageError(.corrupt, "column \(index) does not hold a user id")
         }
         return user

@@ -40,6 +40,8 @@ public struct StorageError: LaminaError {
         public static let sessionExpired = Code(rawValue: "session-expired")
         /// A stored row could not be decoded into the model: the database is damaged.
         public static let corrupt = Code(rawValue: "storage-corrupt")
+        /// A write conflicts with a uniqueness (or other) constraint of the schema.
+        public static let constraintViolation = Code(rawValue: "constraint-violation")
         /// SQLite reported an error (I/O, disk full, constraint, ...).
         public static let database = Code(rawValue: "database-error")
         /// The transaction of a group commit failed: nothing of the group was written.
@@ -59,9 +61,6 @@ public struct StorageError: LaminaError {
         self.file = file
         self.line = line
     }
-
-
-
 
     /// Wraps any error into a storage error: storage errors pass through, SQLite errors
     /// become `.database` with SQLite's code and message.

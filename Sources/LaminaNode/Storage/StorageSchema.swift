@@ -19,8 +19,14 @@ enum StorageSchema {
         migrator.registerMigration("v3-write-path") { db in
             try WritePathMigration.run(db)
         }
-        migrator.registerMigration("v4-conversation-aliases") { db in
-            for statement in v4 { try db.execute(sql: statement) }
+        migrator.registerMigration("v4-derived-counters") { db in
+            // A send learns "first message?" from the messages themselves (and the writer's
+            // cache), and a feed's head from its entries (`FeedHead`): no counter row is
+            // updated per message. `feed_heads` keeps only what pruning leaves behind.
+            try db.execute(sql: "ALTER TABLE conversations DROP COLUMN messages_sent")
+        }
+        migrator.registerMigration("v5-conversation-aliases") { db in
+            for statement in v5 { try db.execute(sql: statement) }
         }
         return migrator
     }
@@ -158,6 +164,7 @@ enum StorageSchema {
         ) STRICT, WITHOUT ROWID
         """,
         // Per-user change feeds: seq counts up per user from 1; payload is the node's encoding.
+        // (Since v4 `feed_heads` holds only the floor pruning leaves; see `FeedHead`.)
         """
         CREATE TABLE feed_heads (
             user_id TEXT PRIMARY KEY NOT NULL,
@@ -257,7 +264,7 @@ extension StorageSchema {
     /// Conversation aliases (SPEC §6.1): the client-chosen id of a CREATE_CONVERSATION that
     /// resolved to an existing distinct conversation names that conversation from then on.
     /// An alias never names a row of `conversations` (the id was not inserted there).
-    static let v4: [String] = [
+    static let v5: [String] = [
         """
         CREATE TABLE conversation_aliases (
             alias BLOB PRIMARY KEY NOT NULL CHECK (length(alias) = 16),

@@ -5,10 +5,10 @@ import LaminaModel
 /// during the closure it is passed to; everything it does commits (or rolls back) together.
 public struct StorageTransaction {
     let db: Database
-    /// The writer's cache; nil outside the group-commit writer.
-    let cache: WriterCache?
+    /// The writer's cache (headers, prepared hot-path statements).
+    let cache: WriterCache
 
-    init(db: Database, cache: WriterCache? = nil) {
+    init(db: Database, cache: WriterCache) {
         self.db = db
         self.cache = cache
     }
@@ -19,29 +19,18 @@ public struct StorageTransaction {
     /// The conversation's header as `StorageReader.conversationHeader` reads it, from the
     /// writer's cache when a command read it before (see `WriterCache`).
     public func conversationHeader(_ id: ConversationID) throws(StorageError) -> ConversationHeader? {
-        if let cached = cache?.header(id) { return cached }
+        if let cached = cache.header(id) { return cached }
         guard let header = try read.conversationHeader(id) else { return nil }
-        cache?.remember(header)
+        cache.remember(header)
         return header
     }
 
     /// Forgets cached headers: called by every write that changes one.
-    func headersChanged() { cache?.clear() }
+    func headersChanged() { cache.clearHeaders() }
 
-    /// Runs `body` in a nested savepoint: if it throws, what it wrote is rolled back (and the
-    /// error rethrown) while the rest of the command goes on.
-    public func attempt<T>(_ body: () throws -> T) throws -> T {
-        var result: T?
-        do {
-            try db.inSavepoint {
-                result = try body()
-                return .commit
-            }
-        } catch {
-            headersChanged()  // what the savepoint undid may be cached
-            throw error
-        }
-        return result!
+    /// The writer's prepared hot-path statements.
+    var statements: HotStatements {
+        get throws(StorageError) { try cache.statements(db) }
     }
 }
 

@@ -47,10 +47,19 @@ final class StorageWriter: @unchecked Sendable {
     /// Writer thread only.
     private let cache = WriterCache()
 
-    init(pool: DatabasePool, capacity: Int, maxBatchSize: Int) {
+    private let groupDelay: Duration
+    private let groupTarget: Int
+    /// The writer is waiting for a small group to fill (guarded by `condition`).
+    private var gathering = false
+    /// When the last group began to commit (writer thread).
+    private var lastCommitStart = Date.distantPast
+
+    init(pool: DatabasePool, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero, groupTarget: Int = 1) {
         self.pool = pool
         self.capacity = capacity
         self.maxBatchSize = maxBatchSize
+        self.groupDelay = groupDelay
+        self.groupTarget = groupTarget
         let thread = Thread { [self] in self.run() }
         thread.name = "lamina.storage.writer"
         self.thread = thread
@@ -73,7 +82,9 @@ final class StorageWriter: @unchecked Sendable {
             throw StorageError(.writeQueueFull, "the write queue holds its limit of \(capacity) commands; retry later")
         }
         pending.append(command)
-        condition.signal()
+        // The writer waits for a first command, or for a small group to fill up.
+        let waiting = pending.count - pendingHead
+        if waiting == 1 || (gathering && waiting == groupTarget) { condition.signal() }
     }
 
     /// Whether the caller runs on the writer thread or the completion thread (inside a
@@ -103,6 +114,8 @@ final class StorageWriter: @unchecked Sendable {
         while let batch = nextBatch() {
             commit(batch)
         }
+        // Finalized on the connection's queue, before the pool closes it.
+        try? pool.writeWithoutTransaction { _ in cache.dropStatements() }
         condition.lock()
         finished = true
         condition.broadcast()
@@ -114,6 +127,16 @@ final class StorageWriter: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while pending.count == pendingHead && accepting { condition.wait() }
+        if groupDelay > .zero, pending.count - pendingHead < groupTarget, accepting {
+            // A small group right after the last commit: let the commands on their way join
+            // it until `groupDelay` after that commit began (a command after a quiet spell
+            // is committed at once), or until `groupTarget` wait.
+            gathering = true
+            let earliest = lastCommitStart.addingTimeInterval(groupDelay.seconds)
+            while pending.count - pendingHead < groupTarget, accepting, condition.wait(until: earliest) {}
+            gathering = false
+        }
+        lastCommitStart = Date()
         let available = pending.count - pendingHead
         if available == 0 { return nil }
         let take = min(available, maxBatchSize)
@@ -137,12 +160,10 @@ final class StorageWriter: @unchecked Sendable {
         do {
             try pool.writeWithoutTransaction { db in
                 try db.beginTransaction(.immediate)
+                let statements = try cache.statements(db)
                 for (i, command) in batch.enumerated() {
                     do {
-                        try db.inSavepoint {
-                            try command.apply(db, cache: cache)
-                            return .commit
-                        }
+                        try statements.inSavepoint { try command.apply(db, cache: cache) }
                         applied += 1
                     } catch {
                         cache.clear()  // the command's writes were rolled back
@@ -239,4 +260,9 @@ private final class CompletionQueue: @unchecked Sendable {
             }
         }
     }
+}
+
+extension Duration {
+    /// The duration in seconds, for `Date` arithmetic.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -13,8 +13,8 @@ import LaminaWire
 /// - Delivery receipts are a per (conversation, user) position (`delivered_markers`), like
 ///   read markers; `recipient_status` holds only statuses set for one message (MARK_READ, or
 ///   replicated). Existing per-message rows stay valid (statuses only move up).
-/// - `conversations.messages_sent` counts accepted messages, so a send learns whether it is
-///   the first without counting.
+/// - `conversations.messages_sent` counted accepted messages, so a send learned whether it
+///   was the first without counting (dropped by v4: the writer asks the messages instead).
 enum WritePathMigration {
     static func run(_ db: Database) throws {
         try db.execute(sql: """

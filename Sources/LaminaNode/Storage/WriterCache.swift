@@ -1,24 +1,64 @@
+import GRDB
 import LaminaModel
 
-/// What the writer keeps between commands so a command does not read it again: the headers
-/// (flags and participants) of conversations recently written to. Touched only on the
-/// writer thread, inside commands.
+/// What the writer keeps between commands so a command does not read or write it again:
+/// the headers (flags and participants) of conversations recently written to, the head of
+/// each feed recently appended to, which conversations are known to hold a message, and
+/// the prepared hot-path statements. Touched only on the writer thread, inside commands.
 ///
-/// Correctness rule: an entry is the committed-or-about-to-commit state of its row. Every
+/// Correctness rule: an entry is the committed-or-about-to-commit state it describes. Every
 /// write that changes a header (membership, distinctness, merge, deletion, creation) clears
-/// the cache, and so does every rollback (a failing command, a failing group, a failing
-/// `attempt`), so nothing a rollback undid can be served.
+/// the headers, and every rollback (a failing command, a failing group) clears everything,
+/// so nothing a rollback undid can be served. A feed head is exactly the greatest seq
+/// stored for the user (`StorageReader.feedHead`), so after a clear it is read again.
 final class WriterCache: @unchecked Sendable {
-    /// Entries at most; past it the cache starts over.
-    static let maxHeaders = 10_000
+    /// Entries per map at most; past it that map starts over.
+    static let maxEntries = 10_000
     private var headers: [ConversationID: ConversationHeader] = [:]
+    private var feedHeads: [UserID: Int64] = [:]
+    private var withMessages: Set<ConversationID> = []
+    private var prepared: HotStatements?
+
+    /// The hot-path statements on the writer's connection `db`, prepared on first use.
+    func statements(_ db: Database) throws(StorageError) -> HotStatements {
+        if let prepared { return prepared }
+        let made = try HotStatements(db)
+        prepared = made
+        return made
+    }
+
+    /// Finalizes the prepared statements: before the connection closes.
+    func dropStatements() { prepared = nil }
 
     func header(_ id: ConversationID) -> ConversationHeader? { headers[id] }
 
     func remember(_ header: ConversationHeader) {
-        if headers.count >= Self.maxHeaders { headers.removeAll(keepingCapacity: true) }
+        if headers.count >= Self.maxEntries { headers.removeAll(keepingCapacity: true) }
         headers[header.id] = header
     }
 
-    func clear() { headers.removeAll(keepingCapacity: true) }
+    func feedHead(_ user: UserID) -> Int64? { feedHeads[user] }
+
+    func remember(feedHead: Int64, of user: UserID) {
+        if feedHeads.count >= Self.maxEntries, feedHeads[user] == nil { feedHeads.removeAll(keepingCapacity: true) }
+        feedHeads[user] = feedHead
+    }
+
+    /// Whether the conversation is known to hold a message (false: unknown).
+    func holdsMessages(_ id: ConversationID) -> Bool { withMessages.contains(id) }
+
+    func rememberHoldsMessages(_ id: ConversationID) {
+        if withMessages.count >= Self.maxEntries { withMessages.removeAll(keepingCapacity: true) }
+        withMessages.insert(id)
+    }
+
+    /// After a write that changed a conversation's header.
+    func clearHeaders() { headers.removeAll(keepingCapacity: true) }
+
+    /// After a rollback: forgets everything but the prepared statements.
+    func clear() {
+        headers.removeAll(keepingCapacity: true)
+        feedHeads.removeAll(keepingCapacity: true)
+        withMessages.removeAll(keepingCapacity: true)
+    }
 }

@@ -120,11 +120,22 @@ struct CatchupCommand: AsyncParsableCommand {
             if received.addAndGet(msgs.count) >= messages, allAt.current == 0 { allAt.add(Int(monotonicNanos() &- state.syncSentAt)) }
             guard receipts, !msgs.isEmpty, let peer = box.peer else { return }
             let rs = LoadPeer.receipts(for: msgs)
-            receiptsSent.add(rs.count)
             if state.live {
+                receiptsSent.add(rs.count)
                 for r in rs { peer.sendReceipt(r, acked: receiptsAcked, errors: receiptErrors) }
             } else {
-                state.queued.append(contentsOf: rs)  // the SDK's outbox until the session is live
+                // The SDK's outbox until the session is live: one receipt per conversation
+                // waits there, the latest replacing the earlier ones (`replacesPending`).
+                for r in rs {
+                    if let i = state.queued.firstIndex(where: { $0.conversationID == r.conversationID }) {
+                        var latest = r
+                        latest.upTo = max(r.upTo, state.queued[i].upTo)
+                        state.queued.remove(at: i)
+                        state.queued.append(latest)
+                    } else {
+                        state.queued.append(r)
+                    }
+                }
             }
         }
         box.peer = device
@@ -134,7 +145,9 @@ struct CatchupCommand: AsyncParsableCommand {
         state.syncSentAt = t0
         let syncAcked = LoadCounter()
         device.client.request(Frame.sync(SyncRequest(requestID: syncID, cursor: 0)), id: syncID).whenComplete { result in
-            // On the stream's event loop, as the frame handler: flush what was queued.
+            // On the stream's event loop, as the frame handler: flush what was queued (counted
+            // before the SYNC counts as answered, so the wait below includes them).
+            if receipts { receiptsSent.add(state.queued.count) }
             syncAcked.add(Int(monotonicNanos() - t0))
             state.live = true
             if receipts {
