@@ -19,6 +19,7 @@ let package = Package(
         .executable(name: "lamina-vectors", targets: ["lamina-vectors"]),
         .executable(name: "lamina-node", targets: ["lamina-node"]),
         .executable(name: "lamina", targets: ["lamina"]),
+        .executable(name: "lamina-conformance", targets: ["lamina-conformance"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
@@ -117,6 +118,18 @@ let package = Package(
                 "LaminaClient",
                 "LaminaModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // `lamina-conformance`: drives a node through the session-state table of
+        // Protocol/SPEC.md §5.7 and prints what it got (Protocol/conformance/README.md).
+        .executableTarget(
+            name: "lamina-conformance",
+            dependencies: [
+                "LaminaCLI",
+                "LaminaClient",
+                "LaminaMerge",
+                "LaminaModel",
+                "LaminaWire",
             ]
         ),
         // Counts heap allocations by replacing malloc & co.; linked into lamina-bench only.

@@ -2,7 +2,7 @@ import Foundation
 import LaminaWire
 import NIOCore
 
-// Writes Protocol/vectors/{valid,invalid}/*.json from Catalog.swift and Invalid.swift,
+// Writes Protocol/vectors/{valid,invalid,skipped}/*.json from Catalog.swift, Invalid.swift and Skipped.swift,
 // checking each against the codec first. Usage: swift run lamina-vectors [Protocol/vectors]
 
 func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
@@ -13,7 +13,7 @@ var failures = 0
 
 precondition(hundredBytes.utf8.count == 100, "the typical text is \(hundredBytes.utf8.count) bytes, not 100")
 
-for dir in ["valid", "invalid"] {
+for dir in ["valid", "invalid", "skipped"] {
     let path = "\(root)/\(dir)"
     try? fm.removeItem(atPath: path)
     try fm.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -52,5 +52,23 @@ for v in invalidVectors {
     try (json.serialized() + "\n").write(toFile: "\(root)/invalid/\(v.name).json", atomically: true, encoding: .utf8)
 }
 
-print("\(validVectors.count) valid and \(invalidVectors.count) invalid vectors written to \(root); \(failures) problems")
+for v in skippedVectors {
+    var decoder = FrameDecoder()
+    decoder.feed(ByteBuffer(bytes: v.bytes))
+    var frames: [Frame] = []
+    do {
+        while let frame = try decoder.next() { frames.append(frame) }
+        try decoder.finish()
+        if frames != v.frames { print("skipped/\(v.name): decodes to \(frames)"); failures += 1 }
+    } catch {
+        print("skipped/\(v.name): fails with \(error.code.name) (\(error.reason))")
+        failures += 1
+    }
+    let json = WireJSON.object([
+        "name": .string(v.name), "description": .string(v.description), "hex": .string(hex(v.bytes)), "frames": .array(v.frames.map(\.readableJSON)),
+    ])
+    try (json.serialized() + "\n").write(toFile: "\(root)/skipped/\(v.name).json", atomically: true, encoding: .utf8)
+}
+
+print("\(validVectors.count) valid, \(invalidVectors.count) invalid and \(skippedVectors.count) skipped vectors written to \(root); \(failures) problems")
 exit(failures == 0 ? 0 : 1)

@@ -126,6 +126,31 @@ import Testing
         await node.stop()
     }
 
+    /// CONTENT.md §4: a HEAD right after an upload stream was reset (on the same connection)
+    /// answers the durable offset the node settles on, never an earlier one.
+    @Test func headRightAfterAResetAnswersTheDurableOffset() async throws {
+        let node = try await TestNode.start("content-reset-head")
+        let (sync, content) = try await Self.login(node, Self.alice)
+        let bytes = ContentTestClient.bytes(2 * 1024 * 1024)
+        let digest = ContentTestClient.sha256(bytes)
+        for round in 0..<3 {
+            let id = ContentID.random()
+            let sent = 1024 * 1024 + round * 64 * 1024
+            try await content.putThenReset(id, size: UInt64(bytes.count), sha256: digest, body: Array(bytes[0..<sent]))
+            let head = try await content.head(id)  // no wait on the node: the HEAD itself waits
+            #expect(head.status == 200)
+            let record = try await node.server.store.read { try $0.upload(id) }
+            #expect(head.offset == record?.receivedBytes, "round \(round)")
+            #expect(head.offset.map { $0 > 0 } == true, "round \(round): \(String(describing: head.offset))")
+            let rest = try await content.put(id, size: UInt64(bytes.count), sha256: digest, offset: head.offset ?? 0,
+                                             body: Array(bytes[Int(head.offset ?? 0)...]))
+            #expect(rest.status == 201, "\(rest)")
+        }
+        await content.close()
+        await sync.close()
+        await node.stop()
+    }
+
     @Test func corruptedUploadIsRefusedAndDeleted() async throws {
         let node = try await TestNode.start("content-corrupt")
         let (sync, content) = try await Self.login(node, Self.alice)

@@ -16,6 +16,8 @@ struct NodeSnapshot: Sendable {
     var connections = 0
     var receipts: [DeliveryReceipt] = []
     var typing: [Typing] = []
+    /// Frames received while the node was held (`holdAtNextCreation`), not processed yet.
+    var held: [FrameType] = []
 }
 
 /// An in-memory node that speaks the protocol minimally: HELLO/WELCOME, nonces and tokens
@@ -51,6 +53,13 @@ actor FakeNode {
     var dropBeforeAck: MessageID?
     /// Answer the next SEND_MESSAGE with this error instead (retryAfter for transient codes).
     var rejectNextSend: (WireError.Code, UInt32?)?
+    /// Answer the next CREATE_CONVERSATION with this error instead.
+    var rejectNextCreation: (WireError.Code, UInt32?)?
+
+    /// When set, the next CREATE_CONVERSATION and every frame after it wait unprocessed
+    /// (and unanswered) until `release`: what the client sends before any answer.
+    private var holdAtNextCreation = false
+    private var heldFrames: [(Frame, FakeChannelEnd)]?
 
     let features: FeatureSet
 
@@ -70,6 +79,15 @@ actor FakeNode {
     }
 
     func setDropBeforeAck(_ id: MessageID?) { dropBeforeAck = id }
+    func setHoldAtNextCreation() { holdAtNextCreation = true }
+    func setRejectNextCreation(_ code: WireError.Code, retryAfter: UInt32? = nil) { rejectNextCreation = (code, retryAfter) }
+
+    /// Processes the held frames in the order received, and stops holding.
+    func release() {
+        let frames = heldFrames ?? []
+        heldFrames = nil
+        for (frame, end) in frames { process(frame, on: end) }
+    }
     func setRejectNextSend(_ code: WireError.Code, retryAfter: UInt32? = nil) { rejectNextSend = (code, retryAfter) }
 
     /// Suspends until the node is reachable (what a test's reconnect sleep waits for).
@@ -135,6 +153,16 @@ actor FakeNode {
 
     private func serve(_ end: FakeChannelEnd) async {
         while let frame = try? await end.receive() {
+            if holdAtNextCreation, case .createConversation = frame {
+                holdAtNextCreation = false
+                heldFrames = []
+            }
+            if heldFrames != nil {
+                heldFrames?.append((frame, end))
+                snapshot.held.append(frame.type)
+                changed()
+                continue
+            }
             process(frame, on: end)
         }
         sessions[ObjectIdentifier(end)] = nil
@@ -203,6 +231,11 @@ actor FakeNode {
             refreshLive()
         case .createConversation(let c):
             if let ack = acks[c.conversationID.uuid] { end.deliver(.ack(ack)); return }
+            if let (code, retryAfter) = rejectNextCreation {
+                rejectNextCreation = nil
+                end.deliver(.error(ErrorFrame(requestID: c.conversationID.uuid, code: code, reason: "rejected by the test", isFatal: false, retryAfterMilliseconds: retryAfter)))
+                return
+            }
             var participants = c.participants
             participants.insert(user)
             if c.options.isDistinct, let existing = conversations.values.first(where: { $0.isDistinct && $0.participants == participants }) {

@@ -4,10 +4,10 @@ import LaminaWire
 import Testing
 @testable import LaminaClient
 
-/// The outbox rules the sync session relies on: a creation ends a batch, queued commands
+/// The outbox rules the sync session relies on: a creation is pipelined, queued commands
 /// follow a distinct merge, and remote changes commit with the commands they cause.
 @Suite struct SyncOutboxOrderTests {
-    @Test func aBatchEndsAfterAConversationCreation() async throws {
+    @Test func aConversationCreationAndTheCommandsBehindItLeaveInOneBatch() async throws {
         try await withTemporaryDirectory { dir in
             let store = try LocalStore(location: StoreLocation(dataDirectory: dir, user: alice))
             defer { try? store.close() }
@@ -16,10 +16,8 @@ import Testing
             let send = try OutboxEncoder.entry(for: .sendMessage(SendMessage(messageID: .random(), conversationID: cid, parts: [try MessagePart.with(text: "hi")])))
             try store.enqueue(create)
             try store.enqueue(send)
-            let kinds: Set<String> = [OutboxCommandKind.createConversation.rawValue]
-            #expect(try store.dequeueOutbox(limit: 10, stopAfter: kinds).map(\.id) == [create.id])
-            #expect(try store.dequeueOutbox(limit: 10, stopAfter: kinds).map(\.id) == [send.id])
-            #expect(try store.dequeueOutbox(limit: 10, stopAfter: kinds).isEmpty)
+            #expect(try store.dequeueOutbox(limit: 10).map(\.id) == [create.id, send.id])
+            #expect(try store.dequeueOutbox(limit: 10).isEmpty)
         }
     }
 

@@ -276,6 +276,50 @@ import Testing
         }
     }
 
+    @Test func aNewConversationsFirstMessageIsPipelinedBehindItsCreation() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            let b = try TestDevice(user: bob, node: node, directory: try deviceDirectory(root, "b"))
+            try await b.connect()
+            let bobs = try b.client.newConversation(participants: [alice])
+            let first = try b.client.send(try b.text("from bob"), in: bobs.id)
+            try await node.waitFor("bob's message") { $0.appliedMessages == [first.id] }
+            // Alice's creation resolves to bob's conversation; the node answers nothing until
+            // it has her first message too: no round trip between the two.
+            await node.setHoldAtNextCreation()
+            try await a.connect()
+            let alices = try a.client.newConversation(participants: [bob])
+            let reply = try a.client.send(try a.text("from alice"), in: alices.id)
+            try await node.waitFor("creation and message sent before any answer") {
+                $0.held == [.createConversation, .sendMessage]
+            }
+            #expect(try !a.client.isSent(reply.id))
+            await node.release()
+            try await eventually(a.client, "alice's message sent") { try a.client.isSent(reply.id) }
+            #expect(try a.client.store.currentIdentifier(of: alices.id) == bobs.id)
+            #expect(Set(try a.client.messages(in: bobs.id).map(\.id)) == [first.id, reply.id])
+            try await eventually(b.client, "bob has alice's message") { try b.client.message(reply.id)?.message.conversationID == bobs.id }
+            #expect(await node.snapshot.appliedMessages == [first.id, reply.id])
+            for d in [a, b] { await d.client.disconnect() }
+        }
+    }
+
+    @Test func aMessageBehindACreationThatIsRetriedIsRetriedAfterItNotLost() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            await node.setRejectNextCreation(.overloaded, retryAfter: 10)
+            try await a.connect()
+            let c = try a.client.newConversation(participants: [bob])
+            let m = try a.client.send(try a.text("hi"), in: c.id)
+            try await eventually(a.client, "the message sent") { try a.client.isSent(m.id) }
+            #expect(try a.client.store.outboxFailures().isEmpty)
+            #expect(await node.snapshot.appliedMessages == [m.id])
+            await a.client.disconnect()
+        }
+    }
+
     @Test func queuedCommandsSurviveARestartAndGoOutOnce() async throws {
         try await withDevices { root in
             let node = FakeNode()

@@ -65,6 +65,46 @@ import Testing
         await h.close()
     }
 
+    /// SPEC §5.2: `kid`, `typ` and `cty` are informational; `iat`/`exp` are seconds (fractions
+    /// allowed) checked with a 60 s skew (30 s inside it is accepted, 90 s outside refused); `sub` stands in for `prn`; an ES256 signature is
+    /// the 64 raw bytes r || s.
+    @Test func tokenRulesOfTheText() async throws {
+        let h = try EngineHarness()
+        // Each token is minted just before it is sent, with margins for a loaded machine.
+        var now: Double { Date().timeIntervalSince1970 }
+        func accepted(_ token: @escaping (String) throws -> String) async throws -> Bool {
+            let (reply, _) = try await authenticate(h, token: token)
+            if case .authenticated = reply { return true }
+            return false
+        }
+        #expect(try await accepted { try h.dev.sign(header: ["alg": "ES256", "kid": "any-key-id"], claims: self.claims($0)) })
+        #expect(try await accepted { try h.dev.sign(header: ["alg": "ES256"], claims: self.claims($0)) })
+        #expect(try await accepted { n in
+            try h.dev.sign(header: DevIdentityProvider.header,
+                           claims: ["iss": DevIdentityProvider.providerID, "sub": "alice", "nce": n, "iat": now + 30.5, "exp": now - 30.25])
+        })
+        try await expectFailure(.tokenExpired, h) { n in
+            try h.dev.sign(header: DevIdentityProvider.header, claims: ["iss": DevIdentityProvider.providerID, "prn": "alice", "nce": n, "iat": now - 600, "exp": now - 90])
+        }
+        try await expectFailure(.tokenNotYetValid, h) { n in
+            try h.dev.sign(header: DevIdentityProvider.header, claims: ["iss": DevIdentityProvider.providerID, "prn": "alice", "nce": n, "iat": now + 90, "exp": now + 600])
+        }
+        // The same signature DER-encoded (r and s as ASN.1 INTEGERs) is refused.
+        try await expectFailure(.badSignature, h) { n in
+            let token = try h.dev.mintToken(user: "alice", nonce: n)
+            let parts = token.split(separator: ".").map(String.init)
+            let raw = try #require(Base64URL.decode(Substring(parts[2])))
+            func integer(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+                var b = Array(bytes.drop { $0 == 0 })
+                if b.first.map({ $0 >= 0x80 }) ?? true { b.insert(0, at: 0) }
+                return [0x02, UInt8(b.count)] + b
+            }
+            let body = integer(raw[0..<32]) + integer(raw[32..<64])
+            return parts[0] + "." + parts[1] + "." + Base64URL.encode([0x30, UInt8(body.count)] + body)
+        }
+        await h.close()
+    }
+
     @Test func reusedAndExpiredNonces() async throws {
         let h = try EngineHarness()
         var used = ""

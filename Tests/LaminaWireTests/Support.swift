@@ -33,7 +33,15 @@ enum Support {
         }
     }
 
+    struct SkippedVector: Decodable, Sendable {
+        var name: String
+        var description: String
+        var hex: String
+        var frames: [WireJSON]
+    }
+
     static let validVectors: [ValidVector] = load("valid", as: ValidVector.self)
+    static let skippedVectors: [SkippedVector] = load("skipped", as: SkippedVector.self)
     static let invalidVectors: [InvalidVector] = load("invalid", as: InvalidVector.self)
 
     static func bytes(hex: String) -> [UInt8] {

@@ -40,6 +40,22 @@ import Testing
         }
     }
 
+    @Test func skippedVectorsArePresent() {
+        #expect(Support.skippedVectors.count >= 3)
+    }
+
+    /// SPEC §2.2, §8: a SKIPPABLE frame of an unknown type disappears from the decoded stream,
+    /// whatever the split; the frames around it decode as they are.
+    @Test(arguments: Support.skippedVectors.map(\.name))
+    func skippedVectorDecodesToItsFramesInAnySplit(_ name: String) throws {
+        let vector = try #require(Support.skippedVectors.first { $0.name == name })
+        let bytes = Support.bytes(hex: vector.hex)
+        #expect(try Support.decodeStream(Support.dripFed(bytes)).get().map(\.readableJSON) == vector.frames)
+        for i in 0...bytes.count {
+            #expect(try Support.decodeStream(Support.split(bytes, at: i)).get().map(\.readableJSON) == vector.frames, "split at \(i)")
+        }
+    }
+
     @Test(arguments: Support.invalidVectors.map(\.name))
     func invalidVectorFailsWithItsError(_ name: String) throws {
         let vector = try #require(Support.invalidVectors.first { $0.name == name })

@@ -81,16 +81,15 @@ extension LocalStore {
     }
 
     /// Hands out up to `limit` pending entries in outbox order, marking them in flight and
-    /// counting the attempt. They stay in the outbox until `markSent`. The batch ends after
-    /// the first entry whose kind is in `stopAfter` (a command whose answer later entries
-    /// depend on, such as a conversation's creation).
+    /// counting the attempt. They stay in the outbox until `markSent`. A conversation's
+    /// creation does not end the batch: the commands behind it are pipelined (SPEC §6.1).
     ///
     /// An entry about a message whose rich content is not uploaded yet is held back, and so
     /// is every later entry about the same conversation (commands keep their order there),
     /// except the kinds in `overtaking` (receipts, which never depend on the local user's
     /// own messages). Other conversations' commands go on: a large upload holds back only
     /// its own conversation.
-    public func dequeueOutbox(limit: Int, stopAfter: Set<String> = [], overtaking: Set<String> = OutboxCommandKind.overtakingUploads) throws(ClientError) -> [OutboxEntry] {
+    public func dequeueOutbox(limit: Int, overtaking: Set<String> = OutboxCommandKind.overtakingUploads) throws(ClientError) -> [OutboxEntry] {
         guard (1...Self.maxOutboxBatch).contains(limit) else {
             throw ClientError(.invalidSetting, "an outbox batch is 1...\(Self.maxOutboxBatch) entries, not \(limit)")
         }
@@ -113,7 +112,6 @@ extension LocalStore {
                 entry.attempts += 1
                 try ctx.db.execute(sql: "UPDATE outbox SET state = 1, attempts = ? WHERE seq = ?", arguments: [entry.attempts, entry.sequence])
                 out.append(entry)
-                if stopAfter.contains(entry.kind) { break }
             }
             return out
         }

@@ -2,22 +2,17 @@ import Foundation
 import LaminaModel
 import LaminaWire
 
-/// The outbox side of a session (SPEC §7): commands go out in outbox order once live; a
-/// conversation's creation holds back later commands until its answer, which may resolve
-/// it into another conversation they then follow; ACKs and ERRORs complete the entries.
+/// The outbox side of a session (SPEC §7): commands go out in outbox order once live,
+/// pipelined: a conversation's creation does not hold back the commands behind it (the node
+/// applies those naming its id to the conversation it resolved to, SPEC §6.1); commands
+/// not sent yet follow a resolution to the survivor. ACKs and ERRORs complete the entries.
 extension SyncSession {
     func complete(_ completion: OutboxCompletion) async throws {
-        try await completeEntry(completion)
-        let id: UUID = switch completion {
-        case .acknowledged(let id, _), .failed(let id, _, _, _), .retry(let id, _): id
+        if case .failed(let id, .notFound, _, _) = completion, let entry = inFlight[id], try followsPendingCreation(entry) {
+            // The creation it was pipelined behind was not applied (it waits for a retry):
+            // this command is retried after it, instead of failing.
+            return try await complete(.retry(id, after: nil))
         }
-        if id == awaitingCreation {
-            awaitingCreation = nil
-            try await flushOutbox()
-        }
-    }
-
-    private func completeEntry(_ completion: OutboxCompletion) async throws {
         switch completion {
         case .acknowledged(let id, let ack):
             let entry = inFlight.removeValue(forKey: id)
@@ -55,7 +50,6 @@ extension SyncSession {
             }
         case .retry(let id, let after):
             inFlight[id] = nil
-            if awaitingCreation == id { awaitingCreation = nil }
             try store.requeue(id)
             let sleep = environment.sleep
             Task { [weak self] in
@@ -81,8 +75,7 @@ extension SyncSession {
         defer { flushing = false }
         repeat {
             flushAgain = false
-            if awaitingCreation != nil { break }
-            let batch = try store.dequeueOutbox(limit: Self.flushBatch, stopAfter: [OutboxCommandKind.createConversation.rawValue])
+            let batch = try store.dequeueOutbox(limit: Self.flushBatch)
             for entry in batch {
                 guard let frame = try? OutboxEncoder.frame(for: entry) else {
                     try store.markFailed(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
@@ -93,11 +86,17 @@ extension SyncSession {
                     continue
                 }
                 inFlight[entry.id] = entry
-                if entry.kind == OutboxCommandKind.createConversation.rawValue { awaitingCreation = entry.id }
                 try await channel.send(try redirected(frame))
             }
             if batch.count == Self.flushBatch { flushAgain = true }
         } while flushAgain && state == .live
+    }
+
+    /// Whether `entry` addresses a conversation whose creation is still in the outbox (sent
+    /// and answered with a transient error, so requeued): its `not-found` is not final.
+    private func followsPendingCreation(_ entry: OutboxEntry) throws -> Bool {
+        guard let frame = try? OutboxEncoder.frame(for: entry), let target = OutboxRedirect.conversation(of: frame) else { return false }
+        return try store.outboxContains(target.uuid)
     }
 
     /// The command addressed to the conversation its target now is (after a distinct merge).

@@ -74,9 +74,6 @@ public actor SyncSession {
     var inFlight: [UUID: OutboxEntry] = [:]
     var flushing = false
     var flushAgain = false
-    /// The conversation creation sent and not yet answered: later commands wait for its
-    /// answer, which may resolve the conversation into another (SPEC §5.5).
-    var awaitingCreation: UUID?
     /// The largest frame payload the node accepts (WELCOME; until then the protocol's).
     public private(set) var maxFrameSize = WireLimits.protocolMaxFrameSize
     /// History requests waiting for their ACK or ERROR, with the messages received so far.
@@ -254,7 +251,6 @@ public actor SyncSession {
             // session starts again with a fresh authentication.
             if let id = e.requestID {
                 inFlight[id] = nil
-                if awaitingCreation == id { awaitingCreation = nil }
                 try store.requeue(id)
             }
             try store.setSessionToken(nil)

@@ -56,6 +56,22 @@ public enum ContentEndpoint {
     /// HEAD (CONTENT.md §4): size, digest, durable bytes, completeness, for the owner and for
     /// users who may see complete content.
     static func head(exchange: ContentExchange, service: ContentService, id: ContentID, user: UserID) {
+        // An upload whose stream ended is answered once its bytes are durable and recorded,
+        // so the offset is the one a resuming PUT must use (CONTENT.md §4).
+        guard !service.active.isSettling(id) else {
+            let loop = exchange.eventLoop
+            let settled = loop.makePromise(of: Void.self)
+            Task {
+                await service.active.waitUntilIdle(id)
+                settled.succeed(())
+            }
+            settled.futureResult.whenSuccess { answerHead(exchange: exchange, service: service, id: id, user: user) }
+            return
+        }
+        answerHead(exchange: exchange, service: service, id: id, user: user)
+    }
+
+    private static func answerHead(exchange: ContentExchange, service: ContentService, id: ContentID, user: UserID) {
         service.read(on: exchange.eventLoop) { r -> ContentUpload in
             guard let upload = try r.upload(id) else { throw ContentFailure(.contentNotFound, "no content \(id)") }
             if upload.owner != user {

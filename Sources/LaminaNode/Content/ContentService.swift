@@ -214,8 +214,19 @@ final class ActiveUploads: Sendable {
         var ids: [ContentID: UserID] = [:]
         var perUser: [UserID: Int] = [:]
         var waiters: [ContentID: [CheckedContinuation<Void, Never>]] = [:]
+        /// Uploads whose stream ended or was reset: the node is making their bytes durable.
+        var settling: Set<ContentID> = []
     }
     private let state = NIOLockedValueBox(State())
+
+    /// The upload's stream ended or went away: what it received is being made durable and
+    /// recorded (CONTENT.md §4: a HEAD waits for that).
+    func settle(_ id: ContentID) {
+        state.withLockedValue { s in if s.ids[id] != nil { s.settling.insert(id) } }
+    }
+
+    /// Whether `id`'s stream ended and its bytes are not recorded yet.
+    func isSettling(_ id: ContentID) -> Bool { state.withLockedValue { $0.settling.contains(id) } }
 
     func begin(_ id: ContentID, user: UserID, limit: Int) -> Admission {
         state.withLockedValue { s in
@@ -229,6 +240,7 @@ final class ActiveUploads: Sendable {
 
     func end(_ id: ContentID) {
         let waiters = state.withLockedValue { s -> [CheckedContinuation<Void, Never>] in
+            s.settling.remove(id)
             guard let user = s.ids.removeValue(forKey: id) else { return [] }
             let left = s.perUser[user, default: 1] - 1
             s.perUser[user] = left > 0 ? left : nil

@@ -185,6 +185,7 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
 
     func bodyEnded() {
         ended = true
+        service.active.settle(id)
         pump()
     }
 
@@ -192,6 +193,7 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
 
     func closed(error: TransportError?) {
         streamGone = true
+        service.active.settle(id)
         pump()
     }
 

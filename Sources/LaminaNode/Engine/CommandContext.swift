@@ -12,6 +12,9 @@ struct CommandContext {
     let now: Timestamp
     /// Feed entries appended so far (published after the commit).
     var changes: [FeedChange] = []
+    /// Set when the command is answered with this error although what it wrote commits
+    /// (a distinct creation refused for its metadata still records its alias).
+    var refusal: DistinctConflict?
     /// Whether the command has written anything (a send that fails before it may be a retry,
     /// answered from what the first attempt stored).
     private(set) var startedWriting = false
@@ -46,9 +49,14 @@ struct CommandContext {
         for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) { changes.append(FeedChange(user: u, seq: seq, shared: shared)) }
     }
 
-    /// The live conversation's header, if the user takes part in it now.
-    func member(of id: ConversationID) throws -> ConversationHeader {
-        guard let header = try tx.conversationHeader(id), header.isLive else { throw WireError(.notFound, "no conversation \(id)") }
+    /// The live conversation's header, if the user takes part in it now. An id that names no
+    /// live conversation is resolved first (an alias or a merged-away id, SPEC §6.1): the
+    /// header is then the target's, and commands use its `id`.
+    func member(of named: ConversationID) throws -> ConversationHeader {
+        var found = try tx.conversationHeader(named)
+        if found?.isLive != true, let target = try tx.read.resolvedConversation(named) { found = try tx.conversationHeader(target) }
+        guard let header = found, header.isLive else { throw WireError(.notFound, "no conversation \(named)") }
+        let id = header.id
         guard let state = header.states[user] else {
             throw WireError(.notAParticipant, "\(user) is not a participant of \(id)")
         }
@@ -65,6 +73,14 @@ struct CommandContext {
     // MARK: Conversations
 
     mutating func createConversation(_ f: CreateConversation) throws -> Ack {
+        // A retry of a creation that resolved to another conversation (its id is an alias).
+        if let alias = try tx.read.alias(f.conversationID) {
+            guard alias.user == user else { throw WireError(.idInUse, "conversation id \(f.conversationID) is in use") }
+            guard let existing = try tx.read.conversation(alias.conversation), existing.isLive else {
+                throw WireError(.notFound, "no conversation \(alias.conversation)")
+            }
+            return try resolve(f, into: existing.conversation)
+        }
         let conversation = try Conversation(id: f.conversationID, creator: user, participants: f.participants, options: f.options, createdAt: now)
         let creation = try tx.createConversation(conversation, hlc: try engine.nextHLC(), origin: origin)
         guard creation.created else {
@@ -72,22 +88,32 @@ struct CommandContext {
             guard existing.id != conversation.id else {
                 throw WireError(.idInUse, "conversation id \(conversation.id) is in use")
             }
-            if !conversation.metadata.values.isEmpty, conversation.metadata != existing.metadata {
-                throw DistinctConflict(existing: existing.id)
-            }
-            // The caller's devices learn the conversation they now share as it is (creator,
-            // creation time), even before its first message makes it visible to them.
-            try emit(.conversationCreated(existing), to: [user], conversation: existing.id)
-            return Ack(requestID: f.conversationID.uuid, conversationID: existing.id)
+            return try resolve(f, into: existing)
         }
         // Others see the conversation with its first message (SPEC §6.2).
         try emit(.conversationCreated(creation.conversation.conversation), to: [user], conversation: conversation.id)
         return Ack(requestID: f.conversationID.uuid, conversationID: conversation.id)
     }
 
+    /// A distinct creation that resolved to the live distinct conversation `existing`: its id
+    /// becomes an alias of `existing`, so the commands pipelined behind it that name it apply
+    /// to `existing` (SPEC §6.1), whether the answer is the ACK or `existing-distinct-conversation`.
+    private mutating func resolve(_ f: CreateConversation, into existing: Conversation) throws -> Ack {
+        try tx.recordAlias(f.conversationID, of: existing.id, by: user, at: now)
+        let ack = Ack(requestID: f.conversationID.uuid, conversationID: existing.id)
+        if !f.options.metadata.values.isEmpty, f.options.metadata != existing.metadata {
+            refusal = DistinctConflict(existing: existing.id)
+            return ack
+        }
+        // The caller's devices learn the conversation they now share as it is (creator,
+        // creation time), even before its first message makes it visible to them.
+        try emit(.conversationCreated(existing), to: [user], conversation: existing.id)
+        return ack
+    }
+
     mutating func changeParticipants(_ f: ParticipantsUpdate, _ operation: MembershipOperation) throws -> Ack {
         let stored = try member(of: f.conversationID)
-        let id = f.conversationID
+        let id = stored.id
         let before = stored.participants
         let hlc = try engine.nextHLC()
         var changed = Set<UserID>()
@@ -101,18 +127,20 @@ struct CommandContext {
         }
         guard !after.isEmpty else { throw WireError(.noParticipants, "a conversation keeps at least one participant") }
         if !changed.isEmpty {
-            let event = ParticipantsChanged(conversationID: id, added: operation == .add ? changed : [], removed: operation == .remove ? changed : [],
-                                            by: user, at: hlc)
-            try emit(.participantsChanged(event), to: before.union(after), conversation: id)
+            // A new participant's feed gets the conversation before the change to it (SPEC §6.1).
             if operation == .add, let now = try tx.read.conversation(id) {
                 try emit(.conversationCreated(now.conversation), to: changed, conversation: id)
             }
+            let event = ParticipantsChanged(conversationID: id, added: operation == .add ? changed : [], removed: operation == .remove ? changed : [],
+                                            by: user, at: hlc)
+            try emit(.participantsChanged(event), to: before.union(after), conversation: id)
         }
         return Ack(requestID: f.requestID, conversationID: id)
     }
 
-    mutating func setMetadata(_ id: ConversationID, _ path: MetadataKeyPath, _ value: MetadataValue?, _ requestID: UUID) throws -> Ack {
-        let stored = try member(of: id)
+    mutating func setMetadata(_ named: ConversationID, _ path: MetadataKeyPath, _ value: MetadataValue?, _ requestID: UUID) throws -> Ack {
+        let stored = try member(of: named)
+        let id = stored.id
         let hlc = try engine.nextHLC()
         _ = try tx.setMetadata(value, at: path, in: id, hlc: hlc, origin: origin)
         try emit(.metadataChanged(MetadataChanged(conversationID: id, keyPath: path, value: value, by: user, at: hlc)),
@@ -122,7 +150,7 @@ struct CommandContext {
 
     mutating func deleteConversation(_ f: DeleteConversation) throws -> Ack {
         let stored = try member(of: f.conversationID)
-        let id = f.conversationID
+        let id = stored.id
         let event = ChangeEvent.conversationDeleted(ConversationDeleted(conversationID: id, mode: f.mode, below: f.below, by: user))
         switch (f.mode, f.below) {
         case (.myDevices, _):
@@ -141,7 +169,7 @@ struct CommandContext {
     mutating func markAllRead(_ f: MarkAllRead) throws -> Ack {
         let stored = try member(of: f.conversationID)
         try raiseStatus(.read, upTo: f.upTo, in: stored)
-        return Ack(requestID: f.requestID, conversationID: f.conversationID)
+        return Ack(requestID: f.requestID, conversationID: stored.id)
     }
 
     /// Moves the user's `marker` up to `upTo` (at most the conversation's latest message,
@@ -164,7 +192,7 @@ struct CommandContext {
 
     mutating func sendMessage(_ f: SendMessage, digest: [UInt8]?) throws -> Ack {
         let stored = try member(of: f.conversationID)
-        let id = f.conversationID
+        let id = stored.id
         let participants = stored.participants
         var statuses: [UserID: RecipientStatus] = [:]
         for p in participants { statuses[p] = p == user ? .read : .sent }
@@ -220,26 +248,26 @@ struct CommandContext {
 
     mutating func markRead(_ f: MarkRead) throws -> Ack {
         let stored = try member(of: f.conversationID)
-        let message = try message(f.messageID, in: f.conversationID)
+        let message = try message(f.messageID, in: stored.id)
         if message.sender != user {
             let change = try tx.recordStatus(.read, of: message.id, for: user)
             if change != nil { try emitStatus(.read, of: message.id, in: stored) }
         }
-        return Ack(requestID: f.requestID, conversationID: f.conversationID)
+        return Ack(requestID: f.requestID, conversationID: stored.id)
     }
 
     mutating func deleteMessage(_ f: DeleteMessage) throws -> Ack {
         let stored = try member(of: f.conversationID)
-        let message = try message(f.messageID, in: f.conversationID)
-        let event = ChangeEvent.messageDeleted(MessageDeleted(conversationID: f.conversationID, messageID: message.id, mode: f.mode, by: user))
+        let message = try message(f.messageID, in: stored.id)
+        let event = ChangeEvent.messageDeleted(MessageDeleted(conversationID: stored.id, messageID: message.id, mode: f.mode, by: user))
         switch f.mode {
         case .myDevices:
-            try emit(event, to: [user], conversation: f.conversationID, message: message.id)
+            try emit(event, to: [user], conversation: stored.id, message: message.id)
         case .allParticipants:
             try tx.deleteMessage(message.id)
-            try emit(event, to: stored.participants, conversation: f.conversationID, message: message.id)
+            try emit(event, to: stored.participants, conversation: stored.id, message: message.id)
         }
-        return Ack(requestID: f.requestID, conversationID: f.conversationID)
+        return Ack(requestID: f.requestID, conversationID: stored.id)
     }
 
     /// DELIVERY_RECEIPT: the user's status becomes at least delivered for every message of
@@ -247,9 +275,9 @@ struct CommandContext {
     /// disabled.
     mutating func deliveryReceipt(_ f: DeliveryReceipt) throws -> Ack {
         let stored = try member(of: f.conversationID)
-        guard stored.deliveryReceiptsEnabled else { return Ack(requestID: f.requestID, conversationID: f.conversationID) }
+        guard stored.deliveryReceiptsEnabled else { return Ack(requestID: f.requestID, conversationID: stored.id) }
         try raiseStatus(.delivered, upTo: f.upTo, in: stored)
-        return Ack(requestID: f.requestID, conversationID: f.conversationID)
+        return Ack(requestID: f.requestID, conversationID: stored.id)
     }
 }
 

@@ -14,6 +14,8 @@ enum CommandResult: Sendable {
     case applied(Ack, [FeedChange])
     /// The command was applied before (a retry): its first ACK, nothing new.
     case replayed(Ack)
+    /// The command is answered with this error, but what it wrote commits (an alias).
+    case refused(DistinctConflict)
 }
 
 extension NodeEngine {
@@ -44,12 +46,15 @@ extension NodeEngine {
         submit(frame, in: session, as: auth)
     }
 
-    /// Whether `frame` is a command that commits through storage (everything with a
-    /// command id but SYNC and FETCH_HISTORY).
+    /// Whether `frame` is a command that commits through storage: the commands of SPEC
+    /// §6.1 and §6.2 but TYPING. (Session frames with a request id, NONCE_REQUEST,
+    /// AUTHENTICATE and RESUME_SESSION, are the session's own: SPEC §5.7.)
     static func isStorageCommand(_ frame: Frame) -> Bool {
         switch frame {
-        case .sync, .fetchHistory, .typing: false
-        default: frame.commandID != nil
+        case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .deleteMetadata, .deleteConversation, .markAllRead,
+            .sendMessage, .markRead, .deleteMessage, .deliveryReceipt:
+            true
+        default: false
         }
     }
 
@@ -82,6 +87,7 @@ extension NodeEngine {
                     }
                     throw error
                 }
+                if let refusal = context.refusal { return .refused(refusal) }
                 if case .sendMessage = frame {} else {
                     try tx.recordResult(digest + Array(try Frame.ack(ack).encoded().readableBytesView), for: key, at: now)
                 }
@@ -94,6 +100,8 @@ extension NodeEngine {
                     publish(changes)
                 case .success(.replayed(let ack)):
                     session.send(.ack(ack))
+                case .success(.refused(let error)):
+                    Self.reply(error, to: session, requestID: requestID)
                 case .failure(let error):
                     Self.reply(error, to: session, requestID: requestID)
                 }
@@ -205,20 +213,23 @@ extension NodeEngine {
     /// removal), as `message-created` changes with seq 0, then ACK.
     private func fetchHistory(_ request: FetchHistory, in session: NodeSession, as auth: NodeSession.Auth) async throws {
         let user = auth.user
-        let id = request.conversationID
+        let named = request.conversationID
         let max = configuration.maxHistoryMessages
-        let messages = try await store.read { r -> [Message] in
-            guard let conversation = try r.conversation(id), conversation.isLive else {
-                throw WireError(.notFound, "no conversation \(id)")
+        let messages = try await store.read { r -> ([Message], ConversationID) in
+            var found = try r.conversation(named)
+            if found?.isLive != true, let target = try r.resolvedConversation(named) { found = try r.conversation(target) }
+            guard let conversation = found, conversation.isLive else {
+                throw WireError(.notFound, "no conversation \(named)")
             }
+            let id = conversation.conversation.id
             guard try r.participantState(of: user, in: id) != nil else {
                 throw WireError(.notAParticipant, "\(user) is not a participant of \(id)")
             }
-            return try Self.history(r, id, user, request.policy, request.before, max: max)
+            return (try Self.history(r, id, user, request.policy, request.before, max: max), id)
         }
         let batches = session.state.withLock { $0.features.contains(.changeBatches) }
-        session.send(FeedCoding.frames(messages.map { Change(seq: 0, event: .messageCreated($0)) }, batches: batches))
-        session.send(.ack(Ack(requestID: request.requestID, conversationID: id)))
+        session.send(FeedCoding.frames(messages.0.map { Change(seq: 0, event: .messageCreated($0)) }, batches: batches))
+        session.send(.ack(Ack(requestID: request.requestID, conversationID: messages.1)))
     }
 
     static func history(_ r: StorageReader, _ id: ConversationID, _ user: UserID, _ policy: LaminaWire.HistoryPolicy,

@@ -25,6 +25,9 @@ enum StorageSchema {
             // updated per message. `feed_heads` keeps only what pruning leaves behind.
             try db.execute(sql: "ALTER TABLE conversations DROP COLUMN messages_sent")
         }
+        migrator.registerMigration("v5-conversation-aliases") { db in
+            for statement in v5 { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -254,5 +257,22 @@ enum StorageSchema {
         "CREATE INDEX message_parts_content ON message_parts(content_id) WHERE content_id IS NOT NULL",
         "CREATE INDEX content_uploads_owner ON content_uploads(owner, state)",
         "CREATE INDEX content_uploads_state ON content_uploads(state, updated_at)",
+    ]
+}
+
+extension StorageSchema {
+    /// Conversation aliases (SPEC §6.1): the client-chosen id of a CREATE_CONVERSATION that
+    /// resolved to an existing distinct conversation names that conversation from then on.
+    /// An alias never names a row of `conversations` (the id was not inserted there).
+    static let v5: [String] = [
+        """
+        CREATE TABLE conversation_aliases (
+            alias BLOB PRIMARY KEY NOT NULL CHECK (length(alias) = 16),
+            conversation_id BLOB NOT NULL REFERENCES conversations(id),
+            user_id TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        ) STRICT
+        """,
+        "CREATE INDEX conversation_aliases_conversation ON conversation_aliases(conversation_id)",
     ]
 }

@@ -1,0 +1,60 @@
+import Foundation
+import LaminaModel
+import LaminaNode
+import LaminaWire
+import NIOConcurrencyHelpers
+import Testing
+
+/// `lamina-conformance` (Protocol/conformance/) against a real node: every row of the
+/// session-state table of SPEC §5.7 answered as the text says.
+@Suite struct ConformanceTests {
+    static func binary() throws -> URL {
+        let candidates = [
+            Fixtures.packageRoot.appendingPathComponent(".build/debug/lamina-conformance"),
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("lamina-conformance"),
+        ]
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw SyncTestTimeout(waitingFor: "a built lamina-conformance (run `swift build` first); looked at \(candidates.map(\.path))")
+        }
+        return found
+    }
+
+    @Test func everyRowOfTheSessionStateTableIsAnsweredAsSpecified() async throws {
+        let node = try await TestNode.start("conformance")
+        let process = Process()
+        process.executableURL = try Self.binary()
+        process.arguments = [
+            "--node", node.server.url, "--ca", node.server.prepared.certificatePath, "--node-data", node.configuration.dataDirectory,
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        let loop = Fixtures.group.next()
+        let finished = PromiseBox(loop.makePromise(of: (Int32, String).self))
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        let reader = output.fileHandleForReading
+        Thread.detachNewThread {
+            var text = Data()
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                text.append(chunk)
+            }
+            process.waitUntilExit()
+            finished.promise.succeed((process.terminationStatus, String(decoding: text, as: UTF8.self)))
+        }
+        loop.scheduleTask(in: .seconds(120)) { finished.promise.fail(SyncTestTimeout(waitingFor: "lamina-conformance to finish")) }
+        let (status, text) = try await finished.promise.futureResult.get()
+        let failing = text.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
+        #expect(failing.isEmpty, "\(failing.joined(separator: "\n"))")
+        #expect(status == 0, "\(text.suffix(2000))")
+        let rows = text.split(separator: "\n").filter { $0.hasPrefix("ok ") }
+        #expect(rows.count == 96)
+        // A few rows the text pins, as printed.
+        #expect(text.contains("ok   authenticated | NONCE_REQUEST | NONCE | NONCE"))
+        #expect(text.contains("ok   authenticated | AUTHENTICATE | ERROR unexpected-frame (fatal) | ERROR unexpected-frame (fatal)"))
+        #expect(text.contains("ok   before authentication | ERROR | no answer | no answer"))
+        await node.stop()
+    }
+}
