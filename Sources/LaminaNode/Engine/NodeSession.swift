@@ -238,6 +238,16 @@ public final class NodeSession: Sendable {
 
     func send(_ frame: Frame) { send([frame]) }
 
+    /// Sends the frames of a large answer as the client reads: each waits until the outbound
+    /// has room (``SessionOutbound/roomForPacedAnswer()``). False when the session closed first.
+    func sendPaced(_ frames: [Frame]) async -> Bool {
+        for frame in frames {
+            guard isOpen, await outbound.roomForPacedAnswer(), isOpen else { return false }
+            outbound.send([frame])
+        }
+        return isOpen
+    }
+
     /// A non-fatal ERROR for a command (fatal ones close the session).
     func reply(_ error: WireError, requestID: UUID?, conversationID: ConversationID? = nil) {
         var frame = ErrorFrame(error, requestID: requestID)

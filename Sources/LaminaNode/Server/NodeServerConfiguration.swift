@@ -84,6 +84,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = l.unauthenticatedMaxFrameSize { limits.unauthenticatedMaxFrameSize = v }
             if let v = l.authenticationTimeoutSeconds { limits.authenticationTimeoutSeconds = v }
             if let v = l.unauthenticatedMaxUnansweredFrames { limits.unauthenticatedMaxUnansweredFrames = v }
+            if let v = l.pacedAnswerQueueBytes { limits.pacedAnswerQueueBytes = v }
+            if let v = l.stalledReaderTimeoutSeconds { limits.stalledReaderTimeoutSeconds = v }
         }
         if let r = file.resources {
             if let v = r.maxUnauthenticatedPerConnection { resources.maxUnauthenticatedPerConnection = v }
@@ -111,6 +113,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             "unauthenticatedMaxFrameSize must be 8448...4194304 (AUTHENTICATE must fit)")
         try check((1...3_600).contains(limits.authenticationTimeoutSeconds), "authenticationTimeoutSeconds must be 1...3600")
         try check(limits.unauthenticatedMaxUnansweredFrames >= 2, "unauthenticatedMaxUnansweredFrames must be at least 2")
+        try check(
+            (1...limits.maxOutboundBytes / 2).contains(limits.pacedAnswerQueueBytes),
+            "pacedAnswerQueueBytes must be 1...maxOutboundBytes / 2")
+        try check((1...3_600).contains(limits.stalledReaderTimeoutSeconds), "stalledReaderTimeoutSeconds must be 1...3600")
         try check(maxSessions >= 1, "maxSessions must be at least 1")
         try check(maxStreamsPerConnection >= 1, "maxStreamsPerConnection must be at least 1")
         try resources.validate(maxSessions: maxSessions)
@@ -133,6 +139,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var unauthenticatedMaxFrameSize: Int?
             var authenticationTimeoutSeconds: Int?
             var unauthenticatedMaxUnansweredFrames: Int?
+            var pacedAnswerQueueBytes: Int?
+            var stalledReaderTimeoutSeconds: Int?
         }
         struct Resources: Decodable {
             var maxUnauthenticatedPerConnection: Int?
