@@ -36,6 +36,8 @@ public final class NodeSession: Sendable {
         var phase = Phase.awaitingHello
         var features = FeatureSet()
         var auth: Auth?
+        /// Nonces issued on this stream (bounded by `maxNoncesPerSession`).
+        var noncesIssued = 0
         /// Set once SYNC ran: live feed entries are sent from then on.
         var live = false
         /// The feed seq this session has sent every entry up to (SYNC's cursor, then live).

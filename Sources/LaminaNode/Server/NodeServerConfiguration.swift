@@ -95,6 +95,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = r.fileDescriptorReserve { resources.fileDescriptorReserve = v }
             if let v = r.idleConnectionTimeoutSeconds { resources.idleConnectionTimeoutSeconds = v }
             if let v = r.maxUnproductiveFramesPerSecond { resources.maxUnproductiveFramesPerSecond = v }
+            if let v = r.pruneIntervalSeconds { resources.pruneIntervalSeconds = v }
         }
         try validate()
     }
@@ -150,6 +151,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var fileDescriptorReserve: Int?
             var idleConnectionTimeoutSeconds: Int?
             var maxUnproductiveFramesPerSecond: Int?
+            var pruneIntervalSeconds: Int?
         }
         var host: String?
         var port: Int?
