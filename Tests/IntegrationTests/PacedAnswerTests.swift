@@ -21,11 +21,11 @@ import Testing
     }
 
     /// Alice sends `messageCount` messages to a conversation with Bob (pipelined); their ids.
-    static func seed(_ node: TestNode) async throws -> (ConversationID, Set<MessageID>) {
+    static func seed(_ node: TestNode, count: Int = messageCount) async throws -> (ConversationID, Set<MessageID>) {
         let alice = try await ResourceLimitTests.HealthyPair.login(node, "alice")
         let conversation = try await MessagingTests.conversation(alice, with: ["alice", "bob"])
         var ids: [MessageID] = []
-        for chunk in 0..<(messageCount / 500) {
+        for chunk in 0..<(count / 500) {
             let frames = (0..<500).map { i -> Frame in
                 let id = MessageID.random()
                 ids.append(id)
@@ -73,10 +73,8 @@ import Testing
         }
     }
 
-    @Test func historyOfThousandsOfMessagesReachesTheClient() async throws {
-        let node = try await Self.start("paced-history")
-        let (conversation, sent) = try await Self.seed(node)
-        let bob = try await Self.bob(node)
+    /// FETCH_HISTORY of the seeded conversation on `bob`'s stream, read as fast as it comes.
+    static func expectHistory(_ bob: SyncTestClient, _ conversation: ConversationID, _ sent: Set<MessageID>) async throws {
         // Complete history: 3,000 messages (~900 KB, 7x the outbound bound), read a page at a time.
         let complete = UUID()
         let before = bob.seenChangeCount
@@ -98,13 +96,13 @@ import Testing
         }
         let tail = Self.messages(Array(bob.seenChanges.dropFirst(mark)))
         #expect(tail == Array(all.suffix(2_500)))
-        await bob.close()
-        await node.stop()
     }
 
-    @Test func syncBacklogReachesAClientReadingAt256KBPerSecond() async throws {
-        let node = try await Self.start("paced-sync")
-        let (_, sent) = try await Self.seed(node)
+    /// One node, one seed of 3,000 messages: the SYNC backlog to a 256 KB/s reader, then the
+    /// history to a fast one.
+    @Test func largeAnswersReachSlowAndFastReadersCompletely() async throws {
+        let node = try await Self.start("paced")
+        let (conversation, sent) = try await Self.seed(node)
         let healthy = try await ResourceLimitTests.HealthyPair.start(node)
         let bob = try await Self.bob(node)
         let reader = Self.readSlowly(bob, bytesPerSecond: 256 * 1024)
@@ -132,6 +130,7 @@ import Testing
         #expect(Double(bytes - 256 * 1024) / 256 / 1024 <= took.seconds + 1)
         #expect(await chatter.value < .seconds(10))
         print("paced SYNC: \(bob.seenChangeCount) changes, \(bytes) bytes in \(took) to a 256 KB/s reader")
+        try await Self.expectHistory(bob, conversation, sent)
         await bob.close()
         await healthy.close()
         await node.stop()
@@ -139,7 +138,7 @@ import Testing
 
     @Test func aReaderThatStopsInTheMiddleIsResetAndReleased() async throws {
         let node = try await Self.start("paced-stall", stalledReaderSeconds: 1)
-        _ = try await Self.seed(node)
+        _ = try await Self.seed(node, count: 1_500)  // ~450 KB: beyond the client's 256 KiB window
         let healthy = try await ResourceLimitTests.HealthyPair.start(node)
         let baseline = node.server.admission.snapshot.liveTracked
         let bob = try await Self.bob(node)
