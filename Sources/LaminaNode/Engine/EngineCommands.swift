@@ -179,7 +179,7 @@ extension NodeEngine {
         let oldest = try await store.read { r in try r.feed(of: user, after: after, limit: 1) }.first
         if let oldest, oldest.seq > cursor + 1 {
             let conversations = try await store.read { r in try r.conversations(of: user) }
-            session.send(FeedCoding.frames(conversations.map { Change(seq: 0, event: .conversationCreated($0.conversation)) }, batches: batches))
+            guard await session.sendPaced(FeedCoding.frames(conversations.map { Change(seq: 0, event: .conversationCreated($0.conversation)) }, batches: batches)) else { return }
             cursor = head
         } else {
             cursor = try await sendFeed(of: user, after: cursor, to: session, batches: batches)
@@ -190,8 +190,9 @@ extension NodeEngine {
         session.send(.ack(Ack(requestID: request.requestID, cursor: cursor)))
     }
 
-    /// Sends `user`'s feed entries after `cursor` to `session` in seq order, in reads of 256;
-    /// returns the last seq sent (`cursor` when there was none).
+    /// Sends `user`'s feed entries after `cursor` to `session` in seq order, in reads of 256
+    /// made as the client reads the previous ones (paced); returns the last seq sent (`cursor`
+    /// when there was none).
     func sendFeed(of user: UserID, after cursor: UInt64, to session: NodeSession, batches: Bool) async throws -> UInt64 {
         var cursor = cursor
         while session.isOpen {
@@ -200,7 +201,7 @@ extension NodeEngine {
             guard let last = entries.last else { break }
             var changes: [Change] = []
             for entry in entries { changes.append(try FeedCoding.decode(entry)) }
-            session.send(FeedCoding.frames(changes, batches: batches))
+            guard await session.sendPaced(FeedCoding.frames(changes, batches: batches)) else { break }
             cursor = last.seq
             if entries.count < 256 { break }
         }
@@ -210,12 +211,20 @@ extension NodeEngine {
     // MARK: History
 
     /// FETCH_HISTORY: the messages the user may see (a removed participant: those before the
-    /// removal), as `message-created` changes with seq 0, then ACK.
+    /// removal), as `message-created` changes with seq 0, then ACK. Sent as the client reads
+    /// (paced); the complete and unread policies also read the store a page at a time, so a
+    /// fetch holds one page of messages, not the whole history.
     private func fetchHistory(_ request: FetchHistory, in session: NodeSession, as auth: NodeSession.Auth) async throws {
         let user = auth.user
         let named = request.conversationID
         let max = configuration.maxHistoryMessages
-        let messages = try await store.read { r -> ([Message], ConversationID) in
+        let paged: Bool
+        switch request.policy {
+        case .complete, .unreadOnly: paged = request.before == nil
+        case .lastN: paged = false
+        }
+        let page = Swift.min(Self.historyPageSize, max)
+        let first = try await store.read { r -> (messages: [Message], id: ConversationID) in
             var found = try r.conversation(named)
             if found?.isLive != true, let target = try r.resolvedConversation(named) { found = try r.conversation(target) }
             guard let conversation = found, conversation.isLive else {
@@ -225,12 +234,29 @@ extension NodeEngine {
             guard try r.participantState(of: user, in: id) != nil else {
                 throw WireError(.notAParticipant, "\(user) is not a participant of \(id)")
             }
-            return (try Self.history(r, id, user, request.policy, request.before, max: max), id)
+            guard paged else { return (try Self.history(r, id, user, request.policy, request.before, max: max), id) }
+            var start: MessagePosition? = nil
+            if case .unreadOnly = request.policy { start = try r.readUpTo(conversation: id, user: user) }
+            return (try r.history(of: id, for: user, .complete(after: start, limit: page)), id)
         }
+        let id = first.id
         let batches = session.state.withLock { $0.features.contains(.changeBatches) }
-        session.send(FeedCoding.frames(messages.0.map { Change(seq: 0, event: .messageCreated($0)) }, batches: batches))
-        session.send(.ack(Ack(requestID: request.requestID, conversationID: messages.1)))
+        var messages = first.messages
+        var sent = 0
+        while true {
+            let frames = FeedCoding.frames(messages.map { Change(seq: 0, event: .messageCreated($0)) }, batches: batches)
+            guard await session.sendPaced(frames) else { return }
+            sent += messages.count
+            guard paged, messages.count == page, sent < max, let after = messages.last?.position else { break }
+            let limit = Swift.min(page, max - sent)
+            messages = try await store.read { r in try r.history(of: id, for: user, .complete(after: after, limit: limit)) }
+            if messages.isEmpty { break }
+        }
+        session.send(.ack(Ack(requestID: request.requestID, conversationID: id)))
     }
+
+    /// Messages read from the store at a time for a paged FETCH_HISTORY.
+    static let historyPageSize = 256
 
     static func history(_ r: StorageReader, _ id: ConversationID, _ user: UserID, _ policy: LaminaWire.HistoryPolicy,
                         _ before: MessagePosition?, max: Int) throws -> [Message] {

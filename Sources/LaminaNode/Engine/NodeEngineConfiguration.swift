@@ -11,6 +11,10 @@ public struct NodeEngineConfiguration: Sendable {
     public var sessionLifetime: Duration
     /// How long an issued nonce can be used. Default 10 minutes.
     public var nonceLifetime: Duration
+    /// Nonces one stream may be issued (NONCE_REQUEST, and the fresh one after each failed
+    /// login); the next request ends the stream with a fatal `limit-exceeded`. With the
+    /// unauthenticated-session limits this bounds how fast clients can grow the nonce table.
+    public var maxNoncesPerSession = 8
     /// Leeway for JWT `iat`/`exp`. Default 60 s.
     public var maxClockSkew: Duration
     /// The largest frame payload the node's streams accept, announced in WELCOME.

@@ -36,6 +36,8 @@ public final class NodeSession: Sendable {
         var phase = Phase.awaitingHello
         var features = FeatureSet()
         var auth: Auth?
+        /// Nonces issued on this stream (bounded by `maxNoncesPerSession`).
+        var noncesIssued = 0
         /// Set once SYNC ran: live feed entries are sent from then on.
         var live = false
         /// The feed seq this session has sent every entry up to (SYNC's cursor, then live).
@@ -237,6 +239,16 @@ public final class NodeSession: Sendable {
     }
 
     func send(_ frame: Frame) { send([frame]) }
+
+    /// Sends the frames of a large answer as the client reads: each waits until the outbound
+    /// has room (``SessionOutbound/roomForPacedAnswer()``). False when the session closed first.
+    func sendPaced(_ frames: [Frame]) async -> Bool {
+        for frame in frames {
+            guard isOpen, await outbound.roomForPacedAnswer(), isOpen else { return false }
+            outbound.send([frame])
+        }
+        return isOpen
+    }
 
     /// A non-fatal ERROR for a command (fatal ones close the session).
     func reply(_ error: WireError, requestID: UUID?, conversationID: ConversationID? = nil) {

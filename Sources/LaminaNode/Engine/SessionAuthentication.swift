@@ -17,6 +17,15 @@ extension NodeSession {
     /// NONCE_REQUEST (or after an authentication failure, with the nil request id): a fresh
     /// nonce, stored before it is sent.
     func issueNonce(requestID: UUID) async {
+        let limit = engine.configuration.maxNoncesPerSession
+        let allowed = state.withLock { s -> Bool in
+            guard s.noncesIssued < limit else { return false }
+            s.noncesIssued += 1
+            return true
+        }
+        guard allowed else {
+            return fail(WireError(.limitExceeded, "a stream may be issued at most \(limit) nonces"))
+        }
         let nonce = NodeStore.makeNonce()
         let now = Timestamp.now()
         let expiresAt = now.adding(engine.configuration.nonceLifetime)

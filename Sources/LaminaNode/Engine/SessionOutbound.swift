@@ -8,4 +8,14 @@ public protocol SessionOutbound: AnyObject, Sendable {
     func send(_ frames: [Frame])
     /// Sends `error` (if any) as the last frame, then ends the stream.
     func close(with error: ErrorFrame?)
+    /// Suspends until the outbound queue is short enough for the next frame of a large answer
+    /// (history, a SYNC backlog), so such answers are produced as the client reads instead of
+    /// all at once. Returns false once the stream is closed (the answer stops there). An
+    /// implementation resets a client that takes nothing for a bounded time.
+    func roomForPacedAnswer() async -> Bool
+}
+
+extension SessionOutbound {
+    /// Outbounds without a bounded queue (tests) always have room.
+    public func roomForPacedAnswer() async -> Bool { true }
 }

@@ -29,6 +29,10 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     /// HTTP/2 frames that make no progress (empty DATA, PRIORITY, PING, SETTINGS) a client may
     /// send per second; one more ends its connection with GOAWAY ENHANCE_YOUR_CALM.
     public var maxUnproductiveFramesPerSecond = 1_000
+    /// How often expired nonces and sessions and old idempotency records are deleted
+    /// (``StoragePruner``). With the 10-minute nonce lifetime the table then holds at most the
+    /// nonces of the last 15 minutes.
+    public var pruneIntervalSeconds = 300
 
     public init() {}
 
@@ -47,6 +51,7 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
         try check(
             (1...86_400).contains(idleConnectionTimeoutSeconds), "resources.idleConnectionTimeoutSeconds must be 1...86400")
         try check(maxUnproductiveFramesPerSecond >= 10, "resources.maxUnproductiveFramesPerSecond must be at least 10")
+        try check((1...86_400).contains(pruneIntervalSeconds), "resources.pruneIntervalSeconds must be 1...86400")
     }
 
     /// ``maxUnauthenticated``, at most 90 % of `maxSessions` (at least 1): a tenth of the

@@ -30,6 +30,8 @@ public final class NodeServer: Sendable {
     private let stopped: NIOLockedValueBox<Bool>
     /// Unauthenticated sessions per connection, address and node; live bridges and sessions.
     public let admission: SessionAdmission
+    /// Deletes expired nonces and sessions and old idempotency records on a schedule.
+    public let pruner: StoragePruner
 
     /// `https://host:port` of the sync listener.
     public var url: String {
@@ -40,8 +42,9 @@ public final class NodeServer: Sendable {
     private init(
         configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
         content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>,
-        admission: SessionAdmission
+        admission: SessionAdmission, pruner: StoragePruner
     ) {
+        self.pruner = pruner
         self.stopped = stopped
         self.admission = admission
         self.configuration = configuration
@@ -143,7 +146,9 @@ public final class NodeServer: Sendable {
         }
         let server = NodeServer(
             configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
-            transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission)
+            transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission,
+            pruner: StoragePruner(store: store, logger: logger))
+        server.pruner.start(every: .seconds(Int64(configuration.resources.pruneIntervalSeconds)))
         logger.info(
             "node started",
             metadata: [
@@ -167,6 +172,7 @@ public final class NodeServer: Sendable {
         guard !already else { return }
         logger.info("shutting down: GOAWAY, draining")
         gate.close()
+        await pruner.stop()
         await engine.shutdown()
         do { try await transport.shutdown() } catch {
             logger.warning("transport shutdown", metadata: ["error": "\(error)"])

@@ -84,6 +84,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = l.unauthenticatedMaxFrameSize { limits.unauthenticatedMaxFrameSize = v }
             if let v = l.authenticationTimeoutSeconds { limits.authenticationTimeoutSeconds = v }
             if let v = l.unauthenticatedMaxUnansweredFrames { limits.unauthenticatedMaxUnansweredFrames = v }
+            if let v = l.pacedAnswerQueueBytes { limits.pacedAnswerQueueBytes = v }
+            if let v = l.stalledReaderTimeoutSeconds { limits.stalledReaderTimeoutSeconds = v }
         }
         if let r = file.resources {
             if let v = r.maxUnauthenticatedPerConnection { resources.maxUnauthenticatedPerConnection = v }
@@ -93,6 +95,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = r.fileDescriptorReserve { resources.fileDescriptorReserve = v }
             if let v = r.idleConnectionTimeoutSeconds { resources.idleConnectionTimeoutSeconds = v }
             if let v = r.maxUnproductiveFramesPerSecond { resources.maxUnproductiveFramesPerSecond = v }
+            if let v = r.pruneIntervalSeconds { resources.pruneIntervalSeconds = v }
         }
         try validate()
     }
@@ -111,6 +114,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             "unauthenticatedMaxFrameSize must be 8448...4194304 (AUTHENTICATE must fit)")
         try check((1...3_600).contains(limits.authenticationTimeoutSeconds), "authenticationTimeoutSeconds must be 1...3600")
         try check(limits.unauthenticatedMaxUnansweredFrames >= 2, "unauthenticatedMaxUnansweredFrames must be at least 2")
+        try check(
+            (1...limits.maxOutboundBytes / 2).contains(limits.pacedAnswerQueueBytes),
+            "pacedAnswerQueueBytes must be 1...maxOutboundBytes / 2")
+        try check((1...3_600).contains(limits.stalledReaderTimeoutSeconds), "stalledReaderTimeoutSeconds must be 1...3600")
         try check(maxSessions >= 1, "maxSessions must be at least 1")
         try check(maxStreamsPerConnection >= 1, "maxStreamsPerConnection must be at least 1")
         try resources.validate(maxSessions: maxSessions)
@@ -133,6 +140,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var unauthenticatedMaxFrameSize: Int?
             var authenticationTimeoutSeconds: Int?
             var unauthenticatedMaxUnansweredFrames: Int?
+            var pacedAnswerQueueBytes: Int?
+            var stalledReaderTimeoutSeconds: Int?
         }
         struct Resources: Decodable {
             var maxUnauthenticatedPerConnection: Int?
@@ -142,6 +151,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var fileDescriptorReserve: Int?
             var idleConnectionTimeoutSeconds: Int?
             var maxUnproductiveFramesPerSecond: Int?
+            var pruneIntervalSeconds: Int?
         }
         var host: String?
         var port: Int?

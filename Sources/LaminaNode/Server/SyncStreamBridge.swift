@@ -16,6 +16,12 @@ import NIOCore
 /// not yet taken by HTTP/2 framing) are bounded by ``SyncStreamLimits/maxOutboundBytes``;
 /// past it the client is a slow consumer and the stream is reset.
 ///
+/// Paced answers: a large answer (history, SYNC backlog) waits in ``roomForPacedAnswer()``
+/// before each frame until at most ``SyncStreamLimits/pacedAnswerQueueBytes`` are queued, so it
+/// is produced as the client reads. While it waits, a client that takes no byte for
+/// ``SyncStreamLimits/stalledReaderTimeoutSeconds`` is reset (slow consumer); a client that
+/// reads, however slowly, is not, and its stream is not idle meanwhile.
+///
 /// Inbound backpressure: while more than ``SyncStreamLimits/maxUnansweredFrames`` frames
 /// wait for their answer (ACK, ERROR, WELCOME, NONCE, AUTHENTICATED, PONG), the stream stops
 /// reading and HTTP/2 flow control stalls the client.
@@ -67,6 +73,12 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private var answersSent = 0
     /// An AUTHENTICATED frame is in `pending` (the decoder's limit rises before it is written).
     private var authenticatedQueued = false
+    /// A paced answer waiting for the queue to shrink (at most one: the session's inbox task).
+    private var roomWaiters: [CheckedContinuation<Bool, Never>] = []
+    /// When the transport last took queued bytes (the client's reading made room).
+    private var lastDrain = NIODeadline.now()
+    // Event loop only: the check for a reader that stopped while a paced answer waits.
+    private var stallTask: Scheduled<Void>?
 
     init(
         stream: TransportStream, limits: SyncStreamLimits, metrics: ServerMetrics, logger: Logger,
@@ -226,10 +238,14 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         idleTask = nil
         graceTask?.cancel()
         graceTask = nil
-        lock.withLock {
+        stallTask?.cancel()
+        stallTask = nil
+        let waiters = lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
             outboundClosed = true
             pending = ByteBuffer()
+            return takeRoomWaiters()
         }
+        for waiter in waiters { waiter.resume(returning: false) }
         if let error { logger.debug("sync stream closed", metadata: ["error": "\(error)"]) }
         notifyEndpointClosed()
         if started { metrics.sessionsActive.decrement() }
@@ -338,7 +354,9 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
 
     private func idleCheck() {
         guard !stream.isClosed, !endpointClosed else { return }
-        if NIODeadline.now() >= lastInbound + limits.idleTimeout {
+        // A client reading a paced answer is not idle (the stall check watches it instead).
+        let pacing = lock.withLock { !roomWaiters.isEmpty }
+        if !pacing, NIODeadline.now() >= lastInbound + limits.idleTimeout {
             metrics.idleTimeouts.increment()
             logger.info("idle timeout, closing the sync stream")
             inboundStopped = true
@@ -354,6 +372,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     public func send(_ frames: [Frame]) {
         var overflow = false
         var schedule = false
+        var waiters: [CheckedContinuation<Bool, Never>] = []
         lock.withLock {
             guard !outboundClosed else { return }
             for frame in frames {
@@ -370,11 +389,13 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
                 outboundClosed = true
                 overflow = true
                 pending = ByteBuffer()
+                waiters = takeRoomWaiters()
             } else if !flushScheduled {
                 flushScheduled = true
                 schedule = true
             }
         }
+        for waiter in waiters { waiter.resume(returning: false) }
         if overflow {
             eventLoop.execute { self.slowConsumer() }
         } else if schedule {
@@ -384,6 +405,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
 
     public func close(with error: ErrorFrame?) {
         var schedule = false
+        var waiters: [CheckedContinuation<Bool, Never>] = []
         lock.withLock {
             guard !outboundClosed else { return }
             if let error {
@@ -393,11 +415,13 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             }
             outboundClosed = true
             finishAfterFlush = true
+            waiters = takeRoomWaiters()
             if !flushScheduled {
                 flushScheduled = true
                 schedule = true
             }
         }
+        for waiter in waiters { waiter.resume(returning: false) }
         if schedule { eventLoop.execute { self.flush() } }
     }
 
@@ -422,7 +446,13 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             metrics.bytesOut.increment(by: Int64(count))
             let promise = eventLoop.makePromise(of: Void.self)
             promise.futureResult.whenComplete { _ in
-                self.lock.withLock { self.inFlightBytes -= count }
+                let waiters = self.lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
+                    self.inFlightBytes -= count
+                    self.lastDrain = .now()
+                    guard self.queuedBytes <= self.limits.pacedAnswerQueueBytes else { return [] }
+                    return self.takeRoomWaiters()
+                }
+                for waiter in waiters { waiter.resume(returning: true) }
             }
             stream.write(buffer, promise: promise)
         }
@@ -434,6 +464,54 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         if paused { updateInboundPause() }
     }
 
+    // MARK: paced answers
+
+    /// Bytes queued for the client: pending plus written and not yet taken (under `lock`).
+    private var queuedBytes: Int { pending.readableBytes + inFlightBytes }
+
+    /// Empties the waiter list (under `lock`); the caller resumes them outside it.
+    private func takeRoomWaiters() -> [CheckedContinuation<Bool, Never>] {
+        defer { roomWaiters = [] }
+        return roomWaiters
+    }
+
+    public func roomForPacedAnswer() async -> Bool {
+        enum Room { case yes, closed, wait }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let room = lock.withLock { () -> Room in
+                if outboundClosed { return .closed }
+                if queuedBytes <= limits.pacedAnswerQueueBytes { return .yes }
+                if roomWaiters.isEmpty { lastDrain = .now() }  // the stall clock starts with the wait
+                roomWaiters.append(continuation)
+                return .wait
+            }
+            switch room {
+            case .yes: continuation.resume(returning: true)
+            case .closed: continuation.resume(returning: false)
+            case .wait: eventLoop.execute { self.armStallCheck() }
+            }
+        }
+    }
+
+    /// Checks, one stall timeout after the last drain, that a waiting paced answer's client
+    /// took something meanwhile; resets it as a slow consumer otherwise.
+    private func armStallCheck() {
+        guard stallTask == nil, !stream.isClosed else { return }
+        let deadline = lock.withLock { lastDrain } + limits.stalledReaderTimeout
+        stallTask = eventLoop.scheduleTask(deadline: deadline) { [weak self] in
+            guard let self else { return }
+            self.stallTask = nil
+            let (waiting, lastDrain) = self.lock.withLock { (!self.roomWaiters.isEmpty, self.lastDrain) }
+            guard waiting, !self.stream.isClosed else { return }
+            if NIODeadline.now() >= lastDrain + self.limits.stalledReaderTimeout {
+                self.logger.info("the client read nothing of a paced answer in time", metadata: ["seconds": "\(self.limits.stalledReaderTimeoutSeconds)"])
+                self.slowConsumer()
+            } else {
+                self.armStallCheck()
+            }
+        }
+    }
+
     private func scheduleGraceReset() {
         guard graceTask == nil else { return }
         graceTask = eventLoop.scheduleTask(in: .seconds(Int64(limits.closeGraceSeconds))) { [weak self] in
@@ -443,6 +521,14 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     }
 
     private func slowConsumer() {
+        stallTask?.cancel()
+        stallTask = nil
+        let waiters = lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
+            outboundClosed = true
+            pending = ByteBuffer()
+            return takeRoomWaiters()
+        }
+        for waiter in waiters { waiter.resume(returning: false) }
         metrics.slowConsumers.increment()
         logger.warning(
             "slow consumer: outbound queue over its bound, resetting the stream",

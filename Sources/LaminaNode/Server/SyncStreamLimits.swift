@@ -7,6 +7,14 @@ public struct SyncStreamLimits: Sendable, Hashable, Codable {
     /// Encoded bytes queued for a client and not yet taken by HTTP/2 framing; past this the
     /// client is disconnected as a slow consumer instead of growing the node's memory.
     public var maxOutboundBytes: Int = 4 * 1024 * 1024
+    /// A large answer (FETCH_HISTORY, a SYNC backlog) adds its next frame only while at most
+    /// this many bytes are queued for the client, so it is produced as the client reads and
+    /// stays far below ``maxOutboundBytes`` (one frame is at most ~2 MiB: a 1 MiB batch estimate
+    /// plus one message). At most half of ``maxOutboundBytes``.
+    public var pacedAnswerQueueBytes: Int = 1 * 1024 * 1024
+    /// While a large answer waits for the client to read, a client that takes no byte for this
+    /// many seconds is reset as a slow consumer (a slow reader is served, a stopped one is not).
+    public var stalledReaderTimeoutSeconds: Int = 30
     /// A stream with no inbound frame for this many seconds is closed (PING keeps it alive).
     public var idleTimeoutSeconds: Int = 120
     /// Inbound frames delivered but not yet answered by the session; at this many the
@@ -29,6 +37,7 @@ public struct SyncStreamLimits: Sendable, Hashable, Codable {
     public init() {}
 
     var idleTimeout: TimeAmount { .seconds(Int64(idleTimeoutSeconds)) }
+    var stalledReaderTimeout: TimeAmount { .seconds(Int64(stalledReaderTimeoutSeconds)) }
     var authenticationTimeout: TimeAmount { .seconds(Int64(authenticationTimeoutSeconds)) }
     /// The frame limit before authentication (never above the stream's maximum).
     var unauthenticatedFrameLimit: Int { min(unauthenticatedMaxFrameSize, maxFrameSize) }

@@ -63,10 +63,14 @@ extension StorageTransaction {
         }
     }
 
-    /// Deletes idempotency records created before `time`. Returns how many.
+    /// Deletes idempotency records created before `time`, except those keyed by the id of a
+    /// conversation that exists (SPEC §7: an object id is remembered as long as the object).
+    /// Returns how many.
     @discardableResult
     public func pruneIdempotencyRecords(before time: Timestamp) throws(StorageError) -> Int {
-        try db.run("DELETE FROM idempotency_records WHERE created_at < ?", [time.millisecondsSince1970])
+        try db.run(
+            "DELETE FROM idempotency_records WHERE created_at < ? AND request_id NOT IN (SELECT id FROM conversations)",
+            [time.millisecondsSince1970])
         return db.changesCount
     }
 }

@@ -42,6 +42,10 @@ final class SyncTestClient: TransportStreamDelegate, @unchecked Sendable {
     private var decoder = FrameDecoder()  // event loop only
     private(set) var responseStatus: String?  // event loop only
     private let kept = NIOLockedValueBox<[Change]>([])
+    private let received = NIOLockedValueBox(0)
+
+    /// Payload bytes received on the stream so far.
+    var bytesReceived: Int { received.withLockedValue { $0 } }
 
     /// Changes met while waiting for something else (see ``answer(to:timeout:)``).
     var seenChanges: [Change] { kept.withLockedValue { $0 } }
@@ -183,6 +187,7 @@ final class SyncTestClient: TransportStreamDelegate, @unchecked Sendable {
     }
 
     func streamDidReceiveData(_ stream: TransportStream, data: ByteBuffer) {
+        received.withLockedValue { $0 += data.readableBytes }
         decoder.feed(data)
         do {
             while let frame = try decoder.next() { push(.frame(frame)) }
