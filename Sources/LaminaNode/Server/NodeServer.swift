@@ -30,6 +30,8 @@ public final class NodeServer: Sendable {
     private let stopped: NIOLockedValueBox<Bool>
     /// Unauthenticated sessions per connection, address and node; live bridges and sessions.
     public let admission: SessionAdmission
+    /// The Server API's app id and tokens (nil when the Server API is disabled).
+    public let serverAPICredentials: ServerAPICredentials?
 
     /// `https://host:port` of the sync listener.
     public var url: String {
@@ -40,8 +42,9 @@ public final class NodeServer: Sendable {
     private init(
         configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
         content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>,
-        admission: SessionAdmission
+        admission: SessionAdmission, serverAPICredentials: ServerAPICredentials?
     ) {
+        self.serverAPICredentials = serverAPICredentials
         self.stopped = stopped
         self.admission = admission
         self.configuration = configuration
@@ -104,6 +107,20 @@ public final class NodeServer: Sendable {
                 return GatedSession(session, gate: gate)
             })
         router.add(ContentEndpoint.routePattern, ContentEndpoint.handler(service: content))
+        var serverAPICredentials: ServerAPICredentials?
+        if configuration.serverAPI.enabled {
+            do {
+                let credentials = try ServerAPICredentials.loadOrCreate(in: prepared.dataDirectory)
+                serverAPICredentials = credentials
+                let api = ServerAPI(engine: engine, credentials: credentials, settings: configuration.serverAPI)
+                router.add(ServerAPI.routePattern, maxBodyBytes: ServerAPILimits.maxBodyBytes) { await api.handle($0) }
+            } catch {
+                await content.shutdown()
+                await engine.shutdown()
+                try? store.close()
+                throw NodeServerError.startup("cannot prepare the Server API credentials: \(error)")
+            }
+        }
         var settings = HTTP2Settings()
         settings.maxConcurrentStreams = configuration.maxStreamsPerConnection
         settings.drainTimeout = .seconds(Int64(configuration.drainTimeoutSeconds))
@@ -112,11 +129,15 @@ public final class NodeServer: Sendable {
 
         let transport: TransportServer
         do {
-            let tls = try TLSContext(
-                .server(certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath))
+            var tlsConfiguration = TLSConfiguration.server(
+                certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath)
+            // HTTP/1.1 serves the Server API; the sync stream and content stay HTTP/2 (505).
+            tlsConfiguration.offersHTTP1 = configuration.serverAPI.enabled
+            let tls = try TLSContext(tlsConfiguration)
             transport = try await TransportServer.start(
                 host: configuration.host, port: configuration.port, tls: tls, router: router, settings: settings,
-                group: group, maxConnections: maxConnections)
+                group: group, maxConnections: maxConnections,
+                http1: configuration.serverAPI.enabled ? HTTP1Settings() : nil)
         } catch {
             await content.shutdown()
             await engine.shutdown()
@@ -143,7 +164,8 @@ public final class NodeServer: Sendable {
         }
         let server = NodeServer(
             configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
-            transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission)
+            transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission,
+            serverAPICredentials: serverAPICredentials)
         logger.info(
             "node started",
             metadata: [

@@ -44,6 +44,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var drainTimeoutSeconds = 10
     /// Rich content: quota, concurrent uploads, collection (Protocol/CONTENT.md §7).
     public var content = ContentSettings()
+    /// The Server API (Layer's Platform API) on the sync port.
+    public var serverAPI = ServerAPISettings()
 
     public init() {}
 
