@@ -8,6 +8,7 @@ extension ServerAPI {
     /// one (metadata absent or equal); 409 `conflict` when its metadata differs. The new
     /// conversation reaches every participant's devices at once, empty.
     func createConversation(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let id = ConversationID(uuid: try r.requestID() ?? UUID())
         let body = try ServerAPIJSON.object(r.http.body)
         guard let rawParticipants = body["participants"] else { throw ServerAPIError.missingProperty("participants") }
         guard let list = rawParticipants as? [Any] else {
@@ -33,7 +34,6 @@ extension ServerAPI {
             }
             for (key, v) in object { metadata.values[key] = try ServerAPIRepresentation.metadataValue(v, property: "metadata.\(key)") }
         }
-        let id = ConversationID(uuid: try r.requestID() ?? UUID())
         let frame = Frame.createConversation(CreateConversation(
             conversationID: id, participants: participants,
             options: ConversationOptions(isDistinct: distinct, metadata: metadata)))

@@ -8,6 +8,7 @@ extension ServerAPI {
     /// `sender_id` in 3.0) with `parts` and an optional `notification`; 201 with the message.
     func sendMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let conversation = try r.conversationID()
+        let id = MessageID(uuid: try r.requestID() ?? UUID())
         let body = try ServerAPIJSON.object(r.http.body)
         let sender = try Self.sender(body)
         guard let rawParts = body["parts"] else { throw ServerAPIError.missingProperty("parts") }
@@ -15,7 +16,7 @@ extension ServerAPI {
             throw ServerAPIError.invalidProperty("parts", "parts must be a non-empty array")
         }
         var parts: [MessagePart] = []
-        for (index, raw) in list.enumerated() { parts.append(try Self.part(raw, index)) }
+        for (index, raw) in list.enumerated() { parts.append(try Self.part(raw, index, of: id)) }
         var push: PushConfiguration?
         if let raw = body["notification"], !(raw is NSNull) {
             guard let n = raw as? [String: Any] else {
@@ -32,7 +33,6 @@ extension ServerAPI {
                                      category: try string("category"), data: data)
         }
         _ = try await liveConversation(conversation)
-        let id = MessageID(uuid: try r.requestID() ?? UUID())
         let frame = Frame.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))
         _ = try await engine.runServerAPICommand(frame, as: sender)
         guard let stored = try await engine.store.read({ reader in try reader.message(id) }) else {
@@ -96,8 +96,20 @@ extension ServerAPI {
         throw .missingProperty("sender.user_id")
     }
 
+    static func partID(_ message: MessageID, _ index: Int) -> UUID {
+        var bytes = withUnsafeBytes(of: message.uuid.uuid) { Array($0) }
+        let digest = (try? SHA256Hasher.hash(bytes + withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) })) ?? bytes
+        bytes = Array(digest.prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8 (custom), RFC 9562
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+
     /// A part: `body` (text, or base64 with `encoding: base64`) and `mime_type`.
-    static func part(_ raw: Any, _ index: Int) throws(ServerAPIError) -> MessagePart {
+    /// Part ids follow from the message id and the index, so a repeated request (same
+    /// `If-None-Match`) is the same command.
+    static func part(_ raw: Any, _ index: Int, of message: MessageID) throws(ServerAPIError) -> MessagePart {
         let name = "parts[\(index)]"
         guard let p = raw as? [String: Any] else { throw .invalidProperty(name, "\(name) must be an object") }
         guard let mime = p["mime_type"] else { throw .missingProperty("\(name).mime_type") }
@@ -115,7 +127,7 @@ extension ServerAPI {
             bytes = Array(data)
         }
         do {
-            return try MessagePart(mimeType: try MIMEType(mimeString), bytes: bytes)
+            return try MessagePart(id: partID(message, index), mimeType: try MIMEType(mimeString), bytes: bytes)
         } catch {
             throw .invalidProperty(name, error.reason)
         }
