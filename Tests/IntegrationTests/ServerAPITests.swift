@@ -125,6 +125,15 @@ import Testing
         #expect(noParts.object["id"] as? String == "missing_property")
         #expect(noParts.object["code"] as? Int == 104)
 
+        // Bob reads everything: no unread left for him, alice's message shows read by bob.
+        let marked = try await v1.request("POST", "/users/bob/conversations/\(id)/mark_all_read")
+        #expect(marked.status == 204)
+        let readByBob = try await v1.request("GET", "/users/bob/conversations/\(id)/messages")
+        #expect(readByBob.array.map { $0["is_unread"] as? Bool } == [false, false])
+        #expect((readByBob.array.last?["recipient_status"] as? [String: String])?["bob"] == "read")
+        let outsiderMarks = try await v1.request("POST", "/users/mallory/conversations/\(id)/mark_all_read")
+        #expect(outsiderMarks.status == 403)
+
         let deleted = try await v1.request("DELETE", "/conversations/\(id)/messages/\(messageID)")
         #expect(deleted.status == 204)
         let gone = try await v1.request("GET", "/conversations/\(id)/messages/\(messageID)")
@@ -171,6 +180,26 @@ import Testing
         expectError(try await api.request("POST", "/conversations", bodyFile: file.path), 413, "request_too_large", 111)
         // The node still serves after all of it.
         #expect(try await api.request("POST", "/conversations", json: #"{"participants":["a","b"]}"#).status == 201)
+        await node.stop()
+    }
+
+    /// Several tokens, each accepted; a line deleted from the tokens file is revoked at restart.
+    @Test func tokensAreSeveralAndRevocable() async throws {
+        let node = try await TestNode.start("api-tokens")
+        let file = node.server.prepared.dataDirectory.appendingPathComponent("server-api/tokens")
+        let first = CurlAPI(node.server).token
+        try Data("# two tokens\n\(first)\nsecond-token-for-the-billing-backend\n".utf8).write(to: file)
+        try await node.restart()
+        var api = CurlAPI(node.server)
+        #expect(try await api.request("GET", "/users/a/conversations").status == 200)
+        api = CurlAPI(node.server, token: "second-token-for-the-billing-backend")
+        #expect(try await api.request("GET", "/users/a/conversations").status == 200)
+        try Data("second-token-for-the-billing-backend\n".utf8).write(to: file)
+        try await node.restart()
+        api = CurlAPI(node.server, token: first)
+        #expect(try await api.request("GET", "/users/a/conversations").status == 401)
+        api = CurlAPI(node.server, token: "second-token-for-the-billing-backend")
+        #expect(try await api.request("GET", "/users/a/conversations").status == 200)
         await node.stop()
     }
 

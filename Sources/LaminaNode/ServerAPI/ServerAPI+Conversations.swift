@@ -169,6 +169,20 @@ extension ServerAPI {
         return HTTPResponse(status: 204)
     }
 
+    /// POST /users/:user_id/conversations/:id/mark_all_read: every message up to the newest
+    /// is read by that user; the senders' devices learn it as read receipts (204).
+    func markAllRead(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let user = try r.userID()
+        let stored = try await liveConversation(try r.conversationID())
+        let id = stored.conversation.id
+        guard let last = try await engine.store.read({ reader in try reader.lastPosition(of: id) }) else {
+            return HTTPResponse(status: 204)
+        }
+        let frame = Frame.markAllRead(MarkAllRead(requestID: UUID(), conversationID: id, upTo: last))
+        _ = try await engine.runServerAPICommand(frame, as: user)
+        return HTTPResponse(status: 204)
+    }
+
     static func keyPath(_ dotted: String, _ index: Int) throws(ServerAPIError) -> MetadataKeyPath {
         do { return try MetadataKeyPath(parsing: dotted) } catch {
             throw .invalidProperty("[\(index)].property", error.reason)

@@ -42,6 +42,7 @@ public final class ServerAPI: Sendable {
         (Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}"), { try await $0.getMessage($1) }),
         (Route(method: "DELETE", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}"), { try await $0.deleteMessage($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/messages"), { try await $0.listMessages($1, asUser: true) }),
+        (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/mark_all_read"), { try await $0.markAllRead($1) }),
     ]
 
     /// Every operation served.

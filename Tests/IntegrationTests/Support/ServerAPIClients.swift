@@ -64,11 +64,11 @@ struct CurlAPI: Sendable {
     var http: HTTP = .http1
     var version = "3.0"
 
-    init(_ server: NodeServer, http: HTTP = .http1, version: String = "3.0") {
+    init(_ server: NodeServer, http: HTTP = .http1, version: String = "3.0", token: String? = nil) {
         url = server.url
         caFile = server.prepared.certificatePath
         appID = server.serverAPICredentials!.appID
-        token = ServerAPITestTokens.first(of: server)
+        self.token = token ?? ServerAPITestTokens.first(of: server)
         self.http = http
         self.version = version
     }
