@@ -6,7 +6,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 examples="${1:-${SCHEMATHESIS_EXAMPLES:-25}}"
-command -v schemathesis >/dev/null || python3 -m pip install -q --disable-pip-version-check "schemathesis>=4,<5"
+python3 -c 'import schemathesis' 2>/dev/null || python3 -m pip install -q --disable-pip-version-check "schemathesis>=4,<5"
+schemathesis() { python3 -c 'import sys; from schemathesis.cli import schemathesis; sys.argv[0] = "schemathesis"; sys.exit(schemathesis())' "$@"; }
 
 work="$(mktemp -d)"
 node_pid=""
