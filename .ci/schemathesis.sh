@@ -5,7 +5,7 @@
 # Usage: .ci/schemathesis.sh [max-examples]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-examples="${1:-${SCHEMATHESIS_EXAMPLES:-25}}"
+examples="${1:-${SCHEMATHESIS_EXAMPLES:-20}}"
 python3 -c 'import schemathesis' 2>/dev/null || python3 -m pip install -q --disable-pip-version-check "schemathesis>=4,<5"
 schemathesis() { python3 -c 'import sys; from schemathesis.cli import schemathesis; sys.argv[0] = "schemathesis"; sys.exit(schemathesis())' "$@"; }
 
