@@ -33,6 +33,9 @@ public struct TLSConfiguration: Sendable {
     public var handshakeTimeout: TimeAmount = .seconds(10)
     /// TLS 1.3 session tickets a server issues per full handshake (resumption). 0 disables tickets.
     public var sessionTicketsPerHandshake: Int = 1
+    /// Server role: also accept ALPN `http/1.1`, and clients that offer no ALPN at all
+    /// (they speak HTTP/1.1). `h2` is preferred whenever the client offers it.
+    public var offersHTTP1 = false
 
     /// A server presenting `certificateChainFile`; pass `clientCAFile` to require client certificates.
     public static func server(

@@ -7,7 +7,8 @@ public struct TLSConnectionInfo: Sendable, Hashable {
     public var protocolVersion: String
     /// e.g. "TLS_AES_128_GCM_SHA256".
     public var cipher: String
-    /// The negotiated ALPN protocol (always "h2" once accepted).
+    /// The negotiated ALPN protocol: "h2", or "http/1.1" on a server that offers it (also
+    /// when the client offered no ALPN).
     public var alpn: String
     /// Whether the session was resumed (no full handshake).
     public var resumed: Bool
@@ -180,10 +181,8 @@ final class TLSConnection {
     /// Checks what a client requires beyond OpenSSL's own verification: ALPN `h2` on both
     /// roles, and the pinned certificate when pinning.
     func verifyAfterHandshake() -> TransportError? {
-        var alpnData: UnsafePointer<UInt8>? = nil
-        var alpnLength: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &alpnData, &alpnLength)
-        guard alpnLength == 2, let alpnData, alpnData[0] == UInt8(ascii: "h"), alpnData[1] == UInt8(ascii: "2") else {
+        let alpn = selectedALPN
+        guard alpn == "h2" || (alpn == "http/1.1" && context.configuration.offersHTTP1) else {
             return TransportError(.alpnRefused, "the peer did not negotiate ALPN h2")
         }
         if let pinned = context.pinned {
@@ -196,6 +195,17 @@ final class TLSConnection {
             }
         }
         return nil
+    }
+
+    /// The ALPN protocol selected; "http/1.1" when none was and the server offers HTTP/1.1.
+    private var selectedALPN: String {
+        var alpnData: UnsafePointer<UInt8>? = nil
+        var alpnLength: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &alpnData, &alpnLength)
+        guard let alpnData, alpnLength > 0 else {
+            return context.configuration.role == .server && context.configuration.offersHTTP1 ? "http/1.1" : ""
+        }
+        return String(decoding: UnsafeBufferPointer(start: alpnData, count: Int(alpnLength)), as: UTF8.self)
     }
 
     var info: TLSConnectionInfo {
@@ -212,7 +222,7 @@ final class TLSConnection {
         return TLSConnectionInfo(
             protocolVersion: String(cString: SSL_get_version(ssl)),
             cipher: SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) } ?? "",
-            alpn: "h2",
+            alpn: selectedALPN,
             resumed: SSL_session_reused(ssl) == 1,
             peerCertificateDER: peerDER)
     }

@@ -83,7 +83,7 @@ public final class TLSContext: @unchecked Sendable {
             _ = SSL_CTX_set_options(ctx, lamina_SSL_OP_NO_TICKET())
         }
         _ = SSL_CTX_set_num_tickets(ctx, max(0, c.sessionTicketsPerHandshake))
-        SSL_CTX_set_alpn_select_cb(ctx, tlsALPNSelectCallback, nil)
+        SSL_CTX_set_alpn_select_cb(ctx, c.offersHTTP1 ? tlsALPNSelectH2OrHTTP1Callback : tlsALPNSelectCallback, nil)
         if let ca = c.clientCAFile {
             try check(SSL_CTX_load_verify_locations(ctx, ca, nil) == 1, "cannot load client CA file \(ca)")
             guard let names = SSL_load_client_CA_file(ca) else {
@@ -162,6 +162,38 @@ private let tlsALPNSelectCallback:
             index = start + length
         }
         return SSL_TLSEXT_ERR_ALERT_FATAL
+    }
+
+/// Server ALPN with HTTP/1.1 offered: `h2` if the client offers it, else `http/1.1`, else
+/// refuse the handshake.
+private let tlsALPNSelectH2OrHTTP1Callback:
+    @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+        UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
+    ) -> Int32 = { _, out, outLength, offered, offeredLength, _ in
+        guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+        let http1 = Array("http/1.1".utf8)
+        var found: (Int, Int)? = nil
+        var index = 0
+        let total = Int(offeredLength)
+        while index < total {
+            let length = Int(offered[index])
+            let start = index + 1
+            if start + length > total { break }
+            if length == 2 && offered[start] == UInt8(ascii: "h") && offered[start + 1] == UInt8(ascii: "2") {
+                out.pointee = offered + start
+                outLength.pointee = 2
+                return SSL_TLSEXT_ERR_OK
+            }
+            if length == http1.count && (0..<length).allSatisfy({ offered[start + $0] == http1[$0] }) {
+                found = (start, length)
+            }
+            index = start + length
+        }
+        guard let (start, length) = found else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+        out.pointee = offered + start
+        outLength.pointee = UInt8(length)
+        return SSL_TLSEXT_ERR_OK
     }
 
 /// Client: keep the newest session ticket per server for resumption. Returning 1 keeps the reference.

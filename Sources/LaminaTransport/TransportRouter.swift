@@ -9,6 +9,8 @@ public typealias TransportStreamHandler = @Sendable (TransportStream) -> Void
 public struct TransportRouter: Sendable {
     private var exact: [String: TransportStreamHandler] = [:]
     private var prefixes: [(String, TransportStreamHandler)] = []
+    /// Request-level routes (served over HTTP/2 and HTTP/1.1), by pattern as registered.
+    private var requestRoutes: [String: HTTPRequestRoute] = [:]
 
     public init() {}
 
@@ -21,6 +23,23 @@ public struct TransportRouter: Sendable {
             exact[path] = handler
         }
     }
+
+    /// Registers a request-level route for `path` or a prefix (`/apps/*`): served over HTTP/2
+    /// and, on a server that offers it, over HTTP/1.1. Stream routes (``add(_:_:)``) are
+    /// HTTP/2 only.
+    public mutating func add(_ path: String, maxBodyBytes: Int, _ handler: @escaping HTTPRequestHandler) {
+        let route = HTTPRequestRoute(maxBodyBytes: maxBodyBytes, handler: handler)
+        requestRoutes[path] = route
+        add(path, route.streamHandler())
+    }
+
+    /// The request-level route a path matches, if the route it matches is one.
+    public func requestRoute(for path: String) -> HTTPRequestRoute? {
+        match(path).flatMap { requestRoutes[$0] }
+    }
+
+    /// The patterns of every registered route (stream and request-level).
+    public var patterns: [String] { Array(exact.keys) + prefixes.map { $0.0 + "*" } }
 
     /// The handler for a request `:path`, if any.
     public func handler(for path: String) -> TransportStreamHandler? {

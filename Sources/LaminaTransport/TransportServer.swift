@@ -4,6 +4,9 @@ import NIOPosix
 
 /// An HTTP/2-over-TLS server: one listening socket, a ``TransportRouter`` of handlers.
 /// Each accepted connection runs TLS then HTTP/2 in its channel pipeline on one event loop.
+/// With ``HTTP1Settings`` (and a TLS context that ``TLSConfiguration/offersHTTP1``), a
+/// connection that agrees on ALPN `http/1.1` is served by NIOHTTP1 instead, with the same
+/// router's request-level routes.
 public final class TransportServer: Sendable {
     /// Where the server listens (with the real port when started on port 0).
     public let localAddress: SocketAddress
@@ -45,10 +48,14 @@ public final class TransportServer: Sendable {
     /// its file descriptor for that moment only).
     public static func start(
         host: String, port: Int, tls: TLSContext, router: TransportRouter, settings: HTTP2Settings = HTTP2Settings(),
-        group: EventLoopGroup, backlog: Int32 = 4096, maxConnections: Int? = nil
+        group: EventLoopGroup, backlog: Int32 = 4096, maxConnections: Int? = nil, http1: HTTP1Settings? = nil
     ) -> EventLoopFuture<TransportServer> {
         guard tls.configuration.role == .server else {
             return group.next().makeFailedFuture(TransportError(.tlsConfiguration, "a server needs a server TLS context"))
+        }
+        guard (http1 != nil) == tls.configuration.offersHTTP1 else {
+            return group.next().makeFailedFuture(
+                TransportError(.tlsConfiguration, "HTTP/1.1 settings and the TLS context's offersHTTP1 must agree"))
         }
         let registry = Registry()
         let statistics = Statistics()
@@ -67,6 +74,9 @@ public final class TransportServer: Sendable {
                         role: .server(router), settings: settings, readyPromise: channel.eventLoop.makePromise())
                     handler.readyPromise.futureResult.whenFailure { _ in }
                     try channel.pipeline.syncOperations.addHandler(TLSHandler(context: tls))
+                    if let http1 {
+                        try channel.pipeline.syncOperations.addHandler(ALPNSwitch(router: router, settings: http1))
+                    }
                     try channel.pipeline.syncOperations.addHandler(handler)
                     registry.add(channel, handler)
                 }
@@ -82,11 +92,11 @@ public final class TransportServer: Sendable {
     /// Async form of ``start(host:port:tls:router:settings:group:backlog:)``.
     public static func start(
         host: String, port: Int, tls: TLSContext, router: TransportRouter, settings: HTTP2Settings = HTTP2Settings(),
-        group: EventLoopGroup, maxConnections: Int? = nil
+        group: EventLoopGroup, maxConnections: Int? = nil, http1: HTTP1Settings? = nil
     ) async throws -> TransportServer {
         try await start(
             host: host, port: port, tls: tls, router: router, settings: settings, group: group, backlog: 4096,
-            maxConnections: maxConnections
+            maxConnections: maxConnections, http1: http1
         ).get()
     }
 

@@ -160,6 +160,19 @@ struct Serve: AsyncParsableCommand {
                 "               lamina-node token --data-dir \(prepared.dataDirectory.path) --user alice --nonce <nonce>")
             lines.append("  chat:        \(Self.chatCommand(server))   (README: Try it)")
         }
+        if let api = server.serverAPICredentials {
+            let tokens = prepared.dataDirectory.appendingPathComponent("server-api/tokens").path
+            lines.append("  server API:  \(server.url)/apps/\(api.appID)  (HTTP/1.1 or HTTP/2, Layer's Platform API)")
+            if let token = api.newToken {
+                lines.append("  API token:   \(token)  (created now; kept in \(tokens))")
+            } else {
+                lines.append("  API tokens:  in \(tokens)")
+            }
+            lines.append(
+                "  try it:      curl --cacert \(prepared.certificatePath) -H 'Authorization: Bearer \(api.newToken ?? "<token>")' "
+                    + "-H 'Accept: application/vnd.layer+json; version=3.0' -H 'Content-Type: application/json' "
+                    + "-d '{\"participants\":[\"alice\",\"bob\"]}' \(server.url)/apps/\(api.appID)/conversations")
+        }
         lines.append("  stop:        Ctrl-C or SIGTERM (graceful: GOAWAY, drain, flush)")
         print(lines.joined(separator: "\n"))
         fflush(nil)

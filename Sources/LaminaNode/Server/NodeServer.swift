@@ -32,6 +32,8 @@ public final class NodeServer: Sendable {
     public let admission: SessionAdmission
     /// Deletes expired nonces and sessions and old idempotency records on a schedule.
     public let pruner: StoragePruner
+    /// The Server API's app id and tokens (nil when the Server API is disabled).
+    public let serverAPICredentials: ServerAPICredentials?
 
     /// `https://host:port` of the sync listener.
     public var url: String {
@@ -42,9 +44,10 @@ public final class NodeServer: Sendable {
     private init(
         configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
         content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>,
-        admission: SessionAdmission, pruner: StoragePruner
+        admission: SessionAdmission, pruner: StoragePruner, serverAPICredentials: ServerAPICredentials?
     ) {
         self.pruner = pruner
+        self.serverAPICredentials = serverAPICredentials
         self.stopped = stopped
         self.admission = admission
         self.configuration = configuration
@@ -107,6 +110,20 @@ public final class NodeServer: Sendable {
                 return GatedSession(session, gate: gate)
             })
         router.add(ContentEndpoint.routePattern, ContentEndpoint.handler(service: content))
+        var serverAPICredentials: ServerAPICredentials?
+        if configuration.serverAPI.enabled {
+            do {
+                let credentials = try ServerAPICredentials.loadOrCreate(in: prepared.dataDirectory)
+                serverAPICredentials = credentials
+                let api = ServerAPI(engine: engine, credentials: credentials, settings: configuration.serverAPI)
+                router.add(ServerAPI.routePattern, maxBodyBytes: ServerAPILimits.maxBodyBytes) { await api.handle($0) }
+            } catch {
+                await content.shutdown()
+                await engine.shutdown()
+                try? store.close()
+                throw NodeServerError.startup("cannot prepare the Server API credentials: \(error)")
+            }
+        }
         var settings = HTTP2Settings()
         settings.maxConcurrentStreams = configuration.maxStreamsPerConnection
         settings.drainTimeout = .seconds(Int64(configuration.drainTimeoutSeconds))
@@ -115,11 +132,15 @@ public final class NodeServer: Sendable {
 
         let transport: TransportServer
         do {
-            let tls = try TLSContext(
-                .server(certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath))
+            var tlsConfiguration = TLSConfiguration.server(
+                certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath)
+            // HTTP/1.1 serves the Server API; the sync stream and content stay HTTP/2 (505).
+            tlsConfiguration.offersHTTP1 = configuration.serverAPI.enabled
+            let tls = try TLSContext(tlsConfiguration)
             transport = try await TransportServer.start(
                 host: configuration.host, port: configuration.port, tls: tls, router: router, settings: settings,
-                group: group, maxConnections: maxConnections)
+                group: group, maxConnections: maxConnections,
+                http1: configuration.serverAPI.enabled ? HTTP1Settings() : nil)
         } catch {
             await content.shutdown()
             await engine.shutdown()
@@ -147,7 +168,7 @@ public final class NodeServer: Sendable {
         let server = NodeServer(
             configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
             transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission,
-            pruner: StoragePruner(store: store, logger: logger))
+            pruner: StoragePruner(store: store, logger: logger), serverAPICredentials: serverAPICredentials)
         server.pruner.start(every: .seconds(Int64(configuration.resources.pruneIntervalSeconds)))
         logger.info(
             "node started",

@@ -44,6 +44,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var drainTimeoutSeconds = 10
     /// Rich content: quota, concurrent uploads, collection (Protocol/CONTENT.md §7).
     public var content = ContentSettings()
+    /// The Server API (Layer's Platform API) on the sync port.
+    public var serverAPI = ServerAPISettings()
 
     public init() {}
 
@@ -76,6 +78,11 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         if let v = file.maxStreamsPerConnection { maxStreamsPerConnection = v }
         if let v = file.drainTimeoutSeconds { drainTimeoutSeconds = v }
         if let c = file.content { content.apply(c) }
+        if let a = file.serverAPI {
+            if let v = a.enabled { serverAPI.enabled = v }
+            if let v = a.requestsPerSecond { serverAPI.requestsPerSecond = v }
+            if let v = a.burst { serverAPI.burst = v }
+        }
         if let l = file.limits {
             if let v = l.maxFrameSize { limits.maxFrameSize = v }
             if let v = l.maxOutboundBytes { limits.maxOutboundBytes = v }
@@ -123,6 +130,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try resources.validate(maxSessions: maxSessions)
         try check((certificatePath == nil) == (privateKeyPath == nil), "certificatePath and privateKeyPath go together")
         try content.validate()
+        try check(serverAPI.requestsPerSecond > 0 && serverAPI.burst >= 1, "serverAPI needs requestsPerSecond > 0 and burst >= 1")
         for provider in identityProviders {
             try check(!provider.algorithms.isEmpty, "identity provider \(provider.id) allows no algorithm")
             for alg in provider.algorithms {
@@ -168,6 +176,12 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         var limits: Limits?
         var resources: Resources?
         var content: ContentSettings.File?
+        struct ServerAPIFile: Decodable {
+            var enabled: Bool?
+            var requestsPerSecond: Double?
+            var burst: Double?
+        }
+        var serverAPI: ServerAPIFile?
     }
 }
 

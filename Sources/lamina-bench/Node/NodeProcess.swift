@@ -40,10 +40,10 @@ final class NodeProcess {
     }
 
     /// Starts a node on a fresh temp data directory and a free port; returns once it serves.
-    static func start(binary: String, label: String) async throws -> NodeProcess {
+    static func start(binary: String, label: String, extraArguments: [String] = []) async throws -> NodeProcess {
         let data = try BenchSupport.temporaryDirectory() + "/\(label)-\(UUID().uuidString.prefix(8))"
         let port = BenchSupport.freePort()
-        let process = try await launch(binary, data: data, port: port)
+        let process = try await launch(binary, data: data, port: port, extraArguments: extraArguments)
         do {
             return try NodeProcess(process: process, dataDirectory: data, port: port)
         } catch {
@@ -54,10 +54,10 @@ final class NodeProcess {
 
     /// Launches `lamina-node` on `data` and `port` and waits (at most `timeout` seconds) for
     /// its "is serving" line.
-    static func launch(_ binary: String, data: String, port: Int, timeout: Double = 60) async throws -> Process {
+    static func launch(_ binary: String, data: String, port: Int, timeout: Double = 60, extraArguments: [String] = []) async throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--data-dir", data, "--listen", "127.0.0.1:\(port)", "--admin", "off", "--log-level", "warning"]
+        process.arguments = ["--data-dir", data, "--listen", "127.0.0.1:\(port)", "--admin", "off", "--log-level", "warning"] + extraArguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice

@@ -1,0 +1,209 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+import LaminaWire
+
+extension ServerAPI {
+    /// POST /conversations: 201 with the new conversation; 200 with the existing distinct
+    /// one (metadata absent or equal); 409 `conflict` when its metadata differs. The new
+    /// conversation reaches every participant's devices at once, empty.
+    func createConversation(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let id = ConversationID(uuid: try r.requestID() ?? UUID())
+        let body = try ServerAPIJSON.object(r.http.body)
+        guard let rawParticipants = body["participants"] else { throw ServerAPIError.missingProperty("participants") }
+        guard let list = rawParticipants as? [Any] else {
+            throw ServerAPIError.invalidProperty("participants", "participants must be an array of user ids")
+        }
+        var users = Set<UserID>()
+        for item in list { users.insert(try ServerAPIRepresentation.user(item, property: "participants")) }
+        let participants = users
+        guard let creator = participants.sorted().first else {
+            throw ServerAPIError.invalidProperty("participants", "a conversation needs at least one participant")
+        }
+        var distinct = true
+        if let value = body["distinct"] {
+            guard let flag = value as? Bool else {
+                throw ServerAPIError.invalidProperty("distinct", "distinct must be true or false")
+            }
+            distinct = flag
+        }
+        var metadata = Metadata()
+        if let value = body["metadata"], !(value is NSNull) {
+            guard let object = value as? [String: Any] else {
+                throw ServerAPIError.invalidProperty("metadata", "metadata must be an object of strings and objects")
+            }
+            for (key, v) in object { metadata.values[key] = try ServerAPIRepresentation.metadataValue(v, property: "metadata.\(key)") }
+        }
+        let frame = Frame.createConversation(CreateConversation(
+            conversationID: id, participants: participants,
+            options: ConversationOptions(isDistinct: distinct, metadata: metadata)))
+        let result = try await engine.runServerAPICommand(frame, as: creator) { context, ack in
+            // Created now: the other participants learn of it at once, not with its first message.
+            guard ack.conversationID == id, let created = try context.tx.read.conversation(id) else { return }
+            try context.emit(.conversationCreated(created.conversation), to: participants.subtracting([creator]), conversation: id)
+        }
+        guard let resolved = result.ack.conversationID,
+              let stored = try await engine.store.read({ r in try r.conversation(resolved) })
+        else { throw ServerAPIError.internalError("the conversation was not stored") }
+        let object = r.representation.conversation(stored.conversation)
+        let status = resolved == id && (result.applied || r.http.headers["if-none-match"] != nil) ? 201 : 200
+        return ServerAPIJSON.response(status, object, extraHeaders: [("location", object["url"] as? String ?? "")])
+    }
+
+    /// GET /conversations/:id.
+    func getConversation(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let stored = try await liveConversation(try r.conversationID())
+        return ServerAPIJSON.response(200, r.representation.conversation(stored.conversation))
+    }
+
+    /// GET /users/:user_id/conversations: the user's conversations, newest first
+    /// (`sort_by=created_at` or `last_message`), `page_size`, `from_id` (after that one).
+    func listConversations(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let user = try r.userID()
+        let pageSize = try r.pageSize()
+        let sort = r.query["sort_by"] ?? "created_at"
+        guard ["created_at", "last_message"].contains(sort) else {
+            throw ServerAPIError.invalidProperty("sort_by", "sort_by must be created_at or last_message")
+        }
+        let all = try await engine.store.read { reader -> [(StoredConversation, MessagePosition?)] in
+            try reader.conversations(of: user).filter(\.isLive).map { ($0, sort == "last_message" ? try reader.lastPosition(of: $0.conversation.id) : nil) }
+        }
+        var ordered: [Conversation]
+        if sort == "last_message" {
+            ordered = all.sorted { ($0.1 ?? .zero, $0.0.conversation.createdAt.millisecondsSince1970) > ($1.1 ?? .zero, $1.0.conversation.createdAt.millisecondsSince1970) }.map(\.0.conversation)
+        } else {
+            ordered = all.map(\.0.conversation).sorted {
+                ($0.createdAt.millisecondsSince1970, $0.id.uuid.uuidString) > ($1.createdAt.millisecondsSince1970, $1.id.uuid.uuidString)
+            }
+        }
+        if let from = r.query["from_id"] {
+            let uuid = UUID(uuidString: from.replacingOccurrences(of: "layer:///conversations/", with: ""))
+            guard let uuid, let index = ordered.firstIndex(where: { $0.id.uuid == uuid }) else {
+                throw ServerAPIError.invalidProperty("from_id", "from_id names no conversation of \(user)")
+            }
+            ordered.removeFirst(index + 1)
+        }
+        return ServerAPIJSON.response(200, ordered.prefix(pageSize).map(r.representation.conversation))
+    }
+
+    /// DELETE /conversations/:id: deleted for every participant (204).
+    func deleteConversation(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let stored = try await liveConversation(try r.conversationID())
+        let actor = Self.actor(of: stored.conversation)
+        let frame = Frame.deleteConversation(DeleteConversation(requestID: UUID(), conversationID: stored.conversation.id, mode: .allParticipants))
+        _ = try await engine.runServerAPICommand(frame, as: actor)
+        return HTTPResponse(status: 204)
+    }
+
+    /// PATCH /conversations/:id with `application/vnd.layer-patch+json` operations on
+    /// `participants` (add, remove, set) and `metadata[.path]` (set, delete): all or none (204).
+    func patchConversation(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let contentType = r.http.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard contentType == "application/vnd.layer-patch+json" else {
+            throw ServerAPIError.invalidHeader(415, "Content-Type", "PATCH needs Content-Type: application/vnd.layer-patch+json")
+        }
+        let operations = try ServerAPIJSON.array(r.http.body)
+        let stored = try await liveConversation(try r.conversationID())
+        let id = stored.conversation.id
+        var participants = stored.conversation.participants
+        var frames: [Frame] = []
+        for (index, raw) in operations.enumerated() {
+            guard let op = raw as? [String: Any] else { throw ServerAPIError.invalidProperty("[\(index)]", "each operation must be an object") }
+            guard let operation = op["operation"] as? String else { throw ServerAPIError.missingProperty("[\(index)].operation") }
+            guard let property = op["property"] as? String else { throw ServerAPIError.missingProperty("[\(index)].property") }
+            let value = op["value"]
+            switch (operation, property) {
+            case ("add", "participants"), ("remove", "participants"), ("set", "participants"):
+                guard let value else { throw ServerAPIError.missingProperty("[\(index)].value") }
+                let items = (value as? [Any]) ?? [value]
+                var users = Set<UserID>()
+                for item in items { users.insert(try ServerAPIRepresentation.user(item, property: "[\(index)].value")) }
+                var add = Set<UserID>(), remove = Set<UserID>()
+                switch operation {
+                case "add": add = users.subtracting(participants)
+                case "remove": remove = users.intersection(participants)
+                default:
+                    add = users.subtracting(participants)
+                    remove = participants.subtracting(users)
+                }
+                if !add.isEmpty { frames.append(.addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: add))) }
+                if !remove.isEmpty { frames.append(.removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: remove))) }
+                participants.formUnion(add)
+                participants.subtract(remove)
+            case ("set", let p) where p.hasPrefix("metadata."):
+                let path = try Self.keyPath(String(p.dropFirst("metadata.".count)), index)
+                guard let value else { throw ServerAPIError.missingProperty("[\(index)].value") }
+                let v = try ServerAPIRepresentation.metadataValue(value, property: "[\(index)].value")
+                frames.append(.setMetadata(SetMetadata(requestID: UUID(), conversationID: id, keyPath: path, value: v)))
+            case ("set", "metadata"):
+                guard let object = value as? [String: Any] else {
+                    throw ServerAPIError.invalidProperty("[\(index)].value", "metadata must be set to an object")
+                }
+                for key in stored.conversation.metadata.values.keys where object[key] == nil {
+                    frames.append(.deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: try Self.keyPath(key, index))))
+                }
+                for (key, item) in object.sorted(by: { $0.key < $1.key }) {
+                    let v = try ServerAPIRepresentation.metadataValue(item, property: "[\(index)].value.\(key)")
+                    frames.append(.setMetadata(SetMetadata(requestID: UUID(), conversationID: id, keyPath: try Self.keyPath(key, index), value: v)))
+                }
+            case ("delete", let p) where p.hasPrefix("metadata."):
+                let path = try Self.keyPath(String(p.dropFirst("metadata.".count)), index)
+                frames.append(.deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: path)))
+            default:
+                throw ServerAPIError.invalidProperty("[\(index)]", "unknown operation \(operation) on \(property)")
+            }
+        }
+        guard !participants.isEmpty else {
+            throw ServerAPIError.invalidProperty("participants", "a conversation keeps at least one participant")
+        }
+        // The actor stays a participant through every operation (removals go last).
+        let actor = participants.intersection(stored.conversation.participants).sorted().first ?? Self.actor(of: stored.conversation)
+        let ordered = frames.filter { if case .removeParticipants = $0 { false } else { true } }
+            + frames.filter { if case .removeParticipants = $0 { true } else { false } }
+        if let first = ordered.first {
+            let rest = Array(ordered.dropFirst())
+            _ = try await engine.runServerAPICommand(first, as: actor) { context, _ in
+                for frame in rest { _ = try context.apply(frame) }
+            }
+        }
+        return HTTPResponse(status: 204)
+    }
+
+    /// POST /users/:user_id/conversations/:id/mark_all_read: every message up to the newest
+    /// is read by that user; the senders' devices learn it as read receipts (204).
+    func markAllRead(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let user = try r.userID()
+        let stored = try await liveConversation(try r.conversationID())
+        let id = stored.conversation.id
+        guard let last = try await engine.store.read({ reader in try reader.lastPosition(of: id) }) else {
+            return HTTPResponse(status: 204)
+        }
+        let frame = Frame.markAllRead(MarkAllRead(requestID: UUID(), conversationID: id, upTo: last))
+        _ = try await engine.runServerAPICommand(frame, as: user)
+        return HTTPResponse(status: 204)
+    }
+
+    static func keyPath(_ dotted: String, _ index: Int) throws(ServerAPIError) -> MetadataKeyPath {
+        do { return try MetadataKeyPath(parsing: dotted) } catch {
+            throw .invalidProperty("[\(index)].property", error.reason)
+        }
+    }
+
+    /// The participant the Server API acts as: the creator while a participant, else the first.
+    static func actor(of conversation: Conversation) -> UserID {
+        conversation.participants.contains(conversation.creator) ? conversation.creator : (conversation.participants.sorted().first ?? conversation.creator)
+    }
+
+    /// The conversation, live: 404 when unknown, 410 when deleted or merged away.
+    func liveConversation(_ id: ConversationID) async throws -> StoredConversation {
+        guard let stored = try await engine.store.read({ r in try r.conversation(id) }) else {
+            throw ServerAPIError.notFound("no conversation \(ServerAPIRepresentation.conversationID(id))")
+        }
+        guard stored.isLive else {
+            var error = ServerAPIError.objectDeleted("conversation \(ServerAPIRepresentation.conversationID(id)) was deleted")
+            if let survivor = stored.mergedInto { error.data = ["merged_into": ServerAPIRepresentation.conversationID(survivor)] }
+            throw error
+        }
+        return stored
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+import LaminaWire
+
+extension ServerAPI {
+    /// POST /conversations/:id/messages: sent as a participant (`sender.user_id` in 1.0,
+    /// `sender_id` in 3.0) with `parts` and an optional `notification`; 201 with the message.
+    func sendMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let conversation = try r.conversationID()
+        let id = MessageID(uuid: try r.requestID() ?? UUID())
+        let body = try ServerAPIJSON.object(r.http.body)
+        let sender = try Self.sender(body)
+        guard let rawParts = body["parts"] else { throw ServerAPIError.missingProperty("parts") }
+        guard let list = rawParts as? [Any], !list.isEmpty else {
+            throw ServerAPIError.invalidProperty("parts", "parts must be a non-empty array")
+        }
+        var parts: [MessagePart] = []
+        for (index, raw) in list.enumerated() { parts.append(try Self.part(raw, index, of: id)) }
+        var push: PushConfiguration?
+        if let raw = body["notification"], !(raw is NSNull) {
+            guard let n = raw as? [String: Any] else {
+                throw ServerAPIError.invalidProperty("notification", "notification must be an object")
+            }
+            func string(_ key: String) throws(ServerAPIError) -> String? {
+                guard let v = n[key], !(v is NSNull) else { return nil }
+                guard let s = v as? String else { throw .invalidProperty("notification.\(key)", "notification.\(key) must be a string") }
+                return s
+            }
+            var data: [String: String] = [:]
+            if let d = n["data"] as? [String: Any] { for (k, v) in d { data[k] = "\(v)" } }
+            push = PushConfiguration(alert: try string("text"), sound: try string("sound"), title: try string("title"),
+                                     category: try string("category"), data: data)
+        }
+        _ = try await liveConversation(conversation)
+        let frame = Frame.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))
+        _ = try await engine.runServerAPICommand(frame, as: sender)
+        guard let stored = try await engine.store.read({ reader in try reader.message(id) }) else {
+            throw ServerAPIError.internalError("the message was not stored")
+        }
+        let object = r.representation.message(stored.message)
+        return ServerAPIJSON.response(201, object, extraHeaders: [("location", object["url"] as? String ?? "")])
+    }
+
+    /// GET …/messages: newest `page_size` messages, newest first; as the system (all
+    /// participants' statuses) or as `user_id` (that user's view, with `is_unread`).
+    func listMessages(_ r: ServerAPIRequest, asUser: Bool) async throws -> HTTPResponse {
+        let stored = try await liveConversation(try r.conversationID())
+        let viewer = asUser ? try r.userID() : Self.actor(of: stored.conversation)
+        let pageSize = try r.pageSize()
+        let id = stored.conversation.id
+        let messages = try await engine.store.read { reader in
+            try reader.history(of: id, for: viewer, .last(pageSize))
+        }
+        return ServerAPIJSON.response(200, messages.reversed().map { r.representation.message($0, for: asUser ? viewer : nil) })
+    }
+
+    /// GET …/messages/:message_id.
+    func getMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let message = try await storedMessage(r)
+        return ServerAPIJSON.response(200, r.representation.message(message.message))
+    }
+
+    /// DELETE …/messages/:message_id: deleted for every participant (204).
+    func deleteMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let message = try await storedMessage(r)
+        let conversation = try await liveConversation(message.message.conversationID)
+        let actor = conversation.conversation.participants.contains(message.message.sender)
+            ? message.message.sender : Self.actor(of: conversation.conversation)
+        let frame = Frame.deleteMessage(DeleteMessage(
+            requestID: UUID(), conversationID: message.message.conversationID, messageID: message.message.id, mode: .allParticipants))
+        _ = try await engine.runServerAPICommand(frame, as: actor)
+        return HTTPResponse(status: 204)
+    }
+
+    private func storedMessage(_ r: ServerAPIRequest) async throws -> StoredMessage {
+        let conversation = try r.conversationID()
+        let id = try r.messageID()
+        guard let stored = try await engine.store.read({ reader in try reader.message(id) }),
+              stored.message.conversationID == conversation
+        else { throw ServerAPIError.notFound("no message \(ServerAPIRepresentation.messageID(id))") }
+        guard !stored.isDeleted else { throw ServerAPIError.objectDeleted("message \(ServerAPIRepresentation.messageID(id)) was deleted") }
+        return stored
+    }
+
+    /// The sending participant: `sender.user_id` (1.0) or `sender_id` (3.0). A named system
+    /// sender (`sender.name`) is refused: the sync protocol has no such sender yet.
+    static func sender(_ body: [String: Any]) throws(ServerAPIError) -> UserID {
+        if let id = body["sender_id"] { return try ServerAPIRepresentation.user(id, property: "sender_id") }
+        guard let raw = body["sender"] else { throw .missingProperty("sender") }
+        guard let sender = raw as? [String: Any] else { throw .invalidProperty("sender", "sender must be an object") }
+        if let user = sender["user_id"] { return try ServerAPIRepresentation.user(user, property: "sender.user_id") }
+        if sender["name"] != nil {
+            throw .invalidProperty("sender.name", "system senders (sender.name) are not served by this node yet; send as a participant (sender.user_id)")
+        }
+        throw .missingProperty("sender.user_id")
+    }
+
+    static func partID(_ message: MessageID, _ index: Int) -> UUID {
+        var bytes = withUnsafeBytes(of: message.uuid.uuid) { Array($0) }
+        let digest = (try? SHA256Hasher.hash(bytes + withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) })) ?? bytes
+        bytes = Array(digest.prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8 (custom), RFC 9562
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+
+    /// A part: `body` (text, or base64 with `encoding: base64`) and `mime_type`.
+    /// Part ids follow from the message id and the index, so a repeated request (same
+    /// `If-None-Match`) is the same command.
+    static func part(_ raw: Any, _ index: Int, of message: MessageID) throws(ServerAPIError) -> MessagePart {
+        let name = "parts[\(index)]"
+        guard let p = raw as? [String: Any] else { throw .invalidProperty(name, "\(name) must be an object") }
+        guard let mime = p["mime_type"] else { throw .missingProperty("\(name).mime_type") }
+        guard let mimeString = mime as? String else { throw .invalidProperty("\(name).mime_type", "mime_type must be a string") }
+        if p["content"] != nil {
+            throw .invalidProperty("\(name).content", "rich content parts are not served through the Server API yet")
+        }
+        guard let body = p["body"] else { throw .missingProperty("\(name).body") }
+        guard let text = body as? String else { throw .invalidProperty("\(name).body", "body must be a string") }
+        var bytes = Array(text.utf8)
+        if let encoding = p["encoding"] {
+            guard encoding as? String == "base64", let data = Data(base64Encoded: text) else {
+                throw .invalidProperty("\(name).encoding", "encoding must be base64, with a base64 body")
+            }
+            bytes = Array(data)
+        }
+        do {
+            return try MessagePart(id: partID(message, index), mimeType: try MIMEType(mimeString), bytes: bytes)
+        } catch {
+            throw .invalidProperty(name, error.reason)
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+import LaminaWire
+import NIOCore
+
+/// Layer's Platform API (the "Server API") for app backends, under `/apps/<app id>/…` on the
+/// node's TLS port, over HTTP/2 and HTTP/1.1. Checks, in order: bearer token (401), rate
+/// (429), app id (404), `Accept` version (406), route (404/405), body size (413); then the
+/// resource handler, which runs its commands through the engine like a sync session's.
+/// Every route is listed in ``routes`` (kept in step with `Protocol/SERVER-API.yaml`).
+public final class ServerAPI: Sendable {
+    /// The router pattern.
+    public static let routePattern = "/apps/*"
+
+    let engine: NodeEngine
+    let credentials: ServerAPICredentials
+    let limiter: ServerAPIRateLimiter
+
+    public init(engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings) {
+        self.engine = engine
+        self.credentials = credentials
+        self.limiter = ServerAPIRateLimiter(requestsPerSecond: settings.requestsPerSecond, burst: settings.burst)
+    }
+
+    /// One served operation: method and path template (`{name}` segments).
+    public struct Route: Sendable, Hashable {
+        public var method: String
+        public var template: String
+    }
+
+    typealias Handler = @Sendable (ServerAPI, ServerAPIRequest) async throws -> HTTPResponse
+
+    static let table: [(Route, Handler)] = [
+        (Route(method: "POST", template: "/apps/{app_id}/conversations"), { try await $0.createConversation($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}"), { try await $0.getConversation($1) }),
+        (Route(method: "PATCH", template: "/apps/{app_id}/conversations/{conversation_id}"), { try await $0.patchConversation($1) }),
+        (Route(method: "DELETE", template: "/apps/{app_id}/conversations/{conversation_id}"), { try await $0.deleteConversation($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/conversations"), { try await $0.listConversations($1) }),
+        (Route(method: "POST", template: "/apps/{app_id}/conversations/{conversation_id}/messages"), { try await $0.sendMessage($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}/messages"), { try await $0.listMessages($1, asUser: false) }),
+        (Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}"), { try await $0.getMessage($1) }),
+        (Route(method: "DELETE", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}"), { try await $0.deleteMessage($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/messages"), { try await $0.listMessages($1, asUser: true) }),
+        (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/mark_all_read"), { try await $0.markAllRead($1) }),
+    ]
+
+    /// Every operation served.
+    public static var routes: [Route] { table.map(\.0) }
+
+    /// Answers one request (the route handler for ``routePattern``).
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let authority = request.headers["host"] ?? request.headers[":authority"] ?? "localhost"
+        let base = "https://\(authority)/apps/\(credentials.appID)"
+        do {
+            return try await dispatch(request, base: base)
+        } catch {
+            return Self.apiError(error).response(base: base)
+        }
+    }
+
+    static func apiError(_ error: any Error) -> ServerAPIError {
+        if let e = error as? ServerAPIError { return e }
+        if let e = error as? DistinctConflict {
+            return .conflict("a distinct conversation with these participants exists with other metadata",
+                             data: ["id": ServerAPIRepresentation.conversationID(e.existing)])
+        }
+        return .from(EngineErrors.wire(error))
+    }
+
+    private func dispatch(_ request: HTTPRequest, base: String) async throws -> HTTPResponse {
+        // Authentication first: nothing about the app is told to a caller without a token.
+        guard let authorization = request.headers["authorization"], authorization.hasPrefix("Bearer "),
+              let token = credentials.match(String(authorization.dropFirst("Bearer ".count)))
+        else { throw ServerAPIError.authenticationRequired("a valid `Authorization: Bearer <token>` header is required") }
+        if let wait = limiter.admit(token: token) { throw ServerAPIError.rateLimitExceeded(wait) }
+
+        let bare = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
+        let segments = bare.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        guard segments.count >= 2, segments[0] == "apps" else { throw ServerAPIError.invalidEndpoint("no such endpoint \(bare)") }
+        guard segments[1] == credentials.appID else { throw ServerAPIError.invalidAppID("no app \(segments[1]) on this node") }
+
+        let version = try Self.version(request.headers["accept"])
+        var methodsForPath: [String] = []
+        for (route, handler) in Self.table {
+            guard let parameters = Self.match(route.template, segments) else { continue }
+            methodsForPath.append(route.method)
+            guard route.method == request.method else { continue }
+            if request.bodyTooLarge { throw ServerAPIError.requestTooLarge(ServerAPILimits.maxBodyBytes) }
+            let context = ServerAPIRequest(
+                http: request, parameters: parameters, query: Self.query(request.path),
+                representation: ServerAPIRepresentation(base: base, version: version))
+            return try await handler(self, context)
+        }
+        if !methodsForPath.isEmpty {
+            var error = ServerAPIError.methodNotAllowed("\(request.method) is not served on \(bare)")
+            error.headers = [("allow", methodsForPath.joined(separator: ", "))]
+            throw error
+        }
+        throw ServerAPIError.invalidEndpoint("no such endpoint \(bare)")
+    }
+
+    /// The version named by `Accept: application/vnd.layer+json; version=X` (406 otherwise).
+    static func version(_ accept: String?) throws(ServerAPIError) -> ServerAPIVersion {
+        guard let accept else {
+            throw .invalidHeader(406, "Accept", "an `Accept: application/vnd.layer+json; version=3.0` header is required")
+        }
+        let items = accept.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard items.first?.lowercased() == "application/vnd.layer+json" else {
+            throw .invalidHeader(406, "Accept", "the Accept media type must be application/vnd.layer+json")
+        }
+        guard let parameter = items.dropFirst().first(where: { $0.lowercased().hasPrefix("version=") }) else {
+            throw .invalidHeader(406, "Accept", "the Accept header must name a version (1.0 or 3.0)")
+        }
+        let value = String(parameter.dropFirst("version=".count))
+        guard let version = ServerAPIVersion(rawValue: value) else {
+            throw .invalidHeader(406, "Accept", "version \(value) is not served (1.0 and 3.0 are)")
+        }
+        return version
+    }
+
+    static func match(_ template: String, _ segments: [String]) -> [String: String]? {
+        let parts = template.split(separator: "/").map(String.init)
+        guard parts.count == segments.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (part, segment) in zip(parts, segments) {
+            if part.hasPrefix("{") {
+                guard !segment.isEmpty else { return nil }
+                parameters[String(part.dropFirst().dropLast())] = segment.removingPercentEncoding ?? segment
+            } else if part != segment {
+                return nil
+            }
+        }
+        return parameters
+    }
+
+    static func query(_ path: String) -> [String: String] {
+        guard let q = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
+        var out: [String: String] = [:]
+        for pair in q.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? String($0) }
+            out[kv[0]] = kv.count > 1 ? kv[1] : ""
+        }
+        return out
+    }
+}
+
+/// One matched request: the HTTP request, path parameters, query, and how to represent objects.
+struct ServerAPIRequest: Sendable {
+    var http: HTTPRequest
+    var parameters: [String: String]
+    var query: [String: String]
+    var representation: ServerAPIRepresentation
+
+    func conversationID() throws(ServerAPIError) -> ConversationID {
+        guard let raw = parameters["conversation_id"], let uuid = UUID(uuidString: raw) else {
+            throw .notFound("no conversation \(parameters["conversation_id"] ?? "")")
+        }
+        return ConversationID(uuid: uuid)
+    }
+
+    func messageID() throws(ServerAPIError) -> MessageID {
+        guard let raw = parameters["message_id"], let uuid = UUID(uuidString: raw) else {
+            throw .notFound("no message \(parameters["message_id"] ?? "")")
+        }
+        return MessageID(uuid: uuid)
+    }
+
+    func userID() throws(ServerAPIError) -> UserID {
+        do { return try UserID(parameters["user_id"] ?? "") } catch { throw .notFound("no user \(parameters["user_id"] ?? "")") }
+    }
+
+    /// The `If-None-Match` request id (a UUID), if sent: the id of what the request creates,
+    /// so a repeated request finds the first one's result.
+    func requestID() throws(ServerAPIError) -> UUID? {
+        guard var value = http.headers["if-none-match"] else { return nil }
+        value = value.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
+        guard let uuid = UUID(uuidString: value) else {
+            throw .invalidHeader(400, "If-None-Match", "If-None-Match must hold a UUID")
+        }
+        return uuid
+    }
+
+    /// `page_size` (1…``ServerAPILimits/maxPageSize``).
+    func pageSize() throws(ServerAPIError) -> Int {
+        guard let raw = query["page_size"] else { return ServerAPILimits.defaultPageSize }
+        guard let n = Int(raw), (1...ServerAPILimits.maxPageSize).contains(n) else {
+            throw .invalidProperty("page_size", "page_size must be 1...\(ServerAPILimits.maxPageSize)")
+        }
+        return n
+    }
+}

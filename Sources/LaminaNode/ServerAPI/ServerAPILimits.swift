@@ -1,0 +1,13 @@
+/// The Server API's limits, declared once (enforced where a request enters, in
+/// ``ServerAPI``; participant, part and metadata limits are the model's own).
+public enum ServerAPILimits {
+    /// The largest JSON request body, in bytes (inline parts are at most 2 KB each, the
+    /// model's limit; bigger content goes through the content store).
+    public static let maxBodyBytes = 256 * 1024
+    /// The most conversations or messages one list request returns (`page_size`).
+    public static let maxPageSize = 100
+    /// The page size when a list request names none.
+    public static let defaultPageSize = 50
+    /// The Accept versions served.
+    public static let versions: Set<String> = ["1.0", "3.0"]
+}

@@ -1,0 +1,120 @@
+import Foundation
+import LaminaModel
+
+/// The Platform API version a request asked for (`Accept: …; version=X`).
+enum ServerAPIVersion: String, Sendable {
+    /// Participants and senders as user ids.
+    case v1 = "1.0"
+    /// Participants and senders as identities (`layer:///identities/<user id>`).
+    case v3 = "3.0"
+}
+
+/// The JSON representations of conversations and messages, per version.
+struct ServerAPIRepresentation {
+    /// `https://host:port/apps/<app id>`.
+    let base: String
+    let version: ServerAPIVersion
+
+    static func conversationID(_ id: ConversationID) -> String { "layer:///conversations/\(id.uuid.uuidString.lowercased())" }
+    static func messageID(_ id: MessageID) -> String { "layer:///messages/\(id.uuid.uuidString.lowercased())" }
+    static func identityID(_ user: UserID) -> String { "layer:///identities/\(user.rawValue)" }
+
+    func identity(_ user: UserID) -> [String: Any] {
+        [
+            "id": Self.identityID(user), "url": "\(base)/users/\(user.rawValue)/identity", "user_id": user.rawValue,
+            "display_name": user.rawValue, "avatar_url": NSNull(),
+        ]
+    }
+
+    func participant(_ user: UserID) -> Any { version == .v1 ? user.rawValue as Any : identity(user) }
+
+    func conversation(_ c: Conversation) -> [String: Any] {
+        let uuid = c.id.uuid.uuidString.lowercased()
+        return [
+            "id": Self.conversationID(c.id),
+            "url": "\(base)/conversations/\(uuid)",
+            "messages_url": "\(base)/conversations/\(uuid)/messages",
+            "created_at": ServerAPIJSON.date(millisecondsSince1970: c.createdAt.millisecondsSince1970),
+            "participants": c.participants.sorted().map(participant),
+            "distinct": c.isDistinct,
+            "metadata": Self.json(c.metadata),
+        ]
+    }
+
+    func message(_ m: Message, for user: UserID? = nil) -> [String: Any] {
+        let uuid = m.id.uuid.uuidString.lowercased()
+        let conversation = m.conversationID.uuid.uuidString.lowercased()
+        var parts: [[String: Any]] = []
+        for (index, part) in m.parts.enumerated() {
+            var p: [String: Any] = ["mime_type": part.mimeType.description]
+            if version == .v3 {
+                p["id"] = "layer:///messages/\(uuid)/parts/\(index)"
+            }
+            switch part.content {
+            case .inline(let bytes):
+                if part.mimeType.description.hasPrefix("text/"), let text = String(validating: bytes, as: UTF8.self) {
+                    p["body"] = text
+                } else {
+                    p["body"] = Data(bytes).base64EncodedString()
+                    p["encoding"] = "base64"
+                }
+            case .external(let reference):
+                p["content"] = ["id": reference.id.url, "size": reference.size]
+            }
+            parts.append(p)
+        }
+        var statuses: [String: String] = [:]
+        for (u, s) in m.recipientStatus { statuses[version == .v1 ? u.rawValue : Self.identityID(u)] = Self.status(s) }
+        var object: [String: Any] = [
+            "id": Self.messageID(m.id),
+            "url": "\(base)/conversations/\(conversation)/messages/\(uuid)",
+            "conversation": ["id": "layer:///conversations/\(conversation)", "url": "\(base)/conversations/\(conversation)"],
+            "parts": parts,
+            "sent_at": m.sentAt.map { ServerAPIJSON.date(millisecondsSince1970: $0.millisecondsSince1970) } ?? NSNull(),
+            "sender": version == .v1 ? ["user_id": m.sender.rawValue, "name": NSNull()] as [String: Any] : identity(m.sender),
+            "recipient_status": statuses,
+            "position": m.position.map { Int64(bitPattern: ($0.physical << 16) | UInt64($0.logical & 0xffff)) } ?? 0,
+        ]
+        if let user {
+            object["is_unread"] = m.sender != user && (m.recipientStatus[user] ?? .sent) < .read
+        }
+        return object
+    }
+
+    static func status(_ s: RecipientStatus) -> String {
+        switch s {
+        case .invalid: "invalid"
+        case .pending: "pending"
+        case .sent: "sent"
+        case .delivered: "delivered"
+        case .read: "read"
+        }
+    }
+
+    static func json(_ metadata: Metadata) -> [String: Any] { metadata.values.mapValues(json) }
+
+    static func json(_ value: MetadataValue) -> Any {
+        switch value {
+        case .string(let s): s
+        case .dictionary(let d): d.mapValues(json)
+        }
+    }
+
+    /// Metadata from JSON: strings and objects of strings only (Layer's rule).
+    static func metadataValue(_ any: Any, property: String) throws(ServerAPIError) -> MetadataValue {
+        if let s = any as? String { return .string(s) }
+        if let d = any as? [String: Any] {
+            var out: [String: MetadataValue] = [:]
+            for (k, v) in d { out[k] = try metadataValue(v, property: "\(property).\(k)") }
+            return .dictionary(out)
+        }
+        throw .invalidProperty(property, "\(property) must be a string or an object of strings")
+    }
+
+    /// A user id from a participant or sender reference: a user id, or (3.0) an identity id.
+    static func user(_ any: Any, property: String) throws(ServerAPIError) -> UserID {
+        guard var s = any as? String else { throw .invalidProperty(property, "\(property) must hold user ids (strings)") }
+        if s.hasPrefix("layer:///identities/") { s.removeFirst("layer:///identities/".count) }
+        do { return try UserID(s) } catch { throw .invalidProperty(property, error.reason) }
+    }
+}

@@ -1,0 +1,11 @@
+/// How the node serves the Server API (Layer's Platform API) on its TLS port.
+public struct ServerAPISettings: Sendable, Hashable {
+    /// Serve `/apps/<app id>/…` (and offer ALPN `http/1.1` for it).
+    public var enabled = true
+    /// Requests per second each token may make, on average.
+    public var requestsPerSecond = 200.0
+    /// Requests a token may make at once above the average (the bucket's size).
+    public var burst = 400.0
+
+    public init() {}
+}

@@ -1,0 +1,86 @@
+import Foundation
+import LaminaModel
+
+/// The app id and the Server API tokens of this node, kept in the data directory
+/// (`server-api/app-id`, and `server-api/tokens`: one token a line, `#` comments; delete a
+/// line to revoke it, add lines for more tokens; read at start). The first start creates
+/// both. Tokens are compared in constant time and never logged.
+public struct ServerAPICredentials: Sendable {
+    /// The app id in paths (`/apps/<appID>/…`): a UUID.
+    public var appID: String
+    /// The accepted bearer tokens.
+    var tokens: [[UInt8]]
+    /// Whether the first token was made now (the node then prints it).
+    public var created: Bool
+    /// The first token, for printing at a first start (nil otherwise).
+    public var newToken: String?
+
+    enum Files {
+        static let directory = "server-api"
+        static let appID = "server-api/app-id"
+        static let tokens = "server-api/tokens"
+    }
+
+    /// Reads the app id and tokens under `dataDirectory`, creating them when missing.
+    public static func loadOrCreate(in dataDirectory: URL) throws -> ServerAPICredentials {
+        let fm = FileManager.default
+        try fm.createDirectory(at: dataDirectory.appendingPathComponent(Files.directory), withIntermediateDirectories: true)
+        let appURL = dataDirectory.appendingPathComponent(Files.appID)
+        let tokensURL = dataDirectory.appendingPathComponent(Files.tokens)
+        var appID = (try? String(contentsOf: appURL, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        if appID.isEmpty {
+            appID = UUID().uuidString.lowercased()
+            try Data((appID + "\n").utf8).write(to: appURL, options: .atomic)
+        }
+        var created = false
+        var newToken: String?
+        if !fm.fileExists(atPath: tokensURL.path) {
+            let token = randomToken()
+            let text = "# Server API bearer tokens, one a line. Delete a line to revoke it.\n\(token)\n"
+            try Data(text.utf8).write(to: tokensURL, options: .atomic)
+            _ = chmod(tokensURL.path, 0o600)
+            created = true
+            newToken = token
+        }
+        let text = try String(contentsOf: tokensURL, encoding: .utf8)
+        let tokens = text.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            .map { Array($0.utf8) }
+        return ServerAPICredentials(appID: appID, tokens: tokens, created: created, newToken: newToken)
+    }
+
+    /// A credentials value for tests and embedding.
+    public init(appID: String, tokens: [String]) {
+        self.init(appID: appID, tokens: tokens.map { Array($0.utf8) }, created: false, newToken: nil)
+    }
+
+    init(appID: String, tokens: [[UInt8]], created: Bool, newToken: String?) {
+        self.appID = appID
+        self.tokens = tokens
+        self.created = created
+        self.newToken = newToken
+    }
+
+    /// 32 random bytes, base64url.
+    static func randomToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        return Base64URL.encode(bytes)
+    }
+
+    /// The index of the token `presented` equals, if any. Every token is compared in full
+    /// (time depends on the lengths only, not on where bytes differ).
+    func match(_ presented: String) -> Int? {
+        let candidate = Array(presented.utf8)
+        var found: Int? = nil
+        for (index, token) in tokens.enumerated() {
+            var difference = UInt8(token.count == candidate.count ? 0 : 1)
+            for i in 0..<token.count {
+                difference |= token[i] ^ (i < candidate.count ? candidate[i] : 0)
+            }
+            if difference == 0 && found == nil { found = index }
+        }
+        return found
+    }
+}

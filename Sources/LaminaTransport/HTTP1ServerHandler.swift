@@ -1,0 +1,180 @@
+import NIOCore
+import NIOHTTP1
+
+/// Sits between ``TLSHandler`` and the HTTP/2 handler on a server that offers HTTP/1.1:
+/// when the handshake agreed on `http/1.1`, inserts NIOHTTP1's codec and an
+/// ``HTTP1ServerHandler`` after itself (they consume the connection; the HTTP/2 handler
+/// stays idle behind them), else hands the handshake on to HTTP/2. Then leaves.
+final class ALPNSwitch: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let router: TransportRouter
+    private let settings: HTTP1Settings
+
+    init(router: TransportRouter, settings: HTTP1Settings) {
+        self.router = router
+        self.settings = settings
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard let handshake = event as? TLSHandshakeCompleted else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        if handshake.info.alpn == "h2" {
+            context.fireUserInboundEventTriggered(event)
+        } else {
+            do {
+                var limits = NIOHTTPDecoderLimitConfiguration()
+                limits.maxHeaderFieldSize = settings.maxHeaderFieldSize
+                limits.maxHeaderListSize = settings.maxHeaderListSize
+                limits.maxHeaderFieldCount = settings.maxHeaderFieldCount
+                let sync = context.pipeline.syncOperations
+                let handler = HTTP1ServerHandler(router: router, settings: settings)
+                try sync.addHandler(handler, position: .after(self))
+                try sync.configureHTTPServerPipeline(
+                    position: .after(self), withPipeliningAssistance: true, withErrorHandling: true,
+                    withOutboundHeaderValidation: true, withEncoderConfiguration: HTTPResponseEncoder.Configuration(),
+                    withDecoderLimitConfiguration: limits)
+            } catch {
+                context.fireErrorCaught(error)
+                context.close(promise: nil)
+                return
+            }
+        }
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+}
+
+/// Serves HTTP/1.1 requests with keep-alive: request-level routes of the router run as on
+/// HTTP/2; stream routes (sync, content) answer 505 (they need HTTP/2); unknown paths 404.
+/// One request at a time (NIOHTTP1's pipelining handler queues the next).
+final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let router: TransportRouter
+    private let settings: HTTP1Settings
+    private var head: HTTPRequestHead?
+    private var route: HTTPRequestRoute?
+    private var body = ByteBuffer()
+    private var tooLarge = false
+    private var requestTimer: Scheduled<Void>?
+    private var idleTimer: Scheduled<Void>?
+    private var context: ChannelHandlerContext?
+
+    init(router: TransportRouter, settings: HTTP1Settings) {
+        self.router = router
+        self.settings = settings
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        armIdle(context: context)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        requestTimer?.cancel()
+        idleTimer?.cancel()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        requestTimer?.cancel()
+        idleTimer?.cancel()
+        context.fireChannelInactive()
+    }
+
+    private func armIdle(context: ChannelHandlerContext) {
+        idleTimer?.cancel()
+        idleTimer = context.eventLoop.scheduleTask(in: settings.idleTimeout) { [self] in
+            guard head == nil else { return }
+            self.context?.close(promise: nil)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            idleTimer?.cancel()
+            self.head = head
+            body = context.channel.allocator.buffer(capacity: 0)
+            tooLarge = false
+            route = router.requestRoute(for: head.uri)
+            // A client waiting for 100-continue gets it when the body may come.
+            if let route, head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+                let length = head.headers["content-length"].first.flatMap { Int($0) } ?? 0
+                if length <= route.maxBodyBytes {
+                    context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+                }
+            }
+            requestTimer = context.eventLoop.scheduleTask(in: settings.requestTimeout) { [self] in
+                guard self.head != nil, let context = self.context else { return }
+                self.head = nil
+                self.respond(context: context, HTTPResponse(status: 408, headers: [("content-type", "text/plain")],
+                                                            body: ByteBuffer(string: "request timeout\n")), keepAlive: false)
+            }
+        case .body(var chunk):
+            guard head != nil, !tooLarge else { return }
+            if body.readableBytes + chunk.readableBytes > (route?.maxBodyBytes ?? 0) {
+                tooLarge = true
+                body.clear()
+            } else {
+                body.writeBuffer(&chunk)
+            }
+        case .end:
+            guard let head else { return }
+            requestTimer?.cancel()
+            dispatch(context: context, head: head)
+        }
+    }
+
+    private func dispatch(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        let keepAlive = head.isKeepAlive
+        guard let route else {
+            self.head = nil
+            let isStreamRoute = router.match(head.uri) != nil
+            let response = isStreamRoute
+                ? HTTPResponse(status: 505, headers: [("content-type", "text/plain")],
+                               body: ByteBuffer(string: "\(head.uri.split(separator: "?").first ?? "") needs HTTP/2 (ALPN h2)\n"))
+                : HTTPResponse(status: 404, headers: [("content-type", "text/plain")], body: ByteBuffer(string: "not found\n"))
+            respond(context: context, response, keepAlive: keepAlive)
+            return
+        }
+        var headers = HeaderFields()
+        for (name, value) in head.headers { headers.append(name, value) }
+        let request = HTTPRequest(
+            method: head.method.rawValue, path: head.uri, headers: headers, body: tooLarge ? ByteBuffer() : body,
+            bodyTooLarge: tooLarge, httpVersion: "1.1", remoteAddress: context.channel.remoteAddress)
+        body = ByteBuffer()
+        let loop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        Task {
+            let response = await route.handler(request)
+            loop.execute {
+                let handler = bound.value
+                guard handler.head != nil, let context = handler.context else { return }
+                handler.head = nil
+                handler.respond(context: context, response, keepAlive: keepAlive)
+            }
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext, _ response: HTTPResponse, keepAlive: Bool) {
+        var headers = HTTPHeaders()
+        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        headers.replaceOrAdd(name: "content-length", value: "\(response.body.readableBytes)")
+        if !keepAlive { headers.replaceOrAdd(name: "connection", value: "close") }
+        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if response.body.readableBytes > 0 { context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil) }
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if keepAlive {
+            armIdle(context: context)
+        } else {
+            let channel = context.channel
+            done.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+}

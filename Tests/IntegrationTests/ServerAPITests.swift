@@ -1,0 +1,314 @@
+import Foundation
+import LaminaClient
+import LaminaModel
+import LaminaNode
+import Testing
+
+/// The Server API (Layer's Platform API) on a real node, through curl over HTTP/1.1 and
+/// HTTP/2 and Python's standard library over HTTP/1.1.
+@Suite struct ServerAPITests {
+    static func conversationUUID(_ object: [String: Any]) -> String {
+        (object["id"] as? String ?? "").replacingOccurrences(of: "layer:///conversations/", with: "")
+    }
+
+    @Test(arguments: [CurlAPI.HTTP.http1, .http2])
+    func conversationsAreCreatedDistinctlyReadListedPatchedAndDeleted(http: CurlAPI.HTTP) async throws {
+        let node = try await TestNode.start("api-conv-\(http == .http1 ? "h1" : "h2")")
+        let api = CurlAPI(node.server, http: http)
+        let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"],"metadata":{"title":"T"}}"#)
+        #expect(created.status == 201)
+        #expect(created.httpVersion == (http == .http1 ? "1.1" : "2"))
+        let id = Self.conversationUUID(created.object)
+        #expect(created.headers["location"]?.hasSuffix("/conversations/\(id)") == true)
+        #expect((created.object["participants"] as? [[String: Any]])?.compactMap { $0["user_id"] as? String } == ["alice", "bob"])
+
+        // The same distinct participants: the existing one, 200; other metadata: 409 conflict.
+        let again = try await api.request("POST", "/conversations", json: #"{"participants":["bob","alice"]}"#)
+        #expect(again.status == 200)
+        #expect(Self.conversationUUID(again.object) == id)
+        let clash = try await api.request("POST", "/conversations", json: #"{"participants":["bob","alice"],"metadata":{"title":"X"}}"#)
+        #expect(clash.status == 409)
+        #expect(clash.object["id"] as? String == "conflict")
+        #expect((clash.object["data"] as? [String: Any])?["id"] as? String == "layer:///conversations/\(id)")
+
+        let got = try await api.request("GET", "/conversations/\(id)")
+        #expect(got.status == 200)
+        #expect((got.object["metadata"] as? [String: Any])?["title"] as? String == "T")
+
+        // PATCH: several operations, applied together.
+        let patch = #"[{"operation":"add","property":"participants","value":"carol"},{"operation":"set","property":"metadata.color.background","value":"red"},{"operation":"delete","property":"metadata.title"}]"#
+        let patched = try await api.request("PATCH", "/conversations/\(id)", json: patch, contentType: "application/vnd.layer-patch+json")
+        #expect(patched.status == 204)
+        let after = try await api.request("GET", "/conversations/\(id)")
+        #expect((after.object["participants"] as? [[String: Any]])?.compactMap { $0["user_id"] as? String } == ["alice", "bob", "carol"])
+        #expect(after.object["metadata"] as? [String: [String: String]] == ["color": ["background": "red"]])
+
+        // All or nothing: a bad operation after a good one changes nothing.
+        let bad = #"[{"operation":"add","property":"participants","value":"dave"},{"operation":"frobnicate","property":"participants","value":"x"}]"#
+        let refused = try await api.request("PATCH", "/conversations/\(id)", json: bad, contentType: "application/vnd.layer-patch+json")
+        #expect(refused.status == 422)
+        #expect(refused.object["id"] as? String == "invalid_property")
+        let tooMany = "[" + (1...30).map { #"{"operation":"add","property":"participants","value":"u\#($0)"}"# }.joined(separator: ",") + "]"
+        let overLimit = try await api.request("PATCH", "/conversations/\(id)", json: tooMany, contentType: "application/vnd.layer-patch+json")
+        #expect(overLimit.status == 422)
+        let unchanged = try await api.request("GET", "/conversations/\(id)")
+        #expect((unchanged.object["participants"] as? [Any])?.count == 3)
+        let wrongType = try await api.request("PATCH", "/conversations/\(id)", json: patch)
+        #expect(wrongType.status == 415)
+        #expect(wrongType.object["id"] as? String == "invalid_header")
+
+        // A user's conversations, newest first, paged.
+        let second = try await api.request("POST", "/conversations", json: #"{"participants":["carol","dave"],"distinct":false}"#)
+        #expect(second.status == 201)
+        let listed = try await api.request("GET", "/users/carol/conversations")
+        #expect(listed.status == 200)
+        #expect(listed.array.map(Self.conversationUUID) == [Self.conversationUUID(second.object), id])
+        let paged = try await api.request("GET", "/users/carol/conversations?page_size=1&from_id=\(Self.conversationUUID(second.object))")
+        #expect(paged.array.map(Self.conversationUUID) == [id])
+
+        let deleted = try await api.request("DELETE", "/conversations/\(id)")
+        #expect(deleted.status == 204)
+        let gone = try await api.request("GET", "/conversations/\(id)")
+        #expect(gone.status == 410)
+        #expect(gone.object["id"] as? String == "object_deleted")
+        #expect(gone.object["code"] as? Int == 103)
+        await node.stop()
+    }
+
+    @Test(arguments: [CurlAPI.HTTP.http1, .http2])
+    func messagesAreSentListedAsSystemAndUserAndDeleted(http: CurlAPI.HTTP) async throws {
+        let node = try await TestNode.start("api-msg-\(http == .http1 ? "h1" : "h2")")
+        let v1 = CurlAPI(node.server, http: http, version: "1.0")
+        let v3 = CurlAPI(node.server, http: http, version: "3.0")
+        let created = try await v1.request("POST", "/conversations", json: #"{"participants":["alice","bob"]}"#)
+        let id = Self.conversationUUID(created.object)
+        #expect(created.object["participants"] as? [String] == ["alice", "bob"])
+
+        let sent = try await v1.request("POST", "/conversations/\(id)/messages", json: """
+            {"sender":{"user_id":"alice"},"parts":[{"body":"hello bob","mime_type":"text/plain"},
+             {"body":"AAEC","mime_type":"application/octet-stream","encoding":"base64"}],"notification":{"text":"alice: hello","sound":"chime"}}
+            """)
+        #expect(sent.status == 201)
+        let messageID = (sent.object["id"] as? String ?? "").replacingOccurrences(of: "layer:///messages/", with: "")
+        #expect((sent.object["sender"] as? [String: Any])?["user_id"] as? String == "alice")
+        let parts = sent.object["parts"] as? [[String: Any]] ?? []
+        #expect(parts.first?["body"] as? String == "hello bob")
+        #expect(parts.last?["encoding"] as? String == "base64")
+        #expect(parts.last?["body"] as? String == "AAEC")
+
+        let sent3 = try await v3.request("POST", "/conversations/\(id)/messages", json: #"{"sender_id":"layer:///identities/bob","parts":[{"body":"hi alice","mime_type":"text/plain"}]}"#)
+        #expect(sent3.status == 201)
+        #expect((sent3.object["sender"] as? [String: Any])?["id"] as? String == "layer:///identities/bob")
+        #expect(((sent3.object["parts"] as? [[String: Any]])?.first?["id"] as? String)?.contains("/parts/") == true)
+
+        let system = try await v1.request("GET", "/conversations/\(id)/messages")
+        #expect(system.status == 200)
+        #expect(system.array.compactMap { ($0["parts"] as? [[String: Any]])?.first?["body"] as? String } == ["hi alice", "hello bob"])
+        let asBob = try await v1.request("GET", "/users/bob/conversations/\(id)/messages?page_size=10")
+        #expect(asBob.array.map { $0["is_unread"] as? Bool } == [false, true])
+        let one = try await v1.request("GET", "/conversations/\(id)/messages/\(messageID)")
+        #expect(one.status == 200)
+        #expect((one.object["recipient_status"] as? [String: String])?["alice"] == "read")
+
+        // Refusals: not a participant, over 2 KB inline, a named system sender, no parts.
+        let outsider = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"user_id":"mallory"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#)
+        #expect(outsider.status == 403)
+        #expect(outsider.object["id"] as? String == "access_denied")
+        let big = String(repeating: "x", count: 2049)
+        let tooBig = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"user_id":"alice"},"parts":[{"body":"\#(big)","mime_type":"text/plain"}]}"#)
+        #expect(tooBig.status == 422)
+        #expect((tooBig.object["data"] as? [String: Any])?["property"] as? String == "parts[0]")
+        let named = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"name":"Admin"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#)
+        #expect(named.status == 422)
+        let noParts = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"user_id":"alice"}}"#)
+        #expect(noParts.status == 422)
+        #expect(noParts.object["id"] as? String == "missing_property")
+        #expect(noParts.object["code"] as? Int == 104)
+
+        // Bob reads everything: no unread left for him, alice's message shows read by bob.
+        let marked = try await v1.request("POST", "/users/bob/conversations/\(id)/mark_all_read")
+        #expect(marked.status == 204)
+        let readByBob = try await v1.request("GET", "/users/bob/conversations/\(id)/messages")
+        #expect(readByBob.array.map { $0["is_unread"] as? Bool } == [false, false])
+        #expect((readByBob.array.last?["recipient_status"] as? [String: String])?["bob"] == "read")
+        let outsiderMarks = try await v1.request("POST", "/users/mallory/conversations/\(id)/mark_all_read")
+        #expect(outsiderMarks.status == 403)
+
+        let deleted = try await v1.request("DELETE", "/conversations/\(id)/messages/\(messageID)")
+        #expect(deleted.status == 204)
+        let gone = try await v1.request("GET", "/conversations/\(id)/messages/\(messageID)")
+        #expect(gone.status == 410)
+        let left = try await v1.request("GET", "/conversations/\(id)/messages")
+        #expect(left.array.count == 1)
+        await node.stop()
+    }
+
+    @Test func headersTokensAndBadInputGetLayersErrors() async throws {
+        let node = try await TestNode.start("api-errors")
+        let api = CurlAPI(node.server)
+        let token = api.token
+        func expectError(_ r: CurlAPI.Response, _ status: Int, _ id: String, _ code: Int) {
+            #expect(r.status == status, "\(r.body)")
+            #expect(r.object["id"] as? String == id, "\(r.body)")
+            #expect(r.object["code"] as? Int == code, "\(r.body)")
+            #expect(r.object["message"] is String)
+            #expect(r.object["url"] is String)
+        }
+        let accept = "application/vnd.layer+json; version=3.0"
+        expectError(try await api.request("GET", "/users/a/conversations", headers: ["Accept": accept]), 401, "authentication_required", 4)
+        expectError(try await api.request("GET", "/users/a/conversations", headers: ["Accept": accept, "Authorization": "Bearer x\(token)"]),
+                    401, "authentication_required", 4)
+        expectError(try await api.request("GET", "/users/a/conversations", headers: ["Authorization": "Bearer \(token)"]), 406, "invalid_header", 107)
+        expectError(try await api.request("GET", "/users/a/conversations",
+                                          headers: ["Authorization": "Bearer \(token)", "Accept": "application/vnd.layer+json; version=2.0"]),
+                    406, "invalid_header", 107)
+        expectError(try await api.request("GET", "//apps/00000000-0000-0000-0000-000000000000/users/a/conversations"), 404, "invalid_app_id", 2)
+        expectError(try await api.request("GET", "/conversations/\(UUID().uuidString)"), 404, "not_found", 102)
+        expectError(try await api.request("GET", "/nothing-here"), 404, "invalid_endpoint", 109)
+        expectError(try await api.request("PUT", "/conversations"), 405, "method_not_allowed", 110)
+        expectError(try await api.request("POST", "/conversations", json: "{\"participants\": [\"a\""), 400, "invalid_request", 10)
+        expectError(try await api.request("POST", "/conversations", json: #"{"distinct":true}"#), 422, "missing_property", 104)
+        expectError(try await api.request("POST", "/conversations", json: #"{"participants":"alice"}"#), 422, "invalid_property", 105)
+        expectError(try await api.request("POST", "/conversations", json: #"{"participants":[1,2]}"#), 422, "invalid_property", 105)
+        expectError(try await api.request("POST", "/conversations", json: #"{"participants":["a"],"metadata":{"n":5}}"#), 422, "invalid_property", 105)
+        let crowd = (1...30).map { "\"u\($0)\"" }.joined(separator: ",")
+        expectError(try await api.request("POST", "/conversations", json: #"{"participants":[\#(crowd)]}"#), 422, "invalid_property", 105)
+        expectError(try await api.request("POST", "/conversations", json: "{}", headers: [
+            "Authorization": "Bearer \(token)", "Accept": accept, "If-None-Match": "not-a-uuid"]), 400, "invalid_header", 107)
+        let file = Fixtures.temporaryDirectory("api-big").appendingPathComponent("body.json")
+        try Data(#"{"participants":["a"],"pad":""#.utf8 + Data(repeating: 0x61, count: ServerAPILimits.maxBodyBytes) + Data(#""}"#.utf8)).write(to: file)
+        expectError(try await api.request("POST", "/conversations", bodyFile: file.path), 413, "request_too_large", 111)
+        // The node still serves after all of it.
+        #expect(try await api.request("POST", "/conversations", json: #"{"participants":["a","b"]}"#).status == 201)
+        await node.stop()
+    }
+
+    /// Several tokens, each accepted; a line deleted from the tokens file is revoked at restart.
+    @Test func tokensAreSeveralAndRevocable() async throws {
+        let node = try await TestNode.start("api-tokens")
+        let file = node.server.prepared.dataDirectory.appendingPathComponent("server-api/tokens")
+        let first = CurlAPI(node.server).token
+        try Data("# two tokens\n\(first)\nsecond-token-for-the-billing-backend\n".utf8).write(to: file)
+        try await node.restart()
+        var api = CurlAPI(node.server)
+        #expect(try await api.request("GET", "/users/a/conversations").status == 200)
+        api = CurlAPI(node.server, token: "second-token-for-the-billing-backend")
+        #expect(try await api.request("GET", "/users/a/conversations").status == 200)
+        try Data("second-token-for-the-billing-backend\n".utf8).write(to: file)
+        try await node.restart()
+        api = CurlAPI(node.server, token: first)
+        #expect(try await api.request("GET", "/users/a/conversations").status == 401)
+        api = CurlAPI(node.server, token: "second-token-for-the-billing-backend")
+        #expect(try await api.request("GET", "/users/a/conversations").status == 200)
+        await node.stop()
+    }
+
+    @Test func ifNoneMatchMakesCreatesAndSendsIdempotent() async throws {
+        let node = try await TestNode.start("api-idem")
+        let api = CurlAPI(node.server)
+        let requestID = UUID().uuidString.lowercased()
+        var headers = ["Authorization": "Bearer \(api.token)", "Accept": "application/vnd.layer+json; version=3.0", "If-None-Match": requestID]
+        let first = try await api.request("POST", "/conversations", json: #"{"participants":["a","b"],"distinct":false}"#, headers: headers)
+        let second = try await api.request("POST", "/conversations", json: #"{"participants":["a","b"],"distinct":false}"#, headers: headers)
+        #expect(first.status == 201)
+        #expect(second.status == 201)
+        #expect(Self.conversationUUID(first.object) == requestID)
+        #expect(Self.conversationUUID(second.object) == requestID)
+        let listed = try await api.request("GET", "/users/a/conversations")
+        #expect(listed.array.count == 1)
+
+        headers["If-None-Match"] = UUID().uuidString
+        let body = #"{"sender_id":"a","parts":[{"body":"once","mime_type":"text/plain"}]}"#
+        #expect(try await api.request("POST", "/conversations/\(requestID)/messages", json: body, headers: headers).status == 201)
+        #expect(try await api.request("POST", "/conversations/\(requestID)/messages", json: body, headers: headers).status == 201)
+        #expect(try await api.request("GET", "/conversations/\(requestID)/messages").array.count == 1)
+        await node.stop()
+    }
+
+    @Test func aTokenOverItsRateGets429WithRetryAfter() async throws {
+        let node = try await TestNode.start("api-rate") { c in
+            c.serverAPI.requestsPerSecond = 0.01
+            c.serverAPI.burst = 3
+        }
+        let api = CurlAPI(node.server, http: .http2)
+        for _ in 0..<3 { #expect(try await api.request("GET", "/users/a/conversations").status == 200) }
+        let limited = try await api.request("GET", "/users/a/conversations")
+        #expect(limited.status == 429)
+        #expect(limited.object["id"] as? String == "rate_limit_exceeded")
+        #expect(Int(limited.headers["retry-after"] ?? "") ?? 0 >= 1)
+        await node.stop()
+    }
+
+    @Test func syncStaysHTTP2OnlyAndSaysSoOverHTTP1() async throws {
+        let node = try await TestNode.start("api-sync-h1")
+        let result = try await ExternalCommand.run("/usr/bin/curl", [
+            "-sS", "--http1.1", "--cacert", node.server.prepared.certificatePath, "-X", "POST", "-w", "\n%{http_code} %{http_version}",
+            node.server.url + NodeServer.syncPath])
+        #expect(result.stdout.contains("needs HTTP/2"))
+        #expect(result.stdout.hasSuffix("505 1.1"))
+        // And the sync stream still works over HTTP/2 on the same port.
+        let client = try await node.connect()
+        _ = try await client.hello()
+        await node.stop()
+    }
+
+    /// Python's http.client: several requests on one kept-alive HTTP/1.1 connection.
+    @Test func pythonHTTPClientKeepsOneConnectionAlive() async throws {
+        let node = try await TestNode.start("api-python")
+        let api = CurlAPI(node.server)
+        let script = """
+            import http.client, json, ssl, sys
+            ctx = ssl.create_default_context(cafile=sys.argv[1])
+            host, port = sys.argv[2].rsplit(":", 1)
+            conn = http.client.HTTPSConnection(host, int(port), context=ctx)
+            h = {"Authorization": "Bearer " + sys.argv[4], "Accept": "application/vnd.layer+json; version=1.0",
+                 "Content-Type": "application/json"}
+            base = "/apps/" + sys.argv[3]
+            conn.request("POST", base + "/conversations", json.dumps({"participants": ["alice", "bob"]}), h)
+            r = conn.getresponse(); created = json.loads(r.read()); print(r.status, r.version)
+            sock = conn.sock
+            cid = created["id"].split("/")[-1]
+            conn.request("POST", base + "/conversations/" + cid + "/messages",
+                         json.dumps({"sender": {"user_id": "bob"}, "parts": [{"body": "from python", "mime_type": "text/plain"}]}), h)
+            r = conn.getresponse(); r.read(); print(r.status)
+            conn.request("GET", base + "/conversations/" + cid + "/messages", headers=h)
+            r = conn.getresponse(); msgs = json.loads(r.read()); print(r.status, msgs[0]["parts"][0]["body"])
+            conn.request("GET", base + "/conversations/" + cid, headers={"Accept": h["Accept"]})
+            r = conn.getresponse(); err = json.loads(r.read()); print(r.status, err["id"])
+            print("same-connection", conn.sock is sock)
+            """
+        let result = try await ExternalCommand.run("/usr/bin/python3", [
+            "-c", script, node.server.prepared.certificatePath, node.server.url.replacingOccurrences(of: "https://", with: ""),
+            api.appID, api.token])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n") == ["201 11", "201", "200 from python", "401 authentication_required", "same-connection True"])
+        await node.stop()
+    }
+
+    /// A conversation created empty through the Server API appears on a participant's
+    /// device at once, and a message sent through it arrives there.
+    @Test func serverAPICallsReachAnSDKClientLive() async throws {
+        let node = try await TestNode.start("api-e2e")
+        let bob = try ClientHarness.device("bob", on: node)
+        _ = try await ClientHarness.connectLive(bob, on: node)
+        let api = CurlAPI(node.server, http: .http2)
+        let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"],"metadata":{"title":"from the backend"}}"#)
+        #expect(created.status == 201)
+        let id = ConversationID(uuid: UUID(uuidString: Self.conversationUUID(created.object))!)
+        let seen = try await bob.waitForCreation(of: id, timeout: .seconds(30))
+        #expect(seen.conversation.participants == ["alice", "bob"])
+        #expect(seen.conversation.metadata.values["title"] == .string("from the backend"))
+
+        let sent = try await CurlAPI(node.server, http: .http1, version: "1.0").request(
+            "POST", "/conversations/\(id.uuid.uuidString)/messages",
+            json: #"{"sender":{"user_id":"alice"},"parts":[{"body":"hello from the API","mime_type":"text/plain"}]}"#)
+        #expect(sent.status == 201)
+        let messageID = MessageID(uuid: UUID(uuidString: (sent.object["id"] as? String ?? "").replacingOccurrences(of: "layer:///messages/", with: ""))!)
+        let message = try await bob.waitForCreation(of: messageID, timeout: .seconds(30))
+        #expect(message.message.sender == "alice")
+        #expect(message.message.parts.first?.inlineBytes == Array("hello from the API".utf8))
+        #expect(message.isUnread)
+        try await bob.close()
+        await node.stop()
+    }
+}
