@@ -147,21 +147,7 @@ private let tlsALPNSelectCallback:
         OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
         UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
     ) -> Int32 = { _, out, outLength, offered, offeredLength, _ in
-        guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-        var index = 0
-        let total = Int(offeredLength)
-        while index < total {
-            let length = Int(offered[index])
-            let start = index + 1
-            if start + length > total { break }
-            if length == 2 && offered[start] == UInt8(ascii: "h") && offered[start + 1] == UInt8(ascii: "2") {
-                out.pointee = offered + start
-                outLength.pointee = 2
-                return SSL_TLSEXT_ERR_OK
-            }
-            index = start + length
-        }
-        return SSL_TLSEXT_ERR_ALERT_FATAL
+        selectALPN(out, outLength, offered, offeredLength, acceptingHTTP1: false)
     }
 
 /// Server ALPN with HTTP/1.1 offered: `h2` if the client offers it, else `http/1.1`, else
@@ -171,30 +157,39 @@ private let tlsALPNSelectH2OrHTTP1Callback:
         OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
         UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
     ) -> Int32 = { _, out, outLength, offered, offeredLength, _ in
-        guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-        let http1 = Array("http/1.1".utf8)
-        var found: (Int, Int)? = nil
-        var index = 0
-        let total = Int(offeredLength)
-        while index < total {
-            let length = Int(offered[index])
-            let start = index + 1
-            if start + length > total { break }
-            if length == 2 && offered[start] == UInt8(ascii: "h") && offered[start + 1] == UInt8(ascii: "2") {
-                out.pointee = offered + start
-                outLength.pointee = 2
-                return SSL_TLSEXT_ERR_OK
-            }
-            if length == http1.count && (0..<length).allSatisfy({ offered[start + $0] == http1[$0] }) {
-                found = (start, length)
-            }
-            index = start + length
-        }
-        guard let (start, length) = found else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-        out.pointee = offered + start
-        outLength.pointee = UInt8(length)
-        return SSL_TLSEXT_ERR_OK
+        selectALPN(out, outLength, offered, offeredLength, acceptingHTTP1: true)
     }
+
+/// Picks `h2` from the client's ALPN list (wire format: length-prefixed names), else
+/// `http/1.1` when `acceptingHTTP1`, else refuses the handshake.
+private func selectALPN(
+    _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, _ outLength: UnsafeMutablePointer<UInt8>?,
+    _ offered: UnsafePointer<UInt8>?, _ offeredLength: UInt32, acceptingHTTP1: Bool
+) -> Int32 {
+    guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+    let http1 = Array("http/1.1".utf8)
+    var found: (Int, Int)? = nil
+    var index = 0
+    let total = Int(offeredLength)
+    while index < total {
+        let length = Int(offered[index])
+        let start = index + 1
+        if start + length > total { break }
+        if length == 2 && offered[start] == UInt8(ascii: "h") && offered[start + 1] == UInt8(ascii: "2") {
+            out.pointee = offered + start
+            outLength.pointee = 2
+            return SSL_TLSEXT_ERR_OK
+        }
+        if acceptingHTTP1, found == nil, length == http1.count, (0..<length).allSatisfy({ offered[start + $0] == http1[$0] }) {
+            found = (start, length)
+        }
+        index = start + length
+    }
+    guard let (start, length) = found else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+    out.pointee = offered + start
+    outLength.pointee = UInt8(length)
+    return SSL_TLSEXT_ERR_OK
+}
 
 /// Client: keep the newest session ticket per server for resumption. Returning 1 keeps the reference.
 private let tlsNewSessionCallback: @convention(c) (OpaquePointer?, OpaquePointer?) -> Int32 = { ssl, session in
