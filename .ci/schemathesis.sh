@@ -30,8 +30,10 @@ cat >"$work/schemathesis.toml" <<TOML
 "path.app_id" = "\${LAMINA_APP_ID}"
 TOML
 cd "$work"
+# One worker: with several threads, hypothesis under CPython 3.11 sometimes fails inside
+# `ast.parse` ("AST constructor recursion depth mismatch"), a tool error, not a finding.
 schemathesis --config-file "$work/schemathesis.toml" run "$root/Protocol/SERVER-API.yaml" \
     --url "https://127.0.0.1:$port" --tls-verify "$work/data/tls/node-cert.pem" \
     -H "Authorization: Bearer $token" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
-    --max-examples "$examples" --generation-deterministic --workers 2 --request-timeout 10 --no-color
+    --max-examples "$examples" --generation-deterministic --workers 1 --request-timeout 10 --no-color
