@@ -68,30 +68,8 @@ extension NodeEngine {
             let digest = try SHA256Hasher.hash(Array(try frame.encoded().readableBytesView))
             let user = auth.user
             let now = Timestamp.now()
-            try store.submit({ tx -> CommandResult in
-                // A send is checked for a retry only when it fails (its id is taken, or the
-                // conversation changed since): a new message costs no lookup.
-                if case .sendMessage = frame {} else if let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) {
-                    return .replayed(replayed)
-                }
-                var context = CommandContext(tx: tx, user: user, engine: self, now: now)
-                let ack: Ack
-                do {
-                    ack = try context.apply(frame, digest: digest)
-                } catch {
-                    // A failed command's writes are rolled back with its savepoint; a send that
-                    // failed before writing anything may be a retry.
-                    if case .sendMessage = frame, !context.startedWriting,
-                       let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) {
-                        return .replayed(replayed)
-                    }
-                    throw error
-                }
-                if let refusal = context.refusal { return .refused(refusal) }
-                if case .sendMessage = frame {} else {
-                    try tx.recordResult(digest + Array(try Frame.ack(ack).encoded().readableBytesView), for: key, at: now)
-                }
-                return .applied(ack, context.changes)
+            try store.submit({ [self] tx -> CommandResult in
+                try command(frame, as: user, key: key, digest: digest, now: now, in: tx)
             }, completion: { [self] result in
                 session.releaseCommandSlot()
                 switch result {
@@ -110,6 +88,40 @@ extension NodeEngine {
             session.releaseCommandSlot()
             Self.reply(error, to: session, requestID: requestID)
         }
+    }
+
+    /// One command inside the writer's transaction: answered from its record when it is a
+    /// retry, else applied by ``CommandContext`` with its idempotency record; `after` runs in
+    /// the same transaction once the command applied (what the Server API adds).
+    func command(
+        _ frame: Frame, as user: UserID, key: IdempotencyKey, digest: [UInt8], now: Timestamp,
+        in tx: StorageTransaction, after: ((inout CommandContext, Ack) throws -> Void)? = nil
+    ) throws -> CommandResult {
+        // A send is checked for a retry only when it fails (its id is taken, or the
+        // conversation changed since): a new message costs no lookup.
+        if case .sendMessage = frame {} else if let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) {
+            return .replayed(replayed)
+        }
+        var context = CommandContext(tx: tx, user: user, engine: self, now: now)
+        let ack: Ack
+        do {
+            ack = try context.apply(frame, digest: digest)
+        } catch {
+            // A failed command's writes are rolled back with its savepoint; a send that
+            // failed before writing anything may be a retry.
+            if case .sendMessage = frame, !context.startedWriting,
+               let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) {
+                return .replayed(replayed)
+            }
+            throw error
+        }
+        // Refused after recording what must stay (an alias of the existing conversation).
+        if let refusal = context.refusal { return .refused(refusal) }
+        try after?(&context, ack)
+        if case .sendMessage = frame {} else {
+            try tx.recordResult(digest + Array(try Frame.ack(ack).encoded().readableBytesView), for: key, at: now)
+        }
+        return .applied(ack, context.changes)
     }
 
     private static func reply(_ error: any Error, to session: NodeSession, requestID: UUID?) {

@@ -240,12 +240,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         graceTask = nil
         stallTask?.cancel()
         stallTask = nil
-        let waiters = lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
-            outboundClosed = true
-            pending = ByteBuffer()
-            return takeRoomWaiters()
-        }
-        for waiter in waiters { waiter.resume(returning: false) }
+        dropOutbound()
         if let error { logger.debug("sync stream closed", metadata: ["error": "\(error)"]) }
         notifyEndpointClosed()
         if started { metrics.sessionsActive.decrement() }
@@ -520,15 +515,20 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         }
     }
 
-    private func slowConsumer() {
-        stallTask?.cancel()
-        stallTask = nil
+    /// Closes the outbound side, drops what was queued and tells paced answers there is no room.
+    private func dropOutbound() {
         let waiters = lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
             outboundClosed = true
             pending = ByteBuffer()
             return takeRoomWaiters()
         }
         for waiter in waiters { waiter.resume(returning: false) }
+    }
+
+    private func slowConsumer() {
+        stallTask?.cancel()
+        stallTask = nil
+        dropOutbound()
         metrics.slowConsumers.increment()
         logger.warning(
             "slow consumer: outbound queue over its bound, resetting the stream",

@@ -26,18 +26,8 @@ extension NodeEngine {
         let key = IdempotencyKey(user: user, id: id)
         let digest = try SHA256Hasher.hash(Array(try frame.encoded().readableBytesView))
         let now = Timestamp.now()
-        let result = try await store.write { tx -> CommandResult in
-            if let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) { return .replayed(replayed) }
-            // A failing command rolls back with the command's own savepoint (the writer's).
-            var context = CommandContext(tx: tx, user: user, engine: self, now: now)
-            let ack = try context.apply(frame, digest: digest)
-            // Refused after recording what must stay (an alias of the existing conversation).
-            if let refusal = context.refusal { return .refused(refusal) }
-            try after?(&context, ack)
-            if case .sendMessage = frame {} else {
-                try tx.recordResult(digest + Array(try Frame.ack(ack).encoded().readableBytesView), for: key, at: now)
-            }
-            return .applied(ack, context.changes)
+        let result = try await store.write { [self] tx -> CommandResult in
+            try command(frame, as: user, key: key, digest: digest, now: now, in: tx, after: after)
         }
         switch result {
         case .applied(let ack, let changes):
