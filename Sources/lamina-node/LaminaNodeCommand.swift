@@ -120,6 +120,9 @@ struct Serve: AsyncParsableCommand {
         // Signals are handled as events, not by the default action.
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
+        // Past a file-size limit (`ulimit -f`) writes fail with EFBIG, which the store reports
+        // and /health/ready shows, instead of the signal killing the node.
+        signal(SIGXFSZ, SIG_IGN)
         let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
 
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)

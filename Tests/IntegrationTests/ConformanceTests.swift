@@ -8,21 +8,10 @@ import Testing
 /// `lamina-conformance` (Protocol/conformance/) against a real node: every row of the
 /// session-state table of SPEC §5.7 answered as the text says.
 @Suite struct ConformanceTests {
-    static func binary() throws -> URL {
-        let candidates = [
-            Fixtures.packageRoot.appendingPathComponent(".build/debug/lamina-conformance"),
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("lamina-conformance"),
-        ]
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw SyncTestTimeout(waitingFor: "a built lamina-conformance (run `swift build` first); looked at \(candidates.map(\.path))")
-        }
-        return found
-    }
-
     @Test func everyRowOfTheSessionStateTableIsAnsweredAsSpecified() async throws {
         let node = try await TestNode.start("conformance")
         let process = Process()
-        process.executableURL = try Self.binary()
+        process.executableURL = try BuiltProduct.url("lamina-conformance")
         process.arguments = [
             "--node", node.server.url, "--ca", node.server.prepared.certificatePath, "--node-data", node.configuration.dataDirectory,
         ]

@@ -29,7 +29,7 @@ import Testing
         let admin = try #require(node.admin)
         let health = try await HTTPGet.fetch(port: admin.port, path: "/health")
         #expect(health.status == 200)
-        #expect(health.body == "ok\n")
+        #expect(health.body.hasPrefix("ready\n"))
         let metrics = try await HTTPGet.fetch(port: admin.port, path: "/metrics")
         #expect(metrics.status == 200)
         #expect(metrics.body.contains("lamina_sessions_opened_total 1"))

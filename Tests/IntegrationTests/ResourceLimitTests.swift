@@ -67,6 +67,18 @@ import Testing
         }
     }
 
+    /// Like ``eventually(_:timeout:_:)`` for a condition that has to await.
+    static func eventuallyAsync(
+        _ what: String, timeout: Duration = .seconds(30), _ condition: () async -> Bool
+    ) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while !(await condition()) {
+            guard clock.now < deadline else { throw SyncTestTimeout(waitingFor: what) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     /// This process's resident set (informative only: other suites run in the same process).
     static func residentBytes() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),

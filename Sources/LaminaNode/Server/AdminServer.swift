@@ -3,7 +3,8 @@ import NIOHTTP1
 import NIOPosix
 
 /// The local admin port: plain HTTP/1.1 (NIOHTTP1) with `GET /metrics` (Prometheus text
-/// format) and `GET /health` (200 "ok" while the node is healthy, else 503).
+/// format), `GET /health/live` (200 while the process answers) and `GET /health/ready`
+/// (200 when ready for traffic, else 503; each check on its own line; `/health` is the same).
 public final class AdminServer: Sendable {
     /// Where it listens (the real port when started on port 0).
     public let localAddress: SocketAddress
@@ -17,17 +18,17 @@ public final class AdminServer: Sendable {
     /// The listening port.
     public var port: Int { localAddress.port ?? 0 }
 
-    /// Starts listening. `metrics` renders the exposition text; `healthy` decides /health.
+    /// Starts listening. `metrics` renders the exposition text; `readiness` answers /health/ready.
     public static func start(
         host: String, port: Int, group: EventLoopGroup,
-        metrics: @escaping @Sendable () -> String, healthy: @escaping @Sendable () -> Bool
+        metrics: @escaping @Sendable () -> String, readiness: @escaping @Sendable () async -> NodeReadiness
     ) async throws -> AdminServer {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(AdminHandler(metrics: metrics, healthy: healthy))
+                    try channel.pipeline.syncOperations.addHandler(AdminHandler(metrics: metrics, readiness: readiness))
                 }
             }
             .bind(host: host, port: port).get()
@@ -45,12 +46,12 @@ private final class AdminHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let metrics: @Sendable () -> String
-    private let healthy: @Sendable () -> Bool
+    private let readiness: @Sendable () async -> NodeReadiness
     private var request: HTTPRequestHead?
 
-    init(metrics: @escaping @Sendable () -> String, healthy: @escaping @Sendable () -> Bool) {
+    init(metrics: @escaping @Sendable () -> String, readiness: @escaping @Sendable () async -> NodeReadiness) {
         self.metrics = metrics
-        self.healthy = healthy
+        self.readiness = readiness
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -66,18 +67,31 @@ private final class AdminHandler: ChannelInboundHandler {
 
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead) {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
-        let (status, contentType, body): (HTTPResponseStatus, String, String)
         switch (head.method, path) {
         case (.GET, "/metrics"):
-            (status, contentType, body) = (.ok, "text/plain; version=0.0.4; charset=utf-8", metrics())
-        case (.GET, "/health"):
-            (status, contentType, body) = healthy()
-                ? (.ok, "text/plain", "ok\n") : (.serviceUnavailable, "text/plain", "unavailable\n")
-        case (_, "/metrics"), (_, "/health"):
-            (status, contentType, body) = (.methodNotAllowed, "text/plain", "method not allowed\n")
+            write(context: context, head: head, (.ok, "text/plain; version=0.0.4; charset=utf-8", metrics()))
+        case (.GET, "/health/live"):
+            write(context: context, head: head, (.ok, "text/plain", "ok\n"))
+        case (.GET, "/health/ready"), (.GET, "/health"):
+            let readiness = self.readiness
+            let ctx = NIOLoopBound(context, eventLoop: context.eventLoop)
+            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.makeFutureWithTask { await readiness() }.whenSuccess { report in
+                handler.value.write(
+                    context: ctx.value, head: head,
+                    (report.isReady ? .ok : .serviceUnavailable, "text/plain", report.text))
+            }
+        case (_, "/metrics"), (_, "/health"), (_, "/health/live"), (_, "/health/ready"):
+            write(context: context, head: head, (.methodNotAllowed, "text/plain", "method not allowed\n"))
         default:
-            (status, contentType, body) = (.notFound, "text/plain", "not found\n")
+            write(context: context, head: head, (.notFound, "text/plain", "not found\n"))
         }
+    }
+
+    private func write(
+        context: ChannelHandlerContext, head: HTTPRequestHead, _ response: (HTTPResponseStatus, String, String)
+    ) {
+        let (status, contentType, body) = response
         var headers = HTTPHeaders()
         headers.add(name: "content-type", value: contentType)
         headers.add(name: "content-length", value: "\(body.utf8.count)")

@@ -150,12 +150,20 @@ public final class NodeServer: Sendable {
 
         var admin: AdminServer?
         let stoppedBox = NIOLockedValueBox(false)
+        let health = NodeHealth(
+            store: store, sessions: { gate.count }, maxSessions: configuration.maxSessions,
+            connections: { transport.connectionCount }, maxConnections: maxConnections, descriptorLimit: softLimit,
+            stopping: { stoppedBox.withLockedValue { $0 } })
+        let sampler = NodeMetricsSampler(registry: registry, store: store, transport: transport)
         if configuration.adminPort >= 0 {
             do {
                 admin = try await AdminServer.start(
                     host: configuration.adminHost, port: configuration.adminPort, group: group,
-                    metrics: { registry.emitToString() },
-                    healthy: { !stoppedBox.withLockedValue { $0 } })
+                    metrics: {
+                        sampler.sample()
+                        return registry.emitToString()
+                    },
+                    readiness: { await health.readiness() })
             } catch {
                 try? await transport.shutdown()
                 await content.shutdown()

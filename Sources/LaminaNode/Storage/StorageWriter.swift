@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 
 /// Counters of the writer, for tests and metrics.
 public struct StorageWriterStatistics: Sendable, Hashable {
@@ -13,6 +14,13 @@ public struct StorageWriterStatistics: Sendable, Hashable {
     public var refusedCommands: Int
     /// The most commands committed in one transaction.
     public var largestBatch: Int
+    /// Group commits whose transaction failed (nothing of the group was written).
+    public var failedCommits: Int = 0
+    /// Errors SQLite reported (in a command or a commit), as opposed to commands refused by
+    /// their own rules: disk full, I/O, a damaged file.
+    public var databaseErrors: Int = 0
+    /// Why the latest group commit failed; nil once a later one succeeds.
+    public var lastCommitFailure: String? = nil
 }
 
 /// A queued write: applied inside the group's transaction, completed after the commit.
@@ -46,6 +54,7 @@ final class StorageWriter: @unchecked Sendable {
     private let completions = CompletionQueue()
     /// Writer thread only.
     private let cache = WriterCache()
+    private let logger = Logger(label: "lamina.storage")
 
     private let groupDelay: Duration
     private let groupTarget: Int
@@ -157,6 +166,7 @@ final class StorageWriter: @unchecked Sendable {
         var outcomes = [(any Error)?](repeating: nil, count: batch.count)
         var applied = 0
         var commitError: StorageError?
+        var databaseErrors: [DatabaseError] = []
         do {
             try pool.writeWithoutTransaction { db in
                 try db.beginTransaction(.immediate)
@@ -167,6 +177,7 @@ final class StorageWriter: @unchecked Sendable {
                         applied += 1
                     } catch {
                         cache.clear()  // the command's writes were rolled back
+                        if let error = error as? DatabaseError { databaseErrors.append(error) }
                         outcomes[i] = error is DatabaseError ? StorageError.wrapping(error) : error
                         if !db.isInsideTransaction {
                             // SQLite aborted the whole transaction (e.g. disk full): what ran before is gone.
@@ -179,13 +190,24 @@ final class StorageWriter: @unchecked Sendable {
         } catch {
             cache.clear()  // the group was rolled back
             commitError = StorageError.wrapping(error, as: .commitFailed)
+            if let error = error as? DatabaseError { databaseErrors.append(error) }
             try? pool.writeWithoutTransaction { db in if db.isInsideTransaction { try db.rollback() } }
         }
 
+        for error in databaseErrors where error.resultCode != .SQLITE_CONSTRAINT {
+            logger.error("storage error", metadata: ["code": "\(error.resultCode)", "reason": "\(error.message ?? "")"])
+        }
+        if let commitError {
+            logger.error("group commit failed", metadata: ["commands": "\(batch.count)", "reason": "\(commitError.reason)"])
+        }
         condition.lock()
-        if commitError != nil {
+        stats.databaseErrors += databaseErrors.count { $0.resultCode != .SQLITE_CONSTRAINT }
+        if let commitError {
             stats.failedCommands += batch.count
+            stats.failedCommits += 1
+            stats.lastCommitFailure = commitError.reason
         } else {
+            stats.lastCommitFailure = nil
             stats.transactions += 1
             stats.committedCommands += applied
             stats.failedCommands += batch.count - applied

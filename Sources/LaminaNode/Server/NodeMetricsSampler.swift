@@ -1,0 +1,51 @@
+import LaminaTransport
+import NIOConcurrencyHelpers
+import Prometheus
+
+/// Metrics read from counters the transport and the store keep themselves (connections,
+/// storage errors, descriptors), copied into the registry each time `/metrics` is rendered.
+final class NodeMetricsSampler: Sendable {
+    private let store: NodeStore
+    private let transport: TransportServer
+    private let connectionsOpen: Gauge
+    private let descriptorsOpen: Gauge
+    private let connectionsRefused: Counter
+    private let connectionsClosedIdle: Counter
+    private let connectionsClosedForFlood: Counter
+    private let storageErrors: Counter
+    private let storageCommitFailures: Counter
+    private let storageCommandsRefused: Counter
+    /// The counters' values at the last sample (the registry's counters only go up).
+    private let last = NIOLockedValueBox([Int](repeating: 0, count: 6))
+
+    init(registry: PrometheusCollectorRegistry, store: NodeStore, transport: TransportServer) {
+        self.store = store
+        self.transport = transport
+        connectionsOpen = registry.makeGauge(descriptor: .init(namespace: "lamina", metricName: "connections", unitName: "open", helpText: "TLS connections open (handshaking included)"))
+        descriptorsOpen = registry.makeGauge(descriptor: .init(namespace: "lamina", metricName: "file_descriptors", unitName: "open", helpText: "File descriptors the node has open"))
+        connectionsRefused = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_refused", unitName: "total", helpText: "Connections closed at once because maxConnections were open"))
+        connectionsClosedIdle = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_closed_idle", unitName: "total", helpText: "Connections closed after the idle timeout without a stream"))
+        connectionsClosedForFlood = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_closed_flood", unitName: "total", helpText: "Connections ended with GOAWAY ENHANCE_YOUR_CALM for a frame flood"))
+        storageErrors = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_errors", unitName: "total", helpText: "Errors SQLite reported (disk full, I/O, damage), each also logged"))
+        storageCommitFailures = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commit_failures", unitName: "total", helpText: "Group commits whose transaction failed"))
+        storageCommandsRefused = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commands_refused", unitName: "total", helpText: "Commands refused because the write queue was full"))
+    }
+
+    /// Copies the current values into the registry.
+    func sample() {
+        let counts = transport.counts
+        let storage = store.writerStatistics
+        let now = [counts.refused, counts.closedIdle, counts.closedForFlood,
+                   storage.databaseErrors, storage.failedCommits, storage.refusedCommands]
+        let counters = [connectionsRefused, connectionsClosedIdle, connectionsClosedForFlood,
+                        storageErrors, storageCommitFailures, storageCommandsRefused]
+        last.withLockedValue { last in
+            for i in now.indices where now[i] > last[i] {
+                counters[i].increment(by: Int64(now[i] - last[i]))
+                last[i] = now[i]
+            }
+        }
+        connectionsOpen.set(Int64(transport.connectionCount))
+        if let open = NodeHealth.openDescriptors() { descriptorsOpen.set(Int64(open)) }
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import LaminaModel
+import LaminaNode
+import LaminaWire
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The admin port's liveness and readiness (issue 15, item 10): readiness fails when the
+/// store cannot write or the session slots are nearly all taken, says why, and recovers.
+@Suite struct HealthTests {
+    @Test func readinessFailsWhileSessionSlotsAreNearlyExhaustedAndLivenessStays() async throws {
+        let node = try await TestNode.start("health-slots") {
+            $0.adminPort = 0
+            $0.maxSessions = 4
+        }
+        let admin = try #require(node.server.admin)
+        let ready = try await HTTPGet.fetch(port: admin.port, path: "/health/ready")
+        #expect(ready.status == 200)
+        #expect(ready.body.hasPrefix("ready\n"))
+        #expect(ready.body.contains("store ok writable"))
+        #expect(ready.body.contains("sessions ok 0 of 4"))
+
+        // Every slot taken (95 % of 4 is 3.8).
+        var clients: [SyncTestClient] = []
+        for i in 0..<4 { clients.append(try await node.session(UserID("h\(i)"), device: UUID())) }
+        let full = try await HTTPGet.fetch(port: admin.port, path: "/health/ready")
+        #expect(full.status == 503)
+        #expect(full.body.hasPrefix("not ready\n"))
+        #expect(full.body.contains("sessions failing 4 of 4 (nearly exhausted)"))
+        #expect(try await HTTPGet.fetch(port: admin.port, path: "/health").status == 503)
+        #expect(try await HTTPGet.fetch(port: admin.port, path: "/health/live").status == 200)
+
+        await clients.removeLast().close()
+        try await ResourceLimitTests.eventually("a slot to free up") { node.server.sessionCount == 3 }
+        let again = try await HTTPGet.fetch(port: admin.port, path: "/health/ready")
+        #expect(again.status == 200, "\(again.body)")
+        #expect(again.body.contains("sessions ok 3 of 4"))
+
+        let metrics = try await HTTPGet.fetch(port: admin.port, path: "/metrics")
+        #expect(metrics.body.contains("lamina_connections_open 3"))
+        #expect(metrics.body.contains("lamina_storage_errors_total 0"))
+        for client in clients { await client.close() }
+        await node.stop()
+    }
+
+    /// The node as a process whose file-size limit is lowered while it runs (what a full disk
+    /// looks like to SQLite: writes that cannot grow a file fail): sends fail with an error,
+    /// the node logs and counts the storage errors, readiness fails naming the store, and all
+    /// recovers once the limit is lifted. The node keeps running (SIGXFSZ is ignored).
+    @Test func aStoreThatCannotWriteMakesTheNodeNotReadyUntilItCanAgain() async throws {
+        let node = try await NodeProcess.start(in: Fixtures.temporaryDirectory("health-disk"))
+        let data = node.dataDirectory
+        let certificate = data.appendingPathComponent(NodeBootstrap.Files.certificate).path
+        let dev = try DevIdentityProvider.loadOrCreate(in: data.appendingPathComponent(NodeBootstrap.Files.devIdentity))
+        let client = try await SyncTestClient.connect(url: "https://127.0.0.1:\(node.syncPort)", caFile: certificate)
+        _ = try await client.hello()
+        _ = try await client.authenticate(user: "disk", device: UUID(), dev: dev)
+        let conversation = try await MessagingTests.conversation(client, with: ["disk", "other"])
+        _ = try await MessagingTests.send(client, conversation, "before")
+        #expect(try await HTTPGet.fetch(port: node.adminPort, path: "/health/ready").status == 200)
+
+        // No file of the data directory may grow by more than 64 KiB from here.
+        let largest = try FileManager.default.contentsOfDirectory(at: data, includingPropertiesForKeys: [.fileSizeKey])
+            .compactMap { try $0.resourceValues(forKeys: [.fileSizeKey]).fileSize }.max() ?? 0
+        try Self.prlimit(pid: node.pid, fileSize: "\(largest + 64 * 1024)")
+
+        let text = String(repeating: "x", count: 2_000)
+        var failure: CommandFailed?
+        for _ in 0..<2_000 {
+            do {
+                _ = try await MessagingTests.send(client, conversation, text)
+            } catch {
+                failure = try #require(error as? CommandFailed)
+                break
+            }
+        }
+        let refused = try #require(failure, "every send succeeded under the file-size limit")
+        #expect(!refused.error.isFatal, "\(refused)")
+        #expect(node.isRunning)
+        let notReady = try await HTTPGet.fetch(port: node.adminPort, path: "/health/ready")
+        #expect(notReady.status == 503)
+        #expect(notReady.body.contains("store failing"), "\(notReady.body)")
+        let metrics = try await HTTPGet.fetch(port: node.adminPort, path: "/metrics").body
+        let errors = metrics.split(separator: "\n").first { $0.hasPrefix("lamina_storage_errors_total ") }
+        #expect((errors.flatMap { Int($0.split(separator: " ")[1]) } ?? 0) >= 1, "\(errors ?? "no lamina_storage_errors_total")")
+        #expect(node.logged.contains("storage error") || node.logged.contains("group commit failed"))
+
+        // Room again: the same session sends, and the node is ready again.
+        try Self.prlimit(pid: node.pid, fileSize: "unlimited")
+        _ = try await MessagingTests.send(client, conversation, "after")
+        try await ResourceLimitTests.eventuallyAsync("the node to be ready again") {
+            (try? await HTTPGet.fetch(port: node.adminPort, path: "/health/ready").status) == 200
+        }
+        await client.close()
+        #expect(try await node.stop() == 0)
+    }
+
+    /// Sets the soft RLIMIT_FSIZE of a running process (util-linux `prlimit`).
+    static func prlimit(pid: Int32, fileSize: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+        process.arguments = ["--pid", "\(pid)", "--fsize=\(fileSize):"]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw SyncTestTimeout(waitingFor: "prlimit to succeed") }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A built executable of the package (debug, next to the test bundle).
+enum BuiltProduct {
+    static func url(_ name: String) throws -> URL {
+        let candidates = [
+            Fixtures.packageRoot.appendingPathComponent(".build/debug/\(name)"),
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name),
+        ]
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw SyncTestTimeout(waitingFor: "a built \(name) (run `swift build` first); looked at \(candidates.map(\.path))")
+        }
+        return found
+    }
+}
+
+/// `lamina-node` running as its own process in `directory`, its output collected.
+final class NodeProcess: Sendable {
+    let process: Process
+    let syncPort: Int
+    let adminPort: Int
+    let directory: URL
+    private let output = NIOLockedValueBox("")
+    private let errors = NIOLockedValueBox("")
+    private let exited: PromiseBox<Int32>
+    private let serving: PromiseBox<Void>
+
+    /// Starts the node on free ports with `arguments` added, and waits until it serves.
+    static func start(in directory: URL, arguments: [String] = []) async throws -> NodeProcess {
+        let node = try NodeProcess(directory: directory, arguments: arguments)
+        try await node.serving.promise.futureResult.get()
+        return node
+    }
+
+    private init(directory: URL, arguments: [String]) throws {
+        self.directory = directory
+        syncPort = try ExecutableTests.freePort()
+        adminPort = try ExecutableTests.freePort()
+        let process = Process()
+        process.executableURL = try BuiltProduct.url("lamina-node")
+        process.arguments = ["--listen", "127.0.0.1:\(syncPort)", "--admin", "127.0.0.1:\(adminPort)"] + arguments
+        process.currentDirectoryURL = directory
+        self.process = process
+        let stdout = Pipe(), stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        let loop = Fixtures.group.next()
+        exited = PromiseBox(loop.makePromise(of: Int32.self))
+        serving = PromiseBox(loop.makePromise(of: Void.self))
+        try process.run()
+        // Plain threads (no dispatch sources): two read the output to EOF, one waits for the exit.
+        let (output, errors, serving, exited) = (output, errors, serving, exited)
+        Thread.detachNewThread {
+            let reader = stdout.fileHandleForReading
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                let text = output.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self); return $0 }
+                if text.contains("is serving") { serving.promise.succeed(()) }
+            }
+            serving.promise.fail(SyncTestTimeout(waitingFor: "the node to serve (its output ended)"))
+        }
+        Thread.detachNewThread {
+            let reader = stderr.fileHandleForReading
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                errors.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self) }
+            }
+        }
+        Thread.detachNewThread {
+            process.waitUntilExit()
+            exited.promise.succeed(process.terminationStatus)
+        }
+        loop.scheduleTask(in: .seconds(60)) { serving.promise.fail(SyncTestTimeout(waitingFor: "the welcome text")) }
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+    /// What the node printed on stdout so far.
+    var printed: String { output.withLockedValue { $0 } }
+    /// What the node logged on stderr so far.
+    var logged: String { errors.withLockedValue { $0 } }
+    /// The node's data directory (zero configuration: `.lamina` in its working directory).
+    var dataDirectory: URL { directory.appendingPathComponent(".lamina") }
+
+    /// Sends `signal` and waits for the exit status.
+    func stop(with signal: Int32 = SIGTERM) async throws -> Int32 {
+        kill(pid, signal)
+        return try await exited.promise.futureResult.get()
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
+}
