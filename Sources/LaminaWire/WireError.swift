@@ -95,6 +95,8 @@ public struct WireError: LaminaError {
         public static let uploadMismatch = Code(wireValue: 604)
         /// An upload's body runs past its declared size.
         public static let uploadTooLong = Code(wireValue: 605)
+        /// An upload's stream delivered no byte for the node's stall timeout; what it holds is kept.
+        public static let uploadStalled = Code(wireValue: 606)
 
         // SPEC §9.7 Resources.
         public static let quotaExceeded = Code(wireValue: 700)
@@ -120,7 +122,7 @@ public struct WireError: LaminaError {
             .partTooLarge, .inlineTooLarge, .invalidContentReference, .noParticipants, .tooManyParticipants,
             .invalidMetadata, .invalidPushConfiguration, .duplicatePart, .notFound, .idInUse,
             .existingDistinctConversation, .contentNotReady, .contentNotFound, .contentDigestMismatch,
-            .uploadOffsetMismatch, .uploadMismatch, .uploadTooLong, .quotaExceeded, .overloaded, .slowConsumer,
+            .uploadOffsetMismatch, .uploadMismatch, .uploadTooLong, .uploadStalled, .quotaExceeded, .overloaded, .slowConsumer,
             .internalError, .shuttingDown,
         ]
 
@@ -177,6 +179,7 @@ public struct WireError: LaminaError {
             case 603: "upload-offset-mismatch"
             case 604: "upload-mismatch"
             case 605: "upload-too-long"
+            case 606: "upload-stalled"
             case 700: "quota-exceeded"
             case 701: "overloaded"
             case 702: "slow-consumer"

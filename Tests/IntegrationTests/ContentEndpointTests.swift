@@ -257,6 +257,49 @@ import Testing
         await node.stop()
     }
 
+    /// Issue 15, item 9: a declared upload that stops sending is answered `408 upload-stalled`
+    /// and from then on holds only its bytes against the quota; while it streams it reserves
+    /// its declared size.
+    @Test func aStalledUploadIsAnsweredAndReservesOnlyWhatItHolds() async throws {
+        let node = try await TestNode.start("content-stall") {
+            $0.content.quotaBytes = 1_000_000
+            $0.content.maxConcurrentUploadsPerUser = 2
+            $0.content.uploadStallTimeoutSeconds = 1
+        }
+        let (sync, content) = try await Self.login(node, Self.alice)
+        let big = ContentTestClient.bytes(600_000)
+        let bigID = ContentID.random()
+        let open = try await content.connection.openStream(
+            method: "PUT", path: ContentTestClient.path(bigID),
+            headers: [("authorization", "Bearer \(content.token!)"), ("lamina-content-size", "600000"),
+                      ("lamina-content-sha256", ContentTestClient.hex(ContentTestClient.sha256(big)))],
+            endStream: false)
+        let answer = open.collect(maxBytes: 4096)
+        try await open.write(ByteBuffer(bytes: big[0..<1_000])).get()
+        try await content.awaitAdmitted(bigID)
+        // While it streams, its 600,000 declared bytes are reserved.
+        let other = ContentTestClient.bytes(600_000, seed: 9)
+        let over = try await content.upload(.random(), other)
+        #expect(over.status == 507, "\(over)")
+        #expect(over.errorName == "quota-exceeded")
+
+        // Then it sends nothing: answered 408 with the bytes the node holds.
+        let (headers, body) = try await answer.get()
+        #expect(headers?[":status"] == "408")
+        #expect(headers?["lamina-upload-offset"] == "1000")
+        #expect(String(buffer: body).contains("upload-stalled"))
+        // Left behind, it counts its 1,000 bytes: the other upload fits now...
+        #expect(try await content.upload(.random(), other).status == 201)
+        // ...and resuming it would go over the quota (1,000,000 < 600,000 + 600,000).
+        let resumed = try await content.put(
+            bigID, size: 600_000, sha256: ContentTestClient.sha256(big), offset: 1_000, body: Array(big[1_000...]))
+        #expect(resumed.status == 507, "\(resumed)")
+        #expect(resumed.headers["lamina-upload-offset"] == "1000")
+        await content.close()
+        await sync.close()
+        await node.stop()
+    }
+
     @Test func byteRanges() async throws {
         let node = try await TestNode.start("content-ranges")
         let (sync, content) = try await Self.login(node, Self.alice)

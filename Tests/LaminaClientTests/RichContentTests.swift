@@ -56,6 +56,7 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
             ContentHTTPError(status: status, code: code, name: name, reason: "").uploadOutcome
         }
         #expect(outcome(409, 603, "upload-offset-mismatch") == .resume)
+        #expect(outcome(408, 606, "upload-stalled") == .resume)
         #expect(outcome(409, 604, "upload-mismatch") == .fail)
         #expect(outcome(409, 600, "content-not-ready") == .fail)
         #expect(outcome(401, 210) == .reauthenticate)

@@ -41,6 +41,7 @@ import Testing
             (.uploadOffsetMismatch, 603, "upload-offset-mismatch"),
             (.uploadMismatch, 604, "upload-mismatch"),
             (.uploadTooLong, 605, "upload-too-long"),
+            (.uploadStalled, 606, "upload-stalled"),
         ]
         for (code, value, name) in expected {
             #expect(code.wireValue == value)
@@ -49,7 +50,7 @@ import Testing
             #expect(WireError.Code.all.contains(code))
             #expect(!code.closesStream)
         }
-        #expect(WireError.Code(wireValue: 606).name == "unassigned-606")
+        #expect(WireError.Code(wireValue: 607).name == "unassigned-607")
     }
 
     @Test func wireErrorsCloseTheStream() {

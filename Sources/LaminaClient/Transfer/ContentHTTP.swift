@@ -94,7 +94,7 @@ struct ContentHTTPError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// How an upload goes on after this answer (§3).
     enum UploadOutcome: Equatable {
-        /// Continue from the node's offset (409 upload-offset-mismatch).
+        /// Continue from the node's offset (409 upload-offset-mismatch, 408 upload-stalled).
         case resume
         /// The whole content did not hash to the digest: the node deleted it (422).
         case digestMismatch
@@ -110,6 +110,7 @@ struct ContentHTTPError: Error, Hashable, Sendable, CustomStringConvertible {
         switch status {
         case 401: .reauthenticate
         case 409 where code == 603 || name == "upload-offset-mismatch": .resume
+        case 408 where code == 606 || name == "upload-stalled": .resume
         case 422: .digestMismatch
         case 429, 500, 503: .retryLater
         default: .fail

@@ -163,6 +163,7 @@ public struct ContentFailure: Error, Hashable, Sendable, CustomStringConvertible
         case .forbidden: 403
         case .contentNotFound: 404
         case .uploadOffsetMismatch, .uploadMismatch, .contentNotReady: 409
+        case .uploadStalled: 408
         case .partTooLarge: 413
         case .contentDigestMismatch: 422
         case .overloaded: 429

@@ -216,6 +216,8 @@ final class ActiveUploads: Sendable {
         var waiters: [ContentID: [CheckedContinuation<Void, Never>]] = [:]
         /// Uploads whose stream ended or was reset: the node is making their bytes durable.
         var settling: Set<ContentID> = []
+        /// The declared size of each upload whose stream is open (reserved against the quota).
+        var reserved: [ContentID: UInt64] = [:]
     }
     private let state = NIOLockedValueBox(State())
 
@@ -241,6 +243,7 @@ final class ActiveUploads: Sendable {
     func end(_ id: ContentID) {
         let waiters = state.withLockedValue { s -> [CheckedContinuation<Void, Never>] in
             s.settling.remove(id)
+            s.reserved.removeValue(forKey: id)
             guard let user = s.ids.removeValue(forKey: id) else { return [] }
             let left = s.perUser[user, default: 1] - 1
             s.perUser[user] = left > 0 ? left : nil
@@ -250,6 +253,23 @@ final class ActiveUploads: Sendable {
     }
 
     var ids: Set<ContentID> { state.withLockedValue { Set($0.ids.keys) } }
+
+    /// Reserves `declaredSize` for the admitted upload `id` until it ends.
+    func reserve(_ id: ContentID, declaredSize: UInt64) {
+        state.withLockedValue { s in if s.ids[id] != nil { s.reserved[id] = declaredSize } }
+    }
+
+    /// The user's other uploads with an open stream and their declared sizes together.
+    func reservations(of user: UserID, excluding id: ContentID) -> (ids: Set<ContentID>, bytes: UInt64) {
+        state.withLockedValue { s in
+            var ids: Set<ContentID> = [], bytes: UInt64 = 0
+            for (other, size) in s.reserved where other != id && s.ids[other] == user {
+                ids.insert(other)
+                bytes += size
+            }
+            return (ids, bytes)
+        }
+    }
 
     /// Returns once no stream works on `id` (at once if none does).
     func waitUntilIdle(_ id: ContentID) async {

@@ -24,6 +24,9 @@ public struct ContentSettings: Sendable, Hashable, Codable {
     /// `lamina-bench content-transfer` (1 GiB upload): ACK p99 ~14 ms at 8 MiB, ~49 ms at
     /// 64 MiB, ~400 ms with no intermediate fsync, at the same or better upload MB/s.
     public var uploadSyncIntervalBytes = 8 * 1024 * 1024
+    /// An upload stream that delivers no body byte for this long, while the node is ready to
+    /// read, is answered `408 upload-stalled` (what it holds is kept; CONTENT.md §7).
+    public var uploadStallTimeoutSeconds = 30
     /// Seconds a client is told to wait (`retry-after`) when over its concurrent uploads.
     public var retryAfterSeconds = 5
 
@@ -39,6 +42,7 @@ public struct ContentSettings: Sendable, Hashable, Codable {
         try check((4096...4 * 1024 * 1024).contains(downloadChunkBytes), "content.downloadChunkBytes must be 4096...4194304")
         try check((64 * 1024...64 * 1024 * 1024).contains(uploadBufferBytes), "content.uploadBufferBytes must be 65536...67108864")
         try check(uploadSyncIntervalBytes >= 1024 * 1024, "content.uploadSyncIntervalBytes must be at least 1048576")
+        try check((1...3600).contains(uploadStallTimeoutSeconds), "content.uploadStallTimeoutSeconds must be 1...3600")
         try check(retryAfterSeconds >= 1, "content.retryAfterSeconds must be at least 1")
     }
 
@@ -53,6 +57,7 @@ public struct ContentSettings: Sendable, Hashable, Codable {
         if let v = file.uploadBufferBytes { uploadBufferBytes = v }
         if let v = file.uploadSyncIntervalBytes { uploadSyncIntervalBytes = v }
         if let v = file.retryAfterSeconds { retryAfterSeconds = v }
+        if let v = file.uploadStallTimeoutSeconds { uploadStallTimeoutSeconds = v }
     }
 
     /// The `content` object of a JSON config file: every key optional.
@@ -66,5 +71,6 @@ public struct ContentSettings: Sendable, Hashable, Codable {
         var uploadBufferBytes: Int?
         var uploadSyncIntervalBytes: Int?
         var retryAfterSeconds: Int?
+        var uploadStallTimeoutSeconds: Int?
     }
 }

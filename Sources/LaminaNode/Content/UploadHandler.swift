@@ -46,6 +46,11 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
     private var overflow = false
     private var streamGone = false
     private var concluding = false
+    /// No body byte arrived for the stall timeout (answered `408 upload-stalled`).
+    private var stalled = false
+    /// When the stream last delivered body bytes (or the node last stopped waiting for the disk).
+    private var lastProgress = NIODeadline.now()
+    private var stallCheck: Scheduled<Void>?
 
     private init(
         exchange: ContentExchange, service: ContentService, id: ContentID, user: UserID, request: UploadRequestHeaders, offset: UInt64
@@ -82,22 +87,30 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
         let quota = service.settings.quotaBytes
         let now = Timestamp.now()
         service.write(on: loop) { tx -> ContentUpload in
-            if let existing = try tx.read.upload(id) {
+            let existing = try tx.read.upload(id)
+            if let existing {
                 let held = ["lamina-upload-offset": "\(existing.receivedBytes)"]
                 guard existing.owner == user else { throw ContentFailure(.forbidden, "content \(id) belongs to another user") }
                 guard existing.declaredSize == request.size, existing.sha256 == request.sha256 else {
                     throw ContentFailure(
                         .uploadMismatch, "content \(id) was declared with \(existing.declaredSize) bytes and another digest", headers: held)
                 }
-                return existing
-            }
-            guard request.offset == 0 else {
+                if existing.state == .complete { return existing }
+            } else if request.offset != 0 {
                 throw ContentFailure(.uploadOffsetMismatch, "the node holds no byte of \(id)", headers: ["lamina-upload-offset": "0"])
             }
-            let used = try tx.read.contentBytes(of: user)
+            // CONTENT.md §7: the user's other uploads (held bytes, or the declared size of those
+            // streaming now) plus this one's declared size. Writes are serial, so two
+            // admissions of one user never miss each other's reservation.
+            let streaming = service.active.reservations(of: user, excluding: id)
+            let used = try tx.read.contentBytes(of: user, excluding: streaming.ids.union([id])) + streaming.bytes
             guard used <= quota, request.size <= quota - used else {
-                throw ContentFailure(.quotaExceeded, "\(used) bytes stored, \(request.size) more would exceed the quota of \(quota)")
+                throw ContentFailure(
+                    .quotaExceeded, "\(used) bytes stored or reserved, \(request.size) more would exceed the quota of \(quota)",
+                    headers: existing.map { ["lamina-upload-offset": "\($0.receivedBytes)"] } ?? [:])
             }
+            service.active.reserve(id, declaredSize: request.size)
+            if let existing { return existing }
             let upload = ContentUpload(
                 id: id, owner: user, declaredSize: request.size, sha256: request.sha256, state: .uploading, createdAt: now)
             try tx.createUpload(upload)
@@ -157,6 +170,8 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
                 exchange.handler = self
                 paused = false
                 exchange.stream.resumeInbound()
+                lastProgress = .now()
+                armStallCheck()
             }
         }
     }
@@ -165,6 +180,7 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
 
     func receive(_ data: ByteBuffer) {
         guard !concluding, !overflow else { return }
+        lastProgress = .now()
         var data = data
         let room = request.size - accepted
         if UInt64(data.readableBytes) > room {
@@ -193,6 +209,31 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
 
     func closed(error: TransportError?) {
         streamGone = true
+        service.active.settle(id)
+        pump()
+    }
+
+    // MARK: stalls
+
+    private var stallTimeout: TimeAmount { .seconds(Int64(service.settings.uploadStallTimeoutSeconds)) }
+
+    private func armStallCheck() {
+        stallCheck = loop.scheduleTask(deadline: lastProgress + stallTimeout) { [self] in stallCheckFired() }
+    }
+
+    /// A stream that delivers nothing while the node is ready to read ends like a body that
+    /// ended, answered `408 upload-stalled`; while the node waits for the disk it is not stalled.
+    private func stallCheckFired() {
+        stallCheck = nil
+        guard !concluding, !ended, !streamGone, !overflow else { return }
+        if paused { lastProgress = .now() }
+        guard NIODeadline.now() - lastProgress >= stallTimeout else {
+            armStallCheck()
+            return
+        }
+        stalled = true
+        ended = true
+        exchange.stream.pauseInbound()
         service.active.settle(id)
         pump()
     }
@@ -262,6 +303,8 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
         guard !concluding, let file else { return }
         concluding = true
         exchange.handler = nil
+        stallCheck?.cancel()
+        stallCheck = nil
         let complete = written == request.size
         let expected = request.sha256
         let files = service.files
@@ -315,6 +358,12 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
                 exchange.fail(
                     ContentFailure(.uploadTooLong, "the body runs past the declared size of \(request.size) bytes; the bytes up to it are kept"),
                     headers: held)
+            case .partial where stalled:
+                exchange.fail(
+                    ContentFailure(
+                        .uploadStalled,
+                        "no body byte for \(service.settings.uploadStallTimeoutSeconds) s; the \(size) bytes held are kept, resume from lamina-upload-offset"),
+                    headers: held)
             case .complete:
                 exchange.respond(status: 201, headers: held, json: ContentEndpoint.completionJSON(upload))
             case .partial:
@@ -328,6 +377,8 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
         guard let file, !concluding else { return }
         concluding = true
         exchange.handler = nil
+        stallCheck?.cancel()
+        stallCheck = nil
         service.active.end(id)
         let fd = file.fd
         _ = service.io(on: loop) { ContentFiles.closeFile(fd) }

@@ -100,9 +100,15 @@ extension StorageTransaction {
 }
 
 extension StorageReader {
-    /// The sum of the declared sizes of the user's uploads, complete or not (the quota's measure).
-    public func contentBytes(of owner: UserID) throws(StorageError) -> UInt64 {
-        let row = try db.row("SELECT COALESCE(SUM(declared_size), 0) AS total FROM content_uploads WHERE owner = ?", [owner.rawValue])
+    /// The bytes the user's uploads hold, `excluding` some: complete ones by their size,
+    /// incomplete ones by the bytes received (the stored part of the quota's measure).
+    public func contentBytes(of owner: UserID, excluding: Set<ContentID> = []) throws(StorageError) -> UInt64 {
+        let skip = excluding.isEmpty ? "" : " AND content_id NOT IN (\(Array(repeating: "?", count: excluding.count).joined(separator: ", ")))"
+        var arguments: [any DatabaseValueConvertible] = [Int64(UploadState.complete.rawValue), owner.rawValue]
+        arguments += excluding.map { Columns.blob($0.uuid) }
+        let row = try db.row(
+            "SELECT COALESCE(SUM(CASE WHEN state = ? THEN declared_size ELSE received_bytes END), 0) AS total FROM content_uploads WHERE owner = ?\(skip)",
+            StatementArguments(arguments.map { $0.databaseValue }))
         let total: Int64 = row?["total"] ?? 0
         return UInt64(max(0, total))
     }
