@@ -131,8 +131,27 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { flushSession() }
+        if context.channel.isWritable {
+            stalledWriteTimer?.cancel()
+            stalledWriteTimer = nil
+            flushSession()
+        } else if let timeout = settings.stalledWriteTimeout, stalledWriteTimer == nil {
+            stalledWriteTimer = context.eventLoop.scheduleTask(in: timeout) { [weak self] in self?.stalledWriteCheck() }
+        }
         context.fireChannelWritabilityChanged()
+    }
+
+    /// The socket took nothing for ``HTTP2Settings/stalledWriteTimeout``: close the connection
+    /// (a peer that reads nothing cannot be sent GOAWAY either).
+    private func stalledWriteCheck() {
+        stalledWriteTimer = nil
+        guard let context, !context.channel.isWritable, !tornDown, !closing else { return }
+        stalledWriteClosures += 1
+        if closeError == nil {
+            closeError = TransportError(.connectionClosed, "the peer read nothing for \(settings.stalledWriteTimeout.map { "\($0)" } ?? "")")
+        }
+        closing = true
+        context.close(promise: nil)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
@@ -148,6 +167,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func teardown(error: TransportError) {
+        stalledWriteTimer?.cancel()
+        stalledWriteTimer = nil
         drainTimer?.cancel()
         idleTimer?.cancel()
         idleTimer = nil
@@ -509,7 +530,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func write(_ stream: TransportStream, _ data: ByteBuffer, promise: EventLoopPromise<Void>?) {
-        guard stream.sessionCloseCode == nil, !stream.outboundFinished else {
+        guard stream.sessionCloseCode == nil, !stream.outboundFinished, !stream.resetSubmitted else {
             promise?.fail(stream.closeError ?? TransportError(.invalidState, "the stream's outbound side is finished"))
             return
         }
@@ -532,6 +553,12 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     func reset(_ stream: TransportStream, code: UInt32) {
         guard let session, stream.sessionCloseCode == nil else { return }
         _ = nghttp2_submit_rst_stream(session.raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, code)
+        // What was queued for the stream is never sent now: release it at once, not when the
+        // RST_STREAM gets out (a peer that reads nothing would keep it for the connection's life).
+        let failure = TransportError(.streamReset, "the stream was reset (code \(code))")
+        while let pending = stream.outbound.popFirst() { pending.promise?.fail(failure) }
+        stream.outboundBufferedBytes = 0
+        stream.resetSubmitted = true
         scheduleFlush()
     }
 
@@ -605,6 +632,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     /// Whether this connection was closed as idle (0 or 1).
     private(set) var idleClosures = 0
+    /// Whether this connection was closed because its peer read nothing (0 or 1).
+    private(set) var stalledWriteClosures = 0
+    private var stalledWriteTimer: Scheduled<Void>?
 
     // MARK: shutdown
 

@@ -32,6 +32,10 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// (ACKs, RST_STREAM), not the frames themselves (CVE-2019-9518 "empty frames flood").
     /// 0 disables the check.
     public var maxUnproductiveFramesPerSecond: Int = 1_000
+    /// A connection whose socket takes no byte for this long (the channel stays unwritable:
+    /// the peer reads nothing) is closed, and everything queued for its streams released.
+    /// nil waits for ever.
+    public var stalledWriteTimeout: TimeAmount? = .seconds(30)
 
     public init() {}
 }

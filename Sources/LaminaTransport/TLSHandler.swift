@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// Fired inbound by ``TLSHandler`` once the handshake has succeeded (ALPN h2 agreed).
@@ -181,8 +182,21 @@ final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let written = context.eventLoop.makePromise(of: Void.self)
         flushCiphertext(context: context, extra: written)
         state = .closed
-        written.futureResult.whenComplete { _ in channel.close(mode: .all, promise: promise) }
+        // A peer that reads nothing never takes the close_notify: close anyway after a bound.
+        let once = NIOLockedValueBox(false)
+        let close: @Sendable () -> Void = {
+            guard !once.withLockedValue({ done in defer { done = true }; return done }) else { return }
+            channel.close(mode: .all, promise: promise)
+        }
+        let bound = context.eventLoop.scheduleTask(in: Self.closeNotifyTimeout) { close() }
+        written.futureResult.whenComplete { _ in
+            bound.cancel()
+            close()
+        }
     }
+
+    /// How long a close waits for its close_notify to be written before closing regardless.
+    static let closeNotifyTimeout: TimeAmount = .seconds(2)
 
     private func flushCiphertext(context: ChannelHandlerContext, extra: EventLoopPromise<Void>? = nil) {
         var promises = writePromises

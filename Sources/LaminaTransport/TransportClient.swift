@@ -96,6 +96,12 @@ public final class TransportConnection: Sendable {
     /// Async form of ``close()``.
     public func close() async throws { try await close().get() }
 
+    /// Stops (or resumes) reading from the socket, as a peer that takes nothing would: the
+    /// other side's writes then fill the socket buffers. For tests of slow and stalled peers.
+    public func setReading(_ reading: Bool) async throws {
+        try await channel.setOption(ChannelOptions.autoRead, value: reading).get()
+    }
+
     /// Completes when the connection has closed, for any reason.
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
 

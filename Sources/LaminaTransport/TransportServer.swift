@@ -28,6 +28,8 @@ public final class TransportServer: Sendable {
         public var closedIdle = 0
         /// Connections ended with GOAWAY ENHANCE_YOUR_CALM for a frame flood.
         public var closedForFlood = 0
+        /// Connections closed because the peer read nothing for ``HTTP2Settings/stalledWriteTimeout``.
+        public var closedStalled = 0
     }
 
     /// Counts of the limits' actions (for metrics and tests).
@@ -107,11 +109,12 @@ public final class TransportServer: Sendable {
         channel.closeFuture.whenComplete { _ in
             _ = self.connections.withLockedValue { $0.removeValue(forKey: key) }
             // On the channel's event loop: the handler's own counters.
-            let idle = handler.idleClosures, flood = handler.floodTerminations
-            if idle + flood > 0 {
+            let idle = handler.idleClosures, flood = handler.floodTerminations, stalled = handler.stalledWriteClosures
+            if idle + flood + stalled > 0 {
                 statistics.counts.withLockedValue {
                     $0.closedIdle += idle
                     $0.closedForFlood += flood
+                    $0.closedStalled += stalled
                 }
             }
         }

@@ -119,6 +119,8 @@ public final class TransportStream: @unchecked Sendable {
 
     var outbound = StreamQueue<PendingWrite>()
     var outboundFinished = false
+    /// RST_STREAM was submitted: nothing more is queued for the stream.
+    var resetSubmitted = false
     var outboundTrailers: HeaderFields?
     var dataDeferred = false
     var headersSent = false

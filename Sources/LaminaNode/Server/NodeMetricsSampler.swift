@@ -12,11 +12,12 @@ final class NodeMetricsSampler: Sendable {
     private let connectionsRefused: Counter
     private let connectionsClosedIdle: Counter
     private let connectionsClosedForFlood: Counter
+    private let connectionsClosedStalled: Counter
     private let storageErrors: Counter
     private let storageCommitFailures: Counter
     private let storageCommandsRefused: Counter
     /// The counters' values at the last sample (the registry's counters only go up).
-    private let last = NIOLockedValueBox([Int](repeating: 0, count: 6))
+    private let last = NIOLockedValueBox([Int](repeating: 0, count: 7))
 
     init(registry: PrometheusCollectorRegistry, store: NodeStore, transport: TransportServer) {
         self.store = store
@@ -26,6 +27,7 @@ final class NodeMetricsSampler: Sendable {
         connectionsRefused = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_refused", unitName: "total", helpText: "Connections closed at once because maxConnections were open"))
         connectionsClosedIdle = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_closed_idle", unitName: "total", helpText: "Connections closed after the idle timeout without a stream"))
         connectionsClosedForFlood = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_closed_flood", unitName: "total", helpText: "Connections ended with GOAWAY ENHANCE_YOUR_CALM for a frame flood"))
+        connectionsClosedStalled = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_closed_stalled", unitName: "total", helpText: "Connections closed because the client read nothing for the stalled-connection timeout"))
         storageErrors = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_errors", unitName: "total", helpText: "Errors SQLite reported (disk full, I/O, damage), each also logged"))
         storageCommitFailures = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commit_failures", unitName: "total", helpText: "Group commits whose transaction failed"))
         storageCommandsRefused = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commands_refused", unitName: "total", helpText: "Commands refused because the write queue was full"))
@@ -35,9 +37,9 @@ final class NodeMetricsSampler: Sendable {
     func sample() {
         let counts = transport.counts
         let storage = store.writerStatistics
-        let now = [counts.refused, counts.closedIdle, counts.closedForFlood,
+        let now = [counts.refused, counts.closedIdle, counts.closedForFlood, counts.closedStalled,
                    storage.databaseErrors, storage.failedCommits, storage.refusedCommands]
-        let counters = [connectionsRefused, connectionsClosedIdle, connectionsClosedForFlood,
+        let counters = [connectionsRefused, connectionsClosedIdle, connectionsClosedForFlood, connectionsClosedStalled,
                         storageErrors, storageCommitFailures, storageCommandsRefused]
         last.withLockedValue { last in
             for i in now.indices where now[i] > last[i] {

@@ -29,6 +29,9 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     /// HTTP/2 frames that make no progress (empty DATA, PRIORITY, PING, SETTINGS) a client may
     /// send per second; one more ends its connection with GOAWAY ENHANCE_YOUR_CALM.
     public var maxUnproductiveFramesPerSecond = 1_000
+    /// A connection whose socket takes no byte for this long (the client reads nothing) is
+    /// closed and everything queued for it released (a reset could not reach it anyway).
+    public var stalledConnectionTimeoutSeconds = 30
     /// How often expired nonces and sessions and old idempotency records are deleted
     /// (``StoragePruner``). With the 10-minute nonce lifetime the table then holds at most the
     /// nonces of the last 15 minutes.
@@ -50,6 +53,8 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
         try check(fileDescriptorReserve >= 64, "resources.fileDescriptorReserve must be at least 64")
         try check(
             (1...86_400).contains(idleConnectionTimeoutSeconds), "resources.idleConnectionTimeoutSeconds must be 1...86400")
+        try check(
+            (1...3_600).contains(stalledConnectionTimeoutSeconds), "resources.stalledConnectionTimeoutSeconds must be 1...3600")
         try check(maxUnproductiveFramesPerSecond >= 10, "resources.maxUnproductiveFramesPerSecond must be at least 10")
         try check((1...86_400).contains(pruneIntervalSeconds), "resources.pruneIntervalSeconds must be 1...86400")
     }

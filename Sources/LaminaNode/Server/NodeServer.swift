@@ -128,6 +128,7 @@ public final class NodeServer: Sendable {
         settings.maxConcurrentStreams = configuration.maxStreamsPerConnection
         settings.drainTimeout = .seconds(Int64(configuration.drainTimeoutSeconds))
         settings.idleConnectionTimeout = .seconds(Int64(configuration.resources.idleConnectionTimeoutSeconds))
+        settings.stalledWriteTimeout = .seconds(Int64(configuration.resources.stalledConnectionTimeoutSeconds))
         settings.maxUnproductiveFramesPerSecond = configuration.resources.maxUnproductiveFramesPerSecond
 
         let transport: TransportServer

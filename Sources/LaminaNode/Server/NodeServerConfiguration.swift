@@ -101,6 +101,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = r.maxConnections { resources.maxConnections = v }
             if let v = r.fileDescriptorReserve { resources.fileDescriptorReserve = v }
             if let v = r.idleConnectionTimeoutSeconds { resources.idleConnectionTimeoutSeconds = v }
+            if let v = r.stalledConnectionTimeoutSeconds { resources.stalledConnectionTimeoutSeconds = v }
             if let v = r.maxUnproductiveFramesPerSecond { resources.maxUnproductiveFramesPerSecond = v }
             if let v = r.pruneIntervalSeconds { resources.pruneIntervalSeconds = v }
         }
@@ -158,6 +159,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var maxConnections: Int?
             var fileDescriptorReserve: Int?
             var idleConnectionTimeoutSeconds: Int?
+            var stalledConnectionTimeoutSeconds: Int?
             var maxUnproductiveFramesPerSecond: Int?
             var pruneIntervalSeconds: Int?
         }

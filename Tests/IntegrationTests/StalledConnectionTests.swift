@@ -1,0 +1,54 @@
+import Foundation
+import LaminaModel
+import LaminaNode
+import LaminaTransport
+import LaminaWire
+import Testing
+
+/// Issue 15, item 5: a connection that reads nothing. Its stream is reset once its queue
+/// passes the outbound bound, what was queued is released at once (the RST_STREAM itself
+/// cannot reach a peer that reads nothing), and the connection is closed after the
+/// stalled-connection timeout; a healthy member of the same conversation gets everything.
+@Suite struct StalledConnectionTests {
+    @Test func aConnectionThatReadsNothingIsReleasedAndClosedWhileOthersGoOn() async throws {
+        let node = try await TestNode.start("stalled-connection") {
+            $0.limits.maxOutboundBytes = 1 << 20
+            $0.limits.pacedAnswerQueueBytes = 256 << 10
+            $0.resources.stalledConnectionTimeoutSeconds = 2
+        }
+        // Huge windows: only the sink's socket can hold the node back.
+        var settings = HTTP2Settings()
+        settings.initialStreamWindow = Int32.max
+        settings.connectionWindow = Int32.max
+        let sink = try await SyncTestClient.connect(
+            url: node.server.url, caFile: node.server.prepared.certificatePath, settings: settings)
+        _ = try await sink.hello()
+        _ = try await sink.authenticate(user: "sink", device: UUID(), dev: node.dev)
+        _ = try await sink.sync(from: 0)
+        let alice = try await node.session("alice", device: UUID())
+        let bob = try await node.session("bob", device: UUID())
+        let conversation = try await MessagingTests.conversation(alice, with: ["alice", "bob", "sink"])
+        try await sink.connection.setReading(false)
+
+        // 16 inline parts of 2 KiB: about 33 KB per message to each member.
+        let parts = try (0..<16).map { i in try MessagePart(text: String(repeating: Character(UnicodeScalar(UInt8(97 + i))), count: 2_048)) }
+        var sent: [MessageID] = []
+        while node.server.transport.counts.closedStalled == 0 {
+            try #require(sent.count < 3_000, "the node never closed the connection that reads nothing")
+            let (id, _) = try await MessagingTests.send(alice, conversation, "", parts: parts)
+            sent.append(id)
+            // Bob reads everything as it comes.
+            _ = try await bob.message(id)
+        }
+        // The sink's session is gone; the two healthy ones stay.
+        try await ResourceLimitTests.eventually("the sink's bridge to be released") {
+            node.server.admission.snapshot.liveBridges == 2
+        }
+        #expect(node.server.sessionCount == 2)
+        let (last, _) = try await MessagingTests.send(alice, conversation, "after")
+        _ = try await bob.message(last)
+        await alice.close()
+        await bob.close()
+        await node.stop()
+    }
+}
