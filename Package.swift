@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "LaminaNode", targets: ["LaminaNode"]),
         // The codec properties shared by the fuzz targets (Fuzz/) and the replay tests.
         .library(name: "LaminaWireFuzzChecks", targets: ["LaminaWireFuzzChecks"]),
+        .library(name: "LaminaNodeFuzzChecks", targets: ["LaminaNodeFuzzChecks"]),
         .library(name: "LaminaTransport", targets: ["LaminaTransport"]),
         .executable(name: "lamina-bench", targets: ["lamina-bench"]),
         .executable(name: "lamina-vectors", targets: ["lamina-vectors"]),
@@ -51,6 +52,12 @@ let package = Package(
                 "LaminaWire",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
+        ),
+        // The node's network-facing parsers (content headers and ranges, identity tokens) as
+        // properties that report a violation: used by Fuzz/ and by LaminaNodeTests.
+        .target(
+            name: "LaminaNodeFuzzChecks",
+            dependencies: ["LaminaNode", "LaminaWire", "LaminaWireFuzzChecks", "LaminaTransport", "LaminaModel"]
         ),
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
@@ -205,7 +212,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LaminaNodeTests",
-            dependencies: ["LaminaNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport"]
+            dependencies: ["LaminaNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks"]
         ),
         // A real node in-process (and the built binary) over TLS + HTTP/2 on loopback.
         .testTarget(

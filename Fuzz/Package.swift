@@ -1,5 +1,5 @@
 // swift-tools-version:5.4
-// libFuzzer targets for Lamina's sync-frame codec. Built only by fuzz.sh, with
+// libFuzzer targets for Lamina's sync-frame codec and the node's other network-facing parsers. Built only by fuzz.sh, with
 // `-sanitize=fuzzer,address -parse-as-library`; see README.md.
 //
 // Tools version 5.4 on purpose: from 5.5 on, SwiftPM renames an executable's entry point
@@ -9,11 +9,11 @@
 import PackageDescription
 
 /// A fuzz target: one executable whose entry point is `LLVMFuzzerTestOneInput`.
-func fuzzTarget(_ name: String) -> Target {
+func fuzzTarget(_ name: String, checks: String = "LaminaWireFuzzChecks") -> Target {
     .executableTarget(
         name: name,
         dependencies: [
-            .product(name: "LaminaWireFuzzChecks", package: "Lamina"),
+            .product(name: checks, package: "Lamina"),
         ]
     )
 }
@@ -28,5 +28,7 @@ let package = Package(
         fuzzTarget("FuzzDecode"),
         fuzzTarget("FuzzRoundTrip"),
         fuzzTarget("FuzzSplitFeed"),
+        fuzzTarget("FuzzContentHeaders", checks: "LaminaNodeFuzzChecks"),
+        fuzzTarget("FuzzIdentityToken", checks: "LaminaNodeFuzzChecks"),
     ]
 )

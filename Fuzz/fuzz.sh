@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds one fuzz target and runs it for N seconds.
-#   Fuzz/fuzz.sh <FuzzDecode|FuzzRoundTrip|FuzzSplitFeed> <seconds> [libFuzzer flags...]
-# Seeds are remade from Protocol/vectors first (make-seeds.sh, into
+#   Fuzz/fuzz.sh <FuzzDecode|FuzzRoundTrip|FuzzSplitFeed|FuzzContentHeaders|FuzzIdentityToken> <seconds> [libFuzzer flags...]
+# Seeds are remade from Protocol/vectors and Fuzz/seeds first (make-seeds.sh, into
 # Fuzz/corpus-work/seeds-<target>/). New corpus entries go to
 # Fuzz/corpus-work/<target>/, the log to Fuzz/artifacts/<target>.log, and any crashing,
 # leaking or timed-out input to Fuzz/FailCases/<target>-<kind>-<sha1>, which the main
@@ -10,10 +10,10 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-targets=(FuzzDecode FuzzRoundTrip FuzzSplitFeed)
+targets=(FuzzDecode FuzzRoundTrip FuzzSplitFeed FuzzContentHeaders FuzzIdentityToken)
 
 usage() {
-    echo "usage: $0 <FuzzDecode|FuzzRoundTrip|FuzzSplitFeed> <seconds> [libFuzzer flags...]" >&2
+    echo "usage: $0 <${targets[*]// /|}> <seconds> [libFuzzer flags...]" >&2
     exit 2
 }
 

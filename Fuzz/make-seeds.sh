@@ -2,7 +2,8 @@
 # Turns every vector in Protocol/vectors into seed inputs for the fuzz targets, so the
 # seeds are always in step with the vectors. Run by fuzz.sh before every run.
 #   Fuzz/make-seeds.sh [output directory, default Fuzz/corpus-work/seeds]
-# Writes <out>/FuzzDecode, <out>/FuzzRoundTrip, <out>/FuzzSplitFeed. Needs only bash,
+# Writes <out>/FuzzDecode, <out>/FuzzRoundTrip, <out>/FuzzSplitFeed, and copies
+# Fuzz/seeds/<target>/ (hand-made seeds of the other targets) to <out>/<target>. Needs only bash,
 # sed and grep: each vector's "hex" string is one JSON string on one line.
 set -euo pipefail
 
@@ -56,5 +57,12 @@ for file in "${valid[@]}" "${invalid[@]}"; do
 done
 write_bytes "$stream" "$out/FuzzDecode/stream-all-valid"
 write_bytes "0401031100$stream" "$out/FuzzSplitFeed/stream-all-valid"
+
+# Hand-made seeds of the node's other parsers (content headers, identity tokens).
+for folder in "$here"/seeds/*/; do
+    target="$(basename "$folder")"
+    mkdir -p "$out/$target"
+    cp "$folder"* "$out/$target/"
+done
 
 echo "make-seeds: ${#valid[@]} valid and ${#invalid[@]} invalid vectors -> $out"
