@@ -65,7 +65,19 @@ extension NodeEngine {
         do {
             guard let id = requestID else { throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command") }
             let key = IdempotencyKey(user: auth.user, id: id)
-            let digest = try SHA256Hasher.hash(Array(try frame.encoded().readableBytesView))
+            let encoded = Array(try frame.encoded().readableBytesView)
+            if let wait = commandBudget.take([1, Double(encoded.count)], for: auth.user) {
+                session.releaseCommandSlot()
+                var refusal = ErrorFrame(
+                    WireError(
+                        .overloaded,
+                        "over the user's command budget (\(Int(configuration.commandsPerUserPerSecond)) commands, \(Int(configuration.commandBytesPerUserPerSecond)) bytes a second)"),
+                    requestID: requestID)
+                refusal.retryAfterMilliseconds = UInt32(clamping: max(1, wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000))
+                session.send(.error(refusal))
+                return
+            }
+            let digest = try SHA256Hasher.hash(encoded)
             let user = auth.user
             let now = Timestamp.now()
             try store.submit({ [self] tx -> CommandResult in

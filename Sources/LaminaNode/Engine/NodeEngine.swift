@@ -15,6 +15,8 @@ public final class NodeEngine: Sendable {
     let clock: Locked<HybridLogicalClock>
     let registry = SessionRegistry()
     let isShuttingDown = Locked(false)
+    /// Per user: storage commands and their bytes (``NodeEngineConfiguration/commandsPerUserPerSecond``).
+    let commandBudget: TokenBuckets<UserID>
 
     /// Reads the latest clock reading this node stored, so its hybrid logical clock continues
     /// after it (positions never go back across a restart, whatever the wall clock says).
@@ -23,6 +25,9 @@ public final class NodeEngine: Sendable {
         self.store = store
         self.configuration = configuration
         self.verifier = IdentityTokenVerifier(providers: configuration.identityProviders, maxClockSkew: configuration.maxClockSkew)
+        self.commandBudget = TokenBuckets(
+            rates: [configuration.commandsPerUserPerSecond, configuration.commandBytesPerUserPerSecond],
+            bursts: [configuration.commandBurstPerUser, configuration.commandByteBurstPerUser])
         let latest = try store.readNow { reader in try reader.latestHLC(of: configuration.nodeID) }
         self.clock = Locked(HybridLogicalClock(node: configuration.nodeID, last: latest ?? .zero))
     }

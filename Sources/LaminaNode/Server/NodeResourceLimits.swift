@@ -32,6 +32,13 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     /// A connection whose socket takes no byte for this long (the client reads nothing) is
     /// closed and everything queued for it released (a reset could not reach it anyway).
     public var stalledConnectionTimeoutSeconds = 30
+    /// Per user over all its sessions: storage commands a second and at once, and their
+    /// encoded bytes a second and at once (``NodeEngineConfiguration``); over it `overloaded`
+    /// with the wait.
+    public var commandsPerUserPerSecond = 20_000.0
+    public var commandBurstPerUser = 20_000.0
+    public var commandBytesPerUserPerSecond = 16.0 * 1_048_576
+    public var commandByteBurstPerUser = 64.0 * 1_048_576
     /// How often expired nonces and sessions and old idempotency records are deleted
     /// (``StoragePruner``). With the 10-minute nonce lifetime the table then holds at most the
     /// nonces of the last 15 minutes.
@@ -55,6 +62,10 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
             (1...86_400).contains(idleConnectionTimeoutSeconds), "resources.idleConnectionTimeoutSeconds must be 1...86400")
         try check(
             (1...3_600).contains(stalledConnectionTimeoutSeconds), "resources.stalledConnectionTimeoutSeconds must be 1...3600")
+        try check(commandsPerUserPerSecond >= 1 && commandBurstPerUser >= 1, "resources.commandsPerUserPerSecond and commandBurstPerUser must be at least 1")
+        try check(
+            commandBytesPerUserPerSecond >= 65_536 && commandByteBurstPerUser >= 2 * 1_048_576,
+            "resources.commandBytesPerUserPerSecond must be at least 65536 and commandByteBurstPerUser at least 2097152 (a largest frame)")
         try check(maxUnproductiveFramesPerSecond >= 10, "resources.maxUnproductiveFramesPerSecond must be at least 10")
         try check((1...86_400).contains(pruneIntervalSeconds), "resources.pruneIntervalSeconds must be 1...86400")
     }

@@ -102,6 +102,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = r.fileDescriptorReserve { resources.fileDescriptorReserve = v }
             if let v = r.idleConnectionTimeoutSeconds { resources.idleConnectionTimeoutSeconds = v }
             if let v = r.stalledConnectionTimeoutSeconds { resources.stalledConnectionTimeoutSeconds = v }
+            if let v = r.commandsPerUserPerSecond { resources.commandsPerUserPerSecond = v }
+            if let v = r.commandBurstPerUser { resources.commandBurstPerUser = v }
+            if let v = r.commandBytesPerUserPerSecond { resources.commandBytesPerUserPerSecond = v }
+            if let v = r.commandByteBurstPerUser { resources.commandByteBurstPerUser = v }
             if let v = r.maxUnproductiveFramesPerSecond { resources.maxUnproductiveFramesPerSecond = v }
             if let v = r.pruneIntervalSeconds { resources.pruneIntervalSeconds = v }
         }
@@ -160,6 +164,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var fileDescriptorReserve: Int?
             var idleConnectionTimeoutSeconds: Int?
             var stalledConnectionTimeoutSeconds: Int?
+            var commandsPerUserPerSecond: Double?
+            var commandBurstPerUser: Double?
+            var commandBytesPerUserPerSecond: Double?
+            var commandByteBurstPerUser: Double?
             var maxUnproductiveFramesPerSecond: Int?
             var pruneIntervalSeconds: Int?
         }

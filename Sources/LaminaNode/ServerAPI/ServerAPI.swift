@@ -15,12 +15,13 @@ public final class ServerAPI: Sendable {
 
     let engine: NodeEngine
     let credentials: ServerAPICredentials
-    let limiter: ServerAPIRateLimiter
+    /// Requests per token: ``ServerAPISettings/burst`` at once, refilled at ``ServerAPISettings/requestsPerSecond``.
+    let limiter: TokenBuckets<Int>
 
     public init(engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings) {
         self.engine = engine
         self.credentials = credentials
-        self.limiter = ServerAPIRateLimiter(requestsPerSecond: settings.requestsPerSecond, burst: settings.burst)
+        self.limiter = TokenBuckets(rates: [settings.requestsPerSecond], bursts: [Double(settings.burst)])
     }
 
     /// One served operation: method and path template (`{name}` segments).
@@ -73,7 +74,9 @@ public final class ServerAPI: Sendable {
         guard let authorization = request.headers["authorization"], authorization.hasPrefix("Bearer "),
               let token = credentials.match(String(authorization.dropFirst("Bearer ".count)))
         else { throw ServerAPIError.authenticationRequired("a valid `Authorization: Bearer <token>` header is required") }
-        if let wait = limiter.admit(token: token) { throw ServerAPIError.rateLimitExceeded(wait) }
+        if let wait = limiter.take([1], for: token) {
+            throw ServerAPIError.rateLimitExceeded(max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up))))
+        }
 
         let bare = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
         let segments = bare.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
