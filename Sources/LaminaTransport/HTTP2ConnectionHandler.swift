@@ -550,6 +550,16 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         resumeIfDeferred(stream)
     }
 
+    func openReceiveWindow(_ stream: TransportStream) {
+        guard let session, !session.isClosed, stream.sessionCloseCode == nil, !stream.receiveWindowOpened,
+              settings.openedStreamWindow > settings.initialStreamWindow
+        else { return }
+        stream.receiveWindowOpened = true
+        _ = nghttp2_session_set_local_window_size(
+            session.raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, settings.openedStreamWindow)
+        scheduleFlush()
+    }
+
     func reset(_ stream: TransportStream, code: UInt32) {
         guard let session, stream.sessionCloseCode == nil else { return }
         _ = nghttp2_submit_rst_stream(session.raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, code)

@@ -8,6 +8,10 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// SETTINGS_INITIAL_WINDOW_SIZE: the most inbound bytes one stream may have buffered
     /// and not yet taken by the layer above (the backpressure bound per stream).
     public var initialStreamWindow: Int32 = 256 * 1024
+    /// The window a stream gets when the layer above opens it (``TransportStream/openReceiveWindow()``),
+    /// e.g. once the stream's client has authenticated. A server that announces a small
+    /// ``initialStreamWindow`` bounds what an unknown client can make it buffer.
+    public var openedStreamWindow: Int32 = 256 * 1024
     /// The connection-level receive window (all streams together). It reopens as bytes
     /// arrive; only the stream windows wait for the layer above, so one stalled stream
     /// never blocks the others.

@@ -121,6 +121,8 @@ public final class TransportStream: @unchecked Sendable {
     var outboundFinished = false
     /// RST_STREAM was submitted: nothing more is queued for the stream.
     var resetSubmitted = false
+    /// ``openReceiveWindow()`` took effect.
+    var receiveWindowOpened = false
     var outboundTrailers: HeaderFields?
     var dataDeferred = false
     var headersSent = false
@@ -193,6 +195,12 @@ public final class TransportStream: @unchecked Sendable {
     /// Resets the stream (RST_STREAM) with an HTTP/2 error code (default CANCEL).
     public func reset(code: UInt32 = 0x8) {
         onLoop { self.connection?.reset(self, code: code) }
+    }
+
+    /// Raises the stream's receive window to ``HTTP2Settings/openedStreamWindow`` (a
+    /// WINDOW_UPDATE for the difference; nothing when it is already that large).
+    public func openReceiveWindow() {
+        onLoop { self.connection?.openReceiveWindow(self) }
     }
 
     /// Stops delivering inbound data; the peer stalls once the stream window is used up.

@@ -264,7 +264,8 @@ import Testing
         let node = try await TestNode.start("content-stall") {
             $0.content.quotaBytes = 1_000_000
             $0.content.maxConcurrentUploadsPerUser = 2
-            $0.content.uploadStallTimeoutSeconds = 1
+            // Long enough that a loaded machine never stalls the uploads that keep sending.
+            $0.content.uploadStallTimeoutSeconds = 5
         }
         let (sync, content) = try await Self.login(node, Self.alice)
         let big = ContentTestClient.bytes(600_000)

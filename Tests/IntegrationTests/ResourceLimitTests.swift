@@ -203,6 +203,26 @@ import Testing
         await node.stop()
     }
 
+    /// A stream starts with a 16 KiB receive window (what a client the node does not know can
+    /// make it buffer); it opens once the stream authenticated (sync) or was admitted (upload),
+    /// which the suite's large messages and uploads go through.
+    @Test func streamsStartWithASmallReceiveWindow() async throws {
+        let node = try await TestNode.start("small-window")
+        let raw = try await RawHTTP2Client.connect(port: node.server.transport.port, caFile: node.server.prepared.certificatePath)
+        raw.sendPreface()
+        let settings = try #require(try await raw.frame(where: { $0.type == 0x4 && $0.flags & 0x1 == 0 }))
+        var values: [UInt16: UInt32] = [:]
+        var i = 0
+        while i + 6 <= settings.payload.count {
+            let p = settings.payload
+            values[UInt16(p[i]) << 8 | UInt16(p[i + 1])] = p[(i + 2)..<(i + 6)].reduce(0) { $0 << 8 | UInt32($1) }
+            i += 6
+        }
+        #expect(values[0x4] == 16_384, "SETTINGS_INITIAL_WINDOW_SIZE: \(values)")
+        await raw.close()
+        await node.stop()
+    }
+
     @Test func authenticationDeadlineCountsWallTimeNotFrames() async throws {
         let node = try await TestNode.start("auth-deadline") { $0.limits.authenticationTimeoutSeconds = 5 }
         let healthy = try await HealthyPair.start(node)

@@ -169,6 +169,7 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
                 }
                 exchange.handler = self
                 paused = false
+                exchange.stream.openReceiveWindow()
                 exchange.stream.resumeInbound()
                 lastProgress = .now()
                 armStallCheck()

@@ -28,8 +28,9 @@ public struct NodeReadiness: Sendable {
 
 /// Liveness and readiness of a running node (the admin port's `/health/live` and
 /// `/health/ready`). Ready means: not shutting down; the store took a write recently (a
-/// probe commit at most every ``probeInterval``, answered within ``probeTimeout``) and its
-/// latest group commit did not fail; file descriptors, connections and session slots below
+/// probe commit at most every ``probeInterval``, answered within ``probeTimeout``), its
+/// latest group commit did not fail and SQLite reported no error in the last
+/// ``storageErrorWindow``; file descriptors, connections and session slots below
 /// ``nearlyExhausted`` of their limits.
 final class NodeHealth: Sendable {
     /// The share of a limit above which the node reports itself not ready (a load balancer
@@ -37,6 +38,9 @@ final class NodeHealth: Sendable {
     static let nearlyExhausted = 0.95
     static let probeInterval: Duration = .seconds(5)
     static let probeTimeout: Duration = .seconds(2)
+    /// A storage error (disk full, I/O) keeps the node not ready for this long: small writes
+    /// (the probe) may pass while the ones clients make fail.
+    static let storageErrorWindow: Duration = .seconds(10)
 
     private let store: NodeStore
     private let sessions: @Sendable () -> Int
@@ -98,8 +102,12 @@ final class NodeHealth: Sendable {
             failure = .some(result)
         }
         if let reason = failure ?? nil { return .init(name: "store", ok: false, detail: "not writable: \(reason)") }
-        if let reason = store.writerStatistics.lastCommitFailure {
+        let statistics = store.writerStatistics
+        if let reason = statistics.lastCommitFailure {
             return .init(name: "store", ok: false, detail: "the latest commit failed: \(reason)")
+        }
+        if let error = statistics.lastDatabaseError, ContinuousClock.now - error.at < Self.storageErrorWindow {
+            return .init(name: "store", ok: false, detail: "a storage error in the last \(Self.storageErrorWindow): \(error.reason)")
         }
         return .init(name: "store", ok: true, detail: "writable")
     }

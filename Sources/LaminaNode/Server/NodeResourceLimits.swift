@@ -32,6 +32,11 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     /// A connection whose socket takes no byte for this long (the client reads nothing) is
     /// closed and everything queued for it released (a reset could not reach it anyway).
     public var stalledConnectionTimeoutSeconds = 30
+    /// The HTTP/2 receive window a stream starts with (SETTINGS_INITIAL_WINDOW_SIZE): what a
+    /// client the node does not know yet can make it buffer per stream. A sync stream's window
+    /// opens to ``streamWindowBytes`` once it authenticated, an upload's once it was admitted.
+    public var initialStreamWindowBytes = 16 * 1_024
+    public var streamWindowBytes = 256 * 1_024
     /// Per user over all its sessions: storage commands a second and at once, and their
     /// encoded bytes a second and at once (``NodeEngineConfiguration``); over it `overloaded`
     /// with the wait.
@@ -62,6 +67,10 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
             (1...86_400).contains(idleConnectionTimeoutSeconds), "resources.idleConnectionTimeoutSeconds must be 1...86400")
         try check(
             (1...3_600).contains(stalledConnectionTimeoutSeconds), "resources.stalledConnectionTimeoutSeconds must be 1...3600")
+        try check(
+            (16_384...Int(Int32.max)).contains(initialStreamWindowBytes) && initialStreamWindowBytes <= streamWindowBytes
+                && streamWindowBytes <= Int(Int32.max),
+            "resources.initialStreamWindowBytes must be at least 16384 (a frame before authentication) and at most streamWindowBytes")
         try check(commandsPerUserPerSecond >= 1 && commandBurstPerUser >= 1, "resources.commandsPerUserPerSecond and commandBurstPerUser must be at least 1")
         try check(
             commandBytesPerUserPerSecond >= 65_536 && commandByteBurstPerUser >= 2 * 1_048_576,

@@ -133,6 +133,8 @@ public final class NodeServer: Sendable {
         settings.drainTimeout = .seconds(Int64(configuration.drainTimeoutSeconds))
         settings.idleConnectionTimeout = .seconds(Int64(configuration.resources.idleConnectionTimeoutSeconds))
         settings.stalledWriteTimeout = .seconds(Int64(configuration.resources.stalledConnectionTimeoutSeconds))
+        settings.initialStreamWindow = Int32(configuration.resources.initialStreamWindowBytes)
+        settings.openedStreamWindow = Int32(configuration.resources.streamWindowBytes)
         settings.maxUnproductiveFramesPerSecond = configuration.resources.maxUnproductiveFramesPerSecond
 
         let transport: TransportServer

@@ -102,6 +102,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = r.fileDescriptorReserve { resources.fileDescriptorReserve = v }
             if let v = r.idleConnectionTimeoutSeconds { resources.idleConnectionTimeoutSeconds = v }
             if let v = r.stalledConnectionTimeoutSeconds { resources.stalledConnectionTimeoutSeconds = v }
+            if let v = r.initialStreamWindowBytes { resources.initialStreamWindowBytes = v }
+            if let v = r.streamWindowBytes { resources.streamWindowBytes = v }
             if let v = r.commandsPerUserPerSecond { resources.commandsPerUserPerSecond = v }
             if let v = r.commandBurstPerUser { resources.commandBurstPerUser = v }
             if let v = r.commandBytesPerUserPerSecond { resources.commandBytesPerUserPerSecond = v }
@@ -164,6 +166,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var fileDescriptorReserve: Int?
             var idleConnectionTimeoutSeconds: Int?
             var stalledConnectionTimeoutSeconds: Int?
+            var initialStreamWindowBytes: Int?
+            var streamWindowBytes: Int?
             var commandsPerUserPerSecond: Double?
             var commandBurstPerUser: Double?
             var commandBytesPerUserPerSecond: Double?

@@ -314,6 +314,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         guard !authenticated else { return }
         authenticated = true
         decoder.setMaxFrameSize(min(limits.maxFrameSize, WireLimits.protocolMaxFrameSize))
+        stream.openReceiveWindow()
         authenticationTask?.cancel()
         authenticationTask = nil
         ticket?.release()

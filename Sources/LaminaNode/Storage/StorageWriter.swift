@@ -3,7 +3,7 @@ import GRDB
 import Logging
 
 /// Counters of the writer, for tests and metrics.
-public struct StorageWriterStatistics: Sendable, Hashable {
+public struct StorageWriterStatistics: Sendable {
     /// Transactions committed (each one a group of commands).
     public var transactions: Int
     /// Commands whose effects were committed.
@@ -21,6 +21,8 @@ public struct StorageWriterStatistics: Sendable, Hashable {
     public var databaseErrors: Int = 0
     /// Why the latest group commit failed; nil once a later one succeeds.
     public var lastCommitFailure: String? = nil
+    /// The latest error SQLite reported and when (uptime), constraint violations aside.
+    public var lastDatabaseError: (reason: String, at: ContinuousClock.Instant)? = nil
 }
 
 /// A queued write: applied inside the group's transaction, completed after the commit.
@@ -201,7 +203,9 @@ final class StorageWriter: @unchecked Sendable {
             logger.error("group commit failed", metadata: ["commands": "\(batch.count)", "reason": "\(commitError.reason)"])
         }
         condition.lock()
-        stats.databaseErrors += databaseErrors.count { $0.resultCode != .SQLITE_CONSTRAINT }
+        let reported = databaseErrors.filter { $0.resultCode != .SQLITE_CONSTRAINT }
+        stats.databaseErrors += reported.count
+        if let last = reported.last { stats.lastDatabaseError = ("\(last.resultCode): \(last.message ?? "")", .now) }
         if let commitError {
             stats.failedCommands += batch.count
             stats.failedCommits += 1
