@@ -33,6 +33,11 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
     static func connect(url: String, caFile: String, group: EventLoopGroup) async throws -> BenchSyncClient {
         let tls = try TLSContext(.client(trust: .caFile(caFile)))
         let connection = try await TransportConnection.connect(to: url, tls: tls, group: group)
+        return try await open(on: connection)
+    }
+
+    /// Another sync stream on an open connection.
+    static func open(on connection: TransportConnection) async throws -> BenchSyncClient {
         let stream = try await connection.openStream(method: "POST", path: NodeServer.syncPath)
         let client = BenchSyncClient(connection: connection, stream: stream)
         try await stream.eventLoop.submit { stream.delegate = client }.get()

@@ -22,9 +22,9 @@ enum BenchSupport {
         return (cert, key)
     }
 
-    /// Resident set size from /proc/self/statm.
-    static func residentBytes() -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    /// Resident set size from /proc/<pid>/statm (this process by default).
+    static func residentBytes(pid: Int32? = nil) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid.map(String.init) ?? "self")/statm", encoding: .utf8) else { return 0 }
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
