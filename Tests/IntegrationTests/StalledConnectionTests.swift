@@ -51,4 +51,55 @@ import Testing
         await bob.close()
         await node.stop()
     }
+
+    /// The node-wide outbound budget: four members whose connections read nothing, each under
+    /// its own (here very high) stream bound, are reset once the node holds more than the
+    /// budget and each more than its share; a reading member gets everything, and nothing is
+    /// left queued.
+    @Test func slowStreamsTogetherAreBoundedByTheNodesOutboundBudget() async throws {
+        let node = try await TestNode.start("outbound-budget") {
+            $0.limits.maxOutboundBytes = 256 << 20  // never reached: only the node's budget acts
+            $0.resources.nodeOutboundBudgetBytes = 4 << 20
+            $0.resources.minimumOutboundShareBytes = 256 << 10
+        }
+        var settings = HTTP2Settings()
+        settings.initialStreamWindow = Int32.max
+        settings.connectionWindow = Int32.max
+        var sinks: [SyncTestClient] = []
+        for i in 0..<4 {
+            let sink = try await SyncTestClient.connect(
+                url: node.server.url, caFile: node.server.prepared.certificatePath, settings: settings)
+            _ = try await sink.hello()
+            _ = try await sink.authenticate(user: UserID("sink\(i)"), device: UUID(), dev: node.dev)
+            _ = try await sink.sync(from: 0)
+            sinks.append(sink)
+        }
+        let alice = try await node.session("alice", device: UUID())
+        let bob = try await node.session("bob", device: UUID())
+        let conversation = try await MessagingTests.conversation(alice, with: ["alice", "bob", "sink0", "sink1", "sink2", "sink3"])
+        for sink in sinks { try await sink.connection.setReading(false) }
+
+        let parts = try (0..<16).map { _ in try MessagePart(text: String(repeating: "b", count: 2_048)) }
+        var sent = 0
+        while node.server.outboundBudget.resets < 4 {
+            try #require(sent < 3_000, "the budget never reset the four members that read nothing")
+            let (id, _) = try await MessagingTests.send(alice, conversation, "", parts: parts)
+            _ = try await bob.message(id)
+            sent += 1
+        }
+        try await ResourceLimitTests.eventually("the four sessions to end") { node.server.sessionCount == 2 }
+        try await ResourceLimitTests.eventually("nothing queued for them") {
+            node.server.outboundBudget.total < node.server.outboundBudget.minimumShare
+        }
+        let (last, _) = try await MessagingTests.send(alice, conversation, "after")
+        _ = try await bob.message(last)
+        for sink in sinks {
+            // Reading again, so the graceful close does not wait out its drain timeout.
+            try await sink.connection.setReading(true)
+            await sink.close()
+        }
+        await alice.close()
+        await bob.close()
+        await node.stop()
+    }
 }

@@ -7,6 +7,9 @@ import Prometheus
 final class NodeMetricsSampler: Sendable {
     private let store: NodeStore
     private let transport: TransportServer
+    private let budget: NodeOutboundBudget
+    private let outboundQueued: Gauge
+    private let outboundBudgetResets: Counter
     private let connectionsOpen: Gauge
     private let descriptorsOpen: Gauge
     private let connectionsRefused: Counter
@@ -17,11 +20,14 @@ final class NodeMetricsSampler: Sendable {
     private let storageCommitFailures: Counter
     private let storageCommandsRefused: Counter
     /// The counters' values at the last sample (the registry's counters only go up).
-    private let last = NIOLockedValueBox([Int](repeating: 0, count: 7))
+    private let last = NIOLockedValueBox([Int](repeating: 0, count: 8))
 
-    init(registry: PrometheusCollectorRegistry, store: NodeStore, transport: TransportServer) {
+    init(registry: PrometheusCollectorRegistry, store: NodeStore, transport: TransportServer, budget: NodeOutboundBudget) {
         self.store = store
         self.transport = transport
+        self.budget = budget
+        outboundQueued = registry.makeGauge(descriptor: .init(namespace: "lamina", metricName: "outbound_queued", unitName: "bytes", helpText: "Bytes queued for clients over every sync stream (the node's outbound budget counts these)"))
+        outboundBudgetResets = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "outbound_budget_resets", unitName: "total", helpText: "Streams reset for holding more than their share while the node was over its outbound budget"))
         connectionsOpen = registry.makeGauge(descriptor: .init(namespace: "lamina", metricName: "connections", unitName: "open", helpText: "TLS connections open (handshaking included)"))
         descriptorsOpen = registry.makeGauge(descriptor: .init(namespace: "lamina", metricName: "file_descriptors", unitName: "open", helpText: "File descriptors the node has open"))
         connectionsRefused = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_refused", unitName: "total", helpText: "Connections closed at once because maxConnections were open"))
@@ -38,9 +44,9 @@ final class NodeMetricsSampler: Sendable {
         let counts = transport.counts
         let storage = store.writerStatistics
         let now = [counts.refused, counts.closedIdle, counts.closedForFlood, counts.closedStalled,
-                   storage.databaseErrors, storage.failedCommits, storage.refusedCommands]
+                   storage.databaseErrors, storage.failedCommits, storage.refusedCommands, budget.resets]
         let counters = [connectionsRefused, connectionsClosedIdle, connectionsClosedForFlood, connectionsClosedStalled,
-                        storageErrors, storageCommitFailures, storageCommandsRefused]
+                        storageErrors, storageCommitFailures, storageCommandsRefused, outboundBudgetResets]
         last.withLockedValue { last in
             for i in now.indices where now[i] > last[i] {
                 counters[i].increment(by: Int64(now[i] - last[i]))
@@ -48,6 +54,7 @@ final class NodeMetricsSampler: Sendable {
             }
         }
         connectionsOpen.set(Int64(transport.connectionCount))
+        outboundQueued.set(Int64(budget.total))
         if let open = NodeHealth.openDescriptors() { descriptorsOpen.set(Int64(open)) }
     }
 }

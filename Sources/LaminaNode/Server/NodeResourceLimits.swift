@@ -35,6 +35,11 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     /// The HTTP/2 receive window a stream starts with (SETTINGS_INITIAL_WINDOW_SIZE): what a
     /// client the node does not know yet can make it buffer per stream. A sync stream's window
     /// opens to ``streamWindowBytes`` once it authenticated, an upload's once it was admitted.
+    /// Outbound bytes queued over all sync streams before streams holding more than their
+    /// share (this over the open streams, at least ``minimumOutboundShareBytes``) are reset as
+    /// slow consumers (``NodeOutboundBudget``).
+    public var nodeOutboundBudgetBytes = 1_024 * 1_048_576
+    public var minimumOutboundShareBytes = 256 * 1_024
     public var initialStreamWindowBytes = 16 * 1_024
     public var streamWindowBytes = 256 * 1_024
     /// Per user over all its sessions: storage commands a second and at once, and their
@@ -71,6 +76,9 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
             (16_384...Int(Int32.max)).contains(initialStreamWindowBytes) && initialStreamWindowBytes <= streamWindowBytes
                 && streamWindowBytes <= Int(Int32.max),
             "resources.initialStreamWindowBytes must be at least 16384 (a frame before authentication) and at most streamWindowBytes")
+        try check(
+            nodeOutboundBudgetBytes >= 1_048_576 && minimumOutboundShareBytes >= 65_536,
+            "resources.nodeOutboundBudgetBytes must be at least 1048576 and minimumOutboundShareBytes at least 65536")
         try check(commandsPerUserPerSecond >= 1 && commandBurstPerUser >= 1, "resources.commandsPerUserPerSecond and commandBurstPerUser must be at least 1")
         try check(
             commandBytesPerUserPerSecond >= 65_536 && commandByteBurstPerUser >= 2 * 1_048_576,

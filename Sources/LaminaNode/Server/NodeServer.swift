@@ -30,6 +30,8 @@ public final class NodeServer: Sendable {
     private let stopped: NIOLockedValueBox<Bool>
     /// Unauthenticated sessions per connection, address and node; live bridges and sessions.
     public let admission: SessionAdmission
+    /// Bytes queued for clients over every sync stream, against the node's outbound budget.
+    public let outboundBudget: NodeOutboundBudget
     /// Deletes expired nonces and sessions and old idempotency records on a schedule.
     public let pruner: StoragePruner
     /// The Server API's app id and tokens (nil when the Server API is disabled).
@@ -44,8 +46,10 @@ public final class NodeServer: Sendable {
     private init(
         configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
         content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>,
-        admission: SessionAdmission, pruner: StoragePruner, serverAPICredentials: ServerAPICredentials?
+        admission: SessionAdmission, outboundBudget: NodeOutboundBudget, pruner: StoragePruner,
+        serverAPICredentials: ServerAPICredentials?
     ) {
+        self.outboundBudget = outboundBudget
         self.pruner = pruner
         self.serverAPICredentials = serverAPICredentials
         self.stopped = stopped
@@ -103,11 +107,15 @@ public final class NodeServer: Sendable {
         let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
         let gate = SessionGate(limit: configuration.maxSessions)
         let admission = SessionAdmission(limits: configuration.resources, maxSessions: configuration.maxSessions)
+        let outboundBudget = NodeOutboundBudget(
+            limit: configuration.resources.nodeOutboundBudgetBytes, minimumShare: configuration.resources.minimumOutboundShareBytes)
 
         var router = TransportRouter()
         router.add(
             syncPath,
-            SyncStreamBridge.handler(limits: configuration.limits, metrics: metrics, logger: logger, admission: admission) { outbound in
+            SyncStreamBridge.handler(
+                limits: configuration.limits, metrics: metrics, logger: logger, admission: admission, budget: outboundBudget
+            ) { outbound in
                 guard gate.admit() else { return nil }
                 let session = engine.openSession(outbound: outbound)
                 admission.track(session)
@@ -161,7 +169,7 @@ public final class NodeServer: Sendable {
             store: store, sessions: { gate.count }, maxSessions: configuration.maxSessions,
             connections: { transport.connectionCount }, maxConnections: maxConnections, descriptorLimit: softLimit,
             stopping: { stoppedBox.withLockedValue { $0 } })
-        let sampler = NodeMetricsSampler(registry: registry, store: store, transport: transport)
+        let sampler = NodeMetricsSampler(registry: registry, store: store, transport: transport, budget: outboundBudget)
         if configuration.adminPort >= 0 {
             do {
                 admin = try await AdminServer.start(
@@ -183,7 +191,7 @@ public final class NodeServer: Sendable {
         let server = NodeServer(
             configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
             transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission,
-            pruner: StoragePruner(store: store, logger: logger), serverAPICredentials: serverAPICredentials)
+            outboundBudget: outboundBudget, pruner: StoragePruner(store: store, logger: logger), serverAPICredentials: serverAPICredentials)
         server.pruner.start(every: .seconds(Int64(configuration.resources.pruneIntervalSeconds)))
         logger.info(
             "node started",

@@ -103,6 +103,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = r.idleConnectionTimeoutSeconds { resources.idleConnectionTimeoutSeconds = v }
             if let v = r.stalledConnectionTimeoutSeconds { resources.stalledConnectionTimeoutSeconds = v }
             if let v = r.initialStreamWindowBytes { resources.initialStreamWindowBytes = v }
+            if let v = r.nodeOutboundBudgetBytes { resources.nodeOutboundBudgetBytes = v }
+            if let v = r.minimumOutboundShareBytes { resources.minimumOutboundShareBytes = v }
             if let v = r.streamWindowBytes { resources.streamWindowBytes = v }
             if let v = r.commandsPerUserPerSecond { resources.commandsPerUserPerSecond = v }
             if let v = r.commandBurstPerUser { resources.commandBurstPerUser = v }
@@ -167,6 +169,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var idleConnectionTimeoutSeconds: Int?
             var stalledConnectionTimeoutSeconds: Int?
             var initialStreamWindowBytes: Int?
+            var nodeOutboundBudgetBytes: Int?
+            var minimumOutboundShareBytes: Int?
             var streamWindowBytes: Int?
             var commandsPerUserPerSecond: Double?
             var commandBurstPerUser: Double?

@@ -77,14 +77,18 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private var roomWaiters: [CheckedContinuation<Bool, Never>] = []
     /// When the transport last took queued bytes (the client's reading made room).
     private var lastDrain = NIODeadline.now()
+    /// The node's outbound budget, and the queued bytes last reported to it (under `lock`).
+    private let budget: NodeOutboundBudget?
+    private var reportedBytes = 0
     // Event loop only: the check for a reader that stopped while a paced answer waits.
     private var stallTask: Scheduled<Void>?
 
     init(
         stream: TransportStream, limits: SyncStreamLimits, metrics: ServerMetrics, logger: Logger,
-        admission: SessionAdmission? = nil
+        admission: SessionAdmission? = nil, budget: NodeOutboundBudget? = nil
     ) {
         self.stream = stream
+        self.budget = budget
         self.eventLoop = stream.eventLoop
         self.limits = limits
         self.metrics = metrics
@@ -114,6 +118,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     /// (with a retry delay) instead of a session.
     public static func handler(
         limits: SyncStreamLimits, metrics: ServerMetrics, logger: Logger, admission: SessionAdmission? = nil,
+        budget: NodeOutboundBudget? = nil,
         openSession: @escaping @Sendable (SessionOutbound) -> SyncSessionEndpoint?
     ) -> TransportStreamHandler {
         return { stream in
@@ -121,7 +126,8 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
                 stream.sendHeaders([(":status", "405"), ("allow", "POST")], endStream: true)
                 return
             }
-            let bridge = SyncStreamBridge(stream: stream, limits: limits, metrics: metrics, logger: logger, admission: admission)
+            let bridge = SyncStreamBridge(
+                stream: stream, limits: limits, metrics: metrics, logger: logger, admission: admission, budget: budget)
             if let admission {
                 switch admission.admit(connection: stream.connectionID, address: stream.remoteAddress?.ipAddress) {
                 case .admitted(let ticket):
@@ -148,6 +154,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         eventLoop.preconditionInEventLoop()
         self.endpoint = endpoint
         started = true
+        budget?.streamOpened()
         opened = .now()
         metrics.sessionsOpened.increment()
         metrics.sessionsActive.increment()
@@ -243,7 +250,10 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         dropOutbound()
         if let error { logger.debug("sync stream closed", metadata: ["error": "\(error)"]) }
         notifyEndpointClosed()
-        if started { metrics.sessionsActive.decrement() }
+        if started {
+            metrics.sessionsActive.decrement()
+            budget?.streamClosed()
+        }
     }
 
     /// Tells the session the transport is gone (once), then lets go of it: the session holds
@@ -381,10 +391,12 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
                 if Self.isAnswer(frame) { answersSent += 1 }
                 if case .authenticated = frame { authenticatedQueued = true }
             }
-            if pending.readableBytes + inFlightBytes > limits.maxOutboundBytes {
+            let overShare = reportQueue()
+            if overShare || pending.readableBytes + inFlightBytes > limits.maxOutboundBytes {
                 outboundClosed = true
                 overflow = true
                 pending = ByteBuffer()
+                _ = reportQueue()
                 waiters = takeRoomWaiters()
             } else if !flushScheduled {
                 flushScheduled = true
@@ -411,6 +423,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             }
             outboundClosed = true
             finishAfterFlush = true
+            _ = reportQueue()
             waiters = takeRoomWaiters()
             if !flushScheduled {
                 flushScheduled = true
@@ -444,6 +457,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             promise.futureResult.whenComplete { _ in
                 let waiters = self.lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
                     self.inFlightBytes -= count
+                    _ = self.reportQueue()
                     self.lastDrain = .now()
                     guard self.queuedBytes <= self.limits.pacedAnswerQueueBytes else { return [] }
                     return self.takeRoomWaiters()
@@ -464,6 +478,15 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
 
     /// Bytes queued for the client: pending plus written and not yet taken (under `lock`).
     private var queuedBytes: Int { pending.readableBytes + inFlightBytes }
+
+    /// Tells the node's budget how the queue changed since the last report (under `lock`);
+    /// true when this stream is over its share of a node over budget.
+    private func reportQueue() -> Bool {
+        guard let budget else { return false }
+        let queued = queuedBytes
+        defer { reportedBytes = queued }
+        return budget.add(queued - reportedBytes, queued: queued)
+    }
 
     /// Empties the waiter list (under `lock`); the caller resumes them outside it.
     private func takeRoomWaiters() -> [CheckedContinuation<Bool, Never>] {
@@ -521,6 +544,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         let waiters = lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
             outboundClosed = true
             pending = ByteBuffer()
+            _ = reportQueue()
             return takeRoomWaiters()
         }
         for waiter in waiters { waiter.resume(returning: false) }
@@ -532,7 +556,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         dropOutbound()
         metrics.slowConsumers.increment()
         logger.warning(
-            "slow consumer: outbound queue over its bound, resetting the stream",
+            "slow consumer: outbound queue over its bound (or over its share of the node's outbound budget), resetting the stream",
             metadata: ["maxOutboundBytes": "\(limits.maxOutboundBytes)"])
         inboundStopped = true
         notifyEndpointClosed()
