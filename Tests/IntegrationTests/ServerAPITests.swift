@@ -75,6 +75,70 @@ import Testing
         await node.stop()
     }
 
+    @Test func identitiesAreSetReadPatchedShownAndDeleted() async throws {
+        let node = try await TestNode.start("api-identity")
+        let api = CurlAPI(node.server, http: .http2)
+        #expect(try await api.request("GET", "/users/alice/identity").status == 404)
+        let created = try await api.request(
+            "POST", "/users/alice/identity",
+            json: #"{"display_name":"Alice A.","avatar_url":"https://example.com/a.png","first_name":"Alice","metadata":{"team":"blue"}}"#)
+        #expect(created.status == 201)
+        #expect(created.object["display_name"] as? String == "Alice A.")
+        #expect(created.object["id"] as? String == "layer:///identities/alice")
+        let twice = try await api.request("POST", "/users/alice/identity", json: #"{"display_name":"again"}"#)
+        #expect(twice.status == 409)
+
+        let patch = #"[{"operation":"set","property":"last_name","value":"Archer"},{"operation":"delete","property":"avatar_url"},{"operation":"set","property":"metadata.level","value":"3"}]"#
+        #expect(try await api.request("PATCH", "/users/alice/identity", json: patch, contentType: "application/vnd.layer-patch+json").status == 204)
+        let got = try await api.request("GET", "/users/alice/identity")
+        #expect(got.object["last_name"] as? String == "Archer")
+        #expect(got.object["avatar_url"] is NSNull)
+        #expect(got.object["metadata"] as? [String: String] == ["team": "blue", "level": "3"])
+
+        // 3.0 shows the identity in conversations; 1.0 keeps the user id.
+        let conversation = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"]}"#)
+        let shown = (conversation.object["participants"] as? [[String: Any]])?.first { $0["user_id"] as? String == "alice" }
+        #expect(shown?["display_name"] as? String == "Alice A.")
+        #expect((conversation.object["participants"] as? [[String: Any]])?.first { $0["user_id"] as? String == "bob" }?["display_name"] as? String == "bob")
+
+        // Refusals: an unknown property, a value over its limit, a non-string metadata value.
+        let unknown = try await api.request("PUT", "/users/alice/identity", json: #"{"nickname":"al"}"#)
+        #expect(unknown.status == 422)
+        #expect((unknown.object["data"] as? [String: Any])?["property"] as? String == "nickname")
+        let long = try await api.request("PUT", "/users/alice/identity", json: #"{"display_name":"\#(String(repeating: "a", count: 1_025))"}"#)
+        #expect(long.status == 422)
+        let number = try await api.request("PUT", "/users/alice/identity", json: #"{"metadata":{"level":3}}"#)
+        #expect(number.status == 422)
+        #expect(try await api.request("GET", "/users/alice/identity").object["last_name"] as? String == "Archer")
+
+        #expect(try await api.request("PUT", "/users/alice/identity", json: #"{"display_name":"Al"}"#).status == 204)
+        let replaced = try await api.request("GET", "/users/alice/identity")
+        #expect(replaced.object["display_name"] as? String == "Al")
+        #expect(replaced.object["last_name"] == nil)
+        #expect(try await api.request("DELETE", "/users/alice/identity").status == 204)
+        #expect(try await api.request("DELETE", "/users/alice/identity").status == 404)
+        await node.stop()
+    }
+
+    @Test func revokingAUsersSessionsEndsItsOpenStreams() async throws {
+        let node = try await TestNode.start("api-sessions")
+        let api = CurlAPI(node.server, http: .http1)
+        let alice = try await node.session("alice", device: UUID())
+        let bob = try await node.session("bob", device: UUID())
+        #expect(try await api.request("DELETE", "/users/alice/sessions").status == 204)
+        let frames = try await alice.framesUntilEnd()
+        guard case .error(let error)? = frames.last else {
+            Issue.record("alice's stream did not end with an ERROR: \(frames)")
+            return
+        }
+        #expect(error.code == .sessionRevoked && error.isFatal)
+        // Bob is untouched.
+        let conversation = try await MessagingTests.conversation(bob, with: ["bob", "carol"])
+        _ = try await MessagingTests.send(bob, conversation, "still here")
+        await bob.close()
+        await node.stop()
+    }
+
     @Test(arguments: [CurlAPI.HTTP.http1, .http2])
     func messagesAreSentListedAsSystemAndUserAndDeleted(http: CurlAPI.HTTP) async throws {
         let node = try await TestNode.start("api-msg-\(http == .http1 ? "h1" : "h2")")

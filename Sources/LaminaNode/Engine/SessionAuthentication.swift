@@ -119,6 +119,17 @@ extension NodeEngine {
         }
         return revoked
     }
+
+    /// Revokes every session of `user`; its live sessions end with a fatal `session-revoked`.
+    /// Returns how many sessions were revoked.
+    @discardableResult
+    public func revokeSessions(of user: UserID) async throws -> Int {
+        let revoked = try await store.write { tx in try tx.revokeSessions(of: user, at: .now()) }
+        for session in registry.all() where session.state.withLock({ $0.auth?.user == user }) {
+            session.fail(WireError(.sessionRevoked, "every session of the user was revoked"))
+        }
+        return revoked
+    }
 }
 
 /// Maps failures to wire errors.

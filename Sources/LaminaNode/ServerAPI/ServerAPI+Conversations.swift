@@ -45,7 +45,7 @@ extension ServerAPI {
         guard let resolved = result.ack.conversationID,
               let stored = try await engine.store.read({ r in try r.conversation(resolved) })
         else { throw ServerAPIError.internalError("the conversation was not stored") }
-        let object = r.representation.conversation(stored.conversation)
+        let object = try await representation(r, users: stored.conversation.participants).conversation(stored.conversation)
         let status = resolved == id && (result.applied || r.http.headers["if-none-match"] != nil) ? 201 : 200
         return ServerAPIJSON.response(status, object, extraHeaders: [("location", object["url"] as? String ?? "")])
     }
@@ -53,7 +53,7 @@ extension ServerAPI {
     /// GET /conversations/:id.
     func getConversation(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let stored = try await liveConversation(try r.conversationID())
-        return ServerAPIJSON.response(200, r.representation.conversation(stored.conversation))
+        return ServerAPIJSON.response(200, try await representation(r, users: stored.conversation.participants).conversation(stored.conversation))
     }
 
     /// GET /users/:user_id/conversations: the user's conversations, newest first
@@ -83,7 +83,9 @@ extension ServerAPI {
             }
             ordered.removeFirst(index + 1)
         }
-        return ServerAPIJSON.response(200, ordered.prefix(pageSize).map(r.representation.conversation))
+        let page = Array(ordered.prefix(pageSize))
+        let shown = try await representation(r, users: Set(page.flatMap(\.participants)))
+        return ServerAPIJSON.response(200, page.map(shown.conversation))
     }
 
     /// DELETE /conversations/:id: deleted for every participant (204).

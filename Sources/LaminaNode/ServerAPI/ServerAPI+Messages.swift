@@ -38,7 +38,7 @@ extension ServerAPI {
         guard let stored = try await engine.store.read({ reader in try reader.message(id) }) else {
             throw ServerAPIError.internalError("the message was not stored")
         }
-        let object = r.representation.message(stored.message)
+        let object = try await representation(r, users: [stored.message.sender]).message(stored.message)
         return ServerAPIJSON.response(201, object, extraHeaders: [("location", object["url"] as? String ?? "")])
     }
 
@@ -52,13 +52,14 @@ extension ServerAPI {
         let messages = try await engine.store.read { reader in
             try reader.history(of: id, for: viewer, .last(pageSize))
         }
-        return ServerAPIJSON.response(200, messages.reversed().map { r.representation.message($0, for: asUser ? viewer : nil) })
+        let shown = try await representation(r, users: Set(messages.map(\.sender)))
+        return ServerAPIJSON.response(200, messages.reversed().map { shown.message($0, for: asUser ? viewer : nil) })
     }
 
     /// GET …/messages/:message_id.
     func getMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let message = try await storedMessage(r)
-        return ServerAPIJSON.response(200, r.representation.message(message.message))
+        return ServerAPIJSON.response(200, try await representation(r, users: [message.message.sender]).message(message.message))
     }
 
     /// DELETE …/messages/:message_id: deleted for every participant (204).

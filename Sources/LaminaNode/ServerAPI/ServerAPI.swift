@@ -44,6 +44,12 @@ public final class ServerAPI: Sendable {
         (Route(method: "DELETE", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}"), { try await $0.deleteMessage($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/messages"), { try await $0.listMessages($1, asUser: true) }),
         (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/mark_all_read"), { try await $0.markAllRead($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.getIdentity($1) }),
+        (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.createIdentity($1) }),
+        (Route(method: "PUT", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.replaceIdentity($1) }),
+        (Route(method: "PATCH", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.patchIdentity($1) }),
+        (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.deleteIdentity($1) }),
+        (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/sessions"), { try await $0.revokeSessions($1) }),
     ]
 
     /// Every operation served.

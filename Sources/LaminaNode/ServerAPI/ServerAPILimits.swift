@@ -8,6 +8,12 @@ public enum ServerAPILimits {
     public static let maxPageSize = 100
     /// The page size when a list request names none.
     public static let defaultPageSize = 50
+    /// An identity's string properties (display name, names, URLs, …) and metadata values, in
+    /// UTF-8 bytes (the model's limit for identity strings).
+    public static let maxIdentityStringBytes = 1_024
+    /// Entries of an identity's metadata, and the bytes of one key.
+    public static let maxIdentityMetadataEntries = 64
+    public static let maxIdentityMetadataKeyBytes = 128
     /// The Accept versions served.
     public static let versions: Set<String> = ["1.0", "3.0"]
 }

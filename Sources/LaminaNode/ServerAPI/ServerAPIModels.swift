@@ -14,16 +14,24 @@ struct ServerAPIRepresentation {
     /// `https://host:port/apps/<app id>`.
     let base: String
     let version: ServerAPIVersion
+    /// Identities set through the Server API, for the users being represented (3.0).
+    var identities: [UserID: StoredIdentity] = [:]
 
     static func conversationID(_ id: ConversationID) -> String { "layer:///conversations/\(id.uuid.uuidString.lowercased())" }
     static func messageID(_ id: MessageID) -> String { "layer:///messages/\(id.uuid.uuidString.lowercased())" }
     static func identityID(_ user: UserID) -> String { "layer:///identities/\(user.rawValue)" }
 
+    /// The identity object: what was set for the user, else its user id as display name.
     func identity(_ user: UserID) -> [String: Any] {
-        [
+        var object: [String: Any] = [
             "id": Self.identityID(user), "url": "\(base)/users/\(user.rawValue)/identity", "user_id": user.rawValue,
             "display_name": user.rawValue, "avatar_url": NSNull(),
         ]
+        if let stored = identities[user] {
+            for (key, value) in stored.values { object[key] = value }
+            object["metadata"] = stored.metadata
+        }
+        return object
     }
 
     func participant(_ user: UserID) -> Any { version == .v1 ? user.rawValue as Any : identity(user) }

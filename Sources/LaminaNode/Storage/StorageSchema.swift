@@ -28,6 +28,9 @@ enum StorageSchema {
         migrator.registerMigration("v5-conversation-aliases") { db in
             for statement in v5 { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v6-identities") { db in
+            for statement in identities { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -274,5 +277,16 @@ extension StorageSchema {
         ) STRICT
         """,
         "CREATE INDEX conversation_aliases_conversation ON conversation_aliases(conversation_id)",
+    ]
+
+    /// Identities an app backend sets through the Server API (JSON of `StoredIdentity`).
+    static let identities: [String] = [
+        """
+        CREATE TABLE identities (
+            user_id TEXT PRIMARY KEY NOT NULL,
+            identity BLOB NOT NULL,
+            updated_at INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID
+        """,
     ]
 }

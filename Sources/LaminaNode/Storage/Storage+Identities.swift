@@ -1,0 +1,68 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+/// A user's identity as an app backend set it through the Server API (Layer's identity
+/// object): the known string fields and a flat string metadata map.
+public struct StoredIdentity: Hashable, Sendable, Codable {
+    /// The string properties of an identity, by their Platform API names.
+    public static let fields = ["display_name", "avatar_url", "first_name", "last_name", "phone_number", "email_address", "public_key"]
+
+    public var values: [String: String]
+    public var metadata: [String: String]
+
+    public init(values: [String: String] = [:], metadata: [String: String] = [:]) {
+        self.values = values
+        self.metadata = metadata
+    }
+}
+
+extension StorageTransaction {
+    /// Creates or replaces `user`'s identity.
+    public func putIdentity(_ identity: StoredIdentity, of user: UserID, at time: Timestamp) throws(StorageError) {
+        let data: Data
+        do { data = try JSONEncoder().encode(identity) } catch {
+            throw StorageError(.invalidArgument, "the identity does not encode: \(error)")
+        }
+        try checkBlob(Array(data), "an identity")
+        try db.run(
+            "INSERT INTO identities (user_id, identity, updated_at) VALUES (?, ?, ?) ON CONFLICT (user_id) DO UPDATE SET identity = excluded.identity, updated_at = excluded.updated_at",
+            [user.rawValue, data, time.millisecondsSince1970])
+    }
+
+    /// Deletes `user`'s identity; whether there was one.
+    @discardableResult
+    public func deleteIdentity(of user: UserID) throws(StorageError) -> Bool {
+        try db.run("DELETE FROM identities WHERE user_id = ?", [user.rawValue])
+        return db.changesCount == 1
+    }
+}
+
+extension StorageReader {
+    /// `user`'s identity, if one was set.
+    public func identity(of user: UserID) throws(StorageError) -> StoredIdentity? {
+        try identities(of: [user])[user]
+    }
+
+    /// The identities set for any of `users`.
+    public func identities(of users: some Collection<UserID>) throws(StorageError) -> [UserID: StoredIdentity] {
+        guard !users.isEmpty else { return [:] }
+        var out: [UserID: StoredIdentity] = [:]
+        let list = Array(users)
+        for start in stride(from: 0, to: list.count, by: 500) {
+            let chunk = list[start..<min(start + 500, list.count)]
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            for row in try db.rows(
+                "SELECT user_id, identity FROM identities WHERE user_id IN (\(marks))",
+                StatementArguments(chunk.map { $0.rawValue }))
+            {
+                let user = try Columns.user(row, 0)
+                let data: Data = row[1]
+                do { out[user] = try JSONDecoder().decode(StoredIdentity.self, from: data) } catch {
+                    throw StorageError(.corrupt, "the identity of \(user) does not decode: \(error)")
+                }
+            }
+        }
+        return out
+    }
+}
