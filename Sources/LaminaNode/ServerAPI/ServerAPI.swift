@@ -14,13 +14,15 @@ public final class ServerAPI: Sendable {
     public static let routePattern = "/apps/*"
 
     let engine: NodeEngine
-    let credentials: ServerAPICredentials
+    private let tokenSource: ServerAPITokenSource
+    /// The app id and the tokens in use (the tokens file re-read when it changes).
+    var credentials: ServerAPICredentials { tokenSource.current }
     /// Requests per token: ``ServerAPISettings/burst`` at once, refilled at ``ServerAPISettings/requestsPerSecond``.
     let limiter: TokenBuckets<Int>
 
     public init(engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings) {
         self.engine = engine
-        self.credentials = credentials
+        self.tokenSource = ServerAPITokenSource(credentials)
         self.limiter = TokenBuckets(rates: [settings.requestsPerSecond], bursts: [Double(settings.burst)])
     }
 

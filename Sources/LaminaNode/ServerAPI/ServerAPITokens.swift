@@ -1,10 +1,13 @@
 import Foundation
 import LaminaModel
+import Logging
+import NIOConcurrencyHelpers
 
 /// The app id and the Server API tokens of this node, kept in the data directory
 /// (`server-api/app-id`, and `server-api/tokens`: one token a line, `#` comments; delete a
-/// line to revoke it, add lines for more tokens; read at start). The first start creates
-/// both. Tokens are compared in constant time and never logged.
+/// line to revoke it, add lines for more tokens; re-read when the file changes, see
+/// ``ServerAPITokenSource``). The first start creates both. Tokens are compared in constant
+/// time and never logged.
 public struct ServerAPICredentials: Sendable {
     /// The app id in paths (`/apps/<appID>/…`): a UUID.
     public var appID: String
@@ -14,6 +17,8 @@ public struct ServerAPICredentials: Sendable {
     public var created: Bool
     /// The first token, for printing at a first start (nil otherwise).
     public var newToken: String?
+    /// The tokens file, when the tokens came from one.
+    public var tokensFile: URL?
 
     enum Files {
         static let directory = "server-api"
@@ -42,12 +47,17 @@ public struct ServerAPICredentials: Sendable {
             created = true
             newToken = token
         }
-        let text = try String(contentsOf: tokensURL, encoding: .utf8)
-        let tokens = text.split(whereSeparator: \.isNewline)
+        var credentials = ServerAPICredentials(appID: appID, tokens: try tokens(in: tokensURL), created: created, newToken: newToken)
+        credentials.tokensFile = tokensURL
+        return credentials
+    }
+
+    /// The tokens of a tokens file (one a line, `#` comments, blank lines ignored).
+    static func tokens(in file: URL) throws -> [[UInt8]] {
+        try String(contentsOf: file, encoding: .utf8).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
             .map { Array($0.utf8) }
-        return ServerAPICredentials(appID: appID, tokens: tokens, created: created, newToken: newToken)
     }
 
     /// A credentials value for tests and embedding.
@@ -82,5 +92,40 @@ public struct ServerAPICredentials: Sendable {
             if difference == 0 && found == nil { found = index }
         }
         return found
+    }
+}
+
+/// The credentials in use: the tokens file is looked at again at most once a second and
+/// re-read when its modification time changed, so a token added or deleted there takes
+/// effect without a restart. A file that cannot be read keeps the tokens read last (logged).
+final class ServerAPITokenSource: Sendable {
+    static let checkInterval: Duration = .seconds(1)
+    private let state: NIOLockedValueBox<(credentials: ServerAPICredentials, modified: Date?, checked: ContinuousClock.Instant)>
+    private let logger = Logger(label: "lamina.server-api")
+
+    init(_ credentials: ServerAPICredentials) {
+        let modified = credentials.tokensFile.flatMap(Self.modified)
+        state = NIOLockedValueBox((credentials, modified, .now))
+    }
+
+    static func modified(_ file: URL) -> Date? {
+        (try? FileManager.default.attributesOfItem(atPath: file.path))?[.modificationDate] as? Date
+    }
+
+    var current: ServerAPICredentials {
+        state.withLockedValue { s in
+            guard let file = s.credentials.tokensFile, ContinuousClock.now - s.checked >= Self.checkInterval else { return s.credentials }
+            s.checked = .now
+            let modified = Self.modified(file)
+            guard modified != s.modified else { return s.credentials }
+            s.modified = modified
+            do {
+                s.credentials.tokens = try ServerAPICredentials.tokens(in: file)
+                logger.info("Server API tokens re-read", metadata: ["tokens": "\(s.credentials.tokens.count)"])
+            } catch {
+                logger.error("cannot re-read the Server API tokens; keeping the previous ones", metadata: ["error": "\(error)"])
+            }
+            return s.credentials
+        }
     }
 }
