@@ -10,8 +10,8 @@ import Testing
 @Suite struct CommandBudgetTests {
     @Test func aUserOverItsByteBudgetIsToldToWaitWhileOthersGoOn() async throws {
         let node = try await TestNode.start("command-budget") {
-            $0.resources.commandBytesPerUserPerSecond = 65_536
-            $0.resources.commandByteBurstPerUser = 2 * 1_048_576
+            $0.resources.commandBudget.bytesPerSecond = 65_536
+            $0.resources.commandBudget.byteBurst = 2 * 1_048_576
         }
         let mallory = try await node.session("mallory", device: UUID())
         let alice = try await node.session("alice", device: UUID())

@@ -71,7 +71,7 @@ extension NodeEngine {
                 var refusal = ErrorFrame(
                     WireError(
                         .overloaded,
-                        "over the user's command budget (\(Int(configuration.commandsPerUserPerSecond)) commands, \(Int(configuration.commandBytesPerUserPerSecond)) bytes a second)"),
+                        "over the user's command budget (\(Int(configuration.commandBudget.commandsPerSecond)) commands, \(Int(configuration.commandBudget.bytesPerSecond)) bytes a second)"),
                     requestID: requestID)
                 refusal.retryAfterMilliseconds = UInt32(clamping: max(1, wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000))
                 session.send(.error(refusal))

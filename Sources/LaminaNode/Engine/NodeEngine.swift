@@ -15,7 +15,7 @@ public final class NodeEngine: Sendable {
     let clock: Locked<HybridLogicalClock>
     let registry = SessionRegistry()
     let isShuttingDown = Locked(false)
-    /// Per user: storage commands and their bytes (``NodeEngineConfiguration/commandsPerUserPerSecond``).
+    /// Per user: storage commands and their bytes (``NodeEngineConfiguration/commandBudget``).
     let commandBudget: TokenBuckets<UserID>
 
     /// Reads the latest clock reading this node stored, so its hybrid logical clock continues
@@ -26,8 +26,8 @@ public final class NodeEngine: Sendable {
         self.configuration = configuration
         self.verifier = IdentityTokenVerifier(providers: configuration.identityProviders, maxClockSkew: configuration.maxClockSkew)
         self.commandBudget = TokenBuckets(
-            rates: [configuration.commandsPerUserPerSecond, configuration.commandBytesPerUserPerSecond],
-            bursts: [configuration.commandBurstPerUser, configuration.commandByteBurstPerUser])
+            rates: [configuration.commandBudget.commandsPerSecond, configuration.commandBudget.bytesPerSecond],
+            bursts: [configuration.commandBudget.commandBurst, configuration.commandBudget.byteBurst])
         let latest = try store.readNow { reader in try reader.latestHLC(of: configuration.nodeID) }
         self.clock = Locked(HybridLogicalClock(node: configuration.nodeID, last: latest ?? .zero))
     }

@@ -19,16 +19,9 @@ public struct NodeEngineConfiguration: Sendable {
     public var maxClockSkew: Duration
     /// The largest frame payload the node's streams accept, announced in WELCOME.
     public var maxFrameSize: Int = WireLimits.default.maxFrameSize
-    /// Storage commands one user may submit per second over all its sessions (refilled
-    /// continuously), and at once. Over it a command is answered `overloaded` with the wait.
-    /// High on purpose: one busy session pipelines thousands a second.
-    public var commandsPerUserPerSecond = 20_000.0
-    public var commandBurstPerUser = 20_000.0
-    /// Encoded command bytes one user may submit per second, and at once: what a member can
-    /// make the single writer store (a user sending 1 MiB messages as fast as the writer takes
-    /// them delayed every other user's ACKs).
-    public var commandBytesPerUserPerSecond = 16.0 * 1_048_576
-    public var commandByteBurstPerUser = 64.0 * 1_048_576
+    /// What one user may submit to the store over all its sessions; over it a command is
+    /// answered `overloaded` with the wait.
+    public var commandBudget = CommandBudget()
 
     public init(
         nodeID: NodeID,
@@ -43,6 +36,20 @@ public struct NodeEngineConfiguration: Sendable {
         self.nonceLifetime = nonceLifetime
         self.maxClockSkew = maxClockSkew
     }
+}
+
+/// What one user may submit to the store over all its sessions: token buckets of storage
+/// commands and of their encoded bytes, refilled continuously. The count is high on purpose
+/// (one busy session pipelines thousands a second); the bytes bound what one member can make
+/// the single writer store (a user sending 1 MiB messages as fast as the writer took them
+/// delayed every other user's ACKs).
+public struct CommandBudget: Sendable, Hashable, Codable {
+    public var commandsPerSecond = 20_000.0
+    public var commandBurst = 20_000.0
+    public var bytesPerSecond = 16.0 * 1_048_576
+    public var byteBurst = 64.0 * 1_048_576
+
+    public init() {}
 }
 
 /// An identity provider the node trusts.

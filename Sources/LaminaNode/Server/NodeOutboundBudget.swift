@@ -1,15 +1,17 @@
-import NIOConcurrencyHelpers
+import Atomics
 
 /// The node's outbound memory: bytes queued for clients over every sync stream (encoded and
 /// not yet taken by HTTP/2 framing), against one budget. While the total is over the budget,
 /// a stream that holds more than its fair share (the budget over the open streams, at least
 /// ``minimumShare``) is treated as a slow consumer at its next send. A stream's own bound
 /// (`maxOutboundBytes`) still applies; this one keeps many slow streams together from
-/// exhausting the node.
+/// exhausting the node. Every send reports here, so the counters are atomics, not a lock.
 public final class NodeOutboundBudget: Sendable {
     public let limit: Int
     public let minimumShare: Int
-    private let state = NIOLockedValueBox((total: 0, streams: 0, resets: 0))
+    private let queued = ManagedAtomic(0)
+    private let streams = ManagedAtomic(0)
+    private let resetCount = ManagedAtomic(0)
 
     public init(limit: Int, minimumShare: Int) {
         self.limit = limit
@@ -17,22 +19,23 @@ public final class NodeOutboundBudget: Sendable {
     }
 
     /// Bytes queued now over all streams.
-    public var total: Int { state.withLockedValue { $0.total } }
+    public var total: Int { queued.load(ordering: .relaxed) }
     /// Streams reset because they held more than their share while the node was over budget.
-    public var resets: Int { state.withLockedValue { $0.resets } }
+    public var resets: Int { resetCount.load(ordering: .relaxed) }
 
-    func streamOpened() { state.withLockedValue { $0.streams += 1 } }
-    func streamClosed() { state.withLockedValue { $0.streams -= 1 } }
+    func streamOpened() { streams.wrappingIncrement(ordering: .relaxed) }
+    func streamClosed() { streams.wrappingDecrement(ordering: .relaxed) }
 
     /// Adds `delta` queued bytes of one stream (negative when they leave). Returns whether that
     /// stream, now holding `queued`, is over its share of a node over budget (then counted as reset).
     @discardableResult
-    func add(_ delta: Int, queued: Int) -> Bool {
-        state.withLockedValue { s in
-            s.total += delta
-            guard delta > 0, s.total > limit, queued > max(minimumShare, limit / max(1, s.streams)) else { return false }
-            s.resets += 1
-            return true
-        }
+    func add(_ delta: Int, queued stream: Int) -> Bool {
+        guard delta != 0 else { return false }
+        let total = queued.wrappingIncrementThenLoad(by: delta, ordering: .relaxed)
+        guard delta > 0, total > limit,
+              stream > max(minimumShare, limit / max(1, streams.load(ordering: .relaxed)))
+        else { return false }
+        resetCount.wrappingIncrement(ordering: .relaxed)
+        return true
     }
 }

@@ -42,13 +42,10 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     public var minimumOutboundShareBytes = 256 * 1_024
     public var initialStreamWindowBytes = 16 * 1_024
     public var streamWindowBytes = 256 * 1_024
-    /// Per user over all its sessions: storage commands a second and at once, and their
-    /// encoded bytes a second and at once (``NodeEngineConfiguration``); over it `overloaded`
-    /// with the wait.
-    public var commandsPerUserPerSecond = 20_000.0
-    public var commandBurstPerUser = 20_000.0
-    public var commandBytesPerUserPerSecond = 16.0 * 1_048_576
-    public var commandByteBurstPerUser = 64.0 * 1_048_576
+    /// Per user over all its sessions: storage commands and their bytes (config file keys
+    /// `commandsPerUserPerSecond`, `commandBurstPerUser`, `commandBytesPerUserPerSecond`,
+    /// `commandByteBurstPerUser`).
+    public var commandBudget = CommandBudget()
     /// How often expired nonces and sessions and old idempotency records are deleted
     /// (``StoragePruner``). With the 10-minute nonce lifetime the table then holds at most the
     /// nonces of the last 15 minutes.
@@ -79,9 +76,11 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
         try check(
             nodeOutboundBudgetBytes >= 1_048_576 && minimumOutboundShareBytes >= 65_536,
             "resources.nodeOutboundBudgetBytes must be at least 1048576 and minimumOutboundShareBytes at least 65536")
-        try check(commandsPerUserPerSecond >= 1 && commandBurstPerUser >= 1, "resources.commandsPerUserPerSecond and commandBurstPerUser must be at least 1")
         try check(
-            commandBytesPerUserPerSecond >= 65_536 && commandByteBurstPerUser >= 2 * 1_048_576,
+            commandBudget.commandsPerSecond >= 1 && commandBudget.commandBurst >= 1,
+            "resources.commandsPerUserPerSecond and commandBurstPerUser must be at least 1")
+        try check(
+            commandBudget.bytesPerSecond >= 65_536 && commandBudget.byteBurst >= 2 * 1_048_576,
             "resources.commandBytesPerUserPerSecond must be at least 65536 and commandByteBurstPerUser at least 2097152 (a largest frame)")
         try check(maxUnproductiveFramesPerSecond >= 10, "resources.maxUnproductiveFramesPerSecond must be at least 10")
         try check((1...86_400).contains(pruneIntervalSeconds), "resources.pruneIntervalSeconds must be 1...86400")

@@ -84,10 +84,7 @@ public final class NodeServer: Sendable {
         }
         var engineConfiguration = NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders)
         engineConfiguration.maxFrameSize = min(configuration.limits.maxFrameSize, WireLimits.protocolMaxFrameSize)
-        engineConfiguration.commandsPerUserPerSecond = configuration.resources.commandsPerUserPerSecond
-        engineConfiguration.commandBurstPerUser = configuration.resources.commandBurstPerUser
-        engineConfiguration.commandBytesPerUserPerSecond = configuration.resources.commandBytesPerUserPerSecond
-        engineConfiguration.commandByteBurstPerUser = configuration.resources.commandByteBurstPerUser
+        engineConfiguration.commandBudget = configuration.resources.commandBudget
         let engine = try NodeEngine(store: store, configuration: engineConfiguration)
         let content: ContentService
         do {

@@ -106,10 +106,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = r.nodeOutboundBudgetBytes { resources.nodeOutboundBudgetBytes = v }
             if let v = r.minimumOutboundShareBytes { resources.minimumOutboundShareBytes = v }
             if let v = r.streamWindowBytes { resources.streamWindowBytes = v }
-            if let v = r.commandsPerUserPerSecond { resources.commandsPerUserPerSecond = v }
-            if let v = r.commandBurstPerUser { resources.commandBurstPerUser = v }
-            if let v = r.commandBytesPerUserPerSecond { resources.commandBytesPerUserPerSecond = v }
-            if let v = r.commandByteBurstPerUser { resources.commandByteBurstPerUser = v }
+            if let v = r.commandsPerUserPerSecond { resources.commandBudget.commandsPerSecond = v }
+            if let v = r.commandBurstPerUser { resources.commandBudget.commandBurst = v }
+            if let v = r.commandBytesPerUserPerSecond { resources.commandBudget.bytesPerSecond = v }
+            if let v = r.commandByteBurstPerUser { resources.commandBudget.byteBurst = v }
             if let v = r.maxUnproductiveFramesPerSecond { resources.maxUnproductiveFramesPerSecond = v }
             if let v = r.pruneIntervalSeconds { resources.pruneIntervalSeconds = v }
         }
