@@ -20,7 +20,7 @@ import Testing
         process.standardError = output
         let loop = Fixtures.group.next()
         let finished = PromiseBox(loop.makePromise(of: (Int32, String).self))
-        try process.run()
+        try ProcessLaunch.run(process)
         defer { if process.isRunning { process.terminate() } }
         let reader = output.fileHandleForReading
         Thread.detachNewThread {

@@ -103,7 +103,7 @@ import Glibc
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
         process.arguments = ["--pid", "\(pid)", "--fsize=\(fileSize):"]
-        try process.run()
+        try ProcessLaunch.run(process)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw SyncTestTimeout(waitingFor: "prlimit to succeed") }
     }

@@ -160,7 +160,7 @@ enum ExternalProgram {
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch {
+            do { try ProcessLaunch.run(process) } catch {
                 process.terminationHandler = nil
                 continuation.resume(throwing: error)
                 return

@@ -53,7 +53,7 @@ final class NodeProcess: Sendable {
         let loop = Fixtures.group.next()
         exited = PromiseBox(loop.makePromise(of: Int32.self))
         serving = PromiseBox(loop.makePromise(of: Void.self))
-        try process.run()
+        try ProcessLaunch.run(process)
         // Plain threads (no dispatch sources): two read the output to EOF, one waits for the exit.
         let (output, errors, serving, exited) = (output, errors, serving, exited)
         Thread.detachNewThread {

@@ -17,7 +17,7 @@ enum ExternalCommand {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = stdin == nil ? FileHandle.nullDevice : input
-        try process.run()
+        try ProcessLaunch.run(process)
         if let stdin {
             input.fileHandleForWriting.write(Data(stdin.utf8))
             try? input.fileHandleForWriting.close()
