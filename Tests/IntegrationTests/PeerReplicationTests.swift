@@ -134,4 +134,113 @@ import Testing
         await b.stop()
         await a.stop()
     }
+
+    /// Polls until every node's convergence digest is the same (or `timeout` passes).
+    static func converged(_ nodes: [TestNode], within timeout: Duration) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            var digests = Set<String>()
+            for node in nodes { digests.insert(try await node.server.engine.convergenceDigest().overall) }
+            if digests.count == 1 { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// Three nodes (B and C dial A through proxies that can be cut): a partition leaves every
+    /// node taking sends; after the links heal, every node converges within 5 s, every
+    /// acknowledged message is there once, the distinct conversations created on both sides
+    /// of the cut are one everywhere, and a device on C holds what was sent through A and B.
+    @Test func threeNodesConvergeWithinFiveSecondsAfterAPartitionHeals() async throws {
+        let certificates = Fixtures.temporaryDirectory("peer-partition-certs")
+        let nodeC = NodeID(0xC3)
+        func fast(_ settings: inout PeerSettings) {
+            settings.reconnectMinimumMilliseconds = 20
+            settings.reconnectMaximumMilliseconds = 200
+        }
+        let a = try await TestNode.start("peer-partition-a") { c in
+            c.nodeID = Self.nodeA.rawValue
+            c.peers = try! DevelopmentCluster.settings(for: Self.nodeA, port: 0, peers: [], in: certificates)
+        }
+        let toA = a.server.peers!.transport.port
+        let proxyB = try await TCPProxy.start(to: toA), proxyC = try await TCPProxy.start(to: toA)
+        let b = try await TestNode.start("peer-partition-b") { c in
+            c.nodeID = Self.nodeB.rawValue
+            c.peers = try! DevelopmentCluster.settings(for: Self.nodeB, port: 0, peers: ["https://127.0.0.1:\(proxyB.port)"], in: certificates)
+            fast(&c.peers)
+        }
+        let c = try await TestNode.start("peer-partition-c") { c in
+            c.nodeID = nodeC.rawValue
+            c.peers = try! DevelopmentCluster.settings(for: nodeC, port: 0, peers: ["https://127.0.0.1:\(proxyC.port)"], in: certificates)
+            fast(&c.peers)
+        }
+        let alice = try ClientHarness.device("alice", on: a)
+        let bob = try ClientHarness.device("bob", on: b)
+        let carol = try ClientHarness.device("carol", on: c)
+        for (client, node) in [(alice, a), (bob, b), (carol, c)] { try await ClientHarness.connect(client, on: node) }
+
+        let group = try alice.newConversation(participants: ["bob", "carol"], options: ConversationOptions(isDistinct: false)).id
+        func say(_ client: LaminaClient, _ text: String, in conversation: ConversationID) throws -> MessageID {
+            try client.send(client.newMessage(parts: [MessagePart.with(text: text)]), in: conversation).id
+        }
+        let first = try say(alice, "before the cut", in: group)
+        _ = try await bob.waitForCreation(of: first, timeout: .seconds(30))
+        _ = try await carol.waitForCreation(of: first, timeout: .seconds(30))
+
+        proxyB.cut()
+        proxyC.cut()
+        // Each side of the cut keeps taking sends (acknowledged by its own node).
+        let distinctOnA = try alice.newConversation(participants: ["bob"]).id
+        let distinctOnB = try bob.newConversation(participants: ["alice"]).id
+        let sent = [
+            first, try say(alice, "a alone", in: group), try say(bob, "b alone", in: group), try say(carol, "c alone", in: group),
+            try say(alice, "a's distinct", in: distinctOnA), try say(bob, "b's distinct", in: distinctOnB),
+        ]
+        for (client, id) in [(alice, sent[1]), (bob, sent[2]), (carol, sent[3]), (alice, sent[4]), (bob, sent[5])] {
+            try await ClientHarness.waitUntil(client, "the node's ACK") { try client.isSent(id) }
+        }
+
+        proxyB.heal()
+        proxyC.heal()
+        let healed = ContinuousClock.now
+        let converged = try await Self.converged([a, b, c], within: .seconds(5))
+        #expect(converged, "digests still differ \(ContinuousClock.now - healed) after healing")
+
+        // Every acknowledged message once on every node.
+        for node in [a, b, c] {
+            let ids = try await node.server.store.read { r -> [MessageID] in
+                var out: [MessageID] = []
+                for id in sent { if let m = try r.message(id) { out.append(m.message.id) } }
+                return out
+            }
+            #expect(ids == sent)
+        }
+        // One distinct conversation of alice and bob on every node.
+        let survivors = try await [a, b, c].asyncMap { node in
+            try await node.server.store.read { r in try r.distinctConversation(participants: ["alice", "bob"])?.conversation.id }
+        }
+        #expect(Set(survivors).count == 1 && survivors[0] != nil)
+        // Carol's device (on C) holds what was sent through A and B.
+        for id in sent[0...3] { _ = try await carol.waitForCreation(of: id, timeout: .seconds(30)) }
+        // Alice's and Bob's devices follow the merge to the same conversation.
+        if let survivor = survivors[0] {
+            try await ClientHarness.waitUntil(alice, "alice's device on the survivor") { try alice.message(sent[5])?.message.conversationID == survivor }
+            try await ClientHarness.waitUntil(bob, "bob's device on the survivor") { try bob.message(sent[4])?.message.conversationID == survivor }
+        }
+
+        for client in [alice, bob, carol] { try await client.close() }
+        await c.stop()
+        await b.stop()
+        await a.stop()
+        await proxyB.stop()
+        await proxyC.stop()
+    }
+}
+
+extension Array {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for element in self { out.append(try await transform(element)) }
+        return out
+    }
 }

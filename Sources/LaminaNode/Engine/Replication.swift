@@ -1,6 +1,7 @@
 import Foundation
 import LaminaMerge
 import LaminaModel
+import LaminaTransport
 import LaminaWire
 import NIOCore
 
@@ -216,6 +217,46 @@ extension ChangeEvent {
         case .statusUpTo(let s): s.user
         case .typing(let t): t.user
         case .conversationUpdated, .identifierChanged: "node"
+        }
+    }
+}
+
+/// What a node holds of the replicated state, comparable across nodes (SPEC §6.5): equal
+/// digests on every node that holds the same operations.
+public struct ConvergenceDigest: Sendable, Hashable {
+    /// SHA-256 (hex) over every conversation's digest, in id order.
+    public var overall: String
+    /// SHA-256 (hex) of each conversation's replicated state (`StorageReader.replicatedStates`).
+    public var conversations: [ConversationID: String]
+    /// The version vector the state was read with.
+    public var vector: VersionVector
+
+    /// One JSON object: node, vector, overall digest, conversations.
+    public func json(node: NodeID, peers: [NodeID: (received: Int, sent: Int)]) -> String {
+        let vectorText = vector.counters.sorted { $0.key < $1.key }.map { "\"\(String($0.key.rawValue, radix: 16))\": \($0.value)" }.joined(separator: ", ")
+        let peerText = peers.sorted { $0.key < $1.key }
+            .map { "\"\(String($0.key.rawValue, radix: 16))\": {\"received\": \($0.value.received), \"sent\": \($0.value.sent)}" }.joined(separator: ", ")
+        let conversationText = conversations.sorted { $0.key.uuid.uuidString < $1.key.uuid.uuidString }
+            .map { "\"\($0.key.uuid.uuidString.lowercased())\": \"\($0.value)\"" }.joined(separator: ", ")
+        return "{\"node\": \"\(String(node.rawValue, radix: 16))\", \"vector\": {\(vectorText)}, \"digest\": \"\(overall)\", \"peers\": {\(peerText)}, \"conversations\": {\(conversationText)}}\n"
+    }
+}
+
+extension NodeEngine {
+    /// The digest of everything this node holds that replicates (one consistent read).
+    public func convergenceDigest() async throws -> ConvergenceDigest {
+        try await store.read { r in
+            let states = try r.replicatedStates()
+            var conversations: [ConversationID: String] = [:]
+            var all: [UInt8] = []
+            for (id, text) in states {
+                let digest = try SHA256Hasher.hash(Array(text.utf8))
+                conversations[id] = digest.map { String(format: "%02x", $0) }.joined()
+                all += digest
+            }
+            return ConvergenceDigest(
+                overall: try SHA256Hasher.hash(all).map { String(format: "%02x", $0) }.joined(), conversations: conversations,
+                vector: VersionVector(try r.versionVector()))
         }
     }
 }

@@ -21,14 +21,15 @@ public final class AdminServer: Sendable {
     /// Starts listening. `metrics` renders the exposition text; `readiness` answers /health/ready.
     public static func start(
         host: String, port: Int, group: EventLoopGroup,
-        metrics: @escaping @Sendable () -> String, readiness: @escaping @Sendable () async -> NodeReadiness
+        metrics: @escaping @Sendable () -> String, readiness: @escaping @Sendable () async -> NodeReadiness,
+        replication: @escaping @Sendable () async -> String = { "{}\n" }
     ) async throws -> AdminServer {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(AdminHandler(metrics: metrics, readiness: readiness))
+                    try channel.pipeline.syncOperations.addHandler(AdminHandler(metrics: metrics, readiness: readiness, replication: replication))
                 }
             }
             .bind(host: host, port: port).get()
@@ -47,11 +48,14 @@ private final class AdminHandler: ChannelInboundHandler {
 
     private let metrics: @Sendable () -> String
     private let readiness: @Sendable () async -> NodeReadiness
+    private let replication: @Sendable () async -> String
     private var request: HTTPRequestHead?
 
-    init(metrics: @escaping @Sendable () -> String, readiness: @escaping @Sendable () async -> NodeReadiness) {
+    init(metrics: @escaping @Sendable () -> String, readiness: @escaping @Sendable () async -> NodeReadiness,
+         replication: @escaping @Sendable () async -> String) {
         self.metrics = metrics
         self.readiness = readiness
+        self.replication = replication
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -81,7 +85,15 @@ private final class AdminHandler: ChannelInboundHandler {
                     context: ctx.value, head: head,
                     (report.isReady ? .ok : .serviceUnavailable, "text/plain", report.text))
             }
-        case (_, "/metrics"), (_, "/health"), (_, "/health/live"), (_, "/health/ready"):
+        case (.GET, "/replication"):
+            // The version vector, the convergence digest (overall and per conversation) and the peer links.
+            let replication = self.replication
+            let ctx = NIOLoopBound(context, eventLoop: context.eventLoop)
+            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.makeFutureWithTask { await replication() }.whenSuccess { json in
+                handler.value.write(context: ctx.value, head: head, (.ok, "application/json", json))
+            }
+        case (_, "/metrics"), (_, "/health"), (_, "/health/live"), (_, "/health/ready"), (_, "/replication"):
             write(context: context, head: head, (.methodNotAllowed, "text/plain", "method not allowed\n"))
         default:
             write(context: context, head: head, (.notFound, "text/plain", "not found\n"))

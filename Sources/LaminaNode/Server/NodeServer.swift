@@ -191,7 +191,14 @@ public final class NodeServer: Sendable {
                         sampler.sample()
                         return registry.emitToString()
                     },
-                    readiness: { await health.readiness() })
+                    readiness: { await health.readiness() },
+                    replication: { [peers] in
+                        do {
+                            return try await engine.convergenceDigest().json(node: engine.configuration.nodeID, peers: peers?.links ?? [:])
+                        } catch {
+                            return "{\"error\": \"cannot read the store\"}\n"
+                        }
+                    })
             } catch {
                 try? await transport.shutdown()
                 await content.shutdown()

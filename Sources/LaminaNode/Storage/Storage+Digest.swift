@@ -1,0 +1,48 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+extension StorageReader {
+    /// Each conversation's replicated state in one canonical text: flags, where it was merged,
+    /// every participant's standing, the metadata, every message (id, position, deleted), the
+    /// delivered and read markers and per-message statuses. Nodes that hold the same
+    /// operations produce the same texts (``NodeEngine/convergenceDigest()`` hashes them).
+    /// Reads the whole store: for the admin port and tests, not the hot path.
+    public func replicatedStates() throws(StorageError) -> [(ConversationID, String)] {
+        var out: [(ConversationID, String)] = []
+        for row in try db.rows("SELECT id, is_distinct, delivery_receipts_enabled, merged_into, deleted, creator, hlc_physical, hlc_logical, hlc_node FROM conversations ORDER BY id") {
+            let idBlob: Data = row["id"]
+            let id = ConversationID(uuid: try Columns.uuid(idBlob, column: "id"))
+            var text = "c \(idBlob.hex) d\(row["is_distinct"] as Int64) r\(row["delivery_receipts_enabled"] as Int64) x\(row["deleted"] as Int64)"
+            text += " by \(row["creator"] as String) at \(row["hlc_physical"] as Int64).\(row["hlc_logical"] as Int64).\(row["hlc_node"] as Int64)"
+            if let merged = row["merged_into"] as Data? { text += " merged \(merged.hex)" }
+            text += "\n"
+            let key = Columns.blob(id.uuid)
+            for p in try db.rows("SELECT user_id, is_member, hlc_physical, hlc_logical, hlc_node FROM participants WHERE conversation_id = ? ORDER BY user_id", [key]) {
+                text += "p \(p["user_id"] as String) \(p["is_member"] as Int64) \(p["hlc_physical"] as Int64).\(p["hlc_logical"] as Int64).\(p["hlc_node"] as Int64)\n"
+            }
+            let metadata = try metadata(of: id)
+            for (k, v) in metadata.values.sorted(by: { $0.key < $1.key }) { text += "m \(k)=\(v)\n" }
+            for m in try db.rows(
+                "SELECT id, pos_physical, pos_logical, pos_node, deleted FROM messages WHERE conversation_id = ? ORDER BY pos_physical, pos_logical, pos_node", [key]
+            ) {
+                let mid: Data = m["id"]
+                text += "g \(mid.hex) \(m["pos_physical"] as Int64).\(m["pos_logical"] as Int64).\(m["pos_node"] as Int64) x\(m["deleted"] as Int64)\n"
+                for s in try db.rows("SELECT user_id, status FROM recipient_status WHERE message_id = ? ORDER BY user_id", [mid]) {
+                    text += "s \(s["user_id"] as String) \(s["status"] as Int64)\n"
+                }
+            }
+            for marker in StatusMarker.allCases {
+                for (user, position) in try markers(marker.rawValue, of: id).sorted(by: { $0.key < $1.key }) {
+                    text += "k \(marker.status) \(user) \(position)\n"
+                }
+            }
+            out.append((id, text))
+        }
+        return out
+    }
+}
+
+extension Data {
+    fileprivate var hex: String { map { String(format: "%02x", $0) }.joined() }
+}
