@@ -214,4 +214,114 @@ import Testing
         #expect(states[0] == onA, "seed \(seed)")
         #expect(states[1] == onA, "seed \(seed)")
     }
+
+    /// Random commands on three nodes while links between them go down and up at random;
+    /// operations cross only links that are up (each pull is one node catching up on another).
+    /// Once every link is up again and the nodes caught up, their digests are equal.
+    /// Replay a failure with its seed.
+    @Test(arguments: [1, 2, 3, 5, 8, 13, 21, 34] as [UInt64])
+    func randomOperationsAndPartitionsConverge(seed: UInt64) async throws {
+        var random = DifferentialRandom(seed: seed)
+        let nodes = try (1...3).map { try Self.node(UInt64($0)) }
+        defer { Task { for node in nodes { await node.close() } } }
+        let users: [UserID] = ["u1", "u2", "u3"]
+        var clients: [[Client]] = []
+        for node in nodes {
+            var row: [Client] = []
+            for user in users { row.append(try await node.connect(user)) }
+            clients.append(row)
+        }
+        var known: [ConversationID] = []
+        // Membership changes only where they cannot race a distinct creation: a distinct
+        // conversation that loses its distinctness while another node creates one with the same
+        // participants still merges or not depending on arrival order (issue 14's known gap:
+        // a creation must say which conversations it saw; see SPEC §6.5).
+        var nonDistinct: [ConversationID] = []
+        var positions: [ConversationID: MessagePosition] = [:]
+        var sentMessages: [(ConversationID, MessageID)] = []
+        var up = [[true, true, true], [true, true, true], [true, true, true]]
+        for _ in 0..<160 {
+            let n = Int(random.next() % 3), u = Int(random.next() % 3)
+            let client = clients[n][u]
+            switch random.next() % 10 {
+            case 0:
+                let others = Set(users.filter { $0 != users[u] && random.chance(0.6) })
+                let id = ConversationID.random()
+                let distinct = random.chance(0.5)
+                try await client.command(.createConversation(CreateConversation(
+                    conversationID: id, participants: others.isEmpty ? [users[(u + 1) % 3]] : others, options: ConversationOptions(isDistinct: distinct))))
+                known.append(id)
+                if !distinct { nonDistinct.append(id) }
+            case 1, 2, 3:
+                guard !known.isEmpty else { continue }
+                let conversation = random.pick(known), message = MessageID.random()
+                if case .ack(let ack) = try await client.command(.sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: [textPart("m")]))).reply,
+                   let position = ack.position {
+                    positions[conversation] = max(positions[conversation] ?? position, position)
+                    sentMessages.append((conversation, message))
+                }
+            case 4:
+                guard !known.isEmpty else { continue }
+                try await client.command(.setMetadata(SetMetadata(
+                    requestID: UUID(), conversationID: random.pick(known), keyPath: try MetadataKeyPath(["k\(random.next() % 2)"]), value: .string("\(n)\(u)"))))
+            case 5:
+                guard !nonDistinct.isEmpty else { continue }
+                let users = Set([random.pick(users)])
+                let conversation = random.pick(nonDistinct)
+                try await client.command(random.chance(0.5)
+                    ? .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: users))
+                    : .removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: users)))
+            case 6:
+                guard let conversation = positions.keys.sorted(by: { $0.uuid.uuidString < $1.uuid.uuidString }).randomElement(using: &random), let upTo = positions[conversation] else { continue }
+                try await client.command(random.chance(0.5)
+                    ? .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: conversation, upTo: upTo))
+                    : .markAllRead(MarkAllRead(requestID: UUID(), conversationID: conversation, upTo: upTo)))
+            case 7:
+                guard !sentMessages.isEmpty else { continue }
+                let (conversation, message) = random.pick(sentMessages)
+                try await client.command(random.chance(0.5)
+                    ? .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: message, mode: random.chance(0.5) ? .allParticipants : .myDevices))
+                    : .markRead(MarkRead(requestID: UUID(), conversationID: conversation, messageID: message)))
+            case 8:
+                let other = (n + 1 + Int(random.next() % 2)) % 3
+                up[n][other].toggle()
+                up[other][n] = up[n][other]
+            default:
+                let other = (n + 1 + Int(random.next() % 2)) % 3
+                if up[n][other] { try await Self.pull(nodes[n], from: nodes[other]) }
+            }
+        }
+        // Heal: catch up until nothing moves.
+        var moved = true
+        while moved {
+            moved = false
+            for i in 0..<3 { for j in 0..<3 where i != j { if try await Self.pull(nodes[i], from: nodes[j]) > 0 { moved = true } } }
+        }
+        let digests = try await nodes.asyncMap { try await $0.engine.convergenceDigest() }
+        if ProcessInfo.processInfo.environment["LAMINA_DEBUG_DIGEST"] != nil, digests[0].overall != digests[1].overall || digests[1].overall != digests[2].overall {
+            for node in nodes {
+                let states = try await node.store.read { r in try r.replicatedStates() }
+                print("=== node \(node.engine.configuration.nodeID.rawValue)")
+                for (_, text) in states { print(text) }
+            }
+        }
+        // The run did replicate: operations of every node, several conversations.
+        #expect(digests[0].vector.counters.count == 3 && digests[0].vector.counters.values.reduce(0, +) >= 25, "seed \(seed): \(digests[0].vector)")
+        #expect(digests[0].conversations.count >= 2, "seed \(seed)")
+        #expect(digests[0].vector == digests[1].vector && digests[1].vector == digests[2].vector, "seed \(seed)")
+        #expect(digests[0].overall == digests[1].overall, "seed \(seed): \(Self.difference(digests[0], digests[1]))")
+        #expect(digests[1].overall == digests[2].overall, "seed \(seed): \(Self.difference(digests[1], digests[2]))")
+    }
+
+    static func difference(_ a: ConvergenceDigest, _ b: ConvergenceDigest) -> [ConversationID] {
+        Set(a.conversations.keys).union(b.conversations.keys).filter { a.conversations[$0] != b.conversations[$0] }.sorted { $0.uuid.uuidString < $1.uuid.uuidString }
+    }
+}
+
+extension Array {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for element in self { out.append(try await transform(element)) }
+        return out
+    }
 }
