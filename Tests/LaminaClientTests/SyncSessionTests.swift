@@ -351,10 +351,23 @@ import Testing
             try await a.client.deauthenticate()
             #expect(!FileManager.default.fileExists(atPath: folder.path))
             #expect(a.client.authenticatedUser == nil)
+            #expect(await node.snapshot.endedSessions == 1)
+            #expect(await node.snapshot.connections == 1)  // signed out: no reconnect
             // A new client of the same user starts empty and authenticates anew.
             let again = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
             #expect(try again.client.conversation(c.id) == nil)
             #expect(try again.client.store.sessionToken() == nil)
+        }
+    }
+
+    @Test func deauthenticateNeedsALiveSessionAndKeepsTheDataWithout() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            let c = try a.client.newConversation(participants: [bob])
+            await #expect { try await a.client.deauthenticate() } throws: { ($0 as? ClientError)?.code == .notConnected }
+            #expect(try a.client.conversation(c.id) != nil)
+            #expect(await node.snapshot.endedSessions == 0)
         }
     }
 

@@ -134,9 +134,14 @@ public final class LaminaClient: @unchecked Sendable {
         try store.close()
     }
 
-    /// Disconnects, closes the store and deletes all of this user's local data. The client
-    /// is unusable afterwards.
+    /// Signs the user out: ends the session on the node (its token is refused from then on,
+    /// SPEC §5.8), then disconnects, closes the store and deletes all of this user's local
+    /// data. The client is unusable afterwards. Needs a live session: throws `.notConnected`
+    /// otherwise (and when the node cannot be reached before it answers), keeping the data,
+    /// so the app can try again once connected.
     public func deauthenticate() async throws(ClientError) {
+        guard let engine = currentEngine else { throw ClientError(.notConnected, "connect first: signing out ends the session on the node") }
+        try await engine.endSession()
         await disconnect()
         try store.closeAndWipe()
         lock.withLock { identity = nil }
