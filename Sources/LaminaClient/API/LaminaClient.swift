@@ -228,9 +228,12 @@ public final class LaminaClient: @unchecked Sendable {
     public func messages(in conversation: ConversationID) throws(ClientError) -> [StoredMessage] { try store.messages(in: conversation) }
     public func execute<Object>(_ query: Query<Object>) throws(ClientError) -> [Object] { try store.execute(query) }
     public func count<Object>(_ query: Query<Object>) throws(ClientError) -> Int { try store.count(query) }
-    /// A live query controller over the local store (call `start()` on it).
-    public func queryController<Object>(for query: Query<Object>) throws(ClientError) -> QueryController<Object> {
-        try QueryController(store: store, query: query)
+    /// A live query controller over the local store (call `start()` on it), reporting updates
+    /// only for changes of `updatableProperties` when given, and holding only the first n
+    /// (n > 0) or last -n (n < 0) results when `paginationWindow` is given.
+    public func queryController<Object>(for query: Query<Object>, updatableProperties: Set<String>? = nil,
+                                        paginationWindow: Int? = nil) throws(ClientError) -> QueryController<Object> {
+        try QueryController(store: store, query: query, updatableProperties: updatableProperties, paginationWindow: paginationWindow)
     }
     /// Every batch of object changes committed from now on.
     public func changes() -> AsyncStream<[ObjectChange]> { store.changes() }
