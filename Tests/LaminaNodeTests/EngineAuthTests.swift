@@ -1,4 +1,5 @@
 import Foundation
+@testable import LaminaLocalNode
 import LaminaModel
 import LaminaTransport
 import LaminaWire
