@@ -6,22 +6,6 @@ import Testing
 /// The query controller's `updatableProperties` and pagination window (Layer's
 /// `LYRQueryController.updatableProperties` and `paginationWindow`).
 @Suite struct QueryControllerOptionsTests {
-    /// The next update from a controller, or a failure after a timeout.
-    private func nextUpdate<O>(_ iterator: inout AsyncThrowingStream<QueryUpdate<O>, any Error>.Iterator) async throws -> QueryUpdate<O> {
-        let box = UnsafeIteratorBox(iterator)
-        let update = try await withThrowingTaskGroup(of: QueryUpdate<O>?.self) { group in
-            group.addTask { try await box.next() }
-            group.addTask {
-                try await Task.sleep(for: .seconds(5))
-                throw ClientError(.timedOut, "no query update arrived")
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
-        }
-        iterator = box.iterator
-        return try #require(update)
-    }
-
     private func messages(in c: ConversationID) -> Query<StoredMessage> {
         Query(predicate: .compare("conversation", .equalTo, .conversation(c)), sortDescriptors: [QuerySortDescriptor("position")])
     }
