@@ -14,6 +14,8 @@ public struct TLSConnectionInfo: Sendable, Hashable {
     public var resumed: Bool
     /// The peer's leaf certificate, DER-encoded, when it sent one.
     public var peerCertificateDER: [UInt8]?
+    /// The common name (CN) in the subject of the peer's verified leaf certificate.
+    public var peerCommonName: String? = nil
 }
 
 /// One `SSL` over the custom ByteBuffer BIO. Owns the `SSL` (and through it the BIO);
@@ -210,7 +212,13 @@ final class TLSConnection {
 
     var info: TLSConnectionInfo {
         var peerDER: [UInt8]? = nil
+        var commonName: String? = nil
         if let peer = SSL_get1_peer_certificate(ssl) {
+            if let subject = X509_get_subject_name(peer) {
+                var name = [CChar](repeating: 0, count: 256)
+                let length = X509_NAME_get_text_by_NID(subject, NID_commonName, &name, Int32(name.count))
+                if length > 0, length < Int32(name.count) { commonName = String(cString: name) }
+            }
             var out: UnsafeMutablePointer<UInt8>? = nil
             let length = i2d_X509(peer, &out)
             if length > 0, let out {
@@ -224,6 +232,7 @@ final class TLSConnection {
             cipher: SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) } ?? "",
             alpn: selectedALPN,
             resumed: SSL_session_reused(ssl) == 1,
-            peerCertificateDER: peerDER)
+            peerCertificateDER: peerDER,
+            peerCommonName: commonName)
     }
 }

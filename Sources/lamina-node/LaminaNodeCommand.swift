@@ -77,6 +77,21 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(help: "This node's id, in hex (default: made at first start and kept in the data directory).")
+    var nodeID: String?
+    @Option(help: "Peer listener address, host:port (mutual TLS, POST /v1/peer); peering is off without it.")
+    var peerListen: String?
+    @Option(help: "The cluster's name; nodes of another cluster are refused (default lamina).")
+    var cluster: String?
+    @Option(name: .customLong("peer"), help: "A peer's listener, https://host:port (repeatable): this node dials it.")
+    var peerURLs: [String] = []
+    @Option(help: "The cluster CA (PEM) that signs every node's peer certificate.")
+    var peerCA: String?
+    @Option(help: "This node's peer certificate (PEM), CN lamina-node-<node id in hex>, signed by the cluster CA.")
+    var peerCertificate: String?
+    @Option(help: "The private key (PEM) of --peer-certificate.")
+    var peerKey: String?
+
     func run() async throws {
         var configuration = try data.configuration()
         if let listen {
@@ -106,6 +121,16 @@ struct Serve: AsyncParsableCommand {
         if let abandonedUploadAge { configuration.content.abandonedUploadAgeSeconds = abandonedUploadAge }
         if let unreferencedContentAge { configuration.content.unreferencedContentAgeSeconds = unreferencedContentAge }
         if let contentSweepInterval { configuration.content.sweepIntervalSeconds = contentSweepInterval }
+        if let nodeID {
+            guard let id = UInt64(nodeID, radix: 16), id != 0 else { throw ValidationError("--node-id must be a non-zero hex number") }
+            configuration.nodeID = id
+        }
+        if let peerListen { (configuration.peers.host, configuration.peers.port) = try Self.parseAddress(peerListen, what: "--peer-listen") }
+        if let cluster { configuration.peers.cluster = cluster }
+        if !peerURLs.isEmpty { configuration.peers.peers = peerURLs }
+        if let peerCA { configuration.peers.caFile = peerCA }
+        if let peerCertificate { configuration.peers.certificateFile = peerCertificate }
+        if let peerKey { configuration.peers.keyFile = peerKey }
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
 
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }
@@ -153,6 +178,9 @@ struct Serve: AsyncParsableCommand {
             "  trust it:    clients use \(prepared.certificatePath) as their CA file",
             "               e.g. curl --cacert \(prepared.certificatePath) --http2 ...",
         ]
+        if let peers = server.peers {
+            lines.append("  peers:       https://\(server.configuration.peers.host):\(peers.transport.port)\(PeerService.path)  cluster '\(server.configuration.peers.cluster)', dialing \(server.configuration.peers.peers.count)")
+        }
         if let admin = server.admin {
             let host = server.configuration.adminHost
             lines.append("  admin:       http://\(host):\(admin.port)/metrics  http://\(host):\(admin.port)/health")

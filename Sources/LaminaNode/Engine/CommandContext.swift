@@ -40,13 +40,16 @@ struct CommandContext {
         }
     }
 
-    /// Appends `event` to the feeds of `users`.
-    mutating func emit(_ event: ChangeEvent, to users: Set<UserID>, conversation: ConversationID?, message: MessageID? = nil) throws {
-        guard !users.isEmpty else { return }
+    /// Appends `event` to the feeds of `users`; returns its feed encoding (also what the
+    /// replication log keeps of it).
+    @discardableResult
+    mutating func emit(_ event: ChangeEvent, to users: Set<UserID>, conversation: ConversationID?, message: MessageID? = nil) throws -> [UInt8] {
         let shared = try SharedChangeEvent(event)
         let payload = try FeedCoding.encode(shared)
+        guard !users.isEmpty else { return payload }
         let seqs = try tx.appendChange(to: users, kind: event.kind, conversation: conversation, message: message, payload: payload, at: now)
         for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) { changes.append(FeedChange(user: u, seq: seq, shared: shared)) }
+        return payload
     }
 
     /// The live conversation's header, if the user takes part in it now. An id that names no
@@ -82,7 +85,8 @@ struct CommandContext {
             return try resolve(f, into: existing.conversation)
         }
         let conversation = try Conversation(id: f.conversationID, creator: user, participants: f.participants, options: f.options, createdAt: now)
-        let creation = try tx.createConversation(conversation, hlc: try engine.nextHLC(), origin: origin)
+        let hlc = try engine.nextHLC()
+        let creation = try tx.createConversation(conversation, hlc: hlc, origin: origin)
         guard creation.created else {
             let existing = creation.conversation.conversation
             guard existing.id != conversation.id else {
@@ -91,7 +95,7 @@ struct CommandContext {
             return try resolve(f, into: existing)
         }
         // Others see the conversation with its first message (SPEC §6.2).
-        try emit(.conversationCreated(creation.conversation.conversation), to: [user], conversation: conversation.id)
+        try replicate(try emit(.conversationCreated(creation.conversation.conversation), to: [user], conversation: conversation.id), at: hlc)
         return Ack(requestID: f.conversationID.uuid, conversationID: conversation.id)
     }
 
@@ -127,15 +131,26 @@ struct CommandContext {
         }
         guard !after.isEmpty else { throw WireError(.noParticipants, "a conversation keeps at least one participant") }
         if !changed.isEmpty {
-            // A new participant's feed gets the conversation before the change to it (SPEC §6.1).
-            if operation == .add, let now = try tx.read.conversation(id) {
-                try emit(.conversationCreated(now.conversation), to: changed, conversation: id)
-            }
             let event = ParticipantsChanged(conversationID: id, added: operation == .add ? changed : [], removed: operation == .remove ? changed : [],
                                             by: user, at: hlc)
-            try emit(.participantsChanged(event), to: before.union(after), conversation: id)
+            _ = try announce(event, before: before, after: after)
         }
+        // Every operation is logged, also one that changed nothing here: it still decides
+        // against concurrent operations of other nodes (the latest reading wins).
+        let issued = ParticipantsChanged(conversationID: id, added: operation == .add ? f.users : [], removed: operation == .remove ? f.users : [],
+                                         by: user, at: hlc)
+        try replicate(try FeedCoding.encode(.participantsChanged(issued)), at: hlc)
         return Ack(requestID: f.requestID, conversationID: id)
+    }
+
+    /// Tells the feeds of a membership change: a new participant's feed gets the conversation
+    /// before the change to it (SPEC §6.1); everyone before or after gets the change. Returns
+    /// the change's encoding.
+    mutating func announce(_ event: ParticipantsChanged, before: Set<UserID>, after: Set<UserID>) throws -> [UInt8] {
+        if !event.added.isEmpty, let now = try tx.read.conversation(event.conversationID) {
+            try emit(.conversationCreated(now.conversation), to: event.added, conversation: event.conversationID)
+        }
+        return try emit(.participantsChanged(event), to: before.union(after), conversation: event.conversationID)
     }
 
     mutating func setMetadata(_ named: ConversationID, _ path: MetadataKeyPath, _ value: MetadataValue?, _ requestID: UUID) throws -> Ack {
@@ -143,27 +158,36 @@ struct CommandContext {
         let id = stored.id
         let hlc = try engine.nextHLC()
         _ = try tx.setMetadata(value, at: path, in: id, hlc: hlc, origin: origin)
-        try emit(.metadataChanged(MetadataChanged(conversationID: id, keyPath: path, value: value, by: user, at: hlc)),
-                 to: stored.participants, conversation: id)
+        try replicate(
+            try emit(.metadataChanged(MetadataChanged(conversationID: id, keyPath: path, value: value, by: user, at: hlc)),
+                     to: stored.participants, conversation: id),
+            at: hlc)
         return Ack(requestID: requestID, conversationID: id)
     }
 
     mutating func deleteConversation(_ f: DeleteConversation) throws -> Ack {
         let stored = try member(of: f.conversationID)
         let id = stored.id
-        let event = ChangeEvent.conversationDeleted(ConversationDeleted(conversationID: id, mode: f.mode, below: f.below, by: user))
-        switch (f.mode, f.below) {
+        let deletion = ConversationDeleted(conversationID: id, mode: f.mode, below: f.below, by: user)
+        try replicate(try delete(deletion, participants: stored.participants), at: try engine.nextHLC())
+        return Ack(requestID: f.requestID, conversationID: id)
+    }
+
+    /// Applies a conversation deletion and tells the feeds; returns the change's encoding.
+    mutating func delete(_ deletion: ConversationDeleted, participants: Set<UserID>) throws -> [UInt8] {
+        let id = deletion.conversationID
+        let event = ChangeEvent.conversationDeleted(deletion)
+        switch (deletion.mode, deletion.below) {
         case (.myDevices, _):
             // Only the sender's devices drop it; the node keeps it for the others.
-            try emit(event, to: [user], conversation: id)
+            return try emit(event, to: [deletion.by], conversation: id)
         case (.allParticipants, nil):
             try tx.deleteConversation(id)
-            try emit(event, to: stored.participants, conversation: id)
+            return try emit(event, to: participants, conversation: id)
         case (.allParticipants, let below?):
             try tx.deleteMessages(of: id, before: below)
-            try emit(event, to: stored.participants, conversation: id)
+            return try emit(event, to: participants, conversation: id)
         }
-        return Ack(requestID: f.requestID, conversationID: id)
     }
 
     mutating func markAllRead(_ f: MarkAllRead) throws -> Ack {
@@ -180,12 +204,12 @@ struct CommandContext {
         let bound = min(upTo, last)
         guard try tx.raise(marker, to: bound, user: user, conversation: stored.id) else { return }
         let event = StatusUpTo(conversationID: stored.id, user: user, status: marker.status, upTo: bound)
-        try emit(.statusUpTo(event), to: statusAudience(stored), conversation: stored.id)
+        try replicate(try emit(.statusUpTo(event), to: statusAudience(stored), conversation: stored.id), at: try engine.nextHLC())
     }
 
-    mutating func emitStatus(_ status: RecipientStatus, of message: MessageID, in stored: ConversationHeader) throws {
+    mutating func emitStatus(_ status: RecipientStatus, of message: MessageID, in stored: ConversationHeader) throws -> [UInt8] {
         let event = MessageStatusChanged(conversationID: stored.id, messageID: message, user: user, status: status)
-        try emit(.messageStatusChanged(event), to: statusAudience(stored), conversation: stored.id, message: message)
+        return try emit(.messageStatusChanged(event), to: statusAudience(stored), conversation: stored.id, message: message)
     }
 
     // MARK: Messages
@@ -225,8 +249,18 @@ struct CommandContext {
             startedWriting = false  // the message row is the first write, and it was refused
             throw WireError(.idInUse, "message id \(message.id) is in use")
         }
+        try announce(message, in: stored, isFirst: isFirst)
+        try replicate(ReplicationLogCoding.messageReference(message.id), at: position)
+        return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
+    }
+
+    /// Appends a stored message to its participants' feeds; the conversation first to the
+    /// others when this is its first message (SPEC §6.2).
+    mutating func announce(_ message: Message, in stored: ConversationHeader, isFirst: Bool) throws {
+        let id = stored.id
+        let participants = stored.participants
         if isFirst, let conversation = try tx.read.conversation(id) {
-            try emit(.conversationCreated(conversation.conversation), to: participants.subtracting([user]), conversation: id)
+            try emit(.conversationCreated(conversation.conversation), to: participants.subtracting([message.sender]), conversation: id)
         }
         let event = ChangeEvent.messageCreated(message)
         let seqs = try tx.appendMessageCreated(message.id, in: id, to: participants, kind: event.kind, at: now)
@@ -235,7 +269,6 @@ struct CommandContext {
         for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) {
             changes.append(FeedChange(user: u, seq: seq, shared: try shared ?? SharedChangeEvent(.messageCreated(message.reported(to: u)))))
         }
-        return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
     }
 
     /// The message, if it belongs to the conversation and is not deleted.
@@ -251,7 +284,7 @@ struct CommandContext {
         let message = try message(f.messageID, in: stored.id)
         if message.sender != user {
             let change = try tx.recordStatus(.read, of: message.id, for: user)
-            if change != nil { try emitStatus(.read, of: message.id, in: stored) }
+            if change != nil { try replicate(try emitStatus(.read, of: message.id, in: stored), at: try engine.nextHLC()) }
         }
         return Ack(requestID: f.requestID, conversationID: stored.id)
     }
@@ -259,15 +292,21 @@ struct CommandContext {
     mutating func deleteMessage(_ f: DeleteMessage) throws -> Ack {
         let stored = try member(of: f.conversationID)
         let message = try message(f.messageID, in: stored.id)
-        let event = ChangeEvent.messageDeleted(MessageDeleted(conversationID: stored.id, messageID: message.id, mode: f.mode, by: user))
-        switch f.mode {
-        case .myDevices:
-            try emit(event, to: [user], conversation: stored.id, message: message.id)
-        case .allParticipants:
-            try tx.deleteMessage(message.id)
-            try emit(event, to: stored.participants, conversation: stored.id, message: message.id)
-        }
+        let deletion = MessageDeleted(conversationID: stored.id, messageID: message.id, mode: f.mode, by: user)
+        try replicate(try delete(deletion, participants: stored.participants), at: try engine.nextHLC())
         return Ack(requestID: f.requestID, conversationID: stored.id)
+    }
+
+    /// Applies a message deletion and tells the feeds; returns the change's encoding.
+    mutating func delete(_ deletion: MessageDeleted, participants: Set<UserID>) throws -> [UInt8] {
+        let event = ChangeEvent.messageDeleted(deletion)
+        switch deletion.mode {
+        case .myDevices:
+            return try emit(event, to: [deletion.by], conversation: deletion.conversationID, message: deletion.messageID)
+        case .allParticipants:
+            try tx.deleteMessage(deletion.messageID)
+            return try emit(event, to: participants, conversation: deletion.conversationID, message: deletion.messageID)
+        }
     }
 
     /// DELIVERY_RECEIPT: the user's status becomes at least delivered for every message of

@@ -19,6 +19,8 @@ public final class NodeEngine: Sendable {
     let commandBudget: TokenBuckets<UserID>
     /// Ends typing indicators not refreshed for 6 s (SPEC §6.1).
     let typingExpiry = TypingExpiry()
+    /// Moves after every commit that may have grown the replication log (peer links wait on it).
+    let replicationSignal = ReplicationSignal()
 
     /// Reads the latest clock reading this node stored, so its hybrid logical clock continues
     /// after it (positions never go back across a restart, whatever the wall clock says).
@@ -70,6 +72,7 @@ public final class NodeEngine: Sendable {
 
     /// Sends committed feed entries to the live sessions of their users.
     func publish(_ changes: [FeedChange]) {
+        replicationSignal.notify()
         guard !changes.isEmpty else { return }
         var byUser: [UserID: [Change]] = [:]
         for c in changes { byUser[c.user, default: []].append(c.change) }

@@ -75,20 +75,26 @@ public struct NodeBootstrap: Sendable {
         return Prepared(
             dataDirectory: data, certificatePath: certificatePath, privateKeyPath: privateKeyPath,
             createdCertificate: created, devIdentityProvider: dev, devIdentityKeyDirectory: devDirectory,
-            identityProviders: providers, nodeID: try loadOrCreateNodeID(in: data),
+            identityProviders: providers, nodeID: try loadOrCreateNodeID(in: data, requested: configuration.nodeID.map(NodeID.init)),
             storePath: data.appendingPathComponent(Files.store).path)
     }
 
     /// A random non-zero node id, kept in `node-id` (hex) so it survives restarts.
-    static func loadOrCreateNodeID(in directory: URL) throws -> NodeID {
+    /// With `requested`, that id (written at first start; a data directory made for another id
+    /// is refused, its store and replication log belong to that one).
+    static func loadOrCreateNodeID(in directory: URL, requested: NodeID? = nil) throws -> NodeID {
         let url = directory.appendingPathComponent(Files.nodeID)
         if let text = try? String(contentsOf: url, encoding: .utf8) {
             guard let value = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16), value != 0 else {
                 throw NodeServerError.startup("\(url.path) does not hold a node id (16 hex digits)")
             }
+            if let requested, requested.rawValue != value {
+                throw NodeServerError.startup(
+                    "the data directory belongs to node \(String(value, radix: 16)), not \(String(requested.rawValue, radix: 16)) (\(url.path))")
+            }
             return NodeID(value)
         }
-        let value = UInt64.random(in: 1...UInt64.max)
+        let value = requested?.rawValue ?? UInt64.random(in: 1...UInt64.max)
         do {
             try Data(String(value, radix: 16).utf8).write(to: url, options: .atomic)
         } catch {

@@ -36,6 +36,8 @@ public final class NodeServer: Sendable {
     public let pruner: StoragePruner
     /// The Server API's app id and tokens (nil when the Server API is disabled).
     public let serverAPICredentials: ServerAPICredentials?
+    /// Peering (listener, dialers, links), when configured.
+    public let peers: PeerService?
 
     /// `https://host:port` of the sync listener.
     public var url: String {
@@ -47,8 +49,9 @@ public final class NodeServer: Sendable {
         configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
         content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>,
         admission: SessionAdmission, outboundBudget: NodeOutboundBudget, pruner: StoragePruner,
-        serverAPICredentials: ServerAPICredentials?
+        serverAPICredentials: ServerAPICredentials?, peers: PeerService?
     ) {
+        self.peers = peers
         self.outboundBudget = outboundBudget
         self.pruner = pruner
         self.serverAPICredentials = serverAPICredentials
@@ -160,6 +163,19 @@ public final class NodeServer: Sendable {
             throw NodeServerError.startup("cannot listen on \(configuration.host):\(configuration.port): \(error)")
         }
 
+        var peers: PeerService?
+        if configuration.peers.enabled {
+            do {
+                peers = try await PeerService.start(engine: engine, settings: configuration.peers, group: group, logger: logger)
+            } catch {
+                await peers?.shutdown()
+                try? await transport.shutdown()
+                await content.shutdown()
+                await engine.shutdown()
+                try? store.close()
+                throw NodeServerError.startup("cannot start peering on \(configuration.peers.host):\(configuration.peers.port): \(error)")
+            }
+        }
         var admin: AdminServer?
         let stoppedBox = NIOLockedValueBox(false)
         let health = NodeHealth(
@@ -188,7 +204,8 @@ public final class NodeServer: Sendable {
         let server = NodeServer(
             configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
             transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission,
-            outboundBudget: outboundBudget, pruner: StoragePruner(store: store, logger: logger), serverAPICredentials: serverAPICredentials)
+            outboundBudget: outboundBudget, pruner: StoragePruner(store: store, logger: logger), serverAPICredentials: serverAPICredentials,
+            peers: peers)
         server.pruner.start(every: .seconds(Int64(configuration.resources.pruneIntervalSeconds)))
         logger.info(
             "node started",
@@ -213,6 +230,7 @@ public final class NodeServer: Sendable {
         guard !already else { return }
         logger.info("shutting down: GOAWAY, draining")
         gate.close()
+        await peers?.shutdown()
         await pruner.stop()
         await engine.shutdown()
         do { try await transport.shutdown() } catch {

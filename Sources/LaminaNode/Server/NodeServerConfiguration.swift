@@ -47,6 +47,11 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var content = ContentSettings()
     /// The Server API (Layer's Platform API) on the sync port.
     public var serverAPI = ServerAPISettings()
+    /// This node's id (hex in flags and files); nil: the data directory's, made at first start.
+    /// A store keeps the id it was made with: a different one is refused at start-up.
+    public var nodeID: UInt64?
+    /// Peer nodes (off unless the peer listener's port is set).
+    public var peers = PeerSettings()
 
     public init() {}
 
@@ -83,6 +88,19 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = a.enabled { serverAPI.enabled = v }
             if let v = a.requestsPerSecond { serverAPI.requestsPerSecond = v }
             if let v = a.burst { serverAPI.burst = v }
+        }
+        if let p = file.peers {
+            if let v = p.host { peers.host = v }
+            if let v = p.port { peers.port = v }
+            if let v = p.cluster { peers.cluster = v }
+            if let v = p.peers { peers.peers = v }
+            if let v = p.caFile { peers.caFile = v }
+            if let v = p.certificateFile { peers.certificateFile = v }
+            if let v = p.keyFile { peers.keyFile = v }
+        }
+        if let v = file.nodeID {
+            guard let id = UInt64(v, radix: 16), id != 0 else { throw NodeServerError.configuration("nodeID must be a non-zero hex number, not \(v)") }
+            nodeID = id
         }
         if let l = file.limits {
             if let v = l.maxFrameSize { limits.maxFrameSize = v }
@@ -121,6 +139,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public func validate() throws {
         func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration(reason) } }
         try check((0...65535).contains(port), "port must be 0...65535, not \(port)")
+        try check(nodeID != 0, "nodeID must not be 0")
+        try peers.validate()
         try check(adminPort == -1 || (0...65535).contains(adminPort), "adminPort must be -1 or 0...65535")
         try check((8...4 * 1024 * 1024).contains(limits.maxFrameSize), "maxFrameSize must be 8...4194304")
         try check(limits.maxOutboundBytes >= 64 * 1024, "maxOutboundBytes must be at least 65536")
@@ -201,6 +221,17 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var burst: Double?
         }
         var serverAPI: ServerAPIFile?
+        struct PeersFile: Decodable {
+            var host: String?
+            var port: Int?
+            var cluster: String?
+            var peers: [String]?
+            var caFile: String?
+            var certificateFile: String?
+            var keyFile: String?
+        }
+        var peers: PeersFile?
+        var nodeID: String?
     }
 }
 

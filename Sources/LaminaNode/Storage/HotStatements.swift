@@ -98,6 +98,7 @@ final class HotStatements {
     let insertMessage: HotStatement
     let feedHead: HotStatement
     let insertFeedEntry: HotStatement
+    let insertOperation: HotStatement
 
     init(_ db: Database) throws(StorageError) {
         savepoint = try HotStatement(db, "SAVEPOINT command")
@@ -112,6 +113,9 @@ final class HotStatements {
         feedHead = try HotStatement(db, FeedHead.sql)
         insertFeedEntry = try HotStatement(db, """
             INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """)
+        insertOperation = try HotStatement(db, """
+            INSERT INTO replication_log (origin_node, counter, hlc_physical, hlc_logical, hlc_node, op) VALUES (?, ?, ?, ?, ?, ?)
             """)
     }
 

@@ -15,8 +15,8 @@ public struct ReplicationRecord: Hashable, Sendable {
 extension StorageTransaction {
     /// Appends an operation made on this node (`origin`) with the next counter, and returns it.
     public func appendLocalOperation(_ op: [UInt8], origin: NodeID, hlc: HLCTimestamp) throws(StorageError) -> UInt64 {
-        let next = try read.versionVector()[origin, default: 0] + 1
-        _ = try appendOperation(ReplicationRecord(origin: origin, counter: next, hlc: hlc, op: op))
+        let next = try heldCounter(of: origin) + 1
+        try insertOperation(ReplicationRecord(origin: origin, counter: next, hlc: hlc, op: op))
         return next
     }
 
@@ -24,20 +24,38 @@ extension StorageTransaction {
     /// Counters of an origin must arrive without gaps.
     @discardableResult
     public func appendOperation(_ record: ReplicationRecord) throws(StorageError) -> Bool {
-        try checkBlob(record.op, "a replication op")
-        let held = try read.versionVector()[record.origin, default: 0]
+        let held = try heldCounter(of: record.origin)
         if record.counter <= held {
             return false
         }
         guard record.counter == held + 1 else {
             throw StorageError(.invalidArgument, "operation \(record.counter) of \(record.origin) leaves a gap after \(held)")
         }
-        let (p, l, n) = try Columns.hlc(record.hlc)
-        try db.run(
-            "INSERT INTO replication_log (origin_node, counter, hlc_physical, hlc_logical, hlc_node, op) VALUES (?, ?, ?, ?, ?, ?)",
-            [Columns.node(record.origin), try Columns.int64(record.counter, "counter"), p, l, n, Data(record.op)]
-        )
+        try insertOperation(record)
         return true
+    }
+
+    /// The highest counter of `origin` in the log (0: none), from the writer's cache when a
+    /// command of this writer read or wrote it before.
+    public func heldCounter(of origin: NodeID) throws(StorageError) -> UInt64 {
+        if let cached = cache.counter(of: origin) { return cached }
+        let held = try read.heldCounter(of: origin)
+        cache.remember(counter: held, of: origin)
+        return held
+    }
+
+    private func insertOperation(_ record: ReplicationRecord) throws(StorageError) {
+        try checkBlob(record.op, "a replication op")
+        let (p, l, n) = try Columns.hlc(record.hlc)
+        let insert = try statements.insertOperation
+        insert.bind(1, Columns.node(record.origin))
+        insert.bind(2, try Columns.int64(record.counter, "counter"))
+        insert.bind(3, p)
+        insert.bind(4, l)
+        insert.bind(5, n)
+        insert.bind(6, record.op)
+        try insert.run()
+        cache.remember(counter: record.counter, of: record.origin)
     }
 
     /// Stores a node-wide setting.
@@ -48,14 +66,21 @@ extension StorageTransaction {
 }
 
 extension StorageReader {
-    /// The highest counter held per origin node.
+    /// The highest counter held per origin node: one index seek per origin (origins are few,
+    /// the log is long).
     public func versionVector() throws(StorageError) -> [NodeID: UInt64] {
         var out: [NodeID: UInt64] = [:]
-        for row in try db.rows("SELECT origin_node, max(counter) AS counter FROM replication_log GROUP BY origin_node") {
-            let counter: Int64 = row["counter"]
-            out[Columns.node(row["origin_node"] as Int64)] = UInt64(counter)
+        var next = try db.int64("SELECT min(origin_node) FROM replication_log")
+        while let origin = next {
+            out[Columns.node(origin)] = UInt64(try db.int64("SELECT max(counter) FROM replication_log WHERE origin_node = ?", [origin]) ?? 0)
+            next = try db.int64("SELECT min(origin_node) FROM replication_log WHERE origin_node > ?", [origin])
         }
         return out
+    }
+
+    /// The highest counter of `origin` in the log (0: none).
+    public func heldCounter(of origin: NodeID) throws(StorageError) -> UInt64 {
+        UInt64(try db.int64("SELECT max(counter) FROM replication_log WHERE origin_node = ?", [Columns.node(origin)]) ?? 0)
     }
 
     /// An origin's operations after `counter`, in order, at most `limit`.

@@ -3,7 +3,7 @@ import LaminaModel
 
 /// What the writer keeps between commands so a command does not read or write it again:
 /// the headers (flags and participants) of conversations recently written to, the head of
-/// each feed recently appended to, which conversations are known to hold a message, and
+/// each feed recently appended to, each origin's latest replication counter, which conversations are known to hold a message, and
 /// the prepared hot-path statements. Touched only on the writer thread, inside commands.
 ///
 /// Correctness rule: an entry is the committed-or-about-to-commit state it describes. Every
@@ -17,6 +17,7 @@ final class WriterCache: @unchecked Sendable {
     private var headers: [ConversationID: ConversationHeader] = [:]
     private var feedHeads: [UserID: Int64] = [:]
     private var withMessages: Set<ConversationID> = []
+    private var counters: [NodeID: UInt64] = [:]
     private var prepared: HotStatements?
 
     /// The hot-path statements on the writer's connection `db`, prepared on first use.
@@ -52,6 +53,14 @@ final class WriterCache: @unchecked Sendable {
         withMessages.insert(id)
     }
 
+    /// The highest replication counter of `origin` in the log, if known.
+    func counter(of origin: NodeID) -> UInt64? { counters[origin] }
+
+    func remember(counter: UInt64, of origin: NodeID) {
+        if counters.count >= Self.maxEntries, counters[origin] == nil { counters.removeAll(keepingCapacity: true) }
+        counters[origin] = counter
+    }
+
     /// After a write that changed a conversation's header.
     func clearHeaders() { headers.removeAll(keepingCapacity: true) }
 
@@ -60,5 +69,6 @@ final class WriterCache: @unchecked Sendable {
         headers.removeAll(keepingCapacity: true)
         feedHeads.removeAll(keepingCapacity: true)
         withMessages.removeAll(keepingCapacity: true)
+        counters.removeAll(keepingCapacity: true)
     }
 }

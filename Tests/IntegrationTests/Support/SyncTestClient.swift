@@ -73,9 +73,9 @@ final class SyncTestClient: TransportStreamDelegate, @unchecked Sendable {
     /// Connects to `url` trusting `caFile` and opens the sync stream (`POST /v1/sync`).
     static func connect(
         url: String, caFile: String, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-        path: String = NodeServer.syncPath, settings: HTTP2Settings = HTTP2Settings()
+        path: String = NodeServer.syncPath, settings: HTTP2Settings = HTTP2Settings(), tls: TLSContext? = nil
     ) async throws -> SyncTestClient {
-        let tls = try TLSContext(.client(trust: .caFile(caFile)))
+        let tls = try tls ?? TLSContext(.client(trust: .caFile(caFile)))
         let connection = try await TransportConnection.connect(to: url, tls: tls, settings: settings, group: group)
         let stream = try await connection.openStream(method: "POST", path: path)
         let client = SyncTestClient(connection: connection, stream: stream)

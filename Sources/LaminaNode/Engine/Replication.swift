@@ -1,0 +1,221 @@
+import Foundation
+import LaminaMerge
+import LaminaModel
+import LaminaWire
+import NIOCore
+
+/// What the replication log keeps of an operation (SPEC §6.5): the event's feed encoding
+/// (a CHANGE frame with seq 0), except for a sent message, which the log names by id (the
+/// message row holds it once; the write path stores no copy, WRITE-PATH.md).
+enum ReplicationLogCoding {
+    /// The first byte of a message reference (no CHANGE frame starts with it).
+    static let messageMarker: UInt8 = 0xFF
+
+    static func messageReference(_ id: MessageID) -> [UInt8] {
+        var out: [UInt8] = [messageMarker]
+        withUnsafeBytes(of: id.uuid.uuid) { out.append(contentsOf: $0) }
+        return out
+    }
+
+    /// The operation a log record holds, read back with what it names.
+    static func operation(_ record: ReplicationRecord, _ read: StorageReader) throws -> ReplicatedOperation {
+        ReplicatedOperation(origin: record.origin, counter: record.counter, hlc: record.hlc, event: try event(record.op, read))
+    }
+
+    private static func event(_ op: [UInt8], _ read: StorageReader) throws -> ChangeEvent {
+        if op.first == messageMarker {
+            guard op.count == 17 else { throw WireError(.internalError, "a message reference in the replication log is 17 bytes, got \(op.count)") }
+            let id = MessageID(uuid: UUID(uuid: op.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 1, as: uuid_t.self) }))
+            guard let stored = try read.message(id) else { throw WireError(.internalError, "the replication log names message \(id), which is not stored") }
+            var message = stored.message
+            message.recipientStatus = [:]  // statuses replicate as their own operations
+            return .messageCreated(message)
+        }
+        guard case .change(let change) = try Frame.decode(exactly: ByteBuffer(bytes: op)) else {
+            throw WireError(.internalError, "a replication log record does not hold a change")
+        }
+        return change.event
+    }
+}
+
+extension CommandContext {
+    /// Records an operation this node originated (its feed encoding, or a message reference)
+    /// in the replication log, in the command's own transaction: the next counter of this
+    /// node, at `hlc` (SPEC §6.5).
+    mutating func replicate(_ op: [UInt8], at hlc: HLCTimestamp) throws {
+        _ = try tx.appendLocalOperation(op, origin: origin, hlc: hlc)
+    }
+
+    /// Applies an operation another node originated through the same rules as a local command
+    /// (LaminaMerge's, in storage), appends the feed entries this node's users get, and logs it
+    /// under its origin and counter. A counter already held is ignored (idempotent); one past
+    /// the next is a gap (`invalid-argument`). The order in which operations of different
+    /// origins arrive does not change the result.
+    mutating func applyReplicated(_ op: ReplicatedOperation) throws {
+        let held = try tx.heldCounter(of: op.origin)
+        guard op.counter > held else { return }
+        guard op.counter == held + 1 else {
+            throw WireError(.invalidArgument, "operation \(op.counter) of node \(op.origin.rawValue) leaves a gap after \(held)")
+        }
+        var logged = try FeedCoding.encode(op.event)
+        switch op.event {
+        case .conversationCreated(let conversation):
+            try applyCreation(conversation, op)
+        case .participantsChanged(let change):
+            guard let header = try replicaHeader(change.conversationID) else { break }
+            let before = header.participants
+            var applied = ParticipantsChanged(conversationID: header.id, added: [], removed: [], by: change.by, at: change.at)
+            for u in change.added.sorted() where try tx.applyMembership(.add, user: u, conversation: header.id, actor: change.by, hlc: change.at, origin: op.origin) {
+                applied.added.insert(u)
+            }
+            for u in change.removed.sorted() where try tx.applyMembership(.remove, user: u, conversation: header.id, actor: change.by, hlc: change.at, origin: op.origin) {
+                applied.removed.insert(u)
+            }
+            if !applied.added.isEmpty || !applied.removed.isEmpty {
+                _ = try announce(applied, before: before, after: try tx.read.participants(of: header.id))
+            }
+        case .metadataChanged(var change):
+            guard let header = try replicaHeader(change.conversationID) else { break }
+            change.conversationID = header.id
+            if try tx.setMetadata(change.value, at: change.keyPath, in: header.id, hlc: change.at, origin: op.origin) {
+                try emit(.metadataChanged(change), to: header.participants, conversation: header.id)
+            }
+        case .conversationDeleted(var deletion):
+            guard let header = try replicaHeader(deletion.conversationID) else { break }
+            deletion.conversationID = header.id
+            _ = try delete(deletion, participants: header.participants)
+        case .messageCreated(var message):
+            guard let header = try replicaHeader(message.conversationID), try tx.read.message(message.id) == nil else { break }
+            message.conversationID = header.id
+            var statuses: [UserID: RecipientStatus] = [:]
+            for p in header.participants { statuses[p] = p == message.sender ? .read : .sent }
+            message.recipientStatus = statuses
+            let isFirst = try tx.appendMessage(message, hlc: op.hlc, origin: op.origin)
+            try announce(message, in: header, isFirst: isFirst)
+            logged = ReplicationLogCoding.messageReference(message.id)
+        case .messageStatusChanged(let change):
+            guard let header = try replicaHeader(change.conversationID), try tx.read.message(change.messageID) != nil else { break }
+            if try tx.recordStatus(change.status, of: change.messageID, for: change.user) != nil {
+                let audience = header.deliveryReceiptsEnabled ? header.participants : [change.user]
+                var moved = change
+                moved.conversationID = header.id
+                try emit(.messageStatusChanged(moved), to: audience, conversation: header.id, message: change.messageID)
+            }
+        case .statusUpTo(var change):
+            guard let header = try replicaHeader(change.conversationID) else { break }
+            change.conversationID = header.id
+            let marker: StatusMarker = change.status == .read ? .read : .delivered
+            if try tx.raise(marker, to: change.upTo, user: change.user, conversation: header.id) {
+                let audience = header.deliveryReceiptsEnabled ? header.participants : [change.user]
+                try emit(.statusUpTo(change), to: audience, conversation: header.id)
+            }
+        case .messageDeleted(var deletion):
+            guard let header = try replicaHeader(deletion.conversationID), try tx.read.message(deletion.messageID) != nil else { break }
+            deletion.conversationID = header.id
+            _ = try delete(deletion, participants: header.participants)
+        case .conversationUpdated, .identifierChanged, .typing:
+            throw WireError(.invalidArgument, "a \(op.event.kind) change is not a replicated operation")
+        }
+        guard try tx.appendOperation(ReplicationRecord(origin: op.origin, counter: op.counter, hlc: op.hlc, op: logged)) else {
+            throw WireError(.internalError, "operation \(op.counter) of node \(op.origin.rawValue) was logged twice")
+        }
+    }
+
+    /// The live conversation an operation names (following a distinct merge), or nil when it
+    /// was deleted here: an operation on a deleted conversation changes nothing.
+    private func replicaHeader(_ named: ConversationID) throws -> ConversationHeader? {
+        var found = try tx.conversationHeader(named)
+        if found?.isLive != true, let target = try tx.read.resolvedConversation(named) { found = try tx.conversationHeader(target) }
+        guard let header = found else { throw WireError(.notFound, "a replicated operation names conversation \(named), which this node does not hold") }
+        return header.isLive ? header : nil
+    }
+
+    /// A conversation created on another node: stored as it was created there; a distinct one
+    /// created concurrently with a local distinct conversation of the same participants is
+    /// merged by LaminaMerge's rule (`DistinctResolution.survivor`), the same on every node,
+    /// and the loser's devices are told its new identifier.
+    private mutating func applyCreation(_ conversation: Conversation, _ op: ReplicatedOperation) throws {
+        guard try tx.read.conversation(conversation.id) == nil else { return }
+        if conversation.isDistinct, let local = try tx.read.distinctConversation(participants: conversation.participants) {
+            let survivor = DistinctResolution.survivor(
+                DistinctCandidate(conversation, createdAt: op.hlc), DistinctCandidate(local.conversation, createdAt: local.hlc)
+            ).id
+            let merged = try tx.insertConcurrentDistinct(conversation, hlc: op.hlc, origin: op.origin, survivor: survivor)
+            // When the local conversation survives, this node's devices know nothing to rename
+            // (the loser's messages arrive later, named by the loser's id, which resolves here).
+            if survivor == conversation.id {
+                let audience = try tx.read.participants(of: survivor)
+                try emit(.identifierChanged(IdentifierChanged(from: local.conversation.id, to: survivor)), to: audience, conversation: survivor)
+                try emit(.conversationCreated(merged.conversation), to: audience, conversation: survivor)
+            }
+            return
+        }
+        let creation = try tx.createConversation(conversation, hlc: op.hlc, origin: op.origin)
+        try emit(.conversationCreated(creation.conversation.conversation), to: [conversation.creator], conversation: conversation.id)
+    }
+}
+
+extension NodeEngine {
+    /// The highest counter this node holds durably per origin (its version vector).
+    public func versionVector() async throws -> VersionVector {
+        VersionVector(try await store.read { r in try r.versionVector() })
+    }
+
+    /// Operations this node holds that a peer with `vector` lacks, at most `limit`, in an
+    /// order that keeps causes before effects: per origin by counter, origins merged by HLC
+    /// (an operation made after another was received has a later reading).
+    public func operations(missingFrom vector: VersionVector, limit: Int) async throws -> [ReplicatedOperation] {
+        let theirs = vector.counters
+        return try await store.read { r in
+            var candidates: [ReplicatedOperation] = []
+            for (origin, held) in try r.versionVector() where held > theirs[origin, default: 0] {
+                for record in try r.operations(of: origin, after: theirs[origin, default: 0], limit: limit) {
+                    candidates.append(try ReplicationLogCoding.operation(record, r))
+                }
+            }
+            candidates.sort { ($0.hlc, $0.origin, $0.counter) < ($1.hlc, $1.origin, $1.counter) }
+            // Per origin the list stays a prefix (ascending counters sort by HLC), so no gap.
+            return Array(candidates.prefix(limit))
+        }
+    }
+
+    /// Applies operations from a peer in one transaction (each through the same rules as a
+    /// local command), publishes the feed entries to live sessions after the commit, and
+    /// returns the version vector then held (what PEER_ACK carries).
+    public func applyReplicated(_ operations: [ReplicatedOperation]) async throws -> VersionVector {
+        for op in operations where op.origin != configuration.nodeID {
+            // Later local operations read later than anything received (causality, HLC rule).
+            _ = try clock.withLock { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in try c.receive(op.hlc, .now()) }
+        }
+        let now = Timestamp.now()
+        let (changes, vector) = try await store.write { [self] tx -> ([FeedChange], [NodeID: UInt64]) in
+            var changes: [FeedChange] = []
+            for op in operations {
+                var context = CommandContext(tx: tx, user: op.event.actor, engine: self, now: now)
+                try context.applyReplicated(op)
+                changes += context.changes
+            }
+            return (changes, try tx.read.versionVector())
+        }
+        publish(changes)
+        return VersionVector(vector)
+    }
+}
+
+extension ChangeEvent {
+    /// The user whose command made the change (for a replicated operation).
+    var actor: UserID {
+        switch self {
+        case .conversationCreated(let c): c.creator
+        case .participantsChanged(let p): p.by
+        case .metadataChanged(let m): m.by
+        case .conversationDeleted(let d): d.by
+        case .messageCreated(let m): m.sender
+        case .messageStatusChanged(let s): s.user
+        case .messageDeleted(let d): d.by
+        case .statusUpTo(let s): s.user
+        case .typing(let t): t.user
+        case .conversationUpdated, .identifierChanged: "node"
+        }
+    }
+}

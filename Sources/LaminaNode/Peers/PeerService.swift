@@ -1,0 +1,183 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+import LaminaWire
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// A node's peering: the peer listener (mutual TLS, `POST /v1/peer`), a dialer per configured
+/// peer (reconnecting with backoff and jitter), and the live links, one per pair of nodes.
+///
+/// When both nodes of a pair dial each other, both keep the link the node with the smaller
+/// id dialed (each side decides alone and the same way), and the other dialer waits until
+/// that link ends before it tries again.
+public final class PeerService: Sendable {
+    /// The request path of a peer session.
+    public static let path = "/v1/peer"
+
+    private let engine: NodeEngine
+    private let settings: PeerSettings
+    private let hello: PeerHello
+    private let clientTLS: TLSContext
+    private let group: EventLoopGroup
+    private let logger: Logger
+    /// The peer listener.
+    public let transport: TransportServer
+
+    private struct Link {
+        var link: PeerLink
+        var dialer: NodeID
+    }
+    private struct State {
+        var links: [NodeID: Link] = [:]
+        var dialers: [Task<Void, Never>] = []
+        var stopped = false
+    }
+    private let state = NIOLockedValueBox(State())
+
+    private init(engine: NodeEngine, settings: PeerSettings, hello: PeerHello, clientTLS: TLSContext, group: EventLoopGroup,
+                 logger: Logger, transport: TransportServer) {
+        self.engine = engine
+        self.settings = settings
+        self.hello = hello
+        self.clientTLS = clientTLS
+        self.group = group
+        self.logger = logger
+        self.transport = transport
+    }
+
+    /// Starts the peer listener and the dialers.
+    public static func start(engine: NodeEngine, settings: PeerSettings, group: EventLoopGroup, logger: Logger) async throws -> PeerService {
+        try settings.validate()
+        guard let ca = settings.caFile, let certificate = settings.certificateFile, let key = settings.keyFile else {
+            throw NodeServerError.configuration("peering needs a CA, a certificate and a key")
+        }
+        let hello = PeerHello(nodeID: engine.configuration.nodeID, cluster: settings.cluster)
+        let serverTLS = try TLSContext(.server(certificateChainFile: certificate, privateKeyFile: key, clientCAFile: ca))
+        let clientTLS = try TLSContext(.client(trust: .caFile(ca), certificateChainFile: certificate, privateKeyFile: key))
+        let box = NIOLockedValueBox<PeerService?>(nil)
+        var router = TransportRouter()
+        router.add(path) { stream in
+            guard let service = box.withLockedValue({ $0 }) else {
+                stream.sendHeaders(HeaderFields([(":status", "503")]), endStream: true)
+                return
+            }
+            service.accept(stream)
+        }
+        var http2 = HTTP2Settings()
+        http2.initialStreamWindow = 1 << 20
+        http2.openedStreamWindow = 1 << 20
+        let transport = try await TransportServer.start(
+            host: settings.host, port: settings.port, tls: serverTLS, router: router, settings: http2, group: group).get()
+        let service = PeerService(engine: engine, settings: settings, hello: hello, clientTLS: clientTLS, group: group, logger: logger, transport: transport)
+        box.withLockedValue { $0 = service }
+        for url in settings.peers {
+            let task = Task { await service.dial(url) }
+            service.state.withLockedValue { $0.dialers.append(task) }
+        }
+        logger.info("peering", metadata: ["listen": "\(settings.host):\(transport.port)", "cluster": "\(settings.cluster)", "peers": "\(settings.peers)"])
+        return service
+    }
+
+    /// The peers this node has a live link to, by node id, with the operations applied from
+    /// and sent over each.
+    public var links: [NodeID: (received: Int, sent: Int)] {
+        state.withLockedValue { s in s.links.mapValues { $0.link.counts } }
+    }
+
+    /// Closes every link and stops dialing.
+    public func shutdown() async {
+        let (links, dialers) = state.withLockedValue { s -> ([PeerLink], [Task<Void, Never>]) in
+            s.stopped = true
+            return (s.links.values.map(\.link), s.dialers)
+        }
+        for dialer in dialers { dialer.cancel() }
+        for link in links { link.stream.eventLoop.execute { link.stream.reset() } }
+        try? await transport.shutdown()
+    }
+
+    // MARK: accepting (event loop)
+
+    private func accept(_ stream: TransportStream) {
+        guard let name = stream.tlsInfo?.peerCommonName, let node = PeerSettings.node(fromCommonName: name) else {
+            logger.warning("peer certificate names no node", metadata: ["cn": "\(stream.tlsInfo?.peerCommonName ?? "none")"])
+            stream.sendHeaders(HeaderFields([(":status", "403")]), endStream: true)
+            return
+        }
+        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger) { [weak self] in self?.remove($0) }
+        guard register(link, node: node, dialer: node) else {
+            stream.sendHeaders(HeaderFields([(":status", "409")]), endStream: true)
+            return
+        }
+        stream.sendHeaders(HeaderFields([(":status", "200"), ("content-type", "application/vnd.lamina.sync")]))
+        stream.openReceiveWindow()
+        stream.delegate = link
+        Task { await link.start() }
+    }
+
+    /// Keeps one link per pair: the one the smaller node id dialed.
+    private func register(_ link: PeerLink, node: NodeID, dialer: NodeID) -> Bool {
+        let (keep, replaced) = state.withLockedValue { s -> (Bool, PeerLink?) in
+            guard !s.stopped else { return (false, nil) }
+            if let existing = s.links[node], !existing.link.isClosed {
+                let preferred = min(engine.configuration.nodeID, node)
+                guard dialer == preferred, existing.dialer != preferred else { return (false, nil) }
+                s.links[node] = Link(link: link, dialer: dialer)
+                return (true, existing.link)
+            }
+            s.links[node] = Link(link: link, dialer: dialer)
+            return (true, nil)
+        }
+        if let replaced { replaced.stream.eventLoop.execute { replaced.stream.reset() } }
+        return keep
+    }
+
+    private func remove(_ link: PeerLink) {
+        state.withLockedValue { s in
+            for (node, entry) in s.links where entry.link === link { s.links[node] = nil }
+        }
+    }
+
+    // MARK: dialing
+
+    private func dial(_ url: String) async {
+        var delay = settings.reconnectMinimumMilliseconds
+        while !Task.isCancelled, !state.withLockedValue({ $0.stopped }) {
+            let started = ContinuousClock.now
+            do {
+                try await session(with: url)
+            } catch {
+                logger.info("peer session ended", metadata: ["peer": "\(url)", "error": "\(error)"])
+            }
+            // A session that lasted resets the backoff; a failing peer is retried ever more slowly.
+            if ContinuousClock.now - started > .seconds(10) { delay = settings.reconnectMinimumMilliseconds }
+            let jittered = Int.random(in: delay / 2...delay)
+            try? await Task.sleep(for: .milliseconds(jittered))
+            delay = min(delay * 2, settings.reconnectMaximumMilliseconds)
+        }
+    }
+
+    /// One connection to `url` and its peer session, until it ends.
+    private func session(with url: String) async throws {
+        let connection = try await TransportConnection.connect(to: url, tls: clientTLS, group: group)
+        defer { Task { try? await connection.close() } }
+        guard let name = connection.tlsInfo.peerCommonName, let node = PeerSettings.node(fromCommonName: name) else {
+            throw TransportError(.tlsHandshake, "the peer's certificate names no node (CN \(connection.tlsInfo.peerCommonName ?? "none"))")
+        }
+        // The other node dialed us and that link is the one kept: wait for it to end.
+        if let kept = state.withLockedValue({ s in s.links[node].flatMap { $0.link.isClosed || $0.dialer == engine.configuration.nodeID ? nil : $0.link } }) {
+            try? await kept.closed.futureResult.get()
+            return
+        }
+        let stream = try await connection.openStream(method: "POST", path: Self.path, headers: HeaderFields([("content-type", "application/vnd.lamina.sync")]))
+        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger) { [weak self] in self?.remove($0) }
+        guard register(link, node: node, dialer: engine.configuration.nodeID) else {
+            stream.eventLoop.execute { stream.reset() }
+            return
+        }
+        try await stream.eventLoop.submit { stream.delegate = link }.get()
+        await link.start()
+        try? await link.closed.futureResult.get()
+    }
+}

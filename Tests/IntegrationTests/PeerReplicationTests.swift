@@ -1,0 +1,137 @@
+import Foundation
+import LaminaClient
+import LaminaMerge
+import LaminaModel
+import LaminaNode
+import LaminaTransport
+import LaminaWire
+import Testing
+
+/// Two real nodes peering over mutual TLS + HTTP/2 on loopback (SPEC §6.5): users on
+/// different nodes talk through the SDK as if on one node, and bad peers are refused with
+/// their code while the good link keeps working.
+@Suite struct PeerReplicationTests {
+    static let nodeA = NodeID(0xA1)
+    static let nodeB = NodeID(0xB2)
+
+    /// Node A (listening for peers) and node B (dialing A), certificates from one dev CA.
+    static func cluster(_ name: String) async throws -> (a: TestNode, b: TestNode, certificates: URL) {
+        let certificates = Fixtures.temporaryDirectory("\(name)-certs")
+        let a = try await TestNode.start("\(name)-a") { c in
+            c.nodeID = nodeA.rawValue
+            c.peers = try! DevelopmentCluster.settings(for: nodeA, port: 0, peers: [], in: certificates)
+        }
+        let aPeers = "https://127.0.0.1:\(a.server.peers!.transport.port)"
+        let b = try await TestNode.start("\(name)-b") { c in
+            c.nodeID = nodeB.rawValue
+            c.peers = try! DevelopmentCluster.settings(for: nodeB, port: 0, peers: [aPeers], in: certificates)
+        }
+        return (a, b, certificates)
+    }
+
+    @Test func usersOnTwoNodesTalkThroughTheSDK() async throws {
+        let (a, b, _) = try await Self.cluster("peer-chat")
+        let alice = try ClientHarness.device("alice", on: a)
+        let bob = try ClientHarness.device("bob", on: b)
+        try await ClientHarness.connect(alice, on: a)
+        try await ClientHarness.connect(bob, on: b)
+
+        let conversation = try alice.newConversation(participants: ["bob"]).id
+        let hello = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "hello from node a")]), in: conversation).id
+        let received = try await bob.waitForCreation(of: hello, timeout: .seconds(30))
+        #expect(received.message.conversationID == conversation)
+
+        let reply = try bob.send(bob.newMessage(parts: [MessagePart.with(text: "hi from node b")]), in: conversation).id
+        _ = try await alice.waitForCreation(of: reply, timeout: .seconds(30))
+        // Positions are assigned where a message is accepted and are the same on both nodes.
+        #expect(try alice.message(reply)?.message.position == bob.message(reply)?.message.position)
+        #expect(try alice.message(hello)?.message.position == bob.message(hello)?.message.position)
+
+        // Reads flow back to the sender's node.
+        try bob.markAllMessagesAsRead(in: conversation)
+        try await ClientHarness.waitUntil(alice, "bob's read at alice") {
+            try alice.message(hello)?.message.recipientStatus["bob"] == .read
+        }
+        #expect(a.server.peers?.links[Self.nodeB] != nil)
+        #expect(b.server.peers?.links[Self.nodeA] != nil)
+
+        try await alice.close()
+        try await bob.close()
+        await b.stop()
+        await a.stop()
+    }
+
+    /// A peer stream opened with a certificate of the cluster's CA for node C.
+    static func rawPeer(to node: TestNode, as certified: NodeID, certificates: URL) async throws -> SyncTestClient {
+        let files = try DevelopmentCluster.nodeCertificate(for: certified, in: certificates)
+        let ca = try DevelopmentCluster.certificateAuthority(in: certificates).certificate
+        let tls = try TLSContext(.client(trust: .caFile(ca), certificateChainFile: files.certificate, privateKeyFile: files.key))
+        return try await SyncTestClient.connect(
+            url: "https://127.0.0.1:\(node.server.peers!.transport.port)", caFile: ca, path: PeerService.path, tls: tls)
+    }
+
+    /// The code of the fatal ERROR that ends the stream (nil when it ends without one).
+    static func fatalCode(_ client: SyncTestClient) async throws -> WireError.Code? {
+        for frame in try await client.framesUntilEnd() {
+            if case .error(let error) = frame, error.isFatal { return error.code }
+        }
+        return nil
+    }
+
+    @Test func badPeersAreRefusedWithTheirCodeAndTheLinkKeepsWorking() async throws {
+        let (a, b, certificates) = try await Self.cluster("peer-bad")
+        let nodeC = NodeID(0xC3)
+
+        // Another cluster's name.
+        let otherCluster = try await Self.rawPeer(to: a, as: nodeC, certificates: certificates)
+        otherCluster.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "another-cluster")))
+        #expect(try await Self.fatalCode(otherCluster) == .forbidden)
+
+        // A node id its certificate does not name.
+        let impostor = try await Self.rawPeer(to: a, as: nodeC, certificates: certificates)
+        impostor.send(.peerHello(PeerHello(nodeID: Self.nodeB, cluster: "lamina-dev")))
+        #expect(try await Self.fatalCode(impostor) == .forbidden)
+
+        // A client frame on a peer stream.
+        let confused = try await Self.rawPeer(to: a, as: nodeC, certificates: certificates)
+        confused.send(.hello(Hello(agent: "not a peer")))
+        #expect(try await Self.fatalCode(confused) == .unexpectedFrame)
+
+        // A gap in an origin's counters.
+        let gappy = try await Self.rawPeer(to: a, as: nodeC, certificates: certificates)
+        gappy.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "lamina-dev")), .versionVector(VersionVector()))
+        let stray = ReplicatedOperation(
+            origin: nodeC, counter: 5, hlc: HLCTimestamp(physical: 1_000, logical: 0, node: nodeC),
+            event: .statusUpTo(StatusUpTo(conversationID: .random(), user: "x", status: .read, upTo: HLCTimestamp(physical: 1, logical: 0, node: nodeC))))
+        gappy.send(.replicate(Replicate(operations: [stray])))
+        #expect(try await Self.fatalCode(gappy) == .invalidArgument)
+
+        // No certificate at all: the peer listener fails the handshake (with TLS 1.3 the
+        // client learns it at its first read), so no frame ever arrives.
+        do {
+            let anonymous = try await SyncTestClient.connect(
+                url: "https://127.0.0.1:\(a.server.peers!.transport.port)",
+                caFile: try DevelopmentCluster.certificateAuthority(in: certificates).certificate, path: PeerService.path)
+            anonymous.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "lamina-dev")))
+            await #expect(throws: (any Error).self) { _ = try await anonymous.nextFrame() }
+            await anonymous.close()
+        } catch {
+            // Refused before the stream opened: as good.
+        }
+
+        // The real link still carries messages.
+        let alice = try ClientHarness.device("alice", on: a)
+        let bob = try ClientHarness.device("bob", on: b)
+        try await ClientHarness.connect(alice, on: a)
+        try await ClientHarness.connect(bob, on: b)
+        let conversation = try bob.newConversation(participants: ["alice"]).id
+        let sent = try bob.send(bob.newMessage(parts: [MessagePart.with(text: "still here")]), in: conversation).id
+        _ = try await alice.waitForCreation(of: sent, timeout: .seconds(30))
+
+        for client in [otherCluster, impostor, confused, gappy] { await client.close() }
+        try await alice.close()
+        try await bob.close()
+        await b.stop()
+        await a.stop()
+    }
+}

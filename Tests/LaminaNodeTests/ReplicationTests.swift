@@ -1,0 +1,217 @@
+import Foundation
+import LaminaMerge
+import LaminaModel
+import LaminaWire
+import Testing
+@testable import LaminaNode
+
+/// Two or three engines, each on its own store with its own node id, exchanging their
+/// replication logs by hand (no network): every operation is logged in its command's
+/// transaction, applying a peer's operations goes through the same rules, replays change
+/// nothing, gaps are refused, and the order of arrival does not change the result.
+@Suite struct ReplicationTests {
+    static func node(_ id: UInt64) throws -> EngineHarness {
+        try EngineHarness { $0.nodeID = NodeID(id) }
+    }
+
+    /// Sends `to` every operation `from` holds that `to` lacks; returns how many.
+    @discardableResult
+    static func pull(_ to: EngineHarness, from: EngineHarness) async throws -> Int {
+        var total = 0
+        while true {
+            let ops = try await from.engine.operations(missingFrom: try await to.engine.versionVector(), limit: 256)
+            if ops.isEmpty { return total }
+            _ = try await to.engine.applyReplicated(ops)
+            total += ops.count
+        }
+    }
+
+    /// What a node holds of a conversation, comparable across nodes.
+    struct ConversationState: Equatable, CustomStringConvertible {
+        var id: ConversationID
+        var participants: Set<UserID>
+        var metadata: Metadata
+        var messages: [String]
+        var delivered: [UserID: MessagePosition]
+        var read: [UserID: MessagePosition]
+        var description: String { "\(id) \(participants.sorted()) \(metadata) \(messages) delivered \(delivered) read \(read)" }
+    }
+
+    static func state(_ node: EngineHarness, _ named: ConversationID, as user: UserID) async throws -> ConversationState? {
+        try await node.store.read { r -> ConversationState? in
+            var id = named
+            if let target = try r.resolvedConversation(named) { id = target }
+            guard let stored = try r.conversation(id), stored.isLive else { return nil }
+            let messages = try r.history(of: id, for: user, .complete(after: nil, limit: 10_000)).map { "\($0.id)@\($0.position!)" }
+            return ConversationState(
+                id: id, participants: stored.conversation.participants, metadata: try r.metadata(of: id), messages: messages,
+                delivered: try r.markers(StatusMarker.delivered.rawValue, of: id), read: try r.markers(StatusMarker.read.rawValue, of: id))
+        }
+    }
+
+    @Test func operationsOfEachNodeReachTheOtherAndItsLiveSessions() async throws {
+        let a = try Self.node(1), b = try Self.node(2)
+        defer { Task { await a.close(); await b.close() } }
+        let alice = try await a.connect("alice")
+        let conversation = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(
+            conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+        var sent: [MessageID] = []
+        for i in 0..<3 {
+            let id = MessageID.random()
+            try await alice.command(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("from a \(i)")])))
+            sent.append(id)
+        }
+        try await alice.command(.setMetadata(SetMetadata(requestID: UUID(), conversationID: conversation, keyPath: try MetadataKeyPath(["title"]), value: .string("on a"))))
+        // create + 3 sends + metadata, numbered 1...5 on node 1.
+        #expect(try await a.engine.versionVector() == VersionVector([NodeID(1): 5]))
+        #expect(try await Self.pull(b, from: a) == 5)
+        #expect(try await b.engine.versionVector() == VersionVector([NodeID(1): 5]))
+
+        // Bob, on node 2, syncs what Alice sent on node 1.
+        let bob = try await b.connect("bob", sync: false)
+        let (changes, _) = try await bob.sync(from: 0)
+        var created: [MessageID] = []
+        for change in changes { if case .messageCreated(let m) = change.event { created.append(m.id) } }
+        #expect(created == sent)
+        #expect(changes.contains { if case .conversationCreated(let c) = $0.event { c.id == conversation } else { false } })
+        #expect(changes.contains { if case .metadataChanged(let m) = $0.event { m.value == .string("on a") } else { false } })
+
+        // Bob answers and reads; Alice's live session on node 1 gets both.
+        let reply = MessageID.random()
+        let (ack, _) = try await bob.command(.sendMessage(SendMessage(messageID: reply, conversationID: conversation, parts: [textPart("from b")])))
+        guard case .ack(let sentReply) = ack, let replyPosition = sentReply.position else { Issue.record("no ACK: \(ack)"); return }
+        try await bob.command(.markAllRead(MarkAllRead(requestID: UUID(), conversationID: conversation, upTo: replyPosition)))
+        #expect(try await Self.pull(a, from: b) == 2)
+        var live: [Change] = []
+        while live.count < 2 { live += try await alice.nextChanges() }
+        #expect(live.contains { if case .messageCreated(let m) = $0.event { m.id == reply } else { false } })
+        #expect(live.contains { if case .statusUpTo(let s) = $0.event { s.user == "bob" && s.status == .read && s.upTo == replyPosition } else { false } })
+
+        // Both nodes hold the same conversation, positions included.
+        let onA = try await Self.state(a, conversation, as: "alice"), onB = try await Self.state(b, conversation, as: "alice")
+        #expect(onA != nil)
+        #expect(onA == onB)
+        #expect(onA?.messages.count == 4)
+    }
+
+    @Test func replayedOperationsChangeNothingAndGapsAreRefused() async throws {
+        let a = try Self.node(1), b = try Self.node(2)
+        defer { Task { await a.close(); await b.close() } }
+        let alice = try await a.connect("alice")
+        let conversation = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        for i in 0..<3 {
+            try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("\(i)")])))
+        }
+        let ops = try await a.engine.operations(missingFrom: VersionVector(), limit: 256)
+        #expect(ops.map(\.counter) == [1, 2, 3, 4])
+        _ = try await b.engine.applyReplicated(Array(ops.prefix(2)))
+        let bobHead = try await b.store.read { r in try r.feedHead(of: "bob") }
+        // Again, and overlapping: nothing new in any feed.
+        #expect(try await b.engine.applyReplicated(Array(ops.prefix(2))) == VersionVector([NodeID(1): 2]))
+        #expect(try await b.store.read { r in try r.feedHead(of: "bob") } == bobHead)
+        // Skipping counter 3 is a gap.
+        await #expect(throws: WireError.self) { _ = try await b.engine.applyReplicated([ops[3]]) }
+        #expect(try await b.engine.versionVector() == VersionVector([NodeID(1): 2]))
+        #expect(try await b.engine.applyReplicated(ops) == VersionVector([NodeID(1): 4]))
+        #expect(try await Self.state(a, conversation, as: "bob") == Self.state(b, conversation, as: "bob"))
+    }
+
+    @Test func distinctConversationsCreatedOnTwoNodesAtOnceMergeTheSameWayOnBoth() async throws {
+        let a = try Self.node(1), b = try Self.node(2)
+        defer { Task { await a.close(); await b.close() } }
+        let alice = try await a.connect("alice"), bob = try await b.connect("bob")
+        let onA = ConversationID.random(), onB = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(conversationID: onA, participants: ["bob"])))
+        try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: onA, parts: [textPart("a first")])))
+        try await bob.command(.createConversation(CreateConversation(conversationID: onB, participants: ["alice"])))
+        try await bob.command(.sendMessage(SendMessage(messageID: .random(), conversationID: onB, parts: [textPart("b first")])))
+        try await Self.pull(b, from: a)
+        try await Self.pull(a, from: b)
+
+        let survivor = DistinctResolution.survivor(
+            try await a.store.read { r in DistinctCandidate(try r.conversation(onA)!.conversation, createdAt: try r.conversation(onA)!.hlc) },
+            try await b.store.read { r in DistinctCandidate(try r.conversation(onB)!.conversation, createdAt: try r.conversation(onB)!.hlc) }
+        ).id
+        let loser = survivor == onA ? onB : onA
+        for node in [a, b] {
+            let live = try await node.store.read { r in try r.distinctConversation(participants: ["alice", "bob"])?.conversation.id }
+            #expect(live == survivor)
+            #expect(try await node.store.read { r in try r.resolvedConversation(loser) } == survivor)
+        }
+        let stateA = try await Self.state(a, survivor, as: "alice"), stateB = try await Self.state(b, survivor, as: "alice")
+        #expect(stateA == stateB)
+        #expect(stateA?.messages.count == 2)
+        // The device that held the loser is told its new identifier.
+        let device = loser == onA ? alice : bob
+        var seen: [Change] = []
+        while !seen.contains(where: { if case .identifierChanged = $0.event { true } else { false } }) {
+            seen += try await device.nextChanges()
+        }
+        #expect(seen.contains { if case .identifierChanged(let i) = $0.event { i.from == loser && i.to == survivor } else { false } })
+    }
+
+    /// Concurrent metadata writes, membership changes, messages and receipts on two nodes,
+    /// delivered to a third node in random interleavings (each origin's operations in order):
+    /// every node ends with the same state. Replay a failure with its seed.
+    @Test(arguments: [11, 29, 4242, 90_001, 7] as [UInt64])
+    func arrivalOrderDoesNotChangeTheResult(seed: UInt64) async throws {
+        let a = try Self.node(1), b = try Self.node(2)
+        defer { Task { await a.close(); await b.close() } }
+        let alice = try await a.connect("alice"), bob = try await b.connect("bob")
+        let conversation = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(
+            conversationID: conversation, participants: ["bob", "carol"], options: ConversationOptions(isDistinct: false))))
+        try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("base")])))
+        try await Self.pull(b, from: a)
+        let base = try await a.engine.versionVector()
+
+        var random = DifferentialRandom(seed: seed)
+        for step in 0..<20 {
+            let (client, node) = random.next() % 2 == 0 ? (alice, "a") : (bob, "b")
+            switch random.next() % 4 {
+            case 0:
+                try await client.command(.setMetadata(SetMetadata(
+                    requestID: UUID(), conversationID: conversation, keyPath: try MetadataKeyPath(["k\(random.next() % 3)"]), value: .string("\(node)\(step)"))))
+            case 1:
+                let frame: Frame = random.next() % 2 == 0
+                    ? .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: ["dave"]))
+                    : .removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: ["dave"]))
+                try await client.command(frame)
+            case 2:
+                try await client.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("\(node)\(step)")])))
+            default:
+                if case .ack(let ack) = try await client.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("r\(step)")]))).reply,
+                   let position = ack.position {
+                    try await client.command(.deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: conversation, upTo: position)))
+                }
+            }
+        }
+        let fromA = try await a.engine.operations(missingFrom: base, limit: 256)
+        let fromB = try await b.engine.operations(missingFrom: base, limit: 256).filter { $0.origin == NodeID(2) }
+        let prefix = try await a.engine.operations(missingFrom: VersionVector(), limit: 256).filter { base.counters[$0.origin, default: 0] >= $0.counter }
+
+        // Two third nodes, each fed the concurrent operations in its own random interleaving.
+        var states: [ConversationState?] = []
+        for round in 0..<2 {
+            let c = try Self.node(3 + UInt64(round))
+            _ = try await c.engine.applyReplicated(prefix)
+            var i = 0, j = 0
+            while i < fromA.count || j < fromB.count {
+                let takeA = j == fromB.count || (i < fromA.count && random.next() % 2 == 0)
+                _ = try await c.engine.applyReplicated([takeA ? fromA[i] : fromB[j]])
+                if takeA { i += 1 } else { j += 1 }
+            }
+            states.append(try await Self.state(c, conversation, as: "carol"))
+            await c.close()
+        }
+        try await Self.pull(a, from: b)
+        try await Self.pull(b, from: a)
+        let onA = try await Self.state(a, conversation, as: "carol"), onB = try await Self.state(b, conversation, as: "carol")
+        #expect(onA != nil, "seed \(seed)")
+        #expect(onA == onB, "seed \(seed)")
+        #expect(states[0] == onA, "seed \(seed)")
+        #expect(states[1] == onA, "seed \(seed)")
+    }
+}
