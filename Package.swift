@@ -62,6 +62,10 @@ let package = Package(
         ),
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
+        // What tools on the same machine share with a zero-config node: its default address,
+        // its data directory's layout and the dev identity key that mints tokens it accepts.
+        // The node and the `lamina` CLI both use it; the CLI never links the node.
+        .target(name: "LaminaLocalNode", dependencies: ["LaminaModel", "LaminaTransport"]),
         // The relay node: storage (SQLite through GRDB), auth, sessions, sync, fan-out, server.
         .target(
             name: "LaminaNode",
@@ -70,6 +74,7 @@ let package = Package(
                 "LaminaWire",
                 "LaminaMerge",
                 "LaminaTransport",
+                "LaminaLocalNode",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -88,6 +93,7 @@ let package = Package(
             name: "lamina-node",
             dependencies: [
                 "LaminaNode",
+                "LaminaLocalNode",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -116,7 +122,7 @@ let package = Package(
                 "LaminaClient",
                 "LaminaModel",
                 "LaminaWire",
-                "LaminaNode",
+                "LaminaLocalNode",
             ]
         ),
         // The `lamina` command-line client: token, conversations, send, tail, chat.
@@ -167,6 +173,7 @@ let package = Package(
                 "LaminaModel",
                 "LaminaWire",
                 "LaminaNode",
+                "LaminaLocalNode",
                 "LaminaClient",
                 "CAllocationCounter",
                 "LaminaTransport",
@@ -214,13 +221,14 @@ let package = Package(
         ),
         .testTarget(
             name: "LaminaNodeTests",
-            dependencies: ["LaminaNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks"]
+            dependencies: ["LaminaNode", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks"]
         ),
         // A real node in-process (and the built binary) over TLS + HTTP/2 on loopback.
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "LaminaNode",
+                "LaminaLocalNode",
                 "LaminaClient",
                 "LaminaModel",
                 "LaminaWire",
@@ -240,6 +248,7 @@ let package = Package(
                 "LaminaClient",
                 "LaminaModel",
                 "LaminaNode",
+                "LaminaLocalNode",
                 "lamina",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

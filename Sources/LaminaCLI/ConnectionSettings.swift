@@ -1,7 +1,7 @@
 import Foundation
 import LaminaClient
+import LaminaLocalNode
 import LaminaModel
-import LaminaNode
 
 /// What a connected command needs, from its options: the user, the node, the file to trust
 /// it with, where the node's dev key is (to mint identity tokens) and where the client's
@@ -17,20 +17,17 @@ public struct ConnectionSettings: Hashable, Sendable {
     public var clientDataDirectory: URL
 
     /// The zero-config node's URL.
-    public static var defaultNodeURL: String {
-        let node = NodeServerConfiguration()
-        return "https://\(node.host):\(node.port)"
-    }
+    public static var defaultNodeURL: String { LocalNode.defaultURL }
 
     /// The zero-config node's data directory (relative to the current directory).
-    public static var defaultNodeDataDirectory: String { NodeServerConfiguration().dataDirectory }
+    public static var defaultNodeDataDirectory: String { LocalNode.defaultDataDirectory }
 
     /// The client's default data directory (relative to the current directory).
     public static let defaultClientDataDirectory = "./.lamina-client"
 
     /// The certificate a zero-config node writes into `nodeDataDirectory`.
     public static func defaultCAFile(nodeDataDirectory: URL) -> URL {
-        nodeDataDirectory.appendingPathComponent(NodeBootstrap.Files.certificate)
+        nodeDataDirectory.appendingPathComponent(LocalNode.Files.certificate)
     }
 
     /// Settings from command-line values (nil: the default). Relative paths are resolved

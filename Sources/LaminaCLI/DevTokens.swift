@@ -1,16 +1,17 @@
 import Foundation
+import LaminaLocalNode
 import LaminaModel
-import LaminaNode
+import LaminaWire
 
-/// Mints development identity tokens with a local node's dev identity provider key (the
-/// node library's `DevIdentityProvider`; no signing code here).
+/// Mints development identity tokens with a local node's dev identity provider key
+/// (`LaminaLocalNode`'s `DevIdentityProvider`; no signing code here, no node linked).
 public struct DevTokens: Sendable {
     public let provider: DevIdentityProvider
 
     /// Loads the key from `nodeDataDirectory`. Never creates one: a key the node does not
     /// have would mint tokens the node refuses.
     public init(nodeDataDirectory: URL) throws(CLIError) {
-        let directory = nodeDataDirectory.appendingPathComponent(NodeBootstrap.Files.devIdentity)
+        let directory = nodeDataDirectory.appendingPathComponent(LocalNode.Files.devIdentity)
         let key = directory.appendingPathComponent(DevIdentityProvider.privateKeyFile)
         guard FileManager.default.fileExists(atPath: key.path) else {
             throw CLIError(.devKeyMissing, "no dev identity key at \(key.path): start the node once (`swift run lamina-node`) or pass --node-data DIR (the node's data directory)")
@@ -30,6 +31,6 @@ public struct DevTokens: Sendable {
         }
     }
 
-    /// The longest nonce accepted (the node's own limit).
-    public static let maxNonceBytes = StorageLimits.maxNonceBytes
+    /// The longest nonce accepted: the NONCE frame's (SPEC §5.2).
+    public static let maxNonceBytes = WireLimits.default.maxTokenBytes
 }

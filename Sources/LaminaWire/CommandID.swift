@@ -20,6 +20,7 @@ extension Frame {
         case .nonceRequest(let f): f.requestID
         case .authenticate(let f): f.requestID
         case .resumeSession(let f): f.requestID
+        case .endSession(let f): f.requestID
         default: nil
         }
     }

@@ -135,6 +135,14 @@ public enum TypingState: UInt8, Hashable, Sendable, CaseIterable {
 /// +----------------------+-------------+
 /// ```
 public struct Typing: Hashable, Sendable {
+    /// How often, in milliseconds, a client re-sends `started` while its user types (SPEC §6.1).
+    public static let refreshMilliseconds: Int64 = 2_500
+    /// An indicator (`started` or `paused`) not refreshed for this many milliseconds is
+    /// `finished` (SPEC §6.1), on the node and in the SDK.
+    public static let expiryMilliseconds: Int64 = 6_000
+    /// ``expiryMilliseconds`` as a duration.
+    public static var expiry: Duration { .milliseconds(expiryMilliseconds) }
+
     public var conversationID: ConversationID
     public var state: TypingState
 

@@ -17,6 +17,7 @@ public enum Frame: Hashable, Sendable {
     case pong(Ping)
     case ack(Ack)
     case error(ErrorFrame)
+    case endSession(EndSession)
     // Conversations (SPEC §6.1)
     case createConversation(CreateConversation)
     case addParticipants(ParticipantsUpdate)
@@ -56,6 +57,7 @@ public enum Frame: Hashable, Sendable {
         case .pong: .pong
         case .ack: .ack
         case .error: .error
+        case .endSession: .endSession
         case .createConversation: .createConversation
         case .addParticipants: .addParticipants
         case .removeParticipants: .removeParticipants
@@ -162,6 +164,7 @@ extension Frame {
         case .pong(let f): f.encode(into: &b)
         case .ack(let f): f.encode(into: &b)
         case .error(let f): try f.encode(into: &b)
+        case .endSession(let f): f.encode(into: &b)
         case .createConversation(let f): try f.encode(into: &b)
         case .addParticipants(let f): try f.encode(into: &b)
         case .removeParticipants(let f): try f.encode(into: &b)
@@ -200,6 +203,7 @@ extension Frame {
         case .pong: frame = .pong(try Ping.decode(from: &b, limits))
         case .ack: frame = .ack(try Ack.decode(from: &b, limits))
         case .error: frame = .error(try ErrorFrame.decode(from: &b, limits))
+        case .endSession: frame = .endSession(try EndSession.decode(from: &b, limits))
         case .createConversation: frame = .createConversation(try CreateConversation.decode(from: &b, limits))
         case .addParticipants: frame = .addParticipants(try ParticipantsUpdate.decode(from: &b, limits))
         case .removeParticipants: frame = .removeParticipants(try ParticipantsUpdate.decode(from: &b, limits))

@@ -12,6 +12,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case pong = 0x0009
     case ack = 0x000A
     case error = 0x000B
+    case endSession = 0x000C
 
     case createConversation = 0x0101
     case addParticipants = 0x0102
@@ -51,6 +52,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .pong: "pong"
         case .ack: "ack"
         case .error: "error"
+        case .endSession: "end-session"
         case .createConversation: "create-conversation"
         case .addParticipants: "add-participants"
         case .removeParticipants: "remove-participants"
@@ -80,7 +82,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         let fixed: Int
         switch self {
         case .ping, .pong: fixed = 8
-        case .nonceRequest: fixed = 16
+        case .nonceRequest, .endSession: fixed = 16
         case .typing, .sync: fixed = 32
         case .markRead, .markAllRead, .deleteConversation, .deleteMessage, .deliveryReceipt, .fetchHistory, .welcome: fixed = 64
         case .ack: fixed = 128

@@ -24,6 +24,8 @@ extension Frame {
             o["maxFrameSize"] = .number(Int64(f.maxFrameSize))
         case .nonceRequest(let f):
             o["requestID"] = .uuid(f.requestID)
+        case .endSession(let f):
+            o["requestID"] = .uuid(f.requestID)
         case .nonce(let f):
             o["requestID"] = .uuid(f.requestID)
             o["nonce"] = .string(f.nonce)

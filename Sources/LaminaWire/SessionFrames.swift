@@ -158,6 +158,19 @@ public struct ResumeSession: Hashable, Sendable {
     }
 }
 
+/// END_SESSION (0x000C), client -> node: revoke the session this stream authenticated with
+/// (signing out). Answered by ACK once the revocation is durable; then the node ends the
+/// stream, and every other stream of the session with a fatal `session-revoked` (SPEC §5.8).
+/// ```
+/// +------------------+
+/// | request id (16)  |
+/// +------------------+
+/// ```
+public struct EndSession: Hashable, Sendable {
+    public var requestID: UUID
+    public init(requestID: UUID) { self.requestID = requestID }
+}
+
 /// PING (0x0008) / PONG (0x0009), either direction: an opaque value echoed back.
 /// ```
 /// +----------------+
@@ -284,6 +297,13 @@ extension NonceRequest {
     func encode(into b: inout ByteBuffer) { b.writeUUID(requestID) }
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> NonceRequest {
         NonceRequest(requestID: try b.readUUID("the request id"))
+    }
+}
+
+extension EndSession {
+    func encode(into b: inout ByteBuffer) { b.writeUUID(requestID) }
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> EndSession {
+        EndSession(requestID: try b.readUUID("the request id"))
     }
 }
 

@@ -60,13 +60,14 @@ enum Table {
         let badToken: @Sendable (ProbeContext) -> Frame = { _ in .authenticate(Authenticate(requestID: UUID(), identityToken: "not-a-jwt", deviceID: UUID())) }
         let resume: @Sendable (ProbeContext) -> Frame = { _ in .resumeSession(ResumeSession(requestID: UUID(), sessionToken: "no-such-session", deviceID: UUID())) }
         let ping: @Sendable (ProbeContext) -> Frame = { _ in .ping(Ping(payload: 7)) }
+        let endSession: @Sendable (ProbeContext) -> Frame = { _ in .endSession(EndSession(requestID: UUID())) }
         let pong: @Sendable (ProbeContext) -> Frame = { _ in .pong(Ping(payload: 7)) }
         let error: @Sendable (ProbeContext) -> Frame = { _ in .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: false)) }
         let fatalError: @Sendable (ProbeContext) -> Frame = { _ in .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: true)) }
 
         // Before HELLO: only HELLO.
         add(&out, .beforeHello, "HELLO", hello, .frame("WELCOME"), answerID: none)
-        for (name, frame) in [("NONCE_REQUEST", nonceRequest), ("AUTHENTICATE", badToken), ("RESUME_SESSION", resume), ("PING", ping), ("PONG", pong), ("ERROR", error)] {
+        for (name, frame) in [("NONCE_REQUEST", nonceRequest), ("AUTHENTICATE", badToken), ("RESUME_SESSION", resume), ("END_SESSION", endSession), ("PING", ping), ("PONG", pong), ("ERROR", error)] {
             add(&out, .beforeHello, name, frame, unexpected, answerID: none)
         }
         for (name, frame) in commands { add(&out, .beforeHello, name, frame, unexpected, answerID: none) }
@@ -81,6 +82,7 @@ enum Table {
         add(&out, .beforeAuthentication, "AUTHENTICATE", { c in .authenticate(Authenticate(requestID: UUID(), identityToken: c.token, deviceID: UUID())) }, .frame("AUTHENTICATED"))
         add(&out, .beforeAuthentication, "AUTHENTICATE (bad token)", badToken, .error("malformed-token", fatal: false))
         add(&out, .beforeAuthentication, "RESUME_SESSION (unknown token)", resume, .error("session-expired", fatal: false))
+        add(&out, .beforeAuthentication, "END_SESSION", endSession, authenticationRequired)
         add(&out, .beforeAuthentication, "PING", ping, .frame("PONG"), answerID: none)
         add(&out, .beforeAuthentication, "PONG", pong, .nothing, answerID: none)
         add(&out, .beforeAuthentication, "ERROR", error, .nothing, answerID: none)
@@ -94,6 +96,7 @@ enum Table {
         add(&out, .authenticated, "NONCE_REQUEST", nonceRequest, .frame("NONCE"))
         add(&out, .authenticated, "AUTHENTICATE", badToken, unexpected, answerID: none)
         add(&out, .authenticated, "RESUME_SESSION", resume, unexpected, answerID: none)
+        add(&out, .authenticated, "END_SESSION", endSession, .frame("ACK"))
         add(&out, .authenticated, "PING", ping, .frame("PONG"), answerID: none)
         add(&out, .authenticated, "PONG", pong, .nothing, answerID: none)
         add(&out, .authenticated, "ERROR", error, .nothing, answerID: none)

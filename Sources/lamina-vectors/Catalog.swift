@@ -56,6 +56,8 @@ let validVectors: [ValidVector] = [
           frame: .authenticated(Authenticated(requestID: u(2), sessionToken: "st_0123456789abcdef", identity: Identity(userID: user("alice"), displayName: "Alice Ö", avatarURL: nil), expiresAt: Timestamp(millisecondsSince1970: t0.millisecondsSince1970 + 86_400_000)))),
     .init(name: "resume-session", description: "RESUME_SESSION with an earlier session token.",
           frame: .resumeSession(ResumeSession(requestID: u(3), sessionToken: "st_0123456789abcdef", deviceID: u(0xD1)))),
+    .init(name: "end-session", description: "END_SESSION: revoke this stream's session (signing out).",
+          frame: .endSession(EndSession(requestID: u(0x0E)))),
     .init(name: "ping", description: "PING.", frame: .ping(Ping(payload: 42))),
     .init(name: "pong", description: "PONG echoing the largest payload.", frame: .pong(Ping(payload: UInt64.max))),
     .init(name: "ack-message", description: "ACK of a sent message: position and sent-at.",

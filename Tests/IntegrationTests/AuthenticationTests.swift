@@ -1,4 +1,5 @@
 import Foundation
+import LaminaLocalNode
 import LaminaModel
 import LaminaNode
 import LaminaWire

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaLocalNode
 import LaminaNode
 import LaminaWire
 import NIOCore

@@ -71,22 +71,6 @@ struct SplitMix64: RandomNumberGenerator {
 }
 
 @Suite struct QueryControllerTests {
-    /// The next update from a controller, or a failure after a timeout.
-    private func nextUpdate<O>(_ iterator: inout AsyncThrowingStream<QueryUpdate<O>, any Error>.Iterator) async throws -> QueryUpdate<O> {
-        let box = UnsafeIteratorBox(iterator)
-        let update = try await withThrowingTaskGroup(of: QueryUpdate<O>?.self) { group in
-            group.addTask { try await box.next() }
-            group.addTask {
-                try await Task.sleep(for: .seconds(5))
-                throw ClientError(.timedOut, "no query update arrived")
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
-        }
-        iterator = box.iterator
-        return try #require(update)
-    }
-
     @Test func reportsInsertsDeletesMovesAndUpdates() async throws {
         try await withStore { store in
             let c1 = try conversation([alice, bob])
@@ -147,6 +131,22 @@ struct SplitMix64: RandomNumberGenerator {
             conversations.stop()
         }
     }
+}
+
+/// The next update from a controller, or a failure after a timeout.
+func nextUpdate<O>(_ iterator: inout AsyncThrowingStream<QueryUpdate<O>, any Error>.Iterator) async throws -> QueryUpdate<O> {
+    let box = UnsafeIteratorBox(iterator)
+    let update = try await withThrowingTaskGroup(of: QueryUpdate<O>?.self) { group in
+        group.addTask { try await box.next() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(5))
+            throw ClientError(.timedOut, "no query update arrived")
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+    iterator = box.iterator
+    return try #require(update)
 }
 
 /// Lets a task group child drive an iterator the caller owns between calls.

@@ -16,6 +16,8 @@ struct NodeSnapshot: Sendable {
     var connections = 0
     var receipts: [DeliveryReceipt] = []
     var typing: [Typing] = []
+    /// Sessions ended by END_SESSION (their tokens revoked).
+    var endedSessions = 0
     /// Frames received while the node was held (`holdAtNextCreation`), not processed yet.
     var held: [FrameType] = []
 }
@@ -28,6 +30,7 @@ actor FakeNode {
     private struct Session {
         var channel: FakeChannelEnd
         var user: UserID?
+        var token: String?
         var live = false
     }
 
@@ -201,6 +204,14 @@ actor FakeNode {
             snapshot.resumes += 1
             authenticate(&session, user: user, requestID: r.requestID, key: key)
             return
+        case .endSession(let r) where session.user != nil:
+            if let token = session.token { sessionTokens[token] = nil }
+            snapshot.endedSessions += 1
+            end.deliver(.ack(Ack(requestID: r.requestID)))
+            sessions[key] = nil
+            end.closeBoth()
+            refreshLive()
+            return
         default:
             break
         }
@@ -350,6 +361,7 @@ actor FakeNode {
         let token = "session-\(UUID().uuidString)"
         sessionTokens[token] = user
         session.user = user
+        session.token = token
         sessions[key] = session
         session.channel.deliver(.authenticated(Authenticated(requestID: requestID, sessionToken: token, identity: Identity(userID: user, displayName: user.rawValue.capitalized), expiresAt: Timestamp(millisecondsSince1970: 3_600_000))))
     }

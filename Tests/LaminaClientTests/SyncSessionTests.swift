@@ -184,6 +184,8 @@ import Testing
         try await withDevices { root in
             let node = FakeNode()
             let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            let delegate = FailureRecordingDelegate()
+            a.client.addDelegate(delegate)
             try await a.connect()
             try await node.waitFor("live") { $0.liveSessions == 1 }
             let c = try a.client.newConversation(participants: [bob])
@@ -201,6 +203,11 @@ import Testing
             #expect(failure.code == WireError.Code.notAParticipant.wireValue)
             #expect(failure.reason == "rejected by the test")
             #expect(try a.client.isSent(refused.id) == false)
+            // The delegate hears of the failure for good, not of the retried one.
+            try await delegate.failures.waitFor("the failure at the delegate") { !$0.isEmpty }
+            #expect(delegate.failures.all == [failure])
+            #expect(failure.error.code == ClientError.Code(rawValue: WireError.Code.notAParticipant.name))
+            #expect(failure.error.reason == "rejected by the test")
             await a.client.disconnect()
         }
     }
@@ -351,10 +358,23 @@ import Testing
             try await a.client.deauthenticate()
             #expect(!FileManager.default.fileExists(atPath: folder.path))
             #expect(a.client.authenticatedUser == nil)
+            #expect(await node.snapshot.endedSessions == 1)
+            #expect(await node.snapshot.connections == 1)  // signed out: no reconnect
             // A new client of the same user starts empty and authenticates anew.
             let again = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
             #expect(try again.client.conversation(c.id) == nil)
             #expect(try again.client.store.sessionToken() == nil)
+        }
+    }
+
+    @Test func deauthenticateNeedsALiveSessionAndKeepsTheDataWithout() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            let c = try a.client.newConversation(participants: [bob])
+            await #expect { try await a.client.deauthenticate() } throws: { ($0 as? ClientError)?.code == .notConnected }
+            #expect(try a.client.conversation(c.id) != nil)
+            #expect(await node.snapshot.endedSessions == 0)
         }
     }
 

@@ -41,6 +41,13 @@ final class Recorder<Value: Sendable>: @unchecked Sendable {
     }
 }
 
+/// A delegate that records the operations it is told failed.
+final class FailureRecordingDelegate: LaminaClientDelegate {
+    let failures = Recorder<OutboxFailure>()
+    func objectsDidChange(_ changes: [ObjectChange]) {}
+    func didFailOperation(_ failure: OutboxFailure) { failures.append(failure) }
+}
+
 struct TimedOut: Error, CustomStringConvertible {
     var what: String
     var description: String { "timed out waiting for \(what)" }

@@ -1,4 +1,5 @@
 import Foundation
+@testable import LaminaLocalNode
 import LaminaModel
 import LaminaTransport
 import LaminaWire
@@ -135,6 +136,44 @@ import Testing
         #expect(try await third.outbound.expectNext().errorFrame?.code == .sessionRevoked)
         guard case .nonce = try await third.outbound.expectNext() else { Issue.record("no nonce after revoked"); return }
         #expect(third.session.user == nil)
+        await h.close()
+    }
+
+    @Test func endSessionRevokesTheSessionAndEndsItsStreams() async throws {
+        let h = try EngineHarness()
+        let device = UUID()
+        let first = try await h.connect("alice", device: device)
+        let second = try await h.open()
+        second.session.receive(.resumeSession(ResumeSession(requestID: UUID(), sessionToken: first.sessionToken, deviceID: device)))
+        guard case .authenticated = try await second.outbound.expectNext() else { Issue.record("resume failed"); return }
+        // Another session of the same user is not touched.
+        let other = try await h.connect("alice", device: UUID())
+
+        let id = UUID()
+        first.session.receive(.endSession(EndSession(requestID: id)))
+        guard case .ack(let ack) = try await first.outbound.expectNext() else { Issue.record("END_SESSION not acknowledged"); return }
+        #expect(ack == Ack(requestID: id))
+        #expect(await first.outbound.next(timeout: .seconds(1)) == nil)
+        #expect(first.outbound.closedWith == .some(nil))  // ended without an ERROR
+        #expect(try await second.outbound.expectNext().errorFrame?.code == .sessionRevoked)
+        #expect(second.outbound.isClosed)
+        #expect(!other.outbound.isClosed)
+
+        let third = try await h.open()
+        third.session.receive(.resumeSession(ResumeSession(requestID: UUID(), sessionToken: first.sessionToken, deviceID: device)))
+        #expect(try await third.outbound.expectNext().errorFrame?.code == .sessionRevoked)
+        await h.close()
+    }
+
+    @Test func endSessionBeforeAuthenticationIsRefused() async throws {
+        let h = try EngineHarness()
+        let client = try await h.open()
+        let id = UUID()
+        client.session.receive(.endSession(EndSession(requestID: id)))
+        let error = try await client.outbound.expectNext().errorFrame
+        #expect(error?.code == .authenticationRequired)
+        #expect(error?.requestID == id)
+        #expect(error?.isFatal == false)
         await h.close()
     }
 

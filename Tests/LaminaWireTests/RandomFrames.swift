@@ -148,6 +148,7 @@ struct RandomFrames {
             return .hello(Hello(minVersion: lo, maxVersion: lo + UInt16(int(0...3)), features: FeatureSet(rawValue: u64()), agent: string(60)))
         case .welcome: return .welcome(Welcome(version: UInt16(int(1...65_535)), features: FeatureSet(rawValue: u64()), nodeID: NodeID(u64()), serverTime: timestamp(), maxFrameSize: u32()))
         case .nonceRequest: return .nonceRequest(NonceRequest(requestID: uuid()))
+        case .endSession: return .endSession(EndSession(requestID: uuid()))
         case .nonce: return .nonce(Nonce(requestID: uuid(), nonce: string(64), expiresAt: timestamp()))
         case .authenticate: return .authenticate(Authenticate(requestID: uuid(), identityToken: string(int(0...1) == 0 ? 8_000 : 300), deviceID: uuid()))
         case .authenticated: return .authenticated(Authenticated(requestID: uuid(), sessionToken: string(100), identity: Identity(userID: user(), displayName: optional { $0.string(40) }, avatarURL: optional { $0.string(80) }), expiresAt: timestamp()))

@@ -21,10 +21,14 @@ public final class LaminaClient: @unchecked Sendable {
     private var engine: SyncEngine?
     private var engineTask: Task<Void, Never>?
     private var typingTask: Task<Void, Never>?
+    private var indicatorTask: Task<Void, Never>?
     private var identity: Identity?
     private var typingScheduler = TypingScheduler()
     private let typingSignal: AsyncStream<Void>.Continuation
     private let typingSignals: AsyncStream<Void>
+    /// Others' typing state (their indicators, ended when not refreshed for 6 s).
+    private var indicators = TypingIndicators()
+    private let indicatorSignal: AsyncStream<Void>.Continuation
     private let eventContinuation: AsyncStream<SyncEvent>.Continuation
     /// The sync engine's events (states, authentication, others' typing, reconnects,
     /// failures) for as long as the client lives. One consumer.
@@ -39,10 +43,26 @@ public final class LaminaClient: @unchecked Sendable {
         self.environment = environment
         self.store = try LocalStore(location: StoreLocation(dataDirectory: configuration.dataDirectory, user: user))
         (typingSignals, typingSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let indicatorSignals: AsyncStream<Void>
+        (indicatorSignals, indicatorSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         (syncEvents, eventContinuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(SyncEngine.eventBufferLimit))
         transfers = try ContentTransfers(store: store, environment: environment)
         transfers.uploader.outboxChanged = { [weak self] in self?.outboxDidChange() }
         transfers.uploader.messageFailed = { [continuation = eventContinuation] in continuation.yield(.commandFailed($0)) }
+        indicatorTask = Task { [weak self, environment, eventContinuation] in
+            // Holds the client only while it looks at the indicators, never across a wait.
+            var signals = indicatorSignals.makeAsyncIterator()
+            while !Task.isCancelled {
+                guard let next = self.map({ $0.nextIndicatorDeadline() }) else { return }
+                if let deadline = next {
+                    let wait = max(0, deadline.millisecondsSince1970 - environment.now().millisecondsSince1970)
+                    do { try await environment.sleep(.milliseconds(wait)) } catch { return }
+                    for change in self?.expireIndicators() ?? [] { eventContinuation.yield(.typing(change)) }
+                } else if await signals.next() == nil {
+                    return
+                }
+            }
+        }
     }
 
     deinit {
@@ -50,6 +70,8 @@ public final class LaminaClient: @unchecked Sendable {
         engineTask?.cancel()
         typingTask?.cancel()
         typingSignal.finish()
+        indicatorTask?.cancel()
+        indicatorSignal.finish()
         eventContinuation.finish()
     }
 
@@ -69,7 +91,16 @@ public final class LaminaClient: @unchecked Sendable {
         await previous?.stop()
         let forward = Task { [weak self, events = engine.events, continuation = eventContinuation] in
             for await event in events {
-                if case .authenticated(let identity) = event { self?.lock.withLock { self?.identity = identity } }
+                switch event {
+                case .authenticated(let identity):
+                    self?.lock.withLock { self?.identity = identity }
+                case .typing(let typing):
+                    guard let self, let change = self.receiveIndicator(typing) else { continue }
+                    continuation.yield(.typing(change))
+                    continue
+                default:
+                    break
+                }
                 continuation.yield(event)
             }
         }
@@ -103,9 +134,14 @@ public final class LaminaClient: @unchecked Sendable {
         try store.close()
     }
 
-    /// Disconnects, closes the store and deletes all of this user's local data. The client
-    /// is unusable afterwards.
+    /// Signs the user out: ends the session on the node (its token is refused from then on,
+    /// SPEC §5.8), then disconnects, closes the store and deletes all of this user's local
+    /// data. The client is unusable afterwards. Needs a live session: throws `.notConnected`
+    /// otherwise (and when the node cannot be reached before it answers), keeping the data,
+    /// so the app can try again once connected.
     public func deauthenticate() async throws(ClientError) {
+        guard let engine = currentEngine else { throw ClientError(.notConnected, "connect first: signing out ends the session on the node") }
+        try await engine.endSession()
         await disconnect()
         try store.closeAndWipe()
         lock.withLock { identity = nil }
@@ -160,6 +196,31 @@ public final class LaminaClient: @unchecked Sendable {
         }
     }
 
+    /// Who else is typing (or paused) in a conversation: the indicators received, each ended
+    /// by `finished` or when not refreshed for 6 s (SPEC §6.1); `syncEvents` reports each
+    /// change of this state once.
+    public func typingParticipants(in conversation: ConversationID) -> [UserID: TypingState] {
+        lock.withLock { indicators.states(in: conversation) }
+    }
+
+    /// Records another participant's indicator; returns the change to report, if any.
+    private func receiveIndicator(_ typing: TypingChanged) -> TypingChanged? {
+        let now = environment.now()
+        let change = lock.withLock { indicators.receive(typing, now: now) }
+        if change != nil { indicatorSignal.yield() }
+        return change
+    }
+
+    private func nextIndicatorDeadline() -> Timestamp? { lock.withLock { indicators.nextDeadline } }
+
+    /// Ends others' indicators not refreshed in time; returns the `finished` changes to report.
+    /// (Every indicator ends 6 s after its last refresh, so a new deadline is never earlier
+    /// than the one waited for: the expiry task only needs waking when none was running.)
+    private func expireIndicators() -> [TypingChanged] {
+        let now = environment.now()
+        return lock.withLock { indicators.expire(now: now) }
+    }
+
     // MARK: reading (the local store)
 
     public func conversation(_ id: ConversationID) throws(ClientError) -> StoredConversation? { try store.conversation(id) }
@@ -167,9 +228,12 @@ public final class LaminaClient: @unchecked Sendable {
     public func messages(in conversation: ConversationID) throws(ClientError) -> [StoredMessage] { try store.messages(in: conversation) }
     public func execute<Object>(_ query: Query<Object>) throws(ClientError) -> [Object] { try store.execute(query) }
     public func count<Object>(_ query: Query<Object>) throws(ClientError) -> Int { try store.count(query) }
-    /// A live query controller over the local store (call `start()` on it).
-    public func queryController<Object>(for query: Query<Object>) throws(ClientError) -> QueryController<Object> {
-        try QueryController(store: store, query: query)
+    /// A live query controller over the local store (call `start()` on it), reporting updates
+    /// only for changes of `updatableProperties` when given, and holding only the first n
+    /// (n > 0) or last -n (n < 0) results when `paginationWindow` is given.
+    public func queryController<Object>(for query: Query<Object>, updatableProperties: Set<String>? = nil,
+                                        paginationWindow: Int? = nil) throws(ClientError) -> QueryController<Object> {
+        try QueryController(store: store, query: query, updatableProperties: updatableProperties, paginationWindow: paginationWindow)
     }
     /// Every batch of object changes committed from now on.
     public func changes() -> AsyncStream<[ObjectChange]> { store.changes() }

@@ -2,11 +2,21 @@ import Dispatch
 import Foundation
 import LaminaModel
 
-/// Receives every batch of object changes the local store commits, in commit order,
-/// on a serial queue of the store's (never on the database writer).
+/// Receives every batch of object changes the local store commits, in commit order, and
+/// every operation that failed after it was accepted locally, on a serial queue of the
+/// store's (never on the database writer).
 public protocol LaminaClientDelegate: AnyObject, Sendable {
     /// One committed transaction's changes, in the order they were made.
     func objectsDidChange(_ changes: [ObjectChange])
+    /// An operation the client accepted (and queued) failed for good: the node refused it, or
+    /// its content could not be uploaded. It left the outbox; `failure` names it and carries
+    /// the node's code and reason (`failure.error`). Layer's `didFailOperationWithError:`.
+    /// Called after the objects' changes of the same transaction. Does nothing by default.
+    func didFailOperation(_ failure: OutboxFailure)
+}
+
+extension LaminaClientDelegate {
+    public func didFailOperation(_ failure: OutboxFailure) {}
 }
 
 /// Fans committed change batches out to async-sequence subscribers and delegates.
@@ -60,6 +70,13 @@ final class ChangeHub: @unchecked Sendable {
         if !targets.isEmpty {
             delegateQueue.async { for target in targets { target.objectsDidChange(batch) } }
         }
+    }
+
+    /// Tells the delegates that an operation failed after it was accepted locally.
+    func publishFailure(_ failure: OutboxFailure) {
+        let targets = lock.withLock { delegates.values.compactMap(\.delegate) }
+        guard !targets.isEmpty else { return }
+        delegateQueue.async { for target in targets { target.didFailOperation(failure) } }
     }
 
     /// Ends every subscriber's stream (the store is closing).

@@ -6,16 +6,39 @@ import LaminaModel
 public protocol QueryableObject: Hashable, Sendable, Identifiable where ID: LaminaIdentifier {
     static var queryTarget: QueryTarget { get }
     static func load(_ db: Database, row: Row) throws -> Self
+    /// The property names a query controller's `updatableProperties` may list: those of the
+    /// object changes (`ConversationProperty`, `MessageProperty`).
+    static var updatableProperties: Set<String> { get }
+    /// The names of the properties whose values differ from `old` (the same object before).
+    func changedProperties(since old: Self) -> Set<String>
 }
 
 extension StoredConversation: QueryableObject {
     public static var queryTarget: QueryTarget { .conversations }
     public static func load(_ db: Database, row: Row) throws -> StoredConversation { try StoreReader.conversation(db, row: row) }
+    public static let updatableProperties: Set<String> = [
+        ConversationProperty.identifier, ConversationProperty.participants, ConversationProperty.isDistinct, ConversationProperty.metadata,
+        ConversationProperty.deliveryReceiptsEnabled, ConversationProperty.isSynced, ConversationProperty.lastMessage,
+        ConversationProperty.totalMessageCount, ConversationProperty.unreadMessageCount,
+    ]
+    public func changedProperties(since old: StoredConversation) -> Set<String> {
+        Set(ChangeComputation.conversationUpdates(before: old, after: self).compactMap(\.property))
+    }
 }
 
 extension StoredMessage: QueryableObject {
     public static var queryTarget: QueryTarget { .messages }
     public static func load(_ db: Database, row: Row) throws -> StoredMessage { try StoreReader.message(db, row: row) }
+    public static let updatableProperties: Set<String> = [
+        MessageProperty.conversation, MessageProperty.position, MessageProperty.sentAt, MessageProperty.isSent, MessageProperty.parts,
+        MessageProperty.recipientStatus, MessageProperty.isUnread, MessageProperty.receivedAt,
+    ]
+    /// A part's local state (its transfer) counts as a change of `parts`.
+    public func changedProperties(since old: StoredMessage) -> Set<String> {
+        var out = Set(ChangeComputation.messageUpdates(before: old, after: self).compactMap(\.property))
+        if partStates != old.partStates { out.insert(MessageProperty.parts) }
+        return out
+    }
 }
 
 /// A query over conversations (`Query<StoredConversation>`) or messages
@@ -71,5 +94,28 @@ extension LocalStore {
     public func count<Object>(_ query: Query<Object>) throws(ClientError) -> Int {
         let (sql, args) = try query.statement("\(Object.queryTarget.table).id")
         return try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(sql))", arguments: args) ?? 0 }
+    }
+}
+
+extension LocalStore {
+    /// The objects of `query` inside a pagination window, and how many `query` returns in
+    /// all, read in one transaction. `window` n > 0: the first n; n < 0: the last -n; nil: all.
+    func execute<Object>(_ query: Query<Object>, window: Int?) throws(ClientError) -> (objects: [Object], total: Int) {
+        guard let window else {
+            let all = try execute(query)
+            return (all, all.count)
+        }
+        let table = Object.queryTarget.table
+        let (countSQL, countArguments) = try query.statement("\(table).id")
+        return try read { db in
+            let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(countSQL))", arguments: countArguments) ?? 0
+            let size = Int(window.magnitude)
+            let start = window > 0 ? 0 : max(0, total - size)
+            var windowed = query
+            windowed.offset = query.offset + start
+            windowed.limit = min(size, total - start)
+            let (sql, arguments) = try windowed.statement("\(table).*")
+            return (try Row.fetchAll(db, sql: sql, arguments: arguments).map { try Object.load(db, row: $0) }, total)
+        }
     }
 }

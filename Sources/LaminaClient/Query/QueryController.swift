@@ -9,11 +9,22 @@ public struct QueryUpdate<Object: QueryableObject>: Sendable {
 
 /// A live query: runs once on `start()`, then again after every committed change that can
 /// affect it, and reports inserts, deletes, moves and updates against the previous results.
+///
+/// As Layer's `LYRQueryController`: `updatableProperties` limits the updates reported to
+/// changes of the listed properties (inserts, deletes and moves are always reported), and a
+/// `paginationWindow` holds only the first n (n > 0) or last -n (n < 0) of the query's
+/// results, with `totalNumberOfObjects` counting them all.
 public final class QueryController<Object: QueryableObject>: @unchecked Sendable {
     public let query: Query<Object>
     private let store: LocalStore
     private let lock = NSLock()
+    /// Held for a whole refresh, so refreshes (from changes, or a new window) apply in order.
+    private let refreshLock = NSLock()
     private var current: [Object] = []
+    private var total = 0
+    private var window: Int?
+    private var updatable: Set<String>?
+    private var started = false
     private var task: Task<Void, Never>?
     private let continuation: AsyncThrowingStream<QueryUpdate<Object>, any Error>.Continuation
     /// Every refresh that changed the results, in order. Ends when the controller stops;
@@ -23,13 +34,55 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
     /// Updates waiting for the consumer before the stream ends.
     public static var maxPendingUpdates: Int { 1_000 }
 
-    /// Checks the query; nothing runs until `start()`.
-    public init(store: LocalStore, query: Query<Object>) throws(ClientError) {
+    /// Checks the query, the properties and the window; nothing runs until `start()`.
+    public init(store: LocalStore, query: Query<Object>, updatableProperties: Set<String>? = nil, paginationWindow: Int? = nil) throws(ClientError) {
         try query.validate()
+        try Self.validate(updatableProperties: updatableProperties)
+        try Self.validate(paginationWindow: paginationWindow)
         self.store = store
         self.query = query
+        self.updatable = updatableProperties
+        self.window = paginationWindow
         (updates, continuation) = AsyncThrowingStream.makeStream(bufferingPolicy: .bufferingOldest(Self.maxPendingUpdates))
     }
+
+    static func validate(updatableProperties: Set<String>?) throws(ClientError) {
+        guard let unknown = updatableProperties?.subtracting(Object.updatableProperties).min() else { return }
+        throw ClientError(.unknownProperty, "\(Object.queryTarget.rawValue) have no updatable property '\(unknown.prefix(200))'")
+    }
+
+    static func validate(paginationWindow: Int?) throws(ClientError) {
+        guard let window = paginationWindow else { return }
+        guard window != 0, window.magnitude <= UInt(QueryLimits.maxLimit) else {
+            throw ClientError(.invalidArgument, "a pagination window is 1...\(QueryLimits.maxLimit) objects from the start or the end, not \(window)")
+        }
+    }
+
+    /// The properties whose changes are reported as updates; nil: every change.
+    public var updatableProperties: Set<String>? { lock.withLock { updatable } }
+
+    /// Reports from the next refresh on only updates of these properties (nil: every change).
+    public func setUpdatableProperties(_ properties: Set<String>?) throws(ClientError) {
+        try Self.validate(updatableProperties: properties)
+        lock.withLock { updatable = properties }
+    }
+
+    /// The first n (n > 0) or the last -n (n < 0) of the query's results are held; nil: all.
+    public var paginationWindow: Int? { lock.withLock { window } }
+
+    /// Moves or resizes the window (e.g. one page more of older messages: a larger negative
+    /// window). Once started, the results are re-read at once and the difference reported.
+    public func setPaginationWindow(_ paginationWindow: Int?) throws(ClientError) {
+        try Self.validate(paginationWindow: paginationWindow)
+        let running = lock.withLock { () -> Bool in
+            window = paginationWindow
+            return started
+        }
+        if running { refresh() }
+    }
+
+    /// How many objects the query returns, the window aside (as of the latest refresh).
+    public var totalNumberOfObjects: Int { lock.withLock { total } }
 
     deinit {
         task?.cancel()
@@ -43,9 +96,13 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
     @discardableResult
     public func start() throws(ClientError) -> [Object] {
         let stream = store.changes()   // subscribe before the first run: no change is missed
-        let first = try store.execute(query)
+        refreshLock.lock()
+        defer { refreshLock.unlock() }
+        let (first, count) = try store.execute(query, window: paginationWindow)
         lock.withLock {
             current = first
+            total = count
+            started = true
             task?.cancel()
             task = Task { [weak self] in
                 for await batch in stream {
@@ -59,7 +116,7 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
 
     /// Stops following changes and ends `updates`.
     public func stop() {
-        lock.withLock { task?.cancel(); task = nil }
+        lock.withLock { task?.cancel(); task = nil; started = false }
         continuation.finish()
     }
 
@@ -73,8 +130,11 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
 
     /// Re-runs the query and reports the difference, if any.
     private func refresh() {
+        refreshLock.lock()
+        defer { refreshLock.unlock() }
         let next: [Object]
-        do { next = try store.execute(query) } catch {
+        let count: Int
+        do { (next, count) = try store.execute(query, window: paginationWindow) } catch {
             continuation.finish(throwing: error)
             stop()
             return
@@ -82,13 +142,22 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
         let update: QueryUpdate<Object>? = lock.withLock {
             let previous = current
             current = next
+            total = count
             let before = Dictionary(previous.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-            let changed = Set(next.filter { obj in before[obj.id].map { $0 != obj } ?? false }.map(\.id))
+            let changed = Set(next.filter { obj in before[obj.id].map { Self.isUpdate(from: $0, to: obj, reporting: updatable) } ?? false }.map(\.id))
             let changes = QueryDiff.diff(old: previous.map(\.id), new: next.map(\.id), changed: changed)
             return changes.isEmpty ? nil : QueryUpdate(objects: next, changes: changes)
         }
         if let update, case .dropped = continuation.yield(update) {
             continuation.finish(throwing: ClientError(.queryTooComplex, "the consumer fell \(Self.maxPendingUpdates) updates behind; restart the controller"))
         }
+    }
+
+    /// Whether an object held before and after a refresh is reported as updated: its value
+    /// changed, in one of `properties` when they are given.
+    static func isUpdate(from old: Object, to new: Object, reporting properties: Set<String>?) -> Bool {
+        guard old != new else { return false }
+        guard let properties else { return true }
+        return !new.changedProperties(since: old).isDisjoint(with: properties)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LaminaModel
+import LaminaWire
 
 /// A command the node refused for good (a non-transient ERROR): taken out of the outbox
 /// and kept with the node's code and reason, so the app can see why it did not go out.
@@ -21,27 +22,34 @@ public struct OutboxFailure: Hashable, Sendable {
         self.reason = reason
         self.failedAt = failedAt
     }
+
+    /// The failure as an error: the node's code (by its SPEC §9 name) and reason.
+    public var error: ClientError { ClientError(ClientError.Code(rawValue: WireError.Code(wireValue: code).name), reason) }
 }
 
 extension LocalStore {
     /// The longest failure reason kept, in UTF-8 bytes (the wire's free-text limit).
     public static let maxFailureReasonBytes = 1_024
 
-    /// Moves an entry from the outbox to the failures with the node's code and reason.
+    /// Moves an entry from the outbox to the failures with the node's code and reason, and
+    /// tells the delegates (`LaminaClientDelegate.didFailOperation`) once it is stored.
     /// Returns false when the entry was not in the outbox (a repeated ERROR).
     @discardableResult
     public func markFailed(_ id: UUID, code: UInt16, reason: String, at time: Timestamp = .now()) throws(ClientError) -> Bool {
         let kept = reason.utf8.count <= Self.maxFailureReasonBytes ? reason : String(decoding: reason.utf8.prefix(Self.maxFailureReasonBytes), as: UTF8.self)
-        return try write { ctx in
-            guard let row = try Row.fetchOne(ctx.db, sql: "SELECT * FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(id)]) else { return false }
+        let failure = try write { ctx -> OutboxFailure? in
+            guard let row = try Row.fetchOne(ctx.db, sql: "SELECT * FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(id)]) else { return nil }
             let entry = try Self.outboxEntry(row)
             try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(id)])
             try ctx.db.execute(sql: """
                 INSERT INTO outbox_failure(id, kind, object_id, code, reason, failed_at) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO NOTHING
                 """, arguments: [StoreCoding.blob(id), entry.kind, entry.objectID.map(StoreCoding.blob), Int(code), kept, time.millisecondsSince1970])
-            return true
+            return OutboxFailure(id: id, kind: entry.kind, objectID: entry.objectID, code: code, reason: kept, failedAt: time)
         }
+        guard let failure else { return false }
+        hub.publishFailure(failure)
+        return true
     }
 
     /// Puts one in-flight entry back to pending (a transient ERROR), keeping its place.

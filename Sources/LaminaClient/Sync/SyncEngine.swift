@@ -77,6 +77,13 @@ public actor SyncEngine {
         return try await session.fetchHistory(of: conversation, policy: policy, before: before)
     }
 
+    /// Ends the session on the node for good (SPEC §5.8, see `SyncSession.endSession`); the
+    /// engine then stops without reconnecting. Throws `.notConnected` unless a session is live.
+    public func endSession() async throws(ClientError) {
+        guard let session else { throw ClientError(.notConnected, "no sync session is running") }
+        try await session.endSession()
+    }
+
     /// The current session's state, nil between sessions.
     public var sessionState: SyncSessionState? {
         get async { await session?.state }
@@ -114,6 +121,9 @@ public actor SyncEngine {
                 return
             case .sessionExpired:
                 continue
+            case .signedOut:
+                task = nil
+                return
             case .closed, .fatal:
                 let delay = policy.delay(attempt: attempt, random: environment.random())
                 emit(.reconnecting(attempt: attempt, delay: delay))

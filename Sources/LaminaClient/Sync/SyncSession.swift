@@ -45,6 +45,8 @@ public enum SyncSessionEnd: Hashable, Sendable {
     case fatal(ClientError)
     /// The node refused the SYNC request itself: reconnecting would be refused the same way.
     case syncRefused(ClientError)
+    /// The session was ended for good on the node (END_SESSION, SPEC §5.8): do not reconnect.
+    case signedOut
 }
 
 /// One session over one `FrameChannel`: the client side of SPEC §5–§7. It applies the
@@ -78,6 +80,8 @@ public actor SyncSession {
     public private(set) var maxFrameSize = WireLimits.protocolMaxFrameSize
     /// History requests waiting for their ACK or ERROR, with the messages received so far.
     var historyRequests: [UUID: HistoryRequest] = [:]
+    /// The END_SESSION sent, waiting for its ACK or ERROR.
+    var endRequest: EndSessionRequest?
 
     public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
                 environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
@@ -101,6 +105,7 @@ public actor SyncSession {
         let end = await runSession()
         enter(.ended)
         failHistoryRequests(ClientError(.disconnected, "the sync stream ended before the node answered"))
+        finishEndSession(.failure(ClientError(.disconnected, "the sync stream ended before the node answered END_SESSION")))
         return end
     }
 
@@ -230,6 +235,13 @@ public actor SyncSession {
             try await apply([change])
         case .changeBatch(let batch):
             try await apply(batch.changes)
+        case .ack(let ack) where ack.requestID == endRequest?.id:
+            try store.setSessionToken(nil)
+            finishEndSession(.success(()))
+            return .signedOut
+        case .error(let e) where e.requestID != nil && e.requestID == endRequest?.id:
+            finishEndSession(.failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
         case .ack(let ack) where historyRequests[ack.requestID] != nil:
             finishHistory(ack.requestID, .success(()))
         case .error(let e) where e.requestID.map { historyRequests[$0] != nil } ?? false:

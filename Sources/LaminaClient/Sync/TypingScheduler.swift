@@ -6,7 +6,7 @@ import LaminaWire
 /// caller passes the time in and sends what comes out.
 public struct TypingScheduler: Hashable, Sendable {
     /// How often `started` is re-sent while the user types.
-    public static let refreshInterval: Int64 = 2_500
+    public static let refreshInterval: Int64 = Typing.refreshMilliseconds
     /// The most conversations with an indicator at once.
     public static let maxConversations = 64
 

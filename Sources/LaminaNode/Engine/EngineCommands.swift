@@ -165,20 +165,6 @@ extension NodeEngine {
         return ack
     }
 
-    // MARK: Typing (not stored, not answered)
-
-    private func relayTyping(_ typing: Typing, from session: NodeSession, as auth: NodeSession.Auth) async {
-        let user = auth.user
-        let id = typing.conversationID
-        let participants = try? await store.read { r -> Set<UserID>? in
-            guard let state = try r.participantState(of: user, in: id), state.isMember else { return nil }
-            return try r.participants(of: id)
-        }
-        guard let participants else { return }
-        relay(Change(seq: 0, event: .typing(TypingChanged(conversationID: id, user: user, state: typing.state))),
-              to: participants.subtracting([user]), except: session)
-    }
-
     // MARK: Sync
 
     /// SYNC: stores the device's cursor, sends every feed entry after it in ascending seq

@@ -17,6 +17,8 @@ public final class NodeEngine: Sendable {
     let isShuttingDown = Locked(false)
     /// Per user: storage commands and their bytes (``NodeEngineConfiguration/commandBudget``).
     let commandBudget: TokenBuckets<UserID>
+    /// Ends typing indicators not refreshed for 6 s (SPEC §6.1).
+    let typingExpiry = TypingExpiry()
     /// Moves after every commit that may have grown the replication log (peer links wait on it).
     let replicationSignal = ReplicationSignal()
 
@@ -32,7 +34,10 @@ public final class NodeEngine: Sendable {
             bursts: [configuration.commandBudget.commandBurst, configuration.commandBudget.byteBurst])
         let latest = try store.readNow { reader in try reader.latestHLC(of: configuration.nodeID) }
         self.clock = Locked(HybridLogicalClock(node: configuration.nodeID, last: latest ?? .zero))
+        typingExpiry.start { [weak self] ended in await self?.relayExpiredTyping(ended) }
     }
+
+    deinit { typingExpiry.stop() }
 
     /// A new client session on a fresh sync stream.
     public func openSession(outbound: SessionOutbound) -> NodeSession {
@@ -47,6 +52,7 @@ public final class NodeEngine: Sendable {
     /// Stops taking commands, lets in-flight commits finish, closes sessions (GOAWAY is the server's).
     public func shutdown() async {
         isShuttingDown.withLock { $0 = true }
+        typingExpiry.stop()
         for session in registry.all() {
             await session.drainAndClose(with: ErrorFrame(WireError(.shuttingDown, "the node is shutting down")))
         }

@@ -317,6 +317,11 @@ public final class NodeSession: Sendable {
         case .nonceRequest(let request): await issueNonce(requestID: request.requestID)
         case .authenticate(let request): await authenticate(request)
         case .resumeSession(let request): await resume(request)
+        case .endSession(let request):
+            guard let auth = state.withLock({ $0.auth }) else {
+                return reply(WireError(.authenticationRequired, "authenticate before END_SESSION"), requestID: request.requestID)
+            }
+            await endSession(request, as: auth)
         case .hello, .welcome, .nonce, .authenticated, .ack, .error, .change, .changeBatch:
             fail(WireError(.unexpectedFrame, "a client does not send \(frame.type.name) here"))
         case .peerHello, .versionVector, .replicate, .peerAck:

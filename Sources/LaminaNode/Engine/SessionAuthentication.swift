@@ -95,6 +95,21 @@ extension NodeSession {
         }
     }
 
+    /// END_SESSION (SPEC §5.8): once the commands before it are answered, revokes this
+    /// stream's session durably, answers ACK and ends the stream; the session's other streams
+    /// end with a fatal `session-revoked`.
+    func endSession(_ request: EndSession, as auth: Auth) async {
+        await commandsDrained()
+        do {
+            _ = try await engine.store.write { tx in try tx.revokeSession(tokenHash: auth.tokenHash, at: .now()) }
+        } catch {
+            return reply(EngineErrors.wire(error), requestID: request.requestID)
+        }
+        send(.ack(Ack(requestID: request.requestID)))
+        close(with: nil)
+        engine.endStreams(ofSession: auth.tokenHash, reason: "the session was ended by one of its streams")
+    }
+
     private func authenticated(_ auth: Auth) {
         state.withLock { $0.auth = auth }
         engine.registry.authenticated(self, as: auth.user)
@@ -114,10 +129,16 @@ extension NodeEngine {
     public func revokeSession(token: String) async throws -> Bool {
         let hash = try SHA256Hasher.hash(Array(token.utf8))
         let revoked = try await store.write { tx in try tx.revokeSession(tokenHash: hash, at: .now()) }
-        for session in registry.all() where session.state.withLock({ $0.auth?.tokenHash == hash }) {
-            session.fail(WireError(.sessionRevoked, "the session was revoked"))
-        }
+        endStreams(ofSession: hash, reason: "the session was revoked")
         return revoked
+    }
+
+    /// Ends every open stream authenticated with the session whose token hashes to `hash`,
+    /// with a fatal `session-revoked`.
+    func endStreams(ofSession hash: [UInt8], reason: String) {
+        for session in registry.all() where session.state.withLock({ $0.auth?.tokenHash == hash }) {
+            session.fail(WireError(.sessionRevoked, reason))
+        }
     }
 
     /// Revokes every session of `user`; its live sessions end with a fatal `session-revoked`.

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaLocalNode
 import LaminaModel
 import LaminaTransport
 
@@ -19,14 +20,8 @@ public struct NodeBootstrap: Sendable {
         public var storePath: String
     }
 
-    /// File names inside the data directory.
-    public enum Files {
-        public static let certificate = "tls/node-cert.pem"
-        public static let privateKey = "tls/node-key.pem"
-        public static let store = "node.sqlite"
-        public static let nodeID = "node-id"
-        public static let devIdentity = "dev-identity"
-    }
+    /// File names inside the data directory (shared with the tools that read it).
+    public typealias Files = LocalNode.Files
 
     /// Creates what is missing and reads what exists. Does not open the store.
     public static func prepare(_ configuration: NodeServerConfiguration) throws -> Prepared {

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaLocalNode
 
 /// Everything `lamina-node` can be told, by flags or a JSON config file; every field has a
 /// default, so an empty configuration starts a working development node.
@@ -17,13 +18,13 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     }
 
     /// Sync listener host and port (port 0: pick a free one).
-    public var host = "127.0.0.1"
-    public var port = 7443
+    public var host = LocalNode.defaultHost
+    public var port = LocalNode.defaultPort
     /// Admin (metrics, health) host and port; port -1 disables the admin listener.
     public var adminHost = "127.0.0.1"
     public var adminPort = 7444
     /// Where the store, the certificate and the dev identity key live.
-    public var dataDirectory = "./.lamina"
+    public var dataDirectory = LocalNode.defaultDataDirectory
     /// TLS certificate chain and key; default: a self-signed pair created in the data directory.
     public var certificatePath: String?
     public var privateKeyPath: String?

@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaTransport
 import Logging
 import NIOConcurrencyHelpers
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LaminaLocalNode
 import LaminaModel
 import LaminaNode
 import LaminaTransport

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LaminaLocalNode
 import LaminaNode
 import NIOConcurrencyHelpers
 

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaLocalNode
 import LaminaNode
 import Logging
 import NIOPosix

@@ -2,20 +2,23 @@ import Foundation
 import LaminaModel
 import LaminaTransport
 
-/// Dev identity provider: an ES256 key in the data directory; mints identity tokens
-/// (used by tests, by `lamina token`, and by the server's zero-config bootstrap).
+/// Dev identity provider (SPEC §5.2): an ES256 key in the node's data directory; mints
+/// identity tokens (used by tests, by `lamina token`, and by the node's zero-config
+/// bootstrap, which trusts its public key).
 public struct DevIdentityProvider: Sendable {
     public static let providerID = "lamina-dev"
+    /// The one JWS algorithm the provider signs with.
+    public static let algorithm = "ES256"
     /// File names of the key pair inside the directory.
     public static let privateKeyFile = "dev-identity-key.pem"
     public static let publicKeyFile = "dev-identity-key.pub.pem"
 
-    /// The provider as the engine's configuration names it (ES256 only).
-    public var provider: IdentityProvider
+    /// The public key (SubjectPublicKeyInfo PEM) a node verifies the tokens with.
+    public let publicKeyPEM: String
     let signer: ES256Signer
 
     init(privateKeyPEM: String, publicKeyPEM: String) throws {
-        provider = IdentityProvider(id: Self.providerID, publicKeyPEM: publicKeyPEM, algorithms: ["ES256"])
+        self.publicKeyPEM = publicKeyPEM
         signer = try ES256Signer(privateKeyPEM: privateKeyPEM)
     }
 
@@ -51,7 +54,7 @@ public struct DevIdentityProvider: Sendable {
         return try sign(header: Self.header, claims: claims)
     }
 
-    static var header: [String: Any] { ["alg": "ES256", "typ": "JWT", "cty": "layer-eit;v=1", "kid": providerID] }
+    static var header: [String: Any] { ["alg": algorithm, "typ": "JWT", "cty": "layer-eit;v=1", "kid": providerID] }
 
     /// A compact JWS of any header and claims (JSON objects) signed with this key (ES256).
     func sign(header: [String: Any], claims: [String: Any]) throws -> String {

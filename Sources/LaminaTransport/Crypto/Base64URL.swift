@@ -1,8 +1,8 @@
 import Foundation
 
 /// base64url without padding (RFC 7515 §2), as JWS compact serialization uses it.
-enum Base64URL {
-    static func encode(_ bytes: [UInt8]) -> String {
+public enum Base64URL {
+    public static func encode(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_")
@@ -10,7 +10,7 @@ enum Base64URL {
     }
 
     /// The bytes, or nil when `text` is not unpadded base64url.
-    static func decode(_ text: Substring) -> [UInt8]? {
+    public static func decode(_ text: Substring) -> [UInt8]? {
         var standard = ""
         standard.reserveCapacity(text.utf8.count + 3)
         for c in text.unicodeScalars {

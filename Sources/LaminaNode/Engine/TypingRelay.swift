@@ -1,0 +1,79 @@
+import LaminaModel
+import LaminaWire
+
+/// Ends the typing indicators not refreshed in time (SPEC §6.1): one task per engine sleeps
+/// until the earliest deadline and hands the indicators that passed it to `relayFinished`.
+final class TypingExpiry: Sendable {
+    typealias Key = TypingTimeouts<ContinuousClock.Instant>.Key
+
+    private let timeouts = Locked(TypingTimeouts<ContinuousClock.Instant>())
+    private let wake: AsyncStream<Void>.Continuation
+    private let wakes: AsyncStream<Void>
+    private let task = Locked<Task<Void, Never>?>(nil)
+
+    init() {
+        (wakes, wake) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Starts the timer. `relayFinished` gets the indicators that ended, in deadline order.
+    func start(relayFinished: @escaping @Sendable ([Key]) async -> Void) {
+        let runner = Task { [timeouts, wakes] in
+            var signals = wakes.makeAsyncIterator()
+            while !Task.isCancelled {
+                if let deadline = timeouts.withLock({ $0.nextDeadline }) {
+                    do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
+                    let due = timeouts.withLock { $0.expire(at: .now) }
+                    if !due.isEmpty { await relayFinished(due) }
+                } else if await signals.next() == nil {
+                    return
+                }
+            }
+        }
+        task.withLock { $0 = runner }
+    }
+
+    /// Records an indicator received now; false when it must not be relayed (the table is full).
+    func record(_ state: TypingState, of user: UserID, in conversation: ConversationID) -> Bool {
+        let (accepted, wasIdle) = timeouts.withLock { t in
+            let idle = t.nextDeadline == nil
+            return (t.record(state, of: user, in: conversation, at: .now), idle)
+        }
+        if accepted, wasIdle { wake.yield() }
+        return accepted
+    }
+
+    /// Stops the timer; indicators still running are not ended.
+    func stop() {
+        task.withLock { $0?.cancel() }
+        wake.finish()
+    }
+
+    /// The indicators running now.
+    var count: Int { timeouts.withLock { $0.count } }
+}
+
+extension NodeEngine {
+    /// TYPING: relayed to the other participants' sessions as a seq 0 `typing` change; not
+    /// stored, not answered. Dropped when the sender is not a member of the conversation.
+    func relayTyping(_ typing: Typing, from session: NodeSession, as auth: NodeSession.Auth) async {
+        let user = auth.user
+        let id = typing.conversationID
+        let participants = try? await store.read { r -> Set<UserID>? in
+            guard let state = try r.participantState(of: user, in: id), state.isMember else { return nil }
+            return try r.participants(of: id)
+        }
+        guard let participants, typingExpiry.record(typing.state, of: user, in: id) else { return }
+        relay(Change(seq: 0, event: .typing(TypingChanged(conversationID: id, user: user, state: typing.state))),
+              to: participants.subtracting([user]), except: session)
+    }
+
+    /// Relays `finished` for indicators that were not refreshed in time, to the conversation's
+    /// participants as they are now (every session of the typing user's peers).
+    func relayExpiredTyping(_ ended: [TypingExpiry.Key]) async {
+        for key in ended {
+            guard let participants = try? await store.read({ r in try r.participants(of: key.conversation) }) else { continue }
+            relay(Change(seq: 0, event: .typing(TypingChanged(conversationID: key.conversation, user: key.user, state: .finished))),
+                  to: participants.subtracting([key.user]), except: nil)
+        }
+    }
+}
