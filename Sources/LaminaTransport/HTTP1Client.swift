@@ -20,9 +20,9 @@ public final class HTTP1Connection: Sendable {
     /// The `host[:port]` sent as `Host`.
     public let authority: String
 
-    private init(channel: Channel, handler: HTTP1ClientHandler, authority: String) {
+    private init(channel: Channel, handler: NIOLoopBound<HTTP1ClientHandler>, authority: String) {
         self.channel = channel
-        self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        self.handler = handler
         self.authority = authority
     }
 
@@ -37,7 +37,7 @@ public final class HTTP1Connection: Sendable {
         }
         let eventLoop = group.next()
         let ready = eventLoop.makePromise(of: Void.self)
-        let box = NIOLockedValueBoxLite<HTTP1ClientHandler?>(nil)
+        let box = NIOLockedValueBoxLite<NIOLoopBound<HTTP1ClientHandler>?>(nil)
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: eventLoop)
@@ -46,7 +46,7 @@ public final class HTTP1Connection: Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let handler = HTTP1ClientHandler(ready: ready)
-                        box.set(handler)
+                        box.set(NIOLoopBound(handler, eventLoop: channel.eventLoop))
                         try channel.pipeline.syncOperations.addHandler(TLSHandler(context: tls, serverHostname: host))
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
                         try channel.pipeline.syncOperations.addHandler(handler)
