@@ -282,13 +282,16 @@ final class WebhookLane: Sendable {
     private let webhook: Locked<StoredWebhook>
     private let signals: AsyncStream<Void>.Continuation
     private let task: Locked<Task<Void, Never>?> = Locked(nil)
+    /// The kept-alive connection to the target (closed by ``stop()``, which fails a request
+    /// in flight at once instead of waiting for its timeout).
+    private let connection = Locked<HTTP1Connection?>(nil)
 
     init(webhook: StoredWebhook, delivery: WebhookDelivery) {
         self.webhook = Locked(webhook)
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.signals = continuation
-        let task = Task { [webhook = self.webhook] in
-            await Self.run(webhook: webhook, delivery: delivery, signals: stream)
+        let task = Task { [webhook = self.webhook, connection] in
+            await Self.run(webhook: webhook, delivery: delivery, signals: stream, connection: connection)
         }
         self.task.withLock { $0 = task }
     }
@@ -302,17 +305,20 @@ final class WebhookLane: Sendable {
         signals.finish()
         let task = self.task.withLock { $0 }
         task?.cancel()
+        await connection.withLock { $0 }?.close()
         await task?.value
+        await connection.withLock { $0 }?.close()
     }
 
-    private static func run(webhook: Locked<StoredWebhook>, delivery: WebhookDelivery, signals: AsyncStream<Void>) async {
+    private static func run(
+        webhook: Locked<StoredWebhook>, delivery: WebhookDelivery, signals: AsyncStream<Void>, connection: Locked<HTTP1Connection?>
+    ) async {
         var wakeups = signals.makeAsyncIterator()
-        var connection: HTTP1Connection?
-        defer { if let connection { Task { await connection.close() } } }
         let id = webhook.withLock { $0.id }
         while !Task.isCancelled {
             let next: QueuedWebhookEvent?
             do { next = try await delivery.store.read { r in try r.nextWebhookEvent(of: id) } } catch {
+                if Task.isCancelled { return }
                 delivery.log("webhook queue unreadable", ["webhook": "\(id)", "error": "\(error)"], level: .error)
                 next = nil
             }
@@ -327,14 +333,14 @@ final class WebhookLane: Sendable {
                 continue
             }
             let current = webhook.withLock { $0 }
-            let outcome = await attempt(event, current, delivery: delivery, connection: &connection)
+            let outcome = await attempt(event, current, delivery: delivery, connection: connection)
             if Task.isCancelled { return }
             guard await settle(event, current, outcome, delivery: delivery) else { return }
         }
     }
 
     private static func attempt(
-        _ event: QueuedWebhookEvent, _ webhook: StoredWebhook, delivery: WebhookDelivery, connection: inout HTTP1Connection?
+        _ event: QueuedWebhookEvent, _ webhook: StoredWebhook, delivery: WebhookDelivery, connection: Locked<HTTP1Connection?>
     ) async -> WebhookDelivery.Outcome {
         let target: WebhookTarget
         switch WebhookTarget.parse(webhook.targetURL) {
@@ -344,20 +350,27 @@ final class WebhookLane: Sendable {
         let gate = delivery.gate(for: target.authority)
         await gate.acquire()
         defer { gate.release() }
+        guard !Task.isCancelled else { return .retry("stopped", after: nil) }
         do {
             let body = try WebhookDelivery.body(event, webhook)
             let headers = try WebhookDelivery.headers(event, webhook, body: body)
-            if connection?.isOpen != true {
-                if let old = connection { await old.close() }
-                connection = try await delivery.connect(target)
+            var open = connection.withLock { $0 }
+            if open?.isOpen != true {
+                await open?.close()
+                open = try await delivery.connect(target)
+                connection.withLock { $0 = open }
             }
-            let response = try await connection!.request(
+            guard let open else { return .retry("no connection", after: nil) }
+            let response = try await open.request(
                 method: .POST, path: target.path, headers: headers, body: ByteBuffer(bytes: body),
                 timeout: .seconds(Int64(delivery.settings.responseTimeoutSeconds)), maxResponseBytes: WebhookLimits.maxResponseBytes)
             return WebhookDelivery.outcome(status: response.status, headers: response.headers)
         } catch {
-            if let old = connection { await old.close() }
-            connection = nil
+            let old = connection.withLock { c -> HTTP1Connection? in
+                defer { c = nil }
+                return c
+            }
+            await old?.close()
             return .retry("\(error)", after: nil)
         }
     }
