@@ -250,10 +250,17 @@ import Glibc
         var requestIDs: [String: Set<String>] = [:]
         for post in posts { requestIDs[Self.messageID(of: post), default: []].insert(post.headers["layer-webhook-request-id"] ?? "") }
         #expect(requestIDs.values.allSatisfy { $0.count == 1 })
-        // Metrics: deliveries and retries of this webhook on /metrics.
-        let metrics = try await ExternalCommand.run("/usr/bin/curl", ["-sS", "http://127.0.0.1:\(node.adminPort)/metrics"])
-        #expect(metrics.stdout.contains("lamina_webhook_deliveries_total{webhook=\"\(id)\"} 20"), "\(metrics.stdout)")
-        #expect(metrics.stdout.contains("lamina_webhook_queue_depth_events{webhook=\"\(id)\"} 0"))
+        // Metrics on /metrics: 20 deliveries, the queue empty (the node records a delivery just
+        // after the target's answer, so the scrape is repeated until it has).
+        let delivered = "lamina_webhook_deliveries_total{webhook=\"\(id)\"} 20\n"
+        let empty = "lamina_webhook_queue_depth_events{webhook=\"\(id)\"} 0.0\n"
+        var metrics = ""
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline, !(metrics.contains(delivered) && metrics.contains(empty)) {
+            metrics = try await ExternalCommand.run("/usr/bin/curl", ["-sS", "http://127.0.0.1:\(node.adminPort)/metrics"]).stdout
+        }
+        #expect(metrics.contains(delivered), "\(metrics)")
+        #expect(metrics.contains(empty), "\(metrics)")
         _ = try await node.stop()
         await receiver.stop()
     }

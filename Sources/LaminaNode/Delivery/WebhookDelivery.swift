@@ -46,12 +46,18 @@ final class WebhookDelivery: Sendable {
         self.metrics = metrics
     }
 
-    /// Loads the webhooks: the outbox learns the active ones, each gets its lane (which
-    /// delivers what a previous run left queued), unverified ones are verified.
+    /// Before the node takes commands: the outbox learns the active webhooks (so no command
+    /// commits without their events) and whom to wake. Blocks on a read (start-up only).
+    func prepare() throws {
+        outbox.configure(base: nil) { [weak self] rows in self?.committed(rows) }
+        outbox.load(try store.readNow { r in try r.webhooks() })
+    }
+
+    /// Once the node serves at `base` (`https://host:port/apps/<app id>`): each active webhook
+    /// gets its lane (which delivers what a previous run left queued), unverified ones are verified.
     func start(base: String) async throws {
-        outbox.configure(base: base) { [weak self] rows in self?.committed(rows) }
+        outbox.configure(base: base, waker: nil)
         let (webhooks, depths) = try await store.read { r in (try r.webhooks(), try r.webhookQueueDepths()) }
-        outbox.load(webhooks)
         for webhook in webhooks {
             metrics.queueDepth(webhook.id).set(Int64(depths[webhook.id] ?? 0))
             switch webhook.status {
@@ -166,7 +172,7 @@ final class WebhookDelivery: Sendable {
     func activate(_ id: UUID, onlyIf: StoredWebhook.Status? = nil) async throws -> StoredWebhook? {
         let outbox = self.outbox
         let now = Timestamp.now()
-        let webhook = try await store.write { tx -> StoredWebhook? in
+        let webhook = try await resyncing { tx -> StoredWebhook? in
             guard var w = try tx.read.webhook(id) else { return nil }
             if let onlyIf, w.status != onlyIf { return w }
             try tx.setWebhookStatus(id, .active, reason: nil, at: now)
@@ -185,7 +191,7 @@ final class WebhookDelivery: Sendable {
     func deactivate(_ id: UUID, reason: String) async throws -> StoredWebhook? {
         let outbox = self.outbox
         let now = Timestamp.now()
-        let webhook = try await store.write { tx -> StoredWebhook? in
+        let webhook = try await resyncing { tx -> StoredWebhook? in
             guard var w = try tx.read.webhook(id) else { return nil }
             try tx.setWebhookStatus(id, .inactive, reason: reason, at: now)
             outbox.setSubscription(id, events: nil)
@@ -201,13 +207,26 @@ final class WebhookDelivery: Sendable {
     /// Deletes a webhook and its queue; whether it existed.
     func delete(_ id: UUID) async throws -> Bool {
         let outbox = self.outbox
-        let existed = try await store.write { tx -> Bool in
+        let existed = try await resyncing { tx -> Bool in
+            let existed = try tx.deleteWebhook(id)
             outbox.setSubscription(id, events: nil)
-            return try tx.deleteWebhook(id)
+            return existed
         }
         await stopLane(id)
         metrics.queueDepth(id).set(Int64(0))
         return existed
+    }
+
+    /// A management write that changes the outbox's subscriptions as its last step (in commit
+    /// order with the commands); when the write fails, the subscriptions are read back from the
+    /// store, so they never stay ahead of what committed.
+    private func resyncing<T: Sendable>(_ body: @escaping @Sendable (StorageTransaction) throws -> T) async throws -> T {
+        do {
+            return try await store.write(body)
+        } catch {
+            if let webhooks = try? await store.read({ r in try r.webhooks() }) { outbox.load(webhooks) }
+            throw error
+        }
     }
 
     // MARK: Requests
@@ -264,7 +283,7 @@ final class WebhookDelivery: Sendable {
 
     /// The delay before attempt `attempts + 1`: exponential from the initial backoff, capped,
     /// with jitter (half to all of it); at least `Retry-After` when the target sent one.
-    func backoff(attempts: Int, retryAfter: Int?) -> Int64 {
+    static func backoff(attempts: Int, retryAfter: Int?, settings: WebhookSettings) -> Int64 {
         let cap = Int64(settings.maxBackoffSeconds) * 1_000
         let exponential = min(cap, Int64(settings.initialBackoffMilliseconds) << Int64(min(max(attempts - 1, 0), 30)))
         var delay = Int64(Double(exponential) * Double.random(in: 0.5...1.0))
@@ -403,7 +422,7 @@ final class WebhookLane: Sendable {
                     return false
                 }
                 let attempts = event.attempts + 1
-                let delay = delivery.backoff(attempts: attempts, retryAfter: after)
+                let delay = WebhookDelivery.backoff(attempts: attempts, retryAfter: after, settings: delivery.settings)
                 let next = Timestamp(millisecondsSince1970: now.millisecondsSince1970 + delay)
                 try await delivery.store.write { tx in try tx.rescheduleWebhookEvent(event.seq, attempts: attempts, next: next) }
                 delivery.metrics.retried(id)

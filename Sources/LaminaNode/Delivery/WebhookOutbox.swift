@@ -34,10 +34,10 @@ final class WebhookOutbox: Sendable {
     /// Called after a commit with the webhooks that got rows (and how many).
     private let waker = Locked<(@Sendable ([UUID: Int]) -> Void)?>(nil)
 
-    /// Sets where payload URLs point and whom to wake after commits.
-    func configure(base: String, waker: @escaping @Sendable ([UUID: Int]) -> Void) {
-        self.base.withLock { $0 = base }
-        self.waker.withLock { $0 = waker }
+    /// Sets where payload URLs point and whom to wake after commits (nil: unchanged).
+    func configure(base: String?, waker: (@Sendable ([UUID: Int]) -> Void)?) {
+        if let base { self.base.withLock { $0 = base } }
+        if let waker { self.waker.withLock { $0 = waker } }
     }
 
     /// Replaces the active subscriptions (start-up, and after a failed commit).

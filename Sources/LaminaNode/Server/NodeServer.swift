@@ -113,11 +113,12 @@ public final class NodeServer: Sendable {
             webhooks = try WebhookDelivery(
                 store: store, outbox: engine.webhooks, settings: configuration.webhooks, group: group, logger: logger,
                 metrics: WebhookMetrics(registry: registry))
+            try webhooks.prepare()
         } catch {
             await content.shutdown()
             await engine.shutdown()
             try? store.close()
-            throw NodeServerError.startup("cannot prepare webhook delivery (TLS trust): \(error)")
+            throw NodeServerError.startup("cannot prepare webhook delivery (TLS trust, stored webhooks): \(error)")
         }
         let gate = SessionGate(limit: configuration.maxSessions)
         let admission = SessionAdmission(limits: configuration.resources, maxSessions: configuration.maxSessions)
