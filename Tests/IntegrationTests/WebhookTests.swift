@@ -264,4 +264,44 @@ import Glibc
         _ = try await node.stop()
         await receiver.stop()
     }
+
+    @Test func aTargetThatDoesNotEchoTheChallengeStaysUnverified() async throws {
+        let receiver = try await WebhookReceiver.start(echoing: false)
+        let node = try await Self.node("webhook-unverified", trusting: receiver)
+        let api = CurlAPI(node.server)
+        let id = try await Self.createWebhook(api, url: receiver.url())
+        let activation = try await api.request("POST", "/webhooks/\(id)/activate", headers: api.webhookHeaders)
+        #expect(activation.status == 422)
+        #expect((activation.object["message"] as? String ?? "").contains("did not verify"), "\(activation.body)")
+        #expect(receiver.challenges >= 1)
+        let got = try await api.request("GET", "/webhooks/\(id)", headers: api.webhookHeaders)
+        #expect(got.object["status"] as? String == "unverified")
+        _ = try await Self.send(api, in: try await Self.conversation(api), "nobody listens")
+        await node.stop()
+        #expect(receiver.posts.isEmpty)
+        await receiver.stop()
+    }
+
+    @Test func aWebhookFailingForTheRetryPeriodIsMarkedUnhealthyAndDeactivated() async throws {
+        let receiver = try await WebhookReceiver.start { _ in 503 }
+        let node = try await TestNode.start("webhook-unhealthy") { c in
+            c.webhooks.allowPrivateTargets = true
+            c.webhooks.caFile = receiver.certificate
+            c.webhooks.initialBackoffMilliseconds = 100
+            c.webhooks.retryPeriodSeconds = 1
+        }
+        let api = CurlAPI(node.server)
+        let id = try await Self.createWebhook(api, url: receiver.url())
+        _ = try await Self.waitForStatus(api, id, "active")
+        _ = try await Self.send(api, in: try await Self.conversation(api), "never taken")
+        let inactive = try await Self.waitForStatus(api, id, "inactive")
+        #expect((inactive["status_reason"] as? String ?? "").contains("unhealthy"), "\(inactive)")
+        #expect(receiver.posts.count >= 2)
+        let tries = receiver.posts.count
+        // No more attempts once inactive, and no new events queued.
+        _ = try await Self.send(api, in: try await Self.conversation(api), "after")
+        await node.stop()
+        #expect(receiver.posts.count == tries)
+        await receiver.stop()
+    }
 }

@@ -33,7 +33,10 @@ final class WebhookReceiver: Sendable {
 
     /// Starts a receiver; `answer` gives the status of each POST (an async closure may hold
     /// the answer back, as a dead target does).
-    static func start(answer: @escaping @Sendable (_ index: Int) async -> Int = { _ in 200 }) async throws -> WebhookReceiver {
+    /// With `echoing` false the verification challenge is answered with something else.
+    static func start(
+        echoing: Bool = true, answer: @escaping @Sendable (_ index: Int) async -> Int = { _ in 200 }
+    ) async throws -> WebhookReceiver {
         let directory = Fixtures.temporaryDirectory("webhook-receiver")
         let cert = directory.appendingPathComponent("cert.pem").path
         let key = directory.appendingPathComponent("key.pem").path
@@ -44,7 +47,7 @@ final class WebhookReceiver: Sendable {
         var router = TransportRouter()
         router.add("/*", maxBodyBytes: 1 << 20) { request in
             guard let receiver = box.withLockedValue({ $0 }) else { return HTTPResponse(status: 503) }
-            return await receiver.receive(request, answer: answer)
+            return await receiver.receive(request, echoing: echoing, answer: answer)
         }
         var tls = TLSConfiguration.server(certificateChainFile: cert, privateKeyFile: key)
         tls.offersHTTP1 = true
@@ -58,11 +61,12 @@ final class WebhookReceiver: Sendable {
     /// `https://127.0.0.1:<port><path>`.
     func url(_ path: String = "/hook") -> String { "https://127.0.0.1:\(server.port)\(path)" }
 
-    private func receive(_ request: HTTPRequest, answer: @Sendable (Int) async -> Int) async -> HTTPResponse {
+    private func receive(_ request: HTTPRequest, echoing: Bool, answer: @Sendable (Int) async -> Int) async -> HTTPResponse {
         if request.method == "GET", let query = request.path.split(separator: "?").dropFirst().first {
             for pair in query.split(separator: "&") where pair.hasPrefix("verification_challenge=") {
                 state.withLockedValue { $0.challenges += 1 }
-                return HTTPResponse(status: 200, body: ByteBuffer(string: String(pair.dropFirst("verification_challenge=".count))))
+                let challenge = String(pair.dropFirst("verification_challenge=".count))
+                return HTTPResponse(status: 200, body: ByteBuffer(string: echoing ? challenge : "hello"))
             }
         }
         guard request.method == "POST" else { return HTTPResponse(status: 405) }
