@@ -78,6 +78,26 @@ import Testing
         #expect(try WebhookTarget(host: "127.0.0.1", port: 443, path: "/").addresses(allowPrivate: true).get() == ["127.0.0.1"])
     }
 
+    @Test func aTargetGateLetsAtMostItsLimitThrough() async throws {
+        let gate = TargetGate(limit: 2)
+        await gate.acquire()
+        await gate.acquire()
+        let passed = Locked(false)
+        let waiter = Task {
+            await gate.acquire()
+            passed.withLock { $0 = true }
+        }
+        while gate.counts.waiting < 1 { await Task.yield() }
+        #expect(!passed.withLock { $0 })  // both slots are held
+        gate.release()
+        await waiter.value
+        #expect(passed.withLock { $0 })
+        #expect(gate.counts.inFlight == 2 && gate.counts.waiting == 0)  // the slot passed on
+        gate.release()
+        gate.release()
+        #expect(gate.counts.inFlight == 0)
+    }
+
     @Test func retriesFollowTheStatusAndBackOffExponentiallyWithJitter() {
         #expect(WebhookDelivery.outcome(status: 204, headers: []).isDelivered)
         for status in [408, 429, 500, 503] { #expect(WebhookDelivery.outcome(status: status, headers: []).isRetry, "\(status)") }

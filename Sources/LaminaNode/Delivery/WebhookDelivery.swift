@@ -449,6 +449,9 @@ final class TargetGate: Sendable {
 
     init(limit: Int) { self.limit = limit }
 
+    /// Requests in flight and waiting.
+    var counts: (inFlight: Int, waiting: Int) { state.withLock { ($0.inFlight, $0.waiting.count) } }
+
     func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
