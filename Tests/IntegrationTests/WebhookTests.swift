@@ -278,6 +278,7 @@ import Glibc
         #expect(receiver.challenges >= 1)
         let got = try await api.request("GET", "/webhooks/\(id)", headers: api.webhookHeaders)
         #expect(got.object["status"] as? String == "unverified")
+        #expect((got.object["status_reason"] as? String ?? "").contains("did not verify"), "\(got.body)")
         _ = try await Self.send(api, in: try await Self.conversation(api), "nobody listens")
         await node.stop()
         #expect(receiver.posts.isEmpty)

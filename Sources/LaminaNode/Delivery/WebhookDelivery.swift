@@ -31,6 +31,8 @@ final class WebhookDelivery: Sendable {
     private let lanes = Locked<[UUID: WebhookLane]>([:])
     private let gates = Locked<[String: TargetGate]>([:])
     private let stopped = Locked(false)
+    /// Verifications running in the background (waited for by ``shutdown()``).
+    private let verifications = Locked<[UUID: Task<Void, Never>]>([:])
 
     init(store: NodeStore, outbox: WebhookOutbox, settings: WebhookSettings, group: EventLoopGroup, logger: Logger,
          metrics: WebhookMetrics) throws {
@@ -76,6 +78,8 @@ final class WebhookDelivery: Sendable {
             return Array(l.values)
         }
         for lane in all { await lane.stop() }
+        // A verification ends within its timeouts; it must not write after the store closes.
+        for task in verifications.withLock({ Array($0.values) }) { await task.value }
     }
 
     /// After a commit: the webhooks that got `rows` new events.
@@ -121,8 +125,12 @@ final class WebhookDelivery: Sendable {
     // MARK: Verification
 
     /// Verifies a new webhook's target in the background; on success it becomes active.
+    /// When it fails the webhook stays unverified with the reason in its `status_reason`.
     func verifyInBackground(_ webhook: StoredWebhook) {
-        Task {
+        let key = UUID()
+        let task = Task {
+            defer { _ = verifications.withLock { $0.removeValue(forKey: key) } }
+            guard !stopped.withLock({ $0 }) else { return }
             switch await verify(webhook) {
             case .success:
                 do { _ = try await activate(webhook.id, onlyIf: .unverified) } catch {
@@ -130,7 +138,18 @@ final class WebhookDelivery: Sendable {
                 }
             case .failure(let error):
                 logger.warning("webhook target did not verify", metadata: ["webhook": "\(webhook.id)", "reason": "\(error.reason)"])
+                try? await verificationFailed(webhook.id, error)
             }
+        }
+        verifications.withLock { $0[key] = task }
+    }
+
+    /// Keeps why an unverified webhook's target did not verify in its `status_reason`.
+    func verificationFailed(_ id: UUID, _ error: WebhookTargetError) async throws {
+        let reason = "the target did not verify: \(error.reason)"
+        try await store.write { tx in
+            guard try tx.read.webhook(id)?.status == .unverified else { return }
+            try tx.setWebhookStatus(id, .unverified, reason: reason, at: .now())
         }
     }
 

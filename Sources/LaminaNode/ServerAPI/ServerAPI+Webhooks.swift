@@ -122,6 +122,7 @@ extension ServerAPI {
             throw ServerAPIError.notFound("no webhook \(id.uuidString.lowercased())")
         }
         if webhook.status != .active, case .failure(let e) = await delivery.verify(webhook) {
+            try await delivery.verificationFailed(id, e)
             throw ServerAPIError.invalidProperty("target_url", "the target did not verify: \(e.reason)")
         }
         guard let active = try await delivery.activate(id) else { throw ServerAPIError.notFound("no webhook \(id.uuidString.lowercased())") }
