@@ -56,6 +56,39 @@ import Testing
         await h.close()
     }
 
+    @Test func everyEventTypeIsQueuedByTheCommandThatCausesIt() async throws {
+        let h = try EngineHarness()
+        let all = Self.webhook(events: WebhookEventType.allCases.map(\.rawValue))
+        try await Self.install([all], in: h)
+        let alice = try await h.connect("alice")
+        let conversation = ConversationID.random()
+        let message = MessageID.random()
+        let frames: [Frame] = [
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])),
+            .sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: [textPart("hi")])),
+            .setMetadata(SetMetadata(requestID: UUID(), conversationID: conversation, keyPath: try MetadataKeyPath(["title"]), value: .string("T"))),
+            .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: ["carol"])),
+            .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: message, mode: .myDevices)),
+            .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: message, mode: .allParticipants)),
+            .deleteConversation(DeleteConversation(requestID: UUID(), conversationID: conversation, mode: .allParticipants)),
+        ]
+        for frame in frames {
+            let (reply, _) = try await alice.command(frame)
+            #expect(reply.ack != nil, "\(frame.type.name): \(reply)")
+        }
+        let queued = try await h.store.read { r in try r.queuedWebhookEvents(of: all.id, limit: 100) }
+        // In commit order; deleting for one's own devices is no event.
+        #expect(queued.map(\.eventType) == [
+            "conversation.created", "message.sent", "conversation.updated", "conversation.updated", "message.deleted", "conversation.deleted",
+        ])
+        #expect(Set(queued.map(\.requestID)).count == queued.count)
+        let updated = try #require(try JSONSerialization.jsonObject(with: queued[3].payload) as? [String: Any])
+        let participants = (updated["conversation"] as? [String: Any])?["participants"] as? [[String: Any]]
+        #expect(participants?.compactMap { $0["user_id"] as? String } == ["alice", "bob", "carol"])
+        #expect((updated["actor"] as? [String: Any])?["user_id"] as? String == "alice")
+        await h.close()
+    }
+
     @Test func internalAddressesAreRecognised() {
         for address in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
                         "0.0.0.0", "224.0.0.1", "::1", "::", "fe80::1", "fd00::1", "::ffff:10.0.0.1", "not-an-address"] {

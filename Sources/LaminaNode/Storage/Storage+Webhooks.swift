@@ -145,9 +145,17 @@ extension StorageReader {
 
     /// The oldest queued event of a webhook (commit order).
     public func nextWebhookEvent(of webhook: UUID) throws(StorageError) -> QueuedWebhookEvent? {
-        guard let row = try db.row("SELECT * FROM webhook_queue WHERE webhook_id = ? ORDER BY seq LIMIT 1", [Columns.blob(webhook)]) else {
-            return nil
-        }
+        try queuedWebhookEvents(of: webhook, limit: 1).first
+    }
+
+    /// The oldest `limit` queued events of a webhook, in commit order.
+    public func queuedWebhookEvents(of webhook: UUID, limit: Int) throws(StorageError) -> [QueuedWebhookEvent] {
+        try checkLimit(limit)
+        return try db.rows("SELECT * FROM webhook_queue WHERE webhook_id = ? ORDER BY seq LIMIT ?", [Columns.blob(webhook), limit])
+            .map { row throws(StorageError) in try Self.queuedEvent(row, of: webhook) }
+    }
+
+    private static func queuedEvent(_ row: Row, of webhook: UUID) throws(StorageError) -> QueuedWebhookEvent {
         let attempts: Int64 = row["attempts"]
         return QueuedWebhookEvent(
             seq: row["seq"], webhook: webhook, requestID: try Columns.uuid(row["request_id"], column: "request_id"),
