@@ -13,6 +13,8 @@ public struct TLSConfiguration: Sendable {
         case caFile(String)
         /// Exactly this certificate (PEM file), which must also match the host name.
         case pinnedCertificate(String)
+        /// The system's trust store (OpenSSL's default verify paths).
+        case systemDefault
     }
 
     public enum Role: Sendable, Hashable { case server, client }
@@ -35,6 +37,8 @@ public struct TLSConfiguration: Sendable {
     public var sessionTicketsPerHandshake: Int = 1
     /// Server role: also accept ALPN `http/1.1`, and clients that offer no ALPN at all
     /// (they speak HTTP/1.1). `h2` is preferred whenever the client offers it.
+    /// Client role: offer `http/1.1` instead of `h2` (an ``HTTP1Client``); a server that
+    /// selects no ALPN is taken to speak HTTP/1.1.
     public var offersHTTP1 = false
 
     /// A server presenting `certificateChainFile`; pass `clientCAFile` to require client certificates.

@@ -181,11 +181,13 @@ final class TLSConnection {
     private var isHandshake: Bool { SSL_is_init_finished(ssl) != 1 }
 
     /// Checks what a client requires beyond OpenSSL's own verification: ALPN `h2` on both
-    /// roles, and the pinned certificate when pinning.
+    /// roles (`http/1.1` where the configuration offers it), and the pinned certificate when pinning.
     func verifyAfterHandshake() -> TransportError? {
         let alpn = selectedALPN
-        guard alpn == "h2" || (alpn == "http/1.1" && context.configuration.offersHTTP1) else {
-            return TransportError(.alpnRefused, "the peer did not negotiate ALPN h2")
+        let http1 = context.configuration.offersHTTP1
+        let agreed = context.configuration.role == .client && http1 ? alpn == "http/1.1" : alpn == "h2" || (alpn == "http/1.1" && http1)
+        guard agreed else {
+            return TransportError(.alpnRefused, "the peer did not negotiate ALPN \(context.configuration.role == .client && http1 ? "http/1.1" : "h2")")
         }
         if let pinned = context.pinned {
             guard let peer = SSL_get1_peer_certificate(ssl) else {
@@ -205,7 +207,7 @@ final class TLSConnection {
         var alpnLength: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &alpnData, &alpnLength)
         guard let alpnData, alpnLength > 0 else {
-            return context.configuration.role == .server && context.configuration.offersHTTP1 ? "http/1.1" : ""
+            return context.configuration.offersHTTP1 ? "http/1.1" : ""
         }
         return String(decoding: UnsafeBufferPointer(start: alpnData, count: Int(alpnLength)), as: UTF8.self)
     }

@@ -99,9 +99,14 @@ public final class TLSContext: @unchecked Sendable {
             throw TransportError(.tlsConfiguration, "a client needs a trust setting (CA file or pinned certificate)")
         }
         _ = lamina_SSL_CTX_set_session_cache_mode(ctx, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE))
-        try check(
-            SSL_CTX_set_alpn_protos(ctx, lamina_nghttp2_h2_alpn(), lamina_nghttp2_h2_alpn_length()) == 0,
-            "cannot set ALPN")
+        if c.offersHTTP1 {
+            let http1: [UInt8] = [8] + Array("http/1.1".utf8)
+            try check(SSL_CTX_set_alpn_protos(ctx, http1, UInt32(http1.count)) == 0, "cannot set ALPN")
+        } else {
+            try check(
+                SSL_CTX_set_alpn_protos(ctx, lamina_nghttp2_h2_alpn(), lamina_nghttp2_h2_alpn_length()) == 0,
+                "cannot set ALPN")
+        }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
         switch trust {
         case .caFile(let path):
@@ -115,6 +120,9 @@ public final class TLSContext: @unchecked Sendable {
                 throw OpenSSLError.make(.tlsConfiguration, "cannot trust pinned certificate \(path)")
             }
             return cert
+        case .systemDefault:
+            try check(SSL_CTX_set_default_verify_paths(ctx) == 1, "cannot load the system's trust store")
+            return nil
         }
     }
 

@@ -36,6 +36,12 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let crypto = Code(rawValue: "crypto")
         /// A file could not be read or written.
         public static let io = Code(rawValue: "io")
+        /// A TCP connection could not be made (refused, unreachable, connect timeout).
+        public static let connectFailed = Code(rawValue: "connect-failed")
+        /// The peer did not answer in time.
+        public static let timeout = Code(rawValue: "timeout")
+        /// The peer's answer is not valid HTTP or exceeds a limit.
+        public static let badResponse = Code(rawValue: "bad-response")
     }
 
     public var code: Code

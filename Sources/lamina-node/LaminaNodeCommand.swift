@@ -74,6 +74,11 @@ struct Serve: AsyncParsableCommand {
     var unreferencedContentAge: Int?
     @Option(help: "Seconds between content collection sweeps (default 600; 0 disables).") var contentSweepInterval: Int?
 
+    @Flag(help: "Allow webhook targets on loopback and private addresses (refused by default).")
+    var allowPrivateWebhookTargets = false
+    @Option(help: "A PEM file of CAs webhook targets' certificates must chain to (default: the system's trust store).")
+    var webhookCAFile: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -131,6 +136,8 @@ struct Serve: AsyncParsableCommand {
         if let peerCA { configuration.peers.caFile = peerCA }
         if let peerCertificate { configuration.peers.certificateFile = peerCertificate }
         if let peerKey { configuration.peers.keyFile = peerKey }
+        if allowPrivateWebhookTargets { configuration.webhooks.allowPrivateTargets = true }
+        if let webhookCAFile { configuration.webhooks.caFile = webhookCAFile }
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
 
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }

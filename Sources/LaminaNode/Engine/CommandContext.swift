@@ -96,6 +96,9 @@ struct CommandContext {
         }
         // Others see the conversation with its first message (SPEC §6.2).
         try replicate(try emit(.conversationCreated(creation.conversation.conversation), to: [user], conversation: conversation.id), at: hlc)
+        try engine.webhooks.record(.conversationCreated, actor: user, in: tx, at: now) { r in
+            ["conversation": r.conversation(creation.conversation.conversation)]
+        }
         return Ack(requestID: f.conversationID.uuid, conversationID: conversation.id)
     }
 
@@ -134,6 +137,7 @@ struct CommandContext {
             let event = ParticipantsChanged(conversationID: id, added: operation == .add ? changed : [], removed: operation == .remove ? changed : [],
                                             by: user, at: hlc)
             _ = try announce(event, before: before, after: after)
+            try recordConversationUpdated(id)
         }
         // Every operation is logged, also one that changed nothing here: it still decides
         // against concurrent operations of other nodes (the latest reading wins).
@@ -162,6 +166,7 @@ struct CommandContext {
             try emit(.metadataChanged(MetadataChanged(conversationID: id, keyPath: path, value: value, by: user, at: hlc)),
                      to: stored.participants, conversation: id),
             at: hlc)
+        try recordConversationUpdated(id)
         return Ack(requestID: requestID, conversationID: id)
     }
 
@@ -170,6 +175,11 @@ struct CommandContext {
         let id = stored.id
         let deletion = ConversationDeleted(conversationID: id, mode: f.mode, below: f.below, by: user)
         try replicate(try delete(deletion, participants: stored.participants), at: try engine.nextHLC())
+        if f.mode == .allParticipants, f.below == nil {
+            try engine.webhooks.record(.conversationDeleted, actor: user, in: tx, at: now) { _ in
+                ["conversation": ["id": ServerAPIRepresentation.conversationID(id)]]
+            }
+        }
         return Ack(requestID: f.requestID, conversationID: id)
     }
 
@@ -251,7 +261,16 @@ struct CommandContext {
         }
         try announce(message, in: stored, isFirst: isFirst)
         try replicate(ReplicationLogCoding.messageReference(message.id), at: position)
+        try engine.webhooks.record(.messageSent, actor: user, in: tx, at: now) { r in ["message": r.message(message)] }
         return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
+    }
+
+    /// `conversation.updated` for the webhooks that take it, with the conversation as it is now.
+    private func recordConversationUpdated(_ id: ConversationID) throws {
+        guard engine.webhooks.wants(.conversationUpdated), let now = try tx.read.conversation(id) else { return }
+        try engine.webhooks.record(.conversationUpdated, actor: user, in: tx, at: self.now) { r in
+            ["conversation": r.conversation(now.conversation)]
+        }
     }
 
     /// Appends a stored message to its participants' feeds; the conversation first to the
@@ -294,6 +313,12 @@ struct CommandContext {
         let message = try message(f.messageID, in: stored.id)
         let deletion = MessageDeleted(conversationID: stored.id, messageID: message.id, mode: f.mode, by: user)
         try replicate(try delete(deletion, participants: stored.participants), at: try engine.nextHLC())
+        if f.mode == .allParticipants {
+            try engine.webhooks.record(.messageDeleted, actor: user, in: tx, at: now) { _ in
+                ["message": ["id": ServerAPIRepresentation.messageID(message.id),
+                             "conversation": ["id": ServerAPIRepresentation.conversationID(stored.id)]]]
+            }
+        }
         return Ack(requestID: f.requestID, conversationID: stored.id)
     }
 

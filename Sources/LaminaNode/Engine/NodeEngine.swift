@@ -21,6 +21,8 @@ public final class NodeEngine: Sendable {
     let typingExpiry = TypingExpiry()
     /// Moves after every commit that may have grown the replication log (peer links wait on it).
     let replicationSignal = ReplicationSignal()
+    /// Webhook events written in the commands' transactions (Delivery/).
+    let webhooks = WebhookOutbox()
 
     /// Reads the latest clock reading this node stored, so its hybrid logical clock continues
     /// after it (positions never go back across a restart, whatever the wall clock says).

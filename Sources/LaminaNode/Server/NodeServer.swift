@@ -38,6 +38,8 @@ public final class NodeServer: Sendable {
     public let serverAPICredentials: ServerAPICredentials?
     /// Peering (listener, dialers, links), when configured.
     public let peers: PeerService?
+    /// Webhook delivery from the outbox.
+    let webhooks: WebhookDelivery
 
     /// `https://host:port` of the sync listener.
     public var url: String {
@@ -49,8 +51,9 @@ public final class NodeServer: Sendable {
         configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
         content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>,
         admission: SessionAdmission, outboundBudget: NodeOutboundBudget, pruner: StoragePruner,
-        serverAPICredentials: ServerAPICredentials?, peers: PeerService?
+        serverAPICredentials: ServerAPICredentials?, peers: PeerService?, webhooks: WebhookDelivery
     ) {
+        self.webhooks = webhooks
         self.peers = peers
         self.outboundBudget = outboundBudget
         self.pruner = pruner
@@ -105,6 +108,18 @@ public final class NodeServer: Sendable {
             throw NodeServerError.startup("cannot repair the content records: \(error)")
         }
         let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
+        let webhooks: WebhookDelivery
+        do {
+            webhooks = try WebhookDelivery(
+                store: store, outbox: engine.webhooks, settings: configuration.webhooks, group: group, logger: logger,
+                metrics: WebhookMetrics(registry: registry))
+            try webhooks.prepare()
+        } catch {
+            await content.shutdown()
+            await engine.shutdown()
+            try? store.close()
+            throw NodeServerError.startup("cannot prepare webhook delivery (TLS trust, stored webhooks): \(error)")
+        }
         let gate = SessionGate(limit: configuration.maxSessions)
         let admission = SessionAdmission(limits: configuration.resources, maxSessions: configuration.maxSessions)
         let outboundBudget = NodeOutboundBudget(
@@ -127,7 +142,7 @@ public final class NodeServer: Sendable {
             do {
                 let credentials = try ServerAPICredentials.loadOrCreate(in: prepared.dataDirectory)
                 serverAPICredentials = credentials
-                let api = ServerAPI(engine: engine, credentials: credentials, settings: configuration.serverAPI)
+                let api = ServerAPI(engine: engine, credentials: credentials, settings: configuration.serverAPI, webhooks: webhooks)
                 router.add(ServerAPI.routePattern, maxBodyBytes: ServerAPILimits.maxBodyBytes) { await api.handle($0) }
             } catch {
                 await content.shutdown()
@@ -212,7 +227,13 @@ public final class NodeServer: Sendable {
             configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
             transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission,
             outboundBudget: outboundBudget, pruner: StoragePruner(store: store, logger: logger), serverAPICredentials: serverAPICredentials,
-            peers: peers)
+            peers: peers, webhooks: webhooks)
+        do {
+            try await webhooks.start(base: "\(server.url)/apps/\(serverAPICredentials?.appID ?? "none")")
+        } catch {
+            await server.shutdown()
+            throw NodeServerError.startup("cannot start webhook delivery: \(error)")
+        }
         server.pruner.start(every: .seconds(Int64(configuration.resources.pruneIntervalSeconds)))
         logger.info(
             "node started",
@@ -240,6 +261,7 @@ public final class NodeServer: Sendable {
         await peers?.shutdown()
         await pruner.stop()
         await engine.shutdown()
+        await webhooks.shutdown()
         do { try await transport.shutdown() } catch {
             logger.warning("transport shutdown", metadata: ["error": "\(error)"])
         }

@@ -52,6 +52,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var nodeID: UInt64?
     /// Peer nodes (off unless the peer listener's port is set).
     public var peers = PeerSettings()
+    /// Webhook delivery: private targets, trust, retries, timeouts.
+    public var webhooks = WebhookSettings()
 
     public init() {}
 
@@ -84,6 +86,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         if let v = file.maxStreamsPerConnection { maxStreamsPerConnection = v }
         if let v = file.drainTimeoutSeconds { drainTimeoutSeconds = v }
         if let c = file.content { content.apply(c) }
+        if let w = file.webhooks { webhooks.apply(w) }
         if let a = file.serverAPI {
             if let v = a.enabled { serverAPI.enabled = v }
             if let v = a.requestsPerSecond { serverAPI.requestsPerSecond = v }
@@ -160,6 +163,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try resources.validate(maxSessions: maxSessions)
         try check((certificatePath == nil) == (privateKeyPath == nil), "certificatePath and privateKeyPath go together")
         try content.validate()
+        try webhooks.validate()
         try check(serverAPI.requestsPerSecond > 0 && serverAPI.burst >= 1, "serverAPI needs requestsPerSecond > 0 and burst >= 1")
         for provider in identityProviders {
             try check(!provider.algorithms.isEmpty, "identity provider \(provider.id) allows no algorithm")
@@ -215,6 +219,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         var limits: Limits?
         var resources: Resources?
         var content: ContentSettings.File?
+        var webhooks: WebhookSettings.File?
         struct ServerAPIFile: Decodable {
             var enabled: Bool?
             var requestsPerSecond: Double?

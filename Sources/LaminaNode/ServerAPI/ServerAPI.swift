@@ -19,8 +19,11 @@ public final class ServerAPI: Sendable {
     var credentials: ServerAPICredentials { tokenSource.current }
     /// Requests per token: ``ServerAPISettings/burst`` at once, refilled at ``ServerAPISettings/requestsPerSecond``.
     let limiter: TokenBuckets<Int>
+    /// The webhooks' delivery (nil: the webhooks API answers 503).
+    let webhooks: WebhookDelivery?
 
-    public init(engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings) {
+    init(engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings, webhooks: WebhookDelivery? = nil) {
+        self.webhooks = webhooks
         self.engine = engine
         self.tokenSource = ServerAPITokenSource(credentials)
         self.limiter = TokenBuckets(rates: [settings.requestsPerSecond], bursts: [Double(settings.burst)])
@@ -54,8 +57,8 @@ public final class ServerAPI: Sendable {
         (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/sessions"), { try await $0.revokeSessions($1) }),
     ]
 
-    /// Every operation served.
-    public static var routes: [Route] { table.map(\.0) }
+    /// Every operation served (the Platform API's and the webhooks API's).
+    public static var routes: [Route] { (table + webhookTable).map(\.0) }
 
     /// Answers one request (the route handler for ``routePattern``).
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
@@ -64,7 +67,8 @@ public final class ServerAPI: Sendable {
         do {
             return try await dispatch(request, base: base)
         } catch {
-            return Self.apiError(error).response(base: base)
+            let webhooks = request.path.hasPrefix("/apps/\(credentials.appID)/webhooks")
+            return Self.apiError(error).response(base: base, contentType: webhooks ? Self.webhooksContentType : ServerAPIJSON.contentType)
         }
     }
 
@@ -91,9 +95,17 @@ public final class ServerAPI: Sendable {
         guard segments.count >= 2, segments[0] == "apps" else { throw ServerAPIError.invalidEndpoint("no such endpoint \(bare)") }
         guard segments[1] == credentials.appID else { throw ServerAPIError.invalidAppID("no app \(segments[1]) on this node") }
 
-        let version = try Self.version(request.headers["accept"])
+        // The webhooks API has its own media type (ServerAPI+Webhooks.swift).
+        let isWebhooks = segments.count >= 3 && segments[2] == "webhooks"
+        let version: ServerAPIVersion
+        if isWebhooks {
+            try Self.webhooksVersion(request.headers["accept"])
+            version = .v3
+        } else {
+            version = try Self.version(request.headers["accept"])
+        }
         var methodsForPath: [String] = []
-        for (route, handler) in Self.table {
+        for (route, handler) in isWebhooks ? Self.webhookTable : Self.table {
             guard let parameters = Self.match(route.template, segments) else { continue }
             methodsForPath.append(route.method)
             guard route.method == request.method else { continue }

@@ -71,12 +71,12 @@ public struct ServerAPIError: Error, Sendable {
         }
     }
 
-    /// The JSON body.
-    func response(base: String) -> HTTPResponse {
+    /// The JSON body (as `contentType`: the webhooks API answers application/json).
+    func response(base: String, contentType: String = ServerAPIJSON.contentType) -> HTTPResponse {
         var object: [String: Any] = [
             "id": id, "code": code, "message": message, "url": "\(base)/errors#\(id)",
         ]
         if let data { object["data"] = data }
-        return ServerAPIJSON.response(status, object, extraHeaders: headers)
+        return ServerAPIJSON.response(status, object, contentType: contentType, extraHeaders: headers)
     }
 }

@@ -7,7 +7,7 @@ enum ServerAPIJSON {
     /// The media type of every JSON response.
     static let contentType = "application/vnd.layer+json; charset=utf-8"
 
-    static func response(_ status: Int, _ object: Any, extraHeaders: [(String, String)] = []) -> HTTPResponse {
+    static func response(_ status: Int, _ object: Any, contentType: String = contentType, extraHeaders: [(String, String)] = []) -> HTTPResponse {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return HTTPResponse(status: status, headers: [("content-type", contentType)] + extraHeaders, body: ByteBuffer(bytes: data))
     }

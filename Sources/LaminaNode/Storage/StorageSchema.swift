@@ -31,6 +31,9 @@ enum StorageSchema {
         migrator.registerMigration("v6-identities") { db in
             for statement in identities { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v7-webhooks") { db in
+            for statement in webhooks { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -288,5 +291,37 @@ extension StorageSchema {
             updated_at INTEGER NOT NULL
         ) STRICT, WITHOUT ROWID
         """,
+    ]
+
+    /// Webhooks (Layer's Webhooks API 3.0) and their delivery queue, the transactional
+    /// outbox: one row per event per active webhook subscribed to it, written in the commit
+    /// of the command that caused the event, deleted once delivered. `seq` is commit order.
+    static let webhooks: [String] = [
+        """
+        CREATE TABLE webhooks (
+            id BLOB PRIMARY KEY NOT NULL CHECK (length(id) = 16),
+            target_url TEXT NOT NULL,
+            events TEXT NOT NULL,
+            secret TEXT NOT NULL,
+            config BLOB,
+            status INTEGER NOT NULL CHECK (status IN (0, 1, 2)),
+            status_reason TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        ) STRICT
+        """,
+        """
+        CREATE TABLE webhook_queue (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            webhook_id BLOB NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+            request_id BLOB NOT NULL CHECK (length(request_id) = 16),
+            event_type TEXT NOT NULL,
+            payload BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL
+        ) STRICT
+        """,
+        "CREATE INDEX webhook_queue_order ON webhook_queue(webhook_id, seq)",
     ]
 }

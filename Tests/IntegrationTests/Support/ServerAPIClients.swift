@@ -64,6 +64,18 @@ struct CurlAPI: Sendable {
     var http: HTTP = .http1
     var version = "3.0"
 
+    init(url: String, caFile: String, appID: String, token: String) {
+        self.url = url
+        self.caFile = caFile
+        self.appID = appID
+        self.token = token
+    }
+
+    /// Headers of a request to the webhooks API (its own media type).
+    var webhookHeaders: [String: String] {
+        ["Authorization": "Bearer \(token)", "Accept": "application/vnd.layer.webhooks+json; version=3.0"]
+    }
+
     init(_ server: NodeServer, http: HTTP = .http1, version: String = "3.0", token: String? = nil) {
         url = server.url
         caFile = server.prepared.certificatePath

@@ -1,0 +1,496 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Carries the webhooks' queued events to their targets, after the commits that wrote them:
+/// at least once (a row is removed only after a 2xx, or a definitive refusal), in commit
+/// order per webhook (one event at a time per webhook, the oldest first, retried until it
+/// goes), at most ``WebhookSettings/maxInFlightPerTarget`` requests per target at once over
+/// all its webhooks. Each webhook has its own lane, so a dead target delays only its own
+/// webhooks. Failures are retried with exponential backoff and jitter (honouring
+/// `Retry-After`); an event failing for ``WebhookSettings/retryPeriodSeconds`` marks its
+/// webhook unhealthy and deactivates it.
+///
+/// Requests are HTTP/1.1 over TLS through ``HTTP1Connection`` (one kept-alive connection
+/// per webhook), signed as Layer signed them.
+final class WebhookDelivery: Sendable {
+    /// The versioned media type of every request (Layer's).
+    static let contentType = "application/vnd.layer.webhooks+json; version=3.0"
+    static let userAgent = "layer-webhooks/3.0"
+
+    let store: NodeStore
+    let outbox: WebhookOutbox
+    let settings: WebhookSettings
+    private let group: EventLoopGroup
+    private let tls: TLSContext
+    private let logger: Logger
+    let metrics: WebhookMetrics
+    private let lanes = Locked<[UUID: WebhookLane]>([:])
+    private let gates = Locked<[String: TargetGate]>([:])
+    private let stopped = Locked(false)
+    /// Verifications running in the background (waited for by ``shutdown()``).
+    private let verifications = Locked<[UUID: Task<Void, Never>]>([:])
+
+    init(store: NodeStore, outbox: WebhookOutbox, settings: WebhookSettings, group: EventLoopGroup, logger: Logger,
+         metrics: WebhookMetrics) throws {
+        var configuration = TLSConfiguration.client(trust: settings.caFile.map { .caFile($0) } ?? .systemDefault)
+        configuration.offersHTTP1 = true
+        configuration.handshakeTimeout = .seconds(Int64(settings.connectTimeoutSeconds))
+        self.tls = try TLSContext(configuration)
+        self.store = store
+        self.outbox = outbox
+        self.settings = settings
+        self.group = group
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    /// Before the node takes commands: the outbox learns the active webhooks (so no command
+    /// commits without their events) and whom to wake. Blocks on a read (start-up only).
+    func prepare() throws {
+        outbox.configure(base: nil) { [weak self] rows in self?.committed(rows) }
+        outbox.load(try store.readNow { r in try r.webhooks() })
+    }
+
+    /// Once the node serves at `base` (`https://host:port/apps/<app id>`): each active webhook
+    /// gets its lane (which delivers what a previous run left queued), unverified ones are verified.
+    func start(base: String) async throws {
+        outbox.configure(base: base, waker: nil)
+        let (webhooks, depths) = try await store.read { r in (try r.webhooks(), try r.webhookQueueDepths()) }
+        for webhook in webhooks {
+            metrics.queueDepth(webhook.id).set(Int64(depths[webhook.id] ?? 0))
+            switch webhook.status {
+            case .active: startLane(webhook)
+            case .unverified: verifyInBackground(webhook)
+            case .inactive: break
+            }
+        }
+    }
+
+    /// Stops every lane (queued events stay queued for the next start).
+    func shutdown() async {
+        stopped.withLock { $0 = true }
+        let all = lanes.withLock { l -> [WebhookLane] in
+            defer { l = [:] }
+            return Array(l.values)
+        }
+        for lane in all { await lane.stop() }
+        // A verification ends within its timeouts; it must not write after the store closes.
+        for task in verifications.withLock({ Array($0.values) }) { await task.value }
+    }
+
+    /// After a commit: the webhooks that got `rows` new events.
+    private func committed(_ rows: [UUID: Int]) {
+        for (id, count) in rows {
+            metrics.queueDepth(id).increment(by: Double(count))
+            lanes.withLock { $0[id] }?.signal()
+        }
+    }
+
+    // MARK: Lanes
+
+    /// Starts (or refreshes) the lane of an active webhook.
+    func startLane(_ webhook: StoredWebhook) {
+        guard !stopped.withLock({ $0 }) else { return }
+        let lane = lanes.withLock { l -> WebhookLane? in
+            if let existing = l[webhook.id] {
+                existing.update(webhook)
+                return existing
+            }
+            let lane = WebhookLane(webhook: webhook, delivery: self)
+            l[webhook.id] = lane
+            return lane
+        }
+        lane?.signal()
+    }
+
+    /// Stops the lane of a webhook that was deactivated or deleted.
+    func stopLane(_ id: UUID) async {
+        let lane = lanes.withLock { $0.removeValue(forKey: id) }
+        await lane?.stop()
+    }
+
+    fileprivate func gate(for authority: String) -> TargetGate {
+        gates.withLock { g in
+            if let gate = g[authority] { return gate }
+            let gate = TargetGate(limit: settings.maxInFlightPerTarget)
+            g[authority] = gate
+            return gate
+        }
+    }
+
+    // MARK: Verification
+
+    /// Verifies a new webhook's target in the background; on success it becomes active.
+    /// When it fails the webhook stays unverified with the reason in its `status_reason`.
+    func verifyInBackground(_ webhook: StoredWebhook) {
+        let key = UUID()
+        let task = Task {
+            defer { _ = verifications.withLock { $0.removeValue(forKey: key) } }
+            guard !stopped.withLock({ $0 }) else { return }
+            switch await verify(webhook) {
+            case .success:
+                do { _ = try await activate(webhook.id, onlyIf: .unverified) } catch {
+                    logger.error("webhook activation failed", metadata: ["webhook": "\(webhook.id)", "error": "\(error)"])
+                }
+            case .failure(let error):
+                logger.warning("webhook target did not verify", metadata: ["webhook": "\(webhook.id)", "reason": "\(error.reason)"])
+                try? await verificationFailed(webhook.id, error)
+            }
+        }
+        verifications.withLock { $0[key] = task }
+    }
+
+    /// Keeps why an unverified webhook's target did not verify in its `status_reason`.
+    func verificationFailed(_ id: UUID, _ error: WebhookTargetError) async throws {
+        let reason = "the target did not verify: \(error.reason)"
+        try await store.write { tx in
+            guard try tx.read.webhook(id)?.status == .unverified else { return }
+            try tx.setWebhookStatus(id, .unverified, reason: reason, at: .now())
+        }
+    }
+
+    /// Layer's verification: `GET target_url?verification_challenge=<random>`, answered 200
+    /// with the challenge as the body.
+    func verify(_ webhook: StoredWebhook) async -> Result<Void, WebhookTargetError> {
+        let target: WebhookTarget
+        switch WebhookTarget.parse(webhook.targetURL) {
+        case .success(let t): target = t
+        case .failure(let e): return .failure(e)
+        }
+        let challenge: String
+        do { challenge = try SecureRandom.bytes(16).map { String(format: "%02x", $0) }.joined() } catch {
+            return .failure(.init("no random challenge: \(error)"))
+        }
+        var verification = target
+        verification.path += (target.path.contains("?") ? "&" : "?") + "verification_challenge=\(challenge)"
+        let headers: HeaderFields = [("user-agent", Self.userAgent), ("layer-webhook-id", webhook.id.uuidString.lowercased())]
+        do {
+            let connection = try await connect(verification)
+            defer { Task { await connection.close() } }
+            let response = try await connection.request(
+                method: .GET, path: verification.path, headers: headers, body: nil,
+                timeout: .seconds(Int64(settings.responseTimeoutSeconds)), maxResponseBytes: WebhookLimits.maxResponseBytes)
+            let body = String(buffer: response.body).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard response.status == 200, body == challenge else {
+                return .failure(.init("the target answered \(response.status) without echoing the verification challenge"))
+            }
+            return .success(())
+        } catch let error as WebhookTargetError {
+            return .failure(error)
+        } catch {
+            return .failure(.init("the verification request failed: \(error)"))
+        }
+    }
+
+    /// Makes a webhook active (when its status is `onlyIf`, or any): stored, subscribed in the
+    /// same transaction, its queued events due now, its lane started. The webhook, or nil when gone.
+    func activate(_ id: UUID, onlyIf: StoredWebhook.Status? = nil) async throws -> StoredWebhook? {
+        let outbox = self.outbox
+        let now = Timestamp.now()
+        let webhook = try await resyncing { tx -> StoredWebhook? in
+            guard var w = try tx.read.webhook(id) else { return nil }
+            if let onlyIf, w.status != onlyIf { return w }
+            try tx.setWebhookStatus(id, .active, reason: nil, at: now)
+            try tx.resetWebhookQueue(id, at: now)
+            outbox.setSubscription(id, events: w.events)
+            w.status = .active
+            w.statusReason = nil
+            w.updatedAt = now
+            return w
+        }
+        if let webhook, webhook.status == .active { startLane(webhook) }
+        return webhook
+    }
+
+    /// Makes a webhook inactive with `reason`; stops its lane. The webhook, or nil when gone.
+    func deactivate(_ id: UUID, reason: String) async throws -> StoredWebhook? {
+        let outbox = self.outbox
+        let now = Timestamp.now()
+        let webhook = try await resyncing { tx -> StoredWebhook? in
+            guard var w = try tx.read.webhook(id) else { return nil }
+            try tx.setWebhookStatus(id, .inactive, reason: reason, at: now)
+            outbox.setSubscription(id, events: nil)
+            w.status = .inactive
+            w.statusReason = reason
+            w.updatedAt = now
+            return w
+        }
+        await stopLane(id)
+        return webhook
+    }
+
+    /// Deletes a webhook and its queue; whether it existed.
+    func delete(_ id: UUID) async throws -> Bool {
+        let outbox = self.outbox
+        let existed = try await resyncing { tx -> Bool in
+            let existed = try tx.deleteWebhook(id)
+            outbox.setSubscription(id, events: nil)
+            return existed
+        }
+        await stopLane(id)
+        metrics.queueDepth(id).set(Int64(0))
+        return existed
+    }
+
+    /// A management write that changes the outbox's subscriptions as its last step (in commit
+    /// order with the commands); when the write fails, the subscriptions are read back from the
+    /// store, so they never stay ahead of what committed.
+    private func resyncing<T: Sendable>(_ body: @escaping @Sendable (StorageTransaction) throws -> T) async throws -> T {
+        do {
+            return try await store.write(body)
+        } catch {
+            if let webhooks = try? await store.read({ r in try r.webhooks() }) { outbox.load(webhooks) }
+            throw error
+        }
+    }
+
+    // MARK: Requests
+
+    /// A connection to `target` (its addresses checked against the private-target rule).
+    fileprivate func connect(_ target: WebhookTarget) async throws -> HTTP1Connection {
+        let addresses: [String]
+        switch target.addresses(allowPrivate: settings.allowPrivateTargets) {
+        case .success(let a): addresses = a
+        case .failure(let e): throw e
+        }
+        return try await HTTP1Connection.connect(
+            host: target.host, address: addresses[0], port: target.port, tls: tls, group: group,
+            connectTimeout: .seconds(Int64(settings.connectTimeoutSeconds)))
+    }
+
+    /// The request body of `event` for `webhook`: the payload with the webhook's `config`.
+    static func body(_ event: QueuedWebhookEvent, _ webhook: StoredWebhook) throws -> [UInt8] {
+        guard let config = webhook.config else { return Array(event.payload) }
+        guard var object = try JSONSerialization.jsonObject(with: event.payload) as? [String: Any] else { return Array(event.payload) }
+        object["config"] = try JSONSerialization.jsonObject(with: config)
+        return Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+    }
+
+    /// The request headers of one delivery.
+    static func headers(_ event: QueuedWebhookEvent, _ webhook: StoredWebhook, body: [UInt8]) throws -> HeaderFields {
+        [
+            ("content-type", contentType), ("user-agent", userAgent),
+            ("layer-webhook-event-type", event.eventType),
+            ("layer-webhook-signature", try HMACSHA1.hex(key: Array(webhook.secret.utf8), message: body)),
+            ("layer-webhook-request-id", event.requestID.uuidString.lowercased()),
+            ("layer-webhook-id", webhook.id.uuidString.lowercased()),
+        ]
+    }
+
+    /// How one attempt ended.
+    enum Outcome {
+        case delivered
+        /// Try again, no sooner than `after` seconds when the target said so.
+        case retry(String, after: Int?)
+        /// The target refused the event for good.
+        case refused(String)
+    }
+
+    static func outcome(status: Int, headers: HeaderFields) -> Outcome {
+        switch status {
+        case 200..<300: return .delivered
+        case 408, 429, 500..<600:
+            let after = headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            return .retry("the target answered \(status)", after: after)
+        default: return .refused("the target answered \(status)")
+        }
+    }
+
+    /// The delay before attempt `attempts + 1`: exponential from the initial backoff, capped,
+    /// with jitter (half to all of it); at least `Retry-After` when the target sent one.
+    static func backoff(attempts: Int, retryAfter: Int?, settings: WebhookSettings) -> Int64 {
+        let cap = Int64(settings.maxBackoffSeconds) * 1_000
+        let exponential = min(cap, Int64(settings.initialBackoffMilliseconds) << Int64(min(max(attempts - 1, 0), 30)))
+        var delay = Int64(Double(exponential) * Double.random(in: 0.5...1.0))
+        if let retryAfter { delay = max(delay, min(cap, Int64(retryAfter) * 1_000)) }
+        return max(1, delay)
+    }
+
+    fileprivate func log(_ message: Logger.Message, _ metadata: Logger.Metadata, level: Logger.Level = .warning) {
+        logger.log(level: level, message, metadata: metadata)
+    }
+}
+
+/// One webhook's delivery loop: the oldest queued event, attempted until it goes.
+final class WebhookLane: Sendable {
+    private let webhook: Locked<StoredWebhook>
+    private let signals: AsyncStream<Void>.Continuation
+    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+    /// The kept-alive connection to the target (closed by ``stop()``, which fails a request
+    /// in flight at once instead of waiting for its timeout).
+    private let connection = Locked<HTTP1Connection?>(nil)
+
+    init(webhook: StoredWebhook, delivery: WebhookDelivery) {
+        self.webhook = Locked(webhook)
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        self.signals = continuation
+        let task = Task { [webhook = self.webhook, connection] in
+            await Self.run(webhook: webhook, delivery: delivery, signals: stream, connection: connection)
+        }
+        self.task.withLock { $0 = task }
+    }
+
+    func update(_ webhook: StoredWebhook) { self.webhook.withLock { $0 = webhook } }
+
+    /// Something was queued (or the webhook changed): look again.
+    func signal() { signals.yield() }
+
+    func stop() async {
+        signals.finish()
+        let task = self.task.withLock { $0 }
+        task?.cancel()
+        await connection.withLock { $0 }?.close()
+        await task?.value
+        await connection.withLock { $0 }?.close()
+    }
+
+    private static func run(
+        webhook: Locked<StoredWebhook>, delivery: WebhookDelivery, signals: AsyncStream<Void>, connection: Locked<HTTP1Connection?>
+    ) async {
+        var wakeups = signals.makeAsyncIterator()
+        let id = webhook.withLock { $0.id }
+        while !Task.isCancelled {
+            let next: QueuedWebhookEvent?
+            do { next = try await delivery.store.read { r in try r.nextWebhookEvent(of: id) } } catch {
+                if Task.isCancelled { return }
+                delivery.log("webhook queue unreadable", ["webhook": "\(id)", "error": "\(error)"], level: .error)
+                next = nil
+            }
+            guard let event = next else {
+                if await wakeups.next() == nil { return }
+                continue
+            }
+            let wait = event.nextAttemptAt.millisecondsSince1970 - Timestamp.now().millisecondsSince1970
+            if wait > 0 {
+                // In commit order: later events of this webhook wait behind this one.
+                try? await Task.sleep(for: .milliseconds(wait))
+                continue
+            }
+            let current = webhook.withLock { $0 }
+            let outcome = await attempt(event, current, delivery: delivery, connection: connection)
+            if Task.isCancelled { return }
+            guard await settle(event, current, outcome, delivery: delivery) else { return }
+        }
+    }
+
+    private static func attempt(
+        _ event: QueuedWebhookEvent, _ webhook: StoredWebhook, delivery: WebhookDelivery, connection: Locked<HTTP1Connection?>
+    ) async -> WebhookDelivery.Outcome {
+        let target: WebhookTarget
+        switch WebhookTarget.parse(webhook.targetURL) {
+        case .success(let t): target = t
+        case .failure(let e): return .retry(e.reason, after: nil)
+        }
+        let gate = delivery.gate(for: target.authority)
+        await gate.acquire()
+        defer { gate.release() }
+        guard !Task.isCancelled else { return .retry("stopped", after: nil) }
+        do {
+            let body = try WebhookDelivery.body(event, webhook)
+            let headers = try WebhookDelivery.headers(event, webhook, body: body)
+            var open = connection.withLock { $0 }
+            if open?.isOpen != true {
+                await open?.close()
+                open = try await delivery.connect(target)
+                connection.withLock { $0 = open }
+            }
+            guard let open else { return .retry("no connection", after: nil) }
+            let response = try await open.request(
+                method: .POST, path: target.path, headers: headers, body: ByteBuffer(bytes: body),
+                timeout: .seconds(Int64(delivery.settings.responseTimeoutSeconds)), maxResponseBytes: WebhookLimits.maxResponseBytes)
+            return WebhookDelivery.outcome(status: response.status, headers: response.headers)
+        } catch {
+            let old = connection.withLock { c -> HTTP1Connection? in
+                defer { c = nil }
+                return c
+            }
+            await old?.close()
+            return .retry("\(error)", after: nil)
+        }
+    }
+
+    /// Records how an attempt ended; false when the lane must stop (the webhook was deactivated).
+    private static func settle(
+        _ event: QueuedWebhookEvent, _ webhook: StoredWebhook, _ outcome: WebhookDelivery.Outcome, delivery: WebhookDelivery
+    ) async -> Bool {
+        let id = webhook.id
+        do {
+            switch outcome {
+            case .delivered:
+                try await delivery.store.write { tx in try tx.removeWebhookEvent(event.seq) }
+                delivery.metrics.delivered(id)
+                delivery.metrics.queueDepth(id).decrement()
+            case .refused(let reason):
+                try await delivery.store.write { tx in try tx.removeWebhookEvent(event.seq) }
+                delivery.metrics.failed(id)
+                delivery.metrics.queueDepth(id).decrement()
+                delivery.log("webhook event refused by its target and dropped",
+                             ["webhook": "\(id)", "request": "\(event.requestID)", "reason": "\(reason)"])
+            case .retry(let reason, let after):
+                let now = Timestamp.now()
+                let age = now.millisecondsSince1970 - event.createdAt.millisecondsSince1970
+                if age >= Int64(delivery.settings.retryPeriodSeconds) * 1_000 {
+                    let why = "unhealthy: deliveries failed for \(delivery.settings.retryPeriodSeconds) s (last: \(reason))"
+                    delivery.metrics.deactivated(id)
+                    delivery.log("webhook deactivated", ["webhook": "\(id)", "reason": "\(why)"], level: .error)
+                    Task { _ = try? await delivery.deactivate(id, reason: why) }
+                    return false
+                }
+                let attempts = event.attempts + 1
+                let delay = WebhookDelivery.backoff(attempts: attempts, retryAfter: after, settings: delivery.settings)
+                let next = Timestamp(millisecondsSince1970: now.millisecondsSince1970 + delay)
+                try await delivery.store.write { tx in try tx.rescheduleWebhookEvent(event.seq, attempts: attempts, next: next) }
+                delivery.metrics.retried(id)
+                delivery.log("webhook delivery failed; retrying",
+                             ["webhook": "\(id)", "request": "\(event.requestID)", "attempt": "\(attempts)", "in_ms": "\(delay)",
+                              "reason": "\(reason)"], level: .info)
+            }
+        } catch {
+            delivery.log("webhook queue update failed", ["webhook": "\(id)", "error": "\(error)"], level: .error)
+            try? await Task.sleep(for: .seconds(1))
+        }
+        return true
+    }
+}
+
+/// Requests in flight to one target, at most `limit`; the others wait their turn (FIFO).
+final class TargetGate: Sendable {
+    private struct State {
+        var inFlight = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Locked(State())
+    private let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Requests in flight and waiting.
+    var counts: (inFlight: Int, waiting: Int) { state.withLock { ($0.inFlight, $0.waiting.count) } }
+
+    func acquire() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.inFlight < limit {
+                    s.inFlight += 1
+                    return true
+                }
+                s.waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func release() {
+        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            if !s.waiting.isEmpty { return s.waiting.removeFirst() }  // the slot passes on
+            s.inFlight -= 1
+            return nil
+        }
+        next?.resume()
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import LaminaModel
+
+/// The event types a webhook can subscribe to.
+public enum WebhookEventType: String, Sendable, CaseIterable {
+    case messageSent = "message.sent"
+    case messageDeleted = "message.deleted"
+    case conversationCreated = "conversation.created"
+    case conversationUpdated = "conversation.updated"
+    case conversationDeleted = "conversation.deleted"
+}
+
+/// The write side of the webhooks' transactional outbox. Commands call ``record`` inside
+/// their transaction: one queue row per event per active webhook subscribed to it, in the
+/// same commit; with no such webhook nothing is built or written. After the commit the
+/// delivery is woken for the webhooks that got rows.
+///
+/// The active subscriptions are kept here, changed by the management writes inside their
+/// own transactions on the writer thread, so every command sees the set as of its place
+/// in commit order.
+final class WebhookOutbox: Sendable {
+    private struct Wake {
+        /// Rows written per webhook in this transaction.
+        var webhooks: [UUID: Int] = [:]
+        var armed = false
+    }
+
+    /// Active webhooks and their event types.
+    private let subscriptions = Locked<[UUID: Set<String>]>([:])
+    /// Webhooks given rows in the transaction being built (woken on its commit).
+    private let wake = Locked(Wake())
+    /// `https://host:port/apps/<app id>` for the `url` fields of payloads.
+    private let base = Locked("layer:///apps/unknown")
+    /// Called after a commit with the webhooks that got rows (and how many).
+    private let waker = Locked<(@Sendable ([UUID: Int]) -> Void)?>(nil)
+
+    /// Sets where payload URLs point and whom to wake after commits (nil: unchanged).
+    func configure(base: String?, waker: (@Sendable ([UUID: Int]) -> Void)?) {
+        if let base { self.base.withLock { $0 = base } }
+        if let waker { self.waker.withLock { $0 = waker } }
+    }
+
+    /// Replaces the active subscriptions (start-up, and after a failed commit).
+    func load(_ webhooks: [StoredWebhook]) {
+        var active: [UUID: Set<String>] = [:]
+        for w in webhooks where w.status == .active { active[w.id] = Set(w.events) }
+        subscriptions.withLock { $0 = active }
+    }
+
+    /// Inside a management transaction: the webhook now delivers `events`, or (nil) nothing.
+    func setSubscription(_ id: UUID, events: [String]?) {
+        subscriptions.withLock { $0[id] = events.map(Set.init) }
+    }
+
+    /// Whether any active webhook takes `type` (commands skip building the payload otherwise).
+    func wants(_ type: WebhookEventType) -> Bool {
+        subscriptions.withLock { s in s.values.contains { $0.contains(type.rawValue) } }
+    }
+
+    /// Queues `type` for each active webhook subscribed to it, in `tx`. `body` gives the
+    /// event's objects (`message`, `conversation`, …) and is called only when some webhook
+    /// takes the event.
+    func record(
+        _ type: WebhookEventType, actor: UserID?, in tx: StorageTransaction, at time: Timestamp,
+        body: (ServerAPIRepresentation) throws -> [String: Any]
+    ) throws {
+        let targets = subscriptions.withLock { s in s.compactMap { $0.value.contains(type.rawValue) ? $0.key : nil } }
+        guard !targets.isEmpty else { return }
+        let representation = ServerAPIRepresentation(base: base.withLock { $0 }, version: .v3)
+        var payload = try body(representation)
+        payload["event"] = [
+            "type": type.rawValue, "id": UUID().uuidString.lowercased(),
+            "created_at": ServerAPIJSON.date(millisecondsSince1970: time.millisecondsSince1970),
+        ]
+        if let actor { payload["actor"] = representation.identity(actor) }
+        let data: Data
+        do { data = try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes]) } catch {
+            throw StorageError(.invalidArgument, "a webhook payload does not encode: \(error)")
+        }
+        try tx.enqueueWebhookEvent(type.rawValue, payload: data, for: targets.sorted { $0.uuidString < $1.uuidString }, at: time)
+        let arm = wake.withLock { w -> Bool in
+            for t in targets { w.webhooks[t, default: 0] += 1 }
+            defer { w.armed = true }
+            return !w.armed
+        }
+        if arm {
+            let wake = self.wake, waker = self.waker
+            // Runs when the group ends; a rollback forgets the rows, so nobody is woken.
+            tx.afterTransaction { committed in
+                let woken = wake.withLock { w -> [UUID: Int] in
+                    defer { w = Wake() }
+                    return w.webhooks
+                }
+                if committed { waker.withLock { $0 }?(woken) }
+            }
+        }
+    }
+}

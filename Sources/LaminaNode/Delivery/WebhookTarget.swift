@@ -1,0 +1,123 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A webhook's `target_url`, checked: `https://host[:port]/path[?query]`, and where it may
+/// point. Targets on loopback, private, link-local, unique-local, multicast or unspecified
+/// addresses are refused unless the operator allows them; names are resolved and every
+/// address checked, at creation and again before each connection (a name can change).
+struct WebhookTarget: Sendable, Hashable {
+    var host: String
+    var port: Int
+    /// The request target: path and query.
+    var path: String
+
+    /// Parses `url`; the reason when it is not a usable https URL.
+    static func parse(_ url: String) -> Result<WebhookTarget, WebhookTargetError> {
+        guard url.utf8.count <= WebhookLimits.maxTargetURLBytes else {
+            return .failure(.init("target_url is longer than \(WebhookLimits.maxTargetURLBytes) bytes"))
+        }
+        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https" else {
+            return .failure(.init("target_url must be an https:// URL"))
+        }
+        guard var host = components.host, !host.isEmpty else { return .failure(.init("target_url has no host")) }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard components.user == nil, components.password == nil else {
+            return .failure(.init("target_url must not carry credentials"))
+        }
+        guard components.fragment == nil else { return .failure(.init("target_url must not have a fragment")) }
+        let port = components.port ?? 443
+        guard (1...65_535).contains(port) else { return .failure(.init("target_url has an invalid port")) }
+        var path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        if let query = components.percentEncodedQuery { path += "?\(query)" }
+        return .success(WebhookTarget(host: host.lowercased(), port: port, path: path))
+    }
+
+    /// `host:port` (the unit of the in-flight bound).
+    var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// The addresses to connect to: the host's, each allowed (or `allowPrivate`); the reason otherwise.
+    func addresses(allowPrivate: Bool) -> Result<[String], WebhookTargetError> {
+        let resolved = Self.resolve(host)
+        guard !resolved.isEmpty else { return .failure(.init("\(host) does not resolve")) }
+        if !allowPrivate, let inside = resolved.first(where: Self.isInternal) {
+            return .failure(.init("\(host) is on an internal address (\(inside)); the node refuses private targets"))
+        }
+        return .success(resolved)
+    }
+
+    /// The host's addresses (an IP literal is its own), as text.
+    static func resolve(_ host: String) -> [String] {
+        if isIPv4(host) || host.contains(":") { return [host] }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { return [] }
+        defer { freeaddrinfo(list) }
+        var out: [String] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = cursor {
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            if entry.pointee.ai_family == AF_INET {
+                entry.pointee.ai_addr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                    var a = sin.pointee.sin_addr
+                    _ = inet_ntop(AF_INET, &a, &buffer, socklen_t(buffer.count))
+                }
+            } else if entry.pointee.ai_family == AF_INET6 {
+                entry.pointee.ai_addr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin in
+                    var a = sin.pointee.sin6_addr
+                    _ = inet_ntop(AF_INET6, &a, &buffer, socklen_t(buffer.count))
+                }
+            }
+            let text = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if !text.isEmpty, !out.contains(text) { out.append(text) }
+            cursor = entry.pointee.ai_next
+        }
+        return out
+    }
+
+    static func isIPv4(_ s: String) -> Bool {
+        var a = in_addr()
+        return inet_pton(AF_INET, s, &a) == 1
+    }
+
+    /// Whether an address is loopback, private (RFC 1918), shared (RFC 6598), link-local,
+    /// unique-local, multicast, broadcast or unspecified.
+    static func isInternal(_ address: String) -> Bool {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, address, &v4) == 1 {
+            return isInternalIPv4(withUnsafeBytes(of: v4.s_addr) { Array($0) })
+        }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, address, &v6) == 1 else { return true }  // not an address: refuse
+        let b = withUnsafeBytes(of: v6) { Array($0) }
+        if b.allSatisfy({ $0 == 0 }) { return true }  // ::
+        if b[0..<15].allSatisfy({ $0 == 0 }) && b[15] == 1 { return true }  // ::1
+        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff { return isInternalIPv4(Array(b[12..<16])) }
+        if b[0] & 0xfe == 0xfc { return true }  // fc00::/7
+        if b[0] == 0xfe && b[1] & 0xc0 == 0x80 { return true }  // fe80::/10
+        if b[0] == 0xff { return true }  // multicast
+        return false
+    }
+
+    private static func isInternalIPv4(_ b: [UInt8]) -> Bool {
+        switch (b[0], b[1]) {
+        case (0, _), (10, _), (127, _): return true
+        case (100, 64...127): return true
+        case (169, 254): return true
+        case (172, 16...31): return true
+        case (192, 168): return true
+        case (224...255, _): return true
+        default: return false
+        }
+    }
+}
+
+/// Why a target cannot be used.
+struct WebhookTargetError: Error, Sendable, CustomStringConvertible {
+    var reason: String
+    init(_ reason: String) { self.reason = reason }
+    var description: String { reason }
+}

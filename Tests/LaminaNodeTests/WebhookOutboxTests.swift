@@ -1,0 +1,156 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+import Testing
+@testable import LaminaNode
+
+/// The webhooks' outbox: rows written in the command's own commit, one per event per active
+/// webhook subscribed to it, none otherwise; the target and retry rules.
+@Suite struct WebhookOutboxTests {
+    static func webhook(events: [String], status: StoredWebhook.Status = .active) -> StoredWebhook {
+        StoredWebhook(id: UUID(), targetURL: "https://example.com/hook", events: events, secret: "0123456789abcdef",
+                      config: nil, status: status, createdAt: .now(), updatedAt: .now())
+    }
+
+    /// Stores `webhooks` and subscribes the active ones, as the management API does.
+    static func install(_ webhooks: [StoredWebhook], in h: EngineHarness) async throws {
+        let outbox = h.engine.webhooks
+        try await h.store.write { tx in
+            for w in webhooks {
+                try tx.createWebhook(w, limit: WebhookLimits.maxWebhooks)
+                if w.status == .active { outbox.setSubscription(w.id, events: w.events) }
+            }
+        }
+    }
+
+    @Test func eventsAreQueuedInTheCommandsCommitOnlyForSubscribedActiveWebhooks() async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice")
+        let conversation = ConversationID.random()
+        _ = try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        // No webhook: nothing is queued.
+        _ = try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("a")])))
+        #expect(try await h.store.read { r in try r.webhookQueueDepths() }.isEmpty)
+
+        let sent = Self.webhook(events: ["message.sent"])
+        let other = Self.webhook(events: ["conversation.deleted"])
+        let stopped = Self.webhook(events: ["message.sent"], status: .inactive)
+        try await Self.install([sent, other, stopped], in: h)
+        let id = MessageID.random()
+        let (reply, _) = try await alice.command(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("b")])))
+        #expect(reply.ack != nil)
+        // Acknowledged means committed, with its event.
+        #expect(try await h.store.read { r in try r.webhookQueueDepths() } == [sent.id: 1])
+        let queued = try #require(try await h.store.read { r in try r.nextWebhookEvent(of: sent.id) })
+        #expect(queued.eventType == "message.sent")
+        #expect(queued.attempts == 0)
+        let payload = try #require(try JSONSerialization.jsonObject(with: queued.payload) as? [String: Any])
+        #expect((payload["message"] as? [String: Any])?["id"] as? String == "layer:///messages/\(id.uuid.uuidString.lowercased())")
+        #expect((payload["event"] as? [String: Any])?["type"] as? String == "message.sent")
+
+        // A refused command writes no event.
+        let carol = try await h.connect("carol")
+        let (refused, _) = try await carol.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("c")])))
+        #expect(refused.ack == nil)
+        #expect(try await h.store.read { r in try r.webhookQueueDepths() } == [sent.id: 1])
+        await h.close()
+    }
+
+    @Test func everyEventTypeIsQueuedByTheCommandThatCausesIt() async throws {
+        let h = try EngineHarness()
+        let all = Self.webhook(events: WebhookEventType.allCases.map(\.rawValue))
+        try await Self.install([all], in: h)
+        let alice = try await h.connect("alice")
+        let conversation = ConversationID.random()
+        let message = MessageID.random()
+        let frames: [Frame] = [
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])),
+            .sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: [textPart("hi")])),
+            .setMetadata(SetMetadata(requestID: UUID(), conversationID: conversation, keyPath: try MetadataKeyPath(["title"]), value: .string("T"))),
+            .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: ["carol"])),
+            .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: message, mode: .myDevices)),
+            .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: message, mode: .allParticipants)),
+            .deleteConversation(DeleteConversation(requestID: UUID(), conversationID: conversation, mode: .allParticipants)),
+        ]
+        for frame in frames {
+            let (reply, _) = try await alice.command(frame)
+            #expect(reply.ack != nil, "\(frame.type.name): \(reply)")
+        }
+        let queued = try await h.store.read { r in try r.queuedWebhookEvents(of: all.id, limit: 100) }
+        // In commit order; deleting for one's own devices is no event.
+        #expect(queued.map(\.eventType) == [
+            "conversation.created", "message.sent", "conversation.updated", "conversation.updated", "message.deleted", "conversation.deleted",
+        ])
+        #expect(Set(queued.map(\.requestID)).count == queued.count)
+        let updated = try #require(try JSONSerialization.jsonObject(with: queued[3].payload) as? [String: Any])
+        let participants = (updated["conversation"] as? [String: Any])?["participants"] as? [[String: Any]]
+        #expect(participants?.compactMap { $0["user_id"] as? String } == ["alice", "bob", "carol"])
+        #expect((updated["actor"] as? [String: Any])?["user_id"] as? String == "alice")
+        await h.close()
+    }
+
+    @Test func internalAddressesAreRecognised() {
+        for address in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
+                        "0.0.0.0", "224.0.0.1", "::1", "::", "fe80::1", "fd00::1", "::ffff:10.0.0.1", "not-an-address"] {
+            #expect(WebhookTarget.isInternal(address), "\(address)")
+        }
+        for address in ["8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:4860:4860::8888", "::ffff:8.8.8.8"] {
+            #expect(!WebhookTarget.isInternal(address), "\(address)")
+        }
+    }
+
+    @Test func targetURLsAreParsedOrRefused() throws {
+        let target = try WebhookTarget.parse("https://Example.com:8443/a/b?x=1").get()
+        #expect(target == WebhookTarget(host: "example.com", port: 8443, path: "/a/b?x=1"))
+        #expect(try WebhookTarget.parse("https://[::1]/").get().host == "::1")
+        for bad in ["http://example.com/", "ftp://x", "https:///nohost", "https://u:p@example.com/", "https://example.com/#f",
+                    "https://example.com/" + String(repeating: "a", count: WebhookLimits.maxTargetURLBytes)] {
+            #expect(throws: WebhookTargetError.self, "\(bad)") { _ = try WebhookTarget.parse(bad).get() }
+        }
+        #expect(throws: WebhookTargetError.self) { _ = try WebhookTarget(host: "127.0.0.1", port: 443, path: "/").addresses(allowPrivate: false).get() }
+        #expect(try WebhookTarget(host: "127.0.0.1", port: 443, path: "/").addresses(allowPrivate: true).get() == ["127.0.0.1"])
+    }
+
+    @Test func aTargetGateLetsAtMostItsLimitThrough() async throws {
+        let gate = TargetGate(limit: 2)
+        await gate.acquire()
+        await gate.acquire()
+        let passed = Locked(false)
+        let waiter = Task {
+            await gate.acquire()
+            passed.withLock { $0 = true }
+        }
+        while gate.counts.waiting < 1 { await Task.yield() }
+        #expect(!passed.withLock { $0 })  // both slots are held
+        gate.release()
+        await waiter.value
+        #expect(passed.withLock { $0 })
+        #expect(gate.counts.inFlight == 2 && gate.counts.waiting == 0)  // the slot passed on
+        gate.release()
+        gate.release()
+        #expect(gate.counts.inFlight == 0)
+    }
+
+    @Test func retriesFollowTheStatusAndBackOffExponentiallyWithJitter() {
+        #expect(WebhookDelivery.outcome(status: 204, headers: []).isDelivered)
+        for status in [408, 429, 500, 503] { #expect(WebhookDelivery.outcome(status: status, headers: []).isRetry, "\(status)") }
+        for status in [400, 404, 410, 301] { #expect(WebhookDelivery.outcome(status: status, headers: []).isRefused, "\(status)") }
+        if case .retry(_, let after) = WebhookDelivery.outcome(status: 429, headers: [("retry-after", "7")]) { #expect(after == 7) }
+        var settings = WebhookSettings()
+        settings.initialBackoffMilliseconds = 100
+        settings.maxBackoffSeconds = 2
+        for attempt in 1...8 {
+            let full = min(2_000, 100 << (attempt - 1))
+            let delay = WebhookDelivery.backoff(attempts: attempt, retryAfter: nil, settings: settings)
+            #expect((Int64(full / 2)...Int64(full)).contains(delay), "attempt \(attempt): \(delay)")
+        }
+        #expect(WebhookDelivery.backoff(attempts: 1, retryAfter: 1, settings: settings) >= 1_000)
+        #expect(WebhookDelivery.backoff(attempts: 1, retryAfter: 99, settings: settings) == 2_000)
+    }
+}
+
+extension WebhookDelivery.Outcome {
+    var isDelivered: Bool { if case .delivered = self { true } else { false } }
+    var isRetry: Bool { if case .retry = self { true } else { false } }
+    var isRefused: Bool { if case .refused = self { true } else { false } }
+}
