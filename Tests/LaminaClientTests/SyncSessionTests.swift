@@ -232,6 +232,31 @@ import Testing
             for d in [a, b] { await d.client.disconnect() }
         }
     }
+
+    @Test func anIndicatorNotRefreshedEndsInTheSDKSixSecondsAfterItArrived() async throws {
+        try await withDevices { root in
+            let node = FakeNode()  // relays indicators, never ends them itself
+            let clock = VirtualClock()
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            let b = try TestDevice(user: bob, node: node, directory: try deviceDirectory(root, "b"), clock: clock)
+            for d in [a, b] { try await d.connect() }
+            let c = try a.client.newConversation(participants: [bob])
+            let m = try a.client.send(try a.text("hi"), in: c.id)
+            try await eventually(b.client, "bob has it") { try b.client.message(m.id) != nil }
+            let sentAt = clock.now
+            try await a.client.typing(.started, in: c.id)
+            try await a.client.typing(.paused, in: c.id)  // paused is never refreshed
+            let typingOf = { @Sendable (events: [SyncEvent]) -> [TypingChanged] in events.compactMap { e in if case .typing(let t) = e { t } else { nil } } }
+            try await b.events.waitFor("bob sees alice pause") { typingOf($0).contains { $0.state == .paused } }
+            // Bob's own timer (virtual time) ends it.
+            try await b.events.waitFor("alice's indicator ends at bob") { typingOf($0).contains { $0.state == .finished } }
+            #expect(clock.now.millisecondsSince1970 - sentAt.millisecondsSince1970 >= Typing.expiryMilliseconds)
+            #expect(typingOf(b.events.all).map(\.state) == [.started, .paused, .finished])
+            #expect(b.client.typingParticipants(in: c.id).isEmpty)
+            #expect(await node.snapshot.typing.map(\.state) == [.started, .paused])
+            for d in [a, b] { await d.client.disconnect() }
+        }
+    }
 }
 
 @Suite struct SyncClientFlowTests {
