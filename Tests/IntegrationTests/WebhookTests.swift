@@ -307,4 +307,26 @@ import Glibc
         #expect(receiver.posts.count == tries)
         await receiver.stop()
     }
+
+    @Test func aConnectionTheTargetClosedWhileIdleIsReplacedWithoutARetry() async throws {
+        let receiver = try await WebhookReceiver.start(idleTimeout: .milliseconds(200))
+        // A retry would wait at least 2.5 s: the second event arriving sooner shows there was none.
+        let node = try await Self.node("webhook-idle", trusting: receiver, backoffMilliseconds: 5_000)
+        let api = CurlAPI(node.server)
+        let id = try await Self.createWebhook(api, url: receiver.url())
+        _ = try await Self.waitForStatus(api, id, "active")
+        let conversation = try await Self.conversation(api)
+        _ = try await Self.send(api, in: conversation, "first")
+        _ = try await receiver.waitForPosts(1)
+        // The receiver closes the kept-alive connection once it idles.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while receiver.server.connectionCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(receiver.server.connectionCount == 0)
+        _ = try await Self.send(api, in: conversation, "second")
+        let acknowledgedAt = ContinuousClock.now
+        let posts = try await receiver.waitForPosts(2)
+        #expect(posts[1].at - acknowledgedAt < .seconds(2))
+        await node.stop()
+        await receiver.stop()
+    }
 }

@@ -392,17 +392,28 @@ final class WebhookLane: Sendable {
         do {
             let body = try WebhookDelivery.body(event, webhook)
             let headers = try WebhookDelivery.headers(event, webhook, body: body)
-            var open = connection.withLock { $0 }
-            if open?.isOpen != true {
-                await open?.close()
-                open = try await delivery.connect(target)
-                connection.withLock { $0 = open }
+            // A kept-alive connection the target closed while idle is no failure of the target:
+            // the request goes once more on a new connection.
+            for reusing in [true, false] {
+                var open = connection.withLock { $0 }
+                let reused = open?.isOpen == true
+                if !reused {
+                    await open?.close()
+                    open = try await delivery.connect(target)
+                    connection.withLock { $0 = open }
+                }
+                guard let open else { return .retry("no connection", after: nil) }
+                do {
+                    let response = try await open.request(
+                        method: .POST, path: target.path, headers: headers, body: ByteBuffer(bytes: body),
+                        timeout: .seconds(Int64(delivery.settings.responseTimeoutSeconds)), maxResponseBytes: WebhookLimits.maxResponseBytes)
+                    return WebhookDelivery.outcome(status: response.status, headers: response.headers)
+                } catch let error as TransportError where reusing && reused && error.code == .connectionClosed {
+                    await open.close()
+                    connection.withLock { $0 = nil }
+                }
             }
-            guard let open else { return .retry("no connection", after: nil) }
-            let response = try await open.request(
-                method: .POST, path: target.path, headers: headers, body: ByteBuffer(bytes: body),
-                timeout: .seconds(Int64(delivery.settings.responseTimeoutSeconds)), maxResponseBytes: WebhookLimits.maxResponseBytes)
-            return WebhookDelivery.outcome(status: response.status, headers: response.headers)
+            return .retry("the connection closed twice", after: nil)
         } catch {
             let old = connection.withLock { c -> HTTP1Connection? in
                 defer { c = nil }

@@ -34,8 +34,10 @@ final class WebhookReceiver: Sendable {
     /// Starts a receiver; `answer` gives the status of each POST (an async closure may hold
     /// the answer back, as a dead target does).
     /// With `echoing` false the verification challenge is answered with something else.
+    /// `idleTimeout` closes kept-alive connections that idle that long.
     static func start(
-        echoing: Bool = true, answer: @escaping @Sendable (_ index: Int) async -> Int = { _ in 200 }
+        echoing: Bool = true, idleTimeout: TimeAmount = .seconds(60),
+        answer: @escaping @Sendable (_ index: Int) async -> Int = { _ in 200 }
     ) async throws -> WebhookReceiver {
         let directory = Fixtures.temporaryDirectory("webhook-receiver")
         let cert = directory.appendingPathComponent("cert.pem").path
@@ -51,8 +53,10 @@ final class WebhookReceiver: Sendable {
         }
         var tls = TLSConfiguration.server(certificateChainFile: cert, privateKeyFile: key)
         tls.offersHTTP1 = true
+        var http1 = HTTP1Settings()
+        http1.idleTimeout = idleTimeout
         let server = try await TransportServer.start(
-            host: "127.0.0.1", port: 0, tls: try TLSContext(tls), router: router, group: Fixtures.group, http1: HTTP1Settings())
+            host: "127.0.0.1", port: 0, tls: try TLSContext(tls), router: router, group: Fixtures.group, http1: http1)
         let receiver = WebhookReceiver(server: server, certificate: cert)
         box.withLockedValue { $0 = receiver }
         return receiver
