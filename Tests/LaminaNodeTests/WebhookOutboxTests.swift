@@ -99,16 +99,20 @@ import Testing
         }
     }
 
-    @Test func targetURLsAreParsedOrRefused() throws {
+    @Test func targetURLsAreParsedOrRefused() async throws {
         let target = try WebhookTarget.parse("https://Example.com:8443/a/b?x=1").get()
         #expect(target == WebhookTarget(host: "example.com", port: 8443, path: "/a/b?x=1"))
         #expect(try WebhookTarget.parse("https://[::1]/").get().host == "::1")
+        #expect(try await WebhookTarget(host: "localhost", port: 443, path: "/").addresses(allowPrivate: true).get().contains("127.0.0.1"))
+        await #expect(throws: WebhookTargetError.self) { try await WebhookTarget(host: "localhost", port: 443, path: "/").addresses(allowPrivate: false).get() }
         for bad in ["http://example.com/", "ftp://x", "https:///nohost", "https://u:p@example.com/", "https://example.com/#f",
                     "https://example.com/" + String(repeating: "a", count: WebhookLimits.maxTargetURLBytes)] {
             #expect(throws: WebhookTargetError.self, "\(bad)") { _ = try WebhookTarget.parse(bad).get() }
         }
-        #expect(throws: WebhookTargetError.self) { _ = try WebhookTarget(host: "127.0.0.1", port: 443, path: "/").addresses(allowPrivate: false).get() }
-        #expect(try WebhookTarget(host: "127.0.0.1", port: 443, path: "/").addresses(allowPrivate: true).get() == ["127.0.0.1"])
+        #expect(throws: WebhookTargetError.self) { _ = try WebhookTarget.check(["127.0.0.1"], host: "h", allowPrivate: false).get() }
+        #expect(throws: WebhookTargetError.self) { _ = try WebhookTarget.check(["8.8.8.8", "10.0.0.1"], host: "h", allowPrivate: false).get() }
+        #expect(try WebhookTarget.check(["127.0.0.1"], host: "h", allowPrivate: true).get() == ["127.0.0.1"])
+        #expect(throws: WebhookTargetError.self) { _ = try WebhookTarget.check([], host: "h", allowPrivate: true).get() }
     }
 
     @Test func aTargetGateLetsAtMostItsLimitThrough() async throws {

@@ -253,7 +253,7 @@ final class WebhookDelivery: Sendable {
     /// A connection to `target` (its addresses checked against the private-target rule).
     fileprivate func connect(_ target: WebhookTarget) async throws -> HTTP1Connection {
         let addresses: [String]
-        switch target.addresses(allowPrivate: settings.allowPrivateTargets) {
+        switch await target.addresses(allowPrivate: settings.allowPrivateTargets) {
         case .success(let a): addresses = a
         case .failure(let e): throw e
         }

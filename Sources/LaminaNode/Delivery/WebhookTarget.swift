@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -38,9 +39,23 @@ struct WebhookTarget: Sendable, Hashable {
     /// `host:port` (the unit of the in-flight bound).
     var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    /// The addresses to connect to: the host's, each allowed (or `allowPrivate`); the reason otherwise.
-    func addresses(allowPrivate: Bool) -> Result<[String], WebhookTargetError> {
-        let resolved = Self.resolve(host)
+    /// The addresses to connect to: the host's, each allowed (or `allowPrivate`); the reason
+    /// otherwise. A name is resolved on NIO's blocking-work thread pool, never on the
+    /// cooperative pool (a slow resolver must not stall the node's tasks).
+    func addresses(allowPrivate: Bool) async -> Result<[String], WebhookTargetError> {
+        let host = self.host
+        let resolved: [String]
+        if Self.isIPv4(host) || host.contains(":") {
+            resolved = [host]
+        } else {
+            do { resolved = try await NIOThreadPool.singleton.runIfActive { Self.resolve(host) } } catch {
+                return .failure(.init("\(host) could not be resolved: \(error)"))
+            }
+        }
+        return Self.check(resolved, host: host, allowPrivate: allowPrivate)
+    }
+
+    static func check(_ resolved: [String], host: String, allowPrivate: Bool) -> Result<[String], WebhookTargetError> {
         guard !resolved.isEmpty else { return .failure(.init("\(host) does not resolve")) }
         if !allowPrivate, let inside = resolved.first(where: Self.isInternal) {
             return .failure(.init("\(host) is on an internal address (\(inside)); the node refuses private targets"))

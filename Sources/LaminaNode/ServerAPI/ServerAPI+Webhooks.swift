@@ -74,7 +74,7 @@ extension ServerAPI {
             }
             config = data
         }
-        if case .failure(let e) = target.addresses(allowPrivate: delivery.settings.allowPrivateTargets) {
+        if case .failure(let e) = await target.addresses(allowPrivate: delivery.settings.allowPrivateTargets) {
             throw ServerAPIError.invalidProperty("target_url", e.reason)
         }
         let now = Timestamp.now()
