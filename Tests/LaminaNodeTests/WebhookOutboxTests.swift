@@ -135,6 +135,24 @@ import Testing
         #expect(gate.counts.inFlight == 0)
     }
 
+    @Test func aLaneSignalWakesAWaitOrTheNextOneAndTimesOut() async {
+        let signal = LaneSignal()
+        signal.signal()
+        signal.signal()
+        #expect(await signal.wait(timeout: nil))  // the signals before the wait, as one
+        let started = ContinuousClock.now
+        #expect(await signal.wait(timeout: .milliseconds(30)))  // timed out
+        #expect(ContinuousClock.now - started >= .milliseconds(30))
+        // A long wait ends at the signal (given before or during the wait), not at its timeout.
+        let before = ContinuousClock.now
+        let waiting = Task { await signal.wait(timeout: .seconds(60)) }
+        signal.signal()
+        #expect(await waiting.value)
+        #expect(ContinuousClock.now - before < .seconds(10))
+        signal.finish()
+        #expect(await signal.wait(timeout: nil) == false)
+    }
+
     @Test func retriesFollowTheStatusAndBackOffExponentiallyWithJitter() {
         #expect(WebhookDelivery.outcome(status: 204, headers: []).isDelivered)
         for status in [408, 429, 500, 503] { #expect(WebhookDelivery.outcome(status: status, headers: []).isRetry, "\(status)") }

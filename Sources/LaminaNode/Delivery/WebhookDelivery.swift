@@ -318,7 +318,7 @@ final class WebhookDelivery: Sendable {
 /// One webhook's delivery loop: the oldest queued event, attempted until it goes.
 final class WebhookLane: Sendable {
     private let webhook: Locked<StoredWebhook>
-    private let signals: AsyncStream<Void>.Continuation
+    private let signals = LaneSignal()
     private let task: Locked<Task<Void, Never>?> = Locked(nil)
     /// The kept-alive connection to the target (closed by ``stop()``, which fails a request
     /// in flight at once instead of waiting for its timeout).
@@ -326,18 +326,17 @@ final class WebhookLane: Sendable {
 
     init(webhook: StoredWebhook, delivery: WebhookDelivery) {
         self.webhook = Locked(webhook)
-        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        self.signals = continuation
-        let task = Task { [webhook = self.webhook, connection] in
-            await Self.run(webhook: webhook, delivery: delivery, signals: stream, connection: connection)
+        let task = Task { [webhook = self.webhook, connection, signals] in
+            await Self.run(webhook: webhook, delivery: delivery, signals: signals, connection: connection)
         }
         self.task.withLock { $0 = task }
     }
 
     func update(_ webhook: StoredWebhook) { self.webhook.withLock { $0 = webhook } }
 
-    /// Something was queued (or the webhook changed): look again.
-    func signal() { signals.yield() }
+    /// Something was queued (or the webhook changed, or was activated again): look again,
+    /// also if waiting for an event's next attempt.
+    func signal() { signals.signal() }
 
     func stop() async {
         signals.finish()
@@ -349,25 +348,26 @@ final class WebhookLane: Sendable {
     }
 
     private static func run(
-        webhook: Locked<StoredWebhook>, delivery: WebhookDelivery, signals: AsyncStream<Void>, connection: Locked<HTTP1Connection?>
+        webhook: Locked<StoredWebhook>, delivery: WebhookDelivery, signals: LaneSignal, connection: Locked<HTTP1Connection?>
     ) async {
-        var wakeups = signals.makeAsyncIterator()
         let id = webhook.withLock { $0.id }
         while !Task.isCancelled {
             let next: QueuedWebhookEvent?
             do { next = try await delivery.store.read { r in try r.nextWebhookEvent(of: id) } } catch {
                 if Task.isCancelled { return }
                 delivery.log("webhook queue unreadable", ["webhook": "\(id)", "error": "\(error)"], level: .error)
-                next = nil
+                guard await signals.wait(timeout: .seconds(1)) else { return }
+                continue
             }
             guard let event = next else {
-                if await wakeups.next() == nil { return }
+                guard await signals.wait(timeout: nil) else { return }
                 continue
             }
             let wait = event.nextAttemptAt.millisecondsSince1970 - Timestamp.now().millisecondsSince1970
             if wait > 0 {
-                // In commit order: later events of this webhook wait behind this one.
-                try? await Task.sleep(for: .milliseconds(wait))
+                // In commit order: later events of this webhook wait behind this one (an
+                // activation makes it due at once and signals).
+                guard await signals.wait(timeout: .milliseconds(wait)) else { return }
                 continue
             }
             let current = webhook.withLock { $0 }
