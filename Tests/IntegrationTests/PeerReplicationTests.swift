@@ -19,6 +19,7 @@ import Testing
         let certificates = Fixtures.temporaryDirectory("\(name)-certs")
         let a = try await TestNode.start("\(name)-a") { c in
             c.nodeID = nodeA.rawValue
+            c.adminPort = 0
             c.peers = try! DevelopmentCluster.settings(for: nodeA, port: 0, peers: [], in: certificates)
         }
         let aPeers = "https://127.0.0.1:\(a.server.peers!.transport.port)"
@@ -54,6 +55,23 @@ import Testing
         }
         #expect(a.server.peers?.links[Self.nodeB] != nil)
         #expect(b.server.peers?.links[Self.nodeA] != nil)
+
+        // The admin port shows the link, the lag (none once B acknowledged everything) and the
+        // vector; /replication the same digest on both nodes.
+        let admin = try #require(a.server.admin).port
+        var metrics = ""
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            metrics = try await HTTPGet.fetch(port: admin, path: "/metrics").body
+            if metrics.contains("lamina_peer_lag_operations{peer=\"b2\"} 0.0") { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(metrics.contains("lamina_peer_links 1.0"))
+        #expect(metrics.contains("lamina_peer_lag_operations{peer=\"b2\"} 0.0"), "\(metrics.split(separator: "\n").filter { $0.contains("peer") })")
+        #expect(metrics.contains("lamina_replication_counter{origin=\"a1\"}"))
+        #expect(try await Self.converged([a, b], within: .seconds(30)))
+        let replication = try await HTTPGet.fetch(port: admin, path: "/replication").body
+        #expect(replication.contains(try await a.server.engine.convergenceDigest().overall))
 
         try await alice.close()
         try await bob.close()

@@ -47,6 +47,11 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
         /// Operations applied from this link and sent over it (for metrics and tests).
         var received = 0
         var sent = 0
+        /// What the peer acknowledged holding durably, and this node's vector at the last look.
+        var acknowledged = VersionVector()
+        var ours = VersionVector()
+        /// Since when the peer has lacked something this node holds (nil: caught up).
+        var laggingSince: ContinuousClock.Instant?
     }
     private let state = NIOLockedValueBox(State())
     /// Wakes the pump when an acknowledgement frees room.
@@ -70,6 +75,26 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     var isClosed: Bool { state.withLockedValue { $0.closed } }
     /// Operations applied from this link so far, and sent over it.
     var counts: (received: Int, sent: Int) { state.withLockedValue { ($0.received, $0.sent) } }
+
+    /// How far the peer is behind this node: operations this node held at its last look that
+    /// the peer has not acknowledged, and for how long it has lacked some (0 when caught up).
+    var lag: (operations: UInt64, seconds: Double) {
+        state.withLockedValue { s in
+            var missing: UInt64 = 0
+            for (origin, held) in s.ours.counters where held > s.acknowledged[origin] { missing += held - s.acknowledged[origin] }
+            let seconds = s.laggingSince.map { ContinuousClock.now - $0 }.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } ?? 0
+            return (missing, missing == 0 ? 0 : seconds)
+        }
+    }
+
+    /// Records this node's vector and whether the peer now lacks something.
+    private func observe(ours: VersionVector) {
+        state.withLockedValue { s in
+            s.ours = ours
+            let behind = ours.counters.contains { $0.value > s.acknowledged[$0.key] }
+            if !behind { s.laggingSince = nil } else if s.laggingSince == nil { s.laggingSince = .now }
+        }
+    }
 
     /// Sends PEER_HELLO and this node's VERSION_VECTOR (the dialer after the response
     /// headers, the acceptor after its own).
@@ -148,10 +173,13 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             guard state.withLockedValue({ $0.theirs != nil }) else { return fail(WireError(.unexpectedFrame, "REPLICATE before VERSION_VECTOR")) }
             enqueueApply(replicate.operations)
         case .peerAck(let ack):
-            state.withLockedValue { s in
+            let ours: VersionVector = state.withLockedValue { s in
                 s.unacknowledged = max(0, s.unacknowledged - 1)
                 s.theirs = s.theirs.map { $0.merged(with: ack.vector) } ?? ack.vector
+                s.acknowledged = s.acknowledged.merged(with: ack.vector)
+                return s.ours
             }
+            observe(ours: ours)
             room.notify()
         case .error(let error):
             logger.warning("peer sent an error", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
@@ -168,7 +196,10 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             s.pendingApply += 1
             // They hold what they send: never send it back.
             var theirs = s.theirs ?? VersionVector()
-            for op in operations { theirs.apply(OperationID(origin: op.origin, counter: op.counter)) }
+            for op in operations {
+                theirs.apply(OperationID(origin: op.origin, counter: op.counter))
+                s.acknowledged.apply(OperationID(origin: op.origin, counter: op.counter))  // in their log
+            }
             s.theirs = theirs
             let previous = s.applying
             s.applying = Task {
@@ -220,6 +251,7 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             }
             let operations: [ReplicatedOperation]
             do {
+                observe(ours: try await engine.versionVector())
                 operations = try await engine.operations(missingFrom: theirs, limit: Self.operationsPerFrame)
             } catch {
                 return fail(WireError(.internalError, "cannot read the replication log: \(error)"))

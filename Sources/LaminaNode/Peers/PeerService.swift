@@ -86,6 +86,11 @@ public final class PeerService: Sendable {
         state.withLockedValue { s in s.links.mapValues { $0.link.counts } }
     }
 
+    /// Each live link's lag: operations the peer has not acknowledged and for how long.
+    public var lags: [NodeID: (operations: UInt64, seconds: Double)] {
+        state.withLockedValue { s in s.links.mapValues { $0.link.lag } }
+    }
+
     /// Closes every link and stops dialing.
     public func shutdown() async {
         let (links, dialers) = state.withLockedValue { s -> ([PeerLink], [Task<Void, Never>]) in

@@ -21,7 +21,7 @@ public final class AdminServer: Sendable {
     /// Starts listening. `metrics` renders the exposition text; `readiness` answers /health/ready.
     public static func start(
         host: String, port: Int, group: EventLoopGroup,
-        metrics: @escaping @Sendable () -> String, readiness: @escaping @Sendable () async -> NodeReadiness,
+        metrics: @escaping @Sendable () async -> String, readiness: @escaping @Sendable () async -> NodeReadiness,
         replication: @escaping @Sendable () async -> String = { "{}\n" }
     ) async throws -> AdminServer {
         let channel = try await ServerBootstrap(group: group)
@@ -46,12 +46,12 @@ private final class AdminHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let metrics: @Sendable () -> String
+    private let metrics: @Sendable () async -> String
     private let readiness: @Sendable () async -> NodeReadiness
     private let replication: @Sendable () async -> String
     private var request: HTTPRequestHead?
 
-    init(metrics: @escaping @Sendable () -> String, readiness: @escaping @Sendable () async -> NodeReadiness,
+    init(metrics: @escaping @Sendable () async -> String, readiness: @escaping @Sendable () async -> NodeReadiness,
          replication: @escaping @Sendable () async -> String) {
         self.metrics = metrics
         self.readiness = readiness
@@ -73,7 +73,12 @@ private final class AdminHandler: ChannelInboundHandler {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
         switch (head.method, path) {
         case (.GET, "/metrics"):
-            write(context: context, head: head, (.ok, "text/plain; version=0.0.4; charset=utf-8", metrics()))
+            let metrics = self.metrics
+            let ctx = NIOLoopBound(context, eventLoop: context.eventLoop)
+            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+            context.eventLoop.makeFutureWithTask { await metrics() }.whenSuccess { text in
+                handler.value.write(context: ctx.value, head: head, (.ok, "text/plain; version=0.0.4; charset=utf-8", text))
+            }
         case (.GET, "/health/live"):
             write(context: context, head: head, (.ok, "text/plain", "ok\n"))
         case (.GET, "/health/ready"), (.GET, "/health"):

@@ -197,13 +197,15 @@ public final class NodeServer: Sendable {
             store: store, sessions: { gate.count }, maxSessions: configuration.maxSessions,
             connections: { transport.connectionCount }, maxConnections: maxConnections, descriptorLimit: softLimit,
             stopping: { stoppedBox.withLockedValue { $0 } })
+        let peerMetrics = peers.map { PeerMetrics(registry: registry, engine: engine, peers: $0) }
         let sampler = NodeMetricsSampler(registry: registry, store: store, transport: transport, budget: outboundBudget)
         if configuration.adminPort >= 0 {
             do {
                 admin = try await AdminServer.start(
                     host: configuration.adminHost, port: configuration.adminPort, group: group,
-                    metrics: {
+                    metrics: { [peerMetrics] in
                         sampler.sample()
+                        await peerMetrics?.sample()
                         return registry.emitToString()
                     },
                     readiness: { await health.readiness() },

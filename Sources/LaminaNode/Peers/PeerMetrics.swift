@@ -1,0 +1,51 @@
+import LaminaModel
+import NIOConcurrencyHelpers
+import Prometheus
+
+/// The peering figures on `/metrics`, sampled when it is rendered: links up, per peer the
+/// operations it has not acknowledged and for how long it has lacked some, per origin the
+/// counter this node holds (its version vector).
+final class PeerMetrics: Sendable {
+    private let registry: PrometheusCollectorRegistry
+    private let engine: NodeEngine
+    private let peers: PeerService
+    private let links: Gauge
+    /// Gauges by label value, made on first sight (peers and origins are few).
+    private let labelled = NIOLockedValueBox([String: Gauge]())
+
+    init(registry: PrometheusCollectorRegistry, engine: NodeEngine, peers: PeerService) {
+        self.registry = registry
+        self.engine = engine
+        self.peers = peers
+        links = registry.makeGauge(name: "lamina_peer_links", help: "Peer sessions up")
+    }
+
+    private func gauge(_ name: String, _ label: String, _ value: String, help: String) -> Gauge {
+        labelled.withLockedValue { gauges in
+            let key = "\(name){\(label)=\(value)}"
+            if let gauge = gauges[key] { return gauge }
+            let gauge = registry.makeGauge(name: name, labels: [(label, value)], help: help)
+            gauges[key] = gauge
+            return gauge
+        }
+    }
+
+    /// Copies the current values into the registry.
+    func sample() async {
+        let lags = peers.lags
+        links.set(Int64(lags.count))
+        for (node, lag) in lags {
+            let peer = String(node.rawValue, radix: 16)
+            gauge("lamina_peer_lag_operations", "peer", peer, help: "Operations this node holds that the peer has not acknowledged")
+                .set(Int64(clamping: lag.operations))
+            gauge("lamina_peer_lag_seconds", "peer", peer, help: "How long the peer has lacked operations this node holds (0: caught up)")
+                .set(lag.seconds)
+        }
+        if let vector = try? await engine.versionVector() {
+            for (origin, counter) in vector.counters {
+                gauge("lamina_replication_counter", "origin", String(origin.rawValue, radix: 16), help: "The highest operation counter of each origin this node holds (its version vector)")
+                    .set(Int64(clamping: counter))
+            }
+        }
+    }
+}
