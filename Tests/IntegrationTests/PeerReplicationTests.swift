@@ -1,5 +1,6 @@
 import Foundation
 import LaminaClient
+import LaminaLocalNode
 import LaminaMerge
 import LaminaModel
 import LaminaNode
@@ -255,6 +256,89 @@ import Testing
         await a.stop()
         await proxyB.stop()
         await proxyC.stop()
+    }
+
+    /// The JSON of a node's `/replication` (vector and digest).
+    static func replication(_ adminPort: Int) async throws -> (vector: [String: UInt64], digest: String) {
+        let body = try await HTTPGet.fetch(port: adminPort, path: "/replication").body
+        guard let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+              let vector = object["vector"] as? [String: Any], let digest = object["digest"] as? String else {
+            throw SyncTestTimeout(waitingFor: "a /replication document, got \(body)")
+        }
+        return (vector.compactMapValues { ($0 as? NSNumber)?.uint64Value }, digest)
+    }
+
+    /// Node B, a process, is killed with SIGKILL while it takes 3,000 operations from node A;
+    /// started again on its data directory it resumes from its version vector: in the end it
+    /// holds every message once (its user's feed has each exactly once) and the same digest.
+    @Test func aPeerKilledDuringReplicationResumesWithNothingLostOrTwice() async throws {
+        let certificates = Fixtures.temporaryDirectory("peer-kill-certs")
+        let a = try await TestNode.start("peer-kill-a") { c in
+            c.nodeID = Self.nodeA.rawValue
+            c.adminPort = 0
+            c.peers = try! DevelopmentCluster.settings(for: Self.nodeA, port: 0, peers: [], in: certificates)
+        }
+        let bFiles = try DevelopmentCluster.nodeCertificate(for: Self.nodeB, in: certificates)
+        let ca = try DevelopmentCluster.certificateAuthority(in: certificates).certificate
+        let bArguments = [
+            "--node-id", String(Self.nodeB.rawValue, radix: 16), "--peer-listen", "127.0.0.1:0", "--cluster", "lamina-dev",
+            "--peer", "https://127.0.0.1:\(a.server.peers!.transport.port)", "--peer-ca", ca,
+            "--peer-certificate", bFiles.certificate, "--peer-key", bFiles.key,
+        ]
+        let bDirectory = Fixtures.temporaryDirectory("peer-kill-b")
+
+        // Alice sends 3,000 messages to bob on A (pipelined), all acknowledged before B exists.
+        let alice = try await a.session("alice", device: UUID())
+        let conversation = try await MessagingTests.conversation(alice, with: ["alice", "bob"])
+        let ids = (0..<3_000).map { _ in MessageID.random() }
+        for chunk in stride(from: 0, to: ids.count, by: 100) {
+            let part = try MessagePart.with(text: "m")
+            let frames = ids[chunk..<min(chunk + 100, ids.count)].map {
+                Frame.sendMessage(SendMessage(messageID: $0, conversationID: conversation, parts: [part]))
+            }
+            alice.send(frames)
+            for id in ids[chunk..<min(chunk + 100, ids.count)] { _ = try await alice.answer(to: id.uuid) }
+        }
+        let total = try await a.server.engine.versionVector()[Self.nodeA]
+
+        var b = try await NodeProcess.start(in: bDirectory, arguments: bArguments)
+        // Kill B once it holds part of A's log, not all of it.
+        let deadline = ContinuousClock.now + .seconds(60)
+        var heldAtKill: UInt64 = 0
+        while ContinuousClock.now < deadline {
+            heldAtKill = try await Self.replication(b.adminPort).vector["a1"] ?? 0
+            if heldAtKill > 0 { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(try await b.stop(with: SIGKILL) == SIGKILL)
+        #expect(heldAtKill > 0 && heldAtKill < total, "B held \(heldAtKill) of \(total) when killed")
+
+        b = try await NodeProcess.start(in: bDirectory, arguments: bArguments)
+        let expected = try await a.server.engine.convergenceDigest().overall
+        var digest = ""
+        while ContinuousClock.now < deadline + .seconds(60) {
+            digest = try await Self.replication(b.adminPort).digest
+            if digest == expected { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(digest == expected)
+
+        // Bob's feed on B has every message exactly once.
+        let dev = try DevIdentityProvider.loadOrCreate(in: b.dataDirectory.appendingPathComponent(NodeBootstrap.Files.devIdentity))
+        let bob = try await SyncTestClient.connect(
+            url: "https://127.0.0.1:\(b.syncPort)", caFile: b.dataDirectory.appendingPathComponent(NodeBootstrap.Files.certificate).path)
+        _ = try await bob.hello()
+        _ = try await bob.authenticate(user: "bob", device: UUID(), dev: dev)
+        let (changes, _) = try await bob.sync(from: 0)
+        var received: [MessageID] = []
+        for change in changes { if case .messageCreated(let m) = change.event { received.append(m.id) } }
+        #expect(received.count == ids.count)
+        #expect(Set(received) == Set(ids))
+
+        await bob.close()
+        await alice.close()
+        _ = try await b.stop()
+        await a.stop()
     }
 }
 
