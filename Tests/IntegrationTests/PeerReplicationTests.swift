@@ -340,6 +340,64 @@ import Testing
         _ = try await b.stop()
         await a.stop()
     }
+    /// A device that moves to another node of the cluster syncs that node's feed from its
+    /// start (a cursor counts in one node's feed): during a partition bob's device holds five
+    /// messages from B, moves to A, whose feed of bob is shorter and ordered otherwise, and ends
+    /// with everything A holds, and after healing with everything.
+    @Test func aDeviceMovingToAnotherNodeSyncsThatNodesFeed() async throws {
+        let certificates = Fixtures.temporaryDirectory("peer-move-certs")
+        // Both nodes serve clients with certificates of the cluster's CA, which the device trusts.
+        let ca = try DevelopmentCluster.certificateAuthority(in: certificates).certificate
+        let a = try await TestNode.start("peer-move-a") { c in
+            c.nodeID = Self.nodeA.rawValue
+            c.peers = try! DevelopmentCluster.settings(for: Self.nodeA, port: 0, peers: [], in: certificates)
+            (c.certificatePath, c.privateKeyPath) = (c.peers.certificateFile, c.peers.keyFile)
+        }
+        let proxy = try await TCPProxy.start(to: a.server.peers!.transport.port)
+        let b = try await TestNode.start("peer-move-b") { c in
+            c.nodeID = Self.nodeB.rawValue
+            c.peers = try! DevelopmentCluster.settings(for: Self.nodeB, port: 0, peers: ["https://127.0.0.1:\(proxy.port)"], in: certificates)
+            c.peers.reconnectMinimumMilliseconds = 20
+            c.peers.reconnectMaximumMilliseconds = 200
+            (c.certificatePath, c.privateKeyPath) = (c.peers.certificateFile, c.peers.keyFile)
+        }
+        let store = Fixtures.temporaryDirectory("peer-move-bob")
+        func device(_ user: UserID, on node: TestNode, store: URL? = nil) throws -> LaminaClient {
+            try ClientHarness.device(user, on: node) { c in
+                if let store { c.dataDirectory = store }
+                c.trust = .certificateAuthorities(URL(fileURLWithPath: ca))
+            }
+        }
+        func bobDevice(on node: TestNode) throws -> LaminaClient { try device("bob", on: node, store: store) }
+        let alice = try device("alice", on: a), carol = try device("carol", on: b)
+        try await ClientHarness.connect(alice, on: a)
+        try await ClientHarness.connect(carol, on: b)
+        var bob = try bobDevice(on: b)
+        try await ClientHarness.connect(bob, on: b)
+
+        proxy.cut()
+        let fromCarol = try carol.newConversation(participants: ["bob"]).id
+        var carolSent: [MessageID] = []
+        for i in 0..<5 { carolSent.append(try carol.send(carol.newMessage(parts: [MessagePart.with(text: "c\(i)")]), in: fromCarol).id) }
+        for id in carolSent { _ = try await bob.waitForCreation(of: id, timeout: .seconds(30)) }
+        let fromAlice = try alice.newConversation(participants: ["bob"]).id
+        let aliceSent = try (0..<2).map { try alice.send(alice.newMessage(parts: [MessagePart.with(text: "a\($0)")]), in: fromAlice).id }
+        for id in aliceSent { try await ClientHarness.waitUntil(alice, "alice's send acknowledged") { try alice.isSent(id) } }
+        try await bob.close()
+
+        // The same device (same store) now on node A, still cut off from B.
+        bob = try bobDevice(on: a)
+        try await ClientHarness.connect(bob, on: a)
+        for id in aliceSent { _ = try await bob.waitForCreation(of: id, timeout: .seconds(30)) }
+        #expect(try carolSent.allSatisfy { try bob.message($0) != nil }, "what the device held from B stays")
+
+        proxy.heal()
+        #expect(try await Self.converged([a, b], within: .seconds(60)))
+        for client in [alice, carol, bob] { try await client.close() }
+        await b.stop()
+        await a.stop()
+        await proxy.stop()
+    }
 }
 
 extension Array {

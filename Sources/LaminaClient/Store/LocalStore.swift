@@ -174,6 +174,23 @@ public final class LocalStore: Sendable {
         }
     }
 
+    /// The cursor to sync from on `node`: the stored one when it was made on that node, else 0
+    /// (a feed's seqs are one node's own: a device that moves to another node of a cluster
+    /// replays that node's feed of its user; applying what it holds again changes nothing).
+    /// Remembers `node` as where the cursor now counts.
+    public func syncCursor(on node: NodeID) throws(ClientError) -> UInt64 {
+        try write { ctx in
+            let stored = try Int64.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'sync_node'").map { UInt64(bitPattern: $0) }
+            if stored == node.rawValue {
+                return try Int64.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'sync_cursor'").map { UInt64(bitPattern: $0) } ?? 0
+            }
+            try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('sync_node', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                               arguments: [Int64(bitPattern: node.rawValue)])
+            try ctx.setCursor(0)
+            return 0
+        }
+    }
+
     /// Records the sync cursor on its own (`apply(_:cursor:)` records it with the changes).
     public func setSyncCursor(_ cursor: UInt64) throws(ClientError) {
         try write { ctx in try ctx.setCursor(cursor) }

@@ -73,6 +73,8 @@ public actor SyncSession {
     /// Whether the session got as far as live (the engine then resets its backoff).
     public private(set) var reachedLive = false
     private var cursor: UInt64 = 0
+    /// The node this session talks to (WELCOME): the cursor counts in its feed.
+    private var node = NodeID(0)
     var inFlight: [UUID: OutboxEntry] = [:]
     var flushing = false
     var flushAgain = false
@@ -121,7 +123,7 @@ public actor SyncSession {
         }
         do {
             enter(.syncing)
-            cursor = try store.syncCursor() ?? 0
+            cursor = try store.syncCursor(on: node)
             let syncID = UUID()
             try await channel.send(.sync(SyncRequest(requestID: syncID, cursor: cursor)))
             while let frame = try await channel.receive() {
@@ -169,6 +171,7 @@ public actor SyncSession {
             throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer HELLO with WELCOME")))
         }
         features = welcome.features
+        node = welcome.nodeID
         maxFrameSize = min(Int(welcome.maxFrameSize), WireLimits.protocolMaxFrameSize)
         let deviceID = try store.deviceID()
         var authenticated: Authenticated?
