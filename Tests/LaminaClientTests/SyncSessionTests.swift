@@ -169,7 +169,7 @@ import Testing
         try await withDevices { root in
             let node = FakeNode()
             let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
-            try a.client.store.setSyncCursor(1_000)  // a store from a node whose data was reset
+            try a.client.store.setSyncCursor(1_000, on: NodeID(1))  // the fake node's feed is shorter (its data was reset)
             try await a.connect()
             try await a.events.waitFor("the engine fails") { $0.contains { if case .failed = $0 { true } else { false } } }
             let failure = a.events.all.compactMap { e -> ClientError? in if case .failed(let error) = e { error } else { nil } }.first

@@ -191,6 +191,15 @@ public final class LocalStore: Sendable {
         }
     }
 
+    /// Records the sync cursor as counting in `node`'s feed (a restored or migrated store).
+    public func setSyncCursor(_ cursor: UInt64, on node: NodeID) throws(ClientError) {
+        try write { ctx in
+            try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('sync_node', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                               arguments: [Int64(bitPattern: node.rawValue)])
+            try ctx.setCursor(cursor)
+        }
+    }
+
     /// Records the sync cursor on its own (`apply(_:cursor:)` records it with the changes).
     public func setSyncCursor(_ cursor: UInt64) throws(ClientError) {
         try write { ctx in try ctx.setCursor(cursor) }
