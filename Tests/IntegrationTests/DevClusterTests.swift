@@ -64,6 +64,15 @@ import Glibc
         for pid in pids { #expect(kill(pid, 0) == -1 && errno == ESRCH, "node process \(pid) is gone") }
     }
 
+    @Test func refusesANodeCountOutsideItsRangeWithAReason() async throws {
+        for count in ["1", "10"] {
+            let cluster = try DevClusterProcess(in: Fixtures.temporaryDirectory("dev-cluster-bad"), arguments: ["dev-cluster", "--nodes", count])
+            #expect(try await cluster.exitStatus() != 0)
+            #expect(cluster.logged.contains("--nodes must be 2...9, not \(count)"), "\(cluster.logged)")
+            #expect(!cluster.printed.contains("is serving"))
+        }
+    }
+
     /// What a node's GET /replication says.
     struct Replication {
         var node: String
@@ -107,6 +116,7 @@ import Glibc
 final class DevClusterProcess: Sendable {
     let process: Process
     private let output = NIOLockedValueBox("")
+    private let errors = NIOLockedValueBox("")
     private let exited: PromiseBox<Int32>
 
     init(in directory: URL, arguments: [String]) throws {
@@ -114,18 +124,21 @@ final class DevClusterProcess: Sendable {
         process.executableURL = try BuiltProduct.url("lamina-node")
         process.arguments = arguments
         process.currentDirectoryURL = directory
-        let stdout = Pipe()
+        let stdout = Pipe(), stderr = Pipe()
         process.standardOutput = stdout
+        process.standardError = stderr
         self.process = process
         exited = PromiseBox(Fixtures.group.next().makePromise(of: Int32.self))
         try ProcessLaunch.run(process)
-        let (output, exited) = (output, exited)
-        Thread.detachNewThread {
-            let reader = stdout.fileHandleForReading
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                output.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self) }
+        let exited = exited
+        for (pipe, box) in [(stdout, output), (stderr, errors)] {
+            Thread.detachNewThread {
+                let reader = pipe.fileHandleForReading
+                while true {
+                    let chunk = reader.availableData
+                    if chunk.isEmpty { break }
+                    box.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self) }
+                }
             }
         }
         Thread.detachNewThread {
@@ -135,6 +148,8 @@ final class DevClusterProcess: Sendable {
     }
 
     var printed: String { output.withLockedValue { $0 } }
+    /// What it wrote on standard error (the nodes' log lines, prefixed; usage errors).
+    var logged: String { errors.withLockedValue { $0 } }
 
     /// Polls the output until `done` holds (or throws after `timeout`, or when the process exits).
     func waitUntil(_ what: String, timeout: Duration, _ done: (String) -> Bool) async throws {
@@ -148,8 +163,11 @@ final class DevClusterProcess: Sendable {
     /// SIGTERM and the exit status.
     func stop() async throws -> Int32 {
         kill(process.processIdentifier, SIGTERM)
-        return try await exited.promise.futureResult.get()
+        return try await exitStatus()
     }
+
+    /// The exit status, once it exits.
+    func exitStatus() async throws -> Int32 { try await exited.promise.futureResult.get() }
 
     deinit { if process.isRunning { process.terminate() } }
 }
