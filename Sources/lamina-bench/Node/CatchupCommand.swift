@@ -82,20 +82,7 @@ struct CatchupCommand: AsyncParsableCommand {
         let fired = LoadCounter()
         let dog = watchdog(fillPeers, deadline: fillStart + UInt64(fillTimeout * 1e9), fired: fired)
         let share = (0..<conversations).map { messages / conversations + ($0 < messages % conversations ? 1 : 0) }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (i, sender) in senders.enumerated() {
-                group.addTask {
-                    var inFlight: [EventLoopFuture<Void>] = []
-                    for _ in 0..<share[i] {
-                        if inFlight.count >= 32 { try? await inFlight.removeFirst().get() }
-                        if let f = sender.peer.failure { throw BenchFailure("fill: \(f)") }
-                        inFlight.append(sender.send())
-                    }
-                    for f in inFlight { try? await f.get() }
-                }
-            }
-            try await group.waitForAll()
-        }
+        try await MessageSender.sendAll(senders, counts: share, what: "fill")
         alive.cancel()
         dog.cancel()
         if fired.current > 0 { throw BenchFailure("fill did not finish within \(fillTimeout) s") }

@@ -167,6 +167,24 @@ struct MessageSender {
     }
 }
 
+/// Sends `total` messages round-robin over `senders` on an absolute schedule, `rate` per
+/// second in total, from a plain thread (a slow ACK never delays the schedule); returns the
+/// schedule's start and the time the last send went out (monotonic ns).
+func sendOnSchedule(_ senders: [MessageSender], total: Int, rate: Double) async -> (start: UInt64, end: UInt64) {
+    let t0 = monotonicNanos()
+    let interval = 1e9 / rate
+    let end: UInt64 = await withCheckedContinuation { continuation in
+        Thread.detachNewThread {
+            for j in 0..<total {
+                sleepUntil(t0 + UInt64(Double(j) * interval))
+                senders[j % senders.count].send()
+            }
+            continuation.resume(returning: monotonicNanos())
+        }
+    }
+    return (t0, end)
+}
+
 /// PINGs every peer every 30 s (the node closes a stream after 120 s without an inbound
 /// frame, and a receiver sends nothing).
 func keepAlive(_ peers: [LoadPeer]) -> Task<Void, Never> {

@@ -43,8 +43,13 @@ final class NodeProcess {
     /// Starts a node on a fresh temp data directory and a free port; returns once it serves.
     static func start(binary: String, label: String, extraArguments: [String] = []) async throws -> NodeProcess {
         let data = try BenchSupport.temporaryDirectory() + "/\(label)-\(UUID().uuidString.prefix(8))"
-        let port = BenchSupport.freePort()
-        let process = try await launch(binary, data: data, port: port, extraArguments: extraArguments)
+        return try await start(binary: binary, data: data, port: BenchSupport.freePort(), extraArguments: extraArguments)
+    }
+
+    /// Starts a node on `data` (kept from an earlier run, or new) and `port`; `admin` is its
+    /// admin listener (host:port) or "off". Returns once it serves.
+    static func start(binary: String, data: String, port: Int, admin: String = "off", extraArguments: [String] = []) async throws -> NodeProcess {
+        let process = try await launch(binary, data: data, port: port, admin: admin, extraArguments: extraArguments)
         do {
             return try NodeProcess(process: process, dataDirectory: data, port: port)
         } catch {
@@ -55,10 +60,10 @@ final class NodeProcess {
 
     /// Launches `lamina-node` on `data` and `port` and waits (at most `timeout` seconds) for
     /// its "is serving" line.
-    static func launch(_ binary: String, data: String, port: Int, timeout: Double = 60, extraArguments: [String] = []) async throws -> Process {
+    static func launch(_ binary: String, data: String, port: Int, admin: String = "off", timeout: Double = 60, extraArguments: [String] = []) async throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--data-dir", data, "--listen", "127.0.0.1:\(port)", "--admin", "off", "--log-level", "warning"] + extraArguments
+        process.arguments = ["--data-dir", data, "--listen", "127.0.0.1:\(port)", "--admin", admin, "--log-level", "warning"] + extraArguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice

@@ -120,18 +120,7 @@ struct RateCommand: AsyncParsableCommand {
 
         let loadBefore = BenchSupport.loadAverage()
         let cpu0 = node.cpuSeconds()
-        let t0 = monotonicNanos()
-        let interval = 1e9 / rate
-        let schedule = senders
-        let t1: UInt64 = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                for j in 0..<total {
-                    sleepUntil(t0 + UInt64(Double(j) * interval))
-                    schedule[j % schedule.count].send()
-                }
-                continuation.resume(returning: monotonicNanos())
-            }
-        }
+        let (t0, t1) = await sendOnSchedule(senders, total: total, rate: rate)
         let failure = await waitUntil(deadline: t1 + UInt64(load.drainTimeout * 1e9), peers: peers) {
             delivered.current >= total * fanout && acked.current + errors.current >= total
                 && (!receipts || receiptsAcked.current + receiptErrors.current >= receiptsSent.current)

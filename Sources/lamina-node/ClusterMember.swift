@@ -1,0 +1,102 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What happens to a development cluster while it runs.
+enum ClusterEvent: Sendable {
+    /// Node `index` printed its "is serving" line.
+    case serving(Int)
+    /// Node `index` exited with `status`.
+    case exited(Int, Int32)
+    case signal(Int32)
+    /// Not every node served in time.
+    case startTimeout
+}
+
+/// One node of `lamina-node dev-cluster`: a `lamina-node serve` child process. Its log lines
+/// (standard error) are passed on with a `[node-<i>]` prefix; its welcome text (standard
+/// output) is kept and shown only if it exits before serving. Plain threads read the pipes
+/// and wait for the exit (no dispatch sources).
+final class ClusterMember: Sendable {
+    let node: ClusterLayout.Node
+    let process: Process
+
+    private init(node: ClusterLayout.Node, process: Process) {
+        self.node = node
+        self.process = process
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// Starts `binary` with `arguments`; reports on `events`.
+    static func launch(_ node: ClusterLayout.Node, binary: String, arguments: [String],
+                       events: AsyncStream<ClusterEvent>.Continuation) throws -> ClusterMember {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        let stdout = Pipe(), stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try runUnmasked(process)
+        let prefix = "[\(node.name)] "
+        let index = node.index
+        Thread.detachNewThread {
+            let reader = stdout.fileHandleForReading
+            var text = ""
+            var serving = false
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+                if !serving, text.contains("is serving") {
+                    serving = true
+                    events.yield(.serving(index))
+                }
+            }
+            if !serving { write(text, prefix: prefix, to: FileHandle.standardError) }
+        }
+        Thread.detachNewThread {
+            let reader = stderr.fileHandleForReading
+            var pending = ""
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                pending += String(decoding: chunk, as: UTF8.self)
+                guard let last = pending.lastIndex(of: "\n") else { continue }
+                write(String(pending[...last]), prefix: prefix, to: FileHandle.standardError)
+                pending = String(pending[pending.index(after: last)...])
+            }
+            if !pending.isEmpty { write(pending, prefix: prefix, to: FileHandle.standardError) }
+        }
+        Thread.detachNewThread {
+            process.waitUntilExit()
+            events.yield(.exited(index, process.terminationStatus))
+        }
+        return ClusterMember(node: node, process: process)
+    }
+
+    /// Asks the node to stop gracefully (GOAWAY, drain, flush).
+    func terminate() { kill(pid, SIGTERM) }
+
+    /// Stops the node now.
+    func kill9() { kill(pid, SIGKILL) }
+
+    private static func write(_ text: String, prefix: String, to handle: FileHandle) {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.isEmpty }
+        guard !lines.isEmpty else { return }
+        handle.write(Data(lines.map { prefix + $0 + "\n" }.joined().utf8))
+    }
+
+    /// `process.run()` with no signal blocked on the calling thread: a child inherits the
+    /// spawning thread's signal mask, and the threads async code runs on block SIGTERM and
+    /// SIGINT, so a node started from them could not be stopped gracefully.
+    private static func runUnmasked(_ process: Process) throws {
+        var empty = sigset_t(), saved = sigset_t()
+        sigemptyset(&empty)
+        pthread_sigmask(SIG_SETMASK, &empty, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+        try process.run()
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import LaminaLocalNode
+import LaminaModel
+import LaminaNode
+import LaminaWire
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The built `lamina-node dev-cluster`: two child nodes peer with each other, replicate, show
+/// it on their admin ports, and stop on SIGTERM.
+@Suite struct DevClusterTests {
+    @Test func twoNodesPeerConvergeAndStopOnSIGTERM() async throws {
+        let directory = Fixtures.temporaryDirectory("dev-cluster")
+        let base = try Self.freeBasePort(nodes: 2)
+        let cluster = try DevClusterProcess(in: directory, arguments: ["dev-cluster", "--nodes", "2", "--base-port", "\(base)"])
+        try await cluster.waitUntil("both nodes serve", timeout: .seconds(120)) { $0.components(separatedBy: "is serving").count - 1 == 2 }
+        let text = cluster.printed
+        for (i, sync) in [(1, base), (2, base + 10)] {
+            #expect(text.contains("node-\(i) (node id \(i), pid"))
+            #expect(text.contains("https://127.0.0.1:\(sync)/v1/sync"))
+            #expect(text.contains("http://127.0.0.1:\(sync + 1)/replication"))
+            #expect(text.contains("--node https://127.0.0.1:\(sync) --node-data ./.lamina-cluster/node-\(i)"))
+        }
+
+        // A conversation and a message on node 1 (a user of its dev identity provider).
+        let nodeData = directory.appendingPathComponent(".lamina-cluster/node-1")
+        let dev = try DevIdentityProvider.loadOrCreate(in: nodeData.appendingPathComponent(LocalNode.Files.devIdentity))
+        let alice = try await SyncTestClient.connect(
+            url: "https://127.0.0.1:\(base)", caFile: nodeData.appendingPathComponent(LocalNode.Files.certificate).path)
+        _ = try await alice.hello()
+        _ = try await alice.authenticate(user: "alice", device: UUID(), dev: dev)
+        let conversation = ConversationID.random()
+        try await alice.command(
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["alice", "bob"], options: ConversationOptions(isDistinct: false))),
+            id: conversation.uuid)
+        let message = MessageID.random()
+        try await alice.command(.sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: [try MessagePart(text: "hi")])), id: message.uuid)
+        await alice.close()
+
+        // Each node's /replication shows a link to the other, the conversation, and one digest.
+        let deadline = ContinuousClock.now + .seconds(60)
+        var states: [Replication] = []
+        while ContinuousClock.now < deadline {
+            states = []
+            for port in [base + 1, base + 11] { states.append(try Replication(try await HTTPGet.fetch(port: port, path: "/replication").body)) }
+            if states[0].peers == ["2"], states[1].peers == ["1"], states[0].digest == states[1].digest, states[1].conversations.count == 1 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(states.map(\.node) == ["1", "2"])
+        #expect(states.map(\.peers) == [["2"], ["1"]])
+        #expect(states.map(\.conversations) == [[conversation.uuid.uuidString.lowercased()], [conversation.uuid.uuidString.lowercased()]])
+        #expect(states[0].digest == states[1].digest)
+
+        let pids = try Self.pids(in: cluster.printed)
+        #expect(pids.count == 2)
+        #expect(try await cluster.stop() == 0)
+        #expect(cluster.printed.contains("Stopped."))
+        for pid in pids { #expect(kill(pid, 0) == -1 && errno == ESRCH, "node process \(pid) is gone") }
+    }
+
+    @Test func refusesANodeCountOutsideItsRangeWithAReason() async throws {
+        for count in ["1", "10"] {
+            let cluster = try DevClusterProcess(in: Fixtures.temporaryDirectory("dev-cluster-bad"), arguments: ["dev-cluster", "--nodes", count])
+            #expect(try await cluster.exitStatus() != 0)
+            #expect(cluster.logged.contains("--nodes must be 2...9, not \(count)"), "\(cluster.logged)")
+            #expect(!cluster.printed.contains("is serving"))
+        }
+    }
+
+    /// What a node's GET /replication says.
+    struct Replication {
+        var node: String
+        var digest: String
+        var peers: Set<String>
+        var conversations: Set<String>
+
+        init(_ json: String) throws {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+            node = try #require(object["node"] as? String)
+            digest = try #require(object["digest"] as? String)
+            peers = Set(try #require(object["peers"] as? [String: Any]).keys)
+            conversations = Set(try #require(object["conversations"] as? [String: Any]).keys)
+        }
+    }
+
+    /// The node pids dev-cluster printed ("pid N)").
+    static func pids(in text: String) throws -> [Int32] {
+        text.components(separatedBy: ", pid ").dropFirst().compactMap { Int32($0.prefix { $0.isNumber }) }
+    }
+
+    /// A base port whose cluster ports (sync, admin, peers per node, 10 apart) are all free now.
+    static func freeBasePort(nodes: Int) throws -> Int {
+        for _ in 0..<50 {
+            let base = try ExecutableTests.freePort()
+            let ports = (0..<nodes).flatMap { n in (0..<3).map { base + 10 * n + $0 } }
+            guard ports.last! <= 65535 else { continue }
+            if ports.allSatisfy(Self.isFree) { return base }
+        }
+        throw SyncTestTimeout(waitingFor: "a free range of cluster ports")
+    }
+
+    static func isFree(_ port: Int) -> Bool {
+        guard let channel = try? ServerBootstrap(group: Fixtures.group).bind(host: "127.0.0.1", port: port).wait() else { return false }
+        try? channel.close().wait()
+        return true
+    }
+}
+
+/// `lamina-node` with `arguments` as a child process in `directory`, its standard output kept.
+final class DevClusterProcess: Sendable {
+    let process: Process
+    private let output = NIOLockedValueBox("")
+    private let errors = NIOLockedValueBox("")
+    private let exited: PromiseBox<Int32>
+
+    init(in directory: URL, arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = try BuiltProduct.url("lamina-node")
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        let stdout = Pipe(), stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        self.process = process
+        exited = PromiseBox(Fixtures.group.next().makePromise(of: Int32.self))
+        try ProcessLaunch.run(process)
+        let exited = exited
+        for (pipe, box) in [(stdout, output), (stderr, errors)] {
+            Thread.detachNewThread {
+                let reader = pipe.fileHandleForReading
+                while true {
+                    let chunk = reader.availableData
+                    if chunk.isEmpty { break }
+                    box.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self) }
+                }
+            }
+        }
+        Thread.detachNewThread {
+            process.waitUntilExit()
+            exited.promise.succeed(process.terminationStatus)
+        }
+    }
+
+    var printed: String { output.withLockedValue { $0 } }
+    /// What it wrote on standard error (the nodes' log lines, prefixed; usage errors).
+    var logged: String { errors.withLockedValue { $0 } }
+
+    /// Polls the output until `done` holds (or throws after `timeout`, or when the process exits).
+    func waitUntil(_ what: String, timeout: Duration, _ done: (String) -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !done(printed) {
+            guard process.isRunning, ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "\(what); printed: \(printed)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// SIGTERM and the exit status.
+    func stop() async throws -> Int32 {
+        kill(process.processIdentifier, SIGTERM)
+        return try await exitStatus()
+    }
+
+    /// The exit status, once it exits.
+    func exitStatus() async throws -> Int32 { try await exited.promise.futureResult.get() }
+
+    deinit { if process.isRunning { process.terminate() } }
+}
