@@ -174,7 +174,7 @@ import Testing
         #expect(one.status == 200)
         #expect((one.object["recipient_status"] as? [String: String])?["alice"] == "read")
 
-        // Refusals: not a participant, over 2 KB inline, a named system sender, no parts.
+        // Refusals: not a participant, over 2 KB inline, no parts.
         let outsider = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"user_id":"mallory"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#)
         #expect(outsider.status == 403)
         #expect(outsider.object["id"] as? String == "access_denied")
@@ -182,8 +182,6 @@ import Testing
         let tooBig = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"user_id":"alice"},"parts":[{"body":"\#(big)","mime_type":"text/plain"}]}"#)
         #expect(tooBig.status == 422)
         #expect((tooBig.object["data"] as? [String: Any])?["property"] as? String == "parts[0]")
-        let named = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"name":"Admin"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#)
-        #expect(named.status == 422)
         let noParts = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"user_id":"alice"}}"#)
         #expect(noParts.status == 422)
         #expect(noParts.object["id"] as? String == "missing_property")
@@ -204,6 +202,53 @@ import Testing
         #expect(gone.status == 410)
         let left = try await v1.request("GET", "/conversations/\(id)/messages")
         #expect(left.array.count == 1)
+        await node.stop()
+    }
+
+    /// A message from a named system sender (`sender.name`, 1.0 and 3.0): shown with its name
+    /// and no user id, in no participant's recipient status, unread for every participant.
+    @Test(arguments: [CurlAPI.HTTP.http1, .http2])
+    func systemMessagesComeFromANamedSender(http: CurlAPI.HTTP) async throws {
+        let node = try await TestNode.start("api-sys-\(http == .http1 ? "h1" : "h2")")
+        let v1 = CurlAPI(node.server, http: http, version: "1.0")
+        let v3 = CurlAPI(node.server, http: http, version: "3.0")
+        let created = try await v1.request("POST", "/conversations", json: #"{"participants":["alice","bob"]}"#)
+        let id = Self.conversationUUID(created.object)
+
+        let sent = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"name":"Admin"},"parts":[{"body":"maintenance at noon","mime_type":"text/plain"}]}"#)
+        #expect(sent.status == 201, "\(sent.body)")
+        let sender = sent.object["sender"] as? [String: Any] ?? [:]
+        #expect(sender["name"] as? String == "Admin")
+        #expect(sender["user_id"] is NSNull)
+        #expect(sent.object["recipient_status"] as? [String: String] == ["alice": "sent", "bob": "sent"])
+        let sent3 = try await v3.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"name":"Billing"},"parts":[{"body":"invoice ready","mime_type":"text/plain"}]}"#)
+        #expect(sent3.status == 201, "\(sent3.body)")
+        let sender3 = sent3.object["sender"] as? [String: Any] ?? [:]
+        #expect(sender3["name"] as? String == "Billing")
+        #expect(sender3["id"] is NSNull)
+
+        let asAlice = try await v3.request("GET", "/users/alice/conversations/\(id)/messages")
+        #expect(asAlice.array.map { $0["is_unread"] as? Bool } == [true, true])
+        #expect(asAlice.array.map { ($0["sender"] as? [String: Any])?["name"] as? String } == ["Billing", "Admin"])
+
+        // Refusals: both forms, a bad name, the reserved form as a user.
+        let longName = String(repeating: "n", count: 241)
+        for (body, property) in [
+            (#"{"sender":{"user_id":"alice","name":"Admin"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender"),
+            (#"{"sender":{"name":""},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender.name"),
+            (#"{"sender":{"name":7},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender.name"),
+            (#"{"sender":{"name":"\#(longName)"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender.name"),
+            (#"{"sender":{"user_id":"layer:///system/Admin"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender.user_id"),
+        ] {
+            let refused = try await v1.request("POST", "/conversations/\(id)/messages", json: body)
+            #expect(refused.status == 422, "\(body)")
+            #expect((refused.object["data"] as? [String: Any])?["property"] as? String == property, "\(body)")
+        }
+        let reservedParticipant = try await v1.request("POST", "/conversations", json: #"{"participants":["alice","layer:///system/Admin"]}"#)
+        #expect(reservedParticipant.status == 422)
+        #expect(reservedParticipant.object["id"] as? String == "invalid_property")
+        let unknown = try await v1.request("POST", "/conversations/\(UUID().uuidString)/messages", json: #"{"sender":{"name":"Admin"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#)
+        #expect(unknown.status == 404)
         await node.stop()
     }
 
@@ -381,6 +426,16 @@ import Testing
         #expect(message.message.sender == "alice")
         #expect(message.message.parts.first?.inlineBytes == Array("hello from the API".utf8))
         #expect(message.isUnread)
+
+        // A system message reaches the device with its sender's name.
+        let system = try await api.request(
+            "POST", "/conversations/\(id.uuid.uuidString)/messages",
+            json: #"{"sender":{"name":"Admin"},"parts":[{"body":"from the system","mime_type":"text/plain"}]}"#)
+        #expect(system.status == 201)
+        let systemID = MessageID(uuid: UUID(uuidString: (system.object["id"] as? String ?? "").replacingOccurrences(of: "layer:///messages/", with: ""))!)
+        let fromSystem = try await bob.waitForCreation(of: systemID, timeout: .seconds(30))
+        #expect(fromSystem.message.sender.systemSenderName == "Admin")
+        #expect(fromSystem.isUnread)
         try await bob.close()
         await node.stop()
     }

@@ -56,14 +56,20 @@ struct CommandContext {
     /// live conversation is resolved first (an alias or a merged-away id, SPEC §6.1): the
     /// header is then the target's, and commands use its `id`.
     func member(of named: ConversationID) throws -> ConversationHeader {
-        var found = try tx.conversationHeader(named)
-        if found?.isLive != true, let target = try tx.read.resolvedConversation(named) { found = try tx.conversationHeader(target) }
-        guard let header = found, header.isLive else { throw WireError(.notFound, "no conversation \(named)") }
+        let header = try live(named)
         let id = header.id
         guard let state = header.states[user] else {
             throw WireError(.notAParticipant, "\(user) is not a participant of \(id)")
         }
         guard state.isMember else { throw WireError(.removedParticipant, "\(user) was removed from \(id)") }
+        return header
+    }
+
+    /// The live conversation's header (an alias or a merged-away id resolved first), whoever asks.
+    func live(_ named: ConversationID) throws -> ConversationHeader {
+        var found = try tx.conversationHeader(named)
+        if found?.isLive != true, let target = try tx.read.resolvedConversation(named) { found = try tx.conversationHeader(target) }
+        guard let header = found, header.isLive else { throw WireError(.notFound, "no conversation \(named)") }
         return header
     }
 
@@ -122,6 +128,7 @@ struct CommandContext {
         let stored = try member(of: f.conversationID)
         let id = stored.id
         let before = stored.participants
+        if operation == .add { for u in f.users { try u.checkIsUser() } }
         let hlc = try engine.nextHLC()
         var changed = Set<UserID>()
         for u in f.users.sorted() {
@@ -225,7 +232,8 @@ struct CommandContext {
     // MARK: Messages
 
     mutating func sendMessage(_ f: SendMessage, digest: [UInt8]?) throws -> Ack {
-        let stored = try member(of: f.conversationID)
+        // A named system sender (only the Server API acts as one) sends to any live conversation.
+        let stored = user.isSystemSender ? try live(f.conversationID) : try member(of: f.conversationID)
         let id = stored.id
         let participants = stored.participants
         var statuses: [UserID: RecipientStatus] = [:]

@@ -5,7 +5,8 @@ import LaminaWire
 
 extension ServerAPI {
     /// POST /conversations/:id/messages: sent as a participant (`sender.user_id` in 1.0,
-    /// `sender_id` in 3.0) with `parts` and an optional `notification`; 201 with the message.
+    /// `sender_id` in 3.0) or from a named system sender (`sender.name`), with `parts` and an
+    /// optional `notification`; 201 with the message.
     func sendMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let conversation = try r.conversationID()
         let id = MessageID(uuid: try r.requestID() ?? UUID())
@@ -84,15 +85,22 @@ extension ServerAPI {
         return stored
     }
 
-    /// The sending participant: `sender.user_id` (1.0) or `sender_id` (3.0). A named system
-    /// sender (`sender.name`) is refused: the sync protocol has no such sender yet.
+    /// The sender: a participant (`sender.user_id` in 1.0, `sender_id` in 3.0), or a named
+    /// system sender (`sender.name`, both versions), stored as the reserved id
+    /// ``UserID/systemSender(named:)``; a system sender needs not take part in the conversation.
     static func sender(_ body: [String: Any]) throws(ServerAPIError) -> UserID {
         if let id = body["sender_id"] { return try ServerAPIRepresentation.user(id, property: "sender_id") }
         guard let raw = body["sender"] else { throw .missingProperty("sender") }
         guard let sender = raw as? [String: Any] else { throw .invalidProperty("sender", "sender must be an object") }
-        if let user = sender["user_id"] { return try ServerAPIRepresentation.user(user, property: "sender.user_id") }
-        if sender["name"] != nil {
-            throw .invalidProperty("sender.name", "system senders (sender.name) are not served by this node yet; send as a participant (sender.user_id)")
+        if let user = sender["user_id"], !(user is NSNull) {
+            guard sender["name"] == nil || sender["name"] is NSNull else {
+                throw .invalidProperty("sender", "sender has either user_id (a participant) or name (a system sender), not both")
+            }
+            return try ServerAPIRepresentation.user(user, property: "sender.user_id")
+        }
+        if let name = sender["name"], !(name is NSNull) {
+            guard let text = name as? String else { throw .invalidProperty("sender.name", "sender.name must be a string") }
+            do { return try UserID.systemSender(named: text) } catch { throw .invalidProperty("sender.name", error.reason) }
         }
         throw .missingProperty("sender.user_id")
     }

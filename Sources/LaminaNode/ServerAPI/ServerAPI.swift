@@ -190,7 +190,11 @@ struct ServerAPIRequest: Sendable {
     }
 
     func userID() throws(ServerAPIError) -> UserID {
-        do { return try UserID(parameters["user_id"] ?? "") } catch { throw .notFound("no user \(parameters["user_id"] ?? "")") }
+        do {
+            let user = try UserID(parameters["user_id"] ?? "")
+            try user.checkIsUser()
+            return user
+        } catch { throw .notFound("no user \(parameters["user_id"] ?? "")") }
     }
 
     /// The `If-None-Match` request id (a UUID), if sent: the id of what the request creates,

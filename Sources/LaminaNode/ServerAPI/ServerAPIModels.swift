@@ -34,6 +34,15 @@ struct ServerAPIRepresentation {
         return object
     }
 
+    /// A message's sender or an event's actor: a user (its id in 1.0, its identity in 3.0), or
+    /// a named system sender (`name`, no user id).
+    func sender(_ user: UserID) -> [String: Any] {
+        if let name = user.systemSenderName {
+            return version == .v1 ? ["user_id": NSNull(), "name": name] : ["id": NSNull(), "user_id": NSNull(), "name": name]
+        }
+        return version == .v1 ? ["user_id": user.rawValue, "name": NSNull()] : identity(user)
+    }
+
     func participant(_ user: UserID) -> Any { version == .v1 ? user.rawValue as Any : identity(user) }
 
     func conversation(_ c: Conversation) -> [String: Any] {
@@ -79,7 +88,7 @@ struct ServerAPIRepresentation {
             "conversation": ["id": "layer:///conversations/\(conversation)", "url": "\(base)/conversations/\(conversation)"],
             "parts": parts,
             "sent_at": m.sentAt.map { ServerAPIJSON.date(millisecondsSince1970: $0.millisecondsSince1970) } ?? NSNull(),
-            "sender": version == .v1 ? ["user_id": m.sender.rawValue, "name": NSNull()] as [String: Any] : identity(m.sender),
+            "sender": sender(m.sender),
             "recipient_status": statuses,
             "position": m.position.map { Int64(bitPattern: ($0.physical << 16) | UInt64($0.logical & 0xffff)) } ?? 0,
         ]
@@ -123,6 +132,10 @@ struct ServerAPIRepresentation {
     static func user(_ any: Any, property: String) throws(ServerAPIError) -> UserID {
         guard var s = any as? String else { throw .invalidProperty(property, "\(property) must hold user ids (strings)") }
         if s.hasPrefix("layer:///identities/") { s.removeFirst("layer:///identities/".count) }
-        do { return try UserID(s) } catch { throw .invalidProperty(property, error.reason) }
+        do {
+            let user = try UserID(s)
+            try user.checkIsUser()
+            return user
+        } catch { throw .invalidProperty(property, error.reason) }
     }
 }
