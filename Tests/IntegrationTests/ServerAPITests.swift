@@ -252,6 +252,63 @@ import Testing
         await node.stop()
     }
 
+    /// An announcement reaches each recipient as a message from the system sender in their own
+    /// announcements conversation (created the first time, reused after); a repeat with the
+    /// same If-None-Match delivers nothing twice; bad input is refused before any delivery.
+    @Test(arguments: [CurlAPI.HTTP.http1, .http2])
+    func announcementsReachEachRecipientsAnnouncementsConversation(http: CurlAPI.HTTP) async throws {
+        let node = try await TestNode.start("api-ann-\(http == .http1 ? "h1" : "h2")")
+        let v1 = CurlAPI(node.server, http: http, version: "1.0")
+        let v3 = CurlAPI(node.server, http: http, version: "3.0")
+        let body = #"{"recipients":["alice","bob","alice"],"sender":{"name":"The System"},"parts":[{"body":"welcome","mime_type":"text/plain"}],"notification":{"text":"welcome"}}"#
+        let requestID = UUID().uuidString
+        let sent = try await v1.request("POST", "/announcements", json: body, headers: [
+            "Authorization": "Bearer \(v1.token)", "Accept": "application/vnd.layer+json; version=1.0", "If-None-Match": requestID])
+        #expect(sent.status == 202, "\(sent.body)")
+        #expect(sent.object["recipients"] as? [String] == ["alice", "bob"])
+        #expect((sent.object["sender"] as? [String: Any])?["name"] as? String == "The System")
+        #expect((sent.object["id"] as? String)?.hasPrefix("layer:///announcements/") == true)
+        let repeated = try await v1.request("POST", "/announcements", json: body, headers: [
+            "Authorization": "Bearer \(v1.token)", "Accept": "application/vnd.layer+json; version=1.0", "If-None-Match": requestID])
+        #expect(repeated.status == 202)
+        let second = try await v3.request("POST", "/announcements", json: #"{"recipients":["layer:///identities/alice"],"sender":{"name":"The System"},"parts":[{"body":"second","mime_type":"text/plain"}]}"#)
+        #expect(second.status == 202, "\(second.body)")
+        #expect(second.object["recipients"] as? [String] == ["layer:///identities/alice"])
+
+        // Alice has one announcements conversation, only hers, with both announcements, unread.
+        let conversations = try await v1.request("GET", "/users/alice/conversations")
+        #expect(conversations.array.count == 1)
+        let conversation = conversations.array.first ?? [:]
+        #expect(conversation["participants"] as? [String] == ["alice"])
+        #expect((conversation["metadata"] as? [String: Any])?["lamina_announcements"] as? String == "true")
+        let id = Self.conversationUUID(conversation)
+        let messages = try await v1.request("GET", "/users/alice/conversations/\(id)/messages")
+        #expect(messages.array.compactMap { ($0["parts"] as? [[String: Any]])?.first?["body"] as? String } == ["second", "welcome"])
+        #expect(messages.array.map { ($0["sender"] as? [String: Any])?["name"] as? String } == ["The System", "The System"])
+        #expect(messages.array.map { $0["is_unread"] as? Bool } == [true, true])
+        let bobs = try await v1.request("GET", "/users/bob/conversations")
+        #expect(bobs.array.count == 1)
+        #expect(Self.conversationUUID(bobs.array.first ?? [:]) != id)
+
+        // Refusals, each before anything is delivered: carol gets nothing.
+        for (refused, property) in [
+            (#"{"sender":{"name":"S"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "recipients"),
+            (#"{"recipients":[],"sender":{"name":"S"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "recipients"),
+            (#"{"recipients":["carol"],"sender":{"user_id":"alice"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender"),
+            (#"{"recipients":["carol"],"sender":{"name":"S"}}"#, "parts"),
+            (#"{"recipients":["carol"],"sender":{"name":"S"},"parts":[{"body":"\#(String(repeating: "x", count: 2049))","mime_type":"text/plain"}]}"#, "parts[0]"),
+        ] {
+            let answer = try await v1.request("POST", "/announcements", json: refused)
+            #expect(answer.status == 422, "\(refused)")
+            #expect((answer.object["data"] as? [String: Any])?["property"] as? String == property, "\(refused): \(answer.body)")
+        }
+        let many = "[" + (0...ServerAPILimits.maxAnnouncementRecipients).map { "\"u\($0)\"" }.joined(separator: ",") + "]"
+        let tooMany = try await v1.request("POST", "/announcements", json: #"{"recipients":\#(many),"sender":{"name":"S"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#)
+        #expect(tooMany.status == 422)
+        #expect(try await v1.request("GET", "/users/carol/conversations").array.isEmpty)
+        await node.stop()
+    }
+
     @Test func headersTokensAndBadInputGetLayersErrors() async throws {
         let node = try await TestNode.start("api-errors")
         let api = CurlAPI(node.server)
@@ -436,6 +493,20 @@ import Testing
         let fromSystem = try await bob.waitForCreation(of: systemID, timeout: .seconds(30))
         #expect(fromSystem.message.sender.systemSenderName == "Admin")
         #expect(fromSystem.isUnread)
+
+        // An announcement arrives in bob's announcements conversation, from the system sender.
+        let announced = try await api.request(
+            "POST", "/announcements",
+            json: #"{"recipients":["bob"],"sender":{"name":"The System"},"parts":[{"body":"an announcement","mime_type":"text/plain"}]}"#)
+        #expect(announced.status == 202)
+        let announcements = ConversationID(uuid: UUID(uuidString: Self.conversationUUID(
+            try await api.request("GET", "/users/bob/conversations?sort_by=last_message").array.first ?? [:]))!)
+        let announcementsConversation = try await bob.waitForCreation(of: announcements, timeout: .seconds(30))
+        #expect(announcementsConversation.conversation.participants == ["bob"])
+        #expect(announcementsConversation.conversation.metadata.values["lamina_announcements"] == .string("true"))
+        try await ClientHarness.waitUntil(bob, "the announcement", timeout: .seconds(30)) {
+            try bob.messages(in: announcements).contains { $0.message.sender.systemSenderName == "The System" }
+        }
         try await bob.close()
         await node.stop()
     }

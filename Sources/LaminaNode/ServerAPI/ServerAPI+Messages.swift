@@ -12,27 +12,7 @@ extension ServerAPI {
         let id = MessageID(uuid: try r.requestID() ?? UUID())
         let body = try ServerAPIJSON.object(r.http.body)
         let sender = try Self.sender(body)
-        guard let rawParts = body["parts"] else { throw ServerAPIError.missingProperty("parts") }
-        guard let list = rawParts as? [Any], !list.isEmpty else {
-            throw ServerAPIError.invalidProperty("parts", "parts must be a non-empty array")
-        }
-        var parts: [MessagePart] = []
-        for (index, raw) in list.enumerated() { parts.append(try Self.part(raw, index, of: id)) }
-        var push: PushConfiguration?
-        if let raw = body["notification"], !(raw is NSNull) {
-            guard let n = raw as? [String: Any] else {
-                throw ServerAPIError.invalidProperty("notification", "notification must be an object")
-            }
-            func string(_ key: String) throws(ServerAPIError) -> String? {
-                guard let v = n[key], !(v is NSNull) else { return nil }
-                guard let s = v as? String else { throw .invalidProperty("notification.\(key)", "notification.\(key) must be a string") }
-                return s
-            }
-            var data: [String: String] = [:]
-            if let d = n["data"] as? [String: Any] { for (k, v) in d { data[k] = "\(v)" } }
-            push = PushConfiguration(alert: try string("text"), sound: try string("sound"), title: try string("title"),
-                                     category: try string("category"), data: data)
-        }
+        let (parts, push) = try Self.content(body, of: id)
         _ = try await liveConversation(conversation)
         let frame = Frame.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))
         _ = try await engine.runServerAPICommand(frame, as: sender)
@@ -105,11 +85,41 @@ extension ServerAPI {
         throw .missingProperty("sender.user_id")
     }
 
+    /// A message's `parts` and optional `notification`, the parts' ids following from `id`.
+    static func content(_ body: [String: Any], of id: MessageID) throws(ServerAPIError) -> ([MessagePart], PushConfiguration?) {
+        guard let rawParts = body["parts"] else { throw .missingProperty("parts") }
+        guard let list = rawParts as? [Any], !list.isEmpty else {
+            throw .invalidProperty("parts", "parts must be a non-empty array")
+        }
+        var parts: [MessagePart] = []
+        for (index, raw) in list.enumerated() { parts.append(try part(raw, index, of: id)) }
+        var push: PushConfiguration?
+        if let raw = body["notification"], !(raw is NSNull) {
+            guard let n = raw as? [String: Any] else {
+                throw .invalidProperty("notification", "notification must be an object")
+            }
+            func string(_ key: String) throws(ServerAPIError) -> String? {
+                guard let v = n[key], !(v is NSNull) else { return nil }
+                guard let s = v as? String else { throw .invalidProperty("notification.\(key)", "notification.\(key) must be a string") }
+                return s
+            }
+            var data: [String: String] = [:]
+            if let d = n["data"] as? [String: Any] { for (k, v) in d { data[k] = "\(v)" } }
+            push = PushConfiguration(alert: try string("text"), sound: try string("sound"), title: try string("title"),
+                                     category: try string("category"), data: data)
+        }
+        return (parts, push)
+    }
+
     static func partID(_ message: MessageID, _ index: Int) -> UUID {
-        var bytes = withUnsafeBytes(of: message.uuid.uuid) { Array($0) }
-        let digest = (try? SHA256Hasher.hash(bytes + withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) })) ?? bytes
-        bytes = Array(digest.prefix(16))
-        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8 (custom), RFC 9562
+        derivedUUID(withUnsafeBytes(of: message.uuid.uuid) { Array($0) } + withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) })
+    }
+
+    /// A UUID that follows from `input` (the first 16 bytes of its SHA-256, as version 8,
+    /// RFC 9562): the same input gives the same id, so a repeated request is the same command.
+    static func derivedUUID(_ input: [UInt8]) -> UUID {
+        var bytes = Array(((try? SHA256Hasher.hash(input)) ?? input + [UInt8](repeating: 0, count: 16)).prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x80
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
                            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))

@@ -61,25 +61,7 @@ struct ServerAPIRepresentation {
     func message(_ m: Message, for user: UserID? = nil) -> [String: Any] {
         let uuid = m.id.uuid.uuidString.lowercased()
         let conversation = m.conversationID.uuid.uuidString.lowercased()
-        var parts: [[String: Any]] = []
-        for (index, part) in m.parts.enumerated() {
-            var p: [String: Any] = ["mime_type": part.mimeType.description]
-            if version == .v3 {
-                p["id"] = "layer:///messages/\(uuid)/parts/\(index)"
-            }
-            switch part.content {
-            case .inline(let bytes):
-                if part.mimeType.description.hasPrefix("text/"), let text = String(validating: bytes, as: UTF8.self) {
-                    p["body"] = text
-                } else {
-                    p["body"] = Data(bytes).base64EncodedString()
-                    p["encoding"] = "base64"
-                }
-            case .external(let reference):
-                p["content"] = ["id": reference.id.url, "size": reference.size]
-            }
-            parts.append(p)
-        }
+        let parts = self.parts(m.parts, of: m.id)
         var statuses: [String: String] = [:]
         for (u, s) in m.recipientStatus { statuses[version == .v1 ? u.rawValue : Self.identityID(u)] = Self.status(s) }
         var object: [String: Any] = [
@@ -96,6 +78,31 @@ struct ServerAPIRepresentation {
             object["is_unread"] = m.sender != user && (m.recipientStatus[user] ?? .sent) < .read
         }
         return object
+    }
+
+    /// A message's parts: `body` (text, or base64 with `encoding`) or `content`; in 3.0 with ids.
+    func parts(_ parts: [MessagePart], of message: MessageID) -> [[String: Any]] {
+        let uuid = message.uuid.uuidString.lowercased()
+        var out: [[String: Any]] = []
+        for (index, part) in parts.enumerated() {
+            var p: [String: Any] = ["mime_type": part.mimeType.description]
+            if version == .v3 {
+                p["id"] = "layer:///messages/\(uuid)/parts/\(index)"
+            }
+            switch part.content {
+            case .inline(let bytes):
+                if part.mimeType.description.hasPrefix("text/"), let text = String(validating: bytes, as: UTF8.self) {
+                    p["body"] = text
+                } else {
+                    p["body"] = Data(bytes).base64EncodedString()
+                    p["encoding"] = "base64"
+                }
+            case .external(let reference):
+                p["content"] = ["id": reference.id.url, "size": reference.size]
+            }
+            out.append(p)
+        }
+        return out
     }
 
     static func status(_ s: RecipientStatus) -> String {
