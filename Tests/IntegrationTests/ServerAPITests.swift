@@ -309,6 +309,68 @@ import Testing
         await node.stop()
     }
 
+    /// Block lists: listed, added (twice is fine), removed; bad input refused.
+    @Test(arguments: [CurlAPI.HTTP.http1, .http2])
+    func blockListsAreListedAddedAndRemoved(http: CurlAPI.HTTP) async throws {
+        let node = try await TestNode.start("api-blocks-\(http == .http1 ? "h1" : "h2")")
+        let v1 = CurlAPI(node.server, http: http, version: "1.0")
+        let v3 = CurlAPI(node.server, http: http, version: "3.0")
+        #expect(try await v1.request("GET", "/users/bob/blocks").array.isEmpty)
+        #expect(try await v1.request("POST", "/users/bob/blocks", json: #"{"user_id":"mallory"}"#).status == 204)
+        #expect(try await v1.request("POST", "/users/bob/blocks", json: #"{"user_id":"mallory"}"#).status == 204)
+        #expect(try await v3.request("POST", "/users/bob/blocks", json: #"{"user_id":"layer:///identities/eve"}"#).status == 204)
+        let listed = try await v1.request("GET", "/users/bob/blocks")
+        #expect(listed.status == 200)
+        #expect(listed.array.map { $0["user_id"] as? String } == ["eve", "mallory"])
+        #expect(try await v3.request("GET", "/users/bob/blocks").array.map { $0["id"] as? String } == ["layer:///identities/eve", "layer:///identities/mallory"])
+        #expect(try await v1.request("GET", "/users/mallory/blocks").array.isEmpty)
+
+        #expect(try await v1.request("DELETE", "/users/bob/blocks/eve").status == 204)
+        let notBlocked = try await v1.request("DELETE", "/users/bob/blocks/eve")
+        #expect(notBlocked.status == 404)
+        #expect(notBlocked.object["id"] as? String == "not_found")
+        #expect(try await v1.request("GET", "/users/bob/blocks").array.map { $0["user_id"] as? String } == ["mallory"])
+
+        for (body, id) in [(#"{}"#, "missing_property"), (#"{"user_id":"bob"}"#, "invalid_property"), (#"{"user_id":7}"#, "invalid_property"),
+                           (#"{"user_id":"layer:///system/Admin"}"#, "invalid_property")] {
+            let refused = try await v1.request("POST", "/users/bob/blocks", json: body)
+            #expect(refused.status == 422, "\(body)")
+            #expect(refused.object["id"] as? String == id, "\(body)")
+        }
+        await node.stop()
+    }
+
+    /// A blocked user's messages do not reach the blocker's device; others' do, and after
+    /// unblocking theirs do again.
+    @Test func aBlockedUsersMessagesDoNotReachTheBlocker() async throws {
+        let node = try await TestNode.start("api-blocks-e2e")
+        let bob = try ClientHarness.device("bob", on: node)
+        _ = try await ClientHarness.connectLive(bob, on: node)
+        let api = CurlAPI(node.server, http: .http2, version: "1.0")
+        let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob","carol"]}"#)
+        let id = Self.conversationUUID(created.object)
+        func send(_ sender: String, _ text: String) async throws -> MessageID {
+            let sent = try await api.request("POST", "/conversations/\(id)/messages",
+                                             json: #"{"sender":{"user_id":"\#(sender)"},"parts":[{"body":"\#(text)","mime_type":"text/plain"}]}"#)
+            #expect(sent.status == 201)
+            return MessageID(uuid: UUID(uuidString: (sent.object["id"] as? String ?? "").replacingOccurrences(of: "layer:///messages/", with: ""))!)
+        }
+        #expect(try await api.request("POST", "/users/bob/blocks", json: #"{"user_id":"alice"}"#).status == 204)
+        let blocked = try await send("alice", "you will not see this")
+        let fromCarol = try await send("carol", "but this")
+        // Bob's feed is in order: had alice's message reached him, it would be there before carol's.
+        _ = try await bob.waitForCreation(of: fromCarol, timeout: .seconds(30))
+        #expect(try bob.messages(in: ConversationID(uuid: UUID(uuidString: id)!)).map(\.message.id) == [fromCarol])
+        #expect(!(try bob.messages(in: ConversationID(uuid: UUID(uuidString: id)!)).contains { $0.message.id == blocked }))
+
+        #expect(try await api.request("DELETE", "/users/bob/blocks/alice").status == 204)
+        let again = try await send("alice", "unblocked")
+        let seen = try await bob.waitForCreation(of: again, timeout: .seconds(30))
+        #expect(seen.message.sender == "alice")
+        try await bob.close()
+        await node.stop()
+    }
+
     @Test func headersTokensAndBadInputGetLayersErrors() async throws {
         let node = try await TestNode.start("api-errors")
         let api = CurlAPI(node.server)

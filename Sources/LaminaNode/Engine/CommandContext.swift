@@ -281,7 +281,8 @@ struct CommandContext {
         }
     }
 
-    /// Appends a stored message to its participants' feeds; the conversation first to the
+    /// Appends a stored message to its participants' feeds, except those of participants who
+    /// block its sender (they still learn of the conversation); the conversation first to the
     /// others when this is its first message (SPEC §6.2).
     mutating func announce(_ message: Message, in stored: ConversationHeader, isFirst: Bool) throws {
         let id = stored.id
@@ -290,7 +291,8 @@ struct CommandContext {
             try emit(.conversationCreated(conversation.conversation), to: participants.subtracting([message.sender]), conversation: id)
         }
         let event = ChangeEvent.messageCreated(message)
-        let seqs = try tx.appendMessageCreated(message.id, in: id, to: participants, kind: event.kind, at: now)
+        let recipients = engine.blockLists.recipients(participants, of: message.sender)
+        let seqs = try tx.appendMessageCreated(message.id, in: id, to: recipients, kind: event.kind, at: now)
         // One encoding for every feed, or one per feed when each sees only its own status.
         let shared = stored.deliveryReceiptsEnabled ? try SharedChangeEvent(event) : nil
         for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) {

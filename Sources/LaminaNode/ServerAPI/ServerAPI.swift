@@ -56,6 +56,9 @@ public final class ServerAPI: Sendable {
         (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.deleteIdentity($1) }),
         (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/sessions"), { try await $0.revokeSessions($1) }),
         (Route(method: "POST", template: "/apps/{app_id}/announcements"), { try await $0.sendAnnouncement($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.listBlocks($1) }),
+        (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.addBlock($1) }),
+        (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/blocks/{blocked_id}"), { try await $0.removeBlock($1) }),
     ]
 
     /// Every operation served (the Platform API's and the webhooks API's).

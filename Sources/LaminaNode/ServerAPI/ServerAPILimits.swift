@@ -17,6 +17,8 @@ public enum ServerAPILimits {
     /// The most recipients of one announcement (each gets a message in their announcements
     /// conversation, one command each).
     public static let maxAnnouncementRecipients = 1_000
+    /// The most users one user blocks.
+    public static let maxBlocksPerUser = 1_000
     /// The Accept versions served.
     public static let versions: Set<String> = ["1.0", "3.0"]
 }

@@ -34,6 +34,9 @@ enum StorageSchema {
         migrator.registerMigration("v7-webhooks") { db in
             for statement in webhooks { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v8-blocks") { db in
+            for statement in blocks { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -323,5 +326,17 @@ extension StorageSchema {
         ) STRICT
         """,
         "CREATE INDEX webhook_queue_order ON webhook_queue(webhook_id, seq)",
+    ]
+
+    /// Block lists (Server API): `blocker` does not receive `blocked`'s messages.
+    static let blocks: [String] = [
+        """
+        CREATE TABLE blocks (
+            blocker TEXT NOT NULL,
+            blocked TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (blocker, blocked)
+        ) STRICT, WITHOUT ROWID
+        """,
     ]
 }
