@@ -371,6 +371,39 @@ import Testing
         await node.stop()
     }
 
+    /// A badge: the external unread count set by PUT beside the node's unread counts.
+    @Test(arguments: [CurlAPI.HTTP.http1, .http2])
+    func badgesShowTheExternalAndTheNodesUnreadCounts(http: CurlAPI.HTTP) async throws {
+        let node = try await TestNode.start("api-badge-\(http == .http1 ? "h1" : "h2")")
+        let api = CurlAPI(node.server, http: http, version: "1.0")
+        func badge(_ user: String) async throws -> [String: Int] {
+            let answer = try await api.request("GET", "/users/\(user)/badge")
+            #expect(answer.status == 200)
+            return answer.object.compactMapValues { $0 as? Int }
+        }
+        #expect(try await badge("bob") == ["external_unread_count": 0, "unread_conversation_count": 0, "unread_message_count": 0])
+        #expect(try await api.request("PUT", "/users/bob/badge", json: #"{"external_unread_count":5}"#).status == 204)
+        for c in 0..<2 {
+            let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"],"distinct":false}"#)
+            let id = Self.conversationUUID(created.object)
+            for i in 0...c {
+                let sent = try await api.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"user_id":"alice"},"parts":[{"body":"\#(i)","mime_type":"text/plain"}]}"#)
+                #expect(sent.status == 201)
+            }
+        }
+        #expect(try await badge("bob") == ["external_unread_count": 5, "unread_conversation_count": 2, "unread_message_count": 3])
+        #expect(try await badge("alice") == ["external_unread_count": 0, "unread_conversation_count": 0, "unread_message_count": 0])
+        #expect(try await api.request("PUT", "/users/bob/badge", json: #"{"external_unread_count":0}"#).status == 204)
+        #expect(try await badge("bob")["external_unread_count"] == 0)
+
+        for body in [#"{}"#, #"{"external_unread_count":-1}"#, #"{"external_unread_count":1.5}"#, #"{"external_unread_count":true}"#,
+                     #"{"external_unread_count":"3"}"#, #"{"external_unread_count":1000001}"#] {
+            let refused = try await api.request("PUT", "/users/bob/badge", json: body)
+            #expect(refused.status == 422, "\(body)")
+        }
+        await node.stop()
+    }
+
     @Test func headersTokensAndBadInputGetLayersErrors() async throws {
         let node = try await TestNode.start("api-errors")
         let api = CurlAPI(node.server)

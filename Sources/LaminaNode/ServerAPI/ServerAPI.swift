@@ -59,6 +59,8 @@ public final class ServerAPI: Sendable {
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.listBlocks($1) }),
         (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.addBlock($1) }),
         (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/blocks/{blocked_id}"), { try await $0.removeBlock($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/badge"), { try await $0.getBadge($1) }),
+        (Route(method: "PUT", template: "/apps/{app_id}/users/{user_id}/badge"), { try await $0.putBadge($1) }),
     ]
 
     /// Every operation served (the Platform API's and the webhooks API's).

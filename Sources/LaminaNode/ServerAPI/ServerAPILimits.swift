@@ -19,6 +19,8 @@ public enum ServerAPILimits {
     public static let maxAnnouncementRecipients = 1_000
     /// The most users one user blocks.
     public static let maxBlocksPerUser = 1_000
+    /// The largest external unread count of a badge.
+    public static let maxExternalUnreadCount = 1_000_000
     /// The Accept versions served.
     public static let versions: Set<String> = ["1.0", "3.0"]
 }
