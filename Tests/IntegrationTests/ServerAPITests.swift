@@ -2,6 +2,7 @@ import Foundation
 import LaminaClient
 import LaminaModel
 import LaminaNode
+import LaminaWire
 import Testing
 
 /// The Server API (Layer's Platform API) on a real node, through curl over HTTP/1.1 and
@@ -401,6 +402,35 @@ import Testing
             let refused = try await api.request("PUT", "/users/bob/badge", json: body)
             #expect(refused.status == 422, "\(body)")
         }
+        await node.stop()
+    }
+
+    /// Block lists survive a restart (the engine loads them from storage), and a blocked
+    /// user's typing does not reach the blocker either.
+    @Test func blocksHoldAfterARestartForMessagesAndTyping() async throws {
+        let node = try await TestNode.start("api-blocks-restart")
+        #expect(try await CurlAPI(node.server, http: .http1, version: "1.0").request("POST", "/users/bob/blocks", json: #"{"user_id":"alice"}"#).status == 204)
+        try await node.restart()
+        let alice = try await node.session("alice", device: UUID())
+        let carol = try await node.session("carol", device: UUID())
+        let bob = try await node.session("bob", device: UUID())
+        let conversation = try await MessagingTests.conversation(alice, with: ["bob", "carol"])
+        _ = try await MessagingTests.send(alice, conversation, "blocked")
+        let (fromCarol, _) = try await MessagingTests.send(carol, conversation, "not blocked")
+        // Bob's feed is in order: alice's message would come before carol's.
+        let first = try await bob.change { if case .messageCreated = $0.event { true } else { false } }
+        guard case .messageCreated(let seen) = first.event else { Issue.record("not a message"); return }
+        #expect(seen.id == fromCarol)
+
+        alice.send(.typing(Typing(conversationID: conversation, state: .started)))
+        // Carol sees alice typing: the relay ran, for bob too, in the same call, before what follows.
+        _ = try await carol.change { $0.event == .typing(TypingChanged(conversationID: conversation, user: "alice", state: .started)) }
+        carol.send(.typing(Typing(conversationID: conversation, state: .started)))
+        let typing = try await bob.change { if case .typing = $0.event { true } else { false } }
+        #expect(typing.event == .typing(TypingChanged(conversationID: conversation, user: "carol", state: .started)))
+        await alice.close()
+        await bob.close()
+        await carol.close()
         await node.stop()
     }
 
