@@ -573,6 +573,20 @@ import Testing
             r = conn.getresponse(); r.read(); print(r.status)
             conn.request("GET", base + "/conversations/" + cid + "/messages", headers=h)
             r = conn.getresponse(); msgs = json.loads(r.read()); print(r.status, msgs[0]["parts"][0]["body"])
+            conn.request("POST", base + "/conversations/" + cid + "/messages",
+                         json.dumps({"sender": {"name": "Admin"}, "parts": [{"body": "system", "mime_type": "text/plain"}]}), h)
+            r = conn.getresponse(); m = json.loads(r.read()); print(r.status, m["sender"]["name"])
+            conn.request("POST", base + "/announcements",
+                         json.dumps({"recipients": ["bob"], "sender": {"name": "Admin"}, "parts": [{"body": "all", "mime_type": "text/plain"}]}), h)
+            r = conn.getresponse(); a = json.loads(r.read()); print(r.status, a["recipients"])
+            conn.request("POST", base + "/users/bob/blocks", json.dumps({"user_id": "alice"}), h)
+            r = conn.getresponse(); r.read(); print(r.status)
+            conn.request("GET", base + "/users/bob/blocks", headers=h)
+            r = conn.getresponse(); print(r.status, json.loads(r.read()))
+            conn.request("PUT", base + "/users/bob/badge", json.dumps({"external_unread_count": 2}), h)
+            r = conn.getresponse(); r.read(); print(r.status)
+            conn.request("GET", base + "/users/bob/badge", headers=h)
+            r = conn.getresponse(); b = json.loads(r.read()); print(r.status, b["external_unread_count"], b["unread_conversation_count"], b["unread_message_count"])
             conn.request("GET", base + "/conversations/" + cid, headers={"Accept": h["Accept"]})
             r = conn.getresponse(); err = json.loads(r.read()); print(r.status, err["id"])
             print("same-connection", conn.sock is sock)
@@ -581,7 +595,10 @@ import Testing
             "-c", script, node.server.prepared.certificatePath, node.server.url.replacingOccurrences(of: "https://", with: ""),
             api.appID, api.token])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.split(separator: "\n") == ["201 11", "201", "200 from python", "401 authentication_required", "same-connection True"])
+        #expect(result.stdout.split(separator: "\n") == [
+            "201 11", "201", "200 from python", "201 Admin", "202 ['bob']", "204", "200 [{'user_id': 'alice'}]", "204", "200 2 2 2",
+            "401 authentication_required", "same-connection True",
+        ])
         await node.stop()
     }
 
