@@ -39,12 +39,18 @@ public struct MessageFormat: Sendable {
     /// A timeline line: `[12:03:04] bob: hi`; own messages end with their status mark.
     /// `now` stands in for the time of a message the node has not accepted yet.
     public func line(_ message: Message, participants: Set<UserID>, now: Timestamp = .now()) -> String {
-        let who = Sanitizer.clip(message.sender.rawValue, 64)
+        let who = sender(message)
         var line = "[\(time(message.sentAt ?? now))] \(who): \(text(of: message))"
         if message.sender == localUser {
             line += "  \(StatusMark(message: message, participants: participants))"
         }
         return line
+    }
+
+    /// Who sent `message`: the user id, or a system sender's name in brackets (`[Admin]`).
+    public func sender(_ message: Message) -> String {
+        if let name = message.sender.systemSenderName { return "[\(Sanitizer.clip(name, 64))]" }
+        return Sanitizer.clip(message.sender.rawValue, 64)
     }
 
     /// A status line about an own message: `  [✓✓ read by bob] hello…`.
@@ -64,7 +70,7 @@ public struct MessageFormat: Sendable {
         var line = "with \(others(conversation.conversation.participants))"
         if let last = lastMessage {
             let when = last.sentAt.map { " at \(time($0))" } ?? ""
-            line += " — last: \(Sanitizer.clip(last.sender.rawValue, 64)): \"\(Sanitizer.clip(text(of: last), 60))\"\(when)"
+            line += " — last: \(sender(last)): \"\(Sanitizer.clip(text(of: last), 60))\"\(when)"
         } else {
             line += " — no messages yet"
         }

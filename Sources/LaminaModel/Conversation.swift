@@ -72,9 +72,10 @@ public struct Conversation: Hashable, Sendable, Identifiable {
         deliveryReceiptsEnabled ? Limits.maxParticipantsWithReceipts : Limits.maxParticipants
     }
 
-    /// Checks participants and metadata against `Limits`.
+    /// Checks participants (users, not system senders) and metadata against `Limits`.
     public func validate() throws(ModelError) {
         guard !participants.isEmpty else { throw ModelError(.noParticipants, "a conversation needs at least one participant") }
+        for participant in participants { try participant.checkIsUser() }
         guard participants.count <= participantLimit else {
             throw ModelError(
                 .tooManyParticipants,

@@ -9,6 +9,9 @@ public enum Limits {
     public static let maxPartBytes: UInt64 = 2 * 1_024 * 1_024 * 1_024
     /// The longest user id, in UTF-8 bytes.
     public static let maxUserIDBytes = 256
+    /// The longest name of a system sender (``UserID/systemSender(named:)``), in UTF-8 bytes:
+    /// what a user id leaves after the reserved prefix.
+    public static let maxSystemSenderNameBytes = maxUserIDBytes - UserID.systemSenderPrefix.utf8.count
     /// The longest MIME type, in UTF-8 bytes.
     public static let maxMIMETypeBytes = 255
     /// Participants (creator included) of a conversation with delivery receipts enabled.

@@ -32,6 +32,39 @@ public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible, E
     public static func < (lhs: UserID, rhs: UserID) -> Bool { lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8) }
 }
 
+extension UserID {
+    /// The reserved form of a system sender's id: this prefix, then the sender's name. A
+    /// message from a named system sender (Layer's `sender.name`, sent by the app's backend)
+    /// carries such an id as its sender; no user may have one (the node refuses it in
+    /// identity tokens and as a participant).
+    public static let systemSenderPrefix = "layer:///system/"
+
+    /// The id of the system sender named `name` (1 to ``Limits/maxSystemSenderNameBytes``
+    /// UTF-8 bytes, no control characters).
+    public static func systemSender(named name: String) throws(ModelError) -> UserID {
+        guard !name.isEmpty, name.utf8.count <= Limits.maxSystemSenderNameBytes else {
+            throw ModelError(.invalidUserID, "a system sender's name is 1 to \(Limits.maxSystemSenderNameBytes) UTF-8 bytes")
+        }
+        return try UserID(systemSenderPrefix + name)
+    }
+
+    /// The name of the system sender this id stands for; nil for a user.
+    public var systemSenderName: String? {
+        guard isSystemSender else { return nil }
+        return String(decoding: rawValue.utf8.dropFirst(Self.systemSenderPrefix.utf8.count), as: UTF8.self)
+    }
+
+    /// Whether this id is the reserved form of a system sender (not a user).
+    public var isSystemSender: Bool { rawValue.utf8.starts(with: Self.systemSenderPrefix.utf8) && rawValue.utf8.count > Self.systemSenderPrefix.utf8.count }
+
+    /// Refuses the reserved form where a user's id is expected (a token's subject, a participant).
+    public func checkIsUser() throws(ModelError) {
+        guard !isSystemSender else {
+            throw ModelError(.invalidUserID, "\(rawValue) is a system sender's id (prefix \(Self.systemSenderPrefix)), not a user's")
+        }
+    }
+}
+
 /// Who a user is, as the identity token describes them.
 public struct Identity: Hashable, Sendable {
     public var userID: UserID

@@ -25,6 +25,8 @@ import Testing
         #expect(format.line(m, participants: ["alice", "bob"]) == "[01:02:03] alice: hello [image/png, 3 bytes]  ✓✓ delivered")
         m.sender = "bob"
         #expect(format.line(m, participants: ["alice", "bob"]) == "[01:02:03] bob: hello [image/png, 3 bytes]")
+        m.sender = try UserID.systemSender(named: "Admin")
+        #expect(format.line(m, participants: ["alice", "bob"]) == "[01:02:03] [Admin]: hello [image/png, 3 bytes]")
         #expect(format.others(["alice", "carol", "bob"]) == "bob, carol")
         #expect(format.others(["alice"]) == "just you")
     }

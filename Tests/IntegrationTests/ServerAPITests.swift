@@ -2,6 +2,7 @@ import Foundation
 import LaminaClient
 import LaminaModel
 import LaminaNode
+import LaminaWire
 import Testing
 
 /// The Server API (Layer's Platform API) on a real node, through curl over HTTP/1.1 and
@@ -174,7 +175,7 @@ import Testing
         #expect(one.status == 200)
         #expect((one.object["recipient_status"] as? [String: String])?["alice"] == "read")
 
-        // Refusals: not a participant, over 2 KB inline, a named system sender, no parts.
+        // Refusals: not a participant, over 2 KB inline, no parts.
         let outsider = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"user_id":"mallory"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#)
         #expect(outsider.status == 403)
         #expect(outsider.object["id"] as? String == "access_denied")
@@ -182,8 +183,6 @@ import Testing
         let tooBig = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"user_id":"alice"},"parts":[{"body":"\#(big)","mime_type":"text/plain"}]}"#)
         #expect(tooBig.status == 422)
         #expect((tooBig.object["data"] as? [String: Any])?["property"] as? String == "parts[0]")
-        let named = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"name":"Admin"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#)
-        #expect(named.status == 422)
         let noParts = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"user_id":"alice"}}"#)
         #expect(noParts.status == 422)
         #expect(noParts.object["id"] as? String == "missing_property")
@@ -204,6 +203,234 @@ import Testing
         #expect(gone.status == 410)
         let left = try await v1.request("GET", "/conversations/\(id)/messages")
         #expect(left.array.count == 1)
+        await node.stop()
+    }
+
+    /// A message from a named system sender (`sender.name`, 1.0 and 3.0): shown with its name
+    /// and no user id, in no participant's recipient status, unread for every participant.
+    @Test(arguments: [CurlAPI.HTTP.http1, .http2])
+    func systemMessagesComeFromANamedSender(http: CurlAPI.HTTP) async throws {
+        let node = try await TestNode.start("api-sys-\(http == .http1 ? "h1" : "h2")")
+        let v1 = CurlAPI(node.server, http: http, version: "1.0")
+        let v3 = CurlAPI(node.server, http: http, version: "3.0")
+        let created = try await v1.request("POST", "/conversations", json: #"{"participants":["alice","bob"]}"#)
+        let id = Self.conversationUUID(created.object)
+
+        let sent = try await v1.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"name":"Admin"},"parts":[{"body":"maintenance at noon","mime_type":"text/plain"}]}"#)
+        #expect(sent.status == 201, "\(sent.body)")
+        let sender = sent.object["sender"] as? [String: Any] ?? [:]
+        #expect(sender["name"] as? String == "Admin")
+        #expect(sender["user_id"] is NSNull)
+        #expect(sent.object["recipient_status"] as? [String: String] == ["alice": "sent", "bob": "sent"])
+        let sent3 = try await v3.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"name":"Billing"},"parts":[{"body":"invoice ready","mime_type":"text/plain"}]}"#)
+        #expect(sent3.status == 201, "\(sent3.body)")
+        let sender3 = sent3.object["sender"] as? [String: Any] ?? [:]
+        #expect(sender3["name"] as? String == "Billing")
+        #expect(sender3["id"] is NSNull)
+
+        let asAlice = try await v3.request("GET", "/users/alice/conversations/\(id)/messages")
+        #expect(asAlice.array.map { $0["is_unread"] as? Bool } == [true, true])
+        #expect(asAlice.array.map { ($0["sender"] as? [String: Any])?["name"] as? String } == ["Billing", "Admin"])
+
+        // Refusals: both forms, a bad name, the reserved form as a user.
+        let longName = String(repeating: "n", count: 241)
+        for (body, property) in [
+            (#"{"sender":{"user_id":"alice","name":"Admin"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender"),
+            (#"{"sender":{"name":""},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender.name"),
+            (#"{"sender":{"name":7},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender.name"),
+            (#"{"sender":{"name":"\#(longName)"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender.name"),
+            (#"{"sender":{"user_id":"layer:///system/Admin"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender.user_id"),
+        ] {
+            let refused = try await v1.request("POST", "/conversations/\(id)/messages", json: body)
+            #expect(refused.status == 422, "\(body)")
+            #expect((refused.object["data"] as? [String: Any])?["property"] as? String == property, "\(body)")
+        }
+        let reservedParticipant = try await v1.request("POST", "/conversations", json: #"{"participants":["alice","layer:///system/Admin"]}"#)
+        #expect(reservedParticipant.status == 422)
+        #expect(reservedParticipant.object["id"] as? String == "invalid_property")
+        let unknown = try await v1.request("POST", "/conversations/\(UUID().uuidString)/messages", json: #"{"sender":{"name":"Admin"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#)
+        #expect(unknown.status == 404)
+        await node.stop()
+    }
+
+    /// An announcement reaches each recipient as a message from the system sender in their own
+    /// announcements conversation (created the first time, reused after); a repeat with the
+    /// same If-None-Match delivers nothing twice; bad input is refused before any delivery.
+    @Test(arguments: [CurlAPI.HTTP.http1, .http2])
+    func announcementsReachEachRecipientsAnnouncementsConversation(http: CurlAPI.HTTP) async throws {
+        let node = try await TestNode.start("api-ann-\(http == .http1 ? "h1" : "h2")")
+        let v1 = CurlAPI(node.server, http: http, version: "1.0")
+        let v3 = CurlAPI(node.server, http: http, version: "3.0")
+        let body = #"{"recipients":["alice","bob","alice"],"sender":{"name":"The System"},"parts":[{"body":"welcome","mime_type":"text/plain"}],"notification":{"text":"welcome"}}"#
+        let requestID = UUID().uuidString
+        let sent = try await v1.request("POST", "/announcements", json: body, headers: [
+            "Authorization": "Bearer \(v1.token)", "Accept": "application/vnd.layer+json; version=1.0", "If-None-Match": requestID])
+        #expect(sent.status == 202, "\(sent.body)")
+        #expect(sent.object["recipients"] as? [String] == ["alice", "bob"])
+        #expect((sent.object["sender"] as? [String: Any])?["name"] as? String == "The System")
+        #expect((sent.object["id"] as? String)?.hasPrefix("layer:///announcements/") == true)
+        let repeated = try await v1.request("POST", "/announcements", json: body, headers: [
+            "Authorization": "Bearer \(v1.token)", "Accept": "application/vnd.layer+json; version=1.0", "If-None-Match": requestID])
+        #expect(repeated.status == 202)
+        let second = try await v3.request("POST", "/announcements", json: #"{"recipients":["layer:///identities/alice"],"sender":{"name":"The System"},"parts":[{"body":"second","mime_type":"text/plain"}]}"#)
+        #expect(second.status == 202, "\(second.body)")
+        #expect(second.object["recipients"] as? [String] == ["layer:///identities/alice"])
+
+        // Alice has one announcements conversation, only hers, with both announcements, unread.
+        let conversations = try await v1.request("GET", "/users/alice/conversations")
+        #expect(conversations.array.count == 1)
+        let conversation = conversations.array.first ?? [:]
+        #expect(conversation["participants"] as? [String] == ["alice"])
+        #expect((conversation["metadata"] as? [String: Any])?["lamina_announcements"] as? String == "true")
+        let id = Self.conversationUUID(conversation)
+        let messages = try await v1.request("GET", "/users/alice/conversations/\(id)/messages")
+        #expect(messages.array.compactMap { ($0["parts"] as? [[String: Any]])?.first?["body"] as? String } == ["second", "welcome"])
+        #expect(messages.array.map { ($0["sender"] as? [String: Any])?["name"] as? String } == ["The System", "The System"])
+        #expect(messages.array.map { $0["is_unread"] as? Bool } == [true, true])
+        let bobs = try await v1.request("GET", "/users/bob/conversations")
+        #expect(bobs.array.count == 1)
+        #expect(Self.conversationUUID(bobs.array.first ?? [:]) != id)
+
+        // Refusals, each before anything is delivered: carol gets nothing.
+        for (refused, property) in [
+            (#"{"sender":{"name":"S"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "recipients"),
+            (#"{"recipients":[],"sender":{"name":"S"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "recipients"),
+            (#"{"recipients":["carol"],"sender":{"user_id":"alice"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#, "sender"),
+            (#"{"recipients":["carol"],"sender":{"name":"S"}}"#, "parts"),
+            (#"{"recipients":["carol"],"sender":{"name":"S"},"parts":[{"body":"\#(String(repeating: "x", count: 2049))","mime_type":"text/plain"}]}"#, "parts[0]"),
+        ] {
+            let answer = try await v1.request("POST", "/announcements", json: refused)
+            #expect(answer.status == 422, "\(refused)")
+            #expect((answer.object["data"] as? [String: Any])?["property"] as? String == property, "\(refused): \(answer.body)")
+        }
+        let many = "[" + (0...ServerAPILimits.maxAnnouncementRecipients).map { "\"u\($0)\"" }.joined(separator: ",") + "]"
+        let tooMany = try await v1.request("POST", "/announcements", json: #"{"recipients":\#(many),"sender":{"name":"S"},"parts":[{"body":"x","mime_type":"text/plain"}]}"#)
+        #expect(tooMany.status == 422)
+        #expect(try await v1.request("GET", "/users/carol/conversations").array.isEmpty)
+        await node.stop()
+    }
+
+    /// Block lists: listed, added (twice is fine), removed; bad input refused.
+    @Test(arguments: [CurlAPI.HTTP.http1, .http2])
+    func blockListsAreListedAddedAndRemoved(http: CurlAPI.HTTP) async throws {
+        let node = try await TestNode.start("api-blocks-\(http == .http1 ? "h1" : "h2")")
+        let v1 = CurlAPI(node.server, http: http, version: "1.0")
+        let v3 = CurlAPI(node.server, http: http, version: "3.0")
+        #expect(try await v1.request("GET", "/users/bob/blocks").array.isEmpty)
+        #expect(try await v1.request("POST", "/users/bob/blocks", json: #"{"user_id":"mallory"}"#).status == 204)
+        #expect(try await v1.request("POST", "/users/bob/blocks", json: #"{"user_id":"mallory"}"#).status == 204)
+        #expect(try await v3.request("POST", "/users/bob/blocks", json: #"{"user_id":"layer:///identities/eve"}"#).status == 204)
+        let listed = try await v1.request("GET", "/users/bob/blocks")
+        #expect(listed.status == 200)
+        #expect(listed.array.map { $0["user_id"] as? String } == ["eve", "mallory"])
+        #expect(try await v3.request("GET", "/users/bob/blocks").array.map { $0["id"] as? String } == ["layer:///identities/eve", "layer:///identities/mallory"])
+        #expect(try await v1.request("GET", "/users/mallory/blocks").array.isEmpty)
+
+        #expect(try await v1.request("DELETE", "/users/bob/blocks/eve").status == 204)
+        let notBlocked = try await v1.request("DELETE", "/users/bob/blocks/eve")
+        #expect(notBlocked.status == 404)
+        #expect(notBlocked.object["id"] as? String == "not_found")
+        #expect(try await v1.request("GET", "/users/bob/blocks").array.map { $0["user_id"] as? String } == ["mallory"])
+
+        for (body, id) in [(#"{}"#, "missing_property"), (#"{"user_id":"bob"}"#, "invalid_property"), (#"{"user_id":7}"#, "invalid_property"),
+                           (#"{"user_id":"layer:///system/Admin"}"#, "invalid_property")] {
+            let refused = try await v1.request("POST", "/users/bob/blocks", json: body)
+            #expect(refused.status == 422, "\(body)")
+            #expect(refused.object["id"] as? String == id, "\(body)")
+        }
+        await node.stop()
+    }
+
+    /// A blocked user's messages do not reach the blocker's device; others' do, and after
+    /// unblocking theirs do again.
+    @Test func aBlockedUsersMessagesDoNotReachTheBlocker() async throws {
+        let node = try await TestNode.start("api-blocks-e2e")
+        let bob = try ClientHarness.device("bob", on: node)
+        _ = try await ClientHarness.connectLive(bob, on: node)
+        let api = CurlAPI(node.server, http: .http2, version: "1.0")
+        let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob","carol"]}"#)
+        let id = Self.conversationUUID(created.object)
+        func send(_ sender: String, _ text: String) async throws -> MessageID {
+            let sent = try await api.request("POST", "/conversations/\(id)/messages",
+                                             json: #"{"sender":{"user_id":"\#(sender)"},"parts":[{"body":"\#(text)","mime_type":"text/plain"}]}"#)
+            #expect(sent.status == 201)
+            return MessageID(uuid: UUID(uuidString: (sent.object["id"] as? String ?? "").replacingOccurrences(of: "layer:///messages/", with: ""))!)
+        }
+        #expect(try await api.request("POST", "/users/bob/blocks", json: #"{"user_id":"alice"}"#).status == 204)
+        let blocked = try await send("alice", "you will not see this")
+        let fromCarol = try await send("carol", "but this")
+        // Bob's feed is in order: had alice's message reached him, it would be there before carol's.
+        _ = try await bob.waitForCreation(of: fromCarol, timeout: .seconds(30))
+        #expect(try bob.messages(in: ConversationID(uuid: UUID(uuidString: id)!)).map(\.message.id) == [fromCarol])
+        #expect(!(try bob.messages(in: ConversationID(uuid: UUID(uuidString: id)!)).contains { $0.message.id == blocked }))
+
+        #expect(try await api.request("DELETE", "/users/bob/blocks/alice").status == 204)
+        let again = try await send("alice", "unblocked")
+        let seen = try await bob.waitForCreation(of: again, timeout: .seconds(30))
+        #expect(seen.message.sender == "alice")
+        try await bob.close()
+        await node.stop()
+    }
+
+    /// A badge: the external unread count set by PUT beside the node's unread counts.
+    @Test(arguments: [CurlAPI.HTTP.http1, .http2])
+    func badgesShowTheExternalAndTheNodesUnreadCounts(http: CurlAPI.HTTP) async throws {
+        let node = try await TestNode.start("api-badge-\(http == .http1 ? "h1" : "h2")")
+        let api = CurlAPI(node.server, http: http, version: "1.0")
+        func badge(_ user: String) async throws -> [String: Int] {
+            let answer = try await api.request("GET", "/users/\(user)/badge")
+            #expect(answer.status == 200)
+            return answer.object.compactMapValues { $0 as? Int }
+        }
+        #expect(try await badge("bob") == ["external_unread_count": 0, "unread_conversation_count": 0, "unread_message_count": 0])
+        #expect(try await api.request("PUT", "/users/bob/badge", json: #"{"external_unread_count":5}"#).status == 204)
+        for c in 0..<2 {
+            let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"],"distinct":false}"#)
+            let id = Self.conversationUUID(created.object)
+            for i in 0...c {
+                let sent = try await api.request("POST", "/conversations/\(id)/messages", json: #"{"sender":{"user_id":"alice"},"parts":[{"body":"\#(i)","mime_type":"text/plain"}]}"#)
+                #expect(sent.status == 201)
+            }
+        }
+        #expect(try await badge("bob") == ["external_unread_count": 5, "unread_conversation_count": 2, "unread_message_count": 3])
+        #expect(try await badge("alice") == ["external_unread_count": 0, "unread_conversation_count": 0, "unread_message_count": 0])
+        #expect(try await api.request("PUT", "/users/bob/badge", json: #"{"external_unread_count":0}"#).status == 204)
+        #expect(try await badge("bob")["external_unread_count"] == 0)
+
+        for body in [#"{}"#, #"{"external_unread_count":-1}"#, #"{"external_unread_count":1.5}"#, #"{"external_unread_count":true}"#,
+                     #"{"external_unread_count":"3"}"#, #"{"external_unread_count":1000001}"#] {
+            let refused = try await api.request("PUT", "/users/bob/badge", json: body)
+            #expect(refused.status == 422, "\(body)")
+        }
+        await node.stop()
+    }
+
+    /// Block lists survive a restart (the engine loads them from storage), and a blocked
+    /// user's typing does not reach the blocker either.
+    @Test func blocksHoldAfterARestartForMessagesAndTyping() async throws {
+        let node = try await TestNode.start("api-blocks-restart")
+        #expect(try await CurlAPI(node.server, http: .http1, version: "1.0").request("POST", "/users/bob/blocks", json: #"{"user_id":"alice"}"#).status == 204)
+        try await node.restart()
+        let alice = try await node.session("alice", device: UUID())
+        let carol = try await node.session("carol", device: UUID())
+        let bob = try await node.session("bob", device: UUID())
+        let conversation = try await MessagingTests.conversation(alice, with: ["bob", "carol"])
+        _ = try await MessagingTests.send(alice, conversation, "blocked")
+        let (fromCarol, _) = try await MessagingTests.send(carol, conversation, "not blocked")
+        // Bob's feed is in order: alice's message would come before carol's.
+        let first = try await bob.change { if case .messageCreated = $0.event { true } else { false } }
+        guard case .messageCreated(let seen) = first.event else { Issue.record("not a message"); return }
+        #expect(seen.id == fromCarol)
+
+        alice.send(.typing(Typing(conversationID: conversation, state: .started)))
+        // Carol sees alice typing: the relay ran, for bob too, in the same call, before what follows.
+        _ = try await carol.change { $0.event == .typing(TypingChanged(conversationID: conversation, user: "alice", state: .started)) }
+        carol.send(.typing(Typing(conversationID: conversation, state: .started)))
+        let typing = try await bob.change { if case .typing = $0.event { true } else { false } }
+        #expect(typing.event == .typing(TypingChanged(conversationID: conversation, user: "carol", state: .started)))
+        await alice.close()
+        await bob.close()
+        await carol.close()
         await node.stop()
     }
 
@@ -346,6 +573,20 @@ import Testing
             r = conn.getresponse(); r.read(); print(r.status)
             conn.request("GET", base + "/conversations/" + cid + "/messages", headers=h)
             r = conn.getresponse(); msgs = json.loads(r.read()); print(r.status, msgs[0]["parts"][0]["body"])
+            conn.request("POST", base + "/conversations/" + cid + "/messages",
+                         json.dumps({"sender": {"name": "Admin"}, "parts": [{"body": "system", "mime_type": "text/plain"}]}), h)
+            r = conn.getresponse(); m = json.loads(r.read()); print(r.status, m["sender"]["name"])
+            conn.request("POST", base + "/announcements",
+                         json.dumps({"recipients": ["bob"], "sender": {"name": "Admin"}, "parts": [{"body": "all", "mime_type": "text/plain"}]}), h)
+            r = conn.getresponse(); a = json.loads(r.read()); print(r.status, a["recipients"])
+            conn.request("POST", base + "/users/bob/blocks", json.dumps({"user_id": "alice"}), h)
+            r = conn.getresponse(); r.read(); print(r.status)
+            conn.request("GET", base + "/users/bob/blocks", headers=h)
+            r = conn.getresponse(); print(r.status, json.loads(r.read()))
+            conn.request("PUT", base + "/users/bob/badge", json.dumps({"external_unread_count": 2}), h)
+            r = conn.getresponse(); r.read(); print(r.status)
+            conn.request("GET", base + "/users/bob/badge", headers=h)
+            r = conn.getresponse(); b = json.loads(r.read()); print(r.status, b["external_unread_count"], b["unread_conversation_count"], b["unread_message_count"])
             conn.request("GET", base + "/conversations/" + cid, headers={"Accept": h["Accept"]})
             r = conn.getresponse(); err = json.loads(r.read()); print(r.status, err["id"])
             print("same-connection", conn.sock is sock)
@@ -354,7 +595,10 @@ import Testing
             "-c", script, node.server.prepared.certificatePath, node.server.url.replacingOccurrences(of: "https://", with: ""),
             api.appID, api.token])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.split(separator: "\n") == ["201 11", "201", "200 from python", "401 authentication_required", "same-connection True"])
+        #expect(result.stdout.split(separator: "\n") == [
+            "201 11", "201", "200 from python", "201 Admin", "202 ['bob']", "204", "200 [{'user_id': 'alice'}]", "204", "200 2 2 2",
+            "401 authentication_required", "same-connection True",
+        ])
         await node.stop()
     }
 
@@ -381,6 +625,30 @@ import Testing
         #expect(message.message.sender == "alice")
         #expect(message.message.parts.first?.inlineBytes == Array("hello from the API".utf8))
         #expect(message.isUnread)
+
+        // A system message reaches the device with its sender's name.
+        let system = try await api.request(
+            "POST", "/conversations/\(id.uuid.uuidString)/messages",
+            json: #"{"sender":{"name":"Admin"},"parts":[{"body":"from the system","mime_type":"text/plain"}]}"#)
+        #expect(system.status == 201)
+        let systemID = MessageID(uuid: UUID(uuidString: (system.object["id"] as? String ?? "").replacingOccurrences(of: "layer:///messages/", with: ""))!)
+        let fromSystem = try await bob.waitForCreation(of: systemID, timeout: .seconds(30))
+        #expect(fromSystem.message.sender.systemSenderName == "Admin")
+        #expect(fromSystem.isUnread)
+
+        // An announcement arrives in bob's announcements conversation, from the system sender.
+        let announced = try await api.request(
+            "POST", "/announcements",
+            json: #"{"recipients":["bob"],"sender":{"name":"The System"},"parts":[{"body":"an announcement","mime_type":"text/plain"}]}"#)
+        #expect(announced.status == 202)
+        let announcements = ConversationID(uuid: UUID(uuidString: Self.conversationUUID(
+            try await api.request("GET", "/users/bob/conversations?sort_by=last_message").array.first ?? [:]))!)
+        let announcementsConversation = try await bob.waitForCreation(of: announcements, timeout: .seconds(30))
+        #expect(announcementsConversation.conversation.participants == ["bob"])
+        #expect(announcementsConversation.conversation.metadata.values["lamina_announcements"] == .string("true"))
+        try await ClientHarness.waitUntil(bob, "the announcement", timeout: .seconds(30)) {
+            try bob.messages(in: announcements).contains { $0.message.sender.systemSenderName == "The System" }
+        }
         try await bob.close()
         await node.stop()
     }

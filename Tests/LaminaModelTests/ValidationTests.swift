@@ -53,6 +53,26 @@ import Testing
         #expect(throws: ModelError.self) { try UserID(withNUL) }
         #expect(try UserID(String(repeating: "x", count: Limits.maxUserIDBytes)).rawValue.count == Limits.maxUserIDBytes)
     }
+
+    @Test func systemSendersHaveAReservedFormThatNoParticipantMayHave() throws {
+        let admin = try UserID.systemSender(named: "Admin")
+        #expect(admin.rawValue == "layer:///system/Admin")
+        #expect(admin.isSystemSender)
+        #expect(admin.systemSenderName == "Admin")
+        #expect(throws: ModelError.self) { try admin.checkIsUser() }
+        let alice: UserID = "alice", bare = try UserID(UserID.systemSenderPrefix)
+        #expect(!alice.isSystemSender && alice.systemSenderName == nil)
+        #expect(!bare.isSystemSender)  // the prefix alone names no sender
+        try alice.checkIsUser()
+        let longest = String(repeating: "é", count: Limits.maxSystemSenderNameBytes / 2)
+        #expect(try UserID.systemSender(named: longest).systemSenderName == longest)
+        #expect(throws: ModelError.self) { try UserID.systemSender(named: longest + "x") }
+        #expect(throws: ModelError.self) { try UserID.systemSender(named: String()) }
+        #expect(throws: ModelError.self) { try UserID.systemSender(named: "a" + "\u{7}") }
+        #expect(throws: ModelError.self) {
+            try Conversation(id: .random(), creator: "alice", participants: [admin], options: .init(), createdAt: .now())
+        }
+    }
 }
 
 @Suite struct MessageValidationTests {

@@ -60,6 +60,8 @@ import Testing
         try await expectFailure(.unknownProvider, h) { try h.dev.sign(header: DevIdentityProvider.header, claims: claims($0, iss: "elsewhere")) }
         try await expectFailure(.unknownNonce, h) { _ in try h.dev.mintToken(user: "alice", nonce: "never-issued") }
         try await expectFailure(.malformedToken, h) { _ in "not.a-jwt" }
+        // A system sender's reserved id (SPEC §3.9) is no user's.
+        try await expectFailure(.malformedToken, h) { try h.dev.mintToken(user: "layer:///system/Admin", nonce: $0) }
         try await expectFailure(.malformedToken, h) { _ in String(repeating: "a", count: 9000) }
         try await expectFailure(.malformedToken, h) { try h.dev.sign(header: DevIdentityProvider.header, claims: ["iss": DevIdentityProvider.providerID, "nce": $0]) }
         await other.close()

@@ -73,6 +73,9 @@ public struct IdentityTokenVerifier: Sendable {
             throw WireError(.malformedToken, "the token has no prn or sub claim")
         }
         guard let user = try? UserID(subject) else { throw WireError(.malformedToken, "the token's user id is not a valid user id") }
+        guard !user.isSystemSender else {
+            throw WireError(.malformedToken, "the token's user id has the reserved form of a system sender (\(UserID.systemSenderPrefix))")
+        }
         let nowSeconds = Double(now.millisecondsSince1970) / 1000
         let skew = Double(maxClockSkew.components.seconds)
         guard let exp = Self.number(claims["exp"]), let iat = Self.number(claims["iat"]) else {

@@ -72,7 +72,7 @@ final class WebhookOutbox: Sendable {
             "type": type.rawValue, "id": UUID().uuidString.lowercased(),
             "created_at": ServerAPIJSON.date(millisecondsSince1970: time.millisecondsSince1970),
         ]
-        if let actor { payload["actor"] = representation.identity(actor) }
+        if let actor { payload["actor"] = representation.sender(actor) }
         let data: Data
         do { data = try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes]) } catch {
             throw StorageError(.invalidArgument, "a webhook payload does not encode: \(error)")

@@ -56,14 +56,20 @@ struct CommandContext {
     /// live conversation is resolved first (an alias or a merged-away id, SPEC §6.1): the
     /// header is then the target's, and commands use its `id`.
     func member(of named: ConversationID) throws -> ConversationHeader {
-        var found = try tx.conversationHeader(named)
-        if found?.isLive != true, let target = try tx.read.resolvedConversation(named) { found = try tx.conversationHeader(target) }
-        guard let header = found, header.isLive else { throw WireError(.notFound, "no conversation \(named)") }
+        let header = try live(named)
         let id = header.id
         guard let state = header.states[user] else {
             throw WireError(.notAParticipant, "\(user) is not a participant of \(id)")
         }
         guard state.isMember else { throw WireError(.removedParticipant, "\(user) was removed from \(id)") }
+        return header
+    }
+
+    /// The live conversation's header (an alias or a merged-away id resolved first), whoever asks.
+    func live(_ named: ConversationID) throws -> ConversationHeader {
+        var found = try tx.conversationHeader(named)
+        if found?.isLive != true, let target = try tx.read.resolvedConversation(named) { found = try tx.conversationHeader(target) }
+        guard let header = found, header.isLive else { throw WireError(.notFound, "no conversation \(named)") }
         return header
     }
 
@@ -122,6 +128,7 @@ struct CommandContext {
         let stored = try member(of: f.conversationID)
         let id = stored.id
         let before = stored.participants
+        if operation == .add { for u in f.users { try u.checkIsUser() } }
         let hlc = try engine.nextHLC()
         var changed = Set<UserID>()
         for u in f.users.sorted() {
@@ -225,7 +232,8 @@ struct CommandContext {
     // MARK: Messages
 
     mutating func sendMessage(_ f: SendMessage, digest: [UInt8]?) throws -> Ack {
-        let stored = try member(of: f.conversationID)
+        // A named system sender (only the Server API acts as one) sends to any live conversation.
+        let stored = user.isSystemSender ? try live(f.conversationID) : try member(of: f.conversationID)
         let id = stored.id
         let participants = stored.participants
         var statuses: [UserID: RecipientStatus] = [:]
@@ -273,7 +281,8 @@ struct CommandContext {
         }
     }
 
-    /// Appends a stored message to its participants' feeds; the conversation first to the
+    /// Appends a stored message to its participants' feeds, except those of participants who
+    /// block its sender (they still learn of the conversation); the conversation first to the
     /// others when this is its first message (SPEC §6.2).
     mutating func announce(_ message: Message, in stored: ConversationHeader, isFirst: Bool) throws {
         let id = stored.id
@@ -282,7 +291,8 @@ struct CommandContext {
             try emit(.conversationCreated(conversation.conversation), to: participants.subtracting([message.sender]), conversation: id)
         }
         let event = ChangeEvent.messageCreated(message)
-        let seqs = try tx.appendMessageCreated(message.id, in: id, to: participants, kind: event.kind, at: now)
+        let recipients = engine.blockLists.recipients(participants, of: message.sender)
+        let seqs = try tx.appendMessageCreated(message.id, in: id, to: recipients, kind: event.kind, at: now)
         // One encoding for every feed, or one per feed when each sees only its own status.
         let shared = stored.deliveryReceiptsEnabled ? try SharedChangeEvent(event) : nil
         for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) {

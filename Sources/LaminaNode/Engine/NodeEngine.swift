@@ -23,6 +23,8 @@ public final class NodeEngine: Sendable {
     let replicationSignal = ReplicationSignal()
     /// Webhook events written in the commands' transactions (Delivery/).
     let webhooks = WebhookOutbox()
+    /// Every user's block list, for the fan-out of messages (Server API block lists).
+    let blockLists: BlockLists
 
     /// Reads the latest clock reading this node stored, so its hybrid logical clock continues
     /// after it (positions never go back across a restart, whatever the wall clock says).
@@ -35,6 +37,7 @@ public final class NodeEngine: Sendable {
             rates: [configuration.commandBudget.commandsPerSecond, configuration.commandBudget.bytesPerSecond],
             bursts: [configuration.commandBudget.commandBurst, configuration.commandBudget.byteBurst])
         let latest = try store.readNow { reader in try reader.latestHLC(of: configuration.nodeID) }
+        self.blockLists = BlockLists(try store.readNow { reader in try reader.allBlocks() })
         self.clock = Locked(HybridLogicalClock(node: configuration.nodeID, last: latest ?? .zero))
         typingExpiry.start { [weak self] ended in await self?.relayExpiredTyping(ended) }
     }

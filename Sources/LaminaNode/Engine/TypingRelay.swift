@@ -53,7 +53,7 @@ final class TypingExpiry: Sendable {
 }
 
 extension NodeEngine {
-    /// TYPING: relayed to the other participants' sessions as a seq 0 `typing` change; not
+    /// TYPING: relayed to the sessions of the other participants (but those who block the user) as a seq 0 `typing` change; not
     /// stored, not answered. Dropped when the sender is not a member of the conversation.
     func relayTyping(_ typing: Typing, from session: NodeSession, as auth: NodeSession.Auth) async {
         let user = auth.user
@@ -64,7 +64,7 @@ extension NodeEngine {
         }
         guard let participants, typingExpiry.record(typing.state, of: user, in: id) else { return }
         relay(Change(seq: 0, event: .typing(TypingChanged(conversationID: id, user: user, state: typing.state))),
-              to: participants.subtracting([user]), except: session)
+              to: blockLists.recipients(participants.subtracting([user]), of: user), except: session)
     }
 
     /// Relays `finished` for indicators that were not refreshed in time, to the conversation's
@@ -73,7 +73,7 @@ extension NodeEngine {
         for key in ended {
             guard let participants = try? await store.read({ r in try r.participants(of: key.conversation) }) else { continue }
             relay(Change(seq: 0, event: .typing(TypingChanged(conversationID: key.conversation, user: key.user, state: .finished))),
-                  to: participants.subtracting([key.user]), except: nil)
+                  to: blockLists.recipients(participants.subtracting([key.user]), of: key.user), except: nil)
         }
     }
 }

@@ -5,33 +5,14 @@ import LaminaWire
 
 extension ServerAPI {
     /// POST /conversations/:id/messages: sent as a participant (`sender.user_id` in 1.0,
-    /// `sender_id` in 3.0) with `parts` and an optional `notification`; 201 with the message.
+    /// `sender_id` in 3.0) or from a named system sender (`sender.name`), with `parts` and an
+    /// optional `notification`; 201 with the message.
     func sendMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let conversation = try r.conversationID()
         let id = MessageID(uuid: try r.requestID() ?? UUID())
         let body = try ServerAPIJSON.object(r.http.body)
         let sender = try Self.sender(body)
-        guard let rawParts = body["parts"] else { throw ServerAPIError.missingProperty("parts") }
-        guard let list = rawParts as? [Any], !list.isEmpty else {
-            throw ServerAPIError.invalidProperty("parts", "parts must be a non-empty array")
-        }
-        var parts: [MessagePart] = []
-        for (index, raw) in list.enumerated() { parts.append(try Self.part(raw, index, of: id)) }
-        var push: PushConfiguration?
-        if let raw = body["notification"], !(raw is NSNull) {
-            guard let n = raw as? [String: Any] else {
-                throw ServerAPIError.invalidProperty("notification", "notification must be an object")
-            }
-            func string(_ key: String) throws(ServerAPIError) -> String? {
-                guard let v = n[key], !(v is NSNull) else { return nil }
-                guard let s = v as? String else { throw .invalidProperty("notification.\(key)", "notification.\(key) must be a string") }
-                return s
-            }
-            var data: [String: String] = [:]
-            if let d = n["data"] as? [String: Any] { for (k, v) in d { data[k] = "\(v)" } }
-            push = PushConfiguration(alert: try string("text"), sound: try string("sound"), title: try string("title"),
-                                     category: try string("category"), data: data)
-        }
+        let (parts, push) = try Self.content(body, of: id)
         _ = try await liveConversation(conversation)
         let frame = Frame.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))
         _ = try await engine.runServerAPICommand(frame, as: sender)
@@ -84,24 +65,61 @@ extension ServerAPI {
         return stored
     }
 
-    /// The sending participant: `sender.user_id` (1.0) or `sender_id` (3.0). A named system
-    /// sender (`sender.name`) is refused: the sync protocol has no such sender yet.
+    /// The sender: a participant (`sender.user_id` in 1.0, `sender_id` in 3.0), or a named
+    /// system sender (`sender.name`, both versions), stored as the reserved id
+    /// ``UserID/systemSender(named:)``; a system sender needs not take part in the conversation.
     static func sender(_ body: [String: Any]) throws(ServerAPIError) -> UserID {
         if let id = body["sender_id"] { return try ServerAPIRepresentation.user(id, property: "sender_id") }
         guard let raw = body["sender"] else { throw .missingProperty("sender") }
         guard let sender = raw as? [String: Any] else { throw .invalidProperty("sender", "sender must be an object") }
-        if let user = sender["user_id"] { return try ServerAPIRepresentation.user(user, property: "sender.user_id") }
-        if sender["name"] != nil {
-            throw .invalidProperty("sender.name", "system senders (sender.name) are not served by this node yet; send as a participant (sender.user_id)")
+        if let user = sender["user_id"], !(user is NSNull) {
+            guard sender["name"] == nil || sender["name"] is NSNull else {
+                throw .invalidProperty("sender", "sender has either user_id (a participant) or name (a system sender), not both")
+            }
+            return try ServerAPIRepresentation.user(user, property: "sender.user_id")
+        }
+        if let name = sender["name"], !(name is NSNull) {
+            guard let text = name as? String else { throw .invalidProperty("sender.name", "sender.name must be a string") }
+            do { return try UserID.systemSender(named: text) } catch { throw .invalidProperty("sender.name", error.reason) }
         }
         throw .missingProperty("sender.user_id")
     }
 
+    /// A message's `parts` and optional `notification`, the parts' ids following from `id`.
+    static func content(_ body: [String: Any], of id: MessageID) throws(ServerAPIError) -> ([MessagePart], PushConfiguration?) {
+        guard let rawParts = body["parts"] else { throw .missingProperty("parts") }
+        guard let list = rawParts as? [Any], !list.isEmpty else {
+            throw .invalidProperty("parts", "parts must be a non-empty array")
+        }
+        var parts: [MessagePart] = []
+        for (index, raw) in list.enumerated() { parts.append(try part(raw, index, of: id)) }
+        var push: PushConfiguration?
+        if let raw = body["notification"], !(raw is NSNull) {
+            guard let n = raw as? [String: Any] else {
+                throw .invalidProperty("notification", "notification must be an object")
+            }
+            func string(_ key: String) throws(ServerAPIError) -> String? {
+                guard let v = n[key], !(v is NSNull) else { return nil }
+                guard let s = v as? String else { throw .invalidProperty("notification.\(key)", "notification.\(key) must be a string") }
+                return s
+            }
+            var data: [String: String] = [:]
+            if let d = n["data"] as? [String: Any] { for (k, v) in d { data[k] = "\(v)" } }
+            push = PushConfiguration(alert: try string("text"), sound: try string("sound"), title: try string("title"),
+                                     category: try string("category"), data: data)
+        }
+        return (parts, push)
+    }
+
     static func partID(_ message: MessageID, _ index: Int) -> UUID {
-        var bytes = withUnsafeBytes(of: message.uuid.uuid) { Array($0) }
-        let digest = (try? SHA256Hasher.hash(bytes + withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) })) ?? bytes
-        bytes = Array(digest.prefix(16))
-        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8 (custom), RFC 9562
+        derivedUUID(withUnsafeBytes(of: message.uuid.uuid) { Array($0) } + withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) })
+    }
+
+    /// A UUID that follows from `input` (the first 16 bytes of its SHA-256, as version 8,
+    /// RFC 9562): the same input gives the same id, so a repeated request is the same command.
+    static func derivedUUID(_ input: [UInt8]) -> UUID {
+        var bytes = Array(((try? SHA256Hasher.hash(input)) ?? input + [UInt8](repeating: 0, count: 16)).prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x80
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
                            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))

@@ -55,6 +55,12 @@ public final class ServerAPI: Sendable {
         (Route(method: "PATCH", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.patchIdentity($1) }),
         (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.deleteIdentity($1) }),
         (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/sessions"), { try await $0.revokeSessions($1) }),
+        (Route(method: "POST", template: "/apps/{app_id}/announcements"), { try await $0.sendAnnouncement($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.listBlocks($1) }),
+        (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.addBlock($1) }),
+        (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/blocks/{blocked_id}"), { try await $0.removeBlock($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/badge"), { try await $0.getBadge($1) }),
+        (Route(method: "PUT", template: "/apps/{app_id}/users/{user_id}/badge"), { try await $0.putBadge($1) }),
     ]
 
     /// Every operation served (the Platform API's and the webhooks API's).
@@ -190,7 +196,11 @@ struct ServerAPIRequest: Sendable {
     }
 
     func userID() throws(ServerAPIError) -> UserID {
-        do { return try UserID(parameters["user_id"] ?? "") } catch { throw .notFound("no user \(parameters["user_id"] ?? "")") }
+        do {
+            let user = try UserID(parameters["user_id"] ?? "")
+            try user.checkIsUser()
+            return user
+        } catch { throw .notFound("no user \(parameters["user_id"] ?? "")") }
     }
 
     /// The `If-None-Match` request id (a UUID), if sent: the id of what the request creates,

@@ -14,6 +14,13 @@ public enum ServerAPILimits {
     /// Entries of an identity's metadata, and the bytes of one key.
     public static let maxIdentityMetadataEntries = 64
     public static let maxIdentityMetadataKeyBytes = 128
+    /// The most recipients of one announcement (each gets a message in their announcements
+    /// conversation, one command each).
+    public static let maxAnnouncementRecipients = 1_000
+    /// The most users one user blocks.
+    public static let maxBlocksPerUser = 1_000
+    /// The largest external unread count of a badge.
+    public static let maxExternalUnreadCount = 1_000_000
     /// The Accept versions served.
     public static let versions: Set<String> = ["1.0", "3.0"]
 }

@@ -34,6 +34,15 @@ struct ServerAPIRepresentation {
         return object
     }
 
+    /// A message's sender or an event's actor: a user (its id in 1.0, its identity in 3.0), or
+    /// a named system sender (`name`, no user id).
+    func sender(_ user: UserID) -> [String: Any] {
+        if let name = user.systemSenderName {
+            return version == .v1 ? ["user_id": NSNull(), "name": name] : ["id": NSNull(), "user_id": NSNull(), "name": name]
+        }
+        return version == .v1 ? ["user_id": user.rawValue, "name": NSNull()] : identity(user)
+    }
+
     func participant(_ user: UserID) -> Any { version == .v1 ? user.rawValue as Any : identity(user) }
 
     func conversation(_ c: Conversation) -> [String: Any] {
@@ -52,8 +61,30 @@ struct ServerAPIRepresentation {
     func message(_ m: Message, for user: UserID? = nil) -> [String: Any] {
         let uuid = m.id.uuid.uuidString.lowercased()
         let conversation = m.conversationID.uuid.uuidString.lowercased()
-        var parts: [[String: Any]] = []
-        for (index, part) in m.parts.enumerated() {
+        let parts = self.parts(m.parts, of: m.id)
+        var statuses: [String: String] = [:]
+        for (u, s) in m.recipientStatus { statuses[version == .v1 ? u.rawValue : Self.identityID(u)] = Self.status(s) }
+        var object: [String: Any] = [
+            "id": Self.messageID(m.id),
+            "url": "\(base)/conversations/\(conversation)/messages/\(uuid)",
+            "conversation": ["id": "layer:///conversations/\(conversation)", "url": "\(base)/conversations/\(conversation)"],
+            "parts": parts,
+            "sent_at": m.sentAt.map { ServerAPIJSON.date(millisecondsSince1970: $0.millisecondsSince1970) } ?? NSNull(),
+            "sender": sender(m.sender),
+            "recipient_status": statuses,
+            "position": m.position.map { Int64(bitPattern: ($0.physical << 16) | UInt64($0.logical & 0xffff)) } ?? 0,
+        ]
+        if let user {
+            object["is_unread"] = m.sender != user && (m.recipientStatus[user] ?? .sent) < .read
+        }
+        return object
+    }
+
+    /// A message's parts: `body` (text, or base64 with `encoding`) or `content`; in 3.0 with ids.
+    func parts(_ parts: [MessagePart], of message: MessageID) -> [[String: Any]] {
+        let uuid = message.uuid.uuidString.lowercased()
+        var out: [[String: Any]] = []
+        for (index, part) in parts.enumerated() {
             var p: [String: Any] = ["mime_type": part.mimeType.description]
             if version == .v3 {
                 p["id"] = "layer:///messages/\(uuid)/parts/\(index)"
@@ -69,24 +100,9 @@ struct ServerAPIRepresentation {
             case .external(let reference):
                 p["content"] = ["id": reference.id.url, "size": reference.size]
             }
-            parts.append(p)
+            out.append(p)
         }
-        var statuses: [String: String] = [:]
-        for (u, s) in m.recipientStatus { statuses[version == .v1 ? u.rawValue : Self.identityID(u)] = Self.status(s) }
-        var object: [String: Any] = [
-            "id": Self.messageID(m.id),
-            "url": "\(base)/conversations/\(conversation)/messages/\(uuid)",
-            "conversation": ["id": "layer:///conversations/\(conversation)", "url": "\(base)/conversations/\(conversation)"],
-            "parts": parts,
-            "sent_at": m.sentAt.map { ServerAPIJSON.date(millisecondsSince1970: $0.millisecondsSince1970) } ?? NSNull(),
-            "sender": version == .v1 ? ["user_id": m.sender.rawValue, "name": NSNull()] as [String: Any] : identity(m.sender),
-            "recipient_status": statuses,
-            "position": m.position.map { Int64(bitPattern: ($0.physical << 16) | UInt64($0.logical & 0xffff)) } ?? 0,
-        ]
-        if let user {
-            object["is_unread"] = m.sender != user && (m.recipientStatus[user] ?? .sent) < .read
-        }
-        return object
+        return out
     }
 
     static func status(_ s: RecipientStatus) -> String {
@@ -123,6 +139,10 @@ struct ServerAPIRepresentation {
     static func user(_ any: Any, property: String) throws(ServerAPIError) -> UserID {
         guard var s = any as? String else { throw .invalidProperty(property, "\(property) must hold user ids (strings)") }
         if s.hasPrefix("layer:///identities/") { s.removeFirst("layer:///identities/".count) }
-        do { return try UserID(s) } catch { throw .invalidProperty(property, error.reason) }
+        do {
+            let user = try UserID(s)
+            try user.checkIsUser()
+            return user
+        } catch { throw .invalidProperty(property, error.reason) }
     }
 }

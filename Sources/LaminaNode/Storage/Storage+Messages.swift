@@ -321,7 +321,8 @@ struct MessageStatuses {
         let slice = try slice(of: conversation)
         let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
         var statuses: [UserID: RecipientStatus] = [:]
-        for user in slice.participants.union([sender]).union(recorded.keys) {
+        // A system sender (SPEC §3.9) is no recipient: it has no status of its own.
+        for user in slice.participants.union(sender.isSystemSender ? [] : [sender]).union(recorded.keys) {
             let status = RecipientStatusLattice.status(
                 of: stamp, for: user, recorded: recorded[user], deliveredUpTo: slice.delivered[user], readUpTo: slice.read[user])
             statuses[user] = viewer.map { RecipientStatusLattice.reported(status, of: user, viewer: $0, receiptsEnabled: slice.receiptsEnabled) } ?? status

@@ -34,6 +34,9 @@ enum StorageSchema {
         migrator.registerMigration("v7-webhooks") { db in
             for statement in webhooks { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v8-blocks-and-badges") { db in
+            for statement in blocksAndBadges { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -323,5 +326,25 @@ extension StorageSchema {
         ) STRICT
         """,
         "CREATE INDEX webhook_queue_order ON webhook_queue(webhook_id, seq)",
+    ]
+
+    /// Block lists (Server API): `blocker` does not receive `blocked`'s messages; badges: the
+    /// unread count an app backend sets for a user, beside the node's own unread counts.
+    static let blocksAndBadges: [String] = [
+        """
+        CREATE TABLE blocks (
+            blocker TEXT NOT NULL,
+            blocked TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (blocker, blocked)
+        ) STRICT, WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE badges (
+            user_id TEXT PRIMARY KEY NOT NULL,
+            external_unread_count INTEGER NOT NULL CHECK (external_unread_count >= 0),
+            updated_at INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID
+        """,
     ]
 }

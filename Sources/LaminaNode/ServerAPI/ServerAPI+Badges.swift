@@ -1,0 +1,42 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+
+/// Badges (`/users/:user_id/badge`), as Layer had them: the unread count the app backend keeps
+/// outside the node (`external_unread_count`, set with PUT) beside the node's own unread
+/// messages and conversations of the user.
+extension ServerAPI {
+    /// GET: `{"external_unread_count", "unread_conversation_count", "unread_message_count"}`
+    /// over the user's live conversations.
+    func getBadge(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let user = try r.userID()
+        let (external, counts) = try await engine.store.read { reader -> (Int, [Int]) in
+            let counts = try reader.conversations(of: user).filter(\.isLive).map { c throws(StorageError) in
+                try reader.unreadCount(of: c.conversation.id, for: user)
+            }
+            return (try reader.externalUnreadCount(of: user), counts)
+        }
+        return ServerAPIJSON.response(200, [
+            "external_unread_count": external,
+            "unread_conversation_count": counts.filter { $0 > 0 }.count,
+            "unread_message_count": counts.reduce(0, +),
+        ])
+    }
+
+    /// PUT `{"external_unread_count": n}` (0…``ServerAPILimits/maxExternalUnreadCount``): 204.
+    func putBadge(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let user = try r.userID()
+        let body = try ServerAPIJSON.object(r.http.body)
+        guard let raw = body["external_unread_count"] else { throw ServerAPIError.missingProperty("external_unread_count") }
+        // JSON true and false are numbers of type "c" (`is Bool` holds for 0 and 1 too);
+        // 5.0 counts as 5, 5.5 is refused.
+        guard let number = raw as? NSNumber, String(cString: number.objCType) != "c", let count = Int(exactly: number.doubleValue),
+              (0...ServerAPILimits.maxExternalUnreadCount).contains(count)
+        else {
+            throw ServerAPIError.invalidProperty(
+                "external_unread_count", "external_unread_count must be an integer 0...\(ServerAPILimits.maxExternalUnreadCount)")
+        }
+        try await engine.store.write { tx in try tx.setExternalUnreadCount(count, of: user, at: .now()) }
+        return HTTPResponse(status: 204)
+    }
+}

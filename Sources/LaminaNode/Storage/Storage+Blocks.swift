@@ -1,0 +1,38 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+extension StorageTransaction {
+    /// Records that `blocker` blocks `blocked`; false when it did already.
+    @discardableResult
+    public func block(_ blocked: UserID, by blocker: UserID, at time: Timestamp) throws(StorageError) -> Bool {
+        try db.run("INSERT INTO blocks (blocker, blocked, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                   [blocker.rawValue, blocked.rawValue, time.millisecondsSince1970])
+        return db.changesCount == 1
+    }
+
+    /// Removes `blocked` from `blocker`'s block list; false when it was not on it.
+    @discardableResult
+    public func unblock(_ blocked: UserID, by blocker: UserID) throws(StorageError) -> Bool {
+        try db.run("DELETE FROM blocks WHERE blocker = ? AND blocked = ?", [blocker.rawValue, blocked.rawValue])
+        return db.changesCount == 1
+    }
+}
+
+extension StorageReader {
+    /// The users `blocker` blocks, in user id order.
+    public func blocks(of blocker: UserID) throws(StorageError) -> [UserID] {
+        try db.rows("SELECT blocked FROM blocks WHERE blocker = ? ORDER BY blocked", [blocker.rawValue]).map { row throws(StorageError) in
+            try Columns.user(row, 0)
+        }
+    }
+
+    /// Every block list (loaded once when the engine starts, then kept in step by it).
+    public func allBlocks() throws(StorageError) -> [UserID: Set<UserID>] {
+        var out: [UserID: Set<UserID>] = [:]
+        for row in try db.rows("SELECT blocker, blocked FROM blocks") {
+            out[try Columns.user(row, 0), default: []].insert(try Columns.user(row, 1))
+        }
+        return out
+    }
+}
