@@ -67,7 +67,7 @@ import Testing
             // Sending again with --conversation lands in the same conversation.
             let conversation = try #require(listed.stdout.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
             let again = try await node.run("send", "alice", ["--conversation", conversation, "second"])
-            #expect(again.status == 0, "\(again.stderr)")
+            #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
             let relisted = try await node.run("conversations", "bob")
             #expect(relisted.stdout.contains("\(conversation)\n   participants: alice, bob   unread: 2   messages: 2"), "\(relisted.stdout)")
             #expect(relisted.stdout.contains("] alice: second"))
@@ -189,7 +189,13 @@ import Testing
         }
     }
 
-    @Test func aStoreFromANodeWhoseDataWasResetIsAClearError() async throws {
+    /// A cursor counts in one node's feed (SPEC §6.5: a device may move between the nodes of a
+    /// cluster): a client store that synced with a node whose data was since reset (a new node
+    /// id) syncs the new node's feed from its start instead of failing. What it held from the
+    /// old node stays in the store, and a send into such a conversation is refused with the
+    /// node's not-found naming it. (A device cannot tell a reset node from another node of its
+    /// cluster until WELCOME names the cluster: issue 14.)
+    @Test func aStoreFromANodeWhoseDataWasResetSyncsTheNewNodesFeed() async throws {
         let first = try await CLITestNode.start("reset-1")
         let sent = try await first.run("send", "alice", ["--to", "bob", "before the reset"])
         await first.stop()
@@ -197,10 +203,11 @@ import Testing
 
         // A new node (new data directory), the same client stores.
         try await CLITestNode.with("reset-2", workDirectory: first.workDirectory) { node in
-            let stale = try await node.run("conversations", "alice")
-            #expect(stale.status == 1)
-            #expect(stale.stderr.hasPrefix("lamina: error [sync-refused]: the node refused to sync alice's device: invalid-argument: cursor "), "\(stale.stderr)")
-            #expect(stale.stderr.contains("delete \(first.workDirectory.path)/.lamina-client/user-"), "\(stale.stderr)")
+            let listed = try await node.run("conversations", "alice")
+            #expect(listed.status == 0, "\(listed.stderr)")
+            let again = try await node.run("send", "alice", ["--to", "bob", "after the reset"])
+            #expect(again.status == 1)
+            #expect(again.stderr.contains("the node refused the message: no conversation lamina:///conversations/"), "\(again.stderr)")
         }
     }
 

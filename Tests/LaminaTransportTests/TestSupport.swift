@@ -140,7 +140,7 @@ enum External {
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch {
+            do { try ProcessLaunch.run(process) } catch {
                 process.terminationHandler = nil
                 continuation.resume(throwing: error)
                 return
@@ -166,7 +166,7 @@ enum External {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ProcessLaunch.run(process)
         return process
     }
 

@@ -49,7 +49,7 @@ final class CLIProcess: @unchecked Sendable {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try process.run()
+        try ProcessLaunch.run(process)
         // Plain threads: two read to EOF, one waits for the exit.
         for (pipe, isError) in [(out, false), (err, true)] {
             let handle = pipe.fileHandleForReading
