@@ -291,7 +291,8 @@ import Glibc
             c.webhooks.allowPrivateTargets = true
             c.webhooks.caFile = receiver.certificate
             c.webhooks.initialBackoffMilliseconds = 100
-            c.webhooks.retryPeriodSeconds = 1
+            // Long enough for a retry even when a loaded run starts the first attempt late.
+            c.webhooks.retryPeriodSeconds = 5
         }
         let api = CurlAPI(node.server)
         let id = try await Self.createWebhook(api, url: receiver.url())
@@ -309,7 +310,9 @@ import Glibc
     }
 
     @Test func aConnectionTheTargetClosedWhileIdleIsReplacedWithoutARetry() async throws {
-        let receiver = try await WebhookReceiver.start(idleTimeout: .milliseconds(200))
+        // Idle long enough that a loaded run's verification (a handshake, then the request)
+        // is not cut; the test waits for the close anyway.
+        let receiver = try await WebhookReceiver.start(idleTimeout: .seconds(1))
         // A retry would wait at least 2.5 s: the second event arriving sooner shows there was none.
         let node = try await Self.node("webhook-idle", trusting: receiver, backoffMilliseconds: 5_000)
         let api = CurlAPI(node.server)
