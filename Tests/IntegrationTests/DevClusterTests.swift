@@ -48,7 +48,14 @@ import Glibc
         var states: [Replication] = []
         while ContinuousClock.now < deadline {
             states = []
-            for port in [base + 1, base + 11] { states.append(try Replication(try await HTTPGet.fetch(port: port, path: "/replication").body)) }
+            // An admin port not answering yet (a loaded machine) is asked again.
+            for port in [base + 1, base + 11] {
+                if let body = try? await HTTPGet.fetch(port: port, path: "/replication").body { states.append(try Replication(body)) }
+            }
+            guard states.count == 2 else {
+                try await Task.sleep(for: .milliseconds(100))
+                continue
+            }
             if states[0].peers == ["2"], states[1].peers == ["1"], states[0].digest == states[1].digest, states[1].conversations.count == 1 { break }
             try await Task.sleep(for: .milliseconds(100))
         }
