@@ -56,9 +56,9 @@ struct DevCluster: AsyncParsableCommand {
         signal(SIGINT, SIG_IGN)
         let (events, continuation) = AsyncStream.makeStream(of: ClusterEvent.self)
         let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
-        Task {
-            while true { continuation.yield(.signal(await signals.next())) }
-        }
+        // One signal stops the cluster (SignalWaiter's stream has one consumer: asking it again
+        // after the first signal answered at once, and a loop here spun forever).
+        Task { continuation.yield(.signal(await signals.next())) }
 
         var members: [ClusterMember] = []
         for node in layout.all {
