@@ -197,6 +197,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // What several test targets share (one test bundle, one process).
+        .target(name: "LaminaTestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
         .testTarget(name: "LaminaMergeTests", dependencies: ["LaminaMerge", "LaminaModel"]),
         .testTarget(
@@ -227,6 +229,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
+                "LaminaTestSupport",
                 "LaminaNode",
                 "LaminaLocalNode",
                 "LaminaClient",
@@ -244,6 +247,7 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
+                "LaminaTestSupport",
                 "LaminaCLI",
                 "LaminaClient",
                 "LaminaModel",
@@ -258,6 +262,7 @@ let package = Package(
         .testTarget(
             name: "LaminaTransportTests",
             dependencies: [
+                "LaminaTestSupport",
                 "LaminaTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

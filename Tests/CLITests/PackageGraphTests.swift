@@ -1,4 +1,5 @@
 import Foundation
+import LaminaTestSupport
 import Testing
 
 /// Module boundaries read from the package's own graph (`swift package dump-package`): the

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaTestSupport
 import LaminaModel
 import LaminaNode
 import LaminaWire

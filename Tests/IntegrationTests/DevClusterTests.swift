@@ -1,4 +1,5 @@
 import Foundation
+import LaminaTestSupport
 import LaminaLocalNode
 import LaminaModel
 import LaminaNode
@@ -31,8 +32,24 @@ import Glibc
         // A conversation and a message on node 1 (a user of its dev identity provider).
         let nodeData = directory.appendingPathComponent(".lamina-cluster/node-1")
         let dev = try DevIdentityProvider.loadOrCreate(in: nodeData.appendingPathComponent(LocalNode.Files.devIdentity))
-        let alice = try await SyncTestClient.connect(
-            url: "https://127.0.0.1:\(base)", caFile: nodeData.appendingPathComponent(LocalNode.Files.certificate).path)
+        // Connecting is retried briefly: a loaded run may refuse the first attempt.
+        var connected: SyncTestClient?
+        var lastError: (any Error)?
+        let connectDeadline = ContinuousClock.now + .seconds(20)
+        while connected == nil, ContinuousClock.now < connectDeadline {
+            do {
+                connected = try await SyncTestClient.connect(
+                    url: "https://127.0.0.1:\(base)", caFile: nodeData.appendingPathComponent(LocalNode.Files.certificate).path)
+            } catch {
+                lastError = error
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        guard let alice = connected else {
+            Issue.record("cannot connect to node 1 on \(base): \(String(describing: lastError)); cluster output: \(cluster.printed)")
+            _ = try await cluster.stop()
+            return
+        }
         _ = try await alice.hello()
         _ = try await alice.authenticate(user: "alice", device: UUID(), dev: dev)
         let conversation = ConversationID.random()

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaTestSupport
 import LaminaLocalNode
 import LaminaModel
 import LaminaNode

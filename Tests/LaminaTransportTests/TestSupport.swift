@@ -1,3 +1,4 @@
+import LaminaTestSupport
 import Foundation
 import LaminaTransport
 import NIOCore

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaTestSupport
 
 #if canImport(Glibc)
 import Glibc

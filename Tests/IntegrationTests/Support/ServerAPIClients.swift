@@ -1,4 +1,5 @@
 import Foundation
+import LaminaTestSupport
 import LaminaNode
 
 /// Runs an external program to its end on a plain thread; stdout and stderr as text.
