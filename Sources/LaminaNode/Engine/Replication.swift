@@ -97,18 +97,16 @@ extension CommandContext {
         case .messageStatusChanged(let change):
             guard let header = try replicaHeader(change.conversationID), try tx.read.message(change.messageID) != nil else { break }
             if try tx.recordStatus(change.status, of: change.messageID, for: change.user) != nil {
-                let audience = header.deliveryReceiptsEnabled ? header.participants : [change.user]
                 var moved = change
                 moved.conversationID = header.id
-                try emit(.messageStatusChanged(moved), to: audience, conversation: header.id, message: change.messageID)
+                try emit(.messageStatusChanged(moved), to: statusAudience(header), conversation: header.id, message: change.messageID)
             }
         case .statusUpTo(var change):
             guard let header = try replicaHeader(change.conversationID) else { break }
             change.conversationID = header.id
             let marker: StatusMarker = change.status == .read ? .read : .delivered
             if try tx.raise(marker, to: change.upTo, user: change.user, conversation: header.id) {
-                let audience = header.deliveryReceiptsEnabled ? header.participants : [change.user]
-                try emit(.statusUpTo(change), to: audience, conversation: header.id)
+                try emit(.statusUpTo(change), to: statusAudience(header), conversation: header.id)
             }
         case .messageDeleted(var deletion):
             guard let header = try replicaHeader(deletion.conversationID), try tx.read.message(deletion.messageID) != nil else { break }
@@ -166,17 +164,23 @@ extension NodeEngine {
     /// order that keeps causes before effects: per origin by counter, origins merged by HLC
     /// (an operation made after another was received has a later reading).
     public func operations(missingFrom vector: VersionVector, limit: Int) async throws -> [ReplicatedOperation] {
+        try await operationsAndVector(missingFrom: vector, limit: limit).operations
+    }
+
+    /// ``operations(missingFrom:limit:)`` and this node's vector, from one read.
+    func operationsAndVector(missingFrom vector: VersionVector, limit: Int) async throws -> (operations: [ReplicatedOperation], ours: VersionVector) {
         let theirs = vector.counters
         return try await store.read { r in
             var candidates: [ReplicatedOperation] = []
-            for (origin, held) in try r.versionVector() where held > theirs[origin, default: 0] {
+            let ours = try r.versionVector()
+            for (origin, held) in ours where held > theirs[origin, default: 0] {
                 for record in try r.operations(of: origin, after: theirs[origin, default: 0], limit: limit) {
                     candidates.append(try ReplicationLogCoding.operation(record, r))
                 }
             }
             candidates.sort { ($0.hlc, $0.origin, $0.counter) < ($1.hlc, $1.origin, $1.counter) }
             // Per origin the list stays a prefix (ascending counters sort by HLC), so no gap.
-            return Array(candidates.prefix(limit))
+            return (Array(candidates.prefix(limit)), VersionVector(ours))
         }
     }
 
@@ -251,11 +255,11 @@ extension NodeEngine {
             var all: [UInt8] = []
             for (id, text) in states {
                 let digest = try SHA256Hasher.hash(Array(text.utf8))
-                conversations[id] = digest.map { String(format: "%02x", $0) }.joined()
+                conversations[id] = Hex.encode(digest)
                 all += digest
             }
             return ConvergenceDigest(
-                overall: try SHA256Hasher.hash(all).map { String(format: "%02x", $0) }.joined(), conversations: conversations,
+                overall: Hex.encode(try SHA256Hasher.hash(all)), conversations: conversations,
                 vector: VersionVector(try r.versionVector()))
         }
     }

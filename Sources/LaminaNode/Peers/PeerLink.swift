@@ -251,8 +251,9 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             }
             let operations: [ReplicatedOperation]
             do {
-                observe(ours: try await engine.versionVector())
-                operations = try await engine.operations(missingFrom: theirs, limit: Self.operationsPerFrame)
+                let read = try await engine.operationsAndVector(missingFrom: theirs, limit: Self.operationsPerFrame)
+                observe(ours: read.ours)
+                operations = read.operations
             } catch {
                 return fail(WireError(.internalError, "cannot read the replication log: \(error)"))
             }

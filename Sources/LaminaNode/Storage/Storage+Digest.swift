@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LaminaModel
+import LaminaWire
 
 extension StorageReader {
     /// Each conversation's replicated state in one canonical text: flags (or, for one merged away, only where to),
@@ -57,5 +58,5 @@ extension StorageReader {
 }
 
 extension Data {
-    fileprivate var hex: String { map { String(format: "%02x", $0) }.joined() }
+    fileprivate var hex: String { Hex.encode(self) }
 }
