@@ -62,6 +62,8 @@ let package = Package(
         ),
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
+        // Child processes: one launch at a time, output pipes read without trapping on EINTR.
+        .target(name: "LaminaProcess"),
         // What tools on the same machine share with a zero-config node: its default address,
         // its data directory's layout and the dev identity key that mints tokens it accepts.
         // The node and the `lamina` CLI both use it; the CLI never links the node.
@@ -94,6 +96,7 @@ let package = Package(
             dependencies: [
                 "LaminaNode",
                 "LaminaLocalNode",
+                "LaminaProcess",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -177,6 +180,7 @@ let package = Package(
                 "LaminaClient",
                 "CAllocationCounter",
                 "LaminaTransport",
+                "LaminaProcess",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -197,8 +201,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        // What several test targets share (one test bundle, one process).
-        .target(name: "LaminaTestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
         .testTarget(name: "LaminaMergeTests", dependencies: ["LaminaMerge", "LaminaModel"]),
         .testTarget(
@@ -229,7 +231,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "LaminaTestSupport",
+                "LaminaProcess",
                 "LaminaNode",
                 "LaminaLocalNode",
                 "LaminaClient",
@@ -247,7 +249,7 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "LaminaTestSupport",
+                "LaminaProcess",
                 "LaminaCLI",
                 "LaminaClient",
                 "LaminaModel",
@@ -262,7 +264,7 @@ let package = Package(
         .testTarget(
             name: "LaminaTransportTests",
             dependencies: [
-                "LaminaTestSupport",
+                "LaminaProcess",
                 "LaminaTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

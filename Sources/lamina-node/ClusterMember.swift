@@ -1,3 +1,4 @@
+import LaminaProcess
 import Foundation
 
 #if canImport(Glibc)
@@ -39,7 +40,7 @@ final class ClusterMember: Sendable {
         let stdout = Pipe(), stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
-        try runUnmasked(process)
+        try ProcessLaunch.run(process)
         let prefix = "[\(node.name)] "
         let index = node.index
         Thread.detachNewThread {
@@ -47,7 +48,7 @@ final class ClusterMember: Sendable {
             var text = ""
             var serving = false
             while true {
-                let chunk = reader.availableData
+                let chunk = PipeReading.next(reader)
                 if chunk.isEmpty { break }
                 text += String(decoding: chunk, as: UTF8.self)
                 if !serving, text.contains("is serving") {
@@ -61,7 +62,7 @@ final class ClusterMember: Sendable {
             let reader = stderr.fileHandleForReading
             var pending = ""
             while true {
-                let chunk = reader.availableData
+                let chunk = PipeReading.next(reader)
                 if chunk.isEmpty { break }
                 pending += String(decoding: chunk, as: UTF8.self)
                 guard let last = pending.lastIndex(of: "\n") else { continue }
@@ -89,14 +90,4 @@ final class ClusterMember: Sendable {
         handle.write(Data(lines.map { prefix + $0 + "\n" }.joined().utf8))
     }
 
-    /// `process.run()` with no signal blocked on the calling thread: a child inherits the
-    /// spawning thread's signal mask, and the threads async code runs on block SIGTERM and
-    /// SIGINT, so a node started from them could not be stopped gracefully.
-    private static func runUnmasked(_ process: Process) throws {
-        var empty = sigset_t(), saved = sigset_t()
-        sigemptyset(&empty)
-        pthread_sigmask(SIG_SETMASK, &empty, &saved)
-        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
-        try process.run()
-    }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import LaminaTestSupport
+import LaminaProcess
 import Testing
 
 /// Module boundaries read from the package's own graph (`swift package dump-package`): the
@@ -18,7 +18,7 @@ import Testing
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try ProcessLaunch.run(process)
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let data = PipeReading.toEnd(output.fileHandleForReading)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         let manifest = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])

@@ -1,5 +1,5 @@
 import Foundation
-import LaminaTestSupport
+import LaminaProcess
 import LaminaModel
 import LaminaNode
 import LaminaWire
@@ -27,7 +27,7 @@ import Testing
         Thread.detachNewThread {
             var text = Data()
             while true {
-                let chunk = reader.availableData
+                let chunk = PipeReading.next(reader)
                 if chunk.isEmpty { break }
                 text.append(chunk)
             }

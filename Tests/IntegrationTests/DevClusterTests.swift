@@ -1,5 +1,5 @@
 import Foundation
-import LaminaTestSupport
+import LaminaProcess
 import LaminaLocalNode
 import LaminaModel
 import LaminaNode
@@ -159,7 +159,7 @@ final class DevClusterProcess: Sendable {
             Thread.detachNewThread {
                 let reader = pipe.fileHandleForReading
                 while true {
-                    let chunk = reader.availableData
+                    let chunk = PipeReading.next(reader)
                     if chunk.isEmpty { break }
                     box.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self) }
                 }

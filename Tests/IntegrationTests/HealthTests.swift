@@ -1,5 +1,5 @@
 import Foundation
-import LaminaTestSupport
+import LaminaProcess
 import LaminaLocalNode
 import LaminaModel
 import LaminaNode

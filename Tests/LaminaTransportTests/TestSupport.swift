@@ -1,4 +1,4 @@
-import LaminaTestSupport
+import LaminaProcess
 import Foundation
 import LaminaTransport
 import NIOCore

@@ -1,3 +1,4 @@
+import LaminaProcess
 import ArgumentParser
 import Foundation
 import NIOConcurrencyHelpers
@@ -127,13 +128,13 @@ func runProcess(_ path: String, _ arguments: [String], environment: [String: Str
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
     process.standardError = err
-    try BenchSupport.runUnmasked(process)
+    try ProcessLaunch.run(process)
     let outText = NIOLockedValueBox(Data()), errText = NIOLockedValueBox(Data())
     let group = DispatchGroup()
     for (handle, box) in [(out.fileHandleForReading, outText), (err.fileHandleForReading, errText)] {
         group.enter()
         Thread.detachNewThread {
-            let data = handle.readDataToEndOfFile()
+            let data = PipeReading.toEnd(handle)
             box.withLockedValue { $0 = data }
             group.leave()
         }

@@ -1,3 +1,4 @@
+import LaminaProcess
 import ArgumentParser
 import Foundation
 import LaminaLocalNode
@@ -69,11 +70,11 @@ final class NodeProcess {
         process.standardError = FileHandle.nullDevice
         let (serving, continuation) = AsyncStream.makeStream(of: Bool.self)
         let text = NIOLockedValueBox("")
-        try BenchSupport.runUnmasked(process)
+        try ProcessLaunch.run(process)
         let reader = pipe.fileHandleForReading
         Thread.detachNewThread {  // a plain thread reading to EOF (no dispatch source)
             while true {
-                let chunk = reader.availableData
+                let chunk = PipeReading.next(reader)
                 if chunk.isEmpty { break }
                 let all = text.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self); return $0 }
                 if all.contains("is serving") { continuation.yield(true) }

@@ -1,3 +1,4 @@
+import LaminaProcess
 import ArgumentParser
 import Foundation
 import LaminaTransport
@@ -46,8 +47,8 @@ enum BenchSupport {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
-        try runUnmasked(process)
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        try ProcessLaunch.run(process)
+        let data = PipeReading.toEnd(pipe.fileHandleForReading)
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
     }
@@ -59,21 +60,10 @@ enum BenchSupport {
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try runUnmasked(process)
+        try ProcessLaunch.run(process)
         return process
     }
 
-    /// `process.run()` with no signal blocked on the calling thread: the child inherits the
-    /// spawning thread's signal mask, and the threads async code runs on (libdispatch workers)
-    /// block SIGTERM, SIGINT, SIGHUP, SIGUSR1/2, so a child started from them could not be
-    /// stopped by SIGTERM (Mosquitto, lamina-node's graceful shutdown).
-    static func runUnmasked(_ process: Process) throws {
-        var empty = sigset_t(), saved = sigset_t()
-        sigemptyset(&empty)
-        pthread_sigmask(SIG_SETMASK, &empty, &saved)
-        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
-        try process.run()
-    }
 
     /// Whether `pid` has exited (gone, or a zombie not yet reaped). Foundation's `isRunning`
     /// only changes once Foundation's own monitor has seen the exit.

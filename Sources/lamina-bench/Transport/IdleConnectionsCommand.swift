@@ -1,3 +1,4 @@
+import LaminaProcess
 import ArgumentParser
 import Foundation
 import LaminaTransport
@@ -70,14 +71,14 @@ struct IdleConnectionsCommand: ParsableCommand {
             process.arguments = ["idle-clients", "--port", String(port), "--ca", ca, "--count", String(count)]
             process.standardOutput = output
             process.standardInput = Pipe()
-            try process.run()
+            try ProcessLaunch.run(process)
         }
 
         /// Waits for "READY <bytes per connection>" and returns that figure.
         func waitReady() throws -> Double {
             var line = ""
             while !line.contains("\n") {
-                let data = output.fileHandleForReading.availableData
+                let data = PipeReading.next(output.fileHandleForReading)
                 if data.isEmpty { throw ValidationError("idle-clients exited: \(line)") }
                 line += String(decoding: data, as: UTF8.self)
             }

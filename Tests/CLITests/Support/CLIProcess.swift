@@ -1,5 +1,5 @@
 import Foundation
-import LaminaTestSupport
+import LaminaProcess
 
 #if canImport(Glibc)
 import Glibc
@@ -56,7 +56,7 @@ final class CLIProcess: @unchecked Sendable {
             let handle = pipe.fileHandleForReading
             Thread.detachNewThread { [self] in
                 while true {
-                    let chunk = handle.availableData
+                    let chunk = PipeReading.next(handle)
                     if chunk.isEmpty {
                         lock.withLock { closedOutputs += 1 }
                         wake()

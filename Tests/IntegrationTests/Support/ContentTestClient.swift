@@ -1,5 +1,5 @@
 import Foundation
-import LaminaTestSupport
+import LaminaProcess
 import LaminaModel
 import LaminaNode
 import LaminaTransport

@@ -1,5 +1,5 @@
 import Foundation
-import LaminaTestSupport
+import LaminaProcess
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -60,7 +60,7 @@ final class NodeProcess: Sendable {
         Thread.detachNewThread {
             let reader = stdout.fileHandleForReading
             while true {
-                let chunk = reader.availableData
+                let chunk = PipeReading.next(reader)
                 if chunk.isEmpty { break }
                 let text = output.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self); return $0 }
                 if text.contains("is serving") { serving.promise.succeed(()) }
@@ -70,7 +70,7 @@ final class NodeProcess: Sendable {
         Thread.detachNewThread {
             let reader = stderr.fileHandleForReading
             while true {
-                let chunk = reader.availableData
+                let chunk = PipeReading.next(reader)
                 if chunk.isEmpty { break }
                 errors.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self) }
             }

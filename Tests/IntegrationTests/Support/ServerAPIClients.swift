@@ -1,5 +1,5 @@
 import Foundation
-import LaminaTestSupport
+import LaminaProcess
 import LaminaNode
 
 /// Runs an external program to its end on a plain thread; stdout and stderr as text.
@@ -29,10 +29,10 @@ enum ExternalCommand {
                 nonisolated(unsafe) var errData = Data()
                 group.enter()
                 Thread.detachNewThread {
-                    errData = err.fileHandleForReading.readDataToEndOfFile()
+                    errData = PipeReading.toEnd(err.fileHandleForReading)
                     group.leave()
                 }
-                let outData = out.fileHandleForReading.readDataToEndOfFile()
+                let outData = PipeReading.toEnd(out.fileHandleForReading)
                 group.wait()
                 process.waitUntilExit()
                 continuation.resume(returning: Result(
