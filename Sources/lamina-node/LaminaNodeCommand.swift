@@ -49,6 +49,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Admin listener (metrics, health), host:port (default 127.0.0.1:7444); 'off' disables it.")
     var admin: String?
 
+    @Option(help: "Event-loop threads for the network (default: one per core).")
+    var eventLoops: Int?
+
     @Option(help: "TLS certificate chain (PEM); default: self-signed, created in the data directory.")
     var certificate: String?
 
@@ -158,7 +161,8 @@ struct Serve: AsyncParsableCommand {
         signal(SIGXFSZ, SIG_IGN)
         let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
 
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        if let eventLoops, !(1...1024).contains(eventLoops) { throw ValidationError("--event-loops must be 1…1024") }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops ?? System.coreCount)
         let server: NodeServer
         do {
             server = try await NodeServer.start(configuration: configuration, group: group, logger: logger, registry: registry)

@@ -65,6 +65,7 @@ final class NodeProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["--data-dir", data, "--listen", "127.0.0.1:\(port)", "--admin", admin, "--log-level", "warning"] + extraArguments
+            + (ProcessInfo.processInfo.environment["LAMINA_BENCH_NODE_ARGS"] ?? "").split(separator: " ").map(String.init)
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
