@@ -27,6 +27,9 @@ public enum ChangeEvent: Hashable, Sendable {
     /// kind 10: one participant's status moved up for every message of others positioned
     /// at or before a position (a delivery receipt or mark-all-read as one range).
     case statusUpTo(StatusUpTo)
+    /// kind 11: a sent message's parts were replaced (Server API part updates); `parts` is
+    /// the whole new list. Only to sessions with the `partUpdates` feature.
+    case messagePartsChanged(MessagePartsChanged)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -42,6 +45,7 @@ public enum ChangeEvent: Hashable, Sendable {
         case .messageDeleted: 8
         case .typing: 9
         case .statusUpTo: 10
+        case .messagePartsChanged: 11
         }
     }
 }
@@ -209,6 +213,28 @@ public struct MessageDeleted: Hashable, Sendable {
 }
 
 /// ```
+/// +----------------------+-----------------+-----------------------+-----------+---------+
+/// | conversation id (16) | message id (16) | parts (count + parts) | by (user) | at (HLC)|
+/// +----------------------+-----------------+-----------------------+-----------+---------+
+/// ```
+public struct MessagePartsChanged: Hashable, Sendable {
+    public var conversationID: ConversationID
+    public var messageID: MessageID
+    public var parts: [MessagePart]
+    public var by: UserID
+    /// When the update was made; a later update of the same message wins.
+    public var at: HLCTimestamp
+
+    public init(conversationID: ConversationID, messageID: MessageID, parts: [MessagePart], by: UserID, at: HLCTimestamp) {
+        self.conversationID = conversationID
+        self.messageID = messageID
+        self.parts = parts
+        self.by = by
+        self.at = at
+    }
+}
+
+/// ```
 /// +----------------------+-------------+-------------+
 /// | conversation id (16) | user        | state (u8)  |
 /// +----------------------+-------------+-------------+
@@ -286,6 +312,12 @@ extension ChangeEvent {
             try b.writeUserID(s.user)
             b.writeInteger(UInt8(bitPattern: s.status.rawValue), as: UInt8.self)
             b.writeHLC(s.upTo)
+        case .messagePartsChanged(let p):
+            b.writeID(p.conversationID)
+            b.writeID(p.messageID)
+            try b.writeParts(p.parts)
+            try b.writeUserID(p.by)
+            b.writeHLC(p.at)
         }
     }
 
@@ -354,8 +386,15 @@ extension ChangeEvent {
             let status = try b.readRecipientStatus()
             let upTo = try b.readHLC("the position bound")
             return .statusUpTo(StatusUpTo(conversationID: conversation, user: user, status: status, upTo: upTo))
+        case 11:
+            let conversation = try b.readID(ConversationID.self, "the conversation id")
+            let message = try b.readID(MessageID.self, "the message id")
+            let parts = try b.readParts(limits)
+            let by = try b.readUserID(limits)
+            let at = try b.readHLC("the change time")
+            return .messagePartsChanged(MessagePartsChanged(conversationID: conversation, messageID: message, parts: parts, by: by, at: at))
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...10")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...11")
         }
     }
 }

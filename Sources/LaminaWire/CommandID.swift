@@ -15,6 +15,7 @@ extension Frame {
         case .markRead(let f): f.requestID
         case .deleteMessage(let f): f.requestID
         case .deliveryReceipt(let f): f.requestID
+        case .updateMessageParts(let f): f.requestID
         case .sync(let f): f.requestID
         case .fetchHistory(let f): f.requestID
         case .nonceRequest(let f): f.requestID

@@ -32,6 +32,7 @@ public enum Frame: Hashable, Sendable {
     case markRead(MarkRead)
     case deleteMessage(DeleteMessage)
     case deliveryReceipt(DeliveryReceipt)
+    case updateMessageParts(UpdateMessageParts)
     // Sync (SPEC §6.3)
     case sync(SyncRequest)
     case fetchHistory(FetchHistory)
@@ -70,6 +71,7 @@ public enum Frame: Hashable, Sendable {
         case .markRead: .markRead
         case .deleteMessage: .deleteMessage
         case .deliveryReceipt: .deliveryReceipt
+        case .updateMessageParts: .updateMessageParts
         case .sync: .sync
         case .fetchHistory: .fetchHistory
         case .change: .change
@@ -177,6 +179,7 @@ extension Frame {
         case .markRead(let f): f.encode(into: &b)
         case .deleteMessage(let f): f.encode(into: &b)
         case .deliveryReceipt(let f): f.encode(into: &b)
+        case .updateMessageParts(let f): try f.encode(into: &b)
         case .sync(let f): f.encode(into: &b)
         case .fetchHistory(let f): try f.encode(into: &b)
         case .change(let f): try f.encode(into: &b)
@@ -216,6 +219,7 @@ extension Frame {
         case .markRead: frame = .markRead(try MarkRead.decode(from: &b, limits))
         case .deleteMessage: frame = .deleteMessage(try DeleteMessage.decode(from: &b, limits))
         case .deliveryReceipt: frame = .deliveryReceipt(try DeliveryReceipt.decode(from: &b, limits))
+        case .updateMessageParts: frame = .updateMessageParts(try UpdateMessageParts.decode(from: &b, limits))
         case .sync: frame = .sync(try SyncRequest.decode(from: &b, limits))
         case .fetchHistory: frame = .fetchHistory(try FetchHistory.decode(from: &b, limits))
         case .change: frame = .change(try Change.decode(from: &b, limits))

@@ -27,6 +27,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case markRead = 0x0202
     case deleteMessage = 0x0203
     case deliveryReceipt = 0x0204
+    case updateMessageParts = 0x0205
 
     case sync = 0x0301
     case fetchHistory = 0x0302
@@ -65,6 +66,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .markRead: "mark-read"
         case .deleteMessage: "delete-message"
         case .deliveryReceipt: "delivery-receipt"
+        case .updateMessageParts: "update-message-parts"
         case .sync: "sync"
         case .fetchHistory: "fetch-history"
         case .change: "change"
@@ -89,7 +91,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .hello, .error, .peerHello, .deleteMetadata: fixed = 2_048
         case .nonce, .authenticate, .resumeSession: fixed = 8_448
         case .authenticated: fixed = 12_288
-        case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage,
+        case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage, .updateMessageParts,
              .change, .changeBatch, .versionVector, .replicate, .peerAck:
             return max(0, limits.maxFrameSize)
         }

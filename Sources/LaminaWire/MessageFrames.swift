@@ -64,6 +64,29 @@ public struct DeleteMessage: Hashable, Sendable {
     }
 }
 
+/// UPDATE_MESSAGE_PARTS (0x0205): the message's parts become `parts` (added, replaced or
+/// removed as a whole list; part ids say which part is which). Only the message's sender may,
+/// and the Server API on its behalf; devices learn it as `message-parts-changed` (§6.4).
+/// ```
+/// +-----------------+----------------------+-----------------+-------------------------+
+/// | request id (16) | conversation id (16) | message id (16) | parts (count + parts)   |
+/// +-----------------+----------------------+-----------------+-------------------------+
+/// ```
+public struct UpdateMessageParts: Hashable, Sendable {
+    public var requestID: UUID
+    public var conversationID: ConversationID
+    public var messageID: MessageID
+    /// 1 to 1,000 parts, as in SEND_MESSAGE.
+    public var parts: [MessagePart]
+
+    public init(requestID: UUID, conversationID: ConversationID, messageID: MessageID, parts: [MessagePart]) {
+        self.requestID = requestID
+        self.conversationID = conversationID
+        self.messageID = messageID
+        self.parts = parts
+    }
+}
+
 /// DELIVERY_RECEIPT (0x0204): this device holds every message of the conversation up to
 /// and including `upTo` (the node moves the sender's status to delivered).
 /// ```
@@ -131,6 +154,23 @@ extension DeleteMessage {
         let message = try b.readID(MessageID.self, "the message id")
         let mode = try b.readDeletionMode()
         return DeleteMessage(requestID: id, conversationID: conversation, messageID: message, mode: mode)
+    }
+}
+
+extension UpdateMessageParts {
+    func encode(into b: inout ByteBuffer) throws(WireError) {
+        b.writeUUID(requestID)
+        b.writeID(conversationID)
+        b.writeID(messageID)
+        try b.writeParts(parts)
+    }
+
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> UpdateMessageParts {
+        let id = try b.readUUID("the request id")
+        let conversation = try b.readID(ConversationID.self, "the conversation id")
+        let message = try b.readID(MessageID.self, "the message id")
+        let parts = try b.readParts(limits)
+        return UpdateMessageParts(requestID: id, conversationID: conversation, messageID: message, parts: parts)
     }
 }
 

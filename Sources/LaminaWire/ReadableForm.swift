@@ -105,6 +105,11 @@ extension Frame {
             o["conversationID"] = .uuid(f.conversationID.uuid)
             o["messageID"] = .uuid(f.messageID.uuid)
             o["mode"] = .deletionMode(f.mode)
+        case .updateMessageParts(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["messageID"] = .uuid(f.messageID.uuid)
+            o["parts"] = .array(f.parts.map(WireJSON.part))
         case .deliveryReceipt(let f):
             o["requestID"] = .uuid(f.requestID)
             o["conversationID"] = .uuid(f.conversationID.uuid)
@@ -272,6 +277,13 @@ extension WireJSON {
             o["user"] = .string(s.user.rawValue)
             o["status"] = .number(Int64(s.status.rawValue))
             o["upTo"] = WireJSON.hlc(s.upTo)
+        case .messagePartsChanged(let p):
+            o["kind"] = .string("message-parts-changed")
+            o["conversationID"] = .uuid(p.conversationID.uuid)
+            o["messageID"] = .uuid(p.messageID.uuid)
+            o["parts"] = .array(p.parts.map(WireJSON.part))
+            o["by"] = .string(p.by.rawValue)
+            o["at"] = .hlc(p.at)
         }
         return .object(o)
     }

@@ -19,9 +19,11 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     public static let deliveryReceipts = FeatureSet(rawValue: 1 << 2)
     /// FETCH_HISTORY frames are accepted.
     public static let historyFetch = FeatureSet(rawValue: 1 << 3)
+    /// `message-parts-changed` changes (§6.4 kind 11) are sent, and UPDATE_MESSAGE_PARTS is accepted.
+    public static let partUpdates = FeatureSet(rawValue: 1 << 4)
 
     /// What this implementation supports.
-    public static let all: FeatureSet = [.changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch]
+    public static let all: FeatureSet = [.changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates]
 }
 
 /// HELLO (0x0001), client -> node, first frame of a session.

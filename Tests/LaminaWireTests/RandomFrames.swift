@@ -116,7 +116,7 @@ struct RandomFrames {
     }
     mutating func event() -> ChangeEvent {
         let c = ConversationID(uuid: uuid())
-        switch int(0...9) {
+        switch int(0...11) {
         case 0: return .conversationCreated(conversation())
         case 1: return .conversationUpdated(ConversationUpdated(conversationID: c, isDistinct: bool(), deliveryReceiptsEnabled: bool(), messageCount: u64(), unreadCount: u64(), lastMessageID: optional { MessageID(uuid: $0.uuid()) }))
         case 2: return .participantsChanged(ParticipantsChanged(conversationID: c, added: users(4), removed: users(4), by: user(), at: hlc()))
@@ -130,6 +130,8 @@ struct RandomFrames {
         case 6: return .messageCreated(message())
         case 7: return .messageStatusChanged(MessageStatusChanged(conversationID: c, messageID: MessageID(uuid: uuid()), user: user(), status: status()))
         case 8: return .messageDeleted(MessageDeleted(conversationID: c, messageID: MessageID(uuid: uuid()), mode: mode(), by: user()))
+        case 9: return .statusUpTo(StatusUpTo(conversationID: c, user: user(), status: status(), upTo: hlc()))
+        case 10: return .messagePartsChanged(MessagePartsChanged(conversationID: c, messageID: MessageID(uuid: uuid()), parts: parts(), by: user(), at: hlc()))
         default: return .typing(TypingChanged(conversationID: c, user: user(), state: typingState()))
         }
     }
@@ -174,6 +176,7 @@ struct RandomFrames {
         case .markRead: return .markRead(MarkRead(requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid())))
         case .deleteMessage: return .deleteMessage(DeleteMessage(requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid()), mode: mode()))
         case .deliveryReceipt: return .deliveryReceipt(DeliveryReceipt(requestID: uuid(), conversationID: c, upTo: hlc()))
+        case .updateMessageParts: return .updateMessageParts(UpdateMessageParts(requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid()), parts: parts()))
         case .sync: return .sync(SyncRequest(requestID: uuid(), cursor: u64()))
         case .fetchHistory:
             let policy: HistoryPolicy = [.complete, .unreadOnly, .lastN(max(1, u32()))][int(0...2)]

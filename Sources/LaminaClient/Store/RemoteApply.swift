@@ -42,6 +42,12 @@ extension WriteContext {
         case .message(let message, let receivedAt): try applyMessage(message, receivedAt: receivedAt)
         case .messageDeleted(let id):
             if let stored = try StoreReader.message(db, id) { try deleteMessage(stored) }
+        case .messageParts(let id, let parts):
+            if let existing = try StoreReader.message(db, id), existing.message.parts != parts {
+                var after = existing
+                Self.replaceParts(of: &after, with: parts)
+                try updateMessage(from: existing, to: try settled(after))
+            }
         case .messagesDeleted(let id, let below): try deleteMessages(of: id, below: below)
         case .recipientStatus(let id, let user, let status): try applyStatus(id, user: user, status: status)
         case .statusUpTo(let id, let user, let status, let upTo): try applyStatus(upTo: upTo, in: id, user: user, status: status)
@@ -99,14 +105,7 @@ extension WriteContext {
                 after.message.sentAt = message.sentAt
             }
             after.message.recipientStatus.merge(message.recipientStatus, uniquingKeysWith: max)
-            if after.message.parts != message.parts {
-                let oldStates = Dictionary(zip(existing.message.parts, existing.partStates).map { ($0.0.id, ($0.0, $0.1)) }, uniquingKeysWith: { a, _ in a })
-                after.message.parts = message.parts
-                after.partStates = message.parts.map { part in
-                    if let (oldPart, state) = oldStates[part.id], oldPart == part { return state }
-                    return Self.remoteState(of: part)
-                }
-            }
+            if after.message.parts != message.parts { Self.replaceParts(of: &after, with: message.parts) }
             try updateMessage(from: existing, to: try settled(after))
         } else {
             let own = message.sender == localUser
@@ -128,6 +127,17 @@ extension WriteContext {
             guard let stored = try StoreReader.message(db, MessageID(uuid: StoreCoding.uuid(key))),
                   let position = stored.message.position, position < below else { continue }
             try deleteMessage(stored)
+        }
+    }
+
+    /// Gives a stored message new parts: a part that stays the same keeps its transfer state
+    /// (a download in progress or done), a new or changed one starts as a remote part.
+    static func replaceParts(of message: inout StoredMessage, with parts: [MessagePart]) {
+        let oldStates = Dictionary(zip(message.message.parts, message.partStates).map { ($0.0.id, ($0.0, $0.1)) }, uniquingKeysWith: { a, _ in a })
+        message.message.parts = parts
+        message.partStates = parts.map { part in
+            if let (oldPart, state) = oldStates[part.id], oldPart == part { return state }
+            return remoteState(of: part)
         }
     }
 

@@ -14,6 +14,9 @@ public enum RemoteChange: Hashable, Sendable {
     case message(Message, receivedAt: Timestamp)
     /// A message was deleted.
     case messageDeleted(MessageID)
+    /// A sent message's parts were replaced (Server API part updates): `parts` is the whole
+    /// new list. A message not in the store is left alone (it arrives with these parts).
+    case messageParts(MessageID, parts: [MessagePart])
     /// The messages of a conversation positioned before `below` were deleted; the
     /// conversation and later messages stay.
     case messagesDeleted(ConversationID, below: MessagePosition)

@@ -73,6 +73,7 @@ public enum ChangeDecoder {
         case .messageCreated(let m): .message(m, receivedAt: receivedAt)
         case .messageStatusChanged(let s): .recipientStatus(s.messageID, user: s.user, status: s.status)
         case .messageDeleted(let d): .messageDeleted(d.messageID)
+        case .messagePartsChanged(let p): .messageParts(p.messageID, parts: p.parts)
         case .typing: nil
         case .statusUpTo(let s): .statusUpTo(s.conversationID, user: s.user, status: s.status, upTo: s.upTo)
         }

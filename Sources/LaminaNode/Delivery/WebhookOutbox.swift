@@ -5,6 +5,7 @@ import LaminaModel
 public enum WebhookEventType: String, Sendable, CaseIterable {
     case messageSent = "message.sent"
     case messageDeleted = "message.deleted"
+    case messageUpdated = "message.updated"
     case conversationCreated = "conversation.created"
     case conversationUpdated = "conversation.updated"
     case conversationDeleted = "conversation.deleted"

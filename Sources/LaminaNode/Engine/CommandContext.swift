@@ -36,6 +36,7 @@ struct CommandContext {
         case .markRead(let f): return try markRead(f)
         case .deleteMessage(let f): return try deleteMessage(f)
         case .deliveryReceipt(let f): return try deliveryReceipt(f)
+        case .updateMessageParts(let f): return try updateMessageParts(f)
         default: throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command")
         }
     }
@@ -342,6 +343,41 @@ struct CommandContext {
             try tx.deleteMessage(deletion.messageID)
             return try emit(event, to: participants, conversation: deletion.conversationID, message: deletion.messageID)
         }
+    }
+
+    /// UPDATE_MESSAGE_PARTS: the sender (or the Server API on its behalf) replaces the parts of
+    /// a message it sent; the participants who receive the sender's messages get
+    /// `message-parts-changed` with the whole new list.
+    mutating func updateMessageParts(_ f: UpdateMessageParts) throws -> Ack {
+        let stored = user.isSystemSender ? try live(f.conversationID) : try member(of: f.conversationID)
+        let message = try message(f.messageID, in: stored.id)
+        guard message.sender == user else {
+            throw WireError(.forbidden, "only the sender of \(message.id) may change its parts")
+        }
+        for part in f.parts {
+            if case .external = part.content {
+                throw WireError(.invalidArgument, "a part update carries inline parts only (rich content is sent with SEND_MESSAGE)")
+            }
+        }
+        let hlc = try engine.nextHLC()
+        guard try tx.replaceParts(of: message.id, with: f.parts, hlc: hlc, origin: origin, by: user) else {
+            throw WireError(.internalError, "the node's clock went back: \(hlc) is not after the message's parts")
+        }
+        let event = MessagePartsChanged(conversationID: stored.id, messageID: message.id, parts: f.parts, by: user, at: hlc)
+        try replicate(try announce(event, in: stored, sender: message.sender), at: hlc)
+        try engine.webhooks.record(.messageUpdated, actor: user, in: tx, at: now) { r in
+            var updated = message
+            updated.parts = f.parts
+            return ["message": r.message(updated)]
+        }
+        return Ack(requestID: f.requestID, conversationID: stored.id)
+    }
+
+    /// Tells a part update to the participants who receive `sender`'s messages; returns the
+    /// change's encoding.
+    mutating func announce(_ event: MessagePartsChanged, in stored: ConversationHeader, sender: UserID) throws -> [UInt8] {
+        try emit(.messagePartsChanged(event), to: engine.blockLists.recipients(stored.participants, of: sender),
+                 conversation: stored.id, message: event.messageID)
     }
 
     /// DELIVERY_RECEIPT: the user's status becomes at least delivered for every message of

@@ -52,7 +52,7 @@ extension NodeEngine {
     static func isStorageCommand(_ frame: Frame) -> Bool {
         switch frame {
         case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .deleteMetadata, .deleteConversation, .markAllRead,
-            .sendMessage, .markRead, .deleteMessage, .deliveryReceipt:
+            .sendMessage, .markRead, .deleteMessage, .deliveryReceipt, .updateMessageParts:
             true
         default: false
         }
@@ -180,19 +180,19 @@ extension NodeEngine {
         if request.cursor > 0 {
             try await store.write { tx in _ = try tx.advanceCursor(of: device, user: user, to: request.cursor, at: .now()) }
         }
-        let batches = session.state.withLock { s -> Bool in
+        let features = session.state.withLock { s -> FeatureSet in
             s.live = true
-            return s.features.contains(.changeBatches)
+            return s.features
         }
         var cursor = request.cursor
         let after = cursor
         let oldest = try await store.read { r in try r.feed(of: user, after: after, limit: 1) }.first
         if let oldest, oldest.seq > cursor + 1 {
             let conversations = try await store.read { r in try r.conversations(of: user) }
-            guard await session.sendPaced(FeedCoding.frames(conversations.map { Change(seq: 0, event: .conversationCreated($0.conversation)) }, batches: batches)) else { return }
+            guard await session.sendPaced(FeedCoding.frames(conversations.map { Change(seq: 0, event: .conversationCreated($0.conversation)) }, for: features)) else { return }
             cursor = head
         } else {
-            cursor = try await sendFeed(of: user, after: cursor, to: session, batches: batches)
+            cursor = try await sendFeed(of: user, after: cursor, to: session, features: features)
         }
         // Live entries queued meanwhile wait behind this SYNC in the session's inbox; those
         // at or below the cursor are dropped there, the rest follow in order.
@@ -203,7 +203,7 @@ extension NodeEngine {
     /// Sends `user`'s feed entries after `cursor` to `session` in seq order, in reads of 256
     /// made as the client reads the previous ones (paced); returns the last seq sent (`cursor`
     /// when there was none).
-    func sendFeed(of user: UserID, after cursor: UInt64, to session: NodeSession, batches: Bool) async throws -> UInt64 {
+    func sendFeed(of user: UserID, after cursor: UInt64, to session: NodeSession, features: FeatureSet) async throws -> UInt64 {
         var cursor = cursor
         while session.isOpen {
             let after = cursor
@@ -211,7 +211,7 @@ extension NodeEngine {
             guard let last = entries.last else { break }
             var changes: [Change] = []
             for entry in entries { changes.append(try FeedCoding.decode(entry)) }
-            guard await session.sendPaced(FeedCoding.frames(changes, batches: batches)) else { break }
+            guard await session.sendPaced(FeedCoding.frames(changes, for: features)) else { break }
             cursor = last.seq
             if entries.count < 256 { break }
         }
@@ -250,11 +250,11 @@ extension NodeEngine {
             return (try r.history(of: id, for: user, .complete(after: start, limit: page)), id)
         }
         let id = first.id
-        let batches = session.state.withLock { $0.features.contains(.changeBatches) }
+        let features = session.state.withLock { $0.features }
         var messages = first.messages
         var sent = 0
         while true {
-            let frames = FeedCoding.frames(messages.map { Change(seq: 0, event: .messageCreated($0)) }, batches: batches)
+            let frames = FeedCoding.frames(messages.map { Change(seq: 0, event: .messageCreated($0)) }, for: features)
             guard await session.sendPaced(frames) else { return }
             sent += messages.count
             guard paged, messages.count == page, sent < max, let after = messages.last?.position else { break }

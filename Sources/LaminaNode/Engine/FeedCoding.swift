@@ -23,10 +23,13 @@ enum FeedCoding {
         return Change(seq: entry.seq, event: change.event)
     }
 
-    /// The frames for `changes`: CHANGE_BATCH frames of at most 256 changes and about
-    /// `maxBatchBytes` when batches are on, else one CHANGE each.
-    static func frames(_ changes: [Change], batches: Bool, maxBatchBytes: Int = 1 << 20) -> [Frame] {
-        guard batches else { return changes.map { .change($0) } }
+    /// The frames for `changes` to a session with `features`: CHANGE_BATCH frames of at most
+    /// 256 changes and about `maxBatchBytes` when it takes batches, else one CHANGE each.
+    /// Kinds the session did not ask for are left out (their seqs are skipped: a device
+    /// keeps the highest seq it got, SPEC §6.3).
+    static func frames(_ all: [Change], for features: FeatureSet, maxBatchBytes: Int = 1 << 20) -> [Frame] {
+        let changes = features.contains(.partUpdates) ? all : all.filter { $0.event.kind != 11 }
+        guard features.contains(.changeBatches) else { return changes.map { .change($0) } }
         var frames: [Frame] = []
         var current: [Change] = []
         var bytes = 0

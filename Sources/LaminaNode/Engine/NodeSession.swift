@@ -132,7 +132,7 @@ public final class NodeSession: Sendable {
             guard s.phase != .closed, s.live, s.inboxIdle, let first = changes.first, first.seq == s.sentThrough + 1,
                   zip(changes, changes.dropFirst()).allSatisfy({ $1.seq == $0.seq + 1 }) else { return nil }
             s.sentThrough = changes[changes.count - 1].seq
-            return (FeedCoding.frames(changes, batches: s.features.contains(.changeBatches)), s.sentThrough)
+            return (FeedCoding.frames(changes, for: s.features), s.sentThrough)
         }
         guard let direct else { return enqueue(.live(changes)) }
         send(direct.frames)
@@ -282,18 +282,18 @@ public final class NodeSession: Sendable {
     /// lower seq of the feed committed no later), so the device's cursor never passes an
     /// entry it did not get.
     private func deliverLive(_ changes: [Change]) async {
-        let (live, batches, through, user) = state.withLock { ($0.live, $0.features.contains(.changeBatches), $0.sentThrough, $0.auth?.user) }
+        let (live, features, through, user) = state.withLock { ($0.live, $0.features, $0.sentThrough, $0.auth?.user) }
         guard live, let user else { return }
         let fresh = changes.filter { $0.seq > through }.sorted { $0.seq < $1.seq }
         guard let first = fresh.first else { return }
         let contiguous = first.seq == through + 1 && zip(fresh, fresh.dropFirst()).allSatisfy { $1.seq == $0.seq + 1 }
         if contiguous {
-            send(FeedCoding.frames(fresh, batches: batches))
+            send(FeedCoding.frames(fresh, for: features))
             state.withLock { $0.sentThrough = fresh[fresh.count - 1].seq }
             return
         }
         do {
-            let reached = try await engine.sendFeed(of: user, after: through, to: self, batches: batches)
+            let reached = try await engine.sendFeed(of: user, after: through, to: self, features: features)
             state.withLock { $0.sentThrough = max($0.sentThrough, reached) }
         } catch {
             fail(WireError(.internalError, "reading the feed failed: \(error)"))

@@ -112,6 +112,13 @@ extension CommandContext {
             guard let header = try replicaHeader(deletion.conversationID), try tx.read.message(deletion.messageID) != nil else { break }
             deletion.conversationID = header.id
             _ = try delete(deletion, participants: header.participants)
+        case .messagePartsChanged(var change):
+            guard let header = try replicaHeader(change.conversationID),
+                  let stored = try tx.read.message(change.messageID), !stored.isDeleted else { break }
+            change.conversationID = header.id
+            if try tx.replaceParts(of: change.messageID, with: change.parts, hlc: change.at, origin: op.origin, by: change.by) {
+                _ = try announce(change, in: header, sender: stored.message.sender)
+            }
         case .conversationUpdated, .identifierChanged, .typing:
             throw WireError(.invalidArgument, "a \(op.event.kind) change is not a replicated operation")
         }
@@ -218,6 +225,7 @@ extension ChangeEvent {
         case .messageCreated(let m): m.sender
         case .messageStatusChanged(let s): s.user
         case .messageDeleted(let d): d.by
+        case .messagePartsChanged(let p): p.by
         case .statusUpTo(let s): s.user
         case .typing(let t): t.user
         case .conversationUpdated, .identifierChanged: "node"

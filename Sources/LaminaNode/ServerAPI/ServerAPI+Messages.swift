@@ -55,7 +55,7 @@ extension ServerAPI {
         return HTTPResponse(status: 204)
     }
 
-    private func storedMessage(_ r: ServerAPIRequest) async throws -> StoredMessage {
+    func storedMessage(_ r: ServerAPIRequest) async throws -> StoredMessage {
         let conversation = try r.conversationID()
         let id = try r.messageID()
         guard let stored = try await engine.store.read({ reader in try reader.message(id) }),
@@ -92,7 +92,7 @@ extension ServerAPI {
             throw .invalidProperty("parts", "parts must be a non-empty array")
         }
         var parts: [MessagePart] = []
-        for (index, raw) in list.enumerated() { parts.append(try part(raw, index, of: id)) }
+        for (index, raw) in list.enumerated() { parts.append(try part(raw, id: partID(id, index), name: "parts[\(index)]")) }
         var push: PushConfiguration?
         if let raw = body["notification"], !(raw is NSNull) {
             guard let n = raw as? [String: Any] else {
@@ -125,11 +125,10 @@ extension ServerAPI {
                            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
     }
 
-    /// A part: `body` (text, or base64 with `encoding: base64`) and `mime_type`.
-    /// Part ids follow from the message id and the index, so a repeated request (same
-    /// `If-None-Match`) is the same command.
-    static func part(_ raw: Any, _ index: Int, of message: MessageID) throws(ServerAPIError) -> MessagePart {
-        let name = "parts[\(index)]"
+    /// A part named `name` in errors: `body` (text, or base64 with `encoding: base64`) and
+    /// `mime_type`. A sent message's part ids follow from its id and the index, so a repeated
+    /// request (same `If-None-Match`) is the same command.
+    static func part(_ raw: Any, id: UUID, name: String) throws(ServerAPIError) -> MessagePart {
         guard let p = raw as? [String: Any] else { throw .invalidProperty(name, "\(name) must be an object") }
         guard let mime = p["mime_type"] else { throw .missingProperty("\(name).mime_type") }
         guard let mimeString = mime as? String else { throw .invalidProperty("\(name).mime_type", "mime_type must be a string") }
@@ -146,7 +145,7 @@ extension ServerAPI {
             bytes = Array(data)
         }
         do {
-            return try MessagePart(id: partID(message, index), mimeType: try MIMEType(mimeString), bytes: bytes)
+            return try MessagePart(id: id, mimeType: try MIMEType(mimeString), bytes: bytes)
         } catch {
             throw .invalidProperty(name, error.reason)
         }

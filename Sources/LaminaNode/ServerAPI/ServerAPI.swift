@@ -47,6 +47,9 @@ public final class ServerAPI: Sendable {
         (Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}/messages"), { try await $0.listMessages($1, asUser: false) }),
         (Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}"), { try await $0.getMessage($1) }),
         (Route(method: "DELETE", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}"), { try await $0.deleteMessage($1) }),
+        (Route(method: "POST", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts"), { try await $0.addPart($1) }),
+        (Route(method: "PUT", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts/{part_id}"), { try await $0.replacePart($1) }),
+        (Route(method: "DELETE", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts/{part_id}"), { try await $0.deletePart($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/messages"), { try await $0.listMessages($1, asUser: true) }),
         (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/mark_all_read"), { try await $0.markAllRead($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.getIdentity($1) }),
@@ -193,6 +196,14 @@ struct ServerAPIRequest: Sendable {
             throw .notFound("no message \(parameters["message_id"] ?? "")")
         }
         return MessageID(uuid: uuid)
+    }
+
+    /// The `part_id` path parameter: the part's UUID.
+    func partID() throws(ServerAPIError) -> UUID {
+        guard let raw = parameters["part_id"], let uuid = UUID(uuidString: raw) else {
+            throw .notFound("no part \(parameters["part_id"] ?? "")")
+        }
+        return uuid
     }
 
     func userID() throws(ServerAPIError) -> UserID {

@@ -80,14 +80,15 @@ struct ServerAPIRepresentation {
         return object
     }
 
-    /// A message's parts: `body` (text, or base64 with `encoding`) or `content`; in 3.0 with ids.
+    /// A message's parts: `body` (text, or base64 with `encoding`) or `content`; in 3.0 with
+    /// ids (`layer:///messages/<message>/parts/<part uuid>`, addressable by the part routes).
     func parts(_ parts: [MessagePart], of message: MessageID) -> [[String: Any]] {
         let uuid = message.uuid.uuidString.lowercased()
         var out: [[String: Any]] = []
-        for (index, part) in parts.enumerated() {
+        for part in parts {
             var p: [String: Any] = ["mime_type": part.mimeType.description]
             if version == .v3 {
-                p["id"] = "layer:///messages/\(uuid)/parts/\(index)"
+                p["id"] = "layer:///messages/\(uuid)/parts/\(part.id.uuidString.lowercased())"
             }
             switch part.content {
             case .inline(let bytes):

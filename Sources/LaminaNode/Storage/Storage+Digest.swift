@@ -5,7 +5,7 @@ import LaminaWire
 
 extension StorageReader {
     /// Each conversation's replicated state in one canonical text: flags (or, for one merged away, only where to),
-    /// every participant's standing, the metadata, every message (id, position, deleted), the
+    /// every participant's standing, the metadata, every message (id, position, deleted, body), the
     /// delivered and read markers and per-message statuses. Nodes that hold the same
     /// operations produce the same texts (``NodeEngine/convergenceDigest()`` hashes them).
     /// Reads the whole store: for the admin port and tests, not the hot path.
@@ -33,11 +33,13 @@ extension StorageReader {
             let metadata = try metadata(of: id)
             for (k, v) in metadata.values.sorted(by: { $0.key < $1.key }) { text += "m \(k)=\(v)\n" }
             for m in try db.rows(
-                "SELECT id, pos_physical, pos_logical, pos_node, deleted FROM messages WHERE conversation_id = ? ORDER BY pos_physical, pos_logical, pos_node", [key]
+                "SELECT id, pos_physical, pos_logical, pos_node, deleted, body FROM messages WHERE conversation_id = ? ORDER BY pos_physical, pos_logical, pos_node", [key]
             ) {
                 let mid: Data = m["id"]
                 let position = try Columns.hlc(m, "pos")
-                text += "g \(mid.hex) \(m["pos_physical"] as Int64).\(m["pos_logical"] as Int64).\(m["pos_node"] as Int64) x\(m["deleted"] as Int64)\n"
+                let body: Data = m["body"]
+                // The body: parts replaced by part updates converge too.
+                text += "g \(mid.hex) \(m["pos_physical"] as Int64).\(m["pos_logical"] as Int64).\(m["pos_node"] as Int64) x\(m["deleted"] as Int64) \(body.hex)\n"
                 // A status row counts only above what the markers give (a row written before a
                 // marker covered the message, or not, is the same status).
                 for s in try db.rows("SELECT user_id, status FROM recipient_status WHERE message_id = ? ORDER BY user_id", [mid]) {

@@ -92,8 +92,17 @@ extension StorageTransaction {
             throw StorageError(.positionTaken, "position \(position) of \(message.conversationID) is held by another message")
         }
         cache.rememberHoldsMessages(header.id)
-        let id = Columns.blob(message.id.uuid)
-        for (index, part) in message.parts.enumerated() {
+        try indexContentReferences(of: message.id, message.parts)
+        for (user, status) in message.recipientStatus.sorted(by: { $0.key < $1.key }) where user != message.sender && status > .sent {
+            _ = try recordStatus(status, of: message.id, for: user)
+        }
+        return isFirst
+    }
+
+    /// Indexes the content references among `parts` by content id (download authorization).
+    private func indexContentReferences(of message: MessageID, _ parts: [MessagePart]) throws(StorageError) {
+        let id = Columns.blob(message.uuid)
+        for (index, part) in parts.enumerated() {
             guard case .external(let ref) = part.content else { continue }
             try db.run(
                 "INSERT INTO message_parts (message_id, idx, part_id, mime_type, content_id, content_size, content_sha256) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -101,10 +110,39 @@ extension StorageTransaction {
                  try Columns.int64(ref.size, "content size"), Data(ref.sha256)]
             )
         }
-        for (user, status) in message.recipientStatus.sorted(by: { $0.key < $1.key }) where user != message.sender && status > .sent {
-            _ = try recordStatus(status, of: message.id, for: user)
+    }
+
+    /// Replaces the parts of a stored, undeleted message when `hlc` is later than the reading
+    /// its parts date from (LaminaMerge's `MessagePartsRegister`): the body keeps its push
+    /// configuration, content references are indexed anew. Returns false (nothing written)
+    /// when a later update is already stored.
+    public func replaceParts(of id: MessageID, with parts: [MessagePart], hlc: HLCTimestamp, origin: NodeID, by user: UserID) throws(StorageError) -> Bool {
+        guard let stored = try read.message(id) else { throw StorageError(.notFound, "no message \(id)") }
+        guard !stored.isDeleted else { throw StorageError(.notFound, "message \(id) was deleted") }
+        let current = try read.partsUpdate(of: id)?.hlc ?? stored.hlc
+        guard MessagePartsRegister.wins(hlc, over: current) else { return false }
+        var updated = stored.message
+        updated.parts = parts
+        do { try updated.validate() } catch { throw error.storageError }
+        let body: [UInt8]
+        do { body = try MessageBodyCoding.encode(parts: parts, push: updated.push) } catch {
+            throw StorageError(.invalidArgument, "message \(id) cannot be encoded: \(error.reason)")
         }
-        return isFirst
+        try checkBlob(body, "a message body")
+        let key = Columns.blob(id.uuid)
+        try db.run("UPDATE messages SET body = ? WHERE id = ?", [Data(body), key])
+        try db.run("DELETE FROM message_parts WHERE message_id = ?", [key])
+        try indexContentReferences(of: id, parts)
+        let (p, l, n) = try Columns.hlc(hlc)
+        try db.run(
+            """
+            INSERT INTO message_part_updates (message_id, hlc_physical, hlc_logical, hlc_node, origin_node, updated_by)
+            VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (message_id) DO UPDATE SET hlc_physical = excluded.hlc_physical, hlc_logical = excluded.hlc_logical,
+                hlc_node = excluded.hlc_node, origin_node = excluded.origin_node, updated_by = excluded.updated_by
+            """,
+            [key, p, l, n, Columns.node(origin), user.rawValue])
+        return true
     }
 
     /// Marks a message deleted for every participant; history no longer returns it.
@@ -127,6 +165,14 @@ extension StorageTransaction {
 }
 
 extension StorageReader {
+    /// When a message's parts were last replaced and by whom; nil when never.
+    public func partsUpdate(of id: MessageID) throws(StorageError) -> (hlc: HLCTimestamp, by: UserID)? {
+        guard let row = try db.row(
+            "SELECT hlc_physical, hlc_logical, hlc_node, updated_by FROM message_part_updates WHERE message_id = ?", [Columns.blob(id.uuid)])
+        else { return nil }
+        return (try Columns.hlc(row, "hlc"), try Columns.user(row, "updated_by"))
+    }
+
     /// A message by id, deleted or not.
     public func message(_ id: MessageID) throws(StorageError) -> StoredMessage? {
         guard let row = try db.row("SELECT \(MessageStatuses.columns()) FROM messages WHERE id = ?", [Columns.blob(id.uuid)]) else { return nil }

@@ -37,6 +37,9 @@ enum StorageSchema {
         migrator.registerMigration("v8-blocks-and-badges") { db in
             for statement in blocksAndBadges { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v9-part-updates") { db in
+            for statement in partUpdates { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -344,6 +347,22 @@ extension StorageSchema {
             user_id TEXT PRIMARY KEY NOT NULL,
             external_unread_count INTEGER NOT NULL CHECK (external_unread_count >= 0),
             updated_at INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID
+        """,
+    ]
+
+    /// Server API part updates: when a message's parts were last replaced, and by whom (the
+    /// body in `messages` holds the current parts; a message never updated has no row, its
+    /// parts date from its own HLC reading).
+    static let partUpdates: [String] = [
+        """
+        CREATE TABLE message_part_updates (
+            message_id BLOB PRIMARY KEY NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            hlc_physical INTEGER NOT NULL,
+            hlc_logical INTEGER NOT NULL,
+            hlc_node INTEGER NOT NULL,
+            origin_node INTEGER NOT NULL,
+            updated_by TEXT NOT NULL
         ) STRICT, WITHOUT ROWID
         """,
     ]
