@@ -21,6 +21,7 @@ extension Frame {
         case .authenticate(let f): f.requestID
         case .resumeSession(let f): f.requestID
         case .endSession(let f): f.requestID
+        case .registerPushToken(let f): f.requestID
         default: nil
         }
     }

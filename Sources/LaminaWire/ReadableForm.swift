@@ -26,6 +26,18 @@ extension Frame {
             o["requestID"] = .uuid(f.requestID)
         case .endSession(let f):
             o["requestID"] = .uuid(f.requestID)
+        case .registerPushToken(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["kind"] = .string(f.token?.kind.name ?? "none")
+            switch f.token {
+            case nil: o["token"] = .null; o["topic"] = .null; o["environment"] = .null
+            case .apns(_, let topic, let environment)?:
+                o["token"] = .string(f.token!.tokenText)
+                o["topic"] = .string(topic)
+                o["environment"] = .string(environment.name)
+            case .fcm(let token)?, .gateway(let token)?:
+                o["token"] = .string(token); o["topic"] = .null; o["environment"] = .null
+            }
         case .nonce(let f):
             o["requestID"] = .uuid(f.requestID)
             o["nonce"] = .string(f.nonce)

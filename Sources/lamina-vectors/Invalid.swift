@@ -161,6 +161,13 @@ let invalidVectors: [InvalidVector] = [
           bytes: B.frame(.sendMessage, B.sendMessage(count: 1, B.textPart(0xB1, [0x61], mime: "text/ plain"))), error: .invalidMIMEType),
     .init(name: "bad-mime-type-two-slashes", description: "SEND_MESSAGE with MIME type 'a/b/c'.",
           bytes: B.frame(.sendMessage, B.sendMessage(count: 1, B.textPart(0xB1, [0x61], mime: "a/b/c"))), error: .invalidMIMEType),
+    .init(name: "push-token-unknown-kind", description: "REGISTER_PUSH_TOKEN with token kind 4 (0 to 3 are defined).",
+          bytes: B.frame(.registerPushToken, B.uuid(u(0x0F)) + [4] + B.str("abc")), error: .malformed),
+    .init(name: "push-token-too-long", description: "REGISTER_PUSH_TOKEN whose FCM token declares 1,025 bytes (the limit is 1,024).",
+          bytes: B.frame(.registerPushToken, B.uuid(u(0x0F)) + [2] + B.varint(1_025) + [UInt8](repeating: 0x61, count: 1_025)), error: .invalidPushToken),
+    .init(name: "push-token-bad-environment", description: "REGISTER_PUSH_TOKEN for APNs with environment 2 (0 production, 1 sandbox).",
+          bytes: B.frame(.registerPushToken, B.uuid(u(0x0F)) + [1] + B.raw([UInt8](repeating: 0xAB, count: 32)) + B.str("com.example.chat") + [2]),
+          error: .malformed),
     .init(name: "push-too-many-data-entries", description: "SEND_MESSAGE whose push data declares 33 entries (the limit is 32).",
           bytes: B.frame(.sendMessage, B.uuid(u(0xA1)) + conv + B.varint(1) + B.textPart(0xB1, [0x61]) + [1, 0, 0, 0, 0] + B.varint(33)), error: .invalidPushConfiguration),
     // SPEC §3.14 metadata

@@ -149,6 +149,15 @@ struct RandomFrames {
         case .welcome: return .welcome(Welcome(version: UInt16(int(1...65_535)), features: FeatureSet(rawValue: u64()), nodeID: NodeID(u64()), serverTime: timestamp(), maxFrameSize: u32()))
         case .nonceRequest: return .nonceRequest(NonceRequest(requestID: uuid()))
         case .endSession: return .endSession(EndSession(requestID: uuid()))
+        case .registerPushToken:
+            switch int(0...3) {
+            case 0: return .registerPushToken(RegisterPushToken(requestID: uuid(), token: nil))
+            case 1:
+                return .registerPushToken(RegisterPushToken(
+                    requestID: uuid(), token: .apns(token: (0..<int(0...100)).map { _ in UInt8(int(0...255)) }, topic: string(60), environment: bool() ? .sandbox : .production)))
+            case 2: return .registerPushToken(RegisterPushToken(requestID: uuid(), token: .fcm(token: string(200))))
+            default: return .registerPushToken(RegisterPushToken(requestID: uuid(), token: .gateway(token: string(200))))
+            }
         case .nonce: return .nonce(Nonce(requestID: uuid(), nonce: string(64), expiresAt: timestamp()))
         case .authenticate: return .authenticate(Authenticate(requestID: uuid(), identityToken: string(int(0...1) == 0 ? 8_000 : 300), deviceID: uuid()))
         case .authenticated: return .authenticated(Authenticated(requestID: uuid(), sessionToken: string(100), identity: Identity(userID: user(), displayName: optional { $0.string(40) }, avatarURL: optional { $0.string(80) }), expiresAt: timestamp()))

@@ -134,6 +134,16 @@ public final class LaminaClient: @unchecked Sendable {
         try store.close()
     }
 
+    /// Sets this device's push token on the node (APNs with topic and environment, FCM, or
+    /// the operator's gateway), replacing the one it had; nil removes it. While the device has
+    /// no live session, the node pushes its new messages there; signing out removes the token.
+    /// Needs a live session (`.notConnected` otherwise); a token of the wrong size or of a
+    /// provider the node does not deliver to is refused with `invalid-push-token`.
+    public func setPushToken(_ token: PushToken?) async throws(ClientError) {
+        guard let engine = currentEngine else { throw ClientError(.notConnected, "connect first: the push token is registered with the node") }
+        try await engine.registerPushToken(token)
+    }
+
     /// Signs the user out: ends the session on the node (its token is refused from then on,
     /// SPEC §5.8), then disconnects, closes the store and deletes all of this user's local
     /// data. The client is unusable afterwards. Needs a live session: throws `.notConnected`

@@ -84,6 +84,13 @@ public actor SyncEngine {
         try await session.endSession()
     }
 
+    /// Sets (or removes) this device's push token on the node (see `SyncSession.registerPushToken`).
+    /// Throws `.notConnected` unless a session is live.
+    public func registerPushToken(_ token: PushToken?) async throws(ClientError) {
+        guard let session else { throw ClientError(.notConnected, "no sync session is running") }
+        try await session.registerPushToken(token)
+    }
+
     /// The current session's state, nil between sessions.
     public var sessionState: SyncSessionState? {
         get async { await session?.state }

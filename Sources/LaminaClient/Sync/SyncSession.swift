@@ -84,6 +84,8 @@ public actor SyncSession {
     var historyRequests: [UUID: HistoryRequest] = [:]
     /// The END_SESSION sent, waiting for its ACK or ERROR.
     var endRequest: EndSessionRequest?
+    /// REGISTER_PUSH_TOKEN frames sent, waiting for their ACK or ERROR.
+    var pushTokenRequests: [UUID: PushTokenRequest] = [:]
 
     public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
                 environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
@@ -108,6 +110,7 @@ public actor SyncSession {
         enter(.ended)
         failHistoryRequests(ClientError(.disconnected, "the sync stream ended before the node answered"))
         finishEndSession(.failure(ClientError(.disconnected, "the sync stream ended before the node answered END_SESSION")))
+        finishPushTokenRequest(nil, .failure(ClientError(.disconnected, "the sync stream ended before the node answered REGISTER_PUSH_TOKEN")))
         return end
     }
 
@@ -244,6 +247,11 @@ public actor SyncSession {
             return .signedOut
         case .error(let e) where e.requestID != nil && e.requestID == endRequest?.id:
             finishEndSession(.failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
+        case .ack(let ack) where pushTokenRequests[ack.requestID] != nil:
+            finishPushTokenRequest(ack.requestID, .success(()))
+        case .error(let e) where e.requestID.map { pushTokenRequests[$0] != nil } ?? false:
+            finishPushTokenRequest(e.requestID, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
         case .ack(let ack) where historyRequests[ack.requestID] != nil:
             finishHistory(ack.requestID, .success(()))

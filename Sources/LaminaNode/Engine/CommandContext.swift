@@ -270,6 +270,7 @@ struct CommandContext {
         try announce(message, in: stored, isFirst: isFirst)
         try replicate(ReplicationLogCoding.messageReference(message.id), at: position)
         try engine.webhooks.record(.messageSent, actor: user, in: tx, at: now) { r in ["message": r.message(message)] }
+        try engine.pushes.record(message, to: engine.blockLists.recipients(participants, of: user), in: tx, at: now)
         return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
     }
 

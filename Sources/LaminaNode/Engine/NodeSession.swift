@@ -322,6 +322,11 @@ public final class NodeSession: Sendable {
                 return reply(WireError(.authenticationRequired, "authenticate before END_SESSION"), requestID: request.requestID)
             }
             await endSession(request, as: auth)
+        case .registerPushToken(let request):
+            guard let auth = state.withLock({ $0.auth }) else {
+                return reply(WireError(.authenticationRequired, "authenticate before REGISTER_PUSH_TOKEN"), requestID: request.requestID)
+            }
+            await registerPushToken(request, as: auth)
         case .hello, .welcome, .nonce, .authenticated, .ack, .error, .change, .changeBatch:
             fail(WireError(.unexpectedFrame, "a client does not send \(frame.type.name) here"))
         case .peerHello, .versionVector, .replicate, .peerAck:

@@ -37,6 +37,9 @@ enum StorageSchema {
         migrator.registerMigration("v8-blocks-and-badges") { db in
             for statement in blocksAndBadges { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v9-push-notifications") { db in
+            for statement in push { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -346,5 +349,44 @@ extension StorageSchema {
             updated_at INTEGER NOT NULL
         ) STRICT, WITHOUT ROWID
         """,
+    ]
+
+    /// Push tokens, one per device (the user's device id as AUTHENTICATE gave it), and the
+    /// push outbox: one row per message per offline device with a token, written in the commit
+    /// of the message, deleted once the provider answered (or the push expired). A token is
+    /// held by one device at a time (`push_tokens_token`).
+    static let push: [String] = [
+        """
+        CREATE TABLE push_tokens (
+            user_id TEXT NOT NULL,
+            device TEXT NOT NULL,
+            kind INTEGER NOT NULL CHECK (kind IN (1, 2, 3)),
+            token TEXT NOT NULL,
+            topic TEXT,
+            environment INTEGER,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (user_id, device)
+        ) STRICT, WITHOUT ROWID
+        """,
+        "CREATE UNIQUE INDEX push_tokens_token ON push_tokens(kind, token)",
+        """
+        CREATE TABLE push_queue (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind INTEGER NOT NULL CHECK (kind IN (1, 2, 3)),
+            user_id TEXT NOT NULL,
+            device TEXT NOT NULL,
+            token TEXT NOT NULL,
+            topic TEXT,
+            environment INTEGER,
+            message_id BLOB NOT NULL CHECK (length(message_id) = 16),
+            payload BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL
+        ) STRICT
+        """,
+        "CREATE UNIQUE INDEX push_queue_once ON push_queue(message_id, user_id, device)",
+        "CREATE INDEX push_queue_due ON push_queue(kind, next_attempt_at)",
     ]
 }

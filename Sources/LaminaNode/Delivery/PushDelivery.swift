@@ -1,0 +1,191 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+import Logging
+import NIOCore
+
+/// Carries the push outbox to the providers after the commits that wrote it: one lane per
+/// configured provider takes the pushes that are due (the earliest first, up to
+/// ``PushSettings/maxInFlightPerProvider`` at once) and sends them. A push leaves the queue
+/// only on the provider's answer (accepted, refused, or the token is gone — then the token is
+/// removed too) or when it expires; failures are retried with the webhooks' backoff (exponential,
+/// jitter, `Retry-After`). One provider's trouble never holds another's pushes.
+final class PushDelivery: Sendable {
+    let store: NodeStore
+    let outbox: PushOutbox
+    let settings: PushSettings
+    let metrics: PushMetrics
+    private let logger: Logger
+    private let providers: [PushToken.Kind: any PushProvider]
+    private let lanes = Locked<[PushToken.Kind: PushLane]>([:])
+
+    /// Loads every configured provider's credentials; one that does not parse fails here with
+    /// the reason (the node does not start).
+    init(store: NodeStore, outbox: PushOutbox, settings: PushSettings, group: EventLoopGroup, logger: Logger, metrics: PushMetrics) throws {
+        self.store = store
+        self.outbox = outbox
+        self.settings = settings
+        self.metrics = metrics
+        self.logger = logger
+        var providers: [PushToken.Kind: any PushProvider] = [:]
+        if settings.isEnabled {
+            let trust: TLSConfiguration.Trust = settings.caFile.map { .caFile($0) } ?? .systemDefault
+            var h2 = TLSConfiguration.client(trust: trust)
+            h2.handshakeTimeout = .seconds(Int64(settings.connectTimeoutSeconds))
+            var h1 = h2
+            h1.offersHTTP1 = true
+            let connect = TimeAmount.seconds(Int64(settings.connectTimeoutSeconds))
+            let timeout = TimeAmount.seconds(Int64(settings.responseTimeoutSeconds))
+            if let apns = settings.apns {
+                providers[.apns] = try APNsProvider(apns, tls: try TLSContext(h2), group: group, connectTimeout: connect, timeout: timeout)
+            }
+            if let fcm = settings.fcm {
+                providers[.fcm] = try FCMProvider(fcm, tls: try TLSContext(h1), group: group, connectTimeout: connect, timeout: timeout)
+            }
+            if let gateway = settings.gateway {
+                providers[.gateway] = try GatewayProvider(gateway, tls: try TLSContext(h1), group: group, connectTimeout: connect, timeout: timeout)
+            }
+        }
+        self.providers = providers
+    }
+
+    /// Before the node takes commands: the outbox learns the providers (so sends queue pushes
+    /// for their tokens) and whom to wake.
+    func prepare() {
+        outbox.configure(kinds: Set(providers.keys), expirationSeconds: settings.expirationSeconds) { [weak self] counts in
+            guard let self else { return }
+            for (kind, n) in counts {
+                metrics.queueDepth(kind).increment(by: Double(n))
+                lanes.withLock { $0[kind] }?.signal()
+            }
+        }
+    }
+
+    /// Starts a lane per provider (each first sends what a previous run left queued).
+    func start() async throws {
+        let depths = try await store.read { r in try r.pushQueueDepths() }
+        for (kind, provider) in providers {
+            metrics.queueDepth(kind).set(Int64(depths[kind] ?? 0))
+            let lane = PushLane(provider: provider, delivery: self)
+            lanes.withLock { $0[kind] = lane }
+        }
+    }
+
+    /// Stops the lanes (queued pushes stay queued for the next start).
+    func shutdown() async {
+        let all = lanes.withLock { l -> [PushLane] in
+            defer { l = [:] }
+            return Array(l.values)
+        }
+        for lane in all { await lane.stop() }
+        for provider in providers.values { await provider.shutdown() }
+    }
+
+    fileprivate func log(_ message: Logger.Message, _ metadata: Logger.Metadata, level: Logger.Level = .warning) {
+        logger.log(level: level, message, metadata: metadata)
+    }
+
+    var backoff: RetryBackoff { RetryBackoff(initialMilliseconds: settings.initialBackoffMilliseconds, maxSeconds: settings.maxBackoffSeconds) }
+}
+
+/// One provider's delivery loop.
+final class PushLane: Sendable {
+    private let signals = LaneSignal()
+    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+
+    init(provider: any PushProvider, delivery: PushDelivery) {
+        let task = Task { [signals] in await Self.run(provider: provider, delivery: delivery, signals: signals) }
+        self.task.withLock { $0 = task }
+    }
+
+    func signal() { signals.signal() }
+
+    func stop() async {
+        signals.finish()
+        let task = self.task.withLock { $0 }
+        task?.cancel()
+        await task?.value
+    }
+
+    private static func run(provider: any PushProvider, delivery: PushDelivery, signals: LaneSignal) async {
+        let kind = provider.kind
+        let batch = delivery.settings.maxInFlightPerProvider
+        while !Task.isCancelled {
+            let due: [QueuedPush]
+            let next: Timestamp?
+            do {
+                (due, next) = try await delivery.store.read { r in
+                    let due = try r.duePushes(kind, at: .now(), limit: batch)
+                    return (due, due.isEmpty ? try r.nextPushAttempt(kind) : nil)
+                }
+            } catch {
+                if Task.isCancelled { return }
+                delivery.log("push queue unreadable", ["provider": "\(kind.name)", "error": "\(error)"], level: .error)
+                guard await signals.wait(timeout: .seconds(1)) else { return }
+                continue
+            }
+            if due.isEmpty {
+                let wait = next.map { Duration.milliseconds(max(1, $0.millisecondsSince1970 - Timestamp.now().millisecondsSince1970)) }
+                guard await signals.wait(timeout: wait) else { return }
+                continue
+            }
+            await withTaskGroup(of: Void.self) { group in
+                for push in due {
+                    group.addTask { await attempt(push, provider: provider, delivery: delivery) }
+                }
+            }
+        }
+    }
+
+    private static func attempt(_ push: QueuedPush, provider: any PushProvider, delivery: PushDelivery) async {
+        let kind = provider.kind
+        let outcome: PushOutcome
+        if Timestamp.now() >= push.expiresAt {
+            outcome = .refused("expired")
+        } else {
+            do { outcome = await provider.send(push, try PushNotification.decode(push.payload)) } catch {
+                outcome = .refused("the queued notification does not decode: \(error)")
+            }
+        }
+        if Task.isCancelled, case .retry = outcome { return }
+        let meta: Logger.Metadata = ["provider": "\(kind.name)", "message": "\(push.message)", "device": "\(push.device)"]
+        do {
+            switch outcome {
+            case .delivered:
+                try await delivery.store.write { tx in try tx.removePush(push.seq) }
+                delivery.metrics.delivered(kind)
+            case .refused(let reason):
+                try await delivery.store.write { tx in try tx.removePush(push.seq) }
+                delivery.metrics.failed(kind, reason: reason == "expired" ? "expired" : "refused")
+                delivery.log("push dropped", meta.merging(["reason": "\(reason)"]) { $1 })
+            case .unregistered(let reason):
+                let removed = try await delivery.store.write { tx in
+                    try tx.removePush(push.seq)
+                    return try tx.removePushToken(push.token)
+                }
+                delivery.metrics.failed(kind, reason: "unregistered")
+                if removed { delivery.metrics.tokenRemoved(kind) }
+                delivery.log("push token removed on the provider's answer", meta.merging(["reason": "\(reason)"]) { $1 }, level: .info)
+            case .retry(let reason, let after):
+                let attempts = push.attempts + 1
+                let delay = delivery.backoff.delay(attempts: attempts, retryAfter: after)
+                let next = Timestamp(millisecondsSince1970: Timestamp.now().millisecondsSince1970 + delay)
+                if next >= push.expiresAt {
+                    try await delivery.store.write { tx in try tx.removePush(push.seq) }
+                    delivery.metrics.failed(kind, reason: "expired")
+                    delivery.log("push expired before it could be delivered", meta.merging(["reason": "\(reason)"]) { $1 })
+                    break
+                }
+                try await delivery.store.write { tx in try tx.reschedulePush(push.seq, attempts: attempts, next: next) }
+                delivery.metrics.retried(kind)
+                delivery.log("push failed; retrying", meta.merging(["attempt": "\(attempts)", "in_ms": "\(delay)", "reason": "\(reason)"]) { $1 },
+                             level: .info)
+                return
+            }
+            delivery.metrics.queueDepth(kind).decrement()
+        } catch {
+            delivery.log("push queue update failed", meta.merging(["error": "\(error)"]) { $1 }, level: .error)
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+}
