@@ -85,7 +85,9 @@ import Testing
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         try #require(parts.count == 3)
         func object(_ s: Substring) throws -> [String: Any] {
-            try #require(try JSONSerialization.jsonObject(with: Data(try #require(Base64URL.decode(s)))) as? [String: Any])
+            let bytes = try #require(Base64URL.decode(s))
+            let parsed = try JSONSerialization.jsonObject(with: Data(bytes))
+            return try #require(parsed as? [String: Any])
         }
         let key = try JWSPublicKey(pem: publicKeyPEM)
         let verifies = key.verify(

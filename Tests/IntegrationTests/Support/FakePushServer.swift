@@ -106,6 +106,6 @@ final class FakePushServer: Sendable {
     static func json(_ status: Int, _ object: [String: Any]) -> HTTPResponse {
         HTTPResponse(
             status: status, headers: [("content-type", "application/json")],
-            body: ByteBuffer(bytes: (try? JSONSerialization.data(withJSONObject: object)) ?? []))
+            body: ByteBuffer(bytes: Array((try? JSONSerialization.data(withJSONObject: object)) ?? Data())))
     }
 }
