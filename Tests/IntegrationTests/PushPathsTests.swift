@@ -1,0 +1,115 @@
+import Foundation
+import LaminaClient
+import LaminaModel
+import LaminaNode
+import LaminaTransport
+import LaminaWire
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+
+/// Push notifications (#13) from every way a message reaches a node (the Server API, its
+/// announcements), durable across a restart, and registered through the SDK.
+@Suite struct PushPathsTests {
+    static let bob = try! UserID("bob")
+
+    static func gatewayNode(_ name: String, fake: FakePushServer) async throws -> TestNode {
+        try await TestNode.start(name) { c in
+            c.push.gateway = PushSettings.Gateway(url: fake.url("/push"))
+            c.push.caFile = fake.certificate
+            c.push.initialBackoffMilliseconds = 50
+            c.push.maxBackoffSeconds = 1
+        }
+    }
+
+    static func notification(_ post: FakePushServer.Received) -> [String: Any] { post.json["notification"] as? [String: Any] ?? [:] }
+
+    @Test func serverAPIMessagesAndAnnouncementsArePushed() async throws {
+        let fake = try await FakePushServer.start(http1: true)
+        let node = try await Self.gatewayNode("push-server-api", fake: fake)
+        let bob = try await PushTests.registered(node, Self.bob, device: UUID(), .gateway(token: "bob-gw"))
+        await bob.close()
+        try await PushTests.waitForSessions(node, 0)
+        let api = CurlAPI(node.server)
+        let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"]}"#)
+        #expect(created.status == 201 || created.status == 200)
+        let conversation = ServerAPITests.conversationUUID(created.object)
+        let sent = try await api.request(
+            "POST", "/conversations/\(conversation)/messages",
+            json: #"{"sender_id":"layer:///identities/alice","parts":[{"body":"hi","mime_type":"text/plain"}],"notification":{"text":"from the backend","sound":"chime"}}"#)
+        #expect(sent.status == 201, "\(sent.body)")
+        let first = try await fake.waitForRequests(1)[0]
+        #expect(Self.notification(first)["alert"] as? String == "from the backend")
+        #expect(Self.notification(first)["sound"] as? String == "chime")
+        #expect(Self.notification(first)["sender_id"] as? String == "alice")
+
+        let v1 = CurlAPI(node.server, version: "1.0")
+        let announced = try await v1.request(
+            "POST", "/announcements",
+            json: #"{"recipients":["bob"],"sender":{"name":"The System"},"parts":[{"body":"welcome","mime_type":"text/plain"}],"notification":{"text":"welcome"}}"#,
+            headers: ["Authorization": "Bearer \(v1.token)", "Accept": "application/vnd.layer+json; version=1.0"])
+        #expect(announced.status == 202, "\(announced.body)")
+        let second = try await fake.waitForRequests(2)[1]
+        #expect(Self.notification(second)["alert"] as? String == "welcome")
+        #expect(Self.notification(second)["badge"] as? Int == 2)
+        await node.stop()
+        await fake.stop()
+    }
+
+    @Test func queuedPushesSurviveARestartAndGoOnceTheProviderIsBack() async throws {
+        let healthy = NIOLockedValueBox(false)
+        let fake = try await FakePushServer.start(http1: true) { _, _ in HTTPResponse(status: healthy.withLockedValue { $0 } ? 200 : 503) }
+        let node = try await Self.gatewayNode("push-restart", fake: fake)
+        let bob = try await PushTests.registered(node, Self.bob, device: UUID(), .gateway(token: "bob-gw"))
+        await bob.close()
+        let alice = try await node.session(try UserID("alice"), device: UUID())
+        try await PushTests.waitForSessions(node, 1)
+        let conversation = try await PushTests.conversation(alice, with: [Self.bob])
+        let message = try await PushTests.send(alice, conversation, "hold on", push: PushConfiguration(alert: "hold on"))
+        _ = try await fake.waitForRequests(1)  // answered 503: retried later
+        await alice.close()
+        try await node.restart()
+        #expect(try await node.server.store.read { r in try r.queuedPushes(of: message) }.count == 1)
+        let before = fake.requests.count
+        healthy.withLockedValue { $0 = true }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await !node.server.store.read({ r in try r.queuedPushes(of: message) }).isEmpty {
+            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "the queued push to be delivered after the restart") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let after = fake.requests.dropFirst(before)
+        #expect(after.contains { Self.notification($0)["message_id"] as? String == "layer:///messages/\(message.uuid.uuidString.lowercased())" })
+        // Every attempt was the same push (one per message per device).
+        #expect(Set(fake.requests.map { Self.notification($0)["message_id"] as? String }).count == 1)
+        await node.stop()
+        await fake.stop()
+    }
+
+    @Test func theSDKSetsAndRemovesTheDevicesTokenAndSigningOutRemovesIt() async throws {
+        let fake = try await FakePushServer.start(http1: true)
+        let node = try await Self.gatewayNode("push-sdk", fake: fake)
+        let bob = try ClientHarness.device("bob", on: node)
+        _ = try await ClientHarness.connectLive(bob, on: node)
+        let device = try bob.store.deviceID().uuidString.lowercased()
+        try await bob.setPushToken(.gateway(token: "sdk-token"))
+        var tokens = try await node.server.store.read { r in try r.pushTokens(of: Self.bob) }
+        #expect(tokens.map(\.device) == [device] && tokens.map(\.token) == [.gateway(token: "sdk-token")])
+        // Refused: the wrong size (before sending), a provider the node does not deliver to.
+        await #expect(throws: ClientError.self) { try await bob.setPushToken(.apns(token: [1, 2, 3], topic: "com.example", environment: .sandbox)) }
+        do {
+            try await bob.setPushToken(.fcm(token: "fcm-token"))
+            Issue.record("an FCM token was accepted by a node without FCM")
+        } catch {
+            #expect(error.code == .invalidPushToken, "\(error)")
+        }
+        try await bob.setPushToken(nil)
+        tokens = try await node.server.store.read { r in try r.pushTokens(of: Self.bob) }
+        #expect(tokens.isEmpty)
+        try await bob.setPushToken(.gateway(token: "sdk-token-2"))
+        try await PushTests.waitForTokens(node, Self.bob, 1)
+        try await bob.deauthenticate()
+        try await PushTests.waitForTokens(node, Self.bob, 0)
+        await node.stop()
+        await fake.stop()
+    }
+}
