@@ -36,11 +36,17 @@ import Testing
         let conversation = ServerAPITests.conversationUUID(created.object)
         let sent = try await api.request(
             "POST", "/conversations/\(conversation)/messages",
-            json: #"{"sender_id":"layer:///identities/alice","parts":[{"body":"hi","mime_type":"text/plain"}],"notification":{"text":"from the backend","sound":"chime"}}"#)
+            json: #"{"sender_id":"layer:///identities/alice","parts":[{"body":"hi","mime_type":"text/plain"}],"notification":{"text":"from the backend","sound":"chime","recipients":{"layer:///identities/bob":{"text":"just for bob","data":{"k":"v"}}}}}"#)
         #expect(sent.status == 201, "\(sent.body)")
         let first = try await fake.waitForRequests(1)[0]
-        #expect(Self.notification(first)["alert"] as? String == "from the backend")
+        // Bob's override replaces the text and adds data; the sound stays the message's.
+        #expect(Self.notification(first)["alert"] as? String == "just for bob")
         #expect(Self.notification(first)["sound"] as? String == "chime")
+        #expect((Self.notification(first)["data"] as? [String: String]) == ["k": "v"])
+        let refused = try await api.request(
+            "POST", "/conversations/\(conversation)/messages",
+            json: #"{"sender_id":"layer:///identities/alice","parts":[{"body":"x","mime_type":"text/plain"}],"notification":{"text":"x","recipients":{"bob":"not an object"}}}"#)
+        #expect(refused.status == 422, "\(refused.body)")
         #expect(Self.notification(first)["sender_id"] as? String == "alice")
 
         let v1 = CurlAPI(node.server, version: "1.0")

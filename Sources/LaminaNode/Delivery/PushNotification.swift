@@ -35,6 +35,15 @@ struct PushNotification: Codable, Sendable, Hashable {
         sender = message.sender.rawValue
     }
 
+    /// A per-recipient override: its fields replace these, its data entries are added.
+    mutating func apply(_ override: PushConfiguration) {
+        if let v = override.alert { alert = v }
+        if let v = override.title { title = v }
+        if let v = override.sound { sound = v }
+        if let v = override.category { category = v }
+        data.merge(override.data) { $1 }
+    }
+
     func encoded() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -33,15 +33,20 @@ final class PushOutbox: Sendable {
     /// Whether tokens of `kind` are taken (a provider for it is configured).
     func delivers(_ kind: PushToken.Kind) -> Bool { configuration.withLock { $0.kinds.contains(kind) } }
 
-    /// Queues the pushes of `message` for the offline devices of `recipients`, in `tx`.
-    func record(_ message: Message, to recipients: Set<UserID>, in tx: StorageTransaction, at now: Timestamp) throws {
+    /// Queues the pushes of `message` for the offline devices of `recipients`, in `tx`; a
+    /// recipient in `overrides` gets that configuration's fields instead of the message's.
+    func record(
+        _ message: Message, to recipients: Set<UserID>, overrides: [UserID: PushConfiguration] = [:], in tx: StorageTransaction, at now: Timestamp
+    ) throws {
         let (kinds, lifetime) = configuration.withLock { ($0.kinds, $0.expirationMilliseconds) }
         guard !kinds.isEmpty else { return }
         let live = isLive.withLock { $0 }
         for user in recipients.sorted() where user != message.sender {
             let devices = try tx.read.pushTokens(of: user).filter { kinds.contains($0.token.kind) && !(live?(user, $0.device) ?? false) }
             guard !devices.isEmpty else { continue }
-            let payload = try PushNotification(message: message, badge: try Self.badge(of: user, tx.read)).encoded()
+            var notification = PushNotification(message: message, badge: try Self.badge(of: user, tx.read))
+            if let override = overrides[user] { notification.apply(override) }
+            let payload = try notification.encoded()
             for device in devices {
                 let queued = try tx.enqueuePush(QueuedPush(
                     seq: 0, user: user, device: device.device, token: device.token, message: message.id, payload: payload, createdAt: now,

@@ -18,6 +18,8 @@ struct CommandContext {
     /// Whether the command has written anything (a send that fails before it may be a retry,
     /// answered from what the first attempt stored).
     private(set) var startedWriting = false
+    /// Per-recipient push configurations replacing the message's (the Server API's overrides).
+    var pushOverrides: [UserID: PushConfiguration] = [:]
 
     var origin: NodeID { engine.configuration.nodeID }
 
@@ -270,7 +272,7 @@ struct CommandContext {
         try announce(message, in: stored, isFirst: isFirst)
         try replicate(ReplicationLogCoding.messageReference(message.id), at: position)
         try engine.webhooks.record(.messageSent, actor: user, in: tx, at: now) { r in ["message": r.message(message)] }
-        try engine.pushes.record(message, to: engine.blockLists.recipients(participants, of: user), in: tx, at: now)
+        try engine.pushes.record(message, to: engine.blockLists.recipients(participants, of: user), overrides: pushOverrides, in: tx, at: now)
         return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
     }
 

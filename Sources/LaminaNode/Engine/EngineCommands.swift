@@ -107,7 +107,8 @@ extension NodeEngine {
     /// the same transaction once the command applied (what the Server API adds).
     func command(
         _ frame: Frame, as user: UserID, key: IdempotencyKey, digest: [UInt8], now: Timestamp,
-        in tx: StorageTransaction, after: ((inout CommandContext, Ack) throws -> Void)? = nil
+        in tx: StorageTransaction, pushOverrides: [UserID: PushConfiguration] = [:],
+        after: ((inout CommandContext, Ack) throws -> Void)? = nil
     ) throws -> CommandResult {
         // A send is checked for a retry only when it fails (its id is taken, or the
         // conversation changed since): a new message costs no lookup.
@@ -115,6 +116,7 @@ extension NodeEngine {
             return .replayed(replayed)
         }
         var context = CommandContext(tx: tx, user: user, engine: self, now: now)
+        context.pushOverrides = pushOverrides
         let ack: Ack
         do {
             ack = try context.apply(frame, digest: digest)
