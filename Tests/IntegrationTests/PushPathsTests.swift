@@ -8,6 +8,10 @@ import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Push notifications (#13) from every way a message reaches a node (the Server API, its
 /// announcements), durable across a restart, and registered through the SDK.
 @Suite struct PushPathsTests {
@@ -116,6 +120,62 @@ import Testing
         try await bob.deauthenticate()
         try await PushTests.waitForTokens(node, Self.bob, 0)
         await node.stop()
+        await fake.stop()
+    }
+}
+
+extension PushPathsTests {
+    /// Pushes are queued in the commit of their message: a node killed with kill -9 after
+    /// acknowledging messages and before delivering their pushes delivers every one after it
+    /// starts again (duplicates only of the same push).
+    @Test func killNineAfterCommitBeforeDeliveryLosesNoPush() async throws {
+        let accepting = NIOLockedValueBox(false)
+        let fake = try await FakePushServer.start(http1: true) { _, _ in HTTPResponse(status: accepting.withLockedValue { $0 } ? 200 : 503) }
+        let directory = Fixtures.temporaryDirectory("push-kill")
+        let data = directory.appendingPathComponent(".lamina")
+        // Bob's device registers its token with the node (in-process, on the same data directory), then goes.
+        let first = try await TestNode.start("push-kill-register") { c in
+            c.dataDirectory = data.path
+            c.push.gateway = PushSettings.Gateway(url: fake.url("/push"))
+            c.push.caFile = fake.certificate
+        }
+        let bob = try await PushTests.registered(first, Self.bob, device: UUID(), .gateway(token: "bob-gw"))
+        await bob.close()
+        await first.stop()
+
+        let config = directory.appendingPathComponent("node.json")
+        try #"{"push":{"gateway":{"url":"\#(fake.url("/push"))"},"caFile":"\#(fake.certificate)","initialBackoffMilliseconds":50,"maxBackoffSeconds":1}}"#
+            .write(to: config, atomically: true, encoding: .utf8)
+        var node = try await NodeProcess.start(in: directory, arguments: ["--config", config.path])
+        let appID = try String(contentsOf: data.appendingPathComponent("server-api/app-id"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try String(contentsOf: data.appendingPathComponent("server-api/tokens"), encoding: .utf8)
+            .split(separator: "\n").map(String.init).first { !$0.hasPrefix("#") && !$0.isEmpty } ?? ""
+        let api = CurlAPI(url: "https://127.0.0.1:\(node.syncPort)", caFile: data.appendingPathComponent("tls/node-cert.pem").path,
+                          appID: appID, token: token)
+        let conversation = try await WebhookTests.conversation(api)
+        var messages: [String] = []
+        for i in 0..<20 { messages.append(try await WebhookTests.send(api, in: conversation, "m\(i)")) }
+        // Every send was acknowledged (committed); the gateway has refused what it was offered.
+        _ = try await fake.waitForRequests(1)
+        #expect(try await node.stop(with: SIGKILL) == SIGKILL)
+        let refusedBefore = fake.requests.count
+        accepting.withLockedValue { $0 = true }
+        node = try await NodeProcess.start(in: directory, arguments: ["--config", config.path])
+        // Every message's push arrives (each attempt carries its message id; an attempt the
+        // kill cut short may come again).
+        func delivered() -> Set<String> {
+            Set(fake.requests.dropFirst(refusedBefore).compactMap { Self.notification($0)["message_id"] as? String })
+        }
+        let expected = Set(messages.map { "layer:///messages/\($0)" })
+        let deadline = ContinuousClock.now + .seconds(30)
+        while delivered() != expected {
+            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "20 pushes after the restart (got \(delivered().count))") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(delivered() == expected)
+        #expect(Set(fake.requests.map { $0.json["token"] as? String }) == ["bob-gw"])
+        _ = try await node.stop()
         await fake.stop()
     }
 }
