@@ -129,63 +129,92 @@ final class PushLane: Sendable {
                 guard await signals.wait(timeout: wait) else { return }
                 continue
             }
-            await withTaskGroup(of: Void.self) { group in
+            let outcomes = await withTaskGroup(of: (QueuedPush, PushOutcome).self) { group -> [(QueuedPush, PushOutcome)] in
                 for push in due {
-                    group.addTask { await attempt(push, provider: provider, delivery: delivery) }
+                    group.addTask { (push, await attempt(push, provider: provider)) }
                 }
+                var out: [(QueuedPush, PushOutcome)] = []
+                for await result in group { out.append(result) }
+                return out
             }
+            await settle(outcomes, kind: kind, delivery: delivery)
         }
     }
 
-    private static func attempt(_ push: QueuedPush, provider: any PushProvider, delivery: PushDelivery) async {
-        let kind = provider.kind
-        let outcome: PushOutcome
-        if Timestamp.now() >= push.expiresAt {
-            outcome = .refused("expired")
-        } else {
-            do { outcome = await provider.send(push, try PushNotification.decode(push.payload)) } catch {
-                outcome = .refused("the queued notification does not decode: \(error)")
-            }
+    /// One push sent (or found expired); how it ended.
+    private static func attempt(_ push: QueuedPush, provider: any PushProvider) async -> PushOutcome {
+        guard Timestamp.now() < push.expiresAt else { return .refused("expired") }
+        do { return await provider.send(push, try PushNotification.decode(push.payload)) } catch {
+            return .refused("the queued notification does not decode: \(error)")
         }
-        if Task.isCancelled, case .retry = outcome { return }
-        let meta: Logger.Metadata = ["provider": "\(kind.name)", "message": "\(push.message)", "device": "\(push.device)"]
-        do {
+    }
+
+    /// What the queue keeps of one outcome.
+    private enum Settlement {
+        case delivered, refused(String), expired(String), unregistered(String)
+        case retry(attempts: Int, next: Timestamp, delay: Int64, reason: String)
+    }
+
+    /// Records how a batch of attempts ended, in one transaction: delivered, refused and expired
+    /// pushes leave the queue, a gone token is removed with its push, the others are rescheduled.
+    private static func settle(_ outcomes: [(QueuedPush, PushOutcome)], kind: PushToken.Kind, delivery: PushDelivery) async {
+        let now = Timestamp.now()
+        let settlements: [(QueuedPush, Settlement)] = outcomes.map { push, outcome in
             switch outcome {
-            case .delivered:
-                try await delivery.store.write { tx in try tx.removePush(push.seq) }
-                delivery.metrics.delivered(kind)
-            case .refused(let reason):
-                try await delivery.store.write { tx in try tx.removePush(push.seq) }
-                delivery.metrics.failed(kind, reason: reason == "expired" ? "expired" : "refused")
-                delivery.log("push dropped", meta.merging(["reason": "\(reason)"]) { $1 })
-            case .unregistered(let reason):
-                let removed = try await delivery.store.write { tx in
-                    try tx.removePush(push.seq)
-                    return try tx.removePushToken(push.token)
-                }
-                delivery.metrics.failed(kind, reason: "unregistered")
-                if removed { delivery.metrics.tokenRemoved(kind) }
-                delivery.log("push token removed on the provider's answer", meta.merging(["reason": "\(reason)"]) { $1 }, level: .info)
+            case .delivered: return (push, .delivered)
+            case .refused(let reason): return (push, reason == "expired" ? .expired(reason) : .refused(reason))
+            case .unregistered(let reason): return (push, .unregistered(reason))
             case .retry(let reason, let after):
                 let attempts = push.attempts + 1
                 let delay = delivery.backoff.delay(attempts: attempts, retryAfter: after)
-                let next = Timestamp(millisecondsSince1970: Timestamp.now().millisecondsSince1970 + delay)
-                if next >= push.expiresAt {
-                    try await delivery.store.write { tx in try tx.removePush(push.seq) }
-                    delivery.metrics.failed(kind, reason: "expired")
-                    delivery.log("push expired before it could be delivered", meta.merging(["reason": "\(reason)"]) { $1 })
-                    break
+                let next = Timestamp(millisecondsSince1970: now.millisecondsSince1970 + delay)
+                // A push that could only go after its expiration is dropped now.
+                if next >= push.expiresAt { return (push, .expired("expired while failing: \(reason)")) }
+                return (push, .retry(attempts: attempts, next: next, delay: delay, reason: reason))
+            }
+        }
+        let removedTokens: Int
+        do {
+            removedTokens = try await delivery.store.write { tx -> Int in
+                var removed = 0
+                for (push, settlement) in settlements {
+                    switch settlement {
+                    case .delivered, .refused, .expired: try tx.removePush(push.seq)
+                    case .unregistered:
+                        try tx.removePush(push.seq)
+                        if try tx.removePushToken(push.token) { removed += 1 }
+                    case .retry(let attempts, let next, _, _): try tx.reschedulePush(push.seq, attempts: attempts, next: next)
+                    }
                 }
-                try await delivery.store.write { tx in try tx.reschedulePush(push.seq, attempts: attempts, next: next) }
+                return removed
+            }
+        } catch {
+            delivery.log("push queue update failed", ["provider": "\(kind.name)", "error": "\(error)"], level: .error)
+            try? await Task.sleep(for: .seconds(1))
+            return
+        }
+        for _ in 0..<removedTokens { delivery.metrics.tokenRemoved(kind) }
+        for (push, settlement) in settlements {
+            let meta: Logger.Metadata = ["provider": "\(kind.name)", "message": "\(push.message)", "device": "\(push.device)"]
+            switch settlement {
+            case .delivered:
+                delivery.metrics.delivered(kind)
+            case .refused(let reason):
+                delivery.metrics.failed(kind, reason: "refused")
+                delivery.log("push dropped: the provider refused it", meta.merging(["reason": "\(reason)"]) { $1 })
+            case .expired(let reason):
+                delivery.metrics.failed(kind, reason: "expired")
+                delivery.log("push dropped: expired before it could be delivered", meta.merging(["reason": "\(reason)"]) { $1 })
+            case .unregistered(let reason):
+                delivery.metrics.failed(kind, reason: "unregistered")
+                delivery.log("push token removed on the provider's answer", meta.merging(["reason": "\(reason)"]) { $1 }, level: .info)
+            case .retry(let attempts, _, let delay, let reason):
                 delivery.metrics.retried(kind)
                 delivery.log("push failed; retrying", meta.merging(["attempt": "\(attempts)", "in_ms": "\(delay)", "reason": "\(reason)"]) { $1 },
                              level: .info)
-                return
+                continue
             }
             delivery.metrics.queueDepth(kind).decrement()
-        } catch {
-            delivery.log("push queue update failed", meta.merging(["error": "\(error)"]) { $1 }, level: .error)
-            try? await Task.sleep(for: .seconds(1))
         }
     }
 }
