@@ -26,7 +26,8 @@ final class APNsProvider: PushProvider {
     private let timeout: TimeAmount
     private let connectTimeout: TimeAmount
     private let token = CachedToken()
-    private let connections = Locked<[APNsEnvironment: TransportConnection]>([:])
+    /// The connection (or the connecting) per environment: concurrent pushes share one.
+    private let connections = Locked<[APNsEnvironment: Task<TransportConnection, Error>]>([:])
 
     /// Loads the team's key; a key that does not parse is a start-up error with the reason.
     init(_ settings: PushSettings.APNs, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, timeout: TimeAmount) throws {
@@ -122,29 +123,40 @@ final class APNsProvider: PushProvider {
     }
 
     private func connection(_ environment: APNsEnvironment) async throws -> TransportConnection {
-        if let open = connections.withLock({ $0[environment] }), try await open.isGoingAway.get() == false {
-            return open
+        for _ in 0..<2 {
+            let (task, fresh) = connections.withLock { c -> (Task<TransportConnection, Error>, Bool) in
+                if let existing = c[environment] { return (existing, false) }
+                let url = environment == .production ? settings.productionURL : settings.sandboxURL
+                let (tls, group, connectTimeout) = (self.tls, self.group, self.connectTimeout)
+                let task = Task { try await TransportConnection.connect(to: url, tls: tls, group: group, connectTimeout: connectTimeout).get() }
+                c[environment] = task
+                return (task, true)
+            }
+            let connection: TransportConnection
+            do { connection = try await task.value } catch {
+                forget(task, environment)
+                throw error
+            }
+            if fresh {
+                // A connection that closes (the provider's idle timeout, an error) is forgotten;
+                // the next push opens another.
+                connection.closeFuture.whenComplete { [weak self] _ in self?.forget(task, environment) }
+            }
+            if try await connection.isGoingAway.get() == false { return connection }
+            forget(task, environment)  // GOAWAY: its streams finish, new ones go on a new connection
         }
-        let url = environment == .production ? settings.productionURL : settings.sandboxURL
-        let fresh = try await TransportConnection.connect(to: url, tls: tls, group: group, connectTimeout: connectTimeout).get()
-        let replaced = connections.withLock { c -> TransportConnection? in
-            defer { c[environment] = fresh }
-            return c[environment]
-        }
-        // A connection that closes (the provider's idle timeout, an error) is forgotten; the
-        // next push opens another.
-        fresh.closeFuture.whenComplete { [connections] _ in
-            connections.withLock { c in if c[environment] === fresh { c[environment] = nil } }
-        }
-        if let replaced { Task { try? await replaced.close() } }
-        return fresh
+        throw TransportError(.goingAway, "APNs sent GOAWAY on a new connection")
+    }
+
+    private func forget(_ task: Task<TransportConnection, Error>, _ environment: APNsEnvironment) {
+        connections.withLock { c in if c[environment] == task { c[environment] = nil } }
     }
 
     func shutdown() async {
-        let all = connections.withLock { c -> [TransportConnection] in
+        let all = connections.withLock { c -> [Task<TransportConnection, Error>] in
             defer { c = [:] }
             return Array(c.values)
         }
-        for connection in all { try? await connection.close() }
+        for task in all { try? await task.value.close() }
     }
 }
