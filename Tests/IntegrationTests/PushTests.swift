@@ -157,10 +157,18 @@ import Testing
         #expect(silent["badge"] as? Int == 3)
 
         // Metrics per provider on /metrics.
+        // (The node records a delivery just after the provider's answer: scraped until it has.)
         let port = try #require(node.server.admin?.port)
-        let metrics = try await ExternalCommand.run("/usr/bin/curl", ["-s", "http://127.0.0.1:\(port)/metrics"])
-        #expect(metrics.stdout.contains(#"lamina_push_deliveries_total{provider="apns"} 2"#), "\(metrics.stdout.split(separator: "\n").filter { $0.contains("push") })")
-        #expect(metrics.stdout.contains(#"lamina_push_queue_depth_pushes{provider="apns"} 0"#))
+        let delivered = #"lamina_push_deliveries_total{provider="apns"} 2"#
+        let empty = #"lamina_push_queue_depth_pushes{provider="apns"} 0"#
+        var metrics = ""
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline, !(metrics.contains(delivered) && metrics.contains(empty)) {
+            metrics = try await ExternalCommand.run("/usr/bin/curl", ["-sS", "http://127.0.0.1:\(port)/metrics"]).stdout
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(metrics.contains(delivered), "\(metrics.split(separator: "\n").filter { $0.contains("push") })")
+        #expect(metrics.contains(empty), "\(metrics.split(separator: "\n").filter { $0.contains("push") })")
         await alice.close()
         await node.stop()
         await fake.stop()

@@ -54,10 +54,7 @@ final class PushDelivery: Sendable {
     func prepare() {
         outbox.configure(kinds: Set(providers.keys), expirationSeconds: settings.expirationSeconds) { [weak self] counts in
             guard let self else { return }
-            for (kind, n) in counts {
-                metrics.queueDepth(kind).increment(by: Double(n))
-                lanes.withLock { $0[kind] }?.signal()
-            }
+            for kind in counts.keys { lanes.withLock { $0[kind] }?.signal() }
         }
     }
 
@@ -113,10 +110,11 @@ final class PushLane: Sendable {
         while !Task.isCancelled {
             let due: [QueuedPush]
             let next: Timestamp?
+            let depth: Int
             do {
-                (due, next) = try await delivery.store.read { r in
+                (due, next, depth) = try await delivery.store.read { r in
                     let due = try r.duePushes(kind, at: .now(), limit: batch)
-                    return (due, due.isEmpty ? try r.nextPushAttempt(kind) : nil)
+                    return (due, due.isEmpty ? try r.nextPushAttempt(kind) : nil, try r.pushQueueDepth(kind))
                 }
             } catch {
                 if Task.isCancelled { return }
@@ -124,6 +122,9 @@ final class PushLane: Sendable {
                 guard await signals.wait(timeout: .seconds(1)) else { return }
                 continue
             }
+            // The gauge is what the queue holds (a command rolled back after queueing, a crash,
+            // leave no count to drift).
+            delivery.metrics.queueDepth(kind).set(Int64(depth))
             if due.isEmpty {
                 let wait = next.map { Duration.milliseconds(max(1, $0.millisecondsSince1970 - Timestamp.now().millisecondsSince1970)) }
                 guard await signals.wait(timeout: wait) else { return }
@@ -212,9 +213,7 @@ final class PushLane: Sendable {
                 delivery.metrics.retried(kind)
                 delivery.log("push failed; retrying", meta.merging(["attempt": "\(attempts)", "in_ms": "\(delay)", "reason": "\(reason)"]) { $1 },
                              level: .info)
-                continue
             }
-            delivery.metrics.queueDepth(kind).decrement()
         }
     }
 }

@@ -106,6 +106,11 @@ extension StorageReader {
         try db.int64("SELECT min(next_attempt_at) FROM push_queue WHERE kind = ?", [Int64(kind.rawValue)]).map(Timestamp.init(millisecondsSince1970:))
     }
 
+    /// Queued pushes of one provider.
+    public func pushQueueDepth(_ kind: PushToken.Kind) throws(StorageError) -> Int {
+        Int(try db.int64("SELECT count(*) FROM push_queue WHERE kind = ?", [Int64(kind.rawValue)]) ?? 0)
+    }
+
     /// Queued pushes per provider.
     public func pushQueueDepths() throws(StorageError) -> [PushToken.Kind: Int] {
         var out: [PushToken.Kind: Int] = [:]
