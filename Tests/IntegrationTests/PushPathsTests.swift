@@ -179,3 +179,36 @@ extension PushPathsTests {
         await fake.stop()
     }
 }
+
+extension PushPathsTests {
+    /// A push the provider is slow to answer holds only its own slot: later pushes go meanwhile.
+    @Test func aSlowPushDoesNotHoldTheOthers() async throws {
+        let (release, releaser) = AsyncStream.makeStream(of: Void.self)
+        let fake = try await FakePushServer.start(http1: true) { request, _ in
+            if request.json["token"] as? String == "slow" {
+                for await _ in release { break }
+            }
+            return HTTPResponse(status: 200)
+        }
+        let node = try await Self.gatewayNode("push-slow", fake: fake)
+        let carol = try UserID("carol")
+        for (user, token) in [(carol, "slow"), (Self.bob, "fast")] {
+            let device = try await PushTests.registered(node, user, device: UUID(), .gateway(token: token))
+            await device.close()
+        }
+        let alice = try await node.session(try UserID("alice"), device: UUID())
+        try await PushTests.waitForSessions(node, 1)
+        let withCarol = try await PushTests.conversation(alice, with: [carol])
+        let withBob = try await PushTests.conversation(alice, with: [Self.bob])
+        try await PushTests.send(alice, withCarol, "for carol", push: PushConfiguration(alert: "for carol"))
+        _ = try await fake.waitForRequests(1)  // carol's push, held by the provider
+        try await PushTests.send(alice, withBob, "for bob", push: PushConfiguration(alert: "for bob"))
+        let requests = try await fake.waitForRequests(2)
+        #expect(requests.map { $0.json["token"] as? String } == ["slow", "fast"])
+        releaser.yield()
+        releaser.finish()
+        await alice.close()
+        await node.stop()
+        await fake.stop()
+    }
+}

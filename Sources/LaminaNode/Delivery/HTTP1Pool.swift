@@ -13,6 +13,8 @@ final class HTTP1Pool: Sendable {
     private let group: EventLoopGroup
     private let connectTimeout: TimeAmount
     private let idle = Locked<[HTTP1Connection]>([])
+    /// Every open connection, idle or carrying a request (closed by ``close()``).
+    private let open = Locked<[ObjectIdentifier: HTTP1Connection]>([:])
     private let maxIdle: Int
 
     init(host: String, port: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, maxIdle: Int = 16) {
@@ -39,15 +41,21 @@ final class HTTP1Pool: Sendable {
         method: HTTPMethod, path: String, headers: HeaderFields, body: ByteBuffer?, timeout: TimeAmount, maxResponseBytes: Int = 64 * 1024
     ) async throws -> HTTP1ClientResponse {
         for reuse in [true, false] {
+            var stale: [HTTP1Connection] = []
             let reused = reuse ? idle.withLock { pool -> HTTP1Connection? in
-                while let c = pool.popLast() { if c.isOpen { return c } }
+                while let c = pool.popLast() {
+                    if c.isOpen { return c }
+                    stale.append(c)  // the server closed it while idle
+                }
                 return nil
             } : nil
+            for c in stale { await discard(c) }
             let connection: HTTP1Connection
             if let reused {
                 connection = reused
             } else {
                 connection = try await HTTP1Connection.connect(host: host, port: port, tls: tls, group: group, connectTimeout: connectTimeout)
+                open.withLock { $0[ObjectIdentifier(connection)] = connection }
             }
             do {
                 let response = try await connection.request(
@@ -57,22 +65,29 @@ final class HTTP1Pool: Sendable {
                     pool.append(connection)
                     return true
                 }
-                if !kept { await connection.close() }
+                if !kept { await discard(connection) }
                 return response
             } catch let error as TransportError where reused != nil && error.code == .connectionClosed {
-                await connection.close()
+                await discard(connection)
             } catch {
-                await connection.close()
+                await discard(connection)
                 throw error
             }
         }
         throw TransportError(.connectionClosed, "the connection to \(host):\(port) closed twice")
     }
 
+    private func discard(_ connection: HTTP1Connection) async {
+        _ = open.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) }
+        await connection.close()
+    }
+
+    /// Closes every connection; requests in flight fail at once.
     func close() async {
-        for connection in idle.withLock({ pool -> [HTTP1Connection] in
-            defer { pool = [] }
-            return pool
+        idle.withLock { $0 = [] }
+        for connection in open.withLock({ o -> [HTTP1Connection] in
+            defer { o = [:] }
+            return Array(o.values)
         }) { await connection.close() }
     }
 }

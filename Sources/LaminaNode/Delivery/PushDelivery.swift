@@ -68,14 +68,16 @@ final class PushDelivery: Sendable {
         }
     }
 
-    /// Stops the lanes (queued pushes stay queued for the next start).
+    /// Stops the lanes (queued pushes stay queued for the next start): no new attempt starts,
+    /// the providers' connections close (failing what is in flight at once), the lanes end.
     func shutdown() async {
         let all = lanes.withLock { l -> [PushLane] in
             defer { l = [:] }
             return Array(l.values)
         }
-        for lane in all { await lane.stop() }
+        for lane in all { lane.cancel() }
         for provider in providers.values { await provider.shutdown() }
+        for lane in all { await lane.stop() }
     }
 
     fileprivate func log(_ message: Logger.Message, _ metadata: Logger.Metadata, level: Logger.Level = .warning) {
@@ -97,48 +99,70 @@ final class PushLane: Sendable {
 
     func signal() { signals.signal() }
 
-    func stop() async {
+    /// Starts no new attempt from now on.
+    func cancel() {
         signals.finish()
-        let task = self.task.withLock { $0 }
-        task?.cancel()
-        await task?.value
+        task.withLock { $0 }?.cancel()
     }
 
+    /// Cancels and waits for the lane to end.
+    func stop() async {
+        cancel()
+        await task.withLock { $0 }?.value
+    }
+
+    /// Keeps up to `maxInFlightPerProvider` pushes in flight (a slow one holds only its own
+    /// slot): takes due pushes into free slots, settles the finished ones together in one
+    /// transaction, and otherwise waits for a finish, a commit, or the next push's due time.
     private static func run(provider: any PushProvider, delivery: PushDelivery, signals: LaneSignal) async {
         let kind = provider.kind
-        let batch = delivery.settings.maxInFlightPerProvider
-        while !Task.isCancelled {
-            let due: [QueuedPush]
-            let next: Timestamp?
-            let depth: Int
-            do {
-                (due, next, depth) = try await delivery.store.read { r in
-                    let due = try r.duePushes(kind, at: .now(), limit: batch)
-                    return (due, due.isEmpty ? try r.nextPushAttempt(kind) : nil, try r.pushQueueDepth(kind))
+        let limit = delivery.settings.maxInFlightPerProvider
+        let finished = Locked<[(QueuedPush, PushOutcome)]>([])
+        var inFlight = Set<Int64>()
+        await withTaskGroup(of: Void.self) { group in
+            while !Task.isCancelled {
+                let done = finished.withLock { f -> [(QueuedPush, PushOutcome)] in
+                    defer { f = [] }
+                    return f
                 }
-            } catch {
-                if Task.isCancelled { return }
-                delivery.log("push queue unreadable", ["provider": "\(kind.name)", "error": "\(error)"], level: .error)
-                guard await signals.wait(timeout: .seconds(1)) else { return }
-                continue
-            }
-            // The gauge is what the queue holds (a command rolled back after queueing, a crash,
-            // leave no count to drift).
-            delivery.metrics.queueDepth(kind).set(Int64(depth))
-            if due.isEmpty {
+                if !done.isEmpty {
+                    await settle(done, kind: kind, delivery: delivery)
+                    for (push, _) in done { inFlight.remove(push.seq) }
+                }
+                let free = limit - inFlight.count
+                let due: [QueuedPush]
+                let next: Timestamp?
+                do {
+                    let busy = inFlight
+                    (due, next) = try await delivery.store.read { r in
+                        // The pushes in flight are due too (they leave the queue when settled): skipped.
+                        let due = free > 0 ? try r.duePushes(kind, at: .now(), limit: free + busy.count).filter { !busy.contains($0.seq) } : []
+                        let depth = try r.pushQueueDepth(kind)
+                        // The gauge is what the queue holds (a command rolled back after queueing, a
+                        // crash, leave no count to drift).
+                        delivery.metrics.queueDepth(kind).set(Int64(depth))
+                        return (due, due.isEmpty && busy.isEmpty ? try r.nextPushAttempt(kind) : nil)
+                    }
+                } catch {
+                    if Task.isCancelled { break }
+                    delivery.log("push queue unreadable", ["provider": "\(kind.name)", "error": "\(error)"], level: .error)
+                    guard await signals.wait(timeout: .seconds(1)) else { break }
+                    continue
+                }
+                for push in due.prefix(max(0, free)) {
+                    inFlight.insert(push.seq)
+                    group.addTask {
+                        let outcome = await attempt(push, provider: provider)
+                        finished.withLock { $0.append((push, outcome)) }
+                        signals.signal()
+                    }
+                }
+                if !due.isEmpty || finished.withLock({ !$0.isEmpty }) { continue }
+                // Nothing to start: wait for a push to finish or be queued, or the next one to be due.
                 let wait = next.map { Duration.milliseconds(max(1, $0.millisecondsSince1970 - Timestamp.now().millisecondsSince1970)) }
-                guard await signals.wait(timeout: wait) else { return }
-                continue
+                guard await signals.wait(timeout: inFlight.isEmpty ? wait : .seconds(1)) else { break }
             }
-            let outcomes = await withTaskGroup(of: (QueuedPush, PushOutcome).self) { group -> [(QueuedPush, PushOutcome)] in
-                for push in due {
-                    group.addTask { (push, await attempt(push, provider: provider)) }
-                }
-                var out: [(QueuedPush, PushOutcome)] = []
-                for await result in group { out.append(result) }
-                return out
-            }
-            await settle(outcomes, kind: kind, delivery: delivery)
+            group.cancelAll()
         }
     }
 
