@@ -41,9 +41,9 @@ final class PushOutbox: Sendable {
         let (kinds, lifetime) = configuration.withLock { ($0.kinds, $0.expirationMilliseconds) }
         guard !kinds.isEmpty else { return }
         let live = isLive.withLock { $0 }
-        for user in recipients.sorted() where user != message.sender {
-            let devices = try tx.read.pushTokens(of: user).filter { kinds.contains($0.token.kind) && !(live?(user, $0.device) ?? false) }
-            guard !devices.isEmpty else { continue }
+        let tokens = try tx.read.pushTokens(of: recipients.filter { $0 != message.sender }.sorted())
+        let byUser = Dictionary(grouping: tokens.filter { kinds.contains($0.token.kind) && !(live?($0.user, $0.device) ?? false) }, by: \.user)
+        for (user, devices) in byUser.sorted(by: { $0.key < $1.key }) {
             var notification = PushNotification(message: message, badge: try Self.badge(of: user, tx.read))
             if let override = overrides[user] { notification.apply(override) }
             let payload = try notification.encoded()

@@ -92,6 +92,24 @@ extension StorageReader {
         }
     }
 
+    /// The push tokens of the devices of `users` (one read for a message's recipients).
+    public func pushTokens(of users: [UserID]) throws(StorageError) -> [StoredPushToken] {
+        guard !users.isEmpty else { return [] }
+        var out: [StoredPushToken] = []
+        // SQLite's default bound on host parameters is 32,766; a conversation has at most 250 participants.
+        for chunk in stride(from: 0, to: users.count, by: 500).map({ Array(users[$0..<min($0 + 500, users.count)]) }) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let rows = try db.rows(
+                "SELECT * FROM push_tokens WHERE user_id IN (\(marks)) ORDER BY user_id, device", StatementArguments(chunk.map(\.rawValue)))
+            for row in rows {
+                out.append(StoredPushToken(
+                    user: try Columns.user(row, "user_id"), device: row["device"], token: try Self.pushToken(row),
+                    updatedAt: try Columns.timestamp(row, "updated_at")))
+            }
+        }
+        return out
+    }
+
     /// Up to `limit` pushes of a provider due at `now`, the earliest due first.
     public func duePushes(_ kind: PushToken.Kind, at now: Timestamp, limit: Int) throws(StorageError) -> [QueuedPush] {
         try checkLimit(limit)
