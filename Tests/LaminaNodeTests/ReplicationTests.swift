@@ -118,6 +118,48 @@ import Testing
         #expect(try await Self.state(a, conversation, as: "bob") == Self.state(b, conversation, as: "bob"))
     }
 
+    /// A node that gets operations on a conversation before the conversation's creation (here:
+    /// node 2's own operations, without node 1's creation) parks them instead of failing the
+    /// peer session: its counters go on, and once the creation arrives they apply, in order,
+    /// with the feed entries its users get.
+    @Test func operationsOnAConversationNeverHeldWaitForItsCreation() async throws {
+        let a = try Self.node(1), b = try Self.node(2), c = try Self.node(3)
+        defer { Task { await a.close(); await b.close(); await c.close() } }
+        let alice = try await a.connect("alice")
+        let conversation = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(
+            conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+        try await Self.pull(b, from: a)
+        let bob = try await b.connect("bob")
+        let reply = MessageID.random()
+        try await bob.command(.sendMessage(SendMessage(messageID: reply, conversationID: conversation, parts: [textPart("from b")])))
+        try await bob.command(.setMetadata(SetMetadata(requestID: UUID(), conversationID: conversation, keyPath: try MetadataKeyPath(["title"]), value: .string("on b"))))
+
+        let ownOfB = try await b.engine.operations(missingFrom: VersionVector(), limit: 256).filter { $0.origin == NodeID(2) }
+        #expect(ownOfB.count == 2)
+        #expect(try await c.engine.applyReplicated(ownOfB) == VersionVector([NodeID(2): 2]))
+        #expect(try await c.store.read { r in try r.parkedOperationCount() } == 2)
+        #expect(try await Self.state(c, conversation, as: "bob") == nil)
+        // Again: a replay parks nothing twice.
+        #expect(try await c.engine.applyReplicated(ownOfB) == VersionVector([NodeID(2): 2]))
+
+        // The creation arrives: the parked operations apply after it.
+        #expect(try await Self.pull(c, from: a) == 1)
+        #expect(try await c.store.read { r in try r.parkedOperationCount() } == 0)
+        let onB = try await Self.state(b, conversation, as: "bob"), onC = try await Self.state(c, conversation, as: "bob")
+        #expect(onC != nil)
+        #expect(onC == onB)
+        #expect(onC?.messages.count == 1)
+        #expect(try await c.engine.convergenceDigest().overall == b.engine.convergenceDigest().overall)
+        // Bob's feed on node 3: the conversation, then the message and the title.
+        let bobOnC = try await c.connect("bob", sync: false)
+        let (changes, _) = try await bobOnC.sync(from: 0)
+        let kinds = changes.map(\.event.kind)
+        #expect(kinds.first == 0, "conversation-created first: \(kinds)")
+        #expect(changes.contains { if case .messageCreated(let m) = $0.event { m.id == reply } else { false } })
+        #expect(changes.contains { if case .metadataChanged(let m) = $0.event { m.value == .string("on b") } else { false } })
+    }
+
     @Test func distinctConversationsCreatedOnTwoNodesAtOnceMergeTheSameWayOnBoth() async throws {
         let a = try Self.node(1), b = try Self.node(2)
         defer { Task { await a.close(); await b.close() } }

@@ -95,7 +95,8 @@ public final class NodeServer: Sendable {
         let content: ContentService
         do {
             content = try ContentService(
-                store: store, dataDirectory: prepared.dataDirectory, settings: configuration.content, logger: logger)
+                store: store, dataDirectory: prepared.dataDirectory, settings: configuration.content, logger: logger,
+                arrivals: ContentArrivals { engine.contentSignal.notify() })
         } catch {
             await engine.shutdown()
             try? store.close()
@@ -181,7 +182,7 @@ public final class NodeServer: Sendable {
         var peers: PeerService?
         if configuration.peers.enabled {
             do {
-                peers = try await PeerService.start(engine: engine, settings: configuration.peers, group: group, logger: logger)
+                peers = try await PeerService.start(engine: engine, content: content, settings: configuration.peers, group: group, logger: logger)
             } catch {
                 await peers?.shutdown()
                 try? await transport.shutdown()

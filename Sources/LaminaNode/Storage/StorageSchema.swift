@@ -37,6 +37,9 @@ enum StorageSchema {
         migrator.registerMigration("v8-blocks-and-badges") { db in
             for statement in blocksAndBadges { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v9-peers2-replicated-state") { db in
+            for statement in replicatedState { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -344,6 +347,31 @@ extension StorageSchema {
             user_id TEXT PRIMARY KEY NOT NULL,
             external_unread_count INTEGER NOT NULL CHECK (external_unread_count >= 0),
             updated_at INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID
+        """,
+    ]
+
+    /// Peer replication's own state (SPEC §6.5): operations parked until the conversation they
+    /// name is held here (they are in `replication_log`; this names them by conversation), and
+    /// the last-writer-wins registers of the state about users (identities, blocks, badges,
+    /// session revocations): per kind and key, the HLC reading of the write that holds.
+    static let replicatedState: [String] = [
+        """
+        CREATE TABLE user_state_registers (
+            kind INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            hlc_physical INTEGER NOT NULL,
+            hlc_logical INTEGER NOT NULL,
+            hlc_node INTEGER NOT NULL,
+            PRIMARY KEY (kind, key)
+        ) STRICT, WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE replication_parked (
+            conversation_id BLOB NOT NULL CHECK (length(conversation_id) = 16),
+            origin_node INTEGER NOT NULL,
+            counter INTEGER NOT NULL CHECK (counter > 0),
+            PRIMARY KEY (conversation_id, origin_node, counter)
         ) STRICT, WITHOUT ROWID
         """,
     ]

@@ -1,0 +1,53 @@
+import Foundation
+@testable import LaminaClient
+import LaminaModel
+import LaminaNode
+import Testing
+
+/// Rich content across peer nodes (CONTENT.md §9): content uploaded through one node is fetched
+/// by the peers that replicate its message, so a recipient on another node downloads it through
+/// the SDK's normal path, and keeps doing so once the uploader's node is gone.
+@Suite struct PeerContentTests {
+    @Test func contentUploadedOnOneNodeDownloadsOnAnother() async throws {
+        let (a, b, _) = try await PeerReplicationTests.cluster("peer-content")
+        let alice = try ClientHarness.device("alice", on: a)
+        let bob = try ClientHarness.device("bob", on: b)
+        try await ClientHarness.connect(alice, on: a)
+        try await ClientHarness.connect(bob, on: b)
+
+        let conversation = try alice.newConversation(participants: ["bob"], options: ConversationOptions(isDistinct: false)).id
+        // Over 2 KB, so rich content; a few chunks of the node's download path.
+        let small = RichContentTests.bytes(3_000, seed: 5)
+        let large = RichContentTests.bytes(3 << 20, seed: 11)
+        let (smallPart, smallReference) = try RichContentTests.richPart("application/octet-stream", small)
+        let (largePart, largeReference) = try RichContentTests.richPart("application/octet-stream", large)
+        let sent = try alice.send(alice.newMessage(parts: [smallPart, largePart]), in: conversation)
+        try await ClientHarness.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) { try alice.isSent(sent.id) }
+
+        let received = try await bob.waitForCreation(of: sent.id, timeout: .seconds(60))
+        #expect(received.message.parts.map(\.content) == [.external(smallReference), .external(largeReference)])
+        // The download through B right away: B fetches from A (the download waits for it).
+        let smallFile = try await bob.downloadedContent(of: received.message.identifier(of: received.message.parts[0]))
+        #expect(try Data(contentsOf: smallFile) == small)
+
+        // B fetched both by itself, verified, and holds them complete.
+        let deadline = ContinuousClock.now + .seconds(60)
+        func heldOnB() async throws -> Bool {
+            try await b.server.store.read { r in
+                try [smallReference.id, largeReference.id].allSatisfy { try r.upload($0)?.state == .complete }
+            }
+        }
+        while try await !heldOnB(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(try await heldOnB())
+        #expect(try await b.server.store.read { r in try r.upload(largeReference.id)?.owner } == "alice")
+
+        // A goes away: the content stays available on B (replicated, not borrowed).
+        try await alice.close()
+        await a.stop()
+        let largeFile = try await bob.downloadedContent(of: received.message.identifier(of: received.message.parts[1]))
+        #expect(try Data(contentsOf: largeFile) == large)
+
+        try await bob.close()
+        await b.stop()
+    }
+}
