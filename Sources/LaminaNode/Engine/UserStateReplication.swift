@@ -69,3 +69,32 @@ extension NodeEngine {
         }
     }
 }
+
+extension NodeEngine {
+    /// Sets `user`'s identity (nil: deletes it) and replicates the change; false when there was
+    /// nothing to delete.
+    @discardableResult
+    func setIdentity(_ identity: StoredIdentity?, of user: UserID) async throws -> Bool {
+        let changed = try await store.write { [self] tx -> Bool in
+            if let identity {
+                try tx.putIdentity(identity, of: user, at: .now())
+                try recordUserState(identity.change(of: user), in: tx)
+            } else {
+                guard try tx.deleteIdentity(of: user) else { return false }
+                try recordUserState(.identity(IdentityChange(user: user, identity: nil)), in: tx)
+            }
+            return true
+        }
+        if changed { replicationSignal.notify() }
+        return changed
+    }
+
+    /// Sets `user`'s badge (the external unread count) and replicates the change.
+    func setExternalUnreadCount(_ count: Int, of user: UserID) async throws {
+        try await store.write { [self] tx in
+            try tx.setExternalUnreadCount(count, of: user, at: .now())
+            try recordUserState(.badge(BadgeChange(user: user, externalUnreadCount: UInt64(max(0, count)))), in: tx)
+        }
+        replicationSignal.notify()
+    }
+}

@@ -37,11 +37,7 @@ extension ServerAPI {
             throw ServerAPIError.invalidProperty(
                 "external_unread_count", "external_unread_count must be an integer 0...\(ServerAPILimits.maxExternalUnreadCount)")
         }
-        try await engine.store.write { [engine] tx in
-            try tx.setExternalUnreadCount(count, of: user, at: .now())
-            try engine.recordUserState(.badge(BadgeChange(user: user, externalUnreadCount: UInt64(count))), in: tx)
-        }
-        engine.replicationSignal.notify()
+        try await engine.setExternalUnreadCount(count, of: user)
         return HTTPResponse(status: 204)
     }
 }

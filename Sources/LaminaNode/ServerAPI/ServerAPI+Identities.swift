@@ -43,11 +43,7 @@ extension ServerAPI {
     func replaceIdentity(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let user = try r.userID()
         let identity = try Self.identity(from: try ServerAPIJSON.object(r.http.body))
-        try await engine.store.write { [engine] tx in
-            try tx.putIdentity(identity, of: user, at: .now())
-            try engine.recordUserState(identity.change(of: user), in: tx)
-        }
-        engine.replicationSignal.notify()
+        try await engine.setIdentity(identity, of: user)
         return HTTPResponse(status: 204)
     }
 
@@ -78,13 +74,7 @@ extension ServerAPI {
     /// DELETE: removes the identity (204); 404 when none was set.
     func deleteIdentity(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let user = try r.userID()
-        let deleted = try await engine.store.write { [engine] tx -> Bool in
-            guard try tx.deleteIdentity(of: user) else { return false }
-            try engine.recordUserState(.identity(IdentityChange(user: user, identity: nil)), in: tx)
-            return true
-        }
-        guard deleted else { throw ServerAPIError.notFound("no identity of \(user.rawValue)") }
-        engine.replicationSignal.notify()
+        guard try await engine.setIdentity(nil, of: user) else { throw ServerAPIError.notFound("no identity of \(user.rawValue)") }
         return HTTPResponse(status: 204)
     }
 
