@@ -22,6 +22,7 @@ extension Frame {
             o["nodeID"] = .u64(f.nodeID.rawValue)
             o["serverTime"] = .timestamp(f.serverTime)
             o["maxFrameSize"] = .number(Int64(f.maxFrameSize))
+            o["cluster"] = .string(f.cluster)
         case .nonceRequest(let f):
             o["requestID"] = .uuid(f.requestID)
         case .endSession(let f):

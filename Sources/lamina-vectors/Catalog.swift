@@ -45,7 +45,7 @@ let validVectors: [ValidVector] = [
     .init(name: "hello-version-range", description: "HELLO offering versions 1 to 3 and an unknown feature bit 63.",
           frame: .hello(Hello(minVersion: 1, maxVersion: 3, features: FeatureSet(rawValue: 1 << 63 | 0x0F), agent: ""))),
     .init(name: "welcome", description: "WELCOME choosing version 1.",
-          frame: .welcome(Welcome(version: 1, features: [.changeBatches, .typingIndicators], nodeID: NodeID(0x1234_5678_9ABC_DEF0), serverTime: t0, maxFrameSize: 4_194_304))),
+          frame: .welcome(Welcome(version: 1, features: [.changeBatches, .typingIndicators], nodeID: NodeID(0x1234_5678_9ABC_DEF0), serverTime: t0, maxFrameSize: 4_194_304, cluster: "eu-1"))),
     .init(name: "nonce-request", description: "NONCE_REQUEST.",
           frame: .nonceRequest(NonceRequest(requestID: u(1)))),
     .init(name: "nonce", description: "NONCE answering request 1, valid for 10 minutes.",

@@ -80,6 +80,28 @@ import Testing
         await a.stop()
     }
 
+    /// WELCOME names the node's cluster: a client configured for another cluster is told so
+    /// (`wrong-cluster`, naming both) and stops; one configured for this cluster syncs.
+    @Test func aClientConfiguredForAnotherClusterIsToldSo() async throws {
+        let (a, b, _) = try await Self.cluster("peer-cluster-name")
+        let stray = try ClientHarness.device("alice", on: a) { $0.cluster = "another-cluster" }
+        let events = Recorder(stray.syncEvents)
+        try await ClientHarness.connect(stray, on: a)
+        try await events.wait("the wrong-cluster failure", timeout: .seconds(30)) { events in
+            events.contains { if case .failed(let e) = $0 { e.code == .wrongCluster } else { false } }
+        }
+        let failure = events.all.compactMap { if case .failed(let e) = $0 { e } else { nil } }.first
+        #expect(failure?.reason.contains("\"lamina-dev\"") == true && failure?.reason.contains("\"another-cluster\"") == true, "\(String(describing: failure))")
+        #expect(!events.all.contains(.state(.live)))
+
+        let member = try ClientHarness.device("bob", on: b) { $0.cluster = "lamina-dev" }
+        _ = try await ClientHarness.connectLive(member, on: b)
+        try await stray.close()
+        try await member.close()
+        await b.stop()
+        await a.stop()
+    }
+
     /// A peer stream opened with a certificate of the cluster's CA for node C.
     static func rawPeer(to node: TestNode, as certified: NodeID, certificates: URL) async throws -> SyncTestClient {
         let files = try DevelopmentCluster.nodeCertificate(for: certified, in: certificates)

@@ -91,6 +91,7 @@ public final class NodeServer: Sendable {
         var engineConfiguration = NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders)
         engineConfiguration.maxFrameSize = min(configuration.limits.maxFrameSize, WireLimits.protocolMaxFrameSize)
         engineConfiguration.commandBudget = configuration.resources.commandBudget
+        engineConfiguration.cluster = configuration.peers.cluster
         let engine = try NodeEngine(store: store, configuration: engineConfiguration)
         let content: ContentService
         do {

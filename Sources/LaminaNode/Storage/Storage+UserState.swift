@@ -11,8 +11,8 @@ extension UserStateChange {
     var register: (kind: Int64, key: String) {
         switch self {
         case .identity(let i): (Int64(kind), i.user.rawValue)
-        // A user id holds no NUL (SPEC §3.9), so the pair's key is unambiguous.
-        case .block(let b): (Int64(kind), b.blocker.rawValue + "\u{0}" + b.blocked.rawValue)
+        // The blocker's length first, so the pair's key is unambiguous (no separator needed).
+        case .block(let b): (Int64(kind), "\(b.blocker.rawValue.utf8.count):\(b.blocker.rawValue)\(b.blocked.rawValue)")
         case .badge(let b): (Int64(kind), b.user.rawValue)
         case .sessionsRevoked(let user): (Int64(kind), user.rawValue)
         }
