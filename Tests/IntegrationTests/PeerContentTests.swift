@@ -1,7 +1,7 @@
 import Foundation
 @testable import LaminaClient
 import LaminaModel
-import LaminaNode
+@testable import LaminaNode
 import Testing
 
 /// Rich content across peer nodes (CONTENT.md §9): content uploaded through one node is fetched
@@ -49,5 +49,45 @@ import Testing
 
         try await bob.close()
         await b.stop()
+    }
+
+    /// A fetch cut part way (as by a lost connection) keeps the bytes it made durable and the
+    /// next attempt asks the peer for the rest only (`range: bytes=<held>-`); the content is
+    /// whole and verified at the end.
+    @Test func aFetchCutPartWayResumesFromTheBytesHeld() async throws {
+        let (a, b, _) = try await PeerReplicationTests.cluster("peer-content-resume")
+        let fetcher = try #require(b.server.peers?.contentFetcher)
+        let cuts = Counter()
+        fetcher.testHooks.withLockedValue { hooks in
+            hooks.afterChunk = { _, held in
+                guard held >= 1 << 20, cuts.value == 0 else { return true }
+                cuts.increment()
+                return false
+            }
+        }
+        let alice = try ClientHarness.device("alice", on: a)
+        let bob = try ClientHarness.device("bob", on: b)
+        try await ClientHarness.connect(alice, on: a)
+        try await ClientHarness.connect(bob, on: b)
+        let conversation = try alice.newConversation(participants: ["bob"], options: ConversationOptions(isDistinct: false)).id
+        let data = RichContentTests.bytes(5 << 20, seed: 23)
+        let (part, reference) = try RichContentTests.richPart("application/octet-stream", data)
+        let sent = try alice.send(alice.newMessage(parts: [part]), in: conversation)
+        let received = try await bob.waitForCreation(of: sent.id, timeout: .seconds(60))
+        let file = try await bob.downloadedContent(of: received.message.identifier(of: received.message.parts[0]))
+        #expect(try Data(contentsOf: file) == data)
+
+        #expect(cuts.value == 1)
+        let starts = fetcher.testHooks.withLockedValue { $0.starts[reference.id] ?? [] }
+        #expect(starts.count == 2, "\(starts)")
+        #expect(starts.first == 0)
+        // Resumed past the start, at most where it was cut (what was synced and recorded).
+        #expect((starts.last ?? 0) > 0 && (starts.last ?? 0) < UInt64(data.count), "\(starts)")
+        #expect(try await b.server.store.read { r in try r.upload(reference.id)?.state } == .complete)
+
+        try await alice.close()
+        try await bob.close()
+        await b.stop()
+        await a.stop()
     }
 }

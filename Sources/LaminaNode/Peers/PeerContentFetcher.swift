@@ -44,6 +44,15 @@ final class PeerContentFetcher: Sendable {
     }
     private let state = NIOLockedValueBox(State())
 
+    /// For tests: where each fetch attempt of a content started, and a hook called after each
+    /// chunk is written with the bytes held, which cuts the transfer there (as a lost connection
+    /// would) when it answers false.
+    struct TestHooks {
+        var starts: [ContentID: [UInt64]] = [:]
+        var afterChunk: (@Sendable (ContentID, UInt64) -> Bool)?
+    }
+    let testHooks = NIOLockedValueBox(TestHooks())
+
     init(engine: NodeEngine, content: ContentService, tls: TLSContext, group: EventLoopGroup, logger: Logger,
          candidates: @escaping @Sendable (NodeID?) -> [String]) {
         self.engine = engine
@@ -155,6 +164,10 @@ final class PeerContentFetcher: Sendable {
         try await stream.eventLoop.submit { stream.delegate = body }.get()
 
         let file = try await pool.runIfActive { try FetchFile(files, id, from: upload.receivedBytes) }
+        let hook = testHooks.withLockedValue { h in
+            h.starts[id, default: []].append(upload.receivedBytes)
+            return h.afterChunk
+        }
         defer { Task { try? await pool.runIfActive { file.close() } } }
         /// Makes the bytes written durable and records them (resumable from there).
         func record() async throws {
@@ -188,6 +201,10 @@ final class PeerContentFetcher: Sendable {
                     }
                     try await pool.runIfActive { try file.append(chunk) }
                     body.consumed(chunk.readableBytes)
+                    if let hook, !hook(id, file.offset) {
+                        stream.reset()
+                        throw TransportError(.connectionClosed, "cut by a test after \(file.offset) bytes")
+                    }
                     if file.offset - file.synced >= Self.syncEveryBytes { try await record() }
                 case .end:
                     finished = true

@@ -101,6 +101,9 @@ public final class PeerService: Sendable {
         state.withLockedValue { s in s.links.mapValues { $0.link.counts } }
     }
 
+    /// The fetcher of replicated messages' content (nil without a content service).
+    var contentFetcher: PeerContentFetcher? { fetcher.withLockedValue { $0 } }
+
     /// Content fetched from peers since the start (CONTENT.md §9).
     public var contentFetched: Int { fetcher.withLockedValue { $0 }?.fetchedCount ?? 0 }
 
