@@ -2,6 +2,9 @@ import Foundation
 @testable import LaminaClient
 import LaminaModel
 @testable import LaminaNode
+import LaminaTransport
+import NIOCore
+import NIOPosix
 import Testing
 
 /// Rich content across peer nodes (CONTENT.md §9): content uploaded through one node is fetched
@@ -87,6 +90,50 @@ import Testing
 
         try await alice.close()
         try await bob.close()
+        await b.stop()
+        await a.stop()
+    }
+
+    /// `GET /v1/peer/content/<uuid>` on the peer listener: a node of the cluster gets complete
+    /// content that a message references (ranges too); unknown content is 404; a path that is
+    /// no content id is 400; other methods are 405.
+    @Test func thePeerContentResourceServesReferencedContentToPeers() async throws {
+        let (a, b, certificates) = try await PeerReplicationTests.cluster("peer-content-resource")
+        let alice = try ClientHarness.device("alice", on: a)
+        try await ClientHarness.connect(alice, on: a)
+        let conversation = try alice.newConversation(participants: ["bob"], options: ConversationOptions(isDistinct: false)).id
+        let data = RichContentTests.bytes(100_000, seed: 31)
+        let (part, reference) = try RichContentTests.richPart("application/octet-stream", data)
+        let sent = try alice.send(alice.newMessage(parts: [part]), in: conversation)
+        try await ClientHarness.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) { try alice.isSent(sent.id) }
+
+        // Node C of the same cluster CA (it need not be linked to fetch).
+        let nodeC = NodeID(0xC3)
+        let files = try DevelopmentCluster.nodeCertificate(for: nodeC, in: certificates)
+        let ca = try DevelopmentCluster.certificateAuthority(in: certificates).certificate
+        let tls = try TLSContext(.client(trust: .caFile(ca), certificateChainFile: files.certificate, privateKeyFile: files.key))
+        let connection = try await TransportConnection.connect(
+            to: "https://127.0.0.1:\(a.server.peers!.transport.port)", tls: tls, group: MultiThreadedEventLoopGroup.singleton)
+        func get(_ path: String, method: String = "GET", range: String? = nil) async throws -> (status: String, body: [UInt8]) {
+            var headers = HeaderFields()
+            if let range { headers.append("range", range) }
+            let stream = try await connection.openStream(method: method, path: path, headers: headers, endStream: true)
+            let (response, body) = try await stream.collect(maxBytes: 1 << 20).get()
+            return (response?[":status"] ?? "?", Array(body.readableBytesView))
+        }
+        let path = PeerContentEndpoint.pathPrefix + reference.id.uuid.uuidString.lowercased()
+        let whole = try await get(path)
+        #expect(whole.status == "200")
+        #expect(whole.body == [UInt8](data))
+        let tail = try await get(path, range: "bytes=99000-")
+        #expect(tail.status == "206")
+        #expect(tail.body == [UInt8](data.suffix(1_000)))
+        #expect(try await get(PeerContentEndpoint.pathPrefix + UUID().uuidString.lowercased()).status == "404")
+        #expect(try await get(PeerContentEndpoint.pathPrefix + "not-a-uuid").status == "400")
+        #expect(try await get(path, method: "DELETE").status == "405")
+        try await connection.close()
+
+        try await alice.close()
         await b.stop()
         await a.stop()
     }
