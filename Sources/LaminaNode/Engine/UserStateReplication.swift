@@ -13,6 +13,11 @@ extension NodeEngine {
     /// Call ``replicationSignal``'s `notify()` once `tx` committed.
     func recordUserState(_ change: UserStateChange, in tx: StorageTransaction) throws {
         let hlc = try nextHLC()
+        // The same rule as a peer's change: a local write reads later than anything this node
+        // holds (its clock has received every applied reading), so it always wins here.
+        guard LastWriterWins.wins(hlc, over: try tx.read.register(of: change)) else {
+            throw WireError(.internalError, "the node's clock reads \(hlc), not later than the write it holds for this user")
+        }
         try tx.setRegister(of: change, to: hlc)
         _ = try tx.appendLocalOperation(try ReplicationLogCoding.userState(change), origin: configuration.nodeID, hlc: hlc)
     }
