@@ -46,11 +46,12 @@ public struct Hello: Hashable, Sendable {
     }
 }
 
-/// WELCOME (0x0002), node -> client: the chosen version and features.
+/// WELCOME (0x0002), node -> client: the chosen version and features, and which node of
+/// which cluster answers.
 /// ```
-/// +---------------+----------------+--------------+----------------------+----------------------+
-/// | version (u16) | features (u64) | node (u64)   | server time (svarint)| max frame size (u32) |
-/// +---------------+----------------+--------------+----------------------+----------------------+
+/// +---------------+----------------+--------------+----------------------+----------------------+-------------------+
+/// | version (u16) | features (u64) | node (u64)   | server time (svarint)| max frame size (u32) | cluster (string)  |
+/// +---------------+----------------+--------------+----------------------+----------------------+-------------------+
 /// ```
 public struct Welcome: Hashable, Sendable {
     public var version: UInt16
@@ -59,13 +60,16 @@ public struct Welcome: Hashable, Sendable {
     public var serverTime: Timestamp
     /// The largest payload the node accepts (at most 4 MiB).
     public var maxFrameSize: UInt32
+    /// The cluster the node belongs to (SPEC §6.5; a node alone names its configured one).
+    public var cluster: String
 
-    public init(version: UInt16, features: FeatureSet, nodeID: NodeID, serverTime: Timestamp, maxFrameSize: UInt32) {
+    public init(version: UInt16, features: FeatureSet, nodeID: NodeID, serverTime: Timestamp, maxFrameSize: UInt32, cluster: String = "lamina") {
         self.version = version
         self.features = features
         self.nodeID = nodeID
         self.serverTime = serverTime
         self.maxFrameSize = maxFrameSize
+        self.cluster = cluster
     }
 }
 
@@ -281,6 +285,7 @@ extension Welcome {
         b.writeInteger(nodeID.rawValue, as: UInt64.self)
         b.writeTimestamp(serverTime)
         b.writeInteger(maxFrameSize, as: UInt32.self)
+        try b.writeString(cluster, max: WireLimits.default.maxTextBytes, "the cluster name")
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Welcome {
@@ -289,7 +294,8 @@ extension Welcome {
         let node = NodeID(try b.readU64("the node id"))
         let time = try b.readTimestamp("the server time")
         let maxFrame = try b.readU32("the maximum frame size")
-        return Welcome(version: version, features: features, nodeID: node, serverTime: time, maxFrameSize: maxFrame)
+        let cluster = try b.readString(max: limits.maxTextBytes, "the cluster name")
+        return Welcome(version: version, features: features, nodeID: node, serverTime: time, maxFrameSize: maxFrame, cluster: cluster)
     }
 }
 

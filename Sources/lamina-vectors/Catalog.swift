@@ -45,7 +45,7 @@ let validVectors: [ValidVector] = [
     .init(name: "hello-version-range", description: "HELLO offering versions 1 to 3 and an unknown feature bit 63.",
           frame: .hello(Hello(minVersion: 1, maxVersion: 3, features: FeatureSet(rawValue: 1 << 63 | 0x0F), agent: ""))),
     .init(name: "welcome", description: "WELCOME choosing version 1.",
-          frame: .welcome(Welcome(version: 1, features: [.changeBatches, .typingIndicators], nodeID: NodeID(0x1234_5678_9ABC_DEF0), serverTime: t0, maxFrameSize: 4_194_304))),
+          frame: .welcome(Welcome(version: 1, features: [.changeBatches, .typingIndicators], nodeID: NodeID(0x1234_5678_9ABC_DEF0), serverTime: t0, maxFrameSize: 4_194_304, cluster: "eu-1"))),
     .init(name: "nonce-request", description: "NONCE_REQUEST.",
           frame: .nonceRequest(NonceRequest(requestID: u(1)))),
     .init(name: "nonce", description: "NONCE answering request 1, valid for 10 minutes.",
@@ -181,6 +181,15 @@ let validVectors: [ValidVector] = [
           frame: .replicate(Replicate(operations: [
               ReplicatedOperation(origin: NodeID(1), counter: 121, hlc: hlc(1_767_225_600_000, 0, 1), event: .messageCreated(sampleMessage)),
               ReplicatedOperation(origin: NodeID(1), counter: 122, hlc: hlc(1_767_225_600_001, 0, 1), event: .metadataChanged(MetadataChanged(conversationID: conversation1, keyPath: try! MetadataKeyPath(["title"]), value: .string("Dinner"), by: user("bob"), at: hlc(1_767_225_600_001, 0, 1)))),
+          ]))),
+    .init(name: "replicate-user-state", description: "REPLICATE of changes of users' state (kinds 64-67): an identity set, a block, a badge, a session revocation, an identity deleted.",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(2), counter: 8, hlc: hlc(1_767_225_600_010, 0, 2), payload: .user(.identity(IdentityChange(
+                  user: user("alice"), identity: .init(values: ["display_name": "Alice", "email_address": "alice@example.com"], metadata: ["team": "blue"]))))),
+              ReplicatedOperation(origin: NodeID(2), counter: 9, hlc: hlc(1_767_225_600_011, 0, 2), payload: .user(.block(BlockChange(blocker: user("alice"), blocked: user("mallory"), blocking: true)))),
+              ReplicatedOperation(origin: NodeID(2), counter: 10, hlc: hlc(1_767_225_600_012, 0, 2), payload: .user(.badge(BadgeChange(user: user("bob"), externalUnreadCount: 3)))),
+              ReplicatedOperation(origin: NodeID(2), counter: 11, hlc: hlc(1_767_225_600_013, 0, 2), payload: .user(.sessionsRevoked(user("bob")))),
+              ReplicatedOperation(origin: NodeID(2), counter: 12, hlc: hlc(1_767_225_600_014, 1, 2), payload: .user(.identity(IdentityChange(user: user("carol"), identity: nil)))),
           ]))),
     .init(name: "peer-ack", description: "PEER_ACK.",
           frame: .peerAck(PeerAck(vector: VersionVector([NodeID(1): 122, NodeID(2): 7])))),

@@ -25,6 +25,9 @@ public struct LaminaConfiguration: Hashable, Sendable {
     /// nothing (`LaminaClient.fetchHistory` on demand), or a history policy. Only used
     /// when the node offers history fetch.
     public var historyOnJoin: HistoryPolicy? = nil
+    /// The cluster the node must belong to (its WELCOME names it, SPEC §5.1); nil: any. A node
+    /// of another cluster ends the connection with `wrong-cluster`, and the client stops.
+    public var cluster: String? = nil
 
     public init(nodeURL: URL, trust: Trust, dataDirectory: URL, agent: String = "lamina-swift/1", reconnect: ReconnectPolicy = ReconnectPolicy()) {
         self.nodeURL = nodeURL

@@ -13,6 +13,8 @@ public actor SyncEngine {
     let policy: ReconnectPolicy
     let environment: SyncEnvironment
     let agent: String
+    /// The cluster the node must belong to (nil: any).
+    let cluster: String?
     let historyOnJoin: HistoryPolicy?
     private let continuation: AsyncStream<SyncEvent>.Continuation
     /// Every state change, authentication, typing indicator, reconnect and failure.
@@ -27,7 +29,7 @@ public actor SyncEngine {
 
     public init(store: LocalStore, connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider,
                 policy: ReconnectPolicy = ReconnectPolicy(), environment: SyncEnvironment = .live, agent: String = "lamina-swift/1",
-                historyOnJoin: HistoryPolicy? = nil) throws(ClientError) {
+                historyOnJoin: HistoryPolicy? = nil, cluster: String? = nil) throws(ClientError) {
         try policy.validate()
         self.store = store
         self.connector = connector
@@ -36,6 +38,7 @@ public actor SyncEngine {
         self.environment = environment
         self.agent = agent
         self.historyOnJoin = historyOnJoin
+        self.cluster = cluster
         (events, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(Self.eventBufferLimit))
     }
 
@@ -106,7 +109,7 @@ public actor SyncEngine {
                 self.channel = channel
                 if Task.isCancelled { await channel.close(); break }
                 let session = SyncSession(store: store, channel: channel, identityToken: identityToken,
-                                          environment: environment, agent: agent, historyOnJoin: historyOnJoin, onEvent: emit)
+                                          environment: environment, agent: agent, historyOnJoin: historyOnJoin, cluster: cluster, onEvent: emit)
                 self.session = session
                 end = await session.run()
                 if await session.reachedLive { attempt = 0 }
@@ -122,7 +125,7 @@ public actor SyncEngine {
             }
             if Task.isCancelled { break }
             switch end {
-            case .authenticationFailed(let error), .syncRefused(let error):
+            case .authenticationFailed(let error), .syncRefused(let error), .wrongCluster(let error):
                 emit(.failed(error))
                 task = nil
                 return

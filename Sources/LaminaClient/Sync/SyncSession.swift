@@ -47,6 +47,8 @@ public enum SyncSessionEnd: Hashable, Sendable {
     case syncRefused(ClientError)
     /// The session was ended for good on the node (END_SESSION, SPEC §5.8): do not reconnect.
     case signedOut
+    /// The node belongs to another cluster than the client's (WELCOME, SPEC §5.1): do not reconnect.
+    case wrongCluster(ClientError)
 }
 
 /// One session over one `FrameChannel`: the client side of SPEC §5–§7. It applies the
@@ -64,6 +66,8 @@ public actor SyncSession {
     let identityToken: IdentityTokenProvider
     let environment: SyncEnvironment
     let agent: String
+    /// The cluster the node must belong to (nil: any).
+    let cluster: String?
     let historyOnJoin: HistoryPolicy?
     let onEvent: @Sendable (SyncEvent) -> Void
 
@@ -89,13 +93,14 @@ public actor SyncSession {
 
     public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
                 environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
-                onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }) {
+                cluster: String? = nil, onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }) {
         self.store = store
         self.channel = channel
         self.identityToken = identityToken
         self.environment = environment
         self.agent = agent
         self.historyOnJoin = historyOnJoin
+        self.cluster = cluster
         self.onEvent = onEvent
     }
 
@@ -172,6 +177,10 @@ public actor SyncSession {
         try await channel.send(.hello(Hello(agent: agent)))
         guard case .welcome(let welcome) = try await handshakeFrame() else {
             throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer HELLO with WELCOME")))
+        }
+        if let cluster, welcome.cluster != cluster {
+            throw SessionEnding(end: .wrongCluster(ClientError(
+                .wrongCluster, "node \(String(welcome.nodeID.rawValue, radix: 16)) belongs to cluster \"\(welcome.cluster)\", this client is configured for \"\(cluster)\"")))
         }
         features = welcome.features
         node = welcome.nodeID

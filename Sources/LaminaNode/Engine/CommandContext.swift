@@ -15,6 +15,8 @@ struct CommandContext {
     /// Set when the command is answered with this error although what it wrote commits
     /// (a distinct creation refused for its metadata still records its alias).
     var refusal: DistinctConflict?
+    /// What replicated user-state changes require of the engine after the commit.
+    var userStateEffects: [UserStateEffect] = []
     /// Whether the command has written anything (a send that fails before it may be a retry,
     /// answered from what the first attempt stored).
     private(set) var startedWriting = false

@@ -21,6 +21,9 @@ public final class NodeEngine: Sendable {
     let typingExpiry = TypingExpiry()
     /// Moves after every commit that may have grown the replication log (peer links wait on it).
     let replicationSignal = ReplicationSignal()
+    /// Moves after a commit of replicated messages that reference rich content this node may
+    /// lack (the peer content fetcher waits on it).
+    let contentSignal = ReplicationSignal()
     /// Webhook events written in the commands' transactions (Delivery/).
     let webhooks = WebhookOutbox()
     /// Pushes written in the sends' transactions for devices without a live session (Delivery/).

@@ -357,7 +357,7 @@ public final class NodeSession: Sendable {
         }
         send(.welcome(Welcome(
             version: version, features: features, nodeID: engine.configuration.nodeID,
-            serverTime: .now(), maxFrameSize: UInt32(clamping: engine.configuration.maxFrameSize)
+            serverTime: .now(), maxFrameSize: UInt32(clamping: engine.configuration.maxFrameSize), cluster: engine.configuration.cluster
         )))
     }
 }

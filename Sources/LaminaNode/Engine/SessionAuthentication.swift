@@ -168,7 +168,13 @@ extension NodeEngine {
     /// Returns how many sessions were revoked.
     @discardableResult
     public func revokeSessions(of user: UserID) async throws -> Int {
-        let revoked = try await store.write { tx in try tx.revokeSessions(of: user, at: .now()) }
+        let revoked = try await store.write { [self] tx -> Int in
+            let revoked = try tx.revokeSessions(of: user, at: .now())
+            // Every node revokes the sessions it authenticated before this (SPEC §6.5).
+            try recordUserState(.sessionsRevoked(user), in: tx)
+            return revoked
+        }
+        replicationSignal.notify()
         for session in registry.all() where session.state.withLock({ $0.auth?.user == user }) {
             session.fail(WireError(.sessionRevoked, "every session of the user was revoked"))
         }

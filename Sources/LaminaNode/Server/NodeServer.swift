@@ -94,11 +94,13 @@ public final class NodeServer: Sendable {
         var engineConfiguration = NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders)
         engineConfiguration.maxFrameSize = min(configuration.limits.maxFrameSize, WireLimits.protocolMaxFrameSize)
         engineConfiguration.commandBudget = configuration.resources.commandBudget
+        engineConfiguration.cluster = configuration.peers.cluster
         let engine = try NodeEngine(store: store, configuration: engineConfiguration)
         let content: ContentService
         do {
             content = try ContentService(
-                store: store, dataDirectory: prepared.dataDirectory, settings: configuration.content, logger: logger)
+                store: store, dataDirectory: prepared.dataDirectory, settings: configuration.content, logger: logger,
+                arrivals: ContentArrivals { engine.contentSignal.notify() })
         } catch {
             await engine.shutdown()
             try? store.close()
@@ -196,7 +198,7 @@ public final class NodeServer: Sendable {
         var peers: PeerService?
         if configuration.peers.enabled {
             do {
-                peers = try await PeerService.start(engine: engine, settings: configuration.peers, group: group, logger: logger)
+                peers = try await PeerService.start(engine: engine, content: content, settings: configuration.peers, group: group, logger: logger)
             } catch {
                 await peers?.shutdown()
                 try? await transport.shutdown()

@@ -40,6 +40,9 @@ enum StorageSchema {
         migrator.registerMigration("v9-push-notifications") { db in
             for statement in push { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v10-replicated-state") { db in
+            for statement in replicatedState { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -388,5 +391,30 @@ extension StorageSchema {
         """,
         "CREATE UNIQUE INDEX push_queue_once ON push_queue(message_id, user_id, device)",
         "CREATE INDEX push_queue_due ON push_queue(kind, next_attempt_at)",
+    ]
+
+    /// Peer replication's own state (SPEC §6.5): operations parked until the conversation they
+    /// name is held here (they are in `replication_log`; this names them by conversation), and
+    /// the last-writer-wins registers of the state about users (identities, blocks, badges,
+    /// session revocations): per kind and key, the HLC reading of the write that holds.
+    static let replicatedState: [String] = [
+        """
+        CREATE TABLE user_state_registers (
+            kind INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            hlc_physical INTEGER NOT NULL,
+            hlc_logical INTEGER NOT NULL,
+            hlc_node INTEGER NOT NULL,
+            PRIMARY KEY (kind, key)
+        ) STRICT, WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE replication_parked (
+            conversation_id BLOB NOT NULL CHECK (length(conversation_id) = 16),
+            origin_node INTEGER NOT NULL,
+            counter INTEGER NOT NULL CHECK (counter > 0),
+            PRIMARY KEY (conversation_id, origin_node, counter)
+        ) STRICT, WITHOUT ROWID
+        """,
     ]
 }
