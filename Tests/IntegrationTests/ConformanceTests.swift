@@ -11,7 +11,7 @@ import Testing
 @Suite struct ConformanceTests {
     @Test func everyRowOfTheSessionStateTableIsAnsweredAsSpecified() async throws {
         let node = try await TestNode.start("conformance")
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = try BuiltProduct.url("lamina-conformance")
         process.arguments = [
             "--node", node.server.url, "--ca", node.server.prepared.certificatePath, "--node-data", node.configuration.dataDirectory,
@@ -21,7 +21,7 @@ import Testing
         process.standardError = output
         let loop = Fixtures.group.next()
         let finished = PromiseBox(loop.makePromise(of: (Int32, String).self))
-        try ProcessLaunch.run(process)
+        try process.run()
         defer { if process.isRunning { process.terminate() } }
         let reader = output.fileHandleForReading
         Thread.detachNewThread {
