@@ -99,7 +99,8 @@ import Testing
         #expect(ChangeDecoder.remoteChange(.messageStatusChanged(MessageStatusChanged(conversationID: cid, messageID: m.id, user: bob, status: .read)), receivedAt: received) == .recipientStatus(m.id, user: bob, status: .read))
         #expect(ChangeDecoder.remoteChange(.conversationDeleted(ConversationDeleted(conversationID: cid, mode: .allParticipants, below: at, by: bob)), receivedAt: received) == .messagesDeleted(cid, below: at))
         #expect(ChangeDecoder.remoteChange(.messageDeleted(MessageDeleted(conversationID: cid, messageID: mid, mode: .myDevices, by: alice)), receivedAt: received) == .messageDeleted(mid))
-        #expect(ChangeDecoder.remoteChange(.conversationUpdated(ConversationUpdated(conversationID: cid, isDistinct: true, deliveryReceiptsEnabled: true, messageCount: 1, unreadCount: 0)), receivedAt: received) == nil)
+        #expect(ChangeDecoder.remoteChange(.conversationUpdated(ConversationUpdated(conversationID: cid, isDistinct: true, deliveryReceiptsEnabled: true, messageCount: 1, unreadCount: 0)), receivedAt: received)
+                == .counts(cid, NodeCounts(messages: 1, unread: 0), isDistinct: true, deliveryReceiptsEnabled: true))
     }
 
     @Test func acksCompleteAndErrorsFailOrRetryByCode() {

@@ -109,6 +109,13 @@ extension LaminaClient {
         outboxDidChange()
     }
 
+    /// The user's unread messages over all conversations, right whatever part of the history
+    /// this device holds (each conversation's `totalNumberOfUnreadMessages`, from the node).
+    public func totalNumberOfUnreadMessages() throws(ClientError) -> Int { try store.totalNumberOfUnreadMessages() }
+
+    /// How many conversations have unread messages (a badge's other number).
+    public func numberOfConversationsWithUnreadMessages() throws(ClientError) -> Int { try store.numberOfConversationsWithUnreadMessages() }
+
     // MARK: helpers
 
     func existingConversation(_ id: ConversationID) throws(ClientError) -> StoredConversation {

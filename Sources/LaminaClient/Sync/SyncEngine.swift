@@ -14,6 +14,7 @@ public actor SyncEngine {
     let environment: SyncEnvironment
     let agent: String
     let historyOnJoin: HistoryPolicy?
+    let synchronization: SynchronizationPolicy
     private let continuation: AsyncStream<SyncEvent>.Continuation
     /// Every state change, authentication, typing indicator, reconnect and failure.
     public nonisolated let events: AsyncStream<SyncEvent>
@@ -27,8 +28,10 @@ public actor SyncEngine {
 
     public init(store: LocalStore, connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider,
                 policy: ReconnectPolicy = ReconnectPolicy(), environment: SyncEnvironment = .live, agent: String = "lamina-swift/1",
-                historyOnJoin: HistoryPolicy? = nil) throws(ClientError) {
+                historyOnJoin: HistoryPolicy? = nil, synchronization: SynchronizationPolicy = .feedReplay) throws(ClientError) {
         try policy.validate()
+        try synchronization.validate()
+        self.synchronization = synchronization
         self.store = store
         self.connector = connector
         self.identityToken = identityToken
@@ -99,7 +102,8 @@ public actor SyncEngine {
                 self.channel = channel
                 if Task.isCancelled { await channel.close(); break }
                 let session = SyncSession(store: store, channel: channel, identityToken: identityToken,
-                                          environment: environment, agent: agent, historyOnJoin: historyOnJoin, onEvent: emit)
+                                          environment: environment, agent: agent, historyOnJoin: historyOnJoin,
+                                          synchronization: synchronization, onEvent: emit)
                 self.session = session
                 end = await session.run()
                 if await session.reachedLive { attempt = 0 }
