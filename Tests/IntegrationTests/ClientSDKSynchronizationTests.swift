@@ -202,6 +202,9 @@ import Testing
         // the read comes back through the feed (a later message shows the feed got that far).
         try alice.markAsRead(fresh)
         #expect(try alice.conversation(target.id)?.totalNumberOfUnreadMessages == target.unread)
+        try await ResourceLimitTests.eventuallyAsync("alice's read on the node", timeout: .seconds(60)) {
+            (try? await node.server.store.read { r in try r.message(fresh)?.message.recipientStatus[Self.alice] }) == .read
+        }
         let marker = try bob.send(bob.newMessage(parts: [MessagePart.with(text: "after the read")]), in: target.id).id
         try await ClientHarness.waitUntil(alice, "the message after the read") { try alice.message(marker) != nil }
         #expect(try alice.conversation(target.id)?.totalNumberOfUnreadMessages == target.unread + 1)
@@ -223,6 +226,9 @@ import Testing
         }
         // Adding carol makes the conversation's counts known to her at once, and tells alice.
         try bob.addParticipants([Self.carol], to: target.id)
+        try await ResourceLimitTests.eventuallyAsync("carol added on the node", timeout: .seconds(60)) {
+            (try? await node.server.store.read { r in try r.participants(of: target.id) })?.contains(Self.carol) == true
+        }
         let (carol, _) = try await Self.syncedDevice(.lastMessages(1), on: node, user: Self.carol)
         let carolView = try #require(try carol.conversation(target.id))
         #expect(carolView.totalNumberOfMessages == target.messages.count + 1)
@@ -293,13 +299,20 @@ import Testing
         try await ClientHarness.waitUntil(stayed, "the last change at the device that stayed") {
             try stayed.message(last) != nil && stayed.conversation(seeded[3].id)?.totalNumberOfUnreadMessages == 0
         }
+        // The read reached the node (the device counted it at once, before sending it).
+        try await ResourceLimitTests.eventuallyAsync("alice's read on the node", timeout: .seconds(60)) {
+            (try? await node.server.store.read { r in try r.readUpTo(conversation: seeded[3].id, user: Self.alice) }) != nil
+        }
 
         // The pruner, a month on: the away device was not seen since, so alice's feed goes.
         let pruned = try await node.server.pruner.run(now: ClientSDKSynchronizationTests.monthLater())
         #expect(pruned.feedEntries > 0)
-        let head = try await node.server.store.read { r in try r.feedHead(of: Self.alice) }
-        #expect(try await node.server.store.read { r in try r.feed(of: Self.alice, after: 0, limit: 1) }.isEmpty)
-        #expect(head > 0)
+        // The away device's cursor is below what the feed keeps now.
+        let awayCursor = try #require(try away.store.syncCursor())
+        let oldest = try await node.server.store.read { r in try r.feed(of: Self.alice, after: 0, limit: 1) }.first
+        #expect(awayCursor > 0)
+        #expect(oldest.map { $0.seq > awayCursor + 1 } ?? true)
+        #expect(try await node.server.store.read { r in try r.feedHead(of: Self.alice) } > awayCursor)
 
         try await ClientHarness.connect(away, on: node)
         try await events.wait("the snapshot at the device that was away", timeout: .seconds(120)) {
@@ -314,6 +327,30 @@ import Testing
         #expect(try Self.state(of: away) == expected)
         try await away.close()
         try await stayed.close()
+        await bobRaw.close()
+        await node.stop()
+    }
+
+    @Test func anEmptySnapshotStillEndsTheFirstSyncAndDropsWhatWasDeleted() async throws {
+        let node = try await TestNode.start("sdk-sync-empty-snapshot")
+        let seeded = try await Self.seed(node, conversations: 1, messages: 3)
+        let (away, events) = try await Self.syncedDevice(.lastMessages(1), on: node)
+        #expect(try away.conversation(seeded[0].id) != nil)
+        await away.disconnect()
+        let lives = events.all.filter { $0 == .state(.live) }.count
+        try await ClientHarness.connect(away, on: node)
+        try await events.wait("the away device live again") { $0.filter { $0 == .state(.live) }.count > lives }
+        await away.disconnect()
+        // Bob deletes the only conversation for everyone; the pruner drops alice's feed.
+        let bobRaw = try await node.session(Self.bob, device: UUID())
+        let request = UUID()
+        try await bobRaw.command(.deleteConversation(DeleteConversation(requestID: request, conversationID: seeded[0].id, mode: .allParticipants)), id: request)
+        #expect(try await node.server.pruner.run(now: Self.monthLater()).feedEntries > 0)
+        try await ClientHarness.connect(away, on: node)
+        try await events.wait("the empty snapshot's end", timeout: .seconds(120)) { $0.contains(.snapshotSynced(conversations: 0, failed: 0)) }
+        #expect(try away.conversation(seeded[0].id) == nil)
+        #expect(try away.totalNumberOfUnreadMessages() == 0)
+        try await away.close()
         await bobRaw.close()
         await node.stop()
     }

@@ -18,6 +18,9 @@ struct SnapshotSync {
     var outstanding: [UUID: ConversationID] = [:]
     var failed = 0
     var started = false
+    /// Whether feed entries (seq > 0) came before the SYNC's ACK: then it was a backlog, not
+    /// a snapshot (a snapshot of no conversation is told by the ACK's cursor moving without any).
+    var sawFeedEntries = false
 
     init(cursorBefore: UInt64 = 0) { self.cursorBefore = cursorBefore }
 
@@ -33,10 +36,11 @@ extension SyncSession {
     /// the app's own `fetchHistory`).
     static let maxSnapshotFetches = 8
 
-    /// After the SYNC's ACK: when a snapshot came, drops what it says is gone (a device whose
-    /// cursor was pruned) and starts filling its conversations by the policy.
-    func startSnapshotFetches() async throws {
-        guard !snapshot.started, !snapshot.conversations.isEmpty else { return }
+    /// After the SYNC's ACK (its cursor `acked`): when a snapshot came, drops what it says is
+    /// gone (a device whose cursor was pruned) and starts filling its conversations by the policy.
+    func startSnapshotFetches(acked: UInt64) async throws {
+        let empty = !snapshot.sawFeedEntries && acked > snapshot.cursorBefore
+        guard !snapshot.started, !snapshot.conversations.isEmpty || empty else { return }
         snapshot.started = true
         if snapshot.cursorBefore > 0 {
             try store.dropConversations(notIn: Set(snapshot.conversations))

@@ -268,7 +268,7 @@ public actor SyncSession {
             reachedLive = true
             enter(.live)
             try await flushOutbox()
-            try await startSnapshotFetches()
+            try await startSnapshotFetches(acked: ack.cursor ?? 0)
         case .ack:
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
         case .error(let e) where e.requestID == syncID && e.code != .authenticationRequired && !Self.sessionCodes.contains(e.code):
@@ -308,7 +308,10 @@ public actor SyncSession {
         let decoded = ChangeDecoder.decode(entries, after: cursor, localUser: store.localUser, receivedAt: environment.now())
         for t in decoded.typing { onEvent(.typing(t)) }
         noteHistory(entries)
-        if state == .syncing { snapshot.received(decoded.unsequencedConversations) }
+        if state == .syncing {
+            snapshot.received(decoded.unsequencedConversations)
+            if decoded.cursor != nil || decoded.duplicatesSkipped > 0 { snapshot.sawFeedEntries = true }
+        }
         let receipts = try receiptEntries(for: decoded)
         let joined = try newConversations(in: decoded).filter { !snapshot.contains($0) }
         if !decoded.changes.isEmpty || decoded.cursor != nil || !receipts.isEmpty {
