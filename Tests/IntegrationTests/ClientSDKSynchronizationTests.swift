@@ -216,6 +216,15 @@ import Testing
         try await ClientHarness.waitUntil(alice, "every message read") {
             try alice.conversation(target.id)?.totalNumberOfUnreadMessages == 0
         }
+        // Also when none of the unread ones is held here: another conversation, last message held.
+        let other = seeded[1]
+        #expect(try alice.messages(in: other.id).allSatisfy { !$0.isUnread })  // its own and one read one by one
+        #expect(try alice.conversation(other.id)?.totalNumberOfUnreadMessages == other.unread)
+        #expect(other.unread > 0)
+        try alice.markAllMessagesAsRead(in: other.id)
+        try await ClientHarness.waitUntil(alice, "every message of the other conversation read") {
+            try alice.conversation(other.id)?.totalNumberOfUnreadMessages == 0
+        }
         // A deletion for everyone of a message alice's device does not hold: the node says.
         let old = target.messages[3]
         #expect(try alice.message(old.id) == nil)
