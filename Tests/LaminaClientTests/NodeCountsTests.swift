@@ -59,6 +59,23 @@ import Testing
         }
     }
 
+    @Test func conversationsWaitingForTheirPolicyFillSurviveAReopen() async throws {
+        try await withTemporaryDirectory { dir in
+            let location = StoreLocation(dataDirectory: dir, user: alice)
+            let ids = (0..<3).map { _ in ConversationID.random() }
+            do {
+                let store = try LocalStore(location: location)
+                #expect(try store.pendingPolicyFills().isEmpty)
+                try store.setPendingPolicyFills(ids)
+                try store.removePendingPolicyFill(ids[1])
+                try store.close()
+            }
+            let store = try LocalStore(location: location)
+            defer { try? store.close() }
+            #expect(try store.pendingPolicyFills() == [ids[0], ids[2]])
+        }
+    }
+
     @Test func aStoreTheNodeNeverToldCountsWhatItHolds() async throws {
         try await withStore { store in
             let c = try conversation([alice, bob])

@@ -46,3 +46,41 @@ extension LocalStore {
         }
     }
 }
+
+extension LocalStore {
+    /// The conversations of a snapshot still waiting to be filled by the synchronization
+    /// policy (kept across sessions: a first sync cut short resumes on the next one).
+    public func pendingPolicyFills() throws(ClientError) -> [ConversationID] {
+        try read { db in
+            guard let blob = try Data.fetchOne(db, sql: "SELECT value FROM store_info WHERE key = 'policy_fills'") else { return [] }
+            return stride(from: 0, to: blob.count - blob.count % 16, by: 16).map { offset in
+                ConversationID(uuid: StoreCoding.uuid(blob.subdata(in: blob.startIndex + offset..<blob.startIndex + offset + 16)))
+            }
+        }
+    }
+
+    /// Replaces the conversations waiting to be filled.
+    public func setPendingPolicyFills(_ ids: [ConversationID]) throws(ClientError) {
+        try write { ctx in try Self.storePolicyFills(ids, ctx.db) }
+    }
+
+    /// One conversation is filled (or cannot be): it no longer waits.
+    public func removePendingPolicyFill(_ id: ConversationID) throws(ClientError) {
+        try write { ctx in
+            let blob = try Data.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'policy_fills'") ?? Data()
+            let key = StoreCoding.blob(id)
+            var kept: [Data] = []
+            for offset in stride(from: 0, to: blob.count - blob.count % 16, by: 16) {
+                let one = blob.subdata(in: blob.startIndex + offset..<blob.startIndex + offset + 16)
+                if one != key { kept.append(one) }
+            }
+            try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('policy_fills', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                               arguments: [kept.reduce(Data(), +)])
+        }
+    }
+
+    private static func storePolicyFills(_ ids: [ConversationID], _ db: Database) throws {
+        try db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('policy_fills', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                       arguments: [ids.map { StoreCoding.blob($0) }.reduce(Data(), +)])
+    }
+}

@@ -37,17 +37,27 @@ extension SyncSession {
     static let maxSnapshotFetches = 8
 
     /// After the SYNC's ACK (its cursor `acked`): when a snapshot came, drops what it says is
-    /// gone (a device whose cursor was pruned) and starts filling its conversations by the policy.
+    /// gone (a device whose cursor was pruned) and starts filling its conversations by the
+    /// policy; else resumes a fill a previous session left unfinished (kept in the store).
     func startSnapshotFetches(acked: UInt64) async throws {
+        guard !snapshot.started else { return }
         let empty = !snapshot.sawFeedEntries && acked > snapshot.cursorBefore
-        guard !snapshot.started, !snapshot.conversations.isEmpty || empty else { return }
-        snapshot.started = true
-        if snapshot.cursorBefore > 0 {
-            try store.dropConversations(notIn: Set(snapshot.conversations))
+        let canFill = synchronization.historyPolicy != nil && features.contains(.historyFetch)
+        if !snapshot.conversations.isEmpty || empty {
+            if snapshot.cursorBefore > 0 {
+                try store.dropConversations(notIn: Set(snapshot.conversations))
+            }
+            // The latest conversations first: the snapshot lists them oldest first.
+            snapshot.queue = canFill ? snapshot.conversations.reversed() : []
+            try store.setPendingPolicyFills(snapshot.queue)
+        } else {
+            let pending = try store.pendingPolicyFills()
+            guard !pending.isEmpty, canFill else { return }
+            snapshot.received(pending)
+            snapshot.queue = pending
+            snapshot.cursorBefore = 0  // what the cut-short session dropped stays dropped; nothing more to compare
         }
-        // The latest conversations first: the snapshot lists them oldest first.
-        snapshot.queue = snapshot.conversations.reversed()
-        if synchronization.historyPolicy == nil || !features.contains(.historyFetch) { snapshot.queue = [] }
+        snapshot.started = true
         try await continueSnapshot()
     }
 
@@ -71,17 +81,22 @@ extension SyncSession {
         }
     }
 
-    /// A snapshot fetch was answered: for a device that held the conversation before, the
+    /// A snapshot fetch was answered: the conversation no longer waits (unless the stream ended
+    /// first: the next session fetches it). For a device that held the conversation before, the
     /// messages it holds between the oldest and newest the answer returned that the answer left
     /// out were deleted on the node meanwhile, and go here too.
     func finishSnapshotFetch(_ id: UUID, _ result: Result<Void, ClientError>, received: [MessageID]) throws {
         guard let conversation = snapshot.outstanding.removeValue(forKey: id) else { return }
-        guard case .success = result else {
-            snapshot.failed += 1
+        switch result {
+        case .failure(let error) where error.code == .disconnected:
             return
+        case .failure:
+            snapshot.failed += 1
+        case .success:
+            if snapshot.cursorBefore > 0, !received.isEmpty {
+                try store.dropMessages(in: conversation, notIn: received)
+            }
         }
-        if snapshot.cursorBefore > 0, !received.isEmpty {
-            try store.dropMessages(in: conversation, notIn: received)
-        }
+        try store.removePendingPolicyFill(conversation)
     }
 }
