@@ -364,6 +364,30 @@ import Testing
         await node.stop()
     }
 
+    @Test func aFirstSyncCutShortResumesItsFillsOnTheNextSession() async throws {
+        let node = try await TestNode.start("sdk-sync-resume")
+        let seeded = try await Self.seed(node, conversations: 2, messages: 8)
+        let (first, _) = try await Self.syncedDevice(.lastMessages(1), on: node)
+        let directory = first.configuration.dataDirectory
+        #expect(try first.messages(in: seeded[0].id).count == 1)
+        // As if the session had ended before the node answered the fetch of one conversation.
+        try first.store.setPendingPolicyFills([seeded[0].id])
+        try await first.close()
+        // The same store, next session (its cursor is current: no snapshot); complete history.
+        let again = try ClientHarness.device(Self.alice, on: node) {
+            $0.dataDirectory = directory
+            $0.synchronizationPolicy = .completeHistory
+        }
+        let events = Recorder(again.syncEvents)
+        try await ClientHarness.connect(again, on: node)
+        try await events.wait("the resumed fill", timeout: .seconds(120)) { $0.contains(.snapshotSynced(conversations: 1, failed: 0)) }
+        #expect(try Self.heldIDs(again, seeded[0].id) == seeded[0].messages.map(\.id))
+        #expect(try again.messages(in: seeded[1].id).count == 1)  // not waiting: left as it was
+        #expect(try again.store.pendingPolicyFills().isEmpty)
+        try await again.close()
+        await node.stop()
+    }
+
     static func monthLater() -> Timestamp {
         Timestamp(millisecondsSince1970: Timestamp.now().millisecondsSince1970 + 31 * 24 * 3600 * 1000)
     }
