@@ -20,8 +20,15 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// FETCH_HISTORY frames are accepted.
     public static let historyFetch = FeatureSet(rawValue: 1 << 3)
 
-    /// What this implementation supports.
+    /// SYNC with cursor 0 is answered with a snapshot of the user's conversations (with their
+    /// latest message and counts) instead of the feed from its first entry (SPEC §6.3).
+    public static let snapshots = FeatureSet(rawValue: 1 << 4)
+
+    /// What a client offers by default: every feature but ``snapshots``, which changes what
+    /// SYNC with cursor 0 returns and so is asked for by clients that fetch history by policy.
     public static let all: FeatureSet = [.changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch]
+    /// What this implementation supports (what a node grants): ``all`` and ``snapshots``.
+    public static let supported: FeatureSet = [.all, .snapshots]
 }
 
 /// HELLO (0x0001), client -> node, first frame of a session.

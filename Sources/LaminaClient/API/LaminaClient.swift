@@ -83,7 +83,8 @@ public final class LaminaClient: @unchecked Sendable {
     public func connect(using connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider) async throws(ClientError) {
         let engine = try SyncEngine(store: store, connector: connector, identityToken: identityToken,
                                     policy: configuration.reconnect, environment: environment, agent: configuration.agent,
-                                    historyOnJoin: configuration.historyOnJoin, cluster: configuration.cluster)
+                                    historyOnJoin: configuration.historyOnJoin, cluster: configuration.cluster,
+                                    synchronization: configuration.synchronizationPolicy)
         let previous: SyncEngine? = lock.withLock {
             defer { self.engine = engine }
             return self.engine

@@ -16,6 +16,7 @@ public actor SyncEngine {
     /// The cluster the node must belong to (nil: any).
     let cluster: String?
     let historyOnJoin: HistoryPolicy?
+    let synchronization: SynchronizationPolicy
     private let continuation: AsyncStream<SyncEvent>.Continuation
     /// Every state change, authentication, typing indicator, reconnect and failure.
     public nonisolated let events: AsyncStream<SyncEvent>
@@ -29,8 +30,10 @@ public actor SyncEngine {
 
     public init(store: LocalStore, connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider,
                 policy: ReconnectPolicy = ReconnectPolicy(), environment: SyncEnvironment = .live, agent: String = "lamina-swift/1",
-                historyOnJoin: HistoryPolicy? = nil, cluster: String? = nil) throws(ClientError) {
+                historyOnJoin: HistoryPolicy? = nil, cluster: String? = nil, synchronization: SynchronizationPolicy = .feedReplay) throws(ClientError) {
         try policy.validate()
+        try synchronization.validate()
+        self.synchronization = synchronization
         self.store = store
         self.connector = connector
         self.identityToken = identityToken
@@ -109,7 +112,8 @@ public actor SyncEngine {
                 self.channel = channel
                 if Task.isCancelled { await channel.close(); break }
                 let session = SyncSession(store: store, channel: channel, identityToken: identityToken,
-                                          environment: environment, agent: agent, historyOnJoin: historyOnJoin, cluster: cluster, onEvent: emit)
+                                          environment: environment, agent: agent, historyOnJoin: historyOnJoin, cluster: cluster,
+                                          synchronization: synchronization, onEvent: emit)
                 self.session = session
                 end = await session.run()
                 if await session.reachedLive { attempt = 0 }

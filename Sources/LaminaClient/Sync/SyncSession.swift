@@ -31,6 +31,9 @@ public enum SyncEvent: Hashable, Sendable {
     case sessionExpired
     /// The node refused a command for good; it left the outbox (see `LocalStore.outboxFailures()`).
     case commandFailed(OutboxFailure)
+    /// A snapshot's first sync finished (SPEC §6.3): each of its `conversations` holds what
+    /// the `SynchronizationPolicy` says (`failed` of their fetches were refused or cut short).
+    case snapshotSynced(conversations: Int, failed: Int)
 }
 
 /// How a session ended.
@@ -69,6 +72,7 @@ public actor SyncSession {
     /// The cluster the node must belong to (nil: any).
     let cluster: String?
     let historyOnJoin: HistoryPolicy?
+    let synchronization: SynchronizationPolicy
     let onEvent: @Sendable (SyncEvent) -> Void
 
     public private(set) var state: SyncSessionState = .negotiating
@@ -90,10 +94,14 @@ public actor SyncSession {
     var endRequest: EndSessionRequest?
     /// REGISTER_PUSH_TOKEN frames sent, waiting for their ACK or ERROR.
     var pushTokenRequests: [UUID: PushTokenRequest] = [:]
+    /// The snapshot being received and the fetches that fill its conversations.
+    var snapshot = SnapshotSync()
 
     public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
                 environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
-                cluster: String? = nil, onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }) {
+                cluster: String? = nil, synchronization: SynchronizationPolicy = .feedReplay,
+                onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }) {
+        self.synchronization = synchronization
         self.store = store
         self.channel = channel
         self.identityToken = identityToken
@@ -132,6 +140,7 @@ public actor SyncSession {
         do {
             enter(.syncing)
             cursor = try store.syncCursor(on: node)
+            snapshot = SnapshotSync(cursorBefore: cursor)
             let syncID = UUID()
             try await channel.send(.sync(SyncRequest(requestID: syncID, cursor: cursor)))
             while let frame = try await channel.receive() {
@@ -174,7 +183,8 @@ public actor SyncSession {
 
     private func handshake() async throws {
         enter(.negotiating)
-        try await channel.send(.hello(Hello(agent: agent)))
+        let offered: FeatureSet = synchronization == .feedReplay ? .all : FeatureSet.all.union(.snapshots)
+        try await channel.send(.hello(Hello(features: offered, agent: agent)))
         guard case .welcome(let welcome) = try await handshakeFrame() else {
             throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer HELLO with WELCOME")))
         }
@@ -263,9 +273,11 @@ public actor SyncSession {
             finishPushTokenRequest(e.requestID, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
         case .ack(let ack) where historyRequests[ack.requestID] != nil:
-            finishHistory(ack.requestID, .success(()))
+            try finishHistory(ack.requestID, .success(()))
+            try await continueSnapshot()
         case .error(let e) where e.requestID.map { historyRequests[$0] != nil } ?? false:
-            finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            try finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            try await continueSnapshot()
         case .ack(let ack) where ack.requestID == syncID:
             if let c = ack.cursor, c > cursor {
                 try store.setSyncCursor(c)
@@ -274,6 +286,7 @@ public actor SyncSession {
             reachedLive = true
             enter(.live)
             try await flushOutbox()
+            try await startSnapshotFetches(acked: ack.cursor ?? 0)
         case .ack:
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
         case .error(let e) where e.requestID == syncID && e.code != .authenticationRequired && !Self.sessionCodes.contains(e.code):
@@ -313,8 +326,12 @@ public actor SyncSession {
         let decoded = ChangeDecoder.decode(entries, after: cursor, localUser: store.localUser, receivedAt: environment.now())
         for t in decoded.typing { onEvent(.typing(t)) }
         noteHistory(entries)
+        if state == .syncing {
+            snapshot.received(decoded.unsequencedConversations)
+            if decoded.cursor != nil || decoded.duplicatesSkipped > 0 { snapshot.sawFeedEntries = true }
+        }
         let receipts = try receiptEntries(for: decoded)
-        let joined = try newConversations(in: decoded)
+        let joined = try newConversations(in: decoded).filter { !snapshot.contains($0) }
         if !decoded.changes.isEmpty || decoded.cursor != nil || !receipts.isEmpty {
             try applyTolerant(decoded.changes, cursor: decoded.cursor, outbox: receipts)
             if let c = decoded.cursor { cursor = c }

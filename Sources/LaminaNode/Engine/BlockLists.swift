@@ -18,6 +18,11 @@ final class BlockLists: Sendable {
         }
     }
 
+    /// The users `blocker` blocks (their messages are left out of `blocker`'s counts).
+    func blocked(by blocker: UserID) -> Set<UserID> {
+        lists.withLock { $0[blocker] ?? [] }
+    }
+
     func set(_ blocked: UserID, by blocker: UserID, blocking: Bool) {
         lists.withLock { lists in
             if blocking {

@@ -123,8 +123,9 @@ struct CommandContext {
             return ack
         }
         // The caller's devices learn the conversation they now share as it is (creator,
-        // creation time), even before its first message makes it visible to them.
+        // creation time), even before its first message makes it visible to them, with counts.
         try emit(.conversationCreated(existing), to: [user], conversation: existing.id)
+        try emitCounts(of: existing.id, to: [user])
         return ack
     }
 
@@ -148,6 +149,8 @@ struct CommandContext {
             let event = ParticipantsChanged(conversationID: id, added: operation == .add ? changed : [], removed: operation == .remove ? changed : [],
                                             by: user, at: hlc)
             _ = try announce(event, before: before, after: after)
+            // New participants need their counts, the others the distinct flag it may clear.
+            try emitCounts(of: id, to: after)
             try recordConversationUpdated(id)
         }
         // Every operation is logged, also one that changed nothing here: it still decides
@@ -207,7 +210,9 @@ struct CommandContext {
             return try emit(event, to: participants, conversation: id)
         case (.allParticipants, let below?):
             try tx.deleteMessages(of: id, before: below)
-            return try emit(event, to: participants, conversation: id)
+            let payload = try emit(event, to: participants, conversation: id)
+            try emitCounts(of: id, to: participants)
+            return payload
         }
     }
 
@@ -226,6 +231,8 @@ struct CommandContext {
         guard try tx.raise(marker, to: bound, user: user, conversation: stored.id) else { return }
         let event = StatusUpTo(conversationID: stored.id, user: user, status: marker.status, upTo: bound)
         try replicate(try emit(.statusUpTo(event), to: statusAudience(stored), conversation: stored.id), at: try engine.nextHLC())
+        // A range read moves the reader's unread count by what the range covers: the node counts it.
+        if marker == .read { try emitCounts(of: stored.id, to: [user]) }
     }
 
     mutating func emitStatus(_ status: RecipientStatus, of message: MessageID, in stored: ConversationHeader) throws -> [UInt8] {
@@ -318,7 +325,12 @@ struct CommandContext {
         let message = try message(f.messageID, in: stored.id)
         if message.sender != user {
             let change = try tx.recordStatus(.read, of: message.id, for: user)
-            if change != nil { try replicate(try emitStatus(.read, of: message.id, in: stored), at: try engine.nextHLC()) }
+            if change != nil {
+                try replicate(try emitStatus(.read, of: message.id, in: stored), at: try engine.nextHLC())
+                // The reader's devices count this read themselves, unless the message is one
+                // their counts leave out (its sender is blocked): then the node tells them.
+                if engine.blockLists.blocked(by: user).contains(message.sender) { try emitCounts(of: stored.id, to: [user]) }
+            }
         }
         return Ack(requestID: f.requestID, conversationID: stored.id)
     }
@@ -345,7 +357,9 @@ struct CommandContext {
             return try emit(event, to: [deletion.by], conversation: deletion.conversationID, message: deletion.messageID)
         case .allParticipants:
             try tx.deleteMessage(deletion.messageID)
-            return try emit(event, to: participants, conversation: deletion.conversationID, message: deletion.messageID)
+            let payload = try emit(event, to: participants, conversation: deletion.conversationID, message: deletion.messageID)
+            try emitCounts(of: deletion.conversationID, to: participants)
+            return payload
         }
     }
 

@@ -171,7 +171,8 @@ extension NodeEngine {
 
     /// SYNC: stores the device's cursor, sends every feed entry after it in ascending seq
     /// (batched when the feature is on), then ACK with the cursor reached; the session is live
-    /// from here on. A cursor below the retained feed gets a snapshot of conversations instead.
+    /// from here on. A cursor below the retained feed, or cursor 0 with the snapshots feature,
+    /// gets a snapshot instead (SPEC §6.3): conversations, latest messages, counts.
     private func sync(_ request: SyncRequest, in session: NodeSession, as auth: NodeSession.Auth) async throws {
         let user = auth.user
         let device = auth.device
@@ -182,17 +183,25 @@ extension NodeEngine {
         if request.cursor > 0 {
             try await store.write { tx in _ = try tx.advanceCursor(of: device, user: user, to: request.cursor, at: .now()) }
         }
-        let batches = session.state.withLock { s -> Bool in
+        let (batches, snapshots) = session.state.withLock { s -> (Bool, Bool) in
             s.live = true
-            return s.features.contains(.changeBatches)
+            return (s.features.contains(.changeBatches), s.features.contains(.snapshots))
         }
         var cursor = request.cursor
         let after = cursor
-        let oldest = try await store.read { r in try r.feed(of: user, after: after, limit: 1) }.first
-        if let oldest, oldest.seq > cursor + 1 {
-            let conversations = try await store.read { r in try r.conversations(of: user) }
-            guard await session.sendPaced(FeedCoding.frames(conversations.map { Change(seq: 0, event: .conversationCreated($0.conversation)) }, batches: batches)) else { return }
-            cursor = head
+        // A snapshot for a new device that asks for one (cursor 0 with the snapshots feature),
+        // and for a cursor below what the node keeps of the feed (pruned), whatever it asked.
+        var snapshot = snapshots && cursor == 0 && head > 0
+        if !snapshot, head > cursor {
+            let oldest = try await store.read { r in try r.feed(of: user, after: after, limit: 1) }.first
+            snapshot = oldest.map { $0.seq > after + 1 } ?? true
+        }
+        if snapshot {
+            // Conversations, counts and the head from one read: the feed after the head holds
+            // exactly what the snapshot does not.
+            let taken = try await store.read { r in try r.snapshot(of: user) }
+            guard await session.sendPaced(FeedCoding.frames(taken.changes(), batches: batches)) else { return }
+            cursor = taken.head
         } else {
             cursor = try await sendFeed(of: user, after: cursor, to: session, batches: batches)
         }

@@ -350,7 +350,7 @@ public final class NodeSession: Sendable {
         guard (hello.minVersion...hello.maxVersion).contains(version) else {
             return fail(WireError(.unsupportedVersion, "this node speaks version \(version), the client \(hello.minVersion)...\(hello.maxVersion)"))
         }
-        let features = hello.features.intersection(.all)
+        let features = hello.features.intersection(.supported)
         state.withLock {
             $0.phase = .open
             $0.features = features

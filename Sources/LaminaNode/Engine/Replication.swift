@@ -130,7 +130,9 @@ extension CommandContext {
                 applied.removed.insert(u)
             }
             if !applied.added.isEmpty || !applied.removed.isEmpty {
-                _ = try announce(applied, before: before, after: try tx.read.participants(of: header.id))
+                let after = try tx.read.participants(of: header.id)
+                _ = try announce(applied, before: before, after: after)
+                try emitCounts(of: header.id, to: after)
             }
         case .metadataChanged(var change):
             guard let header = try replicaHeader(change.conversationID) else { break }
@@ -156,11 +158,15 @@ extension CommandContext {
             try announce(message, in: header, isFirst: isFirst)
             logged = ReplicationLogCoding.messageReference(message.id)
         case .messageStatusChanged(let change):
-            guard let header = try replicaHeader(change.conversationID), try tx.read.message(change.messageID) != nil else { break }
-            if try tx.recordStatus(change.status, of: change.messageID, for: change.user) != nil {
+            guard let header = try replicaHeader(change.conversationID), let stored = try tx.read.message(change.messageID) else { break }
+            // A deleted message's status is recorded, but no device holds or counts it any more.
+            if try tx.recordStatus(change.status, of: change.messageID, for: change.user) != nil, !stored.isDeleted {
                 var moved = change
                 moved.conversationID = header.id
                 try emit(.messageStatusChanged(moved), to: statusAudience(header), conversation: header.id, message: change.messageID)
+                if change.status == .read, engine.blockLists.blocked(by: change.user).contains(stored.message.sender) {
+                    try emitCounts(of: header.id, to: [change.user])
+                }
             }
         case .statusUpTo(var change):
             guard let header = try replicaHeader(change.conversationID) else { break }
@@ -168,6 +174,7 @@ extension CommandContext {
             let marker: StatusMarker = change.status == .read ? .read : .delivered
             if try tx.raise(marker, to: change.upTo, user: change.user, conversation: header.id) {
                 try emit(.statusUpTo(change), to: statusAudience(header), conversation: header.id)
+                if marker == .read { try emitCounts(of: header.id, to: [change.user]) }
             }
         case .messageDeleted(var deletion):
             guard let header = try replicaHeader(deletion.conversationID), try tx.read.message(deletion.messageID) != nil else { break }
@@ -205,6 +212,7 @@ extension CommandContext {
                 let audience = try tx.read.participants(of: survivor)
                 try emit(.identifierChanged(IdentifierChanged(from: local.conversation.id, to: survivor)), to: audience, conversation: survivor)
                 try emit(.conversationCreated(merged.conversation), to: audience, conversation: survivor)
+                try emitCounts(of: survivor, to: audience)
             }
             return
         }
