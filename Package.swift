@@ -63,7 +63,8 @@ let package = Package(
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
         // Child processes: one launch at a time, output pipes read without trapping on EINTR.
-        .target(name: "LaminaProcess"),
+        .target(name: "LaminaProcess", dependencies: ["CLaminaSpawn"]),
+        .target(name: "CLaminaSpawn"),
         // What tools on the same machine share with a zero-config node: its default address,
         // its data directory's layout and the dev identity key that mints tokens it accepts.
         // The node and the `lamina` CLI both use it; the CLI never links the node.

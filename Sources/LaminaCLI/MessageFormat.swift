@@ -74,7 +74,7 @@ public struct MessageFormat: Sendable {
         } else {
             line += " — no messages yet"
         }
-        if conversation.unreadMessageCount > 0 { line += " — \(conversation.unreadMessageCount) unread" }
+        if conversation.totalNumberOfUnreadMessages > 0 { line += " — \(conversation.totalNumberOfUnreadMessages) unread" }
         return line
     }
 
@@ -85,7 +85,7 @@ public struct MessageFormat: Sendable {
         let participants = conversation.conversation.participants.sorted().map { Sanitizer.clip($0.rawValue, 64) }
         var lines = [
             "\(number). \(conversation.id)",
-            "   participants: \(participants.joined(separator: ", "))   unread: \(conversation.unreadMessageCount)   messages: \(conversation.totalMessageCount)",
+            "   participants: \(participants.joined(separator: ", "))   unread: \(conversation.totalNumberOfUnreadMessages)   messages: \(conversation.totalNumberOfMessages)",
         ]
         if let last = entry.lastMessage {
             lines.append("   last: \(line(last, participants: conversation.conversation.participants))")

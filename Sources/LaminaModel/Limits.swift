@@ -30,6 +30,12 @@ public enum Limits {
     public static let maxPushStringBytes = 1_024
     /// The most custom data entries in a push configuration.
     public static let maxPushDataEntries = 32
+    /// An APNs device token, in bytes (32 today; Apple reserves the right to lengthen it).
+    public static let apnsTokenBytes = 32...100
+    /// An FCM registration token or a push gateway token, in bytes.
+    public static let maxPushTokenBytes = 1_024
+    /// An APNs topic (the app's bundle id, with a suffix for VoIP and the like), in bytes.
+    public static let maxPushTopicBytes = 255
     /// The longest display name or avatar URL of an identity, in UTF-8 bytes.
     public static let maxIdentityStringBytes = 1_024
 }

@@ -20,6 +20,7 @@ public struct ModelError: LaminaError {
         public static let invalidMetadata = Code(rawValue: "invalid-metadata")
         public static let invalidPushConfiguration = Code(rawValue: "invalid-push-configuration")
         public static let duplicatePart = Code(rawValue: "duplicate-part")
+        public static let invalidPushToken = Code(rawValue: "invalid-push-token")
     }
 
     public var code: Code

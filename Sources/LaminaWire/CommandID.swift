@@ -22,6 +22,7 @@ extension Frame {
         case .authenticate(let f): f.requestID
         case .resumeSession(let f): f.requestID
         case .endSession(let f): f.requestID
+        case .registerPushToken(let f): f.requestID
         default: nil
         }
     }

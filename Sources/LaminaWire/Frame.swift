@@ -18,6 +18,7 @@ public enum Frame: Hashable, Sendable {
     case ack(Ack)
     case error(ErrorFrame)
     case endSession(EndSession)
+    case registerPushToken(RegisterPushToken)
     // Conversations (SPEC §6.1)
     case createConversation(CreateConversation)
     case addParticipants(ParticipantsUpdate)
@@ -59,6 +60,7 @@ public enum Frame: Hashable, Sendable {
         case .ack: .ack
         case .error: .error
         case .endSession: .endSession
+        case .registerPushToken: .registerPushToken
         case .createConversation: .createConversation
         case .addParticipants: .addParticipants
         case .removeParticipants: .removeParticipants
@@ -167,6 +169,7 @@ extension Frame {
         case .ack(let f): f.encode(into: &b)
         case .error(let f): try f.encode(into: &b)
         case .endSession(let f): f.encode(into: &b)
+        case .registerPushToken(let f): try f.encode(into: &b)
         case .createConversation(let f): try f.encode(into: &b)
         case .addParticipants(let f): try f.encode(into: &b)
         case .removeParticipants(let f): try f.encode(into: &b)
@@ -207,6 +210,7 @@ extension Frame {
         case .ack: frame = .ack(try Ack.decode(from: &b, limits))
         case .error: frame = .error(try ErrorFrame.decode(from: &b, limits))
         case .endSession: frame = .endSession(try EndSession.decode(from: &b, limits))
+        case .registerPushToken: frame = .registerPushToken(try RegisterPushToken.decode(from: &b, limits))
         case .createConversation: frame = .createConversation(try CreateConversation.decode(from: &b, limits))
         case .addParticipants: frame = .addParticipants(try ParticipantsUpdate.decode(from: &b, limits))
         case .removeParticipants: frame = .removeParticipants(try ParticipantsUpdate.decode(from: &b, limits))

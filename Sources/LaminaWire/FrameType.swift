@@ -13,6 +13,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case ack = 0x000A
     case error = 0x000B
     case endSession = 0x000C
+    case registerPushToken = 0x000D
 
     case createConversation = 0x0101
     case addParticipants = 0x0102
@@ -54,6 +55,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .ack: "ack"
         case .error: "error"
         case .endSession: "end-session"
+        case .registerPushToken: "register-push-token"
         case .createConversation: "create-conversation"
         case .addParticipants: "add-participants"
         case .removeParticipants: "remove-participants"
@@ -88,7 +90,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .typing, .sync: fixed = 32
         case .markRead, .markAllRead, .deleteConversation, .deleteMessage, .deliveryReceipt, .fetchHistory, .welcome: fixed = 64
         case .ack: fixed = 128
-        case .hello, .error, .peerHello, .deleteMetadata: fixed = 2_048
+        case .hello, .error, .peerHello, .deleteMetadata, .registerPushToken: fixed = 2_048
         case .nonce, .authenticate, .resumeSession: fixed = 8_448
         case .authenticated: fixed = 12_288
         case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage, .updateMessageParts,

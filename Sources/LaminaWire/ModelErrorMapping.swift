@@ -20,6 +20,7 @@ extension WireError.Code {
         case .invalidMetadata: self = .invalidMetadata
         case .invalidPushConfiguration: self = .invalidPushConfiguration
         case .duplicatePart: self = .duplicatePart
+        case .invalidPushToken: self = .invalidPushToken
         default: self = .invalidArgument
         }
     }

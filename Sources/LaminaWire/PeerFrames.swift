@@ -40,7 +40,8 @@ public struct PeerHello: Hashable, Sendable {
 // with none is left out).
 
 /// One operation as replicated between peers: where it originated, its number there,
-/// its clock reading, and what it did (the same events as the change feed).
+/// its clock reading, and what it did (the change feed's events, kinds 0...11, or a change of
+/// a user's state, kinds 64...67).
 /// ```
 /// +--------------+------------------+----------+---------------------+
 /// | origin (u64) | counter (varint) | hlc      | kind + event fields |
@@ -51,13 +52,23 @@ public struct ReplicatedOperation: Hashable, Sendable {
     /// 1, 2, ... per origin.
     public var counter: UInt64
     public var hlc: HLCTimestamp
-    public var event: ChangeEvent
+    public var payload: ReplicatedEvent
 
-    public init(origin: NodeID, counter: UInt64, hlc: HLCTimestamp, event: ChangeEvent) {
+    public init(origin: NodeID, counter: UInt64, hlc: HLCTimestamp, payload: ReplicatedEvent) {
         self.origin = origin
         self.counter = counter
         self.hlc = hlc
-        self.event = event
+        self.payload = payload
+    }
+
+    /// An operation on a conversation.
+    public init(origin: NodeID, counter: UInt64, hlc: HLCTimestamp, event: ChangeEvent) {
+        self.init(origin: origin, counter: counter, hlc: hlc, payload: .change(event))
+    }
+
+    /// The conversation change, when the operation is one.
+    public var event: ChangeEvent? {
+        if case .change(let event) = payload { event } else { nil }
     }
 }
 
@@ -149,7 +160,7 @@ extension Replicate {
             b.writeInteger(op.origin.rawValue, as: UInt64.self)
             b.writeVarint(op.counter)
             b.writeHLC(op.hlc)
-            try op.event.encode(into: &b)
+            try op.payload.encode(into: &b)
         }
     }
 
@@ -162,8 +173,8 @@ extension Replicate {
             let origin = NodeID(try b.readU64("the origin node"))
             let counter = try b.readVarint("the operation counter")
             let hlc = try b.readHLC("the operation clock")
-            let event = try ChangeEvent.decode(from: &b, limits)
-            ops.append(ReplicatedOperation(origin: origin, counter: counter, hlc: hlc, event: event))
+            let payload = try ReplicatedEvent.decode(from: &b, limits)
+            ops.append(ReplicatedOperation(origin: origin, counter: counter, hlc: hlc, payload: payload))
         }
         return Replicate(operations: ops)
     }

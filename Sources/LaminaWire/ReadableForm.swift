@@ -22,10 +22,23 @@ extension Frame {
             o["nodeID"] = .u64(f.nodeID.rawValue)
             o["serverTime"] = .timestamp(f.serverTime)
             o["maxFrameSize"] = .number(Int64(f.maxFrameSize))
+            o["cluster"] = .string(f.cluster)
         case .nonceRequest(let f):
             o["requestID"] = .uuid(f.requestID)
         case .endSession(let f):
             o["requestID"] = .uuid(f.requestID)
+        case .registerPushToken(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["kind"] = .string(f.token?.kind.name ?? "none")
+            switch f.token {
+            case nil: o["token"] = .null; o["topic"] = .null; o["environment"] = .null
+            case .apns(_, let topic, let environment)?:
+                o["token"] = .string(f.token!.tokenText)
+                o["topic"] = .string(topic)
+                o["environment"] = .string(environment.name)
+            case .fcm(let token)?, .gateway(let token)?:
+                o["token"] = .string(token); o["topic"] = .null; o["environment"] = .null
+            }
         case .nonce(let f):
             o["requestID"] = .uuid(f.requestID)
             o["nonce"] = .string(f.nonce)
@@ -141,7 +154,7 @@ extension Frame {
             o["counters"] = .vector(f)
         case .replicate(let f):
             o["operations"] = .array(f.operations.map {
-                .object(["origin": .u64($0.origin.rawValue), "counter": .u64($0.counter), "hlc": .hlc($0.hlc), "event": .event($0.event)])
+                .object(["origin": .u64($0.origin.rawValue), "counter": .u64($0.counter), "hlc": .hlc($0.hlc), "event": .replicated($0.payload)])
             })
         case .peerAck(let f):
             o["counters"] = .vector(f.vector)
@@ -213,6 +226,38 @@ extension WireJSON {
     static func vector(_ v: VersionVector) -> WireJSON {
         .array(v.counters.keys.sorted().map { .object(["node": .u64($0.rawValue), "counter": .u64(v.counters[$0] ?? 0)]) })
     }
+    static func replicated(_ e: ReplicatedEvent) -> WireJSON {
+        switch e {
+        case .change(let change): return event(change)
+        case .user(let u):
+            var o: [String: WireJSON] = [:]
+            switch u {
+            case .identity(let i):
+                o["kind"] = .string("identity")
+                o["user"] = .string(i.user.rawValue)
+                if let identity = i.identity {
+                    o["values"] = .object(identity.values.mapValues { .string($0) })
+                    o["metadata"] = .object(identity.metadata.mapValues { .string($0) })
+                } else {
+                    o["identity"] = .null
+                }
+            case .block(let c):
+                o["kind"] = .string("block")
+                o["blocker"] = .string(c.blocker.rawValue)
+                o["blocked"] = .string(c.blocked.rawValue)
+                o["blocking"] = .bool(c.blocking)
+            case .badge(let c):
+                o["kind"] = .string("badge")
+                o["user"] = .string(c.user.rawValue)
+                o["externalUnreadCount"] = .u64(c.externalUnreadCount)
+            case .sessionsRevoked(let user):
+                o["kind"] = .string("sessions-revoked")
+                o["user"] = .string(user.rawValue)
+            }
+            return .object(o)
+        }
+    }
+
     static func event(_ e: ChangeEvent) -> WireJSON {
         var o: [String: WireJSON] = [:]
         switch e {

@@ -20,10 +20,17 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// FETCH_HISTORY frames are accepted.
     public static let historyFetch = FeatureSet(rawValue: 1 << 3)
     /// `message-parts-changed` changes (§6.4 kind 11) are sent, and UPDATE_MESSAGE_PARTS is accepted.
-    public static let partUpdates = FeatureSet(rawValue: 1 << 4)
+    public static let partUpdates = FeatureSet(rawValue: 1 << 5)
 
-    /// What this implementation supports.
+    /// SYNC with cursor 0 is answered with a snapshot of the user's conversations (with their
+    /// latest message and counts) instead of the feed from its first entry (SPEC §6.3).
+    public static let snapshots = FeatureSet(rawValue: 1 << 4)
+
+    /// What a client offers by default: every feature but ``snapshots``, which changes what
+    /// SYNC with cursor 0 returns and so is asked for by clients that fetch history by policy.
     public static let all: FeatureSet = [.changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates]
+    /// What this implementation supports (what a node grants): ``all`` and ``snapshots``.
+    public static let supported: FeatureSet = [.all, .snapshots]
 }
 
 /// HELLO (0x0001), client -> node, first frame of a session.
@@ -48,11 +55,12 @@ public struct Hello: Hashable, Sendable {
     }
 }
 
-/// WELCOME (0x0002), node -> client: the chosen version and features.
+/// WELCOME (0x0002), node -> client: the chosen version and features, and which node of
+/// which cluster answers.
 /// ```
-/// +---------------+----------------+--------------+----------------------+----------------------+
-/// | version (u16) | features (u64) | node (u64)   | server time (svarint)| max frame size (u32) |
-/// +---------------+----------------+--------------+----------------------+----------------------+
+/// +---------------+----------------+--------------+----------------------+----------------------+-------------------+
+/// | version (u16) | features (u64) | node (u64)   | server time (svarint)| max frame size (u32) | cluster (string)  |
+/// +---------------+----------------+--------------+----------------------+----------------------+-------------------+
 /// ```
 public struct Welcome: Hashable, Sendable {
     public var version: UInt16
@@ -61,13 +69,16 @@ public struct Welcome: Hashable, Sendable {
     public var serverTime: Timestamp
     /// The largest payload the node accepts (at most 4 MiB).
     public var maxFrameSize: UInt32
+    /// The cluster the node belongs to (SPEC §6.5; a node alone names its configured one).
+    public var cluster: String
 
-    public init(version: UInt16, features: FeatureSet, nodeID: NodeID, serverTime: Timestamp, maxFrameSize: UInt32) {
+    public init(version: UInt16, features: FeatureSet, nodeID: NodeID, serverTime: Timestamp, maxFrameSize: UInt32, cluster: String = "lamina") {
         self.version = version
         self.features = features
         self.nodeID = nodeID
         self.serverTime = serverTime
         self.maxFrameSize = maxFrameSize
+        self.cluster = cluster
     }
 }
 
@@ -283,6 +294,7 @@ extension Welcome {
         b.writeInteger(nodeID.rawValue, as: UInt64.self)
         b.writeTimestamp(serverTime)
         b.writeInteger(maxFrameSize, as: UInt32.self)
+        try b.writeString(cluster, max: WireLimits.default.maxTextBytes, "the cluster name")
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Welcome {
@@ -291,7 +303,8 @@ extension Welcome {
         let node = NodeID(try b.readU64("the node id"))
         let time = try b.readTimestamp("the server time")
         let maxFrame = try b.readU32("the maximum frame size")
-        return Welcome(version: version, features: features, nodeID: node, serverTime: time, maxFrameSize: maxFrame)
+        let cluster = try b.readString(max: limits.maxTextBytes, "the cluster name")
+        return Welcome(version: version, features: features, nodeID: node, serverTime: time, maxFrameSize: maxFrame, cluster: cluster)
     }
 }
 

@@ -77,6 +77,8 @@ public struct WireError: LaminaError {
         public static let notFound = Code(wireValue: 414)
         /// A client-chosen id is already in use by a different object or command.
         public static let idInUse = Code(wireValue: 415)
+        /// A push token of the wrong size or kind, or of a kind the node does not deliver to.
+        public static let invalidPushToken = Code(wireValue: 416)
 
         // SPEC §9.5 Conflict.
         /// A distinct conversation with these participants exists with different metadata.
@@ -120,7 +122,7 @@ public struct WireError: LaminaError {
             .notAParticipant, .removedParticipant, .forbidden,
             .invalidArgument, .invalidIdentifier, .invalidUserID, .invalidMIMEType, .noParts, .tooManyParts,
             .partTooLarge, .inlineTooLarge, .invalidContentReference, .noParticipants, .tooManyParticipants,
-            .invalidMetadata, .invalidPushConfiguration, .duplicatePart, .notFound, .idInUse,
+            .invalidMetadata, .invalidPushConfiguration, .duplicatePart, .notFound, .idInUse, .invalidPushToken,
             .existingDistinctConversation, .contentNotReady, .contentNotFound, .contentDigestMismatch,
             .uploadOffsetMismatch, .uploadMismatch, .uploadTooLong, .uploadStalled, .quotaExceeded, .overloaded, .slowConsumer,
             .internalError, .shuttingDown,
@@ -172,6 +174,7 @@ public struct WireError: LaminaError {
             case 413: "duplicate-part"
             case 414: "not-found"
             case 415: "id-in-use"
+            case 416: "invalid-push-token"
             case 500: "existing-distinct-conversation"
             case 600: "content-not-ready"
             case 601: "content-not-found"

@@ -22,9 +22,9 @@ enum ClusterEvent: Sendable {
 /// and wait for the exit (no dispatch sources).
 final class ClusterMember: Sendable {
     let node: ClusterLayout.Node
-    let process: Process
+    let process: ChildProcess
 
-    private init(node: ClusterLayout.Node, process: Process) {
+    private init(node: ClusterLayout.Node, process: ChildProcess) {
         self.node = node
         self.process = process
     }
@@ -34,13 +34,13 @@ final class ClusterMember: Sendable {
     /// Starts `binary` with `arguments`; reports on `events`.
     static func launch(_ node: ClusterLayout.Node, binary: String, arguments: [String],
                        events: AsyncStream<ClusterEvent>.Continuation) throws -> ClusterMember {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
         let stdout = Pipe(), stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
-        try ProcessLaunch.run(process)
+        try process.run()
         let prefix = "[\(node.name)] "
         let index = node.index
         Thread.detachNewThread {

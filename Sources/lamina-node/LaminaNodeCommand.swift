@@ -81,6 +81,11 @@ struct Serve: AsyncParsableCommand {
     var allowPrivateWebhookTargets = false
     @Option(help: "A PEM file of CAs webhook targets' certificates must chain to (default: the system's trust store).")
     var webhookCAFile: String?
+    @Option(help: "APNs: the team's .p8 signing key (PEM); with --apns-team-id and --apns-key-id.") var apnsKeyFile: String?
+    @Option(help: "APNs: the team id (the provider token's issuer).") var apnsTeamId: String?
+    @Option(help: "APNs: the signing key's id.") var apnsKeyId: String?
+    @Option(help: "FCM HTTP v1: the service account's JSON key file.") var fcmServiceAccount: String?
+    @Option(help: "A push gateway's https:// URL: one JSON POST per notification.") var pushGatewayUrl: String?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
@@ -141,6 +146,12 @@ struct Serve: AsyncParsableCommand {
         if let peerKey { configuration.peers.keyFile = peerKey }
         if allowPrivateWebhookTargets { configuration.webhooks.allowPrivateTargets = true }
         if let webhookCAFile { configuration.webhooks.caFile = webhookCAFile }
+        if let apnsKeyFile {
+            guard let apnsTeamId, let apnsKeyId else { throw ValidationError("--apns-key-file needs --apns-team-id and --apns-key-id") }
+            configuration.push.apns = PushSettings.APNs(teamID: apnsTeamId, keyID: apnsKeyId, keyFile: apnsKeyFile)
+        }
+        if let fcmServiceAccount { configuration.push.fcm = PushSettings.FCM(serviceAccountFile: fcmServiceAccount) }
+        if let pushGatewayUrl { configuration.push.gateway = PushSettings.Gateway(url: pushGatewayUrl) }
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
 
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }

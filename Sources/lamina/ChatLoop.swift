@@ -162,7 +162,7 @@ struct ChatLoop {
                 if stored.message.sender == client.user { tracker.track(stored.message) }
                 Console.out(format.line(stored.message, participants: participants))
             }
-            if stored.unreadMessageCount > 0 { try client.markAllMessagesAsRead(in: current) }
+            if stored.totalNumberOfUnreadMessages > 0 { try client.markAllMessagesAsRead(in: current) }
         } catch let error as ClientError {
             throw CLIError(error)
         }

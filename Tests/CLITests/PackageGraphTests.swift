@@ -7,7 +7,7 @@ import Testing
 @Suite struct PackageGraphTests {
     /// Each target's dependencies on targets of this package (products of other packages left out).
     static func targetGraph() throws -> [String: [String]] {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // Its own scratch path: no lock on the .build of the `swift test` that runs this.
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-dump-package-\(UUID().uuidString)")
@@ -17,7 +17,7 @@ import Testing
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try ProcessLaunch.run(process)
+        try process.run()
         let data = PipeReading.toEnd(output.fileHandleForReading)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)

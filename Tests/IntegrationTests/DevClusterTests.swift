@@ -138,13 +138,13 @@ import Glibc
 
 /// `lamina-node` with `arguments` as a child process in `directory`, its standard output kept.
 final class DevClusterProcess: Sendable {
-    let process: Process
+    let process: ChildProcess
     private let output = NIOLockedValueBox("")
     private let errors = NIOLockedValueBox("")
     private let exited: PromiseBox<Int32>
 
     init(in directory: URL, arguments: [String]) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = try BuiltProduct.url("lamina-node")
         process.arguments = arguments
         process.currentDirectoryURL = directory
@@ -153,7 +153,7 @@ final class DevClusterProcess: Sendable {
         process.standardError = stderr
         self.process = process
         exited = PromiseBox(Fixtures.group.next().makePromise(of: Int32.self))
-        try ProcessLaunch.run(process)
+        try process.run()
         let exited = exited
         for (pipe, box) in [(stdout, output), (stderr, errors)] {
             Thread.detachNewThread {

@@ -102,10 +102,10 @@ import Glibc
 
     /// Sets the soft RLIMIT_FSIZE of a running process (util-linux `prlimit`).
     static func prlimit(pid: Int32, fileSize: String) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
         process.arguments = ["--pid", "\(pid)", "--fsize=\(fileSize):"]
-        try ProcessLaunch.run(process)
+        try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw SyncTestTimeout(waitingFor: "prlimit to succeed") }
     }

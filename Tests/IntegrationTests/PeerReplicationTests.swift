@@ -80,6 +80,81 @@ import Testing
         await a.stop()
     }
 
+    /// WELCOME names the node's cluster: a client configured for another cluster is told so
+    /// (`wrong-cluster`, naming both) and stops; one configured for this cluster syncs.
+    @Test func aClientConfiguredForAnotherClusterIsToldSo() async throws {
+        let (a, b, _) = try await Self.cluster("peer-cluster-name")
+        let stray = try ClientHarness.device("alice", on: a) { $0.cluster = "another-cluster" }
+        let events = Recorder(stray.syncEvents)
+        try await ClientHarness.connect(stray, on: a)
+        try await events.wait("the wrong-cluster failure", timeout: .seconds(30)) { events in
+            events.contains { if case .failed(let e) = $0 { e.code == .wrongCluster } else { false } }
+        }
+        let failure = events.all.compactMap { if case .failed(let e) = $0 { e } else { nil } }.first
+        #expect(failure?.reason.contains("\"lamina-dev\"") == true && failure?.reason.contains("\"another-cluster\"") == true, "\(String(describing: failure))")
+        #expect(!events.all.contains(.state(.live)))
+
+        let member = try ClientHarness.device("bob", on: b) { $0.cluster = "lamina-dev" }
+        _ = try await ClientHarness.connectLive(member, on: b)
+        try await stray.close()
+        try await member.close()
+        await b.stop()
+        await a.stop()
+    }
+
+    /// A peer sends an operation on a conversation node A has never held (its creation comes
+    /// later): A parks it and acknowledges it, the session goes on, and once the creation
+    /// arrives the parked operation applies, here and on node B.
+    @Test func anOperationOnAConversationNeverHeldKeepsThePeerSessionGoing() async throws {
+        let (a, b, certificates) = try await Self.cluster("peer-parked")
+        let nodeC = NodeID(0xC3)
+        let peer = try await Self.rawPeer(to: a, as: nodeC, certificates: certificates)
+        peer.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "lamina-dev")), .versionVector(VersionVector()))
+        /// Waits for A's PEER_ACK that holds `counter` of node C (fails on an ERROR).
+        func acknowledged(_ counter: UInt64) async throws -> Bool {
+            while true {
+                switch try await peer.nextFrame() {
+                case .peerAck(let ack) where ack.vector[nodeC] >= counter: return true
+                case .error(let error): Issue.record("node A refused: \(error.code.name) \(error.reason)"); return false
+                default: continue
+                }
+            }
+        }
+        let conversation = ConversationID.random()
+        let now = UInt64(Timestamp.now().millisecondsSince1970)
+        let title = try MetadataKeyPath(["title"])
+        // An origin's readings grow with its counters (SPEC §6.5), whatever the operations name.
+        let early = ReplicatedOperation(
+            origin: nodeC, counter: 1, hlc: HLCTimestamp(physical: now, logical: 0, node: nodeC),
+            event: .metadataChanged(MetadataChanged(conversationID: conversation, keyPath: title, value: .string("set before the creation arrived"),
+                                                    by: "carol", at: HLCTimestamp(physical: now, logical: 0, node: nodeC))))
+        peer.send(.replicate(Replicate(operations: [early])))
+        #expect(try await acknowledged(1))
+        #expect(try await a.server.store.read { r in try r.parkedOperationCount() } == 1)
+
+        let creation = ReplicatedOperation(
+            origin: nodeC, counter: 2, hlc: HLCTimestamp(physical: now, logical: 1, node: nodeC),
+            event: .conversationCreated(Conversation(
+                id: conversation, participants: ["carol", "alice"], isDistinct: false, metadata: [:], deliveryReceiptsEnabled: true,
+                createdAt: Timestamp(millisecondsSince1970: Int64(now)), creator: "carol")))
+        peer.send(.replicate(Replicate(operations: [creation])))
+        #expect(try await acknowledged(2))
+        #expect(try await a.server.store.read { r in try r.parkedOperationCount() } == 0)
+        for node in [a, b] {
+            let deadline = ContinuousClock.now + .seconds(30)
+            var value: MetadataValue?
+            while value == nil, ContinuousClock.now < deadline {
+                value = try await node.server.store.read { r in try r.conversation(conversation) != nil ? try r.metadata(of: conversation).values["title"] : nil }
+                if value == nil { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(value == .string("set before the creation arrived"))
+        }
+        #expect(try await Self.converged([a, b], within: .seconds(30)))
+        await peer.close()
+        await b.stop()
+        await a.stop()
+    }
+
     /// A peer stream opened with a certificate of the cluster's CA for node C.
     static func rawPeer(to node: TestNode, as certified: NodeID, certificates: URL) async throws -> SyncTestClient {
         let files = try DevelopmentCluster.nodeCertificate(for: certified, in: certificates)

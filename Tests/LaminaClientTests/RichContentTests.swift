@@ -67,6 +67,10 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
         #expect(outcome(413, 406) == .fail)
         let retry = ContentHTTPError(status: 429, headers: [("retry-after", "3")], body: [])
         #expect(retry.retryAfterSeconds == 3 && retry.isTransient)
+        // A node still fetching a peer's content (CONTENT.md §9): retried when it says when.
+        let fetching = Array(#"{"code": 600, "name": "content-not-ready", "reason": "still fetching"}"#.utf8)
+        #expect(ContentHTTPError(status: 409, headers: [("lamina-error", "content-not-ready"), ("retry-after", "1")], body: fetching).isTransient)
+        #expect(!ContentHTTPError(status: 409, headers: [("lamina-error", "content-not-ready")], body: fetching).isTransient)
     }
 }
 

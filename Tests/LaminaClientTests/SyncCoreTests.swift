@@ -78,9 +78,21 @@ import Testing
         let d = ChangeDecoder.decode(entries, after: 3, localUser: alice, receivedAt: received)
         #expect(d.cursor == 7)
         #expect(d.duplicatesSkipped == 2)
-        #expect(d.changes == [.message(fromBob, receivedAt: received), .message(mine, receivedAt: received), .recipientStatus(mine.id, user: bob, status: .delivered)])
+        // Each feed message is counted after it is stored (SPEC §6.4); another user's status is not a read of ours.
+        #expect(d.changes == [.message(fromBob, receivedAt: received), .messageCounted(conv.id, fromBob.id), .message(mine, receivedAt: received),
+                              .messageCounted(conv.id, mine.id), .recipientStatus(mine.id, user: bob, status: .delivered)])
         #expect(d.typing == [TypingChanged(conversationID: conv.id, user: bob, state: .started)])
         #expect(d.receivedFromOthers == [fromBob])
+        // The local user's read of a message from the feed is counted before it applies; history
+        // (seq 0) and snapshots are neither counted nor reads.
+        let read = MessageStatusChanged(conversationID: conv.id, messageID: fromBob.id, user: alice, status: .read)
+        let counted = ChangeDecoder.decode([
+            Change(seq: 8, event: .messageStatusChanged(read)), Change(seq: 0, event: .messageCreated(fromBob)),
+            Change(seq: 0, event: .conversationCreated(conv)),
+        ], after: 7, localUser: alice, receivedAt: received)
+        #expect(counted.changes == [.readCounted(conv.id, fromBob.id), .recipientStatus(fromBob.id, user: alice, status: .read),
+                                    .message(fromBob, receivedAt: received), .conversation(conv)])
+        #expect(counted.unsequencedConversations == [conv.id])
         // Only seq-0 entries: no cursor.
         #expect(ChangeDecoder.decode([entries[2]], after: 9, localUser: alice, receivedAt: received).cursor == nil)
     }
@@ -99,7 +111,8 @@ import Testing
         #expect(ChangeDecoder.remoteChange(.messageStatusChanged(MessageStatusChanged(conversationID: cid, messageID: m.id, user: bob, status: .read)), receivedAt: received) == .recipientStatus(m.id, user: bob, status: .read))
         #expect(ChangeDecoder.remoteChange(.conversationDeleted(ConversationDeleted(conversationID: cid, mode: .allParticipants, below: at, by: bob)), receivedAt: received) == .messagesDeleted(cid, below: at))
         #expect(ChangeDecoder.remoteChange(.messageDeleted(MessageDeleted(conversationID: cid, messageID: mid, mode: .myDevices, by: alice)), receivedAt: received) == .messageDeleted(mid))
-        #expect(ChangeDecoder.remoteChange(.conversationUpdated(ConversationUpdated(conversationID: cid, isDistinct: true, deliveryReceiptsEnabled: true, messageCount: 1, unreadCount: 0)), receivedAt: received) == nil)
+        #expect(ChangeDecoder.remoteChange(.conversationUpdated(ConversationUpdated(conversationID: cid, isDistinct: true, deliveryReceiptsEnabled: true, messageCount: 1, unreadCount: 0)), receivedAt: received)
+                == .counts(cid, NodeCounts(messages: 1, unread: 0), isDistinct: true, deliveryReceiptsEnabled: true))
     }
 
     @Test func acksCompleteAndErrorsFailOrRetryByCode() {

@@ -165,8 +165,10 @@ import Testing
         let alice = try await h.connect("alice", sync: false)
         let conversation = ConversationID.random()
         try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+        var sent: [MessageID] = []
         for i in 0..<3 {
-            try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("\(i)")])))
+            sent.append(.random())
+            try await alice.command(.sendMessage(SendMessage(messageID: sent[i], conversationID: conversation, parts: [textPart("\(i)")])))
         }
         let head = try await h.store.read { r in try r.feedHead(of: "bob") }
         #expect(head == 4)
@@ -174,10 +176,96 @@ import Testing
         let bob = try await h.connect("bob", sync: false)
         let (changes, cursor) = try await bob.sync(from: 0)
         #expect(cursor == head)
-        #expect(changes.count == 1)
-        #expect(changes.first?.seq == 0)
-        guard case .conversationCreated(let c) = changes.first?.event else { Issue.record("no snapshot: \(changes)"); return }
+        // The conversation, its latest message and bob's counts, outside the feed (SPEC §6.3).
+        #expect(changes.map(\.seq) == [0, 0, 0])
+        guard changes.count == 3, case .conversationCreated(let c) = changes[0].event, case .messageCreated(let last) = changes[1].event,
+              case .conversationUpdated(let counts) = changes[2].event else { Issue.record("no snapshot: \(changes)"); return }
         #expect(c.id == conversation)
+        #expect(last.id == sent[2])
+        #expect(counts == ConversationUpdated(conversationID: conversation, isDistinct: false, deliveryReceiptsEnabled: true,
+                                              messageCount: 3, unreadCount: 3, lastMessageID: sent[2]))
+        // Every entry pruned: still a snapshot, not an empty backlog that leaves the cursor behind.
+        try await h.store.write { tx in _ = try tx.pruneFeed(of: "bob", through: head) }
+        let again = try await h.connect("bob", sync: false)
+        let (all, cursorAgain) = try await again.sync(from: 1)
+        #expect(cursorAgain == head)
+        #expect(all.count == 3)
+        await h.close()
+    }
+
+    @Test func aNewDeviceAskingForSnapshotsGetsOneInsteadOfTheFeed() async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice", sync: false)
+        var conversations: [ConversationID] = []
+        for _ in 0..<2 {
+            let conversation = ConversationID.random()
+            conversations.append(conversation)
+            try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+            for i in 0..<4 {
+                try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("\(i)")])))
+            }
+        }
+        let head = try await h.store.read { r in try r.feedHead(of: "bob") }
+        #expect(head == 10)
+        // Without the feature, cursor 0 is the whole feed.
+        let old = try await h.connect("bob", sync: false)
+        #expect(try await old.sync(from: 0).changes.count == 10)
+        // With it, per conversation: created, latest message, counts; then the head.
+        let fresh = try await h.connect("bob", features: .supported, sync: false)
+        let (changes, cursor) = try await fresh.sync(from: 0)
+        #expect(cursor == head)
+        #expect(changes.count == 6)
+        #expect(changes.allSatisfy { $0.seq == 0 })
+        let counted = changes.compactMap { change -> ConversationUpdated? in
+            if case .conversationUpdated(let u) = change.event { return u } else { return nil }
+        }
+        #expect(counted.map(\.conversationID) == conversations)
+        #expect(counted.allSatisfy { $0.messageCount == 4 && $0.unreadCount == 4 })
+        // Live from the head on: a new message is one feed entry, and no counts (the device counts it).
+        try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversations[0], parts: [textPart("new")])))
+        let live = try await fresh.nextChanges()
+        #expect(live.count == 1)
+        #expect(live.first?.seq == head + 1)
+        guard case .messageCreated = live.first?.event else { Issue.record("expected the message, got \(live)"); return }
+        #expect(try await h.store.read { r in try r.feedHead(of: "bob") } == head + 1)
+        await h.close()
+    }
+
+    @Test func rangeReadsAndMembershipChangesSendCountsToWhomTheyMove() async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice")
+        let bob = try await h.connect("bob")
+        let conversation = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        var positions: [MessagePosition] = []
+        for i in 0..<4 {
+            let (reply, _) = try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("\(i)")])))
+            positions.append(try #require(reply.ack?.position))
+        }
+        var seen = 0
+        while seen < 5 { seen += try await bob.nextChanges().count }
+        // Bob reads up to the second message: a status-up-to for all, counts for bob only.
+        let (_, bobChanges) = try await bob.command(.markAllRead(MarkAllRead(requestID: UUID(), conversationID: conversation, upTo: positions[1])))
+        var changes = bobChanges
+        while changes.count < 2 { changes += try await bob.nextChanges() }
+        guard case .conversationUpdated(let counts) = changes.last?.event else { Issue.record("no counts: \(changes)"); return }
+        #expect(counts.messageCount == 4 && counts.unreadCount == 2)
+        // Alice (her own messages' changes first) gets the status-up-to and no counts.
+        var toAlice: [Change] = []
+        while !toAlice.contains(where: { if case .statusUpTo = $0.event { true } else { false } }) { toAlice += try await alice.nextChanges() }
+        #expect(!toAlice.contains { if case .conversationUpdated = $0.event { true } else { false } })
+        // Adding carol: she gets the conversation, then her counts; the others their counts with
+        // the distinct flag cleared.
+        let carol = try await h.connect("carol")
+        try await alice.command(.addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: ["carol"])))
+        var carolChanges: [Change] = []
+        while carolChanges.count < 3 { carolChanges += try await carol.nextChanges() }
+        guard case .conversationUpdated(let carolCounts) = carolChanges[2].event else { Issue.record("no counts for carol: \(carolChanges)"); return }
+        #expect(carolCounts.messageCount == 4 && carolCounts.unreadCount == 4 && !carolCounts.isDistinct)
+        var bobAfter: [Change] = []
+        while bobAfter.count < 2 { bobAfter += try await bob.nextChanges() }
+        guard case .conversationUpdated(let bobCounts) = bobAfter[1].event else { Issue.record("no counts for bob: \(bobAfter)"); return }
+        #expect(bobCounts.unreadCount == 2 && !bobCounts.isDistinct)
         await h.close()
     }
 

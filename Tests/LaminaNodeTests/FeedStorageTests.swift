@@ -64,6 +64,31 @@ import Testing
         }
     }
 
+    /// Feeds are pruned through what every device seen since the retention's start has; a user
+    /// whose devices were all away longer loses the whole feed; a user no device ever synced
+    /// with a cursor keeps theirs (SPEC §6.3 retention).
+    @Test func feedsArePrunedThroughWhatRecentDevicesHave() async throws {
+        try await withTemporaryStore { store, _ in
+            let carol: UserID = "carol"
+            for _ in 0..<5 {
+                _ = try await store.write { [t] tx in try tx.appendChange(to: [self.alice, self.bob, carol], kind: 1, conversation: nil, message: nil, payload: [], at: t) }
+            }
+            let old = Timestamp(millisecondsSince1970: 1_000), recent = Timestamp(millisecondsSince1970: 9_000)
+            try await store.write { tx in
+                _ = try tx.advanceCursor(of: "phone", user: self.alice, to: 4, at: recent)
+                _ = try tx.advanceCursor(of: "laptop", user: self.alice, to: 2, at: recent)
+                _ = try tx.advanceCursor(of: "tablet", user: self.alice, to: 1, at: old)  // away: not waited for
+                _ = try tx.advanceCursor(of: "phone", user: self.bob, to: 3, at: old)
+            }
+            let pruned = try await store.write { tx in try tx.pruneFeeds(devicesSeenSince: Timestamp(millisecondsSince1970: 5_000)) }
+            #expect(pruned == 2 + 5)
+            #expect(try await store.read { r in try r.feed(of: self.alice, after: 0, limit: 10) }.map(\.seq) == [3, 4, 5])
+            #expect(try await store.read { r in try r.feed(of: self.bob, after: 0, limit: 10) }.isEmpty)
+            #expect(try await store.read { r in try r.feedHead(of: self.bob) } == 5)
+            #expect(try await store.read { r in try r.feed(of: carol, after: 0, limit: 10) }.count == 5)
+        }
+    }
+
     /// A feed's head is derived from its entries, and pruning every entry leaves it behind as
     /// a floor: seqs never restart, whether the writer remembers the head or reads it again.
     @Test func seqsKeepCountingAfterEveryEntryIsPruned() async throws {

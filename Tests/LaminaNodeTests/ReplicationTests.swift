@@ -1,6 +1,7 @@
 import Foundation
 import LaminaMerge
 import LaminaModel
+import LaminaTransport
 import LaminaWire
 import Testing
 @testable import LaminaNode
@@ -116,6 +117,119 @@ import Testing
         #expect(try await b.engine.versionVector() == VersionVector([NodeID(1): 2]))
         #expect(try await b.engine.applyReplicated(ops) == VersionVector([NodeID(1): 4]))
         #expect(try await Self.state(a, conversation, as: "bob") == Self.state(b, conversation, as: "bob"))
+    }
+
+    /// A node that gets operations on a conversation before the conversation's creation (here:
+    /// node 2's own operations, without node 1's creation) parks them instead of failing the
+    /// peer session: its counters go on, and once the creation arrives they apply, in order,
+    /// with the feed entries its users get.
+    @Test func operationsOnAConversationNeverHeldWaitForItsCreation() async throws {
+        let a = try Self.node(1), b = try Self.node(2), c = try Self.node(3)
+        defer { Task { await a.close(); await b.close(); await c.close() } }
+        let alice = try await a.connect("alice")
+        let conversation = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(
+            conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+        try await Self.pull(b, from: a)
+        let bob = try await b.connect("bob")
+        let reply = MessageID.random()
+        try await bob.command(.sendMessage(SendMessage(messageID: reply, conversationID: conversation, parts: [textPart("from b")])))
+        try await bob.command(.setMetadata(SetMetadata(requestID: UUID(), conversationID: conversation, keyPath: try MetadataKeyPath(["title"]), value: .string("on b"))))
+
+        let ownOfB = try await b.engine.operations(missingFrom: VersionVector(), limit: 256).filter { $0.origin == NodeID(2) }
+        #expect(ownOfB.count == 2)
+        #expect(try await c.engine.applyReplicated(ownOfB) == VersionVector([NodeID(2): 2]))
+        #expect(try await c.store.read { r in try r.parkedOperationCount() } == 2)
+        #expect(try await Self.state(c, conversation, as: "bob") == nil)
+        // Again: a replay parks nothing twice.
+        #expect(try await c.engine.applyReplicated(ownOfB) == VersionVector([NodeID(2): 2]))
+
+        // The creation arrives: the parked operations apply after it.
+        #expect(try await Self.pull(c, from: a) == 1)
+        #expect(try await c.store.read { r in try r.parkedOperationCount() } == 0)
+        let onB = try await Self.state(b, conversation, as: "bob"), onC = try await Self.state(c, conversation, as: "bob")
+        #expect(onC != nil)
+        #expect(onC == onB)
+        #expect(onC?.messages.count == 1)
+        #expect(try await c.engine.convergenceDigest().overall == b.engine.convergenceDigest().overall)
+        // Alice's feed on node 3: the conversation, then the message and the title.
+        let aliceOnC = try await c.connect("alice", sync: false)
+        let (changes, _) = try await aliceOnC.sync(from: 0)
+        let kinds = changes.map(\.event.kind)
+        #expect(kinds.first == 0, "conversation-created first: \(kinds)")
+        #expect(changes.contains { if case .messageCreated(let m) = $0.event { m.id == reply } else { false } })
+        #expect(changes.contains { if case .metadataChanged(let m) = $0.event { m.value == .string("on b") } else { false } })
+    }
+
+    /// Identities, blocks, badges and session revocations set on two nodes at once reach the
+    /// other, and every node keeps the later write of each (whatever the arrival order): the
+    /// users' digest is the same everywhere, the fan-out's block lists follow, and a
+    /// revocation ends the user's sessions on the other node.
+    @Test func userStateReplicatesAndTheLaterWriteWinsInAnyOrder() async throws {
+        let a = try Self.node(1), b = try Self.node(2)
+        defer { Task { await a.close(); await b.close() } }
+        try await a.engine.setIdentity(StoredIdentity(values: ["display_name": "Alice on a"]), of: "alice")
+        _ = try await a.engine.block("mallory", by: "alice", limit: 10)
+        try await a.engine.setExternalUnreadCount(3, of: "bob")
+        try await b.engine.setIdentity(StoredIdentity(values: ["display_name": "Alice on b"], metadata: ["team": "b"]), of: "alice")
+        _ = try await b.engine.block("eve", by: "alice", limit: 10)
+        try await b.engine.setExternalUnreadCount(7, of: "bob")
+        try await b.engine.setIdentity(StoredIdentity(values: ["display_name": "Carol"]), of: "carol")
+        #expect(try await b.engine.setIdentity(nil, of: "carol"))
+        #expect(try await b.engine.setIdentity(nil, of: "carol") == false)  // nothing to delete: no operation
+        let opsA = try await a.engine.operations(missingFrom: VersionVector(), limit: 256)
+        let opsB = try await b.engine.operations(missingFrom: VersionVector(), limit: 256)
+        #expect(opsA.count == 3 && opsB.count == 5)
+        // The later write of each register, by HLC reading.
+        func later(_ kind: UInt8) -> ReplicatedOperation? {
+            (opsA + opsB).filter { $0.payload.kind == kind && $0.payload.actor != "carol" }.max { $0.hlc < $1.hlc }
+        }
+        try await Self.pull(b, from: a)
+        try await Self.pull(a, from: b)
+        // A third node gets them the other way round, each origin in order.
+        let c = try Self.node(3)
+        _ = try await c.engine.applyReplicated(opsB)
+        _ = try await c.engine.applyReplicated(opsA)
+        let digests = try await [a, b, c].asyncMap { try await $0.engine.convergenceDigest() }
+        #expect(digests[0].users == digests[1].users && digests[1].users == digests[2].users)
+        #expect(digests[0].overall == digests[1].overall && digests[1].overall == digests[2].overall)
+        for node in [a, b, c] {
+            let (identity, blocks, badge, carol) = try await node.store.read { r in
+                (try r.identity(of: "alice"), try r.blocks(of: "alice"), try r.externalUnreadCount(of: "bob"), try r.identity(of: "carol"))
+            }
+            guard case .user(.identity(let winner)) = later(64)?.payload, case .user(.badge(let badgeWinner)) = later(66)?.payload else {
+                Issue.record("no identity or badge operation")
+                return
+            }
+            #expect(identity.map { IdentityChange.Identity(values: $0.values, metadata: $0.metadata) } == winner.identity)
+            #expect(badge == Int(badgeWinner.externalUnreadCount))
+            #expect(Set(blocks) == ["mallory", "eve"])  // two registers, both set
+            #expect(carol == nil)
+            // The fan-out's own copy of the block lists follows.
+            #expect(node.engine.blockLists.recipients(["alice", "bob"], of: "mallory") == ["bob"])
+        }
+        // An unblock on b after both blocks wins on every node.
+        #expect(try await b.engine.unblock("mallory", by: "alice"))
+        try await Self.pull(a, from: b)
+        _ = try await c.engine.applyReplicated(try await b.engine.operations(missingFrom: try await c.engine.versionVector(), limit: 256))
+        for node in [a, b, c] {
+            #expect(try await node.store.read { r in try r.blocks(of: "alice") } == ["eve"])
+            #expect(node.engine.blockLists.recipients(["alice"], of: "mallory") == ["alice"])
+        }
+
+        // Sessions revoked on a: bob's session on b (authenticated before) is revoked there and
+        // its stream ends with session-revoked.
+        let bob = try await b.connect("bob")
+        try await a.engine.revokeSessions(of: "bob")
+        try await Self.pull(b, from: a)
+        let hash = try SHA256Hasher.hash(Array(bob.sessionToken.utf8))
+        await #expect(throws: StorageError.self) { _ = try await b.store.read { r in try r.session(tokenHash: hash, at: .now()) } }
+        var revoked = false
+        while !revoked {
+            if case .error(let e) = try await bob.outbound.expectNext(timeout: .seconds(30)) { revoked = e.code == .sessionRevoked }
+        }
+        #expect(revoked)
+        await c.close()
     }
 
     @Test func distinctConversationsCreatedOnTwoNodesAtOnceMergeTheSameWayOnBoth() async throws {
@@ -261,9 +375,19 @@ import Testing
                     sentMessages.append((conversation, message))
                 }
             case 4:
-                guard !known.isEmpty else { continue }
-                try await client.command(.setMetadata(SetMetadata(
-                    requestID: UUID(), conversationID: random.pick(known), keyPath: try MetadataKeyPath(["k\(random.next() % 2)"]), value: .string("\(n)\(u)"))))
+                // The state about users (Server API) replicates by the same log, last writer wins.
+                let engine = nodes[n].engine, subject = random.pick(users), other = random.pick(users)
+                switch random.next() % 6 {
+                case 0: try await engine.setIdentity(StoredIdentity(values: ["display_name": "\(n)\(u)"]), of: subject)
+                case 1: try await engine.setIdentity(nil, of: subject)
+                case 2: if subject != other { _ = try await engine.block(other, by: subject, limit: 10) }
+                case 3: _ = try await engine.unblock(other, by: subject)
+                case 4: try await engine.setExternalUnreadCount(Int(random.next() % 50), of: subject)
+                default:
+                    guard !known.isEmpty else { continue }
+                    try await client.command(.setMetadata(SetMetadata(
+                        requestID: UUID(), conversationID: random.pick(known), keyPath: try MetadataKeyPath(["k\(random.next() % 2)"]), value: .string("\(n)\(u)"))))
+                }
             case 5:
                 guard !nonDistinct.isEmpty else { continue }
                 let users = Set([random.pick(users)])
@@ -309,6 +433,7 @@ import Testing
         #expect(digests[0].vector.counters.count == 3 && digests[0].vector.counters.values.reduce(0, +) >= 25, "seed \(seed): \(digests[0].vector)")
         #expect(digests[0].conversations.count >= 2, "seed \(seed)")
         #expect(digests[0].vector == digests[1].vector && digests[1].vector == digests[2].vector, "seed \(seed)")
+        #expect(digests[0].users == digests[1].users && digests[1].users == digests[2].users, "seed \(seed)")
         #expect(digests[0].overall == digests[1].overall, "seed \(seed): \(Self.difference(digests[0], digests[1]))")
         #expect(digests[1].overall == digests[2].overall, "seed \(seed): \(Self.difference(digests[1], digests[2]))")
     }

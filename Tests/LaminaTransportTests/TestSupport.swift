@@ -133,7 +133,7 @@ enum External {
         let errPath = Fixtures.file("\(program)-\(id).err")
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
@@ -141,7 +141,7 @@ enum External {
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try ProcessLaunch.run(process) } catch {
+            do { try process.run() } catch {
                 process.terminationHandler = nil
                 continuation.resume(throwing: error)
                 return
@@ -159,19 +159,19 @@ enum External {
     }
 
     /// Starts a long-running program; the caller must `stop` it.
-    static func start(_ program: String, _ arguments: [String]) throws -> Process {
+    static func start(_ program: String, _ arguments: [String]) throws -> ChildProcess {
         guard let executable = path(program) else { throw TransportError(.io, "\(program) is not installed") }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try ProcessLaunch.run(process)
+        try process.run()
         return process
     }
 
-    static func stop(_ process: Process) {
+    static func stop(_ process: ChildProcess) {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
         }
@@ -199,7 +199,7 @@ enum External {
     }
 
     /// Waits until something accepts TCP connections on 127.0.0.1:`port`, polling by connecting.
-    static func waitForPort(_ port: Int, process: Process, timeout: Double = 60) async throws {
+    static func waitForPort(_ port: Int, process: ChildProcess, timeout: Double = 60) async throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             guard process.isRunning else { throw TransportError(.io, "the process exited before listening") }

@@ -114,6 +114,28 @@ struct RandomFrames {
         for _ in 0..<int(0...4) { statuses[user()] = status() }
         return Message(id: MessageID(uuid: uuid()), conversationID: ConversationID(uuid: uuid()), sender: user(), parts: parts(), sentAt: optional { $0.timestamp() }, position: optional { $0.hlc() }, push: optional { $0.push() }, recipientStatus: statuses)
     }
+    /// A conversation change mostly, sometimes a change of a user's state (SPEC §6.5).
+    mutating func replicatedEvent() -> ReplicatedEvent {
+        switch int(0...7) {
+        case 0:
+            let identity = int(0...2) == 0 ? nil : IdentityChange.Identity(values: stringMap(), metadata: stringMap())
+            return .user(.identity(IdentityChange(user: user(), identity: identity)))
+        case 1: return .user(.block(BlockChange(blocker: user(), blocked: user(), blocking: int(0...1) == 1)))
+        case 2: return .user(.badge(BadgeChange(user: user(), externalUnreadCount: u64())))
+        case 3: return .user(.sessionsRevoked(user()))
+        default: return .change(event())
+        }
+    }
+
+    mutating func stringMap() -> [String: String] {
+        var map: [String: String] = [:]
+        for _ in 0..<int(0...4) {
+            let key = string(12)
+            map[key.isEmpty ? "k" : key] = string(40)
+        }
+        return map
+    }
+
     mutating func event() -> ChangeEvent {
         let c = ConversationID(uuid: uuid())
         switch int(0...11) {
@@ -148,9 +170,18 @@ struct RandomFrames {
         case .hello:
             let lo = UInt16(int(1...5))
             return .hello(Hello(minVersion: lo, maxVersion: lo + UInt16(int(0...3)), features: FeatureSet(rawValue: u64()), agent: string(60)))
-        case .welcome: return .welcome(Welcome(version: UInt16(int(1...65_535)), features: FeatureSet(rawValue: u64()), nodeID: NodeID(u64()), serverTime: timestamp(), maxFrameSize: u32()))
+        case .welcome: return .welcome(Welcome(version: UInt16(int(1...65_535)), features: FeatureSet(rawValue: u64()), nodeID: NodeID(u64()), serverTime: timestamp(), maxFrameSize: u32(), cluster: string(20)))
         case .nonceRequest: return .nonceRequest(NonceRequest(requestID: uuid()))
         case .endSession: return .endSession(EndSession(requestID: uuid()))
+        case .registerPushToken:
+            switch int(0...3) {
+            case 0: return .registerPushToken(RegisterPushToken(requestID: uuid(), token: nil))
+            case 1:
+                return .registerPushToken(RegisterPushToken(
+                    requestID: uuid(), token: .apns(token: (0..<int(0...100)).map { _ in UInt8(int(0...255)) }, topic: string(60), environment: bool() ? .sandbox : .production)))
+            case 2: return .registerPushToken(RegisterPushToken(requestID: uuid(), token: .fcm(token: string(200))))
+            default: return .registerPushToken(RegisterPushToken(requestID: uuid(), token: .gateway(token: string(200))))
+            }
         case .nonce: return .nonce(Nonce(requestID: uuid(), nonce: string(64), expiresAt: timestamp()))
         case .authenticate: return .authenticate(Authenticate(requestID: uuid(), identityToken: string(int(0...1) == 0 ? 8_000 : 300), deviceID: uuid()))
         case .authenticated: return .authenticated(Authenticated(requestID: uuid(), sessionToken: string(100), identity: Identity(userID: user(), displayName: optional { $0.string(40) }, avatarURL: optional { $0.string(80) }), expiresAt: timestamp()))
@@ -187,7 +218,7 @@ struct RandomFrames {
             let lo = UInt16(int(1...5))
             return .peerHello(PeerHello(nodeID: NodeID(u64()), minVersion: lo, maxVersion: lo + UInt16(int(0...3)), features: FeatureSet(rawValue: u64()), cluster: string(30)))
         case .versionVector: return .versionVector(vector())
-        case .replicate: return .replicate(Replicate(operations: (0..<int(1...6)).map { _ in ReplicatedOperation(origin: NodeID(u64()), counter: u64(), hlc: hlc(), event: event()) }))
+        case .replicate: return .replicate(Replicate(operations: (0..<int(1...6)).map { _ in ReplicatedOperation(origin: NodeID(u64()), counter: u64(), hlc: hlc(), payload: replicatedEvent()) }))
         case .peerAck: return .peerAck(PeerAck(vector: vector()))
         }
     }

@@ -18,6 +18,7 @@ extension ClientError.Code {
     public static let tooManyParticipants = ClientError.Code(rawValue: ModelError.Code.tooManyParticipants.rawValue)
     public static let invalidMetadata = ClientError.Code(rawValue: ModelError.Code.invalidMetadata.rawValue)
     public static let invalidPushConfiguration = ClientError.Code(rawValue: ModelError.Code.invalidPushConfiguration.rawValue)
+    public static let invalidPushToken = ClientError.Code(rawValue: ModelError.Code.invalidPushToken.rawValue)
     public static let duplicatePart = ClientError.Code(rawValue: ModelError.Code.duplicatePart.rawValue)
     /// An argument breaks a rule of the API not covered by a model code.
     public static let invalidArgument = ClientError.Code(rawValue: "invalid-argument")

@@ -88,7 +88,8 @@ extension LaminaClient {
         try commit([.messagesDeleted(stored.id, below: position)], command: frame, about: stored)
     }
 
-    /// Marks every unread message of a conversation read (the docs' `markAllMessagesAsRead:`).
+    /// Marks every unread message of a conversation read (the docs' `markAllMessagesAsRead:`),
+    /// those this device does not hold included (the node reads up to the latest one held).
     public func markAllMessagesAsRead(in conversation: ConversationID) throws(ClientError) {
         let stored = try existingConversation(conversation)
         let unread = try store.unreadMessageIDs(in: stored.id)
@@ -106,8 +107,22 @@ extension LaminaClient {
             }
             try store.markRead(chunk, outbox: entry)
         }
+        // The node may count unread messages this device does not hold (partial history):
+        // read up to the latest message held, which covers them.
+        if unread.isEmpty, stored.totalNumberOfUnreadMessages > 0, let last = stored.lastMessageID,
+           let upTo = try store.message(last)?.message.position {
+            try store.enqueue(try OutboxEncoder.entry(for: .markAllRead(MarkAllRead(requestID: UUID(), conversationID: stored.id, upTo: upTo)),
+                                                      createdAt: environment.now()))
+        }
         outboxDidChange()
     }
+
+    /// The user's unread messages over all conversations, right whatever part of the history
+    /// this device holds (each conversation's `totalNumberOfUnreadMessages`, from the node).
+    public func totalNumberOfUnreadMessages() throws(ClientError) -> Int { try store.totalNumberOfUnreadMessages() }
+
+    /// How many conversations have unread messages (a badge's other number).
+    public func numberOfConversationsWithUnreadMessages() throws(ClientError) -> Int { try store.numberOfConversationsWithUnreadMessages() }
 
     // MARK: helpers
 

@@ -83,7 +83,8 @@ public final class LaminaClient: @unchecked Sendable {
     public func connect(using connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider) async throws(ClientError) {
         let engine = try SyncEngine(store: store, connector: connector, identityToken: identityToken,
                                     policy: configuration.reconnect, environment: environment, agent: configuration.agent,
-                                    historyOnJoin: configuration.historyOnJoin)
+                                    historyOnJoin: configuration.historyOnJoin, cluster: configuration.cluster,
+                                    synchronization: configuration.synchronizationPolicy)
         let previous: SyncEngine? = lock.withLock {
             defer { self.engine = engine }
             return self.engine
@@ -132,6 +133,16 @@ public final class LaminaClient: @unchecked Sendable {
     public func close() async throws(ClientError) {
         await disconnect()
         try store.close()
+    }
+
+    /// Sets this device's push token on the node (APNs with topic and environment, FCM, or
+    /// the operator's gateway), replacing the one it had; nil removes it. While the device has
+    /// no live session, the node pushes its new messages there; signing out removes the token.
+    /// Needs a live session (`.notConnected` otherwise); a token of the wrong size or of a
+    /// provider the node does not deliver to is refused with `invalid-push-token`.
+    public func setPushToken(_ token: PushToken?) async throws(ClientError) {
+        guard let engine = currentEngine else { throw ClientError(.notConnected, "connect first: the push token is registered with the node") }
+        try await engine.registerPushToken(token)
     }
 
     /// Signs the user out: ends the session on the node (its token is refused from then on,

@@ -25,6 +25,16 @@ public struct LaminaConfiguration: Hashable, Sendable {
     /// nothing (`LaminaClient.fetchHistory` on demand), or a history policy. Only used
     /// when the node offers history fetch.
     public var historyOnJoin: HistoryPolicy? = nil
+    /// The cluster the node must belong to (its WELCOME names it, SPEC §5.1); nil: any. A node
+    /// of another cluster ends the connection with `wrong-cluster`, and the client stops.
+    public var cluster: String? = nil
+    /// What a new or wiped device holds after its first sync, and a device whose cursor fell
+    /// below what the node keeps of the feed: the node sends a snapshot of the user's
+    /// conversations (each with its latest message and counts), then the device fetches each
+    /// conversation's messages by this policy; older ones page in with `fetchHistory`.
+    /// Default `.unreadOnly` (the reference product's default, and a phone's: what the user
+    /// has not seen, never their whole history).
+    public var synchronizationPolicy: SynchronizationPolicy = .unreadOnly
 
     public init(nodeURL: URL, trust: Trust, dataDirectory: URL, agent: String = "lamina-swift/1", reconnect: ReconnectPolicy = ReconnectPolicy()) {
         self.nodeURL = nodeURL
@@ -55,5 +65,6 @@ public struct LaminaConfiguration: Hashable, Sendable {
         if case .lastN(0)? = historyOnJoin {
             throw ClientError(.invalidSetting, "a last-n history policy asks for at least one message")
         }
+        try synchronizationPolicy.validate()
     }
 }

@@ -20,6 +20,9 @@ enum ChangeComputation {
         add(ConversationProperty.lastMessage, before.lastMessageID.map { .string($0.url) }, after.lastMessageID.map { .string($0.url) })
         add(ConversationProperty.totalMessageCount, .integer(Int64(before.totalMessageCount)), .integer(Int64(after.totalMessageCount)))
         add(ConversationProperty.unreadMessageCount, .integer(Int64(before.unreadMessageCount)), .integer(Int64(after.unreadMessageCount)))
+        add(ConversationProperty.totalNumberOfMessages, .integer(Int64(before.totalNumberOfMessages)), .integer(Int64(after.totalNumberOfMessages)))
+        add(ConversationProperty.totalNumberOfUnreadMessages, .integer(Int64(before.totalNumberOfUnreadMessages)),
+            .integer(Int64(after.totalNumberOfUnreadMessages)))
         return out
     }
 

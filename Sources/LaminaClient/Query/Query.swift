@@ -20,6 +20,7 @@ extension StoredConversation: QueryableObject {
         ConversationProperty.identifier, ConversationProperty.participants, ConversationProperty.isDistinct, ConversationProperty.metadata,
         ConversationProperty.deliveryReceiptsEnabled, ConversationProperty.isSynced, ConversationProperty.lastMessage,
         ConversationProperty.totalMessageCount, ConversationProperty.unreadMessageCount,
+        ConversationProperty.totalNumberOfMessages, ConversationProperty.totalNumberOfUnreadMessages,
     ]
     public func changedProperties(since old: StoredConversation) -> Set<String> {
         Set(ChangeComputation.conversationUpdates(before: old, after: self).compactMap(\.property))

@@ -62,6 +62,8 @@ public enum QueryTarget: String, Hashable, Sendable {
             case "creator": return .scalar(.user, "conversation.creator")
             case ConversationProperty.totalMessageCount: return .scalar(.integer, "conversation.total_count")
             case ConversationProperty.unreadMessageCount: return .scalar(.integer, "conversation.unread_count")
+            case ConversationProperty.totalNumberOfMessages: return .scalar(.integer, "conversation.number_of_messages")
+            case ConversationProperty.totalNumberOfUnreadMessages: return .scalar(.integer, "conversation.number_of_unread")
             case ConversationProperty.lastMessage: return .scalar(.messageID, "conversation.last_message_id", nullable: true)
             case "lastMessage.sentAt":
                 return .scalar(.timestamp, "(SELECT lm.sent_at FROM message lm WHERE lm.id = conversation.last_message_id)", nullable: true)

@@ -35,6 +35,9 @@ public struct ClientError: LaminaError {
         public static let invalidSetting = Code(rawValue: "invalid-setting")
         /// The operation was cancelled.
         public static let cancelled = Code(rawValue: "cancelled")
+        /// The node belongs to another cluster than the one the client is configured for
+        /// (`LaminaConfiguration.cluster`): the client does not sync with it.
+        public static let wrongCluster = Code(rawValue: "wrong-cluster")
     }
 
     public var code: Code

@@ -96,6 +96,7 @@ extension LocalStore {
         }
         return try write { ctx in
             var changed: [MessageID] = []
+            var reads: [ConversationID: Int] = [:]
             for id in ids {
                 guard let before = try StoreReader.message(ctx.db, id) else { continue }
                 var after = before
@@ -104,7 +105,15 @@ extension LocalStore {
                 if after != before {
                     try ctx.updateMessage(from: before, to: after)
                     changed.append(id)
+                    if before.isUnread, !after.isUnread { reads[after.message.conversationID, default: 0] += 1 }
                 }
+            }
+            // The node's unread counts move with the reads made here at once (the feed's copy
+            // of each read is then not counted again: `RemoteChange.readCounted`).
+            for (conversation, count) in reads {
+                guard let stored = try StoreReader.conversation(ctx.db, conversation), var counts = stored.nodeCounts else { continue }
+                counts.unread = max(0, counts.unread - count)
+                try ctx.setNodeCounts(counts, of: stored)
             }
             if !changed.isEmpty, let outbox { try ctx.enqueue(outbox) }
             return changed

@@ -63,7 +63,55 @@ extension WriteContext {
                 if c.participants != before { c.isDistinct = false }
             }
         case .distinctMerge(let from, let into): try applyMerge(from: from, into: into)
+        case .counts(let id, let counts, let isDistinct, let receipts): try applyCounts(counts, of: id, isDistinct: isDistinct, deliveryReceiptsEnabled: receipts)
+        case .messageCounted(let id, let message): try countArrival(of: message, in: id)
+        case .readCounted(let id, let message): try countRead(of: message, in: id)
         }
+    }
+
+    // MARK: counts (SPEC §6.4)
+
+    /// The node's counts replace the ones kept here; its flags that change after creation
+    /// (distinct, receipts) apply to the conversation.
+    private func applyCounts(_ counts: NodeCounts, of named: ConversationID, isDistinct: Bool, deliveryReceiptsEnabled: Bool) throws {
+        // Counts of a merged-away identifier are stale: the survivor's come on their own.
+        guard let before = try StoreReader.conversation(db, named) else { return }
+        let id = before.id
+        var after = before
+        after.nodeCounts = counts
+        after.conversation.isDistinct = isDistinct
+        after.conversation.deliveryReceiptsEnabled = deliveryReceiptsEnabled
+        try updateConversation(from: before, to: after)
+        touch(id)
+    }
+
+    /// A message that entered the feed after the counts kept here were taken: one more
+    /// message, and one more unread when it is unread here.
+    private func countArrival(of message: MessageID, in named: ConversationID) throws {
+        let id = try StoreReader.resolve(db, named)
+        guard let before = try StoreReader.conversation(db, id), var counts = before.nodeCounts else { return }
+        counts.messages += 1
+        if try StoreReader.message(db, message)?.isUnread == true { counts.unread += 1 }
+        counts.lastMessageID = message
+        try setNodeCounts(counts, of: before)
+    }
+
+    /// The local user read one message (the node's feed says so): one less unread, unless
+    /// this device counted the read when the user made it here (the message is held and
+    /// already read). Apply before the status change itself.
+    private func countRead(of message: MessageID, in named: ConversationID) throws {
+        let id = try StoreReader.resolve(db, named)
+        guard let before = try StoreReader.conversation(db, id), var counts = before.nodeCounts else { return }
+        if let held = try StoreReader.message(db, message), !held.isUnread { return }
+        counts.unread = max(0, counts.unread - 1)
+        try setNodeCounts(counts, of: before)
+    }
+
+    func setNodeCounts(_ counts: NodeCounts, of before: StoredConversation) throws {
+        var after = before
+        after.nodeCounts = counts
+        try updateConversation(from: before, to: after)
+        touch(before.id)
     }
 
     private func applyConversation(_ conversation: Conversation) throws {
@@ -73,10 +121,19 @@ extension WriteContext {
             var after = existing
             after.conversation = conversation
             after.isSynced = true
+            // The node counts a conversation of its own from here (SPEC §6.4): from zero when
+            // none of its messages is held yet, else when it next sends the counts.
+            if after.nodeCounts == nil, try !holdsSentMessages(conversation.id) { after.nodeCounts = NodeCounts(messages: 0, unread: 0) }
             try updateConversation(from: existing, to: after)
+            touch(conversation.id)
         } else {
-            try createConversation(StoredConversation(conversation: conversation, isSynced: true))
+            try createConversation(StoredConversation(conversation: conversation, isSynced: true, nodeCounts: NodeCounts(messages: 0, unread: 0)))
         }
+    }
+
+    private func holdsSentMessages(_ id: ConversationID) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM message WHERE conversation_id = ? AND pos_physical IS NOT NULL)",
+                          arguments: [StoreCoding.blob(id)]) ?? false
     }
 
     /// Changes addressed to a merged-away identifier are stale and ignored: the node

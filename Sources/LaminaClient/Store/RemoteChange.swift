@@ -33,4 +33,14 @@ public enum RemoteChange: Hashable, Sendable {
     /// The node resolved distinct conversation `from` into `into`: messages and the app's
     /// object move to the survivor, and `from` is remembered as merged into it.
     case distinctMerge(from: ConversationID, into: ConversationID)
+    /// The node's counts of a conversation for the local user and its flags that change after
+    /// creation (SPEC §6.4 `conversation-updated`): they replace the counts kept here.
+    case counts(ConversationID, NodeCounts, isDistinct: Bool, deliveryReceiptsEnabled: Bool)
+    /// A message entered the user's feed (a `message-created` with a seq): the counts kept
+    /// here grow by it (apply after the message itself). Each feed entry is applied once.
+    case messageCounted(ConversationID, MessageID)
+    /// The local user's read of one message entered the feed (`message-status-changed` with
+    /// a seq, the local user, read): the unread count kept here falls by it unless this device
+    /// already counted the read (apply before the status itself).
+    case readCounted(ConversationID, MessageID)
 }

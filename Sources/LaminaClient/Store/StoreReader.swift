@@ -53,12 +53,20 @@ enum StoreReader {
             deliveryReceiptsEnabled: row["receipts_enabled"],
             createdAt: Timestamp(millisecondsSince1970: row["created_at"]),
             creator: try StoreCoding.user(row["creator"]))
+        var nodeCounts: NodeCounts?
+        if let total = row["node_total"] as Int?, let unread = row["node_unread"] as Int? {
+            nodeCounts = NodeCounts(messages: total, unread: unread,
+                                    lastMessageID: try StoreCoding.optionalUUID(row, "node_last_message_id").map(MessageID.init(uuid:)))
+        }
         return StoredConversation(
             conversation: conversation,
             isSynced: row["is_synced"],
             lastMessageID: try StoreCoding.optionalUUID(row, "last_message_id").map(MessageID.init(uuid:)),
             totalMessageCount: row["total_count"],
-            unreadMessageCount: row["unread_count"])
+            unreadMessageCount: row["unread_count"],
+            nodeCounts: nodeCounts,
+            totalNumberOfMessages: row["number_of_messages"],
+            totalNumberOfUnreadMessages: row["number_of_unread"])
     }
 
     static func message(_ db: Database, _ id: MessageID) throws -> StoredMessage? {

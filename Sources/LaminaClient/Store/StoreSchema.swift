@@ -124,6 +124,19 @@ enum StoreSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v4-node-counts") { db in
+            // The node's counts of each conversation for the local user (SPEC §6.4), kept
+            // current from the feed (null until the node first tells them), and the counts
+            // the app reads (the node's when known, else the local ones).
+            try db.execute(sql: """
+                ALTER TABLE conversation ADD COLUMN node_total INTEGER;
+                ALTER TABLE conversation ADD COLUMN node_unread INTEGER;
+                ALTER TABLE conversation ADD COLUMN node_last_message_id BLOB;
+                ALTER TABLE conversation ADD COLUMN number_of_messages INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE conversation ADD COLUMN number_of_unread INTEGER NOT NULL DEFAULT 0;
+                UPDATE conversation SET number_of_messages = total_count, number_of_unread = unread_count;
+                """)
+        }
         return migrator
     }
 }

@@ -11,17 +11,46 @@ public struct StoredConversation: Hashable, Sendable, Identifiable {
     public var lastMessageID: MessageID?
     /// Messages of the conversation in the local store.
     public var totalMessageCount: Int
-    /// Messages of the conversation the local user has not read.
+    /// Messages of the conversation in the local store the local user has not read.
     public var unreadMessageCount: Int
+    /// The conversation's counts as the node keeps them for the local user (SPEC §6.4), kept
+    /// current from the feed; nil until the node first tells them.
+    public var nodeCounts: NodeCounts?
+    /// Every message of the conversation for the local user, held here or not (the docs'
+    /// `totalNumberOfMessages`): the node's count plus messages not sent yet; the local count
+    /// while the node has not told its count.
+    public var totalNumberOfMessages: Int
+    /// Every unread message of the conversation, held here or not (the docs'
+    /// `totalNumberOfUnreadMessages`): the node's count; the local count until it is known.
+    public var totalNumberOfUnreadMessages: Int
 
     public var id: ConversationID { conversation.id }
 
-    public init(conversation: Conversation, isSynced: Bool, lastMessageID: MessageID? = nil, totalMessageCount: Int = 0, unreadMessageCount: Int = 0) {
+    public init(conversation: Conversation, isSynced: Bool, lastMessageID: MessageID? = nil, totalMessageCount: Int = 0, unreadMessageCount: Int = 0,
+                nodeCounts: NodeCounts? = nil, totalNumberOfMessages: Int? = nil, totalNumberOfUnreadMessages: Int? = nil) {
         self.conversation = conversation
         self.isSynced = isSynced
         self.lastMessageID = lastMessageID
         self.totalMessageCount = totalMessageCount
         self.unreadMessageCount = unreadMessageCount
+        self.nodeCounts = nodeCounts
+        self.totalNumberOfMessages = totalNumberOfMessages ?? totalMessageCount
+        self.totalNumberOfUnreadMessages = totalNumberOfUnreadMessages ?? unreadMessageCount
+    }
+}
+
+/// A conversation's counts for the local user as the node computes them (SPEC §6.4): every
+/// message the user may see, the unread ones among them, and the latest. Correct whatever
+/// part of the history this device holds.
+public struct NodeCounts: Hashable, Sendable {
+    public var messages: Int
+    public var unread: Int
+    public var lastMessageID: MessageID?
+
+    public init(messages: Int, unread: Int, lastMessageID: MessageID? = nil) {
+        self.messages = messages
+        self.unread = unread
+        self.lastMessageID = lastMessageID
     }
 }
 
@@ -98,6 +127,10 @@ extension ConversationProperty {
     public static let deliveryReceiptsEnabled = "deliveryReceiptsEnabled"
     public static let isSynced = "isSynced"
     public static let totalMessageCount = "totalMessageCount"
+    /// ``StoredConversation/totalNumberOfMessages``.
+    public static let totalNumberOfMessages = "totalNumberOfMessages"
+    /// ``StoredConversation/totalNumberOfUnreadMessages``.
+    public static let totalNumberOfUnreadMessages = "totalNumberOfUnreadMessages"
 }
 
 extension MessageProperty {

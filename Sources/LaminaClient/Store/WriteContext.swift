@@ -71,15 +71,19 @@ final class WriteContext {
         let c = s.conversation
         let key = StoreCoding.blob(c.id)
         try db.execute(sql: """
-            INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, created_at, metadata, is_synced, last_message_id, total_count, unread_count)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, created_at, metadata, is_synced, last_message_id, total_count, unread_count,
+                                     node_total, node_unread, node_last_message_id, number_of_messages, number_of_unread)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO UPDATE SET creator = excluded.creator, is_distinct = excluded.is_distinct,
                 receipts_enabled = excluded.receipts_enabled, created_at = excluded.created_at, metadata = excluded.metadata,
                 is_synced = excluded.is_synced, last_message_id = excluded.last_message_id,
-                total_count = excluded.total_count, unread_count = excluded.unread_count
+                total_count = excluded.total_count, unread_count = excluded.unread_count,
+                node_total = excluded.node_total, node_unread = excluded.node_unread, node_last_message_id = excluded.node_last_message_id,
+                number_of_messages = excluded.number_of_messages, number_of_unread = excluded.number_of_unread
             """, arguments: [key, c.creator.rawValue, c.isDistinct, c.deliveryReceiptsEnabled, c.createdAt.millisecondsSince1970,
                              StoreCoding.encode(c.metadata), s.isSynced, s.lastMessageID.map(StoreCoding.blob),
-                             s.totalMessageCount, s.unreadMessageCount])
+                             s.totalMessageCount, s.unreadMessageCount, s.nodeCounts?.messages, s.nodeCounts?.unread,
+                             s.nodeCounts?.lastMessageID.map(StoreCoding.blob), s.totalNumberOfMessages, s.totalNumberOfUnreadMessages])
         try db.execute(sql: "DELETE FROM participant WHERE conversation_id = ?", arguments: [key])
         for user in c.participants {
             try db.execute(sql: "INSERT INTO participant(conversation_id, user_id) VALUES (?, ?)", arguments: [key, user.rawValue])
@@ -221,16 +225,27 @@ final class WriteContext {
         for id in touched {
             guard let before = try StoreReader.conversation(db, id) else { continue }
             let key = StoreCoding.blob(id)
-            let row = try Row.fetchOne(db, sql: "SELECT COUNT(*) AS total, COALESCE(SUM(is_unread), 0) AS unread, MAX(is_sent) AS anySent FROM message WHERE conversation_id = ?", arguments: [key])!
+            let row = try Row.fetchOne(db, sql: """
+                SELECT COUNT(*) AS total, COALESCE(SUM(is_unread), 0) AS unread, MAX(is_sent) AS anySent,
+                    COALESCE(SUM(pos_physical IS NULL), 0) AS unsent
+                FROM message WHERE conversation_id = ?
+                """, arguments: [key])!
             let last = try Data.fetchOne(db, sql: "SELECT id FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: true)) LIMIT 1", arguments: [key])
             var after = before
             after.totalMessageCount = row["total"]
             after.unreadMessageCount = row["unread"]
             after.lastMessageID = last.map { MessageID(uuid: StoreCoding.uuid($0)) }
             if (row["anySent"] as Bool?) == true { after.isSynced = true }
+            // The node's counts when it told them (messages not sent yet are not among them).
+            let unsent: Int = row["unsent"]
+            after.totalNumberOfMessages = after.nodeCounts.map { $0.messages + unsent } ?? after.totalMessageCount
+            after.totalNumberOfUnreadMessages = after.nodeCounts?.unread ?? after.unreadMessageCount
             guard after != before else { continue }
-            try db.execute(sql: "UPDATE conversation SET total_count = ?, unread_count = ?, last_message_id = ?, is_synced = ? WHERE id = ?",
-                           arguments: [after.totalMessageCount, after.unreadMessageCount, after.lastMessageID.map(StoreCoding.blob), after.isSynced, key])
+            try db.execute(sql: """
+                UPDATE conversation SET total_count = ?, unread_count = ?, last_message_id = ?, is_synced = ?,
+                    number_of_messages = ?, number_of_unread = ? WHERE id = ?
+                """, arguments: [after.totalMessageCount, after.unreadMessageCount, after.lastMessageID.map(StoreCoding.blob), after.isSynced,
+                                 after.totalNumberOfMessages, after.totalNumberOfUnreadMessages, key])
             if !createdHere.contains(id) {
                 record(ChangeComputation.conversationUpdates(before: before, after: after))
             }

@@ -14,6 +14,9 @@ public struct DecodedChanges: Hashable, Sendable {
     public var receivedFromOthers: [Message] = []
     /// Entries skipped because their seq was at or below the cursor (at-least-once delivery).
     public var duplicatesSkipped = 0
+    /// Conversations sent outside the feed (seq 0 `conversation-created`): a snapshot's,
+    /// when they come before the SYNC's ACK (SPEC §6.3).
+    public var unsequencedConversations: [ConversationID] = []
 
     public init() {}
 }
@@ -51,7 +54,16 @@ public enum ChangeDecoder {
                 if t.user != localUser { out.typing.append(t) }
             case .messageCreated(let m):
                 out.changes.append(.message(m, receivedAt: receivedAt))
+                // Counts grow by the feed's messages only (history and snapshots are counted
+                // in the node's counts already): SPEC §6.4.
+                if entry.seq != 0 { out.changes.append(.messageCounted(m.conversationID, m.id)) }
                 if m.sender != localUser { out.receivedFromOthers.append(m) }
+            case .messageStatusChanged(let s):
+                if entry.seq != 0, s.user == localUser, s.status == .read { out.changes.append(.readCounted(s.conversationID, s.messageID)) }
+                out.changes.append(.recipientStatus(s.messageID, user: s.user, status: s.status))
+            case .conversationCreated(let c):
+                if entry.seq == 0 { out.unsequencedConversations.append(c.id) }
+                out.changes.append(.conversation(c))
             default:
                 if let change = remoteChange(entry.event, receivedAt: receivedAt) { out.changes.append(change) }
             }
@@ -60,12 +72,13 @@ public enum ChangeDecoder {
         return out
     }
 
-    /// The store change of one event; nil for events the store does not keep
-    /// (`conversation-updated` counts the store computes itself, and typing).
+    /// The store change of one event; nil for typing, which the store does not keep.
     public static func remoteChange(_ event: ChangeEvent, receivedAt: Timestamp) -> RemoteChange? {
         switch event {
         case .conversationCreated(let c): .conversation(c)
-        case .conversationUpdated: nil
+        case .conversationUpdated(let u):
+            .counts(u.conversationID, NodeCounts(messages: Int(clamping: u.messageCount), unread: Int(clamping: u.unreadCount), lastMessageID: u.lastMessageID),
+                    isDistinct: u.isDistinct, deliveryReceiptsEnabled: u.deliveryReceiptsEnabled)
         case .participantsChanged(let p): .participants(p.conversationID, added: p.added, removed: p.removed)
         case .metadataChanged(let m): .metadata(m.conversationID, path: m.keyPath, value: m.value)
         case .conversationDeleted(let d): d.below.map { .messagesDeleted(d.conversationID, below: $0) } ?? .conversationDeleted(d.conversationID)

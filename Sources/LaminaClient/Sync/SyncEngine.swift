@@ -13,7 +13,10 @@ public actor SyncEngine {
     let policy: ReconnectPolicy
     let environment: SyncEnvironment
     let agent: String
+    /// The cluster the node must belong to (nil: any).
+    let cluster: String?
     let historyOnJoin: HistoryPolicy?
+    let synchronization: SynchronizationPolicy
     private let continuation: AsyncStream<SyncEvent>.Continuation
     /// Every state change, authentication, typing indicator, reconnect and failure.
     public nonisolated let events: AsyncStream<SyncEvent>
@@ -27,8 +30,10 @@ public actor SyncEngine {
 
     public init(store: LocalStore, connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider,
                 policy: ReconnectPolicy = ReconnectPolicy(), environment: SyncEnvironment = .live, agent: String = "lamina-swift/1",
-                historyOnJoin: HistoryPolicy? = nil) throws(ClientError) {
+                historyOnJoin: HistoryPolicy? = nil, cluster: String? = nil, synchronization: SynchronizationPolicy = .feedReplay) throws(ClientError) {
         try policy.validate()
+        try synchronization.validate()
+        self.synchronization = synchronization
         self.store = store
         self.connector = connector
         self.identityToken = identityToken
@@ -36,6 +41,7 @@ public actor SyncEngine {
         self.environment = environment
         self.agent = agent
         self.historyOnJoin = historyOnJoin
+        self.cluster = cluster
         (events, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(Self.eventBufferLimit))
     }
 
@@ -84,6 +90,13 @@ public actor SyncEngine {
         try await session.endSession()
     }
 
+    /// Sets (or removes) this device's push token on the node (see `SyncSession.registerPushToken`).
+    /// Throws `.notConnected` unless a session is live.
+    public func registerPushToken(_ token: PushToken?) async throws(ClientError) {
+        guard let session else { throw ClientError(.notConnected, "no sync session is running") }
+        try await session.registerPushToken(token)
+    }
+
     /// The current session's state, nil between sessions.
     public var sessionState: SyncSessionState? {
         get async { await session?.state }
@@ -99,7 +112,8 @@ public actor SyncEngine {
                 self.channel = channel
                 if Task.isCancelled { await channel.close(); break }
                 let session = SyncSession(store: store, channel: channel, identityToken: identityToken,
-                                          environment: environment, agent: agent, historyOnJoin: historyOnJoin, onEvent: emit)
+                                          environment: environment, agent: agent, historyOnJoin: historyOnJoin, cluster: cluster,
+                                          synchronization: synchronization, onEvent: emit)
                 self.session = session
                 end = await session.run()
                 if await session.reachedLive { attempt = 0 }
@@ -115,7 +129,7 @@ public actor SyncEngine {
             }
             if Task.isCancelled { break }
             switch end {
-            case .authenticationFailed(let error), .syncRefused(let error):
+            case .authenticationFailed(let error), .syncRefused(let error), .wrongCluster(let error):
                 emit(.failed(error))
                 task = nil
                 return

@@ -86,10 +86,11 @@ extension SyncSession {
     }
 
     /// The node answered request `id` (ACK or ERROR).
-    func finishHistory(_ id: UUID, _ result: Result<Void, ClientError>) {
+    func finishHistory(_ id: UUID, _ result: Result<Void, ClientError>) throws {
         guard var request = historyRequests[id], request.result == nil else { return }
         if request.isBackground {
             historyRequests[id] = nil
+            try finishSnapshotFetch(id, result, received: request.received)
         } else if let caller = request.caller {
             historyRequests[id] = nil
             caller.resume(returning: result.map { request.received })
@@ -101,6 +102,6 @@ extension SyncSession {
 
     /// The stream ended: every outstanding request fails with `error`.
     func failHistoryRequests(_ error: ClientError) {
-        for id in Array(historyRequests.keys) { finishHistory(id, .failure(error)) }
+        for id in Array(historyRequests.keys) { try? finishHistory(id, .failure(error)) }
     }
 }

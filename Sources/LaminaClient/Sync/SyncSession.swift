@@ -31,6 +31,9 @@ public enum SyncEvent: Hashable, Sendable {
     case sessionExpired
     /// The node refused a command for good; it left the outbox (see `LocalStore.outboxFailures()`).
     case commandFailed(OutboxFailure)
+    /// A snapshot's first sync finished (SPEC §6.3): each of its `conversations` holds what
+    /// the `SynchronizationPolicy` says (`failed` of their fetches were refused or cut short).
+    case snapshotSynced(conversations: Int, failed: Int)
 }
 
 /// How a session ended.
@@ -47,6 +50,8 @@ public enum SyncSessionEnd: Hashable, Sendable {
     case syncRefused(ClientError)
     /// The session was ended for good on the node (END_SESSION, SPEC §5.8): do not reconnect.
     case signedOut
+    /// The node belongs to another cluster than the client's (WELCOME, SPEC §5.1): do not reconnect.
+    case wrongCluster(ClientError)
 }
 
 /// One session over one `FrameChannel`: the client side of SPEC §5–§7. It applies the
@@ -64,7 +69,10 @@ public actor SyncSession {
     let identityToken: IdentityTokenProvider
     let environment: SyncEnvironment
     let agent: String
+    /// The cluster the node must belong to (nil: any).
+    let cluster: String?
     let historyOnJoin: HistoryPolicy?
+    let synchronization: SynchronizationPolicy
     let onEvent: @Sendable (SyncEvent) -> Void
 
     public private(set) var state: SyncSessionState = .negotiating
@@ -84,16 +92,23 @@ public actor SyncSession {
     var historyRequests: [UUID: HistoryRequest] = [:]
     /// The END_SESSION sent, waiting for its ACK or ERROR.
     var endRequest: EndSessionRequest?
+    /// REGISTER_PUSH_TOKEN frames sent, waiting for their ACK or ERROR.
+    var pushTokenRequests: [UUID: PushTokenRequest] = [:]
+    /// The snapshot being received and the fetches that fill its conversations.
+    var snapshot = SnapshotSync()
 
     public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
                 environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
+                cluster: String? = nil, synchronization: SynchronizationPolicy = .feedReplay,
                 onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }) {
+        self.synchronization = synchronization
         self.store = store
         self.channel = channel
         self.identityToken = identityToken
         self.environment = environment
         self.agent = agent
         self.historyOnJoin = historyOnJoin
+        self.cluster = cluster
         self.onEvent = onEvent
     }
 
@@ -108,6 +123,7 @@ public actor SyncSession {
         enter(.ended)
         failHistoryRequests(ClientError(.disconnected, "the sync stream ended before the node answered"))
         finishEndSession(.failure(ClientError(.disconnected, "the sync stream ended before the node answered END_SESSION")))
+        finishPushTokenRequest(nil, .failure(ClientError(.disconnected, "the sync stream ended before the node answered REGISTER_PUSH_TOKEN")))
         return end
     }
 
@@ -124,6 +140,7 @@ public actor SyncSession {
         do {
             enter(.syncing)
             cursor = try store.syncCursor(on: node)
+            snapshot = SnapshotSync(cursorBefore: cursor)
             let syncID = UUID()
             try await channel.send(.sync(SyncRequest(requestID: syncID, cursor: cursor)))
             while let frame = try await channel.receive() {
@@ -166,9 +183,14 @@ public actor SyncSession {
 
     private func handshake() async throws {
         enter(.negotiating)
-        try await channel.send(.hello(Hello(agent: agent)))
+        let offered: FeatureSet = synchronization == .feedReplay ? .all : FeatureSet.all.union(.snapshots)
+        try await channel.send(.hello(Hello(features: offered, agent: agent)))
         guard case .welcome(let welcome) = try await handshakeFrame() else {
             throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer HELLO with WELCOME")))
+        }
+        if let cluster, welcome.cluster != cluster {
+            throw SessionEnding(end: .wrongCluster(ClientError(
+                .wrongCluster, "node \(String(welcome.nodeID.rawValue, radix: 16)) belongs to cluster \"\(welcome.cluster)\", this client is configured for \"\(cluster)\"")))
         }
         features = welcome.features
         node = welcome.nodeID
@@ -245,10 +267,17 @@ public actor SyncSession {
         case .error(let e) where e.requestID != nil && e.requestID == endRequest?.id:
             finishEndSession(.failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
+        case .ack(let ack) where pushTokenRequests[ack.requestID] != nil:
+            finishPushTokenRequest(ack.requestID, .success(()))
+        case .error(let e) where e.requestID.map { pushTokenRequests[$0] != nil } ?? false:
+            finishPushTokenRequest(e.requestID, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
         case .ack(let ack) where historyRequests[ack.requestID] != nil:
-            finishHistory(ack.requestID, .success(()))
+            try finishHistory(ack.requestID, .success(()))
+            try await continueSnapshot()
         case .error(let e) where e.requestID.map { historyRequests[$0] != nil } ?? false:
-            finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            try finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            try await continueSnapshot()
         case .ack(let ack) where ack.requestID == syncID:
             if let c = ack.cursor, c > cursor {
                 try store.setSyncCursor(c)
@@ -257,6 +286,7 @@ public actor SyncSession {
             reachedLive = true
             enter(.live)
             try await flushOutbox()
+            try await startSnapshotFetches(acked: ack.cursor ?? 0)
         case .ack:
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
         case .error(let e) where e.requestID == syncID && e.code != .authenticationRequired && !Self.sessionCodes.contains(e.code):
@@ -296,8 +326,12 @@ public actor SyncSession {
         let decoded = ChangeDecoder.decode(entries, after: cursor, localUser: store.localUser, receivedAt: environment.now())
         for t in decoded.typing { onEvent(.typing(t)) }
         noteHistory(entries)
+        if state == .syncing {
+            snapshot.received(decoded.unsequencedConversations)
+            if decoded.cursor != nil || decoded.duplicatesSkipped > 0 { snapshot.sawFeedEntries = true }
+        }
         let receipts = try receiptEntries(for: decoded)
-        let joined = try newConversations(in: decoded)
+        let joined = try newConversations(in: decoded).filter { !snapshot.contains($0) }
         if !decoded.changes.isEmpty || decoded.cursor != nil || !receipts.isEmpty {
             try applyTolerant(decoded.changes, cursor: decoded.cursor, outbox: receipts)
             if let c = decoded.cursor { cursor = c }

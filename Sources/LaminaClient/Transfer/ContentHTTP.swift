@@ -89,8 +89,12 @@ struct ContentHTTPError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// 401: the session token is missing, expired or revoked (§1): authenticate again.
     var isUnauthorized: Bool { status == 401 }
-    /// Worth retrying as is, later: 429, 500, 503.
-    var isTransient: Bool { status == 429 || status == 500 || status == 503 }
+    /// Worth retrying as is, later: 429, 500, 503, and 409 content-not-ready with `retry-after`
+    /// (the node is still fetching a peer's content, CONTENT.md §9).
+    var isTransient: Bool {
+        status == 429 || status == 500 || status == 503
+            || (status == 409 && (code == 600 || name == "content-not-ready") && retryAfterSeconds != nil)
+    }
 
     /// How an upload goes on after this answer (§3).
     enum UploadOutcome: Equatable {

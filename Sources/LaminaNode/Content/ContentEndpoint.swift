@@ -44,7 +44,7 @@ public enum ContentEndpoint {
                 case .success(let user):
                     switch method {
                     case "PUT": UploadHandler.start(exchange: exchange, service: service, id: id, user: user, request: upload!)
-                    case "GET": DownloadHandler.start(exchange: exchange, service: service, id: id, user: user)
+                    case "GET": DownloadHandler.start(exchange: exchange, service: service, id: id, reader: .user(user))
                     case "HEAD": head(exchange: exchange, service: service, id: id, user: user)
                     default: delete(exchange: exchange, service: service, id: id, user: user)
                     }

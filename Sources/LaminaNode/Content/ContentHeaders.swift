@@ -132,8 +132,7 @@ enum ContentHeaderParsing {
     }
 
     /// The content id of `/v1/content/<uuid>` (query ignored; either case).
-    static func contentID(path: String) -> ContentID? {
-        let prefix = ContentEndpoint.pathPrefix
+    static func contentID(path: String, prefix: String = ContentEndpoint.pathPrefix) -> ContentID? {
         guard path.hasPrefix(prefix) else { return nil }
         var rest = path.dropFirst(prefix.count)
         if let q = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) { rest = rest[..<q] }

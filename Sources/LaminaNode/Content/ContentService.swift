@@ -16,14 +16,18 @@ public final class ContentService: Sendable {
     let threadPool: NIOThreadPool
     let logger: Logger
     let active = ActiveUploads()
+    /// Content being fetched from peers, and the downloads waiting for it.
+    public let arrivals: ContentArrivals
     private let sweep = NIOLockedValueBox<RepeatedTask?>(nil)
     private let stopped = NIOLockedValueBox(false)
 
     /// Opens the content directories and brings the files in line with the records (start-up
     /// recovery, blocking: call before serving, then ``start(sweepingOn:)``). `threads` do the
     /// disk work of uploads and downloads.
-    public init(store: NodeStore, dataDirectory: URL, settings: ContentSettings, logger: Logger, threads: Int = 2) throws {
+    public init(store: NodeStore, dataDirectory: URL, settings: ContentSettings, logger: Logger, threads: Int = 2,
+                arrivals: ContentArrivals = ContentArrivals()) throws {
         self.store = store
+        self.arrivals = arrivals
         self.settings = settings
         self.logger = logger
         self.files = try ContentFiles(dataDirectory: dataDirectory)

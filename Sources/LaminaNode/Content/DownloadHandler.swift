@@ -4,6 +4,13 @@ import LaminaTransport
 import LaminaWire
 import NIOCore
 
+/// Who downloads content: a user of this node (CONTENT.md §5) or a peer node fetching it for
+/// its own users (CONTENT.md §9).
+enum ContentReader: Sendable {
+    case user(UserID)
+    case peer(NodeID)
+}
+
 /// One `GET /v1/content/<uuid>` (CONTENT.md §5): authorization, one optional byte range, then
 /// the file read in chunks on the content threads, each chunk written only while the stream is
 /// writable, so a download never buffers the file and never crowds out the connection's other
@@ -27,23 +34,52 @@ final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
         self.end = end
     }
 
-    static func start(exchange: ContentExchange, service: ContentService, id: ContentID, user: UserID) {
+    /// How long a download of content this node is fetching from a peer waits for it before it
+    /// is answered `409 content-not-ready` with `retry-after` (CONTENT.md §9).
+    static let peerFetchWait: Duration = .seconds(20)
+
+    private enum Lookup: Sendable {
+        case ready(ContentUpload)
+        /// A replicated message references it and this node is still fetching it from a peer.
+        case fetching
+    }
+
+    static func start(exchange: ContentExchange, service: ContentService, id: ContentID, reader: ContentReader, waited: Bool = false) {
         let loop = exchange.eventLoop
         let rangeHeader = exchange.stream.requestHeaders["range"]
-        service.read(on: loop) { r -> ContentUpload in
+        service.read(on: loop) { r -> Lookup in
             guard let upload = try r.upload(id) else { throw ContentFailure(.contentNotFound, "no content \(id)") }
-            if upload.owner != user {
-                guard try r.maySeeContent(id, user: user) else {
-                    throw ContentFailure(.forbidden, "\(user) may not see a message referencing content \(id)")
+            switch reader {
+            case .user(let user):
+                if upload.owner != user {
+                    guard try r.maySeeContent(id, user: user) else {
+                        throw ContentFailure(.forbidden, "\(user) may not see a message referencing content \(id)")
+                    }
                 }
+                if upload.state != .complete, try r.isContentReferenced(id) { return .fetching }
+            case .peer:
+                // A peer fetches content a message references, nothing else (CONTENT.md §9).
+                guard try r.isContentReferenced(id) else { throw ContentFailure(.contentNotFound, "no message here references content \(id)") }
             }
             guard upload.state == .complete else { throw ContentFailure(.contentNotReady, "content \(id) is not completely uploaded") }
-            return upload
+            return .ready(upload)
         }.whenComplete { result in
             switch result {
             case .failure(let error):
                 exchange.fail(ContentFailure.from(error))
-            case .success(let upload):
+            case .success(.fetching):
+                guard !waited else {
+                    exchange.fail(ContentFailure(.contentNotReady, "this node is still fetching content \(id) from a peer", headers: ["retry-after": "1"]))
+                    return
+                }
+                Task {
+                    await service.arrivals.wait(for: id, timeout: Self.peerFetchWait)
+                    loop.execute {
+                        guard !exchange.isClosed else { return }
+                        start(exchange: exchange, service: service, id: id, reader: reader, waited: true)
+                    }
+                }
+            case .success(.ready(let upload)):
                 let size = upload.declaredSize
                 let digest = Hex.encode(upload.sha256)
                 var headers: [(String, String)] = [

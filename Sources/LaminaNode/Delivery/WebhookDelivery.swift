@@ -294,8 +294,7 @@ final class WebhookDelivery: Sendable {
         switch status {
         case 200..<300: return .delivered
         case 408, 429, 500..<600:
-            let after = headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-            return .retry("the target answered \(status)", after: after)
+            return .retry("the target answered \(status)", after: RetryBackoff.retryAfter(headers))
         default: return .refused("the target answered \(status)")
         }
     }
@@ -303,11 +302,8 @@ final class WebhookDelivery: Sendable {
     /// The delay before attempt `attempts + 1`: exponential from the initial backoff, capped,
     /// with jitter (half to all of it); at least `Retry-After` when the target sent one.
     static func backoff(attempts: Int, retryAfter: Int?, settings: WebhookSettings) -> Int64 {
-        let cap = Int64(settings.maxBackoffSeconds) * 1_000
-        let exponential = min(cap, Int64(settings.initialBackoffMilliseconds) << Int64(min(max(attempts - 1, 0), 30)))
-        var delay = Int64(Double(exponential) * Double.random(in: 0.5...1.0))
-        if let retryAfter { delay = max(delay, min(cap, Int64(retryAfter) * 1_000)) }
-        return max(1, delay)
+        RetryBackoff(initialMilliseconds: settings.initialBackoffMilliseconds, maxSeconds: settings.maxBackoffSeconds)
+            .delay(attempts: attempts, retryAfter: retryAfter)
     }
 
     fileprivate func log(_ message: Logger.Message, _ metadata: Logger.Metadata, level: Logger.Level = .warning) {

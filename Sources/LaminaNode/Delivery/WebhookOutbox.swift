@@ -20,25 +20,17 @@ public enum WebhookEventType: String, Sendable, CaseIterable {
 /// own transactions on the writer thread, so every command sees the set as of its place
 /// in commit order.
 final class WebhookOutbox: Sendable {
-    private struct Wake {
-        /// Rows written per webhook in this transaction.
-        var webhooks: [UUID: Int] = [:]
-        var armed = false
-    }
-
     /// Active webhooks and their event types.
     private let subscriptions = Locked<[UUID: Set<String>]>([:])
     /// Webhooks given rows in the transaction being built (woken on its commit).
-    private let wake = Locked(Wake())
+    private let wake = CommitWaker<UUID>()
     /// `https://host:port/apps/<app id>` for the `url` fields of payloads.
     private let base = Locked("layer:///apps/unknown")
-    /// Called after a commit with the webhooks that got rows (and how many).
-    private let waker = Locked<(@Sendable ([UUID: Int]) -> Void)?>(nil)
 
     /// Sets where payload URLs point and whom to wake after commits (nil: unchanged).
     func configure(base: String?, waker: (@Sendable ([UUID: Int]) -> Void)?) {
         if let base { self.base.withLock { $0 = base } }
-        if let waker { self.waker.withLock { $0 = waker } }
+        if let waker { wake.setWaker(waker) }
     }
 
     /// Replaces the active subscriptions (start-up, and after a failed commit).
@@ -79,21 +71,6 @@ final class WebhookOutbox: Sendable {
             throw StorageError(.invalidArgument, "a webhook payload does not encode: \(error)")
         }
         try tx.enqueueWebhookEvent(type.rawValue, payload: data, for: targets.sorted { $0.uuidString < $1.uuidString }, at: time)
-        let arm = wake.withLock { w -> Bool in
-            for t in targets { w.webhooks[t, default: 0] += 1 }
-            defer { w.armed = true }
-            return !w.armed
-        }
-        if arm {
-            let wake = self.wake, waker = self.waker
-            // Runs when the group ends; a rollback forgets the rows, so nobody is woken.
-            tx.afterTransaction { committed in
-                let woken = wake.withLock { w -> [UUID: Int] in
-                    defer { w = Wake() }
-                    return w.webhooks
-                }
-                if committed { waker.withLock { $0 }?(woken) }
-            }
-        }
+        for target in targets { wake.queued(1, for: target, in: tx) }
     }
 }

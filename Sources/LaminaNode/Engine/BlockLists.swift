@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaWire
 
 /// Every user's block list, held in memory (loaded when the engine starts, changed only
 /// through ``NodeEngine/block(_:by:)`` and ``NodeEngine/unblock(_:by:)``): fan-out asks it
@@ -15,6 +16,11 @@ final class BlockLists: Sendable {
             guard !lists.isEmpty else { return recipients }
             return recipients.filter { lists[$0]?.contains(sender) != true }
         }
+    }
+
+    /// The users `blocker` blocks (their messages are left out of `blocker`'s counts).
+    func blocked(by blocker: UserID) -> Set<UserID> {
+        lists.withLock { $0[blocker] ?? [] }
     }
 
     func set(_ blocked: UserID, by blocker: UserID, blocking: Bool) {
@@ -36,21 +42,30 @@ extension NodeEngine {
     /// `blocker` stops receiving `blocked`'s messages (stored, then in the fan-out's lists);
     /// `full` (nothing changed) when `blocker` blocks `limit` users already.
     func block(_ blocked: UserID, by blocker: UserID, limit: Int) async throws -> BlockResult {
-        let result = try await store.write { tx -> BlockResult in
+        let result = try await store.write { [self] tx -> BlockResult in
             let current = try tx.read.blocks(of: blocker)
             if current.contains(blocked) { return .alreadyBlocked }
             guard current.count < limit else { return .full }
             try tx.block(blocked, by: blocker, at: .now())
+            try recordUserState(.block(BlockChange(blocker: blocker, blocked: blocked, blocking: true)), in: tx)
             return .added
         }
-        if result == .added { blockLists.set(blocked, by: blocker, blocking: true) }
+        if result == .added {
+            blockLists.set(blocked, by: blocker, blocking: true)
+            replicationSignal.notify()
+        }
         return result
     }
 
     /// `blocker` receives `blocked`'s messages again; false when it did not block them.
     func unblock(_ blocked: UserID, by blocker: UserID) async throws -> Bool {
-        let removed = try await store.write { tx in try tx.unblock(blocked, by: blocker) }
+        let removed = try await store.write { [self] tx -> Bool in
+            guard try tx.unblock(blocked, by: blocker) else { return false }
+            try recordUserState(.block(BlockChange(blocker: blocker, blocked: blocked, blocking: false)), in: tx)
+            return true
+        }
         blockLists.set(blocked, by: blocker, blocking: false)
+        if removed { replicationSignal.notify() }
         return removed
     }
 }

@@ -15,9 +15,13 @@ struct CommandContext {
     /// Set when the command is answered with this error although what it wrote commits
     /// (a distinct creation refused for its metadata still records its alias).
     var refusal: DistinctConflict?
+    /// What replicated user-state changes require of the engine after the commit.
+    var userStateEffects: [UserStateEffect] = []
     /// Whether the command has written anything (a send that fails before it may be a retry,
     /// answered from what the first attempt stored).
     private(set) var startedWriting = false
+    /// Per-recipient push configurations replacing the message's (the Server API's overrides).
+    var pushOverrides: [UserID: PushConfiguration] = [:]
 
     var origin: NodeID { engine.configuration.nodeID }
 
@@ -120,8 +124,9 @@ struct CommandContext {
             return ack
         }
         // The caller's devices learn the conversation they now share as it is (creator,
-        // creation time), even before its first message makes it visible to them.
+        // creation time), even before its first message makes it visible to them, with counts.
         try emit(.conversationCreated(existing), to: [user], conversation: existing.id)
+        try emitCounts(of: existing.id, to: [user])
         return ack
     }
 
@@ -145,6 +150,8 @@ struct CommandContext {
             let event = ParticipantsChanged(conversationID: id, added: operation == .add ? changed : [], removed: operation == .remove ? changed : [],
                                             by: user, at: hlc)
             _ = try announce(event, before: before, after: after)
+            // New participants need their counts, the others the distinct flag it may clear.
+            try emitCounts(of: id, to: after)
             try recordConversationUpdated(id)
         }
         // Every operation is logged, also one that changed nothing here: it still decides
@@ -204,7 +211,9 @@ struct CommandContext {
             return try emit(event, to: participants, conversation: id)
         case (.allParticipants, let below?):
             try tx.deleteMessages(of: id, before: below)
-            return try emit(event, to: participants, conversation: id)
+            let payload = try emit(event, to: participants, conversation: id)
+            try emitCounts(of: id, to: participants)
+            return payload
         }
     }
 
@@ -223,6 +232,8 @@ struct CommandContext {
         guard try tx.raise(marker, to: bound, user: user, conversation: stored.id) else { return }
         let event = StatusUpTo(conversationID: stored.id, user: user, status: marker.status, upTo: bound)
         try replicate(try emit(.statusUpTo(event), to: statusAudience(stored), conversation: stored.id), at: try engine.nextHLC())
+        // A range read moves the reader's unread count by what the range covers: the node counts it.
+        if marker == .read { try emitCounts(of: stored.id, to: [user]) }
     }
 
     mutating func emitStatus(_ status: RecipientStatus, of message: MessageID, in stored: ConversationHeader) throws -> [UInt8] {
@@ -271,6 +282,7 @@ struct CommandContext {
         try announce(message, in: stored, isFirst: isFirst)
         try replicate(ReplicationLogCoding.messageReference(message.id), at: position)
         try engine.webhooks.record(.messageSent, actor: user, in: tx, at: now) { r in ["message": r.message(message)] }
+        try engine.pushes.record(message, to: engine.blockLists.recipients(participants, of: user), overrides: pushOverrides, in: tx, at: now)
         return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
     }
 
@@ -314,7 +326,12 @@ struct CommandContext {
         let message = try message(f.messageID, in: stored.id)
         if message.sender != user {
             let change = try tx.recordStatus(.read, of: message.id, for: user)
-            if change != nil { try replicate(try emitStatus(.read, of: message.id, in: stored), at: try engine.nextHLC()) }
+            if change != nil {
+                try replicate(try emitStatus(.read, of: message.id, in: stored), at: try engine.nextHLC())
+                // The reader's devices count this read themselves, unless the message is one
+                // their counts leave out (its sender is blocked): then the node tells them.
+                if engine.blockLists.blocked(by: user).contains(message.sender) { try emitCounts(of: stored.id, to: [user]) }
+            }
         }
         return Ack(requestID: f.requestID, conversationID: stored.id)
     }
@@ -341,7 +358,9 @@ struct CommandContext {
             return try emit(event, to: [deletion.by], conversation: deletion.conversationID, message: deletion.messageID)
         case .allParticipants:
             try tx.deleteMessage(deletion.messageID)
-            return try emit(event, to: participants, conversation: deletion.conversationID, message: deletion.messageID)
+            let payload = try emit(event, to: participants, conversation: deletion.conversationID, message: deletion.messageID)
+            try emitCounts(of: deletion.conversationID, to: participants)
+            return payload
         }
     }
 

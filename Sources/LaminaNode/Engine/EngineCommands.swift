@@ -107,7 +107,8 @@ extension NodeEngine {
     /// the same transaction once the command applied (what the Server API adds).
     func command(
         _ frame: Frame, as user: UserID, key: IdempotencyKey, digest: [UInt8], now: Timestamp,
-        in tx: StorageTransaction, after: ((inout CommandContext, Ack) throws -> Void)? = nil
+        in tx: StorageTransaction, pushOverrides: [UserID: PushConfiguration] = [:],
+        after: ((inout CommandContext, Ack) throws -> Void)? = nil
     ) throws -> CommandResult {
         // A send is checked for a retry only when it fails (its id is taken, or the
         // conversation changed since): a new message costs no lookup.
@@ -115,6 +116,7 @@ extension NodeEngine {
             return .replayed(replayed)
         }
         var context = CommandContext(tx: tx, user: user, engine: self, now: now)
+        context.pushOverrides = pushOverrides
         let ack: Ack
         do {
             ack = try context.apply(frame, digest: digest)
@@ -169,7 +171,8 @@ extension NodeEngine {
 
     /// SYNC: stores the device's cursor, sends every feed entry after it in ascending seq
     /// (batched when the feature is on), then ACK with the cursor reached; the session is live
-    /// from here on. A cursor below the retained feed gets a snapshot of conversations instead.
+    /// from here on. A cursor below the retained feed, or cursor 0 with the snapshots feature,
+    /// gets a snapshot instead (SPEC §6.3): conversations, latest messages, counts.
     private func sync(_ request: SyncRequest, in session: NodeSession, as auth: NodeSession.Auth) async throws {
         let user = auth.user
         let device = auth.device
@@ -184,13 +187,22 @@ extension NodeEngine {
             s.live = true
             return s.features
         }
+        let snapshots = features.contains(.snapshots)
         var cursor = request.cursor
         let after = cursor
-        let oldest = try await store.read { r in try r.feed(of: user, after: after, limit: 1) }.first
-        if let oldest, oldest.seq > cursor + 1 {
-            let conversations = try await store.read { r in try r.conversations(of: user) }
-            guard await session.sendPaced(FeedCoding.frames(conversations.map { Change(seq: 0, event: .conversationCreated($0.conversation)) }, for: features)) else { return }
-            cursor = head
+        // A snapshot for a new device that asks for one (cursor 0 with the snapshots feature),
+        // and for a cursor below what the node keeps of the feed (pruned), whatever it asked.
+        var snapshot = snapshots && cursor == 0 && head > 0
+        if !snapshot, head > cursor {
+            let oldest = try await store.read { r in try r.feed(of: user, after: after, limit: 1) }.first
+            snapshot = oldest.map { $0.seq > after + 1 } ?? true
+        }
+        if snapshot {
+            // Conversations, counts and the head from one read: the feed after the head holds
+            // exactly what the snapshot does not.
+            let taken = try await store.read { r in try r.snapshot(of: user) }
+            guard await session.sendPaced(FeedCoding.frames(taken.changes(), for: features)) else { return }
+            cursor = taken.head
         } else {
             cursor = try await sendFeed(of: user, after: cursor, to: session, features: features)
         }

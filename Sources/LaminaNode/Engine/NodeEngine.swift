@@ -21,8 +21,13 @@ public final class NodeEngine: Sendable {
     let typingExpiry = TypingExpiry()
     /// Moves after every commit that may have grown the replication log (peer links wait on it).
     let replicationSignal = ReplicationSignal()
+    /// Moves after a commit of replicated messages that reference rich content this node may
+    /// lack (the peer content fetcher waits on it).
+    let contentSignal = ReplicationSignal()
     /// Webhook events written in the commands' transactions (Delivery/).
     let webhooks = WebhookOutbox()
+    /// Pushes written in the sends' transactions for devices without a live session (Delivery/).
+    let pushes = PushOutbox()
     /// Every user's block list, for the fan-out of messages (Server API block lists).
     let blockLists: BlockLists
 
@@ -40,6 +45,7 @@ public final class NodeEngine: Sendable {
         self.blockLists = BlockLists(try store.readNow { reader in try reader.allBlocks() })
         self.clock = Locked(HybridLogicalClock(node: configuration.nodeID, last: latest ?? .zero))
         typingExpiry.start { [weak self] ended in await self?.relayExpiredTyping(ended) }
+        pushes.setLiveCheck { [registry] user, device in registry.hasLiveSession(of: user, device: device) }
     }
 
     deinit { typingExpiry.stop() }
@@ -152,6 +158,11 @@ final class SessionRegistry: Sendable {
     }
 
     func all() -> [NodeSession] { state.withLock { Array($0.all.values) } }
+
+    /// Whether `user`'s `device` has an authenticated session open on this node.
+    func hasLiveSession(of user: UserID, device: String) -> Bool {
+        sessions(of: user).contains { $0.state.withLock { $0.auth?.device } == device }
+    }
 
     var count: Int { state.withLock { $0.all.count } }
 }

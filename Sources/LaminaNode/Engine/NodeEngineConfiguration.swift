@@ -22,6 +22,8 @@ public struct NodeEngineConfiguration: Sendable {
     /// What one user may submit to the store over all its sessions; over it a command is
     /// answered `overloaded` with the wait.
     public var commandBudget = CommandBudget()
+    /// The cluster this node belongs to, named in WELCOME (SPEC §5.1, §6.5).
+    public var cluster = "lamina"
 
     public init(
         nodeID: NodeID,

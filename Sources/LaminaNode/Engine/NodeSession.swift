@@ -322,6 +322,11 @@ public final class NodeSession: Sendable {
                 return reply(WireError(.authenticationRequired, "authenticate before END_SESSION"), requestID: request.requestID)
             }
             await endSession(request, as: auth)
+        case .registerPushToken(let request):
+            guard let auth = state.withLock({ $0.auth }) else {
+                return reply(WireError(.authenticationRequired, "authenticate before REGISTER_PUSH_TOKEN"), requestID: request.requestID)
+            }
+            await registerPushToken(request, as: auth)
         case .hello, .welcome, .nonce, .authenticated, .ack, .error, .change, .changeBatch:
             fail(WireError(.unexpectedFrame, "a client does not send \(frame.type.name) here"))
         case .peerHello, .versionVector, .replicate, .peerAck:
@@ -345,14 +350,14 @@ public final class NodeSession: Sendable {
         guard (hello.minVersion...hello.maxVersion).contains(version) else {
             return fail(WireError(.unsupportedVersion, "this node speaks version \(version), the client \(hello.minVersion)...\(hello.maxVersion)"))
         }
-        let features = hello.features.intersection(.all)
+        let features = hello.features.intersection(.supported)
         state.withLock {
             $0.phase = .open
             $0.features = features
         }
         send(.welcome(Welcome(
             version: version, features: features, nodeID: engine.configuration.nodeID,
-            serverTime: .now(), maxFrameSize: UInt32(clamping: engine.configuration.maxFrameSize)
+            serverTime: .now(), maxFrameSize: UInt32(clamping: engine.configuration.maxFrameSize), cluster: engine.configuration.cluster
         )))
     }
 }

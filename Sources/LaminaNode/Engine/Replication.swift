@@ -7,10 +7,17 @@ import NIOCore
 
 /// What the replication log keeps of an operation (SPEC §6.5): the event's feed encoding
 /// (a CHANGE frame with seq 0), except for a sent message, which the log names by id (the
-/// message row holds it once; the write path stores no copy, WRITE-PATH.md).
+/// message row holds it once; the write path stores no copy, WRITE-PATH.md), and a change of
+/// a user's state, kept as a marker and the event's own encoding (it is no feed entry).
 enum ReplicationLogCoding {
     /// The first byte of a message reference (no CHANGE frame starts with it).
     static let messageMarker: UInt8 = 0xFF
+    /// The first byte of a user-state change (no CHANGE frame starts with it either).
+    static let userStateMarker: UInt8 = 0xFE
+
+    static func userState(_ change: UserStateChange) throws -> [UInt8] {
+        [userStateMarker] + (try ReplicatedEvent.user(change).encoded())
+    }
 
     static func messageReference(_ id: MessageID) -> [UInt8] {
         var out: [UInt8] = [messageMarker]
@@ -20,22 +27,27 @@ enum ReplicationLogCoding {
 
     /// The operation a log record holds, read back with what it names.
     static func operation(_ record: ReplicationRecord, _ read: StorageReader) throws -> ReplicatedOperation {
-        ReplicatedOperation(origin: record.origin, counter: record.counter, hlc: record.hlc, event: try event(record.op, read))
+        ReplicatedOperation(origin: record.origin, counter: record.counter, hlc: record.hlc, payload: try event(record.op, read))
     }
 
-    private static func event(_ op: [UInt8], _ read: StorageReader) throws -> ChangeEvent {
+    private static func event(_ op: [UInt8], _ read: StorageReader) throws -> ReplicatedEvent {
+        if op.first == userStateMarker {
+            let event = try ReplicatedEvent.decode(exactly: Array(op.dropFirst()))
+            guard case .user = event else { throw WireError(.internalError, "a user-state record of the replication log holds a conversation change") }
+            return event
+        }
         if op.first == messageMarker {
             guard op.count == 17 else { throw WireError(.internalError, "a message reference in the replication log is 17 bytes, got \(op.count)") }
             let id = MessageID(uuid: UUID(uuid: op.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 1, as: uuid_t.self) }))
             guard let stored = try read.message(id) else { throw WireError(.internalError, "the replication log names message \(id), which is not stored") }
             var message = stored.message
             message.recipientStatus = [:]  // statuses replicate as their own operations
-            return .messageCreated(message)
+            return .change(.messageCreated(message))
         }
         guard case .change(let change) = try Frame.decode(exactly: ByteBuffer(bytes: op)) else {
             throw WireError(.internalError, "a replication log record does not hold a change")
         }
-        return change.event
+        return .change(change.event)
     }
 }
 
@@ -52,16 +64,61 @@ extension CommandContext {
     /// under its origin and counter. A counter already held is ignored (idempotent); one past
     /// the next is a gap (`invalid-argument`). The order in which operations of different
     /// origins arrive does not change the result.
+    ///
+    /// An operation naming a conversation this node has never held is parked: logged (so the
+    /// counters go on and the link keeps streaming) and applied once the conversation's creation
+    /// arrives (SPEC §6.5).
     mutating func applyReplicated(_ op: ReplicatedOperation) throws {
         let held = try tx.heldCounter(of: op.origin)
         guard op.counter > held else { return }
         guard op.counter == held + 1 else {
             throw WireError(.invalidArgument, "operation \(op.counter) of node \(op.origin.rawValue) leaves a gap after \(held)")
         }
-        var logged = try FeedCoding.encode(op.event)
-        switch op.event {
+        let logged: [UInt8]
+        switch op.payload {
+        case .user(let change):
+            if let effect = try applyUserState(change, at: op.hlc) { userStateEffects.append(effect) }
+            logged = try ReplicationLogCoding.userState(change)
+        case .change(let event):
+            do {
+                logged = try applyEvent(event, op)
+            } catch let unheld as UnheldConversation {
+                // Nothing was written for it yet: replicaHeader is every case's first step.
+                try tx.park(origin: op.origin, counter: op.counter, conversation: unheld.id)
+                logged = try FeedCoding.encode(event)
+            }
+        }
+        guard try tx.appendOperation(ReplicationRecord(origin: op.origin, counter: op.counter, hlc: op.hlc, op: logged)) else {
+            throw WireError(.internalError, "operation \(op.counter) of node \(op.origin.rawValue) was logged twice")
+        }
+    }
+
+    /// Applies the operations parked for `conversation` (now held), in HLC order.
+    private mutating func unpark(_ conversation: ConversationID) throws {
+        let parked = try tx.read.parkedOperations(of: conversation)
+        guard !parked.isEmpty else { return }
+        var ops: [ReplicatedOperation] = []
+        for (origin, counter) in parked {
+            guard let record = try tx.read.operations(of: origin, after: counter - 1, limit: 1).first, record.counter == counter else {
+                throw WireError(.internalError, "parked operation \(counter) of node \(origin.rawValue) is not in the replication log")
+            }
+            ops.append(try ReplicationLogCoding.operation(record, tx.read))
+        }
+        ops.sort { ($0.hlc, $0.origin, $0.counter) < ($1.hlc, $1.origin, $1.counter) }
+        try tx.unpark(conversation)
+        for op in ops {
+            guard let event = op.event else { throw WireError(.internalError, "a parked operation is not a conversation change") }
+            _ = try applyEvent(event, op)
+        }
+    }
+
+    /// Applies one replicated operation's effect; returns what the log keeps of it.
+    private mutating func applyEvent(_ event: ChangeEvent, _ op: ReplicatedOperation) throws -> [UInt8] {
+        var logged = try FeedCoding.encode(event)
+        switch event {
         case .conversationCreated(let conversation):
             try applyCreation(conversation, op)
+            try unpark(conversation.id)
         case .participantsChanged(let change):
             guard let header = try replicaHeader(change.conversationID) else { break }
             let before = header.participants
@@ -73,7 +130,9 @@ extension CommandContext {
                 applied.removed.insert(u)
             }
             if !applied.added.isEmpty || !applied.removed.isEmpty {
-                _ = try announce(applied, before: before, after: try tx.read.participants(of: header.id))
+                let after = try tx.read.participants(of: header.id)
+                _ = try announce(applied, before: before, after: after)
+                try emitCounts(of: header.id, to: after)
             }
         case .metadataChanged(var change):
             guard let header = try replicaHeader(change.conversationID) else { break }
@@ -92,14 +151,22 @@ extension CommandContext {
             for p in header.participants { statuses[p] = p == message.sender ? .read : .sent }
             message.recipientStatus = statuses
             let isFirst = try tx.appendMessage(message, hlc: op.hlc, origin: op.origin)
+            // Its rich content stays on the node that accepted it until this node fetches it.
+            for part in message.parts {
+                if case .external(let reference) = part.content { try tx.expectReplicatedContent(reference, owner: message.sender, at: now) }
+            }
             try announce(message, in: header, isFirst: isFirst)
             logged = ReplicationLogCoding.messageReference(message.id)
         case .messageStatusChanged(let change):
-            guard let header = try replicaHeader(change.conversationID), try tx.read.message(change.messageID) != nil else { break }
-            if try tx.recordStatus(change.status, of: change.messageID, for: change.user) != nil {
+            guard let header = try replicaHeader(change.conversationID), let stored = try tx.read.message(change.messageID) else { break }
+            // A deleted message's status is recorded, but no device holds or counts it any more.
+            if try tx.recordStatus(change.status, of: change.messageID, for: change.user) != nil, !stored.isDeleted {
                 var moved = change
                 moved.conversationID = header.id
                 try emit(.messageStatusChanged(moved), to: statusAudience(header), conversation: header.id, message: change.messageID)
+                if change.status == .read, engine.blockLists.blocked(by: change.user).contains(stored.message.sender) {
+                    try emitCounts(of: header.id, to: [change.user])
+                }
             }
         case .statusUpTo(var change):
             guard let header = try replicaHeader(change.conversationID) else { break }
@@ -107,6 +174,7 @@ extension CommandContext {
             let marker: StatusMarker = change.status == .read ? .read : .delivered
             if try tx.raise(marker, to: change.upTo, user: change.user, conversation: header.id) {
                 try emit(.statusUpTo(change), to: statusAudience(header), conversation: header.id)
+                if marker == .read { try emitCounts(of: header.id, to: [change.user]) }
             }
         case .messageDeleted(var deletion):
             guard let header = try replicaHeader(deletion.conversationID), try tx.read.message(deletion.messageID) != nil else { break }
@@ -120,11 +188,9 @@ extension CommandContext {
                 _ = try announce(change, in: header, sender: stored.message.sender)
             }
         case .conversationUpdated, .identifierChanged, .typing:
-            throw WireError(.invalidArgument, "a \(op.event.kind) change is not a replicated operation")
+            throw WireError(.invalidArgument, "a \(event.kind) change is not a replicated operation")
         }
-        guard try tx.appendOperation(ReplicationRecord(origin: op.origin, counter: op.counter, hlc: op.hlc, op: logged)) else {
-            throw WireError(.internalError, "operation \(op.counter) of node \(op.origin.rawValue) was logged twice")
-        }
+        return logged
     }
 
     /// The live conversation an operation names (following a distinct merge), or nil when it
@@ -132,7 +198,7 @@ extension CommandContext {
     private func replicaHeader(_ named: ConversationID) throws -> ConversationHeader? {
         var found = try tx.conversationHeader(named)
         if found?.isLive != true, let target = try tx.read.resolvedConversation(named) { found = try tx.conversationHeader(target) }
-        guard let header = found else { throw WireError(.notFound, "a replicated operation names conversation \(named), which this node does not hold") }
+        guard let header = found else { throw UnheldConversation(id: named) }
         return header.isLive ? header : nil
     }
 
@@ -153,12 +219,18 @@ extension CommandContext {
                 let audience = try tx.read.participants(of: survivor)
                 try emit(.identifierChanged(IdentifierChanged(from: local.conversation.id, to: survivor)), to: audience, conversation: survivor)
                 try emit(.conversationCreated(merged.conversation), to: audience, conversation: survivor)
+                try emitCounts(of: survivor, to: audience)
             }
             return
         }
         let creation = try tx.createConversation(conversation, hlc: op.hlc, origin: op.origin)
         try emit(.conversationCreated(creation.conversation.conversation), to: [conversation.creator], conversation: conversation.id)
     }
+}
+
+/// A replicated operation names a conversation this node has never held (it is parked).
+struct UnheldConversation: Error {
+    var id: ConversationID
 }
 
 extension NodeEngine {
@@ -200,17 +272,46 @@ extension NodeEngine {
             _ = try clock.withLock { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in try c.receive(op.hlc, .now()) }
         }
         let now = Timestamp.now()
-        let (changes, vector) = try await store.write { [self] tx -> ([FeedChange], [NodeID: UInt64]) in
+        let (changes, effects, blocked, vector) = try await store.write {
+            [self] tx -> ([FeedChange], [UserStateEffect], [BlockChange: Bool], [NodeID: UInt64]) in
             var changes: [FeedChange] = []
+            var effects: [UserStateEffect] = []
             for op in operations {
-                var context = CommandContext(tx: tx, user: op.event.actor, engine: self, now: now)
+                var context = CommandContext(tx: tx, user: op.payload.actor, engine: self, now: now)
                 try context.applyReplicated(op)
                 changes += context.changes
+                effects += context.userStateEffects
             }
-            return (changes, try tx.read.versionVector())
+            // Block lists as they now stand, for the fan-out's copy.
+            var blocked: [BlockChange: Bool] = [:]
+            for case .block(let b) in effects { blocked[b] = try tx.read.blocks(of: b.blocker).contains(b.blocked) }
+            return (changes, effects, blocked, try tx.read.versionVector())
         }
+        apply(effects, blocked: blocked)
         publish(changes)
+        if operations.contains(where: \.referencesContent) { contentSignal.notify() }
         return VersionVector(vector)
+    }
+}
+
+extension ReplicatedOperation {
+    /// A sent message with rich content (which this node then fetches from a peer).
+    var referencesContent: Bool {
+        guard case .change(.messageCreated(let message)) = payload else { return false }
+        return message.parts.contains { if case .external = $0.content { true } else { false } }
+    }
+}
+
+extension ReplicatedEvent {
+    /// The user whose command made the change (for a replicated operation).
+    var actor: UserID {
+        switch self {
+        case .change(let event): event.actor
+        case .user(.identity(let i)): i.user
+        case .user(.block(let b)): b.blocker
+        case .user(.badge(let b)): b.user
+        case .user(.sessionsRevoked(let user)): user
+        }
     }
 }
 
@@ -236,10 +337,12 @@ extension ChangeEvent {
 /// What a node holds of the replicated state, comparable across nodes (SPEC §6.5): equal
 /// digests on every node that holds the same operations.
 public struct ConvergenceDigest: Sendable, Hashable {
-    /// SHA-256 (hex) over every conversation's digest, in id order.
+    /// SHA-256 (hex) over every conversation's digest, in id order, then the users' digest.
     public var overall: String
     /// SHA-256 (hex) of each conversation's replicated state (`StorageReader.replicatedStates`).
     public var conversations: [ConversationID: String]
+    /// SHA-256 (hex) of the replicated state about users (`StorageReader.replicatedUserState`).
+    public var users: String
     /// The version vector the state was read with.
     public var vector: VersionVector
 
@@ -250,7 +353,7 @@ public struct ConvergenceDigest: Sendable, Hashable {
             .map { "\"\(String($0.key.rawValue, radix: 16))\": {\"received\": \($0.value.received), \"sent\": \($0.value.sent)}" }.joined(separator: ", ")
         let conversationText = conversations.sorted { $0.key.uuid.uuidString < $1.key.uuid.uuidString }
             .map { "\"\($0.key.uuid.uuidString.lowercased())\": \"\($0.value)\"" }.joined(separator: ", ")
-        return "{\"node\": \"\(String(node.rawValue, radix: 16))\", \"vector\": {\(vectorText)}, \"digest\": \"\(overall)\", \"peers\": {\(peerText)}, \"conversations\": {\(conversationText)}}\n"
+        return "{\"node\": \"\(String(node.rawValue, radix: 16))\", \"vector\": {\(vectorText)}, \"digest\": \"\(overall)\", \"peers\": {\(peerText)}, \"users\": \"\(users)\", \"conversations\": {\(conversationText)}}\n"
     }
 }
 
@@ -266,8 +369,10 @@ extension NodeEngine {
                 conversations[id] = Hex.encode(digest)
                 all += digest
             }
+            let users = try SHA256Hasher.hash(Array(try r.replicatedUserState().utf8))
+            all += users
             return ConvergenceDigest(
-                overall: Hex.encode(try SHA256Hasher.hash(all)), conversations: conversations,
+                overall: Hex.encode(try SHA256Hasher.hash(all)), conversations: conversations, users: Hex.encode(users),
                 vector: VersionVector(try r.versionVector()))
         }
     }

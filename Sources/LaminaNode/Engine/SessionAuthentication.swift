@@ -101,13 +101,36 @@ extension NodeSession {
     func endSession(_ request: EndSession, as auth: Auth) async {
         await commandsDrained()
         do {
-            _ = try await engine.store.write { tx in try tx.revokeSession(tokenHash: auth.tokenHash, at: .now()) }
+            _ = try await engine.store.write { tx in
+                // The device signs out: it gets no pushes from now on.
+                try tx.setPushToken(nil, user: auth.user, device: auth.device, at: .now())
+                return try tx.revokeSession(tokenHash: auth.tokenHash, at: .now())
+            }
         } catch {
             return reply(EngineErrors.wire(error), requestID: request.requestID)
         }
         send(.ack(Ack(requestID: request.requestID)))
         close(with: nil)
         engine.endStreams(ofSession: auth.tokenHash, reason: "the session was ended by one of its streams")
+    }
+
+    /// REGISTER_PUSH_TOKEN (SPEC §5.9): once the commands before it are answered, stores (or
+    /// removes) the device's push token and answers ACK; a token of the wrong size, or of a
+    /// provider the node does not deliver to, is refused with `invalid-push-token`.
+    func registerPushToken(_ request: RegisterPushToken, as auth: Auth) async {
+        if let token = request.token {
+            do { try token.validate() } catch { return reply(WireError(error), requestID: request.requestID) }
+            guard engine.pushes.delivers(token.kind) else {
+                return reply(WireError(.invalidPushToken, "this node does not deliver \(token.kind.name) pushes"), requestID: request.requestID)
+            }
+        }
+        await commandsDrained()
+        do {
+            try await engine.store.write { tx in try tx.setPushToken(request.token, user: auth.user, device: auth.device, at: .now()) }
+        } catch {
+            return reply(EngineErrors.wire(error), requestID: request.requestID)
+        }
+        send(.ack(Ack(requestID: request.requestID)))
     }
 
     private func authenticated(_ auth: Auth) {
@@ -145,7 +168,13 @@ extension NodeEngine {
     /// Returns how many sessions were revoked.
     @discardableResult
     public func revokeSessions(of user: UserID) async throws -> Int {
-        let revoked = try await store.write { tx in try tx.revokeSessions(of: user, at: .now()) }
+        let revoked = try await store.write { [self] tx -> Int in
+            let revoked = try tx.revokeSessions(of: user, at: .now())
+            // Every node revokes the sessions it authenticated before this (SPEC §6.5).
+            try recordUserState(.sessionsRevoked(user), in: tx)
+            return revoked
+        }
+        replicationSignal.notify()
         for session in registry.all() where session.state.withLock({ $0.auth?.user == user }) {
             session.fail(WireError(.sessionRevoked, "every session of the user was revoked"))
         }

@@ -2,24 +2,30 @@ import Foundation
 import LaminaModel
 import Logging
 
-/// Deletes what the store keeps only for a while: expired nonces, expired sessions, and
+/// Deletes what the store keeps only for a while: expired nonces, expired sessions,
 /// idempotency records older than ``idempotencyRetention`` (SPEC §7: request ids are
-/// remembered for at least 7 days). Runs every interval (`NodeResourceLimits.pruneIntervalSeconds`)
+/// remembered for at least 7 days), and feed entries every recent device has (``feedRetention``). Runs every interval (`NodeResourceLimits.pruneIntervalSeconds`)
 /// until cancelled; one write transaction per run.
 public final class StoragePruner: Sendable {
     /// How long an idempotency record is kept (the spec's promise: at least 7 days).
     public static let idempotencyRetention: Duration = .seconds(7 * 24 * 3600)
+    /// How long a device may stay away and still catch up from the feed: a feed is pruned
+    /// through what every device seen within this time has acknowledged; a device away longer
+    /// gets a snapshot of the user's conversations instead (SPEC §6.3).
+    public static let feedRetention: Duration = .seconds(30 * 24 * 3600)
 
     /// What one run deleted.
     public struct Pruned: Sendable, Equatable {
         public var nonces = 0
         public var sessions = 0
         public var idempotencyRecords = 0
+        public var feedEntries = 0
 
-        public init(nonces: Int = 0, sessions: Int = 0, idempotencyRecords: Int = 0) {
+        public init(nonces: Int = 0, sessions: Int = 0, idempotencyRecords: Int = 0, feedEntries: Int = 0) {
             self.nonces = nonces
             self.sessions = sessions
             self.idempotencyRecords = idempotencyRecords
+            self.feedEntries = feedEntries
         }
     }
 
@@ -40,21 +46,25 @@ public final class StoragePruner: Sendable {
     @discardableResult
     public func run(now: Timestamp = .now()) async throws -> Pruned {
         let oldest = now.adding(.zero - Self.idempotencyRetention)
+        let seen = now.adding(.zero - Self.feedRetention)
         let pruned = try await store.write { tx -> Pruned in
             Pruned(
                 nonces: try tx.pruneNonces(expiredBefore: now),
                 sessions: try tx.pruneSessions(expiredBefore: now),
-                idempotencyRecords: try tx.pruneIdempotencyRecords(before: oldest))
+                idempotencyRecords: try tx.pruneIdempotencyRecords(before: oldest),
+                feedEntries: try tx.pruneFeeds(devicesSeenSince: seen))
         }
         totals.withLock {
             $0.runs += 1
             $0.pruned.nonces += pruned.nonces
             $0.pruned.sessions += pruned.sessions
             $0.pruned.idempotencyRecords += pruned.idempotencyRecords
+            $0.pruned.feedEntries += pruned.feedEntries
         }
         if pruned != Pruned() {
             logger.debug("pruned the store", metadata: [
                 "nonces": "\(pruned.nonces)", "sessions": "\(pruned.sessions)", "idempotencyRecords": "\(pruned.idempotencyRecords)",
+                "feedEntries": "\(pruned.feedEntries)",
             ])
         }
         return pruned

@@ -4,12 +4,16 @@ import Prometheus
 
 /// The peering figures on `/metrics`, sampled when it is rendered: links up, per peer the
 /// operations it has not acknowledged and for how long it has lacked some, per origin the
-/// counter this node holds (its version vector).
+/// counter this node holds (its version vector); operations parked until their conversation
+/// arrives; rich content of replicated messages still to fetch, and fetched so far.
 final class PeerMetrics: Sendable {
     private let registry: PrometheusCollectorRegistry
     private let engine: NodeEngine
     private let peers: PeerService
     private let links: Gauge
+    private let parked: Gauge
+    private let contentPending: Gauge
+    private let contentFetched: Gauge
     /// Gauges by label value, made on first sight (peers and origins are few).
     private let labelled = NIOLockedValueBox([String: Gauge]())
 
@@ -18,6 +22,9 @@ final class PeerMetrics: Sendable {
         self.engine = engine
         self.peers = peers
         links = registry.makeGauge(name: "lamina_peer_links", help: "Peer sessions up")
+        parked = registry.makeGauge(name: "lamina_replication_parked_operations", help: "Replicated operations waiting for the creation of their conversation")
+        contentPending = registry.makeGauge(name: "lamina_peer_content_pending", help: "Rich content of replicated messages this node still fetches (up to 1000 counted)")
+        contentFetched = registry.makeGauge(name: "lamina_peer_content_fetched", help: "Rich content fetched from peers since the start")
     }
 
     private func gauge(_ name: String, _ label: String, _ value: String, help: String) -> Gauge {
@@ -40,6 +47,11 @@ final class PeerMetrics: Sendable {
                 .set(Int64(clamping: lag.operations))
             gauge("lamina_peer_lag_seconds", "peer", peer, help: "How long the peer has lacked operations this node holds (0: caught up)")
                 .set(lag.seconds)
+        }
+        contentFetched.set(Int64(peers.contentFetched))
+        if let (waiting, pending) = try? await engine.store.read({ r in (try r.parkedOperationCount(), try r.contentToFetch(limit: 1000).count) }) {
+            parked.set(Int64(waiting))
+            contentPending.set(Int64(pending))
         }
         if let vector = try? await engine.versionVector() {
             for (origin, counter) in vector.counters {

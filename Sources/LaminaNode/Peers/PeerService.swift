@@ -33,8 +33,12 @@ public final class PeerService: Sendable {
         var links: [NodeID: Link] = [:]
         var dialers: [Task<Void, Never>] = []
         var stopped = false
+        /// The node each dialed URL turned out to be (its certificate's).
+        var nodes: [String: NodeID] = [:]
     }
     private let state = NIOLockedValueBox(State())
+    /// Fetches the rich content of replicated messages from peers (nil without a content service).
+    private let fetcher = NIOLockedValueBox<PeerContentFetcher?>(nil)
 
     private init(engine: NodeEngine, settings: PeerSettings, hello: PeerHello, clientTLS: TLSContext, group: EventLoopGroup,
                  logger: Logger, transport: TransportServer) {
@@ -48,7 +52,10 @@ public final class PeerService: Sendable {
     }
 
     /// Starts the peer listener and the dialers.
-    public static func start(engine: NodeEngine, settings: PeerSettings, group: EventLoopGroup, logger: Logger) async throws -> PeerService {
+    /// `content` (when given) is served to peers and the content of replicated messages fetched
+    /// into it (CONTENT.md §9).
+    public static func start(engine: NodeEngine, content: ContentService? = nil, settings: PeerSettings, group: EventLoopGroup,
+                             logger: Logger) async throws -> PeerService {
         try settings.validate()
         guard let ca = settings.caFile, let certificate = settings.certificateFile, let key = settings.keyFile else {
             throw NodeServerError.configuration("peering needs a CA, a certificate and a key")
@@ -65,6 +72,7 @@ public final class PeerService: Sendable {
             }
             service.accept(stream)
         }
+        if let content { router.add(PeerContentEndpoint.routePattern, PeerContentEndpoint.handler(service: content)) }
         var http2 = HTTP2Settings()
         http2.initialStreamWindow = 1 << 20
         http2.openedStreamWindow = 1 << 20
@@ -72,6 +80,13 @@ public final class PeerService: Sendable {
             host: settings.host, port: settings.port, tls: serverTLS, router: router, settings: http2, group: group).get()
         let service = PeerService(engine: engine, settings: settings, hello: hello, clientTLS: clientTLS, group: group, logger: logger, transport: transport)
         box.withLockedValue { $0 = service }
+        if let content {
+            let fetcher = PeerContentFetcher(
+                engine: engine, content: content, tls: clientTLS, group: group, logger: logger,
+                candidates: { [weak service] origin in service?.contentSources(origin: origin) ?? [] })
+            service.fetcher.withLockedValue { $0 = fetcher }
+            fetcher.start()
+        }
         for url in settings.peers {
             let task = Task { await service.dial(url) }
             service.state.withLockedValue { $0.dialers.append(task) }
@@ -86,6 +101,21 @@ public final class PeerService: Sendable {
         state.withLockedValue { s in s.links.mapValues { $0.link.counts } }
     }
 
+    /// The fetcher of replicated messages' content (nil without a content service).
+    var contentFetcher: PeerContentFetcher? { fetcher.withLockedValue { $0 } }
+
+    /// Content fetched from peers since the start (CONTENT.md §9).
+    public var contentFetched: Int { fetcher.withLockedValue { $0 }?.fetchedCount ?? 0 }
+
+    /// The peer listeners to ask for content: `origin`'s first (when this node dialed it), then
+    /// the other peers this node dials.
+    func contentSources(origin: NodeID?) -> [String] {
+        let known = state.withLockedValue { $0.nodes }
+        var urls = settings.peers
+        if let origin, let first = urls.firstIndex(where: { known[$0] == origin }) { urls.insert(urls.remove(at: first), at: 0) }
+        return urls
+    }
+
     /// Each live link's lag: operations the peer has not acknowledged and for how long.
     public var lags: [NodeID: (operations: UInt64, seconds: Double)] {
         state.withLockedValue { s in s.links.mapValues { $0.link.lag } }
@@ -98,6 +128,7 @@ public final class PeerService: Sendable {
             return (s.links.values.map(\.link), s.dialers)
         }
         for dialer in dialers { dialer.cancel() }
+        fetcher.withLockedValue { $0 }?.stop()
         for link in links { link.stream.eventLoop.execute { link.stream.reset() } }
         try? await transport.shutdown()
     }
@@ -170,6 +201,7 @@ public final class PeerService: Sendable {
         guard let name = connection.tlsInfo.peerCommonName, let node = PeerSettings.node(fromCommonName: name) else {
             throw TransportError(.tlsHandshake, "the peer's certificate names no node (CN \(connection.tlsInfo.peerCommonName ?? "none"))")
         }
+        state.withLockedValue { $0.nodes[url] = node }
         // The other node dialed us and that link is the one kept: wait for it to end.
         if let kept = state.withLockedValue({ s in s.links[node].flatMap { $0.link.isClosed || $0.dialer == engine.configuration.nodeID ? nil : $0.link } }) {
             try? await kept.closed.futureResult.get()

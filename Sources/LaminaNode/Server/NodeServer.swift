@@ -40,6 +40,8 @@ public final class NodeServer: Sendable {
     public let peers: PeerService?
     /// Webhook delivery from the outbox.
     let webhooks: WebhookDelivery
+    /// Push delivery from the push outbox.
+    let pushes: PushDelivery
 
     /// `https://host:port` of the sync listener.
     public var url: String {
@@ -51,9 +53,10 @@ public final class NodeServer: Sendable {
         configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
         content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>,
         admission: SessionAdmission, outboundBudget: NodeOutboundBudget, pruner: StoragePruner,
-        serverAPICredentials: ServerAPICredentials?, peers: PeerService?, webhooks: WebhookDelivery
+        serverAPICredentials: ServerAPICredentials?, peers: PeerService?, webhooks: WebhookDelivery, pushes: PushDelivery
     ) {
         self.webhooks = webhooks
+        self.pushes = pushes
         self.peers = peers
         self.outboundBudget = outboundBudget
         self.pruner = pruner
@@ -91,11 +94,13 @@ public final class NodeServer: Sendable {
         var engineConfiguration = NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders)
         engineConfiguration.maxFrameSize = min(configuration.limits.maxFrameSize, WireLimits.protocolMaxFrameSize)
         engineConfiguration.commandBudget = configuration.resources.commandBudget
+        engineConfiguration.cluster = configuration.peers.cluster
         let engine = try NodeEngine(store: store, configuration: engineConfiguration)
         let content: ContentService
         do {
             content = try ContentService(
-                store: store, dataDirectory: prepared.dataDirectory, settings: configuration.content, logger: logger)
+                store: store, dataDirectory: prepared.dataDirectory, settings: configuration.content, logger: logger,
+                arrivals: ContentArrivals { engine.contentSignal.notify() })
         } catch {
             await engine.shutdown()
             try? store.close()
@@ -119,6 +124,18 @@ public final class NodeServer: Sendable {
             await engine.shutdown()
             try? store.close()
             throw NodeServerError.startup("cannot prepare webhook delivery (TLS trust, stored webhooks): \(error)")
+        }
+        let pushes: PushDelivery
+        do {
+            pushes = try PushDelivery(
+                store: store, outbox: engine.pushes, settings: configuration.push, group: group, logger: logger,
+                metrics: PushMetrics(registry: registry))
+            pushes.prepare()
+        } catch {
+            await content.shutdown()
+            await engine.shutdown()
+            try? store.close()
+            throw NodeServerError.startup("cannot prepare push delivery: \(error)")
         }
         let gate = SessionGate(limit: configuration.maxSessions)
         let admission = SessionAdmission(limits: configuration.resources, maxSessions: configuration.maxSessions)
@@ -181,7 +198,7 @@ public final class NodeServer: Sendable {
         var peers: PeerService?
         if configuration.peers.enabled {
             do {
-                peers = try await PeerService.start(engine: engine, settings: configuration.peers, group: group, logger: logger)
+                peers = try await PeerService.start(engine: engine, content: content, settings: configuration.peers, group: group, logger: logger)
             } catch {
                 await peers?.shutdown()
                 try? await transport.shutdown()
@@ -229,12 +246,16 @@ public final class NodeServer: Sendable {
             configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
             transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission,
             outboundBudget: outboundBudget, pruner: StoragePruner(store: store, logger: logger), serverAPICredentials: serverAPICredentials,
-            peers: peers, webhooks: webhooks)
+            peers: peers, webhooks: webhooks, pushes: pushes)
         do {
             try await webhooks.start(base: "\(server.url)/apps/\(serverAPICredentials?.appID ?? "none")")
         } catch {
             await server.shutdown()
             throw NodeServerError.startup("cannot start webhook delivery: \(error)")
+        }
+        do { try await pushes.start() } catch {
+            await server.shutdown()
+            throw NodeServerError.startup("cannot start push delivery: \(error)")
         }
         server.pruner.start(every: .seconds(Int64(configuration.resources.pruneIntervalSeconds)))
         logger.info(
@@ -264,6 +285,7 @@ public final class NodeServer: Sendable {
         await pruner.stop()
         await engine.shutdown()
         await webhooks.shutdown()
+        await pushes.shutdown()
         do { try await transport.shutdown() } catch {
             logger.warning("transport shutdown", metadata: ["error": "\(error)"])
         }

@@ -54,6 +54,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var peers = PeerSettings()
     /// Webhook delivery: private targets, trust, retries, timeouts.
     public var webhooks = WebhookSettings()
+    /// Push notifications: providers (APNs, FCM, a gateway), their credentials, retries.
+    public var push = PushSettings()
 
     public init() {}
 
@@ -87,6 +89,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         if let v = file.drainTimeoutSeconds { drainTimeoutSeconds = v }
         if let c = file.content { content.apply(c) }
         if let w = file.webhooks { webhooks.apply(w) }
+        if let p = file.push { push.apply(p) }
         if let a = file.serverAPI {
             if let v = a.enabled { serverAPI.enabled = v }
             if let v = a.requestsPerSecond { serverAPI.requestsPerSecond = v }
@@ -164,6 +167,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try check((certificatePath == nil) == (privateKeyPath == nil), "certificatePath and privateKeyPath go together")
         try content.validate()
         try webhooks.validate()
+        try push.validate()
         try check(serverAPI.requestsPerSecond > 0 && serverAPI.burst >= 1, "serverAPI needs requestsPerSecond > 0 and burst >= 1")
         for provider in identityProviders {
             try check(!provider.algorithms.isEmpty, "identity provider \(provider.id) allows no algorithm")
@@ -220,6 +224,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         var resources: Resources?
         var content: ContentSettings.File?
         var webhooks: WebhookSettings.File?
+        var push: PushSettings.File?
         struct ServerAPIFile: Decodable {
             var enabled: Bool?
             var requestsPerSecond: Double?

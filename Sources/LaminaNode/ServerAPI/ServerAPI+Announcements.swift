@@ -47,6 +47,7 @@ extension ServerAPI {
         }
         // The content is the same for every recipient; checked once, before any write.
         let (parts, push) = try Self.content(body, of: Self.announcementMessage(id, to: recipients[0]))
+        let overrides = try Self.pushOverrides(body)
         do {
             try Message(conversationID: Self.announcementsConversation(of: recipients[0]), sender: sender, parts: parts, push: push).validate()
         } catch {
@@ -59,7 +60,7 @@ extension ServerAPI {
             let message = Self.announcementMessage(id, to: user)
             let (parts, push) = try Self.content(body, of: message)
             let frame = Frame.sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: parts, push: push))
-            _ = try await engine.runServerAPICommand(frame, as: sender)
+            _ = try await engine.runServerAPICommand(frame, as: sender, pushOverrides: overrides)
         }
         let representation = r.representation
         let object: [String: Any] = [

@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import LaminaTransport
+import LaminaWire
 
 /// Badges (`/users/:user_id/badge`), as Layer had them: the unread count the app backend keeps
 /// outside the node (`external_unread_count`, set with PUT) beside the node's own unread
@@ -36,7 +37,7 @@ extension ServerAPI {
             throw ServerAPIError.invalidProperty(
                 "external_unread_count", "external_unread_count must be an integer 0...\(ServerAPILimits.maxExternalUnreadCount)")
         }
-        try await engine.store.write { tx in try tx.setExternalUnreadCount(count, of: user, at: .now()) }
+        try await engine.setExternalUnreadCount(count, of: user)
         return HTTPResponse(status: 204)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import LaminaTransport
+import LaminaWire
 
 /// Identities (`/users/:user_id/identity`) and a user's sessions (`/users/:user_id/sessions`).
 extension ServerAPI {
@@ -25,11 +26,13 @@ extension ServerAPI {
     func createIdentity(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let user = try r.userID()
         let identity = try Self.identity(from: try ServerAPIJSON.object(r.http.body))
-        let created = try await engine.store.write { tx -> Bool in
+        let created = try await engine.store.write { [engine] tx -> Bool in
             guard try tx.read.identity(of: user) == nil else { return false }
             try tx.putIdentity(identity, of: user, at: .now())
+            try engine.recordUserState(identity.change(of: user), in: tx)
             return true
         }
+        if created { engine.replicationSignal.notify() }
         guard created else {
             throw ServerAPIError.conflict("\(user.rawValue) has an identity; PUT replaces it, PATCH edits it", data: ["id": ServerAPIRepresentation.identityID(user)])
         }
@@ -40,7 +43,7 @@ extension ServerAPI {
     func replaceIdentity(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let user = try r.userID()
         let identity = try Self.identity(from: try ServerAPIJSON.object(r.http.body))
-        try await engine.store.write { tx in try tx.putIdentity(identity, of: user, at: .now()) }
+        try await engine.setIdentity(identity, of: user)
         return HTTPResponse(status: 204)
     }
 
@@ -55,13 +58,15 @@ extension ServerAPI {
         let edits = try ServerAPIJSON.array(r.http.body).enumerated().map { (index, raw) throws(ServerAPIError) in
             try Self.edit(raw, index)
         }
-        let found = try await engine.store.write { tx -> Bool in
+        let found = try await engine.store.write { [engine] tx -> Bool in
             guard var identity = try tx.read.identity(of: user) else { return false }
             for edit in edits { edit.apply(to: &identity) }
             try Self.check(identity)
             try tx.putIdentity(identity, of: user, at: .now())
+            try engine.recordUserState(identity.change(of: user), in: tx)
             return true
         }
+        if found { engine.replicationSignal.notify() }
         guard found else { throw ServerAPIError.notFound("no identity of \(user.rawValue)") }
         return HTTPResponse(status: 204)
     }
@@ -69,9 +74,7 @@ extension ServerAPI {
     /// DELETE: removes the identity (204); 404 when none was set.
     func deleteIdentity(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let user = try r.userID()
-        guard try await engine.store.write({ tx in try tx.deleteIdentity(of: user) }) else {
-            throw ServerAPIError.notFound("no identity of \(user.rawValue)")
-        }
+        guard try await engine.setIdentity(nil, of: user) else { throw ServerAPIError.notFound("no identity of \(user.rawValue)") }
         return HTTPResponse(status: 204)
     }
 
@@ -172,5 +175,12 @@ extension ServerAPI {
                 throw .invalidProperty("metadata.\(key)", "a metadata value is at most \(ServerAPILimits.maxIdentityStringBytes) UTF-8 bytes")
             }
         }
+    }
+}
+
+extension StoredIdentity {
+    /// The replicated change that sets `user`'s identity to this one.
+    func change(of user: UserID) -> UserStateChange {
+        .identity(IdentityChange(user: user, identity: .init(values: values, metadata: metadata)))
     }
 }

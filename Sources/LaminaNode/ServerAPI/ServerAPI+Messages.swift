@@ -13,9 +13,10 @@ extension ServerAPI {
         let body = try ServerAPIJSON.object(r.http.body)
         let sender = try Self.sender(body)
         let (parts, push) = try Self.content(body, of: id)
+        let overrides = try Self.pushOverrides(body)
         _ = try await liveConversation(conversation)
         let frame = Frame.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))
-        _ = try await engine.runServerAPICommand(frame, as: sender)
+        _ = try await engine.runServerAPICommand(frame, as: sender, pushOverrides: overrides)
         guard let stored = try await engine.store.read({ reader in try reader.message(id) }) else {
             throw ServerAPIError.internalError("the message was not stored")
         }
@@ -103,12 +104,44 @@ extension ServerAPI {
                 guard let s = v as? String else { throw .invalidProperty("notification.\(key)", "notification.\(key) must be a string") }
                 return s
             }
-            var data: [String: String] = [:]
-            if let d = n["data"] as? [String: Any] { for (k, v) in d { data[k] = "\(v)" } }
-            push = PushConfiguration(alert: try string("text"), sound: try string("sound"), title: try string("title"),
-                                     category: try string("category"), data: data)
+            push = try pushConfiguration(n, property: "notification")
         }
         return (parts, push)
+    }
+
+    /// A `notification` object (`text`, `sound`, `title`, `category`, `data`) as a push configuration.
+    static func pushConfiguration(_ n: [String: Any], property: String) throws(ServerAPIError) -> PushConfiguration {
+        func string(_ key: String) throws(ServerAPIError) -> String? {
+            guard let v = n[key], !(v is NSNull) else { return nil }
+            guard let s = v as? String else { throw .invalidProperty("\(property).\(key)", "\(property).\(key) must be a string") }
+            return s
+        }
+        var data: [String: String] = [:]
+        if let d = n["data"] as? [String: Any] { for (k, v) in d { data[k] = "\(v)" } }
+        return PushConfiguration(alert: try string("text"), sound: try string("sound"), title: try string("title"),
+                                 category: try string("category"), data: data)
+    }
+
+    /// The Platform API's per-recipient overrides: `notification.recipients`, an object from
+    /// user ids (identity ids in 3.0) to a notification whose fields replace the message's for
+    /// that recipient's pushes. Checked like the notification itself.
+    static func pushOverrides(_ body: [String: Any]) throws(ServerAPIError) -> [UserID: PushConfiguration] {
+        guard let n = body["notification"] as? [String: Any], let raw = n["recipients"], !(raw is NSNull) else { return [:] }
+        guard let map = raw as? [String: Any], map.count <= ServerAPILimits.maxPushOverrides else {
+            throw .invalidProperty(
+                "notification.recipients", "notification.recipients must be an object of at most \(ServerAPILimits.maxPushOverrides) recipients")
+        }
+        var out: [UserID: PushConfiguration] = [:]
+        for (key, value) in map {
+            let user = try ServerAPIRepresentation.user(key, property: "notification.recipients")
+            guard let object = value as? [String: Any] else {
+                throw .invalidProperty("notification.recipients", "each of notification.recipients is a notification object")
+            }
+            let push = try pushConfiguration(object, property: "notification.recipients")
+            do { try push.validate() } catch { throw .invalidProperty("notification.recipients", error.reason) }
+            out[user] = push
+        }
+        return out
     }
 
     static func partID(_ message: MessageID, _ index: Int) -> UUID {

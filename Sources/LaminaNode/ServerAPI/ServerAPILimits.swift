@@ -17,6 +17,8 @@ public enum ServerAPILimits {
     /// The most recipients of one announcement (each gets a message in their announcements
     /// conversation, one command each).
     public static let maxAnnouncementRecipients = 1_000
+    /// The most per-recipient push overrides (`notification.recipients`) of one message.
+    public static let maxPushOverrides = 1_000
     /// The most users one user blocks.
     public static let maxBlocksPerUser = 1_000
     /// The largest external unread count of a badge.

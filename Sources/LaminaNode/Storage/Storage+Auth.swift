@@ -83,6 +83,16 @@ extension StorageTransaction {
         return db.changesCount
     }
 
+    /// Revokes the sessions of `user` created at or before `cutoff` (a revocation replicated
+    /// from a peer: sessions made later here stay). Returns how many.
+    @discardableResult
+    public func revokeSessions(of user: UserID, createdUpTo cutoff: Timestamp, at time: Timestamp) throws(StorageError) -> Int {
+        try db.run(
+            "UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND created_at <= ?",
+            [time.millisecondsSince1970, user.rawValue, cutoff.millisecondsSince1970])
+        return db.changesCount
+    }
+
     /// Deletes sessions that expired before `time`. Returns how many.
     @discardableResult
     public func pruneSessions(expiredBefore time: Timestamp) throws(StorageError) -> Int {

@@ -146,10 +146,14 @@ extension StorageReader {
         return false
     }
 
-    /// Incomplete uploads not written since `cutoff`.
+    /// Incomplete uploads not written since `cutoff`. Content a message references is never
+    /// abandoned: it is content a peer holds and this node fetches (``contentToFetch(limit:)``).
     public func abandonedUploads(notWrittenSince cutoff: Timestamp, limit: Int) throws(StorageError) -> [ContentID] {
         try contentIDs(
-            "SELECT content_id FROM content_uploads WHERE state <> ? AND updated_at < ? LIMIT ?",
+            """
+            SELECT u.content_id FROM content_uploads u WHERE u.state <> ? AND u.updated_at < ?
+            AND NOT EXISTS (SELECT 1 FROM message_parts p WHERE p.content_id = u.content_id) LIMIT ?
+            """,
             [Int64(UploadState.complete.rawValue), cutoff.millisecondsSince1970, limit])
     }
 

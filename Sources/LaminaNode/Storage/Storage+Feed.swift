@@ -101,6 +101,33 @@ extension StorageTransaction {
     }
 }
 
+extension StorageTransaction {
+    /// Prunes every user's feed through what all their devices seen since `recent` have
+    /// acknowledged; a user none of whose devices was seen since then loses the whole feed
+    /// (their devices get a snapshot when they come back, SPEC §6.3). Devices are known by
+    /// the cursors they sent with SYNC. Each user costs a range delete of what goes, never a
+    /// scan of what stays. Returns how many entries went.
+    @discardableResult
+    public func pruneFeeds(devicesSeenSince recent: Timestamp) throws(StorageError) -> Int {
+        var floors: [(UserID, UInt64?)] = []
+        for row in try db.rows(
+            """
+            SELECT user_id, min(CASE WHEN updated_at >= ?1 THEN acked_seq END) AS floor FROM device_cursors GROUP BY user_id
+            """, [recent.millisecondsSince1970]
+        ) {
+            let floor: Int64? = row["floor"]
+            floors.append((try Columns.user(row, "user_id"), floor.map { UInt64(max(0, $0)) }))
+        }
+        var pruned = 0
+        for (user, floor) in floors {
+            var through: UInt64
+            if let floor { through = floor } else { through = try read.feedHead(of: user) }
+            if through > 0 { pruned += try pruneFeed(of: user, through: through) }
+        }
+        return pruned
+    }
+}
+
 /// Where a feed's head comes from: its greatest stored seq, or, once pruning deleted the
 /// entries up to it, the floor `pruneFeed` left in `feed_heads`. Appending writes no head.
 enum FeedHead {

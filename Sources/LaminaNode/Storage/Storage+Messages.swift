@@ -255,8 +255,9 @@ extension StorageReader {
 
     /// How many messages the user can see and has not read, decided message by message with
     /// `UnreadCounts.isUnread` over the messages after the user's read marker (the only ones
-    /// that can be unread).
-    public func unreadCount(of conversation: ConversationID, for user: UserID) throws(StorageError) -> Int {
+    /// that can be unread). With `scanning`, only the newest that many of those messages are
+    /// looked at (a bounded cost where an exact count is not needed: a push's badge).
+    public func unreadCount(of conversation: ConversationID, for user: UserID, scanning limit: Int? = nil) throws(StorageError) -> Int {
         guard let state = try participantState(of: user, in: conversation) else { return 0 }
         let readUpTo = try readUpTo(conversation: conversation, user: user)
         var sql = """
@@ -269,6 +270,10 @@ extension StorageReader {
             sql += " AND (m.pos_physical, m.pos_logical, m.pos_node) > (?, ?, ?)"
             let (p, l, n) = try Columns.hlc(readUpTo)
             arguments += [p, l, n]
+        }
+        if let limit {
+            sql += " ORDER BY m.pos_physical DESC, m.pos_logical DESC, m.pos_node DESC LIMIT ?"
+            arguments += [limit]
         }
         var unread = 0
         // The rule looks at sender and position; the id does not matter here.

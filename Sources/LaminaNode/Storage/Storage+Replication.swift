@@ -58,6 +58,18 @@ extension StorageTransaction {
         cache.remember(counter: record.counter, of: record.origin)
     }
 
+    /// Parks a replicated operation (held in the log) until `conversation` is held here.
+    public func park(origin: NodeID, counter: UInt64, conversation: ConversationID) throws(StorageError) {
+        try db.run(
+            "INSERT OR IGNORE INTO replication_parked (conversation_id, origin_node, counter) VALUES (?, ?, ?)",
+            [Columns.blob(conversation.uuid), Columns.node(origin), try Columns.int64(counter, "counter")])
+    }
+
+    /// Forgets the operations parked for `conversation` (they are being applied).
+    public func unpark(_ conversation: ConversationID) throws(StorageError) {
+        try db.run("DELETE FROM replication_parked WHERE conversation_id = ?", [Columns.blob(conversation.uuid)])
+    }
+
     /// Stores a node-wide setting.
     public func setSetting(_ key: String, _ value: [UInt8]) throws(StorageError) {
         try checkBlob(value, "a setting")
@@ -93,6 +105,23 @@ extension StorageReader {
             let counter: Int64 = row["counter"]
             return ReplicationRecord(origin: origin, counter: UInt64(counter), hlc: try Columns.hlc(row, "hlc"), op: try Columns.bytes(row, "op"))
         }
+    }
+
+    /// The operations parked for `conversation` (origin, counter), awaiting its creation.
+    public func parkedOperations(of conversation: ConversationID) throws(StorageError) -> [(NodeID, UInt64)] {
+        try db.rows(
+            "SELECT origin_node, counter FROM replication_parked WHERE conversation_id = ? ORDER BY origin_node, counter",
+            [Columns.blob(conversation.uuid)]
+        ).map { row in
+            let origin: Int64 = row["origin_node"]
+            let counter: Int64 = row["counter"]
+            return (Columns.node(origin), UInt64(counter))
+        }
+    }
+
+    /// How many operations are parked (metrics, tests).
+    public func parkedOperationCount() throws(StorageError) -> Int {
+        Int(try db.int64("SELECT count(*) FROM replication_parked") ?? 0)
     }
 
     /// A node-wide setting, if set.

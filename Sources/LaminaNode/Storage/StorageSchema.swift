@@ -37,7 +37,13 @@ enum StorageSchema {
         migrator.registerMigration("v8-blocks-and-badges") { db in
             for statement in blocksAndBadges { try db.execute(sql: statement) }
         }
-        migrator.registerMigration("v9-part-updates") { db in
+        migrator.registerMigration("v9-push-notifications") { db in
+            for statement in push { try db.execute(sql: statement) }
+        }
+        migrator.registerMigration("v10-replicated-state") { db in
+            for statement in replicatedState { try db.execute(sql: statement) }
+        }
+        migrator.registerMigration("v11-part-updates") { db in
             for statement in partUpdates { try db.execute(sql: statement) }
         }
         return migrator
@@ -347,6 +353,70 @@ extension StorageSchema {
             user_id TEXT PRIMARY KEY NOT NULL,
             external_unread_count INTEGER NOT NULL CHECK (external_unread_count >= 0),
             updated_at INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID
+        """,
+    ]
+
+    /// Push tokens, one per device (the user's device id as AUTHENTICATE gave it), and the
+    /// push outbox: one row per message per offline device with a token, written in the commit
+    /// of the message, deleted once the provider answered (or the push expired). A token is
+    /// held by one device at a time (`push_tokens_token`).
+    static let push: [String] = [
+        """
+        CREATE TABLE push_tokens (
+            user_id TEXT NOT NULL,
+            device TEXT NOT NULL,
+            kind INTEGER NOT NULL CHECK (kind IN (1, 2, 3)),
+            token TEXT NOT NULL,
+            topic TEXT,
+            environment INTEGER,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (user_id, device)
+        ) STRICT, WITHOUT ROWID
+        """,
+        "CREATE UNIQUE INDEX push_tokens_token ON push_tokens(kind, token)",
+        """
+        CREATE TABLE push_queue (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind INTEGER NOT NULL CHECK (kind IN (1, 2, 3)),
+            user_id TEXT NOT NULL,
+            device TEXT NOT NULL,
+            token TEXT NOT NULL,
+            topic TEXT,
+            environment INTEGER,
+            message_id BLOB NOT NULL CHECK (length(message_id) = 16),
+            payload BLOB NOT NULL,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL
+        ) STRICT
+        """,
+        "CREATE UNIQUE INDEX push_queue_once ON push_queue(message_id, user_id, device)",
+        "CREATE INDEX push_queue_due ON push_queue(kind, next_attempt_at)",
+    ]
+
+    /// Peer replication's own state (SPEC §6.5): operations parked until the conversation they
+    /// name is held here (they are in `replication_log`; this names them by conversation), and
+    /// the last-writer-wins registers of the state about users (identities, blocks, badges,
+    /// session revocations): per kind and key, the HLC reading of the write that holds.
+    static let replicatedState: [String] = [
+        """
+        CREATE TABLE user_state_registers (
+            kind INTEGER NOT NULL,
+            key TEXT NOT NULL,
+            hlc_physical INTEGER NOT NULL,
+            hlc_logical INTEGER NOT NULL,
+            hlc_node INTEGER NOT NULL,
+            PRIMARY KEY (kind, key)
+        ) STRICT, WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE replication_parked (
+            conversation_id BLOB NOT NULL CHECK (length(conversation_id) = 16),
+            origin_node INTEGER NOT NULL,
+            counter INTEGER NOT NULL CHECK (counter > 0),
+            PRIMARY KEY (conversation_id, origin_node, counter)
         ) STRICT, WITHOUT ROWID
         """,
     ]

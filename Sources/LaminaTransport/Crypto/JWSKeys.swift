@@ -148,3 +148,40 @@ enum ECDSASignature {
         return ok ? raw : nil
     }
 }
+
+/// An RSA private key (2048 bits or more) that makes RS256 signatures (RSASSA-PKCS1-v1_5 with
+/// SHA-256): FCM's service-account assertions.
+public final class RS256Signer: @unchecked Sendable {
+    private let key: OpaquePointer
+
+    /// Loads a PEM RSA private key (PKCS#1 or PKCS#8).
+    public init(privateKeyPEM: String) throws {
+        let loaded = try ECKeys.privateKey(pem: privateKeyPEM)
+        guard (try? JWSKeyType.algorithm(of: loaded)) == .rs256 else {
+            EVP_PKEY_free(loaded)  // before `key` is set: deinit must not free it again
+            throw TransportError(.crypto, "RS256 needs an RSA private key of at least 2048 bits")
+        }
+        key = loaded
+    }
+
+    deinit { EVP_PKEY_free(key) }
+
+    /// The JWS signature of `signingInput` (as long as the modulus).
+    public func sign(_ signingInput: [UInt8]) throws -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else { throw OpenSSLError.make(.crypto, "EVP_MD_CTX_new failed") }
+        defer { EVP_MD_CTX_free(context) }
+        ERR_clear_error()
+        guard EVP_DigestSignInit(context, nil, sha256Algorithm, nil, key) == 1 else {
+            throw OpenSSLError.make(.crypto, "cannot start RS256 signing")
+        }
+        var length = 0
+        guard EVP_DigestSign(context, nil, &length, signingInput, signingInput.count) == 1 else {
+            throw OpenSSLError.make(.crypto, "cannot size RS256 signature")
+        }
+        var signature = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(context, &signature, &length, signingInput, signingInput.count) == 1 else {
+            throw OpenSSLError.make(.crypto, "RS256 signing failed")
+        }
+        return Array(signature.prefix(length))
+    }
+}

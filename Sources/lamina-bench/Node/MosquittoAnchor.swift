@@ -121,14 +121,14 @@ final class MosquittoAnchor {
 func runProcess(_ path: String, _ arguments: [String], environment: [String: String] = [:], timeout: Double)
     throws -> (status: Int32, stdout: String, stderr: String)
 {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
     process.standardError = err
-    try ProcessLaunch.run(process)
+    try process.run()
     let outText = NIOLockedValueBox(Data()), errText = NIOLockedValueBox(Data())
     let group = DispatchGroup()
     for (handle, box) in [(out.fileHandleForReading, outText), (err.fileHandleForReading, errText)] {

@@ -1,3 +1,4 @@
+import LaminaProcess
 import ArgumentParser
 import Foundation
 import LaminaLocalNode
@@ -123,7 +124,7 @@ struct NodeCrashCommand: AsyncParsableCommand {
         if missing > 0 || duplicates > 0 { throw ExitCode(1) }
     }
 
-    static func launch(_ binary: String, data: String, port: Int) async throws -> Process {
+    static func launch(_ binary: String, data: String, port: Int) async throws -> ChildProcess {
         try await NodeProcess.launch(binary, data: data, port: port)
     }
 

@@ -14,7 +14,7 @@ import Glibc
 /// listener. Zero-config: the node creates its TLS certificate and dev identity key in the
 /// data directory, which the loader reads to trust it and mint tokens.
 final class NodeProcess {
-    let process: Process
+    let process: ChildProcess
     let dataDirectory: String
     let port: Int
     var url: String { "https://127.0.0.1:\(port)" }
@@ -23,7 +23,7 @@ final class NodeProcess {
     var caFile: String { URL(fileURLWithPath: dataDirectory).appendingPathComponent(NodeBootstrap.Files.certificate).path }
     let dev: DevIdentityProvider
 
-    private init(process: Process, dataDirectory: String, port: Int) throws {
+    private init(process: ChildProcess, dataDirectory: String, port: Int) throws {
         self.process = process
         self.dataDirectory = dataDirectory
         self.port = port
@@ -61,8 +61,8 @@ final class NodeProcess {
 
     /// Launches `lamina-node` on `data` and `port` and waits (at most `timeout` seconds) for
     /// its "is serving" line.
-    static func launch(_ binary: String, data: String, port: Int, admin: String = "off", timeout: Double = 60, extraArguments: [String] = []) async throws -> Process {
-        let process = Process()
+    static func launch(_ binary: String, data: String, port: Int, admin: String = "off", timeout: Double = 60, extraArguments: [String] = []) async throws -> ChildProcess {
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["--data-dir", data, "--listen", "127.0.0.1:\(port)", "--admin", admin, "--log-level", "warning"] + extraArguments
             + (ProcessInfo.processInfo.environment["LAMINA_BENCH_NODE_ARGS"] ?? "").split(separator: " ").map(String.init)
@@ -71,7 +71,7 @@ final class NodeProcess {
         process.standardError = FileHandle.nullDevice
         let (serving, continuation) = AsyncStream.makeStream(of: Bool.self)
         let text = NIOLockedValueBox("")
-        try ProcessLaunch.run(process)
+        try process.run()
         let reader = pipe.fileHandleForReading
         Thread.detachNewThread {  // a plain thread reading to EOF (no dispatch source)
             while true {

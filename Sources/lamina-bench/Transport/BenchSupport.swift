@@ -41,26 +41,26 @@ enum BenchSupport {
     /// Runs a program to completion and returns its standard output.
     static func run(_ program: String, _ arguments: [String]) throws -> String {
         guard let path = executable(program) else { throw ValidationError("\(program) is not installed") }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
-        try ProcessLaunch.run(process)
+        try process.run()
         let data = PipeReading.toEnd(pipe.fileHandleForReading)
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
     }
 
     /// Starts a program in the background (output discarded).
-    static func start(_ path: String, _ arguments: [String]) throws -> Process {
-        let process = Process()
+    static func start(_ path: String, _ arguments: [String]) throws -> ChildProcess {
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try ProcessLaunch.run(process)
+        try process.run()
         return process
     }
 
@@ -76,7 +76,7 @@ enum BenchSupport {
 
     /// Sends `signal`, waits up to `grace` seconds for the exit, then SIGKILL (a server that
     /// blocks the signal, as nghttpd blocks SIGTERM, cannot hang the run).
-    static func stop(_ process: Process, signal: Int32 = SIGTERM, grace: Double = 5) {
+    static func stop(_ process: ChildProcess, signal: Int32 = SIGTERM, grace: Double = 5) {
         guard process.isRunning else { return }
         let pid = process.processIdentifier
         kill(pid, signal)

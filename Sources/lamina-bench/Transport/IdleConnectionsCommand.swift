@@ -63,7 +63,7 @@ struct IdleConnectionsCommand: ParsableCommand {
 
     /// The child process holding the client ends.
     final class Child {
-        let process = Process()
+        let process = ChildProcess()
         let output = Pipe()
 
         init(port: Int, ca: String, count: Int) throws {
@@ -71,7 +71,7 @@ struct IdleConnectionsCommand: ParsableCommand {
             process.arguments = ["idle-clients", "--port", String(port), "--ca", ca, "--count", String(count)]
             process.standardOutput = output
             process.standardInput = Pipe()
-            try ProcessLaunch.run(process)
+            try process.run()
         }
 
         /// Waits for "READY <bytes per connection>" and returns that figure.

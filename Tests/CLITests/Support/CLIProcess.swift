@@ -15,7 +15,7 @@ struct CLITimeout: Error, CustomStringConvertible {
 /// writes (or closes), its standard output and error are collected; waits are on the
 /// output itself (woken by every chunk read), each with a time limit.
 final class CLIProcess: @unchecked Sendable {
-    let process = Process()
+    let process = ChildProcess()
     let name: String
     private let input = Pipe()
     private let lock = NSLock()
@@ -50,7 +50,7 @@ final class CLIProcess: @unchecked Sendable {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try ProcessLaunch.run(process)
+        try process.run()
         // Plain threads: two read to EOF, one waits for the exit.
         for (pipe, isError) in [(out, false), (err, true)] {
             let handle = pipe.fileHandleForReading

@@ -153,7 +153,7 @@ enum ExternalProgram {
             try? FileManager.default.removeItem(atPath: outPath)
             try? FileManager.default.removeItem(atPath: errPath)
         }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
@@ -161,7 +161,7 @@ enum ExternalProgram {
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try ProcessLaunch.run(process) } catch {
+            do { try process.run() } catch {
                 process.terminationHandler = nil
                 continuation.resume(throwing: error)
                 return

@@ -23,7 +23,7 @@ enum BuiltProduct {
 
 /// `lamina-node` running as its own process in `directory`, its output collected.
 final class NodeProcess: Sendable {
-    let process: Process
+    let process: ChildProcess
     let syncPort: Int
     let adminPort: Int
     let directory: URL
@@ -43,7 +43,7 @@ final class NodeProcess: Sendable {
         self.directory = directory
         syncPort = try ExecutableTests.freePort()
         adminPort = try ExecutableTests.freePort()
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = try BuiltProduct.url("lamina-node")
         process.arguments = ["--listen", "127.0.0.1:\(syncPort)", "--admin", "127.0.0.1:\(adminPort)"] + arguments
         process.currentDirectoryURL = directory
@@ -54,7 +54,7 @@ final class NodeProcess: Sendable {
         let loop = Fixtures.group.next()
         exited = PromiseBox(loop.makePromise(of: Int32.self))
         serving = PromiseBox(loop.makePromise(of: Void.self))
-        try ProcessLaunch.run(process)
+        try process.run()
         // Plain threads (no dispatch sources): two read the output to EOF, one waits for the exit.
         let (output, errors, serving, exited) = (output, errors, serving, exited)
         Thread.detachNewThread {

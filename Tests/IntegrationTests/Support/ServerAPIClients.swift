@@ -11,14 +11,14 @@ enum ExternalCommand {
     }
 
     static func run(_ executable: String, _ arguments: [String], stdin: String? = nil) async throws -> Result {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = stdin == nil ? FileHandle.nullDevice : input
-        try ProcessLaunch.run(process)
+        try process.run()
         if let stdin {
             input.fileHandleForWriting.write(Data(stdin.utf8))
             try? input.fileHandleForWriting.close()

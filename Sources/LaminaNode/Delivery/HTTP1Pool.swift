@@ -1,0 +1,93 @@
+import Foundation
+import LaminaTransport
+import NIOCore
+import NIOHTTP1
+
+/// Kept-alive HTTP/1.1-over-TLS connections to one `https://host:port`, for requests made
+/// concurrently (a connection carries one at a time). A request on a reused connection the
+/// server closed while idle goes once more on a new one.
+final class HTTP1Pool: Sendable {
+    let host: String
+    let port: Int
+    private let tls: TLSContext
+    private let group: EventLoopGroup
+    private let connectTimeout: TimeAmount
+    private let idle = Locked<[HTTP1Connection]>([])
+    /// Every open connection, idle or carrying a request (closed by ``close()``).
+    private let open = Locked<[ObjectIdentifier: HTTP1Connection]>([:])
+    private let maxIdle: Int
+
+    init(host: String, port: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, maxIdle: Int = 16) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.group = group
+        self.connectTimeout = connectTimeout
+        self.maxIdle = maxIdle
+    }
+
+    /// A pool for the authority of `url` (`https://host[:port]/…`); the path the URL names.
+    static func forURL(_ url: String, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount) throws -> (HTTP1Pool, path: String) {
+        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https", var host = components.host, !host.isEmpty else {
+            throw NodeServerError.configuration("\(url) is not an https:// URL")
+        }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        var path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        if let query = components.percentEncodedQuery { path += "?\(query)" }
+        return (HTTP1Pool(host: host, port: components.port ?? 443, tls: tls, group: group, connectTimeout: connectTimeout), path)
+    }
+
+    func request(
+        method: HTTPMethod, path: String, headers: HeaderFields, body: ByteBuffer?, timeout: TimeAmount, maxResponseBytes: Int = 64 * 1024
+    ) async throws -> HTTP1ClientResponse {
+        for reuse in [true, false] {
+            var stale: [HTTP1Connection] = []
+            let reused = reuse ? idle.withLock { pool -> HTTP1Connection? in
+                while let c = pool.popLast() {
+                    if c.isOpen { return c }
+                    stale.append(c)  // the server closed it while idle
+                }
+                return nil
+            } : nil
+            for c in stale { await discard(c) }
+            let connection: HTTP1Connection
+            if let reused {
+                connection = reused
+            } else {
+                connection = try await HTTP1Connection.connect(host: host, port: port, tls: tls, group: group, connectTimeout: connectTimeout)
+                open.withLock { $0[ObjectIdentifier(connection)] = connection }
+            }
+            do {
+                let response = try await connection.request(
+                    method: method, path: path, headers: headers, body: body, timeout: timeout, maxResponseBytes: maxResponseBytes)
+                let kept = connection.isOpen && idle.withLock { pool -> Bool in
+                    guard pool.count < maxIdle else { return false }
+                    pool.append(connection)
+                    return true
+                }
+                if !kept { await discard(connection) }
+                return response
+            } catch let error as TransportError where reused != nil && error.code == .connectionClosed {
+                await discard(connection)
+            } catch {
+                await discard(connection)
+                throw error
+            }
+        }
+        throw TransportError(.connectionClosed, "the connection to \(host):\(port) closed twice")
+    }
+
+    private func discard(_ connection: HTTP1Connection) async {
+        _ = open.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) }
+        await connection.close()
+    }
+
+    /// Closes every connection; requests in flight fail at once.
+    func close() async {
+        idle.withLock { $0 = [] }
+        for connection in open.withLock({ o -> [HTTP1Connection] in
+            defer { o = [:] }
+            return Array(o.values)
+        }) { await connection.close() }
+    }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import LaminaModel
+import LaminaTransport
+import Logging
+import NIOCore
+
+/// Carries the push outbox to the providers after the commits that wrote it: one lane per
+/// configured provider takes the pushes that are due (the earliest first, up to
+/// ``PushSettings/maxInFlightPerProvider`` at once) and sends them. A push leaves the queue
+/// only on the provider's answer (accepted, refused, or the token is gone — then the token is
+/// removed too) or when it expires; failures are retried with the webhooks' backoff (exponential,
+/// jitter, `Retry-After`). One provider's trouble never holds another's pushes.
+final class PushDelivery: Sendable {
+    let store: NodeStore
+    let outbox: PushOutbox
+    let settings: PushSettings
+    let metrics: PushMetrics
+    private let logger: Logger
+    private let providers: [PushToken.Kind: any PushProvider]
+    private let lanes = Locked<[PushToken.Kind: PushLane]>([:])
+
+    /// Loads every configured provider's credentials; one that does not parse fails here with
+    /// the reason (the node does not start).
+    init(store: NodeStore, outbox: PushOutbox, settings: PushSettings, group: EventLoopGroup, logger: Logger, metrics: PushMetrics) throws {
+        self.store = store
+        self.outbox = outbox
+        self.settings = settings
+        self.metrics = metrics
+        self.logger = logger
+        var providers: [PushToken.Kind: any PushProvider] = [:]
+        if settings.isEnabled {
+            let trust: TLSConfiguration.Trust = settings.caFile.map { .caFile($0) } ?? .systemDefault
+            var h2 = TLSConfiguration.client(trust: trust)
+            h2.handshakeTimeout = .seconds(Int64(settings.connectTimeoutSeconds))
+            var h1 = h2
+            h1.offersHTTP1 = true
+            let connect = TimeAmount.seconds(Int64(settings.connectTimeoutSeconds))
+            let timeout = TimeAmount.seconds(Int64(settings.responseTimeoutSeconds))
+            if let apns = settings.apns {
+                providers[.apns] = try APNsProvider(apns, tls: try TLSContext(h2), group: group, connectTimeout: connect, timeout: timeout)
+            }
+            if let fcm = settings.fcm {
+                providers[.fcm] = try FCMProvider(fcm, tls: try TLSContext(h1), group: group, connectTimeout: connect, timeout: timeout)
+            }
+            if let gateway = settings.gateway {
+                providers[.gateway] = try GatewayProvider(gateway, tls: try TLSContext(h1), group: group, connectTimeout: connect, timeout: timeout)
+            }
+        }
+        self.providers = providers
+    }
+
+    /// Before the node takes commands: the outbox learns the providers (so sends queue pushes
+    /// for their tokens) and whom to wake.
+    func prepare() {
+        outbox.configure(kinds: Set(providers.keys), expirationSeconds: settings.expirationSeconds) { [weak self] counts in
+            guard let self else { return }
+            for kind in counts.keys { lanes.withLock { $0[kind] }?.signal() }
+        }
+    }
+
+    /// Starts a lane per provider (each first sends what a previous run left queued).
+    func start() async throws {
+        let depths = try await store.read { r in try r.pushQueueDepths() }
+        for (kind, provider) in providers {
+            metrics.queueDepth(kind).set(Int64(depths[kind] ?? 0))
+            let lane = PushLane(provider: provider, delivery: self)
+            lanes.withLock { $0[kind] = lane }
+        }
+    }
+
+    /// Stops the lanes (queued pushes stay queued for the next start): no new attempt starts,
+    /// the providers' connections close (failing what is in flight at once), the lanes end.
+    func shutdown() async {
+        let all = lanes.withLock { l -> [PushLane] in
+            defer { l = [:] }
+            return Array(l.values)
+        }
+        for lane in all { lane.cancel() }
+        for provider in providers.values { await provider.shutdown() }
+        for lane in all { await lane.stop() }
+    }
+
+    fileprivate func log(_ message: Logger.Message, _ metadata: Logger.Metadata, level: Logger.Level = .warning) {
+        logger.log(level: level, message, metadata: metadata)
+    }
+
+    var backoff: RetryBackoff { RetryBackoff(initialMilliseconds: settings.initialBackoffMilliseconds, maxSeconds: settings.maxBackoffSeconds) }
+}
+
+/// One provider's delivery loop.
+final class PushLane: Sendable {
+    private let signals = LaneSignal()
+    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+
+    init(provider: any PushProvider, delivery: PushDelivery) {
+        let task = Task { [signals] in await Self.run(provider: provider, delivery: delivery, signals: signals) }
+        self.task.withLock { $0 = task }
+    }
+
+    func signal() { signals.signal() }
+
+    /// Starts no new attempt from now on.
+    func cancel() {
+        signals.finish()
+        task.withLock { $0 }?.cancel()
+    }
+
+    /// Cancels and waits for the lane to end.
+    func stop() async {
+        cancel()
+        await task.withLock { $0 }?.value
+    }
+
+    /// Keeps up to `maxInFlightPerProvider` pushes in flight (a slow one holds only its own
+    /// slot): takes due pushes into free slots, settles the finished ones together in one
+    /// transaction, and otherwise waits for a finish, a commit, or the next push's due time.
+    private static func run(provider: any PushProvider, delivery: PushDelivery, signals: LaneSignal) async {
+        let kind = provider.kind
+        let limit = delivery.settings.maxInFlightPerProvider
+        let finished = Locked<[(QueuedPush, PushOutcome)]>([])
+        var inFlight = Set<Int64>()
+        await withTaskGroup(of: Void.self) { group in
+            while !Task.isCancelled {
+                let done = finished.withLock { f -> [(QueuedPush, PushOutcome)] in
+                    defer { f = [] }
+                    return f
+                }
+                if !done.isEmpty {
+                    await settle(done, kind: kind, delivery: delivery)
+                    for (push, _) in done { inFlight.remove(push.seq) }
+                }
+                let free = limit - inFlight.count
+                let due: [QueuedPush]
+                let next: Timestamp?
+                do {
+                    let busy = inFlight
+                    (due, next) = try await delivery.store.read { r in
+                        // The pushes in flight are due too (they leave the queue when settled): skipped.
+                        let due = free > 0 ? try r.duePushes(kind, at: .now(), limit: free + busy.count).filter { !busy.contains($0.seq) } : []
+                        let depth = try r.pushQueueDepth(kind)
+                        // The gauge is what the queue holds (a command rolled back after queueing, a
+                        // crash, leave no count to drift).
+                        delivery.metrics.queueDepth(kind).set(Int64(depth))
+                        return (due, due.isEmpty && busy.isEmpty ? try r.nextPushAttempt(kind) : nil)
+                    }
+                } catch {
+                    if Task.isCancelled { break }
+                    delivery.log("push queue unreadable", ["provider": "\(kind.name)", "error": "\(error)"], level: .error)
+                    guard await signals.wait(timeout: .seconds(1)) else { break }
+                    continue
+                }
+                for push in due.prefix(max(0, free)) {
+                    inFlight.insert(push.seq)
+                    group.addTask {
+                        let outcome = await attempt(push, provider: provider)
+                        finished.withLock { $0.append((push, outcome)) }
+                        signals.signal()
+                    }
+                }
+                if !due.isEmpty || finished.withLock({ !$0.isEmpty }) { continue }
+                // Nothing to start: wait for a push to finish or be queued, or the next one to be due.
+                let wait = next.map { Duration.milliseconds(max(1, $0.millisecondsSince1970 - Timestamp.now().millisecondsSince1970)) }
+                guard await signals.wait(timeout: inFlight.isEmpty ? wait : .seconds(1)) else { break }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// One push sent (or found expired); how it ended.
+    private static func attempt(_ push: QueuedPush, provider: any PushProvider) async -> PushOutcome {
+        guard Timestamp.now() < push.expiresAt else { return .refused("expired") }
+        do { return await provider.send(push, try PushNotification.decode(push.payload)) } catch {
+            return .refused("the queued notification does not decode: \(error)")
+        }
+    }
+
+    /// What the queue keeps of one outcome.
+    private enum Settlement {
+        case delivered, refused(String), expired(String), unregistered(String)
+        case retry(attempts: Int, next: Timestamp, delay: Int64, reason: String)
+    }
+
+    /// Records how a batch of attempts ended, in one transaction: delivered, refused and expired
+    /// pushes leave the queue, a gone token is removed with its push, the others are rescheduled.
+    private static func settle(_ outcomes: [(QueuedPush, PushOutcome)], kind: PushToken.Kind, delivery: PushDelivery) async {
+        let now = Timestamp.now()
+        let settlements: [(QueuedPush, Settlement)] = outcomes.map { push, outcome in
+            switch outcome {
+            case .delivered: return (push, .delivered)
+            case .refused(let reason): return (push, reason == "expired" ? .expired(reason) : .refused(reason))
+            case .unregistered(let reason): return (push, .unregistered(reason))
+            case .retry(let reason, let after):
+                let attempts = push.attempts + 1
+                let delay = delivery.backoff.delay(attempts: attempts, retryAfter: after)
+                let next = Timestamp(millisecondsSince1970: now.millisecondsSince1970 + delay)
+                // A push that could only go after its expiration is dropped now.
+                if next >= push.expiresAt { return (push, .expired("expired while failing: \(reason)")) }
+                return (push, .retry(attempts: attempts, next: next, delay: delay, reason: reason))
+            }
+        }
+        let removedTokens: Int
+        do {
+            removedTokens = try await delivery.store.write { tx -> Int in
+                var removed = 0
+                for (push, settlement) in settlements {
+                    switch settlement {
+                    case .delivered, .refused, .expired: try tx.removePush(push.seq)
+                    case .unregistered:
+                        try tx.removePush(push.seq)
+                        if try tx.removePushToken(push.token) { removed += 1 }
+                    case .retry(let attempts, let next, _, _): try tx.reschedulePush(push.seq, attempts: attempts, next: next)
+                    }
+                }
+                return removed
+            }
+        } catch {
+            delivery.log("push queue update failed", ["provider": "\(kind.name)", "error": "\(error)"], level: .error)
+            try? await Task.sleep(for: .seconds(1))
+            return
+        }
+        for _ in 0..<removedTokens { delivery.metrics.tokenRemoved(kind) }
+        for (push, settlement) in settlements {
+            let meta: Logger.Metadata = ["provider": "\(kind.name)", "message": "\(push.message)", "device": "\(push.device)"]
+            switch settlement {
+            case .delivered:
+                delivery.metrics.delivered(kind)
+            case .refused(let reason):
+                delivery.metrics.failed(kind, reason: "refused")
+                delivery.log("push dropped: the provider refused it", meta.merging(["reason": "\(reason)"]) { $1 })
+            case .expired(let reason):
+                delivery.metrics.failed(kind, reason: "expired")
+                delivery.log("push dropped: expired before it could be delivered", meta.merging(["reason": "\(reason)"]) { $1 })
+            case .unregistered(let reason):
+                delivery.metrics.failed(kind, reason: "unregistered")
+                delivery.log("push token removed on the provider's answer", meta.merging(["reason": "\(reason)"]) { $1 }, level: .info)
+            case .retry(let attempts, _, let delay, let reason):
+                delivery.metrics.retried(kind)
+                delivery.log("push failed; retrying", meta.merging(["attempt": "\(attempts)", "in_ms": "\(delay)", "reason": "\(reason)"]) { $1 },
+                             level: .info)
+            }
+        }
+    }
+}

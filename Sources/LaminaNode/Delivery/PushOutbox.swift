@@ -1,0 +1,73 @@
+import Foundation
+import LaminaModel
+
+/// The write side of the push outbox. A send calls ``record(_:to:in:at:)`` inside its
+/// transaction: for each recipient (not the sender) each device with a token of a configured
+/// provider and no live session on this node gets one queue row, built from the message's push
+/// configuration with the recipient's badge, in the same commit. After the commit the delivery
+/// is woken for the providers that got rows.
+final class PushOutbox: Sendable {
+    private struct Configuration {
+        var kinds: Set<PushToken.Kind> = []
+        var expirationMilliseconds: Int64 = 86_400_000
+    }
+    private let configuration = Locked(Configuration())
+    /// Whether a user's device has a live session on this node (no push then).
+    private let isLive = Locked<(@Sendable (UserID, String) -> Bool)?>(nil)
+    private let wake = CommitWaker<PushToken.Kind>()
+
+    /// The providers the node delivers to, how long a push lives, and whom to wake after commits.
+    func configure(kinds: Set<PushToken.Kind>, expirationSeconds: Int, waker: @escaping @Sendable ([PushToken.Kind: Int]) -> Void) {
+        configuration.withLock {
+            $0.kinds = kinds
+            $0.expirationMilliseconds = Int64(expirationSeconds) * 1_000
+        }
+        wake.setWaker(waker)
+    }
+
+    /// How the engine tells a device with a live session.
+    func setLiveCheck(_ check: @escaping @Sendable (UserID, String) -> Bool) {
+        isLive.withLock { $0 = check }
+    }
+
+    /// Whether tokens of `kind` are taken (a provider for it is configured).
+    func delivers(_ kind: PushToken.Kind) -> Bool { configuration.withLock { $0.kinds.contains(kind) } }
+
+    /// Queues the pushes of `message` for the offline devices of `recipients`, in `tx`; a
+    /// recipient in `overrides` gets that configuration's fields instead of the message's.
+    func record(
+        _ message: Message, to recipients: Set<UserID>, overrides: [UserID: PushConfiguration] = [:], in tx: StorageTransaction, at now: Timestamp
+    ) throws {
+        let (kinds, lifetime) = configuration.withLock { ($0.kinds, $0.expirationMilliseconds) }
+        guard !kinds.isEmpty else { return }
+        let live = isLive.withLock { $0 }
+        let tokens = try tx.read.pushTokens(of: recipients.filter { $0 != message.sender }.sorted())
+        let byUser = Dictionary(grouping: tokens.filter { kinds.contains($0.token.kind) && !(live?($0.user, $0.device) ?? false) }, by: \.user)
+        for (user, devices) in byUser.sorted(by: { $0.key < $1.key }) {
+            var notification = PushNotification(message: message, badge: try Self.badge(of: user, tx.read))
+            if let override = overrides[user] { notification.apply(override) }
+            let payload = try notification.encoded()
+            for device in devices {
+                let queued = try tx.enqueuePush(QueuedPush(
+                    seq: 0, user: user, device: device.device, token: device.token, message: message.id, payload: payload, createdAt: now,
+                    expiresAt: Timestamp(millisecondsSince1970: now.millisecondsSince1970 + lifetime), attempts: 0, nextAttemptAt: now))
+                if queued { wake.queued(1, for: device.token.kind, in: tx) }
+            }
+        }
+    }
+
+    /// Messages looked at per conversation for a badge: the count is exact up to this many
+    /// unread messages a conversation (a badge shows "999+" long before), and its cost inside
+    /// the send's commit stays bounded however long a user leaves a conversation unread.
+    static let badgeScanPerConversation = 1_000
+
+    /// The user's badge: unread messages over their live conversations plus the app backend's
+    /// external unread count (Server API badges).
+    static func badge(of user: UserID, _ reader: StorageReader) throws(StorageError) -> Int {
+        var unread = try reader.externalUnreadCount(of: user)
+        for c in try reader.conversations(of: user) where c.isLive {
+            unread += try reader.unreadCount(of: c.conversation.id, for: user, scanning: badgeScanPerConversation)
+        }
+        return unread
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+
+/// How the node delivers push notifications: the providers it is configured for (flags and
+/// the `push` object of the config file). A device may register a token only for a provider
+/// configured here. Credentials are parsed at start-up; one that does not parse stops the start
+/// with the reason.
+public struct PushSettings: Sendable, Hashable {
+    /// APNs provider API (token-based authentication).
+    public struct APNs: Sendable, Hashable, Decodable {
+        /// The team id (the JWT's `iss`).
+        public var teamID: String
+        /// The signing key's id (the JWT's `kid`).
+        public var keyID: String
+        /// The `.p8` file: the team's P-256 private key (PEM).
+        public var keyFile: String
+        /// Where production tokens' pushes go (`https://host[:port]`).
+        public var productionURL: String = "https://api.push.apple.com"
+        /// Where sandbox tokens' pushes go.
+        public var sandboxURL: String = "https://api.sandbox.push.apple.com"
+
+        public init(teamID: String, keyID: String, keyFile: String) {
+            self.teamID = teamID
+            self.keyID = keyID
+            self.keyFile = keyFile
+        }
+
+        enum CodingKeys: String, CodingKey { case teamID, keyID, keyFile, productionURL, sandboxURL }
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            teamID = try c.decode(String.self, forKey: .teamID)
+            keyID = try c.decode(String.self, forKey: .keyID)
+            keyFile = try c.decode(String.self, forKey: .keyFile)
+            if let v = try c.decodeIfPresent(String.self, forKey: .productionURL) { productionURL = v }
+            if let v = try c.decodeIfPresent(String.self, forKey: .sandboxURL) { sandboxURL = v }
+        }
+    }
+
+    /// FCM HTTP v1 with a service account.
+    public struct FCM: Sendable, Hashable, Decodable {
+        /// The service account's JSON key file (`client_email`, `private_key`, `token_uri`, `project_id`).
+        public var serviceAccountFile: String
+        /// The send endpoint; default `https://fcm.googleapis.com/v1/projects/<project_id>/messages:send`.
+        public var sendURL: String?
+        /// The token endpoint; default the key file's `token_uri`.
+        public var tokenURL: String?
+
+        public init(serviceAccountFile: String, sendURL: String? = nil, tokenURL: String? = nil) {
+            self.serviceAccountFile = serviceAccountFile
+            self.sendURL = sendURL
+            self.tokenURL = tokenURL
+        }
+    }
+
+    /// The operator's own gateway: one JSON POST per notification.
+    public struct Gateway: Sendable, Hashable, Decodable {
+        /// `https://host[:port]/path`.
+        public var url: String
+        /// Sent as the `authorization` header, if set (e.g. `Bearer <secret>`).
+        public var authorization: String?
+
+        public init(url: String, authorization: String? = nil) {
+            self.url = url
+            self.authorization = authorization
+        }
+    }
+
+    public var apns: APNs?
+    public var fcm: FCM?
+    public var gateway: Gateway?
+    /// A PEM file of CAs the providers' certificates must chain to; nil: the system's trust store.
+    public var caFile: String?
+    /// A push not delivered this long after its message is dropped (the notification is stale).
+    public var expirationSeconds = 86_400
+    /// The first retry's delay; each next one doubles (with jitter), up to ``maxBackoffSeconds``.
+    public var initialBackoffMilliseconds = 1_000
+    public var maxBackoffSeconds = 600
+    public var connectTimeoutSeconds = 10
+    public var responseTimeoutSeconds = 30
+    /// Pushes in flight to one provider at once.
+    public var maxInFlightPerProvider = 16
+
+    public init() {}
+
+    /// Whether any provider is configured.
+    public var isEnabled: Bool { apns != nil || fcm != nil || gateway != nil }
+
+    /// Refuses values outside their ranges and files that cannot be read, with a reason.
+    /// (Whether the credentials parse is checked when the node starts its push delivery.)
+    public func validate() throws {
+        func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration("push: \(reason)") } }
+        try check((60...30 * 86_400).contains(expirationSeconds), "expirationSeconds must be 60...2592000")
+        try check((1...3_600_000).contains(initialBackoffMilliseconds), "initialBackoffMilliseconds must be 1...3600000")
+        try check((1...86_400).contains(maxBackoffSeconds), "maxBackoffSeconds must be 1...86400")
+        try check((1...300).contains(connectTimeoutSeconds), "connectTimeoutSeconds must be 1...300")
+        try check((1...300).contains(responseTimeoutSeconds), "responseTimeoutSeconds must be 1...300")
+        try check((1...1_000).contains(maxInFlightPerProvider), "maxInFlightPerProvider must be 1...1000")
+        let readable = { (path: String) in FileManager.default.isReadableFile(atPath: path) }
+        if let caFile { try check(readable(caFile), "caFile \(caFile) cannot be read") }
+        if let apns {
+            try check(!apns.teamID.isEmpty && !apns.keyID.isEmpty, "apns needs teamID and keyID")
+            try check(readable(apns.keyFile), "apns keyFile \(apns.keyFile) cannot be read")
+        }
+        if let fcm { try check(readable(fcm.serviceAccountFile), "fcm serviceAccountFile \(fcm.serviceAccountFile) cannot be read") }
+        if let gateway { try check(gateway.url.hasPrefix("https://"), "gateway url must be an https:// URL") }
+    }
+
+    /// The config file's `push` object: every key optional.
+    struct File: Decodable {
+        var apns: APNs?
+        var fcm: FCM?
+        var gateway: Gateway?
+        var caFile: String?
+        var expirationSeconds: Int?
+        var initialBackoffMilliseconds: Int?
+        var maxBackoffSeconds: Int?
+        var connectTimeoutSeconds: Int?
+        var responseTimeoutSeconds: Int?
+        var maxInFlightPerProvider: Int?
+    }
+
+    mutating func apply(_ f: File) {
+        if let v = f.apns { apns = v }
+        if let v = f.fcm { fcm = v }
+        if let v = f.gateway { gateway = v }
+        if let v = f.caFile { caFile = v }
+        if let v = f.expirationSeconds { expirationSeconds = v }
+        if let v = f.initialBackoffMilliseconds { initialBackoffMilliseconds = v }
+        if let v = f.maxBackoffSeconds { maxBackoffSeconds = v }
+        if let v = f.connectTimeoutSeconds { connectTimeoutSeconds = v }
+        if let v = f.responseTimeoutSeconds { responseTimeoutSeconds = v }
+        if let v = f.maxInFlightPerProvider { maxInFlightPerProvider = v }
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+
+/// `conversation-updated` (SPEC §6.4): each user's own counts, appended to their feed only by
+/// the rarer changes a device cannot count from what it receives anyway. A new message and a
+/// user's own read of one message are counted by the device itself (§6.4, "Counts"), so a
+/// send writes no extra row and reads nothing to keep counts right.
+extension CommandContext {
+    /// Appends `conversation-updated` with each user's counts of `id` to the feed of each of
+    /// `users`, after the change that moved them (same transaction, later seq).
+    mutating func emitCounts(of id: ConversationID, to users: Set<UserID>) throws {
+        guard !users.isEmpty, let header = try tx.read.conversationHeader(id), header.isLive else { return }
+        for u in users.sorted() {
+            let counts = try tx.read.counts(of: id, for: u, blocked: engine.blockLists.blocked(by: u))
+            let event = ConversationUpdated(
+                conversationID: id, isDistinct: header.isDistinct, deliveryReceiptsEnabled: header.deliveryReceiptsEnabled,
+                messageCount: UInt64(counts.messages), unreadCount: UInt64(counts.unread), lastMessageID: counts.lastMessage)
+            try emit(.conversationUpdated(event), to: [u], conversation: id)
+        }
+    }
+}
+
+extension FeedSnapshot {
+    /// The snapshot as changes with seq 0: per conversation `conversation-created`, its latest
+    /// message (`message-created`) and `conversation-updated` with the user's counts.
+    func changes() -> [Change] {
+        var out: [Change] = []
+        out.reserveCapacity(conversations.count * 3)
+        for c in conversations {
+            out.append(Change(seq: 0, event: .conversationCreated(c.conversation)))
+            if let last = c.lastMessage { out.append(Change(seq: 0, event: .messageCreated(last))) }
+            out.append(Change(seq: 0, event: .conversationUpdated(ConversationUpdated(
+                conversationID: c.conversation.id, isDistinct: c.conversation.isDistinct,
+                deliveryReceiptsEnabled: c.conversation.deliveryReceiptsEnabled,
+                messageCount: UInt64(c.counts.messages), unreadCount: UInt64(c.counts.unread), lastMessageID: c.counts.lastMessage))))
+        }
+        return out
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import LaminaMerge
+import LaminaModel
+import LaminaWire
+
+/// The state about users that the Server API sets (identities, block lists, badges, session
+/// revocations) replicates like conversations do (SPEC §6.5): every change made here takes an
+/// HLC reading and enters the replication log in its own transaction; a peer's change goes
+/// through the same rule, a last-writer-wins register per user (per pair for a block), so the
+/// order of arrival does not change the result.
+extension NodeEngine {
+    /// Records `change`, made on this node, in `tx`: its register and the replication log.
+    /// Call ``replicationSignal``'s `notify()` once `tx` committed.
+    func recordUserState(_ change: UserStateChange, in tx: StorageTransaction) throws {
+        let hlc = try nextHLC()
+        // The same rule as a peer's change: a local write reads later than anything this node
+        // holds (its clock has received every applied reading), so it always wins here.
+        guard LastWriterWins.wins(hlc, over: try tx.read.register(of: change)) else {
+            throw WireError(.internalError, "the node's clock reads \(hlc), not later than the write it holds for this user")
+        }
+        try tx.setRegister(of: change, to: hlc)
+        _ = try tx.appendLocalOperation(try ReplicationLogCoding.userState(change), origin: configuration.nodeID, hlc: hlc)
+    }
+}
+
+/// What a replicated user-state change requires of the engine once it committed.
+enum UserStateEffect: Sendable {
+    /// The fan-out's block list of `blocker` (re-read from the store).
+    case block(BlockChange)
+    /// The user's live sessions end with `session-revoked`.
+    case revoked(UserID)
+}
+
+extension CommandContext {
+    /// Applies a peer's change of a user's state when it is later than the one held (the
+    /// register's rule, `LastWriterWins`); returns what the engine does after the commit.
+    mutating func applyUserState(_ change: UserStateChange, at hlc: HLCTimestamp) throws -> UserStateEffect? {
+        guard LastWriterWins.wins(hlc, over: try tx.read.register(of: change)) else { return nil }
+        try tx.setRegister(of: change, to: hlc)
+        switch change {
+        case .identity(let i):
+            if let identity = i.identity {
+                try tx.putIdentity(StoredIdentity(values: identity.values, metadata: identity.metadata), of: i.user, at: now)
+            } else {
+                try tx.deleteIdentity(of: i.user)
+            }
+            return nil
+        case .block(let b):
+            if b.blocking { _ = try tx.block(b.blocked, by: b.blocker, at: now) } else { _ = try tx.unblock(b.blocked, by: b.blocker) }
+            return .block(b)
+        case .badge(let b):
+            try tx.setExternalUnreadCount(Int(clamping: b.externalUnreadCount), of: b.user, at: now)
+            return nil
+        case .sessionsRevoked(let user):
+            // The sessions authenticated here before the revocation was made on its node.
+            try tx.revokeSessions(of: user, createdUpTo: Timestamp(millisecondsSince1970: Int64(clamping: hlc.physical)), at: now)
+            return .revoked(user)
+        }
+    }
+}
+
+extension NodeEngine {
+    /// Carries out what replicated user-state changes require after their commit.
+    func apply(_ effects: [UserStateEffect], blocked: [BlockChange: Bool]) {
+        for effect in effects {
+            switch effect {
+            case .block(let b):
+                blockLists.set(b.blocked, by: b.blocker, blocking: blocked[b] ?? b.blocking)
+            case .revoked(let user):
+                for session in registry.all() where session.state.withLock({ $0.auth?.user == user }) {
+                    session.fail(WireError(.sessionRevoked, "every session of the user was revoked"))
+                }
+            }
+        }
+    }
+}
+
+extension NodeEngine {
+    /// Sets `user`'s identity (nil: deletes it) and replicates the change; false when there was
+    /// nothing to delete.
+    @discardableResult
+    func setIdentity(_ identity: StoredIdentity?, of user: UserID) async throws -> Bool {
+        let changed = try await store.write { [self] tx -> Bool in
+            if let identity {
+                try tx.putIdentity(identity, of: user, at: .now())
+                try recordUserState(identity.change(of: user), in: tx)
+            } else {
+                guard try tx.deleteIdentity(of: user) else { return false }
+                try recordUserState(.identity(IdentityChange(user: user, identity: nil)), in: tx)
+            }
+            return true
+        }
+        if changed { replicationSignal.notify() }
+        return changed
+    }
+
+    /// Sets `user`'s badge (the external unread count) and replicates the change.
+    func setExternalUnreadCount(_ count: Int, of user: UserID) async throws {
+        try await store.write { [self] tx in
+            try tx.setExternalUnreadCount(count, of: user, at: .now())
+            try recordUserState(.badge(BadgeChange(user: user, externalUnreadCount: UInt64(max(0, count)))), in: tx)
+        }
+        replicationSignal.notify()
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import GRDB
+import LaminaMerge
+import LaminaModel
+
+/// A conversation's counts for one user, as `conversation-updated` carries them (SPEC §6.4).
+public struct ConversationCounts: Hashable, Sendable {
+    /// Messages the user may see (all while a member; before their removal after it), not
+    /// deleted for everyone, not sent by someone the user blocks.
+    public var messages: Int
+    /// Of those, the ones `UnreadCounts.isUnread` counts as unread for the user.
+    public var unread: Int
+    /// The latest of those by position.
+    public var lastMessage: MessageID?
+
+    public init(messages: Int, unread: Int, lastMessage: MessageID?) {
+        self.messages = messages
+        self.unread = unread
+        self.lastMessage = lastMessage
+    }
+}
+
+extension StorageReader {
+    /// The user's counts of a conversation (SPEC §6.4), with the messages of `blocked` senders
+    /// left out. Three index range reads of the conversation (the total, the messages after the
+    /// user's read marker, the last one): a read-side cost paid by snapshots and by the rarer
+    /// changes that emit `conversation-updated`, never by a send. Zero counts when the user
+    /// never took part.
+    public func counts(of conversation: ConversationID, for user: UserID, blocked: Set<UserID> = []) throws(StorageError) -> ConversationCounts {
+        guard let state = try participantState(of: user, in: conversation) else { return ConversationCounts(messages: 0, unread: 0, lastMessage: nil) }
+        let cutoff = state.isMember ? nil : state.since
+        var filter = "m.conversation_id = ? AND m.deleted = 0"
+        var arguments: StatementArguments = [Columns.blob(conversation.uuid)]
+        if let cutoff {
+            filter += " AND (m.pos_physical, m.pos_logical, m.pos_node) < (?, ?, ?)"
+            let (p, l, n) = try Columns.hlc(cutoff)
+            arguments += [p, l, n]
+        }
+        if !blocked.isEmpty {
+            filter += " AND m.sender NOT IN (\(Array(repeating: "?", count: blocked.count).joined(separator: ", ")))"
+            for b in blocked.sorted() { arguments += [b.rawValue] }
+        }
+        let total = Int(try db.int64("SELECT count(*) FROM messages m WHERE \(filter)", arguments) ?? 0)
+        var last: MessageID?
+        if let row = try db.row("SELECT m.id FROM messages m WHERE \(filter) ORDER BY m.pos_physical DESC, m.pos_logical DESC, m.pos_node DESC LIMIT 1", arguments) {
+            let id: Data? = row["id"]
+            last = MessageID(uuid: try Columns.uuid(id, column: "id"))
+        }
+        // Only messages after the read marker can be unread (LaminaMerge's rule decides each).
+        let readUpTo = try readUpTo(conversation: conversation, user: user)
+        var unreadFilter = filter
+        var unreadArguments = arguments
+        if let readUpTo {
+            unreadFilter += " AND (m.pos_physical, m.pos_logical, m.pos_node) > (?, ?, ?)"
+            let (p, l, n) = try Columns.hlc(readUpTo)
+            unreadArguments += [p, l, n]
+        }
+        var unreadQuery: StatementArguments = [user.rawValue]
+        unreadQuery += unreadArguments
+        unreadQuery += [user.rawValue]
+        var unread = 0
+        let anyID = MessageID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        for row in try db.rows(
+            """
+            SELECT m.sender, m.pos_physical, m.pos_logical, m.pos_node, s.status
+            FROM messages m LEFT JOIN recipient_status s ON s.message_id = m.id AND s.user_id = ?
+            WHERE \(unreadFilter) AND m.sender <> ?
+            """,
+            unreadQuery
+        ) {
+            let raw: Int64? = row["status"]
+            let stamp = MessageStamp(id: anyID, conversation: conversation, sender: try Columns.user(row, "sender"), position: try Columns.hlc(row, "pos"))
+            if UnreadCounts.isUnread(
+                stamp, for: user, deleted: false, visible: true,
+                recorded: raw.flatMap { RecipientStatus(rawValue: Int8(clamping: $0)) }, readUpTo: readUpTo
+            ) { unread += 1 }
+        }
+        return ConversationCounts(messages: total, unread: unread, lastMessage: last)
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+/// One conversation of a snapshot (SPEC §6.3): the conversation as it is, its latest message
+/// as the user sees it, and the user's counts.
+public struct SnapshotConversation: Sendable {
+    public var conversation: Conversation
+    public var lastMessage: Message?
+    public var counts: ConversationCounts
+}
+
+/// A user's conversations and the feed head they were read at, from one read transaction:
+/// a device that applies the snapshot and then the feed after `head` misses nothing and
+/// counts nothing twice.
+public struct FeedSnapshot: Sendable {
+    public var head: UInt64
+    public var conversations: [SnapshotConversation]
+}
+
+extension StorageReader {
+    /// The snapshot of `user`'s conversations (those they take part in now), oldest first.
+    /// Costs a few index reads per conversation (`counts`), none per message.
+    public func snapshot(of user: UserID) throws(StorageError) -> FeedSnapshot {
+        let head = try feedHead(of: user)
+        let blocked = Set(try blocks(of: user))
+        var out: [SnapshotConversation] = []
+        for stored in try conversations(of: user) {
+            let id = stored.conversation.id
+            let counts = try counts(of: id, for: user, blocked: blocked)
+            var last: Message?
+            if let lastID = counts.lastMessage { last = try message(lastID, as: user) }
+            out.append(SnapshotConversation(conversation: stored.conversation, lastMessage: last, counts: counts))
+        }
+        return FeedSnapshot(head: head, conversations: out)
+    }
+
+    /// A message as `viewer` is shown it (statuses as `history` reports them).
+    public func message(_ id: MessageID, as viewer: UserID) throws(StorageError) -> Message? {
+        guard let row = try db.row("SELECT \(MessageStatuses.columns()) FROM messages WHERE id = ?", [Columns.blob(id.uuid)]) else { return nil }
+        var statuses = MessageStatuses(reader: self, viewer: viewer)
+        return try statuses.storedMessage(row).message
+    }
+}

@@ -1,0 +1,217 @@
+import Foundation
+import LaminaModel
+import NIOCore
+
+/// State about users, outside conversations, that peers replicate (SPEC §6.5): what the Server
+/// API sets. Kinds 64...67 of a replicated operation's event; never in a client's feed.
+/// Each is a last-writer-wins register, decided by the operation's HLC reading.
+public enum UserStateChange: Hashable, Sendable {
+    /// kind 64: `user`'s identity as the Server API set it, or deleted (`identity` nil).
+    case identity(IdentityChange)
+    /// kind 65: `blocker` blocks `blocked`, or no longer does.
+    case block(BlockChange)
+    /// kind 66: `user`'s badge (the unread count the app backend keeps).
+    case badge(BadgeChange)
+    /// kind 67: every session of `user` authenticated before the operation's time is revoked.
+    case sessionsRevoked(UserID)
+
+    /// The event's `kind` byte.
+    public var kind: UInt8 {
+        switch self {
+        case .identity: 64
+        case .block: 65
+        case .badge: 66
+        case .sessionsRevoked: 67
+        }
+    }
+
+    /// The kinds this enum encodes.
+    public static let kinds: ClosedRange<UInt8> = 64...67
+}
+
+/// kind 64: an identity set or deleted.
+/// ```
+/// +---------+-----------------+------------------------------+--------------------------+
+/// | user id | present (u8)    | present: values (string map) | present: metadata (map)  |
+/// +---------+-----------------+------------------------------+--------------------------+
+/// ```
+/// A string map is a count (varint, at most `maxMetadataEntries`), then that many key
+/// (string, 1...`maxMetadataKeyBytes`) and value (string, at most `maxTextBytes`) pairs in
+/// strictly ascending key order (UTF-8 bytes).
+public struct IdentityChange: Hashable, Sendable {
+    public var user: UserID
+    /// The identity's string properties by their Platform API names, and its metadata; nil: deleted.
+    public var identity: Identity?
+
+    public struct Identity: Hashable, Sendable {
+        public var values: [String: String]
+        public var metadata: [String: String]
+        public init(values: [String: String] = [:], metadata: [String: String] = [:]) {
+            self.values = values
+            self.metadata = metadata
+        }
+    }
+
+    public init(user: UserID, identity: Identity?) {
+        self.user = user
+        self.identity = identity
+    }
+}
+
+/// kind 65: `| blocker (user id) | blocked (user id) | blocking (bool) |`.
+public struct BlockChange: Hashable, Sendable {
+    public var blocker: UserID
+    public var blocked: UserID
+    public var blocking: Bool
+    public init(blocker: UserID, blocked: UserID, blocking: Bool) {
+        self.blocker = blocker
+        self.blocked = blocked
+        self.blocking = blocking
+    }
+}
+
+/// kind 66: `| user id | external unread count (varint) |`.
+public struct BadgeChange: Hashable, Sendable {
+    public var user: UserID
+    public var externalUnreadCount: UInt64
+    public init(user: UserID, externalUnreadCount: UInt64) {
+        self.user = user
+        self.externalUnreadCount = externalUnreadCount
+    }
+}
+
+/// What a replicated operation did: a change of a conversation (the feed's events, §6.4) or of
+/// a user's state (kinds 64...67).
+public enum ReplicatedEvent: Hashable, Sendable {
+    case change(ChangeEvent)
+    case user(UserStateChange)
+
+    public var kind: UInt8 {
+        switch self {
+        case .change(let e): e.kind
+        case .user(let u): u.kind
+        }
+    }
+}
+
+// MARK: - Codec
+
+extension ReplicatedEvent {
+    func encode(into b: inout ByteBuffer) throws(WireError) {
+        switch self {
+        case .change(let e): try e.encode(into: &b)
+        case .user(let u): try u.encode(into: &b)
+        }
+    }
+
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> ReplicatedEvent {
+        UserStateChange.kinds.contains(try b.peekU8("the event kind"))
+            ? .user(try UserStateChange.decode(from: &b, limits)) : .change(try ChangeEvent.decode(from: &b, limits))
+    }
+
+    /// The event's bytes alone (the node's replication log keeps user-state operations so).
+    public func encoded() throws(WireError) -> [UInt8] {
+        var b = ByteBuffer()
+        try encode(into: &b)
+        return Array(b.readableBytesView)
+    }
+
+    /// Decodes exactly one event from `bytes` (no trailing bytes).
+    public static func decode(exactly bytes: [UInt8], limits: WireLimits = .default) throws(WireError) -> ReplicatedEvent {
+        let result = bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<ReplicatedEvent, WireError> in
+            do throws(WireError) {
+                var reader = PayloadReader(raw)
+                let event = try decode(from: &reader, limits)
+                guard reader.readableBytes == 0 else { throw WireError(.trailingBytes, "\(reader.readableBytes) bytes after the event") }
+                return .success(event)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+}
+
+extension UserStateChange {
+    func encode(into b: inout ByteBuffer) throws(WireError) {
+        b.writeInteger(kind, as: UInt8.self)
+        switch self {
+        case .identity(let i):
+            try b.writeUserID(i.user)
+            if let identity = i.identity {
+                b.writeInteger(1, as: UInt8.self)
+                try b.writeStringMap(identity.values, "an identity value")
+                try b.writeStringMap(identity.metadata, "an identity metadata value")
+            } else {
+                b.writeInteger(0, as: UInt8.self)
+            }
+        case .block(let c):
+            try b.writeUserID(c.blocker)
+            try b.writeUserID(c.blocked)
+            b.writeBool(c.blocking)
+        case .badge(let c):
+            try b.writeUserID(c.user)
+            b.writeVarint(c.externalUnreadCount)
+        case .sessionsRevoked(let user):
+            try b.writeUserID(user)
+        }
+    }
+
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> UserStateChange {
+        let kind = try b.readU8("the event kind")
+        switch kind {
+        case 64:
+            let user = try b.readUserID(limits)
+            guard try b.readPresence("the identity") else { return .identity(IdentityChange(user: user, identity: nil)) }
+            let values = try b.readStringMap(limits, "an identity value")
+            let metadata = try b.readStringMap(limits, "an identity metadata value")
+            return .identity(IdentityChange(user: user, identity: .init(values: values, metadata: metadata)))
+        case 65:
+            let blocker = try b.readUserID(limits)
+            let blocked = try b.readUserID(limits)
+            return .block(BlockChange(blocker: blocker, blocked: blocked, blocking: try b.readBool("the blocking flag")))
+        case 66:
+            let user = try b.readUserID(limits)
+            return .badge(BadgeChange(user: user, externalUnreadCount: try b.readVarint("the external unread count")))
+        case 67:
+            return .sessionsRevoked(try b.readUserID(limits))
+        default:
+            throw WireError(.malformed, "unknown user-state kind \(kind)")
+        }
+    }
+}
+
+extension ByteBuffer {
+    /// A string map: count, then key and value strings in strictly ascending key order.
+    mutating func writeStringMap(_ map: [String: String], _ what: StaticString) throws(WireError) {
+        guard map.count <= WireLimits.default.maxMetadataEntries else {
+            throw WireError(.limitExceeded, "a string map has at most \(WireLimits.default.maxMetadataEntries) entries, this one has \(map.count)")
+        }
+        writeVarint(UInt64(map.count))
+        for key in map.keys.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
+            guard !key.isEmpty else { throw WireError(.invalidArgument, "a string map's key is not empty") }
+            try writeString(key, max: WireLimits.default.maxMetadataKeyBytes, "a string map key")
+            try writeString(map[key] ?? "", max: WireLimits.default.maxTextBytes, what)
+        }
+    }
+}
+
+extension PayloadReader {
+    mutating func readStringMap(_ limits: WireLimits, _ what: StaticString) throws(WireError) -> [String: String] {
+        let count = try readCount(max: limits.maxMetadataEntries, minElementSize: 2, "a string map's entry count")
+        var map = [String: String](minimumCapacity: count)
+        var previous: [UInt8]?
+        for _ in 0..<count {
+            let key = try readString(max: limits.maxMetadataKeyBytes, "a string map key")
+            let bytes = Array(key.utf8)
+            guard !bytes.isEmpty else { throw WireError(.malformed, "a string map's key is empty") }
+            // Canonical: keys in strictly ascending byte order, so each map has one encoding.
+            if let previous, !previous.lexicographicallyPrecedes(bytes) {
+                throw WireError(.nonCanonical, "string map keys must be in strictly ascending order")
+            }
+            map[key] = try readString(max: limits.maxTextBytes, what)
+            previous = bytes
+        }
+        return map
+    }
+}
