@@ -193,11 +193,12 @@ import Testing
     }
 
     /// A command after a quiet spell commits at once; commands right after a commit wait for
-    /// the group to fill (here to 3, within a delay far longer than the test) and commit as
+    /// the group to fill (here to 3, within a delay far longer than the test: 1 s, as 100 ms
+    /// passed between the first commit and the third submit in loaded full runs) and commit as
     /// one group; closing the store commits a gathering group at once.
     @Test func smallGroupsGatherUntilTheTargetAfterACommit() async throws {
         var configuration = StorageConfiguration()
-        configuration.groupCommitDelayMicroseconds = 100_000
+        configuration.groupCommitDelayMicroseconds = 1_000_000
         configuration.groupCommitTarget = 3
         let (path, cleanup) = temporaryDatabasePath()
         defer { cleanup() }
@@ -210,7 +211,7 @@ import Testing
         }
         await group.done.wait()
         #expect(group.successes == 3)
-        // The delay would have committed each of them alone only after 100 ms each.
+        // The delay would have committed each of them alone only after 1 s each.
         #expect(store.writerStatistics.transactions == 2)
         #expect(store.writerStatistics.largestBatch == 3)
         let alone = CompletionCounter(expected: 1)

@@ -53,8 +53,8 @@ public struct StorageConfiguration: Sendable, Hashable {
         guard (0...(1 << 40)).contains(mmapBytes) else {
             throw StorageError(.invalidArgument, "mmapBytes must be 0...2^40, got \(mmapBytes)")
         }
-        guard (0...100_000).contains(groupCommitDelayMicroseconds) else {
-            throw StorageError(.invalidArgument, "groupCommitDelayMicroseconds must be 0...100,000, got \(groupCommitDelayMicroseconds)")
+        guard (0...1_000_000).contains(groupCommitDelayMicroseconds) else {
+            throw StorageError(.invalidArgument, "groupCommitDelayMicroseconds must be 0...1,000,000, got \(groupCommitDelayMicroseconds)")
         }
         guard (1...100_000).contains(groupCommitTarget) else {
             throw StorageError(.invalidArgument, "groupCommitTarget must be 1...100,000, got \(groupCommitTarget)")
