@@ -29,6 +29,12 @@ public final class ServerAPI: Sendable {
         self.limiter = TokenBuckets(rates: [settings.requestsPerSecond], bursts: [Double(settings.burst)])
     }
 
+    /// The Server API over `engine` without webhook delivery (the webhooks API answers 503),
+    /// outside a ``NodeServer``: for the fuzz target and tests that call ``handle(_:)`` directly.
+    public convenience init(engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings) {
+        self.init(engine: engine, credentials: credentials, settings: settings, webhooks: nil)
+    }
+
     /// One served operation: method and path template (`{name}` segments).
     public struct Route: Sendable, Hashable {
         public var method: String
