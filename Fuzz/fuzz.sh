@@ -52,7 +52,11 @@ before="$(ls "$here/FailCases")"
 echo "fuzz.sh: running $target for ${seconds}s (log: $log)"
 set +e
 # The Swift runtime's own crash backtracer would race libFuzzer's crash handling under ASan.
-SWIFT_BACKTRACE=enable=no "$binary" \
+# LeakSanitizer's false positives (Data reached only through a tagged enum) are suppressed:
+# see lsan-suppressions.txt.
+SWIFT_BACKTRACE=enable=no \
+LSAN_OPTIONS="suppressions=$here/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+"$binary" \
     -max_total_time="$seconds" \
     -timeout=10 \
     -rss_limit_mb=2048 \

@@ -57,7 +57,7 @@ extension NodeFuzzChecks {
     /// The fuzz target's environment: made on first use, and made again every
     /// ``serverAPIRenewal`` inputs (the store starts from the fixtures again and stays small).
     nonisolated(unsafe) static var serverAPIEnvironment: (environment: ServerAPIFuzzEnvironment, used: Int)?
-    static let serverAPIRenewal = 5_000
+    static let serverAPIRenewal = 2_000
 
     /// ``checkServerAPIRequest(_:in:)`` for libFuzzer's synchronous entry point (one thread):
     /// blocks the calling thread, which must not be one of Swift's cooperative pool.
@@ -90,8 +90,7 @@ extension NodeFuzzChecks {
 
     /// Runs `body` on a task and waits for it on the calling thread.
     static func blocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-        final class Box: @unchecked Sendable { var value: T? }
-        let box = Box()
+        let box = BlockingResult<T>()
         let done = DispatchSemaphore(value: 0)
         Task.detached {
             box.value = await body()
@@ -100,4 +99,9 @@ extension NodeFuzzChecks {
         done.wait()
         return box.value!
     }
+}
+
+/// Where ``NodeFuzzChecks/blocking(_:)``'s task leaves its result (read after the semaphore).
+final class BlockingResult<T>: @unchecked Sendable {
+    var value: T?
 }

@@ -67,6 +67,8 @@ import Testing
                         var slowest = Duration.zero
                         var n = 0
                         for i in stride(from: worker, to: count, by: Self.workers) {
+                            // Worker 0 also checks on the healthy pair every 25 sessions.
+                            if worker == 0, n % 25 == 0 { slowest = max(slowest, try await healthy.roundTrip()) }
                             let client = n == 0 ? first : try await first.another()
                             n += 1
                             _ = try await client.hello()
@@ -85,8 +87,6 @@ import Testing
                                 midFrame.add()
                             }
                             client.resetStream()
-                            // Worker 0 also checks on the healthy pair now and then.
-                            if worker == 0, n % 50 == 0 { slowest = max(slowest, try await healthy.roundTrip()) }
                         }
                         await first.close()
                         return slowest

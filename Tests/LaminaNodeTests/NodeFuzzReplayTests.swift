@@ -45,7 +45,7 @@ import Testing
         "identity-delete": 204, "identity-get": 200, "identity-patch": 204, "identity-replace": 204, "mark-all-read": 204,
         "message-delete": 204, "message-get": 200, "message-send": 201, "message-send-system": 201, "message-send-v1": 201,
         "messages-list": 200, "messages-list-user": 200, "no-token": 401, "sessions-revoke": 204, "webhook-create": 503,
-        "webhook-get": 503, "webhooks-list": 200, "wrong-app": 404, "wrong-method": 405,
+        "webhook-get": 404, "webhooks-list": 200, "wrong-app": 404, "wrong-method": 405,
     ]
 
     @Test func serverAPIInputsHoldTheirPropertiesAndReachTheHandlers() async throws {
