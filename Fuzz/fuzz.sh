@@ -48,6 +48,10 @@ seeds="$seeds_root/$target"
 log="$here/artifacts/$target.log"
 mkdir -p "$corpus" "$here/artifacts" "$here/FailCases"
 
+# A target's dictionary of tokens, when it has one.
+dictionary=()
+[[ -f "$here/dictionaries/$target.dict" ]] && dictionary=(-dict="$here/dictionaries/$target.dict")
+
 before="$(ls "$here/FailCases")"
 echo "fuzz.sh: running $target for ${seconds}s (log: $log)"
 set +e
@@ -62,6 +66,7 @@ LSAN_OPTIONS="suppressions=$here/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPT
     -rss_limit_mb=2048 \
     -print_final_stats=1 \
     -artifact_prefix="$here/FailCases/$target-" \
+    ${dictionary[@]+"${dictionary[@]}"} \
     "$@" \
     "$corpus" "$seeds" > "$log" 2>&1
 status=$?

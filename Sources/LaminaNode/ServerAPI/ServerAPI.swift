@@ -173,7 +173,10 @@ public final class ServerAPI: Sendable {
         guard let q = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
         var out: [String: String] = [:]
         for pair in q.split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? String($0) }
+            // Empty pieces kept: `=` alone is an empty name with an empty value (omitting them
+            // left no name at all, and `?=` trapped the node: found by FuzzServerAPI).
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                .map { String($0).removingPercentEncoding ?? String($0) }
             out[kv[0]] = kv.count > 1 ? kv[1] : ""
         }
         return out
