@@ -174,7 +174,7 @@ public final class ServerAPI: Sendable {
         var out: [String: String] = [:]
         for pair in q.split(separator: "&") {
             // Empty pieces kept: `=` alone is an empty name with an empty value (omitting them
-            // left no name at all, and `?=` trapped the node: found by FuzzServerAPI).
+            // left no name at all, and `?=` trapped the node; the input is in Fuzz/FailCases).
             let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 .map { String($0).removingPercentEncoding ?? String($0) }
             out[kv[0]] = kv.count > 1 ? kv[1] : ""
