@@ -54,11 +54,15 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        // The node's network-facing parsers (content headers and ranges, identity tokens) as
-        // properties that report a violation: used by Fuzz/ and by LaminaNodeTests.
+        // The node's network-facing parsers (content headers and ranges, identity tokens, the
+        // Server API's requests, the webhooks API's registration body) as properties that
+        // report a violation: used by Fuzz/ and by LaminaNodeTests.
         .target(
             name: "LaminaNodeFuzzChecks",
-            dependencies: ["LaminaNode", "LaminaWire", "LaminaWireFuzzChecks", "LaminaTransport", "LaminaModel"]
+            dependencies: [
+                "LaminaNode", "LaminaWire", "LaminaWireFuzzChecks", "LaminaTransport", "LaminaModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         // Pure merge and ordering rules shared by node, peers and SDK.
         .target(name: "LaminaMerge", dependencies: ["LaminaModel"]),
@@ -226,7 +230,8 @@ let package = Package(
         ),
         .testTarget(
             name: "LaminaNodeTests",
-            dependencies: ["LaminaNode", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks"]
+            dependencies: ["LaminaNode", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks",
+                           .product(name: "NIOCore", package: "swift-nio")]
         ),
         // A real node in-process (and the built binary) over TLS + HTTP/2 on loopback.
         .testTarget(

@@ -4,7 +4,7 @@
 //
 // Tools version 5.4 on purpose: from 5.5 on, SwiftPM renames an executable's entry point
 // to `<Target>_main` and links `main` to it, which fails for a libFuzzer target (it has no
-// entry point of its own; libFuzzer supplies `main`). The targets are three small files;
+// entry point of its own; libFuzzer supplies `main`). The targets are small files;
 // everything they test is built by the main package in Swift 6 mode.
 import PackageDescription
 
@@ -30,5 +30,7 @@ let package = Package(
         fuzzTarget("FuzzSplitFeed"),
         fuzzTarget("FuzzContentHeaders", checks: "LaminaNodeFuzzChecks"),
         fuzzTarget("FuzzIdentityToken", checks: "LaminaNodeFuzzChecks"),
+        fuzzTarget("FuzzServerAPI", checks: "LaminaNodeFuzzChecks"),
+        fuzzTarget("FuzzWebhookRequest", checks: "LaminaNodeFuzzChecks"),
     ]
 )

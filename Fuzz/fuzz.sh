@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds one fuzz target and runs it for N seconds.
-#   Fuzz/fuzz.sh <FuzzDecode|FuzzRoundTrip|FuzzSplitFeed|FuzzContentHeaders|FuzzIdentityToken> <seconds> [libFuzzer flags...]
+#   Fuzz/fuzz.sh <FuzzDecode|FuzzRoundTrip|FuzzSplitFeed|FuzzContentHeaders|FuzzIdentityToken|FuzzServerAPI|FuzzWebhookRequest> <seconds> [libFuzzer flags...]
 # Seeds are remade from Protocol/vectors and Fuzz/seeds first (make-seeds.sh, into
 # Fuzz/corpus-work/seeds-<target>/). New corpus entries go to
 # Fuzz/corpus-work/<target>/, the log to Fuzz/artifacts/<target>.log, and any crashing,
@@ -10,7 +10,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-targets=(FuzzDecode FuzzRoundTrip FuzzSplitFeed FuzzContentHeaders FuzzIdentityToken)
+targets=(FuzzDecode FuzzRoundTrip FuzzSplitFeed FuzzContentHeaders FuzzIdentityToken FuzzServerAPI FuzzWebhookRequest)
 
 usage() {
     echo "usage: $0 <${targets[*]// /|}> <seconds> [libFuzzer flags...]" >&2
@@ -48,16 +48,25 @@ seeds="$seeds_root/$target"
 log="$here/artifacts/$target.log"
 mkdir -p "$corpus" "$here/artifacts" "$here/FailCases"
 
+# A target's dictionary of tokens, when it has one.
+dictionary=()
+[[ -f "$here/dictionaries/$target.dict" ]] && dictionary=(-dict="$here/dictionaries/$target.dict")
+
 before="$(ls "$here/FailCases")"
 echo "fuzz.sh: running $target for ${seconds}s (log: $log)"
 set +e
 # The Swift runtime's own crash backtracer would race libFuzzer's crash handling under ASan.
-SWIFT_BACKTRACE=enable=no "$binary" \
+# LeakSanitizer's false positives (Data reached only through a tagged enum) are suppressed:
+# see lsan-suppressions.txt.
+SWIFT_BACKTRACE=enable=no \
+LSAN_OPTIONS="suppressions=$here/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+"$binary" \
     -max_total_time="$seconds" \
     -timeout=10 \
     -rss_limit_mb=2048 \
     -print_final_stats=1 \
     -artifact_prefix="$here/FailCases/$target-" \
+    ${dictionary[@]+"${dictionary[@]}"} \
     "$@" \
     "$corpus" "$seeds" > "$log" 2>&1
 status=$?

@@ -268,6 +268,8 @@ import Testing
             $0.content.uploadStallTimeoutSeconds = 5
         }
         let (sync, content) = try await Self.login(node, Self.alice)
+        // Two other users keep talking on the same node while the upload stalls.
+        let healthy = try await ResourceLimitTests.HealthyPair.start(node)
         let big = ContentTestClient.bytes(600_000)
         let bigID = ContentID.random()
         let open = try await content.connection.openStream(
@@ -284,7 +286,9 @@ import Testing
         #expect(over.status == 507, "\(over)")
         #expect(over.errorName == "quota-exceeded")
 
-        // Then it sends nothing: answered 408 with the bytes the node holds.
+        // Then it sends nothing: answered 408 with the bytes the node holds. Meanwhile the
+        // healthy pair's messages go through in bounded time.
+        try await healthy.expectHealthy()
         let (headers, body) = try await answer.get()
         #expect(headers?[":status"] == "408")
         #expect(headers?["lamina-upload-offset"] == "1000")
@@ -296,6 +300,8 @@ import Testing
             bigID, size: 600_000, sha256: ContentTestClient.sha256(big), offset: 1_000, body: Array(big[1_000...]))
         #expect(resumed.status == 507, "\(resumed)")
         #expect(resumed.headers["lamina-upload-offset"] == "1000")
+        try await healthy.expectHealthy()
+        await healthy.close()
         await content.close()
         await sync.close()
         await node.stop()

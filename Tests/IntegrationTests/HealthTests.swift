@@ -34,6 +34,10 @@ import Glibc
         #expect(full.body.contains("sessions failing 4 of 4 (nearly exhausted)"))
         #expect(try await HTTPGet.fetch(port: admin.port, path: "/health").status == 503)
         #expect(try await HTTPGet.fetch(port: admin.port, path: "/health/live").status == 200)
+        // Not ready for new clients; the connected ones keep sending and receiving.
+        let pair = ResourceLimitTests.HealthyPair(
+            alice: clients[0], bob: clients[1], conversation: try await MessagingTests.conversation(clients[0], with: ["h0", "h1"]))
+        try await pair.expectHealthy()
 
         await clients.removeLast().close()
         try await ResourceLimitTests.eventually("a slot to free up") { node.server.sessionCount == 3 }

@@ -419,8 +419,12 @@ import Testing
         limits.fileDescriptorReserve = 10
         #expect(throws: NodeServerError.self) { try limits.validate(maxSessions: 10_000) }
 
-        let node = try await TestNode.start("conn-cap") { $0.resources.maxConnections = 6 }
+        let node = try await TestNode.start("conn-cap") {
+            $0.resources.maxConnections = 6
+            $0.adminPort = 0
+        }
         #expect(node.server.transport.maxConnections == 6)
+        let admin = try #require(node.server.admin)
         let healthy = try await HealthyPair.start(node)
         // Plain TCP connections that never start TLS take the other four slots...
         var flood: [Channel] = []
@@ -432,9 +436,18 @@ import Testing
             try await refused.closeFuture.get()
         }
         #expect(node.server.transport.counts.refused == 3)
+        // Item 10: readiness says so (a load balancer sends new clients elsewhere), liveness
+        // does not; the connected healthy pair keeps talking.
+        let full = try await HTTPGet.fetch(port: admin.port, path: "/health/ready")
+        #expect(full.status == 503)
+        #expect(full.body.contains("connections failing 6 of 6"), "\(full.body)")
+        #expect(try await HTTPGet.fetch(port: admin.port, path: "/health/live").status == 200)
         try await healthy.expectHealthy()
         for channel in flood { try? await channel.close() }
         try await Self.eventually("slots free") { node.server.transport.connectionCount == 2 }
+        try await Self.eventuallyAsync("ready again") {
+            (try? await HTTPGet.fetch(port: admin.port, path: "/health/ready").status) == 200
+        }
         let carol = try await node.session("carol", device: UUID())
         await carol.close()
         await healthy.close()
@@ -445,7 +458,8 @@ import Testing
 
     @Test func clientErrorFramesAreNotAnsweredWithUnexpectedFrame() async throws {
         let node = try await TestNode.start("client-error")
-        let client = try await node.session("alice", device: UUID())
+        let healthy = try await HealthyPair.start(node)
+        let client = try await node.session("carol", device: UUID())
         // Not fatal: logged, the session goes on.
         client.send(.error(ErrorFrame(code: .internalError, reason: "the client's store hiccupped", isFatal: false)))
         client.send(.ping(Ping(payload: 1)))
@@ -453,8 +467,10 @@ import Testing
         // Fatal: the client sends nothing more; the node ends its side without a frame.
         client.send(.error(ErrorFrame(code: .internalError, reason: "the client gives up", isFatal: true)))
         #expect(try await client.framesUntilEnd() == [])
-        try await Self.eventually("released") { node.server.admission.snapshot.liveBridges == 0 }
+        try await Self.eventually("released") { node.server.admission.snapshot.liveBridges == 2 }
+        try await healthy.expectHealthy()
         await client.close()
+        await healthy.close()
         await node.stop()
     }
 }

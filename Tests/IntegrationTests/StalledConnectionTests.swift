@@ -33,13 +33,18 @@ import Testing
         // 16 inline parts of 2 KiB: about 33 KB per message to each member.
         let parts = try (0..<16).map { i in try MessagePart(text: String(repeating: Character(UnicodeScalar(UInt8(97 + i))), count: 2_048)) }
         var sent: [MessageID] = []
+        var slowest = Duration.zero
+        let clock = ContinuousClock()
         while node.server.transport.counts.closedStalled == 0 {
             try #require(sent.count < 3_000, "the node never closed the connection that reads nothing")
+            let start = clock.now
             let (id, _) = try await MessagingTests.send(alice, conversation, "", parts: parts)
             sent.append(id)
-            // Bob reads everything as it comes.
+            // Bob reads everything as it comes, in bounded time from Alice's send.
             _ = try await bob.message(id)
+            slowest = max(slowest, clock.now - start)
         }
+        #expect(slowest < .seconds(10), "slowest send-to-receive for the reading member: \(slowest)")
         // The sink's session is gone; the two healthy ones stay.
         try await ResourceLimitTests.eventually("the sink's bridge to be released") {
             node.server.admission.snapshot.liveBridges == 2

@@ -3,6 +3,7 @@ import LaminaModel
 import LaminaNode
 import LaminaNodeFuzzChecks
 import LaminaWire
+import NIOCore
 import Testing
 
 /// Replays the seeds (`Fuzz/seeds/`) and every saved failing input (`Fuzz/FailCases/`) of the
@@ -31,6 +32,75 @@ import Testing
         #expect(inputs.count >= 6)
         for (label, input) in inputs {
             do { try NodeFuzzChecks.checkContentHeaders(input) } catch { Issue.record("\(label): \(error)") }
+        }
+    }
+
+    /// What each Server API seed is answered on a fresh environment (the fixtures only), so
+    /// the seeds reach the handlers rather than stop at the checks before them.
+    static let serverAPISeedStatuses: [String: Int] = [
+        "announcement": 202, "bad-accept": 406, "badge-get": 200, "badge-put": 204, "block-add": 204, "block-remove": 204,
+        "blocks-list": 200, "conversation-create": 201, "conversation-create-v1": 201, "conversation-delete": 204,
+        "conversation-get": 200, "conversation-get-v1": 200, "conversation-patch-metadata": 204,
+        "conversation-patch-participants": 204, "conversations-list": 200, "crlf": 200, "identity-create": 201,
+        "identity-delete": 204, "identity-get": 200, "identity-patch": 204, "identity-replace": 204, "mark-all-read": 204,
+        "message-delete": 204, "message-get": 200, "message-send": 201, "message-send-system": 201, "message-send-v1": 201,
+        "messages-list": 200, "messages-list-user": 200, "no-token": 401, "sessions-revoke": 204, "webhook-create": 503,
+        "webhook-get": 404, "webhooks-list": 200, "wrong-app": 404, "wrong-method": 405,
+    ]
+
+    @Test func serverAPIInputsHoldTheirPropertiesAndReachTheHandlers() async throws {
+        let inputs = try Self.inputs("FuzzServerAPI")
+        #expect(inputs.count >= Self.serverAPISeedStatuses.count)
+        // Each input on a fresh store, as libFuzzer replays one input in a fresh process.
+        for (label, input) in inputs {
+            let environment = try await ServerAPIFuzzEnvironment.make()
+            let request = ServerAPIFuzzEnvironment.request(input)
+            let response = await environment.answer(input)
+            do {
+                try NodeFuzzChecks.checkServerAPIResponse(response, to: request, input: input)
+            } catch {
+                Issue.record("\(label): \(error)")
+            }
+            if label.hasPrefix("seeds/"), let expected = Self.serverAPISeedStatuses[String(label.split(separator: "/").last!)] {
+                #expect(response.status == expected, "\(label): \(String(decoding: response.body.readableBytesView, as: UTF8.self))")
+            }
+            await environment.close()
+        }
+        // The same inputs one after another on one store hold the property too.
+        let shared = try await ServerAPIFuzzEnvironment.make()
+        for (label, input) in inputs {
+            do { try await NodeFuzzChecks.checkServerAPIRequest(input, in: shared) } catch { Issue.record("\(label) (shared store): \(error)") }
+        }
+        await shared.close()
+    }
+
+    @Test func webhookRegistrationInputsHoldTheirProperties() throws {
+        let inputs = try Self.inputs("FuzzWebhookRequest")
+        #expect(inputs.count >= 13)
+        for (label, input) in inputs {
+            do { try NodeFuzzChecks.checkWebhookRegistration(input) } catch { Issue.record("\(label): \(error)") }
+        }
+        func seed(_ name: String) throws -> [UInt8] {
+            try [UInt8](Data(contentsOf: Self.fuzz.appendingPathComponent("seeds/FuzzWebhookRequest/\(name)")))
+        }
+        func parse(_ name: String) throws -> Result<WebhookRegistration, ServerAPIError> {
+            let input = try seed(name)
+            let newline = input.firstIndex(of: 0x0A)!
+            do {
+                return .success(try WebhookRegistration.parse(
+                    contentType: String(decoding: input[..<newline], as: UTF8.self), body: ByteBuffer(bytes: input[(newline + 1)...])))
+            } catch { return .failure(error) }
+        }
+        let valid = try parse("valid").get()
+        #expect(valid.host == "example.com" && valid.port == 8443 && valid.path == "/hooks/layer?x=1")
+        #expect(valid.events == ["message.sent", "conversation.created"])
+        #expect(try parse("ipv6").get().host == "2001:db8::1")
+        for (name, status) in [("http-url", 422), ("short-secret", 422), ("unknown-event", 422), ("not-json", 415), ("array-body", 400)] {
+            guard case .failure(let error) = try parse(name) else {
+                Issue.record("\(name) was accepted")
+                continue
+            }
+            #expect(error.status == status, "\(name): \(error.message)")
         }
     }
 

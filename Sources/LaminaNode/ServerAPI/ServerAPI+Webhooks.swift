@@ -40,45 +40,13 @@ extension ServerAPI {
     /// POST /webhooks: `target_url`, `events`, `secret`, optional `config`; 201, unverified.
     func createWebhook(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let delivery = try delivery
-        guard (r.http.headers["content-type"] ?? "").lowercased().hasPrefix("application/json") else {
-            throw ServerAPIError.invalidHeader(415, "Content-Type", "POST needs Content-Type: application/json")
-        }
-        let body = try ServerAPIJSON.object(r.http.body)
-        guard let rawURL = body["target_url"] else { throw ServerAPIError.missingProperty("target_url") }
-        guard let targetURL = rawURL as? String else { throw ServerAPIError.invalidProperty("target_url", "target_url must be a string") }
-        let target: WebhookTarget
-        switch WebhookTarget.parse(targetURL) {
-        case .success(let t): target = t
-        case .failure(let e): throw ServerAPIError.invalidProperty("target_url", e.reason)
-        }
-        guard let rawEvents = body["events"] else { throw ServerAPIError.missingProperty("events") }
-        guard let events = rawEvents as? [String], !events.isEmpty, Set(events).count == events.count else {
-            throw ServerAPIError.invalidProperty("events", "events must be a non-empty array of distinct event types")
-        }
-        let known = Set(WebhookEventType.allCases.map(\.rawValue))
-        if let unknown = events.first(where: { !known.contains($0) }) {
-            throw ServerAPIError.invalidProperty("events", "unknown event type \(unknown) (known: \(known.sorted().joined(separator: ", ")))")
-        }
-        guard let rawSecret = body["secret"] else { throw ServerAPIError.missingProperty("secret") }
-        guard let secret = rawSecret as? String, WebhookLimits.secretBytes.contains(secret.utf8.count) else {
-            throw ServerAPIError.invalidProperty(
-                "secret", "secret must be a string of \(WebhookLimits.secretBytes.lowerBound)...\(WebhookLimits.secretBytes.upperBound) bytes")
-        }
-        var config: Data?
-        if let raw = body["config"], !(raw is NSNull) {
-            guard raw is [String: Any], let data = try? JSONSerialization.data(withJSONObject: raw, options: [.sortedKeys]) else {
-                throw ServerAPIError.invalidProperty("config", "config must be an object")
-            }
-            guard data.count <= WebhookLimits.maxConfigBytes else {
-                throw ServerAPIError.invalidProperty("config", "config is larger than \(WebhookLimits.maxConfigBytes) bytes")
-            }
-            config = data
-        }
-        if case .failure(let e) = await target.addresses(allowPrivate: delivery.settings.allowPrivateTargets) {
+        let registration = try WebhookRegistration.parse(contentType: r.http.headers["content-type"], body: r.http.body)
+        if case .failure(let e) = await registration.target.addresses(allowPrivate: delivery.settings.allowPrivateTargets) {
             throw ServerAPIError.invalidProperty("target_url", e.reason)
         }
         let now = Timestamp.now()
-        let webhook = StoredWebhook(id: UUID(), targetURL: targetURL, events: events, secret: secret, config: config,
+        let webhook = StoredWebhook(id: UUID(), targetURL: registration.targetURL, events: registration.events,
+                                    secret: registration.secret, config: registration.config,
                                     status: .unverified, createdAt: now, updatedAt: now)
         do {
             try await engine.store.write { tx in try tx.createWebhook(webhook, limit: WebhookLimits.maxWebhooks) }

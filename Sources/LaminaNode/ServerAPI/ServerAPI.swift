@@ -29,6 +29,12 @@ public final class ServerAPI: Sendable {
         self.limiter = TokenBuckets(rates: [settings.requestsPerSecond], bursts: [Double(settings.burst)])
     }
 
+    /// The Server API over `engine` without webhook delivery (the webhooks API answers 503),
+    /// outside a ``NodeServer``: for the fuzz target and tests that call ``handle(_:)`` directly.
+    public convenience init(engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings) {
+        self.init(engine: engine, credentials: credentials, settings: settings, webhooks: nil)
+    }
+
     /// One served operation: method and path template (`{name}` segments).
     public struct Route: Sendable, Hashable {
         public var method: String
@@ -170,7 +176,10 @@ public final class ServerAPI: Sendable {
         guard let q = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return [:] }
         var out: [String: String] = [:]
         for pair in q.split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? String($0) }
+            // Empty pieces kept: `=` alone is an empty name with an empty value (omitting them
+            // left no name at all, and `?=` trapped the node; the input is in Fuzz/FailCases).
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                .map { String($0).removingPercentEncoding ?? String($0) }
             out[kv[0]] = kv.count > 1 ? kv[1] : ""
         }
         return out

@@ -129,6 +129,9 @@ final class StorageWriter: @unchecked Sendable {
         try? pool.writeWithoutTransaction { _ in cache.dropStatements() }
         condition.lock()
         finished = true
+        // The thread's closure holds the writer: let both go once it ends (else a closed
+        // store's writer, pool and caches stay in memory for good).
+        thread = nil
         condition.broadcast()
         condition.unlock()
     }
@@ -272,6 +275,7 @@ private final class CompletionQueue: @unchecked Sendable {
             while groups.isEmpty {
                 if stopping {
                     stopped = true
+                    thread = nil  // its closure holds this queue (see StorageWriter.run)
                     condition.broadcast()
                     condition.unlock()
                     return
