@@ -22,6 +22,8 @@ public final class ContentManager: @unchecked Sendable {
         let progress: Progress
         var task: Task<URL, any Error>?
         var waiters: [CheckedContinuation<URL, any Error>] = []
+        /// How the download ended, once it is recorded (a waiter that comes later gets it at once).
+        var outcome: Result<URL, any Error>?
         var automatic: Bool
         init(progress: Progress, automatic: Bool) {
             self.progress = progress
@@ -56,14 +58,7 @@ public final class ContentManager: @unchecked Sendable {
     public func downloadContent(of part: MessagePartID,
                                 progress: @escaping @Sendable (UInt64, UInt64) -> Void = { _, _ in }) async throws(ClientError) -> URL {
         do {
-            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URL, any Error>) in
-                do {
-                    let running = try begin(part, automatic: false, observer: progress)
-                    lock.withLock { running.waiters.append(continuation) }
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
+            return try await outcome(of: try begin(part, automatic: false, observer: progress))
         } catch {
             throw ClientError.wrap(error)
         }
@@ -90,7 +85,9 @@ public final class ContentManager: @unchecked Sendable {
         for pending in try store.pendingAutoDownloads(settings: settings) {
             if Task.isCancelled { break }
             guard let running = try? begin(pending.part, automatic: true, observer: { _, _ in }), let task = lock.withLock({ running.task }) else { continue }
-            if (try? await task.value) != nil { done.append(pending.part) }
+            // Done once recorded in the store, not when the bytes are in (a paused download's
+            // task fails; it is not waited for).
+            if (try? await task.value) != nil, (try? await outcome(of: running)) != nil { done.append(pending.part) }
         }
         return done
     }
@@ -127,6 +124,18 @@ public final class ContentManager: @unchecked Sendable {
     public func currentDiskUtilization() throws(ClientError) -> DiskUtilization { try store.currentDiskUtilization() }
 
     // MARK: running downloads
+
+    /// How `entry`'s download ends once recorded: at once when it already has.
+    private func outcome(of entry: Running) async throws -> URL {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URL, any Error>) in
+            let ended = lock.withLock { () -> Result<URL, any Error>? in
+                if let outcome = entry.outcome { return outcome }
+                entry.waiters.append(continuation)
+                return nil
+            }
+            if let ended { continuation.resume(with: ended) }
+        }
+    }
 
     private func begin(_ part: MessagePartID, automatic: Bool, observer: @escaping @Sendable (UInt64, UInt64) -> Void) throws(ClientError) -> Running {
         if let existing = lock.withLock({ running[part] }) {
@@ -204,6 +213,7 @@ public final class ContentManager: @unchecked Sendable {
         }
         let waiters = lock.withLock { () -> [CheckedContinuation<URL, any Error>] in
             running[part] = nil
+            entry.outcome = outcome
             defer { entry.waiters.removeAll() }
             return entry.waiters
         }
