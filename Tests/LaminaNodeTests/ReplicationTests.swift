@@ -96,6 +96,49 @@ import Testing
         #expect(onA?.messages.count == 4)
     }
 
+    /// The sender updates a message's parts on both nodes before they exchange anything: the
+    /// later update (by HLC) holds on both whatever order they arrive in, and a device on the
+    /// node whose update lost is told the winning parts.
+    @Test func concurrentPartUpdatesEndWithTheLaterOneOnBothNodes() async throws {
+        let a = try Self.node(1), b = try Self.node(2)
+        defer { Task { await a.close(); await b.close() } }
+        let aliceOnA = try await a.connect("alice")
+        let conversation = ConversationID.random(), message = MessageID.random()
+        try await aliceOnA.command(.createConversation(CreateConversation(
+            conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+        let original = try MessagePart(text: "original")
+        try await aliceOnA.command(.sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: [original])))
+        try await Self.pull(b, from: a)
+        let aliceOnB = try await b.connect("alice")
+        let bobOnB = try await b.connect("bob")
+        // One update on each node; B's is made second, so its HLC reading is the later one.
+        let onA = [original, try MessagePart(text: "added on a")]
+        let onB = [try MessagePart(text: "replaced on b")]
+        try await aliceOnA.command(.updateMessageParts(UpdateMessageParts(requestID: UUID(), conversationID: conversation, messageID: message, parts: onA)))
+        try await aliceOnB.command(.updateMessageParts(UpdateMessageParts(requestID: UUID(), conversationID: conversation, messageID: message, parts: onB)))
+        // A's older update reaches B and changes nothing there; B's reaches A and wins.
+        try await Self.pull(b, from: a)
+        try await Self.pull(a, from: b)
+        for node in [a, b] {
+            let stored = try await node.store.read { try $0.message(message) }
+            #expect(stored?.message.parts == onB)
+        }
+        #expect(try await a.engine.convergenceDigest().overall == b.engine.convergenceDigest().overall)
+        // Bob on B saw B's update live, and nothing of A's older one.
+        var told: [[MessagePart]] = []
+        while told.isEmpty {
+            for change in try await bobOnB.nextChanges() {
+                if case .messagePartsChanged(let p) = change.event { told.append(p.parts) }
+            }
+        }
+        #expect(told == [onB])
+        // Only the sender may change its message's parts.
+        let (refused, _) = try await bobOnB.command(.updateMessageParts(UpdateMessageParts(
+            requestID: UUID(), conversationID: conversation, messageID: message, parts: [try MessagePart(text: "not bob's")])))
+        guard case .error(let error) = refused else { Issue.record("bob changed alice's message: \(refused)"); return }
+        #expect(error.code == .forbidden)
+    }
+
     @Test func replayedOperationsChangeNothingAndGapsAreRefused() async throws {
         let a = try Self.node(1), b = try Self.node(2)
         defer { Task { await a.close(); await b.close() } }
