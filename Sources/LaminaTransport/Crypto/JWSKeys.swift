@@ -53,33 +53,15 @@ public final class ES256Signer: @unchecked Sendable {
 
     /// Loads a PEM P-256 private key.
     public init(privateKeyPEM: String) throws {
-        let loaded = try ECKeys.privateKey(pem: privateKeyPEM)
-        guard (try? JWSKeyType.algorithm(of: loaded)) == .es256 else {
-            EVP_PKEY_free(loaded)  // before `key` is set: deinit must not free it again
-            throw TransportError(.crypto, "ES256 needs a P-256 private key")
-        }
-        key = loaded
+        key = try JWSKeyType.privateKey(pem: privateKeyPEM, for: .es256, refusal: "ES256 needs a P-256 private key")
     }
 
     deinit { EVP_PKEY_free(key) }
 
     /// The JWS signature of `signingInput`: raw r‖s, 64 bytes.
     public func sign(_ signingInput: [UInt8]) throws -> [UInt8] {
-        guard let context = EVP_MD_CTX_new() else { throw OpenSSLError.make(.crypto, "EVP_MD_CTX_new failed") }
-        defer { EVP_MD_CTX_free(context) }
-        ERR_clear_error()
-        guard EVP_DigestSignInit(context, nil, sha256Algorithm, nil, key) == 1 else {
-            throw OpenSSLError.make(.crypto, "cannot start ES256 signing")
-        }
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, signingInput, signingInput.count) == 1 else {
-            throw OpenSSLError.make(.crypto, "cannot size ES256 signature")
-        }
-        var der = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &der, &length, signingInput, signingInput.count) == 1 else {
-            throw OpenSSLError.make(.crypto, "ES256 signing failed")
-        }
-        guard let raw = ECDSASignature.raw(fromDER: Array(der.prefix(length))) else {
+        let der = try JWSKeyType.sha256Sign(signingInput, with: key, name: "ES256")
+        guard let raw = ECDSASignature.raw(fromDER: der) else {
             throw TransportError(.crypto, "cannot convert the ECDSA signature to r||s")
         }
         return raw
@@ -87,6 +69,35 @@ public final class ES256Signer: @unchecked Sendable {
 }
 
 enum JWSKeyType {
+    /// A PEM private key that signs with `algorithm`; anything else is refused with `refusal`.
+    static func privateKey(pem: String, for algorithm: JWSAlgorithm, refusal: String) throws -> OpaquePointer {
+        let loaded = try ECKeys.privateKey(pem: pem)
+        guard (try? Self.algorithm(of: loaded)) == algorithm else {
+            EVP_PKEY_free(loaded)
+            throw TransportError(.crypto, refusal)
+        }
+        return loaded
+    }
+
+    /// OpenSSL's SHA-256 signature of `input` with `key` (DER for ECDSA, raw for RSA).
+    static func sha256Sign(_ input: [UInt8], with key: OpaquePointer, name: String) throws -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else { throw OpenSSLError.make(.crypto, "EVP_MD_CTX_new failed") }
+        defer { EVP_MD_CTX_free(context) }
+        ERR_clear_error()
+        guard EVP_DigestSignInit(context, nil, sha256Algorithm, nil, key) == 1 else {
+            throw OpenSSLError.make(.crypto, "cannot start \(name) signing")
+        }
+        var length = 0
+        guard EVP_DigestSign(context, nil, &length, input, input.count) == 1 else {
+            throw OpenSSLError.make(.crypto, "cannot size \(name) signature")
+        }
+        var signature = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(context, &signature, &length, input, input.count) == 1 else {
+            throw OpenSSLError.make(.crypto, "\(name) signing failed")
+        }
+        return Array(signature.prefix(length))
+    }
+
     static func algorithm(of key: OpaquePointer) throws -> JWSAlgorithm {
         switch EVP_PKEY_get_base_id(key) {
         case EVP_PKEY_RSA:
@@ -156,32 +167,13 @@ public final class RS256Signer: @unchecked Sendable {
 
     /// Loads a PEM RSA private key (PKCS#1 or PKCS#8).
     public init(privateKeyPEM: String) throws {
-        let loaded = try ECKeys.privateKey(pem: privateKeyPEM)
-        guard (try? JWSKeyType.algorithm(of: loaded)) == .rs256 else {
-            EVP_PKEY_free(loaded)  // before `key` is set: deinit must not free it again
-            throw TransportError(.crypto, "RS256 needs an RSA private key of at least 2048 bits")
-        }
-        key = loaded
+        key = try JWSKeyType.privateKey(pem: privateKeyPEM, for: .rs256, refusal: "RS256 needs an RSA private key of at least 2048 bits")
     }
 
     deinit { EVP_PKEY_free(key) }
 
     /// The JWS signature of `signingInput` (as long as the modulus).
     public func sign(_ signingInput: [UInt8]) throws -> [UInt8] {
-        guard let context = EVP_MD_CTX_new() else { throw OpenSSLError.make(.crypto, "EVP_MD_CTX_new failed") }
-        defer { EVP_MD_CTX_free(context) }
-        ERR_clear_error()
-        guard EVP_DigestSignInit(context, nil, sha256Algorithm, nil, key) == 1 else {
-            throw OpenSSLError.make(.crypto, "cannot start RS256 signing")
-        }
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, signingInput, signingInput.count) == 1 else {
-            throw OpenSSLError.make(.crypto, "cannot size RS256 signature")
-        }
-        var signature = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &signature, &length, signingInput, signingInput.count) == 1 else {
-            throw OpenSSLError.make(.crypto, "RS256 signing failed")
-        }
-        return Array(signature.prefix(length))
+        try JWSKeyType.sha256Sign(signingInput, with: key, name: "RS256")
     }
 }
