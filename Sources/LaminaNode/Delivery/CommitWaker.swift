@@ -13,11 +13,15 @@ final class CommitWaker<Key: Hashable & Sendable>: Sendable {
         var commandArmed = false
     }
     private let pending = Locked(Pending())
-    private let waker = Locked<(@Sendable ([Key: Int]) -> Void)?>(nil)
+    /// In a struct: a bare function value in `Locked` gains two reabstraction thunks per access.
+    private struct Waker {
+        let wake: @Sendable ([Key: Int]) -> Void
+    }
+    private let waker = Locked<Waker?>(nil)
 
     /// Whom to wake after commits (replaces the previous one).
     func setWaker(_ waker: @escaping @Sendable ([Key: Int]) -> Void) {
-        self.waker.withLock { $0 = waker }
+        self.waker.withLock { $0 = Waker(wake: waker) }
     }
 
     /// `count` rows were queued for `key` in `tx`. They count once the command that queued
@@ -46,7 +50,7 @@ final class CommitWaker<Key: Hashable & Sendable>: Sendable {
                 defer { p = Pending() }
                 return p.counts.filter { $0.value > 0 }
             }
-            if committed, !woken.isEmpty { waker.withLock { $0 }?(woken) }
+            if committed, !woken.isEmpty { waker.withLock { $0 }?.wake(woken) }
         }
     }
 }

@@ -77,8 +77,11 @@ public struct PushSettings: Sendable, Hashable {
     public var maxBackoffSeconds = 600
     public var connectTimeoutSeconds = 10
     public var responseTimeoutSeconds = 30
-    /// Pushes in flight to one provider at once.
-    public var maxInFlightPerProvider = 16
+    /// Pushes in flight to one provider at once (APNs and FCM carry them as concurrent HTTP/2
+    /// streams; the gateway, HTTP/1.1, on as many connections).
+    public var maxInFlightPerProvider = 200
+    /// HTTP/2 connections per APNs environment and to FCM: pushes are spread over them.
+    public var connectionsPerProvider = 2
 
     public init() {}
 
@@ -95,6 +98,7 @@ public struct PushSettings: Sendable, Hashable {
         try check((1...300).contains(connectTimeoutSeconds), "connectTimeoutSeconds must be 1...300")
         try check((1...300).contains(responseTimeoutSeconds), "responseTimeoutSeconds must be 1...300")
         try check((1...1_000).contains(maxInFlightPerProvider), "maxInFlightPerProvider must be 1...1000")
+        try check((1...16).contains(connectionsPerProvider), "connectionsPerProvider must be 1...16")
         let readable = { (path: String) in FileManager.default.isReadableFile(atPath: path) }
         if let caFile { try check(readable(caFile), "caFile \(caFile) cannot be read") }
         if let apns {
@@ -117,6 +121,7 @@ public struct PushSettings: Sendable, Hashable {
         var connectTimeoutSeconds: Int?
         var responseTimeoutSeconds: Int?
         var maxInFlightPerProvider: Int?
+        var connectionsPerProvider: Int?
     }
 
     mutating func apply(_ f: File) {
@@ -130,5 +135,6 @@ public struct PushSettings: Sendable, Hashable {
         if let v = f.connectTimeoutSeconds { connectTimeoutSeconds = v }
         if let v = f.responseTimeoutSeconds { responseTimeoutSeconds = v }
         if let v = f.maxInFlightPerProvider { maxInFlightPerProvider = v }
+        if let v = f.connectionsPerProvider { connectionsPerProvider = v }
     }
 }
