@@ -6,7 +6,7 @@ import NIOCore
 
 /// Carries the push outbox to the providers after the commits that wrote it: one lane per
 /// configured provider takes the pushes that are due (the earliest first, up to
-/// ``PushSettings/maxInFlightPerProvider`` at once) and sends them; the outcomes are recorded
+/// ``PushSettings/inFlightLimit(_:)`` at once) and sends them; the outcomes are recorded
 /// in batches beside the sending. A push leaves the queue
 /// only on the provider's answer (accepted, refused, or the token is gone — then the token is
 /// removed too) or when it expires; failures are retried with the webhooks' backoff (exponential,
@@ -129,13 +129,13 @@ final class PushLane: Sendable {
     /// How often the queue-depth gauge is read again from the queue while the lane is busy.
     static let depthInterval: Duration = .milliseconds(500)
 
-    /// Keeps up to `maxInFlightPerProvider` pushes in flight (a slow one holds only its own
+    /// Keeps up to the provider's in-flight limit of pushes in flight (a slow one holds only its own
     /// slot): takes due pushes into free slots as soon as a slot frees. Finished attempts are
     /// recorded by a settler beside the loop, all that finished since its last transaction in
     /// one, so a commit (an fsync behind the messages' group commits) never holds a slot.
     private static func run(provider: any PushProvider, delivery: PushDelivery, signals: LaneSignal) async {
         let kind = provider.kind
-        let limit = delivery.settings.maxInFlightPerProvider
+        let limit = delivery.settings.inFlightLimit(kind)
         let held = Locked(Held())
         let settler = LaneSignal()
         var depthReadAt: ContinuousClock.Instant?
