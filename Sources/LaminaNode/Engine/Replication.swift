@@ -156,6 +156,8 @@ extension CommandContext {
                 if case .external(let reference) = part.content { try tx.expectReplicatedContent(reference, owner: message.sender, at: now) }
             }
             try announce(message, in: header, isFirst: isFirst)
+            // Pushed to the devices whose tokens this node holds, as a local send is (SPEC §5.9).
+            try engine.pushes.record(message, to: engine.blockLists.recipients(header.participants, of: message.sender), in: tx, at: now)
             logged = ReplicationLogCoding.messageReference(message.id)
         case .messageStatusChanged(let change):
             guard let header = try replicaHeader(change.conversationID), let stored = try tx.read.message(change.messageID) else { break }
@@ -311,6 +313,7 @@ extension ReplicatedEvent {
         case .user(.block(let b)): b.blocker
         case .user(.badge(let b)): b.user
         case .user(.sessionsRevoked(let user)): user
+        case .user(.pushRegistration(let r)): r.user
         }
     }
 }

@@ -180,8 +180,10 @@ final class StorageWriter: @unchecked Sendable {
                 for (i, command) in batch.enumerated() {
                     do {
                         try statements.inSavepoint { try command.apply(db, cache: cache) }
+                        cache.endCommand(succeeded: true)
                         applied += 1
                     } catch {
+                        cache.endCommand(succeeded: false)
                         cache.clear()  // the command's writes were rolled back
                         if let error = error as? DatabaseError { databaseErrors.append(error) }
                         outcomes[i] = error is DatabaseError ? StorageError.wrapping(error) : error
