@@ -138,8 +138,9 @@ public final class ServerAPI: Sendable {
         let isWebhooks = segments.count >= 3 && segments[2] == "webhooks"
         let version: ServerAPIVersion
         if isUpload {
-            // The bytes of an upload need no Accept; one that names a version is held to it.
-            version = request.headers["accept"] == nil ? .v3 : try Self.version(request.headers["accept"])
+            // The bytes of an upload need no Accept (curl sends `*/*`): the answer is 3.0's
+            // content object unless a Layer media type names 1.0.
+            version = (try? Self.version(request.headers["accept"])) ?? .v3
         } else if isWebhooks {
             try Self.webhooksVersion(request.headers["accept"])
             version = .v3
