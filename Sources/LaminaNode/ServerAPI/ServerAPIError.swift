@@ -57,7 +57,7 @@ public struct ServerAPIError: Error, Sendable {
     }
     /// The app's stored content would exceed the node's content quota (CONTENT.md §7, §10).
     static func quotaExceeded(used: UInt64, size: UInt64, quota: UInt64) -> Self {
-        .init(507, "quota_exceeded", 112, "\(used) bytes of content stored or reserved, \(size) more would exceed the quota of \(quota)",
+        .init(507, "quota_exceeded", 113, "\(used) bytes of content stored or reserved, \(size) more would exceed the quota of \(quota)",
               data: ["used": used, "quota": quota])
     }
     /// Another request works on the content, or too many uploads at once (retry after `seconds`).
