@@ -33,7 +33,7 @@ extension ServerAPI {
         let pageSize = try r.pageSize()
         let id = stored.conversation.id
         let messages = try await engine.store.read { reader in
-            try reader.history(of: id, for: viewer, .last(pageSize))
+            try reader.history(of: id, for: viewer, .last(pageSize), hidingBlocked: asUser)
         }
         let shown = try await representation(r, users: Set(messages.map(\.sender)))
         return ServerAPIJSON.response(200, messages.reversed().map { shown.message($0, for: asUser ? viewer : nil) })
