@@ -85,7 +85,9 @@ call("content-unknown", "POST", "/conversations/" + cid + "/messages",
      {"sender_id": "layer:///identities/alice", "parts": [{"mime_type": "image/png", "content": {"id": "layer:///content/00000000-0000-4000-8000-000000000000", "size": 1}}]})
 r, cm = call("content-send", "POST", "/conversations/" + cid + "/messages",
      {"sender_id": "layer:///identities/alice", "parts": [{"mime_type": "image/png", "content": {"id": ct["id"], "size": 5000}}]})
-print("download_url", "/v1/content/" in cm["parts"][0]["content"]["download_url"])
+dl = cm["parts"][0]["content"]["download_url"].split(sys.argv[2], 1)[1]
+conn.request("GET", dl)
+r = conn.getresponse(); got = r.read(); print("content-download", r.status, got == b"a" * 3000 + b"b" * 2000)
 call("content-get", "GET", "/content/" + ct["id"].split("/")[-1])
 call("content-too-large", "POST", "/content", headers=dict(V3, **{"Upload-Content-Length": "2147483649"}))
 # messages deleted, conversation deleted
@@ -156,7 +158,7 @@ print("same-connection", conn.sock is sock)
             "content-size-mismatch 422 invalid_property",
             "content-unknown 404 not_found",
             "content-send 201",
-            "download_url True",
+            "content-download 200 True",
             "content-get 200",
             "content-too-large 413 request_too_large",
             "msg-delete 204",

@@ -83,6 +83,7 @@ public final class ServerAPI: Sendable {
         (Route(method: "POST", template: "/apps/{app_id}/content"), { try await $0.createContent($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/content/{content_id}"), { try await $0.getContent($1) }),
         (Route(method: "PUT", template: "/apps/{app_id}/content/{content_id}"), { try await $0.uploadContent($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/content/{content_id}/data"), { try await $0.downloadContent($1) }),
         (Route(method: "PUT", template: "/apps/{app_id}/users/{user_id}/badge"), { try await $0.putBadge($1) }),
     ]
 
@@ -115,13 +116,17 @@ public final class ServerAPI: Sendable {
         let segments = bare.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         // An upload to a signed `upload_url` needs no token and no Accept (Layer's upload URLs
         // took bare PUTs); its signature names the content (CONTENT.md §10).
+        // So does a download from a signed `download_url` (`GET …/content/<uuid>/data`).
         let isUpload = request.method == "PUT" && segments.count == 4 && segments[0] == "apps" && segments[2] == "content"
-        let signedUpload = isUpload && ContentURLSigner.isSigned(request.path) && segments[1] == credentials.appID
+        let isDownload = request.method == "GET" && segments.count == 5 && segments[0] == "apps" && segments[2] == "content"
+            && segments[4] == "data"
+        let signed = (isUpload || isDownload) && ContentURLSigner.isSigned(request.path) && segments[1] == credentials.appID
             && UUID(uuidString: segments[3]).map { uuid in
-                content?.urls.verify(.upload, ContentID(uuid: uuid), query: request.path[request.path.index(after: request.path.firstIndex(of: "?")!)...],
+                content?.urls.verify(isUpload ? .upload : .download, ContentID(uuid: uuid),
+                                     query: request.path[request.path.index(after: request.path.firstIndex(of: "?")!)...],
                                      now: Timestamp.now().millisecondsSince1970 / 1000) ?? false
             } == true
-        if !signedUpload {
+        if !signed {
             // Authentication first: nothing about the app is told to a caller without a token.
             guard let authorization = request.headers["authorization"], authorization.hasPrefix("Bearer "),
                   let token = credentials.match(String(authorization.dropFirst("Bearer ".count)))
@@ -137,7 +142,7 @@ public final class ServerAPI: Sendable {
         // The webhooks API has its own media type (ServerAPI+Webhooks.swift).
         let isWebhooks = segments.count >= 3 && segments[2] == "webhooks"
         let version: ServerAPIVersion
-        if isUpload {
+        if isUpload || isDownload {
             // The bytes of an upload need no Accept (curl sends `*/*`): the answer is 3.0's
             // content object unless a Layer media type names 1.0.
             version = (try? Self.version(request.headers["accept"])) ?? .v3

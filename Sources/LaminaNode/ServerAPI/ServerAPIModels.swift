@@ -26,11 +26,11 @@ struct ServerAPIRepresentation {
     /// `https://host:port` (the base without `/apps/<app id>`).
     var origin: String { base.range(of: "/apps/").map { String(base[..<$0.lowerBound]) } ?? base }
 
-    /// A signed URL to upload (`PUT <base>/content/<uuid>`) or download (`GET /v1/content/<uuid>`) content.
+    /// A signed URL to upload (`PUT <base>/content/<uuid>`) or download (`GET <base>/content/<uuid>/data`) content.
     func contentURL(_ purpose: ContentURLSigner.Purpose, _ id: ContentID) -> String? {
         guard let contentURLs else { return nil }
         let uuid = id.uuid.uuidString.lowercased()
-        let path = purpose == .upload ? "\(base)/content/\(uuid)" : "\(origin)/v1/content/\(uuid)"
+        let path = purpose == .upload ? "\(base)/content/\(uuid)" : "\(base)/content/\(uuid)/data"
         return "\(path)?\(contentURLs.query(purpose, id, expires: contentURLExpires))"
     }
 
