@@ -54,11 +54,17 @@ struct DevCluster: AsyncParsableCommand {
 
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
+        // A parent gone takes its end of our standard output and error with it: writing there
+        // must fail (EPIPE) rather than kill this supervisor before it stops its nodes.
+        signal(SIGPIPE, SIG_IGN)
         let (events, continuation) = AsyncStream.makeStream(of: ClusterEvent.self)
         let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
         // One signal stops the cluster (SignalWaiter's stream has one consumer: asking it again
         // after the first signal answered at once, and a loop here spun forever).
         Task { continuation.yield(.signal(await signals.next())) }
+        // So does the death of the process that started it (a terminal closed, a test killed):
+        // an orphaned supervisor once kept running, and spinning, with its nodes.
+        ParentWatch.start { continuation.yield(.parentExited) }
 
         var members: [ClusterMember] = []
         for node in layout.all {
@@ -107,6 +113,9 @@ struct DevCluster: AsyncParsableCommand {
                 fflush(nil)
                 if exited.count == nodes { break loop }
             case .signal:
+                break loop
+            case .parentExited:
+                failure = "the process that started the cluster is gone"
                 break loop
             case .startTimeout:
                 guard serving.count == nodes else {

@@ -12,6 +12,7 @@ final class PeerMetrics: Sendable {
     private let peers: PeerService
     private let links: Gauge
     private let parked: Gauge
+    private let abandoned: Gauge
     private let contentPending: Gauge
     private let contentFetched: Gauge
     /// Gauges by label value, made on first sight (peers and origins are few).
@@ -23,6 +24,8 @@ final class PeerMetrics: Sendable {
         self.peers = peers
         links = registry.makeGauge(name: "lamina_peer_links", help: "Peer sessions up")
         parked = registry.makeGauge(name: "lamina_replication_parked_operations", help: "Replicated operations waiting for the creation of their conversation")
+        abandoned = registry.makeGauge(
+            name: "lamina_replication_parked_abandoned", help: "Parked operations given up since the start (over the parking bounds or parked too long)")
         contentPending = registry.makeGauge(name: "lamina_peer_content_pending", help: "Rich content of replicated messages this node still fetches (up to 1000 counted)")
         contentFetched = registry.makeGauge(name: "lamina_peer_content_fetched", help: "Rich content fetched from peers since the start")
     }
@@ -49,6 +52,7 @@ final class PeerMetrics: Sendable {
                 .set(lag.seconds)
         }
         contentFetched.set(Int64(peers.contentFetched))
+        abandoned.set(Int64(engine.abandonedParkedOperations))
         if let (waiting, pending) = try? await engine.store.read({ r in (try r.parkedOperationCount(), try r.contentToFetch(limit: 1000).count) }) {
             parked.set(Int64(waiting))
             contentPending.set(Int64(pending))
