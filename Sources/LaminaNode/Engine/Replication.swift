@@ -182,10 +182,12 @@ extension CommandContext {
             deletion.conversationID = header.id
             _ = try delete(deletion, participants: header.participants)
         case .messagePartsChanged(var change):
-            guard let header = try replicaHeader(change.conversationID),
-                  let stored = try tx.read.message(change.messageID), !stored.isDeleted else { break }
+            guard let header = try replicaHeader(change.conversationID), let stored = try tx.read.message(change.messageID) else { break }
             change.conversationID = header.id
-            if try tx.replaceParts(of: change.messageID, with: change.parts, hlc: change.at, origin: op.origin, by: change.by) {
+            // A deleted message's parts are replaced too (the register converges whatever the
+            // order of update and deletion), but no device holds it any more.
+            if try tx.replaceParts(of: change.messageID, with: change.parts, hlc: change.at, origin: op.origin, by: change.by, evenIfDeleted: true),
+               !stored.isDeleted {
                 _ = try announce(change, in: header, sender: stored.message.sender)
             }
         case .conversationUpdated, .identifierChanged, .typing:
