@@ -21,7 +21,7 @@ struct DevCluster: AsyncParsableCommand {
             Node i (1...N) has node id i, data in <directory>/node-<i>, and listens on 127.0.0.1: sync on \
             base + 10·(i−1), admin on the next port, peers on the one after (default base \(ClusterLayout.defaultBasePort): \
             node-1 7450/7451/7452, node-2 7460/7461/7462, ...). Every node dials every other; the cluster CA and the \
-            nodes' peer certificates are in <directory>/certificates (made when missing, kept between runs).
+            nodes' peer certificates are in <directory>/certificates (made when missing, kept between runs).             The cluster stops on Ctrl-C or SIGTERM, and when the process that started it exits.
             """)
 
     @Option(help: "Nodes, \(ClusterLayout.nodeCounts.lowerBound)...\(ClusterLayout.nodeCounts.upperBound).")
