@@ -5,7 +5,8 @@ import Prometheus
 /// The peering figures on `/metrics`, sampled when it is rendered: links up, per peer the
 /// operations it has not acknowledged and for how long it has lacked some, per origin the
 /// counter this node holds (its version vector); operations parked until their conversation
-/// arrives; rich content of replicated messages still to fetch, and fetched so far.
+/// arrives, and those given up (``ParkingLimits``); rich content of replicated messages still to
+/// fetch, and fetched so far.
 final class PeerMetrics: Sendable {
     private let registry: PrometheusCollectorRegistry
     private let engine: NodeEngine

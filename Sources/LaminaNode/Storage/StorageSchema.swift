@@ -444,11 +444,12 @@ extension StorageSchema {
     ]
 
     /// Bounds on parked operations (`ParkingLimits`): when each was parked and the bytes of its
-    /// log record, per origin in counter order.
+    /// log record; an index per origin in counter order that covers the bound's totals (parking
+    /// is rare: a creation that has not arrived; each park reads its origin's entries once).
     static let parkingBounds: [String] = [
         "ALTER TABLE replication_parked ADD COLUMN parked_at INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE replication_parked ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
-        "CREATE INDEX replication_parked_origin ON replication_parked(origin_node, counter)",
+        "CREATE INDEX replication_parked_origin ON replication_parked(origin_node, counter, bytes)",
         "CREATE INDEX replication_parked_age ON replication_parked(parked_at)",
     ]
 }
