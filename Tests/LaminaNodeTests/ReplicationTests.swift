@@ -139,6 +139,32 @@ import Testing
         #expect(error.code == .forbidden)
     }
 
+    /// A part update on one node and the message's deletion on another, at once: both nodes end
+    /// with the deleted message and the same parts (the update applies to the register of a
+    /// message already deleted, unannounced), whichever arrived first.
+    @Test func aPartUpdateAndADeletionAtOnceEndTheSameOnBothNodes() async throws {
+        let a = try Self.node(1), b = try Self.node(2)
+        defer { Task { await a.close(); await b.close() } }
+        let aliceOnA = try await a.connect("alice")
+        let conversation = ConversationID.random(), message = MessageID.random()
+        try await aliceOnA.command(.createConversation(CreateConversation(
+            conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+        try await aliceOnA.command(.sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: [try MessagePart(text: "original")])))
+        try await Self.pull(b, from: a)
+        let aliceOnB = try await b.connect("alice")
+        let updated = [try MessagePart(text: "updated on a")]
+        try await aliceOnA.command(.updateMessageParts(UpdateMessageParts(requestID: UUID(), conversationID: conversation, messageID: message, parts: updated)))
+        try await aliceOnB.command(.deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: message, mode: .allParticipants)))
+        try await Self.pull(b, from: a)
+        try await Self.pull(a, from: b)
+        for node in [a, b] {
+            let stored = try await node.store.read { try $0.message(message) }
+            #expect(stored?.isDeleted == true)
+            #expect(stored?.message.parts == updated)
+        }
+        #expect(try await a.engine.convergenceDigest().overall == b.engine.convergenceDigest().overall)
+    }
+
     @Test func replayedOperationsChangeNothingAndGapsAreRefused() async throws {
         let a = try Self.node(1), b = try Self.node(2)
         defer { Task { await a.close(); await b.close() } }
