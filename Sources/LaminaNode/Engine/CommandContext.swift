@@ -17,6 +17,8 @@ struct CommandContext {
     var refusal: DistinctConflict?
     /// What replicated user-state changes require of the engine after the commit.
     var userStateEffects: [UserStateEffect] = []
+    /// Parked operations given up to park another (``ParkingLimits``), origin and counter.
+    var abandonedParked: [(NodeID, UInt64)] = []
     /// Whether the command has written anything (a send that fails before it may be a retry,
     /// answered from what the first attempt stored).
     private(set) var startedWriting = false

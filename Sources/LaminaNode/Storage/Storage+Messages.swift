@@ -112,13 +112,15 @@ extension StorageTransaction {
         }
     }
 
-    /// Replaces the parts of a stored, undeleted message when `hlc` is later than the reading
-    /// its parts date from (LaminaMerge's `MessagePartsRegister`): the body keeps its push
-    /// configuration, content references are indexed anew. Returns false (nothing written)
-    /// when a later update is already stored.
-    public func replaceParts(of id: MessageID, with parts: [MessagePart], hlc: HLCTimestamp, origin: NodeID, by user: UserID) throws(StorageError) -> Bool {
+    /// Replaces the parts of a stored, undeleted message (or a deleted one, `evenIfDeleted`: a
+    /// replicated update, so that the register converges whatever the order of the update and
+    /// the deletion) when `hlc` is later than the reading its parts date from (LaminaMerge's
+    /// `MessagePartsRegister`): the body keeps its push configuration, content references are
+    /// indexed anew. Returns false (nothing written) when a later update is already stored.
+    public func replaceParts(of id: MessageID, with parts: [MessagePart], hlc: HLCTimestamp, origin: NodeID, by user: UserID,
+                             evenIfDeleted: Bool = false) throws(StorageError) -> Bool {
         guard let stored = try read.message(id) else { throw StorageError(.notFound, "no message \(id)") }
-        guard !stored.isDeleted else { throw StorageError(.notFound, "message \(id) was deleted") }
+        guard evenIfDeleted || !stored.isDeleted else { throw StorageError(.notFound, "message \(id) was deleted") }
         let current = try read.partsUpdate(of: id)?.hlc ?? stored.hlc
         guard MessagePartsRegister.wins(hlc, over: current) else { return false }
         var updated = stored.message
