@@ -47,7 +47,7 @@ enum StorageSchema {
         migrator.registerMigration("v11-part-updates") { db in
             for statement in partUpdates { try db.execute(sql: statement) }
         }
-        migrator.registerMigration("v12-peers3-parking-bounds") { db in
+        migrator.registerMigration("v12-parking-bounds") { db in
             for statement in parkingBounds { try db.execute(sql: statement) }
             // Operations parked before this version count as parked now.
             try db.execute(sql: "UPDATE replication_parked SET parked_at = ?", arguments: [Timestamp.now().millisecondsSince1970])
