@@ -73,6 +73,8 @@ public actor SyncSession {
     let cluster: String?
     let historyOnJoin: HistoryPolicy?
     let synchronization: SynchronizationPolicy
+    /// Messages per FETCH_HISTORY page when complete history is fetched forwards.
+    let historyPageSize: UInt32
     let onEvent: @Sendable (SyncEvent) -> Void
 
     public private(set) var state: SyncSessionState = .negotiating
@@ -90,6 +92,9 @@ public actor SyncSession {
     public private(set) var maxFrameSize = WireLimits.protocolMaxFrameSize
     /// History requests waiting for their ACK or ERROR, with the messages received so far.
     var historyRequests: [UUID: HistoryRequest] = [:]
+    /// The history requests not answered yet, in the order sent: the node answers them in that
+    /// order (SPEC §6), so an answer's messages belong to the first of them.
+    var historyOrder: [UUID] = []
     /// The END_SESSION sent, waiting for its ACK or ERROR.
     var endRequest: EndSessionRequest?
     /// REGISTER_PUSH_TOKEN frames sent, waiting for their ACK or ERROR.
@@ -100,8 +105,10 @@ public actor SyncSession {
     public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
                 environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
                 cluster: String? = nil, synchronization: SynchronizationPolicy = .feedReplay,
+                historyPageSize: Int = SyncSession.defaultHistoryPageSize,
                 onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }) {
         self.synchronization = synchronization
+        self.historyPageSize = UInt32(clamping: Swift.max(1, Swift.min(historyPageSize, Int(FetchHistory.maxPageCount))))
         self.store = store
         self.channel = channel
         self.identityToken = identityToken
@@ -273,10 +280,10 @@ public actor SyncSession {
             finishPushTokenRequest(e.requestID, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
         case .ack(let ack) where historyRequests[ack.requestID] != nil:
-            try finishHistory(ack.requestID, .success(()))
+            if let next = try finishHistory(ack.requestID, .success(())) { try await channel.send(.fetchHistory(next)) }
             try await continueSnapshot()
         case .error(let e) where e.requestID.map { historyRequests[$0] != nil } ?? false:
-            try finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            _ = try finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             try await continueSnapshot()
         case .ack(let ack) where ack.requestID == syncID:
             if let c = ack.cursor, c > cursor {
