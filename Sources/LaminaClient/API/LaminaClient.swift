@@ -22,6 +22,10 @@ public final class LaminaClient: @unchecked Sendable {
     private var engineTask: Task<Void, Never>?
     private var typingTask: Task<Void, Never>?
     private var indicatorTask: Task<Void, Never>?
+    /// The one task that tells the engine the outbox changed, woken by `outboxSignal`: many
+    /// sends in a row coalesce into one wake-up (no task per send).
+    private var outboxTask: Task<Void, Never>?
+    private let outboxSignal: AsyncStream<Void>.Continuation
     private var identity: Identity?
     private var typingScheduler = TypingScheduler()
     private let typingSignal: AsyncStream<Void>.Continuation
@@ -46,6 +50,8 @@ public final class LaminaClient: @unchecked Sendable {
         let indicatorSignals: AsyncStream<Void>
         (indicatorSignals, indicatorSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         (syncEvents, eventContinuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(SyncEngine.eventBufferLimit))
+        let outboxSignals: AsyncStream<Void>
+        (outboxSignals, outboxSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         transfers = try ContentTransfers(store: store, environment: environment)
         transfers.uploader.outboxChanged = { [weak self] in self?.outboxDidChange() }
         transfers.uploader.messageFailed = { [continuation = eventContinuation] in continuation.yield(.commandFailed($0)) }
@@ -63,10 +69,19 @@ public final class LaminaClient: @unchecked Sendable {
                 }
             }
         }
+        outboxTask = Task { [weak self] in
+            // One wake-up at a time; sends made meanwhile are one buffered signal.
+            for await _ in outboxSignals {
+                guard let engine = self?.currentEngine else { continue }
+                await engine.outboxDidChange()
+            }
+        }
     }
 
     deinit {
         transfers.stop()
+        outboxTask?.cancel()
+        outboxSignal.finish()
         engineTask?.cancel()
         typingTask?.cancel()
         typingSignal.finish()
@@ -133,6 +148,11 @@ public final class LaminaClient: @unchecked Sendable {
     /// client of this user). The client is unusable afterwards.
     public func close() async throws(ClientError) {
         await disconnect()
+        let tasks = lock.withLock { [engineTask, typingTask, indicatorTask, outboxTask] in [engineTask, typingTask, indicatorTask, outboxTask] }
+        for task in tasks { task?.cancel() }
+        outboxSignal.finish()
+        typingSignal.finish()
+        indicatorSignal.finish()
         try store.close()
     }
 
@@ -167,8 +187,7 @@ public final class LaminaClient: @unchecked Sendable {
 
     /// Tells a running engine that the outbox has new entries.
     func outboxDidChange() {
-        guard let engine = lock.withLock({ self.engine }) else { return }
-        Task { await engine.outboxDidChange() }
+        outboxSignal.yield()
     }
 
     // MARK: typing

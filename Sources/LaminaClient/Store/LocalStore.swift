@@ -137,6 +137,28 @@ public final class LocalStore: Sendable {
         }
     }
 
+    /// As `write`, through GRDB's async API: the caller suspends while the writer queue runs
+    /// the transaction, so a slow database never holds a thread of Swift's cooperative pool.
+    func writeAsync<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) async throws(ClientError) -> T {
+        let hub = self.hub
+        do {
+            return try await pool.write { [self] db in
+                let context = WriteContext(db: db, store: self)
+                let result = try body(context)
+                try context.finish()
+                let batch = context.changes
+                let retired = context.retiredFiles
+                db.afterNextTransaction(onCommit: { _ in
+                    for file in retired { try? FileManager.default.removeItem(at: file) }
+                    hub.publish(batch)
+                })
+                return result
+            }
+        } catch {
+            throw ClientError.wrap(error)
+        }
+    }
+
     func read<T>(_ body: (Database) throws -> T) throws(ClientError) -> T {
         do { return try pool.read(body) } catch { throw ClientError.wrap(error) }
     }

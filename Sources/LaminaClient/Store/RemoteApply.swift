@@ -19,16 +19,30 @@ extension LocalStore {
         guard changes.count <= Self.maxChangesPerApply else {
             throw ClientError(.invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
         }
-        return try write { ctx in
-            for change in changes { try ctx.apply(change) }
-            try ctx.finish()
-            if let cursor { try ctx.setCursor(cursor) }
-            for entry in outbox { try ctx.enqueue(entry) }
-            if let acknowledged {
-                try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(acknowledged)])
-            }
-            return ctx.changes
+        return try write { ctx in try Self.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged, in: ctx) }
+    }
+
+    /// As `apply`, through GRDB's async API (the sync session's path: it never blocks a
+    /// cooperative thread on SQLite).
+    @discardableResult
+    public func applyAsync(_ changes: [RemoteChange], cursor: UInt64? = nil, outbox: [OutboxEntry] = [],
+                           acknowledged: UUID? = nil) async throws(ClientError) -> [ObjectChange] {
+        guard changes.count <= Self.maxChangesPerApply else {
+            throw ClientError(.invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
         }
+        return try await writeAsync { ctx in try Self.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged, in: ctx) }
+    }
+
+    private static func apply(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry], acknowledged: UUID?,
+                              in ctx: WriteContext) throws -> [ObjectChange] {
+        for change in changes { try ctx.apply(change) }
+        try ctx.finish()
+        if let cursor { try ctx.setCursor(cursor) }
+        for entry in outbox { try ctx.enqueue(entry) }
+        if let acknowledged {
+            try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(acknowledged)])
+        }
+        return ctx.changes
     }
 }
 

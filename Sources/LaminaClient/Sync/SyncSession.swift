@@ -101,6 +101,8 @@ public actor SyncSession {
     var pushTokenRequests: [UUID: PushTokenRequest] = [:]
     /// The snapshot being received and the fetches that fill its conversations.
     var snapshot = SnapshotSync()
+    /// The one pending retry of the outbox after a transient ERROR (cancelled when the session ends).
+    var retryTask: Task<Void, Never>?
 
     public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
                 environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
@@ -127,6 +129,8 @@ public actor SyncSession {
     /// Runs the session until the stream ends. Never throws: how it ended is the result.
     public func run() async -> SyncSessionEnd {
         let end = await runSession()
+        retryTask?.cancel()
+        retryTask = nil
         enter(.ended)
         failHistoryRequests(ClientError(.disconnected, "the sync stream ended before the node answered"))
         finishEndSession(.failure(ClientError(.disconnected, "the sync stream ended before the node answered END_SESSION")))
@@ -340,7 +344,7 @@ public actor SyncSession {
         let receipts = try receiptEntries(for: decoded)
         let joined = try newConversations(in: decoded).filter { !snapshot.contains($0) }
         if !decoded.changes.isEmpty || decoded.cursor != nil || !receipts.isEmpty {
-            try applyTolerant(decoded.changes, cursor: decoded.cursor, outbox: receipts)
+            try await applyTolerant(decoded.changes, cursor: decoded.cursor, outbox: receipts)
             if let c = decoded.cursor { cursor = c }
         }
         if !receipts.isEmpty, state == .live { try await flushOutbox() }
@@ -378,16 +382,19 @@ public actor SyncSession {
 
     /// Applies in one transaction; when a change names something this device does not hold
     /// (e.g. a conversation deleted here), applies the others one by one, skipping it.
-    func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = [], acknowledged: UUID? = nil) throws {
-        let whole = Result { () throws(ClientError) in try store.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged) }
-        guard case .failure(let error) = whole else { return }
-        guard error.code == .notFound else { throw error }
+    /// Through GRDB's async API: the session suspends while the writer runs the transaction.
+    func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = [], acknowledged: UUID? = nil) async throws {
+        do {
+            try await store.applyAsync(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged)
+            return
+        } catch {
+            guard error.code == .notFound else { throw error }
+        }
         for change in changes {
-            let one = Result { () throws(ClientError) in try store.apply([change]) }
-            if case .failure(let e) = one, e.code != .notFound { throw e }
+            do { try await store.applyAsync([change]) } catch { if error.code != .notFound { throw error } }
         }
         if cursor != nil || !outbox.isEmpty || acknowledged != nil {
-            try store.apply([], cursor: cursor, outbox: outbox, acknowledged: acknowledged)
+            try await store.applyAsync([], cursor: cursor, outbox: outbox, acknowledged: acknowledged)
         }
     }
 
