@@ -45,7 +45,7 @@ public final class LaminaClient: @unchecked Sendable {
         self.configuration = configuration
         self.user = user
         self.environment = environment
-        self.store = try LocalStore(location: StoreLocation(dataDirectory: configuration.dataDirectory, user: user))
+        self.store = try LocalStore(location: StoreLocation(dataDirectory: configuration.dataDirectory, user: user), configuration: configuration.store)
         (typingSignals, typingSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let indicatorSignals: AsyncStream<Void>
         (indicatorSignals, indicatorSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))

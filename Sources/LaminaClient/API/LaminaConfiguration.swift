@@ -39,6 +39,8 @@ public struct LaminaConfiguration: Hashable, Sendable {
     /// fetched forwards a page at a time (`.completeHistory`, and `fetchHistory` with
     /// `.complete`): 1...10,000 (`FetchHistory.maxPageCount`).
     public var historyPageSize: Int = SyncSession.defaultHistoryPageSize
+    /// Tunables of the local store.
+    public var store = StoreConfiguration()
 
     public init(nodeURL: URL, trust: Trust, dataDirectory: URL, agent: String = "lamina-swift/1", reconnect: ReconnectPolicy = ReconnectPolicy()) {
         self.nodeURL = nodeURL

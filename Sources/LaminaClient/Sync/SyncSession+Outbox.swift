@@ -84,7 +84,7 @@ extension SyncSession {
         defer { flushing = false }
         repeat {
             flushAgain = false
-            let batch = try store.dequeueOutbox(limit: Self.flushBatch)
+            let batch = try await store.dequeueOutboxAsync(limit: Self.flushBatch)
             for entry in batch {
                 guard let frame = try? OutboxEncoder.frame(for: entry) else {
                     try store.markFailed(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
