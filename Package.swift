@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.0"),
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
+        // `swift package generate-documentation --target LaminaClient` (DocC; .ci/run builds it).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // Value types of the domain. No dependencies beyond Foundation.

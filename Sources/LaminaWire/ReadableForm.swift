@@ -133,10 +133,14 @@ extension Frame {
         case .fetchHistory(let f):
             o["requestID"] = .uuid(f.requestID)
             o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["after"] = .null
             switch f.policy {
             case .complete: o["policy"] = .string("complete"); o["count"] = .null
             case .unreadOnly: o["policy"] = .string("unread-only"); o["count"] = .null
             case .lastN(let n): o["policy"] = .string("last-n"); o["count"] = .number(Int64(n))
+            case .pageAfter(let after, let count):
+                o["policy"] = .string("page-after"); o["count"] = .number(Int64(count))
+                o["after"] = after.map(WireJSON.hlc) ?? .null
             }
             o["before"] = f.before.map(WireJSON.hlc) ?? .null
         case .change(let f):

@@ -29,6 +29,10 @@ public enum HistoryPolicy: Hashable, Sendable {
     case unreadOnly
     /// The last `n` messages, 1 <= n.
     case lastN(UInt32)
+    /// Complete history a page at a time, forward: the first `count` messages after `after`
+    /// (from the first message when nil), 1 <= count <= `FetchHistory.maxPageCount`. An
+    /// answer of fewer than `count` messages is the end (SPEC §6.3, history paging feature).
+    case pageAfter(MessagePosition?, count: UInt32)
 }
 
 /// FETCH_HISTORY (0x0302), client -> node: messages of one conversation, answered with
@@ -40,6 +44,9 @@ public enum HistoryPolicy: Hashable, Sendable {
 /// +-----------------+----------------------+-------------+-------------------+------------------+
 /// ```
 public struct FetchHistory: Hashable, Sendable {
+    /// The most messages one `pageAfter` request asks for (SPEC §6.3).
+    public static let maxPageCount: UInt32 = 10_000
+
     public var requestID: UUID
     public var conversationID: ConversationID
     public var policy: HistoryPolicy
@@ -141,6 +148,13 @@ extension FetchHistory {
             guard n > 0 else { throw WireError(.invalidArgument, "a last-N history fetch needs N >= 1") }
             b.writeInteger(2, as: UInt8.self)
             b.writeVarint(UInt64(n))
+        case .pageAfter(let after, let count):
+            guard (1...Self.maxPageCount).contains(count) else {
+                throw WireError(.invalidArgument, "a history page asks for 1...\(Self.maxPageCount) messages, not \(count)")
+            }
+            b.writeInteger(3, as: UInt8.self)
+            b.writeVarint(UInt64(count))
+            if let after { b.writeInteger(1, as: UInt8.self); b.writeHLC(after) } else { b.writeInteger(0, as: UInt8.self) }
         }
         if let before { b.writeInteger(1, as: UInt8.self); b.writeHLC(before) } else { b.writeInteger(0, as: UInt8.self) }
     }
@@ -158,8 +172,16 @@ extension FetchHistory {
             // SPEC §6.3: "N is at least 1."
             guard n > 0 else { throw WireError(.invalidArgument, "a last-N history fetch needs N >= 1") }
             policy = .lastN(n)
+        case 3:
+            let count = try b.readVarint32("the page's message count")
+            // SPEC §6.3: "count is 1 to 10,000."
+            guard (1...maxPageCount).contains(count) else {
+                throw WireError(.invalidArgument, "a history page asks for 1...\(maxPageCount) messages, not \(count)")
+            }
+            let after = try b.readPresence("the page's start") ? try b.readHLC("the page's start") : nil
+            policy = .pageAfter(after, count: count)
         default:
-            throw WireError(.malformed, "history policy \(raw) is not 0, 1 or 2")
+            throw WireError(.malformed, "history policy \(raw) is not 0, 1, 2 or 3")
         }
         let before = try b.readPresence("the position bound") ? try b.readHLC("the position bound") : nil
         return FetchHistory(requestID: id, conversationID: conversation, policy: policy, before: before)

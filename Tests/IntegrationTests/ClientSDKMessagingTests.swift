@@ -128,6 +128,8 @@ import Testing
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let sent = try (1...3).map { try Self.send(alice, "m\($0)", in: conversation) }
         try await ClientHarness.waitUntil(bob, "three at bob") { try bob.messages(in: conversation).filter(\.message.isSent).count == 3 }
+        // The node's ACKs to alice race its fan-out to bob: wait for alice's positions too.
+        try await ClientHarness.waitUntil(alice, "three acknowledged at alice") { try alice.messages(in: conversation).filter(\.message.isSent).count == 3 }
         let third = try #require(try alice.message(sent[2])?.message.position)
         let bobChanges = Recorder(bob.changes())
 

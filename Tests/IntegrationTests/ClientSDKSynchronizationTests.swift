@@ -388,6 +388,86 @@ import Testing
         await node.stop()
     }
 
+    /// Complete history longer than one FETCH_HISTORY page (the page size is a setting, 7 here,
+    /// so that 60 messages take nine pages): the first sync pages forward to the end; an app's
+    /// `fetchHistory(.complete)` does too; `fetchHistory(.lastN, before:)` pages backwards.
+    @Test func completeHistoryLongerThanOnePageIsFetchedPageByPage() async throws {
+        let node = try await TestNode.start("sdk-sync-pages")
+        let seeded = try await Self.seed(node, conversations: 2, messages: 60)
+        let paged = try ClientHarness.device(Self.alice, on: node) {
+            $0.synchronizationPolicy = .completeHistory
+            $0.historyPageSize = 7
+        }
+        let events = Recorder(paged.syncEvents)
+        try await ClientHarness.connect(paged, on: node)
+        try await events.wait("the paged first sync", timeout: .seconds(300)) { $0.contains(.snapshotSynced(conversations: 2, failed: 0)) }
+        for s in seeded {
+            #expect(try Self.heldIDs(paged, s.id) == s.messages.map(\.id), "every page of \(s.id) is held")
+        }
+        #expect(try paged.store.pendingPolicyFills().isEmpty)
+        try await paged.close()
+
+        // A device holding one message per conversation: the app asks for everything.
+        let (app, _) = try await Self.syncedDevice(.lastMessages(1), on: node)
+        let appDirectory = app.configuration.dataDirectory
+        try await app.close()
+        let onDemand = try ClientHarness.device(Self.alice, on: node) {
+            $0.dataDirectory = appDirectory
+            $0.historyPageSize = 7
+            $0.synchronizationPolicy = .lastMessages(1)
+        }
+        _ = try await ClientHarness.connectLive(onDemand, on: node)
+        let target = seeded[0]
+        let all = try await onDemand.fetchHistory(of: target.id, policy: .complete)
+        #expect(all == target.messages.map(\.id), "fetchHistory(.complete) returns every message, in order")
+        #expect(try Self.heldIDs(onDemand, target.id) == target.messages.map(\.id))
+
+        // Backwards, ten at a time, from the oldest held: the second conversation.
+        let other = seeded[1]
+        var older: [MessageID] = []
+        var before = try #require(try onDemand.messages(in: other.id).first?.message.position)
+        var pages = 0
+        while true {
+            let page = try await onDemand.fetchHistory(of: other.id, policy: .lastN(10), before: before)
+            if page.isEmpty { break }
+            pages += 1
+            #expect(page.count <= 10)
+            older = page + older
+            before = try #require(try onDemand.message(page[0])?.message.position)
+        }
+        #expect(pages == 6)
+        #expect(older + [other.messages.last!.id] == other.messages.map(\.id), "backward pages join up with nothing missing")
+        try await onDemand.close()
+        await node.stop()
+    }
+
+    /// A complete-history fill cut short after some pages resumes after the last page stored,
+    /// not from the first message.
+    @Test func aCompleteHistoryFillResumesAfterItsLastStoredPage() async throws {
+        let node = try await TestNode.start("sdk-sync-page-resume")
+        let seeded = try await Self.seed(node, conversations: 1, messages: 30)
+        let target = seeded[0]
+        let (first, _) = try await Self.syncedDevice(.lastMessages(1), on: node)
+        let directory = first.configuration.dataDirectory
+        let position = try await node.server.store.read { r in try r.message(target.messages[14].id)?.message.position }
+        // As if the session had stored the pages up to message 14 and then ended.
+        try first.store.setPendingPolicyFills([target.id])
+        try first.store.advancePolicyFill(target.id, after: try #require(position))
+        try await first.close()
+        let again = try ClientHarness.device(Self.alice, on: node) {
+            $0.dataDirectory = directory
+            $0.synchronizationPolicy = .completeHistory
+            $0.historyPageSize = 4
+        }
+        let events = Recorder(again.syncEvents)
+        try await ClientHarness.connect(again, on: node)
+        try await events.wait("the resumed paged fill", timeout: .seconds(120)) { $0.contains(.snapshotSynced(conversations: 1, failed: 0)) }
+        #expect(try Self.heldIDs(again, target.id) == target.messages[15...].map(\.id), "the fill went on after message 14, to the end")
+        #expect(try again.store.pendingPolicyFills().isEmpty)
+        try await again.close()
+        await node.stop()
+    }
+
     static func monthLater() -> Timestamp {
         Timestamp(millisecondsSince1970: Timestamp.now().millisecondsSince1970 + 31 * 24 * 3600 * 1000)
     }

@@ -68,11 +68,15 @@ import Testing
                 #expect(try store.pendingPolicyFills().isEmpty)
                 try store.setPendingPolicyFills(ids)
                 try store.removePendingPolicyFill(ids[1])
+                try store.advancePolicyFill(ids[2], after: MessagePosition(physical: 1_767_225_600_000, logical: 3, node: NodeID(7)))
                 try store.close()
             }
             let store = try LocalStore(location: location)
             defer { try? store.close() }
-            #expect(try store.pendingPolicyFills() == [ids[0], ids[2]])
+            #expect(try store.pendingPolicyFills() == [
+                PendingPolicyFill(conversation: ids[0]),
+                PendingPolicyFill(conversation: ids[2], after: MessagePosition(physical: 1_767_225_600_000, logical: 3, node: NodeID(7))),
+            ])
         }
     }
 

@@ -22,6 +22,10 @@ public final class LaminaClient: @unchecked Sendable {
     private var engineTask: Task<Void, Never>?
     private var typingTask: Task<Void, Never>?
     private var indicatorTask: Task<Void, Never>?
+    /// The one task that tells the engine the outbox changed, woken by `outboxSignal`: many
+    /// sends in a row coalesce into one wake-up (no task per send).
+    private var outboxTask: Task<Void, Never>?
+    private let outboxSignal: AsyncStream<Void>.Continuation
     private var identity: Identity?
     private var typingScheduler = TypingScheduler()
     private let typingSignal: AsyncStream<Void>.Continuation
@@ -41,11 +45,13 @@ public final class LaminaClient: @unchecked Sendable {
         self.configuration = configuration
         self.user = user
         self.environment = environment
-        self.store = try LocalStore(location: StoreLocation(dataDirectory: configuration.dataDirectory, user: user))
+        self.store = try LocalStore(location: StoreLocation(dataDirectory: configuration.dataDirectory, user: user), configuration: configuration.store)
         (typingSignals, typingSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let indicatorSignals: AsyncStream<Void>
         (indicatorSignals, indicatorSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         (syncEvents, eventContinuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(SyncEngine.eventBufferLimit))
+        let outboxSignals: AsyncStream<Void>
+        (outboxSignals, outboxSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         transfers = try ContentTransfers(store: store, environment: environment)
         transfers.uploader.outboxChanged = { [weak self] in self?.outboxDidChange() }
         transfers.uploader.messageFailed = { [continuation = eventContinuation] in continuation.yield(.commandFailed($0)) }
@@ -63,10 +69,19 @@ public final class LaminaClient: @unchecked Sendable {
                 }
             }
         }
+        outboxTask = Task { [weak self] in
+            // One wake-up at a time; sends made meanwhile are one buffered signal.
+            for await _ in outboxSignals {
+                guard let engine = self?.currentEngine else { continue }
+                await engine.outboxDidChange()
+            }
+        }
     }
 
     deinit {
         transfers.stop()
+        outboxTask?.cancel()
+        outboxSignal.finish()
         engineTask?.cancel()
         typingTask?.cancel()
         typingSignal.finish()
@@ -84,7 +99,8 @@ public final class LaminaClient: @unchecked Sendable {
         let engine = try SyncEngine(store: store, connector: connector, identityToken: identityToken,
                                     policy: configuration.reconnect, environment: environment, agent: configuration.agent,
                                     historyOnJoin: configuration.historyOnJoin, cluster: configuration.cluster,
-                                    synchronization: configuration.synchronizationPolicy)
+                                    synchronization: configuration.synchronizationPolicy,
+                                    historyPageSize: configuration.historyPageSize)
         let previous: SyncEngine? = lock.withLock {
             defer { self.engine = engine }
             return self.engine
@@ -132,6 +148,11 @@ public final class LaminaClient: @unchecked Sendable {
     /// client of this user). The client is unusable afterwards.
     public func close() async throws(ClientError) {
         await disconnect()
+        let tasks = lock.withLock { [engineTask, typingTask, indicatorTask, outboxTask] in [engineTask, typingTask, indicatorTask, outboxTask] }
+        for task in tasks { task?.cancel() }
+        outboxSignal.finish()
+        typingSignal.finish()
+        indicatorSignal.finish()
         try store.close()
     }
 
@@ -184,8 +205,7 @@ public final class LaminaClient: @unchecked Sendable {
 
     /// Tells a running engine that the outbox has new entries.
     func outboxDidChange() {
-        guard let engine = lock.withLock({ self.engine }) else { return }
-        Task { await engine.outboxDidChange() }
+        outboxSignal.yield()
     }
 
     // MARK: typing

@@ -35,6 +35,12 @@ public struct LaminaConfiguration: Hashable, Sendable {
     /// Default `.unreadOnly` (the reference product's default, and a phone's: what the user
     /// has not seen, never their whole history).
     public var synchronizationPolicy: SynchronizationPolicy = .unreadOnly
+    /// How many messages one FETCH_HISTORY asks for when a conversation's complete history is
+    /// fetched forwards a page at a time (`.completeHistory`, and `fetchHistory` with
+    /// `.complete`): 1...10,000 (`FetchHistory.maxPageCount`).
+    public var historyPageSize: Int = SyncSession.defaultHistoryPageSize
+    /// Tunables of the local store.
+    public var store = StoreConfiguration()
 
     public init(nodeURL: URL, trust: Trust, dataDirectory: URL, agent: String = "lamina-swift/1", reconnect: ReconnectPolicy = ReconnectPolicy()) {
         self.nodeURL = nodeURL
@@ -66,5 +72,6 @@ public struct LaminaConfiguration: Hashable, Sendable {
             throw ClientError(.invalidSetting, "a last-n history policy asks for at least one message")
         }
         try synchronizationPolicy.validate()
+        try SyncSession.validateHistoryPageSize(historyPageSize)
     }
 }

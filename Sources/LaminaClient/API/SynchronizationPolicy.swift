@@ -18,10 +18,12 @@ public enum SynchronizationPolicy: Hashable, Sendable {
     /// The most messages `lastMessages` asks for per conversation.
     public static let maxLastMessages = 100_000
 
-    /// The FETCH_HISTORY policy that fills a conversation of the snapshot (nil: none).
-    var historyPolicy: HistoryPolicy? {
+    /// The FETCH_HISTORY policy that fills a conversation of the snapshot (nil: none). Complete
+    /// history goes forwards a page of `pageSize` at a time when the node offers history paging
+    /// (else one request, which the node caps at its page limit).
+    func historyPolicy(paging: Bool, pageSize: UInt32) -> HistoryPolicy? {
         switch self {
-        case .completeHistory: .complete
+        case .completeHistory: paging ? .pageAfter(nil, count: pageSize) : .complete
         case .unreadOnly: .unreadOnly
         case .lastMessages(let n): .lastN(UInt32(clamping: n))
         case .feedReplay: nil

@@ -33,8 +33,14 @@ public struct StoreLocation: Hashable, Sendable {
 public struct StoreConfiguration: Hashable, Sendable {
     /// Undelivered change batches one subscriber may have before its stream ends (1...1,000,000).
     public var changeBufferLimit: Int = 10_000
+    /// Time added to every write transaction, on the database's writer (0...10 s; default 0):
+    /// a slow disk, for tests and benchmarks of what the rest of the SDK does meanwhile.
+    public var writeLatency: Duration = .zero
 
-    public init(changeBufferLimit: Int = 10_000) { self.changeBufferLimit = changeBufferLimit }
+    public init(changeBufferLimit: Int = 10_000, writeLatency: Duration = .zero) {
+        self.changeBufferLimit = changeBufferLimit
+        self.writeLatency = writeLatency
+    }
 }
 
 /// The SDK's local store: conversations, messages, parts, recipient statuses, the outbox
@@ -46,14 +52,21 @@ public final class LocalStore: Sendable {
     public var localUser: UserID { location.user }
     let pool: DatabasePool
     let hub: ChangeHub
+    /// `StoreConfiguration.writeLatency` in microseconds.
+    private let writeLatencyMicros: UInt32
 
     /// Opens (creating if needed) the store of `location.user` and migrates it.
     public init(location: StoreLocation, configuration: StoreConfiguration = StoreConfiguration()) throws(ClientError) {
         guard (1...1_000_000).contains(configuration.changeBufferLimit) else {
             throw ClientError(.invalidSetting, "changeBufferLimit must be 1...1,000,000, not \(configuration.changeBufferLimit)")
         }
+        guard configuration.writeLatency >= .zero, configuration.writeLatency <= .seconds(10) else {
+            throw ClientError(.invalidSetting, "writeLatency must be 0...10 s")
+        }
         self.location = location
         self.hub = ChangeHub(bufferLimit: configuration.changeBufferLimit)
+        let (seconds, attoseconds) = configuration.writeLatency.components
+        self.writeLatencyMicros = UInt32(seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
         do {
             try FileManager.default.createDirectory(at: location.contentDirectory, withIntermediateDirectories: true)
             var config = Configuration()
@@ -121,6 +134,30 @@ public final class LocalStore: Sendable {
         let hub = self.hub
         do {
             return try pool.write { db in
+                if writeLatencyMicros > 0 { usleep(writeLatencyMicros) }
+                let context = WriteContext(db: db, store: self)
+                let result = try body(context)
+                try context.finish()
+                let batch = context.changes
+                let retired = context.retiredFiles
+                db.afterNextTransaction(onCommit: { _ in
+                    for file in retired { try? FileManager.default.removeItem(at: file) }
+                    hub.publish(batch)
+                })
+                return result
+            }
+        } catch {
+            throw ClientError.wrap(error)
+        }
+    }
+
+    /// As `write`, through GRDB's async API: the caller suspends while the writer queue runs
+    /// the transaction, so a slow database never holds a thread of Swift's cooperative pool.
+    func writeAsync<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) async throws(ClientError) -> T {
+        let hub = self.hub
+        do {
+            return try await pool.write { [self] db in
+                if writeLatencyMicros > 0 { usleep(writeLatencyMicros) }
                 let context = WriteContext(db: db, store: self)
                 let result = try body(context)
                 try context.finish()

@@ -93,7 +93,19 @@ extension LocalStore {
         guard (1...Self.maxOutboxBatch).contains(limit) else {
             throw ClientError(.invalidSetting, "an outbox batch is 1...\(Self.maxOutboxBatch) entries, not \(limit)")
         }
-        return try write { ctx in
+        return try write { ctx in try Self.dequeue(limit: limit, overtaking: overtaking, ctx) }
+    }
+
+    /// As `dequeueOutbox`, through GRDB's async API (the sync session's flush).
+    public func dequeueOutboxAsync(limit: Int, overtaking: Set<String> = OutboxCommandKind.overtakingUploads) async throws(ClientError) -> [OutboxEntry] {
+        guard (1...Self.maxOutboxBatch).contains(limit) else {
+            throw ClientError(.invalidSetting, "an outbox batch is 1...\(Self.maxOutboxBatch) entries, not \(limit)")
+        }
+        return try await writeAsync { ctx in try Self.dequeue(limit: limit, overtaking: overtaking, ctx) }
+    }
+
+    private static func dequeue(limit: Int, overtaking: Set<String>, _ ctx: WriteContext) throws -> [OutboxEntry] {
+        do {
             // The conversation a command is about: a message's, or the object itself.
             let rows = try Row.fetchAll(ctx.db, sql: """
                 SELECT outbox.*,

@@ -19,16 +19,30 @@ extension LocalStore {
         guard changes.count <= Self.maxChangesPerApply else {
             throw ClientError(.invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
         }
-        return try write { ctx in
-            for change in changes { try ctx.apply(change) }
-            try ctx.finish()
-            if let cursor { try ctx.setCursor(cursor) }
-            for entry in outbox { try ctx.enqueue(entry) }
-            if let acknowledged {
-                try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(acknowledged)])
-            }
-            return ctx.changes
+        return try write { ctx in try Self.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged, in: ctx) }
+    }
+
+    /// As `apply`, through GRDB's async API (the sync session's path: it never blocks a
+    /// cooperative thread on SQLite).
+    @discardableResult
+    public func applyAsync(_ changes: [RemoteChange], cursor: UInt64? = nil, outbox: [OutboxEntry] = [],
+                           acknowledged: UUID? = nil) async throws(ClientError) -> [ObjectChange] {
+        guard changes.count <= Self.maxChangesPerApply else {
+            throw ClientError(.invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
         }
+        return try await writeAsync { ctx in try Self.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged, in: ctx) }
+    }
+
+    private static func apply(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry], acknowledged: UUID?,
+                              in ctx: WriteContext) throws -> [ObjectChange] {
+        for change in changes { try ctx.apply(change) }
+        try ctx.finish()
+        if let cursor { try ctx.setCursor(cursor) }
+        for entry in outbox { try ctx.enqueue(entry) }
+        if let acknowledged {
+            try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(acknowledged)])
+        }
+        return ctx.changes
     }
 }
 
@@ -89,11 +103,33 @@ extension WriteContext {
     /// message, and one more unread when it is unread here.
     private func countArrival(of message: MessageID, in named: ConversationID) throws {
         let id = try StoreReader.resolve(db, named)
-        guard let before = try StoreReader.conversation(db, id), var counts = before.nodeCounts else { return }
+        guard var counts = try nodeCounts(of: id) else { return }
         counts.messages += 1
-        if try StoreReader.message(db, message)?.isUnread == true { counts.unread += 1 }
+        if try isUnread(message) == true { counts.unread += 1 }
         counts.lastMessageID = message
-        try setNodeCounts(counts, of: before)
+        try writeNodeCounts(counts, of: id)
+    }
+
+    /// The node's counts of a live conversation, read without loading the conversation (a
+    /// feed's messages each move them: one cached statement per message, not a full read).
+    private func nodeCounts(of id: ConversationID) throws -> NodeCounts? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT node_total, node_unread, node_last_message_id FROM conversation WHERE id = ? AND merged_into IS NULL"),
+                                         arguments: [StoreCoding.blob(id)]),
+              let total = row["node_total"] as Int?, let unread = row["node_unread"] as Int? else { return nil }
+        return NodeCounts(messages: total, unread: unread, lastMessageID: try StoreCoding.optionalUUID(row, "node_last_message_id").map(MessageID.init(uuid:)))
+    }
+
+    /// Writes the node's counts only; the counts the app reads follow in `finish()`, which
+    /// reports what changed.
+    private func writeNodeCounts(_ counts: NodeCounts, of id: ConversationID) throws {
+        try db.cachedStatement(sql: "UPDATE conversation SET node_total = ?, node_unread = ?, node_last_message_id = ? WHERE id = ?")
+            .execute(arguments: [counts.messages, counts.unread, counts.lastMessageID.map(StoreCoding.blob), StoreCoding.blob(id)])
+        touch(id)
+    }
+
+    /// Whether a held message is unread (nil: not held).
+    private func isUnread(_ message: MessageID) throws -> Bool? {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT is_unread FROM message WHERE id = ?"), arguments: [StoreCoding.blob(message)])
     }
 
     /// The local user read one message (the node's feed says so): one less unread, unless
@@ -101,10 +137,10 @@ extension WriteContext {
     /// already read). Apply before the status change itself.
     private func countRead(of message: MessageID, in named: ConversationID) throws {
         let id = try StoreReader.resolve(db, named)
-        guard let before = try StoreReader.conversation(db, id), var counts = before.nodeCounts else { return }
-        if let held = try StoreReader.message(db, message), !held.isUnread { return }
+        guard var counts = try nodeCounts(of: id) else { return }
+        if try isUnread(message) == false { return }
         counts.unread = max(0, counts.unread - 1)
-        try setNodeCounts(counts, of: before)
+        try writeNodeCounts(counts, of: id)
     }
 
     func setNodeCounts(_ counts: NodeCounts, of before: StoredConversation) throws {
@@ -151,7 +187,7 @@ extension WriteContext {
     private func applyMessage(_ incoming: Message, receivedAt: Timestamp) throws {
         var message = incoming
         message.conversationID = try StoreReader.resolve(db, incoming.conversationID)
-        guard try StoreReader.conversation(db, message.conversationID) != nil else {
+        guard try StoreReader.isLive(db, message.conversationID) else {
             throw ClientError(.notFound, "message \(message.id) belongs to conversation \(incoming.conversationID), which is not in the local store")
         }
         if let existing = try StoreReader.message(db, message.id) {
@@ -243,6 +279,7 @@ extension WriteContext {
     /// When the survivor is not here yet, the loser's row becomes it (renamed).
     private func applyMerge(from: ConversationID, into: ConversationID) throws {
         guard from != into else { return }
+        defer { forgetCaches() }
         let survivorID = try StoreReader.resolve(db, into)
         guard survivorID != from, !(try StoreReader.isMerged(db, from)),
               let loser = try StoreReader.conversation(db, from) else { return }

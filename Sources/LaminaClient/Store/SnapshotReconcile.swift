@@ -21,10 +21,10 @@ extension LocalStore {
     }
 
     /// After a snapshot's history answer for a conversation this device held before: drops the
-    /// messages held here, positioned between the oldest and the newest of `returned`, that the
-    /// answer left out (deleted on the node meanwhile). Messages outside that range, and those
-    /// not sent yet, stay.
-    public func dropMessages(in conversation: ConversationID, notIn returned: [MessageID]) throws(ClientError) {
+    /// messages held here, positioned between the oldest (or after `start`, the page's start) and
+    /// the newest of `returned`, that the answer left out (deleted on the node meanwhile).
+    /// Messages outside that range, and those not sent yet, stay.
+    public func dropMessages(in conversation: ConversationID, notIn returned: [MessageID], after start: MessagePosition? = nil) throws(ClientError) {
         try write { ctx in
             let id = try StoreReader.resolve(ctx.db, conversation)
             var positions: [MessagePosition] = []
@@ -33,11 +33,12 @@ extension LocalStore {
             }
             guard let low = positions.min(), let high = positions.max() else { return }
             let keep = Set(returned)
-            let (lp, ll, ln) = StoreCoding.positionColumns(low)
+            // A page that starts after `start` answers for everything after it, not only from its oldest.
+            let (lp, ll, ln) = StoreCoding.positionColumns(start ?? low)
             let (hp, hl, hn) = StoreCoding.positionColumns(high)
             let rows = try Row.fetchAll(ctx.db, sql: """
                 SELECT * FROM message WHERE conversation_id = ? AND pos_physical IS NOT NULL
-                  AND (pos_physical, pos_logical, pos_node) >= (?, ?, ?) AND (pos_physical, pos_logical, pos_node) <= (?, ?, ?)
+                  AND (pos_physical, pos_logical, pos_node) \(start == nil ? ">=" : ">") (?, ?, ?) AND (pos_physical, pos_logical, pos_node) <= (?, ?, ?)
                 """, arguments: [StoreCoding.blob(id), lp, ll, ln, hp, hl, hn])
             for row in rows {
                 let stored = try StoreReader.message(ctx.db, row: row)
@@ -47,40 +48,54 @@ extension LocalStore {
     }
 }
 
+/// A conversation a snapshot's first sync still has to fill, and how far its complete
+/// history was fetched (nil: from its first message).
+public struct PendingPolicyFill: Hashable, Sendable {
+    public var conversation: ConversationID
+    public var after: MessagePosition?
+
+    public init(conversation: ConversationID, after: MessagePosition? = nil) {
+        self.conversation = conversation
+        self.after = after
+    }
+}
+
 extension LocalStore {
     /// The conversations of a snapshot still waiting to be filled by the synchronization
-    /// policy (kept across sessions: a first sync cut short resumes on the next one).
-    public func pendingPolicyFills() throws(ClientError) -> [ConversationID] {
+    /// policy, in fill order (kept across sessions: a first sync cut short resumes on the next
+    /// one, a complete history from the last page stored).
+    public func pendingPolicyFills() throws(ClientError) -> [PendingPolicyFill] {
         try read { db in
-            guard let blob = try Data.fetchOne(db, sql: "SELECT value FROM store_info WHERE key = 'policy_fills'") else { return [] }
-            return stride(from: 0, to: blob.count - blob.count % 16, by: 16).map { offset in
-                ConversationID(uuid: StoreCoding.uuid(blob.subdata(in: blob.startIndex + offset..<blob.startIndex + offset + 16)))
+            try Row.fetchAll(db, sql: "SELECT * FROM policy_fill ORDER BY ord").map { row throws in
+                PendingPolicyFill(conversation: ConversationID(uuid: StoreCoding.uuid(row["conversation_id"])),
+                                  after: try StoreCoding.position(physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"]))
             }
         }
     }
 
-    /// Replaces the conversations waiting to be filled.
+    /// Replaces the conversations waiting to be filled (each from its first message).
     public func setPendingPolicyFills(_ ids: [ConversationID]) throws(ClientError) {
-        try write { ctx in try Self.storePolicyFills(ids, ctx.db) }
+        try write { ctx in
+            try ctx.db.execute(sql: "DELETE FROM policy_fill")
+            for id in ids {
+                try ctx.db.execute(sql: "INSERT OR IGNORE INTO policy_fill(conversation_id) VALUES (?)", arguments: [StoreCoding.blob(id)])
+            }
+        }
+    }
+
+    /// A page of a conversation's complete history is stored: its fill resumes after `position`.
+    public func advancePolicyFill(_ id: ConversationID, after position: MessagePosition) throws(ClientError) {
+        let (p, l, n) = StoreCoding.positionColumns(position)
+        try write { ctx in
+            try ctx.db.execute(sql: "UPDATE policy_fill SET pos_physical = ?, pos_logical = ?, pos_node = ? WHERE conversation_id = ?",
+                               arguments: [p, l, n, StoreCoding.blob(id)])
+        }
     }
 
     /// One conversation is filled (or cannot be): it no longer waits.
     public func removePendingPolicyFill(_ id: ConversationID) throws(ClientError) {
         try write { ctx in
-            let blob = try Data.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'policy_fills'") ?? Data()
-            let key = StoreCoding.blob(id)
-            var kept: [Data] = []
-            for offset in stride(from: 0, to: blob.count - blob.count % 16, by: 16) {
-                let one = blob.subdata(in: blob.startIndex + offset..<blob.startIndex + offset + 16)
-                if one != key { kept.append(one) }
-            }
-            try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('policy_fills', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                               arguments: [kept.reduce(Data(), +)])
+            try ctx.db.execute(sql: "DELETE FROM policy_fill WHERE conversation_id = ?", arguments: [StoreCoding.blob(id)])
         }
-    }
-
-    private static func storePolicyFills(_ ids: [ConversationID], _ db: Database) throws {
-        try db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('policy_fills', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                       arguments: [ids.map { StoreCoding.blob($0) }.reduce(Data(), +)])
     }
 }

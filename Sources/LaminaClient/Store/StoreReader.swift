@@ -18,7 +18,7 @@ enum StoreReader {
     static func resolve(_ db: Database, _ id: ConversationID) throws -> ConversationID {
         var current = id
         for _ in 0..<maxMergeHops {
-            guard let next = try Data.fetchOne(db, sql: "SELECT merged_into FROM conversation WHERE id = ?", arguments: [StoreCoding.blob(current)]) else {
+            guard let next = try Data.fetchOne(db.cachedStatement(sql: "SELECT merged_into FROM conversation WHERE id = ?"), arguments: [StoreCoding.blob(current)]) else {
                 return current
             }
             current = ConversationID(uuid: StoreCoding.uuid(next))
@@ -28,12 +28,18 @@ enum StoreReader {
 
     /// Whether the row of `id` exists and is a tombstone of a merge.
     static func isMerged(_ db: Database, _ id: ConversationID) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT merged_into IS NOT NULL FROM conversation WHERE id = ?", arguments: [StoreCoding.blob(id)]) ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT merged_into IS NOT NULL FROM conversation WHERE id = ?"), arguments: [StoreCoding.blob(id)]) ?? false
+    }
+
+    /// Whether a live (not merged-away) conversation `id` is here, without loading it.
+    static func isLive(_ db: Database, _ id: ConversationID) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM conversation WHERE id = ? AND merged_into IS NULL)"),
+                          arguments: [StoreCoding.blob(id)]) ?? false
     }
 
     /// A live (not merged-away) conversation, or nil.
     static func conversation(_ db: Database, _ id: ConversationID) throws -> StoredConversation? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM conversation WHERE id = ? AND merged_into IS NULL", arguments: [StoreCoding.blob(id)]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM conversation WHERE id = ? AND merged_into IS NULL"), arguments: [StoreCoding.blob(id)]) else {
             return nil
         }
         return try conversation(db, row: row)
@@ -41,7 +47,7 @@ enum StoreReader {
 
     static func conversation(_ db: Database, row: Row) throws -> StoredConversation {
         let id = ConversationID(uuid: try StoreCoding.uuid(row, "id"))
-        let users = try String.fetchAll(db, sql: "SELECT user_id FROM participant WHERE conversation_id = ?", arguments: [StoreCoding.blob(id)])
+        let users = try String.fetchAll(db.cachedStatement(sql: "SELECT user_id FROM participant WHERE conversation_id = ?"), arguments: [StoreCoding.blob(id)])
         var participants = Set<UserID>()
         for raw in users { participants.insert(try StoreCoding.user(raw)) }
         let metadataData: Data = row["metadata"]
@@ -70,7 +76,7 @@ enum StoreReader {
     }
 
     static func message(_ db: Database, _ id: MessageID) throws -> StoredMessage? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM message WHERE id = ?", arguments: [StoreCoding.blob(id)]) else { return nil }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM message WHERE id = ?"), arguments: [StoreCoding.blob(id)]) else { return nil }
         return try message(db, row: row)
     }
 
@@ -79,7 +85,7 @@ enum StoreReader {
         let key = StoreCoding.blob(id)
         var parts: [MessagePart] = []
         var states: [PartState] = []
-        for p in try Row.fetchAll(db, sql: "SELECT * FROM part WHERE message_id = ? ORDER BY idx", arguments: [key]) {
+        for p in try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM part WHERE message_id = ? ORDER BY idx"), arguments: [key]) {
             let partID = try StoreCoding.uuid(p, "part_id")
             let content: PartContent
             if let bytes = p["inline_bytes"] as Data? {
@@ -101,7 +107,7 @@ enum StoreReader {
                 autoDownloaded: p["auto_downloaded"], purged: p["purged"]))
         }
         var statuses: [UserID: RecipientStatus] = [:]
-        for s in try Row.fetchAll(db, sql: "SELECT user_id, status FROM recipient_status WHERE message_id = ?", arguments: [key]) {
+        for s in try Row.fetchAll(db.cachedStatement(sql: "SELECT user_id, status FROM recipient_status WHERE message_id = ?"), arguments: [key]) {
             guard let status = RecipientStatus(rawValue: Int8(clamping: s["status"] as Int)) else {
                 throw ClientError(.corruptRecord, "message \(id) has an unknown recipient status")
             }

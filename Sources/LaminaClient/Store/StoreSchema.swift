@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// The local store's schema, as versioned migrations. A migration once shipped is never
@@ -136,6 +137,27 @@ enum StoreSchema {
                 ALTER TABLE conversation ADD COLUMN number_of_unread INTEGER NOT NULL DEFAULT 0;
                 UPDATE conversation SET number_of_messages = total_count, number_of_unread = unread_count;
                 """)
+        }
+        migrator.registerMigration("v5-policy-fill") { db in
+            // The conversations a snapshot's first sync still has to fill, in fill order, each
+            // with the position its complete history was fetched up to (a fill cut short by a
+            // reconnection resumes after it); they were a blob of identifiers in store_info.
+            try db.execute(sql: """
+                CREATE TABLE policy_fill (
+                    ord INTEGER PRIMARY KEY,
+                    conversation_id BLOB NOT NULL UNIQUE,
+                    pos_physical INTEGER,
+                    pos_logical INTEGER,
+                    pos_node INTEGER
+                );
+                """)
+            if let blob = try Data.fetchOne(db, sql: "SELECT value FROM store_info WHERE key = 'policy_fills'") {
+                for offset in stride(from: 0, to: blob.count - blob.count % 16, by: 16) {
+                    let id = blob.subdata(in: blob.startIndex + offset..<blob.startIndex + offset + 16)
+                    try db.execute(sql: "INSERT OR IGNORE INTO policy_fill(conversation_id) VALUES (?)", arguments: [id])
+                }
+                try db.execute(sql: "DELETE FROM store_info WHERE key = 'policy_fills'")
+            }
         }
         return migrator
     }

@@ -15,6 +15,11 @@ final class WriteContext {
     private var touched: [ConversationID] = []
     private var touchedSet: Set<ConversationID> = []
     private var createdHere: Set<ConversationID> = []
+    /// What every message applied in this transaction reads of its conversation, read once per
+    /// conversation: whether receipts are on, and the status marks (user → status → position).
+    /// Kept current by the writes below; forgotten by a merge, which moves rows wholesale.
+    private var receiptsCache: [ConversationID: Bool] = [:]
+    private var marksCache: [ConversationID: [UserID: [RecipientStatus: MessagePosition]]] = [:]
 
     init(db: Database, store: LocalStore) {
         self.db = db
@@ -32,6 +37,37 @@ final class WriteContext {
 
     func retire(localPath: String?) {
         if let localPath { retiredFiles.append(contentDirectory.appendingPathComponent(localPath)) }
+    }
+
+    /// Forgets the per-conversation caches (after writes that move rows between conversations).
+    func forgetCaches() {
+        receiptsCache.removeAll()
+        marksCache.removeAll()
+    }
+
+    /// Whether the conversation wants delivery receipts (true when it is not here).
+    func receiptsEnabled(_ conversation: ConversationID) throws -> Bool {
+        if let known = receiptsCache[conversation] { return known }
+        let on = try Bool.fetchOne(db.cachedStatement(sql: "SELECT receipts_enabled FROM conversation WHERE id = ? AND merged_into IS NULL"),
+                                   arguments: [StoreCoding.blob(conversation)]) ?? true
+        receiptsCache[conversation] = on
+        return on
+    }
+
+    /// The conversation's status marks, read once per transaction.
+    private func marks(_ conversation: ConversationID) throws -> [UserID: [RecipientStatus: MessagePosition]] {
+        if let known = marksCache[conversation] { return known }
+        var out: [UserID: [RecipientStatus: MessagePosition]] = [:]
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT user_id, status, pos_physical, pos_logical, pos_node FROM status_mark WHERE conversation_id = ?"),
+                                    arguments: [StoreCoding.blob(conversation)]) {
+            guard let status = RecipientStatus(rawValue: Int8(clamping: row["status"] as Int)),
+                  let position = try StoreCoding.position(physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"]) else {
+                throw ClientError(.corruptRecord, "a status mark of \(conversation) is malformed")
+            }
+            out[try StoreCoding.user(row["user_id"]), default: [:]][status] = position
+        }
+        marksCache[conversation] = out
+        return out
     }
 
     func setCursor(_ cursor: UInt64) throws {
@@ -64,12 +100,15 @@ final class WriteContext {
             record(ObjectChange(type: .delete, object: .message(message.message)))
         }
         try db.execute(sql: "DELETE FROM conversation WHERE id = ?", arguments: [key])
+        receiptsCache[stored.id] = nil
+        marksCache[stored.id] = nil
         record(ObjectChange(type: .delete, object: .conversation(stored.conversation)))
     }
 
     private func putConversation(_ s: StoredConversation) throws {
         let c = s.conversation
         let key = StoreCoding.blob(c.id)
+        receiptsCache[c.id] = c.deliveryReceiptsEnabled
         try db.execute(sql: """
             INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, created_at, metadata, is_synced, last_message_id, total_count, unread_count,
                                      node_total, node_unread, node_last_message_id, number_of_messages, number_of_unread)
@@ -132,10 +171,10 @@ final class WriteContext {
                                         s.receivedAt?.millisecondsSince1970, pos?.0, pos?.1, pos?.2, m.isSent, s.isUnread,
                                         StoreCoding.encode(m.push)]
         if isNew {
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO message(id, conversation_id, sender, sent_at, received_at, pos_physical, pos_logical, pos_node, is_sent, is_unread, push)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: args)
+                """).execute(arguments: args)
         } else {
             try db.execute(sql: """
                 UPDATE message SET id = ?1, conversation_id = ?2, sender = ?3, sent_at = ?4, received_at = ?5,
@@ -155,17 +194,17 @@ final class WriteContext {
                 size = Int64(clamping: ref.size)
                 sha = Data(ref.sha256)
             }
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO part(message_id, idx, part_id, mime_type, inline_bytes, content_id, content_size, content_sha256,
                                  local_path, local_size, transfer_status, last_access, auto_downloaded, purged)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [key, index, StoreCoding.blob(part.id), part.mimeType.rawValue, inline, contentID, size, sha,
+                """).execute(arguments: [key, index, StoreCoding.blob(part.id), part.mimeType.rawValue, inline, contentID, size, sha,
                                  state.localPath, state.localPath == nil ? 0 : Int64(clamping: part.size), state.transferStatus.rawValue,
                                  state.lastAccess?.millisecondsSince1970, state.autoDownloaded, state.purged])
         }
         for (user, status) in m.recipientStatus {
-            try db.execute(sql: "INSERT INTO recipient_status(message_id, user_id, status) VALUES (?, ?, ?)",
-                           arguments: [key, user.rawValue, Int(status.rawValue)])
+            try db.cachedStatement(sql: "INSERT INTO recipient_status(message_id, user_id, status) VALUES (?, ?, ?)")
+                .execute(arguments: [key, user.rawValue, Int(status.rawValue)])
         }
     }
 
@@ -173,10 +212,7 @@ final class WriteContext {
 
     /// `user`'s delivered-up-to or read-up-to position (`status` .delivered or .read) in a conversation.
     func statusMark(_ status: RecipientStatus, of user: UserID, in conversation: ConversationID) throws -> MessagePosition? {
-        guard let row = try Row.fetchOne(db, sql: """
-            SELECT pos_physical, pos_logical, pos_node FROM status_mark WHERE conversation_id = ? AND user_id = ? AND status = ?
-            """, arguments: [StoreCoding.blob(conversation), user.rawValue, Int64(status.rawValue)]) else { return nil }
-        return try StoreCoding.position(physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"])
+        try marks(conversation)[user]?[status]
     }
 
     /// Raises a mark to `position`; returns whether it moved (LaminaMerge's `raises`).
@@ -188,6 +224,7 @@ final class WriteContext {
             ON CONFLICT(conversation_id, user_id, status) DO UPDATE SET
                 pos_physical = excluded.pos_physical, pos_logical = excluded.pos_logical, pos_node = excluded.pos_node
             """, arguments: [StoreCoding.blob(conversation), user.rawValue, Int64(status.rawValue), p, l, n])
+        marksCache[conversation]?[user, default: [:]][status] = position
         return true
     }
 
@@ -198,13 +235,10 @@ final class WriteContext {
     func settled(_ stored: StoredMessage) throws -> StoredMessage {
         var out = stored
         let m = stored.message
-        let receipts = try StoreReader.conversation(db, m.conversationID)?.conversation.deliveryReceiptsEnabled ?? true
+        let receipts = try receiptsEnabled(m.conversationID)
         let stamp = MessageStamp(m)
         // The statuses it carries, and those of users with a mark in the conversation.
-        var users = Set(m.recipientStatus.keys)
-        for raw in try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM status_mark WHERE conversation_id = ?", arguments: [StoreCoding.blob(m.conversationID)]) {
-            users.insert(try StoreCoding.user(raw))
-        }
+        let users = Set(m.recipientStatus.keys).union(try marks(m.conversationID).keys)
         for user in users {
             let status = RecipientStatusLattice.status(
                 of: stamp, for: user, recorded: m.recipientStatus[user],
@@ -225,12 +259,13 @@ final class WriteContext {
         for id in touched {
             guard let before = try StoreReader.conversation(db, id) else { continue }
             let key = StoreCoding.blob(id)
-            let row = try Row.fetchOne(db, sql: """
+            let row = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT COUNT(*) AS total, COALESCE(SUM(is_unread), 0) AS unread, MAX(is_sent) AS anySent,
                     COALESCE(SUM(pos_physical IS NULL), 0) AS unsent
                 FROM message WHERE conversation_id = ?
-                """, arguments: [key])!
-            let last = try Data.fetchOne(db, sql: "SELECT id FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: true)) LIMIT 1", arguments: [key])
+                """), arguments: [key])!
+            let last = try Data.fetchOne(db.cachedStatement(sql: "SELECT id FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: true)) LIMIT 1"),
+                                         arguments: [key])
             var after = before
             after.totalMessageCount = row["total"]
             after.unreadMessageCount = row["unread"]

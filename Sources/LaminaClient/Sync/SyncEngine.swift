@@ -17,6 +17,7 @@ public actor SyncEngine {
     let cluster: String?
     let historyOnJoin: HistoryPolicy?
     let synchronization: SynchronizationPolicy
+    let historyPageSize: Int
     private let continuation: AsyncStream<SyncEvent>.Continuation
     /// Every state change, authentication, typing indicator, reconnect and failure.
     public nonisolated let events: AsyncStream<SyncEvent>
@@ -30,9 +31,12 @@ public actor SyncEngine {
 
     public init(store: LocalStore, connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider,
                 policy: ReconnectPolicy = ReconnectPolicy(), environment: SyncEnvironment = .live, agent: String = "lamina-swift/1",
-                historyOnJoin: HistoryPolicy? = nil, cluster: String? = nil, synchronization: SynchronizationPolicy = .feedReplay) throws(ClientError) {
+                historyOnJoin: HistoryPolicy? = nil, cluster: String? = nil, synchronization: SynchronizationPolicy = .feedReplay,
+                historyPageSize: Int = SyncSession.defaultHistoryPageSize) throws(ClientError) {
         try policy.validate()
         try synchronization.validate()
+        try SyncSession.validateHistoryPageSize(historyPageSize)
+        self.historyPageSize = historyPageSize
         self.synchronization = synchronization
         self.store = store
         self.connector = connector
@@ -113,7 +117,7 @@ public actor SyncEngine {
                 if Task.isCancelled { await channel.close(); break }
                 let session = SyncSession(store: store, channel: channel, identityToken: identityToken,
                                           environment: environment, agent: agent, historyOnJoin: historyOnJoin, cluster: cluster,
-                                          synchronization: synchronization, onEvent: emit)
+                                          synchronization: synchronization, historyPageSize: historyPageSize, onEvent: emit)
                 self.session = session
                 end = await session.run()
                 if await session.reachedLive { attempt = 0 }

@@ -7,21 +7,43 @@ import LaminaWire
 struct HistoryRequest {
     var conversation: ConversationID
     var received: [MessageID] = []
+    /// The newest position among `received` (where the next page starts).
+    var newest: MessagePosition?
     var result: Result<Void, ClientError>?
-    var caller: CheckedContinuation<Result<[MessageID], ClientError>, Never>?
-    /// Sent by the session itself (history on join): nobody waits for the answer.
+    var caller: CheckedContinuation<Result<HistoryAnswer, ClientError>, Never>?
+    /// Sent by the session itself (history on join, a snapshot's fill): nobody waits for the answer.
     var isBackground = false
+    /// For a page-after request: its count and start. A background request whose answer is a
+    /// full page is followed by the next page.
+    var pageCount: UInt32?
+    var pageStart: MessagePosition?
+}
+
+/// What one FETCH_HISTORY returned.
+struct HistoryAnswer {
+    var ids: [MessageID]
+    var newest: MessagePosition?
 }
 
 extension SyncSession {
     /// The most history requests one session has outstanding at once.
     public static let maxHistoryRequests = 16
+    /// Messages per page when complete history is fetched forwards, unless configured.
+    public static let defaultHistoryPageSize = 5_000
+
+    static func validateHistoryPageSize(_ size: Int) throws(ClientError) {
+        guard (1...Int(FetchHistory.maxPageCount)).contains(size) else {
+            throw ClientError(.invalidSetting, "a history page is 1...\(FetchHistory.maxPageCount) messages, not \(size)")
+        }
+    }
 
     /// Asks the node for messages of a conversation (SPEC §6.3 FETCH_HISTORY): all of them,
     /// from the first unread, or the last `n`; with `before`, only older than that position
-    /// (paging backwards). The messages are stored as they arrive, before this returns
-    /// their identifiers in ascending position order. Only while live and when the node
-    /// offers history fetch.
+    /// (paging backwards: the newest of those, so pass the oldest position held to get the
+    /// page before it). `.complete` without `before` is every message of the conversation,
+    /// fetched forwards a page at a time when the node offers history paging. The messages
+    /// are stored as they arrive, before this returns their identifiers in ascending
+    /// position order. Only while live and when the node offers history fetch.
     public func fetchHistory(of conversation: ConversationID, policy: HistoryPolicy, before: MessagePosition?) async throws(ClientError) -> [MessageID] {
         if case .lastN(let n) = policy, n == 0 {
             throw ClientError(.invalidArgument, "a last-n history request asks for at least one message")
@@ -30,27 +52,56 @@ extension SyncSession {
         guard features.contains(.historyFetch) else {
             throw ClientError(.notAllowed, "the node does not offer history fetch")
         }
+        let target = try store.currentIdentifier(of: conversation)
+        guard case .complete = policy, before == nil, features.contains(.historyPaging) else {
+            return try await fetchOne(target, policy: policy, before: before).ids
+        }
+        var ids: [MessageID] = []
+        var after: MessagePosition? = nil
+        while true {
+            let page = try await fetchOne(target, policy: .pageAfter(after, count: historyPageSize), before: nil)
+            ids += page.ids
+            guard page.ids.count >= Int(historyPageSize), let newest = page.newest else { return ids }
+            after = newest
+        }
+    }
+
+    /// One FETCH_HISTORY, waited for.
+    private func fetchOne(_ target: ConversationID, policy: HistoryPolicy, before: MessagePosition?) async throws(ClientError) -> HistoryAnswer {
+        guard state == .live else { throw ClientError(.notConnected, "the session is not live") }
         guard historyRequests.count < Self.maxHistoryRequests else {
             throw ClientError(.invalidArgument, "at most \(Self.maxHistoryRequests) history requests are outstanding at once")
         }
-        let target = try store.currentIdentifier(of: conversation)
+        if case .pageAfter = policy, !features.contains(.historyPaging) {
+            throw ClientError(.notAllowed, "the node does not offer history paging")
+        }
         let id = UUID()
-        historyRequests[id] = HistoryRequest(conversation: target)
+        register(id, HistoryRequest(conversation: target))
         do {
             try await channel.send(.fetchHistory(FetchHistory(requestID: id, conversationID: target, policy: policy, before: before)))
         } catch {
-            historyRequests[id] = nil
+            unregister(id)
             throw error
         }
-        let outcome = await withCheckedContinuation { (caller: CheckedContinuation<Result<[MessageID], ClientError>, Never>) in
+        let outcome = await withCheckedContinuation { (caller: CheckedContinuation<Result<HistoryAnswer, ClientError>, Never>) in
             if let request = historyRequests[id], let result = request.result {
-                historyRequests[id] = nil
-                caller.resume(returning: result.map { request.received })
+                unregister(id)
+                caller.resume(returning: result.map { HistoryAnswer(ids: request.received, newest: request.newest) })
             } else {
                 historyRequests[id]?.caller = caller
             }
         }
         return try outcome.get()
+    }
+
+    func register(_ id: UUID, _ request: HistoryRequest) {
+        historyRequests[id] = request
+        historyOrder.append(id)
+    }
+
+    func unregister(_ id: UUID) {
+        historyRequests[id] = nil
+        historyOrder.removeAll { $0 == id }
     }
 
     /// The conversations among `decoded` that this device does not hold yet, when history
@@ -66,42 +117,76 @@ extension SyncSession {
 
     /// Sends FETCH_HISTORY for a conversation that just appeared (history on join); the
     /// answer is stored like any other change. Skipped when too many requests are out.
+    /// Complete history goes forwards a page at a time when the node offers paging.
     func requestHistory(of conversation: ConversationID) async throws {
-        guard let policy = historyOnJoin, historyRequests.count < Self.maxHistoryRequests else { return }
-        let id = UUID()
-        historyRequests[id] = HistoryRequest(conversation: conversation, isBackground: true)
+        guard var policy = historyOnJoin, historyRequests.count < Self.maxHistoryRequests else { return }
+        if case .complete = policy, features.contains(.historyPaging) { policy = .pageAfter(nil, count: historyPageSize) }
+        try await sendBackgroundFetch(conversation, policy)
+    }
+
+    /// Sends a FETCH_HISTORY nobody waits for; returns its id.
+    @discardableResult
+    func sendBackgroundFetch(_ conversation: ConversationID, _ policy: HistoryPolicy, id: UUID = UUID()) async throws -> UUID {
+        var request = HistoryRequest(conversation: conversation, isBackground: true)
+        if case .pageAfter(let start, let count) = policy {
+            request.pageCount = count
+            request.pageStart = start
+        }
+        register(id, request)
         try await channel.send(.fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: policy)))
+        return id
     }
 
     /// Records the history answers among `entries` (seq 0 message-created changes) for the
-    /// requests of their conversation.
+    /// request they answer: the first one not answered yet (the node answers in order), or,
+    /// should that be of another conversation, every open request of the message's.
     func noteHistory(_ entries: [Change]) {
-        guard !historyRequests.isEmpty else { return }
+        guard !historyOrder.isEmpty else { return }
         for entry in entries where entry.seq == 0 {
             guard case .messageCreated(let m) = entry.event else { continue }
+            if let first = historyOrder.first(where: { historyRequests[$0]?.result == nil }),
+               historyRequests[first]?.conversation == m.conversationID {
+                note(m, for: first)
+                continue
+            }
             for (id, request) in historyRequests where request.result == nil && request.conversation == m.conversationID {
-                historyRequests[id]?.received.append(m.id)
+                note(m, for: id)
             }
         }
     }
 
-    /// The node answered request `id` (ACK or ERROR).
-    func finishHistory(_ id: UUID, _ result: Result<Void, ClientError>) throws {
-        guard var request = historyRequests[id], request.result == nil else { return }
+    private func note(_ m: Message, for id: UUID) {
+        historyRequests[id]?.received.append(m.id)
+        if let p = m.position, historyRequests[id]?.newest.map({ p > $0 }) ?? true { historyRequests[id]?.newest = p }
+    }
+
+    /// The node answered request `id` (ACK or ERROR). Returns the next page to send, for a
+    /// background page-after request whose answer was a full page (it is registered already).
+    func finishHistory(_ id: UUID, _ result: Result<Void, ClientError>) throws -> FetchHistory? {
+        guard var request = historyRequests[id], request.result == nil else { return nil }
         if request.isBackground {
-            historyRequests[id] = nil
-            try finishSnapshotFetch(id, result, received: request.received)
+            unregister(id)
+            var next: FetchHistory?
+            if case .success = result, let count = request.pageCount, request.received.count >= Int(count), let newest = request.newest {
+                let nextID = UUID()
+                register(nextID, HistoryRequest(conversation: request.conversation, isBackground: true, pageCount: count, pageStart: newest))
+                next = FetchHistory(requestID: nextID, conversationID: request.conversation, policy: .pageAfter(newest, count: count))
+            }
+            try finishSnapshotFetch(id, result, received: request.received, after: request.pageStart, next: next)
+            return next
         } else if let caller = request.caller {
-            historyRequests[id] = nil
-            caller.resume(returning: result.map { request.received })
+            unregister(id)
+            caller.resume(returning: result.map { HistoryAnswer(ids: request.received, newest: request.newest) })
         } else {
             request.result = result
             historyRequests[id] = request
+            historyOrder.removeAll { $0 == id }
         }
+        return nil
     }
 
     /// The stream ended: every outstanding request fails with `error`.
     func failHistoryRequests(_ error: ClientError) {
-        for id in Array(historyRequests.keys) { try? finishHistory(id, .failure(error)) }
+        for id in Array(historyRequests.keys) { _ = try? finishHistory(id, .failure(error)) }
     }
 }

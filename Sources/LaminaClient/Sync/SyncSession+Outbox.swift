@@ -38,11 +38,11 @@ extension SyncSession {
             default:
                 break
             }
-            try applyTolerant(changes, cursor: nil, acknowledged: id)
+            try await applyTolerant(changes, cursor: nil, acknowledged: id)
         case .failed(let id, let code, let reason, let conversationID):
             let entry = inFlight.removeValue(forKey: id)
             if code == .existingDistinctConversation, let to = conversationID, entry?.kind == OutboxCommandKind.createConversation.rawValue {
-                try applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
+                try await applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
             }
             let now = environment.now()
             if try store.markFailed(id, code: code.wireValue, reason: reason, at: now) {
@@ -51,12 +51,21 @@ extension SyncSession {
         case .retry(let id, let after):
             inFlight[id] = nil
             try store.requeue(id)
+            // One retry pending at a time: the flush it runs sends every requeued entry.
+            guard retryTask == nil else { return }
             let sleep = environment.sleep
-            Task { [weak self] in
+            retryTask = Task { [weak self] in
                 try? await sleep(after ?? Self.defaultRetryDelay)
-                try? await self?.flushOutbox()
+                guard !Task.isCancelled else { return }
+                await self?.retryFlush()
             }
         }
+    }
+
+    /// The pending retry's flush: the next transient ERROR may schedule another.
+    func retryFlush() async {
+        retryTask = nil
+        try? await flushOutbox()
     }
 
     /// Sends every pending outbox entry in outbox order (only when live). Concurrent calls
@@ -75,7 +84,7 @@ extension SyncSession {
         defer { flushing = false }
         repeat {
             flushAgain = false
-            let batch = try store.dequeueOutbox(limit: Self.flushBatch)
+            let batch = try await store.dequeueOutboxAsync(limit: Self.flushBatch)
             for entry in batch {
                 guard let frame = try? OutboxEncoder.frame(for: entry) else {
                     try store.markFailed(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())

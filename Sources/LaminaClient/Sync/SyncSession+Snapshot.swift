@@ -12,9 +12,9 @@ struct SnapshotSync {
     /// Conversations of the snapshot in the order received, and as a set.
     private(set) var conversations: [ConversationID] = []
     private var named: Set<ConversationID> = []
-    /// Conversations waiting for their fetch.
-    var queue: [ConversationID] = []
-    /// Fetches sent and not answered yet.
+    /// Conversations waiting for their fetch (a complete history's with where it resumes).
+    var queue: [PendingPolicyFill] = []
+    /// Fetches sent and not answered yet (a complete history's: its current page).
     var outstanding: [UUID: ConversationID] = [:]
     var failed = 0
     var started = false
@@ -42,18 +42,18 @@ extension SyncSession {
     func startSnapshotFetches(acked: UInt64) async throws {
         guard !snapshot.started else { return }
         let empty = !snapshot.sawFeedEntries && acked > snapshot.cursorBefore
-        let canFill = synchronization.historyPolicy != nil && features.contains(.historyFetch)
+        let canFill = fillPolicy(after: nil) != nil && features.contains(.historyFetch)
         if !snapshot.conversations.isEmpty || empty {
             if snapshot.cursorBefore > 0 {
                 try store.dropConversations(notIn: Set(snapshot.conversations))
             }
             // The latest conversations first: the snapshot lists them oldest first.
-            snapshot.queue = canFill ? snapshot.conversations.reversed() : []
-            try store.setPendingPolicyFills(snapshot.queue)
+            snapshot.queue = canFill ? snapshot.conversations.reversed().map { PendingPolicyFill(conversation: $0) } : []
+            try store.setPendingPolicyFills(snapshot.queue.map(\.conversation))
         } else {
             let pending = try store.pendingPolicyFills()
             guard !pending.isEmpty, canFill else { return }
-            snapshot.received(pending)
+            snapshot.received(pending.map(\.conversation))
             snapshot.queue = pending
             snapshot.cursorBefore = 0  // what the cut-short session dropped stays dropped; nothing more to compare
         }
@@ -64,13 +64,12 @@ extension SyncSession {
     /// Sends the next fetches of the snapshot; reports `snapshotSynced` once all were answered.
     func continueSnapshot() async throws {
         guard snapshot.started else { return }
-        while let policy = synchronization.historyPolicy, !snapshot.queue.isEmpty, snapshot.outstanding.count < Self.maxSnapshotFetches,
+        while let fill = snapshot.queue.first, let policy = fillPolicy(after: fill.after), snapshot.outstanding.count < Self.maxSnapshotFetches,
               historyRequests.count < Self.maxHistoryRequests {
-            let conversation = snapshot.queue.removeFirst()
+            snapshot.queue.removeFirst()
             let id = UUID()
-            historyRequests[id] = HistoryRequest(conversation: conversation, isBackground: true)
-            snapshot.outstanding[id] = conversation
-            try await channel.send(.fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: policy)))
+            snapshot.outstanding[id] = fill.conversation
+            try await sendBackgroundFetch(fill.conversation, policy, id: id)
         }
         if snapshot.queue.isEmpty, snapshot.outstanding.isEmpty {
             snapshot.started = false
@@ -81,11 +80,22 @@ extension SyncSession {
         }
     }
 
+    /// The FETCH_HISTORY that fills a conversation by the synchronization policy; a complete
+    /// history a page at a time when the node offers paging, from `after` on.
+    func fillPolicy(after: MessagePosition?) -> HistoryPolicy? {
+        let policy = synchronization.historyPolicy(paging: features.contains(.historyPaging), pageSize: historyPageSize)
+        if case .pageAfter(_, let count) = policy { return .pageAfter(after, count: count) }
+        return policy
+    }
+
     /// A snapshot fetch was answered: the conversation no longer waits (unless the stream ended
     /// first: the next session fetches it). For a device that held the conversation before, the
     /// messages it holds between the oldest and newest the answer returned that the answer left
     /// out were deleted on the node meanwhile, and go here too.
-    func finishSnapshotFetch(_ id: UUID, _ result: Result<Void, ClientError>, received: [MessageID]) throws {
+    /// A full page of a complete history is followed by `next` (already registered): the fill
+    /// waits for that, and resumes after this page should the stream end first.
+    func finishSnapshotFetch(_ id: UUID, _ result: Result<Void, ClientError>, received: [MessageID], after start: MessagePosition?,
+                             next: FetchHistory?) throws {
         guard let conversation = snapshot.outstanding.removeValue(forKey: id) else { return }
         switch result {
         case .failure(let error) where error.code == .disconnected:
@@ -94,7 +104,12 @@ extension SyncSession {
             snapshot.failed += 1
         case .success:
             if snapshot.cursorBefore > 0, !received.isEmpty {
-                try store.dropMessages(in: conversation, notIn: received)
+                try store.dropMessages(in: conversation, notIn: received, after: start)
+            }
+            if let next, case .pageAfter(let resume?, _) = next.policy {
+                snapshot.outstanding[next.requestID] = conversation
+                try store.advancePolicyFill(conversation, after: resume)
+                return
             }
         }
         try store.removePendingPolicyFill(conversation)

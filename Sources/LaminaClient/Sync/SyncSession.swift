@@ -73,6 +73,8 @@ public actor SyncSession {
     let cluster: String?
     let historyOnJoin: HistoryPolicy?
     let synchronization: SynchronizationPolicy
+    /// Messages per FETCH_HISTORY page when complete history is fetched forwards.
+    let historyPageSize: UInt32
     let onEvent: @Sendable (SyncEvent) -> Void
 
     public private(set) var state: SyncSessionState = .negotiating
@@ -90,18 +92,25 @@ public actor SyncSession {
     public private(set) var maxFrameSize = WireLimits.protocolMaxFrameSize
     /// History requests waiting for their ACK or ERROR, with the messages received so far.
     var historyRequests: [UUID: HistoryRequest] = [:]
+    /// The history requests not answered yet, in the order sent: the node answers them in that
+    /// order (SPEC §6), so an answer's messages belong to the first of them.
+    var historyOrder: [UUID] = []
     /// The END_SESSION sent, waiting for its ACK or ERROR.
     var endRequest: EndSessionRequest?
     /// REGISTER_PUSH_TOKEN frames sent, waiting for their ACK or ERROR.
     var pushTokenRequests: [UUID: PushTokenRequest] = [:]
     /// The snapshot being received and the fetches that fill its conversations.
     var snapshot = SnapshotSync()
+    /// The one pending retry of the outbox after a transient ERROR (cancelled when the session ends).
+    var retryTask: Task<Void, Never>?
 
     public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
                 environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
                 cluster: String? = nil, synchronization: SynchronizationPolicy = .feedReplay,
+                historyPageSize: Int = SyncSession.defaultHistoryPageSize,
                 onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }) {
         self.synchronization = synchronization
+        self.historyPageSize = UInt32(clamping: Swift.max(1, Swift.min(historyPageSize, Int(FetchHistory.maxPageCount))))
         self.store = store
         self.channel = channel
         self.identityToken = identityToken
@@ -120,6 +129,8 @@ public actor SyncSession {
     /// Runs the session until the stream ends. Never throws: how it ended is the result.
     public func run() async -> SyncSessionEnd {
         let end = await runSession()
+        retryTask?.cancel()
+        retryTask = nil
         enter(.ended)
         failHistoryRequests(ClientError(.disconnected, "the sync stream ended before the node answered"))
         finishEndSession(.failure(ClientError(.disconnected, "the sync stream ended before the node answered END_SESSION")))
@@ -273,10 +284,10 @@ public actor SyncSession {
             finishPushTokenRequest(e.requestID, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
         case .ack(let ack) where historyRequests[ack.requestID] != nil:
-            try finishHistory(ack.requestID, .success(()))
+            if let next = try finishHistory(ack.requestID, .success(())) { try await channel.send(.fetchHistory(next)) }
             try await continueSnapshot()
         case .error(let e) where e.requestID.map { historyRequests[$0] != nil } ?? false:
-            try finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            _ = try finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             try await continueSnapshot()
         case .ack(let ack) where ack.requestID == syncID:
             if let c = ack.cursor, c > cursor {
@@ -334,7 +345,7 @@ public actor SyncSession {
         let receipts = try receiptEntries(for: decoded)
         let joined = try newConversations(in: decoded).filter { !snapshot.contains($0) }
         if !decoded.changes.isEmpty || decoded.cursor != nil || !receipts.isEmpty {
-            try applyTolerant(decoded.changes, cursor: decoded.cursor, outbox: receipts)
+            try await applyTolerant(decoded.changes, cursor: decoded.cursor, outbox: receipts)
             if let c = decoded.cursor { cursor = c }
         }
         if !receipts.isEmpty, state == .live { try await flushOutbox() }
@@ -372,16 +383,19 @@ public actor SyncSession {
 
     /// Applies in one transaction; when a change names something this device does not hold
     /// (e.g. a conversation deleted here), applies the others one by one, skipping it.
-    func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = [], acknowledged: UUID? = nil) throws {
-        let whole = Result { () throws(ClientError) in try store.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged) }
-        guard case .failure(let error) = whole else { return }
-        guard error.code == .notFound else { throw error }
+    /// Through GRDB's async API: the session suspends while the writer runs the transaction.
+    func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = [], acknowledged: UUID? = nil) async throws {
+        do {
+            try await store.applyAsync(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged)
+            return
+        } catch {
+            guard error.code == .notFound else { throw error }
+        }
         for change in changes {
-            let one = Result { () throws(ClientError) in try store.apply([change]) }
-            if case .failure(let e) = one, e.code != .notFound { throw e }
+            do { try await store.applyAsync([change]) } catch { if error.code != .notFound { throw error } }
         }
         if cursor != nil || !outbox.isEmpty || acknowledged != nil {
-            try store.apply([], cursor: cursor, outbox: outbox, acknowledged: acknowledged)
+            try await store.applyAsync([], cursor: cursor, outbox: outbox, acknowledged: acknowledged)
         }
     }
 

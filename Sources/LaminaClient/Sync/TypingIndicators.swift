@@ -38,7 +38,7 @@ public struct TypingIndicators: Hashable, Sendable {
         return typing
     }
 
-    /// Ends the indicators not refreshed for ``Typing/expiryMilliseconds`` at `now`: the
+    /// Ends the indicators not refreshed for LaminaWire's `Typing.expiryMilliseconds` at `now`: the
     /// `finished` changes to report, in conversation and user order.
     public mutating func expire(now: Timestamp) -> [TypingChanged] {
         let due = entries.filter { now.millisecondsSince1970 - $0.value.refreshedAt.millisecondsSince1970 >= Typing.expiryMilliseconds }

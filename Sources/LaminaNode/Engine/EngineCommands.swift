@@ -235,17 +235,22 @@ extension NodeEngine {
 
     /// FETCH_HISTORY: the messages the user may see (a removed participant: those before the
     /// removal), as `message-created` changes with seq 0, then ACK. Sent as the client reads
-    /// (paced); the complete and unread policies also read the store a page at a time, so a
-    /// fetch holds one page of messages, not the whole history.
+    /// (paced); the complete, unread and page-after policies read the store a page at a time
+    /// (forward from their start), so a fetch holds one page of messages, not the whole
+    /// history; `before` and last-n read one page backwards from the position index.
     private func fetchHistory(_ request: FetchHistory, in session: NodeSession, as auth: NodeSession.Auth) async throws {
         let user = auth.user
         let named = request.conversationID
-        let max = configuration.maxHistoryMessages
+        var total = configuration.maxHistoryMessages
         let paged: Bool
         switch request.policy {
         case .complete, .unreadOnly: paged = request.before == nil
         case .lastN: paged = false
+        case .pageAfter(_, let count):
+            paged = true
+            total = Int(count)  // 1...FetchHistory.maxPageCount, checked by the decoder
         }
+        let max = total
         let page = Swift.min(Self.historyPageSize, max)
         let first = try await store.read { r -> (messages: [Message], id: ConversationID) in
             var found = try r.conversation(named)
@@ -259,7 +264,11 @@ extension NodeEngine {
             }
             guard paged else { return (try Self.history(r, id, user, request.policy, request.before, max: max), id) }
             var start: MessagePosition? = nil
-            if case .unreadOnly = request.policy { start = try r.readUpTo(conversation: id, user: user) }
+            switch request.policy {
+            case .unreadOnly: start = try r.readUpTo(conversation: id, user: user)
+            case .pageAfter(let after, _): start = after
+            case .complete, .lastN: break
+            }
             return (try r.history(of: id, for: user, .complete(after: start, limit: page)), id)
         }
         let id = first.id
@@ -267,10 +276,15 @@ extension NodeEngine {
         var messages = first.messages
         var sent = 0
         while true {
+            var ended = false
+            if let before = request.before, paged, let cut = messages.firstIndex(where: { ($0.position.map { $0 >= before }) ?? true }) {
+                messages.removeSubrange(cut...)
+                ended = true
+            }
             let frames = FeedCoding.frames(messages.map { Change(seq: 0, event: .messageCreated($0)) }, for: features)
             guard await session.sendPaced(frames) else { return }
             sent += messages.count
-            guard paged, messages.count == page, sent < max, let after = messages.last?.position else { break }
+            guard paged, !ended, messages.count == page, sent < max, let after = messages.last?.position else { break }
             let limit = Swift.min(page, max - sent)
             messages = try await store.read { r in try r.history(of: id, for: user, .complete(after: after, limit: limit)) }
             if messages.isEmpty { break }
@@ -281,6 +295,9 @@ extension NodeEngine {
     /// Messages read from the store at a time for a paged FETCH_HISTORY.
     static let historyPageSize = 256
 
+    /// An answer read in one go: last-n, or a page backwards (`before`): the newest `max` (or
+    /// last-n's count) before `before`, after the read marker for unread-only, in one
+    /// descending range read of the position index.
     static func history(_ r: StorageReader, _ id: ConversationID, _ user: UserID, _ policy: LaminaWire.HistoryPolicy,
                         _ before: MessagePosition?, max: Int) throws -> [Message] {
         var keep = max
@@ -293,27 +310,15 @@ extension NodeEngine {
             case .complete: return try r.history(of: id, for: user, .complete(after: nil, limit: max))
             case .unreadOnly: return try r.history(of: id, for: user, .unread(limit: max))
             case .lastN: return try r.history(of: id, for: user, .last(keep))
+            case .pageAfter(let after, _): return try r.history(of: id, for: user, .complete(after: after, limit: max))
             }
         }
-        // Paging backwards: the last `keep` messages before `before`.
         var after: MessagePosition? = nil
-        if case .unreadOnly = policy { after = try r.readUpTo(conversation: id, user: user) }
-        var window: [Message] = []
-        var more = true
-        while more {
-            let page = try r.history(of: id, for: user, .complete(after: after, limit: 1000))
-            more = page.count == 1000
-            for message in page {
-                guard let position = message.position, position < before else {
-                    more = false
-                    break
-                }
-                window.append(message)
-                after = position
-            }
-            if window.count > 2 * keep { window.removeFirst(window.count - keep) }
+        switch policy {
+        case .unreadOnly: after = try r.readUpTo(conversation: id, user: user)
+        case .pageAfter(let start, _): after = start
+        case .complete, .lastN: break
         }
-        if window.count > keep { window.removeFirst(window.count - keep) }
-        return window
+        return try r.history(of: id, for: user, .lastBefore(before, after: after, count: keep))
     }
 }

@@ -58,22 +58,28 @@ extension StorageReader {
         var unreadQuery: StatementArguments = [user.rawValue]
         unreadQuery += unreadArguments
         unreadQuery += [user.rawValue]
+        // The messages after the marker differ, for the rule, only in the status recorded for the
+        // user: SQLite counts them per recorded status (one pass in C, no row reaches Swift), and
+        // LaminaMerge decides each group on one real message of it (the newest).
         var unread = 0
         let anyID = MessageID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
         for row in try db.rows(
             """
-            SELECT m.sender, m.pos_physical, m.pos_logical, m.pos_node, s.status
+            SELECT s.status AS status, count(*) AS n, max(m.pos_physical) AS pos_physical, m.pos_logical AS pos_logical,
+                   m.pos_node AS pos_node, m.sender AS sender
             FROM messages m LEFT JOIN recipient_status s ON s.message_id = m.id AND s.user_id = ?
             WHERE \(unreadFilter) AND m.sender <> ?
+            GROUP BY s.status
             """,
             unreadQuery
         ) {
             let raw: Int64? = row["status"]
+            let n: Int64 = row["n"]
             let stamp = MessageStamp(id: anyID, conversation: conversation, sender: try Columns.user(row, "sender"), position: try Columns.hlc(row, "pos"))
             if UnreadCounts.isUnread(
                 stamp, for: user, deleted: false, visible: true,
                 recorded: raw.flatMap { RecipientStatus(rawValue: Int8(clamping: $0)) }, readUpTo: readUpTo
-            ) { unread += 1 }
+            ) { unread += Int(n) }
         }
         return ConversationCounts(messages: total, unread: unread, lastMessage: last)
     }

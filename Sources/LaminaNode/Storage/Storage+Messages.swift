@@ -13,6 +13,9 @@ public enum HistoryPolicy: Hashable, Sendable {
     case last(Int)
     /// The messages after the user's read marker (all when none), at most `limit`.
     case unread(limit: Int)
+    /// The last `count` messages before `before` (and after `after`, when given): one page
+    /// backwards, read newest first from the position index.
+    case lastBefore(MessagePosition, after: MessagePosition?, count: Int)
 }
 
 /// A message as stored, with what replication needs.
@@ -250,6 +253,17 @@ extension StorageReader {
             if let marker = try readUpTo(conversation: conversation, user: user) {
                 sql += " AND (pos_physical, pos_logical, pos_node) > (?, ?, ?)"
                 let (p, l, n) = try Columns.hlc(marker)
+                arguments += [p, l, n]
+            }
+        case .lastBefore(let before, let after, let count):
+            limit = count
+            descending = true
+            sql += " AND (pos_physical, pos_logical, pos_node) < (?, ?, ?)"
+            let (p, l, n) = try Columns.hlc(before)
+            arguments += [p, l, n]
+            if let after {
+                sql += " AND (pos_physical, pos_logical, pos_node) > (?, ?, ?)"
+                let (p, l, n) = try Columns.hlc(after)
                 arguments += [p, l, n]
             }
         }
