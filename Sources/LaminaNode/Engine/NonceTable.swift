@@ -55,7 +55,7 @@ public final class NonceTable: Sendable {
         var entries: [String: Entry] = [:]
         var byOwner: [UInt64: [String]] = [:]
         var refused = 0
-        var lastFullPrune: Int64 = .min
+        var lastFullPrune: Int64 = 0
     }
 
     private let state = Locked(State())
