@@ -202,22 +202,20 @@ extension ResourcesCommand {
     // MARK: large answers to a slow reader
 
     /// Lets `client` take at most `rate` bytes a second (pausing its stream, which stops its
-    /// window updates) until cancelled.
-    static func readSlowly(_ client: BenchSyncClient, rate: Int) -> Task<Void, Never> {
-        Task {
-            let clock = ContinuousClock()
-            let start = clock.now
-            let base = client.bytesReceived.withLockedValue { $0 }
-            var paused = false
-            while !Task.isCancelled {
-                let elapsed = clock.now - start
-                let allowed = Double(rate) * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-                let over = Double(client.bytesReceived.withLockedValue { $0 } - base) >= allowed
-                if over, !paused { client.stream.pauseInbound() } else if !over, paused { client.stream.resumeInbound() }
+    /// window updates) until the returned task is cancelled. Runs on the stream's event loop
+    /// (a loaded cooperative pool must not let the reader run ahead).
+    static func readSlowly(_ client: BenchSyncClient, rate: Int) -> RepeatedTask {
+        let stream = client.stream
+        let start = NIODeadline.now()
+        let base = client.bytesReceived.withLockedValue { $0 }
+        let paused = NIOLockedValueBox(false)
+        return stream.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: .milliseconds(5)) { _ in
+            let elapsed = Double((NIODeadline.now() - start).nanoseconds) / 1e9
+            let over = Double(client.bytesReceived.withLockedValue { $0 } - base) >= Double(rate) * elapsed
+            paused.withLockedValue { paused in
+                if over, !paused { stream.pauseInbound() } else if !over, paused { stream.resumeInbound() }
                 paused = over
-                try? await Task.sleep(for: .milliseconds(5))
             }
-            client.stream.resumeInbound()
         }
     }
 
@@ -281,14 +279,15 @@ extension ResourcesCommand {
         let answer = try await reader.request(.fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: .complete)), id: id).get()
         let took = clock.now - began
         slow.cancel()
+        reader.stream.resumeInbound()
         sampler.cancel()
         let slowPeak = await sampler.value
         let bytes = reader.bytesReceived.withLockedValue { $0 } - bytesBefore
         let got = seen.withLockedValue { $0.intersection(sent).count }
         guard case .ack = answer else { throw BenchFailure("history answered \(answer)") }
         let complete = got == sent.count
-        print("history: \(sent.count) messages (\(bytes / 1_000_000) MB) to a \(readRate / 1_024) KiB/s reader: \(got) received in \(took)\(complete ? ", complete" : ", INCOMPLETE"); RSS \(Self.mib(start)) -> peak \(Self.mib(slowPeak))")
-        summary.add("history \(bytes / 1_000_000) MB to a \(readRate / 1_024) KiB/s reader \(complete ? "complete" : "INCOMPLETE") in \(String(format: "%.0f", took.seconds)) s")
+        print("history: \(sent.count) messages (\(String(format: "%.1f", Double(bytes) / 1e6)) MB) to a \(readRate / 1_024) KiB/s reader: \(got) received in \(took) (\(Int(Double(bytes) / max(took.seconds, 0.001) / 1_024)) KiB/s, the stream window of 256 KiB included)\(complete ? ", complete" : ", INCOMPLETE"); RSS \(Self.mib(start)) -> peak \(Self.mib(slowPeak))")
+        summary.add("history \(String(format: "%.1f", Double(bytes) / 1e6)) MB to a \(readRate / 1_024) KiB/s reader \(complete ? "complete" : "INCOMPLETE") in \(String(format: "%.0f", took.seconds)) s")
         // Fast readers together.
         let fastSampler = Self.peakSampler(p)
         let counts = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -314,13 +313,22 @@ extension ResourcesCommand {
         await sender.close()
     }
 
-    /// Item 4: a SYNC backlog of `backlogMB` to a reader at `readRate`.
+    /// Item 4: a SYNC backlog of `backlogMB` to a reader at `readRate`: a device synced once,
+    /// went offline while the messages came, and syncs from its cursor (from cursor 0 a new
+    /// device would get a snapshot instead, SPEC §6.3).
     func pacedBacklog(_ p: Phase, _ summary: Summary) async throws {
+        let device = UUID()
+        let first = try await BenchSyncClient.connect(url: p.url, caFile: p.caFile, group: p.group)
+        try await first.login(user: "returner", device: device, dev: p.dev)
+        let firstSync = UUID()
+        guard case .ack(let synced) = try await first.request(.sync(SyncRequest(requestID: firstSync, cursor: 0)), id: firstSync).get()
+        else { throw BenchFailure("the first SYNC was not acknowledged") }
+        await first.close()
         let sender = try await BenchSyncClient.connect(url: p.url, caFile: p.caFile, group: p.group)
         try await sender.login(user: "sender", device: UUID(), dev: p.dev, cursor: 0)
         let (_, sent) = try await Self.seed(sender, with: "returner", megabytes: backlogMB)
         let reader = try await BenchSyncClient.connect(url: p.url, caFile: p.caFile, group: p.group)
-        try await reader.login(user: "returner", device: UUID(), dev: p.dev)
+        try await reader.login(user: "returner", device: device, dev: p.dev)
         let seen = try await Self.countMessages(reader)
         let sampler = Self.peakSampler(p)
         let slow = Self.readSlowly(reader, rate: readRate)
@@ -328,17 +336,18 @@ extension ResourcesCommand {
         let began = clock.now
         let bytesBefore = reader.bytesReceived.withLockedValue { $0 }
         let id = UUID()
-        let answer = try await reader.request(.sync(SyncRequest(requestID: id, cursor: 0)), id: id).get()
+        let answer = try await reader.request(.sync(SyncRequest(requestID: id, cursor: synced.cursor ?? 0)), id: id).get()
         let took = clock.now - began
         slow.cancel()
+        reader.stream.resumeInbound()
         sampler.cancel()
         let peak = await sampler.value
         let bytes = reader.bytesReceived.withLockedValue { $0 } - bytesBefore
         let got = seen.withLockedValue { $0.intersection(sent).count }
         guard case .ack = answer else { throw BenchFailure("SYNC answered \(answer)") }
         let complete = got == sent.count
-        print("backlog: \(sent.count) messages (\(bytes / 1_000_000) MB) to a \(readRate / 1_024) KiB/s reader: \(got) received in \(took)\(complete ? ", complete" : ", INCOMPLETE"); peak RSS \(Self.mib(peak))")
-        summary.add("SYNC backlog \(bytes / 1_000_000) MB to a \(readRate / 1_024) KiB/s reader \(complete ? "complete" : "INCOMPLETE") in \(String(format: "%.0f", took.seconds)) s")
+        print("backlog: \(sent.count) messages (\(String(format: "%.1f", Double(bytes) / 1e6)) MB) to a \(readRate / 1_024) KiB/s reader: \(got) received in \(took) (\(Int(Double(bytes) / max(took.seconds, 0.001) / 1_024)) KiB/s, the stream window of 256 KiB included)\(complete ? ", complete" : ", INCOMPLETE"); peak RSS \(Self.mib(peak))")
+        summary.add("SYNC backlog \(String(format: "%.1f", Double(bytes) / 1e6)) MB to a \(readRate / 1_024) KiB/s reader \(complete ? "complete" : "INCOMPLETE") in \(String(format: "%.0f", took.seconds)) s")
         await reader.close()
         await sender.close()
     }

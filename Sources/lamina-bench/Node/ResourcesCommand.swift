@@ -231,9 +231,9 @@ struct ResourcesCommand: AsyncParsableCommand {
         }
         try await p.settle()
         peak = max(peak, p.rss())
-        print("\(floodMessages * 33 / 1_000) MB sent to a member that \(reading ? "reads everything" : "reads nothing"): RSS \(Self.mib(start)) -> peak \(Self.mib(peak)), \(Self.mib(p.rss())) after")
+        print("\(String(format: "%.1f", Double(floodMessages) * 0.033)) MB sent to a member that \(reading ? "reads everything" : "reads nothing"): RSS \(Self.mib(start)) -> peak \(Self.mib(peak)), \(Self.mib(p.rss())) after")
         if reading {
-            summary.add("member reading \(floodMessages * 33 / 1_000) MB: peak \(Self.mib(peak))")
+            summary.add("member reading \(String(format: "%.1f", Double(floodMessages) * 0.033)) MB: peak \(Self.mib(peak))")
         } else {
             summary.peak("a member reading nothing", peak)
         }
