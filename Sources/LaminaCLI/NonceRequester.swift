@@ -3,8 +3,9 @@ import LaminaClient
 import LaminaWire
 
 /// Asks a node for a fresh nonce over one sync stream (HELLO, NONCE_REQUEST), for
-/// `lamina token` without `--nonce`. The node keeps issued nonces, so the token minted
-/// for it works on any later stream until the nonce expires.
+/// `lamina token` without `--nonce`. A node accepts a nonce only on the connection that asked
+/// for it (SPEC §5.2) and forgets it when that connection closes, so the token minted for it
+/// shows the form and logs nobody in.
 public enum NonceRequester {
     /// The nonce and when it expires; throws `.nodeUnreachable` or `.timedOut`.
     public static func nonce(settings: ConnectionSettings, timeout: Duration = .seconds(15)) async throws(CLIError) -> Nonce {

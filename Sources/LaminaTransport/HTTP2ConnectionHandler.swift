@@ -73,6 +73,16 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// Open streams (for tests and metrics).
     var openStreamCount: Int { streams.count }
 
+    /// Inbound body bytes this connection's streams hold that the layer above has not taken
+    /// (paused streams; each bounded by its receive window), and the most one stream holds.
+    /// Event loop only.
+    var inboundHeld: (bytes: Int, largest: Int) {
+        streams.all.reduce(into: (0, 0)) { held, stream in
+            held.0 += stream.inboundBufferedBytes
+            held.1 = max(held.1, stream.inboundBufferedBytes)
+        }
+    }
+
     // MARK: channel events
 
     func handlerAdded(context: ChannelHandlerContext) {

@@ -8,6 +8,9 @@ struct StreamTable {
 
     var count: Int { ids.count }
 
+    /// Every open stream, in no particular order.
+    var all: [TransportStream] { streams }
+
     subscript(id: Int32) -> TransportStream? {
         mutating get {
             if lastIndex < ids.count, ids[lastIndex] == id { return streams[lastIndex] }

@@ -30,10 +30,35 @@ public final class TransportServer: Sendable {
         public var closedForFlood = 0
         /// Connections closed because the peer read nothing for ``HTTP2Settings/stalledWriteTimeout``.
         public var closedStalled = 0
+        /// Accepts that failed (no file descriptor left, EMFILE/ENFILE, or another socket
+        /// error); NIO backs off and tries again.
+        public var acceptFailed = 0
     }
 
     /// Counts of the limits' actions (for metrics and tests).
     public var counts: Counts { statistics.counts.withLockedValue { $0 } }
+
+    /// Inbound body bytes held by the server's streams and not yet taken by their handlers
+    /// (streams whose handler paused reading): what clients make the server buffer, each
+    /// stream at most its receive window.
+    public struct InboundHeld: Sendable, Hashable {
+        /// Over every open connection.
+        public var bytes = 0
+        /// The most one stream holds.
+        public var largestStream = 0
+    }
+
+    /// What the open connections' streams hold now (asks each connection on its event loop).
+    public func inboundHeld() async -> InboundHeld {
+        let open = connections.withLockedValue { Array($0.values) }
+        var total = InboundHeld()
+        for (channel, handler) in open {
+            guard let held = try? await channel.eventLoop.submit({ handler.inboundHeld }).get() else { continue }
+            total.bytes += held.bytes
+            total.largestStream = max(total.largestStream, held.largest)
+        }
+        return total
+    }
 
     /// The most connections open at once (nil: no limit).
     public let maxConnections: Int?
@@ -47,10 +72,13 @@ public final class TransportServer: Sendable {
 
     /// Starts listening on `host:port` (port 0 picks a free one). With `maxConnections`, a
     /// connection accepted while that many are open is closed at once, before TLS (it costs
-    /// its file descriptor for that moment only).
+    /// its file descriptor for that moment only). `connectionClosed` is told the
+    /// ``TransportStream/connectionID`` of each connection that closes (per-connection state
+    /// kept above the transport goes with it).
     public static func start(
         host: String, port: Int, tls: TLSContext, router: TransportRouter, settings: HTTP2Settings = HTTP2Settings(),
-        group: EventLoopGroup, backlog: Int32 = 4096, maxConnections: Int? = nil, http1: HTTP1Settings? = nil
+        group: EventLoopGroup, backlog: Int32 = 4096, maxConnections: Int? = nil, http1: HTTP1Settings? = nil,
+        connectionClosed: (@Sendable (UInt64) -> Void)? = nil
     ) -> EventLoopFuture<TransportServer> {
         guard tls.configuration.role == .server else {
             return group.next().makeFailedFuture(TransportError(.tlsConfiguration, "a server needs a server TLS context"))
@@ -64,6 +92,11 @@ public final class TransportServer: Sendable {
         return ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: backlog)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AcceptFailures(statistics: statistics))
+                }
+            }
             .childChannelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -75,6 +108,10 @@ public final class TransportServer: Sendable {
                     let handler = HTTP2ConnectionHandler(
                         role: .server(router), settings: settings, readyPromise: channel.eventLoop.makePromise())
                     handler.readyPromise.futureResult.whenFailure { _ in }
+                    if let connectionClosed {
+                        let id = handler.connectionID
+                        channel.closeFuture.whenComplete { _ in connectionClosed(id) }
+                    }
                     try channel.pipeline.syncOperations.addHandler(TLSHandler(context: tls))
                     if let http1 {
                         try channel.pipeline.syncOperations.addHandler(ALPNSwitch(router: router, settings: http1))
@@ -94,11 +131,12 @@ public final class TransportServer: Sendable {
     /// Async form of ``start(host:port:tls:router:settings:group:backlog:)``.
     public static func start(
         host: String, port: Int, tls: TLSContext, router: TransportRouter, settings: HTTP2Settings = HTTP2Settings(),
-        group: EventLoopGroup, maxConnections: Int? = nil, http1: HTTP1Settings? = nil
+        group: EventLoopGroup, maxConnections: Int? = nil, http1: HTTP1Settings? = nil,
+        connectionClosed: (@Sendable (UInt64) -> Void)? = nil
     ) async throws -> TransportServer {
         try await start(
             host: host, port: port, tls: tls, router: router, settings: settings, group: group, backlog: 4096,
-            maxConnections: maxConnections, http1: http1
+            maxConnections: maxConnections, http1: http1, connectionClosed: connectionClosed
         ).get()
     }
 
@@ -156,6 +194,17 @@ fileprivate final class Statistics: Sendable {
     }
 
     func release() { open.withLockedValue { $0 -= 1 } }
+}
+
+/// Counts the listener's accept failures (``TransportServer/Counts/acceptFailed``).
+private final class AcceptFailures: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+    let statistics: Statistics
+    init(statistics: Statistics) { self.statistics = statistics }
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        statistics.counts.withLockedValue { $0.acceptFailed += 1 }
+        context.fireErrorCaught(error)
+    }
 }
 
 /// Closes a connection refused by ``TransportServer/maxConnections`` as soon as it is active.

@@ -51,6 +51,9 @@ public struct WireError: LaminaError {
         public static let malformedToken = Code(wireValue: 209)
         public static let sessionExpired = Code(wireValue: 210)
         public static let sessionRevoked = Code(wireValue: 211)
+        /// The token's nonce was issued to another connection (a nonce is good on the
+        /// connection that asked for it only).
+        public static let nonceOtherConnection = Code(wireValue: 212)
 
         // SPEC §9.3 Authorization.
         public static let notAParticipant = Code(wireValue: 300)
@@ -118,7 +121,7 @@ public struct WireError: LaminaError {
             .unsupportedVersion, .truncated, .invalidUTF8, .badFlags, .unexpectedFrame,
             .authenticationRequired, .unknownNonce, .nonceReused, .nonceExpired, .badSignature,
             .algorithmNotAllowed, .tokenExpired, .tokenNotYetValid, .unknownProvider, .malformedToken,
-            .sessionExpired, .sessionRevoked,
+            .sessionExpired, .sessionRevoked, .nonceOtherConnection,
             .notAParticipant, .removedParticipant, .forbidden,
             .invalidArgument, .invalidIdentifier, .invalidUserID, .invalidMIMEType, .noParts, .tooManyParts,
             .partTooLarge, .inlineTooLarge, .invalidContentReference, .noParticipants, .tooManyParticipants,
@@ -155,6 +158,7 @@ public struct WireError: LaminaError {
             case 209: "malformed-token"
             case 210: "session-expired"
             case 211: "session-revoked"
+            case 212: "nonce-other-connection"
             case 300: "not-a-participant"
             case 301: "removed-participant"
             case 302: "forbidden"

@@ -7,7 +7,11 @@ struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token",
         abstract: "Print a dev identity token for a user, signed with the node's dev identity key.",
-        discussion: "Without --nonce, asks the node (--node, --ca) for a fresh nonce first and prints it on standard error.")
+        discussion: """
+            A node accepts a nonce only on the connection that asked for it, once (SPEC §5.2): to log a client in, pass \
+            the nonce that client's connection got (--nonce). Without --nonce, asks the node (--node, --ca) for a nonce \
+            on a connection of its own and prints it on standard error; that token shows the form, it logs nobody in.
+            """)
 
     @Option(help: "The user id (the token's prn).")
     var user: String

@@ -63,7 +63,8 @@ import Glibc
         let dev = try DevIdentityProvider.loadOrCreate(in: data.appendingPathComponent(NodeBootstrap.Files.devIdentity))
         let client = try await SyncTestClient.connect(url: "https://127.0.0.1:\(node.syncPort)", caFile: certificate)
         _ = try await client.hello()
-        _ = try await client.authenticate(user: "disk", device: UUID(), dev: dev)
+        let device = UUID()
+        let session = try await client.authenticate(user: "disk", device: device, dev: dev)
         let conversation = try await MessagingTests.conversation(client, with: ["disk", "other"])
         _ = try await MessagingTests.send(client, conversation, "before")
         #expect(try await HTTPGet.fetch(port: node.adminPort, path: "/health/ready").status == 200)
@@ -93,6 +94,18 @@ import Glibc
         let errors = metrics.split(separator: "\n").first { $0.hasPrefix("lamina_storage_errors_total ") }
         #expect((errors.flatMap { Int($0.split(separator: " ")[1]) } ?? 0) >= 1, "\(errors ?? "no lamina_storage_errors_total")")
         #expect(node.logged.contains("storage error") || node.logged.contains("group commit failed"))
+        // A new client is still handed a nonce (nonces are not written to the store), and the
+        // device's session resumes on a new connection (a read).
+        let newcomer = try await SyncTestClient.connect(url: "https://127.0.0.1:\(node.syncPort)", caFile: certificate)
+        _ = try await newcomer.hello()
+        _ = try await newcomer.nonce()
+        let resumeID = UUID()
+        newcomer.send(.resumeSession(ResumeSession(requestID: resumeID, sessionToken: session.sessionToken, deviceID: device)))
+        guard case .authenticated = try await newcomer.answer(to: resumeID) else {
+            Issue.record("the session did not resume while the store could not write")
+            return
+        }
+        await newcomer.close()
 
         // Room again: the same session sends, and the node is ready again.
         try Self.prlimit(pid: node.pid, fileSize: "unlimited")

@@ -64,7 +64,7 @@ import Testing
         let healthy = try await ResourceLimitTests.HealthyPair.start(node)
         let greedy = try await node.connect()
         _ = try await greedy.hello()
-        let limit = NodeEngineConfiguration(nodeID: NodeID(1)).maxNoncesPerSession
+        let limit = NonceLimits().perStream
         for _ in 0..<limit { _ = try await greedy.nonce() }
         greedy.send(.nonceRequest(NonceRequest(requestID: UUID())))
         let frames = try await greedy.framesUntilEnd()

@@ -114,9 +114,39 @@ import Testing
         let (first, _) = try await authenticate(h) { used = $0; return try h.dev.mintToken(user: "alice", nonce: $0) }
         guard case .authenticated = first else { Issue.record("got \(first)"); return }
         try await expectFailure(.nonceReused, h) { _ in try h.dev.mintToken(user: "alice", nonce: used) }
+        // A nonce of this session's issued an hour ago (in the table until the pruner's run).
+        let late = try await h.open()
         let past = Timestamp(millisecondsSince1970: Timestamp.now().millisecondsSince1970 - 3_600_000)
-        try await h.store.write { tx in try tx.issueNonce("old-nonce", issuedAt: past, expiresAt: past.adding(.seconds(600))) }
-        try await expectFailure(.nonceExpired, h) { _ in try h.dev.mintToken(user: "alice", nonce: "old-nonce") }
+        let old = try h.engine.nonces.issue(to: late.session.connection, now: past).get().nonce
+        late.session.receive(.authenticate(Authenticate(requestID: UUID(), identityToken: try h.dev.mintToken(user: "alice", nonce: old), deviceID: UUID())))
+        #expect(try await late.outbound.expectNext().errorFrame?.code == .nonceExpired)
+        #expect(h.engine.nonces.prune() == 1)
+        await h.close()
+    }
+
+    /// A nonce is good on the connection (here: the session) that asked for it only; a
+    /// failed login uses its nonce up; a failure is followed by a fresh nonce that works.
+    @Test func aNonceIsTiedToItsConnectionAndAFailedLoginUsesItUp() async throws {
+        let h = try EngineHarness()
+        let asker = try await h.open()
+        let foreign = try await h.nonce(asker)
+        let other = try await h.open()
+        _ = try await h.nonce(other)
+        other.session.receive(.authenticate(Authenticate(requestID: UUID(), identityToken: try h.dev.mintToken(user: "alice", nonce: foreign), deviceID: UUID())))
+        #expect(try await other.outbound.expectNext().errorFrame?.code == .nonceOtherConnection)
+        guard case .nonce(let fresh) = try await other.outbound.expectNext() else { Issue.record("no fresh nonce"); return }
+        // Left as it was for its own connection... which now fails a login (bad signature):
+        let stranger = try EngineHarness()
+        asker.session.receive(.authenticate(Authenticate(requestID: UUID(), identityToken: try stranger.dev.mintToken(user: "alice", nonce: foreign), deviceID: UUID())))
+        #expect(try await asker.outbound.expectNext().errorFrame?.code == .badSignature)
+        guard case .nonce = try await asker.outbound.expectNext() else { Issue.record("no fresh nonce"); return }
+        // ...and that used it up: the right token for it is too late.
+        asker.session.receive(.authenticate(Authenticate(requestID: UUID(), identityToken: try h.dev.mintToken(user: "alice", nonce: foreign), deviceID: UUID())))
+        #expect(try await asker.outbound.expectNext().errorFrame?.code == .nonceReused)
+        // The fresh nonce after the failure authenticates its own session.
+        other.session.receive(.authenticate(Authenticate(requestID: UUID(), identityToken: try h.dev.mintToken(user: "alice", nonce: fresh.nonce), deviceID: UUID())))
+        guard case .authenticated = try await other.outbound.expectNext() else { Issue.record("the fresh nonce did not authenticate"); return }
+        await stranger.close()
         await h.close()
     }
 

@@ -92,6 +92,17 @@ public struct IdentityTokenVerifier: Sendable {
         return IdentityClaims(provider: issuer, identity: identity, nonce: nonce)
     }
 
+    /// The `nce` claim of `token` read without verifying anything else (nil when the claims
+    /// do not decode): the nonce a failed login uses up.
+    static func unverifiedNonce(_ token: String) -> String? {
+        guard token.utf8.count <= maxTokenBytes else { return nil }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]),
+              let claims = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+        else { return nil }
+        return claims["nce"] as? String
+    }
+
     static func jsonObject(_ bytes: [UInt8], _ what: String) throws(WireError) -> [String: Any] {
         guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
             throw WireError(.malformedToken, "the JWT \(what) is not a JSON object")

@@ -32,6 +32,8 @@ public final class NodeEngine: Sendable {
     let pushes = PushOutbox()
     /// Every user's block list, for the fan-out of messages (Server API block lists).
     let blockLists: BlockLists
+    /// The nonces issued and not yet expired, each tied to its connection (SPEC §5.2).
+    public let nonces: NonceTable
 
     /// Reads the latest clock reading this node stored, so its hybrid logical clock continues
     /// after it (positions never go back across a restart, whatever the wall clock says).
@@ -39,6 +41,7 @@ public final class NodeEngine: Sendable {
     public init(store: NodeStore, configuration: NodeEngineConfiguration) throws {
         self.store = store
         self.configuration = configuration
+        self.nonces = NonceTable(limits: configuration.nonces)
         self.verifier = IdentityTokenVerifier(providers: configuration.identityProviders, maxClockSkew: configuration.maxClockSkew)
         self.commandBudget = TokenBuckets(
             rates: [configuration.commandBudget.commandsPerSecond, configuration.commandBudget.bytesPerSecond],
@@ -52,9 +55,10 @@ public final class NodeEngine: Sendable {
 
     deinit { typingExpiry.stop() }
 
-    /// A new client session on a fresh sync stream.
+    /// A new client session on a fresh sync stream (its nonces are tied to
+    /// ``SessionOutbound/connectionID``, or to the session alone when that is nil).
     public func openSession(outbound: SessionOutbound) -> NodeSession {
-        let session = NodeSession(engine: self, outbound: outbound)
+        let session = NodeSession(engine: self, outbound: outbound, connection: outbound.connectionID ?? NonceTable.privateOwner())
         registry.add(session)
         if isShuttingDown.withLock({ $0 }) {
             session.fail(WireError(.shuttingDown, "the node is shutting down"))

@@ -9,12 +9,8 @@ public struct NodeEngineConfiguration: Sendable {
     public var identityProviders: [IdentityProvider]
     /// How long a session token stays valid. Default 30 days.
     public var sessionLifetime: Duration
-    /// How long an issued nonce can be used. Default 10 minutes.
-    public var nonceLifetime: Duration
-    /// Nonces one stream may be issued (NONCE_REQUEST, and the fresh one after each failed
-    /// login); the next request ends the stream with a fatal `limit-exceeded`. With the
-    /// unauthenticated-session limits this bounds how fast clients can grow the nonce table.
-    public var maxNoncesPerSession = 8
+    /// Nonces: lifetime, and how many per stream, per connection and per node (``NonceTable``).
+    public var nonces = NonceLimits()
     /// Leeway for JWT `iat`/`exp`. Default 60 s.
     public var maxClockSkew: Duration
     /// The largest frame payload the node's streams accept, announced in WELCOME.
@@ -31,13 +27,11 @@ public struct NodeEngineConfiguration: Sendable {
         nodeID: NodeID,
         identityProviders: [IdentityProvider] = [],
         sessionLifetime: Duration = .seconds(30 * 24 * 3600),
-        nonceLifetime: Duration = .seconds(600),
         maxClockSkew: Duration = .seconds(60)
     ) {
         self.nodeID = nodeID
         self.identityProviders = identityProviders
         self.sessionLifetime = sessionLifetime
-        self.nonceLifetime = nonceLifetime
         self.maxClockSkew = maxClockSkew
     }
 }

@@ -36,7 +36,7 @@ public final class NodeSession: Sendable {
         var phase = Phase.awaitingHello
         var features = FeatureSet()
         var auth: Auth?
-        /// Nonces issued on this stream (bounded by `maxNoncesPerSession`).
+        /// Nonces issued on this stream (bounded by ``NonceLimits/perStream``).
         var noncesIssued = 0
         /// Set once SYNC ran: live feed entries are sent from then on.
         var live = false
@@ -63,14 +63,17 @@ public final class NodeSession: Sendable {
 
     let engine: NodeEngine
     let outbound: SessionOutbound
+    /// The connection this session's stream travels on: the owner of the nonces it is issued.
+    let connection: UInt64
     let state = Locked(State())
     private let window = Locked(Window())
     private let continuation: AsyncStream<Input>.Continuation
     private let worker: Locked<Task<Void, Never>?> = Locked(nil)
 
-    init(engine: NodeEngine, outbound: SessionOutbound) {
+    init(engine: NodeEngine, outbound: SessionOutbound, connection: UInt64) {
         self.engine = engine
         self.outbound = outbound
+        self.connection = connection
         let (stream, continuation) = AsyncStream<Input>.makeStream()
         self.continuation = continuation
         let task = Task { [weak self] in
@@ -314,7 +317,7 @@ public final class NodeSession: Sendable {
         switch frame {
         case .ping(let ping): send(.pong(ping))
         case .pong: break
-        case .nonceRequest(let request): await issueNonce(requestID: request.requestID)
+        case .nonceRequest(let request): issueNonce(requestID: request.requestID)
         case .authenticate(let request): await authenticate(request)
         case .resumeSession(let request): await resume(request)
         case .endSession(let request):

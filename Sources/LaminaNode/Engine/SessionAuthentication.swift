@@ -14,10 +14,12 @@ extension Timestamp {
 }
 
 extension NodeSession {
-    /// NONCE_REQUEST (or after an authentication failure, with the nil request id): a fresh
-    /// nonce, stored before it is sent.
-    func issueNonce(requestID: UUID) async {
-        let limit = engine.configuration.maxNoncesPerSession
+    /// NONCE_REQUEST (`requestID`), or after an authentication failure (nil: unasked): a fresh
+    /// nonce tied to this stream's connection (``NonceTable``). Past the stream's count the
+    /// stream ends with a fatal `limit-exceeded`; past the connection's or the node's the
+    /// answer is `overloaded` with a retry delay.
+    func issueNonce(requestID: UUID?) {
+        let limit = engine.nonces.limits.perStream
         let allowed = state.withLock { s -> Bool in
             guard s.noncesIssued < limit else { return false }
             s.noncesIssued += 1
@@ -26,20 +28,21 @@ extension NodeSession {
         guard allowed else {
             return fail(WireError(.limitExceeded, "a stream may be issued at most \(limit) nonces"))
         }
-        let nonce = NodeStore.makeNonce()
-        let now = Timestamp.now()
-        let expiresAt = now.adding(engine.configuration.nonceLifetime)
-        do {
-            try await engine.store.write { tx in try tx.issueNonce(nonce, issuedAt: now, expiresAt: expiresAt) }
-            send(.nonce(Nonce(requestID: requestID, nonce: nonce, expiresAt: expiresAt)))
-        } catch {
-            reply(EngineErrors.wire(error), requestID: requestID)
+        switch engine.nonces.issue(to: connection) {
+        case .success(let issued):
+            let id = requestID ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+            send(.nonce(Nonce(requestID: id, nonce: issued.nonce, expiresAt: issued.expiresAt)))
+        case .failure(let error):
+            var frame = ErrorFrame(error, requestID: requestID)
+            frame.isFatal = false
+            frame.retryAfterMilliseconds = engine.nonces.limits.refusalRetryAfterMilliseconds
+            send(.error(frame))
         }
     }
 
-    /// AUTHENTICATE: verifies the identity token, uses its nonce and creates the session in
-    /// one transaction, then answers AUTHENTICATED; on failure ERROR with the specific code,
-    /// followed by a fresh NONCE.
+    /// AUTHENTICATE: verifies the identity token, uses its nonce (one of this connection's,
+    /// ``NonceTable``), creates the session, then answers AUTHENTICATED; on failure ERROR with
+    /// the specific code, followed by a fresh NONCE. A failed login uses its nonce up too.
     func authenticate(_ request: Authenticate) async {
         guard state.withLock({ $0.auth == nil }) else {
             return fail(WireError(.unexpectedFrame, "the session is already authenticated"))
@@ -51,15 +54,16 @@ extension NodeSession {
             let (token, hash) = try Self.makeSessionToken()
             let record = SessionRecord(tokenHash: hash, user: claims.identity.userID, device: device, createdAt: now,
                                        expiresAt: now.adding(engine.configuration.sessionLifetime))
-            try await engine.store.write { tx in
-                try tx.consumeNonce(claims.nonce, at: now)
-                try tx.createSession(record)
-            }
+            try engine.nonces.use(claims.nonce, by: connection, now: now)
+            try await engine.store.write { tx in try tx.createSession(record) }
             authenticated(Auth(user: record.user, device: device, tokenHash: hash))
             send(.authenticated(Authenticated(requestID: request.requestID, sessionToken: token, identity: claims.identity, expiresAt: record.expiresAt)))
         } catch {
+            if let nonce = IdentityTokenVerifier.unverifiedNonce(request.identityToken) {
+                engine.nonces.spoil(nonce, by: connection)
+            }
             reply(EngineErrors.wire(error), requestID: request.requestID)
-            await issueNonce(requestID: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+            issueNonce(requestID: nil)
         }
     }
 
@@ -91,7 +95,7 @@ extension NodeSession {
             var frame = ErrorFrame(wire, requestID: request.requestID)
             frame.isFatal = false  // the client re-authenticates on this stream with the nonce that follows
             send(.error(frame))
-            await issueNonce(requestID: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+            issueNonce(requestID: nil)
         }
     }
 

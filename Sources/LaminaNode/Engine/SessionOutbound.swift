@@ -13,9 +13,14 @@ public protocol SessionOutbound: AnyObject, Sendable {
     /// all at once. Returns false once the stream is closed (the answer stops there). An
     /// implementation resets a client that takes nothing for a bounded time.
     func roomForPacedAnswer() async -> Bool
+    /// The connection the stream travels on (nonces are tied to it, SPEC §5.2); nil when
+    /// there is none (tests): the session's nonces are then its own.
+    var connectionID: UInt64? { get }
 }
 
 extension SessionOutbound {
     /// Outbounds without a bounded queue (tests) always have room.
     public func roomForPacedAnswer() async -> Bool { true }
+    /// No connection: the session's nonces are its own.
+    public var connectionID: UInt64? { nil }
 }

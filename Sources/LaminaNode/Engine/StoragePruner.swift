@@ -2,7 +2,8 @@ import Foundation
 import LaminaModel
 import Logging
 
-/// Deletes what the store keeps only for a while: expired nonces, expired sessions,
+/// Deletes what the node keeps only for a while: expired nonces (the engine's ``NonceTable``,
+/// and rows an earlier version stored), expired sessions,
 /// idempotency records older than ``idempotencyRetention`` (SPEC §7: request ids are
 /// remembered for at least 7 days), and feed entries every recent device has (``feedRetention``). Runs every interval (`NodeResourceLimits.pruneIntervalSeconds`)
 /// until cancelled; one write transaction per run.
@@ -30,12 +31,14 @@ public final class StoragePruner: Sendable {
     }
 
     private let store: NodeStore
+    private let nonces: NonceTable?
     private let logger: Logger
     private let task = Locked<Task<Void, Never>?>(nil)
     private let totals = Locked((runs: 0, pruned: Pruned()))
 
-    public init(store: NodeStore, logger: Logger) {
+    public init(store: NodeStore, nonces: NonceTable? = nil, logger: Logger) {
         self.store = store
+        self.nonces = nonces
         self.logger = logger
     }
 
@@ -47,13 +50,15 @@ public final class StoragePruner: Sendable {
     public func run(now: Timestamp = .now()) async throws -> Pruned {
         let oldest = now.adding(.zero - Self.idempotencyRetention)
         let seen = now.adding(.zero - Self.feedRetention)
-        let pruned = try await store.write { tx -> Pruned in
+        let inMemory = nonces?.prune(now: now) ?? 0
+        var pruned = try await store.write { tx -> Pruned in
             Pruned(
                 nonces: try tx.pruneNonces(expiredBefore: now),
                 sessions: try tx.pruneSessions(expiredBefore: now),
                 idempotencyRecords: try tx.pruneIdempotencyRecords(before: oldest),
                 feedEntries: try tx.pruneFeeds(devicesSeenSince: seen))
         }
+        pruned.nonces += inMemory
         totals.withLock {
             $0.runs += 1
             $0.pruned.nonces += pruned.nonces

@@ -30,8 +30,8 @@ public struct NodeReadiness: Sendable {
 /// `/health/ready`). Ready means: not shutting down; the store took a write recently (a
 /// probe commit at most every ``probeInterval``, answered within ``probeTimeout``), its
 /// latest group commit did not fail and SQLite reported no error in the last
-/// ``storageErrorWindow``; file descriptors, connections and session slots below
-/// ``nearlyExhausted`` of their limits.
+/// ``storageErrorWindow``; file descriptors (against the soft `RLIMIT_NOFILE` as it is now),
+/// connections and session slots below ``nearlyExhausted`` of their limits.
 final class NodeHealth: Sendable {
     /// The share of a limit above which the node reports itself not ready (a load balancer
     /// then sends new clients elsewhere while the node still serves the ones it has).
@@ -47,14 +47,15 @@ final class NodeHealth: Sendable {
     private let maxSessions: Int
     private let connections: @Sendable () -> Int
     private let maxConnections: Int
-    private let descriptorLimit: Int
+    private let descriptorLimit: @Sendable () -> Int
     private let stopping: @Sendable () -> Bool
     /// The latest store probe: when it finished and why it failed (nil: it committed).
     private let probe = NIOLockedValueBox<(at: ContinuousClock.Instant, failure: String?)?>(nil)
 
     init(
         store: NodeStore, sessions: @escaping @Sendable () -> Int, maxSessions: Int,
-        connections: @escaping @Sendable () -> Int, maxConnections: Int, descriptorLimit: Int,
+        connections: @escaping @Sendable () -> Int, maxConnections: Int,
+        descriptorLimit: @escaping @Sendable () -> Int = { NodeResourceLimits.softFileDescriptorLimit() },
         stopping: @escaping @Sendable () -> Bool
     ) {
         self.store = store
@@ -78,7 +79,7 @@ final class NodeHealth: Sendable {
         checks.append(.init(name: "serving", ok: !stopping, detail: stopping ? "shutting down" : "accepting sessions"))
         checks.append(await storeCheck())
         if let open = Self.openDescriptors() {
-            checks.append(usage("descriptors", open, of: descriptorLimit))
+            checks.append(usage("descriptors", open, of: descriptorLimit()))
         }
         checks.append(usage("connections", connections(), of: maxConnections))
         checks.append(usage("sessions", sessions(), of: maxSessions))

@@ -16,11 +16,12 @@ final class NodeMetricsSampler: Sendable {
     private let connectionsClosedIdle: Counter
     private let connectionsClosedForFlood: Counter
     private let connectionsClosedStalled: Counter
+    private let acceptsFailed: Counter
     private let storageErrors: Counter
     private let storageCommitFailures: Counter
     private let storageCommandsRefused: Counter
     /// The counters' values at the last sample (the registry's counters only go up).
-    private let last = NIOLockedValueBox([Int](repeating: 0, count: 8))
+    private let last = NIOLockedValueBox([Int](repeating: 0, count: 9))
 
     init(registry: PrometheusCollectorRegistry, store: NodeStore, transport: TransportServer, budget: NodeOutboundBudget) {
         self.store = store
@@ -34,6 +35,7 @@ final class NodeMetricsSampler: Sendable {
         connectionsClosedIdle = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_closed_idle", unitName: "total", helpText: "Connections closed after the idle timeout without a stream"))
         connectionsClosedForFlood = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_closed_flood", unitName: "total", helpText: "Connections ended with GOAWAY ENHANCE_YOUR_CALM for a frame flood"))
         connectionsClosedStalled = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_closed_stalled", unitName: "total", helpText: "Connections closed because the client read nothing for the stalled-connection timeout"))
+        acceptsFailed = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_accept_failed", unitName: "total", helpText: "Accepts that failed (no file descriptor left or another socket error), each also logged"))
         storageErrors = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_errors", unitName: "total", helpText: "Errors SQLite reported (disk full, I/O, damage), each also logged"))
         storageCommitFailures = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commit_failures", unitName: "total", helpText: "Group commits whose transaction failed"))
         storageCommandsRefused = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commands_refused", unitName: "total", helpText: "Commands refused because the write queue was full"))
@@ -44,9 +46,9 @@ final class NodeMetricsSampler: Sendable {
         let counts = transport.counts
         let storage = store.writerStatistics
         let now = [counts.refused, counts.closedIdle, counts.closedForFlood, counts.closedStalled,
-                   storage.databaseErrors, storage.failedCommits, storage.refusedCommands, budget.resets]
+                   storage.databaseErrors, storage.failedCommits, storage.refusedCommands, budget.resets, counts.acceptFailed]
         let counters = [connectionsRefused, connectionsClosedIdle, connectionsClosedForFlood, connectionsClosedStalled,
-                        storageErrors, storageCommitFailures, storageCommandsRefused, outboundBudgetResets]
+                        storageErrors, storageCommitFailures, storageCommandsRefused, outboundBudgetResets, acceptsFailed]
         last.withLockedValue { last in
             for i in now.indices where now[i] > last[i] {
                 counters[i].increment(by: Int64(now[i] - last[i]))

@@ -46,9 +46,12 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     /// `commandsPerUserPerSecond`, `commandBurstPerUser`, `commandBytesPerUserPerSecond`,
     /// `commandByteBurstPerUser`).
     public var commandBudget = CommandBudget()
+    /// Nonces: lifetime, and how many one stream, one connection and the node may hold
+    /// (config file keys `nonceLifetimeSeconds`, `maxNoncesPerStream`, `maxNoncesPerConnection`,
+    /// `maxNonces`).
+    public var nonces = NonceLimits()
     /// How often expired nonces and sessions and old idempotency records are deleted
-    /// (``StoragePruner``). With the 10-minute nonce lifetime the table then holds at most the
-    /// nonces of the last 15 minutes.
+    /// (``StoragePruner``). Nonces also go when their connection closes.
     public var pruneIntervalSeconds = 300
 
     public init() {}
@@ -84,6 +87,7 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
             "resources.commandBytesPerUserPerSecond must be at least 65536 and commandByteBurstPerUser at least 2097152 (a largest frame)")
         try check(maxUnproductiveFramesPerSecond >= 10, "resources.maxUnproductiveFramesPerSecond must be at least 10")
         try check((1...86_400).contains(pruneIntervalSeconds), "resources.pruneIntervalSeconds must be 1...86400")
+        if let problem = nonces.problem() { throw NodeServerError.configuration(problem) }
     }
 
     /// ``maxUnauthenticated``, at most 90 % of `maxSessions` (at least 1): a tenth of the

@@ -32,10 +32,12 @@ public final class NodeServer: Sendable {
     public let admission: SessionAdmission
     /// Bytes queued for clients over every sync stream, against the node's outbound budget.
     public let outboundBudget: NodeOutboundBudget
-    /// Deletes expired nonces and sessions and old idempotency records on a schedule.
+    /// Deletes expired nonces (the engine's table) and sessions and old idempotency records on a schedule.
     public let pruner: StoragePruner
     /// The Server API's app id and tokens (nil when the Server API is disabled).
     public let serverAPICredentials: ServerAPICredentials?
+    /// Logs descriptors, connections and session slots running out, and refusals.
+    let healthLog: NodeHealthLog
     /// Peering (listener, dialers, links), when configured.
     public let peers: PeerService?
     /// Webhook delivery from the outbox.
@@ -53,8 +55,10 @@ public final class NodeServer: Sendable {
         configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
         content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>,
         admission: SessionAdmission, outboundBudget: NodeOutboundBudget, pruner: StoragePruner,
-        serverAPICredentials: ServerAPICredentials?, peers: PeerService?, webhooks: WebhookDelivery, pushes: PushDelivery
+        serverAPICredentials: ServerAPICredentials?, peers: PeerService?, webhooks: WebhookDelivery, pushes: PushDelivery,
+        healthLog: NodeHealthLog
     ) {
+        self.healthLog = healthLog
         self.webhooks = webhooks
         self.pushes = pushes
         self.peers = peers
@@ -94,6 +98,7 @@ public final class NodeServer: Sendable {
         var engineConfiguration = NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders)
         engineConfiguration.maxFrameSize = min(configuration.limits.maxFrameSize, WireLimits.protocolMaxFrameSize)
         engineConfiguration.commandBudget = configuration.resources.commandBudget
+        engineConfiguration.nonces = configuration.resources.nonces
         engineConfiguration.cluster = configuration.peers.cluster
         let engine = try NodeEngine(store: store, configuration: engineConfiguration)
         let content: ContentService
@@ -191,7 +196,8 @@ public final class NodeServer: Sendable {
             transport = try await TransportServer.start(
                 host: configuration.host, port: configuration.port, tls: tls, router: router, settings: settings,
                 group: group, maxConnections: maxConnections,
-                http1: configuration.serverAPI.enabled ? HTTP1Settings() : nil)
+                http1: configuration.serverAPI.enabled ? HTTP1Settings() : nil,
+                connectionClosed: { [nonces = engine.nonces] in nonces.connectionClosed($0) })
         } catch {
             await content.shutdown()
             await engine.shutdown()
@@ -216,8 +222,16 @@ public final class NodeServer: Sendable {
         let stoppedBox = NIOLockedValueBox(false)
         let health = NodeHealth(
             store: store, sessions: { gate.count }, maxSessions: configuration.maxSessions,
-            connections: { transport.connectionCount }, maxConnections: maxConnections, descriptorLimit: softLimit,
+            connections: { transport.connectionCount }, maxConnections: maxConnections,
             stopping: { stoppedBox.withLockedValue { $0 } })
+        let healthLog = NodeHealthLog(logger: logger) { [maxSessions = configuration.maxSessions] in
+            let limit = NodeResourceLimits.softFileDescriptorLimit()
+            let counts = transport.counts
+            return NodeHealthLog.Counts(
+                descriptors: NodeHealth.openDescriptors().map { ($0, limit) }, connections: (transport.connectionCount, maxConnections),
+                sessions: (gate.count, maxSessions), refusedConnections: counts.refused, failedAccepts: counts.acceptFailed,
+                refusedSessions: gate.refused)
+        }
         let peerMetrics = peers.map { PeerMetrics(registry: registry, engine: engine, peers: $0) }
         let sampler = NodeMetricsSampler(registry: registry, store: store, transport: transport, budget: outboundBudget)
         if configuration.adminPort >= 0 {
@@ -249,8 +263,8 @@ public final class NodeServer: Sendable {
         let server = NodeServer(
             configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
             transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission,
-            outboundBudget: outboundBudget, pruner: StoragePruner(store: store, logger: logger), serverAPICredentials: serverAPICredentials,
-            peers: peers, webhooks: webhooks, pushes: pushes)
+            outboundBudget: outboundBudget, pruner: StoragePruner(store: store, nonces: engine.nonces, logger: logger), serverAPICredentials: serverAPICredentials,
+            peers: peers, webhooks: webhooks, pushes: pushes, healthLog: healthLog)
         do {
             try await webhooks.start(base: "\(server.url)/apps/\(serverAPICredentials?.appID ?? "none")")
         } catch {
@@ -262,6 +276,7 @@ public final class NodeServer: Sendable {
             throw NodeServerError.startup("cannot start push delivery: \(error)")
         }
         server.pruner.start(every: .seconds(Int64(configuration.resources.pruneIntervalSeconds)))
+        healthLog.start()
         logger.info(
             "node started",
             metadata: [
@@ -285,6 +300,7 @@ public final class NodeServer: Sendable {
         guard !already else { return }
         logger.info("shutting down: GOAWAY, draining")
         gate.close()
+        healthLog.stop()
         await peers?.shutdown()
         await pruner.stop()
         await engine.shutdown()
@@ -304,19 +320,25 @@ public final class NodeServer: Sendable {
 
 /// Counts open sessions against the configured maximum; closed during shutdown.
 final class SessionGate: Sendable {
-    private let state: NIOLockedValueBox<(count: Int, closed: Bool)>
+    private let state: NIOLockedValueBox<(count: Int, closed: Bool, refused: Int)>
     private let limit: Int
 
     init(limit: Int) {
         self.limit = limit
-        self.state = NIOLockedValueBox((0, false))
+        self.state = NIOLockedValueBox((0, false, 0))
     }
 
     var count: Int { state.withLockedValue { $0.count } }
+    /// Sessions refused so far because every slot was taken.
+    var refused: Int { state.withLockedValue { $0.refused } }
 
     func admit() -> Bool {
         state.withLockedValue { s in
-            guard !s.closed, s.count < limit else { return false }
+            guard !s.closed else { return false }
+            guard s.count < limit else {
+                s.refused += 1
+                return false
+            }
             s.count += 1
             return true
         }

@@ -143,6 +143,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = r.commandByteBurstPerUser { resources.commandBudget.byteBurst = v }
             if let v = r.maxUnproductiveFramesPerSecond { resources.maxUnproductiveFramesPerSecond = v }
             if let v = r.pruneIntervalSeconds { resources.pruneIntervalSeconds = v }
+            if let v = r.nonceLifetimeSeconds { resources.nonces.lifetimeSeconds = v }
+            if let v = r.maxNoncesPerStream { resources.nonces.perStream = v }
+            if let v = r.maxNoncesPerConnection { resources.nonces.perConnection = v }
+            if let v = r.maxNonces { resources.nonces.perNode = v }
         }
         try validate()
     }
@@ -214,6 +218,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var commandByteBurstPerUser: Double?
             var maxUnproductiveFramesPerSecond: Int?
             var pruneIntervalSeconds: Int?
+            var nonceLifetimeSeconds: Int?
+            var maxNoncesPerStream: Int?
+            var maxNoncesPerConnection: Int?
+            var maxNonces: Int?
         }
         var host: String?
         var port: Int?

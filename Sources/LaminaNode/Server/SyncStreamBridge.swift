@@ -375,6 +375,8 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
 
     // MARK: SessionOutbound (any thread)
 
+    public var connectionID: UInt64? { stream.connectionID }
+
     public func send(_ frames: [Frame]) {
         var overflow = false
         var schedule = false

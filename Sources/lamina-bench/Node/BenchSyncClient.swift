@@ -24,6 +24,8 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
     /// waiting for deliveries that cannot come.
     let failure = NIOLockedValueBox<String?>(nil)
     private let closing = NIOLockedValueBox(false)
+    /// Bytes received on the stream so far.
+    let bytesReceived = NIOLockedValueBox(0)
 
     private init(connection: TransportConnection, stream: TransportStream) {
         self.connection = connection
@@ -106,6 +108,7 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
     // MARK: delegate (event loop)
 
     func streamDidReceiveData(_ stream: TransportStream, data: ByteBuffer) {
+        bytesReceived.withLockedValue { $0 += data.readableBytes }
         decoder.feed(data)
         do {
             while let frame = try decoder.next() { deliver(frame) }
