@@ -76,12 +76,15 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// Inbound body bytes this connection's streams hold that the layer above has not taken
     /// (paused streams; each bounded by its receive window), and the most one stream holds.
     /// Event loop only.
-    var inboundHeld: (bytes: Int, largest: Int) {
-        streams.all.reduce(into: (0, 0)) { held, stream in
+    var inboundHeld: (bytes: Int, largest: Int, peak: Int) {
+        streams.all.reduce(into: (0, 0, inboundPeak)) { held, stream in
             held.0 += stream.inboundBufferedBytes
             held.1 = max(held.1, stream.inboundBufferedBytes)
         }
     }
+
+    /// The most one stream of this connection ever held (a high-water mark of `inboundHeld`).
+    private var inboundPeak = 0
 
     // MARK: channel events
 
@@ -339,6 +342,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         // buffered memory stays bounded by the stream windows.
         _ = nghttp2_session_consume_connection(session!.raw, bytes.count)
         stream.inboundBufferedBytes += bytes.count
+        inboundPeak = max(inboundPeak, stream.inboundBufferedBytes)
         stream.inbound.append(.data(chunk))
         enqueue(stream)
         return 0

@@ -46,6 +46,8 @@ public final class TransportServer: Sendable {
         public var bytes = 0
         /// The most one stream holds.
         public var largestStream = 0
+        /// The most one stream of an open connection has held at any moment (not sampled).
+        public var largestStreamEver = 0
     }
 
     /// What the open connections' streams hold now (asks each connection on its event loop).
@@ -56,6 +58,7 @@ public final class TransportServer: Sendable {
             guard let held = try? await channel.eventLoop.submit({ handler.inboundHeld }).get() else { continue }
             total.bytes += held.bytes
             total.largestStream = max(total.largestStream, held.largest)
+            total.largestStreamEver = max(total.largestStreamEver, held.peak)
         }
         return total
     }

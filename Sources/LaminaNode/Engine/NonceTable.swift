@@ -84,7 +84,10 @@ public final class NonceTable: Sendable {
         let nowMs = now.millisecondsSince1970
         return state.withLock { s -> Result<(nonce: String, expiresAt: Timestamp), WireError> in
             if s.byOwner[owner, default: []].count >= limits.perConnection {
-                Self.removeExpired(of: owner, before: nowMs, in: &s)
+                // Spent nonces (used, or expired) make room: the bound is on nonces a
+                // connection may still log in with, so a connection that logs in often is
+                // never refused for its past logins.
+                Self.removeExpired(of: owner, before: nowMs, alsoUsed: true, in: &s)
                 if s.byOwner[owner, default: []].count >= limits.perConnection {
                     s.refused += 1
                     return .failure(WireError(.overloaded, "this connection holds \(limits.perConnection) nonces, its limit; use one or wait for one to expire"))
@@ -165,10 +168,10 @@ public final class NonceTable: Sendable {
         state.withLock { Snapshot(nonces: $0.entries.count, connections: $0.byOwner.count, refused: $0.refused) }
     }
 
-    private static func removeExpired(of owner: UInt64, before now: Int64, in s: inout State) {
+    private static func removeExpired(of owner: UInt64, before now: Int64, alsoUsed: Bool = false, in s: inout State) {
         guard let nonces = s.byOwner[owner] else { return }
         let kept = nonces.filter { nonce in
-            guard let entry = s.entries[nonce], entry.expiresAt >= now else {
+            guard let entry = s.entries[nonce], entry.expiresAt >= now, !(alsoUsed && entry.used) else {
                 s.entries[nonce] = nil
                 return false
             }
