@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.0"),
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Value types of the domain. No dependencies beyond Foundation.
@@ -92,6 +93,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             exclude: ["Server/RESOURCES.md", "Storage/WRITE-PATH.md"]
         ),
@@ -230,7 +232,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LaminaNodeTests",
-            dependencies: ["LaminaNode", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks",
+            dependencies: ["LaminaNode", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks", "LaminaProcess",
                            .product(name: "NIOCore", package: "swift-nio")]
         ),
         // A real node in-process (and the built binary) over TLS + HTTP/2 on loopback.

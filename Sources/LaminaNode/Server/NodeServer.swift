@@ -88,7 +88,7 @@ public final class NodeServer: Sendable {
         }
         let prepared = try NodeBootstrap.prepare(configuration)
         let store: NodeStore
-        do { store = try NodeStore(path: prepared.storePath) } catch {
+        do { store = try NodeStore(location: prepared.storeLocation) } catch {
             throw NodeServerError.startup("cannot open the store at \(prepared.storePath): \(error)")
         }
         var engineConfiguration = NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders)

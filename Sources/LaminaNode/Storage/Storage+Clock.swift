@@ -1,4 +1,3 @@
-import GRDB
 import LaminaModel
 
 extension StorageReader {
