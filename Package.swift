@@ -95,7 +95,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
-            exclude: ["Server/RESOURCES.md", "Storage/WRITE-PATH.md"]
+            exclude: ["Server/RESOURCES.md", "Storage/WRITE-PATH.md", "Storage/POSTGRES.md"]
         ),
         // The relay node executable: zero-config start, flags or a JSON config file.
         .executableTarget(
@@ -208,6 +208,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // Test support: a throwaway PostgreSQL cluster per test process (or LAMINA_TEST_POSTGRES).
+        .target(name: "LaminaTestPostgres", dependencies: ["LaminaProcess"], path: "Tests/LaminaTestPostgres"),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
         .testTarget(name: "LaminaMergeTests", dependencies: ["LaminaMerge", "LaminaModel"]),
         .testTarget(
@@ -232,7 +234,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LaminaNodeTests",
-            dependencies: ["LaminaNode", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks", "LaminaProcess",
+            dependencies: ["LaminaNode", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks", "LaminaTestPostgres",
                            .product(name: "NIOCore", package: "swift-nio")]
         ),
         // A real node in-process (and the built binary) over TLS + HTTP/2 on loopback.
@@ -240,6 +242,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "LaminaProcess",
+                "LaminaTestPostgres",
                 "LaminaNode",
                 "LaminaLocalNode",
                 "LaminaClient",

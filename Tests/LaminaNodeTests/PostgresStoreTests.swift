@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaTestPostgres
 import Testing
 @testable import LaminaNode
 
@@ -7,7 +8,7 @@ import Testing
 /// connection failures and reconnection. (The storage suites run on both backends.)
 @Suite struct PostgresStoreTests {
     @Test func migratesAnEmptyDatabaseWithSynchronousCommit() async throws {
-        let location = try PostgresTestCluster.newDatabase()
+        let location = try PostgresTestCluster.newLocation()
         let store = try NodeStore(location: .postgres(location))
         defer { try? store.close() }
         let applied = try store.readNow { r in try PostgresSchema.appliedMigrations(r.db as! PostgresSession) }
@@ -24,7 +25,7 @@ import Testing
     }
 
     @Test func reopeningMigratesNothingAndANewerSchemaIsRefused() async throws {
-        let location = try PostgresTestCluster.newDatabase()
+        let location = try PostgresTestCluster.newLocation()
         let store = try NodeStore(location: .postgres(location))
         try await store.write { tx in try tx.setSetting("kept", [1]) }
         try store.close()
@@ -36,7 +37,7 @@ import Testing
         }
         try reopened.close()
         #expect(throws: StorageError.self) { try NodeStore(location: .postgres(location)) }
-        do {
+        do throws(StorageError) {
             _ = try NodeStore(location: .postgres(location))
         } catch {
             #expect(error.code == .schemaTooNew)
@@ -50,7 +51,7 @@ import Testing
         let store = try NodeStore(path: path)
         try await store.write { tx in try tx.db.run("INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')") }
         try store.close()
-        do {
+        do throws(StorageError) {
             _ = try NodeStore(path: path)
             Issue.record("a store with an unknown migration was opened")
         } catch {
@@ -61,7 +62,7 @@ import Testing
     @Test func anUnreachableServerIsAClearError() throws {
         // A socket directory where no server listens.
         let nowhere = PostgresLocation(user: "postgres", port: 5432, database: "lamina", socketDirectory: "/nonexistent-\(UUID().uuidString.prefix(8))")
-        do {
+        do throws(StorageError) {
             _ = try NodeStore(location: .postgres(nowhere))
             Issue.record("opened a store on no server")
         } catch {
@@ -71,9 +72,9 @@ import Testing
     }
 
     @Test func anUnknownRoleIsAnAuthenticationError() throws {
-        var location = try PostgresTestCluster.server()
+        var location = try PostgresTestCluster.serverLocation()
         location.user = "no_such_role_\(UInt32.random(in: 0...UInt32.max))"
-        do {
+        do throws(StorageError) {
             _ = try NodeStore(location: .postgres(location))
             Issue.record("opened a store with an unknown role")
         } catch {
@@ -100,14 +101,14 @@ import Testing
     /// go on over new connections; at most the group in flight fails, and nothing
     /// acknowledged is lost.
     @Test func theStoreReconnectsAfterTheServerDropsItsConnections() async throws {
-        let location = try PostgresTestCluster.newDatabase()
+        let location = try PostgresTestCluster.newLocation()
         let store = try NodeStore(location: .postgres(location))
         defer { try? store.close() }
         try await store.write { tx in try tx.setSetting("before", [1]) }
         #expect(try await store.read { r in try r.setting("before") } == [1])
 
         var admin = location
-        admin.database = try PostgresTestCluster.server().database
+        admin.database = try PostgresTestCluster.serverLocation().database
         let connector = PostgresConnector(location: admin, syncsCommits: false)
         defer { connector.shutdown() }
         let session = try connector.connect()

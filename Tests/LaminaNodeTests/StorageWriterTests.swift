@@ -64,7 +64,7 @@ import Testing
             #expect(stats.transactions == 3)
             #expect(stats.committedCommands == 1_001)
             #expect(stats.largestBatch == 512)
-            let stored = try await store.pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM node_settings") }
+            let stored = try await store.read { r in try r.db.int64("SELECT count(*) FROM node_settings") }
             #expect(stored == 1_000)
         }
     }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 import LaminaModel
+import LaminaTestPostgres
 @testable import LaminaNode
 
 /// The store backends the storage suites run on: every assertion holds on both.
@@ -20,7 +21,19 @@ func temporaryStoreLocation(_ backend: StoreBackend) throws -> (location: StoreL
         let (path, cleanup) = temporaryDatabasePath()
         return (.sqlite(path: path), cleanup)
     case .postgres:
-        return (.postgres(try PostgresTestCluster.newDatabase()), {})
+        return (.postgres(try PostgresLocation(url: PostgresTestCluster.newDatabase())), {})
+    }
+}
+
+extension PostgresTestCluster {
+    /// A new, empty database on the test server.
+    static func newLocation() throws -> PostgresLocation {
+        try PostgresLocation(url: newDatabase())
+    }
+
+    /// The test server's maintenance database.
+    static func serverLocation() throws -> PostgresLocation {
+        try PostgresLocation(url: server().url())
     }
 }
 

@@ -74,11 +74,13 @@ public struct NodeBootstrap: Sendable {
             providers.append(IdentityProvider(id: file.id, publicKeyPEM: pem, algorithms: Set(file.algorithms)))
         }
 
-        let storeLocation: StoreLocation
-        do {
-            storeLocation = try configuration.store.map { try StoreLocation(parsing: $0) } ?? .sqlite(path: data.appendingPathComponent(Files.store).path)
-        } catch {
-            throw NodeServerError.configuration("store: \(error.reason)")
+        var storeLocation = StoreLocation.sqlite(path: data.appendingPathComponent(Files.store).path)
+        if let store = configuration.store {
+            do throws(StorageError) {
+                storeLocation = try StoreLocation(parsing: store)
+            } catch {
+                throw NodeServerError.configuration("store: \(error.reason)")
+            }
         }
         return Prepared(
             dataDirectory: data, certificatePath: certificatePath, privateKeyPath: privateKeyPath,

@@ -140,6 +140,7 @@ final class HotStatements {
             INSERT INTO messages (id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at, body, request_digest,
                 origin_node, hlc_physical, hlc_logical, hlc_node)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT DO NOTHING RETURNING 1
             """)
         feedHead = try db.hotStatement(FeedHead.sql)
         insertFeedEntry = try db.hotStatement("""

@@ -77,7 +77,7 @@ public final class NodeStore: Sendable {
         case .postgres(let place):
             let connector = PostgresConnector(location: place, syncsCommits: configuration.syncsCommits)
             let session: PostgresSession
-            do {
+            do throws(StorageError) {
                 session = try connector.connect()
                 try PostgresSchema.migrate(session)
             } catch {
@@ -240,7 +240,7 @@ public final class NodeStore: Sendable {
             }
         case .postgres(_, let readers):
             Self.readQueue.async {
-                completion(Result { try readers.read { session in try body(StorageReader(db: session)) } })
+                completion(Result(catching: { try readers.read { session in try body(StorageReader(db: session)) } }))
             }
         }
     }

@@ -35,7 +35,8 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             throw StorageError(.invalidArgument, "a PostgreSQL store URL names a user and a database: postgres://user@host[:port]/database, got \(url)")
         }
         let socket = parts.queryItems?.first { $0.name == "host" }?.value
-        guard let port = parts.port ?? 5432 as Int?, (1...65_535).contains(port) else {
+        let port = parts.port ?? 5432
+        guard (1...65_535).contains(port) else {
             throw StorageError(.invalidArgument, "port out of range in \(url)")
         }
         self.init(user: user.removingPercentEncoding ?? user, password: parts.password?.removingPercentEncoding,
@@ -98,7 +99,7 @@ final class PostgresConnector: Sendable {
         }
         let session = PostgresSession(connection, logger: logger)
         let wanted = syncsCommits ? "on" : "off"
-        do {
+        do throws(StorageError) {
             try session.run("SET synchronous_commit = \(wanted)")
             let row = try session.row("SHOW synchronous_commit")
             let actual: String? = row?[0]
@@ -122,7 +123,7 @@ final class PostgresConnector: Sendable {
         let deadline = ContinuousClock.now + reconnectWindow
         var delay = Duration.milliseconds(50)
         while true {
-            do {
+            do throws(StorageError) {
                 return try connect()
             } catch {
                 guard error.code == .databaseUnavailable else { throw error }
@@ -140,8 +141,12 @@ final class PostgresConnector: Sendable {
         try? session.connection.close().wait()
     }
 
+    private let shutDown = LockedFlag()
+
+    /// Stops the connections' event loop (once; without blocking the caller).
     func shutdown() {
-        try? group.syncShutdownGracefully()
+        guard !shutDown.set(true) else { return }
+        group.shutdownGracefully { _ in }
     }
 }
 
@@ -195,7 +200,7 @@ final class PostgresReaderPool: @unchecked Sendable {
         }
         open += 1
         condition.unlock()
-        do {
+        do throws(StorageError) {
             return try connector.connectWithBackoff()
         } catch {
             condition.lock()
@@ -255,7 +260,8 @@ final class PostgresWriterConnection: WriterConnection, @unchecked Sendable {
         return try body(session!, fresh)
     }
 
-    func close() {
+    func finish(_ body: (any SQLSession) -> Void) {
+        if let session, !session.isBroken { body(session) }
         if let session { connector.close(session) }
         session = nil
     }

@@ -19,7 +19,7 @@ enum PostgresSchema {
     /// records a migration this node does not know (made by a newer node): `.schemaTooNew`.
     static func migrate(_ db: PostgresSession) throws(StorageError) {
         try db.begin()
-        do {
+        do throws(StorageError) {
             try db.run("SELECT pg_advisory_xact_lock(?)", [migrationLock])
             try db.run("CREATE TABLE IF NOT EXISTS lamina_migrations (identifier TEXT COLLATE \"C\" PRIMARY KEY, applied_at BIGINT NOT NULL)")
             let applied = Set(try db.rows("SELECT identifier FROM lamina_migrations").map { $0[0] as String })

@@ -112,7 +112,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     }
 
     func commit() throws(StorageError) {
-        do {
+        do throws(StorageError) {
             try query("COMMIT", [])
         } catch {
             isInsideTransaction = false
@@ -213,7 +213,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     static func rows(_ rows: [PostgresRow]) -> [SQLRow] {
         guard let first = rows.first else { return [] }
         let names = SQLColumnNames(first.map(\.columnName))
-        return rows.map { row in SQLRow(names: names, values: row.map(value)) }
+        return rows.map { row in SQLRow(names: names, values: row.map(Self.value)) }
     }
 
     static func value(_ cell: PostgresCell) -> SQLValue {
@@ -225,7 +225,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
             case .bool:
                 return .integer(try cell.decode(Bool.self) ? 1 : 0)
             case .bytea:
-                return .blob(Data(buffer: try cell.decode(ByteBuffer.self)))
+                return .blob(Data(try cell.decode(ByteBuffer.self).readableBytesView))
             case .float4, .float8:
                 return .real(try cell.decode(Double.self))
             case .numeric:
@@ -237,7 +237,8 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
                 return .text(try cell.decode(String.self))
             }
         } catch {
-            return .null
+            // A type without a decoder here (a domain over text, say): its bytes as text.
+            return .text(String(buffer: cell.bytes!))
         }
     }
 

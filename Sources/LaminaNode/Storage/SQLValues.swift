@@ -162,23 +162,26 @@ struct SQLRow {
     func value(_ index: Int) -> SQLValue {
         switch storage {
         case .sqlite(let row):
-            switch (row[index] as DatabaseValue).storage {
-            case .null: return .null
-            case .int64(let v): return .integer(v)
-            case .double(let v): return .real(v)
-            case .string(let v): return .text(v)
-            case .blob(let v): return .blob(v)
-            }
+            return Self.value(row[index] as DatabaseValue)
         case .values(_, let values):
             return values[index]
+        }
+    }
+
+    private static func value(_ value: DatabaseValue) -> SQLValue {
+        switch value.storage {
+        case .null: return .null
+        case .int64(let v): return .integer(v)
+        case .double(let v): return .real(v)
+        case .string(let v): return .text(v)
+        case .blob(let v): return .blob(v)
         }
     }
 
     func value(named column: String) -> SQLValue {
         switch storage {
         case .sqlite(let row):
-            guard let index = row.index(forColumn: column) else { return .null }
-            return value(index)
+            return Self.value((row[column] as DatabaseValue?) ?? .null)
         case .values(let names, let values):
             guard let index = names.index(of: column) else { return .null }
             return values[index]

@@ -30,8 +30,9 @@ protocol WriterConnection: Sendable {
     /// Runs `body` on the writer's session (writer thread only); `fresh` is true when the
     /// session is new since the last call, so what was prepared on the old one is gone.
     func withSession<T>(_ body: (any SQLSession, _ fresh: Bool) throws -> T) throws -> T
-    /// Lets the connection go (after the writer's last group).
-    func close()
+    /// Calls `body` with the session if one is open (no reconnecting), then lets the
+    /// connection go: after the writer's last group.
+    func finish(_ body: (any SQLSession) -> Void)
 }
 
 /// The writer's connection on SQLite: the pool's one writer connection.
@@ -42,7 +43,9 @@ struct SQLiteWriterConnection: WriterConnection {
         try pool.writeWithoutTransaction { db in try body(SQLiteSession(db), false) }
     }
 
-    func close() {}
+    func finish(_ body: (any SQLSession) -> Void) {
+        try? pool.writeWithoutTransaction { db in body(SQLiteSession(db)) }
+    }
 }
 
 /// A queued write: applied inside the group's transaction, completed after the commit.
@@ -146,8 +149,7 @@ final class StorageWriter: @unchecked Sendable {
             commit(batch)
         }
         // Finalized on the connection's queue, before the pool closes it.
-        try? connection.withSession { _, _ in cache.dropStatements() }
-        connection.close()
+        connection.finish { _ in cache.dropStatements() }
         condition.lock()
         finished = true
         // The thread's closure holds the writer: let both go once it ends (else a closed
@@ -226,7 +228,7 @@ final class StorageWriter: @unchecked Sendable {
         } catch {
             cache.clear()  // the group was rolled back
             let reported = Self.databaseError(error, inCommand: false)
-            commitError = StorageError.wrapping(reported ?? error, as: .commitFailed)
+            commitError = StorageError.wrapping(reported.map { $0 as any Error } ?? error, as: .commitFailed)
             commitError?.code = reported.map { $0.code == .databaseUnavailable || $0.code == .authenticationFailed ? $0.code : .commitFailed } ?? .commitFailed
             if let reported, !databaseErrors.contains(where: { $0.reason == reported.reason }) { databaseErrors.append(reported) }
         }

@@ -1,6 +1,5 @@
 import Foundation
 import LaminaProcess
-@testable import LaminaNode
 
 #if canImport(Glibc)
 import Glibc
@@ -12,42 +11,60 @@ import Glibc
 /// refuses root), listening only on a unix socket there, and stopped when the process exits.
 /// Each store gets a database of its own. When PostgreSQL is not installed, `newDatabase()`
 /// throws with a message saying so: the tests that need it fail, they are not skipped.
-enum PostgresTestCluster {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+/// Shared by the test targets (it needs nothing of the node: databases are made with `createdb`).
+public enum PostgresTestCluster {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// A server: how to reach it and its maintenance database.
+    public struct Server: Sendable {
+        public var user: String
+        public var password: String?
+        public var host: String
+        public var port: Int
+        public var database: String
+        /// The unix socket directory (the throwaway cluster listens only there).
+        public var socketDirectory: String?
+
+        /// `postgres://user[:password]@host:port/database[?host=socketDirectory]`.
+        public func url(database name: String? = nil) -> String {
+            let credentials = password.map { "\(user):\($0)" } ?? user
+            let socket = socketDirectory.map { "?host=\($0)" } ?? ""
+            return "postgres://\(credentials)@\(host):\(port)/\(name ?? database)\(socket)"
+        }
     }
 
     private static let lock = NSLock()
-    nonisolated(unsafe) private static var started: Result<PostgresLocation, Failure>?
+    nonisolated(unsafe) private static var started: Result<Server, Failure>?
     nonisolated(unsafe) private static var dataDirectory: String?
     nonisolated(unsafe) private static var pgCtl: String?
     nonisolated(unsafe) private static var runAs: String?
 
-    /// A new, empty database on the test server.
-    static func newDatabase() throws -> PostgresLocation {
+    /// A new, empty database on the test server; returns its URL.
+    public static func newDatabase() throws -> String {
         let server = try self.server()
         let name = "lamina_test_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))"
-        var admin = server
-        admin.database = server.database
-        let connector = PostgresConnector(location: admin, syncsCommits: false, reconnectWindow: .seconds(5))
-        defer { connector.shutdown() }
-        let session = try connector.connectWithBackoff()
-        defer { connector.close(session) }
-        try session.run("CREATE DATABASE \(name)")
-        var location = server
-        location.database = name
-        return location
+        let createdb = (try? binDirectory()).map { $0 + "/createdb" } ?? "createdb"
+        var environment = ProcessInfo.processInfo.environment
+        if let password = server.password { environment["PGPASSWORD"] = password }
+        try run(createdb, ["-h", server.socketDirectory ?? server.host, "-p", "\(server.port)", "-U", server.user, name],
+                log: nil, asServerOwner: false, environment: environment)
+        return server.url(database: name)
     }
 
-    /// The server's location (its maintenance database), starting the cluster on first use.
-    static func server() throws -> PostgresLocation {
+    /// The server (its maintenance database), starting the cluster on first use.
+    public static func server() throws -> Server {
         lock.lock()
         defer { lock.unlock() }
         if let started { return try started.get() }
-        let result: Result<PostgresLocation, Failure>
+        let result: Result<Server, Failure>
         if let url = ProcessInfo.processInfo.environment["LAMINA_TEST_POSTGRES"], !url.isEmpty {
-            do { result = .success(try PostgresLocation(url: url)) } catch {
-                result = .failure(Failure(description: "LAMINA_TEST_POSTGRES is not a PostgreSQL URL: \(error.reason)"))
+            if let parts = URLComponents(string: url), let user = parts.user, parts.path.count > 1 {
+                result = .success(Server(user: user, password: parts.password, host: parts.host ?? "127.0.0.1", port: parts.port ?? 5432,
+                                         database: String(parts.path.dropFirst()), socketDirectory: parts.queryItems?.first { $0.name == "host" }?.value))
+            } else {
+                result = .failure(Failure(description: "LAMINA_TEST_POSTGRES is not postgres://user@host:port/database: \(url)"))
             }
         } else {
             result = Result { () throws(Failure) in try startCluster() }
@@ -72,7 +89,7 @@ enum PostgresTestCluster {
             """)
     }
 
-    private static func startCluster() throws(Failure) -> PostgresLocation {
+    private static func startCluster() throws(Failure) -> Server {
         let bin = try binDirectory()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-pg-\(getpid())-\(UUID().uuidString.prefix(8))").path
         do {
@@ -90,43 +107,46 @@ enum PostgresTestCluster {
             runAs = "postgres"
         }
         let data = "\(directory)/data"
-        try run(bin + "/initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--locale=C", "-E", "UTF8", "--no-sync"], log: "\(directory)/initdb.log")
+        try run(bin + "/initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--locale=C", "-E", "UTF8", "--no-sync"],
+                log: "\(directory)/initdb.log", asServerOwner: true)
         let port = 5432
         try run(bin + "/pg_ctl", [
             "-D", data, "-l", "\(directory)/server.log", "-w", "-t", "60",
             "-o", "-k \(directory) -p \(port) -c listen_addresses= -c fsync=off -c max_connections=200", "start",
-        ], log: "\(directory)/pg_ctl.log")
+        ], log: "\(directory)/pg_ctl.log", asServerOwner: true)
         dataDirectory = data
         pgCtl = bin + "/pg_ctl"
         atexit {
             PostgresTestCluster.stop()
         }
-        return PostgresLocation(user: "postgres", host: "localhost", port: port, database: "postgres", socketDirectory: directory)
+        return Server(user: "postgres", password: nil, host: "localhost", port: port, database: "postgres", socketDirectory: directory)
     }
 
     /// Stops the throwaway cluster (at exit).
-    static func stop() {
+    public static func stop() {
         guard let pgCtl, let dataDirectory else { return }
-        try? run(pgCtl, ["-D", dataDirectory, "-m", "immediate", "-w", "stop"], log: nil)
+        try? run(pgCtl, ["-D", dataDirectory, "-m", "immediate", "-w", "stop"], log: nil, asServerOwner: true)
         try? FileManager.default.removeItem(atPath: (dataDirectory as NSString).deletingLastPathComponent)
         self.dataDirectory = nil
     }
 
-    /// Runs a PostgreSQL tool to its end (as `runAs` when set); throws with its log on failure.
-    private static func run(_ tool: String, _ arguments: [String], log: String?) throws(Failure) {
+    /// Runs a PostgreSQL tool to its end (as the cluster's owner `runAs` when asked and set);
+    /// throws with its output on failure.
+    private static func run(_ tool: String, _ arguments: [String], log: String?, asServerOwner: Bool,
+                            environment: [String: String]? = nil) throws(Failure) {
         let child = ChildProcess()
-        if let runAs {
+        child.environment = environment
+        let log = log ?? FileManager.default.temporaryDirectory.appendingPathComponent("lamina-pg-tool-\(UUID().uuidString).log").path
+        defer { if !log.contains("/lamina-pg-\(getpid())") { try? FileManager.default.removeItem(atPath: log) } }
+        if asServerOwner, let runAs {
             child.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
             child.arguments = ["-u", runAs, "--", tool] + arguments
         } else {
             child.executableURL = URL(fileURLWithPath: tool)
             child.arguments = arguments
         }
-        var handle: FileHandle?
-        if let log {
-            FileManager.default.createFile(atPath: log, contents: nil)
-            handle = FileHandle(forWritingAtPath: log)
-        }
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = FileHandle(forWritingAtPath: log)
         child.standardOutput = handle ?? FileHandle.nullDevice
         child.standardError = handle ?? FileHandle.nullDevice
         do { try child.run() } catch {
@@ -135,7 +155,7 @@ enum PostgresTestCluster {
         child.waitUntilExit()
         try? handle?.close()
         guard child.terminationStatus == 0 else {
-            let text = log.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? ""
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             throw Failure(description: "\(tool) \(arguments.joined(separator: " ")) failed (\(child.terminationStatus)): \(text.suffix(2_000))")
         }
     }
