@@ -162,6 +162,10 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func respond(context: ChannelHandlerContext, _ response: HTTPResponse, keepAlive: Bool) {
+        if let body = response.stream {
+            respond(context: context, response, streaming: body, keepAlive: keepAlive)
+            return
+        }
         var headers = HTTPHeaders()
         for (name, value) in response.headers { headers.add(name: name, value: value) }
         headers.replaceOrAdd(name: "content-length", value: "\(response.body.readableBytes)")
@@ -175,6 +179,51 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
         } else {
             let channel = context.channel
             done.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    /// A streamed body: the head, then each chunk once the previous one was written to the
+    /// connection (NIOHTTP1's pipelining handler holds the next request meanwhile), then the end.
+    /// A failed producer closes the connection (the body is short of its content-length).
+    private func respond(context: ChannelHandlerContext, _ response: HTTPResponse, streaming body: HTTPBodyStream, keepAlive: Bool) {
+        var headers = HTTPHeaders()
+        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        headers.replaceOrAdd(name: "content-length", value: "\(body.contentLength)")
+        if !keepAlive { headers.replaceOrAdd(name: "connection", value: "close") }
+        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+        context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        let channel = context.channel
+        self.head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "")  // busy until the body ends
+        Task {
+            var failed = false
+            do {
+                try await body.produce(HTTPBodyWriter { chunk in
+                    try await loop.flatSubmit { () -> EventLoopFuture<Void> in
+                        let (handler, context) = bound.value
+                        guard handler.context != nil else { return loop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
+                        return context.writeAndFlush(handler.wrapOutboundOut(.body(.byteBuffer(chunk))))
+                    }.get()
+                })
+            } catch {
+                failed = true
+            }
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.head = nil
+                guard handler.context != nil else { return }
+                guard !failed else {
+                    channel.close(promise: nil)
+                    return
+                }
+                let done = context.writeAndFlush(handler.wrapOutboundOut(.end(nil)))
+                if keepAlive {
+                    handler.armIdle(context: context)
+                } else {
+                    done.whenComplete { _ in channel.close(promise: nil) }
+                }
+            }
         }
     }
 }

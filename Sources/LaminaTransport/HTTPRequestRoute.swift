@@ -38,12 +38,38 @@ public struct HTTPResponse: Sendable {
     /// Header fields (lower-case names; no `content-length`, the transport adds it).
     public var headers: [(String, String)]
     public var body: ByteBuffer
+    /// A body produced while the client reads it (instead of ``body``): large content.
+    public var stream: HTTPBodyStream?
 
-    public init(status: Int, headers: [(String, String)] = [], body: ByteBuffer = ByteBuffer()) {
+    public init(status: Int, headers: [(String, String)] = [], body: ByteBuffer = ByteBuffer(), stream: HTTPBodyStream? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.stream = stream
     }
+}
+
+/// A response body of `contentLength` bytes that `produce` writes chunk by chunk; each
+/// ``HTTPBodyWriter/write(_:)`` returns once the transport has taken the chunk (HTTP/2: framed
+/// within the stream's flow control; HTTP/1.1: written to the connection), so a slow reader
+/// slows the producer and memory stays at about one chunk. A failure resets the stream (HTTP/2)
+/// or closes the connection (HTTP/1.1): the client sees a body shorter than `content-length`.
+public struct HTTPBodyStream: Sendable {
+    public var contentLength: Int
+    public var produce: @Sendable (HTTPBodyWriter) async throws -> Void
+
+    public init(contentLength: Int, produce: @escaping @Sendable (HTTPBodyWriter) async throws -> Void) {
+        self.contentLength = contentLength
+        self.produce = produce
+    }
+}
+
+/// Hands the chunks of an ``HTTPBodyStream`` to the transport.
+public struct HTTPBodyWriter: Sendable {
+    let sink: @Sendable (ByteBuffer) async throws -> Void
+
+    /// Writes one chunk; returns once the transport has taken it.
+    public func write(_ chunk: ByteBuffer) async throws { try await sink(chunk) }
 }
 
 /// Answers one whole request. Served over HTTP/2 and, when the server offers it, HTTP/1.1.
@@ -75,6 +101,18 @@ public struct HTTPRequestRoute: Sendable {
                     let response = await route.handler(request)
                     var fields = HeaderFields([(":status", "\(response.status)")])
                     for (name, value) in response.headers { fields.append(name, value) }
+                    if let body = response.stream {
+                        fields.append("content-length", "\(body.contentLength)")
+                        stream.sendHeaders(fields, endStream: body.contentLength == 0)
+                        guard body.contentLength > 0 else { return }
+                        do {
+                            try await body.produce(HTTPBodyWriter { chunk in try await stream.write(chunk).get() })
+                            stream.finish()
+                        } catch {
+                            stream.reset(code: 0x2)  // INTERNAL_ERROR: the body is cut short
+                        }
+                        return
+                    }
                     fields.append("content-length", "\(response.body.readableBytes)")
                     if response.body.readableBytes == 0 {
                         stream.sendHeaders(fields, endStream: true)

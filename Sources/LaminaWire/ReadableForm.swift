@@ -253,6 +253,11 @@ extension WireJSON {
             case .sessionsRevoked(let user):
                 o["kind"] = .string("sessions-revoked")
                 o["user"] = .string(user.rawValue)
+            case .pushRegistration(let r):
+                o["kind"] = .string("push-registration")
+                o["user"] = .string(r.user.rawValue)
+                o["device"] = uuid(r.device)
+                o["node"] = .u64(r.node.rawValue)
             }
             return .object(o)
         }

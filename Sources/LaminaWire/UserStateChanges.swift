@@ -14,6 +14,9 @@ public enum UserStateChange: Hashable, Sendable {
     case badge(BadgeChange)
     /// kind 67: every session of `user` authenticated before the operation's time is revoked.
     case sessionsRevoked(UserID)
+    /// kind 68: a device registered (or removed) its push token on a node, which now holds
+    /// that device's pushes; the other nodes drop their registration of it (SPEC §5.9).
+    case pushRegistration(PushRegistrationChange)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -22,11 +25,12 @@ public enum UserStateChange: Hashable, Sendable {
         case .block: 65
         case .badge: 66
         case .sessionsRevoked: 67
+        case .pushRegistration: 68
         }
     }
 
     /// The kinds this enum encodes.
-    public static let kinds: ClosedRange<UInt8> = 64...67
+    public static let kinds: ClosedRange<UInt8> = 64...68
 }
 
 /// kind 64: an identity set or deleted.
@@ -80,8 +84,21 @@ public struct BadgeChange: Hashable, Sendable {
     }
 }
 
+/// kind 68: `| user id | device (uuid) | node (u64) |`: the device's push token (or its
+/// removal) was registered on `node`.
+public struct PushRegistrationChange: Hashable, Sendable {
+    public var user: UserID
+    public var device: UUID
+    public var node: NodeID
+    public init(user: UserID, device: UUID, node: NodeID) {
+        self.user = user
+        self.device = device
+        self.node = node
+    }
+}
+
 /// What a replicated operation did: a change of a conversation (the feed's events, §6.4) or of
-/// a user's state (kinds 64...67).
+/// a user's state (kinds 64...68).
 public enum ReplicatedEvent: Hashable, Sendable {
     case change(ChangeEvent)
     case user(UserStateChange)
@@ -154,6 +171,10 @@ extension UserStateChange {
             b.writeVarint(c.externalUnreadCount)
         case .sessionsRevoked(let user):
             try b.writeUserID(user)
+        case .pushRegistration(let r):
+            try b.writeUserID(r.user)
+            b.writeUUID(r.device)
+            b.writeInteger(r.node.rawValue, as: UInt64.self)
         }
     }
 
@@ -175,6 +196,10 @@ extension UserStateChange {
             return .badge(BadgeChange(user: user, externalUnreadCount: try b.readVarint("the external unread count")))
         case 67:
             return .sessionsRevoked(try b.readUserID(limits))
+        case 68:
+            let user = try b.readUserID(limits)
+            let device = try b.readUUID("the device id")
+            return .pushRegistration(PushRegistrationChange(user: user, device: device, node: NodeID(try b.readU64("the node id"))))
         default:
             throw WireError(.malformed, "unknown user-state kind \(kind)")
         }

@@ -10,7 +10,7 @@ struct LaminaBench: AsyncParsableCommand {
             H2ServerCommand.self, IdleConnectionsCommand.self, IdleClientsCommand.self, TransportCompareCommand.self,
             NodeLoadCommand.self, NodeCrashCommand.self,
             RateCommand.self, GrowCommand.self, CatchupCommand.self, FirstSyncCommand.self, ClosedCommand.self, ContentTransferCommand.self, SDKContentCommand.self,
-            ServerAPIBenchCommand.self, ResourcesCommand.self, ReplicationCommand.self, PushBenchCommand.self,
+            ServerAPIBenchCommand.self, ResourcesCommand.self, ReplicationCommand.self, PushBenchCommand.self, WebhookBenchCommand.self,
         ]
     )
 }

@@ -12,6 +12,8 @@ enum ClusterEvent: Sendable {
     /// Node `index` exited with `status`.
     case exited(Int, Int32)
     case signal(Int32)
+    /// The process that started the supervisor exited (it was reparented).
+    case parentExited
     /// Not every node served in time.
     case startTimeout
 }
@@ -84,10 +86,33 @@ final class ClusterMember: Sendable {
     /// Stops the node now.
     func kill9() { kill(pid, SIGKILL) }
 
+    /// Writes the lines with `prefix`; a failed write (the reader gone) drops them, so the
+    /// node's pipe keeps draining.
     private static func write(_ text: String, prefix: String, to handle: FileHandle) {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.isEmpty }
         guard !lines.isEmpty else { return }
-        handle.write(Data(lines.map { prefix + $0 + "\n" }.joined().utf8))
+        let bytes = Array(lines.map { prefix + $0 + "\n" }.joined().utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(handle.fileDescriptor, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
+        }
     }
 
+}
+
+/// Watches for the death of this process's parent: the parent id changes when the parent exits
+/// and the process is reparented (to init or a subreaper). Polled twice a second on a thread of
+/// its own (PR_SET_PDEATHSIG would fire when the parent's spawning *thread* exits, which in a
+/// multithreaded parent may be long before the parent does).
+enum ParentWatch {
+    static func start(_ gone: @escaping @Sendable () -> Void) {
+        let parent = getppid()
+        Thread.detachNewThread {
+            while getppid() == parent { usleep(500_000) }
+            gone()
+        }
+    }
 }

@@ -21,7 +21,7 @@ struct DevCluster: AsyncParsableCommand {
             Node i (1...N) has node id i, data in <directory>/node-<i>, and listens on 127.0.0.1: sync on \
             base + 10·(i−1), admin on the next port, peers on the one after (default base \(ClusterLayout.defaultBasePort): \
             node-1 7450/7451/7452, node-2 7460/7461/7462, ...). Every node dials every other; the cluster CA and the \
-            nodes' peer certificates are in <directory>/certificates (made when missing, kept between runs).
+            nodes' peer certificates are in <directory>/certificates (made when missing, kept between runs).             The cluster stops on Ctrl-C or SIGTERM, and when the process that started it exits.
             """)
 
     @Option(help: "Nodes, \(ClusterLayout.nodeCounts.lowerBound)...\(ClusterLayout.nodeCounts.upperBound).")
@@ -54,11 +54,17 @@ struct DevCluster: AsyncParsableCommand {
 
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
+        // A parent gone takes its end of our standard output and error with it: writing there
+        // must fail (EPIPE) rather than kill this supervisor before it stops its nodes.
+        signal(SIGPIPE, SIG_IGN)
         let (events, continuation) = AsyncStream.makeStream(of: ClusterEvent.self)
         let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
         // One signal stops the cluster (SignalWaiter's stream has one consumer: asking it again
         // after the first signal answered at once, and a loop here spun forever).
         Task { continuation.yield(.signal(await signals.next())) }
+        // So does the death of the process that started it (a terminal closed, a test killed):
+        // an orphaned supervisor once kept running, and spinning, with its nodes.
+        ParentWatch.start { continuation.yield(.parentExited) }
 
         var members: [ClusterMember] = []
         for node in layout.all {
@@ -107,6 +113,9 @@ struct DevCluster: AsyncParsableCommand {
                 fflush(nil)
                 if exited.count == nodes { break loop }
             case .signal:
+                break loop
+            case .parentExited:
+                failure = "the process that started the cluster is gone"
                 break loop
             case .startTimeout:
                 guard serving.count == nodes else {

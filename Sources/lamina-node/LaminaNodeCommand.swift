@@ -74,6 +74,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Outbound bytes queued per session before a slow consumer is disconnected.") var maxOutboundBytes: Int?
     @Option(help: "Seconds without an inbound frame before a session is closed.") var idleTimeout: Int?
     @Option(help: "Concurrent sessions.") var maxSessions: Int?
+    @Option(help: "Group commit: microseconds between the starts of two commits under load (default 1000; 0 commits at once).")
+    var groupCommitDelay: Int?
     @Option(help: "Rich content quota per user, in bytes (default 10 GiB).") var contentQuota: UInt64?
     @Option(help: "Rich content uploads per user at once (default 8).") var maxConcurrentUploads: Int?
     @Option(help: "Seconds after which an unfinished upload is collected (default 86400).") var abandonedUploadAge: Int?
@@ -133,6 +135,7 @@ struct Serve: AsyncParsableCommand {
         if let maxOutboundBytes { configuration.limits.maxOutboundBytes = maxOutboundBytes }
         if let idleTimeout { configuration.limits.idleTimeoutSeconds = idleTimeout }
         if let maxSessions { configuration.maxSessions = maxSessions }
+        if let groupCommitDelay { configuration.storage.groupCommitDelayMicroseconds = groupCommitDelay }
         if let contentQuota { configuration.content.quotaBytes = contentQuota }
         if let maxConcurrentUploads { configuration.content.maxConcurrentUploadsPerUser = maxConcurrentUploads }
         if let abandonedUploadAge { configuration.content.abandonedUploadAgeSeconds = abandonedUploadAge }

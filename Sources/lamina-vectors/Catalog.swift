@@ -197,6 +197,11 @@ let validVectors: [ValidVector] = [
               ReplicatedOperation(origin: NodeID(2), counter: 11, hlc: hlc(1_767_225_600_013, 0, 2), payload: .user(.sessionsRevoked(user("bob")))),
               ReplicatedOperation(origin: NodeID(2), counter: 12, hlc: hlc(1_767_225_600_014, 1, 2), payload: .user(.identity(IdentityChange(user: user("carol"), identity: nil)))),
           ]))),
+    .init(name: "replicate-push-registration", description: "REPLICATE of a push registration (kind 68): bob's device registered its push token on node 2.",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(2), counter: 13, hlc: hlc(1_767_225_600_015, 0, 2), payload: .user(.pushRegistration(PushRegistrationChange(
+                  user: user("bob"), device: UUID(uuidString: "6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab")!, node: NodeID(2))))),
+          ]))),
     .init(name: "peer-ack", description: "PEER_ACK.",
           frame: .peerAck(PeerAck(vector: VersionVector([NodeID(1): 122, NodeID(2): 7])))),
 ]

@@ -88,6 +88,37 @@ import Glibc
         for pid in pids { #expect(kill(pid, 0) == -1 && errno == ESRCH, "node process \(pid) is gone") }
     }
 
+    /// The supervisor exits, stopping its nodes, when the process that started it dies: here a
+    /// shell that started it in the background is killed with SIGKILL.
+    @Test func theSupervisorStopsItsNodesAndExitsWhenItsParentDies() async throws {
+        let directory = Fixtures.temporaryDirectory("dev-cluster-orphan")
+        let base = try Self.freeBasePort(nodes: 2)
+        let binary = try BuiltProduct.url("lamina-node").path
+        let shell = try DevClusterProcess(
+            in: directory, executable: "/bin/sh",
+            arguments: ["-c", "\"$0\" dev-cluster --nodes 2 --base-port \(base) & echo \"supervisor $!\"; wait", binary])
+        try await shell.waitUntil("both nodes serve", timeout: .seconds(120)) { $0.components(separatedBy: "is serving").count - 1 == 2 }
+        let supervisor = try #require(Int32(shell.printed.components(separatedBy: "supervisor ").dropFirst().first?.prefix { $0.isNumber } ?? ""))
+        let nodes = try Self.pids(in: shell.printed)
+        #expect(nodes.count == 2)
+
+        kill(shell.process.processIdentifier, SIGKILL)
+        #expect(try await shell.exitStatus() == SIGKILL)
+        // The orphaned supervisor (it kept the shell's output pipe) says why it stops, stops
+        // its nodes and exits: the pipe then ends.
+        try await shell.waitForEnd(timeout: .seconds(60))
+        #expect(shell.printed.contains("the process that started the cluster is gone; stopping the cluster"), "\(shell.printed)")
+        #expect(shell.printed.contains("Stopped."))
+        for pid in nodes + [supervisor] { #expect(!Self.isAlive(pid), "process \(pid) is gone") }
+    }
+
+    /// Whether `pid` runs (a zombie not yet reaped by its new parent counts as gone).
+    static func isAlive(_ pid: Int32) -> Bool {
+        guard kill(pid, 0) == 0 else { return false }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
+        return !stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
     @Test func refusesANodeCountOutsideItsRangeWithAReason() async throws {
         for count in ["1", "10"] {
             let cluster = try DevClusterProcess(in: Fixtures.temporaryDirectory("dev-cluster-bad"), arguments: ["dev-cluster", "--nodes", count])
@@ -143,9 +174,12 @@ final class DevClusterProcess: Sendable {
     private let errors = NIOLockedValueBox("")
     private let exited: PromiseBox<Int32>
 
-    init(in directory: URL, arguments: [String]) throws {
+    /// Whether its standard output ended.
+    private let ended = NIOLockedValueBox(false)
+
+    init(in directory: URL, executable: String? = nil, arguments: [String]) throws {
         let process = ChildProcess()
-        process.executableURL = try BuiltProduct.url("lamina-node")
+        process.executableURL = try executable.map { URL(fileURLWithPath: $0) } ?? BuiltProduct.url("lamina-node")
         process.arguments = arguments
         process.currentDirectoryURL = directory
         let stdout = Pipe(), stderr = Pipe()
@@ -154,8 +188,8 @@ final class DevClusterProcess: Sendable {
         self.process = process
         exited = PromiseBox(Fixtures.group.next().makePromise(of: Int32.self))
         try process.run()
-        let exited = exited
-        for (pipe, box) in [(stdout, output), (stderr, errors)] {
+        let exited = exited, ended = ended
+        for (pipe, box, isOutput) in [(stdout, output, true), (stderr, errors, false)] {
             Thread.detachNewThread {
                 let reader = pipe.fileHandleForReading
                 while true {
@@ -163,6 +197,7 @@ final class DevClusterProcess: Sendable {
                     if chunk.isEmpty { break }
                     box.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self) }
                 }
+                if isOutput { ended.withLockedValue { $0 = true } }
             }
         }
         Thread.detachNewThread {
@@ -182,6 +217,17 @@ final class DevClusterProcess: Sendable {
             guard process.isRunning, ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "\(what); printed: \(printed)") }
             try await Task.sleep(for: .milliseconds(50))
         }
+    }
+
+    /// Returns once every writer of its standard output closed it (the process and whatever
+    /// inherited the pipe), or throws after `timeout`.
+    func waitForEnd(timeout: Duration) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if ended.withLockedValue({ $0 }) { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw SyncTestTimeout(waitingFor: "the end of the output; printed: \(printed)")
     }
 
     /// SIGTERM and the exit status.

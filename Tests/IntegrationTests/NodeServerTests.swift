@@ -67,6 +67,16 @@ import Testing
         try Data(#"{"port": 70000}"#.utf8).write(to: file)
         var invalid = NodeServerConfiguration()
         #expect(throws: NodeServerError.self) { try invalid.apply(configFile: file.path) }
+
+        // The store's group commit, from the file, and refused out of its range.
+        try Data(#"{"storage": {"groupCommitDelayMicroseconds": 2500, "groupCommitTarget": 32}}"#.utf8).write(to: file)
+        var storage = NodeServerConfiguration()
+        try storage.apply(configFile: file.path)
+        #expect(storage.storage.groupCommitDelayMicroseconds == 2_500)
+        #expect(storage.storage.groupCommitTarget == 32)
+        try Data(#"{"storage": {"groupCommitDelayMicroseconds": -1}}"#.utf8).write(to: file)
+        var badStorage = NodeServerConfiguration()
+        #expect(throws: NodeServerError.self) { try badStorage.apply(configFile: file.path) }
     }
 }
 

@@ -54,6 +54,37 @@ import Testing
         await b.stop()
     }
 
+    /// The node that only accepts peer links (A dials no one) fetches content uploaded on the
+    /// node that dialed it: B names its peer listener when it dials, and A asks it.
+    @Test func theAcceptingNodeFetchesContentUploadedOnTheNodeThatDialedIt() async throws {
+        let (a, b, _) = try await PeerReplicationTests.cluster("peer-content-accepting")
+        let alice = try ClientHarness.device("alice", on: a)
+        let bob = try ClientHarness.device("bob", on: b)
+        try await ClientHarness.connect(alice, on: a)
+        try await ClientHarness.connect(bob, on: b)
+
+        let conversation = try bob.newConversation(participants: ["alice"], options: ConversationOptions(isDistinct: false)).id
+        let data = RichContentTests.bytes(40_000, seed: 41)
+        let (part, reference) = try RichContentTests.richPart("application/octet-stream", data)
+        let sent = try bob.send(bob.newMessage(parts: [part]), in: conversation)
+        try await ClientHarness.waitUntil(bob, "bob's message to be sent", timeout: .seconds(60)) { try bob.isSent(sent.id) }
+
+        let received = try await alice.waitForCreation(of: sent.id, timeout: .seconds(60))
+        #expect(received.message.parts.map(\.content) == [.external(reference)])
+        let file = try await alice.downloadedContent(of: received.message.identifier(of: received.message.parts[0]))
+        #expect(try Data(contentsOf: file) == data)
+        #expect(try await a.server.store.read { r in try r.upload(reference.id)?.state } == .complete)
+        #expect(a.server.peers?.contentFetched == 1)
+        // A learned B's listener from B's request (A's configuration names no peer).
+        let sources = a.server.peers?.contentSources(origin: PeerReplicationTests.nodeB) ?? []
+        #expect(sources == ["https://127.0.0.1:\(b.server.peers!.transport.port)"], "\(sources)")
+
+        try await alice.close()
+        try await bob.close()
+        await b.stop()
+        await a.stop()
+    }
+
     /// A fetch cut part way (as by a lost connection) keeps the bytes it made durable and the
     /// next attempt asks the peer for the rest only (`range: bytes=<held>-`); the content is
     /// whole and verified at the end.

@@ -125,6 +125,58 @@ import Glibc
 }
 
 extension PushPathsTests {
+    /// The node holds exactly `token` for bob's one device (waits up to 30 s).
+    static func waitForToken(_ node: TestNode, _ token: PushToken, device: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await node.server.store.read({ r in try r.pushTokens(of: Self.bob) }).map({ [$0.device: $0.token] }) != [[device: token]] {
+            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "bob's token \(token) on the node") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// The SDK keeps the device's token and registers it on every connect: one set while
+    /// offline reaches the node when the device connects, one the node lost comes back at the
+    /// next reconnect, and one the node refuses is not kept.
+    @Test func theSDKRegistersItsTokenOnEveryConnectSoOneSetOfflineOrLostByTheNodeIsRegistered() async throws {
+        let fake = try await FakePushServer.start(http1: true)
+        let node = try await Self.gatewayNode("push-sdk-reconnect", fake: fake)
+        let bob = try ClientHarness.device("bob", on: node)
+        let device = try bob.store.deviceID().uuidString.lowercased()
+        // Set before any connection: kept, registered once live.
+        try await bob.setPushToken(.gateway(token: "set-offline"))
+        #expect(try await node.server.store.read { r in try r.pushTokens(of: Self.bob) }.isEmpty)
+        _ = try await ClientHarness.connectLive(bob, on: node)
+        try await Self.waitForToken(node, .gateway(token: "set-offline"), device: device)
+
+        // The node loses it (a restore from an older backup, an operator's cleanup): the next
+        // session registers it again.
+        try await node.server.store.write { tx in try tx.setPushToken(nil, user: Self.bob, device: device, at: .now()) }
+        #expect(try await node.server.store.read { r in try r.pushTokens(of: Self.bob) }.isEmpty)
+        await bob.disconnect()
+        // Changed while disconnected: the new one is what the next session registers.
+        try await bob.setPushToken(.gateway(token: "set-while-disconnected"))
+        try await ClientHarness.connect(bob, on: node)
+        try await Self.waitForToken(node, .gateway(token: "set-while-disconnected"), device: device)
+
+        // Refused by the node while live: not kept (the previous one stays).
+        do {
+            try await bob.setPushToken(.fcm(token: "fcm-token"))
+            Issue.record("an FCM token was accepted by a node without FCM")
+        } catch {
+            #expect(error.code == .invalidPushToken, "\(error)")
+        }
+        #expect(try bob.store.devicePushToken() == DevicePushToken(token: .gateway(token: "set-while-disconnected")))
+
+        // Removed while disconnected: the next session removes it on the node.
+        await bob.disconnect()
+        try await bob.setPushToken(nil)
+        try await ClientHarness.connect(bob, on: node)
+        try await PushTests.waitForTokens(node, Self.bob, 0)
+        await bob.disconnect()
+        await node.stop()
+        await fake.stop()
+    }
+
     /// Pushes are queued in the commit of their message: a node killed with kill -9 after
     /// acknowledging messages and before delivering their pushes delivers every one after it
     /// starts again (duplicates only of the same push).

@@ -306,6 +306,8 @@ import Testing
         #expect((assertion.claims["exp"] as? Int).map { $0 - (assertion.claims["iat"] as? Int ?? 0) } == 3_600)
 
         #expect(send.path == "/v1/projects/lamina-test/messages:send")
+        // Sends over HTTP/2; the token exchange as before over HTTP/1.1.
+        #expect(send.httpVersion == "2" && tokenRequest.httpVersion == "1.1")
         #expect(send.headers["authorization"] == "Bearer ya29.fake")
         let message = try #require(send.json["message"] as? [String: Any])
         #expect(message["token"] as? String == "fcm-token-bob")

@@ -76,9 +76,10 @@ import Testing
         await node.stop()
     }
 
-    @Test func identitiesAreSetReadPatchedShownAndDeleted() async throws {
-        let node = try await TestNode.start("api-identity")
-        let api = CurlAPI(node.server, http: .http2)
+    @Test(arguments: [CurlAPI.HTTP.http1, .http2])
+    func identitiesAreSetReadPatchedShownAndDeleted(http: CurlAPI.HTTP) async throws {
+        let node = try await TestNode.start("api-identity-\(http == .http1 ? "h1" : "h2")")
+        let api = CurlAPI(node.server, http: http)
         #expect(try await api.request("GET", "/users/alice/identity").status == 404)
         let created = try await api.request(
             "POST", "/users/alice/identity",

@@ -43,12 +43,15 @@ import Testing
         #expect(Set(queued.map(\.device)) == ["bob-phone", "carol-android"])
         #expect(woken.all == [[.gateway: 1, .fcm: 1]])
         let notification = try PushNotification.decode(try #require(queued.first).payload)
-        #expect(notification.alert == "hi" && notification.data == ["k": "v"] && notification.badge == 1 && notification.sender == "alice")
+        #expect(notification.alert == "hi" && notification.data == ["k": "v"] && notification.sender == "alice")
+        // The badge is counted when the push is sent, not in the send's commit.
+        #expect(notification.badge == 0)
+        #expect(try await h.store.read { r in try PushOutbox.badge(of: "bob", r) } == 1)
         await h.close()
     }
 
-    /// A command that fails after recording rolls back its savepoint: no row stays. (Its group
-    /// still commits, so the lane may be woken for nothing: it then finds nothing due.)
+    /// A command that fails after recording rolls back its savepoint: no row stays, and nobody
+    /// is woken for it (its group still commits the others' writes).
     @Test func aRolledBackCommandQueuesNothingAndAMessageIsQueuedOncePerDevice() async throws {
         let h = try EngineHarness()
         let woken = Self.configure(h)
@@ -63,6 +66,7 @@ import Testing
             }
         }
         #expect(try await h.store.read { r in try r.queuedPushes(of: message.id) }.isEmpty)
+        #expect(woken.all.isEmpty)
         let before = woken.all.count
         try await h.store.write { tx in
             try outbox.record(message, to: ["bob"], in: tx, at: .now())

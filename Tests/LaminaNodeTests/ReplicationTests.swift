@@ -139,6 +139,32 @@ import Testing
         #expect(error.code == .forbidden)
     }
 
+    /// A part update on one node and the message's deletion on another, at once: both nodes end
+    /// with the deleted message and the same parts (the update applies to the register of a
+    /// message already deleted, unannounced), whichever arrived first.
+    @Test func aPartUpdateAndADeletionAtOnceEndTheSameOnBothNodes() async throws {
+        let a = try Self.node(1), b = try Self.node(2)
+        defer { Task { await a.close(); await b.close() } }
+        let aliceOnA = try await a.connect("alice")
+        let conversation = ConversationID.random(), message = MessageID.random()
+        try await aliceOnA.command(.createConversation(CreateConversation(
+            conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+        try await aliceOnA.command(.sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: [try MessagePart(text: "original")])))
+        try await Self.pull(b, from: a)
+        let aliceOnB = try await b.connect("alice")
+        let updated = [try MessagePart(text: "updated on a")]
+        try await aliceOnA.command(.updateMessageParts(UpdateMessageParts(requestID: UUID(), conversationID: conversation, messageID: message, parts: updated)))
+        try await aliceOnB.command(.deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: message, mode: .allParticipants)))
+        try await Self.pull(b, from: a)
+        try await Self.pull(a, from: b)
+        for node in [a, b] {
+            let stored = try await node.store.read { try $0.message(message) }
+            #expect(stored?.isDeleted == true)
+            #expect(stored?.message.parts == updated)
+        }
+        #expect(try await a.engine.convergenceDigest().overall == b.engine.convergenceDigest().overall)
+    }
+
     @Test func replayedOperationsChangeNothingAndGapsAreRefused() async throws {
         let a = try Self.node(1), b = try Self.node(2)
         defer { Task { await a.close(); await b.close() } }
@@ -202,6 +228,66 @@ import Testing
         #expect(kinds.first == 0, "conversation-created first: \(kinds)")
         #expect(changes.contains { if case .messageCreated(let m) = $0.event { m.id == reply } else { false } })
         #expect(changes.contains { if case .metadataChanged(let m) = $0.event { m.value == .string("on b") } else { false } })
+    }
+
+    /// Parking is bounded per origin (`ParkingLimits`): parking past the count or bytes bound
+    /// gives up the origin's oldest parked operations, and so does a sweep once they were parked
+    /// longer than the lifetime. Given-up operations stay logged (the vector moves on) but never
+    /// apply, even when the creation comes; they are counted.
+    @Test func parkingIsBoundedAndGivesUpTheOldestOperations() async throws {
+        let a = try Self.node(1), b = try Self.node(2)
+        defer { Task { await a.close(); await b.close() } }
+        let alice = try await a.connect("alice")
+        let conversation = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(
+            conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+        try await Self.pull(b, from: a)
+        let bob = try await b.connect("bob")
+        var sent: [MessageID] = []
+        for i in 0..<3 {
+            let id = MessageID.random()
+            try await bob.command(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("from b \(i)")])))
+            sent.append(id)
+        }
+        let ownOfB = try await b.engine.operations(missingFrom: VersionVector(), limit: 256).filter { $0.origin == NodeID(2) }
+        #expect(ownOfB.count == 3)
+        func parked(_ node: EngineHarness) async throws -> Int { try await node.store.read { r in try r.parkedOperationCount() } }
+        let all = sent
+        func held(_ node: EngineHarness) async throws -> Set<MessageID> {
+            try await node.store.read { r in Set(try all.filter { try r.message($0) != nil }) }
+        }
+
+        // At most 2 parked per origin: the third gives up the first.
+        let byCount = try EngineHarness { $0.nodeID = NodeID(3); $0.parking.operationsPerOrigin = 2 }
+        defer { Task { await byCount.close() } }
+        #expect(try await byCount.engine.applyReplicated(ownOfB) == VersionVector([NodeID(2): 3]))
+        #expect(try await parked(byCount) == 2)
+        #expect(byCount.engine.abandonedParkedOperations == 1)
+        #expect(try await Self.pull(byCount, from: a) == 1)
+        #expect(try await parked(byCount) == 0)
+        #expect(try await held(byCount) == Set(sent.dropFirst()))
+        #expect(byCount.engine.abandonedParkedOperations == 1)
+
+        // A byte bound smaller than one operation: only the latest stays parked.
+        let byBytes = try EngineHarness { $0.nodeID = NodeID(4); $0.parking.bytesPerOrigin = 1 }
+        defer { Task { await byBytes.close() } }
+        _ = try await byBytes.engine.applyReplicated(ownOfB)
+        #expect(try await parked(byBytes) == 1)
+        #expect(byBytes.engine.abandonedParkedOperations == 2)
+        try await Self.pull(byBytes, from: a)
+        #expect(try await held(byBytes) == [sent[2]])
+
+        // A lifetime already over when the next operations are applied: the sweep of that
+        // transaction gives up what the earlier one parked, not what it parks itself.
+        let byAge = try EngineHarness { $0.nodeID = NodeID(5); $0.parking.lifetime = .zero - .seconds(60) }
+        defer { Task { await byAge.close() } }
+        _ = try await byAge.engine.applyReplicated(Array(ownOfB.prefix(2)))
+        #expect(try await parked(byAge) == 2)
+        #expect(byAge.engine.abandonedParkedOperations == 0)
+        _ = try await byAge.engine.applyReplicated(Array(ownOfB.suffix(1)))
+        #expect(try await parked(byAge) == 1)
+        #expect(byAge.engine.abandonedParkedOperations == 2)
+        #expect(try await byAge.engine.versionVector() == VersionVector([NodeID(2): 3]))
     }
 
     /// Identities, blocks, badges and session revocations set on two nodes at once reach the
@@ -395,12 +481,13 @@ import Testing
         // a creation must say which conversations it saw; see SPEC §6.5).
         var nonDistinct: [ConversationID] = []
         var positions: [ConversationID: MessagePosition] = [:]
-        var sentMessages: [(ConversationID, MessageID)] = []
+        // Each message with the index of its sender (only the sender updates its parts).
+        var sentMessages: [(ConversationID, MessageID, Int)] = []
         var up = [[true, true, true], [true, true, true], [true, true, true]]
         for _ in 0..<160 {
             let n = Int(random.next() % 3), u = Int(random.next() % 3)
             let client = clients[n][u]
-            switch random.next() % 10 {
+            switch random.next() % 11 {
             case 0:
                 let others = Set(users.filter { $0 != users[u] && random.chance(0.6) })
                 let id = ConversationID.random()
@@ -415,7 +502,7 @@ import Testing
                 if case .ack(let ack) = try await client.command(.sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: [textPart("m")]))).reply,
                    let position = ack.position {
                     positions[conversation] = max(positions[conversation] ?? position, position)
-                    sentMessages.append((conversation, message))
+                    sentMessages.append((conversation, message, u))
                 }
             case 4:
                 // The state about users (Server API) replicates by the same log, last writer wins.
@@ -445,10 +532,19 @@ import Testing
                     : .markAllRead(MarkAllRead(requestID: UUID(), conversationID: conversation, upTo: upTo)))
             case 7:
                 guard !sentMessages.isEmpty else { continue }
-                let (conversation, message) = random.pick(sentMessages)
+                let (conversation, message, _) = random.pick(sentMessages)
                 try await client.command(random.chance(0.5)
                     ? .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: message, mode: random.chance(0.5) ? .allParticipants : .myDevices))
                     : .markRead(MarkRead(requestID: UUID(), conversationID: conversation, messageID: message)))
+            case 9:
+                // A part update (UPDATE_MESSAGE_PARTS) by the message's sender on this node: the
+                // later one by HLC holds everywhere, whatever the arrival order.
+                guard !sentMessages.isEmpty else { continue }
+                let (conversation, message, sender) = random.pick(sentMessages)
+                var parts = [try MessagePart(text: "updated on \(n) \(random.next() % 1000)")]
+                if random.chance(0.5) { parts.append(try MessagePart(text: "second \(random.next() % 1000)")) }
+                try await clients[n][sender].command(.updateMessageParts(UpdateMessageParts(
+                    requestID: UUID(), conversationID: conversation, messageID: message, parts: parts)))
             case 8:
                 let other = (n + 1 + Int(random.next() % 2)) % 3
                 up[n][other].toggle()

@@ -176,3 +176,38 @@ extension WebhookDelivery.Outcome {
     var isRetry: Bool { if case .retry = self { true } else { false } }
     var isRefused: Bool { if case .refused = self { true } else { false } }
 }
+
+/// The outbox's wake-up counts (the queue-depth gauges grow by them): only the rows of
+/// commands whose writes stand.
+@Suite struct CommitWakerTests {
+    struct Refused: Error {}
+
+    @Test func rowsOfACommandThatFailsInsideACommittedGroupAreNotCounted() async throws {
+        try await withTemporaryStore { store, _ in
+            let waker = CommitWaker<String>()
+            let woken = Locked<[String: Int]>([:])
+            waker.setWaker { counts in woken.withLock { $0.merge(counts, uniquingKeysWith: +) } }
+            // Submitted back to back, so usually one group: one command stands, the other fails.
+            let kept = Task { try await store.write { tx in waker.queued(1, for: "hook", in: tx) } }
+            let failed = Task {
+                try await store.write { tx in
+                    waker.queued(2, for: "hook", in: tx)
+                    waker.queued(5, for: "other", in: tx)
+                    throw Refused()
+                }
+            }
+            try await kept.value
+            await #expect(throws: Refused.self) { try await failed.value }
+            #expect(woken.withLock { $0 } == ["hook": 1])
+            // A failing command alone in its group wakes nobody.
+            await #expect(throws: Refused.self) {
+                try await store.write { tx in
+                    waker.queued(3, for: "hook", in: tx)
+                    throw Refused()
+                }
+            }
+            try await store.write { tx in waker.queued(1, for: "other", in: tx) }
+            #expect(woken.withLock { $0 } == ["hook": 1, "other": 1])
+        }
+    }
+}

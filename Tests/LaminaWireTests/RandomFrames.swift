@@ -116,13 +116,14 @@ struct RandomFrames {
     }
     /// A conversation change mostly, sometimes a change of a user's state (SPEC §6.5).
     mutating func replicatedEvent() -> ReplicatedEvent {
-        switch int(0...7) {
+        switch int(0...8) {
         case 0:
             let identity = int(0...2) == 0 ? nil : IdentityChange.Identity(values: stringMap(), metadata: stringMap())
             return .user(.identity(IdentityChange(user: user(), identity: identity)))
         case 1: return .user(.block(BlockChange(blocker: user(), blocked: user(), blocking: int(0...1) == 1)))
         case 2: return .user(.badge(BadgeChange(user: user(), externalUnreadCount: u64())))
         case 3: return .user(.sessionsRevoked(user()))
+        case 4: return .user(.pushRegistration(PushRegistrationChange(user: user(), device: uuid(), node: NodeID(u64()))))
         default: return .change(event())
         }
     }

@@ -138,11 +138,29 @@ public final class LaminaClient: @unchecked Sendable {
     /// Sets this device's push token on the node (APNs with topic and environment, FCM, or
     /// the operator's gateway), replacing the one it had; nil removes it. While the device has
     /// no live session, the node pushes its new messages there; signing out removes the token.
-    /// Needs a live session (`.notConnected` otherwise); a token of the wrong size or of a
-    /// provider the node does not deliver to is refused with `invalid-push-token`.
+    /// The token is kept in the local store and registered again by every session as it goes
+    /// live (so one set while offline, or lost by the node, reaches it). When live, returns once
+    /// the node has it: a token of the wrong size, or of a provider the node does not deliver
+    /// to, is refused with `invalid-push-token` (and not kept). When not live, returns once it
+    /// is kept (a token of the wrong size is refused at once); when the stream ends before the
+    /// node answers, it is kept and the error thrown.
     public func setPushToken(_ token: PushToken?) async throws(ClientError) {
-        guard let engine = currentEngine else { throw ClientError(.notConnected, "connect first: the push token is registered with the node") }
-        try await engine.registerPushToken(token)
+        if let token {
+            do { try token.validate() } catch { throw ClientError(ClientError.Code(rawValue: error.code.rawValue), error.reason) }
+        }
+        var failure: ClientError?
+        if let engine = currentEngine {
+            do throws(ClientError) {
+                try await engine.registerPushToken(token)
+            } catch {
+                // Refused: not kept. Not live (or the stream ended before the answer): kept
+                // below and registered by the next session.
+                if error.code == .invalidPushToken { throw error }
+                if error.code != .notConnected { failure = error }
+            }
+        }
+        try store.setDevicePushToken(DevicePushToken(token: token))
+        if let failure { throw failure }
     }
 
     /// Signs the user out: ends the session on the node (its token is refused from then on,

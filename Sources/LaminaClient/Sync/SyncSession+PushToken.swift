@@ -6,6 +6,8 @@ import LaminaWire
 struct PushTokenRequest {
     var result: Result<Void, ClientError>?
     var caller: CheckedContinuation<Result<Void, ClientError>, Never>?
+    /// For a registration nobody awaits (the stored token, sent as the session goes live).
+    var onResult: ((Result<Void, ClientError>) -> Void)?
 }
 
 extension SyncSession {
@@ -37,11 +39,31 @@ extension SyncSession {
         try outcome.get()
     }
 
+    /// Registers the token the app last set for this device (kept in the local store), once
+    /// per session as it goes live: a token set while offline, or one the node lost, reaches
+    /// it. Not awaited; a token the node refuses (`invalid-push-token`: of a provider it does
+    /// not deliver to) is forgotten, so it is not sent again on every connect.
+    func registerStoredPushToken() async throws {
+        guard let stored = try store.devicePushToken() else { return }
+        let id = UUID()
+        pushTokenRequests[id] = PushTokenRequest(onResult: { [store] result in
+            if case .failure(let error) = result, error.code == .invalidPushToken, (try? store.devicePushToken()) == stored {
+                try? store.setDevicePushToken(nil)
+            }
+        })
+        try await channel.send(.registerPushToken(RegisterPushToken(requestID: id, token: stored.token)))
+    }
+
     /// The node answered a REGISTER_PUSH_TOKEN (or the stream ended: `id` nil answers them all).
     func finishPushTokenRequest(_ id: UUID?, _ result: Result<Void, ClientError>) {
         for key in id.map({ [$0] }) ?? Array(pushTokenRequests.keys) {
             guard var request = pushTokenRequests[key], request.result == nil else { continue }
             request.result = result
+            if let onResult = request.onResult {
+                onResult(result)
+                pushTokenRequests[key] = nil
+                continue
+            }
             if let caller = request.caller {
                 request.caller = nil
                 caller.resume(returning: result)

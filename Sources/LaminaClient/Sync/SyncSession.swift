@@ -286,6 +286,7 @@ public actor SyncSession {
             reachedLive = true
             enter(.live)
             try await flushOutbox()
+            try await registerStoredPushToken()
             try await startSnapshotFetches(acked: ack.cursor ?? 0)
         case .ack:
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }

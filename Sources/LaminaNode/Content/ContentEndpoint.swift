@@ -37,6 +37,16 @@ public enum ContentEndpoint {
                     return
                 }
             }
+            // A signed download URL the Server API handed out (CONTENT.md §10) stands in for a session.
+            if method == "GET", stream.requestHeaders["authorization"] == nil, ContentURLSigner.isSigned(stream.path) {
+                let query = stream.path[stream.path.index(after: stream.path.firstIndex(of: "?")!)...]
+                guard service.urls.verify(.download, id, query: query, now: Timestamp.now().millisecondsSince1970 / 1000) else {
+                    exchange.fail(ContentFailure(.forbidden, "the download URL's signature is invalid or it has expired"))
+                    return
+                }
+                DownloadHandler.start(exchange: exchange, service: service, id: id, reader: .signedURL)
+                return
+            }
             service.authenticate(stream.requestHeaders, on: stream.eventLoop).whenComplete { result in
                 switch result {
                 case .failure(let error):

@@ -13,6 +13,8 @@ public final class ContentService: Sendable {
     public let store: NodeStore
     public let files: ContentFiles
     public let settings: ContentSettings
+    /// Signs the upload and download URLs the Server API hands out (CONTENT.md §10).
+    public let urls = ContentURLSigner()
     let threadPool: NIOThreadPool
     let logger: Logger
     let active = ActiveUploads()

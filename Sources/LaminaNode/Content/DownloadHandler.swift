@@ -9,6 +9,8 @@ import NIOCore
 enum ContentReader: Sendable {
     case user(UserID)
     case peer(NodeID)
+    /// The holder of a signed download URL the Server API handed out (CONTENT.md §10).
+    case signedURL
 }
 
 /// One `GET /v1/content/<uuid>` (CONTENT.md §5): authorization, one optional byte range, then
@@ -57,6 +59,8 @@ final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
                     }
                 }
                 if upload.state != .complete, try r.isContentReferenced(id) { return .fetching }
+            case .signedURL:
+                break  // the node signed the URL for this content (CONTENT.md §10)
             case .peer:
                 // A peer fetches content a message references, nothing else (CONTENT.md §9).
                 guard try r.isContentReferenced(id) else { throw ContentFailure(.contentNotFound, "no message here references content \(id)") }

@@ -6,8 +6,8 @@ import NIOCore
 /// The APNs provider API over HTTP/2 (the transport's client role), token-based: an ES256 JWT
 /// (`kid` the key id, `iss` the team id, `iat`) signed with the team's key, made again every
 /// 50 minutes (APNs refuses tokens older than an hour, and new ones more often than every 20
-/// minutes) and at once after `ExpiredProviderToken`. One connection per environment, opened
-/// when first needed and again after it closes or goes away.
+/// minutes) and at once after `ExpiredProviderToken`. ``PushSettings/connectionsPerProvider``
+/// HTTP/2 connections per environment (``HTTP2Pool``), each carrying many pushes at once.
 ///
 /// `POST /3/device/<hex token>` with `apns-topic`, `apns-push-type` (`alert`, or `background`
 /// for a silent push), `apns-priority` (10, or 5 for background), `apns-expiration` (the
@@ -21,16 +21,15 @@ final class APNsProvider: PushProvider {
 
     private let settings: PushSettings.APNs
     private let signer: ES256Signer
-    private let tls: TLSContext
-    private let group: EventLoopGroup
     private let timeout: TimeAmount
-    private let connectTimeout: TimeAmount
     private let token = CachedToken()
-    /// The connection (or the connecting) per environment: concurrent pushes share one.
-    private let connections = Locked<[APNsEnvironment: Task<TransportConnection, Error>]>([:])
+    /// The connections per environment: concurrent pushes share them.
+    private let pools: [APNsEnvironment: HTTP2Pool]
 
     /// Loads the team's key; a key that does not parse is a start-up error with the reason.
-    init(_ settings: PushSettings.APNs, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, timeout: TimeAmount) throws {
+    init(
+        _ settings: PushSettings.APNs, connections: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, timeout: TimeAmount
+    ) throws {
         let pem: String
         do { pem = try String(contentsOfFile: settings.keyFile, encoding: .utf8) } catch {
             throw NodeServerError.configuration("push: apns keyFile \(settings.keyFile) cannot be read: \(error)")
@@ -42,10 +41,11 @@ final class APNsProvider: PushProvider {
             throw NodeServerError.configuration("push: apns URL \(url) is not an https:// URL")
         }
         self.settings = settings
-        self.tls = tls
-        self.group = group
         self.timeout = timeout
-        self.connectTimeout = connectTimeout
+        pools = [
+            .production: HTTP2Pool(url: settings.productionURL, count: connections, tls: tls, group: group, connectTimeout: connectTimeout),
+            .sandbox: HTTP2Pool(url: settings.sandboxURL, count: connections, tls: tls, group: group, connectTimeout: connectTimeout),
+        ]
     }
 
     /// The provider token (cached, made again before it is too old).
@@ -94,8 +94,8 @@ final class APNsProvider: PushProvider {
         do {
             let body = ByteBuffer(bytes: try Self.payload(notification))
             let path = "/3/device/\(push.token.tokenText)"
-            let connection = try await connection(environment)
-            let response = try await connection.request(
+            guard let pool = pools[environment] else { return .refused("no connection for APNs environment \(environment)") }
+            let response = try await pool.request(
                 method: "POST", path: path, headers: Self.headers(push, notification, bearer: try providerToken()), body: body,
                 timeout: timeout, maxResponseBytes: 16 * 1024)
             return outcome(response)
@@ -122,41 +122,7 @@ final class APNsProvider: PushProvider {
         }
     }
 
-    private func connection(_ environment: APNsEnvironment) async throws -> TransportConnection {
-        for _ in 0..<2 {
-            let (task, fresh) = connections.withLock { c -> (Task<TransportConnection, Error>, Bool) in
-                if let existing = c[environment] { return (existing, false) }
-                let url = environment == .production ? settings.productionURL : settings.sandboxURL
-                let (tls, group, connectTimeout) = (self.tls, self.group, self.connectTimeout)
-                let task = Task { try await TransportConnection.connect(to: url, tls: tls, group: group, connectTimeout: connectTimeout).get() }
-                c[environment] = task
-                return (task, true)
-            }
-            let connection: TransportConnection
-            do { connection = try await task.value } catch {
-                forget(task, environment)
-                throw error
-            }
-            if fresh {
-                // A connection that closes (the provider's idle timeout, an error) is forgotten;
-                // the next push opens another.
-                connection.closeFuture.whenComplete { [weak self] _ in self?.forget(task, environment) }
-            }
-            if try await connection.isGoingAway.get() == false { return connection }
-            forget(task, environment)  // GOAWAY: its streams finish, new ones go on a new connection
-        }
-        throw TransportError(.goingAway, "APNs sent GOAWAY on a new connection")
-    }
-
-    private func forget(_ task: Task<TransportConnection, Error>, _ environment: APNsEnvironment) {
-        connections.withLock { c in if c[environment] == task { c[environment] = nil } }
-    }
-
     func shutdown() async {
-        let all = connections.withLock { c -> [Task<TransportConnection, Error>] in
-            defer { c = [:] }
-            return Array(c.values)
-        }
-        for task in all { try? await task.value.close() }
+        for pool in pools.values { await pool.close() }
     }
 }

@@ -7,32 +7,50 @@ import Foundation
 final class CommitWaker<Key: Hashable & Sendable>: Sendable {
     private struct Pending {
         var counts: [Key: Int] = [:]
+        /// The rows of the command running now (forgotten if its savepoint rolls back).
+        var command: [Key: Int] = [:]
         var armed = false
+        var commandArmed = false
     }
     private let pending = Locked(Pending())
-    private let waker = Locked<(@Sendable ([Key: Int]) -> Void)?>(nil)
+    /// In a struct: a bare function value in `Locked` gains two reabstraction thunks per access.
+    private struct Waker {
+        let wake: @Sendable ([Key: Int]) -> Void
+    }
+    private let waker = Locked<Waker?>(nil)
 
     /// Whom to wake after commits (replaces the previous one).
     func setWaker(_ waker: @escaping @Sendable ([Key: Int]) -> Void) {
-        self.waker.withLock { $0 = waker }
+        self.waker.withLock { $0 = Waker(wake: waker) }
     }
 
-    /// `count` rows were queued for `key` in `tx`.
+    /// `count` rows were queued for `key` in `tx`. They count once the command that queued
+    /// them ends well and its group commits: a command that fails inside a group that commits
+    /// the others' writes loses its rows, and they are not counted.
     func queued(_ count: Int, for key: Key, in tx: StorageTransaction) {
-        let arm = pending.withLock { p -> Bool in
-            p.counts[key, default: 0] += count
-            defer { p.armed = true }
-            return !p.armed
+        let (arm, armCommand) = pending.withLock { p -> (Bool, Bool) in
+            p.command[key, default: 0] += count
+            defer { (p.armed, p.commandArmed) = (true, true) }
+            return (!p.armed, !p.commandArmed)
+        }
+        let pending = self.pending, waker = self.waker
+        if armCommand {
+            tx.afterCommand { succeeded in
+                pending.withLock { p in
+                    if succeeded { p.counts.merge(p.command, uniquingKeysWith: +) }
+                    p.command = [:]
+                    p.commandArmed = false
+                }
+            }
         }
         guard arm else { return }
-        let pending = self.pending, waker = self.waker
         // Runs when the group ends; a rollback forgets the rows, so nobody is woken.
         tx.afterTransaction { committed in
             let woken = pending.withLock { p -> [Key: Int] in
                 defer { p = Pending() }
-                return p.counts
+                return p.counts.filter { $0.value > 0 }
             }
-            if committed { waker.withLock { $0 }?(woken) }
+            if committed, !woken.isEmpty { waker.withLock { $0 }?.wake(woken) }
         }
     }
 }

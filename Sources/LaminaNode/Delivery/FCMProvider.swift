@@ -7,8 +7,9 @@ import NIOHTTP1
 /// FCM HTTP v1 with a service account: an RS256 JWT assertion (`iss` the account's email,
 /// `scope` firebase.messaging, `aud` the token endpoint, one hour) is exchanged at the token
 /// endpoint (`grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`) for an access token,
-/// cached until a minute before it expires (and dropped after a 401). Each push is
-/// `POST /v1/projects/<project>/messages:send` with `{"message": {token, notification, data,
+/// cached until a minute before it expires (and dropped after a 401); the exchange goes over
+/// HTTP/1.1. Each push is `POST /v1/projects/<project>/messages:send` over HTTP/2 (many pushes
+/// at once on ``PushSettings/connectionsPerProvider`` connections, as for APNs) with `{"message": {token, notification, data,
 /// android, apns}}`. 200 delivered; 404 `UNREGISTERED` and 400 `INVALID_ARGUMENT` about the
 /// token remove it; 429 and 5xx are retried; anything else drops the push.
 final class FCMProvider: PushProvider {
@@ -27,13 +28,17 @@ final class FCMProvider: PushProvider {
     private let tokenPool: HTTP1Pool
     private let tokenPath: String
     private let tokenURL: String
-    private let sendPool: HTTP1Pool
+    private let sendPool: HTTP2Pool
     private let sendPath: String
     private let timeout: TimeAmount
     private let accessToken = CachedToken()
 
     /// Loads the service account; a key file that does not parse is a start-up error with the reason.
-    init(_ settings: PushSettings.FCM, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, timeout: TimeAmount) throws {
+    /// `tls` offers HTTP/1.1 (the token exchange), `h2` HTTP/2 (the sends).
+    init(
+        _ settings: PushSettings.FCM, connections: Int, tls: TLSContext, h2: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount,
+        timeout: TimeAmount
+    ) throws {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: settings.serviceAccountFile)) } catch {
             throw NodeServerError.configuration("push: fcm serviceAccountFile \(settings.serviceAccountFile) cannot be read: \(error)")
@@ -48,7 +53,7 @@ final class FCMProvider: PushProvider {
         tokenURL = settings.tokenURL ?? account.token_uri
         (tokenPool, tokenPath) = try HTTP1Pool.forURL(tokenURL, tls: tls, group: group, connectTimeout: connectTimeout)
         let send = settings.sendURL ?? "https://fcm.googleapis.com/v1/projects/\(account.project_id)/messages:send"
-        (sendPool, sendPath) = try HTTP1Pool.forURL(send, tls: tls, group: group, connectTimeout: connectTimeout)
+        (sendPool, sendPath) = try HTTP2Pool.forURL(send, count: connections, tls: h2, group: group, connectTimeout: connectTimeout)
         self.timeout = timeout
     }
 
@@ -110,8 +115,8 @@ final class FCMProvider: PushProvider {
         do {
             let bearer = try await bearer()
             let response = try await sendPool.request(
-                method: .POST, path: sendPath, headers: [("authorization", "Bearer \(bearer)"), ("content-type", "application/json")],
-                body: ByteBuffer(bytes: try Self.body(push, notification)), timeout: timeout)
+                method: "POST", path: sendPath, headers: [("authorization", "Bearer \(bearer)"), ("content-type", "application/json")],
+                body: ByteBuffer(bytes: try Self.body(push, notification)), timeout: timeout, maxResponseBytes: 64 * 1024)
             return outcome(response.status, response.headers, response.body)
         } catch {
             return .retry("\(error)", after: nil)

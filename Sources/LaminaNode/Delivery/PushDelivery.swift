@@ -6,7 +6,8 @@ import NIOCore
 
 /// Carries the push outbox to the providers after the commits that wrote it: one lane per
 /// configured provider takes the pushes that are due (the earliest first, up to
-/// ``PushSettings/maxInFlightPerProvider`` at once) and sends them. A push leaves the queue
+/// ``PushSettings/inFlightLimit(_:)`` at once) and sends them; the outcomes are recorded
+/// in batches beside the sending. A push leaves the queue
 /// only on the provider's answer (accepted, refused, or the token is gone — then the token is
 /// removed too) or when it expires; failures are retried with the webhooks' backoff (exponential,
 /// jitter, `Retry-After`). One provider's trouble never holds another's pushes.
@@ -37,10 +38,13 @@ final class PushDelivery: Sendable {
             let connect = TimeAmount.seconds(Int64(settings.connectTimeoutSeconds))
             let timeout = TimeAmount.seconds(Int64(settings.responseTimeoutSeconds))
             if let apns = settings.apns {
-                providers[.apns] = try APNsProvider(apns, tls: try TLSContext(h2), group: group, connectTimeout: connect, timeout: timeout)
+                providers[.apns] = try APNsProvider(
+                    apns, connections: settings.connectionsPerProvider, tls: try TLSContext(h2), group: group, connectTimeout: connect, timeout: timeout)
             }
             if let fcm = settings.fcm {
-                providers[.fcm] = try FCMProvider(fcm, tls: try TLSContext(h1), group: group, connectTimeout: connect, timeout: timeout)
+                providers[.fcm] = try FCMProvider(
+                    fcm, connections: settings.connectionsPerProvider, tls: try TLSContext(h1), h2: try TLSContext(h2), group: group,
+                    connectTimeout: connect, timeout: timeout)
             }
             if let gateway = settings.gateway {
                 providers[.gateway] = try GatewayProvider(gateway, tls: try TLSContext(h1), group: group, connectTimeout: connect, timeout: timeout)
@@ -111,67 +115,112 @@ final class PushLane: Sendable {
         await task.withLock { $0 }?.value
     }
 
-    /// Keeps up to `maxInFlightPerProvider` pushes in flight (a slow one holds only its own
-    /// slot): takes due pushes into free slots, settles the finished ones together in one
-    /// transaction, and otherwise waits for a finish, a commit, or the next push's due time.
+    /// The pushes a lane holds: being sent, and sent but not yet recorded (both are still
+    /// queued rows, so the lane's reads skip them).
+    private struct Held {
+        var sending = Set<Int64>()
+        var settling = Set<Int64>()
+        var finished: [(QueuedPush, PushOutcome)] = []
+    }
+
+    /// Sent pushes waiting to be recorded, in multiples of the in-flight limit, past which the
+    /// lane starts no new push (the settler is behind: the store is the limit).
+    static let unsettledFactor = 4
+    /// How often the queue-depth gauge is read again from the queue while the lane is busy.
+    static let depthInterval: Duration = .milliseconds(500)
+
+    /// Keeps up to the provider's in-flight limit of pushes in flight (a slow one holds only its own
+    /// slot): takes due pushes into free slots as soon as a slot frees. Finished attempts are
+    /// recorded by a settler beside the loop, all that finished since its last transaction in
+    /// one, so a commit (an fsync behind the messages' group commits) never holds a slot.
     private static func run(provider: any PushProvider, delivery: PushDelivery, signals: LaneSignal) async {
         let kind = provider.kind
-        let limit = delivery.settings.maxInFlightPerProvider
-        let finished = Locked<[(QueuedPush, PushOutcome)]>([])
-        var inFlight = Set<Int64>()
-        await withTaskGroup(of: Void.self) { group in
-            while !Task.isCancelled {
-                let done = finished.withLock { f -> [(QueuedPush, PushOutcome)] in
-                    defer { f = [] }
-                    return f
-                }
-                if !done.isEmpty {
-                    await settle(done, kind: kind, delivery: delivery)
-                    for (push, _) in done { inFlight.remove(push.seq) }
-                }
-                let free = limit - inFlight.count
-                let due: [QueuedPush]
-                let next: Timestamp?
-                do {
-                    let busy = inFlight
-                    (due, next) = try await delivery.store.read { r in
-                        // The pushes in flight are due too (they leave the queue when settled): skipped.
-                        let due = free > 0 ? try r.duePushes(kind, at: .now(), limit: free + busy.count).filter { !busy.contains($0.seq) } : []
-                        let depth = try r.pushQueueDepth(kind)
-                        // The gauge is what the queue holds (a command rolled back after queueing, a
-                        // crash, leave no count to drift).
-                        delivery.metrics.queueDepth(kind).set(Int64(depth))
-                        return (due, due.isEmpty && busy.isEmpty ? try r.nextPushAttempt(kind) : nil)
+        let limit = delivery.settings.inFlightLimit(kind)
+        let held = Locked(Held())
+        let settler = LaneSignal()
+        var depthReadAt: ContinuousClock.Instant?
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while await settler.wait(timeout: nil) {
+                    let done = held.withLock { h -> [(QueuedPush, PushOutcome)] in
+                        defer { h.finished = [] }
+                        return h.finished
                     }
-                } catch {
-                    if Task.isCancelled { break }
-                    delivery.log("push queue unreadable", ["provider": "\(kind.name)", "error": "\(error)"], level: .error)
-                    guard await signals.wait(timeout: .seconds(1)) else { break }
-                    continue
+                    guard !done.isEmpty else { continue }
+                    await settle(done, kind: kind, delivery: delivery)
+                    held.withLock { h in for (push, _) in done { h.settling.remove(push.seq) } }
+                    signals.signal()
                 }
-                for push in due.prefix(max(0, free)) {
-                    inFlight.insert(push.seq)
+            }
+            while !Task.isCancelled {
+                let (sending, excluded) = held.withLock { h in (h.sending.count, h.sending.union(h.settling)) }
+                let free = limit - sending
+                // At saturation a slot or two freeing does not warrant a read: a few at once.
+                let canStart = free >= (sending == 0 ? 1 : max(1, limit / 16)) && excluded.count - sending <= limit * unsettledFactor
+                // Idle (nothing held), or busy and not read for a while.
+                let readDepth = excluded.isEmpty || depthReadAt.map { ContinuousClock.now - $0 >= depthInterval } ?? true
+                let due: [QueuedPush]
+                let badges: [UserID: Int]
+                let next: Timestamp?
+                if canStart || readDepth {
+                    do {
+                        (due, badges, next) = try await delivery.store.read { r in
+                            // The held pushes are due too (they leave the queue when settled): skipped.
+                            let due = canStart ? try r.duePushes(kind, at: .now(), limit: free, excluding: excluded) : []
+                            // Each recipient's badge as of now, once per user in the batch.
+                            var badges: [UserID: Int] = [:]
+                            for push in due where badges[push.user] == nil { badges[push.user] = try PushOutbox.badge(of: push.user, r) }
+                            if readDepth {
+                                // The gauge is what the queue holds (a command rolled back after queueing, a
+                                // crash, leave no count to drift); read at most every `depthInterval`.
+                                delivery.metrics.queueDepth(kind).set(Int64(try r.pushQueueDepth(kind)))
+                            }
+                            return (due, badges, due.isEmpty && excluded.isEmpty ? try r.nextPushAttempt(kind) : nil)
+                        }
+                    } catch {
+                        if Task.isCancelled { break }
+                        delivery.log("push queue unreadable", ["provider": "\(kind.name)", "error": "\(error)"], level: .error)
+                        guard await signals.wait(timeout: .seconds(1)) else { break }
+                        continue
+                    }
+                    if readDepth { depthReadAt = .now }
+                } else {
+                    (due, badges, next) = ([], [:], nil)
+                }
+                for push in due {
+                    held.withLock { _ = $0.sending.insert(push.seq) }
                     group.addTask {
-                        let outcome = await attempt(push, provider: provider)
-                        finished.withLock { $0.append((push, outcome)) }
+                        let outcome = await attempt(push, badge: badges[push.user] ?? 0, provider: provider)
+                        held.withLock { h in
+                            h.sending.remove(push.seq)
+                            h.settling.insert(push.seq)
+                            h.finished.append((push, outcome))
+                        }
+                        settler.signal()
                         signals.signal()
                     }
                 }
-                if !due.isEmpty || finished.withLock({ !$0.isEmpty }) { continue }
-                // Nothing to start: wait for a push to finish or be queued, or the next one to be due.
+                // Every free slot filled: more may be due at once.
+                if canStart && due.count == free { continue }
+                // Nothing more to start: wait for a push to finish or be queued, or the next one to be due.
                 let wait = next.map { Duration.milliseconds(max(1, $0.millisecondsSince1970 - Timestamp.now().millisecondsSince1970)) }
-                guard await signals.wait(timeout: inFlight.isEmpty ? wait : .seconds(1)) else { break }
+                let idle = excluded.isEmpty && due.isEmpty
+                guard await signals.wait(timeout: idle ? wait : .seconds(1)) else { break }
             }
+            settler.finish()
             group.cancelAll()
         }
     }
 
     /// One push sent (or found expired); how it ended.
-    private static func attempt(_ push: QueuedPush, provider: any PushProvider) async -> PushOutcome {
+    private static func attempt(_ push: QueuedPush, badge: Int, provider: any PushProvider) async -> PushOutcome {
         guard Timestamp.now() < push.expiresAt else { return .refused("expired") }
-        do { return await provider.send(push, try PushNotification.decode(push.payload)) } catch {
+        var notification: PushNotification
+        do { notification = try PushNotification.decode(push.payload) } catch {
             return .refused("the queued notification does not decode: \(error)")
         }
+        notification.badge = badge
+        return await provider.send(push, notification)
     }
 
     /// What the queue keeps of one outcome.
@@ -202,15 +251,17 @@ final class PushLane: Sendable {
         do {
             removedTokens = try await delivery.store.write { tx -> Int in
                 var removed = 0
+                var done: [Int64] = []
                 for (push, settlement) in settlements {
                     switch settlement {
-                    case .delivered, .refused, .expired: try tx.removePush(push.seq)
+                    case .delivered, .refused, .expired: done.append(push.seq)
                     case .unregistered:
-                        try tx.removePush(push.seq)
+                        done.append(push.seq)
                         if try tx.removePushToken(push.token) { removed += 1 }
                     case .retry(let attempts, let next, _, _): try tx.reschedulePush(push.seq, attempts: attempts, next: next)
                     }
                 }
+                try tx.removePushes(done)
                 return removed
             }
         } catch {

@@ -10,8 +10,8 @@ struct PushNotification: Codable, Sendable, Hashable {
     var category: String?
     /// The configuration's custom data.
     var data: [String: String]
-    /// The recipient's unread count when the message committed (unread messages over the
-    /// user's conversations, plus the app backend's external count).
+    /// The recipient's unread count (unread messages over the user's conversations, plus the
+    /// app backend's external count), counted when the push is sent (0 in the queue).
     var badge: Int
     /// `layer:///messages/<uuid>` and `layer:///conversations/<uuid>`.
     var messageID: String

@@ -4,7 +4,8 @@ import LaminaModel
 /// The write side of the push outbox. A send calls ``record(_:to:in:at:)`` inside its
 /// transaction: for each recipient (not the sender) each device with a token of a configured
 /// provider and no live session on this node gets one queue row, built from the message's push
-/// configuration with the recipient's badge, in the same commit. After the commit the delivery
+/// configuration, in the same commit (the recipient's badge is counted when the push is sent,
+/// on a reader: a send's commit never scans the recipients' unread messages). After the commit the delivery
 /// is woken for the providers that got rows.
 final class PushOutbox: Sendable {
     private struct Configuration {
@@ -13,7 +14,13 @@ final class PushOutbox: Sendable {
     }
     private let configuration = Locked(Configuration())
     /// Whether a user's device has a live session on this node (no push then).
-    private let isLive = Locked<(@Sendable (UserID, String) -> Bool)?>(nil)
+    private let isLive = Locked<LiveCheck?>(nil)
+    /// A function kept in a struct: a bare function value passed `inout` through the generic
+    /// `Locked.withLock` is wrapped in two more reabstraction thunks on every access, so each
+    /// call would grow slower (a send's commit took time proportional to all sends before it).
+    private struct LiveCheck {
+        let check: @Sendable (UserID, String) -> Bool
+    }
     private let wake = CommitWaker<PushToken.Kind>()
 
     /// The providers the node delivers to, how long a push lives, and whom to wake after commits.
@@ -27,7 +34,7 @@ final class PushOutbox: Sendable {
 
     /// How the engine tells a device with a live session.
     func setLiveCheck(_ check: @escaping @Sendable (UserID, String) -> Bool) {
-        isLive.withLock { $0 = check }
+        isLive.withLock { $0 = LiveCheck(check: check) }
     }
 
     /// Whether tokens of `kind` are taken (a provider for it is configured).
@@ -40,17 +47,21 @@ final class PushOutbox: Sendable {
     ) throws {
         let (kinds, lifetime) = configuration.withLock { ($0.kinds, $0.expirationMilliseconds) }
         guard !kinds.isEmpty else { return }
-        let live = isLive.withLock { $0 }
+        // A push expires a lifetime after its message was sent: a message that reaches this node
+        // late (replication after a partition) is not pushed once that has passed.
+        let expiresAt = Timestamp(millisecondsSince1970: (message.sentAt ?? now).millisecondsSince1970 + lifetime)
+        guard expiresAt > now else { return }
+        let live = isLive.withLock { $0 }?.check
         let tokens = try tx.read.pushTokens(of: recipients.filter { $0 != message.sender }.sorted())
         let byUser = Dictionary(grouping: tokens.filter { kinds.contains($0.token.kind) && !(live?($0.user, $0.device) ?? false) }, by: \.user)
         for (user, devices) in byUser.sorted(by: { $0.key < $1.key }) {
-            var notification = PushNotification(message: message, badge: try Self.badge(of: user, tx.read))
+            var notification = PushNotification(message: message, badge: 0)
             if let override = overrides[user] { notification.apply(override) }
             let payload = try notification.encoded()
             for device in devices {
                 let queued = try tx.enqueuePush(QueuedPush(
                     seq: 0, user: user, device: device.device, token: device.token, message: message.id, payload: payload, createdAt: now,
-                    expiresAt: Timestamp(millisecondsSince1970: now.millisecondsSince1970 + lifetime), attempts: 0, nextAttemptAt: now))
+                    expiresAt: expiresAt, attempts: 0, nextAttemptAt: now))
                 if queued { wake.queued(1, for: device.token.kind, in: tx) }
             }
         }
@@ -62,7 +73,7 @@ final class PushOutbox: Sendable {
     static let badgeScanPerConversation = 1_000
 
     /// The user's badge: unread messages over their live conversations plus the app backend's
-    /// external unread count (Server API badges).
+    /// external unread count (Server API badges). Counted by the delivery as it sends.
     static func badge(of user: UserID, _ reader: StorageReader) throws(StorageError) -> Int {
         var unread = try reader.externalUnreadCount(of: user)
         for c in try reader.conversations(of: user) where c.isLive {

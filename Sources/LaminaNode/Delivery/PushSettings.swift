@@ -1,4 +1,5 @@
 import Foundation
+import LaminaModel
 
 /// How the node delivers push notifications: the providers it is configured for (flags and
 /// the `push` object of the config file). A device may register a token only for a provider
@@ -58,10 +59,14 @@ public struct PushSettings: Sendable, Hashable {
         public var url: String
         /// Sent as the `authorization` header, if set (e.g. `Bearer <secret>`).
         public var authorization: String?
+        /// Pushes in flight to the gateway at once (each on its own HTTP/1.1 connection);
+        /// nil: ``PushSettings/defaultGatewayInFlight``.
+        public var maxInFlight: Int?
 
-        public init(url: String, authorization: String? = nil) {
+        public init(url: String, authorization: String? = nil, maxInFlight: Int? = nil) {
             self.url = url
             self.authorization = authorization
+            self.maxInFlight = maxInFlight
         }
     }
 
@@ -77,8 +82,18 @@ public struct PushSettings: Sendable, Hashable {
     public var maxBackoffSeconds = 600
     public var connectTimeoutSeconds = 10
     public var responseTimeoutSeconds = 30
-    /// Pushes in flight to one provider at once.
-    public var maxInFlightPerProvider = 16
+    /// Pushes in flight to APNs and to FCM at once (concurrent HTTP/2 streams). The gateway
+    /// has its own bound (``Gateway/maxInFlight``): over HTTP/1.1 each is a connection.
+    public var maxInFlightPerProvider = 200
+    /// The gateway's bound when its configuration sets none.
+    public static let defaultGatewayInFlight = 16
+
+    /// How many pushes a provider's lane keeps in flight.
+    func inFlightLimit(_ kind: PushToken.Kind) -> Int {
+        kind == .gateway ? gateway?.maxInFlight ?? Self.defaultGatewayInFlight : maxInFlightPerProvider
+    }
+    /// HTTP/2 connections per APNs environment and to FCM: pushes are spread over them.
+    public var connectionsPerProvider = 2
 
     public init() {}
 
@@ -95,6 +110,7 @@ public struct PushSettings: Sendable, Hashable {
         try check((1...300).contains(connectTimeoutSeconds), "connectTimeoutSeconds must be 1...300")
         try check((1...300).contains(responseTimeoutSeconds), "responseTimeoutSeconds must be 1...300")
         try check((1...1_000).contains(maxInFlightPerProvider), "maxInFlightPerProvider must be 1...1000")
+        try check((1...16).contains(connectionsPerProvider), "connectionsPerProvider must be 1...16")
         let readable = { (path: String) in FileManager.default.isReadableFile(atPath: path) }
         if let caFile { try check(readable(caFile), "caFile \(caFile) cannot be read") }
         if let apns {
@@ -102,7 +118,10 @@ public struct PushSettings: Sendable, Hashable {
             try check(readable(apns.keyFile), "apns keyFile \(apns.keyFile) cannot be read")
         }
         if let fcm { try check(readable(fcm.serviceAccountFile), "fcm serviceAccountFile \(fcm.serviceAccountFile) cannot be read") }
-        if let gateway { try check(gateway.url.hasPrefix("https://"), "gateway url must be an https:// URL") }
+        if let gateway {
+            try check(gateway.url.hasPrefix("https://"), "gateway url must be an https:// URL")
+            if let n = gateway.maxInFlight { try check((1...1_000).contains(n), "gateway maxInFlight must be 1...1000") }
+        }
     }
 
     /// The config file's `push` object: every key optional.
@@ -117,6 +136,7 @@ public struct PushSettings: Sendable, Hashable {
         var connectTimeoutSeconds: Int?
         var responseTimeoutSeconds: Int?
         var maxInFlightPerProvider: Int?
+        var connectionsPerProvider: Int?
     }
 
     mutating func apply(_ f: File) {
@@ -130,5 +150,6 @@ public struct PushSettings: Sendable, Hashable {
         if let v = f.connectTimeoutSeconds { connectTimeoutSeconds = v }
         if let v = f.responseTimeoutSeconds { responseTimeoutSeconds = v }
         if let v = f.maxInFlightPerProvider { maxInFlightPerProvider = v }
+        if let v = f.connectionsPerProvider { connectionsPerProvider = v }
     }
 }

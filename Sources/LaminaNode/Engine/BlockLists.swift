@@ -42,30 +42,48 @@ extension NodeEngine {
     /// `blocker` stops receiving `blocked`'s messages (stored, then in the fan-out's lists);
     /// `full` (nothing changed) when `blocker` blocks `limit` users already.
     func block(_ blocked: UserID, by blocker: UserID, limit: Int) async throws -> BlockResult {
-        let result = try await store.write { [self] tx -> BlockResult in
+        let (result, changes) = try await store.write { [self] tx -> (BlockResult, [FeedChange]) in
             let current = try tx.read.blocks(of: blocker)
-            if current.contains(blocked) { return .alreadyBlocked }
-            guard current.count < limit else { return .full }
+            if current.contains(blocked) { return (.alreadyBlocked, []) }
+            guard current.count < limit else { return (.full, []) }
             try tx.block(blocked, by: blocker, at: .now())
             try recordUserState(.block(BlockChange(blocker: blocker, blocked: blocked, blocking: true)), in: tx)
-            return .added
+            let changes = try countsAfterBlockChange(of: blocker, with: blocked, blocks: Set(current).union([blocked]), in: tx)
+            return (.added, changes)
         }
         if result == .added {
             blockLists.set(blocked, by: blocker, blocking: true)
+            publish(changes)
             replicationSignal.notify()
         }
         return result
     }
 
+    /// SPEC §6.4: a block list change moves the blocker's counts of every live conversation
+    /// they share with the other user; each gets a `conversation-updated` in the blocker's feed
+    /// (same transaction), counted with the list as it is after the change.
+    private func countsAfterBlockChange(
+        of blocker: UserID, with other: UserID, blocks: Set<UserID>, in tx: StorageTransaction
+    ) throws -> [FeedChange] {
+        var context = CommandContext(tx: tx, user: blocker, engine: self, now: .now())
+        for stored in try tx.read.conversations(of: blocker) where stored.isLive && stored.conversation.participants.contains(other) {
+            try context.emitCounts(of: stored.conversation.id, to: [blocker], blocked: blocks)
+        }
+        return context.changes
+    }
+
     /// `blocker` receives `blocked`'s messages again; false when it did not block them.
     func unblock(_ blocked: UserID, by blocker: UserID) async throws -> Bool {
-        let removed = try await store.write { [self] tx -> Bool in
-            guard try tx.unblock(blocked, by: blocker) else { return false }
+        let (removed, changes) = try await store.write { [self] tx -> (Bool, [FeedChange]) in
+            guard try tx.unblock(blocked, by: blocker) else { return (false, []) }
             try recordUserState(.block(BlockChange(blocker: blocker, blocked: blocked, blocking: false)), in: tx)
-            return true
+            return (true, try countsAfterBlockChange(of: blocker, with: blocked, blocks: Set(try tx.read.blocks(of: blocker)), in: tx))
         }
         blockLists.set(blocked, by: blocker, blocking: false)
-        if removed { replicationSignal.notify() }
+        if removed {
+            publish(changes)
+            replicationSignal.notify()
+        }
         return removed
     }
 }

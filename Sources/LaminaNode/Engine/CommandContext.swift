@@ -17,11 +17,16 @@ struct CommandContext {
     var refusal: DistinctConflict?
     /// What replicated user-state changes require of the engine after the commit.
     var userStateEffects: [UserStateEffect] = []
+    /// Parked operations given up to park another (``ParkingLimits``), origin and counter.
+    var abandonedParked: [(NodeID, UInt64)] = []
     /// Whether the command has written anything (a send that fails before it may be a retry,
     /// answered from what the first attempt stored).
     private(set) var startedWriting = false
     /// Per-recipient push configurations replacing the message's (the Server API's overrides).
     var pushOverrides: [UserID: PushConfiguration] = [:]
+    /// Besides the sender's own, the uploads a sent message may reference: the Server API's
+    /// (content a backend uploaded, owned by ``ServerAPI/contentOwner``).
+    var contentOwner: UserID?
 
     var origin: NodeID { engine.configuration.nodeID }
 
@@ -256,11 +261,12 @@ struct CommandContext {
         try message.validate()
         for part in message.parts {
             if case .external(let reference) = part.content {
-                // Protocol/CONTENT.md §7: complete, uploaded by the sender, same size and digest.
+                // Protocol/CONTENT.md §7: complete, uploaded by the sender (or, for the Server
+                // API, by the backend: §10), same size and digest.
                 guard let upload = try tx.read.upload(reference.id), upload.state == .complete else {
                     throw WireError(.contentNotReady, "content \(reference.id) is not completely uploaded")
                 }
-                guard upload.owner == user else {
+                guard upload.owner == user || (contentOwner != nil && upload.owner == contentOwner) else {
                     throw WireError(.forbidden, "content \(reference.id) was uploaded by another user")
                 }
                 guard upload.declaredSize == reference.size, upload.sha256 == reference.sha256 else {

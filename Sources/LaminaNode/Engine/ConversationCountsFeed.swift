@@ -9,10 +9,12 @@ import LaminaWire
 extension CommandContext {
     /// Appends `conversation-updated` with each user's counts of `id` to the feed of each of
     /// `users`, after the change that moved them (same transaction, later seq).
-    mutating func emitCounts(of id: ConversationID, to users: Set<UserID>) throws {
+    /// `blocked`: the user's block list to count with (the engine's when nil; a block list
+    /// change counts with the list as it is after the change).
+    mutating func emitCounts(of id: ConversationID, to users: Set<UserID>, blocked: Set<UserID>? = nil) throws {
         guard !users.isEmpty, let header = try tx.read.conversationHeader(id), header.isLive else { return }
         for u in users.sorted() {
-            let counts = try tx.read.counts(of: id, for: u, blocked: engine.blockLists.blocked(by: u))
+            let counts = try tx.read.counts(of: id, for: u, blocked: blocked ?? engine.blockLists.blocked(by: u))
             let event = ConversationUpdated(
                 conversationID: id, isDistinct: header.isDistinct, deliveryReceiptsEnabled: header.deliveryReceiptsEnabled,
                 messageCount: UInt64(counts.messages), unreadCount: UInt64(counts.unread), lastMessageID: counts.lastMessage)

@@ -107,7 +107,7 @@ extension NodeEngine {
     /// the same transaction once the command applied (what the Server API adds).
     func command(
         _ frame: Frame, as user: UserID, key: IdempotencyKey, digest: [UInt8], now: Timestamp,
-        in tx: StorageTransaction, pushOverrides: [UserID: PushConfiguration] = [:],
+        in tx: StorageTransaction, pushOverrides: [UserID: PushConfiguration] = [:], contentOwner: UserID? = nil,
         after: ((inout CommandContext, Ack) throws -> Void)? = nil
     ) throws -> CommandResult {
         // A send is checked for a retry only when it fails (its id is taken, or the
@@ -117,6 +117,7 @@ extension NodeEngine {
         }
         var context = CommandContext(tx: tx, user: user, engine: self, now: now)
         context.pushOverrides = pushOverrides
+        context.contentOwner = contentOwner
         let ack: Ack
         do {
             ack = try context.apply(frame, digest: digest)

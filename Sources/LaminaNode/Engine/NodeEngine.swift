@@ -24,6 +24,8 @@ public final class NodeEngine: Sendable {
     /// Moves after a commit of replicated messages that reference rich content this node may
     /// lack (the peer content fetcher waits on it).
     let contentSignal = ReplicationSignal()
+    /// Parked replicated operations given up since the start (``ParkingLimits``).
+    let parkedAbandoned = Locked(0)
     /// Webhook events written in the commands' transactions (Delivery/).
     let webhooks = WebhookOutbox()
     /// Pushes written in the sends' transactions for devices without a live session (Delivery/).

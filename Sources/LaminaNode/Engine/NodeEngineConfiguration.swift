@@ -24,6 +24,8 @@ public struct NodeEngineConfiguration: Sendable {
     public var commandBudget = CommandBudget()
     /// The cluster this node belongs to, named in WELCOME (SPEC §5.1, §6.5).
     public var cluster = "lamina"
+    /// Bounds on replicated operations parked until their conversation arrives (SPEC §6.5).
+    public var parking = ParkingLimits()
 
     public init(
         nodeID: NodeID,

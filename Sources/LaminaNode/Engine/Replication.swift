@@ -84,8 +84,9 @@ extension CommandContext {
                 logged = try applyEvent(event, op)
             } catch let unheld as UnheldConversation {
                 // Nothing was written for it yet: replicaHeader is every case's first step.
-                try tx.park(origin: op.origin, counter: op.counter, conversation: unheld.id)
                 logged = try FeedCoding.encode(event)
+                abandonedParked += try tx.makeRoomToPark(origin: op.origin, bytes: logged.count, within: engine.configuration.parking)
+                try tx.park(origin: op.origin, counter: op.counter, conversation: unheld.id, bytes: logged.count, at: now)
             }
         }
         guard try tx.appendOperation(ReplicationRecord(origin: op.origin, counter: op.counter, hlc: op.hlc, op: logged)) else {
@@ -156,6 +157,8 @@ extension CommandContext {
                 if case .external(let reference) = part.content { try tx.expectReplicatedContent(reference, owner: message.sender, at: now) }
             }
             try announce(message, in: header, isFirst: isFirst)
+            // Pushed to the devices whose tokens this node holds, as a local send is (SPEC §5.9).
+            try engine.pushes.record(message, to: engine.blockLists.recipients(header.participants, of: message.sender), in: tx, at: now)
             logged = ReplicationLogCoding.messageReference(message.id)
         case .messageStatusChanged(let change):
             guard let header = try replicaHeader(change.conversationID), let stored = try tx.read.message(change.messageID) else { break }
@@ -181,10 +184,12 @@ extension CommandContext {
             deletion.conversationID = header.id
             _ = try delete(deletion, participants: header.participants)
         case .messagePartsChanged(var change):
-            guard let header = try replicaHeader(change.conversationID),
-                  let stored = try tx.read.message(change.messageID), !stored.isDeleted else { break }
+            guard let header = try replicaHeader(change.conversationID), let stored = try tx.read.message(change.messageID) else { break }
             change.conversationID = header.id
-            if try tx.replaceParts(of: change.messageID, with: change.parts, hlc: change.at, origin: op.origin, by: change.by) {
+            // A deleted message's parts are replaced too (the register converges whatever the
+            // order of update and deletion), but no device holds it any more.
+            if try tx.replaceParts(of: change.messageID, with: change.parts, hlc: change.at, origin: op.origin, by: change.by, evenIfDeleted: true),
+               !stored.isDeleted {
                 _ = try announce(change, in: header, sender: stored.message.sender)
             }
         case .conversationUpdated, .identifierChanged, .typing:
@@ -272,26 +277,37 @@ extension NodeEngine {
             _ = try clock.withLock { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in try c.receive(op.hlc, .now()) }
         }
         let now = Timestamp.now()
-        let (changes, effects, blocked, vector) = try await store.write {
-            [self] tx -> ([FeedChange], [UserStateEffect], [BlockChange: Bool], [NodeID: UInt64]) in
+        let expired = now.adding(.zero - configuration.parking.lifetime)
+        let (changes, effects, blocked, vector, abandoned) = try await store.write {
+            [self] tx -> ([FeedChange], [UserStateEffect], [BlockChange: Bool], [NodeID: UInt64], Int) in
             var changes: [FeedChange] = []
             var effects: [UserStateEffect] = []
+            // Parked operations whose conversation never came within the lifetime are given up.
+            var abandoned = try tx.abandonParked(before: expired)
             for op in operations {
                 var context = CommandContext(tx: tx, user: op.payload.actor, engine: self, now: now)
                 try context.applyReplicated(op)
                 changes += context.changes
                 effects += context.userStateEffects
+                abandoned += context.abandonedParked.count
             }
             // Block lists as they now stand, for the fan-out's copy.
             var blocked: [BlockChange: Bool] = [:]
             for case .block(let b) in effects { blocked[b] = try tx.read.blocks(of: b.blocker).contains(b.blocked) }
-            return (changes, effects, blocked, try tx.read.versionVector())
+            return (changes, effects, blocked, try tx.read.versionVector(), abandoned)
         }
+        if abandoned > 0 { parkedAbandoned.withLock { $0 += abandoned } }
         apply(effects, blocked: blocked)
         publish(changes)
         if operations.contains(where: \.referencesContent) { contentSignal.notify() }
         return VersionVector(vector)
     }
+}
+
+extension NodeEngine {
+    /// Parked replicated operations given up since the start: over a bound of
+    /// ``ParkingLimits``, or parked longer than its lifetime (metrics, logs, tests).
+    public var abandonedParkedOperations: Int { parkedAbandoned.withLock { $0 } }
 }
 
 extension ReplicatedOperation {
@@ -311,6 +327,7 @@ extension ReplicatedEvent {
         case .user(.block(let b)): b.blocker
         case .user(.badge(let b)): b.user
         case .user(.sessionsRevoked(let user)): user
+        case .user(.pushRegistration(let r)): r.user
         }
     }
 }

@@ -101,14 +101,16 @@ extension NodeSession {
     func endSession(_ request: EndSession, as auth: Auth) async {
         await commandsDrained()
         do {
-            _ = try await engine.store.write { tx in
-                // The device signs out: it gets no pushes from now on.
+            _ = try await engine.store.write { [engine] tx in
+                // The device signs out: it gets no pushes from now on (from no node).
                 try tx.setPushToken(nil, user: auth.user, device: auth.device, at: .now())
+                try engine.recordPushRegistration(of: auth, in: tx)
                 return try tx.revokeSession(tokenHash: auth.tokenHash, at: .now())
             }
         } catch {
             return reply(EngineErrors.wire(error), requestID: request.requestID)
         }
+        engine.replicationSignal.notify()
         send(.ack(Ack(requestID: request.requestID)))
         close(with: nil)
         engine.endStreams(ofSession: auth.tokenHash, reason: "the session was ended by one of its streams")
@@ -126,10 +128,14 @@ extension NodeSession {
         }
         await commandsDrained()
         do {
-            try await engine.store.write { tx in try tx.setPushToken(request.token, user: auth.user, device: auth.device, at: .now()) }
+            try await engine.store.write { [engine] tx in
+                try tx.setPushToken(request.token, user: auth.user, device: auth.device, at: .now())
+                try engine.recordPushRegistration(of: auth, in: tx)
+            }
         } catch {
             return reply(EngineErrors.wire(error), requestID: request.requestID)
         }
+        engine.replicationSignal.notify()
         send(.ack(Ack(requestID: request.requestID)))
     }
 

@@ -55,7 +55,23 @@ extension CommandContext {
             // The sessions authenticated here before the revocation was made on its node.
             try tx.revokeSessions(of: user, createdUpTo: Timestamp(millisecondsSince1970: Int64(clamping: hlc.physical)), at: now)
             return .revoked(user)
+        case .pushRegistration(let r):
+            // The device registered its token (or removed it) on another node later than
+            // here: that node pushes to it now; this one drops its registration.
+            if r.node != engine.configuration.nodeID {
+                try tx.setPushToken(nil, user: r.user, device: r.device.uuidString.lowercased(), at: now)
+            }
+            return nil
         }
+    }
+}
+
+extension NodeEngine {
+    /// In the transaction that sets or removes the push token of `auth`'s device: replicates
+    /// that this node now holds the device's pushes (SPEC §5.9), so the other nodes drop theirs.
+    func recordPushRegistration(of auth: NodeSession.Auth, in tx: StorageTransaction) throws {
+        guard let device = UUID(uuidString: auth.device) else { return }
+        try recordUserState(.pushRegistration(PushRegistrationChange(user: auth.user, device: device, node: configuration.nodeID)), in: tx)
     }
 }
 

@@ -218,8 +218,15 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     private func apply(_ operations: [ReplicatedOperation]) async {
         guard !isClosed else { return }
         do {
+            let abandoned = engine.abandonedParkedOperations
             let vector = try await engine.applyReplicated(operations)
             send([.peerAck(PeerAck(vector: vector))])
+            let now = engine.abandonedParkedOperations
+            if now > abandoned {
+                logger.warning("gave up parked operations whose conversation never arrived", metadata: [
+                    "given_up": "\(now - abandoned)", "total": "\(now)", "peer": "\(remoteNode.map { String($0.rawValue, radix: 16) } ?? "?")",
+                ])
+            }
         } catch let error as WireError {
             fail(error)
         } catch {

@@ -5,13 +5,15 @@ import Prometheus
 /// The peering figures on `/metrics`, sampled when it is rendered: links up, per peer the
 /// operations it has not acknowledged and for how long it has lacked some, per origin the
 /// counter this node holds (its version vector); operations parked until their conversation
-/// arrives; rich content of replicated messages still to fetch, and fetched so far.
+/// arrives, and those given up (``ParkingLimits``); rich content of replicated messages still to
+/// fetch, and fetched so far.
 final class PeerMetrics: Sendable {
     private let registry: PrometheusCollectorRegistry
     private let engine: NodeEngine
     private let peers: PeerService
     private let links: Gauge
     private let parked: Gauge
+    private let abandoned: Gauge
     private let contentPending: Gauge
     private let contentFetched: Gauge
     /// Gauges by label value, made on first sight (peers and origins are few).
@@ -23,6 +25,8 @@ final class PeerMetrics: Sendable {
         self.peers = peers
         links = registry.makeGauge(name: "lamina_peer_links", help: "Peer sessions up")
         parked = registry.makeGauge(name: "lamina_replication_parked_operations", help: "Replicated operations waiting for the creation of their conversation")
+        abandoned = registry.makeGauge(
+            name: "lamina_replication_parked_abandoned", help: "Parked operations given up since the start (over the parking bounds or parked too long)")
         contentPending = registry.makeGauge(name: "lamina_peer_content_pending", help: "Rich content of replicated messages this node still fetches (up to 1000 counted)")
         contentFetched = registry.makeGauge(name: "lamina_peer_content_fetched", help: "Rich content fetched from peers since the start")
     }
@@ -49,6 +53,7 @@ final class PeerMetrics: Sendable {
                 .set(lag.seconds)
         }
         contentFetched.set(Int64(peers.contentFetched))
+        abandoned.set(Int64(engine.abandonedParkedOperations))
         if let (waiting, pending) = try? await engine.store.read({ r in (try r.parkedOperationCount(), try r.contentToFetch(limit: 1000).count) }) {
             parked.set(Int64(waiting))
             contentPending.set(Int64(pending))

@@ -15,6 +15,11 @@ import NIOCore
 public final class PeerService: Sendable {
     /// The request path of a peer session.
     public static let path = "/v1/peer"
+    /// Request headers of a peer session naming the dialer's own peer listener (port, and
+    /// host unless it listens on every address), so that the accepting node can fetch content
+    /// from it too (CONTENT.md §9): an HTTP/2 server opens no streams to its client.
+    static let listenerPortHeader = "lamina-peer-port"
+    static let listenerHostHeader = "lamina-peer-host"
 
     private let engine: NodeEngine
     private let settings: PeerSettings
@@ -35,6 +40,8 @@ public final class PeerService: Sendable {
         var stopped = false
         /// The node each dialed URL turned out to be (its certificate's).
         var nodes: [String: NodeID] = [:]
+        /// The peer listener of each node that dialed this one, as it named it.
+        var listeners: [NodeID: String] = [:]
     }
     private let state = NIOLockedValueBox(State())
     /// Fetches the rich content of replicated messages from peers (nil without a content service).
@@ -107,13 +114,36 @@ public final class PeerService: Sendable {
     /// Content fetched from peers since the start (CONTENT.md §9).
     public var contentFetched: Int { fetcher.withLockedValue { $0 }?.fetchedCount ?? 0 }
 
-    /// The peer listeners to ask for content: `origin`'s first (when this node dialed it), then
-    /// the other peers this node dials.
+    /// The peer listeners to ask for content: `origin`'s first, then every other peer this node
+    /// knows a listener of (those it dials, and those that dialed it and named theirs).
     func contentSources(origin: NodeID?) -> [String] {
-        let known = state.withLockedValue { $0.nodes }
+        let (known, listeners) = state.withLockedValue { ($0.nodes, $0.listeners) }
         var urls = settings.peers
-        if let origin, let first = urls.firstIndex(where: { known[$0] == origin }) { urls.insert(urls.remove(at: first), at: 0) }
+        for (_, url) in listeners.sorted(by: { $0.key < $1.key }) where !urls.contains(url) { urls.append(url) }
+        if let origin {
+            let first = urls.firstIndex { known[$0] == origin || listeners[origin] == $0 }
+            if let first { urls.insert(urls.remove(at: first), at: 0) }
+        }
         return urls
+    }
+
+    /// The peer listener a dialing node named in its request (its host, else the address it
+    /// connected from), nil when it named no port.
+    static func listener(of stream: TransportStream) -> String? {
+        guard let text = stream.requestHeaders[listenerPortHeader], let port = Int(text), (1...65535).contains(port) else { return nil }
+        var host = stream.requestHeaders[listenerHostHeader] ?? stream.remoteAddress?.ipAddress
+        if let named = host, named.isEmpty || named.utf8.count > 255 || named.contains(where: { $0 == "/" || $0 == "@" || $0 == "[" || $0 == "]" || $0 == " " }) {
+            host = stream.remoteAddress?.ipAddress
+        }
+        guard let host else { return nil }
+        return host.contains(":") ? "https://[\(host)]:\(port)" : "https://\(host):\(port)"
+    }
+
+    /// The headers naming this node's peer listener, for the peers it dials.
+    private var listenerHeaders: [(String, String)] {
+        var headers = [(Self.listenerPortHeader, String(transport.port))]
+        if !["", "0.0.0.0", "::", "[::]", "*"].contains(settings.host) { headers.append((Self.listenerHostHeader, settings.host)) }
+        return headers
     }
 
     /// Each live link's lag: operations the peer has not acknowledged and for how long.
@@ -142,6 +172,7 @@ public final class PeerService: Sendable {
             return
         }
         let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger) { [weak self] in self?.remove($0) }
+        if let url = Self.listener(of: stream) { state.withLockedValue { $0.listeners[node] = url } }
         guard register(link, node: node, dialer: node) else {
             stream.sendHeaders(HeaderFields([(":status", "409")]), endStream: true)
             return
@@ -207,7 +238,7 @@ public final class PeerService: Sendable {
             try? await kept.closed.futureResult.get()
             return
         }
-        let stream = try await connection.openStream(method: "POST", path: Self.path, headers: HeaderFields([("content-type", "application/vnd.lamina.sync")]))
+        let stream = try await connection.openStream(method: "POST", path: Self.path, headers: HeaderFields([("content-type", "application/vnd.lamina.sync")] + listenerHeaders))
         let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger) { [weak self] in self?.remove($0) }
         guard register(link, node: node, dialer: engine.configuration.nodeID) else {
             stream.eventLoop.execute { stream.reset() }

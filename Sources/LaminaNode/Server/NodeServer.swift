@@ -88,7 +88,7 @@ public final class NodeServer: Sendable {
         }
         let prepared = try NodeBootstrap.prepare(configuration)
         let store: NodeStore
-        do { store = try NodeStore(location: prepared.storeLocation) } catch {
+        do { store = try NodeStore(location: prepared.storeLocation, configuration: configuration.storage) } catch {
             throw NodeServerError.startup("cannot open the store at \(prepared.storePath): \(error)")
         }
         var engineConfiguration = NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders)
@@ -159,8 +159,12 @@ public final class NodeServer: Sendable {
             do {
                 let credentials = try ServerAPICredentials.loadOrCreate(in: prepared.dataDirectory)
                 serverAPICredentials = credentials
-                let api = ServerAPI(engine: engine, credentials: credentials, settings: configuration.serverAPI, webhooks: webhooks)
+                let api = ServerAPI(engine: engine, credentials: credentials, settings: configuration.serverAPI, webhooks: webhooks, content: content)
                 router.add(ServerAPI.routePattern, maxBodyBytes: ServerAPILimits.maxBodyBytes) { await api.handle($0) }
+                // Uploads to a content's upload_url take chunks larger than a JSON body.
+                router.add(ServerAPI.contentRoutePattern(appID: credentials.appID), maxBodyBytes: ServerAPILimits.maxUploadChunkBytes) {
+                    await api.handle($0)
+                }
             } catch {
                 await content.shutdown()
                 await engine.shutdown()

@@ -59,6 +59,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var webhooks = WebhookSettings()
     /// Push notifications: providers (APNs, FCM, a gateway), their credentials, retries.
     public var push = PushSettings()
+    /// The store: group commit spacing, caches, queue bounds (`Storage/WRITE-PATH.md`).
+    public var storage = StorageConfiguration()
 
     public init() {}
 
@@ -94,6 +96,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         if let c = file.content { content.apply(c) }
         if let w = file.webhooks { webhooks.apply(w) }
         if let p = file.push { push.apply(p) }
+        if let s = file.storage {
+            if let v = s.groupCommitDelayMicroseconds { storage.groupCommitDelayMicroseconds = v }
+            if let v = s.groupCommitTarget { storage.groupCommitTarget = v }
+        }
         if let a = file.serverAPI {
             if let v = a.enabled { serverAPI.enabled = v }
             if let v = a.requestsPerSecond { serverAPI.requestsPerSecond = v }
@@ -172,6 +178,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try content.validate()
         try webhooks.validate()
         try push.validate()
+        do { try storage.validate() } catch { throw NodeServerError.configuration("storage: \(error.reason)") }
         try check(serverAPI.requestsPerSecond > 0 && serverAPI.burst >= 1, "serverAPI needs requestsPerSecond > 0 and burst >= 1")
         for provider in identityProviders {
             try check(!provider.algorithms.isEmpty, "identity provider \(provider.id) allows no algorithm")
@@ -230,6 +237,11 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         var content: ContentSettings.File?
         var webhooks: WebhookSettings.File?
         var push: PushSettings.File?
+        struct StorageFile: Decodable {
+            var groupCommitDelayMicroseconds: Int?
+            var groupCommitTarget: Int?
+        }
+        var storage: StorageFile?
         struct ServerAPIFile: Decodable {
             var enabled: Bool?
             var requestsPerSecond: Double?

@@ -18,7 +18,7 @@ extension NodeEngine {
     /// the same transaction once the command applied, for what the Server API adds (a
     /// conversation created by the backend reaches every participant at once).
     func runServerAPICommand(
-        _ frame: Frame, as user: UserID, pushOverrides: [UserID: PushConfiguration] = [:],
+        _ frame: Frame, as user: UserID, pushOverrides: [UserID: PushConfiguration] = [:], contentOwner: UserID? = nil,
         after: (@Sendable (inout CommandContext, Ack) throws -> Void)? = nil
     ) async throws -> ServerAPICommandResult {
         guard let id = frame.commandID else { throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command") }
@@ -27,7 +27,7 @@ extension NodeEngine {
         let digest = try SHA256Hasher.hash(Array(try frame.encoded().readableBytesView))
         let now = Timestamp.now()
         let result = try await store.write { [self] tx -> CommandResult in
-            try command(frame, as: user, key: key, digest: digest, now: now, in: tx, pushOverrides: pushOverrides, after: after)
+            try command(frame, as: user, key: key, digest: digest, now: now, in: tx, pushOverrides: pushOverrides, contentOwner: contentOwner, after: after)
         }
         switch result {
         case .applied(let ack, let changes):

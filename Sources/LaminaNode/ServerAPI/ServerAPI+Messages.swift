@@ -12,11 +12,12 @@ extension ServerAPI {
         let id = MessageID(uuid: try r.requestID() ?? UUID())
         let body = try ServerAPIJSON.object(r.http.body)
         let sender = try Self.sender(body)
-        let (parts, push) = try Self.content(body, of: id)
+        let uploads = try await referencedContent(body)
+        let (parts, push) = try Self.content(body, of: id, uploads: uploads)
         let overrides = try Self.pushOverrides(body)
         _ = try await liveConversation(conversation)
         let frame = Frame.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))
-        _ = try await engine.runServerAPICommand(frame, as: sender, pushOverrides: overrides)
+        _ = try await engine.runServerAPICommand(frame, as: sender, pushOverrides: overrides, contentOwner: Self.contentOwner)
         guard let stored = try await engine.store.read({ reader in try reader.message(id) }) else {
             throw ServerAPIError.internalError("the message was not stored")
         }
@@ -32,7 +33,7 @@ extension ServerAPI {
         let pageSize = try r.pageSize()
         let id = stored.conversation.id
         let messages = try await engine.store.read { reader in
-            try reader.history(of: id, for: viewer, .last(pageSize))
+            try reader.history(of: id, for: viewer, .last(pageSize), hidingBlocked: asUser)
         }
         let shown = try await representation(r, users: Set(messages.map(\.sender)))
         return ServerAPIJSON.response(200, messages.reversed().map { shown.message($0, for: asUser ? viewer : nil) })
@@ -87,13 +88,16 @@ extension ServerAPI {
     }
 
     /// A message's `parts` and optional `notification`, the parts' ids following from `id`.
-    static func content(_ body: [String: Any], of id: MessageID) throws(ServerAPIError) -> ([MessagePart], PushConfiguration?) {
+    /// Parts may reference content in `uploads` (``referencedContent(_:)``); nil: rich content is refused.
+    static func content(
+        _ body: [String: Any], of id: MessageID, uploads: [ContentID: ContentUpload]? = nil
+    ) throws(ServerAPIError) -> ([MessagePart], PushConfiguration?) {
         guard let rawParts = body["parts"] else { throw .missingProperty("parts") }
         guard let list = rawParts as? [Any], !list.isEmpty else {
             throw .invalidProperty("parts", "parts must be a non-empty array")
         }
         var parts: [MessagePart] = []
-        for (index, raw) in list.enumerated() { parts.append(try part(raw, id: partID(id, index), name: "parts[\(index)]")) }
+        for (index, raw) in list.enumerated() { parts.append(try part(raw, id: partID(id, index), name: "parts[\(index)]", uploads: uploads)) }
         var push: PushConfiguration?
         if let raw = body["notification"], !(raw is NSNull) {
             guard let n = raw as? [String: Any] else {
@@ -161,12 +165,21 @@ extension ServerAPI {
     /// A part named `name` in errors: `body` (text, or base64 with `encoding: base64`) and
     /// `mime_type`. A sent message's part ids follow from its id and the index, so a repeated
     /// request (same `If-None-Match`) is the same command.
-    static func part(_ raw: Any, id: UUID, name: String) throws(ServerAPIError) -> MessagePart {
+    /// A `content` part (rich content, ServerAPI+Content.swift) needs `uploads`: nil refuses it.
+    static func part(_ raw: Any, id: UUID, name: String, uploads: [ContentID: ContentUpload]? = nil) throws(ServerAPIError) -> MessagePart {
         guard let p = raw as? [String: Any] else { throw .invalidProperty(name, "\(name) must be an object") }
         guard let mime = p["mime_type"] else { throw .missingProperty("\(name).mime_type") }
         guard let mimeString = mime as? String else { throw .invalidProperty("\(name).mime_type", "mime_type must be a string") }
-        if p["content"] != nil {
-            throw .invalidProperty("\(name).content", "rich content parts are not served through the Server API yet")
+        if let reference = p["content"], !(reference is NSNull) {
+            guard let uploads else {
+                throw .invalidProperty("\(name).content", "rich content goes in a new message's parts (POST …/messages), not in a part update")
+            }
+            guard p["body"] == nil || p["body"] is NSNull else {
+                throw .invalidProperty(name, "a part has either body or content, not both")
+            }
+            let type: MIMEType
+            do { type = try MIMEType(mimeString) } catch { throw .invalidProperty("\(name).mime_type", error.reason) }
+            return try contentPart(reference, id: id, mime: type, name: "\(name).content", uploads: uploads)
         }
         guard let body = p["body"] else { throw .missingProperty("\(name).body") }
         guard let text = body as? String else { throw .invalidProperty("\(name).body", "body must be a string") }

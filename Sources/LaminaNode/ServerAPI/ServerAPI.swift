@@ -12,6 +12,9 @@ import NIOCore
 public final class ServerAPI: Sendable {
     /// The router pattern.
     public static let routePattern = "/apps/*"
+    /// The router pattern of the content resources (uploads take chunks of up to
+    /// ``ServerAPILimits/maxUploadChunkBytes``).
+    public static func contentRoutePattern(appID: String) -> String { "/apps/\(appID)/content/*" }
 
     let engine: NodeEngine
     private let tokenSource: ServerAPITokenSource
@@ -22,8 +25,16 @@ public final class ServerAPI: Sendable {
     /// The webhooks' delivery (nil: the webhooks API answers 503).
     let webhooks: WebhookDelivery?
 
-    init(engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings, webhooks: WebhookDelivery? = nil) {
+    /// The node's content store (nil: the content routes answer 503).
+    let content: ContentService?
+    /// How long the content URLs handed out stay good, in seconds.
+    let contentURLLifetime: Int64
+
+    init(engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings, webhooks: WebhookDelivery? = nil,
+         content: ContentService? = nil) {
         self.webhooks = webhooks
+        self.content = content
+        self.contentURLLifetime = Int64(settings.contentURLLifetimeSeconds)
         self.engine = engine
         self.tokenSource = ServerAPITokenSource(credentials)
         self.limiter = TokenBuckets(rates: [settings.requestsPerSecond], bursts: [Double(settings.burst)])
@@ -69,6 +80,10 @@ public final class ServerAPI: Sendable {
         (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.addBlock($1) }),
         (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/blocks/{blocked_id}"), { try await $0.removeBlock($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/badge"), { try await $0.getBadge($1) }),
+        (Route(method: "POST", template: "/apps/{app_id}/content"), { try await $0.createContent($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/content/{content_id}"), { try await $0.getContent($1) }),
+        (Route(method: "PUT", template: "/apps/{app_id}/content/{content_id}"), { try await $0.uploadContent($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/content/{content_id}/data"), { try await $0.downloadContent($1) }),
         (Route(method: "PUT", template: "/apps/{app_id}/users/{user_id}/badge"), { try await $0.putBadge($1) }),
     ]
 
@@ -97,23 +112,41 @@ public final class ServerAPI: Sendable {
     }
 
     private func dispatch(_ request: HTTPRequest, base: String) async throws -> HTTPResponse {
-        // Authentication first: nothing about the app is told to a caller without a token.
-        guard let authorization = request.headers["authorization"], authorization.hasPrefix("Bearer "),
-              let token = credentials.match(String(authorization.dropFirst("Bearer ".count)))
-        else { throw ServerAPIError.authenticationRequired("a valid `Authorization: Bearer <token>` header is required") }
-        if let wait = limiter.take([1], for: token) {
-            throw ServerAPIError.rateLimitExceeded(max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up))))
-        }
-
         let bare = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
         let segments = bare.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        // An upload to a signed `upload_url` needs no token and no Accept (Layer's upload URLs
+        // took bare PUTs); its signature names the content (CONTENT.md §10).
+        // So does a download from a signed `download_url` (`GET …/content/<uuid>/data`).
+        let isUpload = request.method == "PUT" && segments.count == 4 && segments[0] == "apps" && segments[2] == "content"
+        let isDownload = request.method == "GET" && segments.count == 5 && segments[0] == "apps" && segments[2] == "content"
+            && segments[4] == "data"
+        let signed = (isUpload || isDownload) && ContentURLSigner.isSigned(request.path) && segments[1] == credentials.appID
+            && UUID(uuidString: segments[3]).map { uuid in
+                content?.urls.verify(isUpload ? .upload : .download, ContentID(uuid: uuid),
+                                     query: request.path[request.path.index(after: request.path.firstIndex(of: "?")!)...],
+                                     now: Timestamp.now().millisecondsSince1970 / 1000) ?? false
+            } == true
+        if !signed {
+            // Authentication first: nothing about the app is told to a caller without a token.
+            guard let authorization = request.headers["authorization"], authorization.hasPrefix("Bearer "),
+                  let token = credentials.match(String(authorization.dropFirst("Bearer ".count)))
+            else { throw ServerAPIError.authenticationRequired("a valid `Authorization: Bearer <token>` header is required") }
+            if let wait = limiter.take([1], for: token) {
+                throw ServerAPIError.rateLimitExceeded(max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up))))
+            }
+        }
+
         guard segments.count >= 2, segments[0] == "apps" else { throw ServerAPIError.invalidEndpoint("no such endpoint \(bare)") }
         guard segments[1] == credentials.appID else { throw ServerAPIError.invalidAppID("no app \(segments[1]) on this node") }
 
         // The webhooks API has its own media type (ServerAPI+Webhooks.swift).
         let isWebhooks = segments.count >= 3 && segments[2] == "webhooks"
         let version: ServerAPIVersion
-        if isWebhooks {
+        if isUpload || isDownload {
+            // The bytes of an upload need no Accept (curl sends `*/*`): the answer is 3.0's
+            // content object unless a Layer media type names 1.0.
+            version = (try? Self.version(request.headers["accept"])) ?? .v3
+        } else if isWebhooks {
             try Self.webhooksVersion(request.headers["accept"])
             version = .v3
         } else {
@@ -124,10 +157,14 @@ public final class ServerAPI: Sendable {
             guard let parameters = Self.match(route.template, segments) else { continue }
             methodsForPath.append(route.method)
             guard route.method == request.method else { continue }
-            if request.bodyTooLarge { throw ServerAPIError.requestTooLarge(ServerAPILimits.maxBodyBytes) }
+            if request.bodyTooLarge {
+                throw ServerAPIError.requestTooLarge(isUpload ? ServerAPILimits.maxUploadChunkBytes : ServerAPILimits.maxBodyBytes)
+            }
+            var representation = ServerAPIRepresentation(base: base, version: version)
+            representation.contentURLs = content?.urls
+            representation.contentURLExpires = Timestamp.now().millisecondsSince1970 / 1000 + contentURLLifetime
             let context = ServerAPIRequest(
-                http: request, parameters: parameters, query: Self.query(request.path),
-                representation: ServerAPIRepresentation(base: base, version: version))
+                http: request, parameters: parameters, query: Self.query(request.path), representation: representation)
             return try await handler(self, context)
         }
         if !methodsForPath.isEmpty {

@@ -50,6 +50,22 @@ public struct ServerAPIError: Error, Sendable {
     static func requestTooLarge(_ max: Int) -> Self {
         .init(413, "request_too_large", 111, "the request body is larger than \(max) bytes")
     }
+    /// Content over the size limit (`Upload-Content-Length` over 2 GiB).
+    static func contentTooLarge(_ size: UInt64) -> Self {
+        .init(413, "request_too_large", 111, "content is at most \(Limits.maxPartBytes) bytes, \(size) declared",
+              data: ["header": "Upload-Content-Length", "max": Limits.maxPartBytes])
+    }
+    /// The app's stored content would exceed the node's content quota (CONTENT.md §7, §10).
+    static func quotaExceeded(used: UInt64, size: UInt64, quota: UInt64) -> Self {
+        .init(507, "quota_exceeded", 113, "\(used) bytes of content stored or reserved, \(size) more would exceed the quota of \(quota)",
+              data: ["used": used, "quota": quota])
+    }
+    /// Another request works on the content, or too many uploads at once (retry after `seconds`).
+    static func busy(_ seconds: Int) -> Self {
+        var e = Self(429, "rate_limit_exceeded", 7, "another upload works on this content, or too many uploads at once; retry after \(seconds) s")
+        e.headers = [("retry-after", "\(seconds)")]
+        return e
+    }
     static func serviceUnavailable(_ message: String) -> Self { .init(503, "service_unavailable", 1, message) }
     static func internalError(_ message: String) -> Self { .init(500, "internal_server_error", 12, message) }
 
@@ -63,6 +79,7 @@ public struct ServerAPIError: Error, Sendable {
         case .invalidMetadata: return .invalidProperty("metadata", error.reason)
         case .noParts, .tooManyParts, .partTooLarge, .inlineTooLarge, .invalidMIMEType, .duplicatePart, .invalidContentReference:
             return .invalidProperty("parts", error.reason)
+        case .contentNotReady: return .conflict(error.reason, data: ["property": "parts"])
         case .invalidPushConfiguration: return .invalidProperty("notification", error.reason)
         case .invalidArgument, .invalidIdentifier: return .invalidRequest(error.reason)
         case .overloaded: return .serviceUnavailable(error.reason)

@@ -4,6 +4,9 @@ public enum ServerAPILimits {
     /// The largest JSON request body, in bytes (inline parts are at most 2 KB each, the
     /// model's limit; bigger content goes through the content store).
     public static let maxBodyBytes = 256 * 1024
+    /// The largest body of one upload request to a content's `upload_url` (a chunk: bigger
+    /// content goes up in several, with `Content-Range`), held in memory while it is written.
+    public static let maxUploadChunkBytes = 8 * 1024 * 1024
     /// The most conversations or messages one list request returns (`page_size`).
     public static let maxPageSize = 100
     /// The page size when a list request names none.

@@ -16,6 +16,31 @@ struct ServerAPIRepresentation {
     let version: ServerAPIVersion
     /// Identities set through the Server API, for the users being represented (3.0).
     var identities: [UserID: StoredIdentity] = [:]
+    /// Signs content URLs (nil: content is shown without them, as in webhook events).
+    var contentURLs: ContentURLSigner?
+    /// When the content URLs of this answer expire (unix seconds).
+    var contentURLExpires: Int64 = 0
+
+    static func contentID(_ id: ContentID) -> String { "layer:///content/\(id.uuid.uuidString.lowercased())" }
+
+    /// `https://host:port` (the base without `/apps/<app id>`).
+    var origin: String { base.range(of: "/apps/").map { String(base[..<$0.lowerBound]) } ?? base }
+
+    /// A signed URL to upload (`PUT <base>/content/<uuid>`) or download (`GET <base>/content/<uuid>/data`) content.
+    func contentURL(_ purpose: ContentURLSigner.Purpose, _ id: ContentID) -> String? {
+        guard let contentURLs else { return nil }
+        let uuid = id.uuid.uuidString.lowercased()
+        let path = purpose == .upload ? "\(base)/content/\(uuid)" : "\(base)/content/\(uuid)/data"
+        return "\(path)?\(contentURLs.query(purpose, id, expires: contentURLExpires))"
+    }
+
+    /// A JSON string, or null.
+    static func orNull(_ s: String?) -> Any { s.map { $0 as Any } ?? NSNull() }
+
+    /// When content URLs expire, as an ISO 8601 date (nil without URLs).
+    var contentURLExpiration: String? {
+        contentURLs == nil ? nil : ServerAPIJSON.date(millisecondsSince1970: contentURLExpires * 1000)
+    }
 
     static func conversationID(_ id: ConversationID) -> String { "layer:///conversations/\(id.uuid.uuidString.lowercased())" }
     static func messageID(_ id: MessageID) -> String { "layer:///messages/\(id.uuid.uuidString.lowercased())" }
@@ -99,7 +124,12 @@ struct ServerAPIRepresentation {
                     p["encoding"] = "base64"
                 }
             case .external(let reference):
-                p["content"] = ["id": reference.id.url, "size": reference.size]
+                // Layer's shape; the download URL expires (as a device's session does).
+                p["content"] = [
+                    "id": Self.contentID(reference.id), "size": reference.size,
+                    "download_url": Self.orNull(contentURL(.download, reference.id)), "expiration": Self.orNull(contentURLExpiration),
+                    "refresh_url": Self.orNull(contentURLs == nil ? nil : "\(base)/content/\(reference.id.uuid.uuidString.lowercased())"),
+                ] as [String: Any]
             }
             out.append(p)
         }

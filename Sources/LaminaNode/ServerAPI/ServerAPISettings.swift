@@ -6,6 +6,8 @@ public struct ServerAPISettings: Sendable, Hashable {
     public var requestsPerSecond = 200.0
     /// Requests a token may make at once above the average (the bucket's size).
     public var burst = 400.0
+    /// How long a content `upload_url` or `download_url` the Server API hands out stays good.
+    public var contentURLLifetimeSeconds = 3600
 
     public init() {}
 }

@@ -10,6 +10,14 @@ enum PostgresSchema {
     /// Migrations in order: (identifier, statements).
     static let migrations: [(id: String, statements: [String])] = [
         ("v11-baseline", baseline),
+        ("v12-parking-bounds", [
+            "ALTER TABLE replication_parked ADD COLUMN parked_at BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE replication_parked ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0",
+            "CREATE INDEX replication_parked_origin ON replication_parked(origin_node, counter, bytes)",
+            "CREATE INDEX replication_parked_age ON replication_parked(parked_at)",
+            // Operations parked before this version count as parked now.
+            "UPDATE replication_parked SET parked_at = CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)",
+        ]),
     ]
 
     /// Serializes migrations of several nodes starting on one database at once.

@@ -7,6 +7,15 @@ enum SQLDialect: Sendable {
     case sqlite
     case postgres
 
+    /// A query of the integers in a JSON array bound as text (one `?`): SQLite's `json_each`,
+    /// PostgreSQL's `jsonb_array_elements_text`.
+    var jsonIntegers: String {
+        switch self {
+        case .sqlite: return "SELECT value FROM json_each(?)"
+        case .postgres: return "SELECT CAST(jsonb_array_elements_text(CAST(? AS jsonb)) AS BIGINT)"
+        }
+    }
+
     /// The greater of two values in one row: `max(a, b)` in SQLite, `GREATEST(a, b)` in PostgreSQL.
     func greatest(_ a: String, _ b: String) -> String {
         switch self {

@@ -63,6 +63,20 @@ extension StorageTransaction {
     }
 }
 
+extension StorageTransaction {
+    /// Records an upload complete with the digest of its bytes (content uploaded through the
+    /// Server API, whose digest is known only once every byte is there).
+    public func completeUpload(_ id: ContentID, sha256: [UInt8], at time: Timestamp) throws(StorageError) {
+        guard let upload = try read.upload(id) else { throw StorageError(.notFound, "no upload \(id)") }
+        guard sha256.count == 32 else { throw StorageError(.invalidArgument, "a content digest is 32 bytes, got \(sha256.count)") }
+        try db.run(
+            "UPDATE content_uploads SET received_bytes = ?, state = ?, sha256 = ?, updated_at = ? WHERE content_id = ?",
+            [Int64(upload.declaredSize), Int64(UploadState.complete.rawValue), Data(sha256), time.millisecondsSince1970,
+             Columns.blob(id.uuid)]
+        )
+    }
+}
+
 extension StorageReader {
     /// An upload by content id.
     public func upload(_ id: ContentID) throws(StorageError) -> ContentUpload? {

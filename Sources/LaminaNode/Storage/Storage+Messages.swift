@@ -112,13 +112,15 @@ extension StorageTransaction {
         }
     }
 
-    /// Replaces the parts of a stored, undeleted message when `hlc` is later than the reading
-    /// its parts date from (LaminaMerge's `MessagePartsRegister`): the body keeps its push
-    /// configuration, content references are indexed anew. Returns false (nothing written)
-    /// when a later update is already stored.
-    public func replaceParts(of id: MessageID, with parts: [MessagePart], hlc: HLCTimestamp, origin: NodeID, by user: UserID) throws(StorageError) -> Bool {
+    /// Replaces the parts of a stored, undeleted message (or a deleted one, `evenIfDeleted`: a
+    /// replicated update, so that the register converges whatever the order of the update and
+    /// the deletion) when `hlc` is later than the reading its parts date from (LaminaMerge's
+    /// `MessagePartsRegister`): the body keeps its push configuration, content references are
+    /// indexed anew. Returns false (nothing written) when a later update is already stored.
+    public func replaceParts(of id: MessageID, with parts: [MessagePart], hlc: HLCTimestamp, origin: NodeID, by user: UserID,
+                             evenIfDeleted: Bool = false) throws(StorageError) -> Bool {
         guard let stored = try read.message(id) else { throw StorageError(.notFound, "no message \(id)") }
-        guard !stored.isDeleted else { throw StorageError(.notFound, "message \(id) was deleted") }
+        guard evenIfDeleted || !stored.isDeleted else { throw StorageError(.notFound, "message \(id) was deleted") }
         let current = try read.partsUpdate(of: id)?.hlc ?? stored.hlc
         guard MessagePartsRegister.wins(hlc, over: current) else { return false }
         var updated = stored.message
@@ -209,14 +211,22 @@ extension StorageReader {
 
     /// A page of a conversation's history as `user` may see it: all of it while they take part;
     /// after their removal, only what was positioned before the removal. Deleted messages are
-    /// left out. Throws `.notAParticipant` if the user never took part.
-    public func history(of conversation: ConversationID, for user: UserID, _ policy: HistoryPolicy) throws(StorageError) -> [Message] {
+    /// left out, and (SPEC §6.4, the block rule) so are the messages of senders the user
+    /// blocks now, unless `hidingBlocked` is false (the Server API's view as the system).
+    /// Throws `.notAParticipant` if the user never took part.
+    public func history(
+        of conversation: ConversationID, for user: UserID, _ policy: HistoryPolicy, hidingBlocked: Bool = true
+    ) throws(StorageError) -> [Message] {
         guard let state = try participantState(of: user, in: conversation) else {
             throw StorageError(.notAParticipant, "\(user) never took part in \(conversation)")
         }
         let cutoff = state.isMember ? nil : state.since
         var sql = "SELECT \(MessageStatuses.columns()) FROM messages WHERE conversation_id = ? AND deleted = 0"
         var arguments: StatementArguments = [Columns.blob(conversation.uuid)]
+        if hidingBlocked {
+            sql += " AND sender NOT IN (SELECT blocked FROM blocks WHERE blocker = ?)"
+            arguments += [user.rawValue]
+        }
         if let cutoff {
             sql += " AND (pos_physical, pos_logical, pos_node) < (?, ?, ?)"
             let (p, l, n) = try Columns.hlc(cutoff)
@@ -256,16 +266,17 @@ extension StorageReader {
     /// How many messages the user can see and has not read, decided message by message with
     /// `UnreadCounts.isUnread` over the messages after the user's read marker (the only ones
     /// that can be unread). With `scanning`, only the newest that many of those messages are
-    /// looked at (a bounded cost where an exact count is not needed: a push's badge).
+    /// looked at (a bounded cost where an exact count is not needed: a push's badge). Messages
+    /// of senders the user blocks are not counted (SPEC §6.4).
     public func unreadCount(of conversation: ConversationID, for user: UserID, scanning limit: Int? = nil) throws(StorageError) -> Int {
         guard let state = try participantState(of: user, in: conversation) else { return 0 }
         let readUpTo = try readUpTo(conversation: conversation, user: user)
         var sql = """
             SELECT m.sender, m.pos_physical, m.pos_logical, m.pos_node, m.deleted, s.status
             FROM messages m LEFT JOIN recipient_status s ON s.message_id = m.id AND s.user_id = ?
-            WHERE m.conversation_id = ?
+            WHERE m.conversation_id = ? AND m.sender NOT IN (SELECT blocked FROM blocks WHERE blocker = ?)
             """
-        var arguments: StatementArguments = [user.rawValue, Columns.blob(conversation.uuid)]
+        var arguments: StatementArguments = [user.rawValue, Columns.blob(conversation.uuid), user.rawValue]
         if let readUpTo {
             sql += " AND (m.pos_physical, m.pos_logical, m.pos_node) > (?, ?, ?)"
             let (p, l, n) = try Columns.hlc(readUpTo)

@@ -72,6 +72,13 @@ extension StorageTransaction {
         try db.run("DELETE FROM push_queue WHERE seq = ?", [seq])
     }
 
+    /// Removes delivered, refused or expired pushes, in one statement.
+    public func removePushes(_ seqs: [Int64]) throws(StorageError) {
+        guard !seqs.isEmpty else { return }
+        guard seqs.count > 1 else { return try removePush(seqs[0]) }
+        try db.run("DELETE FROM push_queue WHERE seq IN (\(db.dialect.jsonIntegers))", ["[" + seqs.map(String.init).joined(separator: ",") + "]"])
+    }
+
     /// Records a failed attempt and when to try again.
     public func reschedulePush(_ seq: Int64, attempts: Int, next: Timestamp) throws(StorageError) {
         try db.run("UPDATE push_queue SET attempts = ?, next_attempt_at = ? WHERE seq = ?", [attempts, next.millisecondsSince1970, seq])
@@ -115,6 +122,22 @@ extension StorageReader {
         return try db.rows(
             "SELECT * FROM push_queue WHERE kind = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, seq LIMIT ?",
             [Int64(kind.rawValue), now.millisecondsSince1970, limit]
+        ).map(Self.queuedPush)
+    }
+
+    /// Up to `limit` pushes of a provider due at `now`, the earliest due first, but none of
+    /// `excluding` (the delivery's pushes in flight: still queued until their outcome is recorded).
+    public func duePushes(_ kind: PushToken.Kind, at now: Timestamp, limit: Int, excluding: Set<Int64>) throws(StorageError) -> [QueuedPush] {
+        guard !excluding.isEmpty else { return try duePushes(kind, at: now, limit: limit) }
+        try checkLimit(limit)
+        // One statement whatever the count (a JSON array of the seqs, read by json_each).
+        let held = "[" + excluding.sorted().map(String.init).joined(separator: ",") + "]"
+        return try db.rows(
+            """
+            SELECT * FROM push_queue WHERE kind = ? AND next_attempt_at <= ? AND seq NOT IN (\(db.dialect.jsonIntegers))
+            ORDER BY next_attempt_at, seq LIMIT ?
+            """,
+            [Int64(kind.rawValue), now.millisecondsSince1970, held, limit]
         ).map(Self.queuedPush)
     }
 

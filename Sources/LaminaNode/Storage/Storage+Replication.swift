@@ -57,11 +57,39 @@ extension StorageTransaction {
         cache.remember(counter: record.counter, of: record.origin)
     }
 
-    /// Parks a replicated operation (held in the log) until `conversation` is held here.
-    public func park(origin: NodeID, counter: UInt64, conversation: ConversationID) throws(StorageError) {
+    /// Parks a replicated operation (held in the log, `bytes` its record's size) until
+    /// `conversation` is held here. Returns false for one already parked.
+    @discardableResult
+    public func park(origin: NodeID, counter: UInt64, conversation: ConversationID, bytes: Int, at time: Timestamp) throws(StorageError) -> Bool {
         try db.run(
-            "INSERT OR IGNORE INTO replication_parked (conversation_id, origin_node, counter) VALUES (?, ?, ?)",
-            [Columns.blob(conversation.uuid), Columns.node(origin), try Columns.int64(counter, "counter")])
+            "INSERT OR IGNORE INTO replication_parked (conversation_id, origin_node, counter, parked_at, bytes) VALUES (?, ?, ?, ?, ?)",
+            [Columns.blob(conversation.uuid), Columns.node(origin), try Columns.int64(counter, "counter"), time.millisecondsSince1970, bytes])
+        return db.changesCount > 0
+    }
+
+    /// Gives up `origin`'s oldest parked operations until one more of `bytes` fits in `limits`
+    /// (count and bytes per origin); returns those given up (origin, counter).
+    public func makeRoomToPark(origin: NodeID, bytes: Int, within limits: ParkingLimits) throws(StorageError) -> [(NodeID, UInt64)] {
+        let node = Columns.node(origin)
+        guard let totals = try db.row("SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM replication_parked WHERE origin_node = ?", [node]) else { return [] }
+        var count: Int64 = totals["n"], held: Int64 = totals["b"]
+        guard count + 1 > Int64(limits.operationsPerOrigin) || held + Int64(bytes) > Int64(limits.bytesPerOrigin) else { return [] }
+        var given: [(NodeID, UInt64)] = []
+        for row in try db.rows("SELECT counter, bytes FROM replication_parked WHERE origin_node = ? ORDER BY counter", [node]) {
+            guard count + 1 > Int64(limits.operationsPerOrigin) || held + Int64(bytes) > Int64(limits.bytesPerOrigin) else { break }
+            let counter: Int64 = row["counter"], size: Int64 = row["bytes"]
+            try db.run("DELETE FROM replication_parked WHERE origin_node = ? AND counter = ?", [node, counter])
+            count -= 1
+            held -= size
+            given.append((origin, UInt64(counter)))
+        }
+        return given
+    }
+
+    /// Gives up the operations parked before `time`; returns how many.
+    public func abandonParked(before time: Timestamp) throws(StorageError) -> Int {
+        try db.run("DELETE FROM replication_parked WHERE parked_at < ?", [time.millisecondsSince1970])
+        return db.changesCount
     }
 
     /// Forgets the operations parked for `conversation` (they are being applied).

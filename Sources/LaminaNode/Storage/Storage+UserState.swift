@@ -14,6 +14,8 @@ extension UserStateChange {
         case .block(let b): (Int64(kind), "\(b.blocker.rawValue.utf8.count):\(b.blocker.rawValue)\(b.blocked.rawValue)")
         case .badge(let b): (Int64(kind), b.user.rawValue)
         case .sessionsRevoked(let user): (Int64(kind), user.rawValue)
+        // One per device (a user id has no NUL; the device is a UUID).
+        case .pushRegistration(let r): (Int64(kind), "\(r.user.rawValue)\u{0}\(r.device.uuidString.lowercased())")
         }
     }
 }

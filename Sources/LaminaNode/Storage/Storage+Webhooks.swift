@@ -129,6 +129,13 @@ extension StorageTransaction {
     func afterTransaction(_ body: @escaping @Sendable (Bool) -> Void) {
         db.afterNextTransaction(onCommit: { _ in body(true) }, onRollback: { _ in body(false) })
     }
+
+    /// Calls `body` once the command writing in this transaction has ended: true when its
+    /// writes stand (the group may still roll back: see ``afterTransaction(_:)``), false when
+    /// they were rolled back alone (the command failed inside a group that commits the others).
+    func afterCommand(_ body: @escaping (Bool) -> Void) {
+        cache.afterCommand(body)
+    }
 }
 
 extension StorageReader {

@@ -1,4 +1,5 @@
 import GRDB
+import LaminaModel
 
 /// The versioned schema of the node's database. Migrations are append-only: a released
 /// migration is never edited, a change is a new migration.
@@ -45,6 +46,11 @@ enum StorageSchema {
         }
         migrator.registerMigration("v11-part-updates") { db in
             for statement in partUpdates { try db.execute(sql: statement) }
+        }
+        migrator.registerMigration("v12-parking-bounds") { db in
+            for statement in parkingBounds { try db.execute(sql: statement) }
+            // Operations parked before this version count as parked now.
+            try db.execute(sql: "UPDATE replication_parked SET parked_at = ?", arguments: [Timestamp.now().millisecondsSince1970])
         }
         return migrator
     }
@@ -435,5 +441,15 @@ extension StorageSchema {
             updated_by TEXT NOT NULL
         ) STRICT, WITHOUT ROWID
         """,
+    ]
+
+    /// Bounds on parked operations (`ParkingLimits`): when each was parked and the bytes of its
+    /// log record; an index per origin in counter order that covers the bound's totals (parking
+    /// is rare: a creation that has not arrived; each park reads its origin's entries once).
+    static let parkingBounds: [String] = [
+        "ALTER TABLE replication_parked ADD COLUMN parked_at INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE replication_parked ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX replication_parked_origin ON replication_parked(origin_node, counter, bytes)",
+        "CREATE INDEX replication_parked_age ON replication_parked(parked_at)",
     ]
 }

@@ -62,8 +62,9 @@ protocol StorageCommand: AnyObject, Sendable {
 /// only then completes each command. Commands that arrive while a group commits wait for
 /// the next group, so the more load, the larger the groups.
 ///
-/// Completions (ACKs, fan-out) run on a second thread, in commit order, while the writer
-/// applies the next group: the writer thread does only SQL.
+/// Completions (ACKs, fan-out) run in commit order on a second thread while the writer
+/// applies the next group; when no command waits and no earlier group is still completing,
+/// the writer completes the group itself (saving a thread wake-up per group at low load).
 final class StorageWriter: @unchecked Sendable {
     private let connection: any WriterConnection
     private let capacity: Int
@@ -208,8 +209,10 @@ final class StorageWriter: @unchecked Sendable {
                     for (i, command) in batch.enumerated() {
                         do {
                             try statements.inSavepoint { try command.apply(db, cache: cache) }
+                            cache.endCommand(succeeded: true)
                             applied += 1
                         } catch {
+                            cache.endCommand(succeeded: false)
                             cache.clear()  // the command's writes were rolled back
                             if let reported = Self.databaseError(error, inCommand: true) { databaseErrors.append(reported) }
                             outcomes[i] = error is GRDB.DatabaseError ? StorageError.wrapping(error) : error
@@ -256,9 +259,25 @@ final class StorageWriter: @unchecked Sendable {
         }
         condition.unlock()
 
-        completions.enqueue(batch.enumerated().map { (i, command) in
+        let group = batch.enumerated().map { (i, command) in
             (command, commitError.map { outcomes[i] ?? $0 } ?? outcomes[i])
-        })
+        }
+        // With nothing waiting to commit and no earlier group still completing, the writer
+        // completes this group itself: waking the completion thread would cost more (a
+        // context switch per group) than the completions. Commit order is kept either way.
+        if queueIsEmpty, completions.takeIfIdle() {
+            for (command, failure) in group { command.complete(failure) }
+            completions.release()
+        } else {
+            completions.enqueue(group)
+        }
+    }
+
+    /// Whether no command waits for the next group.
+    private var queueIsEmpty: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return pending.count == pendingHead
     }
 
     /// The error as a `StorageError` when the database itself failed (I/O, disk full, a lost
@@ -289,6 +308,8 @@ private final class CompletionQueue: @unchecked Sendable {
     private var stopping = false
     private var stopped = false
     private var thread: Thread?
+    /// A group is being completed (by this thread, or by the writer after `takeIfIdle`).
+    private var busy = false
 
     init() {
         let thread = Thread { [self] in self.run() }
@@ -301,6 +322,25 @@ private final class CompletionQueue: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return Thread.current === thread
+    }
+
+    /// True when no group is queued or being completed: the caller then completes its group
+    /// itself and calls `release()` after; queued groups wait until then.
+    func takeIfIdle() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard groups.isEmpty, !busy else { return false }
+        busy = true
+        return true
+    }
+
+    /// Ends a group completed by the caller of `takeIfIdle()`.
+    func release() {
+        condition.lock()
+        busy = false
+        // Wakes the thread only when it has something to do (a wake is what this saves).
+        if !groups.isEmpty || stopping { condition.broadcast() }
+        condition.unlock()
     }
 
     func enqueue(_ group: [(any StorageCommand, (any Error)?)]) {
@@ -325,8 +365,9 @@ private final class CompletionQueue: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            while groups.isEmpty {
-                if stopping {
+            busy = false
+            while groups.isEmpty || busy {
+                if stopping, groups.isEmpty, !busy {
                     stopped = true
                     thread = nil  // its closure holds this queue (see StorageWriter.run)
                     condition.broadcast()
@@ -337,6 +378,7 @@ private final class CompletionQueue: @unchecked Sendable {
             }
             let taken = groups
             groups.removeAll(keepingCapacity: true)
+            busy = true
             condition.unlock()
             for group in taken {
                 for (command, failure) in group { command.complete(failure) }

@@ -18,6 +18,7 @@ final class WriterCache: @unchecked Sendable {
     private var withMessages: Set<ConversationID> = []
     private var counters: [NodeID: UInt64] = [:]
     private var prepared: HotStatements?
+    private var commandEndHooks: [(Bool) -> Void] = []
 
     /// The hot-path statements on the writer's connection `db`, prepared on first use.
     func statements(_ db: any SQLSession) throws(StorageError) -> HotStatements {
@@ -62,6 +63,18 @@ final class WriterCache: @unchecked Sendable {
 
     /// After a write that changed a conversation's header.
     func clearHeaders() { headers.removeAll(keepingCapacity: true) }
+
+    /// Calls `body` when the command running now ends: true when its savepoint was released,
+    /// false when its writes were rolled back (the group may still commit the others').
+    func afterCommand(_ body: @escaping (Bool) -> Void) { commandEndHooks.append(body) }
+
+    /// The writer, after each command of a group: runs (and forgets) the command's hooks.
+    func endCommand(succeeded: Bool) {
+        guard !commandEndHooks.isEmpty else { return }
+        let hooks = commandEndHooks
+        commandEndHooks.removeAll(keepingCapacity: true)
+        for hook in hooks { hook(succeeded) }
+    }
 
     /// After a rollback: forgets everything but the prepared statements.
     func clear() {

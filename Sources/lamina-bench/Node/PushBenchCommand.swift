@@ -26,6 +26,7 @@ struct PushBenchCommand: AsyncParsableCommand {
     @Option(help: "Messages per second in total.") var rate: Double = 1_000
     @Option(help: "Seconds of sending.") var seconds: Double = 10
     @Option(help: "Pushes in flight to the provider at once (the node's push.maxInFlightPerProvider).") var inFlight = 64
+    @Option(help: "HTTP/2 connections to the provider (the node's push.connectionsPerProvider).") var connections = 2
     @Option(help: "Seconds to wait for the last pushes after the load ends.") var drainTimeout: Double = 60
 
     func validate() throws {
@@ -64,7 +65,7 @@ struct PushBenchCommand: AsyncParsableCommand {
         let config = directory + "/node.json"
         try """
             {"push": {"apns": {"teamID": "TEAM123456", "keyID": "KEY1234567", "keyFile": "\(p8)", "productionURL": "\(url)", "sandboxURL": "\(url)"},
-                      "caFile": "\(cert)", "maxInFlightPerProvider": \(inFlight)}}
+                      "caFile": "\(cert)", "maxInFlightPerProvider": \(inFlight), "connectionsPerProvider": \(connections)}}
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let node = try await NodeProcess.start(binary: binary, label: "push", extraArguments: ["--config", config])
         defer { node.stop() }
