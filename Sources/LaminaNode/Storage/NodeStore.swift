@@ -77,10 +77,13 @@ public final class NodeStore: Sendable {
         case .postgres(let place):
             let connector = PostgresConnector(location: place, syncsCommits: configuration.syncsCommits)
             let session: PostgresSession
+            var opened: PostgresSession?
             do throws(StorageError) {
                 session = try connector.connect()
+                opened = session
                 try PostgresSchema.migrate(session)
             } catch {
+                if let opened { connector.close(opened) }  // a connection must be closed before it is let go
                 connector.shutdown()
                 Logger(label: "lamina.storage").error("cannot open the PostgreSQL store", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
                 throw error
