@@ -91,6 +91,7 @@ public enum PostgresTestCluster {
 
     private static func startCluster() throws(Failure) -> Server {
         let bin = try binDirectory()
+        reapClusters(of: bin)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-pg-\(getpid())-\(UUID().uuidString.prefix(8))").path
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -120,6 +121,21 @@ public enum PostgresTestCluster {
             PostgresTestCluster.stop()
         }
         return Server(user: "postgres", password: nil, host: "localhost", port: port, database: "postgres", socketDirectory: directory)
+    }
+
+    /// Stops the clusters that test processes no longer running left behind (a process that
+    /// crashed, or ended without running its exit handlers).
+    private static func reapClusters(of bin: String) {
+        let temporary = FileManager.default.temporaryDirectory
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
+        for name in names where name.hasPrefix("lamina-pg-") {
+            let parts = name.split(separator: "-")
+            guard parts.count == 4, let pid = Int32(parts[2]), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            let directory = temporary.appendingPathComponent(name).path
+            if geteuid() == 0 { runAs = "postgres" }
+            try? run(bin + "/pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"], log: nil, asServerOwner: true)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
     }
 
     /// Stops the throwaway cluster (at exit).
