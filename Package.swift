@@ -33,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
         // `swift package generate-documentation --target LaminaClient` (DocC; .ci/run builds it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Value types of the domain. No dependencies beyond Foundation.
@@ -94,8 +95,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
-            exclude: ["Server/RESOURCES.md", "Storage/WRITE-PATH.md"]
+            exclude: ["Server/RESOURCES.md", "Storage/WRITE-PATH.md", "Storage/POSTGRES.md"]
         ),
         // The relay node executable: zero-config start, flags or a JSON config file.
         .executableTarget(
@@ -208,6 +210,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // Test support: a throwaway PostgreSQL cluster per test process (or LAMINA_TEST_POSTGRES).
+        .target(name: "LaminaTestPostgres", dependencies: ["LaminaProcess"], path: "Tests/LaminaTestPostgres"),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
         .testTarget(name: "LaminaMergeTests", dependencies: ["LaminaMerge", "LaminaModel"]),
         .testTarget(
@@ -232,7 +236,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LaminaNodeTests",
-            dependencies: ["LaminaNode", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks",
+            dependencies: ["LaminaNode", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks", "LaminaTestPostgres",
                            .product(name: "NIOCore", package: "swift-nio")]
         ),
         // A real node in-process (and the built binary) over TLS + HTTP/2 on loopback.
@@ -240,6 +244,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "LaminaProcess",
+                "LaminaTestPostgres",
                 "LaminaNode",
                 "LaminaLocalNode",
                 "LaminaClient",

@@ -30,10 +30,14 @@ struct DataOptions: ParsableArguments {
     @Option(name: .customLong("data-dir"), help: "Data directory (default ./.lamina).")
     var dataDirectory: String?
 
+    @Option(name: .customLong("store"), help: "The store: postgres://user[:password]@host[:port]/database for PostgreSQL (default: SQLite in the data directory).")
+    var store: String?
+
     func configuration() throws -> NodeServerConfiguration {
         var configuration = NodeServerConfiguration()
         if let configFile { try configuration.apply(configFile: configFile) }
         if let dataDirectory { configuration.dataDirectory = dataDirectory }
+        if let store { configuration.store = store }
         return configuration
     }
 }

@@ -39,8 +39,8 @@ import Testing
         await node.stop()
     }
 
-    @Test func markingAllReadReachesTheSenderForEveryMessage() async throws {
-        let node = try await TestNode.start("sdk-markall")
+    @Test(arguments: StoreBackend.allCases) func markingAllReadReachesTheSenderForEveryMessage(_ backend: StoreBackend) async throws {
+        let node = try await TestNode.start("sdk-markall", backend: backend)
         let alice = try ClientHarness.device(Self.alice, on: node)
         let bob = try ClientHarness.device(Self.bob, on: node)
         try await ClientHarness.connect(alice, on: node)

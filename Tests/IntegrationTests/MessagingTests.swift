@@ -31,8 +31,8 @@ import Testing
         return (id, ack)
     }
 
-    @Test func twoUsersWithSeveralDevicesSendAndReceive() async throws {
-        let node = try await TestNode.start("fanout")
+    @Test(arguments: StoreBackend.allCases) func twoUsersWithSeveralDevicesSendAndReceive(_ backend: StoreBackend) async throws {
+        let node = try await TestNode.start("fanout", backend: backend)
         let a1 = try await node.session(Self.alice, device: UUID())
         let a2 = try await node.session(Self.alice, device: UUID())
         let b1 = try await node.session(Self.bob, device: UUID())
@@ -54,8 +54,8 @@ import Testing
         await node.stop()
     }
 
-    @Test func offlineDeviceCatchesUpFromItsCursor() async throws {
-        let node = try await TestNode.start("catchup")
+    @Test(arguments: StoreBackend.allCases) func offlineDeviceCatchesUpFromItsCursor(_ backend: StoreBackend) async throws {
+        let node = try await TestNode.start("catchup", backend: backend)
         let bobDevice = UUID()
         let bob = try await node.session(Self.bob, device: bobDevice)
         let alice = try await node.session(Self.alice, device: UUID())
@@ -85,8 +85,8 @@ import Testing
         await node.stop()
     }
 
-    @Test func retryAfterADroppedConnectionMakesNoDuplicate() async throws {
-        let node = try await TestNode.start("retry")
+    @Test(arguments: StoreBackend.allCases) func retryAfterADroppedConnectionMakesNoDuplicate(_ backend: StoreBackend) async throws {
+        let node = try await TestNode.start("retry", backend: backend)
         let aliceDevice = UUID()
         let alice = try await node.session(Self.alice, device: aliceDevice)
         let conversation = try await Self.conversation(alice, with: [Self.alice, Self.bob])
@@ -117,8 +117,8 @@ import Testing
         await node.stop()
     }
 
-    @Test func restartLosesNothingAcknowledged() async throws {
-        let node = try await TestNode.start("restart")
+    @Test(arguments: StoreBackend.allCases) func restartLosesNothingAcknowledged(_ backend: StoreBackend) async throws {
+        let node = try await TestNode.start("restart", backend: backend)
         let alice = try await node.session(Self.alice, device: UUID())
         let conversation = try await Self.conversation(alice, with: [Self.alice, Self.bob])
         var acknowledged: [MessageID] = []

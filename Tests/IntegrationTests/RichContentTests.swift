@@ -62,8 +62,8 @@ import Testing
         try client.newConversation(participants: others, options: ConversationOptions(isDistinct: false)).id
     }
 
-    @Test func partsOfZeroTwoKiBTwoKiBPlusOneAndTenMiBArriveWhole() async throws {
-        let node = try await TestNode.start("rich-sizes")
+    @Test(arguments: StoreBackend.allCases) func partsOfZeroTwoKiBTwoKiBPlusOneAndTenMiBArriveWhole(_ backend: StoreBackend) async throws {
+        let node = try await TestNode.start("rich-sizes", backend: backend)
         let alice = try Self.client(Self.alice, on: node)
         let bob = try Self.client(Self.bob, on: node)
         let bobEvents = bob.contentTransferEvents()

@@ -6,8 +6,8 @@ import Testing
 @Suite struct AuthStorageTests {
     func ms(_ v: Int64) -> Timestamp { Timestamp(millisecondsSince1970: v) }
 
-    @Test func noncesAreSingleUseWithDistinguishableFailures() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func noncesAreSingleUseWithDistinguishableFailures(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let nonce = NodeStore.makeNonce()
             #expect(nonce.utf8.count == 43)
             #expect(NodeStore.makeNonce() != nonce)
@@ -32,8 +32,8 @@ import Testing
         }
     }
 
-    @Test func sessionsCanBeLookedUpRevokedAndExpire() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func sessionsCanBeLookedUpRevokedAndExpire(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let hash = Array(repeating: UInt8(1), count: 32)
             let other = Array(repeating: UInt8(2), count: 32)
             let session = SessionRecord(tokenHash: hash, user: "alice", device: "phone", createdAt: ms(1_000), expiresAt: ms(100_000))
@@ -56,8 +56,8 @@ import Testing
         }
     }
 
-    @Test func uploadsTrackProgressWithinTheDeclaredSize() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func uploadsTrackProgressWithinTheDeclaredSize(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let upload = ContentUpload(id: .random(), owner: "alice", declaredSize: 10_000, sha256: Array(repeating: 9, count: 32), createdAt: ms(1))
             try await store.write { tx in
                 try tx.createUpload(upload)
@@ -74,8 +74,8 @@ import Testing
         }
     }
 
-    @Test func replicationLogKeepsCountersPerOriginWithoutGaps() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func replicationLogKeepsCountersPerOriginWithoutGaps(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let (one, two) = try await store.write { tx in
                 (try tx.appendLocalOperation([1], origin: nodeA, hlc: hlc(1)), try tx.appendLocalOperation([2], origin: nodeA, hlc: hlc(2)))
             }

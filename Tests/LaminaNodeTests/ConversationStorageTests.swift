@@ -8,8 +8,8 @@ import Testing
     let bob: UserID = "bob"
     let carol: UserID = "carol"
 
-    @Test func distinctCreationResolvesToTheExistingConversation() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func distinctCreationResolvesToTheExistingConversation(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let first = try conversation(alice, [bob])
             let created = try await store.write { tx in try tx.createConversation(first, hlc: hlc(1), origin: nodeA) }
             #expect(created.created)
@@ -37,8 +37,8 @@ import Testing
         }
     }
 
-    @Test func changingParticipantsMakesADistinctConversationNonDistinct() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func changingParticipantsMakesADistinctConversationNonDistinct(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let pair = try conversation(alice, [bob])
             let trio = try conversation(alice, [bob, carol])
             try await store.write { tx in
@@ -57,8 +57,8 @@ import Testing
         }
     }
 
-    @Test func membershipIsDecidedByTheGreatestHLCWhateverTheArrivalOrder() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func membershipIsDecidedByTheGreatestHLCWhateverTheArrivalOrder(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let c = try conversation(alice, [bob], distinct: false)
             try await store.write { tx in _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA) }
             // Remove at 10 arrives after a re-add at 20: carol stays... and the older removal is ignored.
@@ -77,8 +77,8 @@ import Testing
         }
     }
 
-    @Test func aRemovedParticipantSeesOnlyWhatCameBeforeTheRemoval() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func aRemovedParticipantSeesOnlyWhatCameBeforeTheRemoval(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let c = try conversation(alice, [bob, carol], distinct: false)
             try await store.write { tx in
                 _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
@@ -100,8 +100,8 @@ import Testing
         }
     }
 
-    @Test func retiringADistinctConversationMovesItsContentToTheSurvivor() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func retiringADistinctConversationMovesItsContentToTheSurvivor(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let survivor = try conversation(alice, [bob], distinct: false)
             let retired = try conversation(bob, [alice], distinct: false, metadata: ["title": .string("from bob")])
             try await store.write { tx in
@@ -124,9 +124,9 @@ import Testing
         }
     }
 
-    @Test(arguments: [true, false])
-    func aConcurrentDistinctConversationFromAPeerIsMergedEitherWay(incomingWins: Bool) async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases, [true, false])
+    func aConcurrentDistinctConversationFromAPeerIsMergedEitherWay(_ backend: StoreBackend, incomingWins: Bool) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let local = try conversation(alice, [bob])
             let incoming = try conversation(bob, [alice], metadata: ["from": .string("peer")])
             let survivor = incomingWins ? incoming.id : local.id
@@ -155,8 +155,8 @@ import Testing
         }
     }
 
-    @Test func metadataIsLastWriterWinsPerKeyInAnyArrivalOrder() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func metadataIsLastWriterWinsPerKeyInAnyArrivalOrder(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let title = try MetadataKeyPath(parsing: "title")
             let color = try MetadataKeyPath(parsing: "style.color")
             let style = try MetadataKeyPath(parsing: "style")
@@ -199,8 +199,8 @@ import Testing
         }
     }
 
-    @Test func metadataOverTheModelLimitIsRefusedAndRolledBack() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func metadataOverTheModelLimitIsRefusedAndRolledBack(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let c = try conversation(alice, [bob], distinct: false)
             try await store.write { tx in _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA) }
             let big = String(repeating: "x", count: Limits.maxMetadataValueBytes)

@@ -8,8 +8,8 @@ import Testing
     let bob: UserID = "bob"
     let t = Timestamp(millisecondsSince1970: 5_000)
 
-    @Test func feedsCountUpPerUserAndReadInOrderAfterACursor() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func feedsCountUpPerUserAndReadInOrderAfterACursor(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let c = ConversationID.random()
             var seqs: [[UserID: UInt64]] = []
             for i in 0..<5 {
@@ -36,8 +36,8 @@ import Testing
         }
     }
 
-    @Test func deviceCursorsOnlyMoveForwardAndStayWithinTheFeed() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func deviceCursorsOnlyMoveForwardAndStayWithinTheFeed(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             for _ in 0..<4 {
                 _ = try await store.write { [t] tx in try tx.appendChange(to: [self.alice], kind: 1, conversation: nil, message: nil, payload: [], at: t) }
             }
@@ -67,8 +67,8 @@ import Testing
     /// Feeds are pruned through what every device seen since the retention's start has; a user
     /// whose devices were all away longer loses the whole feed; a user no device ever synced
     /// with a cursor keeps theirs (SPEC §6.3 retention).
-    @Test func feedsArePrunedThroughWhatRecentDevicesHave() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func feedsArePrunedThroughWhatRecentDevicesHave(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let carol: UserID = "carol"
             for _ in 0..<5 {
                 _ = try await store.write { [t] tx in try tx.appendChange(to: [self.alice, self.bob, carol], kind: 1, conversation: nil, message: nil, payload: [], at: t) }
@@ -91,8 +91,8 @@ import Testing
 
     /// A feed's head is derived from its entries, and pruning every entry leaves it behind as
     /// a floor: seqs never restart, whether the writer remembers the head or reads it again.
-    @Test func seqsKeepCountingAfterEveryEntryIsPruned() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func seqsKeepCountingAfterEveryEntryIsPruned(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             for _ in 0..<3 {
                 _ = try await store.write { [t] tx in try tx.appendChange(to: [self.alice], kind: 1, conversation: nil, message: nil, payload: [], at: t) }
             }
@@ -108,8 +108,8 @@ import Testing
         }
     }
 
-    @Test func anIdempotentRetryReturnsTheFirstResultAndWritesNothing() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func anIdempotentRetryReturnsTheFirstResultAndWritesNothing(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let c = try conversation(alice, [bob])
             try await store.write { tx in _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA) }
             let key = IdempotencyKey(user: alice, id: UUID())
@@ -137,8 +137,8 @@ import Testing
         }
     }
 
-    @Test func twoCommandsWithOneKeyInOneGroupApplyOnce() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func twoCommandsWithOneKeyInOneGroupApplyOnce(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let key = IdempotencyKey(user: alice, id: UUID())
             let gate = WriterGate()
             try gate.hold(store)
@@ -168,8 +168,8 @@ import Testing
         }
     }
 
-    @Test func aThrowingIdempotentCommandRecordsNothing() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func aThrowingIdempotentCommandRecordsNothing(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let key = IdempotencyKey(user: alice, id: UUID())
             let failed = await storageErrorCode {
                 _ = try await store.write(idempotencyKey: key) { (tx) throws -> (value: Int, record: [UInt8]) in

@@ -19,8 +19,8 @@ import Testing
         return (c.id, messages)
     }
 
-    @Test func messagesRoundTripWithPartsPushAndStatus() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func messagesRoundTripWithPartsPushAndStatus(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let c = try conversation(alice, [bob])
             let ref = ContentReference(id: .random(), size: 5_000_000, sha256: Array(repeating: 7, count: 32))
             let message = Message(
@@ -47,8 +47,8 @@ import Testing
         }
     }
 
-    @Test func positionsAndIdsAreUnique() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func positionsAndIdsAreUnique(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let (c, messages) = try await seeded(store, messages: 2)
             let samePosition = try textMessage("clash", in: c, from: bob, at: messages[0].position!)
             #expect(await storageErrorCode { try await store.write { tx in _ = try tx.appendMessage(samePosition, hlc: hlc(999), origin: nodeA) } } == .positionTaken)
@@ -64,8 +64,8 @@ import Testing
         }
     }
 
-    @Test func historyPolicies() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func historyPolicies(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let (c, messages) = try await seeded(store, messages: 10)
             let complete = try await store.read { r in try r.history(of: c, for: bob, .complete(after: nil, limit: 100)) }
             #expect(complete.map(\.id) == messages.map(\.id))
@@ -83,8 +83,8 @@ import Testing
         }
     }
 
-    @Test func unreadCountsFollowTheReadMarker() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func unreadCountsFollowTheReadMarker(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let (c, messages) = try await seeded(store, messages: 10)  // alice sent 0,2,4,6,8
             #expect(try await store.read { r in try r.unreadCount(of: c, for: bob) } == 5)
             #expect(try await store.read { r in try r.unreadCount(of: c, for: alice) } == 5)
@@ -100,8 +100,8 @@ import Testing
         }
     }
 
-    @Test func statusNeverMovesDown() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func statusNeverMovesDown(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let (_, messages) = try await seeded(store, messages: 1)
             let id = messages[0].id
             let changes = try await store.write { tx in
@@ -123,8 +123,8 @@ import Testing
         }
     }
 
-    @Test func markersRaiseStatusesOfOthersMessagesUpToThePositionInOneWrite() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func markersRaiseStatusesOfOthersMessagesUpToThePositionInOneWrite(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let (c, messages) = try await seeded(store, messages: 6)
             let moved = try await store.write { tx in
                 [try tx.raise(.delivered, to: messages[4].position!, user: bob, conversation: c),

@@ -47,8 +47,8 @@ import Testing
         try reopened.close()
     }
 
-    @Test func groupCommitPutsQueuedCommandsIntoFewTransactions() async throws {
-        try await withTemporaryStore(StorageConfiguration(writeQueueCapacity: 2_000, maxBatchSize: 512)) { store, _ in
+    @Test(arguments: StoreBackend.allCases) func groupCommitPutsQueuedCommandsIntoFewTransactions(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(StorageConfiguration(writeQueueCapacity: 2_000, maxBatchSize: 512), backend: backend) { store, _ in
             let gate = WriterGate()
             try gate.hold(store)
             await gate.entered.wait()
@@ -64,13 +64,13 @@ import Testing
             #expect(stats.transactions == 3)
             #expect(stats.committedCommands == 1_001)
             #expect(stats.largestBatch == 512)
-            let stored = try await store.pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM node_settings") }
+            let stored = try await store.read { r in try r.db.int64("SELECT count(*) FROM node_settings") }
             #expect(stored == 1_000)
         }
     }
 
-    @Test func concurrentWritersShareTransactions() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func concurrentWritersShareTransactions(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for i in 0..<1_000 {
                     group.addTask { try await store.write { tx in try tx.setSetting("c\(i)", [1]) } }
@@ -105,8 +105,8 @@ import Testing
         }
     }
 
-    @Test func callbackReadsSeeCommittedWrites() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func callbackReadsSeeCommittedWrites(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             try await store.write { tx in try tx.setSetting("seen", [3]) }
             let got = LockedBox<[UInt8]?>(nil)
             let done = Signal()
@@ -119,8 +119,8 @@ import Testing
         }
     }
 
-    @Test func aFailingCommandRollsBackAloneWithinItsGroup() async throws {
-        try await withTemporaryStore { store, _ in
+    @Test(arguments: StoreBackend.allCases) func aFailingCommandRollsBackAloneWithinItsGroup(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
             let gate = WriterGate()
             try gate.hold(store)
             await gate.entered.wait()
@@ -141,8 +141,8 @@ import Testing
         }
     }
 
-    @Test func aFullQueueRefusesWithAClearError() async throws {
-        try await withTemporaryStore(StorageConfiguration(writeQueueCapacity: 4, maxBatchSize: 16)) { store, _ in
+    @Test(arguments: StoreBackend.allCases) func aFullQueueRefusesWithAClearError(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(StorageConfiguration(writeQueueCapacity: 4, maxBatchSize: 16), backend: backend) { store, _ in
             let gate = WriterGate()
             try gate.hold(store)
             await gate.entered.wait()
@@ -171,10 +171,10 @@ import Testing
         }
     }
 
-    @Test func aClosedStoreRefusesWritesButCommitsWhatWasQueued() async throws {
-        let (path, cleanup) = temporaryDatabasePath()
+    @Test(arguments: StoreBackend.allCases) func aClosedStoreRefusesWritesButCommitsWhatWasQueued(_ backend: StoreBackend) async throws {
+        let (location, cleanup) = try temporaryStoreLocation(backend)
         defer { cleanup() }
-        let store = try NodeStore(path: path)
+        let store = try NodeStore(location: location)
         let gate = WriterGate()
         try gate.hold(store)
         await gate.entered.wait()
@@ -187,7 +187,7 @@ import Testing
         #expect(counter.successes == 1)
         let code = await storageErrorCode { try await store.write { tx in try tx.setSetting("late", [1]) } }
         #expect(code == .closed)
-        let reopened = try NodeStore(path: path)
+        let reopened = try NodeStore(location: location)
         #expect(try await reopened.read { r in try r.setting("queued") } == [9])
         try reopened.close()
     }
@@ -196,13 +196,13 @@ import Testing
     /// the group to fill (here to 3, within a delay far longer than the test: 1 s, as 100 ms
     /// passed between the first commit and the third submit in loaded full runs) and commit as
     /// one group; closing the store commits a gathering group at once.
-    @Test func smallGroupsGatherUntilTheTargetAfterACommit() async throws {
+    @Test(arguments: StoreBackend.allCases) func smallGroupsGatherUntilTheTargetAfterACommit(_ backend: StoreBackend) async throws {
         var configuration = StorageConfiguration()
         configuration.groupCommitDelayMicroseconds = 1_000_000
         configuration.groupCommitTarget = 3
-        let (path, cleanup) = temporaryDatabasePath()
+        let (location, cleanup) = try temporaryStoreLocation(backend)
         defer { cleanup() }
-        let store = try NodeStore(path: path, configuration: configuration)
+        let store = try NodeStore(location: location, configuration: configuration)
         try await store.write { tx in try tx.setSetting("first", [0]) }
         #expect(store.writerStatistics.transactions == 1)
         let group = CompletionCounter(expected: 3)

@@ -1,17 +1,53 @@
 import Dispatch
 import Foundation
+import Testing
 import LaminaModel
+import LaminaTestPostgres
 @testable import LaminaNode
 
-/// A fresh database in its own temporary directory, removed after the test.
+/// The store backends the storage suites run on: every assertion holds on both.
+enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    var testDescription: String { rawValue }
+}
+
+/// A fresh store location: a SQLite file in its own temporary directory, or a new database
+/// on the test PostgreSQL server (`PostgresTestCluster`); `cleanup` removes it.
+func temporaryStoreLocation(_ backend: StoreBackend) throws -> (location: StoreLocation, cleanup: @Sendable () -> Void) {
+    switch backend {
+    case .sqlite:
+        let (path, cleanup) = temporaryDatabasePath()
+        return (.sqlite(path: path), cleanup)
+    case .postgres:
+        return (.postgres(try PostgresLocation(url: PostgresTestCluster.newDatabase())), {})
+    }
+}
+
+extension PostgresTestCluster {
+    /// A new, empty database on the test server.
+    static func newLocation() throws -> PostgresLocation {
+        try PostgresLocation(url: newDatabase())
+    }
+
+    /// The test server's maintenance database.
+    static func serverLocation() throws -> PostgresLocation {
+        try PostgresLocation(url: server().url())
+    }
+}
+
+/// A fresh store (a database in its own temporary directory, or on the test PostgreSQL
+/// server), removed after the test. `body` gets the store and its path (or URL).
 func withTemporaryStore<T>(
     _ configuration: StorageConfiguration = StorageConfiguration(),
+    backend: StoreBackend = .sqlite,
     _ body: (NodeStore, String) async throws -> T
 ) async throws -> T {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-store-\(UUID().uuidString)")
-    let path = directory.appendingPathComponent("node.sqlite").path
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let store = try NodeStore(path: path, configuration: configuration)
+    let (location, cleanup) = try temporaryStoreLocation(backend)
+    defer { cleanup() }
+    let store = try NodeStore(location: location, configuration: configuration)
+    let path = location.description
     do {
         let result = try await body(store, path)
         try? store.close()

@@ -18,6 +18,8 @@ public struct NodeBootstrap: Sendable {
         public var identityProviders: [IdentityProvider]
         public var nodeID: NodeID
         public var storePath: String
+        /// Where the store lives: `storePath` (SQLite) unless the configuration names a PostgreSQL store.
+        public var storeLocation: StoreLocation
     }
 
     /// File names inside the data directory (shared with the tools that read it).
@@ -72,11 +74,19 @@ public struct NodeBootstrap: Sendable {
             providers.append(IdentityProvider(id: file.id, publicKeyPEM: pem, algorithms: Set(file.algorithms)))
         }
 
+        var storeLocation = StoreLocation.sqlite(path: data.appendingPathComponent(Files.store).path)
+        if let store = configuration.store {
+            do throws(StorageError) {
+                storeLocation = try StoreLocation(parsing: store)
+            } catch {
+                throw NodeServerError.configuration("store: \(error.reason)")
+            }
+        }
         return Prepared(
             dataDirectory: data, certificatePath: certificatePath, privateKeyPath: privateKeyPath,
             createdCertificate: created, devIdentityProvider: dev, devIdentityKeyDirectory: devDirectory,
             identityProviders: providers, nodeID: try loadOrCreateNodeID(in: data, requested: configuration.nodeID.map(NodeID.init)),
-            storePath: data.appendingPathComponent(Files.store).path)
+            storePath: storeLocation.description, storeLocation: storeLocation)
     }
 
     /// A random non-zero node id, kept in `node-id` (hex) so it survives restarts.

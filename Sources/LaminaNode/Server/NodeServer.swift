@@ -92,7 +92,7 @@ public final class NodeServer: Sendable {
         }
         let prepared = try NodeBootstrap.prepare(configuration)
         let store: NodeStore
-        do { store = try NodeStore(path: prepared.storePath, configuration: configuration.storage) } catch {
+        do { store = try NodeStore(location: prepared.storeLocation, configuration: configuration.storage) } catch {
             throw NodeServerError.startup("cannot open the store at \(prepared.storePath): \(error)")
         }
         var engineConfiguration = NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders)

@@ -25,6 +25,9 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var adminPort = 7444
     /// Where the store, the certificate and the dev identity key live.
     public var dataDirectory = LocalNode.defaultDataDirectory
+    /// The store: nil for SQLite in the data directory (the default), or a PostgreSQL URL
+    /// `postgres://user[:password]@host[:port]/database` (`?host=/socket/dir` for a unix socket).
+    public var store: String?
     /// TLS certificate chain and key; default: a self-signed pair created in the data directory.
     public var certificatePath: String?
     public var privateKeyPath: String?
@@ -82,6 +85,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         if let v = file.adminHost { adminHost = v }
         if let v = file.adminPort { adminPort = v }
         if let v = file.dataDirectory { dataDirectory = v }
+        if let v = file.store { store = v }
         if let v = file.certificatePath { certificatePath = v }
         if let v = file.privateKeyPath { privateKeyPath = v }
         if let v = file.identityProviders { identityProviders = v }
@@ -228,6 +232,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         var adminHost: String?
         var adminPort: Int?
         var dataDirectory: String?
+        var store: String?
         var certificatePath: String?
         var privateKeyPath: String?
         var identityProviders: [ProviderFile]?

@@ -3,15 +3,19 @@ import GRDB
 import GRDBSQLite
 import LaminaModel
 
-/// A statement of the write path's hot path, prepared once on the writer's connection and
-/// run by binding values straight into SQLite: no SQL-keyed cache lookup, no argument
-/// arrays, no row objects. The only place in the node that calls SQLite's C API; GRDB owns
-/// the statement (and finalizes it when this is dropped, before the connection closes).
-final class HotStatement: SQLiteBinding {
-    private let statement: Statement
-    private let connection: OpaquePointer
-    private var handle: OpaquePointer { statement.sqliteStatement }
-    var bindingHandle: OpaquePointer { handle }
+/// A statement of the write path's hot path, prepared once on the writer's connection. On
+/// SQLite it runs by binding values straight into SQLite: no SQL-keyed cache lookup, no
+/// argument arrays, no row objects (the only place in the node that calls SQLite's C API;
+/// GRDB owns the statement and finalizes it when this is dropped, before the connection
+/// closes). On PostgreSQL it is a named prepared statement of the writer's connection.
+final class HotStatement: SQLBinder {
+    private let statement: Statement?
+    private let connection: OpaquePointer?
+    /// The SQLite statement; nil on PostgreSQL.
+    let bindingHandle: OpaquePointer?
+    private let postgres: (session: PostgresSession, sql: String)?
+    /// The values bound for PostgreSQL (1-based parameter `i` at `i - 1`).
+    var boundValues: [SQLValue] = []
 
     init(_ db: Database, _ sql: String) throws(StorageError) {
         do {
@@ -20,12 +24,32 @@ final class HotStatement: SQLiteBinding {
             throw StorageError.wrapping(error)
         }
         connection = db.sqliteConnection!
+        bindingHandle = statement!.sqliteStatement
+        postgres = nil
+    }
+
+    init(_ session: PostgresSession, _ sql: String) {
+        statement = nil
+        connection = nil
+        bindingHandle = nil
+        postgres = (session, sql)
+    }
+
+    func bindValue(_ index: Int32, _ value: SQLValue) {
+        let i = Int(index) - 1
+        while boundValues.count <= i { boundValues.append(.null) }
+        boundValues[i] = value
     }
 
     /// Runs the bound statement to its end and resets it. Returns the first column of its
     /// first row, for statements that return one (`RETURNING`), else nil.
     @discardableResult
     func run() throws(StorageError) -> Int64? {
+        guard let handle = bindingHandle else {
+            let (session, sql) = postgres!
+            defer { boundValues.removeAll(keepingCapacity: true) }
+            return try session.runPrepared(sql, boundValues)
+        }
         defer { sqlite3_reset(handle) }
         var first: Int64?
         while true {
@@ -49,21 +73,26 @@ private func stepError(_ code: Int32, _ connection: OpaquePointer?) -> StorageEr
     return StorageError(.database, "SQLite error \(code): \(message)")
 }
 
-/// Binding values into a statement's parameters (SQLite copies blobs and text).
-protocol SQLiteBinding {
-    var bindingHandle: OpaquePointer { get }
+/// Binding values into a statement's parameters: straight into SQLite (which copies blobs
+/// and text) when `bindingHandle` is set, else collected for PostgreSQL.
+protocol SQLBinder {
+    var bindingHandle: OpaquePointer? { get }
+    func bindValue(_ index: Int32, _ value: SQLValue)
 }
 
-extension SQLiteBinding {
+extension SQLBinder {
     func bind(_ index: Int32, _ value: Int64) {
+        guard let bindingHandle else { return bindValue(index, .integer(value)) }
         sqlite3_bind_int64(bindingHandle, index, value)
     }
 
     func bind(_ index: Int32, _ uuid: UUID) {
+        guard let bindingHandle else { return bindValue(index, .blob(Columns.blob(uuid))) }
         withUnsafeBytes(of: uuid.uuid) { _ = sqlite3_bind_blob(bindingHandle, index, $0.baseAddress, 16, transientDestructor) }
     }
 
     func bind(_ index: Int32, _ text: String) {
+        guard let bindingHandle else { return bindValue(index, .text(text)) }
         var text = text
         text.withUTF8 { utf8 in
             guard let base = utf8.baseAddress, utf8.count > 0 else {
@@ -75,11 +104,13 @@ extension SQLiteBinding {
     }
 
     func bindNull(_ index: Int32) {
+        guard let bindingHandle else { return bindValue(index, .null) }
         sqlite3_bind_null(bindingHandle, index)
     }
 
     func bind(_ index: Int32, _ bytes: [UInt8]?) {
         guard let bytes else { return bindNull(index) }
+        guard let bindingHandle else { return bindValue(index, .blob(Data(bytes))) }
         bytes.withUnsafeBytes {
             _ = sqlite3_bind_blob(bindingHandle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transientDestructor)
         }
@@ -100,21 +131,22 @@ final class HotStatements {
     let insertFeedEntry: HotStatement
     let insertOperation: HotStatement
 
-    init(_ db: Database) throws(StorageError) {
-        savepoint = try HotStatement(db, "SAVEPOINT command")
-        release = try HotStatement(db, "RELEASE command")
-        rollback = try HotStatement(db, "ROLLBACK TO command")
-        anyMessage = try HotStatement(db, "SELECT 1 FROM messages WHERE conversation_id = ? LIMIT 1")
-        insertMessage = try HotStatement(db, """
+    init(_ db: any SQLSession) throws(StorageError) {
+        savepoint = try db.hotStatement("SAVEPOINT command")
+        release = try db.hotStatement("RELEASE command")
+        rollback = try db.hotStatement("ROLLBACK TO command")
+        anyMessage = try db.hotStatement("SELECT 1 FROM messages WHERE conversation_id = ? LIMIT 1")
+        insertMessage = try db.hotStatement("""
             INSERT INTO messages (id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at, body, request_digest,
                 origin_node, hlc_physical, hlc_logical, hlc_node)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT DO NOTHING RETURNING 1
             """)
-        feedHead = try HotStatement(db, FeedHead.sql)
-        insertFeedEntry = try HotStatement(db, """
+        feedHead = try db.hotStatement(FeedHead.sql)
+        insertFeedEntry = try db.hotStatement("""
             INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
             """)
-        insertOperation = try HotStatement(db, """
+        insertOperation = try db.hotStatement("""
             INSERT INTO replication_log (origin_node, counter, hlc_physical, hlc_logical, hlc_node, op) VALUES (?, ?, ?, ?, ?, ?)
             """)
     }
@@ -153,26 +185,34 @@ protocol ColumnRow {
     func text(_ index: Int) -> String?
 }
 
-extension Row: ColumnRow {
-    func isNull(_ index: Int) -> Bool { (self[index] as DatabaseValue).isNull }
-    func int64(_ index: Int) -> Int64 { (self[index] as Int64?) ?? 0 }
-    func bytes(_ index: Int) -> [UInt8]? { (self[index] as Data?).map { [UInt8]($0) } }
-    func uuid(_ index: Int) -> UUID? {
-        guard let data = self[index] as Data?, data.count == 16 else { return nil }
-        return try? Columns.uuid(data, column: "")
-    }
-    func text(_ index: Int) -> String? { self[index] }
-}
-
 /// The current row of a statement being stepped: valid only inside the callback it is
-/// passed to.
+/// passed to. On PostgreSQL, a row of the fetched result.
 struct RawRow: ColumnRow {
-    fileprivate let handle: OpaquePointer
+    fileprivate let handle: OpaquePointer!
+    private let fetched: SQLRow?
 
-    func isNull(_ index: Int) -> Bool { sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL }
-    func int64(_ index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(index)) }
+    fileprivate init(handle: OpaquePointer) {
+        self.handle = handle
+        fetched = nil
+    }
+
+    init(_ row: SQLRow) {
+        handle = nil
+        fetched = row
+    }
+
+    func isNull(_ index: Int) -> Bool {
+        if let fetched { return fetched.isNull(index) }
+        return sqlite3_column_type(handle, Int32(index)) == SQLITE_NULL
+    }
+
+    func int64(_ index: Int) -> Int64 {
+        if let fetched { return fetched.int64(index) }
+        return sqlite3_column_int64(handle, Int32(index))
+    }
 
     func bytes(_ index: Int) -> [UInt8]? {
+        if let fetched { return fetched.bytes(index) }
         guard !isNull(index) else { return nil }
         let count = Int(sqlite3_column_bytes(handle, Int32(index)))
         guard count > 0, let base = sqlite3_column_blob(handle, Int32(index)) else { return [] }
@@ -180,6 +220,7 @@ struct RawRow: ColumnRow {
     }
 
     func uuid(_ index: Int) -> UUID? {
+        if let fetched { return fetched.uuid(index) }
         guard sqlite3_column_type(handle, Int32(index)) == SQLITE_BLOB, sqlite3_column_bytes(handle, Int32(index)) == 16,
               let base = sqlite3_column_blob(handle, Int32(index)) else { return nil }
         var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -188,6 +229,7 @@ struct RawRow: ColumnRow {
     }
 
     func text(_ index: Int) -> String? {
+        if let fetched { return fetched.text(index) }
         guard !isNull(index), let base = sqlite3_column_text(handle, Int32(index)) else { return nil }
         let count = Int(sqlite3_column_bytes(handle, Int32(index)))
         return String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)
@@ -197,14 +239,14 @@ struct RawRow: ColumnRow {
 extension Database {
     /// Runs a query through GRDB's statement cache, binding `bind`'s values, and calls `body`
     /// with each row read straight from SQLite (no row objects): for the hot read paths.
-    func eachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void) throws(StorageError) {
+    func sqliteEachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void) throws(StorageError) {
         let statement: Statement
         do { statement = try cachedStatement(sql: sql) } catch { throw StorageError.wrapping(error) }
         let handle = statement.sqliteStatement
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
         defer { sqlite3_reset(handle) }
-        bind(HotBinder(bindingHandle: handle))
+        bind(HotBinder(bindingHandle: handle, collected: nil))
         let row = RawRow(handle: handle)
         while true {
             let code = sqlite3_step(handle)
@@ -217,13 +259,30 @@ extension Database {
     /// Runs a statement that returns no rows the way `eachRow` does; returns how many rows
     /// it changed.
     @discardableResult
-    func runRaw(_ sql: String, bind: (HotBinder) -> Void) throws(StorageError) -> Int {
-        try eachRow(sql, bind: bind) { _ in }
+    func sqliteRunRaw(_ sql: String, bind: (HotBinder) -> Void) throws(StorageError) -> Int {
+        try sqliteEachRow(sql, bind: bind) { _ in }
         return changesCount
     }
 }
 
-/// Binds values of a statement run by `Database.eachRow`.
-struct HotBinder: SQLiteBinding {
-    let bindingHandle: OpaquePointer
+/// Binds values of a statement run by `SQLSession.eachRow`.
+struct HotBinder: SQLBinder {
+    let bindingHandle: OpaquePointer?
+    /// Collects the values for PostgreSQL.
+    let collected: SQLBindings?
+
+    func bindValue(_ index: Int32, _ value: SQLValue) {
+        collected?.set(index, value)
+    }
+}
+
+/// Values bound by a `HotBinder` for PostgreSQL.
+final class SQLBindings {
+    var values: [SQLValue] = []
+
+    func set(_ index: Int32, _ value: SQLValue) {
+        let i = Int(index) - 1
+        while values.count <= i { values.append(.null) }
+        values[i] = value
+    }
 }

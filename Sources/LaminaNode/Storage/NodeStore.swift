@@ -1,8 +1,36 @@
 import Foundation
 import GRDB
+import Logging
 
-/// The node's durable store: one SQLite database in WAL mode, written by one group-commit
-/// writer (`synchronous=FULL`) and read through a pool of concurrent readers.
+/// Where a node's store lives.
+public enum StoreLocation: Sendable, Hashable, CustomStringConvertible {
+    /// A SQLite database file (the zero-configuration default).
+    case sqlite(path: String)
+    /// A PostgreSQL database.
+    case postgres(PostgresLocation)
+
+    /// A `postgres://` URL or a SQLite file path.
+    public init(parsing text: String) throws(StorageError) {
+        if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+            self = .postgres(try PostgresLocation(url: text))
+        } else {
+            self = .sqlite(path: text)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .sqlite(let path): return path
+        case .postgres(let location): return location.description
+        }
+    }
+}
+
+/// The node's durable store: one database written by one group-commit writer and read
+/// through a pool of concurrent readers. On SQLite (the default): one file in WAL mode,
+/// `synchronous=FULL`. On PostgreSQL: one writer connection with `synchronous_commit = on`
+/// and a small pool of read connections, reconnecting with backoff when the server restarts.
+/// The storage operations (`Storage+*.swift`) run unchanged on both (`SQLSession`).
 ///
 /// Writes are closures over a `StorageTransaction`, queued for the next group; the call
 /// returns only after the group's transaction has committed, so whatever it reports is
@@ -11,15 +39,67 @@ import GRDB
 ///
 /// Call `close()` before letting go of a store: it drains the queue and stops the writer thread.
 public final class NodeStore: Sendable {
-    /// The database file.
+    /// The database file, or the PostgreSQL URL without its password.
     public let path: String
+    public let location: StoreLocation
     public let configuration: StorageConfiguration
-    let pool: DatabasePool
+    let backend: Backend
     let writer: StorageWriter
 
-    /// Opens (creating when missing) the database at `path` and migrates it to the current schema.
-    public init(path: String, configuration: StorageConfiguration = StorageConfiguration()) throws(StorageError) {
+    enum Backend: Sendable {
+        case sqlite(DatabasePool)
+        case postgres(PostgresConnector, PostgresReaderPool)
+    }
+
+    /// The SQLite pool (SQLite stores only: for tests of SQLite's own settings).
+    var pool: DatabasePool {
+        guard case .sqlite(let pool) = backend else { preconditionFailure("not a SQLite store") }
+        return pool
+    }
+
+    /// Opens (creating when missing) the SQLite database at `path` and migrates it to the current schema.
+    public convenience init(path: String, configuration: StorageConfiguration = StorageConfiguration()) throws(StorageError) {
+        try self.init(location: .sqlite(path: path), configuration: configuration)
+    }
+
+    /// Opens the store at `location` and migrates it to the current schema. Refuses a
+    /// database whose schema is newer than this node knows (`.schemaTooNew`); on PostgreSQL,
+    /// an unreachable server is `.databaseUnavailable` and refused credentials `.authenticationFailed`.
+    public init(location: StoreLocation, configuration: StorageConfiguration = StorageConfiguration()) throws(StorageError) {
         try configuration.validate()
+        let writerConnection: any WriterConnection
+        switch location {
+        case .sqlite(let path):
+            let pool = try Self.openSQLite(path: path, configuration: configuration)
+            backend = .sqlite(pool)
+            writerConnection = SQLiteWriterConnection(pool: pool)
+            self.path = path
+        case .postgres(let place):
+            let connector = PostgresConnector(location: place, syncsCommits: configuration.syncsCommits)
+            let session: PostgresSession
+            var opened: PostgresSession?
+            do throws(StorageError) {
+                session = try connector.connect()
+                opened = session
+                try PostgresSchema.migrate(session)
+            } catch {
+                if let opened { connector.close(opened) }  // a connection must be closed before it is let go
+                connector.shutdown()
+                Logger(label: "lamina.storage").error("cannot open the PostgreSQL store", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
+                throw error
+            }
+            backend = .postgres(connector, PostgresReaderPool(connector: connector, size: configuration.readerCount))
+            writerConnection = PostgresWriterConnection(connector: connector, session: session)
+            self.path = place.description
+        }
+        self.location = location
+        self.configuration = configuration
+        self.writer = StorageWriter(
+            connection: writerConnection, capacity: configuration.writeQueueCapacity, maxBatchSize: configuration.maxBatchSize,
+            groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds), groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize))
+    }
+
+    private static func openSQLite(path: String, configuration: StorageConfiguration) throws(StorageError) -> DatabasePool {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             do {
@@ -54,21 +134,27 @@ public final class NodeStore: Sendable {
                 try? pool.close()
                 throw StorageError(.openFailed, "SQLite refused synchronous=\(wanted) (got \(synchronous.map(String.init) ?? "nothing"))")
             }
+            let known = Set(StorageSchema.migrator.migrations)
+            let applied = try pool.read { db in try StorageSchema.migrator.appliedIdentifiers(db) }
+            let unknown = applied.subtracting(known)
+            guard unknown.isEmpty else {
+                try? pool.close()
+                throw StorageError(.schemaTooNew, "the database's schema is newer than this node knows (migrations \(unknown.sorted().joined(separator: ", "))); run a newer node")
+            }
             try StorageSchema.migrator.migrate(pool)
         } catch {
             throw StorageError.wrapping(error, as: .openFailed)
         }
-        self.path = path
-        self.configuration = configuration
-        self.pool = pool
-        self.writer = StorageWriter(
-            pool: pool, capacity: configuration.writeQueueCapacity, maxBatchSize: configuration.maxBatchSize,
-            groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds), groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize))
+        return pool
     }
 
     deinit {
         // A store dropped without `close()` still commits what was queued and stops its thread.
         writer.shutdown()
+        if case .postgres(let connector, let readers) = backend {
+            readers.close()
+            connector.shutdown()
+        }
     }
 
     /// Counters of the group-commit writer.
@@ -104,19 +190,32 @@ public final class NodeStore: Sendable {
     /// Reads the last committed state on the calling thread, blocking it: for start-up,
     /// before any session exists (never from an event loop).
     public func readNow<T>(_ body: (StorageReader) throws -> T) throws -> T {
-        do {
-            return try pool.read { db in try body(StorageReader(db: db)) }
-        } catch let error as DatabaseError {
-            throw StorageError.wrapping(error)
+        switch backend {
+        case .sqlite(let pool):
+            do {
+                return try pool.read { db in try body(StorageReader(db: SQLiteSession(db))) }
+            } catch let error as GRDB.DatabaseError {
+                throw StorageError.wrapping(error)
+            }
+        case .postgres(_, let readers):
+            return try readers.read { session in try body(StorageReader(db: session)) }
         }
     }
 
     /// Reads the last committed state on one of the concurrent readers.
     public func read<T: Sendable>(_ body: @escaping @Sendable (StorageReader) throws -> T) async throws -> T {
-        do {
-            return try await pool.read { db in try body(StorageReader(db: db)) }
-        } catch let error as DatabaseError {
-            throw StorageError.wrapping(error)
+        switch backend {
+        case .sqlite(let pool):
+            do {
+                return try await pool.read { db in try body(StorageReader(db: SQLiteSession(db))) }
+            } catch let error as GRDB.DatabaseError {
+                throw StorageError.wrapping(error)
+            }
+        case .postgres:
+            let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+                read(body) { continuation.resume(returning: $0) }
+            }
+            return try result.get()
         }
     }
 
@@ -126,21 +225,31 @@ public final class NodeStore: Sendable {
         _ body: @escaping @Sendable (StorageReader) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        pool.asyncRead { result in
-            switch result {
-            case .success(let db):
-                do {
-                    completion(.success(try body(StorageReader(db: db))))
-                } catch let error as DatabaseError {
+        switch backend {
+        case .sqlite(let pool):
+            pool.asyncRead { result in
+                switch result {
+                case .success(let db):
+                    do {
+                        completion(.success(try body(StorageReader(db: SQLiteSession(db)))))
+                    } catch let error as GRDB.DatabaseError {
+                        completion(.failure(StorageError.wrapping(error)))
+                    } catch {
+                        completion(.failure(error))
+                    }
+                case .failure(let error):
                     completion(.failure(StorageError.wrapping(error)))
-                } catch {
-                    completion(.failure(error))
                 }
-            case .failure(let error):
-                completion(.failure(StorageError.wrapping(error)))
+            }
+        case .postgres(_, let readers):
+            Self.readQueue.async {
+                completion(Result(catching: { try readers.read { session in try body(StorageReader(db: session)) } }))
             }
         }
     }
+
+    /// Where PostgreSQL reads wait for their connection and their answers (they block).
+    private static let readQueue = DispatchQueue(label: "lamina.storage.postgres.readers", attributes: .concurrent)
 
     /// Stops taking writes, commits everything queued, stops the writer and closes the database.
     /// Must not be called from a write's completion (the writer thread); that is refused.
@@ -149,14 +258,20 @@ public final class NodeStore: Sendable {
             throw StorageError(.invalidArgument, "close() was called on the writer thread (from a write's completion); call it elsewhere")
         }
         writer.shutdown()
-        do {
-            try pool.close()
-        } catch {
-            throw StorageError.wrapping(error)
+        switch backend {
+        case .sqlite(let pool):
+            do {
+                try pool.close()
+            } catch {
+                throw StorageError.wrapping(error)
+            }
+        case .postgres(let connector, let readers):
+            readers.close()
+            connector.shutdown()
         }
     }
 
-    /// Values of the connection pragmas that durability depends on, as the writer sees them.
+    /// Values of the connection pragmas that durability depends on, as the writer sees them (SQLite).
     func writerPragmas() throws -> [String: String] {
         try pool.writeWithoutTransaction { db in
             var out: [String: String] = [:]
@@ -180,7 +295,7 @@ final class WriteCommand<T: Sendable>: StorageCommand, @unchecked Sendable {
         self.completion = completion
     }
 
-    func apply(_ db: Database, cache: WriterCache) throws {
+    func apply(_ db: any SQLSession, cache: WriterCache) throws {
         result = try body(StorageTransaction(db: db, cache: cache))
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaModel
 
 /// A session as stored. The token itself is never stored, only its SHA-256.

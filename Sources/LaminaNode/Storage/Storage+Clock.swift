@@ -1,4 +1,3 @@
-import GRDB
 import LaminaModel
 
 extension StorageReader {
@@ -14,7 +13,7 @@ extension StorageReader {
                 UNION ALL SELECT hlc_physical, hlc_logical FROM conversations WHERE hlc_node = ?
                 UNION ALL SELECT hlc_physical, hlc_logical FROM membership_ops WHERE hlc_node = ?
                 UNION ALL SELECT hlc_physical, hlc_logical FROM metadata_entries WHERE hlc_node = ?
-            ) ORDER BY physical DESC, logical DESC LIMIT 1
+            ) AS readings ORDER BY physical DESC, logical DESC LIMIT 1
             """,
             [n, n, n, n, n]
         ) else { return nil }

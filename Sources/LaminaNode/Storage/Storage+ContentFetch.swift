@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaModel
 
 /// Rich content a replicated message references and this node does not hold yet: the node

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaModel
 
 /// An alias: a client-chosen conversation id that resolved to another conversation (SPEC §6.1).

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaModel
 
 /// One entry of a user's change feed.
@@ -93,7 +92,7 @@ extension StorageTransaction {
         // The head survives its entries: `feed_heads` keeps it as the floor of the next seq.
         let head = try Columns.int64(try read.feedHead(of: user), "seq")
         try db.run(
-            "INSERT INTO feed_heads (user_id, last_seq) VALUES (?, ?) ON CONFLICT (user_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq)",
+            "INSERT INTO feed_heads (user_id, last_seq) VALUES (?, ?) ON CONFLICT (user_id) DO UPDATE SET last_seq = \(db.dialect.greatest("feed_heads.last_seq", "excluded.last_seq"))",
             [user.rawValue, head]
         )
         try db.run("DELETE FROM feed_entries WHERE user_id = ? AND seq <= ?", [user.rawValue, try Columns.int64(seq, "seq")])
@@ -133,8 +132,8 @@ extension StorageTransaction {
 enum FeedHead {
     /// One argument, the user id.
     static let sql = """
-        SELECT max(ifnull((SELECT max(seq) FROM feed_entries WHERE user_id = ?1), 0),
-                   ifnull((SELECT last_seq FROM feed_heads WHERE user_id = ?1), 0))
+        SELECT coalesce(max(head), 0) FROM (
+            SELECT max(seq) AS head FROM feed_entries WHERE user_id = ?1 UNION ALL SELECT last_seq FROM feed_heads WHERE user_id = ?1) AS heads
         """
 }
 
@@ -152,7 +151,7 @@ extension StorageReader {
             """
             SELECT s.message_id, s.user_id, s.status FROM feed_entries f JOIN recipient_status s ON s.message_id = f.message_id
             WHERE f.user_id = ?1 AND f.seq > ?2 AND f.payload IS NULL
-                AND f.seq <= (SELECT max(seq) FROM (SELECT seq FROM feed_entries WHERE user_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3))
+                AND f.seq <= (SELECT max(seq) FROM (SELECT seq FROM feed_entries WHERE user_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3) AS page)
             """,
             bind: { $0.bind(1, user.rawValue); $0.bind(2, after); $0.bind(3, Int64(limit)) }
         ) { (row) throws(StorageError) in

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaModel
 
 /// A client-chosen id of a command (the object's UUID or a request id), scoped to its user.

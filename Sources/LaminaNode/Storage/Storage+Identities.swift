@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaModel
 
 /// A user's identity as an app backend set it through the Server API (Layer's identity

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaMerge
 import LaminaModel
 import LaminaWire
@@ -87,11 +86,12 @@ extension StorageTransaction {
         insert.bind(11, hp)
         insert.bind(12, hl)
         insert.bind(13, hn)
-        do {
-            try insert.run()
-        } catch {
-            guard error.code == .constraintViolation else { throw error }
-            if error.reason.contains("messages.id") { throw StorageError(.alreadyExists, "message \(message.id) exists") }
+        // A taken id or position inserts nothing (and raises no error, which on PostgreSQL
+        // would abort the transaction: the caller reads the existing row next).
+        guard try insert.run() != nil else {
+            if try db.int64("SELECT 1 FROM messages WHERE id = ?", [Columns.blob(message.id.uuid)]) != nil {
+                throw StorageError(.alreadyExists, "message \(message.id) exists")
+            }
             throw StorageError(.positionTaken, "position \(position) of \(message.conversationID) is held by another message")
         }
         cache.rememberHoldsMessages(header.id)

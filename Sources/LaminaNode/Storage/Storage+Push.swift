@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaModel
 import LaminaWire
 
@@ -77,7 +76,7 @@ extension StorageTransaction {
     public func removePushes(_ seqs: [Int64]) throws(StorageError) {
         guard !seqs.isEmpty else { return }
         guard seqs.count > 1 else { return try removePush(seqs[0]) }
-        try db.run("DELETE FROM push_queue WHERE seq IN (SELECT value FROM json_each(?))", ["[" + seqs.map(String.init).joined(separator: ",") + "]"])
+        try db.run("DELETE FROM push_queue WHERE seq IN (\(db.dialect.jsonIntegers))", ["[" + seqs.map(String.init).joined(separator: ",") + "]"])
     }
 
     /// Records a failed attempt and when to try again.
@@ -135,7 +134,7 @@ extension StorageReader {
         let held = "[" + excluding.sorted().map(String.init).joined(separator: ",") + "]"
         return try db.rows(
             """
-            SELECT * FROM push_queue WHERE kind = ? AND next_attempt_at <= ? AND seq NOT IN (SELECT value FROM json_each(?))
+            SELECT * FROM push_queue WHERE kind = ? AND next_attempt_at <= ? AND seq NOT IN (\(db.dialect.jsonIntegers))
             ORDER BY next_attempt_at, seq LIMIT ?
             """,
             [Int64(kind.rawValue), now.millisecondsSince1970, held, limit]

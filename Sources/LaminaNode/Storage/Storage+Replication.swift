@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaModel
 
 /// One operation in the replication log.

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaModel
 
 /// One conversation of a snapshot (SPEC §6.3): the conversation as it is, its latest message

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaMerge
 import LaminaModel
 
@@ -44,7 +43,7 @@ extension StorageTransaction {
         try db.run(
             """
             INSERT INTO recipient_status (message_id, user_id, status) VALUES (?, ?, ?)
-            ON CONFLICT (message_id, user_id) DO UPDATE SET status = max(status, excluded.status)
+            ON CONFLICT (message_id, user_id) DO UPDATE SET status = \(db.dialect.greatest("recipient_status.status", "excluded.status"))
             """,
             [id, user.rawValue, Int64(status.rawValue)]
         )

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaModel
 
 /// A webhook as stored: where events go, which ones, the signing secret and the app's

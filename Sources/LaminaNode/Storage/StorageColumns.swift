@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LaminaModel
 
 /// How model values are laid out in columns. Kept in one place so every query agrees.
@@ -97,43 +96,5 @@ enum Columns {
     static func int64(_ value: UInt64, _ what: String) throws(StorageError) -> Int64 {
         guard value <= UInt64(Int64.max) else { throw StorageError(.invalidArgument, "\(what) is at most \(Int64.max), got \(value)") }
         return Int64(value)
-    }
-}
-
-extension Database {
-    /// Runs one statement through GRDB's statement cache, mapping SQLite errors to `StorageError`.
-    func run(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws(StorageError) {
-        do {
-            try cachedStatement(sql: sql).execute(arguments: arguments)
-        } catch {
-            throw StorageError.wrapping(error)
-        }
-    }
-
-    /// Fetches rows through GRDB's statement cache.
-    func rows(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws(StorageError) -> [Row] {
-        do {
-            return try Row.fetchAll(cachedStatement(sql: sql), arguments: arguments)
-        } catch {
-            throw StorageError.wrapping(error)
-        }
-    }
-
-    /// Fetches at most one row through GRDB's statement cache.
-    func row(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws(StorageError) -> Row? {
-        do {
-            return try Row.fetchOne(cachedStatement(sql: sql), arguments: arguments)
-        } catch {
-            throw StorageError.wrapping(error)
-        }
-    }
-
-    /// Fetches one integer (e.g. a count) through GRDB's statement cache.
-    func int64(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws(StorageError) -> Int64? {
-        do {
-            return try Int64.fetchOne(cachedStatement(sql: sql), arguments: arguments)
-        } catch {
-            throw StorageError.wrapping(error)
-        }
     }
 }

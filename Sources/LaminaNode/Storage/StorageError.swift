@@ -48,6 +48,12 @@ public struct StorageError: LaminaError {
         public static let commitFailed = Code(rawValue: "commit-failed")
         /// Opening the database or migrating its schema failed.
         public static let openFailed = Code(rawValue: "open-failed")
+        /// The database server cannot be reached (refused, down, connection lost).
+        public static let databaseUnavailable = Code(rawValue: "database-unavailable")
+        /// The database server refused the node's credentials.
+        public static let authenticationFailed = Code(rawValue: "authentication-failed")
+        /// The database's schema was made by a newer node than this one.
+        public static let schemaTooNew = Code(rawValue: "schema-too-new")
     }
 
     public var code: Code
@@ -66,7 +72,7 @@ public struct StorageError: LaminaError {
     /// become `.database` with SQLite's code and message.
     static func wrapping(_ error: any Error, as code: Code = .database, file: String = #fileID, line: Int = #line) -> StorageError {
         if let error = error as? StorageError { return error }
-        if let error = error as? DatabaseError {
+        if let error = error as? GRDB.DatabaseError {
             return StorageError(code, "SQLite error \(error.extendedResultCode.rawValue): \(error.message ?? "no message")", file: file, line: line)
         }
         return StorageError(code, String(describing: error), file: file, line: line)

@@ -1,14 +1,13 @@
-import GRDB
 import LaminaModel
 
 /// The typed write operations available inside one command of a group commit. Valid only
 /// during the closure it is passed to; everything it does commits (or rolls back) together.
 public struct StorageTransaction {
-    let db: Database
+    let db: any SQLSession
     /// The writer's cache (headers, prepared hot-path statements).
     let cache: WriterCache
 
-    init(db: Database, cache: WriterCache) {
+    init(db: any SQLSession, cache: WriterCache) {
         self.db = db
         self.cache = cache
     }
@@ -36,7 +35,7 @@ public struct StorageTransaction {
 
 /// The typed read operations. Valid only during the closure it is passed to.
 public struct StorageReader {
-    let db: Database
+    let db: any SQLSession
 }
 
 extension ModelError {

@@ -25,10 +25,33 @@ public struct StorageWriterStatistics: Sendable {
     public var lastDatabaseError: (reason: String, at: ContinuousClock.Instant)? = nil
 }
 
+/// The writer's connection to the store.
+protocol WriterConnection: Sendable {
+    /// Runs `body` on the writer's session (writer thread only); `fresh` is true when the
+    /// session is new since the last call, so what was prepared on the old one is gone.
+    func withSession<T>(_ body: (any SQLSession, _ fresh: Bool) throws -> T) throws -> T
+    /// Calls `body` with the session if one is open (no reconnecting), then lets the
+    /// connection go: after the writer's last group.
+    func finish(_ body: (any SQLSession) -> Void)
+}
+
+/// The writer's connection on SQLite: the pool's one writer connection.
+struct SQLiteWriterConnection: WriterConnection {
+    let pool: DatabasePool
+
+    func withSession<T>(_ body: (any SQLSession, _ fresh: Bool) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction { db in try body(SQLiteSession(db), false) }
+    }
+
+    func finish(_ body: (any SQLSession) -> Void) {
+        try? pool.writeWithoutTransaction { db in body(SQLiteSession(db)) }
+    }
+}
+
 /// A queued write: applied inside the group's transaction, completed after the commit.
 protocol StorageCommand: AnyObject, Sendable {
     /// Runs the command against the open transaction; the result is kept until completion.
-    func apply(_ db: Database, cache: WriterCache) throws
+    func apply(_ db: any SQLSession, cache: WriterCache) throws
     /// Called after the group committed (the command applied) or failed.
     func complete(_ failure: (any Error)?)
 }
@@ -43,7 +66,7 @@ protocol StorageCommand: AnyObject, Sendable {
 /// applies the next group; when no command waits and no earlier group is still completing,
 /// the writer completes the group itself (saving a thread wake-up per group at low load).
 final class StorageWriter: @unchecked Sendable {
-    private let pool: DatabasePool
+    private let connection: any WriterConnection
     private let capacity: Int
     private let maxBatchSize: Int
     // Everything below is guarded by `condition`.
@@ -66,8 +89,8 @@ final class StorageWriter: @unchecked Sendable {
     /// When the last group began to commit (writer thread).
     private var lastCommitStart = Date.distantPast
 
-    init(pool: DatabasePool, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero, groupTarget: Int = 1) {
-        self.pool = pool
+    init(connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero, groupTarget: Int = 1) {
+        self.connection = connection
         self.capacity = capacity
         self.maxBatchSize = maxBatchSize
         self.groupDelay = groupDelay
@@ -127,7 +150,7 @@ final class StorageWriter: @unchecked Sendable {
             commit(batch)
         }
         // Finalized on the connection's queue, before the pool closes it.
-        try? pool.writeWithoutTransaction { _ in cache.dropStatements() }
+        connection.finish { _ in cache.dropStatements() }
         condition.lock()
         finished = true
         // The thread's closure holds the writer: let both go once it ends (else a closed
@@ -172,46 +195,57 @@ final class StorageWriter: @unchecked Sendable {
         var outcomes = [(any Error)?](repeating: nil, count: batch.count)
         var applied = 0
         var commitError: StorageError?
-        var databaseErrors: [DatabaseError] = []
+        var databaseErrors: [StorageError] = []
         do {
-            try pool.writeWithoutTransaction { db in
-                try db.beginTransaction(.immediate)
-                let statements = try cache.statements(db)
-                for (i, command) in batch.enumerated() {
-                    do {
-                        try statements.inSavepoint { try command.apply(db, cache: cache) }
-                        cache.endCommand(succeeded: true)
-                        applied += 1
-                    } catch {
-                        cache.endCommand(succeeded: false)
-                        cache.clear()  // the command's writes were rolled back
-                        if let error = error as? DatabaseError { databaseErrors.append(error) }
-                        outcomes[i] = error is DatabaseError ? StorageError.wrapping(error) : error
-                        if !db.isInsideTransaction {
-                            // SQLite aborted the whole transaction (e.g. disk full): what ran before is gone.
-                            throw StorageError.wrapping(error, as: .commitFailed)
+            try connection.withSession { db, fresh in
+                if fresh {
+                    // A new connection (PostgreSQL reconnected): nothing prepared or cached survives.
+                    cache.dropStatements()
+                    cache.clear()
+                }
+                do {
+                    try db.begin()
+                    let statements = try cache.statements(db)
+                    for (i, command) in batch.enumerated() {
+                        do {
+                            try statements.inSavepoint { try command.apply(db, cache: cache) }
+                            cache.endCommand(succeeded: true)
+                            applied += 1
+                        } catch {
+                            cache.endCommand(succeeded: false)
+                            cache.clear()  // the command's writes were rolled back
+                            if let reported = Self.databaseError(error, inCommand: true) { databaseErrors.append(reported) }
+                            outcomes[i] = error is GRDB.DatabaseError ? StorageError.wrapping(error) : error
+                            if !db.isInsideTransaction {
+                                // The database aborted the whole transaction (e.g. disk full): what ran before is gone.
+                                throw StorageError.wrapping(error, as: .commitFailed)
+                            }
                         }
                     }
+                    try db.commit()
+                } catch {
+                    db.rollback()
+                    throw error
                 }
-                try db.commit()
             }
         } catch {
             cache.clear()  // the group was rolled back
-            commitError = StorageError.wrapping(error, as: .commitFailed)
-            if let error = error as? DatabaseError { databaseErrors.append(error) }
-            try? pool.writeWithoutTransaction { db in if db.isInsideTransaction { try db.rollback() } }
+            let reported = Self.databaseError(error, inCommand: false)
+            commitError = StorageError.wrapping(reported.map { $0 as any Error } ?? error, as: .commitFailed)
+            commitError?.code = reported.map { $0.code == .databaseUnavailable || $0.code == .authenticationFailed ? $0.code : .commitFailed } ?? .commitFailed
+            if let reported, !databaseErrors.contains(where: { $0.reason == reported.reason }) { databaseErrors.append(reported) }
         }
 
-        for error in databaseErrors where error.resultCode != .SQLITE_CONSTRAINT {
-            logger.error("storage error", metadata: ["code": "\(error.resultCode)", "reason": "\(error.message ?? "")"])
+        for error in databaseErrors where error.code != .constraintViolation {
+            logger.error("storage error", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
         }
         if let commitError {
             logger.error("group commit failed", metadata: ["commands": "\(batch.count)", "reason": "\(commitError.reason)"])
         }
         condition.lock()
-        let reported = databaseErrors.filter { $0.resultCode != .SQLITE_CONSTRAINT }
+        let reported = databaseErrors.filter { $0.code != .constraintViolation }
         stats.databaseErrors += reported.count
-        if let last = reported.last { stats.lastDatabaseError = ("\(last.resultCode): \(last.message ?? "")", .now) }
+        if let last = reported.last { stats.lastDatabaseError = (last.reason, .now) }
         if let commitError {
             stats.failedCommands += batch.count
             stats.failedCommits += 1
@@ -244,6 +278,25 @@ final class StorageWriter: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return pending.count == pendingHead
+    }
+
+    /// The error as a `StorageError` when the database itself failed (I/O, disk full, a lost
+    /// connection), else nil: a command refused by its own rules, or a constraint. Inside a
+    /// command, SQLite's failures count when GRDB raised them directly (the storage code's
+    /// own statements report theirs as the command's outcome); PostgreSQL's always.
+    private static func databaseError(_ error: any Error, inCommand: Bool) -> StorageError? {
+        if let error = error as? GRDB.DatabaseError {
+            return error.resultCode == .SQLITE_CONSTRAINT ? nil : StorageError.wrapping(error)
+        }
+        guard let error = error as? StorageError else { return nil }
+        switch error.code {
+        case .databaseUnavailable, .authenticationFailed:
+            return error
+        case .database, .commitFailed:
+            return !inCommand || error.reason.hasPrefix("PostgreSQL") ? error : nil
+        default:
+            return nil
+        }
     }
 }
 

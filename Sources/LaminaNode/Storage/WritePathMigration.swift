@@ -36,22 +36,22 @@ enum WritePathMigration {
             ) STRICT
             """)
         // Old rows: the body from the part rows and push columns.
-        let old = try Row.fetchCursor(db, sql: "SELECT * FROM messages ORDER BY rowid")
+        let old = try GRDB.Row.fetchCursor(db, sql: "SELECT * FROM messages ORDER BY rowid")
         let insert = try db.makeStatement(sql: """
             INSERT INTO messages_v3 (id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at, body,
                 origin_node, hlc_physical, hlc_logical, hlc_node, deleted)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        while let row = try old.next() {
-            let id: Data = row["id"]
-            let reader = StorageReader(db: db)
+        let reader = StorageReader(db: SQLiteSession(db))
+        while let grdbRow = try old.next() {
+            let row = SQLRow(grdbRow)
+            let id: Data = grdbRow["id"]
             let parts = try reader.legacyParts(of: id)
             let push = try reader.legacyPush(row)
             let body = try MessageBodyCoding.encode(parts: parts, push: push)
-            try insert.execute(arguments: [
-                id, row["conversation_id"], row["sender"], row["pos_physical"], row["pos_logical"], row["pos_node"], row["sent_at"],
-                Data(body), row["origin_node"], row["hlc_physical"], row["hlc_logical"], row["hlc_node"], row["deleted"],
-            ])
+            let columns = ["conversation_id", "sender", "pos_physical", "pos_logical", "pos_node", "sent_at"].map { grdbRow[$0] as DatabaseValue }
+            let more = ["origin_node", "hlc_physical", "hlc_logical", "hlc_node", "deleted"].map { grdbRow[$0] as DatabaseValue }
+            try insert.execute(arguments: GRDB.StatementArguments([(id as any GRDB.DatabaseValueConvertible).databaseValue] + columns + [(Data(body) as any GRDB.DatabaseValueConvertible).databaseValue] + more))
         }
         try db.execute(sql: "DELETE FROM message_parts WHERE content_id IS NULL")
         try db.execute(sql: "DROP TABLE messages")

@@ -1,4 +1,3 @@
-import GRDB
 import LaminaModel
 
 /// What the writer keeps between commands so a command does not read or write it again:
@@ -22,7 +21,7 @@ final class WriterCache: @unchecked Sendable {
     private var commandEndHooks: [(Bool) -> Void] = []
 
     /// The hot-path statements on the writer's connection `db`, prepared on first use.
-    func statements(_ db: Database) throws(StorageError) -> HotStatements {
+    func statements(_ db: any SQLSession) throws(StorageError) -> HotStatements {
         if let prepared { return prepared }
         let made = try HotStatements(db)
         prepared = made

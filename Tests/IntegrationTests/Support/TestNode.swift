@@ -3,6 +3,8 @@ import LaminaLocalNode
 import LaminaModel
 import LaminaNode
 import LaminaWire
+import LaminaTestPostgres
+import Testing
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -17,9 +19,10 @@ final class TestNode: @unchecked Sendable {
         self.configuration = configuration
     }
 
-    static func start(_ name: String, configure: (inout NodeServerConfiguration) -> Void = { _ in }) async throws -> TestNode {
+    static func start(_ name: String, backend: StoreBackend = .sqlite, configure: (inout NodeServerConfiguration) -> Void = { _ in }) async throws -> TestNode {
         var configuration = Fixtures.nodeConfiguration(name)
         configuration.adminPort = -1
+        if backend == .postgres { configuration.store = try PostgresTestCluster.newDatabase() }
         configure(&configuration)
         let server = try await NodeServer.start(configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
         return TestNode(server: server, configuration: configuration)
@@ -57,6 +60,14 @@ final class TestNode: @unchecked Sendable {
         again.port = server.transport.port
         server = try await NodeServer.start(configuration: again, group: Fixtures.group, logger: Fixtures.logger)
     }
+}
+
+/// The store a test node runs on: the suites that take it pass on both.
+enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    var testDescription: String { rawValue }
 }
 
 struct CommandFailed: Error, CustomStringConvertible {

@@ -1,0 +1,334 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The PostgreSQL backend of `SQLSession`: one connection, used by one thread at a time (the
+/// writer, or one read). Calls block on the connection's futures: never call it on an event
+/// loop. Statements are translated from the storage's SQL (`?` placeholders, `INSERT OR
+/// IGNORE`) once per connection; queries and the hot path run as named prepared statements.
+final class PostgresSession: SQLSession, @unchecked Sendable {
+    let connection: PostgresConnection
+    private let logger: Logger
+    private var translations: [String: String] = [:]
+    private var prepared: [String: PreparedQuery] = [:]
+    private var hooks: [(commit: @Sendable (Any?) -> Void, rollback: @Sendable (Any?) -> Void)] = []
+    private(set) var changesCount = 0
+    private(set) var isInsideTransaction = false
+    /// Set once the connection failed.
+    private var failed = false
+    /// Whether the connection failed or was closed (by the server, say): the session must be replaced.
+    var isBroken: Bool { failed || connection.isClosed }
+
+    init(_ connection: PostgresConnection, logger: Logger) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    var dialect: SQLDialect { .postgres }
+
+    // MARK: Running statements
+
+    /// Runs `sql` as an unnamed statement (its command tag gives the changed rows).
+    @discardableResult
+    func query(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
+        let query = PostgresQuery(unsafeSQL: translate(sql), binds: Self.bindings(values))
+        do {
+            let result = try connection.query(query, logger: logger).wait()
+            if result.metadata.command != "SELECT" { changesCount = result.metadata.rows ?? 0 }
+            return result
+        } catch {
+            throw failure(error)
+        }
+    }
+
+    /// Whether the hot path runs as named prepared statements. Off: their results came back
+    /// empty for `INSERT ... RETURNING` in this version (see POSTGRES.md); unnamed
+    /// statements (one round trip each, parsed every time) are used meanwhile.
+    var usesNamedStatements = false
+
+    /// Runs `sql` as a prepared statement of this connection (prepared on first use).
+    private func executePrepared(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> [PostgresRow] {
+        do {
+            let statement: PreparedQuery
+            if let known = prepared[sql] {
+                statement = known
+            } else {
+                statement = try connection.prepare(query: translate(sql)).wait()
+                prepared[sql] = statement
+            }
+            return try statement.execute(values.map(Self.data)).wait()
+        } catch {
+            throw failure(error)
+        }
+    }
+
+    /// Runs a hot-path statement; returns the first column of its first row, if any.
+    func runPrepared(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> Int64? {
+        let rows = usesNamedStatements ? try executePrepared(sql, values) : try query(sql, values).rows
+        guard let first = rows.first, let cell = first.first else { return nil }
+        return Int64.fromSQL(Self.value(cell))
+    }
+
+    func run(_ sql: String, _ arguments: SQLArguments) throws(StorageError) {
+        try query(sql, arguments.values)
+    }
+
+    func rows(_ sql: String, _ arguments: SQLArguments) throws(StorageError) -> [SQLRow] {
+        Self.rows(try query(sql, arguments.values).rows)
+    }
+
+    func row(_ sql: String, _ arguments: SQLArguments) throws(StorageError) -> SQLRow? {
+        try rows(sql, arguments).first
+    }
+
+    func int64(_ sql: String, _ arguments: SQLArguments) throws(StorageError) -> Int64? {
+        guard let first = try query(sql, arguments.values).rows.first, let cell = first.first else { return nil }
+        return Int64.fromSQL(Self.value(cell))
+    }
+
+    func eachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void) throws(StorageError) {
+        let values = SQLBindings()
+        bind(HotBinder(bindingHandle: nil, collected: values))
+        for row in Self.rows(try query(sql, values.values).rows) {
+            try body(RawRow(row))
+        }
+    }
+
+    @discardableResult
+    func runRaw(_ sql: String, bind: (HotBinder) -> Void) throws(StorageError) -> Int {
+        let values = SQLBindings()
+        bind(HotBinder(bindingHandle: nil, collected: values))
+        try query(sql, values.values)
+        return changesCount
+    }
+
+    func hotStatement(_ sql: String) throws(StorageError) -> HotStatement { HotStatement(self, sql) }
+
+    func afterNextTransaction(onCommit: @escaping @Sendable (Any?) -> Void, onRollback: @escaping @Sendable (Any?) -> Void) {
+        hooks.append((onCommit, onRollback))
+    }
+
+    // MARK: Transactions
+
+    func begin() throws(StorageError) {
+        try query("BEGIN", [])
+        isInsideTransaction = true
+    }
+
+    func commit() throws(StorageError) {
+        do throws(StorageError) {
+            try query("COMMIT", [])
+        } catch {
+            isInsideTransaction = false
+            rollback()
+            throw error
+        }
+        isInsideTransaction = false
+        let done = hooks
+        hooks.removeAll()
+        for hook in done { hook.commit(nil) }
+    }
+
+    func rollback() {
+        if isInsideTransaction, !isBroken { _ = try? query("ROLLBACK", []) }
+        isInsideTransaction = false
+        let done = hooks
+        hooks.removeAll()
+        for hook in done { hook.rollback(nil) }
+    }
+
+    // MARK: Dialect
+
+    /// The storage's SQL in PostgreSQL's dialect: `?`/`?N` placeholders become `$N`, and
+    /// `INSERT OR IGNORE` becomes `INSERT ... ON CONFLICT DO NOTHING`. The only place the
+    /// storage's SQL is rewritten; everything else is written in the SQL both backends share.
+    func translate(_ sql: String) -> String {
+        if let known = translations[sql] { return known }
+        let made = Self.translated(sql)
+        translations[sql] = made
+        return made
+    }
+
+    static func translated(_ sql: String) -> String {
+        var out = ""
+        out.reserveCapacity(sql.utf8.count + 16)
+        var next = 1
+        var inString = false
+        var chars = Array(sql)
+        var i = 0
+        while i < chars.count {
+            let c = chars[i]
+            if c == "'" { inString.toggle() }
+            if c == "?", !inString {
+                var j = i + 1
+                var digits = ""
+                while j < chars.count, chars[j].isNumber { digits.append(chars[j]); j += 1 }
+                if digits.isEmpty {
+                    out += "$\(next)"
+                    next += 1
+                } else {
+                    out += "$\(digits)"
+                }
+                i = j
+                continue
+            }
+            out.append(c)
+            i += 1
+        }
+        chars = []
+        let ignoring = "INSERT OR IGNORE INTO"
+        if let range = out.range(of: ignoring) {
+            out.replaceSubrange(range, with: "INSERT INTO")
+            if let returning = out.range(of: " RETURNING ") {
+                out.insert(contentsOf: " ON CONFLICT DO NOTHING", at: returning.lowerBound)
+            } else {
+                out += " ON CONFLICT DO NOTHING"
+            }
+        }
+        return out
+    }
+
+    // MARK: Values
+
+    static func bindings(_ values: [SQLValue]) -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: values.count)
+        for value in values {
+            switch value {
+            case .null: bindings.appendNull()
+            case .integer(let v): bindings.append(v)
+            case .real(let v): bindings.append(v)
+            case .text(let v): bindings.append(v)
+            case .blob(let v): bindings.append(ByteBuffer(bytes: v))
+            }
+        }
+        return bindings
+    }
+
+    static func data(_ value: SQLValue) -> PostgresData {
+        switch value {
+        case .null: return PostgresData(type: .null, value: nil)
+        case .integer(let v): return PostgresData(int64: v)
+        case .real(let v): return PostgresData(double: v)
+        case .text(let v): return PostgresData(string: v)
+        case .blob(let v): return PostgresData(bytes: v)
+        }
+    }
+
+    static func rows(_ rows: [PostgresRow]) -> [SQLRow] {
+        guard let first = rows.first else { return [] }
+        let names = SQLColumnNames(first.map(\.columnName))
+        return rows.map { row in SQLRow(names: names, values: row.map(Self.value)) }
+    }
+
+    /// A cell's value, from the binary or the text format (prepared statements' results
+    /// come in the format their description asked for).
+    static func value(_ cell: PostgresCell) -> SQLValue {
+        guard var bytes = cell.bytes else { return .null }
+        let binary = cell.format == .binary
+        switch cell.dataType {
+        case .int2, .int4, .int8, .oid:
+            if binary {
+                switch bytes.readableBytes {
+                case 2: return bytes.readInteger(as: Int16.self).map { .integer(Int64($0)) } ?? .null
+                case 4: return bytes.readInteger(as: Int32.self).map { .integer(Int64($0)) } ?? .null
+                case 8: return bytes.readInteger(as: Int64.self).map { .integer($0) } ?? .null
+                default: return .null
+                }
+            }
+            return Int64(String(buffer: bytes)).map { .integer($0) } ?? .null
+        case .bool:
+            if binary { return .integer(bytes.readInteger(as: UInt8.self) == 0 ? 0 : 1) }
+            return .integer(String(buffer: bytes) == "t" ? 1 : 0)
+        case .bytea:
+            if binary { return .blob(Data(bytes.readableBytesView)) }
+            let text = String(buffer: bytes)
+            guard text.hasPrefix("\\x") else { return .blob(Data(text.utf8)) }
+            var out = Data(capacity: (text.utf8.count - 2) / 2)
+            var high: UInt8?
+            for c in text.utf8.dropFirst(2) {
+                guard let nibble = hexValue(c) else { continue }
+                if let h = high { out.append(h << 4 | nibble); high = nil } else { high = nibble }
+            }
+            return .blob(out)
+        case .float4, .float8:
+            if binary {
+                if bytes.readableBytes == 8 { return bytes.readInteger(as: UInt64.self).map { .real(Double(bitPattern: $0)) } ?? .null }
+                return bytes.readInteger(as: UInt32.self).map { .real(Double(Float(bitPattern: $0))) } ?? .null
+            }
+            return Double(String(buffer: bytes)).map { .real($0) } ?? .null
+        case .numeric:
+            let text: String
+            if binary {
+                guard let decimal = try? cell.decode(Decimal.self) else { return .null }
+                text = "\(decimal)"
+            } else {
+                text = String(buffer: bytes)
+            }
+            if let integer = Int64(text) { return .integer(integer) }
+            return Double(text).map { .real($0) } ?? .null
+        default:
+            return .text(String(buffer: bytes))
+        }
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    // MARK: Errors
+
+    /// The storage error for a failure of this connection; a connection-level failure marks
+    /// the session broken (the pool replaces it).
+    private func failure(_ error: any Error) -> StorageError {
+        let mapped = PostgresErrors.storageError(error)
+        if mapped.code == .databaseUnavailable { failed = true }
+        return mapped
+    }
+}
+
+/// How PostgreSQL's failures map to `StorageError`s.
+enum PostgresErrors {
+    static func storageError(_ error: any Error, file: String = #fileID, line: Int = #line) -> StorageError {
+        if let error = error as? StorageError { return error }
+        guard let error = error as? PSQLError else {
+            return StorageError(.databaseUnavailable, "PostgreSQL: \(error)", file: file, line: line)
+        }
+        if let info = error.serverInfo {
+            let state = info[.sqlState] ?? ""
+            let message = info[.message] ?? "no message"
+            if state.hasPrefix("23") {
+                // Worded as SQLite words it ("UNIQUE constraint failed: table.column, ..."),
+                // which is what the storage code matches on.
+                let table = info[.tableName] ?? "?"
+                var columns: [String] = []
+                if let detail = info[.detail], let open = detail.range(of: "Key ("), let close = detail.range(of: ")=", range: open.upperBound..<detail.endIndex) {
+                    columns = detail[open.upperBound..<close.lowerBound].split(separator: ",").map { "\(table).\($0.trimmingCharacters(in: .whitespaces))" }
+                }
+                let kind = state == "23505" ? "UNIQUE" : state == "23503" ? "FOREIGN KEY" : state == "23502" ? "NOT NULL" : "CHECK"
+                return StorageError(.constraintViolation, "\(kind) constraint failed: \(columns.joined(separator: ", ")) (\(message))", file: file, line: line)
+            }
+            if state == "28P01" || state == "28000" {
+                return StorageError(.authenticationFailed, "PostgreSQL refused the credentials: \(message)", file: file, line: line)
+            }
+            if state.hasPrefix("08") || state.hasPrefix("57P") {
+                return StorageError(.databaseUnavailable, "PostgreSQL connection failed (\(state)): \(message)", file: file, line: line)
+            }
+            return StorageError(.database, "PostgreSQL error \(state): \(message)", file: file, line: line)
+        }
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
+            let cause = error.underlying.map { "\($0)" } ?? "\(error.code)"
+            return StorageError(.databaseUnavailable, "PostgreSQL is unreachable: \(cause)", file: file, line: line)
+        case .unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError:
+            return StorageError(.authenticationFailed, "PostgreSQL authentication failed: \(error.code)", file: file, line: line)
+        default:
+            return StorageError(.database, "PostgreSQL: \(error.code) \(error.underlying.map { "\($0)" } ?? "")", file: file, line: line)
+        }
+    }
+}
