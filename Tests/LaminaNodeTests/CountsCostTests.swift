@@ -10,9 +10,9 @@ import Testing
 /// one by one), at two sizes,
 /// and checks the counts. The times are printed for the issue; the assertions are the counts.
 @Suite struct CountsCostTests {
-    @Test func countsCostAtTwoConversationSizes() async throws {
+    @Test(arguments: StoreBackend.allCases) func countsCostAtTwoConversationSizes(backend: StoreBackend) async throws {
         for size in [1_000, 20_000] {
-            try await withTemporaryStore { store, _ in
+            try await withTemporaryStore(backend: backend) { store, _ in
                 let c = try conversation("alice", ["bob", "carol"], distinct: false)
                 try await store.write { tx in _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA) }
                 var last = hlc(1)
@@ -44,7 +44,7 @@ import Testing
                     #expect(reader.messages == size && reader.unread == 0)
                     #expect(fresh.messages == size && fresh.unread == size / 2 - 3)
                 }
-                print(String(format: "counts cost: %d messages: after mark-all-read %.2f ms, nothing read %.2f ms (debug build, mean of %d)",
+                print(String(format: "counts cost (\(backend)): %d messages: after mark-all-read %.2f ms, nothing read %.2f ms (debug build, mean of %d)",
                              size, Double(readerNanos) / Double(rounds) / 1e6, Double(freshNanos) / Double(rounds) / 1e6, rounds))
             }
         }

@@ -62,16 +62,26 @@ extension StorageReader {
         // LaminaMerge decides each group on one real message of it (the newest).
         var unread = 0
         let anyID = MessageID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
-        for row in try db.rows(
-            """
-            SELECT s.status AS status, count(*) AS n, max(m.pos_physical) AS pos_physical, m.pos_logical AS pos_logical,
-                   m.pos_node AS pos_node, m.sender AS sender
+        let source = """
             FROM messages m LEFT JOIN recipient_status s ON s.message_id = m.id AND s.user_id = ?
             WHERE \(unreadFilter) AND m.sender <> ?
-            GROUP BY s.status
-            """,
-            unreadQuery
-        ) {
+            """
+        let newestOfEachStatus: String
+        switch db.dialect {
+        case .sqlite:
+            // SQLite takes the bare columns from the row that holds the max().
+            newestOfEachStatus = """
+                SELECT s.status AS status, count(*) AS n, max(m.pos_physical) AS pos_physical, m.pos_logical AS pos_logical,
+                       m.pos_node AS pos_node, m.sender AS sender \(source) GROUP BY s.status
+                """
+        case .postgres:
+            newestOfEachStatus = """
+                SELECT DISTINCT ON (s.status) s.status AS status, count(*) OVER (PARTITION BY s.status) AS n,
+                       m.pos_physical AS pos_physical, m.pos_logical AS pos_logical, m.pos_node AS pos_node, m.sender AS sender
+                \(source) ORDER BY s.status, m.pos_physical DESC, m.pos_logical DESC, m.pos_node DESC
+                """
+        }
+        for row in try db.rows(newestOfEachStatus, unreadQuery) {
             let raw: Int64? = row["status"]
             let n: Int64 = row["n"]
             let stamp = MessageStamp(id: anyID, conversation: conversation, sender: try Columns.user(row, "sender"), position: try Columns.hlc(row, "pos"))
