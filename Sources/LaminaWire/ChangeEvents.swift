@@ -30,6 +30,10 @@ public enum ChangeEvent: Hashable, Sendable {
     /// kind 11: a sent message's parts were replaced (Server API part updates); `parts` is
     /// the whole new list. Only to sessions with the `partUpdates` feature.
     case messagePartsChanged(MessagePartsChanged)
+    /// kind 12: a user's identity (Server API) was set (`identity` present) or deleted, for the
+    /// user and everyone sharing a conversation with them. Only to sessions with the
+    /// `identities` feature.
+    case identityChanged(IdentityChange)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -46,6 +50,7 @@ public enum ChangeEvent: Hashable, Sendable {
         case .typing: 9
         case .statusUpTo: 10
         case .messagePartsChanged: 11
+        case .identityChanged: 12
         }
     }
 }
@@ -318,6 +323,8 @@ extension ChangeEvent {
             try b.writeParts(p.parts)
             try b.writeUserID(p.by)
             b.writeHLC(p.at)
+        case .identityChanged(let i):
+            try b.writeIdentityChange(i)
         }
     }
 
@@ -393,8 +400,10 @@ extension ChangeEvent {
             let by = try b.readUserID(limits)
             let at = try b.readHLC("the change time")
             return .messagePartsChanged(MessagePartsChanged(conversationID: conversation, messageID: message, parts: parts, by: by, at: at))
+        case 12:
+            return .identityChanged(try b.readIdentityChange(limits))
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...11")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...12")
         }
     }
 }

@@ -334,6 +334,15 @@ extension WireJSON {
             o["parts"] = .array(p.parts.map(WireJSON.part))
             o["by"] = .string(p.by.rawValue)
             o["at"] = .hlc(p.at)
+        case .identityChanged(let i):
+            o["kind"] = .string("identity-changed")
+            o["user"] = .string(i.user.rawValue)
+            if let identity = i.identity {
+                o["values"] = .object(identity.values.mapValues { .string($0) })
+                o["metadata"] = .object(identity.metadata.mapValues { .string($0) })
+            } else {
+                o["identity"] = .null
+            }
         }
         return .object(o)
     }

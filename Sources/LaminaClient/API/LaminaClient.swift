@@ -254,6 +254,9 @@ public final class LaminaClient: @unchecked Sendable {
 
     public func conversation(_ id: ConversationID) throws(ClientError) -> StoredConversation? { try store.conversation(id) }
     public func message(_ id: MessageID) throws(ClientError) -> StoredMessage? { try store.message(id) }
+    /// A participant's identity (display name, avatar URL, names, email, phone, metadata) as
+    /// the app's backend set it; its changes arrive as object changes of `.identity`.
+    public func identity(of user: UserID) throws(ClientError) -> UserIdentity? { try store.identity(of: user) }
     public func messages(in conversation: ConversationID) throws(ClientError) -> [StoredMessage] { try store.messages(in: conversation) }
     public func execute<Object>(_ query: Query<Object>) throws(ClientError) -> [Object] { try store.execute(query) }
     public func count<Object>(_ query: Query<Object>) throws(ClientError) -> Int { try store.count(query) }

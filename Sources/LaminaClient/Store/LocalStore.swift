@@ -153,6 +153,11 @@ public final class LocalStore: Sendable {
         try read { db in try StoreReader.message(db, id) }
     }
 
+    /// The user's identity as the node last told it (Server API identities); nil when none is known.
+    public func identity(of user: UserID) throws(ClientError) -> UserIdentity? {
+        try read { db in try StoredIdentities.identity(db, user) }
+    }
+
     /// The identifier a conversation now has: itself, or the survivor of distinct merges.
     public func currentIdentifier(of id: ConversationID) throws(ClientError) -> ConversationID {
         try read { db in try StoreReader.resolve(db, id) }

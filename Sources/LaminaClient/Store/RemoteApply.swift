@@ -66,6 +66,7 @@ extension WriteContext {
         case .counts(let id, let counts, let isDistinct, let receipts): try applyCounts(counts, of: id, isDistinct: isDistinct, deliveryReceiptsEnabled: receipts)
         case .messageCounted(let id, let message): try countArrival(of: message, in: id)
         case .readCounted(let id, let message): try countRead(of: message, in: id)
+        case .identity(let user, let identity): try applyIdentity(identity, of: user)
         }
     }
 

@@ -43,4 +43,6 @@ public enum RemoteChange: Hashable, Sendable {
     /// a seq, the local user, read): the unread count kept here falls by it unless this device
     /// already counted the read (apply before the status itself).
     case readCounted(ConversationID, MessageID)
+    /// A user's identity was set (or deleted: nil) through the Server API.
+    case identity(UserID, UserIdentity?)
 }

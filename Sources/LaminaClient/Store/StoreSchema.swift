@@ -137,6 +137,17 @@ enum StoreSchema {
                 UPDATE conversation SET number_of_messages = total_count, number_of_unread = unread_count;
                 """)
         }
+        migrator.registerMigration("v5-identities") { db in
+            // Users' identities as the node tells them (SPEC §6.4 `identity-changed`): the
+            // string properties and metadata, each a JSON object of strings.
+            try db.execute(sql: """
+                CREATE TABLE identity (
+                    user_id TEXT PRIMARY KEY NOT NULL,
+                    fields TEXT NOT NULL,
+                    metadata TEXT NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }
