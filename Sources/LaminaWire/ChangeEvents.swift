@@ -34,6 +34,9 @@ public enum ChangeEvent: Hashable, Sendable {
     /// user and everyone sharing a conversation with them. Only to sessions with the
     /// `identities` feature.
     case identityChanged(IdentityChange)
+    /// kind 13: the user blocked (`blocking`) or unblocked `user`; to the blocker only. Only
+    /// to sessions with the `blockLists` feature.
+    case blockListChanged(BlockListChanged)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -51,6 +54,7 @@ public enum ChangeEvent: Hashable, Sendable {
         case .statusUpTo: 10
         case .messagePartsChanged: 11
         case .identityChanged: 12
+        case .blockListChanged: 13
         }
     }
 }
@@ -325,6 +329,9 @@ extension ChangeEvent {
             b.writeHLC(p.at)
         case .identityChanged(let i):
             try b.writeIdentityChange(i)
+        case .blockListChanged(let c):
+            try b.writeUserID(c.user)
+            b.writeBool(c.blocking)
         }
     }
 
@@ -402,8 +409,11 @@ extension ChangeEvent {
             return .messagePartsChanged(MessagePartsChanged(conversationID: conversation, messageID: message, parts: parts, by: by, at: at))
         case 12:
             return .identityChanged(try b.readIdentityChange(limits))
+        case 13:
+            let user = try b.readUserID(limits)
+            return .blockListChanged(BlockListChanged(user: user, blocking: try b.readBool("the blocking flag")))
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...12")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...13")
         }
     }
 }

@@ -45,4 +45,7 @@ public enum RemoteChange: Hashable, Sendable {
     case readCounted(ConversationID, MessageID)
     /// A user's identity was set (or deleted: nil) through the Server API.
     case identity(UserID, UserIdentity?)
+    /// The local user blocked (`blocking`) or unblocked a user (from any of their devices or
+    /// the Server API).
+    case blockList(UserID, blocking: Bool)
 }

@@ -137,7 +137,7 @@ enum StoreSchema {
                 UPDATE conversation SET number_of_messages = total_count, number_of_unread = unread_count;
                 """)
         }
-        migrator.registerMigration("v5-identities") { db in
+        migrator.registerMigration("v5-identities-blocks") { db in
             // Users' identities as the node tells them (SPEC §6.4 `identity-changed`): the
             // string properties and metadata, each a JSON object of strings.
             try db.execute(sql: """
@@ -146,6 +146,7 @@ enum StoreSchema {
                     fields TEXT NOT NULL,
                     metadata TEXT NOT NULL
                 ) WITHOUT ROWID;
+                CREATE TABLE blocked_user (user_id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
                 """)
         }
         return migrator

@@ -30,6 +30,7 @@ enum FeedCoding {
     static func frames(_ all: [Change], for features: FeatureSet, maxBatchBytes: Int = 1 << 20) -> [Frame] {
         var changes = features.contains(.partUpdates) ? all : all.filter { $0.event.kind != 11 }
         if !features.contains(.identities) { changes = changes.filter { $0.event.kind != 12 } }
+        if !features.contains(.blockLists) { changes = changes.filter { $0.event.kind != 13 } }
         guard features.contains(.changeBatches) else { return changes.map { .change($0) } }
         var frames: [Frame] = []
         var current: [Change] = []

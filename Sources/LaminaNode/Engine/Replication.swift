@@ -192,7 +192,7 @@ extension CommandContext {
                !stored.isDeleted {
                 _ = try announce(change, in: header, sender: stored.message.sender)
             }
-        case .conversationUpdated, .identifierChanged, .typing, .identityChanged:
+        case .conversationUpdated, .identifierChanged, .typing, .identityChanged, .blockListChanged:
             throw WireError(.invalidArgument, "a \(event.kind) change is not a replicated operation")
         }
         return logged
@@ -347,7 +347,7 @@ extension ChangeEvent {
         case .statusUpTo(let s): s.user
         case .typing(let t): t.user
         case .identityChanged(let i): i.user
-        case .conversationUpdated, .identifierChanged: "node"
+        case .conversationUpdated, .identifierChanged, .blockListChanged: "node"
         }
     }
 }

@@ -48,6 +48,7 @@ extension CommandContext {
             return nil
         case .block(let b):
             if b.blocking { _ = try tx.block(b.blocked, by: b.blocker, at: now) } else { _ = try tx.unblock(b.blocked, by: b.blocker) }
+            try emit(.blockListChanged(BlockListChanged(user: b.blocked, blocking: b.blocking)), to: [b.blocker], conversation: nil)
             return .block(b)
         case .badge(let b):
             try tx.setExternalUnreadCount(Int(clamping: b.externalUnreadCount), of: b.user, at: now)
