@@ -2,7 +2,7 @@ import Foundation
 import LaminaModel
 import NIOCore
 
-/// BLOCK_USER (0x000E), client -> node (blockLists feature, SPEC §6.6): the session's user
+/// BLOCK_USER (0x000E), client -> node (blockLists feature, SPEC §5.10): the session's user
 /// blocks (`blocking` true) or unblocks `user`. Answered with ACK, or ERROR.
 /// ```
 /// +------------------+-------------+-----------------+

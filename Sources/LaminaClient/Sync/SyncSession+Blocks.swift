@@ -3,7 +3,7 @@ import LaminaModel
 import LaminaWire
 
 extension SyncSession {
-    /// Blocks (or unblocks) `user` for the session's user on the node (SPEC §6.6 BLOCK_USER);
+    /// Blocks (or unblocks) `user` for the session's user on the node (SPEC §5.10 BLOCK_USER);
     /// returns once the node acknowledged it. Only while live. The answer is awaited like
     /// REGISTER_PUSH_TOKEN's (the same table of requests awaiting an ACK or ERROR).
     public func setBlocked(_ user: UserID, blocking: Bool) async throws(ClientError) {

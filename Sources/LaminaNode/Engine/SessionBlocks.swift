@@ -3,7 +3,7 @@ import LaminaModel
 import LaminaWire
 
 extension NodeSession {
-    /// BLOCK_USER (SPEC §6.6): once the commands before it are answered, the session's user
+    /// BLOCK_USER (SPEC §5.10): once the commands before it are answered, the session's user
     /// blocks or unblocks the named user through the engine's one block-list rule (the Server
     /// API's), and the node answers ACK; blocking oneself, or more users than the limit, is
     /// `invalid-argument`. Unblocking a user not blocked changes nothing and is acknowledged.
