@@ -82,4 +82,23 @@ import Testing
         try await carol.close()
         await node.stop()
     }
+
+    /// A new device that fills its store from a snapshot (SPEC §6.3) learns the identities of
+    /// the users it shares conversations with, and its user's block list.
+    @Test func aSnapshotCarriesIdentitiesAndTheBlockList() async throws {
+        let node = try await TestNode.start("api-identity-snapshot")
+        let api = CurlAPI(node.server, http: .http1)
+        let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"]}"#)
+        let conversationID = ConversationID(uuid: try #require(UUID(uuidString: ServerAPITests.conversationUUID(created.object))))
+        #expect(try await api.request("POST", "/users/alice/identity", json: #"{"display_name":"Alice"}"#).status == 201)
+        #expect(try await api.request("POST", "/users/bob/blocks", json: #"{"user_id":"mallory"}"#).status == 204)
+        let bob = try ClientHarness.device("bob", on: node) { $0.synchronizationPolicy = .completeHistory }
+        _ = try await ClientHarness.connectLive(bob, on: node)
+        // The snapshot's identities and block list come before its ACK, so before the session is live.
+        _ = try await bob.waitForCreation(of: conversationID, timeout: .seconds(30))
+        #expect(try bob.identity(of: "alice")?.displayName == "Alice")
+        #expect(try bob.blockedUsers == ["mallory"])
+        try await bob.close()
+        await node.stop()
+    }
 }
