@@ -22,9 +22,9 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// `message-parts-changed` changes (§6.4 kind 11) are sent, and UPDATE_MESSAGE_PARTS is accepted.
     public static let partUpdates = FeatureSet(rawValue: 1 << 5)
     /// `identity-changed` changes (§6.4 kind 12) are sent.
-    public static let identities = FeatureSet(rawValue: 1 << 6)
+    public static let identities = FeatureSet(rawValue: 1 << 7)
     /// BLOCK_USER is accepted and `block-list-changed` changes (§6.4 kind 13) are sent.
-    public static let blockLists = FeatureSet(rawValue: 1 << 7)
+    public static let blockLists = FeatureSet(rawValue: 1 << 8)
 
     /// SYNC with cursor 0 is answered with a snapshot of the user's conversations (with their
     /// latest message and counts) instead of the feed from its first entry (SPEC §6.3).

@@ -137,7 +137,7 @@ enum StoreSchema {
                 UPDATE conversation SET number_of_messages = total_count, number_of_unread = unread_count;
                 """)
         }
-        migrator.registerMigration("v5-identities-blocks") { db in
+        migrator.registerMigration("v6-identities-blocks") { db in
             // Users' identities as the node tells them (SPEC §6.4 `identity-changed`): the
             // string properties and metadata, each a JSON object of strings.
             try db.execute(sql: """
