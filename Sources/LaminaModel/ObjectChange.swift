@@ -9,6 +9,9 @@ public enum ObjectChangeType: UInt8, Hashable, Sendable, CaseIterable {
 public enum ChangedObject: Hashable, Sendable {
     case conversation(Conversation)
     case message(Message)
+    /// A user's identity (Server API identities, SPEC §6.4 `identity-changed`): created,
+    /// updated (property `identity`, before and after) or deleted.
+    case identity(UserIdentity)
 }
 
 /// A property value before or after an update.
@@ -23,6 +26,7 @@ public enum PropertyValue: Hashable, Sendable {
     case timestamp(Timestamp)
     case position(MessagePosition)
     case parts([MessagePart])
+    case identity(UserIdentity)
 }
 
 /// One create, update or delete of a conversation or message, as an app sees it.

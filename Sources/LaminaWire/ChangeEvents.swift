@@ -30,6 +30,13 @@ public enum ChangeEvent: Hashable, Sendable {
     /// kind 11: a sent message's parts were replaced (Server API part updates); `parts` is
     /// the whole new list. Only to sessions with the `partUpdates` feature.
     case messagePartsChanged(MessagePartsChanged)
+    /// kind 12: a user's identity (Server API) was set (`identity` present) or deleted, for the
+    /// user and everyone sharing a conversation with them. Only to sessions with the
+    /// `identities` feature.
+    case identityChanged(IdentityChange)
+    /// kind 13: the user blocked (`blocking`) or unblocked `user`; to the blocker only. Only
+    /// to sessions with the `blockLists` feature.
+    case blockListChanged(BlockListChanged)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -46,6 +53,8 @@ public enum ChangeEvent: Hashable, Sendable {
         case .typing: 9
         case .statusUpTo: 10
         case .messagePartsChanged: 11
+        case .identityChanged: 12
+        case .blockListChanged: 13
         }
     }
 }
@@ -318,6 +327,11 @@ extension ChangeEvent {
             try b.writeParts(p.parts)
             try b.writeUserID(p.by)
             b.writeHLC(p.at)
+        case .identityChanged(let i):
+            try b.writeIdentityChange(i)
+        case .blockListChanged(let c):
+            try b.writeUserID(c.user)
+            b.writeBool(c.blocking)
         }
     }
 
@@ -393,8 +407,13 @@ extension ChangeEvent {
             let by = try b.readUserID(limits)
             let at = try b.readHLC("the change time")
             return .messagePartsChanged(MessagePartsChanged(conversationID: conversation, messageID: message, parts: parts, by: by, at: at))
+        case 12:
+            return .identityChanged(try b.readIdentityChange(limits))
+        case 13:
+            let user = try b.readUserID(limits)
+            return .blockListChanged(BlockListChanged(user: user, blocking: try b.readBool("the blocking flag")))
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...11")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...13")
         }
     }
 }

@@ -23,6 +23,7 @@ extension Frame {
         case .resumeSession(let f): f.requestID
         case .endSession(let f): f.requestID
         case .registerPushToken(let f): f.requestID
+        case .blockUser(let f): f.requestID
         default: nil
         }
     }

@@ -19,6 +19,7 @@ public enum Frame: Hashable, Sendable {
     case error(ErrorFrame)
     case endSession(EndSession)
     case registerPushToken(RegisterPushToken)
+    case blockUser(BlockUser)
     // Conversations (SPEC §6.1)
     case createConversation(CreateConversation)
     case addParticipants(ParticipantsUpdate)
@@ -61,6 +62,7 @@ public enum Frame: Hashable, Sendable {
         case .error: .error
         case .endSession: .endSession
         case .registerPushToken: .registerPushToken
+        case .blockUser: .blockUser
         case .createConversation: .createConversation
         case .addParticipants: .addParticipants
         case .removeParticipants: .removeParticipants
@@ -170,6 +172,7 @@ extension Frame {
         case .error(let f): try f.encode(into: &b)
         case .endSession(let f): f.encode(into: &b)
         case .registerPushToken(let f): try f.encode(into: &b)
+        case .blockUser(let f): try f.encode(into: &b)
         case .createConversation(let f): try f.encode(into: &b)
         case .addParticipants(let f): try f.encode(into: &b)
         case .removeParticipants(let f): try f.encode(into: &b)
@@ -211,6 +214,7 @@ extension Frame {
         case .error: frame = .error(try ErrorFrame.decode(from: &b, limits))
         case .endSession: frame = .endSession(try EndSession.decode(from: &b, limits))
         case .registerPushToken: frame = .registerPushToken(try RegisterPushToken.decode(from: &b, limits))
+        case .blockUser: frame = .blockUser(try BlockUser.decode(from: &b, limits))
         case .createConversation: frame = .createConversation(try CreateConversation.decode(from: &b, limits))
         case .addParticipants: frame = .addParticipants(try ParticipantsUpdate.decode(from: &b, limits))
         case .removeParticipants: frame = .removeParticipants(try ParticipantsUpdate.decode(from: &b, limits))

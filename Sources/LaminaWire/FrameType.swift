@@ -14,6 +14,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case error = 0x000B
     case endSession = 0x000C
     case registerPushToken = 0x000D
+    case blockUser = 0x000E
 
     case createConversation = 0x0101
     case addParticipants = 0x0102
@@ -56,6 +57,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .error: "error"
         case .endSession: "end-session"
         case .registerPushToken: "register-push-token"
+        case .blockUser: "block-user"
         case .createConversation: "create-conversation"
         case .addParticipants: "add-participants"
         case .removeParticipants: "remove-participants"
@@ -91,7 +93,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .markRead, .markAllRead, .deleteConversation, .deleteMessage, .deliveryReceipt, .welcome: fixed = 64
         case .fetchHistory: fixed = 96
         case .ack: fixed = 128
-        case .hello, .error, .peerHello, .deleteMetadata, .registerPushToken: fixed = 2_048
+        case .hello, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser: fixed = 2_048
         case .nonce, .authenticate, .resumeSession: fixed = 8_448
         case .authenticated: fixed = 12_288
         case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage, .updateMessageParts,

@@ -27,6 +27,10 @@ extension Frame {
             o["requestID"] = .uuid(f.requestID)
         case .endSession(let f):
             o["requestID"] = .uuid(f.requestID)
+        case .blockUser(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["user"] = .string(f.user.rawValue)
+            o["blocking"] = .bool(f.blocking)
         case .registerPushToken(let f):
             o["requestID"] = .uuid(f.requestID)
             o["kind"] = .string(f.token?.kind.name ?? "none")
@@ -338,6 +342,19 @@ extension WireJSON {
             o["parts"] = .array(p.parts.map(WireJSON.part))
             o["by"] = .string(p.by.rawValue)
             o["at"] = .hlc(p.at)
+        case .blockListChanged(let c):
+            o["kind"] = .string("block-list-changed")
+            o["user"] = .string(c.user.rawValue)
+            o["blocking"] = .bool(c.blocking)
+        case .identityChanged(let i):
+            o["kind"] = .string("identity-changed")
+            o["user"] = .string(i.user.rawValue)
+            if let identity = i.identity {
+                o["values"] = .object(identity.values.mapValues { .string($0) })
+                o["metadata"] = .object(identity.metadata.mapValues { .string($0) })
+            } else {
+                o["identity"] = .null
+            }
         }
         return .object(o)
     }

@@ -23,6 +23,10 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     public static let partUpdates = FeatureSet(rawValue: 1 << 5)
     /// FETCH_HISTORY policy 3 (`pageAfter`) is accepted: complete history a page at a time.
     public static let historyPaging = FeatureSet(rawValue: 1 << 6)
+    /// `identity-changed` changes (§6.4 kind 12) are sent.
+    public static let identities = FeatureSet(rawValue: 1 << 7)
+    /// BLOCK_USER is accepted and `block-list-changed` changes (§6.4 kind 13) are sent.
+    public static let blockLists = FeatureSet(rawValue: 1 << 8)
 
     /// SYNC with cursor 0 is answered with a snapshot of the user's conversations (with their
     /// latest message and counts) instead of the feed from its first entry (SPEC §6.3).
@@ -30,7 +34,7 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
 
     /// What a client offers by default: every feature but ``snapshots``, which changes what
     /// SYNC with cursor 0 returns and so is asked for by clients that fetch history by policy.
-    public static let all: FeatureSet = [.changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging]
+    public static let all: FeatureSet = [.changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging, .identities, .blockLists]
     /// What this implementation supports (what a node grants): ``all`` and ``snapshots``.
     public static let supported: FeatureSet = [.all, .snapshots]
 }

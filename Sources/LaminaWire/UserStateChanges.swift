@@ -154,14 +154,7 @@ extension UserStateChange {
         b.writeInteger(kind, as: UInt8.self)
         switch self {
         case .identity(let i):
-            try b.writeUserID(i.user)
-            if let identity = i.identity {
-                b.writeInteger(1, as: UInt8.self)
-                try b.writeStringMap(identity.values, "an identity value")
-                try b.writeStringMap(identity.metadata, "an identity metadata value")
-            } else {
-                b.writeInteger(0, as: UInt8.self)
-            }
+            try b.writeIdentityChange(i)
         case .block(let c):
             try b.writeUserID(c.blocker)
             try b.writeUserID(c.blocked)
@@ -182,11 +175,7 @@ extension UserStateChange {
         let kind = try b.readU8("the event kind")
         switch kind {
         case 64:
-            let user = try b.readUserID(limits)
-            guard try b.readPresence("the identity") else { return .identity(IdentityChange(user: user, identity: nil)) }
-            let values = try b.readStringMap(limits, "an identity value")
-            let metadata = try b.readStringMap(limits, "an identity metadata value")
-            return .identity(IdentityChange(user: user, identity: .init(values: values, metadata: metadata)))
+            return .identity(try b.readIdentityChange(limits))
         case 65:
             let blocker = try b.readUserID(limits)
             let blocked = try b.readUserID(limits)
@@ -207,6 +196,18 @@ extension UserStateChange {
 }
 
 extension ByteBuffer {
+    /// An identity change: user, then presence and the values and metadata string maps.
+    mutating func writeIdentityChange(_ i: IdentityChange) throws(WireError) {
+        try writeUserID(i.user)
+        if let identity = i.identity {
+            writeInteger(1, as: UInt8.self)
+            try writeStringMap(identity.values, "an identity value")
+            try writeStringMap(identity.metadata, "an identity metadata value")
+        } else {
+            writeInteger(0, as: UInt8.self)
+        }
+    }
+
     /// A string map: count, then key and value strings in strictly ascending key order.
     mutating func writeStringMap(_ map: [String: String], _ what: StaticString) throws(WireError) {
         guard map.count <= WireLimits.default.maxMetadataEntries else {
@@ -222,6 +223,15 @@ extension ByteBuffer {
 }
 
 extension PayloadReader {
+    /// The fields ``ByteBuffer/writeIdentityChange(_:)`` writes.
+    mutating func readIdentityChange(_ limits: WireLimits) throws(WireError) -> IdentityChange {
+        let user = try readUserID(limits)
+        guard try readPresence("the identity") else { return IdentityChange(user: user, identity: nil) }
+        let values = try readStringMap(limits, "an identity value")
+        let metadata = try readStringMap(limits, "an identity metadata value")
+        return IdentityChange(user: user, identity: .init(values: values, metadata: metadata))
+    }
+
     mutating func readStringMap(_ limits: WireLimits, _ what: StaticString) throws(WireError) -> [String: String] {
         let count = try readCount(max: limits.maxMetadataEntries, minElementSize: 2, "a string map's entry count")
         var map = [String: String](minimumCapacity: count)

@@ -63,12 +63,13 @@ enum Table {
         let endSession: @Sendable (ProbeContext) -> Frame = { _ in .endSession(EndSession(requestID: UUID())) }
         let pong: @Sendable (ProbeContext) -> Frame = { _ in .pong(Ping(payload: 7)) }
         let removePushToken: @Sendable (ProbeContext) -> Frame = { _ in .registerPushToken(RegisterPushToken(requestID: UUID(), token: nil)) }
+        let unblock: @Sendable (ProbeContext) -> Frame = { _ in .blockUser(BlockUser(requestID: UUID(), user: "conformance-nobody", blocking: false)) }
         let error: @Sendable (ProbeContext) -> Frame = { _ in .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: false)) }
         let fatalError: @Sendable (ProbeContext) -> Frame = { _ in .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: true)) }
 
         // Before HELLO: only HELLO.
         add(&out, .beforeHello, "HELLO", hello, .frame("WELCOME"), answerID: none)
-        for (name, frame) in [("NONCE_REQUEST", nonceRequest), ("AUTHENTICATE", badToken), ("RESUME_SESSION", resume), ("END_SESSION", endSession), ("REGISTER_PUSH_TOKEN", removePushToken), ("PING", ping), ("PONG", pong), ("ERROR", error)] {
+        for (name, frame) in [("NONCE_REQUEST", nonceRequest), ("AUTHENTICATE", badToken), ("RESUME_SESSION", resume), ("END_SESSION", endSession), ("REGISTER_PUSH_TOKEN", removePushToken), ("BLOCK_USER", unblock), ("PING", ping), ("PONG", pong), ("ERROR", error)] {
             add(&out, .beforeHello, name, frame, unexpected, answerID: none)
         }
         for (name, frame) in commands { add(&out, .beforeHello, name, frame, unexpected, answerID: none) }
@@ -85,6 +86,7 @@ enum Table {
         add(&out, .beforeAuthentication, "RESUME_SESSION (unknown token)", resume, .error("session-expired", fatal: false))
         add(&out, .beforeAuthentication, "END_SESSION", endSession, authenticationRequired)
         add(&out, .beforeAuthentication, "REGISTER_PUSH_TOKEN", removePushToken, authenticationRequired)
+        add(&out, .beforeAuthentication, "BLOCK_USER", unblock, authenticationRequired)
         add(&out, .beforeAuthentication, "PING", ping, .frame("PONG"), answerID: none)
         add(&out, .beforeAuthentication, "PONG", pong, .nothing, answerID: none)
         add(&out, .beforeAuthentication, "ERROR", error, .nothing, answerID: none)
@@ -99,6 +101,7 @@ enum Table {
         add(&out, .authenticated, "AUTHENTICATE", badToken, unexpected, answerID: none)
         add(&out, .authenticated, "RESUME_SESSION", resume, unexpected, answerID: none)
         add(&out, .authenticated, "REGISTER_PUSH_TOKEN (none: remove)", removePushToken, .frame("ACK"))
+        add(&out, .authenticated, "BLOCK_USER (unblock, not blocked)", unblock, .frame("ACK"))
         add(&out, .authenticated, "END_SESSION", endSession, .frame("ACK"))
         add(&out, .authenticated, "PING", ping, .frame("PONG"), answerID: none)
         add(&out, .authenticated, "PONG", pong, .nothing, answerID: none)

@@ -173,6 +173,17 @@ let validVectors: [ValidVector] = [
     .init(name: "change-message-parts-changed", description: "CHANGE: the parts of a message were replaced (part updates feature).",
           frame: .change(Change(seq: 14, event: .messagePartsChanged(MessagePartsChanged(
               conversationID: conversation1, messageID: message1, parts: [text(0xB1, "hello, edited")], by: user("alice"), at: hlc(1_767_225_600_500, 2, 1)))))),
+    .init(name: "change-identity-changed", description: "CHANGE: bob's identity was set (identities feature).",
+          frame: .change(Change(seq: 15, event: .identityChanged(IdentityChange(user: user("bob"), identity: .init(
+              values: ["avatar_url": "https://example.com/bob.png", "display_name": "Bob B."], metadata: ["team": "blue"])))))),
+    .init(name: "change-identity-deleted", description: "CHANGE: bob's identity was deleted (identities feature).",
+          frame: .change(Change(seq: 16, event: .identityChanged(IdentityChange(user: user("bob"), identity: nil))))),
+    .init(name: "change-block-list-changed", description: "CHANGE: the feed's user blocked carol (block lists feature).",
+          frame: .change(Change(seq: 17, event: .blockListChanged(BlockListChanged(user: user("carol"), blocking: true))))),
+    .init(name: "block-user", description: "BLOCK_USER: block carol.",
+          frame: .blockUser(BlockUser(requestID: u(0x13), user: user("carol"), blocking: true))),
+    .init(name: "unblock-user", description: "BLOCK_USER: unblock carol.",
+          frame: .blockUser(BlockUser(requestID: u(0x14), user: user("carol"), blocking: false))),
     .init(name: "change-typing", description: "CHANGE: bob is typing (seq 0: not in the stored feed).",
           frame: .change(Change(seq: 0, event: .typing(TypingChanged(conversationID: conversation1, user: user("bob"), state: .started))))),
     .init(name: "change-batch", description: "CHANGE_BATCH of three changes.",

@@ -40,13 +40,14 @@ import Testing
         #expect(failing.isEmpty, "\(failing.joined(separator: "\n"))")
         #expect(status == 0, "\(text.suffix(2000))")
         let rows = text.split(separator: "\n").filter { $0.hasPrefix("ok ") }
-        #expect(rows.count == 102)
+        #expect(rows.count == 105)
         // A few rows the text pins, as printed.
         #expect(text.contains("ok   authenticated | NONCE_REQUEST | NONCE | NONCE"))
         #expect(text.contains("ok   authenticated | AUTHENTICATE | ERROR unexpected-frame (fatal) | ERROR unexpected-frame (fatal)"))
         #expect(text.contains("ok   before authentication | ERROR | no answer | no answer"))
         #expect(text.contains("ok   authenticated | END_SESSION | ACK | ACK"))
         #expect(text.contains("ok   authenticated | REGISTER_PUSH_TOKEN (none: remove) | ACK | ACK"))
+        #expect(text.contains("ok   authenticated | BLOCK_USER (unblock, not blocked) | ACK | ACK"))
         await node.stop()
     }
 }

@@ -290,6 +290,25 @@ import Testing
         #expect(try await byAge.engine.versionVector() == VersionVector([NodeID(2): 3]))
     }
 
+    /// A replicated identity or block-list change that wins its register is told to devices on
+    /// the receiving node too (SPEC §6.4 kinds 12 and 13): the user's feed there gets
+    /// `identity-changed` with the identity and `block-list-changed`; a losing (older) change is not told.
+    @Test func replicatedIdentityAndBlockChangesReachTheReceivingNodesFeeds() async throws {
+        let a = try Self.node(1), b = try Self.node(2)
+        defer { Task { await a.close(); await b.close() } }
+        try await a.engine.setIdentity(StoredIdentity(values: ["display_name": "Alice"]), of: "alice")
+        _ = try await a.engine.block("mallory", by: "alice", limit: 10)
+        _ = try await Self.pull(b, from: a)
+        let events = try await b.store.read { r in try r.feed(of: "alice", after: 0, limit: 100) }
+            .map { entry in try FeedCoding.decode(entry).event }
+        #expect(events.contains(.identityChanged(IdentityChange(user: "alice", identity: .init(values: ["display_name": "Alice"], metadata: [:])))), "\(events)")
+        #expect(events.contains(.blockListChanged(BlockListChanged(user: "mallory", blocking: true))), "\(events)")
+        // The same operations arriving again tell nobody again.
+        let count = events.count
+        _ = try await b.engine.applyReplicated(try await a.engine.operations(missingFrom: VersionVector(), limit: 256))
+        #expect(try await b.store.read { r in try r.feed(of: "alice", after: 0, limit: 100) }.count == count)
+    }
+
     /// Identities, blocks, badges and session revocations set on two nodes at once reach the
     /// other, and every node keeps the later write of each (whatever the arrival order): the
     /// users' digest is the same everywhere, the fan-out's block lists follow, and a

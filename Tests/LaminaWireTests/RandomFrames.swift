@@ -139,7 +139,7 @@ struct RandomFrames {
 
     mutating func event() -> ChangeEvent {
         let c = ConversationID(uuid: uuid())
-        switch int(0...11) {
+        switch int(0...13) {
         case 0: return .conversationCreated(conversation())
         case 1: return .conversationUpdated(ConversationUpdated(conversationID: c, isDistinct: bool(), deliveryReceiptsEnabled: bool(), messageCount: u64(), unreadCount: u64(), lastMessageID: optional { MessageID(uuid: $0.uuid()) }))
         case 2: return .participantsChanged(ParticipantsChanged(conversationID: c, added: users(4), removed: users(4), by: user(), at: hlc()))
@@ -155,6 +155,8 @@ struct RandomFrames {
         case 8: return .messageDeleted(MessageDeleted(conversationID: c, messageID: MessageID(uuid: uuid()), mode: mode(), by: user()))
         case 9: return .statusUpTo(StatusUpTo(conversationID: c, user: user(), status: status(), upTo: hlc()))
         case 10: return .messagePartsChanged(MessagePartsChanged(conversationID: c, messageID: MessageID(uuid: uuid()), parts: parts(), by: user(), at: hlc()))
+        case 11: return .identityChanged(IdentityChange(user: user(), identity: bool() ? nil : IdentityChange.Identity(values: stringMap(), metadata: stringMap())))
+        case 12: return .blockListChanged(BlockListChanged(user: user(), blocking: bool()))
         default: return .typing(TypingChanged(conversationID: c, user: user(), state: typingState()))
         }
     }
@@ -174,6 +176,7 @@ struct RandomFrames {
         case .welcome: return .welcome(Welcome(version: UInt16(int(1...65_535)), features: FeatureSet(rawValue: u64()), nodeID: NodeID(u64()), serverTime: timestamp(), maxFrameSize: u32(), cluster: string(20)))
         case .nonceRequest: return .nonceRequest(NonceRequest(requestID: uuid()))
         case .endSession: return .endSession(EndSession(requestID: uuid()))
+        case .blockUser: return .blockUser(BlockUser(requestID: uuid(), user: user(), blocking: bool()))
         case .registerPushToken:
             switch int(0...3) {
             case 0: return .registerPushToken(RegisterPushToken(requestID: uuid(), token: nil))

@@ -274,6 +274,25 @@ public final class LaminaClient: @unchecked Sendable {
 
     public func conversation(_ id: ConversationID) throws(ClientError) -> StoredConversation? { try store.conversation(id) }
     public func message(_ id: MessageID) throws(ClientError) -> StoredMessage? { try store.message(id) }
+    /// A participant's identity (display name, avatar URL, names, email, phone, metadata) as
+    /// the app's backend set it; its changes arrive as object changes of `.identity`.
+    public func identity(of user: UserID) throws(ClientError) -> UserIdentity? { try store.identity(of: user) }
+    /// The users this user blocks (from any of their devices or the app's backend), as the node
+    /// last told this device: their messages and typing never reach the user.
+    public var blockedUsers: Set<UserID> { get throws(ClientError) { try store.blockedUsers() } }
+
+    /// Blocks `user` (the Server API's block list): their later messages and typing never reach
+    /// this user's devices, and the user's other devices learn it. Needs a live session; returns
+    /// once the node acknowledged it (``blockedUsers`` follows as the change arrives in the feed).
+    public func block(_ user: UserID) async throws(ClientError) { try await setBlocked(user, blocking: true) }
+
+    /// Unblocks `user`: their messages reach this user again. Needs a live session.
+    public func unblock(_ user: UserID) async throws(ClientError) { try await setBlocked(user, blocking: false) }
+
+    private func setBlocked(_ user: UserID, blocking: Bool) async throws(ClientError) {
+        guard let engine = currentEngine else { throw ClientError(.notConnected, "no sync session is running") }
+        try await engine.setBlocked(user, blocking: blocking)
+    }
     public func messages(in conversation: ConversationID) throws(ClientError) -> [StoredMessage] { try store.messages(in: conversation) }
     public func execute<Object>(_ query: Query<Object>) throws(ClientError) -> [Object] { try store.execute(query) }
     public func count<Object>(_ query: Query<Object>) throws(ClientError) -> Int { try store.count(query) }

@@ -190,6 +190,18 @@ public final class LocalStore: Sendable {
         try read { db in try StoreReader.message(db, id) }
     }
 
+    /// The user's identity as the node last told it (Server API identities); nil when none is known.
+    public func identity(of user: UserID) throws(ClientError) -> UserIdentity? {
+        try read { db in try StoredIdentities.identity(db, user) }
+    }
+
+    /// The users the local user blocks, as the node last told them.
+    public func blockedUsers() throws(ClientError) -> Set<UserID> {
+        try read { db in
+            Set(try String.fetchAll(db, sql: "SELECT user_id FROM blocked_user").compactMap { try? UserID($0) })
+        }
+    }
+
     /// The identifier a conversation now has: itself, or the survivor of distinct merges.
     public func currentIdentifier(of id: ConversationID) throws(ClientError) -> ConversationID {
         try read { db in try StoreReader.resolve(db, id) }

@@ -80,6 +80,13 @@ extension WriteContext {
         case .counts(let id, let counts, let isDistinct, let receipts): try applyCounts(counts, of: id, isDistinct: isDistinct, deliveryReceiptsEnabled: receipts)
         case .messageCounted(let id, let message): try countArrival(of: message, in: id)
         case .readCounted(let id, let message): try countRead(of: message, in: id)
+        case .identity(let user, let identity): try applyIdentity(identity, of: user)
+        case .blockList(let user, let blocking):
+            if blocking {
+                try db.execute(sql: "INSERT OR IGNORE INTO blocked_user (user_id) VALUES (?)", arguments: [user.rawValue])
+            } else {
+                try db.execute(sql: "DELETE FROM blocked_user WHERE user_id = ?", arguments: [user.rawValue])
+            }
         }
     }
 

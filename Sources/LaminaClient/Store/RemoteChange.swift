@@ -43,4 +43,9 @@ public enum RemoteChange: Hashable, Sendable {
     /// a seq, the local user, read): the unread count kept here falls by it unless this device
     /// already counted the read (apply before the status itself).
     case readCounted(ConversationID, MessageID)
+    /// A user's identity was set (or deleted: nil) through the Server API.
+    case identity(UserID, UserIdentity?)
+    /// The local user blocked (`blocking`) or unblocked a user (from any of their devices or
+    /// the Server API).
+    case blockList(UserID, blocking: Bool)
 }

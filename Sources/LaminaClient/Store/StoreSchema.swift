@@ -159,6 +159,18 @@ enum StoreSchema {
                 try db.execute(sql: "DELETE FROM store_info WHERE key = 'policy_fills'")
             }
         }
+        migrator.registerMigration("v6-identities-blocks") { db in
+            // Users' identities as the node tells them (SPEC §6.4 `identity-changed`): the
+            // string properties and metadata, each a JSON object of strings.
+            try db.execute(sql: """
+                CREATE TABLE identity (
+                    user_id TEXT PRIMARY KEY NOT NULL,
+                    fields TEXT NOT NULL,
+                    metadata TEXT NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE blocked_user (user_id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -87,6 +87,8 @@ public enum ChangeDecoder {
         case .messageStatusChanged(let s): .recipientStatus(s.messageID, user: s.user, status: s.status)
         case .messageDeleted(let d): .messageDeleted(d.messageID)
         case .messagePartsChanged(let p): .messageParts(p.messageID, parts: p.parts)
+        case .identityChanged(let i): .identity(i.user, i.identity.map { UserIdentity(userID: i.user, values: $0.values, metadata: $0.metadata) })
+        case .blockListChanged(let c): .blockList(c.user, blocking: c.blocking)
         case .typing: nil
         case .statusUpTo(let s): .statusUpTo(s.conversationID, user: s.user, status: s.status, upTo: s.upTo)
         }

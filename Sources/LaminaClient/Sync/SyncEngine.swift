@@ -101,6 +101,13 @@ public actor SyncEngine {
         try await session.registerPushToken(token)
     }
 
+    /// Blocks or unblocks `user` on the node (see `SyncSession.setBlocked`). Throws
+    /// `.notConnected` unless a session is live.
+    public func setBlocked(_ user: UserID, blocking: Bool) async throws(ClientError) {
+        guard let session else { throw ClientError(.notConnected, "no sync session is running") }
+        try await session.setBlocked(user, blocking: blocking)
+    }
+
     /// The current session's state, nil between sessions.
     public var sessionState: SyncSessionState? {
         get async { await session?.state }

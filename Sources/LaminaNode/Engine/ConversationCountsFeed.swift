@@ -25,7 +25,9 @@ extension CommandContext {
 
 extension FeedSnapshot {
     /// The snapshot as changes with seq 0: per conversation `conversation-created`, its latest
-    /// message (`message-created`) and `conversation-updated` with the user's counts.
+    /// message (`message-created`) and `conversation-updated` with the user's counts; then
+    /// `identity-changed` for each identity of the user and those sharing a conversation with
+    /// them, and `block-list-changed` for each user they block.
     func changes() -> [Change] {
         var out: [Change] = []
         out.reserveCapacity(conversations.count * 3)
@@ -37,6 +39,11 @@ extension FeedSnapshot {
                 deliveryReceiptsEnabled: c.conversation.deliveryReceiptsEnabled,
                 messageCount: UInt64(c.counts.messages), unreadCount: UInt64(c.counts.unread), lastMessageID: c.counts.lastMessage))))
         }
+        // Then the identities the user's devices know from the feed (kind 12) and the block list (kind 13).
+        for (user, identity) in identities.sorted(by: { $0.key < $1.key }) {
+            out.append(Change(seq: 0, event: .identityChanged(IdentityChange(user: user, identity: .init(values: identity.values, metadata: identity.metadata)))))
+        }
+        for user in blocked { out.append(Change(seq: 0, event: .blockListChanged(BlockListChanged(user: user, blocking: true)))) }
         return out
     }
 }

@@ -28,7 +28,9 @@ enum FeedCoding {
     /// Kinds the session did not ask for are left out (their seqs are skipped: a device
     /// keeps the highest seq it got, SPEC §6.3).
     static func frames(_ all: [Change], for features: FeatureSet, maxBatchBytes: Int = 1 << 20) -> [Frame] {
-        let changes = features.contains(.partUpdates) ? all : all.filter { $0.event.kind != 11 }
+        var changes = features.contains(.partUpdates) ? all : all.filter { $0.event.kind != 11 }
+        if !features.contains(.identities) { changes = changes.filter { $0.event.kind != 12 } }
+        if !features.contains(.blockLists) { changes = changes.filter { $0.event.kind != 13 } }
         guard features.contains(.changeBatches) else { return changes.map { .change($0) } }
         var frames: [Frame] = []
         var current: [Change] = []

@@ -325,6 +325,11 @@ public final class NodeSession: Sendable {
                 return reply(WireError(.authenticationRequired, "authenticate before END_SESSION"), requestID: request.requestID)
             }
             await endSession(request, as: auth)
+        case .blockUser(let request):
+            guard let auth = state.withLock({ $0.auth }) else {
+                return reply(WireError(.authenticationRequired, "authenticate before BLOCK_USER"), requestID: request.requestID)
+            }
+            await blockUser(request, as: auth)
         case .registerPushToken(let request):
             guard let auth = state.withLock({ $0.auth }) else {
                 return reply(WireError(.authenticationRequired, "authenticate before REGISTER_PUSH_TOKEN"), requestID: request.requestID)

@@ -192,7 +192,7 @@ extension CommandContext {
                !stored.isDeleted {
                 _ = try announce(change, in: header, sender: stored.message.sender)
             }
-        case .conversationUpdated, .identifierChanged, .typing:
+        case .conversationUpdated, .identifierChanged, .typing, .identityChanged, .blockListChanged:
             throw WireError(.invalidArgument, "a \(event.kind) change is not a replicated operation")
         }
         return logged
@@ -346,7 +346,8 @@ extension ChangeEvent {
         case .messagePartsChanged(let p): p.by
         case .statusUpTo(let s): s.user
         case .typing(let t): t.user
-        case .conversationUpdated, .identifierChanged: "node"
+        case .identityChanged(let i): i.user
+        case .conversationUpdated, .identifierChanged, .blockListChanged: "node"
         }
     }
 }

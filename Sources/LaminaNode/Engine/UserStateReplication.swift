@@ -44,9 +44,11 @@ extension CommandContext {
             } else {
                 try tx.deleteIdentity(of: i.user)
             }
+            try emitIdentity(i)
             return nil
         case .block(let b):
             if b.blocking { _ = try tx.block(b.blocked, by: b.blocker, at: now) } else { _ = try tx.unblock(b.blocked, by: b.blocker) }
+            try emit(.blockListChanged(BlockListChanged(user: b.blocked, blocking: b.blocking)), to: [b.blocker], conversation: nil)
             return .block(b)
         case .badge(let b):
             try tx.setExternalUnreadCount(Int(clamping: b.externalUnreadCount), of: b.user, at: now)
@@ -96,17 +98,13 @@ extension NodeEngine {
     /// nothing to delete.
     @discardableResult
     func setIdentity(_ identity: StoredIdentity?, of user: UserID) async throws -> Bool {
-        let changed = try await store.write { [self] tx -> Bool in
-            if let identity {
-                try tx.putIdentity(identity, of: user, at: .now())
-                try recordUserState(identity.change(of: user), in: tx)
-            } else {
-                guard try tx.deleteIdentity(of: user) else { return false }
-                try recordUserState(.identity(IdentityChange(user: user, identity: nil)), in: tx)
-            }
-            return true
+        let (changed, changes) = try await store.write { [self] tx -> (Bool, [FeedChange]) in
+            try storeIdentity(identity, of: user, in: tx)
         }
-        if changed { replicationSignal.notify() }
+        if changed {
+            publish(changes)
+            replicationSignal.notify()
+        }
         return changed
     }
 

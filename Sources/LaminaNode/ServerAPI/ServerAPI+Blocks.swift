@@ -26,6 +26,8 @@ extension ServerAPI {
         guard blocked != blocker else { throw ServerAPIError.invalidProperty("user_id", "a user cannot block themselves") }
         switch try await engine.block(blocked, by: blocker, limit: ServerAPILimits.maxBlocksPerUser) {
         case .added, .alreadyBlocked: return HTTPResponse(status: 204)
+        case .ownself:
+            throw ServerAPIError.invalidProperty("user_id", "a user cannot block themselves")
         case .full:
             throw ServerAPIError.invalidProperty("user_id", "\(blocker.rawValue) blocks \(ServerAPILimits.maxBlocksPerUser) users already (the most)")
         }

@@ -26,13 +26,14 @@ extension ServerAPI {
     func createIdentity(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let user = try r.userID()
         let identity = try Self.identity(from: try ServerAPIJSON.object(r.http.body))
-        let created = try await engine.store.write { [engine] tx -> Bool in
-            guard try tx.read.identity(of: user) == nil else { return false }
-            try tx.putIdentity(identity, of: user, at: .now())
-            try engine.recordUserState(identity.change(of: user), in: tx)
-            return true
+        let (created, changes) = try await engine.store.write { [engine] tx -> (Bool, [FeedChange]) in
+            guard try tx.read.identity(of: user) == nil else { return (false, []) }
+            return try engine.storeIdentity(identity, of: user, in: tx)
         }
-        if created { engine.replicationSignal.notify() }
+        if created {
+            engine.publish(changes)
+            engine.replicationSignal.notify()
+        }
         guard created else {
             throw ServerAPIError.conflict("\(user.rawValue) has an identity; PUT replaces it, PATCH edits it", data: ["id": ServerAPIRepresentation.identityID(user)])
         }
@@ -58,15 +59,16 @@ extension ServerAPI {
         let edits = try ServerAPIJSON.array(r.http.body).enumerated().map { (index, raw) throws(ServerAPIError) in
             try Self.edit(raw, index)
         }
-        let found = try await engine.store.write { [engine] tx -> Bool in
-            guard var identity = try tx.read.identity(of: user) else { return false }
+        let (found, changes) = try await engine.store.write { [engine] tx -> (Bool, [FeedChange]) in
+            guard var identity = try tx.read.identity(of: user) else { return (false, []) }
             for edit in edits { edit.apply(to: &identity) }
             try Self.check(identity)
-            try tx.putIdentity(identity, of: user, at: .now())
-            try engine.recordUserState(identity.change(of: user), in: tx)
-            return true
+            return try engine.storeIdentity(identity, of: user, in: tx)
         }
-        if found { engine.replicationSignal.notify() }
+        if found {
+            engine.publish(changes)
+            engine.replicationSignal.notify()
+        }
         guard found else { throw ServerAPIError.notFound("no identity of \(user.rawValue)") }
         return HTTPResponse(status: 204)
     }
@@ -175,12 +177,5 @@ extension ServerAPI {
                 throw .invalidProperty("metadata.\(key)", "a metadata value is at most \(ServerAPILimits.maxIdentityStringBytes) UTF-8 bytes")
             }
         }
-    }
-}
-
-extension StoredIdentity {
-    /// The replicated change that sets `user`'s identity to this one.
-    func change(of user: UserID) -> UserStateChange {
-        .identity(IdentityChange(user: user, identity: .init(values: values, metadata: metadata)))
     }
 }

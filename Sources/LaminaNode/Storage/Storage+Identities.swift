@@ -65,3 +65,23 @@ extension StorageReader {
         return out
     }
 }
+
+extension StorageReader {
+    /// `user` and every user who is a member of a live conversation `user` is a member of:
+    /// who learns of `user`'s identity changes (SPEC §6.4 `identity-changed`).
+    public func identityAudience(of user: UserID) throws(StorageError) -> Set<UserID> {
+        var out: Set<UserID> = [user]
+        for row in try db.rows(
+            """
+            SELECT DISTINCT q.user_id FROM participants p
+            JOIN conversations c ON c.id = p.conversation_id
+            JOIN participants q ON q.conversation_id = p.conversation_id
+            WHERE p.user_id = ? AND p.is_member = 1 AND q.is_member = 1 AND c.merged_into IS NULL AND c.deleted = 0
+            """,
+            [user.rawValue])
+        {
+            out.insert(try Columns.user(row, 0))
+        }
+        return out
+    }
+}

@@ -15,6 +15,10 @@ public struct SnapshotConversation: Sendable {
 public struct FeedSnapshot: Sendable {
     public var head: UInt64
     public var conversations: [SnapshotConversation]
+    /// The identities of the user and of everyone sharing a live conversation with them.
+    public var identities: [UserID: StoredIdentity] = [:]
+    /// The users the user blocks.
+    public var blocked: [UserID] = []
 }
 
 extension StorageReader {
@@ -31,7 +35,7 @@ extension StorageReader {
             if let lastID = counts.lastMessage { last = try message(lastID, as: user) }
             out.append(SnapshotConversation(conversation: stored.conversation, lastMessage: last, counts: counts))
         }
-        return FeedSnapshot(head: head, conversations: out)
+        return FeedSnapshot(head: head, conversations: out, identities: try identities(of: identityAudience(of: user)), blocked: blocked.sorted())
     }
 
     /// A message as `viewer` is shown it (statuses as `history` reports them).
