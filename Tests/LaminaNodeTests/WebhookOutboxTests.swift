@@ -106,6 +106,7 @@ import Testing
         #expect(try await WebhookTarget(host: "localhost", port: 443, path: "/").addresses(allowPrivate: true).get().contains("127.0.0.1"))
         await #expect(throws: WebhookTargetError.self) { try await WebhookTarget(host: "localhost", port: 443, path: "/").addresses(allowPrivate: false).get() }
         for bad in ["http://example.com/", "ftp://x", "https:///nohost", "https://u:p@example.com/", "https://example.com/#f",
+                    "https://[]/h", "https://[nothost]/", "https://[1.2.3.4]/",
                     "https://example.com/" + String(repeating: "a", count: WebhookLimits.maxTargetURLBytes)] {
             #expect(throws: WebhookTargetError.self, "\(bad)") { _ = try WebhookTarget.parse(bad).get() }
         }

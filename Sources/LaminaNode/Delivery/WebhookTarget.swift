@@ -23,8 +23,14 @@ struct WebhookTarget: Sendable, Hashable {
         guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https" else {
             return .failure(.init("target_url must be an https:// URL"))
         }
-        guard var host = components.host, !host.isEmpty else { return .failure(.init("target_url has no host")) }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard var host = components.host else { return .failure(.init("target_url has no host")) }
+        if host.hasPrefix("["), host.hasSuffix("]") {
+            host = String(host.dropFirst().dropLast())
+            guard isIPv6(host) else { return .failure(.init("target_url has an invalid IPv6 address")) }
+        } else if host.contains(":") {
+            return .failure(.init("target_url has an invalid host"))
+        }
+        guard !host.isEmpty else { return .failure(.init("target_url has no host")) }
         guard components.user == nil, components.password == nil else {
             return .failure(.init("target_url must not carry credentials"))
         }
@@ -91,6 +97,11 @@ struct WebhookTarget: Sendable, Hashable {
             cursor = entry.pointee.ai_next
         }
         return out
+    }
+
+    static func isIPv6(_ s: String) -> Bool {
+        var a = in6_addr()
+        return inet_pton(AF_INET6, s, &a) == 1
     }
 
     static func isIPv4(_ s: String) -> Bool {
