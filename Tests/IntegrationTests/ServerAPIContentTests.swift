@@ -127,7 +127,12 @@ import Testing
         let refreshed = try await api.request("GET", "/content/\(uuid)")
         #expect(refreshed.status == 200 && refreshed.object["download_url"] is String, "\(refreshed.body)")
 
+        // The URL outlives a restart of the node (the key is the store's, not the process's).
         try await bob.close()
+        await node.stop()
+        try await node.startAgain()
+        let (againCode, again) = try await Self.download(downloadURL, http: http, ca: ca)
+        #expect(againCode == 200 && again == bytes, "\(againCode) \(again.count)")
         await node.stop()
     }
 

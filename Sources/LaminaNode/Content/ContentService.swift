@@ -13,8 +13,10 @@ public final class ContentService: Sendable {
     public let store: NodeStore
     public let files: ContentFiles
     public let settings: ContentSettings
-    /// Signs the upload and download URLs the Server API hands out (CONTENT.md §10).
-    public let urls = ContentURLSigner()
+    /// Signs the upload and download URLs the Server API hands out (CONTENT.md §10), with the
+    /// store's key once ``start(sweepingOn:)`` has loaded it.
+    public var urls: ContentURLSigner { signer.withLockedValue { $0 } }
+    private let signer = NIOLockedValueBox(ContentURLSigner())
     let threadPool: NIOThreadPool
     let logger: Logger
     let active = ActiveUploads()
@@ -64,6 +66,12 @@ public final class ContentService: Sendable {
                 }
             }
         }
+        let fresh = ContentURLSigner.newKey()
+        let key = try await store.write { tx in
+            try tx.setSettingIfAbsent(ContentURLSigner.keySetting, fresh)
+            return try tx.read.setting(ContentURLSigner.keySetting) ?? fresh
+        }
+        signer.withLockedValue { $0 = ContentURLSigner(key: key) }
         startSweeping(on: eventLoop)
     }
 

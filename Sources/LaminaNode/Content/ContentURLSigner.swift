@@ -6,14 +6,29 @@ import LaminaTransport
 /// (`PUT /apps/<app>/content/<uuid>`) or download (`GET /v1/content/<uuid>`) without a
 /// device session, as Layer's Platform API handed out `upload_url` and `download_url`.
 /// The query is `expires=<unix seconds>&signature=<hex>`, the signature an HMAC-SHA1 of
-/// `<method> <content uuid> <expires>` under a key made at random when the node starts
-/// (so a URL is good on the node that made it, until it expires or the node restarts).
+/// `<method> <content uuid> <expires>` under the store's key (node setting
+/// ``ContentURLSigner/keySetting``, made at random by the first node to start on the store),
+/// so a URL stays good across restarts and on every node sharing the store, until it expires.
 public struct ContentURLSigner: Sendable {
+    /// The node setting that holds the key.
+    public static let keySetting = "content-url-key"
+    /// The key's length in bytes.
+    public static let keyBytes = 32
     private let key: [UInt8]
 
-    /// A signer with a fresh random key.
+    /// A signer with a fresh random key (until the store's is loaded).
     public init() {
-        key = (try? SecureRandom.bytes(32)) ?? (0..<32).map { _ in UInt8.random(in: 0...255) }
+        self.init(key: Self.newKey())
+    }
+
+    /// A signer with `key` (the store's).
+    public init(key: [UInt8]) {
+        self.key = key
+    }
+
+    /// A fresh random key.
+    public static func newKey() -> [UInt8] {
+        (try? SecureRandom.bytes(keyBytes)) ?? (0..<keyBytes).map { _ in UInt8.random(in: 0...255) }
     }
 
     /// What a URL is for.

@@ -102,6 +102,13 @@ extension StorageTransaction {
         try checkBlob(value, "a setting")
         try db.run("INSERT INTO node_settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, Data(value)])
     }
+
+    /// Stores a node-wide setting unless it is set already (several nodes on one store
+    /// starting at once keep the first one's).
+    public func setSettingIfAbsent(_ key: String, _ value: [UInt8]) throws(StorageError) {
+        try checkBlob(value, "a setting")
+        try db.run("INSERT INTO node_settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", [key, Data(value)])
+    }
 }
 
 extension StorageReader {
