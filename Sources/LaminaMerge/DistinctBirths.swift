@@ -41,6 +41,11 @@ public struct DistinctJoin: Hashable, Sendable {
     /// The conversations retired into `survivor`: the former survivors of the classes the
     /// newcomer joins, and the newcomer unless it survives. Empty when it joins none.
     public var retired: [ConversationID]
+
+    public init(survivor: ConversationID, retired: [ConversationID]) {
+        self.survivor = survivor
+        self.retired = retired
+    }
 }
 
 extension DistinctResolution {

@@ -52,8 +52,8 @@ import Testing
     func run(nodes count: Int, order: [Int], loseDistinctness: Bool) async throws {
         let nodes = try (1...count).map { try R.node(UInt64($0)) }
         defer { Task { for node in nodes { await node.close() } } }
-        var created: [ConversationID] = []
-        var messages: [MessageID] = []
+        var createdIDs: [ConversationID] = []
+        var sentIDs: [MessageID] = []
         for (i, node) in nodes.enumerated() {
             let creator: UserID = i % 2 == 0 ? "alice" : "bob"
             let client = try await node.connect(creator)
@@ -61,19 +61,20 @@ import Testing
             let reply = try await client.command(.createConversation(CreateConversation(conversationID: id, participants: [creator == "alice" ? "bob" : "alice"])))
             #expect(reply.reply.ack?.conversationID == id)
             try await client.command(.sendMessage(SendMessage(messageID: message, conversationID: id, parts: [textPart("from node \(i)")])))
-            created.append(id)
-            messages.append(message)
+            createdIDs.append(id)
+            sentIDs.append(message)
             if i == 0, loseDistinctness {
                 try await client.command(.addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: ["carol"])))
             }
         }
+        let created = createdIDs, messages = sentIDs
         for i in order { for j in order where j != i { try await R.pull(nodes[i], from: nodes[j]) } }
         try await Self.heal(nodes)
 
         // One conversation on every node: every creation resolves to the same survivor.
         let targets = try await nodes.asyncMap { try await Self.targets($0, created) }
         let survivor = targets[0][0]
-        for (n, t) in targets.enumerated() { #expect(Set(t) == [survivor], "node \(n + 1): \(t) (order \(order))") }
+        for (n, t) in targets.enumerated() { #expect(Set(t) == Set([survivor]), "node \(n + 1): \(t) (order \(order))") }
         let candidates = try await nodes[0].store.read { r -> [DistinctCandidate] in
             var out: [DistinctCandidate] = []
             for id in created { if let stored = try r.conversation(id) { out.append(DistinctCandidate(id: id, participants: ["alice", "bob"], createdAt: stored.hlc)) } }

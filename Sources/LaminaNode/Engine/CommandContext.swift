@@ -169,6 +169,9 @@ struct CommandContext {
             // New participants need their counts, the others the distinct flag it may clear.
             try emitCounts(of: id, to: after)
             try recordConversationUpdated(id)
+        } else if stored.isDistinct, !f.users.isEmpty {
+            // Nobody's standing moved, but the conversation is no longer distinct.
+            try emitCounts(of: id, to: after)
         }
         // Every operation is logged, also one that changed nothing here: it still decides
         // against concurrent operations of other nodes (the latest reading wins).

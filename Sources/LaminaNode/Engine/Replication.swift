@@ -153,6 +153,9 @@ extension CommandContext {
                 let after = try tx.read.participants(of: header.id)
                 _ = try announce(applied, before: before, after: after)
                 try emitCounts(of: header.id, to: after)
+            } else if header.isDistinct, !change.added.isEmpty || !change.removed.isEmpty {
+                // Nobody's standing moved, but the conversation is no longer distinct.
+                try emitCounts(of: header.id, to: before)
             }
         case .metadataChanged(var change):
             guard let header = try replicaHeader(change.conversationID) else { break }
