@@ -49,8 +49,8 @@ import Testing
     /// alice and bob and sends to it while every link is cut; with `loseDistinctness`, node 0
     /// then adds carol to its own (it stops being distinct, concurrently with the others'
     /// creations). The links heal with `order`: each node in turn catches up on the others.
-    func run(nodes count: Int, order: [Int], loseDistinctness: Bool) async throws {
-        let nodes = try (1...count).map { try R.node(UInt64($0)) }
+    func run(nodes count: Int, order: [Int], loseDistinctness: Bool, backend: StoreBackend = .sqlite) async throws {
+        let nodes = try (1...count).map { id in try EngineHarness(backend: backend) { $0.nodeID = NodeID(UInt64(id)) } }
         defer { Task { for node in nodes { await node.close() } } }
         var createdIDs: [ConversationID] = []
         var sentIDs: [MessageID] = []
@@ -103,6 +103,12 @@ import Testing
     @Test(arguments: [[0, 1], [1, 0]], [false, true])
     func twoNodesEndWithOneConversationInEitherOrder(order: [Int], loseDistinctness: Bool) async throws {
         try await run(nodes: 2, order: order, loseDistinctness: loseDistinctness)
+    }
+
+    /// The same on PostgreSQL (births, merges and the migration's table on the other backend).
+    @Test(arguments: [false, true])
+    func twoNodesOnPostgreSQLEndWithOneConversation(loseDistinctness: Bool) async throws {
+        try await run(nodes: 2, order: [1, 0], loseDistinctness: loseDistinctness, backend: .postgres)
     }
 
     @Test(arguments: [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]], [false, true])

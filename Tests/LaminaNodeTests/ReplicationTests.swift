@@ -597,6 +597,8 @@ import Testing
                 for (_, text) in states { print(text) }
             }
         }
+        let merges = try await nodes[0].store.read { r in try r.replicatedStates().filter { $0.1.contains(" merged ") }.count }
+        print("seed \(seed): \(digests[0].conversations.count) conversations, \(merges) merged into a survivor")
         // The run did replicate: operations of every node, several conversations.
         #expect(digests[0].vector.counters.count == 3 && digests[0].vector.counters.values.reduce(0, +) >= 25, "seed \(seed): \(digests[0].vector)")
         #expect(digests[0].conversations.count >= 2, "seed \(seed)")
