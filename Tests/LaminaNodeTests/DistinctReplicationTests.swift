@@ -116,6 +116,38 @@ import Testing
         try await run(nodes: 3, order: order, loseDistinctness: loseDistinctness)
     }
 
+    /// A distinct conversation deleted for everyone on one node while another node creates one
+    /// of the same participants: they merge (neither saw the other), and the merged
+    /// conversation is deleted on every node, whatever the order; no device keeps either.
+    @Test(arguments: [[0, 1], [1, 0]])
+    func aConcurrentCreationMergesIntoADeletedConversation(order: [Int]) async throws {
+        let nodes = [try R.node(1), try R.node(2)]
+        defer { Task { for node in nodes { await node.close() } } }
+        let alice = try await nodes[0].connect("alice"), bob = try await nodes[1].connect("bob")
+        let deleted = ConversationID.random(), created = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(conversationID: deleted, participants: ["bob"])))
+        try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: deleted, parts: [textPart("soon gone")])))
+        try await alice.command(.deleteConversation(DeleteConversation(requestID: UUID(), conversationID: deleted, mode: .allParticipants)))
+        try await bob.command(.createConversation(CreateConversation(conversationID: created, participants: ["alice"])))
+        try await bob.command(.sendMessage(SendMessage(messageID: .random(), conversationID: created, parts: [textPart("hello")])))
+        try await R.pull(nodes[order[0]], from: nodes[order[1]])
+        try await Self.heal(nodes)
+
+        let digests = try await nodes.asyncMap { try await $0.engine.convergenceDigest() }
+        #expect(digests[0].overall == digests[1].overall, "\(R.difference(digests[0], digests[1]))")
+        for node in nodes {
+            let targets = try await Self.targets(node, [deleted, created])
+            #expect(targets[0] == targets[1])
+            let survivor = try await node.store.read { r in try r.conversation(targets[0]) }
+            #expect(survivor?.isDeleted == true)
+            #expect(try await node.store.read { r in try r.distinctConversation(participants: ["alice", "bob"]) } == nil)
+            for user in ["alice", "bob"] as [UserID] {
+                let view = try await Self.deviceView(user, on: node)
+                #expect(view.isEmpty, "\(user) on node \(node.engine.configuration.nodeID.rawValue): \(view)")
+            }
+        }
+    }
+
     /// A node that had seen the first conversation lose its distinctness creates a new one for
     /// the same participants: it stands on its own on every node, whatever the order.
     @Test(arguments: [false, true])
