@@ -480,7 +480,7 @@ import Testing
     /// Random commands on three nodes while links between them go down and up at random;
     /// operations cross only links that are up (each pull is one node catching up on another).
     /// Among them: the same distinct conversation created on several nodes at once, and
-    /// membership changes of distinct conversations racing those creations. Once every link is
+    /// membership changes of distinct conversations and deletions racing those creations. Once every link is
     /// up again and the nodes caught up, their digests are equal.
     /// Replay a failure with its seed.
     @Test(arguments: [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233] as [UInt64])
@@ -503,7 +503,7 @@ import Testing
         for _ in 0..<160 {
             let n = Int(random.next() % 3), u = Int(random.next() % 3)
             let client = clients[n][u]
-            switch random.next() % 12 {
+            switch random.next() % 13 {
             case 0:
                 let others = Set(users.filter { $0 != users[u] && random.chance(0.6) })
                 let id = ConversationID.random()
@@ -574,6 +574,10 @@ import Testing
                 if random.chance(0.5) { parts.append(try MessagePart(text: "second \(random.next() % 1000)")) }
                 try await clients[n][sender].command(.updateMessageParts(UpdateMessageParts(
                     requestID: UUID(), conversationID: conversation, messageID: message, parts: parts)))
+            case 11:
+                // Now and then a conversation deleted for everyone, racing sends and creations.
+                guard !known.isEmpty, random.chance(0.3) else { continue }
+                try await client.command(.deleteConversation(DeleteConversation(requestID: UUID(), conversationID: random.pick(known), mode: .allParticipants)))
             case 8:
                 let other = (n + 1 + Int(random.next() % 2)) % 3
                 up[n][other].toggle()
