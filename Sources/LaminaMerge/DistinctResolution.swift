@@ -111,6 +111,11 @@ public enum DistinctResolution {
 /// concurrently created duplicates collapse into the earliest, and a distinct conversation
 /// created after the old one gained or lost participants stands on its own.
 ///
+/// This is the model of one replica that sees every creation and change in HLC order (the
+/// SDK's and the single-node tests' view). Nodes of a cluster, which cannot tell from HLC
+/// readings alone whether a creation's node had seen another conversation, decide merges by
+/// `DistinctBirth` and `DistinctResolution.classes(of:)` (SPEC §6.5).
+///
 /// A merged conversation's messages belong to its survivor (`target(of:)`, `relocated(_:)`)
 /// and clients follow `redirects` (old id → survivor id) to learn the identifier change.
 /// Positions are HLC readings, so moved messages interleave in the survivor's total order.

@@ -1,7 +1,9 @@
 /// LaminaMerge: pure merge and ordering rules shared by the node, its peers and the SDK.
 ///
 /// - `HybridLogicalClock`: readings for events and message positions.
-/// - `DistinctResolution`, `DistinctRegistry`: the one distinct conversation per participant set.
+/// - `DistinctResolution`, `DistinctRegistry`: the one distinct conversation per participant set;
+///   `DistinctBirth`, `DistinctResolution.classes(of:)` and `join`: which distinct conversations
+///   created on different nodes merge (those created concurrently), the same on every node.
 /// - `MembershipLog`, `MembershipStanding`: participants as an operation log; who may see which message.
 /// - `RecipientStatusLattice`: receipts as a max-lattice; read-up-to positions.
 /// - `MetadataLWW`: metadata as last-writer-wins per key path.

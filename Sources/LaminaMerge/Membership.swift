@@ -76,9 +76,11 @@ public struct MembershipGenesis: Hashable, Sendable {
 ///   before the removal and gets nothing after it; re-adding restores access to everything,
 ///   the gap included.
 /// - **Distinctness** (`isDistinct`): distinct iff the genesis was distinct and the log holds
-///   no add or remove operation at all. Commands (`addOperations`, `removeOperations`)
-///   never emit no-op operations, so only real changes make a conversation non-distinct,
-///   and the flag never returns to distinct.
+///   no add or remove operation at all, and the flag never returns to distinct. A node logs
+///   an operation for every user an ADD/REMOVE_PARTICIPANTS names, also one that changes
+///   nobody's standing (`addOperations` and `removeOperations` give only those that do), so
+///   any such command makes a conversation non-distinct: decided by the operations alone,
+///   the same on every node whatever their order (SPEC §6.1, §6.5).
 public struct MembershipLog: ReplicatedState, Hashable {
     public enum Operation: Hashable, Sendable {
         case genesis(MembershipGenesis)

@@ -41,7 +41,7 @@ public struct PeerHello: Hashable, Sendable {
 
 /// One operation as replicated between peers: where it originated, its number there,
 /// its clock reading, and what it did (the change feed's events, kinds 0...11, or a change of
-/// a user's state, kinds 64...67).
+/// a user's state, kinds 64...68, or a distinct creation, kind 69).
 /// ```
 /// +--------------+------------------+----------+---------------------+
 /// | origin (u64) | counter (varint) | hlc      | kind + event fields |

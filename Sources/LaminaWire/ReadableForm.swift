@@ -237,6 +237,8 @@ extension WireJSON {
     static func replicated(_ e: ReplicatedEvent) -> WireJSON {
         switch e {
         case .change(let change): return event(change)
+        case .distinctCreation(let d):
+            return .object(["kind": .string("distinct-created"), "conversation": .conversation(d.conversation), "seen": vector(d.seen)])
         case .user(let u):
             var o: [String: WireJSON] = [:]
             switch u {

@@ -98,15 +98,18 @@ public struct PushRegistrationChange: Hashable, Sendable {
 }
 
 /// What a replicated operation did: a change of a conversation (the feed's events, §6.4) or of
-/// a user's state (kinds 64...68).
+/// a user's state (kinds 64...68), or a distinct conversation's creation with what its origin
+/// had seen (kind 69).
 public enum ReplicatedEvent: Hashable, Sendable {
     case change(ChangeEvent)
     case user(UserStateChange)
+    case distinctCreation(DistinctCreation)
 
     public var kind: UInt8 {
         switch self {
         case .change(let e): e.kind
         case .user(let u): u.kind
+        case .distinctCreation: DistinctCreation.kind
         }
     }
 }
@@ -118,11 +121,14 @@ extension ReplicatedEvent {
         switch self {
         case .change(let e): try e.encode(into: &b)
         case .user(let u): try u.encode(into: &b)
+        case .distinctCreation(let d): try d.encode(into: &b)
         }
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> ReplicatedEvent {
-        UserStateChange.kinds.contains(try b.peekU8("the event kind"))
+        let kind = try b.peekU8("the event kind")
+        if kind == DistinctCreation.kind { return .distinctCreation(try DistinctCreation.decode(from: &b, limits)) }
+        return UserStateChange.kinds.contains(kind)
             ? .user(try UserStateChange.decode(from: &b, limits)) : .change(try ChangeEvent.decode(from: &b, limits))
     }
 

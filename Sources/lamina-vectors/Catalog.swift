@@ -217,6 +217,11 @@ let validVectors: [ValidVector] = [
               ReplicatedOperation(origin: NodeID(2), counter: 13, hlc: hlc(1_767_225_600_015, 0, 2), payload: .user(.pushRegistration(PushRegistrationChange(
                   user: user("bob"), device: UUID(uuidString: "6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab")!, node: NodeID(2))))),
           ]))),
+    .init(name: "replicate-distinct-creation", description: "REPLICATE of a distinct conversation's creation (kind 69) with the vector its origin held then.",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(2), counter: 14, hlc: hlc(1_767_225_600_016, 0, 2), payload: .distinctCreation(DistinctCreation(
+                  conversation: sampleConversation, seen: VersionVector([NodeID(1): 120, NodeID(2): 13])))),
+          ]))),
     .init(name: "peer-ack", description: "PEER_ACK.",
           frame: .peerAck(PeerAck(vector: VersionVector([NodeID(1): 122, NodeID(2): 7])))),
 ]

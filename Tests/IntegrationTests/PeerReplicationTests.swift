@@ -243,8 +243,10 @@ import Testing
 
     /// Three nodes (B and C dial A through proxies that can be cut): a partition leaves every
     /// node taking sends; after the links heal, every node converges, every
-    /// acknowledged message is there once, the distinct conversations created on both sides
-    /// of the cut are one everywhere, and a device on C holds what was sent through A and B.
+    /// acknowledged message is there once, the distinct conversations created on all three
+    /// sides of the cut are one everywhere (and every device follows it), a distinct
+    /// conversation that lost its distinctness on one side merges with the one created
+    /// concurrently on another, and a device on C holds what was sent through A and B.
     @Test func threeNodesConvergeAfterAPartitionHeals() async throws {
         let certificates = Fixtures.temporaryDirectory("peer-partition-certs")
         let nodeC = NodeID(0xC3)
@@ -271,7 +273,8 @@ import Testing
         let alice = try ClientHarness.device("alice", on: a)
         let bob = try ClientHarness.device("bob", on: b)
         let carol = try ClientHarness.device("carol", on: c)
-        for (client, node) in [(alice, a), (bob, b), (carol, c)] { try await ClientHarness.connect(client, on: node) }
+        let bobOnC = try ClientHarness.device("bob", on: c)
+        for (client, node) in [(alice, a), (bob, b), (carol, c), (bobOnC, c)] { try await ClientHarness.connect(client, on: node) }
 
         let group = try alice.newConversation(participants: ["bob", "carol"], options: ConversationOptions(isDistinct: false)).id
         func say(_ client: LaminaClient, _ text: String, in conversation: ConversationID) throws -> MessageID {
@@ -286,12 +289,24 @@ import Testing
         // Each side of the cut keeps taking sends (acknowledged by its own node).
         let distinctOnA = try alice.newConversation(participants: ["bob"]).id
         let distinctOnB = try bob.newConversation(participants: ["alice"]).id
+        let distinctOnC = try bobOnC.newConversation(participants: ["alice"]).id
+        // Alice's distinct conversation with carol stops being distinct on A while carol creates
+        // one with her on C.
+        let carolOnA = try alice.newConversation(participants: ["carol"]).id
+        let aliceOnC = try carol.newConversation(participants: ["alice"]).id
         let sent = [
             first, try say(alice, "a alone", in: group), try say(bob, "b alone", in: group), try say(carol, "c alone", in: group),
             try say(alice, "a's distinct", in: distinctOnA), try say(bob, "b's distinct", in: distinctOnB),
+            try say(bobOnC, "c's distinct", in: distinctOnC), try say(alice, "to carol on a", in: carolOnA), try say(carol, "to alice on c", in: aliceOnC),
         ]
-        for (client, id) in [(alice, sent[1]), (bob, sent[2]), (carol, sent[3]), (alice, sent[4]), (bob, sent[5])] {
+        try alice.addParticipants(["dave"], to: carolOnA)
+        for (client, id) in [(alice, sent[1]), (bob, sent[2]), (carol, sent[3]), (alice, sent[4]), (bob, sent[5]), (bobOnC, sent[6]), (alice, sent[7]), (carol, sent[8])] {
             try await ClientHarness.waitUntil(client, "the node's ACK") { try client.isSent(id) }
+        }
+        let daveDeadline = ContinuousClock.now + .seconds(60)
+        while try await !a.server.store.read({ r in try r.participants(of: carolOnA) }).contains("dave") {
+            guard ContinuousClock.now < daveDeadline else { Issue.record("dave's addition never reached node A"); break }
+            try await Task.sleep(for: .milliseconds(50))
         }
 
         proxyB.heal()
@@ -317,15 +332,38 @@ import Testing
             try await node.server.store.read { r in try r.distinctConversation(participants: ["alice", "bob"])?.conversation.id }
         }
         #expect(Set(survivors).count == 1 && survivors[0] != nil)
+        for node in [a, b, c] {
+            let targets = try await node.server.store.read { r in try [distinctOnA, distinctOnB, distinctOnC].map { try r.resolvedConversation($0) ?? $0 } }
+            #expect(Set(targets) == [survivors[0]!])
+        }
+        // Alice's and carol's two conversations are one on every node: not distinct, dave in it.
+        let carolPair = try await [a, b, c].asyncMap { node in
+            try await node.server.store.read { r in try [carolOnA, aliceOnC].map { try r.resolvedConversation($0) ?? $0 } }
+        }
+        #expect(Set(carolPair.flatMap { $0 }).count == 1)
+        let merged = try await a.server.store.read { r in try r.conversation(carolPair[0][0]) }
+        #expect(merged?.conversation.isDistinct == false && merged?.conversation.participants == ["alice", "carol", "dave"])
         // Carol's device (on C) holds what was sent through A and B.
         for id in sent[0...3] { _ = try await carol.waitForCreation(of: id, timeout: .seconds(30)) }
-        // Alice's and Bob's devices follow the merge to the same conversation.
+        // Every device follows the merges to the same conversations.
         if let survivor = survivors[0] {
-            try await ClientHarness.waitUntil(alice, "alice's device on the survivor") { try alice.message(sent[5])?.message.conversationID == survivor }
-            try await ClientHarness.waitUntil(bob, "bob's device on the survivor") { try bob.message(sent[4])?.message.conversationID == survivor }
+            for (client, name) in [(alice, "alice"), (bob, "bob"), (bobOnC, "bob on c")] {
+                for id in sent[4...6] {
+                    _ = try await client.waitForCreation(of: id, timeout: .seconds(30))
+                    try await ClientHarness.waitUntil(client, "\(name)'s device on the survivor") { try client.message(id)?.message.conversationID == survivor }
+                }
+            }
+        }
+        for client in [alice, carol] {
+            for id in sent[7...8] {
+                _ = try await client.waitForCreation(of: id, timeout: .seconds(30))
+                try await ClientHarness.waitUntil(client, "\(client.user)'s device on alice and carol's conversation") {
+                    try client.message(id)?.message.conversationID == carolPair[0][0]
+                }
+            }
         }
 
-        for client in [alice, bob, carol] { try await client.close() }
+        for client in [alice, bob, carol, bobOnC] { try await client.close() }
         await c.stop()
         await b.stop()
         await a.stop()

@@ -1,6 +1,7 @@
 import Foundation
 import LaminaLocalNode
 import LaminaModel
+import LaminaTestPostgres
 import LaminaWire
 import Testing
 @testable import LaminaNode
@@ -98,10 +99,13 @@ final class EngineHarness: @unchecked Sendable {
     let dev: DevIdentityProvider
     let engine: NodeEngine
 
-    init(extraProviders: [IdentityProvider] = [], storage: StorageConfiguration = StorageConfiguration(),
+    init(extraProviders: [IdentityProvider] = [], storage: StorageConfiguration = StorageConfiguration(), backend: StoreBackend = .sqlite,
          configure: (inout NodeEngineConfiguration) -> Void = { _ in }) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-engine-\(UUID().uuidString)")
-        store = try NodeStore(path: directory.appendingPathComponent("node.sqlite").path, configuration: storage)
+        switch backend {
+        case .sqlite: store = try NodeStore(path: directory.appendingPathComponent("node.sqlite").path, configuration: storage)
+        case .postgres: store = try NodeStore(location: .postgres(try PostgresTestCluster.newLocation()), configuration: storage)
+        }
         dev = try DevIdentityProvider.loadOrCreate(in: directory.appendingPathComponent("keys"))
         var configuration = NodeEngineConfiguration(nodeID: NodeID(7), identityProviders: [dev.provider] + extraProviders)
         configure(&configuration)

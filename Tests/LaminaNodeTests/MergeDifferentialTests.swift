@@ -239,9 +239,12 @@ final class DifferentialCase: @unchecked Sendable {
         var expected = Expected.refused
         let t = tick()
         do {
-            let ops = add
+            // Checked as LaminaMerge's commands do; the node logs an operation for every user
+            // named (also one that changes nothing), and any operation ends distinctness.
+            _ = add
                 ? try c.state.membership.addOperations(targets, by: actor, at: t, limit: Conversation.participantLimit(deliveryReceiptsEnabled: c.receipts))
                 : try c.state.membership.removeOperations(targets, by: actor, at: t)
+            let ops = targets.sorted().map { MembershipOperation(add ? .add : .remove, user: $0, actor: actor, at: t) }
             let wasDistinct = c.state.membership.isDistinct
             for op in ops { c.state.apply(.membership(.change(op))) }
             if wasDistinct, !ops.isEmpty { registry.apply(.becameNonDistinct(c.id, at: t)) }

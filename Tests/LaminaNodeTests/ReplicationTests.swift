@@ -479,9 +479,11 @@ import Testing
 
     /// Random commands on three nodes while links between them go down and up at random;
     /// operations cross only links that are up (each pull is one node catching up on another).
-    /// Once every link is up again and the nodes caught up, their digests are equal.
+    /// Among them: the same distinct conversation created on several nodes at once, and
+    /// membership changes of distinct conversations and deletions racing those creations. Once every link is
+    /// up again and the nodes caught up, their digests are equal.
     /// Replay a failure with its seed.
-    @Test(arguments: [1, 2, 3, 5, 8, 13, 21, 34] as [UInt64])
+    @Test(arguments: [1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233] as [UInt64])
     func randomOperationsAndPartitionsConverge(seed: UInt64) async throws {
         var random = DifferentialRandom(seed: seed)
         let nodes = try (1...3).map { try Self.node(UInt64($0)) }
@@ -494,11 +496,6 @@ import Testing
             clients.append(row)
         }
         var known: [ConversationID] = []
-        // Membership changes only where they cannot race a distinct creation: a distinct
-        // conversation that loses its distinctness while another node creates one with the same
-        // participants still merges or not depending on arrival order (issue 14's known gap:
-        // a creation must say which conversations it saw; see SPEC §6.5).
-        var nonDistinct: [ConversationID] = []
         var positions: [ConversationID: MessagePosition] = [:]
         // Each message with the index of its sender (only the sender updates its parts).
         var sentMessages: [(ConversationID, MessageID, Int)] = []
@@ -506,7 +503,7 @@ import Testing
         for _ in 0..<160 {
             let n = Int(random.next() % 3), u = Int(random.next() % 3)
             let client = clients[n][u]
-            switch random.next() % 11 {
+            switch random.next() % 13 {
             case 0:
                 let others = Set(users.filter { $0 != users[u] && random.chance(0.6) })
                 let id = ConversationID.random()
@@ -514,7 +511,19 @@ import Testing
                 try await client.command(.createConversation(CreateConversation(
                     conversationID: id, participants: others.isEmpty ? [users[(u + 1) % 3]] : others, options: ConversationOptions(isDistinct: distinct))))
                 known.append(id)
-                if !distinct { nonDistinct.append(id) }
+            case 10:
+                // The same distinct conversation created on several nodes at once (each by one of
+                // its participants): merged or not by what each creation's node had seen.
+                let set = Set(users.filter { _ in random.chance(0.6) }).union([users[u]])
+                let members = set.count == 1 ? set.union([users[(u + 1) % 3]]) : set
+                for node in 0..<3 where node == n || random.chance(0.6) {
+                    let creator = random.pick(members.sorted())
+                    let index = users.firstIndex(of: creator)!
+                    let id = ConversationID.random()
+                    try await clients[node][index].command(.createConversation(CreateConversation(
+                        conversationID: id, participants: members.subtracting([creator]), options: ConversationOptions(isDistinct: true))))
+                    known.append(id)
+                }
             case 1, 2, 3:
                 guard !known.isEmpty else { continue }
                 let conversation = random.pick(known), message = MessageID.random()
@@ -538,9 +547,10 @@ import Testing
                         requestID: UUID(), conversationID: random.pick(known), keyPath: try MetadataKeyPath(["k\(random.next() % 2)"]), value: .string("\(n)\(u)"))))
                 }
             case 5:
-                guard !nonDistinct.isEmpty else { continue }
+                // Distinct ones too: losing distinctness races creations on other nodes.
+                guard !known.isEmpty else { continue }
                 let users = Set([random.pick(users)])
-                let conversation = random.pick(nonDistinct)
+                let conversation = random.pick(known)
                 try await client.command(random.chance(0.5)
                     ? .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: users))
                     : .removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: users)))
@@ -564,6 +574,10 @@ import Testing
                 if random.chance(0.5) { parts.append(try MessagePart(text: "second \(random.next() % 1000)")) }
                 try await clients[n][sender].command(.updateMessageParts(UpdateMessageParts(
                     requestID: UUID(), conversationID: conversation, messageID: message, parts: parts)))
+            case 11:
+                // Now and then a conversation deleted for everyone, racing sends and creations.
+                guard !known.isEmpty, random.chance(0.3) else { continue }
+                try await client.command(.deleteConversation(DeleteConversation(requestID: UUID(), conversationID: random.pick(known), mode: .allParticipants)))
             case 8:
                 let other = (n + 1 + Int(random.next() % 2)) % 3
                 up[n][other].toggle()
@@ -587,6 +601,8 @@ import Testing
                 for (_, text) in states { print(text) }
             }
         }
+        let merges = try await nodes[0].store.read { r in try r.replicatedStates().filter { $0.1.contains(" merged ") }.count }
+        print("seed \(seed): \(digests[0].conversations.count) conversations, \(merges) merged into a survivor")
         // The run did replicate: operations of every node, several conversations.
         #expect(digests[0].vector.counters.count == 3 && digests[0].vector.counters.values.reduce(0, +) >= 25, "seed \(seed): \(digests[0].vector)")
         #expect(digests[0].conversations.count >= 2, "seed \(seed)")

@@ -116,7 +116,11 @@ struct RandomFrames {
     }
     /// A conversation change mostly, sometimes a change of a user's state (SPEC §6.5).
     mutating func replicatedEvent() -> ReplicatedEvent {
-        switch int(0...8) {
+        switch int(0...9) {
+        case 9:
+            var c = conversation()
+            c.isDistinct = true
+            return .distinctCreation(DistinctCreation(conversation: c, seen: vector()))
         case 0:
             let identity = int(0...2) == 0 ? nil : IdentityChange.Identity(values: stringMap(), metadata: stringMap())
             return .user(.identity(IdentityChange(user: user(), identity: identity)))

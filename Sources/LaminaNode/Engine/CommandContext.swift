@@ -111,7 +111,18 @@ struct CommandContext {
             return try resolve(f, into: existing)
         }
         // Others see the conversation with its first message (SPEC §6.2).
-        try replicate(try emit(.conversationCreated(creation.conversation.conversation), to: [user], conversation: conversation.id), at: hlc)
+        let created = try emit(.conversationCreated(creation.conversation.conversation), to: [user], conversation: conversation.id)
+        if conversation.isDistinct {
+            // Peers learn what this node had seen of the participant set's other distinct
+            // conversations (none live here now), so all decide its merges alike (SPEC §6.5).
+            let seen = VersionVector(try tx.read.versionVector())
+            let counter = try replicate(
+                try ReplicationLogCoding.distinctCreation(DistinctCreation(conversation: creation.conversation.conversation, seen: seen)), at: hlc)
+            try tx.recordDistinctBirth(DistinctBirth(
+                candidate: DistinctCandidate(creation.conversation.conversation, createdAt: hlc), origin: origin, counter: counter, seen: seen))
+        } else {
+            try replicate(created, at: hlc)
+        }
         try engine.webhooks.record(.conversationCreated, actor: user, in: tx, at: now) { r in
             ["conversation": r.conversation(creation.conversation.conversation)]
         }
@@ -158,6 +169,9 @@ struct CommandContext {
             // New participants need their counts, the others the distinct flag it may clear.
             try emitCounts(of: id, to: after)
             try recordConversationUpdated(id)
+        } else if stored.isDistinct, !f.users.isEmpty {
+            // Nobody's standing moved, but the conversation is no longer distinct.
+            try emitCounts(of: id, to: after)
         }
         // Every operation is logged, also one that changed nothing here: it still decides
         // against concurrent operations of other nodes (the latest reading wins).

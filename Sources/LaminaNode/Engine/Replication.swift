@@ -14,6 +14,13 @@ enum ReplicationLogCoding {
     static let messageMarker: UInt8 = 0xFF
     /// The first byte of a user-state change (no CHANGE frame starts with it either).
     static let userStateMarker: UInt8 = 0xFE
+    /// The first byte of a distinct creation (REPLICATE kind 69: the conversation and the
+    /// vector its origin held), kept as the event's own encoding.
+    static let distinctCreationMarker: UInt8 = 0xFD
+
+    static func distinctCreation(_ creation: DistinctCreation) throws -> [UInt8] {
+        [distinctCreationMarker] + (try ReplicatedEvent.distinctCreation(creation).encoded())
+    }
 
     static func userState(_ change: UserStateChange) throws -> [UInt8] {
         [userStateMarker] + (try ReplicatedEvent.user(change).encoded())
@@ -36,6 +43,11 @@ enum ReplicationLogCoding {
             guard case .user = event else { throw WireError(.internalError, "a user-state record of the replication log holds a conversation change") }
             return event
         }
+        if op.first == distinctCreationMarker {
+            let event = try ReplicatedEvent.decode(exactly: Array(op.dropFirst()))
+            guard case .distinctCreation = event else { throw WireError(.internalError, "a distinct-creation record of the replication log holds another event") }
+            return event
+        }
         if op.first == messageMarker {
             guard op.count == 17 else { throw WireError(.internalError, "a message reference in the replication log is 17 bytes, got \(op.count)") }
             let id = MessageID(uuid: UUID(uuid: op.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 1, as: uuid_t.self) }))
@@ -55,8 +67,10 @@ extension CommandContext {
     /// Records an operation this node originated (its feed encoding, or a message reference)
     /// in the replication log, in the command's own transaction: the next counter of this
     /// node, at `hlc` (SPEC §6.5).
-    mutating func replicate(_ op: [UInt8], at hlc: HLCTimestamp) throws {
-        _ = try tx.appendLocalOperation(op, origin: origin, hlc: hlc)
+    /// Returns the operation's counter.
+    @discardableResult
+    mutating func replicate(_ op: [UInt8], at hlc: HLCTimestamp) throws -> UInt64 {
+        try tx.appendLocalOperation(op, origin: origin, hlc: hlc)
     }
 
     /// Applies an operation another node originated through the same rules as a local command
@@ -79,6 +93,10 @@ extension CommandContext {
         case .user(let change):
             if let effect = try applyUserState(change, at: op.hlc) { userStateEffects.append(effect) }
             logged = try ReplicationLogCoding.userState(change)
+        case .distinctCreation(let creation):
+            try applyCreation(creation.conversation, seen: creation.seen, op)
+            try unpark(creation.conversation.id)
+            logged = try ReplicationLogCoding.distinctCreation(creation)
         case .change(let event):
             do {
                 logged = try applyEvent(event, op)
@@ -118,7 +136,8 @@ extension CommandContext {
         var logged = try FeedCoding.encode(event)
         switch event {
         case .conversationCreated(let conversation):
-            try applyCreation(conversation, op)
+            // A distinct creation logged before kind 69 existed says nothing of what it saw.
+            try applyCreation(conversation, seen: VersionVector(), op)
             try unpark(conversation.id)
         case .participantsChanged(let change):
             guard let header = try replicaHeader(change.conversationID) else { break }
@@ -134,6 +153,9 @@ extension CommandContext {
                 let after = try tx.read.participants(of: header.id)
                 _ = try announce(applied, before: before, after: after)
                 try emitCounts(of: header.id, to: after)
+            } else if header.isDistinct, !change.added.isEmpty || !change.removed.isEmpty {
+                // Nobody's standing moved, but the conversation is no longer distinct.
+                try emitCounts(of: header.id, to: before)
             }
         case .metadataChanged(var change):
             guard let header = try replicaHeader(change.conversationID) else { break }
@@ -207,29 +229,61 @@ extension CommandContext {
         return header.isLive ? header : nil
     }
 
-    /// A conversation created on another node: stored as it was created there; a distinct one
-    /// created concurrently with a local distinct conversation of the same participants is
-    /// merged by LaminaMerge's rule (`DistinctResolution.survivor`), the same on every node,
-    /// and the loser's devices are told its new identifier.
-    private mutating func applyCreation(_ conversation: Conversation, _ op: ReplicatedOperation) throws {
+    /// A conversation created on another node: stored as it was created there. A distinct one
+    /// joins, by LaminaMerge's rule (`DistinctResolution.join`), the classes of the distinct
+    /// conversations of its participant set that were created concurrently with it (neither
+    /// origin had seen the other); the classes merge into their earliest creation, the same on
+    /// every node whatever the order of arrival, and this node's devices that held a retired
+    /// conversation are told its new identifier.
+    private mutating func applyCreation(_ conversation: Conversation, seen: VersionVector, _ op: ReplicatedOperation) throws {
         guard try tx.read.conversation(conversation.id) == nil else { return }
-        if conversation.isDistinct, let local = try tx.read.distinctConversation(participants: conversation.participants) {
-            let survivor = DistinctResolution.survivor(
-                DistinctCandidate(conversation, createdAt: op.hlc), DistinctCandidate(local.conversation, createdAt: local.hlc)
-            ).id
-            let merged = try tx.insertConcurrentDistinct(conversation, hlc: op.hlc, origin: op.origin, survivor: survivor)
-            // When the local conversation survives, this node's devices know nothing to rename
-            // (the loser's messages arrive later, named by the loser's id, which resolves here).
-            if survivor == conversation.id {
-                let audience = try tx.read.participants(of: survivor)
-                try emit(.identifierChanged(IdentifierChanged(from: local.conversation.id, to: survivor)), to: audience, conversation: survivor)
-                try emit(.conversationCreated(merged.conversation), to: audience, conversation: survivor)
-                try emitCounts(of: survivor, to: audience)
-            }
+        guard conversation.isDistinct else {
+            let creation = try tx.createConversation(conversation, hlc: op.hlc, origin: op.origin)
+            try emit(.conversationCreated(creation.conversation.conversation), to: [conversation.creator], conversation: conversation.id)
             return
         }
-        let creation = try tx.createConversation(conversation, hlc: op.hlc, origin: op.origin)
-        try emit(.conversationCreated(creation.conversation.conversation), to: [conversation.creator], conversation: conversation.id)
+        let birth = DistinctBirth(candidate: DistinctCandidate(conversation, createdAt: op.hlc), origin: op.origin, counter: op.counter, seen: seen)
+        let group = try tx.read.distinctBirths(participants: conversation.participants)
+        var survivors: [ConversationID: ConversationID] = [:]
+        for b in group { survivors[b.id] = try tx.read.resolvedConversation(b.id) ?? b.id }
+        let live = try tx.read.distinctConversation(participants: conversation.participants)?.conversation.id
+        let join = DistinctResolution.join(birth, group: group, survivorOf: { survivors[$0] ?? $0 }, alsoJoin: live)
+
+        // What the devices knew before: the participants of each held conversation retired now.
+        var audiences: [ConversationID: Set<UserID>] = [:]
+        var distinct = true, deleted = false
+        for id in join.retired + [join.survivor] where id != conversation.id {
+            audiences[id] = try tx.read.participants(of: id)
+            guard let flags = try tx.read.distinctFlags(of: id) else { throw WireError(.internalError, "conversation \(id) vanished") }
+            distinct = distinct && flags.distinct
+            deleted = deleted || flags.deleted
+        }
+        try tx.insertReplicatedDistinct(conversation, hlc: op.hlc, origin: op.origin)
+        try tx.recordDistinctBirth(birth)
+        guard !join.retired.isEmpty else {
+            try tx.setDistinct(conversation.id, true)
+            try emit(.conversationCreated(conversation), to: [conversation.creator], conversation: conversation.id)
+            return
+        }
+        try tx.mergeDistinct(join, distinct: distinct, deleted: deleted)
+        guard let merged = try tx.read.conversation(join.survivor) else { throw WireError(.internalError, "survivor \(join.survivor) vanished") }
+        // Devices that held a retired conversation follow it to the survivor (the newcomer's
+        // messages arrive later, named by its id, which resolves here).
+        for (retired, audience) in audiences.sorted(by: { $0.key.uuid.uuidString < $1.key.uuid.uuidString }) where retired != join.survivor {
+            try emit(.identifierChanged(IdentifierChanged(from: retired, to: join.survivor)), to: audience, conversation: join.survivor)
+        }
+        let renamed = audiences.filter { $0.key != join.survivor }.values.reduce(into: Set<UserID>()) { $0.formUnion($1) }
+        if merged.isDeleted {
+            // Merged into a conversation deleted for everyone: gone for them too.
+            if !renamed.isEmpty {
+                try emit(.conversationDeleted(ConversationDeleted(conversationID: join.survivor, mode: .allParticipants, below: nil, by: conversation.creator)),
+                         to: renamed, conversation: join.survivor)
+            }
+        } else if !renamed.isEmpty {
+            let audience = try tx.read.participants(of: join.survivor)
+            try emit(.conversationCreated(merged.conversation), to: audience, conversation: join.survivor)
+            try emitCounts(of: join.survivor, to: audience)
+        }
     }
 }
 
@@ -328,6 +382,7 @@ extension ReplicatedEvent {
         case .user(.badge(let b)): b.user
         case .user(.sessionsRevoked(let user)): user
         case .user(.pushRegistration(let r)): r.user
+        case .distinctCreation(let d): d.conversation.creator
         }
     }
 }

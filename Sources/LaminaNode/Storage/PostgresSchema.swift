@@ -18,6 +18,22 @@ enum PostgresSchema {
             // Operations parked before this version count as parked now.
             "UPDATE replication_parked SET parked_at = CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)",
         ]),
+        ("v13-peers4-distinct-births", [
+            """
+            CREATE TABLE distinct_births (
+                conversation_id BYTEA PRIMARY KEY,
+                participant_set_key BYTEA NOT NULL,
+                origin_node BIGINT NOT NULL,
+                origin_counter BIGINT NOT NULL,
+                seen TEXT COLLATE "C" NOT NULL
+            )
+            """,
+            "CREATE INDEX distinct_births_set ON distinct_births(participant_set_key)",
+            """
+            INSERT INTO distinct_births (conversation_id, participant_set_key, origin_node, origin_counter, seen)
+                SELECT id, participant_set_key, origin_node, 0, '' FROM conversations WHERE is_distinct = 1 AND merged_into IS NULL
+            """,
+        ]),
     ]
 
     /// Serializes migrations of several nodes starting on one database at once.

@@ -101,8 +101,9 @@ extension StorageTransaction {
 
     /// Applies one membership operation. The user's standing (member or not, and since when)
     /// is what LaminaMerge's `MembershipStanding.of` gives over the user's logged operations,
-    /// whatever their order of arrival; a replayed or no-op operation changes nothing. When the
-    /// participant set changes, a distinct conversation becomes non-distinct.
+    /// whatever their order of arrival; a replayed operation changes nothing. A distinct
+    /// conversation becomes non-distinct with any new operation (even one that changes no
+    /// standing).
     /// Returns whether the participant's membership changed.
     @discardableResult
     public func applyMembership(
@@ -127,6 +128,13 @@ extension StorageTransaction {
             [id, user.rawValue, operation.rawValue, actor.rawValue, Columns.node(origin), p, l, n]
         )
         guard db.changesCount == 1 else { return false }
+        // Any membership operation but the creation's ends distinctness, whether or not it
+        // changes the user's standing: the operations held decide it, so every node agrees
+        // whatever their order (a concurrent later add can make a removal change nothing).
+        if !keepDistinct {
+            try db.run("UPDATE conversations SET is_distinct = 0 WHERE id = ? AND is_distinct = 1", [id])
+            if db.changesCount > 0 { headersChanged() }
+        }
         let before = try read.participantState(of: user, in: conversation)
         var log: [LaminaMerge.MembershipOperation] = []
         for row in try db.rows(
@@ -147,11 +155,7 @@ extension StorageTransaction {
             [id, user.rawValue, after.isMember, sp, sl, sn]
         )
         headersChanged()
-        guard after.isMember != (before?.isMember ?? false) else { return false }
-        if !keepDistinct {
-            try db.run("UPDATE conversations SET is_distinct = 0 WHERE id = ? AND is_distinct = 1", [id])
-        }
-        return true
+        return after.isMember != (before?.isMember ?? false)
     }
 
     /// Retires `conversation` into `survivor` after a distinct merge: its messages, membership

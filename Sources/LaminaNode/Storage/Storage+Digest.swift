@@ -3,7 +3,8 @@ import LaminaModel
 import LaminaWire
 
 extension StorageReader {
-    /// Each conversation's replicated state in one canonical text: flags (or, for one merged away, only where to),
+    /// Each conversation's replicated state in one canonical text: flags (or, for one merged away, only where to;
+    /// for one deleted for everyone, only that it is),
     /// every participant's standing, the metadata, every message (id, position, deleted, body), the
     /// delivered and read markers and per-message statuses. Nodes that hold the same
     /// operations produce the same texts (``NodeEngine/convergenceDigest()`` hashes them).
@@ -20,6 +21,13 @@ extension StorageReader {
                 // end of the chain: merges may chain in another order on another node).
                 let target = try resolvedConversation(id) ?? id
                 out.append((id, text + " merged \(Columns.blob(target.uuid).hex)\n"))
+                continue
+            }
+            if row["deleted"] as Int64 != 0 {
+                // Deleted for everyone: nothing of it is visible any more, and what a node still
+                // stores depends on what reached it before the deletion (an operation arriving
+                // after it changes nothing, the distinct flag included), so only that it is gone counts.
+                out.append((id, "c \(idBlob.hex) deleted by \(row["creator"] as String) at \(row["hlc_physical"] as Int64).\(row["hlc_logical"] as Int64).\(row["hlc_node"] as Int64)\n"))
                 continue
             }
             text += "\n"

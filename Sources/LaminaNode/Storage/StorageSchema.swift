@@ -52,6 +52,9 @@ enum StorageSchema {
             // Operations parked before this version count as parked now.
             try db.execute(sql: "UPDATE replication_parked SET parked_at = ?", arguments: [Timestamp.now().millisecondsSince1970])
         }
+        migrator.registerMigration("v13-peers4-distinct-births") { db in
+            for statement in distinctBirths { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -451,5 +454,27 @@ extension StorageSchema {
         "ALTER TABLE replication_parked ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
         "CREATE INDEX replication_parked_origin ON replication_parked(origin_node, counter, bytes)",
         "CREATE INDEX replication_parked_age ON replication_parked(parked_at)",
+    ]
+
+    /// The birth of each conversation created distinct (SPEC §6.5): the creating operation
+    /// (origin, counter) and the vector its origin held then, by the participant set it was
+    /// created with. Distinct conversations live before this version get a birth of unknown
+    /// counter (0: treated as seen by every later creation; a live one still merges with a
+    /// concurrent creation, as before).
+    static let distinctBirths: [String] = [
+        """
+        CREATE TABLE distinct_births (
+            conversation_id BLOB PRIMARY KEY,
+            participant_set_key BLOB NOT NULL,
+            origin_node INTEGER NOT NULL,
+            origin_counter INTEGER NOT NULL,
+            seen TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX distinct_births_set ON distinct_births(participant_set_key)",
+        """
+        INSERT INTO distinct_births (conversation_id, participant_set_key, origin_node, origin_counter, seen)
+            SELECT id, participant_set_key, origin_node, 0, '' FROM conversations WHERE is_distinct = 1 AND merged_into IS NULL
+        """,
     ]
 }
