@@ -18,7 +18,7 @@ enum PostgresSchema {
             // Operations parked before this version count as parked now.
             "UPDATE replication_parked SET parked_at = CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)",
         ]),
-        ("v13-peers4-distinct-births", [
+        ("v13-distinct-births", [
             """
             CREATE TABLE distinct_births (
                 conversation_id BYTEA PRIMARY KEY,

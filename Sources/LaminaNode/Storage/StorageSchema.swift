@@ -52,7 +52,7 @@ enum StorageSchema {
             // Operations parked before this version count as parked now.
             try db.execute(sql: "UPDATE replication_parked SET parked_at = ?", arguments: [Timestamp.now().millisecondsSince1970])
         }
-        migrator.registerMigration("v13-peers4-distinct-births") { db in
+        migrator.registerMigration("v13-distinct-births") { db in
             for statement in distinctBirths { try db.execute(sql: statement) }
         }
         return migrator
