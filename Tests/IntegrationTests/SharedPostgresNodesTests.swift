@@ -19,10 +19,13 @@ import Testing
 
     /// A node on `database` with its own data directory (so its own node id). With `first`,
     /// it trusts the first node's dev identity (a copy of it), so one token minter serves all.
-    static func node(_ name: String, on database: String, trusting first: TestNode? = nil) async throws -> TestNode {
+    static func node(
+        _ name: String, on database: String, trusting first: TestNode? = nil, configure: (inout NodeServerConfiguration) -> Void = { _ in }
+    ) async throws -> TestNode {
         var copyFailure: (any Error)?
         let node = try await TestNode.start(name) { configuration in
             configuration.store = database
+            configure(&configuration)
             guard let first else { return }
             do {
                 let target = URL(fileURLWithPath: configuration.dataDirectory)
@@ -183,6 +186,58 @@ import Testing
         #expect(Set(received).count == received.count, "nothing twice")
         await alice.close()
         await bob.close()
+        await first.stop()
+        await second.stop()
+    }
+}
+
+extension SharedPostgresNodesTests {
+    /// `/health` has a `database` check that fails (503, with the reason) while PostgreSQL
+    /// refuses the node and passes again once it takes it back; `/metrics` counts statements,
+    /// pool use and the notifications between the nodes.
+    @Test func healthReportsTheDatabaseAndMetricsCountTheNotifications() async throws {
+        let database = try PostgresTestCluster.newDatabase()
+        let first = try await Self.node("pg-health-a", on: database) { $0.adminPort = 0 }
+        let second = try await Self.node("pg-health-b", on: database, trusting: first) { $0.adminPort = 0 }
+        let firstAdmin = try #require(first.server.admin), secondAdmin = try #require(second.server.admin)
+        let ready = try await HTTPGet.fetch(port: secondAdmin.port, path: "/health/ready")
+        #expect(ready.status == 200, "\(ready.body)")
+        #expect(ready.body.contains("database ok PostgreSQL reachable, listening"))
+
+        let alice = try await first.session(Self.alice, device: UUID())
+        let bob = try await second.session(Self.bob, device: UUID())
+        let conversation = try await MessagingTests.conversation(alice, with: [Self.alice, Self.bob])
+        let (id, _) = try await MessagingTests.send(alice, conversation, "counted")
+        _ = try await bob.message(id)
+        let sent = try await HTTPGet.fetch(port: firstAdmin.port, path: "/metrics").body
+        let received = try await HTTPGet.fetch(port: secondAdmin.port, path: "/metrics").body
+        func value(_ name: String, in text: String) -> Double? {
+            text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+        }
+        #expect((value("lamina_postgres_feed_notifications_sent_total", in: sent) ?? 0) >= 1, "\(sent)")
+        #expect((value("lamina_postgres_feed_notifications_received_total", in: received) ?? 0) >= 1)
+        #expect((value("lamina_postgres_statements_total", in: sent) ?? 0) > 0)
+        #expect(value("lamina_postgres_pool_in_use_connections", in: sent) != nil)
+        #expect(value("lamina_postgres_pool_waits_total", in: sent) != nil)
+        #expect(value("lamina_postgres_listening_connected", in: received) == 1)
+        await alice.close()
+        await bob.close()
+
+        // PostgreSQL refuses the database's connections and drops those it had.
+        let admin = try PostgresAdmin(try PostgresTestCluster.server().url())
+        let name = String(try #require(URLComponents(string: database)).path.dropFirst())
+        try admin.psql("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
+        try admin.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(name)'")
+        try await ResourceLimitTests.eventuallyAsync("the database check to fail", timeout: .seconds(60)) {
+            let answer = try? await HTTPGet.fetch(port: secondAdmin.port, path: "/health/ready")
+            return answer?.status == 503 && answer?.body.contains("database failing PostgreSQL unreachable") == true
+        }
+        #expect(try await HTTPGet.fetch(port: secondAdmin.port, path: "/health/live").status == 200)
+        try admin.psql("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
+        try await ResourceLimitTests.eventuallyAsync("the database check to pass again", timeout: .seconds(60)) {
+            let answer = try? await HTTPGet.fetch(port: secondAdmin.port, path: "/health/ready")
+            return answer?.body.contains("database ok") == true
+        }
         await first.stop()
         await second.stop()
     }

@@ -325,3 +325,17 @@ final class LockedFlag: @unchecked Sendable {
         return old
     }
 }
+
+/// Operations on a whole PostgreSQL database, for tools (benchmarks) rather than nodes.
+public enum PostgresMaintenance {
+    /// Drops everything in the database's `public` schema (every Lamina table): a benchmark
+    /// starts each round on an empty store. Never call it on a database a node is using.
+    public static func emptyDatabase(_ url: String) throws(StorageError) {
+        let connector = PostgresConnector(location: try PostgresLocation(url: url), syncsCommits: true)
+        defer { connector.shutdown() }
+        let session = try connector.connect()
+        defer { connector.close(session) }
+        try session.run("DROP SCHEMA public CASCADE")
+        try session.run("CREATE SCHEMA public")
+    }
+}
