@@ -195,7 +195,7 @@ public final class NodeStore: Sendable {
         writer.shutdown()
         if case .postgres(let connector, let readers) = backend {
             listener?.stop()
-            readers.close()
+            readers.close(waiting: false)  // a deinit may run on an event loop
             connector.shutdown()
         }
     }

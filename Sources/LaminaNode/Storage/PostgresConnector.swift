@@ -252,7 +252,9 @@ final class PostgresReaderPool: @unchecked Sendable {
         condition.unlock()
     }
 
-    func close() {
+    /// Closes the idle connections; `waiting: false` does not wait for them to close (from a
+    /// deinit, which may run on an event loop, where waiting is refused).
+    func close(waiting: Bool = true) {
         condition.lock()
         closed = true
         let sessions = idle
@@ -260,7 +262,9 @@ final class PostgresReaderPool: @unchecked Sendable {
         open -= sessions.count
         condition.broadcast()
         condition.unlock()
-        for session in sessions { connector.close(session) }
+        for session in sessions {
+            if waiting { connector.close(session) } else { session.connection.close().whenComplete { _ in } }
+        }
     }
 }
 

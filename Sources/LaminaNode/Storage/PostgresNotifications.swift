@@ -129,13 +129,15 @@ final class PostgresListener: @unchecked Sendable {
         connector.counters.update { $0.ephemeralNotificationsSent += 1 }
     }
 
+    /// Stops listening. Never blocks (a store may be let go on an event loop): the connection
+    /// is closed without waiting, and the listening thread ends when it sees it closed.
     func stop() {
         condition.lock()
         stopped = true
         let current = session
         condition.broadcast()
         condition.unlock()
-        if let current { connector.close(current) }
+        current?.connection.close().whenComplete { _ in }
     }
 
     private func run(_ handlers: NotificationHandlers) {
