@@ -113,7 +113,17 @@ import Testing
                 group.addTask {
                     var ids: [MessageID] = []
                     for n in 0..<perSender {
-                        let (id, _) = try await MessagingTests.send(client, conversation, "\(users[i]) \(n)")
+                        // As the SDK does: `overloaded` (a write that collided with another
+                        // node's and was undone) is sent again, with the same id.
+                        let id = MessageID.random()
+                        for attempt in 1... {
+                            do {
+                                _ = try await MessagingTests.send(client, conversation, "\(users[i]) \(n)", id: id)
+                                break
+                            } catch let failed as CommandFailed where failed.error.code == .overloaded && attempt < 20 {
+                                try await Task.sleep(for: .milliseconds(Int(failed.error.retryAfterMilliseconds ?? 100)))
+                            }
+                        }
                         ids.append(id)
                     }
                     return (i, ids)

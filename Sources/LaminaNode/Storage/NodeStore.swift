@@ -310,6 +310,7 @@ public final class NodeStore: Sendable {
             }
         case .postgres(let connector, let readers):
             listener?.stop()
+            listener?.waitUntilStopped()
             readers.close()
             connector.shutdown()
         }

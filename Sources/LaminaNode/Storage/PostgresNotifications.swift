@@ -91,6 +91,8 @@ final class PostgresListener: @unchecked Sendable {
     private var stopped = false
     private var started = false
     private var failure: String? = "not connected yet"
+    /// The listening thread is running.
+    private var running = false
 
     init(connector: PostgresConnector, origin: String) {
         self.connector = connector
@@ -109,6 +111,7 @@ final class PostgresListener: @unchecked Sendable {
         defer { condition.unlock() }
         guard !started, !stopped else { return }
         started = true
+        running = true
         let thread = Thread { [self] in run(handlers) }
         thread.name = "lamina.storage.listen"
         thread.start()
@@ -140,7 +143,22 @@ final class PostgresListener: @unchecked Sendable {
         current?.connection.close().whenComplete { _ in }
     }
 
+    /// Waits (at most `timeout`) until the listening thread has ended: before the
+    /// connections' event loop is shut down (it may be opening a connection).
+    func waitUntilStopped(timeout: Duration = .seconds(5)) {
+        let deadline = Date().addingTimeInterval(timeout.seconds)
+        condition.lock()
+        while running, condition.wait(until: deadline) {}
+        condition.unlock()
+    }
+
     private func run(_ handlers: NotificationHandlers) {
+        defer {
+            condition.lock()
+            running = false
+            condition.broadcast()
+            condition.unlock()
+        }
         var delay = Duration.milliseconds(50)
         while true {
             condition.lock()
