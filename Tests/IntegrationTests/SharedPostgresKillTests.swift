@@ -11,9 +11,9 @@ import Testing
 import Glibc
 #endif
 
-/// Two `lamina-node` processes on one PostgreSQL database: one is killed with SIGKILL in the
-/// middle of traffic; its clients reconnect to the other, and every acknowledged message is
-/// on every device once, in the order of the ACKs.
+/// Two or three `lamina-node` processes on one PostgreSQL database: one is killed with SIGKILL
+/// in the middle of traffic; its clients reconnect to another, and every acknowledged message
+/// is on every device once, in the order of the ACKs.
 @Suite struct SharedPostgresKillTests {
     /// A session of `user` on `node` (HELLO, AUTHENTICATE with a dev token, SYNC from `cursor`).
     static func session(_ user: UserID, on node: NodeProcess, dev: DevIdentityProvider, cursor: UInt64 = 0) async throws -> SyncTestClient {
@@ -35,26 +35,35 @@ import Glibc
         #expect(present.count <= acked.count + unacknowledged, "\(device): nothing else")
     }
 
-    @Test func killNineOnOneOfTwoNodesLosesNothingAcknowledged() async throws {
+    /// Two or three nodes: Alice and Bob's phone on the first, Bob's laptop on the second,
+    /// Carol (with three nodes) on the third. The first is killed with SIGKILL while Alice
+    /// sends; Alice moves to the last node, the phone to the second.
+    @Test(arguments: [2, 3]) func killNineOnOneNodeLosesNothingAcknowledged(_ count: Int) async throws {
         let store = try PostgresTestCluster.newDatabase()
-        let first = try await NodeProcess.start(in: Fixtures.temporaryDirectory("pg-two-a"), arguments: ["--store", store])
-        // The second node: its own data directory (node id, certificate), the first one's dev identity.
-        let secondDirectory = Fixtures.temporaryDirectory("pg-two-b")
-        let secondData = secondDirectory.appendingPathComponent(".lamina")
-        try FileManager.default.createDirectory(at: secondData, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(
-            at: first.dataDirectory.appendingPathComponent(LocalNode.Files.devIdentity), to: secondData.appendingPathComponent(LocalNode.Files.devIdentity))
-        let second = try await NodeProcess.start(in: secondDirectory, arguments: ["--store", store])
+        let first = try await NodeProcess.start(in: Fixtures.temporaryDirectory("pg-kill-\(count)-a"), arguments: ["--store", store])
+        var nodes = [first]
+        for n in 1..<count {
+            // Each node: its own data directory (node id, certificate), the first one's dev identity.
+            let directory = Fixtures.temporaryDirectory("pg-kill-\(count)-\(n)")
+            let data = directory.appendingPathComponent(".lamina")
+            try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(
+                at: first.dataDirectory.appendingPathComponent(LocalNode.Files.devIdentity), to: data.appendingPathComponent(LocalNode.Files.devIdentity))
+            nodes.append(try await NodeProcess.start(in: directory, arguments: ["--store", store]))
+        }
+        let second = nodes[1], last = nodes[count - 1]
         let dev = try DevIdentityProvider.loadOrCreate(in: first.dataDirectory.appendingPathComponent(LocalNode.Files.devIdentity))
 
-        // Alice and Bob's phone on the first node, Bob's laptop on the second.
         let alice = try await Self.session(MessagingTests.alice, on: first, dev: dev)
         let phone = try await Self.session(MessagingTests.bob, on: first, dev: dev)
         let laptop = try await Self.session(MessagingTests.bob, on: second, dev: dev)
-        let conversation = try await MessagingTests.conversation(alice, with: [MessagingTests.alice, MessagingTests.bob])
+        let carol: SyncTestClient? = count >= 3 ? try await Self.session("carol", on: nodes[2], dev: dev) : nil
+        let members: Set<UserID> = count >= 3 ? [MessagingTests.alice, MessagingTests.bob, "carol"] : [MessagingTests.alice, MessagingTests.bob]
+        let conversation = try await MessagingTests.conversation(alice, with: members)
         let (hello, _) = try await MessagingTests.send(alice, conversation, "hello")
         #expect(try await laptop.message(hello).sender == MessagingTests.alice, "fan-out across the nodes")
         _ = try await phone.message(hello)
+        if let carol { _ = try await carol.message(hello) }
 
         // Alice keeps sending; the first node is killed once 30 more are acknowledged.
         let acknowledged = NIOLockedValueBox<[MessageID]>([hello])
@@ -78,19 +87,19 @@ import Glibc
             await client.drop()
         }
 
-        // Alice's and the phone's clients reconnect to the second node, each from its cursor.
+        // Alice's and the phone's clients reconnect to another node, each from its cursor.
         let aliceCursor = alice.seenChanges.map(\.seq).max() ?? 0
         let phoneCursor = phone.seenChanges.map(\.seq).max() ?? 0
-        let aliceAgain = try await Self.session(MessagingTests.alice, on: second, dev: dev, cursor: aliceCursor)
+        let aliceAgain = try await Self.session(MessagingTests.alice, on: last, dev: dev, cursor: aliceCursor)
         let phoneAgain = try await Self.session(MessagingTests.bob, on: second, dev: dev, cursor: phoneCursor)
-        // Alice goes on sending through the second node.
+        // Alice goes on sending through the node she moved to.
         for i in 0..<10 {
             let (id, _) = try await MessagingTests.send(aliceAgain, conversation, "after \(i)")
             acknowledged.withLockedValue { $0.append(id) }
         }
         let acked = acknowledged.withLockedValue { $0 }
-        let last = acked[acked.count - 1]
-        for device in [laptop, phoneAgain, aliceAgain] { _ = try await device.message(last) }
+        let lastSent = acked[acked.count - 1]
+        for device in [laptop, phoneAgain, aliceAgain] + (carol.map { [$0] } ?? []) { _ = try await device.message(lastSent) }
 
         let laptopHas = SharedPostgresNodesTests.messages(laptop.seenChanges)
         let phoneHas = SharedPostgresNodesTests.messages(phone.seenChanges + phoneAgain.seenChanges)
@@ -98,13 +107,21 @@ import Glibc
         let aliceHas = SharedPostgresNodesTests.messages(alice.seenChanges + aliceAgain.seenChanges)
         Self.check(laptopHas, against: acked, unacknowledged: 1, "bob's laptop (second node throughout)")
         Self.check(phoneHas, against: acked, unacknowledged: 1, "bob's phone (moved to the second node)")
-        Self.check(aliceHas, against: acked, unacknowledged: 1, "alice (moved to the second node)")
+        Self.check(aliceHas, against: acked, unacknowledged: 1, "alice (moved to the last node)")
         #expect(laptopHas == phoneHas, "both of bob's devices hold the same messages in the same order")
-        // And a device syncing from scratch reads the same feed.
-        let fresh = try await Self.session(MessagingTests.bob, on: second, dev: dev)
-        #expect(SharedPostgresNodesTests.messages(fresh.seenChanges) == laptopHas)
+        if let carol {
+            let carolHas = SharedPostgresNodesTests.messages(carol.seenChanges)
+            Self.check(carolHas, against: acked, unacknowledged: 1, "carol (third node throughout)")
+            #expect(carolHas == laptopHas)
+        }
+        // And a device syncing from scratch reads the same feed, on any node left.
+        for node in nodes.dropFirst() {
+            let fresh = try await Self.session(MessagingTests.bob, on: node, dev: dev)
+            #expect(SharedPostgresNodesTests.messages(fresh.seenChanges) == laptopHas)
+            await fresh.close()
+        }
 
-        for client in [laptop, aliceAgain, phoneAgain, fresh] { await client.close() }
-        #expect(try await second.stop() == 0)
+        for client in [laptop, aliceAgain, phoneAgain] + (carol.map { [$0] } ?? []) { await client.close() }
+        for node in nodes.dropFirst() { #expect(try await node.stop() == 0) }
     }
 }
