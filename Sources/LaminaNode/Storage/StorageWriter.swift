@@ -237,6 +237,7 @@ final class StorageWriter: @unchecked Sendable {
                         if !heads.isEmpty { try announcer.announce(heads, on: db) }
                     }
                     try db.commit()
+                    cache.endTransaction()
                 } catch {
                     db.rollback()
                     throw error

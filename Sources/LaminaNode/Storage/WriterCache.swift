@@ -19,6 +19,9 @@ final class WriterCache: @unchecked Sendable {
     private var counters: [NodeID: UInt64] = [:]
     private var prepared: HotStatements?
     private var commandEndHooks: [(Bool) -> Void] = []
+    /// Several writers: the conversations whose rows this transaction has locked (their
+    /// headers can then be kept until the transaction ends: no other writer changes them).
+    private var locked: Set<ConversationID> = []
     /// Feed heads the running command advanced (several writers only: announced at COMMIT).
     private var commandHeads: [UserID: Int64] = [:]
     /// Feed heads the group's released commands advanced.
@@ -49,9 +52,22 @@ final class WriterCache: @unchecked Sendable {
     func header(_ id: ConversationID) -> ConversationHeader? { headers[id] }
 
     func remember(_ header: ConversationHeader) {
-        if sharedWriters { return }
+        if sharedWriters, !locked.contains(header.id) { return }
         if headers.count >= Self.maxEntries { headers.removeAll(keepingCapacity: true) }
         headers[header.id] = header
+    }
+
+    /// Several writers: whether this transaction holds the conversation's row lock.
+    func holdsLock(on id: ConversationID) -> Bool { locked.contains(id) }
+
+    func didLock(_ id: ConversationID) { locked.insert(id) }
+
+    /// The writer, after a COMMIT: the row locks are gone, and with several writers so is
+    /// what they protected.
+    func endTransaction() {
+        guard sharedWriters else { return }
+        locked.removeAll(keepingCapacity: true)
+        headers.removeAll(keepingCapacity: true)
     }
 
     func feedHead(_ user: UserID) -> Int64? { feedHeads[user] }
@@ -115,6 +131,9 @@ final class WriterCache: @unchecked Sendable {
     /// group's released commands announce: a failing command does not undo those).
     func clear() {
         commandHeads.removeAll(keepingCapacity: true)
+        // A rolled-back savepoint released the locks it took: forget them all (safe: the
+        // next header read locks again, which is a no-op for a lock still held).
+        locked.removeAll(keepingCapacity: true)
         headers.removeAll(keepingCapacity: true)
         feedHeads.removeAll(keepingCapacity: true)
         withMessages.removeAll(keepingCapacity: true)
