@@ -51,6 +51,7 @@ public final class NodeEngine: Sendable {
         self.clock = Locked(HybridLogicalClock(node: configuration.nodeID, last: latest ?? .zero))
         typingExpiry.start { [weak self] ended in await self?.relayExpiredTyping(ended) }
         pushes.setLiveCheck { [registry] user, device in registry.hasLiveSession(of: user, device: device) }
+        startSharedStoreFanOut()
     }
 
     deinit { typingExpiry.stop() }
@@ -98,8 +99,15 @@ public final class NodeEngine: Sendable {
         }
     }
 
-    /// Relays a change outside the feed (typing) to the authenticated sessions of `users`.
+    /// Relays a change outside the feed (typing) to the authenticated sessions of `users`,
+    /// here and, when the store is shared, on the other nodes.
     func relay(_ change: Change, to users: Set<UserID>, except excluded: NodeSession?) {
+        relayLocally(change, to: users, except: excluded)
+        if case .typing(let typing) = change.event { relayToOtherNodes(typing, to: users) }
+    }
+
+    /// Relays a change outside the feed to this node's authenticated sessions of `users`.
+    func relayLocally(_ change: Change, to users: Set<UserID>, except excluded: NodeSession?) {
         for user in users {
             for session in registry.sessions(of: user) where session !== excluded {
                 session.enqueue(.ephemeral(change))

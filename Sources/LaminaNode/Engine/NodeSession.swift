@@ -21,6 +21,9 @@ public final class NodeSession: Sendable {
         case frame(Frame)
         case live([Change])
         case ephemeral(Change)
+        /// Another node committed to this user's feed (or the listener reconnected): read
+        /// the feed from what was sent (`State.queuedWake` says how far).
+        case wake
     }
 
     enum Phase: Sendable { case awaitingHello, open, closed }
@@ -46,6 +49,9 @@ public final class NodeSession: Sendable {
         var pending = 0
         /// The worker is handling an input.
         var processing = false
+        /// A `.wake` is queued, up to this head (`.max`: read whatever there is); more
+        /// wakes before it is handled only raise it, so a busy feed queues one input.
+        var queuedWake: UInt64?
 
         /// Nothing waits in the inbox and nothing is being handled there: an input may be
         /// handled at once by its caller without overtaking an earlier one.
@@ -139,6 +145,22 @@ public final class NodeSession: Sendable {
         }
         guard let direct else { return enqueue(.live(changes)) }
         send(direct.frames)
+    }
+
+    /// Another node committed this user's feed up to `head` (nil: up to whatever there
+    /// is): the session reads the entries it has not sent, in order, through its inbox.
+    func wake(through head: UInt64?) {
+        let wanted = head ?? .max
+        let queue = state.withLock { s -> Bool in
+            guard s.phase != .closed, s.live, wanted > s.sentThrough else { return false }
+            if let queued = s.queuedWake {
+                s.queuedWake = max(queued, wanted)
+                return false
+            }
+            s.queuedWake = wanted
+            return true
+        }
+        if queue { enqueue(.wake) }
     }
 
     func enqueue(_ input: Input) {
@@ -272,6 +294,8 @@ public final class NodeSession: Sendable {
         switch input {
         case .live(let changes):
             await deliverLive(changes)
+        case .wake:
+            await catchUp()
         case .ephemeral(let change):
             if state.withLock({ $0.features.contains(.typingIndicators) }) { send(.change(change)) }
         case .frame(let frame):
@@ -295,6 +319,21 @@ public final class NodeSession: Sendable {
             state.withLock { $0.sentThrough = fresh[fresh.count - 1].seq }
             return
         }
+        do {
+            let reached = try await engine.sendFeed(of: user, after: through, to: self, features: features)
+            state.withLock { $0.sentThrough = max($0.sentThrough, reached) }
+        } catch {
+            fail(WireError(.internalError, "reading the feed failed: \(error)"))
+        }
+    }
+
+    /// Reads and sends the feed after what was sent, when a wake asks for more than that.
+    private func catchUp() async {
+        let (wanted, live, features, through, user) = state.withLock { s in
+            defer { s.queuedWake = nil }
+            return (s.queuedWake ?? 0, s.live, s.features, s.sentThrough, s.auth?.user)
+        }
+        guard live, let user, wanted > through else { return }
         do {
             let reached = try await engine.sendFeed(of: user, after: through, to: self, features: features)
             state.withLock { $0.sentThrough = max($0.sentThrough, reached) }

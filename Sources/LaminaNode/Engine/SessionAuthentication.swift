@@ -215,7 +215,7 @@ enum EngineErrors {
         case .notAParticipant: code = .notAParticipant
         case .alreadyExists: code = .idInUse
         case .invalidArgument: code = .invalidArgument
-        case .writeQueueFull: code = .overloaded
+        case .writeQueueFull, .writeConflict: code = .overloaded
         case .closed: code = .shuttingDown
         default: code = .internalError
         }

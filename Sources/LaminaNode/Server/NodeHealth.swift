@@ -77,6 +77,11 @@ final class NodeHealth: Sendable {
         var checks: [NodeReadiness.Check] = []
         let stopping = stopping()
         checks.append(.init(name: "serving", ok: !stopping, detail: stopping ? "shutting down" : "accepting sessions"))
+        if store.isShared {
+            // PostgreSQL: the connection that listens for other nodes' commits is up.
+            let reason = store.databaseUnavailableReason
+            checks.append(.init(name: "database", ok: reason == nil, detail: reason.map { "PostgreSQL unreachable: \($0)" } ?? "PostgreSQL reachable, listening"))
+        }
         checks.append(await storeCheck())
         if let open = Self.openDescriptors() {
             checks.append(usage("descriptors", open, of: descriptorLimit()))

@@ -22,6 +22,8 @@ final class NodeMetricsSampler: Sendable {
     private let storageCommandsRefused: Counter
     /// The counters' values at the last sample (the registry's counters only go up).
     private let last = NIOLockedValueBox([Int](repeating: 0, count: 9))
+    /// PostgreSQL only (nil on SQLite).
+    private let postgres: PostgresMetrics?
 
     init(registry: PrometheusCollectorRegistry, store: NodeStore, transport: TransportServer, budget: NodeOutboundBudget) {
         self.store = store
@@ -39,6 +41,7 @@ final class NodeMetricsSampler: Sendable {
         storageErrors = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_errors", unitName: "total", helpText: "Errors SQLite reported (disk full, I/O, damage), each also logged"))
         storageCommitFailures = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commit_failures", unitName: "total", helpText: "Group commits whose transaction failed"))
         storageCommandsRefused = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commands_refused", unitName: "total", helpText: "Commands refused because the write queue was full"))
+        postgres = store.postgresStatistics == nil ? nil : PostgresMetrics(registry: registry)
     }
 
     /// Copies the current values into the registry.
@@ -58,5 +61,61 @@ final class NodeMetricsSampler: Sendable {
         connectionsOpen.set(Int64(transport.connectionCount))
         outboundQueued.set(Int64(budget.total))
         if let open = NodeHealth.openDescriptors() { descriptorsOpen.set(Int64(open)) }
+        if let postgres, let statistics = store.samplePostgresStatistics() { postgres.sample(statistics, listening: store.databaseUnavailableReason == nil) }
+    }
+}
+
+/// The PostgreSQL store's metrics: read pool use and waits, statements and their time, and
+/// the notifications that carry commits (and typing) between nodes.
+final class PostgresMetrics: Sendable {
+    private let readersInUse: Gauge
+    private let readerPoolSize: Gauge
+    private let slowestStatement: Gauge
+    private let databaseReady: Gauge
+    /// In the order of `values(_:)`.
+    private let counters: [Counter]
+    private let last = NIOLockedValueBox([Int](repeating: 0, count: 9))
+
+    init(registry: PrometheusCollectorRegistry) {
+        func gauge(_ name: String, _ unit: String, _ help: String) -> Gauge {
+            registry.makeGauge(descriptor: .init(namespace: "lamina", metricName: name, unitName: unit, helpText: help))
+        }
+        func counter(_ name: String, _ help: String) -> Counter {
+            registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: name, unitName: "total", helpText: help))
+        }
+        readersInUse = gauge("postgres_pool_in_use", "connections", "PostgreSQL read connections checked out now")
+        readerPoolSize = gauge("postgres_pool_size", "connections", "PostgreSQL read connections at most")
+        slowestStatement = gauge("postgres_statement_slowest", "microseconds", "The slowest PostgreSQL statement since the previous scrape")
+        databaseReady = gauge("postgres_listening", "connected", "1 while the connection listening for other nodes' commits is up")
+        counters = [
+            counter("postgres_statements", "PostgreSQL statements run (every connection)"),
+            counter("postgres_statement_microseconds", "Time spent in PostgreSQL statements, in microseconds (divide by postgres_statements_total for the mean latency)"),
+            counter("postgres_pool_waits", "Reads that waited for a free PostgreSQL read connection"),
+            counter("postgres_pool_wait_microseconds", "Time reads waited for a PostgreSQL read connection, in microseconds"),
+            counter("postgres_feed_notifications_sent", "lamina_feed notifications sent (feed heads of committed groups)"),
+            counter("postgres_feed_notifications_received", "lamina_feed notifications received from other nodes"),
+            counter("postgres_ephemeral_notifications_sent", "Ephemeral (typing) notifications sent to other nodes"),
+            counter("postgres_ephemeral_notifications_received", "Ephemeral (typing) notifications received from other nodes"),
+            counter("postgres_listener_connects", "Times the listening connection was (re)established (each followed by a catch-up read of every live session)"),
+        ]
+    }
+
+    private static func values(_ s: PostgresStatistics) -> [Int] {
+        [s.statements, s.statementMicroseconds, s.poolWaits, s.poolWaitMicroseconds, s.feedNotificationsSent,
+         s.feedNotificationsReceived, s.ephemeralNotificationsSent, s.ephemeralNotificationsReceived, s.listenerConnects]
+    }
+
+    func sample(_ statistics: PostgresStatistics, listening: Bool = true) {
+        let now = Self.values(statistics)
+        last.withLockedValue { last in
+            for i in now.indices where now[i] > last[i] {
+                counters[i].increment(by: Int64(now[i] - last[i]))
+                last[i] = now[i]
+            }
+        }
+        readersInUse.set(Int64(statistics.readersInUse))
+        readerPoolSize.set(Int64(statistics.readerPoolSize))
+        slowestStatement.set(Int64(statistics.slowestStatementMicroseconds))
+        databaseReady.set(Int64(listening ? 1 : 0))
     }
 }

@@ -51,6 +51,10 @@ public final class NodeStore: Sendable {
         case postgres(PostgresConnector, PostgresReaderPool)
     }
 
+    /// PostgreSQL: the connection that listens for the other nodes' commits (started by
+    /// `listen`, when a node serves from this store).
+    let listener: PostgresListener?
+
     /// The SQLite pool (SQLite stores only: for tests of SQLite's own settings).
     var pool: DatabasePool {
         guard case .sqlite(let pool) = backend else { preconditionFailure("not a SQLite store") }
@@ -68,10 +72,12 @@ public final class NodeStore: Sendable {
     public init(location: StoreLocation, configuration: StorageConfiguration = StorageConfiguration()) throws(StorageError) {
         try configuration.validate()
         let writerConnection: any WriterConnection
+        var announcer: FeedAnnouncer?
         switch location {
         case .sqlite(let path):
             let pool = try Self.openSQLite(path: path, configuration: configuration)
             backend = .sqlite(pool)
+            listener = nil
             writerConnection = SQLiteWriterConnection(pool: pool)
             self.path = path
         case .postgres(let place):
@@ -90,13 +96,49 @@ public final class NodeStore: Sendable {
             }
             backend = .postgres(connector, PostgresReaderPool(connector: connector, size: configuration.readerCount))
             writerConnection = PostgresWriterConnection(connector: connector, session: session)
+            // Other nodes may share the database: each store announces its commits under a
+            // tag of its own, which its listener recognises and skips.
+            let origin = String(UInt64.random(in: 1...UInt64.max), radix: 36)
+            announcer = FeedAnnouncer(origin: origin, counters: connector.counters)
+            listener = PostgresListener(connector: connector, origin: origin)
             self.path = place.description
         }
         self.location = location
         self.configuration = configuration
         self.writer = StorageWriter(
             connection: writerConnection, capacity: configuration.writeQueueCapacity, maxBatchSize: configuration.maxBatchSize,
-            groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds), groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize))
+            groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds), groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize),
+            announcer: announcer)
+    }
+
+    /// Whether other nodes may write to this store too (PostgreSQL): the writer then keeps
+    /// no state between commands that another node could change (see `WriterCache`).
+    public var isShared: Bool { listener != nil }
+
+    /// PostgreSQL: starts listening for the other nodes' commits and ephemeral events (once).
+    func listen(_ handlers: NotificationHandlers) {
+        listener?.start(handlers)
+    }
+
+    /// PostgreSQL: relays an ephemeral event to the other nodes on this database.
+    func sendEphemeral(_ body: String) {
+        listener?.sendEphemeral(body)
+    }
+
+    /// PostgreSQL: why the database is not ready for traffic (the listening connection is
+    /// down, with the last error); nil when it is, or on SQLite.
+    public var databaseUnavailableReason: String? { listener?.unavailableReason }
+
+    /// PostgreSQL: counters of statements, the read pool and notifications; nil on SQLite.
+    public var postgresStatistics: PostgresStatistics? {
+        guard case .postgres(let connector, _) = backend else { return nil }
+        return connector.counters.snapshot()
+    }
+
+    /// Like `postgresStatistics`, starting the next "slowest statement" window (`/metrics`).
+    func samplePostgresStatistics() -> PostgresStatistics? {
+        guard case .postgres(let connector, _) = backend else { return nil }
+        return connector.counters.snapshot(resettingSlowest: true)
     }
 
     private static func openSQLite(path: String, configuration: StorageConfiguration) throws(StorageError) -> DatabasePool {
@@ -152,7 +194,8 @@ public final class NodeStore: Sendable {
         // A store dropped without `close()` still commits what was queued and stops its thread.
         writer.shutdown()
         if case .postgres(let connector, let readers) = backend {
-            readers.close()
+            listener?.stop()
+            readers.close(waiting: false)  // a deinit may run on an event loop
             connector.shutdown()
         }
     }
@@ -266,6 +309,8 @@ public final class NodeStore: Sendable {
                 throw StorageError.wrapping(error)
             }
         case .postgres(let connector, let readers):
+            listener?.stop()
+            listener?.waitUntilStopped()
             readers.close()
             connector.shutdown()
         }

@@ -72,6 +72,8 @@ final class PostgresConnector: Sendable {
     private let ids = ManagedAtomicCounter()
     /// Whether the server is known to be unreachable (so each outage is logged once).
     private let outage = LockedFlag()
+    /// Statements, pool use and notifications of every connection of this store.
+    let counters = PostgresCounters()
 
     init(location: PostgresLocation, syncsCommits: Bool, reconnectWindow: Duration = .seconds(30)) {
         self.location = location
@@ -97,7 +99,7 @@ final class PostgresConnector: Sendable {
             }
             throw mapped
         }
-        let session = PostgresSession(connection, logger: logger)
+        let session = PostgresSession(connection, logger: logger, counters: counters)
         let wanted = syncsCommits ? "on" : "off"
         do throws(StorageError) {
             try session.run("SET synchronous_commit = \(wanted)")
@@ -164,26 +166,50 @@ final class PostgresReaderPool: @unchecked Sendable {
     init(connector: PostgresConnector, size: Int) {
         self.connector = connector
         self.size = size
+        connector.counters.update { $0.readerPoolSize = size }
     }
 
     func read<T>(_ body: (PostgresSession) throws -> T) throws -> T {
-        let session = try checkOut()
-        var result: Result<T, any Error>
-        do {
-            try session.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            result = .success(try body(session))
-            try session.run("COMMIT")
-        } catch {
-            result = .failure(error)
-            if !session.isBroken { _ = try? session.run("ROLLBACK") }
+        var retried = false
+        while true {
+            let (session, reused) = try checkOut()
+            connector.counters.update { $0.readersInUse += 1 }
+            var result: Result<T, any Error>
+            var began = false
+            do {
+                try session.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                began = true
+                result = .success(try body(session))
+                try session.run("COMMIT")
+            } catch {
+                result = .failure(error)
+                if !session.isBroken { _ = try? session.run("ROLLBACK") }
+            }
+            connector.counters.update { $0.readersInUse -= 1 }
+            checkIn(session)
+            // An idle connection the server closed meanwhile (a restart, another node's
+            // administrator): its BEGIN fails; the read runs once more on a new connection.
+            if case .failure = result, reused, !began, !retried, session.isBroken {
+                retried = true
+                continue
+            }
+            return try result.get()
         }
-        checkIn(session)
-        return try result.get()
     }
 
-    private func checkOut() throws(StorageError) -> PostgresSession {
+    /// A connection for one read, and whether it was used before (idle in the pool).
+    private func checkOut() throws(StorageError) -> (PostgresSession, reused: Bool) {
         condition.lock()
-        while idle.isEmpty, open >= size, !closed { condition.wait() }
+        if idle.isEmpty, open >= size, !closed {
+            // Every read connection is busy: count the wait and how long it lasts.
+            let started = ContinuousClock.now
+            while idle.isEmpty, open >= size, !closed { condition.wait() }
+            let waited = ContinuousClock.now - started
+            connector.counters.update {
+                $0.poolWaits += 1
+                $0.poolWaitMicroseconds += Int(waited.components.seconds) * 1_000_000 + Int(waited.components.attoseconds / 1_000_000_000_000)
+            }
+        }
         if closed {
             condition.unlock()
             throw StorageError(.closed, "the store is closed")
@@ -196,12 +222,12 @@ final class PostgresReaderPool: @unchecked Sendable {
                 continue
             }
             condition.unlock()
-            return session
+            return (session, true)
         }
         open += 1
         condition.unlock()
         do throws(StorageError) {
-            return try connector.connectWithBackoff()
+            return (try connector.connectWithBackoff(), false)
         } catch {
             condition.lock()
             open -= 1
@@ -226,7 +252,9 @@ final class PostgresReaderPool: @unchecked Sendable {
         condition.unlock()
     }
 
-    func close() {
+    /// Closes the idle connections; `waiting: false` does not wait for them to close (from a
+    /// deinit, which may run on an event loop, where waiting is refused).
+    func close(waiting: Bool = true) {
         condition.lock()
         closed = true
         let sessions = idle
@@ -234,7 +262,9 @@ final class PostgresReaderPool: @unchecked Sendable {
         open -= sessions.count
         condition.broadcast()
         condition.unlock()
-        for session in sessions { connector.close(session) }
+        for session in sessions {
+            if waiting { connector.close(session) } else { session.connection.close().whenComplete { _ in } }
+        }
     }
 }
 
@@ -257,7 +287,15 @@ final class PostgresWriterConnection: WriterConnection, @unchecked Sendable {
             session = try connector.connectWithBackoff()
             fresh = true
         }
-        return try body(session!, fresh)
+        do {
+            return try body(session!, fresh)
+        } catch let stale as StaleConnection where !fresh && stale.error.code == .databaseUnavailable {
+            // Closed by the server while idle (BEGIN failed, nothing applied): once more on a new connection.
+            if let broken = session { connector.close(broken) }
+            session = nil
+            session = try connector.connectWithBackoff()
+            return try body(session!, true)
+        }
     }
 
     func finish(_ body: (any SQLSession) -> Void) {
@@ -289,5 +327,19 @@ final class LockedFlag: @unchecked Sendable {
         let old = value
         value = new
         return old
+    }
+}
+
+/// Operations on a whole PostgreSQL database, for tools (benchmarks) rather than nodes.
+public enum PostgresMaintenance {
+    /// Drops everything in the database's `public` schema (every Lamina table): a benchmark
+    /// starts each round on an empty store. Never call it on a database a node is using.
+    public static func emptyDatabase(_ url: String) throws(StorageError) {
+        let connector = PostgresConnector(location: try PostgresLocation(url: url), syncsCommits: true)
+        defer { connector.shutdown() }
+        let session = try connector.connect()
+        defer { connector.close(session) }
+        try session.run("DROP SCHEMA public CASCADE")
+        try session.run("CREATE SCHEMA public")
     }
 }

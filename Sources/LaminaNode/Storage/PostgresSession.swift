@@ -20,9 +20,13 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// Whether the connection failed or was closed (by the server, say): the session must be replaced.
     var isBroken: Bool { failed || connection.isClosed }
 
-    init(_ connection: PostgresConnection, logger: Logger) {
+    /// The store's counters (statements and their time), when kept.
+    private let counters: PostgresCounters?
+
+    init(_ connection: PostgresConnection, logger: Logger, counters: PostgresCounters? = nil) {
         self.connection = connection
         self.logger = logger
+        self.counters = counters
     }
 
     var dialect: SQLDialect { .postgres }
@@ -33,6 +37,8 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     @discardableResult
     func query(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
         let query = PostgresQuery(unsafeSQL: translate(sql), binds: Self.bindings(values))
+        let started = ContinuousClock.now
+        defer { counters?.statement(took: ContinuousClock.now - started) }
         do {
             let result = try connection.query(query, logger: logger).wait()
             if result.metadata.command != "SELECT" { changesCount = result.metadata.rows ?? 0 }
@@ -312,6 +318,10 @@ enum PostgresErrors {
                 }
                 let kind = state == "23505" ? "UNIQUE" : state == "23503" ? "FOREIGN KEY" : state == "23502" ? "NOT NULL" : "CHECK"
                 return StorageError(.constraintViolation, "\(kind) constraint failed: \(columns.joined(separator: ", ")) (\(message))", file: file, line: line)
+            }
+            if state == "40P01" || state == "40001" {
+                // Another node's transaction locked the same feed heads in the other order.
+                return StorageError(.writeConflict, "PostgreSQL undid a write that collided with another node's (\(state)): \(message)", file: file, line: line)
             }
             if state == "28P01" || state == "28000" {
                 return StorageError(.authenticationFailed, "PostgreSQL refused the credentials: \(message)", file: file, line: line)

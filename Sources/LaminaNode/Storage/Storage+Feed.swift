@@ -46,7 +46,15 @@ extension StorageTransaction {
         var seqs: [UserID: UInt64] = [:]
         for user in Set(users).sorted() {
             let seq: Int64
-            if let head = cache.feedHead(user) {
+            if cache.sharedWriters {
+                // Other nodes append too: the seq comes from the user's `feed_heads` row,
+                // locked until COMMIT, so seqs are unique and in commit order per user.
+                guard let allocated = try db.int64(FeedHead.allocateSQL, [user.rawValue]) else {
+                    throw StorageError(.database, "allocating the next feed seq of \(user) returned nothing")
+                }
+                seq = allocated
+                cache.announce(feedHead: seq, of: user)
+            } else if let head = cache.feedHead(user) {
                 seq = head + 1
             } else {
                 statements.feedHead.bind(1, user.rawValue)
@@ -128,8 +136,19 @@ extension StorageTransaction {
 }
 
 /// Where a feed's head comes from: its greatest stored seq, or, once pruning deleted the
-/// entries up to it, the floor `pruneFeed` left in `feed_heads`. Appending writes no head.
+/// entries up to it, the floor `pruneFeed` left in `feed_heads`. Appending writes no head
+/// with one writer; with several (PostgreSQL) it allocates the seq in `feed_heads`.
 enum FeedHead {
+    /// Several writers: the user's next seq, allocated under the row lock of the user's
+    /// `feed_heads` row (held to COMMIT; a second writer waits, then sees the new head).
+    /// The row's head is raised to at least the greatest stored seq first (a feed appended
+    /// to by one writer, before, kept no head there). One argument, the user id.
+    static let allocateSQL = """
+        INSERT INTO feed_heads (user_id, last_seq) VALUES (?1, (SELECT coalesce(max(seq), 0) FROM feed_entries WHERE user_id = ?1) + 1)
+        ON CONFLICT (user_id) DO UPDATE SET last_seq = GREATEST(feed_heads.last_seq, (SELECT coalesce(max(seq), 0) FROM feed_entries WHERE user_id = ?1)) + 1
+        RETURNING last_seq
+        """
+
     /// One argument, the user id.
     static let sql = """
         SELECT coalesce(max(head), 0) FROM (

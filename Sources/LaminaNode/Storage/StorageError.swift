@@ -52,6 +52,9 @@ public struct StorageError: LaminaError {
         public static let databaseUnavailable = Code(rawValue: "database-unavailable")
         /// The database server refused the node's credentials.
         public static let authenticationFailed = Code(rawValue: "authentication-failed")
+        /// The write collided with another node's on the same database (PostgreSQL found a
+        /// deadlock or a serialization failure and undid this command); retrying succeeds.
+        public static let writeConflict = Code(rawValue: "write-conflict")
         /// The database's schema was made by a newer node than this one.
         public static let schemaTooNew = Code(rawValue: "schema-too-new")
     }

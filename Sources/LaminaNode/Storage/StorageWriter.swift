@@ -79,7 +79,10 @@ final class StorageWriter: @unchecked Sendable {
     private var thread: Thread?
     private let completions = CompletionQueue()
     /// Writer thread only.
-    private let cache = WriterCache()
+    private let cache: WriterCache
+    /// Several writers (PostgreSQL): sends the feed heads a group advanced to the other
+    /// nodes, inside the group's transaction (delivered at COMMIT). Writer thread only.
+    private let announcer: FeedAnnouncer?
     private let logger = Logger(label: "lamina.storage")
 
     private let groupDelay: Duration
@@ -89,8 +92,13 @@ final class StorageWriter: @unchecked Sendable {
     /// When the last group began to commit (writer thread).
     private var lastCommitStart = Date.distantPast
 
-    init(connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero, groupTarget: Int = 1) {
+    init(
+        connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero, groupTarget: Int = 1,
+        announcer: FeedAnnouncer? = nil
+    ) {
         self.connection = connection
+        self.announcer = announcer
+        self.cache = WriterCache(sharedWriters: announcer != nil)
         self.capacity = capacity
         self.maxBatchSize = maxBatchSize
         self.groupDelay = groupDelay
@@ -203,8 +211,10 @@ final class StorageWriter: @unchecked Sendable {
                     cache.dropStatements()
                     cache.clear()
                 }
+                // A connection the server closed while idle fails here, before anything is
+                // applied: the connection may then run the group again on a new one.
+                do throws(StorageError) { try db.begin() } catch { throw StaleConnection(error: error) }
                 do {
-                    try db.begin()
                     let statements = try cache.statements(db)
                     for (i, command) in batch.enumerated() {
                         do {
@@ -222,14 +232,21 @@ final class StorageWriter: @unchecked Sendable {
                             }
                         }
                     }
+                    if let announcer {
+                        let heads = cache.takeAnnouncedHeads()
+                        if !heads.isEmpty { try announcer.announce(heads, on: db) }
+                    }
                     try db.commit()
+                    cache.endTransaction()
                 } catch {
                     db.rollback()
                     throw error
                 }
             }
         } catch {
+            let error = (error as? StaleConnection)?.error ?? error
             cache.clear()  // the group was rolled back
+            _ = cache.takeAnnouncedHeads()
             let reported = Self.databaseError(error, inCommand: false)
             commitError = StorageError.wrapping(reported.map { $0 as any Error } ?? error, as: .commitFailed)
             commitError?.code = reported.map { $0.code == .databaseUnavailable || $0.code == .authenticationFailed ? $0.code : .commitFailed } ?? .commitFailed
@@ -298,6 +315,11 @@ final class StorageWriter: @unchecked Sendable {
             return nil
         }
     }
+}
+
+/// BEGIN failed (nothing of the group applied): the connection may have been closed while idle.
+struct StaleConnection: Error {
+    var error: StorageError
 }
 
 /// The thread that completes committed commands, in the order their groups committed.

@@ -19,6 +19,24 @@ final class WriterCache: @unchecked Sendable {
     private var counters: [NodeID: UInt64] = [:]
     private var prepared: HotStatements?
     private var commandEndHooks: [(Bool) -> Void] = []
+    /// Several writers: the conversations whose rows this transaction has locked (their
+    /// headers can then be kept until the transaction ends: no other writer changes them).
+    private var locked: Set<ConversationID> = []
+    /// Feed heads the running command advanced (several writers only: announced at COMMIT).
+    private var commandHeads: [UserID: Int64] = [:]
+    /// Feed heads the group's released commands advanced.
+    private var groupHeads: [UserID: Int64] = [:]
+
+    /// Whether other writers share the database (PostgreSQL: other nodes may commit to it at
+    /// any time). Then only what no other writer can change is kept between commands (the
+    /// prepared statements, "holds messages", which only ever becomes true); headers, feed
+    /// heads and replication counters are read inside each command, and feed heads are
+    /// allocated under the row lock of `feed_heads` (see `Storage+Feed.swift`).
+    let sharedWriters: Bool
+
+    init(sharedWriters: Bool = false) {
+        self.sharedWriters = sharedWriters
+    }
 
     /// The hot-path statements on the writer's connection `db`, prepared on first use.
     func statements(_ db: any SQLSession) throws(StorageError) -> HotStatements {
@@ -34,13 +52,28 @@ final class WriterCache: @unchecked Sendable {
     func header(_ id: ConversationID) -> ConversationHeader? { headers[id] }
 
     func remember(_ header: ConversationHeader) {
+        if sharedWriters, !locked.contains(header.id) { return }
         if headers.count >= Self.maxEntries { headers.removeAll(keepingCapacity: true) }
         headers[header.id] = header
+    }
+
+    /// Several writers: whether this transaction holds the conversation's row lock.
+    func holdsLock(on id: ConversationID) -> Bool { locked.contains(id) }
+
+    func didLock(_ id: ConversationID) { locked.insert(id) }
+
+    /// The writer, after a COMMIT: the row locks are gone, and with several writers so is
+    /// what they protected.
+    func endTransaction() {
+        guard sharedWriters else { return }
+        locked.removeAll(keepingCapacity: true)
+        headers.removeAll(keepingCapacity: true)
     }
 
     func feedHead(_ user: UserID) -> Int64? { feedHeads[user] }
 
     func remember(feedHead: Int64, of user: UserID) {
+        if sharedWriters { return }
         if feedHeads.count >= Self.maxEntries, feedHeads[user] == nil { feedHeads.removeAll(keepingCapacity: true) }
         feedHeads[user] = feedHead
     }
@@ -57,6 +90,7 @@ final class WriterCache: @unchecked Sendable {
     func counter(of origin: NodeID) -> UInt64? { counters[origin] }
 
     func remember(counter: UInt64, of origin: NodeID) {
+        if sharedWriters { return }
         if counters.count >= Self.maxEntries, counters[origin] == nil { counters.removeAll(keepingCapacity: true) }
         counters[origin] = counter
     }
@@ -68,16 +102,38 @@ final class WriterCache: @unchecked Sendable {
     /// false when its writes were rolled back (the group may still commit the others').
     func afterCommand(_ body: @escaping (Bool) -> Void) { commandEndHooks.append(body) }
 
+    /// A command appended to `user`'s feed up to `head` (several writers only): announced
+    /// to the other nodes when the group commits, unless the command is rolled back.
+    func announce(feedHead head: Int64, of user: UserID) {
+        commandHeads[user] = max(commandHeads[user] ?? 0, head)
+    }
+
+    /// The feed heads the group's released commands advanced, forgotten here: the writer
+    /// sends them in the group's transaction just before COMMIT.
+    func takeAnnouncedHeads() -> [UserID: Int64] {
+        defer { groupHeads.removeAll(keepingCapacity: true) }
+        return groupHeads
+    }
+
     /// The writer, after each command of a group: runs (and forgets) the command's hooks.
     func endCommand(succeeded: Bool) {
+        if !commandHeads.isEmpty {
+            if succeeded { groupHeads.merge(commandHeads) { max($0, $1) } }
+            commandHeads.removeAll(keepingCapacity: true)
+        }
         guard !commandEndHooks.isEmpty else { return }
         let hooks = commandEndHooks
         commandEndHooks.removeAll(keepingCapacity: true)
         for hook in hooks { hook(succeeded) }
     }
 
-    /// After a rollback: forgets everything but the prepared statements.
+    /// After a rollback: forgets everything but the prepared statements (and the heads the
+    /// group's released commands announce: a failing command does not undo those).
     func clear() {
+        commandHeads.removeAll(keepingCapacity: true)
+        // A rolled-back savepoint released the locks it took: forget them all (safe: the
+        // next header read locks again, which is a no-op for a lock still held).
+        locked.removeAll(keepingCapacity: true)
         headers.removeAll(keepingCapacity: true)
         feedHeads.removeAll(keepingCapacity: true)
         withMessages.removeAll(keepingCapacity: true)

@@ -27,6 +27,7 @@ struct ClosedCommand: AsyncParsableCommand {
     func validate() throws {
         guard senders >= 1, window >= 1, seconds > 0, rounds >= 1, messages >= 0 else { throw ValidationError("bad arguments") }
         guard load.size >= 20 else { throw ValidationError("--size must be at least 20") }
+        try load.validateStore()
     }
 
     func run() async throws {
@@ -44,12 +45,12 @@ struct ClosedCommand: AsyncParsableCommand {
     }
 
     private func laminaRound(binary: String) async throws -> RunSummary {
-        let node = try await NodeProcess.start(binary: binary, label: "closed")
-        defer { node.stop() }
+        let roundNodes = try await RoundNodes.start(binary: binary, load: load, label: "closed")
+        defer { roundNodes.stop() }
         let ackLatency = LoadLatencies(), acked = LoadCounter(), errors = LoadCounter(), started = LoadCounter()
         var all: [MessageSender] = []
         for i in 0..<senders {
-            let peer = try await LoadPeer.connect(node, user: try UserID("s\(i)"), sync: load.senderSync)
+            let peer = try await LoadPeer.connect(roundNodes.all[i % roundNodes.all.count], user: try UserID("s\(i)"), sync: load.senderSync)
             let conversation = try await peer.createConversation(with: [try UserID("r\(i)")])
             all.append(MessageSender(peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked, errors: errors, retry: true))
         }
@@ -57,7 +58,8 @@ struct ClosedCommand: AsyncParsableCommand {
         try await Task.sleep(for: .milliseconds(500))
 
         let limit = messages > 0 ? messages : Int.max
-        let cpu0 = node.cpuSeconds()
+        let nodes = roundNodes.measuring()
+        let cpu0 = nodes.cpuSeconds()
         let loaderCPU0 = BenchSupport.cpuSeconds(getpid())
         let t0 = monotonicNanos()
         let stopAt = t0 + UInt64(seconds * 1e9)
@@ -85,7 +87,8 @@ struct ClosedCommand: AsyncParsableCommand {
             for try await f in group { failure = failure ?? f }
             return failure
         }
-        let cpu1 = node.cpuSeconds()
+        let cpu1 = nodes.cpuSeconds()
+        let database = nodes.fields(per: acked.current, unit: "message")
         let loaderCPU = BenchSupport.cpuSeconds(getpid()) - loaderCPU0
         let t1 = monotonicNanos()
         dog.cancel()
@@ -99,6 +102,7 @@ struct ClosedCommand: AsyncParsableCommand {
         line += String(format: " messages_per_s=%.0f", Double(a) / elapsed)
         line += " ack_latency_ms \(ackLatency.snapshot().fields)"
         line += String(format: " broker_cpu_s=%.3f cpu_us_per_message=%.1f", cpu, cpu / Double(max(a, 1)) * 1e6)
+        line += database + " store=\(load.store == nil ? "sqlite" : "postgres")"
         // The load generator shares the machine: its own cost bounds what the node can be shown to do.
         line += String(format: " loader_cpu_us_per_message=%.1f window_s=%.2f loadavg=%@", loaderCPU / Double(max(a, 1)) * 1e6, elapsed, BenchSupport.loadAverage())
         for p in peers { await p.close() }

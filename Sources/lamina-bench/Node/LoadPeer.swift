@@ -21,6 +21,19 @@ struct WriteLoadOptions: ParsableArguments {
 
     @Option(help: "Seconds to wait for the last deliveries/ACKs after the load ends before giving up on them.")
     var drainTimeout: Double = 30
+
+    @Option(help: "rate and closed: the nodes' store, postgres://user@host:port/database (EMPTIED before each round); default: SQLite in each node's data directory.")
+    var store: String?
+
+    @ArgumentParser.Flag(help: "With --store: a second lamina-node on the same database (rate: senders on the first, receivers on the second; closed: senders alternate between them).")
+    var secondNode = false
+
+    @Option(help: "The PostgreSQL server's (postmaster's) pid: its CPU and its backends' is reported per message (db_cpu_us_per_…).")
+    var databasePid: Int32?
+
+    func validateStore() throws {
+        if secondNode, !(store?.hasPrefix("postgres") ?? false) { throw ValidationError("--second-node needs --store postgres://…") }
+    }
 }
 
 /// One user on its own TLS + HTTP/2 connection and sync stream (a `BenchSyncClient`), with

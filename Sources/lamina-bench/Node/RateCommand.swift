@@ -46,6 +46,7 @@ struct RateCommand: AsyncParsableCommand {
     func validate() throws {
         guard pairs >= 1, fanout >= 1, rate > 0, seconds > 0, rounds >= 1 else { throw ValidationError("pairs, fanout, rate, seconds, rounds must be positive") }
         guard load.size >= 20 else { throw ValidationError("--size must be at least 20 (the send time)") }
+        try load.validateStore()
     }
 
     func run() async throws {
@@ -78,8 +79,9 @@ struct RateCommand: AsyncParsableCommand {
     static func laminaRound(
         binary: String, load: WriteLoadOptions, pairs: Int, fanout: Int, rate: Double, seconds: Double, receipts: Bool
     ) async throws -> RunSummary {
-        let node = try await NodeProcess.start(binary: binary, label: "rate")
-        defer { node.stop() }
+        let roundNodes = try await RoundNodes.start(binary: binary, load: load, label: "rate")
+        defer { roundNodes.stop() }
+        let node = roundNodes.first
         let total = Int(rate * seconds)
         let delivery = LoadLatencies(capacity: total * fanout)
         let ackLatency = LoadLatencies(capacity: total)
@@ -91,7 +93,7 @@ struct RateCommand: AsyncParsableCommand {
         for i in 0..<pairs {
             for k in 0..<fanout {
                 let box = PeerBox()
-                let peer = try await LoadPeer.connect(node, user: try UserID("r\(i)-\(k)"), sync: true) { messages, _ in
+                let peer = try await LoadPeer.connect(roundNodes.receiving, user: try UserID("r\(i)-\(k)"), sync: true) { messages, _ in
                     guard !messages.isEmpty else { return }
                     let now = monotonicNanos()
                     if receipts, let peer = box.peer {
@@ -119,13 +121,15 @@ struct RateCommand: AsyncParsableCommand {
         try await Task.sleep(for: .seconds(1))  // conversation-created changes arrive; as mqload's sleep(1)
 
         let loadBefore = BenchSupport.loadAverage()
-        let cpu0 = node.cpuSeconds()
+        let nodes = roundNodes.measuring()
+        let cpu0 = nodes.cpuSeconds()
         let (t0, t1) = await sendOnSchedule(senders, total: total, rate: rate)
         let failure = await waitUntil(deadline: t1 + UInt64(load.drainTimeout * 1e9), peers: peers) {
             delivered.current >= total * fanout && acked.current + errors.current >= total
                 && (!receipts || receiptsAcked.current + receiptErrors.current >= receiptsSent.current)
         }
-        let cpu1 = node.cpuSeconds()
+        let cpu1 = nodes.cpuSeconds()
+        let database = nodes.fields(per: delivered.current, unit: "delivered")
         let t2 = monotonicNanos()
         if let failure { throw BenchFailure("rate: a stream failed: \(failure)") }
         let cpu = cpu1 - cpu0
@@ -138,6 +142,7 @@ struct RateCommand: AsyncParsableCommand {
         line += " latency_ms \(delivery.snapshot().fields) ack_latency_ms \(ackLatency.snapshot().shortFields)"
         line += String(format: " broker_cpu_s=%.3f cpu_us_per_delivered=%.1f cpu_us_per_published=%.1f window_s=%.2f",
                        cpu, cpu / Double(max(d, 1)) * 1e6, cpu / Double(total) * 1e6, Double(t2 - t0) / 1e9)
+        line += database + " store=\(load.store == nil ? "sqlite" : "postgres")"
         line += " loadavg_before=\(loadBefore) after=\(BenchSupport.loadAverage())"
         for p in peers { await p.close() }
         return RunSummary.parse(side: "lamina", line: line)

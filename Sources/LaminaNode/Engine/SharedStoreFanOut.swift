@@ -1,0 +1,59 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+
+/// Fan-out across nodes that share one PostgreSQL database (POSTGRES.md, "Several nodes").
+/// Another node's commit arrives as (user, feed head) pairs; each live session of those
+/// users here reads its feed from what it sent, as it does for a gap in local commits. When
+/// the listening connection is (re)established every live session does that read, so a
+/// notification missed while it was down loses nothing. Typing crosses nodes as an
+/// ephemeral notification, relayed here to the local sessions only.
+extension NodeEngine {
+    /// Starts listening when the store is shared (PostgreSQL); nothing on SQLite.
+    func startSharedStoreFanOut() {
+        guard store.isShared else { return }
+        store.listen(NotificationHandlers(
+            feeds: { [weak self] heads in self?.wakeSessions(heads) },
+            ephemeral: { [weak self] body in self?.relayRemoteEphemeral(body) },
+            connected: { [weak self] in self?.catchUpAllSessions() }))
+    }
+
+    /// Another node committed feed entries up to these heads.
+    func wakeSessions(_ heads: [(UserID, UInt64)]) {
+        for (user, head) in heads {
+            for session in registry.sessions(of: user) { session.wake(through: head) }
+        }
+    }
+
+    /// Every live session reads its feed from what it sent.
+    func catchUpAllSessions() {
+        for session in registry.all() { session.wake(through: nil) }
+    }
+
+    /// Sends a typing change to the other nodes, for their sessions of `users`.
+    func relayToOtherNodes(_ typing: TypingChanged, to users: Set<UserID>) {
+        guard store.isShared, !users.isEmpty else { return }
+        let head = "typing\n\(typing.conversationID.uuid.uuidString)\n\(typing.state.rawValue)\n\(typing.user.rawValue)"
+        var body = head
+        // Split by recipients so each notification stays under PostgreSQL's payload limit.
+        for user in users.sorted() {
+            let line = "\n\(user.rawValue)"
+            if body.utf8.count + line.utf8.count > NotificationChannel.maxPayloadBytes - 32 {
+                store.sendEphemeral(body)
+                body = head
+            }
+            body += line
+        }
+        if body.utf8.count > head.utf8.count { store.sendEphemeral(body) }
+    }
+
+    /// An ephemeral event from another node: relayed to this node's sessions only.
+    func relayRemoteEphemeral(_ body: String) {
+        let lines = body.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count >= 5, lines[0] == "typing", let uuid = UUID(uuidString: String(lines[1])),
+              let raw = UInt8(lines[2]), let state = TypingState(rawValue: raw), let user = try? UserID(String(lines[3])) else { return }
+        let recipients = Set(lines.dropFirst(4).compactMap { try? UserID(String($0)) })
+        let change = Change(seq: 0, event: .typing(TypingChanged(conversationID: ConversationID(uuid: uuid), user: user, state: state)))
+        relayLocally(change, to: recipients, except: nil)
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+/// Counters of one PostgreSQL store's connections, for `/metrics`: statements and their
+/// time, the read pool's use and waits, notifications sent and received. Thread-safe.
+public struct PostgresStatistics: Sendable {
+    /// Statements run (every connection) and their total time, in microseconds.
+    public var statements = 0
+    public var statementMicroseconds = 0
+    /// The slowest statement since the last `/metrics` sample, in microseconds.
+    public var slowestStatementMicroseconds = 0
+    /// Read connections checked out now, and the pool's size.
+    public var readersInUse = 0
+    public var readerPoolSize = 0
+    /// Reads that waited for a free read connection, and their total wait, in microseconds.
+    public var poolWaits = 0
+    public var poolWaitMicroseconds = 0
+    /// `lamina_feed` notifications sent (one per payload; a group sends one or a few) and
+    /// received from other nodes; ephemeral notifications sent and received.
+    public var feedNotificationsSent = 0
+    public var feedNotificationsReceived = 0
+    public var ephemeralNotificationsSent = 0
+    public var ephemeralNotificationsReceived = 0
+    /// Times the listening connection was (re)established.
+    public var listenerConnects = 0
+}
+
+/// The shared, locked `PostgresStatistics` of a store.
+final class PostgresCounters: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = PostgresStatistics()
+
+    func update(_ body: (inout PostgresStatistics) -> Void) {
+        lock.lock()
+        body(&value)
+        lock.unlock()
+    }
+
+    /// The statistics now; `resettingSlowest` starts the next "slowest statement" window.
+    func snapshot(resettingSlowest: Bool = false) -> PostgresStatistics {
+        lock.lock()
+        defer { lock.unlock() }
+        let now = value
+        if resettingSlowest { value.slowestStatementMicroseconds = 0 }
+        return now
+    }
+
+    func statement(took elapsed: Duration) {
+        let micros = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+        lock.lock()
+        value.statements += 1
+        value.statementMicroseconds += micros
+        if micros > value.slowestStatementMicroseconds { value.slowestStatementMicroseconds = micros }
+        lock.unlock()
+    }
+}

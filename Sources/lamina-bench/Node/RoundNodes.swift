@@ -1,0 +1,87 @@
+import Foundation
+import LaminaLocalNode
+import LaminaNode
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `lamina-node` processes of one write-path round: one node (SQLite in its data
+/// directory, or the PostgreSQL database of `--store`, emptied first), or with
+/// `--second-node` two nodes on that one database, the second trusting the first's dev
+/// identity (one token minter for both).
+struct RoundNodes {
+    let first: NodeProcess
+    let second: NodeProcess?
+    /// The PostgreSQL server's processes (`--database-pid` and its children) at the start.
+    private let databaseStart: [Int32: Double]?
+    private let databasePid: Int32?
+
+    /// Where receivers connect: the second node when there is one.
+    var receiving: NodeProcess { second ?? first }
+    var all: [NodeProcess] { [first] + (second.map { [$0] } ?? []) }
+
+    static func start(binary: String, load: WriteLoadOptions, label: String) async throws -> RoundNodes {
+        var extra: [String] = []
+        if let store = load.store {
+            try PostgresMaintenance.emptyDatabase(store)
+            extra = ["--store", store]
+        }
+        let first = try await NodeProcess.start(binary: binary, label: label, extraArguments: extra)
+        var second: NodeProcess?
+        if load.secondNode {
+            do {
+                let data = try BenchSupport.temporaryDirectory() + "/\(label)-b-\(UUID().uuidString.prefix(8))"
+                try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+                try FileManager.default.copyItem(
+                    atPath: URL(fileURLWithPath: first.dataDirectory).appendingPathComponent(NodeBootstrap.Files.devIdentity).path,
+                    toPath: URL(fileURLWithPath: data).appendingPathComponent(NodeBootstrap.Files.devIdentity).path)
+                second = try await NodeProcess.start(binary: binary, data: data, port: BenchSupport.freePort(), extraArguments: extra)
+            } catch {
+                first.stop()
+                throw error
+            }
+        }
+        return RoundNodes(first: first, second: second, databaseStart: nil, databasePid: load.databasePid)
+    }
+
+    /// The round's nodes with the database's CPU counted from now.
+    func measuring() -> RoundNodes {
+        RoundNodes(first: first, second: second, databaseStart: databasePid.map(Self.treeCPU), databasePid: databasePid)
+    }
+
+    /// utime + stime of every node so far, seconds.
+    func cpuSeconds() -> Double { all.map { $0.cpuSeconds() }.reduce(0, +) }
+
+    /// The database server's CPU since `measuring()` (nil without `--database-pid`): its
+    /// processes then and now (a backend that ended meanwhile is not counted).
+    func databaseCPUSeconds() -> Double? {
+        guard let databasePid, let databaseStart else { return nil }
+        return Self.treeCPU(databasePid).reduce(0) { $0 + $1.value - (databaseStart[$1.key] ?? 0) }
+    }
+
+    func stop() { for node in all { node.stop() } }
+
+    /// CPU seconds of `pid` and each of its children (PostgreSQL's backends are the postmaster's children).
+    static func treeCPU(_ pid: Int32) -> [Int32: Double] {
+        var out: [Int32: Double] = [pid: BenchSupport.cpuSeconds(pid)]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let child = Int32(entry), let text = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = text.lastIndex(of: ")") else { continue }
+            let fields = text[text.index(after: close)...].split(separator: " ")
+            // After the command: state, then the parent's pid.
+            guard fields.count > 1, Int32(fields[1]) == pid else { continue }
+            out[child] = BenchSupport.cpuSeconds(child)
+        }
+        return out
+    }
+
+    /// The fields the summary lines add: the node count and, with `--database-pid`, the database's CPU.
+    func fields(per count: Int, unit: String) -> String {
+        var line = " nodes=\(all.count)"
+        if let db = databaseCPUSeconds() {
+            line += String(format: " db_cpu_s=%.3f db_cpu_us_per_%@=%.1f", db, unit, db / Double(max(count, 1)) * 1e6)
+        }
+        return line
+    }
+}
