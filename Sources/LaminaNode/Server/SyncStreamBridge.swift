@@ -191,14 +191,16 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         updateInboundPause()
     }
 
-    /// Passes decoded frames to the session while the stream is within its inbound bounds
-    /// (``overInboundBounds()``); the rest of a chunk stays in the decoder until the stream
-    /// resumes, so a chunk of a thousand PINGs does not put a thousand frames in the session's
-    /// inbox at once.
+    /// Passes decoded frames to the session while at most ``SyncStreamLimits/maxUnansweredFrames``
+    /// wait for their answer and the outbound queue is within its bound; the rest of a chunk
+    /// stays in the decoder until the stream resumes, so a chunk of a thousand PINGs does not
+    /// put a thousand frames in the session's inbox at once. (The stream pauses at the lower
+    /// unauthenticated bound after the chunk: stopping there mid-chunk would take a round trip
+    /// per 8 frames.)
     private func decodeFrames() {
         // What stays in the decoder must not keep the chunk's plaintext buffer alive.
         defer { decoder.detach() }
-        while !inboundStopped, let endpoint, !overInboundBounds() {
+        while !inboundStopped, let endpoint, !overInboundBounds(unanswered: limits.maxUnansweredFrames) {
             let frame: Frame?
             do {
                 frame = try decoder.next()
@@ -222,17 +224,17 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     }
 
     /// Takes the answers sent since the last look; true while the stream must not take another
-    /// frame: as many frames wait for their answer as it may have, or (before authentication)
+    /// frame: `limit` frames wait for their answer, or (before authentication)
     /// more than ``SyncStreamLimits/unauthenticatedMaxOutboundBytes`` wait for the client to
     /// read them. Stops the inbound side once the outbound side closed.
-    private func overInboundBounds() -> Bool {
+    private func overInboundBounds(unanswered limit: Int) -> Bool {
         let (answered, queued, closed) = lock.withLock { () -> (Int, Int, Bool) in
             defer { answersSent = 0 }
             return (answersSent, queuedBytes, outboundClosed)
         }
         if closed { inboundStopped = true }
         inboundAwaitingAnswer = max(0, inboundAwaitingAnswer - answered)
-        return closed || inboundAwaitingAnswer >= unansweredLimit || queued > outboundLimit
+        return closed || inboundAwaitingAnswer >= limit || queued > outboundLimit
     }
 
     private var unansweredLimit: Int {
@@ -340,7 +342,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     /// the decoder still holds.
     private func updateInboundPause() {
         guard !inboundStopped else { return }
-        let over = overInboundBounds()
+        let over = overInboundBounds(unanswered: unansweredLimit)
         if !paused, over {
             paused = true
             metrics.inboundPauses.increment()
@@ -348,7 +350,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         } else if paused, !over, inboundAwaitingAnswer < unansweredLimit / 2,
                   lock.withLock({ queuedBytes }) <= outboundLimit / 2 {
             decodeFrames()
-            guard !inboundStopped, !overInboundBounds() else { return }
+            guard !inboundStopped, !overInboundBounds(unanswered: unansweredLimit) else { return }
             paused = false
             stream.resumeInbound()
         }
