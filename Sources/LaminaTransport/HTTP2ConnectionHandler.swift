@@ -86,6 +86,19 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// The most one stream of this connection ever held (a high-water mark of `inboundHeld`).
     private var inboundPeak = 0
 
+    /// Outbound body bytes this connection's streams have queued and nghttp2 has not yet
+    /// framed (waiting for the peer's windows or the socket), the most one stream queues, and
+    /// the most one stream ever queued. Event loop only.
+    var outboundHeld: (bytes: Int, largest: Int, peak: Int) {
+        streams.all.reduce(into: (0, 0, outboundPeak)) { held, stream in
+            held.0 += stream.outboundBufferedBytes
+            held.1 = max(held.1, stream.outboundBufferedBytes)
+        }
+    }
+
+    /// A high-water mark of one stream's `outboundBufferedBytes`.
+    private var outboundPeak = 0
+
     // MARK: channel events
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -282,6 +295,12 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             goAwayPromise.succeed()
         case NGHTTP2_PRIORITY.rawValue:
             return unproductiveFrame()
+        case NGHTTP2_WINDOW_UPDATE.rawValue:
+            // A reader's updates give back what it read (nghttp2 sends one per half window:
+            // 8 KiB and more); a stream of tiny increments only costs us CPU.
+            if frame.pointee.window_update.window_size_increment < Self.smallestProductiveWindowUpdate {
+                return unproductiveFrame()
+            }
         case NGHTTP2_SETTINGS.rawValue:
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { return unproductiveFrame() }
         case NGHTTP2_PING.rawValue:
@@ -318,6 +337,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         return 0
     }
 
+    /// WINDOW_UPDATE increments below this count as frames that make no progress.
+    static let smallestProductiveWindowUpdate: Int32 = 1_024
+
     /// Connections this handler ended for a frame flood (0 or 1; summed by the server).
     private(set) var floodTerminations = 0
 
@@ -328,11 +350,13 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             return 0
         }
         var chunk: ByteBuffer
-        if let base = inputBase, let input = inputBuffer, let start = bytes.baseAddress, start >= base,
+        if !stream.isPaused, let base = inputBase, let input = inputBuffer, let start = bytes.baseAddress, start >= base,
             start + bytes.count <= base + inputCount
         {
-            // Zero copy: a slice of the plaintext buffer being parsed.
+            // Zero copy: a slice of the plaintext buffer being parsed. A paused stream gets a
+            // copy: it keeps its chunks a while, and a slice keeps the whole buffer alive.
             chunk = input.getSlice(at: input.readerIndex + (start - base), length: bytes.count)!
+            stream.inboundHoldsSlices = true
         } else {
             chunk = context?.channel.allocator.buffer(capacity: bytes.count) ?? ByteBuffer()
             chunk.writeBytes(bytes)
@@ -476,6 +500,11 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
                 delegate.streamDidReceiveEnd(stream, trailers: trailers)
             }
         }
+        if stream.inbound.isEmpty {
+            stream.inboundHoldsSlices = false
+        } else if stream.isPaused && stream.inboundHoldsSlices {
+            compactInbound(stream)
+        }
         guard stream.sessionCloseCode != nil else { return }
         if !stream.closeCompleted {
             // The stream is over on the wire: settle what waits on it, even if nobody took
@@ -496,6 +525,30 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             stream._delegate = nil
             delegate?.streamDidClose(stream, error: stream.closeError)
         }
+    }
+
+    /// A paused stream keeps its queued chunks until the layer above resumes it: each chunk
+    /// that is a slice of a plaintext buffer would keep that whole buffer (other streams'
+    /// bytes included, tens of KiB) alive meanwhile, so they are copied, consecutive ones
+    /// into one buffer. At most the stream's window is copied, once per pause.
+    private func compactInbound(_ stream: TransportStream) {
+        var kept = StreamQueue<TransportStream.InboundEvent>()
+        var run: ByteBuffer? = nil
+        while let event = stream.inbound.popFirst() {
+            if case .data(let chunk) = event {
+                if run == nil { run = context?.channel.allocator.buffer(capacity: chunk.readableBytes) ?? ByteBuffer() }
+                run!.writeImmutableBuffer(chunk)
+                continue
+            }
+            if let data = run {
+                kept.append(.data(data))
+                run = nil
+            }
+            kept.append(event)
+        }
+        if let data = run { kept.append(.data(data)) }
+        stream.inbound = kept
+        stream.inboundHoldsSlices = false
     }
 
     private func dropInbound(_ stream: TransportStream) {
@@ -550,6 +603,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         }
         stream.outbound.append(PendingWrite(data: data, promise: promise))
         stream.outboundBufferedBytes += data.readableBytes
+        outboundPeak = max(outboundPeak, stream.outboundBufferedBytes)
         if stream.outboundBufferedBytes >= settings.streamOutboundHighWater { stream.isWritable = false }
         resumeIfDeferred(stream)
     }

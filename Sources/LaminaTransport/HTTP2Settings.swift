@@ -31,7 +31,7 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// nil keeps idle connections open.
     public var idleConnectionTimeout: TimeAmount? = nil
     /// Frames that make no progress (DATA without payload or END_STREAM, PRIORITY, PING and
-    /// SETTINGS that are not ACKs) a peer may send in one second; one more and the connection
+    /// SETTINGS that are not ACKs, WINDOW_UPDATE of less than 1 KiB) a peer may send in one second; one more and the connection
     /// ends with GOAWAY ENHANCE_YOUR_CALM. nghttp2 bounds what such frames make it queue
     /// (ACKs, RST_STREAM), not the frames themselves (CVE-2019-9518 "empty frames flood").
     /// 0 disables the check.

@@ -63,6 +63,31 @@ public final class TransportServer: Sendable {
         return total
     }
 
+    /// Outbound body bytes the server's streams have queued and HTTP/2 framing has not yet
+    /// taken (waiting for the client's flow-control windows or its socket): what a client
+    /// that reads slowly, or not at all, makes the server hold.
+    public struct OutboundHeld: Sendable, Hashable {
+        /// Over every open connection.
+        public var bytes = 0
+        /// The most one stream queues now.
+        public var largestStream = 0
+        /// The most one stream of an open connection has queued at any moment (not sampled).
+        public var largestStreamEver = 0
+    }
+
+    /// What the open connections' streams have queued now (asks each connection on its event loop).
+    public func outboundHeld() async -> OutboundHeld {
+        let open = connections.withLockedValue { Array($0.values) }
+        var total = OutboundHeld()
+        for (channel, handler) in open {
+            guard let held = try? await channel.eventLoop.submit({ handler.outboundHeld }).get() else { continue }
+            total.bytes += held.bytes
+            total.largestStream = max(total.largestStream, held.largest)
+            total.largestStreamEver = max(total.largestStreamEver, held.peak)
+        }
+        return total
+    }
+
     /// The most connections open at once (nil: no limit).
     public let maxConnections: Int?
 

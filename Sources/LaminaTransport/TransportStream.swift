@@ -103,6 +103,8 @@ public final class TransportStream: @unchecked Sendable {
     var connection: HTTP2ConnectionHandler?
     let isServerSide: Bool
     var inbound = StreamQueue<InboundEvent>()
+    /// `inbound` may hold a slice of a plaintext buffer (compacted when the stream pauses).
+    var inboundHoldsSlices = false
     var isPaused = false
     var queuedForDelivery = false
     var pendingHeaders = HeaderFields()

@@ -19,6 +19,10 @@ public struct FrameDecoder {
 
     public private(set) var limits: WireLimits
     private var buffer: ByteBuffer
+    /// `buffer` is a chunk as the caller fed it (often a slice of a much larger buffer, such
+    /// as one TLS record's plaintext): it is copied before `next()` waits for more bytes, so
+    /// the decoder never keeps a caller's storage alive between feeds.
+    private var borrowed = false
     private var state: State = .header
 
     public init(limits: WireLimits = .default) {
@@ -36,15 +40,44 @@ public struct FrameDecoder {
     /// The bytes received but not yet returned as frames (or skipped).
     public var bufferedBytes: Int { buffer.readableBytes }
 
-    /// Appends received bytes. Cheap when nothing is buffered: the chunk is kept as it is.
+    /// Appends received bytes. Cheap when nothing is buffered: the chunk is decoded where it
+    /// is, and only what is left of it when `next()` needs more (a partial frame) is copied.
     public mutating func feed(_ bytes: ByteBuffer) {
         if case .failed = state { return }
         if buffer.readableBytes == 0 {
             buffer = bytes
+            borrowed = true
         } else {
+            if borrowed { ownBuffer() }
             var bytes = bytes
             buffer.writeBuffer(&bytes)
         }
+    }
+
+    /// Copies what is buffered if it still shares a fed chunk's storage: for a caller that
+    /// stops calling `next()` for a while with bytes left (`next()` does it itself when it
+    /// needs more bytes).
+    public mutating func detach() {
+        if borrowed { ownBuffer() }
+    }
+
+    /// Replaces a fed chunk by a copy of its unread bytes (nothing when all were read).
+    private mutating func ownBuffer() {
+        borrowed = false
+        guard buffer.readableBytes > 0 else {
+            buffer = ByteBuffer()
+            return
+        }
+        var copy = ByteBuffer()
+        copy.reserveCapacity(buffer.readableBytes)
+        copy.writeImmutableBuffer(buffer)
+        buffer = copy
+    }
+
+    /// `next()` needs more bytes: keep nothing of the caller's storage meanwhile.
+    private mutating func needMore() -> Frame? {
+        if borrowed { ownBuffer() }
+        return nil
     }
 
     /// The next whole frame, or nil when more bytes are needed.
@@ -54,7 +87,7 @@ public struct FrameDecoder {
             case .failed(let error):
                 throw error
             case .header:
-                guard let header = FrameHeader.peek(buffer) else { return nil }
+                guard let header = FrameHeader.peek(buffer) else { return needMore() }
                 let disposition: FrameHeader.Disposition
                 do {
                     disposition = try header.check(limits)
@@ -68,7 +101,7 @@ public struct FrameDecoder {
                 case .skip: state = .skipping(remaining: Int(header.payloadLength))
                 }
             case .payload(let type, let length):
-                guard buffer.readableBytes >= length else { return nil }
+                guard buffer.readableBytes >= length else { return needMore() }
                 state = .header
                 let frame: Frame
                 do {
@@ -88,7 +121,7 @@ public struct FrameDecoder {
                     state = .header
                 } else {
                     state = .skipping(remaining: remaining &- n)
-                    return nil
+                    return needMore()
                 }
             }
         }
@@ -117,10 +150,9 @@ public struct FrameDecoder {
 
     /// Drops consumed bytes when they make up most of the buffer (SPEC-independent hygiene:
     /// the buffer never grows beyond one frame plus one chunk).
-    /// When everything is consumed nothing is done: the next `feed` replaces the buffer
-    /// (clearing a buffer that shares its storage with the caller's chunk would copy it).
+    /// A fed chunk is left alone (`needMore()` copies what remains of it).
     private mutating func reclaim() {
-        if buffer.readableBytes > 0, buffer.readerIndex >= 4_096, buffer.readerIndex >= buffer.readableBytes {
+        if !borrowed, buffer.readableBytes > 0, buffer.readerIndex >= 4_096, buffer.readerIndex >= buffer.readableBytes {
             buffer.discardReadBytes()
         }
     }

@@ -356,7 +356,7 @@ import Testing
 
     // MARK: item 8: frames that make no progress
 
-    @Test(arguments: ["empty DATA", "PING", "PRIORITY", "SETTINGS"])
+    @Test(arguments: ["empty DATA", "PING", "PRIORITY", "SETTINGS", "WINDOW_UPDATE"])
     func noProgressFloodGetsGoAwayEnhanceYourCalm(kind: String) async throws {
         let node = try await TestNode.start("flood")
         let healthy = try await HealthyPair.start(node)
@@ -368,6 +368,7 @@ import Testing
         case "empty DATA": one = RawHTTP2Client.frame(type: 0x0, stream: 1)
         case "PING": one = RawHTTP2Client.frame(type: 0x6, payload: [UInt8](repeating: 7, count: 8))
         case "PRIORITY": one = RawHTTP2Client.frame(type: 0x2, stream: 1, payload: [0, 0, 0, 0, 15])
+        case "WINDOW_UPDATE": one = RawHTTP2Client.frame(type: 0x8, stream: 0, payload: [0, 0, 0, 1])  // one byte more
         default: one = RawHTTP2Client.frame(type: 0x4)
         }
         // 5,000 in one write: far over the 1,000 a second allowed.

@@ -126,6 +126,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = l.unauthenticatedMaxFrameSize { limits.unauthenticatedMaxFrameSize = v }
             if let v = l.authenticationTimeoutSeconds { limits.authenticationTimeoutSeconds = v }
             if let v = l.unauthenticatedMaxUnansweredFrames { limits.unauthenticatedMaxUnansweredFrames = v }
+            if let v = l.unauthenticatedMaxOutboundBytes { limits.unauthenticatedMaxOutboundBytes = v }
             if let v = l.pacedAnswerQueueBytes { limits.pacedAnswerQueueBytes = v }
             if let v = l.stalledReaderTimeoutSeconds { limits.stalledReaderTimeoutSeconds = v }
         }
@@ -172,6 +173,9 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try check((1...3_600).contains(limits.authenticationTimeoutSeconds), "authenticationTimeoutSeconds must be 1...3600")
         try check(limits.unauthenticatedMaxUnansweredFrames >= 2, "unauthenticatedMaxUnansweredFrames must be at least 2")
         try check(
+            (1_024...limits.maxOutboundBytes).contains(limits.unauthenticatedMaxOutboundBytes),
+            "unauthenticatedMaxOutboundBytes must be 1024...maxOutboundBytes")
+        try check(
             (1...limits.maxOutboundBytes / 2).contains(limits.pacedAnswerQueueBytes),
             "pacedAnswerQueueBytes must be 1...maxOutboundBytes / 2")
         try check((1...3_600).contains(limits.stalledReaderTimeoutSeconds), "stalledReaderTimeoutSeconds must be 1...3600")
@@ -201,6 +205,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var unauthenticatedMaxFrameSize: Int?
             var authenticationTimeoutSeconds: Int?
             var unauthenticatedMaxUnansweredFrames: Int?
+            var unauthenticatedMaxOutboundBytes: Int?
             var pacedAnswerQueueBytes: Int?
             var stalledReaderTimeoutSeconds: Int?
         }

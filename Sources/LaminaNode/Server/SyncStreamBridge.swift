@@ -77,6 +77,8 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private var roomWaiters: [CheckedContinuation<Bool, Never>] = []
     /// When the transport last took queued bytes (the client's reading made room).
     private var lastDrain = NIODeadline.now()
+    /// When a paced answer last asked for room (its frames are not inbound activity).
+    private var lastPacedFrame = NIODeadline.uptimeNanoseconds(0)
     /// The node's outbound budget, and the queued bytes last reported to it (under `lock`).
     private let budget: NodeOutboundBudget?
     private var reportedBytes = 0
@@ -182,10 +184,23 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     // MARK: inbound (event loop)
 
     public func streamDidReceiveData(_ stream: TransportStream, data: ByteBuffer) {
-        guard !inboundStopped, let endpoint else { return }
+        guard !inboundStopped, endpoint != nil else { return }
         metrics.bytesIn.increment(by: Int64(data.readableBytes))
         decoder.feed(data)
-        while !inboundStopped {
+        decodeFrames()
+        updateInboundPause()
+    }
+
+    /// Passes decoded frames to the session while at most ``SyncStreamLimits/maxUnansweredFrames``
+    /// wait for their answer and the outbound queue is within its bound; the rest of a chunk
+    /// stays in the decoder until the stream resumes, so a chunk of a thousand PINGs does not
+    /// put a thousand frames in the session's inbox at once. (The stream pauses at the lower
+    /// unauthenticated bound after the chunk: stopping there mid-chunk would take a round trip
+    /// per 8 frames.)
+    private func decodeFrames() {
+        // What stays in the decoder must not keep the chunk's plaintext buffer alive.
+        defer { decoder.detach() }
+        while !inboundStopped, let endpoint, !overInboundBounds(unanswered: limits.maxUnansweredFrames) {
             let frame: Frame?
             do {
                 frame = try decoder.next()
@@ -205,9 +220,33 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             }
             if Self.expectsAnswer(frame) { inboundAwaitingAnswer += 1 }
             endpoint.receive(frame)
-            if lock.withLock({ outboundClosed }) { inboundStopped = true }
         }
-        updateInboundPause()
+    }
+
+    /// Takes the answers sent since the last look; true while the stream must not take another
+    /// frame: `limit` frames wait for their answer, or (before authentication)
+    /// more than ``SyncStreamLimits/unauthenticatedMaxOutboundBytes`` wait for the client to
+    /// read them. Stops the inbound side once the outbound side closed.
+    private func overInboundBounds(unanswered limit: Int) -> Bool {
+        let (answered, queued, closed) = lock.withLock { () -> (Int, Int, Bool) in
+            defer { answersSent = 0 }
+            return (answersSent, queuedBytes, outboundClosed)
+        }
+        if closed { inboundStopped = true }
+        inboundAwaitingAnswer = max(0, inboundAwaitingAnswer - answered)
+        return closed || inboundAwaitingAnswer >= limit || queued > outboundLimit
+    }
+
+    private var unansweredLimit: Int {
+        // Before authentication a handful is enough (HELLO, NONCE_REQUEST, AUTHENTICATE, PINGs).
+        authenticated ? limits.maxUnansweredFrames : min(limits.maxUnansweredFrames, limits.unauthenticatedMaxUnansweredFrames)
+    }
+
+    /// Queued outbound bytes above which the stream stops reading: before authentication the
+    /// answers (PONGs above all) of a client that sends faster than it reads stay small;
+    /// after it the stream's own bound (a reset) applies.
+    private var outboundLimit: Int {
+        authenticated ? Int.max : limits.unauthenticatedMaxOutboundBytes
     }
 
     /// SPEC §5.6: a client may send ERROR. Logged; a fatal one ends the session (the client
@@ -298,19 +337,20 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         }
     }
 
+    /// Pauses the stream while it is over its inbound bounds; resumes it once it is well below
+    /// them (half the unanswered frames, half the outbound bytes), after passing on the frames
+    /// the decoder still holds.
     private func updateInboundPause() {
-        let answered = lock.withLock { () -> Int in
-            defer { answersSent = 0 }
-            return answersSent
-        }
-        inboundAwaitingAnswer = max(0, inboundAwaitingAnswer - answered)
-        // Before authentication a handful is enough (HELLO, NONCE_REQUEST, AUTHENTICATE, PINGs).
-        let limit = authenticated ? limits.maxUnansweredFrames : min(limits.maxUnansweredFrames, limits.unauthenticatedMaxUnansweredFrames)
-        if !paused, inboundAwaitingAnswer >= limit {
+        guard !inboundStopped else { return }
+        let over = overInboundBounds(unanswered: unansweredLimit)
+        if !paused, over {
             paused = true
             metrics.inboundPauses.increment()
             stream.pauseInbound()
-        } else if paused, inboundAwaitingAnswer < limit / 2 {
+        } else if paused, !over, inboundAwaitingAnswer < unansweredLimit / 2,
+                  lock.withLock({ queuedBytes }) <= outboundLimit / 2 {
+            decodeFrames()
+            guard !inboundStopped, !overInboundBounds(unanswered: unansweredLimit) else { return }
             paused = false
             stream.resumeInbound()
         }
@@ -353,23 +393,28 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
 
     // MARK: idle timeout (event loop)
 
-    private func armIdleTimer() {
-        let deadline = lastInbound + limits.idleTimeout
-        idleTask = eventLoop.scheduleTask(deadline: deadline) { [weak self] in self?.idleCheck() }
+    private func armIdleTimer(at deadline: NIODeadline? = nil) {
+        idleTask = eventLoop.scheduleTask(deadline: deadline ?? lastInbound + limits.idleTimeout) { [weak self] in
+            self?.idleCheck()
+        }
     }
 
     private func idleCheck() {
         guard !stream.isClosed, !endpointClosed else { return }
-        // A client reading a paced answer is not idle (the stall check watches it instead).
-        let pacing = lock.withLock { !roomWaiters.isEmpty }
-        if !pacing, NIODeadline.now() >= lastInbound + limits.idleTimeout {
+        // A client reading a paced answer is not idle (the stall check watches it instead):
+        // a paced answer waits for room, or asked for it less than the idle timeout ago
+        // (between two waits it reads the store).
+        let now = NIODeadline.now()
+        let lastActive = lock.withLock { roomWaiters.isEmpty ? max(lastInbound, lastPacedFrame) : now }
+        if now >= lastActive + limits.idleTimeout {
             metrics.idleTimeouts.increment()
             logger.info("idle timeout, closing the sync stream")
             inboundStopped = true
             notifyEndpointClosed()
             close(with: nil)
         } else {
-            armIdleTimer()
+            // Never a deadline already past (a paced answer would make that a busy loop).
+            armIdleTimer(at: lastActive + limits.idleTimeout)
         }
     }
 
@@ -452,27 +497,43 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         }
         // Before the client can read AUTHENTICATED, so its next frame meets the full limit.
         if promote && !authenticated && !endpointClosed { promoteToAuthenticated() }
-        let count = buffer.readableBytes
-        if count > 0 {
-            metrics.bytesOut.increment(by: Int64(count))
-            let promise = eventLoop.makePromise(of: Void.self)
-            promise.futureResult.whenComplete { _ in
-                let waiters = self.lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
-                    self.inFlightBytes -= count
-                    _ = self.reportQueue()
-                    self.lastDrain = .now()
-                    guard self.queuedBytes <= self.limits.pacedAnswerQueueBytes else { return [] }
-                    return self.takeRoomWaiters()
-                }
-                for waiter in waiters { waiter.resume(returning: true) }
+        if buffer.readableBytes > 0 {
+            metrics.bytesOut.increment(by: Int64(buffer.readableBytes))
+            // In pieces, each with its own promise: the stall check and a waiting paced answer
+            // see the client's progress every piece, not once a whole flush (a paced answer's
+            // frame is up to ~2 MiB) was taken. With one promise per flush a reader slower than
+            // ~70 KB/s never completed a write within the 30 s stall timeout and was reset
+            // as if it had stopped.
+            var rest = buffer
+            while rest.readableBytes > 0, let piece = rest.readSlice(length: min(Self.writePiece, rest.readableBytes)) {
+                let size = piece.readableBytes
+                let promise = eventLoop.makePromise(of: Void.self)
+                promise.futureResult.whenComplete { _ in self.taken(size) }
+                stream.write(piece, promise: promise)
             }
-            stream.write(buffer, promise: promise)
         }
         if finish {
             inboundStopped = true
             stream.finish()
             scheduleGraceReset()
         }
+        if paused { updateInboundPause() }
+    }
+
+    /// The largest piece written with one promise (one HTTP/2 DATA frame's worth).
+    static let writePiece = 16 * 1024
+
+    /// The transport took `count` queued bytes (the client read, or the stream closed).
+    private func taken(_ count: Int) {
+        let waiters = lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
+            inFlightBytes -= count
+            _ = reportQueue()
+            lastDrain = .now()
+            guard queuedBytes <= limits.pacedAnswerQueueBytes else { return [] }
+            return takeRoomWaiters()
+        }
+        for waiter in waiters { waiter.resume(returning: true) }
+        // A stream paused for its outbound queue may read again.
         if paused { updateInboundPause() }
     }
 
@@ -501,6 +562,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let room = lock.withLock { () -> Room in
                 if outboundClosed { return .closed }
+                lastPacedFrame = .now()
                 if queuedBytes <= limits.pacedAnswerQueueBytes { return .yes }
                 if roomWaiters.isEmpty { lastDrain = .now() }  // the stall clock starts with the wait
                 roomWaiters.append(continuation)

@@ -29,6 +29,10 @@ public struct SyncStreamLimits: Sendable, Hashable, Codable {
     /// ``maxUnansweredFrames`` before authentication (HELLO, NONCE_REQUEST, AUTHENTICATE and
     /// a few PINGs are all a client needs to have in flight then).
     public var unauthenticatedMaxUnansweredFrames: Int = 8
+    /// Before authentication, answers queued for the client (encoded, not yet taken by HTTP/2
+    /// framing) above which the stream stops reading until the client reads: a client that
+    /// sends PINGs faster than it reads the PONGs stalls instead of growing the node's memory.
+    public var unauthenticatedMaxOutboundBytes: Int = 16 * 1024
     /// Wall time from the stream's opening to AUTHENTICATED; past it the session ends with a
     /// fatal `authentication-required`, whatever frames it sent. While the node itself owes an
     /// answer (a slow store) the deadline moves on, up to three times this in all.

@@ -265,7 +265,9 @@ extension ResourcesCommand {
     func pacedHistory(_ p: Phase, _ summary: Summary) async throws {
         let sender = try await BenchSyncClient.connect(url: p.url, caFile: p.caFile, group: p.group)
         try await sender.login(user: "sender", device: UUID(), dev: p.dev, cursor: 0)
+        let seeding = ContinuousClock.now
         let (conversation, sent) = try await Self.seed(sender, with: "historian", megabytes: historyMB)
+        print("history: \(sent.count) messages seeded in \(ContinuousClock.now - seeding)")
         let reader = try await BenchSyncClient.connect(url: p.url, caFile: p.caFile, group: p.group)
         try await reader.login(user: "historian", device: UUID(), dev: p.dev)
         let seen = try await Self.countMessages(reader)
@@ -276,7 +278,14 @@ extension ResourcesCommand {
         let began = clock.now
         let bytesBefore = reader.bytesReceived.withLockedValue { $0 }
         let id = UUID()
-        let answer = try await reader.request(.fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: .complete)), id: id).get()
+        let answer: Frame
+        do {
+            answer = try await reader.request(.fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: .complete)), id: id).get()
+        } catch {
+            let got = seen.withLockedValue { $0.intersection(sent).count }
+            print("history: the \(readRate / 1_024) KiB/s reader failed after \(clock.now - began) with \(got) of \(sent.count) messages: \(error)")
+            throw error
+        }
         let took = clock.now - began
         slow.cancel()
         reader.stream.resumeInbound()
@@ -336,7 +345,14 @@ extension ResourcesCommand {
         let began = clock.now
         let bytesBefore = reader.bytesReceived.withLockedValue { $0 }
         let id = UUID()
-        let answer = try await reader.request(.sync(SyncRequest(requestID: id, cursor: synced.cursor ?? 0)), id: id).get()
+        let answer: Frame
+        do {
+            answer = try await reader.request(.sync(SyncRequest(requestID: id, cursor: synced.cursor ?? 0)), id: id).get()
+        } catch {
+            let got = seen.withLockedValue { $0.intersection(sent).count }
+            print("backlog: the \(readRate / 1_024) KiB/s reader failed after \(clock.now - began) with \(got) of \(sent.count) messages: \(error)")
+            throw error
+        }
         let took = clock.now - began
         slow.cancel()
         reader.stream.resumeInbound()
