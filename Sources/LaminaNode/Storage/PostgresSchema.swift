@@ -18,6 +18,17 @@ enum PostgresSchema {
             // Operations parked before this version count as parked now.
             "UPDATE replication_parked SET parked_at = CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)",
         ]),
+        ("v13-sdk4-counters", [
+            """
+            CREATE TABLE message_counts (
+                conversation_id BYTEA NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                sender TEXT COLLATE "C" NOT NULL,
+                messages BIGINT NOT NULL,
+                PRIMARY KEY (conversation_id, sender)
+            )
+            """,
+            "ALTER TABLE participants ADD COLUMN unread BIGINT NOT NULL DEFAULT 0",
+        ] + StoredCounts.fill),
     ]
 
     /// Serializes migrations of several nodes starting on one database at once.

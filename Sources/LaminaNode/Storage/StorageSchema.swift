@@ -52,6 +52,9 @@ enum StorageSchema {
             // Operations parked before this version count as parked now.
             try db.execute(sql: "UPDATE replication_parked SET parked_at = ?", arguments: [Timestamp.now().millisecondsSince1970])
         }
+        migrator.registerMigration("v13-sdk4-counters") { db in
+            for statement in counters + StoredCounts.fill { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -441,6 +444,20 @@ extension StorageSchema {
             updated_by TEXT NOT NULL
         ) STRICT, WITHOUT ROWID
         """,
+    ]
+
+    /// Stored counts (`StoredCounts`): per conversation and sender the messages not deleted for
+    /// everyone, per participant their unread messages; filled from the messages.
+    static let counters: [String] = [
+        """
+        CREATE TABLE message_counts (
+            conversation_id BLOB NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            sender TEXT NOT NULL,
+            messages INTEGER NOT NULL,
+            PRIMARY KEY (conversation_id, sender)
+        ) STRICT, WITHOUT ROWID
+        """,
+        "ALTER TABLE participants ADD COLUMN unread INTEGER NOT NULL DEFAULT 0",
     ]
 
     /// Bounds on parked operations (`ParkingLimits`): when each was parked and the bytes of its
