@@ -162,6 +162,7 @@ public final class ContentManager: @unchecked Sendable {
     }
 
     private func begin(_ part: MessagePartID, automatic: Bool, observer: @escaping @Sendable (UInt64, UInt64) -> Void) throws(ClientError) -> Running {
+        guard !lock.withLock({ closed }) else { throw ClientError(.cancelled, "the client is closed: no download starts") }
         if let existing = lock.withLock({ running[part] }) {
             if !automatic { lock.withLock { existing.automatic = false } }
             if existing.progress.isPaused { existing.progress.resume() }
