@@ -7,15 +7,16 @@ import NIOHTTP1
 
 /// Carries the webhooks' queued events to their targets, after the commits that wrote them:
 /// at least once (a row is removed only after a 2xx, or a definitive refusal), in commit
-/// order per webhook (one event at a time per webhook, the oldest first, retried until it
-/// goes), at most ``WebhookSettings/maxInFlightPerTarget`` requests per target at once over
-/// all its webhooks. Each webhook has its own lane, so a dead target delays only its own
-/// webhooks. Failures are retried with exponential backoff and jitter (honouring
+/// order per webhook (events start in commit order, up to ``WebhookSettings/maxInFlightPerTarget``
+/// at once; a failed event is retried alone and nothing later starts until it has gone: see
+/// ``WebhookLane``), at most ``WebhookSettings/maxInFlightPerTarget`` requests per target at
+/// once over all its webhooks. Each webhook has its own lane, so a dead target delays only its
+/// own webhooks. Failures are retried with exponential backoff and jitter (honouring
 /// `Retry-After`); an event failing for ``WebhookSettings/retryPeriodSeconds`` marks its
 /// webhook unhealthy and deactivates it.
 ///
-/// Requests are HTTP/1.1 over TLS through ``HTTP1Connection`` (one kept-alive connection
-/// per webhook), signed as Layer signed them.
+/// Requests are HTTP/1.1 over TLS through ``HTTP1Pool`` (kept-alive connections per webhook,
+/// as many as it has requests in flight), signed as Layer signed them.
 final class WebhookDelivery: Sendable {
     /// The versioned media type of every request (Layer's).
     static let contentType = "application/vnd.layer.webhooks+json; version=3.0"
@@ -77,6 +78,9 @@ final class WebhookDelivery: Sendable {
             defer { l = [:] }
             return Array(l.values)
         }
+        // Every lane first stops starting and fails what it has in flight (a lane waiting for
+        // its target's slot waits on another lane's requests), then each is waited for.
+        for lane in all { await lane.cancel() }
         for lane in all { await lane.stop() }
         // A verification ends within its timeouts; it must not write after the store closes.
         for task in verifications.withLock({ Array($0.values) }) { await task.value }
@@ -119,6 +123,18 @@ final class WebhookDelivery: Sendable {
             let gate = TargetGate(limit: settings.maxInFlightPerTarget)
             g[authority] = gate
             return gate
+        }
+    }
+
+    /// The kept-alive connections of one webhook's lane to `target` (its addresses checked
+    /// against the private-target rule on every connect).
+    fileprivate func pool(for target: WebhookTarget) -> HTTP1Pool {
+        HTTP1Pool(
+            host: target.host, port: target.port, tls: tls, group: group, connectTimeout: .seconds(Int64(settings.connectTimeoutSeconds)),
+            maxIdle: settings.maxInFlightPerTarget
+        ) { [weak self] in
+            guard let self else { throw TransportError(.connectionClosed, "the webhook delivery stopped") }
+            return try await self.connect(target)
         }
     }
 
@@ -311,19 +327,30 @@ final class WebhookDelivery: Sendable {
     }
 }
 
-/// One webhook's delivery loop: the oldest queued event, attempted until it goes.
+/// One webhook's delivery loop. Events start in commit order, up to the in-flight bound at
+/// once (each on a kept-alive connection of the lane's pool); a slot is refilled as soon as
+/// its request ends, and the outcomes are recorded in batches by a settler beside the loop,
+/// so no commit holds a slot. When an attempt fails, nothing later starts: once everything
+/// held is recorded, the lane reads its queue again from the oldest event, and an event
+/// being retried goes alone (nothing starts beside or after it until it has been delivered),
+/// so a retry never lets a later event overtake it.
 final class WebhookLane: Sendable {
     private let webhook: Locked<StoredWebhook>
     private let signals = LaneSignal()
     private let task: Locked<Task<Void, Never>?> = Locked(nil)
-    /// The kept-alive connection to the target (closed by ``stop()``, which fails a request
-    /// in flight at once instead of waiting for its timeout).
-    private let connection = Locked<HTTP1Connection?>(nil)
+    /// Kept-alive connections to the target, up to the in-flight bound (closed by ``stop()``,
+    /// which fails the requests in flight at once instead of waiting for their timeout).
+    private let pool: HTTP1Pool?
 
     init(webhook: StoredWebhook, delivery: WebhookDelivery) {
         self.webhook = Locked(webhook)
-        let task = Task { [webhook = self.webhook, connection, signals] in
-            await Self.run(webhook: webhook, delivery: delivery, signals: signals, connection: connection)
+        if case .success(let target) = WebhookTarget.parse(webhook.targetURL) {
+            pool = delivery.pool(for: target)
+        } else {
+            pool = nil
+        }
+        let task = Task { [webhook = self.webhook, pool, signals] in
+            await Self.run(webhook: webhook, delivery: delivery, signals: signals, pool: pool)
         }
         self.task.withLock { $0 = task }
     }
@@ -334,133 +361,246 @@ final class WebhookLane: Sendable {
     /// also if waiting for an event's next attempt.
     func signal() { signals.signal() }
 
-    func stop() async {
+    /// Starts nothing new from now on; the requests in flight fail at once.
+    func cancel() async {
         signals.finish()
-        let task = self.task.withLock { $0 }
-        task?.cancel()
-        await connection.withLock { $0 }?.close()
-        await task?.value
-        await connection.withLock { $0 }?.close()
+        task.withLock { $0 }?.cancel()
+        await pool?.close()
     }
 
-    private static func run(
-        webhook: Locked<StoredWebhook>, delivery: WebhookDelivery, signals: LaneSignal, connection: Locked<HTTP1Connection?>
-    ) async {
+    /// Cancels and waits for the lane to end.
+    func stop() async {
+        await cancel()
+        await task.withLock { $0 }?.value
+    }
+
+    /// The events a lane holds: being sent, and sent but not yet recorded (both still queued rows).
+    private struct Held {
+        var sending = 0
+        /// The seq of a retried event being sent (nothing else starts meanwhile).
+        var alone: Int64?
+        var settling = 0
+        var finished: [(QueuedWebhookEvent, WebhookDelivery.Outcome)] = []
+        /// An attempt failed (or its outcome was not recorded): nothing new starts until
+        /// everything held is recorded; then the queue is read again from its oldest event.
+        var failed = false
+        /// The webhook was deactivated by its failures: the lane ends.
+        var ended = false
+    }
+
+    /// Finished attempts waiting to be recorded, in multiples of the in-flight bound, past
+    /// which the lane starts nothing new (the store is the limit).
+    static let unsettledFactor = 4
+    /// Events read ahead of the free slots, in multiples of the in-flight bound (one read
+    /// serves several slots).
+    static let readAheadFactor = 4
+
+    private static func run(webhook: Locked<StoredWebhook>, delivery: WebhookDelivery, signals: LaneSignal, pool: HTTP1Pool?) async {
         let id = webhook.withLock { $0.id }
-        while !Task.isCancelled {
-            let next: QueuedWebhookEvent?
-            do { next = try await delivery.store.read { r in try r.nextWebhookEvent(of: id) } } catch {
-                if Task.isCancelled { return }
-                delivery.log("webhook queue unreadable", ["webhook": "\(id)", "error": "\(error)"], level: .error)
-                guard await signals.wait(timeout: .seconds(1)) else { return }
-                continue
+        let limit = delivery.settings.maxInFlightPerTarget
+        let gate = webhook.withLock { w in (try? WebhookTarget.parse(w.targetURL).get()).map { delivery.gate(for: $0.authority) } }
+        let held = Locked(Held())
+        let settler = LaneSignal()
+        // The last event started (the ones up to it are held, or after a failure queued again)
+        // and the events read after it, not yet started.
+        var cursor: Int64 = 0
+        var ahead: [QueuedWebhookEvent] = []
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while await settler.wait(timeout: nil) {
+                    let done = held.withLock { h -> [(QueuedWebhookEvent, WebhookDelivery.Outcome)] in
+                        defer { h.finished = [] }
+                        return h.finished
+                    }
+                    guard !done.isEmpty else { continue }
+                    let result = await settle(done, id: id, delivery: delivery)
+                    held.withLock { h in
+                        h.settling -= done.count
+                        if result == .unrecorded { h.failed = true }
+                        if result == .deactivated { h.ended = true }
+                    }
+                    signals.signal()
+                }
             }
-            guard let event = next else {
-                guard await signals.wait(timeout: nil) else { return }
-                continue
+            while !Task.isCancelled {
+                let state = held.withLock { $0 }
+                if state.ended { break }
+                if state.failed {
+                    // Everything held recorded first: then the failed event is the oldest queued.
+                    if state.sending == 0 && state.settling == 0 {
+                        held.withLock { $0.failed = false }
+                        cursor = 0
+                        ahead = []
+                        continue
+                    }
+                    guard await signals.wait(timeout: .seconds(1)) else { break }
+                    continue
+                }
+                let free = limit - state.sending
+                guard free > 0, state.alone == nil, state.settling <= limit * unsettledFactor else {
+                    guard await signals.wait(timeout: .seconds(1)) else { break }
+                    continue
+                }
+                if ahead.isEmpty {
+                    do {
+                        let after = cursor
+                        ahead = try await delivery.store.read { r in
+                            try r.queuedWebhookEvents(of: id, after: after, limit: limit * readAheadFactor)
+                        }
+                    } catch {
+                        if Task.isCancelled { break }
+                        delivery.log("webhook queue unreadable", ["webhook": "\(id)", "error": "\(error)"], level: .error)
+                        guard await signals.wait(timeout: .seconds(1)) else { break }
+                        continue
+                    }
+                }
+                // Start what is due, in commit order, into the free slots.
+                var started = 0
+                var dueIn: Int64?
+                while started < free, let event = ahead.first {
+                    let wait = event.nextAttemptAt.millisecondsSince1970 - Timestamp.now().millisecondsSince1970
+                    if wait > 0 {
+                        // Later events wait behind this one (an activation makes it due at once and
+                        // signals: the events are read again then).
+                        dueIn = wait
+                        ahead = []
+                        break
+                    }
+                    let retry = event.attempts > 0
+                    // A retry goes alone: once the events in flight have ended.
+                    if retry && state.sending + started > 0 { break }
+                    ahead.removeFirst()
+                    cursor = event.seq
+                    started += 1
+                    held.withLock { h in
+                        h.sending += 1
+                        if retry { h.alone = event.seq }
+                    }
+                    // Requests start in commit order: the target's slot is taken here, in turn.
+                    await gate?.acquire()
+                    let current = webhook.withLock { $0 }
+                    group.addTask {
+                        let outcome = await attempt(event, current, delivery: delivery, pool: pool)
+                        gate?.release()
+                        held.withLock { h in
+                            h.sending -= 1
+                            h.settling += 1
+                            if h.alone == event.seq { h.alone = nil }
+                            if case .retry = outcome { h.failed = true }
+                            h.finished.append((event, outcome))
+                        }
+                        settler.signal()
+                        signals.signal()
+                    }
+                    if retry { break }
+                }
+                if started > 0 && started == free { continue }
+                let idle = started == 0 && state.sending == 0 && state.settling == 0
+                // Read again when the read-ahead ran out and slots are free (new events signal).
+                if ahead.isEmpty && started > 0 { continue }
+                let timeout: Duration? = dueIn.map { .milliseconds($0) } ?? (idle ? nil : .seconds(1))
+                guard await signals.wait(timeout: timeout) else { break }
             }
-            let wait = event.nextAttemptAt.millisecondsSince1970 - Timestamp.now().millisecondsSince1970
-            if wait > 0 {
-                // In commit order: later events of this webhook wait behind this one (an
-                // activation makes it due at once and signals).
-                guard await signals.wait(timeout: .milliseconds(wait)) else { return }
-                continue
-            }
-            let current = webhook.withLock { $0 }
-            let outcome = await attempt(event, current, delivery: delivery, connection: connection)
-            if Task.isCancelled { return }
-            guard await settle(event, current, outcome, delivery: delivery) else { return }
+            settler.finish()
+            group.cancelAll()
         }
+        // Attempts that ended while the lane stopped: what was delivered or refused is recorded
+        // (the others stay queued as they were).
+        let rest = held.withLock { $0.finished }.filter { finished in
+            if case .retry = finished.1 { return false }
+            return true
+        }
+        if !rest.isEmpty { _ = await settle(rest, id: id, delivery: delivery, stopping: true) }
     }
 
     private static func attempt(
-        _ event: QueuedWebhookEvent, _ webhook: StoredWebhook, delivery: WebhookDelivery, connection: Locked<HTTP1Connection?>
+        _ event: QueuedWebhookEvent, _ webhook: StoredWebhook, delivery: WebhookDelivery, pool: HTTP1Pool?
     ) async -> WebhookDelivery.Outcome {
         let target: WebhookTarget
         switch WebhookTarget.parse(webhook.targetURL) {
         case .success(let t): target = t
         case .failure(let e): return .retry(e.reason, after: nil)
         }
-        let gate = delivery.gate(for: target.authority)
-        await gate.acquire()
-        defer { gate.release() }
-        guard !Task.isCancelled else { return .retry("stopped", after: nil) }
+        guard let pool, !Task.isCancelled else { return .retry("stopped", after: nil) }
         do {
             let body = try WebhookDelivery.body(event, webhook)
             let headers = try WebhookDelivery.headers(event, webhook, body: body)
             // A kept-alive connection the target closed while idle is no failure of the target:
-            // the request goes once more on a new connection.
-            for reusing in [true, false] {
-                var open = connection.withLock { $0 }
-                let reused = open?.isOpen == true
-                if !reused {
-                    await open?.close()
-                    open = try await delivery.connect(target)
-                    connection.withLock { $0 = open }
-                }
-                guard let open else { return .retry("no connection", after: nil) }
-                do {
-                    let response = try await open.request(
-                        method: .POST, path: target.path, headers: headers, body: ByteBuffer(bytes: body),
-                        timeout: .seconds(Int64(delivery.settings.responseTimeoutSeconds)), maxResponseBytes: WebhookLimits.maxResponseBytes)
-                    return WebhookDelivery.outcome(status: response.status, headers: response.headers)
-                } catch let error as TransportError where reusing && reused && error.code == .connectionClosed {
-                    await open.close()
-                    connection.withLock { $0 = nil }
-                }
-            }
-            return .retry("the connection closed twice", after: nil)
+            // the pool sends the request once more on a new connection.
+            let response = try await pool.request(
+                method: .POST, path: target.path, headers: headers, body: ByteBuffer(bytes: body),
+                timeout: .seconds(Int64(delivery.settings.responseTimeoutSeconds)), maxResponseBytes: WebhookLimits.maxResponseBytes)
+            return WebhookDelivery.outcome(status: response.status, headers: response.headers)
         } catch {
-            let old = connection.withLock { c -> HTTP1Connection? in
-                defer { c = nil }
-                return c
-            }
-            await old?.close()
             return .retry("\(error)", after: nil)
         }
     }
 
-    /// Records how an attempt ended; false when the lane must stop (the webhook was deactivated).
+    /// How recording a batch ended.
+    private enum Settled { case recorded, unrecorded, deactivated }
+
+    /// Records how a batch of attempts ended, in one transaction: delivered and refused events
+    /// leave the queue, failed ones are rescheduled; an event failing for the retry period
+    /// deactivates the webhook.
     private static func settle(
-        _ event: QueuedWebhookEvent, _ webhook: StoredWebhook, _ outcome: WebhookDelivery.Outcome, delivery: WebhookDelivery
-    ) async -> Bool {
-        let id = webhook.id
+        _ outcomes: [(QueuedWebhookEvent, WebhookDelivery.Outcome)], id: UUID, delivery: WebhookDelivery, stopping: Bool = false
+    ) async -> Settled {
+        let now = Timestamp.now()
+        var removed: [Int64] = []
+        var rescheduled: [(QueuedWebhookEvent, attempts: Int, next: Timestamp, delay: Int64, reason: String)] = []
+        var unhealthy: String?
+        for (event, outcome) in outcomes {
+            switch outcome {
+            case .delivered, .refused: removed.append(event.seq)
+            case .retry(let reason, let after):
+                let age = now.millisecondsSince1970 - event.createdAt.millisecondsSince1970
+                if age >= Int64(delivery.settings.retryPeriodSeconds) * 1_000 {
+                    unhealthy = unhealthy ?? reason
+                    continue
+                }
+                let attempts = event.attempts + 1
+                let delay = WebhookDelivery.backoff(attempts: attempts, retryAfter: after, settings: delivery.settings)
+                rescheduled.append((event, attempts, Timestamp(millisecondsSince1970: now.millisecondsSince1970 + delay), delay, reason))
+            }
+        }
+        let (done, again) = (removed, rescheduled.map { ($0.0.seq, $0.attempts, $0.next) })
         do {
+            try await delivery.store.write { tx in
+                try tx.removeWebhookEvents(done)
+                for (seq, attempts, next) in again { try tx.rescheduleWebhookEvent(seq, attempts: attempts, next: next) }
+            }
+        } catch {
+            delivery.log("webhook queue update failed", ["webhook": "\(id)", "error": "\(error)"], level: .error)
+            if !stopping { try? await Task.sleep(for: .seconds(1)) }
+            return .unrecorded
+        }
+        for (event, outcome) in outcomes {
             switch outcome {
             case .delivered:
-                try await delivery.store.write { tx in try tx.removeWebhookEvent(event.seq) }
                 delivery.metrics.delivered(id)
                 delivery.metrics.queueDepth(id).decrement()
             case .refused(let reason):
-                try await delivery.store.write { tx in try tx.removeWebhookEvent(event.seq) }
                 delivery.metrics.failed(id)
                 delivery.metrics.queueDepth(id).decrement()
                 delivery.log("webhook event refused by its target and dropped",
                              ["webhook": "\(id)", "request": "\(event.requestID)", "reason": "\(reason)"])
-            case .retry(let reason, let after):
-                let now = Timestamp.now()
-                let age = now.millisecondsSince1970 - event.createdAt.millisecondsSince1970
-                if age >= Int64(delivery.settings.retryPeriodSeconds) * 1_000 {
-                    let why = "unhealthy: deliveries failed for \(delivery.settings.retryPeriodSeconds) s (last: \(reason))"
-                    delivery.metrics.deactivated(id)
-                    delivery.log("webhook deactivated", ["webhook": "\(id)", "reason": "\(why)"], level: .error)
-                    Task { _ = try? await delivery.deactivate(id, reason: why) }
-                    return false
-                }
-                let attempts = event.attempts + 1
-                let delay = WebhookDelivery.backoff(attempts: attempts, retryAfter: after, settings: delivery.settings)
-                let next = Timestamp(millisecondsSince1970: now.millisecondsSince1970 + delay)
-                try await delivery.store.write { tx in try tx.rescheduleWebhookEvent(event.seq, attempts: attempts, next: next) }
-                delivery.metrics.retried(id)
-                delivery.log("webhook delivery failed; retrying",
-                             ["webhook": "\(id)", "request": "\(event.requestID)", "attempt": "\(attempts)", "in_ms": "\(delay)",
-                              "reason": "\(reason)"], level: .info)
+            case .retry: break
             }
-        } catch {
-            delivery.log("webhook queue update failed", ["webhook": "\(id)", "error": "\(error)"], level: .error)
-            try? await Task.sleep(for: .seconds(1))
         }
-        return true
+        for (event, attempts, _, delay, reason) in rescheduled {
+            delivery.metrics.retried(id)
+            delivery.log("webhook delivery failed; retrying",
+                         ["webhook": "\(id)", "request": "\(event.requestID)", "attempt": "\(attempts)", "in_ms": "\(delay)",
+                          "reason": "\(reason)"], level: .info)
+        }
+        if let unhealthy {
+            let why = "unhealthy: deliveries failed for \(delivery.settings.retryPeriodSeconds) s (last: \(unhealthy))"
+            delivery.metrics.deactivated(id)
+            delivery.log("webhook deactivated", ["webhook": "\(id)", "reason": "\(why)"], level: .error)
+            Task { _ = try? await delivery.deactivate(id, reason: why) }
+            return .deactivated
+        }
+        return .recorded
     }
 }
 
