@@ -63,13 +63,14 @@ import Glibc
     }
 
     /// Whether events arrived in commit order up to the in-flight bound: they start in commit
-    /// order, at most `inFlight` at once, so an event arrives after at most `inFlight - 1` that
-    /// were committed after it (the ones in flight beside it).
+    /// order, at most `inFlight` at once, so when an event starts every earlier one has arrived
+    /// but the at most `inFlight - 1` still in flight beside it: at most that many events
+    /// committed before an event first arrive after it.
     static func inCommitOrder(_ arrived: [String], _ committed: [String], inFlight: Int) -> Bool {
         let position = Dictionary(committed.enumerated().map { ($1, $0) }, uniquingKeysWith: min)
         var seen = Set<String>()
         let firsts = arrived.filter { seen.insert($0).inserted }.compactMap { position[$0] }
-        return firsts.enumerated().allSatisfy { i, index in firsts[..<i].filter { $0 > index }.count < inFlight }
+        return firsts.enumerated().allSatisfy { i, index in firsts[(i + 1)...].filter { $0 < index }.count < inFlight }
     }
 
     static func messageID(of post: WebhookReceiver.Received) -> String {
