@@ -106,6 +106,27 @@ import Testing
         }
     }
 
+    @Test func payloadsAreWrittenAsJSONSerializationReadsThem() throws {
+        let payload: [String: Any] = [
+            "event": ["type": "message.sent", "id": "a/b", "created_at": "2025-11-26T07:50:03.123Z"],
+            "message": [
+                "parts": [["body": "quote \" backslash \\ slash / newline \n tab \t bell \u{7} é 😀", "mime_type": "text/plain"]],
+                "recipient_status": ["layer:///identities/bob": "sent"], "is_unread": true, "position": Int64(1) << 53, "count": 3,
+                "ratio": 0.25, "whole": 2.0, "none": NSNull(), "empty": [String: Any](), "list": [Any](),
+            ],
+        ]
+        let written = try WebhookPayloadJSON.data(payload)
+        let read = try #require(try JSONSerialization.jsonObject(with: written) as? NSDictionary)
+        let reference = try #require(try JSONSerialization.jsonObject(
+            with: JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])) as? NSDictionary)
+        #expect(read.isEqual(reference), "\(String(decoding: written, as: UTF8.self))")
+        #expect(String(decoding: written, as: UTF8.self).hasPrefix(#"{"event":{"created_at":"2025-11-26T07:50:03.123Z","id":"a/b","#))
+        // A type it leaves to JSONSerialization (here a number parsed from JSON) is still written.
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(#"{"n":1,"b":true}"#.utf8)) as? [String: Any])
+        let fallback = try #require(try JSONSerialization.jsonObject(with: WebhookPayloadJSON.data(["config": parsed])) as? NSDictionary)
+        #expect(fallback.isEqual(["config": ["n": 1, "b": true]] as NSDictionary))
+    }
+
     @Test func internalAddressesAreRecognised() {
         for address in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
                         "0.0.0.0", "224.0.0.1", "::1", "::", "fe80::1", "fd00::1", "::ffff:10.0.0.1", "not-an-address"] {
