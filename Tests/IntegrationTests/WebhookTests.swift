@@ -62,6 +62,17 @@ import Glibc
         return (sent.object["id"] as? String ?? "").replacingOccurrences(of: "layer:///messages/", with: "")
     }
 
+    /// Whether events arrived in commit order up to the in-flight bound: they start in commit
+    /// order, at most `inFlight` at once, so when an event starts every earlier one has arrived
+    /// but the at most `inFlight - 1` still in flight beside it: at most that many events
+    /// committed before an event first arrive after it.
+    static func inCommitOrder(_ arrived: [String], _ committed: [String], inFlight: Int) -> Bool {
+        let position = Dictionary(committed.enumerated().map { ($1, $0) }, uniquingKeysWith: min)
+        var seen = Set<String>()
+        let firsts = arrived.filter { seen.insert($0).inserted }.compactMap { position[$0] }
+        return firsts.enumerated().allSatisfy { i, index in firsts[(i + 1)...].filter { $0 < index }.count < inFlight }
+    }
+
     static func messageID(of post: WebhookReceiver.Received) -> String {
         ((post.json["message"] as? [String: Any])?["id"] as? String ?? "").replacingOccurrences(of: "layer:///messages/", with: "")
     }
@@ -205,9 +216,9 @@ import Glibc
         let got = try await healthy.waitForPosts(3, timeout: .seconds(30))
         #expect(got.map(Self.messageID) == messages)
         #expect(got[2].at - acknowledgedAt < .seconds(1))
-        // The dead one holds its first event (in commit order, one at a time).
-        #expect(try await dead.waitForPosts(1).map(Self.messageID) == [messages[0]])
-        #expect(dead.posts.count == 1)
+        // The dead one holds its first events, up to its in-flight bound (4): all three, none retried.
+        #expect(Set(try await dead.waitForPosts(3).map(Self.messageID)) == Set(messages))
+        #expect(dead.posts.count == 3)
         // Stopping the node does not wait for the dead target's answer (its request fails at once).
         let stopping = ContinuousClock.now
         await node.stop()
@@ -246,8 +257,9 @@ import Glibc
         accepting.withLockedValue { $0 = true }
         node = try await NodeProcess.start(in: directory, arguments: ["--config", config.path])
         let posts = try await receiver.waitForPosts(refusedBefore + 20, timeout: .seconds(30))
-        let accepted = posts.dropFirst(refusedBefore)
-        #expect(accepted.map(Self.messageID) == messages, "in commit order, none missing")
+        let accepted = Array(posts.dropFirst(refusedBefore))
+        #expect(accepted.map(Self.messageID).sorted() == messages.sorted(), "none missing, none twice")
+        #expect(Self.inCommitOrder(accepted.map(Self.messageID), messages, inFlight: 4), "\(accepted.map(Self.messageID)) \(messages)")
         // Duplicates only with the same request id: one request id per message.
         var requestIDs: [String: Set<String>] = [:]
         for post in posts { requestIDs[Self.messageID(of: post), default: []].insert(post.headers["layer-webhook-request-id"] ?? "") }
@@ -306,6 +318,52 @@ import Glibc
         _ = try await Self.send(api, in: try await Self.conversation(api), "after")
         await node.stop()
         #expect(receiver.posts.count == tries)
+        await receiver.stop()
+    }
+
+    @Test func eventsStartInCommitOrderSeveralInFlightAndARetriedOneGoesAloneWithItsRequestID() async throws {
+        // Each answer takes 300 ms, so events queue up and several are in flight; the event of
+        // "m5" is refused with a 500 once.
+        let failedOnce = NIOLockedValueBox(false)
+        let receiver = try await WebhookReceiver.start { _, post in
+            if (post.json["message"] as? [String: Any]).flatMap({ ($0["parts"] as? [[String: Any]])?.first?["body"] as? String }) == "m5",
+               failedOnce.withLockedValue({ f in defer { f = true }; return !f }) {
+                return 500
+            }
+            try? await Task.sleep(for: .milliseconds(300))
+            return 200
+        }
+        let node = try await Self.node("webhook-window", trusting: receiver)
+        let api = CurlAPI(node.server)
+        let id = try await Self.createWebhook(api, url: receiver.url())
+        _ = try await Self.waitForStatus(api, id, "active")
+        let conversation = try await Self.conversation(api)
+        var messages: [String] = []
+        for i in 0..<12 { messages.append(try await Self.send(api, in: conversation, "m\(i)")) }
+        let posts = try await receiver.waitForPosts(13, timeout: .seconds(60))
+        let ids = posts.map(Self.messageID)
+        #expect(ids.sorted() == (messages + [messages[5]]).sorted(), "every event, m5's twice")
+        // Several at once, never more than the in-flight bound (4).
+        #expect(posts.map(\.others).max() ?? 0 >= 1, "\(posts.map(\.others))")
+        #expect(posts.map(\.others).max() ?? 0 <= 3, "\(posts.map(\.others))")
+        #expect(Self.inCommitOrder(ids, messages, inFlight: 4), "\(ids)")
+        // The retry carries the first attempt's request id, signature and body.
+        let tries = posts.filter { Self.messageID(of: $0) == messages[5] }
+        #expect(Set(tries.map { $0.headers["layer-webhook-request-id"] ?? "" }).count == 1)
+        #expect(Set(tries.map { $0.headers["layer-webhook-signature"] ?? "" }).count == 1)
+        #expect(Set(tries.map(\.body)).count == 1)
+        // The retry went alone: nothing else in flight when it arrived, and the next event
+        // started only once it was answered; every event committed before it went first.
+        let retry = try #require(posts.lastIndex { Self.messageID(of: $0) == messages[5] })
+        #expect(posts[retry].others == 0)
+        if retry + 1 < posts.count { #expect(posts[retry + 1].others == 0) }
+        #expect(Set(ids[..<retry]).isSuperset(of: messages[..<5]))
+        #expect(retry < posts.count - 1, "later events went after the retry")
+        // One request id per message.
+        var requestIDs: [String: Set<String>] = [:]
+        for post in posts { requestIDs[Self.messageID(of: post), default: []].insert(post.headers["layer-webhook-request-id"] ?? "") }
+        #expect(requestIDs.count == 12 && requestIDs.values.allSatisfy { $0.count == 1 })
+        await node.stop()
         await receiver.stop()
     }
 

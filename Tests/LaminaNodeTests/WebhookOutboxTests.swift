@@ -89,6 +89,44 @@ import Testing
         await h.close()
     }
 
+    @Test func payloadDatesAreISO8601WithMillisecondsInUTC() {
+        #expect(ServerAPIJSON.date(millisecondsSince1970: 0) == "1970-01-01T00:00:00.000Z")
+        #expect(ServerAPIJSON.date(millisecondsSince1970: -1) == "1969-12-31T23:59:59.999Z")
+        #expect(ServerAPIJSON.date(millisecondsSince1970: 1_764_143_403_123) == "2025-11-26T07:50:03.123Z")
+        #expect(ServerAPIJSON.date(millisecondsSince1970: 1_709_168_523_004) == "2024-02-29T01:02:03.004Z")
+        #expect(ServerAPIJSON.date(millisecondsSince1970: 951_782_400_000) == "2000-02-29T00:00:00.000Z")
+        #expect(ServerAPIJSON.date(millisecondsSince1970: -62_135_510_400_001) == "0001-01-01T23:59:59.999Z")
+        // The same as Foundation's formatter (on instants a double holds exactly: multiples of 125 ms).
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let ms = Int64.random(in: 0...(4_102_444_800_000 / 125), using: &generator) * 125
+            #expect(ServerAPIJSON.date(millisecondsSince1970: ms) == formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000)))
+        }
+    }
+
+    @Test func payloadsAreWrittenAsJSONSerializationReadsThem() throws {
+        let payload: [String: Any] = [
+            "event": ["type": "message.sent", "id": "a/b", "created_at": "2025-11-26T07:50:03.123Z"],
+            "message": [
+                "parts": [["body": "quote \" backslash \\ slash / newline \n tab \t bell \u{7} é 😀", "mime_type": "text/plain"]],
+                "recipient_status": ["layer:///identities/bob": "sent"], "is_unread": true, "position": Int64(1) << 53, "count": 3,
+                "ratio": 0.25, "whole": 2.0, "none": NSNull(), "empty": [String: Any](), "list": [Any](),
+            ],
+        ]
+        let written = try WebhookPayloadJSON.data(payload)
+        let read = try #require(try JSONSerialization.jsonObject(with: written) as? NSDictionary)
+        let reference = try #require(try JSONSerialization.jsonObject(
+            with: JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])) as? NSDictionary)
+        #expect(read.isEqual(reference), "\(String(decoding: written, as: UTF8.self))")
+        #expect(String(decoding: written, as: UTF8.self).hasPrefix(#"{"event":{"created_at":"2025-11-26T07:50:03.123Z","id":"a/b","#))
+        // A type it leaves to JSONSerialization (here a number parsed from JSON) is still written.
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(#"{"n":1,"b":true}"#.utf8)) as? [String: Any])
+        let fallback = try #require(try JSONSerialization.jsonObject(with: WebhookPayloadJSON.data(["config": parsed])) as? NSDictionary)
+        #expect(fallback.isEqual(["config": ["n": 1, "b": true]] as NSDictionary))
+    }
+
     @Test func internalAddressesAreRecognised() {
         for address in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
                         "0.0.0.0", "224.0.0.1", "::1", "::", "fe80::1", "fd00::1", "::ffff:10.0.0.1", "not-an-address"] {

@@ -16,6 +16,11 @@ final class HTTP1Pool: Sendable {
     /// Every open connection, idle or carrying a request (closed by ``close()``).
     private let open = Locked<[ObjectIdentifier: HTTP1Connection]>([:])
     private let maxIdle: Int
+    /// Set by ``close()``: no request starts after it.
+    private let closed = Locked(false)
+    /// Opens a new connection (by default to `host:port`; a webhook's pool checks the
+    /// addresses it connects to).
+    private let opener: @Sendable () async throws -> HTTP1Connection
 
     init(host: String, port: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, maxIdle: Int = 16) {
         self.host = host
@@ -24,6 +29,19 @@ final class HTTP1Pool: Sendable {
         self.group = group
         self.connectTimeout = connectTimeout
         self.maxIdle = maxIdle
+        self.opener = { try await HTTP1Connection.connect(host: host, port: port, tls: tls, group: group, connectTimeout: connectTimeout) }
+    }
+
+    /// A pool whose connections `connect` opens (to `host:port`).
+    init(host: String, port: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, maxIdle: Int,
+         connect: @escaping @Sendable () async throws -> HTTP1Connection) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.group = group
+        self.connectTimeout = connectTimeout
+        self.maxIdle = maxIdle
+        self.opener = connect
     }
 
     /// A pool for the authority of `url` (`https://host[:port]/…`); the path the URL names.
@@ -40,6 +58,7 @@ final class HTTP1Pool: Sendable {
     func request(
         method: HTTPMethod, path: String, headers: HeaderFields, body: ByteBuffer?, timeout: TimeAmount, maxResponseBytes: Int = 64 * 1024
     ) async throws -> HTTP1ClientResponse {
+        guard !closed.withLock({ $0 }) else { throw TransportError(.connectionClosed, "the pool for \(host):\(port) closed") }
         for reuse in [true, false] {
             var stale: [HTTP1Connection] = []
             let reused = reuse ? idle.withLock { pool -> HTTP1Connection? in
@@ -54,8 +73,15 @@ final class HTTP1Pool: Sendable {
             if let reused {
                 connection = reused
             } else {
-                connection = try await HTTP1Connection.connect(host: host, port: port, tls: tls, group: group, connectTimeout: connectTimeout)
-                open.withLock { $0[ObjectIdentifier(connection)] = connection }
+                connection = try await opener()
+                let late = closed.withLock { c in
+                    if !c { open.withLock { $0[ObjectIdentifier(connection)] = connection } }
+                    return c
+                }
+                if late {
+                    await connection.close()
+                    throw TransportError(.connectionClosed, "the pool for \(host):\(port) closed")
+                }
             }
             do {
                 let response = try await connection.request(
@@ -84,6 +110,7 @@ final class HTTP1Pool: Sendable {
 
     /// Closes every connection; requests in flight fail at once.
     func close() async {
+        closed.withLock { $0 = true }
         idle.withLock { $0 = [] }
         for connection in open.withLock({ o -> [HTTP1Connection] in
             defer { o = [:] }

@@ -7,15 +7,16 @@ import NIOHTTP1
 
 /// Carries the webhooks' queued events to their targets, after the commits that wrote them:
 /// at least once (a row is removed only after a 2xx, or a definitive refusal), in commit
-/// order per webhook (one event at a time per webhook, the oldest first, retried until it
-/// goes), at most ``WebhookSettings/maxInFlightPerTarget`` requests per target at once over
-/// all its webhooks. Each webhook has its own lane, so a dead target delays only its own
-/// webhooks. Failures are retried with exponential backoff and jitter (honouring
+/// order per webhook (events start in commit order, up to ``WebhookSettings/maxInFlightPerTarget``
+/// at once; a failed event is retried alone and nothing later starts until it has gone: see
+/// ``WebhookLane``), at most ``WebhookSettings/maxInFlightPerTarget`` requests per target at
+/// once over all its webhooks. Each webhook has its own lane, so a dead target delays only its
+/// own webhooks. Failures are retried with exponential backoff and jitter (honouring
 /// `Retry-After`); an event failing for ``WebhookSettings/retryPeriodSeconds`` marks its
 /// webhook unhealthy and deactivates it.
 ///
-/// Requests are HTTP/1.1 over TLS through ``HTTP1Connection`` (one kept-alive connection
-/// per webhook), signed as Layer signed them.
+/// Requests are HTTP/1.1 over TLS through ``HTTP1Pool`` (kept-alive connections per webhook,
+/// as many as it has requests in flight), signed as Layer signed them.
 final class WebhookDelivery: Sendable {
     /// The versioned media type of every request (Layer's).
     static let contentType = "application/vnd.layer.webhooks+json; version=3.0"
@@ -77,6 +78,9 @@ final class WebhookDelivery: Sendable {
             defer { l = [:] }
             return Array(l.values)
         }
+        // Every lane first stops starting and fails what it has in flight (a lane waiting for
+        // its target's slot waits on another lane's requests), then each is waited for.
+        for lane in all { await lane.cancel() }
         for lane in all { await lane.stop() }
         // A verification ends within its timeouts; it must not write after the store closes.
         for task in verifications.withLock({ Array($0.values) }) { await task.value }
@@ -113,12 +117,24 @@ final class WebhookDelivery: Sendable {
         await lane?.stop()
     }
 
-    fileprivate func gate(for authority: String) -> TargetGate {
+    func gate(for authority: String) -> TargetGate {
         gates.withLock { g in
             if let gate = g[authority] { return gate }
             let gate = TargetGate(limit: settings.maxInFlightPerTarget)
             g[authority] = gate
             return gate
+        }
+    }
+
+    /// The kept-alive connections of one webhook's lane to `target` (its addresses checked
+    /// against the private-target rule on every connect).
+    func pool(for target: WebhookTarget) -> HTTP1Pool {
+        HTTP1Pool(
+            host: target.host, port: target.port, tls: tls, group: group, connectTimeout: .seconds(Int64(settings.connectTimeoutSeconds)),
+            maxIdle: settings.maxInFlightPerTarget
+        ) { [weak self] in
+            guard let self else { throw TransportError(.connectionClosed, "the webhook delivery stopped") }
+            return try await self.connect(target)
         }
     }
 
@@ -251,7 +267,7 @@ final class WebhookDelivery: Sendable {
     // MARK: Requests
 
     /// A connection to `target` (its addresses checked against the private-target rule).
-    fileprivate func connect(_ target: WebhookTarget) async throws -> HTTP1Connection {
+    func connect(_ target: WebhookTarget) async throws -> HTTP1Connection {
         let addresses: [String]
         switch await target.addresses(allowPrivate: settings.allowPrivateTargets) {
         case .success(let a): addresses = a
@@ -306,161 +322,8 @@ final class WebhookDelivery: Sendable {
             .delay(attempts: attempts, retryAfter: retryAfter)
     }
 
-    fileprivate func log(_ message: Logger.Message, _ metadata: Logger.Metadata, level: Logger.Level = .warning) {
+    func log(_ message: Logger.Message, _ metadata: Logger.Metadata, level: Logger.Level = .warning) {
         logger.log(level: level, message, metadata: metadata)
-    }
-}
-
-/// One webhook's delivery loop: the oldest queued event, attempted until it goes.
-final class WebhookLane: Sendable {
-    private let webhook: Locked<StoredWebhook>
-    private let signals = LaneSignal()
-    private let task: Locked<Task<Void, Never>?> = Locked(nil)
-    /// The kept-alive connection to the target (closed by ``stop()``, which fails a request
-    /// in flight at once instead of waiting for its timeout).
-    private let connection = Locked<HTTP1Connection?>(nil)
-
-    init(webhook: StoredWebhook, delivery: WebhookDelivery) {
-        self.webhook = Locked(webhook)
-        let task = Task { [webhook = self.webhook, connection, signals] in
-            await Self.run(webhook: webhook, delivery: delivery, signals: signals, connection: connection)
-        }
-        self.task.withLock { $0 = task }
-    }
-
-    func update(_ webhook: StoredWebhook) { self.webhook.withLock { $0 = webhook } }
-
-    /// Something was queued (or the webhook changed, or was activated again): look again,
-    /// also if waiting for an event's next attempt.
-    func signal() { signals.signal() }
-
-    func stop() async {
-        signals.finish()
-        let task = self.task.withLock { $0 }
-        task?.cancel()
-        await connection.withLock { $0 }?.close()
-        await task?.value
-        await connection.withLock { $0 }?.close()
-    }
-
-    private static func run(
-        webhook: Locked<StoredWebhook>, delivery: WebhookDelivery, signals: LaneSignal, connection: Locked<HTTP1Connection?>
-    ) async {
-        let id = webhook.withLock { $0.id }
-        while !Task.isCancelled {
-            let next: QueuedWebhookEvent?
-            do { next = try await delivery.store.read { r in try r.nextWebhookEvent(of: id) } } catch {
-                if Task.isCancelled { return }
-                delivery.log("webhook queue unreadable", ["webhook": "\(id)", "error": "\(error)"], level: .error)
-                guard await signals.wait(timeout: .seconds(1)) else { return }
-                continue
-            }
-            guard let event = next else {
-                guard await signals.wait(timeout: nil) else { return }
-                continue
-            }
-            let wait = event.nextAttemptAt.millisecondsSince1970 - Timestamp.now().millisecondsSince1970
-            if wait > 0 {
-                // In commit order: later events of this webhook wait behind this one (an
-                // activation makes it due at once and signals).
-                guard await signals.wait(timeout: .milliseconds(wait)) else { return }
-                continue
-            }
-            let current = webhook.withLock { $0 }
-            let outcome = await attempt(event, current, delivery: delivery, connection: connection)
-            if Task.isCancelled { return }
-            guard await settle(event, current, outcome, delivery: delivery) else { return }
-        }
-    }
-
-    private static func attempt(
-        _ event: QueuedWebhookEvent, _ webhook: StoredWebhook, delivery: WebhookDelivery, connection: Locked<HTTP1Connection?>
-    ) async -> WebhookDelivery.Outcome {
-        let target: WebhookTarget
-        switch WebhookTarget.parse(webhook.targetURL) {
-        case .success(let t): target = t
-        case .failure(let e): return .retry(e.reason, after: nil)
-        }
-        let gate = delivery.gate(for: target.authority)
-        await gate.acquire()
-        defer { gate.release() }
-        guard !Task.isCancelled else { return .retry("stopped", after: nil) }
-        do {
-            let body = try WebhookDelivery.body(event, webhook)
-            let headers = try WebhookDelivery.headers(event, webhook, body: body)
-            // A kept-alive connection the target closed while idle is no failure of the target:
-            // the request goes once more on a new connection.
-            for reusing in [true, false] {
-                var open = connection.withLock { $0 }
-                let reused = open?.isOpen == true
-                if !reused {
-                    await open?.close()
-                    open = try await delivery.connect(target)
-                    connection.withLock { $0 = open }
-                }
-                guard let open else { return .retry("no connection", after: nil) }
-                do {
-                    let response = try await open.request(
-                        method: .POST, path: target.path, headers: headers, body: ByteBuffer(bytes: body),
-                        timeout: .seconds(Int64(delivery.settings.responseTimeoutSeconds)), maxResponseBytes: WebhookLimits.maxResponseBytes)
-                    return WebhookDelivery.outcome(status: response.status, headers: response.headers)
-                } catch let error as TransportError where reusing && reused && error.code == .connectionClosed {
-                    await open.close()
-                    connection.withLock { $0 = nil }
-                }
-            }
-            return .retry("the connection closed twice", after: nil)
-        } catch {
-            let old = connection.withLock { c -> HTTP1Connection? in
-                defer { c = nil }
-                return c
-            }
-            await old?.close()
-            return .retry("\(error)", after: nil)
-        }
-    }
-
-    /// Records how an attempt ended; false when the lane must stop (the webhook was deactivated).
-    private static func settle(
-        _ event: QueuedWebhookEvent, _ webhook: StoredWebhook, _ outcome: WebhookDelivery.Outcome, delivery: WebhookDelivery
-    ) async -> Bool {
-        let id = webhook.id
-        do {
-            switch outcome {
-            case .delivered:
-                try await delivery.store.write { tx in try tx.removeWebhookEvent(event.seq) }
-                delivery.metrics.delivered(id)
-                delivery.metrics.queueDepth(id).decrement()
-            case .refused(let reason):
-                try await delivery.store.write { tx in try tx.removeWebhookEvent(event.seq) }
-                delivery.metrics.failed(id)
-                delivery.metrics.queueDepth(id).decrement()
-                delivery.log("webhook event refused by its target and dropped",
-                             ["webhook": "\(id)", "request": "\(event.requestID)", "reason": "\(reason)"])
-            case .retry(let reason, let after):
-                let now = Timestamp.now()
-                let age = now.millisecondsSince1970 - event.createdAt.millisecondsSince1970
-                if age >= Int64(delivery.settings.retryPeriodSeconds) * 1_000 {
-                    let why = "unhealthy: deliveries failed for \(delivery.settings.retryPeriodSeconds) s (last: \(reason))"
-                    delivery.metrics.deactivated(id)
-                    delivery.log("webhook deactivated", ["webhook": "\(id)", "reason": "\(why)"], level: .error)
-                    Task { _ = try? await delivery.deactivate(id, reason: why) }
-                    return false
-                }
-                let attempts = event.attempts + 1
-                let delay = WebhookDelivery.backoff(attempts: attempts, retryAfter: after, settings: delivery.settings)
-                let next = Timestamp(millisecondsSince1970: now.millisecondsSince1970 + delay)
-                try await delivery.store.write { tx in try tx.rescheduleWebhookEvent(event.seq, attempts: attempts, next: next) }
-                delivery.metrics.retried(id)
-                delivery.log("webhook delivery failed; retrying",
-                             ["webhook": "\(id)", "request": "\(event.requestID)", "attempt": "\(attempts)", "in_ms": "\(delay)",
-                              "reason": "\(reason)"], level: .info)
-            }
-        } catch {
-            delivery.log("webhook queue update failed", ["webhook": "\(id)", "error": "\(error)"], level: .error)
-            try? await Task.sleep(for: .seconds(1))
-        }
-        return true
     }
 }
 

@@ -67,7 +67,7 @@ final class WebhookOutbox: Sendable {
         ]
         if let actor { payload["actor"] = representation.sender(actor) }
         let data: Data
-        do { data = try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes]) } catch {
+        do { data = try WebhookPayloadJSON.data(payload) } catch {
             throw StorageError(.invalidArgument, "a webhook payload does not encode: \(error)")
         }
         try tx.enqueueWebhookEvent(type.rawValue, payload: data, for: targets.sorted { $0.uuidString < $1.uuidString }, at: time)

@@ -32,8 +32,9 @@ public struct WebhookSettings: Sendable, Hashable {
     public var connectTimeoutSeconds = 10
     /// From a request's first byte to its response's last.
     public var responseTimeoutSeconds = 30
-    /// Requests in flight to one target (`host:port`) over all its webhooks; each webhook
-    /// delivers one event at a time, in commit order.
+    /// Requests in flight to one target (`host:port`) over all its webhooks, and to each
+    /// webhook: its events start in commit order, up to this many at once; a failed one is
+    /// retried alone before anything later starts.
     public var maxInFlightPerTarget = 4
 
     public init() {}

@@ -113,6 +113,13 @@ extension StorageTransaction {
         try db.run("DELETE FROM webhook_queue WHERE seq = ?", [seq])
     }
 
+    /// Removes delivered (or given up) events, in one statement.
+    public func removeWebhookEvents(_ seqs: [Int64]) throws(StorageError) {
+        guard !seqs.isEmpty else { return }
+        guard seqs.count > 1 else { return try removeWebhookEvent(seqs[0]) }
+        try db.run("DELETE FROM webhook_queue WHERE seq IN (\(db.dialect.jsonIntegers))", ["[" + seqs.map(String.init).joined(separator: ",") + "]"])
+    }
+
     /// Records a failed attempt and when to try again.
     public func rescheduleWebhookEvent(_ seq: Int64, attempts: Int, next: Timestamp) throws(StorageError) {
         try db.run("UPDATE webhook_queue SET attempts = ?, next_attempt_at = ? WHERE seq = ?",
@@ -159,6 +166,15 @@ extension StorageReader {
         try checkLimit(limit)
         return try db.rows("SELECT * FROM webhook_queue WHERE webhook_id = ? ORDER BY seq LIMIT ?", [Columns.blob(webhook), limit])
             .map { row throws(StorageError) in try Self.queuedEvent(row, of: webhook) }
+    }
+
+    /// The oldest `limit` queued events of a webhook after `seq` (the last one its delivery
+    /// started), in commit order.
+    public func queuedWebhookEvents(of webhook: UUID, after seq: Int64, limit: Int) throws(StorageError) -> [QueuedWebhookEvent] {
+        try checkLimit(limit)
+        return try db.rows(
+            "SELECT * FROM webhook_queue WHERE webhook_id = ? AND seq > ? ORDER BY seq LIMIT ?", [Columns.blob(webhook), seq, limit]
+        ).map { row throws(StorageError) in try Self.queuedEvent(row, of: webhook) }
     }
 
     private static func queuedEvent(_ row: Row, of webhook: UUID) throws(StorageError) -> QueuedWebhookEvent {

@@ -12,12 +12,15 @@ final class WebhookReceiver: Sendable {
         var headers: HeaderFields
         var body: [UInt8]
         var at: ContinuousClock.Instant
+        /// Other POSTs the receiver was answering when this one arrived.
+        var others = 0
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:] }
     }
 
     private struct State {
         var posts: [Received] = []
         var challenges = 0
+        var answering = 0
         var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
@@ -38,6 +41,14 @@ final class WebhookReceiver: Sendable {
     static func start(
         echoing: Bool = true, idleTimeout: TimeAmount = .seconds(60),
         answer: @escaping @Sendable (_ index: Int) async -> Int = { _ in 200 }
+    ) async throws -> WebhookReceiver {
+        try await start(echoing: echoing, idleTimeout: idleTimeout) { index, _ in await answer(index) }
+    }
+
+    /// Starts a receiver whose `answer` is given each POST too (and how many came before it).
+    static func start(
+        echoing: Bool = true, idleTimeout: TimeAmount = .seconds(60),
+        answer: @escaping @Sendable (_ index: Int, _ post: Received) async -> Int
     ) async throws -> WebhookReceiver {
         let directory = Fixtures.temporaryDirectory("webhook-receiver")
         let cert = directory.appendingPathComponent("cert.pem").path
@@ -65,7 +76,7 @@ final class WebhookReceiver: Sendable {
     /// `https://127.0.0.1:<port><path>`.
     func url(_ path: String = "/hook") -> String { "https://127.0.0.1:\(server.port)\(path)" }
 
-    private func receive(_ request: HTTPRequest, echoing: Bool, answer: @Sendable (Int) async -> Int) async -> HTTPResponse {
+    private func receive(_ request: HTTPRequest, echoing: Bool, answer: @Sendable (Int, Received) async -> Int) async -> HTTPResponse {
         if request.method == "GET", let query = request.path.split(separator: "?").dropFirst().first {
             for pair in query.split(separator: "&") where pair.hasPrefix("verification_challenge=") {
                 state.withLockedValue { $0.challenges += 1 }
@@ -74,15 +85,19 @@ final class WebhookReceiver: Sendable {
             }
         }
         guard request.method == "POST" else { return HTTPResponse(status: 405) }
-        let received = Received(path: request.path, headers: request.headers, body: Array(request.body.readableBytesView), at: .now)
+        var received = Received(path: request.path, headers: request.headers, body: Array(request.body.readableBytesView), at: .now)
         let (index, ready) = state.withLockedValue { s -> (Int, [CheckedContinuation<Void, Never>]) in
+            received.others = s.answering
+            s.answering += 1
             s.posts.append(received)
             let ready = s.waiters.filter { $0.count <= s.posts.count }.map(\.continuation)
             s.waiters.removeAll { $0.count <= s.posts.count }
             return (s.posts.count - 1, ready)
         }
         for continuation in ready { continuation.resume() }
-        return HTTPResponse(status: await answer(index))
+        let status = await answer(index, received)
+        state.withLockedValue { $0.answering -= 1 }
+        return HTTPResponse(status: status)
     }
 
     /// Every POST so far.
