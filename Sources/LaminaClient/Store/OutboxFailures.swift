@@ -54,11 +54,7 @@ extension LocalStore {
 
     /// Puts one in-flight entry back to pending (a transient ERROR), keeping its place.
     public func requeue(_ id: UUID) throws(ClientError) {
-        try write(Self.requeueBody(id))
-    }
-
-    static func requeueBody(_ id: UUID) -> @Sendable (WriteContext) throws -> Void {
-        { ctx in try ctx.db.execute(sql: "UPDATE outbox SET state = 0 WHERE id = ?", arguments: [StoreCoding.blob(id)]) }
+        try write { ctx in try ctx.db.execute(sql: "UPDATE outbox SET state = 0 WHERE id = ?", arguments: [StoreCoding.blob(id)]) }
     }
 
     /// Every failed command, oldest first.
@@ -81,11 +77,7 @@ extension LocalStore {
 
     /// This device's stable id for the node (SPEC §5.2), created on first use.
     public func deviceID() throws(ClientError) -> UUID {
-        try write(Self.deviceIDBody)
-    }
-
-    static let deviceIDBody: @Sendable (WriteContext) throws -> UUID = {
-        { ctx in
+        try write { ctx in
             if let data = try Data.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'device_id'") {
                 return StoreCoding.uuid(data)
             }
@@ -93,7 +85,7 @@ extension LocalStore {
             try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('device_id', ?)", arguments: [StoreCoding.blob(id)])
             return id
         }
-    }()
+    }
 
     /// The session token of the last authentication, if any.
     public func sessionToken() throws(ClientError) -> String? {
@@ -102,11 +94,7 @@ extension LocalStore {
 
     /// Records (or, with nil, forgets) the session token.
     public func setSessionToken(_ token: String?) throws(ClientError) {
-        try write(Self.sessionTokenBody(token))
-    }
-
-    static func sessionTokenBody(_ token: String?) -> @Sendable (WriteContext) throws -> Void {
-        { ctx in
+        try write { ctx in
             if let token {
                 try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('session_token', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [token])
             } else {

@@ -134,7 +134,7 @@ public actor SyncEngine {
             } catch {
                 end = .closed
             }
-            do { try await store.requeueInFlightAsync() } catch {
+            do { try store.requeueInFlight() } catch {
                 emit(.failed(error))
                 break
             }

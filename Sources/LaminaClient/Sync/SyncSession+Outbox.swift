@@ -21,7 +21,7 @@ extension SyncSession {
             var changes: [RemoteChange] = []
             switch entry.flatMap({ OutboxCommandKind(rawValue: $0.kind) }) {
             case .sendMessage:
-                if let stored = try await store.messageAsync(MessageID(uuid: id)), let position = ack.position {
+                if let stored = try store.message(MessageID(uuid: id)), let position = ack.position {
                     var m = stored.message
                     m.position = position
                     m.sentAt = ack.timestamp ?? m.sentAt
@@ -32,7 +32,7 @@ extension SyncSession {
             case .createConversation:
                 if let to = ack.conversationID, to.uuid != id {
                     changes = [.distinctMerge(from: ConversationID(uuid: id), into: to)]
-                } else if let local = try await store.conversationAsync(ConversationID(uuid: id)), !local.isSynced {
+                } else if let local = try store.conversation(ConversationID(uuid: id)), !local.isSynced {
                     changes = [.conversation(local.conversation)]  // the node has it now
                 }
             default:
@@ -50,7 +50,7 @@ extension SyncSession {
             }
         case .retry(let id, let after):
             inFlight[id] = nil
-            try await store.requeueAsync(id)
+            try store.requeue(id)
             // One retry pending at a time: the flush it runs sends every requeued entry.
             guard retryTask == nil else { return }
             let sleep = environment.sleep

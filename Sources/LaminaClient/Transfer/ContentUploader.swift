@@ -25,17 +25,13 @@ final class ContentUploader: @unchecked Sendable {
     let events: TransferEventHub
     let environment: SyncEnvironment
     /// Called when a message may be sent (its uploads finished) or left the outbox (failed).
-    let outboxChanged: @Sendable () -> Void
+    var outboxChanged: @Sendable () -> Void = {}
     /// Called when a message fails for good.
-    let messageFailed: @Sendable (OutboxFailure) -> Void
+    var messageFailed: @Sendable (OutboxFailure) -> Void = { _ in }
     /// Tests: awaited after each chunk is handed to HTTP/2, with the bytes sent so far.
-    var chunkHook: (@Sendable (MessagePartID, UInt64) async -> Void)? {
-        get { lock.withLock { hook } }
-        set { lock.withLock { hook = newValue } }
-    }
+    var chunkHook: (@Sendable (MessagePartID, UInt64) async -> Void)?
 
     private let lock = NSLock()
-    private var hook: (@Sendable (MessagePartID, UInt64) async -> Void)?
     private var progresses: [MessagePartID: Progress] = [:]
     private var cancelledMessages: Set<MessageID> = []
     /// The part the worker is uploading now.
@@ -49,15 +45,11 @@ final class ContentUploader: @unchecked Sendable {
     private var workerID = UUID()
     private var signal: AsyncStream<Void>.Continuation?
 
-    /// `outboxChanged` and `messageFailed` are fixed here, before any upload can run.
-    init(store: LocalStore, link: NodeLink, events: TransferEventHub, environment: SyncEnvironment,
-         outboxChanged: @escaping @Sendable () -> Void = {}, messageFailed: @escaping @Sendable (OutboxFailure) -> Void = { _ in }) {
+    init(store: LocalStore, link: NodeLink, events: TransferEventHub, environment: SyncEnvironment) {
         self.store = store
         self.link = link
         self.events = events
         self.environment = environment
-        self.outboxChanged = outboxChanged
-        self.messageFailed = messageFailed
     }
 
     // MARK: running
