@@ -18,6 +18,7 @@ import Testing
                 "recipient_status", "read_markers", "delivered_markers", "metadata_entries", "feed_heads", "feed_entries", "device_cursors",
                 "idempotency_records", "nonces", "sessions", "content_uploads", "replication_log", "conversation_aliases", "identities",
                 "webhooks", "webhook_queue", "blocks", "badges", "push_tokens", "push_queue", "replication_parked", "user_state_registers", "message_part_updates", "distinct_births",
+                "message_counts",
             ]
             #expect(Set(tables) == expected)
             let pragmas = try store.writerPragmas()

@@ -67,17 +67,13 @@ final class PushOutbox: Sendable {
         }
     }
 
-    /// Messages looked at per conversation for a badge: the count is exact up to this many
-    /// unread messages a conversation (a badge shows "999+" long before), and its cost inside
-    /// the send's commit stays bounded however long a user leaves a conversation unread.
-    static let badgeScanPerConversation = 1_000
-
     /// The user's badge: unread messages over their live conversations plus the app backend's
     /// external unread count (Server API badges). Counted by the delivery as it sends.
     static func badge(of user: UserID, _ reader: StorageReader) throws(StorageError) -> Int {
         var unread = try reader.externalUnreadCount(of: user)
         for c in try reader.conversations(of: user) where c.isLive {
-            unread += try reader.unreadCount(of: c.conversation.id, for: user, scanning: badgeScanPerConversation)
+            // The stored count (`StoredCounts`): exact, one row, however long the backlog.
+            unread += try reader.unreadCount(of: c.conversation.id, for: user)
         }
         return unread
     }

@@ -286,3 +286,33 @@ final class SQLBindings {
         values[i] = value
     }
 }
+
+/// The steps counted by `Database.countingVMSteps`.
+private final class VMStepTotal {
+    var total: Int64 = 0
+}
+
+extension Database {
+    /// The SQLite virtual machine steps of every statement `body` runs on this connection
+    /// (`SQLITE_STMTSTATUS_VM_STEP`, read as each statement finishes): a measure of the work a
+    /// change costs that does not depend on the machine's load. Replaces the connection's
+    /// trace callback while it runs (for tests: the node sets none).
+    func countingVMSteps(_ body: () throws(StorageError) -> Void) throws(StorageError) -> Int64 {
+        let steps = VMStepTotal()
+        // Steps counted before (cached statements) are not this body's.
+        var statement = sqlite3_next_stmt(sqliteConnection, nil)
+        while let s = statement {
+            _ = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 1)
+            statement = sqlite3_next_stmt(sqliteConnection, s)
+        }
+        sqlite3_trace_v2(sqliteConnection, UInt32(SQLITE_TRACE_PROFILE), { _, context, statement, _ in
+            guard let context, let statement else { return 0 }
+            let steps = Unmanaged<VMStepTotal>.fromOpaque(context).takeUnretainedValue()
+            steps.total += Int64(sqlite3_stmt_status(OpaquePointer(statement), SQLITE_STMTSTATUS_VM_STEP, 1))
+            return 0
+        }, Unmanaged.passUnretained(steps).toOpaque())
+        defer { sqlite3_trace_v2(sqliteConnection, 0, nil, nil) }
+        try withExtendedLifetime(steps) { () throws(StorageError) in try body() }
+        return steps.total
+    }
+}

@@ -34,6 +34,17 @@ enum PostgresSchema {
                 SELECT id, participant_set_key, origin_node, 0, '' FROM conversations WHERE is_distinct = 1 AND merged_into IS NULL
             """,
         ]),
+        ("v14-counters", [
+            """
+            CREATE TABLE message_counts (
+                conversation_id BYTEA NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                sender TEXT COLLATE "C" NOT NULL,
+                messages BIGINT NOT NULL,
+                PRIMARY KEY (conversation_id, sender)
+            )
+            """,
+            "ALTER TABLE participants ADD COLUMN unread BIGINT NOT NULL DEFAULT 0",
+        ] + StoredCounts.fill),
     ]
 
     /// Serializes migrations of several nodes starting on one database at once.

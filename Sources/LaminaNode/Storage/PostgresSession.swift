@@ -31,6 +31,13 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
 
     var dialect: SQLDialect { .postgres }
 
+    func measuringWork(_ body: () throws(StorageError) -> Void) throws(StorageError) -> Int64 {
+        let read = "SELECT CAST(coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0) AS BIGINT) FROM pg_stat_xact_user_tables"
+        let before = try int64(read) ?? 0
+        try body()
+        return (try int64(read) ?? 0) - before
+    }
+
     // MARK: Running statements
 
     /// Runs `sql` as an unnamed statement (its command tag gives the changed rows).

@@ -56,6 +56,11 @@ protocol SQLSession: AnyObject {
     func commit() throws(StorageError)
     func rollback()
     var isInsideTransaction: Bool { get }
+
+    /// The work `body`'s statements make the backend do, independent of the machine's load
+    /// (for tests of what a change costs): SQLite's virtual machine steps, PostgreSQL's rows
+    /// read in this transaction (`pg_stat_xact_user_tables`).
+    func measuringWork(_ body: () throws(StorageError) -> Void) throws(StorageError) -> Int64
 }
 
 extension SQLSession {
@@ -116,6 +121,10 @@ final class SQLiteSession: SQLSession {
     }
 
     func hotStatement(_ sql: String) throws(StorageError) -> HotStatement { try HotStatement(db, sql) }
+
+    func measuringWork(_ body: () throws(StorageError) -> Void) throws(StorageError) -> Int64 {
+        try db.countingVMSteps(body)
+    }
 
     func afterNextTransaction(onCommit: @escaping @Sendable (Any?) -> Void, onRollback: @escaping @Sendable (Any?) -> Void) {
         db.afterNextTransaction(onCommit: { onCommit($0) }, onRollback: { onRollback($0) })

@@ -146,6 +146,9 @@ extension StorageTransaction {
         }
         guard let after = MembershipStanding.of(log), after.isMember != before?.isMember || after.since != before?.since else { return false }
         let (sp, sl, sn) = try Columns.hlc(after.since)
+        // A removal takes away the unread messages from its cutoff on: counted while the row still says member.
+        let removedUnread = before?.isMember == true && !after.isMember
+            ? try read.storedUnreadByRule(of: user, in: conversation, from: after.since, inclusive: true) : 0
         try db.run(
             """
             INSERT INTO participants (conversation_id, user_id, is_member, hlc_physical, hlc_logical, hlc_node) VALUES (?, ?, ?, ?, ?, ?)
@@ -154,6 +157,8 @@ extension StorageTransaction {
             """,
             [id, user.rawValue, after.isMember, sp, sl, sn]
         )
+        try countStandingChange(of: user, in: conversation, from: before, to: ParticipantState(isMember: after.isMember, since: after.since),
+                                removedUnread: removedUnread)
         headersChanged()
         return after.isMember != (before?.isMember ?? false)
     }
@@ -196,6 +201,9 @@ extension StorageTransaction {
             }
         }
         try db.run("UPDATE conversations SET merged_into = ? WHERE id = ?", [to, from])
+        // The survivor's counters, counted again over the messages it holds now.
+        try db.run("DELETE FROM message_counts WHERE conversation_id = ?", [from])
+        try recountConversation(survivor)
         headersChanged()
     }
 

@@ -21,11 +21,43 @@ public struct ConversationCounts: Hashable, Sendable {
 
 extension StorageReader {
     /// The user's counts of a conversation (SPEC §6.4), with the messages of `blocked` senders
-    /// left out. Three index range reads of the conversation (the total, the messages after the
-    /// user's read marker, the last one): a read-side cost paid by snapshots and by the rarer
-    /// changes that emit `conversation-updated`, never by a send. Zero counts when the user
-    /// never took part.
+    /// left out (the user's block list as stored). From the stored counters (`StoredCounts`):
+    /// the total is a sum over the conversation's senders, the unread count one row; the last
+    /// message is the newest of the position index that counts. After a removal the total
+    /// leaves out the messages from the cutoff on (a range that grows only with what was sent
+    /// since). Zero counts when the user never took part.
     public func counts(of conversation: ConversationID, for user: UserID, blocked: Set<UserID> = []) throws(StorageError) -> ConversationCounts {
+        guard let state = try participantState(of: user, in: conversation) else { return ConversationCounts(messages: 0, unread: 0, lastMessage: nil) }
+        var filter = "m.conversation_id = ? AND m.deleted = 0"
+        var arguments: StatementArguments = [Columns.blob(conversation.uuid)]
+        if !blocked.isEmpty {
+            filter += " AND m.sender NOT IN (\(Array(repeating: "?", count: blocked.count).joined(separator: ", ")))"
+            for b in blocked.sorted() { arguments += [b.rawValue] }
+        }
+        var total = try storedMessageCount(of: conversation, leavingOut: blocked)
+        var lastFilter = filter
+        var lastArguments = arguments
+        if !state.isMember {
+            let (p, l, n) = try Columns.hlc(state.since)
+            total -= Int(try db.int64(
+                "SELECT count(*) FROM messages m WHERE \(filter) AND (m.pos_physical, m.pos_logical, m.pos_node) >= (?, ?, ?)",
+                arguments + [p, l, n]) ?? 0)
+            lastFilter += " AND (m.pos_physical, m.pos_logical, m.pos_node) < (?, ?, ?)"
+            lastArguments += [p, l, n]
+        }
+        var last: MessageID?
+        if let row = try db.row("SELECT m.id FROM messages m WHERE \(lastFilter) ORDER BY m.pos_physical DESC, m.pos_logical DESC, m.pos_node DESC LIMIT 1",
+                                lastArguments) {
+            let id: Data? = row["id"]
+            last = MessageID(uuid: try Columns.uuid(id, column: "id"))
+        }
+        return ConversationCounts(messages: total, unread: try storedUnread(of: user, in: conversation), lastMessage: last)
+    }
+
+    /// `counts(of:for:blocked:)` by reading the messages (the total and the messages after the
+    /// read marker, each decided by `UnreadCounts.isUnread`): what the stored counters are
+    /// checked against in tests. Three index range reads that grow with the conversation.
+    func countsByScan(of conversation: ConversationID, for user: UserID, blocked: Set<UserID> = []) throws(StorageError) -> ConversationCounts {
         guard let state = try participantState(of: user, in: conversation) else { return ConversationCounts(messages: 0, unread: 0, lastMessage: nil) }
         let cutoff = state.isMember ? nil : state.since
         var filter = "m.conversation_id = ? AND m.deleted = 0"

@@ -95,6 +95,7 @@ extension StorageTransaction {
             throw StorageError(.positionTaken, "position \(position) of \(message.conversationID) is held by another message")
         }
         cache.rememberHoldsMessages(header.id)
+        try countAppended(message.id, sender: message.sender, in: message.conversationID)
         try indexContentReferences(of: message.id, message.parts)
         for (user, status) in message.recipientStatus.sorted(by: { $0.key < $1.key }) where user != message.sender && status > .sent {
             _ = try recordStatus(status, of: message.id, for: user)
@@ -152,6 +153,15 @@ extension StorageTransaction {
 
     /// Marks a message deleted for every participant; history no longer returns it.
     public func deleteMessage(_ message: MessageID) throws(StorageError) {
+        guard let row = try db.row("SELECT conversation_id, sender, deleted FROM messages WHERE id = ?", [Columns.blob(message.uuid)]) else {
+            throw StorageError(.notFound, "no message \(message)")
+        }
+        let deleted: Bool = row["deleted"]
+        if !deleted {
+            let conversation: Data? = row["conversation_id"]
+            try countDeleting(message, sender: try Columns.user(row, "sender"),
+                              in: ConversationID(uuid: try Columns.uuid(conversation, column: "conversation_id")))
+        }
         try db.run("UPDATE messages SET deleted = 1 WHERE id = ?", [Columns.blob(message.uuid)])
         guard db.changesCount == 1 else { throw StorageError(.notFound, "no message \(message)") }
     }
@@ -165,7 +175,9 @@ extension StorageTransaction {
             "UPDATE messages SET deleted = 1 WHERE conversation_id = ? AND deleted = 0 AND (pos_physical, pos_logical, pos_node) < (?, ?, ?)",
             [Columns.blob(conversation.uuid), p, l, n]
         )
-        return db.changesCount
+        let deleted = db.changesCount
+        if deleted > 0 { try recountConversation(conversation) }
+        return deleted
     }
 }
 
@@ -277,12 +289,13 @@ extension StorageReader {
         return try rows.map { (row) throws(StorageError) in try statuses.storedMessage(row).message }
     }
 
-    /// How many messages the user can see and has not read, decided message by message with
-    /// `UnreadCounts.isUnread` over the messages after the user's read marker (the only ones
-    /// that can be unread). With `scanning`, only the newest that many of those messages are
-    /// looked at (a bounded cost where an exact count is not needed: a push's badge). Messages
-    /// of senders the user blocks are not counted (SPEC §6.4).
+    /// How many messages the user can see and has not read (messages of senders the user
+    /// blocks are not counted, SPEC §6.4): the stored count. With `scanning`, decided message
+    /// by message with `UnreadCounts.isUnread` over the newest that many messages after the
+    /// user's read marker (the only ones that can be unread).
     public func unreadCount(of conversation: ConversationID, for user: UserID, scanning limit: Int? = nil) throws(StorageError) -> Int {
+        // Exact and one row: the stored counter (`StoredCounts`), kept by every change that moves it.
+        guard let limit else { return try storedUnread(of: user, in: conversation) }
         guard let state = try participantState(of: user, in: conversation) else { return 0 }
         let readUpTo = try readUpTo(conversation: conversation, user: user)
         var sql = """
@@ -296,10 +309,8 @@ extension StorageReader {
             let (p, l, n) = try Columns.hlc(readUpTo)
             arguments += [p, l, n]
         }
-        if let limit {
-            sql += " ORDER BY m.pos_physical DESC, m.pos_logical DESC, m.pos_node DESC LIMIT ?"
-            arguments += [limit]
-        }
+        sql += " ORDER BY m.pos_physical DESC, m.pos_logical DESC, m.pos_node DESC LIMIT ?"
+        arguments += [limit]
         var unread = 0
         // The rule looks at sender and position; the id does not matter here.
         let anyID = MessageID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
@@ -325,9 +336,9 @@ extension StorageReader {
         return out
     }
 
-    /// How many messages a conversation holds (deleted ones left out).
+    /// How many messages a conversation holds (deleted ones left out): its stored counters.
     public func messageCount(of conversation: ConversationID) throws(StorageError) -> Int {
-        Int(try db.int64("SELECT count(*) FROM messages WHERE conversation_id = ? AND deleted = 0", [Columns.blob(conversation.uuid)]) ?? 0)
+        try storedMessageCount(of: conversation)
     }
 }
 

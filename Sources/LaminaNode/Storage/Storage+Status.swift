@@ -40,6 +40,7 @@ extension StorageTransaction {
             readUpTo: try read.marker(.read, conversation: conversation, user: user)
         )
         if before >= status { return nil }
+        if status >= .read { try countReading(message, by: user, in: conversation) }
         try db.run(
             """
             INSERT INTO recipient_status (message_id, user_id, status) VALUES (?, ?, ?)
@@ -71,6 +72,7 @@ extension StorageTransaction {
             $0.bind(4, l)
             $0.bind(5, n)
         }
+        if moved == 1, marker == .read { try recountUnread(of: user, in: conversation) }
         return moved == 1
     }
 

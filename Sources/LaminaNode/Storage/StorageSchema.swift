@@ -55,6 +55,9 @@ enum StorageSchema {
         migrator.registerMigration("v13-distinct-births") { db in
             for statement in distinctBirths { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v14-counters") { db in
+            for statement in counters + StoredCounts.fill { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -444,6 +447,20 @@ extension StorageSchema {
             updated_by TEXT NOT NULL
         ) STRICT, WITHOUT ROWID
         """,
+    ]
+
+    /// Stored counts (`StoredCounts`): per conversation and sender the messages not deleted for
+    /// everyone, per participant their unread messages; filled from the messages.
+    static let counters: [String] = [
+        """
+        CREATE TABLE message_counts (
+            conversation_id BLOB NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            sender TEXT NOT NULL,
+            messages INTEGER NOT NULL,
+            PRIMARY KEY (conversation_id, sender)
+        ) STRICT, WITHOUT ROWID
+        """,
+        "ALTER TABLE participants ADD COLUMN unread INTEGER NOT NULL DEFAULT 0",
     ]
 
     /// Bounds on parked operations (`ParkingLimits`): when each was parked and the bytes of its
