@@ -4,7 +4,6 @@ import LaminaModel
 import LaminaNode
 import LaminaTestPostgres
 import LaminaWire
-import NIOConcurrencyHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -40,23 +39,13 @@ import Glibc
         #expect(try await bob.message(first).sender == MessagingTests.alice)
 
         // Alice keeps sending; the node is killed once 30 more are acknowledged.
-        let acknowledged = NIOLockedValueBox<[MessageID]>([first])
-        let sender = Task {
-            for i in 0..<10_000 {
-                guard let (id, _) = try? await MessagingTests.send(alice, conversation, "m\(i)") else { return }
-                acknowledged.withLockedValue { $0.append(id) }
-            }
-        }
-        let deadline = ContinuousClock.now + .seconds(60)
-        while acknowledged.withLockedValue({ $0.count }) < 31 {
-            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "30 acknowledged sends") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        let sender = SendsUntilKilled(alice, into: conversation, after: [first])
+        try await sender.waitForAcknowledged(31)
         #expect(try await node.stop(with: SIGKILL) == SIGKILL)
-        await sender.value
+        await sender.stopped()
         await alice.drop()
         await bob.drop()
-        let acked = acknowledged.withLockedValue { $0 }
+        let acked = sender.ids
 
         node = try await NodeProcess.start(in: directory, arguments: ["--store", store])
         let (reader, backlog) = try await session(MessagingTests.bob, on: node)

@@ -4,7 +4,6 @@ import LaminaModel
 import LaminaNode
 import LaminaTestPostgres
 import LaminaWire
-import NIOConcurrencyHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -66,20 +65,10 @@ import Glibc
         if let carol { _ = try await carol.message(hello) }
 
         // Alice keeps sending; the first node is killed once 30 more are acknowledged.
-        let acknowledged = NIOLockedValueBox<[MessageID]>([hello])
-        let sender = Task {
-            for i in 0..<10_000 {
-                guard let (id, _) = try? await MessagingTests.send(alice, conversation, "m\(i)") else { return }
-                acknowledged.withLockedValue { $0.append(id) }
-            }
-        }
-        let deadline = ContinuousClock.now + .seconds(60)
-        while acknowledged.withLockedValue({ $0.count }) < 31 {
-            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "30 acknowledged sends") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        let sender = SendsUntilKilled(alice, into: conversation, after: [hello])
+        try await sender.waitForAcknowledged(31)
         #expect(try await first.stop(with: SIGKILL) == SIGKILL)
-        await sender.value
+        await sender.stopped()
         // Each client takes in what reached it before the connection died (its cursor then
         // is the last seq it got, as an SDK's would be).
         for client in [alice, phone] {
@@ -95,9 +84,9 @@ import Glibc
         // Alice goes on sending through the node she moved to.
         for i in 0..<10 {
             let (id, _) = try await MessagingTests.send(aliceAgain, conversation, "after \(i)")
-            acknowledged.withLockedValue { $0.append(id) }
+            sender.append(id)
         }
-        let acked = acknowledged.withLockedValue { $0 }
+        let acked = sender.ids
         let lastSent = acked[acked.count - 1]
         for device in [laptop, phoneAgain, aliceAgain] + (carol.map { [$0] } ?? []) { _ = try await device.message(lastSent) }
 

@@ -22,14 +22,10 @@ final class HTTP1Pool: Sendable {
     /// addresses it connects to).
     private let opener: @Sendable () async throws -> HTTP1Connection
 
-    init(host: String, port: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, maxIdle: Int = 16) {
-        self.host = host
-        self.port = port
-        self.tls = tls
-        self.group = group
-        self.connectTimeout = connectTimeout
-        self.maxIdle = maxIdle
-        self.opener = { try await HTTP1Connection.connect(host: host, port: port, tls: tls, group: group, connectTimeout: connectTimeout) }
+    convenience init(host: String, port: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, maxIdle: Int = 16) {
+        self.init(host: host, port: port, tls: tls, group: group, connectTimeout: connectTimeout, maxIdle: maxIdle) {
+            try await HTTP1Connection.connect(host: host, port: port, tls: tls, group: group, connectTimeout: connectTimeout)
+        }
     }
 
     /// A pool whose connections `connect` opens (to `host:port`).
