@@ -305,7 +305,7 @@ import Glibc
             c.webhooks.caFile = receiver.certificate
             c.webhooks.initialBackoffMilliseconds = 100
             // Long enough for a retry even when a loaded run starts the first attempt late.
-            c.webhooks.retryPeriodSeconds = 5
+            c.webhooks.retryPeriodSeconds = 15
         }
         let api = CurlAPI(node.server)
         let id = try await Self.createWebhook(api, url: receiver.url())
