@@ -85,12 +85,19 @@ import Testing
         await node.stop()
 
         // The same flood against the old setting (every stream 256 KiB from the start): the
-        // measurement sees a stream pin more than 16 KiB.
+        // measurement sees a stream pin more than 16 KiB. Whether a second DATA frame reaches a
+        // paused stream before the session answered the first depends on how the two processes'
+        // reads and writes interleave, so the control floods up to five times: a measurement
+        // that could not see more than one frame would fail all five.
         let wide = try await TestNode.start("wide-window-held") { $0.resources.initialStreamWindowBytes = 256 * 1_024 }
         let pair = try await ResourceLimitTests.HealthyPair.start(wide)
-        let (large, _) = try await Self.flood(wide, pair)
-        print("256 KiB window: \(large.samples) samples, largest stream \(large.largestStream) B, largest total \(large.largestTotal) B")
-        #expect(large.largestStreamEver > 16 * 1_024, "\(large)")
+        var floods: [Flood] = []
+        while floods.count < 5, !floods.contains(where: { $0.largestStreamEver > 16 * 1_024 }) {
+            let (large, _) = try await Self.flood(wide, pair)
+            print("256 KiB window: \(large.samples) samples, largest stream \(large.largestStream) B (ever \(large.largestStreamEver) B), largest total \(large.largestTotal) B")
+            floods.append(large)
+        }
+        #expect(floods.contains { $0.largestStreamEver > 16 * 1_024 }, "\(floods)")
         await pair.close()
         await wide.stop()
     }

@@ -286,6 +286,10 @@ actor FakeNode {
             messages[message.id] = message
             messageFrames[message.id] = m
             snapshot.appliedMessages.append(message.id)
+            // A drop before the ACK drops what the stream would carry after the commit too:
+            // the sender learns of its message only by sending it again (or from catch-up).
+            let dropped = dropBeforeAck == m.messageID
+            if dropped { end.closeBoth() }
             let newcomers = conversation.participants.subtracting(visible[cid] ?? [])
             if !newcomers.isEmpty {
                 visible[cid, default: []].formUnion(newcomers)
@@ -294,9 +298,8 @@ actor FakeNode {
             append(.messageCreated(message), to: conversation.participants)
             let ack = Ack(requestID: m.messageID.uuid, position: position, timestamp: sentAt)
             acks[m.messageID.uuid] = ack
-            if dropBeforeAck == m.messageID {
+            if dropped {
                 dropBeforeAck = nil
-                end.closeBoth()
                 return
             }
             end.deliver(.ack(ack))

@@ -67,6 +67,9 @@ import Testing
             for d in drafts { try a.client.send(d, in: c.id) }
             try await a.connect()
             try await eventually(a.client, "all sent") { try drafts.allSatisfy { try a.client.isSent($0.id) } }
+            // The catch-up after the reconnect may tell the client its message was stored before
+            // the resend's ACK does: wait for the resend itself.
+            try await node.waitFor("the dropped message sent again") { $0.sendAttempts.filter { $0 == drafts[1].id }.count == 2 }
             let snapshot = await node.snapshot
             #expect(snapshot.appliedMessages == drafts.map(\.id))  // each applied once, in order
             #expect(snapshot.sendAttempts.filter { $0 == drafts[1].id }.count == 2)  // retried under the same id

@@ -36,7 +36,7 @@ final class Recorder<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    func waitFor(_ what: String, timeout: Duration = .seconds(20), _ condition: @escaping @Sendable ([Value]) -> Bool) async throws {
+    func waitFor(_ what: String, timeout: Duration = testWaitLimit, _ condition: @escaping @Sendable ([Value]) -> Bool) async throws {
         try await withTimeout(what, timeout) { await self.waitUntil(condition) }
     }
 }
@@ -48,13 +48,18 @@ final class FailureRecordingDelegate: LaminaClientDelegate {
     func didFailOperation(_ failure: OutboxFailure) { failures.append(failure) }
 }
 
+/// How long a test waits for something before it fails. Generous: a fake-node test takes
+/// milliseconds alone, but when the whole suite starts at once (hundreds of tests, dozens of
+/// real nodes) a test's tasks can wait tens of seconds for a cooperative thread.
+let testWaitLimit: Duration = .seconds(90)
+
 struct TimedOut: Error, CustomStringConvertible {
     var what: String
     var description: String { "timed out waiting for \(what)" }
 }
 
 /// Runs `body`, failing with `TimedOut` when it does not finish within `timeout`.
-func withTimeout<T: Sendable>(_ what: String, _ timeout: Duration = .seconds(20), _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+func withTimeout<T: Sendable>(_ what: String, _ timeout: Duration = testWaitLimit, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
         group.addTask {
@@ -68,7 +73,7 @@ func withTimeout<T: Sendable>(_ what: String, _ timeout: Duration = .seconds(20)
 
 /// Waits until `condition` holds, re-checking after every batch of object changes the
 /// client's store commits (no polling).
-func eventually(_ client: LaminaClient, _ what: String, timeout: Duration = .seconds(20), _ condition: @escaping @Sendable () throws -> Bool) async throws {
+func eventually(_ client: LaminaClient, _ what: String, timeout: Duration = testWaitLimit, _ condition: @escaping @Sendable () throws -> Bool) async throws {
     let stream = client.changes()
     if try condition() { return }
     try await withTimeout(what, timeout) {
@@ -78,7 +83,7 @@ func eventually(_ client: LaminaClient, _ what: String, timeout: Duration = .sec
 }
 
 extension FakeNode {
-    func waitFor(_ what: String, timeout: Duration = .seconds(20), _ condition: @escaping @Sendable (NodeSnapshot) -> Bool) async throws {
+    func waitFor(_ what: String, timeout: Duration = testWaitLimit, _ condition: @escaping @Sendable (NodeSnapshot) -> Bool) async throws {
         try await withTimeout(what, timeout) { await self.waitUntil(condition) }
     }
 }
