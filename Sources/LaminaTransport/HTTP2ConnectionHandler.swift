@@ -157,21 +157,54 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
+        lastSocketProgress = .now()
         if context.channel.isWritable {
             stalledWriteTimer?.cancel()
             stalledWriteTimer = nil
+            socketProgressTimer?.cancel()
+            socketProgressTimer = nil
             flushSession()
-        } else if let timeout = settings.stalledWriteTimeout, stalledWriteTimer == nil {
-            stalledWriteTimer = context.eventLoop.scheduleTask(in: timeout) { [weak self] in self?.stalledWriteCheck() }
+        } else {
+            if socketProgressTimer == nil {
+                acknowledgedBytes = nil
+                pollSocketProgress()
+            }
+            if let timeout = settings.stalledWriteTimeout, stalledWriteTimer == nil {
+                stalledWriteTimer = context.eventLoop.scheduleTask(in: timeout) { [weak self] in self?.stalledWriteCheck() }
+            }
         }
         context.fireChannelWritabilityChanged()
     }
 
-    /// The socket took nothing for ``HTTP2Settings/stalledWriteTimeout``: close the connection
-    /// (a peer that reads nothing cannot be sent GOAWAY either).
+    /// While the connection cannot write: reads how much of its output the peer has
+    /// received, once every ``socketProgressInterval``, and notes when that grew.
+    private func pollSocketProgress() {
+        guard let context, !context.channel.isWritable, !tornDown else {
+            socketProgressTimer = nil
+            return
+        }
+        SocketAcknowledgments.bytesAcknowledged(by: context.channel).whenSuccess { [weak self] acknowledged in
+            guard let self, let acknowledged else { return }
+            if let before = self.acknowledgedBytes, acknowledged > before { self.lastSocketProgress = .now() }
+            self.acknowledgedBytes = acknowledged
+        }
+        socketProgressTimer = context.eventLoop.scheduleTask(in: Self.socketProgressInterval) { [weak self] in self?.pollSocketProgress() }
+    }
+
+    static let socketProgressInterval = TimeAmount.seconds(1)
+
+    /// The peer read nothing of the connection for ``HTTP2Settings/stalledWriteTimeout``
+    /// while its output waited for the socket: close the connection (a peer that reads
+    /// nothing cannot be sent GOAWAY either). A peer that reads, however slowly, moves
+    /// ``lastSocketProgress`` and is given another timeout from there.
     private func stalledWriteCheck() {
         stalledWriteTimer = nil
-        guard let context, !context.channel.isWritable, !tornDown, !closing else { return }
+        guard let context, !context.channel.isWritable, !tornDown, !closing, let timeout = settings.stalledWriteTimeout else { return }
+        let deadline = lastSocketProgress + timeout
+        guard NIODeadline.now() >= deadline else {
+            stalledWriteTimer = context.eventLoop.scheduleTask(deadline: deadline) { [weak self] in self?.stalledWriteCheck() }
+            return
+        }
         stalledWriteClosures += 1
         if closeError == nil {
             closeError = TransportError(.connectionClosed, "the peer read nothing for \(settings.stalledWriteTimeout.map { "\($0)" } ?? "")")
@@ -195,6 +228,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private func teardown(error: TransportError) {
         stalledWriteTimer?.cancel()
         stalledWriteTimer = nil
+        socketProgressTimer?.cancel()
+        socketProgressTimer = nil
         drainTimer?.cancel()
         idleTimer?.cancel()
         idleTimer = nil
@@ -713,6 +748,15 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// Whether this connection was closed because its peer read nothing (0 or 1).
     private(set) var stalledWriteClosures = 0
     private var stalledWriteTimer: Scheduled<Void>?
+    /// The last time the connection's output was seen moving: it became writable or not, or
+    /// (while it cannot write) the peer's TCP acknowledged more bytes. A slow reader keeps
+    /// this moving even while the socket's buffer drains in the kernel's large steps (a
+    /// socket becomes writable again only once a third of its send buffer is free).
+    private(set) var lastSocketProgress = NIODeadline.now()
+    private var socketProgressTimer: Scheduled<Void>?
+    private var acknowledgedBytes: UInt64?
+    /// Whether the connection's output waits for its socket (the peer reads slower than we write).
+    var waitsForSocket: Bool { context.map { !$0.channel.isWritable } ?? false }
 
     // MARK: shutdown
 

@@ -205,6 +205,16 @@ public final class TransportStream: @unchecked Sendable {
         onLoop { self.connection?.openReceiveWindow(self) }
     }
 
+    /// While the connection's output waits for its socket, the last time its peer was seen
+    /// reading any of it (the stream's own bytes wait their turn behind the socket then);
+    /// nil while the connection writes freely (what this stream holds then waits for the
+    /// peer to open this stream's window). Read on ``eventLoop``.
+    public var socketProgressWhileBlocked: NIODeadline? {
+        eventLoop.preconditionInEventLoop()
+        guard let connection, connection.waitsForSocket else { return nil }
+        return connection.lastSocketProgress
+    }
+
     /// Stops delivering inbound data; the peer stalls once the stream window is used up.
     public func pauseInbound() {
         onLoop { self.isPaused = true }

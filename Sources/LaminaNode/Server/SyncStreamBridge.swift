@@ -576,21 +576,25 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         }
     }
 
-    /// Checks, one stall timeout after the last drain, that a waiting paced answer's client
-    /// took something meanwhile; resets it as a slow consumer otherwise.
-    private func armStallCheck() {
+    /// Checks, one stall timeout after the client's last progress, that a waiting paced
+    /// answer's client took something meanwhile; resets it as a slow consumer otherwise.
+    /// Progress is this stream's bytes taken, or, while the connection's output waits for
+    /// its socket, the client reading any of the connection (this stream's bytes wait behind
+    /// the socket's then, which drains in the kernel's large steps).
+    private func armStallCheck(from progress: NIODeadline? = nil) {
         guard stallTask == nil, !stream.isClosed else { return }
-        let deadline = lock.withLock { lastDrain } + limits.stalledReaderTimeout
+        let deadline = (progress ?? lock.withLock { lastDrain }) + limits.stalledReaderTimeout
         stallTask = eventLoop.scheduleTask(deadline: deadline) { [weak self] in
             guard let self else { return }
             self.stallTask = nil
             let (waiting, lastDrain) = self.lock.withLock { (!self.roomWaiters.isEmpty, self.lastDrain) }
             guard waiting, !self.stream.isClosed else { return }
-            if NIODeadline.now() >= lastDrain + self.limits.stalledReaderTimeout {
+            let progress = max(lastDrain, self.stream.socketProgressWhileBlocked ?? lastDrain)
+            if NIODeadline.now() >= progress + self.limits.stalledReaderTimeout {
                 self.logger.info("the client read nothing of a paced answer in time", metadata: ["seconds": "\(self.limits.stalledReaderTimeoutSeconds)"])
                 self.slowConsumer()
             } else {
-                self.armStallCheck()
+                self.armStallCheck(from: progress)
             }
         }
     }
