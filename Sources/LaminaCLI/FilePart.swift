@@ -16,13 +16,18 @@ public enum FilePart {
         typesByExtension[URL(fileURLWithPath: path).pathExtension.lowercased()] ?? "application/octet-stream"
     }
 
-    /// The part for the file at `path`: inline up to 2 KiB, else staged as rich content
-    /// (copied, so later edits of the file do not change the message).
-    public static func part(path: String, mimeType: String?) throws(ClientError) -> MessagePart {
+    /// Checks that `path` names a file (before connecting: bad input fails at once).
+    public static func check(path: String) throws(ClientError) {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
             throw ClientError(.invalidArgument, "no file at \(path)")
         }
-        return try MessagePart.with(mimeType: mimeType ?? Self.mimeType(forPath: path), fileURL: URL(fileURLWithPath: path))
+    }
+
+    /// The part for the file at `path`: inline up to 2 KiB, else staged as rich content in
+    /// `staging` (the sending client's; copied, so later edits of the file do not change the message).
+    public static func part(path: String, mimeType: String?, staging: ContentStaging) throws(ClientError) -> MessagePart {
+        try check(path: path)
+        return try MessagePart.with(mimeType: mimeType ?? Self.mimeType(forPath: path), fileURL: URL(fileURLWithPath: path), staging: staging)
     }
 }

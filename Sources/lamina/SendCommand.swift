@@ -45,14 +45,18 @@ struct SendCommand: AsyncParsableCommand {
             guard !body.isEmpty || file != nil else { throw CLIError(.invalidArgument, "the message text is empty") }
             let recipients = try to.map { text throws(CLIError) in try UserList.users(text) }
             let named = try conversation.map { text throws(CLIError) in try ConversationReference.parse(text) }
-            // Checked (and a file staged) before connecting: bad input fails at once.
+            // Checked before connecting: bad input fails at once (a file is staged by the client).
             var parts: [MessagePart] = []
             do throws(ClientError) {
                 if !body.isEmpty { parts.append(try MessagePart.with(text: body)) }
-                if let file { parts.append(try FilePart.part(path: file, mimeType: mime)) }
+                if let file { try FilePart.check(path: file) }
             } catch { throw CLIError(error) }
             try await connection.withSession { session in
                 let client = session.client
+                var parts = parts
+                if let file {
+                    do throws(ClientError) { parts.append(try FilePart.part(path: file, mimeType: mime, staging: client.staging)) } catch { throw CLIError(error) }
+                }
                 let target: StoredConversation
                 do {
                     if let named {

@@ -441,6 +441,46 @@ import Testing
         await node.stop()
     }
 
+    /// `fetchHistory` while the first sync's fills of the same conversations are in flight:
+    /// each call returns every message once, in order (the fills' answers are not counted as
+    /// the app's, nor the app's as the fills').
+    @Test func fetchHistoryDuringAFirstSyncFillReturnsEachMessageOnce() async throws {
+        let node = try await TestNode.start("sdk-sync-fetch-during-fill")
+        let seeded = try await Self.seed(node, conversations: 4, messages: 40)
+        for policy in [SynchronizationPolicy.completeHistory, .lastMessages(3), .unreadOnly] {
+            let client = try ClientHarness.device(Self.alice, on: node) {
+                $0.synchronizationPolicy = policy
+                $0.historyPageSize = 6
+            }
+            let events = try await ClientHarness.connectLive(client, on: node)
+            // The snapshot is applied when the session is live; the fills go on meanwhile.
+            let results = try await withThrowingTaskGroup(of: (Int, [MessageID], [MessageID]).self) { group in
+                for (i, s) in seeded.enumerated() {
+                    group.addTask {
+                        let complete = try await client.fetchHistory(of: s.id, policy: .complete)
+                        let last = try await client.fetchHistory(of: s.id, policy: .lastN(10))
+                        return (i, complete, last)
+                    }
+                }
+                var out: [(Int, [MessageID], [MessageID])] = []
+                for try await r in group { out.append(r) }
+                return out
+            }
+            for (i, complete, last) in results {
+                let expected = seeded[i].messages.map(\.id)
+                #expect(Set(complete).count == complete.count, "\(policy): fetchHistory(.complete) of conversation \(i) returned \(complete.count - Set(complete).count) duplicates")
+                #expect(complete == expected, "\(policy): conversation \(i): \(complete.count) ids, expected \(expected.count)")
+                #expect(last == Array(expected.suffix(10)), "\(policy): the last 10 of conversation \(i)")
+            }
+            try await events.wait("the fill of \(policy)", timeout: .seconds(300)) {
+                $0.contains { if case .snapshotSynced = $0 { return true } else { return false } }
+            }
+            #expect(events.all.contains(.snapshotSynced(conversations: 4, failed: 0)))
+            try await client.close()
+        }
+        await node.stop()
+    }
+
     /// A complete-history fill cut short after some pages resumes after the last page stored,
     /// not from the first message.
     @Test func aCompleteHistoryFillResumesAfterItsLastStoredPage() async throws {

@@ -22,8 +22,8 @@ import Testing
         // Over 2 KB, so rich content; a few chunks of the node's download path.
         let small = RichContentTests.bytes(3_000, seed: 5)
         let large = RichContentTests.bytes(3 << 20, seed: 11)
-        let (smallPart, smallReference) = try RichContentTests.richPart("application/octet-stream", small)
-        let (largePart, largeReference) = try RichContentTests.richPart("application/octet-stream", large)
+        let (smallPart, smallReference) = try RichContentTests.richPart("application/octet-stream", small, by: alice)
+        let (largePart, largeReference) = try RichContentTests.richPart("application/octet-stream", large, by: alice)
         let sent = try alice.send(alice.newMessage(parts: [smallPart, largePart]), in: conversation)
         try await ClientHarness.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) { try alice.isSent(sent.id) }
 
@@ -65,7 +65,7 @@ import Testing
 
         let conversation = try bob.newConversation(participants: ["alice"], options: ConversationOptions(isDistinct: false)).id
         let data = RichContentTests.bytes(40_000, seed: 41)
-        let (part, reference) = try RichContentTests.richPart("application/octet-stream", data)
+        let (part, reference) = try RichContentTests.richPart("application/octet-stream", data, by: bob)
         let sent = try bob.send(bob.newMessage(parts: [part]), in: conversation)
         try await ClientHarness.waitUntil(bob, "bob's message to be sent", timeout: .seconds(60)) { try bob.isSent(sent.id) }
 
@@ -105,7 +105,7 @@ import Testing
         try await ClientHarness.connect(bob, on: b)
         let conversation = try alice.newConversation(participants: ["bob"], options: ConversationOptions(isDistinct: false)).id
         let data = RichContentTests.bytes(5 << 20, seed: 23)
-        let (part, reference) = try RichContentTests.richPart("application/octet-stream", data)
+        let (part, reference) = try RichContentTests.richPart("application/octet-stream", data, by: alice)
         let sent = try alice.send(alice.newMessage(parts: [part]), in: conversation)
         let received = try await bob.waitForCreation(of: sent.id, timeout: .seconds(60))
         let file = try await bob.downloadedContent(of: received.message.identifier(of: received.message.parts[0]))
@@ -134,7 +134,7 @@ import Testing
         try await ClientHarness.connect(alice, on: a)
         let conversation = try alice.newConversation(participants: ["bob"], options: ConversationOptions(isDistinct: false)).id
         let data = RichContentTests.bytes(100_000, seed: 31)
-        let (part, reference) = try RichContentTests.richPart("application/octet-stream", data)
+        let (part, reference) = try RichContentTests.richPart("application/octet-stream", data, by: alice)
         let sent = try alice.send(alice.newMessage(parts: [part]), in: conversation)
         try await ClientHarness.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) { try alice.isSent(sent.id) }
 

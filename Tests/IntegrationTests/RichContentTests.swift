@@ -52,8 +52,8 @@ import Testing
         }
     }
 
-    static func richPart(_ mime: String, _ data: Data) throws -> (MessagePart, ContentReference) {
-        let part = try MessagePart.with(mimeType: mime, data: data)
+    static func richPart(_ mime: String, _ data: Data, by client: LaminaClient) throws -> (MessagePart, ContentReference) {
+        let part = try MessagePart.with(mimeType: mime, data: data, staging: client.staging)
         guard case .external(let ref) = part.content else { throw ClientError(.invalidObject, "\(data.count) bytes did not become rich content") }
         return (part, ref)
     }
@@ -71,10 +71,10 @@ import Testing
 
         let c = try Self.conversation(alice, with: [Self.bob])
         let payloads = [Self.bytes(0), Self.bytes(2_048, seed: 1), Self.bytes(2_049, seed: 2), Self.bytes(10 << 20, seed: 3)]
-        let parts = try payloads.map { try MessagePart.with(mimeType: "application/octet-stream", data: $0) }
+        let parts = try payloads.map { try MessagePart.with(mimeType: "application/octet-stream", data: $0, staging: alice.staging) }
         #expect(parts.map { $0.inlineBytes != nil } == [true, true, false, false])
         // A rich text/plain part: bob's default rules download it by themselves.
-        let (text, _) = try Self.richPart("text/plain", Data(String(repeating: "lamina ", count: 1_000).utf8))
+        let (text, _) = try Self.richPart("text/plain", Data(String(repeating: "lamina ", count: 1_000).utf8), by: alice)
         let message = try alice.send(alice.newMessage(parts: parts + [text]), in: c)
         try await ClientEndToEndTests.connect(alice, on: node)
         try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) { try alice.isSent(message.id) }
@@ -127,7 +127,7 @@ import Testing
         let alice = try Self.client(Self.alice, on: node)
         let c = try Self.conversation(alice, with: [Self.bob])
         let data = Self.bytes(12 << 20, seed: seed)
-        let (rich, ref) = try Self.richPart("video/mp4", data)
+        let (rich, ref) = try Self.richPart("video/mp4", data, by: alice)
         let message = try alice.send(alice.newMessage(parts: [rich]), in: c)
         let part = message.message.identifier(of: rich)
 
@@ -161,7 +161,7 @@ import Testing
         let node = try await TestNode.start("rich-corrupt")
         let alice = try Self.client(Self.alice, on: node)
         let c = try Self.conversation(alice, with: [Self.bob])
-        let (rich, _) = try Self.richPart("image/png", Self.bytes(100_000))
+        let (rich, _) = try Self.richPart("image/png", Self.bytes(100_000), by: alice)
         let message = try alice.send(alice.newMessage(parts: [rich]), in: c)
         let later = try alice.send(alice.newMessage(parts: [try MessagePart.with(text: "still delivered")]), in: c)
         let part = message.message.identifier(of: rich)
@@ -189,7 +189,7 @@ import Testing
         let alice = try Self.client(Self.alice, on: node)
         let carol = try Self.client(Self.carol, on: node)
         let c = try Self.conversation(alice, with: [Self.bob])
-        let (rich, ref) = try Self.richPart("image/png", Self.bytes(50_000))
+        let (rich, ref) = try Self.richPart("image/png", Self.bytes(50_000), by: alice)
         let message = try alice.send(alice.newMessage(parts: [rich]), in: c)
         try await ClientEndToEndTests.connect(alice, on: node)
         try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent") { try alice.isSent(message.id) }
@@ -221,7 +221,7 @@ import Testing
         try bob.updateContentSettings(settings)
         let c = try Self.conversation(alice, with: [Self.bob])
         let messages = try (0..<3).map { i in
-            try alice.send(alice.newMessage(parts: [try MessagePart.with(mimeType: "image/png", data: Self.bytes(10_000, seed: UInt8(i)))]), in: c)
+            try alice.send(alice.newMessage(parts: [try MessagePart.with(mimeType: "image/png", data: Self.bytes(10_000, seed: UInt8(i)), staging: alice.staging)]), in: c)
         }
         try await ClientEndToEndTests.connect(alice, on: node)
         try await ClientEndToEndTests.connect(bob, on: node)
@@ -256,8 +256,8 @@ import Testing
         let node = try await TestNode.start("rich-pause")
         let alice = try Self.client(Self.alice, on: node)
         let c = try Self.conversation(alice, with: [Self.bob])
-        let (first, firstRef) = try Self.richPart("video/mp4", Self.bytes(6 << 20, seed: 4))
-        let (second, secondRef) = try Self.richPart("video/mp4", Self.bytes(6 << 20, seed: 5))
+        let (first, firstRef) = try Self.richPart("video/mp4", Self.bytes(6 << 20, seed: 4), by: alice)
+        let (second, secondRef) = try Self.richPart("video/mp4", Self.bytes(6 << 20, seed: 5), by: alice)
         let m1 = try alice.send(alice.newMessage(parts: [first]), in: c)
         let m2 = try alice.send(alice.newMessage(parts: [second]), in: c)
         let p1 = m1.message.identifier(of: first), p2 = m2.message.identifier(of: second)

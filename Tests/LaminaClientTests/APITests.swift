@@ -62,16 +62,16 @@ func expectCode(_ code: ClientError.Code, _ body: () throws -> Void, sourceLocat
 
     @Test func messagePartsAndMessagesAreValidated() async throws {
         try await withClient { client in
-            expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: "text", data: Data("x".utf8)) }
-            expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: "text/ plain", data: Data("x".utf8)) }
-            expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: String(repeating: "a", count: 250) + "/plain", data: Data()) }
+            expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: "text", data: Data("x".utf8), staging: client.staging) }
+            expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: "text/ plain", data: Data("x".utf8), staging: client.staging) }
+            expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: String(repeating: "a", count: 250) + "/plain", data: Data(), staging: client.staging) }
             // Over 2 KiB: rich content, staged with its size and digest (ContentStagingTests).
-            let rich = try MessagePart.with(mimeType: "image/png", data: Data(count: 2_049))
+            let rich = try MessagePart.with(mimeType: "image/png", data: Data(count: 2_049), staging: client.staging)
             guard case .external(let reference) = rich.content else { Issue.record("2,049 bytes must be rich content"); return }
             #expect(reference.size == 2_049)
-            #expect(ContentStaging.discard(reference.id))
+            #expect(client.staging.discard(reference.id))
             expectCode(.inlineTooLarge) { _ = try MessagePart.with(text: String(repeating: "é", count: 1_025)) }
-            let png = try MessagePart.with(mimeType: "image/png", data: Data([1, 2, 3]))
+            let png = try MessagePart.with(mimeType: "image/png", data: Data([1, 2, 3]), staging: client.staging)
             #expect(png.mimeType.rawValue == "image/png")
             #expect(png.inlineBytes == [1, 2, 3])
             expectCode(.noParts) { _ = try client.newMessage(parts: []) }

@@ -75,43 +75,53 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
 }
 
 @Suite struct ContentStagingTests {
-    @Test func dataOverTwoKiBIsStagedWithItsSizeAndDigest() throws {
-        let inline = try MessagePart.with(mimeType: "image/png", data: patternBytes(2_048))
-        #expect(inline.inlineBytes?.count == 2_048)
-        let empty = try MessagePart.with(mimeType: "image/png", data: Data())
-        #expect(empty.inlineBytes == [])
+    @Test func dataOverTwoKiBIsStagedWithItsSizeAndDigest() async throws {
+        try await withTemporaryDirectory { dir in
+            let staging = ContentStaging(directory: dir.appendingPathComponent("staging"))
+            let inline = try MessagePart.with(mimeType: "image/png", data: patternBytes(2_048), staging: staging)
+            #expect(inline.inlineBytes?.count == 2_048)
+            let empty = try MessagePart.with(mimeType: "image/png", data: Data(), staging: staging)
+            #expect(empty.inlineBytes == [])
 
-        let data = patternBytes(2_049)
-        let part = try MessagePart.with(mimeType: "image/png", data: data)
-        guard case .external(let ref) = part.content else { Issue.record("not rich content"); return }
-        #expect(ref.size == 2_049)
-        #expect(ref.sha256 == (try SHA256Hasher.hash([UInt8](data))))
-        let staged = try #require(ContentStaging.stagedFile(for: ref.id))
-        #expect(try Data(contentsOf: staged) == data)
-        #expect(ContentStaging.discard(ref.id))
-        #expect(!FileManager.default.fileExists(atPath: staged.path))
-        #expect(!ContentStaging.discard(ref.id))
+            let data = patternBytes(2_049)
+            let part = try MessagePart.with(mimeType: "image/png", data: data, staging: staging)
+            guard case .external(let ref) = part.content else { Issue.record("not rich content"); return }
+            #expect(ref.size == 2_049)
+            #expect(ref.sha256 == (try SHA256Hasher.hash([UInt8](data))))
+            let staged = try #require(staging.stagedFile(for: ref.id))
+            #expect(try Data(contentsOf: staged) == data)
+            #expect(staging.discard(ref.id))
+            #expect(!FileManager.default.fileExists(atPath: staged.path))
+            #expect(!staging.discard(ref.id))
+            // Another client's staging does not hold it.
+            let other = ContentStaging(directory: dir.appendingPathComponent("other"))
+            let again = try MessagePart.with(mimeType: "image/png", data: data, staging: staging)
+            guard case .external(let againRef) = again.content else { Issue.record("not rich content"); return }
+            #expect(other.stagedFile(for: againRef.id) == nil && !other.discard(againRef.id))
+            #expect(staging.discard(againRef.id))
+        }
     }
 
     @Test func filesAreCopiedInChunksAndLaterChangesDoNotLeak() async throws {
         try await withTemporaryDirectory { dir in
             let source = dir.appendingPathComponent("video.bin")
+            let staging = ContentStaging(directory: dir.appendingPathComponent("staging"))
             let data = patternBytes(3 * ContentStaging.chunkBytes + 17, seed: 3)
             try data.write(to: source)
-            let part = try MessagePart.with(mimeType: "video/mp4", fileURL: source)
+            let part = try MessagePart.with(mimeType: "video/mp4", fileURL: source, staging: staging)
             guard case .external(let ref) = part.content else { Issue.record("not rich content"); return }
             #expect(ref.size == UInt64(data.count))
             #expect(ref.sha256 == (try SHA256Hasher.hash([UInt8](data))))
             try Data([1, 2, 3]).write(to: source)  // the app changes its file afterwards
-            let staged = try #require(ContentStaging.stagedFile(for: ref.id))
+            let staged = try #require(staging.stagedFile(for: ref.id))
             #expect(try Data(contentsOf: staged) == data)
-            ContentStaging.discard(ref.id)
+            staging.discard(ref.id)
 
             let small = dir.appendingPathComponent("small.txt")
             try Data("hello".utf8).write(to: small)
-            #expect(try MessagePart.with(mimeType: "text/plain", fileURL: small).inlineBytes == Array("hello".utf8))
-            expectCode(.notFound) { _ = try MessagePart.with(mimeType: "text/plain", fileURL: dir.appendingPathComponent("missing")) }
-            expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: "bad", fileURL: small) }
+            #expect(try MessagePart.with(mimeType: "text/plain", fileURL: small, staging: staging).inlineBytes == Array("hello".utf8))
+            expectCode(.notFound) { _ = try MessagePart.with(mimeType: "text/plain", fileURL: dir.appendingPathComponent("missing"), staging: staging) }
+            expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: "bad", fileURL: small, staging: staging) }
         }
     }
 }
@@ -126,9 +136,9 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
         try await withClient { client in
             let c = try conversation(client)
             let data = patternBytes(5_000)
-            let rich = try MessagePart.with(mimeType: "image/png", data: data)
+            let rich = try MessagePart.with(mimeType: "image/png", data: data, staging: client.staging)
             guard case .external(let ref) = rich.content else { Issue.record("not rich"); return }
-            let staged = try #require(ContentStaging.stagedFile(for: ref.id))
+            let staged = try #require(client.staging.stagedFile(for: ref.id))
             let first = try client.send(client.newMessage(parts: [try MessagePart.with(text: "caption"), rich]), in: c)
             let part = first.message.identifier(of: rich)
             let later = try client.send(client.newMessage(parts: [try MessagePart.with(text: "after")]), in: c)
@@ -138,7 +148,7 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
 
             // The bytes moved under the content directory; staging forgot them.
             #expect(!FileManager.default.fileExists(atPath: staged.path))
-            #expect(ContentStaging.stagedFile(for: ref.id) == nil)
+            #expect(client.staging.stagedFile(for: ref.id) == nil)
             #expect(try Data(contentsOf: client.store.contentFileURL(for: part)) == data)
             #expect(try client.store.transferStatus(of: part) == .awaitingUpload)
             let pending = try client.store.pendingUploads()
@@ -181,7 +191,7 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
     @Test func cancellingAQueuedUploadFailsTheMessageAndReleasesTheOutbox() async throws {
         try await withClient { client in
             let c = try conversation(client)
-            let rich = try MessagePart.with(mimeType: "image/png", data: patternBytes(3_000))
+            let rich = try MessagePart.with(mimeType: "image/png", data: patternBytes(3_000), staging: client.staging)
             let message = try client.send(client.newMessage(parts: [rich]), in: c)
             let later = try client.send(client.newMessage(parts: [try MessagePart.with(text: "after")]), in: c)
             let part = message.message.identifier(of: rich)

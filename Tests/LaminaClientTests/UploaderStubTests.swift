@@ -37,7 +37,7 @@ import Testing
     }
 
     private func sendRich(_ client: LaminaClient, _ c: ConversationID, _ data: Data) throws -> (StoredMessage, MessagePartID, ContentReference) {
-        let rich = try MessagePart.with(mimeType: "application/octet-stream", data: data)
+        let rich = try MessagePart.with(mimeType: "application/octet-stream", data: data, staging: client.staging)
         guard case .external(let ref) = rich.content else { throw ClientError(.invalidObject, "not rich") }
         let message = try client.send(client.newMessage(parts: [rich]), in: c)
         return (message, message.message.identifier(of: rich), ref)

@@ -79,13 +79,13 @@ extension LaminaClient {
         for part in message.parts {
             guard case .external(let reference) = part.content else { continue }
             let destination = store.contentFileURL(for: message.identifier(of: part))
-            guard let staged = ContentStaging.take(reference.id) else {
+            guard let staged = staging.take(reference.id) else {
                 if FileManager.default.fileExists(atPath: destination.path) { continue }
                 restoreStagedContent(moved)
-                throw ClientError(.contentUnavailable, "part \(part.id) has no staged content: make rich parts with MessagePart.with(mimeType:data:) or with(mimeType:fileURL:), and send each once")
+                throw ClientError(.contentUnavailable, "part \(part.id) has no staged content: make rich parts with MessagePart.with(mimeType:data:staging:) or with(mimeType:fileURL:staging:) and this client's staging, and send each once")
             }
             do { try ContentStaging.move(staged, to: destination) } catch {
-                ContentStaging.putBack(reference.id, staged)
+                staging.putBack(reference.id, staged)
                 restoreStagedContent(moved)
                 throw error
             }
@@ -96,7 +96,7 @@ extension LaminaClient {
 
     func restoreStagedContent(_ moved: [(ContentID, URL, URL)]) {
         for (id, staged, destination) in moved {
-            if (try? ContentStaging.move(destination, to: staged)) != nil { ContentStaging.putBack(id, staged) }
+            if (try? ContentStaging.move(destination, to: staged)) != nil { staging.putBack(id, staged) }
         }
     }
 }

@@ -16,6 +16,9 @@ public final class LaminaClient: @unchecked Sendable {
     let environment: SyncEnvironment
     /// Rich content: uploads, downloads, the shared connection (`LaminaClient+Content`).
     let transfers: ContentTransfers
+    /// This client's rich content before it is sent (in its data directory, beside the store):
+    /// pass it to `MessagePart.with(mimeType:data:staging:)`.
+    public let staging: ContentStaging
 
     private let lock = NSLock()
     private var engine: SyncEngine?
@@ -52,9 +55,11 @@ public final class LaminaClient: @unchecked Sendable {
         (syncEvents, eventContinuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(SyncEngine.eventBufferLimit))
         let outboxSignals: AsyncStream<Void>
         (outboxSignals, outboxSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        transfers = try ContentTransfers(store: store, environment: environment)
-        transfers.uploader.outboxChanged = { [weak self] in self?.outboxDidChange() }
-        transfers.uploader.messageFailed = { [continuation = eventContinuation] in continuation.yield(.commandFailed($0)) }
+        staging = ContentStaging(directory: configuration.dataDirectory.appendingPathComponent("staging-\(user.rawValue.utf8.map { String(format: "%02x", $0) }.joined())", isDirectory: true))
+        transfers = try ContentTransfers(
+            store: store, environment: environment,
+            outboxChanged: { [outboxSignal] in outboxSignal.yield() },
+            messageFailed: { [continuation = eventContinuation] in continuation.yield(.commandFailed($0)) })
         indicatorTask = Task { [weak self, environment, eventContinuation] in
             // Holds the client only while it looks at the indicators, never across a wait.
             var signals = indicatorSignals.makeAsyncIterator()
@@ -79,7 +84,7 @@ public final class LaminaClient: @unchecked Sendable {
     }
 
     deinit {
-        transfers.stop()
+        transfers.close()
         outboxTask?.cancel()
         outboxSignal.finish()
         engineTask?.cancel()
@@ -148,6 +153,7 @@ public final class LaminaClient: @unchecked Sendable {
     /// client of this user). The client is unusable afterwards.
     public func close() async throws(ClientError) {
         await disconnect()
+        transfers.close()
         let tasks = lock.withLock { [engineTask, typingTask, indicatorTask, outboxTask] in [engineTask, typingTask, indicatorTask, outboxTask] }
         for task in tasks { task?.cancel() }
         outboxSignal.finish()

@@ -19,22 +19,22 @@ public struct MessageDraft: Hashable, Sendable, Identifiable {
 extension MessagePart {
     /// A part from a MIME type string and data (the docs' `messagePartWithMIMEType:data:`).
     /// Data of 2 KiB or less travels inline; larger data (up to 2 GiB) becomes rich content:
-    /// the bytes are staged (see `ContentStaging`) with their size and SHA-256, and
-    /// `LaminaClient.send` uploads them before the message goes out.
+    /// the bytes are staged in `staging` (the sending client's `LaminaClient.staging`) with
+    /// their size and SHA-256, and `LaminaClient.send` uploads them before the message goes out.
     /// Throws `.invalidMIMEType` for a type that is not `type/subtype`, `.partTooLarge` over 2 GiB.
-    public static func with(mimeType: String, data: Data) throws(ClientError) -> MessagePart {
+    public static func with(mimeType: String, data: Data, staging: ContentStaging) throws(ClientError) -> MessagePart {
         let mime: MIMEType
         do { mime = try MIMEType(mimeType) } catch { throw ClientError(error) }
         if !needsRichContent(size: UInt64(data.count)) {
             do { return try MessagePart(mimeType: mime, bytes: [UInt8](data)) } catch { throw ClientError(error) }
         }
-        return MessagePart(mimeType: mime, content: .external(try ContentStaging.stage(data: data)))
+        return MessagePart(mimeType: mime, content: .external(try staging.stage(data: data)))
     }
 
     /// A part whose bytes are a file's (the docs' `messagePartWithMIMEType:stream:`): copied
-    /// into staging in 1 MiB chunks while hashed, so a large file is never read whole.
+    /// into `staging` in 1 MiB chunks while hashed, so a large file is never read whole.
     /// Files of 2 KiB or less travel inline. Later changes to the file do not change the part.
-    public static func with(mimeType: String, fileURL: URL) throws(ClientError) -> MessagePart {
+    public static func with(mimeType: String, fileURL: URL, staging: ContentStaging) throws(ClientError) -> MessagePart {
         let mime: MIMEType
         do { mime = try MIMEType(mimeType) } catch { throw ClientError(error) }
         guard fileURL.isFileURL else { throw ClientError(.invalidArgument, "\(fileURL) is not a file URL") }
@@ -46,10 +46,10 @@ extension MessagePart {
         if !needsRichContent(size: size) {
             let data: Data
             do { data = try Data(contentsOf: fileURL) } catch { throw ClientError(.notFound, "cannot read \(fileURL.path): \(error)") }
-            if needsRichContent(size: UInt64(data.count)) { return try with(mimeType: mimeType, data: data) }  // it grew meanwhile
+            if needsRichContent(size: UInt64(data.count)) { return try with(mimeType: mimeType, data: data, staging: staging) }  // it grew meanwhile
             do { return try MessagePart(mimeType: mime, bytes: [UInt8](data)) } catch { throw ClientError(error) }
         }
-        return MessagePart(mimeType: mime, content: .external(try ContentStaging.stage(file: fileURL)))
+        return MessagePart(mimeType: mime, content: .external(try staging.stage(file: fileURL)))
     }
 
     /// A `text/plain` part (the docs' `messagePartWithText:`).

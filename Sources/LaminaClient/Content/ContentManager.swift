@@ -16,6 +16,10 @@ public final class ContentManager: @unchecked Sendable {
     private var running: [MessagePartID: Running] = [:]
     private var autoRunning = false
     private var autoAgain = false
+    /// The background auto-download run, while one runs.
+    private var autoTask: Task<Void, Never>?
+    /// Set by `close`: no task starts after it.
+    private var closed = false
     let events: TransferEventHub
 
     private final class Running: @unchecked Sendable {
@@ -94,26 +98,46 @@ public final class ContentManager: @unchecked Sendable {
 
     /// Runs `runAutoDownloads` in the background; calls while one runs make it run once more.
     func scheduleAutoDownloads() {
-        let start = lock.withLock { () -> Bool in
+        lock.withLock {
+            guard !closed else { return }
             if autoRunning {
                 autoAgain = true
-                return false
+                return
             }
             autoRunning = true
-            return true
-        }
-        guard start else { return }
-        Task {
-            while true {
-                _ = try? await runAutoDownloads()
-                let again = lock.withLock { () -> Bool in
-                    defer { autoAgain = false }
-                    if !autoAgain { autoRunning = false }
-                    return autoAgain
+            // Started under the lock, so `close` sees it; it holds the manager only while it runs.
+            autoTask = Task { [weak self] in
+                while let self, !Task.isCancelled {
+                    _ = try? await self.runAutoDownloads()
+                    let again = self.lock.withLock { () -> Bool in
+                        defer { self.autoAgain = false }
+                        if !self.autoAgain || self.closed {
+                            self.autoRunning = false
+                            self.autoTask = nil
+                            return false
+                        }
+                        return true
+                    }
+                    if !again { break }
                 }
-                if !again { break }
             }
         }
+    }
+
+    /// Cancels every task the manager started (the auto-download run, running downloads: their
+    /// partial files stay, as after a pause) and starts none after (the client closes).
+    func close() {
+        let cancels = lock.withLock { () -> [() -> Void] in
+            closed = true
+            var out: [() -> Void] = []
+            if let autoTask { out.append(autoTask.cancel) }
+            autoTask = nil
+            for entry in running.values {
+                if let task = entry.task { out.append(task.cancel) }
+            }
+            return out
+        }
+        for cancel in cancels { cancel() }
     }
 
     /// Deletes a part's downloaded content from this device; it will not download by itself again.
@@ -138,6 +162,7 @@ public final class ContentManager: @unchecked Sendable {
     }
 
     private func begin(_ part: MessagePartID, automatic: Bool, observer: @escaping @Sendable (UInt64, UInt64) -> Void) throws(ClientError) -> Running {
+        guard !lock.withLock({ closed }) else { throw ClientError(.cancelled, "the client is closed: no download starts") }
         if let existing = lock.withLock({ running[part] }) {
             if !automatic { lock.withLock { existing.automatic = false } }
             if existing.progress.isPaused { existing.progress.resume() }
@@ -166,19 +191,26 @@ public final class ContentManager: @unchecked Sendable {
                         observer: @escaping @Sendable (UInt64, UInt64) -> Void) {
         let destination = store.contentFileURL(for: part)
         let transfer = self.transfer, events = self.events, progress = entry.progress
-        let task = Task<URL, any Error> {
-            events.emit(.started(part, .download, offset: 0))
-            try await transfer.download(reference, of: part, to: destination) { received, total in
-                progress.completedUnitCount = Int64(received)
-                observer(received, total)
-                events.emit(.progressed(part, .download, completed: received, total: total))
+        // One task per download, owned by its entry (cancelled by pause, cancel and `close`):
+        // it records its own outcome before it ends.
+        lock.withLock {
+            guard !closed else { return }
+            entry.task = Task<URL, any Error> { [weak self] in
+                let result: Result<URL, any Error>
+                do {
+                    events.emit(.started(part, .download, offset: 0))
+                    try await transfer.download(reference, of: part, to: destination) { received, total in
+                        progress.completedUnitCount = Int64(received)
+                        observer(received, total)
+                        events.emit(.progressed(part, .download, completed: received, total: total))
+                    }
+                    result = .success(destination)
+                } catch {
+                    result = .failure(error)
+                }
+                self?.settle(part, entry, result)
+                return try result.get()
             }
-            return destination
-        }
-        lock.withLock { entry.task = task }
-        Task { [weak self] in
-            let result = await task.result
-            self?.settle(part, entry, result)
         }
     }
 

@@ -2,48 +2,46 @@ import Foundation
 import LaminaModel
 import LaminaTransport
 
-/// Rich content made by `MessagePart.with(mimeType:data:)` or `with(mimeType:fileURL:)`
-/// before it is sent: the bytes are copied into a staging folder while their size and
+/// Where a client's rich content waits before it is sent: `MessagePart.with(mimeType:data:staging:)`
+/// and `with(mimeType:fileURL:staging:)` copy the bytes into its folder while their size and
 /// SHA-256 are computed (a file is streamed, never read whole), and the part carries the
 /// resulting content reference. `LaminaClient.send` moves the staged file into the client's
-/// content directory, from where it is uploaded.
-public enum ContentStaging {
+/// content directory, from where it is uploaded. Each `LaminaClient` owns one
+/// (`LaminaClient.staging`, in its data directory: same volume, so `send` moves files); a part
+/// staged by one client is not sent by another.
+public final class ContentStaging: @unchecked Sendable {
     /// The chunk in which staged files are copied and hashed: 1 MiB.
     public static let chunkBytes = 1 << 20
 
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var files: [ContentID: URL] = [:]
-    nonisolated(unsafe) private static var folder = FileManager.default.temporaryDirectory
-        .appendingPathComponent("lamina-staging-\(ProcessInfo.processInfo.processIdentifier)", isDirectory: true)
+    /// Where staged files wait until sent.
+    public let directory: URL
+    private let lock = NSLock()
+    private var files: [ContentID: URL] = [:]
 
-    /// Where staged files wait until sent (default: a folder of this process under the
-    /// temporary directory). Put it on the data directory's volume so `send` moves files
-    /// instead of copying them.
-    public static var directory: URL {
-        get { lock.withLock { folder } }
-        set { lock.withLock { folder = newValue } }
+    public init(directory: URL) {
+        self.directory = directory
     }
 
-    /// The staged file of a content reference made in this process, if it is still staged.
-    public static func stagedFile(for id: ContentID) -> URL? { lock.withLock { files[id] } }
+    /// The staged file of a content reference made here, if it is still staged.
+    public func stagedFile(for id: ContentID) -> URL? { lock.withLock { files[id] } }
 
     /// Deletes a staged file that will not be sent (a discarded draft). Returns false when
     /// nothing was staged under `id`.
     @discardableResult
-    public static func discard(_ id: ContentID) -> Bool {
+    public func discard(_ id: ContentID) -> Bool {
         guard let url = lock.withLock({ files.removeValue(forKey: id) }) else { return false }
         try? FileManager.default.removeItem(at: url)
         return true
     }
 
     /// Takes the staged file of `id` out of staging (for `send`, which moves it).
-    static func take(_ id: ContentID) -> URL? { lock.withLock { files.removeValue(forKey: id) } }
+    func take(_ id: ContentID) -> URL? { lock.withLock { files.removeValue(forKey: id) } }
 
     /// Puts a file back into staging (a `send` that failed after taking it).
-    static func putBack(_ id: ContentID, _ url: URL) { lock.withLock { files[id] = url } }
+    func putBack(_ id: ContentID, _ url: URL) { lock.withLock { files[id] = url } }
 
     /// Stages `data`, returning its content reference.
-    static func stage(data: Data) throws(ClientError) -> ContentReference {
+    func stage(data: Data) throws(ClientError) -> ContentReference {
         guard UInt64(data.count) <= Limits.maxPartBytes else {
             throw ClientError(.partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, this one has \(data.count)")
         }
@@ -63,7 +61,7 @@ public enum ContentStaging {
     }
 
     /// Stages a copy of the file at `source` (streamed in `chunkBytes` chunks while hashing).
-    static func stage(file source: URL) throws(ClientError) -> ContentReference {
+    func stage(file source: URL) throws(ClientError) -> ContentReference {
         let input: FileHandle
         do { input = try FileHandle(forReadingFrom: source) } catch {
             throw ClientError(.notFound, "cannot open \(source.path): \(error)")
@@ -76,7 +74,7 @@ public enum ContentStaging {
             defer { try? output.close() }
             let hasher = try SHA256Hasher()
             var size: UInt64 = 0
-            while let chunk = try input.read(upToCount: chunkBytes), !chunk.isEmpty {
+            while let chunk = try input.read(upToCount: Self.chunkBytes), !chunk.isEmpty {
                 size += UInt64(chunk.count)
                 guard size <= Limits.maxPartBytes else {
                     throw ClientError(.partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, \(source.lastPathComponent) has more")
@@ -94,7 +92,7 @@ public enum ContentStaging {
         }
     }
 
-    private static func newFile(_ id: ContentID) throws(ClientError) -> URL {
+    private func newFile(_ id: ContentID) throws(ClientError) -> URL {
         let dir = directory
         let url = dir.appendingPathComponent(id.uuid.uuidString.lowercased())
         do {

@@ -228,7 +228,11 @@ public final class LocalStore: Sendable {
     /// replays that node's feed of its user; applying what it holds again changes nothing).
     /// Remembers `node` as where the cursor now counts.
     public func syncCursor(on node: NodeID) throws(ClientError) -> UInt64 {
-        try write { ctx in
+        try write(Self.syncCursorBody(on: node))
+    }
+
+    static func syncCursorBody(on node: NodeID) -> @Sendable (WriteContext) throws -> UInt64 {
+        { ctx in
             let stored = try Int64.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'sync_node'").map { UInt64(bitPattern: $0) }
             if stored == node.rawValue {
                 return try Int64.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'sync_cursor'").map { UInt64(bitPattern: $0) } ?? 0
@@ -252,5 +256,10 @@ public final class LocalStore: Sendable {
     /// Records the sync cursor on its own (`apply(_:cursor:)` records it with the changes).
     public func setSyncCursor(_ cursor: UInt64) throws(ClientError) {
         try write { ctx in try ctx.setCursor(cursor) }
+    }
+
+    /// As `setSyncCursor(_:)`, through GRDB's async API.
+    func setSyncCursorAsync(_ cursor: UInt64) async throws(ClientError) {
+        try await writeAsync { ctx in try ctx.setCursor(cursor) }
     }
 }

@@ -36,8 +36,25 @@ extension LocalStore {
     /// Returns false when the entry was not in the outbox (a repeated ERROR).
     @discardableResult
     public func markFailed(_ id: UUID, code: UInt16, reason: String, at time: Timestamp = .now()) throws(ClientError) -> Bool {
+        published(try write(Self.markFailedBody(id, code: code, reason: reason, at: time)))
+    }
+
+    /// As ``markFailed(_:code:reason:at:)``, through GRDB's async API (the sync session's).
+    @discardableResult
+    func markFailedAsync(_ id: UUID, code: UInt16, reason: String, at time: Timestamp) async throws(ClientError) -> Bool {
+        published(try await writeAsync(Self.markFailedBody(id, code: code, reason: reason, at: time)))
+    }
+
+    /// Tells the delegates of a failure once it is stored; false when there was none.
+    private func published(_ failure: OutboxFailure?) -> Bool {
+        guard let failure else { return false }
+        hub.publishFailure(failure)
+        return true
+    }
+
+    static func markFailedBody(_ id: UUID, code: UInt16, reason: String, at time: Timestamp) -> @Sendable (WriteContext) throws -> OutboxFailure? {
         let kept = reason.utf8.count <= Self.maxFailureReasonBytes ? reason : String(decoding: reason.utf8.prefix(Self.maxFailureReasonBytes), as: UTF8.self)
-        let failure = try write { ctx -> OutboxFailure? in
+        return { ctx -> OutboxFailure? in
             guard let row = try Row.fetchOne(ctx.db, sql: "SELECT * FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(id)]) else { return nil }
             let entry = try Self.outboxEntry(row)
             try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(id)])
@@ -47,14 +64,15 @@ extension LocalStore {
                 """, arguments: [StoreCoding.blob(id), entry.kind, entry.objectID.map(StoreCoding.blob), Int(code), kept, time.millisecondsSince1970])
             return OutboxFailure(id: id, kind: entry.kind, objectID: entry.objectID, code: code, reason: kept, failedAt: time)
         }
-        guard let failure else { return false }
-        hub.publishFailure(failure)
-        return true
     }
 
     /// Puts one in-flight entry back to pending (a transient ERROR), keeping its place.
     public func requeue(_ id: UUID) throws(ClientError) {
-        try write { ctx in try ctx.db.execute(sql: "UPDATE outbox SET state = 0 WHERE id = ?", arguments: [StoreCoding.blob(id)]) }
+        try write(Self.requeueBody(id))
+    }
+
+    static func requeueBody(_ id: UUID) -> @Sendable (WriteContext) throws -> Void {
+        { ctx in try ctx.db.execute(sql: "UPDATE outbox SET state = 0 WHERE id = ?", arguments: [StoreCoding.blob(id)]) }
     }
 
     /// Every failed command, oldest first.
@@ -77,7 +95,11 @@ extension LocalStore {
 
     /// This device's stable id for the node (SPEC §5.2), created on first use.
     public func deviceID() throws(ClientError) -> UUID {
-        try write { ctx in
+        try write(Self.deviceIDBody)
+    }
+
+    static let deviceIDBody: @Sendable (WriteContext) throws -> UUID = {
+        { ctx in
             if let data = try Data.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'device_id'") {
                 return StoreCoding.uuid(data)
             }
@@ -85,7 +107,7 @@ extension LocalStore {
             try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('device_id', ?)", arguments: [StoreCoding.blob(id)])
             return id
         }
-    }
+    }()
 
     /// The session token of the last authentication, if any.
     public func sessionToken() throws(ClientError) -> String? {
@@ -94,7 +116,11 @@ extension LocalStore {
 
     /// Records (or, with nil, forgets) the session token.
     public func setSessionToken(_ token: String?) throws(ClientError) {
-        try write { ctx in
+        try write(Self.sessionTokenBody(token))
+    }
+
+    static func sessionTokenBody(_ token: String?) -> @Sendable (WriteContext) throws -> Void {
+        { ctx in
             if let token {
                 try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('session_token', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [token])
             } else {

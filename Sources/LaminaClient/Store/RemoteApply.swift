@@ -216,6 +216,13 @@ extension WriteContext {
                 partStates: message.parts.map(Self.remoteState(of:)))
             try createMessage(try settled(stored))
         }
+        // The node holds the message (it has a position): its send is done, whether the ACK
+        // or the feed says so first. Leaving the entry would show the message sent while its
+        // command still waits in the outbox, and after a dropped stream send it again.
+        if message.sender == localUser, message.position != nil {
+            try db.execute(sql: "DELETE FROM outbox WHERE id = ? AND kind = ?",
+                           arguments: [StoreCoding.blob(message.id.uuid), OutboxCommandKind.sendMessage.rawValue])
+        }
     }
 
     /// Deletes the conversation's messages positioned before `below` (not yet sent ones

@@ -8,7 +8,11 @@ extension LocalStore {
     /// longer lists (deleted meanwhile). Conversations the user left stay, as they would on a
     /// device that never went away; so do those not synced yet.
     public func dropConversations(notIn kept: Set<ConversationID>) throws(ClientError) {
-        try write { ctx in
+        try write(Self.dropConversationsBody(notIn: kept, localUser: localUser))
+    }
+
+    static func dropConversationsBody(notIn kept: Set<ConversationID>, localUser: UserID) -> @Sendable (WriteContext) throws -> Void {
+        { ctx in
             let rows = try Row.fetchAll(ctx.db, sql: """
                 SELECT c.* FROM conversation c JOIN participant p ON p.conversation_id = c.id AND p.user_id = ?
                 WHERE c.merged_into IS NULL AND c.is_synced = 1
@@ -25,7 +29,11 @@ extension LocalStore {
     /// the newest of `returned`, that the answer left out (deleted on the node meanwhile).
     /// Messages outside that range, and those not sent yet, stay.
     public func dropMessages(in conversation: ConversationID, notIn returned: [MessageID], after start: MessagePosition? = nil) throws(ClientError) {
-        try write { ctx in
+        try write(Self.dropMessagesBody(in: conversation, notIn: returned, after: start))
+    }
+
+    static func dropMessagesBody(in conversation: ConversationID, notIn returned: [MessageID], after start: MessagePosition?) -> @Sendable (WriteContext) throws -> Void {
+        { ctx in
             let id = try StoreReader.resolve(ctx.db, conversation)
             var positions: [MessagePosition] = []
             for m in returned {
@@ -65,17 +73,25 @@ extension LocalStore {
     /// policy, in fill order (kept across sessions: a first sync cut short resumes on the next
     /// one, a complete history from the last page stored).
     public func pendingPolicyFills() throws(ClientError) -> [PendingPolicyFill] {
-        try read { db in
+        try read(Self.pendingPolicyFillsBody)
+    }
+
+    static let pendingPolicyFillsBody: @Sendable (Database) throws -> [PendingPolicyFill] = {
+        { db in
             try Row.fetchAll(db, sql: "SELECT * FROM policy_fill ORDER BY ord").map { row throws in
                 PendingPolicyFill(conversation: ConversationID(uuid: StoreCoding.uuid(row["conversation_id"])),
                                   after: try StoreCoding.position(physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"]))
             }
         }
-    }
+    }()
 
     /// Replaces the conversations waiting to be filled (each from its first message).
     public func setPendingPolicyFills(_ ids: [ConversationID]) throws(ClientError) {
-        try write { ctx in
+        try write(Self.setPendingPolicyFillsBody(ids))
+    }
+
+    static func setPendingPolicyFillsBody(_ ids: [ConversationID]) -> @Sendable (WriteContext) throws -> Void {
+        { ctx in
             try ctx.db.execute(sql: "DELETE FROM policy_fill")
             for id in ids {
                 try ctx.db.execute(sql: "INSERT OR IGNORE INTO policy_fill(conversation_id) VALUES (?)", arguments: [StoreCoding.blob(id)])
@@ -85,8 +101,12 @@ extension LocalStore {
 
     /// A page of a conversation's complete history is stored: its fill resumes after `position`.
     public func advancePolicyFill(_ id: ConversationID, after position: MessagePosition) throws(ClientError) {
+        try write(Self.advancePolicyFillBody(id, after: position))
+    }
+
+    static func advancePolicyFillBody(_ id: ConversationID, after position: MessagePosition) -> @Sendable (WriteContext) throws -> Void {
         let (p, l, n) = StoreCoding.positionColumns(position)
-        try write { ctx in
+        return { ctx in
             try ctx.db.execute(sql: "UPDATE policy_fill SET pos_physical = ?, pos_logical = ?, pos_node = ? WHERE conversation_id = ?",
                                arguments: [p, l, n, StoreCoding.blob(id)])
         }
@@ -94,7 +114,11 @@ extension LocalStore {
 
     /// One conversation is filled (or cannot be): it no longer waits.
     public func removePendingPolicyFill(_ id: ConversationID) throws(ClientError) {
-        try write { ctx in
+        try write(Self.removePendingPolicyFillBody(id))
+    }
+
+    static func removePendingPolicyFillBody(_ id: ConversationID) -> @Sendable (WriteContext) throws -> Void {
+        { ctx in
             try ctx.db.execute(sql: "DELETE FROM policy_fill WHERE conversation_id = ?", arguments: [StoreCoding.blob(id)])
         }
     }

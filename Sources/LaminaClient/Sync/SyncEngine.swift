@@ -134,7 +134,7 @@ public actor SyncEngine {
             } catch {
                 end = .closed
             }
-            do { try store.requeueInFlight() } catch {
+            do { try await store.requeueInFlightAsync() } catch {
                 emit(.failed(error))
                 break
             }

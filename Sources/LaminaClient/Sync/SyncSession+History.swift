@@ -7,6 +7,8 @@ import LaminaWire
 struct HistoryRequest {
     var conversation: ConversationID
     var received: [MessageID] = []
+    /// `received` as a set: a message counted once however often it arrives.
+    var receivedSet: Set<MessageID> = []
     /// The newest position among `received` (where the next page starts).
     var newest: MessagePosition?
     var result: Result<Void, ClientError>?
@@ -52,7 +54,7 @@ extension SyncSession {
         guard features.contains(.historyFetch) else {
             throw ClientError(.notAllowed, "the node does not offer history fetch")
         }
-        let target = try store.currentIdentifier(of: conversation)
+        let target = try await store.currentIdentifierAsync(of: conversation)
         guard case .complete = policy, before == nil, features.contains(.historyPaging) else {
             return try await fetchOne(target, policy: policy, before: before).ids
         }
@@ -76,12 +78,12 @@ extension SyncSession {
             throw ClientError(.notAllowed, "the node does not offer history paging")
         }
         let id = UUID()
-        register(id, HistoryRequest(conversation: target))
+        register(id, HistoryRequest(conversation: target), FetchHistory(requestID: id, conversationID: target, policy: policy, before: before))
         do {
-            try await channel.send(.fetchHistory(FetchHistory(requestID: id, conversationID: target, policy: policy, before: before)))
+            try await sendRegisteredHistory()
         } catch {
             unregister(id)
-            throw error
+            throw ClientError.wrap(error)
         }
         let outcome = await withCheckedContinuation { (caller: CheckedContinuation<Result<HistoryAnswer, ClientError>, Never>) in
             if let request = historyRequests[id], let result = request.result {
@@ -94,23 +96,40 @@ extension SyncSession {
         return try outcome.get()
     }
 
-    func register(_ id: UUID, _ request: HistoryRequest) {
+    /// Registers a request and queues its frame: frames go out in the order registered (an
+    /// answer's messages are counted as the first open request's, so the wire order must be
+    /// `historyOrder`'s even when the app's `fetchHistory` and the session's own fetches race).
+    func register(_ id: UUID, _ request: HistoryRequest, _ frame: FetchHistory) {
         historyRequests[id] = request
         historyOrder.append(id)
+        historyUnsent.append(frame)
     }
 
     func unregister(_ id: UUID) {
         historyRequests[id] = nil
         historyOrder.removeAll { $0 == id }
+        historyUnsent.removeAll { $0.requestID == id }
+    }
+
+    /// Writes the queued FETCH_HISTORY frames in order. When another call is writing, it
+    /// writes these too (in order) and this returns at once.
+    func sendRegisteredHistory() async throws {
+        guard !sendingHistory else { return }
+        sendingHistory = true
+        defer { sendingHistory = false }
+        while !historyUnsent.isEmpty {
+            let frame = historyUnsent.removeFirst()
+            try await channel.send(.fetchHistory(frame))
+        }
     }
 
     /// The conversations among `decoded` that this device does not hold yet, when history
     /// on join is on (their earlier messages are fetched once they are stored).
-    func newConversations(in decoded: DecodedChanges) throws -> [ConversationID] {
+    func newConversations(in decoded: DecodedChanges) async throws -> [ConversationID] {
         guard historyOnJoin != nil, features.contains(.historyFetch) else { return [] }
         var out: [ConversationID] = []
         for case .conversation(let c) in decoded.changes where !out.contains(c.id) {
-            if try store.conversation(c.id) == nil { out.append(c.id) }
+            if try await store.conversationAsync(c.id) == nil { out.append(c.id) }
         }
         return out
     }
@@ -132,47 +151,49 @@ extension SyncSession {
             request.pageCount = count
             request.pageStart = start
         }
-        register(id, request)
-        try await channel.send(.fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: policy)))
+        register(id, request, FetchHistory(requestID: id, conversationID: conversation, policy: policy))
+        try await sendRegisteredHistory()
         return id
     }
 
     /// Records the history answers among `entries` (seq 0 message-created changes) for the
-    /// request they answer: the first one not answered yet (the node answers in order), or,
-    /// should that be of another conversation, every open request of the message's.
+    /// request they answer: the first one not answered yet (the node answers in the order
+    /// sent), or, should that be of another conversation, the first open one of the message's
+    /// (never several: one message answers one request).
     func noteHistory(_ entries: [Change]) {
         guard !historyOrder.isEmpty else { return }
         for entry in entries where entry.seq == 0 {
             guard case .messageCreated(let m) = entry.event else { continue }
-            if let first = historyOrder.first(where: { historyRequests[$0]?.result == nil }),
-               historyRequests[first]?.conversation == m.conversationID {
+            let open = historyOrder.lazy.filter { self.historyRequests[$0]?.result == nil }
+            if let first = open.first, historyRequests[first]?.conversation == m.conversationID {
                 note(m, for: first)
-                continue
-            }
-            for (id, request) in historyRequests where request.result == nil && request.conversation == m.conversationID {
-                note(m, for: id)
+            } else if let same = open.first(where: { self.historyRequests[$0]?.conversation == m.conversationID }) {
+                note(m, for: same)
             }
         }
     }
 
     private func note(_ m: Message, for id: UUID) {
+        guard historyRequests[id]?.receivedSet.insert(m.id).inserted == true else { return }
         historyRequests[id]?.received.append(m.id)
         if let p = m.position, historyRequests[id]?.newest.map({ p > $0 }) ?? true { historyRequests[id]?.newest = p }
     }
 
-    /// The node answered request `id` (ACK or ERROR). Returns the next page to send, for a
-    /// background page-after request whose answer was a full page (it is registered already).
-    func finishHistory(_ id: UUID, _ result: Result<Void, ClientError>) throws -> FetchHistory? {
+    /// The node answered request `id` (ACK or ERROR). Returns the next page, for a background
+    /// page-after request whose answer was a full page (registered and queued already: the
+    /// caller sends it with `sendRegisteredHistory`).
+    func finishHistory(_ id: UUID, _ result: Result<Void, ClientError>) async throws -> FetchHistory? {
         guard var request = historyRequests[id], request.result == nil else { return nil }
         if request.isBackground {
             unregister(id)
             var next: FetchHistory?
             if case .success = result, let count = request.pageCount, request.received.count >= Int(count), let newest = request.newest {
                 let nextID = UUID()
-                register(nextID, HistoryRequest(conversation: request.conversation, isBackground: true, pageCount: count, pageStart: newest))
-                next = FetchHistory(requestID: nextID, conversationID: request.conversation, policy: .pageAfter(newest, count: count))
+                let frame = FetchHistory(requestID: nextID, conversationID: request.conversation, policy: .pageAfter(newest, count: count))
+                register(nextID, HistoryRequest(conversation: request.conversation, isBackground: true, pageCount: count, pageStart: newest), frame)
+                next = frame
             }
-            try finishSnapshotFetch(id, result, received: request.received, after: request.pageStart, next: next)
+            try await finishSnapshotFetch(id, result, received: request.received, after: request.pageStart, next: next)
             return next
         } else if let caller = request.caller {
             unregister(id)
@@ -186,7 +207,7 @@ extension SyncSession {
     }
 
     /// The stream ended: every outstanding request fails with `error`.
-    func failHistoryRequests(_ error: ClientError) {
-        for id in Array(historyRequests.keys) { _ = try? finishHistory(id, .failure(error)) }
+    func failHistoryRequests(_ error: ClientError) async {
+        for id in Array(historyRequests.keys) { _ = try? await finishHistory(id, .failure(error)) }
     }
 }

@@ -8,7 +8,7 @@ import LaminaWire
 /// not sent yet follow a resolution to the survivor. ACKs and ERRORs complete the entries.
 extension SyncSession {
     func complete(_ completion: OutboxCompletion) async throws {
-        if case .failed(let id, .notFound, _, _) = completion, let entry = inFlight[id], try followsPendingCreation(entry) {
+        if case .failed(let id, .notFound, _, _) = completion, let entry = inFlight[id], try await followsPendingCreation(entry) {
             // The creation it was pipelined behind was not applied (it waits for a retry):
             // this command is retried after it, instead of failing.
             return try await complete(.retry(id, after: nil))
@@ -21,7 +21,7 @@ extension SyncSession {
             var changes: [RemoteChange] = []
             switch entry.flatMap({ OutboxCommandKind(rawValue: $0.kind) }) {
             case .sendMessage:
-                if let stored = try store.message(MessageID(uuid: id)), let position = ack.position {
+                if let stored = try await store.messageAsync(MessageID(uuid: id)), let position = ack.position {
                     var m = stored.message
                     m.position = position
                     m.sentAt = ack.timestamp ?? m.sentAt
@@ -32,7 +32,7 @@ extension SyncSession {
             case .createConversation:
                 if let to = ack.conversationID, to.uuid != id {
                     changes = [.distinctMerge(from: ConversationID(uuid: id), into: to)]
-                } else if let local = try store.conversation(ConversationID(uuid: id)), !local.isSynced {
+                } else if let local = try await store.conversationAsync(ConversationID(uuid: id)), !local.isSynced {
                     changes = [.conversation(local.conversation)]  // the node has it now
                 }
             default:
@@ -45,12 +45,12 @@ extension SyncSession {
                 try await applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
             }
             let now = environment.now()
-            if try store.markFailed(id, code: code.wireValue, reason: reason, at: now) {
+            if try await store.markFailedAsync(id, code: code.wireValue, reason: reason, at: now) {
                 onEvent(.commandFailed(OutboxFailure(id: id, kind: entry?.kind ?? "", objectID: entry?.objectID, code: code.wireValue, reason: reason, failedAt: now)))
             }
         case .retry(let id, let after):
             inFlight[id] = nil
-            try store.requeue(id)
+            try await store.requeueAsync(id)
             // One retry pending at a time: the flush it runs sends every requeued entry.
             guard retryTask == nil else { return }
             let sleep = environment.sleep
@@ -85,17 +85,20 @@ extension SyncSession {
         repeat {
             flushAgain = false
             let batch = try await store.dequeueOutboxAsync(limit: Self.flushBatch)
-            for entry in batch {
-                guard let frame = try? OutboxEncoder.frame(for: entry) else {
-                    try store.markFailed(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
+            let frames = batch.map { try? OutboxEncoder.frame(for: $0) }
+            // Where each command's conversation is now (after distinct merges), in one read.
+            let current = try await store.currentIdentifiersAsync(of: Set(frames.compactMap { $0.flatMap(OutboxRedirect.conversation(of:)) }))
+            for (entry, frame) in zip(batch, frames) {
+                guard let frame else {
+                    try await store.markFailedAsync(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
                     continue
                 }
                 guard entry.payload.count - FrameHeader.size <= maxFrameSize else {
-                    try refuseOversized(entry)
+                    try await refuseOversized(entry)
                     continue
                 }
                 inFlight[entry.id] = entry
-                try await channel.send(try redirected(frame))
+                try await channel.send(Self.redirected(frame, current))
             }
             if batch.count == Self.flushBatch { flushAgain = true }
         } while flushAgain && state == .live
@@ -103,25 +106,24 @@ extension SyncSession {
 
     /// Whether `entry` addresses a conversation whose creation is still in the outbox (sent
     /// and answered with a transient error, so requeued): its `not-found` is not final.
-    private func followsPendingCreation(_ entry: OutboxEntry) throws -> Bool {
+    private func followsPendingCreation(_ entry: OutboxEntry) async throws -> Bool {
         guard let frame = try? OutboxEncoder.frame(for: entry), let target = OutboxRedirect.conversation(of: frame) else { return false }
-        return try store.outboxContains(target.uuid)
+        return try await store.outboxContainsAsync(target.uuid)
     }
 
     /// The command addressed to the conversation its target now is (after a distinct merge).
-    private func redirected(_ frame: Frame) throws(ClientError) -> Frame {
-        guard let target = OutboxRedirect.conversation(of: frame) else { return frame }
-        let current = try store.currentIdentifier(of: target)
-        return current == target ? frame : OutboxRedirect.redirect(frame, to: current)
+    private static func redirected(_ frame: Frame, _ current: [ConversationID: ConversationID]) -> Frame {
+        guard let target = OutboxRedirect.conversation(of: frame), let now = current[target], now != target else { return frame }
+        return OutboxRedirect.redirect(frame, to: now)
     }
 
     /// A command larger than the node's WELCOME `maxFrameSize` would cost the stream (SPEC
     /// §2.3): it fails here, with the code the node would give, and the rest goes on.
-    private func refuseOversized(_ entry: OutboxEntry) throws {
+    private func refuseOversized(_ entry: OutboxEntry) async throws {
         let now = environment.now()
         let code = WireError.Code.frameTooLarge.wireValue
         let reason = "the command is \(entry.payload.count - FrameHeader.size) bytes; the node accepts frames of at most \(maxFrameSize)"
-        if try store.markFailed(entry.id, code: code, reason: reason, at: now) {
+        if try await store.markFailedAsync(entry.id, code: code, reason: reason, at: now) {
             onEvent(.commandFailed(OutboxFailure(id: entry.id, kind: entry.kind, objectID: entry.objectID, code: code, reason: reason, failedAt: now)))
         }
     }

@@ -6,8 +6,9 @@ import LaminaWire
 struct PushTokenRequest {
     var result: Result<Void, ClientError>?
     var caller: CheckedContinuation<Result<Void, ClientError>, Never>?
-    /// For a registration nobody awaits (the stored token, sent as the session goes live).
-    var onResult: ((Result<Void, ClientError>) -> Void)?
+    /// For a registration nobody awaits: the stored token it sent as the session went live
+    /// (forgotten if the node refuses it and it is still the one stored).
+    var stored: DevicePushToken?
 }
 
 extension SyncSession {
@@ -44,24 +45,22 @@ extension SyncSession {
     /// it. Not awaited; a token the node refuses (`invalid-push-token`: of a provider it does
     /// not deliver to) is forgotten, so it is not sent again on every connect.
     func registerStoredPushToken() async throws {
-        guard let stored = try store.devicePushToken() else { return }
+        guard let stored = try await store.devicePushTokenAsync() else { return }
         let id = UUID()
-        pushTokenRequests[id] = PushTokenRequest(onResult: { [store] result in
-            if case .failure(let error) = result, error.code == .invalidPushToken, (try? store.devicePushToken()) == stored {
-                try? store.setDevicePushToken(nil)
-            }
-        })
+        pushTokenRequests[id] = PushTokenRequest(stored: stored)
         try await channel.send(.registerPushToken(RegisterPushToken(requestID: id, token: stored.token)))
     }
 
     /// The node answered a REGISTER_PUSH_TOKEN (or the stream ended: `id` nil answers them all).
-    func finishPushTokenRequest(_ id: UUID?, _ result: Result<Void, ClientError>) {
+    func finishPushTokenRequest(_ id: UUID?, _ result: Result<Void, ClientError>) async {
         for key in id.map({ [$0] }) ?? Array(pushTokenRequests.keys) {
             guard var request = pushTokenRequests[key], request.result == nil else { continue }
             request.result = result
-            if let onResult = request.onResult {
-                onResult(result)
+            if let stored = request.stored {
                 pushTokenRequests[key] = nil
+                if case .failure(let error) = result, error.code == .invalidPushToken {
+                    try? await store.forgetDevicePushTokenAsync(ifStill: stored)
+                }
                 continue
             }
             if let caller = request.caller {

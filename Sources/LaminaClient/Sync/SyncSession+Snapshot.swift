@@ -45,13 +45,13 @@ extension SyncSession {
         let canFill = fillPolicy(after: nil) != nil && features.contains(.historyFetch)
         if !snapshot.conversations.isEmpty || empty {
             if snapshot.cursorBefore > 0 {
-                try store.dropConversations(notIn: Set(snapshot.conversations))
+                try await store.dropConversationsAsync(notIn: Set(snapshot.conversations))
             }
             // The latest conversations first: the snapshot lists them oldest first.
             snapshot.queue = canFill ? snapshot.conversations.reversed().map { PendingPolicyFill(conversation: $0) } : []
-            try store.setPendingPolicyFills(snapshot.queue.map(\.conversation))
+            try await store.setPendingPolicyFillsAsync(snapshot.queue.map(\.conversation))
         } else {
-            let pending = try store.pendingPolicyFills()
+            let pending = try await store.pendingPolicyFillsAsync()
             guard !pending.isEmpty, canFill else { return }
             snapshot.received(pending.map(\.conversation))
             snapshot.queue = pending
@@ -95,7 +95,7 @@ extension SyncSession {
     /// A full page of a complete history is followed by `next` (already registered): the fill
     /// waits for that, and resumes after this page should the stream end first.
     func finishSnapshotFetch(_ id: UUID, _ result: Result<Void, ClientError>, received: [MessageID], after start: MessagePosition?,
-                             next: FetchHistory?) throws {
+                             next: FetchHistory?) async throws {
         guard let conversation = snapshot.outstanding.removeValue(forKey: id) else { return }
         switch result {
         case .failure(let error) where error.code == .disconnected:
@@ -104,14 +104,14 @@ extension SyncSession {
             snapshot.failed += 1
         case .success:
             if snapshot.cursorBefore > 0, !received.isEmpty {
-                try store.dropMessages(in: conversation, notIn: received, after: start)
+                try await store.dropMessagesAsync(in: conversation, notIn: received, after: start)
             }
             if let next, case .pageAfter(let resume?, _) = next.policy {
                 snapshot.outstanding[next.requestID] = conversation
-                try store.advancePolicyFill(conversation, after: resume)
+                try await store.advancePolicyFillAsync(conversation, after: resume)
                 return
             }
         }
-        try store.removePendingPolicyFill(conversation)
+        try await store.removePendingPolicyFillAsync(conversation)
     }
 }

@@ -95,6 +95,10 @@ public actor SyncSession {
     /// The history requests not answered yet, in the order sent: the node answers them in that
     /// order (SPEC §6), so an answer's messages belong to the first of them.
     var historyOrder: [UUID] = []
+    /// FETCH_HISTORY frames registered and not written yet, in `historyOrder`'s order; one
+    /// task at a time writes them (`sendRegisteredHistory`), so the wire order is that order.
+    var historyUnsent: [FetchHistory] = []
+    var sendingHistory = false
     /// The END_SESSION sent, waiting for its ACK or ERROR.
     var endRequest: EndSessionRequest?
     /// REGISTER_PUSH_TOKEN frames sent, waiting for their ACK or ERROR.
@@ -132,9 +136,9 @@ public actor SyncSession {
         retryTask?.cancel()
         retryTask = nil
         enter(.ended)
-        failHistoryRequests(ClientError(.disconnected, "the sync stream ended before the node answered"))
+        await failHistoryRequests(ClientError(.disconnected, "the sync stream ended before the node answered"))
         finishEndSession(.failure(ClientError(.disconnected, "the sync stream ended before the node answered END_SESSION")))
-        finishPushTokenRequest(nil, .failure(ClientError(.disconnected, "the sync stream ended before the node answered REGISTER_PUSH_TOKEN")))
+        await finishPushTokenRequest(nil, .failure(ClientError(.disconnected, "the sync stream ended before the node answered REGISTER_PUSH_TOKEN")))
         return end
     }
 
@@ -150,7 +154,7 @@ public actor SyncSession {
         }
         do {
             enter(.syncing)
-            cursor = try store.syncCursor(on: node)
+            cursor = try await store.syncCursorAsync(on: node)
             snapshot = SnapshotSync(cursorBefore: cursor)
             let syncID = UUID()
             try await channel.send(.sync(SyncRequest(requestID: syncID, cursor: cursor)))
@@ -206,9 +210,9 @@ public actor SyncSession {
         features = welcome.features
         node = welcome.nodeID
         maxFrameSize = min(Int(welcome.maxFrameSize), WireLimits.protocolMaxFrameSize)
-        let deviceID = try store.deviceID()
+        let deviceID = try await store.deviceIDAsync()
         var authenticated: Authenticated?
-        if let token = try store.sessionToken() {
+        if let token = try await store.sessionTokenAsync() {
             enter(.resuming)
             let id = UUID()
             try await channel.send(.resumeSession(ResumeSession(requestID: id, sessionToken: token, deviceID: deviceID)))
@@ -216,7 +220,7 @@ public actor SyncSession {
             case .authenticated(let a) where a.requestID == id:
                 authenticated = a
             case .error(let e) where Self.sessionCodes.contains(e.code) || Self.isAuthenticationCode(e.code):
-                try store.setSessionToken(nil)  // authenticate anew below
+                try await store.setSessionTokenAsync(nil)  // authenticate anew below
                 onEvent(.sessionExpired)
             default:
                 throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer RESUME_SESSION with AUTHENTICATED or a session error")))
@@ -259,7 +263,7 @@ public actor SyncSession {
         guard a.identity.userID == store.localUser else {
             throw SessionEnding(end: .authenticationFailed(ClientError(.storeMismatch, "the node authenticated \(a.identity.userID), but this client's store belongs to \(store.localUser)")))
         }
-        try store.setSessionToken(a.sessionToken)
+        try await store.setSessionTokenAsync(a.sessionToken)
         identity = a.identity
         onEvent(.authenticated(a.identity))
     }
@@ -272,26 +276,26 @@ public actor SyncSession {
         case .changeBatch(let batch):
             try await apply(batch.changes)
         case .ack(let ack) where ack.requestID == endRequest?.id:
-            try store.setSessionToken(nil)
+            try await store.setSessionTokenAsync(nil)
             finishEndSession(.success(()))
             return .signedOut
         case .error(let e) where e.requestID != nil && e.requestID == endRequest?.id:
             finishEndSession(.failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
         case .ack(let ack) where pushTokenRequests[ack.requestID] != nil:
-            finishPushTokenRequest(ack.requestID, .success(()))
+            await finishPushTokenRequest(ack.requestID, .success(()))
         case .error(let e) where e.requestID.map { pushTokenRequests[$0] != nil } ?? false:
-            finishPushTokenRequest(e.requestID, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            await finishPushTokenRequest(e.requestID, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
         case .ack(let ack) where historyRequests[ack.requestID] != nil:
-            if let next = try finishHistory(ack.requestID, .success(())) { try await channel.send(.fetchHistory(next)) }
+            if try await finishHistory(ack.requestID, .success(())) != nil { try await sendRegisteredHistory() }
             try await continueSnapshot()
         case .error(let e) where e.requestID.map { historyRequests[$0] != nil } ?? false:
-            _ = try finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            _ = try await finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             try await continueSnapshot()
         case .ack(let ack) where ack.requestID == syncID:
             if let c = ack.cursor, c > cursor {
-                try store.setSyncCursor(c)
+                try await store.setSyncCursorAsync(c)
                 cursor = c
             }
             reachedLive = true
@@ -308,16 +312,16 @@ public actor SyncSession {
             // session starts again with a fresh authentication.
             if let id = e.requestID {
                 inFlight[id] = nil
-                try store.requeue(id)
+                try await store.requeueAsync(id)
             }
-            try store.setSessionToken(nil)
+            try await store.setSessionTokenAsync(nil)
             onEvent(.sessionExpired)
             return .sessionExpired
         case .error(let e):
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
             if e.isFatal || e.requestID == nil {
                 if Self.sessionCodes.contains(e.code) {
-                    try store.setSessionToken(nil)
+                    try await store.setSessionTokenAsync(nil)
                     onEvent(.sessionExpired)
                     return .sessionExpired
                 }
@@ -342,8 +346,8 @@ public actor SyncSession {
             snapshot.received(decoded.unsequencedConversations)
             if decoded.cursor != nil || decoded.duplicatesSkipped > 0 { snapshot.sawFeedEntries = true }
         }
-        let receipts = try receiptEntries(for: decoded)
-        let joined = try newConversations(in: decoded).filter { !snapshot.contains($0) }
+        let receipts = try await receiptEntries(for: decoded)
+        let joined = try await newConversations(in: decoded).filter { !snapshot.contains($0) }
         if !decoded.changes.isEmpty || decoded.cursor != nil || !receipts.isEmpty {
             try await applyTolerant(decoded.changes, cursor: decoded.cursor, outbox: receipts)
             if let c = decoded.cursor { cursor = c }
@@ -355,30 +359,31 @@ public actor SyncSession {
     /// Delivery receipts for the messages from others in `decoded`, only where the
     /// conversation wants them (the node would ignore the rest); queued in the transaction
     /// that stores the messages, so a stored message always has its receipt on the way.
-    private func receiptEntries(for decoded: DecodedChanges) throws -> [OutboxEntry] {
+    private func receiptEntries(for decoded: DecodedChanges) async throws -> [OutboxEntry] {
         guard features.contains(.deliveryReceipts), !decoded.receivedFromOthers.isEmpty else { return [] }
         var receiptsOn: [ConversationID: Bool] = [:]
         for case .conversation(let c) in decoded.changes { receiptsOn[c.id] = c.deliveryReceiptsEnabled }
         var received: [Message] = []
         for m in decoded.receivedFromOthers {
             if receiptsOn[m.conversationID] == nil {
-                receiptsOn[m.conversationID] = try store.conversation(m.conversationID)?.conversation.deliveryReceiptsEnabled ?? false
+                receiptsOn[m.conversationID] = try await store.conversationAsync(m.conversationID)?.conversation.deliveryReceiptsEnabled ?? false
             }
             if receiptsOn[m.conversationID] == true { received.append(m) }
         }
         let now = environment.now()
-        return try ChangeDecoder.deliveryReceipts(for: received).map { receipt throws(ClientError) in
+        var entries: [OutboxEntry] = []
+        for var receipt in try ChangeDecoder.deliveryReceipts(for: received) {
             // One receipt per conversation waits in the outbox: the new one reaches at least as
             // far as those not sent yet, and replaces them (a device catching up sends one
             // receipt per conversation, not one per batch).
-            var receipt = receipt
-            for pending in try store.pendingEntries(kind: OutboxCommandKind.deliveryReceipt.rawValue, objectID: receipt.conversationID.uuid) {
+            for pending in try await store.pendingEntriesAsync(kind: OutboxCommandKind.deliveryReceipt.rawValue, objectID: receipt.conversationID.uuid) {
                 if case .deliveryReceipt(let earlier) = try OutboxEncoder.frame(for: pending) { receipt.upTo = max(receipt.upTo, earlier.upTo) }
             }
             var entry = try OutboxEncoder.entry(for: .deliveryReceipt(receipt), createdAt: now)
             entry.replacesPending = true
-            return entry
+            entries.append(entry)
         }
+        return entries
     }
 
     /// Applies in one transaction; when a change names something this device does not hold

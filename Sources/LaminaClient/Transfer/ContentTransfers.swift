@@ -12,8 +12,11 @@ final class ContentTransfers: @unchecked Sendable {
     private let lock = NSLock()
     private var watcher: Task<Void, Never>?
 
-    init(store: LocalStore, environment: SyncEnvironment) throws(ClientError) {
-        uploader = ContentUploader(store: store, link: link, events: events, environment: environment)
+    /// `outboxChanged` and `messageFailed`: the uploader's callbacks (`ContentUploader`).
+    init(store: LocalStore, environment: SyncEnvironment, outboxChanged: @escaping @Sendable () -> Void = {},
+         messageFailed: @escaping @Sendable (OutboxFailure) -> Void = { _ in }) throws(ClientError) {
+        uploader = ContentUploader(store: store, link: link, events: events, environment: environment,
+                                   outboxChanged: outboxChanged, messageFailed: messageFailed)
         manager = try ContentManager(store: store, transfer: LinkedContentTransfer(link: link, store: store),
                                      settings: ContentSettings(), events: events)
         link.onReady { [weak self] in
@@ -47,6 +50,12 @@ final class ContentTransfers: @unchecked Sendable {
         }
         previous?.cancel()
         uploader.start()
+    }
+
+    /// The client closes: transfers stop and the content manager's tasks are cancelled.
+    func close() {
+        stop()
+        manager.close()
     }
 
     /// The client disconnected: transfers stop (the node keeps what it got).

@@ -25,13 +25,17 @@ final class ContentUploader: @unchecked Sendable {
     let events: TransferEventHub
     let environment: SyncEnvironment
     /// Called when a message may be sent (its uploads finished) or left the outbox (failed).
-    var outboxChanged: @Sendable () -> Void = {}
+    let outboxChanged: @Sendable () -> Void
     /// Called when a message fails for good.
-    var messageFailed: @Sendable (OutboxFailure) -> Void = { _ in }
+    let messageFailed: @Sendable (OutboxFailure) -> Void
     /// Tests: awaited after each chunk is handed to HTTP/2, with the bytes sent so far.
-    var chunkHook: (@Sendable (MessagePartID, UInt64) async -> Void)?
+    var chunkHook: (@Sendable (MessagePartID, UInt64) async -> Void)? {
+        get { lock.withLock { hook } }
+        set { lock.withLock { hook = newValue } }
+    }
 
     private let lock = NSLock()
+    private var hook: (@Sendable (MessagePartID, UInt64) async -> Void)?
     private var progresses: [MessagePartID: Progress] = [:]
     private var cancelledMessages: Set<MessageID> = []
     /// The part the worker is uploading now.
@@ -45,11 +49,15 @@ final class ContentUploader: @unchecked Sendable {
     private var workerID = UUID()
     private var signal: AsyncStream<Void>.Continuation?
 
-    init(store: LocalStore, link: NodeLink, events: TransferEventHub, environment: SyncEnvironment) {
+    /// `outboxChanged` and `messageFailed` are fixed here, before any upload can run.
+    init(store: LocalStore, link: NodeLink, events: TransferEventHub, environment: SyncEnvironment,
+         outboxChanged: @escaping @Sendable () -> Void = {}, messageFailed: @escaping @Sendable (OutboxFailure) -> Void = { _ in }) {
         self.store = store
         self.link = link
         self.events = events
         self.environment = environment
+        self.outboxChanged = outboxChanged
+        self.messageFailed = messageFailed
     }
 
     // MARK: running

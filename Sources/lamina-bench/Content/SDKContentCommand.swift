@@ -33,7 +33,6 @@ struct SDKContentCommand: AsyncParsableCommand {
         logger.logLevel = .warning
         let node = try await NodeServer.start(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
         let dev = node.prepared.devIdentityProvider!
-        ContentStaging.directory = URL(fileURLWithPath: root + "/staging")  // same volume: send moves, not copies
 
         func client(_ user: UserID) throws -> LaminaClient {
             try LaminaClient(configuration: LaminaConfiguration(
@@ -72,7 +71,7 @@ struct SDKContentCommand: AsyncParsableCommand {
         let clock = ContinuousClock()
         Self.note("staging \(sizeMb) MiB")
         let stagingStart = clock.now
-        let part = try MessagePart.with(mimeType: "video/mp4", fileURL: source)
+        let part = try MessagePart.with(mimeType: "video/mp4", fileURL: source, staging: alice.staging)  // in alice's data directory: send moves, not copies
         let staging = clock.now - stagingStart
         try? FileManager.default.removeItem(at: source)
 

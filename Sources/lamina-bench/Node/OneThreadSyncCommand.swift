@@ -23,8 +23,11 @@ struct OneThreadSyncCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds added to every write transaction of the device's store.") var writeLatencyMs = 200
     @Option(help: "The least share of expected ticks (0...1) for the run to pass.") var minProgress = 0.5
     @Option(help: "Seconds the sync may take before the run gives up.") var syncTimeout: Double = 600
+    @Option(help: "How the new device syncs: replay (the whole feed) or complete (a snapshot, then each conversation's history fetched: the handshake, the snapshot's bookkeeping and the history answers all write).")
+    var policy = "replay"
 
     func validate() throws {
+        guard ["replay", "complete"].contains(policy) else { throw ValidationError("--policy is replay or complete") }
         guard messages >= 1, (1...64).contains(devices), (0...10_000).contains(writeLatencyMs), (0...1).contains(minProgress) else {
             throw ValidationError("--messages >= 1, --devices 1...64, --write-latency-ms 0...10000, --min-progress 0...1")
         }
@@ -55,7 +58,7 @@ struct OneThreadSyncCommand: AsyncParsableCommand {
         var configuration = LaminaConfiguration(
             nodeURL: URL(string: node.url)!, trust: .certificateAuthorities(URL(fileURLWithPath: node.caFile)),
             dataDirectory: URL(fileURLWithPath: directory))
-        configuration.synchronizationPolicy = .feedReplay
+        configuration.synchronizationPolicy = policy == "complete" ? .completeHistory : .feedReplay
         configuration.store.writeLatency = .milliseconds(writeLatencyMs)
         let clients = try (0..<devices).map { i in try LaminaClient(configuration: configuration, user: try UserID("r\(i)")) }
         let live = LoadCounter()
@@ -105,7 +108,7 @@ struct OneThreadSyncCommand: AsyncParsableCommand {
         let expected = max(1, Int(seconds * 100))
         let progress = Double(ran) / Double(expected)
         let strict = ProcessInfo.processInfo.environment["LIBDISPATCH_COOPERATIVE_POOL_STRICT"] ?? "unset"
-        emit("lamina one-thread-sync: devices=\(devices) messages=\(messages) write_latency_ms=\(writeLatencyMs)"
+        emit("lamina one-thread-sync: policy=\(policy) devices=\(devices) messages=\(messages) write_latency_ms=\(writeLatencyMs)"
              + String(format: " seconds=%.3f ticks=%d expected_ticks=%d progress=%.2f", seconds, ran, expected, progress)
              + " pool_strict=\(strict)")
         if progress < minProgress {
