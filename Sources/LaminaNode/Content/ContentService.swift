@@ -12,7 +12,7 @@ import NIOPosix
 public final class ContentService: Sendable {
     public let store: NodeStore
     public let files: ContentFiles
-    public let settings: ContentSettings
+    public let settings: ContentServiceSettings
     /// Signs the upload and download URLs the Server API hands out (CONTENT.md §10), with the
     /// store's key once ``start(sweepingOn:)`` has loaded it.
     public var urls: ContentURLSigner { signer.withLockedValue { $0 } }
@@ -28,7 +28,7 @@ public final class ContentService: Sendable {
     /// Opens the content directories and brings the files in line with the records (start-up
     /// recovery, blocking: call before serving, then ``start(sweepingOn:)``). `threads` do the
     /// disk work of uploads and downloads.
-    public init(store: NodeStore, dataDirectory: URL, settings: ContentSettings, logger: Logger, threads: Int = 2,
+    public init(store: NodeStore, dataDirectory: URL, settings: ContentServiceSettings, logger: Logger, threads: Int = 2,
                 arrivals: ContentArrivals = ContentArrivals()) throws {
         self.store = store
         self.arrivals = arrivals

@@ -18,10 +18,10 @@ final class UploadFile: @unchecked Sendable {
 /// One `PUT /v1/content/<uuid>` (CONTENT.md §3) after its headers and session were accepted.
 ///
 /// The body goes to the partial file through the content threads, one write job at a time;
-/// while more than ``ContentSettings/uploadBufferBytes`` wait for the disk the stream stops
+/// while more than ``ContentServiceSettings/uploadBufferBytes`` wait for the disk the stream stops
 /// reading, so HTTP/2 flow control stalls the sender and memory stays bounded. The hash is
 /// updated in the write jobs. Bytes count as held only once fsynced and recorded: at the end of
-/// the body, every ``ContentSettings/uploadSyncIntervalBytes``, and when the stream is reset or
+/// the body, every ``ContentServiceSettings/uploadSyncIntervalBytes``, and when the stream is reset or
 /// the connection drops. Event loop only (disk work hops to the content threads).
 final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
     private let exchange: ContentExchange

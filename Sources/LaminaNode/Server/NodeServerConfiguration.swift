@@ -47,7 +47,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     /// How long a graceful shutdown waits for connections to drain.
     public var drainTimeoutSeconds = 10
     /// Rich content: quota, concurrent uploads, collection (Protocol/CONTENT.md §7).
-    public var content = ContentSettings()
+    public var content = ContentServiceSettings()
     /// The Server API (Layer's Platform API) on the sync port.
     public var serverAPI = ServerAPISettings()
     /// This node's id (hex in flags and files); nil: the data directory's, made at first start.
@@ -247,7 +247,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         var drainTimeoutSeconds: Int?
         var limits: Limits?
         var resources: Resources?
-        var content: ContentSettings.File?
+        var content: ContentServiceSettings.File?
         var webhooks: WebhookSettings.File?
         var push: PushSettings.File?
         struct StorageFile: Decodable {

@@ -57,7 +57,7 @@ extension ServerAPI {
         return HTTPResponse(status: 204)
     }
 
-    func storedMessage(_ r: ServerAPIRequest) async throws -> StoredMessage {
+    func storedMessage(_ r: ServerAPIRequest) async throws -> MessageRecord {
         let conversation = try r.conversationID()
         let id = try r.messageID()
         guard let stored = try await engine.store.read({ reader in try reader.message(id) }),

@@ -5,7 +5,7 @@ import LaminaWire
 
 /// Which messages of a conversation a history query returns. Results are always in
 /// ascending position order.
-public enum HistoryPolicy: Hashable, Sendable {
+public enum HistoryQuery: Hashable, Sendable {
     /// Every message after `position` (from the start when nil), at most `limit`.
     case complete(after: MessagePosition?, limit: Int)
     /// The last `count` messages.
@@ -18,7 +18,7 @@ public enum HistoryPolicy: Hashable, Sendable {
 }
 
 /// A message as stored, with what replication needs.
-public struct StoredMessage: Hashable, Sendable {
+public struct MessageRecord: Hashable, Sendable {
     public var message: Message
     public var origin: NodeID
     public var hlc: HLCTimestamp
@@ -191,7 +191,7 @@ extension StorageReader {
     }
 
     /// A message by id, deleted or not.
-    public func message(_ id: MessageID) throws(StorageError) -> StoredMessage? {
+    public func message(_ id: MessageID) throws(StorageError) -> MessageRecord? {
         guard let row = try db.row("SELECT \(MessageStatuses.columns()) FROM messages WHERE id = ?", [Columns.blob(id.uuid)]) else { return nil }
         var statuses = MessageStatuses(reader: self)
         return try statuses.storedMessage(row)
@@ -230,7 +230,7 @@ extension StorageReader {
     /// blocks now, unless `hidingBlocked` is false (the Server API's view as the system).
     /// Throws `.notAParticipant` if the user never took part.
     public func history(
-        of conversation: ConversationID, for user: UserID, _ policy: HistoryPolicy, hidingBlocked: Bool = true
+        of conversation: ConversationID, for user: UserID, _ policy: HistoryQuery, hidingBlocked: Bool = true
     ) throws(StorageError) -> [Message] {
         guard let state = try participantState(of: user, in: conversation) else {
             throw StorageError(.notAParticipant, "\(user) never took part in \(conversation)")
@@ -389,7 +389,7 @@ struct MessageStatuses {
     /// The message in `row`, whose columns from `offset` on are `columns()`. `recorded`: the
     /// statuses recorded for this message alone when the caller read them with others (nil:
     /// read them now).
-    mutating func storedMessage(_ row: some ColumnRow, at offset: Int = 0, recorded recordedGiven: [UserID: RecipientStatus]? = nil) throws(StorageError) -> StoredMessage {
+    mutating func storedMessage(_ row: some ColumnRow, at offset: Int = 0, recorded recordedGiven: [UserID: RecipientStatus]? = nil) throws(StorageError) -> MessageRecord {
         guard let idUUID = row.uuid(offset) else { throw StorageError(.corrupt, "column id does not hold a 16-byte identifier") }
         let id = MessageID(uuid: idUUID)
         guard let conversationUUID = row.uuid(offset + 1) else {
@@ -420,7 +420,7 @@ struct MessageStatuses {
             id: id, conversationID: conversation, sender: sender, parts: body.parts,
             sentAt: Timestamp(millisecondsSince1970: sentAt), position: position, push: body.push, recipientStatus: statuses
         )
-        return StoredMessage(message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9), isDeleted: row.int64(offset + 12) != 0)
+        return MessageRecord(message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9), isDeleted: row.int64(offset + 12) != 0)
     }
 }
 

@@ -3,7 +3,7 @@ import LaminaModel
 
 /// The node's rich content settings (Protocol/CONTENT.md §7); every one configurable by flag
 /// and JSON config (`content` object).
-public struct ContentSettings: Sendable, Hashable, Codable {
+public struct ContentServiceSettings: Sendable, Hashable, Codable {
     /// Per-user quota: the sum of the declared sizes of one user's uploads, complete or not.
     public var quotaBytes: UInt64 = 10 * 1024 * 1024 * 1024
     /// Uploads of one user in progress at once; more are `429 overloaded`.

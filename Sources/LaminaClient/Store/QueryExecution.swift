@@ -1,0 +1,73 @@
+import Foundation
+import GRDB
+import LaminaModel
+
+/// A row a query read from the local store, for ``QueryableObject/load(_:)``. Opaque: what
+/// it holds is the store's own (the database is not part of the SDK's API).
+public struct QueryRow {
+    let db: Database
+    let row: Row
+}
+
+extension Query {
+    /// The SELECT for `columns` of the matching rows, in order, limited.
+    func statement(_ columns: String) throws(ClientError) -> (String, StatementArguments) {
+        let c = try compiled()
+        let table = Object.queryTarget.table
+        var sql = "SELECT \(columns) FROM \(table) WHERE \(c.condition.sql) ORDER BY \(c.order.sql)"
+        var args = c.arguments
+        if c.limit != nil || c.offset > 0 {
+            sql += " LIMIT ? OFFSET ?"
+            args += [c.limit ?? -1, c.offset]
+        }
+        return (sql, args)
+    }
+}
+
+extension StoreReader {
+    static func conversation(_ row: QueryRow) throws -> StoredConversation { try conversation(row.db, row: row.row) }
+    static func message(_ row: QueryRow) throws -> StoredMessage { try message(row.db, row: row.row) }
+}
+
+extension LocalStore {
+    /// The objects matching `query`, in its order.
+    public func execute<Object>(_ query: Query<Object>) throws(ClientError) -> [Object] {
+        let (sql, args) = try query.statement("\(Object.queryTarget.table).*")
+        return try read { db in try Row.fetchAll(db, sql: sql, arguments: args).map { try Object.load(QueryRow(db: db, row: $0)) } }
+    }
+
+    /// The identifiers of the objects matching `query`, in its order.
+    public func identifiers<Object>(_ query: Query<Object>) throws(ClientError) -> [Object.ID] {
+        let (sql, args) = try query.statement("\(Object.queryTarget.table).id")
+        return try read { db in try Data.fetchAll(db, sql: sql, arguments: args).map { Object.ID(uuid: StoreCoding.uuid($0)) } }
+    }
+
+    /// How many objects `query` returns (its limit and offset applied).
+    public func count<Object>(_ query: Query<Object>) throws(ClientError) -> Int {
+        let (sql, args) = try query.statement("\(Object.queryTarget.table).id")
+        return try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(sql))", arguments: args) ?? 0 }
+    }
+}
+
+extension LocalStore {
+    /// The objects of `query` inside a pagination window, and how many `query` returns in
+    /// all, read in one transaction. `window` n > 0: the first n; n < 0: the last -n; nil: all.
+    func execute<Object>(_ query: Query<Object>, window: Int?) throws(ClientError) -> (objects: [Object], total: Int) {
+        guard let window else {
+            let all = try execute(query)
+            return (all, all.count)
+        }
+        let table = Object.queryTarget.table
+        let (countSQL, countArguments) = try query.statement("\(table).id")
+        return try read { db in
+            let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(countSQL))", arguments: countArguments) ?? 0
+            let size = Int(window.magnitude)
+            let start = window > 0 ? 0 : max(0, total - size)
+            var windowed = query
+            windowed.offset = query.offset + start
+            windowed.limit = min(size, total - start)
+            let (sql, arguments) = try windowed.statement("\(table).*")
+            return (try Row.fetchAll(db, sql: sql, arguments: arguments).map { try Object.load(QueryRow(db: db, row: $0)) }, total)
+        }
+    }
+}
