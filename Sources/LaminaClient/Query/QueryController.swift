@@ -18,8 +18,11 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
     public let query: Query<Object>
     private let store: LocalStore
     private let lock = NSLock()
-    /// Held for a whole refresh, so refreshes (from changes, or a new window) apply in order.
-    private let refreshLock = NSLock()
+    /// Refreshes asked for, and the latest applied: a refresh applies only when it is newer
+    /// than what is shown (one after a change reads asynchronously, one the app asks for
+    /// synchronously; either may finish first).
+    private var requested: UInt64 = 0
+    private var applied: UInt64 = 0
     private var current: [Object] = []
     private var total = 0
     private var window: Int?
@@ -96,10 +99,10 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
     @discardableResult
     public func start() throws(ClientError) -> [Object] {
         let stream = store.changes()   // subscribe before the first run: no change is missed
-        refreshLock.lock()
-        defer { refreshLock.unlock() }
-        let (first, count) = try store.execute(query, window: paginationWindow)
+        let (generation, window) = nextRefresh()
+        let (first, count) = try store.execute(query, window: window)
         lock.withLock {
+            applied = max(applied, generation)
             current = first
             total = count
             started = true
@@ -107,7 +110,7 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
             task = Task { [weak self] in
                 for await batch in stream {
                     guard let self, !Task.isCancelled else { return }
-                    if self.isRelevant(batch) { self.refresh() }
+                    if self.isRelevant(batch) { await self.refreshAsync() }
                 }
             }
         }
@@ -128,27 +131,50 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
         }
     }
 
-    /// Re-runs the query and reports the difference, if any.
-    private func refresh() {
-        refreshLock.lock()
-        defer { refreshLock.unlock() }
-        let next: [Object]
-        let count: Int
-        do { (next, count) = try store.execute(query, window: paginationWindow) } catch {
-            continuation.finish(throwing: error)
-            stop()
-            return
+    /// A number for a refresh about to read, and the window it reads.
+    private func nextRefresh() -> (UInt64, Int?) {
+        lock.withLock {
+            requested += 1
+            return (requested, window)
         }
-        let update: QueryUpdate<Object>? = lock.withLock {
+    }
+
+    /// Re-runs the query (on the caller's thread: the app asked) and reports the difference.
+    private func refresh() {
+        let (generation, window) = nextRefresh()
+        do { apply(try store.execute(query, window: window), generation) } catch { fail(error) }
+    }
+
+    /// Re-runs the query after a change, reading through GRDB's async API (this runs on the
+    /// cooperative pool), and reports the difference.
+    private func refreshAsync() async {
+        let (generation, window) = nextRefresh()
+        do { apply(try await store.executeAsync(query, window: window), generation) } catch { fail(error) }
+    }
+
+    private func fail(_ error: ClientError) {
+        continuation.finish(throwing: error)
+        stop()
+    }
+
+    /// Shows a refresh's results unless a newer one is shown already; reports the difference
+    /// (in the order the results are shown).
+    private func apply(_ result: (objects: [Object], total: Int), _ generation: UInt64) {
+        let next = result.objects
+        let dropped = lock.withLock { () -> Bool in
+            guard generation > applied else { return false }
+            applied = generation
             let previous = current
             current = next
-            total = count
+            total = result.total
             let before = Dictionary(previous.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             let changed = Set(next.filter { obj in before[obj.id].map { Self.isUpdate(from: $0, to: obj, reporting: updatable) } ?? false }.map(\.id))
             let changes = QueryDiff.diff(old: previous.map(\.id), new: next.map(\.id), changed: changed)
-            return changes.isEmpty ? nil : QueryUpdate(objects: next, changes: changes)
+            guard !changes.isEmpty else { return false }
+            if case .dropped = continuation.yield(QueryUpdate(objects: next, changes: changes)) { return true }
+            return false
         }
-        if let update, case .dropped = continuation.yield(update) {
+        if dropped {
             continuation.finish(throwing: ClientError(.queryTooComplex, "the consumer fell \(Self.maxPendingUpdates) updates behind; restart the controller"))
         }
     }

@@ -53,13 +53,26 @@ extension LocalStore {
     /// The objects of `query` inside a pagination window, and how many `query` returns in
     /// all, read in one transaction. `window` n > 0: the first n; n < 0: the last -n; nil: all.
     func execute<Object>(_ query: Query<Object>, window: Int?) throws(ClientError) -> (objects: [Object], total: Int) {
-        guard let window else {
-            let all = try execute(query)
-            return (all, all.count)
-        }
-        let table = Object.queryTarget.table
-        let (countSQL, countArguments) = try query.statement("\(table).id")
-        return try read { db in
+        try query.validate()
+        return try read(Self.windowBody(query, window: window))
+    }
+
+    /// As ``execute(_:window:)``, through GRDB's async API (a live query's refresh after a
+    /// change runs on the cooperative pool).
+    func executeAsync<Object>(_ query: Query<Object>, window: Int?) async throws(ClientError) -> (objects: [Object], total: Int) {
+        try query.validate()
+        return try await readAsync(Self.windowBody(query, window: window))
+    }
+
+    private static func windowBody<Object>(_ query: Query<Object>, window: Int?) -> @Sendable (Database) throws -> ([Object], Int) {
+        { db in
+            let table = Object.queryTarget.table
+            guard let window else {
+                let (sql, arguments) = try query.statement("\(table).*")
+                let all = try Row.fetchAll(db, sql: sql, arguments: arguments).map { try Object.load(QueryRow(db: db, row: $0)) }
+                return (all, all.count)
+            }
+            let (countSQL, countArguments) = try query.statement("\(table).id")
             let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(countSQL))", arguments: countArguments) ?? 0
             let size = Int(window.magnitude)
             let start = window > 0 ? 0 : max(0, total - size)
