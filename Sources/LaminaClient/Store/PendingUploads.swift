@@ -30,7 +30,17 @@ extension LocalStore {
     /// outbox, in outbox order then part order, at most `limit`.
     public func pendingUploads(limit: Int = 1_000) throws(ClientError) -> [PendingUpload] {
         guard (1...10_000).contains(limit) else { throw ClientError(.invalidSetting, "limit is 1...10,000, not \(limit)") }
-        return try read { db in
+        return try read(pendingUploadsBody(limit: limit))
+    }
+
+    /// As ``pendingUploads(limit:)``, through GRDB's async API (the upload worker's).
+    func pendingUploadsAsync(limit: Int) async throws(ClientError) -> [PendingUpload] {
+        guard (1...10_000).contains(limit) else { throw ClientError(.invalidSetting, "limit is 1...10,000, not \(limit)") }
+        return try await readAsync(pendingUploadsBody(limit: limit))
+    }
+
+    private func pendingUploadsBody(limit: Int) -> @Sendable (Database) throws -> [PendingUpload] {
+        { [self] db in
             try Row.fetchAll(db, sql: """
                 SELECT part.*, outbox.seq AS outbox_seq FROM outbox JOIN part ON part.message_id = outbox.object_id
                 WHERE outbox.kind = ? AND part.transfer_status IN (?, ?) AND part.content_id IS NOT NULL
@@ -67,7 +77,16 @@ extension LocalStore {
 
     /// Marks a part as uploading (from awaiting upload).
     public func beginUpload(of part: MessagePartID) throws(ClientError) {
-        try write { ctx in
+        try write(Self.beginUploadBody(part))
+    }
+
+    /// As ``beginUpload(of:)``, through GRDB's async API (the upload worker's).
+    func beginUploadAsync(of part: MessagePartID) async throws(ClientError) {
+        try await writeAsync(Self.beginUploadBody(part))
+    }
+
+    private static func beginUploadBody(_ part: MessagePartID) -> @Sendable (WriteContext) throws -> Void {
+        { ctx in
             try ctx.db.execute(sql: "UPDATE part SET transfer_status = ? WHERE message_id = ? AND part_id = ? AND transfer_status = ?",
                                arguments: [TransferStatus.uploading.rawValue] + Self.partKey(part) + [TransferStatus.awaitingUpload.rawValue])
         }
@@ -77,7 +96,17 @@ extension LocalStore {
     /// Returns false when the part was not waiting for upload.
     @discardableResult
     public func finishUpload(of part: MessagePartID) throws(ClientError) -> Bool {
-        try write { ctx in
+        try write(Self.finishUploadBody(part))
+    }
+
+    /// As ``finishUpload(of:)``, through GRDB's async API (the upload worker's).
+    @discardableResult
+    func finishUploadAsync(of part: MessagePartID) async throws(ClientError) -> Bool {
+        try await writeAsync(Self.finishUploadBody(part))
+    }
+
+    private static func finishUploadBody(_ part: MessagePartID) -> @Sendable (WriteContext) throws -> Bool {
+        { ctx in
             try ctx.db.execute(sql: "UPDATE part SET transfer_status = ? WHERE message_id = ? AND part_id = ? AND transfer_status IN (?, ?)",
                                arguments: [TransferStatus.complete.rawValue] + Self.partKey(part)
                                    + [TransferStatus.awaitingUpload.rawValue, TransferStatus.uploading.rawValue])

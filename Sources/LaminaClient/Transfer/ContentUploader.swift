@@ -97,7 +97,7 @@ final class ContentUploader: @unchecked Sendable {
         while !Task.isCancelled {
             let next: PendingUpload?
             do {
-                next = try store.pendingUploads(limit: 1_000).first { !shouldStop($0.part) }
+                next = try await store.pendingUploadsAsync(limit: 1_000).first { !shouldStop($0.part) }
             } catch {
                 next = nil
             }
@@ -198,7 +198,18 @@ final class ContentUploader: @unchecked Sendable {
     /// with `error` when given.
     private func fail(_ part: MessagePartID, code: UInt16, reason: String, error: ClientError?) {
         let now = environment.now()
-        if (try? store.markFailed(part.message.uuid, code: code, reason: reason, at: now)) == true {
+        failed(part, code: code, reason: reason, error: error, at: now, stored: (try? store.markFailed(part.message.uuid, code: code, reason: reason, at: now)) == true)
+    }
+
+    /// As `fail`, from the worker: the store is written through GRDB's async API.
+    private func failAsync(_ part: MessagePartID, code: UInt16, reason: String, error: ClientError?) async {
+        let now = environment.now()
+        let stored = (try? await store.markFailedAsync(part.message.uuid, code: code, reason: reason, at: now)) == true
+        failed(part, code: code, reason: reason, error: error, at: now, stored: stored)
+    }
+
+    private func failed(_ part: MessagePartID, code: UInt16, reason: String, error: ClientError?, at now: Timestamp, stored: Bool) {
+        if stored {
             messageFailed(OutboxFailure(id: part.message.uuid, kind: OutboxCommandKind.sendMessage.rawValue, objectID: part.message.uuid,
                                         code: code, reason: reason, failedAt: now))
         }
@@ -231,10 +242,10 @@ final class ContentUploader: @unchecked Sendable {
         let progress = progress(for: pending)
         guard let file = pending.file, FileManager.default.fileExists(atPath: file.path) else {
             let reason = "content-missing: the staged content of \(part) is not on this device"
-            fail(part, code: OutboxFailure.contentMissingCode, reason: reason, error: ClientError(.contentUnavailable, reason))
+            await failAsync(part, code: OutboxFailure.contentMissingCode, reason: reason, error: ClientError(.contentUnavailable, reason))
             return
         }
-        try store.beginUpload(of: part)
+        try await store.beginUploadAsync(of: part)
         lock.withLock { active = part }
         do {
             try await uploadLoop(pending, file: file, progress: progress)
@@ -255,7 +266,7 @@ final class ContentUploader: @unchecked Sendable {
             do {
                 var offset: UInt64 = 0
                 if let held = try await ContentStreams.head(reference.id, on: lease) {
-                    if held.isComplete { return finish(part, progress) }
+                    if held.isComplete { return await finish(part, progress) }
                     offset = min(held.offset, reference.size)
                 }
                 progress.completedUnitCount = Int64(offset)
@@ -272,7 +283,7 @@ final class ContentUploader: @unchecked Sendable {
                     })
                 switch answer {
                 case .complete:
-                    return finish(part, progress)
+                    return await finish(part, progress)
                 case .held(let held):
                     progress.completedUnitCount = Int64(held)
                     if isPaused(part) {
@@ -288,9 +299,9 @@ final class ContentUploader: @unchecked Sendable {
         }
     }
 
-    private func finish(_ part: MessagePartID, _ progress: Progress) {
+    private func finish(_ part: MessagePartID, _ progress: Progress) async {
         progress.completedUnitCount = progress.totalUnitCount
-        _ = try? store.finishUpload(of: part)
+        _ = try? await store.finishUploadAsync(of: part)
         lock.withLock {
             _ = progresses.removeValue(forKey: part)
             digestRestarts[part] = nil
@@ -311,7 +322,7 @@ final class ContentUploader: @unchecked Sendable {
                 return digestRestarts[part]!
             }
             if restarts <= 1 { return false }  // the node deleted the upload: HEAD finds nothing, start at 0
-            fail(part, code: error.code == 0 ? 602 : error.code,
+            await failAsync(part, code: error.code == 0 ? 602 : error.code,
                  reason: "content-digest-mismatch: the staged bytes of \(part) do not hash to its SHA-256, twice: \(error.reason)",
                  error: ClientError(.contentRefused, error.description))
             return true
@@ -323,7 +334,7 @@ final class ContentUploader: @unchecked Sendable {
             try await environment.sleep(.seconds(Int64(seconds)))
             return false
         case .fail:
-            fail(part, code: error.code == 0 ? 400 : error.code, reason: "\(error.name.isEmpty ? "refused" : error.name): \(error.reason)",
+            await failAsync(part, code: error.code == 0 ? 400 : error.code, reason: "\(error.name.isEmpty ? "refused" : error.name): \(error.reason)",
                  error: ClientError(.contentRefused, error.description))
             return true
         }
