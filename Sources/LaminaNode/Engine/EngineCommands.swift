@@ -251,7 +251,10 @@ extension NodeEngine {
             total = Int(count)  // 1...FetchHistory.maxPageCount, checked by the decoder
         }
         let max = total
-        let page = Swift.min(Self.historyPageSize, max)
+        // The first page is small; later ones hold about `historyPageBytes` (the size of the
+        // messages read so far decides how many), so a fetch of large messages holds a
+        // megabyte or so at a time, not 256 of them.
+        let page = Swift.min(paged ? Self.firstHistoryPage : Self.historyPageSize, max)
         let first = try await store.read { r -> (messages: [Message], id: ConversationID) in
             var found = try r.conversation(named)
             if found?.isLive != true, let target = try r.resolvedConversation(named) { found = try r.conversation(target) }
@@ -274,6 +277,7 @@ extension NodeEngine {
         let id = first.id
         let features = session.state.withLock { $0.features }
         var messages = first.messages
+        var requested = page
         var sent = 0
         while true {
             var ended = false
@@ -284,16 +288,35 @@ extension NodeEngine {
             let frames = FeedCoding.frames(messages.map { Change(seq: 0, event: .messageCreated($0)) }, for: features)
             guard await session.sendPaced(frames) else { return }
             sent += messages.count
-            guard paged, !ended, messages.count == page, sent < max, let after = messages.last?.position else { break }
-            let limit = Swift.min(page, max - sent)
+            guard paged, !ended, messages.count == requested, sent < max, let after = messages.last?.position else { break }
+            let limit = Swift.min(Self.nextHistoryPage(after: messages), max - sent)
+            requested = limit
             messages = try await store.read { r in try r.history(of: id, for: user, .complete(after: after, limit: limit)) }
             if messages.isEmpty { break }
         }
         session.send(.ack(Ack(requestID: request.requestID, conversationID: id)))
     }
 
-    /// Messages read from the store at a time for a paged FETCH_HISTORY.
+    /// The most messages read from the store at a time for a paged FETCH_HISTORY.
     static let historyPageSize = 256
+    /// About the bytes of messages a page of a paged FETCH_HISTORY holds (8 fetches of a
+    /// history of 33 KB messages held 510 MiB at their peak with pages of 256 messages).
+    static let historyPageBytes = 1 << 20
+    /// The first page's messages (their size is not known yet).
+    static let firstHistoryPage = 32
+
+    /// How many messages the next page reads: about ``historyPageBytes`` at the average size
+    /// of the page just sent, 1...``historyPageSize``.
+    static func nextHistoryPage(after page: [Message]) -> Int {
+        guard !page.isEmpty else { return historyPageSize }
+        let bytes = page.reduce(0) { total, message in
+            message.parts.reduce(total + 128) { sum, part in
+                if case .inline(let content) = part.content { return sum + content.count + 64 }
+                return sum + 128
+            }
+        }
+        return Swift.max(1, Swift.min(historyPageSize, historyPageBytes / Swift.max(1, bytes / page.count)))
+    }
 
     /// An answer read in one go: last-n, or a page backwards (`before`): the newest `max` (or
     /// last-n's count) before `before`, after the read marker for unread-only, in one
