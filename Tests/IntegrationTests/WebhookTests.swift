@@ -255,6 +255,11 @@ import Glibc
         // Every send was acknowledged (committed); the target has refused what it was offered.
         _ = try await receiver.waitForPosts(1)
         #expect(try await node.stop(with: SIGKILL) == SIGKILL)
+        // Requests the killed node had sent are still read and refused (its sockets close only
+        // after them): once its connections are gone, every later post is the new node's.
+        let gone = ContinuousClock.now + .seconds(30)
+        while receiver.server.connectionCount > 0, ContinuousClock.now < gone { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(receiver.server.connectionCount == 0)
         let refusedBefore = receiver.posts.count
         accepting.withLockedValue { $0 = true }
         node = try await NodeProcess.start(in: directory, arguments: ["--config", config.path])
