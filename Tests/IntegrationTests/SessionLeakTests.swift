@@ -48,8 +48,10 @@ import Testing
             alice: alice, bob: bob, conversation: try await MessagingTests.conversation(alice, with: ["alice", "bob"]))
 
         /// Waits (on the node's own readiness report) until only the healthy pair's sessions are open.
+        /// Generous: alone a round takes ~12 s, but in a full suite on 2 cores it took 40-70 s and
+        /// the node's closing of 10,000 sessions lagged behind by as much (a 60 s wait ran out once).
         func settled() async throws -> Int {
-            try await ResourceLimitTests.eventuallyAsync("only the healthy pair's sessions open", timeout: .seconds(60)) {
+            try await ResourceLimitTests.eventuallyAsync("only the healthy pair's sessions open", timeout: .seconds(180)) {
                 (try? await HTTPGet.fetch(port: node.adminPort, path: "/health/ready").body.contains("sessions ok 2 of")) == true
             }
             return Self.residentBytes(pid: node.pid)
