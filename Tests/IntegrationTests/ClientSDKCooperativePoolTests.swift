@@ -14,11 +14,14 @@ import Testing
 /// thread was held by a transaction.
 /// The second case syncs by a snapshot (`completeHistory`): the handshake's writes, the
 /// snapshot's fill bookkeeping and the history answers all go through GRDB's async API too.
+/// The third downloads rich content by itself (30 messages with a 3 KB text/plain part each):
+/// the content manager's writes (download begun, download recorded with the LRU purge) too.
 @Suite struct ClientSDKCooperativePoolTests {
-    @Test(arguments: ["replay", "complete"]) func syncWithASlowDatabaseLeavesTheOneThreadPoolToOtherTasks(policy: String) async throws {
+    @Test(arguments: [("replay", 1_500), ("complete", 1_500), ("content", 30)])
+    func syncWithASlowDatabaseLeavesTheOneThreadPoolToOtherTasks(policy: String, messages: Int) async throws {
         let process = ChildProcess()
         process.executableURL = try BuiltProduct.url("lamina-bench")
-        process.arguments = ["one-thread-sync", "--policy", policy, "--messages", "1500", "--write-latency-ms", "400", "--min-progress", "0.3"]
+        process.arguments = ["one-thread-sync", "--policy", policy, "--messages", "\(messages)", "--write-latency-ms", "400", "--min-progress", "0.3"]
         var environment = ProcessInfo.processInfo.environment
         environment["LIBDISPATCH_COOPERATIVE_POOL_STRICT"] = "1"
         process.environment = environment
@@ -53,5 +56,6 @@ import Testing
         #expect(result.contains("pool_strict=1") && result.contains("policy=\(policy)"))
         let progress = result.split(separator: " ").first { $0.hasPrefix("progress=") }.flatMap { Double($0.dropFirst("progress=".count)) }
         #expect((progress ?? 0) >= 0.3, "\(result)")
+        if policy == "content" { #expect(result.contains("downloads=\(messages * ProcessInfo.processInfo.activeProcessorCount) "), "\(result)") }
     }
 }

@@ -6,12 +6,14 @@ import Testing
 /// Writes `reference.size` bytes to the destination, as a download would.
 struct FakeTransfer: ContentTransferring {
     var failing: Set<ContentID> = []
+    /// Content whose file ends one byte short (a download that lies about its end).
+    var short: Set<ContentID> = []
     func download(_ reference: ContentReference, of part: MessagePartID, to destination: URL,
                   progress: @escaping @Sendable (UInt64, UInt64) -> Void) async throws {
         if failing.contains(reference.id) { throw ClientError(.contentUnavailable, "fake failure") }
         let half = reference.size / 2
         progress(half, reference.size)
-        try Data(repeating: 0xAB, count: Int(reference.size)).write(to: destination)
+        try Data(repeating: 0xAB, count: Int(reference.size) - (short.contains(reference.id) ? 1 : 0)).write(to: destination)
         progress(reference.size, reference.size)
     }
 }
@@ -125,6 +127,24 @@ final class ProgressLog: @unchecked Sendable {
             let manager = try ContentManager(store: store, transfer: FakeTransfer(failing: [ref.id]))
             await #expect(throws: ClientError.self) { try await manager.downloadContent(of: m.identifier(of: m.parts[0])) }
             #expect(try store.message(m.id)?.partStates[0].transferStatus == .readyForDownload)
+        }
+    }
+
+    /// The size check's put-back is committed (it was rolled back with the error once, which left
+    /// the part "downloading" for good), and a later download of it can start.
+    @Test func aDownloadOfTheWrongSizeFailsAndGoesBackToReady() async throws {
+        try await withStore { store in
+            let m = try seed(store, [("image/png", 50_000)])
+            guard case .external(let ref) = m.parts[0].content else { Issue.record("not rich"); return }
+            let part = m.identifier(of: m.parts[0])
+            let manager = try ContentManager(store: store, transfer: FakeTransfer(short: [ref.id]))
+            let error = await #expect(throws: ClientError.self) { try await manager.downloadContent(of: part) }
+            #expect(error?.code == .contentUnavailable)
+            #expect(error?.description.contains("49999 bytes, expected 50000") == true, "\(String(describing: error))")
+            #expect(try store.message(m.id)?.partStates[0].transferStatus == .readyForDownload)
+            let fixed = try ContentManager(store: store, transfer: FakeTransfer())
+            let url = try await fixed.downloadContent(of: part)
+            #expect((try Data(contentsOf: url)).count == 50_000)
         }
     }
 

@@ -62,7 +62,7 @@ public final class ContentManager: @unchecked Sendable {
     public func downloadContent(of part: MessagePartID,
                                 progress: @escaping @Sendable (UInt64, UInt64) -> Void = { _, _ in }) async throws(ClientError) -> URL {
         do {
-            return try await outcome(of: try begin(part, automatic: false, observer: progress))
+            return try await outcome(of: try await beginAsync(part, automatic: false, observer: progress))
         } catch {
             throw ClientError.wrap(error)
         }
@@ -71,6 +71,8 @@ public final class ContentManager: @unchecked Sendable {
     /// Starts downloading a part's rich content (or joins the running download) and returns
     /// its progress at once (the docs' `downloadContent:`). The file is at
     /// `LocalStore.contentFileURL(for:)` once the progress finishes; `accessContent(of:)` says so.
+    /// Marks the part as downloading in the store before it returns (a short write on the
+    /// calling thread); async code should use `downloadContent(of:progress:)`.
     @discardableResult
     public func startDownload(of part: MessagePartID) throws(ClientError) -> Progress {
         try begin(part, automatic: false, observer: { _, _ in }).progress
@@ -86,9 +88,10 @@ public final class ContentManager: @unchecked Sendable {
     @discardableResult
     public func runAutoDownloads() async throws(ClientError) -> [MessagePartID] {
         var done: [MessagePartID] = []
-        for pending in try store.pendingAutoDownloads(settings: settings) {
+        for pending in try await store.pendingAutoDownloadsAsync(settings: settings) {
             if Task.isCancelled { break }
-            guard let running = try? begin(pending.part, automatic: true, observer: { _, _ in }), let task = lock.withLock({ running.task }) else { continue }
+            guard let running = try? await beginAsync(pending.part, automatic: true, observer: { _, _ in }),
+                  let task = lock.withLock({ running.task }) else { continue }
             // Done once recorded in the store, not when the bytes are in (a paused download's
             // task fails; it is not waited for).
             if (try? await task.value) != nil, (try? await outcome(of: running)) != nil { done.append(pending.part) }
@@ -161,14 +164,45 @@ public final class ContentManager: @unchecked Sendable {
         }
     }
 
+    /// Starts (or joins) a part's download, marking it as downloading with a synchronous store
+    /// write: for the app's synchronous `startDownload`.
     private func begin(_ part: MessagePartID, automatic: Bool, observer: @escaping @Sendable (UInt64, UInt64) -> Void) throws(ClientError) -> Running {
-        guard !lock.withLock({ closed }) else { throw ClientError(.cancelled, "the client is closed: no download starts") }
-        if let existing = lock.withLock({ running[part] }) {
-            if !automatic { lock.withLock { existing.automatic = false } }
-            if existing.progress.isPaused { existing.progress.resume() }
-            return existing
+        if let joined = try join(part, automatic: automatic) { return joined }
+        let pending: PendingDownload
+        do { pending = try store.beginDownload(of: part) } catch {
+            if let joined = try join(part, automatic: automatic) { return joined }  // started meanwhile
+            throw error
         }
-        let pending = try store.beginDownload(of: part)
+        return register(part, pending, automatic: automatic, observer: observer)
+    }
+
+    /// As `begin`, with the store write through GRDB's async API (no cooperative thread waits on SQLite).
+    private func beginAsync(_ part: MessagePartID, automatic: Bool, observer: @escaping @Sendable (UInt64, UInt64) -> Void) async throws(ClientError) -> Running {
+        if let joined = try join(part, automatic: automatic) { return joined }
+        let pending: PendingDownload
+        do throws(ClientError) { pending = try await store.beginDownloadAsync(of: part) } catch {
+            if let joined = try join(part, automatic: automatic) { return joined }
+            throw error
+        }
+        return register(part, pending, automatic: automatic, observer: observer)
+    }
+
+    /// The part's running (or paused: resumed now) download, if there is one.
+    private func join(_ part: MessagePartID, automatic: Bool) throws(ClientError) -> Running? {
+        let (isClosed, existing) = lock.withLock { () -> (Bool, Running?) in
+            guard !closed else { return (true, nil) }
+            guard let existing = running[part] else { return (false, nil) }
+            if !automatic { existing.automatic = false }
+            return (false, existing)
+        }
+        guard !isClosed else { throw ClientError(.cancelled, "the client is closed: no download starts") }
+        if let existing, existing.progress.isPaused { existing.progress.resume() }
+        return existing
+    }
+
+    /// Tracks a download the store marked as downloading, and starts its task.
+    private func register(_ part: MessagePartID, _ pending: PendingDownload, automatic: Bool,
+                          observer: @escaping @Sendable (UInt64, UInt64) -> Void) -> Running {
         let progress = Progress(totalUnitCount: Int64(pending.reference.size))
         progress.kind = .file
         progress.isPausable = true
@@ -183,21 +217,26 @@ public final class ContentManager: @unchecked Sendable {
         progress.pausingHandler = { [weak self, weak progress] in self?.syncPause(part, progress) }
         progress.resumingHandler = { [weak self, weak progress] in self?.syncPause(part, progress) }
         progress.cancellationHandler = { [weak self] in self?.stopTask(part) }
-        launch(part, pending.reference, entry, observer: observer)
+        launch(part, entry, reference: pending.reference, observer: observer)
         return entry
     }
 
-    private func launch(_ part: MessagePartID, _ reference: ContentReference, _ entry: Running,
+    /// Starts `entry`'s task. With no `reference` (a resumed download) the task first marks the
+    /// part as downloading again, and it starts only if no task runs and the progress is neither
+    /// paused nor cancelled (checked under the lock, so two resumes start one task).
+    private func launch(_ part: MessagePartID, _ entry: Running, reference: ContentReference?,
                         observer: @escaping @Sendable (UInt64, UInt64) -> Void) {
         let destination = store.contentFileURL(for: part)
-        let transfer = self.transfer, events = self.events, progress = entry.progress
+        let transfer = self.transfer, events = self.events, progress = entry.progress, store = self.store
         // One task per download, owned by its entry (cancelled by pause, cancel and `close`):
         // it records its own outcome before it ends.
         lock.withLock {
             guard !closed else { return }
+            if reference == nil, entry.task != nil || progress.isPaused || progress.isCancelled { return }
             entry.task = Task<URL, any Error> { [weak self] in
                 let result: Result<URL, any Error>
                 do {
+                    let reference = if let reference { reference } else { try await store.beginDownloadAsync(of: part).reference }
                     events.emit(.started(part, .download, offset: 0))
                     try await transfer.download(reference, of: part, to: destination) { received, total in
                         progress.completedUnitCount = Int64(received)
@@ -208,7 +247,7 @@ public final class ContentManager: @unchecked Sendable {
                 } catch {
                     result = .failure(error)
                 }
-                self?.settle(part, entry, result)
+                await self?.settle(part, entry, result)
                 return try result.get()
             }
         }
@@ -216,33 +255,41 @@ public final class ContentManager: @unchecked Sendable {
 
     /// Ends a download: records it (purging LRU over the capacity) or puts the part back
     /// (a paused one keeps its partial file and waits for `resume`).
-    private func settle(_ part: MessagePartID, _ entry: Running, _ result: Result<URL, any Error>) {
-        var outcome: Result<URL, any Error>
+    private func settle(_ part: MessagePartID, _ entry: Running, _ result: Result<URL, any Error>) async {
         switch result {
         case .success(let url):
             let automatic = lock.withLock { entry.automatic }
             do {
-                try store.finishDownload(of: part, autoDownloaded: automatic, diskCapacity: settings.diskCapacity)
-                outcome = .success(url)
+                try await store.finishDownloadAsync(of: part, autoDownloaded: automatic, diskCapacity: settings.diskCapacity)
                 events.emit(.completed(part, .download))
+                end(part, entry, .success(url))
             } catch {
-                outcome = .failure(error)
+                end(part, entry, .failure(error))
             }
         case .failure(let error):
-            try? store.failDownload(of: part)
+            try? await store.failDownloadAsync(of: part)
             if entry.progress.isPaused && !entry.progress.isCancelled {
                 events.emit(.paused(part, .download, offset: UInt64(max(0, entry.progress.completedUnitCount))))
                 lock.withLock { entry.task = nil }
                 resumeIfUnpaused(part, entry)
                 return
             }
-            if entry.progress.isCancelled { try? FileManager.default.removeItem(at: store.contentFileURL(for: part)) }
-            let wrapped = entry.progress.isCancelled
-                ? ClientError(.cancelled, "the download of \(part) was cancelled")
-                : ClientError(.contentUnavailable, "downloading \(part) failed: \(error)")
-            outcome = .failure(wrapped)
-            events.emit(.failed(part, .download, wrapped))
+            fail(part, entry, error)
         }
+    }
+
+    /// Ends a download that failed or was cancelled (a cancelled one loses its partial file).
+    private func fail(_ part: MessagePartID, _ entry: Running, _ error: any Error) {
+        if entry.progress.isCancelled { try? FileManager.default.removeItem(at: store.contentFileURL(for: part)) }
+        let wrapped = entry.progress.isCancelled
+            ? ClientError(.cancelled, "the download of \(part) was cancelled")
+            : ClientError(.contentUnavailable, "downloading \(part) failed: \(error)")
+        events.emit(.failed(part, .download, wrapped))
+        end(part, entry, .failure(wrapped))
+    }
+
+    /// Records how the download ended and wakes its waiters.
+    private func end(_ part: MessagePartID, _ entry: Running, _ outcome: Result<URL, any Error>) {
         let waiters = lock.withLock { () -> [CheckedContinuation<URL, any Error>] in
             running[part] = nil
             entry.outcome = outcome
@@ -264,9 +311,7 @@ public final class ContentManager: @unchecked Sendable {
     /// Starts the download again (from the partial file's length) when it is paused in the
     /// store's eyes but its progress is no longer paused.
     private func resumeIfUnpaused(_ part: MessagePartID, _ entry: Running) {
-        let restart = lock.withLock { entry.task == nil && !entry.progress.isPaused && !entry.progress.isCancelled }
-        guard restart, let pending = try? store.beginDownload(of: part) else { return }
-        launch(part, pending.reference, entry, observer: { _, _ in })
+        launch(part, entry, reference: nil, observer: { _, _ in })
     }
 
     private func stopTask(_ part: MessagePartID) {
@@ -274,7 +319,8 @@ public final class ContentManager: @unchecked Sendable {
         if let task = lock.withLock({ entry.task }) {
             task.cancel()
         } else {
-            settle(part, entry, .failure(CancellationError()))  // a paused download: nothing runs
+            // A paused download: nothing runs, and the store already has it ready for download.
+            fail(part, entry, CancellationError())
         }
     }
 }

@@ -25,7 +25,7 @@ extension LocalStore {
         [StoreCoding.blob(part.message), StoreCoding.blob(part.part)]
     }
 
-    private func partRow(_ db: Database, _ part: MessagePartID) throws -> Row {
+    private static func partRow(_ db: Database, _ part: MessagePartID) throws -> Row {
         guard let row = try Row.fetchOne(db, sql: "SELECT * FROM part WHERE message_id = ? AND part_id = ?", arguments: Self.partKey(part)) else {
             throw ClientError(.notFound, "part \(part) is not in the local store")
         }
@@ -35,8 +35,21 @@ extension LocalStore {
     /// Rich-content parts ready for download that the settings say download by themselves
     /// (purged content never does), oldest message first, at most `limit`.
     public func pendingAutoDownloads(settings: ContentSettings, limit: Int = 1_000) throws(ClientError) -> [PendingDownload] {
+        try read(Self.pendingAutoDownloadsBody(settings: settings, limit: try Self.checkedPendingLimit(limit)))
+    }
+
+    /// As `pendingAutoDownloads`, through GRDB's async API (the content manager's tasks).
+    func pendingAutoDownloadsAsync(settings: ContentSettings, limit: Int = 1_000) async throws(ClientError) -> [PendingDownload] {
+        try await readAsync(Self.pendingAutoDownloadsBody(settings: settings, limit: try Self.checkedPendingLimit(limit)))
+    }
+
+    private static func checkedPendingLimit(_ limit: Int) throws(ClientError) -> Int {
         guard (1...10_000).contains(limit) else { throw ClientError(.invalidSetting, "limit is 1...10,000, not \(limit)") }
-        return try read { db in
+        return limit
+    }
+
+    private static func pendingAutoDownloadsBody(settings: ContentSettings, limit: Int) -> @Sendable (Database) throws -> [PendingDownload] {
+        { db in
             var out: [PendingDownload] = []
             let rows = try Row.fetchAll(db, sql: """
                 SELECT part.* FROM part JOIN message ON message.id = part.message_id
@@ -66,23 +79,41 @@ extension LocalStore {
     /// Marks a rich part as downloading and returns what to fetch. Fails unless it is ready
     /// for download (inline, local, already downloading or complete parts are not).
     public func beginDownload(of part: MessagePartID) throws(ClientError) -> PendingDownload {
-        try write { ctx in
-            let row = try partRow(ctx.db, part)
+        try write(Self.beginDownloadBody(part))
+    }
+
+    /// As `beginDownload`, through GRDB's async API.
+    func beginDownloadAsync(of part: MessagePartID) async throws(ClientError) -> PendingDownload {
+        try await writeAsync(Self.beginDownloadBody(part))
+    }
+
+    private static func beginDownloadBody(_ part: MessagePartID) -> @Sendable (WriteContext) throws -> PendingDownload {
+        { ctx in
+            let row = try Self.partRow(ctx.db, part)
             guard row["transfer_status"] as Int == TransferStatus.readyForDownload.rawValue else {
                 let status = TransferStatus(rawValue: row["transfer_status"]) ?? .complete
                 throw ClientError(.contentUnavailable, "part \(part) is \(status), not ready for download")
             }
             try ctx.db.execute(sql: "UPDATE part SET transfer_status = ? WHERE message_id = ? AND part_id = ?",
-                               arguments: [TransferStatus.downloading.rawValue] + Self.partKey(part))
-            return try Self.pending(row, mime: StoreCoding.mime(row["mime_type"]))
+                               arguments: [TransferStatus.downloading.rawValue] + partKey(part))
+            return try pending(row, mime: StoreCoding.mime(row["mime_type"]))
         }
     }
 
     /// Puts a failed download back to ready for download.
     public func failDownload(of part: MessagePartID) throws(ClientError) {
-        try write { ctx in
+        try write(Self.failDownloadBody(part))
+    }
+
+    /// As `failDownload`, through GRDB's async API.
+    func failDownloadAsync(of part: MessagePartID) async throws(ClientError) {
+        try await writeAsync(Self.failDownloadBody(part))
+    }
+
+    private static func failDownloadBody(_ part: MessagePartID) -> @Sendable (WriteContext) throws -> Void {
+        { ctx in
             try ctx.db.execute(sql: "UPDATE part SET transfer_status = ? WHERE message_id = ? AND part_id = ? AND transfer_status = ?",
-                               arguments: [TransferStatus.readyForDownload.rawValue] + Self.partKey(part) + [TransferStatus.downloading.rawValue])
+                               arguments: [TransferStatus.readyForDownload.rawValue] + partKey(part) + [TransferStatus.downloading.rawValue])
         }
     }
 
@@ -91,32 +122,46 @@ extension LocalStore {
     /// Returns the parts purged.
     @discardableResult
     public func finishDownload(of part: MessagePartID, autoDownloaded: Bool, diskCapacity: UInt64, now: Timestamp = .now()) throws(ClientError) -> [MessagePartID] {
-        let file = contentFileURL(for: part)
-        let fileSize = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.uint64Value
-        try write { ctx in
-            let row = try partRow(ctx.db, part)
+        try write(Self.finishDownloadBody(part, fileSize: contentFileSize(part), autoDownloaded: autoDownloaded, diskCapacity: diskCapacity, now: now)).get()
+    }
+
+    /// As `finishDownload`, through GRDB's async API (the record and the purge in one transaction).
+    @discardableResult
+    func finishDownloadAsync(of part: MessagePartID, autoDownloaded: Bool, diskCapacity: UInt64, now: Timestamp = .now()) async throws(ClientError) -> [MessagePartID] {
+        try await writeAsync(Self.finishDownloadBody(part, fileSize: contentFileSize(part), autoDownloaded: autoDownloaded, diskCapacity: diskCapacity, now: now)).get()
+    }
+
+    private func contentFileSize(_ part: MessagePartID) -> UInt64? {
+        (try? FileManager.default.attributesOfItem(atPath: contentFileURL(for: part).path)[.size] as? NSNumber)?.uint64Value
+    }
+
+    private static func finishDownloadBody(_ part: MessagePartID, fileSize: UInt64?, autoDownloaded: Bool, diskCapacity: UInt64,
+                                           now: Timestamp) -> @Sendable (WriteContext) throws -> Result<[MessagePartID], ClientError> {
+        { ctx in
+            let row = try Self.partRow(ctx.db, part)
             guard row["transfer_status"] as Int == TransferStatus.downloading.rawValue else {
                 throw ClientError(.contentUnavailable, "part \(part) is not downloading")
             }
             let expected = UInt64(row["content_size"] as Int64? ?? 0)
             guard fileSize == expected else {
+                // Put back for a later try: committed, and the error reported after the commit.
                 try ctx.db.execute(sql: "UPDATE part SET transfer_status = ? WHERE message_id = ? AND part_id = ?",
-                                   arguments: [TransferStatus.readyForDownload.rawValue] + Self.partKey(part))
-                throw ClientError(.contentUnavailable, "the downloaded file of \(part) has \(fileSize.map(String.init) ?? "no") bytes, expected \(expected)")
+                                   arguments: [TransferStatus.readyForDownload.rawValue] + partKey(part))
+                return .failure(ClientError(.contentUnavailable, "the downloaded file of \(part) has \(fileSize.map(String.init) ?? "no") bytes, expected \(expected)"))
             }
             try ctx.db.execute(sql: """
                 UPDATE part SET transfer_status = ?, local_path = ?, local_size = ?, last_access = ?, auto_downloaded = ?, purged = 0
                 WHERE message_id = ? AND part_id = ?
-                """, arguments: [TransferStatus.complete.rawValue, Self.contentFileName(part), Int64(clamping: expected),
-                                 now.millisecondsSince1970, autoDownloaded] + Self.partKey(part))
+                """, arguments: [TransferStatus.complete.rawValue, contentFileName(part), Int64(clamping: expected),
+                                 now.millisecondsSince1970, autoDownloaded] + partKey(part))
+            return .success(try purgeOver(ctx, capacity: diskCapacity))
         }
-        return try enforceDiskCapacity(diskCapacity)
     }
 
     /// A part's content where it is now, recording the access for the LRU purge order.
     public func accessContent(of part: MessagePartID, now: Timestamp = .now()) throws(ClientError) -> LocalContent {
         try write { ctx in
-            let row = try partRow(ctx.db, part)
+            let row = try Self.partRow(ctx.db, part)
             if let bytes = row["inline_bytes"] as Data? { return .inline([UInt8](bytes)) }
             guard let path = row["local_path"] as String? else {
                 return .unavailable(TransferStatus(rawValue: row["transfer_status"]) ?? .readyForDownload)
@@ -131,11 +176,11 @@ extension LocalStore {
     /// download again by itself. Returns false when there was nothing to purge.
     @discardableResult
     public func purgeContent(of part: MessagePartID) throws(ClientError) -> Bool {
-        try write { ctx in try purge(ctx, part) }
+        try write { ctx in try Self.purge(ctx, part) }
     }
 
-    private func purge(_ ctx: WriteContext, _ part: MessagePartID) throws -> Bool {
-        let row = try partRow(ctx.db, part)
+    private static func purge(_ ctx: WriteContext, _ part: MessagePartID) throws -> Bool {
+        let row = try Self.partRow(ctx.db, part)
         guard row["inline_bytes"] as Data? == nil, let path = row["local_path"] as String?,
               row["transfer_status"] as Int == TransferStatus.complete.rawValue else { return false }
         try ctx.db.execute(sql: """
@@ -167,14 +212,17 @@ extension LocalStore {
     @discardableResult
     public func enforceDiskCapacity(_ capacity: UInt64) throws(ClientError) -> [MessagePartID] {
         guard capacity > 0 else { return [] }
-        return try write { ctx in
-            let cached = try Self.cachedContent(ctx.db)
-            var purged: [MessagePartID] = []
-            for item in ContentPolicy.purgePlan(cached, capacity: capacity) where try purge(ctx, item.part) {
-                purged.append(item.part)
-            }
-            return purged
+        return try write { ctx in try Self.purgeOver(ctx, capacity: capacity) }
+    }
+
+    /// The LRU purge of `enforceDiskCapacity`, inside a write.
+    private static func purgeOver(_ ctx: WriteContext, capacity: UInt64) throws -> [MessagePartID] {
+        guard capacity > 0 else { return [] }
+        var purged: [MessagePartID] = []
+        for item in ContentPolicy.purgePlan(try cachedContent(ctx.db), capacity: capacity) where try purge(ctx, item.part) {
+            purged.append(item.part)
         }
+        return purged
     }
 
     /// Bytes used on disk: content files (as recorded) and the database files.

@@ -30,6 +30,13 @@ extension LocalStore {
         try await writeAsync(Self.sessionTokenBody(token))
     }
 
+    /// Forgets the session token if it is still `token` (a new session may have replaced it).
+    func forgetSessionTokenAsync(ifStill token: String) async throws(ClientError) {
+        try await writeAsync { ctx in
+            try ctx.db.execute(sql: "DELETE FROM store_info WHERE key = 'session_token' AND value = ?", arguments: [token])
+        }
+    }
+
     func requeueAsync(_ id: UUID) async throws(ClientError) {
         try await writeAsync(Self.requeueBody(id))
     }

@@ -327,7 +327,7 @@ final class ContentUploader: @unchecked Sendable {
                  error: ClientError(.contentRefused, error.description))
             return true
         case .reauthenticate:
-            link.reject(lease.token, store: store)
+            await link.reject(lease.token, store: store)
             return false
         case .retryLater:
             let seconds = min(error.retryAfterSeconds ?? 1, 60)

@@ -29,7 +29,7 @@ struct LinkedContentTransfer: ContentTransferring {
                 return
             } catch let error as ContentHTTPError {
                 if error.isUnauthorized, attempt < Self.maxAttempts {
-                    link.reject(lease.token, store: store)
+                    await link.reject(lease.token, store: store)
                     continue
                 }
                 if error.isTransient, attempt < Self.maxAttempts {

@@ -84,14 +84,14 @@ final class NodeLink: @unchecked Sendable {
 
     /// The node refused `token` (401 on a content stream): forget it and close the
     /// connection, so the sync engine reconnects and authenticates anew.
-    func reject(_ token: String, store: LocalStore) {
+    func reject(_ token: String, store: LocalStore) async {
         let conn = lock.withLock { () -> TransportConnection? in
             guard case .ready(let lease) = phase, lease.token == token else { return nil }
             phase = .waiting
             return lease.connection
         }
         guard let conn else { return }
-        if (try? store.sessionToken()) == token { try? store.setSessionToken(nil) }
+        try? await store.forgetSessionTokenAsync(ifStill: token)
         conn.close().whenComplete { _ in }
     }
 

@@ -1,8 +1,9 @@
 import Foundation
+import NIOConcurrencyHelpers
 
-/// A value guarded by a lock, for the engine's small shared tables.
+/// A value guarded by a lock (NIOLock, the node's one lock type), for the engine's small shared tables.
 final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var value: Value
 
     init(_ value: Value) { self.value = value }

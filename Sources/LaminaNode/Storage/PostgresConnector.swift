@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Logging
 import NIOCore
 import NIOPosix
@@ -307,7 +308,7 @@ final class PostgresWriterConnection: WriterConnection, @unchecked Sendable {
 
 /// A counter for connection ids.
 final class ManagedAtomicCounter: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var value = 0
     func next() -> Int {
         lock.lock()
@@ -319,7 +320,7 @@ final class ManagedAtomicCounter: @unchecked Sendable {
 
 /// A flag whose `set` returns the previous value.
 final class LockedFlag: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var value = false
     func set(_ new: Bool) -> Bool {
         lock.lock()

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 /// Counters of one PostgreSQL store's connections, for `/metrics`: statements and their
 /// time, the read pool's use and waits, notifications sent and received. Thread-safe.
@@ -26,7 +27,7 @@ public struct PostgresStatistics: Sendable {
 
 /// The shared, locked `PostgresStatistics` of a store.
 final class PostgresCounters: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var value = PostgresStatistics()
 
     func update(_ body: (inout PostgresStatistics) -> Void) {
