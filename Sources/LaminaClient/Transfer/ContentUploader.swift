@@ -47,6 +47,9 @@ final class ContentUploader: @unchecked Sendable {
     private var starts: [MessagePartID: [UInt64]] = [:]
     private var worker: Task<Void, Never>?
     private var workerID = UUID()
+    /// Cancellations reporting themselves outside the worker (`abandon`), until they end;
+    /// `stop` cancels them.
+    private var abandons: [UUID: Task<Void, Never>] = [:]
     private var signal: AsyncStream<Void>.Continuation?
 
     /// `outboxChanged` and `messageFailed` are fixed here, before any upload can run.
@@ -81,11 +84,11 @@ final class ContentUploader: @unchecked Sendable {
 
     /// Stops the worker (a running upload ends; the node keeps what it got).
     func stop() {
-        let running = lock.withLock { () -> Task<Void, Never>? in
-            defer { worker = nil; signal?.finish(); signal = nil }
-            return worker
+        let running = lock.withLock { () -> [Task<Void, Never>] in
+            defer { worker = nil; signal?.finish(); signal = nil; abandons.removeAll() }
+            return [worker].compactMap { $0 } + abandons.values
         }
-        running?.cancel()
+        for task in running { task.cancel() }
     }
 
     /// New uploads may be waiting, or a paused one was resumed.
@@ -173,7 +176,13 @@ final class ContentUploader: @unchecked Sendable {
             return true
         }
         guard !deferred else { return }
-        Task { await self.abandon(part, rich, reason) }
+        let id = UUID()
+        lock.withLock {
+            abandons[id] = Task { [weak self] in
+                await self?.abandon(part, rich, reason)
+                _ = self?.lock.withLock { self?.abandons.removeValue(forKey: id) }
+            }
+        }
     }
 
     /// Deletes the node's copies of a cancelled message's content (when connected; else the
