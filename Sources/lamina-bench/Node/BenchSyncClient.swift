@@ -64,11 +64,17 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
     }
 
     /// Sends `frame` and completes with the frame answering `id`.
+    /// On the stream's event loop it writes at once (the closed-loop pump sends from ACKs).
     func request(_ frame: Frame, id: UUID) -> EventLoopFuture<Frame> {
         let promise = stream.eventLoop.makePromise(of: Frame.self)
-        stream.eventLoop.execute {
-            self.waiting[id] = promise
-            self.write(frame)
+        if stream.eventLoop.inEventLoop {
+            waiting[id] = promise
+            write(frame)
+        } else {
+            stream.eventLoop.execute {
+                self.waiting[id] = promise
+                self.write(frame)
+            }
         }
         return promise.futureResult
     }

@@ -67,25 +67,13 @@ struct ClosedCommand: AsyncParsableCommand {
         let fired = LoadCounter()
         let dog = watchdog(peers, deadline: stopAt + UInt64(load.drainTimeout * 1e9), fired: fired)
         defer { dog.cancel() }
-        let stoppedBy: String? = try await withThrowingTaskGroup(of: String?.self) { group in
-            for sender in all {
-                group.addTask {
-                    var inFlight: [EventLoopFuture<Void>] = []
-                    while monotonicNanos() < stopAt {
-                        if inFlight.count >= window { try? await inFlight.removeFirst().get() }
-                        if let f = sender.peer.failure { return f }
-                        guard monotonicNanos() < stopAt else { break }
-                        let n = started.addAndGet()
-                        guard n <= limit else { break }
-                        inFlight.append(sender.send())
-                    }
-                    for f in inFlight { try? await f.get() }  // bounded: each is answered, or fails with its stream
-                    return nil
-                }
-            }
-            var failure: String?
-            for try await f in group { failure = failure ?? f }
-            return failure
+        let pumps = all.map { WindowPump($0, window: window, stopAt: stopAt, started: started, limit: limit) }
+        for pump in pumps { pump.start() }
+        var stoppedBy: String?
+        for pump in pumps {
+            // Bounded: each message is answered, or fails with its stream (the watchdog resets stuck streams).
+            let failure = try await pump.finished.get()
+            stoppedBy = stoppedBy ?? failure
         }
         let cpu1 = nodes.cpuSeconds()
         let database = nodes.fields(per: acked.current, unit: "message")

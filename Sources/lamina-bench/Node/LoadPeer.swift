@@ -31,6 +31,10 @@ struct WriteLoadOptions: ParsableArguments {
     @Option(help: "The PostgreSQL server's (postmaster's) pid: its CPU and its backends' is reported per message (db_cpu_us_per_…).")
     var databasePid: Int32?
 
+    @Option(name: .customLong("node-argument"), parsing: .unconditionalSingleValue,
+            help: "rate and closed: an argument added to each lamina-node's command line (repeatable; e.g. --node-argument=--event-loops --node-argument=1).")
+    var nodeArguments: [String] = []
+
     func validateStore() throws {
         if secondNode, !(store?.hasPrefix("postgres") ?? false) { throw ValidationError("--second-node needs --store postgres://…") }
     }

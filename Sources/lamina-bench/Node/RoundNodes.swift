@@ -22,10 +22,10 @@ struct RoundNodes {
     var all: [NodeProcess] { [first] + (second.map { [$0] } ?? []) }
 
     static func start(binary: String, load: WriteLoadOptions, label: String) async throws -> RoundNodes {
-        var extra: [String] = []
+        var extra = load.nodeArguments
         if let store = load.store {
             try PostgresMaintenance.emptyDatabase(store)
-            extra = ["--store", store]
+            extra += ["--store", store]
         }
         let first = try await NodeProcess.start(binary: binary, label: label, extraArguments: extra)
         var second: NodeProcess?
