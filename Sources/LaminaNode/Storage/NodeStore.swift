@@ -125,6 +125,22 @@ public final class NodeStore: Sendable {
         listener?.sendEphemeral(body)
     }
 
+    /// PostgreSQL: `observer` drains `lease`'s outbox while this node holds the lease (see
+    /// `PostgresListener.observe`). SQLite: the one node drains it, from now on.
+    func observeOutbox(_ lease: OutboxLease, _ observer: OutboxObserver) {
+        guard let listener else { return observer.held(true) }
+        listener.observe(lease, observer)
+    }
+
+    /// Whether this node drains `lease`'s outbox now (always on SQLite).
+    func holdsOutboxLease(_ lease: OutboxLease) -> Bool { listener?.holds(lease) ?? true }
+
+    /// PostgreSQL: the outbox leases this node holds (none on SQLite).
+    var heldOutboxLeases: Set<OutboxLease> { Set(OutboxLease.allCases.filter { listener?.holds($0) ?? false }) }
+
+    /// PostgreSQL: tells the node holding `lease` that rows were queued in its outbox.
+    func wakeOutbox(_ lease: OutboxLease) { listener?.wakeOutbox(lease) }
+
     /// PostgreSQL: why the database is not ready for traffic (the listening connection is
     /// down, with the last error); nil when it is, or on SQLite.
     public var databaseUnavailableReason: String? { listener?.unavailableReason }
