@@ -3,6 +3,7 @@ import LaminaLocalNode
 import LaminaModel
 @testable import LaminaNode
 import LaminaTestPostgres
+import LaminaTransport
 import LaminaWire
 import NIOConcurrencyHelpers
 import Testing
@@ -70,6 +71,163 @@ import Glibc
         await a.stop()
         await b.stop()
         await receiver.stop()
+    }
+
+    /// A change nobody announced (written straight to the store, as if its notification was
+    /// missed) reaches a node's outbox when its listening connection is established again.
+    @Test func aListenerReconnectReloadsTheWebhookSubscriptions() async throws {
+        let database = try PostgresTestCluster.newDatabase()
+        let configure: (inout NodeServerConfiguration) -> Void = { c in c.webhooks.allowPrivateTargets = true }
+        let a = try await SharedPostgresNodesTests.node("pg-hook-re-a", on: database, configure: configure)
+        let b = try await SharedPostgresNodesTests.node("pg-hook-re-b", on: database, trusting: a, configure: configure)
+        // Each node read the subscriptions once since it started listening (nothing else pending).
+        try await Self.waitUntil("both nodes' first reading of the subscriptions") {
+            a.server.webhooks.reloads.withLock { $0 } == 1 && b.server.webhooks.reloads.withLock { $0 } == 1
+        }
+        let now = Timestamp.now()
+        let webhook = StoredWebhook(
+            id: UUID(), targetURL: "https://127.0.0.1:9/hook", events: ["message.sent"], secret: "s", config: nil, status: .active,
+            createdAt: now, updatedAt: now)
+        // Not through the delivery: no notification, no outbox changed.
+        try await a.server.store.write { tx in try tx.createWebhook(webhook, limit: 10) }
+        #expect(!a.server.engine.webhooks.wants(.messageSent))
+        #expect(!b.server.engine.webhooks.wants(.messageSent))
+        let connects = b.server.store.postgresStatistics?.listenerConnects ?? 0
+        let pid = try #require(b.server.store.listenerBackendPID)
+        let ended = try await a.server.store.write { tx in
+            try tx.db.int64("SELECT CASE WHEN pg_terminate_backend(CAST(? AS INTEGER)) THEN 1 ELSE 0 END", [pid])
+        }
+        #expect(ended == 1)
+        try await Self.waitUntil("node B to read the subscriptions again after its listener reconnected") {
+            b.server.webhooks.reloads.withLock { $0 } == 2
+        }
+        #expect(b.server.engine.webhooks.wants(.messageSent))
+        #expect((b.server.store.postgresStatistics?.listenerConnects ?? 0) > connects)
+        // A, whose listener stayed up, heard nothing.
+        #expect(!a.server.engine.webhooks.wants(.messageSent))
+        #expect(a.server.webhooks.reloads.withLock { $0 } == 1)
+        await a.stop()
+        await b.stop()
+    }
+
+    /// Pushes of messages sent through two nodes are sent by the node holding the pushes' lease
+    /// only; when it stops, the other takes over at once (the lease is released and announced).
+    @Test func oneNodeSendsThePushesAndTheOtherTakesOverWhenItStops() async throws {
+        let fake = try await FakePushServer.start(http1: true) { _, _ in HTTPResponse(status: 202) }
+        let database = try PostgresTestCluster.newDatabase()
+        func configure(_ name: String) -> (inout NodeServerConfiguration) -> Void {
+            { c in
+                // Each node signs its requests with its own authorization: the fake tells them apart.
+                c.push.gateway = PushSettings.Gateway(url: fake.url("/push"), authorization: "Bearer \(name)")
+                c.push.caFile = fake.certificate
+                c.push.initialBackoffMilliseconds = 50
+            }
+        }
+        let a = try await SharedPostgresNodesTests.node("pg-push-a", on: database, configure: configure("a"))
+        let b = try await SharedPostgresNodesTests.node("pg-push-b", on: database, trusting: a, configure: configure("b"))
+        let bob = try await PushTests.registered(a, MessagingTests.bob, device: UUID(), .gateway(token: "bob-gw"))
+        await bob.close()
+        try await PushTests.waitForSessions(a, 0)
+        let onA = try await a.session(MessagingTests.alice, device: UUID())
+        let onB = try await b.session(MessagingTests.alice, device: UUID())
+        let conversation = try await PushTests.conversation(onA, with: [MessagingTests.bob])
+        try await Self.waitUntil("one node to hold the pushes' lease") {
+            [a, b].filter { $0.server.store.holdsOutboxLease(.pushes) }.count == 1
+        }
+        let holderIsA = a.server.store.holdsOutboxLease(.pushes)
+        var sent: [String] = []
+        for i in 0..<6 {
+            let id = try await PushTests.send(i % 2 == 0 ? onA : onB, conversation, "m\(i)", push: PushConfiguration(alert: "m\(i)"))
+            sent.append("layer:///messages/\(id.uuid.uuidString.lowercased())")
+        }
+        let first = try await fake.waitForRequests(6)
+        #expect(Set(first.compactMap { ($0.json["notification"] as? [String: Any])?["message_id"] as? String }) == Set(sent))
+        #expect(Set(first.map { $0.headers["authorization"] ?? "" }) == [holderIsA ? "Bearer a" : "Bearer b"], "one node sends")
+        #expect([a, b].filter { $0.server.store.holdsOutboxLease(.pushes) }.count == 1, "never two holders")
+
+        let (stopping, staying, stayingClient) = holderIsA ? (a, b, onB) : (b, a, onA)
+        await (holderIsA ? onA : onB).close()
+        await stopping.stop()
+        try await Self.waitUntil("the other node to take the pushes' lease", timeout: .seconds(10)) {
+            staying.server.store.holdsOutboxLease(.pushes)
+        }
+        let later = try await PushTests.send(stayingClient, conversation, "later", push: PushConfiguration(alert: "later"))
+        let laterID = "layer:///messages/\(later.uuid.uuidString.lowercased())"
+        func messageID(_ request: FakePushServer.Received) -> String? { (request.json["notification"] as? [String: Any])?["message_id"] as? String }
+        try await Self.waitUntil("the push of the message sent after the stop") { fake.requests.contains { messageID($0) == laterID } }
+        // Sent by the node that took over; besides it, at most pushes sent again (at least once:
+        // one the stopped node had sent but not yet recorded goes again, by the new holder).
+        let afterStop = fake.requests.dropFirst(6)
+        #expect(afterStop.allSatisfy { $0.headers["authorization"] == (holderIsA ? "Bearer b" : "Bearer a") })
+        #expect(Set(afterStop.compactMap(messageID)).isSubset(of: Set(sent + [laterID])))
+        await stayingClient.close()
+        await staying.stop()
+        await fake.stop()
+    }
+
+    /// A device with a live session on one node gets no push for a message committed through
+    /// another (`live_devices`); once its session ends there, it does.
+    @Test func aDeviceLiveOnAnotherNodeGetsNoPush() async throws {
+        let fake = try await FakePushServer.start(http1: true) { _, _ in HTTPResponse(status: 202) }
+        let database = try PostgresTestCluster.newDatabase()
+        let configure: (inout NodeServerConfiguration) -> Void = { c in
+            c.push.gateway = PushSettings.Gateway(url: fake.url("/push"), authorization: "Bearer gw")
+            c.push.caFile = fake.certificate
+            c.push.initialBackoffMilliseconds = 50
+        }
+        let a = try await SharedPostgresNodesTests.node("pg-live-a", on: database, configure: configure)
+        let b = try await SharedPostgresNodesTests.node("pg-live-b", on: database, trusting: a, configure: configure)
+        let device = UUID()
+        let deviceText = device.uuidString.lowercased()
+        // Bob's phone registers its token through A, then is connected to B.
+        let registering = try await PushTests.registered(a, MessagingTests.bob, device: device, .gateway(token: "bob-gw"))
+        await registering.close()
+        try await PushTests.waitForSessions(a, 0)
+        let bobOnB = try await b.session(MessagingTests.bob, device: device)
+        func liveAnywhere() async throws -> Bool {
+            try await a.server.store.read { r in try r.devicesLiveOnAnyNode(of: [MessagingTests.bob]) }[MessagingTests.bob]?.contains(deviceText) == true
+        }
+        try await Self.waitUntil("bob's phone registered as live (on B)") { try await liveAnywhere() }
+
+        // Alice sends through A: the phone is live on B, so A's commit queues no push.
+        let alice = try await a.session(MessagingTests.alice, device: UUID())
+        let conversation = try await PushTests.conversation(alice, with: [MessagingTests.bob])
+        _ = try await PushTests.send(alice, conversation, "while live on b", push: PushConfiguration(alert: "1"))
+        #expect(try await a.server.store.read { r in try r.pushQueueDepths() }.values.reduce(0, +) == 0)
+        #expect(fake.requests.isEmpty)
+
+        // The phone leaves B: the next message is pushed.
+        await bobOnB.close()
+        try await Self.waitUntil("bob's phone no longer live anywhere") { try await !liveAnywhere() }
+        let later = try await PushTests.send(alice, conversation, "offline now", push: PushConfiguration(alert: "2"))
+        let post = try await fake.waitForRequests(1)[0]
+        #expect((post.json["notification"] as? [String: Any])?["message_id"] as? String == "layer:///messages/\(later.uuid.uuidString.lowercased())")
+        #expect(fake.requests.count == 1)
+
+        // A node killed leaves no live device behind: its rows stop counting with its connection.
+        let again = try await b.session(MessagingTests.bob, device: device)
+        try await Self.waitUntil("bob's phone live on B again") { try await liveAnywhere() }
+        let pid = try #require(b.server.store.listenerBackendPID)
+        _ = try await a.server.store.write { tx in try tx.db.int64("SELECT CASE WHEN pg_terminate_backend(CAST(? AS INTEGER)) THEN 1 ELSE 0 END", [pid]) }
+        // B reconnects and registers its sessions again under its new connection.
+        try await Self.waitUntil("B's listener back with a new connection") {
+            b.server.store.listenerBackendPID.map { $0 != pid } ?? false
+        }
+        let newPID = try #require(b.server.store.listenerBackendPID)
+        try await Self.waitUntil("bob's phone registered again by B's new connection") {
+            let pids = try await a.server.store.read { r in
+                try r.db.rows("SELECT CAST(backend_pid AS BIGINT) AS p FROM live_devices WHERE user_id = ?", [MessagingTests.bob.rawValue])
+                    .map { row -> Int64 in row["p"] }
+            }
+            return pids.contains(newPID)
+        }
+        #expect(try await liveAnywhere())
+
+        await again.close()
+        await alice.close()
+        await a.stop()
+        await b.stop()
+        await fake.stop()
     }
 
     /// `/metrics` of a node process.

@@ -39,6 +39,8 @@ final class WebhookDelivery: Sendable {
     private let draining = Locked(false)
     /// Lease changes and subscription reloads, one after the other (each awaits the one before).
     private let serial = Locked<Task<Void, Never>?>(nil)
+    /// Subscription reloads done (PostgreSQL: each notification and each (re)connect).
+    let reloads = Locked(0)
     /// How long an idle lane waits before looking at its queue anyway: on PostgreSQL, where
     /// another node's wake-up can be lost (not stored); never on SQLite (every commit signals).
     var idlePoll: Duration? { store.isShared ? OutboxLease.idlePollInterval : nil }
@@ -146,6 +148,7 @@ final class WebhookDelivery: Sendable {
             return
         }
         metrics.subscribed(outbox.activeCount)
+        reloads.withLock { $0 += 1 }
         guard draining.withLock({ $0 }) else { return }
         let active = Dictionary(uniqueKeysWithValues: webhooks.filter { $0.status == .active }.map { ($0.id, $0) })
         for webhook in active.values { startLane(webhook) }

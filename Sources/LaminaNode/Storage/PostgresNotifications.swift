@@ -138,6 +138,15 @@ final class PostgresListener: @unchecked Sendable {
     private var held: Set<OutboxLease> = []
     /// Observers added since the connection last went through its (re)connect steps.
     private var fresh: Set<OutboxLease> = []
+    /// The server process of the listening connection (for tests that end it).
+    var backendPID: Int64? {
+        condition.lock()
+        defer { condition.unlock() }
+        return listeningPID
+    }
+    private var listeningPID: Int64?
+    /// Orders presence registrations and removals (see `setPresence`).
+    private let presenceLock = NSRecursiveLock()
     /// Set to look again at once (a lease was released, an observer added, the connection closed).
     private var poke = false
 
@@ -209,6 +218,52 @@ final class PostgresListener: @unchecked Sendable {
         let query = PostgresQuery(unsafeSQL: "SELECT pg_notify('\(NotificationChannel.outbox)', $1)", binds: bindings)
         connection.query(query, logger: logger).whenComplete { _ in }
         connector.counters.update { $0.outboxWakesSent += 1 }
+    }
+
+    /// Registers (`live`) or removes devices with a live session here in `live_devices`, on
+    /// the listening connection (rows keyed by its server process: they count only while it
+    /// lives). Not waited for; dropped while disconnected (each (re)connect registers every
+    /// live session again). `stillLive` is asked under the presence lock, so a removal is never
+    /// overtaken by a re-registration of a snapshot taken before it.
+    func setPresence(_ devices: [(user: UserID, device: String)], live: Bool, stillLive: (@Sendable (UserID, String) -> Bool)? = nil) {
+        presenceLock.lock()
+        defer { presenceLock.unlock() }
+        let chosen = stillLive.map { check in devices.filter { !check($0.user, $0.device) } } ?? devices
+        guard !chosen.isEmpty else { return }
+        condition.lock()
+        let connection = session?.connection
+        condition.unlock()
+        guard let connection, !connection.isClosed else { return }
+        let sql = live
+            ? """
+              INSERT INTO live_devices (user_id, device_id, backend_pid, backend_start)
+                  SELECT t.u, t.d, a.pid, a.backend_start FROM unnest($1::text[], $2::text[]) AS t(u, d), pg_stat_activity a
+                  WHERE a.pid = pg_backend_pid() ON CONFLICT DO NOTHING
+              """
+            : """
+              DELETE FROM live_devices WHERE backend_pid = pg_backend_pid()
+                  AND (user_id, device_id) IN (SELECT t.u, t.d FROM unnest($1::text[], $2::text[]) AS t(u, d))
+              """
+        for start in stride(from: 0, to: chosen.count, by: Self.presenceBatch) {
+            let batch = chosen[start..<min(start + Self.presenceBatch, chosen.count)]
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(batch.map(\.user.rawValue))
+            bindings.append(batch.map(\.device))
+            connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).whenFailure { [logger] error in
+                logger.debug("presence not recorded", metadata: ["error": "\(String(reflecting: error))"])
+            }
+        }
+    }
+
+    /// Presence rows per statement at most.
+    static let presenceBatch = 1_000
+
+    /// Every live session here, registered again (after a (re)connect): `snapshot` is taken
+    /// under the presence lock.
+    func registerPresence(_ snapshot: @Sendable () -> [(user: UserID, device: String)]) {
+        presenceLock.lock()
+        defer { presenceLock.unlock() }
+        setPresence(snapshot(), live: true)
     }
 
     /// Stops listening. Never blocks (a store may be let go on an event loop): the connection
@@ -314,7 +369,10 @@ final class PostgresListener: @unchecked Sendable {
             opened.connection.closeFuture.whenComplete { [weak self] _ in self?.pokeLeases() }
             // Statements on a connection run in order: once this returns, the LISTENs did.
             do throws(StorageError) {
-                try opened.run("SELECT 1")
+                let pid = try opened.int64("SELECT CAST(pg_backend_pid() AS BIGINT)")
+                condition.lock()
+                listeningPID = pid
+                condition.unlock()
             } catch {
                 condition.lock()
                 failure = error.reason
@@ -326,12 +384,21 @@ final class PostgresListener: @unchecked Sendable {
             condition.lock()
             failure = nil
             condition.unlock()
+            // Rows of listening connections that are gone (a node killed, or this one's previous
+            // connection) are let go; this node's sessions are registered again by `connected`.
+            try? opened.run(
+                """
+                DELETE FROM live_devices l WHERE NOT EXISTS
+                    (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.backend_pid AND a.backend_start = l.backend_start)
+                """)
             counters.update { $0.listenerConnects += 1 }
             handlers.connected()
+            // Every observer reads the subscriptions once now; one added later, once when added.
             condition.lock()
             fresh = []
+            let reloads = observers.values.compactMap(\.subscriptionsChanged)
             condition.unlock()
-            subscriptionsChanged()
+            for reload in reloads { reload() }
             holdLeases(on: opened)
             // Closed, or closing (`stop` closes it after letting its leases go).
             try? opened.connection.closeFuture.wait()
