@@ -19,6 +19,15 @@ final class PushDelivery: Sendable {
     private let logger: Logger
     private let providers: [PushToken.Kind: any PushProvider]
     private let lanes = Locked<[PushToken.Kind: PushLane]>([:])
+    /// Whether this node drains the outbox: always on SQLite once started; on PostgreSQL while
+    /// it holds the pushes' lease (one node at a time, POSTGRES.md).
+    private let draining = Locked(false)
+    private let stopped = Locked(false)
+    /// Lease changes, one after the other.
+    private let serial = Locked<Task<Void, Never>?>(nil)
+    /// How long an idle lane waits before looking at its queue anyway (PostgreSQL only: another
+    /// node's wake-up can be lost).
+    var idlePoll: Duration? { store.isShared ? OutboxLease.idlePollInterval : nil }
 
     /// Loads every configured provider's credentials; one that does not parse fails here with
     /// the reason (the node does not start).
@@ -58,12 +67,30 @@ final class PushDelivery: Sendable {
     func prepare() {
         outbox.configure(kinds: Set(providers.keys), expirationSeconds: settings.expirationSeconds) { [weak self] counts in
             guard let self else { return }
+            // Another node drains the outbox: it is told.
+            if store.isShared, !draining.withLock({ $0 }) { return store.wakeOutbox(.pushes) }
             for kind in counts.keys { lanes.withLock { $0[kind] }?.signal() }
         }
     }
 
     /// Starts a lane per provider (each first sends what a previous run left queued).
     func start() async throws {
+        guard !providers.isEmpty else { return }
+        guard store.isShared else {
+            draining.withLock { $0 = true }
+            try await startLanes()
+            return
+        }
+        store.observeOutbox(.pushes, OutboxObserver(
+            held: { [weak self] held in self?.serially { [weak self] in await self?.leaseChanged(held) } },
+            wake: { [weak self] in
+                guard let self else { return }
+                for lane in lanes.withLock({ Array($0.values) }) { lane.signal() }
+            },
+            subscriptionsChanged: nil))
+    }
+
+    private func startLanes() async throws {
         let depths = try await store.read { r in try r.pushQueueDepths() }
         for (kind, provider) in providers {
             metrics.queueDepth(kind).set(Int64(depths[kind] ?? 0))
@@ -72,9 +99,37 @@ final class PushDelivery: Sendable {
         }
     }
 
+    private func serially(_ body: @escaping @Sendable () async -> Void) {
+        serial.withLock { last in
+            let previous = last
+            last = Task {
+                await previous?.value
+                await body()
+            }
+        }
+    }
+
+    /// PostgreSQL: this node took (true: a lane per provider, from the queue's oldest due push)
+    /// or lost (false: the lanes stop) the pushes' lease.
+    private func leaseChanged(_ held: Bool) async {
+        guard !stopped.withLock({ $0 }) else { return }
+        draining.withLock { $0 = held }
+        let previous = lanes.withLock { l -> [PushLane] in
+            defer { l = [:] }
+            return Array(l.values)
+        }
+        for lane in previous { await lane.stop() }
+        guard held else { return }
+        do { try await startLanes() } catch {
+            logger.error("push lease taken but the push queue is unreadable", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// Stops the lanes (queued pushes stay queued for the next start): no new attempt starts,
     /// the providers' connections close (failing what is in flight at once), the lanes end.
     func shutdown() async {
+        stopped.withLock { $0 = true }
+        await serial.withLock({ $0 })?.value
         let all = lanes.withLock { l -> [PushLane] in
             defer { l = [:] }
             return Array(l.values)
@@ -205,7 +260,8 @@ final class PushLane: Sendable {
                 // Nothing more to start: wait for a push to finish or be queued, or the next one to be due.
                 let wait = next.map { Duration.milliseconds(max(1, $0.millisecondsSince1970 - Timestamp.now().millisecondsSince1970)) }
                 let idle = excluded.isEmpty && due.isEmpty
-                guard await signals.wait(timeout: idle ? wait : .seconds(1)) else { break }
+                let poll = delivery.idlePoll.map { p in wait.map { min($0, p) } ?? p } ?? wait
+                guard await signals.wait(timeout: idle ? poll : .seconds(1)) else { break }
             }
             settler.finish()
             group.cancelAll()

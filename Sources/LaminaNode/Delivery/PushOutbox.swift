@@ -3,7 +3,8 @@ import LaminaModel
 
 /// The write side of the push outbox. A send calls ``record(_:to:in:at:)`` inside its
 /// transaction: for each recipient (not the sender) each device with a token of a configured
-/// provider and no live session on this node gets one queue row, built from the message's push
+/// provider and no live session on this node (nor, on a shared PostgreSQL store, on another node:
+/// `live_devices`) gets one queue row, built from the message's push
 /// configuration, in the same commit (the recipient's badge is counted when the push is sent,
 /// on a reader: a send's commit never scans the recipients' unread messages). After the commit the delivery
 /// is woken for the providers that got rows.
@@ -53,7 +54,13 @@ final class PushOutbox: Sendable {
         guard expiresAt > now else { return }
         let live = isLive.withLock { $0 }?.check
         let tokens = try tx.read.pushTokens(of: recipients.filter { $0 != message.sender }.sorted())
-        let byUser = Dictionary(grouping: tokens.filter { kinds.contains($0.token.kind) && !(live?($0.user, $0.device) ?? false) }, by: \.user)
+        var offline = tokens.filter { kinds.contains($0.token.kind) && !(live?($0.user, $0.device) ?? false) }
+        if tx.cache.sharedWriters, !offline.isEmpty {
+            // Several nodes: a device with a live session on another node gets no push either.
+            let elsewhere = try tx.read.devicesLiveOnAnyNode(of: Set(offline.map(\.user)).sorted())
+            offline.removeAll { elsewhere[$0.user]?.contains($0.device) == true }
+        }
+        let byUser = Dictionary(grouping: offline, by: \.user)
         for (user, devices) in byUser.sorted(by: { $0.key < $1.key }) {
             var notification = PushNotification(message: message, badge: 0)
             if let override = overrides[user] { notification.apply(override) }

@@ -34,6 +34,16 @@ final class WebhookDelivery: Sendable {
     private let stopped = Locked(false)
     /// Verifications running in the background (waited for by ``shutdown()``).
     private let verifications = Locked<[UUID: Task<Void, Never>]>([:])
+    /// Whether this node drains the outbox (runs the lanes): always on SQLite once started;
+    /// on PostgreSQL while it holds the webhooks' lease (one node at a time, POSTGRES.md).
+    private let draining = Locked(false)
+    /// Lease changes and subscription reloads, one after the other (each awaits the one before).
+    private let serial = Locked<Task<Void, Never>?>(nil)
+    /// Subscription reloads done (PostgreSQL: each notification and each (re)connect).
+    let reloads = Locked(0)
+    /// How long an idle lane waits before looking at its queue anyway: on PostgreSQL, where
+    /// another node's wake-up can be lost (not stored); never on SQLite (every commit signals).
+    var idlePoll: Duration? { store.isShared ? OutboxLease.idlePollInterval : nil }
 
     init(store: NodeStore, outbox: WebhookOutbox, settings: WebhookSettings, group: EventLoopGroup, logger: Logger,
          metrics: WebhookMetrics) throws {
@@ -54,6 +64,7 @@ final class WebhookDelivery: Sendable {
     func prepare() throws {
         outbox.configure(base: nil) { [weak self] rows in self?.committed(rows) }
         outbox.load(try store.readNow { r in try r.webhooks() })
+        metrics.subscribed(outbox.activeCount)
     }
 
     /// Once the node serves at `base` (`https://host:port/apps/<app id>`): each active webhook
@@ -61,14 +72,91 @@ final class WebhookDelivery: Sendable {
     func start(base: String) async throws {
         outbox.configure(base: base, waker: nil)
         let (webhooks, depths) = try await store.read { r in (try r.webhooks(), try r.webhookQueueDepths()) }
-        for webhook in webhooks {
-            metrics.queueDepth(webhook.id).set(Int64(depths[webhook.id] ?? 0))
-            switch webhook.status {
-            case .active: startLane(webhook)
-            case .unverified: verifyInBackground(webhook)
-            case .inactive: break
+        guard store.isShared else {
+            draining.withLock { $0 = true }
+            for webhook in webhooks {
+                metrics.queueDepth(webhook.id).set(Int64(depths[webhook.id] ?? 0))
+                switch webhook.status {
+                case .active: startLane(webhook)
+                case .unverified: verifyInBackground(webhook)
+                case .inactive: break
+                }
+            }
+            return
+        }
+        for webhook in webhooks where webhook.status == .unverified { verifyInBackground(webhook) }
+        // Several nodes: lanes run only while this node holds the lease; the subscriptions
+        // follow every node's management writes (a notification, and a reload per (re)connect).
+        store.observeOutbox(.webhooks, OutboxObserver(
+            held: { [weak self] held in self?.serially { [weak self] in await self?.leaseChanged(held) } },
+            wake: { [weak self] in self?.signalLanes() },
+            subscriptionsChanged: { [weak self] in self?.serially { [weak self] in await self?.reloadSubscriptions() } }))
+    }
+
+    /// Runs `body` after the lease changes and reloads queued before it.
+    private func serially(_ body: @escaping @Sendable () async -> Void) {
+        serial.withLock { last in
+            let previous = last
+            last = Task {
+                await previous?.value
+                await body()
             }
         }
+    }
+
+    /// PostgreSQL: this node took (true) or lost (false) the webhooks' lease. Taken: a lane per
+    /// active webhook, each starting from its oldest queued event (an event the previous holder
+    /// had in flight is sent again, with its request id). Lost: every lane stops.
+    private func leaseChanged(_ held: Bool) async {
+        guard !stopped.withLock({ $0 }) else { return }
+        draining.withLock { $0 = held }
+        guard held else {
+            let all = lanes.withLock { l -> [UUID: WebhookLane] in
+                defer { l = [:] }
+                return l
+            }
+            for lane in all.values { await lane.stop() }
+            return
+        }
+        do {
+            let (webhooks, depths) = try await store.read { r in (try r.webhooks(), try r.webhookQueueDepths()) }
+            for webhook in webhooks where webhook.status == .active {
+                metrics.queueDepth(webhook.id).set(Int64(depths[webhook.id] ?? 0))
+                startLane(webhook)
+            }
+        } catch {
+            logger.error("webhook lease taken but the webhooks are unreadable", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// PostgreSQL: reads the subscriptions again (another node changed them, or the listening
+    /// connection is up again). Read in the writer, in commit order with this node's commands
+    /// (as a management write sets them); the lanes follow when this node drains the outbox.
+    private func reloadSubscriptions() async {
+        guard !stopped.withLock({ $0 }) else { return }
+        let outbox = self.outbox
+        let webhooks: [StoredWebhook]
+        do {
+            webhooks = try await store.write { tx in
+                let webhooks = try tx.read.webhooks()
+                outbox.load(webhooks)
+                return webhooks
+            }
+        } catch {
+            // The next (re)connect reads them again.
+            logger.warning("webhook subscriptions not reloaded", metadata: ["error": "\(error)"])
+            return
+        }
+        metrics.subscribed(outbox.activeCount)
+        reloads.withLock { $0 += 1 }
+        guard draining.withLock({ $0 }) else { return }
+        let active = Dictionary(uniqueKeysWithValues: webhooks.filter { $0.status == .active }.map { ($0.id, $0) })
+        for webhook in active.values { startLane(webhook) }
+        for id in lanes.withLock({ Array($0.keys) }) where active[id] == nil { await stopLane(id) }
+    }
+
+    private func signalLanes() {
+        for lane in lanes.withLock({ Array($0.values) }) { lane.signal() }
     }
 
     /// Stops every lane (queued events stay queued for the next start).
@@ -82,12 +170,19 @@ final class WebhookDelivery: Sendable {
         // its target's slot waits on another lane's requests), then each is waited for.
         for lane in all { await lane.cancel() }
         for lane in all { await lane.stop() }
+        // A lease change or reload under way ends (it starts nothing once stopped).
+        await serial.withLock({ $0 })?.value
         // A verification ends within its timeouts; it must not write after the store closes.
         for task in verifications.withLock({ Array($0.values) }) { await task.value }
     }
 
     /// After a commit: the webhooks that got `rows` new events.
     private func committed(_ rows: [UUID: Int]) {
+        if store.isShared, !draining.withLock({ $0 }) {
+            // Another node drains the outbox: it is told (the gauge is the holder's).
+            store.wakeOutbox(.webhooks)
+            return
+        }
         for (id, count) in rows {
             metrics.queueDepth(id).increment(by: Double(count))
             lanes.withLock { $0[id] }?.signal()
@@ -98,7 +193,7 @@ final class WebhookDelivery: Sendable {
 
     /// Starts (or refreshes) the lane of an active webhook.
     func startLane(_ webhook: StoredWebhook) {
-        guard !stopped.withLock({ $0 }) else { return }
+        guard !stopped.withLock({ $0 }), draining.withLock({ $0 }) else { return }
         let lane = lanes.withLock { l -> WebhookLane? in
             if let existing = l[webhook.id] {
                 existing.update(webhook)
@@ -212,6 +307,7 @@ final class WebhookDelivery: Sendable {
             if let onlyIf, w.status != onlyIf { return w }
             try tx.setWebhookStatus(id, .active, reason: nil, at: now)
             try tx.resetWebhookQueue(id, at: now)
+            try tx.announceWebhookChange()
             outbox.setSubscription(id, events: w.events)
             w.status = .active
             w.statusReason = nil
@@ -229,6 +325,7 @@ final class WebhookDelivery: Sendable {
         let webhook = try await resyncing { tx -> StoredWebhook? in
             guard var w = try tx.read.webhook(id) else { return nil }
             try tx.setWebhookStatus(id, .inactive, reason: reason, at: now)
+            try tx.announceWebhookChange()
             outbox.setSubscription(id, events: nil)
             w.status = .inactive
             w.statusReason = reason
@@ -244,6 +341,7 @@ final class WebhookDelivery: Sendable {
         let outbox = self.outbox
         let existed = try await resyncing { tx -> Bool in
             let existed = try tx.deleteWebhook(id)
+            try tx.announceWebhookChange()
             outbox.setSubscription(id, events: nil)
             return existed
         }
@@ -256,6 +354,7 @@ final class WebhookDelivery: Sendable {
     /// order with the commands); when the write fails, the subscriptions are read back from the
     /// store, so they never stay ahead of what committed.
     private func resyncing<T: Sendable>(_ body: @escaping @Sendable (StorageTransaction) throws -> T) async throws -> T {
+        defer { metrics.subscribed(outbox.activeCount) }
         do {
             return try await store.write(body)
         } catch {

@@ -174,7 +174,7 @@ final class WebhookLane: Sendable {
                 let idle = started == 0 && state.sending == 0 && state.settling == 0
                 // Read again when the read-ahead ran out and slots are free (new events signal).
                 if ahead.isEmpty && started > 0 { continue }
-                let timeout: Duration? = dueIn.map { .milliseconds($0) } ?? (idle ? nil : .seconds(1))
+                let timeout: Duration? = dueIn.map { .milliseconds($0) } ?? (idle ? delivery.idlePoll : .seconds(1))
                 guard await signals.wait(timeout: timeout) else { break }
             }
             settler.finish()

@@ -23,6 +23,14 @@ final class WebhookMetrics: Sendable {
             labels: labels(id))
     }
 
+    /// The active webhooks this node's commands queue events for (every node's, PostgreSQL).
+    func subscribed(_ count: Int) {
+        registry.makeGauge(
+            descriptor: .init(namespace: "lamina", metricName: "webhook_subscriptions", unitName: "active",
+                              helpText: "Active webhooks this node's commands queue events for"))
+        .set(Int64(count))
+    }
+
     func delivered(_ id: UUID) { count("webhook_deliveries", "Events the webhook's target acknowledged (2xx)", id) }
 
     func retried(_ id: UUID) {

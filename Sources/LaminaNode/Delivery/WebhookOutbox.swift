@@ -45,6 +45,9 @@ final class WebhookOutbox: Sendable {
         subscriptions.withLock { $0[id] = events.map(Set.init) }
     }
 
+    /// Active webhooks known now.
+    var activeCount: Int { subscriptions.withLock { $0.values.count { _ in true } } }
+
     /// Whether any active webhook takes `type` (commands skip building the payload otherwise).
     func wants(_ type: WebhookEventType) -> Bool {
         subscriptions.withLock { s in s.values.contains { $0.contains(type.rawValue) } }

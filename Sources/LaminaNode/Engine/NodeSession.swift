@@ -122,12 +122,13 @@ public final class NodeSession: Sendable {
 
     /// The transport went away (reset, connection closed, idle timeout).
     public func closed() {
-        let user = state.withLock { s -> UserID? in
+        let auth = state.withLock { s -> Auth? in
             s.phase = .closed
-            return s.auth?.user
+            return s.auth
         }
         continuation.finish()
-        engine.registry.remove(self, user: user)
+        engine.registry.remove(self, user: auth?.user)
+        if let auth { engine.deviceGone(auth.user, device: auth.device) }
     }
 
     /// The user this session authenticated as, if it did.

@@ -144,8 +144,15 @@ extension NodeSession {
     }
 
     private func authenticated(_ auth: Auth) {
-        state.withLock { $0.auth = auth }
+        let previous = state.withLock { s -> Auth? in
+            defer { s.auth = auth }
+            return s.auth
+        }
         engine.registry.authenticated(self, as: auth.user)
+        engine.deviceLive(auth.user, device: auth.device)
+        if let previous, previous.user != auth.user || previous.device != auth.device {
+            engine.deviceGone(previous.user, device: previous.device)
+        }
     }
 
     /// 32 random bytes as base64url, and the SHA-256 of that text (what storage keeps).

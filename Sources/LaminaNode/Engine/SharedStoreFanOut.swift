@@ -15,7 +15,27 @@ extension NodeEngine {
         store.listen(NotificationHandlers(
             feeds: { [weak self] heads in self?.wakeSessions(heads) },
             ephemeral: { [weak self] body in self?.relayRemoteEphemeral(body) },
-            connected: { [weak self] in self?.catchUpAllSessions() }))
+            connected: { [weak self] in
+                guard let self else { return }
+                catchUpAllSessions()
+                store.registerPresence { [registry] in
+                    registry.all().compactMap { session in session.state.withLock { $0.auth.map { (user: $0.user, device: $0.device) } } }
+                }
+            }))
+    }
+
+    /// A session authenticated as `user` on `device` (shared store: the device is live here,
+    /// for the other nodes' push decisions).
+    func deviceLive(_ user: UserID, device: String) {
+        guard store.isShared else { return }
+        store.setPresence([(user, device)], live: true)
+    }
+
+    /// A session of `user` on `device` ended (already out of the registry): unless another
+    /// session of that device is open here, the device is no longer live on this node.
+    func deviceGone(_ user: UserID, device: String) {
+        guard store.isShared else { return }
+        store.setPresence([(user, device)], live: false) { [registry] user, device in registry.hasLiveSession(of: user, device: device) }
     }
 
     /// Another node committed feed entries up to these heads.

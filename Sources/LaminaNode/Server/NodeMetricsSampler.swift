@@ -21,7 +21,7 @@ final class NodeMetricsSampler: Sendable {
     private let storageCommitFailures: Counter
     private let storageCommandsRefused: Counter
     /// The counters' values at the last sample (the registry's counters only go up).
-    private let last = NIOLockedValueBox([Int](repeating: 0, count: 9))
+    private let last = NIOLockedValueBox([Int](repeating: 0, count: 13))
     /// PostgreSQL only (nil on SQLite).
     private let postgres: PostgresMetrics?
 
@@ -61,7 +61,7 @@ final class NodeMetricsSampler: Sendable {
         connectionsOpen.set(Int64(transport.connectionCount))
         outboundQueued.set(Int64(budget.total))
         if let open = NodeHealth.openDescriptors() { descriptorsOpen.set(Int64(open)) }
-        if let postgres, let statistics = store.samplePostgresStatistics() { postgres.sample(statistics, listening: store.databaseUnavailableReason == nil) }
+        if let postgres, let statistics = store.samplePostgresStatistics() { postgres.sample(statistics, listening: store.databaseUnavailableReason == nil, leases: store.heldOutboxLeases) }
     }
 }
 
@@ -72,9 +72,10 @@ final class PostgresMetrics: Sendable {
     private let readerPoolSize: Gauge
     private let slowestStatement: Gauge
     private let databaseReady: Gauge
+    private let leases: [OutboxLease: Gauge]
     /// In the order of `values(_:)`.
     private let counters: [Counter]
-    private let last = NIOLockedValueBox([Int](repeating: 0, count: 9))
+    private let last = NIOLockedValueBox([Int](repeating: 0, count: 13))
 
     init(registry: PrometheusCollectorRegistry) {
         func gauge(_ name: String, _ unit: String, _ help: String) -> Gauge {
@@ -87,6 +88,12 @@ final class PostgresMetrics: Sendable {
         readerPoolSize = gauge("postgres_pool_size", "connections", "PostgreSQL read connections at most")
         slowestStatement = gauge("postgres_statement_slowest", "microseconds", "The slowest PostgreSQL statement since the previous scrape")
         databaseReady = gauge("postgres_listening", "connected", "1 while the connection listening for other nodes' commits is up")
+        leases = Dictionary(uniqueKeysWithValues: OutboxLease.allCases.map { lease in
+            (lease, registry.makeGauge(
+                descriptor: .init(namespace: "lamina", metricName: "postgres_outbox_lease", unitName: "held",
+                                  helpText: "1 while this node holds the outbox's lease (it alone delivers that outbox's events)"),
+                labels: [("outbox", lease.rawValue)]))
+        })
         counters = [
             counter("postgres_statements", "PostgreSQL statements run (every connection)"),
             counter("postgres_statement_microseconds", "Time spent in PostgreSQL statements, in microseconds (divide by postgres_statements_total for the mean latency)"),
@@ -97,15 +104,21 @@ final class PostgresMetrics: Sendable {
             counter("postgres_ephemeral_notifications_sent", "Ephemeral (typing) notifications sent to other nodes"),
             counter("postgres_ephemeral_notifications_received", "Ephemeral (typing) notifications received from other nodes"),
             counter("postgres_listener_connects", "Times the listening connection was (re)established (each followed by a catch-up read of every live session)"),
+            counter("postgres_webhook_changes_received", "lamina_webhooks notifications received (each reloads the webhook subscriptions)"),
+            counter("postgres_outbox_wakes_sent", "Wake-ups sent to the node holding an outbox's lease after commits that queued events"),
+            counter("postgres_outbox_wakes_received", "Wake-ups received from other nodes while holding an outbox's lease"),
+            counter("postgres_outbox_leases_taken", "Times this node took an outbox's lease (started delivering it)"),
         ]
     }
 
     private static func values(_ s: PostgresStatistics) -> [Int] {
         [s.statements, s.statementMicroseconds, s.poolWaits, s.poolWaitMicroseconds, s.feedNotificationsSent,
-         s.feedNotificationsReceived, s.ephemeralNotificationsSent, s.ephemeralNotificationsReceived, s.listenerConnects]
+         s.feedNotificationsReceived, s.ephemeralNotificationsSent, s.ephemeralNotificationsReceived, s.listenerConnects,
+         s.webhookChangesReceived, s.outboxWakesSent, s.outboxWakesReceived, s.leasesTaken]
     }
 
-    func sample(_ statistics: PostgresStatistics, listening: Bool = true) {
+    func sample(_ statistics: PostgresStatistics, listening: Bool = true, leases held: Set<OutboxLease> = []) {
+        for (lease, gauge) in leases { gauge.set(Int64(held.contains(lease) ? 1 : 0)) }
         let now = Self.values(statistics)
         last.withLockedValue { last in
             for i in now.indices where now[i] > last[i] {

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaModel
 import GRDB
 import Logging
 
@@ -124,6 +125,38 @@ public final class NodeStore: Sendable {
     func sendEphemeral(_ body: String) {
         listener?.sendEphemeral(body)
     }
+
+    /// PostgreSQL: `observer` drains `lease`'s outbox while this node holds the lease (see
+    /// `PostgresListener.observe`). SQLite: the one node drains it, from now on.
+    func observeOutbox(_ lease: OutboxLease, _ observer: OutboxObserver) {
+        guard let listener else { return observer.held(true) }
+        listener.observe(lease, observer)
+    }
+
+    /// Whether this node drains `lease`'s outbox now (always on SQLite).
+    func holdsOutboxLease(_ lease: OutboxLease) -> Bool { listener?.holds(lease) ?? true }
+
+    /// PostgreSQL: the server process of the listening connection (tests end it to make it reconnect).
+    var listenerBackendPID: Int64? { listener?.backendPID }
+
+    /// PostgreSQL: records that `devices` have (`live`) or no longer have a session on this node
+    /// (`live_devices`, for the other nodes' push decisions); a removal skips the devices
+    /// `stillLive` says still have one. Nothing on SQLite.
+    func setPresence(_ devices: [(user: UserID, device: String)], live: Bool, stillLive: (@Sendable (UserID, String) -> Bool)? = nil) {
+        listener?.setPresence(devices, live: live, stillLive: stillLive)
+    }
+
+    /// PostgreSQL: registers every live session here again (after the listener (re)connected).
+    func registerPresence(_ snapshot: @Sendable () -> [(user: UserID, device: String)]) {
+        guard let listener else { return }
+        listener.registerPresence(snapshot)
+    }
+
+    /// PostgreSQL: the outbox leases this node holds (none on SQLite).
+    var heldOutboxLeases: Set<OutboxLease> { Set(OutboxLease.allCases.filter { listener?.holds($0) ?? false }) }
+
+    /// PostgreSQL: tells the node holding `lease` that rows were queued in its outbox.
+    func wakeOutbox(_ lease: OutboxLease) { listener?.wakeOutbox(lease) }
 
     /// PostgreSQL: why the database is not ready for traffic (the listening connection is
     /// down, with the last error); nil when it is, or on SQLite.

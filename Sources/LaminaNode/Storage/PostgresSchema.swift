@@ -45,6 +45,24 @@ enum PostgresSchema {
             """,
             "ALTER TABLE participants ADD COLUMN unread BIGINT NOT NULL DEFAULT 0",
         ] + StoredCounts.fill),
+        ("v15-live-devices", liveDevices),
+    ]
+
+    /// PostgreSQL only (SQLite has one node, whose sessions it knows): the devices with a live
+    /// session on some node, each row kept by that node's listening connection (its server
+    /// process and start time: the row counts only while that connection lives, so a node killed
+    /// with SIGKILL leaves rows nobody counts). UNLOGGED: presence is not worth a WAL write, and
+    /// a database crash empties it (every node then registers its sessions again on reconnect).
+    static let liveDevices: [String] = [
+        """
+        CREATE UNLOGGED TABLE live_devices (
+            user_id TEXT COLLATE "C" NOT NULL,
+            device_id TEXT COLLATE "C" NOT NULL,
+            backend_pid INTEGER NOT NULL,
+            backend_start TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (user_id, device_id, backend_pid, backend_start)
+        )
+        """,
     ]
 
     /// Serializes migrations of several nodes starting on one database at once.

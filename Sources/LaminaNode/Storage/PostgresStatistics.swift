@@ -23,6 +23,13 @@ public struct PostgresStatistics: Sendable {
     public var ephemeralNotificationsReceived = 0
     /// Times the listening connection was (re)established.
     public var listenerConnects = 0
+    /// `lamina_webhooks` notifications received (own included: each reloads the subscriptions).
+    public var webhookChangesReceived = 0
+    /// Outbox wake-ups sent to the lease holder, and received by it.
+    public var outboxWakesSent = 0
+    public var outboxWakesReceived = 0
+    /// Outbox leases this node took (each a takeover of that outbox's delivery).
+    public var leasesTaken = 0
 }
 
 /// The shared, locked `PostgresStatistics` of a store.

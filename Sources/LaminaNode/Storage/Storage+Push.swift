@@ -116,6 +116,24 @@ extension StorageReader {
         return out
     }
 
+    /// Several nodes (PostgreSQL): the devices of `users` with a live session on some node (as
+    /// each node's listening connection registered them; a dead node's rows do not count).
+    /// Empty on SQLite (one node: its sessions are known without a read).
+    public func devicesLiveOnAnyNode(of users: [UserID]) throws(StorageError) -> [UserID: Set<String>] {
+        guard db.dialect == .postgres, !users.isEmpty else { return [:] }
+        var out: [UserID: Set<String>] = [:]
+        for chunk in stride(from: 0, to: users.count, by: 500).map({ Array(users[$0..<min($0 + 500, users.count)]) }) {
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let rows = try db.rows(
+                """
+                SELECT user_id, device_id FROM live_devices WHERE user_id IN (\(marks))
+                    AND (backend_pid, backend_start) IN (SELECT pid, backend_start FROM pg_stat_activity)
+                """, StatementArguments(chunk.map(\.rawValue)))
+            for row in rows { out[try Columns.user(row, "user_id"), default: []].insert(row["device_id"]) }
+        }
+        return out
+    }
+
     /// Up to `limit` pushes of a provider due at `now`, the earliest due first.
     public func duePushes(_ kind: PushToken.Kind, at now: Timestamp, limit: Int) throws(StorageError) -> [QueuedPush] {
         try checkLimit(limit)

@@ -24,13 +24,14 @@ extension StorageTransaction {
     /// Sets the register of `change` to `hlc`.
     func setRegister(of change: UserStateChange, to hlc: HLCTimestamp) throws(StorageError) {
         let (kind, key) = change.register
+        let stored = db.dialect.registerKey(key)
         let (p, l, n) = try Columns.hlc(hlc)
         try db.run(
             """
             INSERT INTO user_state_registers (kind, key, hlc_physical, hlc_logical, hlc_node) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (kind, key) DO UPDATE SET hlc_physical = excluded.hlc_physical, hlc_logical = excluded.hlc_logical, hlc_node = excluded.hlc_node
             """,
-            [kind, key, p, l, n])
+            [kind, stored, p, l, n])
     }
 }
 
@@ -38,7 +39,9 @@ extension StorageReader {
     /// The reading of the write the register of `change` holds (nil: never written).
     func register(of change: UserStateChange) throws(StorageError) -> HLCTimestamp? {
         let (kind, key) = change.register
-        guard let row = try db.row("SELECT hlc_physical, hlc_logical, hlc_node FROM user_state_registers WHERE kind = ? AND key = ?", [kind, key]) else {
+        guard let row = try db.row(
+            "SELECT hlc_physical, hlc_logical, hlc_node FROM user_state_registers WHERE kind = ? AND key = ?", [kind, db.dialect.registerKey(key)]
+        ) else {
             return nil
         }
         return try Columns.hlc(row, "hlc")
@@ -65,5 +68,17 @@ extension StorageReader {
             text += "u \(row["user_id"] as String) \(row["external_unread_count"] as Int64)\n"
         }
         return text
+    }
+}
+
+extension SQLDialect {
+    /// A register's key as stored. PostgreSQL's TEXT holds no NUL (the push registration's
+    /// separator): there it is U+0001, a control character that no user id holds (nor a UUID),
+    /// so keys stay distinct. SQLite keeps the key as it is.
+    func registerKey(_ key: String) -> String {
+        switch self {
+        case .sqlite: key
+        case .postgres: key.replacingOccurrences(of: "\u{0}", with: "\u{1}")
+        }
     }
 }

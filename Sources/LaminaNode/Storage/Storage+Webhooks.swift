@@ -95,6 +95,13 @@ extension StorageTransaction {
         return db.changesCount == 1
     }
 
+    /// Several nodes on one database (PostgreSQL): tells every node, at this transaction's
+    /// COMMIT, that the webhook subscriptions changed (each reads them again); nothing on SQLite.
+    func announceWebhookChange() throws(StorageError) {
+        guard cache.sharedWriters else { return }
+        try db.run("SELECT pg_notify('\(NotificationChannel.webhooks)', '')")
+    }
+
     /// Queues one event for each of `webhooks` (the outbox rows of this commit).
     func enqueueWebhookEvent(_ eventType: String, payload: Data, for webhooks: [UUID], at time: Timestamp) throws(StorageError) {
         for webhook in webhooks {
