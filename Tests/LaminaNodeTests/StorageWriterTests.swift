@@ -246,3 +246,89 @@ final class LockedBox<T>: @unchecked Sendable {
     func set(_ v: T) { lock.lock(); value = v; lock.unlock() }
     func get() -> T { lock.lock(); defer { lock.unlock() }; return value }
 }
+
+/// The group-commit spacing and ``CommandSources`` (the writer's `commit_siblings`).
+@Suite struct StorageWriterCommitPolicyTests {
+    /// With a spacing far longer than the test (an hour), the commands of a lone pipelining
+    /// session are committed at once after a commit; with a second session in flight, the
+    /// next command waits for the spacing (the writer gathers) until shutdown commits it.
+    @Test func aLonePipeliningSessionIsCommittedWithoutTheSpacing() async throws {
+        let (path, cleanup) = temporaryDatabasePath()
+        defer { cleanup() }
+        try NodeStore(path: path).close()  // a migrated database
+        let pool = try DatabasePool(path: path)
+        let sources = CommandSources()
+        let writer = StorageWriter(
+            connection: SQLiteWriterConnection(pool: pool), capacity: 100, maxBatchSize: 64,
+            groupDelay: .seconds(3_600), groupTarget: 64, sources: sources)
+
+        // After a quiet spell a command commits at once (the policy before this one).
+        let first = CompletionCounter(expected: 1)
+        try writer.enqueue(NoteCommand(first))
+        #expect(await first.done.wait(within: .seconds(60)))
+
+        // One session with two commands in flight and nothing else: no spacing.
+        sources.moved(from: 0, to: 1)
+        sources.moved(from: 1, to: 2)
+        #expect(sources.isLonePipeline)
+        let lone = CompletionCounter(expected: 2)
+        try writer.enqueue(NoteCommand(lone))
+        try writer.enqueue(NoteCommand(lone))
+        #expect(await lone.done.wait(within: .seconds(60)))
+        #expect(lone.successes == 2)
+
+        // A second session with a command in flight: the spacing applies again.
+        sources.moved(from: 0, to: 1)
+        #expect(!sources.isLonePipeline)
+        let gathered = CompletionCounter(expected: 1)
+        try writer.enqueue(NoteCommand(gathered))
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !writer.isGathering, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(writer.isGathering)
+        #expect(gathered.successes == 0)
+        writer.shutdown()  // commits the gathering group at once
+        #expect(await gathered.done.wait(within: .seconds(60)))
+        #expect(gathered.successes == 1)
+    }
+
+    @Test func sourcesCountOnlyTransitions() {
+        let sources = CommandSources()
+        #expect(!sources.isLonePipeline)
+        sources.moved(from: 0, to: 1)
+        #expect(!sources.isLonePipeline)  // one command: a request/response client
+        sources.moved(from: 1, to: 2)
+        sources.moved(from: 2, to: 3)
+        #expect(sources.isLonePipeline)
+        sources.moved(from: 0, to: 1)  // another session
+        #expect(!sources.isLonePipeline)
+        sources.moved(from: 1, to: 0)
+        sources.moved(from: 3, to: 2)
+        #expect(sources.isLonePipeline)
+        sources.moved(from: 2, to: 1)
+        #expect(!sources.isLonePipeline)
+    }
+}
+
+/// A command that writes nothing and reports its completion.
+private final class NoteCommand: StorageCommand {
+    let counter: CompletionCounter
+    init(_ counter: CompletionCounter) { self.counter = counter }
+    func apply(_ db: any SQLSession, cache: WriterCache) throws {}
+    func complete(_ failure: (any Error)?) {
+        counter.record(failure.map { Result<Void, any Error>.failure($0) } ?? .success(()))
+    }
+}
+
+extension Signal {
+    /// Waits until fired or until `timeout` passed; true when fired.
+    func wait(within timeout: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await self.wait(); return true }
+            group.addTask { try? await Task.sleep(for: timeout); return false }
+            let first = await group.next() ?? false
+            if !first { self.fire() }  // lets the waiting child end
+            group.cancelAll()
+            return first
+        }
+    }
+}

@@ -65,8 +65,8 @@ extension NodeEngine {
         do {
             guard let id = requestID else { throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command") }
             let key = IdempotencyKey(user: auth.user, id: id)
-            let encoded = Array(try frame.encoded().readableBytesView)
-            if let wait = commandBudget.take([1, Double(encoded.count)], for: auth.user) {
+            let encoded = try frame.encoded()
+            if let wait = commandBudget.take([1, Double(encoded.readableBytes)], for: auth.user) {
                 session.releaseCommandSlot()
                 var refusal = ErrorFrame(
                     WireError(

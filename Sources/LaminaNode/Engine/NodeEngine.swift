@@ -92,10 +92,22 @@ public final class NodeEngine: Sendable {
     func publish(_ changes: [FeedChange]) {
         replicationSignal.notify()
         guard !changes.isEmpty else { return }
-        var byUser: [UserID: [Change]] = [:]
-        for c in changes { byUser[c.user, default: []].append(c.change) }
-        for (user, list) in byUser {
-            for session in registry.sessions(of: user) { session.publish(list) }
+        guard changes.count <= 16 else {
+            var byUser: [UserID: [Change]] = [:]
+            for c in changes { byUser[c.user, default: []].append(c.change) }
+            for (user, list) in byUser {
+                for session in registry.sessions(of: user) { session.publish(list) }
+            }
+            return
+        }
+        // A command's few entries (a send: one per participant) are grouped by user without
+        // a dictionary: each user's entries, in order, from the first one of that user.
+        for (i, first) in changes.enumerated() where !changes[..<i].contains(where: { $0.user == first.user }) {
+            let sessions = registry.sessions(of: first.user)
+            guard !sessions.isEmpty else { continue }
+            var list = [first.change]
+            for later in changes[(i + 1)...] where later.user == first.user { list.append(later.change) }
+            for session in sessions { session.publish(list) }
         }
     }
 

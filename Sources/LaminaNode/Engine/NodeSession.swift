@@ -60,6 +60,7 @@ public final class NodeSession: Sendable {
 
     /// Commands queued for group commit and not yet answered, and the inbox task waiting
     /// for one of them to complete (at most one: the inbox is worked through by one task).
+    /// Changes of `inFlight` between 0, 1 and 2 go to the store's ``CommandSources``.
     private struct Window {
         var inFlight = 0
         var waiter: CheckedContinuation<Void, Never>?
@@ -184,6 +185,7 @@ public final class NodeSession: Sendable {
         window.withLock { w -> Bool in
             guard w.inFlight < Self.maxCommandsInFlight, w.waiter == nil else { return false }
             w.inFlight += 1
+            if w.inFlight <= 2 { engine.store.commandSources.moved(from: w.inFlight - 1, to: w.inFlight) }
             return true
         }
     }
@@ -194,6 +196,7 @@ public final class NodeSession: Sendable {
             let proceed = window.withLock { w -> Bool in
                 guard w.inFlight >= Self.maxCommandsInFlight else {
                     w.inFlight += 1
+                    if w.inFlight <= 2 { engine.store.commandSources.moved(from: w.inFlight - 1, to: w.inFlight) }
                     return true
                 }
                 w.waiter = continuation
@@ -208,6 +211,7 @@ public final class NodeSession: Sendable {
         let (waiter, drained) = window.withLock { w -> (CheckedContinuation<Void, Never>?, [CheckedContinuation<Void, Never>]) in
             guard let waiter = w.waiter else {
                 w.inFlight -= 1
+                if w.inFlight < 2 { engine.store.commandSources.moved(from: w.inFlight + 1, to: w.inFlight) }
                 guard w.inFlight == 0 else { return (nil, []) }
                 defer { w.drained = [] }
                 return (nil, w.drained)

@@ -22,22 +22,28 @@ final class TokenBuckets<Key: Hashable & Sendable>: Sendable {
     /// pass once the bucket is full) for `key`: nil when admitted, else how long until it would be.
     func take(_ costs: [Double], for key: Key, now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Duration? {
         buckets.withLockedValue { buckets in
-            var bucket = buckets[key] ?? (bursts, now)
-            let elapsed = Double(now &- bucket.at) / 1e9
-            var wait = 0.0
-            for i in rates.indices {
-                bucket.levels[i] = min(bursts[i], bucket.levels[i] + elapsed * rates[i])
-                let cost = min(costs[i], bursts[i])
-                if bucket.levels[i] < cost { wait = max(wait, (cost - bucket.levels[i]) / rates[i]) }
-            }
-            bucket.at = now
-            if wait == 0 {
-                for i in rates.indices { bucket.levels[i] -= min(costs[i], bursts[i]) }
-            }
-            buckets[key] = bucket
+            // In place: one lookup, and the levels are not copied (a copy would allocate).
+            let wait = take(costs, from: &buckets[key, default: (bursts, now)], now: now)
             if buckets.count > pruneAt { prune(&buckets, now: now) }
             return wait == 0 ? nil : .nanoseconds(Int64((wait * 1e9).rounded(.up)))
         }
+    }
+
+    /// Refills `bucket` up to `now` and takes `costs` when every dimension has room; returns
+    /// the seconds until it would have (0: taken).
+    private func take(_ costs: [Double], from bucket: inout (levels: [Double], at: UInt64), now: UInt64) -> Double {
+        let elapsed = Double(now &- bucket.at) / 1e9
+        var wait = 0.0
+        for i in rates.indices {
+            bucket.levels[i] = min(bursts[i], bucket.levels[i] + elapsed * rates[i])
+            let cost = min(costs[i], bursts[i])
+            if bucket.levels[i] < cost { wait = max(wait, (cost - bucket.levels[i]) / rates[i]) }
+        }
+        bucket.at = now
+        if wait == 0 {
+            for i in rates.indices { bucket.levels[i] -= min(costs[i], bursts[i]) }
+        }
+        return wait
     }
 
     private func prune(_ buckets: inout [Key: (levels: [Double], at: UInt64)], now: UInt64) {

@@ -106,10 +106,12 @@ public final class NodeStore: Sendable {
         }
         self.location = location
         self.configuration = configuration
+        let sources = CommandSources()
+        self.commandSources = sources
         self.writer = StorageWriter(
             connection: writerConnection, capacity: configuration.writeQueueCapacity, maxBatchSize: configuration.maxBatchSize,
             groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds), groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize),
-            announcer: announcer)
+            announcer: announcer, sources: sources)
     }
 
     /// Whether other nodes may write to this store too (PostgreSQL): the writer then keeps
@@ -232,6 +234,11 @@ public final class NodeStore: Sendable {
             connector.shutdown()
         }
     }
+
+    /// Sessions with commands in flight, as the group-commit policy counts them: a caller
+    /// that pipelines commands through ``submit(_:completion:)`` reports each change of its
+    /// in-flight count here (a lone pipelining caller's groups skip the commit spacing).
+    public let commandSources: CommandSources
 
     /// Counters of the group-commit writer.
     public var writerStatistics: StorageWriterStatistics { writer.statistics }

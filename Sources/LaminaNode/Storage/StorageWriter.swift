@@ -65,6 +65,13 @@ protocol StorageCommand: AnyObject, Sendable {
 /// Completions (ACKs, fan-out) run in commit order on a second thread while the writer
 /// applies the next group; when no command waits and no earlier group is still completing,
 /// the writer completes the group itself (saving a thread wake-up per group at low load).
+/// A group's completions run in a ``CompletionBatch``: what they hand to event loops
+/// (stream flushes) goes to each loop in one task once the group is completed.
+///
+/// The spacing: a group that would start within `groupDelay` of the previous commit's start
+/// waits until then, or until `groupTarget` commands wait, unless the only session with
+/// commands in flight pipelines them (``CommandSources``): its next commands come after
+/// its ACKs, so the wait would only add to its latency.
 final class StorageWriter: @unchecked Sendable {
     private let connection: any WriterConnection
     private let capacity: Int
@@ -87,6 +94,8 @@ final class StorageWriter: @unchecked Sendable {
 
     private let groupDelay: Duration
     private let groupTarget: Int
+    /// Who has commands in flight: a lone pipelining session skips the spacing.
+    let sources: CommandSources
     /// The writer is waiting for a small group to fill (guarded by `condition`).
     private var gathering = false
     /// When the last group began to commit (writer thread).
@@ -94,11 +103,12 @@ final class StorageWriter: @unchecked Sendable {
 
     init(
         connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero, groupTarget: Int = 1,
-        announcer: FeedAnnouncer? = nil
+        announcer: FeedAnnouncer? = nil, sources: CommandSources = CommandSources()
     ) {
         self.connection = connection
         self.announcer = announcer
         self.cache = WriterCache(sharedWriters: announcer != nil)
+        self.sources = sources
         self.capacity = capacity
         self.maxBatchSize = maxBatchSize
         self.groupDelay = groupDelay
@@ -128,6 +138,13 @@ final class StorageWriter: @unchecked Sendable {
         // The writer waits for a first command, or for a small group to fill up.
         let waiting = pending.count - pendingHead
         if waiting == 1 || (gathering && waiting == groupTarget) { condition.signal() }
+    }
+
+    /// Whether the writer is waiting for a small group to fill (for tests of the commit policy).
+    var isGathering: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return gathering
     }
 
     /// Whether the caller runs on the writer thread or the completion thread (inside a
@@ -173,10 +190,11 @@ final class StorageWriter: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while pending.count == pendingHead && accepting { condition.wait() }
-        if groupDelay > .zero, pending.count - pendingHead < groupTarget, accepting {
+        if groupDelay > .zero, pending.count - pendingHead < groupTarget, accepting, !sources.isLonePipeline {
             // A small group right after the last commit: let the commands on their way join
             // it until `groupDelay` after that commit began (a command after a quiet spell
-            // is committed at once), or until `groupTarget` wait.
+            // is committed at once), or until `groupTarget` wait. Not when one pipelining
+            // session is all there is (``CommandSources``): its next commands wait for ACKs.
             gathering = true
             let earliest = lastCommitStart.addingTimeInterval(groupDelay.seconds)
             while pending.count - pendingHead < groupTarget, accepting, condition.wait(until: earliest) {}
@@ -283,7 +301,9 @@ final class StorageWriter: @unchecked Sendable {
         // completes this group itself: waking the completion thread would cost more (a
         // context switch per group) than the completions. Commit order is kept either way.
         if queueIsEmpty, completions.takeIfIdle() {
-            for (command, failure) in group { command.complete(failure) }
+            CompletionBatch.run {
+                for (command, failure) in group { command.complete(failure) }
+            }
             completions.release()
         } else {
             completions.enqueue(group)
@@ -403,7 +423,9 @@ private final class CompletionQueue: @unchecked Sendable {
             busy = true
             condition.unlock()
             for group in taken {
-                for (command, failure) in group { command.complete(failure) }
+                CompletionBatch.run {
+                    for (command, failure) in group { command.complete(failure) }
+                }
             }
         }
     }

@@ -59,4 +59,11 @@ public final class SHA256Hasher {
         try hasher.update(bytes)
         return try hasher.finalize()
     }
+
+    /// SHA-256 of a buffer's readable bytes in one call (no copy into an array first).
+    public static func hash(_ buffer: ByteBuffer) throws -> [UInt8] {
+        let hasher = try SHA256Hasher()
+        try hasher.update(buffer)
+        return try hasher.finalize()
+    }
 }
