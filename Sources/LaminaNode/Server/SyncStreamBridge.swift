@@ -12,8 +12,7 @@ import NIOCore
 /// (`receiveFailed`), which answers with a fatal ERROR and closes; further bytes are ignored.
 ///
 /// Outbound (``SessionOutbound``, callable from any thread): frames are encoded into one
-/// pending buffer, written once per event-loop turn (and once per committed group: frames
-/// sent from a group's completions are flushed at the group's end, ``CompletionBatch``). Queued bytes (pending plus written but
+/// pending buffer, written once per event-loop turn. Queued bytes (pending plus written but
 /// not yet taken by HTTP/2 framing) are bounded by ``SyncStreamLimits/maxOutboundBytes``;
 /// past it the client is a slow consumer and the stream is reset.
 ///
@@ -455,8 +454,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         if overflow {
             eventLoop.execute { self.slowConsumer() }
         } else if schedule {
-            // From a group's completions: once per stream and loop at the group's end.
-            CompletionBatch.schedule(on: eventLoop) { self.flush() }
+            eventLoop.execute { self.flush() }
         }
     }
 

@@ -65,8 +65,6 @@ protocol StorageCommand: AnyObject, Sendable {
 /// Completions (ACKs, fan-out) run in commit order on a second thread while the writer
 /// applies the next group; when no command waits and no earlier group is still completing,
 /// the writer completes the group itself (saving a thread wake-up per group at low load).
-/// A group's completions run in a ``CompletionBatch``: what they hand to event loops
-/// (stream flushes) goes to each loop in one task once the group is completed.
 ///
 /// The spacing: a group that would start within `groupDelay` of the previous commit's start
 /// waits until then, or until `groupTarget` commands wait, unless the only session with
@@ -301,9 +299,7 @@ final class StorageWriter: @unchecked Sendable {
         // completes this group itself: waking the completion thread would cost more (a
         // context switch per group) than the completions. Commit order is kept either way.
         if queueIsEmpty, completions.takeIfIdle() {
-            CompletionBatch.run {
-                for (command, failure) in group { command.complete(failure) }
-            }
+            for (command, failure) in group { command.complete(failure) }
             completions.release()
         } else {
             completions.enqueue(group)
@@ -423,9 +419,7 @@ private final class CompletionQueue: @unchecked Sendable {
             busy = true
             condition.unlock()
             for group in taken {
-                CompletionBatch.run {
-                    for (command, failure) in group { command.complete(failure) }
-                }
+                for (command, failure) in group { command.complete(failure) }
             }
         }
     }
