@@ -76,6 +76,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Concurrent sessions.") var maxSessions: Int?
     @Option(help: "Group commit: microseconds between the starts of two commits under load (default 1000; 0 commits at once).")
     var groupCommitDelay: Int?
+    @Option(
+        name: .customLong("content-dir"),
+        help: ArgumentHelp(
+            "Directory of the rich content files (default <data-dir>/content; config key content.directory).",
+            discussion: "Nodes sharing one PostgreSQL store must all use one shared directory (e.g. an NFS or shared volume mount), so content uploaded through one node downloads through any."))
+    var contentDirectory: String?
     @Option(help: "Rich content quota per user, in bytes (default 10 GiB).") var contentQuota: UInt64?
     @Option(help: "Rich content uploads per user at once (default 8).") var maxConcurrentUploads: Int?
     @Option(help: "Seconds after which an unfinished upload is collected (default 86400).") var abandonedUploadAge: Int?
@@ -136,6 +142,7 @@ struct Serve: AsyncParsableCommand {
         if let idleTimeout { configuration.limits.idleTimeoutSeconds = idleTimeout }
         if let maxSessions { configuration.maxSessions = maxSessions }
         if let groupCommitDelay { configuration.storage.groupCommitDelayMicroseconds = groupCommitDelay }
+        if let contentDirectory { configuration.content.directory = contentDirectory }
         if let contentQuota { configuration.content.quotaBytes = contentQuota }
         if let maxConcurrentUploads { configuration.content.maxConcurrentUploadsPerUser = maxConcurrentUploads }
         if let abandonedUploadAge { configuration.content.abandonedUploadAgeSeconds = abandonedUploadAge }

@@ -105,13 +105,20 @@ import Testing
         #expect(configuration.content.abandonedUploadAgeSeconds == 86_400)
         #expect(configuration.content.unreferencedContentAgeSeconds == 86_400)
         #expect(configuration.content.sweepIntervalSeconds == 600)
+        let data = URL(fileURLWithPath: "/srv/node-a")
+        #expect(configuration.content.directory == nil)
+        #expect(configuration.content.root(dataDirectory: data).path == "/srv/node-a/content")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("content-config-\(UUID().uuidString).json")
-        try Data(#"{"content": {"quotaBytes": 5000, "maxConcurrentUploadsPerUser": 2, "sweepIntervalSeconds": 60}}"#.utf8).write(to: file)
+        try Data(#"{"content": {"directory": "/srv/lamina-content", "quotaBytes": 5000, "maxConcurrentUploadsPerUser": 2, "sweepIntervalSeconds": 60}}"#.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         try configuration.apply(configFile: file.path)
         #expect(configuration.content.quotaBytes == 5000)
         #expect(configuration.content.maxConcurrentUploadsPerUser == 2)
         #expect(configuration.content.sweepIntervalSeconds == 60)
+        #expect(configuration.content.root(dataDirectory: data).path == "/srv/lamina-content")
+        configuration.content.directory = ""
+        #expect(throws: NodeServerError.self) { try configuration.validate() }
+        configuration.content.directory = nil
         configuration.content.maxConcurrentUploadsPerUser = 0
         #expect(throws: NodeServerError.self) { try configuration.validate() }
     }

@@ -19,7 +19,7 @@ public struct ContentFileError: Error, CustomStringConvertible {
     public var description: String { reason }
 }
 
-/// The content files under the data directory (Protocol/CONTENT.md §8):
+/// The content files under the content root (`<data-dir>/content` or `--content-dir`; Protocol/CONTENT.md §8):
 /// `content/partial/<uuid>` while uploading, `content/complete/<uuid>` once verified.
 ///
 /// Every method blocks on the disk: call them on ``ContentIO``'s threads, never on an event loop.
@@ -28,12 +28,37 @@ public struct ContentFiles: Sendable {
     public var partialDirectory: String { root.appendingPathComponent("partial").path }
     public var completeDirectory: String { root.appendingPathComponent("complete").path }
 
-    /// Creates the directories if needed.
+    /// `<dataDirectory>/content`, created if needed.
     public init(dataDirectory: URL) throws {
-        root = dataDirectory.appendingPathComponent("content")
+        try self.init(root: dataDirectory.appendingPathComponent("content"))
+    }
+
+    /// The files under `root` (`--content-dir`): `partial/` and `complete/` are created if
+    /// needed, and must be writable (a file is created and removed in each).
+    public init(root: URL) throws {
+        self.root = root
         for dir in [root.appendingPathComponent("partial"), root.appendingPathComponent("complete")] {
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            if let code = Self.makeDirectories(dir.path) {
+                throw ContentFileError(reason: "cannot create the content directory \(dir.path): \(String(cString: strerror(code)))")
+            }
+            let probe = dir.appendingPathComponent(".write-probe-\(UUID().uuidString.lowercased())").path
+            let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                throw ContentFileError(reason: "the content directory \(dir.path) is not writable: \(String(cString: strerror(errno)))")
+            }
+            close(fd)
+            unlink(probe)
         }
+    }
+
+    /// `mkdir -p path` (new directories 0777 less the umask, as before); the `errno` of the first failure.
+    static func makeDirectories(_ path: String) -> Int32? {
+        var info = stat()
+        if stat(path, &info) == 0 { return (info.st_mode & S_IFMT) == S_IFDIR ? nil : ENOTDIR }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty, parent != path, let code = makeDirectories(parent) { return code }
+        if mkdir(path, 0o777) == 0 || errno == EEXIST { return nil }
+        return errno
     }
 
     static func name(_ id: ContentID) -> String { id.uuid.uuidString.lowercased() }
@@ -180,19 +205,47 @@ public struct ContentFiles: Sendable {
     /// recorded durable length, files without a record deleted; records whose bytes are missing
     /// are reported for the caller to correct.
     public func recover(_ uploads: [ContentUpload]) throws -> Recovery {
+        try recover(shared: false) { uploads }
+    }
+
+    /// ``recover(_:)`` with the records read by `records` after the directories are listed.
+    ///
+    /// `shared`: other nodes may be working in this directory now (one PostgreSQL store), so
+    /// only what cannot belong to a live upload is touched. The directories are listed before
+    /// the records are read: a record is committed before its file is created and deleted before
+    /// its files are removed, so a listed file without a record is an orphan. A partial file is
+    /// not cut (another node may be writing past the recorded length; a resumed upload cuts it
+    /// at the recorded offset when it opens it), a complete file whose record still says
+    /// uploading is kept (another node is between the rename and the record), and records
+    /// whose bytes look missing are reported in ``Recovery/damaged`` but only with `shared`
+    /// false are they meant to be corrected (a node started with another content directory
+    /// would otherwise wipe the other nodes' records).
+    public func recover(shared: Bool, records: () throws -> [ContentUpload]) throws -> Recovery {
         var report = Recovery()
+        let fm = FileManager.default
+        var listed: [(directory: String, complete: Bool, files: [String])] = []
+        for (directory, complete) in [(partialDirectory, false), (completeDirectory, true)] {
+            listed.append((directory, complete, try fm.contentsOfDirectory(atPath: directory)))
+        }
+        let uploads = try records()
         var byName: [String: ContentUpload] = [:]
         for upload in uploads { byName[Self.name(upload.id)] = upload }
-        let fm = FileManager.default
-        for (directory, complete) in [(partialDirectory, false), (completeDirectory, true)] {
-            for file in try fm.contentsOfDirectory(atPath: directory) {
+        for (directory, complete, files) in listed {
+            for file in files {
                 let path = directory + "/" + file
-                guard let upload = byName[file], (upload.state == .complete) == complete else {
+                guard let upload = byName[file] else {
+                    if file.hasPrefix(".write-probe-") { continue }
                     unlink(path)
                     report.orphansDeleted += 1
                     continue
                 }
-                if complete { continue }
+                guard (upload.state == .complete) == complete else {
+                    if shared { continue }
+                    unlink(path)
+                    report.orphansDeleted += 1
+                    continue
+                }
+                if complete || shared { continue }
                 var info = stat()
                 guard stat(path, &info) == 0 else { throw ContentFileError("cannot stat", path) }
                 let size = UInt64(info.st_size)
@@ -208,7 +261,8 @@ public struct ContentFiles: Sendable {
             let name = Self.name(upload.id)
             if upload.state == .complete {
                 if !fm.fileExists(atPath: completeDirectory + "/" + name) { report.damaged[upload.id] = .some(nil) }
-            } else if upload.receivedBytes > 0, !fm.fileExists(atPath: partialDirectory + "/" + name) {
+            } else if upload.receivedBytes > 0, !fm.fileExists(atPath: partialDirectory + "/" + name),
+                      !(shared && fm.fileExists(atPath: completeDirectory + "/" + name)) {
                 report.damaged[upload.id] = .some(0)
             }
         }

@@ -34,9 +34,19 @@ public final class ContentService: Sendable {
         self.arrivals = arrivals
         self.settings = settings
         self.logger = logger
-        self.files = try ContentFiles(dataDirectory: dataDirectory)
-        let uploads = try store.readNow { try $0.allUploads() }
-        let recovery = try files.recover(uploads)
+        let files = try ContentFiles(root: settings.root(dataDirectory: dataDirectory))
+        self.files = files
+        let shared: Bool
+        if case .postgres = store.location { shared = true } else { shared = false }
+        self.sharedStore = shared
+        let recovery = try files.recover(shared: shared) { try store.readNow { try $0.allUploads() } }
+        if shared, !recovery.damaged.isEmpty {
+            // Other nodes share the records: a missing file may mean this node has another
+            // content directory than they do. Reported, never corrected here.
+            logger.warning(
+                "content records without their bytes in this node's content directory (nodes on one PostgreSQL store must share --content-dir); left as they are",
+                metadata: ["directory": "\(files.root.path)", "count": "\(recovery.damaged.count)"])
+        }
         if recovery.truncated > 0 || recovery.orphansDeleted > 0 || !recovery.damaged.isEmpty {
             logger.notice(
                 "content recovery",
@@ -51,9 +61,10 @@ public final class ContentService: Sendable {
 
     /// Corrects the records whose bytes the start-up recovery found missing (a partial file
     /// shorter than recorded: its length; complete content without its file: the record goes),
-    /// then starts the periodic collection on `eventLoop` (none when the interval is 0).
+    /// then starts the periodic collection on `eventLoop` (none when the interval is 0). On a
+    /// PostgreSQL store no record is corrected (other nodes share them; see ``sharedStore``).
     public func start(sweepingOn eventLoop: EventLoop) async throws {
-        let damaged = lastRecovery.damaged
+        let damaged = sharedStore ? [:] : lastRecovery.damaged
         if !damaged.isEmpty {
             let now = Timestamp.now()
             try await store.write { tx in
@@ -77,6 +88,9 @@ public final class ContentService: Sendable {
 
     /// What the start-up recovery did (tests, logs).
     public let lastRecovery: ContentFiles.Recovery
+    /// The store is PostgreSQL, so other nodes may share the records and the content directory:
+    /// the start-up recovery touches only orphans and corrects no record.
+    public let sharedStore: Bool
 
     private func startSweeping(on eventLoop: EventLoop) {
         guard settings.sweepIntervalSeconds > 0 else { return }

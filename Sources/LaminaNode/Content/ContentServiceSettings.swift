@@ -4,6 +4,11 @@ import LaminaModel
 /// The node's rich content settings (Protocol/CONTENT.md §7); every one configurable by flag
 /// and JSON config (`content` object).
 public struct ContentServiceSettings: Sendable, Hashable, Codable {
+    /// Where the content files live (`partial/` and `complete/` below it): nil for
+    /// `<data-dir>/content` (the default). Several nodes on one PostgreSQL store must all point
+    /// at one shared directory (`--content-dir`, config key `content.directory`), so content
+    /// uploaded through one node downloads through any. Relative paths start at the working directory.
+    public var directory: String?
     /// Per-user quota: the sum of the declared sizes of one user's uploads, complete or not.
     public var quotaBytes: UInt64 = 10 * 1024 * 1024 * 1024
     /// Uploads of one user in progress at once; more are `429 overloaded`.
@@ -32,9 +37,18 @@ public struct ContentServiceSettings: Sendable, Hashable, Codable {
 
     public init() {}
 
+    /// The content root: ``directory`` (absolute, or relative to the working directory) or
+    /// `<dataDirectory>/content`.
+    public func root(dataDirectory: URL) -> URL {
+        guard let directory else { return dataDirectory.appendingPathComponent("content") }
+        return URL(fileURLWithPath: directory, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            .standardizedFileURL
+    }
+
     /// Refuses values outside their ranges, with a reason.
     public func validate() throws {
         func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration(reason) } }
+        try check(directory.map { !$0.isEmpty && !$0.contains("\0") } ?? true, "content.directory must be a non-empty path")
         try check(maxConcurrentUploadsPerUser >= 1, "content.maxConcurrentUploadsPerUser must be at least 1")
         try check(abandonedUploadAgeSeconds >= 0, "content.abandonedUploadAgeSeconds must be at least 0")
         try check(unreferencedContentAgeSeconds >= 0, "content.unreferencedContentAgeSeconds must be at least 0")
@@ -48,6 +62,7 @@ public struct ContentServiceSettings: Sendable, Hashable, Codable {
 
     /// Applies the keys present in a JSON config's `content` object.
     mutating func apply(_ file: File) {
+        if let v = file.directory { directory = v }
         if let v = file.quotaBytes { quotaBytes = v }
         if let v = file.maxConcurrentUploadsPerUser { maxConcurrentUploadsPerUser = v }
         if let v = file.abandonedUploadAgeSeconds { abandonedUploadAgeSeconds = v }
@@ -62,6 +77,7 @@ public struct ContentServiceSettings: Sendable, Hashable, Codable {
 
     /// The `content` object of a JSON config file: every key optional.
     struct File: Decodable {
+        var directory: String?
         var quotaBytes: UInt64?
         var maxConcurrentUploadsPerUser: Int?
         var abandonedUploadAgeSeconds: Int?

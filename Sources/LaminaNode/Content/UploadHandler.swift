@@ -286,10 +286,18 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
     private func record(_ bytes: UInt64) {
         let id = self.id
         let now = Timestamp.now()
-        service.write(on: loop) { tx in try tx.updateUpload(id, receivedBytes: bytes, state: .uploading, at: now) }
+        service.write(on: loop) { tx in try Self.recordHeld(tx, id, bytes, at: now) }
             .whenFailure { [service] error in
                 service.logger.warning("cannot record upload progress", metadata: ["content": "\(id)", "error": "\(error)"])
             }
+    }
+
+    /// Records `bytes` of an unfinished upload as held, unless the content is complete by now:
+    /// on a shared store another node may have finished it (a resume there) before this node,
+    /// draining the stream it lost, records what it had.
+    private static func recordHeld(_ tx: StorageTransaction, _ id: ContentID, _ bytes: UInt64, at now: Timestamp) throws {
+        if try tx.read.upload(id)?.state == .complete { return }
+        try tx.updateUpload(id, receivedBytes: bytes, state: .uploading, at: now)
     }
 
     private enum Outcome: Sendable {
@@ -326,7 +334,7 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
         }.flatMap { [service] outcome -> EventLoopFuture<Outcome> in
             service.write(on: self.loop) { tx -> Outcome in
                 switch outcome {
-                case .partial: try tx.updateUpload(id, receivedBytes: size, state: .uploading, at: now)
+                case .partial: try Self.recordHeld(tx, id, size, at: now)
                 case .complete: try tx.updateUpload(id, receivedBytes: size, state: .complete, at: now)
                 case .mismatch: try tx.deleteUpload(id)
                 }
