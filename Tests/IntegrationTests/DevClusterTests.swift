@@ -46,7 +46,7 @@ import Glibc
             }
         }
         guard let alice = connected else {
-            Issue.record("cannot connect to node 1 on \(base): \(String(describing: lastError)); cluster output: \(cluster.printed)")
+            Issue.record("cannot connect to node 1 on \(base): \(String(describing: lastError)); cluster output: \(cluster.printed); node logs: \(cluster.logged.suffix(6_000))")
             _ = try await cluster.stop()
             return
         }

@@ -70,6 +70,14 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
         self.closed = stream.eventLoop.makePromise(of: Void.self)
     }
 
+    /// Ends a link that never started because the other link between the two nodes was kept:
+    /// its `closed` promise succeeds, as a closed link's does (an unfulfilled promise may not be
+    /// dropped: NIO's debug builds trap on it).
+    func discard() {
+        state.withLockedValue { $0.closed = true }
+        closed.succeed(())
+    }
+
     /// The peer's node id once its PEER_HELLO arrived.
     var remoteNode: NodeID? { state.withLockedValue { $0.remote?.nodeID } }
     var isClosed: Bool { state.withLockedValue { $0.closed } }

@@ -174,6 +174,7 @@ public final class PeerService: Sendable {
         let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger) { [weak self] in self?.remove($0) }
         if let url = Self.listener(of: stream) { state.withLockedValue { $0.listeners[node] = url } }
         guard register(link, node: node, dialer: node) else {
+            link.discard()
             stream.sendHeaders(HeaderFields([(":status", "409")]), endStream: true)
             return
         }
@@ -241,6 +242,7 @@ public final class PeerService: Sendable {
         let stream = try await connection.openStream(method: "POST", path: Self.path, headers: HeaderFields([("content-type", "application/vnd.lamina.sync")] + listenerHeaders))
         let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger) { [weak self] in self?.remove($0) }
         guard register(link, node: node, dialer: engine.configuration.nodeID) else {
+            link.discard()
             stream.eventLoop.execute { stream.reset() }
             return
         }
