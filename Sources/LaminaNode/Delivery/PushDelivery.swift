@@ -24,7 +24,7 @@ final class PushDelivery: Sendable {
     private let draining = Locked(false)
     private let stopped = Locked(false)
     /// Lease changes, one after the other.
-    private let serial = Locked<Task<Void, Never>?>(nil)
+    private let serial = SerialTasks()
     /// How long an idle lane waits before looking at its queue anyway (PostgreSQL only: another
     /// node's wake-up can be lost).
     var idlePoll: Duration? { store.isShared ? OutboxLease.idlePollInterval : nil }
@@ -82,7 +82,7 @@ final class PushDelivery: Sendable {
             return
         }
         store.observeOutbox(.pushes, OutboxObserver(
-            held: { [weak self] held in self?.serially { [weak self] in await self?.leaseChanged(held) } },
+            held: { [weak self] held in self?.serial.enqueue { [weak self] in await self?.leaseChanged(held) } },
             wake: { [weak self] in
                 guard let self else { return }
                 for lane in lanes.withLock({ Array($0.values) }) { lane.signal() }
@@ -96,16 +96,6 @@ final class PushDelivery: Sendable {
             metrics.queueDepth(kind).set(Int64(depths[kind] ?? 0))
             let lane = PushLane(provider: provider, delivery: self)
             lanes.withLock { $0[kind] = lane }
-        }
-    }
-
-    private func serially(_ body: @escaping @Sendable () async -> Void) {
-        serial.withLock { last in
-            let previous = last
-            last = Task {
-                await previous?.value
-                await body()
-            }
         }
     }
 
@@ -129,7 +119,7 @@ final class PushDelivery: Sendable {
     /// the providers' connections close (failing what is in flight at once), the lanes end.
     func shutdown() async {
         stopped.withLock { $0 = true }
-        await serial.withLock({ $0 })?.value
+        await serial.drain()
         let all = lanes.withLock { l -> [PushLane] in
             defer { l = [:] }
             return Array(l.values)

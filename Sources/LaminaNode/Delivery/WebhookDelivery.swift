@@ -38,7 +38,7 @@ final class WebhookDelivery: Sendable {
     /// on PostgreSQL while it holds the webhooks' lease (one node at a time, POSTGRES.md).
     private let draining = Locked(false)
     /// Lease changes and subscription reloads, one after the other (each awaits the one before).
-    private let serial = Locked<Task<Void, Never>?>(nil)
+    private let serial = SerialTasks()
     /// Subscription reloads done (PostgreSQL: each notification and each (re)connect).
     let reloads = Locked(0)
     /// How long an idle lane waits before looking at its queue anyway: on PostgreSQL, where
@@ -88,20 +88,9 @@ final class WebhookDelivery: Sendable {
         // Several nodes: lanes run only while this node holds the lease; the subscriptions
         // follow every node's management writes (a notification, and a reload per (re)connect).
         store.observeOutbox(.webhooks, OutboxObserver(
-            held: { [weak self] held in self?.serially { [weak self] in await self?.leaseChanged(held) } },
+            held: { [weak self] held in self?.serial.enqueue { [weak self] in await self?.leaseChanged(held) } },
             wake: { [weak self] in self?.signalLanes() },
-            subscriptionsChanged: { [weak self] in self?.serially { [weak self] in await self?.reloadSubscriptions() } }))
-    }
-
-    /// Runs `body` after the lease changes and reloads queued before it.
-    private func serially(_ body: @escaping @Sendable () async -> Void) {
-        serial.withLock { last in
-            let previous = last
-            last = Task {
-                await previous?.value
-                await body()
-            }
-        }
+            subscriptionsChanged: { [weak self] in self?.serial.enqueue { [weak self] in await self?.reloadSubscriptions() } }))
     }
 
     /// PostgreSQL: this node took (true) or lost (false) the webhooks' lease. Taken: a lane per
@@ -171,7 +160,7 @@ final class WebhookDelivery: Sendable {
         for lane in all { await lane.cancel() }
         for lane in all { await lane.stop() }
         // A lease change or reload under way ends (it starts nothing once stopped).
-        await serial.withLock({ $0 })?.value
+        await serial.drain()
         // A verification ends within its timeouts; it must not write after the store closes.
         for task in verifications.withLock({ Array($0.values) }) { await task.value }
     }
