@@ -137,4 +137,56 @@ import Testing
         }
         #expect(try await store.read { r in try r.setting("before") } == [1])
     }
+
+    /// The writer sends the statements whose result nothing reads without waiting for them.
+    /// One that fails is still its own command's failure: the command is rolled back with
+    /// that error (not a later statement's "transaction aborted"), and the other commands of
+    /// its group commit.
+    @Test func aFailingStatementNotWaitedForFailsOnlyItsCommand() async throws {
+        let location = try PostgresTestCluster.newLocation()
+        let store = try NodeStore(location: .postgres(location))
+        defer { try? store.close() }
+        // The writer holds a first command until the next three are queued: they make one group.
+        let gate = WriterGate()
+        try gate.hold(store)
+        await gate.entered.wait()
+        let outcomes = OutcomeBox()
+        let counter = CompletionCounter(expected: 3)
+        try store.submit({ tx in try tx.setSetting("a", [1]) }, completion: { outcomes.record("a", $0); counter.record($0) })
+        try store.submit({ tx in
+            try tx.db.run("INSERT INTO node_settings (key, value) VALUES (NULL, ?)", [Data([2])])  // NOT NULL: fails
+            try tx.setSetting("b-after", [2])  // sent after it, in the failed transaction
+        }, completion: { outcomes.record("b", $0); counter.record($0) })
+        try store.submit({ tx in try tx.setSetting("c", [3]) }, completion: { outcomes.record("c", $0); counter.record($0) })
+        gate.open()
+        await counter.done.wait()
+        #expect(counter.successes == 2)
+        #expect(store.writerStatistics.largestBatch == 2)  // a and c, committed in b's group
+        #expect(outcomes.error("a") == nil && outcomes.error("c") == nil)
+        #expect((outcomes.error("b") as? StorageError)?.code == .constraintViolation, "\(String(describing: outcomes.error("b")))")
+        #expect(try await store.read { r in try r.setting("a") } == [1])
+        #expect(try await store.read { r in try r.setting("c") } == [3])
+        #expect(try await store.read { r in try r.setting("b-after") } == nil)
+        // The writer goes on.
+        try await store.write { tx in try tx.setSetting("d", [4]) }
+        #expect(try await store.read { r in try r.setting("d") } == [4])
+    }
+}
+
+/// The outcome of each named command.
+private final class OutcomeBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var errors: [String: any Error] = [:]
+
+    func record<T>(_ name: String, _ result: Result<T, any Error>) {
+        lock.lock()
+        defer { lock.unlock() }
+        if case .failure(let error) = result { errors[name] = error }
+    }
+
+    func error(_ name: String) -> (any Error)? {
+        lock.lock()
+        defer { lock.unlock() }
+        return errors[name]
+    }
 }

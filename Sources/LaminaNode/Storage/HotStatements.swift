@@ -41,6 +41,18 @@ final class HotStatement: SQLBinder {
         boundValues[i] = value
     }
 
+    /// Runs the bound statement, whose result nothing reads: on PostgreSQL, inside the
+    /// writer's transaction, sent without waiting for it (`PostgresSession.execute`).
+    func execute() throws(StorageError) {
+        guard bindingHandle == nil else {
+            _ = try run()
+            return
+        }
+        let (session, sql) = postgres!
+        defer { boundValues.removeAll(keepingCapacity: true) }
+        try session.execute(sql, boundValues)
+    }
+
     /// Runs the bound statement to its end and resets it. Returns the first column of its
     /// first row, for statements that return one (`RETURNING`), else nil.
     @discardableResult
@@ -154,11 +166,14 @@ final class HotStatements {
     /// Runs `body` in a savepoint named `command` (nested savepoints may reuse the name:
     /// SQLite releases and rolls back the innermost one): kept if it returns, rolled back
     /// (and the error rethrown) if it throws.
+    /// The RELEASE is waited for (on PostgreSQL the command's other statements may not have
+    /// been: a failure among them fails the RELEASE, and is this command's).
     func inSavepoint<T>(_ body: () throws -> T) throws -> T {
-        try savepoint.run()
-        let result: T
+        try savepoint.execute()
         do {
-            result = try body()
+            let result = try body()
+            try release.run()
+            return result
         } catch {
             // When SQLite already rolled back the whole transaction (e.g. a full disk) there is
             // no savepoint left; the caller learns that from the transaction state.
@@ -166,8 +181,6 @@ final class HotStatements {
             _ = try? release.run()
             throw error
         }
-        try release.run()
-        return result
     }
 }
 

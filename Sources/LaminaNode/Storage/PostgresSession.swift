@@ -13,7 +13,16 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     private var translations: [String: String] = [:]
     private var prepared: [String: PreparedQuery] = [:]
     private var hooks: [(commit: @Sendable (Any?) -> Void, rollback: @Sendable (Any?) -> Void)] = []
-    private(set) var changesCount = 0
+    /// Statements sent but not waited for (`run` inside the writer's transaction), in order.
+    private var inFlight: [EventLoopFuture<PostgresQueryResult>] = []
+    /// The first failure among them, thrown at the next statement waited for.
+    private var deferredError: StorageError?
+    private var lastChanges = 0
+    /// Rows changed by the latest statement that changes rows (waits for those in flight).
+    var changesCount: Int {
+        settle()
+        return lastChanges
+    }
     private(set) var isInsideTransaction = false
     /// Set once the connection failed.
     private var failed = false
@@ -40,18 +49,58 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
 
     // MARK: Running statements
 
-    /// Runs `sql` as an unnamed statement (its command tag gives the changed rows).
+    /// Runs `sql` as an unnamed statement and waits for its result (its command tag gives the
+    /// changed rows). A statement sent before it without waiting (`run`) that failed is
+    /// thrown first: it came first, and this one then failed or ran in a failed transaction.
     @discardableResult
     func query(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
         let query = PostgresQuery(unsafeSQL: translate(sql), binds: Self.bindings(values))
         let started = ContinuousClock.now
         defer { counters?.statement(took: ContinuousClock.now - started) }
-        do {
-            let result = try connection.query(query, logger: logger).wait()
-            if result.metadata.command != "SELECT" { changesCount = result.metadata.rows ?? 0 }
+        let outcome = Result { try connection.query(query, logger: logger).wait() }
+        // The connection runs statements in order: every one sent before has finished.
+        try throwDeferred()
+        switch outcome {
+        case .success(let result):
+            if result.metadata.command != "SELECT" { lastChanges = result.metadata.rows ?? 0 }
             return result
-        } catch {
+        case .failure(let error):
             throw failure(error)
+        }
+    }
+
+    // MARK: Statements not waited for
+
+    /// Sends `sql` without waiting for it (the writer's transaction only): the connection runs
+    /// statements in the order they were sent, so the writer goes on at once and learns of a
+    /// failure at the next statement it waits for (at the latest the command's `RELEASE`,
+    /// which is waited for, so a failure stays the failing command's). Saves the writer a
+    /// wait per statement whose result nothing reads.
+    private func send(_ sql: String, _ values: [SQLValue]) {
+        counters?.statement(took: .zero)
+        inFlight.append(connection.query(PostgresQuery(unsafeSQL: translate(sql), binds: Self.bindings(values)), logger: logger))
+    }
+
+    /// Waits for the statements in flight (they finished when a later one did) and keeps the
+    /// first failure for `throwDeferred`.
+    private func settle() {
+        guard !inFlight.isEmpty else { return }
+        for future in inFlight {
+            do {
+                let result = try future.wait()
+                if result.metadata.command != "SELECT" { lastChanges = result.metadata.rows ?? 0 }
+            } catch {
+                if deferredError == nil { deferredError = failure(error) }
+            }
+        }
+        inFlight.removeAll(keepingCapacity: true)
+    }
+
+    private func throwDeferred() throws(StorageError) {
+        settle()
+        if let error = deferredError {
+            deferredError = nil
+            throw error
         }
     }
 
@@ -83,8 +132,22 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         return Int64.fromSQL(Self.value(cell))
     }
 
+    /// In the writer's transaction the statement is sent without waiting (see `send`).
     func run(_ sql: String, _ arguments: SQLArguments) throws(StorageError) {
-        try query(sql, arguments.values)
+        if isInsideTransaction {
+            send(sql, arguments.values)
+        } else {
+            try query(sql, arguments.values)
+        }
+    }
+
+    /// A hot statement whose result nothing reads: `run`'s rules.
+    func execute(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
+        if isInsideTransaction {
+            send(sql, values)
+        } else {
+            try query(sql, values)
+        }
     }
 
     func rows(_ sql: String, _ arguments: SQLArguments) throws(StorageError) -> [SQLRow] {
@@ -125,13 +188,19 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     // MARK: Transactions
 
     func begin() throws(StorageError) {
+        settle()
+        deferredError = nil
         try query("BEGIN", [])
         isInsideTransaction = true
     }
 
     func commit() throws(StorageError) {
         do throws(StorageError) {
-            try query("COMMIT", [])
+            let result = try query("COMMIT", [])
+            // A COMMIT of a transaction a failed statement aborted rolls it back, without an error.
+            if result.metadata.command == "ROLLBACK" {
+                throw StorageError(.commitFailed, "PostgreSQL rolled the transaction back at COMMIT (a statement in it had failed)")
+            }
         } catch {
             isInsideTransaction = false
             rollback()
@@ -144,6 +213,8 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     }
 
     func rollback() {
+        settle()
+        deferredError = nil
         if isInsideTransaction, !isBroken { _ = try? query("ROLLBACK", []) }
         isInsideTransaction = false
         let done = hooks

@@ -41,20 +41,15 @@ extension StorageTransaction {
     private func appendEntries(
         to users: some Sequence<UserID>, kind: UInt8, conversation: ConversationID?, message: MessageID?, payload: [UInt8]?, at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
+        if cache.sharedWriters {
+            return try appendEntriesShared(to: Set(users), kind: kind, conversation: conversation, message: message, payload: payload, at: time)
+        }
         let statements = try statements
         let insert = statements.insertFeedEntry
         var seqs: [UserID: UInt64] = [:]
         for user in Set(users).sorted() {
             let seq: Int64
-            if cache.sharedWriters {
-                // Other nodes append too: the seq comes from the user's `feed_heads` row,
-                // locked until COMMIT, so seqs are unique and in commit order per user.
-                guard let allocated = try db.int64(FeedHead.allocateSQL, [user.rawValue]) else {
-                    throw StorageError(.database, "allocating the next feed seq of \(user) returned nothing")
-                }
-                seq = allocated
-                cache.announce(feedHead: seq, of: user)
-            } else if let head = cache.feedHead(user) {
+            if let head = cache.feedHead(user) {
                 seq = head + 1
             } else {
                 statements.feedHead.bind(1, user.rawValue)
@@ -67,9 +62,41 @@ extension StorageTransaction {
             if let message { insert.bind(5, message.uuid) } else { insert.bindNull(5) }
             insert.bind(6, payload)
             insert.bind(7, time.millisecondsSince1970)
-            try insert.run()
+            try insert.execute()
             cache.remember(feedHead: seq, of: user)
             seqs[user] = UInt64(seq)
+        }
+        return seqs
+    }
+
+    /// Several writers (PostgreSQL): every user's next seq allocated in their `feed_heads` row
+    /// (locked until COMMIT, so seqs are unique and in commit order per user) and the entries
+    /// inserted, in ONE statement for all the users (`FeedHead.appendSQL`): one round trip
+    /// whatever the number of participants.
+    private func appendEntriesShared(
+        to users: Set<UserID>, kind: UInt8, conversation: ConversationID?, message: MessageID?, payload: [UInt8]?, at time: Timestamp
+    ) throws(StorageError) -> [UserID: UInt64] {
+        guard !users.isEmpty else { return [:] }
+        let list: String
+        do {
+            list = String(decoding: try JSONEncoder().encode(users.map(\.rawValue)), as: UTF8.self)
+        } catch {
+            throw StorageError(.invalidArgument, "user ids that do not encode as JSON: \(error)")
+        }
+        let rows = try db.rows(FeedHead.appendSQL, [
+            list, Int64(kind), conversation.map { Columns.blob($0.uuid) }, message.map { Columns.blob($0.uuid) },
+            payload.map { Data($0) }, time.millisecondsSince1970,
+        ])
+        let byRawValue = Dictionary(uniqueKeysWithValues: users.map { ($0.rawValue, $0) })
+        var seqs: [UserID: UInt64] = [:]
+        for row in rows {
+            guard let id = row.text(0), let user = byRawValue[id] else { continue }
+            let seq = row.int64(1)
+            cache.announce(feedHead: seq, of: user)
+            seqs[user] = UInt64(seq)
+        }
+        guard seqs.count == users.count else {
+            throw StorageError(.database, "appending to \(users.count) feeds returned \(seqs.count) seqs")
         }
         return seqs
     }
@@ -139,14 +166,27 @@ extension StorageTransaction {
 /// entries up to it, the floor `pruneFeed` left in `feed_heads`. Appending writes no head
 /// with one writer; with several (PostgreSQL) it allocates the seq in `feed_heads`.
 enum FeedHead {
-    /// Several writers: the user's next seq, allocated under the row lock of the user's
-    /// `feed_heads` row (held to COMMIT; a second writer waits, then sees the new head).
-    /// The row's head is raised to at least the greatest stored seq first (a feed appended
-    /// to by one writer, before, kept no head there). One argument, the user id.
-    static let allocateSQL = """
-        INSERT INTO feed_heads (user_id, last_seq) VALUES (?1, (SELECT coalesce(max(seq), 0) FROM feed_entries WHERE user_id = ?1) + 1)
-        ON CONFLICT (user_id) DO UPDATE SET last_seq = GREATEST(feed_heads.last_seq, (SELECT coalesce(max(seq), 0) FROM feed_entries WHERE user_id = ?1)) + 1
-        RETURNING last_seq
+    /// Several writers: appends one entry to the feed of each user in a JSON array (`?1`),
+    /// each with the next seq, allocated under the row lock of the user's `feed_heads` row
+    /// (held to COMMIT; a second writer waits, then sees the new head), the rows locked in
+    /// user order (every writer locks feeds in the same order). The row's head is raised to
+    /// at least the greatest stored seq first (a feed appended to by one writer, before, kept
+    /// no head there). Then kind, conversation, message, payload, time; returns `(user, seq)`
+    /// rows. PostgreSQL only (a writable CTE).
+    static let appendSQL = """
+        WITH users AS (
+            SELECT DISTINCT CAST(u AS TEXT) COLLATE "C" AS user_id FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) AS u),
+        heads AS (
+            INSERT INTO feed_heads (user_id, last_seq)
+            SELECT users.user_id, (SELECT coalesce(max(f.seq), 0) FROM feed_entries f WHERE f.user_id = users.user_id) + 1
+            FROM users ORDER BY users.user_id
+            ON CONFLICT (user_id) DO UPDATE SET last_seq = GREATEST(feed_heads.last_seq,
+                (SELECT coalesce(max(f.seq), 0) FROM feed_entries f WHERE f.user_id = EXCLUDED.user_id)) + 1
+            RETURNING user_id, last_seq)
+        INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at)
+        SELECT user_id, last_seq, CAST(?2 AS BIGINT), CAST(?3 AS BYTEA), CAST(?4 AS BYTEA), CAST(?5 AS BYTEA), CAST(?6 AS BIGINT)
+        FROM heads ORDER BY user_id
+        RETURNING user_id, seq
         """
 
     /// One argument, the user id.

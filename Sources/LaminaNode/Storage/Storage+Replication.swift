@@ -14,8 +14,13 @@ public struct ReplicationRecord: Hashable, Sendable {
 extension StorageTransaction {
     /// Appends an operation made on this node (`origin`) with the next counter, and returns it.
     public func appendLocalOperation(_ op: [UInt8], origin: NodeID, hlc: HLCTimestamp) throws(StorageError) -> UInt64 {
-        let next = try heldCounter(of: origin) + 1
-        try insertOperation(ReplicationRecord(origin: origin, counter: next, hlc: hlc, op: op))
+        let next: UInt64
+        if let cached = cache.counter(of: origin) {
+            next = cached + 1
+        } else {
+            next = try read.heldCounter(of: origin) + 1
+        }
+        try insertOperation(ReplicationRecord(origin: origin, counter: next, hlc: hlc, op: op), bornHere: true)
         return next
     }
 
@@ -43,7 +48,8 @@ extension StorageTransaction {
         return held
     }
 
-    private func insertOperation(_ record: ReplicationRecord) throws(StorageError) {
+    /// `bornHere`: an operation of this node (see `WriterCache.remember(counter:of:bornHere:)`).
+    private func insertOperation(_ record: ReplicationRecord, bornHere: Bool = false) throws(StorageError) {
         try checkBlob(record.op, "a replication op")
         let (p, l, n) = try Columns.hlc(record.hlc)
         let insert = try statements.insertOperation
@@ -53,8 +59,8 @@ extension StorageTransaction {
         insert.bind(4, l)
         insert.bind(5, n)
         insert.bind(6, record.op)
-        try insert.run()
-        cache.remember(counter: record.counter, of: record.origin)
+        try insert.execute()
+        cache.remember(counter: record.counter, of: record.origin, bornHere: bornHere)
     }
 
     /// Parks a replicated operation (held in the log, `bytes` its record's size) until

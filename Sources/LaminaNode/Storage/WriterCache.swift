@@ -29,8 +29,9 @@ final class WriterCache: @unchecked Sendable {
 
     /// Whether other writers share the database (PostgreSQL: other nodes may commit to it at
     /// any time). Then only what no other writer can change is kept between commands (the
-    /// prepared statements, "holds messages", which only ever becomes true); headers, feed
-    /// heads and replication counters are read inside each command, and feed heads are
+    /// prepared statements, "holds messages", which only ever becomes true, the counter of
+    /// the node's own operations); headers, feed heads and other origins' replication
+    /// counters are read inside each command, and feed heads are
     /// allocated under the row lock of `feed_heads` (see `Storage+Feed.swift`).
     let sharedWriters: Bool
 
@@ -89,8 +90,10 @@ final class WriterCache: @unchecked Sendable {
     /// The highest replication counter of `origin` in the log, if known.
     func counter(of origin: NodeID) -> UInt64? { counters[origin] }
 
-    func remember(counter: UInt64, of origin: NodeID) {
-        if sharedWriters { return }
+    /// `bornHere`: the writer's own node is `origin`, and only it appends operations born
+    /// there, so the counter is kept even with several writers.
+    func remember(counter: UInt64, of origin: NodeID, bornHere: Bool = false) {
+        if sharedWriters, !bornHere { return }
         if counters.count >= Self.maxEntries, counters[origin] == nil { counters.removeAll(keepingCapacity: true) }
         counters[origin] = counter
     }
