@@ -173,6 +173,34 @@ import Testing
     }
 }
 
+
+extension PostgresStoreTests {
+    /// Statements run as `EXECUTE` of a prepared statement with their values as literals:
+    /// every byte value, quotes, backslashes, placeholders and non-ASCII text come back as
+    /// written, and a value with a NUL or too large for a literal is bound instead.
+    @Test func valuesSurviveThePreparedStatementsLiterals() async throws {
+        let location = try PostgresTestCluster.newLocation()
+        let store = try NodeStore(location: .postgres(location))
+        defer { try? store.close() }
+        let bytes = (0..<256).map { UInt8($0) }
+        let key = "it's a \\ back'slash $1 ? ?1 E'x' \u{1F600} ü"
+        let big = [UInt8](repeating: 0xAB, count: PostgresSession.maxLiteralBytes)  // bound, not a literal
+        try await store.write { tx in
+            try tx.setSetting(key, bytes)
+            try tx.setSetting("big", big)
+            try tx.setSetting("empty", [])
+        }
+        #expect(try await store.read { r in try r.setting(key) } == bytes)
+        #expect(try await store.read { r in try r.setting("big") } == big)
+        #expect(try await store.read { r in try r.setting("empty") } == [])
+        let reals: [Double] = [0.1, -2.5e-300, 1e300, .infinity, -.infinity]
+        let read = try await store.write { tx in try reals.map { try tx.db.row("SELECT CAST(? AS DOUBLE PRECISION) * 1", [$0])?[0] as Double? } }
+        #expect(read == reals)
+        #expect(PostgresSession.literalValues([.text("a\u{0}b")]) == nil)
+        #expect(PostgresSession.literalValues([.integer(-3), .null, .text("a'b\\c"), .blob(Data([0, 255]))]) == "-3, NULL, E'a''b\\\\c', E'\\\\x00ff'")
+    }
+}
+
 /// The outcome of each named command.
 private final class OutcomeBox: @unchecked Sendable {
     private let lock = NSLock()

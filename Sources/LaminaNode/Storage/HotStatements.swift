@@ -60,7 +60,7 @@ final class HotStatement: SQLBinder {
         guard let handle = bindingHandle else {
             let (session, sql) = postgres!
             defer { boundValues.removeAll(keepingCapacity: true) }
-            return try session.runPrepared(sql, boundValues)
+            return try session.firstInteger(sql, boundValues)
         }
         defer { sqlite3_reset(handle) }
         var first: Int64?

@@ -184,7 +184,7 @@ final class PostgresListener: @unchecked Sendable {
         var bindings = PostgresBindings(capacity: 1)
         bindings.append(payload)
         let query = PostgresQuery(unsafeSQL: "SELECT pg_notify('\(NotificationChannel.ephemeral)', $1)", binds: bindings)
-        connection.query(query, logger: logger).whenComplete { _ in }
+        connection.queryIfOpen(query, logger: logger).whenComplete { _ in }
         connector.counters.update { $0.ephemeralNotificationsSent += 1 }
     }
 
@@ -216,7 +216,7 @@ final class PostgresListener: @unchecked Sendable {
         var bindings = PostgresBindings(capacity: 1)
         bindings.append("\(origin)\n\(lease.rawValue) queued")
         let query = PostgresQuery(unsafeSQL: "SELECT pg_notify('\(NotificationChannel.outbox)', $1)", binds: bindings)
-        connection.query(query, logger: logger).whenComplete { _ in }
+        connection.queryIfOpen(query, logger: logger).whenComplete { _ in }
         connector.counters.update { $0.outboxWakesSent += 1 }
     }
 
@@ -249,7 +249,7 @@ final class PostgresListener: @unchecked Sendable {
             var bindings = PostgresBindings(capacity: 2)
             bindings.append(batch.map(\.user.rawValue))
             bindings.append(batch.map(\.device))
-            connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).whenFailure { [logger] error in
+            connection.queryIfOpen(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).whenFailure { [logger] error in
                 logger.debug("presence not recorded", metadata: ["error": "\(String(reflecting: error))"])
             }
         }
@@ -289,7 +289,7 @@ final class PostgresListener: @unchecked Sendable {
         bindings.append("\(origin)\n\(released.map(\.rawValue).sorted().joined(separator: ",")) released")
         let query = PostgresQuery(
             unsafeSQL: "SELECT pg_advisory_unlock_all(), pg_notify('\(NotificationChannel.outbox)', $1)", binds: bindings)
-        connection.query(query, logger: logger).whenComplete { _ in connection.close().whenComplete { _ in } }
+        connection.queryIfOpen(query, logger: logger).whenComplete { _ in connection.close().whenComplete { _ in } }
     }
 
     /// Waits (at most `timeout`) until the listening thread has ended: before the

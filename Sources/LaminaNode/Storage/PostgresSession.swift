@@ -6,12 +6,19 @@ import PostgresNIO
 /// The PostgreSQL backend of `SQLSession`: one connection, used by one thread at a time (the
 /// writer, or one read). Calls block on the connection's futures: never call it on an event
 /// loop. Statements are translated from the storage's SQL (`?` placeholders, `INSERT OR
-/// IGNORE`) once per connection; queries and the hot path run as named prepared statements.
+/// IGNORE`) once per connection, and each is prepared on the connection on first use
+/// (`PREPARE`, then `EXECUTE` with the values bound: parsed and planned once, not each time).
 final class PostgresSession: SQLSession, @unchecked Sendable {
     let connection: PostgresConnection
     private let logger: Logger
     private var translations: [String: String] = [:]
-    private var prepared: [String: PreparedQuery] = [:]
+    /// The statements prepared on this connection: translated SQL and parameter types → name.
+    private var named: [String: String] = [:]
+    private var nextName = 0
+    /// Statements prepared per connection at most; past it, a new one runs unnamed (parsed
+    /// each time). The storage's distinct statements are far fewer, but some are built per
+    /// call (a list of `?` as long as the list).
+    static let maxNamedStatements = 512
     private var hooks: [(commit: @Sendable (Any?) -> Void, rollback: @Sendable (Any?) -> Void)] = []
     /// Statements sent but not waited for (`run` inside the writer's transaction), in order.
     private var inFlight: [EventLoopFuture<PostgresQueryResult>] = []
@@ -54,10 +61,10 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// thrown first: it came first, and this one then failed or ran in a failed transaction.
     @discardableResult
     func query(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
-        let query = PostgresQuery(unsafeSQL: translate(sql), binds: Self.bindings(values))
+        let query = try statement(sql, values)
         let started = ContinuousClock.now
         defer { counters?.statement(took: ContinuousClock.now - started) }
-        let outcome = Result { try connection.query(query, logger: logger).wait() }
+        let outcome = Result { try connection.queryIfOpen(query, logger: logger).wait() }
         // The connection runs statements in order: every one sent before has finished.
         try throwDeferred()
         switch outcome {
@@ -76,9 +83,121 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// failure at the next statement it waits for (at the latest the command's `RELEASE`,
     /// which is waited for, so a failure stays the failing command's). Saves the writer a
     /// wait per statement whose result nothing reads.
-    private func send(_ sql: String, _ values: [SQLValue]) {
+    private func send(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
+        let query = try statement(sql, values)
         counters?.statement(took: .zero)
-        inFlight.append(connection.query(PostgresQuery(unsafeSQL: translate(sql), binds: Self.bindings(values)), logger: logger))
+        inFlight.append(connection.queryIfOpen(query, logger: logger))
+    }
+
+    // MARK: Prepared statements
+
+    /// What runs `sql` with `values`: `EXECUTE` of the statement prepared for it on this
+    /// connection (preparing it on first use), or the statement itself with its values bound
+    /// when it cannot be prepared (not a query or DML statement, past `maxNamedStatements`),
+    /// or its values are large (`literalValues`).
+    ///
+    /// `EXECUTE` takes its values as literals in its text: PostgreSQL does not let it refer to
+    /// the parameters of the protocol's Bind ("there is no parameter $1"), and postgres-nio
+    /// runs protocol-level prepared statements only from async code, which would not keep the
+    /// order of the statements the writer sends without waiting.
+    private func statement(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> PostgresQuery {
+        let text = translate(sql)
+        guard Self.isPreparable(text), let literals = Self.literalValues(values) else {
+            return PostgresQuery(unsafeSQL: text, binds: Self.bindings(values))
+        }
+        var key = text
+        key.append("\u{0}")
+        for value in values { key.append(Self.typeLetter(value)) }
+        let name: String
+        if let known = named[key] {
+            name = known
+        } else {
+            guard named.count < Self.maxNamedStatements else { return PostgresQuery(unsafeSQL: text, binds: Self.bindings(values)) }
+            name = "lamina_\(nextName)"
+            nextName += 1
+            // Parameter types as the values bind (a NULL's is inferred, as for an unnamed
+            // statement): another set of types is another prepared statement.
+            let types = values.isEmpty ? "" : " (" + values.map(Self.typeName).joined(separator: ", ") + ")"
+            do {
+                _ = try connection.queryIfOpen(PostgresQuery(unsafeSQL: "PREPARE \(name)\(types) AS \(text)"), logger: logger).wait()
+            } catch {
+                try throwDeferred()  // an earlier failure aborted the transaction: it is the one to report
+                throw failure(error)
+            }
+            named[key] = name
+        }
+        return PostgresQuery(unsafeSQL: values.isEmpty ? "EXECUTE \(name)" : "EXECUTE \(name)(\(literals))")
+    }
+
+    /// Literals of at most this many bytes in all go into an `EXECUTE`'s text; larger values
+    /// (a message body with big inline parts) are bound in binary, unprepared.
+    static let maxLiteralBytes = 8_192
+
+    /// `values` as SQL literals, comma-separated: integers and reals as numbers, text as an
+    /// escape string (`E'…'`, quote and backslash escaped, so the setting of
+    /// `standard_conforming_strings` does not matter), bytes as hex (`E'\\x…'`), NULL. Nil when
+    /// they are too large or a text holds a NUL (PostgreSQL's text cannot; bound, it fails as
+    /// it should, while in a statement's text it would end the text).
+    static func literalValues(_ values: [SQLValue]) -> String? {
+        var out = ""
+        for (i, value) in values.enumerated() {
+            if i > 0 { out += ", " }
+            switch value {
+            case .null:
+                out += "NULL"
+            case .integer(let v):
+                out += String(v)
+            case .real(let v):
+                if v.isNaN { out += "'NaN'" } else if v.isInfinite { out += v < 0 ? "'-Infinity'" : "'Infinity'" } else { out += "\(v)" }
+            case .text(let v):
+                if v.utf8.contains(0) { return nil }
+                out += "E'"
+                for c in v.unicodeScalars {
+                    if c == "'" { out += "''" } else if c == "\\" { out += "\\\\" } else { out.unicodeScalars.append(c) }
+                }
+                out += "'"
+            case .blob(let v):
+                out += "E'\\\\x"
+                out.reserveCapacity(out.utf8.count + v.count * 2 + 1)
+                for byte in v {
+                    out.unicodeScalars.append(Self.hexDigits[Int(byte >> 4)])
+                    out.unicodeScalars.append(Self.hexDigits[Int(byte & 0xF)])
+                }
+                out += "'"
+            }
+            if out.utf8.count > maxLiteralBytes { return nil }
+        }
+        return out
+    }
+
+    private static let hexDigits: [Unicode.Scalar] = Array("0123456789abcdef".unicodeScalars)
+
+    /// Whether PostgreSQL can `PREPARE` the statement (a query or DML statement).
+    static func isPreparable(_ text: String) -> Bool {
+        let head = text.drop(while: { $0 == " " || $0 == "\n" || $0 == "\t" }).prefix(7).uppercased()
+        return head.hasPrefix("SELECT") || head.hasPrefix("INSERT") || head.hasPrefix("UPDATE") || head.hasPrefix("DELETE")
+            || head.hasPrefix("WITH")
+    }
+
+    private static func typeLetter(_ value: SQLValue) -> Character {
+        switch value {
+        case .null: return "u"
+        case .integer: return "i"
+        case .real: return "r"
+        case .text: return "t"
+        case .blob: return "b"
+        }
+    }
+
+    /// The parameter type of a value as `bindings` binds it.
+    private static func typeName(_ value: SQLValue) -> String {
+        switch value {
+        case .null: return "unknown"
+        case .integer: return "bigint"
+        case .real: return "double precision"
+        case .text: return "text"
+        case .blob: return "bytea"
+        }
     }
 
     /// Waits for the statements in flight (they finished when a later one did) and keeps the
@@ -104,30 +223,9 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         }
     }
 
-    /// Whether the hot path runs as named prepared statements. Off: their results came back
-    /// empty for `INSERT ... RETURNING` in this version (see POSTGRES.md); unnamed
-    /// statements (one round trip each, parsed every time) are used meanwhile.
-    var usesNamedStatements = false
-
-    /// Runs `sql` as a prepared statement of this connection (prepared on first use).
-    private func executePrepared(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> [PostgresRow] {
-        do {
-            let statement: PreparedQuery
-            if let known = prepared[sql] {
-                statement = known
-            } else {
-                statement = try connection.prepare(query: translate(sql)).wait()
-                prepared[sql] = statement
-            }
-            return try statement.execute(values.map(Self.data)).wait()
-        } catch {
-            throw failure(error)
-        }
-    }
-
-    /// Runs a hot-path statement; returns the first column of its first row, if any.
-    func runPrepared(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> Int64? {
-        let rows = usesNamedStatements ? try executePrepared(sql, values) : try query(sql, values).rows
+    /// Runs a statement and returns the first column of its first row, if any.
+    func firstInteger(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> Int64? {
+        let rows = try query(sql, values).rows
         guard let first = rows.first, let cell = first.first else { return nil }
         return Int64.fromSQL(Self.value(cell))
     }
@@ -135,7 +233,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// In the writer's transaction the statement is sent without waiting (see `send`).
     func run(_ sql: String, _ arguments: SQLArguments) throws(StorageError) {
         if isInsideTransaction {
-            send(sql, arguments.values)
+            try send(sql, arguments.values)
         } else {
             try query(sql, arguments.values)
         }
@@ -144,7 +242,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// A hot statement whose result nothing reads: `run`'s rules.
     func execute(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
         if isInsideTransaction {
-            send(sql, values)
+            try send(sql, values)
         } else {
             try query(sql, values)
         }
@@ -289,24 +387,13 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         return bindings
     }
 
-    static func data(_ value: SQLValue) -> PostgresData {
-        switch value {
-        case .null: return PostgresData(type: .null, value: nil)
-        case .integer(let v): return PostgresData(int64: v)
-        case .real(let v): return PostgresData(double: v)
-        case .text(let v): return PostgresData(string: v)
-        case .blob(let v): return PostgresData(bytes: v)
-        }
-    }
-
     static func rows(_ rows: [PostgresRow]) -> [SQLRow] {
         guard let first = rows.first else { return [] }
         let names = SQLColumnNames(first.map(\.columnName))
         return rows.map { row in SQLRow(names: names, values: row.map(Self.value)) }
     }
 
-    /// A cell's value, from the binary or the text format (prepared statements' results
-    /// come in the format their description asked for).
+    /// A cell's value, from the binary or the text format.
     static func value(_ cell: PostgresCell) -> SQLValue {
         guard var bytes = cell.bytes else { return .null }
         let binary = cell.format == .binary
@@ -417,6 +504,22 @@ enum PostgresErrors {
             return StorageError(.authenticationFailed, "PostgreSQL authentication failed: \(error.code)", file: file, line: line)
         default:
             return StorageError(.database, "PostgreSQL: \(error.code) \(error.underlying.map { "\($0)" } ?? "")", file: file, line: line)
+        }
+    }
+}
+
+extension PostgresConnection {
+    /// Runs `query` if the connection is open, else fails at once. Decided on the
+    /// connection's event loop, where the channel's state is exact: postgres-nio drops a
+    /// query written to a closed channel without completing its future (a wait for it would
+    /// never end, and NIO's debug builds trap on the dropped promise); one written while the
+    /// channel is open is completed, failed when the connection closes.
+    func queryIfOpen(_ query: PostgresQuery, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
+        eventLoop.flatSubmit {
+            guard !self.isClosed else {
+                return self.eventLoop.makeFailedFuture(StorageError(.databaseUnavailable, "the connection to PostgreSQL is closed"))
+            }
+            return self.query(query, logger: logger)
         }
     }
 }
