@@ -45,6 +45,11 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         self.counters = counters
     }
 
+    deinit {
+        // Statements never handed over (the session dropped in the middle of a transaction).
+        for (_, promise) in unsent { promise.fail(StorageError(.closed, "the session ended before the statement was sent")) }
+    }
+
     var dialect: SQLDialect { .postgres }
 
     func measuringWork(_ body: () throws(StorageError) -> Void) throws(StorageError) -> Int64 {
@@ -64,7 +69,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         let query = try statement(sql, values)
         let started = ContinuousClock.now
         defer { counters?.statement(took: ContinuousClock.now - started) }
-        let outcome = Result { try connection.queryIfOpen(query, logger: logger).wait() }
+        let outcome = Result { try submit(query).wait() }
         // The connection runs statements in order: every one sent before has finished.
         try throwDeferred()
         switch outcome {
@@ -86,7 +91,28 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     private func send(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
         let query = try statement(sql, values)
         counters?.statement(took: .zero)
-        inFlight.append(connection.queryIfOpen(query, logger: logger))
+        let promise = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
+        unsent.append((query, promise))
+        inFlight.append(promise.futureResult)
+    }
+
+    /// Statements sent without waiting that are not yet handed to the connection: they go
+    /// with the next statement waited for, in one task on the connection's event loop (one
+    /// wake-up of the loop, not one per statement).
+    private var unsent: [(PostgresQuery, EventLoopPromise<PostgresQueryResult>)] = []
+
+    /// Hands the unsent statements and `query` to the connection, in order; `query`'s result.
+    private func submit(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
+        let promise = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
+        unsent.append((query, promise))
+        flush()
+        return promise.futureResult
+    }
+
+    private func flush() {
+        guard !unsent.isEmpty else { return }
+        connection.queryIfOpen(unsent, logger: logger)
+        unsent.removeAll(keepingCapacity: true)
     }
 
     // MARK: Prepared statements
@@ -119,7 +145,8 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
             // statement): another set of types is another prepared statement.
             let types = values.isEmpty ? "" : " (" + values.map(Self.typeName).joined(separator: ", ") + ")"
             do {
-                _ = try connection.queryIfOpen(PostgresQuery(unsafeSQL: "PREPARE \(name)\(types) AS \(text)"), logger: logger).wait()
+                // After the statements sent before it: a PREPARE that fails aborts the transaction.
+                _ = try submit(PostgresQuery(unsafeSQL: "PREPARE \(name)\(types) AS \(text)")).wait()
             } catch {
                 try throwDeferred()  // an earlier failure aborted the transaction: it is the one to report
                 throw failure(error)
@@ -139,38 +166,45 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// they are too large or a text holds a NUL (PostgreSQL's text cannot; bound, it fails as
     /// it should, while in a statement's text it would end the text).
     static func literalValues(_ values: [SQLValue]) -> String? {
-        var out = ""
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
         for (i, value) in values.enumerated() {
-            if i > 0 { out += ", " }
+            if i > 0 { out.append(contentsOf: ", ".utf8) }
             switch value {
             case .null:
-                out += "NULL"
+                out.append(contentsOf: "NULL".utf8)
             case .integer(let v):
-                out += String(v)
+                out.append(contentsOf: String(v).utf8)
             case .real(let v):
-                if v.isNaN { out += "'NaN'" } else if v.isInfinite { out += v < 0 ? "'-Infinity'" : "'Infinity'" } else { out += "\(v)" }
+                let text = v.isNaN ? "'NaN'" : v.isInfinite ? (v < 0 ? "'-Infinity'" : "'Infinity'") : "\(v)"
+                out.append(contentsOf: text.utf8)
             case .text(let v):
-                if v.utf8.contains(0) { return nil }
-                out += "E'"
-                for c in v.unicodeScalars {
-                    if c == "'" { out += "''" } else if c == "\\" { out += "\\\\" } else { out.unicodeScalars.append(c) }
+                if out.count + v.utf8.count > maxLiteralBytes { return nil }
+                out.append(contentsOf: "E'".utf8)
+                for byte in v.utf8 {
+                    switch byte {
+                    case 0: return nil
+                    case UInt8(ascii: "'"): out.append(contentsOf: "''".utf8)
+                    case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
+                    default: out.append(byte)
+                    }
                 }
-                out += "'"
+                out.append(UInt8(ascii: "'"))
             case .blob(let v):
-                out += "E'\\\\x"
-                out.reserveCapacity(out.utf8.count + v.count * 2 + 1)
+                if out.count + 2 * v.count > maxLiteralBytes { return nil }
+                out.append(contentsOf: "E'\\\\x".utf8)
                 for byte in v {
-                    out.unicodeScalars.append(Self.hexDigits[Int(byte >> 4)])
-                    out.unicodeScalars.append(Self.hexDigits[Int(byte & 0xF)])
+                    out.append(Self.hexDigits[Int(byte >> 4)])
+                    out.append(Self.hexDigits[Int(byte & 0xF)])
                 }
-                out += "'"
+                out.append(UInt8(ascii: "'"))
             }
-            if out.utf8.count > maxLiteralBytes { return nil }
+            if out.count > maxLiteralBytes { return nil }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    private static let hexDigits: [Unicode.Scalar] = Array("0123456789abcdef".unicodeScalars)
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Whether PostgreSQL can `PREPARE` the statement (a query or DML statement).
     static func isPreparable(_ text: String) -> Bool {
@@ -204,6 +238,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// first failure for `throwDeferred`.
     private func settle() {
         guard !inFlight.isEmpty else { return }
+        flush()
         for future in inFlight {
             do {
                 let result = try future.wait()
@@ -515,11 +550,21 @@ extension PostgresConnection {
     /// never end, and NIO's debug builds trap on the dropped promise); one written while the
     /// channel is open is completed, failed when the connection closes.
     func queryIfOpen(_ query: PostgresQuery, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
-        eventLoop.flatSubmit {
-            guard !self.isClosed else {
-                return self.eventLoop.makeFailedFuture(StorageError(.databaseUnavailable, "the connection to PostgreSQL is closed"))
+        let promise = eventLoop.makePromise(of: PostgresQueryResult.self)
+        queryIfOpen([(query, promise)], logger: logger)
+        return promise.futureResult
+    }
+
+    /// ``queryIfOpen(_:logger:)`` for several queries, run in order, each completing its promise.
+    func queryIfOpen(_ queries: [(PostgresQuery, EventLoopPromise<PostgresQueryResult>)], logger: Logger) {
+        eventLoop.execute {
+            for (query, promise) in queries {
+                if self.isClosed {
+                    promise.fail(StorageError(.databaseUnavailable, "the connection to PostgreSQL is closed"))
+                } else {
+                    self.query(query, logger: logger).cascade(to: promise)
+                }
             }
-            return self.query(query, logger: logger)
         }
     }
 }
