@@ -250,6 +250,8 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         inFlight.removeAll(keepingCapacity: true)
     }
 
+    func checkSent() throws(StorageError) { try throwDeferred() }
+
     private func throwDeferred() throws(StorageError) {
         settle()
         if let error = deferredError {

@@ -51,6 +51,10 @@ protocol SQLSession: AnyObject {
     /// Calls one of the closures once the current transaction has ended.
     func afterNextTransaction(onCommit: @escaping @Sendable (Any?) -> Void, onRollback: @escaping @Sendable (Any?) -> Void)
 
+    /// Waits for the statements sent without waiting for them (PostgreSQL's writer) and
+    /// throws the first one's failure; nothing to do on SQLite, which runs each at once.
+    func checkSent() throws(StorageError)
+
     // The writer's transaction.
     func begin() throws(StorageError)
     func commit() throws(StorageError)
@@ -76,6 +80,8 @@ final class SQLiteSession: SQLSession {
     init(_ db: Database) { self.db = db }
 
     var dialect: SQLDialect { .sqlite }
+
+    func checkSent() throws(StorageError) {}
 
     func run(_ sql: String, _ arguments: SQLArguments) throws(StorageError) {
         do {

@@ -214,6 +214,51 @@ final class StorageWriter: @unchecked Sendable {
         return batch
     }
 
+    /// How a group ran without savepoints.
+    private enum FirstPass {
+        /// Every command applied and the group committed.
+        case committed
+        /// The group's only command failed (rolled back: nothing to commit).
+        case failedAlone(any Error)
+        /// A command of several failed: the transaction was rolled back, to run again with savepoints.
+        case rolledBack
+    }
+
+    /// Applies `batch` in the open transaction without a savepoint per command and commits.
+    /// A failing command rolls the whole transaction back (and what the commands before it
+    /// kept in the cache or hooked to their end: they run again). Errors of the commit itself
+    /// are thrown.
+    private func applyWithoutSavepoints(_ batch: [any StorageCommand], _ db: any SQLSession) throws -> FirstPass {
+        do {
+            for (i, command) in batch.enumerated() {
+                try command.apply(db, cache: cache)
+                // A statement of the last command not waited for that failed fails it here,
+                // not the commit (a failure of another one is its successor's: all run again).
+                if i == batch.count - 1 { try db.checkSent() }
+                cache.endCommand(succeeded: true)
+            }
+        } catch {
+            cache.endCommand(succeeded: false)
+            db.rollback()
+            cache.clear()
+            _ = cache.takeAnnouncedHeads()
+            let reported = error is GRDB.DatabaseError ? StorageError.wrapping(error) : error
+            return batch.count == 1 ? .failedAlone(reported) : .rolledBack
+        }
+        do {
+            if let announcer {
+                let heads = cache.takeAnnouncedHeads()
+                if !heads.isEmpty { try announcer.announce(heads, on: db) }
+            }
+            try db.commit()
+            cache.endTransaction()
+        } catch {
+            db.rollback()
+            throw error
+        }
+        return .committed
+    }
+
     /// Runs one group in one transaction and completes its commands after the commit.
     private func commit(_ batch: [any StorageCommand]) {
         var outcomes = [(any Error)?](repeating: nil, count: batch.count)
@@ -230,6 +275,23 @@ final class StorageWriter: @unchecked Sendable {
                 // A connection the server closed while idle fails here, before anything is
                 // applied: the connection may then run the group again on a new one.
                 do throws(StorageError) { try db.begin() } catch { throw StaleConnection(error: error) }
+                if db.dialect == .postgres {
+                    // Each savepoint costs two round trips to the server: first the whole group
+                    // without them. Should a command fail, everything is rolled back and the group
+                    // runs again with them (below), unless it was alone: its failure is then the
+                    // group's whole outcome.
+                    switch try applyWithoutSavepoints(batch, db) {
+                    case .committed:
+                        applied = batch.count
+                        return
+                    case .failedAlone(let error):
+                        outcomes[0] = error
+                        if let reported = Self.databaseError(error, inCommand: true) { databaseErrors.append(reported) }
+                        return
+                    case .rolledBack:
+                        try db.begin()
+                    }
+                }
                 do {
                     let statements = try cache.statements(db)
                     for (i, command) in batch.enumerated() {
