@@ -176,12 +176,13 @@ final class PostgresReaderPool: @unchecked Sendable {
             let (session, reused) = try checkOut()
             connector.counters.update { $0.readersInUse += 1 }
             var result: Result<T, any Error>
-            var began = false
             do {
-                try session.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                began = true
+                // BEGIN and COMMIT are not waited for: BEGIN goes with the read's first
+                // statement, COMMIT is settled by the connection's next use (a read-only
+                // transaction's COMMIT fails only with its connection).
+                try session.sendWithoutWaiting("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 result = .success(try body(session))
-                try session.run("COMMIT")
+                try session.sendWithoutWaiting("COMMIT", now: true)
             } catch {
                 result = .failure(error)
                 if !session.isBroken { _ = try? session.run("ROLLBACK") }
@@ -189,8 +190,9 @@ final class PostgresReaderPool: @unchecked Sendable {
             connector.counters.update { $0.readersInUse -= 1 }
             checkIn(session)
             // An idle connection the server closed meanwhile (a restart, another node's
-            // administrator): its BEGIN fails; the read runs once more on a new connection.
-            if case .failure = result, reused, !began, !retried, session.isBroken {
+            // administrator): the read fails on it and runs once more on a new connection
+            // (a read changes nothing: running it again is safe).
+            if case .failure = result, reused, !retried, session.isBroken {
                 retried = true
                 continue
             }

@@ -96,6 +96,14 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         inFlight.append(promise.futureResult)
     }
 
+    /// Sends `sql` (no values) without waiting for it, in or out of a transaction: a read's
+    /// BEGIN and COMMIT. Its failure is thrown by the next statement waited for. `now`: handed
+    /// to the connection at once (a COMMIT must not wait for the connection's next use).
+    func sendWithoutWaiting(_ sql: String, now: Bool = false) throws(StorageError) {
+        try send(sql, [])
+        if now { flush() }
+    }
+
     /// Statements sent without waiting that are not yet handed to the connection: they go
     /// with the next statement waited for, in one task on the connection's event loop (one
     /// wake-up of the loop, not one per statement).
