@@ -365,18 +365,23 @@ public struct ConversationHeader: Hashable, Sendable {
 }
 
 extension StorageReader {
-    /// The conversation's header (flags and participants), whatever its state.
-    public func conversationHeader(_ id: ConversationID) throws(StorageError) -> ConversationHeader? {
-        let key = Columns.blob(id.uuid)
-        guard let row = try db.row("SELECT is_distinct, delivery_receipts_enabled, merged_into, deleted FROM conversations WHERE id = ?", [key]) else {
-            return nil
-        }
+    /// The conversation's header (flags and participants), whatever its state. `locking`
+    /// (several writers): the conversation's row is locked until COMMIT by the same statement.
+    public func conversationHeader(_ id: ConversationID, locking: Bool = false) throws(StorageError) -> ConversationHeader? {
+        // One statement (a round trip on PostgreSQL): the flags on every row, one row per
+        // participant (one with NULLs for none). Columns by position: every command reads it.
+        let rows = try db.rows(
+            """
+            SELECT c.is_distinct, c.delivery_receipts_enabled, c.merged_into, c.deleted,
+                p.user_id, p.is_member, p.hlc_physical, p.hlc_logical, p.hlc_node
+            FROM conversations c LEFT JOIN participants p ON p.conversation_id = c.id WHERE c.id = ?\(locking ? " FOR UPDATE OF c" : "")
+            """, [Columns.blob(id.uuid)])
+        guard let row = rows.first else { return nil }
         var states: [UserID: ParticipantState] = [:]
         var participants = Set<UserID>()
-        // Columns by position: this read is on every command's path.
-        for p in try db.rows("SELECT user_id, is_member, hlc_physical, hlc_logical, hlc_node FROM participants WHERE conversation_id = ?", [key]) {
-            let user = try Columns.user(p, 0)
-            let state = ParticipantState(isMember: p[1], since: try Columns.hlc(p, from: 2))
+        for p in rows where !p.isNull(4) {
+            let user = try Columns.user(p, 4)
+            let state = ParticipantState(isMember: p[5], since: try Columns.hlc(p, from: 6))
             states[user] = state
             if state.isMember { participants.insert(user) }
         }

@@ -18,15 +18,18 @@ public struct StorageTransaction {
     /// The conversation's header as `StorageReader.conversationHeader` reads it, from the
     /// writer's cache when a command read it before (see `WriterCache`).
     public func conversationHeader(_ id: ConversationID) throws(StorageError) -> ConversationHeader? {
+        var locking = false
         if cache.sharedWriters, !cache.holdsLock(on: id) {
             // Several nodes: the conversation's writers take turns from here to COMMIT, so
             // they see each other's messages (the first message is first once) and append
             // to its participants' feeds one after the other, not in crossing lock orders.
-            try db.run("SELECT 1 FROM conversations WHERE id = ? FOR UPDATE", [Columns.blob(id.uuid)])
+            // The header is read by the statement that locks (it was not kept unlocked).
+            locking = true
             cache.didLock(id)
+        } else if let cached = cache.header(id) {
+            return cached
         }
-        if let cached = cache.header(id) { return cached }
-        guard let header = try read.conversationHeader(id) else { return nil }
+        guard let header = try read.conversationHeader(id, locking: locking) else { return nil }
         cache.remember(header)
         return header
     }
