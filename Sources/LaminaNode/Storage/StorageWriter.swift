@@ -246,17 +246,23 @@ final class StorageWriter: @unchecked Sendable {
             return batch.count == 1 ? .failedAlone(reported) : .rolledBack
         }
         do {
-            if let announcer {
-                let heads = cache.takeAnnouncedHeads()
-                if !heads.isEmpty { try announcer.announce(heads, on: db) }
-            }
-            try db.commit()
-            cache.endTransaction()
+            try announceAndCommit(db)
         } catch {
             db.rollback()
             throw error
         }
         return .committed
+    }
+
+    /// Ends the group's transaction: announces the feed heads it advanced (several writers),
+    /// then commits.
+    private func announceAndCommit(_ db: any SQLSession) throws {
+        if let announcer {
+            let heads = cache.takeAnnouncedHeads()
+            if !heads.isEmpty { try announcer.announce(heads, on: db) }
+        }
+        try db.commit()
+        cache.endTransaction()
     }
 
     /// Runs one group in one transaction and completes its commands after the commit.
@@ -310,12 +316,7 @@ final class StorageWriter: @unchecked Sendable {
                             }
                         }
                     }
-                    if let announcer {
-                        let heads = cache.takeAnnouncedHeads()
-                        if !heads.isEmpty { try announcer.announce(heads, on: db) }
-                    }
-                    try db.commit()
-                    cache.endTransaction()
+                    try announceAndCommit(db)
                 } catch {
                     db.rollback()
                     throw error
