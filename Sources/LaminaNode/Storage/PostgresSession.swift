@@ -7,11 +7,13 @@ import PostgresNIO
 /// writer, or one read). Calls block on the connection's futures: never call it on an event
 /// loop. Statements are translated from the storage's SQL (`?` placeholders, `INSERT OR
 /// IGNORE`) once per connection, and each is prepared on the connection on first use
-/// (`PREPARE`, then `EXECUTE` with the values bound: parsed and planned once, not each time).
+/// (`PREPARE`, then `EXECUTE` with the values as literals: parsed and planned once, not each
+/// time; see `statement`).
 final class PostgresSession: SQLSession, @unchecked Sendable {
     let connection: PostgresConnection
     private let logger: Logger
-    private var translations: [String: String] = [:]
+    /// The storage's SQL in PostgreSQL's dialect, and whether it can be prepared, per SQL text.
+    private var translations: [String: (text: String, preparable: Bool)] = [:]
     /// The statements prepared on this connection: translated SQL and parameter types → name.
     private var named: [String: String] = [:]
     private var nextName = 0
@@ -61,7 +63,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
 
     // MARK: Running statements
 
-    /// Runs `sql` as an unnamed statement and waits for its result (its command tag gives the
+    /// Runs `sql` (as `statement` says) and waits for its result (its command tag gives the
     /// changed rows). A statement sent before it without waiting (`run`) that failed is
     /// thrown first: it came first, and this one then failed or ran in a failed transaction.
     @discardableResult
@@ -83,7 +85,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
 
     // MARK: Statements not waited for
 
-    /// Sends `sql` without waiting for it (the writer's transaction only): the connection runs
+    /// Sends `sql` without waiting for it (the writer's transaction, a read's BEGIN and COMMIT): the connection runs
     /// statements in the order they were sent, so the writer goes on at once and learns of a
     /// failure at the next statement it waits for (at the latest the command's `RELEASE`,
     /// which is waited for, so a failure stays the failing command's). Saves the writer a
@@ -135,8 +137,8 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// runs protocol-level prepared statements only from async code, which would not keep the
     /// order of the statements the writer sends without waiting.
     private func statement(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> PostgresQuery {
-        let text = translate(sql)
-        guard Self.isPreparable(text), let literals = Self.literalValues(values) else {
+        let (text, preparable) = translation(sql)
+        guard preparable, let literals = Self.literalValues(values) else {
             return PostgresQuery(unsafeSQL: text, binds: Self.bindings(values))
         }
         var key = text
@@ -277,14 +279,11 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
 
     /// In the writer's transaction the statement is sent without waiting (see `send`).
     func run(_ sql: String, _ arguments: SQLArguments) throws(StorageError) {
-        if isInsideTransaction {
-            try send(sql, arguments.values)
-        } else {
-            try query(sql, arguments.values)
-        }
+        try execute(sql, arguments.values)
     }
 
-    /// A hot statement whose result nothing reads: `run`'s rules.
+    /// A statement whose result nothing reads (`run`, a hot statement's `execute`): in the
+    /// writer's transaction sent without waiting, else waited for.
     func execute(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
         if isInsideTransaction {
             try send(sql, values)
@@ -370,9 +369,13 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// The storage's SQL in PostgreSQL's dialect: `?`/`?N` placeholders become `$N`, and
     /// `INSERT OR IGNORE` becomes `INSERT ... ON CONFLICT DO NOTHING`. The only place the
     /// storage's SQL is rewritten; everything else is written in the SQL both backends share.
-    func translate(_ sql: String) -> String {
+    func translate(_ sql: String) -> String { translation(sql).text }
+
+    /// `translate`'s text and whether PostgreSQL can prepare it, worked out once per SQL text.
+    private func translation(_ sql: String) -> (text: String, preparable: Bool) {
         if let known = translations[sql] { return known }
-        let made = Self.translated(sql)
+        let text = Self.translated(sql)
+        let made = (text, Self.isPreparable(text))
         translations[sql] = made
         return made
     }

@@ -14,12 +14,7 @@ public struct ReplicationRecord: Hashable, Sendable {
 extension StorageTransaction {
     /// Appends an operation made on this node (`origin`) with the next counter, and returns it.
     public func appendLocalOperation(_ op: [UInt8], origin: NodeID, hlc: HLCTimestamp) throws(StorageError) -> UInt64 {
-        let next: UInt64
-        if let cached = cache.counter(of: origin) {
-            next = cached + 1
-        } else {
-            next = try read.heldCounter(of: origin) + 1
-        }
+        let next = try heldCounter(of: origin) + 1
         try insertOperation(ReplicationRecord(origin: origin, counter: next, hlc: hlc, op: op), bornHere: true)
         return next
     }

@@ -37,27 +37,19 @@ enum StoredCounts {
 
 extension StorageTransaction {
     /// A message was stored: its sender's count and, before any status of it is recorded,
-    /// the unread count of every participant it is unread for (one statement each).
+    /// the unread count of every participant it is unread for (one statement each; on
+    /// PostgreSQL one for both, a round trip less: the unread rule reads neither count).
     func countAppended(_ message: MessageID, sender: UserID, in conversation: ConversationID) throws(StorageError) {
         let c = Columns.blob(conversation.uuid)
-        if db.dialect == .postgres {
-            // Both in one statement (one round trip): the unread rule reads neither count.
-            try db.run(
-                """
-                WITH counted AS (
-                    INSERT INTO message_counts (conversation_id, sender, messages) VALUES (?1, ?2, 1)
-                    ON CONFLICT (conversation_id, sender) DO UPDATE SET messages = message_counts.messages + 1)
-                \(Self.unreadUpdate(which: ""))
-                """,
-                [c, sender.rawValue, 1, Columns.blob(message.uuid)])
+        let countSender = """
+            INSERT INTO message_counts (conversation_id, sender, messages) VALUES (?1, ?2, 1)
+            ON CONFLICT (conversation_id, sender) DO UPDATE SET messages = message_counts.messages + 1
+            """
+        guard db.dialect == .sqlite else {
+            try db.run("WITH counted AS (\(countSender)) \(Self.unreadUpdate(which: ""))", [c, sender.rawValue, 1, Columns.blob(message.uuid)])
             return
         }
-        try db.run(
-            """
-            INSERT INTO message_counts (conversation_id, sender, messages) VALUES (?, ?, 1)
-            ON CONFLICT (conversation_id, sender) DO UPDATE SET messages = message_counts.messages + 1
-            """,
-            [c, sender.rawValue])
+        try db.run(countSender, [c, sender.rawValue])
         try adjustUnread(by: 1, of: message, in: conversation)
     }
 
