@@ -84,6 +84,21 @@ import Testing
             try await store.write { tx in _ = try tx.block("carol", by: "bob", at: .now()) }
             try await expectExact(store, c.id, users, "block")
             #expect(try await store.read { r in try r.counts(of: c.id, for: "bob", blocked: ["carol"]) }.messages == 32 - 8)
+            // Messages stored under the block and under a read marker: carol's new one, and one
+            // replicated from the past (below alice's read marker at 20, read by dave).
+            let unreadBefore = try await store.read { r in try users.map { try r.counts(of: c.id, for: $0).unread } }
+            try await store.write { tx in
+                _ = try tx.appendMessage(try textMessage("blocked", in: c.id, from: "carol", at: hlc(400), id: .random()),
+                                         hlc: hlc(400), origin: nodeA)
+                var past = try textMessage("past", in: c.id, from: "carol", at: hlc(15, 1, nodeB), id: .random())
+                past.recipientStatus["dave"] = .read
+                _ = try tx.appendMessage(past, hlc: hlc(401), origin: nodeB)
+            }
+            try await expectExact(store, c.id, users, "stored under a block and a read marker")
+            let unreadAfter = try await store.read { r in try users.map { try r.counts(of: c.id, for: $0).unread } }
+            // The new one: unread for alice and dave. The past one: read for alice by her marker, for
+            // dave by his status. Bob blocks carol; carol sent both.
+            #expect(unreadAfter == zip(unreadBefore, [1, 0, 0, 1]).map { $0 + $1 })
             try await store.write { tx in _ = try tx.unblock("carol", by: "bob") }
             try await expectExact(store, c.id, users, "unblock")
 

@@ -142,6 +142,11 @@ final class HotStatements {
     let feedHead: HotStatement
     let insertFeedEntry: HotStatement
     let insertOperation: HotStatement
+    /// A stored message's counts (`countAppended`): on SQLite the sender's count
+    /// (`countSender`) and then the unread counts (`countAppended`); on PostgreSQL
+    /// `countAppended` does both and `countSender` is nil.
+    let countSender: HotStatement?
+    let countAppended: HotStatement
 
     init(_ db: any SQLSession) throws(StorageError) {
         savepoint = try db.hotStatement("SAVEPOINT command")
@@ -161,6 +166,13 @@ final class HotStatements {
         insertOperation = try db.hotStatement("""
             INSERT INTO replication_log (origin_node, counter, hlc_physical, hlc_logical, hlc_node, op) VALUES (?, ?, ?, ?, ?, ?)
             """)
+        if db.dialect == .sqlite {
+            countSender = try db.hotStatement(StoredCounts.countSender)
+            countAppended = try db.hotStatement(StoredCounts.unreadAppended)
+        } else {
+            countSender = nil
+            countAppended = try db.hotStatement("WITH counted AS (\(StoredCounts.countSender)) \(StoredCounts.unreadAppended)")
+        }
     }
 
     /// Runs `body` in a savepoint named `command` (nested savepoints may reuse the name:

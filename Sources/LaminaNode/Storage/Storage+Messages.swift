@@ -95,7 +95,7 @@ extension StorageTransaction {
             throw StorageError(.positionTaken, "position \(position) of \(message.conversationID) is held by another message")
         }
         cache.rememberHoldsMessages(header.id)
-        try countAppended(message.id, sender: message.sender, in: message.conversationID)
+        try countAppended(message.id, sender: message.sender, in: message.conversationID, at: (pp, pl, pn))
         try indexContentReferences(of: message.id, message.parts)
         for (user, status) in message.recipientStatus.sorted(by: { $0.key < $1.key }) where user != message.sender && status > .sent {
             _ = try recordStatus(status, of: message.id, for: user)

@@ -11,14 +11,45 @@ enum StoredCounts {
     /// Whether message `m` is unread for participant row `p` (both aliases in scope):
     /// `UnreadCounts.isUnread` with the recorded status and the read marker as the store keeps
     /// them, the user's block list, and the participant's visibility cutoff.
-    static let unreadRule = """
-        m.deleted = 0 AND m.sender <> p.user_id
-        AND (p.is_member = 1 OR (m.pos_physical, m.pos_logical, m.pos_node) < (p.hlc_physical, p.hlc_logical, p.hlc_node))
-        AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker = p.user_id AND b.blocked = m.sender)
-        AND NOT EXISTS (SELECT 1 FROM read_markers r WHERE r.conversation_id = m.conversation_id AND r.user_id = p.user_id
-                        AND (r.pos_physical, r.pos_logical, r.pos_node) >= (m.pos_physical, m.pos_logical, m.pos_node))
-        AND NOT EXISTS (SELECT 1 FROM recipient_status s WHERE s.message_id = m.id AND s.user_id = p.user_id AND s.status >= 3)
+    static let unreadRule = "m.deleted = 0 AND " + unreadRule(
+        id: "m.id", conversation: "m.conversation_id", sender: "m.sender", position: "(m.pos_physical, m.pos_logical, m.pos_node)")
+
+    /// The unread rule for participant row `p` and a message not deleted whose columns are the
+    /// SQL expressions given (a message's row, or the values of one being stored).
+    private static func unreadRule(id: String, conversation: String, sender: String, position: String) -> String {
         """
+        \(sender) <> p.user_id
+        AND (p.is_member = 1 OR \(position) < (p.hlc_physical, p.hlc_logical, p.hlc_node))
+        AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker = p.user_id AND b.blocked = \(sender))
+        AND NOT EXISTS (SELECT 1 FROM read_markers r WHERE r.conversation_id = \(conversation) AND r.user_id = p.user_id
+                        AND (r.pos_physical, r.pos_logical, r.pos_node) >= \(position))
+        AND NOT EXISTS (SELECT 1 FROM recipient_status s WHERE s.message_id = \(id) AND s.user_id = p.user_id AND s.status >= 3)
+        """
+    }
+
+    /// One more unread message for each participant of conversation `?1` that message `?3`
+    /// from `?2` at position (`?4`, `?5`, `?6`), just stored, is unread for: the rule over the
+    /// message's values, so no read of its row and each participant row visited once.
+    static let unreadAppended = """
+        UPDATE participants AS p SET unread = unread + 1 WHERE p.conversation_id = ?1 AND \(
+            unreadRule(id: "?3", conversation: "?1", sender: "?2", position: "(?4, ?5, ?6)"))
+        """
+
+    /// Adds one to the count of sender `?2` in conversation `?1`.
+    static let countSender = """
+        INSERT INTO message_counts (conversation_id, sender, messages) VALUES (?1, ?2, 1)
+        ON CONFLICT (conversation_id, sender) DO UPDATE SET messages = message_counts.messages + 1
+        """
+
+    /// Moves the unread count by `?3` of each participant of conversation `?1` for whom
+    /// message `?4` is unread now, with `which` narrowing the participants (`?5`).
+    static func unreadUpdate(which: String) -> String {
+        """
+        UPDATE participants SET unread = unread + ?3 WHERE conversation_id = ?1 AND user_id IN (
+            SELECT p.user_id FROM participants p JOIN messages m ON m.conversation_id = p.conversation_id
+            WHERE p.conversation_id = ?1 AND m.id = ?4\(which) AND \(StoredCounts.unreadRule))
+        """
+    }
 
     /// Fills the counters from the messages (migration `v13-counters`, both backends).
     static let fill: [String] = [
@@ -36,21 +67,26 @@ enum StoredCounts {
 }
 
 extension StorageTransaction {
-    /// A message was stored: its sender's count and, before any status of it is recorded,
-    /// the unread count of every participant it is unread for (one statement each; on
-    /// PostgreSQL one for both, a round trip less: the unread rule reads neither count).
-    func countAppended(_ message: MessageID, sender: UserID, in conversation: ConversationID) throws(StorageError) {
-        let c = Columns.blob(conversation.uuid)
-        let countSender = """
-            INSERT INTO message_counts (conversation_id, sender, messages) VALUES (?1, ?2, 1)
-            ON CONFLICT (conversation_id, sender) DO UPDATE SET messages = message_counts.messages + 1
-            """
-        guard db.dialect == .sqlite else {
-            try db.run("WITH counted AS (\(countSender)) \(Self.unreadUpdate(which: ""))", [c, sender.rawValue, 1, Columns.blob(message.uuid)])
-            return
+    /// A message was stored at `position`: its sender's count and, before any status of it is
+    /// recorded, the unread count of every participant it is unread for (one prepared
+    /// statement each; on PostgreSQL one for both, a round trip less: the unread rule reads
+    /// neither count).
+    func countAppended(_ message: MessageID, sender: UserID, in conversation: ConversationID,
+                       at position: (Int64, Int64, Int64)) throws(StorageError) {
+        let statements = try statements
+        if let count = statements.countSender {
+            count.bind(1, conversation.uuid)
+            count.bind(2, sender.rawValue)
+            try count.execute()
         }
-        try db.run(countSender, [c, sender.rawValue])
-        try adjustUnread(by: 1, of: message, in: conversation)
+        let unread = statements.countAppended
+        unread.bind(1, conversation.uuid)
+        unread.bind(2, sender.rawValue)
+        unread.bind(3, message.uuid)
+        unread.bind(4, position.0)
+        unread.bind(5, position.1)
+        unread.bind(6, position.2)
+        try unread.execute()
     }
 
     /// A message is about to be deleted for everyone (it is not yet): the counts it held.
@@ -76,17 +112,7 @@ extension StorageTransaction {
             which = " AND p.user_id = ?5"
             arguments += [user.rawValue]
         }
-        try db.run(Self.unreadUpdate(which: which), arguments)
-    }
-
-    /// Moves the unread count by `?3` of each participant of conversation `?1` for whom
-    /// message `?4` is unread now, with `which` narrowing the participants (`?5`).
-    private static func unreadUpdate(which: String) -> String {
-        """
-        UPDATE participants SET unread = unread + ?3 WHERE conversation_id = ?1 AND user_id IN (
-            SELECT p.user_id FROM participants p JOIN messages m ON m.conversation_id = p.conversation_id
-            WHERE p.conversation_id = ?1 AND m.id = ?4\(which) AND \(StoredCounts.unreadRule))
-        """
+        try db.run(StoredCounts.unreadUpdate(which: which), arguments)
     }
 
     /// Counts `user`'s unread messages of the conversation again: the messages after their
