@@ -85,8 +85,9 @@ public final class HTTP1Connection: Sendable {
         head.headers.add(name: "host", value: authority)
         for field in headers { head.headers.add(name: field.name, value: field.value) }
         if let body { head.headers.replaceOrAdd(name: "content-length", value: "\(body.readableBytes)") }
+        let requestHead = head
         channel.eventLoop.execute {
-            handler.value.send(head: head, body: body, timeout: timeout, maxBytes: maxResponseBytes, promise: promise)
+            handler.value.send(head: requestHead, body: body, timeout: timeout, maxBytes: maxResponseBytes, promise: promise)
         }
         return try await promise.futureResult.get()
     }

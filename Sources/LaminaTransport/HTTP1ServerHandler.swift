@@ -209,11 +209,12 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
             } catch {
                 failed = true
             }
+            let bodyFailed = failed
             loop.execute {
                 let (handler, context) = bound.value
                 handler.head = nil
                 guard handler.context != nil else { return }
-                guard !failed else {
+                guard !bodyFailed else {
                     channel.close(promise: nil)
                     return
                 }

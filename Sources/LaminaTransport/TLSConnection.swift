@@ -219,7 +219,9 @@ final class TLSConnection {
             if let subject = X509_get_subject_name(peer) {
                 var name = [CChar](repeating: 0, count: 256)
                 let length = X509_NAME_get_text_by_NID(subject, NID_commonName, &name, Int32(name.count))
-                if length > 0, length < Int32(name.count) { commonName = String(cString: name) }
+                if length > 0, length < Int32(name.count) {
+                    commonName = String(decoding: name.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                }
             }
             var out: UnsafeMutablePointer<UInt8>? = nil
             let length = i2d_X509(peer, &out)

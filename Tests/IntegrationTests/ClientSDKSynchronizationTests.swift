@@ -228,7 +228,7 @@ import Testing
         // A deletion for everyone of a message alice's device does not hold: the node says.
         let old = target.messages[3]
         #expect(try alice.message(old.id) == nil)
-        try await bob.fetchHistory(of: target.id, policy: .complete)
+        _ = try await bob.fetchHistory(of: target.id, policy: .complete)
         try bob.delete(old.id, mode: .allParticipants)
         try await ClientHarness.waitUntil(alice, "the deletion counted") {
             try alice.conversation(target.id)?.totalNumberOfMessages == target.messages.count + 1

@@ -14,7 +14,7 @@ import Testing
 @Suite struct ClusterPushTests {
     static let nodeA = NodeID(0xA1)
     static let nodeB = NodeID(0xB2)
-    static let bob = try! UserID("bob")
+    static let bob = UserID("bob")
 
     /// Waits until `node` holds exactly `expected` as bob's tokens (device → token).
     static func waitForBobTokens(_ node: TestNode, _ expected: [String: PushToken]) async throws {

@@ -15,7 +15,7 @@ import Glibc
 /// Push notifications (#13) from every way a message reaches a node (the Server API, its
 /// announcements), durable across a restart, and registered through the SDK.
 @Suite struct PushPathsTests {
-    static let bob = try! UserID("bob")
+    static let bob = UserID("bob")
 
     static func gatewayNode(_ name: String, fake: FakePushServer) async throws -> TestNode {
         try await TestNode.start(name) { c in
@@ -72,7 +72,7 @@ import Glibc
         let node = try await Self.gatewayNode("push-restart", fake: fake)
         let bob = try await PushTests.registered(node, Self.bob, device: UUID(), .gateway(token: "bob-gw"))
         await bob.close()
-        let alice = try await node.session(try UserID("alice"), device: UUID())
+        let alice = try await node.session(UserID("alice"), device: UUID())
         try await PushTests.waitForSessions(node, 1)
         let conversation = try await PushTests.conversation(alice, with: [Self.bob])
         let message = try await PushTests.send(alice, conversation, "hold on", push: PushConfiguration(alert: "hold on"))
@@ -243,12 +243,12 @@ extension PushPathsTests {
             return HTTPResponse(status: 200)
         }
         let node = try await Self.gatewayNode("push-slow", fake: fake)
-        let carol = try UserID("carol")
+        let carol = UserID("carol")
         for (user, token) in [(carol, "slow"), (Self.bob, "fast")] {
             let device = try await PushTests.registered(node, user, device: UUID(), .gateway(token: token))
             await device.close()
         }
-        let alice = try await node.session(try UserID("alice"), device: UUID())
+        let alice = try await node.session(UserID("alice"), device: UUID())
         try await PushTests.waitForSessions(node, 1)
         let withCarol = try await PushTests.conversation(alice, with: [carol])
         let withBob = try await PushTests.conversation(alice, with: [Self.bob])

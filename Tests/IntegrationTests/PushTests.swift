@@ -67,7 +67,7 @@ import Testing
     static func conversation(_ alice: SyncTestClient, with others: Set<UserID>) async throws -> ConversationID {
         let id = ConversationID.random()
         try await alice.command(
-            .createConversation(CreateConversation(conversationID: id, participants: others.union([try UserID("alice")]), options: ConversationOptions(isDistinct: false))),
+            .createConversation(CreateConversation(conversationID: id, participants: others.union([UserID("alice")]), options: ConversationOptions(isDistinct: false))),
             id: id.uuid)
         return id
     }
@@ -95,8 +95,8 @@ import Testing
         return (try object(parts[0]), try object(parts[1]), verifies)
     }
 
-    static let alice = try! UserID("alice")
-    static let bob = try! UserID("bob")
+    static let alice = UserID("alice")
+    static let bob = UserID("bob")
 
     // MARK: APNs
 
@@ -322,13 +322,13 @@ import Testing
         #expect(three[2].path == "/v1/projects/lamina-test/messages:send")
 
         // UNREGISTERED removes the token.
-        let dave = try await Self.registered(node, try UserID("dave"), device: UUID(), .fcm(token: "gone-token"))
+        let dave = try await Self.registered(node, UserID("dave"), device: UUID(), .fcm(token: "gone-token"))
         await dave.close()
         try await Self.waitForSessions(node, 1)
-        let withDave = try await Self.conversation(alice, with: [try UserID("dave")])
+        let withDave = try await Self.conversation(alice, with: [UserID("dave")])
         _ = try await Self.send(alice, withDave, "are you there", push: PushConfiguration(alert: "are you there"))
         _ = try await fake.waitForRequests(4)
-        try await Self.waitForTokens(node, try UserID("dave"), 0)
+        try await Self.waitForTokens(node, UserID("dave"), 0)
         #expect(fake.requests.filter { $0.path == "/token" }.count == 1)
         await alice.close()
         await node.stop()
@@ -369,7 +369,7 @@ import Testing
         #expect(notification["message_id"] as? String == "layer:///messages/\(message.uuid.uuidString.lowercased())")
         #expect(notification["sender_id"] as? String == "alice")
 
-        let carol = try UserID("carol")
+        let carol = UserID("carol")
         let gone = try await Self.registered(node, carol, device: UUID(), .gateway(token: "gone"))
         await gone.close()
         try await Self.waitForSessions(node, 1)

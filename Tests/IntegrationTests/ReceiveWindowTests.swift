@@ -78,7 +78,7 @@ import Testing
         #expect(small.largestTotal <= Self.streams * 16 * 1_024, "\(small)")
         #expect(slowest < .seconds(10))
         // The healthy pair's streams opened to 256 KiB: a message of 40 KB inline parts passes.
-        let parts = try (0..<20).map { _ in try MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x62, count: 2_000))) }
+        let parts = (0..<20).map { _ in MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x62, count: 2_000))) }
         let (id, _) = try await MessagingTests.send(healthy.alice, healthy.conversation, "", parts: parts)
         #expect(try await healthy.bob.message(id).parts.count == 20)
         await healthy.close()

@@ -194,7 +194,7 @@ import Testing
             return s.liveBridges == 2 && s.unauthenticated == 0
         }
         // After AUTHENTICATED the full maximum applies: a 40 KB message (20 inline parts).
-        let parts = try (0..<20).map { _ in try MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x61, count: 2_000))) }
+        let parts = (0..<20).map { _ in MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x61, count: 2_000))) }
         let (id, _) = try await MessagingTests.send(healthy.alice, healthy.conversation, "", parts: parts)
         #expect(try await healthy.bob.message(id).parts.count == 20)
         try await healthy.expectHealthy()

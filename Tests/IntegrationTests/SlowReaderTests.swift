@@ -21,7 +21,7 @@ import Testing
 @Suite struct SlowReaderTests {
     static let messageCount = 96
     /// 16 inline parts of 2,000 bytes: ~32 KB a message, ~3 MB in all (about 30 to a 1 MiB batch).
-    static let parts = (0..<16).map { _ in try! MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x68, count: 2_000))) }
+    static let parts = (0..<16).map { _ in MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x68, count: 2_000))) }
 
     @Test func aSlowReaderOfLargeFramesGetsEverythingAndAStoppedOneIsReset() async throws {
         let node = try await TestNode.start("slow-reader") { $0.limits.stalledReaderTimeoutSeconds = 10 }

@@ -95,7 +95,7 @@ import Testing
             let stranger = await storageErrorCode { _ = try await store.read { r in try r.history(of: c.id, for: "mallory", .last(10)) } }
             #expect(stranger == .notAParticipant)
             // A newly added participant sees everything before.
-            try await store.write { tx in try tx.applyMembership(.add, user: "dave", conversation: c.id, actor: bob, hlc: hlc(30), origin: nodeA) }
+            _ = try await store.write { tx in try tx.applyMembership(.add, user: "dave", conversation: c.id, actor: bob, hlc: hlc(30), origin: nodeA) }
             #expect(try await store.read { r in try r.history(of: c.id, for: "dave", .complete(after: nil, limit: 100)) }.count == 2)
         }
     }

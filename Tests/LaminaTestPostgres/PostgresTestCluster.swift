@@ -161,7 +161,7 @@ public enum PostgresTestCluster {
             child.executableURL = URL(fileURLWithPath: tool)
             child.arguments = arguments
         }
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let handle = FileHandle(forWritingAtPath: log)
         child.standardOutput = handle ?? FileHandle.nullDevice
         child.standardError = handle ?? FileHandle.nullDevice

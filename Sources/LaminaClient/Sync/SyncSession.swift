@@ -372,7 +372,7 @@ public actor SyncSession {
         }
         let now = environment.now()
         var entries: [OutboxEntry] = []
-        for var receipt in try ChangeDecoder.deliveryReceipts(for: received) {
+        for var receipt in ChangeDecoder.deliveryReceipts(for: received) {
             // One receipt per conversation waits in the outbox: the new one reaches at least as
             // far as those not sent yet, and replaces them (a device catching up sends one
             // receipt per conversation, not one per batch).

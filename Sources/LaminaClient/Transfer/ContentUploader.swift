@@ -247,7 +247,6 @@ final class ContentUploader: @unchecked Sendable {
 
     private func upload(_ pending: PendingUpload) async throws {
         let part = pending.part
-        let reference = pending.reference
         let progress = progress(for: pending)
         guard let file = pending.file, FileManager.default.fileExists(atPath: file.path) else {
             let reason = "content-missing: the staged content of \(part) is not on this device"

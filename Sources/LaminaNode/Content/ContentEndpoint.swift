@@ -30,12 +30,14 @@ public enum ContentEndpoint {
                 exchange.fail(ContentFailure(.invalidArgument, "the path is not /v1/content/<uuid>"))
                 return
             }
-            var upload: UploadRequestHeaders? = nil
+            let upload: UploadRequestHeaders?
             if method == "PUT" {
                 do throws(ContentFailure) { upload = try UploadRequestHeaders(stream.requestHeaders) } catch {
                     exchange.fail(error)
                     return
                 }
+            } else {
+                upload = nil
             }
             // A signed download URL the Server API handed out (CONTENT.md §10) stands in for a session.
             if method == "GET", stream.requestHeaders["authorization"] == nil, ContentURLSigner.isSigned(stream.path) {

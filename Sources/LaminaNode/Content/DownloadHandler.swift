@@ -106,6 +106,7 @@ final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
                     headers.append(("content-range", "bytes \(a)-\(b)/\(size)"))
                 }
                 headers.insert(("content-length", "\(upper - lower)"), at: 0)
+                let responseHeaders = headers
                 let files = service.files
                 service.io(on: loop) { try files.openComplete(id) }.whenComplete { opened in
                     switch opened {
@@ -123,7 +124,7 @@ final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
                             return
                         }
                         var response: HeaderFields = [(":status", "\(status)")]
-                        for (name, value) in headers { response.append(name, value) }
+                        for (name, value) in responseHeaders { response.append(name, value) }
                         let handler = DownloadHandler(exchange: exchange, service: service, fd: fd, lower: lower, end: upper)
                         exchange.stream.sendHeaders(response, endStream: upper == lower)
                         if upper == lower {

@@ -297,7 +297,7 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
                 return
             }
         }
-        stream.write(buffer)
+        stream.write(buffer, promise: nil)
     }
 
     /// Sends a fatal ERROR and closes the stream.

@@ -44,7 +44,7 @@ struct SQLiteWriterConnection: WriterConnection {
     }
 
     func finish(_ body: (any SQLSession) -> Void) {
-        try? pool.writeWithoutTransaction { db in body(SQLiteSession(db)) }
+        pool.writeWithoutTransaction { db in body(SQLiteSession(db)) }
     }
 }
 

@@ -107,7 +107,7 @@ enum JWSKeyType {
             var name = [CChar](repeating: 0, count: 64)
             var length = 0
             guard EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1,
-                String(cString: name) == "prime256v1" || String(cString: name) == "P-256"
+                ["prime256v1", "P-256"].contains(String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
             else { throw TransportError(.crypto, "only P-256 EC keys are accepted (ES256)") }
             return .es256
         default:

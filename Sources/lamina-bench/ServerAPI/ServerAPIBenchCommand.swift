@@ -39,7 +39,7 @@ struct ServerAPIBenchCommand: AsyncParsableCommand {
             emit("server-api \(tool == "wrk" ? "http/1.1 (wrk)" : "http/2 (h2load)"): \(result)")
         }
         if syncSenders > 0 {
-            var closed = try ClosedCommand.parse(["--senders", "\(syncSenders)", "--window", "\(streams)", "--seconds", "\(seconds)", "--size", "100"]
+            let closed = try ClosedCommand.parse(["--senders", "\(syncSenders)", "--window", "\(streams)", "--seconds", "\(seconds)", "--size", "100"]
                 + (nodeBinary.map { ["--node-binary", $0] } ?? []))
             try await closed.run()
         }

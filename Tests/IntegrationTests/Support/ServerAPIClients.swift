@@ -96,7 +96,7 @@ struct CurlAPI: Sendable {
                          "-w", "\n@@%{http_code} %{http_version}"]
         let defaults = ["Authorization": "Bearer \(token)", "Accept": "application/vnd.layer+json; version=\(version)"]
         for (name, value) in (headers ?? defaults) { arguments += ["-H", "\(name): \(value)"] }
-        if let json {
+        if json != nil {
             arguments += ["-H", "Content-Type: \(contentType)", "--data-binary", "@-"]
         } else if let bodyFile {
             arguments += ["-H", "Content-Type: \(contentType)", "--data-binary", "@\(bodyFile)"]

@@ -61,7 +61,7 @@ private final class Forward: ChannelInboundHandler, @unchecked Sendable {
     init(to other: Channel) { self.other = other }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        other.writeAndFlush(data, promise: nil)
+        other.writeAndFlush(unwrapInboundIn(data), promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
