@@ -43,7 +43,7 @@ enum StoredCounts {
 
     /// Moves the unread count by `?3` of each participant of conversation `?1` for whom
     /// message `?4` is unread now, with `which` narrowing the participants (`?5`).
-    static func unreadUpdate(which: String) -> String {
+    fileprivate static func unreadUpdate(which: String) -> String {
         """
         UPDATE participants SET unread = unread + ?3 WHERE conversation_id = ?1 AND user_id IN (
             SELECT p.user_id FROM participants p JOIN messages m ON m.conversation_id = p.conversation_id
