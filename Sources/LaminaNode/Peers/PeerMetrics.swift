@@ -23,18 +23,23 @@ final class PeerMetrics: Sendable {
         self.registry = registry
         self.engine = engine
         self.peers = peers
-        links = registry.makeGauge(descriptor: .init(metricName: "lamina_peer_links", unitName: "", helpText: "Peer sessions up"))
-        parked = registry.makeGauge(descriptor: .init(metricName: "lamina_replication_parked_operations", unitName: "", helpText: "Replicated operations waiting for the creation of their conversation"))
-        abandoned = registry.makeGauge(descriptor: .init(metricName: "lamina_replication_parked_abandoned", unitName: "", helpText: "Parked operations given up since the start (over the parking bounds or parked too long)"))
-        contentPending = registry.makeGauge(descriptor: .init(metricName: "lamina_peer_content_pending", unitName: "", helpText: "Rich content of replicated messages this node still fetches (up to 1000 counted)"))
-        contentFetched = registry.makeGauge(descriptor: .init(metricName: "lamina_peer_content_fetched", unitName: "", helpText: "Rich content fetched from peers since the start"))
+        links = registry.makeGauge(descriptor: Self.named("lamina_peer_links", "Peer sessions up"))
+        parked = registry.makeGauge(descriptor: Self.named("lamina_replication_parked_operations", "Replicated operations waiting for the creation of their conversation"))
+        abandoned = registry.makeGauge(descriptor: Self.named("lamina_replication_parked_abandoned", "Parked operations given up since the start (over the parking bounds or parked too long)"))
+        contentPending = registry.makeGauge(descriptor: Self.named("lamina_peer_content_pending", "Rich content of replicated messages this node still fetches (up to 1000 counted)"))
+        contentFetched = registry.makeGauge(descriptor: Self.named("lamina_peer_content_fetched", "Rich content fetched from peers since the start"))
+    }
+
+    /// A gauge called exactly `name` (Prometheus drops the empty unit from the name).
+    private static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 
     private func gauge(_ name: String, _ label: String, _ value: String, help: String) -> Gauge {
         labelled.withLockedValue { gauges in
             let key = "\(name){\(label)=\(value)}"
             if let gauge = gauges[key] { return gauge }
-            let gauge = registry.makeGauge(descriptor: .init(metricName: name, unitName: "", helpText: help), labels: [(label, value)])
+            let gauge = registry.makeGauge(descriptor: Self.named(name, help), labels: [(label, value)])
             gauges[key] = gauge
             return gauge
         }
