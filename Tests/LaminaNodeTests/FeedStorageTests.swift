@@ -108,6 +108,72 @@ import Testing
         }
     }
 
+    /// New entries wait in `feed_tail` and move into `feed_entries` when the tail is full
+    /// (SQLite's one writer; PostgreSQL's writers append to the feeds directly). Every read
+    /// (whole feeds, pages that straddle the two tables, heads, pruning) sees one feed,
+    /// whichever table holds each entry, including after a rolled-back command.
+    @Test(arguments: StoreBackend.allCases) func feedsReadAsOneAcrossTheTailAndItsMoves(_ backend: StoreBackend) async throws {
+        var configuration = StorageConfiguration()
+        configuration.feedTailRows = 5
+        try await withTemporaryStore(configuration, backend: backend) { store, _ in
+            var expected: [UserID: [[UInt8]]] = [alice: [], bob: []]
+            var moves = 0
+            var tailBefore = 0
+            for i in 0..<23 {
+                let users: [UserID] = i % 3 == 2 ? [bob] : [alice, bob]
+                if i == 7 {
+                    // Appends, then fails: rolled back, and the writer counts its tail again.
+                    struct Refused: Error {}
+                    await #expect(throws: Refused.self) {
+                        try await store.write { [t] tx in
+                            _ = try tx.appendChange(to: users, kind: 1, conversation: nil, message: nil, payload: [0xFF], at: t)
+                            throw Refused()
+                        }
+                    }
+                }
+                let seqs = try await store.write { [t] tx in
+                    try tx.appendChange(to: users, kind: 1, conversation: nil, message: nil, payload: [UInt8(i)], at: t)
+                }
+                for user in users {
+                    expected[user, default: []].append([UInt8(i)])
+                    #expect(seqs[user] == UInt64(expected[user]!.count))
+                }
+                let tail = try await store.read { r in Int(try r.db.int64("SELECT count(*) FROM feed_tail") ?? -1) }
+                if backend == .sqlite {
+                    #expect(tail < configuration.feedTailRows)
+                    if tail < tailBefore + users.count { moves += 1 }
+                } else {
+                    #expect(tail == 0)
+                }
+                tailBefore = tail
+                for user in [alice, bob] {
+                    let whole = try await store.read { r in try r.feed(of: user, after: 0, limit: 100) }
+                    #expect(whole.map(\.payload) == expected[user]!)
+                    #expect(whole.map(\.seq) == (0..<whole.count).map { UInt64($0 + 1) })
+                    #expect(try await store.read { r in try r.feedHead(of: user) } == UInt64(expected[user]!.count))
+                    // Pages of 3 from every cursor: each straddles the tables somewhere.
+                    var paged: [[UInt8]] = []
+                    var cursor: UInt64 = 0
+                    while true {
+                        let page = try await store.read { [cursor] r in try r.feed(of: user, after: cursor, limit: 3) }
+                        guard let last = page.last else { break }
+                        #expect(page.count <= 3)
+                        paged += page.map(\.payload)
+                        cursor = last.seq
+                    }
+                    #expect(paged == expected[user]!)
+                }
+            }
+            if backend == .sqlite { #expect(moves >= 5) }
+            // Pruning takes entries from both tables; seqs keep counting.
+            let head = UInt64(expected[bob]!.count)
+            #expect(try await store.write { tx in try tx.pruneFeed(of: self.bob, through: head - 1) } == Int(head - 1))
+            #expect(try await store.read { r in try r.feed(of: self.bob, after: 0, limit: 100) }.map(\.seq) == [head])
+            let next = try await store.write { [t] tx in try tx.appendChange(to: [self.bob], kind: 1, conversation: nil, message: nil, payload: [], at: t) }
+            #expect(next == [bob: head + 1])
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases) func anIdempotentRetryReturnsTheFirstResultAndWritesNothing(_ backend: StoreBackend) async throws {
         try await withTemporaryStore(backend: backend) { store, _ in
             let c = try conversation(alice, [bob])

@@ -15,7 +15,7 @@ import Testing
             }
             let expected: Set = [
                 "node_settings", "conversations", "membership_ops", "participants", "messages", "message_parts",
-                "recipient_status", "read_markers", "delivered_markers", "metadata_entries", "feed_heads", "feed_entries", "device_cursors",
+                "recipient_status", "read_markers", "delivered_markers", "metadata_entries", "feed_heads", "feed_entries", "feed_tail", "device_cursors",
                 "idempotency_records", "nonces", "sessions", "content_uploads", "replication_log", "conversation_aliases", "identities",
                 "webhooks", "webhook_queue", "blocks", "badges", "push_tokens", "push_queue", "replication_parked", "user_state_registers", "message_part_updates", "distinct_births",
                 "message_counts",

@@ -160,9 +160,7 @@ final class HotStatements {
             ON CONFLICT DO NOTHING RETURNING 1
             """)
         feedHead = try db.hotStatement(FeedHead.sql)
-        insertFeedEntry = try db.hotStatement("""
-            INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """)
+        insertFeedEntry = try db.hotStatement(FeedTail.insertSQL)
         insertOperation = try db.hotStatement("""
             INSERT INTO replication_log (origin_node, counter, hlc_physical, hlc_logical, hlc_node, op) VALUES (?, ?, ?, ?, ?, ?)
             """)

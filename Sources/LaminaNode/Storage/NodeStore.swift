@@ -111,7 +111,7 @@ public final class NodeStore: Sendable {
         self.writer = StorageWriter(
             connection: writerConnection, capacity: configuration.writeQueueCapacity, maxBatchSize: configuration.maxBatchSize,
             groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds), groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize),
-            announcer: announcer, sources: sources)
+            announcer: announcer, sources: sources, feedTailRows: configuration.feedTailRows)
     }
 
     /// Whether other nodes may write to this store too (PostgreSQL): the writer then keeps

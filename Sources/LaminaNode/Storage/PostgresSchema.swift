@@ -46,6 +46,9 @@ enum PostgresSchema {
             "ALTER TABLE participants ADD COLUMN unread BIGINT NOT NULL DEFAULT 0",
         ] + StoredCounts.fill),
         ("v15-live-devices", liveDevices),
+        // Empty here: PostgreSQL's writers append to `feed_entries` (see `FeedTail`); the table
+        // exists so that the feed's reads are one text on both backends.
+        ("v16-feed-tail", [FeedTail.createPostgres]),
     ]
 
     /// PostgreSQL only (SQLite has one node, whose sessions it knows): the devices with a live

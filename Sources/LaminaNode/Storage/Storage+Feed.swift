@@ -66,6 +66,7 @@ extension StorageTransaction {
             cache.remember(feedHead: seq, of: user)
             seqs[user] = UInt64(seq)
         }
+        cache.staged(feedTailRows: seqs.count)
         return seqs
     }
 
@@ -130,8 +131,14 @@ extension StorageTransaction {
             "INSERT INTO feed_heads (user_id, last_seq) VALUES (?, ?) ON CONFLICT (user_id) DO UPDATE SET last_seq = \(db.dialect.greatest("feed_heads.last_seq", "excluded.last_seq"))",
             [user.rawValue, head]
         )
-        try db.run("DELETE FROM feed_entries WHERE user_id = ? AND seq <= ?", [user.rawValue, try Columns.int64(seq, "seq")])
-        return db.changesCount
+        let through = try Columns.int64(seq, "seq")
+        try db.run("DELETE FROM feed_entries WHERE user_id = ? AND seq <= ?", [user.rawValue, through])
+        var pruned = db.changesCount
+        try db.run("DELETE FROM feed_tail WHERE user_id = ? AND seq <= ?", [user.rawValue, through])
+        pruned += db.changesCount
+        // The tail's count the writer keeps is now too high: it is read again.
+        cache.forgetFeedTailRows()
+        return pruned
     }
 }
 
@@ -160,6 +167,81 @@ extension StorageTransaction {
         }
         return pruned
     }
+}
+
+/// Where new feed entries wait (one writer): `feed_tail`, a table appended in commit order with
+/// no index. A user's feed is a range of `feed_entries`' B-tree, so appending straight there
+/// dirties one page per participant: a message to 25 people wrote 25 pages (and their WAL
+/// frames) in its commit. In the tail its 25 entries share a page or two. When the tail
+/// holds the writer's `feedTailRows` entries, the group's transaction moves them all into
+/// `feed_entries` in one statement (each feed's page dirtied once for many messages) and
+/// empties the tail (`settle`). A feed's entries in the tail all come after its entries in
+/// `feed_entries` (seqs count up, and a move takes every one), so readers read both and
+/// order by seq. Several writers (PostgreSQL) append to `feed_entries` (`FeedHead.appendSQL`):
+/// their tail stays empty.
+enum FeedTail {
+    static let createSQLite = """
+        CREATE TABLE feed_tail (
+            user_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            kind INTEGER NOT NULL,
+            conversation_id BLOB,
+            message_id BLOB,
+            payload BLOB,
+            created_at INTEGER NOT NULL,
+            CHECK (payload IS NOT NULL OR message_id IS NOT NULL)
+        ) STRICT
+        """
+
+    static let createPostgres = """
+        CREATE TABLE feed_tail (
+            user_id TEXT COLLATE "C" NOT NULL,
+            seq BIGINT NOT NULL,
+            kind BIGINT NOT NULL,
+            conversation_id BYTEA,
+            message_id BYTEA,
+            payload BYTEA,
+            created_at BIGINT NOT NULL,
+            CHECK (payload IS NOT NULL OR message_id IS NOT NULL)
+        )
+        """
+
+    static let insertSQL = """
+        INSERT INTO feed_tail (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+        """
+
+    /// The writer, before a group's COMMIT: moves the tail into `feed_entries` once it holds
+    /// `cache.feedTailLimit` entries.
+    static func settle(_ db: any SQLSession, cache: WriterCache) throws(StorageError) {
+        let rows: Int
+        if let known = cache.feedTailRows {
+            rows = known
+        } else {
+            rows = Int(try db.int64("SELECT count(*) FROM feed_tail") ?? 0)
+        }
+        guard rows >= cache.feedTailLimit else {
+            cache.feedTailRows = rows
+            return
+        }
+        try db.run("""
+            INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at)
+            SELECT user_id, seq, kind, conversation_id, message_id, payload, created_at FROM feed_tail ORDER BY user_id, seq
+            """)
+        try db.run("DELETE FROM feed_tail")
+        cache.feedTailRows = 0
+    }
+
+    /// A page of a user's feed, `?1` the user, after seq `?2`, at most `?3` entries (with a
+    /// few more: the caller orders by seq and limits again), columns seq, kind,
+    /// conversation_id, message_id, payload, created_at: the first `?3` of `feed_entries`
+    /// and of the tail.
+    static let page = """
+        SELECT * FROM (SELECT seq, kind, conversation_id, message_id, payload, created_at FROM feed_entries
+            WHERE user_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3) AS settled
+        UNION ALL
+        SELECT * FROM (SELECT seq, kind, conversation_id, message_id, payload, created_at FROM feed_tail
+            WHERE user_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3) AS tail
+        """
 }
 
 /// Where a feed's head comes from: its greatest stored seq, or, once pruning deleted the
@@ -192,7 +274,9 @@ enum FeedHead {
     /// One argument, the user id.
     static let sql = """
         SELECT coalesce(max(head), 0) FROM (
-            SELECT max(seq) AS head FROM feed_entries WHERE user_id = ?1 UNION ALL SELECT last_seq FROM feed_heads WHERE user_id = ?1) AS heads
+            SELECT max(seq) AS head FROM feed_entries WHERE user_id = ?1
+            UNION ALL SELECT max(seq) FROM feed_tail WHERE user_id = ?1
+            UNION ALL SELECT last_seq FROM feed_heads WHERE user_id = ?1) AS heads
         """
 }
 
@@ -208,9 +292,10 @@ extension StorageReader {
         var recorded: [UUID: [UserID: RecipientStatus]] = [:]
         try db.eachRow(
             """
-            SELECT s.message_id, s.user_id, s.status FROM feed_entries f JOIN recipient_status s ON s.message_id = f.message_id
-            WHERE f.user_id = ?1 AND f.seq > ?2 AND f.payload IS NULL
-                AND f.seq <= (SELECT max(seq) FROM (SELECT seq FROM feed_entries WHERE user_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3) AS page)
+            SELECT s.message_id, s.user_id, s.status
+            FROM (SELECT message_id, payload FROM (\(FeedTail.page)) AS entries ORDER BY seq LIMIT ?3) AS f
+            JOIN recipient_status s ON s.message_id = f.message_id
+            WHERE f.payload IS NULL
             """,
             bind: { $0.bind(1, user.rawValue); $0.bind(2, after); $0.bind(3, Int64(limit)) }
         ) { (row) throws(StorageError) in
@@ -226,8 +311,8 @@ extension StorageReader {
         try db.eachRow(
             """
             SELECT f.seq, f.kind, f.conversation_id, f.message_id, f.payload, f.created_at, \(MessageStatuses.columns("m"))
-            FROM feed_entries f LEFT JOIN messages m ON f.payload IS NULL AND m.id = f.message_id
-            WHERE f.user_id = ?1 AND f.seq > ?2 ORDER BY f.seq LIMIT ?3
+            FROM (\(FeedTail.page)) AS f LEFT JOIN messages m ON f.payload IS NULL AND m.id = f.message_id
+            ORDER BY f.seq LIMIT ?3
             """,
             bind: { $0.bind(1, user.rawValue); $0.bind(2, after); $0.bind(3, Int64(limit)) }
         ) { (row) throws(StorageError) in

@@ -27,6 +27,12 @@ public struct StorageConfiguration: Sendable, Hashable {
     public var groupCommitDelayMicroseconds: Int = 1_000
     /// How many waiting commands make a group worth committing at once (at most `maxBatchSize` count).
     public var groupCommitTarget: Int = 64
+    /// Feed entries the writer gathers in `feed_tail` before it moves them into the feeds in
+    /// one statement (SQLite): larger spreads the cost of touching each feed's page over
+    /// more messages, and makes every feed read scan a longer tail (it has no index).
+    public var feedTailRows: Int = Self.defaultFeedTailRows
+    /// The default of `feedTailRows`.
+    public static let defaultFeedTailRows = 1_024
 
     public init(writeQueueCapacity: Int = 10_000, maxBatchSize: Int = 512, readerCount: Int = 4,
                 pageCacheKiB: Int = 64 * 1_024, mmapBytes: Int = 1 << 30) {
@@ -58,6 +64,9 @@ public struct StorageConfiguration: Sendable, Hashable {
         }
         guard (1...100_000).contains(groupCommitTarget) else {
             throw StorageError(.invalidArgument, "groupCommitTarget must be 1...100,000, got \(groupCommitTarget)")
+        }
+        guard (1...100_000).contains(feedTailRows) else {
+            throw StorageError(.invalidArgument, "feedTailRows must be 1...100,000, got \(feedTailRows)")
         }
     }
 }

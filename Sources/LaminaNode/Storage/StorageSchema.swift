@@ -58,6 +58,9 @@ enum StorageSchema {
         migrator.registerMigration("v14-counters") { db in
             for statement in counters + StoredCounts.fill { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v15-feed-tail") { db in
+            try db.execute(sql: FeedTail.createSQLite)
+        }
         return migrator
     }
 

@@ -101,11 +101,12 @@ final class StorageWriter: @unchecked Sendable {
 
     init(
         connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero, groupTarget: Int = 1,
-        announcer: FeedAnnouncer? = nil, sources: CommandSources = CommandSources()
+        announcer: FeedAnnouncer? = nil, sources: CommandSources = CommandSources(),
+        feedTailRows: Int = StorageConfiguration.defaultFeedTailRows
     ) {
         self.connection = connection
         self.announcer = announcer
-        self.cache = WriterCache(sharedWriters: announcer != nil)
+        self.cache = WriterCache(sharedWriters: announcer != nil, feedTailLimit: feedTailRows)
         self.sources = sources
         self.capacity = capacity
         self.maxBatchSize = maxBatchSize
@@ -254,12 +255,14 @@ final class StorageWriter: @unchecked Sendable {
         return .committed
     }
 
-    /// Ends the group's transaction: announces the feed heads it advanced (several writers),
-    /// then commits.
+    /// Ends the group's transaction: announces the feed heads it advanced (several writers)
+    /// or moves a full feed tail into the feeds (one writer), then commits.
     private func announceAndCommit(_ db: any SQLSession) throws {
         if let announcer {
             let heads = cache.takeAnnouncedHeads()
             if !heads.isEmpty { try announcer.announce(heads, on: db) }
+        } else {
+            try FeedTail.settle(db, cache: cache)
         }
         try db.commit()
         cache.endTransaction()

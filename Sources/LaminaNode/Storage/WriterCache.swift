@@ -34,10 +34,23 @@ final class WriterCache: @unchecked Sendable {
     /// counters are read inside each command, and feed heads are
     /// allocated under the row lock of `feed_heads` (see `Storage+Feed.swift`).
     let sharedWriters: Bool
+    /// Entries in `feed_tail` that make the writer move the tail into `feed_entries` (`FeedTail`).
+    let feedTailLimit: Int
+    /// Entries in `feed_tail` now, when known (nil after a rollback: counted again).
+    var feedTailRows: Int?
 
-    init(sharedWriters: Bool = false) {
+    init(sharedWriters: Bool = false, feedTailLimit: Int = StorageConfiguration.defaultFeedTailRows) {
         self.sharedWriters = sharedWriters
+        self.feedTailLimit = feedTailLimit
     }
+
+    /// A command appended `count` entries to the tail.
+    func staged(feedTailRows count: Int) {
+        if let rows = feedTailRows { feedTailRows = rows + count }
+    }
+
+    /// A command deleted entries from the tail: it is counted again.
+    func forgetFeedTailRows() { feedTailRows = nil }
 
     /// The hot-path statements on the writer's connection `db`, prepared on first use.
     func statements(_ db: any SQLSession) throws(StorageError) -> HotStatements {
@@ -141,5 +154,6 @@ final class WriterCache: @unchecked Sendable {
         feedHeads.removeAll(keepingCapacity: true)
         withMessages.removeAll(keepingCapacity: true)
         counters.removeAll(keepingCapacity: true)
+        feedTailRows = nil
     }
 }
