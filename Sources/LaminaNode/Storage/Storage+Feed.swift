@@ -231,17 +231,9 @@ enum FeedTail {
         cache.feedTailRows = 0
     }
 
-    /// A page of a user's feed, `?1` the user, after seq `?2`, at most `?3` entries (with a
-    /// few more: the caller orders by seq and limits again), columns seq, kind,
-    /// conversation_id, message_id, payload, created_at: the first `?3` of `feed_entries`
-    /// and of the tail.
-    static let page = """
-        SELECT * FROM (SELECT seq, kind, conversation_id, message_id, payload, created_at FROM feed_entries
-            WHERE user_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3) AS settled
-        UNION ALL
-        SELECT * FROM (SELECT seq, kind, conversation_id, message_id, payload, created_at FROM feed_tail
-            WHERE user_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3) AS tail
-        """
+    /// Where a feed's entries are, oldest first: every entry in the tail comes after every
+    /// entry of the same feed in `feed_entries`.
+    static let tables = ["feed_entries", "feed_tail"]
 }
 
 /// Where a feed's head comes from: its greatest stored seq, or, once pruning deleted the
@@ -286,16 +278,32 @@ extension StorageReader {
     /// statuses in one more), not one lookup per entry.
     public func feed(of user: UserID, after seq: UInt64, limit: Int) throws(StorageError) -> [FeedEntry] {
         try checkLimit(limit)
+        var entries: [FeedEntry] = []
+        entries.reserveCapacity(min(limit, 256))
+        var statuses = MessageStatuses(reader: self, viewer: user)
+        // The feed's entries in `feed_entries` come before those in the tail (`FeedTail`):
+        // the page is read from the first, and only when that runs out, from the tail.
+        for table in FeedTail.tables {
+            let remaining = limit - entries.count
+            guard remaining > 0 else { break }
+            try readFeed(table, of: user, after: entries.last?.seq ?? seq, limit: remaining, statuses: &statuses, into: &entries)
+        }
+        return entries
+    }
+
+    /// Up to `limit` of the user's entries after `seq` in `table`, appended to `entries`.
+    private func readFeed(
+        _ table: String, of user: UserID, after seq: UInt64, limit: Int, statuses: inout MessageStatuses, into entries: inout [FeedEntry]
+    ) throws(StorageError) {
         let after = try Columns.int64(seq, "seq")
         // Recorded statuses first (one query for the page), then the entries, each decoded
         // straight from SQLite's row as it is stepped.
         var recorded: [UUID: [UserID: RecipientStatus]] = [:]
         try db.eachRow(
             """
-            SELECT s.message_id, s.user_id, s.status
-            FROM (SELECT message_id, payload FROM (\(FeedTail.page)) AS entries ORDER BY seq LIMIT ?3) AS f
-            JOIN recipient_status s ON s.message_id = f.message_id
-            WHERE f.payload IS NULL
+            SELECT s.message_id, s.user_id, s.status FROM \(table) f JOIN recipient_status s ON s.message_id = f.message_id
+            WHERE f.user_id = ?1 AND f.seq > ?2 AND f.payload IS NULL
+                AND f.seq <= (SELECT max(seq) FROM (SELECT seq FROM \(table) WHERE user_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3) AS page)
             """,
             bind: { $0.bind(1, user.rawValue); $0.bind(2, after); $0.bind(3, Int64(limit)) }
         ) { (row) throws(StorageError) in
@@ -305,14 +313,11 @@ extension StorageReader {
             }
             recorded[message, default: [:]][try Columns.user(row, 1)] = status
         }
-        var statuses = MessageStatuses(reader: self, viewer: user)
-        var entries: [FeedEntry] = []
-        entries.reserveCapacity(min(limit, 256))
         try db.eachRow(
             """
             SELECT f.seq, f.kind, f.conversation_id, f.message_id, f.payload, f.created_at, \(MessageStatuses.columns("m"))
-            FROM (\(FeedTail.page)) AS f LEFT JOIN messages m ON f.payload IS NULL AND m.id = f.message_id
-            ORDER BY f.seq LIMIT ?3
+            FROM \(table) f LEFT JOIN messages m ON f.payload IS NULL AND m.id = f.message_id
+            WHERE f.user_id = ?1 AND f.seq > ?2 ORDER BY f.seq LIMIT ?3
             """,
             bind: { $0.bind(1, user.rawValue); $0.bind(2, after); $0.bind(3, Int64(limit)) }
         ) { (row) throws(StorageError) in
@@ -338,7 +343,6 @@ extension StorageReader {
             }
             entries.append(entry)
         }
-        return entries
     }
 
     /// The last sequence number of the user's feed (0 when it never had an entry).
