@@ -176,8 +176,9 @@ extension StorageTransaction {
 /// holds the writer's `feedTailRows` entries, the group's transaction moves them all into
 /// `feed_entries` in one statement (each feed's page dirtied once for many messages) and
 /// empties the tail (`settle`). A feed's entries in the tail all come after its entries in
-/// `feed_entries` (seqs count up, and a move takes every one), so readers read both and
-/// order by seq. Several writers (PostgreSQL) append to `feed_entries` (`FeedHead.appendSQL`):
+/// `feed_entries` (seqs count up, and a move takes every one), so a read takes a page from
+/// `feed_entries` and, only when that runs out, goes on in the tail (whose scan is bounded
+/// by `feedTailRows`). Several writers (PostgreSQL) append to `feed_entries` (`FeedHead.appendSQL`):
 /// their tail stays empty.
 enum FeedTail {
     static let createSQLite = """
