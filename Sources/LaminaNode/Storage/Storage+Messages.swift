@@ -88,7 +88,7 @@ extension StorageTransaction {
         insert.bind(13, hn)
         // A taken id or position inserts nothing (and raises no error, which on PostgreSQL
         // would abort the transaction: the caller reads the existing row next).
-        guard try insert.run() != nil else {
+        guard try insert.runInsert() else {
             if try db.int64("SELECT 1 FROM messages WHERE id = ?", [Columns.blob(message.id.uuid)]) != nil {
                 throw StorageError(.alreadyExists, "message \(message.id) exists")
             }
