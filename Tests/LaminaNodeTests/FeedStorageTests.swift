@@ -109,17 +109,20 @@ import Testing
     }
 
     /// New entries wait in `feed_tail` and move into `feed_entries` when the tail is full
-    /// (SQLite's one writer; PostgreSQL's writers append to the feeds directly). Every read
-    /// (whole feeds, pages that straddle the two tables, heads, pruning) sees one feed,
-    /// whichever table holds each entry, including after a rolled-back command.
+    /// (SQLite's one writer; PostgreSQL's writers append to the feeds directly); a group of at
+    /// least the group commit target of commands moves the tail first and appends directly.
+    /// Every read (whole feeds, pages that straddle the two tables, heads, pruning) sees one
+    /// feed, whichever table holds each entry, including after a rolled-back command.
     @Test(arguments: StoreBackend.allCases) func feedsReadAsOneAcrossTheTailAndItsMoves(_ backend: StoreBackend) async throws {
         var configuration = StorageConfiguration()
-        configuration.feedTailRows = 5
+        configuration.feedTailRows = 12
+        configuration.groupCommitTarget = 4
         try await withTemporaryStore(configuration, backend: backend) { store, _ in
-            var expected: [UserID: [[UInt8]]] = [alice: [], bob: []]
-            var moves = 0
+            var expected: [UserID: [UInt64: [UInt8]]] = [alice: [:], bob: [:]]
+            var payload: UInt8 = 0
+            var moves = 0, largeGroups = 0
             var tailBefore = 0
-            for i in 0..<23 {
+            for i in 0..<30 {
                 let users: [UserID] = i % 3 == 2 ? [bob] : [alice, bob]
                 if i == 7 {
                     // Appends, then fails: rolled back, and the writer counts its tail again.
@@ -131,26 +134,63 @@ import Testing
                         }
                     }
                 }
-                let seqs = try await store.write { [t] tx in
-                    try tx.appendChange(to: users, kind: 1, conversation: nil, message: nil, payload: [UInt8(i)], at: t)
-                }
-                for user in users {
-                    expected[user, default: []].append([UInt8(i)])
-                    #expect(seqs[user] == UInt64(expected[user]!.count))
+                var appended = 0
+                // Six commands of one entry each in one group (queued behind a held writer): a
+                // large group, at a point where the tail would have kept them (it moves them
+                // first and appends directly, so the tail is empty after it).
+                let large = i >= 14 && i % 3 == 0 && tailBefore + 6 < configuration.feedTailRows
+                if large {
+                    let users: [UserID] = [bob]
+                    let gate = WriterGate()
+                    try gate.hold(store)
+                    await gate.entered.wait()
+                    let results = LockedBox<[(UInt8, [UserID: UInt64])]>([])
+                    let counter = CompletionCounter(expected: 6)
+                    for k in 0..<6 {
+                        let p = payload &+ UInt8(k)
+                        try store.submit({ [t] tx in
+                            try tx.appendChange(to: users, kind: 1, conversation: nil, message: nil, payload: [p], at: t)
+                        }, completion: { (result: Result<[UserID: UInt64], any Error>) in
+                            if case .success(let seqs) = result { results.set(results.get() + [(p, seqs)]) }
+                            counter.record(result)
+                        })
+                    }
+                    gate.open()
+                    await counter.done.wait()
+                    #expect(results.get().count == 6)
+                    for (p, seqs) in results.get() {
+                        for user in users { expected[user]![seqs[user]!] = [p] }
+                    }
+                    payload &+= 6
+                    appended = 6
+                    largeGroups += 1
+                } else {
+                    let seqs = try await store.write { [t, payload] tx in
+                        try tx.appendChange(to: users, kind: 1, conversation: nil, message: nil, payload: [payload], at: t)
+                    }
+                    for user in users { expected[user]![seqs[user]!] = [payload] }
+                    payload &+= 1
+                    appended = users.count
                 }
                 let tail = try await store.read { r in Int(try r.db.int64("SELECT count(*) FROM feed_tail") ?? -1) }
                 if backend == .sqlite {
                     #expect(tail < configuration.feedTailRows)
-                    if tail < tailBefore + users.count { moves += 1 }
+                    if large {
+                        #expect(tail == 0)
+                    } else if tail < tailBefore + appended {
+                        moves += 1
+                    }
                 } else {
                     #expect(tail == 0)
                 }
                 tailBefore = tail
                 for user in [alice, bob] {
-                    let whole = try await store.read { r in try r.feed(of: user, after: 0, limit: 100) }
-                    #expect(whole.map(\.payload) == expected[user]!)
-                    #expect(whole.map(\.seq) == (0..<whole.count).map { UInt64($0 + 1) })
-                    #expect(try await store.read { r in try r.feedHead(of: user) } == UInt64(expected[user]!.count))
+                    let want = expected[user]!.sorted { $0.key < $1.key }
+                    #expect(want.map(\.key) == (0..<want.count).map { UInt64($0 + 1) })
+                    let whole = try await store.read { r in try r.feed(of: user, after: 0, limit: 1_000) }
+                    #expect(whole.map(\.seq) == want.map(\.key))
+                    #expect(whole.map(\.payload) == want.map(\.value))
+                    #expect(try await store.read { r in try r.feedHead(of: user) } == UInt64(want.count))
                     // Pages of 3 from every cursor: each straddles the tables somewhere.
                     var paged: [[UInt8]] = []
                     var cursor: UInt64 = 0
@@ -161,10 +201,13 @@ import Testing
                         paged += page.map(\.payload)
                         cursor = last.seq
                     }
-                    #expect(paged == expected[user]!)
+                    #expect(paged == want.map(\.value))
                 }
             }
-            if backend == .sqlite { #expect(moves >= 5) }
+            if backend == .sqlite {
+                #expect(moves >= 2)
+                #expect(largeGroups >= 2)
+            }
             // Pruning takes entries from both tables; seqs keep counting.
             let head = UInt64(expected[bob]!.count)
             #expect(try await store.write { tx in try tx.pruneFeed(of: self.bob, through: head - 1) } == Int(head - 1))

@@ -151,7 +151,9 @@ final class HotStatements {
     let anyMessage: HotStatement
     let insertMessage: HotStatement
     let feedHead: HotStatement
+    /// Into the tail (`FeedTail`), or straight into `feed_entries` (`insertFeedEntryDirect`).
     let insertFeedEntry: HotStatement
+    let insertFeedEntryDirect: HotStatement
     let insertOperation: HotStatement
     /// A stored message's counts (`countAppended`): on SQLite the sender's count
     /// (`countSender`) and then the unread counts (`countAppended`); on PostgreSQL
@@ -176,6 +178,7 @@ final class HotStatements {
             """ + (db.dialect == .postgres ? Self.returningOnPostgres : ""))
         feedHead = try db.hotStatement(FeedHead.sql)
         insertFeedEntry = try db.hotStatement(FeedTail.insertSQL)
+        insertFeedEntryDirect = try db.hotStatement(FeedTail.insertDirectSQL)
         insertOperation = try db.hotStatement("""
             INSERT INTO replication_log (origin_node, counter, hlc_physical, hlc_logical, hlc_node, op) VALUES (?, ?, ?, ?, ?, ?)
             """)

@@ -45,7 +45,7 @@ extension StorageTransaction {
             return try appendEntriesShared(to: Set(users), kind: kind, conversation: conversation, message: message, payload: payload, at: time)
         }
         let statements = try statements
-        let insert = statements.insertFeedEntry
+        let insert = cache.feedsDirect ? statements.insertFeedEntryDirect : statements.insertFeedEntry
         var seqs: [UserID: UInt64] = [:]
         for user in Set(users).sorted() {
             let seq: Int64
@@ -66,7 +66,7 @@ extension StorageTransaction {
             cache.remember(feedHead: seq, of: user)
             seqs[user] = UInt64(seq)
         }
-        cache.staged(feedTailRows: seqs.count)
+        if !cache.feedsDirect { cache.staged(feedTailRows: seqs.count) }
         return seqs
     }
 
@@ -175,11 +175,13 @@ extension StorageTransaction {
 /// frames) in its commit. In the tail its 25 entries share a page or two. When the tail
 /// holds the writer's `feedTailRows` entries, the group's transaction moves them all into
 /// `feed_entries` in one statement (each feed's page dirtied once for many messages) and
-/// empties the tail (`settle`). A feed's entries in the tail all come after its entries in
-/// `feed_entries` (seqs count up, and a move takes every one), so a read takes a page from
-/// `feed_entries` and, only when that runs out, goes on in the tail (whose scan is bounded
-/// by `feedTailRows`). Several writers (PostgreSQL) append to `feed_entries` (`FeedHead.appendSQL`):
-/// their tail stays empty.
+/// empties the tail (`settle`). A large group (at least the writer's group commit target of
+/// commands, e.g. 50 senders × 32 in flight) gains nothing from the tail: its many entries
+/// already share each feed's page, so it appends to `feed_entries` directly (`beginGroup`).
+/// A feed's entries in the tail all come after its entries in `feed_entries` (seqs count up,
+/// and a move takes every one), so a read takes a page from `feed_entries` and, only when that
+/// runs out, goes on in the tail (whose scan is bounded by `feedTailRows`). Several writers
+/// (PostgreSQL) append to `feed_entries` (`FeedHead.appendSQL`): their tail stays empty.
 enum FeedTail {
     static let createSQLite = """
         CREATE TABLE feed_tail (
@@ -211,16 +213,29 @@ enum FeedTail {
         INSERT INTO feed_tail (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
         """
 
+    static let insertDirectSQL = """
+        INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+        """
+
+    /// The writer, when a group begins: a group of at least `largeGroup` commands appends to
+    /// the feeds directly (its entries already share each feed's page: the tail would only
+    /// add its own insert, sort and delete per entry), after moving what the tail holds (a
+    /// feed's tail entries must stay its newest).
+    static func beginGroup(_ db: any SQLSession, cache: WriterCache, commands: Int, largeGroup: Int) throws(StorageError) {
+        cache.feedsDirect = commands >= largeGroup
+        if cache.feedsDirect { try settle(db, cache: cache, atLeast: 1) }
+    }
+
     /// The writer, before a group's COMMIT: moves the tail into `feed_entries` once it holds
-    /// `cache.feedTailLimit` entries.
-    static func settle(_ db: any SQLSession, cache: WriterCache) throws(StorageError) {
+    /// `cache.feedTailLimit` entries (or `atLeast`).
+    static func settle(_ db: any SQLSession, cache: WriterCache, atLeast: Int? = nil) throws(StorageError) {
         let rows: Int
         if let known = cache.feedTailRows {
             rows = known
         } else {
             rows = Int(try db.int64("SELECT count(*) FROM feed_tail") ?? 0)
         }
-        guard rows >= cache.feedTailLimit else {
+        guard rows >= (atLeast ?? cache.feedTailLimit) else {
             cache.feedTailRows = rows
             return
         }

@@ -302,6 +302,7 @@ final class StorageWriter: @unchecked Sendable {
                     }
                 }
                 do {
+                    if announcer == nil { try FeedTail.beginGroup(db, cache: cache, commands: batch.count, largeGroup: groupTarget) }
                     let statements = try cache.statements(db)
                     for (i, command) in batch.enumerated() {
                         do {

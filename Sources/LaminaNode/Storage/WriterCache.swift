@@ -38,6 +38,9 @@ final class WriterCache: @unchecked Sendable {
     let feedTailLimit: Int
     /// Entries in `feed_tail` now, when known (nil after a rollback: counted again).
     var feedTailRows: Int?
+    /// The running group appends feed entries to `feed_entries` directly, not to the tail
+    /// (a large group: see `FeedTail`). Set by the writer when a group begins.
+    var feedsDirect = false
 
     init(sharedWriters: Bool = false, feedTailLimit: Int = StorageConfiguration.defaultFeedTailRows) {
         self.sharedWriters = sharedWriters
