@@ -30,7 +30,12 @@ import Testing
 
     @Test func tenThousandClosedSessionsLeaveTheNodesMemoryWhereItWas() async throws {
         let total = ProcessInfo.processInfo.environment["LAMINA_LEAK_SESSIONS"].flatMap(Int.init) ?? 10_000
-        let node = try await NodeProcess.start(in: Fixtures.temporaryDirectory("leak-process"))
+        // Bob only receives: the node hears nothing from him after his SYNC, and closes a
+        // session that sent nothing for the idle timeout (120 s by default). Alone this test
+        // takes ~20 s; in a loaded CI run it took 164 s, bob's stream was closed as idle and the
+        // healthy round trip failed ("expected a frame, got end"), or both went idle while the
+        // test waited for the sessions to settle and the count never came down to 2.
+        let node = try await NodeProcess.start(in: Fixtures.temporaryDirectory("leak-process"), arguments: ["--idle-timeout", "3600"])
         let data = node.dataDirectory
         let url = "https://127.0.0.1:\(node.syncPort)"
         let certificate = data.appendingPathComponent(NodeBootstrap.Files.certificate).path
