@@ -209,13 +209,13 @@ enum FeedTail {
         )
         """
 
-    static let insertSQL = """
-        INSERT INTO feed_tail (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-        """
+    /// The columns of a feed entry, the same in both tables.
+    static let columns = "user_id, seq, kind, conversation_id, message_id, payload, created_at"
 
-    static let insertDirectSQL = """
-        INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-        """
+    /// Appends one entry to `table` (the tail, or `feed_entries` directly).
+    static func insertSQL(into table: String) -> String {
+        "INSERT INTO \(table) (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    }
 
     /// The writer, when a group begins: a group of at least `largeGroup` commands appends to
     /// the feeds directly (its entries already share each feed's page: the tail would only
@@ -239,10 +239,7 @@ enum FeedTail {
             cache.feedTailRows = rows
             return
         }
-        try db.run("""
-            INSERT INTO feed_entries (user_id, seq, kind, conversation_id, message_id, payload, created_at)
-            SELECT user_id, seq, kind, conversation_id, message_id, payload, created_at FROM feed_tail ORDER BY user_id, seq
-            """)
+        try db.run("INSERT INTO feed_entries (\(columns)) SELECT \(columns) FROM feed_tail ORDER BY user_id, seq")
         try db.run("DELETE FROM feed_tail")
         cache.feedTailRows = 0
     }
