@@ -53,7 +53,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Admin listener (metrics, health), host:port (default 127.0.0.1:7444); 'off' disables it.")
     var admin: String?
 
-    @Option(help: "Event-loop threads for the network (default: one per core).")
+    @Option(help: "Event-loop threads for the network (default: one per core but one, at least one; the storage writer has a thread of its own).")
     var eventLoops: Int?
 
     @Option(help: "TLS certificate chain (PEM); default: self-signed, created in the data directory.")
@@ -187,7 +187,7 @@ struct Serve: AsyncParsableCommand {
         let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
 
         if let eventLoops, !(1...1024).contains(eventLoops) { throw ValidationError("--event-loops must be 1…1024") }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops ?? System.coreCount)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops ?? NodeServerConfiguration.defaultEventLoops(cores: System.coreCount))
         let server: NodeServer
         do {
             server = try await NodeServer.start(configuration: configuration, group: group, logger: logger, registry: registry)
