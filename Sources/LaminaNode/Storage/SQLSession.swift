@@ -136,12 +136,14 @@ final class SQLiteSession: SQLSession {
         db.afterNextTransaction(onCommit: { onCommit($0) }, onRollback: { onRollback($0) })
     }
 
+    /// BEGIN and COMMIT run as cached statements (the writer runs them once per group: parsing
+    /// them each time was 2 % of the node's CPU in `rate --fanout 24`); GRDB still sees them.
     func begin() throws(StorageError) {
-        do { try db.beginTransaction(.immediate) } catch { throw StorageError.wrapping(error) }
+        do { try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute() } catch { throw StorageError.wrapping(error) }
     }
 
     func commit() throws(StorageError) {
-        do { try db.commit() } catch { throw StorageError.wrapping(error) }
+        do { try db.cachedStatement(sql: "COMMIT TRANSACTION").execute() } catch { throw StorageError.wrapping(error) }
     }
 
     func rollback() {
