@@ -631,7 +631,10 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         scheduleFlush()
     }
 
-    func write(_ stream: TransportStream, _ data: ByteBuffer, promise: EventLoopPromise<Void>?) {
+    /// Queues a body chunk. With `flushNow`, outside the connection's own reading and
+    /// flushing, what the connection has queued is written at once instead of in a turn of
+    /// the event loop of its own.
+    func write(_ stream: TransportStream, _ data: ByteBuffer, promise: EventLoopPromise<Void>?, flushNow: Bool = false) {
         guard stream.sessionCloseCode == nil, !stream.outboundFinished, !stream.resetSubmitted else {
             promise?.fail(stream.closeError ?? TransportError(.invalidState, "the stream's outbound side is finished"))
             return
@@ -640,7 +643,12 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         stream.outboundBufferedBytes += data.readableBytes
         outboundPeak = max(outboundPeak, stream.outboundBufferedBytes)
         if stream.outboundBufferedBytes >= settings.streamOutboundHighWater { stream.isWritable = false }
-        resumeIfDeferred(stream)
+        if flushNow && !processing && !flushing {
+            resumeData(stream)
+            flushSession()
+        } else {
+            resumeIfDeferred(stream)
+        }
     }
 
     func finish(_ stream: TransportStream, trailers: HeaderFields?) {
@@ -676,11 +684,16 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func resumeIfDeferred(_ stream: TransportStream) {
+        resumeData(stream)
+        scheduleFlush()
+    }
+
+    /// Tells nghttp2 the stream has data again, if it was waiting for some.
+    private func resumeData(_ stream: TransportStream) {
         if stream.dataDeferred, let session {
             stream.dataDeferred = false
             _ = nghttp2_session_resume_data(session.raw, stream.id)
         }
-        scheduleFlush()
     }
 
     /// Client role: submits a request and returns its stream.

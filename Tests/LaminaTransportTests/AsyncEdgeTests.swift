@@ -77,6 +77,48 @@ import Testing
         try await connection.close()
     }
 
+    /// `writeAndFlush` from a turn of its own, after the stream sent everything it had (so
+    /// HTTP/2 framing waits for data): each echo must reach the client, and its promise succeed.
+    @Test func writeAndFlushSendsFromAFreshTurn() async throws {
+        final class LaterEcho: TransportStreamDelegate {
+            func streamDidReceiveData(_ stream: TransportStream, data: ByteBuffer) {
+                stream.eventLoop.execute {
+                    let written = stream.eventLoop.makePromise(of: Void.self)
+                    written.futureResult.whenSuccess { stream.writeAndFlush(ByteBuffer(string: "+")) }
+                    stream.writeAndFlush(data, promise: written)
+                }
+            }
+            func streamDidReceiveEnd(_ stream: TransportStream, trailers: HeaderFields?) { stream.finish() }
+        }
+        var router = TransportRouter()
+        router.add("/later") { stream in
+            stream.sendHeaders([(":status", "200")])
+            stream.delegate = LaterEcho()
+        }
+        let server = try await TransportServer.start(
+            host: "127.0.0.1", port: 0, tls: Fixtures.serverTLS, router: router, group: Fixtures.group)
+        defer { _ = server.shutdown() }
+        let connection = try await TransportConnection.connect(
+            to: "https://localhost:\(server.port)", tls: Fixtures.clientTLS, group: Fixtures.group)
+        let stream = try await connection.openStream(method: "POST", path: "/later")
+        let body = stream.inboundBody()
+        // An echo that never comes fails the test instead of hanging it.
+        let watchdog = stream.eventLoop.scheduleTask(in: .seconds(20)) { stream.reset() }
+        defer { watchdog.cancel() }
+        var iterator = body.makeAsyncIterator()
+        for word in ["one", "two", "three"] {
+            try await stream.write(ByteBuffer(string: word)).get()
+            var received = ""
+            while received.count < word.count + 1, var chunk = try await iterator.next() {
+                received += chunk.readString(length: chunk.readableBytes) ?? ""
+            }
+            #expect(received == word + "+")
+        }
+        stream.finish()
+        #expect(try await iterator.next() == nil)
+        try await connection.close()
+    }
+
     @Test func gracefulShutdownDrainsOpenStreams() async throws {
         var router = TransportRouter()
         router.add("/slow") { stream in

@@ -5,6 +5,7 @@ import Testing
 /// Both ends send and receive length-prefixed frames on one stream at the same time.
 /// Each end writes only while the stream is writable and pauses its reading now and then,
 /// so both directions run on flow control; buffered bytes are sampled on every callback.
+/// Half the batches go out with `writeAndFlush`, half with `write`.
 @Suite struct BidirectionalStreamTests {
     static let framesPerSide = 100_000
     static let settings: HTTP2Settings = {
@@ -25,6 +26,7 @@ import Testing
         var stats = Stats()
         var receivedEnd = false
         var pauses = 0
+        var batches = 0
 
         struct Stats: Sendable {
             var framesReceived = 0
@@ -52,7 +54,15 @@ import Testing
                     batch.writeRepeatingByte(UInt8(truncatingIfNeeded: nextToSend), count: size - 8)
                     nextToSend += 1
                 }
-                stream.write(batch, promise: nil)
+                // Every other batch asks for an immediate flush: from a writability callback
+                // (inside the connection's flush), a read (inside its processing) or a fresh
+                // turn, which each take a different path.
+                batches += 1
+                if batches.isMultiple(of: 2) {
+                    stream.writeAndFlush(batch, promise: nil)
+                } else {
+                    stream.write(batch, promise: nil)
+                }
                 sample(stream)
             }
             if nextToSend == count {

@@ -509,7 +509,12 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
                 let size = piece.readableBytes
                 let promise = eventLoop.makePromise(of: Void.self)
                 promise.futureResult.whenComplete { _ in self.taken(size) }
-                stream.write(piece, promise: promise)
+                // The last piece writes the lot now: no second turn of the loop per flush.
+                if rest.readableBytes == 0 {
+                    stream.writeAndFlush(piece, promise: promise)
+                } else {
+                    stream.write(piece, promise: promise)
+                }
             }
         }
         if finish {
