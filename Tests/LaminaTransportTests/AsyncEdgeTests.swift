@@ -77,6 +77,23 @@ import Testing
         try await connection.close()
     }
 
+    /// A server whose `path` answers 200 and hands each stream to a new delegate, and a
+    /// connection to it.
+    static func serve(
+        _ path: String, _ delegate: @escaping @Sendable () -> any TransportStreamDelegate
+    ) async throws -> (TransportServer, TransportConnection) {
+        var router = TransportRouter()
+        router.add(path) { stream in
+            stream.sendHeaders([(":status", "200")])
+            stream.delegate = delegate()
+        }
+        let server = try await TransportServer.start(
+            host: "127.0.0.1", port: 0, tls: Fixtures.serverTLS, router: router, group: Fixtures.group)
+        let connection = try await TransportConnection.connect(
+            to: "https://localhost:\(server.port)", tls: Fixtures.clientTLS, group: Fixtures.group)
+        return (server, connection)
+    }
+
     /// `writeAndFlush` from a turn of its own, after the stream sent everything it had (so
     /// HTTP/2 framing waits for data): each echo must reach the client, and its promise succeed.
     @Test func writeAndFlushSendsFromAFreshTurn() async throws {
@@ -90,16 +107,8 @@ import Testing
             }
             func streamDidReceiveEnd(_ stream: TransportStream, trailers: HeaderFields?) { stream.finish() }
         }
-        var router = TransportRouter()
-        router.add("/later") { stream in
-            stream.sendHeaders([(":status", "200")])
-            stream.delegate = LaterEcho()
-        }
-        let server = try await TransportServer.start(
-            host: "127.0.0.1", port: 0, tls: Fixtures.serverTLS, router: router, group: Fixtures.group)
+        let (server, connection) = try await Self.serve("/later") { LaterEcho() }
         defer { _ = server.shutdown() }
-        let connection = try await TransportConnection.connect(
-            to: "https://localhost:\(server.port)", tls: Fixtures.clientTLS, group: Fixtures.group)
         let stream = try await connection.openStream(method: "POST", path: "/later")
         let body = stream.inboundBody()
         // An echo that never comes fails the test instead of hanging it.
@@ -120,15 +129,7 @@ import Testing
     }
 
     @Test func gracefulShutdownDrainsOpenStreams() async throws {
-        var router = TransportRouter()
-        router.add("/slow") { stream in
-            stream.sendHeaders([(":status", "200")])
-            stream.delegate = EchoDelegate()
-        }
-        let server = try await TransportServer.start(
-            host: "127.0.0.1", port: 0, tls: Fixtures.serverTLS, router: router, group: Fixtures.group)
-        let connection = try await TransportConnection.connect(
-            to: "https://localhost:\(server.port)", tls: Fixtures.clientTLS, group: Fixtures.group)
+        let (server, connection) = try await Self.serve("/slow") { EchoDelegate() }
         let stream = try await connection.openStream(method: "POST", path: "/slow")
         let body = stream.inboundBody()
         try await stream.write(ByteBuffer(string: "before")).get()
