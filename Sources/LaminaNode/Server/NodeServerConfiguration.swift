@@ -20,7 +20,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     /// Network event-loop threads when none are asked for: one per core but one, at least one.
     /// The storage writer is a thread of its own that keeps a core busy under write load, and
     /// every loop holding a recipient of a message is woken for it: on 2 cores one loop spent
-    /// 5–12 % less node CPU per message than two, at ~5 % less peak throughput (WRITE-PATH.md).
+    /// 6–12 % less node CPU per message than two, and reached up to 12 % less peak throughput
+    /// where a load generator shared the two cores (WRITE-PATH.md).
     public static func defaultEventLoops(cores: Int) -> Int { max(1, cores - 1) }
 
     /// Sync listener host and port (port 0: pick a free one).

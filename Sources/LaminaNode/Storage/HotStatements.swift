@@ -56,8 +56,9 @@ final class HotStatement: SQLBinder {
     /// Runs a bound `INSERT … ON CONFLICT DO NOTHING` and returns whether it inserted a row.
     /// On SQLite the statement has no RETURNING clause (SQLite gathers RETURNING rows in a
     /// temporary B-tree it opens, with its pager and page allocations, on every run: the
-    /// message insert was 50 % of the writer's samples in `closed 50×32` with it, 45 % without) and the answer is the connection's change count; on
-    /// PostgreSQL it ends in `RETURNING 1` (``HotStatements/returningOnPostgres``).
+    /// message insert was 50 % of the writer's samples in `closed 50×32` with it, 45 % without)
+    /// and the answer is the connection's change count; on PostgreSQL it ends in `RETURNING 1`
+    /// (``HotStatements/returningOnPostgres``).
     func runInsert() throws(StorageError) -> Bool {
         guard bindingHandle != nil else { return try run() != nil }
         try run()
