@@ -13,6 +13,11 @@ import Glibc
 /// The admin port's liveness and readiness (issue 15, item 10): readiness fails when the
 /// store cannot write or the session slots are nearly all taken, says why, and recovers.
 @Suite struct HealthTests {
+    /// The value of an unlabelled counter in a `/metrics` body.
+    static func counter(_ name: String, in body: String) -> Int? {
+        body.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
+    }
+
     @Test func readinessFailsWhileSessionSlotsAreNearlyExhaustedAndLivenessStays() async throws {
         let node = try await TestNode.start("health-slots") {
             $0.adminPort = 0
@@ -48,6 +53,15 @@ import Glibc
         let metrics = try await HTTPGet.fetch(port: admin.port, path: "/metrics")
         #expect(metrics.body.contains("lamina_connections_open 3"))
         #expect(metrics.body.contains("lamina_storage_errors_total 0"))
+        // Group commits and the commands they carried: both grow with one more send, and a
+        // group carries at least one command.
+        let commits = try #require(Self.counter("lamina_storage_transactions_total", in: metrics.body))
+        let commands = try #require(Self.counter("lamina_storage_commands_committed_total", in: metrics.body))
+        #expect(commits >= 1 && commands >= commits, "\(commits) commits of \(commands) commands")
+        try await pair.expectHealthy()
+        let later = try await HTTPGet.fetch(port: admin.port, path: "/metrics").body
+        #expect(try #require(Self.counter("lamina_storage_transactions_total", in: later)) > commits)
+        #expect(try #require(Self.counter("lamina_storage_commands_committed_total", in: later)) > commands)
         for client in clients { await client.close() }
         await node.stop()
     }
@@ -91,8 +105,8 @@ import Glibc
         #expect(notReady.status == 503)
         #expect(notReady.body.contains("store failing"), "\(notReady.body)")
         let metrics = try await HTTPGet.fetch(port: node.adminPort, path: "/metrics").body
-        let errors = metrics.split(separator: "\n").first { $0.hasPrefix("lamina_storage_errors_total ") }
-        #expect((errors.flatMap { Int($0.split(separator: " ")[1]) } ?? 0) >= 1, "\(errors ?? "no lamina_storage_errors_total")")
+        let errors = Self.counter("lamina_storage_errors_total", in: metrics)
+        #expect((errors ?? 0) >= 1, "\(errors.map(String.init) ?? "no lamina_storage_errors_total")")
         #expect(node.logged.contains("storage error") || node.logged.contains("group commit failed"))
         // A new client is still handed a nonce (nonces are not written to the store), and the
         // device's session resumes on a new connection (a read).

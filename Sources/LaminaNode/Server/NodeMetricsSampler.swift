@@ -20,6 +20,8 @@ final class NodeMetricsSampler: Sendable {
     private let storageErrors: Counter
     private let storageCommitFailures: Counter
     private let storageCommandsRefused: Counter
+    private let storageTransactions: Counter
+    private let storageCommandsCommitted: Counter
     /// The counters' values at the last sample (the registry's counters only go up).
     private let last = NIOLockedValueBox([Int](repeating: 0, count: 13))
     /// PostgreSQL only (nil on SQLite).
@@ -41,6 +43,8 @@ final class NodeMetricsSampler: Sendable {
         storageErrors = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_errors", unitName: "total", helpText: "Errors SQLite reported (disk full, I/O, damage), each also logged"))
         storageCommitFailures = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commit_failures", unitName: "total", helpText: "Group commits whose transaction failed"))
         storageCommandsRefused = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commands_refused", unitName: "total", helpText: "Commands refused because the write queue was full"))
+        storageTransactions = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_transactions", unitName: "total", helpText: "Group commits (each one synced transaction); commands_committed over this is the mean group size"))
+        storageCommandsCommitted = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commands_committed", unitName: "total", helpText: "Commands whose effects were committed"))
         postgres = store.postgresStatistics == nil ? nil : PostgresMetrics(registry: registry)
     }
 
@@ -49,9 +53,11 @@ final class NodeMetricsSampler: Sendable {
         let counts = transport.counts
         let storage = store.writerStatistics
         let now = [counts.refused, counts.closedIdle, counts.closedForFlood, counts.closedStalled,
-                   storage.databaseErrors, storage.failedCommits, storage.refusedCommands, budget.resets, counts.acceptFailed]
+                   storage.databaseErrors, storage.failedCommits, storage.refusedCommands, budget.resets, counts.acceptFailed,
+                   storage.transactions, storage.committedCommands]
         let counters = [connectionsRefused, connectionsClosedIdle, connectionsClosedForFlood, connectionsClosedStalled,
-                        storageErrors, storageCommitFailures, storageCommandsRefused, outboundBudgetResets, acceptsFailed]
+                        storageErrors, storageCommitFailures, storageCommandsRefused, outboundBudgetResets, acceptsFailed,
+                        storageTransactions, storageCommandsCommitted]
         last.withLockedValue { last in
             for i in now.indices where now[i] > last[i] {
                 counters[i].increment(by: Int64(now[i] - last[i]))

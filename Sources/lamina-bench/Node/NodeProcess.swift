@@ -10,23 +10,26 @@ import Glibc
 #endif
 
 /// A `lamina-node` child process under load: its own process (so the loader's CPU is never
-/// counted as the node's), a fresh data directory, a free port on 127.0.0.1, no admin
-/// listener. Zero-config: the node creates its TLS certificate and dev identity key in the
+/// counted as the node's), a fresh data directory, a free port on 127.0.0.1, an admin
+/// listener only when asked (its `/metrics`). Zero-config: the node creates its TLS certificate and dev identity key in the
 /// data directory, which the loader reads to trust it and mint tokens.
 final class NodeProcess {
     let process: ChildProcess
     let dataDirectory: String
     let port: Int
+    /// The admin listener's port, if the node has one.
+    let adminPort: Int?
     var url: String { "https://127.0.0.1:\(port)" }
     var pid: Int32 { process.processIdentifier }
     /// The node's certificate: the loader's CA file.
     var caFile: String { URL(fileURLWithPath: dataDirectory).appendingPathComponent(NodeBootstrap.Files.certificate).path }
     let dev: DevIdentityProvider
 
-    private init(process: ChildProcess, dataDirectory: String, port: Int) throws {
+    private init(process: ChildProcess, dataDirectory: String, port: Int, adminPort: Int?) throws {
         self.process = process
         self.dataDirectory = dataDirectory
         self.port = port
+        self.adminPort = adminPort
         let devDirectory = URL(fileURLWithPath: dataDirectory).appendingPathComponent(NodeBootstrap.Files.devIdentity)
         self.dev = try DevIdentityProvider.loadOrCreate(in: devDirectory)
     }
@@ -41,10 +44,13 @@ final class NodeProcess {
         return path
     }
 
-    /// Starts a node on a fresh temp data directory and a free port; returns once it serves.
-    static func start(binary: String, label: String, extraArguments: [String] = []) async throws -> NodeProcess {
+    /// Starts a node on a fresh temp data directory and a free port (and with `admin`, an
+    /// admin listener on another); returns once it serves.
+    static func start(binary: String, label: String, admin: Bool = false, extraArguments: [String] = []) async throws -> NodeProcess {
         let data = try BenchSupport.temporaryDirectory() + "/\(label)-\(UUID().uuidString.prefix(8))"
-        return try await start(binary: binary, data: data, port: BenchSupport.freePort(), extraArguments: extraArguments)
+        return try await start(
+            binary: binary, data: data, port: BenchSupport.freePort(),
+            admin: admin ? "127.0.0.1:\(BenchSupport.freePort())" : "off", extraArguments: extraArguments)
     }
 
     /// Starts a node on `data` (kept from an earlier run, or new) and `port`; `admin` is its
@@ -52,7 +58,8 @@ final class NodeProcess {
     static func start(binary: String, data: String, port: Int, admin: String = "off", extraArguments: [String] = []) async throws -> NodeProcess {
         let process = try await launch(binary, data: data, port: port, admin: admin, extraArguments: extraArguments)
         do {
-            return try NodeProcess(process: process, dataDirectory: data, port: port)
+            let adminPort = admin == "off" ? nil : admin.split(separator: ":").last.flatMap { Int($0) }
+            return try NodeProcess(process: process, dataDirectory: data, port: port, adminPort: adminPort)
         } catch {
             BenchSupport.stop(process)
             throw error
@@ -100,10 +107,37 @@ final class NodeProcess {
     /// utime + stime of the node so far, seconds.
     func cpuSeconds() -> Double { BenchSupport.cpuSeconds(pid) }
 
+    /// The store's group commits and the commands they carried so far, from the admin
+    /// port's `/metrics` (nil without an admin listener, or if it cannot be read).
+    func commits() -> StoreCommits? {
+        guard let adminPort, let body = try? AdminGet.body(port: adminPort, path: "/metrics", timeoutSeconds: 10) else { return nil }
+        func counter(_ name: String) -> Int? {
+            body.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
+        }
+        guard let transactions = counter("lamina_storage_transactions_total"),
+              let commands = counter("lamina_storage_commands_committed_total") else { return nil }
+        return StoreCommits(transactions: transactions, commands: commands)
+    }
+
     /// SIGTERM, then SIGKILL if it has not exited after `grace` seconds; removes the data
     /// directory unless `keepData`.
     func stop(grace: Double = 10, keepData: Bool = false) {
         BenchSupport.stop(process, signal: SIGTERM, grace: grace)
         if !keepData { try? FileManager.default.removeItem(atPath: dataDirectory) }
+    }
+}
+
+/// A node's group-commit counters (`lamina_storage_transactions_total`,
+/// `lamina_storage_commands_committed_total`).
+struct StoreCommits {
+    var transactions: Int
+    var commands: Int
+
+    static func - (a: StoreCommits, b: StoreCommits) -> StoreCommits {
+        StoreCommits(transactions: a.transactions - b.transactions, commands: a.commands - b.commands)
+    }
+
+    static func + (a: StoreCommits, b: StoreCommits) -> StoreCommits {
+        StoreCommits(transactions: a.transactions + b.transactions, commands: a.commands + b.commands)
     }
 }

@@ -16,6 +16,8 @@ struct RoundNodes {
     /// The PostgreSQL server's processes (`--database-pid` and its children) at the start.
     private let databaseStart: [Int32: Double]?
     private let databasePid: Int32?
+    /// The nodes' group-commit counters at the start (SQLite nodes, which have an admin listener).
+    private var commitsStart: StoreCommits?
 
     /// Where receivers connect: the second node when there is one.
     var receiving: NodeProcess { second ?? first }
@@ -27,7 +29,7 @@ struct RoundNodes {
             try PostgresMaintenance.emptyDatabase(store)
             extra += ["--store", store]
         }
-        let first = try await NodeProcess.start(binary: binary, label: label, extraArguments: extra)
+        let first = try await NodeProcess.start(binary: binary, label: label, admin: true, extraArguments: extra)
         var second: NodeProcess?
         if load.secondNode {
             do {
@@ -36,7 +38,9 @@ struct RoundNodes {
                 try FileManager.default.copyItem(
                     atPath: URL(fileURLWithPath: first.dataDirectory).appendingPathComponent(NodeBootstrap.Files.devIdentity).path,
                     toPath: URL(fileURLWithPath: data).appendingPathComponent(NodeBootstrap.Files.devIdentity).path)
-                second = try await NodeProcess.start(binary: binary, data: data, port: BenchSupport.freePort(), extraArguments: extra)
+                second = try await NodeProcess.start(
+                    binary: binary, data: data, port: BenchSupport.freePort(),
+                    admin: "127.0.0.1:\(BenchSupport.freePort())", extraArguments: extra)
             } catch {
                 first.stop()
                 throw error
@@ -47,7 +51,19 @@ struct RoundNodes {
 
     /// The round's nodes with the database's CPU counted from now.
     func measuring() -> RoundNodes {
-        RoundNodes(first: first, second: second, databaseStart: databasePid.map(Self.treeCPU), databasePid: databasePid)
+        var nodes = RoundNodes(first: first, second: second, databaseStart: databasePid.map(Self.treeCPU), databasePid: databasePid)
+        nodes.commitsStart = nodes.commits()
+        return nodes
+    }
+
+    /// Every node's group-commit counters summed (nil if one cannot be read).
+    func commits() -> StoreCommits? {
+        var sum = StoreCommits(transactions: 0, commands: 0)
+        for node in all {
+            guard let c = node.commits() else { return nil }
+            sum = sum + c
+        }
+        return sum
     }
 
     /// utime + stime of every node so far, seconds.
@@ -76,9 +92,16 @@ struct RoundNodes {
         return out
     }
 
-    /// The fields the summary lines add: the node count and, with `--database-pid`, the database's CPU.
+    /// The fields the summary lines add: the node count, the group commits since `measuring()`
+    /// and the commands per commit (`commits`, `commands_per_commit`: every group commit is one
+    /// synced transaction) and, with `--database-pid`, the database's CPU.
     func fields(per count: Int, unit: String) -> String {
         var line = " nodes=\(all.count)"
+        if let start = commitsStart, let now = commits() {
+            let window = now - start
+            line += String(format: " commits=%d commands_per_commit=%.2f", window.transactions,
+                           Double(window.commands) / Double(max(window.transactions, 1)))
+        }
         if let db = databaseCPUSeconds() {
             line += String(format: " db_cpu_s=%.3f db_cpu_us_per_%@=%.1f", db, unit, db / Double(max(count, 1)) * 1e6)
         }
