@@ -106,6 +106,32 @@ import Testing
         }
     }
 
+    /// The writer and completion threads carry their names where `top -H`, `perf` and `/proc`
+    /// show them (a name over 15 bytes is refused by Linux and the thread keeps its starter's).
+    @Test func theStoresThreadsAreNamedAsTheSystemShowsThem() async throws {
+        #expect(StorageThreadName.all.allSatisfy { $0.utf8.count <= StorageThreadName.maxBytes })
+        @Sendable func currentThreadName() -> String? {
+            (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
+        }
+        try await withTemporaryStore { store, _ in
+            let names = LockedBox<(apply: String?, complete: String?)>((nil, nil))
+            let done = Signal()
+            try store.submit({ tx in
+                names.set((currentThreadName(), nil))
+                try tx.setSetting("named", [1])
+            }, completion: { _ in
+                let applied = names.get().apply
+                names.set((applied, currentThreadName()))
+                done.fire()
+            })
+            await done.wait()
+            #expect(names.get().apply == StorageThreadName.writer)
+            // Completed by the completion thread, or by the writer when nothing else waits.
+            #expect([StorageThreadName.writer, StorageThreadName.completions].contains(names.get().complete ?? "none"),
+                    "\(names.get().complete ?? "none")")
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases) func callbackReadsSeeCommittedWrites(_ backend: StoreBackend) async throws {
         try await withTemporaryStore(backend: backend) { store, _ in
             try await store.write { tx in try tx.setSetting("seen", [3]) }

@@ -168,8 +168,10 @@ final class PostgresListener: @unchecked Sendable {
         guard !started, !stopped else { return }
         started = true
         running = true
-        let thread = Thread { [self] in run(handlers) }
-        thread.name = "lamina.storage.listen"
+        let thread = Thread { [self] in
+            StorageThreadName.nameCurrentThread(StorageThreadName.listener)
+            run(handlers)
+        }
         thread.start()
     }
 

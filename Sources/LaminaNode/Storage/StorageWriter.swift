@@ -112,8 +112,10 @@ final class StorageWriter: @unchecked Sendable {
         self.maxBatchSize = maxBatchSize
         self.groupDelay = groupDelay
         self.groupTarget = groupTarget
-        let thread = Thread { [self] in self.run() }
-        thread.name = "lamina.storage.writer"
+        let thread = Thread { [self] in
+            StorageThreadName.nameCurrentThread(StorageThreadName.writer)
+            self.run()
+        }
         self.thread = thread
         thread.start()
     }
@@ -417,8 +419,10 @@ private final class CompletionQueue: @unchecked Sendable {
     private var busy = false
 
     init() {
-        let thread = Thread { [self] in self.run() }
-        thread.name = "lamina.storage.completions"
+        let thread = Thread { [self] in
+            StorageThreadName.nameCurrentThread(StorageThreadName.completions)
+            self.run()
+        }
         self.thread = thread
         thread.start()
     }

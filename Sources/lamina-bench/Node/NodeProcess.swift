@@ -107,6 +107,18 @@ final class NodeProcess {
     /// utime + stime of the node so far, seconds.
     func cpuSeconds() -> Double { BenchSupport.cpuSeconds(pid) }
 
+    /// utime + stime so far of each of the node's threads alive now, seconds, with its role.
+    func threadCPU() -> [Int32: (role: ThreadRole, seconds: Double)] {
+        var out: [Int32: (role: ThreadRole, seconds: Double)] = [:]
+        let tasks = "/proc/\(pid)/task"
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? [] {
+            guard let tid = Int32(entry),
+                  let comm = try? String(contentsOfFile: "\(tasks)/\(entry)/comm", encoding: .utf8) else { continue }
+            out[tid] = (ThreadRole(comm: comm.trimmingCharacters(in: .newlines)), BenchSupport.cpuSeconds(pid, thread: tid))
+        }
+        return out
+    }
+
     /// The store's group commits and the commands they carried so far, from the admin
     /// port's `/metrics` (nil without an admin listener, or if it cannot be read).
     func commits() -> StoreCommits? {
@@ -139,5 +151,29 @@ struct StoreCommits {
 
     static func + (a: StoreCommits, b: StoreCommits) -> StoreCommits {
         StoreCommits(transactions: a.transactions + b.transactions, commands: a.commands + b.commands)
+    }
+}
+
+/// What a node's thread does, from its name: an event loop (`NIO-ELT-…`), the storage writer
+/// or completion thread (``StorageThreadName``), or anything else.
+enum ThreadRole: CaseIterable {
+    case eventLoop, writer, completions, other
+
+    init(comm: String) {
+        switch comm {
+        case let name where name.hasPrefix("NIO-ELT-"): self = .eventLoop
+        case StorageThreadName.writer: self = .writer
+        case StorageThreadName.completions: self = .completions
+        default: self = .other
+        }
+    }
+
+    /// CPU seconds by role from `start` to `end` (two readings of one process): each thread
+    /// alive at the end, from its first reading (or its start if it began in between).
+    static func used(from start: [Int32: (role: ThreadRole, seconds: Double)],
+                     to end: [Int32: (role: ThreadRole, seconds: Double)]) -> [ThreadRole: Double] {
+        var out: [ThreadRole: Double] = [:]
+        for (tid, now) in end { out[now.role, default: 0] += now.seconds - (start[tid]?.seconds ?? 0) }
+        return out
     }
 }

@@ -18,6 +18,8 @@ struct RoundNodes {
     private let databasePid: Int32?
     /// The nodes' group-commit counters at the start (SQLite nodes, which have an admin listener).
     private var commitsStart: StoreCommits?
+    /// Each node's threads' CPU at the start.
+    private var threadsStart: [[Int32: (role: ThreadRole, seconds: Double)]]?
 
     /// Where receivers connect: the second node when there is one.
     var receiving: NodeProcess { second ?? first }
@@ -53,6 +55,7 @@ struct RoundNodes {
     func measuring() -> RoundNodes {
         var nodes = RoundNodes(first: first, second: second, databaseStart: databasePid.map(Self.treeCPU), databasePid: databasePid)
         nodes.commitsStart = nodes.commits()
+        nodes.threadsStart = nodes.all.map { $0.threadCPU() }
         return nodes
     }
 
@@ -92,11 +95,22 @@ struct RoundNodes {
         return out
     }
 
-    /// The fields the summary lines add: the node count, the group commits since `measuring()`
-    /// and the commands per commit (`commits`, `commands_per_commit`: every group commit is one
-    /// synced transaction) and, with `--database-pid`, the database's CPU.
+    /// The fields the summary lines add: the node count; the node CPU per `unit` by thread role
+    /// since `measuring()` (`cpu_us_per_<unit>_by_thread event_loops=… writer=… completions=…
+    /// other=…`: each thread alive at the end, from its first reading or its start); the group commits and the commands per commit
+    /// (`commits`, `commands_per_commit`: every group commit is one synced transaction); and,
+    /// with `--database-pid`, the database's CPU.
     func fields(per count: Int, unit: String) -> String {
         var line = " nodes=\(all.count)"
+        if let start = threadsStart {
+            var used: [ThreadRole: Double] = [:]
+            for (node, first) in zip(all, start) {
+                used.merge(ThreadRole.used(from: first, to: node.threadCPU()), uniquingKeysWith: +)
+            }
+            let per = 1e6 / Double(max(count, 1))
+            line += String(format: " cpu_us_per_%@_by_thread event_loops=%.1f writer=%.1f completions=%.1f other=%.1f", unit,
+                           (used[.eventLoop] ?? 0) * per, (used[.writer] ?? 0) * per, (used[.completions] ?? 0) * per, (used[.other] ?? 0) * per)
+        }
         if let start = commitsStart, let now = commits() {
             let window = now - start
             line += String(format: " commits=%d commands_per_commit=%.2f", window.transactions,

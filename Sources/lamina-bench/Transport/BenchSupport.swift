@@ -87,8 +87,9 @@ enum BenchSupport {
     }
 
     /// utime + stime of `pid` in seconds, from /proc/<pid>/stat (clock ticks / _SC_CLK_TCK).
-    static func cpuSeconds(_ pid: Int32) -> Double {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+    static func cpuSeconds(_ pid: Int32, thread: Int32? = nil) -> Double {
+        let path = thread.map { "/proc/\(pid)/task/\($0)/stat" } ?? "/proc/\(pid)/stat"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
             let close = text.lastIndex(of: ")")
         else { return 0 }
         let fields = text[text.index(after: close)...].split(separator: " ")
