@@ -169,7 +169,7 @@ final class PostgresListener: @unchecked Sendable {
         started = true
         running = true
         let thread = Thread { [self] in
-            StorageThreadName.nameCurrentThread(StorageThreadName.listener)
+            Thread.current.name = StorageThreadName.listener
             run(handlers)
         }
         thread.start()

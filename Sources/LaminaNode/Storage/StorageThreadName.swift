@@ -1,5 +1,3 @@
-import Foundation
-
 /// Names of the store's own threads, as `top -H`, `perf` and `/proc/PID/task/*/comm` show them.
 /// Linux keeps a thread name of at most ``maxBytes`` bytes and refuses a longer one, so each
 /// fits; and Foundation on Linux gives the system a thread's name only when the thread names
@@ -14,9 +12,4 @@ public enum StorageThreadName {
     /// The longest thread name Linux keeps.
     public static let maxBytes = 15
     static let all = [writer, completions, listener]
-
-    /// Names the calling thread (Foundation's name and the system's).
-    static func nameCurrentThread(_ name: String) {
-        Thread.current.name = name
-    }
 }

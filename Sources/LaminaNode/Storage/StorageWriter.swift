@@ -113,7 +113,7 @@ final class StorageWriter: @unchecked Sendable {
         self.groupDelay = groupDelay
         self.groupTarget = groupTarget
         let thread = Thread { [self] in
-            StorageThreadName.nameCurrentThread(StorageThreadName.writer)
+            Thread.current.name = StorageThreadName.writer
             self.run()
         }
         self.thread = thread
@@ -420,7 +420,7 @@ private final class CompletionQueue: @unchecked Sendable {
 
     init() {
         let thread = Thread { [self] in
-            StorageThreadName.nameCurrentThread(StorageThreadName.completions)
+            Thread.current.name = StorageThreadName.completions
             self.run()
         }
         self.thread = thread

@@ -11,8 +11,9 @@ import Glibc
 
 /// A `lamina-node` child process under load: its own process (so the loader's CPU is never
 /// counted as the node's), a fresh data directory, a free port on 127.0.0.1, an admin
-/// listener only when asked (its `/metrics`). Zero-config: the node creates its TLS certificate and dev identity key in the
-/// data directory, which the loader reads to trust it and mint tokens.
+/// listener only when asked (its `/metrics`). Zero-config: the node creates its TLS
+/// certificate and dev identity key in the data directory, which the loader reads to trust it
+/// and mint tokens.
 final class NodeProcess {
     let process: ChildProcess
     let dataDirectory: String
@@ -50,15 +51,15 @@ final class NodeProcess {
         let data = try BenchSupport.temporaryDirectory() + "/\(label)-\(UUID().uuidString.prefix(8))"
         return try await start(
             binary: binary, data: data, port: BenchSupport.freePort(),
-            admin: admin ? "127.0.0.1:\(BenchSupport.freePort())" : "off", extraArguments: extraArguments)
+            adminPort: admin ? BenchSupport.freePort() : nil, extraArguments: extraArguments)
     }
 
-    /// Starts a node on `data` (kept from an earlier run, or new) and `port`; `admin` is its
-    /// admin listener (host:port) or "off". Returns once it serves.
-    static func start(binary: String, data: String, port: Int, admin: String = "off", extraArguments: [String] = []) async throws -> NodeProcess {
+    /// Starts a node on `data` (kept from an earlier run, or new) and `port`, with an admin
+    /// listener on 127.0.0.1:`adminPort` if given. Returns once it serves.
+    static func start(binary: String, data: String, port: Int, adminPort: Int? = nil, extraArguments: [String] = []) async throws -> NodeProcess {
+        let admin = adminPort.map { "127.0.0.1:\($0)" } ?? "off"
         let process = try await launch(binary, data: data, port: port, admin: admin, extraArguments: extraArguments)
         do {
-            let adminPort = admin == "off" ? nil : admin.split(separator: ":").last.flatMap { Int($0) }
             return try NodeProcess(process: process, dataDirectory: data, port: port, adminPort: adminPort)
         } catch {
             BenchSupport.stop(process)
@@ -122,12 +123,9 @@ final class NodeProcess {
     /// The store's group commits and the commands they carried so far, from the admin
     /// port's `/metrics` (nil without an admin listener, or if it cannot be read).
     func commits() -> StoreCommits? {
-        guard let adminPort, let body = try? AdminGet.body(port: adminPort, path: "/metrics", timeoutSeconds: 10) else { return nil }
-        func counter(_ name: String) -> Int? {
-            body.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
-        }
-        guard let transactions = counter("lamina_storage_transactions_total"),
-              let commands = counter("lamina_storage_commands_committed_total") else { return nil }
+        guard let adminPort, let body = try? AdminGet.body(port: adminPort, path: "/metrics", timeoutSeconds: 10),
+              let transactions = AdminGet.counter("lamina_storage_transactions_total", in: body),
+              let commands = AdminGet.counter("lamina_storage_commands_committed_total", in: body) else { return nil }
         return StoreCommits(transactions: transactions, commands: commands)
     }
 
@@ -156,7 +154,7 @@ struct StoreCommits {
 
 /// What a node's thread does, from its name: an event loop (`NIO-ELT-…`), the storage writer
 /// or completion thread (``StorageThreadName``), or anything else.
-enum ThreadRole: CaseIterable {
+enum ThreadRole {
     case eventLoop, writer, completions, other
 
     init(comm: String) {

@@ -46,10 +46,10 @@ final class PeeredNodes {
         let ports = distinctFreePorts(6)
         let argumentsA = try peering(idA, listen: ports[2], dial: [])
         let argumentsB = try peering(idB, listen: ports[5], dial: [ports[2]])
-        let a = try await NodeProcess.start(binary: binary, data: root + "/a", port: ports[0], admin: "127.0.0.1:\(ports[1])", extraArguments: argumentsA)
+        let a = try await NodeProcess.start(binary: binary, data: root + "/a", port: ports[0], adminPort: ports[1], extraArguments: argumentsA)
         let b: NodeProcess
         do {
-            b = try await NodeProcess.start(binary: binary, data: root + "/b", port: ports[3], admin: "127.0.0.1:\(ports[4])", extraArguments: argumentsB)
+            b = try await NodeProcess.start(binary: binary, data: root + "/b", port: ports[3], adminPort: ports[4], extraArguments: argumentsB)
         } catch {
             a.stop()
             throw error
@@ -63,7 +63,7 @@ final class PeeredNodes {
     /// Starts B again on its data and ports; returns once it serves.
     func restartB() async throws {
         b = try await NodeProcess.start(
-            binary: binary, data: b.dataDirectory, port: b.port, admin: "127.0.0.1:\(adminB)", extraArguments: argumentsB)
+            binary: binary, data: b.dataDirectory, port: b.port, adminPort: adminB, extraArguments: argumentsB)
     }
 
     func stop() {
@@ -108,6 +108,11 @@ final class PeeredNodes {
 /// A plain HTTP/1.1 GET to the admin listener on 127.0.0.1 (blocking; `Connection: close`,
 /// the body read to the end).
 enum AdminGet {
+    /// The value of an unlabelled counter in a `/metrics` body.
+    static func counter(_ name: String, in body: String) -> Int? {
+        body.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
+    }
+
     static func body(port: Int, path: String, timeoutSeconds: Int = 120) throws -> String {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw BenchFailure("socket: errno \(errno)") }

@@ -42,7 +42,7 @@ struct RoundNodes {
                     toPath: URL(fileURLWithPath: data).appendingPathComponent(NodeBootstrap.Files.devIdentity).path)
                 second = try await NodeProcess.start(
                     binary: binary, data: data, port: BenchSupport.freePort(),
-                    admin: "127.0.0.1:\(BenchSupport.freePort())", extraArguments: extra)
+                    adminPort: BenchSupport.freePort(), extraArguments: extra)
             } catch {
                 first.stop()
                 throw error
@@ -97,9 +97,9 @@ struct RoundNodes {
 
     /// The fields the summary lines add: the node count; the node CPU per `unit` by thread role
     /// since `measuring()` (`cpu_us_per_<unit>_by_thread event_loops=… writer=… completions=…
-    /// other=…`: each thread alive at the end, from its first reading or its start); the group commits and the commands per commit
-    /// (`commits`, `commands_per_commit`: every group commit is one synced transaction); and,
-    /// with `--database-pid`, the database's CPU.
+    /// other=…`: each thread alive at the end, from its first reading or its start); the group
+    /// commits and the commands per commit (`commits`, `commands_per_commit`: every group commit
+    /// is one synced transaction); and, with `--database-pid`, the database's CPU.
     func fields(per count: Int, unit: String) -> String {
         var line = " nodes=\(all.count)"
         if let start = threadsStart {

@@ -29,10 +29,9 @@ struct SyncFloorCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...1_000_000).contains(count) else { throw ValidationError("--count must be 1...1,000,000") }
-        guard let list = Self.pageCounts(pages), !list.isEmpty else {
+        guard Self.pageCounts(pages)?.isEmpty == false else {
             throw ValidationError("--pages must be page counts 1...\(Self.maxPages), comma separated")
         }
-        _ = list
     }
 
     static func pageCounts(_ text: String) -> [Int]? {
