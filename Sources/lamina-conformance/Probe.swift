@@ -15,6 +15,7 @@ enum Outcome: Hashable, CustomStringConvertible, Sendable {
     case error(String, fatal: Bool)
     case nothing  // no answer: the PING sent behind it was answered first
     case streamEnded  // the node ended the stream without a frame
+    // Before HELLO, `.error(code, fatal: true)` also means that the stream ended right after it.
 
     var description: String {
         switch self {

@@ -16,9 +16,11 @@ struct Row: Sendable {
     var got: Outcome
 }
 
-/// Opens one stream per probe, brings it to the probe's state, sends the frame and a PING
-/// behind it, and reads what answers the frame (waiting on frames, never on time, except a
-/// bound on a node that stops answering).
+/// Opens one stream per probe, brings it to the probe's state, sends the frame and reads what
+/// answers it (waiting on frames, never on time, except a bound on a node that stops
+/// answering). After HELLO a PING follows the frame, so that its PONG tells "no answer";
+/// before HELLO nothing follows it (a PING is refused there too, SPEC §5.7): the first frame
+/// back is the probed frame's own answer, and after a fatal ERROR the stream must end.
 struct ConformanceRunner: Sendable {
     let connect: FrameChannelConnector
     let tokens: DevTokens
@@ -64,8 +66,25 @@ struct ConformanceRunner: Sendable {
         if probe.state == .beforeAuthentication { context.token = try tokens.token(user: user, nonce: try await nonce(on: channel)) }
         let frame = probe.frame(context)
         try await channel.send(frame)
+        if probe.state == .beforeHello { return await firstAnswer(on: channel) }
         try? await channel.send(.ping(Ping(payload: Self.barrier)))
         return await answer(to: frame, id: probe.answerID(frame), on: channel)
+    }
+
+    /// Before HELLO: the first frame the node sends (the answer to the only frame sent), and
+    /// for a fatal ERROR whether the stream then ends without a further frame.
+    private func firstAnswer(on channel: any FrameChannel) async -> Outcome {
+        let deadline = ContinuousClock.now + Self.timeout
+        guard let first = await receive(channel, until: deadline) else {
+            return ContinuousClock.now < deadline ? .streamEnded : .error("timed out", fatal: false)
+        }
+        guard case .error(let e) = first else { return .frame(first.type.name.uppercased().replacingOccurrences(of: "-", with: "_")) }
+        guard e.isFatal else { return .error(e.code.name, fatal: false) }
+        let end = ContinuousClock.now + Self.timeout
+        if let next = await receive(channel, until: end) {
+            return .frame("ERROR \(e.code.name) (fatal), then \(next.type.name)")
+        }
+        return ContinuousClock.now < end ? .error(e.code.name, fatal: true) : .frame("ERROR \(e.code.name) (fatal), the stream not ended")
     }
 
     /// Reads until the frame's answer: a frame carrying `id` (or, without an id, the first

@@ -67,9 +67,10 @@ enum Table {
         let error: @Sendable (ProbeContext) -> Frame = { _ in .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: false)) }
         let fatalError: @Sendable (ProbeContext) -> Frame = { _ in .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: true)) }
 
-        // Before HELLO: only HELLO.
+        // Before HELLO: only HELLO; every other frame, an ERROR of either kind included, is a
+        // fatal `unexpected-frame` (peer frames: `forbidden`) and the stream ends.
         add(&out, .beforeHello, "HELLO", hello, .frame("WELCOME"), answerID: none)
-        for (name, frame) in [("NONCE_REQUEST", nonceRequest), ("AUTHENTICATE", badToken), ("RESUME_SESSION", resume), ("END_SESSION", endSession), ("REGISTER_PUSH_TOKEN", removePushToken), ("BLOCK_USER", unblock), ("PING", ping), ("PONG", pong), ("ERROR", error)] {
+        for (name, frame) in [("NONCE_REQUEST", nonceRequest), ("AUTHENTICATE", badToken), ("RESUME_SESSION", resume), ("END_SESSION", endSession), ("REGISTER_PUSH_TOKEN", removePushToken), ("BLOCK_USER", unblock), ("PING", ping), ("PONG", pong), ("ERROR", error), ("ERROR (fatal)", fatalError)] {
             add(&out, .beforeHello, name, frame, unexpected, answerID: none)
         }
         for (name, frame) in commands { add(&out, .beforeHello, name, frame, unexpected, answerID: none) }
