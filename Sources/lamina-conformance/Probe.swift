@@ -35,6 +35,9 @@ struct Probe: Sendable {
     /// The id the answer carries (nil: the answer is WELCOME/PONG/a stream ERROR, or none).
     var answerID: @Sendable (Frame) -> UUID?
     var expected: Outcome
+    /// The features the stream's HELLO offers (SPEC §5.1): all but for the rows of a frame
+    /// behind a feature the session did not agree.
+    var features: FeatureSet = .all
 }
 
 /// What the authenticated probes address: a conversation and a message of the user's.

@@ -62,7 +62,7 @@ struct ConformanceRunner: Sendable {
         let channel = try await connect()
         defer { Task { await channel.close() } }
         var context = base
-        try await open(channel, to: probe.state)
+        try await open(channel, to: probe.state, features: probe.features)
         if probe.state == .beforeAuthentication { context.token = try tokens.token(user: user, nonce: try await nonce(on: channel)) }
         let frame = probe.frame(context)
         try await channel.send(frame)
@@ -126,9 +126,9 @@ struct ConformanceRunner: Sendable {
         }
     }
 
-    private func open(_ channel: any FrameChannel, to state: SessionState) async throws {
+    private func open(_ channel: any FrameChannel, to state: SessionState, features: FeatureSet = .all) async throws {
         guard state != .beforeHello else { return }
-        try await channel.send(.hello(Hello(agent: "lamina-conformance")))
+        try await channel.send(.hello(Hello(features: features, agent: "lamina-conformance")))
         guard case .welcome = try await expect(channel, "WELCOME") else { return }
         guard state == .authenticated else { return }
         let token = try tokens.token(user: user, nonce: try await nonce(on: channel))

@@ -36,6 +36,7 @@ enum Table {
         ("MARK_ALL_READ", { c in .markAllRead(MarkAllRead(requestID: UUID(), conversationID: c.conversation, upTo: c.position)) }),
         ("SEND_MESSAGE", { c in .sendMessage(SendMessage(messageID: .random(), conversationID: c.conversation, parts: [try! MessagePart(text: "conformance")])) }),
         ("MARK_READ", { c in .markRead(MarkRead(requestID: UUID(), conversationID: c.conversation, messageID: c.message)) }),
+        ("UPDATE_MESSAGE_PARTS", { c in .updateMessageParts(UpdateMessageParts(requestID: UUID(), conversationID: c.conversation, messageID: c.message, parts: [try! MessagePart(text: "setup, updated")])) }),
         ("DELIVERY_RECEIPT", { c in .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: c.conversation, upTo: c.position)) }),
         ("DELETE_MESSAGE", { c in .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: c.conversation, messageID: c.message, mode: .myDevices)) }),
         ("SYNC", { _ in .sync(SyncRequest(requestID: UUID(), cursor: 0)) }),
@@ -48,8 +49,8 @@ enum Table {
     static func commandID(_ frame: Frame) -> UUID? { frame.commandID }
 
     static func add(_ out: inout [Probe], _ state: SessionState, _ name: String, _ frame: @escaping @Sendable (ProbeContext) -> Frame, _ expected: Outcome,
-                    answerID: @escaping @Sendable (Frame) -> UUID? = { $0.commandID }) {
-        out.append(Probe(state: state, name: name, frame: frame, answerID: answerID, expected: expected))
+                    answerID: @escaping @Sendable (Frame) -> UUID? = { $0.commandID }, features: FeatureSet = .all) {
+        out.append(Probe(state: state, name: name, frame: frame, answerID: answerID, expected: expected, features: features))
     }
 
     static var probes: [Probe] {
@@ -111,6 +112,19 @@ enum Table {
         for (name, frame) in commands { add(&out, .authenticated, name, frame, .frame("ACK")) }
         add(&out, .authenticated, "TYPING", typing, .nothing, answerID: none)
         for (name, frame, outcome) in foreign { add(&out, .authenticated, name, frame, outcome, answerID: none) }
+
+        // Authenticated, on a session whose HELLO did not offer the feature a frame needs
+        // (SPEC §5.1): a non-fatal `forbidden`, with the frame's id (TYPING: without one).
+        let notAgreed = Outcome.error("forbidden", fatal: false)
+        let byName = Dictionary(uniqueKeysWithValues: commands.map { ($0.0, $0.1) })
+        add(&out, .authenticated, "TYPING (without bit 1)", typing, notAgreed, answerID: none, features: FeatureSet.all.subtracting(.typingIndicators))
+        add(&out, .authenticated, "DELIVERY_RECEIPT (without bit 2)", byName["DELIVERY_RECEIPT"]!, notAgreed, features: FeatureSet.all.subtracting(.deliveryReceipts))
+        add(&out, .authenticated, "FETCH_HISTORY (without bit 3)", byName["FETCH_HISTORY"]!, notAgreed, features: FeatureSet.all.subtracting(.historyFetch))
+        add(&out, .authenticated, "FETCH_HISTORY page-after (without bit 6)",
+            { c in .fetchHistory(FetchHistory(requestID: UUID(), conversationID: c.conversation, policy: .pageAfter(nil, count: 1))) }, notAgreed,
+            features: FeatureSet.all.subtracting(.historyPaging))
+        add(&out, .authenticated, "UPDATE_MESSAGE_PARTS (without bit 5)", byName["UPDATE_MESSAGE_PARTS"]!, notAgreed, features: FeatureSet.all.subtracting(.partUpdates))
+        add(&out, .authenticated, "BLOCK_USER (without bit 8)", unblock, notAgreed, features: FeatureSet.all.subtracting(.blockLists))
         return out
     }
 }
