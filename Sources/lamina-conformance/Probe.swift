@@ -38,6 +38,9 @@ struct Probe: Sendable {
     /// The features the stream's HELLO offers (SPEC §5.1): all but for the rows of a frame
     /// behind a feature the session did not agree.
     var features: FeatureSet = .all
+    /// A read sent right behind `frame` without waiting for its answer (SPEC §5.7, order of
+    /// effects): the row's outcome is then whether the read's answer shows the frame's effect.
+    var pipelined: (@Sendable (ProbeContext, Frame) -> Frame)? = nil
 }
 
 /// What the authenticated probes address: a conversation and a message of the user's.

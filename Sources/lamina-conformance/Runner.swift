@@ -67,8 +67,38 @@ struct ConformanceRunner: Sendable {
         let frame = probe.frame(context)
         try await channel.send(frame)
         if probe.state == .beforeHello { return await firstAnswer(on: channel) }
+        if let pipelined = probe.pipelined {
+            let read = pipelined(context, frame)
+            try await channel.send(read)
+            return await pipelinedAnswer(write: frame, read: read, on: channel)
+        }
         try? await channel.send(.ping(Ping(payload: Self.barrier)))
         return await answer(to: frame, id: probe.answerID(frame), on: channel)
+    }
+
+    /// A SEND_MESSAGE and a FETCH_HISTORY sent behind it at once: whether the history's answer
+    /// (seq 0 `message-created` changes, then its ACK) holds the message.
+    private func pipelinedAnswer(write: Frame, read: Frame, on channel: any FrameChannel) async -> Outcome {
+        let deadline = ContinuousClock.now + Self.timeout
+        var seen = false
+        func holdsMessage(_ change: Change) -> Bool {
+            if change.seq == 0, case .messageCreated(let m) = change.event, m.id.uuid == write.commandID { return true }
+            return false
+        }
+        while ContinuousClock.now < deadline {
+            guard let next = await receive(channel, until: deadline) else { return .streamEnded }
+            switch next {
+            case .error(let e) where e.isFatal || e.requestID == read.commandID || e.requestID == write.commandID:
+                return .error(e.code.name, fatal: e.isFatal)
+            case .change(let c): seen = seen || holdsMessage(c)
+            case .changeBatch(let b): seen = seen || b.changes.contains(where: holdsMessage)
+            case .ack(let ack) where ack.requestID == read.commandID:
+                return .frame(seen ? "ACK, the message before it" : "ACK, without the message")
+            case .ping(let p): try? await channel.send(.pong(p))
+            default: continue
+            }
+        }
+        return .error("timed out", fatal: false)
     }
 
     /// Before HELLO: the first frame the node sends (the answer to the only frame sent), and

@@ -49,8 +49,9 @@ enum Table {
     static func commandID(_ frame: Frame) -> UUID? { frame.commandID }
 
     static func add(_ out: inout [Probe], _ state: SessionState, _ name: String, _ frame: @escaping @Sendable (ProbeContext) -> Frame, _ expected: Outcome,
-                    answerID: @escaping @Sendable (Frame) -> UUID? = { $0.commandID }, features: FeatureSet = .all) {
-        out.append(Probe(state: state, name: name, frame: frame, answerID: answerID, expected: expected, features: features))
+                    answerID: @escaping @Sendable (Frame) -> UUID? = { $0.commandID }, features: FeatureSet = .all,
+                    pipelined: (@Sendable (ProbeContext, Frame) -> Frame)? = nil) {
+        out.append(Probe(state: state, name: name, frame: frame, answerID: answerID, expected: expected, features: features, pipelined: pipelined))
     }
 
     static var probes: [Probe] {
@@ -125,6 +126,10 @@ enum Table {
             features: FeatureSet.all.subtracting(.historyPaging))
         add(&out, .authenticated, "UPDATE_MESSAGE_PARTS (without bit 5)", byName["UPDATE_MESSAGE_PARTS"]!, notAgreed, features: FeatureSet.all.subtracting(.partUpdates))
         add(&out, .authenticated, "BLOCK_USER (without bit 8)", unblock, notAgreed, features: FeatureSet.all.subtracting(.blockLists))
+
+        // Order of effects (SPEC §5.7): a read pipelined behind a write sees the write.
+        add(&out, .authenticated, "SEND_MESSAGE, FETCH_HISTORY right behind it", byName["SEND_MESSAGE"]!, .frame("ACK, the message before it"),
+            pipelined: { c, _ in .fetchHistory(FetchHistory(requestID: UUID(), conversationID: c.conversation, policy: .lastN(1))) })
         return out
     }
 }
