@@ -1,5 +1,7 @@
 import Foundation
+import LaminaLocalNode
 import LaminaModel
+import LaminaNode
 import LaminaWire
 import Testing
 
@@ -126,6 +128,96 @@ import Testing
             (error as? CommandFailed)?.error.code == .duplicatePart
         }
         await alice.close()
+        await node.stop()
+    }
+
+    /// SPEC §5.1/§5.7: a frame behind a feature the session did not agree is not carried out
+    /// and gets a non-fatal `forbidden` (TYPING without `requestID`); the stream goes on.
+    @Test func aFrameBehindAFeatureNotAgreedIsForbidden() async throws {
+        let node = try await TestNode.start("gaps-features")
+        let full = try await node.session(Self.alice, device: UUID())
+        let conversation = try await MessagingTests.conversation(full, with: [Self.bob])
+        let (message, ack) = try await MessagingTests.send(full, conversation, "hello")
+        let bare = try await node.connect()
+        bare.send(.hello(Hello(features: [], agent: "no-features")))
+        guard case .welcome(let welcome) = try await bare.nextFrame() else { throw UnexpectedEvent(expected: "WELCOME", got: .end) }
+        #expect(welcome.features.isEmpty)
+        _ = try await bare.authenticate(user: Self.alice, device: UUID(), dev: node.dev)
+        let requests: [Frame] = [
+            .fetchHistory(FetchHistory(requestID: UUID(), conversationID: conversation, policy: .complete)),
+            .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: conversation, upTo: try #require(ack.position))),
+            .updateMessageParts(UpdateMessageParts(requestID: UUID(), conversationID: conversation, messageID: message, parts: [try MessagePart(text: "x")])),
+            .blockUser(BlockUser(requestID: UUID(), user: "mallory", blocking: true)),
+        ]
+        bare.send(.typing(Typing(conversationID: conversation, state: .started)))
+        for request in requests { bare.send(request) }
+        var refused: [UUID?] = []
+        while refused.count < requests.count + 1 {
+            guard case .error(let error) = try await bare.nextFrame() else { continue }
+            #expect(error.code == .forbidden && !error.isFatal, "\(error)")
+            refused.append(error.requestID)
+        }
+        #expect(refused == [nil] + requests.map(\.commandID))
+        bare.send(.ping(Ping(payload: 3)))
+        #expect(try await bare.nextFrame() == .pong(Ping(payload: 3)))
+        // Nothing was carried out: the message keeps its one part.
+        #expect(try await PipelinedCreationTests.history(full, conversation) == [message])
+        for s in [full, bare] { await s.close() }
+        await node.stop()
+    }
+
+    /// SPEC §5.2: a stream's nonce bound counts its open nonces: a client that fails to log in
+    /// again and again (each failure uses its nonce up) can still ask for one.
+    @Test func failedLoginsDoNotUseUpTheStreamsNonces() async throws {
+        let node = try await TestNode.start("gaps-nonces")
+        let stranger = try DevIdentityProvider.loadOrCreate(in: Fixtures.temporaryDirectory("gaps-stranger-key"))
+        let client = try await node.connect()
+        _ = try await client.hello()
+        // Four failed logins, each with a nonce asked for (the issue's case: a fifth request
+        // ended the stream when every nonce issued counted).
+        var unasked: Nonce?
+        for _ in 0..<4 {
+            let nonce = try await client.nonce()
+            let refused = try await client.authenticate(token: try stranger.mintToken(user: "alice", nonce: nonce), device: UUID())
+            let (error, fresh) = try #require(try await NonceTableTests.refusal(refused, on: client))
+            #expect(error.code == .badSignature)
+            unasked = fresh
+        }
+        // A client that tries again with the nonce each failure brings never reaches the bound.
+        for _ in 0..<(2 * NonceLimits().perStream) {
+            let nonce = try #require(unasked).nonce
+            let refused = try await client.authenticate(token: try stranger.mintToken(user: "alice", nonce: nonce), device: UUID())
+            let (error, fresh) = try #require(try await NonceTableTests.refusal(refused, on: client))
+            #expect(error.code == .badSignature)
+            unasked = fresh
+        }
+        let last = try await client.nonce()
+        guard case .authenticated = try await client.authenticate(token: try node.dev.mintToken(user: "alice", nonce: last), device: UUID()) else {
+            Issue.record("the stream could not log in after its failures")
+            return
+        }
+        await client.close()
+        await node.stop()
+    }
+
+    /// SPEC §6.1/§6.4: a removed participant's devices are told the conversation changed
+    /// (its counts, with the distinct flag it cleared).
+    @Test func aRemovedParticipantGetsTheConversationsCounts() async throws {
+        let node = try await TestNode.start("gaps-removed-counts")
+        let alice = try await node.session(Self.alice, device: UUID())
+        let bob = try await node.session(Self.bob, device: UUID())
+        let conversation = ConversationID.random()
+        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: [Self.bob, "carol"],
+                                                                       options: ConversationOptions(isDistinct: true))), id: conversation.uuid)
+        _ = try await MessagingTests.send(alice, conversation, "hi")
+        let remove = UUID()
+        try await alice.command(.removeParticipants(ParticipantsUpdate(requestID: remove, conversationID: conversation, users: [Self.bob])), id: remove)
+        let counts = try await bob.change {
+            if case .conversationUpdated(let c) = $0.event { return c.conversationID == conversation && !c.isDistinct }
+            return false
+        }
+        #expect(counts.seq > 0)
+        for s in [alice, bob] { await s.close() }
         await node.stop()
     }
 }

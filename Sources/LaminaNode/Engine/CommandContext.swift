@@ -166,8 +166,9 @@ struct CommandContext {
             let event = ParticipantsChanged(conversationID: id, added: operation == .add ? changed : [], removed: operation == .remove ? changed : [],
                                             by: user, at: hlc)
             _ = try announce(event, before: before, after: after)
-            // New participants need their counts, the others the distinct flag it may clear.
-            try emitCounts(of: id, to: after)
+            // New participants need their counts, the others (removed ones too) the distinct
+            // flag it may clear.
+            try emitCounts(of: id, to: before.union(after))
             try recordConversationUpdated(id)
         } else if stored.isDistinct, !f.users.isEmpty {
             // Nobody's standing moved, but the conversation is no longer distinct.

@@ -39,8 +39,9 @@ public final class NodeSession: Sendable {
         var phase = Phase.awaitingHello
         var features = FeatureSet()
         var auth: Auth?
-        /// Nonces issued on this stream (bounded by ``NonceLimits/perStream``).
-        var noncesIssued = 0
+        /// Nonces issued on this stream that may still be open (bounded by
+        /// ``NonceLimits/perStream``, counting the open ones: SPEC §5.2).
+        var nonces: [String] = []
         /// Set once SYNC ran: live feed entries are sent from then on.
         var live = false
         /// The feed seq this session has sent every entry up to (SYNC's cursor, then live).
@@ -101,7 +102,7 @@ public final class NodeSession: Sendable {
     /// authenticated session whose inbox is idle goes to group commit at once, on the
     /// caller's thread (no hop through the inbox); everything else is queued.
     public func receive(_ frame: Frame) {
-        if NodeEngine.isStorageCommand(frame), let auth = admitDirectCommand() {
+        if NodeEngine.isStorageCommand(frame), Self.requiredFeature(of: frame) == nil, let auth = admitDirectCommand() {
             engine.submit(frame, in: self, as: auth)
             return
         }
@@ -222,6 +223,30 @@ public final class NodeSession: Sendable {
         }
         waiter?.resume()
         for d in drained { d.resume() }
+    }
+
+    /// The feature bits a client frame needs (SPEC §5.1), nil for a frame that needs none.
+    static func requiredFeature(of frame: Frame) -> FeatureSet? {
+        switch frame {
+        case .typing: .typingIndicators
+        case .deliveryReceipt: .deliveryReceipts
+        case .fetchHistory(let f):
+            if case .pageAfter = f.policy { [.historyFetch, .historyPaging] } else { .historyFetch }
+        case .updateMessageParts: .partUpdates
+        case .blockUser: .blockLists
+        default: nil
+        }
+    }
+
+    /// For an authenticated session, the features `frame` needs that the session did not
+    /// agree (answered `forbidden`, SPEC §5.7); nil when it may be carried out (or the
+    /// session is not authenticated: that answer comes first).
+    private func refusedFeature(_ frame: Frame) -> FeatureSet? {
+        guard let needed = Self.requiredFeature(of: frame) else { return nil }
+        return state.withLock { s -> FeatureSet? in
+            guard s.auth != nil, !s.features.isSuperset(of: needed) else { return nil }
+            return needed.subtracting(s.features)
+        }
     }
 
     /// Whether `frame` waits for the session's commands in flight before it is handled:
@@ -373,6 +398,10 @@ public final class NodeSession: Sendable {
         // other frame but PING and PONG waits until none of the session's commands is in
         // flight (at once when none is: reads with nothing pending keep their fast path).
         if Self.waitsForEarlierCommands(frame) { await commandsDrained() }
+        if let missing = refusedFeature(frame) {
+            return reply(WireError(.forbidden, "\(frame.type.name) needs the \(missing) feature, which this session did not agree in HELLO"),
+                         requestID: frame.commandID)
+        }
         switch frame {
         case .ping(let ping): send(.pong(ping))
         case .pong: break

@@ -110,6 +110,14 @@ public final class NonceTable: Sendable {
         }
     }
 
+    /// Whether `nonce` is open: known, not used, not expired (SPEC §5.2).
+    func isOpen(_ nonce: String, now: Timestamp = .now()) -> Bool {
+        state.withLock { s in
+            guard let entry = s.entries[nonce] else { return false }
+            return !entry.used && entry.expiresAt >= now.millisecondsSince1970
+        }
+    }
+
     /// Uses `nonce` for a login on `owner`'s connection. Throws `unknown-nonce` (never issued,
     /// expired and pruned, or its connection closed), `nonce-reused`, `nonce-expired`, or
     /// `nonce-other-connection` (issued to another connection: left as it is).

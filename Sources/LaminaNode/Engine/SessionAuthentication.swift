@@ -15,21 +15,22 @@ extension Timestamp {
 
 extension NodeSession {
     /// NONCE_REQUEST (`requestID`), or after an authentication failure (nil: unasked): a fresh
-    /// nonce tied to this stream's connection (``NonceTable``). Past the stream's count the
-    /// stream ends with a fatal `limit-exceeded`; past the connection's or the node's the
-    /// answer is `overloaded` with a retry delay.
+    /// nonce tied to this stream's connection (``NonceTable``). The stream's bound counts its
+    /// open nonces (SPEC §5.2: issued, not used, not expired): past it a request ends the
+    /// stream with a fatal `limit-exceeded` and an unasked nonce is not sent; past the
+    /// connection's or the node's the answer is `overloaded` with a retry delay. Called from
+    /// the session's inbox only (one at a time).
     func issueNonce(requestID: UUID?) {
         let limit = engine.nonces.limits.perStream
-        let allowed = state.withLock { s -> Bool in
-            guard s.noncesIssued < limit else { return false }
-            s.noncesIssued += 1
-            return true
-        }
-        guard allowed else {
-            return fail(WireError(.limitExceeded, "a stream may be issued at most \(limit) nonces"))
+        let open = state.withLock { $0.nonces }.filter { engine.nonces.isOpen($0) }
+        state.withLock { $0.nonces = open }
+        guard open.count < limit else {
+            guard requestID != nil else { return }
+            return fail(WireError(.limitExceeded, "a stream may hold at most \(limit) open nonces"))
         }
         switch engine.nonces.issue(to: connection) {
         case .success(let issued):
+            state.withLock { $0.nonces.append(issued.nonce) }
             let id = requestID ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
             send(.nonce(Nonce(requestID: id, nonce: issued.nonce, expiresAt: issued.expiresAt)))
         case .failure(let error):
