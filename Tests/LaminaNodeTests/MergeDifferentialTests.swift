@@ -1,6 +1,7 @@
 import Foundation
 import LaminaMerge
 import LaminaModel
+@testable import LaminaStore
 import LaminaWire
 import Testing
 @testable import LaminaNode
