@@ -7,7 +7,7 @@ extension StorageReader {
     /// for one deleted for everyone, only that it is),
     /// every participant's standing, the metadata, every message (id, position, deleted, body), the
     /// delivered and read markers and per-message statuses. Nodes that hold the same
-    /// operations produce the same texts (``NodeEngine/convergenceDigest()`` hashes them).
+    /// operations produce the same texts (the node's `NodeEngine.convergenceDigest()` hashes them).
     /// Reads the whole store: for the admin port and tests, not the hot path.
     package func replicatedStates() throws(StorageError) -> [(ConversationID, String)] {
         var out: [(ConversationID, String)] = []

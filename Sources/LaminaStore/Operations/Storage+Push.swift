@@ -19,7 +19,7 @@ package struct QueuedPush: Sendable, Hashable {
     package var device: String
     package var token: PushToken
     package var message: MessageID
-    /// The provider-neutral notification (``PushNotification`` as JSON).
+    /// The provider-neutral notification (the node's `PushNotification` as JSON).
     package var payload: Data
     package var createdAt: Timestamp
     /// Dropped, undelivered, after this.
