@@ -264,7 +264,7 @@ let package = Package(
         .testTarget(
             name: "LaminaStoreTests",
             dependencies: [
-                "LaminaStore", "LaminaStoreTestSupport", "LaminaTestPostgres", "LaminaModel", "LaminaWire", "LaminaMerge",
+                "LaminaStore", "LaminaStoreTestSupport", "LaminaTestPostgres", "LaminaModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
