@@ -71,6 +71,13 @@ public struct Message: Hashable, Sendable, Identifiable {
 
     /// Checks the parts (1 to 1,000, each valid, no duplicate part ids) and the push configuration.
     public func validate() throws(ModelError) {
+        try Self.validate(parts: parts)
+        try push?.validate()
+    }
+
+    /// Checks a message's list of parts: 1 to 1,000, each valid, no duplicate part ids (the
+    /// same rule for a new message and for a replacement of its parts).
+    public static func validate(parts: [MessagePart]) throws(ModelError) {
         guard !parts.isEmpty else { throw ModelError(.noParts, "a message needs at least one part") }
         guard parts.count <= Limits.maxPartsPerMessage else {
             throw ModelError(.tooManyParts, "a message has at most \(Limits.maxPartsPerMessage) parts, this one has \(parts.count)")
@@ -82,7 +89,6 @@ public struct Message: Hashable, Sendable, Identifiable {
                 throw ModelError(.duplicatePart, "part \(part.id.uuidString.lowercased()) appears twice in one message")
             }
         }
-        try push?.validate()
     }
 }
 

@@ -51,7 +51,7 @@ public struct FrameHeader: Hashable, Sendable {
         guard flags & ~FrameHeader.skippableFlag == 0 else {
             throw WireError(.badFlags, "reserved flag bits 0x\(String(flags & ~FrameHeader.skippableFlag, radix: 16)) are set")
         }
-        // SPEC §2.3: "A payload longer than the receiver's maximum frame size is refused on the header."
+        // SPEC §2.3: "(2) the length against its maximum frame size (`frame-too-large`)".
         guard UInt64(payloadLength) <= UInt64(max(0, limits.maxFrameSize)) else {
             throw WireError(.frameTooLarge, "payload of \(payloadLength) bytes exceeds the maximum frame size of \(limits.maxFrameSize)")
         }

@@ -90,10 +90,10 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .ping, .pong: fixed = 8
         case .nonceRequest, .endSession: fixed = 16
         case .typing, .sync: fixed = 32
-        case .markRead, .markAllRead, .deleteConversation, .deleteMessage, .deliveryReceipt, .welcome: fixed = 64
+        case .markRead, .markAllRead, .deleteConversation, .deleteMessage, .deliveryReceipt: fixed = 64
         case .fetchHistory: fixed = 96
         case .ack: fixed = 128
-        case .hello, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser: fixed = 2_048
+        case .hello, .welcome, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser: fixed = 2_048
         case .nonce, .authenticate, .resumeSession: fixed = 8_448
         case .authenticated: fixed = 12_288
         case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage, .updateMessageParts,

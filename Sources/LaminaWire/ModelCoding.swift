@@ -211,7 +211,7 @@ extension PayloadReader {
         var previous: UserID?
         for _ in 0..<count {
             let user = try readUserID(limits)
-            // SPEC §3.9: "User ids of a set are in strictly ascending order of their UTF-8 bytes."
+            // SPEC §3.7: "A set of strings (user ids) and a map keyed by strings (metadata, push data, recipient status) are written in strictly ascending order of the keys' UTF-8 bytes".
             if let previous, !(previous < user) {
                 throw WireError(.nonCanonical, "user ids of a set must be in strictly ascending byte order")
             }
@@ -367,7 +367,7 @@ extension PayloadReader {
     }
 
     static func checkMetadataKey(_ key: String, _ limits: WireLimits) throws(WireError) {
-        // SPEC §3.14: "A key is 1 to 128 UTF-8 bytes and contains no '.'."
+        // SPEC §3.14: "A key is 1 to 128 UTF-8 bytes and contains no `.` (0x2E)".
         guard !key.isEmpty, !key.utf8.contains(UInt8(ascii: ".")) else {
             throw WireError(.invalidMetadata, "a metadata key must be non-empty and contain no '.'")
         }

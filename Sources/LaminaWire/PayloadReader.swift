@@ -79,7 +79,7 @@ struct PayloadReader {
     @inline(__always)
     mutating func readBool(_ what: StaticString) throws(WireError) -> Bool {
         let b = try peekU8(what)
-        // SPEC §3.2: "A bool is the byte 0x00 (false) or 0x01 (true); any other byte is malformed."
+        // SPEC §3.2: "A bool is the byte 0x00 (false) or 0x01 (true); any other byte is `malformed`."
         guard b <= 1 else { throw WireError(.malformed, "\(what) is a bool, byte 0x\(String(b, radix: 16)) is neither 0 nor 1") }
         readerIndex &+= 1
         return b == 1
@@ -90,7 +90,7 @@ struct PayloadReader {
     @inline(__always)
     mutating func readPresence(_ what: StaticString) throws(WireError) -> Bool {
         let b = try peekU8(what)
-        // SPEC §3.8: "The presence byte is 0x00 (absent) or 0x01 (present); any other byte is malformed."
+        // SPEC §3.8: "The presence byte is 0x00 (absent) or 0x01 (present); any other byte is `malformed`."
         guard b <= 1 else { throw WireError(.malformed, "the presence byte of \(what) is 0x\(String(b, radix: 16))") }
         readerIndex &+= 1
         return b == 1
@@ -115,7 +115,7 @@ struct PayloadReader {
             }
             result |= UInt64(b & 0x7F) << shift
             if b & 0x80 == 0 {
-                // SPEC §3.3: "The last byte of a varint of more than one byte MUST NOT be 0x00."
+                // SPEC §3.3: "the last byte of a varint of 2 to 9 bytes MUST NOT be 0x00".
                 guard b != 0 || i == 0 else { throw WireError(.nonCanonical, "\(what) is a varint with a non-minimal encoding") }
                 return (result, i &+ 1)
             }

@@ -136,11 +136,11 @@ extension VersionVector {
         for _ in 0..<count {
             let node = try b.readU64("a node id")
             let counter = try b.readVarint("a counter")
-            // SPEC §6.5: "Entries are in strictly ascending node order."
+            // SPEC §3.7: "A version vector (§6.5) is written in strictly ascending node id order, without entries of counter 0."
             if let previous, previous >= node {
                 throw WireError(.nonCanonical, "version vector entries must be in strictly ascending node order")
             }
-            // SPEC §6.5: "an origin with no operations is left out" (a 0 counter is absent).
+            // SPEC §6.5: "every counter >= 1 (an origin with none is absent)".
             guard counter > 0 else { throw WireError(.nonCanonical, "a version vector entry's counter is at least 1") }
             counters[NodeID(node)] = counter
             previous = node

@@ -169,12 +169,12 @@ extension FetchHistory {
         case 1: policy = .unreadOnly
         case 2:
             let n = try b.readVarint32("the message count")
-            // SPEC §6.3: "N is at least 1."
+            // SPEC §6.3: "`count` >= 1; 0 is `invalid-argument`".
             guard n > 0 else { throw WireError(.invalidArgument, "a last-N history fetch needs N >= 1") }
             policy = .lastN(n)
         case 3:
             let count = try b.readVarint32("the page's message count")
-            // SPEC §6.3: "count is 1 to 10,000."
+            // SPEC §6.3: "`count` is 1 to 10,000, anything else `invalid-argument`".
             guard (1...maxPageCount).contains(count) else {
                 throw WireError(.invalidArgument, "a history page asks for 1...\(maxPageCount) messages, not \(count)")
             }
@@ -216,7 +216,7 @@ extension ChangeBatch {
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> ChangeBatch {
         let count = try b.readCount(max: limits.maxBatchSize, minElementSize: 2, "the change count")
-        // SPEC §6.3: "A batch holds 1 to 256 changes."
+        // SPEC §6.3: "a batch holds 1 to 256 changes in ascending seq order".
         guard count > 0 else { throw WireError(.malformed, "a change batch holds at least one change") }
         var changes = [Change]()
         changes.reserveCapacity(count)

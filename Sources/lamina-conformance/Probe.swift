@@ -15,6 +15,7 @@ enum Outcome: Hashable, CustomStringConvertible, Sendable {
     case error(String, fatal: Bool)
     case nothing  // no answer: the PING sent behind it was answered first
     case streamEnded  // the node ended the stream without a frame
+    // Before HELLO, `.error(code, fatal: true)` also means that the stream ended right after it.
 
     var description: String {
         switch self {
@@ -34,6 +35,12 @@ struct Probe: Sendable {
     /// The id the answer carries (nil: the answer is WELCOME/PONG/a stream ERROR, or none).
     var answerID: @Sendable (Frame) -> UUID?
     var expected: Outcome
+    /// The features the stream's HELLO offers (SPEC §5.1): all but for the rows of a frame
+    /// behind a feature the session did not agree.
+    var features: FeatureSet = .all
+    /// A read sent right behind `frame` without waiting for its answer (SPEC §5.7, order of
+    /// effects): the row's outcome is then whether the read's answer shows the frame's effect.
+    var pipelined: (@Sendable (ProbeContext, Frame) -> Frame)? = nil
 }
 
 /// What the authenticated probes address: a conversation and a message of the user's.

@@ -16,9 +16,11 @@ struct Row: Sendable {
     var got: Outcome
 }
 
-/// Opens one stream per probe, brings it to the probe's state, sends the frame and a PING
-/// behind it, and reads what answers the frame (waiting on frames, never on time, except a
-/// bound on a node that stops answering).
+/// Opens one stream per probe, brings it to the probe's state, sends the frame and reads what
+/// answers it (waiting on frames, never on time, except a bound on a node that stops
+/// answering). After HELLO a PING follows the frame, so that its PONG tells "no answer";
+/// before HELLO nothing follows it (a PING is refused there too, SPEC §5.7): the first frame
+/// back is the probed frame's own answer, and after a fatal ERROR the stream must end.
 struct ConformanceRunner: Sendable {
     let connect: FrameChannelConnector
     let tokens: DevTokens
@@ -60,12 +62,59 @@ struct ConformanceRunner: Sendable {
         let channel = try await connect()
         defer { Task { await channel.close() } }
         var context = base
-        try await open(channel, to: probe.state)
+        try await open(channel, to: probe.state, features: probe.features)
         if probe.state == .beforeAuthentication { context.token = try tokens.token(user: user, nonce: try await nonce(on: channel)) }
         let frame = probe.frame(context)
         try await channel.send(frame)
+        if probe.state == .beforeHello { return await firstAnswer(on: channel) }
+        if let pipelined = probe.pipelined {
+            let read = pipelined(context, frame)
+            try await channel.send(read)
+            return await pipelinedAnswer(write: frame, read: read, on: channel)
+        }
         try? await channel.send(.ping(Ping(payload: Self.barrier)))
         return await answer(to: frame, id: probe.answerID(frame), on: channel)
+    }
+
+    /// A SEND_MESSAGE and a FETCH_HISTORY sent behind it at once: whether the history's answer
+    /// (seq 0 `message-created` changes, then its ACK) holds the message.
+    private func pipelinedAnswer(write: Frame, read: Frame, on channel: any FrameChannel) async -> Outcome {
+        let deadline = ContinuousClock.now + Self.timeout
+        var seen = false
+        func holdsMessage(_ change: Change) -> Bool {
+            if change.seq == 0, case .messageCreated(let m) = change.event, m.id.uuid == write.commandID { return true }
+            return false
+        }
+        while ContinuousClock.now < deadline {
+            guard let next = await receive(channel, until: deadline) else { return .streamEnded }
+            switch next {
+            case .error(let e) where e.isFatal || e.requestID == read.commandID || e.requestID == write.commandID:
+                return .error(e.code.name, fatal: e.isFatal)
+            case .change(let c): seen = seen || holdsMessage(c)
+            case .changeBatch(let b): seen = seen || b.changes.contains(where: holdsMessage)
+            case .ack(let ack) where ack.requestID == read.commandID:
+                return .frame(seen ? "ACK, the message before it" : "ACK, without the message")
+            case .ping(let p): try? await channel.send(.pong(p))
+            default: continue
+            }
+        }
+        return .error("timed out", fatal: false)
+    }
+
+    /// Before HELLO: the first frame the node sends (the answer to the only frame sent), and
+    /// for a fatal ERROR whether the stream then ends without a further frame.
+    private func firstAnswer(on channel: any FrameChannel) async -> Outcome {
+        let deadline = ContinuousClock.now + Self.timeout
+        guard let first = await receive(channel, until: deadline) else {
+            return ContinuousClock.now < deadline ? .streamEnded : .error("timed out", fatal: false)
+        }
+        guard case .error(let e) = first else { return .frame(first.type.name.uppercased().replacingOccurrences(of: "-", with: "_")) }
+        guard e.isFatal else { return .error(e.code.name, fatal: false) }
+        let end = ContinuousClock.now + Self.timeout
+        if let next = await receive(channel, until: end) {
+            return .frame("ERROR \(e.code.name) (fatal), then \(next.type.name)")
+        }
+        return ContinuousClock.now < end ? .error(e.code.name, fatal: true) : .frame("ERROR \(e.code.name) (fatal), the stream not ended")
     }
 
     /// Reads until the frame's answer: a frame carrying `id` (or, without an id, the first
@@ -107,9 +156,9 @@ struct ConformanceRunner: Sendable {
         }
     }
 
-    private func open(_ channel: any FrameChannel, to state: SessionState) async throws {
+    private func open(_ channel: any FrameChannel, to state: SessionState, features: FeatureSet = .all) async throws {
         guard state != .beforeHello else { return }
-        try await channel.send(.hello(Hello(agent: "lamina-conformance")))
+        try await channel.send(.hello(Hello(features: features, agent: "lamina-conformance")))
         guard case .welcome = try await expect(channel, "WELCOME") else { return }
         guard state == .authenticated else { return }
         let token = try tokens.token(user: user, nonce: try await nonce(on: channel))

@@ -36,6 +36,7 @@ enum Table {
         ("MARK_ALL_READ", { c in .markAllRead(MarkAllRead(requestID: UUID(), conversationID: c.conversation, upTo: c.position)) }),
         ("SEND_MESSAGE", { c in .sendMessage(SendMessage(messageID: .random(), conversationID: c.conversation, parts: [try! MessagePart(text: "conformance")])) }),
         ("MARK_READ", { c in .markRead(MarkRead(requestID: UUID(), conversationID: c.conversation, messageID: c.message)) }),
+        ("UPDATE_MESSAGE_PARTS", { c in .updateMessageParts(UpdateMessageParts(requestID: UUID(), conversationID: c.conversation, messageID: c.message, parts: [try! MessagePart(text: "setup, updated")])) }),
         ("DELIVERY_RECEIPT", { c in .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: c.conversation, upTo: c.position)) }),
         ("DELETE_MESSAGE", { c in .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: c.conversation, messageID: c.message, mode: .myDevices)) }),
         ("SYNC", { _ in .sync(SyncRequest(requestID: UUID(), cursor: 0)) }),
@@ -48,8 +49,9 @@ enum Table {
     static func commandID(_ frame: Frame) -> UUID? { frame.commandID }
 
     static func add(_ out: inout [Probe], _ state: SessionState, _ name: String, _ frame: @escaping @Sendable (ProbeContext) -> Frame, _ expected: Outcome,
-                    answerID: @escaping @Sendable (Frame) -> UUID? = { $0.commandID }) {
-        out.append(Probe(state: state, name: name, frame: frame, answerID: answerID, expected: expected))
+                    answerID: @escaping @Sendable (Frame) -> UUID? = { $0.commandID }, features: FeatureSet = .all,
+                    pipelined: (@Sendable (ProbeContext, Frame) -> Frame)? = nil) {
+        out.append(Probe(state: state, name: name, frame: frame, answerID: answerID, expected: expected, features: features, pipelined: pipelined))
     }
 
     static var probes: [Probe] {
@@ -67,9 +69,10 @@ enum Table {
         let error: @Sendable (ProbeContext) -> Frame = { _ in .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: false)) }
         let fatalError: @Sendable (ProbeContext) -> Frame = { _ in .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: true)) }
 
-        // Before HELLO: only HELLO.
+        // Before HELLO: only HELLO; every other frame, an ERROR of either kind included, is a
+        // fatal `unexpected-frame` (peer frames: `forbidden`) and the stream ends.
         add(&out, .beforeHello, "HELLO", hello, .frame("WELCOME"), answerID: none)
-        for (name, frame) in [("NONCE_REQUEST", nonceRequest), ("AUTHENTICATE", badToken), ("RESUME_SESSION", resume), ("END_SESSION", endSession), ("REGISTER_PUSH_TOKEN", removePushToken), ("BLOCK_USER", unblock), ("PING", ping), ("PONG", pong), ("ERROR", error)] {
+        for (name, frame) in [("NONCE_REQUEST", nonceRequest), ("AUTHENTICATE", badToken), ("RESUME_SESSION", resume), ("END_SESSION", endSession), ("REGISTER_PUSH_TOKEN", removePushToken), ("BLOCK_USER", unblock), ("PING", ping), ("PONG", pong), ("ERROR", error), ("ERROR (fatal)", fatalError)] {
             add(&out, .beforeHello, name, frame, unexpected, answerID: none)
         }
         for (name, frame) in commands { add(&out, .beforeHello, name, frame, unexpected, answerID: none) }
@@ -110,6 +113,23 @@ enum Table {
         for (name, frame) in commands { add(&out, .authenticated, name, frame, .frame("ACK")) }
         add(&out, .authenticated, "TYPING", typing, .nothing, answerID: none)
         for (name, frame, outcome) in foreign { add(&out, .authenticated, name, frame, outcome, answerID: none) }
+
+        // Authenticated, on a session whose HELLO did not offer the feature a frame needs
+        // (SPEC §5.1): a non-fatal `forbidden`, with the frame's id (TYPING: without one).
+        let notAgreed = Outcome.error("forbidden", fatal: false)
+        let byName = Dictionary(uniqueKeysWithValues: commands.map { ($0.0, $0.1) })
+        add(&out, .authenticated, "TYPING (without bit 1)", typing, notAgreed, answerID: none, features: FeatureSet.all.subtracting(.typingIndicators))
+        add(&out, .authenticated, "DELIVERY_RECEIPT (without bit 2)", byName["DELIVERY_RECEIPT"]!, notAgreed, features: FeatureSet.all.subtracting(.deliveryReceipts))
+        add(&out, .authenticated, "FETCH_HISTORY (without bit 3)", byName["FETCH_HISTORY"]!, notAgreed, features: FeatureSet.all.subtracting(.historyFetch))
+        add(&out, .authenticated, "FETCH_HISTORY page-after (without bit 6)",
+            { c in .fetchHistory(FetchHistory(requestID: UUID(), conversationID: c.conversation, policy: .pageAfter(nil, count: 1))) }, notAgreed,
+            features: FeatureSet.all.subtracting(.historyPaging))
+        add(&out, .authenticated, "UPDATE_MESSAGE_PARTS (without bit 5)", byName["UPDATE_MESSAGE_PARTS"]!, notAgreed, features: FeatureSet.all.subtracting(.partUpdates))
+        add(&out, .authenticated, "BLOCK_USER (without bit 8)", unblock, notAgreed, features: FeatureSet.all.subtracting(.blockLists))
+
+        // Order of effects (SPEC §5.7): a read pipelined behind a write sees the write.
+        add(&out, .authenticated, "SEND_MESSAGE, FETCH_HISTORY right behind it", byName["SEND_MESSAGE"]!, .frame("ACK, the message before it"),
+            pipelined: { c, _ in .fetchHistory(FetchHistory(requestID: UUID(), conversationID: c.conversation, policy: .lastN(1))) })
         return out
     }
 }

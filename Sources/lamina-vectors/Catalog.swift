@@ -46,6 +46,8 @@ let validVectors: [ValidVector] = [
           frame: .hello(Hello(minVersion: 1, maxVersion: 3, features: FeatureSet(rawValue: 1 << 63 | 0x0F), agent: ""))),
     .init(name: "welcome", description: "WELCOME choosing version 1.",
           frame: .welcome(Welcome(version: 1, features: [.changeBatches, .typingIndicators], nodeID: NodeID(0x1234_5678_9ABC_DEF0), serverTime: t0, maxFrameSize: 4_194_304, cluster: "eu-1"))),
+    .init(name: "welcome-long-cluster", description: "WELCOME naming a cluster of 1,024 bytes, the longest a cluster name may be: a payload of 1,058 bytes, within WELCOME's maximum of 2,048 (SPEC §4.1, §5.1).",
+          frame: .welcome(Welcome(version: 1, features: .supported, nodeID: NodeID(7), serverTime: t0, maxFrameSize: 1_048_576, cluster: String(repeating: "c", count: 1_024)))),
     .init(name: "nonce-request", description: "NONCE_REQUEST.",
           frame: .nonceRequest(NonceRequest(requestID: u(1)))),
     .init(name: "nonce", description: "NONCE answering request 1, valid for 10 minutes.",
@@ -211,6 +213,58 @@ let validVectors: [ValidVector] = [
               ReplicatedOperation(origin: NodeID(2), counter: 10, hlc: hlc(1_767_225_600_012, 0, 2), payload: .user(.badge(BadgeChange(user: user("bob"), externalUnreadCount: 3)))),
               ReplicatedOperation(origin: NodeID(2), counter: 11, hlc: hlc(1_767_225_600_013, 0, 2), payload: .user(.sessionsRevoked(user("bob")))),
               ReplicatedOperation(origin: NodeID(2), counter: 12, hlc: hlc(1_767_225_600_014, 1, 2), payload: .user(.identity(IdentityChange(user: user("carol"), identity: nil)))),
+          ]))),
+    .init(name: "replicate-identity", description: "REPLICATE of kind 64 (identity): alice's identity as the Server API set it, values and metadata as string maps in ascending key order.",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(3), counter: 1, hlc: hlc(1_767_225_600_020, 0, 3), payload: .user(.identity(IdentityChange(
+                  user: user("alice"), identity: .init(values: ["avatar_url": "https://example.com/alice.png", "display_name": "Alice", "first_name": "Alice"], metadata: ["desk": "4F", "team": "blue"]))))),
+          ]))),
+    .init(name: "replicate-identity-empty", description: "REPLICATE of kind 64 (identity): an identity present with no values and no metadata (two empty string maps).",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(3), counter: 2, hlc: hlc(1_767_225_600_021, 0, 3), payload: .user(.identity(IdentityChange(user: user("bob"), identity: .init())))),
+          ]))),
+    .init(name: "replicate-identity-deleted", description: "REPLICATE of kind 64 (identity): carol's identity deleted (presence byte 0, no maps).",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(3), counter: 3, hlc: hlc(1_767_225_600_022, 0, 3), payload: .user(.identity(IdentityChange(user: user("carol"), identity: nil)))),
+          ]))),
+    .init(name: "replicate-block", description: "REPLICATE of kind 65 (block): alice blocks mallory.",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(3), counter: 4, hlc: hlc(1_767_225_600_023, 0, 3), payload: .user(.block(BlockChange(blocker: user("alice"), blocked: user("mallory"), blocking: true)))),
+          ]))),
+    .init(name: "replicate-unblock", description: "REPLICATE of kind 65 (block): alice no longer blocks mallory.",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(3), counter: 5, hlc: hlc(1_767_225_600_024, 1, 3), payload: .user(.block(BlockChange(blocker: user("alice"), blocked: user("mallory"), blocking: false)))),
+          ]))),
+    .init(name: "replicate-badge", description: "REPLICATE of kind 66 (badge): bob's external unread count set to 300 (a two-byte varint).",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(3), counter: 6, hlc: hlc(1_767_225_600_025, 0, 3), payload: .user(.badge(BadgeChange(user: user("bob"), externalUnreadCount: 300)))),
+          ]))),
+    .init(name: "replicate-sessions-revoked", description: "REPLICATE of kind 67 (sessions-revoked): every session of bob authenticated at or before the operation's time is revoked.",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(3), counter: 7, hlc: hlc(1_767_225_600_026, 0, 3), payload: .user(.sessionsRevoked(user("bob")))),
+          ]))),
+    .init(name: "replicate-push-registration-removed", description: "REPLICATE of kind 68 (push-registration): carol's device removed its token on node 3 (END_SESSION or kind 0), which now holds its registration.",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(3), counter: 8, hlc: hlc(1_767_225_600_027, 0, 3), payload: .user(.pushRegistration(PushRegistrationChange(
+                  user: user("carol"), device: u(0xD2), node: NodeID(3))))),
+          ]))),
+    .init(name: "replicate-conversation-events", description: "REPLICATE of the other conversation operations a node logs (SPEC §6.5): kinds 0 (a non-distinct creation), 2, 4, 7, 8, 10 and 11.",
+          frame: .replicate(Replicate(operations: [
+              ReplicatedOperation(origin: NodeID(1), counter: 130, hlc: hlc(1_767_225_601_000, 0, 1), event: .conversationCreated(Conversation(
+                  id: ConversationID(uuid: u(0xC5)), participants: [user("alice"), user("bob")], isDistinct: false, metadata: [:],
+                  deliveryReceiptsEnabled: false, createdAt: t0, creator: user("alice")))),
+              ReplicatedOperation(origin: NodeID(1), counter: 131, hlc: hlc(1_767_225_601_001, 0, 1), event: .participantsChanged(ParticipantsChanged(
+                  conversationID: conversation1, added: [user("dave")], removed: [], by: user("alice"), at: hlc(1_767_225_601_001, 0, 1)))),
+              ReplicatedOperation(origin: NodeID(1), counter: 132, hlc: hlc(1_767_225_601_002, 0, 1), event: .conversationDeleted(ConversationDeleted(
+                  conversationID: conversation1, mode: .allParticipants, below: hlc(1_767_225_600_000, 0, 1), by: user("bob")))),
+              ReplicatedOperation(origin: NodeID(1), counter: 133, hlc: hlc(1_767_225_601_003, 0, 1), event: .messageStatusChanged(MessageStatusChanged(
+                  conversationID: conversation1, messageID: message1, user: user("bob"), status: .read))),
+              ReplicatedOperation(origin: NodeID(1), counter: 134, hlc: hlc(1_767_225_601_004, 0, 1), event: .messageDeleted(MessageDeleted(
+                  conversationID: conversation1, messageID: message1, mode: .allParticipants, by: user("carol")))),
+              ReplicatedOperation(origin: NodeID(1), counter: 135, hlc: hlc(1_767_225_601_005, 0, 1), event: .statusUpTo(StatusUpTo(
+                  conversationID: conversation1, user: user("carol"), status: .delivered, upTo: hlc(1_767_225_600_000, 0, 1)))),
+              ReplicatedOperation(origin: NodeID(1), counter: 136, hlc: hlc(1_767_225_601_006, 0, 1), event: .messagePartsChanged(MessagePartsChanged(
+                  conversationID: conversation1, messageID: message1, parts: [text(0xB1, "edited")], by: user("alice"), at: hlc(1_767_225_601_006, 0, 1)))),
           ]))),
     .init(name: "replicate-push-registration", description: "REPLICATE of a push registration (kind 68): bob's device registered its push token on node 2.",
           frame: .replicate(Replicate(operations: [

@@ -56,6 +56,17 @@ enum B {
     }
 }
 
+extension B {
+    /// A REPLICATE frame of one operation (origin 3, counter 1) whose event is `event` (kind byte included).
+    static func replicate(_ event: [UInt8]) -> [UInt8] {
+        frame(.replicate, varint(1) + u64(3) + varint(1) + hlc(1_767_225_600_000, 0, 3) + event)
+    }
+    /// A kind 64 identity event for bob, present, with these encoded values and metadata string maps.
+    static func identity(values: [UInt8], metadata: [UInt8] = [0]) -> [UInt8] {
+        [64] + str("bob") + [1] + values + metadata
+    }
+}
+
 let reqID = B.uuid(u(1))
 let conv = B.uuid(u(0xC1))
 let msg = B.uuid(u(0xA1))
@@ -215,4 +226,33 @@ let invalidVectors: [InvalidVector] = [
           bytes: B.frame(.versionVector, B.varint(1) + B.u64(1) + B.varint(0)), error: .nonCanonical),
     .init(name: "replicate-empty", description: "REPLICATE with 0 operations.",
           bytes: B.frame(.replicate, B.varint(0)), error: .malformed),
+    // SPEC §4.1, §5.1 WELCOME
+    .init(name: "welcome-over-max", description: "A WELCOME header declaring 2,049 payload bytes (WELCOME's maximum is 2,048); refused on the header.",
+          bytes: B.frame(.welcome, length: 2_049, []), error: .frameTooLarge),
+    // SPEC §6.4, §6.5 replicate-only kinds and string maps
+    .init(name: "change-replicate-only-kind", description: "CHANGE whose event kind is 64 (identity): kinds 64 to 69 exist only in REPLICATE.",
+          bytes: B.frame(.change, B.varint(1) + [64] + B.str("bob") + [0]), error: .malformed),
+    .init(name: "change-batch-distinct-created", description: "CHANGE_BATCH whose one change has event kind 69 (distinct-created), a REPLICATE-only kind.",
+          bytes: B.frame(.changeBatch, B.varint(1) + B.varint(1) + [69]), error: .malformed),
+    .init(name: "replicate-unknown-kind", description: "REPLICATE whose operation has event kind 70 (kinds 0 to 13 and 64 to 69 are defined).",
+          bytes: B.replicate([70]), error: .malformed),
+    .init(name: "replicate-distinct-not-distinct", description: "REPLICATE kind 69 (distinct-created) naming a conversation whose distinct flag is 0.",
+          bytes: B.replicate([69] + B.uuid(u(0xC1)) + B.str("alice") + B.varint(0) + [0, 1] + B.varint(1) + B.str("alice") + [0] + B.varint(0)), error: .malformed),
+    .init(name: "identity-bad-presence", description: "REPLICATE kind 64 (identity) whose presence byte is 02.",
+          bytes: B.replicate([64] + B.str("bob") + [2]), error: .malformed),
+    .init(name: "string-map-keys-unsorted", description: "REPLICATE kind 64 whose values map has keys last_name, first_name (not in byte order).",
+          bytes: B.replicate(B.identity(values: B.varint(2) + B.str("last_name") + B.str("B.") + B.str("first_name") + B.str("Bob"))), error: .nonCanonical),
+    .init(name: "string-map-key-repeated", description: "REPLICATE kind 64 whose metadata map has the key team twice.",
+          bytes: B.replicate(B.identity(values: [0], metadata: B.varint(2) + B.str("team") + B.str("blue") + B.str("team") + B.str("red"))), error: .nonCanonical),
+    .init(name: "string-map-key-empty", description: "REPLICATE kind 64 whose values map has an empty key.",
+          bytes: B.replicate(B.identity(values: B.varint(1) + B.str("") + B.str("x"))), error: .malformed),
+    .init(name: "string-map-key-over-limit", description: "REPLICATE kind 64 whose values map has a 129-byte key (keys are 1 to 128 bytes).",
+          bytes: B.replicate(B.identity(values: B.varint(1) + B.str(String(repeating: "k", count: 129)) + B.str("x"))), error: .limitExceeded),
+    .init(name: "string-map-value-over-limit", description: "REPLICATE kind 64 whose metadata map has a 1,025-byte value (values are at most 1,024 bytes).",
+          bytes: B.replicate(B.identity(values: [0], metadata: B.varint(1) + B.str("k") + B.str(String(repeating: "v", count: 1_025)))), error: .limitExceeded),
+    .init(name: "string-map-too-many-entries", description: "REPLICATE kind 64 whose values map declares 257 entries (the most is 256).",
+          bytes: B.replicate(B.identity(values: B.varint(257))), error: .limitExceeded),
+    .init(name: "change-identity-keys-unsorted", description: "CHANGE identity-changed (kind 12) whose values map has keys display_name, avatar_url (not in byte order).",
+          bytes: B.frame(.change, B.varint(1) + [12] + B.str("bob") + [1] + B.varint(2) + B.str("display_name") + B.str("Bob") + B.str("avatar_url") + B.str("https://example.com/b.png") + [0]),
+          error: .nonCanonical),
 ]

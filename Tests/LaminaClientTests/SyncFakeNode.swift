@@ -62,6 +62,7 @@ actor FakeNode {
     /// When set, the next CREATE_CONVERSATION and every frame after it wait unprocessed
     /// (and unanswered) until `release`: what the client sends before any answer.
     private var holdAtNextCreation = false
+    private var unanswered: Set<FrameType> = []
     private var heldFrames: [(Frame, FakeChannelEnd)]?
 
     let features: FeatureSet
@@ -83,6 +84,8 @@ actor FakeNode {
 
     func setDropBeforeAck(_ id: MessageID?) { dropBeforeAck = id }
     func setHoldAtNextCreation() { holdAtNextCreation = true }
+    /// Frames of these types are recorded but never answered.
+    func setUnanswered(_ types: Set<FrameType>) { unanswered = types }
     func setRejectNextCreation(_ code: WireError.Code, retryAfter: UInt32? = nil) { rejectNextCreation = (code, retryAfter) }
 
     /// Processes the held frames in the order received, and stops holding.
@@ -222,6 +225,7 @@ actor FakeNode {
             return
         }
         snapshot.commands.append(frame.type)
+        if unanswered.contains(frame.type) { return }
         switch frame {
         case .sync(let s):
             let head = feeds[user]?.last?.seq ?? 0

@@ -424,3 +424,37 @@ import Testing
         }
     }
 }
+
+@Suite struct PendingRequestTests {
+    /// The session's one table of requests awaiting an answer: when the stream ends, every
+    /// caller still waiting fails together, each told which request went unanswered.
+    @Test func requestsWaitingWhenTheStreamEndsFailTogetherNamingTheirFrame() async throws {
+        try await withDevices { root in
+            let node = FakeNode()
+            await node.setUnanswered([.blockUser, .registerPushToken])
+            let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
+            try await a.connect()
+            try await node.waitFor("live") { $0.liveSessions == 1 }
+            let client = a.client
+            let block = Task { () -> ClientError? in
+                do throws(ClientError) { try await client.block(carol) } catch { return error }
+                return nil
+            }
+            let push = Task { () -> ClientError? in
+                do throws(ClientError) { try await client.setPushToken(.gateway(token: "device-token")) } catch { return error }
+                return nil
+            }
+            try await node.waitFor("both sent") { $0.commands.contains(.blockUser) && $0.commands.contains(.registerPushToken) }
+            await node.setReachable(false)
+            await node.dropAll()
+            let blockError = try #require(await block.value)
+            let pushError = try #require(await push.value)
+            #expect(blockError.code == .disconnected)
+            #expect(blockError.reason.contains("block-user"), "\(blockError.reason)")
+            #expect(pushError.code == .disconnected)
+            #expect(pushError.reason.contains("register-push-token"), "\(pushError.reason)")
+            await node.setReachable(true)  // the engine's backoff waits for the node
+            await a.client.disconnect()
+        }
+    }
+}

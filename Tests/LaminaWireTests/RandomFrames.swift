@@ -177,7 +177,7 @@ struct RandomFrames {
         case .hello:
             let lo = UInt16(int(1...5))
             return .hello(Hello(minVersion: lo, maxVersion: lo + UInt16(int(0...3)), features: FeatureSet(rawValue: u64()), agent: string(60)))
-        case .welcome: return .welcome(Welcome(version: UInt16(int(1...65_535)), features: FeatureSet(rawValue: u64()), nodeID: NodeID(u64()), serverTime: timestamp(), maxFrameSize: u32(), cluster: string(20)))
+        case .welcome: return .welcome(Welcome(version: UInt16(int(1...65_535)), features: FeatureSet(rawValue: u64()), nodeID: NodeID(u64()), serverTime: timestamp(), maxFrameSize: u32(), cluster: string(250)))
         case .nonceRequest: return .nonceRequest(NonceRequest(requestID: uuid()))
         case .endSession: return .endSession(EndSession(requestID: uuid()))
         case .blockUser: return .blockUser(BlockUser(requestID: uuid(), user: user(), blocking: bool()))

@@ -71,7 +71,7 @@ extension SyncSession {
     /// One FETCH_HISTORY, waited for.
     private func fetchOne(_ target: ConversationID, policy: HistoryPolicy, before: MessagePosition?) async throws(ClientError) -> HistoryAnswer {
         guard state == .live else { throw ClientError(.notConnected, "the session is not live") }
-        guard historyRequests.count < Self.maxHistoryRequests else {
+        guard pending.historyCount < Self.maxHistoryRequests else {
             throw ClientError(.invalidArgument, "at most \(Self.maxHistoryRequests) history requests are outstanding at once")
         }
         if case .pageAfter = policy, !features.contains(.historyPaging) {
@@ -86,11 +86,11 @@ extension SyncSession {
             throw ClientError.wrap(error)
         }
         let outcome = await withCheckedContinuation { (caller: CheckedContinuation<Result<HistoryAnswer, ClientError>, Never>) in
-            if let request = historyRequests[id], let result = request.result {
+            if let request = pending[history: id], let result = request.result {
                 unregister(id)
                 caller.resume(returning: result.map { HistoryAnswer(ids: request.received, newest: request.newest) })
             } else {
-                historyRequests[id]?.caller = caller
+                pending[history: id]?.caller = caller
             }
         }
         return try outcome.get()
@@ -98,16 +98,14 @@ extension SyncSession {
 
     /// Registers a request and queues its frame: frames go out in the order registered (an
     /// answer's messages are counted as the first open request's, so the wire order must be
-    /// `historyOrder`'s even when the app's `fetchHistory` and the session's own fetches race).
+    /// `pending.historyOrder`'s even when the app's `fetchHistory` and the session's own fetches race).
     func register(_ id: UUID, _ request: HistoryRequest, _ frame: FetchHistory) {
-        historyRequests[id] = request
-        historyOrder.append(id)
+        pending[history: id] = request
         historyUnsent.append(frame)
     }
 
     func unregister(_ id: UUID) {
-        historyRequests[id] = nil
-        historyOrder.removeAll { $0 == id }
+        pending[history: id] = nil
         historyUnsent.removeAll { $0.requestID == id }
     }
 
@@ -138,7 +136,7 @@ extension SyncSession {
     /// answer is stored like any other change. Skipped when too many requests are out.
     /// Complete history goes forwards a page at a time when the node offers paging.
     func requestHistory(of conversation: ConversationID) async throws {
-        guard var policy = historyOnJoin, historyRequests.count < Self.maxHistoryRequests else { return }
+        guard var policy = historyOnJoin, pending.historyCount < Self.maxHistoryRequests else { return }
         if case .complete = policy, features.contains(.historyPaging) { policy = .pageAfter(nil, count: historyPageSize) }
         try await sendBackgroundFetch(conversation, policy)
     }
@@ -161,29 +159,29 @@ extension SyncSession {
     /// sent), or, should that be of another conversation, the first open one of the message's
     /// (never several: one message answers one request).
     func noteHistory(_ entries: [Change]) {
-        guard !historyOrder.isEmpty else { return }
+        guard !pending.historyOrder.isEmpty else { return }
         for entry in entries where entry.seq == 0 {
             guard case .messageCreated(let m) = entry.event else { continue }
-            let open = historyOrder.lazy.filter { self.historyRequests[$0]?.result == nil }
-            if let first = open.first, historyRequests[first]?.conversation == m.conversationID {
+            let open = pending.historyOrder.lazy.filter { self.pending[history: $0]?.result == nil }
+            if let first = open.first, pending[history: first]?.conversation == m.conversationID {
                 note(m, for: first)
-            } else if let same = open.first(where: { self.historyRequests[$0]?.conversation == m.conversationID }) {
+            } else if let same = open.first(where: { self.pending[history: $0]?.conversation == m.conversationID }) {
                 note(m, for: same)
             }
         }
     }
 
     private func note(_ m: Message, for id: UUID) {
-        guard historyRequests[id]?.receivedSet.insert(m.id).inserted == true else { return }
-        historyRequests[id]?.received.append(m.id)
-        if let p = m.position, historyRequests[id]?.newest.map({ p > $0 }) ?? true { historyRequests[id]?.newest = p }
+        guard pending[history: id]?.receivedSet.insert(m.id).inserted == true else { return }
+        pending[history: id]?.received.append(m.id)
+        if let p = m.position, pending[history: id]?.newest.map({ p > $0 }) ?? true { pending[history: id]?.newest = p }
     }
 
     /// The node answered request `id` (ACK or ERROR). Returns the next page, for a background
     /// page-after request whose answer was a full page (registered and queued already: the
     /// caller sends it with `sendRegisteredHistory`).
     func finishHistory(_ id: UUID, _ result: Result<Void, ClientError>) async throws -> FetchHistory? {
-        guard var request = historyRequests[id], request.result == nil else { return nil }
+        guard var request = pending[history: id], request.result == nil else { return nil }
         if request.isBackground {
             unregister(id)
             var next: FetchHistory?
@@ -200,14 +198,9 @@ extension SyncSession {
             caller.resume(returning: result.map { HistoryAnswer(ids: request.received, newest: request.newest) })
         } else {
             request.result = result
-            historyRequests[id] = request
-            historyOrder.removeAll { $0 == id }
+            pending[history: id] = request
+            pending.answered(history: id)
         }
         return nil
-    }
-
-    /// The stream ended: every outstanding request fails with `error`.
-    func failHistoryRequests(_ error: ClientError) async {
-        for id in Array(historyRequests.keys) { _ = try? await finishHistory(id, .failure(error)) }
     }
 }

@@ -8,14 +8,15 @@ import LaminaWire
 /// not sent yet follow a resolution to the survivor. ACKs and ERRORs complete the entries.
 extension SyncSession {
     func complete(_ completion: OutboxCompletion) async throws {
-        if case .failed(let id, .notFound, _, _) = completion, let entry = inFlight[id], try await followsPendingCreation(entry) {
+        if case .failed(let id, .notFound, _, _) = completion, let entry = pending[command: id], try await followsPendingCreation(entry) {
             // The creation it was pipelined behind was not applied (it waits for a retry):
             // this command is retried after it, instead of failing.
             return try await complete(.retry(id, after: nil))
         }
         switch completion {
         case .acknowledged(let id, let ack):
-            let entry = inFlight.removeValue(forKey: id)
+            let entry = pending[command: id]
+            pending[command: id] = nil
             // What the ACK changes commits with the entry's removal: a sent message is never
             // seen sent while its command still waits in the outbox.
             var changes: [RemoteChange] = []
@@ -40,7 +41,8 @@ extension SyncSession {
             }
             try await applyTolerant(changes, cursor: nil, acknowledged: id)
         case .failed(let id, let code, let reason, let conversationID):
-            let entry = inFlight.removeValue(forKey: id)
+            let entry = pending[command: id]
+            pending[command: id] = nil
             if code == .existingDistinctConversation, let to = conversationID, entry?.kind == OutboxCommandKind.createConversation.rawValue {
                 try await applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
             }
@@ -49,7 +51,7 @@ extension SyncSession {
                 onEvent(.commandFailed(OutboxFailure(id: id, kind: entry?.kind ?? "", objectID: entry?.objectID, code: code.wireValue, reason: reason, failedAt: now)))
             }
         case .retry(let id, let after):
-            inFlight[id] = nil
+            pending[command: id] = nil
             try await store.requeueAsync(id)
             // One retry pending at a time: the flush it runs sends every requeued entry.
             guard retryTask == nil else { return }
@@ -97,7 +99,7 @@ extension SyncSession {
                     try await refuseOversized(entry)
                     continue
                 }
-                inFlight[entry.id] = entry
+                pending[command: entry.id] = entry
                 try await channel.send(Self.redirected(frame, current))
             }
             if batch.count == Self.flushBatch { flushAgain = true }

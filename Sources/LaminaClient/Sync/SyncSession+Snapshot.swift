@@ -65,7 +65,7 @@ extension SyncSession {
     func continueSnapshot() async throws {
         guard snapshot.started else { return }
         while let fill = snapshot.queue.first, let policy = fillPolicy(after: fill.after), snapshot.outstanding.count < Self.maxSnapshotFetches,
-              historyRequests.count < Self.maxHistoryRequests {
+              pending.historyCount < Self.maxHistoryRequests {
             snapshot.queue.removeFirst()
             let id = UUID()
             snapshot.outstanding[id] = fill.conversation

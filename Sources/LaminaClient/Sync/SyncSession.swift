@@ -85,24 +85,16 @@ public actor SyncSession {
     private var cursor: UInt64 = 0
     /// The node this session talks to (WELCOME): the cursor counts in its feed.
     private var node = NodeID(0)
-    var inFlight: [UUID: OutboxEntry] = [:]
+    /// Every request sent and not answered yet (SYNC, commands, history, awaited requests).
+    var pending = PendingRequests()
     var flushing = false
     var flushAgain = false
     /// The largest frame payload the node accepts (WELCOME; until then the protocol's).
     public private(set) var maxFrameSize = WireLimits.protocolMaxFrameSize
-    /// History requests waiting for their ACK or ERROR, with the messages received so far.
-    var historyRequests: [UUID: HistoryRequest] = [:]
-    /// The history requests not answered yet, in the order sent: the node answers them in that
-    /// order (SPEC §6), so an answer's messages belong to the first of them.
-    var historyOrder: [UUID] = []
-    /// FETCH_HISTORY frames registered and not written yet, in `historyOrder`'s order; one
+    /// FETCH_HISTORY frames registered and not written yet, in `pending.historyOrder`'s order; one
     /// task at a time writes them (`sendRegisteredHistory`), so the wire order is that order.
     var historyUnsent: [FetchHistory] = []
     var sendingHistory = false
-    /// The END_SESSION sent, waiting for its ACK or ERROR.
-    var endRequest: EndSessionRequest?
-    /// REGISTER_PUSH_TOKEN frames sent, waiting for their ACK or ERROR.
-    var pushTokenRequests: [UUID: PushTokenRequest] = [:]
     /// The snapshot being received and the fetches that fill its conversations.
     var snapshot = SnapshotSync()
     /// The one pending retry of the outbox after a transient ERROR (cancelled when the session ends).
@@ -136,9 +128,7 @@ public actor SyncSession {
         retryTask?.cancel()
         retryTask = nil
         enter(.ended)
-        await failHistoryRequests(ClientError(.disconnected, "the sync stream ended before the node answered"))
-        finishEndSession(.failure(ClientError(.disconnected, "the sync stream ended before the node answered END_SESSION")))
-        await finishPushTokenRequest(nil, .failure(ClientError(.disconnected, "the sync stream ended before the node answered REGISTER_PUSH_TOKEN")))
+        await failPendingRequests()
         return end
     }
 
@@ -157,9 +147,10 @@ public actor SyncSession {
             cursor = try await store.syncCursorAsync(on: node)
             snapshot = SnapshotSync(cursorBefore: cursor)
             let syncID = UUID()
+            pending.register(sync: syncID)
             try await channel.send(.sync(SyncRequest(requestID: syncID, cursor: cursor)))
             while let frame = try await channel.receive() {
-                if let end = try await handle(frame, syncID: syncID) { return end }
+                if let end = try await handle(frame) { return end }
             }
             return .closed
         } catch let error as ClientError {
@@ -269,31 +260,39 @@ public actor SyncSession {
     }
 
     /// Handles one frame of a synced session; returns how the session ends, if it does.
-    private func handle(_ frame: Frame, syncID: UUID) async throws -> SyncSessionEnd? {
+    private func handle(_ frame: Frame) async throws -> SyncSessionEnd? {
         switch frame {
         case .change(let change):
             try await apply([change])
         case .changeBatch(let batch):
             try await apply(batch.changes)
-        case .ack(let ack) where ack.requestID == endRequest?.id:
-            try await store.setSessionTokenAsync(nil)
-            finishEndSession(.success(()))
-            return .signedOut
-        case .error(let e) where e.requestID != nil && e.requestID == endRequest?.id:
-            finishEndSession(.failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
-            if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
-        case .ack(let ack) where pushTokenRequests[ack.requestID] != nil:
-            await finishPushTokenRequest(ack.requestID, .success(()))
-        case .error(let e) where e.requestID.map { pushTokenRequests[$0] != nil } ?? false:
-            await finishPushTokenRequest(e.requestID, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
-            if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
-        case .ack(let ack) where historyRequests[ack.requestID] != nil:
+        case .ack(let ack):
+            return try await acknowledged(ack, frame)
+        case .error(let e):
+            return try await refused(e, frame)
+        case .ping(let p):
+            try await channel.send(.pong(p))
+        case .pong, .nonce, .welcome, .authenticated:
+            break  // late or unasked handshake answers change nothing once synced
+        default:
+            try? await channel.send(.error(ErrorFrame(code: .unexpectedFrame, reason: "a \(frame.type.name) frame is not sent to clients", isFatal: true)))
+            return .fatal(ClientError(.protocolError, "the node sent a \(frame.type.name) frame"))
+        }
+        return nil
+    }
+
+    /// An ACK: completes the pending request it answers.
+    private func acknowledged(_ ack: Ack, _ frame: Frame) async throws -> SyncSessionEnd? {
+        switch pending[ack.requestID] {
+        case .awaited(let request)?:
+            if request.frame == .endSession { try await store.setSessionTokenAsync(nil) }
+            await finishAwaited(ack.requestID, .success(()))
+            if request.frame == .endSession { return .signedOut }
+        case .history?:
             if try await finishHistory(ack.requestID, .success(())) != nil { try await sendRegisteredHistory() }
             try await continueSnapshot()
-        case .error(let e) where e.requestID.map { historyRequests[$0] != nil } ?? false:
-            _ = try await finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
-            try await continueSnapshot()
-        case .ack(let ack) where ack.requestID == syncID:
+        case .sync?:
+            pending.remove(ack.requestID)
             if let c = ack.cursor, c > cursor {
                 try await store.setSyncCursorAsync(c)
                 cursor = c
@@ -303,37 +302,46 @@ public actor SyncSession {
             try await flushOutbox()
             try await registerStoredPushToken()
             try await startSnapshotFetches(acked: ack.cursor ?? 0)
-        case .ack:
+        case .command?, nil:
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
-        case .error(let e) where e.requestID == syncID && e.code != .authenticationRequired && !Self.sessionCodes.contains(e.code):
+        }
+        return nil
+    }
+
+    /// An ERROR: fails the pending request it names, or ends the session.
+    private func refused(_ e: ErrorFrame, _ frame: Frame) async throws -> SyncSessionEnd? {
+        switch e.requestID.flatMap({ pending[$0] }) {
+        case .awaited?:
+            await finishAwaited(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            return e.isFatal ? .fatal(Self.clientError(e, .protocolError)) : nil
+        case .history?:
+            _ = try await finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            try await continueSnapshot()
+            return nil
+        case .sync? where e.code != .authenticationRequired && !Self.sessionCodes.contains(e.code):
             return .syncRefused(Self.clientError(e, .syncRefused))
-        case .error(let e) where e.code == .authenticationRequired:
+        case .sync?, .command?, nil:
+            break
+        }
+        if e.code == .authenticationRequired {
             // The node lost the session: the command goes back to the outbox, and the
             // session starts again with a fresh authentication.
-            if let id = e.requestID {
-                inFlight[id] = nil
+            if let id = e.requestID, pending[command: id] != nil {
+                pending[command: id] = nil
                 try await store.requeueAsync(id)
             }
             try await store.setSessionTokenAsync(nil)
             onEvent(.sessionExpired)
             return .sessionExpired
-        case .error(let e):
-            if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
-            if e.isFatal || e.requestID == nil {
-                if Self.sessionCodes.contains(e.code) {
-                    try await store.setSessionTokenAsync(nil)
-                    onEvent(.sessionExpired)
-                    return .sessionExpired
-                }
-                if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
+        }
+        if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
+        if e.isFatal || e.requestID == nil {
+            if Self.sessionCodes.contains(e.code) {
+                try await store.setSessionTokenAsync(nil)
+                onEvent(.sessionExpired)
+                return .sessionExpired
             }
-        case .ping(let p):
-            try await channel.send(.pong(p))
-        case .pong, .nonce, .welcome, .authenticated:
-            break  // late or unasked handshake answers change nothing once synced
-        default:
-            try? await channel.send(.error(ErrorFrame(code: .unexpectedFrame, reason: "a \(frame.type.name) frame is not sent to clients", isFatal: true)))
-            return .fatal(ClientError(.protocolError, "the node sent a \(frame.type.name) frame"))
+            if e.isFatal { return .fatal(Self.clientError(e, .protocolError)) }
         }
         return nil
     }

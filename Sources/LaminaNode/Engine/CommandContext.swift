@@ -394,6 +394,7 @@ struct CommandContext {
         guard message.sender == user else {
             throw WireError(.forbidden, "only the sender of \(message.id) may change its parts")
         }
+        try Message.validate(parts: f.parts)
         for part in f.parts {
             if case .external = part.content {
                 throw WireError(.invalidArgument, "a part update carries inline parts only (rich content is sent with SEND_MESSAGE)")

@@ -84,7 +84,9 @@ extension NodeEngine {
             try store.submit({ [self] tx -> CommandResult in
                 try command(frame, as: user, key: key, digest: digest, now: now, in: tx)
             }, completion: { [self] result in
-                session.releaseCommandSlot()
+                // The answer goes out before the slot is given back: a read waiting for the
+                // session's commands to drain is answered after this one (SPEC §5.7).
+                defer { session.releaseCommandSlot() }
                 switch result {
                 case .success(.applied(let ack, let changes)):
                     session.send(.ack(ack))
@@ -269,7 +271,7 @@ extension NodeEngine {
             guard paged else { return (try Self.history(r, id, user, request.policy, request.before, max: max), id) }
             var start: MessagePosition? = nil
             switch request.policy {
-            case .unreadOnly: start = try r.readUpTo(conversation: id, user: user)
+            case .unreadOnly: start = try Self.unreadStart(r, id, user)
             case .pageAfter(let after, _): start = after
             case .complete, .lastN: break
             }
@@ -319,6 +321,22 @@ extension NodeEngine {
         return Swift.max(1, Swift.min(historyPageSize, historyPageBytes / Swift.max(1, bytes / page.count)))
     }
 
+    /// Where an unread-only history starts (exclusive): after the user's read marker and the
+    /// messages right behind it that the history itself reports read for the user (their own,
+    /// first of all), so the answer starts at the first unread message (SPEC §6.3).
+    static func unreadStart(_ r: StorageReader, _ id: ConversationID, _ user: UserID) throws -> MessagePosition? {
+        var start = try r.readUpTo(conversation: id, user: user)
+        let page = 32
+        while true {
+            let messages = try r.history(of: id, for: user, .complete(after: start, limit: page))
+            for message in messages {
+                guard message.recipientStatus[user] == .read, let position = message.position else { return start }
+                start = position
+            }
+            if messages.count < page { return start }
+        }
+    }
+
     /// An answer read in one go: last-n, or a page backwards (`before`): the newest `max` (or
     /// last-n's count) before `before`, after the read marker for unread-only, in one
     /// descending range read of the position index.
@@ -339,7 +357,7 @@ extension NodeEngine {
         }
         var after: MessagePosition? = nil
         switch policy {
-        case .unreadOnly: after = try r.readUpTo(conversation: id, user: user)
+        case .unreadOnly: after = try Self.unreadStart(r, id, user)
         case .pageAfter(let start, _): after = start
         case .complete, .lastN: break
         }

@@ -224,8 +224,18 @@ public final class NodeSession: Sendable {
         for d in drained { d.resume() }
     }
 
+    /// Whether `frame` waits for the session's commands in flight before it is handled:
+    /// everything but storage commands (they queue behind them) and PING/PONG (liveness).
+    static func waitsForEarlierCommands(_ frame: Frame) -> Bool {
+        switch frame {
+        case .ping, .pong: false
+        default: !NodeEngine.isStorageCommand(frame)
+        }
+    }
+
     /// Returns once no command of this session is in flight.
     func commandsDrained() async {
+        guard window.withLock({ $0.inFlight > 0 }) else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = window.withLock { w -> Bool in
                 guard w.inFlight > 0 else { return true }
@@ -358,6 +368,11 @@ public final class NodeSession: Sendable {
                 return fail(WireError(.unexpectedFrame, "the first frame must be HELLO, got \(frame.type.name)"))
             }
         }
+        // SPEC §6: a frame sees the effect of every earlier command of its stream and is
+        // answered after them. A storage command joins the writer's queue behind them; any
+        // other frame but PING and PONG waits until none of the session's commands is in
+        // flight (at once when none is: reads with nothing pending keep their fast path).
+        if Self.waitsForEarlierCommands(frame) { await commandsDrained() }
         switch frame {
         case .ping(let ping): send(.pong(ping))
         case .pong: break
@@ -379,7 +394,10 @@ public final class NodeSession: Sendable {
                 return reply(WireError(.authenticationRequired, "authenticate before REGISTER_PUSH_TOKEN"), requestID: request.requestID)
             }
             await registerPushToken(request, as: auth)
-        case .hello, .welcome, .nonce, .authenticated, .ack, .error, .change, .changeBatch:
+        case .error(let error):
+            // Logged by the stream; a fatal one ends the session without a frame (SPEC §5.6).
+            if error.isFatal { close(with: nil) }
+        case .hello, .welcome, .nonce, .authenticated, .ack, .change, .changeBatch:
             fail(WireError(.unexpectedFrame, "a client does not send \(frame.type.name) here"))
         case .peerHello, .versionVector, .replicate, .peerAck:
             fail(WireError(.forbidden, "peer frames are not allowed on a client session"))

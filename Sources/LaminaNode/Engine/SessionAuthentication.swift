@@ -104,7 +104,6 @@ extension NodeSession {
     /// stream's session durably, answers ACK and ends the stream; the session's other streams
     /// end with a fatal `session-revoked`.
     func endSession(_ request: EndSession, as auth: Auth) async {
-        await commandsDrained()
         do {
             _ = try await engine.store.write { [engine] tx in
                 // The device signs out: it gets no pushes from now on (from no node).
@@ -131,7 +130,6 @@ extension NodeSession {
                 return reply(WireError(.invalidPushToken, "this node does not deliver \(token.kind.name) pushes"), requestID: request.requestID)
             }
         }
-        await commandsDrained()
         do {
             try await engine.store.write { [engine] tx in
                 try tx.setPushToken(request.token, user: auth.user, device: auth.device, at: .now())

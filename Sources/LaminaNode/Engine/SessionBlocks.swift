@@ -8,7 +8,6 @@ extension NodeSession {
     /// API's), and the node answers ACK; blocking oneself, or more users than the limit, is
     /// `invalid-argument`. Unblocking a user not blocked changes nothing and is acknowledged.
     func blockUser(_ request: BlockUser, as auth: Auth) async {
-        await commandsDrained()
         do {
             if request.blocking {
                 switch try await engine.block(request.user, by: auth.user, limit: ServerAPILimits.maxBlocksPerUser) {

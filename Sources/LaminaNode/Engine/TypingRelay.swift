@@ -57,12 +57,16 @@ extension NodeEngine {
     /// stored, not answered. Dropped when the sender is not a member of the conversation.
     func relayTyping(_ typing: Typing, from session: NodeSession, as auth: NodeSession.Auth) async {
         let user = auth.user
-        let id = typing.conversationID
-        let participants = try? await store.read { r -> Set<UserID>? in
+        // An alias or a merged-away id names the conversation it resolved to (SPEC §6.1),
+        // whose id the other participants know.
+        let found = try? await store.read { r -> (id: ConversationID, participants: Set<UserID>)? in
+            var id = typing.conversationID
+            if try r.conversation(id)?.isLive != true, let target = try r.resolvedConversation(id) { id = target }
             guard let state = try r.participantState(of: user, in: id), state.isMember else { return nil }
-            return try r.participants(of: id)
+            return (id, try r.participants(of: id))
         }
-        guard let participants, typingExpiry.record(typing.state, of: user, in: id) else { return }
+        guard let found, typingExpiry.record(typing.state, of: user, in: found.id) else { return }
+        let (id, participants) = found
         relay(Change(seq: 0, event: .typing(TypingChanged(conversationID: id, user: user, state: typing.state))),
               to: blockLists.recipients(participants.subtracting([user]), of: user), except: session)
     }

@@ -214,10 +214,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             guard let frame else { break }
             lastInbound = .now()
             metrics.framesIn.increment()
-            if case .error(let error) = frame {
-                clientError(error)
-                continue
-            }
+            if case .error(let error) = frame { clientError(error) }
             if Self.expectsAnswer(frame) { inboundAwaitingAnswer += 1 }
             endpoint.receive(frame)
         }
@@ -251,15 +248,15 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
 
     /// SPEC §5.6: a client may send ERROR. Logged; a fatal one ends the session (the client
     /// sends nothing more), and the node ends its side after what is queued.
+    /// Counts and logs a client's ERROR; after a fatal one the client sends nothing more, so
+    /// nothing after it is read. The session answers it (SPEC §5.7: before HELLO a fatal
+    /// `unexpected-frame`, after it nothing, and a fatal one ends the stream).
     private func clientError(_ error: ErrorFrame) {
         metrics.clientErrors.increment()
         logger.info(
             "the client sent an ERROR",
             metadata: ["code": "\(error.code.wireValue)", "reason": "\(error.reason)", "fatal": "\(error.isFatal)"])
-        guard error.isFatal else { return }
-        inboundStopped = true
-        notifyEndpointClosed()
-        close(with: nil)
+        if error.isFatal { inboundStopped = true }
     }
 
     public func streamDidReceiveEnd(_ stream: TransportStream, trailers: HeaderFields?) {
@@ -322,7 +319,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     /// Frames the node answers with exactly one frame (SPEC §5, §6); TYPING and PONG get none.
     private static func expectsAnswer(_ frame: Frame) -> Bool {
         switch frame {
-        case .typing, .pong: false
+        case .typing, .pong, .error: false
         default: true
         }
     }
