@@ -63,7 +63,7 @@ let package = Package(
         .target(
             name: "LaminaNodeFuzzChecks",
             dependencies: [
-                "LaminaNode", "LaminaWire", "LaminaWireFuzzChecks", "LaminaTransport", "LaminaModel",
+                "LaminaNode", "LaminaStore", "LaminaWire", "LaminaWireFuzzChecks", "LaminaTransport", "LaminaModel",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -76,17 +76,36 @@ let package = Package(
         // its data directory's layout and the dev identity key that mints tokens it accepts.
         // The node and the `lamina` CLI both use it; the CLI never links the node.
         .target(name: "LaminaLocalNode", dependencies: ["LaminaModel", "LaminaTransport"]),
-        // The relay node: storage (SQLite through GRDB), auth, sessions, sync, fan-out, server.
+        // The node's store: the only SQL and the only GRDB / PostgreSQL import. SQLite/ and
+        // PostgreSQL/ are the backends; the dialect, the writer (group commit) and the typed
+        // operations (the SQL forms of the merge rules) are shared. Its interface is `package`.
+        .target(
+            name: "LaminaStore",
+            dependencies: [
+                "LaminaModel",
+                "LaminaWire",
+                "LaminaMerge",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Atomics", package: "swift-atomics"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            exclude: ["Writer/WRITE-PATH.md", "PostgreSQL/POSTGRES.md"]
+        ),
+        // The relay node: auth, sessions, sync, fan-out, server, over LaminaStore.
         .target(
             name: "LaminaNode",
             dependencies: [
                 "LaminaModel",
                 "LaminaWire",
                 "LaminaMerge",
+                "LaminaStore",
                 "LaminaTransport",
                 "LaminaLocalNode",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -95,9 +114,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
-            exclude: ["Server/RESOURCES.md", "Storage/WRITE-PATH.md", "Storage/POSTGRES.md"]
+            exclude: ["Server/RESOURCES.md"]
         ),
         // The relay node executable: zero-config start, flags or a JSON config file.
         .executableTarget(
@@ -185,6 +203,7 @@ let package = Package(
                 "LaminaModel",
                 "LaminaWire",
                 "LaminaNode",
+                "LaminaStore",
                 "LaminaLocalNode",
                 "LaminaClient",
                 "CAllocationCounter",
@@ -212,6 +231,13 @@ let package = Package(
         ),
         // Test support: a throwaway PostgreSQL cluster per test process (or LAMINA_TEST_POSTGRES).
         .target(name: "LaminaTestPostgres", dependencies: ["LaminaProcess"], path: "Tests/LaminaTestPostgres"),
+        // Test support: temporary stores on either backend and model fixtures, for the storage
+        // suites (LaminaStoreTests) and the engine's (LaminaNodeTests).
+        .target(
+            name: "LaminaStoreTestSupport",
+            dependencies: ["LaminaStore", "LaminaModel", "LaminaTestPostgres"],
+            path: "Tests/LaminaStoreTestSupport"
+        ),
         .testTarget(name: "LaminaModelTests", dependencies: ["LaminaModel"]),
         .testTarget(name: "LaminaMergeTests", dependencies: ["LaminaMerge", "LaminaModel"]),
         .testTarget(
@@ -234,9 +260,17 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // The store alone, on both backends (no engine).
+        .testTarget(
+            name: "LaminaStoreTests",
+            dependencies: [
+                "LaminaStore", "LaminaStoreTestSupport", "LaminaTestPostgres", "LaminaModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .testTarget(
             name: "LaminaNodeTests",
-            dependencies: ["LaminaNode", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks", "LaminaTestPostgres",
+            dependencies: ["LaminaNode", "LaminaStore", "LaminaStoreTestSupport", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks", "LaminaTestPostgres",
                            .product(name: "NIOCore", package: "swift-nio")]
         ),
         // A real node in-process (and the built binary) over TLS + HTTP/2 on loopback.
@@ -246,6 +280,7 @@ let package = Package(
                 "LaminaProcess",
                 "LaminaTestPostgres",
                 "LaminaNode",
+                "LaminaStore",
                 "LaminaLocalNode",
                 "LaminaClient",
                 "LaminaModel",

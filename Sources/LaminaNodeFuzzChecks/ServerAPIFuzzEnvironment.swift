@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import LaminaNode
+import LaminaStore
 import LaminaTransport
 import NIOCore
 

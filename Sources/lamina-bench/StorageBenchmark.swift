@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import LaminaModel
 import LaminaNode
+import LaminaStore
 
 /// Durable write throughput and commit latency of the node's store: closed-loop writers each
 /// send messages the way the node's send path stores them (message + statuses + two feed

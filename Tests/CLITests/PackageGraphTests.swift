@@ -60,4 +60,15 @@ import Testing
         // The shared module stays small: no node, no SDK, no storage.
         #expect(Self.closure(of: "LaminaLocalNode", in: graph) == ["LaminaModel", "LaminaTransport", "COpenSSL", "CNghttp2"])
     }
+
+    /// Model ← Wire, Merge ← Store ← Node: the store knows nothing of the node, its transport
+    /// or the SDK, and the command-line client does not link it.
+    @Test func theStoreSitsBetweenTheRulesAndTheNode() throws {
+        let graph = try Self.targetGraph()
+        #expect(Self.closure(of: "LaminaStore", in: graph) == ["LaminaModel", "LaminaWire", "LaminaMerge"])
+        #expect(graph["LaminaNode"]?.contains("LaminaStore") == true)
+        for client in ["lamina", "LaminaCLI", "LaminaClient"] {
+            #expect(!Self.closure(of: client, in: graph).contains("LaminaStore"), "\(client) links LaminaStore")
+        }
+    }
 }

@@ -2,6 +2,7 @@ import Foundation
 import LaminaLocalNode
 import LaminaModel
 @testable import LaminaNode
+@testable import LaminaStore
 import LaminaTestPostgres
 import LaminaTransport
 import LaminaWire

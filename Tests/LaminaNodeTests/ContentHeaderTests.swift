@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+@testable import LaminaStore
 import LaminaTransport
 import LaminaWire
 import Testing

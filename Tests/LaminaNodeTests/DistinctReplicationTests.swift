@@ -1,6 +1,7 @@
 import Foundation
 import LaminaMerge
 import LaminaModel
+import LaminaStoreTestSupport
 import LaminaWire
 import Testing
 @testable import LaminaNode

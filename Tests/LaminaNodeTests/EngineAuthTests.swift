@@ -1,6 +1,7 @@
 import Foundation
 @testable import LaminaLocalNode
 import LaminaModel
+@testable import LaminaStore
 import LaminaTransport
 import LaminaWire
 import Testing

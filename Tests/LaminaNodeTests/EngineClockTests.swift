@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStoreTestSupport
 import Testing
 @testable import LaminaNode
 

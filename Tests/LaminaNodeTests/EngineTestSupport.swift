@@ -1,6 +1,8 @@
 import Foundation
 import LaminaLocalNode
 import LaminaModel
+@testable import LaminaStore
+import LaminaStoreTestSupport
 import LaminaTestPostgres
 import LaminaWire
 import Testing

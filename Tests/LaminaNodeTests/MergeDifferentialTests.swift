@@ -1,6 +1,8 @@
 import Foundation
 import LaminaMerge
 import LaminaModel
+@testable import LaminaStore
+import LaminaStoreTestSupport
 import LaminaWire
 import Testing
 @testable import LaminaNode
@@ -8,27 +10,30 @@ import Testing
 /// The differential merge test: random sequences of commands from several users go (a) to
 /// LaminaMerge's full-state types (`MembershipLog`, `MetadataLWW`, `RecipientStatusLattice`
 /// inside `UnreadCounts`, `DistinctRegistry`), the reference model, and (b) to a real node
-/// through its command path (`NodeEngine` sessions over a temporary store, frames in, ACK or
-/// ERROR out). After every step the node must agree with the model on each command's outcome
-/// (accepted or refused, and which conversation a distinct create resolves to), participants,
-/// distinctness, metadata, what each user's history holds with each message's recipient
-/// statuses as the node reports them to that user, and unread counts.
+/// through its command path (`NodeEngine` sessions over a temporary store on each backend,
+/// frames in, ACK or ERROR out). After every step the node must agree with the model on each
+/// command's outcome (accepted or refused, and which conversation a distinct create resolves
+/// to), participants, distinctness, metadata, what each user's history holds with each
+/// message's recipient statuses as the node reports them to that user, and unread counts.
 ///
 /// Each case has its own seed and prints it on failure with its operations; run one case again
 /// with `LAMINA_MERGE_SEED=<seed> swift test --filter MergeDifferentialTests`.
 @Suite struct MergeDifferentialTests {
-    static let caseCount = 300
+    /// Cases per backend. PostgreSQL runs the first 60 of SQLite's 300: each of its statements
+    /// is a round trip, and all 300 would take the suite's time several times over.
+    static func caseCount(_ backend: StoreBackend) -> Int { backend == .sqlite ? 300 : 60 }
     static let stepsPerCase = 24
     /// Cases run concurrently on one engine so that their commits share group commits.
     static let parallelCases = 16
 
-    @Test func theNodeDecidesAsLaminaMerge() async throws {
-        let seeds = DifferentialSeed.replay.map { [$0] } ?? (0..<Self.caseCount).map(DifferentialSeed.seed(case:))
+    @Test(arguments: StoreBackend.allCases)
+    func theNodeDecidesAsLaminaMerge(_ backend: StoreBackend) async throws {
+        let seeds = DifferentialSeed.replay.map { [$0] } ?? (0..<Self.caseCount(backend)).map(DifferentialSeed.seed(case:))
         // Decisions, not durability, are under test: commits are not synced, so the cases
         // don't wait on fsync (and don't slow the disk for the rest of the suite).
         var storage = StorageConfiguration()
         storage.syncsCommits = false
-        let harness = try EngineHarness(storage: storage)
+        let harness = try EngineHarness(storage: storage, backend: backend)
         var failures: [String] = []
         await withTaskGroup(of: String?.self) { group in
             var pending = seeds.enumerated().makeIterator()

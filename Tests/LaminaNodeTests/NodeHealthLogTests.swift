@@ -1,4 +1,5 @@
 import Foundation
+@testable import LaminaStore
 import Logging
 import Testing
 @testable import LaminaNode

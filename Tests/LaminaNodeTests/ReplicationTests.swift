@@ -1,6 +1,7 @@
 import Foundation
 import LaminaMerge
 import LaminaModel
+@testable import LaminaStore
 import LaminaTransport
 import LaminaWire
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import LaminaModel
 @testable import LaminaNode
 @testable import LaminaNodeFuzzChecks
+@testable import LaminaStore
 import Testing
 
 /// A store and engine that were shut down and dropped are freed (their threads let go of

@@ -1,5 +1,7 @@
 import Foundation
 import LaminaModel
+@testable import LaminaStore
+import LaminaStoreTestSupport
 import LaminaWire
 import Testing
 @testable import LaminaNode

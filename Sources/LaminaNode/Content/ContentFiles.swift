@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 import LaminaTransport
 import NIOCore
 
@@ -204,7 +205,7 @@ public struct ContentFiles: Sendable {
     /// Brings the files in line with the records (CONTENT.md §8): each partial file cut to the
     /// recorded durable length, files without a record deleted; records whose bytes are missing
     /// are reported for the caller to correct.
-    public func recover(_ uploads: [ContentUpload]) throws -> Recovery {
+    package func recover(_ uploads: [ContentUpload]) throws -> Recovery {
         try recover(shared: false) { uploads }
     }
 
@@ -220,7 +221,7 @@ public struct ContentFiles: Sendable {
     /// whose bytes look missing are reported in ``Recovery/damaged`` but only with `shared`
     /// false are they meant to be corrected (a node started with another content directory
     /// would otherwise wipe the other nodes' records).
-    public func recover(shared: Bool, records: () throws -> [ContentUpload]) throws -> Recovery {
+    package func recover(shared: Bool, records: () throws -> [ContentUpload]) throws -> Recovery {
         var report = Recovery()
         let fm = FileManager.default
         var listed: [(directory: String, complete: Bool, files: [String])] = []

@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 import LaminaTransport
 import LaminaWire
 import Logging
@@ -10,7 +11,7 @@ import NIOPosix
 /// The node's rich content: files, their records, the uploads in progress, authentication of
 /// content requests, collection (Protocol/CONTENT.md). Shared by every content stream.
 public final class ContentService: Sendable {
-    public let store: NodeStore
+    package let store: NodeStore
     public let files: ContentFiles
     public let settings: ContentServiceSettings
     /// Signs the upload and download URLs the Server API hands out (CONTENT.md §10), with the
@@ -28,7 +29,7 @@ public final class ContentService: Sendable {
     /// Opens the content directories and brings the files in line with the records (start-up
     /// recovery, blocking: call before serving, then ``start(sweepingOn:)``). `threads` do the
     /// disk work of uploads and downloads.
-    public init(store: NodeStore, dataDirectory: URL, settings: ContentServiceSettings, logger: Logger, threads: Int = 2,
+    package init(store: NodeStore, dataDirectory: URL, settings: ContentServiceSettings, logger: Logger, threads: Int = 2,
                 arrivals: ContentArrivals = ContentArrivals()) throws {
         self.store = store
         self.arrivals = arrivals

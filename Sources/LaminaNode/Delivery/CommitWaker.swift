@@ -1,4 +1,5 @@
 import Foundation
+import LaminaStore
 
 /// The wake-up half of a transactional outbox: rows queued inside a transaction are counted
 /// per key (a webhook, a push provider), and once the transaction commits the delivery is told

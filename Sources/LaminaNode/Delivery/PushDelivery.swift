@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 import LaminaTransport
 import Logging
 import NIOCore

@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 
 /// The write side of the push outbox. A send calls ``record(_:to:in:at:)`` inside its
 /// transaction: for each recipient (not the sender) each device with a token of a configured
@@ -55,7 +56,7 @@ final class PushOutbox: Sendable {
         let live = isLive.withLock { $0 }?.check
         let tokens = try tx.read.pushTokens(of: recipients.filter { $0 != message.sender }.sorted())
         var offline = tokens.filter { kinds.contains($0.token.kind) && !(live?($0.user, $0.device) ?? false) }
-        if tx.cache.sharedWriters, !offline.isEmpty {
+        if tx.sharedWriters, !offline.isEmpty {
             // Several nodes: a device with a live session on another node gets no push either.
             let elsewhere = try tx.read.devicesLiveOnAnyNode(of: Set(offline.map(\.user)).sorted())
             offline.removeAll { elsewhere[$0.user]?.contains($0.device) == true }

@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 
 /// The event types a webhook can subscribe to.
 public enum WebhookEventType: String, Sendable, CaseIterable {

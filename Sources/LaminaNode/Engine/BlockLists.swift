@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 import LaminaWire
 
 /// Every user's block list, held in memory (loaded when the engine starts, changed only

@@ -1,6 +1,7 @@
 import Foundation
 import LaminaMerge
 import LaminaModel
+import LaminaStore
 import LaminaWire
 
 /// One command inside its transaction: authorizes, decides (HLC from the node's clock,
@@ -146,7 +147,7 @@ struct CommandContext {
         return ack
     }
 
-    mutating func changeParticipants(_ f: ParticipantsUpdate, _ operation: MembershipOperation) throws -> Ack {
+    mutating func changeParticipants(_ f: ParticipantsUpdate, _ operation: LaminaStore.MembershipOperation) throws -> Ack {
         let stored = try member(of: f.conversationID)
         let id = stored.id
         let before = stored.participants

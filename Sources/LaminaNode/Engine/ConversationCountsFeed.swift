@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 import LaminaWire
 
 /// `conversation-updated` (SPEC §6.4): each user's own counts, appended to their feed only by

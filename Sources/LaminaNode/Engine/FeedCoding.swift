@@ -1,4 +1,5 @@
 import LaminaModel
+import LaminaStore
 import LaminaWire
 import NIOCore
 

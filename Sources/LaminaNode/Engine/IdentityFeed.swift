@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 import LaminaWire
 
 /// Identity changes reach devices (SPEC §6.4 `identity-changed`, kind 12): the user's own and

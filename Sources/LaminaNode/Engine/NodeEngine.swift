@@ -1,6 +1,7 @@
 import Foundation
 import LaminaMerge
 import LaminaModel
+import LaminaStore
 import LaminaWire
 
 /// The relay's brain: sessions, auth, commands, sync, fan-out. Thread-safe.
@@ -9,7 +10,7 @@ import LaminaWire
 /// idempotency record together); the ACK goes out only after that commit returned, and then
 /// the new feed entries are fanned out to the live sessions of every user they were appended to.
 public final class NodeEngine: Sendable {
-    public let store: NodeStore
+    package let store: NodeStore
     public let configuration: NodeEngineConfiguration
     let verifier: IdentityTokenVerifier
     let clock: Locked<HybridLogicalClock>
@@ -38,7 +39,7 @@ public final class NodeEngine: Sendable {
     /// Reads the latest clock reading this node stored, so its hybrid logical clock continues
     /// after it (positions never go back across a restart, whatever the wall clock says).
     /// Throws when the store cannot be read.
-    public init(store: NodeStore, configuration: NodeEngineConfiguration) throws {
+    package init(store: NodeStore, configuration: NodeEngineConfiguration) throws {
         self.store = store
         self.configuration = configuration
         self.nonces = NonceTable(limits: configuration.nonces)

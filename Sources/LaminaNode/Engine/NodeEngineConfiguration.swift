@@ -1,4 +1,5 @@
 import LaminaModel
+import LaminaStore
 import LaminaWire
 
 /// Everything the engine needs to know, with sensible defaults.
@@ -21,7 +22,7 @@ public struct NodeEngineConfiguration: Sendable {
     /// The cluster this node belongs to, named in WELCOME (SPEC §5.1, §6.5).
     public var cluster = "lamina"
     /// Bounds on replicated operations parked until their conversation arrives (SPEC §6.5).
-    public var parking = ParkingLimits()
+    package var parking = ParkingLimits()
 
     public init(
         nodeID: NodeID,
@@ -68,5 +69,5 @@ public struct IdentityProvider: Sendable, Hashable {
 
 extension NodeEngineConfiguration {
     /// The most messages one FETCH_HISTORY answers with (storage's page limit).
-    public var maxHistoryMessages: Int { StorageLimits.maxPageSize }
+    package var maxHistoryMessages: Int { StorageLimits.maxPageSize }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 import LaminaWire
 
 /// How many nonces the node keeps and for how long (SPEC §5.2). Declared here once; the

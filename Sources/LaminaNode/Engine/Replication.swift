@@ -1,6 +1,7 @@
 import Foundation
 import LaminaMerge
 import LaminaModel
+import LaminaStore
 import LaminaTransport
 import LaminaWire
 import NIOCore

@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 import LaminaWire
 
 /// Fan-out across nodes that share one PostgreSQL database (POSTGRES.md, "Several nodes").

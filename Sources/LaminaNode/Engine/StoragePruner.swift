@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 import Logging
 
 /// Deletes what the node keeps only for a while: expired nonces (the engine's ``NonceTable``,
@@ -36,7 +37,7 @@ public final class StoragePruner: Sendable {
     private let task = Locked<Task<Void, Never>?>(nil)
     private let totals = Locked((runs: 0, pruned: Pruned()))
 
-    public init(store: NodeStore, nonces: NonceTable? = nil, logger: Logger) {
+    package init(store: NodeStore, nonces: NonceTable? = nil, logger: Logger) {
         self.store = store
         self.nonces = nonces
         self.logger = logger

@@ -1,6 +1,7 @@
 import Foundation
 import LaminaMerge
 import LaminaModel
+import LaminaStore
 import LaminaWire
 
 /// The state about users that the Server API sets (identities, block lists, badges, session

@@ -1,6 +1,7 @@
 import Foundation
 import LaminaLocalNode
 import LaminaModel
+import LaminaStore
 import LaminaTransport
 
 /// Zero-config start-up: makes the data directory and, on first run, a self-signed ECDSA
@@ -19,7 +20,7 @@ public struct NodeBootstrap: Sendable {
         public var nodeID: NodeID
         public var storePath: String
         /// Where the store lives: `storePath` (SQLite) unless the configuration names a PostgreSQL store.
-        public var storeLocation: StoreLocation
+        package var storeLocation: StoreLocation
     }
 
     /// File names inside the data directory (shared with the tools that read it).

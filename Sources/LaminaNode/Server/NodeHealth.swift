@@ -1,4 +1,5 @@
 import Foundation
+import LaminaStore
 import LaminaTransport
 import NIOConcurrencyHelpers
 

@@ -1,3 +1,4 @@
+import LaminaStore
 import LaminaTransport
 import NIOConcurrencyHelpers
 import Prometheus

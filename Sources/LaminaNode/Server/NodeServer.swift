@@ -1,4 +1,5 @@
 import Foundation
+import LaminaStore
 import LaminaTransport
 import LaminaWire
 import Logging
@@ -18,7 +19,7 @@ public final class NodeServer: Sendable {
     public let configuration: NodeServerConfiguration
     public let prepared: NodeBootstrap.Prepared
     public let engine: NodeEngine
-    public let store: NodeStore
+    package let store: NodeStore
     /// Rich content: uploads, downloads, collection (`/v1/content/<uuid>`).
     public let content: ContentService
     /// The sync listener (its real port when configured with port 0).

@@ -1,5 +1,6 @@
 import Foundation
 import LaminaLocalNode
+import LaminaStore
 
 /// Everything `lamina-node` can be told, by flags or a JSON config file; every field has a
 /// default, so an empty configuration starts a working development node.
@@ -66,8 +67,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var webhooks = WebhookSettings()
     /// Push notifications: providers (APNs, FCM, a gateway), their credentials, retries.
     public var push = PushSettings()
-    /// The store: group commit spacing, caches, queue bounds (`Storage/WRITE-PATH.md`).
-    public var storage = StorageConfiguration()
+    /// The store: group commit spacing, caches, queue bounds (`LaminaStore/Writer/WRITE-PATH.md`).
+    package var storage = StorageConfiguration()
 
     public init() {}
 

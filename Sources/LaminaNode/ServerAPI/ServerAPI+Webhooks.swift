@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 import LaminaTransport
 
 /// Layer's Webhooks REST API 3.0 beside the Platform API: same tokens, `Accept:

@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 
 /// The Platform API version a request asked for (`Accept: …; version=X`).
 enum ServerAPIVersion: String, Sendable {

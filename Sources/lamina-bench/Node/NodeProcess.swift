@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import LaminaLocalNode
 import LaminaNode
+import LaminaStore
 import NIOConcurrencyHelpers
 
 #if canImport(Glibc)

@@ -4,6 +4,7 @@ import LaminaNode
 
 #if canImport(Glibc)
 import Glibc
+import LaminaStore
 #endif
 
 /// The `lamina-node` processes of one write-path round: one node (SQLite in its data

@@ -1,0 +1,496 @@
+import Foundation
+import LaminaModel
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The `LISTEN`/`NOTIFY` channels nodes sharing one PostgreSQL database use.
+package enum NotificationChannel {
+    /// Feed positions: `<origin>\n<head> <user>\n…`, sent in the committing transaction
+    /// (PostgreSQL delivers it at COMMIT, and not at all on rollback).
+    static let feed = "lamina_feed"
+    /// Ephemeral events (typing): `<origin>\n<body>`, sent outside any transaction.
+    static let ephemeral = "lamina_ephemeral"
+    /// Webhook subscriptions changed (created active, activated, deactivated, deleted): sent in
+    /// the management write's transaction (delivered at COMMIT); every node reads them again.
+    static let webhooks = "lamina_webhooks"
+    /// Outbox wake-ups and lease releases, `<origin>\n<webhooks|pushes> <queued|released>`,
+    /// sent outside any transaction (after a commit that queued rows, or before a node lets its
+    /// leases go): the holder of that outbox's lease looks at its queue, the others try the lease.
+    static let outbox = "lamina_outbox"
+    /// A payload's bytes at most (PostgreSQL's limit is 8000).
+    package static let maxPayloadBytes = 7_900
+}
+
+/// The feed heads a committed group advanced, as `lamina_feed` payloads.
+enum FeedAnnouncement {
+    /// Payloads of at most `NotificationChannel.maxPayloadBytes`, each starting with `origin`.
+    static func payloads(origin: String, heads: [UserID: Int64]) -> [String] {
+        var out: [String] = []
+        var current = origin
+        for (user, head) in heads.sorted(by: { $0.key < $1.key }) {
+            let line = "\n\(head) \(user.rawValue)"
+            if current.utf8.count + line.utf8.count > NotificationChannel.maxPayloadBytes {
+                out.append(current)
+                current = origin
+            }
+            current += line
+        }
+        if current.utf8.count > origin.utf8.count { out.append(current) }
+        return out
+    }
+
+    /// The origin and the (user, head) pairs of a payload; nil when it is not one.
+    static func decode(_ payload: String) -> (origin: Substring, heads: [(UserID, UInt64)])? {
+        var lines = payload.split(separator: "\n", omittingEmptySubsequences: false)[...]
+        guard let origin = lines.popFirst() else { return nil }
+        var heads: [(UserID, UInt64)] = []
+        for line in lines {
+            guard let space = line.firstIndex(of: " "), let head = UInt64(line[..<space]),
+                  let user = try? UserID(String(line[line.index(after: space)...])) else { return nil }
+            heads.append((user, head))
+        }
+        return (origin, heads)
+    }
+}
+
+/// Sends a group's feed heads on `lamina_feed` from inside its transaction (the writer, just
+/// before COMMIT): one statement whatever the number of payloads.
+final class FeedAnnouncer: Sendable {
+    /// This store's origin tag: its own notifications come back to its listener, which skips them.
+    let origin: String
+    private let counters: PostgresCounters
+
+    init(origin: String, counters: PostgresCounters) {
+        self.origin = origin
+        self.counters = counters
+    }
+
+    func announce(_ heads: [UserID: Int64], on db: any SQLSession) throws(StorageError) {
+        let payloads = FeedAnnouncement.payloads(origin: origin, heads: heads)
+        guard !payloads.isEmpty else { return }
+        let calls = payloads.map { _ in "pg_notify('\(NotificationChannel.feed)', ?)" }.joined(separator: ", ")
+        try db.run("SELECT \(calls)", SQLArguments(payloads))
+        counters.update { $0.feedNotificationsSent += payloads.count }
+    }
+}
+
+/// An outbox drained by one node at a time: the holder of its lease, a session-level
+/// `pg_try_advisory_lock` on the listening connection (released by PostgreSQL when that
+/// connection ends, a node killed with SIGKILL included).
+package enum OutboxLease: String, Sendable, CaseIterable {
+    case webhooks, pushes
+
+    /// The advisory lock's key (beside `PostgresSchema.migrationLock`, "LAMINA").
+    var key: Int64 {
+        switch self {
+        case .webhooks: 0x4C_414D_494E_41_01
+        case .pushes: 0x4C_414D_494E_41_02
+        }
+    }
+
+    /// How often a node without the lease tries to take it (besides when another node lets it
+    /// go, and at each (re)connect).
+    static let retryInterval: Duration = .seconds(1)
+    /// How often the holder's idle lanes look at their queue anyway, for a wake-up another node
+    /// sent while its listening connection was down (wake-ups are not stored).
+    package static let idlePollInterval: Duration = .seconds(5)
+}
+
+/// What one outbox's delivery hands to the listening connection (set once delivery starts).
+package struct OutboxObserver: Sendable {
+    /// The lease was taken (true: this node drains the outbox) or lost (false: stop at once).
+    var held: @Sendable (Bool) -> Void
+    /// Another node queued rows in this outbox (only while holding the lease).
+    var wake: @Sendable () -> Void
+    /// Webhooks only: the subscriptions changed on some node, or the connection is listening
+    /// (again), so a change announced meanwhile is not missed: read them again.
+    var subscriptionsChanged: (@Sendable () -> Void)?
+
+    package init(held: @escaping @Sendable (Bool) -> Void, wake: @escaping @Sendable () -> Void, subscriptionsChanged: (@Sendable () -> Void)?) {
+        self.held = held
+        self.wake = wake
+        self.subscriptionsChanged = subscriptionsChanged
+    }
+}
+
+/// What the listening connection hands to the node.
+package struct NotificationHandlers: Sendable {
+    /// Feed heads other nodes committed: each live session of a user reads its feed from its cursor.
+    var feeds: @Sendable ([(UserID, UInt64)]) -> Void
+    /// An ephemeral event another node relayed (the body it sent).
+    var ephemeral: @Sendable (String) -> Void
+    /// The connection is listening (again): every live session reads its feed from its
+    /// cursor, so what was committed while no one listened is not missed.
+    var connected: @Sendable () -> Void
+
+    package init(feeds: @escaping @Sendable ([(UserID, UInt64)]) -> Void, ephemeral: @escaping @Sendable (String) -> Void, connected: @escaping @Sendable () -> Void) {
+        self.feeds = feeds
+        self.ephemeral = ephemeral
+        self.connected = connected
+    }
+}
+
+/// One dedicated connection that `LISTEN`s on both channels, opened again (with backoff)
+/// whenever it is lost, on its own thread. It also sends the ephemeral notifications.
+final class PostgresListener: @unchecked Sendable {
+    private let connector: PostgresConnector
+    let origin: String
+    private let logger = Logger(label: "lamina.storage.listen")
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var session: PostgresSession?
+    private var stopped = false
+    private var started = false
+    private var failure: String? = "not connected yet"
+    /// The listening thread is running.
+    private var running = false
+    /// Who drains each outbox here, and the leases this connection holds.
+    private var observers: [OutboxLease: OutboxObserver] = [:]
+    private var held: Set<OutboxLease> = []
+    /// Observers added since the connection last went through its (re)connect steps.
+    private var fresh: Set<OutboxLease> = []
+    /// The server process of the listening connection (for tests that end it).
+    var backendPID: Int64? {
+        condition.lock()
+        defer { condition.unlock() }
+        return listeningPID
+    }
+    private var listeningPID: Int64?
+    /// Orders presence registrations and removals (see `setPresence`).
+    private let presenceLock = NSRecursiveLock()
+    /// Set to look again at once (a lease was released, an observer added, the connection closed).
+    private var poke = false
+
+    init(connector: PostgresConnector, origin: String) {
+        self.connector = connector
+        self.origin = origin
+    }
+
+    /// Why the database is not ready (nil: the listening connection is up).
+    var unavailableReason: String? {
+        condition.lock()
+        defer { condition.unlock() }
+        return failure
+    }
+
+    func start(_ handlers: NotificationHandlers) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !started, !stopped else { return }
+        started = true
+        running = true
+        let thread = Thread { [self] in
+            Thread.current.name = StorageThreadName.listener
+            run(handlers)
+        }
+        thread.start()
+    }
+
+    /// Sends an ephemeral event to the other nodes (dropped when not connected: it is not stored).
+    func sendEphemeral(_ body: String) {
+        let payload = "\(origin)\n\(body)"
+        guard payload.utf8.count <= NotificationChannel.maxPayloadBytes else { return }
+        condition.lock()
+        let connection = session?.connection
+        condition.unlock()
+        guard let connection, !connection.isClosed else { return }
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(payload)
+        let query = PostgresQuery(unsafeSQL: "SELECT pg_notify('\(NotificationChannel.ephemeral)', $1)", binds: bindings)
+        connection.queryIfOpen(query, logger: logger).whenComplete { _ in }
+        connector.counters.update { $0.ephemeralNotificationsSent += 1 }
+    }
+
+    /// Lets `observer` drain `lease`'s outbox when this node holds the lease (tried now, and
+    /// every `OutboxLease.retryInterval` while another node holds it).
+    func observe(_ lease: OutboxLease, _ observer: OutboxObserver) {
+        condition.lock()
+        observers[lease] = observer
+        fresh.insert(lease)
+        poke = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Whether this node holds `lease` now.
+    func holds(_ lease: OutboxLease) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return held.contains(lease)
+    }
+
+    /// Tells the lease holder that rows were queued in `lease`'s outbox (dropped when not
+    /// connected: the holder's idle poll finds them).
+    func wakeOutbox(_ lease: OutboxLease) {
+        condition.lock()
+        let connection = session?.connection
+        condition.unlock()
+        guard let connection, !connection.isClosed else { return }
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append("\(origin)\n\(lease.rawValue) queued")
+        let query = PostgresQuery(unsafeSQL: "SELECT pg_notify('\(NotificationChannel.outbox)', $1)", binds: bindings)
+        connection.queryIfOpen(query, logger: logger).whenComplete { _ in }
+        connector.counters.update { $0.outboxWakesSent += 1 }
+    }
+
+    /// Registers (`live`) or removes devices with a live session here in `live_devices`, on
+    /// the listening connection (rows keyed by its server process: they count only while it
+    /// lives). Not waited for; dropped while disconnected (each (re)connect registers every
+    /// live session again). `stillLive` is asked under the presence lock, so a removal is never
+    /// overtaken by a re-registration of a snapshot taken before it.
+    func setPresence(_ devices: [(user: UserID, device: String)], live: Bool, stillLive: (@Sendable (UserID, String) -> Bool)? = nil) {
+        presenceLock.lock()
+        defer { presenceLock.unlock() }
+        let chosen = stillLive.map { check in devices.filter { !check($0.user, $0.device) } } ?? devices
+        guard !chosen.isEmpty else { return }
+        condition.lock()
+        let connection = session?.connection
+        condition.unlock()
+        guard let connection, !connection.isClosed else { return }
+        let sql = live
+            ? """
+              INSERT INTO live_devices (user_id, device_id, backend_pid, backend_start)
+                  SELECT t.u, t.d, a.pid, a.backend_start FROM unnest($1::text[], $2::text[]) AS t(u, d), pg_stat_activity a
+                  WHERE a.pid = pg_backend_pid() ON CONFLICT DO NOTHING
+              """
+            : """
+              DELETE FROM live_devices WHERE backend_pid = pg_backend_pid()
+                  AND (user_id, device_id) IN (SELECT t.u, t.d FROM unnest($1::text[], $2::text[]) AS t(u, d))
+              """
+        for start in stride(from: 0, to: chosen.count, by: Self.presenceBatch) {
+            let batch = chosen[start..<min(start + Self.presenceBatch, chosen.count)]
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(batch.map(\.user.rawValue))
+            bindings.append(batch.map(\.device))
+            connection.queryIfOpen(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).whenFailure { [logger] error in
+                logger.debug("presence not recorded", metadata: ["error": "\(String(reflecting: error))"])
+            }
+        }
+    }
+
+    /// Presence rows per statement at most.
+    static let presenceBatch = 1_000
+
+    /// Every live session here, registered again (after a (re)connect): `snapshot` is taken
+    /// under the presence lock.
+    func registerPresence(_ snapshot: @Sendable () -> [(user: UserID, device: String)]) {
+        presenceLock.lock()
+        defer { presenceLock.unlock() }
+        setPresence(snapshot(), live: true)
+    }
+
+    /// Stops listening. Never blocks (a store may be let go on an event loop): the connection
+    /// is closed without waiting, and the listening thread ends when it sees it closed.
+    func stop() {
+        condition.lock()
+        stopped = true
+        let current = session
+        let released = held
+        let told = released.compactMap { observers[$0] }
+        held = []
+        condition.broadcast()
+        condition.unlock()
+        for observer in told { observer.held(false) }
+        guard let connection = current?.connection else { return }
+        guard !released.isEmpty, !connection.isClosed else {
+            connection.close().whenComplete { _ in }
+            return
+        }
+        // The leases go with the connection; unlocked and announced first, so another node
+        // takes them at once instead of at its next retry.
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append("\(origin)\n\(released.map(\.rawValue).sorted().joined(separator: ",")) released")
+        let query = PostgresQuery(
+            unsafeSQL: "SELECT pg_advisory_unlock_all(), pg_notify('\(NotificationChannel.outbox)', $1)", binds: bindings)
+        connection.queryIfOpen(query, logger: logger).whenComplete { _ in connection.close().whenComplete { _ in } }
+    }
+
+    /// Waits (at most `timeout`) until the listening thread has ended: before the
+    /// connections' event loop is shut down (it may be opening a connection).
+    func waitUntilStopped(timeout: Duration = .seconds(5)) {
+        let deadline = Date().addingTimeInterval(timeout.seconds)
+        condition.lock()
+        while running, condition.wait(until: deadline) {}
+        condition.unlock()
+    }
+
+    private func run(_ handlers: NotificationHandlers) {
+        defer {
+            condition.lock()
+            running = false
+            condition.broadcast()
+            condition.unlock()
+        }
+        var delay = Duration.milliseconds(50)
+        while true {
+            condition.lock()
+            if stopped {
+                condition.unlock()
+                return
+            }
+            condition.unlock()
+            let opened: PostgresSession
+            do throws(StorageError) {
+                opened = try connector.connect()
+            } catch {
+                condition.lock()
+                failure = error.reason
+                if !stopped { _ = condition.wait(until: Date().addingTimeInterval(delay.seconds)) }
+                condition.unlock()
+                delay = min(delay * 2, .seconds(2))
+                continue
+            }
+            delay = .milliseconds(50)
+            condition.lock()
+            guard !stopped else {
+                condition.unlock()
+                connector.close(opened)
+                return
+            }
+            session = opened
+            condition.unlock()
+            let origin = origin
+            let counters = connector.counters
+            opened.connection.addListener(channel: NotificationChannel.feed) { _, message in
+                guard let (from, heads) = FeedAnnouncement.decode(message.payload), from != origin else { return }
+                counters.update { $0.feedNotificationsReceived += 1 }
+                handlers.feeds(heads)
+            }
+            opened.connection.addListener(channel: NotificationChannel.ephemeral) { _, message in
+                guard let newline = message.payload.firstIndex(of: "\n"), message.payload[..<newline] != origin else { return }
+                counters.update { $0.ephemeralNotificationsReceived += 1 }
+                handlers.ephemeral(String(message.payload[message.payload.index(after: newline)...]))
+            }
+            opened.connection.addListener(channel: NotificationChannel.webhooks) { [weak self] _, _ in
+                counters.update { $0.webhookChangesReceived += 1 }
+                self?.subscriptionsChanged()
+            }
+            opened.connection.addListener(channel: NotificationChannel.outbox) { [weak self] _, message in
+                guard let self else { return }
+                let lines = message.payload.split(separator: "\n", maxSplits: 1)
+                guard lines.count == 2, lines[0] != origin else { return }
+                let words = lines[1].split(separator: " ")
+                guard words.count == 2 else { return }
+                let leases = words[0].split(separator: ",").compactMap { OutboxLease(rawValue: String($0)) }
+                if words[1] == "queued" {
+                    counters.update { $0.outboxWakesReceived += 1 }
+                    for lease in leases where self.holds(lease) { self.observer(lease)?.wake() }
+                } else {
+                    self.pokeLeases()
+                }
+            }
+            opened.connection.closeFuture.whenComplete { [weak self] _ in self?.pokeLeases() }
+            // Statements on a connection run in order: once this returns, the LISTENs did.
+            do throws(StorageError) {
+                let pid = try opened.int64("SELECT CAST(pg_backend_pid() AS BIGINT)")
+                condition.lock()
+                listeningPID = pid
+                condition.unlock()
+            } catch {
+                condition.lock()
+                failure = error.reason
+                session = nil
+                condition.unlock()
+                connector.close(opened)
+                continue
+            }
+            condition.lock()
+            failure = nil
+            condition.unlock()
+            // Rows of listening connections that are gone (a node killed, or this one's previous
+            // connection) are let go; this node's sessions are registered again by `connected`.
+            try? opened.run(
+                """
+                DELETE FROM live_devices l WHERE NOT EXISTS
+                    (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.backend_pid AND a.backend_start = l.backend_start)
+                """)
+            counters.update { $0.listenerConnects += 1 }
+            handlers.connected()
+            // Every observer reads the subscriptions once now; one added later, once when added.
+            condition.lock()
+            fresh = []
+            let reloads = observers.values.compactMap(\.subscriptionsChanged)
+            condition.unlock()
+            for reload in reloads { reload() }
+            holdLeases(on: opened)
+            // Closed, or closing (`stop` closes it after letting its leases go).
+            try? opened.connection.closeFuture.wait()
+            condition.lock()
+            session = nil
+            let lost = held
+            held = []
+            condition.unlock()
+            for lease in lost { observer(lease)?.held(false) }
+            condition.lock()
+            if !stopped {
+                failure = "the listening connection to PostgreSQL closed"
+                logger.warning("PostgreSQL listening connection lost; reconnecting")
+            }
+            condition.unlock()
+        }
+    }
+
+    private func observer(_ lease: OutboxLease) -> OutboxObserver? {
+        condition.lock()
+        defer { condition.unlock() }
+        return observers[lease]
+    }
+
+    private func pokeLeases() {
+        condition.lock()
+        poke = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Every observer that follows the webhook subscriptions reads them again.
+    private func subscriptionsChanged() {
+        condition.lock()
+        let all = observers.values.compactMap(\.subscriptionsChanged)
+        condition.unlock()
+        for reload in all { reload() }
+    }
+
+    /// While `opened` is up: tries to take the leases this node does not hold (at once, then
+    /// every `OutboxLease.retryInterval` or when poked); returns when the connection closed
+    /// or the listener stopped. The leases are then lost (the caller tells the observers).
+    private func holdLeases(on opened: PostgresSession) {
+        while true {
+            condition.lock()
+            if stopped || opened.connection.isClosed {
+                condition.unlock()
+                return
+            }
+            let wanted = Set(observers.keys).subtracting(held)
+            let added = fresh
+            fresh = []
+            poke = false
+            let reloads = added.compactMap { observers[$0]?.subscriptionsChanged }
+            condition.unlock()
+            for reload in reloads { reload() }
+            for lease in wanted.sorted(by: { $0.key < $1.key }) {
+                let taken: Bool
+                do throws(StorageError) {
+                    taken = try opened.int64("SELECT CASE WHEN pg_try_advisory_lock(?) THEN 1 ELSE 0 END", [lease.key]) == 1
+                } catch {
+                    break  // the connection failed: the loop sees it closed
+                }
+                guard taken else { continue }
+                condition.lock()
+                let keep = !stopped
+                if keep { held.insert(lease) }
+                let observer = observers[lease]
+                condition.unlock()
+                guard keep else { return }
+                connector.counters.update { $0.leasesTaken += 1 }
+                logger.info("outbox lease taken: this node drains it", metadata: ["outbox": "\(lease.rawValue)"])
+                observer?.held(true)
+            }
+            condition.lock()
+            let deadline = Date().addingTimeInterval(OutboxLease.retryInterval.seconds)
+            while !poke, !stopped, !opened.connection.isClosed, condition.wait(until: deadline) {}
+            condition.unlock()
+        }
+    }
+}

@@ -1,0 +1,84 @@
+/// Limits and tuning of a `NodeStore`. Every limit is checked when the store opens.
+package struct StorageConfiguration: Sendable, Hashable {
+    /// Commands waiting for the writer at most; beyond that `write` fails at once with
+    /// `.writeQueueFull` (back-pressure) rather than letting memory grow.
+    package var writeQueueCapacity: Int
+    /// Commands per transaction (group commit) at most.
+    package var maxBatchSize: Int
+    /// Concurrent read connections (WAL readers).
+    package var readerCount: Int
+    /// SQLite's page cache of the writer connection, in KiB (readers take at most 8 MiB). The writer's working set (the B-tree
+    /// pages the latest messages, feeds and indexes touch) should fit, so a commit reads no
+    /// page back from the operating system.
+    package var pageCacheKiB: Int
+    /// Bytes of the database file SQLite maps into memory (0: none). Reads of mapped pages
+    /// are not copied out of the kernel's page cache.
+    package var mmapBytes: Int
+    /// Whether a commit is synced to stable storage before it completes (`synchronous=FULL`).
+    /// Always true for a node: it acknowledges only what survives a crash. False only for
+    /// tests of decisions, not durability, that would otherwise wait on fsync.
+    package var syncsCommits: Bool = true
+    /// Group commit: a group commits at most once per this many microseconds, unless
+    /// `groupCommitTarget` commands wait (0: commit whenever a command waits). One synced
+    /// commit costs the machine far more than one command (on a virtual disk an fsync is
+    /// ~100 µs of CPU), so under a steady stream of commands fewer, larger groups cost less
+    /// per command, for at most this much more latency. A command after a quiet spell is
+    /// committed at once.
+    package var groupCommitDelayMicroseconds: Int = 1_000
+    /// How many waiting commands make a group worth committing at once (at most `maxBatchSize` count).
+    package var groupCommitTarget: Int = 64
+    /// Feed entries the writer gathers in `feed_tail` before it moves them into the feeds in
+    /// one statement (SQLite): larger spreads the cost of touching each feed's page over
+    /// more messages, and makes every feed read scan a longer tail (it has no index).
+    package var feedTailRows: Int = Self.defaultFeedTailRows
+    /// The default of `feedTailRows`.
+    package static let defaultFeedTailRows = 1_024
+
+    package init(writeQueueCapacity: Int = 10_000, maxBatchSize: Int = 512, readerCount: Int = 4,
+                pageCacheKiB: Int = 64 * 1_024, mmapBytes: Int = 1 << 30) {
+        self.writeQueueCapacity = writeQueueCapacity
+        self.maxBatchSize = maxBatchSize
+        self.readerCount = readerCount
+        self.pageCacheKiB = pageCacheKiB
+        self.mmapBytes = mmapBytes
+    }
+
+    package func validate() throws(StorageError) {
+        guard (1...1_000_000).contains(writeQueueCapacity) else {
+            throw StorageError(.invalidArgument, "writeQueueCapacity must be 1...1,000,000, got \(writeQueueCapacity)")
+        }
+        guard (1...100_000).contains(maxBatchSize) else {
+            throw StorageError(.invalidArgument, "maxBatchSize must be 1...100,000, got \(maxBatchSize)")
+        }
+        guard (1...64).contains(readerCount) else {
+            throw StorageError(.invalidArgument, "readerCount must be 1...64, got \(readerCount)")
+        }
+        guard (256...(16 * 1_024 * 1_024)).contains(pageCacheKiB) else {
+            throw StorageError(.invalidArgument, "pageCacheKiB must be 256...16,777,216 (16 GiB), got \(pageCacheKiB)")
+        }
+        guard (0...(1 << 40)).contains(mmapBytes) else {
+            throw StorageError(.invalidArgument, "mmapBytes must be 0...2^40, got \(mmapBytes)")
+        }
+        guard (0...1_000_000).contains(groupCommitDelayMicroseconds) else {
+            throw StorageError(.invalidArgument, "groupCommitDelayMicroseconds must be 0...1,000,000, got \(groupCommitDelayMicroseconds)")
+        }
+        guard (1...100_000).contains(groupCommitTarget) else {
+            throw StorageError(.invalidArgument, "groupCommitTarget must be 1...100,000, got \(groupCommitTarget)")
+        }
+        guard (1...100_000).contains(feedTailRows) else {
+            throw StorageError(.invalidArgument, "feedTailRows must be 1...100,000, got \(feedTailRows)")
+        }
+    }
+}
+
+/// Limits on values the storage accepts, beyond the model's own `Limits`.
+package enum StorageLimits {
+    /// The longest device id, in UTF-8 bytes.
+    package static let maxDeviceIDBytes = 256
+    /// The longest nonce, in UTF-8 bytes.
+    package static let maxNonceBytes = 256
+    /// The largest caller-encoded blob (feed payload, idempotency result, replication op).
+    package static let maxBlobBytes = 4 * 1_024 * 1_024
+    /// The most entries one feed read or history query returns.
+    package static let maxPageSize = 10_000
+}

@@ -1,0 +1,489 @@
+import Foundation
+import GRDB
+import Logging
+
+/// Counters of the writer, for tests and metrics.
+package struct StorageWriterStatistics: Sendable {
+    /// Transactions committed (each one a group of commands).
+    package var transactions: Int
+    /// Commands whose effects were committed.
+    package var committedCommands: Int
+    /// Commands that failed (their own error, or their group's commit failed).
+    package var failedCommands: Int
+    /// Commands refused because the queue was full.
+    package var refusedCommands: Int
+    /// The most commands committed in one transaction.
+    package var largestBatch: Int
+    /// Group commits whose transaction failed (nothing of the group was written).
+    package var failedCommits: Int = 0
+    /// Errors SQLite reported (in a command or a commit), as opposed to commands refused by
+    /// their own rules: disk full, I/O, a damaged file.
+    package var databaseErrors: Int = 0
+    /// Why the latest group commit failed; nil once a later one succeeds.
+    package var lastCommitFailure: String? = nil
+    /// The latest error SQLite reported and when (uptime), constraint violations aside.
+    package var lastDatabaseError: (reason: String, at: ContinuousClock.Instant)? = nil
+}
+
+/// The writer's connection to the store.
+protocol WriterConnection: Sendable {
+    /// Runs `body` on the writer's session (writer thread only); `fresh` is true when the
+    /// session is new since the last call, so what was prepared on the old one is gone.
+    func withSession<T>(_ body: (any SQLSession, _ fresh: Bool) throws -> T) throws -> T
+    /// Calls `body` with the session if one is open (no reconnecting), then lets the
+    /// connection go: after the writer's last group.
+    func finish(_ body: (any SQLSession) -> Void)
+}
+
+/// A queued write: applied inside the group's transaction, completed after the commit.
+protocol StorageCommand: AnyObject, Sendable {
+    /// Runs the command against the open transaction; the result is kept until completion.
+    func apply(_ db: any SQLSession, cache: WriterCache) throws
+    /// Called after the group committed (the command applied) or failed.
+    func complete(_ failure: (any Error)?)
+}
+
+/// One writer with group commit. A dedicated thread takes every waiting command (up to
+/// `maxBatchSize`), runs them in ONE immediate transaction, each inside its own savepoint (a
+/// failing command rolls back alone), commits (`synchronous=FULL`: the WAL is synced), and
+/// only then completes each command. Commands that arrive while a group commits wait for
+/// the next group, so the more load, the larger the groups.
+///
+/// Completions (ACKs, fan-out) run in commit order on a second thread while the writer
+/// applies the next group; when no command waits and no earlier group is still completing,
+/// the writer completes the group itself (saving a thread wake-up per group at low load).
+///
+/// The spacing: a group that would start within `groupDelay` of the previous commit's start
+/// waits until then, or until `groupTarget` commands wait, unless the only session with
+/// commands in flight pipelines them (``CommandSources``): its next commands come after
+/// its ACKs, so the wait would only add to its latency.
+final class StorageWriter: @unchecked Sendable {
+    private let connection: any WriterConnection
+    private let capacity: Int
+    private let maxBatchSize: Int
+    // Everything below is guarded by `condition`.
+    private let condition = NSCondition()
+    private var pending: [any StorageCommand] = []
+    private var pendingHead = 0
+    private var accepting = true
+    private var finished = false
+    private var stats = StorageWriterStatistics(transactions: 0, committedCommands: 0, failedCommands: 0, refusedCommands: 0, largestBatch: 0)
+    private var thread: Thread?
+    private let completions = CompletionQueue()
+    /// Writer thread only.
+    private let cache: WriterCache
+    /// Several writers (PostgreSQL): sends the feed heads a group advanced to the other
+    /// nodes, inside the group's transaction (delivered at COMMIT). Writer thread only.
+    private let announcer: FeedAnnouncer?
+    private let logger = Logger(label: "lamina.storage")
+
+    private let groupDelay: Duration
+    private let groupTarget: Int
+    /// Who has commands in flight: a lone pipelining session skips the spacing.
+    let sources: CommandSources
+    /// The writer is waiting for a small group to fill (guarded by `condition`).
+    private var gathering = false
+    /// When the last group began to commit (writer thread).
+    private var lastCommitStart = Date.distantPast
+
+    init(
+        connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero, groupTarget: Int = 1,
+        announcer: FeedAnnouncer? = nil, sources: CommandSources = CommandSources(),
+        feedTailRows: Int = StorageConfiguration.defaultFeedTailRows
+    ) {
+        self.connection = connection
+        self.announcer = announcer
+        self.cache = WriterCache(sharedWriters: announcer != nil, feedTailLimit: feedTailRows)
+        self.sources = sources
+        self.capacity = capacity
+        self.maxBatchSize = maxBatchSize
+        self.groupDelay = groupDelay
+        self.groupTarget = groupTarget
+        let thread = Thread { [self] in
+            Thread.current.name = StorageThreadName.writer
+            self.run()
+        }
+        self.thread = thread
+        thread.start()
+    }
+
+    var statistics: StorageWriterStatistics {
+        condition.lock()
+        defer { condition.unlock() }
+        return stats
+    }
+
+    /// Queues a command for the next group. Throws at once when the queue is full or closed.
+    func enqueue(_ command: any StorageCommand) throws(StorageError) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard accepting else { throw StorageError(.closed, "the store is closed and takes no more writes") }
+        guard pending.count - pendingHead < capacity else {
+            stats.refusedCommands += 1
+            throw StorageError(.writeQueueFull, "the write queue holds its limit of \(capacity) commands; retry later")
+        }
+        pending.append(command)
+        // The writer waits for a first command, or for a small group to fill up.
+        let waiting = pending.count - pendingHead
+        if waiting == 1 || (gathering && waiting == groupTarget) { condition.signal() }
+    }
+
+    /// Whether the writer is waiting for a small group to fill (for tests of the commit policy).
+    var isGathering: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return gathering
+    }
+
+    /// Whether the caller runs on the writer thread or the completion thread (inside a
+    /// command or a completion).
+    var isWriterThread: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return Thread.current === thread || completions.isCurrentThread
+    }
+
+    /// Stops taking commands and lets the writer finish every queued one. Waits for it unless
+    /// called on the writer thread itself (from a completion), where waiting would deadlock.
+    func shutdown() {
+        condition.lock()
+        accepting = false
+        condition.broadcast()
+        let wait = Thread.current !== thread && !completions.isCurrentThread
+        if wait {
+            while !finished { condition.wait() }
+        }
+        condition.unlock()
+        // Queued completions still run (in order); the completion thread ends after them.
+        completions.finish(waiting: wait)
+    }
+
+    private func run() {
+        while let batch = nextBatch() {
+            commit(batch)
+        }
+        // Finalized on the connection's queue, before the pool closes it.
+        connection.finish { _ in cache.dropStatements() }
+        condition.lock()
+        finished = true
+        // The thread's closure holds the writer: let both go once it ends (else a closed
+        // store's writer, pool and caches stay in memory for good).
+        thread = nil
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits for work; nil once closed and drained.
+    private func nextBatch() -> [any StorageCommand]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while pending.count == pendingHead && accepting { condition.wait() }
+        if groupDelay > .zero, pending.count - pendingHead < groupTarget, accepting, !sources.isLonePipeline {
+            // A small group right after the last commit: let the commands on their way join
+            // it until `groupDelay` after that commit began (a command after a quiet spell
+            // is committed at once), or until `groupTarget` wait. Not when one pipelining
+            // session is all there is (``CommandSources``): its next commands wait for ACKs.
+            gathering = true
+            let earliest = lastCommitStart.addingTimeInterval(groupDelay.seconds)
+            while pending.count - pendingHead < groupTarget, accepting, condition.wait(until: earliest) {}
+            gathering = false
+        }
+        lastCommitStart = Date()
+        let available = pending.count - pendingHead
+        if available == 0 { return nil }
+        let take = min(available, maxBatchSize)
+        let batch = Array(pending[pendingHead..<(pendingHead + take)])
+        pendingHead += take
+        if pendingHead == pending.count {
+            pending.removeAll(keepingCapacity: true)
+            pendingHead = 0
+        } else if pendingHead > 4_096 {
+            pending.removeFirst(pendingHead)
+            pendingHead = 0
+        }
+        return batch
+    }
+
+    /// How a group ran without savepoints.
+    private enum FirstPass {
+        /// Every command applied and the group committed.
+        case committed
+        /// The group's only command failed (rolled back: nothing to commit).
+        case failedAlone(any Error)
+        /// A command of several failed: the transaction was rolled back, to run again with savepoints.
+        case rolledBack
+    }
+
+    /// Applies `batch` in the open transaction without a savepoint per command and commits.
+    /// A failing command rolls the whole transaction back (and what the commands before it
+    /// kept in the cache or hooked to their end: they run again). Errors of the commit itself
+    /// are thrown.
+    private func applyWithoutSavepoints(_ batch: [any StorageCommand], _ db: any SQLSession) throws -> FirstPass {
+        do {
+            for (i, command) in batch.enumerated() {
+                try command.apply(db, cache: cache)
+                // A statement of the last command not waited for that failed fails it here,
+                // not the commit (a failure of another one is its successor's: all run again).
+                if i == batch.count - 1 { try db.checkSent() }
+                cache.endCommand(succeeded: true)
+            }
+        } catch {
+            cache.endCommand(succeeded: false)
+            db.rollback()
+            cache.clear()
+            _ = cache.takeAnnouncedHeads()
+            let reported = error is GRDB.DatabaseError ? StorageError.wrapping(error) : error
+            return batch.count == 1 ? .failedAlone(reported) : .rolledBack
+        }
+        do {
+            try announceAndCommit(db)
+        } catch {
+            db.rollback()
+            throw error
+        }
+        return .committed
+    }
+
+    /// Ends the group's transaction: announces the feed heads it advanced (several writers)
+    /// or moves a full feed tail into the feeds (one writer), then commits.
+    private func announceAndCommit(_ db: any SQLSession) throws {
+        if let announcer {
+            let heads = cache.takeAnnouncedHeads()
+            if !heads.isEmpty { try announcer.announce(heads, on: db) }
+        } else {
+            try FeedTail.settle(db, cache: cache)
+        }
+        try db.commit()
+        cache.endTransaction()
+    }
+
+    /// Runs one group in one transaction and completes its commands after the commit.
+    private func commit(_ batch: [any StorageCommand]) {
+        var outcomes = [(any Error)?](repeating: nil, count: batch.count)
+        var applied = 0
+        var commitError: StorageError?
+        var databaseErrors: [StorageError] = []
+        do {
+            try connection.withSession { db, fresh in
+                if fresh {
+                    // A new connection (PostgreSQL reconnected): nothing prepared or cached survives.
+                    cache.dropStatements()
+                    cache.clear()
+                }
+                // A connection the server closed while idle fails here, before anything is
+                // applied: the connection may then run the group again on a new one.
+                do throws(StorageError) { try db.begin() } catch { throw StaleConnection(error: error) }
+                if db.dialect == .postgres {
+                    // Each savepoint costs two round trips to the server: first the whole group
+                    // without them. Should a command fail, everything is rolled back and the group
+                    // runs again with them (below), unless it was alone: its failure is then the
+                    // group's whole outcome.
+                    switch try applyWithoutSavepoints(batch, db) {
+                    case .committed:
+                        applied = batch.count
+                        return
+                    case .failedAlone(let error):
+                        outcomes[0] = error
+                        if let reported = Self.databaseError(error, inCommand: true) { databaseErrors.append(reported) }
+                        return
+                    case .rolledBack:
+                        try db.begin()
+                    }
+                }
+                do {
+                    if announcer == nil { try FeedTail.beginGroup(db, cache: cache, commands: batch.count, largeGroup: groupTarget) }
+                    let statements = try cache.statements(db)
+                    for (i, command) in batch.enumerated() {
+                        do {
+                            try statements.inSavepoint { try command.apply(db, cache: cache) }
+                            cache.endCommand(succeeded: true)
+                            applied += 1
+                        } catch {
+                            cache.endCommand(succeeded: false)
+                            cache.clear()  // the command's writes were rolled back
+                            if let reported = Self.databaseError(error, inCommand: true) { databaseErrors.append(reported) }
+                            outcomes[i] = error is GRDB.DatabaseError ? StorageError.wrapping(error) : error
+                            if !db.isInsideTransaction {
+                                // The database aborted the whole transaction (e.g. disk full): what ran before is gone.
+                                throw StorageError.wrapping(error, as: .commitFailed)
+                            }
+                        }
+                    }
+                    try announceAndCommit(db)
+                } catch {
+                    db.rollback()
+                    throw error
+                }
+            }
+        } catch {
+            let error = (error as? StaleConnection)?.error ?? error
+            cache.clear()  // the group was rolled back
+            _ = cache.takeAnnouncedHeads()
+            let reported = Self.databaseError(error, inCommand: false)
+            commitError = StorageError.wrapping(reported.map { $0 as any Error } ?? error, as: .commitFailed)
+            commitError?.code = reported.map { $0.code == .databaseUnavailable || $0.code == .authenticationFailed ? $0.code : .commitFailed } ?? .commitFailed
+            if let reported, !databaseErrors.contains(where: { $0.reason == reported.reason }) { databaseErrors.append(reported) }
+        }
+
+        for error in databaseErrors where error.code != .constraintViolation {
+            logger.error("storage error", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
+        }
+        if let commitError {
+            logger.error("group commit failed", metadata: ["commands": "\(batch.count)", "reason": "\(commitError.reason)"])
+        }
+        condition.lock()
+        let reported = databaseErrors.filter { $0.code != .constraintViolation }
+        stats.databaseErrors += reported.count
+        if let last = reported.last { stats.lastDatabaseError = (last.reason, .now) }
+        if let commitError {
+            stats.failedCommands += batch.count
+            stats.failedCommits += 1
+            stats.lastCommitFailure = commitError.reason
+        } else {
+            stats.lastCommitFailure = nil
+            stats.transactions += 1
+            stats.committedCommands += applied
+            stats.failedCommands += batch.count - applied
+            stats.largestBatch = max(stats.largestBatch, applied)
+        }
+        condition.unlock()
+
+        let group = batch.enumerated().map { (i, command) in
+            (command, commitError.map { outcomes[i] ?? $0 } ?? outcomes[i])
+        }
+        // With nothing waiting to commit and no earlier group still completing, the writer
+        // completes this group itself: waking the completion thread would cost more (a
+        // context switch per group) than the completions. Commit order is kept either way.
+        if queueIsEmpty, completions.takeIfIdle() {
+            for (command, failure) in group { command.complete(failure) }
+            completions.release()
+        } else {
+            completions.enqueue(group)
+        }
+    }
+
+    /// Whether no command waits for the next group.
+    private var queueIsEmpty: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return pending.count == pendingHead
+    }
+
+    /// The error as a `StorageError` when the database itself failed (I/O, disk full, a lost
+    /// connection), else nil: a command refused by its own rules, or a constraint. Inside a
+    /// command, SQLite's failures count when GRDB raised them directly (the storage code's
+    /// own statements report theirs as the command's outcome); PostgreSQL's always.
+    private static func databaseError(_ error: any Error, inCommand: Bool) -> StorageError? {
+        if let error = error as? GRDB.DatabaseError {
+            return error.resultCode == .SQLITE_CONSTRAINT ? nil : StorageError.wrapping(error)
+        }
+        guard let error = error as? StorageError else { return nil }
+        switch error.code {
+        case .databaseUnavailable, .authenticationFailed:
+            return error
+        case .database, .commitFailed:
+            return !inCommand || error.reason.hasPrefix("PostgreSQL") ? error : nil
+        default:
+            return nil
+        }
+    }
+}
+
+/// BEGIN failed (nothing of the group applied): the connection may have been closed while idle.
+struct StaleConnection: Error {
+    var error: StorageError
+}
+
+/// The thread that completes committed commands, in the order their groups committed.
+private final class CompletionQueue: @unchecked Sendable {
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var groups: [[(any StorageCommand, (any Error)?)]] = []
+    private var stopping = false
+    private var stopped = false
+    private var thread: Thread?
+    /// A group is being completed (by this thread, or by the writer after `takeIfIdle`).
+    private var busy = false
+
+    init() {
+        let thread = Thread { [self] in
+            Thread.current.name = StorageThreadName.completions
+            self.run()
+        }
+        self.thread = thread
+        thread.start()
+    }
+
+    var isCurrentThread: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return Thread.current === thread
+    }
+
+    /// True when no group is queued or being completed: the caller then completes its group
+    /// itself and calls `release()` after; queued groups wait until then.
+    func takeIfIdle() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard groups.isEmpty, !busy else { return false }
+        busy = true
+        return true
+    }
+
+    /// Ends a group completed by the caller of `takeIfIdle()`.
+    func release() {
+        condition.lock()
+        busy = false
+        // Wakes the thread only when it has something to do (a wake is what this saves).
+        if !groups.isEmpty || stopping { condition.broadcast() }
+        condition.unlock()
+    }
+
+    func enqueue(_ group: [(any StorageCommand, (any Error)?)]) {
+        condition.lock()
+        groups.append(group)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Lets the thread end once every queued group is completed; with `waiting`, returns
+    /// only then (never wait from the completion thread itself).
+    func finish(waiting: Bool) {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        if waiting {
+            while !stopped { condition.wait() }
+        }
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            busy = false
+            while groups.isEmpty || busy {
+                if stopping, groups.isEmpty, !busy {
+                    stopped = true
+                    thread = nil  // its closure holds this queue (see StorageWriter.run)
+                    condition.broadcast()
+                    condition.unlock()
+                    return
+                }
+                condition.wait()
+            }
+            let taken = groups
+            groups.removeAll(keepingCapacity: true)
+            busy = true
+            condition.unlock()
+            for group in taken {
+                for (command, failure) in group { command.complete(failure) }
+            }
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for `Date` arithmetic.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
