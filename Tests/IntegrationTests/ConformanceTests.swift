@@ -40,7 +40,7 @@ import Testing
         #expect(failing.isEmpty, "\(failing.joined(separator: "\n"))")
         #expect(status == 0, "\(text.suffix(2000))")
         let rows = text.split(separator: "\n").filter { $0.hasPrefix("ok ") }
-        #expect(rows.count == 105)
+        #expect(rows.count == 116)
         // A few rows the text pins, as printed.
         #expect(text.contains("ok   authenticated | NONCE_REQUEST | NONCE | NONCE"))
         #expect(text.contains("ok   authenticated | AUTHENTICATE | ERROR unexpected-frame (fatal) | ERROR unexpected-frame (fatal)"))
@@ -48,6 +48,10 @@ import Testing
         #expect(text.contains("ok   authenticated | END_SESSION | ACK | ACK"))
         #expect(text.contains("ok   authenticated | REGISTER_PUSH_TOKEN (none: remove) | ACK | ACK"))
         #expect(text.contains("ok   authenticated | BLOCK_USER (unblock, not blocked) | ACK | ACK"))
+        // The before-HELLO column, the feature bits and the order of effects (issue 31).
+        #expect(text.contains("ok   before HELLO | ERROR (fatal) | ERROR unexpected-frame (fatal) | ERROR unexpected-frame (fatal)"))
+        #expect(text.contains("ok   authenticated | TYPING (without bit 1) | ERROR forbidden (not fatal) | ERROR forbidden (not fatal)"))
+        #expect(text.contains("ok   authenticated | SEND_MESSAGE, FETCH_HISTORY right behind it | ACK, the message before it | ACK, the message before it"))
         await node.stop()
     }
 }

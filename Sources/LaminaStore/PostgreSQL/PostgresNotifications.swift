@@ -181,7 +181,7 @@ final class PostgresListener: @unchecked Sendable {
         started = true
         running = true
         let thread = Thread { [self] in
-            Thread.current.name = StorageThreadName.listener
+            StorageThreadName.nameCurrentThread(StorageThreadName.listener)
             run(handlers)
         }
         thread.start()

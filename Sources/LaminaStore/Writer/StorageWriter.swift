@@ -100,7 +100,7 @@ final class StorageWriter: @unchecked Sendable {
         self.groupDelay = groupDelay
         self.groupTarget = groupTarget
         let thread = Thread { [self] in
-            Thread.current.name = StorageThreadName.writer
+            StorageThreadName.nameCurrentThread(StorageThreadName.writer)
             self.run()
         }
         self.thread = thread
@@ -407,7 +407,7 @@ private final class CompletionQueue: @unchecked Sendable {
 
     init() {
         let thread = Thread { [self] in
-            Thread.current.name = StorageThreadName.completions
+            StorageThreadName.nameCurrentThread(StorageThreadName.completions)
             self.run()
         }
         self.thread = thread
