@@ -52,6 +52,8 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
         var ours = VersionVector()
         /// Since when the peer has lacked something this node holds (nil: caught up).
         var laggingSince: ContinuousClock.Instant?
+        /// Why the link ended (set once it has).
+        var endReason: String?
     }
     private let state = NIOLockedValueBox(State())
     /// Wakes the pump when an acknowledgement frees room.
@@ -81,6 +83,8 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     /// The peer's node id once its PEER_HELLO arrived.
     var remoteNode: NodeID? { state.withLockedValue { $0.remote?.nodeID } }
     var isClosed: Bool { state.withLockedValue { $0.closed } }
+    /// Why the link ended, once it has: "no PING ACK in 2 s", "the peer ended the session", ...
+    var endReason: String? { state.withLockedValue { $0.endReason } }
     /// Operations applied from this link so far, and sent over it.
     var counts: (received: Int, sent: Int) { state.withLockedValue { ($0.received, $0.sent) } }
 
@@ -120,7 +124,7 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     func streamDidReceiveHeaders(_ stream: TransportStream, headers: HeaderFields) {
         guard headers[":status"] == "200" else {
             logger.warning("peer refused the session", metadata: ["status": "\(headers[":status"] ?? "?")"])
-            close(reset: true)
+            close(reset: true, reason: "the peer refused the session (status \(headers[":status"] ?? "?"))")
             return
         }
     }
@@ -141,12 +145,12 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     }
 
     func streamDidReceiveEnd(_ stream: TransportStream, trailers: HeaderFields?) {
-        close(reset: false)
+        close(reset: false, reason: "the peer ended the session")
     }
 
     func streamDidClose(_ stream: TransportStream, error: TransportError?) {
         if let error { logger.info("peer stream closed", metadata: ["error": "\(error)"]) }
-        close(reset: false)
+        close(reset: false, reason: error?.reason ?? "the stream closed")
     }
 
     private func receive(_ frame: Frame) {
@@ -191,7 +195,7 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             room.notify()
         case .error(let error):
             logger.warning("peer sent an error", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
-            if error.isFatal { close(reset: false) }
+            if error.isFatal { close(reset: false, reason: "the peer sent \(error.code): \(error.reason)") }
         default:
             fail(WireError(.unexpectedFrame, "\(frame.type.name) is not a peer frame"))
         }
@@ -308,13 +312,14 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
         frame.isFatal = true  // every error ends a peer session (SPEC §9)
         send([.error(frame)])
         stream.finish()
-        close(reset: false)
+        close(reset: false, reason: "\(error.code): \(error.reason)")
     }
 
-    private func close(reset: Bool) {
+    private func close(reset: Bool, reason: String) {
         let first: Bool = state.withLockedValue { s in
             guard !s.closed else { return false }
             s.closed = true
+            s.endReason = reason
             s.pump?.cancel()
             return true
         }

@@ -120,6 +120,11 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = p.caFile { peers.caFile = v }
             if let v = p.certificateFile { peers.certificateFile = v }
             if let v = p.keyFile { peers.keyFile = v }
+            if let v = p.reconnectMinimumMilliseconds { peers.reconnectMinimumMilliseconds = v }
+            if let v = p.reconnectMaximumMilliseconds { peers.reconnectMaximumMilliseconds = v }
+            if let v = p.connectTimeoutMilliseconds { peers.connectTimeoutMilliseconds = v }
+            if let v = p.pingAfterQuietMilliseconds { peers.pingAfterQuietMilliseconds = v }
+            if let v = p.pingDeadlineMilliseconds { peers.pingDeadlineMilliseconds = v }
         }
         if let v = file.nodeID {
             guard let id = UInt64(v, radix: 16), id != 0 else { throw NodeServerError.configuration("nodeID must be a non-zero hex number, not \(v)") }
@@ -145,6 +150,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = r.fileDescriptorReserve { resources.fileDescriptorReserve = v }
             if let v = r.idleConnectionTimeoutSeconds { resources.idleConnectionTimeoutSeconds = v }
             if let v = r.stalledConnectionTimeoutSeconds { resources.stalledConnectionTimeoutSeconds = v }
+            if let v = r.clientPingAfterQuietSeconds { resources.clientPingAfterQuietSeconds = v }
+            if let v = r.clientPingDeadlineSeconds { resources.clientPingDeadlineSeconds = v }
             if let v = r.initialStreamWindowBytes { resources.initialStreamWindowBytes = v }
             if let v = r.nodeOutboundBudgetBytes { resources.nodeOutboundBudgetBytes = v }
             if let v = r.minimumOutboundShareBytes { resources.minimumOutboundShareBytes = v }
@@ -224,6 +231,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var fileDescriptorReserve: Int?
             var idleConnectionTimeoutSeconds: Int?
             var stalledConnectionTimeoutSeconds: Int?
+            var clientPingAfterQuietSeconds: Int?
+            var clientPingDeadlineSeconds: Int?
             var initialStreamWindowBytes: Int?
             var nodeOutboundBudgetBytes: Int?
             var minimumOutboundShareBytes: Int?
@@ -276,6 +285,11 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var caFile: String?
             var certificateFile: String?
             var keyFile: String?
+            var reconnectMinimumMilliseconds: Int?
+            var reconnectMaximumMilliseconds: Int?
+            var connectTimeoutMilliseconds: Int?
+            var pingAfterQuietMilliseconds: Int?
+            var pingDeadlineMilliseconds: Int?
         }
         var peers: PeersFile?
         var nodeID: String?
