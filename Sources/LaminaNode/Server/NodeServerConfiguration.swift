@@ -42,6 +42,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var identityProviders: [ProviderFile] = []
     /// Whether the dev identity provider (key in the data directory) is trusted.
     public var devIdentityProvider = true
+    /// Where the dev identity provider's key is (made there when missing); nil: `dev-identity`
+    /// in the data directory. Nodes of a development cluster share one, so a user's token
+    /// opens a session on any of them.
+    public var devIdentityDirectory: String?
     /// Per-stream limits.
     public var limits = SyncStreamLimits()
     /// Concurrent sync sessions accepted; more are refused with 503.
@@ -97,6 +101,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         if let v = file.privateKeyPath { privateKeyPath = v }
         if let v = file.identityProviders { identityProviders = v }
         if let v = file.devIdentityProvider { devIdentityProvider = v }
+        if let v = file.devIdentityDirectory { devIdentityDirectory = v }
         if let v = file.maxSessions { maxSessions = v }
         if let v = file.maxStreamsPerConnection { maxStreamsPerConnection = v }
         if let v = file.drainTimeoutSeconds { drainTimeoutSeconds = v }
@@ -258,6 +263,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         var privateKeyPath: String?
         var identityProviders: [ProviderFile]?
         var devIdentityProvider: Bool?
+        var devIdentityDirectory: String?
         var maxSessions: Int?
         var maxStreamsPerConnection: UInt32?
         var drainTimeoutSeconds: Int?
