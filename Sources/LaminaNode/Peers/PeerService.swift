@@ -177,7 +177,8 @@ public final class PeerService: Sendable {
             stream.sendHeaders(HeaderFields([(":status", "403")]), endStream: true)
             return
         }
-        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger) { [weak self] in self?.remove($0) }
+        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger,
+                            onUp: { [weak self] in self?.up($0, node: node, direction: "accepted") }, onClose: { [weak self] in self?.remove($0) })
         if let url = Self.listener(of: stream) { state.withLockedValue { $0.listeners[node] = url } }
         guard register(link, node: node, dialer: node) else {
             link.discard()
@@ -190,39 +191,44 @@ public final class PeerService: Sendable {
         Task { await link.start() }
     }
 
-    /// Keeps one link per pair: the one the smaller node id dialed. A link to a peer whose
-    /// previous one was lost logs the recovery.
+    /// Keeps one link per pair: the one the smaller node id dialed.
     private func register(_ link: PeerLink, node: NodeID, dialer: NodeID) -> Bool {
-        let (keep, replaced, down) = state.withLockedValue { s -> (Bool, PeerLink?, Duration?) in
-            guard !s.stopped else { return (false, nil, nil) }
+        let (keep, replaced) = state.withLockedValue { s -> (Bool, PeerLink?) in
+            guard !s.stopped else { return (false, nil) }
             if let existing = s.links[node], !existing.link.isClosed {
                 let preferred = min(engine.configuration.nodeID, node)
-                guard dialer == preferred, existing.dialer != preferred else { return (false, nil, nil) }
+                guard dialer == preferred, existing.dialer != preferred else { return (false, nil) }
                 s.links[node] = Link(link: link, dialer: dialer)
-                return (true, existing.link, nil)
+                return (true, existing.link)
             }
             s.links[node] = Link(link: link, dialer: dialer)
-            return (true, nil, s.lostSince.removeValue(forKey: node).map { ContinuousClock.now - $0 })
+            return (true, nil)
         }
         if let replaced { replaced.stream.eventLoop.execute { replaced.stream.reset() } }
-        if keep {
-            let direction = dialer == engine.configuration.nodeID ? "dialed" : "accepted"
-            if let down {
-                logger.notice("peer link to \(Self.name(node)) restored after \(Self.seconds(down)) down (\(direction))")
-            } else {
-                logger.notice("peer link to \(Self.name(node)) up (\(direction))")
-            }
-        }
         return keep
     }
 
-    /// Forgets a link that ended; one that was the pair's link is logged as lost (the
-    /// dialers redial it, ``dial(_:)``).
+    /// A kept link's session came up: logged, as the return of a lost one when it is.
+    private func up(_ link: PeerLink, node: NodeID, direction: String) {
+        let down: Duration?? = state.withLockedValue { s in
+            guard s.links[node]?.link === link else { return nil }  // replaced meanwhile
+            return .some(s.lostSince.removeValue(forKey: node).map { ContinuousClock.now - $0 })
+        }
+        guard let down else { return }
+        if let down {
+            logger.notice("peer link to \(Self.name(node)) restored after \(Self.seconds(down)) down (\(direction))")
+        } else {
+            logger.notice("peer link to \(Self.name(node)) up (\(direction))")
+        }
+    }
+
+    /// Forgets a link that ended; one whose session had come up and that was the pair's link
+    /// is logged as lost (the dialers redial it, ``dial(_:)``).
     private func remove(_ link: PeerLink) {
         let lost: NodeID? = state.withLockedValue { s in
             guard let node = s.links.first(where: { $0.value.link === link })?.key else { return nil }
             s.links[node] = nil
-            if s.stopped { return nil }
+            guard !s.stopped, link.cameUp else { return nil }
             if s.lostSince[node] == nil { s.lostSince[node] = .now }
             return node
         }
@@ -264,8 +270,8 @@ public final class PeerService: Sendable {
         }
     }
 
-    /// One connection to `url` and its peer session, until it ends. True when a link was up
-    /// (this one, or the other node's that it waited for).
+    /// One connection to `url` and its peer session, until it ends. True when a session had
+    /// come up (this one, or the other node's that it waited for).
     private func session(with url: String) async throws -> Bool {
         var http2 = HTTP2Settings()
         http2.liveness = settings.liveness
@@ -281,10 +287,11 @@ public final class PeerService: Sendable {
         // The other node dialed us and that link is the one kept: wait for it to end.
         if let kept = state.withLockedValue({ s in s.links[node].flatMap { $0.link.isClosed || $0.dialer == engine.configuration.nodeID ? nil : $0.link } }) {
             try? await kept.closed.futureResult.get()
-            return true
+            return kept.cameUp
         }
         let stream = try await connection.openStream(method: "POST", path: Self.path, headers: HeaderFields([("content-type", "application/vnd.lamina.sync")] + listenerHeaders))
-        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger) { [weak self] in self?.remove($0) }
+        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger,
+                            onUp: { [weak self] in self?.up($0, node: node, direction: "dialed") }, onClose: { [weak self] in self?.remove($0) })
         guard register(link, node: node, dialer: engine.configuration.nodeID) else {
             link.discard()
             stream.eventLoop.execute { stream.reset() }
@@ -293,6 +300,6 @@ public final class PeerService: Sendable {
         try await stream.eventLoop.submit { stream.delegate = link }.get()
         await link.start()
         try? await link.closed.futureResult.get()
-        return true
+        return link.cameUp
     }
 }
