@@ -49,6 +49,8 @@ struct ClusterLayout {
     var certificates: String { Self.join(directory, "certificates") }
     /// The cluster CA, which clients trust: every node serves clients with its peer certificate.
     var caFile: String { Self.join(certificates, DevelopmentCluster.caFileName) }
+    /// A file of the certificates folder, by the folder's path as the user wrote it.
+    func certificateFile(_ path: String) -> String { Self.join(certificates, URL(fileURLWithPath: path).lastPathComponent) }
     /// The dev identity key every node of the cluster shares (`serve --dev-identity`): a
     /// client's `--node-data <directory>` finds it in any node's hint.
     var devIdentity: String { Self.join(directory, LocalNode.Files.devIdentity) }

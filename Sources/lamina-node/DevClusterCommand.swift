@@ -54,7 +54,7 @@ struct DevCluster: AsyncParsableCommand {
     func run() async throws {
         let layout = ClusterLayout(nodes: nodes, basePort: basePort, directory: directory)
         let certificates = URL(fileURLWithPath: layout.certificates)
-        let ca = try DevelopmentCluster.certificateAuthority(in: certificates).certificate
+        _ = try DevelopmentCluster.certificateAuthority(in: certificates)
         // Made before the nodes start, so that they do not race to create it.
         _ = try DevIdentityProvider.loadOrCreate(in: URL(fileURLWithPath: layout.devIdentity))
         guard let binary = Bundle.main.executablePath else { throw ValidationError("cannot find this lamina-node's executable") }
@@ -77,7 +77,10 @@ struct DevCluster: AsyncParsableCommand {
         var commands: [Int: String] = [:]
         for node in layout.all {
             let files = try DevelopmentCluster.nodeCertificate(for: node.id, in: certificates)
-            let arguments = layout.serveArguments(node.index, cluster: cluster, certificate: files.certificate, key: files.key, ca: ca, logLevel: logLevel)
+            // Paths under the cluster's folder as the user wrote it, so the printed command reads as the others.
+            let arguments = layout.serveArguments(
+                node.index, cluster: cluster, certificate: layout.certificateFile(files.certificate), key: layout.certificateFile(files.key),
+                ca: layout.caFile, logLevel: logLevel)
             commands[node.index] = ClusterLayout.shellCommand(["swift", "run", "lamina-node"] + arguments)
             do {
                 members.append(try ClusterMember.launch(node, binary: binary, arguments: arguments, events: continuation))
@@ -106,7 +109,7 @@ struct DevCluster: AsyncParsableCommand {
                     print("""
                         The cluster is up: \(nodes) nodes, each dialing the others (links form within seconds; \
                         GET /replication on an admin port shows them and the digest, equal on every node once converged).
-                        Stop one node alone with kill <pid> (or kill -9): the others keep running; start the cluster again and it catches up.
+                        Stop one node alone with kill <pid> (or kill -9): the others keep running; run its serve: command and it catches up.
                         Stop all: Ctrl-C or SIGTERM.
                         """)
                 }

@@ -18,7 +18,7 @@ struct LaminaNodeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lamina-node",
         abstract: "The Lamina relay node. With no arguments: a development node on 127.0.0.1:7443, data in ./.lamina.",
-        subcommands: [Serve.self, Token.self, DevCluster.self],
+        subcommands: [Serve.self, Token.self, DevCluster.self, PeerCertificate.self],
         defaultSubcommand: Serve.self)
 }
 
