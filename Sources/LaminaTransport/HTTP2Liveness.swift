@@ -14,10 +14,7 @@ public struct HTTP2Liveness: Sendable, Hashable, CustomStringConvertible {
     /// A PING not acknowledged within this long closes the connection.
     public var ackDeadline: TimeAmount
 
-    public init(pingAfterQuiet: TimeAmount, ackDeadline: TimeAmount) {
-        self.pingAfterQuiet = pingAfterQuiet
-        self.ackDeadline = ackDeadline
-    }
+    public init(pingAfterQuiet: TimeAmount, ackDeadline: TimeAmount) { (self.pingAfterQuiet, self.ackDeadline) = (pingAfterQuiet, ackDeadline) }
 
     /// The longest a dead peer goes unnoticed.
     public var detectionBound: TimeAmount { pingAfterQuiet + ackDeadline }
