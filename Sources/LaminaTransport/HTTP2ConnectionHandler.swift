@@ -53,6 +53,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private var unproductiveWindowStart = NIODeadline.uptimeNanoseconds(0)
     private var unproductiveFrames = 0
     private var calmed = false
+    /// ``HTTP2Settings/liveness``: when the peer was last heard, the PING in flight.
+    private var liveness: ConnectionLiveness?
+    private var livenessTimer: Scheduled<Void>?
     /// True once the peer sent GOAWAY.
     private(set) var peerWentAway = false
     /// Succeeds when the peer sends GOAWAY; fails when the connection closes without one.
@@ -126,6 +129,11 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
                 idleSince = .now()
                 armIdleTimer()
             }
+            if let configured = settings.liveness {
+                let now = NIODeadline.now()
+                liveness = ConnectionLiveness(configured, now: now)
+                armLivenessTimer(at: now + configured.pingAfterQuiet)
+            }
             flushSession()
             return
         }
@@ -135,6 +143,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         guard let session, !session.isClosed, !tornDown else { return }
+        if liveness != nil { liveness!.received(at: .now()) }
         processing = true
         let result = buffer.withUnsafeReadableBytes { raw -> Int in
             inputBase = UnsafeRawPointer(raw.baseAddress)
@@ -233,6 +242,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         drainTimer?.cancel()
         idleTimer?.cancel()
         idleTimer = nil
+        livenessTimer?.cancel()
+        livenessTimer = nil
         readyPromise.fail(error)
         goAwayPromise.fail(error)
         let open = streams.removeAll()
@@ -340,6 +351,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { return unproductiveFrame() }
         case NGHTTP2_PING.rawValue:
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { return unproductiveFrame() }
+            if liveness != nil { liveness!.acknowledged(at: .now()) }
             if awaitingShutdownPing, hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0, let session {
                 awaitingShutdownPing = false
                 _ = nghttp2_submit_goaway(
@@ -755,6 +767,42 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             armIdleTimer()
         }
     }
+
+    // MARK: liveness (both roles)
+
+    private func armLivenessTimer(at deadline: NIODeadline) {
+        guard let context else { return }
+        livenessTimer = context.eventLoop.scheduleTask(deadline: deadline) { [weak self] in self?.livenessCheck() }
+    }
+
+    /// ``HTTP2Settings/liveness``: PINGs a quiet connection, closes one whose PING went
+    /// unanswered past the deadline.
+    private func livenessCheck() {
+        livenessTimer = nil
+        guard !tornDown, !closing, let session, !session.isClosed, let context, liveness != nil else { return }
+        switch liveness!.step(now: .now(), outputMovedAt: lastSocketProgress) {
+        case .wait(let until):
+            armLivenessTimer(at: until)
+        case .ping(let checkAt):
+            _ = nghttp2_submit_ping(session.raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+            armLivenessTimer(at: checkAt)
+            flushSession()
+        case .close:
+            livenessClosures += 1
+            let error = TransportError(.timeout, "no PING ACK in \(HTTP2Liveness.format(liveness!.settings.ackDeadline))")
+            if closeError == nil { closeError = error }
+            closing = true
+            // The streams learn it now, not once a close_notify the dead peer never takes has
+            // waited for the socket.
+            teardown(error: closeError ?? error)
+            context.close(promise: nil)
+        }
+    }
+
+    /// Whether this connection was closed because its PING went unanswered (0 or 1).
+    private(set) var livenessClosures = 0
+    /// PINGs of ``HTTP2Settings/liveness`` the peer answered.
+    var livenessPingsAnswered: Int { liveness?.pingsAnswered ?? 0 }
 
     /// Whether this connection was closed as idle (0 or 1).
     private(set) var idleClosures = 0

@@ -40,6 +40,9 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// the peer reads nothing) is closed, and everything queued for its streams released.
     /// nil waits for ever.
     public var stalledWriteTimeout: TimeAmount? = .seconds(30)
+    /// Both roles: PING a connection that has been quiet, close it when the ACK is late
+    /// (``HTTP2Liveness``). nil never pings (a vanished peer is then noticed only by TCP).
+    public var liveness: HTTP2Liveness? = nil
 
     public init() {}
 }

@@ -102,6 +102,12 @@ public final class TransportConnection: Sendable {
         try await channel.setOption(ChannelOptions.autoRead, value: reading).get()
     }
 
+    /// PINGs of ``HTTP2Settings/liveness`` the server answered so far.
+    public func livenessPingsAnswered() async throws -> Int {
+        let handler = self.handler
+        return try await eventLoop.submit { handler.livenessPingsAnswered }.get()
+    }
+
     /// Completes when the connection has closed, for any reason.
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
 

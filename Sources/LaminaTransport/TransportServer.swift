@@ -30,6 +30,8 @@ public final class TransportServer: Sendable {
         public var closedForFlood = 0
         /// Connections closed because the peer read nothing for ``HTTP2Settings/stalledWriteTimeout``.
         public var closedStalled = 0
+        /// Connections closed because a PING went unanswered (``HTTP2Settings/liveness``).
+        public var closedUnanswered = 0
         /// Accepts that failed (no file descriptor left, EMFILE/ENFILE, or another socket
         /// error); NIO backs off and tries again.
         public var acceptFailed = 0
@@ -176,11 +178,13 @@ public final class TransportServer: Sendable {
             _ = self.connections.withLockedValue { $0.removeValue(forKey: key) }
             // On the channel's event loop: the handler's own counters.
             let idle = handler.idleClosures, flood = handler.floodTerminations, stalled = handler.stalledWriteClosures
-            if idle + flood + stalled > 0 {
+            let unanswered = handler.livenessClosures
+            if idle + flood + stalled + unanswered > 0 {
                 statistics.counts.withLockedValue {
                     $0.closedIdle += idle
                     $0.closedForFlood += flood
                     $0.closedStalled += stalled
+                    $0.closedUnanswered += unanswered
                 }
             }
         }

@@ -1,5 +1,7 @@
 import Foundation
+import LaminaLocalNode
 import LaminaModel
+import LaminaNode
 
 /// Where the nodes of `lamina-node dev-cluster` listen and keep their files: node i (1...N)
 /// has node id i and listens on 127.0.0.1, ports `base + 10·(i−1)` (sync), `+1` (admin) and
@@ -45,6 +47,21 @@ struct ClusterLayout {
 
     var all: [Node] { (1...nodes).map(node) }
     var certificates: String { Self.join(directory, "certificates") }
+    /// The cluster CA, which clients trust: every node serves clients with its peer certificate.
+    var caFile: String { Self.join(certificates, DevelopmentCluster.caFileName) }
+    /// A file of the certificates folder, by the folder's path as the user wrote it.
+    func certificateFile(_ path: String) -> String { Self.join(certificates, URL(fileURLWithPath: path).lastPathComponent) }
+    /// The dev identity key every node of the cluster shares (`serve --dev-identity`): a
+    /// client's `--node-data <directory>` finds it in any node's hint.
+    var devIdentity: String { Self.join(directory, LocalNode.Files.devIdentity) }
+
+    /// Users of the chat hints, one per node.
+    static let users = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan"]
+
+    /// The user of node `index`'s chat hint and the one it talks to (the next node's).
+    func chatUsers(_ index: Int) -> (user: String, with: String) {
+        (Self.users[(index - 1) % Self.users.count], Self.users[index % nodes % Self.users.count])
+    }
 
     /// `lamina-node serve` arguments for node `index`: its listeners, its id, the cluster CA,
     /// its peer certificate, and every other node as a peer to dial.
@@ -54,10 +71,19 @@ struct ClusterLayout {
             "serve", "--data-dir", me.dataDirectory,
             "--listen", "\(Self.host):\(me.syncPort)", "--admin", "\(Self.host):\(me.adminPort)",
             "--node-id", String(me.id.rawValue, radix: 16), "--peer-listen", "\(Self.host):\(me.peerPort)", "--cluster", cluster,
-            "--peer-ca", ca, "--peer-certificate", certificate, "--peer-key", key, "--log-level", logLevel,
+            "--peer-ca", ca, "--peer-certificate", certificate, "--peer-key", key,
+            "--certificate", certificate, "--key", key, "--dev-identity", devIdentity, "--log-level", logLevel,
         ]
         for other in all where other.index != index { arguments += ["--peer", other.peerURL] }
         return arguments
+    }
+
+    /// `words` as one line a POSIX shell runs as they are (quoted where needed).
+    static func shellCommand(_ words: [String]) -> String {
+        words.map { word in
+            let plain = !word.isEmpty && word.allSatisfy { $0.isLetter || $0.isNumber || "-_./:=@,+".contains($0) }
+            return plain ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }.joined(separator: " ")
     }
 
     private static func join(_ directory: String, _ name: String) -> String {

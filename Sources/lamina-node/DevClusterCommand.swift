@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LaminaLocalNode
 import LaminaModel
 import LaminaNode
 
@@ -21,7 +22,11 @@ struct DevCluster: AsyncParsableCommand {
             Node i (1...N) has node id i, data in <directory>/node-<i>, and listens on 127.0.0.1: sync on \
             base + 10·(i−1), admin on the next port, peers on the one after (default base \(ClusterLayout.defaultBasePort): \
             node-1 7450/7451/7452, node-2 7460/7461/7462, ...). Every node dials every other; the cluster CA and the \
-            nodes' peer certificates are in <directory>/certificates (made when missing, kept between runs).             The cluster stops on Ctrl-C or SIGTERM, and when the process that started it exits.
+            nodes' peer certificates are in <directory>/certificates (made when missing, kept between runs); each node \
+            serves clients with its peer certificate too (trust <directory>/certificates/cluster-ca.pem), and all share one \
+            dev identity key, <directory>/dev-identity, so a client moves between nodes with the same --node-data <directory>. \
+            Each node's full serve command is printed: stop one (kill <pid>) and run it again alone. \
+            The cluster stops on Ctrl-C or SIGTERM, and when the process that started it exits.
             """)
 
     @Option(help: "Nodes, \(ClusterLayout.nodeCounts.lowerBound)...\(ClusterLayout.nodeCounts.upperBound).")
@@ -30,8 +35,8 @@ struct DevCluster: AsyncParsableCommand {
     var basePort = ClusterLayout.defaultBasePort
     @Option(help: "The cluster's folder: data directories and certificates.")
     var directory = "./.lamina-cluster"
-    @Option(help: "The cluster's name.")
-    var cluster = "lamina-dev"
+    @Option(help: "The cluster's name (serve's default too).")
+    var cluster = PeerSettings().cluster
     @Option(help: "The nodes' log level (their log lines are prefixed [node-<i>]).")
     var logLevel = "notice"
     @Option(help: "Seconds to wait for every node to serve.")
@@ -49,7 +54,9 @@ struct DevCluster: AsyncParsableCommand {
     func run() async throws {
         let layout = ClusterLayout(nodes: nodes, basePort: basePort, directory: directory)
         let certificates = URL(fileURLWithPath: layout.certificates)
-        let ca = try DevelopmentCluster.certificateAuthority(in: certificates).certificate
+        _ = try DevelopmentCluster.certificateAuthority(in: certificates)
+        // Made before the nodes start, so that they do not race to create it.
+        _ = try DevIdentityProvider.loadOrCreate(in: URL(fileURLWithPath: layout.devIdentity))
         guard let binary = Bundle.main.executablePath else { throw ValidationError("cannot find this lamina-node's executable") }
 
         signal(SIGTERM, SIG_IGN)
@@ -67,9 +74,14 @@ struct DevCluster: AsyncParsableCommand {
         ParentWatch.start { continuation.yield(.parentExited) }
 
         var members: [ClusterMember] = []
+        var commands: [Int: String] = [:]
         for node in layout.all {
             let files = try DevelopmentCluster.nodeCertificate(for: node.id, in: certificates)
-            let arguments = layout.serveArguments(node.index, cluster: cluster, certificate: files.certificate, key: files.key, ca: ca, logLevel: logLevel)
+            // Paths under the cluster's folder as the user wrote it, so the printed command reads as the others.
+            let arguments = layout.serveArguments(
+                node.index, cluster: cluster, certificate: layout.certificateFile(files.certificate), key: layout.certificateFile(files.key),
+                ca: layout.caFile, logLevel: logLevel)
+            commands[node.index] = ClusterLayout.shellCommand(["swift", "run", "lamina-node"] + arguments)
             do {
                 members.append(try ClusterMember.launch(node, binary: binary, arguments: arguments, events: continuation))
             } catch {
@@ -91,13 +103,13 @@ struct DevCluster: AsyncParsableCommand {
             switch event {
             case .serving(let index):
                 serving.insert(index)
-                print(Self.describe(members[index - 1], layout: layout))
+                print(Self.describe(members[index - 1], layout: layout, command: commands[index] ?? ""))
                 if serving.count == nodes {
                     timeout.cancel()
                     print("""
                         The cluster is up: \(nodes) nodes, each dialing the others (links form within seconds; \
                         GET /replication on an admin port shows them and the digest, equal on every node once converged).
-                        Stop one node alone with kill <pid> (or kill -9): the others keep running; start the cluster again and it catches up.
+                        Stop one node alone with kill <pid> (or kill -9): the others keep running; run its serve: command and it catches up.
                         Stop all: Ctrl-C or SIGTERM.
                         """)
                 }
@@ -136,17 +148,20 @@ struct DevCluster: AsyncParsableCommand {
         if failure != nil { throw ExitCode(1) }
     }
 
-    /// The block printed when a node serves: its addresses and how to chat through it.
-    static func describe(_ member: ClusterMember, layout: ClusterLayout) -> String {
+    /// The block printed when a node serves: its addresses, the command that runs it alone,
+    /// and how to chat through it (each node's hint names other users).
+    static func describe(_ member: ClusterMember, layout: ClusterLayout, command: String) -> String {
         let node = member.node
+        let (user, other) = layout.chatUsers(node.index)
         return """
             \(node.name) (node id \(String(node.id.rawValue, radix: 16)), pid \(member.pid)) is serving.
               sync:   \(node.syncURL)\(NodeServer.syncPath)
               admin:  \(node.adminURL)/replication  \(node.adminURL)/metrics  \(node.adminURL)/health
               peers:  \(node.peerURL)\(PeerService.path)
               data:   \(node.dataDirectory)
-              chat:   swift run lamina chat --user alice --with bob --node \(node.syncURL) --node-data \(node.dataDirectory) \
-            --data \(layout.directory)/client-\(node.index)
+              serve:  \(command)
+              chat:   swift run lamina chat --user \(user) --with \(other) --node \(node.syncURL) --node-data \(layout.directory) \
+            --ca \(layout.caFile) --data \(layout.directory)/client-\(node.index)
             """
     }
 

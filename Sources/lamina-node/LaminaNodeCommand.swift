@@ -18,7 +18,7 @@ struct LaminaNodeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lamina-node",
         abstract: "The Lamina relay node. With no arguments: a development node on 127.0.0.1:7443, data in ./.lamina.",
-        subcommands: [Serve.self, Token.self, DevCluster.self],
+        subcommands: [Serve.self, Token.self, DevCluster.self, PeerCertificate.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -70,6 +70,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Do not trust the dev identity provider.")
     var noDevIdentityProvider = false
 
+    @Option(help: "The dev identity provider's key directory (made when missing; default <data-dir>/dev-identity). Nodes given the same one accept each other's development tokens.")
+    var devIdentity: String?
+
     @Option(help: "Largest inbound frame payload in bytes.") var maxFrameSize: Int?
     @Option(help: "Outbound bytes queued per session before a slow consumer is disconnected.") var maxOutboundBytes: Int?
     @Option(help: "Seconds without an inbound frame before a session is closed.") var idleTimeout: Int?
@@ -102,11 +105,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
-    @Option(help: "This node's id, in hex (default: made at first start and kept in the data directory).")
+    @Option(help: "This node's id, in hexadecimal: 1...ffffffffffffffff, e.g. 2a for 42 (default: made at first start and kept in the data directory).")
     var nodeID: String?
     @Option(help: "Peer listener address, host:port (mutual TLS, POST /v1/peer); peering is off without it.")
     var peerListen: String?
-    @Option(help: "The cluster's name; nodes of another cluster are refused (default lamina).")
+    @Option(help: "The cluster's name; nodes of another cluster are refused (default \(PeerSettings().cluster), as dev-cluster).")
     var cluster: String?
     @Option(name: .customLong("peer"), help: "A peer's listener, https://host:port (repeatable): this node dials it.")
     var peerURLs: [String] = []
@@ -137,6 +140,7 @@ struct Serve: AsyncParsableCommand {
             configuration.identityProviders.append(try Self.parseProvider(spec))
         }
         if noDevIdentityProvider { configuration.devIdentityProvider = false }
+        if let devIdentity { configuration.devIdentityDirectory = devIdentity }
         if let maxFrameSize { configuration.limits.maxFrameSize = maxFrameSize }
         if let maxOutboundBytes { configuration.limits.maxOutboundBytes = maxOutboundBytes }
         if let idleTimeout { configuration.limits.idleTimeoutSeconds = idleTimeout }
@@ -149,7 +153,7 @@ struct Serve: AsyncParsableCommand {
         if let unreferencedContentAge { configuration.content.unreferencedContentAgeSeconds = unreferencedContentAge }
         if let contentSweepInterval { configuration.content.sweepIntervalSeconds = contentSweepInterval }
         if let nodeID {
-            guard let id = UInt64(nodeID, radix: 16), id != 0 else { throw ValidationError("--node-id must be a non-zero hex number") }
+            guard let id = UInt64(nodeID, radix: 16), id != 0 else { throw ValidationError("--node-id must be a non-zero hexadecimal number (1...ffffffffffffffff), not \(nodeID)") }
             configuration.nodeID = id
         }
         if let peerListen { (configuration.peers.host, configuration.peers.port) = try Self.parseAddress(peerListen, what: "--peer-listen") }
@@ -225,7 +229,9 @@ struct Serve: AsyncParsableCommand {
             lines.append("  identity:    dev provider '\(DevIdentityProvider.providerID)', key in \(prepared.devIdentityKeyDirectory.path)")
             lines.append("  a token:     ask the node for a nonce (NONCE_REQUEST), then")
             lines.append(
-                "               lamina-node token --data-dir \(prepared.dataDirectory.path) --user alice --nonce <nonce>")
+                "               lamina-node token "
+                    + (server.configuration.devIdentityDirectory.map { "--dev-identity \($0)" } ?? "--data-dir \(prepared.dataDirectory.path)")
+                    + " --user alice --nonce <nonce>")
             lines.append("  chat:        \(Self.chatCommand(server))   (README: Try it)")
         }
         if let api = server.serverAPICredentials {
@@ -290,10 +296,13 @@ struct Token: AsyncParsableCommand {
     @Option(help: "The user id (prn).") var user: String
     @Option(help: "The nonce the node sent (NONCE frame).") var nonce: String
     @Option(help: "Display name claim.") var displayName: String?
+    @Option(help: "The dev identity key directory the node was given (serve --dev-identity); default <data-dir>/dev-identity.")
+    var devIdentity: String?
 
     func run() async throws {
         let configuration = try data.configuration()
-        let directory = configuration.dataDirectoryURL.appendingPathComponent(NodeBootstrap.Files.devIdentity)
+        let directory = devIdentity.map { URL(fileURLWithPath: $0) }
+            ?? configuration.dataDirectoryURL.appendingPathComponent(NodeBootstrap.Files.devIdentity)
         guard FileManager.default.fileExists(atPath: directory.path) else {
             throw ValidationError("no dev identity key in \(directory.path): start the node once first")
         }

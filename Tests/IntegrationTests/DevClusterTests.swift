@@ -22,16 +22,21 @@ import Glibc
         let cluster = try DevClusterProcess(in: directory, arguments: ["dev-cluster", "--nodes", "2", "--base-port", "\(base)"])
         try await cluster.waitUntil("both nodes serve", timeout: .seconds(120)) { $0.components(separatedBy: "is serving").count - 1 == 2 }
         let text = cluster.printed
-        for (i, sync) in [(1, base), (2, base + 10)] {
+        for (i, sync, user, other) in [(1, base, "alice", "bob"), (2, base + 10, "bob", "alice")] {
             #expect(text.contains("node-\(i) (node id \(i), pid"))
             #expect(text.contains("https://127.0.0.1:\(sync)/v1/sync"))
             #expect(text.contains("http://127.0.0.1:\(sync + 1)/replication"))
-            #expect(text.contains("--node https://127.0.0.1:\(sync) --node-data ./.lamina-cluster/node-\(i)"))
+            // Each node's hint names its own user, and every node trusts one dev key and one CA.
+            #expect(text.contains("--user \(user) --with \(other) --node https://127.0.0.1:\(sync) --node-data ./.lamina-cluster --ca ./.lamina-cluster/certificates/cluster-ca.pem"))
+            // The command that runs the node alone.
+            #expect(text.contains("serve:  swift run lamina-node serve --data-dir ./.lamina-cluster/node-\(i) --listen 127.0.0.1:\(sync)"))
         }
+        #expect(text.contains("cluster 'lamina'"))
 
-        // A conversation and a message on node 1 (a user of its dev identity provider).
-        let nodeData = directory.appendingPathComponent(".lamina-cluster/node-1")
-        let dev = try DevIdentityProvider.loadOrCreate(in: nodeData.appendingPathComponent(LocalNode.Files.devIdentity))
+        // A conversation and a message on node 1 (a user of the cluster's shared dev identity
+        // provider; TLS with the cluster CA).
+        let clusterFolder = directory.appendingPathComponent(".lamina-cluster")
+        let dev = try DevIdentityProvider.loadOrCreate(in: clusterFolder.appendingPathComponent(LocalNode.Files.devIdentity))
         // Connecting is retried briefly: a loaded run may refuse the first attempt.
         var connected: SyncTestClient?
         var lastError: (any Error)?
@@ -39,7 +44,7 @@ import Glibc
         while connected == nil, ContinuousClock.now < connectDeadline {
             do {
                 connected = try await SyncTestClient.connect(
-                    url: "https://127.0.0.1:\(base)", caFile: nodeData.appendingPathComponent(LocalNode.Files.certificate).path)
+                    url: "https://127.0.0.1:\(base)", caFile: clusterFolder.appendingPathComponent("certificates/cluster-ca.pem").path)
             } catch {
                 lastError = error
                 try await Task.sleep(for: .milliseconds(200))

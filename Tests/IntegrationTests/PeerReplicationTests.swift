@@ -91,10 +91,10 @@ import Testing
             events.contains { if case .failed(let e) = $0 { e.code == .wrongCluster } else { false } }
         }
         let failure = events.all.compactMap { if case .failed(let e) = $0 { e } else { nil } }.first
-        #expect(failure?.reason.contains("\"lamina-dev\"") == true && failure?.reason.contains("\"another-cluster\"") == true, "\(String(describing: failure))")
+        #expect(failure?.reason.contains("\"lamina\"") == true && failure?.reason.contains("\"another-cluster\"") == true, "\(String(describing: failure))")
         #expect(!events.all.contains(.state(.live)))
 
-        let member = try ClientHarness.device("bob", on: b) { $0.cluster = "lamina-dev" }
+        let member = try ClientHarness.device("bob", on: b) { $0.cluster = "lamina" }
         _ = try await ClientHarness.connectLive(member, on: b)
         try await stray.close()
         try await member.close()
@@ -109,7 +109,7 @@ import Testing
         let (a, b, certificates) = try await Self.cluster("peer-parked")
         let nodeC = NodeID(0xC3)
         let peer = try await Self.rawPeer(to: a, as: nodeC, certificates: certificates)
-        peer.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "lamina-dev")), .versionVector(VersionVector()))
+        peer.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "lamina")), .versionVector(VersionVector()))
         /// Waits for A's PEER_ACK that holds `counter` of node C (fails on an ERROR).
         func acknowledged(_ counter: UInt64) async throws -> Bool {
             while true {
@@ -183,7 +183,7 @@ import Testing
 
         // A node id its certificate does not name.
         let impostor = try await Self.rawPeer(to: a, as: nodeC, certificates: certificates)
-        impostor.send(.peerHello(PeerHello(nodeID: Self.nodeB, cluster: "lamina-dev")))
+        impostor.send(.peerHello(PeerHello(nodeID: Self.nodeB, cluster: "lamina")))
         #expect(try await Self.fatalCode(impostor) == .forbidden)
 
         // A client frame on a peer stream.
@@ -193,7 +193,7 @@ import Testing
 
         // A gap in an origin's counters.
         let gappy = try await Self.rawPeer(to: a, as: nodeC, certificates: certificates)
-        gappy.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "lamina-dev")), .versionVector(VersionVector()))
+        gappy.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "lamina")), .versionVector(VersionVector()))
         let stray = ReplicatedOperation(
             origin: nodeC, counter: 5, hlc: HLCTimestamp(physical: 1_000, logical: 0, node: nodeC),
             event: .statusUpTo(StatusUpTo(conversationID: .random(), user: "x", status: .read, upTo: HLCTimestamp(physical: 1, logical: 0, node: nodeC))))
@@ -206,7 +206,7 @@ import Testing
             let anonymous = try await SyncTestClient.connect(
                 url: "https://127.0.0.1:\(a.server.peers!.transport.port)",
                 caFile: try DevelopmentCluster.certificateAuthority(in: certificates).certificate, path: PeerService.path)
-            anonymous.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "lamina-dev")))
+            anonymous.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "lamina")))
             await #expect(throws: (any Error).self) { _ = try await anonymous.nextFrame() }
             await anonymous.close()
         } catch {
@@ -394,7 +394,7 @@ import Testing
         let bFiles = try DevelopmentCluster.nodeCertificate(for: Self.nodeB, in: certificates)
         let ca = try DevelopmentCluster.certificateAuthority(in: certificates).certificate
         let bArguments = [
-            "--node-id", String(Self.nodeB.rawValue, radix: 16), "--peer-listen", "127.0.0.1:0", "--cluster", "lamina-dev",
+            "--node-id", String(Self.nodeB.rawValue, radix: 16), "--peer-listen", "127.0.0.1:0", "--cluster", "lamina",
             "--peer", "https://127.0.0.1:\(a.server.peers!.transport.port)", "--peer-ca", ca,
             "--peer-certificate", bFiles.certificate, "--peer-key", bFiles.key,
         ]

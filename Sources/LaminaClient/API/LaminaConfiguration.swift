@@ -41,6 +41,13 @@ public struct LaminaConfiguration: Hashable, Sendable {
     public var historyPageSize: Int = SyncSession.defaultHistoryPageSize
     /// Tunables of the local store.
     public var store = StoreConfiguration()
+    /// Liveness of the connection to the node (SPEC §1.1): after this many seconds without a
+    /// byte from the node an HTTP/2 PING goes out, and the connection is dropped (and
+    /// reconnected by ``reconnect``) when its ACK is not back within
+    /// ``pingDeadlineSeconds``: a node that vanished without a reset (network gone) is noticed
+    /// within their sum, not TCP's minutes. 1...3600 each.
+    public var pingAfterQuietSeconds = 30
+    public var pingDeadlineSeconds = 10
 
     public init(nodeURL: URL, trust: Trust, dataDirectory: URL, agent: String = "lamina-swift/1", reconnect: ReconnectPolicy = ReconnectPolicy()) {
         self.nodeURL = nodeURL
@@ -73,5 +80,8 @@ public struct LaminaConfiguration: Hashable, Sendable {
         }
         try synchronizationPolicy.validate()
         try SyncSession.validateHistoryPageSize(historyPageSize)
+        guard (1...3_600).contains(pingAfterQuietSeconds), (1...3_600).contains(pingDeadlineSeconds) else {
+            throw ClientError(.invalidSetting, "pingAfterQuietSeconds and pingDeadlineSeconds are 1...3600")
+        }
     }
 }

@@ -39,8 +39,11 @@ public enum TransportSyncConnector {
             throw ClientError(.invalidSetting, "the TLS trust settings do not load: \(error)")
         }
         let url = configuration.nodeURL.absoluteString
-        return { () throws(ClientError) -> any FrameChannel in
-            let stream = try await TransportSyncStream.open(url: url, tls: tls, group: group, highWater: highWater)
+        var settings = HTTP2Settings()
+        settings.liveness = HTTP2Liveness(
+            pingAfterQuiet: .seconds(Int64(configuration.pingAfterQuietSeconds)), ackDeadline: .seconds(Int64(configuration.pingDeadlineSeconds)))
+        return { [settings] () throws(ClientError) -> any FrameChannel in
+            let stream = try await TransportSyncStream.open(url: url, tls: tls, settings: settings, group: group, highWater: highWater)
             let channel = FramedChannel(stream, limits: limits)
             guard let link else { return channel }
             link.connected(stream.connection)
@@ -114,9 +117,9 @@ final class TransportSyncStream: SyncByteStream, @unchecked Sendable {
         self.iterator = body.makeAsyncIterator()
     }
 
-    static func open(url: String, tls: TLSContext, group: EventLoopGroup, highWater: Int) async throws(ClientError) -> TransportSyncStream {
+    static func open(url: String, tls: TLSContext, settings: HTTP2Settings = HTTP2Settings(), group: EventLoopGroup, highWater: Int) async throws(ClientError) -> TransportSyncStream {
         let connection: TransportConnection
-        do { connection = try await TransportConnection.connect(to: url, tls: tls, group: group) } catch {
+        do { connection = try await TransportConnection.connect(to: url, tls: tls, settings: settings, group: group) } catch {
             throw ClientError(.disconnected, "cannot connect to \(url): \(error)")
         }
         do {

@@ -12,10 +12,14 @@ public enum DevelopmentCluster {
         public var key: String
     }
 
+    /// The CA's certificate and key file names in a cluster's certificate folder.
+    public static let caFileName = "cluster-ca.pem"
+    public static let caKeyFileName = "cluster-ca-key.pem"
+
     /// The CA's files in `directory` (made when missing).
     public static func certificateAuthority(in directory: URL) throws -> NodeFiles {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let files = NodeFiles(certificate: directory.appendingPathComponent("cluster-ca.pem").path, key: directory.appendingPathComponent("cluster-ca-key.pem").path)
+        let files = NodeFiles(certificate: directory.appendingPathComponent(caFileName).path, key: directory.appendingPathComponent(caKeyFileName).path)
         if !FileManager.default.fileExists(atPath: files.certificate) {
             try DevelopmentCertificate.generate(
                 commonName: "lamina development cluster CA", hosts: [], validDays: 365, certificatePath: files.certificate, privateKeyPath: files.key)
@@ -38,7 +42,7 @@ public enum DevelopmentCluster {
 
     /// Peer settings for `node` in the development cluster of `directory`, listening on
     /// `host:port` and dialing `peers`.
-    public static func settings(for node: NodeID, host: String = "127.0.0.1", port: Int, peers: [String], cluster: String = "lamina-dev",
+    public static func settings(for node: NodeID, host: String = "127.0.0.1", port: Int, peers: [String], cluster: String = PeerSettings().cluster,
                                 in directory: URL) throws -> PeerSettings {
         let files = try nodeCertificate(for: node, hosts: [host, "localhost"], in: directory)
         var settings = PeerSettings()

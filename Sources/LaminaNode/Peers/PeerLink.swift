@@ -32,6 +32,8 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     private let certified: NodeID
     private let logger: Logger
     private let onClose: @Sendable (PeerLink) -> Void
+    /// Told once the session is up: both hellos agreed and the peer's VERSION_VECTOR arrived.
+    private let onUp: @Sendable (PeerLink) -> Void
 
     private struct State {
         var decoder = FrameDecoder(limits: WireLimits.default)
@@ -44,6 +46,9 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
         var closed = false
         var applying: Task<Void, Never>?
         var pump: Task<Void, Never>?
+        /// Whether this side's PEER_HELLO and VERSION_VECTOR have gone out: no REPLICATE before
+        /// them (the peer's vector can arrive first).
+        var introduced = false
         /// Operations applied from this link and sent over it (for metrics and tests).
         var received = 0
         var sent = 0
@@ -52,6 +57,8 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
         var ours = VersionVector()
         /// Since when the peer has lacked something this node holds (nil: caught up).
         var laggingSince: ContinuousClock.Instant?
+        /// Why the link ended (set once it has).
+        var endReason: String?
     }
     private let state = NIOLockedValueBox(State())
     /// Wakes the pump when an acknowledgement frees room.
@@ -60,12 +67,13 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     let closed: EventLoopPromise<Void>
 
     init(stream: TransportStream, engine: NodeEngine, local: PeerHello, certified: NodeID, logger: Logger,
-         onClose: @escaping @Sendable (PeerLink) -> Void) {
+         onUp: @escaping @Sendable (PeerLink) -> Void, onClose: @escaping @Sendable (PeerLink) -> Void) {
         self.stream = stream
         self.engine = engine
         self.local = local
         self.certified = certified
         self.logger = logger
+        self.onUp = onUp
         self.onClose = onClose
         self.closed = stream.eventLoop.makePromise(of: Void.self)
     }
@@ -81,6 +89,10 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     /// The peer's node id once its PEER_HELLO arrived.
     var remoteNode: NodeID? { state.withLockedValue { $0.remote?.nodeID } }
     var isClosed: Bool { state.withLockedValue { $0.closed } }
+    /// Whether the session came up (the peer's VERSION_VECTOR arrived), even if it has ended since.
+    var cameUp: Bool { state.withLockedValue { $0.theirs != nil } }
+    /// Why the link ended, once it has: "no PING ACK in 2 s", "the peer ended the session", ...
+    var endReason: String? { state.withLockedValue { $0.endReason } }
     /// Operations applied from this link so far, and sent over it.
     var counts: (received: Int, sent: Int) { state.withLockedValue { ($0.received, $0.sent) } }
 
@@ -110,9 +122,21 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
         do {
             let vector = try await engine.versionVector()
             send([.peerHello(local), .versionVector(vector)])
+            state.withLockedValue { $0.introduced = true }
+            startPumpIfReady()
         } catch {
             fail(WireError(.internalError, "cannot read the version vector: \(error)"))
         }
+    }
+
+    /// Starts sending REPLICATE frames once both sides' vectors are out: ours sent, theirs received.
+    private func startPumpIfReady() {
+        let started: Bool = state.withLockedValue { s in
+            guard s.introduced, s.theirs != nil, s.pump == nil, !s.closed else { return false }
+            s.pump = Task { await self.runPump() }
+            return true
+        }
+        if started { onUp(self) }
     }
 
     // MARK: TransportStreamDelegate (event loop)
@@ -120,7 +144,7 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     func streamDidReceiveHeaders(_ stream: TransportStream, headers: HeaderFields) {
         guard headers[":status"] == "200" else {
             logger.warning("peer refused the session", metadata: ["status": "\(headers[":status"] ?? "?")"])
-            close(reset: true)
+            close(reset: true, reason: "the peer refused the session (status \(headers[":status"] ?? "?"))")
             return
         }
     }
@@ -141,12 +165,12 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     }
 
     func streamDidReceiveEnd(_ stream: TransportStream, trailers: HeaderFields?) {
-        close(reset: false)
+        close(reset: false, reason: "the peer ended the session")
     }
 
     func streamDidClose(_ stream: TransportStream, error: TransportError?) {
         if let error { logger.info("peer stream closed", metadata: ["error": "\(error)"]) }
-        close(reset: false)
+        close(reset: false, reason: error?.reason ?? "the stream closed")
     }
 
     private func receive(_ frame: Frame) {
@@ -175,8 +199,7 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
                 return true
             }
             guard start else { return fail(WireError(.unexpectedFrame, "VERSION_VECTOR out of order")) }
-            let pump = Task { await self.runPump() }
-            state.withLockedValue { $0.pump = pump }
+            startPumpIfReady()
         case .replicate(let replicate):
             guard state.withLockedValue({ $0.theirs != nil }) else { return fail(WireError(.unexpectedFrame, "REPLICATE before VERSION_VECTOR")) }
             enqueueApply(replicate.operations)
@@ -191,7 +214,7 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             room.notify()
         case .error(let error):
             logger.warning("peer sent an error", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
-            if error.isFatal { close(reset: false) }
+            if error.isFatal { close(reset: false, reason: "the peer sent \(error.code): \(error.reason)") }
         default:
             fail(WireError(.unexpectedFrame, "\(frame.type.name) is not a peer frame"))
         }
@@ -308,13 +331,14 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
         frame.isFatal = true  // every error ends a peer session (SPEC §9)
         send([.error(frame)])
         stream.finish()
-        close(reset: false)
+        close(reset: false, reason: "\(error.code): \(error.reason)")
     }
 
-    private func close(reset: Bool) {
+    private func close(reset: Bool, reason: String) {
         let first: Bool = state.withLockedValue { s in
             guard !s.closed else { return false }
             s.closed = true
+            s.endReason = reason
             s.pump?.cancel()
             return true
         }

@@ -42,6 +42,8 @@ public final class PeerService: Sendable {
         var nodes: [String: NodeID] = [:]
         /// The peer listener of each node that dialed this one, as it named it.
         var listeners: [NodeID: String] = [:]
+        /// Since when each peer whose link was lost has had none (logged when it is back).
+        var lostSince: [NodeID: ContinuousClock.Instant] = [:]
     }
     private let state = NIOLockedValueBox(State())
     /// Fetches the rich content of replicated messages from peers (nil without a content service).
@@ -83,6 +85,7 @@ public final class PeerService: Sendable {
         var http2 = HTTP2Settings()
         http2.initialStreamWindow = 1 << 20
         http2.openedStreamWindow = 1 << 20
+        http2.liveness = settings.liveness
         let transport = try await TransportServer.start(
             host: settings.host, port: settings.port, tls: serverTLS, router: router, settings: http2, group: group).get()
         let service = PeerService(engine: engine, settings: settings, hello: hello, clientTLS: clientTLS, group: group, logger: logger, transport: transport)
@@ -98,7 +101,10 @@ public final class PeerService: Sendable {
             let task = Task { await service.dial(url) }
             service.state.withLockedValue { $0.dialers.append(task) }
         }
-        logger.info("peering", metadata: ["listen": "\(settings.host):\(transport.port)", "cluster": "\(settings.cluster)", "peers": "\(settings.peers)"])
+        logger.info("peering", metadata: [
+            "listen": "\(settings.host):\(transport.port)", "cluster": "\(settings.cluster)", "peers": "\(settings.peers)",
+            "liveness": "\(settings.liveness)",
+        ])
         return service
     }
 
@@ -171,7 +177,8 @@ public final class PeerService: Sendable {
             stream.sendHeaders(HeaderFields([(":status", "403")]), endStream: true)
             return
         }
-        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger) { [weak self] in self?.remove($0) }
+        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger,
+                            onUp: { [weak self] in self?.up($0, node: node, direction: "accepted") }, onClose: { [weak self] in self?.remove($0) })
         if let url = Self.listener(of: stream) { state.withLockedValue { $0.listeners[node] = url } }
         guard register(link, node: node, dialer: node) else {
             link.discard()
@@ -201,34 +208,77 @@ public final class PeerService: Sendable {
         return keep
     }
 
-    private func remove(_ link: PeerLink) {
-        state.withLockedValue { s in
-            for (node, entry) in s.links where entry.link === link { s.links[node] = nil }
+    /// A kept link's session came up: logged, as the return of a lost one when it is.
+    private func up(_ link: PeerLink, node: NodeID, direction: String) {
+        let down: Duration?? = state.withLockedValue { s in
+            guard s.links[node]?.link === link else { return nil }  // replaced meanwhile
+            return .some(s.lostSince.removeValue(forKey: node).map { ContinuousClock.now - $0 })
         }
+        guard let down else { return }
+        if let down {
+            logger.notice("peer link to \(Self.name(node)) restored after \(Self.seconds(down)) down (\(direction))")
+        } else {
+            logger.notice("peer link to \(Self.name(node)) up (\(direction))")
+        }
+    }
+
+    /// Forgets a link that ended; one whose session had come up and that was the pair's link
+    /// is logged as lost (the dialers redial it, ``dial(_:)``).
+    private func remove(_ link: PeerLink) {
+        let lost: NodeID? = state.withLockedValue { s in
+            guard let node = s.links.first(where: { $0.value.link === link })?.key else { return nil }
+            s.links[node] = nil
+            guard !s.stopped, link.cameUp else { return nil }
+            if s.lostSince[node] == nil { s.lostSince[node] = .now }
+            return node
+        }
+        if let lost {
+            logger.warning("peer link to \(Self.name(lost)) lost: \(link.endReason ?? "closed")")
+        }
+    }
+
+    /// A node id as the logs, metrics and certificates write it (hex).
+    static func name(_ node: NodeID) -> String { String(node.rawValue, radix: 16) }
+
+    static func seconds(_ duration: Duration) -> String {
+        let ms = duration.components.seconds * 1_000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return "\(Double(ms) / 1_000) s"
     }
 
     // MARK: dialing
 
+    /// Dials `url` until the service stops: after a link ends, again from the backoff's
+    /// minimum; after a failed attempt, after twice the last wait (up to the maximum), each
+    /// wait jittered between half and all of it.
     private func dial(_ url: String) async {
         var delay = settings.reconnectMinimumMilliseconds
         while !Task.isCancelled, !state.withLockedValue({ $0.stopped }) {
-            let started = ContinuousClock.now
+            var linked = false
             do {
-                try await session(with: url)
+                linked = try await session(with: url)
             } catch {
-                logger.info("peer session ended", metadata: ["peer": "\(url)", "error": "\(error)"])
+                logger.info("peer dial failed", metadata: ["peer": "\(url)", "error": "\(error)", "next_attempt_ms": "\(delay)"])
             }
-            // A session that lasted resets the backoff; a failing peer is retried ever more slowly.
-            if ContinuousClock.now - started > .seconds(10) { delay = settings.reconnectMinimumMilliseconds }
-            let jittered = Int.random(in: delay / 2...delay)
-            try? await Task.sleep(for: .milliseconds(jittered))
-            delay = min(delay * 2, settings.reconnectMaximumMilliseconds)
+            if linked {
+                delay = settings.reconnectMinimumMilliseconds
+                if !state.withLockedValue({ $0.stopped }) {
+                    logger.notice("redialing peer \(url) (backoff \(settings.reconnectMinimumMilliseconds) ms doubling to \(settings.reconnectMaximumMilliseconds) ms)")
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(Int.random(in: delay / 2...delay)))
+            if !linked { delay = min(delay * 2, settings.reconnectMaximumMilliseconds) }
         }
     }
 
-    /// One connection to `url` and its peer session, until it ends.
-    private func session(with url: String) async throws {
-        let connection = try await TransportConnection.connect(to: url, tls: clientTLS, group: group)
+    /// One connection to `url` and its peer session, until it ends. True when a session had
+    /// come up (this one, or the other node's that it waited for).
+    private func session(with url: String) async throws -> Bool {
+        var http2 = HTTP2Settings()
+        http2.liveness = settings.liveness
+        let connection = try await TransportConnection.connect(
+            to: url, tls: clientTLS, settings: http2, group: group,
+            connectTimeout: .milliseconds(Int64(settings.connectTimeoutMilliseconds))
+        ).get()
         defer { Task { try? await connection.close() } }
         guard let name = connection.tlsInfo.peerCommonName, let node = PeerSettings.node(fromCommonName: name) else {
             throw TransportError(.tlsHandshake, "the peer's certificate names no node (CN \(connection.tlsInfo.peerCommonName ?? "none"))")
@@ -237,17 +287,19 @@ public final class PeerService: Sendable {
         // The other node dialed us and that link is the one kept: wait for it to end.
         if let kept = state.withLockedValue({ s in s.links[node].flatMap { $0.link.isClosed || $0.dialer == engine.configuration.nodeID ? nil : $0.link } }) {
             try? await kept.closed.futureResult.get()
-            return
+            return kept.cameUp
         }
         let stream = try await connection.openStream(method: "POST", path: Self.path, headers: HeaderFields([("content-type", "application/vnd.lamina.sync")] + listenerHeaders))
-        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger) { [weak self] in self?.remove($0) }
+        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger,
+                            onUp: { [weak self] in self?.up($0, node: node, direction: "dialed") }, onClose: { [weak self] in self?.remove($0) })
         guard register(link, node: node, dialer: engine.configuration.nodeID) else {
             link.discard()
             stream.eventLoop.execute { stream.reset() }
-            return
+            return false
         }
         try await stream.eventLoop.submit { stream.delegate = link }.get()
         await link.start()
         try? await link.closed.futureResult.get()
+        return link.cameUp
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaTransport
 
 /// How a node joins a cluster of peers (SPEC §6.5). Off unless `port` is set: a node alone
 /// needs none of it.
@@ -22,13 +23,29 @@ public struct PeerSettings: Sendable, Hashable, Codable {
     public var certificateFile: String?
     public var keyFile: String?
     /// Reconnect backoff after a failed or lost session: doubles from the first to the last,
-    /// with jitter.
-    public var reconnectMinimumMilliseconds = 200
-    public var reconnectMaximumMilliseconds = 30_000
+    /// each wait drawn between half and all of it (jitter). A link that came up starts again
+    /// from the first.
+    public var reconnectMinimumMilliseconds = 100
+    public var reconnectMaximumMilliseconds = 2_000
+    /// A dial whose TCP connection is not up within this long is given up (and retried after
+    /// the backoff): a SYN lost to a partition is not left to the kernel's retransmissions
+    /// (1 s, 3 s, 7 s, ... after the first), so a healed link is back within about this plus the
+    /// backoff.
+    public var connectTimeoutMilliseconds = 2_000
+    /// Liveness of peer links, both dialed and accepted (SPEC §6.5): a link that received
+    /// nothing for `pingAfterQuietMilliseconds` is sent an HTTP/2 PING, and closed as lost when
+    /// the ACK does not arrive within `pingDeadlineMilliseconds`.
+    public var pingAfterQuietMilliseconds = 1_000
+    public var pingDeadlineMilliseconds = 2_000
 
     public init() {}
 
     public var enabled: Bool { port >= 0 }
+
+    /// The HTTP/2 liveness of peer connections.
+    public var liveness: HTTP2Liveness {
+        HTTP2Liveness(pingAfterQuiet: .milliseconds(Int64(pingAfterQuietMilliseconds)), ackDeadline: .milliseconds(Int64(pingDeadlineMilliseconds)))
+    }
 
     /// The common name a node's peer certificate carries.
     public static func commonName(of node: NodeID) -> String { "lamina-node-\(String(node.rawValue, radix: 16))" }
@@ -49,7 +66,11 @@ public struct PeerSettings: Sendable, Hashable, Codable {
                   "peering needs the cluster CA (--peer-ca), this node's peer certificate (--peer-certificate) and its key (--peer-key)")
         try check(peers.count <= 64, "at most 64 peers")
         for url in peers { try check(url.hasPrefix("https://"), "a peer is an https:// URL of its peer listener, not \(url)") }
-        try check(reconnectMinimumMilliseconds >= 10 && reconnectMinimumMilliseconds <= reconnectMaximumMilliseconds,
-                  "reconnect backoff must be 10 ms or more and minimum <= maximum")
+        try check(reconnectMinimumMilliseconds >= 10 && reconnectMinimumMilliseconds <= reconnectMaximumMilliseconds
+                    && reconnectMaximumMilliseconds <= 600_000,
+                  "reconnect backoff must be 10 ms or more, minimum <= maximum, at most 600000 ms")
+        try check((100...60_000).contains(connectTimeoutMilliseconds), "peers.connectTimeoutMilliseconds must be 100...60000")
+        try check((100...3_600_000).contains(pingAfterQuietMilliseconds), "peers.pingAfterQuietMilliseconds must be 100...3600000")
+        try check((100...600_000).contains(pingDeadlineMilliseconds), "peers.pingDeadlineMilliseconds must be 100...600000")
     }
 }

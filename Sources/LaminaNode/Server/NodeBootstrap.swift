@@ -59,7 +59,7 @@ public struct NodeBootstrap: Sendable {
         }
 
         var providers: [IdentityProvider] = []
-        let devDirectory = data.appendingPathComponent(Files.devIdentity)
+        let devDirectory = configuration.devIdentityDirectory.map { URL(fileURLWithPath: $0) } ?? data.appendingPathComponent(Files.devIdentity)
         var dev: DevIdentityProvider?
         if configuration.devIdentityProvider {
             try fm.createDirectory(at: devDirectory, withIntermediateDirectories: true)

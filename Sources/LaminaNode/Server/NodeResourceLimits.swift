@@ -32,6 +32,13 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     /// A connection whose socket takes no byte for this long (the client reads nothing) is
     /// closed and everything queued for it released (a reset could not reach it anyway).
     public var stalledConnectionTimeoutSeconds = 30
+    /// A client connection that sent nothing for this long is sent an HTTP/2 PING, and closed
+    /// when the ACK does not come back within ``clientPingDeadlineSeconds``: a device that
+    /// vanished (no reset: network gone, laptop shut) stops counting as online (its pushes
+    /// resume, its session's resources go) within their sum, not TCP's minutes. A live client
+    /// answers in its HTTP/2 library, at no cost to the app.
+    public var clientPingAfterQuietSeconds = 30
+    public var clientPingDeadlineSeconds = 10
     /// The HTTP/2 receive window a stream starts with (SETTINGS_INITIAL_WINDOW_SIZE): what a
     /// client the node does not know yet can make it buffer per stream. A sync stream's window
     /// opens to ``streamWindowBytes`` once it authenticated, an upload's once it was admitted.
@@ -85,6 +92,9 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
         try check(
             commandBudget.bytesPerSecond >= 65_536 && commandBudget.byteBurst >= 2 * 1_048_576,
             "resources.commandBytesPerUserPerSecond must be at least 65536 and commandByteBurstPerUser at least 2097152 (a largest frame)")
+        try check(
+            (1...86_400).contains(clientPingAfterQuietSeconds) && (1...3_600).contains(clientPingDeadlineSeconds),
+            "resources.clientPingAfterQuietSeconds must be 1...86400 and clientPingDeadlineSeconds 1...3600")
         try check(maxUnproductiveFramesPerSecond >= 10, "resources.maxUnproductiveFramesPerSecond must be at least 10")
         try check((1...86_400).contains(pruneIntervalSeconds), "resources.pruneIntervalSeconds must be 1...86400")
         if let problem = nonces.problem() { throw NodeServerError.configuration(problem) }

@@ -183,6 +183,9 @@ public final class NodeServer: Sendable {
         settings.drainTimeout = .seconds(Int64(configuration.drainTimeoutSeconds))
         settings.idleConnectionTimeout = .seconds(Int64(configuration.resources.idleConnectionTimeoutSeconds))
         settings.stalledWriteTimeout = .seconds(Int64(configuration.resources.stalledConnectionTimeoutSeconds))
+        settings.liveness = HTTP2Liveness(
+            pingAfterQuiet: .seconds(Int64(configuration.resources.clientPingAfterQuietSeconds)),
+            ackDeadline: .seconds(Int64(configuration.resources.clientPingDeadlineSeconds)))
         settings.initialStreamWindow = Int32(configuration.resources.initialStreamWindowBytes)
         settings.openedStreamWindow = Int32(configuration.resources.streamWindowBytes)
         settings.maxUnproductiveFramesPerSecond = configuration.resources.maxUnproductiveFramesPerSecond

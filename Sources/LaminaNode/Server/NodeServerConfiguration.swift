@@ -43,6 +43,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var identityProviders: [ProviderFile] = []
     /// Whether the dev identity provider (key in the data directory) is trusted.
     public var devIdentityProvider = true
+    /// Where the dev identity provider's key is (made there when missing); nil: `dev-identity`
+    /// in the data directory. Nodes of a development cluster share one, so a user's token
+    /// opens a session on any of them.
+    public var devIdentityDirectory: String?
     /// Per-stream limits.
     public var limits = SyncStreamLimits()
     /// Concurrent sync sessions accepted; more are refused with 503.
@@ -98,6 +102,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         if let v = file.privateKeyPath { privateKeyPath = v }
         if let v = file.identityProviders { identityProviders = v }
         if let v = file.devIdentityProvider { devIdentityProvider = v }
+        if let v = file.devIdentityDirectory { devIdentityDirectory = v }
         if let v = file.maxSessions { maxSessions = v }
         if let v = file.maxStreamsPerConnection { maxStreamsPerConnection = v }
         if let v = file.drainTimeoutSeconds { drainTimeoutSeconds = v }
@@ -121,6 +126,11 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = p.caFile { peers.caFile = v }
             if let v = p.certificateFile { peers.certificateFile = v }
             if let v = p.keyFile { peers.keyFile = v }
+            if let v = p.reconnectMinimumMilliseconds { peers.reconnectMinimumMilliseconds = v }
+            if let v = p.reconnectMaximumMilliseconds { peers.reconnectMaximumMilliseconds = v }
+            if let v = p.connectTimeoutMilliseconds { peers.connectTimeoutMilliseconds = v }
+            if let v = p.pingAfterQuietMilliseconds { peers.pingAfterQuietMilliseconds = v }
+            if let v = p.pingDeadlineMilliseconds { peers.pingDeadlineMilliseconds = v }
         }
         if let v = file.nodeID {
             guard let id = UInt64(v, radix: 16), id != 0 else { throw NodeServerError.configuration("nodeID must be a non-zero hex number, not \(v)") }
@@ -146,6 +156,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             if let v = r.fileDescriptorReserve { resources.fileDescriptorReserve = v }
             if let v = r.idleConnectionTimeoutSeconds { resources.idleConnectionTimeoutSeconds = v }
             if let v = r.stalledConnectionTimeoutSeconds { resources.stalledConnectionTimeoutSeconds = v }
+            if let v = r.clientPingAfterQuietSeconds { resources.clientPingAfterQuietSeconds = v }
+            if let v = r.clientPingDeadlineSeconds { resources.clientPingDeadlineSeconds = v }
             if let v = r.initialStreamWindowBytes { resources.initialStreamWindowBytes = v }
             if let v = r.nodeOutboundBudgetBytes { resources.nodeOutboundBudgetBytes = v }
             if let v = r.minimumOutboundShareBytes { resources.minimumOutboundShareBytes = v }
@@ -225,6 +237,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var fileDescriptorReserve: Int?
             var idleConnectionTimeoutSeconds: Int?
             var stalledConnectionTimeoutSeconds: Int?
+            var clientPingAfterQuietSeconds: Int?
+            var clientPingDeadlineSeconds: Int?
             var initialStreamWindowBytes: Int?
             var nodeOutboundBudgetBytes: Int?
             var minimumOutboundShareBytes: Int?
@@ -250,6 +264,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         var privateKeyPath: String?
         var identityProviders: [ProviderFile]?
         var devIdentityProvider: Bool?
+        var devIdentityDirectory: String?
         var maxSessions: Int?
         var maxStreamsPerConnection: UInt32?
         var drainTimeoutSeconds: Int?
@@ -277,6 +292,11 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             var caFile: String?
             var certificateFile: String?
             var keyFile: String?
+            var reconnectMinimumMilliseconds: Int?
+            var reconnectMaximumMilliseconds: Int?
+            var connectTimeoutMilliseconds: Int?
+            var pingAfterQuietMilliseconds: Int?
+            var pingDeadlineMilliseconds: Int?
         }
         var peers: PeersFile?
         var nodeID: String?

@@ -32,20 +32,28 @@ final class NodeProcess: Sendable {
     private let exited: PromiseBox<Int32>
     private let serving: PromiseBox<Void>
 
-    /// Starts the node on free ports with `arguments` added, and waits until it serves.
-    static func start(in directory: URL, arguments: [String] = []) async throws -> NodeProcess {
-        let node = try NodeProcess(directory: directory, arguments: arguments)
+    /// Starts the node on free ports with `arguments` added, and waits until it serves; in
+    /// `namespace` when given (`ip netns exec`, which becomes the node: the pid is the node's).
+    static func start(in directory: URL, arguments: [String] = [], namespace: NetworkNamespace? = nil) async throws -> NodeProcess {
+        let node = try NodeProcess(directory: directory, arguments: arguments, namespace: namespace)
         try await node.serving.promise.futureResult.get()
         return node
     }
 
-    private init(directory: URL, arguments: [String]) throws {
+    private init(directory: URL, arguments: [String], namespace: NetworkNamespace?) throws {
         self.directory = directory
         syncPort = try ExecutableTests.freePort()
         adminPort = try ExecutableTests.freePort()
         let process = ChildProcess()
-        process.executableURL = try BuiltProduct.url("lamina-node")
-        process.arguments = ["--listen", "127.0.0.1:\(syncPort)", "--admin", "127.0.0.1:\(adminPort)"] + arguments
+        let binary = try BuiltProduct.url("lamina-node")
+        let all = ["--listen", "127.0.0.1:\(syncPort)", "--admin", "127.0.0.1:\(adminPort)"] + arguments
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: NetworkNamespace.ip)
+            process.arguments = namespace.command(binary.path, all)
+        } else {
+            process.executableURL = binary
+            process.arguments = all
+        }
         process.currentDirectoryURL = directory
         self.process = process
         let stdout = Pipe(), stderr = Pipe()
