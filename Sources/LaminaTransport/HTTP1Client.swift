@@ -37,7 +37,7 @@ public final class HTTP1Connection: Sendable {
         }
         let eventLoop = group.next()
         let ready = eventLoop.makePromise(of: Void.self)
-        let box = NIOLockedValueBoxLite<NIOLoopBound<HTTP1ClientHandler>?>(nil)
+        let box = NIOLockedValueBox<NIOLoopBound<HTTP1ClientHandler>?>(nil)
         let channel: Channel
         do {
             channel = try await ClientBootstrap(group: eventLoop)
@@ -46,7 +46,7 @@ public final class HTTP1Connection: Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         let handler = HTTP1ClientHandler(ready: ready)
-                        box.set(NIOLoopBound(handler, eventLoop: channel.eventLoop))
+                        box.withLockedValue { $0 = NIOLoopBound(handler, eventLoop: channel.eventLoop) }
                         try channel.pipeline.syncOperations.addHandler(TLSHandler(context: tls, serverHostname: host))
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
                         try channel.pipeline.syncOperations.addHandler(handler)
@@ -66,7 +66,7 @@ public final class HTTP1Connection: Sendable {
             throw error
         }
         let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        return HTTP1Connection(channel: channel, handler: box.get()!, authority: authority)
+        return HTTP1Connection(channel: channel, handler: box.withLockedValue { $0 }!, authority: authority)
     }
 
     /// Whether the connection can take another request.

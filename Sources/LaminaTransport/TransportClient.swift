@@ -34,7 +34,7 @@ public final class TransportConnection: Sendable {
             return eventLoop.makeFailedFuture(error)
         }
         let ready = eventLoop.makePromise(of: Void.self)
-        let handlerBox = NIOLockedValueBoxLite<HTTP2ConnectionHandler?>(nil)
+        let handlerBox = NIOLockedValueBox<HTTP2ConnectionHandler?>(nil)
         return ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(ChannelOptions.tcpOption(.tcp_nodelay), value: 1)
@@ -43,7 +43,7 @@ public final class TransportConnection: Sendable {
                     let handler = HTTP2ConnectionHandler(
                         role: .client(scheme: "https", authority: target.authority), settings: settings,
                         readyPromise: ready)
-                    handlerBox.set(handler)
+                    handlerBox.withLockedValue { $0 = handler }
                     try channel.pipeline.syncOperations.addHandler(TLSHandler(context: tls, serverHostname: target.host))
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
@@ -51,7 +51,7 @@ public final class TransportConnection: Sendable {
             .connect(host: target.host, port: target.port)
             .flatMap { channel in
                 ready.futureResult.map {
-                    let handler = handlerBox.get()!
+                    let handler = handlerBox.withLockedValue { $0 }!
                     return TransportConnection(channel: channel, handler: handler, tlsInfo: handler.tlsInfo!)
                 }.flatMapErrorThrowing { error in
                     channel.close(promise: nil)
@@ -120,15 +120,6 @@ public final class TransportConnection: Sendable {
         let handler = self.handler
         return eventLoop.submit { handler.peerWentAway }
     }
-}
-
-/// A tiny lock-protected box used while bootstrapping.
-final class NIOLockedValueBoxLite<T>: @unchecked Sendable {
-    private let lock = NIOLock()
-    private var value: T
-    init(_ value: T) { self.value = value }
-    func set(_ value: T) { lock.withLock { self.value = value } }
-    func get() -> T { lock.withLock { value } }
 }
 
 /// `https://host[:port][/…]`; IPv6 hosts in brackets.

@@ -83,7 +83,7 @@ import Glibc
         let b = try await SharedPostgresNodesTests.node("pg-hook-re-b", on: database, trusting: a, configure: configure)
         // Each node read the subscriptions once since it started listening (nothing else pending).
         try await Self.waitUntil("both nodes' first reading of the subscriptions") {
-            a.server.webhooks.reloads.withLock { $0 } == 1 && b.server.webhooks.reloads.withLock { $0 } == 1
+            a.server.webhooks.reloads.withLockedValue { $0 } == 1 && b.server.webhooks.reloads.withLockedValue { $0 } == 1
         }
         let now = Timestamp.now()
         let webhook = StoredWebhook(
@@ -100,13 +100,13 @@ import Glibc
         }
         #expect(ended == 1)
         try await Self.waitUntil("node B to read the subscriptions again after its listener reconnected") {
-            b.server.webhooks.reloads.withLock { $0 } == 2
+            b.server.webhooks.reloads.withLockedValue { $0 } == 2
         }
         #expect(b.server.engine.webhooks.wants(.messageSent))
         #expect((b.server.store.postgresStatistics?.listenerConnects ?? 0) > connects)
         // A, whose listener stayed up, heard nothing.
         #expect(!a.server.engine.webhooks.wants(.messageSent))
-        #expect(a.server.webhooks.reloads.withLock { $0 } == 1)
+        #expect(a.server.webhooks.reloads.withLockedValue { $0 } == 1)
         await a.stop()
         await b.stop()
     }

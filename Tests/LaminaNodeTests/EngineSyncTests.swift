@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaWire
 import Testing
@@ -66,11 +67,11 @@ import Testing
         while createdIDs(seen).count < 1 { seen += try await bob.nextChanges() }
         let through = try #require(seen.last?.seq)
         // Two more messages whose publication to Bob is lost for now (as if still in flight).
-        bob.session.state.withLock { $0.live = false }
+        bob.session.state.withLockedValue { $0.live = false }
         for i in 0..<2 {
             try await alice.command(.sendMessage(SendMessage(messageID: MessageID.random(), conversationID: conversation, parts: [textPart("late \(i)")])))
         }
-        bob.session.state.withLock { $0.live = true }
+        bob.session.state.withLockedValue { $0.live = true }
         let stored = try await h.store.read { r in try r.feed(of: "bob", after: through, limit: 10) }.map { try FeedCoding.decode($0) }
         #expect(stored.map(\.seq) == [through + 1, through + 2])
         // The later commit publishes first: Bob gets both, in order; the earlier one then adds nothing.

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaWire
 import Testing
@@ -8,13 +9,13 @@ import Testing
 /// that has a token of a configured provider and no live session; nobody woken for a rollback.
 @Suite struct PushOutboxTests {
     struct Woken: Sendable {
-        let calls = Locked<[[PushToken.Kind: Int]]>([])
-        var all: [[PushToken.Kind: Int]] { calls.withLock { $0 } }
+        let calls = NIOLockedValueBox<[[PushToken.Kind: Int]]>([])
+        var all: [[PushToken.Kind: Int]] { calls.withLockedValue { $0 } }
     }
 
     static func configure(_ h: EngineHarness, kinds: Set<PushToken.Kind> = [.gateway, .fcm]) -> Woken {
         let woken = Woken()
-        h.engine.pushes.configure(kinds: kinds, expirationSeconds: 3_600) { [calls = woken.calls] counts in calls.withLock { $0.append(counts) } }
+        h.engine.pushes.configure(kinds: kinds, expirationSeconds: 3_600) { [calls = woken.calls] counts in calls.withLockedValue { $0.append(counts) } }
         return woken
     }
 

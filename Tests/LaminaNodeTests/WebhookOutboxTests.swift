@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 @testable import LaminaStore
 import LaminaStoreTestSupport
@@ -160,16 +161,16 @@ import Testing
         let gate = TargetGate(limit: 2)
         await gate.acquire()
         await gate.acquire()
-        let passed = Locked(false)
+        let passed = NIOLockedValueBox(false)
         let waiter = Task {
             await gate.acquire()
-            passed.withLock { $0 = true }
+            passed.withLockedValue { $0 = true }
         }
         while gate.counts.waiting < 1 { await Task.yield() }
-        #expect(!passed.withLock { $0 })  // both slots are held
+        #expect(!passed.withLockedValue { $0 })  // both slots are held
         gate.release()
         await waiter.value
-        #expect(passed.withLock { $0 })
+        #expect(passed.withLockedValue { $0 })
         #expect(gate.counts.inFlight == 2 && gate.counts.waiting == 0)  // the slot passed on
         gate.release()
         gate.release()
@@ -226,8 +227,8 @@ extension WebhookDelivery.Outcome {
     @Test func rowsOfACommandThatFailsInsideACommittedGroupAreNotCounted() async throws {
         try await withTemporaryStore { store, _ in
             let waker = CommitWaker<String>()
-            let woken = Locked<[String: Int]>([:])
-            waker.setWaker { counts in woken.withLock { $0.merge(counts, uniquingKeysWith: +) } }
+            let woken = NIOLockedValueBox<[String: Int]>([:])
+            waker.setWaker { counts in woken.withLockedValue { $0.merge(counts, uniquingKeysWith: +) } }
             // Submitted back to back, so usually one group: one command stands, the other fails.
             let kept = Task { try await store.write { tx in waker.queued(1, for: "hook", in: tx) } }
             let failed = Task {
@@ -239,7 +240,7 @@ extension WebhookDelivery.Outcome {
             }
             try await kept.value
             await #expect(throws: Refused.self) { try await failed.value }
-            #expect(woken.withLock { $0 } == ["hook": 1])
+            #expect(woken.withLockedValue { $0 } == ["hook": 1])
             // A failing command alone in its group wakes nobody.
             await #expect(throws: Refused.self) {
                 try await store.write { tx in
@@ -248,7 +249,7 @@ extension WebhookDelivery.Outcome {
                 }
             }
             try await store.write { tx in waker.queued(1, for: "other", in: tx) }
-            #expect(woken.withLock { $0 } == ["hook": 1, "other": 1])
+            #expect(woken.withLockedValue { $0 } == ["hook": 1, "other": 1])
         }
     }
 }

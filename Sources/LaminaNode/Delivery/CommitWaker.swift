@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaStore
 
 /// The wake-up half of a transactional outbox: rows queued inside a transaction are counted
@@ -13,23 +14,23 @@ final class CommitWaker<Key: Hashable & Sendable>: Sendable {
         var armed = false
         var commandArmed = false
     }
-    private let pending = Locked(Pending())
+    private let pending = NIOLockedValueBox(Pending())
     /// In a struct: a bare function value in `Locked` gains two reabstraction thunks per access.
     private struct Waker {
         let wake: @Sendable ([Key: Int]) -> Void
     }
-    private let waker = Locked<Waker?>(nil)
+    private let waker = NIOLockedValueBox<Waker?>(nil)
 
     /// Whom to wake after commits (replaces the previous one).
     func setWaker(_ waker: @escaping @Sendable ([Key: Int]) -> Void) {
-        self.waker.withLock { $0 = Waker(wake: waker) }
+        self.waker.withLockedValue { $0 = Waker(wake: waker) }
     }
 
     /// `count` rows were queued for `key` in `tx`. They count once the command that queued
     /// them ends well and its group commits: a command that fails inside a group that commits
     /// the others' writes loses its rows, and they are not counted.
     func queued(_ count: Int, for key: Key, in tx: StorageTransaction) {
-        let (arm, armCommand) = pending.withLock { p -> (Bool, Bool) in
+        let (arm, armCommand) = pending.withLockedValue { p -> (Bool, Bool) in
             p.command[key, default: 0] += count
             defer { (p.armed, p.commandArmed) = (true, true) }
             return (!p.armed, !p.commandArmed)
@@ -37,7 +38,7 @@ final class CommitWaker<Key: Hashable & Sendable>: Sendable {
         let pending = self.pending, waker = self.waker
         if armCommand {
             tx.afterCommand { succeeded in
-                pending.withLock { p in
+                pending.withLockedValue { p in
                     if succeeded { p.counts.merge(p.command, uniquingKeysWith: +) }
                     p.command = [:]
                     p.commandArmed = false
@@ -47,11 +48,11 @@ final class CommitWaker<Key: Hashable & Sendable>: Sendable {
         guard arm else { return }
         // Runs when the group ends; a rollback forgets the rows, so nobody is woken.
         tx.afterTransaction { committed in
-            let woken = pending.withLock { p -> [Key: Int] in
+            let woken = pending.withLockedValue { p -> [Key: Int] in
                 defer { p = Pending() }
                 return p.counts.filter { $0.value > 0 }
             }
-            if committed, !woken.isEmpty { waker.withLock { $0 }?.wake(woken) }
+            if committed, !woken.isEmpty { waker.withLockedValue { $0 }?.wake(woken) }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaTransport
 import NIOCore
 import NIOHTTP1
@@ -12,12 +13,12 @@ final class HTTP1Pool: Sendable {
     private let tls: TLSContext
     private let group: EventLoopGroup
     private let connectTimeout: TimeAmount
-    private let idle = Locked<[HTTP1Connection]>([])
+    private let idle = NIOLockedValueBox<[HTTP1Connection]>([])
     /// Every open connection, idle or carrying a request (closed by ``close()``).
-    private let open = Locked<[ObjectIdentifier: HTTP1Connection]>([:])
+    private let open = NIOLockedValueBox<[ObjectIdentifier: HTTP1Connection]>([:])
     private let maxIdle: Int
     /// Set by ``close()``: no request starts after it.
-    private let closed = Locked(false)
+    private let closed = NIOLockedValueBox(false)
     /// Opens a new connection (by default to `host:port`; a webhook's pool checks the
     /// addresses it connects to).
     private let opener: @Sendable () async throws -> HTTP1Connection
@@ -54,10 +55,10 @@ final class HTTP1Pool: Sendable {
     func request(
         method: HTTPMethod, path: String, headers: HeaderFields, body: ByteBuffer?, timeout: TimeAmount, maxResponseBytes: Int = 64 * 1024
     ) async throws -> HTTP1ClientResponse {
-        guard !closed.withLock({ $0 }) else { throw TransportError(.connectionClosed, "the pool for \(host):\(port) closed") }
+        guard !closed.withLockedValue({ $0 }) else { throw TransportError(.connectionClosed, "the pool for \(host):\(port) closed") }
         for reuse in [true, false] {
             var stale: [HTTP1Connection] = []
-            let reused = reuse ? idle.withLock { pool -> HTTP1Connection? in
+            let reused = reuse ? idle.withLockedValue { pool -> HTTP1Connection? in
                 while let c = pool.popLast() {
                     if c.isOpen { return c }
                     stale.append(c)  // the server closed it while idle
@@ -70,8 +71,8 @@ final class HTTP1Pool: Sendable {
                 connection = reused
             } else {
                 connection = try await opener()
-                let late = closed.withLock { c in
-                    if !c { open.withLock { $0[ObjectIdentifier(connection)] = connection } }
+                let late = closed.withLockedValue { c in
+                    if !c { open.withLockedValue { $0[ObjectIdentifier(connection)] = connection } }
                     return c
                 }
                 if late {
@@ -82,7 +83,7 @@ final class HTTP1Pool: Sendable {
             do {
                 let response = try await connection.request(
                     method: method, path: path, headers: headers, body: body, timeout: timeout, maxResponseBytes: maxResponseBytes)
-                let kept = connection.isOpen && idle.withLock { pool -> Bool in
+                let kept = connection.isOpen && idle.withLockedValue { pool -> Bool in
                     guard pool.count < maxIdle else { return false }
                     pool.append(connection)
                     return true
@@ -100,15 +101,15 @@ final class HTTP1Pool: Sendable {
     }
 
     private func discard(_ connection: HTTP1Connection) async {
-        _ = open.withLock { $0.removeValue(forKey: ObjectIdentifier(connection)) }
+        _ = open.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(connection)) }
         await connection.close()
     }
 
     /// Closes every connection; requests in flight fail at once.
     func close() async {
-        closed.withLock { $0 = true }
-        idle.withLock { $0 = [] }
-        for connection in open.withLock({ o -> [HTTP1Connection] in
+        closed.withLockedValue { $0 = true }
+        idle.withLockedValue { $0 = [] }
+        for connection in open.withLockedValue({ o -> [HTTP1Connection] in
             defer { o = [:] }
             return Array(o.values)
         }) { await connection.close() }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaTransport
 import NIOCore
 
@@ -11,15 +12,15 @@ final class HTTP2Pool: Sendable {
     private let tls: TLSContext
     private let group: EventLoopGroup
     private let connectTimeout: TimeAmount
-    private let slots: Locked<[Task<TransportConnection, Error>?]>
-    private let turn = Locked(0)
+    private let slots: NIOLockedValueBox<[Task<TransportConnection, Error>?]>
+    private let turn = NIOLockedValueBox(0)
 
     init(url: String, count: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount) {
         self.url = url
         self.tls = tls
         self.group = group
         self.connectTimeout = connectTimeout
-        slots = Locked(Array(repeating: nil, count: max(1, count)))
+        slots = NIOLockedValueBox(Array(repeating: nil, count: max(1, count)))
     }
 
     /// A pool for the authority of `url` (`https://host[:port]/…`); the path the URL names.
@@ -44,11 +45,11 @@ final class HTTP2Pool: Sendable {
 
     /// The next connection in turn (opened if it is not).
     func connection() async throws -> TransportConnection {
-        let index = turn.withLock { t -> Int in
+        let index = turn.withLockedValue { t -> Int in
             defer { t += 1 }
             return t
         }
-        let (task, fresh) = slots.withLock { s -> (Task<TransportConnection, Error>, Bool) in
+        let (task, fresh) = slots.withLockedValue { s -> (Task<TransportConnection, Error>, Bool) in
             let i = index % s.count
             if let existing = s[i] { return (existing, false) }
             let (url, tls, group, connectTimeout) = (self.url, self.tls, self.group, self.connectTimeout)
@@ -71,14 +72,14 @@ final class HTTP2Pool: Sendable {
     }
 
     private func forget(_ task: Task<TransportConnection, Error>) {
-        slots.withLock { s in
+        slots.withLockedValue { s in
             for i in s.indices where s[i] == task { s[i] = nil }
         }
     }
 
     /// Closes every connection (gracefully: open streams finish).
     func close() async {
-        let all = slots.withLock { s -> [Task<TransportConnection, Error>] in
+        let all = slots.withLockedValue { s -> [Task<TransportConnection, Error>] in
             defer { s = Array(repeating: nil, count: s.count) }
             return s.compactMap { $0 }
         }

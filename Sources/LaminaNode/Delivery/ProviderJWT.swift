@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaTransport
 
 /// JWS compact serialization of the providers' tokens: APNs provider tokens (ES256) and FCM
@@ -15,18 +16,18 @@ enum ProviderJWT {
 
 /// A bearer token a provider issued or that we signed, kept until shortly before it expires.
 final class CachedToken: Sendable {
-    private let state = Locked<(token: String, until: ContinuousClock.Instant)?>(nil)
+    private let state = NIOLockedValueBox<(token: String, until: ContinuousClock.Instant)?>(nil)
 
     /// The cached token, if still good.
     var current: String? {
-        state.withLock { s in
+        state.withLockedValue { s in
             guard let s, ContinuousClock.now < s.until else { return nil }
             return s.token
         }
     }
 
-    func set(_ token: String, validFor: Duration) { state.withLock { $0 = (token, .now + validFor) } }
+    func set(_ token: String, validFor: Duration) { state.withLockedValue { $0 = (token, .now + validFor) } }
 
     /// Forgets the token (the provider refused it).
-    func invalidate() { state.withLock { $0 = nil } }
+    func invalidate() { state.withLockedValue { $0 = nil } }
 }

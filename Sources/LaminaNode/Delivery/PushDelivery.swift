@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
@@ -19,11 +20,11 @@ final class PushDelivery: Sendable {
     let metrics: PushMetrics
     private let logger: Logger
     private let providers: [PushToken.Kind: any PushProvider]
-    private let lanes = Locked<[PushToken.Kind: PushLane]>([:])
+    private let lanes = NIOLockedValueBox<[PushToken.Kind: PushLane]>([:])
     /// Whether this node drains the outbox: always on SQLite once started; on PostgreSQL while
     /// it holds the pushes' lease (one node at a time, POSTGRES.md).
-    private let draining = Locked(false)
-    private let stopped = Locked(false)
+    private let draining = NIOLockedValueBox(false)
+    private let stopped = NIOLockedValueBox(false)
     /// Lease changes, one after the other.
     private let serial = SerialTasks()
     /// How long an idle lane waits before looking at its queue anyway (PostgreSQL only: another
@@ -69,8 +70,8 @@ final class PushDelivery: Sendable {
         outbox.configure(kinds: Set(providers.keys), expirationSeconds: settings.expirationSeconds) { [weak self] counts in
             guard let self else { return }
             // Another node drains the outbox: it is told.
-            if store.isShared, !draining.withLock({ $0 }) { return store.wakeOutbox(.pushes) }
-            for kind in counts.keys { lanes.withLock { $0[kind] }?.signal() }
+            if store.isShared, !draining.withLockedValue({ $0 }) { return store.wakeOutbox(.pushes) }
+            for kind in counts.keys { lanes.withLockedValue { $0[kind] }?.signal() }
         }
     }
 
@@ -78,7 +79,7 @@ final class PushDelivery: Sendable {
     func start() async throws {
         guard !providers.isEmpty else { return }
         guard store.isShared else {
-            draining.withLock { $0 = true }
+            draining.withLockedValue { $0 = true }
             try await startLanes()
             return
         }
@@ -86,7 +87,7 @@ final class PushDelivery: Sendable {
             held: { [weak self] held in self?.serial.enqueue { [weak self] in await self?.leaseChanged(held) } },
             wake: { [weak self] in
                 guard let self else { return }
-                for lane in lanes.withLock({ Array($0.values) }) { lane.signal() }
+                for lane in lanes.withLockedValue({ Array($0.values) }) { lane.signal() }
             },
             subscriptionsChanged: nil))
     }
@@ -96,16 +97,16 @@ final class PushDelivery: Sendable {
         for (kind, provider) in providers {
             metrics.queueDepth(kind).set(Int64(depths[kind] ?? 0))
             let lane = PushLane(provider: provider, delivery: self)
-            lanes.withLock { $0[kind] = lane }
+            lanes.withLockedValue { $0[kind] = lane }
         }
     }
 
     /// PostgreSQL: this node took (true: a lane per provider, from the queue's oldest due push)
     /// or lost (false: the lanes stop) the pushes' lease.
     private func leaseChanged(_ held: Bool) async {
-        guard !stopped.withLock({ $0 }) else { return }
-        draining.withLock { $0 = held }
-        let previous = lanes.withLock { l -> [PushLane] in
+        guard !stopped.withLockedValue({ $0 }) else { return }
+        draining.withLockedValue { $0 = held }
+        let previous = lanes.withLockedValue { l -> [PushLane] in
             defer { l = [:] }
             return Array(l.values)
         }
@@ -119,9 +120,9 @@ final class PushDelivery: Sendable {
     /// Stops the lanes (queued pushes stay queued for the next start): no new attempt starts,
     /// the providers' connections close (failing what is in flight at once), the lanes end.
     func shutdown() async {
-        stopped.withLock { $0 = true }
+        stopped.withLockedValue { $0 = true }
         await serial.drain()
-        let all = lanes.withLock { l -> [PushLane] in
+        let all = lanes.withLockedValue { l -> [PushLane] in
             defer { l = [:] }
             return Array(l.values)
         }
@@ -140,11 +141,11 @@ final class PushDelivery: Sendable {
 /// One provider's delivery loop.
 final class PushLane: Sendable {
     private let signals = LaneSignal()
-    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+    private let task: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
 
     init(provider: any PushProvider, delivery: PushDelivery) {
         let task = Task { [signals] in await Self.run(provider: provider, delivery: delivery, signals: signals) }
-        self.task.withLock { $0 = task }
+        self.task.withLockedValue { $0 = task }
     }
 
     func signal() { signals.signal() }
@@ -152,13 +153,13 @@ final class PushLane: Sendable {
     /// Starts no new attempt from now on.
     func cancel() {
         signals.finish()
-        task.withLock { $0 }?.cancel()
+        task.withLockedValue { $0 }?.cancel()
     }
 
     /// Cancels and waits for the lane to end.
     func stop() async {
         cancel()
-        await task.withLock { $0 }?.value
+        await task.withLockedValue { $0 }?.value
     }
 
     /// The pushes a lane holds: being sent, and sent but not yet recorded (both are still
@@ -182,24 +183,24 @@ final class PushLane: Sendable {
     private static func run(provider: any PushProvider, delivery: PushDelivery, signals: LaneSignal) async {
         let kind = provider.kind
         let limit = delivery.settings.inFlightLimit(kind)
-        let held = Locked(Held())
+        let held = NIOLockedValueBox(Held())
         let settler = LaneSignal()
         var depthReadAt: ContinuousClock.Instant?
         await withDiscardingTaskGroup { group in
             group.addTask {
                 while await settler.wait(timeout: nil) {
-                    let done = held.withLock { h -> [(QueuedPush, PushOutcome)] in
+                    let done = held.withLockedValue { h -> [(QueuedPush, PushOutcome)] in
                         defer { h.finished = [] }
                         return h.finished
                     }
                     guard !done.isEmpty else { continue }
                     await settle(done, kind: kind, delivery: delivery)
-                    held.withLock { h in for (push, _) in done { h.settling.remove(push.seq) } }
+                    held.withLockedValue { h in for (push, _) in done { h.settling.remove(push.seq) } }
                     signals.signal()
                 }
             }
             while !Task.isCancelled {
-                let (sending, excluded) = held.withLock { h in (h.sending.count, h.sending.union(h.settling)) }
+                let (sending, excluded) = held.withLockedValue { h in (h.sending.count, h.sending.union(h.settling)) }
                 let free = limit - sending
                 // At saturation a slot or two freeing does not warrant a read: a few at once.
                 let canStart = free >= (sending == 0 ? 1 : max(1, limit / 16)) && excluded.count - sending <= limit * unsettledFactor
@@ -234,10 +235,10 @@ final class PushLane: Sendable {
                     (due, badges, next) = ([], [:], nil)
                 }
                 for push in due {
-                    held.withLock { _ = $0.sending.insert(push.seq) }
+                    held.withLockedValue { _ = $0.sending.insert(push.seq) }
                     group.addTask {
                         let outcome = await attempt(push, badge: badges[push.user] ?? 0, provider: provider)
-                        held.withLock { h in
+                        held.withLockedValue { h in
                             h.sending.remove(push.seq)
                             h.settling.insert(push.seq)
                             h.finished.append((push, outcome))

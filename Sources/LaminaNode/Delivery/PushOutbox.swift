@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 
@@ -14,9 +15,9 @@ final class PushOutbox: Sendable {
         var kinds: Set<PushToken.Kind> = []
         var expirationMilliseconds: Int64 = 86_400_000
     }
-    private let configuration = Locked(Configuration())
+    private let configuration = NIOLockedValueBox(Configuration())
     /// Whether a user's device has a live session on this node (no push then).
-    private let isLive = Locked<LiveCheck?>(nil)
+    private let isLive = NIOLockedValueBox<LiveCheck?>(nil)
     /// A function kept in a struct: a bare function value passed `inout` through the generic
     /// `Locked.withLock` is wrapped in two more reabstraction thunks on every access, so each
     /// call would grow slower (a send's commit took time proportional to all sends before it).
@@ -27,7 +28,7 @@ final class PushOutbox: Sendable {
 
     /// The providers the node delivers to, how long a push lives, and whom to wake after commits.
     func configure(kinds: Set<PushToken.Kind>, expirationSeconds: Int, waker: @escaping @Sendable ([PushToken.Kind: Int]) -> Void) {
-        configuration.withLock {
+        configuration.withLockedValue {
             $0.kinds = kinds
             $0.expirationMilliseconds = Int64(expirationSeconds) * 1_000
         }
@@ -36,24 +37,24 @@ final class PushOutbox: Sendable {
 
     /// How the engine tells a device with a live session.
     func setLiveCheck(_ check: @escaping @Sendable (UserID, String) -> Bool) {
-        isLive.withLock { $0 = LiveCheck(check: check) }
+        isLive.withLockedValue { $0 = LiveCheck(check: check) }
     }
 
     /// Whether tokens of `kind` are taken (a provider for it is configured).
-    func delivers(_ kind: PushToken.Kind) -> Bool { configuration.withLock { $0.kinds.contains(kind) } }
+    func delivers(_ kind: PushToken.Kind) -> Bool { configuration.withLockedValue { $0.kinds.contains(kind) } }
 
     /// Queues the pushes of `message` for the offline devices of `recipients`, in `tx`; a
     /// recipient in `overrides` gets that configuration's fields instead of the message's.
     func record(
         _ message: Message, to recipients: Set<UserID>, overrides: [UserID: PushConfiguration] = [:], in tx: StorageTransaction, at now: Timestamp
     ) throws {
-        let (kinds, lifetime) = configuration.withLock { ($0.kinds, $0.expirationMilliseconds) }
+        let (kinds, lifetime) = configuration.withLockedValue { ($0.kinds, $0.expirationMilliseconds) }
         guard !kinds.isEmpty else { return }
         // A push expires a lifetime after its message was sent: a message that reaches this node
         // late (replication after a partition) is not pushed once that has passed.
         let expiresAt = Timestamp(millisecondsSince1970: (message.sentAt ?? now).millisecondsSince1970 + lifetime)
         guard expiresAt > now else { return }
-        let live = isLive.withLock { $0 }?.check
+        let live = isLive.withLockedValue { $0 }?.check
         let tokens = try tx.read.pushTokens(of: recipients.filter { $0 != message.sender }.sorted())
         var offline = tokens.filter { kinds.contains($0.token.kind) && !(live?($0.user, $0.device) ?? false) }
         if tx.sharedWriters, !offline.isEmpty {

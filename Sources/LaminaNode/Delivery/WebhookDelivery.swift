@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
@@ -30,18 +31,18 @@ final class WebhookDelivery: Sendable {
     private let tls: TLSContext
     private let logger: Logger
     let metrics: WebhookMetrics
-    private let lanes = Locked<[UUID: WebhookLane]>([:])
-    private let gates = Locked<[String: TargetGate]>([:])
-    private let stopped = Locked(false)
+    private let lanes = NIOLockedValueBox<[UUID: WebhookLane]>([:])
+    private let gates = NIOLockedValueBox<[String: TargetGate]>([:])
+    private let stopped = NIOLockedValueBox(false)
     /// Verifications running in the background (waited for by ``shutdown()``).
-    private let verifications = Locked<[UUID: Task<Void, Never>]>([:])
+    private let verifications = NIOLockedValueBox<[UUID: Task<Void, Never>]>([:])
     /// Whether this node drains the outbox (runs the lanes): always on SQLite once started;
     /// on PostgreSQL while it holds the webhooks' lease (one node at a time, POSTGRES.md).
-    private let draining = Locked(false)
+    private let draining = NIOLockedValueBox(false)
     /// Lease changes and subscription reloads, one after the other (each awaits the one before).
     private let serial = SerialTasks()
     /// Subscription reloads done (PostgreSQL: each notification and each (re)connect).
-    let reloads = Locked(0)
+    let reloads = NIOLockedValueBox(0)
     /// How long an idle lane waits before looking at its queue anyway: on PostgreSQL, where
     /// another node's wake-up can be lost (not stored); never on SQLite (every commit signals).
     var idlePoll: Duration? { store.isShared ? OutboxLease.idlePollInterval : nil }
@@ -74,7 +75,7 @@ final class WebhookDelivery: Sendable {
         outbox.configure(base: base, waker: nil)
         let (webhooks, depths) = try await store.read { r in (try r.webhooks(), try r.webhookQueueDepths()) }
         guard store.isShared else {
-            draining.withLock { $0 = true }
+            draining.withLockedValue { $0 = true }
             for webhook in webhooks {
                 metrics.queueDepth(webhook.id).set(Int64(depths[webhook.id] ?? 0))
                 switch webhook.status {
@@ -98,10 +99,10 @@ final class WebhookDelivery: Sendable {
     /// active webhook, each starting from its oldest queued event (an event the previous holder
     /// had in flight is sent again, with its request id). Lost: every lane stops.
     private func leaseChanged(_ held: Bool) async {
-        guard !stopped.withLock({ $0 }) else { return }
-        draining.withLock { $0 = held }
+        guard !stopped.withLockedValue({ $0 }) else { return }
+        draining.withLockedValue { $0 = held }
         guard held else {
-            let all = lanes.withLock { l -> [UUID: WebhookLane] in
+            let all = lanes.withLockedValue { l -> [UUID: WebhookLane] in
                 defer { l = [:] }
                 return l
             }
@@ -123,7 +124,7 @@ final class WebhookDelivery: Sendable {
     /// connection is up again). Read in the writer, in commit order with this node's commands
     /// (as a management write sets them); the lanes follow when this node drains the outbox.
     private func reloadSubscriptions() async {
-        guard !stopped.withLock({ $0 }) else { return }
+        guard !stopped.withLockedValue({ $0 }) else { return }
         let outbox = self.outbox
         let webhooks: [StoredWebhook]
         do {
@@ -138,21 +139,21 @@ final class WebhookDelivery: Sendable {
             return
         }
         metrics.subscribed(outbox.activeCount)
-        reloads.withLock { $0 += 1 }
-        guard draining.withLock({ $0 }) else { return }
+        reloads.withLockedValue { $0 += 1 }
+        guard draining.withLockedValue({ $0 }) else { return }
         let active = Dictionary(uniqueKeysWithValues: webhooks.filter { $0.status == .active }.map { ($0.id, $0) })
         for webhook in active.values { startLane(webhook) }
-        for id in lanes.withLock({ Array($0.keys) }) where active[id] == nil { await stopLane(id) }
+        for id in lanes.withLockedValue({ Array($0.keys) }) where active[id] == nil { await stopLane(id) }
     }
 
     private func signalLanes() {
-        for lane in lanes.withLock({ Array($0.values) }) { lane.signal() }
+        for lane in lanes.withLockedValue({ Array($0.values) }) { lane.signal() }
     }
 
     /// Stops every lane (queued events stay queued for the next start).
     func shutdown() async {
-        stopped.withLock { $0 = true }
-        let all = lanes.withLock { l -> [WebhookLane] in
+        stopped.withLockedValue { $0 = true }
+        let all = lanes.withLockedValue { l -> [WebhookLane] in
             defer { l = [:] }
             return Array(l.values)
         }
@@ -163,19 +164,19 @@ final class WebhookDelivery: Sendable {
         // A lease change or reload under way ends (it starts nothing once stopped).
         await serial.drain()
         // A verification ends within its timeouts; it must not write after the store closes.
-        for task in verifications.withLock({ Array($0.values) }) { await task.value }
+        for task in verifications.withLockedValue({ Array($0.values) }) { await task.value }
     }
 
     /// After a commit: the webhooks that got `rows` new events.
     private func committed(_ rows: [UUID: Int]) {
-        if store.isShared, !draining.withLock({ $0 }) {
+        if store.isShared, !draining.withLockedValue({ $0 }) {
             // Another node drains the outbox: it is told (the gauge is the holder's).
             store.wakeOutbox(.webhooks)
             return
         }
         for (id, count) in rows {
             metrics.queueDepth(id).increment(by: Double(count))
-            lanes.withLock { $0[id] }?.signal()
+            lanes.withLockedValue { $0[id] }?.signal()
         }
     }
 
@@ -183,8 +184,8 @@ final class WebhookDelivery: Sendable {
 
     /// Starts (or refreshes) the lane of an active webhook.
     func startLane(_ webhook: StoredWebhook) {
-        guard !stopped.withLock({ $0 }), draining.withLock({ $0 }) else { return }
-        let lane = lanes.withLock { l -> WebhookLane? in
+        guard !stopped.withLockedValue({ $0 }), draining.withLockedValue({ $0 }) else { return }
+        let lane = lanes.withLockedValue { l -> WebhookLane? in
             if let existing = l[webhook.id] {
                 existing.update(webhook)
                 return existing
@@ -198,12 +199,12 @@ final class WebhookDelivery: Sendable {
 
     /// Stops the lane of a webhook that was deactivated or deleted.
     func stopLane(_ id: UUID) async {
-        let lane = lanes.withLock { $0.removeValue(forKey: id) }
+        let lane = lanes.withLockedValue { $0.removeValue(forKey: id) }
         await lane?.stop()
     }
 
     func gate(for authority: String) -> TargetGate {
-        gates.withLock { g in
+        gates.withLockedValue { g in
             if let gate = g[authority] { return gate }
             let gate = TargetGate(limit: settings.maxInFlightPerTarget)
             g[authority] = gate
@@ -230,8 +231,8 @@ final class WebhookDelivery: Sendable {
     func verifyInBackground(_ webhook: StoredWebhook) {
         let key = UUID()
         let task = Task {
-            defer { _ = verifications.withLock { $0.removeValue(forKey: key) } }
-            guard !stopped.withLock({ $0 }) else { return }
+            defer { _ = verifications.withLockedValue { $0.removeValue(forKey: key) } }
+            guard !stopped.withLockedValue({ $0 }) else { return }
             switch await verify(webhook) {
             case .success:
                 do { _ = try await activate(webhook.id, onlyIf: .unverified) } catch {
@@ -242,7 +243,7 @@ final class WebhookDelivery: Sendable {
                 try? await verificationFailed(webhook.id, error)
             }
         }
-        verifications.withLock { $0[key] = task }
+        verifications.withLockedValue { $0[key] = task }
     }
 
     /// Keeps why an unverified webhook's target did not verify in its `status_reason`.
@@ -422,17 +423,17 @@ final class TargetGate: Sendable {
         var inFlight = 0
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
     private let limit: Int
 
     init(limit: Int) { self.limit = limit }
 
     /// Requests in flight and waiting.
-    var counts: (inFlight: Int, waiting: Int) { state.withLock { ($0.inFlight, $0.waiting.count) } }
+    var counts: (inFlight: Int, waiting: Int) { state.withLockedValue { ($0.inFlight, $0.waiting.count) } }
 
     func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { s -> Bool in
+            let now = state.withLockedValue { s -> Bool in
                 if s.inFlight < limit {
                     s.inFlight += 1
                     return true
@@ -445,7 +446,7 @@ final class TargetGate: Sendable {
     }
 
     func release() {
-        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
+        let next = state.withLockedValue { s -> CheckedContinuation<Void, Never>? in
             if !s.waiting.isEmpty { return s.waiting.removeFirst() }  // the slot passes on
             s.inFlight -= 1
             return nil

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
@@ -12,15 +13,15 @@ import NIOCore
 /// being retried goes alone (nothing starts beside or after it until it has been delivered),
 /// so a retry never lets a later event overtake it.
 final class WebhookLane: Sendable {
-    private let webhook: Locked<StoredWebhook>
+    private let webhook: NIOLockedValueBox<StoredWebhook>
     private let signals = LaneSignal()
-    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+    private let task: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
     /// Kept-alive connections to the target, up to the in-flight bound (closed by ``stop()``,
     /// which fails the requests in flight at once instead of waiting for their timeout).
     private let pool: HTTP1Pool?
 
     init(webhook: StoredWebhook, delivery: WebhookDelivery) {
-        self.webhook = Locked(webhook)
+        self.webhook = NIOLockedValueBox(webhook)
         if case .success(let target) = WebhookTarget.parse(webhook.targetURL) {
             pool = delivery.pool(for: target)
         } else {
@@ -29,10 +30,10 @@ final class WebhookLane: Sendable {
         let task = Task { [webhook = self.webhook, pool, signals] in
             await Self.run(webhook: webhook, delivery: delivery, signals: signals, pool: pool)
         }
-        self.task.withLock { $0 = task }
+        self.task.withLockedValue { $0 = task }
     }
 
-    func update(_ webhook: StoredWebhook) { self.webhook.withLock { $0 = webhook } }
+    func update(_ webhook: StoredWebhook) { self.webhook.withLockedValue { $0 = webhook } }
 
     /// Something was queued (or the webhook changed, or was activated again): look again,
     /// also if waiting for an event's next attempt.
@@ -41,14 +42,14 @@ final class WebhookLane: Sendable {
     /// Starts nothing new from now on; the requests in flight fail at once.
     func cancel() async {
         signals.finish()
-        task.withLock { $0 }?.cancel()
+        task.withLockedValue { $0 }?.cancel()
         await pool?.close()
     }
 
     /// Cancels and waits for the lane to end.
     func stop() async {
         await cancel()
-        await task.withLock { $0 }?.value
+        await task.withLockedValue { $0 }?.value
     }
 
     /// The events a lane holds: being sent, and sent but not yet recorded (both still queued rows).
@@ -72,11 +73,11 @@ final class WebhookLane: Sendable {
     /// serves several slots).
     static let readAheadFactor = 4
 
-    private static func run(webhook: Locked<StoredWebhook>, delivery: WebhookDelivery, signals: LaneSignal, pool: HTTP1Pool?) async {
-        let id = webhook.withLock { $0.id }
+    private static func run(webhook: NIOLockedValueBox<StoredWebhook>, delivery: WebhookDelivery, signals: LaneSignal, pool: HTTP1Pool?) async {
+        let id = webhook.withLockedValue { $0.id }
         let limit = delivery.settings.maxInFlightPerTarget
-        let gate = webhook.withLock { w in (try? WebhookTarget.parse(w.targetURL).get()).map { delivery.gate(for: $0.authority) } }
-        let held = Locked(Held())
+        let gate = webhook.withLockedValue { w in (try? WebhookTarget.parse(w.targetURL).get()).map { delivery.gate(for: $0.authority) } }
+        let held = NIOLockedValueBox(Held())
         let settler = LaneSignal()
         // The last event started (the ones up to it are held, or after a failure queued again)
         // and the events read after it, not yet started.
@@ -85,13 +86,13 @@ final class WebhookLane: Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask {
                 while await settler.wait(timeout: nil) {
-                    let done = held.withLock { h -> [(QueuedWebhookEvent, WebhookDelivery.Outcome)] in
+                    let done = held.withLockedValue { h -> [(QueuedWebhookEvent, WebhookDelivery.Outcome)] in
                         defer { h.finished = [] }
                         return h.finished
                     }
                     guard !done.isEmpty else { continue }
                     let result = await settle(done, id: id, delivery: delivery)
-                    held.withLock { h in
+                    held.withLockedValue { h in
                         h.settling -= done.count
                         if result == .unrecorded { h.failed = true }
                         if result == .deactivated { h.ended = true }
@@ -100,12 +101,12 @@ final class WebhookLane: Sendable {
                 }
             }
             while !Task.isCancelled {
-                let state = held.withLock { $0 }
+                let state = held.withLockedValue { $0 }
                 if state.ended { break }
                 if state.failed {
                     // Everything held recorded first: then the failed event is the oldest queued.
                     if state.sending == 0 && state.settling == 0 {
-                        held.withLock { $0.failed = false }
+                        held.withLockedValue { $0.failed = false }
                         cursor = 0
                         ahead = []
                         continue
@@ -149,17 +150,17 @@ final class WebhookLane: Sendable {
                     ahead.removeFirst()
                     cursor = event.seq
                     started += 1
-                    held.withLock { h in
+                    held.withLockedValue { h in
                         h.sending += 1
                         if retry { h.alone = event.seq }
                     }
                     // Requests start in commit order: the target's slot is taken here, in turn.
                     await gate?.acquire()
-                    let current = webhook.withLock { $0 }
+                    let current = webhook.withLockedValue { $0 }
                     group.addTask {
                         let outcome = await attempt(event, current, delivery: delivery, pool: pool)
                         gate?.release()
-                        held.withLock { h in
+                        held.withLockedValue { h in
                             h.sending -= 1
                             h.settling += 1
                             if h.alone == event.seq { h.alone = nil }
@@ -183,7 +184,7 @@ final class WebhookLane: Sendable {
         }
         // Attempts that ended while the lane stopped: what was delivered or refused is recorded
         // (the others stay queued as they were).
-        let rest = held.withLock { $0.finished }.filter { finished in
+        let rest = held.withLockedValue { $0.finished }.filter { finished in
             if case .retry = finished.1 { return false }
             return true
         }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 
@@ -22,15 +23,15 @@ public enum WebhookEventType: String, Sendable, CaseIterable {
 /// in commit order.
 final class WebhookOutbox: Sendable {
     /// Active webhooks and their event types.
-    private let subscriptions = Locked<[UUID: Set<String>]>([:])
+    private let subscriptions = NIOLockedValueBox<[UUID: Set<String>]>([:])
     /// Webhooks given rows in the transaction being built (woken on its commit).
     private let wake = CommitWaker<UUID>()
     /// `https://host:port/apps/<app id>` for the `url` fields of payloads.
-    private let base = Locked("layer:///apps/unknown")
+    private let base = NIOLockedValueBox("layer:///apps/unknown")
 
     /// Sets where payload URLs point and whom to wake after commits (nil: unchanged).
     func configure(base: String?, waker: (@Sendable ([UUID: Int]) -> Void)?) {
-        if let base { self.base.withLock { $0 = base } }
+        if let base { self.base.withLockedValue { $0 = base } }
         if let waker { wake.setWaker(waker) }
     }
 
@@ -38,20 +39,20 @@ final class WebhookOutbox: Sendable {
     func load(_ webhooks: [StoredWebhook]) {
         var active: [UUID: Set<String>] = [:]
         for w in webhooks where w.status == .active { active[w.id] = Set(w.events) }
-        subscriptions.withLock { $0 = active }
+        subscriptions.withLockedValue { $0 = active }
     }
 
     /// Inside a management transaction: the webhook now delivers `events`, or (nil) nothing.
     func setSubscription(_ id: UUID, events: [String]?) {
-        subscriptions.withLock { $0[id] = events.map(Set.init) }
+        subscriptions.withLockedValue { $0[id] = events.map(Set.init) }
     }
 
     /// Active webhooks known now.
-    var activeCount: Int { subscriptions.withLock { $0.values.count { _ in true } } }
+    var activeCount: Int { subscriptions.withLockedValue { $0.values.count { _ in true } } }
 
     /// Whether any active webhook takes `type` (commands skip building the payload otherwise).
     func wants(_ type: WebhookEventType) -> Bool {
-        subscriptions.withLock { s in s.values.contains { $0.contains(type.rawValue) } }
+        subscriptions.withLockedValue { s in s.values.contains { $0.contains(type.rawValue) } }
     }
 
     /// Queues `type` for each active webhook subscribed to it, in `tx`. `body` gives the
@@ -61,9 +62,9 @@ final class WebhookOutbox: Sendable {
         _ type: WebhookEventType, actor: UserID?, in tx: StorageTransaction, at time: Timestamp,
         body: (ServerAPIRepresentation) throws -> [String: Any]
     ) throws {
-        let targets = subscriptions.withLock { s in s.compactMap { $0.value.contains(type.rawValue) ? $0.key : nil } }
+        let targets = subscriptions.withLockedValue { s in s.compactMap { $0.value.contains(type.rawValue) ? $0.key : nil } }
         guard !targets.isEmpty else { return }
-        let representation = ServerAPIRepresentation(base: base.withLock { $0 }, version: .v3)
+        let representation = ServerAPIRepresentation(base: base.withLockedValue { $0 }, version: .v3)
         var payload = try body(representation)
         payload["event"] = [
             "type": type.rawValue, "id": UUID().uuidString.lowercased(),

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaWire
@@ -7,13 +8,13 @@ import LaminaWire
 /// through ``NodeEngine/block(_:by:)`` and ``NodeEngine/unblock(_:by:)``): fan-out asks it
 /// per message without a query.
 final class BlockLists: Sendable {
-    private let lists: Locked<[UserID: Set<UserID>]>
+    private let lists: NIOLockedValueBox<[UserID: Set<UserID>]>
 
-    init(_ lists: [UserID: Set<UserID>]) { self.lists = Locked(lists) }
+    init(_ lists: [UserID: Set<UserID>]) { self.lists = NIOLockedValueBox(lists) }
 
     /// `recipients` without the users who block `sender`.
     func recipients(_ recipients: Set<UserID>, of sender: UserID) -> Set<UserID> {
-        lists.withLock { lists in
+        lists.withLockedValue { lists in
             guard !lists.isEmpty else { return recipients }
             return recipients.filter { lists[$0]?.contains(sender) != true }
         }
@@ -21,11 +22,11 @@ final class BlockLists: Sendable {
 
     /// The users `blocker` blocks (their messages are left out of `blocker`'s counts).
     func blocked(by blocker: UserID) -> Set<UserID> {
-        lists.withLock { $0[blocker] ?? [] }
+        lists.withLockedValue { $0[blocker] ?? [] }
     }
 
     func set(_ blocked: UserID, by blocker: UserID, blocking: Bool) {
-        lists.withLock { lists in
+        lists.withLockedValue { lists in
             if blocking {
                 lists[blocker, default: []].insert(blocked)
             } else {

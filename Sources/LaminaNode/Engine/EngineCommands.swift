@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
@@ -187,7 +188,7 @@ extension NodeEngine {
         if request.cursor > 0 {
             try await store.write { tx in _ = try tx.advanceCursor(of: device, user: user, to: request.cursor, at: .now()) }
         }
-        let features = session.state.withLock { s -> FeatureSet in
+        let features = session.state.withLockedValue { s -> FeatureSet in
             s.live = true
             return s.features
         }
@@ -212,7 +213,7 @@ extension NodeEngine {
         }
         // Live entries queued meanwhile wait behind this SYNC in the session's inbox; those
         // at or below the cursor are dropped there, the rest follow in order.
-        session.state.withLock { $0.sentThrough = max($0.sentThrough, cursor) }
+        session.state.withLockedValue { $0.sentThrough = max($0.sentThrough, cursor) }
         session.send(.ack(Ack(requestID: request.requestID, cursor: cursor)))
     }
 
@@ -278,7 +279,7 @@ extension NodeEngine {
             return (try r.history(of: id, for: user, .complete(after: start, limit: page)), id)
         }
         let id = first.id
-        let features = session.state.withLock { $0.features }
+        let features = session.state.withLockedValue { $0.features }
         var messages = first.messages
         var requested = page
         var sent = 0

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaMerge
 import LaminaModel
 import LaminaStore
@@ -13,9 +14,9 @@ public final class NodeEngine: Sendable {
     package let store: NodeStore
     public let configuration: NodeEngineConfiguration
     let verifier: IdentityTokenVerifier
-    let clock: Locked<HybridLogicalClock>
+    let clock: NIOLockedValueBox<HybridLogicalClock>
     let registry = SessionRegistry()
-    let isShuttingDown = Locked(false)
+    let isShuttingDown = NIOLockedValueBox(false)
     /// Per user: storage commands and their bytes (``NodeEngineConfiguration/commandBudget``).
     let commandBudget: TokenBuckets<UserID>
     /// Ends typing indicators not refreshed for 6 s (SPEC §6.1).
@@ -26,7 +27,7 @@ public final class NodeEngine: Sendable {
     /// lack (the peer content fetcher waits on it).
     let contentSignal = ReplicationSignal()
     /// Parked replicated operations given up since the start (``ParkingLimits``).
-    let parkedAbandoned = Locked(0)
+    let parkedAbandoned = NIOLockedValueBox(0)
     /// Webhook events written in the commands' transactions (Delivery/).
     let webhooks = WebhookOutbox()
     /// Pushes written in the sends' transactions for devices without a live session (Delivery/).
@@ -49,7 +50,7 @@ public final class NodeEngine: Sendable {
             bursts: [configuration.commandBudget.commandBurst, configuration.commandBudget.byteBurst])
         let latest = try store.readNow { reader in try reader.latestHLC(of: configuration.nodeID) }
         self.blockLists = BlockLists(try store.readNow { reader in try reader.allBlocks() })
-        self.clock = Locked(HybridLogicalClock(node: configuration.nodeID, last: latest ?? .zero))
+        self.clock = NIOLockedValueBox(HybridLogicalClock(node: configuration.nodeID, last: latest ?? .zero))
         typingExpiry.start { [weak self] ended in await self?.relayExpiredTyping(ended) }
         pushes.setLiveCheck { [registry] user, device in registry.hasLiveSession(of: user, device: device) }
         startSharedStoreFanOut()
@@ -62,7 +63,7 @@ public final class NodeEngine: Sendable {
     public func openSession(outbound: SessionOutbound) -> NodeSession {
         let session = NodeSession(engine: self, outbound: outbound, connection: outbound.connectionID ?? NonceTable.privateOwner())
         registry.add(session)
-        if isShuttingDown.withLock({ $0 }) {
+        if isShuttingDown.withLockedValue({ $0 }) {
             session.fail(WireError(.shuttingDown, "the node is shutting down"))
         }
         return session
@@ -70,7 +71,7 @@ public final class NodeEngine: Sendable {
 
     /// Stops taking commands, lets in-flight commits finish, closes sessions (GOAWAY is the server's).
     public func shutdown() async {
-        isShuttingDown.withLock { $0 = true }
+        isShuttingDown.withLockedValue { $0 = true }
         typingExpiry.stop()
         for session in registry.all() {
             await session.drainAndClose(with: ErrorFrame(WireError(.shuttingDown, "the node is shutting down")))
@@ -83,7 +84,7 @@ public final class NodeEngine: Sendable {
     /// The next HLC reading of this node (a message position or an operation's time).
     func nextHLC() throws(WireError) -> HLCTimestamp {
         do {
-            return try clock.withLock { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in try c.now(.now()) }
+            return try clock.withLockedValue { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in try c.now(.now()) }
         } catch {
             throw WireError(.internalError, "the node's clock failed: \(error)")
         }
@@ -160,18 +161,18 @@ final class SessionRegistry: Sendable {
         var all: [ObjectIdentifier: NodeSession] = [:]
         var byUser: [UserID: [ObjectIdentifier: NodeSession]] = [:]
     }
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     func add(_ session: NodeSession) {
-        state.withLock { $0.all[ObjectIdentifier(session)] = session }
+        state.withLockedValue { $0.all[ObjectIdentifier(session)] = session }
     }
 
     func authenticated(_ session: NodeSession, as user: UserID) {
-        state.withLock { $0.byUser[user, default: [:]][ObjectIdentifier(session)] = session }
+        state.withLockedValue { $0.byUser[user, default: [:]][ObjectIdentifier(session)] = session }
     }
 
     func remove(_ session: NodeSession, user: UserID?) {
-        state.withLock { s in
+        state.withLockedValue { s in
             s.all[ObjectIdentifier(session)] = nil
             if let user {
                 s.byUser[user]?[ObjectIdentifier(session)] = nil
@@ -181,15 +182,15 @@ final class SessionRegistry: Sendable {
     }
 
     func sessions(of user: UserID) -> [NodeSession] {
-        state.withLock { Array($0.byUser[user]?.values ?? [:].values) }
+        state.withLockedValue { Array($0.byUser[user]?.values ?? [:].values) }
     }
 
-    func all() -> [NodeSession] { state.withLock { Array($0.all.values) } }
+    func all() -> [NodeSession] { state.withLockedValue { Array($0.all.values) } }
 
     /// Whether `user`'s `device` has an authenticated session open on this node.
     func hasLiveSession(of user: UserID, device: String) -> Bool {
-        sessions(of: user).contains { $0.state.withLock { $0.auth?.device } == device }
+        sessions(of: user).contains { $0.state.withLockedValue { $0.auth?.device } == device }
     }
 
-    var count: Int { state.withLock { $0.all.count } }
+    var count: Int { state.withLockedValue { $0.all.count } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaWire
 
@@ -73,10 +74,10 @@ public final class NodeSession: Sendable {
     let outbound: SessionOutbound
     /// The connection this session's stream travels on: the owner of the nonces it is issued.
     let connection: UInt64
-    let state = Locked(State())
-    private let window = Locked(Window())
+    let state = NIOLockedValueBox(State())
+    private let window = NIOLockedValueBox(Window())
     private let continuation: AsyncStream<Input>.Continuation
-    private let worker: Locked<Task<Void, Never>?> = Locked(nil)
+    private let worker: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
 
     init(engine: NodeEngine, outbound: SessionOutbound, connection: UInt64) {
         self.engine = engine
@@ -87,15 +88,15 @@ public final class NodeSession: Sendable {
         let task = Task { [weak self] in
             for await input in stream {
                 guard let self else { return }
-                self.state.withLock {
+                self.state.withLockedValue {
                     $0.pending -= 1
                     $0.processing = true
                 }
                 await self.process(input)
-                self.state.withLock { $0.processing = false }
+                self.state.withLockedValue { $0.processing = false }
             }
         }
-        worker.withLock { $0 = task }
+        worker.withLockedValue { $0 = task }
     }
 
     /// Processes one decoded frame from the client, in order. A storage command of an
@@ -112,8 +113,8 @@ public final class NodeSession: Sendable {
     /// The session's identity when a storage command may bypass the inbox: open,
     /// authenticated, inbox idle, node not shutting down, and a command slot free (taken).
     private func admitDirectCommand() -> Auth? {
-        let auth = state.withLock { s -> Auth? in s.phase == .open && s.inboxIdle ? s.auth : nil }
-        guard let auth, !engine.isShuttingDown.withLock({ $0 }), tryAcquireCommandSlot() else { return nil }
+        let auth = state.withLockedValue { s -> Auth? in s.phase == .open && s.inboxIdle ? s.auth : nil }
+        guard let auth, !engine.isShuttingDown.withLockedValue({ $0 }), tryAcquireCommandSlot() else { return nil }
         return auth
     }
 
@@ -124,7 +125,7 @@ public final class NodeSession: Sendable {
 
     /// The transport went away (reset, connection closed, idle timeout).
     public func closed() {
-        let auth = state.withLock { s -> Auth? in
+        let auth = state.withLockedValue { s -> Auth? in
             s.phase = .closed
             return s.auth
         }
@@ -134,13 +135,13 @@ public final class NodeSession: Sendable {
     }
 
     /// The user this session authenticated as, if it did.
-    public var user: UserID? { state.withLock { $0.auth?.user } }
+    public var user: UserID? { state.withLockedValue { $0.auth?.user } }
 
     /// Live feed entries of this session's user, from the commit that made them durable.
     /// Sent at once when they continue exactly where the session is and its inbox is idle
     /// (no hop through the inbox); otherwise queued, where gaps are filled in order.
     func publish(_ changes: [Change]) {
-        let direct = state.withLock { s -> (frames: [Frame], through: UInt64)? in
+        let direct = state.withLockedValue { s -> (frames: [Frame], through: UInt64)? in
             guard s.phase != .closed, s.live, s.inboxIdle, let first = changes.first, first.seq == s.sentThrough + 1,
                   zip(changes, changes.dropFirst()).allSatisfy({ $1.seq == $0.seq + 1 }) else { return nil }
             s.sentThrough = changes[changes.count - 1].seq
@@ -154,7 +155,7 @@ public final class NodeSession: Sendable {
     /// is): the session reads the entries it has not sent, in order, through its inbox.
     func wake(through head: UInt64?) {
         let wanted = head ?? .max
-        let queue = state.withLock { s -> Bool in
+        let queue = state.withLockedValue { s -> Bool in
             guard s.phase != .closed, s.live, wanted > s.sentThrough else { return false }
             if let queued = s.queuedWake {
                 s.queuedWake = max(queued, wanted)
@@ -167,7 +168,7 @@ public final class NodeSession: Sendable {
     }
 
     func enqueue(_ input: Input) {
-        let accepted = state.withLock { s -> Bool? in
+        let accepted = state.withLockedValue { s -> Bool? in
             guard s.phase != .closed else { return nil }
             guard s.pending < Self.maxPendingInputs else { return false }
             s.pending += 1
@@ -183,7 +184,7 @@ public final class NodeSession: Sendable {
     /// Counts one more command in flight if fewer than `maxCommandsInFlight` are (and no
     /// command waits for a slot); false otherwise.
     func tryAcquireCommandSlot() -> Bool {
-        window.withLock { w -> Bool in
+        window.withLockedValue { w -> Bool in
             guard w.inFlight < Self.maxCommandsInFlight, w.waiter == nil else { return false }
             w.inFlight += 1
             if w.inFlight <= 2 { engine.store.commandSources.moved(from: w.inFlight - 1, to: w.inFlight) }
@@ -194,7 +195,7 @@ public final class NodeSession: Sendable {
     /// Waits until fewer than `maxCommandsInFlight` commands are in flight, then counts one more.
     func acquireCommandSlot() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let proceed = window.withLock { w -> Bool in
+            let proceed = window.withLockedValue { w -> Bool in
                 guard w.inFlight >= Self.maxCommandsInFlight else {
                     w.inFlight += 1
                     if w.inFlight <= 2 { engine.store.commandSources.moved(from: w.inFlight - 1, to: w.inFlight) }
@@ -209,7 +210,7 @@ public final class NodeSession: Sendable {
 
     /// A command in flight completed (answered or failed).
     func releaseCommandSlot() {
-        let (waiter, drained) = window.withLock { w -> (CheckedContinuation<Void, Never>?, [CheckedContinuation<Void, Never>]) in
+        let (waiter, drained) = window.withLockedValue { w -> (CheckedContinuation<Void, Never>?, [CheckedContinuation<Void, Never>]) in
             guard let waiter = w.waiter else {
                 w.inFlight -= 1
                 if w.inFlight < 2 { engine.store.commandSources.moved(from: w.inFlight + 1, to: w.inFlight) }
@@ -243,7 +244,7 @@ public final class NodeSession: Sendable {
     /// session is not authenticated: that answer comes first).
     private func refusedFeature(_ frame: Frame) -> FeatureSet? {
         guard let needed = Self.requiredFeature(of: frame) else { return nil }
-        return state.withLock { s -> FeatureSet? in
+        return state.withLockedValue { s -> FeatureSet? in
             guard s.auth != nil, !s.features.isSuperset(of: needed) else { return nil }
             return needed.subtracting(s.features)
         }
@@ -260,9 +261,9 @@ public final class NodeSession: Sendable {
 
     /// Returns once no command of this session is in flight.
     func commandsDrained() async {
-        guard window.withLock({ $0.inFlight > 0 }) else { return }
+        guard window.withLockedValue({ $0.inFlight > 0 }) else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = window.withLock { w -> Bool in
+            let now = window.withLockedValue { w -> Bool in
                 guard w.inFlight > 0 else { return true }
                 w.drained.append(continuation)
                 return false
@@ -279,7 +280,7 @@ public final class NodeSession: Sendable {
     }
 
     func close(with frame: ErrorFrame?) {
-        let wasOpen = state.withLock { s -> Bool in
+        let wasOpen = state.withLockedValue { s -> Bool in
             defer { s.phase = .closed }
             return s.phase != .closed
         }
@@ -291,12 +292,12 @@ public final class NodeSession: Sendable {
     /// Lets queued inputs finish, then closes with `frame` (shutdown).
     func drainAndClose(with frame: ErrorFrame) async {
         continuation.finish()
-        await worker.withLock { $0 }?.value
+        await worker.withLockedValue { $0 }?.value
         await commandsDrained()
         close(with: frame)
     }
 
-    var isOpen: Bool { state.withLock { $0.phase != .closed } }
+    var isOpen: Bool { state.withLockedValue { $0.phase != .closed } }
 
     func send(_ frames: [Frame]) {
         guard isOpen, !frames.isEmpty else { return }
@@ -337,7 +338,7 @@ public final class NodeSession: Sendable {
         case .wake:
             await catchUp()
         case .ephemeral(let change):
-            if state.withLock({ $0.features.contains(.typingIndicators) }) { send(.change(change)) }
+            if state.withLockedValue({ $0.features.contains(.typingIndicators) }) { send(.change(change)) }
         case .frame(let frame):
             await handle(frame)
         }
@@ -349,19 +350,19 @@ public final class NodeSession: Sendable {
     /// lower seq of the feed committed no later), so the device's cursor never passes an
     /// entry it did not get.
     private func deliverLive(_ changes: [Change]) async {
-        let (live, features, through, user) = state.withLock { ($0.live, $0.features, $0.sentThrough, $0.auth?.user) }
+        let (live, features, through, user) = state.withLockedValue { ($0.live, $0.features, $0.sentThrough, $0.auth?.user) }
         guard live, let user else { return }
         let fresh = changes.filter { $0.seq > through }.sorted { $0.seq < $1.seq }
         guard let first = fresh.first else { return }
         let contiguous = first.seq == through + 1 && zip(fresh, fresh.dropFirst()).allSatisfy { $1.seq == $0.seq + 1 }
         if contiguous {
             send(FeedCoding.frames(fresh, for: features))
-            state.withLock { $0.sentThrough = fresh[fresh.count - 1].seq }
+            state.withLockedValue { $0.sentThrough = fresh[fresh.count - 1].seq }
             return
         }
         do {
             let reached = try await engine.sendFeed(of: user, after: through, to: self, features: features)
-            state.withLock { $0.sentThrough = max($0.sentThrough, reached) }
+            state.withLockedValue { $0.sentThrough = max($0.sentThrough, reached) }
         } catch {
             fail(WireError(.internalError, "reading the feed failed: \(error)"))
         }
@@ -369,21 +370,21 @@ public final class NodeSession: Sendable {
 
     /// Reads and sends the feed after what was sent, when a wake asks for more than that.
     private func catchUp() async {
-        let (wanted, live, features, through, user) = state.withLock { s in
+        let (wanted, live, features, through, user) = state.withLockedValue { s in
             defer { s.queuedWake = nil }
             return (s.queuedWake ?? 0, s.live, s.features, s.sentThrough, s.auth?.user)
         }
         guard live, let user, wanted > through else { return }
         do {
             let reached = try await engine.sendFeed(of: user, after: through, to: self, features: features)
-            state.withLock { $0.sentThrough = max($0.sentThrough, reached) }
+            state.withLockedValue { $0.sentThrough = max($0.sentThrough, reached) }
         } catch {
             fail(WireError(.internalError, "reading the feed failed: \(error)"))
         }
     }
 
     private func handle(_ frame: Frame) async {
-        let phase = state.withLock { $0.phase }
+        let phase = state.withLockedValue { $0.phase }
         if phase == .awaitingHello {
             switch frame {
             case .hello(let hello): return negotiate(hello)
@@ -409,17 +410,17 @@ public final class NodeSession: Sendable {
         case .authenticate(let request): await authenticate(request)
         case .resumeSession(let request): await resume(request)
         case .endSession(let request):
-            guard let auth = state.withLock({ $0.auth }) else {
+            guard let auth = state.withLockedValue({ $0.auth }) else {
                 return reply(WireError(.authenticationRequired, "authenticate before END_SESSION"), requestID: request.requestID)
             }
             await endSession(request, as: auth)
         case .blockUser(let request):
-            guard let auth = state.withLock({ $0.auth }) else {
+            guard let auth = state.withLockedValue({ $0.auth }) else {
                 return reply(WireError(.authenticationRequired, "authenticate before BLOCK_USER"), requestID: request.requestID)
             }
             await blockUser(request, as: auth)
         case .registerPushToken(let request):
-            guard let auth = state.withLock({ $0.auth }) else {
+            guard let auth = state.withLockedValue({ $0.auth }) else {
                 return reply(WireError(.authenticationRequired, "authenticate before REGISTER_PUSH_TOKEN"), requestID: request.requestID)
             }
             await registerPushToken(request, as: auth)
@@ -431,10 +432,10 @@ public final class NodeSession: Sendable {
         case .peerHello, .versionVector, .replicate, .peerAck:
             fail(WireError(.forbidden, "peer frames are not allowed on a client session"))
         default:
-            guard let auth = state.withLock({ $0.auth }) else {
+            guard let auth = state.withLockedValue({ $0.auth }) else {
                 return reply(WireError(.authenticationRequired, "authenticate before \(frame.type.name)"), requestID: frame.commandID)
             }
-            if engine.isShuttingDown.withLock({ $0 }) {
+            if engine.isShuttingDown.withLockedValue({ $0 }) {
                 return reply(WireError(.shuttingDown, "the node is shutting down"), requestID: frame.commandID)
             }
             await engine.execute(frame, in: self, as: auth)
@@ -450,7 +451,7 @@ public final class NodeSession: Sendable {
             return fail(WireError(.unsupportedVersion, "this node speaks version \(version), the client \(hello.minVersion)...\(hello.maxVersion)"))
         }
         let features = hello.features.intersection(.supported)
-        state.withLock {
+        state.withLockedValue {
             $0.phase = .open
             $0.features = features
         }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaWire
@@ -59,11 +60,11 @@ public final class NonceTable: Sendable {
         var lastFullPrune: Int64 = 0
     }
 
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     /// Owners for sessions that have no connection (in-process tests): counted down from the
     /// top, so they never meet a transport's connection ids (counted up from 1).
-    private static let privateOwners = Locked(UInt64.max)
+    private static let privateOwners = NIOLockedValueBox(UInt64.max)
 
     public init(limits: NonceLimits) {
         self.limits = limits
@@ -71,7 +72,7 @@ public final class NonceTable: Sendable {
 
     /// An owner no connection has: the nonces of a session without a transport.
     static func privateOwner() -> UInt64 {
-        privateOwners.withLock { next in
+        privateOwners.withLockedValue { next in
             defer { next -= 1 }
             return next
         }
@@ -83,7 +84,7 @@ public final class NonceTable: Sendable {
         let nonce = NodeStore.makeNonce()
         let expiresAt = now.adding(limits.lifetime)
         let nowMs = now.millisecondsSince1970
-        return state.withLock { s -> Result<(nonce: String, expiresAt: Timestamp), WireError> in
+        return state.withLockedValue { s -> Result<(nonce: String, expiresAt: Timestamp), WireError> in
             if s.byOwner[owner, default: []].count >= limits.perConnection {
                 // Spent nonces (used, or expired) make room: the bound is on nonces a
                 // connection may still log in with, so a connection that logs in often is
@@ -113,7 +114,7 @@ public final class NonceTable: Sendable {
 
     /// Whether `nonce` is open: known, not used, not expired (SPEC §5.2).
     func isOpen(_ nonce: String, now: Timestamp = .now()) -> Bool {
-        state.withLock { s in
+        state.withLockedValue { s in
             guard let entry = s.entries[nonce] else { return false }
             return !entry.used && entry.expiresAt >= now.millisecondsSince1970
         }
@@ -123,7 +124,7 @@ public final class NonceTable: Sendable {
     /// expired and pruned, or its connection closed), `nonce-reused`, `nonce-expired`, or
     /// `nonce-other-connection` (issued to another connection: left as it is).
     func use(_ nonce: String, by owner: UInt64, now: Timestamp = .now()) throws(WireError) {
-        let outcome = state.withLock { s -> WireError? in
+        let outcome = state.withLockedValue { s -> WireError? in
             guard var entry = s.entries[nonce] else {
                 return WireError(.unknownNonce, "this node holds no such nonce (never issued, expired, or its connection closed)")
             }
@@ -142,7 +143,7 @@ public final class NonceTable: Sendable {
     /// A login on `owner`'s connection failed: the nonce its token names, if it is one of
     /// this connection's, is used up.
     func spoil(_ nonce: String, by owner: UInt64) {
-        state.withLock { s in
+        state.withLockedValue { s in
             guard var entry = s.entries[nonce], entry.owner == owner else { return }
             entry.used = true
             s.entries[nonce] = entry
@@ -151,7 +152,7 @@ public final class NonceTable: Sendable {
 
     /// The connection closed: its nonces go.
     public func connectionClosed(_ owner: UInt64) {
-        state.withLock { s in
+        state.withLockedValue { s in
             guard let nonces = s.byOwner.removeValue(forKey: owner) else { return }
             for nonce in nonces { s.entries[nonce] = nil }
         }
@@ -160,7 +161,7 @@ public final class NonceTable: Sendable {
     /// Deletes the nonces expired before `now`. Returns how many.
     @discardableResult
     public func prune(now: Timestamp = .now()) -> Int {
-        state.withLock { s in Self.removeExpired(before: now.millisecondsSince1970, in: &s) }
+        state.withLockedValue { s in Self.removeExpired(before: now.millisecondsSince1970, in: &s) }
     }
 
     /// What the table holds.
@@ -174,7 +175,7 @@ public final class NonceTable: Sendable {
     }
 
     public var snapshot: Snapshot {
-        state.withLock { Snapshot(nonces: $0.entries.count, connections: $0.byOwner.count, refused: $0.refused) }
+        state.withLockedValue { Snapshot(nonces: $0.entries.count, connections: $0.byOwner.count, refused: $0.refused) }
     }
 
     private static func removeExpired(of owner: UInt64, before now: Int64, alsoUsed: Bool = false, in s: inout State) {

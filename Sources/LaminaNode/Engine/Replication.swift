@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaMerge
 import LaminaModel
 import LaminaStore
@@ -329,7 +330,7 @@ extension NodeEngine {
     public func applyReplicated(_ operations: [ReplicatedOperation]) async throws -> VersionVector {
         for op in operations where op.origin != configuration.nodeID {
             // Later local operations read later than anything received (causality, HLC rule).
-            _ = try clock.withLock { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in try c.receive(op.hlc, .now()) }
+            _ = try clock.withLockedValue { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in try c.receive(op.hlc, .now()) }
         }
         let now = Timestamp.now()
         let expired = now.adding(.zero - configuration.parking.lifetime)
@@ -351,7 +352,7 @@ extension NodeEngine {
             for case .block(let b) in effects { blocked[b] = try tx.read.blocks(of: b.blocker).contains(b.blocked) }
             return (changes, effects, blocked, try tx.read.versionVector(), abandoned)
         }
-        if abandoned > 0 { parkedAbandoned.withLock { $0 += abandoned } }
+        if abandoned > 0 { parkedAbandoned.withLockedValue { $0 += abandoned } }
         apply(effects, blocked: blocked)
         publish(changes)
         if operations.contains(where: \.referencesContent) { contentSignal.notify() }
@@ -362,7 +363,7 @@ extension NodeEngine {
 extension NodeEngine {
     /// Parked replicated operations given up since the start: over a bound of
     /// ``ParkingLimits``, or parked longer than its lifetime (metrics, logs, tests).
-    public var abandonedParkedOperations: Int { parkedAbandoned.withLock { $0 } }
+    public var abandonedParkedOperations: Int { parkedAbandoned.withLockedValue { $0 } }
 }
 
 extension ReplicatedOperation {

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
@@ -23,15 +24,15 @@ extension NodeSession {
     /// the session's inbox only (one at a time).
     func issueNonce(requestID: UUID?) {
         let limit = engine.nonces.limits.perStream
-        let open = state.withLock { $0.nonces }.filter { engine.nonces.isOpen($0) }
-        state.withLock { $0.nonces = open }
+        let open = state.withLockedValue { $0.nonces }.filter { engine.nonces.isOpen($0) }
+        state.withLockedValue { $0.nonces = open }
         guard open.count < limit else {
             guard requestID != nil else { return }
             return fail(WireError(.limitExceeded, "a stream may hold at most \(limit) open nonces"))
         }
         switch engine.nonces.issue(to: connection) {
         case .success(let issued):
-            state.withLock { $0.nonces.append(issued.nonce) }
+            state.withLockedValue { $0.nonces.append(issued.nonce) }
             let id = requestID ?? UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
             send(.nonce(Nonce(requestID: id, nonce: issued.nonce, expiresAt: issued.expiresAt)))
         case .failure(let error):
@@ -46,7 +47,7 @@ extension NodeSession {
     /// ``NonceTable``), creates the session, then answers AUTHENTICATED; on failure ERROR with
     /// the specific code, followed by a fresh NONCE. A failed login uses its nonce up too.
     func authenticate(_ request: Authenticate) async {
-        guard state.withLock({ $0.auth == nil }) else {
+        guard state.withLockedValue({ $0.auth == nil }) else {
             return fail(WireError(.unexpectedFrame, "the session is already authenticated"))
         }
         let now = Timestamp.now()
@@ -72,7 +73,7 @@ extension NodeSession {
     /// RESUME_SESSION: a live session token of the same device authenticates this stream.
     /// Expired, revoked or unknown tokens get their error (not fatal here) and a fresh NONCE.
     func resume(_ request: ResumeSession) async {
-        guard state.withLock({ $0.auth == nil }) else {
+        guard state.withLockedValue({ $0.auth == nil }) else {
             return fail(WireError(.unexpectedFrame, "the session is already authenticated"))
         }
         let device = request.deviceID.uuidString.lowercased()
@@ -144,7 +145,7 @@ extension NodeSession {
     }
 
     private func authenticated(_ auth: Auth) {
-        let previous = state.withLock { s -> Auth? in
+        let previous = state.withLockedValue { s -> Auth? in
             defer { s.auth = auth }
             return s.auth
         }
@@ -176,7 +177,7 @@ extension NodeEngine {
     /// Ends every open stream authenticated with the session whose token hashes to `hash`,
     /// with a fatal `session-revoked`.
     func endStreams(ofSession hash: [UInt8], reason: String) {
-        for session in registry.all() where session.state.withLock({ $0.auth?.tokenHash == hash }) {
+        for session in registry.all() where session.state.withLockedValue({ $0.auth?.tokenHash == hash }) {
             session.fail(WireError(.sessionRevoked, reason))
         }
     }
@@ -192,7 +193,7 @@ extension NodeEngine {
             return revoked
         }
         replicationSignal.notify()
-        for session in registry.all() where session.state.withLock({ $0.auth?.user == user }) {
+        for session in registry.all() where session.state.withLockedValue({ $0.auth?.user == user }) {
             session.fail(WireError(.sessionRevoked, "every session of the user was revoked"))
         }
         return revoked

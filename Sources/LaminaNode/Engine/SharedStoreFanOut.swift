@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaWire
@@ -20,7 +21,7 @@ extension NodeEngine {
                 guard let self else { return }
                 catchUpAllSessions()
                 store.registerPresence { [registry] in
-                    registry.all().compactMap { session in session.state.withLock { $0.auth.map { (user: $0.user, device: $0.device) } } }
+                    registry.all().compactMap { session in session.state.withLockedValue { $0.auth.map { (user: $0.user, device: $0.device) } } }
                 }
             }))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import Logging
@@ -34,8 +35,8 @@ public final class StoragePruner: Sendable {
     private let store: NodeStore
     private let nonces: NonceTable?
     private let logger: Logger
-    private let task = Locked<Task<Void, Never>?>(nil)
-    private let totals = Locked((runs: 0, pruned: Pruned()))
+    private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    private let totals = NIOLockedValueBox((runs: 0, pruned: Pruned()))
 
     package init(store: NodeStore, nonces: NonceTable? = nil, logger: Logger) {
         self.store = store
@@ -44,7 +45,7 @@ public final class StoragePruner: Sendable {
     }
 
     /// Runs since the start, and everything they deleted.
-    public var history: (runs: Int, pruned: Pruned) { totals.withLock { $0 } }
+    public var history: (runs: Int, pruned: Pruned) { totals.withLockedValue { $0 } }
 
     /// Prunes as of `now` (expired before it; idempotency records older than the retention).
     @discardableResult
@@ -60,7 +61,7 @@ public final class StoragePruner: Sendable {
                 feedEntries: try tx.pruneFeeds(devicesSeenSince: seen))
         }
         pruned.nonces += inMemory
-        totals.withLock {
+        totals.withLockedValue {
             $0.runs += 1
             $0.pruned.nonces += pruned.nonces
             $0.pruned.sessions += pruned.sessions
@@ -88,12 +89,12 @@ public final class StoragePruner: Sendable {
                 }
             }
         }
-        task.withLock { $0 = loop }
+        task.withLockedValue { $0 = loop }
     }
 
     /// Stops the schedule and waits for a run in progress.
     public func stop() async {
-        let loop = task.withLock { t -> Task<Void, Never>? in
+        let loop = task.withLockedValue { t -> Task<Void, Never>? in
             defer { t = nil }
             return t
         }

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaWire
 
@@ -6,10 +7,10 @@ import LaminaWire
 final class TypingExpiry: Sendable {
     typealias Key = TypingTimeouts<ContinuousClock.Instant>.Key
 
-    private let timeouts = Locked(TypingTimeouts<ContinuousClock.Instant>())
+    private let timeouts = NIOLockedValueBox(TypingTimeouts<ContinuousClock.Instant>())
     private let wake: AsyncStream<Void>.Continuation
     private let wakes: AsyncStream<Void>
-    private let task = Locked<Task<Void, Never>?>(nil)
+    private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
 
     init() {
         (wakes, wake) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -20,21 +21,21 @@ final class TypingExpiry: Sendable {
         let runner = Task { [timeouts, wakes] in
             var signals = wakes.makeAsyncIterator()
             while !Task.isCancelled {
-                if let deadline = timeouts.withLock({ $0.nextDeadline }) {
+                if let deadline = timeouts.withLockedValue({ $0.nextDeadline }) {
                     do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
-                    let due = timeouts.withLock { $0.expire(at: .now) }
+                    let due = timeouts.withLockedValue { $0.expire(at: .now) }
                     if !due.isEmpty { await relayFinished(due) }
                 } else if await signals.next() == nil {
                     return
                 }
             }
         }
-        task.withLock { $0 = runner }
+        task.withLockedValue { $0 = runner }
     }
 
     /// Records an indicator received now; false when it must not be relayed (the table is full).
     func record(_ state: TypingState, of user: UserID, in conversation: ConversationID) -> Bool {
-        let (accepted, wasIdle) = timeouts.withLock { t in
+        let (accepted, wasIdle) = timeouts.withLockedValue { t in
             let idle = t.nextDeadline == nil
             return (t.record(state, of: user, in: conversation, at: .now), idle)
         }
@@ -44,12 +45,12 @@ final class TypingExpiry: Sendable {
 
     /// Stops the timer; indicators still running are not ended.
     func stop() {
-        task.withLock { $0?.cancel() }
+        task.withLockedValue { $0?.cancel() }
         wake.finish()
     }
 
     /// The indicators running now.
-    var count: Int { timeouts.withLock { $0.count } }
+    var count: Int { timeouts.withLockedValue { $0.count } }
 }
 
 extension NodeEngine {

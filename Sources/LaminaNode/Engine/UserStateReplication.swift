@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaMerge
 import LaminaModel
 import LaminaStore
@@ -86,7 +87,7 @@ extension NodeEngine {
             case .block(let b):
                 blockLists.set(b.blocked, by: b.blocker, blocking: blocked[b] ?? b.blocking)
             case .revoked(let user):
-                for session in registry.all() where session.state.withLock({ $0.auth?.user == user }) {
+                for session in registry.all() where session.state.withLockedValue({ $0.auth?.user == user }) {
                     session.fail(WireError(.sessionRevoked, "every session of the user was revoked"))
                 }
             }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
@@ -23,7 +24,7 @@ extension NodeEngine {
         after: (@Sendable (inout CommandContext, Ack) throws -> Void)? = nil
     ) async throws -> ServerAPICommandResult {
         guard let id = frame.commandID else { throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command") }
-        guard !isShuttingDown.withLock({ $0 }) else { throw WireError(.shuttingDown, "the node is shutting down") }
+        guard !isShuttingDown.withLockedValue({ $0 }) else { throw WireError(.shuttingDown, "the node is shutting down") }
         let key = IdempotencyKey(user: user, id: id)
         let digest = try SHA256Hasher.hash(Array(try frame.encoded().readableBytesView))
         let now = Timestamp.now()

@@ -1,3 +1,4 @@
+import Atomics
 import Foundation
 import NIOConcurrencyHelpers
 import Logging
@@ -72,7 +73,7 @@ final class PostgresConnector: Sendable {
     private let logger: Logger
     private let ids = ManagedAtomicCounter()
     /// Whether the server is known to be unreachable (so each outage is logged once).
-    private let outage = LockedFlag()
+    private let outage = ManagedAtomic(false)
     /// Statements, pool use and notifications of every connection of this store.
     let counters = PostgresCounters()
 
@@ -113,7 +114,7 @@ final class PostgresConnector: Sendable {
             try? connection.close().wait()
             throw error
         }
-        if outage.set(false) {
+        if outage.exchange(false, ordering: .acquiringAndReleasing) {
             Logger(label: "lamina.storage").notice("PostgreSQL reachable again", metadata: ["at": "\(location)"])
         }
         return session
@@ -130,7 +131,7 @@ final class PostgresConnector: Sendable {
                 return try connect()
             } catch {
                 guard error.code == .databaseUnavailable else { throw error }
-                if !outage.set(true) {
+                if !outage.exchange(true, ordering: .acquiringAndReleasing) {
                     Logger(label: "lamina.storage").error("PostgreSQL unreachable; retrying", metadata: ["reason": "\(error.reason)"])
                 }
                 guard ContinuousClock.now + delay < deadline else { throw error }
@@ -144,11 +145,11 @@ final class PostgresConnector: Sendable {
         try? session.connection.close().wait()
     }
 
-    private let shutDown = LockedFlag()
+    private let shutDown = ManagedAtomic(false)
 
     /// Stops the connections' event loop (once; without blocking the caller).
     func shutdown() {
-        guard !shutDown.set(true) else { return }
+        guard !shutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
         group.shutdownGracefully { _ in }
     }
 }
@@ -317,19 +318,6 @@ final class ManagedAtomicCounter: @unchecked Sendable {
         defer { lock.unlock() }
         value += 1
         return value
-    }
-}
-
-/// A flag whose `set` returns the previous value.
-final class LockedFlag: @unchecked Sendable {
-    private let lock = NIOLock()
-    private var value = false
-    func set(_ new: Bool) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        let old = value
-        value = new
-        return old
     }
 }
 
