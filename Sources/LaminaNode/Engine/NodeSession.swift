@@ -103,7 +103,7 @@ public final class NodeSession: Sendable {
     /// authenticated session whose inbox is idle goes to group commit at once, on the
     /// caller's thread (no hop through the inbox); everything else is queued.
     public func receive(_ frame: Frame) {
-        if NodeEngine.isStorageCommand(frame), Self.requiredFeature(of: frame) == nil, let auth = admitDirectCommand() {
+        if NodeEngine.isStorageCommand(frame), let auth = admitDirectCommand(needing: Self.requiredFeature(of: frame) ?? []) {
             engine.submit(frame, in: self, as: auth)
             return
         }
@@ -111,9 +111,12 @@ public final class NodeSession: Sendable {
     }
 
     /// The session's identity when a storage command may bypass the inbox: open,
-    /// authenticated, inbox idle, node not shutting down, and a command slot free (taken).
-    private func admitDirectCommand() -> Auth? {
-        let auth = state.withLockedValue { s -> Auth? in s.phase == .open && s.inboxIdle ? s.auth : nil }
+    /// authenticated, inbox idle, the features it needs agreed (else the inbox answers
+    /// `forbidden`), node not shutting down, and a command slot free (taken).
+    private func admitDirectCommand(needing features: FeatureSet) -> Auth? {
+        let auth = state.withLockedValue { s -> Auth? in
+            s.phase == .open && s.inboxIdle && s.features.isSuperset(of: features) ? s.auth : nil
+        }
         guard let auth, !engine.isShuttingDown.withLockedValue({ $0 }), tryAcquireCommandSlot() else { return nil }
         return auth
     }
