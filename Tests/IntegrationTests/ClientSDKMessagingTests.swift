@@ -81,7 +81,13 @@ import Testing
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let m1 = try Self.send(alice, "one", in: conversation)
         let m2 = try Self.send(alice, "two", in: conversation)
-        try await ClientHarness.waitUntil(laptop, "both on the laptop") { try laptop.message(m2) != nil && laptop.message(m1) != nil }
+        try await ClientHarness.waitUntil(alice, "both sent by alice's phone") { try alice.isSent(m1) && alice.isSent(m2) }
+        do {
+            try await ClientHarness.waitUntil(laptop, "both on the laptop") { try laptop.message(m2) != nil && laptop.message(m1) != nil }
+        } catch {
+            Issue.record("the laptop holds m1: \(try laptop.message(m1) != nil), m2: \(try laptop.message(m2) != nil), the conversation: \(try laptop.conversation(conversation) != nil)")
+            throw error
+        }
         try await ClientHarness.waitUntil(bob, "both at bob") { try bob.message(m2) != nil && bob.message(m1) != nil }
         let bobChanges = Recorder(bob.changes())
 

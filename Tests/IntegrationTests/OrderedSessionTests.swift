@@ -101,13 +101,13 @@ import Testing
 
     @Test func pipelinedReadsSeeTheStreamsEarlierWritesAndAnswersComeInOrder() async throws {
         let node = try await TestNode.start("ordered-session")
-        let (stop, load) = try await Self.background(node, pairs: 4)
+        let (stop, load) = try await Self.background(node, pairs: 2)
         let alice = try await node.session(Self.alice, device: UUID())
         let conversation = ConversationID.random()
         try await alice.command(Self.create(conversation), id: conversation.uuid)
 
         // SEND then FETCH_HISTORY (last 1), without waiting: the history is the message just sent.
-        for _ in 0..<200 {
+        for _ in 0..<150 {
             let (message, read) = (MessageID.random(), UUID())
             let answers = try await Self.pipeline(alice, [Self.send(message, in: conversation), Self.fetch(read, conversation, .lastN(1))])
             #expect(answers.order == [message.uuid, read])
@@ -132,7 +132,7 @@ import Testing
         let mixed = ConversationID.random()
         try await alice.command(Self.create(mixed), id: mixed.uuid)
         var sent: [MessageID] = []
-        for _ in 0..<60 {
+        for _ in 0..<50 {
             var frames: [Frame] = []
             var expected: [UUID: [MessageID]] = [:]
             var sentInBatch = sent
