@@ -255,7 +255,11 @@ import Testing
             // Bob's own timer (virtual time) ends it.
             try await b.events.waitFor("alice's indicator ends at bob") { typingOf($0).contains { $0.state == .finished } }
             #expect(clock.now.millisecondsSince1970 - sentAt.millisecondsSince1970 >= Typing.expiryMilliseconds)
-            #expect(typingOf(b.events.all).map(\.state) == [.started, .paused, .finished])
+            // Virtual time passes at the first yield, so on a loaded machine bob's timer may end
+            // `started` before `paused` arrives ([started, finished, paused, finished]): what
+            // must hold is that the unrefreshed `paused` is ended, last.
+            let states = typingOf(b.events.all).map(\.state)
+            #expect(states.first == .started && Array(states.suffix(2)) == [.paused, .finished], "\(states)")
             #expect(b.client.typingParticipants(in: c.id).isEmpty)
             #expect(await node.snapshot.typing.map(\.state) == [.started, .paused])
             for d in [a, b] { await d.client.disconnect() }

@@ -143,15 +143,20 @@ public final class NodeSession: Sendable {
     /// Live feed entries of this session's user, from the commit that made them durable.
     /// Sent at once when they continue exactly where the session is and its inbox is idle
     /// (no hop through the inbox); otherwise queued, where gaps are filled in order.
+    ///
+    /// The frames are queued on the stream while the session's lock is held: two commits
+    /// published at once from two threads (the writer and the completion thread) reach the
+    /// stream in seq order. Queued apart from the lock, the later one could pass the earlier,
+    /// and the device, whose cursor then passed the earlier entry, dropped it as already seen.
     func publish(_ changes: [Change]) {
-        let direct = state.withLockedValue { s -> (frames: [Frame], through: UInt64)? in
+        let sent = state.withLockedValue { s -> Bool in
             guard s.phase != .closed, s.live, s.inboxIdle, let first = changes.first, first.seq == s.sentThrough + 1,
-                  zip(changes, changes.dropFirst()).allSatisfy({ $1.seq == $0.seq + 1 }) else { return nil }
+                  zip(changes, changes.dropFirst()).allSatisfy({ $1.seq == $0.seq + 1 }) else { return false }
             s.sentThrough = changes[changes.count - 1].seq
-            return (FeedCoding.frames(changes, for: s.features), s.sentThrough)
+            outbound.send(FeedCoding.frames(changes, for: s.features))
+            return true
         }
-        guard let direct else { return enqueue(.live(changes)) }
-        send(direct.frames)
+        if !sent { enqueue(.live(changes)) }
     }
 
     /// Another node committed this user's feed up to `head` (nil: up to whatever there
