@@ -408,7 +408,8 @@ public final class NodeSession: Sendable {
         // flight (at once when none is: reads with nothing pending keep their fast path).
         if Self.waitsForEarlierCommands(frame) { await commandsDrained() }
         if let missing = refusedFeature(frame) {
-            return reply(WireError(.forbidden, "\(frame.type.name) needs the \(missing) feature, which this session did not agree in HELLO"),
+            let bits = (0..<64).filter { missing.rawValue & (1 << $0) != 0 }.map(String.init).joined(separator: " and ")
+            return reply(WireError(.forbidden, "\(frame.type.name) needs feature bit \(bits) (SPEC §5.1), which this session did not agree in HELLO"),
                          requestID: frame.commandID)
         }
         switch frame {
