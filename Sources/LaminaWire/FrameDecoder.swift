@@ -6,7 +6,7 @@ import NIOCore
 /// as the 8 header bytes are in, before any payload is buffered; nothing is allocated from
 /// a length read off the wire. Frames of unknown types marked skippable are discarded as
 /// their bytes pass. After an error the decoder stays failed and rethrows that error.
-public struct FrameDecoder {
+public struct FrameDecoder: Sendable {
     private enum State {
         /// Waiting for a header.
         case header

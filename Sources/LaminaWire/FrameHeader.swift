@@ -31,7 +31,7 @@ public struct FrameHeader: Hashable, Sendable {
     }
 
     /// Reads a header at the reader index without moving it; nil when fewer than 8 bytes are readable.
-    static func peek(_ buffer: ByteBuffer) -> FrameHeader? {
+    public static func peek(_ buffer: ByteBuffer) -> FrameHeader? {
         let i = buffer.readerIndex
         guard let length = buffer.getInteger(at: i, as: UInt32.self),
               let type = buffer.getInteger(at: i &+ 4, as: UInt16.self),

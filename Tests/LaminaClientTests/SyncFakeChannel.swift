@@ -16,6 +16,9 @@ final class FakeChannelEnd: FrameChannel, @unchecked Sendable {
     var peer: FakeChannelEnd?
     /// Frames this end sent, in order (decoded from their bytes).
     private(set) var sent: [Frame] = []
+    /// The bytes handed to `send(encoded:)`, in order, as they were given.
+    var sentBytes: [[UInt8]] { lock.withLock { encodedSends } }
+    private var encodedSends: [[UInt8]] = []
 
     init(outgoing: AsyncStream<Frame>.Continuation, incoming: AsyncStream<Frame>) {
         self.outgoing = outgoing
@@ -52,6 +55,13 @@ final class FakeChannelEnd: FrameChannel, @unchecked Sendable {
 
     func send(_ frame: Frame) async throws(ClientError) {
         guard deliver(frame) else { throw ClientError(.disconnected, "the fake stream is closed") }
+    }
+
+    func send(encoded bytes: ByteBuffer) async throws(ClientError) {
+        let frame: Frame
+        do { frame = try Frame.decode(exactly: bytes) } catch { throw ClientError(wire: error) }
+        lock.withLock { encodedSends.append(Array(bytes.readableBytesView)) }
+        try await send(frame)
     }
 
     /// One receiver only.

@@ -35,6 +35,8 @@ actor FakeNode {
     }
 
     private var sessions: [ObjectIdentifier: Session] = [:]
+    /// The client's end of every stream opened, in order.
+    private(set) var clientEnds: [FakeChannelEnd] = []
     private var nonceCounter = 0
     private var nonces: Set<String> = []
     private var sessionTokens: [String: UserID] = [:]
@@ -150,6 +152,7 @@ actor FakeNode {
     func connect() throws(ClientError) -> FakeChannelEnd {
         guard reachable else { throw ClientError(.disconnected, "the fake node is unreachable") }
         let (client, node) = FakeChannelEnd.pair()
+        clientEnds.append(client)
         sessions[ObjectIdentifier(node)] = Session(channel: node)
         snapshot.connections += 1
         changed()

@@ -77,16 +77,6 @@ extension LocalStore {
         try await readAsync { db in try StoreReader.resolve(db, id) }
     }
 
-    /// What each of `ids` is now (after distinct merges), in one read.
-    func currentIdentifiersAsync(of ids: Set<ConversationID>) async throws(ClientError) -> [ConversationID: ConversationID] {
-        guard !ids.isEmpty else { return [:] }
-        return try await readAsync { db in
-            var current: [ConversationID: ConversationID] = [:]
-            for id in ids { current[id] = try StoreReader.resolve(db, id) }
-            return current
-        }
-    }
-
     func outboxContainsAsync(_ id: UUID) async throws(ClientError) -> Bool {
         try await readAsync { db in
             try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM outbox WHERE id = ?)", arguments: [StoreCoding.blob(id)]) ?? false

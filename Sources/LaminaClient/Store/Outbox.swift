@@ -17,6 +17,9 @@ public struct OutboxEntry: Hashable, Sendable {
     public var kind: String
     /// The object the command is about, if any.
     public var objectID: UUID?
+    /// The conversation the command's bytes address (nil for a conversation's creation, whose
+    /// id is its own): a flush redirects the command when this one was merged away.
+    public var conversationID: UUID?
     /// The encoded command, opaque to the store.
     public var payload: [UInt8]
     public var state: State
@@ -30,10 +33,11 @@ public struct OutboxEntry: Hashable, Sendable {
     /// Not stored.
     public var replacesPending = false
 
-    public init(id: UUID, kind: String, objectID: UUID? = nil, payload: [UInt8], createdAt: Timestamp = .now()) {
+    public init(id: UUID, kind: String, objectID: UUID? = nil, conversationID: UUID? = nil, payload: [UInt8], createdAt: Timestamp = .now()) {
         self.id = id
         self.kind = kind
         self.objectID = objectID
+        self.conversationID = conversationID
         self.payload = payload
         self.state = .pending
         self.attempts = 0
@@ -56,6 +60,13 @@ public struct OutboxEntry: Hashable, Sendable {
     }
 }
 
+/// An outbox entry handed to the session to send, and the conversation to send it to
+/// instead when the one its bytes address has been merged away (nil: send the bytes).
+struct OutboxSend: Sendable {
+    var entry: OutboxEntry
+    var redirect: ConversationID?
+}
+
 extension WriteContext {
     /// Appends an entry; an entry whose id is already queued is left as it is.
     func enqueue(_ entry: OutboxEntry) throws {
@@ -65,9 +76,10 @@ extension WriteContext {
                            arguments: [entry.kind, StoreCoding.blob(object), StoreCoding.blob(entry.id)])
         }
         try db.execute(sql: """
-            INSERT INTO outbox(id, kind, object_id, payload, state, attempts, created_at) VALUES (?, ?, ?, ?, 0, 0, ?)
+            INSERT INTO outbox(id, kind, object_id, conversation_id, payload, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, 0, 0, ?)
             ON CONFLICT(id) DO NOTHING
-            """, arguments: [StoreCoding.blob(entry.id), entry.kind, entry.objectID.map(StoreCoding.blob), Data(entry.payload), entry.createdAt.millisecondsSince1970])
+            """, arguments: [StoreCoding.blob(entry.id), entry.kind, entry.objectID.map(StoreCoding.blob), entry.conversationID.map(StoreCoding.blob),
+                            Data(entry.payload), entry.createdAt.millisecondsSince1970])
     }
 }
 
@@ -96,12 +108,24 @@ extension LocalStore {
         return try write { ctx in try Self.dequeue(limit: limit, overtaking: overtaking, ctx) }
     }
 
-    /// As `dequeueOutbox`, through GRDB's async API (the sync session's flush).
-    public func dequeueOutboxAsync(limit: Int, overtaking: Set<String> = OutboxCommandKind.overtakingUploads) async throws(ClientError) -> [OutboxEntry] {
+    /// As `dequeueOutbox`, through GRDB's async API, resolving in the same transaction where
+    /// each entry's conversation is now: the sync session's flush, one trip to the store per batch.
+    func dequeueOutboxForSendAsync(limit: Int) async throws(ClientError) -> [OutboxSend] {
         guard (1...Self.maxOutboxBatch).contains(limit) else {
             throw ClientError(.invalidSetting, "an outbox batch is 1...\(Self.maxOutboxBatch) entries, not \(limit)")
         }
-        return try await writeAsync { ctx in try Self.dequeue(limit: limit, overtaking: overtaking, ctx) }
+        return try await writeAsync { ctx in
+            var resolved: [UUID: ConversationID] = [:]
+            return try Self.dequeue(limit: limit, overtaking: OutboxCommandKind.overtakingUploads, ctx).map { entry in
+                guard let addressed = entry.conversationID else { return OutboxSend(entry: entry, redirect: nil) }
+                let now: ConversationID
+                if let known = resolved[addressed] { now = known } else {
+                    now = try StoreReader.resolve(ctx.db, ConversationID(uuid: addressed))
+                    resolved[addressed] = now
+                }
+                return OutboxSend(entry: entry, redirect: now.uuid == addressed ? nil : now)
+            }
+        }
     }
 
     private static func dequeue(limit: Int, overtaking: Set<String>, _ ctx: WriteContext) throws -> [OutboxEntry] {
@@ -159,7 +183,7 @@ extension LocalStore {
     static func outboxEntry(_ row: Row) throws -> OutboxEntry {
         var entry = OutboxEntry(
             id: try StoreCoding.uuid(row, "id"), kind: row["kind"], objectID: try StoreCoding.optionalUUID(row, "object_id"),
-            payload: [UInt8](row["payload"] as Data), createdAt: Timestamp(millisecondsSince1970: row["created_at"]))
+            conversationID: try StoreCoding.optionalUUID(row, "conversation_id"), payload: [UInt8](row["payload"] as Data), createdAt: Timestamp(millisecondsSince1970: row["created_at"]))
         guard let state = OutboxEntry.State(rawValue: row["state"]) else { throw ClientError(.corruptRecord, "an outbox entry has an unknown state") }
         entry.state = state
         entry.attempts = row["attempts"]

@@ -33,7 +33,7 @@ extension LocalStore {
         return try await writeAsync { ctx in try Self.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged, in: ctx) }
     }
 
-    private static func apply(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry], acknowledged: UUID?,
+    static func apply(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry], acknowledged: UUID?,
                               in ctx: WriteContext) throws -> [ObjectChange] {
         for change in changes { try ctx.apply(change) }
         try ctx.finish()
@@ -43,6 +43,23 @@ extension LocalStore {
             try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(acknowledged)])
         }
         return ctx.changes
+    }
+}
+
+extension LocalStore {
+    /// The node acknowledged sending message `id`: in one transaction, the stored message
+    /// becomes what `sent` makes of it and its outbox entry leaves. When the message cannot
+    /// be stored any more (its conversation was deleted here), only the entry leaves.
+    func acknowledgeSentMessageAsync(_ id: MessageID, receivedAt: Timestamp, sent: @escaping @Sendable (Message) -> Message?) async throws(ClientError) {
+        do {
+            try await writeAsync { ctx in
+                let changes: [RemoteChange] = try StoreReader.message(ctx.db, id).flatMap { sent($0.message) }.map { [.message($0, receivedAt: receivedAt)] } ?? []
+                _ = try Self.apply(changes, cursor: nil, outbox: [], acknowledged: id.uuid, in: ctx)
+            }
+        } catch {
+            guard error.code == .notFound else { throw error }
+            try await applyAsync([], acknowledged: id.uuid)
+        }
     }
 }
 

@@ -171,6 +171,16 @@ enum StoreSchema {
                 CREATE TABLE blocked_user (user_id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v7-outbox-conversation") { db in
+            // The conversation each queued command's stored bytes address, so a flush sends
+            // the bytes as they are unless that conversation has since been merged away.
+            try db.execute(sql: "ALTER TABLE outbox ADD COLUMN conversation_id BLOB")
+            for row in try Row.fetchAll(db, sql: "SELECT seq, kind, payload, id FROM outbox") {
+                let entry = OutboxEntry(id: try StoreCoding.uuid(row, "id"), kind: row["kind"], payload: [UInt8](row["payload"] as Data))
+                guard let frame = try? OutboxEncoder.frame(for: entry), let conversation = OutboxRedirect.conversation(of: frame) else { continue }
+                try db.execute(sql: "UPDATE outbox SET conversation_id = ? WHERE seq = ?", arguments: [StoreCoding.blob(conversation.uuid), row["seq"] as Int64])
+            }
+        }
         return migrator
     }
 }

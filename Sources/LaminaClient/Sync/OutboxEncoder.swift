@@ -19,6 +19,25 @@ public enum OutboxCommandKind: String, Hashable, Sendable, CaseIterable {
     case deliveryReceipt = "message.delivery-receipt"
 }
 
+extension OutboxCommandKind {
+    /// The frame type of the command.
+    var frameType: FrameType {
+        switch self {
+        case .createConversation: .createConversation
+        case .addParticipants: .addParticipants
+        case .removeParticipants: .removeParticipants
+        case .setMetadata: .setMetadata
+        case .deleteMetadata: .deleteMetadata
+        case .deleteConversation: .deleteConversation
+        case .markAllRead: .markAllRead
+        case .sendMessage: .sendMessage
+        case .markRead: .markRead
+        case .deleteMessage: .deleteMessage
+        case .deliveryReceipt: .deliveryReceipt
+        }
+    }
+}
+
 /// Maps commands to outbox entries and back. An entry's payload is the command's frame
 /// exactly as it goes on the wire (SPEC §2), and its id is the command's client-chosen id
 /// (SPEC §7): the object's id for creations, a request id otherwise. So a retry after a
@@ -30,7 +49,20 @@ public enum OutboxEncoder {
             throw ClientError(.invalidArgument, "a \(frame.type.name) frame is not a command that goes through the outbox")
         }
         let bytes = try encode(frame)
-        return OutboxEntry(id: id, kind: kind.rawValue, objectID: objectID(of: frame), payload: Array(bytes.readableBytesView), createdAt: createdAt)
+        return OutboxEntry(
+            id: id, kind: kind.rawValue, objectID: objectID(of: frame), conversationID: OutboxRedirect.conversation(of: frame)?.uuid,
+            payload: Array(bytes.readableBytesView), createdAt: createdAt)
+    }
+
+    /// An entry's stored bytes, ready to write as they are: its header is checked against
+    /// its kind and length (the payload was checked when encoded, and is not decoded again).
+    static func bytes(of entry: OutboxEntry) throws(ClientError) -> ByteBuffer {
+        let bytes = ByteBuffer(bytes: entry.payload)
+        guard let kind = OutboxCommandKind(rawValue: entry.kind), let header = FrameHeader.peek(bytes),
+              header.type == kind.frameType.rawValue, Int(header.payloadLength) + FrameHeader.size == bytes.readableBytes else {
+            throw ClientError(.corruptRecord, "outbox entry \(entry.id) does not hold a whole \(entry.kind) frame")
+        }
+        return bytes
     }
 
     /// The command frame of an outbox entry, checked against its kind and id.

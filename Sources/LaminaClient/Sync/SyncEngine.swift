@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import LaminaWire
+import NIOConcurrencyHelpers
 
 /// Keeps one user's device in sync: opens a channel, runs a `SyncSession` on it, and when
 /// the stream ends reconnects with the `ReconnectPolicy`'s backoff. A session that ends
@@ -23,7 +24,12 @@ public actor SyncEngine {
     public nonisolated let events: AsyncStream<SyncEvent>
 
     private var task: Task<Void, Never>?
-    private var session: SyncSession?
+    private var session: SyncSession? {
+        didSet { liveSession.withLockedValue { $0 = session } }
+    }
+    /// The running session, for the outbox's wake-ups: they go to it without passing
+    /// through the engine (one executor hop per wake-up, not two).
+    private nonisolated let liveSession = NIOLockedValueBox<SyncSession?>(nil)
     private var channel: (any FrameChannel)?
 
     /// The most events buffered for a slow reader of `events` (older ones are kept).
@@ -71,8 +77,8 @@ public actor SyncEngine {
     }
 
     /// The outbox has new entries: send them now when live.
-    public func outboxDidChange() async {
-        await session?.flush()
+    public nonisolated func outboxDidChange() async {
+        await liveSession.withLockedValue { $0 }?.flush()
     }
 
     /// Sends a typing indicator when live.

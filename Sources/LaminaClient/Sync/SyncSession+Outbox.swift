@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import LaminaWire
+import NIOCore
 
 /// The outbox side of a session (SPEC §7): commands go out in outbox order once live,
 /// pipelined: a conversation's creation does not hold back the commands behind it (the node
@@ -19,27 +20,29 @@ extension SyncSession {
             pending[command: id] = nil
             // What the ACK changes commits with the entry's removal: a sent message is never
             // seen sent while its command still waits in the outbox.
-            var changes: [RemoteChange] = []
             switch entry.flatMap({ OutboxCommandKind(rawValue: $0.kind) }) {
             case .sendMessage:
-                if let stored = try await store.messageAsync(MessageID(uuid: id)), let position = ack.position {
-                    var m = stored.message
+                // One trip to the store: the message read, updated and its entry removed.
+                try await store.acknowledgeSentMessageAsync(MessageID(uuid: id), receivedAt: environment.now()) { stored in
+                    guard let position = ack.position else { return nil }
+                    var m = stored
                     m.position = position
                     m.sentAt = ack.timestamp ?? m.sentAt
                     // Accepted by the node: every participant's status is at least sent.
                     for (user, status) in m.recipientStatus { m.recipientStatus[user] = max(status, .sent) }
-                    changes = [.message(m, receivedAt: environment.now())]
+                    return m
                 }
             case .createConversation:
+                var changes: [RemoteChange] = []
                 if let to = ack.conversationID, to.uuid != id {
                     changes = [.distinctMerge(from: ConversationID(uuid: id), into: to)]
                 } else if let local = try await store.conversationAsync(ConversationID(uuid: id)), !local.isSynced {
                     changes = [.conversation(local.conversation)]  // the node has it now
                 }
+                try await applyTolerant(changes, cursor: nil, acknowledged: id)
             default:
-                break
+                try await applyTolerant([], cursor: nil, acknowledged: id)
             }
-            try await applyTolerant(changes, cursor: nil, acknowledged: id)
         case .failed(let id, let code, let reason, let conversationID):
             let entry = pending[command: id]
             pending[command: id] = nil
@@ -86,21 +89,28 @@ extension SyncSession {
         defer { flushing = false }
         repeat {
             flushAgain = false
-            let batch = try await store.dequeueOutboxAsync(limit: Self.flushBatch)
-            let frames = batch.map { try? OutboxEncoder.frame(for: $0) }
-            // Where each command's conversation is now (after distinct merges), in one read.
-            let current = try await store.currentIdentifiersAsync(of: Set(frames.compactMap { $0.flatMap(OutboxRedirect.conversation(of:)) }))
-            for (entry, frame) in zip(batch, frames) {
-                guard let frame else {
-                    try await store.markFailedAsync(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
-                    continue
-                }
+            // One trip to the store: the entries, marked in flight, and where each entry's
+            // conversation is now (after distinct merges).
+            let batch = try await store.dequeueOutboxForSendAsync(limit: Self.flushBatch)
+            for send in batch {
+                let entry = send.entry
                 guard entry.payload.count - FrameHeader.size <= maxFrameSize else {
                     try await refuseOversized(entry)
                     continue
                 }
+                // The stored bytes go out as they are (encoded once, when queued); only a
+                // command whose conversation was merged away is decoded and addressed anew.
+                let bytes: ByteBuffer
+                var redirected: Frame?
+                do {
+                    bytes = try OutboxEncoder.bytes(of: entry)
+                    if let to = send.redirect { redirected = OutboxRedirect.redirect(try OutboxEncoder.frame(for: entry), to: to) }
+                } catch {
+                    try await store.markFailedAsync(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
+                    continue
+                }
                 pending[command: entry.id] = entry
-                try await channel.send(Self.redirected(frame, current))
+                if let redirected { try await channel.send(redirected) } else { try await channel.send(encoded: bytes) }
             }
             if batch.count == Self.flushBatch { flushAgain = true }
         } while flushAgain && state == .live
@@ -109,14 +119,8 @@ extension SyncSession {
     /// Whether `entry` addresses a conversation whose creation is still in the outbox (sent
     /// and answered with a transient error, so requeued): its `not-found` is not final.
     private func followsPendingCreation(_ entry: OutboxEntry) async throws -> Bool {
-        guard let frame = try? OutboxEncoder.frame(for: entry), let target = OutboxRedirect.conversation(of: frame) else { return false }
-        return try await store.outboxContainsAsync(target.uuid)
-    }
-
-    /// The command addressed to the conversation its target now is (after a distinct merge).
-    private static func redirected(_ frame: Frame, _ current: [ConversationID: ConversationID]) -> Frame {
-        guard let target = OutboxRedirect.conversation(of: frame), let now = current[target], now != target else { return frame }
-        return OutboxRedirect.redirect(frame, to: now)
+        guard let target = entry.conversationID else { return false }
+        return try await store.outboxContainsAsync(target)
     }
 
     /// A command larger than the node's WELCOME `maxFrameSize` would cost the stream (SPEC

@@ -86,15 +86,17 @@ final class LinkedChannel: FrameChannel {
         self.connection = connection
     }
 
-    func send(_ frame: Frame) async throws(ClientError) { try await inner.send(frame) }
+    nonisolated(nonsending) func send(_ frame: Frame) async throws(ClientError) { try await inner.send(frame) }
 
-    func receive() async throws(ClientError) -> Frame? {
+    nonisolated(nonsending) func send(encoded bytes: ByteBuffer) async throws(ClientError) { try await inner.send(encoded: bytes) }
+
+    nonisolated(nonsending) func receive() async throws(ClientError) -> Frame? {
         let frame = try await inner.receive()
         if case .authenticated(let a)? = frame { link.authenticated(token: a.sessionToken, on: connection) }
         return frame
     }
 
-    func close() async { await inner.close() }
+    nonisolated(nonsending) func close() async { await inner.close() }
 }
 
 /// One `POST /v1/sync` stream on its own connection as a `SyncByteStream`. Reads come from
@@ -133,14 +135,14 @@ final class TransportSyncStream: SyncByteStream, @unchecked Sendable {
         }
     }
 
-    func write(_ bytes: ByteBuffer) async throws(ClientError) {
+    nonisolated(nonsending) func write(_ bytes: ByteBuffer) async throws(ClientError) {
         guard !lock.withLock({ closed }) else { throw ClientError(.disconnected, "the sync stream is closed") }
         do { try await stream.write(bytes).get() } catch {
             throw ClientError(.disconnected, "the sync stream closed while writing: \(error)")
         }
     }
 
-    func read() async throws(ClientError) -> ByteBuffer? {
+    nonisolated(nonsending) func read() async throws(ClientError) -> ByteBuffer? {
         let taken: (InboundBody.AsyncIterator, Bool)? = lock.withLock {
             guard !closed, let iterator else { return nil }
             self.iterator = nil
@@ -167,7 +169,7 @@ final class TransportSyncStream: SyncByteStream, @unchecked Sendable {
         }
     }
 
-    func close() async {
+    nonisolated(nonsending) func close() async {
         let first = lock.withLock { () -> Bool in
             defer { closed = true }
             return !closed
