@@ -1,0 +1,83 @@
+import Foundation
+import LaminaNode
+import NIOCore
+import NIOPosix
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 30: the node's parts start in order, and a start that fails part-way stops what
+/// started (one stop path) and names what failed; SIGTERM stops a node process cleanly.
+@Suite struct NodeLifecycleTests {
+    @Test func aTakenListenPortRollsBackWhatStarted() async throws {
+        let taken = try await ServerBootstrap(group: Fixtures.group).bind(host: "127.0.0.1", port: 0).get()
+        var configuration = Fixtures.nodeConfiguration("rollback")
+        configuration.port = try #require(taken.localAddress?.port)
+        let data = URL(fileURLWithPath: configuration.dataDirectory).resolvingSymlinksInPath().path
+
+        do {
+            let node = try await NodeServer.start(configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
+            await node.shutdown()
+            Issue.record("the node started on a taken port")
+        } catch let error as NodeServerError {
+            guard case .startup(let reason) = error else { throw error }
+            #expect(reason.hasPrefix("cannot listen on 127.0.0.1:\(configuration.port)"), "\(reason)")
+        }
+        try await taken.close()
+        // The store, the content files and everything else opened in the data directory are closed.
+        #expect(Self.openFiles(under: data) == [])
+
+        // Nothing holds the directory: a start on a free port serves from it.
+        configuration.port = 0
+        let node = try await NodeServer.start(configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
+        #expect(node.runningParts == Set(NodePart.allCases).subtracting([.peers]))  // peering is off
+        #expect(!Self.openFiles(under: data).isEmpty)  // the store is open while it serves
+        await node.shutdown()
+        #expect(node.runningParts.isEmpty)
+        #expect(Self.openFiles(under: data) == [])
+    }
+
+    @Test func stopOrderHoldsEveryPartOnce() {
+        #expect(NodePart.stopOrder.count == NodePart.allCases.count)
+        #expect(Set(NodePart.stopOrder) == Set(NodePart.allCases))
+        // The admin listener answers "stopping" until the end; the store closes after its users.
+        #expect(NodePart.stopOrder.last == .admin)
+        let index = { (part: NodePart) in NodePart.stopOrder.firstIndex(of: part)! }
+        for user in [NodePart.engine, .content, .webhooks, .pushes, .pruner, .peers] { #expect(index(user) < index(.store)) }
+        #expect(index(.engine) < index(.transport))
+    }
+
+    /// SIGTERM: the ServiceGroup's graceful shutdown stops the node (exit 0, the stop path
+    /// ran), and the data directory serves again with the same node id.
+    @Test func sigtermStopsTheProcessCleanlyAndItsDataServesAgain() async throws {
+        let directory = Fixtures.temporaryDirectory("sigterm")
+        let node = try await NodeProcess.start(in: directory)
+        let id = try #require(Self.nodeID(in: node.printed))
+        let status = try await node.stop(with: SIGTERM)
+        #expect(status == 0)
+        #expect(node.logged.contains("shutting down"))
+        #expect(node.logged.contains("stopped"))
+
+        let again = try await NodeProcess.start(in: directory)
+        #expect(Self.nodeID(in: again.printed) == id)
+        let health = try await HTTPGet.fetch(port: again.adminPort, path: "/health")
+        #expect(health.status == 200)
+        #expect(try await again.stop(with: SIGINT) == 0)
+    }
+
+    static func nodeID(in printed: String) -> String? {
+        guard let line = printed.split(separator: "\n").first(where: { $0.hasPrefix("Lamina node ") }) else { return nil }
+        return line.split(separator: " ").dropFirst(2).first.map(String.init)
+    }
+
+    /// This process's open descriptors whose path is under `directory`.
+    static func openFiles(under directory: String) -> [String] {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return fds.compactMap { fd in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)") else { return nil }
+            return target.hasPrefix(directory + "/") ? target : nil
+        }.sorted()
+    }
+}
