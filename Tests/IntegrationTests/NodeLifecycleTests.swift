@@ -50,11 +50,15 @@ import Glibc
     }
 
     /// SIGTERM: the ServiceGroup's graceful shutdown stops the node (exit 0, the stop path
-    /// ran), and the data directory serves again with the same node id.
+    /// ran); what was committed before is there when the data directory serves again.
     @Test func sigtermStopsTheProcessCleanlyAndItsDataServesAgain() async throws {
         let directory = Fixtures.temporaryDirectory("sigterm")
         let node = try await NodeProcess.start(in: directory)
         let id = try #require(Self.nodeID(in: node.printed))
+        let api = try Self.api(node)
+        let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"],"metadata":{"title":"kept"}}"#)
+        #expect(created.status == 201)
+        let conversation = try #require((created.object["id"] as? String)?.split(separator: "/").last.map(String.init))
         let status = try await node.stop(with: SIGTERM)
         #expect(status == 0)
         #expect(node.logged.contains("shutting down"))
@@ -62,9 +66,21 @@ import Glibc
 
         let again = try await NodeProcess.start(in: directory)
         #expect(Self.nodeID(in: again.printed) == id)
-        let health = try await HTTPGet.fetch(port: again.adminPort, path: "/health")
-        #expect(health.status == 200)
+        let api2 = try Self.api(again, token: api.token)
+        let got = try await api2.request("GET", "/conversations/\(conversation)")
+        #expect(got.status == 200)
+        #expect((got.object["metadata"] as? [String: Any])?["title"] as? String == "kept")
         #expect(try await again.stop(with: SIGINT) == 0)
+    }
+
+    /// The Server API of a node process, from what it printed (its token when it made one now).
+    static func api(_ node: NodeProcess, token: String? = nil) throws -> CurlAPI {
+        let lines = node.printed.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let server = try #require(lines.first { $0.hasPrefix("server API:") }?.split(separator: " ").dropFirst(2).first)
+        let appID = try #require(server.split(separator: "/").last.map(String.init))
+        let made = lines.first { $0.hasPrefix("API token:") }?.split(separator: " ").dropFirst(2).first.map(String.init)
+        let cert = node.dataDirectory.appendingPathComponent(NodeBootstrap.Files.certificate).path
+        return CurlAPI(url: "https://127.0.0.1:\(node.syncPort)", caFile: cert, appID: appID, token: try #require(token ?? made))
     }
 
     static func nodeID(in printed: String) -> String? {
