@@ -83,6 +83,36 @@ import Glibc
         return CurlAPI(url: "https://127.0.0.1:\(node.syncPort)", caFile: cert, appID: appID, token: try #require(token ?? made))
     }
 
+    /// The binary reads a setting from the file, the environment and flags, each over the one
+    /// before (`--set`, then the named flags), and names an unknown key.
+    @Test func theBinaryReadsSettingsWithTheirPrecedence() async throws {
+        let directory = Fixtures.temporaryDirectory("settings")
+        let config = directory.appendingPathComponent("node.json")
+        try Data(#"{"serverAPI": {"enabled": false}, "maxSessions": 5}"#.utf8).write(to: config)
+        let fromFile = try await NodeProcess.start(in: directory, arguments: ["--config", config.path])
+        #expect(!fromFile.printed.contains("server API:"))
+        #expect(try await fromFile.stop() == 0)
+
+        let fromEnvironment = try await NodeProcess.start(
+            in: directory, arguments: ["--config", config.path], environment: ["LAMINA_SERVER_API_ENABLED": "true"])
+        #expect(fromEnvironment.printed.contains("server API:"))
+        #expect(try await fromEnvironment.stop() == 0)
+
+        let fromFlag = try await NodeProcess.start(
+            in: directory, arguments: ["--config", config.path, "--set", "serverAPI.enabled=false", "--max-sessions", "9"],
+            environment: ["LAMINA_SERVER_API_ENABLED": "true", "LAMINA_MAX_SESSIONS": "7"])
+        #expect(!fromFlag.printed.contains("server API:"))
+        let health = try await HTTPGet.fetch(port: fromFlag.adminPort, path: "/health")
+        #expect(health.body.contains("sessions ok 0 of 9\n"), "\(health.body)")  // the named flag over the environment and the file
+        #expect(try await fromFlag.stop() == 0)
+
+        try Data(#"{"serverAPI": {"enabeld": false}}"#.utf8).write(to: config)
+        let refused = try await ExternalCommand.run(
+            try BuiltProduct.url("lamina-node").path, ["--config", config.path, "--data-dir", directory.appendingPathComponent("refused").path])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("unknown key serverAPI.enabeld"), "\(refused.stderr)")
+    }
+
     static func nodeID(in printed: String) -> String? {
         guard let line = printed.split(separator: "\n").first(where: { $0.hasPrefix("Lamina node ") }) else { return nil }
         return line.split(separator: " ").dropFirst(2).first.map(String.init)
