@@ -8,6 +8,7 @@ import Metrics
 import NIOCore
 import NIOPosix
 import Prometheus
+import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
@@ -18,14 +19,20 @@ struct LaminaNodeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lamina-node",
         abstract: "The Lamina relay node. With no arguments: a development node on 127.0.0.1:7443, data in ./.lamina.",
-        subcommands: [Serve.self, Token.self, DevCluster.self, PeerCertificate.self],
+        subcommands: [Serve.self, Token.self, DevCluster.self, PeerCertificate.self, Settings.self],
         defaultSubcommand: Serve.self)
 }
 
-/// Flags shared by the subcommands that read the data directory.
+/// Flags shared by the subcommands that read the data directory. Settings are read from, each
+/// over the one before: defaults, `--config`, the environment (`LAMINA_…`), `--set`, named flags.
 struct DataOptions: ParsableArguments {
-    @Option(name: .customLong("config"), help: "A JSON config file (flags override it).")
+    @Option(name: .customLong("config"), help: "A JSON config file (the environment and flags override it).")
     var configFile: String?
+
+    @Option(
+        name: .customLong("set"),
+        help: ArgumentHelp("A setting, KEY=VALUE (repeatable; keys as in the config file, e.g. limits.maxFrameSize=65536).", discussion: "`lamina-node settings` lists them, with their variables and defaults."))
+    var settings: [String] = []
 
     @Option(name: .customLong("data-dir"), help: "Data directory (default ./.lamina).")
     var dataDirectory: String?
@@ -34,11 +41,34 @@ struct DataOptions: ParsableArguments {
     var store: String?
 
     func configuration() throws -> NodeServerConfiguration {
-        var configuration = NodeServerConfiguration()
-        if let configFile { try configuration.apply(configFile: configFile) }
+        var overrides: [(key: String, value: String)] = []
+        for setting in settings {
+            guard let eq = setting.firstIndex(of: "="), eq != setting.startIndex else { throw ValidationError("--set must be KEY=VALUE, not \(setting)") }
+            overrides.append((String(setting[..<eq]), String(setting[setting.index(after: eq)...])))
+        }
+        var configuration = try NodeServerConfiguration.load(
+            configFile: configFile, environment: ProcessInfo.processInfo.environment, overrides: overrides)
         if let dataDirectory { configuration.dataDirectory = dataDirectory }
         if let store { configuration.store = store }
         return configuration
+    }
+}
+
+/// A flag's help: the doc, default and key of the setting it sets (``NodeServerConfiguration/settings``).
+func setting(_ key: String) -> ArgumentHelp {
+    guard let setting = NodeServerConfiguration.setting(key) else { preconditionFailure("no setting \(key)") }
+    return ArgumentHelp("\(setting.doc) (default \(setting.value(in: NodeServerConfiguration())); setting \(key))")
+}
+
+/// Lists every setting: its config file key, variable, default and doc.
+struct Settings: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the settings: config file key, environment variable, default, what it does.")
+
+    func run() throws {
+        let defaults = NodeServerConfiguration()
+        for setting in NodeServerConfiguration.settings {
+            print("\(setting.key)  \(setting.environmentVariable)  default: \(setting.value(in: defaults))\n    \(setting.doc)")
+        }
     }
 }
 
@@ -73,29 +103,25 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The dev identity provider's key directory (made when missing; default <data-dir>/dev-identity). Nodes given the same one accept each other's development tokens.")
     var devIdentity: String?
 
-    @Option(help: "Largest inbound frame payload in bytes.") var maxFrameSize: Int?
-    @Option(help: "Outbound bytes queued per session before a slow consumer is disconnected.") var maxOutboundBytes: Int?
-    @Option(help: "Seconds without an inbound frame before a session is closed.") var idleTimeout: Int?
-    @Option(help: "Concurrent sessions.") var maxSessions: Int?
-    @Option(help: "Group commit: microseconds between the starts of two commits under load (default 1000; 0 commits at once).")
-    var groupCommitDelay: Int?
+    @Option(help: setting("limits.maxFrameSize")) var maxFrameSize: Int?
+    @Option(help: setting("limits.maxOutboundBytes")) var maxOutboundBytes: Int?
+    @Option(help: setting("limits.idleTimeoutSeconds")) var idleTimeout: Int?
+    @Option(help: setting("maxSessions")) var maxSessions: Int?
+    @Option(help: setting("storage.groupCommitDelayMicroseconds")) var groupCommitDelay: Int?
     @Option(
         name: .customLong("content-dir"),
         help: ArgumentHelp(
             "Directory of the rich content files (default <data-dir>/content; config key content.directory).",
             discussion: "Nodes sharing one PostgreSQL store must all use one shared directory (e.g. an NFS or shared volume mount), so content uploaded through one node downloads through any."))
     var contentDirectory: String?
-    @Option(help: "Rich content quota per user, in bytes (default 10 GiB).") var contentQuota: UInt64?
-    @Option(help: "Rich content uploads per user at once (default 8).") var maxConcurrentUploads: Int?
-    @Option(help: "Seconds after which an unfinished upload is collected (default 86400).") var abandonedUploadAge: Int?
-    @Option(help: "Seconds after which complete content no message references is collected (default 86400).")
-    var unreferencedContentAge: Int?
-    @Option(help: "Seconds between content collection sweeps (default 600; 0 disables).") var contentSweepInterval: Int?
+    @Option(help: setting("content.quotaBytes")) var contentQuota: UInt64?
+    @Option(help: setting("content.maxConcurrentUploadsPerUser")) var maxConcurrentUploads: Int?
+    @Option(help: setting("content.abandonedUploadAgeSeconds")) var abandonedUploadAge: Int?
+    @Option(help: setting("content.unreferencedContentAgeSeconds")) var unreferencedContentAge: Int?
+    @Option(help: setting("content.sweepIntervalSeconds")) var contentSweepInterval: Int?
 
-    @Flag(help: "Allow webhook targets on loopback and private addresses (refused by default).")
-    var allowPrivateWebhookTargets = false
-    @Option(help: "A PEM file of CAs webhook targets' certificates must chain to (default: the system's trust store).")
-    var webhookCAFile: String?
+    @Flag(help: setting("webhooks.allowPrivateTargets")) var allowPrivateWebhookTargets = false
+    @Option(help: setting("webhooks.caFile")) var webhookCAFile: String?
     @Option(help: "APNs: the team's .p8 signing key (PEM); with --apns-team-id and --apns-key-id.") var apnsKeyFile: String?
     @Option(help: "APNs: the team id (the provider token's issuer).") var apnsTeamId: String?
     @Option(help: "APNs: the signing key's id.") var apnsKeyId: String?
@@ -109,16 +135,12 @@ struct Serve: AsyncParsableCommand {
     var nodeID: String?
     @Option(help: "Peer listener address, host:port (mutual TLS, POST /v1/peer); peering is off without it.")
     var peerListen: String?
-    @Option(help: "The cluster's name; nodes of another cluster are refused (default \(PeerSettings().cluster), as dev-cluster).")
-    var cluster: String?
+    @Option(help: setting("peers.cluster")) var cluster: String?
     @Option(name: .customLong("peer"), help: "A peer's listener, https://host:port (repeatable): this node dials it.")
     var peerURLs: [String] = []
-    @Option(help: "The cluster CA (PEM) that signs every node's peer certificate.")
-    var peerCA: String?
-    @Option(help: "This node's peer certificate (PEM), CN lamina-node-<node id in hex>, signed by the cluster CA.")
-    var peerCertificate: String?
-    @Option(help: "The private key (PEM) of --peer-certificate.")
-    var peerKey: String?
+    @Option(help: setting("peers.caFile")) var peerCA: String?
+    @Option(help: setting("peers.certificateFile")) var peerCertificate: String?
+    @Option(help: setting("peers.keyFile")) var peerKey: String?
 
     func run() async throws {
         var configuration = try data.configuration()
@@ -182,32 +204,24 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "lamina.node")
 
-        // Signals are handled as events, not by the default action.
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
         // Past a file-size limit (`ulimit -f`) writes fail with EFBIG, which the store reports
         // and /health/ready shows, instead of the signal killing the node.
         signal(SIGXFSZ, SIG_IGN)
-        let signals = SignalWaiter(signals: [SIGTERM, SIGINT])
 
         if let eventLoops, !(1...1024).contains(eventLoops) { throw ValidationError("--event-loops must be 1…1024") }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops ?? NodeServerConfiguration.defaultEventLoops(cores: System.coreCount))
-        let server: NodeServer
-        do {
-            server = try await NodeServer.start(configuration: configuration, group: group, logger: logger, registry: registry)
-        } catch {
+        // SIGTERM or SIGINT: the group's graceful shutdown, which the node service answers by
+        // stopping (GOAWAY, drain, flush); a start that fails has rolled back when run() throws.
+        let node = NodeService(configuration: configuration, group: group, logger: logger, registry: registry) { Self.printWelcome($0) }
+        let services = ServiceGroup(services: [node], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        do { try await services.run() } catch {
             try? await group.shutdownGracefully()
             throw error
         }
-        printWelcome(server)
-
-        let received = await signals.next()
-        logger.info("signal received", metadata: ["signal": "\(received)"])
-        await server.shutdown()
         try? await group.shutdownGracefully()
     }
 
-    private func printWelcome(_ server: NodeServer) {
+    private static func printWelcome(_ server: NodeServer) {
         let prepared = server.prepared
         var lines = [
             "Lamina node \(prepared.nodeID) is serving.",
@@ -310,28 +324,5 @@ struct Token: AsyncParsableCommand {
         let userID: UserID
         do { userID = try UserID(user) } catch { throw ValidationError("bad user id: \(error)") }
         print(try provider.mintToken(user: userID, nonce: nonce, displayName: displayName))
-    }
-}
-
-/// Waits for one of `signals` (their default action must already be ignored).
-final class SignalWaiter: @unchecked Sendable {
-    private var sources: [DispatchSourceSignal] = []
-    private let stream: AsyncStream<Int32>
-    private let continuation: AsyncStream<Int32>.Continuation
-
-    init(signals: [Int32]) {
-        (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-        for signal in signals {
-            let source = DispatchSource.makeSignalSource(signal: signal, queue: .global())
-            let continuation = self.continuation
-            source.setEventHandler { continuation.yield(signal) }
-            source.resume()
-            sources.append(source)
-        }
-    }
-
-    func next() async -> Int32 {
-        var iterator = stream.makeAsyncIterator()
-        return await iterator.next() ?? SIGTERM
     }
 }

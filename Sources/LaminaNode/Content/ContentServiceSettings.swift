@@ -59,34 +59,4 @@ public struct ContentServiceSettings: Sendable, Hashable, Codable {
         try check((1...3600).contains(uploadStallTimeoutSeconds), "content.uploadStallTimeoutSeconds must be 1...3600")
         try check(retryAfterSeconds >= 1, "content.retryAfterSeconds must be at least 1")
     }
-
-    /// Applies the keys present in a JSON config's `content` object.
-    mutating func apply(_ file: File) {
-        if let v = file.directory { directory = v }
-        if let v = file.quotaBytes { quotaBytes = v }
-        if let v = file.maxConcurrentUploadsPerUser { maxConcurrentUploadsPerUser = v }
-        if let v = file.abandonedUploadAgeSeconds { abandonedUploadAgeSeconds = v }
-        if let v = file.unreferencedContentAgeSeconds { unreferencedContentAgeSeconds = v }
-        if let v = file.sweepIntervalSeconds { sweepIntervalSeconds = v }
-        if let v = file.downloadChunkBytes { downloadChunkBytes = v }
-        if let v = file.uploadBufferBytes { uploadBufferBytes = v }
-        if let v = file.uploadSyncIntervalBytes { uploadSyncIntervalBytes = v }
-        if let v = file.retryAfterSeconds { retryAfterSeconds = v }
-        if let v = file.uploadStallTimeoutSeconds { uploadStallTimeoutSeconds = v }
-    }
-
-    /// The `content` object of a JSON config file: every key optional.
-    struct File: Decodable {
-        var directory: String?
-        var quotaBytes: UInt64?
-        var maxConcurrentUploadsPerUser: Int?
-        var abandonedUploadAgeSeconds: Int?
-        var unreferencedContentAgeSeconds: Int?
-        var sweepIntervalSeconds: Int?
-        var downloadChunkBytes: Int?
-        var uploadBufferBytes: Int?
-        var uploadSyncIntervalBytes: Int?
-        var retryAfterSeconds: Int?
-        var uploadStallTimeoutSeconds: Int?
-    }
 }

@@ -123,33 +123,4 @@ public struct PushSettings: Sendable, Hashable {
             if let n = gateway.maxInFlight { try check((1...1_000).contains(n), "gateway maxInFlight must be 1...1000") }
         }
     }
-
-    /// The config file's `push` object: every key optional.
-    struct File: Decodable {
-        var apns: APNs?
-        var fcm: FCM?
-        var gateway: Gateway?
-        var caFile: String?
-        var expirationSeconds: Int?
-        var initialBackoffMilliseconds: Int?
-        var maxBackoffSeconds: Int?
-        var connectTimeoutSeconds: Int?
-        var responseTimeoutSeconds: Int?
-        var maxInFlightPerProvider: Int?
-        var connectionsPerProvider: Int?
-    }
-
-    mutating func apply(_ f: File) {
-        if let v = f.apns { apns = v }
-        if let v = f.fcm { fcm = v }
-        if let v = f.gateway { gateway = v }
-        if let v = f.caFile { caFile = v }
-        if let v = f.expirationSeconds { expirationSeconds = v }
-        if let v = f.initialBackoffMilliseconds { initialBackoffMilliseconds = v }
-        if let v = f.maxBackoffSeconds { maxBackoffSeconds = v }
-        if let v = f.connectTimeoutSeconds { connectTimeoutSeconds = v }
-        if let v = f.responseTimeoutSeconds { responseTimeoutSeconds = v }
-        if let v = f.maxInFlightPerProvider { maxInFlightPerProvider = v }
-        if let v = f.connectionsPerProvider { connectionsPerProvider = v }
-    }
 }

@@ -52,27 +52,4 @@ public struct WebhookSettings: Sendable, Hashable {
             try check(FileManager.default.isReadableFile(atPath: caFile), "caFile \(caFile) cannot be read")
         }
     }
-
-    /// The config file's `webhooks` object: every key optional.
-    struct File: Decodable {
-        var allowPrivateTargets: Bool?
-        var caFile: String?
-        var retryPeriodSeconds: Int?
-        var initialBackoffMilliseconds: Int?
-        var maxBackoffSeconds: Int?
-        var connectTimeoutSeconds: Int?
-        var responseTimeoutSeconds: Int?
-        var maxInFlightPerTarget: Int?
-    }
-
-    mutating func apply(_ f: File) {
-        if let v = f.allowPrivateTargets { allowPrivateTargets = v }
-        if let v = f.caFile { caFile = v }
-        if let v = f.retryPeriodSeconds { retryPeriodSeconds = v }
-        if let v = f.initialBackoffMilliseconds { initialBackoffMilliseconds = v }
-        if let v = f.maxBackoffSeconds { maxBackoffSeconds = v }
-        if let v = f.connectTimeoutSeconds { connectTimeoutSeconds = v }
-        if let v = f.responseTimeoutSeconds { responseTimeoutSeconds = v }
-        if let v = f.maxInFlightPerTarget { maxInFlightPerTarget = v }
-    }
 }

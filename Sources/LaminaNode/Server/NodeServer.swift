@@ -9,9 +9,10 @@ import NIOCore
 import NIOPosix
 import Prometheus
 
-/// A running node: store, engine, the sync listener (TLS + HTTP/2, `POST /v1/sync`) and the
-/// admin listener. Start with ``start(configuration:group:logger:registry:)``; stop with
-/// ``shutdown()``.
+/// A running node: its parts (``NodePart``: store, engine, content, deliveries, the sync
+/// listener (TLS + HTTP/2, `POST /v1/sync`), peers, the admin listener, pruner, health log).
+/// Start with ``start(configuration:group:logger:registry:)``; stop with ``shutdown()``; in a
+/// `ServiceGroup`, run a ``NodeService``.
 public final class NodeServer: Sendable {
     /// The request path of the client sync stream (SPEC §1).
     public static let syncPath = "/v1/sync"
@@ -47,18 +48,19 @@ public final class NodeServer: Sendable {
     let pushes: PushDelivery
 
     /// `https://host:port` of the sync listener.
-    public var url: String {
-        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        return "https://\(host):\(transport.port)"
-    }
+    public var url: String { Self.url(host: configuration.host, port: transport.port) }
+
+    /// Starts and stops the parts.
+    private let parts: NodeLifecycle
 
     private init(
-        configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, engine: NodeEngine, store: NodeStore,
-        content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger, gate: SessionGate, stopped: NIOLockedValueBox<Bool>,
-        admission: SessionAdmission, outboundBudget: NodeOutboundBudget, pruner: StoragePruner,
-        serverAPICredentials: ServerAPICredentials?, peers: PeerService?, webhooks: WebhookDelivery, pushes: PushDelivery,
-        healthLog: NodeHealthLog
+        configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, parts: NodeLifecycle, engine: NodeEngine,
+        store: NodeStore, content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger,
+        gate: SessionGate, stopped: NIOLockedValueBox<Bool>, admission: SessionAdmission, outboundBudget: NodeOutboundBudget,
+        pruner: StoragePruner, serverAPICredentials: ServerAPICredentials?, peers: PeerService?, webhooks: WebhookDelivery,
+        pushes: PushDelivery, healthLog: NodeHealthLog
     ) {
+        self.parts = parts
         self.healthLog = healthLog
         self.webhooks = webhooks
         self.pushes = pushes
@@ -79,223 +81,118 @@ public final class NodeServer: Sendable {
         self.gate = gate
     }
 
-    /// Prepares the data directory (``NodeBootstrap``), opens the store, starts the engine and
-    /// both listeners. Metrics go to `registry` (rendered on the admin port's `/metrics`).
+    /// Prepares the data directory (``NodeBootstrap``), then starts the parts in
+    /// ``NodePart/startOrder``; a part that fails stops those started (the one stop path,
+    /// ``NodeLifecycle``) and the error names it. Metrics go to `registry` (rendered on the
+    /// admin port's `/metrics`).
     public static func start(
         configuration: NodeServerConfiguration, group: EventLoopGroup, logger: Logger,
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()
     ) async throws -> NodeServer {
         try configuration.validate()
-        let softLimit = NodeResourceLimits.softFileDescriptorLimit()
-        guard let maxConnections = configuration.resources.effectiveMaxConnections(softLimit: softLimit) else {
-            throw NodeServerError.startup(
-                "the file-descriptor limit (\(softLimit)) leaves no room for connections after the reserve of \(configuration.resources.fileDescriptorReserve)")
-        }
+        let maxConnections = try configuration.maxConnections()
         let prepared = try NodeBootstrap.prepare(configuration)
-        let store: NodeStore
-        do { store = try NodeStore(location: prepared.storeLocation, configuration: configuration.storage) } catch {
-            throw NodeServerError.startup("cannot open the store at \(prepared.storePath): \(error)")
+        let parts = NodeLifecycle(logger: logger)
+        let store: NodeStore = try await parts.start(.store, "cannot open the store at \(prepared.storePath)") {
+            let store = try NodeStore(location: prepared.storeLocation, configuration: configuration.storage)
+            return (store, { Self.close(store, logger: logger) })
         }
-        var engineConfiguration = NodeEngineConfiguration(nodeID: prepared.nodeID, identityProviders: prepared.identityProviders)
-        engineConfiguration.maxFrameSize = min(configuration.limits.maxFrameSize, WireLimits.protocolMaxFrameSize)
-        engineConfiguration.commandBudget = configuration.resources.commandBudget
-        engineConfiguration.nonces = configuration.resources.nonces
-        engineConfiguration.cluster = configuration.peers.cluster
-        let engine = try NodeEngine(store: store, configuration: engineConfiguration)
-        let content: ContentService
-        do {
-            content = try ContentService(
+        let engine: NodeEngine = try await parts.start(.engine, nil) {
+            let engine = try NodeEngine(store: store, configuration: configuration.engineConfiguration(prepared))
+            return (engine, { await engine.shutdown() })
+        }
+        let content: ContentService = try await parts.start(.content, "cannot prepare the content files") {
+            let content = try ContentService(
                 store: store, dataDirectory: prepared.dataDirectory, settings: configuration.content, logger: logger,
                 arrivals: ContentArrivals { engine.contentSignal.notify() })
-        } catch {
-            await engine.shutdown()
-            try? store.close()
-            throw NodeServerError.startup("cannot prepare the content files: \(error)")
+            return (content, { await content.shutdown() })
         }
-        do { try await content.start(sweepingOn: group.next()) } catch {
-            await content.shutdown()
-            await engine.shutdown()
-            try? store.close()
-            throw NodeServerError.startup("cannot repair the content records: \(error)")
-        }
-        let metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
-        let webhooks: WebhookDelivery
-        do {
-            webhooks = try WebhookDelivery(
+        try await parts.step(.content, "cannot repair the content records") { try await content.start(sweepingOn: group.next()) }
+        let webhooks: WebhookDelivery = try await parts.start(.webhooks, "cannot prepare webhook delivery (TLS trust, stored webhooks)") {
+            let webhooks = try WebhookDelivery(
                 store: store, outbox: engine.webhooks, settings: configuration.webhooks, group: group, logger: logger,
                 metrics: WebhookMetrics(registry: registry))
             try webhooks.prepare()
-        } catch {
-            await content.shutdown()
-            await engine.shutdown()
-            try? store.close()
-            throw NodeServerError.startup("cannot prepare webhook delivery (TLS trust, stored webhooks): \(error)")
+            return (webhooks, { await webhooks.shutdown() })
         }
-        let pushes: PushDelivery
-        do {
-            pushes = try PushDelivery(
+        let pushes: PushDelivery = try await parts.start(.pushes, "cannot prepare push delivery") {
+            let pushes = try PushDelivery(
                 store: store, outbox: engine.pushes, settings: configuration.push, group: group, logger: logger,
                 metrics: PushMetrics(registry: registry))
             pushes.prepare()
-        } catch {
-            await content.shutdown()
-            await engine.shutdown()
-            try? store.close()
-            throw NodeServerError.startup("cannot prepare push delivery: \(error)")
+            return (pushes, { await pushes.shutdown() })
         }
         let gate = SessionGate(limit: configuration.maxSessions)
         let admission = SessionAdmission(limits: configuration.resources, maxSessions: configuration.maxSessions)
         let outboundBudget = NodeOutboundBudget(
             limit: configuration.resources.nodeOutboundBudgetBytes, minimumShare: configuration.resources.minimumOutboundShareBytes)
-
-        var router = TransportRouter()
-        router.add(
-            syncPath,
-            SyncStreamBridge.handler(
-                limits: configuration.limits, metrics: metrics, logger: logger, admission: admission, budget: outboundBudget
-            ) { outbound in
-                guard gate.admit() else { return nil }
-                let session = engine.openSession(outbound: outbound)
-                admission.track(session)
-                return GatedSession(session, gate: gate)
-            })
-        router.add(ContentEndpoint.routePattern, ContentEndpoint.handler(service: content))
-        var serverAPICredentials: ServerAPICredentials?
-        if configuration.serverAPI.enabled {
-            do {
-                let credentials = try ServerAPICredentials.loadOrCreate(in: prepared.dataDirectory)
-                serverAPICredentials = credentials
-                let api = ServerAPI(engine: engine, credentials: credentials, settings: configuration.serverAPI, webhooks: webhooks, content: content)
-                router.add(ServerAPI.routePattern, maxBodyBytes: ServerAPILimits.maxBodyBytes) { await api.handle($0) }
-                // Uploads to a content's upload_url take chunks larger than a JSON body.
-                router.add(ServerAPI.contentRoutePattern(appID: credentials.appID), maxBodyBytes: ServerAPILimits.maxUploadChunkBytes) {
-                    await api.handle($0)
-                }
-            } catch {
-                await content.shutdown()
-                await engine.shutdown()
-                try? store.close()
-                throw NodeServerError.startup("cannot prepare the Server API credentials: \(error)")
-            }
+        let credentials: ServerAPICredentials? = try await parts.step(.transport, "cannot prepare the Server API credentials") {
+            try configuration.serverAPI.enabled ? ServerAPICredentials.loadOrCreate(in: prepared.dataDirectory) : nil
         }
-        var settings = HTTP2Settings()
-        settings.maxConcurrentStreams = configuration.maxStreamsPerConnection
-        settings.drainTimeout = .seconds(Int64(configuration.drainTimeoutSeconds))
-        settings.idleConnectionTimeout = .seconds(Int64(configuration.resources.idleConnectionTimeoutSeconds))
-        settings.stalledWriteTimeout = .seconds(Int64(configuration.resources.stalledConnectionTimeoutSeconds))
-        settings.liveness = HTTP2Liveness(
-            pingAfterQuiet: .seconds(Int64(configuration.resources.clientPingAfterQuietSeconds)),
-            ackDeadline: .seconds(Int64(configuration.resources.clientPingDeadlineSeconds)))
-        settings.initialStreamWindow = Int32(configuration.resources.initialStreamWindowBytes)
-        settings.openedStreamWindow = Int32(configuration.resources.streamWindowBytes)
-        settings.maxUnproductiveFramesPerSecond = configuration.resources.maxUnproductiveFramesPerSecond
-
-        let transport: TransportServer
-        do {
-            var tlsConfiguration = TLSConfiguration.server(
-                certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath)
-            // HTTP/1.1 serves the Server API; the sync stream and content stay HTTP/2 (505).
-            tlsConfiguration.offersHTTP1 = configuration.serverAPI.enabled
-            let tls = try TLSContext(tlsConfiguration)
-            transport = try await TransportServer.start(
-                host: configuration.host, port: configuration.port, tls: tls, router: router, settings: settings,
-                group: group, maxConnections: maxConnections,
-                http1: configuration.serverAPI.enabled ? HTTP1Settings() : nil,
-                connectionClosed: { [nonces = engine.nonces] in nonces.connectionClosed($0) })
-        } catch {
-            await content.shutdown()
-            await engine.shutdown()
-            try? store.close()
-            throw NodeServerError.startup("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+        let router = Self.router(
+            configuration: configuration, engine: engine, content: content, webhooks: webhooks, credentials: credentials, gate: gate,
+            admission: admission, budget: outboundBudget, metrics: ServerMetrics(factory: PrometheusMetricsFactory(registry: registry)),
+            logger: logger)
+        let transport: TransportServer = try await parts.start(.transport, "cannot listen on \(configuration.host):\(configuration.port)") {
+            let transport = try await Self.listen(configuration, prepared, router: router, group: group, maxConnections: maxConnections, engine: engine)
+            return (transport, { await Self.stop(transport, logger: logger) })
         }
-
         var peers: PeerService?
         if configuration.peers.enabled {
-            do {
-                peers = try await PeerService.start(engine: engine, content: content, settings: configuration.peers, group: group, logger: logger)
-            } catch {
-                await peers?.shutdown()
-                try? await transport.shutdown()
-                await content.shutdown()
-                await engine.shutdown()
-                try? store.close()
-                throw NodeServerError.startup("cannot start peering on \(configuration.peers.host):\(configuration.peers.port): \(error)")
+            let started: PeerService = try await parts.start(.peers, "cannot start peering on \(configuration.peers.host):\(configuration.peers.port)") {
+                let peers = try await PeerService.start(engine: engine, content: content, settings: configuration.peers, group: group, logger: logger)
+                return (peers, { await peers.shutdown() })
             }
+            peers = started
         }
+        let stopped = NIOLockedValueBox(false)
         var admin: AdminServer?
-        let stoppedBox = NIOLockedValueBox(false)
-        let health = NodeHealth(
-            store: store, sessions: { gate.count }, maxSessions: configuration.maxSessions,
-            connections: { transport.connectionCount }, maxConnections: maxConnections,
-            stopping: { stoppedBox.withLockedValue { $0 } })
-        let healthLog = NodeHealthLog(logger: logger) { [maxSessions = configuration.maxSessions] in
-            let limit = NodeResourceLimits.softFileDescriptorLimit()
-            let counts = transport.counts
-            return NodeHealthLog.Counts(
-                descriptors: NodeHealth.openDescriptors().map { ($0, limit) }, connections: (transport.connectionCount, maxConnections),
-                sessions: (gate.count, maxSessions), refusedConnections: counts.refused, failedAccepts: counts.acceptFailed,
-                refusedSessions: gate.refused)
-        }
-        let peerMetrics = peers.map { PeerMetrics(registry: registry, engine: engine, peers: $0) }
-        let sampler = NodeMetricsSampler(registry: registry, store: store, transport: transport, budget: outboundBudget)
         if configuration.adminPort >= 0 {
-            do {
-                admin = try await AdminServer.start(
-                    host: configuration.adminHost, port: configuration.adminPort, group: group,
-                    metrics: { [peerMetrics] in
-                        sampler.sample()
-                        await peerMetrics?.sample()
-                        return registry.emitToString()
-                    },
-                    readiness: { await health.readiness() },
-                    replication: { [peers] in
-                        do {
-                            return try await engine.convergenceDigest().json(node: engine.configuration.nodeID, peers: peers?.links ?? [:])
-                        } catch {
-                            return "{\"error\": \"cannot read the store\"}\n"
-                        }
-                    })
-            } catch {
-                try? await transport.shutdown()
-                await content.shutdown()
-                await engine.shutdown()
-                try? store.close()
-                throw NodeServerError.startup(
-                    "cannot listen (admin) on \(configuration.adminHost):\(configuration.adminPort): \(error)")
+            let started: AdminServer = try await parts.start(.admin, "cannot listen (admin) on \(configuration.adminHost):\(configuration.adminPort)") {
+                let admin = try await Self.startAdmin(
+                    configuration, group: group, registry: registry, store: store, engine: engine, transport: transport, peers: peers,
+                    gate: gate, maxConnections: maxConnections, budget: outboundBudget, stopped: stopped)
+                return (admin, { await admin.shutdown() })
             }
+            admin = started
         }
-        let server = NodeServer(
-            configuration: configuration, prepared: prepared, engine: engine, store: store, content: content,
-            transport: transport, admin: admin, logger: logger, gate: gate, stopped: stoppedBox, admission: admission,
-            outboundBudget: outboundBudget, pruner: StoragePruner(store: store, nonces: engine.nonces, logger: logger), serverAPICredentials: serverAPICredentials,
-            peers: peers, webhooks: webhooks, pushes: pushes, healthLog: healthLog)
-        do {
-            try await webhooks.start(base: "\(server.url)/apps/\(serverAPICredentials?.appID ?? "none")")
-        } catch {
-            await server.shutdown()
-            throw NodeServerError.startup("cannot start webhook delivery: \(error)")
+        let url = Self.url(host: configuration.host, port: transport.port)
+        try await parts.step(.webhooks, "cannot start webhook delivery") {
+            try await webhooks.start(base: "\(url)/apps/\(credentials?.appID ?? "none")")
         }
-        do { try await pushes.start() } catch {
-            await server.shutdown()
-            throw NodeServerError.startup("cannot start push delivery: \(error)")
+        try await parts.step(.pushes, "cannot start push delivery") { try await pushes.start() }
+        let pruner: StoragePruner = try await parts.start(.pruner, nil) {
+            let pruner = StoragePruner(store: store, nonces: engine.nonces, logger: logger)
+            pruner.start(every: .seconds(Int64(configuration.resources.pruneIntervalSeconds)))
+            return (pruner, { await pruner.stop() })
         }
-        server.pruner.start(every: .seconds(Int64(configuration.resources.pruneIntervalSeconds)))
-        healthLog.start()
+        let healthLog: NodeHealthLog = try await parts.start(.healthLog, nil) {
+            let healthLog = Self.healthLog(configuration, transport: transport, gate: gate, maxConnections: maxConnections, logger: logger)
+            healthLog.start()
+            return (healthLog, { healthLog.stop() })
+        }
         logger.info(
             "node started",
             metadata: [
-                "url": "\(server.url)", "node": "\(prepared.nodeID)", "admin": "\(admin.map { "\($0.port)" } ?? "off")",
+                "url": "\(url)", "node": "\(prepared.nodeID)", "admin": "\(admin.map { "\($0.port)" } ?? "off")",
                 "maxConnections": "\(maxConnections)",
             ])
-        return server
+        return NodeServer(
+            configuration: configuration, prepared: prepared, parts: parts, engine: engine, store: store, content: content,
+            transport: transport, admin: admin, logger: logger, gate: gate, stopped: stopped, admission: admission,
+            outboundBudget: outboundBudget, pruner: pruner, serverAPICredentials: credentials, peers: peers, webhooks: webhooks,
+            pushes: pushes, healthLog: healthLog)
     }
 
     /// Sessions currently open.
     public var sessionCount: Int { gate.count }
 
-    /// Graceful stop: refuse new sessions, GOAWAY every connection and let streams drain
-    /// (bounded), let the engine finish in-flight commands, close the store, stop the admin
-    /// listener. Idempotent.
+    /// The parts started and not yet stopped.
+    public var runningParts: Set<NodePart> { parts.running }
+
+    /// Graceful stop: refuse new sessions, then stop the parts in ``NodePart/stopOrder``
+    /// (GOAWAY every connection and let streams drain (bounded), let the engine finish
+    /// in-flight commands, close the store, stop the admin listener). Idempotent.
     public func shutdown() async {
         let already = stopped.withLockedValue { value -> Bool in
             defer { value = true }
@@ -304,20 +201,7 @@ public final class NodeServer: Sendable {
         guard !already else { return }
         logger.info("shutting down: GOAWAY, draining")
         gate.close()
-        healthLog.stop()
-        await peers?.shutdown()
-        await pruner.stop()
-        await engine.shutdown()
-        await webhooks.shutdown()
-        await pushes.shutdown()
-        do { try await transport.shutdown() } catch {
-            logger.warning("transport shutdown", metadata: ["error": "\(error)"])
-        }
-        await content.shutdown()
-        do { try store.close() } catch {
-            logger.error("closing the store failed", metadata: ["error": "\(error)"])
-        }
-        await admin?.shutdown()
+        await parts.stopAll()
         logger.info("stopped")
     }
 }

@@ -2,8 +2,9 @@ import Foundation
 import LaminaLocalNode
 import LaminaStore
 
-/// Everything `lamina-node` can be told, by flags or a JSON config file; every field has a
-/// default, so an empty configuration starts a working development node.
+/// Everything `lamina-node` can be told; every field has a default, so an empty configuration
+/// starts a working development node. The settings read from a config file, the environment
+/// and flags are listed once in ``settings`` (`Configuration/`).
 public struct NodeServerConfiguration: Sendable, Hashable {
     /// An identity provider read from files: its id (the JWT `iss`), a PEM public key, algorithms.
     public struct ProviderFile: Sendable, Hashable, Codable {
@@ -82,100 +83,6 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             .standardizedFileURL
     }
 
-    /// Applies a JSON config file: every key optional (same names as the fields; `limits` nested).
-    public mutating func apply(configFile path: String) throws {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw NodeServerError.configuration("cannot read config file \(path): \(error.localizedDescription)")
-        }
-        let file: ConfigFile
-        do { file = try JSONDecoder().decode(ConfigFile.self, from: data) } catch {
-            throw NodeServerError.configuration("config file \(path) is not valid: \(error)")
-        }
-        if let v = file.host { host = v }
-        if let v = file.port { port = v }
-        if let v = file.adminHost { adminHost = v }
-        if let v = file.adminPort { adminPort = v }
-        if let v = file.dataDirectory { dataDirectory = v }
-        if let v = file.store { store = v }
-        if let v = file.certificatePath { certificatePath = v }
-        if let v = file.privateKeyPath { privateKeyPath = v }
-        if let v = file.identityProviders { identityProviders = v }
-        if let v = file.devIdentityProvider { devIdentityProvider = v }
-        if let v = file.devIdentityDirectory { devIdentityDirectory = v }
-        if let v = file.maxSessions { maxSessions = v }
-        if let v = file.maxStreamsPerConnection { maxStreamsPerConnection = v }
-        if let v = file.drainTimeoutSeconds { drainTimeoutSeconds = v }
-        if let c = file.content { content.apply(c) }
-        if let w = file.webhooks { webhooks.apply(w) }
-        if let p = file.push { push.apply(p) }
-        if let s = file.storage {
-            if let v = s.groupCommitDelayMicroseconds { storage.groupCommitDelayMicroseconds = v }
-            if let v = s.groupCommitTarget { storage.groupCommitTarget = v }
-        }
-        if let a = file.serverAPI {
-            if let v = a.enabled { serverAPI.enabled = v }
-            if let v = a.requestsPerSecond { serverAPI.requestsPerSecond = v }
-            if let v = a.burst { serverAPI.burst = v }
-        }
-        if let p = file.peers {
-            if let v = p.host { peers.host = v }
-            if let v = p.port { peers.port = v }
-            if let v = p.cluster { peers.cluster = v }
-            if let v = p.peers { peers.peers = v }
-            if let v = p.caFile { peers.caFile = v }
-            if let v = p.certificateFile { peers.certificateFile = v }
-            if let v = p.keyFile { peers.keyFile = v }
-            if let v = p.reconnectMinimumMilliseconds { peers.reconnectMinimumMilliseconds = v }
-            if let v = p.reconnectMaximumMilliseconds { peers.reconnectMaximumMilliseconds = v }
-            if let v = p.connectTimeoutMilliseconds { peers.connectTimeoutMilliseconds = v }
-            if let v = p.pingAfterQuietMilliseconds { peers.pingAfterQuietMilliseconds = v }
-            if let v = p.pingDeadlineMilliseconds { peers.pingDeadlineMilliseconds = v }
-        }
-        if let v = file.nodeID {
-            guard let id = UInt64(v, radix: 16), id != 0 else { throw NodeServerError.configuration("nodeID must be a non-zero hex number, not \(v)") }
-            nodeID = id
-        }
-        if let l = file.limits {
-            if let v = l.maxFrameSize { limits.maxFrameSize = v }
-            if let v = l.maxOutboundBytes { limits.maxOutboundBytes = v }
-            if let v = l.idleTimeoutSeconds { limits.idleTimeoutSeconds = v }
-            if let v = l.maxUnansweredFrames { limits.maxUnansweredFrames = v }
-            if let v = l.unauthenticatedMaxFrameSize { limits.unauthenticatedMaxFrameSize = v }
-            if let v = l.authenticationTimeoutSeconds { limits.authenticationTimeoutSeconds = v }
-            if let v = l.unauthenticatedMaxUnansweredFrames { limits.unauthenticatedMaxUnansweredFrames = v }
-            if let v = l.unauthenticatedMaxOutboundBytes { limits.unauthenticatedMaxOutboundBytes = v }
-            if let v = l.pacedAnswerQueueBytes { limits.pacedAnswerQueueBytes = v }
-            if let v = l.stalledReaderTimeoutSeconds { limits.stalledReaderTimeoutSeconds = v }
-        }
-        if let r = file.resources {
-            if let v = r.maxUnauthenticatedPerConnection { resources.maxUnauthenticatedPerConnection = v }
-            if let v = r.maxUnauthenticatedPerAddress { resources.maxUnauthenticatedPerAddress = v }
-            if let v = r.maxUnauthenticated { resources.maxUnauthenticated = v }
-            if let v = r.maxConnections { resources.maxConnections = v }
-            if let v = r.fileDescriptorReserve { resources.fileDescriptorReserve = v }
-            if let v = r.idleConnectionTimeoutSeconds { resources.idleConnectionTimeoutSeconds = v }
-            if let v = r.stalledConnectionTimeoutSeconds { resources.stalledConnectionTimeoutSeconds = v }
-            if let v = r.clientPingAfterQuietSeconds { resources.clientPingAfterQuietSeconds = v }
-            if let v = r.clientPingDeadlineSeconds { resources.clientPingDeadlineSeconds = v }
-            if let v = r.initialStreamWindowBytes { resources.initialStreamWindowBytes = v }
-            if let v = r.nodeOutboundBudgetBytes { resources.nodeOutboundBudgetBytes = v }
-            if let v = r.minimumOutboundShareBytes { resources.minimumOutboundShareBytes = v }
-            if let v = r.streamWindowBytes { resources.streamWindowBytes = v }
-            if let v = r.commandsPerUserPerSecond { resources.commandBudget.commandsPerSecond = v }
-            if let v = r.commandBurstPerUser { resources.commandBudget.commandBurst = v }
-            if let v = r.commandBytesPerUserPerSecond { resources.commandBudget.bytesPerSecond = v }
-            if let v = r.commandByteBurstPerUser { resources.commandBudget.byteBurst = v }
-            if let v = r.maxUnproductiveFramesPerSecond { resources.maxUnproductiveFramesPerSecond = v }
-            if let v = r.pruneIntervalSeconds { resources.pruneIntervalSeconds = v }
-            if let v = r.nonceLifetimeSeconds { resources.nonces.lifetimeSeconds = v }
-            if let v = r.maxNoncesPerStream { resources.nonces.perStream = v }
-            if let v = r.maxNoncesPerConnection { resources.nonces.perConnection = v }
-            if let v = r.maxNonces { resources.nonces.perNode = v }
-        }
-        try validate()
-    }
-
     /// Refuses values outside their ranges, with a reason.
     public func validate() throws {
         func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration(reason) } }
@@ -214,92 +121,6 @@ public struct NodeServerConfiguration: Sendable, Hashable {
                 try check(["ES256", "RS256"].contains(alg), "identity provider \(provider.id): unsupported algorithm \(alg)")
             }
         }
-    }
-
-    private struct ConfigFile: Decodable {
-        struct Limits: Decodable {
-            var maxFrameSize: Int?
-            var maxOutboundBytes: Int?
-            var idleTimeoutSeconds: Int?
-            var maxUnansweredFrames: Int?
-            var unauthenticatedMaxFrameSize: Int?
-            var authenticationTimeoutSeconds: Int?
-            var unauthenticatedMaxUnansweredFrames: Int?
-            var unauthenticatedMaxOutboundBytes: Int?
-            var pacedAnswerQueueBytes: Int?
-            var stalledReaderTimeoutSeconds: Int?
-        }
-        struct Resources: Decodable {
-            var maxUnauthenticatedPerConnection: Int?
-            var maxUnauthenticatedPerAddress: Int?
-            var maxUnauthenticated: Int?
-            var maxConnections: Int?
-            var fileDescriptorReserve: Int?
-            var idleConnectionTimeoutSeconds: Int?
-            var stalledConnectionTimeoutSeconds: Int?
-            var clientPingAfterQuietSeconds: Int?
-            var clientPingDeadlineSeconds: Int?
-            var initialStreamWindowBytes: Int?
-            var nodeOutboundBudgetBytes: Int?
-            var minimumOutboundShareBytes: Int?
-            var streamWindowBytes: Int?
-            var commandsPerUserPerSecond: Double?
-            var commandBurstPerUser: Double?
-            var commandBytesPerUserPerSecond: Double?
-            var commandByteBurstPerUser: Double?
-            var maxUnproductiveFramesPerSecond: Int?
-            var pruneIntervalSeconds: Int?
-            var nonceLifetimeSeconds: Int?
-            var maxNoncesPerStream: Int?
-            var maxNoncesPerConnection: Int?
-            var maxNonces: Int?
-        }
-        var host: String?
-        var port: Int?
-        var adminHost: String?
-        var adminPort: Int?
-        var dataDirectory: String?
-        var store: String?
-        var certificatePath: String?
-        var privateKeyPath: String?
-        var identityProviders: [ProviderFile]?
-        var devIdentityProvider: Bool?
-        var devIdentityDirectory: String?
-        var maxSessions: Int?
-        var maxStreamsPerConnection: UInt32?
-        var drainTimeoutSeconds: Int?
-        var limits: Limits?
-        var resources: Resources?
-        var content: ContentServiceSettings.File?
-        var webhooks: WebhookSettings.File?
-        var push: PushSettings.File?
-        struct StorageFile: Decodable {
-            var groupCommitDelayMicroseconds: Int?
-            var groupCommitTarget: Int?
-        }
-        var storage: StorageFile?
-        struct ServerAPIFile: Decodable {
-            var enabled: Bool?
-            var requestsPerSecond: Double?
-            var burst: Double?
-        }
-        var serverAPI: ServerAPIFile?
-        struct PeersFile: Decodable {
-            var host: String?
-            var port: Int?
-            var cluster: String?
-            var peers: [String]?
-            var caFile: String?
-            var certificateFile: String?
-            var keyFile: String?
-            var reconnectMinimumMilliseconds: Int?
-            var reconnectMaximumMilliseconds: Int?
-            var connectTimeoutMilliseconds: Int?
-            var pingAfterQuietMilliseconds: Int?
-            var pingDeadlineMilliseconds: Int?
-        }
-        var peers: PeersFile?
-        var nodeID: String?
     }
 }
 

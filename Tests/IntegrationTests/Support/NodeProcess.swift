@@ -34,13 +34,16 @@ final class NodeProcess: Sendable {
 
     /// Starts the node on free ports with `arguments` added, and waits until it serves; in
     /// `namespace` when given (`ip netns exec`, which becomes the node: the pid is the node's).
-    static func start(in directory: URL, arguments: [String] = [], namespace: NetworkNamespace? = nil) async throws -> NodeProcess {
-        let node = try NodeProcess(directory: directory, arguments: arguments, namespace: namespace)
+    static func start(
+        in directory: URL, arguments: [String] = [], environment: [String: String] = [:], namespace: NetworkNamespace? = nil
+    ) async throws -> NodeProcess {
+        let node = try NodeProcess(directory: directory, arguments: arguments, environment: environment, namespace: namespace)
         try await node.serving.promise.futureResult.get()
         return node
     }
 
-    private init(directory: URL, arguments: [String], namespace: NetworkNamespace?) throws {
+    /// `environment` is added to this process's.
+    private init(directory: URL, arguments: [String], environment: [String: String], namespace: NetworkNamespace?) throws {
         self.directory = directory
         syncPort = try ExecutableTests.freePort()
         adminPort = try ExecutableTests.freePort()
@@ -55,6 +58,7 @@ final class NodeProcess: Sendable {
             process.arguments = all
         }
         process.currentDirectoryURL = directory
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         self.process = process
         let stdout = Pipe(), stderr = Pipe()
         process.standardOutput = stdout
