@@ -157,6 +157,7 @@ let package = Package(
                 "LaminaModel",
                 "LaminaWire",
                 "LaminaLocalNode",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // The `lamina` command-line client: token, conversations, send, tail, chat.

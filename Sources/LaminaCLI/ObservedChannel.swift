@@ -1,6 +1,7 @@
 import Foundation
 import LaminaClient
 import LaminaWire
+import NIOConcurrencyHelpers
 
 /// A frame channel that reports each time the session asks for the next frame: the sync
 /// session handles frames one at a time, so by then the previous frame (an ACK that
@@ -39,36 +40,36 @@ struct ObservedChannel: FrameChannel {
 }
 
 /// The ids of the SYNC requests sent on one channel (one or two per session).
-private final class SyncRequests: @unchecked Sendable {
-    private let lock = NSLock()
-    private var ids: Set<UUID> = []
+private final class SyncRequests: Sendable {
+    private let ids = NIOLockedValueBox<Set<UUID>>([])
 
-    func insert(_ id: UUID) { _ = lock.withLock { ids.insert(id) } }
-    func contains(_ id: UUID) -> Bool { lock.withLock { ids.contains(id) } }
+    func insert(_ id: UUID) { _ = ids.withLockedValue { $0.insert(id) } }
+    func contains(_ id: UUID) -> Bool { ids.withLockedValue { $0.contains(id) } }
 }
 
 /// Wakes every waiter whenever the session has handled a frame. Subscribers get a stream of wake-ups
 /// (coalesced: at most one pending each).
-final class FrameSignal: @unchecked Sendable {
-    private let lock = NSLock()
-    private var next = 0
-    private var waiters: [Int: AsyncStream<Void>.Continuation] = [:]
+final class FrameSignal: Sendable {
+    private struct Waiters {
+        var next = 0
+        var byToken: [Int: AsyncStream<Void>.Continuation] = [:]
+    }
+    private let waiters = NIOLockedValueBox(Waiters())
 
     func subscribe() -> AsyncStream<Void> {
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let token = lock.withLock { () -> Int in
-            next += 1
-            waiters[next] = continuation
-            return next
+        let token = waiters.withLockedValue { w -> Int in
+            w.next += 1
+            w.byToken[w.next] = continuation
+            return w.next
         }
         continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            _ = self.lock.withLock { self.waiters.removeValue(forKey: token) }
+            _ = self?.waiters.withLockedValue { $0.byToken.removeValue(forKey: token) }
         }
         return stream
     }
 
     func fire() {
-        for continuation in lock.withLock({ Array(waiters.values) }) { continuation.yield() }
+        for continuation in waiters.withLockedValue({ Array($0.byToken.values) }) { continuation.yield() }
     }
 }

@@ -135,7 +135,7 @@ extension Data: SQLColumnValue {
 }
 
 /// Column names of a PostgreSQL result, shared by its rows.
-final class SQLColumnNames: @unchecked Sendable {
+final class SQLColumnNames: Sendable {
     let names: [String]
     init(_ names: [String]) { self.names = names }
 

@@ -310,15 +310,9 @@ final class PostgresWriterConnection: WriterConnection, @unchecked Sendable {
 }
 
 /// A counter for connection ids.
-final class ManagedAtomicCounter: @unchecked Sendable {
-    private let lock = NIOLock()
-    private var value = 0
-    func next() -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        value += 1
-        return value
-    }
+final class ManagedAtomicCounter: Sendable {
+    private let value = ManagedAtomic(0)
+    func next() -> Int { value.wrappingIncrementThenLoad(ordering: .relaxed) }
 }
 
 /// Operations on a whole PostgreSQL database, for tools (benchmarks) rather than nodes.

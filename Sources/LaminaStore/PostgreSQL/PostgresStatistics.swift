@@ -33,31 +33,28 @@ package struct PostgresStatistics: Sendable {
 }
 
 /// The shared, locked `PostgresStatistics` of a store.
-final class PostgresCounters: @unchecked Sendable {
-    private let lock = NIOLock()
-    private var value = PostgresStatistics()
+final class PostgresCounters: Sendable {
+    private let value = NIOLockedValueBox(PostgresStatistics())
 
     func update(_ body: (inout PostgresStatistics) -> Void) {
-        lock.lock()
-        body(&value)
-        lock.unlock()
+        value.withLockedValue { body(&$0) }
     }
 
     /// The statistics now; `resettingSlowest` starts the next "slowest statement" window.
     func snapshot(resettingSlowest: Bool = false) -> PostgresStatistics {
-        lock.lock()
-        defer { lock.unlock() }
-        let now = value
-        if resettingSlowest { value.slowestStatementMicroseconds = 0 }
-        return now
+        value.withLockedValue { value in
+            let now = value
+            if resettingSlowest { value.slowestStatementMicroseconds = 0 }
+            return now
+        }
     }
 
     func statement(took elapsed: Duration) {
         let micros = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
-        lock.lock()
-        value.statements += 1
-        value.statementMicroseconds += micros
-        if micros > value.slowestStatementMicroseconds { value.slowestStatementMicroseconds = micros }
-        lock.unlock()
+        value.withLockedValue { value in
+            value.statements += 1
+            value.statementMicroseconds += micros
+            if micros > value.slowestStatementMicroseconds { value.slowestStatementMicroseconds = micros }
+        }
     }
 }
