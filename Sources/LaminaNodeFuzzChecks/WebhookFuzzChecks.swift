@@ -38,7 +38,7 @@ extension NodeFuzzChecks {
             throw violation("accepted a secret of \(registration.secret.utf8.count) bytes")
         }
         if let config = registration.config {
-            guard config.count <= WebhookLimits.maxConfigBytes, (try? JSONSerialization.jsonObject(with: config)) is [String: Any] else {
+            guard config.count <= WebhookLimits.maxConfigBytes, (try? JSONDecoder().decode(JSONValue.self, from: config))?.object != nil else {
                 throw violation("accepted a config of \(config.count) bytes that is not an object")
             }
         }

@@ -47,9 +47,11 @@ import Testing
         let queued = try #require(try await h.store.read { r in try r.nextWebhookEvent(of: sent.id) })
         #expect(queued.eventType == "message.sent")
         #expect(queued.attempts == 0)
-        let payload = try #require(try JSONSerialization.jsonObject(with: queued.payload) as? [String: Any])
-        #expect((payload["message"] as? [String: Any])?["id"] as? String == "layer:///messages/\(id.uuid.uuidString.lowercased())")
-        #expect((payload["event"] as? [String: Any])?["type"] as? String == "message.sent")
+        // The row holds the event's facts; the lane renders its JSON.
+        #expect(queued.payload.first == WebhookEvent.factsFormat)
+        let payload = try #require(ServerAPIJSON.value(Data(try WebhookDelivery.body(queued, sent)))?.object)
+        #expect(payload["message"]?.object?["id"] == .string("layer:///messages/\(id.uuid.uuidString.lowercased())"))
+        #expect(payload["event"]?.object?["type"] == "message.sent")
 
         // A refused command writes no event.
         let carol = try await h.connect("carol")
@@ -85,10 +87,15 @@ import Testing
             "conversation.created", "message.sent", "conversation.updated", "conversation.updated", "message.deleted", "conversation.deleted",
         ])
         #expect(Set(queued.map(\.requestID)).count == queued.count)
-        let updated = try #require(try JSONSerialization.jsonObject(with: queued[3].payload) as? [String: Any])
-        let participants = (updated["conversation"] as? [String: Any])?["participants"] as? [[String: Any]]
-        #expect(participants?.compactMap { $0["user_id"] as? String } == ["alice", "bob", "carol"])
-        #expect((updated["actor"] as? [String: Any])?["user_id"] as? String == "alice")
+        let updated = try #require(ServerAPIJSON.value(Data(try WebhookDelivery.body(queued[3], all)))?.object)
+        let participants = updated["conversation"]?.object?["participants"]?.array
+        #expect(participants?.compactMap { $0.object?["user_id"]?.string } == ["alice", "bob", "carol"])
+        #expect(updated["actor"]?.object?["user_id"] == "alice")
+        let deleted = try #require(ServerAPIJSON.value(Data(try WebhookDelivery.body(queued[4], all)))?.object)
+        #expect(deleted["message"] == .object([
+            "id": .string("layer:///messages/\(message.uuid.uuidString.lowercased())"),
+            "conversation": .object(["id": .string("layer:///conversations/\(conversation.uuid.uuidString.lowercased())")]),
+        ]))
         await h.close()
     }
 
@@ -98,7 +105,10 @@ import Testing
         #expect(ServerAPIJSON.date(millisecondsSince1970: 1_764_143_403_123) == "2025-11-26T07:50:03.123Z")
         #expect(ServerAPIJSON.date(millisecondsSince1970: 1_709_168_523_004) == "2024-02-29T01:02:03.004Z")
         #expect(ServerAPIJSON.date(millisecondsSince1970: 951_782_400_000) == "2000-02-29T00:00:00.000Z")
-        #expect(ServerAPIJSON.date(millisecondsSince1970: -62_135_510_400_001) == "0001-01-01T23:59:59.999Z")
+        // Foundation's ISO 8601 style writes days before the Gregorian reform (1582-10-15) in
+        // the Julian calendar; a node's times are never that old.
+        #expect(ServerAPIJSON.date(millisecondsSince1970: -12_219_292_800_000) == "1582-10-15T00:00:00.000Z")
+        #expect(ServerAPIJSON.date(millisecondsSince1970: -12_219_292_800_001) == "1582-10-04T23:59:59.999Z")
         // The same as Foundation's formatter (on instants a double holds exactly: multiples of 125 ms).
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -109,25 +119,55 @@ import Testing
         }
     }
 
-    @Test func payloadsAreWrittenAsJSONSerializationReadsThem() throws {
-        let payload: [String: Any] = [
-            "event": ["type": "message.sent", "id": "a/b", "created_at": "2025-11-26T07:50:03.123Z"],
-            "message": [
-                "parts": [["body": "quote \" backslash \\ slash / newline \n tab \t bell \u{7} é 😀", "mime_type": "text/plain"]],
-                "recipient_status": ["layer:///identities/bob": "sent"], "is_unread": true, "position": Int64(1) << 53, "count": 3,
-                "ratio": 0.25, "whole": 2.0, "none": NSNull(), "empty": [String: Any](), "list": [Any](),
-            ],
+    /// A `message.sent` event with text and binary parts: its row's facts read back to the
+    /// same event, and it renders as Layer's payload, byte for byte.
+    static let sample: WebhookEvent = {
+        let c = ConversationID(uuid: UUID(uuidString: "11111111-1111-4111-8111-111111111111")!)
+        let m = MessageID(uuid: UUID(uuidString: "22222222-2222-4222-8222-222222222222")!)
+        let parts = [
+            try! MessagePart(id: UUID(uuidString: "33333333-3333-4333-8333-333333333333")!, text: "quote \" slash / é 😀\n"),
+            try! MessagePart(id: UUID(uuidString: "44444444-4444-4444-8444-444444444444")!, mimeType: MIMEType("application/octet-stream"),
+                             bytes: [0, 1, 2, 255]),
         ]
-        let written = try WebhookPayloadJSON.data(payload)
-        let read = try #require(try JSONSerialization.jsonObject(with: written) as? NSDictionary)
-        let reference = try #require(try JSONSerialization.jsonObject(
-            with: JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])) as? NSDictionary)
-        #expect(read.isEqual(reference), "\(String(decoding: written, as: UTF8.self))")
-        #expect(String(decoding: written, as: UTF8.self).hasPrefix(#"{"event":{"created_at":"2025-11-26T07:50:03.123Z","id":"a/b","#))
-        // A type it leaves to JSONSerialization (here a number parsed from JSON) is still written.
-        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(#"{"n":1,"b":true}"#.utf8)) as? [String: Any])
-        let fallback = try #require(try JSONSerialization.jsonObject(with: WebhookPayloadJSON.data(["config": parsed])) as? NSDictionary)
-        #expect(fallback.isEqual(["config": ["n": 1, "b": true]] as NSDictionary))
+        let at = Timestamp(millisecondsSince1970: 1_764_143_403_123)
+        let message = Message(
+            id: m, conversationID: c, sender: "alice", parts: parts, sentAt: at,
+            position: HLCTimestamp(physical: 1_764_143_403_123, logical: 2, node: NodeID(7)), push: nil,
+            recipientStatus: ["alice": .read, "bob": .delivered])
+        return WebhookEvent(type: .messageSent, id: UUID(uuidString: "55555555-5555-4555-8555-555555555555")!, createdAt: at,
+                            actor: "alice", base: "https://node.example:7443/apps/app1", subject: .message(message))
+    }()
+
+    @Test func eventsRenderAsLayersPayloadFromTheirFacts() throws {
+        let event = try WebhookEvent(facts: try Self.sample.facts())
+        #expect(event == Self.sample)
+        let base = "https://node.example:7443/apps/app1"
+        let c = "11111111-1111-4111-8111-111111111111", m = "22222222-2222-4222-8222-222222222222"
+        let alice = #"{"avatar_url":null,"display_name":"alice","id":"layer:///identities/alice","url":"\#(base)/users/alice/identity","user_id":"alice"}"#
+        let expected = #"{"actor":\#(alice),"config":{"a/b":[1,2.5,true,null,"x"]},"event":{"created_at":"2025-11-26T07:50:03.123Z","id":"55555555-5555-4555-8555-555555555555","type":"message.sent"},"#
+            + #""message":{"conversation":{"id":"layer:///conversations/\#(c)","url":"\#(base)/conversations/\#(c)"},"id":"layer:///messages/\#(m)","#
+            + #""parts":[{"body":"quote \" slash / é 😀\n","id":"layer:///messages/\#(m)/parts/33333333-3333-4333-8333-333333333333","mime_type":"text/plain"},"#
+            + #"{"body":"AAEC/w==","encoding":"base64","id":"layer:///messages/\#(m)/parts/44444444-4444-4444-8444-444444444444","mime_type":"application/octet-stream"}],"#
+            + #""position":115614902067068930,"recipient_status":{"layer:///identities/alice":"read","layer:///identities/bob":"delivered"},"#
+            + #""sender":\#(alice),"sent_at":"2025-11-26T07:50:03.123Z","url":"\#(base)/conversations/\#(c)/messages/\#(m)"}}"#
+        let config = try #require(ServerAPIJSON.value(Data(#"{"a\/b":[1,2.5,true,null,"x"]}"#.utf8)))
+        #expect(String(decoding: try event.json(config: config), as: UTF8.self) == expected)
+        // Damaged facts are refused, not rendered.
+        var short = try Self.sample.facts()
+        short.removeLast()
+        #expect(throws: WebhookEventFactsError.self) { try WebhookEvent(facts: short) }
+    }
+
+    @Test func aRowQueuedAsJSONIsSentAsItWasWithTheConfigAdded() throws {
+        let legacy = Data(#"{"event":{"type":"message.deleted"},"message":{"id":"layer:///messages/x"}}"#.utf8)
+        let row = QueuedWebhookEvent(
+            seq: 1, webhook: UUID(), requestID: UUID(), eventType: "message.deleted", payload: legacy, createdAt: .now(), attempts: 0,
+            nextAttemptAt: .now())
+        var webhook = Self.webhook(events: ["message.deleted"])
+        #expect(try WebhookDelivery.body(row, webhook) == Array(legacy))
+        webhook.config = Data(#"{"k":"v"}"#.utf8)
+        #expect(String(decoding: try WebhookDelivery.body(row, webhook), as: UTF8.self)
+                == #"{"config":{"k":"v"},"event":{"type":"message.deleted"},"message":{"id":"layer:///messages/x"}}"#)
     }
 
     @Test func internalAddressesAreRecognised() {

@@ -49,13 +49,13 @@ public struct IdentityTokenVerifier: Sendable {
               let signature = Base64URL.decode(parts[2]) else {
             throw WireError(.malformedToken, "a JWT part is not base64url")
         }
-        let header = try Self.jsonObject(headerBytes, "header")
-        guard let alg = header["alg"] as? String else { throw WireError(.malformedToken, "the JWT header has no alg") }
+        let header = try Self.decode(IdentityTokenHeader.self, headerBytes, "header")
+        guard let alg = header.alg else { throw WireError(.malformedToken, "the JWT header has no alg") }
         guard Self.supportedAlgorithms.contains(alg), let algorithm = JWSAlgorithm(rawValue: alg) else {
             throw WireError(.algorithmNotAllowed, "algorithm \(alg.prefix(32)) is not allowed")
         }
-        let claims = try Self.jsonObject(claimsBytes, "claims")
-        guard let issuer = claims["iss"] as? String else { throw WireError(.malformedToken, "the token has no iss claim") }
+        let claims = try Self.decode(IdentityTokenClaimFields.self, claimsBytes, "claims")
+        guard let issuer = claims.iss else { throw WireError(.malformedToken, "the token has no iss claim") }
         guard let provider = providers[issuer] else {
             throw WireError(.unknownProvider, "no identity provider \(issuer.prefix(64)) is configured")
         }
@@ -69,7 +69,7 @@ public struct IdentityTokenVerifier: Sendable {
         guard key.verify(signature: signature, signingInput: signingInput, algorithm: algorithm) else {
             throw WireError(.badSignature, "the token's signature does not verify with the key of \(issuer.prefix(64))")
         }
-        guard let subject = (claims["prn"] as? String) ?? (claims["sub"] as? String) else {
+        guard let subject = claims.prn ?? claims.sub else {
             throw WireError(.malformedToken, "the token has no prn or sub claim")
         }
         guard let user = try? UserID(subject) else { throw WireError(.malformedToken, "the token's user id is not a valid user id") }
@@ -78,16 +78,16 @@ public struct IdentityTokenVerifier: Sendable {
         }
         let nowSeconds = Double(now.millisecondsSince1970) / 1000
         let skew = Double(maxClockSkew.components.seconds)
-        guard let exp = Self.number(claims["exp"]), let iat = Self.number(claims["iat"]) else {
+        guard let exp = claims.exp, let iat = claims.iat else {
             throw WireError(.malformedToken, "the token needs numeric iat and exp claims")
         }
         guard exp + skew >= nowSeconds else { throw WireError(.tokenExpired, "the token expired at \(Int64(exp))") }
         guard iat - skew <= nowSeconds else { throw WireError(.tokenNotYetValid, "the token is issued in the future (\(Int64(iat)))") }
-        if let nbf = Self.number(claims["nbf"]), nbf - skew > nowSeconds {
+        if let nbf = claims.nbf, nbf - skew > nowSeconds {
             throw WireError(.tokenNotYetValid, "the token is not valid before \(Int64(nbf))")
         }
-        guard let nonce = claims["nce"] as? String, !nonce.isEmpty else { throw WireError(.malformedToken, "the token has no nce claim") }
-        let identity = Identity(userID: user, displayName: claims["display_name"] as? String, avatarURL: claims["avatar_url"] as? String)
+        guard let nonce = claims.nce, !nonce.isEmpty else { throw WireError(.malformedToken, "the token has no nce claim") }
+        let identity = Identity(userID: user, displayName: claims.display_name, avatarURL: claims.avatar_url)
         guard (try? identity.validate()) != nil else { throw WireError(.malformedToken, "the token's display name or avatar URL is invalid") }
         return IdentityClaims(provider: issuer, identity: identity, nonce: nonce)
     }
@@ -98,22 +98,15 @@ public struct IdentityTokenVerifier: Sendable {
         guard token.utf8.count <= maxTokenBytes else { return nil }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let bytes = Base64URL.decode(parts[1]),
-              let claims = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+              let claims = try? JSONDecoder().decode(IdentityTokenClaimFields.self, from: Data(bytes))
         else { return nil }
-        return claims["nce"] as? String
+        return claims.nce
     }
 
-    static func jsonObject(_ bytes: [UInt8], _ what: String) throws(WireError) -> [String: Any] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
+    static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8], _ what: String) throws(WireError) -> T {
+        guard let value = try? JSONDecoder().decode(T.self, from: Data(bytes)) else {
             throw WireError(.malformedToken, "the JWT \(what) is not a JSON object")
         }
-        return object
-    }
-
-    static func number(_ value: Any?) -> Double? {
-        if value is Bool { return nil }
-        if let i = value as? Int64 { return Double(i) }
-        if let d = value as? Double, d.isFinite { return d }
-        return nil
+        return value
     }
 }

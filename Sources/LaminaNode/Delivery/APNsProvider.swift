@@ -53,7 +53,7 @@ final class APNsProvider: PushProvider {
     func providerToken() throws -> String {
         if let current = token.current { return current }
         let jwt = try ProviderJWT.make(
-            header: ["alg": "ES256", "kid": settings.keyID], claims: ["iss": settings.teamID, "iat": Int(Date().timeIntervalSince1970)],
+            header: JWTHeader(alg: "ES256", kid: settings.keyID), claims: APNsClaims(iss: settings.teamID, iat: Int(Date().timeIntervalSince1970)),
             sign: signer.sign)
         token.set(jwt, validFor: Self.tokenLifetime)
         return jwt
@@ -63,22 +63,15 @@ final class APNsProvider: PushProvider {
     /// `content-available` when silent), the custom data at the top level, and `layer` with the
     /// message and conversation ids.
     static func payload(_ n: PushNotification) throws -> [UInt8] {
-        var aps: [String: Any] = ["badge": n.badge]
+        var aps = APNsPayload.APS(badge: n.badge, category: n.category)
         if n.isSilent {
-            aps["content-available"] = 1
+            aps.contentAvailable = 1
         } else {
-            var alert: [String: Any] = [:]
-            if let title = n.title { alert["title"] = title }
-            if let body = n.alert { alert["body"] = body }
-            if !alert.isEmpty { aps["alert"] = alert }
-            if let sound = n.sound { aps["sound"] = sound }
+            if n.title != nil || n.alert != nil { aps.alert = APNsPayload.Alert(title: n.title, body: n.alert) }
+            aps.sound = n.sound
         }
-        if let category = n.category { aps["category"] = category }
-        var object: [String: Any] = [:]
-        for (key, value) in n.data where key != "aps" && key != "layer" { object[key] = value }
-        object["aps"] = aps
-        object["layer"] = ["message_identifier": n.messageID, "conversation_identifier": n.conversationID, "sender_id": n.sender]
-        return Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+        let layer = APNsPayload.Layer(message_identifier: n.messageID, conversation_identifier: n.conversationID, sender_id: n.sender)
+        return Array(try ServerAPIJSON.encode(APNsPayload(aps: aps, layer: layer, custom: n.data)))
     }
 
     static func headers(_ push: QueuedPush, _ n: PushNotification, bearer: String) -> HeaderFields {
@@ -106,7 +99,7 @@ final class APNsProvider: PushProvider {
     }
 
     func outcome(_ response: HTTP2ClientResponse) -> PushOutcome {
-        let reason = ((try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))) as? [String: Any])?["reason"] as? String ?? ""
+        let reason = ServerAPIJSON.value(Data(response.body.readableBytesView))?.object?["reason"]?.string ?? ""
         switch (response.status, reason) {
         case (200, _): return .delivered
         case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"):

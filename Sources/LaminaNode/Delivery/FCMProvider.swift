@@ -62,8 +62,8 @@ final class FCMProvider: PushProvider {
     func assertion(now: Date = Date()) throws -> String {
         let iat = Int(now.timeIntervalSince1970)
         return try ProviderJWT.make(
-            header: ["alg": "RS256", "typ": "JWT"],
-            claims: ["iss": account.client_email, "scope": Self.scope, "aud": tokenURL, "iat": iat, "exp": iat + 3_600],
+            header: JWTHeader(alg: "RS256", typ: "JWT"),
+            claims: FCMAssertionClaims(iss: account.client_email, scope: Self.scope, aud: tokenURL, iat: iat, exp: iat + 3_600),
             sign: signer.sign)
     }
 
@@ -75,12 +75,12 @@ final class FCMProvider: PushProvider {
             method: .POST, path: tokenPath, headers: [("content-type", "application/x-www-form-urlencoded")], body: ByteBuffer(string: form),
             timeout: timeout)
         guard response.status == 200,
-              let object = (try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView))) as? [String: Any],
-              let token = object["access_token"] as? String
+              let object = ServerAPIJSON.value(Data(response.body.readableBytesView))?.object,
+              let token = object["access_token"]?.string
         else {
             throw TransportError(.badResponse, "the FCM token endpoint answered \(response.status): \(String(buffer: response.body).prefix(200))")
         }
-        let lifetime = (object["expires_in"] as? Int) ?? 3_600
+        let lifetime = object["expires_in"]?.exactInteger.flatMap { Int(exactly: $0) } ?? 3_600
         accessToken.set(token, validFor: .seconds(max(0, lifetime - 60)))
         return token
     }
@@ -93,23 +93,17 @@ final class FCMProvider: PushProvider {
         data["layer_sender_id"] = n.sender
         data["badge"] = "\(n.badge)"
         let ttl = max(0, (push.expiresAt.millisecondsSince1970 - Timestamp.now().millisecondsSince1970) / 1_000)
-        var android: [String: Any] = [
-            "collapse_key": push.message.uuid.uuidString.lowercased(), "ttl": "\(ttl)s", "priority": n.isSilent ? "normal" : "high",
-        ]
-        var message: [String: Any] = ["token": push.token.tokenText, "data": data]
+        var android = FCMRequest.Android(
+            collapse_key: push.message.uuid.uuidString.lowercased(), ttl: "\(ttl)s", priority: n.isSilent ? "normal" : "high")
+        var notification: FCMRequest.Notification?
         if !n.isSilent {
-            var notification: [String: Any] = [:]
-            if let title = n.title { notification["title"] = title }
-            if let body = n.alert { notification["body"] = body }
-            if !notification.isEmpty { message["notification"] = notification }
-            var androidNotification: [String: Any] = ["notification_count": n.badge]
-            if let sound = n.sound { androidNotification["sound"] = sound }
-            if let category = n.category { androidNotification["click_action"] = category }
-            android["notification"] = androidNotification
+            if n.title != nil || n.alert != nil { notification = FCMRequest.Notification(title: n.title, body: n.alert) }
+            android.notification = FCMRequest.AndroidNotification(notification_count: n.badge, sound: n.sound, click_action: n.category)
         }
-        message["android"] = android
-        message["apns"] = ["payload": ["aps": n.isSilent ? ["badge": n.badge, "content-available": 1] : ["badge": n.badge]]]
-        return Array(try JSONSerialization.data(withJSONObject: ["message": message], options: [.sortedKeys, .withoutEscapingSlashes]))
+        let aps = APNsPayload.APS(badge: n.badge, contentAvailable: n.isSilent ? 1 : nil)
+        let message = FCMRequest.Message(
+            token: push.token.tokenText, data: data, notification: notification, android: android, apns: .init(payload: .init(aps: aps)))
+        return Array(try ServerAPIJSON.encode(FCMRequest(message: message)))
     }
 
     func send(_ push: QueuedPush, _ notification: PushNotification) async -> PushOutcome {

@@ -24,18 +24,13 @@ final class GatewayProvider: PushProvider {
     }
 
     static func body(_ push: QueuedPush, _ n: PushNotification) throws -> [UInt8] {
-        var notification: [String: Any] = [
-            "data": n.data, "badge": n.badge, "silent": n.isSilent, "message_id": n.messageID, "conversation_id": n.conversationID,
-            "sender_id": n.sender,
-        ]
-        for (key, value) in [("alert", n.alert), ("title", n.title), ("sound", n.sound), ("category", n.category)] {
-            if let value { notification[key] = value }
-        }
-        let object: [String: Any] = [
-            "token": push.token.tokenText, "provider": "gateway", "user_id": push.user.rawValue, "device_id": push.device,
-            "expires_at": ServerAPIJSON.date(millisecondsSince1970: push.expiresAt.millisecondsSince1970), "notification": notification,
-        ]
-        return Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+        let notification = GatewayRequest.Notification(
+            data: n.data, badge: n.badge, silent: n.isSilent, message_id: n.messageID, conversation_id: n.conversationID,
+            sender_id: n.sender, alert: n.alert, title: n.title, sound: n.sound, category: n.category)
+        let request = GatewayRequest(
+            token: push.token.tokenText, user_id: push.user.rawValue, device_id: push.device,
+            expires_at: ServerAPIJSON.date(millisecondsSince1970: push.expiresAt.millisecondsSince1970), notification: notification)
+        return Array(try ServerAPIJSON.encode(request))
     }
 
     func send(_ push: QueuedPush, _ notification: PushNotification) async -> PushOutcome {

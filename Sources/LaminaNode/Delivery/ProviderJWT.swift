@@ -5,10 +5,8 @@ import LaminaTransport
 /// JWS compact serialization of the providers' tokens: APNs provider tokens (ES256) and FCM
 /// service-account assertions (RS256). Keys and claims are written in sorted order.
 enum ProviderJWT {
-    static func make(header: [String: Any], claims: [String: Any], sign: ([UInt8]) throws -> [UInt8]) throws -> String {
-        func part(_ object: [String: Any]) throws -> String {
-            Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])))
-        }
+    static func make(header: JWTHeader, claims: some Encodable, sign: ([UInt8]) throws -> [UInt8]) throws -> String {
+        func part(_ value: some Encodable) throws -> String { Base64URL.encode(Array(try ServerAPIJSON.encode(value))) }
         let signingInput = "\(try part(header)).\(try part(claims))"
         return "\(signingInput).\(Base64URL.encode(try sign(Array(signingInput.utf8))))"
     }

@@ -368,12 +368,19 @@ final class WebhookDelivery: Sendable {
             connectTimeout: .seconds(Int64(settings.connectTimeoutSeconds)))
     }
 
-    /// The request body of `event` for `webhook`: the payload with the webhook's `config`.
+    /// The request body of `event` for `webhook`: the payload rendered from the row's facts
+    /// (``WebhookEvent``), with the webhook's `config`. A row queued as JSON (before rows held
+    /// facts) is sent as it was, with the `config` added.
     static func body(_ event: QueuedWebhookEvent, _ webhook: StoredWebhook) throws -> [UInt8] {
-        guard let config = webhook.config else { return Array(event.payload) }
-        guard var object = try JSONSerialization.jsonObject(with: event.payload) as? [String: Any] else { return Array(event.payload) }
-        object["config"] = try JSONSerialization.jsonObject(with: config)
-        return Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+        let config = try webhook.config.map { data in
+            guard let value = ServerAPIJSON.value(data) else { throw WebhookEventFactsError("webhook \(webhook.id) has a config that is not JSON") }
+            return value
+        }
+        if event.payload.first == WebhookEvent.factsFormat { return Array(try WebhookEvent(facts: event.payload).json(config: config)) }
+        guard let config else { return Array(event.payload) }
+        guard case .object(var object) = ServerAPIJSON.value(event.payload) else { return Array(event.payload) }
+        object["config"] = config
+        return Array(try ServerAPIJSON.encode(JSONValue.object(object)))
     }
 
     /// The request headers of one delivery.

@@ -15,8 +15,9 @@ public enum WebhookEventType: String, Sendable, CaseIterable {
 
 /// The write side of the webhooks' transactional outbox. Commands call ``record`` inside
 /// their transaction: one queue row per event per active webhook subscribed to it, in the
-/// same commit; with no such webhook nothing is built or written. After the commit the
-/// delivery is woken for the webhooks that got rows.
+/// same commit; with no such webhook nothing is built or written. A row holds the event's
+/// facts (``WebhookEvent``), not its JSON: the delivery lane renders that when it sends, off
+/// the writer thread. After the commit the delivery is woken for the webhooks that got rows.
 ///
 /// The active subscriptions are kept here, changed by the management writes inside their
 /// own transactions on the writer thread, so every command sees the set as of its place
@@ -55,25 +56,18 @@ final class WebhookOutbox: Sendable {
         subscriptions.withLockedValue { s in s.values.contains { $0.contains(type.rawValue) } }
     }
 
-    /// Queues `type` for each active webhook subscribed to it, in `tx`. `body` gives the
-    /// event's objects (`message`, `conversation`, …) and is called only when some webhook
-    /// takes the event.
+    /// Queues `type` for each active webhook subscribed to it, in `tx`. `subject` gives what
+    /// the event is about and is called only when some webhook takes the event.
     func record(
         _ type: WebhookEventType, actor: UserID?, in tx: StorageTransaction, at time: Timestamp,
-        body: (ServerAPIRepresentation) throws -> [String: Any]
+        subject: () throws -> WebhookEvent.Subject
     ) throws {
         let targets = subscriptions.withLockedValue { s in s.compactMap { $0.value.contains(type.rawValue) ? $0.key : nil } }
         guard !targets.isEmpty else { return }
-        let representation = ServerAPIRepresentation(base: base.withLockedValue { $0 }, version: .v3)
-        var payload = try body(representation)
-        payload["event"] = [
-            "type": type.rawValue, "id": UUID().uuidString.lowercased(),
-            "created_at": ServerAPIJSON.date(millisecondsSince1970: time.millisecondsSince1970),
-        ]
-        if let actor { payload["actor"] = representation.sender(actor) }
+        let event = WebhookEvent(type: type, createdAt: time, actor: actor, base: base.withLockedValue { $0 }, subject: try subject())
         let data: Data
-        do { data = try WebhookPayloadJSON.data(payload) } catch {
-            throw StorageError(.invalidArgument, "a webhook payload does not encode: \(error)")
+        do { data = try event.facts() } catch {
+            throw StorageError(.invalidArgument, "a webhook event does not encode: \(error)")
         }
         try tx.enqueueWebhookEvent(type.rawValue, payload: data, for: targets.sorted { $0.uuidString < $1.uuidString }, at: time)
         for target in targets { wake.queued(1, for: target, in: tx) }

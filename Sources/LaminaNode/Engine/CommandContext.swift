@@ -124,9 +124,7 @@ struct CommandContext {
         } else {
             try replicate(created, at: hlc)
         }
-        try engine.webhooks.record(.conversationCreated, actor: user, in: tx, at: now) { r in
-            ["conversation": r.conversation(creation.conversation.conversation)]
-        }
+        try engine.webhooks.record(.conversationCreated, actor: user, in: tx, at: now) { .conversation(creation.conversation.conversation) }
         return Ack(requestID: f.conversationID.uuid, conversationID: conversation.id)
     }
 
@@ -212,9 +210,7 @@ struct CommandContext {
         let deletion = ConversationDeleted(conversationID: id, mode: f.mode, below: f.below, by: user)
         try replicate(try delete(deletion, participants: stored.participants), at: try engine.nextHLC())
         if f.mode == .allParticipants, f.below == nil {
-            try engine.webhooks.record(.conversationDeleted, actor: user, in: tx, at: now) { _ in
-                ["conversation": ["id": ServerAPIRepresentation.conversationID(id)]]
-            }
+            try engine.webhooks.record(.conversationDeleted, actor: user, in: tx, at: now) { .deletedConversation(id) }
         }
         return Ack(requestID: f.requestID, conversationID: id)
     }
@@ -303,7 +299,7 @@ struct CommandContext {
         }
         try announce(message, in: stored, isFirst: isFirst)
         try replicate(ReplicationLogCoding.messageReference(message.id), at: position)
-        try engine.webhooks.record(.messageSent, actor: user, in: tx, at: now) { r in ["message": r.message(message)] }
+        try engine.webhooks.record(.messageSent, actor: user, in: tx, at: now) { .message(message) }
         try engine.pushes.record(message, to: engine.blockLists.recipients(participants, of: user), overrides: pushOverrides, in: tx, at: now)
         return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
     }
@@ -311,9 +307,7 @@ struct CommandContext {
     /// `conversation.updated` for the webhooks that take it, with the conversation as it is now.
     private func recordConversationUpdated(_ id: ConversationID) throws {
         guard engine.webhooks.wants(.conversationUpdated), let now = try tx.read.conversation(id) else { return }
-        try engine.webhooks.record(.conversationUpdated, actor: user, in: tx, at: self.now) { r in
-            ["conversation": r.conversation(now.conversation)]
-        }
+        try engine.webhooks.record(.conversationUpdated, actor: user, in: tx, at: self.now) { .conversation(now.conversation) }
     }
 
     /// Appends a stored message to its participants' feeds, except those of participants who
@@ -364,10 +358,7 @@ struct CommandContext {
         let deletion = MessageDeleted(conversationID: stored.id, messageID: message.id, mode: f.mode, by: user)
         try replicate(try delete(deletion, participants: stored.participants), at: try engine.nextHLC())
         if f.mode == .allParticipants {
-            try engine.webhooks.record(.messageDeleted, actor: user, in: tx, at: now) { _ in
-                ["message": ["id": ServerAPIRepresentation.messageID(message.id),
-                             "conversation": ["id": ServerAPIRepresentation.conversationID(stored.id)]]]
-            }
+            try engine.webhooks.record(.messageDeleted, actor: user, in: tx, at: now) { .deletedMessage(message.id, in: stored.id) }
         }
         return Ack(requestID: f.requestID, conversationID: stored.id)
     }
@@ -407,10 +398,10 @@ struct CommandContext {
         }
         let event = MessagePartsChanged(conversationID: stored.id, messageID: message.id, parts: f.parts, by: user, at: hlc)
         try replicate(try announce(event, in: stored, sender: message.sender), at: hlc)
-        try engine.webhooks.record(.messageUpdated, actor: user, in: tx, at: now) { r in
+        try engine.webhooks.record(.messageUpdated, actor: user, in: tx, at: now) {
             var updated = message
             updated.parts = f.parts
-            return ["message": r.message(updated)]
+            return .message(updated)
         }
         return Ack(requestID: f.requestID, conversationID: stored.id)
     }

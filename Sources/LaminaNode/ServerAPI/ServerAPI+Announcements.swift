@@ -31,7 +31,7 @@ extension ServerAPI {
         let id = try r.requestID() ?? UUID()
         let body = try ServerAPIJSON.object(r.http.body)
         guard let rawRecipients = body["recipients"] else { throw ServerAPIError.missingProperty("recipients") }
-        guard let list = rawRecipients as? [Any], !list.isEmpty, list.count <= ServerAPILimits.maxAnnouncementRecipients else {
+        guard let list = rawRecipients.array, !list.isEmpty, list.count <= ServerAPILimits.maxAnnouncementRecipients else {
             throw ServerAPIError.invalidProperty(
                 "recipients", "recipients must be an array of 1 to \(ServerAPILimits.maxAnnouncementRecipients) user ids")
         }
@@ -63,14 +63,13 @@ extension ServerAPI {
             _ = try await engine.runServerAPICommand(frame, as: sender, pushOverrides: overrides)
         }
         let representation = r.representation
-        let object: [String: Any] = [
-            "id": "layer:///announcements/\(id.uuidString.lowercased())",
-            "url": "\(representation.base)/announcements/\(id.uuidString.lowercased())",
-            "sent_at": ServerAPIJSON.date(millisecondsSince1970: sentAt.millisecondsSince1970),
-            "recipients": recipients.map { representation.version == .v1 ? $0.rawValue : ServerAPIRepresentation.identityID($0) },
-            "sender": representation.sender(sender),
-            "parts": representation.parts(parts, of: Self.announcementMessage(id, to: recipients[0])),
-        ]
+        let object = AnnouncementObject(
+            id: "layer:///announcements/\(id.uuidString.lowercased())",
+            url: "\(representation.base)/announcements/\(id.uuidString.lowercased())",
+            sent_at: ServerAPIJSON.date(millisecondsSince1970: sentAt.millisecondsSince1970),
+            recipients: recipients.map { representation.version == .v1 ? $0.rawValue : ServerAPIRepresentation.identityID($0) },
+            sender: representation.sender(sender),
+            parts: representation.parts(parts, of: Self.announcementMessage(id, to: recipients[0])))
         return ServerAPIJSON.response(202, object)
     }
 

@@ -30,10 +30,8 @@ extension ServerAPI {
         let user = try r.userID()
         let body = try ServerAPIJSON.object(r.http.body)
         guard let raw = body["external_unread_count"] else { throw ServerAPIError.missingProperty("external_unread_count") }
-        // JSON true and false are numbers of type "c" (`is Bool` holds for 0 and 1 too);
-        // 5.0 counts as 5, 5.5 is refused.
-        guard let number = raw as? NSNumber, String(cString: number.objCType) != "c", let count = Int(exactly: number.doubleValue),
-              (0...ServerAPILimits.maxExternalUnreadCount).contains(count)
+        // true and false are not numbers; 5.0 counts as 5, 5.5 is refused.
+        guard let number = raw.exactInteger, let count = Int(exactly: number), (0...ServerAPILimits.maxExternalUnreadCount).contains(count)
         else {
             throw ServerAPIError.invalidProperty(
                 "external_unread_count", "external_unread_count must be an integer 0...\(ServerAPILimits.maxExternalUnreadCount)")

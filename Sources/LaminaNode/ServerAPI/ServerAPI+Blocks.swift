@@ -10,8 +10,8 @@ extension ServerAPI {
         let blocker = try r.userID()
         let blocked = try await engine.store.read { reader in try reader.blocks(of: blocker) }
         let representation = try await representation(r, users: blocked)
-        let items: [Any] = blocked.map { user in
-            representation.version == .v1 ? ["user_id": user.rawValue] as [String: Any] : representation.identity(user)
+        let items: [ParticipantObject] = blocked.map { user in
+            representation.version == .v1 ? .userIDObject(user.rawValue) : .identity(representation.identity(user))
         }
         return ServerAPIJSON.response(200, items)
     }

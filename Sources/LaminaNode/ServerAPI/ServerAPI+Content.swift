@@ -52,7 +52,7 @@ extension ServerAPI {
             return upload
         }
         let object = contentObject(upload, r)
-        return ServerAPIJSON.response(201, object, extraHeaders: [("location", object["refresh_url"] as? String ?? "")])
+        return ServerAPIJSON.response(201, object, extraHeaders: [("location", object.refresh_url)])
     }
 
     /// GET /content/:content_id: the content object with fresh URLs (Layer's `refresh_url`).
@@ -78,7 +78,7 @@ extension ServerAPI {
         guard start == upload.receivedBytes else {
             var error = ServerAPIError.conflict(
                 "the chunk starts at byte \(start); the node holds \(upload.receivedBytes) bytes of this content: continue from there",
-                data: ["uploaded": upload.receivedBytes, "size": upload.declaredSize])
+                data: ["uploaded": .integer(Int64(upload.receivedBytes)), "size": .integer(Int64(upload.declaredSize))])
             error.headers = Self.rangeHeader(upload.receivedBytes)
             throw error
         }
@@ -112,7 +112,7 @@ extension ServerAPI {
                 throw ServerAPIError.notFound("no content \(id.uuid.uuidString.lowercased())")
             }
             guard upload.receivedBytes == start else {
-                throw ServerAPIError.conflict("the node holds \(upload.receivedBytes) bytes of this content", data: ["uploaded": upload.receivedBytes])
+                throw ServerAPIError.conflict("the node holds \(upload.receivedBytes) bytes of this content", data: ["uploaded": .integer(Int64(upload.receivedBytes))])
             }
             let streaming = content.active.reservations(of: owner, excluding: id)
             let used = try tx.read.contentBytes(of: owner, excluding: streaming.ids.union([id])) + streaming.bytes
@@ -166,7 +166,7 @@ extension ServerAPI {
         guard upload.state == .complete else {
             throw ServerAPIError.conflict(
                 "content \(id.uuid.uuidString.lowercased()) is not completely uploaded (\(upload.receivedBytes) of \(upload.declaredSize) bytes)",
-                data: ["uploaded": upload.receivedBytes, "size": upload.declaredSize])
+                data: ["uploaded": .integer(Int64(upload.receivedBytes)), "size": .integer(Int64(upload.declaredSize))])
         }
         let files = content.files
         let pool = content.threadPool
@@ -248,28 +248,27 @@ extension ServerAPI {
 
     /// Layer's content object: `id`, `size`, `upload_url` (until complete), `download_url`
     /// (once complete), `expiration` of both, `refresh_url`; and what the node holds (`uploaded`).
-    func contentObject(_ upload: ContentUpload, _ r: ServerAPIRequest) -> [String: Any] {
+    func contentObject(_ upload: ContentUpload, _ r: ServerAPIRequest) -> ContentObject {
         let uuid = upload.id.uuid.uuidString.lowercased()
         let shown = r.representation
         let complete = upload.state == .complete
-        return [
-            "id": ServerAPIRepresentation.contentID(upload.id),
-            "size": upload.declaredSize,
-            "uploaded": upload.receivedBytes,
-            "upload_url": ServerAPIRepresentation.orNull(complete ? nil : shown.contentURL(.upload, upload.id)),
-            "download_url": ServerAPIRepresentation.orNull(complete ? shown.contentURL(.download, upload.id) : nil),
-            "expiration": ServerAPIRepresentation.orNull(shown.contentURLExpiration),
-            "refresh_url": "\(shown.base)/content/\(uuid)",
-        ]
+        return ContentObject(
+            id: ServerAPIRepresentation.contentID(upload.id),
+            size: upload.declaredSize,
+            uploaded: upload.receivedBytes,
+            upload_url: complete ? nil : shown.contentURL(.upload, upload.id),
+            download_url: complete ? shown.contentURL(.download, upload.id) : nil,
+            expiration: shown.contentURLExpiration,
+            refresh_url: "\(shown.base)/content/\(uuid)")
     }
 
     /// The content a message's parts reference (`"content": {"id": …, "size": …}`), read before
     /// the command: each must be known, complete and of the size the part says.
-    func referencedContent(_ body: [String: Any]) async throws -> [ContentID: ContentUpload] {
-        guard let list = body["parts"] as? [Any] else { return [:] }
+    func referencedContent(_ body: [String: JSONValue]) async throws -> [ContentID: ContentUpload] {
+        guard let list = body["parts"]?.array else { return [:] }
         var ids: [ContentID] = []
         for (index, raw) in list.enumerated() {
-            guard let part = raw as? [String: Any], let reference = part["content"], !(reference is NSNull) else { continue }
+            guard let part = raw.object, let reference = part["content"], !reference.isNull else { continue }
             ids.append(try Self.contentReferenceID(reference, name: "parts[\(index)].content"))
         }
         guard !ids.isEmpty else { return [:] }
@@ -284,10 +283,10 @@ extension ServerAPI {
     }
 
     /// The content id of a part's `content` object (`layer:///content/<uuid>`, `lamina:///…` or the UUID).
-    static func contentReferenceID(_ reference: Any, name: String) throws(ServerAPIError) -> ContentID {
-        guard let object = reference as? [String: Any] else { throw .invalidProperty(name, "\(name) must be an object with id and size") }
+    static func contentReferenceID(_ reference: JSONValue, name: String) throws(ServerAPIError) -> ContentID {
+        guard let object = reference.object else { throw .invalidProperty(name, "\(name) must be an object with id and size") }
         guard let raw = object["id"] else { throw .missingProperty("\(name).id") }
-        guard var text = raw as? String else { throw .invalidProperty("\(name).id", "\(name).id must be a string") }
+        guard var text = raw.string else { throw .invalidProperty("\(name).id", "\(name).id must be a string") }
         for prefix in ["layer:///content/", "lamina:///content/"] where text.hasPrefix(prefix) { text.removeFirst(prefix.count) }
         guard let uuid = UUID(uuidString: text) else { throw .invalidProperty("\(name).id", "\(name).id must be layer:///content/<uuid>") }
         return ContentID(uuid: uuid)
@@ -296,16 +295,16 @@ extension ServerAPI {
     /// A part's content reference, checked against its upload: unknown (404), not complete (409),
     /// another size than uploaded (422), uploaded by a device user other than the sender (403 at the command).
     static func contentPart(
-        _ reference: Any, id: UUID, mime: MIMEType, name: String, uploads: [ContentID: ContentUpload]
+        _ reference: JSONValue, id: UUID, mime: MIMEType, name: String, uploads: [ContentID: ContentUpload]
     ) throws(ServerAPIError) -> MessagePart {
         let contentID = try contentReferenceID(reference, name: name)
-        guard let object = reference as? [String: Any], let rawSize = object["size"] else { throw .missingProperty("\(name).size") }
-        guard let number = rawSize as? NSNumber, String(cString: number.objCType) != "c", let size = UInt64(exactly: number.doubleValue) else {
+        guard let object = reference.object, let rawSize = object["size"] else { throw .missingProperty("\(name).size") }
+        guard let number = rawSize.exactInteger, let size = UInt64(exactly: number) else {
             throw .invalidProperty("\(name).size", "\(name).size must be a whole number of bytes")
         }
         guard let upload = uploads[contentID] else {
             var error = ServerAPIError.notFound("no content \(contentID.uuid.uuidString.lowercased())")
-            error.data = ["property": "\(name).id"]
+            error.data = ["property": .string("\(name).id")]
             throw error
         }
         guard upload.declaredSize == size else {
@@ -314,7 +313,7 @@ extension ServerAPI {
         guard upload.state == .complete else {
             throw .conflict(
                 "content \(contentID.uuid.uuidString.lowercased()) is not completely uploaded (\(upload.receivedBytes) of \(upload.declaredSize) bytes)",
-                data: ["property": "\(name).id", "uploaded": upload.receivedBytes, "size": upload.declaredSize])
+                data: ["property": .string("\(name).id"), "uploaded": .integer(Int64(upload.receivedBytes)), "size": .integer(Int64(upload.declaredSize))])
         }
         return MessagePart(id: id, mimeType: mime, content: .external(ContentReference(id: contentID, size: size, sha256: upload.sha256)))
     }

@@ -12,7 +12,7 @@ extension ServerAPI {
         let id = ConversationID(uuid: try r.requestID() ?? UUID())
         let body = try ServerAPIJSON.object(r.http.body)
         guard let rawParticipants = body["participants"] else { throw ServerAPIError.missingProperty("participants") }
-        guard let list = rawParticipants as? [Any] else {
+        guard let list = rawParticipants.array else {
             throw ServerAPIError.invalidProperty("participants", "participants must be an array of user ids")
         }
         var users = Set<UserID>()
@@ -23,14 +23,14 @@ extension ServerAPI {
         }
         var distinct = true
         if let value = body["distinct"] {
-            guard let flag = value as? Bool else {
+            guard let flag = value.bool else {
                 throw ServerAPIError.invalidProperty("distinct", "distinct must be true or false")
             }
             distinct = flag
         }
         var metadata = Metadata()
-        if let value = body["metadata"], !(value is NSNull) {
-            guard let object = value as? [String: Any] else {
+        if let value = body["metadata"], !value.isNull {
+            guard let object = value.object else {
                 throw ServerAPIError.invalidProperty("metadata", "metadata must be an object of strings and objects")
             }
             for (key, v) in object { metadata.values[key] = try ServerAPIRepresentation.metadataValue(v, property: "metadata.\(key)") }
@@ -48,7 +48,7 @@ extension ServerAPI {
         else { throw ServerAPIError.internalError("the conversation was not stored") }
         let object = try await representation(r, users: stored.conversation.participants).conversation(stored.conversation)
         let status = resolved == id && (result.applied || r.http.headers["if-none-match"] != nil) ? 201 : 200
-        return ServerAPIJSON.response(status, object, extraHeaders: [("location", object["url"] as? String ?? "")])
+        return ServerAPIJSON.response(status, object, extraHeaders: [("location", object.url)])
     }
 
     /// GET /conversations/:id.
@@ -111,14 +111,14 @@ extension ServerAPI {
         var participants = stored.conversation.participants
         var frames: [Frame] = []
         for (index, raw) in operations.enumerated() {
-            guard let op = raw as? [String: Any] else { throw ServerAPIError.invalidProperty("[\(index)]", "each operation must be an object") }
-            guard let operation = op["operation"] as? String else { throw ServerAPIError.missingProperty("[\(index)].operation") }
-            guard let property = op["property"] as? String else { throw ServerAPIError.missingProperty("[\(index)].property") }
+            guard let op = raw.object else { throw ServerAPIError.invalidProperty("[\(index)]", "each operation must be an object") }
+            guard let operation = op["operation"]?.string else { throw ServerAPIError.missingProperty("[\(index)].operation") }
+            guard let property = op["property"]?.string else { throw ServerAPIError.missingProperty("[\(index)].property") }
             let value = op["value"]
             switch (operation, property) {
             case ("add", "participants"), ("remove", "participants"), ("set", "participants"):
                 guard let value else { throw ServerAPIError.missingProperty("[\(index)].value") }
-                let items = (value as? [Any]) ?? [value]
+                let items = value.array ?? [value]
                 var users = Set<UserID>()
                 for item in items { users.insert(try ServerAPIRepresentation.user(item, property: "[\(index)].value")) }
                 var add = Set<UserID>(), remove = Set<UserID>()
@@ -139,7 +139,7 @@ extension ServerAPI {
                 let v = try ServerAPIRepresentation.metadataValue(value, property: "[\(index)].value")
                 frames.append(.setMetadata(SetMetadata(requestID: UUID(), conversationID: id, keyPath: path, value: v)))
             case ("set", "metadata"):
-                guard let object = value as? [String: Any] else {
+                guard let object = value?.object else {
                     throw ServerAPIError.invalidProperty("[\(index)].value", "metadata must be set to an object")
                 }
                 for key in stored.conversation.metadata.values.keys where object[key] == nil {
@@ -204,7 +204,7 @@ extension ServerAPI {
         }
         guard stored.isLive else {
             var error = ServerAPIError.objectDeleted("conversation \(ServerAPIRepresentation.conversationID(id)) was deleted")
-            if let survivor = stored.mergedInto { error.data = ["merged_into": ServerAPIRepresentation.conversationID(survivor)] }
+            if let survivor = stored.mergedInto { error.data = ["merged_into": .string(ServerAPIRepresentation.conversationID(survivor))] }
             throw error
         }
         return stored

@@ -36,7 +36,7 @@ extension ServerAPI {
             engine.replicationSignal.notify()
         }
         guard created else {
-            throw ServerAPIError.conflict("\(user.rawValue) has an identity; PUT replaces it, PATCH edits it", data: ["id": ServerAPIRepresentation.identityID(user)])
+            throw ServerAPIError.conflict("\(user.rawValue) has an identity; PUT replaces it, PATCH edits it", data: ["id": .string(ServerAPIRepresentation.identityID(user))])
         }
         return ServerAPIJSON.response(201, try await representation(r, users: [user]).identity(user))
     }
@@ -92,15 +92,15 @@ extension ServerAPI {
     // MARK: parsing
 
     /// An identity from a POST or PUT body: the string properties and `metadata`.
-    static func identity(from body: [String: Any]) throws(ServerAPIError) -> StoredIdentity {
+    static func identity(from body: [String: JSONValue]) throws(ServerAPIError) -> StoredIdentity {
         var identity = StoredIdentity()
         for (key, value) in body {
             if key == "metadata" {
-                guard let map = value as? [String: Any] else { throw .invalidProperty("metadata", "metadata is an object of strings") }
+                guard let map = value.object else { throw .invalidProperty("metadata", "metadata is an object of strings") }
                 for (k, v) in map { identity.metadata[k] = try metadataValue(v, k) }
             } else if StoredIdentity.fields.contains(key) {
-                if value is NSNull { continue }
-                guard let text = value as? String else { throw .invalidProperty(key, "\(key) is a string") }
+                if value.isNull { continue }
+                guard let text = value.string else { throw .invalidProperty(key, "\(key) is a string") }
                 identity.values[key] = text
             } else {
                 throw .invalidProperty(key, "an identity has no property \(key) (it has \(StoredIdentity.fields.joined(separator: ", ")), metadata)")
@@ -129,10 +129,10 @@ extension ServerAPI {
         }
     }
 
-    static func edit(_ raw: Any, _ index: Int) throws(ServerAPIError) -> IdentityEdit {
-        guard let op = raw as? [String: Any] else { throw .invalidProperty("[\(index)]", "each operation must be an object") }
-        guard let operation = op["operation"] as? String else { throw .missingProperty("[\(index)].operation") }
-        guard let property = op["property"] as? String else { throw .missingProperty("[\(index)].property") }
+    static func edit(_ raw: JSONValue, _ index: Int) throws(ServerAPIError) -> IdentityEdit {
+        guard let op = raw.object else { throw .invalidProperty("[\(index)]", "each operation must be an object") }
+        guard let operation = op["operation"]?.string else { throw .missingProperty("[\(index)].operation") }
+        guard let property = op["property"]?.string else { throw .missingProperty("[\(index)].property") }
         let metadataKey = property.hasPrefix("metadata.") ? String(property.dropFirst("metadata.".count)) : nil
         guard metadataKey != nil || property == "metadata" || StoredIdentity.fields.contains(property) else {
             throw .invalidProperty("[\(index)].property", "an identity has no property \(property)")
@@ -142,12 +142,12 @@ extension ServerAPI {
             guard let value = op["value"] else { throw .missingProperty("[\(index)].value") }
             if let metadataKey { return .setMetadata(metadataKey, try metadataValue(value, metadataKey)) }
             if property == "metadata" {
-                guard let map = value as? [String: Any] else { throw .invalidProperty("[\(index)].value", "metadata is an object of strings") }
+                guard let map = value.object else { throw .invalidProperty("[\(index)].value", "metadata is an object of strings") }
                 var out: [String: String] = [:]
                 for (k, v) in map { out[k] = try metadataValue(v, k) }
                 return .replaceMetadata(out)
             }
-            guard let text = value as? String else { throw .invalidProperty("[\(index)].value", "\(property) is a string") }
+            guard let text = value.string else { throw .invalidProperty("[\(index)].value", "\(property) is a string") }
             return .setField(property, text)
         case "delete":
             if let metadataKey { return .deleteMetadata(metadataKey) }
@@ -157,8 +157,8 @@ extension ServerAPI {
         }
     }
 
-    static func metadataValue(_ value: Any, _ key: String) throws(ServerAPIError) -> String {
-        guard let text = value as? String else { throw .invalidProperty("metadata.\(key)", "identity metadata values are strings") }
+    static func metadataValue(_ value: JSONValue, _ key: String) throws(ServerAPIError) -> String {
+        guard let text = value.string else { throw .invalidProperty("metadata.\(key)", "identity metadata values are strings") }
         return text
     }
 

@@ -23,7 +23,7 @@ extension ServerAPI {
             throw ServerAPIError.internalError("the message was not stored")
         }
         let object = try await representation(r, users: [stored.message.sender]).message(stored.message)
-        return ServerAPIJSON.response(201, object, extraHeaders: [("location", object["url"] as? String ?? "")])
+        return ServerAPIJSON.response(201, object, extraHeaders: [("location", object.url)])
     }
 
     /// GET …/messages: newest `page_size` messages, newest first; as the system (all
@@ -71,18 +71,18 @@ extension ServerAPI {
     /// The sender: a participant (`sender.user_id` in 1.0, `sender_id` in 3.0), or a named
     /// system sender (`sender.name`, both versions), stored as the reserved id
     /// ``UserID/systemSender(named:)``; a system sender needs not take part in the conversation.
-    static func sender(_ body: [String: Any]) throws(ServerAPIError) -> UserID {
+    static func sender(_ body: [String: JSONValue]) throws(ServerAPIError) -> UserID {
         if let id = body["sender_id"] { return try ServerAPIRepresentation.user(id, property: "sender_id") }
         guard let raw = body["sender"] else { throw .missingProperty("sender") }
-        guard let sender = raw as? [String: Any] else { throw .invalidProperty("sender", "sender must be an object") }
-        if let user = sender["user_id"], !(user is NSNull) {
-            guard sender["name"] == nil || sender["name"] is NSNull else {
+        guard let sender = raw.object else { throw .invalidProperty("sender", "sender must be an object") }
+        if let user = sender["user_id"], !user.isNull {
+            guard sender["name"]?.isNull ?? true else {
                 throw .invalidProperty("sender", "sender has either user_id (a participant) or name (a system sender), not both")
             }
             return try ServerAPIRepresentation.user(user, property: "sender.user_id")
         }
-        if let name = sender["name"], !(name is NSNull) {
-            guard let text = name as? String else { throw .invalidProperty("sender.name", "sender.name must be a string") }
+        if let name = sender["name"], !name.isNull {
+            guard let text = name.string else { throw .invalidProperty("sender.name", "sender.name must be a string") }
             do { return try UserID.systemSender(named: text) } catch { throw .invalidProperty("sender.name", error.reason) }
         }
         throw .missingProperty("sender.user_id")
@@ -91,23 +91,18 @@ extension ServerAPI {
     /// A message's `parts` and optional `notification`, the parts' ids following from `id`.
     /// Parts may reference content in `uploads` (``referencedContent(_:)``); nil: rich content is refused.
     static func content(
-        _ body: [String: Any], of id: MessageID, uploads: [ContentID: ContentUpload]? = nil
+        _ body: [String: JSONValue], of id: MessageID, uploads: [ContentID: ContentUpload]? = nil
     ) throws(ServerAPIError) -> ([MessagePart], PushConfiguration?) {
         guard let rawParts = body["parts"] else { throw .missingProperty("parts") }
-        guard let list = rawParts as? [Any], !list.isEmpty else {
+        guard let list = rawParts.array, !list.isEmpty else {
             throw .invalidProperty("parts", "parts must be a non-empty array")
         }
         var parts: [MessagePart] = []
         for (index, raw) in list.enumerated() { parts.append(try part(raw, id: partID(id, index), name: "parts[\(index)]", uploads: uploads)) }
         var push: PushConfiguration?
-        if let raw = body["notification"], !(raw is NSNull) {
-            guard let n = raw as? [String: Any] else {
+        if let raw = body["notification"], !raw.isNull {
+            guard let n = raw.object else {
                 throw .invalidProperty("notification", "notification must be an object")
-            }
-            func string(_ key: String) throws(ServerAPIError) -> String? {
-                guard let v = n[key], !(v is NSNull) else { return nil }
-                guard let s = v as? String else { throw .invalidProperty("notification.\(key)", "notification.\(key) must be a string") }
-                return s
             }
             push = try pushConfiguration(n, property: "notification")
         }
@@ -115,14 +110,14 @@ extension ServerAPI {
     }
 
     /// A `notification` object (`text`, `sound`, `title`, `category`, `data`) as a push configuration.
-    static func pushConfiguration(_ n: [String: Any], property: String) throws(ServerAPIError) -> PushConfiguration {
+    static func pushConfiguration(_ n: [String: JSONValue], property: String) throws(ServerAPIError) -> PushConfiguration {
         func string(_ key: String) throws(ServerAPIError) -> String? {
-            guard let v = n[key], !(v is NSNull) else { return nil }
-            guard let s = v as? String else { throw .invalidProperty("\(property).\(key)", "\(property).\(key) must be a string") }
+            guard let v = n[key], !v.isNull else { return nil }
+            guard let s = v.string else { throw .invalidProperty("\(property).\(key)", "\(property).\(key) must be a string") }
             return s
         }
         var data: [String: String] = [:]
-        if let d = n["data"] as? [String: Any] { for (k, v) in d { data[k] = "\(v)" } }
+        if let d = n["data"]?.object { for (k, v) in d { data[k] = v.text } }
         return PushConfiguration(alert: try string("text"), sound: try string("sound"), title: try string("title"),
                                  category: try string("category"), data: data)
     }
@@ -130,16 +125,16 @@ extension ServerAPI {
     /// The Platform API's per-recipient overrides: `notification.recipients`, an object from
     /// user ids (identity ids in 3.0) to a notification whose fields replace the message's for
     /// that recipient's pushes. Checked like the notification itself.
-    static func pushOverrides(_ body: [String: Any]) throws(ServerAPIError) -> [UserID: PushConfiguration] {
-        guard let n = body["notification"] as? [String: Any], let raw = n["recipients"], !(raw is NSNull) else { return [:] }
-        guard let map = raw as? [String: Any], map.count <= ServerAPILimits.maxPushOverrides else {
+    static func pushOverrides(_ body: [String: JSONValue]) throws(ServerAPIError) -> [UserID: PushConfiguration] {
+        guard let n = body["notification"]?.object, let raw = n["recipients"], !raw.isNull else { return [:] }
+        guard let map = raw.object, map.count <= ServerAPILimits.maxPushOverrides else {
             throw .invalidProperty(
                 "notification.recipients", "notification.recipients must be an object of at most \(ServerAPILimits.maxPushOverrides) recipients")
         }
         var out: [UserID: PushConfiguration] = [:]
         for (key, value) in map {
             let user = try ServerAPIRepresentation.user(key, property: "notification.recipients")
-            guard let object = value as? [String: Any] else {
+            guard let object = value.object else {
                 throw .invalidProperty("notification.recipients", "each of notification.recipients is a notification object")
             }
             let push = try pushConfiguration(object, property: "notification.recipients")
@@ -167,15 +162,15 @@ extension ServerAPI {
     /// `mime_type`. A sent message's part ids follow from its id and the index, so a repeated
     /// request (same `If-None-Match`) is the same command.
     /// A `content` part (rich content, ServerAPI+Content.swift) needs `uploads`: nil refuses it.
-    static func part(_ raw: Any, id: UUID, name: String, uploads: [ContentID: ContentUpload]? = nil) throws(ServerAPIError) -> MessagePart {
-        guard let p = raw as? [String: Any] else { throw .invalidProperty(name, "\(name) must be an object") }
+    static func part(_ raw: JSONValue, id: UUID, name: String, uploads: [ContentID: ContentUpload]? = nil) throws(ServerAPIError) -> MessagePart {
+        guard let p = raw.object else { throw .invalidProperty(name, "\(name) must be an object") }
         guard let mime = p["mime_type"] else { throw .missingProperty("\(name).mime_type") }
-        guard let mimeString = mime as? String else { throw .invalidProperty("\(name).mime_type", "mime_type must be a string") }
-        if let reference = p["content"], !(reference is NSNull) {
+        guard let mimeString = mime.string else { throw .invalidProperty("\(name).mime_type", "mime_type must be a string") }
+        if let reference = p["content"], !reference.isNull {
             guard let uploads else {
                 throw .invalidProperty("\(name).content", "rich content goes in a new message's parts (POST …/messages), not in a part update")
             }
-            guard p["body"] == nil || p["body"] is NSNull else {
+            guard p["body"]?.isNull ?? true else {
                 throw .invalidProperty(name, "a part has either body or content, not both")
             }
             let type: MIMEType
@@ -183,10 +178,10 @@ extension ServerAPI {
             return try contentPart(reference, id: id, mime: type, name: "\(name).content", uploads: uploads)
         }
         guard let body = p["body"] else { throw .missingProperty("\(name).body") }
-        guard let text = body as? String else { throw .invalidProperty("\(name).body", "body must be a string") }
+        guard let text = body.string else { throw .invalidProperty("\(name).body", "body must be a string") }
         var bytes = Array(text.utf8)
         if let encoding = p["encoding"] {
-            guard encoding as? String == "base64", let data = Data(base64Encoded: text) else {
+            guard encoding.string == "base64", let data = Data(base64Encoded: text) else {
                 throw .invalidProperty("\(name).encoding", "encoding must be base64, with a base64 body")
             }
             bytes = Array(data)

@@ -17,7 +17,7 @@ extension ServerAPI {
         let stored = try await storedMessage(r)
         let requestID = try r.requestID()
         let id = requestID.map { Self.derivedUUID(Array("part-add".utf8) + withUnsafeBytes(of: $0.uuid) { Array($0) }) } ?? UUID()
-        let part = try Self.part(try ServerAPIJSON.object(r.http.body), id: id, name: "part")
+        let part = try Self.part(.object(try ServerAPIJSON.object(r.http.body)), id: id, name: "part")
         if stored.message.parts.contains(where: { $0.id == id }) {
             return try partCreated(r, part: part, of: stored.message)  // the repeated request's part
         }
@@ -32,7 +32,7 @@ extension ServerAPI {
         let id = try r.partID()
         guard let index = stored.message.parts.firstIndex(where: { $0.id == id }) else { throw ServerAPIError.notFound("no part \(id.uuidString.lowercased())") }
         var parts = stored.message.parts
-        parts[index] = try Self.part(try ServerAPIJSON.object(r.http.body), id: id, name: "part")
+        parts[index] = try Self.part(.object(try ServerAPIJSON.object(r.http.body)), id: id, name: "part")
         if parts != stored.message.parts { try await update(stored.message, parts: parts, requestID: nil) }
         return HTTPResponse(status: 204)
     }

@@ -56,8 +56,7 @@ extension ServerAPI {
         }
         delivery.verifyInBackground(webhook)
         let object = webhookObject(webhook, r)
-        return ServerAPIJSON.response(201, object, contentType: Self.webhooksContentType,
-                                      extraHeaders: [("location", object["url"] as? String ?? "")])
+        return ServerAPIJSON.response(201, object, contentType: Self.webhooksContentType, extraHeaders: [("location", object.url)])
     }
 
     /// GET /webhooks: every webhook, oldest first.
@@ -108,21 +107,17 @@ extension ServerAPI {
     }
 
     /// Layer's webhook object (the secret is never shown).
-    func webhookObject(_ w: StoredWebhook, _ r: ServerAPIRequest) -> [String: Any] {
+    func webhookObject(_ w: StoredWebhook, _ r: ServerAPIRequest) -> WebhookObject {
         let uuid = w.id.uuidString.lowercased()
-        var object: [String: Any] = [
-            "id": "layer:///apps/\(credentials.appID)/webhooks/\(uuid)",
-            "url": "\(r.representation.base)/webhooks/\(uuid)",
-            "version": "3.0",
-            "target_url": w.targetURL,
-            "events": w.events,
-            "status": w.status.name,
-            "status_reason": w.statusReason ?? NSNull(),
-            "created_at": ServerAPIJSON.date(millisecondsSince1970: w.createdAt.millisecondsSince1970),
-            "config": NSNull(),
-        ]
-        if let config = w.config, let value = try? JSONSerialization.jsonObject(with: config) { object["config"] = value }
-        return object
+        return WebhookObject(
+            id: "layer:///apps/\(credentials.appID)/webhooks/\(uuid)",
+            url: "\(r.representation.base)/webhooks/\(uuid)",
+            target_url: w.targetURL,
+            events: w.events,
+            status: w.status.name,
+            status_reason: w.statusReason,
+            created_at: ServerAPIJSON.date(millisecondsSince1970: w.createdAt.millisecondsSince1970),
+            config: w.config.flatMap(ServerAPIJSON.value))
     }
 }
 

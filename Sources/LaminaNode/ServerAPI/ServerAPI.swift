@@ -106,7 +106,7 @@ public final class ServerAPI: Sendable {
         if let e = error as? ServerAPIError { return e }
         if let e = error as? DistinctConflict {
             return .conflict("a distinct conversation with these participants exists with other metadata",
-                             data: ["id": ServerAPIRepresentation.conversationID(e.existing)])
+                             data: ["id": .string(ServerAPIRepresentation.conversationID(e.existing))])
         }
         return .from(EngineErrors.wire(error))
     }

@@ -11,11 +11,11 @@ public struct ServerAPIError: Error, Sendable {
     public var code: Int
     public var message: String
     /// Extra fields (`property`, the existing conversation of a 409, …).
-    public var data: [String: any Sendable]?
+    public var data: [String: JSONValue]?
     /// Extra response headers (`retry-after`).
     public var headers: [(String, String)] = []
 
-    public init(_ status: Int, _ id: String, _ code: Int, _ message: String, data: [String: any Sendable]? = nil) {
+    public init(_ status: Int, _ id: String, _ code: Int, _ message: String, data: [String: JSONValue]? = nil) {
         self.status = status
         self.id = id
         self.code = code
@@ -35,16 +35,16 @@ public struct ServerAPIError: Error, Sendable {
     static func notFound(_ message: String) -> Self { .init(404, "not_found", 102, message) }
     static func objectDeleted(_ message: String) -> Self { .init(410, "object_deleted", 103, message) }
     static func missingProperty(_ property: String) -> Self {
-        .init(422, "missing_property", 104, "the property \(property) is required", data: ["property": property])
+        .init(422, "missing_property", 104, "the property \(property) is required", data: ["property": .string(property)])
     }
     static func invalidProperty(_ property: String, _ message: String) -> Self {
-        .init(422, "invalid_property", 105, message, data: ["property": property])
+        .init(422, "invalid_property", 105, message, data: ["property": .string(property)])
     }
     static func idInUse(_ message: String) -> Self { .init(409, "id_in_use", 106, message) }
     static func invalidHeader(_ status: Int, _ header: String, _ message: String) -> Self {
-        .init(status, "invalid_header", 107, message, data: ["header": header])
+        .init(status, "invalid_header", 107, message, data: ["header": .string(header)])
     }
-    static func conflict(_ message: String, data: [String: any Sendable]) -> Self { .init(409, "conflict", 108, message, data: data) }
+    static func conflict(_ message: String, data: [String: JSONValue]) -> Self { .init(409, "conflict", 108, message, data: data) }
     static func invalidEndpoint(_ message: String) -> Self { .init(404, "invalid_endpoint", 109, message) }
     static func methodNotAllowed(_ message: String) -> Self { .init(405, "method_not_allowed", 110, message) }
     static func requestTooLarge(_ max: Int) -> Self {
@@ -53,12 +53,12 @@ public struct ServerAPIError: Error, Sendable {
     /// Content over the size limit (`Upload-Content-Length` over 2 GiB).
     static func contentTooLarge(_ size: UInt64) -> Self {
         .init(413, "request_too_large", 111, "content is at most \(Limits.maxPartBytes) bytes, \(size) declared",
-              data: ["header": "Upload-Content-Length", "max": Limits.maxPartBytes])
+              data: ["header": "Upload-Content-Length", "max": .integer(Int64(Limits.maxPartBytes))])
     }
     /// The app's stored content would exceed the node's content quota (CONTENT.md §7, §10).
     static func quotaExceeded(used: UInt64, size: UInt64, quota: UInt64) -> Self {
         .init(507, "quota_exceeded", 113, "\(used) bytes of content stored or reserved, \(size) more would exceed the quota of \(quota)",
-              data: ["used": used, "quota": quota])
+              data: ["used": .integer(Int64(used)), "quota": .integer(Int64(quota))])
     }
     /// Another request works on the content, or too many uploads at once (retry after `seconds`).
     static func busy(_ seconds: Int) -> Self {
@@ -90,10 +90,17 @@ public struct ServerAPIError: Error, Sendable {
 
     /// The JSON body (as `contentType`: the webhooks API answers application/json).
     func response(base: String, contentType: String = ServerAPIJSON.contentType) -> HTTPResponse {
-        var object: [String: Any] = [
-            "id": id, "code": code, "message": message, "url": "\(base)/errors#\(id)",
-        ]
-        if let data { object["data"] = data }
-        return ServerAPIJSON.response(status, object, contentType: contentType, extraHeaders: headers)
+        ServerAPIJSON.response(
+            status, ErrorObject(id: id, code: code, message: message, url: "\(base)/errors#\(id)", data: data),
+            contentType: contentType, extraHeaders: headers)
+    }
+
+    /// Layer's error object; `data` is left out when there is none.
+    struct ErrorObject: Encodable {
+        var id: String
+        var code: Int
+        var message: String
+        var url: String
+        var data: [String: JSONValue]?
     }
 }

@@ -2,58 +2,67 @@ import Foundation
 import LaminaTransport
 import NIOCore
 
-/// JSON in and out of the Server API (Foundation's serialization, keys sorted).
+/// JSON in and out of the Server API and webhooks: `Codable` types through `JSONEncoder` and
+/// `JSONDecoder` (keys sorted, slashes not escaped, as Layer's clients and our tests expect).
+///
+/// Why hand-written `Codable` and not swift-openapi-generator: the API's shapes are few and
+/// stable, several are open (PATCH operations, metadata of nested strings, webhook `config`)
+/// and Layer's errors name the exact property that is wrong (`parts[2].mime_type`), which a
+/// generated decoder's `DecodingError` does not give; the generator would also add a build
+/// plugin and runtime packages to the node for what is a handful of types.
 enum ServerAPIJSON {
     /// The media type of every JSON response.
     static let contentType = "application/vnd.layer+json; charset=utf-8"
 
-    static func response(_ status: Int, _ object: Any, contentType: String = contentType, extraHeaders: [(String, String)] = []) -> HTTPResponse {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+    /// `value` as JSON: keys sorted, slashes as they are (escaped as `\/` with
+    /// `escapingSlashes`, as a webhook's stored `config` has always been written).
+    static func encode(_ value: some Encodable, escapingSlashes: Bool = false) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = escapingSlashes ? [.sortedKeys] : [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
+
+    static func response(
+        _ status: Int, _ value: some Encodable, contentType: String = contentType, extraHeaders: [(String, String)] = []
+    ) -> HTTPResponse {
+        let data = (try? encode(value)) ?? Data("{}".utf8)
         return HTTPResponse(status: status, headers: [("content-type", contentType)] + extraHeaders, body: ByteBuffer(bytes: data))
     }
 
-    /// The request body as a JSON object; `invalid_request` when it is not one.
-    static func object(_ body: ByteBuffer) throws(ServerAPIError) -> [String: Any] {
+    /// Any JSON text as a value (nil when it is not JSON).
+    static func value(_ data: Data) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: data)
+    }
+
+    /// The request body, parsed: an object or an array (a bare scalar is not a body).
+    private static func body(_ body: ByteBuffer) throws(ServerAPIError) -> JSONValue {
         guard body.readableBytes > 0 else { throw .invalidRequest("the request needs a JSON body") }
-        guard let value = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView), options: []) else {
+        guard let value = value(Data(body.readableBytesView)), value.object != nil || value.array != nil else {
             throw .invalidRequest("the body is not valid JSON")
         }
-        guard let object = value as? [String: Any] else { throw .invalidRequest("the body is not a JSON object") }
+        return value
+    }
+
+    /// The request body as a JSON object; `invalid_request` when it is not one.
+    static func object(_ body: ByteBuffer) throws(ServerAPIError) -> [String: JSONValue] {
+        guard let object = try Self.body(body).object else { throw .invalidRequest("the body is not a JSON object") }
         return object
     }
 
     /// The request body as a JSON array (PATCH operations).
-    static func array(_ body: ByteBuffer) throws(ServerAPIError) -> [Any] {
-        guard body.readableBytes > 0 else { throw .invalidRequest("the request needs a JSON body") }
-        guard let value = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView), options: []) else {
-            throw .invalidRequest("the body is not valid JSON")
-        }
-        guard let array = value as? [Any] else { throw .invalidRequest("the body is not a JSON array of operations") }
+    static func array(_ body: ByteBuffer) throws(ServerAPIError) -> [JSONValue] {
+        guard let array = try Self.body(body).array else { throw .invalidRequest("the body is not a JSON array of operations") }
         return array
     }
 
-    /// An ISO 8601 date-time in UTC with milliseconds, as Layer writes them
-    /// (`2026-11-26T07:40:03.123Z`). Written by hand: a formatter per call cost more than the
-    /// rest of a webhook event inside its commit, and a shared one is not thread-safe.
+    /// Layer's date-time: ISO 8601 in UTC with milliseconds (`2026-11-26T07:40:03.123Z`).
+    private static let dateStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
     static func date(millisecondsSince1970 ms: Int64) -> String {
-        let (days, inDay) = ms.quotientAndRemainder(dividingBy: 86_400_000)
-        let (day, millisecond) = inDay < 0 ? (days - 1, inDay + 86_400_000) : (days, inDay)
-        // Days since 1970-01-01 to a civil date (proleptic Gregorian; Howard Hinnant's algorithm).
-        let z = day + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let d = dayOfYear - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yearOfEra + era * 400 + (m <= 2 ? 1 : 0)
-        func pad(_ value: Int64, _ width: Int) -> String {
-            let digits = String(value)
-            return digits.count < width ? String(repeating: "0", count: width - digits.count) + digits : digits
-        }
-        let seconds = millisecond / 1_000
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(seconds / 3_600, 2)):\(pad(seconds / 60 % 60, 2)):\(pad(seconds % 60, 2))"
-            + ".\(pad(millisecond % 1_000, 3))Z"
+        // Whole seconds and milliseconds apart: a Double of ms / 1000 may fall just below
+        // the millisecond and be written one lower.
+        let (seconds, milliseconds) = ms.quotientAndRemainder(dividingBy: 1_000)
+        let (s, m) = milliseconds < 0 ? (seconds - 1, milliseconds + 1_000) : (seconds, milliseconds)
+        return Date(timeIntervalSince1970: Double(s) + (Double(m) + 0.5) / 1_000).formatted(dateStyle)
     }
 }

@@ -35,9 +35,6 @@ struct ServerAPIRepresentation {
         return "\(path)?\(contentURLs.query(purpose, id, expires: contentURLExpires))"
     }
 
-    /// A JSON string, or null.
-    static func orNull(_ s: String?) -> Any { s.map { $0 as Any } ?? NSNull() }
-
     /// When content URLs expire, as an ISO 8601 date (nil without URLs).
     var contentURLExpiration: String? {
         contentURLs == nil ? nil : ServerAPIJSON.date(millisecondsSince1970: contentURLExpires * 1000)
@@ -48,93 +45,86 @@ struct ServerAPIRepresentation {
     static func identityID(_ user: UserID) -> String { "layer:///identities/\(user.rawValue)" }
 
     /// The identity object: what was set for the user, else its user id as display name.
-    func identity(_ user: UserID) -> [String: Any] {
-        var object: [String: Any] = [
-            "id": Self.identityID(user), "url": "\(base)/users/\(user.rawValue)/identity", "user_id": user.rawValue,
-            "display_name": user.rawValue, "avatar_url": NSNull(),
-        ]
+    func identity(_ user: UserID) -> IdentityObject {
+        var object = IdentityObject(
+            id: Self.identityID(user), url: "\(base)/users/\(user.rawValue)/identity", user_id: user.rawValue,
+            display_name: user.rawValue, avatar_url: nil)
         if let stored = identities[user] {
-            for (key, value) in stored.values { object[key] = value }
-            object["metadata"] = stored.metadata
+            let v = stored.values
+            object.display_name = v["display_name"] ?? object.display_name
+            object.avatar_url = v["avatar_url"]
+            object.first_name = v["first_name"]
+            object.last_name = v["last_name"]
+            object.phone_number = v["phone_number"]
+            object.email_address = v["email_address"]
+            object.public_key = v["public_key"]
+            object.metadata = stored.metadata
         }
         return object
     }
 
     /// A message's sender or an event's actor: a user (its id in 1.0, its identity in 3.0), or
     /// a named system sender (`name`, no user id).
-    func sender(_ user: UserID) -> [String: Any] {
-        if let name = user.systemSenderName {
-            return version == .v1 ? ["user_id": NSNull(), "name": name] : ["id": NSNull(), "user_id": NSNull(), "name": name]
-        }
-        return version == .v1 ? ["user_id": user.rawValue, "name": NSNull()] : identity(user)
+    func sender(_ user: UserID) -> SenderObject {
+        if let name = user.systemSenderName { return version == .v1 ? .v1(userID: nil, name: name) : .system(name: name) }
+        return version == .v1 ? .v1(userID: user.rawValue, name: nil) : .identity(identity(user))
     }
 
-    func participant(_ user: UserID) -> Any { version == .v1 ? user.rawValue as Any : identity(user) }
+    func participant(_ user: UserID) -> ParticipantObject { version == .v1 ? .userID(user.rawValue) : .identity(identity(user)) }
 
-    func conversation(_ c: Conversation) -> [String: Any] {
+    func conversation(_ c: Conversation) -> ConversationObject {
         let uuid = c.id.uuid.uuidString.lowercased()
-        return [
-            "id": Self.conversationID(c.id),
-            "url": "\(base)/conversations/\(uuid)",
-            "messages_url": "\(base)/conversations/\(uuid)/messages",
-            "created_at": ServerAPIJSON.date(millisecondsSince1970: c.createdAt.millisecondsSince1970),
-            "participants": c.participants.sorted().map(participant),
-            "distinct": c.isDistinct,
-            "metadata": Self.json(c.metadata),
-        ]
+        return ConversationObject(
+            id: Self.conversationID(c.id),
+            url: "\(base)/conversations/\(uuid)",
+            messages_url: "\(base)/conversations/\(uuid)/messages",
+            created_at: ServerAPIJSON.date(millisecondsSince1970: c.createdAt.millisecondsSince1970),
+            participants: c.participants.sorted().map(participant),
+            distinct: c.isDistinct,
+            metadata: Self.json(c.metadata))
     }
 
-    func message(_ m: Message, for user: UserID? = nil) -> [String: Any] {
+    func message(_ m: Message, for user: UserID? = nil) -> MessageObject {
         let uuid = m.id.uuid.uuidString.lowercased()
         let conversation = m.conversationID.uuid.uuidString.lowercased()
-        let parts = self.parts(m.parts, of: m.id)
         var statuses: [String: String] = [:]
         for (u, s) in m.recipientStatus { statuses[version == .v1 ? u.rawValue : Self.identityID(u)] = Self.status(s) }
-        var object: [String: Any] = [
-            "id": Self.messageID(m.id),
-            "url": "\(base)/conversations/\(conversation)/messages/\(uuid)",
-            "conversation": ["id": "layer:///conversations/\(conversation)", "url": "\(base)/conversations/\(conversation)"],
-            "parts": parts,
-            "sent_at": m.sentAt.map { ServerAPIJSON.date(millisecondsSince1970: $0.millisecondsSince1970) } ?? NSNull(),
-            "sender": sender(m.sender),
-            "recipient_status": statuses,
-            "position": m.position.map { Int64(bitPattern: ($0.physical << 16) | UInt64($0.logical & 0xffff)) } ?? 0,
-        ]
-        if let user {
-            object["is_unread"] = m.sender != user && (m.recipientStatus[user] ?? .sent) < .read
-        }
-        return object
+        return MessageObject(
+            id: Self.messageID(m.id),
+            url: "\(base)/conversations/\(conversation)/messages/\(uuid)",
+            conversation: ConversationReference(id: "layer:///conversations/\(conversation)", url: "\(base)/conversations/\(conversation)"),
+            parts: parts(m.parts, of: m.id),
+            sent_at: m.sentAt.map { ServerAPIJSON.date(millisecondsSince1970: $0.millisecondsSince1970) },
+            sender: sender(m.sender),
+            recipient_status: statuses,
+            position: m.position.map { Int64(bitPattern: ($0.physical << 16) | UInt64($0.logical & 0xffff)) } ?? 0,
+            is_unread: user.map { m.sender != $0 && (m.recipientStatus[$0] ?? .sent) < .read })
     }
 
     /// A message's parts: `body` (text, or base64 with `encoding`) or `content`; in 3.0 with
     /// ids (`layer:///messages/<message>/parts/<part uuid>`, addressable by the part routes).
-    func parts(_ parts: [MessagePart], of message: MessageID) -> [[String: Any]] {
+    func parts(_ parts: [MessagePart], of message: MessageID) -> [PartObject] {
         let uuid = message.uuid.uuidString.lowercased()
-        var out: [[String: Any]] = []
-        for part in parts {
-            var p: [String: Any] = ["mime_type": part.mimeType.description]
-            if version == .v3 {
-                p["id"] = "layer:///messages/\(uuid)/parts/\(part.id.uuidString.lowercased())"
-            }
+        return parts.map { part in
+            var p = PartObject(mime_type: part.mimeType.description)
+            if version == .v3 { p.id = "layer:///messages/\(uuid)/parts/\(part.id.uuidString.lowercased())" }
             switch part.content {
             case .inline(let bytes):
                 if part.mimeType.description.hasPrefix("text/"), let text = String(validating: bytes, as: UTF8.self) {
-                    p["body"] = text
+                    p.body = text
                 } else {
-                    p["body"] = Data(bytes).base64EncodedString()
-                    p["encoding"] = "base64"
+                    p.body = Data(bytes).base64EncodedString()
+                    p.encoding = "base64"
                 }
             case .external(let reference):
                 // Layer's shape; the download URL expires (as a device's session does).
-                p["content"] = [
-                    "id": Self.contentID(reference.id), "size": reference.size,
-                    "download_url": Self.orNull(contentURL(.download, reference.id)), "expiration": Self.orNull(contentURLExpiration),
-                    "refresh_url": Self.orNull(contentURLs == nil ? nil : "\(base)/content/\(reference.id.uuid.uuidString.lowercased())"),
-                ] as [String: Any]
+                p.content = PartContentObject(
+                    id: Self.contentID(reference.id), size: reference.size,
+                    download_url: contentURL(.download, reference.id), expiration: contentURLExpiration,
+                    refresh_url: contentURLs == nil ? nil : "\(base)/content/\(reference.id.uuid.uuidString.lowercased())")
             }
-            out.append(p)
+            return p
         }
-        return out
     }
 
     static func status(_ s: RecipientStatus) -> String {
@@ -147,19 +137,19 @@ struct ServerAPIRepresentation {
         }
     }
 
-    static func json(_ metadata: Metadata) -> [String: Any] { metadata.values.mapValues(json) }
+    static func json(_ metadata: Metadata) -> [String: JSONValue] { metadata.values.mapValues(json) }
 
-    static func json(_ value: MetadataValue) -> Any {
+    static func json(_ value: MetadataValue) -> JSONValue {
         switch value {
-        case .string(let s): s
-        case .dictionary(let d): d.mapValues(json)
+        case .string(let s): .string(s)
+        case .dictionary(let d): .object(d.mapValues(json))
         }
     }
 
     /// Metadata from JSON: strings and objects of strings only (Layer's rule).
-    static func metadataValue(_ any: Any, property: String) throws(ServerAPIError) -> MetadataValue {
-        if let s = any as? String { return .string(s) }
-        if let d = any as? [String: Any] {
+    static func metadataValue(_ value: JSONValue, property: String) throws(ServerAPIError) -> MetadataValue {
+        if let s = value.string { return .string(s) }
+        if let d = value.object {
             var out: [String: MetadataValue] = [:]
             for (k, v) in d { out[k] = try metadataValue(v, property: "\(property).\(k)") }
             return .dictionary(out)
@@ -168,8 +158,14 @@ struct ServerAPIRepresentation {
     }
 
     /// A user id from a participant or sender reference: a user id, or (3.0) an identity id.
-    static func user(_ any: Any, property: String) throws(ServerAPIError) -> UserID {
-        guard var s = any as? String else { throw .invalidProperty(property, "\(property) must hold user ids (strings)") }
+    static func user(_ value: JSONValue, property: String) throws(ServerAPIError) -> UserID {
+        guard let s = value.string else { throw .invalidProperty(property, "\(property) must hold user ids (strings)") }
+        return try user(s, property: property)
+    }
+
+    /// A user id, or (3.0) an identity id.
+    static func user(_ text: String, property: String) throws(ServerAPIError) -> UserID {
+        var s = text
         if s.hasPrefix("layer:///identities/") { s.removeFirst("layer:///identities/".count) }
         do {
             let user = try UserID(s)

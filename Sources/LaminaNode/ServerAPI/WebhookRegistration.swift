@@ -27,14 +27,14 @@ public struct WebhookRegistration: Sendable {
         }
         let body = try ServerAPIJSON.object(body)
         guard let rawURL = body["target_url"] else { throw .missingProperty("target_url") }
-        guard let targetURL = rawURL as? String else { throw .invalidProperty("target_url", "target_url must be a string") }
+        guard let targetURL = rawURL.string else { throw .invalidProperty("target_url", "target_url must be a string") }
         let target: WebhookTarget
         switch WebhookTarget.parse(targetURL) {
         case .success(let t): target = t
         case .failure(let e): throw .invalidProperty("target_url", e.reason)
         }
         guard let rawEvents = body["events"] else { throw .missingProperty("events") }
-        guard let events = rawEvents as? [String], !events.isEmpty, Set(events).count == events.count else {
+        guard let list = rawEvents.array, case let events = list.compactMap(\.string), events.count == list.count, !events.isEmpty, Set(events).count == events.count else {
             throw .invalidProperty("events", "events must be a non-empty array of distinct event types")
         }
         let known = Set(WebhookEventType.allCases.map(\.rawValue))
@@ -42,13 +42,13 @@ public struct WebhookRegistration: Sendable {
             throw .invalidProperty("events", "unknown event type \(unknown) (known: \(known.sorted().joined(separator: ", ")))")
         }
         guard let rawSecret = body["secret"] else { throw .missingProperty("secret") }
-        guard let secret = rawSecret as? String, WebhookLimits.secretBytes.contains(secret.utf8.count) else {
+        guard let secret = rawSecret.string, WebhookLimits.secretBytes.contains(secret.utf8.count) else {
             throw .invalidProperty(
                 "secret", "secret must be a string of \(WebhookLimits.secretBytes.lowerBound)...\(WebhookLimits.secretBytes.upperBound) bytes")
         }
         var config: Data?
-        if let raw = body["config"], !(raw is NSNull) {
-            guard raw is [String: Any], let data = try? JSONSerialization.data(withJSONObject: raw, options: [.sortedKeys]) else {
+        if let raw = body["config"], !raw.isNull {
+            guard raw.object != nil, let data = try? ServerAPIJSON.encode(raw, escapingSlashes: true) else {
                 throw .invalidProperty("config", "config must be an object")
             }
             guard data.count <= WebhookLimits.maxConfigBytes else {

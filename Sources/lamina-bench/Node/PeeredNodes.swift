@@ -88,10 +88,10 @@ final class PeeredNodes {
     /// A node's convergence digest and its peer links, from `/replication` (reads the whole store).
     static func replication(admin port: Int) throws -> (digest: String, peers: [String]) {
         let body = try AdminGet.body(port: port, path: "/replication")
-        guard let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any], let digest = object["digest"] as? String,
-            let peers = object["peers"] as? [String: Any]
-        else { throw BenchFailure("unexpected /replication answer: \(body.prefix(200))") }
-        return (digest, peers.keys.sorted())
+        guard let object = try? JSONDecoder().decode(ReplicationAnswer.self, from: Data(body.utf8)) else {
+            throw BenchFailure("unexpected /replication answer: \(body.prefix(200))")
+        }
+        return (object.digest, object.peers.keys.sorted())
     }
 
     /// `count` ports free now, all different.
@@ -145,4 +145,10 @@ enum AdminGet {
         }
         return String(text[end.upperBound...])
     }
+}
+
+/// The fields of the admin `/replication` answer the bench reads (each peer's details stay opaque).
+struct ReplicationAnswer: Decodable {
+    var digest: String
+    var peers: [String: JSONValue]
 }

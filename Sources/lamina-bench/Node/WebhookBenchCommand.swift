@@ -51,8 +51,8 @@ struct WebhookBenchCommand: AsyncParsableCommand {
                let pair = query.split(separator: "&").first(where: { $0.hasPrefix("verification_challenge=") }) {
                 return HTTPResponse(status: 200, body: ByteBuffer(string: String(pair.dropFirst("verification_challenge=".count))))
             }
-            let object = (try? JSONSerialization.jsonObject(with: Data(request.body.readableBytesView))) as? [String: Any]
-            if let id = ((object?["message"] as? [String: Any])?["id"] as? String)?.split(separator: "/").last.flatMap({ UUID(uuidString: String($0)) }) {
+            let event = try? JSONDecoder().decode(BenchWebhookEvent.self, from: Data(request.body.readableBytesView))
+            if let id = event?.message?.id.split(separator: "/").last.flatMap({ UUID(uuidString: String($0)) }) {
                 arrivals.withLockedValue { if $0[id] == nil { $0[id] = now } }
             }
             return HTTPResponse(status: 200)
@@ -83,6 +83,7 @@ struct WebhookBenchCommand: AsyncParsableCommand {
         let sent = NIOLockedValueBox([UUID: UInt64]()), acked = NIOLockedValueBox([UUID: UInt64]())
         let errors = LoadCounter()
         progress("webhook", "\(total) messages at \(Int(rate))/s, one message.sent event each")
+        let (cpu0, threads0) = (node.cpuSeconds(), node.threadCPU())
         let t0 = monotonicNanos()
         let interval = 1e9 / rate
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -105,6 +106,7 @@ struct WebhookBenchCommand: AsyncParsableCommand {
         while arrivals.withLockedValue({ $0.count }) < total - errors.current, monotonicNanos() < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
+        let (cpu1, threads1) = (node.cpuSeconds(), node.threadCPU())
         for (peer, _) in conversations { await peer.close() }
 
         let (sentAt, ackAt, arrived) = (sent.withLockedValue { $0 }, acked.withLockedValue { $0 }, arrivals.withLockedValue { $0 })
@@ -113,9 +115,15 @@ struct WebhookBenchCommand: AsyncParsableCommand {
         let times = arrived.values.sorted()
         let span = Double((times.last ?? 0) &- (times.first ?? 0)) / 1e9
         let perSecond = span > 0 ? Double(times.count - 1) / span : 0
+        // Node CPU from the first send until the last event arrived (or the drain timed out),
+        // per event delivered; the writer thread's share apart.
+        let events = Double(max(arrived.count, 1))
+        let writer = ThreadRole.used(from: threads0, to: threads1)[.writer] ?? 0
         emit(String(
-            format: "webhook messages=%d acked=%d errors=%d events=%d events_per_second=%.0f ack_to_event_ms %@ send_to_event_ms %@",
-            total, ackAt.count, errors.current, arrived.count, perSecond, fromAck.shortFields, fromSend.shortFields))
+            format: "webhook messages=%d acked=%d errors=%d events=%d events_per_second=%.0f ack_to_event_ms %@ send_to_event_ms %@"
+                + " node_cpu_us_per_event=%.1f writer_cpu_us_per_event=%.1f",
+            total, ackAt.count, errors.current, arrived.count, perSecond, fromAck.shortFields, fromSend.shortFields,
+            (cpu1 - cpu0) / events * 1e6, writer / events * 1e6))
     }
 
     /// Creates the webhook through the webhooks API (the node's first Server API token) and
@@ -131,15 +139,27 @@ struct WebhookBenchCommand: AsyncParsableCommand {
         let created = try BenchSupport.run("curl", ["-sS", "--cacert", node.caFile] + headers.flatMap { ["-H", $0] } + [
             "-d", #"{"target_url":"\#(target)","events":["message.sent"],"secret":"bench-secret-0123456789"}"#, base,
         ])
-        guard let object = try JSONSerialization.jsonObject(with: Data(created.utf8)) as? [String: Any],
-              let id = (object["id"] as? String)?.split(separator: "/").last
+        guard let object = try? JSONDecoder().decode(BenchObject.self, from: Data(created.utf8)),
+              let id = object.id?.split(separator: "/").last
         else { throw BenchFailure("creating the webhook failed: \(created)") }
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             let got = try BenchSupport.run("curl", ["-sS", "--cacert", node.caFile] + headers.flatMap { ["-H", $0] } + ["\(base)/\(id)"])
-            if ((try? JSONSerialization.jsonObject(with: Data(got.utf8))) as? [String: Any])?["status"] as? String == "active" { return }
+            if (try? JSONDecoder().decode(BenchObject.self, from: Data(got.utf8)))?.status == "active" { return }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw BenchFailure("the webhook was not verified within 30 s")
     }
+}
+
+/// The part of a webhook delivery the bench reads: the message's id.
+struct BenchWebhookEvent: Decodable {
+    struct Message: Decodable { var id: String }
+    var message: Message?
+}
+
+/// The fields of a Server API answer the benches read.
+struct BenchObject: Decodable {
+    var id: String?
+    var status: String?
 }

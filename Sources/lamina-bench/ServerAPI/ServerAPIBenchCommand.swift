@@ -61,8 +61,8 @@ struct ServerAPIBenchCommand: AsyncParsableCommand {
         let headers = ["Authorization: Bearer \(token)", "Accept: application/vnd.layer+json; version=1.0", "Content-Type: application/json"]
         let created = try BenchSupport.run("curl", ["-sS", "--cacert", node.caFile] + headers.flatMap { ["-H", $0] }
             + ["-d", #"{"participants":["sender","reader"]}"#, "\(node.url)/apps/\(app)/conversations"])
-        guard let object = try JSONSerialization.jsonObject(with: Data(created.utf8)) as? [String: Any],
-              let id = (object["id"] as? String)?.split(separator: "/").last
+        guard let object = try? JSONDecoder().decode(BenchObject.self, from: Data(created.utf8)),
+              let id = object.id?.split(separator: "/").last
         else { throw BenchFailure("creating the conversation failed: \(created)") }
         let bodyFile = node.dataDirectory + "/message.json"
         let text = String(repeating: "m", count: 100)

@@ -1,0 +1,180 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+import NIOCore
+
+/// One webhook event as the outbox row keeps it: the facts its JSON is rendered from, not
+/// the JSON. The command's transaction (on the writer thread) only encodes these (the
+/// message or conversation in its CHANGE-frame encoding, which the feeds use too); the
+/// delivery lane renders the payload when it sends (``json(config:)``), the same every
+/// attempt. Everything the rendering reads is in the row (the event id, time, actor, the
+/// Server API base URL of the moment, the objects as they were), so a later change of the
+/// message, the conversation or the node's configuration does not change a queued event.
+struct WebhookEvent: Equatable, Sendable {
+    /// What the event is about.
+    enum Subject: Equatable, Sendable {
+        /// `message.sent` and `message.updated`: the message as committed.
+        case message(Message)
+        /// `conversation.created` and `conversation.updated`.
+        case conversation(Conversation)
+        /// `message.deleted`: ids only.
+        case deletedMessage(MessageID, in: ConversationID)
+        /// `conversation.deleted`: its id only.
+        case deletedConversation(ConversationID)
+    }
+
+    var type: WebhookEventType
+    /// The event's id (one per event, shared by the rows of all its webhooks).
+    var id: UUID
+    var createdAt: Timestamp
+    /// Who caused it (absent: no `actor` in the payload).
+    var actor: UserID?
+    /// `https://host:port/apps/<app id>` for the payload's `url` fields.
+    var base: String
+    var subject: Subject
+
+    // MARK: Rendering
+
+    /// The payload (`event`, `actor`, `message` or `conversation`, and the webhook's `config`)
+    /// as JSON: keys sorted, slashes not escaped, dates as Layer's.
+    func json(config: JSONValue?) throws -> Data {
+        let r = ServerAPIRepresentation(base: base, version: .v3)
+        var payload = WebhookPayload(
+            event: .init(type: type.rawValue, id: id.uuidString.lowercased(),
+                         created_at: ServerAPIJSON.date(millisecondsSince1970: createdAt.millisecondsSince1970)),
+            actor: actor.map(r.sender), config: config)
+        switch subject {
+        case .message(let m): payload.message = .full(r.message(m))
+        case .conversation(let c): payload.conversation = .full(r.conversation(c))
+        case .deletedMessage(let m, let c):
+            payload.message = .reference(MessageReference(
+                id: ServerAPIRepresentation.messageID(m), conversation: ConversationReference(id: ServerAPIRepresentation.conversationID(c))))
+        case .deletedConversation(let c): payload.conversation = .reference(ConversationReference(id: ServerAPIRepresentation.conversationID(c)))
+        }
+        return try ServerAPIJSON.encode(payload)
+    }
+
+    // MARK: The row's bytes
+
+    /// The first byte of a row written as facts. Rows queued before (rendered JSON) start
+    /// with `{`; the lane sends those as they are.
+    static let factsFormat: UInt8 = 1
+
+    /// ```
+    /// | format (1) | type (u16 len + UTF-8) | id (16) | created at (i64 ms) | base (u32 len + UTF-8)
+    /// | actor (u8 0/1, then u16 len + UTF-8) | subject kind (u8) | subject
+    /// ```
+    /// Subject: kind 0 a message and 1 a conversation, each as its CHANGE frame (u32 length
+    /// and bytes); 2 a deleted message (message id, conversation id: 16 bytes each); 3 a
+    /// deleted conversation (its id).
+    func facts() throws -> Data {
+        var b = ByteBuffer()
+        b.writeInteger(Self.factsFormat)
+        try Self.write(type.rawValue, lengthAs: UInt16.self, to: &b)
+        Self.write(id, to: &b)
+        b.writeInteger(createdAt.millisecondsSince1970)
+        try Self.write(base, lengthAs: UInt32.self, to: &b)
+        if let actor {
+            b.writeInteger(UInt8(1))
+            try Self.write(actor.rawValue, lengthAs: UInt16.self, to: &b)
+        } else {
+            b.writeInteger(UInt8(0))
+        }
+        switch subject {
+        case .message(let m):
+            b.writeInteger(UInt8(0))
+            let frame = try FeedCoding.encode(.messageCreated(m))
+            b.writeInteger(UInt32(frame.count))
+            b.writeBytes(frame)
+        case .conversation(let c):
+            b.writeInteger(UInt8(1))
+            let frame = try FeedCoding.encode(.conversationCreated(c))
+            b.writeInteger(UInt32(frame.count))
+            b.writeBytes(frame)
+        case .deletedMessage(let m, let c):
+            b.writeInteger(UInt8(2))
+            Self.write(m.uuid, to: &b)
+            Self.write(c.uuid, to: &b)
+        case .deletedConversation(let c):
+            b.writeInteger(UInt8(3))
+            Self.write(c.uuid, to: &b)
+        }
+        return Data(b.readableBytesView)
+    }
+
+    /// The event a row's facts hold; a ``WebhookEventFactsError`` when they do not read whole.
+    init(facts: Data) throws {
+        var b = ByteBuffer(bytes: facts)
+        guard b.readInteger(as: UInt8.self) == Self.factsFormat else { throw WebhookEventFactsError("not a facts row (format byte)") }
+        let typeName = try Self.read(&b, lengthAs: UInt16.self, "type")
+        guard let type = WebhookEventType(rawValue: typeName) else { throw WebhookEventFactsError("unknown event type \(typeName)") }
+        self.type = type
+        id = try Self.readUUID(&b, "id")
+        guard let ms = b.readInteger(as: Int64.self) else { throw WebhookEventFactsError("no creation time") }
+        createdAt = Timestamp(millisecondsSince1970: ms)
+        base = try Self.read(&b, lengthAs: UInt32.self, "base")
+        switch b.readInteger(as: UInt8.self) {
+        case 0: actor = nil
+        case 1:
+            let raw = try Self.read(&b, lengthAs: UInt16.self, "actor")
+            do { actor = try UserID(raw) } catch { throw WebhookEventFactsError("actor: \(error)") }
+        default: throw WebhookEventFactsError("no actor flag")
+        }
+        switch b.readInteger(as: UInt8.self) {
+        case 0, 1:
+            guard let length = b.readInteger(as: UInt32.self), let frame = b.readSlice(length: Int(length)) else {
+                throw WebhookEventFactsError("a short subject frame")
+            }
+            guard case .change(let change) = try Frame.decode(exactly: frame) else { throw WebhookEventFactsError("the subject is not a change") }
+            switch change.event {
+            case .messageCreated(let m): subject = .message(m)
+            case .conversationCreated(let c): subject = .conversation(c)
+            default: throw WebhookEventFactsError("the subject is change kind \(change.event.kind)")
+            }
+        case 2:
+            let m = try Self.readUUID(&b, "message id"), c = try Self.readUUID(&b, "conversation id")
+            subject = .deletedMessage(MessageID(uuid: m), in: ConversationID(uuid: c))
+        case 3: subject = .deletedConversation(ConversationID(uuid: try Self.readUUID(&b, "conversation id")))
+        default: throw WebhookEventFactsError("no subject kind")
+        }
+        guard b.readableBytes == 0 else { throw WebhookEventFactsError("\(b.readableBytes) bytes after the subject") }
+    }
+
+    init(type: WebhookEventType, id: UUID = UUID(), createdAt: Timestamp, actor: UserID?, base: String, subject: Subject) {
+        self.type = type
+        self.id = id
+        self.createdAt = createdAt
+        self.actor = actor
+        self.base = base
+        self.subject = subject
+    }
+
+    private static func write<L: FixedWidthInteger>(_ s: String, lengthAs: L.Type, to b: inout ByteBuffer) throws {
+        guard let length = L(exactly: s.utf8.count) else { throw WebhookEventFactsError("a string of \(s.utf8.count) bytes is too long") }
+        b.writeInteger(length)
+        b.writeString(s)
+    }
+
+    private static func read<L: FixedWidthInteger>(_ b: inout ByteBuffer, lengthAs: L.Type, _ what: String) throws -> String {
+        guard let length = b.readInteger(as: L.self), let s = b.readString(length: Int(length)) else {
+            throw WebhookEventFactsError("a short \(what)")
+        }
+        return s
+    }
+
+    private static func write(_ id: UUID, to b: inout ByteBuffer) {
+        withUnsafeBytes(of: id.uuid) { _ = b.writeBytes($0) }
+    }
+
+    private static func readUUID(_ b: inout ByteBuffer, _ what: String) throws -> UUID {
+        guard let bytes = b.readBytes(length: 16) else { throw WebhookEventFactsError("a short \(what)") }
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+}
+
+/// An outbox row's facts that do not read back (a bug, or a damaged row).
+struct WebhookEventFactsError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = "webhook event facts: \(description)" }
+}
