@@ -181,6 +181,12 @@ enum StoreSchema {
                 try db.execute(sql: "UPDATE outbox SET conversation_id = ? WHERE seq = ?", arguments: [StoreCoding.blob(conversation.uuid), row["seq"] as Int64])
             }
         }
+        migrator.registerMigration("v8-message-counts") { db in
+            // Each conversation's message counts, kept by triggers on `message` so that a
+            // transaction's summary reads them instead of scanning the conversation
+            // (`ConversationSummary`); filled here from the messages already stored.
+            try db.execute(sql: MessageCountSchema.create)
+        }
         return migrator
     }
 }

@@ -254,26 +254,20 @@ final class WriteContext {
 
     // MARK: summaries
 
-    /// Recomputes counts and last message of every touched conversation, reporting what changed.
+    /// Recomputes counts and last message of every touched conversation (`ConversationSummary`:
+    /// independent of its size), reporting what changed.
     func finish() throws {
         for id in touched {
             guard let before = try StoreReader.conversation(db, id) else { continue }
             let key = StoreCoding.blob(id)
-            let row = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT COUNT(*) AS total, COALESCE(SUM(is_unread), 0) AS unread, MAX(is_sent) AS anySent,
-                    COALESCE(SUM(pos_physical IS NULL), 0) AS unsent
-                FROM message WHERE conversation_id = ?
-                """), arguments: [key])!
-            let last = try Data.fetchOne(db.cachedStatement(sql: "SELECT id FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: true)) LIMIT 1"),
-                                         arguments: [key])
+            let summary = try ConversationSummary.read(db, id)
             var after = before
-            after.totalMessageCount = row["total"]
-            after.unreadMessageCount = row["unread"]
-            after.lastMessageID = last.map { MessageID(uuid: StoreCoding.uuid($0)) }
-            if (row["anySent"] as Bool?) == true { after.isSynced = true }
+            after.totalMessageCount = summary.total
+            after.unreadMessageCount = summary.unread
+            after.lastMessageID = summary.lastMessageID
+            if summary.anySent { after.isSynced = true }
             // The node's counts when it told them (messages not sent yet are not among them).
-            let unsent: Int = row["unsent"]
-            after.totalNumberOfMessages = after.nodeCounts.map { $0.messages + unsent } ?? after.totalMessageCount
+            after.totalNumberOfMessages = after.nodeCounts.map { $0.messages + summary.unsent } ?? after.totalMessageCount
             after.totalNumberOfUnreadMessages = after.nodeCounts?.unread ?? after.unreadMessageCount
             guard after != before else { continue }
             try db.execute(sql: """
