@@ -13,7 +13,7 @@ func fuzzTarget(_ name: String, checks: String = "LaminaWireFuzzChecks") -> Targ
     .executableTarget(
         name: name,
         dependencies: [
-            .product(name: checks, package: "Lamina"),
+            .product(name: checks, package: "Lamina")
         ]
     )
 }
@@ -22,7 +22,7 @@ let package = Package(
     name: "LaminaFuzz",
     platforms: [.macOS("14.0")],
     dependencies: [
-        .package(name: "Lamina", path: ".."),
+        .package(name: "Lamina", path: "..")
     ],
     targets: [
         fuzzTarget("FuzzDecode"),

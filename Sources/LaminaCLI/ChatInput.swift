@@ -44,16 +44,23 @@ public enum ChatInput: Hashable, Sendable {
             }
             return .open(n)
         case "/new", "/n":
-            guard !argument.isEmpty else { throw CLIError(.invalidArgument, "/new takes users, e.g. /new bob or /new bob,carol") }
+            guard !argument.isEmpty else {
+                throw CLIError(.invalidArgument, "/new takes users, e.g. /new bob or /new bob,carol")
+            }
             return .new(try UserList.users(argument))
         default:
-            throw CLIError(.invalidArgument, "unknown command \(Sanitizer.clip(command, 32)): /help lists the commands (start with // to send a line beginning with /)")
+            throw CLIError(
+                .invalidArgument,
+                "unknown command \(Sanitizer.clip(command, 32)): /help lists the commands (start with // to send a line beginning with /)"
+            )
         }
     }
 
     private static func text(_ text: String) throws(CLIError) -> ChatInput {
         guard text.utf8.count <= maxLineBytes else {
-            throw CLIError(.invalidArgument, "a message line is at most \(maxLineBytes) bytes (UTF-8), this one has \(text.utf8.count)")
+            throw CLIError(
+                .invalidArgument,
+                "a message line is at most \(maxLineBytes) bytes (UTF-8), this one has \(text.utf8.count)")
         }
         return .message(text)
     }

@@ -41,7 +41,8 @@ public final class ClientSession: @unchecked Sendable {
     /// process for the same store fails with `.storeInUse`.
     public init(settings: ConnectionSettings) throws(CLIError) {
         self.settings = settings
-        storeLock = try StoreLock(location: StoreLocation(dataDirectory: settings.clientDataDirectory, user: settings.user))
+        storeLock = try StoreLock(
+            location: StoreLocation(dataDirectory: settings.clientDataDirectory, user: settings.user))
         do { client = try LaminaClient(configuration: settings.configuration, user: settings.user) } catch {
             throw CLIError(error)
         }
@@ -55,8 +56,10 @@ public final class ClientSession: @unchecked Sendable {
 
     /// Connects and waits for the first sync (the node's backlog applied to the store).
     /// `trace` gets every sync engine event, as text (for `--verbose`).
-    public func connect(timeout: Duration = ClientSession.defaultConnectTimeout,
-                        trace: (@Sendable (String) -> Void)? = nil) async throws(CLIError) {
+    public func connect(
+        timeout: Duration = ClientSession.defaultConnectTimeout,
+        trace: (@Sendable (String) -> Void)? = nil
+    ) async throws(CLIError) {
         let tokens = try DevTokens(nodeDataDirectory: settings.nodeDataDirectory)
         // The trust settings are checked here for a clear error; `connect` builds the real
         // connector (whose connection also carries rich content).
@@ -67,23 +70,28 @@ public final class ClientSession: @unchecked Sendable {
         let (outcomes, outcome) = AsyncStream<Result<Void, CLIError>>.makeStream(bufferingPolicy: .bufferingOldest(1))
         let store = client.store.location.userDirectory.path
         let syncRefused: @Sendable (ErrorFrame) -> Void = { [weak self, noticeContinuation] error in
-            let failure = CLIError(.syncRefused, "the node refused to sync \(user)'s device: \(error.code.name): \(error.reason). If the node's data was reset (a new ./.lamina), this client's store is stale: delete \(store) and run again")
+            let failure = CLIError(
+                .syncRefused,
+                "the node refused to sync \(user)'s device: \(error.code.name): \(error.reason). If the node's data was reset (a new ./.lamina), this client's store is stale: delete \(store) and run again"
+            )
             if self?.lock.withLock({ self?.inSync }) == true {
                 noticeContinuation.yield(.stopped(failure))
             } else {
                 outcome.yield(.failure(failure))
             }
         }
-        let observe: (@escaping FrameChannelConnector) -> FrameChannelConnector = { base in { [weak self] () async throws(ClientError) -> any FrameChannel in
-            do throws(ClientError) {
-                let channel = try await base()
-                guard let frames = self?.frames else { return channel }
-                return ObservedChannel(inner: channel, onReceive: { frames.fire() }, onSyncRefused: syncRefused)
-            } catch {
-                self?.lock.withLock { self?.lastConnectError = error }
-                throw error
+        let observe: (@escaping FrameChannelConnector) -> FrameChannelConnector = { base in
+            { [weak self] () async throws(ClientError) -> any FrameChannel in
+                do throws(ClientError) {
+                    let channel = try await base()
+                    guard let frames = self?.frames else { return channel }
+                    return ObservedChannel(inner: channel, onReceive: { frames.fire() }, onSyncRefused: syncRefused)
+                } catch {
+                    self?.lock.withLock { self?.lastConnectError = error }
+                    throw error
+                }
             }
-        } }
+        }
         let events = client.syncEvents
         let url = settings.nodeURL.absoluteString
         let task = Task { [weak self, noticeContinuation] in
@@ -98,20 +106,30 @@ public final class ClientSession: @unchecked Sendable {
                     online = true
                     self?.lock.withLock { self?.inSync = true }
                 case .reconnecting(_, let delay):
-                    let reason = self?.lock.withLock { () -> String? in
-                        defer { self?.lastConnectError = nil }
-                        return self?.lastConnectError?.reason
-                    } ?? "the node closed the sync stream"
+                    let reason =
+                        self?.lock.withLock { () -> String? in
+                            defer { self?.lastConnectError = nil }
+                            return self?.lastConnectError?.reason
+                        } ?? "the node closed the sync stream"
                     if inSync {
                         // Once per outage: the engine retries quietly until it is back.
                         if online { noticeContinuation.yield(.offline(reason: reason, retryIn: delay)) }
                         online = false
                     } else {
-                        outcome.yield(.failure(CLIError(.nodeUnreachable, "cannot reach the node at \(url) (is `swift run lamina-node` running? see --node): \(SessionNotice.shortReason(reason))")))
+                        outcome.yield(
+                            .failure(
+                                CLIError(
+                                    .nodeUnreachable,
+                                    "cannot reach the node at \(url) (is `swift run lamina-node` running? see --node): \(SessionNotice.shortReason(reason))"
+                                )))
                     }
                 case .failed(let error):
-                    let failure = error.code == .authenticationFailed || error.code == .storeMismatch
-                        ? CLIError(.authenticationFailed, "the node refused \(user)'s session: \(error.reason) (is --node-data the data directory of this node?)")
+                    let failure =
+                        error.code == .authenticationFailed || error.code == .storeMismatch
+                        ? CLIError(
+                            .authenticationFailed,
+                            "the node refused \(user)'s session: \(error.reason) (is --node-data the data directory of this node?)"
+                        )
                         : CLIError(error)
                     if inSync { noticeContinuation.yield(.stopped(failure)) } else { outcome.yield(.failure(failure)) }
                 case .commandFailed(let failure):
@@ -123,7 +141,8 @@ public final class ClientSession: @unchecked Sendable {
         }
         lock.withLock { pump = task }
         do {
-            try await client.connect(identityToken: { nonce in try tokens.token(user: user, nonce: nonce) }, wrappingConnector: observe)
+            try await client.connect(
+                identityToken: { nonce in try tokens.token(user: user, nonce: nonce) }, wrappingConnector: observe)
         } catch {
             throw CLIError(error)
         }

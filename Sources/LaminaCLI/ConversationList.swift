@@ -24,11 +24,15 @@ public enum ConversationList {
         }
         do {
             // Newest first by creation in SQL; the final order (by last activity) below.
-            let all = try client.execute(Query<StoredConversation>(
-                sortDescriptors: [QuerySortDescriptor("createdAt", ascending: false)], limit: QueryLimits.maxListCount))
+            let all = try client.execute(
+                Query<StoredConversation>(
+                    sortDescriptors: [QuerySortDescriptor("createdAt", ascending: false)],
+                    limit: QueryLimits.maxListCount))
             var entries: [Entry] = []
             for conversation in all {
-                let last = try conversation.lastMessageID.flatMap { id throws(ClientError) in try client.message(id)?.message }
+                let last = try conversation.lastMessageID.flatMap { id throws(ClientError) in
+                    try client.message(id)?.message
+                }
                 entries.append(Entry(conversation: conversation, lastMessage: last))
             }
             entries.sort { activity($0) > activity($1) }
@@ -39,6 +43,8 @@ public enum ConversationList {
     }
 
     static func activity(_ entry: Entry) -> Timestamp {
-        max(entry.lastMessage?.sentAt ?? entry.conversation.conversation.createdAt, entry.conversation.conversation.createdAt)
+        max(
+            entry.lastMessage?.sentAt ?? entry.conversation.conversation.createdAt,
+            entry.conversation.conversation.createdAt)
     }
 }

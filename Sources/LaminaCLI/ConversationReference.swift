@@ -9,7 +9,10 @@ public enum ConversationReference {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if let uuid = UUID(uuidString: trimmed) { return ConversationID(uuid: uuid) }
         do { return try ConversationID(parsing: trimmed) } catch {
-            throw CLIError(.invalidArgument, "'\(Sanitizer.clip(trimmed, 80))' is not a conversation id (lamina:///conversations/<uuid>, as `lamina conversations` prints)")
+            throw CLIError(
+                .invalidArgument,
+                "'\(Sanitizer.clip(trimmed, 80))' is not a conversation id (lamina:///conversations/<uuid>, as `lamina conversations` prints)"
+            )
         }
     }
 
@@ -21,6 +24,8 @@ public enum ConversationReference {
         } catch {
             throw CLIError(error)
         }
-        throw CLIError(.notFound, "\(client.user) has no conversation \(id): `lamina conversations --user \(client.user)` lists them")
+        throw CLIError(
+            .notFound,
+            "\(client.user) has no conversation \(id): `lamina conversations --user \(client.user)` lists them")
     }
 }

@@ -14,7 +14,10 @@ public struct DevTokens: Sendable {
         let directory = nodeDataDirectory.appendingPathComponent(LocalNode.Files.devIdentity)
         let key = directory.appendingPathComponent(DevIdentityProvider.privateKeyFile)
         guard FileManager.default.fileExists(atPath: key.path) else {
-            throw CLIError(.devKeyMissing, "no dev identity key at \(key.path): start the node once (`swift run lamina-node`) or pass --node-data DIR (the node's data directory)")
+            throw CLIError(
+                .devKeyMissing,
+                "no dev identity key at \(key.path): start the node once (`swift run lamina-node`) or pass --node-data DIR (the node's data directory)"
+            )
         }
         do { provider = try DevIdentityProvider.loadOrCreate(in: directory) } catch {
             throw CLIError(.devKeyMissing, "the dev identity key in \(directory.path) does not load: \(error)")

@@ -26,8 +26,10 @@ public enum FilePart {
 
     /// The part for the file at `path`: inline up to 2 KiB, else staged as rich content in
     /// `staging` (the sending client's; copied, so later edits of the file do not change the message).
-    public static func part(path: String, mimeType: String?, staging: ContentStaging) throws(ClientError) -> MessagePart {
+    public static func part(path: String, mimeType: String?, staging: ContentStaging) throws(ClientError) -> MessagePart
+    {
         try check(path: path)
-        return try MessagePart.with(mimeType: mimeType ?? Self.mimeType(forPath: path), fileURL: URL(fileURLWithPath: path), staging: staging)
+        return try MessagePart.with(
+            mimeType: mimeType ?? Self.mimeType(forPath: path), fileURL: URL(fileURLWithPath: path), staging: staging)
     }
 }

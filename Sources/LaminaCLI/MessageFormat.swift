@@ -74,7 +74,9 @@ public struct MessageFormat: Sendable {
         } else {
             line += " — no messages yet"
         }
-        if conversation.totalNumberOfUnreadMessages > 0 { line += " — \(conversation.totalNumberOfUnreadMessages) unread" }
+        if conversation.totalNumberOfUnreadMessages > 0 {
+            line += " — \(conversation.totalNumberOfUnreadMessages) unread"
+        }
         return line
     }
 

@@ -8,7 +8,9 @@ import LaminaWire
 /// shows the form and logs nobody in.
 public enum NonceRequester {
     /// The nonce and when it expires; throws `.nodeUnreachable` or `.timedOut`.
-    public static func nonce(settings: ConnectionSettings, timeout: Duration = .seconds(15)) async throws(CLIError) -> Nonce {
+    public static func nonce(settings: ConnectionSettings, timeout: Duration = .seconds(15)) async throws(CLIError)
+        -> Nonce
+    {
         let connector: FrameChannelConnector
         do { connector = try TransportSyncConnector.connector(for: settings.configuration) } catch {
             throw CLIError(.caFileMissing, "\(settings.caFile.path) does not load as a CA file: \(error.reason)")
@@ -18,7 +20,12 @@ public enum NonceRequester {
         let task = Task {
             let channel: any FrameChannel
             do throws(ClientError) { channel = try await connector() } catch {
-                answer.yield(.failure(CLIError(.nodeUnreachable, "cannot reach the node at \(url) (is `swift run lamina-node` running? see --node): \(SessionNotice.shortReason(error.reason))")))
+                answer.yield(
+                    .failure(
+                        CLIError(
+                            .nodeUnreachable,
+                            "cannot reach the node at \(url) (is `swift run lamina-node` running? see --node): \(SessionNotice.shortReason(error.reason))"
+                        )))
                 return
             }
             let result = await exchange(on: channel, url: url)
@@ -44,7 +51,10 @@ public enum NonceRequester {
                 case .nonce(let nonce) where nonce.requestID == id:
                     return .success(nonce)
                 case .error(let error):
-                    return .failure(CLIError(.authenticationFailed, "the node refused the nonce request: \(error.code.name): \(error.reason)"))
+                    return .failure(
+                        CLIError(
+                            .authenticationFailed,
+                            "the node refused the nonce request: \(error.code.name): \(error.reason)"))
                 case .ping(let ping):
                     try await channel.send(.pong(ping))
                 default:

@@ -16,7 +16,10 @@ struct ObservedChannel: FrameChannel {
     let onSyncRefused: @Sendable (ErrorFrame) -> Void
     private let syncRequests = SyncRequests()
 
-    init(inner: any FrameChannel, onReceive: @escaping @Sendable () -> Void, onSyncRefused: @escaping @Sendable (ErrorFrame) -> Void) {
+    init(
+        inner: any FrameChannel, onReceive: @escaping @Sendable () -> Void,
+        onSyncRefused: @escaping @Sendable (ErrorFrame) -> Void
+    ) {
         self.inner = inner
         self.onReceive = onReceive
         self.onSyncRefused = onSyncRefused

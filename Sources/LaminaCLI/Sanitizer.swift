@@ -10,7 +10,8 @@ public enum Sanitizer {
             case "\n": out.append("⏎")
             default:
                 // Cc controls, and the bidirectional overrides that reorder what follows.
-                let control = scalar.properties.generalCategory == .control
+                let control =
+                    scalar.properties.generalCategory == .control
                     || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
                 out.append(control ? "\u{FFFD}" : scalar)
             }

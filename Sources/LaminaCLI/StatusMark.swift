@@ -30,7 +30,10 @@ public enum StatusMark: Int, Hashable, Comparable, Sendable, CaseIterable, Custo
     /// One recipient's status as a mark (`pending` and `invalid` count as sent once the
     /// node has the message).
     public init(recipient status: RecipientStatus, isSent: Bool) {
-        guard isSent else { self = .queued; return }
+        guard isSent else {
+            self = .queued
+            return
+        }
         switch status {
         case .read: self = .read
         case .delivered: self = .delivered
@@ -42,7 +45,9 @@ public enum StatusMark: Int, Hashable, Comparable, Sendable, CaseIterable, Custo
     /// A message to nobody else is as far as the node (sent or queued).
     public init(message: Message, participants: Set<UserID>) {
         let others = participants.subtracting([message.sender])
-        let marks = others.map { StatusMark(recipient: message.recipientStatus[$0] ?? .pending, isSent: message.isSent) }
+        let marks = others.map {
+            StatusMark(recipient: message.recipientStatus[$0] ?? .pending, isSent: message.isSent)
+        }
         self = marks.min() ?? (message.isSent ? .sent : .queued)
     }
 }

@@ -2,9 +2,9 @@ import Foundation
 import LaminaClient
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One `lamina` process per user store: the SDK's store belongs to one client at a time
@@ -18,7 +18,8 @@ public final class StoreLock: @unchecked Sendable {
     public init(location: StoreLocation) throws(CLIError) {
         let directory = location.dataDirectory
         do { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) } catch {
-            throw CLIError(.storeInUse, "cannot create the client data directory \(directory.path): \(error.localizedDescription)")
+            throw CLIError(
+                .storeInUse, "cannot create the client data directory \(directory.path): \(error.localizedDescription)")
         }
         path = location.userDirectory.path + ".lock"
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -26,9 +27,13 @@ public final class StoreLock: @unchecked Sendable {
             throw CLIError(.storeInUse, "cannot open the lock file \(path) (errno \(errno))")
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(
+                in: .whitespacesAndNewlines)
             close(descriptor)
-            throw CLIError(.storeInUse, "\(location.user)'s local store is in use by another lamina process\(holder.map { $0.isEmpty ? "" : " (pid \($0))" } ?? ""): one process per user store at a time; leave the other one, or pass --data DIR to act as another device of \(location.user)")
+            throw CLIError(
+                .storeInUse,
+                "\(location.user)'s local store is in use by another lamina process\(holder.map { $0.isEmpty ? "" : " (pid \($0))" } ?? ""): one process per user store at a time; leave the other one, or pass --data DIR to act as another device of \(location.user)"
+            )
         }
         let pid = Array("\(getpid())\n".utf8)
         _ = ftruncate(descriptor, 0)

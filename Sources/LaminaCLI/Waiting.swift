@@ -22,14 +22,18 @@ public enum Waiting {
 
     /// Returns true once `condition` holds on `client`'s store, re-checking after every
     /// committed batch of changes; false when `timeout` passes first.
-    public static func until(_ client: LaminaClient, timeout: Duration,
-                             _ condition: @escaping @Sendable () throws(ClientError) -> Bool) async throws(CLIError) -> Bool {
+    public static func until(
+        _ client: LaminaClient, timeout: Duration,
+        _ condition: @escaping @Sendable () throws(ClientError) -> Bool
+    ) async throws(CLIError) -> Bool {
         let changes = client.changes()  // subscribed before the first check: no batch is missed
         do { if try condition() { return true } } catch { throw CLIError(error) }
         let result: Result<Bool, ClientError> = await withTaskGroup(of: Result<Bool, ClientError>?.self) { group in
             group.addTask {
                 for await _ in changes {
-                    do throws(ClientError) { if try condition() { return .success(true) } } catch { return .failure(error) }
+                    do throws(ClientError) { if try condition() { return .success(true) } } catch {
+                        return .failure(error)
+                    }
                 }
                 return .success(false)
             }

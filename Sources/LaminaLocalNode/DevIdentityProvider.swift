@@ -36,7 +36,11 @@ public struct DevIdentityProvider: Sendable {
         }
         try fm.createDirectory(at: directory, withIntermediateDirectories: true)
         let pair = try ECKeyPair.generateP256()
-        guard fm.createFile(atPath: privateURL.path, contents: Data(pair.privateKeyPEM.utf8), attributes: [.posixPermissions: 0o600]) else {
+        guard
+            fm.createFile(
+                atPath: privateURL.path, contents: Data(pair.privateKeyPEM.utf8), attributes: [.posixPermissions: 0o600]
+            )
+        else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: privateURL.path])
         }
         try Data(pair.publicKeyPEM.utf8).write(to: publicURL)
@@ -44,7 +48,9 @@ public struct DevIdentityProvider: Sendable {
     }
 
     /// A signed identity token for `user`, bound to `nonce`, valid from now for `lifetime`.
-    public func mintToken(user: UserID, nonce: String, displayName: String? = nil, lifetime: Duration = .seconds(600)) throws -> String {
+    public func mintToken(user: UserID, nonce: String, displayName: String? = nil, lifetime: Duration = .seconds(600))
+        throws -> String
+    {
         let now = Date().timeIntervalSince1970.rounded(.down)
         var claims: [String: Any] = [
             "iss": Self.providerID, "prn": user.rawValue, "nce": nonce,

@@ -71,7 +71,8 @@ extension DistinctResolution {
         let byID = Dictionary(group.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         for (i, a) in group.enumerated() {
             for b in group[(i + 1)...] where a.isConcurrent(with: b) {
-                let ra = root(a.id), rb = root(b.id)
+                let ra = root(a.id)
+                let rb = root(b.id)
                 guard ra != rb, let ca = byID[ra]?.candidate, let cb = byID[rb]?.candidate else { continue }
                 // The root of a class is its survivor: the earlier of the two roots.
                 if DistinctCandidate.ranksBefore(ca, cb) { parent[rb] = ra } else { parent[ra] = rb }
@@ -90,7 +91,8 @@ extension DistinctResolution {
     /// it is concurrent; this also covers births of unknown counter). The joined classes and the
     /// newcomer become one class whose survivor is the earliest of their survivors.
     public static func join(
-        _ newcomer: DistinctBirth, group: [DistinctBirth], survivorOf: (ConversationID) -> ConversationID, alsoJoin: ConversationID? = nil
+        _ newcomer: DistinctBirth, group: [DistinctBirth], survivorOf: (ConversationID) -> ConversationID,
+        alsoJoin: ConversationID? = nil
     ) -> DistinctJoin {
         let byID = Dictionary(group.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         var joined = Set(group.filter { $0.isConcurrent(with: newcomer) }.map { survivorOf($0.id) })

@@ -51,7 +51,8 @@ public enum DistinctResolution {
     /// The outcome of creating `requested` when `existing` is the distinct conversation
     /// with the same participant set (if any). A non-distinct request is always created.
     public static func resolveCreate(_ requested: Conversation, existing: Conversation?) -> DistinctCreateOutcome {
-        guard requested.isDistinct, let existing, existing.isDistinct, existing.participants == requested.participants else {
+        guard requested.isDistinct, let existing, existing.isDistinct, existing.participants == requested.participants
+        else {
             return .created
         }
         if requested.metadata.isEmpty || requested.metadata == existing.metadata { return .matches(existing) }

@@ -102,7 +102,8 @@ public struct HybridLogicalClock: Sendable, Hashable {
 
     static func checkRange(_ physical: UInt64) throws(MergeError) {
         guard physical <= maxPhysical else {
-            throw MergeError(.clockOutOfRange, "physical time \(physical) ms is beyond the 48-bit range of a clock (\(maxPhysical))")
+            throw MergeError(
+                .clockOutOfRange, "physical time \(physical) ms is beyond the 48-bit range of a clock (\(maxPhysical))")
         }
     }
 }

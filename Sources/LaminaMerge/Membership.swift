@@ -47,7 +47,9 @@ public struct MembershipGenesis: Hashable, Sendable {
 
     /// The genesis of `conversation`, accepted at `timestamp`.
     public init(_ conversation: Conversation, at timestamp: HLCTimestamp) {
-        self.init(participants: conversation.participants, creator: conversation.creator, isDistinct: conversation.isDistinct, at: timestamp)
+        self.init(
+            participants: conversation.participants, creator: conversation.creator, isDistinct: conversation.isDistinct,
+            at: timestamp)
     }
 
     /// A total order so that two (faulty) replicas holding different geneses pick the same one.
@@ -177,10 +179,14 @@ public struct MembershipLog: ReplicatedState, Hashable {
         _ users: Set<UserID>, by actor: UserID, at timestamp: HLCTimestamp, limit: Int
     ) throws(MergeError) -> [MembershipOperation] {
         let current = participants
-        guard current.contains(actor) else { throw MergeError(.notAParticipant, "\(actor) is not a participant and cannot add participants") }
+        guard current.contains(actor) else {
+            throw MergeError(.notAParticipant, "\(actor) is not a participant and cannot add participants")
+        }
         let added = users.subtracting(current)
         guard current.count + added.count <= limit else {
-            throw MergeError(.tooManyParticipants, "adding \(added.count) would make \(current.count + added.count) participants; at most \(limit)")
+            throw MergeError(
+                .tooManyParticipants,
+                "adding \(added.count) would make \(current.count + added.count) participants; at most \(limit)")
         }
         return added.sorted().map { MembershipOperation(.add, user: $0, actor: actor, at: timestamp) }
     }
@@ -192,7 +198,9 @@ public struct MembershipLog: ReplicatedState, Hashable {
         _ users: Set<UserID>, by actor: UserID, at timestamp: HLCTimestamp
     ) throws(MergeError) -> [MembershipOperation] {
         let current = participants
-        guard current.contains(actor) else { throw MergeError(.notAParticipant, "\(actor) is not a participant and cannot remove participants") }
+        guard current.contains(actor) else {
+            throw MergeError(.notAParticipant, "\(actor) is not a participant and cannot remove participants")
+        }
         let removed = users.intersection(current)
         guard removed.count < current.count else {
             throw MergeError(.noParticipants, "removing every participant would leave the conversation empty")
@@ -223,7 +231,9 @@ public struct MembershipStanding: Hashable, Sendable {
     /// (a node applying its own commands): nil when it changes nothing, i.e. it is not later
     /// than the latest operation, or it adds a member or removes a non-member (a no-op).
     /// `current` nil: the user never took part.
-    public static func applying(_ operation: MembershipOperation, to current: MembershipStanding?) -> MembershipStanding? {
+    public static func applying(_ operation: MembershipOperation, to current: MembershipStanding?)
+        -> MembershipStanding?
+    {
         guard let current else {
             guard operation.kind == .add else { return nil }
             return MembershipStanding(isMember: true, since: operation.timestamp, latest: operation.timestamp)

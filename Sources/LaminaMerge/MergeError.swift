@@ -39,5 +39,4 @@ public struct MergeError: LaminaError {
         self.line = line
     }
 
-
 }

@@ -23,7 +23,9 @@ public struct MetadataOperation: Hashable, Sendable {
     /// one reading); then a delete before a set, then by string value, so it is total.
     public static func precedes(_ a: MetadataOperation, _ b: MetadataOperation) -> Bool {
         if a.timestamp != b.timestamp { return a.timestamp < b.timestamp }
-        if a.path.components.count != b.path.components.count { return a.path.components.count < b.path.components.count }
+        if a.path.components.count != b.path.components.count {
+            return a.path.components.count < b.path.components.count
+        }
         if a.path != b.path { return a.path < b.path }
         switch (a.change, b.change) {
         case (.delete, .delete): return false
@@ -44,7 +46,8 @@ public struct MetadataOperation: Hashable, Sendable {
     /// at the same path or at an ancestor, or a later *set* at a descendant.
     public static func hides(_ other: MetadataOperation, _ write: MetadataOperation) -> Bool {
         guard precedes(write, other) else { return false }
-        let mine = write.path.components, theirs = other.path.components
+        let mine = write.path.components
+        let theirs = other.path.components
         if theirs.count <= mine.count { return mine.starts(with: theirs) }
         guard case .set = other.change else { return false }
         return theirs.starts(with: mine)
@@ -116,12 +119,14 @@ public struct MetadataLWW: ReplicatedState, Hashable {
         // Ancestors: any later write hides.
         for cut in stride(from: 1, to: depth, by: 1) {
             if let ancestor = try? MetadataKeyPath(Array(path.components.prefix(cut))),
-               let entry = entries[ancestor], MetadataOperation.hides(entry.latest, write) {
+                let entry = entries[ancestor], MetadataOperation.hides(entry.latest, write)
+            {
                 return false
             }
         }
         // Descendants: any later set hides.
-        for (other, entry) in entries where other.components.count > depth && other.components.starts(with: path.components) {
+        for (other, entry) in entries
+        where other.components.count > depth && other.components.starts(with: path.components) {
             if let set = entry.latestSet, MetadataOperation.hides(set, write) { return false }
         }
         return true
@@ -130,7 +135,9 @@ public struct MetadataLWW: ReplicatedState, Hashable {
     /// The writes that set `value` at `path` at `timestamp`: a string is one set; a
     /// dictionary replaces the subtree (a tombstone at `path` and a set per leaf, all at
     /// `timestamp`). The result is checked against `Limits` before anything is returned.
-    public func operations(setting value: MetadataValue, at path: MetadataKeyPath, timestamp: HLCTimestamp) throws(MergeError) -> [MetadataOperation] {
+    public func operations(setting value: MetadataValue, at path: MetadataKeyPath, timestamp: HLCTimestamp)
+        throws(MergeError) -> [MetadataOperation]
+    {
         var ops: [MetadataOperation]
         switch value {
         case .string(let s):
@@ -139,7 +146,9 @@ public struct MetadataLWW: ReplicatedState, Hashable {
             ops = [MetadataOperation(.delete, at: path, timestamp: timestamp)]
             for (sub, s) in Metadata(d).leaves {
                 guard let full = try? MetadataKeyPath(path.components + sub.components) else {
-                    throw MergeError(.invalidMetadata, "setting a dictionary at \(path) nests deeper than \(Limits.maxMetadataDepth) levels")
+                    throw MergeError(
+                        .invalidMetadata,
+                        "setting a dictionary at \(path) nests deeper than \(Limits.maxMetadataDepth) levels")
                 }
                 ops.append(MetadataOperation(.set(s), at: full, timestamp: timestamp))
             }

@@ -36,7 +36,8 @@ public struct MessageStamp: Hashable, Sendable {
     }
 
     public init(_ message: Message) {
-        self.init(id: message.id, conversation: message.conversationID, sender: message.sender, position: message.position)
+        self.init(
+            id: message.id, conversation: message.conversationID, sender: message.sender, position: message.position)
     }
 }
 
@@ -106,7 +107,9 @@ public struct RecipientStatusLattice: ReplicatedState, Hashable {
 
     /// Checks a status an application asks to set: only `read` is allowed.
     public static func checkApplicationStatus(_ status: RecipientStatus) throws(MergeError) {
-        guard status == .read else { throw MergeError(.statusNotAllowed, "applications can only mark messages read, not \(status)") }
+        guard status == .read else {
+            throw MergeError(.statusNotAllowed, "applications can only mark messages read, not \(status)")
+        }
     }
 
     /// `user`'s status for `message` (see the type's rules).
@@ -151,7 +154,8 @@ public struct RecipientStatusLattice: ReplicatedState, Hashable {
     ) -> [UserID: RecipientStatus] {
         var out: [UserID: RecipientStatus] = [:]
         for user in participants {
-            out[user] = Self.reported(status(of: message, for: user), of: user, viewer: viewer, receiptsEnabled: receiptsEnabled)
+            out[user] = Self.reported(
+                status(of: message, for: user), of: user, viewer: viewer, receiptsEnabled: receiptsEnabled)
         }
         return out
     }
@@ -159,7 +163,9 @@ public struct RecipientStatusLattice: ReplicatedState, Hashable {
     /// What `viewer` is shown of `user`'s status `status` (SPEC §6.2): with receipts enabled
     /// the status itself; with receipts disabled the viewer's own status, and `invalid`
     /// ("cannot be determined") for every other participant, the sender included.
-    public static func reported(_ status: RecipientStatus, of user: UserID, viewer: UserID, receiptsEnabled: Bool) -> RecipientStatus {
+    public static func reported(_ status: RecipientStatus, of user: UserID, viewer: UserID, receiptsEnabled: Bool)
+        -> RecipientStatus
+    {
         receiptsEnabled || user == viewer ? status : .invalid
     }
 }

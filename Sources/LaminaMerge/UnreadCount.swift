@@ -55,7 +55,9 @@ public struct UnreadCounts: ReplicatedState, Hashable {
 
     /// An empty state for a conversation with the nil UUID (for generic code; prefer
     /// `init(conversation:)`).
-    public init() { self.init(conversation: ConversationID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))) }
+    public init() {
+        self.init(conversation: ConversationID(uuid: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))))
+    }
 
     public mutating func apply(_ operation: Operation) {
         switch operation {
@@ -64,7 +66,11 @@ public struct UnreadCounts: ReplicatedState, Hashable {
             if let current = messages[m.id], !Self.stampPrecedes(m, current) { return }
             messages[m.id] = m
         case .deleted(let id, let user):
-            if let user { deletedForUser.insert(MessageUserKey(message: id, user: user)) } else { deletedForAll.insert(id) }
+            if let user {
+                deletedForUser.insert(MessageUserKey(message: id, user: user))
+            } else {
+                deletedForAll.insert(id)
+            }
         case .historyCleared(let position, let user):
             if let user {
                 if let current = clearedForUser[user], current >= position { return }
@@ -100,11 +106,14 @@ public struct UnreadCounts: ReplicatedState, Hashable {
         let ownReadUpTo = receipts.readUpTo[ConversationUserKey(conversation: conversation, user: user)]
         return messages.values.filter { m in
             guard let position = m.position else { return false }
-            let deleted = cleared.map { position <= $0 } == true
+            let deleted =
+                cleared.map { position <= $0 } == true
                 || deletedForAll.contains(m.id) || deletedForUser.contains(MessageUserKey(message: m.id, user: user))
             // A merged conversation's messages keep their conversation: both read-up-to
             // positions (theirs and the survivor's) cover them.
-            let readUpTo = [ownReadUpTo, receipts.readUpTo[ConversationUserKey(conversation: m.conversation, user: user)]].compactMap { $0 }.max()
+            let readUpTo = [
+                ownReadUpTo, receipts.readUpTo[ConversationUserKey(conversation: m.conversation, user: user)],
+            ].compactMap { $0 }.max()
             return Self.isUnread(
                 m, for: user, deleted: deleted, visible: MembershipStanding.canSee(standing, messageAt: position),
                 recorded: receipts.statuses[MessageUserKey(message: m.id, user: user)], readUpTo: readUpTo
@@ -126,7 +135,8 @@ public struct UnreadCounts: ReplicatedState, Hashable {
         recorded: RecipientStatus?, readUpTo: MessagePosition?
     ) -> Bool {
         guard message.position != nil, message.sender != user, !deleted, visible else { return false }
-        return RecipientStatusLattice.status(of: message, for: user, recorded: recorded, deliveredUpTo: nil, readUpTo: readUpTo) != .read
+        return RecipientStatusLattice.status(
+            of: message, for: user, recorded: recorded, deliveredUpTo: nil, readUpTo: readUpTo) != .read
     }
 
     /// How many messages `user` may see and has not deleted (the conversation's total).
@@ -136,7 +146,9 @@ public struct UnreadCounts: ReplicatedState, Hashable {
         return messages.values.count { m in
             guard let position = m.position else { return false }
             if let cleared, position <= cleared { return false }
-            if deletedForAll.contains(m.id) || deletedForUser.contains(MessageUserKey(message: m.id, user: user)) { return false }
+            if deletedForAll.contains(m.id) || deletedForUser.contains(MessageUserKey(message: m.id, user: user)) {
+                return false
+            }
             return MembershipStanding.canSee(standing, messageAt: position)
         }
     }

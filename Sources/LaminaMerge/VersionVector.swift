@@ -12,7 +12,9 @@ public struct OperationID: Hashable, Comparable, Sendable, CustomStringConvertib
     }
 
     public var description: String { "\(origin)#\(counter)" }
-    public static func < (lhs: OperationID, rhs: OperationID) -> Bool { (lhs.origin, lhs.counter) < (rhs.origin, rhs.counter) }
+    public static func < (lhs: OperationID, rhs: OperationID) -> Bool {
+        (lhs.origin, lhs.counter) < (rhs.origin, rhs.counter)
+    }
 }
 
 /// Operations one side lacks: those of `origin` with counters in `counters`.
@@ -86,7 +88,9 @@ public struct VersionVector: ReplicatedState, Hashable, CustomStringConvertible 
     /// The id of the next local operation of `origin`; throws rather than wrap at `UInt64.max`.
     public mutating func increment(_ origin: NodeID) throws(MergeError) -> OperationID {
         let current = self[origin]
-        guard current < UInt64.max else { throw MergeError(.counterOverflow, "the operation counter of \(origin) is exhausted") }
+        guard current < UInt64.max else {
+            throw MergeError(.counterOverflow, "the operation counter of \(origin) is exhausted")
+        }
         counters[origin] = current + 1
         return OperationID(origin: origin, counter: current + 1)
     }

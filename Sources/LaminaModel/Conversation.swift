@@ -74,7 +74,9 @@ public struct Conversation: Hashable, Sendable, Identifiable {
 
     /// Checks participants (users, not system senders) and metadata against `Limits`.
     public func validate() throws(ModelError) {
-        guard !participants.isEmpty else { throw ModelError(.noParticipants, "a conversation needs at least one participant") }
+        guard !participants.isEmpty else {
+            throw ModelError(.noParticipants, "a conversation needs at least one participant")
+        }
         for participant in participants { try participant.checkIsUser() }
         guard participants.count <= participantLimit else {
             throw ModelError(

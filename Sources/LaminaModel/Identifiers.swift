@@ -97,12 +97,14 @@ public struct MessagePartID: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses the URL form `lamina:///messages/<uuid>/parts/<uuid>`.
     public init(parsing string: String) throws(ModelError) {
-        let bad = ModelError(.invalidIdentifier, "'\(string.prefix(120))' is not of the form lamina:///messages/<uuid>/parts/<uuid>")
+        let bad = ModelError(
+            .invalidIdentifier, "'\(string.prefix(120))' is not of the form lamina:///messages/<uuid>/parts/<uuid>")
         let prefix = "lamina:///messages/"
         guard string.hasPrefix(prefix) else { throw bad }
         let rest = string.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
         guard rest.count == 3, rest[1] == "parts",
-              let m = UUID(uuidString: String(rest[0])), let p = UUID(uuidString: String(rest[2])) else { throw bad }
+            let m = UUID(uuidString: String(rest[0])), let p = UUID(uuidString: String(rest[2]))
+        else { throw bad }
         self.init(message: MessageID(uuid: m), part: p)
     }
 }

@@ -9,7 +9,9 @@ public struct MIMEType: Hashable, Sendable, CustomStringConvertible, Expressible
     public init(_ rawValue: String) throws(ModelError) {
         let bytes = rawValue.utf8.count
         guard bytes <= Limits.maxMIMETypeBytes else {
-            throw ModelError(.invalidMIMEType, "a MIME type is at most \(Limits.maxMIMETypeBytes) UTF-8 bytes, this one has \(bytes)")
+            throw ModelError(
+                .invalidMIMEType, "a MIME type is at most \(Limits.maxMIMETypeBytes) UTF-8 bytes, this one has \(bytes)"
+            )
         }
         var slashes = 0
         var typeLength = 0
@@ -18,9 +20,12 @@ public struct MIMEType: Hashable, Sendable, CustomStringConvertible, Expressible
             if scalar == "/" {
                 slashes += 1
             } else if scalar.value < 0x80
-                ? (scalar.value <= 0x20 || scalar.value == 0x7F)  // ASCII: controls and space, without a property lookup
-                : (scalar.properties.isWhitespace || scalar.properties.generalCategory == .control) {
-                throw ModelError(.invalidMIMEType, "'\(rawValue.prefix(80))' contains white space or a control character")
+                // ASCII: controls and space, without a property lookup
+                ? (scalar.value <= 0x20 || scalar.value == 0x7F)
+                : (scalar.properties.isWhitespace || scalar.properties.generalCategory == .control)
+            {
+                throw ModelError(
+                    .invalidMIMEType, "'\(rawValue.prefix(80))' contains white space or a control character")
             } else if slashes == 0 {
                 typeLength += 1
             } else {

@@ -9,7 +9,10 @@ public struct PushConfiguration: Hashable, Sendable {
     /// Custom data delivered with the notification.
     public var data: [String: String]
 
-    public init(alert: String? = nil, sound: String? = nil, title: String? = nil, category: String? = nil, data: [String: String] = [:]) {
+    public init(
+        alert: String? = nil, sound: String? = nil, title: String? = nil, category: String? = nil,
+        data: [String: String] = [:]
+    ) {
         self.alert = alert
         self.sound = sound
         self.title = title
@@ -20,11 +23,15 @@ public struct PushConfiguration: Hashable, Sendable {
     /// Checks string lengths and the number of data entries.
     public func validate() throws(ModelError) {
         guard data.count <= Limits.maxPushDataEntries else {
-            throw ModelError(.invalidPushConfiguration, "push data has at most \(Limits.maxPushDataEntries) entries, this one has \(data.count)")
+            throw ModelError(
+                .invalidPushConfiguration,
+                "push data has at most \(Limits.maxPushDataEntries) entries, this one has \(data.count)")
         }
         let strings = [alert, sound, title, category].compactMap { $0 } + data.keys + data.values
         for s in strings where s.utf8.count > Limits.maxPushStringBytes {
-            throw ModelError(.invalidPushConfiguration, "a push configuration string is at most \(Limits.maxPushStringBytes) UTF-8 bytes")
+            throw ModelError(
+                .invalidPushConfiguration,
+                "a push configuration string is at most \(Limits.maxPushStringBytes) UTF-8 bytes")
         }
     }
 }
@@ -80,7 +87,8 @@ public struct Message: Hashable, Sendable, Identifiable {
     public static func validate(parts: [MessagePart]) throws(ModelError) {
         guard !parts.isEmpty else { throw ModelError(.noParts, "a message needs at least one part") }
         guard parts.count <= Limits.maxPartsPerMessage else {
-            throw ModelError(.tooManyParts, "a message has at most \(Limits.maxPartsPerMessage) parts, this one has \(parts.count)")
+            throw ModelError(
+                .tooManyParts, "a message has at most \(Limits.maxPartsPerMessage) parts, this one has \(parts.count)")
         }
         var seen = Set<UUID>()
         for part in parts {

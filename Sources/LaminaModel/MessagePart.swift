@@ -67,14 +67,20 @@ public struct MessagePart: Hashable, Sendable {
         switch content {
         case .inline(let bytes):
             guard bytes.count <= Limits.maxInlinePartBytes else {
-                throw ModelError(.inlineTooLarge, "an inline part is at most \(Limits.maxInlinePartBytes) bytes, this one has \(bytes.count); send it as rich content")
+                throw ModelError(
+                    .inlineTooLarge,
+                    "an inline part is at most \(Limits.maxInlinePartBytes) bytes, this one has \(bytes.count); send it as rich content"
+                )
             }
         case .external(let ref):
             guard ref.size <= Limits.maxPartBytes else {
-                throw ModelError(.partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, this one has \(ref.size)")
+                throw ModelError(
+                    .partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, this one has \(ref.size)")
             }
             guard ref.sha256.count == 32 else {
-                throw ModelError(.invalidContentReference, "a content reference carries a 32-byte SHA-256, this one has \(ref.sha256.count) bytes")
+                throw ModelError(
+                    .invalidContentReference,
+                    "a content reference carries a 32-byte SHA-256, this one has \(ref.sha256.count) bytes")
             }
         }
     }

@@ -12,7 +12,9 @@ public struct MetadataKeyPath: Hashable, Comparable, Sendable, CustomStringConve
     public init(_ components: [String]) throws(ModelError) {
         guard !components.isEmpty else { throw ModelError(.invalidMetadata, "a key path must not be empty") }
         guard components.count <= Limits.maxMetadataDepth else {
-            throw ModelError(.invalidMetadata, "a key path has at most \(Limits.maxMetadataDepth) components, this one has \(components.count)")
+            throw ModelError(
+                .invalidMetadata,
+                "a key path has at most \(Limits.maxMetadataDepth) components, this one has \(components.count)")
         }
         for key in components { try Metadata.checkKey(key) }
         self.components = components
@@ -95,21 +97,28 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
             switch value {
             case .string(let s):
                 guard s.utf8.count <= Limits.maxMetadataValueBytes else {
-                    throw ModelError(.invalidMetadata, "a metadata value is at most \(Limits.maxMetadataValueBytes) UTF-8 bytes")
+                    throw ModelError(
+                        .invalidMetadata, "a metadata value is at most \(Limits.maxMetadataValueBytes) UTF-8 bytes")
                 }
                 total += s.utf8.count
             case .dictionary(let d):
                 try check(d, depth: depth + 1, total: &total)
             }
             guard total <= Limits.maxMetadataTotalBytes else {
-                throw ModelError(.invalidMetadata, "metadata is at most \(Limits.maxMetadataTotalBytes) UTF-8 bytes of keys and values in all")
+                throw ModelError(
+                    .invalidMetadata,
+                    "metadata is at most \(Limits.maxMetadataTotalBytes) UTF-8 bytes of keys and values in all")
             }
         }
     }
 
-    private static func set(_ value: MetadataValue, at path: ArraySlice<String>, in dict: inout [String: MetadataValue]) {
+    private static func set(_ value: MetadataValue, at path: ArraySlice<String>, in dict: inout [String: MetadataValue])
+    {
         let key = path.first!
-        if path.count == 1 { dict[key] = value; return }
+        if path.count == 1 {
+            dict[key] = value
+            return
+        }
         var child: [String: MetadataValue] = [:]
         if case .dictionary(let existing)? = dict[key] { child = existing }
         dict[key] = nil  // keep the child uniquely referenced while it changes
@@ -119,14 +128,19 @@ public struct Metadata: Hashable, Sendable, ExpressibleByDictionaryLiteral {
 
     private static func remove(at path: ArraySlice<String>, in dict: inout [String: MetadataValue]) {
         let key = path.first!
-        if path.count == 1 { dict[key] = nil; return }
+        if path.count == 1 {
+            dict[key] = nil
+            return
+        }
         guard case .dictionary(var child)? = dict[key] else { return }
         dict[key] = nil
         remove(at: path.dropFirst(), in: &child)
         dict[key] = .dictionary(child)
     }
 
-    private static func collect(_ dict: [String: MetadataValue], prefix: [String], into out: inout [(MetadataKeyPath, String)]) {
+    private static func collect(
+        _ dict: [String: MetadataValue], prefix: [String], into out: inout [(MetadataKeyPath, String)]
+    ) {
         for (key, value) in dict {
             let path = prefix + [key]
             switch value {

@@ -35,6 +35,4 @@ public struct ModelError: LaminaError {
         self.line = line
     }
 
-
-
 }

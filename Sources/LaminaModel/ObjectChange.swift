@@ -38,7 +38,10 @@ public struct ObjectChange: Hashable, Sendable {
     public var before: PropertyValue?
     public var after: PropertyValue?
 
-    public init(type: ObjectChangeType, object: ChangedObject, property: String? = nil, before: PropertyValue? = nil, after: PropertyValue? = nil) {
+    public init(
+        type: ObjectChangeType, object: ChangedObject, property: String? = nil, before: PropertyValue? = nil,
+        after: PropertyValue? = nil
+    ) {
         self.type = type
         self.object = object
         self.property = property

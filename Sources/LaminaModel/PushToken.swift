@@ -40,14 +40,19 @@ public enum PushToken: Hashable, Sendable {
         switch self {
         case .apns(let token, let topic, _):
             guard Limits.apnsTokenBytes.contains(token.count) else {
-                throw ModelError(.invalidPushToken, "an APNs device token is \(Limits.apnsTokenBytes) bytes, this one is \(token.count)")
+                throw ModelError(
+                    .invalidPushToken,
+                    "an APNs device token is \(Limits.apnsTokenBytes) bytes, this one is \(token.count)")
             }
             guard (1...Limits.maxPushTopicBytes).contains(topic.utf8.count), Self.isPrintableASCII(topic) else {
-                throw ModelError(.invalidPushToken, "an APNs topic is 1...\(Limits.maxPushTopicBytes) printable ASCII bytes")
+                throw ModelError(
+                    .invalidPushToken, "an APNs topic is 1...\(Limits.maxPushTopicBytes) printable ASCII bytes")
             }
         case .fcm(let token), .gateway(let token):
             guard (1...Limits.maxPushTokenBytes).contains(token.utf8.count), Self.isPrintableASCII(token) else {
-                throw ModelError(.invalidPushToken, "a \(kind.name) token is 1...\(Limits.maxPushTokenBytes) printable ASCII bytes without spaces")
+                throw ModelError(
+                    .invalidPushToken,
+                    "a \(kind.name) token is 1...\(Limits.maxPushTokenBytes) printable ASCII bytes without spaces")
             }
         }
     }
@@ -55,7 +60,8 @@ public enum PushToken: Hashable, Sendable {
     /// The token as text: lowercase hex for APNs (what its API takes), else as given.
     public var tokenText: String {
         switch self {
-        case .apns(let token, _, _): token.map { byte in
+        case .apns(let token, _, _):
+            token.map { byte in
                 let digits = Array("0123456789abcdef")
                 return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]])
             }.joined()

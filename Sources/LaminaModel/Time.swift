@@ -14,7 +14,9 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
 
     public var date: Date { Date(timeIntervalSince1970: Double(millisecondsSince1970) / 1_000) }
     public var description: String { "\(millisecondsSince1970)ms" }
-    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool { lhs.millisecondsSince1970 < rhs.millisecondsSince1970 }
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
+        lhs.millisecondsSince1970 < rhs.millisecondsSince1970
+    }
 }
 
 /// Identifies a relay node among its peers. Breaks ties between clocks.

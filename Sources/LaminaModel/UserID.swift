@@ -8,7 +8,8 @@ public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible, E
         let bytes = rawValue.utf8.count
         guard bytes > 0 else { throw ModelError(.invalidUserID, "a user id must not be empty") }
         guard bytes <= Limits.maxUserIDBytes else {
-            throw ModelError(.invalidUserID, "a user id is at most \(Limits.maxUserIDBytes) UTF-8 bytes, this one has \(bytes)")
+            throw ModelError(
+                .invalidUserID, "a user id is at most \(Limits.maxUserIDBytes) UTF-8 bytes, this one has \(bytes)")
         }
         guard !rawValue.unicodeScalars.contains(where: UserID.isControl) else {
             throw ModelError(.invalidUserID, "a user id must not contain control characters")
@@ -25,11 +26,14 @@ public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible, E
 
     /// Unicode general category Cc; ASCII is decided without a property lookup.
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x80 ? (scalar.value < 0x20 || scalar.value == 0x7F) : scalar.properties.generalCategory == .control
+        scalar.value < 0x80
+            ? (scalar.value < 0x20 || scalar.value == 0x7F) : scalar.properties.generalCategory == .control
     }
 
     public var description: String { rawValue }
-    public static func < (lhs: UserID, rhs: UserID) -> Bool { lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8) }
+    public static func < (lhs: UserID, rhs: UserID) -> Bool {
+        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+    }
 }
 
 extension UserID {
@@ -43,7 +47,8 @@ extension UserID {
     /// UTF-8 bytes, no control characters).
     public static func systemSender(named name: String) throws(ModelError) -> UserID {
         guard !name.isEmpty, name.utf8.count <= Limits.maxSystemSenderNameBytes else {
-            throw ModelError(.invalidUserID, "a system sender's name is 1 to \(Limits.maxSystemSenderNameBytes) UTF-8 bytes")
+            throw ModelError(
+                .invalidUserID, "a system sender's name is 1 to \(Limits.maxSystemSenderNameBytes) UTF-8 bytes")
         }
         return try UserID(systemSenderPrefix + name)
     }
@@ -55,12 +60,16 @@ extension UserID {
     }
 
     /// Whether this id is the reserved form of a system sender (not a user).
-    public var isSystemSender: Bool { rawValue.utf8.starts(with: Self.systemSenderPrefix.utf8) && rawValue.utf8.count > Self.systemSenderPrefix.utf8.count }
+    public var isSystemSender: Bool {
+        rawValue.utf8.starts(with: Self.systemSenderPrefix.utf8)
+            && rawValue.utf8.count > Self.systemSenderPrefix.utf8.count
+    }
 
     /// Refuses the reserved form where a user's id is expected (a token's subject, a participant).
     public func checkIsUser() throws(ModelError) {
         guard !isSystemSender else {
-            throw ModelError(.invalidUserID, "\(rawValue) is a system sender's id (prefix \(Self.systemSenderPrefix)), not a user's")
+            throw ModelError(
+                .invalidUserID, "\(rawValue) is a system sender's id (prefix \(Self.systemSenderPrefix)), not a user's")
         }
     }
 }

@@ -31,9 +31,10 @@ public enum NodeFuzzChecks {
         }
         if let upload = accepted {
             guard upload.size <= Limits.maxPartBytes, upload.sha256.count == 32, upload.offset <= upload.size,
-                  upload.contentLength.map({ $0 <= upload.size - upload.offset }) ?? true
+                upload.contentLength.map({ $0 <= upload.size - upload.offset }) ?? true
             else {
-                throw PropertyViolation(property: "upload-headers", detail: "accepted out of range: \(upload)", input: input)
+                throw PropertyViolation(
+                    property: "upload-headers", detail: "accepted out of range: \(upload)", input: input)
             }
         }
         for size: UInt64 in [0, 1, 1_000, Limits.maxPartBytes] {
@@ -42,7 +43,8 @@ public enum NodeFuzzChecks {
             case .range(let lower, let upper):
                 guard lower <= upper, upper < size else {
                     throw PropertyViolation(
-                        property: "byte-range", detail: "\(lower)...\(upper) for a content of \(size) bytes", input: input)
+                        property: "byte-range", detail: "\(lower)...\(upper) for a content of \(size) bytes",
+                        input: input)
                 }
             }
         }
@@ -50,7 +52,9 @@ public enum NodeFuzzChecks {
 
     /// A verifier with one ES256 provider `fuzz` (``fuzzProviderPublicKeyPEM``).
     static let verifier = IdentityTokenVerifier(
-        providers: [IdentityProvider(id: "fuzz", publicKeyPEM: fuzzProviderPublicKeyPEM, algorithms: ["ES256", "RS256"])],
+        providers: [
+            IdentityProvider(id: "fuzz", publicKeyPEM: fuzzProviderPublicKeyPEM, algorithms: ["ES256", "RS256"])
+        ],
         maxClockSkew: .seconds(60))
 
     /// The public key of the fuzz provider (its private key signed the seed tokens).
@@ -71,7 +75,9 @@ public enum NodeFuzzChecks {
         } catch {
             let value = error.code.wireValue
             guard (200..<300).contains(value) || (400..<500).contains(value) else {
-                throw PropertyViolation(property: "identity-token", detail: "refused with \(error.code.name): \(error.reason)", input: input)
+                throw PropertyViolation(
+                    property: "identity-token", detail: "refused with \(error.code.name): \(error.reason)", input: input
+                )
             }
         }
     }

@@ -8,7 +8,9 @@ import NIOCore
 extension NodeFuzzChecks {
     /// The statuses the Server API may answer (Protocol/SERVER-API.yaml); 503 only on the
     /// webhooks paths (no delivery in the fuzz environment).
-    static let serverAPIStatuses: Set<Int> = [200, 201, 202, 204, 400, 401, 403, 404, 405, 406, 409, 410, 413, 415, 422, 429]
+    static let serverAPIStatuses: Set<Int> = [
+        200, 201, 202, 204, 400, 401, 403, 404, 405, 406, 409, 410, 413, 415, 422, 429,
+    ]
 
     /// Server API requests (``ServerAPIFuzzEnvironment/request(_:)`` reads the input): the
     /// answer is one of the API's statuses, never a server error (a 5xx means a client's
@@ -16,18 +18,23 @@ extension NodeFuzzChecks {
     /// (`id`, `code`, `message`, `url`) with a content type; a 2xx body is JSON; 204 has none.
     /// A trap anywhere on the way (index out of range, a failed force-unwrap) is a crash the
     /// fuzz target reports.
-    public static func checkServerAPIRequest(_ input: [UInt8], in environment: ServerAPIFuzzEnvironment) async throws(PropertyViolation) {
+    public static func checkServerAPIRequest(_ input: [UInt8], in environment: ServerAPIFuzzEnvironment)
+        async throws(PropertyViolation)
+    {
         let request = ServerAPIFuzzEnvironment.request(input)
         let response = await environment.answer(input)
         try checkServerAPIResponse(response, to: request, input: input)
     }
 
     /// The property of ``checkServerAPIRequest(_:in:)`` on one answer to `request`.
-    public static func checkServerAPIResponse(_ response: HTTPResponse, to request: HTTPRequest, input: [UInt8]) throws(PropertyViolation) {
+    public static func checkServerAPIResponse(_ response: HTTPResponse, to request: HTTPRequest, input: [UInt8])
+        throws(PropertyViolation)
+    {
         func violation(_ detail: String) -> PropertyViolation {
             let body = String(decoding: response.body.readableBytesView.prefix(400), as: UTF8.self)
             return PropertyViolation(
-                property: "server-api", detail: "\(request.method) \(request.path.prefix(200)) -> \(response.status): \(detail); body \(body)",
+                property: "server-api",
+                detail: "\(request.method) \(request.path.prefix(200)) -> \(response.status): \(detail); body \(body)",
                 input: input)
         }
         let webhooks = request.path.contains("/webhooks")
@@ -41,16 +48,20 @@ extension NodeFuzzChecks {
             return
         }
         guard !body.isEmpty, hasContentType else { throw violation("no body or no content type") }
-        guard let json = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else { throw violation("the body is not JSON") }
+        guard let json = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else {
+            throw violation("the body is not JSON")
+        }
         if response.status >= 400 {
             guard let error = json.object, error["id"]?.string != nil, case .integer = error["code"],
-                  error["message"]?.string != nil, error["url"]?.string != nil
+                error["message"]?.string != nil, error["url"]?.string != nil
             else { throw violation("not a Layer error object") }
             if response.status == 503, error["id"]?.string != "service_unavailable" {
                 throw violation("503 other than webhooks not enabled")
             }
         } else {
-            guard json.object != nil || json.array != nil else { throw violation("a 2xx body that is neither object nor array") }
+            guard json.object != nil || json.array != nil else {
+                throw violation("a 2xx body that is neither object nor array")
+            }
         }
     }
 

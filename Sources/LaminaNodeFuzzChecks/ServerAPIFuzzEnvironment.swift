@@ -33,22 +33,33 @@ public final class ServerAPIFuzzEnvironment: Sendable {
 
     /// A fresh store and engine with the fixtures; throws when a fixture is not created.
     public static func make() async throws -> ServerAPIFuzzEnvironment {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-fuzz-api-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lamina-fuzz-api-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let store = try NodeStore(path: directory.appendingPathComponent("node.sqlite").path)
         let engine = try NodeEngine(store: store, configuration: NodeEngineConfiguration(nodeID: NodeID(9)))
         var settings = ServerAPISettings()
         settings.requestsPerSecond = 1e9  // the token limit is not what is fuzzed
         settings.burst = 1e9
-        let api = ServerAPI(engine: engine, credentials: ServerAPICredentials(appID: appID, tokens: [token]), settings: settings)
+        let api = ServerAPI(
+            engine: engine, credentials: ServerAPICredentials(appID: appID, tokens: [token]), settings: settings)
         let environment = ServerAPIFuzzEnvironment(directory: directory, store: store, engine: engine, api: api)
         let accept = "accept: application/vnd.layer+json; version=3.0\ncontent-type: application/json\n"
         let fixtures: [(String, Int)] = [
-            ("POST /apps/\(appID)/conversations\n\(accept)if-none-match: \"\(conversationID)\"\n\n"
-                + #"{"participants":["alice","bob","carol"],"distinct":false,"metadata":{"title":"fuzz","nested":{"a":"b"}}}"#, 201),
-            ("POST /apps/\(appID)/conversations/\(conversationID)/messages\n\(accept)if-none-match: \(messageID)\n\n"
-                + #"{"sender_id":"layer:///identities/alice","parts":[{"mime_type":"text/plain","body":"hello"}]}"#, 201),
-            ("POST /apps/\(appID)/users/alice/identity\n\(accept)\n" + #"{"display_name":"Alice","metadata":{"k":"v"}}"#, 201),
+            (
+                "POST /apps/\(appID)/conversations\n\(accept)if-none-match: \"\(conversationID)\"\n\n"
+                    + #"{"participants":["alice","bob","carol"],"distinct":false,"metadata":{"title":"fuzz","nested":{"a":"b"}}}"#,
+                201
+            ),
+            (
+                "POST /apps/\(appID)/conversations/\(conversationID)/messages\n\(accept)if-none-match: \(messageID)\n\n"
+                    + #"{"sender_id":"layer:///identities/alice","parts":[{"mime_type":"text/plain","body":"hello"}]}"#,
+                201
+            ),
+            (
+                "POST /apps/\(appID)/users/alice/identity\n\(accept)\n"
+                    + #"{"display_name":"Alice","metadata":{"k":"v"}}"#, 201
+            ),
             ("PUT /apps/\(appID)/users/alice/badge\n\(accept)\n" + #"{"external_unread_count":3}"#, 204),
             ("POST /apps/\(appID)/users/alice/blocks\n\(accept)\n" + #"{"user_id":"dave"}"#, 204),
         ]
@@ -56,8 +67,9 @@ public final class ServerAPIFuzzEnvironment: Sendable {
             let response = await environment.answer(Array(text.utf8))
             guard response.status == status else {
                 await environment.close()
-                throw FixtureError(description: "fixture \(text.prefix(60))… answered \(response.status), not \(status): "
-                    + String(decoding: response.body.readableBytesView, as: UTF8.self))
+                throw FixtureError(
+                    description: "fixture \(text.prefix(60))… answered \(response.status), not \(status): "
+                        + String(decoding: response.body.readableBytesView, as: UTF8.self))
             }
         }
         return environment
@@ -86,7 +98,8 @@ public final class ServerAPIFuzzEnvironment: Sendable {
     public static func request(_ input: [UInt8]) -> HTTPRequest {
         var head = input[...]
         var body: ArraySlice<UInt8> = []
-        if let end = input.indices.first(where: { $0 + 1 < input.count && input[$0] == 0x0A && input[$0 + 1] == 0x0A }) {
+        if let end = input.indices.first(where: { $0 + 1 < input.count && input[$0] == 0x0A && input[$0 + 1] == 0x0A })
+        {
             head = input[..<end]
             body = input[(end + 2)...]
         }
@@ -94,7 +107,8 @@ public final class ServerAPIFuzzEnvironment: Sendable {
             String(decoding: line.last == 0x0D ? line.dropLast() : line, as: UTF8.self)
         }
         let requestLine = lines.isEmpty ? "" : lines.removeFirst()
-        let method: String, path: String
+        let method: String
+        let path: String
         if let space = requestLine.firstIndex(of: " ") {
             method = String(requestLine[..<space])
             path = String(requestLine[requestLine.index(after: space)...])
@@ -105,7 +119,9 @@ public final class ServerAPIFuzzEnvironment: Sendable {
         var headers = HeaderFields()
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.append(String(line[..<colon]).lowercased(), String(line[line.index(after: colon)...]).trimmingCharacters(in: [" ", "\t"]))
+            headers.append(
+                String(line[..<colon]).lowercased(),
+                String(line[line.index(after: colon)...]).trimmingCharacters(in: [" ", "\t"]))
         }
         if headers["authorization"] == nil { headers.append("authorization", "Bearer \(token)") }
         let tooLarge = body.count > ServerAPILimits.maxBodyBytes

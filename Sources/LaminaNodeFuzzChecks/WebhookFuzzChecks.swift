@@ -28,17 +28,23 @@ extension NodeFuzzChecks {
         }
         let known = Set(WebhookEventType.allCases.map(\.rawValue))
         guard registration.targetURL.utf8.count <= WebhookLimits.maxTargetURLBytes,
-              registration.targetURL.lowercased().hasPrefix("https:"),
-              !registration.host.isEmpty, (1...65_535).contains(registration.port), registration.path.hasPrefix("/")
-        else { throw violation("accepted target \(registration.targetURL.prefix(200)) as \(registration.host):\(registration.port)\(registration.path.prefix(100))") }
+            registration.targetURL.lowercased().hasPrefix("https:"),
+            !registration.host.isEmpty, (1...65_535).contains(registration.port), registration.path.hasPrefix("/")
+        else {
+            throw violation(
+                "accepted target \(registration.targetURL.prefix(200)) as \(registration.host):\(registration.port)\(registration.path.prefix(100))"
+            )
+        }
         guard !registration.events.isEmpty, Set(registration.events).count == registration.events.count,
-              registration.events.allSatisfy(known.contains)
+            registration.events.allSatisfy(known.contains)
         else { throw violation("accepted events \(registration.events)") }
         guard WebhookLimits.secretBytes.contains(registration.secret.utf8.count) else {
             throw violation("accepted a secret of \(registration.secret.utf8.count) bytes")
         }
         if let config = registration.config {
-            guard config.count <= WebhookLimits.maxConfigBytes, (try? JSONDecoder().decode(JSONValue.self, from: config))?.object != nil else {
+            guard config.count <= WebhookLimits.maxConfigBytes,
+                (try? JSONDecoder().decode(JSONValue.self, from: config))?.object != nil
+            else {
                 throw violation("accepted a config of \(config.count) bytes that is not an object")
             }
         }

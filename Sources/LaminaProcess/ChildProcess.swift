@@ -2,7 +2,7 @@ import CLaminaSpawn
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A child process started with `posix_spawn`, with the part of Foundation's `Process` API the
@@ -55,8 +55,11 @@ public final class ChildProcess: @unchecked Sendable {
         var child: pid_t = 0
         let rc = argv.withUnsafeBufferPointer { a in
             (envp ?? []).withUnsafeBufferPointer { e in
-                lamina_spawn(&child, executableURL.path, a.baseAddress, envp == nil ? nil : e.baseAddress, currentDirectoryURL?.path,
-                             Self.fd(standardInput, reading: true), Self.fd(standardOutput, reading: false), Self.fd(standardError, reading: false))
+                lamina_spawn(
+                    &child, executableURL.path, a.baseAddress, envp == nil ? nil : e.baseAddress,
+                    currentDirectoryURL?.path,
+                    Self.fd(standardInput, reading: true), Self.fd(standardOutput, reading: false),
+                    Self.fd(standardError, reading: false))
             }
         }
         guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EIO) }
@@ -107,7 +110,8 @@ public final class ChildProcess: @unchecked Sendable {
     /// The descriptor the child gets for one standard stream.
     private static func fd(_ stream: Any?, reading: Bool) -> Int32 {
         switch stream {
-        case let pipe as Pipe: reading ? pipe.fileHandleForReading.fileDescriptor : pipe.fileHandleForWriting.fileDescriptor
+        case let pipe as Pipe:
+            reading ? pipe.fileHandleForReading.fileDescriptor : pipe.fileHandleForWriting.fileDescriptor
         case let handle as FileHandle: handle.fileDescriptor
         default: -1
         }

@@ -1,6 +1,6 @@
 import Foundation
-import LaminaModel
 import GRDB
+import LaminaModel
 import Logging
 
 /// Where a node's store lives.
@@ -63,14 +63,18 @@ package final class NodeStore: Sendable {
     }
 
     /// Opens (creating when missing) the SQLite database at `path` and migrates it to the current schema.
-    package convenience init(path: String, configuration: StorageConfiguration = StorageConfiguration()) throws(StorageError) {
+    package convenience init(path: String, configuration: StorageConfiguration = StorageConfiguration())
+        throws(StorageError)
+    {
         try self.init(location: .sqlite(path: path), configuration: configuration)
     }
 
     /// Opens the store at `location` and migrates it to the current schema. Refuses a
     /// database whose schema is newer than this node knows (`.schemaTooNew`); on PostgreSQL,
     /// an unreachable server is `.databaseUnavailable` and refused credentials `.authenticationFailed`.
-    package init(location: StoreLocation, configuration: StorageConfiguration = StorageConfiguration()) throws(StorageError) {
+    package init(location: StoreLocation, configuration: StorageConfiguration = StorageConfiguration())
+        throws(StorageError)
+    {
         try configuration.validate()
         let writerConnection: any WriterConnection
         var announcer: FeedAnnouncer?
@@ -92,7 +96,9 @@ package final class NodeStore: Sendable {
             } catch {
                 if let opened { connector.close(opened) }  // a connection must be closed before it is let go
                 connector.shutdown()
-                Logger(label: "lamina.storage").error("cannot open the PostgreSQL store", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
+                Logger(label: "lamina.storage").error(
+                    "cannot open the PostgreSQL store",
+                    metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
                 throw error
             }
             backend = .postgres(connector, PostgresReaderPool(connector: connector, size: configuration.readerCount))
@@ -109,8 +115,10 @@ package final class NodeStore: Sendable {
         let sources = CommandSources()
         self.commandSources = sources
         self.writer = StorageWriter(
-            connection: writerConnection, capacity: configuration.writeQueueCapacity, maxBatchSize: configuration.maxBatchSize,
-            groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds), groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize),
+            connection: writerConnection, capacity: configuration.writeQueueCapacity,
+            maxBatchSize: configuration.maxBatchSize,
+            groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds),
+            groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize),
             announcer: announcer, sources: sources, feedTailRows: configuration.feedTailRows)
     }
 
@@ -144,7 +152,9 @@ package final class NodeStore: Sendable {
     /// PostgreSQL: records that `devices` have (`live`) or no longer have a session on this node
     /// (`live_devices`, for the other nodes' push decisions); a removal skips the devices
     /// `stillLive` says still have one. Nothing on SQLite.
-    package func setPresence(_ devices: [(user: UserID, device: String)], live: Bool, stillLive: (@Sendable (UserID, String) -> Bool)? = nil) {
+    package func setPresence(
+        _ devices: [(user: UserID, device: String)], live: Bool, stillLive: (@Sendable (UserID, String) -> Bool)? = nil
+    ) {
         listener?.setPresence(devices, live: live, stillLive: stillLive)
     }
 
@@ -176,7 +186,9 @@ package final class NodeStore: Sendable {
         return connector.counters.snapshot(resettingSlowest: true)
     }
 
-    private static func openSQLite(path: String, configuration: StorageConfiguration) throws(StorageError) -> DatabasePool {
+    private static func openSQLite(path: String, configuration: StorageConfiguration) throws(StorageError)
+        -> DatabasePool
+    {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             do {
@@ -190,10 +202,12 @@ package final class NodeStore: Sendable {
         config.maximumReaderCount = configuration.readerCount
         config.busyMode = .timeout(10)
         config.label = "lamina.storage"
-        let cacheKiB = configuration.pageCacheKiB, mmapBytes = configuration.mmapBytes
+        let cacheKiB = configuration.pageCacheKiB
+        let mmapBytes = configuration.mmapBytes
         config.prepareDatabase { db in
             // The writer's cache holds the working set; readers lean on the memory map.
-            try db.execute(sql: "PRAGMA cache_size = -\(db.configuration.readonly ? min(cacheKiB, 8 * 1_024) : cacheKiB)")
+            try db.execute(
+                sql: "PRAGMA cache_size = -\(db.configuration.readonly ? min(cacheKiB, 8 * 1_024) : cacheKiB)")
             try db.execute(sql: "PRAGMA mmap_size = \(mmapBytes)")
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
         }
@@ -209,14 +223,19 @@ package final class NodeStore: Sendable {
             }
             guard synchronous == wanted else {
                 try? pool.close()
-                throw StorageError(.openFailed, "SQLite refused synchronous=\(wanted) (got \(synchronous.map(String.init) ?? "nothing"))")
+                throw StorageError(
+                    .openFailed,
+                    "SQLite refused synchronous=\(wanted) (got \(synchronous.map(String.init) ?? "nothing"))")
             }
             let known = Set(StorageSchema.migrator.migrations)
             let applied = try pool.read { db in try StorageSchema.migrator.appliedIdentifiers(db) }
             let unknown = applied.subtracting(known)
             guard unknown.isEmpty else {
                 try? pool.close()
-                throw StorageError(.schemaTooNew, "the database's schema is newer than this node knows (migrations \(unknown.sorted().joined(separator: ", "))); run a newer node")
+                throw StorageError(
+                    .schemaTooNew,
+                    "the database's schema is newer than this node knows (migrations \(unknown.sorted().joined(separator: ", "))); run a newer node"
+                )
             }
             try StorageSchema.migrator.migrate(pool)
         } catch {
@@ -338,7 +357,9 @@ package final class NodeStore: Sendable {
     /// Must not be called from a write's completion (the writer thread); that is refused.
     package func close() throws(StorageError) {
         guard !writer.isWriterThread else {
-            throw StorageError(.invalidArgument, "close() was called on the writer thread (from a write's completion); call it elsewhere")
+            throw StorageError(
+                .invalidArgument,
+                "close() was called on the writer thread (from a write's completion); call it elsewhere")
         }
         writer.shutdown()
         switch backend {
@@ -375,7 +396,10 @@ final class WriteCommand<T: Sendable>: StorageCommand, @unchecked Sendable {
     // Written on the writer thread, read on the completion thread after the group's hand-over.
     private var result: T?
 
-    init(body: @escaping @Sendable (StorageTransaction) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+    init(
+        body: @escaping @Sendable (StorageTransaction) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
         self.body = body
         self.completion = completion
     }

@@ -34,8 +34,10 @@ package struct StorageConfiguration: Sendable, Hashable {
     /// The default of `feedTailRows`.
     package static let defaultFeedTailRows = 1_024
 
-    package init(writeQueueCapacity: Int = 10_000, maxBatchSize: Int = 512, readerCount: Int = 4,
-                pageCacheKiB: Int = 64 * 1_024, mmapBytes: Int = 1 << 30) {
+    package init(
+        writeQueueCapacity: Int = 10_000, maxBatchSize: Int = 512, readerCount: Int = 4,
+        pageCacheKiB: Int = 64 * 1_024, mmapBytes: Int = 1 << 30
+    ) {
         self.writeQueueCapacity = writeQueueCapacity
         self.maxBatchSize = maxBatchSize
         self.readerCount = readerCount
@@ -60,7 +62,9 @@ package struct StorageConfiguration: Sendable, Hashable {
             throw StorageError(.invalidArgument, "mmapBytes must be 0...2^40, got \(mmapBytes)")
         }
         guard (0...1_000_000).contains(groupCommitDelayMicroseconds) else {
-            throw StorageError(.invalidArgument, "groupCommitDelayMicroseconds must be 0...1,000,000, got \(groupCommitDelayMicroseconds)")
+            throw StorageError(
+                .invalidArgument,
+                "groupCommitDelayMicroseconds must be 0...1,000,000, got \(groupCommitDelayMicroseconds)")
         }
         guard (1...100_000).contains(groupCommitTarget) else {
             throw StorageError(.invalidArgument, "groupCommitTarget must be 1...100,000, got \(groupCommitTarget)")

@@ -1,5 +1,5 @@
-import LaminaModel
 import GRDB
+import LaminaModel
 
 /// The one error type of the node's storage: a stable code, a human-readable reason and
 /// the place in the source that raised it.
@@ -73,10 +73,14 @@ package struct StorageError: LaminaError {
 
     /// Wraps any error into a storage error: storage errors pass through, SQLite errors
     /// become `.database` with SQLite's code and message.
-    static func wrapping(_ error: any Error, as code: Code = .database, file: String = #fileID, line: Int = #line) -> StorageError {
+    static func wrapping(_ error: any Error, as code: Code = .database, file: String = #fileID, line: Int = #line)
+        -> StorageError
+    {
         if let error = error as? StorageError { return error }
         if let error = error as? GRDB.DatabaseError {
-            return StorageError(code, "SQLite error \(error.extendedResultCode.rawValue): \(error.message ?? "no message")", file: file, line: line)
+            return StorageError(
+                code, "SQLite error \(error.extendedResultCode.rawValue): \(error.message ?? "no message")", file: file,
+                line: line)
         }
         return StorageError(code, String(describing: error), file: file, line: line)
     }

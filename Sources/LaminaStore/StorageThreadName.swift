@@ -21,7 +21,7 @@ package enum StorageThreadName {
     static func nameCurrentThread(_ name: String) {
         Thread.current.name = name
         #if os(Linux)
-        try? name.write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+            try? name.write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
         #endif
     }
 }

@@ -9,13 +9,16 @@ public enum DevelopmentCertificate {
     /// PEM paths) the certificate is signed by that CA instead of by itself.
     public static func generate(
         commonName: String = "localhost", hosts: [String] = ["localhost", "127.0.0.1", "::1"], validDays: Int = 365,
-        certificatePath: String, privateKeyPath: String, issuer: (certificatePath: String, privateKeyPath: String)? = nil
+        certificatePath: String, privateKeyPath: String,
+        issuer: (certificatePath: String, privateKeyPath: String)? = nil
     ) throws {
         guard validDays > 0, validDays <= 3650 else {
             throw TransportError(.crypto, "validDays must be between 1 and 3650")
         }
         ERR_clear_error()
-        guard let key = lamina_EVP_EC_gen("P-256") else { throw OpenSSLError.make(.crypto, "cannot generate a P-256 key") }
+        guard let key = lamina_EVP_EC_gen("P-256") else {
+            throw OpenSSLError.make(.crypto, "cannot generate a P-256 key")
+        }
         defer { EVP_PKEY_free(key) }
         guard let cert = X509_new() else { throw OpenSSLError.make(.crypto, "X509_new failed") }
         defer { X509_free(cert) }
@@ -45,7 +48,8 @@ public enum DevelopmentCertificate {
         try check(X509_set_pubkey(cert, key) == 1, "cannot set public key")
         let subject = X509_get_subject_name(cert)
         try check(
-            X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_ASC, commonName, -1, -1, 0) == 1, "cannot set common name")
+            X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_ASC, commonName, -1, -1, 0) == 1,
+            "cannot set common name")
         try check(
             X509_set_issuer_name(cert, issuerCert.map { X509_get_subject_name($0) } ?? subject) == 1,
             "cannot set issuer")

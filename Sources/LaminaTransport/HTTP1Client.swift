@@ -30,7 +30,8 @@ public final class HTTP1Connection: Sendable {
     /// certificate verified for `host` (`tls` must be a client context that
     /// ``TLSConfiguration/offersHTTP1``). Fails with `connect-failed`, `timeout` or a TLS code.
     public static func connect(
-        host: String, address: String? = nil, port: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount
+        host: String, address: String? = nil, port: Int, tls: TLSContext, group: EventLoopGroup,
+        connectTimeout: TimeAmount
     ) async throws -> HTTP1Connection {
         guard tls.configuration.role == .client, tls.configuration.offersHTTP1 else {
             throw TransportError(.tlsConfiguration, "an HTTP/1.1 client needs a client TLS context offering http/1.1")
@@ -87,7 +88,8 @@ public final class HTTP1Connection: Sendable {
         if let body { head.headers.replaceOrAdd(name: "content-length", value: "\(body.readableBytes)") }
         let requestHead = head
         channel.eventLoop.execute {
-            handler.value.send(head: requestHead, body: body, timeout: timeout, maxBytes: maxResponseBytes, promise: promise)
+            handler.value.send(
+                head: requestHead, body: body, timeout: timeout, maxBytes: maxResponseBytes, promise: promise)
         }
         return try await promise.futureResult.get()
     }
@@ -125,8 +127,10 @@ final class HTTP1ClientHandler: ChannelInboundHandler {
         self.context = nil
     }
 
-    func send(head: HTTPRequestHead, body: ByteBuffer?, timeout: TimeAmount, maxBytes: Int,
-              promise: EventLoopPromise<HTTP1ClientResponse>) {
+    func send(
+        head: HTTPRequestHead, body: ByteBuffer?, timeout: TimeAmount, maxBytes: Int,
+        promise: EventLoopPromise<HTTP1ClientResponse>
+    ) {
         guard let context, context.channel.isActive else {
             promise.fail(TransportError(.connectionClosed, "the connection is closed"))
             return

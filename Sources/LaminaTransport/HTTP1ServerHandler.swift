@@ -106,14 +106,18 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
             if let route, head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
                 let length = head.headers["content-length"].first.flatMap { Int($0) } ?? 0
                 if length <= route.maxBodyBytes {
-                    context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+                    context.writeAndFlush(
+                        wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
                 }
             }
             requestTimer = context.eventLoop.scheduleTask(in: settings.requestTimeout) { [self] in
                 guard self.head != nil, let context = self.context else { return }
                 self.head = nil
-                self.respond(context: context, HTTPResponse(status: 408, headers: [("content-type", "text/plain")],
-                                                            body: ByteBuffer(string: "request timeout\n")), keepAlive: false)
+                self.respond(
+                    context: context,
+                    HTTPResponse(
+                        status: 408, headers: [("content-type", "text/plain")],
+                        body: ByteBuffer(string: "request timeout\n")), keepAlive: false)
             }
         case .body(var chunk):
             guard head != nil, !tooLarge else { return }
@@ -135,10 +139,13 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
         guard let route else {
             self.head = nil
             let isStreamRoute = router.match(head.uri) != nil
-            let response = isStreamRoute
-                ? HTTPResponse(status: 505, headers: [("content-type", "text/plain")],
-                               body: ByteBuffer(string: "\(head.uri.split(separator: "?").first ?? "") needs HTTP/2 (ALPN h2)\n"))
-                : HTTPResponse(status: 404, headers: [("content-type", "text/plain")], body: ByteBuffer(string: "not found\n"))
+            let response =
+                isStreamRoute
+                ? HTTPResponse(
+                    status: 505, headers: [("content-type", "text/plain")],
+                    body: ByteBuffer(string: "\(head.uri.split(separator: "?").first ?? "") needs HTTP/2 (ALPN h2)\n"))
+                : HTTPResponse(
+                    status: 404, headers: [("content-type", "text/plain")], body: ByteBuffer(string: "not found\n"))
             respond(context: context, response, keepAlive: keepAlive)
             return
         }
@@ -170,9 +177,12 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
         for (name, value) in response.headers { headers.add(name: name, value: value) }
         headers.replaceOrAdd(name: "content-length", value: "\(response.body.readableBytes)")
         if !keepAlive { headers.replaceOrAdd(name: "connection", value: "close") }
-        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+        let head = HTTPResponseHead(
+            version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if response.body.readableBytes > 0 { context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil) }
+        if response.body.readableBytes > 0 {
+            context.write(wrapOutboundOut(.body(.byteBuffer(response.body))), promise: nil)
+        }
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
         if keepAlive {
             armIdle(context: context)
@@ -185,12 +195,15 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
     /// A streamed body: the head, then each chunk once the previous one was written to the
     /// connection (NIOHTTP1's pipelining handler holds the next request meanwhile), then the end.
     /// A failed producer closes the connection (the body is short of its content-length).
-    private func respond(context: ChannelHandlerContext, _ response: HTTPResponse, streaming body: HTTPBodyStream, keepAlive: Bool) {
+    private func respond(
+        context: ChannelHandlerContext, _ response: HTTPResponse, streaming body: HTTPBodyStream, keepAlive: Bool
+    ) {
         var headers = HTTPHeaders()
         for (name, value) in response.headers { headers.add(name: name, value: value) }
         headers.replaceOrAdd(name: "content-length", value: "\(body.contentLength)")
         if !keepAlive { headers.replaceOrAdd(name: "connection", value: "close") }
-        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
+        let head = HTTPResponseHead(
+            version: .http1_1, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
         context.writeAndFlush(wrapOutboundOut(.head(head)), promise: nil)
         let loop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: loop)
@@ -199,13 +212,16 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
         Task {
             var failed = false
             do {
-                try await body.produce(HTTPBodyWriter { chunk in
-                    try await loop.flatSubmit { () -> EventLoopFuture<Void> in
-                        let (handler, context) = bound.value
-                        guard handler.context != nil else { return loop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
-                        return context.writeAndFlush(handler.wrapOutboundOut(.body(.byteBuffer(chunk))))
-                    }.get()
-                })
+                try await body.produce(
+                    HTTPBodyWriter { chunk in
+                        try await loop.flatSubmit { () -> EventLoopFuture<Void> in
+                            let (handler, context) = bound.value
+                            guard handler.context != nil else {
+                                return loop.makeFailedFuture(ChannelError.ioOnClosedChannel)
+                            }
+                            return context.writeAndFlush(handler.wrapOutboundOut(.body(.byteBuffer(chunk))))
+                        }.get()
+                    })
             } catch {
                 failed = true
             }

@@ -149,7 +149,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             inputBase = UnsafeRawPointer(raw.baseAddress)
             inputCount = raw.count
             inputBuffer = buffer
-            return nghttp2_session_mem_recv(session.raw, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count)
+            return nghttp2_session_mem_recv(
+                session.raw, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count)
         }
         inputBase = nil
         inputBuffer = nil
@@ -179,7 +180,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
                 pollSocketProgress()
             }
             if let timeout = settings.stalledWriteTimeout, stalledWriteTimer == nil {
-                stalledWriteTimer = context.eventLoop.scheduleTask(in: timeout) { [weak self] in self?.stalledWriteCheck() }
+                stalledWriteTimer = context.eventLoop.scheduleTask(in: timeout) { [weak self] in
+                    self?.stalledWriteCheck()
+                }
             }
         }
         context.fireChannelWritabilityChanged()
@@ -197,7 +200,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             if let before = self.acknowledgedBytes, acknowledged > before { self.lastSocketProgress = .now() }
             self.acknowledgedBytes = acknowledged
         }
-        socketProgressTimer = context.eventLoop.scheduleTask(in: Self.socketProgressInterval) { [weak self] in self?.pollSocketProgress() }
+        socketProgressTimer = context.eventLoop.scheduleTask(in: Self.socketProgressInterval) { [weak self] in
+            self?.pollSocketProgress()
+        }
     }
 
     static let socketProgressInterval = TimeAmount.seconds(1)
@@ -208,15 +213,19 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// ``lastSocketProgress`` and is given another timeout from there.
     private func stalledWriteCheck() {
         stalledWriteTimer = nil
-        guard let context, !context.channel.isWritable, !tornDown, !closing, let timeout = settings.stalledWriteTimeout else { return }
+        guard let context, !context.channel.isWritable, !tornDown, !closing, let timeout = settings.stalledWriteTimeout
+        else { return }
         let deadline = lastSocketProgress + timeout
         guard NIODeadline.now() >= deadline else {
-            stalledWriteTimer = context.eventLoop.scheduleTask(deadline: deadline) { [weak self] in self?.stalledWriteCheck() }
+            stalledWriteTimer = context.eventLoop.scheduleTask(deadline: deadline) { [weak self] in
+                self?.stalledWriteCheck()
+            }
             return
         }
         stalledWriteClosures += 1
         if closeError == nil {
-            closeError = TransportError(.connectionClosed, "the peer read nothing for \(settings.stalledWriteTimeout.map { "\($0)" } ?? "")")
+            closeError = TransportError(
+                .connectionClosed, "the peer read nothing for \(settings.stalledWriteTimeout.map { "\($0)" } ?? "")")
         }
         closing = true
         context.close(promise: nil)
@@ -298,7 +307,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         // nghttp2 has validated the name (lower case, RFC 9113 §8.2.1).
-        stream.pendingHeaders.appendValidated(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+        stream.pendingHeaders.appendValidated(
+            String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
         return 0
     }
 
@@ -355,7 +365,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             if awaitingShutdownPing, hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0, let session {
                 awaitingShutdownPing = false
                 _ = nghttp2_submit_goaway(
-                    session.raw, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session.raw),
+                    session.raw, UInt8(NGHTTP2_FLAG_NONE.rawValue),
+                    nghttp2_session_get_last_proc_stream_id(session.raw),
                     NGHTTP2_NO_ERROR.rawValue, nil, 0)
             }
         default:
@@ -397,7 +408,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             return 0
         }
         var chunk: ByteBuffer
-        if !stream.isPaused, let base = inputBase, let input = inputBuffer, let start = bytes.baseAddress, start >= base,
+        if !stream.isPaused, let base = inputBase, let input = inputBuffer, let start = bytes.baseAddress,
+            start >= base,
             start + bytes.count <= base + inputCount
         {
             // Zero copy: a slice of the plaintext buffer being parsed. A paused stream gets a
@@ -426,7 +438,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         if errorCode != NGHTTP2_NO_ERROR.rawValue {
             error = TransportError(
                 .streamReset,
-                "stream \(streamID) reset: \(NGHTTP2Session.describeHTTP2Error(errorCode)) (0x\(String(errorCode, radix: 16)))")
+                "stream \(streamID) reset: \(NGHTTP2Session.describeHTTP2Error(errorCode)) (0x\(String(errorCode, radix: 16)))"
+            )
         } else if !stream.outboundFinished || !stream.outbound.isEmpty {
             error = TransportError(.streamReset, "stream \(streamID) closed before our side finished")
         }
@@ -646,7 +659,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// Queues a body chunk. With `flushNow`, outside the connection's own reading and
     /// flushing, what the connection has queued is written at once instead of in a turn of
     /// the event loop of its own.
-    func write(_ stream: TransportStream, _ data: ByteBuffer, promise: EventLoopPromise<Void>?, flushNow: Bool = false) {
+    func write(_ stream: TransportStream, _ data: ByteBuffer, promise: EventLoopPromise<Void>?, flushNow: Bool = false)
+    {
         guard stream.sessionCloseCode == nil, !stream.outboundFinished, !stream.resetSubmitted else {
             promise?.fail(stream.closeError ?? TransportError(.invalidState, "the stream's outbound side is finished"))
             return
@@ -675,7 +689,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func openReceiveWindow(_ stream: TransportStream) {
         guard let session, !session.isClosed, stream.sessionCloseCode == nil, !stream.receiveWindowOpened,
-              settings.openedStreamWindow > settings.initialStreamWindow
+            settings.openedStreamWindow > settings.initialStreamWindow
         else { return }
         stream.receiveWindowOpened = true
         _ = nghttp2_session_set_local_window_size(
@@ -789,7 +803,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             flushSession()
         case .close:
             livenessClosures += 1
-            let error = TransportError(.timeout, "no PING ACK in \(HTTP2Liveness.format(liveness!.settings.ackDeadline))")
+            let error = TransportError(
+                .timeout, "no PING ACK in \(HTTP2Liveness.format(liveness!.settings.ackDeadline))")
             if closeError == nil { closeError = error }
             closing = true
             // The streams learn it now, not once a close_notify the dead peer never takes has
@@ -891,7 +906,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             if let out { context.writeAndFlush(wrapOutboundOut(out), promise: nil) }
             let hadCallbacks = !completedWrites.isEmpty || !becameWritable.isEmpty || !deliveryQueue.isEmpty
             runDeferredCallbacks()
-            if tornDown || blocked || !hadCallbacks || nghttp2_session_want_write(session.raw) == 0 || rounds > 64 { break }
+            if tornDown || blocked || !hadCallbacks || nghttp2_session_want_write(session.raw) == 0 || rounds > 64 {
+                break
+            }
         }
         flushing = false
         if tornDown {

@@ -14,12 +14,16 @@ public struct HTTP2Liveness: Sendable, Hashable, CustomStringConvertible {
     /// A PING not acknowledged within this long closes the connection.
     public var ackDeadline: TimeAmount
 
-    public init(pingAfterQuiet: TimeAmount, ackDeadline: TimeAmount) { (self.pingAfterQuiet, self.ackDeadline) = (pingAfterQuiet, ackDeadline) }
+    public init(pingAfterQuiet: TimeAmount, ackDeadline: TimeAmount) {
+        (self.pingAfterQuiet, self.ackDeadline) = (pingAfterQuiet, ackDeadline)
+    }
 
     /// The longest a dead peer goes unnoticed.
     public var detectionBound: TimeAmount { pingAfterQuiet + ackDeadline }
 
-    public var description: String { "PING after \(Self.format(pingAfterQuiet)) quiet, ACK within \(Self.format(ackDeadline))" }
+    public var description: String {
+        "PING after \(Self.format(pingAfterQuiet)) quiet, ACK within \(Self.format(ackDeadline))"
+    }
 
     /// `2 s`, `1.5 s` or `300 ms`.
     public static func format(_ amount: TimeAmount) -> String {

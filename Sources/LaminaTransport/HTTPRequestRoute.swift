@@ -41,7 +41,9 @@ public struct HTTPResponse: Sendable {
     /// A body produced while the client reads it (instead of ``body``): large content.
     public var stream: HTTPBodyStream?
 
-    public init(status: Int, headers: [(String, String)] = [], body: ByteBuffer = ByteBuffer(), stream: HTTPBodyStream? = nil) {
+    public init(
+        status: Int, headers: [(String, String)] = [], body: ByteBuffer = ByteBuffer(), stream: HTTPBodyStream? = nil
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -91,8 +93,12 @@ public struct HTTPRequestRoute: Sendable {
         let route = self
         return { stream in
             var headers = HeaderFields()
-            for field in stream.requestHeaders where !field.name.hasPrefix(":") { headers.append(field.name, field.value) }
-            if headers["host"] == nil, let authority = stream.requestHeaders[":authority"] { headers.append("host", authority) }
+            for field in stream.requestHeaders where !field.name.hasPrefix(":") {
+                headers.append(field.name, field.value)
+            }
+            if headers["host"] == nil, let authority = stream.requestHeaders[":authority"] {
+                headers.append("host", authority)
+            }
             let collector = RequestBodyCollector(maxBytes: route.maxBodyBytes) { body, tooLarge in
                 let request = HTTPRequest(
                     method: stream.method, path: stream.path, headers: headers, body: body, bodyTooLarge: tooLarge,

@@ -43,7 +43,9 @@ private let onFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, userData i
 
 private let onDataChunkRecv: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
     guard let data else { return 0 }
-    return withHandler(userData) { $0.onDataChunk(streamID: streamID, UnsafeRawBufferPointer(start: data, count: length)) }
+    return withHandler(userData) {
+        $0.onDataChunk(streamID: streamID, UnsafeRawBufferPointer(start: data, count: length))
+    }
 }
 
 private let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
@@ -54,6 +56,7 @@ private let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, err
 let nghttp2DataRead: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
     guard let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
     return withHandler(userData) {
-        $0.readOutbound(streamID: streamID, into: UnsafeMutableRawBufferPointer(start: buffer, count: length), flags: flags)
+        $0.readOutbound(
+            streamID: streamID, into: UnsafeMutableRawBufferPointer(start: buffer, count: length), flags: flags)
     }
 }

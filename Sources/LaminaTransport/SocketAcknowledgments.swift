@@ -1,7 +1,7 @@
 import NIOCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How much of a connection's output its peer has received: Linux's
@@ -24,13 +24,16 @@ enum SocketAcknowledgments {
     /// platform does not say.
     static func bytesAcknowledged(by channel: Channel) -> EventLoopFuture<UInt64?> {
         #if os(Linux)
-        guard let provider = channel as? SocketOptionProvider else { return channel.eventLoop.makeSucceededFuture(nil) }
-        let info: EventLoopFuture<Prefix> = provider.unsafeGetSocketOption(level: SocketOptionLevel(IPPROTO_TCP), name: TCP_INFO)
-        return info.map { prefix -> UInt64? in
-            withUnsafeBytes(of: prefix) { $0.load(fromByteOffset: bytesAckedOffset, as: UInt64.self) }
-        }.recover { _ in nil }
+            guard let provider = channel as? SocketOptionProvider else {
+                return channel.eventLoop.makeSucceededFuture(nil)
+            }
+            let info: EventLoopFuture<Prefix> = provider.unsafeGetSocketOption(
+                level: SocketOptionLevel(IPPROTO_TCP), name: TCP_INFO)
+            return info.map { prefix -> UInt64? in
+                withUnsafeBytes(of: prefix) { $0.load(fromByteOffset: bytesAckedOffset, as: UInt64.self) }
+            }.recover { _ in nil }
         #else
-        return channel.eventLoop.makeSucceededFuture(nil)
+            return channel.eventLoop.makeSucceededFuture(nil)
         #endif
     }
 }

@@ -185,9 +185,13 @@ final class TLSConnection {
     func verifyAfterHandshake() -> TransportError? {
         let alpn = selectedALPN
         let http1 = context.configuration.offersHTTP1
-        let agreed = context.configuration.role == .client && http1 ? alpn == "http/1.1" : alpn == "h2" || (alpn == "http/1.1" && http1)
+        let agreed =
+            context.configuration.role == .client && http1
+            ? alpn == "http/1.1" : alpn == "h2" || (alpn == "http/1.1" && http1)
         guard agreed else {
-            return TransportError(.alpnRefused, "the peer did not negotiate ALPN \(context.configuration.role == .client && http1 ? "http/1.1" : "h2")")
+            return TransportError(
+                .alpnRefused,
+                "the peer did not negotiate ALPN \(context.configuration.role == .client && http1 ? "http/1.1" : "h2")")
         }
         if let pinned = context.pinned {
             guard let peer = SSL_get1_peer_certificate(ssl) else {

@@ -1,5 +1,5 @@
-import COpenSSL
 import CNghttp2
+import COpenSSL
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -188,7 +188,9 @@ private func selectALPN(
             outLength.pointee = 2
             return SSL_TLSEXT_ERR_OK
         }
-        if acceptingHTTP1, found == nil, length == http1.count, (0..<length).allSatisfy({ offered[start + $0] == http1[$0] }) {
+        if acceptingHTTP1, found == nil, length == http1.count,
+            (0..<length).allSatisfy({ offered[start + $0] == http1[$0] })
+        {
             found = (start, length)
         }
         index = start + length

@@ -64,7 +64,8 @@ final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         handshakeTimeout = context.eventLoop.scheduleTask(in: timeout) {
             let (handler, context) = loopBound.value
             guard handler.state == .handshaking else { return }
-            handler.fail(context: context, TransportError(.handshakeTimeout, "TLS handshake took longer than \(timeout)"))
+            handler.fail(
+                context: context, TransportError(.handshakeTimeout, "TLS handshake took longer than \(timeout)"))
             _ = channel
         }
         if tlsContext.configuration.role == .client { advance(context: context) }
@@ -150,7 +151,8 @@ final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         writePlaintext(context: context, unwrapOutboundIn(data), promise: promise)
     }
 
-    private func writePlaintext(context: ChannelHandlerContext, _ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
+    private func writePlaintext(context: ChannelHandlerContext, _ buffer: ByteBuffer, promise: EventLoopPromise<Void>?)
+    {
         switch state {
         case .idle, .handshaking:
             buffered.append((buffer, promise))
@@ -185,7 +187,12 @@ final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // A peer that reads nothing never takes the close_notify: close anyway after a bound.
         let once = NIOLockedValueBox(false)
         let close: @Sendable () -> Void = {
-            guard !once.withLockedValue({ done in defer { done = true }; return done }) else { return }
+            guard
+                !once.withLockedValue({ done in
+                    defer { done = true }
+                    return done
+                })
+            else { return }
             channel.close(mode: .all, promise: promise)
         }
         let bound = context.eventLoop.scheduleTask(in: Self.closeNotifyTimeout) { close() }

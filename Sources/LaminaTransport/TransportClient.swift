@@ -44,7 +44,8 @@ public final class TransportConnection: Sendable {
                         role: .client(scheme: "https", authority: target.authority), settings: settings,
                         readyPromise: ready)
                     handlerBox.withLockedValue { $0 = handler }
-                    try channel.pipeline.syncOperations.addHandler(TLSHandler(context: tls, serverHostname: target.host))
+                    try channel.pipeline.syncOperations.addHandler(
+                        TLSHandler(context: tls, serverHostname: target.host))
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
@@ -137,10 +138,14 @@ struct HTTPSURL {
         guard !rest.isEmpty else { throw TransportError(.invalidURL, "no host in \(string)") }
         var portText: Substring? = nil
         if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else { throw TransportError(.invalidURL, "bad IPv6 host in \(string)") }
+            guard let close = rest.firstIndex(of: "]") else {
+                throw TransportError(.invalidURL, "bad IPv6 host in \(string)")
+            }
             host = String(rest[rest.index(after: rest.startIndex)..<close])
             let after = rest[rest.index(after: close)...]
-            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+            if after.hasPrefix(":") {
+                portText = after.dropFirst()
+            } else if !after.isEmpty {
                 throw TransportError(.invalidURL, "bad authority in \(string)")
             }
         } else if let colon = rest.lastIndex(of: ":") {

@@ -34,10 +34,13 @@ extension TransportConnection {
         defer { timer.cancel() }
         let collected: (headers: HeaderFields?, body: ByteBuffer)
         do { collected = try await answer.get() } catch {
-            if timedOut.withLockedValue({ $0 }) { throw TransportError(.timeout, "no complete response within \(timeout)") }
+            if timedOut.withLockedValue({ $0 }) {
+                throw TransportError(.timeout, "no complete response within \(timeout)")
+            }
             throw error
         }
-        guard let responseHeaders = collected.headers, let status = responseHeaders[":status"].flatMap({ Int($0) }) else {
+        guard let responseHeaders = collected.headers, let status = responseHeaders[":status"].flatMap({ Int($0) })
+        else {
             throw TransportError(.badResponse, "the response has no :status")
         }
         var out = HeaderFields()

@@ -111,7 +111,8 @@ public final class TransportServer: Sendable {
         connectionClosed: (@Sendable (UInt64) -> Void)? = nil
     ) -> EventLoopFuture<TransportServer> {
         guard tls.configuration.role == .server else {
-            return group.next().makeFailedFuture(TransportError(.tlsConfiguration, "a server needs a server TLS context"))
+            return group.next().makeFailedFuture(
+                TransportError(.tlsConfiguration, "a server needs a server TLS context"))
         }
         guard (http1 != nil) == tls.configuration.offersHTTP1 else {
             return group.next().makeFailedFuture(
@@ -177,7 +178,9 @@ public final class TransportServer: Sendable {
         channel.closeFuture.whenComplete { _ in
             _ = self.connections.withLockedValue { $0.removeValue(forKey: key) }
             // On the channel's event loop: the handler's own counters.
-            let idle = handler.idleClosures, flood = handler.floodTerminations, stalled = handler.stalledWriteClosures
+            let idle = handler.idleClosures
+            let flood = handler.floodTerminations
+            let stalled = handler.stalledWriteClosures
             let unanswered = handler.livenessClosures
             if idle + flood + stalled + unanswered > 0 {
                 statistics.counts.withLockedValue {
@@ -211,7 +214,7 @@ public final class TransportServer: Sendable {
 }
 
 /// Open connections against ``TransportServer/maxConnections``, and the limits' counts.
-fileprivate final class Statistics: Sendable {
+private final class Statistics: Sendable {
     let open = NIOLockedValueBox(0)
     let counts = NIOLockedValueBox(TransportServer.Counts())
 

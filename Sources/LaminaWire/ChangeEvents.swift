@@ -74,7 +74,10 @@ public struct ConversationUpdated: Hashable, Sendable {
     public var unreadCount: UInt64
     public var lastMessageID: MessageID?
 
-    public init(conversationID: ConversationID, isDistinct: Bool, deliveryReceiptsEnabled: Bool, messageCount: UInt64, unreadCount: UInt64, lastMessageID: MessageID? = nil) {
+    public init(
+        conversationID: ConversationID, isDistinct: Bool, deliveryReceiptsEnabled: Bool, messageCount: UInt64,
+        unreadCount: UInt64, lastMessageID: MessageID? = nil
+    ) {
         self.conversationID = conversationID
         self.isDistinct = isDistinct
         self.deliveryReceiptsEnabled = deliveryReceiptsEnabled
@@ -96,7 +99,8 @@ public struct ParticipantsChanged: Hashable, Sendable {
     public var by: UserID
     public var at: HLCTimestamp
 
-    public init(conversationID: ConversationID, added: Set<UserID>, removed: Set<UserID>, by: UserID, at: HLCTimestamp) {
+    public init(conversationID: ConversationID, added: Set<UserID>, removed: Set<UserID>, by: UserID, at: HLCTimestamp)
+    {
         self.conversationID = conversationID
         self.added = added
         self.removed = removed
@@ -118,7 +122,9 @@ public struct MetadataChanged: Hashable, Sendable {
     public var by: UserID
     public var at: HLCTimestamp
 
-    public init(conversationID: ConversationID, keyPath: MetadataKeyPath, value: MetadataValue?, by: UserID, at: HLCTimestamp) {
+    public init(
+        conversationID: ConversationID, keyPath: MetadataKeyPath, value: MetadataValue?, by: UserID, at: HLCTimestamp
+    ) {
         self.conversationID = conversationID
         self.keyPath = keyPath
         self.value = value
@@ -234,7 +240,9 @@ public struct MessagePartsChanged: Hashable, Sendable {
     /// When the update was made; a later update of the same message wins.
     public var at: HLCTimestamp
 
-    public init(conversationID: ConversationID, messageID: MessageID, parts: [MessagePart], by: UserID, at: HLCTimestamp) {
+    public init(
+        conversationID: ConversationID, messageID: MessageID, parts: [MessagePart], by: UserID, at: HLCTimestamp
+    ) {
         self.conversationID = conversationID
         self.messageID = messageID
         self.parts = parts
@@ -274,7 +282,12 @@ extension ChangeEvent {
             b.writeBool(u.deliveryReceiptsEnabled)
             b.writeVarint(u.messageCount)
             b.writeVarint(u.unreadCount)
-            if let last = u.lastMessageID { b.writeInteger(1, as: UInt8.self); b.writeID(last) } else { b.writeInteger(0, as: UInt8.self) }
+            if let last = u.lastMessageID {
+                b.writeInteger(1, as: UInt8.self)
+                b.writeID(last)
+            } else {
+                b.writeInteger(0, as: UInt8.self)
+            }
         case .participantsChanged(let p):
             b.writeID(p.conversationID)
             try b.writeUserSet(p.added)
@@ -295,7 +308,12 @@ extension ChangeEvent {
         case .conversationDeleted(let d):
             b.writeID(d.conversationID)
             b.writeInteger(d.mode.rawValue, as: UInt8.self)
-            if let below = d.below { b.writeInteger(1, as: UInt8.self); b.writeHLC(below) } else { b.writeInteger(0, as: UInt8.self) }
+            if let below = d.below {
+                b.writeInteger(1, as: UInt8.self)
+                b.writeHLC(below)
+            } else {
+                b.writeInteger(0, as: UInt8.self)
+            }
             try b.writeUserID(d.by)
         case .identifierChanged(let i):
             b.writeID(i.from)
@@ -347,21 +365,25 @@ extension ChangeEvent {
             let messages = try b.readVarint("the message count")
             let unread = try b.readVarint("the unread count")
             let last = try b.readPresence("the last message") ? try b.readID(MessageID.self, "the last message") : nil
-            return .conversationUpdated(ConversationUpdated(
-                conversationID: id, isDistinct: distinct, deliveryReceiptsEnabled: receipts,
-                messageCount: messages, unreadCount: unread, lastMessageID: last
-            ))
+            return .conversationUpdated(
+                ConversationUpdated(
+                    conversationID: id, isDistinct: distinct, deliveryReceiptsEnabled: receipts,
+                    messageCount: messages, unreadCount: unread, lastMessageID: last
+                ))
         case 2:
             let id = try b.readID(ConversationID.self, "the conversation id")
             let added = try b.readUserSet(limits)
             let removed = try b.readUserSet(limits)
             let by = try b.readUserID(limits)
             let at = try b.readHLC("the change time")
-            return .participantsChanged(ParticipantsChanged(conversationID: id, added: added, removed: removed, by: by, at: at))
+            return .participantsChanged(
+                ParticipantsChanged(conversationID: id, added: added, removed: removed, by: by, at: at))
         case 3:
             let id = try b.readID(ConversationID.self, "the conversation id")
             let path = try b.readKeyPath(limits)
-            let value = try b.readPresence("the metadata value") ? try b.readMetadataValue(level: path.components.count, limits) : nil
+            let value =
+                try b.readPresence("the metadata value")
+                ? try b.readMetadataValue(level: path.components.count, limits) : nil
             let by = try b.readUserID(limits)
             let at = try b.readHLC("the change time")
             return .metadataChanged(MetadataChanged(conversationID: id, keyPath: path, value: value, by: by, at: at))
@@ -382,7 +404,8 @@ extension ChangeEvent {
             let message = try b.readID(MessageID.self, "the message id")
             let user = try b.readUserID(limits)
             let status = try b.readRecipientStatus()
-            return .messageStatusChanged(MessageStatusChanged(conversationID: conversation, messageID: message, user: user, status: status))
+            return .messageStatusChanged(
+                MessageStatusChanged(conversationID: conversation, messageID: message, user: user, status: status))
         case 8:
             let conversation = try b.readID(ConversationID.self, "the conversation id")
             let message = try b.readID(MessageID.self, "the message id")
@@ -406,7 +429,8 @@ extension ChangeEvent {
             let parts = try b.readParts(limits)
             let by = try b.readUserID(limits)
             let at = try b.readHLC("the change time")
-            return .messagePartsChanged(MessagePartsChanged(conversationID: conversation, messageID: message, parts: parts, by: by, at: at))
+            return .messagePartsChanged(
+                MessagePartsChanged(conversationID: conversation, messageID: message, parts: parts, by: by, at: at))
         case 12:
             return .identityChanged(try b.readIdentityChange(limits))
         case 13:

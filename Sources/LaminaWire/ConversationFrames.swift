@@ -18,7 +18,9 @@ public struct CreateConversation: Hashable, Sendable {
     public var participants: Set<UserID>
     public var options: ConversationOptions
 
-    public init(conversationID: ConversationID, participants: Set<UserID>, options: ConversationOptions = ConversationOptions()) {
+    public init(
+        conversationID: ConversationID, participants: Set<UserID>, options: ConversationOptions = ConversationOptions()
+    ) {
         self.conversationID = conversationID
         self.participants = participants
         self.options = options
@@ -171,7 +173,8 @@ extension CreateConversation {
         let metadata = try b.readMetadataMap(level: 1, limits)
         return CreateConversation(
             conversationID: id, participants: participants,
-            options: ConversationOptions(isDistinct: distinct, metadata: Metadata(metadata), deliveryReceiptsEnabled: receipts)
+            options: ConversationOptions(
+                isDistinct: distinct, metadata: Metadata(metadata), deliveryReceiptsEnabled: receipts)
         )
     }
 }
@@ -229,7 +232,12 @@ extension DeleteConversation {
         b.writeUUID(requestID)
         b.writeID(conversationID)
         b.writeInteger(mode.rawValue, as: UInt8.self)
-        if let below { b.writeInteger(1, as: UInt8.self); b.writeHLC(below) } else { b.writeInteger(0, as: UInt8.self) }
+        if let below {
+            b.writeInteger(1, as: UInt8.self)
+            b.writeHLC(below)
+        } else {
+            b.writeInteger(0, as: UInt8.self)
+        }
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> DeleteConversation {

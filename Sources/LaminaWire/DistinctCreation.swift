@@ -25,7 +25,9 @@ public struct DistinctCreation: Hashable, Sendable {
     public static let kind: UInt8 = 69
 
     func encode(into b: inout ByteBuffer) throws(WireError) {
-        guard conversation.isDistinct else { throw WireError(.invalidArgument, "a distinct creation names a distinct conversation") }
+        guard conversation.isDistinct else {
+            throw WireError(.invalidArgument, "a distinct creation names a distinct conversation")
+        }
         b.writeInteger(Self.kind, as: UInt8.self)
         try b.writeConversation(conversation)
         try seen.encode(into: &b)
@@ -34,7 +36,9 @@ public struct DistinctCreation: Hashable, Sendable {
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> DistinctCreation {
         guard try b.readU8("the event kind") == kind else { throw WireError(.malformed, "not a distinct creation") }
         let conversation = try b.readConversation(limits)
-        guard conversation.isDistinct else { throw WireError(.malformed, "a distinct creation (kind 69) names a conversation that is not distinct") }
+        guard conversation.isDistinct else {
+            throw WireError(.malformed, "a distinct creation (kind 69) names a conversation that is not distinct")
+        }
         return DistinctCreation(conversation: conversation, seen: try VersionVector.decode(from: &b, limits))
     }
 }

@@ -106,7 +106,9 @@ extension Frame {
         // SPEC §2.3 (and each type's maximum, table 4.1).
         guard length <= type.maxPayloadSize(.default) else {
             buffer.moveWriterIndex(to: start)
-            throw WireError(.frameTooLarge, "a \(type.name) payload of \(length) bytes exceeds its maximum of \(type.maxPayloadSize(.default))")
+            throw WireError(
+                .frameTooLarge,
+                "a \(type.name) payload of \(length) bytes exceeds its maximum of \(type.maxPayloadSize(.default))")
         }
         buffer.setInteger(UInt32(truncatingIfNeeded: length), at: start, as: UInt32.self)
     }
@@ -135,14 +137,17 @@ extension Frame {
             throw WireError(.trailingBytes, "\(available &- length) bytes follow the frame")
         }
         guard case .decode(let type) = disposition else {
-            throw WireError(.unknownFrameType, "frame type 0x\(String(header.type, radix: 16)) is unknown (marked skippable)")
+            throw WireError(
+                .unknownFrameType, "frame type 0x\(String(header.type, radix: 16)) is unknown (marked skippable)")
         }
         return try decodePayload(type, in: buffer, offset: FrameHeader.size, length: length, limits)
     }
 
     /// Decodes the payload at `offset` (from the reader index) of `buffer`, whose `length`
     /// bytes are known to be readable, straight from the buffer's storage.
-    static func decodePayload(_ type: FrameType, in buffer: ByteBuffer, offset: Int, length: Int, _ limits: WireLimits) throws(WireError) -> Frame {
+    static func decodePayload(_ type: FrameType, in buffer: ByteBuffer, offset: Int, length: Int, _ limits: WireLimits)
+        throws(WireError) -> Frame
+    {
         // `withUnsafeReadableBytes` rethrows untyped errors: the only error the closure can
         // throw is a `WireError` (boxed on the error path only, never on success).
         do {
@@ -198,7 +203,9 @@ extension Frame {
     }
 
     /// Decodes a whole payload of a known type; every payload byte must be consumed (SPEC §2.4).
-    static func decodePayload(_ type: FrameType, from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Frame {
+    static func decodePayload(_ type: FrameType, from b: inout PayloadReader, _ limits: WireLimits) throws(WireError)
+        -> Frame
+    {
         let frame: Frame
         switch type {
         case .hello: frame = .hello(try Hello.decode(from: &b, limits))

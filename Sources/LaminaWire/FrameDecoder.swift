@@ -152,7 +152,8 @@ public struct FrameDecoder: Sendable {
     /// the buffer never grows beyond one frame plus one chunk).
     /// A fed chunk is left alone (`needMore()` copies what remains of it).
     private mutating func reclaim() {
-        if !borrowed, buffer.readableBytes > 0, buffer.readerIndex >= 4_096, buffer.readerIndex >= buffer.readableBytes {
+        if !borrowed, buffer.readableBytes > 0, buffer.readerIndex >= 4_096, buffer.readerIndex >= buffer.readableBytes
+        {
             buffer.discardReadBytes()
         }
     }

@@ -34,8 +34,9 @@ public struct FrameHeader: Hashable, Sendable {
     public static func peek(_ buffer: ByteBuffer) -> FrameHeader? {
         let i = buffer.readerIndex
         guard let length = buffer.getInteger(at: i, as: UInt32.self),
-              let type = buffer.getInteger(at: i &+ 4, as: UInt16.self),
-              let flags = buffer.getInteger(at: i &+ 6, as: UInt16.self) else { return nil }
+            let type = buffer.getInteger(at: i &+ 4, as: UInt16.self),
+            let flags = buffer.getInteger(at: i &+ 6, as: UInt16.self)
+        else { return nil }
         return FrameHeader(payloadLength: length, type: type, flags: flags)
     }
 
@@ -49,11 +50,14 @@ public struct FrameHeader: Hashable, Sendable {
     func check(_ limits: WireLimits) throws(WireError) -> Disposition {
         // SPEC §2.2: "Bits 1 to 15 of flags are reserved and MUST be zero."
         guard flags & ~FrameHeader.skippableFlag == 0 else {
-            throw WireError(.badFlags, "reserved flag bits 0x\(String(flags & ~FrameHeader.skippableFlag, radix: 16)) are set")
+            throw WireError(
+                .badFlags, "reserved flag bits 0x\(String(flags & ~FrameHeader.skippableFlag, radix: 16)) are set")
         }
         // SPEC §2.3: "(2) the length against its maximum frame size (`frame-too-large`)".
         guard UInt64(payloadLength) <= UInt64(max(0, limits.maxFrameSize)) else {
-            throw WireError(.frameTooLarge, "payload of \(payloadLength) bytes exceeds the maximum frame size of \(limits.maxFrameSize)")
+            throw WireError(
+                .frameTooLarge,
+                "payload of \(payloadLength) bytes exceeds the maximum frame size of \(limits.maxFrameSize)")
         }
         guard let known = FrameType(rawValue: type) else {
             // SPEC §8: "An unknown type is skipped when its SKIPPABLE flag is set, else refused."
@@ -67,7 +71,9 @@ public struct FrameHeader: Hashable, Sendable {
         // SPEC §2.3: each type's payload has a maximum size, checked on the header.
         let typeMax = known.maxPayloadSize(limits)
         guard Int(payloadLength) <= typeMax else {
-            throw WireError(.frameTooLarge, "a \(known.name) payload is at most \(typeMax) bytes, this one declares \(payloadLength)")
+            throw WireError(
+                .frameTooLarge,
+                "a \(known.name) payload is at most \(typeMax) bytes, this one declares \(payloadLength)")
         }
         return .decode(known)
     }

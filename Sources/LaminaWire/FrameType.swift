@@ -96,8 +96,9 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .hello, .welcome, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser: fixed = 2_048
         case .nonce, .authenticate, .resumeSession: fixed = 8_448
         case .authenticated: fixed = 12_288
-        case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage, .updateMessageParts,
-             .change, .changeBatch, .versionVector, .replicate, .peerAck:
+        case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage,
+            .updateMessageParts,
+            .change, .changeBatch, .versionVector, .replicate, .peerAck:
             return max(0, limits.maxFrameSize)
         }
         return min(fixed, max(0, limits.maxFrameSize))

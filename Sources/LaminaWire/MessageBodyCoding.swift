@@ -20,7 +20,9 @@ public enum MessageBodyCoding {
     }
 
     /// The parts and push configuration of body bytes made by `encode`; every byte must be used.
-    public static func decode(_ bytes: some ContiguousBytes, limits: WireLimits = .default) throws(WireError) -> (parts: [MessagePart], push: PushConfiguration?) {
+    public static func decode(_ bytes: some ContiguousBytes, limits: WireLimits = .default) throws(WireError) -> (
+        parts: [MessagePart], push: PushConfiguration?
+    ) {
         let result: Result<([MessagePart], PushConfiguration?), WireError> = bytes.withUnsafeBytes { raw in
             var reader = PayloadReader(raw)
             do throws(WireError) {

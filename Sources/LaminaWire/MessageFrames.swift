@@ -18,7 +18,9 @@ public struct SendMessage: Hashable, Sendable {
     public var parts: [MessagePart]
     public var push: PushConfiguration?
 
-    public init(messageID: MessageID, conversationID: ConversationID, parts: [MessagePart], push: PushConfiguration? = nil) {
+    public init(
+        messageID: MessageID, conversationID: ConversationID, parts: [MessagePart], push: PushConfiguration? = nil
+    ) {
         self.messageID = messageID
         self.conversationID = conversationID
         self.parts = parts
@@ -113,7 +115,12 @@ extension SendMessage {
         b.writeID(messageID)
         b.writeID(conversationID)
         try b.writeParts(parts)
-        if let push { b.writeInteger(1, as: UInt8.self); try b.writePush(push) } else { b.writeInteger(0, as: UInt8.self) }
+        if let push {
+            b.writeInteger(1, as: UInt8.self)
+            try b.writePush(push)
+        } else {
+            b.writeInteger(0, as: UInt8.self)
+        }
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> SendMessage {

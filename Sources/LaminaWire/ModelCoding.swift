@@ -16,7 +16,10 @@ extension ByteBuffer {
     /// A set of user ids: count, then the ids in ascending UTF-8 byte order, no duplicates (SPEC §3.9).
     mutating func writeUserSet(_ users: Set<UserID>) throws(WireError) {
         guard users.count <= WireLimits.default.maxParticipants else {
-            throw WireError(.tooManyParticipants, "a participant list has at most \(WireLimits.default.maxParticipants) users, this one has \(users.count)")
+            throw WireError(
+                .tooManyParticipants,
+                "a participant list has at most \(WireLimits.default.maxParticipants) users, this one has \(users.count)"
+            )
         }
         writeVarint(UInt64(users.count))
         for user in users.sorted() { try writeUserID(user) }
@@ -56,20 +59,27 @@ extension ByteBuffer {
     /// ```
     mutating func writePart(_ part: MessagePart) throws(WireError) {
         writeUUID(part.id)
-        try writeString(part.mimeType.rawValue, max: WireLimits.default.maxMIMETypeBytes, "a MIME type", code: .invalidMIMEType)
+        try writeString(
+            part.mimeType.rawValue, max: WireLimits.default.maxMIMETypeBytes, "a MIME type", code: .invalidMIMEType)
         switch part.content {
         case .inline(let bytes):
             guard bytes.count <= WireLimits.default.maxInlinePartBytes else {
-                throw WireError(.inlineTooLarge, "an inline part is at most \(WireLimits.default.maxInlinePartBytes) bytes, this one has \(bytes.count)")
+                throw WireError(
+                    .inlineTooLarge,
+                    "an inline part is at most \(WireLimits.default.maxInlinePartBytes) bytes, this one has \(bytes.count)"
+                )
             }
             writeInteger(0, as: UInt8.self)
             writeLengthPrefixedBytes(bytes)
         case .external(let ref):
             guard ref.size <= Limits.maxPartBytes else {
-                throw WireError(.partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, this one has \(ref.size)")
+                throw WireError(
+                    .partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, this one has \(ref.size)")
             }
             guard ref.sha256.count == 32 else {
-                throw WireError(.invalidContentReference, "a content reference carries a 32-byte SHA-256, this one has \(ref.sha256.count)")
+                throw WireError(
+                    .invalidContentReference,
+                    "a content reference carries a 32-byte SHA-256, this one has \(ref.sha256.count)")
             }
             writeInteger(1, as: UInt8.self)
             writeID(ref.id)
@@ -82,7 +92,9 @@ extension ByteBuffer {
     mutating func writeParts(_ parts: [MessagePart]) throws(WireError) {
         guard !parts.isEmpty else { throw WireError(.noParts, "a message needs at least one part") }
         guard parts.count <= WireLimits.default.maxParts else {
-            throw WireError(.tooManyParts, "a message has at most \(WireLimits.default.maxParts) parts, this one has \(parts.count)")
+            throw WireError(
+                .tooManyParts, "a message has at most \(WireLimits.default.maxParts) parts, this one has \(parts.count)"
+            )
         }
         writeVarint(UInt64(parts.count))
         for part in parts { try writePart(part) }
@@ -101,12 +113,15 @@ extension ByteBuffer {
             }
         }
         guard push.data.count <= limits.maxPushDataEntries else {
-            throw WireError(.invalidPushConfiguration, "push data has at most \(limits.maxPushDataEntries) entries, this one has \(push.data.count)")
+            throw WireError(
+                .invalidPushConfiguration,
+                "push data has at most \(limits.maxPushDataEntries) entries, this one has \(push.data.count)")
         }
         writeVarint(UInt64(push.data.count))
         for key in push.data.keys.sorted(by: utf8Less) {
             try writeString(key, max: limits.maxTextBytes, "a push data key", code: .invalidPushConfiguration)
-            try writeString(push.data[key] ?? "", max: limits.maxTextBytes, "a push data value", code: .invalidPushConfiguration)
+            try writeString(
+                push.data[key] ?? "", max: limits.maxTextBytes, "a push data value", code: .invalidPushConfiguration)
         }
     }
 
@@ -120,7 +135,9 @@ extension ByteBuffer {
             throw WireError(.invalidMetadata, "metadata nests at most \(limits.maxMetadataDepth) levels deep")
         }
         guard map.count <= limits.maxMetadataEntries else {
-            throw WireError(.invalidMetadata, "a metadata map has at most \(limits.maxMetadataEntries) entries, this one has \(map.count)")
+            throw WireError(
+                .invalidMetadata,
+                "a metadata map has at most \(limits.maxMetadataEntries) entries, this one has \(map.count)")
         }
         writeVarint(UInt64(map.count))
         for key in map.keys.sorted(by: utf8Less) {
@@ -137,7 +154,8 @@ extension ByteBuffer {
         switch value {
         case .string(let s):
             writeInteger(0, as: UInt8.self)
-            try writeString(s, max: WireLimits.default.maxMetadataValueBytes, "a metadata value", code: .invalidMetadata)
+            try writeString(
+                s, max: WireLimits.default.maxMetadataValueBytes, "a metadata value", code: .invalidMetadata)
         case .dictionary(let d):
             writeInteger(1, as: UInt8.self)
             try writeMetadataMap(d, level: level + 1)
@@ -182,12 +200,28 @@ extension ByteBuffer {
         writeID(m.id)
         writeID(m.conversationID)
         try writeUserID(m.sender)
-        if let sentAt = m.sentAt { writeInteger(1, as: UInt8.self); writeTimestamp(sentAt) } else { writeInteger(0, as: UInt8.self) }
-        if let position = m.position { writeInteger(1, as: UInt8.self); writeHLC(position) } else { writeInteger(0, as: UInt8.self) }
+        if let sentAt = m.sentAt {
+            writeInteger(1, as: UInt8.self)
+            writeTimestamp(sentAt)
+        } else {
+            writeInteger(0, as: UInt8.self)
+        }
+        if let position = m.position {
+            writeInteger(1, as: UInt8.self)
+            writeHLC(position)
+        } else {
+            writeInteger(0, as: UInt8.self)
+        }
         try writeParts(m.parts)
-        if let push = m.push { writeInteger(1, as: UInt8.self); try writePush(push) } else { writeInteger(0, as: UInt8.self) }
+        if let push = m.push {
+            writeInteger(1, as: UInt8.self)
+            try writePush(push)
+        } else {
+            writeInteger(0, as: UInt8.self)
+        }
         guard m.recipientStatus.count <= WireLimits.default.maxParticipants else {
-            throw WireError(.tooManyParticipants, "recipient status has at most \(WireLimits.default.maxParticipants) entries")
+            throw WireError(
+                .tooManyParticipants, "recipient status has at most \(WireLimits.default.maxParticipants) entries")
         }
         writeVarint(UInt64(m.recipientStatus.count))
         for user in m.recipientStatus.keys.sorted() {
@@ -206,7 +240,8 @@ extension PayloadReader {
     }
 
     mutating func readUserSet(_ limits: WireLimits) throws(WireError) -> Set<UserID> {
-        let count = try readCount(max: limits.maxParticipants, minElementSize: 1, "a participant count", code: .tooManyParticipants)
+        let count = try readCount(
+            max: limits.maxParticipants, minElementSize: 1, "a participant count", code: .tooManyParticipants)
         var users = Set<UserID>(minimumCapacity: count)
         var previous: UserID?
         for _ in 0..<count {
@@ -279,16 +314,23 @@ extension PayloadReader {
         switch kind {
         case 0:
             let length = try readCount(max: limits.maxInlinePartBytes, "an inline part's length", code: .inlineTooLarge)
-            guard let bytes = readBytes(length: length) else { throw WireError(.truncated, "the payload ends inside an inline part") }
+            guard let bytes = readBytes(length: length) else {
+                throw WireError(.truncated, "the payload ends inside an inline part")
+            }
             return MessagePart(id: id, mimeType: mimeType, content: .inline(bytes))
         case 1:
             let contentID = try readID(ContentID.self, "a content id")
             let size = try readVarint("a content size")
             guard size <= Limits.maxPartBytes else {
-                throw WireError(.partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, this one declares \(size)")
+                throw WireError(
+                    .partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, this one declares \(size)")
             }
-            guard let sha = readBytes(length: 32) else { throw WireError(.truncated, "the payload ends inside a SHA-256") }
-            return MessagePart(id: id, mimeType: mimeType, content: .external(ContentReference(id: contentID, size: size, sha256: sha)))
+            guard let sha = readBytes(length: 32) else {
+                throw WireError(.truncated, "the payload ends inside a SHA-256")
+            }
+            return MessagePart(
+                id: id, mimeType: mimeType, content: .external(ContentReference(id: contentID, size: size, sha256: sha))
+            )
         default:
             throw WireError(.malformed, "part kind \(kind) is not 0 (inline) or 1 (content reference)")
         }
@@ -317,7 +359,8 @@ extension PayloadReader {
             default: strings.3 = s
             }
         }
-        let count = try readCount(max: limits.maxPushDataEntries, minElementSize: 2, "a push data count", code: .invalidPushConfiguration)
+        let count = try readCount(
+            max: limits.maxPushDataEntries, minElementSize: 2, "a push data count", code: .invalidPushConfiguration)
         var data = [String: String](minimumCapacity: count)
         var previous: String?
         for _ in 0..<count {
@@ -339,7 +382,8 @@ extension PayloadReader {
         guard level <= limits.maxMetadataDepth else {
             throw WireError(.invalidMetadata, "metadata nests at most \(limits.maxMetadataDepth) levels deep")
         }
-        let count = try readCount(max: limits.maxMetadataEntries, minElementSize: 3, "a metadata map's entry count", code: .invalidMetadata)
+        let count = try readCount(
+            max: limits.maxMetadataEntries, minElementSize: 3, "a metadata map's entry count", code: .invalidMetadata)
         var map = [String: MetadataValue](minimumCapacity: count)
         var previous: String?
         for _ in 0..<count {
@@ -360,7 +404,9 @@ extension PayloadReader {
     mutating func readMetadataValue(level: Int, _ limits: WireLimits) throws(WireError) -> MetadataValue {
         let kind = try readU8("a metadata value kind")
         switch kind {
-        case 0: return .string(try readString(max: limits.maxMetadataValueBytes, "a metadata value", code: .invalidMetadata))
+        case 0:
+            return .string(
+                try readString(max: limits.maxMetadataValueBytes, "a metadata value", code: .invalidMetadata))
         case 1: return .dictionary(try readMetadataMap(level: level + 1, limits))
         default: throw WireError(.malformed, "metadata value kind \(kind) is not 0 (string) or 1 (map)")
         }
@@ -374,7 +420,8 @@ extension PayloadReader {
     }
 
     mutating func readKeyPath(_ limits: WireLimits) throws(WireError) -> MetadataKeyPath {
-        let count = try readCount(max: limits.maxMetadataDepth, minElementSize: 1, "a key path's length", code: .invalidMetadata)
+        let count = try readCount(
+            max: limits.maxMetadataDepth, minElementSize: 1, "a key path's length", code: .invalidMetadata)
         var components = [String]()
         components.reserveCapacity(count)
         for _ in 0..<count {
@@ -405,7 +452,8 @@ extension PayloadReader {
         let position = try readPresence("a position") ? try readHLC("a position") : nil
         let parts = try readParts(limits)
         let push = try readPresence("a push configuration") ? try readPush(limits) : nil
-        let count = try readCount(max: limits.maxParticipants, minElementSize: 2, "a recipient status count", code: .tooManyParticipants)
+        let count = try readCount(
+            max: limits.maxParticipants, minElementSize: 2, "a recipient status count", code: .tooManyParticipants)
         var statuses = [UserID: RecipientStatus](minimumCapacity: count)
         var previous: UserID?
         for _ in 0..<count {

@@ -80,7 +80,9 @@ struct PayloadReader {
     mutating func readBool(_ what: StaticString) throws(WireError) -> Bool {
         let b = try peekU8(what)
         // SPEC §3.2: "A bool is the byte 0x00 (false) or 0x01 (true); any other byte is `malformed`."
-        guard b <= 1 else { throw WireError(.malformed, "\(what) is a bool, byte 0x\(String(b, radix: 16)) is neither 0 nor 1") }
+        guard b <= 1 else {
+            throw WireError(.malformed, "\(what) is a bool, byte 0x\(String(b, radix: 16)) is neither 0 nor 1")
+        }
         readerIndex &+= 1
         return b == 1
     }
@@ -116,7 +118,9 @@ struct PayloadReader {
             result |= UInt64(b & 0x7F) << shift
             if b & 0x80 == 0 {
                 // SPEC §3.3: "the last byte of a varint of 2 to 9 bytes MUST NOT be 0x00".
-                guard b != 0 || i == 0 else { throw WireError(.nonCanonical, "\(what) is a varint with a non-minimal encoding") }
+                guard b != 0 || i == 0 else {
+                    throw WireError(.nonCanonical, "\(what) is a varint with a non-minimal encoding")
+                }
                 return (result, i &+ 1)
             }
             shift &+= 7
@@ -156,7 +160,9 @@ struct PayloadReader {
         max: Int, minElementSize: Int = 1, _ what: StaticString, code: WireError.Code = .limitExceeded
     ) throws(WireError) -> Int {
         let (value, size) = try peekVarint(what)
-        guard value <= UInt64(Swift.max(0, max)) else { throw WireError(code, "\(what) is \(value), the limit is \(max)") }
+        guard value <= UInt64(Swift.max(0, max)) else {
+            throw WireError(code, "\(what) is \(value), the limit is \(max)")
+        }
         let count = Int(truncatingIfNeeded: value)
         let (needed, overflow) = count.multipliedReportingOverflow(by: minElementSize)
         guard !overflow, needed <= readableBytes &- size else {
@@ -180,9 +186,13 @@ struct PayloadReader {
 
     /// Reads a string of at most `max` bytes, validating UTF-8 on the payload's own bytes.
     @inline(__always)
-    mutating func readString(max: Int, _ what: StaticString, code: WireError.Code = .limitExceeded) throws(WireError) -> String {
+    mutating func readString(max: Int, _ what: StaticString, code: WireError.Code = .limitExceeded) throws(WireError)
+        -> String
+    {
         let (value, size) = try peekVarint(what)
-        guard value <= UInt64(Swift.max(0, max)) else { throw WireError(code, "\(what) is \(value) UTF-8 bytes, the limit is \(max)") }
+        guard value <= UInt64(Swift.max(0, max)) else {
+            throw WireError(code, "\(what) is \(value) UTF-8 bytes, the limit is \(max)")
+        }
         let length = Int(truncatingIfNeeded: value)
         guard length <= readableBytes &- size else {
             throw WireError(.truncated, "\(what) of \(length) bytes runs past the end of the payload")

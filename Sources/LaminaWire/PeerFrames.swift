@@ -19,7 +19,10 @@ public struct PeerHello: Hashable, Sendable {
     /// The cluster's name; peers of different clusters refuse each other.
     public var cluster: String
 
-    public init(nodeID: NodeID, minVersion: UInt16 = WireProtocol.version, maxVersion: UInt16 = WireProtocol.version, features: FeatureSet = .all, cluster: String) {
+    public init(
+        nodeID: NodeID, minVersion: UInt16 = WireProtocol.version, maxVersion: UInt16 = WireProtocol.version,
+        features: FeatureSet = .all, cluster: String
+    ) {
         self.nodeID = nodeID
         self.minVersion = minVersion
         self.maxVersion = maxVersion
@@ -113,14 +116,16 @@ extension PeerHello {
         }
         let features = FeatureSet(rawValue: try b.readU64("the features"))
         let cluster = try b.readString(max: limits.maxTextBytes, "the cluster name")
-        return PeerHello(nodeID: node, minVersion: minVersion, maxVersion: maxVersion, features: features, cluster: cluster)
+        return PeerHello(
+            nodeID: node, minVersion: minVersion, maxVersion: maxVersion, features: features, cluster: cluster)
     }
 }
 
 extension VersionVector {
     func encode(into b: inout ByteBuffer) throws(WireError) {
         guard counters.count <= WireLimits.default.maxVersionVectorEntries else {
-            throw WireError(.limitExceeded, "a version vector has at most \(WireLimits.default.maxVersionVectorEntries) entries")
+            throw WireError(
+                .limitExceeded, "a version vector has at most \(WireLimits.default.maxVersionVectorEntries) entries")
         }
         b.writeVarint(UInt64(counters.count))
         for node in counters.keys.sorted() {
@@ -130,7 +135,8 @@ extension VersionVector {
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> VersionVector {
-        let count = try b.readCount(max: limits.maxVersionVectorEntries, minElementSize: 9, "the version vector's entry count")
+        let count = try b.readCount(
+            max: limits.maxVersionVectorEntries, minElementSize: 9, "the version vector's entry count")
         var counters = [NodeID: UInt64](minimumCapacity: count)
         var previous: UInt64?
         for _ in 0..<count {
@@ -151,9 +157,14 @@ extension VersionVector {
 
 extension Replicate {
     func encode(into b: inout ByteBuffer) throws(WireError) {
-        guard !operations.isEmpty else { throw WireError(.invalidArgument, "a replicate frame holds at least one operation") }
+        guard !operations.isEmpty else {
+            throw WireError(.invalidArgument, "a replicate frame holds at least one operation")
+        }
         guard operations.count <= WireLimits.default.maxBatchSize else {
-            throw WireError(.limitExceeded, "a replicate frame holds at most \(WireLimits.default.maxBatchSize) operations, this one has \(operations.count)")
+            throw WireError(
+                .limitExceeded,
+                "a replicate frame holds at most \(WireLimits.default.maxBatchSize) operations, this one has \(operations.count)"
+            )
         }
         b.writeVarint(UInt64(operations.count))
         for op in operations {

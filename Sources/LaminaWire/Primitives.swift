@@ -63,7 +63,9 @@ extension ByteBuffer {
     /// Writes a string after checking its length against `max` (the encoder enforces the
     /// same limits as the decoder).
     @inline(__always)
-    mutating func writeString(_ string: String, max: Int, _ what: StaticString, code: WireError.Code = .limitExceeded) throws(WireError) {
+    mutating func writeString(_ string: String, max: Int, _ what: StaticString, code: WireError.Code = .limitExceeded)
+        throws(WireError)
+    {
         let count = string.utf8.count
         guard count <= max else { throw WireError(code, "\(what) is \(count) UTF-8 bytes, the limit is \(max)") }
         writeVarint(UInt64(count))

@@ -35,7 +35,9 @@ extension RegisterPushToken {
             b.writeInteger(0, as: UInt8.self)
         case .apns(let bytes, let topic, let environment)?:
             guard bytes.count <= Self.maxTokenBytes else {
-                throw WireError(.invalidPushToken, "a push token is at most \(Self.maxTokenBytes) bytes, this one is \(bytes.count)")
+                throw WireError(
+                    .invalidPushToken, "a push token is at most \(Self.maxTokenBytes) bytes, this one is \(bytes.count)"
+                )
             }
             b.writeInteger(PushToken.Kind.apns.rawValue, as: UInt8.self)
             b.writeLengthPrefixedBytes(bytes)
@@ -55,7 +57,9 @@ extension RegisterPushToken {
             return RegisterPushToken(requestID: id, token: nil)
         case PushToken.Kind.apns.rawValue:
             let length = try b.readCount(max: maxTokenBytes, "the APNs token's length", code: .invalidPushToken)
-            guard let bytes = b.readBytes(length: length) else { throw WireError(.truncated, "the payload ends inside the APNs token") }
+            guard let bytes = b.readBytes(length: length) else {
+                throw WireError(.truncated, "the payload ends inside the APNs token")
+            }
             let topic = try b.readString(max: maxTopicBytes, "the APNs topic", code: .invalidPushToken)
             let raw = try b.readU8("the APNs environment")
             guard let environment = APNsEnvironment(rawValue: raw) else {
@@ -63,10 +67,14 @@ extension RegisterPushToken {
             }
             return RegisterPushToken(requestID: id, token: .apns(token: bytes, topic: topic, environment: environment))
         case PushToken.Kind.fcm.rawValue:
-            return RegisterPushToken(requestID: id, token: .fcm(token: try b.readString(max: maxTokenBytes, "the FCM token", code: .invalidPushToken)))
+            return RegisterPushToken(
+                requestID: id,
+                token: .fcm(token: try b.readString(max: maxTokenBytes, "the FCM token", code: .invalidPushToken)))
         case PushToken.Kind.gateway.rawValue:
             return RegisterPushToken(
-                requestID: id, token: .gateway(token: try b.readString(max: maxTokenBytes, "the gateway token", code: .invalidPushToken)))
+                requestID: id,
+                token: .gateway(
+                    token: try b.readString(max: maxTokenBytes, "the gateway token", code: .invalidPushToken)))
         default:
             throw WireError(.malformed, "push token kind \(kind) is not 0 (none), 1 (apns), 2 (fcm) or 3 (gateway)")
         }

@@ -35,13 +35,18 @@ extension Frame {
             o["requestID"] = .uuid(f.requestID)
             o["kind"] = .string(f.token?.kind.name ?? "none")
             switch f.token {
-            case nil: o["token"] = .null; o["topic"] = .null; o["environment"] = .null
+            case nil:
+                o["token"] = .null
+                o["topic"] = .null
+                o["environment"] = .null
             case .apns(_, let topic, let environment)?:
                 o["token"] = .string(f.token!.tokenText)
                 o["topic"] = .string(topic)
                 o["environment"] = .string(environment.name)
             case .fcm(let token)?, .gateway(let token)?:
-                o["token"] = .string(token); o["topic"] = .null; o["environment"] = .null
+                o["token"] = .string(token)
+                o["topic"] = .null
+                o["environment"] = .null
             }
         case .nonce(let f):
             o["requestID"] = .uuid(f.requestID)
@@ -139,11 +144,18 @@ extension Frame {
             o["conversationID"] = .uuid(f.conversationID.uuid)
             o["after"] = .null
             switch f.policy {
-            case .complete: o["policy"] = .string("complete"); o["count"] = .null
-            case .unreadOnly: o["policy"] = .string("unread-only"); o["count"] = .null
-            case .lastN(let n): o["policy"] = .string("last-n"); o["count"] = .number(Int64(n))
+            case .complete:
+                o["policy"] = .string("complete")
+                o["count"] = .null
+            case .unreadOnly:
+                o["policy"] = .string("unread-only")
+                o["count"] = .null
+            case .lastN(let n):
+                o["policy"] = .string("last-n")
+                o["count"] = .number(Int64(n))
             case .pageAfter(let after, let count):
-                o["policy"] = .string("page-after"); o["count"] = .number(Int64(count))
+                o["policy"] = .string("page-after")
+                o["count"] = .number(Int64(count))
                 o["after"] = after.map(WireJSON.hlc) ?? .null
             }
             o["before"] = f.before.map(WireJSON.hlc) ?? .null
@@ -161,9 +173,13 @@ extension Frame {
         case .versionVector(let f):
             o["counters"] = .vector(f)
         case .replicate(let f):
-            o["operations"] = .array(f.operations.map {
-                .object(["origin": .u64($0.origin.rawValue), "counter": .u64($0.counter), "hlc": .hlc($0.hlc), "event": .replicated($0.payload)])
-            })
+            o["operations"] = .array(
+                f.operations.map {
+                    .object([
+                        "origin": .u64($0.origin.rawValue), "counter": .u64($0.counter), "hlc": .hlc($0.hlc),
+                        "event": .replicated($0.payload),
+                    ])
+                })
         case .peerAck(let f):
             o["counters"] = .vector(f.vector)
         }
@@ -203,7 +219,9 @@ extension WireJSON {
         switch p.content {
         case .inline(let bytes): o["inline"] = .hex(bytes)
         case .external(let ref):
-            o["reference"] = .object(["contentID": .uuid(ref.id.uuid), "size": .u64(ref.size), "sha256": .hex(ref.sha256)])
+            o["reference"] = .object([
+                "contentID": .uuid(ref.id.uuid), "size": .u64(ref.size), "sha256": .hex(ref.sha256),
+            ])
         }
         return .object(o)
     }
@@ -225,20 +243,29 @@ extension WireJSON {
     }
     static func message(_ m: Message) -> WireJSON {
         .object([
-            "id": .uuid(m.id.uuid), "conversationID": .uuid(m.conversationID.uuid), "sender": .string(m.sender.rawValue),
+            "id": .uuid(m.id.uuid), "conversationID": .uuid(m.conversationID.uuid),
+            "sender": .string(m.sender.rawValue),
             "sentAt": m.sentAt.map(WireJSON.timestamp) ?? .null, "position": m.position.map(WireJSON.hlc) ?? .null,
             "parts": .array(m.parts.map(WireJSON.part)), "push": m.push.map(WireJSON.push) ?? .null,
-            "recipientStatus": .object(Dictionary(uniqueKeysWithValues: m.recipientStatus.map { ($0.key.rawValue, WireJSON.number(Int64($0.value.rawValue))) })),
+            "recipientStatus": .object(
+                Dictionary(
+                    uniqueKeysWithValues: m.recipientStatus.map {
+                        ($0.key.rawValue, WireJSON.number(Int64($0.value.rawValue)))
+                    })),
         ])
     }
     static func vector(_ v: VersionVector) -> WireJSON {
-        .array(v.counters.keys.sorted().map { .object(["node": .u64($0.rawValue), "counter": .u64(v.counters[$0] ?? 0)]) })
+        .array(
+            v.counters.keys.sorted().map { .object(["node": .u64($0.rawValue), "counter": .u64(v.counters[$0] ?? 0)]) })
     }
     static func replicated(_ e: ReplicatedEvent) -> WireJSON {
         switch e {
         case .change(let change): return event(change)
         case .distinctCreation(let d):
-            return .object(["kind": .string("distinct-created"), "conversation": .conversation(d.conversation), "seen": vector(d.seen)])
+            return .object([
+                "kind": .string("distinct-created"), "conversation": .conversation(d.conversation),
+                "seen": vector(d.seen),
+            ])
         case .user(let u):
             var o: [String: WireJSON] = [:]
             switch u {

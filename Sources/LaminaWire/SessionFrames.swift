@@ -34,7 +34,10 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
 
     /// What a client offers by default: every feature but ``snapshots``, which changes what
     /// SYNC with cursor 0 returns and so is asked for by clients that fetch history by policy.
-    public static let all: FeatureSet = [.changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging, .identities, .blockLists]
+    public static let all: FeatureSet = [
+        .changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging, .identities,
+        .blockLists,
+    ]
     /// What this implementation supports (what a node grants): ``all`` and ``snapshots``.
     public static let supported: FeatureSet = [.all, .snapshots]
 }
@@ -53,7 +56,10 @@ public struct Hello: Hashable, Sendable {
     /// The client's name and version, for logs (at most 1,024 bytes).
     public var agent: String
 
-    public init(minVersion: UInt16 = WireProtocol.version, maxVersion: UInt16 = WireProtocol.version, features: FeatureSet = .all, agent: String) {
+    public init(
+        minVersion: UInt16 = WireProtocol.version, maxVersion: UInt16 = WireProtocol.version,
+        features: FeatureSet = .all, agent: String
+    ) {
         self.minVersion = minVersion
         self.maxVersion = maxVersion
         self.features = features
@@ -78,7 +84,10 @@ public struct Welcome: Hashable, Sendable {
     /// The cluster the node belongs to (SPEC §6.5; a node alone names its configured one).
     public var cluster: String
 
-    public init(version: UInt16, features: FeatureSet, nodeID: NodeID, serverTime: Timestamp, maxFrameSize: UInt32, cluster: String = "lamina") {
+    public init(
+        version: UInt16, features: FeatureSet, nodeID: NodeID, serverTime: Timestamp, maxFrameSize: UInt32,
+        cluster: String = "lamina"
+    ) {
         self.version = version
         self.features = features
         self.nodeID = nodeID
@@ -219,7 +228,10 @@ public struct Ack: Hashable, Sendable {
     /// For SYNC: the feed position the backlog was sent up to.
     public var cursor: UInt64?
 
-    public init(requestID: UUID, conversationID: ConversationID? = nil, position: MessagePosition? = nil, timestamp: Timestamp? = nil, cursor: UInt64? = nil) {
+    public init(
+        requestID: UUID, conversationID: ConversationID? = nil, position: MessagePosition? = nil,
+        timestamp: Timestamp? = nil, cursor: UInt64? = nil
+    ) {
         self.requestID = requestID
         self.conversationID = conversationID
         self.position = position
@@ -247,7 +259,10 @@ public struct ErrorFrame: Hashable, Sendable {
     /// For `existing-distinct-conversation`: the existing conversation.
     public var conversationID: ConversationID?
 
-    public init(requestID: UUID? = nil, code: WireError.Code, reason: String, isFatal: Bool, retryAfterMilliseconds: UInt32? = nil, conversationID: ConversationID? = nil) {
+    public init(
+        requestID: UUID? = nil, code: WireError.Code, reason: String, isFatal: Bool,
+        retryAfterMilliseconds: UInt32? = nil, conversationID: ConversationID? = nil
+    ) {
         self.requestID = requestID
         self.code = code
         self.reason = reason
@@ -310,7 +325,9 @@ extension Welcome {
         let time = try b.readTimestamp("the server time")
         let maxFrame = try b.readU32("the maximum frame size")
         let cluster = try b.readString(max: limits.maxTextBytes, "the cluster name")
-        return Welcome(version: version, features: features, nodeID: node, serverTime: time, maxFrameSize: maxFrame, cluster: cluster)
+        return Welcome(
+            version: version, features: features, nodeID: node, serverTime: time, maxFrameSize: maxFrame,
+            cluster: cluster)
     }
 }
 
@@ -375,7 +392,9 @@ extension Authenticated {
         let name = try b.readOptionalText(limits, "the display name")
         let avatar = try b.readOptionalText(limits, "the avatar URL")
         let expires = try b.readTimestamp("the expiry")
-        return Authenticated(requestID: id, sessionToken: token, identity: Identity(userID: user, displayName: name, avatarURL: avatar), expiresAt: expires)
+        return Authenticated(
+            requestID: id, sessionToken: token, identity: Identity(userID: user, displayName: name, avatarURL: avatar),
+            expiresAt: expires)
     }
 }
 
@@ -404,30 +423,67 @@ extension Ping {
 extension Ack {
     func encode(into b: inout ByteBuffer) {
         b.writeUUID(requestID)
-        if let conversationID { b.writeInteger(1, as: UInt8.self); b.writeID(conversationID) } else { b.writeInteger(0, as: UInt8.self) }
-        if let position { b.writeInteger(1, as: UInt8.self); b.writeHLC(position) } else { b.writeInteger(0, as: UInt8.self) }
-        if let timestamp { b.writeInteger(1, as: UInt8.self); b.writeTimestamp(timestamp) } else { b.writeInteger(0, as: UInt8.self) }
-        if let cursor { b.writeInteger(1, as: UInt8.self); b.writeVarint(cursor) } else { b.writeInteger(0, as: UInt8.self) }
+        if let conversationID {
+            b.writeInteger(1, as: UInt8.self)
+            b.writeID(conversationID)
+        } else {
+            b.writeInteger(0, as: UInt8.self)
+        }
+        if let position {
+            b.writeInteger(1, as: UInt8.self)
+            b.writeHLC(position)
+        } else {
+            b.writeInteger(0, as: UInt8.self)
+        }
+        if let timestamp {
+            b.writeInteger(1, as: UInt8.self)
+            b.writeTimestamp(timestamp)
+        } else {
+            b.writeInteger(0, as: UInt8.self)
+        }
+        if let cursor {
+            b.writeInteger(1, as: UInt8.self)
+            b.writeVarint(cursor)
+        } else {
+            b.writeInteger(0, as: UInt8.self)
+        }
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> Ack {
         let id = try b.readUUID("the request id")
-        let conversation = try b.readPresence("the conversation") ? try b.readID(ConversationID.self, "the conversation") : nil
+        let conversation =
+            try b.readPresence("the conversation") ? try b.readID(ConversationID.self, "the conversation") : nil
         let position = try b.readPresence("the position") ? try b.readHLC("the position") : nil
         let timestamp = try b.readPresence("the timestamp") ? try b.readTimestamp("the timestamp") : nil
         let cursor = try b.readPresence("the cursor") ? try b.readVarint("the cursor") : nil
-        return Ack(requestID: id, conversationID: conversation, position: position, timestamp: timestamp, cursor: cursor)
+        return Ack(
+            requestID: id, conversationID: conversation, position: position, timestamp: timestamp, cursor: cursor)
     }
 }
 
 extension ErrorFrame {
     func encode(into b: inout ByteBuffer) throws(WireError) {
-        if let requestID { b.writeInteger(1, as: UInt8.self); b.writeUUID(requestID) } else { b.writeInteger(0, as: UInt8.self) }
+        if let requestID {
+            b.writeInteger(1, as: UInt8.self)
+            b.writeUUID(requestID)
+        } else {
+            b.writeInteger(0, as: UInt8.self)
+        }
         b.writeInteger(code.wireValue, as: UInt16.self)
         try b.writeString(reason, max: WireLimits.default.maxTextBytes, "the reason")
         b.writeBool(isFatal)
-        if let retryAfterMilliseconds { b.writeInteger(1, as: UInt8.self); b.writeInteger(retryAfterMilliseconds, as: UInt32.self) } else { b.writeInteger(0, as: UInt8.self) }
-        if let conversationID { b.writeInteger(1, as: UInt8.self); b.writeID(conversationID) } else { b.writeInteger(0, as: UInt8.self) }
+        if let retryAfterMilliseconds {
+            b.writeInteger(1, as: UInt8.self)
+            b.writeInteger(retryAfterMilliseconds, as: UInt32.self)
+        } else {
+            b.writeInteger(0, as: UInt8.self)
+        }
+        if let conversationID {
+            b.writeInteger(1, as: UInt8.self)
+            b.writeID(conversationID)
+        } else {
+            b.writeInteger(0, as: UInt8.self)
+        }
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> ErrorFrame {
@@ -436,8 +492,11 @@ extension ErrorFrame {
         let reason = try b.readString(max: limits.maxTextBytes, "the reason")
         let fatal = try b.readBool("the fatal flag")
         let retry = try b.readPresence("the retry delay") ? try b.readU32("the retry delay") : nil
-        let conversation = try b.readPresence("the conversation") ? try b.readID(ConversationID.self, "the conversation") : nil
-        return ErrorFrame(requestID: id, code: code, reason: reason, isFatal: fatal, retryAfterMilliseconds: retry, conversationID: conversation)
+        let conversation =
+            try b.readPresence("the conversation") ? try b.readID(ConversationID.self, "the conversation") : nil
+        return ErrorFrame(
+            requestID: id, code: code, reason: reason, isFatal: fatal, retryAfterMilliseconds: retry,
+            conversationID: conversation)
     }
 }
 

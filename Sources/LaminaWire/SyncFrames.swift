@@ -53,7 +53,8 @@ public struct FetchHistory: Hashable, Sendable {
     /// Only messages before this position (paging backwards); nil for the newest.
     public var before: MessagePosition?
 
-    public init(requestID: UUID, conversationID: ConversationID, policy: HistoryPolicy, before: MessagePosition? = nil) {
+    public init(requestID: UUID, conversationID: ConversationID, policy: HistoryPolicy, before: MessagePosition? = nil)
+    {
         self.requestID = requestID
         self.conversationID = conversationID
         self.policy = policy
@@ -150,13 +151,24 @@ extension FetchHistory {
             b.writeVarint(UInt64(n))
         case .pageAfter(let after, let count):
             guard (1...Self.maxPageCount).contains(count) else {
-                throw WireError(.invalidArgument, "a history page asks for 1...\(Self.maxPageCount) messages, not \(count)")
+                throw WireError(
+                    .invalidArgument, "a history page asks for 1...\(Self.maxPageCount) messages, not \(count)")
             }
             b.writeInteger(3, as: UInt8.self)
             b.writeVarint(UInt64(count))
-            if let after { b.writeInteger(1, as: UInt8.self); b.writeHLC(after) } else { b.writeInteger(0, as: UInt8.self) }
+            if let after {
+                b.writeInteger(1, as: UInt8.self)
+                b.writeHLC(after)
+            } else {
+                b.writeInteger(0, as: UInt8.self)
+            }
         }
-        if let before { b.writeInteger(1, as: UInt8.self); b.writeHLC(before) } else { b.writeInteger(0, as: UInt8.self) }
+        if let before {
+            b.writeInteger(1, as: UInt8.self)
+            b.writeHLC(before)
+        } else {
+            b.writeInteger(0, as: UInt8.self)
+        }
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> FetchHistory {
@@ -208,7 +220,10 @@ extension ChangeBatch {
     func encode(into b: inout ByteBuffer) throws(WireError) {
         guard !changes.isEmpty else { throw WireError(.invalidArgument, "a change batch holds at least one change") }
         guard changes.count <= WireLimits.default.maxBatchSize else {
-            throw WireError(.limitExceeded, "a change batch holds at most \(WireLimits.default.maxBatchSize) changes, this one has \(changes.count)")
+            throw WireError(
+                .limitExceeded,
+                "a change batch holds at most \(WireLimits.default.maxBatchSize) changes, this one has \(changes.count)"
+            )
         }
         b.writeVarint(UInt64(changes.count))
         for change in changes { try change.encode(into: &b) }

@@ -140,12 +140,16 @@ extension ReplicatedEvent {
     }
 
     /// Decodes exactly one event from `bytes` (no trailing bytes).
-    public static func decode(exactly bytes: [UInt8], limits: WireLimits = .default) throws(WireError) -> ReplicatedEvent {
+    public static func decode(exactly bytes: [UInt8], limits: WireLimits = .default) throws(WireError)
+        -> ReplicatedEvent
+    {
         let result = bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<ReplicatedEvent, WireError> in
             do throws(WireError) {
                 var reader = PayloadReader(raw)
                 let event = try decode(from: &reader, limits)
-                guard reader.readableBytes == 0 else { throw WireError(.trailingBytes, "\(reader.readableBytes) bytes after the event") }
+                guard reader.readableBytes == 0 else {
+                    throw WireError(.trailingBytes, "\(reader.readableBytes) bytes after the event")
+                }
                 return .success(event)
             } catch {
                 return .failure(error)
@@ -185,7 +189,8 @@ extension UserStateChange {
         case 65:
             let blocker = try b.readUserID(limits)
             let blocked = try b.readUserID(limits)
-            return .block(BlockChange(blocker: blocker, blocked: blocked, blocking: try b.readBool("the blocking flag")))
+            return .block(
+                BlockChange(blocker: blocker, blocked: blocked, blocking: try b.readBool("the blocking flag")))
         case 66:
             let user = try b.readUserID(limits)
             return .badge(BadgeChange(user: user, externalUnreadCount: try b.readVarint("the external unread count")))
@@ -194,7 +199,8 @@ extension UserStateChange {
         case 68:
             let user = try b.readUserID(limits)
             let device = try b.readUUID("the device id")
-            return .pushRegistration(PushRegistrationChange(user: user, device: device, node: NodeID(try b.readU64("the node id"))))
+            return .pushRegistration(
+                PushRegistrationChange(user: user, device: device, node: NodeID(try b.readU64("the node id"))))
         default:
             throw WireError(.malformed, "unknown user-state kind \(kind)")
         }
@@ -217,7 +223,9 @@ extension ByteBuffer {
     /// A string map: count, then key and value strings in strictly ascending key order.
     mutating func writeStringMap(_ map: [String: String], _ what: StaticString) throws(WireError) {
         guard map.count <= WireLimits.default.maxMetadataEntries else {
-            throw WireError(.limitExceeded, "a string map has at most \(WireLimits.default.maxMetadataEntries) entries, this one has \(map.count)")
+            throw WireError(
+                .limitExceeded,
+                "a string map has at most \(WireLimits.default.maxMetadataEntries) entries, this one has \(map.count)")
         }
         writeVarint(UInt64(map.count))
         for key in map.keys.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {

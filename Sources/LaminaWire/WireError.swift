@@ -1,4 +1,5 @@
 import LaminaModel
+
 /// The one error type of `LaminaWire`: a failure with a code from the error-code table of
 /// `Protocol/SPEC.md` §9, a human-readable reason and the place in the source that raised it.
 ///
@@ -127,7 +128,8 @@ public struct WireError: LaminaError {
             .partTooLarge, .inlineTooLarge, .invalidContentReference, .noParticipants, .tooManyParticipants,
             .invalidMetadata, .invalidPushConfiguration, .duplicatePart, .notFound, .idInUse, .invalidPushToken,
             .existingDistinctConversation, .contentNotReady, .contentNotFound, .contentDigestMismatch,
-            .uploadOffsetMismatch, .uploadMismatch, .uploadTooLong, .uploadStalled, .quotaExceeded, .overloaded, .slowConsumer,
+            .uploadOffsetMismatch, .uploadMismatch, .uploadTooLong, .uploadStalled, .quotaExceeded, .overloaded,
+            .slowConsumer,
             .internalError, .shuttingDown,
         ]
 
@@ -222,7 +224,5 @@ public struct WireError: LaminaError {
         self.file = file
         self.line = line
     }
-
-
 
 }

@@ -10,12 +10,19 @@ public enum WireJSON: Hashable, Sendable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let n = try? c.decode(Int64.self) { self = .number(n) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([WireJSON].self) { self = .array(a) }
-        else { self = .object(try c.decode([String: WireJSON].self)) }
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let n = try? c.decode(Int64.self) {
+            self = .number(n)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? c.decode([WireJSON].self) {
+            self = .array(a)
+        } else {
+            self = .object(try c.decode([String: WireJSON].self))
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -51,7 +58,10 @@ public enum WireJSON: Hashable, Sendable, Codable {
         case .number(let n): out += String(n)
         case .string(let s): Self.writeString(s, into: &out)
         case .array(let a):
-            if a.isEmpty { out += "[]"; return }
+            if a.isEmpty {
+                out += "[]"
+                return
+            }
             out += "[\n"
             for (i, v) in a.enumerated() {
                 out += String(repeating: " ", count: indent + 2)
@@ -60,7 +70,10 @@ public enum WireJSON: Hashable, Sendable, Codable {
             }
             out += String(repeating: " ", count: indent) + "]"
         case .object(let o):
-            if o.isEmpty { out += "{}"; return }
+            if o.isEmpty {
+                out += "{}"
+                return
+            }
             out += "{\n"
             let keys = o.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
             for (i, k) in keys.enumerated() {

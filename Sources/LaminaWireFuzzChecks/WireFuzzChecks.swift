@@ -10,7 +10,9 @@ public enum WireFuzzChecks {
     /// `finish()` tells whether the stream ended inside a frame) or an error, makes progress
     /// (never more frames than input bytes), and a failed decoder stays failed.
     @discardableResult
-    public static func checkDecode(_ input: [UInt8], limits: WireLimits = .default) throws(PropertyViolation) -> StreamOutcome {
+    public static func checkDecode(_ input: [UInt8], limits: WireLimits = .default) throws(PropertyViolation)
+        -> StreamOutcome
+    {
         var decoder = FrameDecoder(limits: limits)
         decoder.feed(ByteBuffer(bytes: input))
         var frames: [Frame] = []
@@ -32,7 +34,9 @@ public enum WireFuzzChecks {
     /// bytes (canonical encoding), decodes again to an equal frame, and comes out of a
     /// `FrameDecoder` fed the same bytes as that frame alone.
     @discardableResult
-    public static func checkRoundTrip(_ input: [UInt8], limits: WireLimits = .default) throws(PropertyViolation) -> RoundTripOutcome {
+    public static func checkRoundTrip(_ input: [UInt8], limits: WireLimits = .default) throws(PropertyViolation)
+        -> RoundTripOutcome
+    {
         func violation(_ detail: String) -> PropertyViolation {
             PropertyViolation(property: "round-trip", detail: detail, input: input)
         }
@@ -69,7 +73,9 @@ public enum WireFuzzChecks {
     /// a zero feeds an empty buffer) yields the same frames and the same end as feeding it
     /// all at once.
     @discardableResult
-    public static func checkSplitFeed(stream: [UInt8], chunkSizes: [Int], limits: WireLimits = .default) throws(PropertyViolation) -> StreamOutcome {
+    public static func checkSplitFeed(stream: [UInt8], chunkSizes: [Int], limits: WireLimits = .default)
+        throws(PropertyViolation) -> StreamOutcome
+    {
         let whole = try checkDecode(stream, limits: limits)
         var decoder = FrameDecoder(limits: limits)
         var frames: [Frame] = []
@@ -80,7 +86,8 @@ public enum WireFuzzChecks {
         let maxFeeds = stream.count + chunkSizes.count + 1
         while offset < stream.count || feeds == 0 {
             feeds += 1
-            let size = chunkSizes.isEmpty || feeds > maxFeeds
+            let size =
+                chunkSizes.isEmpty || feeds > maxFeeds
                 ? stream.count - offset
                 : min(max(chunkSizes[(feeds - 1) % chunkSizes.count], 0), stream.count - offset)
             decoder.feed(ByteBuffer(bytes: stream[offset..<(offset + size)]))
@@ -103,7 +110,9 @@ public enum WireFuzzChecks {
     /// Split feed for a fuzz input: the first byte `n` gives the number of chunk sizes
     /// (`n % 8`), the next `n % 8` bytes are the sizes, and the rest is the stream.
     @discardableResult
-    public static func checkSplitFeed(fuzzInput input: [UInt8], limits: WireLimits = .default) throws(PropertyViolation) -> StreamOutcome {
+    public static func checkSplitFeed(fuzzInput input: [UInt8], limits: WireLimits = .default) throws(PropertyViolation)
+        -> StreamOutcome
+    {
         let (stream, chunkSizes) = splitFeedPlan(input)
         return try checkSplitFeed(stream: stream, chunkSizes: chunkSizes, limits: limits)
     }
@@ -142,20 +151,25 @@ public enum WireFuzzChecks {
                     after = try decoder.next()
                 } catch let again {
                     guard again.code == code else {
-                        throw PropertyViolation(property: property, detail: "decoder failed with \(code), then with \(again.code)", input: input)
+                        throw PropertyViolation(
+                            property: property, detail: "decoder failed with \(code), then with \(again.code)",
+                            input: input)
                     }
                     return code
                 }
                 throw PropertyViolation(
                     property: property,
-                    detail: "decoder failed with \(code), then returned \(after.map { "\($0)" } ?? "nil") instead of failing again",
+                    detail:
+                        "decoder failed with \(code), then returned \(after.map { "\($0)" } ?? "nil") instead of failing again",
                     input: input
                 )
             }
             guard let frame = next else { return nil }
             frames.append(frame)
             guard frames.count <= bound else {
-                throw PropertyViolation(property: property, detail: "more frames (\(frames.count)) than input bytes (\(bound))", input: input)
+                throw PropertyViolation(
+                    property: property, detail: "more frames (\(frames.count)) than input bytes (\(bound))",
+                    input: input)
             }
         }
     }

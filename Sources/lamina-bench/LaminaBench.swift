@@ -9,8 +9,11 @@ struct LaminaBench: AsyncParsableCommand {
             CodecBenchmark.self, StorageBenchmark.self,
             H2ServerCommand.self, IdleConnectionsCommand.self, IdleClientsCommand.self, TransportCompareCommand.self,
             NodeLoadCommand.self, NodeCrashCommand.self,
-            RateCommand.self, SDKSendCommand.self, GrowCommand.self, SyncFloorCommand.self, CatchupCommand.self, FirstSyncCommand.self, OneThreadSyncCommand.self, ClosedCommand.self, ContentTransferCommand.self, SDKContentCommand.self,
-            ServerAPIBenchCommand.self, ResourcesCommand.self, ReplicationCommand.self, PushBenchCommand.self, WebhookBenchCommand.self,
+            RateCommand.self, SDKSendCommand.self, GrowCommand.self, SyncFloorCommand.self, CatchupCommand.self,
+            FirstSyncCommand.self, OneThreadSyncCommand.self, ClosedCommand.self, ContentTransferCommand.self,
+            SDKContentCommand.self,
+            ServerAPIBenchCommand.self, ResourcesCommand.self, ReplicationCommand.self, PushBenchCommand.self,
+            WebhookBenchCommand.self,
         ]
     )
 }

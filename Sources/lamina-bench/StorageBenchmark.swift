@@ -31,25 +31,32 @@ struct StorageBenchmark: ParsableCommand {
     func run() throws {
         let dir = URL(fileURLWithPath: directory).appendingPathComponent("lamina-storage-bench-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try NodeStore(path: dir.appendingPathComponent("node.sqlite").path, configuration: StorageConfiguration(writeQueueCapacity: max(writers, 1) * 2))
+        let store = try NodeStore(
+            path: dir.appendingPathComponent("node.sqlite").path,
+            configuration: StorageConfiguration(writeQueueCapacity: max(writers, 1) * 2))
         defer { try? store.close() }
 
         let node = NodeID(1)
         let peer: UserID = "peer"
         let created = LockedList<ConversationID>()
         let setup = DispatchSemaphore(value: 0)
-        try store.submit({ tx in
-            var ids: [ConversationID] = []
-            for w in 0..<writers {
-                let c = try Conversation(creator: try UserID("sender-\(w)"), participants: [peer], options: ConversationOptions(isDistinct: false))
-                _ = try tx.createConversation(c, hlc: HLCTimestamp(physical: 1, logical: UInt32(w), node: node), origin: node)
-                ids.append(c.id)
-            }
-            return ids
-        }, completion: { result in
-            if case .success(let ids) = result { created.set(ids) }
-            setup.signal()
-        })
+        try store.submit(
+            { tx in
+                var ids: [ConversationID] = []
+                for w in 0..<writers {
+                    let c = try Conversation(
+                        creator: try UserID("sender-\(w)"), participants: [peer],
+                        options: ConversationOptions(isDistinct: false))
+                    _ = try tx.createConversation(
+                        c, hlc: HLCTimestamp(physical: 1, logical: UInt32(w), node: node), origin: node)
+                    ids.append(c.id)
+                }
+                return ids
+            },
+            completion: { result in
+                if case .success(let ids) = result { created.set(ids) }
+                setup.signal()
+            })
         setup.wait()
         let conversations = created.get()
         guard conversations.count == writers else { throw ValidationError("setup failed") }
@@ -63,7 +70,10 @@ struct StorageBenchmark: ParsableCommand {
             let count = share + (w < messages % writers ? 1 : 0)
             guard count > 0 else { continue }
             done.enter()
-            let loop = WriterLoop(store: store, conversation: conversations[w], sender: try UserID("sender-\(w)"), peer: peer, node: node, total: count, recorder: recorder) {
+            let loop = WriterLoop(
+                store: store, conversation: conversations[w], sender: try UserID("sender-\(w)"), peer: peer, node: node,
+                total: count, recorder: recorder
+            ) {
                 done.leave()
             }
             loop.next()
@@ -77,9 +87,18 @@ struct StorageBenchmark: ParsableCommand {
         }
         let transactions = after.transactions - before.transactions
         print("storage: \(latencies.count) messages, \(writers) writer(s), \(recorder.failures) failed")
-        print(String(format: "  throughput: %.0f messages/s durably committed (%.2f s)", Double(latencies.count) / elapsed, elapsed))
-        print(String(format: "  commit latency: p50 %.3f ms, p99 %.3f ms, max %.3f ms", percentile(0.5), percentile(0.99), Double(latencies.last ?? 0) / 1e6))
-        print(String(format: "  transactions: %d (%.1f commands per transaction, largest %d)", transactions, Double(latencies.count) / Double(max(transactions, 1)), after.largestBatch))
+        print(
+            String(
+                format: "  throughput: %.0f messages/s durably committed (%.2f s)", Double(latencies.count) / elapsed,
+                elapsed))
+        print(
+            String(
+                format: "  commit latency: p50 %.3f ms, p99 %.3f ms, max %.3f ms", percentile(0.5), percentile(0.99),
+                Double(latencies.last ?? 0) / 1e6))
+        print(
+            String(
+                format: "  transactions: %d (%.1f commands per transaction, largest %d)", transactions,
+                Double(latencies.count) / Double(max(transactions, 1)), after.largestBatch))
     }
 }
 
@@ -95,7 +114,10 @@ private final class WriterLoop: @unchecked Sendable {
     let finished: @Sendable () -> Void
     var sent = 0
 
-    init(store: NodeStore, conversation: ConversationID, sender: UserID, peer: UserID, node: NodeID, total: Int, recorder: LatencyRecorder, finished: @escaping @Sendable () -> Void) {
+    init(
+        store: NodeStore, conversation: ConversationID, sender: UserID, peer: UserID, node: NodeID, total: Int,
+        recorder: LatencyRecorder, finished: @escaping @Sendable () -> Void
+    ) {
         self.store = store
         self.conversation = conversation
         self.sender = sender
@@ -111,7 +133,8 @@ private final class WriterLoop: @unchecked Sendable {
         sent += 1
         let position = HLCTimestamp(physical: 1_000 + UInt64(sent), logical: 0, node: node)
         let message = Message(
-            conversationID: conversation, sender: sender, parts: [MessagePart(mimeType: .textPlain, content: .inline(Array("message \(sent)".utf8)))],
+            conversationID: conversation, sender: sender,
+            parts: [MessagePart(mimeType: .textPlain, content: .inline(Array("message \(sent)".utf8)))],
             sentAt: Timestamp(millisecondsSince1970: Int64(position.physical)), position: position,
             recipientStatus: [sender: .read, peer: .sent]
         )
@@ -119,18 +142,22 @@ private final class WriterLoop: @unchecked Sendable {
         let key = IdempotencyKey(user: sender, id: message.id.uuid)
         let started = DispatchTime.now().uptimeNanoseconds
         do {
-            try store.submit({ tx in
-                if let recorded = try tx.read.recordedResult(for: key) { return recorded }
-                try tx.appendMessage(message, hlc: position, origin: node)
-                let seqs = try tx.appendChange(to: [sender, peer], kind: 1, conversation: message.conversationID, message: message.id, payload: Array(repeating: 0, count: 64), at: message.sentAt!)
-                let ack = Array("ack \(seqs[sender] ?? 0)".utf8)
-                try tx.recordResult(ack, for: key, at: message.sentAt!)
-                return ack
-            }, completion: { result in
-                let nanos = DispatchTime.now().uptimeNanoseconds - started
-                if case .success = result { self.recorder.record(nanos) } else { self.recorder.fail() }
-                self.next()
-            })
+            try store.submit(
+                { tx in
+                    if let recorded = try tx.read.recordedResult(for: key) { return recorded }
+                    try tx.appendMessage(message, hlc: position, origin: node)
+                    let seqs = try tx.appendChange(
+                        to: [sender, peer], kind: 1, conversation: message.conversationID, message: message.id,
+                        payload: Array(repeating: 0, count: 64), at: message.sentAt!)
+                    let ack = Array("ack \(seqs[sender] ?? 0)".utf8)
+                    try tx.recordResult(ack, for: key, at: message.sentAt!)
+                    return ack
+                },
+                completion: { result in
+                    let nanos = DispatchTime.now().uptimeNanoseconds - started
+                    if case .success = result { self.recorder.record(nanos) } else { self.recorder.fail() }
+                    self.next()
+                })
         } catch {
             recorder.fail()
             next()
@@ -144,17 +171,40 @@ private final class LatencyRecorder: @unchecked Sendable {
     private var values: [UInt64]
     private(set) var failures = 0
 
-    init(capacity: Int) { values = []; values.reserveCapacity(capacity) }
+    init(capacity: Int) {
+        values = []
+        values.reserveCapacity(capacity)
+    }
 
-    func record(_ nanos: UInt64) { lock.lock(); values.append(nanos); lock.unlock() }
-    func fail() { lock.lock(); failures += 1; lock.unlock() }
-    func sorted() -> [UInt64] { lock.lock(); defer { lock.unlock() }; return values.sorted() }
+    func record(_ nanos: UInt64) {
+        lock.lock()
+        values.append(nanos)
+        lock.unlock()
+    }
+    func fail() {
+        lock.lock()
+        failures += 1
+        lock.unlock()
+    }
+    func sorted() -> [UInt64] {
+        lock.lock()
+        defer { lock.unlock() }
+        return values.sorted()
+    }
 }
 
 /// A list handed from a completion to the waiting thread.
 private final class LockedList<T>: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [T] = []
-    func set(_ v: [T]) { lock.lock(); values = v; lock.unlock() }
-    func get() -> [T] { lock.lock(); defer { lock.unlock() }; return values }
+    func set(_ v: [T]) {
+        lock.lock()
+        values = v
+        lock.unlock()
+    }
+    func get() -> [T] {
+        lock.lock()
+        defer { lock.unlock() }
+        return values
+    }
 }

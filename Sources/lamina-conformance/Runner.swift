@@ -40,7 +40,10 @@ struct ConformanceRunner: Sendable {
         let context = try await prepare()
         var rows: [Row] = []
         for probe in probes {
-            rows.append(Row(state: probe.state, name: probe.name, expected: probe.expected, got: try await self.probe(probe, context)))
+            rows.append(
+                Row(
+                    state: probe.state, name: probe.name, expected: probe.expected,
+                    got: try await self.probe(probe, context)))
         }
         return rows
     }
@@ -51,10 +54,19 @@ struct ConformanceRunner: Sendable {
         defer { Task { await channel.close() } }
         try await open(channel, to: .authenticated)
         let conversation = ConversationID.random()
-        try await command(.createConversation(CreateConversation(conversationID: conversation, participants: [other], options: ConversationOptions(isDistinct: false))), on: channel)
+        try await command(
+            .createConversation(
+                CreateConversation(
+                    conversationID: conversation, participants: [other], options: ConversationOptions(isDistinct: false)
+                )), on: channel)
         let message = MessageID.random()
-        let ack = try await command(.sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: [try MessagePart(text: "setup")])), on: channel)
-        guard let position = ack.position else { throw ConformanceFailure(description: "the setup message's ACK has no position") }
+        let ack = try await command(
+            .sendMessage(
+                SendMessage(messageID: message, conversationID: conversation, parts: [try MessagePart(text: "setup")])),
+            on: channel)
+        guard let position = ack.position else {
+            throw ConformanceFailure(description: "the setup message's ACK has no position")
+        }
         return ProbeContext(conversation: conversation, message: message, position: position, other: other)
     }
 
@@ -63,7 +75,9 @@ struct ConformanceRunner: Sendable {
         defer { Task { await channel.close() } }
         var context = base
         try await open(channel, to: probe.state, features: probe.features)
-        if probe.state == .beforeAuthentication { context.token = try tokens.token(user: user, nonce: try await nonce(on: channel)) }
+        if probe.state == .beforeAuthentication {
+            context.token = try tokens.token(user: user, nonce: try await nonce(on: channel))
+        }
         let frame = probe.frame(context)
         try await channel.send(frame)
         if probe.state == .beforeHello { return await firstAnswer(on: channel) }
@@ -108,13 +122,16 @@ struct ConformanceRunner: Sendable {
         guard let first = await receive(channel, until: deadline) else {
             return ContinuousClock.now < deadline ? .streamEnded : .error("timed out", fatal: false)
         }
-        guard case .error(let e) = first else { return .frame(first.type.name.uppercased().replacingOccurrences(of: "-", with: "_")) }
+        guard case .error(let e) = first else {
+            return .frame(first.type.name.uppercased().replacingOccurrences(of: "-", with: "_"))
+        }
         guard e.isFatal else { return .error(e.code.name, fatal: false) }
         let end = ContinuousClock.now + Self.timeout
         if let next = await receive(channel, until: end) {
             return .frame("ERROR \(e.code.name) (fatal), then \(next.type.name)")
         }
-        return ContinuousClock.now < end ? .error(e.code.name, fatal: true) : .frame("ERROR \(e.code.name) (fatal), the stream not ended")
+        return ContinuousClock.now < end
+            ? .error(e.code.name, fatal: true) : .frame("ERROR \(e.code.name) (fatal), the stream not ended")
     }
 
     /// Reads until the frame's answer: a frame carrying `id` (or, without an id, the first
@@ -165,14 +182,18 @@ struct ConformanceRunner: Sendable {
         let id = UUID()
         try await channel.send(.authenticate(Authenticate(requestID: id, identityToken: token, deviceID: UUID())))
         let frame = try await expect(channel, "AUTHENTICATED")
-        guard case .authenticated(let a) = frame, a.requestID == id else { throw ConformanceFailure(description: "expected AUTHENTICATED, got \(frame)") }
+        guard case .authenticated(let a) = frame, a.requestID == id else {
+            throw ConformanceFailure(description: "expected AUTHENTICATED, got \(frame)")
+        }
     }
 
     private func nonce(on channel: any FrameChannel) async throws -> String {
         let id = UUID()
         try await channel.send(.nonceRequest(NonceRequest(requestID: id)))
         let frame = try await expect(channel, "NONCE")
-        guard case .nonce(let n) = frame, n.requestID == id else { throw ConformanceFailure(description: "expected NONCE, got \(frame)") }
+        guard case .nonce(let n) = frame, n.requestID == id else {
+            throw ConformanceFailure(description: "expected NONCE, got \(frame)")
+        }
         return n.nonce
     }
 
@@ -192,7 +213,9 @@ struct ConformanceRunner: Sendable {
     private func expect(_ channel: any FrameChannel, _ what: String) async throws -> Frame {
         let deadline = ContinuousClock.now + Self.timeout
         while true {
-            guard let frame = await receive(channel, until: deadline) else { throw ConformanceFailure(description: "no \(what): the stream ended or timed out") }
+            guard let frame = await receive(channel, until: deadline) else {
+                throw ConformanceFailure(description: "no \(what): the stream ended or timed out")
+            }
             switch frame {
             case .change, .changeBatch: continue
             default: return frame

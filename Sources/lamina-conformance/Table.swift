@@ -13,45 +13,179 @@ enum Table {
     /// Frames only a node or a peer sends, with the outcome a client session gives them in
     /// every state after HELLO.
     static let foreign: [(String, @Sendable (ProbeContext) -> Frame, Outcome)] = [
-        ("WELCOME", { _ in .welcome(Welcome(version: 1, features: [], nodeID: NodeID(1), serverTime: Timestamp(millisecondsSince1970: 0), maxFrameSize: 16384)) }, unexpected),
-        ("NONCE", { _ in .nonce(Nonce(requestID: UUID(), nonce: "n", expiresAt: Timestamp(millisecondsSince1970: 0))) }, unexpected),
-        ("AUTHENTICATED", { _ in .authenticated(Authenticated(requestID: UUID(), sessionToken: "t", identity: Identity(userID: "x"), expiresAt: Timestamp(millisecondsSince1970: 0))) }, unexpected),
+        (
+            "WELCOME",
+            { _ in
+                .welcome(
+                    Welcome(
+                        version: 1, features: [], nodeID: NodeID(1), serverTime: Timestamp(millisecondsSince1970: 0),
+                        maxFrameSize: 16384))
+            }, unexpected
+        ),
+        (
+            "NONCE",
+            { _ in .nonce(Nonce(requestID: UUID(), nonce: "n", expiresAt: Timestamp(millisecondsSince1970: 0))) },
+            unexpected
+        ),
+        (
+            "AUTHENTICATED",
+            { _ in
+                .authenticated(
+                    Authenticated(
+                        requestID: UUID(), sessionToken: "t", identity: Identity(userID: "x"),
+                        expiresAt: Timestamp(millisecondsSince1970: 0)))
+            }, unexpected
+        ),
         ("ACK", { _ in .ack(Ack(requestID: UUID())) }, unexpected),
-        ("CHANGE", { c in .change(Change(seq: 1, event: .typing(TypingChanged(conversationID: c.conversation, user: "x", state: .started)))) }, unexpected),
-        ("CHANGE_BATCH", { c in .changeBatch(ChangeBatch(changes: [Change(seq: 1, event: .typing(TypingChanged(conversationID: c.conversation, user: "x", state: .started)))])) }, unexpected),
+        (
+            "CHANGE",
+            { c in
+                .change(
+                    Change(
+                        seq: 1,
+                        event: .typing(TypingChanged(conversationID: c.conversation, user: "x", state: .started))))
+            }, unexpected
+        ),
+        (
+            "CHANGE_BATCH",
+            { c in
+                .changeBatch(
+                    ChangeBatch(changes: [
+                        Change(
+                            seq: 1,
+                            event: .typing(TypingChanged(conversationID: c.conversation, user: "x", state: .started)))
+                    ]))
+            }, unexpected
+        ),
         ("PEER_HELLO", { _ in .peerHello(PeerHello(nodeID: NodeID(9), cluster: "c")) }, forbidden),
         ("VERSION_VECTOR", { _ in .versionVector(VersionVector()) }, forbidden),
-        ("REPLICATE", { c in .replicate(Replicate(operations: [ReplicatedOperation(origin: NodeID(9), counter: 1, hlc: c.position, event: .typing(TypingChanged(conversationID: c.conversation, user: "x", state: .started)))])) }, forbidden),
+        (
+            "REPLICATE",
+            { c in
+                .replicate(
+                    Replicate(operations: [
+                        ReplicatedOperation(
+                            origin: NodeID(9), counter: 1, hlc: c.position,
+                            event: .typing(TypingChanged(conversationID: c.conversation, user: "x", state: .started)))
+                    ]))
+            }, forbidden
+        ),
         ("PEER_ACK", { _ in .peerAck(PeerAck(vector: VersionVector())) }, forbidden),
     ]
 
     /// The commands of §6 (each with a fresh id), in an order where each still applies
     /// after the ones before it on one stream (the deletion comes last).
     static let commands: [(String, @Sendable (ProbeContext) -> Frame)] = [
-        ("CREATE_CONVERSATION", { c in .createConversation(CreateConversation(conversationID: .random(), participants: [c.other], options: ConversationOptions(isDistinct: false))) }),
-        ("ADD_PARTICIPANTS", { c in .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: c.conversation, users: ["carol"])) }),
-        ("REMOVE_PARTICIPANTS", { c in .removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: c.conversation, users: ["carol"])) }),
-        ("SET_METADATA", { c in .setMetadata(SetMetadata(requestID: UUID(), conversationID: c.conversation, keyPath: try! MetadataKeyPath(["title"]), value: .string("conformance"))) }),
-        ("DELETE_METADATA", { c in .deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: c.conversation, keyPath: try! MetadataKeyPath(["title"]))) }),
-        ("MARK_ALL_READ", { c in .markAllRead(MarkAllRead(requestID: UUID(), conversationID: c.conversation, upTo: c.position)) }),
-        ("SEND_MESSAGE", { c in .sendMessage(SendMessage(messageID: .random(), conversationID: c.conversation, parts: [try! MessagePart(text: "conformance")])) }),
-        ("MARK_READ", { c in .markRead(MarkRead(requestID: UUID(), conversationID: c.conversation, messageID: c.message)) }),
-        ("UPDATE_MESSAGE_PARTS", { c in .updateMessageParts(UpdateMessageParts(requestID: UUID(), conversationID: c.conversation, messageID: c.message, parts: [try! MessagePart(text: "setup, updated")])) }),
-        ("DELIVERY_RECEIPT", { c in .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: c.conversation, upTo: c.position)) }),
-        ("DELETE_MESSAGE", { c in .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: c.conversation, messageID: c.message, mode: .myDevices)) }),
+        (
+            "CREATE_CONVERSATION",
+            { c in
+                .createConversation(
+                    CreateConversation(
+                        conversationID: .random(), participants: [c.other],
+                        options: ConversationOptions(isDistinct: false)))
+            }
+        ),
+        (
+            "ADD_PARTICIPANTS",
+            { c in
+                .addParticipants(
+                    ParticipantsUpdate(requestID: UUID(), conversationID: c.conversation, users: ["carol"]))
+            }
+        ),
+        (
+            "REMOVE_PARTICIPANTS",
+            { c in
+                .removeParticipants(
+                    ParticipantsUpdate(requestID: UUID(), conversationID: c.conversation, users: ["carol"]))
+            }
+        ),
+        (
+            "SET_METADATA",
+            { c in
+                .setMetadata(
+                    SetMetadata(
+                        requestID: UUID(), conversationID: c.conversation, keyPath: try! MetadataKeyPath(["title"]),
+                        value: .string("conformance")))
+            }
+        ),
+        (
+            "DELETE_METADATA",
+            { c in
+                .deleteMetadata(
+                    DeleteMetadata(
+                        requestID: UUID(), conversationID: c.conversation, keyPath: try! MetadataKeyPath(["title"])))
+            }
+        ),
+        (
+            "MARK_ALL_READ",
+            { c in .markAllRead(MarkAllRead(requestID: UUID(), conversationID: c.conversation, upTo: c.position)) }
+        ),
+        (
+            "SEND_MESSAGE",
+            { c in
+                .sendMessage(
+                    SendMessage(
+                        messageID: .random(), conversationID: c.conversation,
+                        parts: [try! MessagePart(text: "conformance")]))
+            }
+        ),
+        (
+            "MARK_READ",
+            { c in .markRead(MarkRead(requestID: UUID(), conversationID: c.conversation, messageID: c.message)) }
+        ),
+        (
+            "UPDATE_MESSAGE_PARTS",
+            { c in
+                .updateMessageParts(
+                    UpdateMessageParts(
+                        requestID: UUID(), conversationID: c.conversation, messageID: c.message,
+                        parts: [try! MessagePart(text: "setup, updated")]))
+            }
+        ),
+        (
+            "DELIVERY_RECEIPT",
+            { c in
+                .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: c.conversation, upTo: c.position))
+            }
+        ),
+        (
+            "DELETE_MESSAGE",
+            { c in
+                .deleteMessage(
+                    DeleteMessage(
+                        requestID: UUID(), conversationID: c.conversation, messageID: c.message, mode: .myDevices))
+            }
+        ),
         ("SYNC", { _ in .sync(SyncRequest(requestID: UUID(), cursor: 0)) }),
-        ("FETCH_HISTORY", { c in .fetchHistory(FetchHistory(requestID: UUID(), conversationID: c.conversation, policy: .lastN(1))) }),
-        ("DELETE_CONVERSATION", { c in .deleteConversation(DeleteConversation(requestID: UUID(), conversationID: c.conversation, mode: .myDevices)) }),
+        (
+            "FETCH_HISTORY",
+            { c in .fetchHistory(FetchHistory(requestID: UUID(), conversationID: c.conversation, policy: .lastN(1))) }
+        ),
+        (
+            "DELETE_CONVERSATION",
+            { c in
+                .deleteConversation(
+                    DeleteConversation(requestID: UUID(), conversationID: c.conversation, mode: .myDevices))
+            }
+        ),
     ]
 
-    static let typing: @Sendable (ProbeContext) -> Frame = { c in .typing(Typing(conversationID: c.conversation, state: .started)) }
+    static let typing: @Sendable (ProbeContext) -> Frame = { c in
+        .typing(Typing(conversationID: c.conversation, state: .started))
+    }
 
     static func commandID(_ frame: Frame) -> UUID? { frame.commandID }
 
-    static func add(_ out: inout [Probe], _ state: SessionState, _ name: String, _ frame: @escaping @Sendable (ProbeContext) -> Frame, _ expected: Outcome,
-                    answerID: @escaping @Sendable (Frame) -> UUID? = { $0.commandID }, features: FeatureSet = .all,
-                    pipelined: (@Sendable (ProbeContext, Frame) -> Frame)? = nil) {
-        out.append(Probe(state: state, name: name, frame: frame, answerID: answerID, expected: expected, features: features, pipelined: pipelined))
+    static func add(
+        _ out: inout [Probe], _ state: SessionState, _ name: String,
+        _ frame: @escaping @Sendable (ProbeContext) -> Frame, _ expected: Outcome,
+        answerID: @escaping @Sendable (Frame) -> UUID? = { $0.commandID }, features: FeatureSet = .all,
+        pipelined: (@Sendable (ProbeContext, Frame) -> Frame)? = nil
+    ) {
+        out.append(
+            Probe(
+                state: state, name: name, frame: frame, answerID: answerID, expected: expected, features: features,
+                pipelined: pipelined))
     }
 
     static var probes: [Probe] {
@@ -59,34 +193,58 @@ enum Table {
         let none: @Sendable (Frame) -> UUID? = { _ in nil }
         let hello: @Sendable (ProbeContext) -> Frame = { _ in .hello(Hello(agent: "lamina-conformance")) }
         let nonceRequest: @Sendable (ProbeContext) -> Frame = { _ in .nonceRequest(NonceRequest(requestID: UUID())) }
-        let badToken: @Sendable (ProbeContext) -> Frame = { _ in .authenticate(Authenticate(requestID: UUID(), identityToken: "not-a-jwt", deviceID: UUID())) }
-        let resume: @Sendable (ProbeContext) -> Frame = { _ in .resumeSession(ResumeSession(requestID: UUID(), sessionToken: "no-such-session", deviceID: UUID())) }
+        let badToken: @Sendable (ProbeContext) -> Frame = { _ in
+            .authenticate(Authenticate(requestID: UUID(), identityToken: "not-a-jwt", deviceID: UUID()))
+        }
+        let resume: @Sendable (ProbeContext) -> Frame = { _ in
+            .resumeSession(ResumeSession(requestID: UUID(), sessionToken: "no-such-session", deviceID: UUID()))
+        }
         let ping: @Sendable (ProbeContext) -> Frame = { _ in .ping(Ping(payload: 7)) }
         let endSession: @Sendable (ProbeContext) -> Frame = { _ in .endSession(EndSession(requestID: UUID())) }
         let pong: @Sendable (ProbeContext) -> Frame = { _ in .pong(Ping(payload: 7)) }
-        let removePushToken: @Sendable (ProbeContext) -> Frame = { _ in .registerPushToken(RegisterPushToken(requestID: UUID(), token: nil)) }
-        let unblock: @Sendable (ProbeContext) -> Frame = { _ in .blockUser(BlockUser(requestID: UUID(), user: "conformance-nobody", blocking: false)) }
-        let error: @Sendable (ProbeContext) -> Frame = { _ in .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: false)) }
-        let fatalError: @Sendable (ProbeContext) -> Frame = { _ in .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: true)) }
+        let removePushToken: @Sendable (ProbeContext) -> Frame = { _ in
+            .registerPushToken(RegisterPushToken(requestID: UUID(), token: nil))
+        }
+        let unblock: @Sendable (ProbeContext) -> Frame = { _ in
+            .blockUser(BlockUser(requestID: UUID(), user: "conformance-nobody", blocking: false))
+        }
+        let error: @Sendable (ProbeContext) -> Frame = { _ in
+            .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: false))
+        }
+        let fatalError: @Sendable (ProbeContext) -> Frame = { _ in
+            .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: true))
+        }
 
         // Before HELLO: only HELLO; every other frame, an ERROR of either kind included, is a
         // fatal `unexpected-frame` (peer frames: `forbidden`) and the stream ends.
         add(&out, .beforeHello, "HELLO", hello, .frame("WELCOME"), answerID: none)
-        for (name, frame) in [("NONCE_REQUEST", nonceRequest), ("AUTHENTICATE", badToken), ("RESUME_SESSION", resume), ("END_SESSION", endSession), ("REGISTER_PUSH_TOKEN", removePushToken), ("BLOCK_USER", unblock), ("PING", ping), ("PONG", pong), ("ERROR", error), ("ERROR (fatal)", fatalError)] {
+        for (name, frame) in [
+            ("NONCE_REQUEST", nonceRequest), ("AUTHENTICATE", badToken), ("RESUME_SESSION", resume),
+            ("END_SESSION", endSession), ("REGISTER_PUSH_TOKEN", removePushToken), ("BLOCK_USER", unblock),
+            ("PING", ping), ("PONG", pong), ("ERROR", error), ("ERROR (fatal)", fatalError),
+        ] {
             add(&out, .beforeHello, name, frame, unexpected, answerID: none)
         }
         for (name, frame) in commands { add(&out, .beforeHello, name, frame, unexpected, answerID: none) }
         add(&out, .beforeHello, "TYPING", typing, unexpected, answerID: none)
         for (name, frame, outcome) in foreign {
-            add(&out, .beforeHello, name, frame, name.hasPrefix("PEER") || name == "VERSION_VECTOR" || name == "REPLICATE" ? forbidden : outcome, answerID: none)
+            add(
+                &out, .beforeHello, name, frame,
+                name.hasPrefix("PEER") || name == "VERSION_VECTOR" || name == "REPLICATE" ? forbidden : outcome,
+                answerID: none)
         }
 
         // Before authentication.
         add(&out, .beforeAuthentication, "HELLO", hello, unexpected, answerID: none)
         add(&out, .beforeAuthentication, "NONCE_REQUEST", nonceRequest, .frame("NONCE"))
-        add(&out, .beforeAuthentication, "AUTHENTICATE", { c in .authenticate(Authenticate(requestID: UUID(), identityToken: c.token, deviceID: UUID())) }, .frame("AUTHENTICATED"))
+        add(
+            &out, .beforeAuthentication, "AUTHENTICATE",
+            { c in .authenticate(Authenticate(requestID: UUID(), identityToken: c.token, deviceID: UUID())) },
+            .frame("AUTHENTICATED"))
         add(&out, .beforeAuthentication, "AUTHENTICATE (bad token)", badToken, .error("malformed-token", fatal: false))
-        add(&out, .beforeAuthentication, "RESUME_SESSION (unknown token)", resume, .error("session-expired", fatal: false))
+        add(
+            &out, .beforeAuthentication, "RESUME_SESSION (unknown token)", resume,
+            .error("session-expired", fatal: false))
         add(&out, .beforeAuthentication, "END_SESSION", endSession, authenticationRequired)
         add(&out, .beforeAuthentication, "REGISTER_PUSH_TOKEN", removePushToken, authenticationRequired)
         add(&out, .beforeAuthentication, "BLOCK_USER", unblock, authenticationRequired)
@@ -118,18 +276,36 @@ enum Table {
         // (SPEC §5.1): a non-fatal `forbidden`, with the frame's id (TYPING: without one).
         let notAgreed = Outcome.error("forbidden", fatal: false)
         let byName = Dictionary(uniqueKeysWithValues: commands.map { ($0.0, $0.1) })
-        add(&out, .authenticated, "TYPING (without bit 1)", typing, notAgreed, answerID: none, features: FeatureSet.all.subtracting(.typingIndicators))
-        add(&out, .authenticated, "DELIVERY_RECEIPT (without bit 2)", byName["DELIVERY_RECEIPT"]!, notAgreed, features: FeatureSet.all.subtracting(.deliveryReceipts))
-        add(&out, .authenticated, "FETCH_HISTORY (without bit 3)", byName["FETCH_HISTORY"]!, notAgreed, features: FeatureSet.all.subtracting(.historyFetch))
-        add(&out, .authenticated, "FETCH_HISTORY page-after (without bit 6)",
-            { c in .fetchHistory(FetchHistory(requestID: UUID(), conversationID: c.conversation, policy: .pageAfter(nil, count: 1))) }, notAgreed,
+        add(
+            &out, .authenticated, "TYPING (without bit 1)", typing, notAgreed, answerID: none,
+            features: FeatureSet.all.subtracting(.typingIndicators))
+        add(
+            &out, .authenticated, "DELIVERY_RECEIPT (without bit 2)", byName["DELIVERY_RECEIPT"]!, notAgreed,
+            features: FeatureSet.all.subtracting(.deliveryReceipts))
+        add(
+            &out, .authenticated, "FETCH_HISTORY (without bit 3)", byName["FETCH_HISTORY"]!, notAgreed,
+            features: FeatureSet.all.subtracting(.historyFetch))
+        add(
+            &out, .authenticated, "FETCH_HISTORY page-after (without bit 6)",
+            { c in
+                .fetchHistory(
+                    FetchHistory(requestID: UUID(), conversationID: c.conversation, policy: .pageAfter(nil, count: 1)))
+            }, notAgreed,
             features: FeatureSet.all.subtracting(.historyPaging))
-        add(&out, .authenticated, "UPDATE_MESSAGE_PARTS (without bit 5)", byName["UPDATE_MESSAGE_PARTS"]!, notAgreed, features: FeatureSet.all.subtracting(.partUpdates))
-        add(&out, .authenticated, "BLOCK_USER (without bit 8)", unblock, notAgreed, features: FeatureSet.all.subtracting(.blockLists))
+        add(
+            &out, .authenticated, "UPDATE_MESSAGE_PARTS (without bit 5)", byName["UPDATE_MESSAGE_PARTS"]!, notAgreed,
+            features: FeatureSet.all.subtracting(.partUpdates))
+        add(
+            &out, .authenticated, "BLOCK_USER (without bit 8)", unblock, notAgreed,
+            features: FeatureSet.all.subtracting(.blockLists))
 
         // Order of effects (SPEC §5.7): a read pipelined behind a write sees the write.
-        add(&out, .authenticated, "SEND_MESSAGE, FETCH_HISTORY right behind it", byName["SEND_MESSAGE"]!, .frame("ACK, the message before it"),
-            pipelined: { c, _ in .fetchHistory(FetchHistory(requestID: UUID(), conversationID: c.conversation, policy: .lastN(1))) })
+        add(
+            &out, .authenticated, "SEND_MESSAGE, FETCH_HISTORY right behind it", byName["SEND_MESSAGE"]!,
+            .frame("ACK, the message before it"),
+            pipelined: { c, _ in
+                .fetchHistory(FetchHistory(requestID: UUID(), conversationID: c.conversation, policy: .lastN(1)))
+            })
         return out
     }
 }

@@ -22,7 +22,8 @@ func option(_ name: String) -> String? {
 let user: UserID = "conformance"
 let other: UserID = "conformance-peer"
 do {
-    let settings = try ConnectionSettings(user: user.rawValue, node: option("--node"), ca: option("--ca"), nodeData: option("--node-data"), data: nil)
+    let settings = try ConnectionSettings(
+        user: user.rawValue, node: option("--node"), ca: option("--ca"), nodeData: option("--node-data"), data: nil)
     let tokens = try DevTokens(nodeDataDirectory: settings.nodeDataDirectory)
     let runner = try ConformanceRunner(settings: settings, tokens: tokens, user: user, other: other)
     let rows = try await runner.run(Table.probes)

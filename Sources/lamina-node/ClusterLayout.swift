@@ -50,7 +50,9 @@ struct ClusterLayout {
     /// The cluster CA, which clients trust: every node serves clients with its peer certificate.
     var caFile: String { Self.join(certificates, DevelopmentCluster.caFileName) }
     /// A file of the certificates folder, by the folder's path as the user wrote it.
-    func certificateFile(_ path: String) -> String { Self.join(certificates, URL(fileURLWithPath: path).lastPathComponent) }
+    func certificateFile(_ path: String) -> String {
+        Self.join(certificates, URL(fileURLWithPath: path).lastPathComponent)
+    }
     /// The dev identity key every node of the cluster shares (`serve --dev-identity`): a
     /// client's `--node-data <directory>` finds it in any node's hint.
     var devIdentity: String { Self.join(directory, LocalNode.Files.devIdentity) }
@@ -65,12 +67,15 @@ struct ClusterLayout {
 
     /// `lamina-node serve` arguments for node `index`: its listeners, its id, the cluster CA,
     /// its peer certificate, and every other node as a peer to dial.
-    func serveArguments(_ index: Int, cluster: String, certificate: String, key: String, ca: String, logLevel: String) -> [String] {
+    func serveArguments(_ index: Int, cluster: String, certificate: String, key: String, ca: String, logLevel: String)
+        -> [String]
+    {
         let me = node(index)
         var arguments = [
             "serve", "--data-dir", me.dataDirectory,
             "--listen", "\(Self.host):\(me.syncPort)", "--admin", "\(Self.host):\(me.adminPort)",
-            "--node-id", String(me.id.rawValue, radix: 16), "--peer-listen", "\(Self.host):\(me.peerPort)", "--cluster", cluster,
+            "--node-id", String(me.id.rawValue, radix: 16), "--peer-listen", "\(Self.host):\(me.peerPort)", "--cluster",
+            cluster,
             "--peer-ca", ca, "--peer-certificate", certificate, "--peer-key", key,
             "--certificate", certificate, "--key", key, "--dev-identity", devIdentity, "--log-level", logLevel,
         ]

@@ -1,8 +1,8 @@
-import LaminaProcess
 import Foundation
+import LaminaProcess
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What happens to a development cluster while it runs.
@@ -34,12 +34,15 @@ final class ClusterMember: Sendable {
     var pid: Int32 { process.processIdentifier }
 
     /// Starts `binary` with `arguments`; reports on `events`.
-    static func launch(_ node: ClusterLayout.Node, binary: String, arguments: [String],
-                       events: AsyncStream<ClusterEvent>.Continuation) throws -> ClusterMember {
+    static func launch(
+        _ node: ClusterLayout.Node, binary: String, arguments: [String],
+        events: AsyncStream<ClusterEvent>.Continuation
+    ) throws -> ClusterMember {
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
-        let stdout = Pipe(), stderr = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()

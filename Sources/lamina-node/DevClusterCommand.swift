@@ -5,7 +5,7 @@ import LaminaModel
 import LaminaNode
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `lamina-node dev-cluster`: a local cluster in one command, for newcomers and tests.
@@ -17,7 +17,8 @@ import Glibc
 struct DevCluster: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dev-cluster",
-        abstract: "Start a local cluster of N peered nodes (dev CA and certificates made on first run); Ctrl-C stops all.",
+        abstract:
+            "Start a local cluster of N peered nodes (dev CA and certificates made on first run); Ctrl-C stops all.",
         discussion: """
             Node i (1...N) has node id i, data in <directory>/node-<i>, and listens on 127.0.0.1: sync on \
             base + 10·(i−1), admin on the next port, peers on the one after (default base \(ClusterLayout.defaultBasePort): \
@@ -44,10 +45,14 @@ struct DevCluster: AsyncParsableCommand {
 
     func validate() throws {
         guard ClusterLayout.nodeCounts.contains(nodes) else {
-            throw ValidationError("--nodes must be \(ClusterLayout.nodeCounts.lowerBound)...\(ClusterLayout.nodeCounts.upperBound), not \(nodes)")
+            throw ValidationError(
+                "--nodes must be \(ClusterLayout.nodeCounts.lowerBound)...\(ClusterLayout.nodeCounts.upperBound), not \(nodes)"
+            )
         }
         let ports = ClusterLayout.basePorts(nodes: nodes)
-        guard ports.contains(basePort) else { throw ValidationError("--base-port must be \(ports.lowerBound)...\(ports.upperBound) for \(nodes) nodes") }
+        guard ports.contains(basePort) else {
+            throw ValidationError("--base-port must be \(ports.lowerBound)...\(ports.upperBound) for \(nodes) nodes")
+        }
         guard (1...600).contains(startTimeout) else { throw ValidationError("--start-timeout is 1...600 seconds") }
     }
 
@@ -57,7 +62,9 @@ struct DevCluster: AsyncParsableCommand {
         _ = try DevelopmentCluster.certificateAuthority(in: certificates)
         // Made before the nodes start, so that they do not race to create it.
         _ = try DevIdentityProvider.loadOrCreate(in: URL(fileURLWithPath: layout.devIdentity))
-        guard let binary = Bundle.main.executablePath else { throw ValidationError("cannot find this lamina-node's executable") }
+        guard let binary = Bundle.main.executablePath else {
+            throw ValidationError("cannot find this lamina-node's executable")
+        }
 
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
@@ -79,11 +86,13 @@ struct DevCluster: AsyncParsableCommand {
             let files = try DevelopmentCluster.nodeCertificate(for: node.id, in: certificates)
             // Paths under the cluster's folder as the user wrote it, so the printed command reads as the others.
             let arguments = layout.serveArguments(
-                node.index, cluster: cluster, certificate: layout.certificateFile(files.certificate), key: layout.certificateFile(files.key),
+                node.index, cluster: cluster, certificate: layout.certificateFile(files.certificate),
+                key: layout.certificateFile(files.key),
                 ca: layout.caFile, logLevel: logLevel)
             commands[node.index] = ClusterLayout.shellCommand(["swift", "run", "lamina-node"] + arguments)
             do {
-                members.append(try ClusterMember.launch(node, binary: binary, arguments: arguments, events: continuation))
+                members.append(
+                    try ClusterMember.launch(node, binary: binary, arguments: arguments, events: continuation))
             } catch {
                 await Self.stop(members, events: events)
                 throw error
@@ -106,7 +115,8 @@ struct DevCluster: AsyncParsableCommand {
                 print(Self.describe(members[index - 1], layout: layout, command: commands[index] ?? ""))
                 if serving.count == nodes {
                     timeout.cancel()
-                    print("""
+                    print(
+                        """
                         The cluster is up: \(nodes) nodes, each dialing the others (links form within seconds; \
                         GET /replication on an admin port shows them and the digest, equal on every node once converged).
                         Stop one node alone with kill <pid> (or kill -9): the others keep running; run its serve: command and it catches up.

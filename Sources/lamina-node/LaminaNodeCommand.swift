@@ -11,7 +11,7 @@ import Prometheus
 import ServiceLifecycle
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @main
@@ -31,19 +31,27 @@ struct DataOptions: ParsableArguments {
 
     @Option(
         name: .customLong("set"),
-        help: ArgumentHelp("A setting, KEY=VALUE (repeatable; keys as in the config file, e.g. limits.maxFrameSize=65536).", discussion: "`lamina-node settings` lists them, with their variables and defaults."))
+        help: ArgumentHelp(
+            "A setting, KEY=VALUE (repeatable; keys as in the config file, e.g. limits.maxFrameSize=65536).",
+            discussion: "`lamina-node settings` lists them, with their variables and defaults."))
     var settings: [String] = []
 
     @Option(name: .customLong("data-dir"), help: "Data directory (default ./.lamina).")
     var dataDirectory: String?
 
-    @Option(name: .customLong("store"), help: "The store: postgres://user[:password]@host[:port]/database for PostgreSQL (default: SQLite in the data directory).")
+    @Option(
+        name: .customLong("store"),
+        help:
+            "The store: postgres://user[:password]@host[:port]/database for PostgreSQL (default: SQLite in the data directory)."
+    )
     var store: String?
 
     func configuration() throws -> NodeServerConfiguration {
         var overrides: [(key: String, value: String)] = []
         for setting in settings {
-            guard let eq = setting.firstIndex(of: "="), eq != setting.startIndex else { throw ValidationError("--set must be KEY=VALUE, not \(setting)") }
+            guard let eq = setting.firstIndex(of: "="), eq != setting.startIndex else {
+                throw ValidationError("--set must be KEY=VALUE, not \(setting)")
+            }
             overrides.append((String(setting[..<eq]), String(setting[setting.index(after: eq)...])))
         }
         var configuration = try NodeServerConfiguration.load(
@@ -62,12 +70,15 @@ func setting(_ key: String) -> ArgumentHelp {
 
 /// Lists every setting: its config file key, variable, default and doc.
 struct Settings: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the settings: config file key, environment variable, default, what it does.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the settings: config file key, environment variable, default, what it does.")
 
     func run() throws {
         let defaults = NodeServerConfiguration()
         for setting in NodeServerConfiguration.settings {
-            print("\(setting.key)  \(setting.environmentVariable)  default: \(setting.value(in: defaults))\n    \(setting.doc)")
+            print(
+                "\(setting.key)  \(setting.environmentVariable)  default: \(setting.value(in: defaults))\n    \(setting.doc)"
+            )
         }
     }
 }
@@ -83,7 +94,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Admin listener (metrics, health), host:port (default 127.0.0.1:7444); 'off' disables it.")
     var admin: String?
 
-    @Option(help: "Event-loop threads for the network (default: one per core but one, at least one; the storage writer has a thread of its own).")
+    @Option(
+        help:
+            "Event-loop threads for the network (default: one per core but one, at least one; the storage writer has a thread of its own)."
+    )
     var eventLoops: Int?
 
     @Option(help: "TLS certificate chain (PEM); default: self-signed, created in the data directory.")
@@ -100,7 +114,10 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Do not trust the dev identity provider.")
     var noDevIdentityProvider = false
 
-    @Option(help: "The dev identity provider's key directory (made when missing; default <data-dir>/dev-identity). Nodes given the same one accept each other's development tokens.")
+    @Option(
+        help:
+            "The dev identity provider's key directory (made when missing; default <data-dir>/dev-identity). Nodes given the same one accept each other's development tokens."
+    )
     var devIdentity: String?
 
     @Option(help: setting("limits.maxFrameSize")) var maxFrameSize: Int?
@@ -112,7 +129,9 @@ struct Serve: AsyncParsableCommand {
         name: .customLong("content-dir"),
         help: ArgumentHelp(
             "Directory of the rich content files (default <data-dir>/content; config key content.directory).",
-            discussion: "Nodes sharing one PostgreSQL store must all use one shared directory (e.g. an NFS or shared volume mount), so content uploaded through one node downloads through any."))
+            discussion:
+                "Nodes sharing one PostgreSQL store must all use one shared directory (e.g. an NFS or shared volume mount), so content uploaded through one node downloads through any."
+        ))
     var contentDirectory: String?
     @Option(help: setting("content.quotaBytes")) var contentQuota: UInt64?
     @Option(help: setting("content.maxConcurrentUploadsPerUser")) var maxConcurrentUploads: Int?
@@ -122,7 +141,8 @@ struct Serve: AsyncParsableCommand {
 
     @Flag(help: setting("webhooks.allowPrivateTargets")) var allowPrivateWebhookTargets = false
     @Option(help: setting("webhooks.caFile")) var webhookCAFile: String?
-    @Option(help: "APNs: the team's .p8 signing key (PEM); with --apns-team-id and --apns-key-id.") var apnsKeyFile: String?
+    @Option(help: "APNs: the team's .p8 signing key (PEM); with --apns-team-id and --apns-key-id.") var apnsKeyFile:
+        String?
     @Option(help: "APNs: the team id (the provider token's issuer).") var apnsTeamId: String?
     @Option(help: "APNs: the signing key's id.") var apnsKeyId: String?
     @Option(help: "FCM HTTP v1: the service account's JSON key file.") var fcmServiceAccount: String?
@@ -131,7 +151,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
-    @Option(help: "This node's id, in hexadecimal: 1...ffffffffffffffff, e.g. 2a for 42 (default: made at first start and kept in the data directory).")
+    @Option(
+        help:
+            "This node's id, in hexadecimal: 1...ffffffffffffffff, e.g. 2a for 42 (default: made at first start and kept in the data directory)."
+    )
     var nodeID: String?
     @Option(help: "Peer listener address, host:port (mutual TLS, POST /v1/peer); peering is off without it.")
     var peerListen: String?
@@ -175,10 +198,16 @@ struct Serve: AsyncParsableCommand {
         if let unreferencedContentAge { configuration.content.unreferencedContentAgeSeconds = unreferencedContentAge }
         if let contentSweepInterval { configuration.content.sweepIntervalSeconds = contentSweepInterval }
         if let nodeID {
-            guard let id = UInt64(nodeID, radix: 16), id != 0 else { throw ValidationError("--node-id must be a non-zero hexadecimal number (1...ffffffffffffffff), not \(nodeID)") }
+            guard let id = UInt64(nodeID, radix: 16), id != 0 else {
+                throw ValidationError(
+                    "--node-id must be a non-zero hexadecimal number (1...ffffffffffffffff), not \(nodeID)")
+            }
             configuration.nodeID = id
         }
-        if let peerListen { (configuration.peers.host, configuration.peers.port) = try Self.parseAddress(peerListen, what: "--peer-listen") }
+        if let peerListen {
+            (configuration.peers.host, configuration.peers.port) = try Self.parseAddress(
+                peerListen, what: "--peer-listen")
+        }
         if let cluster { configuration.peers.cluster = cluster }
         if !peerURLs.isEmpty { configuration.peers.peers = peerURLs }
         if let peerCA { configuration.peers.caFile = peerCA }
@@ -187,14 +216,18 @@ struct Serve: AsyncParsableCommand {
         if allowPrivateWebhookTargets { configuration.webhooks.allowPrivateTargets = true }
         if let webhookCAFile { configuration.webhooks.caFile = webhookCAFile }
         if let apnsKeyFile {
-            guard let apnsTeamId, let apnsKeyId else { throw ValidationError("--apns-key-file needs --apns-team-id and --apns-key-id") }
+            guard let apnsTeamId, let apnsKeyId else {
+                throw ValidationError("--apns-key-file needs --apns-team-id and --apns-key-id")
+            }
             configuration.push.apns = PushSettings.APNs(teamID: apnsTeamId, keyID: apnsKeyId, keyFile: apnsKeyFile)
         }
         if let fcmServiceAccount { configuration.push.fcm = PushSettings.FCM(serviceAccountFile: fcmServiceAccount) }
         if let pushGatewayUrl { configuration.push.gateway = PushSettings.Gateway(url: pushGatewayUrl) }
         do { try configuration.validate() } catch { throw ValidationError("\(error)") }
 
-        guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw ValidationError("unknown log level \(logLevel)")
+        }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
@@ -209,10 +242,13 @@ struct Serve: AsyncParsableCommand {
         signal(SIGXFSZ, SIG_IGN)
 
         if let eventLoops, !(1...1024).contains(eventLoops) { throw ValidationError("--event-loops must be 1…1024") }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: eventLoops ?? NodeServerConfiguration.defaultEventLoops(cores: System.coreCount))
+        let group = MultiThreadedEventLoopGroup(
+            numberOfThreads: eventLoops ?? NodeServerConfiguration.defaultEventLoops(cores: System.coreCount))
         // SIGTERM or SIGINT: the group's graceful shutdown, which the node service answers by
         // stopping (GOAWAY, drain, flush); a start that fails has rolled back when run() throws.
-        let node = NodeService(configuration: configuration, group: group, logger: logger, registry: registry) { Self.printWelcome($0) }
+        let node = NodeService(configuration: configuration, group: group, logger: logger, registry: registry) {
+            Self.printWelcome($0)
+        }
         let services = ServiceGroup(services: [node], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do { try await services.run() } catch {
             try? await group.shutdownGracefully()
@@ -233,18 +269,23 @@ struct Serve: AsyncParsableCommand {
             "               e.g. curl --cacert \(prepared.certificatePath) --http2 ...",
         ]
         if let peers = server.peers {
-            lines.append("  peers:       https://\(server.configuration.peers.host):\(peers.transport.port)\(PeerService.path)  cluster '\(server.configuration.peers.cluster)', dialing \(server.configuration.peers.peers.count)")
+            lines.append(
+                "  peers:       https://\(server.configuration.peers.host):\(peers.transport.port)\(PeerService.path)  cluster '\(server.configuration.peers.cluster)', dialing \(server.configuration.peers.peers.count)"
+            )
         }
         if let admin = server.admin {
             let host = server.configuration.adminHost
             lines.append("  admin:       http://\(host):\(admin.port)/metrics  http://\(host):\(admin.port)/health")
         }
         if prepared.devIdentityProvider != nil {
-            lines.append("  identity:    dev provider '\(DevIdentityProvider.providerID)', key in \(prepared.devIdentityKeyDirectory.path)")
+            lines.append(
+                "  identity:    dev provider '\(DevIdentityProvider.providerID)', key in \(prepared.devIdentityKeyDirectory.path)"
+            )
             lines.append("  a token:     ask the node for a nonce (NONCE_REQUEST), then")
             lines.append(
                 "               lamina-node token "
-                    + (server.configuration.devIdentityDirectory.map { "--dev-identity \($0)" } ?? "--data-dir \(prepared.dataDirectory.path)")
+                    + (server.configuration.devIdentityDirectory.map { "--dev-identity \($0)" }
+                        ?? "--data-dir \(prepared.dataDirectory.path)")
                     + " --user alice --nonce <nonce>")
             lines.append("  chat:        \(Self.chatCommand(server))   (README: Try it)")
         }
@@ -296,7 +337,9 @@ struct Serve: AsyncParsableCommand {
         }
         let id = String(spec[..<eq])
         let rest = spec[spec.index(after: eq)...].split(separator: ",").map(String.init)
-        guard !id.isEmpty, let path = rest.first else { throw ValidationError("--identity-provider \(spec): id and path needed") }
+        guard !id.isEmpty, let path = rest.first else {
+            throw ValidationError("--identity-provider \(spec): id and path needed")
+        }
         let algs = rest.count > 1 ? Array(rest.dropFirst()) : ["ES256", "RS256"]
         return .init(id: id, publicKeyPath: path, algorithms: algs)
     }
@@ -310,12 +353,16 @@ struct Token: AsyncParsableCommand {
     @Option(help: "The user id (prn).") var user: String
     @Option(help: "The nonce the node sent (NONCE frame).") var nonce: String
     @Option(help: "Display name claim.") var displayName: String?
-    @Option(help: "The dev identity key directory the node was given (serve --dev-identity); default <data-dir>/dev-identity.")
+    @Option(
+        help:
+            "The dev identity key directory the node was given (serve --dev-identity); default <data-dir>/dev-identity."
+    )
     var devIdentity: String?
 
     func run() async throws {
         let configuration = try data.configuration()
-        let directory = devIdentity.map { URL(fileURLWithPath: $0) }
+        let directory =
+            devIdentity.map { URL(fileURLWithPath: $0) }
             ?? configuration.dataDirectoryURL.appendingPathComponent(NodeBootstrap.Files.devIdentity)
         guard FileManager.default.fileExists(atPath: directory.path) else {
             throw ValidationError("no dev identity key in \(directory.path): start the node once first")

@@ -23,10 +23,14 @@ var seenTypes = Set<FrameType>()
 for v in validVectors {
     let bytes = B.encoded(v.frame)
     let decoded = try Frame.decode(exactly: ByteBuffer(bytes: bytes))
-    if decoded != v.frame { print("valid/\(v.name): decodes to a different frame"); failures += 1 }
+    if decoded != v.frame {
+        print("valid/\(v.name): decodes to a different frame")
+        failures += 1
+    }
     seenTypes.insert(v.frame.type)
     let json = WireJSON.object([
-        "name": .string(v.name), "description": .string(v.description), "hex": .string(hex(bytes)), "value": v.frame.readableJSON,
+        "name": .string(v.name), "description": .string(v.description), "hex": .string(hex(bytes)),
+        "value": v.frame.readableJSON,
     ])
     try (json.serialized() + "\n").write(toFile: "\(root)/valid/\(v.name).json", atomically: true, encoding: .utf8)
 }
@@ -47,7 +51,8 @@ for v in invalidVectors {
         }
     }
     let json = WireJSON.object([
-        "name": .string(v.name), "description": .string(v.description), "hex": .string(hex(v.bytes)), "error": .string(v.error.name),
+        "name": .string(v.name), "description": .string(v.description), "hex": .string(hex(v.bytes)),
+        "error": .string(v.error.name),
     ])
     try (json.serialized() + "\n").write(toFile: "\(root)/invalid/\(v.name).json", atomically: true, encoding: .utf8)
 }
@@ -59,16 +64,22 @@ for v in skippedVectors {
     do {
         while let frame = try decoder.next() { frames.append(frame) }
         try decoder.finish()
-        if frames != v.frames { print("skipped/\(v.name): decodes to \(frames)"); failures += 1 }
+        if frames != v.frames {
+            print("skipped/\(v.name): decodes to \(frames)")
+            failures += 1
+        }
     } catch {
         print("skipped/\(v.name): fails with \(error.code.name) (\(error.reason))")
         failures += 1
     }
     let json = WireJSON.object([
-        "name": .string(v.name), "description": .string(v.description), "hex": .string(hex(v.bytes)), "frames": .array(v.frames.map(\.readableJSON)),
+        "name": .string(v.name), "description": .string(v.description), "hex": .string(hex(v.bytes)),
+        "frames": .array(v.frames.map(\.readableJSON)),
     ])
     try (json.serialized() + "\n").write(toFile: "\(root)/skipped/\(v.name).json", atomically: true, encoding: .utf8)
 }
 
-print("\(validVectors.count) valid, \(invalidVectors.count) invalid and \(skippedVectors.count) skipped vectors written to \(root); \(failures) problems")
+print(
+    "\(validVectors.count) valid, \(invalidVectors.count) invalid and \(skippedVectors.count) skipped vectors written to \(root); \(failures) problems"
+)
 exit(failures == 0 ? 0 : 1)

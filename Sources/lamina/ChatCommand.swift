@@ -6,7 +6,8 @@ import LaminaModel
 struct ChatCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chat",
-        abstract: "Chat in the terminal: pick or start a conversation, type lines to send, see messages and receipts live.",
+        abstract:
+            "Chat in the terminal: pick or start a conversation, type lines to send, see messages and receipts live.",
         discussion: """
             Commands: /list, /open N, /new bob[,carol], /help, /quit (or Ctrl-D).
             Your messages show · queued, ✓ sent, ✓✓ delivered, ✓✓ read; a status line follows each receipt.
@@ -26,7 +27,9 @@ struct ChatCommand: AsyncParsableCommand {
     var drainTimeout = 10
 
     func validate() throws {
-        guard (0...ChatLoop.maxHistory).contains(history) else { throw ValidationError("--history is 0...\(ChatLoop.maxHistory)") }
+        guard (0...ChatLoop.maxHistory).contains(history) else {
+            throw ValidationError("--history is 0...\(ChatLoop.maxHistory)")
+        }
         guard (0...600).contains(drainTimeout) else { throw ValidationError("--drain-timeout is 0...600 seconds") }
     }
 

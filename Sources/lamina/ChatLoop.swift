@@ -35,7 +35,8 @@ struct ChatLoop {
         self.drainTimeout = drainTimeout
     }
 
-    mutating func run(lines: AsyncStream<String?>, interrupts: AsyncStream<Int32>, openWith: Set<UserID>?) async throws {
+    mutating func run(lines: AsyncStream<String?>, interrupts: AsyncStream<Int32>, openWith: Set<UserID>?) async throws
+    {
         let changes = client.changes()
         let (events, event) = AsyncStream<Event>.makeStream()
         let pumps = [
@@ -46,7 +47,9 @@ struct ChatLoop {
         ]
         defer { pumps.forEach { $0.cancel() } }
 
-        Console.out("lamina chat: \(client.user) on \(session.settings.nodeURL.absoluteString), in sync. /help lists the commands.")
+        Console.out(
+            "lamina chat: \(client.user) on \(session.settings.nodeURL.absoluteString), in sync. /help lists the commands."
+        )
         if let openWith {
             try openConversation(with: openWith)
         } else {
@@ -85,9 +88,11 @@ struct ChatLoop {
         case .open(let number):
             if listed.isEmpty { try loadList() }
             guard number <= listed.count else {
-                throw CLIError(.invalidArgument, listed.isEmpty
-                    ? "there are no conversations to open: start one with /new NAME[,NAME…]"
-                    : "there is no conversation \(number): /list shows 1...\(listed.count)")
+                throw CLIError(
+                    .invalidArgument,
+                    listed.isEmpty
+                        ? "there are no conversations to open: start one with /new NAME[,NAME…]"
+                        : "there is no conversation \(number): /list shows 1...\(listed.count)")
             }
             try openConversation(listed[number - 1])
         case .new(let users):
@@ -124,7 +129,8 @@ struct ChatLoop {
         let entries = try ConversationList.load(client, limit: ConversationList.maxListed)
         listed = entries.map(\.conversation.id)
         if entries.isEmpty {
-            Console.out("No conversations yet. Start one with /new NAME[,NAME…] (e.g. /new \(example)), or wait for a message.")
+            Console.out(
+                "No conversations yet. Start one with /new NAME[,NAME…] (e.g. /new \(example)), or wait for a message.")
             return
         }
         Console.out("Your conversations (/open N to open one, /new NAME[,NAME…] to start one):")
@@ -154,7 +160,8 @@ struct ChatLoop {
             Console.out("── conversation with \(format.others(participants)) ──")
             let messages = try client.messages(in: current)
             if messages.isEmpty {
-                Console.out(stored.isSynced ? "  (no messages yet)" : "  (new: it reaches the others with your first message)")
+                Console.out(
+                    stored.isSynced ? "  (no messages yet)" : "  (new: it reaches the others with your first message)")
             } else if messages.count > history {
                 Console.out("  (\(messages.count - history) earlier messages not shown)")
             }
@@ -169,7 +176,9 @@ struct ChatLoop {
     }
 
     private func participants(of id: ConversationID) throws -> Set<UserID> {
-        do { return try client.conversation(id)?.conversation.participants ?? [client.user] } catch { throw CLIError(error) }
+        do { return try client.conversation(id)?.conversation.participants ?? [client.user] } catch {
+            throw CLIError(error)
+        }
     }
 
     // MARK: changes
@@ -182,12 +191,15 @@ struct ChatLoop {
                 let current = try client.store.currentIdentifier(of: open)
                 if current != open {
                     self.open = current
-                    Console.out("  (the node merged this conversation with the existing one of the same people; same chat)")
+                    Console.out(
+                        "  (the node merged this conversation with the existing one of the same people; same chat)")
                 }
             }
             var seen = Set<MessageID>()
             for change in batch {
-                guard case .message(let changed) = change.object, change.type != .delete, seen.insert(changed.id).inserted else { continue }
+                guard case .message(let changed) = change.object, change.type != .delete,
+                    seen.insert(changed.id).inserted
+                else { continue }
                 guard let stored = try client.message(changed.id) else { continue }
                 let message = stored.message
                 let conversation = try client.store.currentIdentifier(of: message.conversationID)
@@ -212,7 +224,8 @@ struct ChatLoop {
             // reached the node first. This side's copy was never sent: continue in theirs.
             do { try client.delete(open, mode: .myDevices) } catch { throw CLIError(error) }
             self.open = conversation
-            Console.out("  (\(Sanitizer.clip(message.sender.rawValue, 64)) started this conversation first; continuing in it)")
+            Console.out(
+                "  (\(Sanitizer.clip(message.sender.rawValue, 64)) started this conversation first; continuing in it)")
         }
         if conversation == open {
             if message.sender == client.user { tracker.track(message) }  // sent from another device
@@ -222,7 +235,9 @@ struct ChatLoop {
             // A conversation not in the last list gets the next number (the others keep theirs).
             if !listed.contains(conversation) { listed.append(conversation) }
             let number = "/open \(listed.firstIndex(of: conversation)! + 1)"
-            Console.out("  (new message from \(Sanitizer.clip(message.sender.rawValue, 64)) in the conversation with \(format.others(participants)): \"\(Sanitizer.clip(format.text(of: message), 40))\" — \(number))")
+            Console.out(
+                "  (new message from \(Sanitizer.clip(message.sender.rawValue, 64)) in the conversation with \(format.others(participants)): \"\(Sanitizer.clip(format.text(of: message), 40))\" — \(number))"
+            )
         }
     }
 
@@ -230,7 +245,9 @@ struct ChatLoop {
     /// same people as `other`, a distinct conversation from the node.
     private func replaces(_ open: ConversationID, with other: ConversationID) throws -> Bool {
         do {
-            guard let mine = try client.conversation(open), let theirs = try client.conversation(other) else { return false }
+            guard let mine = try client.conversation(open), let theirs = try client.conversation(other) else {
+                return false
+            }
             return !mine.isSynced && mine.totalMessageCount == 0 && mine.conversation.isDistinct
                 && theirs.isSynced && theirs.conversation.isDistinct
                 && mine.conversation.participants == theirs.conversation.participants

@@ -9,13 +9,23 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "The node's URL (default \(ConnectionSettings.defaultNodeURL)).")
     var node: String?
 
-    @Option(help: "The CA file to trust the node with (default: the certificate the node wrote in --node-data, tls/node-cert.pem).")
+    @Option(
+        help:
+            "The CA file to trust the node with (default: the certificate the node wrote in --node-data, tls/node-cert.pem)."
+    )
     var ca: String?
 
-    @Option(name: .customLong("node-data"), help: "The node's data directory, holding its dev identity key (default \(ConnectionSettings.defaultNodeDataDirectory)).")
+    @Option(
+        name: .customLong("node-data"),
+        help:
+            "The node's data directory, holding its dev identity key (default \(ConnectionSettings.defaultNodeDataDirectory))."
+    )
     var nodeData: String?
 
-    @Option(help: "The client's data directory: one local store per user inside (default \(ConnectionSettings.defaultClientDataDirectory)).")
+    @Option(
+        help:
+            "The client's data directory: one local store per user inside (default \(ConnectionSettings.defaultClientDataDirectory))."
+    )
     var data: String?
 
     @Flag(help: "Print the sync engine's events (connection states, reconnects) on standard error.")

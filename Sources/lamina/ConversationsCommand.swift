@@ -18,7 +18,9 @@ struct ConversationsCommand: AsyncParsableCommand {
                 let format = MessageFormat(localUser: session.client.user)
                 let entries = try ConversationList.load(session.client, limit: limit)
                 if entries.isEmpty {
-                    Console.err("\(session.client.user) has no conversations yet; start one: lamina send --user \(session.client.user) --to bob \"hi\"")
+                    Console.err(
+                        "\(session.client.user) has no conversations yet; start one: lamina send --user \(session.client.user) --to bob \"hi\""
+                    )
                 }
                 for (index, entry) in entries.enumerated() {
                     Console.out(format.listing(entry, number: index + 1))

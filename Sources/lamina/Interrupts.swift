@@ -1,7 +1,7 @@
 import Dispatch
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// SIGINT (Ctrl-C) and SIGTERM as an async stream, so a long-running command can close

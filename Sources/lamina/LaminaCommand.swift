@@ -15,5 +15,7 @@ struct LaminaCommand: AsyncParsableCommand {
               lamina tail --user bob
               lamina conversations --user bob
             """,
-        subcommands: [TokenCommand.self, ConversationsCommand.self, SendCommand.self, TailCommand.self, ChatCommand.self])
+        subcommands: [
+            TokenCommand.self, ConversationsCommand.self, SendCommand.self, TailCommand.self, ChatCommand.self,
+        ])
 }

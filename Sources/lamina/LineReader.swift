@@ -10,7 +10,9 @@ enum LineReader {
         let (stream, continuation) = AsyncStream<String?>.makeStream()
         Thread.detachNewThread {
             while let line = readLine(strippingNewline: true) {
-                continuation.yield(line.utf8.count <= maxLineBytes ? line : String(decoding: line.utf8.prefix(maxLineBytes), as: UTF8.self))
+                continuation.yield(
+                    line.utf8.count <= maxLineBytes
+                        ? line : String(decoding: line.utf8.prefix(maxLineBytes), as: UTF8.self))
             }
             continuation.yield(nil)
             continuation.finish()

@@ -8,7 +8,9 @@ struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
         abstract: "Send a message (text and/or a file) and wait until the node has it; prints the message id.",
-        discussion: "With --to, the message goes to the distinct conversation of you and those users (created if new). A file over 2 KiB is uploaded as rich content first (up to 2 GiB).")
+        discussion:
+            "With --to, the message goes to the distinct conversation of you and those users (created if new). A file over 2 KiB is uploaded as rich content first (up to 2 GiB)."
+    )
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -34,7 +36,8 @@ struct SendCommand: AsyncParsableCommand {
         guard !text.isEmpty || file != nil else { throw ValidationError("give the message text, a --file, or both") }
         guard mime == nil || file != nil else { throw ValidationError("--mime describes a --file") }
         guard (to == nil) != (conversation == nil) else {
-            throw ValidationError("name the recipients with --to bob[,carol] or a conversation with --conversation ID (one of them)")
+            throw ValidationError(
+                "name the recipients with --to bob[,carol] or a conversation with --conversation ID (one of them)")
         }
         guard (1...3_600).contains(timeout) else { throw ValidationError("--timeout is 1...3600 seconds") }
     }
@@ -55,7 +58,9 @@ struct SendCommand: AsyncParsableCommand {
                 let client = session.client
                 var parts = parts
                 if let file {
-                    do throws(ClientError) { parts.append(try FilePart.part(path: file, mimeType: mime, staging: client.staging)) } catch { throw CLIError(error) }
+                    do throws(ClientError) {
+                        parts.append(try FilePart.part(path: file, mimeType: mime, staging: client.staging))
+                    } catch { throw CLIError(error) }
                 }
                 let target: StoredConversation
                 do {
@@ -67,19 +72,28 @@ struct SendCommand: AsyncParsableCommand {
                     let draft = try client.newMessage(parts: parts)
                     try client.send(draft, in: target.id)
                     let conversationID = target.id
-                    let outcome = try await Waiting.until(client, timeout: .seconds(timeout)) { () throws(ClientError) -> Bool in
+                    let outcome = try await Waiting.until(client, timeout: .seconds(timeout)) {
+                        () throws(ClientError) -> Bool in
                         if try client.isSent(draft.id) { return true }
                         if try client.sendFailure(of: draft.id) != nil { return true }
                         return try client.store.failure(for: conversationID.uuid) != nil
                     }
-                    if let failure = try client.sendFailure(of: draft.id) ?? client.store.failure(for: conversationID.uuid) {
-                        throw CLIError(.sendFailed, "the node refused the message: \(failure.reason) (code \(failure.code))")
+                    if let failure = try client.sendFailure(of: draft.id)
+                        ?? client.store.failure(for: conversationID.uuid)
+                    {
+                        throw CLIError(
+                            .sendFailed, "the node refused the message: \(failure.reason) (code \(failure.code))")
                     }
                     guard outcome else {
-                        throw CLIError(.timedOut, "the node did not accept the message within \(timeout) s; it stays queued and goes out the next time \(client.user) connects")
+                        throw CLIError(
+                            .timedOut,
+                            "the node did not accept the message within \(timeout) s; it stays queued and goes out the next time \(client.user) connects"
+                        )
                     }
                     let current = try client.store.currentIdentifier(of: conversationID)
-                    Console.err("sent to \(MessageFormat(localUser: client.user).others(target.conversation.participants)) in \(current)")
+                    Console.err(
+                        "sent to \(MessageFormat(localUser: client.user).others(target.conversation.participants)) in \(current)"
+                    )
                     Console.out(draft.id.description)
                 } catch let error as ClientError {
                     throw CLIError(error)

@@ -8,7 +8,8 @@ struct TailCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tail",
         abstract: "Print incoming messages as they arrive (from the SDK's change stream) until Ctrl-C.",
-        discussion: "Unread messages that reach this device during the first sync (sent while you were away) are printed too.")
+        discussion:
+            "Unread messages that reach this device during the first sync (sent while you were away) are printed too.")
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -27,7 +28,10 @@ struct TailCommand: AsyncParsableCommand {
             let changes = client.changes()  // before connecting: the first sync's messages are seen
             let (events, event) = AsyncStream<TailPrinter.Event>.makeStream()
             let pumps = [
-                Task { for await batch in changes { event.yield(.changes(batch)) }; event.yield(.ended) },
+                Task {
+                    for await batch in changes { event.yield(.changes(batch)) }
+                    event.yield(.ended)
+                },
                 Task { for await notice in session.notices { event.yield(.notice(notice)) } },
             ]
             defer { pumps.forEach { $0.cancel() } }
@@ -42,14 +46,21 @@ struct TailCommand: AsyncParsableCommand {
             let interrupts = Interrupts.stream()
             let watcher = Task { for await _ in interrupts { event.yield(.interrupted) } }
             defer { watcher.cancel() }
-            Console.err("tailing \(client.user)'s incoming messages\(filter.map { " in \($0)" } ?? "") — Ctrl-C to stop")
+            Console.err(
+                "tailing \(client.user)'s incoming messages\(filter.map { " in \($0)" } ?? "") — Ctrl-C to stop")
             var failure: CLIError?
             loop: for await next in events {
                 switch next {
                 case .changes(let batch):
-                    do throws(CLIError) { try tail.show(batch) } catch { failure = error; break loop }
+                    do throws(CLIError) { try tail.show(batch) } catch {
+                        failure = error
+                        break loop
+                    }
                 case .notice(let notice):
-                    if case .stopped(let error) = notice { failure = error; break loop }
+                    if case .stopped(let error) = notice {
+                        failure = error
+                        break loop
+                    }
                     Console.err(notice.text)
                 case .interrupted, .ended:
                     break loop
@@ -79,14 +90,19 @@ struct TailPrinter {
     func show(_ batch: [ObjectChange]) throws(CLIError) {
         let format = MessageFormat(localUser: client.user)
         for change in batch {
-            guard change.type == .create, case .message(let created) = change.object, created.sender != client.user else { continue }
+            guard change.type == .create, case .message(let created) = change.object, created.sender != client.user
+            else { continue }
             do {
                 // Unread only: a fresh store's first sync brings the whole history.
                 guard let stored = try client.message(created.id), stored.isUnread else { continue }
                 let conversationID = try client.store.currentIdentifier(of: stored.message.conversationID)
                 if let filter, try client.store.currentIdentifier(of: filter) != conversationID { continue }
-                let participants = try client.conversation(conversationID)?.conversation.participants ?? [stored.message.sender, client.user]
-                Console.out("(\(format.others(participants))) \(format.line(stored.message, participants: participants))")
+                let participants =
+                    try client.conversation(conversationID)?.conversation.participants ?? [
+                        stored.message.sender, client.user,
+                    ]
+                Console.out(
+                    "(\(format.others(participants))) \(format.line(stored.message, participants: participants))")
                 if markRead { try client.markAsRead(stored.id) }
             } catch {
                 throw CLIError(error)

@@ -25,7 +25,11 @@ struct TokenCommand: AsyncParsableCommand {
     @Option(help: "The CA file to trust the node with, to ask for a nonce (default: tls/node-cert.pem in --node-data).")
     var ca: String?
 
-    @Option(name: .customLong("node-data"), help: "The node's data directory, holding its dev identity key (default \(ConnectionSettings.defaultNodeDataDirectory)).")
+    @Option(
+        name: .customLong("node-data"),
+        help:
+            "The node's data directory, holding its dev identity key (default \(ConnectionSettings.defaultNodeDataDirectory))."
+    )
     var nodeData: String?
 
     func run() async throws {
@@ -37,7 +41,8 @@ struct TokenCommand: AsyncParsableCommand {
             if let given = self.nonce {
                 nonce = given
             } else {
-                let settings = try ConnectionSettings(user: user.rawValue, node: node, ca: ca, nodeData: nodeData.path, data: nil)
+                let settings = try ConnectionSettings(
+                    user: user.rawValue, node: node, ca: ca, nodeData: nodeData.path, data: nil)
                 let issued = try await NonceRequester.nonce(settings: settings)
                 Console.err("nonce: \(issued.nonce) (from \(settings.nodeURL.absoluteString))")
                 nonce = issued.nonce

@@ -13,8 +13,12 @@ import Testing
             let verifier = IdentityTokenVerifier(providers: [node.dev.provider], maxClockSkew: .seconds(60))
 
             // With a nonce: offline signing with the node's key.
-            let given = try await CLIProcess.run("token", ["token", "--user", "alice", "--nonce", "n-123",
-                                                           "--node-data", node.server.prepared.dataDirectory.path], in: node.workDirectory)
+            let given = try await CLIProcess.run(
+                "token",
+                [
+                    "token", "--user", "alice", "--nonce", "n-123",
+                    "--node-data", node.server.prepared.dataDirectory.path,
+                ], in: node.workDirectory)
             #expect(given.status == 0, "\(given.stderr)")
             let claims = try verifier.verify(given.stdout.trimmingCharacters(in: .whitespacesAndNewlines), now: .now())
             #expect(claims.identity.userID == "alice")
@@ -65,11 +69,14 @@ import Testing
             #expect(listed.stdout.contains("] alice: hello from alice"), "\(listed.stdout)")
 
             // Sending again with --conversation lands in the same conversation.
-            let conversation = try #require(listed.stdout.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
+            let conversation = try #require(
+                listed.stdout.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
             let again = try await node.run("send", "alice", ["--conversation", conversation, "second"])
             #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
             let relisted = try await node.run("conversations", "bob")
-            #expect(relisted.stdout.contains("\(conversation)\n   participants: alice, bob   unread: 2   messages: 2"), "\(relisted.stdout)")
+            #expect(
+                relisted.stdout.contains("\(conversation)\n   participants: alice, bob   unread: 2   messages: 2"),
+                "\(relisted.stdout)")
             #expect(relisted.stdout.contains("] alice: second"))
         }
     }
@@ -109,7 +116,8 @@ import Testing
             #expect(carol.status == 0, "\(carol.stdout)\(carol.stderr)")
             #expect(carol.stdout.contains("carol: group hello  · queued"))
             #expect(carol.stdout.hasSuffix("bye\n"))
-            try await alice.waitFor("(new message from carol in the conversation with bob, carol: \"group hello\" — /open 1)")
+            try await alice.waitFor(
+                "(new message from carol in the conversation with bob, carol: \"group hello\" — /open 1)")
 
             bob.write("/quit\n")
             #expect(try await bob.exit() == 0)
@@ -126,7 +134,8 @@ import Testing
             defer { bob.stop() }
             try await bob.waitFor("(new: it reaches the others with your first message)")
 
-            let alice = try await node.run("chat", "alice", ["--with", "bob"], stdin: "first from alice\nsecond from alice\n")
+            let alice = try await node.run(
+                "chat", "alice", ["--with", "bob"], stdin: "first from alice\nsecond from alice\n")
             #expect(alice.status == 0, "\(alice.stdout)\(alice.stderr)")
 
             try await bob.waitFor("(alice started this conversation first; continuing in it)")
@@ -174,16 +183,25 @@ import Testing
 
             // Nothing listens on a port just closed.
             let closed = try await Self.closedPort()
-            let unreachable = try await CLIProcess.run("unreachable", ["conversations", "--user", "alice", "--node", "https://127.0.0.1:\(closed)",
-                                                                        "--node-data", node.server.prepared.dataDirectory.path], in: node.workDirectory)
+            let unreachable = try await CLIProcess.run(
+                "unreachable",
+                [
+                    "conversations", "--user", "alice", "--node", "https://127.0.0.1:\(closed)",
+                    "--node-data", node.server.prepared.dataDirectory.path,
+                ], in: node.workDirectory)
             #expect(unreachable.status == 1)
-            #expect(unreachable.stderr.hasPrefix("lamina: error [node-unreachable]: cannot reach the node at https://127.0.0.1:\(closed)"), "\(unreachable.stderr)")
+            #expect(
+                unreachable.stderr.hasPrefix(
+                    "lamina: error [node-unreachable]: cannot reach the node at https://127.0.0.1:\(closed)"),
+                "\(unreachable.stderr)")
 
             let tooLong = try await node.run("send", "alice", ["--to", "bob", String(repeating: "x", count: 2_049)])
             #expect(tooLong.status == 1)
             #expect(tooLong.stderr.hasPrefix("lamina: error [inline-too-large]: "), "\(tooLong.stderr)")
 
-            let noKey = try await CLIProcess.run("no-key", ["token", "--user", "alice", "--nonce", "x", "--node-data", node.workDirectory.path], in: node.workDirectory)
+            let noKey = try await CLIProcess.run(
+                "no-key", ["token", "--user", "alice", "--nonce", "x", "--node-data", node.workDirectory.path],
+                in: node.workDirectory)
             #expect(noKey.status == 1)
             #expect(noKey.stderr.hasPrefix("lamina: error [dev-key-missing]: "), "\(noKey.stderr)")
         }
@@ -207,7 +225,9 @@ import Testing
             #expect(listed.status == 0, "\(listed.stderr)")
             let again = try await node.run("send", "alice", ["--to", "bob", "after the reset"])
             #expect(again.status == 1)
-            #expect(again.stderr.contains("the node refused the message: no conversation lamina:///conversations/"), "\(again.stderr)")
+            #expect(
+                again.stderr.contains("the node refused the message: no conversation lamina:///conversations/"),
+                "\(again.stderr)")
         }
     }
 
@@ -215,12 +235,18 @@ import Testing
         try await CLITestNode.with("auth-a") { node in
             try await CLITestNode.with("auth-b") { other in
                 // Node A's URL and certificate, node B's dev key.
-                let refused = try await CLIProcess.run("wrong-key", [
-                    "conversations", "--user", "alice", "--node", node.server.url, "--ca", node.server.prepared.certificatePath,
-                    "--node-data", other.server.prepared.dataDirectory.path,
-                ] + CLITestNode.timeout("conversations"), in: node.workDirectory)
+                let refused = try await CLIProcess.run(
+                    "wrong-key",
+                    [
+                        "conversations", "--user", "alice", "--node", node.server.url, "--ca",
+                        node.server.prepared.certificatePath,
+                        "--node-data", other.server.prepared.dataDirectory.path,
+                    ] + CLITestNode.timeout("conversations"), in: node.workDirectory)
                 #expect(refused.status == 1)
-                #expect(refused.stderr.hasPrefix("lamina: error [authentication-failed]: the node refused alice's session: "), "\(refused.stderr)")
+                #expect(
+                    refused.stderr.hasPrefix(
+                        "lamina: error [authentication-failed]: the node refused alice's session: "),
+                    "\(refused.stderr)")
                 #expect(refused.stderr.contains("--node-data"))
             }
         }
@@ -236,7 +262,10 @@ import Testing
 
             let second = try await node.run("conversations", "bob")
             #expect(second.status == 1)
-            #expect(second.stderr.hasPrefix("lamina: error [store-in-use]: bob's local store is in use by another lamina process (pid \(chat.process.processIdentifier))"), "\(second.stderr)")
+            #expect(
+                second.stderr.hasPrefix(
+                    "lamina: error [store-in-use]: bob's local store is in use by another lamina process (pid \(chat.process.processIdentifier))"
+                ), "\(second.stderr)")
 
             // Another data directory is another device of bob's: it syncs on its own.
             let device = try await node.run("conversations", "bob", ["--data", "./second-device"])
@@ -261,7 +290,9 @@ import Testing
             try await node.restart()
             try await alice.waitFor("(back online, in sync)")
             try await alice.waitFor("[✓ sent] typed while the node is down")
-            #expect(alice.stdout.components(separatedBy: "(offline: ").count == 2, "one offline line per outage\n\(alice.stdout)")
+            #expect(
+                alice.stdout.components(separatedBy: "(offline: ").count == 2,
+                "one offline line per outage\n\(alice.stdout)")
             alice.closeInput()
             #expect(try await alice.exit() == 0)
 
@@ -272,7 +303,9 @@ import Testing
 
     /// A loopback port with nothing listening (bound, then closed).
     static func closedPort() async throws -> Int {
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(
+            host: "127.0.0.1", port: 0
+        ).get()
         let port = channel.localAddress!.port!
         try await channel.close()
         return port

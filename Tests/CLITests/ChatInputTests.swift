@@ -15,8 +15,10 @@ import Testing
     }
 
     @Test func badCommandsAreErrorsThatSayWhatToType() {
-        for (line, hint) in [("/open", "/open 1"), ("/open zero", "/open 1"), ("/open 0", "/open 1"),
-                             ("/new", "/new bob"), ("/frobnicate", "/help")] {
+        for (line, hint) in [
+            ("/open", "/open 1"), ("/open zero", "/open 1"), ("/open 0", "/open 1"),
+            ("/new", "/new bob"), ("/frobnicate", "/help"),
+        ] {
             let error = #expect(throws: CLIError.self) { try ChatInput.parse(line) }
             #expect(error?.code == .invalidArgument)
             #expect(error?.reason.contains(hint) == true, "\(line): \(error?.reason ?? "")")
@@ -26,9 +28,13 @@ import Testing
     }
 
     @Test func aLineOverTheInlineLimitIsRefused() throws {
-        let error = #expect(throws: CLIError.self) { try ChatInput.parse(String(repeating: "x", count: ChatInput.maxLineBytes + 1)) }
+        let error = #expect(throws: CLIError.self) {
+            try ChatInput.parse(String(repeating: "x", count: ChatInput.maxLineBytes + 1))
+        }
         #expect(error?.code == .invalidArgument)
-        #expect(try ChatInput.parse(String(repeating: "x", count: ChatInput.maxLineBytes)) == .message(String(repeating: "x", count: ChatInput.maxLineBytes)))
+        #expect(
+            try ChatInput.parse(String(repeating: "x", count: ChatInput.maxLineBytes))
+                == .message(String(repeating: "x", count: ChatInput.maxLineBytes)))
     }
 
     @Test func userListsAreValidatedAndBounded() throws {

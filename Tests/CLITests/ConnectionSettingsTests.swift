@@ -5,7 +5,8 @@ import Testing
 
 @Suite struct ConnectionSettingsTests {
     static func directory() -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-cli-settings-\(UUID().uuidString.prefix(8))")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lamina-cli-settings-\(UUID().uuidString.prefix(8))")
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
@@ -15,11 +16,13 @@ import Testing
         let cert = cwd.appendingPathComponent(".lamina").appendingPathComponent(NodeBootstrap.Files.certificate)
         try FileManager.default.createDirectory(at: cert.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data("x".utf8).write(to: cert)
-        let settings = try ConnectionSettings(user: "alice", node: nil, ca: nil, nodeData: nil, data: nil, currentDirectory: cwd)
+        let settings = try ConnectionSettings(
+            user: "alice", node: nil, ca: nil, nodeData: nil, data: nil, currentDirectory: cwd)
         #expect(settings.nodeURL.absoluteString == "https://127.0.0.1:7443")
         #expect(settings.caFile.path == cert.standardizedFileURL.path)
         #expect(settings.nodeDataDirectory.path == cwd.appendingPathComponent(".lamina").standardizedFileURL.path)
-        #expect(settings.clientDataDirectory.path == cwd.appendingPathComponent(".lamina-client").standardizedFileURL.path)
+        #expect(
+            settings.clientDataDirectory.path == cwd.appendingPathComponent(".lamina-client").standardizedFileURL.path)
         #expect(settings.user == "alice")
     }
 
@@ -35,7 +38,8 @@ import Testing
         }
         #expect(badUser?.code == .invalidUserID)
         let badURL = #expect(throws: CLIError.self) {
-            try ConnectionSettings(user: "alice", node: "http://127.0.0.1:7443", ca: nil, nodeData: nil, data: nil, currentDirectory: cwd)
+            try ConnectionSettings(
+                user: "alice", node: "http://127.0.0.1:7443", ca: nil, nodeData: nil, data: nil, currentDirectory: cwd)
         }
         #expect(badURL?.code == .invalidArgument)
     }
@@ -44,6 +48,7 @@ import Testing
         let dir = Self.directory()
         let error = #expect(throws: CLIError.self) { try DevTokens(nodeDataDirectory: dir) }
         #expect(error?.code == .devKeyMissing)
-        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent(NodeBootstrap.Files.devIdentity).path))
+        #expect(
+            !FileManager.default.fileExists(atPath: dir.appendingPathComponent(NodeBootstrap.Files.devIdentity).path))
     }
 }

@@ -10,7 +10,8 @@ import Testing
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // Its own scratch path: no lock on the .build of the `swift test` that runs this.
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-dump-package-\(UUID().uuidString)")
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lamina-dump-package-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
         process.arguments = ["swift", "package", "--scratch-path", scratch.path, "dump-package"]
         process.currentDirectoryURL = CLIProcess.packageRoot
@@ -53,12 +54,17 @@ import Testing
             let linked = Self.closure(of: client, in: graph)
             #expect(!linked.contains("LaminaNode"), "\(client) links LaminaNode through \(linked.sorted())")
             // It does reach the SDK and the shared dev-identity module (the graph was read).
-            #expect(linked.isSuperset(of: ["LaminaClient", "LaminaLocalNode", "LaminaTransport"]), "\(client): \(linked.sorted())")
+            #expect(
+                linked.isSuperset(of: ["LaminaClient", "LaminaLocalNode", "LaminaTransport"]),
+                "\(client): \(linked.sorted())")
         }
         // The node executable does link it: the walk finds what is there.
         #expect(Self.closure(of: "lamina-node", in: graph).isSuperset(of: ["LaminaNode", "LaminaLocalNode"]))
         // The shared module stays small: no node, no SDK, no storage.
-        #expect(Self.closure(of: "LaminaLocalNode", in: graph) == ["LaminaModel", "LaminaTransport", "COpenSSL", "CNghttp2"])
+        #expect(
+            Self.closure(of: "LaminaLocalNode", in: graph) == [
+                "LaminaModel", "LaminaTransport", "COpenSSL", "CNghttp2",
+            ])
     }
 
     /// Model ← Wire, Merge ← Store ← Node: the store knows nothing of the node, its transport

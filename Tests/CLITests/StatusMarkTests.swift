@@ -8,9 +8,10 @@ import Testing
     static let carol: UserID = "carol"
 
     static func message(sent: Bool, _ statuses: [UserID: RecipientStatus]) throws -> Message {
-        Message(conversationID: .random(), sender: alice, parts: [try MessagePart(text: "hi")],
-                position: sent ? HLCTimestamp(physical: 1, logical: 0, node: NodeID(1)) : nil,
-                recipientStatus: statuses)
+        Message(
+            conversationID: .random(), sender: alice, parts: [try MessagePart(text: "hi")],
+            position: sent ? HLCTimestamp(physical: 1, logical: 0, node: NodeID(1)) : nil,
+            recipientStatus: statuses)
     }
 
     @Test func aMessageTheNodeHasNotAcceptedIsQueuedWhateverItsStatuses() throws {
@@ -50,8 +51,12 @@ import Testing
 
     @Test func untrackedMessagesReportNothingAndTheOldestAreForgottenPastCapacity() throws {
         var tracker = StatusTracker(capacity: 2)
-        let a = try Self.message(sent: false, [:]), b = try Self.message(sent: false, [:]), c = try Self.message(sent: false, [:])
-        tracker.track(a); tracker.track(b); tracker.track(c)
+        let a = try Self.message(sent: false, [:])
+        let b = try Self.message(sent: false, [:])
+        let c = try Self.message(sent: false, [:])
+        tracker.track(a)
+        tracker.track(b)
+        tracker.track(c)
         #expect(!tracker.isTracked(a.id))
         #expect(tracker.isTracked(b.id) && tracker.isTracked(c.id))
         var sentA = a

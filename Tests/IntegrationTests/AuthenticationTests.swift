@@ -56,14 +56,18 @@ import Testing
         #expect(earlyError.code == .authenticationRequired)
         await early.close()
 
-        #expect(try await Self.refusal(node) { _ in try dev.mintToken(user: user, nonce: "never-issued") } == .unknownNonce)
+        #expect(
+            try await Self.refusal(node) { _ in try dev.mintToken(user: user, nonce: "never-issued") } == .unknownNonce)
         #expect(try await Self.refusal(node) { _ in "not-a-jwt" } == .malformedToken)
         #expect(
-            try await Self.refusal(node) { nonce in try dev.mintToken(user: user, nonce: nonce, lifetime: .seconds(-3600)) }
+            try await Self.refusal(node) { nonce in
+                try dev.mintToken(user: user, nonce: nonce, lifetime: .seconds(-3600))
+            }
                 == .tokenExpired)
 
         let otherKey = try DevIdentityProvider.loadOrCreate(in: Fixtures.temporaryDirectory("other-dev-key"))
-        #expect(try await Self.refusal(node) { nonce in try otherKey.mintToken(user: user, nonce: nonce) } == .badSignature)
+        #expect(
+            try await Self.refusal(node) { nonce in try otherKey.mintToken(user: user, nonce: nonce) } == .badSignature)
 
         #expect(
             try await Self.refusal(node) { nonce in
@@ -96,7 +100,8 @@ import Testing
         let node = try await TestNode.start("authz")
         let alice = try await node.session(MessagingTests.alice, device: UUID())
         let carol = try await node.session(MessagingTests.carol, device: UUID())
-        let conversation = try await MessagingTests.conversation(alice, with: [MessagingTests.alice, MessagingTests.bob])
+        let conversation = try await MessagingTests.conversation(
+            alice, with: [MessagingTests.alice, MessagingTests.bob])
         _ = try await MessagingTests.send(alice, conversation, "private")
 
         do {
@@ -110,7 +115,8 @@ import Testing
         // Bob is removed; what follows does not reach him.
         let removal = UUID()
         try await alice.command(
-            .removeParticipants(ParticipantsUpdate(requestID: removal, conversationID: conversation, users: [MessagingTests.bob])),
+            .removeParticipants(
+                ParticipantsUpdate(requestID: removal, conversationID: conversation, users: [MessagingTests.bob])),
             id: removal)
         let (after, _) = try await MessagingTests.send(alice, conversation, "after bob left")
         let bob = try await node.session(MessagingTests.bob, device: UUID())

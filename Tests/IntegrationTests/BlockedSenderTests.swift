@@ -9,12 +9,17 @@ import Testing
 /// unread counts (per conversation on the device, and the badge's totals) leave them out; the
 /// counts move as soon as the block list changes.
 @Suite struct BlockedSenderTests {
-    static func send(_ api: CurlAPI, _ conversation: String, from user: String, _ text: String) async throws -> MessageID {
-        let sent = try await api.request("POST", "/conversations/\(conversation)/messages", json: """
-            {"sender_id":"layer:///identities/\(user)","parts":[{"body":"\(text)","mime_type":"text/plain"}]}
-            """)
+    static func send(_ api: CurlAPI, _ conversation: String, from user: String, _ text: String) async throws
+        -> MessageID
+    {
+        let sent = try await api.request(
+            "POST", "/conversations/\(conversation)/messages",
+            json: """
+                {"sender_id":"layer:///identities/\(user)","parts":[{"body":"\(text)","mime_type":"text/plain"}]}
+                """)
         #expect(sent.status == 201, "\(sent.body)")
-        return MessageID(uuid: try #require(UUID(uuidString: PartUpdateTests.uuid(sent.object["id"], after: "layer:///messages/"))))
+        return MessageID(
+            uuid: try #require(UUID(uuidString: PartUpdateTests.uuid(sent.object["id"], after: "layer:///messages/"))))
     }
 
     static func bodies(_ response: CurlAPI.Response) -> [String] {
@@ -26,7 +31,8 @@ import Testing
         let alice = try ClientHarness.device("alice", on: node)
         _ = try await ClientHarness.connectLive(alice, on: node)
         let api = CurlAPI(node.server, http: .http1)
-        let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob","carol"]}"#)
+        let created = try await api.request(
+            "POST", "/conversations", json: #"{"participants":["alice","bob","carol"]}"#)
         let conversation = ServerAPITests.conversationUUID(created.object)
         let conversationID = ConversationID(uuid: try #require(UUID(uuidString: conversation)))
         _ = try await Self.send(api, conversation, from: "bob", "bob 1")
@@ -47,7 +53,9 @@ import Testing
             }
         } catch {
             let c = try alice.conversation(conversationID)
-            Issue.record("alice's counts: unread \(c?.totalNumberOfUnreadMessages ?? -1), total \(c?.totalNumberOfMessages ?? -1)")
+            Issue.record(
+                "alice's counts: unread \(c?.totalNumberOfUnreadMessages ?? -1), total \(c?.totalNumberOfMessages ?? -1)"
+            )
             throw error
         }
         // The SDK's user totals are the node's counts: carol's message, in one conversation.
@@ -62,7 +70,9 @@ import Testing
         let asSystem = try await api.request("GET", "/conversations/\(conversation)/messages")
         #expect(Self.bodies(asSystem) == ["bob 3", "carol 1", "bob 2", "bob 1"], "\(asSystem.body)")
         let badge = try await api.request("GET", "/users/alice/badge")
-        #expect(badge.object["unread_message_count"] as? Int == 1 && badge.object["unread_conversation_count"] as? Int == 1, "\(badge.body)")
+        #expect(
+            badge.object["unread_message_count"] as? Int == 1 && badge.object["unread_conversation_count"] as? Int == 1,
+            "\(badge.body)")
         let carolsBadge = try await api.request("GET", "/users/carol/badge")
         #expect(carolsBadge.object["unread_message_count"] as? Int == 3, "\(carolsBadge.body)")
 

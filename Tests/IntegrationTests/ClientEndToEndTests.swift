@@ -62,7 +62,9 @@ struct ClientWaitTimeout: Error, CustomStringConvertible {
         try await Self.connect(bob, on: node)
 
         // Offline: the conversation and three messages wait in Alice's outbox.
-        let conversation = try alice.newConversation(participants: [Self.bob], options: ConversationOptions(isDistinct: false)).id
+        let conversation = try alice.newConversation(
+            participants: [Self.bob], options: ConversationOptions(isDistinct: false)
+        ).id
         let sent: [MessageID] = try ["one", "two", "three"].map { text in
             try alice.send(alice.newMessage(parts: [MessagePart.with(text: text)]), in: conversation).id
         }
@@ -82,13 +84,17 @@ struct ClientWaitTimeout: Error, CustomStringConvertible {
         let received = try bob.messages(in: conversation).map(\.message)
         #expect(received.map(\.id) == sent)
         #expect(received.map(\.sender) == Array(repeating: Self.alice, count: 3))
-        #expect(received.map(\.parts).map { $0.map(\.content) } == ["one", "two", "three"].map { [.inline(Array($0.utf8))] })
+        #expect(
+            received.map(\.parts).map { $0.map(\.content) }
+                == ["one", "two", "three"].map { [.inline(Array($0.utf8))] })
         #expect(received.map(\.position) == alicesCopies.map(\.position))
         #expect(try bob.conversation(conversation)?.conversation.participants == [Self.alice, Self.bob])
 
         // Bob's device sends delivery receipts: Alice's copies show him as delivered.
         try await Self.waitUntil(alice, "bob's delivery receipts at alice") {
-            try alice.messages(in: conversation).allSatisfy { ($0.message.recipientStatus[Self.bob] ?? .pending) >= .delivered }
+            try alice.messages(in: conversation).allSatisfy {
+                ($0.message.recipientStatus[Self.bob] ?? .pending) >= .delivered
+            }
         }
 
         try await alice.close()

@@ -21,14 +21,19 @@ import Testing
     func syncWithASlowDatabaseLeavesTheOneThreadPoolToOtherTasks(policy: String, messages: Int) async throws {
         let process = ChildProcess()
         process.executableURL = try BuiltProduct.url("lamina-bench")
-        process.arguments = ["one-thread-sync", "--policy", policy, "--messages", "\(messages)", "--write-latency-ms", "400", "--min-progress", "0.3"]
+        process.arguments = [
+            "one-thread-sync", "--policy", policy, "--messages", "\(messages)", "--write-latency-ms", "400",
+            "--min-progress", "0.3",
+        ]
         var environment = ProcessInfo.processInfo.environment
         environment["LIBDISPATCH_COOPERATIVE_POOL_STRICT"] = "1"
         process.environment = environment
-        let stdout = Pipe(), stderr = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
-        let output = NIOLockedValueBox(""), errors = NIOLockedValueBox("")
+        let output = NIOLockedValueBox("")
+        let errors = NIOLockedValueBox("")
         let exited = Fixtures.group.next().makePromise(of: Int32.self)
         try process.run()
         for (pipe, box) in [(stdout, output), (stderr, errors)] {
@@ -50,12 +55,19 @@ import Testing
         }
         let status = try await exited.futureResult.get()
         timeout.cancel()
-        let line = output.withLockedValue { $0 }.split(separator: "\n").first { $0.hasPrefix("lamina one-thread-sync:") }.map(String.init)
+        let line = output.withLockedValue { $0 }.split(separator: "\n").first {
+            $0.hasPrefix("lamina one-thread-sync:")
+        }.map(String.init)
         #expect(status == 0, "the child failed: \(errors.withLockedValue { $0 }.suffix(2_000))")
         let result = try #require(line, "no result line in: \(output.withLockedValue { $0 }.suffix(2_000))")
         #expect(result.contains("pool_strict=1") && result.contains("policy=\(policy)"))
-        let progress = result.split(separator: " ").first { $0.hasPrefix("progress=") }.flatMap { Double($0.dropFirst("progress=".count)) }
+        let progress = result.split(separator: " ").first { $0.hasPrefix("progress=") }.flatMap {
+            Double($0.dropFirst("progress=".count))
+        }
         #expect((progress ?? 0) >= 0.3, "\(result)")
-        if policy == "content" { #expect(result.contains("downloads=\(messages * ProcessInfo.processInfo.activeProcessorCount) "), "\(result)") }
+        if policy == "content" {
+            #expect(
+                result.contains("downloads=\(messages * ProcessInfo.processInfo.activeProcessorCount) "), "\(result)")
+        }
     }
 }

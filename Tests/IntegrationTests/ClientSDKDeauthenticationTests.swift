@@ -13,14 +13,20 @@ import Testing
         let conversation = try alice.newConversation(participants: ["bob"]).id
         let sent = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "bye")]), in: conversation).id
         try await ClientHarness.waitUntil(alice, "the message sent") { try alice.isSent(sent) }
-        guard let token = try alice.store.sessionToken() else { Issue.record("no session token after authentication"); return }
+        guard let token = try alice.store.sessionToken() else {
+            Issue.record("no session token after authentication")
+            return
+        }
         let device = try alice.store.deviceID()
 
         // Before: the token resumes a session on another stream.
         let before = try await node.connect()
         _ = try await before.hello()
         let resumed = try await before.resume(token: token, device: device)
-        guard case .authenticated = resumed else { Issue.record("the live token did not resume: \(resumed)"); return }
+        guard case .authenticated = resumed else {
+            Issue.record("the live token did not resume: \(resumed)")
+            return
+        }
 
         let folder = alice.store.location.userDirectory
         try await alice.deauthenticate()
@@ -32,7 +38,10 @@ import Testing
         let after = try await node.connect()
         _ = try await after.hello()
         let refused = try await after.resume(token: token, device: device)
-        guard case .error(let error) = refused else { Issue.record("the revoked token was accepted: \(refused)"); return }
+        guard case .error(let error) = refused else {
+            Issue.record("the revoked token was accepted: \(refused)")
+            return
+        }
         #expect(error.code == .sessionRevoked)
         // The client signed out: it did not reconnect, nor ask for a new identity token.
         #expect(!events.all.contains(.sessionExpired))

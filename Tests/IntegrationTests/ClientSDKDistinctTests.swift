@@ -23,7 +23,9 @@ import Testing
         let fromAlice = try alice.newConversation(participants: [Self.bob]).id
         let fromBob = try bob.newConversation(participants: [Self.alice]).id
         #expect(fromAlice != fromBob)
-        let aliceMessage = try alice.send(alice.newMessage(parts: try ClientSDKTests.text("alice first")), in: fromAlice).id
+        let aliceMessage = try alice.send(
+            alice.newMessage(parts: try ClientSDKTests.text("alice first")), in: fromAlice
+        ).id
         let bobMessage = try bob.send(bob.newMessage(parts: try ClientSDKTests.text("bob first")), in: fromBob).id
 
         async let a: Void = ClientHarness.connect(alice, on: node)
@@ -55,7 +57,8 @@ import Testing
             let messages = try client.messages(in: survivor)
             #expect(Set(messages.map(\.id)) == [aliceMessage, bobMessage])
             #expect(messages.allSatisfy { $0.message.conversationID == survivor && $0.message.position != nil })
-            #expect(try client.conversation(loser)?.id ?? survivor == survivor)  // the old identifier leads to the survivor
+            // the old identifier leads to the survivor
+            #expect(try client.conversation(loser)?.id ?? survivor == survivor)
         }
         #expect(try alice.messages(in: survivor).map(\.id) == bob.messages(in: survivor).map(\.id))
         #expect(try await ClientHarness.nodeMessageCount(node, survivor) == 2)
@@ -75,7 +78,9 @@ import Testing
     }
 
     /// Waits for the change that says `loser` now goes by `survivor`.
-    static func identifierChange(_ changes: Recorder<[ObjectChange]>, from loser: ConversationID, to survivor: ConversationID) async throws {
+    static func identifierChange(
+        _ changes: Recorder<[ObjectChange]>, from loser: ConversationID, to survivor: ConversationID
+    ) async throws {
         try await changes.wait("the identifier change \(loser) -> \(survivor)") { batches in
             batches.joined().contains {
                 $0.type == .update && $0.property == ConversationProperty.identifier
@@ -99,7 +104,9 @@ import Testing
         let changes = Recorder(bob.changes())
         try await ClientHarness.connect(bob, on: node)
         try await Self.identifierChange(changes, from: bobs, to: alices)
-        try await ClientHarness.waitUntil(bob, "bob's message sent into alice's conversation") { try bob.isSent(second) }
+        try await ClientHarness.waitUntil(bob, "bob's message sent into alice's conversation") {
+            try bob.isSent(second)
+        }
         try await ClientHarness.waitUntil(alice, "bob's message at alice") { try alice.message(second) != nil }
 
         for client in [alice, bob] {
@@ -123,7 +130,8 @@ import Testing
         // bob cannot see it yet.
         let raw = try await node.session(Self.alice, device: UUID())
         let alices = ConversationID.random()
-        try await raw.command(.createConversation(CreateConversation(conversationID: alices, participants: [Self.bob])), id: alices.uuid)
+        try await raw.command(
+            .createConversation(CreateConversation(conversationID: alices, participants: [Self.bob])), id: alices.uuid)
 
         let bob = try ClientHarness.device(Self.bob, on: node)
         let bobs = try bob.newConversation(participants: [Self.alice]).id

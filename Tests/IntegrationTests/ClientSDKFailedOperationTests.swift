@@ -27,7 +27,9 @@ import Testing
         let node = try await TestNode.start("sdk-failed-operation")
         let alice = try ClientHarness.device("alice", on: node)
         try await ClientHarness.connect(alice, on: node)
-        let conversation = try alice.newConversation(participants: ["bob"], options: ConversationOptions(isDistinct: false)).id
+        let conversation = try alice.newConversation(
+            participants: ["bob"], options: ConversationOptions(isDistinct: false)
+        ).id
         let hello = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "hi")]), in: conversation).id
         try await ClientHarness.waitUntil(alice, "the first message sent") { try alice.isSent(hello) }
 
@@ -35,17 +37,25 @@ import Testing
         await alice.disconnect()
         let bob = try await node.session("bob", device: UUID())
         let removal = UUID()
-        try await bob.command(.removeParticipants(ParticipantsUpdate(requestID: removal, conversationID: conversation, users: ["alice"])), id: removal)
+        try await bob.command(
+            .removeParticipants(ParticipantsUpdate(requestID: removal, conversationID: conversation, users: ["alice"])),
+            id: removal)
         let delegate = FailureDelegate()
         alice.addDelegate(delegate)
-        let refused = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "still there?")]), in: conversation).id
+        let refused = try alice.send(
+            alice.newMessage(parts: [MessagePart.with(text: "still there?")]), in: conversation
+        ).id
         #expect(try alice.isSent(refused) == false)
 
         // Back online, the node refuses the send: the delegate hears of it.
         try await ClientHarness.connect(alice, on: node)
-        try await delegate.failures.wait("the refused send at the delegate") { $0.contains { $0.objectID == refused.uuid } }
+        try await delegate.failures.wait("the refused send at the delegate") {
+            $0.contains { $0.objectID == refused.uuid }
+        }
         let failure = try #require(delegate.failures.all.first { $0.objectID == refused.uuid })
-        #expect([WireError.Code.removedParticipant.wireValue, WireError.Code.notAParticipant.wireValue].contains(failure.code))
+        #expect(
+            [WireError.Code.removedParticipant.wireValue, WireError.Code.notAParticipant.wireValue].contains(
+                failure.code))
         #expect(failure.kind == OutboxCommandKind.sendMessage.rawValue)
         #expect(failure.error.code.rawValue == WireError.Code(wireValue: failure.code).name)
         #expect(delegate.failures.all.count == 1)

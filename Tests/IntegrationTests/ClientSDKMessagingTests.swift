@@ -39,7 +39,9 @@ import Testing
         await node.stop()
     }
 
-    @Test(arguments: StoreBackend.allCases) func markingAllReadReachesTheSenderForEveryMessage(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func markingAllReadReachesTheSenderForEveryMessage(_ backend: StoreBackend)
+        async throws
+    {
         let node = try await TestNode.start("sdk-markall", backend: backend)
         let alice = try ClientHarness.device(Self.alice, on: node)
         let bob = try ClientHarness.device(Self.bob, on: node)
@@ -48,10 +50,13 @@ import Testing
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let sent = try (1...3).map { try Self.send(alice, "m\($0)", in: conversation) }
         do {
-            try await ClientHarness.waitUntil(bob, "three unread at bob") { try bob.conversation(conversation)?.unreadMessageCount == 3 }
+            try await ClientHarness.waitUntil(bob, "three unread at bob") {
+                try bob.conversation(conversation)?.unreadMessageCount == 3
+            }
         } catch {
             // What each side holds, to tell a lost message from a miscounted one.
-            Issue.record("""
+            Issue.record(
+                """
                 bob: \(String(describing: try bob.conversation(conversation))) \
                 messages \(try bob.messages(in: conversation).map { ($0.id, $0.isUnread) }); \
                 alice: sent \(try sent.map { try alice.isSent($0) }), outbox \(try alice.store.outboxEntries().map(\.kind)), \
@@ -81,11 +86,17 @@ import Testing
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let m1 = try Self.send(alice, "one", in: conversation)
         let m2 = try Self.send(alice, "two", in: conversation)
-        try await ClientHarness.waitUntil(alice, "both sent by alice's phone") { try alice.isSent(m1) && alice.isSent(m2) }
+        try await ClientHarness.waitUntil(alice, "both sent by alice's phone") {
+            try alice.isSent(m1) && alice.isSent(m2)
+        }
         do {
-            try await ClientHarness.waitUntil(laptop, "both on the laptop") { try laptop.message(m2) != nil && laptop.message(m1) != nil }
+            try await ClientHarness.waitUntil(laptop, "both on the laptop") {
+                try laptop.message(m2) != nil && laptop.message(m1) != nil
+            }
         } catch {
-            Issue.record("the laptop holds m1: \(try laptop.message(m1) != nil), m2: \(try laptop.message(m2) != nil), the conversation: \(try laptop.conversation(conversation) != nil)")
+            Issue.record(
+                "the laptop holds m1: \(try laptop.message(m1) != nil), m2: \(try laptop.message(m2) != nil), the conversation: \(try laptop.conversation(conversation) != nil)"
+            )
             throw error
         }
         try await ClientHarness.waitUntil(bob, "both at bob") { try bob.message(m2) != nil && bob.message(m1) != nil }
@@ -96,7 +107,9 @@ import Testing
         #expect(try alice.message(m1) == nil)
         try await ClientHarness.waitUntil(bob, "m1 deleted at bob") { try bob.message(m1) == nil }
         try await bobChanges.wait("m1's delete change at bob") { batches in
-            batches.joined().contains { if case .message(let m) = $0.object { $0.type == .delete && m.id == m1 } else { false } }
+            batches.joined().contains {
+                if case .message(let m) = $0.object { $0.type == .delete && m.id == m1 } else { false }
+            }
         }
 
         // For my devices: alice's copies go (on the laptop too), bob's stays (m3 shows bob is
@@ -112,11 +125,17 @@ import Testing
 
         // The conversation for everyone.
         try alice.delete(conversation, mode: .allParticipants)
-        try await ClientHarness.waitUntil(bob, "the conversation deleted at bob") { try bob.conversation(conversation) == nil }
-        try await ClientHarness.waitUntil(laptop, "the conversation deleted on the laptop") { try laptop.conversation(conversation) == nil }
+        try await ClientHarness.waitUntil(bob, "the conversation deleted at bob") {
+            try bob.conversation(conversation) == nil
+        }
+        try await ClientHarness.waitUntil(laptop, "the conversation deleted on the laptop") {
+            try laptop.conversation(conversation) == nil
+        }
         #expect(try bob.message(m3) == nil)
         try await bobChanges.wait("the conversation's delete change at bob") { batches in
-            batches.joined().contains { if case .conversation(let c) = $0.object { $0.type == .delete && c.id == conversation } else { false } }
+            batches.joined().contains {
+                if case .conversation(let c) = $0.object { $0.type == .delete && c.id == conversation } else { false }
+            }
         }
 
         try await laptop.close()
@@ -133,15 +152,21 @@ import Testing
         try await ClientHarness.connect(bob, on: node)
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let sent = try (1...3).map { try Self.send(alice, "m\($0)", in: conversation) }
-        try await ClientHarness.waitUntil(bob, "three at bob") { try bob.messages(in: conversation).filter(\.message.isSent).count == 3 }
+        try await ClientHarness.waitUntil(bob, "three at bob") {
+            try bob.messages(in: conversation).filter(\.message.isSent).count == 3
+        }
         // The node's ACKs to alice race its fan-out to bob: wait for alice's positions too.
-        try await ClientHarness.waitUntil(alice, "three acknowledged at alice") { try alice.messages(in: conversation).filter(\.message.isSent).count == 3 }
+        try await ClientHarness.waitUntil(alice, "three acknowledged at alice") {
+            try alice.messages(in: conversation).filter(\.message.isSent).count == 3
+        }
         let third = try #require(try alice.message(sent[2])?.message.position)
         let bobChanges = Recorder(bob.changes())
 
         try alice.deleteMessages(in: conversation, before: third, mode: .allParticipants)
         #expect(try alice.messages(in: conversation).map(\.id) == [sent[2]])
-        try await ClientHarness.waitUntil(bob, "the older two gone at bob") { try bob.messages(in: conversation).map(\.id) == [sent[2]] }
+        try await ClientHarness.waitUntil(bob, "the older two gone at bob") {
+            try bob.messages(in: conversation).map(\.id) == [sent[2]]
+        }
         #expect(try bob.conversation(conversation)?.totalMessageCount == 1)
         try await bobChanges.wait("delete changes for the older two at bob") { batches in
             let deleted = batches.joined().compactMap { c -> MessageID? in
@@ -166,8 +191,9 @@ import Testing
         let m1 = try Self.send(alice, "one", in: conversation)
         _ = try await bob.waitForCreation(of: m1, timeout: .seconds(60))
 
-        let query = Query<StoredMessage>(predicate: .property(MessageProperty.conversation, .equalTo, .conversation(conversation)),
-                                         sortDescriptors: [QuerySortDescriptor(MessageProperty.position)])
+        let query = Query<StoredMessage>(
+            predicate: .property(MessageProperty.conversation, .equalTo, .conversation(conversation)),
+            sortDescriptors: [QuerySortDescriptor(MessageProperty.position)])
         let controller = try bob.queryController(for: query)
         #expect(try controller.start().map(\.id) == [m1])
         let updates = Recorder(controller.updates)

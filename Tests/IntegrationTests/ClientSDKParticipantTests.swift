@@ -48,7 +48,8 @@ import Testing
             #expect(try client.conversation(a)?.conversation.isDistinct == false)
         }
         #expect(try alice.conversation(b)?.conversation.isDistinct == true)
-        #expect(try alice.newConversation(participants: [Self.bob, Self.carol]).id == b)  // the distinct one of the set is B
+        // the distinct one of the set is B
+        #expect(try alice.newConversation(participants: [Self.bob, Self.carol]).id == b)
         // Bob's app was told what changed, with the values before and after.
         try await bobChanges.wait("bob's participants change for A") { batches in
             batches.joined().contains {
@@ -57,9 +58,10 @@ import Testing
                     && $0.before == .participants([Self.alice, Self.bob]) && $0.after == .participants(three)
             }
         }
-        #expect(bobChanges.changes.contains {
-            $0.property == ConversationProperty.isDistinct && $0.before == .bool(true) && $0.after == .bool(false)
-        })
+        #expect(
+            bobChanges.changes.contains {
+                $0.property == ConversationProperty.isDistinct && $0.before == .bool(true) && $0.after == .bool(false)
+            })
 
         // "New participants will gain access to all previous messages": carol's device
         // fetches them on joining, and can ask again.
@@ -103,9 +105,13 @@ import Testing
         try await ClientHarness.connect(alice, on: node)
         _ = try await ClientHarness.connectLive(carol, on: node)
 
-        let conversation = try alice.newConversation(participants: [Self.bob], options: ConversationOptions(isDistinct: false)).id
+        let conversation = try alice.newConversation(
+            participants: [Self.bob], options: ConversationOptions(isDistinct: false)
+        ).id
         let sent = try (1...5).map { try Self.send(alice, "old \($0)", in: conversation) }
-        try await ClientHarness.waitUntil(alice, "the five messages sent") { try sent.allSatisfy { try alice.isSent($0) } }
+        try await ClientHarness.waitUntil(alice, "the five messages sent") {
+            try sent.allSatisfy { try alice.isSent($0) }
+        }
         try alice.addParticipants([Self.carol], to: conversation)
         _ = try await carol.waitForCreation(of: conversation, timeout: .seconds(60))
         #expect(try carol.messages(in: conversation).isEmpty)  // history on join is off
@@ -118,9 +124,11 @@ import Testing
         let oldest = try #require(try carol.message(newest[0])?.message.position)
         let older = try await carol.fetchHistory(of: conversation, policy: .lastN(2), before: oldest)
         #expect(older == Array(sent[1...2]))
-        let rest = try await carol.fetchHistory(of: conversation, policy: .lastN(2), before: try #require(try carol.message(older[0])?.message.position))
+        let rest = try await carol.fetchHistory(
+            of: conversation, policy: .lastN(2), before: try #require(try carol.message(older[0])?.message.position))
         #expect(rest == [sent[0]])
-        let none = try await carol.fetchHistory(of: conversation, policy: .lastN(2), before: try #require(try carol.message(sent[0])?.message.position))
+        let none = try await carol.fetchHistory(
+            of: conversation, policy: .lastN(2), before: try #require(try carol.message(sent[0])?.message.position))
         #expect(none.isEmpty)
         #expect(try carol.messages(in: conversation).map(\.id) == sent)
         #expect(try carol.conversation(conversation)?.totalMessageCount == 5)

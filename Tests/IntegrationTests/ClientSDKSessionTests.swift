@@ -12,7 +12,9 @@ import Testing
     static let alice: UserID = "alice"
     static let bob: UserID = "bob"
 
-    static func count(_ events: [SyncEngine.Event], _ wanted: (SyncEngine.Event) -> Bool) -> Int { events.filter(wanted).count }
+    static func count(_ events: [SyncEngine.Event], _ wanted: (SyncEngine.Event) -> Bool) -> Int {
+        events.filter(wanted).count
+    }
     static func isAuthenticated(_ e: SyncEngine.Event) -> Bool { if case .authenticated = e { true } else { false } }
 
     @Test func aSessionTheNodeEndsAsksTheAppForANewIdentityToken() async throws {
@@ -36,7 +38,8 @@ import Testing
         #expect(second != first)
 
         let conversation = try alice.newConversation(participants: [Self.bob]).id
-        let message = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "still here")]), in: conversation).id
+        let message = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "still here")]), in: conversation)
+            .id
         _ = try await bob.waitForCreation(of: message, timeout: .seconds(60))
 
         // Offline, the session is revoked too: resuming is refused, the app is asked again.
@@ -79,7 +82,9 @@ import Testing
 
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let chunk = String(repeating: "x", count: 2_000)
-        let big = try alice.send(alice.newMessage(parts: (0..<3).map { _ in try MessagePart.with(text: chunk) }), in: conversation).id
+        let big = try alice.send(
+            alice.newMessage(parts: (0..<3).map { _ in try MessagePart.with(text: chunk) }), in: conversation
+        ).id
         let small = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "fits")]), in: conversation).id
 
         _ = try await bob.waitForCreation(of: small, timeout: .seconds(60))
@@ -88,7 +93,9 @@ import Testing
         #expect(failure.code == WireError.Code.frameTooLarge.wireValue)
         #expect(try alice.isSent(big) == false)
         #expect(try bob.message(big) == nil)
-        try await events.wait("the failure event") { $0.contains { if case .commandFailed(let f) = $0 { f.id == big.uuid } else { false } } }
+        try await events.wait("the failure event") {
+            $0.contains { if case .commandFailed(let f) = $0 { f.id == big.uuid } else { false } }
+        }
         // The node never had to close the stream: one session, no reconnect.
         #expect(Self.count(events.all, Self.isAuthenticated) == 1)
         #expect(!events.all.contains { if case .reconnecting = $0 { true } else { false } })
@@ -105,7 +112,9 @@ import Testing
         try await ClientHarness.connect(alice, on: node)
         try await ClientHarness.connect(bob, on: node)
 
-        let conversation = try alice.newConversation(participants: [Self.bob], options: ConversationOptions(isDistinct: false)).id
+        let conversation = try alice.newConversation(
+            participants: [Self.bob], options: ConversationOptions(isDistinct: false)
+        ).id
         let first = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "hi")]), in: conversation).id
         _ = try await bob.waitForCreation(of: first, timeout: .seconds(60))
 
@@ -129,7 +138,8 @@ import Testing
         try await changes.wait("the participants change at bob") { batches in
             batches.joined().contains {
                 $0.property == ConversationProperty.participants
-                    && $0.before == .participants([Self.alice, Self.bob]) && $0.after == .participants([Self.alice, Self.bob, "carol"])
+                    && $0.before == .participants([Self.alice, Self.bob])
+                    && $0.after == .participants([Self.alice, Self.bob, "carol"])
             }
         }
         #expect(try bob.conversation(conversation)?.conversation.metadata == Metadata())

@@ -33,11 +33,14 @@ import Testing
 
         var unread: Int {
             messages.enumerated().filter { index, m in
-                m.sender != ClientSDKSynchronizationTests.alice && !readOne.contains(m.id) && (readUpTo.map { index > $0 } ?? true)
+                m.sender != ClientSDKSynchronizationTests.alice && !readOne.contains(m.id)
+                    && (readUpTo.map { index > $0 } ?? true)
             }.count
         }
         /// FETCH_HISTORY unread-only: the messages after alice's read marker (all without one).
-        var afterReadMarker: [MessageID] { messages.enumerated().filter { i, _ in readUpTo.map { i > $0 } ?? true }.map(\.element.id) }
+        var afterReadMarker: [MessageID] {
+            messages.enumerated().filter { i, _ in readUpTo.map { i > $0 } ?? true }.map(\.element.id)
+        }
     }
 
     /// Sends `frames` on a raw session, `window` at a time, each window awaited by its last
@@ -66,7 +69,13 @@ import Testing
         var creations: [(Frame, UUID)] = []
         for _ in 0..<conversations {
             let id = ConversationID.random()
-            creations.append((.createConversation(CreateConversation(conversationID: id, participants: [alice], options: ConversationOptions(isDistinct: false))), id.uuid))
+            creations.append(
+                (
+                    .createConversation(
+                        CreateConversation(
+                            conversationID: id, participants: [alice], options: ConversationOptions(isDistinct: false))),
+                    id.uuid
+                ))
             seeded.append(Seeded(id: id, messages: [], readUpTo: nil, readOne: []))
         }
         try await pipeline(bobRaw, creations)
@@ -77,7 +86,9 @@ import Testing
             for i in 0..<conversations {
                 let id = MessageID.random()
                 let sender = j % 5 == 4 ? alice : bob
-                let frame = Frame.sendMessage(SendMessage(messageID: id, conversationID: seeded[i].id, parts: MessagingTests.text("m\(j) of c\(i)")))
+                let frame = Frame.sendMessage(
+                    SendMessage(
+                        messageID: id, conversationID: seeded[i].id, parts: MessagingTests.text("m\(j) of c\(i)")))
                 seeded[i].messages.append((id, sender))
                 if sender == alice { aliceSends.append((frame, id.uuid)) } else { bobSends.append((frame, id.uuid)) }
             }
@@ -96,17 +107,30 @@ import Testing
             let positions = try await node.server.store.read { [c = seeded[i].id] r in
                 try r.history(of: c, for: alice, .complete(after: nil, limit: 10_000)).map { ($0.id, $0.position!) }
             }
-            #expect(positions.map(\.0) == seeded[i].messages.map(\.id), "conversation \(i) holds the messages in the order sent")
+            #expect(
+                positions.map(\.0) == seeded[i].messages.map(\.id),
+                "conversation \(i) holds the messages in the order sent")
             switch i % 3 {
             case 0:
                 let middle = messages / 2
                 let request = UUID()
-                reads.append((.markAllRead(MarkAllRead(requestID: request, conversationID: seeded[i].id, upTo: positions[middle].1)), request))
+                reads.append(
+                    (
+                        .markAllRead(
+                            MarkAllRead(requestID: request, conversationID: seeded[i].id, upTo: positions[middle].1)),
+                        request
+                    ))
                 seeded[i].readUpTo = middle
             case 1:
                 for index in [1, messages - 2] where seeded[i].messages[index].sender == bob {
                     let request = UUID()
-                    reads.append((.markRead(MarkRead(requestID: request, conversationID: seeded[i].id, messageID: seeded[i].messages[index].id)), request))
+                    reads.append(
+                        (
+                            .markRead(
+                                MarkRead(
+                                    requestID: request, conversationID: seeded[i].id,
+                                    messageID: seeded[i].messages[index].id)), request
+                        ))
                     seeded[i].readOne.insert(seeded[i].messages[index].id)
                 }
             default:
@@ -116,7 +140,13 @@ import Testing
                 let victim = seeded[i].messages[2]
                 #expect(victim.sender == bob)
                 let request = UUID()
-                deletions.append((.deleteMessage(DeleteMessage(requestID: request, conversationID: seeded[i].id, messageID: victim.id, mode: .allParticipants)), request))
+                deletions.append(
+                    (
+                        .deleteMessage(
+                            DeleteMessage(
+                                requestID: request, conversationID: seeded[i].id, messageID: victim.id,
+                                mode: .allParticipants)), request
+                    ))
                 seeded[i].messages.remove(at: 2)
                 seeded[i].readOne.remove(victim.id)
                 if let upTo = seeded[i].readUpTo, upTo >= 2 { seeded[i].readUpTo = upTo - 1 }
@@ -130,7 +160,9 @@ import Testing
     }
 
     /// Waits for `client`'s first sync from a snapshot to finish; returns the events.
-    static func syncedDevice(_ policy: SynchronizationPolicy, on node: TestNode, user: UserID = alice) async throws -> (LaminaClient, Recorder<SyncEngine.Event>) {
+    static func syncedDevice(_ policy: SynchronizationPolicy, on node: TestNode, user: UserID = alice) async throws -> (
+        LaminaClient, Recorder<SyncEngine.Event>
+    ) {
         let client = try ClientHarness.device(user, on: node) { $0.synchronizationPolicy = policy }
         let events = Recorder(client.syncEvents)
         try await ClientHarness.connect(client, on: node)
@@ -165,7 +197,8 @@ import Testing
                 case .unreadOnly: expected = s.afterReadMarker
                 default: expected = s.messages.map(\.id)
                 }
-                #expect(held == expected, "\(policy): conversation \(s.id) holds \(held.count), expected \(expected.count)")
+                #expect(
+                    held == expected, "\(policy): conversation \(s.id) holds \(held.count), expected \(expected.count)")
                 let stored = try #require(try client.conversation(s.id))
                 // The node's counts, whatever the device holds.
                 #expect(stored.totalNumberOfMessages == s.messages.count, "\(policy): total of \(s.id)")
@@ -203,7 +236,8 @@ import Testing
         try alice.markAsRead(fresh)
         #expect(try alice.conversation(target.id)?.totalNumberOfUnreadMessages == target.unread)
         try await ResourceLimitTests.eventuallyAsync("alice's read on the node", timeout: .seconds(60)) {
-            (try? await node.server.store.read { r in try r.message(fresh)?.message.recipientStatus[Self.alice] }) == .read
+            (try? await node.server.store.read { r in try r.message(fresh)?.message.recipientStatus[Self.alice] })
+                == .read
         }
         let marker = try bob.send(bob.newMessage(parts: [MessagePart.with(text: "after the read")]), in: target.id).id
         try await ClientHarness.waitUntil(alice, "the message after the read") { try alice.message(marker) != nil }
@@ -267,7 +301,8 @@ import Testing
         var out: [ConversationID: ConversationState] = [:]
         for c in try SDKQueries.conversations(client) {
             out[c.id] = ConversationState(
-                participants: c.conversation.participants, isDistinct: c.conversation.isDistinct, messages: try heldIDs(client, c.id),
+                participants: c.conversation.participants, isDistinct: c.conversation.isDistinct,
+                messages: try heldIDs(client, c.id),
                 total: c.totalNumberOfMessages, unread: c.totalNumberOfUnreadMessages)
         }
         return DeviceState(conversations: out)
@@ -279,7 +314,9 @@ import Testing
         // A distinct conversation too, whose distinct flag goes while the device is away.
         let bobRaw = try await node.session(Self.bob, device: UUID())
         let distinct = ConversationID.random()
-        try await bobRaw.command(.createConversation(CreateConversation(conversationID: distinct, participants: [Self.alice])), id: distinct.uuid)
+        try await bobRaw.command(
+            .createConversation(CreateConversation(conversationID: distinct, participants: [Self.alice])),
+            id: distinct.uuid)
         _ = try await MessagingTests.send(bobRaw, distinct, "in the distinct one")
 
         let (away, events) = try await Self.syncedDevice(.completeHistory, on: node)
@@ -298,11 +335,20 @@ import Testing
         for text in ["n1", "n2", "n3"] { fresh.append(try await MessagingTests.send(bobRaw, seeded[0].id, text).0) }
         let gone = seeded[1].messages[5].id
         let deleteMessage = UUID()
-        try await bobRaw.command(.deleteMessage(DeleteMessage(requestID: deleteMessage, conversationID: seeded[1].id, messageID: gone, mode: .allParticipants)), id: deleteMessage)
+        try await bobRaw.command(
+            .deleteMessage(
+                DeleteMessage(
+                    requestID: deleteMessage, conversationID: seeded[1].id, messageID: gone, mode: .allParticipants)),
+            id: deleteMessage)
         let deleteConversation = UUID()
-        try await bobRaw.command(.deleteConversation(DeleteConversation(requestID: deleteConversation, conversationID: seeded[2].id, mode: .allParticipants)), id: deleteConversation)
+        try await bobRaw.command(
+            .deleteConversation(
+                DeleteConversation(requestID: deleteConversation, conversationID: seeded[2].id, mode: .allParticipants)),
+            id: deleteConversation)
         let add = UUID()
-        try await bobRaw.command(.addParticipants(ParticipantsUpdate(requestID: add, conversationID: distinct, users: [Self.carol])), id: add)
+        try await bobRaw.command(
+            .addParticipants(ParticipantsUpdate(requestID: add, conversationID: distinct, users: [Self.carol])), id: add
+        )
         try stayed.markAllMessagesAsRead(in: seeded[3].id)
         let last = try await MessagingTests.send(bobRaw, seeded[4].id, "last").0
         try await ClientHarness.waitUntil(stayed, "the last change at the device that stayed") {
@@ -310,7 +356,8 @@ import Testing
         }
         // The read reached the node (the device counted it at once, before sending it).
         try await ResourceLimitTests.eventuallyAsync("alice's read on the node", timeout: .seconds(60)) {
-            (try? await node.server.store.read { r in try r.readUpTo(conversation: seeded[3].id, user: Self.alice) }) != nil
+            (try? await node.server.store.read { r in try r.readUpTo(conversation: seeded[3].id, user: Self.alice) })
+                != nil
         }
 
         // The pruner, a month on: the away device was not seen since, so alice's feed goes.
@@ -353,10 +400,15 @@ import Testing
         // Bob deletes the only conversation for everyone; the pruner drops alice's feed.
         let bobRaw = try await node.session(Self.bob, device: UUID())
         let request = UUID()
-        try await bobRaw.command(.deleteConversation(DeleteConversation(requestID: request, conversationID: seeded[0].id, mode: .allParticipants)), id: request)
+        try await bobRaw.command(
+            .deleteConversation(
+                DeleteConversation(requestID: request, conversationID: seeded[0].id, mode: .allParticipants)),
+            id: request)
         #expect(try await node.server.pruner.run(now: Self.monthLater()).feedEntries > 0)
         try await ClientHarness.connect(away, on: node)
-        try await events.wait("the empty snapshot's end", timeout: .seconds(120)) { $0.contains(.snapshotSynced(conversations: 0, failed: 0)) }
+        try await events.wait("the empty snapshot's end", timeout: .seconds(120)) {
+            $0.contains(.snapshotSynced(conversations: 0, failed: 0))
+        }
         #expect(try away.conversation(seeded[0].id) == nil)
         #expect(try away.totalNumberOfUnreadMessages() == 0)
         try await away.close()
@@ -380,7 +432,9 @@ import Testing
         }
         let events = Recorder(again.syncEvents)
         try await ClientHarness.connect(again, on: node)
-        try await events.wait("the resumed fill", timeout: .seconds(120)) { $0.contains(.snapshotSynced(conversations: 1, failed: 0)) }
+        try await events.wait("the resumed fill", timeout: .seconds(120)) {
+            $0.contains(.snapshotSynced(conversations: 1, failed: 0))
+        }
         #expect(try Self.heldIDs(again, seeded[0].id) == seeded[0].messages.map(\.id))
         #expect(try again.messages(in: seeded[1].id).count == 1)  // not waiting: left as it was
         #expect(try again.store.pendingPolicyFills().isEmpty)
@@ -400,7 +454,9 @@ import Testing
         }
         let events = Recorder(paged.syncEvents)
         try await ClientHarness.connect(paged, on: node)
-        try await events.wait("the paged first sync", timeout: .seconds(300)) { $0.contains(.snapshotSynced(conversations: 2, failed: 0)) }
+        try await events.wait("the paged first sync", timeout: .seconds(300)) {
+            $0.contains(.snapshotSynced(conversations: 2, failed: 0))
+        }
         for s in seeded {
             #expect(try Self.heldIDs(paged, s.id) == s.messages.map(\.id), "every page of \(s.id) is held")
         }
@@ -436,7 +492,9 @@ import Testing
             before = try #require(try onDemand.message(page[0])?.message.position)
         }
         #expect(pages == 6)
-        #expect(older + [other.messages.last!.id] == other.messages.map(\.id), "backward pages join up with nothing missing")
+        #expect(
+            older + [other.messages.last!.id] == other.messages.map(\.id), "backward pages join up with nothing missing"
+        )
         try await onDemand.close()
         await node.stop()
     }
@@ -468,8 +526,13 @@ import Testing
             }
             for (i, complete, last) in results {
                 let expected = seeded[i].messages.map(\.id)
-                #expect(Set(complete).count == complete.count, "\(policy): fetchHistory(.complete) of conversation \(i) returned \(complete.count - Set(complete).count) duplicates")
-                #expect(complete == expected, "\(policy): conversation \(i): \(complete.count) ids, expected \(expected.count)")
+                #expect(
+                    Set(complete).count == complete.count,
+                    "\(policy): fetchHistory(.complete) of conversation \(i) returned \(complete.count - Set(complete).count) duplicates"
+                )
+                #expect(
+                    complete == expected,
+                    "\(policy): conversation \(i): \(complete.count) ids, expected \(expected.count)")
                 #expect(last == Array(expected.suffix(10)), "\(policy): the last 10 of conversation \(i)")
             }
             try await events.wait("the fill of \(policy)", timeout: .seconds(300)) {
@@ -501,8 +564,12 @@ import Testing
         }
         let events = Recorder(again.syncEvents)
         try await ClientHarness.connect(again, on: node)
-        try await events.wait("the resumed paged fill", timeout: .seconds(120)) { $0.contains(.snapshotSynced(conversations: 1, failed: 0)) }
-        #expect(try Self.heldIDs(again, target.id) == target.messages[15...].map(\.id), "the fill went on after message 14, to the end")
+        try await events.wait("the resumed paged fill", timeout: .seconds(120)) {
+            $0.contains(.snapshotSynced(conversations: 1, failed: 0))
+        }
+        #expect(
+            try Self.heldIDs(again, target.id) == target.messages[15...].map(\.id),
+            "the fill went on after message 14, to the end")
         #expect(try again.store.pendingPolicyFills().isEmpty)
         try await again.close()
         await node.stop()

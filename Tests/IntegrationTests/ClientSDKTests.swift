@@ -48,8 +48,12 @@ import Testing
         #expect(try alice.store.outboxEntries().count == 3)
 
         try await node.startAgain()
-        try await ClientHarness.waitUntil(alice, "the queued messages to be sent") { try queued.allSatisfy { try alice.isSent($0) } }
-        try await ClientHarness.waitUntil(bob, "bob to get the queued messages") { try bob.messages(in: conversation).count >= 4 }
+        try await ClientHarness.waitUntil(alice, "the queued messages to be sent") {
+            try queued.allSatisfy { try alice.isSent($0) }
+        }
+        try await ClientHarness.waitUntil(bob, "bob to get the queued messages") {
+            try bob.messages(in: conversation).count >= 4
+        }
 
         let atBob = try bob.messages(in: conversation)
         #expect(atBob.map(\.id) == [first] + queued)
@@ -61,7 +65,9 @@ import Testing
         #expect(try await ClientHarness.nodeMessageCount(node, conversation) == 4)
         // Every wait was the policy's backoff for its attempt, jittered within its bounds.
         let policy = ClientHarness.fastReconnect
-        let waits = aliceEvents.all.compactMap { e -> (Int, Duration)? in if case .reconnecting(let a, let d) = e { (a, d) } else { nil } }
+        let waits = aliceEvents.all.compactMap { e -> (Int, Duration)? in
+            if case .reconnecting(let a, let d) = e { (a, d) } else { nil }
+        }
         #expect(!waits.isEmpty)
         #expect(waits.map(\.0) == Array(0..<waits.count))
         for (attempt, delay) in waits {
@@ -98,7 +104,9 @@ import Testing
         _ = try await bob.waitForCreation(of: hello, timeout: .seconds(60))
         let reply = try bob.send(bob.newMessage(parts: try Self.text("hi alice")), in: conversation).id
         for device in [phone, laptop] {
-            try await ClientHarness.waitUntil(device, "the reply on both devices") { try device.message(reply)?.message.isSent == true }
+            try await ClientHarness.waitUntil(device, "the reply on both devices") {
+                try device.message(reply)?.message.isSent == true
+            }
             #expect(try device.message(reply)?.isUnread == true)
             #expect(try device.conversation(conversation)?.unreadMessageCount == 1)
         }
@@ -108,15 +116,20 @@ import Testing
         let phoneChanges = Recorder(phone.changes())
         try laptop.markAsRead(reply)
         #expect(try laptop.conversation(conversation)?.unreadMessageCount == 0)
-        try await ClientHarness.waitUntil(phone, "the read state on the phone") { try phone.message(reply)?.isUnread == false }
+        try await ClientHarness.waitUntil(phone, "the read state on the phone") {
+            try phone.message(reply)?.isUnread == false
+        }
         #expect(try phone.conversation(conversation)?.unreadMessageCount == 0)
         #expect(try phone.message(reply)?.message.recipientStatus[Self.alice] == .read)
         try await phoneChanges.wait("the phone's unread-count change") { batches in
             batches.joined().contains {
-                $0.property == ConversationProperty.unreadMessageCount && $0.before == .integer(1) && $0.after == .integer(0)
+                $0.property == ConversationProperty.unreadMessageCount && $0.before == .integer(1)
+                    && $0.after == .integer(0)
             }
         }
-        try await ClientHarness.waitUntil(bob, "alice's read receipt at bob") { try bob.message(reply)?.message.recipientStatus[Self.alice] == .read }
+        try await ClientHarness.waitUntil(bob, "alice's read receipt at bob") {
+            try bob.message(reply)?.message.recipientStatus[Self.alice] == .read
+        }
 
         // Conversation edits on one device reach the other.
         try laptop.setMetadata(.string("Plans"), at: try MetadataKeyPath(parsing: "title"), in: conversation)
@@ -153,8 +166,9 @@ import Testing
             { batches in
                 batches.joined().contains { change in
                     guard change.type == .update, change.property == MessageProperty.recipientStatus,
-                          case .message(let m) = change.object, m.id == message,
-                          case .recipientStatus(let after)? = change.after else { return false }
+                        case .message(let m) = change.object, m.id == message,
+                        case .recipientStatus(let after)? = change.after
+                    else { return false }
                     return after[Self.bob] == status
                 }
             }
@@ -184,8 +198,11 @@ import Testing
         try await ClientHarness.connect(alice, on: node)
         try await ClientHarness.connect(bob, on: node)
 
-        let quiet = try alice.newConversation(participants: [Self.bob], options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: false)).id
-        let loud = try alice.newConversation(participants: [Self.bob], options: ConversationOptions(isDistinct: false)).id
+        let quiet = try alice.newConversation(
+            participants: [Self.bob], options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: false)
+        ).id
+        let loud = try alice.newConversation(participants: [Self.bob], options: ConversationOptions(isDistinct: false))
+            .id
         let unseen = try alice.send(alice.newMessage(parts: try Self.text("quiet")), in: quiet).id
         let seen = try alice.send(alice.newMessage(parts: try Self.text("loud")), in: loud).id
         // The loud conversation's receipt comes after the quiet one's would have (one feed, in order).

@@ -35,7 +35,9 @@ import Testing
         let endedAfter = clock.now - sentAt
         #expect(endedAfter >= Typing.expiry)
         #expect(endedAfter < Typing.expiry + .seconds(10))
-        try await bobEvents.wait("alice's indicator ended at bob's SDK", timeout: .seconds(20)) { $0.contains(.typing(finished)) }
+        try await bobEvents.wait("alice's indicator ended at bob's SDK", timeout: .seconds(20)) {
+            $0.contains(.typing(finished))
+        }
         #expect(clock.now - sentAt >= Typing.expiry)
         #expect(bob.typingParticipants(in: conversation).isEmpty)
 

@@ -22,7 +22,9 @@ import Testing
         while true {
             let tokens = try await node.server.store.read { r in try r.pushTokens(of: Self.bob) }
             if Dictionary(uniqueKeysWithValues: tokens.map { ($0.device, $0.token) }) == expected { return }
-            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "bob's tokens \(expected), got \(tokens)") }
+            guard ContinuousClock.now < deadline else {
+                throw SyncTestTimeout(waitingFor: "bob's tokens \(expected), got \(tokens)")
+            }
             try await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -59,7 +61,8 @@ import Testing
         let b = try await TestNode.start("cluster-push-b") { c in
             c.nodeID = Self.nodeB.rawValue
             c.peers = try! DevelopmentCluster.settings(
-                for: Self.nodeB, port: 0, peers: ["https://127.0.0.1:\(a.server.peers!.transport.port)"], in: certificates)
+                for: Self.nodeB, port: 0, peers: ["https://127.0.0.1:\(a.server.peers!.transport.port)"],
+                in: certificates)
             (c.certificatePath, c.privateKeyPath) = (c.peers.certificateFile, c.peers.keyFile)
             push(&c)
         }
@@ -86,7 +89,10 @@ import Testing
 
         // Alice, on node B, writes: the message reaches A by replication, and A pushes it.
         let conversation = try alice.newConversation(participants: [Self.bob]).id
-        let first = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "one")], push: PushConfiguration(alert: "alice: one")), in: conversation).id
+        let first = try alice.send(
+            alice.newMessage(parts: [MessagePart.with(text: "one")], push: PushConfiguration(alert: "alice: one")),
+            in: conversation
+        ).id
         let pushed = try await fake.waitForRequests(1)
         #expect(Self.messageID(pushed[0]) == Self.text(first))
         #expect(pushed[0].json["token"] as? String == "bob-phone")
@@ -102,17 +108,25 @@ import Testing
         try await Self.waitForBobTokens(a, [:])
 
         // Live on B: a message from B is not pushed by B (live session) nor by A (no token).
-        let second = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "two")], push: PushConfiguration(alert: "alice: two")), in: conversation).id
+        let second = try alice.send(
+            alice.newMessage(parts: [MessagePart.with(text: "two")], push: PushConfiguration(alert: "alice: two")),
+            in: conversation
+        ).id
         _ = try await bob.waitForCreation(of: second, timeout: .seconds(30))
         #expect(try await b.server.store.read { r in try r.queuedPushes(of: second) }.isEmpty)
-        try await Self.waitUntil("node A to hold the second message") { try await a.server.store.read { r in try r.message(second) } != nil }
+        try await Self.waitUntil("node A to hold the second message") {
+            try await a.server.store.read { r in try r.message(second) } != nil
+        }
         #expect(try await a.server.store.read { r in try r.queuedPushes(of: second) }.isEmpty)
 
         // Offline again: B, which holds the token now, pushes.
         let sessionsOnB = b.server.sessionCount
         try await bob.close()
         try await PushTests.waitForSessions(b, sessionsOnB - 1)
-        let third = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "three")], push: PushConfiguration(alert: "alice: three")), in: conversation).id
+        let third = try alice.send(
+            alice.newMessage(parts: [MessagePart.with(text: "three")], push: PushConfiguration(alert: "alice: three")),
+            in: conversation
+        ).id
         let all = try await fake.waitForRequests(2)
         #expect(all.map(Self.messageID) == [Self.text(first), Self.text(third)])
 

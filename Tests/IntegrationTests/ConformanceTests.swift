@@ -1,7 +1,7 @@
 import Foundation
-import LaminaProcess
 import LaminaModel
 import LaminaNode
+import LaminaProcess
 import LaminaWire
 import NIOConcurrencyHelpers
 import Testing
@@ -14,7 +14,8 @@ import Testing
         let process = ChildProcess()
         process.executableURL = try BuiltProduct.url("lamina-conformance")
         process.arguments = [
-            "--node", node.server.url, "--ca", node.server.prepared.certificatePath, "--node-data", node.configuration.dataDirectory,
+            "--node", node.server.url, "--ca", node.server.prepared.certificatePath, "--node-data",
+            node.configuration.dataDirectory,
         ]
         let output = Pipe()
         process.standardOutput = output
@@ -34,7 +35,9 @@ import Testing
             process.waitUntilExit()
             finished.promise.succeed((process.terminationStatus, String(decoding: text, as: UTF8.self)))
         }
-        loop.scheduleTask(in: .seconds(120)) { finished.promise.fail(SyncTestTimeout(waitingFor: "lamina-conformance to finish")) }
+        loop.scheduleTask(in: .seconds(120)) {
+            finished.promise.fail(SyncTestTimeout(waitingFor: "lamina-conformance to finish"))
+        }
         let (status, text) = try await finished.promise.futureResult.get()
         let failing = text.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
         #expect(failing.isEmpty, "\(failing.joined(separator: "\n"))")
@@ -43,15 +46,25 @@ import Testing
         #expect(rows.count == 116)
         // A few rows the text pins, as printed.
         #expect(text.contains("ok   authenticated | NONCE_REQUEST | NONCE | NONCE"))
-        #expect(text.contains("ok   authenticated | AUTHENTICATE | ERROR unexpected-frame (fatal) | ERROR unexpected-frame (fatal)"))
+        #expect(
+            text.contains(
+                "ok   authenticated | AUTHENTICATE | ERROR unexpected-frame (fatal) | ERROR unexpected-frame (fatal)"))
         #expect(text.contains("ok   before authentication | ERROR | no answer | no answer"))
         #expect(text.contains("ok   authenticated | END_SESSION | ACK | ACK"))
         #expect(text.contains("ok   authenticated | REGISTER_PUSH_TOKEN (none: remove) | ACK | ACK"))
         #expect(text.contains("ok   authenticated | BLOCK_USER (unblock, not blocked) | ACK | ACK"))
         // The before-HELLO column, the feature bits and the order of effects (issue 31).
-        #expect(text.contains("ok   before HELLO | ERROR (fatal) | ERROR unexpected-frame (fatal) | ERROR unexpected-frame (fatal)"))
-        #expect(text.contains("ok   authenticated | TYPING (without bit 1) | ERROR forbidden (not fatal) | ERROR forbidden (not fatal)"))
-        #expect(text.contains("ok   authenticated | SEND_MESSAGE, FETCH_HISTORY right behind it | ACK, the message before it | ACK, the message before it"))
+        #expect(
+            text.contains(
+                "ok   before HELLO | ERROR (fatal) | ERROR unexpected-frame (fatal) | ERROR unexpected-frame (fatal)"))
+        #expect(
+            text.contains(
+                "ok   authenticated | TYPING (without bit 1) | ERROR forbidden (not fatal) | ERROR forbidden (not fatal)"
+            ))
+        #expect(
+            text.contains(
+                "ok   authenticated | SEND_MESSAGE, FETCH_HISTORY right behind it | ACK, the message before it | ACK, the message before it"
+            ))
         await node.stop()
     }
 }

@@ -82,16 +82,19 @@ import Testing
         // Not complete: nobody downloads it yet.
         #expect(try await content.get(id).errorName == "content-not-ready")
         // Offset mismatch: 409 with what the node holds.
-        let wrong = try await content.put(id, size: UInt64(bytes.count), sha256: digest, offset: 0, body: Array(bytes[0..<10]))
+        let wrong = try await content.put(
+            id, size: UInt64(bytes.count), sha256: digest, offset: 0, body: Array(bytes[0..<10]))
         #expect(wrong.status == 409)
         #expect(wrong.errorName == "upload-offset-mismatch")
         #expect(wrong.offset == UInt64(half))
         // Another size or digest: upload-mismatch.
-        let other = try await content.put(id, size: UInt64(bytes.count + 1), sha256: digest, offset: UInt64(half), body: [])
+        let other = try await content.put(
+            id, size: UInt64(bytes.count + 1), sha256: digest, offset: UInt64(half), body: [])
         #expect(other.status == 409)
         #expect(other.errorName == "upload-mismatch")
         // The rest from the offset completes it.
-        let rest = try await content.put(id, size: UInt64(bytes.count), sha256: digest, offset: UInt64(half), body: Array(bytes[half...]))
+        let rest = try await content.put(
+            id, size: UInt64(bytes.count), sha256: digest, offset: UInt64(half), body: Array(bytes[half...]))
         #expect(rest.status == 201, "\(rest)")
         #expect(try await content.get(id).body == bytes)
         await content.close()
@@ -116,9 +119,11 @@ import Testing
         #expect(head.headers["lamina-upload-complete"] == "false")
         let record = try await node.server.store.read { try $0.upload(id) }
         #expect(record?.receivedBytes == held)
-        let size = try FileManager.default.attributesOfItem(atPath: node.server.content.files.partialPath(id))[.size] as? Int
+        let size =
+            try FileManager.default.attributesOfItem(atPath: node.server.content.files.partialPath(id))[.size] as? Int
         #expect(size.map(UInt64.init) == held)
-        let rest = try await content.put(id, size: UInt64(bytes.count), sha256: digest, offset: held, body: Array(bytes[Int(held)...]))
+        let rest = try await content.put(
+            id, size: UInt64(bytes.count), sha256: digest, offset: held, body: Array(bytes[Int(held)...]))
         #expect(rest.status == 201, "\(rest)")
         #expect(try await content.get(id).body == bytes)
         await content.close()
@@ -142,8 +147,9 @@ import Testing
             let record = try await node.server.store.read { try $0.upload(id) }
             #expect(head.offset == record?.receivedBytes, "round \(round)")
             #expect(head.offset.map { $0 > 0 } == true, "round \(round): \(String(describing: head.offset))")
-            let rest = try await content.put(id, size: UInt64(bytes.count), sha256: digest, offset: head.offset ?? 0,
-                                             body: Array(bytes[Int(head.offset ?? 0)...]))
+            let rest = try await content.put(
+                id, size: UInt64(bytes.count), sha256: digest, offset: head.offset ?? 0,
+                body: Array(bytes[Int(head.offset ?? 0)...]))
             #expect(rest.status == 201, "\(rest)")
         }
         await content.close()
@@ -158,11 +164,14 @@ import Testing
         var corrupted = bytes
         corrupted[123_456] ^= 0xFF
         let id = ContentID.random()
-        let put = try await content.put(id, size: UInt64(bytes.count), sha256: ContentTestClient.sha256(bytes), body: corrupted)
+        let put = try await content.put(
+            id, size: UInt64(bytes.count), sha256: ContentTestClient.sha256(bytes), body: corrupted)
         #expect(put.status == 422, "\(put)")
         #expect(put.errorName == "content-digest-mismatch")
         #expect(put.json["code"] as? Int == 602)
-        #expect((put.json["reason"] as? String)?.contains(ContentTestClient.hex(ContentTestClient.sha256(corrupted))) == true)
+        #expect(
+            (put.json["reason"] as? String)?.contains(ContentTestClient.hex(ContentTestClient.sha256(corrupted)))
+                == true)
         #expect(try await content.head(id).status == 404)
         #expect(!FileManager.default.fileExists(atPath: node.server.content.files.partialPath(id)))
         #expect(!FileManager.default.fileExists(atPath: node.server.content.files.completePath(id)))
@@ -180,8 +189,10 @@ import Testing
         // Over 2 GiB: 413 while the request body is still open (never sent).
         let stream = try await content.connection.openStream(
             method: "PUT", path: ContentTestClient.path(.random()),
-            headers: [("authorization", "Bearer \(content.token!)"), ("lamina-content-size", "\((1 << 31) + 1)"),
-                      ("lamina-content-sha256", digest)],
+            headers: [
+                ("authorization", "Bearer \(content.token!)"), ("lamina-content-size", "\((1 << 31) + 1)"),
+                ("lamina-content-sha256", digest),
+            ],
             endStream: false)
         let (headers, body) = try await stream.collect(maxBytes: 4096).get()
         #expect(headers?[":status"] == "413")
@@ -201,7 +212,8 @@ import Testing
         // A body past the declared size: 400 upload-too-long, the bytes up to the size kept.
         let bytes = ContentTestClient.bytes(1000)
         let id = ContentID.random()
-        let long = try await content.put(id, size: 1000, sha256: ContentTestClient.sha256(bytes), body: bytes + [1, 2, 3])
+        let long = try await content.put(
+            id, size: 1000, sha256: ContentTestClient.sha256(bytes), body: bytes + [1, 2, 3])
         #expect(long.status == 400, "\(long)")
         #expect(long.errorName == "upload-too-long")
         #expect(try await content.get(id).body == bytes)
@@ -238,8 +250,13 @@ import Testing
         let openID = ContentID.random()
         let open = try await content.connection.openStream(
             method: "PUT", path: ContentTestClient.path(openID),
-            headers: [("authorization", "Bearer \(content.token!)"), ("lamina-content-size", "100"),
-                      ("lamina-content-sha256", ContentTestClient.hex(ContentTestClient.sha256(ContentTestClient.bytes(100))))],
+            headers: [
+                ("authorization", "Bearer \(content.token!)"), ("lamina-content-size", "100"),
+                (
+                    "lamina-content-sha256",
+                    ContentTestClient.hex(ContentTestClient.sha256(ContentTestClient.bytes(100)))
+                ),
+            ],
             endStream: false)
         let openAnswer = open.collect(maxBytes: 4096)
         try await open.write(ByteBuffer(bytes: ContentTestClient.bytes(100)[0..<50])).get()
@@ -274,8 +291,10 @@ import Testing
         let bigID = ContentID.random()
         let open = try await content.connection.openStream(
             method: "PUT", path: ContentTestClient.path(bigID),
-            headers: [("authorization", "Bearer \(content.token!)"), ("lamina-content-size", "600000"),
-                      ("lamina-content-sha256", ContentTestClient.hex(ContentTestClient.sha256(big)))],
+            headers: [
+                ("authorization", "Bearer \(content.token!)"), ("lamina-content-size", "600000"),
+                ("lamina-content-sha256", ContentTestClient.hex(ContentTestClient.sha256(big))),
+            ],
             endStream: false)
         let answer = open.collect(maxBytes: 4096)
         try await open.write(ByteBuffer(bytes: big[0..<1_000])).get()
@@ -378,11 +397,14 @@ import Testing
         let afterID = ContentID.random()
         #expect(try await alice.upload(beforeID, before).status == 201)
         #expect(try await alice.upload(afterID, after).status == 201)
-        _ = try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(Self.reference(beforeID, before))])
+        _ = try await MessagingTests.send(
+            aliceSync, conversation, "", parts: [Self.part(Self.reference(beforeID, before))])
         let removal = UUID()
         try await aliceSync.command(
-            .removeParticipants(ParticipantsUpdate(requestID: removal, conversationID: conversation, users: [Self.bob])), id: removal)
-        _ = try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(Self.reference(afterID, after))])
+            .removeParticipants(
+                ParticipantsUpdate(requestID: removal, conversationID: conversation, users: [Self.bob])), id: removal)
+        _ = try await MessagingTests.send(
+            aliceSync, conversation, "", parts: [Self.part(Self.reference(afterID, after))])
         #expect(try await bob.get(beforeID).body == before)
         #expect(try await bob.get(afterID).status == 403)
         #expect(try await alice.get(afterID).status == 200)
@@ -399,21 +421,30 @@ import Testing
         let bytes = ContentTestClient.bytes(100_000)
         let bobsID = ContentID.random()
         #expect(try await bob.upload(bobsID, bytes).status == 201)
-        await #expect { try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(Self.reference(bobsID, bytes))]) }
-            throws: { ($0 as? CommandFailed)?.error.code == .forbidden }
+        await #expect {
+            try await MessagingTests.send(
+                aliceSync, conversation, "", parts: [Self.part(Self.reference(bobsID, bytes))])
+        } throws: { ($0 as? CommandFailed)?.error.code == .forbidden }
         let partialID = ContentID.random()
-        let partial = try await alice.put(partialID, size: UInt64(bytes.count), sha256: ContentTestClient.sha256(bytes), body: Array(bytes[0..<1000]))
+        let partial = try await alice.put(
+            partialID, size: UInt64(bytes.count), sha256: ContentTestClient.sha256(bytes), body: Array(bytes[0..<1000]))
         #expect(partial.status == 202)
-        await #expect { try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(Self.reference(partialID, bytes))]) }
-            throws: { ($0 as? CommandFailed)?.error.code == .contentNotReady }
-        await #expect { try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(Self.reference(.random(), bytes))]) }
-            throws: { ($0 as? CommandFailed)?.error.code == .contentNotReady }
+        await #expect {
+            try await MessagingTests.send(
+                aliceSync, conversation, "", parts: [Self.part(Self.reference(partialID, bytes))])
+        } throws: { ($0 as? CommandFailed)?.error.code == .contentNotReady }
+        await #expect {
+            try await MessagingTests.send(
+                aliceSync, conversation, "", parts: [Self.part(Self.reference(.random(), bytes))])
+        } throws: { ($0 as? CommandFailed)?.error.code == .contentNotReady }
         let ownID = ContentID.random()
         #expect(try await alice.upload(ownID, bytes).status == 201)
         let wrongSize = ContentReference(id: ownID, size: 99, sha256: ContentTestClient.sha256(bytes))
-        await #expect { try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(wrongSize)]) }
-            throws: { ($0 as? CommandFailed)?.error.code == .invalidContentReference }
-        let (sent, _) = try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(Self.reference(ownID, bytes))])
+        await #expect {
+            try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(wrongSize)])
+        } throws: { ($0 as? CommandFailed)?.error.code == .invalidContentReference }
+        let (sent, _) = try await MessagingTests.send(
+            aliceSync, conversation, "", parts: [Self.part(Self.reference(ownID, bytes))])
         let received = try await bobSync.message(sent)
         #expect(received.parts.first?.content == .external(Self.reference(ownID, bytes)))
         for c in [alice, bob] { await c.close() }
@@ -430,7 +461,10 @@ import Testing
         let service = node.server.content
         let bytes = ContentTestClient.bytes(40_000)
         let abandoned = ContentID.random()
-        #expect(try await alice.put(abandoned, size: 40_000, sha256: ContentTestClient.sha256(bytes), body: Array(bytes[0..<100])).status == 202)
+        #expect(
+            try await alice.put(
+                abandoned, size: 40_000, sha256: ContentTestClient.sha256(bytes), body: Array(bytes[0..<100])
+            ).status == 202)
         let unreferenced = ContentID.random()
         #expect(try await alice.upload(unreferenced, bytes).status == 201)
         let referenced = ContentID.random()
@@ -438,8 +472,10 @@ import Testing
         let deletedLater = ContentID.random()
         #expect(try await alice.upload(deletedLater, bytes).status == 201)
         let conversation = try await MessagingTests.conversation(aliceSync, with: [Self.alice, Self.bob])
-        _ = try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(Self.reference(referenced, bytes))])
-        let (doomed, _) = try await MessagingTests.send(aliceSync, conversation, "", parts: [Self.part(Self.reference(deletedLater, bytes))])
+        _ = try await MessagingTests.send(
+            aliceSync, conversation, "", parts: [Self.part(Self.reference(referenced, bytes))])
+        let (doomed, _) = try await MessagingTests.send(
+            aliceSync, conversation, "", parts: [Self.part(Self.reference(deletedLater, bytes))])
 
         // Now: nothing is old enough, nothing deleted.
         let now = try await service.collect()
@@ -458,7 +494,10 @@ import Testing
         // Deleted for all participants: its content goes with the next sweep.
         let request = UUID()
         try await aliceSync.command(
-            .deleteMessage(DeleteMessage(requestID: request, conversationID: conversation, messageID: doomed, mode: .allParticipants)), id: request)
+            .deleteMessage(
+                DeleteMessage(
+                    requestID: request, conversationID: conversation, messageID: doomed, mode: .allParticipants)),
+            id: request)
         #expect(try await bob.get(deletedLater).status == 403)  // no visible message references it any more
         let third = try await service.collect()
         #expect(third.deletedMessages == [deletedLater])
@@ -478,7 +517,10 @@ import Testing
         let (sync, content) = try await Self.login(node, Self.alice)
         let bytes = ContentTestClient.bytes(10_000)
         let id = ContentID.random()
-        #expect(try await content.put(id, size: 10_000, sha256: ContentTestClient.sha256(bytes), body: Array(bytes[0..<5000])).status == 202)
+        #expect(
+            try await content.put(
+                id, size: 10_000, sha256: ContentTestClient.sha256(bytes), body: Array(bytes[0..<5000])
+            ).status == 202)
         #expect(try await content.delete(id).status == 204)
         #expect(try await content.head(id).status == 404)
         #expect(try await content.delete(id).status == 404)
@@ -495,7 +537,10 @@ import Testing
         let complete = ContentID.random()
         #expect(try await content.upload(complete, bytes).status == 201)
         let partial = ContentID.random()
-        #expect(try await content.put(partial, size: 200_000, sha256: ContentTestClient.sha256(bytes), body: Array(bytes[0..<70_000])).status == 202)
+        #expect(
+            try await content.put(
+                partial, size: 200_000, sha256: ContentTestClient.sha256(bytes), body: Array(bytes[0..<70_000])
+            ).status == 202)
         await content.close()
         await sync.close()
         // Bytes written after the last fsync are not trusted; a file without a record is an orphan.
@@ -517,7 +562,9 @@ import Testing
         (sync, content) = try await Self.login(node, Self.alice)
         #expect(try await content.get(complete).body == bytes)
         #expect(try await content.head(partial).offset == 70_000)
-        let rest = try await content.put(partial, size: 200_000, sha256: ContentTestClient.sha256(bytes), offset: 70_000, body: Array(bytes[70_000...]))
+        let rest = try await content.put(
+            partial, size: 200_000, sha256: ContentTestClient.sha256(bytes), offset: 70_000,
+            body: Array(bytes[70_000...]))
         #expect(rest.status == 201, "\(rest)")
         #expect(try await content.get(partial).body == bytes)
         await content.close()
@@ -534,8 +581,10 @@ import Testing
         let sent = 1024 * 1024
         let stream = try await content.connection.openStream(
             method: "PUT", path: ContentTestClient.path(id),
-            headers: [("authorization", "Bearer \(content.token!)"), ("lamina-content-size", "\(bytes.count)"),
-                      ("lamina-content-sha256", ContentTestClient.hex(digest))],
+            headers: [
+                ("authorization", "Bearer \(content.token!)"), ("lamina-content-size", "\(bytes.count)"),
+                ("lamina-content-sha256", ContentTestClient.hex(digest)),
+            ],
             endStream: false)
         for start in stride(from: 0, to: sent, by: 64 * 1024) {
             try await stream.write(ByteBuffer(bytes: bytes[start..<(start + 64 * 1024)])).get()
@@ -551,9 +600,11 @@ import Testing
         let held = try #require(head.offset)
         #expect(held > 0)
         #expect(held <= UInt64(sent))
-        let size = try FileManager.default.attributesOfItem(atPath: node.server.content.files.partialPath(id))[.size] as? Int
+        let size =
+            try FileManager.default.attributesOfItem(atPath: node.server.content.files.partialPath(id))[.size] as? Int
         #expect(size.map(UInt64.init) == held)
-        let rest = try await content2.put(id, size: UInt64(bytes.count), sha256: digest, offset: held, body: Array(bytes[Int(held)...]))
+        let rest = try await content2.put(
+            id, size: UInt64(bytes.count), sha256: digest, offset: held, body: Array(bytes[Int(held)...]))
         #expect(rest.status == 201, "\(rest)")
         await content2.close()
         await sync2.close()
@@ -572,27 +623,37 @@ import Testing
         try Data(bytes).write(to: URL(fileURLWithPath: input))
         let id = ContentID.random()
         let url = node.server.url + ContentTestClient.path(id)
-        let common = ["--http2", "-sS", "--cacert", node.server.prepared.certificatePath, "-H", "authorization: Bearer \(content.token!)"]
+        let common = [
+            "--http2", "-sS", "--cacert", node.server.prepared.certificatePath, "-H",
+            "authorization: Bearer \(content.token!)",
+        ]
         let put = try await ExternalProgram.run(
             "/usr/bin/curl",
-            common + ["-X", "PUT", "--data-binary", "@" + input, "-H", "content-type: application/octet-stream",
-                      "-H", "lamina-content-size: \(bytes.count)", "-H", "lamina-content-sha256: \(ContentTestClient.hex(ContentTestClient.sha256(bytes)))",
-                      "-w", "\n%{http_version} %{http_code}", url])
+            common + [
+                "-X", "PUT", "--data-binary", "@" + input, "-H", "content-type: application/octet-stream",
+                "-H", "lamina-content-size: \(bytes.count)", "-H",
+                "lamina-content-sha256: \(ContentTestClient.hex(ContentTestClient.sha256(bytes)))",
+                "-w", "\n%{http_version} %{http_code}", url,
+            ])
         #expect(put.status == 0, "\(put.stderr)")
         #expect(put.stdout.hasSuffix("\n2 201"), "\(put.stdout)")
         #expect(put.stdout.contains(id.url))
-        let get = try await ExternalProgram.run("/usr/bin/curl", common + ["-o", output, "-w", "%{http_version} %{http_code}", url])
+        let get = try await ExternalProgram.run(
+            "/usr/bin/curl", common + ["-o", output, "-w", "%{http_version} %{http_code}", url])
         #expect(get.stdout == "2 200", "\(get.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == Data(bytes))
-        let range = try await ExternalProgram.run("/usr/bin/curl", common + ["-r", "100-199", "-o", output, "-w", "%{http_code}", url])
+        let range = try await ExternalProgram.run(
+            "/usr/bin/curl", common + ["-r", "100-199", "-o", output, "-w", "%{http_code}", url])
         #expect(range.stdout == "206")
         #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == Data(bytes[100..<200]))
         // A wrong digest, seen by curl: 422 with the JSON error.
         let bad = try await ExternalProgram.run(
             "/usr/bin/curl",
-            common + ["-X", "PUT", "--data-binary", "@" + input, "-H", "lamina-content-size: \(bytes.count)",
-                      "-H", "lamina-content-sha256: \(String(repeating: "0", count: 64))", "-w", "\n%{http_code}",
-                      node.server.url + ContentTestClient.path(.random())])
+            common + [
+                "-X", "PUT", "--data-binary", "@" + input, "-H", "lamina-content-size: \(bytes.count)",
+                "-H", "lamina-content-sha256: \(String(repeating: "0", count: 64))", "-w", "\n%{http_code}",
+                node.server.url + ContentTestClient.path(.random()),
+            ])
         #expect(bad.stdout.hasSuffix("\n422"), "\(bad.stdout)")
         #expect(bad.stdout.contains("content-digest-mismatch"))
         try? FileManager.default.removeItem(at: directory)

@@ -1,8 +1,8 @@
 import Foundation
-import LaminaProcess
 import LaminaLocalNode
 import LaminaModel
 import LaminaNode
+import LaminaProcess
 import LaminaWire
 import NIOConcurrencyHelpers
 import NIOCore
@@ -10,7 +10,7 @@ import NIOPosix
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The built `lamina-node dev-cluster`: two child nodes peer with each other, replicate, show
@@ -19,24 +19,34 @@ import Glibc
     @Test func twoNodesPeerConvergeAndStopOnSIGTERM() async throws {
         let directory = Fixtures.temporaryDirectory("dev-cluster")
         let base = try Self.freeBasePort(nodes: 2)
-        let cluster = try DevClusterProcess(in: directory, arguments: ["dev-cluster", "--nodes", "2", "--base-port", "\(base)"])
-        try await cluster.waitUntil("both nodes serve", timeout: .seconds(120)) { $0.components(separatedBy: "is serving").count - 1 == 2 }
+        let cluster = try DevClusterProcess(
+            in: directory, arguments: ["dev-cluster", "--nodes", "2", "--base-port", "\(base)"])
+        try await cluster.waitUntil("both nodes serve", timeout: .seconds(120)) {
+            $0.components(separatedBy: "is serving").count - 1 == 2
+        }
         let text = cluster.printed
         for (i, sync, user, other) in [(1, base, "alice", "bob"), (2, base + 10, "bob", "alice")] {
             #expect(text.contains("node-\(i) (node id \(i), pid"))
             #expect(text.contains("https://127.0.0.1:\(sync)/v1/sync"))
             #expect(text.contains("http://127.0.0.1:\(sync + 1)/replication"))
             // Each node's hint names its own user, and every node trusts one dev key and one CA.
-            #expect(text.contains("--user \(user) --with \(other) --node https://127.0.0.1:\(sync) --node-data ./.lamina-cluster --ca ./.lamina-cluster/certificates/cluster-ca.pem"))
+            #expect(
+                text.contains(
+                    "--user \(user) --with \(other) --node https://127.0.0.1:\(sync) --node-data ./.lamina-cluster --ca ./.lamina-cluster/certificates/cluster-ca.pem"
+                ))
             // The command that runs the node alone.
-            #expect(text.contains("serve:  swift run lamina-node serve --data-dir ./.lamina-cluster/node-\(i) --listen 127.0.0.1:\(sync)"))
+            #expect(
+                text.contains(
+                    "serve:  swift run lamina-node serve --data-dir ./.lamina-cluster/node-\(i) --listen 127.0.0.1:\(sync)"
+                ))
         }
         #expect(text.contains("cluster 'lamina'"))
 
         // A conversation and a message on node 1 (a user of the cluster's shared dev identity
         // provider; TLS with the cluster CA).
         let clusterFolder = directory.appendingPathComponent(".lamina-cluster")
-        let dev = try DevIdentityProvider.loadOrCreate(in: clusterFolder.appendingPathComponent(LocalNode.Files.devIdentity))
+        let dev = try DevIdentityProvider.loadOrCreate(
+            in: clusterFolder.appendingPathComponent(LocalNode.Files.devIdentity))
         // Connecting is retried briefly: a loaded run may refuse the first attempt.
         var connected: SyncTestClient?
         var lastError: (any Error)?
@@ -44,14 +54,17 @@ import Glibc
         while connected == nil, ContinuousClock.now < connectDeadline {
             do {
                 connected = try await SyncTestClient.connect(
-                    url: "https://127.0.0.1:\(base)", caFile: clusterFolder.appendingPathComponent("certificates/cluster-ca.pem").path)
+                    url: "https://127.0.0.1:\(base)",
+                    caFile: clusterFolder.appendingPathComponent("certificates/cluster-ca.pem").path)
             } catch {
                 lastError = error
                 try await Task.sleep(for: .milliseconds(200))
             }
         }
         guard let alice = connected else {
-            Issue.record("cannot connect to node 1 on \(base): \(String(describing: lastError)); cluster output: \(cluster.printed); node logs: \(cluster.logged.suffix(6_000))")
+            Issue.record(
+                "cannot connect to node 1 on \(base): \(String(describing: lastError)); cluster output: \(cluster.printed); node logs: \(cluster.logged.suffix(6_000))"
+            )
             _ = try await cluster.stop()
             return
         }
@@ -59,10 +72,16 @@ import Glibc
         _ = try await alice.authenticate(user: "alice", device: UUID(), dev: dev)
         let conversation = ConversationID.random()
         try await alice.command(
-            .createConversation(CreateConversation(conversationID: conversation, participants: ["alice", "bob"], options: ConversationOptions(isDistinct: false))),
+            .createConversation(
+                CreateConversation(
+                    conversationID: conversation, participants: ["alice", "bob"],
+                    options: ConversationOptions(isDistinct: false))),
             id: conversation.uuid)
         let message = MessageID.random()
-        try await alice.command(.sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: [try MessagePart(text: "hi")])), id: message.uuid)
+        try await alice.command(
+            .sendMessage(
+                SendMessage(messageID: message, conversationID: conversation, parts: [try MessagePart(text: "hi")])),
+            id: message.uuid)
         await alice.close()
 
         // Each node's /replication shows a link to the other, the conversation, and one digest.
@@ -72,18 +91,27 @@ import Glibc
             states = []
             // An admin port not answering yet (a loaded machine) is asked again.
             for port in [base + 1, base + 11] {
-                if let body = try? await HTTPGet.fetch(port: port, path: "/replication").body { states.append(try Replication(body)) }
+                if let body = try? await HTTPGet.fetch(port: port, path: "/replication").body {
+                    states.append(try Replication(body))
+                }
             }
             guard states.count == 2 else {
                 try await Task.sleep(for: .milliseconds(100))
                 continue
             }
-            if states[0].peers == ["2"], states[1].peers == ["1"], states[0].digest == states[1].digest, states[1].conversations.count == 1 { break }
+            if states[0].peers == ["2"], states[1].peers == ["1"], states[0].digest == states[1].digest,
+                states[1].conversations.count == 1
+            {
+                break
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(states.map(\.node) == ["1", "2"])
         #expect(states.map(\.peers) == [["2"], ["1"]])
-        #expect(states.map(\.conversations) == [[conversation.uuid.uuidString.lowercased()], [conversation.uuid.uuidString.lowercased()]])
+        #expect(
+            states.map(\.conversations) == [
+                [conversation.uuid.uuidString.lowercased()], [conversation.uuid.uuidString.lowercased()],
+            ])
         #expect(states[0].digest == states[1].digest)
 
         let pids = try Self.pids(in: cluster.printed)
@@ -101,9 +129,14 @@ import Glibc
         let binary = try BuiltProduct.url("lamina-node").path
         let shell = try DevClusterProcess(
             in: directory, executable: "/bin/sh",
-            arguments: ["-c", "\"$0\" dev-cluster --nodes 2 --base-port \(base) & echo \"supervisor $!\"; wait", binary])
-        try await shell.waitUntil("both nodes serve", timeout: .seconds(120)) { $0.components(separatedBy: "is serving").count - 1 == 2 }
-        let supervisor = try #require(Int32(shell.printed.components(separatedBy: "supervisor ").dropFirst().first?.prefix { $0.isNumber } ?? ""))
+            arguments: [
+                "-c", "\"$0\" dev-cluster --nodes 2 --base-port \(base) & echo \"supervisor $!\"; wait", binary,
+            ])
+        try await shell.waitUntil("both nodes serve", timeout: .seconds(120)) {
+            $0.components(separatedBy: "is serving").count - 1 == 2
+        }
+        let supervisor = try #require(
+            Int32(shell.printed.components(separatedBy: "supervisor ").dropFirst().first?.prefix { $0.isNumber } ?? ""))
         let nodes = try Self.pids(in: shell.printed)
         #expect(nodes.count == 2)
 
@@ -112,7 +145,9 @@ import Glibc
         // The orphaned supervisor (it kept the shell's output pipe) says why it stops, stops
         // its nodes and exits: the pipe then ends.
         try await shell.waitForEnd(timeout: .seconds(60))
-        #expect(shell.printed.contains("the process that started the cluster is gone; stopping the cluster"), "\(shell.printed)")
+        #expect(
+            shell.printed.contains("the process that started the cluster is gone; stopping the cluster"),
+            "\(shell.printed)")
         #expect(shell.printed.contains("Stopped."))
         for pid in nodes + [supervisor] { #expect(!Self.isAlive(pid), "process \(pid) is gone") }
     }
@@ -120,13 +155,16 @@ import Glibc
     /// Whether `pid` runs (a zombie not yet reaped by its new parent counts as gone).
     static func isAlive(_ pid: Int32) -> Bool {
         guard kill(pid, 0) == 0 else { return false }
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
         return !stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
 
     @Test func refusesANodeCountOutsideItsRangeWithAReason() async throws {
         for count in ["1", "10"] {
-            let cluster = try DevClusterProcess(in: Fixtures.temporaryDirectory("dev-cluster-bad"), arguments: ["dev-cluster", "--nodes", count])
+            let cluster = try DevClusterProcess(
+                in: Fixtures.temporaryDirectory("dev-cluster-bad"), arguments: ["dev-cluster", "--nodes", count])
             #expect(try await cluster.exitStatus() != 0)
             #expect(cluster.logged.contains("--nodes must be 2...9, not \(count)"), "\(cluster.logged)")
             #expect(!cluster.printed.contains("is serving"))
@@ -141,7 +179,8 @@ import Glibc
         var conversations: Set<String>
 
         init(_ json: String) throws {
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
             node = try #require(object["node"] as? String)
             digest = try #require(object["digest"] as? String)
             peers = Set(try #require(object["peers"] as? [String: Any]).keys)
@@ -166,7 +205,8 @@ import Glibc
     }
 
     static func isFree(_ port: Int) -> Bool {
-        guard let channel = try? ServerBootstrap(group: Fixtures.group).bind(host: "127.0.0.1", port: port).wait() else { return false }
+        guard let channel = try? ServerBootstrap(group: Fixtures.group).bind(host: "127.0.0.1", port: port).wait()
+        else { return false }
         try? channel.close().wait()
         return true
     }
@@ -187,13 +227,15 @@ final class DevClusterProcess: Sendable {
         process.executableURL = try executable.map { URL(fileURLWithPath: $0) } ?? BuiltProduct.url("lamina-node")
         process.arguments = arguments
         process.currentDirectoryURL = directory
-        let stdout = Pipe(), stderr = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
         self.process = process
         exited = PromiseBox(Fixtures.group.next().makePromise(of: Int32.self))
         try process.run()
-        let exited = exited, ended = ended
+        let exited = exited
+        let ended = ended
         for (pipe, box, isOutput) in [(stdout, output, true), (stderr, errors, false)] {
             Thread.detachNewThread {
                 let reader = pipe.fileHandleForReading
@@ -219,7 +261,9 @@ final class DevClusterProcess: Sendable {
     func waitUntil(_ what: String, timeout: Duration, _ done: (String) -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while !done(printed) {
-            guard process.isRunning, ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "\(what); printed: \(printed)") }
+            guard process.isRunning, ContinuousClock.now < deadline else {
+                throw SyncTestTimeout(waitingFor: "\(what); printed: \(printed)")
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
     }

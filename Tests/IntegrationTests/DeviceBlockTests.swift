@@ -16,15 +16,22 @@ import Testing
         let bob = try ClientHarness.device("bob", on: node)
         let carol = try ClientHarness.device("carol", on: node)
         var events: [Recorder<SyncEngine.Event>] = []
-        for device in [alice, aliceOther, bob, carol] { events.append(try await ClientHarness.connectLive(device, on: node)) }
+        for device in [alice, aliceOther, bob, carol] {
+            events.append(try await ClientHarness.connectLive(device, on: node))
+        }
         let (aliceEvents, bobEvents) = (events[0], events[2])
         let api = CurlAPI(node.server, http: .http1)
-        let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob","carol"]}"#)
+        let created = try await api.request(
+            "POST", "/conversations", json: #"{"participants":["alice","bob","carol"]}"#)
         let conversation = ServerAPITests.conversationUUID(created.object)
         let conversationID = ConversationID(uuid: try #require(UUID(uuidString: conversation)))
-        for device in [alice, aliceOther, bob, carol] { _ = try await device.waitForCreation(of: conversationID, timeout: .seconds(30)) }
+        for device in [alice, aliceOther, bob, carol] {
+            _ = try await device.waitForCreation(of: conversationID, timeout: .seconds(30))
+        }
         @Sendable func carolTyping(_ state: TypingState) -> @Sendable ([SyncEngine.Event]) -> Bool {
-            { all in all.contains { if case .typing(let t) = $0 { t.user == "carol" && t.state == state } else { false } } }
+            { all in
+                all.contains { if case .typing(let t) = $0 { t.user == "carol" && t.state == state } else { false } }
+            }
         }
 
         // Block on one device: the node's list has carol.

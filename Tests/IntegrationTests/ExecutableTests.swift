@@ -6,7 +6,7 @@ import NIOPosix
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The built `lamina-node` binary, started with no arguments in an empty directory.

@@ -1,13 +1,13 @@
 import Foundation
-import LaminaProcess
 import LaminaLocalNode
 import LaminaModel
 import LaminaNode
+import LaminaProcess
 import LaminaWire
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The admin port's liveness and readiness (issue 15, item 10): readiness fails when the
@@ -41,7 +41,8 @@ import Glibc
         #expect(try await HTTPGet.fetch(port: admin.port, path: "/health/live").status == 200)
         // Not ready for new clients; the connected ones keep sending and receiving.
         let pair = ResourceLimitTests.HealthyPair(
-            alice: clients[0], bob: clients[1], conversation: try await MessagingTests.conversation(clients[0], with: ["h0", "h1"]))
+            alice: clients[0], bob: clients[1],
+            conversation: try await MessagingTests.conversation(clients[0], with: ["h0", "h1"]))
         try await pair.expectHealthy()
 
         await clients.removeLast().close()
@@ -84,7 +85,8 @@ import Glibc
         #expect(try await HTTPGet.fetch(port: node.adminPort, path: "/health/ready").status == 200)
 
         // No file of the data directory may grow by more than 64 KiB from here.
-        let largest = try FileManager.default.contentsOfDirectory(at: data, includingPropertiesForKeys: [.fileSizeKey])
+        let largest =
+            try FileManager.default.contentsOfDirectory(at: data, includingPropertiesForKeys: [.fileSizeKey])
             .compactMap { try $0.resourceValues(forKeys: [.fileSizeKey]).fileSize }.max() ?? 0
         try Self.prlimit(pid: node.pid, fileSize: "\(largest + 64 * 1024)")
 
@@ -114,7 +116,8 @@ import Glibc
         _ = try await newcomer.hello()
         _ = try await newcomer.nonce()
         let resumeID = UUID()
-        newcomer.send(.resumeSession(ResumeSession(requestID: resumeID, sessionToken: session.sessionToken, deviceID: device)))
+        newcomer.send(
+            .resumeSession(ResumeSession(requestID: resumeID, sessionToken: session.sessionToken, deviceID: device)))
         guard case .authenticated = try await newcomer.answer(to: resumeID) else {
             Issue.record("the session did not resume while the store could not write")
             return

@@ -9,7 +9,9 @@ import Testing
 /// object changes of `.identity`; a user sharing no conversation is not told.
 @Suite struct IdentityChangeTests {
     /// The first `.identity` change about `user` from `changes` of type `type`.
-    static func next(_ type: ObjectChangeType, of user: UserID, in changes: AsyncStream<[ObjectChange]>) async -> ObjectChange? {
+    static func next(_ type: ObjectChangeType, of user: UserID, in changes: AsyncStream<[ObjectChange]>) async
+        -> ObjectChange?
+    {
         for await batch in changes {
             for change in batch where change.type == type {
                 if case .identity(let i) = change.object, i.userID == user { return change }
@@ -30,9 +32,11 @@ import Testing
         #expect(created.status == 201, "\(created.body)")
 
         // Create: bob's device holds alice's identity and was told.
-        let posted = try await api.request("POST", "/users/alice/identity", json: """
-            {"display_name":"Alice","avatar_url":"https://example.com/alice.png","first_name":"Alice","email_address":"alice@example.com","metadata":{"team":"blue"}}
-            """)
+        let posted = try await api.request(
+            "POST", "/users/alice/identity",
+            json: """
+                {"display_name":"Alice","avatar_url":"https://example.com/alice.png","first_name":"Alice","email_address":"alice@example.com","metadata":{"team":"blue"}}
+                """)
         #expect(posted.status == 201, "\(posted.body)")
         let create = await Self.next(.create, of: "alice", in: changes)
         guard case .identity(let first)? = create?.object else {
@@ -48,7 +52,8 @@ import Testing
         // PATCH (over HTTP/1.1 this time): an update with before and after.
         let patched = try await CurlAPI(node.server, http: .http1).request(
             "PATCH", "/users/alice/identity",
-            json: #"[{"operation":"set","property":"display_name","value":"Alice A."},{"operation":"delete","property":"metadata.team"}]"#,
+            json:
+                #"[{"operation":"set","property":"display_name","value":"Alice A."},{"operation":"delete","property":"metadata.team"}]"#,
             contentType: "application/vnd.layer-patch+json")
         #expect(patched.status == 204, "\(patched.body)")
         let update = await Self.next(.update, of: "alice", in: changes)
@@ -70,7 +75,8 @@ import Testing
         // Carol shares no conversation with alice: a conversation made after every change
         // reaches her device (her feed is ordered), and she never learned alice's identity.
         let later = try await api.request("POST", "/conversations", json: #"{"participants":["carol","dave"]}"#)
-        let laterID = ConversationID(uuid: try #require(UUID(uuidString: ServerAPITests.conversationUUID(later.object))))
+        let laterID = ConversationID(
+            uuid: try #require(UUID(uuidString: ServerAPITests.conversationUUID(later.object))))
         _ = try await carol.waitForCreation(of: laterID, timeout: .seconds(30))
         let carolChanges = try await node.server.engine.store.read { reader in
             try reader.feed(of: "carol", after: 0, limit: 1_000).filter { $0.kind == 12 }
@@ -89,8 +95,10 @@ import Testing
         let node = try await TestNode.start("api-identity-snapshot")
         let api = CurlAPI(node.server, http: .http1)
         let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"]}"#)
-        let conversationID = ConversationID(uuid: try #require(UUID(uuidString: ServerAPITests.conversationUUID(created.object))))
-        #expect(try await api.request("POST", "/users/alice/identity", json: #"{"display_name":"Alice"}"#).status == 201)
+        let conversationID = ConversationID(
+            uuid: try #require(UUID(uuidString: ServerAPITests.conversationUUID(created.object))))
+        #expect(
+            try await api.request("POST", "/users/alice/identity", json: #"{"display_name":"Alice"}"#).status == 201)
         #expect(try await api.request("POST", "/users/bob/blocks", json: #"{"user_id":"mallory"}"#).status == 204)
         let bob = try ClientHarness.device("bob", on: node) { $0.synchronizationPolicy = .completeHistory }
         _ = try await ClientHarness.connectLive(bob, on: node)

@@ -17,7 +17,9 @@ import Testing
     static func conversation(_ client: SyncTestClient, with users: Set<UserID>) async throws -> ConversationID {
         let id = ConversationID.random()
         try await client.command(
-            .createConversation(CreateConversation(conversationID: id, participants: users, options: ConversationOptions(isDistinct: false))),
+            .createConversation(
+                CreateConversation(
+                    conversationID: id, participants: users, options: ConversationOptions(isDistinct: false))),
             id: id.uuid)
         return id
     }
@@ -27,11 +29,14 @@ import Testing
         parts: [MessagePart]? = nil
     ) async throws -> (MessageID, Ack) {
         let ack = try await client.command(
-            .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts ?? Self.text(text))), id: id.uuid)
+            .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts ?? Self.text(text))),
+            id: id.uuid)
         return (id, ack)
     }
 
-    @Test(arguments: StoreBackend.allCases) func twoUsersWithSeveralDevicesSendAndReceive(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func twoUsersWithSeveralDevicesSendAndReceive(_ backend: StoreBackend)
+        async throws
+    {
         let node = try await TestNode.start("fanout", backend: backend)
         let a1 = try await node.session(Self.alice, device: UUID())
         let a2 = try await node.session(Self.alice, device: UUID())
@@ -54,7 +59,9 @@ import Testing
         await node.stop()
     }
 
-    @Test(arguments: StoreBackend.allCases) func offlineDeviceCatchesUpFromItsCursor(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func offlineDeviceCatchesUpFromItsCursor(_ backend: StoreBackend)
+        async throws
+    {
         let node = try await TestNode.start("catchup", backend: backend)
         let bobDevice = UUID()
         let bob = try await node.session(Self.bob, device: bobDevice)
@@ -85,7 +92,9 @@ import Testing
         await node.stop()
     }
 
-    @Test(arguments: StoreBackend.allCases) func retryAfterADroppedConnectionMakesNoDuplicate(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func retryAfterADroppedConnectionMakesNoDuplicate(_ backend: StoreBackend)
+        async throws
+    {
         let node = try await TestNode.start("retry", backend: backend)
         let aliceDevice = UUID()
         let alice = try await node.session(Self.alice, device: aliceDevice)

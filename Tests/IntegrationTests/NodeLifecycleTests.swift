@@ -5,7 +5,7 @@ import NIOPosix
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue 30: the node's parts start in order, and a start that fails part-way stops what
@@ -18,7 +18,8 @@ import Glibc
         let data = URL(fileURLWithPath: configuration.dataDirectory).resolvingSymlinksInPath().path
 
         do {
-            let node = try await NodeServer.start(configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
+            let node = try await NodeServer.start(
+                configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
             await node.shutdown()
             Issue.record("the node started on a taken port")
         } catch let error as NodeServerError {
@@ -31,7 +32,8 @@ import Glibc
 
         // Nothing holds the directory: a start on a free port serves from it.
         configuration.port = 0
-        let node = try await NodeServer.start(configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
+        let node = try await NodeServer.start(
+            configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
         #expect(node.runningParts == Set(NodePart.allCases).subtracting([.peers]))  // peering is off
         #expect(!Self.openFiles(under: data).isEmpty)  // the store is open while it serves
         await node.shutdown()
@@ -45,7 +47,9 @@ import Glibc
         // The admin listener answers "stopping" until the end; the store closes after its users.
         #expect(NodePart.stopOrder.last == .admin)
         let index = { (part: NodePart) in NodePart.stopOrder.firstIndex(of: part)! }
-        for user in [NodePart.engine, .content, .webhooks, .pushes, .pruner, .peers] { #expect(index(user) < index(.store)) }
+        for user in [NodePart.engine, .content, .webhooks, .pushes, .pruner, .peers] {
+            #expect(index(user) < index(.store))
+        }
         #expect(index(.engine) < index(.transport))
     }
 
@@ -56,7 +60,8 @@ import Glibc
         let node = try await NodeProcess.start(in: directory)
         let id = try #require(Self.nodeID(in: node.printed))
         let api = try Self.api(node)
-        let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"],"metadata":{"title":"kept"}}"#)
+        let created = try await api.request(
+            "POST", "/conversations", json: #"{"participants":["alice","bob"],"metadata":{"title":"kept"}}"#)
         #expect(created.status == 201)
         let conversation = try #require((created.object["id"] as? String)?.split(separator: "/").last.map(String.init))
         let status = try await node.stop(with: SIGTERM)
@@ -80,7 +85,8 @@ import Glibc
         let appID = try #require(server.split(separator: "/").last.map(String.init))
         let made = lines.first { $0.hasPrefix("API token:") }?.split(separator: " ").dropFirst(2).first.map(String.init)
         let cert = node.dataDirectory.appendingPathComponent(NodeBootstrap.Files.certificate).path
-        return CurlAPI(url: "https://127.0.0.1:\(node.syncPort)", caFile: cert, appID: appID, token: try #require(token ?? made))
+        return CurlAPI(
+            url: "https://127.0.0.1:\(node.syncPort)", caFile: cert, appID: appID, token: try #require(token ?? made))
     }
 
     /// The binary reads a setting from the file, the environment and flags, each over the one
@@ -99,22 +105,27 @@ import Glibc
         #expect(try await fromEnvironment.stop() == 0)
 
         let fromFlag = try await NodeProcess.start(
-            in: directory, arguments: ["--config", config.path, "--set", "serverAPI.enabled=false", "--max-sessions", "9"],
+            in: directory,
+            arguments: ["--config", config.path, "--set", "serverAPI.enabled=false", "--max-sessions", "9"],
             environment: ["LAMINA_SERVER_API_ENABLED": "true", "LAMINA_MAX_SESSIONS": "7"])
         #expect(!fromFlag.printed.contains("server API:"))
         let health = try await HTTPGet.fetch(port: fromFlag.adminPort, path: "/health")
-        #expect(health.body.contains("sessions ok 0 of 9\n"), "\(health.body)")  // the named flag over the environment and the file
+        // the named flag over the environment and the file
+        #expect(health.body.contains("sessions ok 0 of 9\n"), "\(health.body)")
         #expect(try await fromFlag.stop() == 0)
 
         try Data(#"{"serverAPI": {"enabeld": false}}"#.utf8).write(to: config)
         let refused = try await ExternalCommand.run(
-            try BuiltProduct.url("lamina-node").path, ["--config", config.path, "--data-dir", directory.appendingPathComponent("refused").path])
+            try BuiltProduct.url("lamina-node").path,
+            ["--config", config.path, "--data-dir", directory.appendingPathComponent("refused").path])
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("unknown key serverAPI.enabeld"), "\(refused.stderr)")
     }
 
     static func nodeID(in printed: String) -> String? {
-        guard let line = printed.split(separator: "\n").first(where: { $0.hasPrefix("Lamina node ") }) else { return nil }
+        guard let line = printed.split(separator: "\n").first(where: { $0.hasPrefix("Lamina node ") }) else {
+            return nil
+        }
         return line.split(separator: " ").dropFirst(2).first.map(String.init)
     }
 
@@ -122,7 +133,9 @@ import Glibc
     static func openFiles(under directory: String) -> [String] {
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         return fds.compactMap { fd in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)") else { return nil }
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)") else {
+                return nil
+            }
             return target.hasPrefix(directory + "/") ? target : nil
         }.sorted()
     }

@@ -10,7 +10,8 @@ import Testing
 @Suite struct NodeServerTests {
     @Test func firstStartCreatesCertificateKeyAndStoreAndServesAdmin() async throws {
         let configuration = Fixtures.nodeConfiguration("bootstrap")
-        let node = try await NodeServer.start(configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
+        let node = try await NodeServer.start(
+            configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
         let data = URL(fileURLWithPath: configuration.dataDirectory)
         let fm = FileManager.default
         #expect(node.prepared.createdCertificate)
@@ -82,7 +83,10 @@ import Testing
 
 /// A tiny HTTP/1.1 GET over a plain socket (the admin port), via NIO.
 enum HTTPGet {
-    struct Response { var status: Int; var body: String }
+    struct Response {
+        var status: Int
+        var body: String
+    }
 
     static func fetch(port: Int, path: String) async throws -> Response {
         let channel = try await ClientBootstrap(group: Fixtures.group).connect(host: "127.0.0.1", port: port).get()

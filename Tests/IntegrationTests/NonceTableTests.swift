@@ -37,19 +37,26 @@ import Testing
         let nonceOfA = try await a.nonce()
         let b = try await node.connect()
         _ = try await b.hello()
-        let stolen = try await b.authenticate(token: try dev.mintToken(user: "mallory", nonce: nonceOfA), device: UUID())
+        let stolen = try await b.authenticate(
+            token: try dev.mintToken(user: "mallory", nonce: nonceOfA), device: UUID())
         let (error, fresh) = try #require(try await Self.refusal(stolen, on: b))
         #expect(error.code == .nonceOtherConnection, "\(error)")
         try await healthy.expectHealthy()
         // B's own fresh nonce works on B; A's nonce was left alone and works on another
         // stream of A's connection.
-        guard case .authenticated = try await b.authenticate(token: try dev.mintToken(user: "bob", nonce: fresh.nonce), device: UUID()) else {
+        guard
+            case .authenticated = try await b.authenticate(
+                token: try dev.mintToken(user: "bob", nonce: fresh.nonce), device: UUID())
+        else {
             Issue.record("B's own nonce did not authenticate")
             return
         }
         let a2 = try await a.another()
         _ = try await a2.hello()
-        guard case .authenticated(let carol) = try await a2.authenticate(token: try dev.mintToken(user: "carol", nonce: nonceOfA), device: UUID()) else {
+        guard
+            case .authenticated(let carol) = try await a2.authenticate(
+                token: try dev.mintToken(user: "carol", nonce: nonceOfA), device: UUID())
+        else {
             Issue.record("A's nonce did not authenticate a stream of A's connection")
             return
         }
@@ -69,7 +76,8 @@ import Testing
         _ = try await client.hello()
         let nonce = try await client.nonce()
         // A token for the nonce signed with the wrong key: refused, and the nonce is spent...
-        let forged = try await client.authenticate(token: try stranger.mintToken(user: "alice", nonce: nonce), device: UUID())
+        let forged = try await client.authenticate(
+            token: try stranger.mintToken(user: "alice", nonce: nonce), device: UUID())
         let (first, fresh) = try #require(try await Self.refusal(forged, on: client))
         #expect(first.code == .badSignature)
         // ...so the right token for it no longer logs in (one try per nonce).
@@ -78,7 +86,10 @@ import Testing
         #expect(second.code == .nonceReused, "\(second)")
         try await healthy.expectHealthy()
         // The nonce sent after the first failure is still good.
-        guard case .authenticated = try await client.authenticate(token: try dev.mintToken(user: "alice", nonce: fresh.nonce), device: UUID()) else {
+        guard
+            case .authenticated = try await client.authenticate(
+                token: try dev.mintToken(user: "alice", nonce: fresh.nonce), device: UUID())
+        else {
             Issue.record("the fresh nonce did not authenticate")
             return
         }
@@ -160,7 +171,8 @@ import Testing
         try await ResourceLimitTests.eventually("expired nonces pruned", timeout: .seconds(60)) {
             table.snapshot.nonces == 0 && node.server.pruner.history.pruned.nonces >= before + 1
         }
-        let answer = try await client.authenticate(token: try node.dev.mintToken(user: "alice", nonce: nonce), device: UUID())
+        let answer = try await client.authenticate(
+            token: try node.dev.mintToken(user: "alice", nonce: nonce), device: UUID())
         let (error, _) = try #require(try await Self.refusal(answer, on: client))
         #expect(error.code == .unknownNonce)
         try await healthy.expectHealthy()

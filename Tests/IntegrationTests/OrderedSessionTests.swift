@@ -53,7 +53,8 @@ import Testing
     }
 
     static func send(_ id: MessageID, in conversation: ConversationID) -> Frame {
-        .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [try! MessagePart(text: "m \(id)")]))
+        .sendMessage(
+            SendMessage(messageID: id, conversationID: conversation, parts: [try! MessagePart(text: "m \(id)")]))
     }
 
     static func fetch(_ id: UUID, _ conversation: ConversationID, _ policy: HistoryPolicy) -> Frame {
@@ -61,20 +62,26 @@ import Testing
     }
 
     static func create(_ id: ConversationID, distinct: Bool = false) -> Frame {
-        .createConversation(CreateConversation(conversationID: id, participants: [bob], options: ConversationOptions(isDistinct: distinct)))
+        .createConversation(
+            CreateConversation(
+                conversationID: id, participants: [bob], options: ConversationOptions(isDistinct: distinct)))
     }
 
     /// Other users' sessions sending in their own conversations until stopped, so the writer's
     /// groups mix the tested stream's commands with others'.
-    static func background(_ node: TestNode, pairs: Int) async throws -> (stop: @Sendable () -> Void, done: Task<Int, Error>) {
+    static func background(_ node: TestNode, pairs: Int) async throws -> (
+        stop: @Sendable () -> Void, done: Task<Int, Error>
+    ) {
         let stopped = NIOLockedValueBox(false)
         var clients: [(SyncTestClient, ConversationID)] = []
         for i in 0..<pairs {
             let client = try await node.session(try UserID("load-\(i)"), device: UUID())
             let conversation = ConversationID.random()
             try await client.command(
-                .createConversation(CreateConversation(
-                    conversationID: conversation, participants: [try UserID("load-peer-\(i)")], options: ConversationOptions(isDistinct: false))),
+                .createConversation(
+                    CreateConversation(
+                        conversationID: conversation, participants: [try UserID("load-peer-\(i)")],
+                        options: ConversationOptions(isDistinct: false))),
                 id: conversation.uuid)
             clients.append((client, conversation))
         }
@@ -109,7 +116,8 @@ import Testing
         // SEND then FETCH_HISTORY (last 1), without waiting: the history is the message just sent.
         for _ in 0..<150 {
             let (message, read) = (MessageID.random(), UUID())
-            let answers = try await Self.pipeline(alice, [Self.send(message, in: conversation), Self.fetch(read, conversation, .lastN(1))])
+            let answers = try await Self.pipeline(
+                alice, [Self.send(message, in: conversation), Self.fetch(read, conversation, .lastN(1))])
             #expect(answers.order == [message.uuid, read])
             #expect(answers.errors.isEmpty)
             #expect(answers.histories[read] == [message])
@@ -118,9 +126,11 @@ import Testing
         // CREATE then SEND then FETCH_HISTORY of the new conversation: found, holding the message.
         for _ in 0..<100 {
             let (created, message, read) = (ConversationID.random(), MessageID.random(), UUID())
-            let answers = try await Self.pipeline(alice, [
-                Self.create(created), Self.send(message, in: created), Self.fetch(read, created, .complete),
-            ])
+            let answers = try await Self.pipeline(
+                alice,
+                [
+                    Self.create(created), Self.send(message, in: created), Self.fetch(read, created, .complete),
+                ])
             #expect(answers.order == [created.uuid, message.uuid, read])
             #expect(answers.errors.isEmpty, "\(answers.errors.values.map(\.reason))")
             #expect(answers.histories[read] == [message])

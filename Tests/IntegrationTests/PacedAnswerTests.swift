@@ -11,7 +11,9 @@ import Testing
 /// `LAMINA_PACED_MESSAGES=3000` gives the issue's figures (a 3,000-change backlog, 2,500
 /// messages of `last-n` history); the default 1,500 (~480 KB, nearly 4x the bound and more than the bound plus the client's 256 KiB window) keeps the suite light.
 @Suite struct PacedAnswerTests {
-    static let messageCount = ProcessInfo.processInfo.environment["LAMINA_PACED_MESSAGES"].flatMap(Int.init).map { max(600, $0 / 100 * 100) } ?? 1_500
+    static let messageCount =
+        ProcessInfo.processInfo.environment["LAMINA_PACED_MESSAGES"].flatMap(Int.init).map { max(600, $0 / 100 * 100) }
+        ?? 1_500
     static var lastN: Int { messageCount * 5 / 6 }
     static let text = String(repeating: "paced answer ", count: 16)  // ~210 B a message
 
@@ -34,7 +36,10 @@ import Testing
             let frames = (0..<100).map { i -> Frame in
                 let id = MessageID.random()
                 ids.append(id)
-                return .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: MessagingTests.text("\(chunk * 100 + i) \(text)")))
+                return .sendMessage(
+                    SendMessage(
+                        messageID: id, conversationID: conversation,
+                        parts: MessagingTests.text("\(chunk * 100 + i) \(text)")))
             }
             alice.send(frames)
             guard case .ack = try await alice.answer(to: ids[ids.count - 1].uuid, timeout: .seconds(120)) else {
@@ -68,9 +73,15 @@ import Testing
             var paused = false
             while !Task.isCancelled {
                 let elapsed = clock.now - start
-                let allowed = Double(bytesPerSecond) * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+                let allowed =
+                    Double(bytesPerSecond)
+                    * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
                 let over = Double(client.bytesReceived - base) >= allowed
-                if over, !paused { client.stream.pauseInbound() } else if !over, paused { client.stream.resumeInbound() }
+                if over, !paused {
+                    client.stream.pauseInbound()
+                } else if !over, paused {
+                    client.stream.resumeInbound()
+                }
                 paused = over
                 try? await Task.sleep(for: .milliseconds(5))
             }
@@ -79,7 +90,9 @@ import Testing
     }
 
     /// FETCH_HISTORY of the seeded conversation on `bob`'s stream, read as fast as it comes.
-    static func expectHistory(_ bob: SyncTestClient, _ conversation: ConversationID, _ sent: Set<MessageID>) async throws {
+    static func expectHistory(_ bob: SyncTestClient, _ conversation: ConversationID, _ sent: Set<MessageID>)
+        async throws
+    {
         // Complete history: 3,000 messages (~900 KB, 7x the outbound bound), read a page at a time.
         let complete = UUID()
         let before = bob.seenChangeCount
@@ -95,7 +108,8 @@ import Testing
         // The last 2,500 of 3,000 (read at once, sent paced).
         let last = UUID()
         let mark = bob.seenChangeCount
-        bob.send(.fetchHistory(FetchHistory(requestID: last, conversationID: conversation, policy: .lastN(UInt32(lastN)))))
+        bob.send(
+            .fetchHistory(FetchHistory(requestID: last, conversationID: conversation, policy: .lastN(UInt32(lastN)))))
         guard case .ack = try await bob.answer(to: last, timeout: .seconds(120)) else {
             Issue.record("no ACK for the last \(lastN)")
             return
@@ -144,7 +158,9 @@ import Testing
         // 2 s the stream is reset and the session released (it would otherwise wait for good:
         // the client never ends its side).
         let baseline = 2  // the healthy pair
-        try await ResourceLimitTests.eventually("only the healthy pair open") { node.server.admission.snapshot.liveTracked == baseline }
+        try await ResourceLimitTests.eventually("only the healthy pair open") {
+            node.server.admission.snapshot.liveTracked == baseline
+        }
         let stalled = try await Self.bob(node)
         stalled.stopReading()
         stalled.send(.sync(SyncRequest(requestID: UUID(), cursor: 0)))

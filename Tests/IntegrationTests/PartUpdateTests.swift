@@ -24,9 +24,11 @@ import Testing
         let api = CurlAPI(node.server, http: .http2)
         let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"]}"#)
         let conversation = ServerAPITests.conversationUUID(created.object)
-        let sent = try await api.request("POST", "/conversations/\(conversation)/messages", json: """
-            {"sender_id":"layer:///identities/alice","parts":[{"body":"first","mime_type":"text/plain"}]}
-            """)
+        let sent = try await api.request(
+            "POST", "/conversations/\(conversation)/messages",
+            json: """
+                {"sender_id":"layer:///identities/alice","parts":[{"body":"first","mime_type":"text/plain"}]}
+                """)
         #expect(sent.status == 201)
         let message = Self.uuid(sent.object["id"], after: "layer:///messages/")
         let messageID = MessageID(uuid: try #require(UUID(uuidString: message)))
@@ -57,14 +59,18 @@ import Testing
         #expect(after.last?.id.uuidString.lowercased() == partID)
 
         // Replace: same id, new body.
-        let replaced = try await api.request("PUT", "\(path)/\(partID)", json: #"{"body":"second, edited","mime_type":"text/plain"}"#)
+        let replaced = try await api.request(
+            "PUT", "\(path)/\(partID)", json: #"{"body":"second, edited","mime_type":"text/plain"}"#)
         #expect(replaced.status == 204, "\(replaced.body)")
         try await ClientHarness.waitUntil(bob, "the edited part", timeout: .seconds(30)) {
             try bob.message(messageID)?.message.parts.last?.inlineBytes == Array("second, edited".utf8)
         }
         // The API shows the message as it is now.
         let shown = try await api.request("GET", "/conversations/\(conversation)/messages/\(message)")
-        #expect((shown.object["parts"] as? [[String: Any]])?.compactMap { $0["body"] as? String } == ["first", "second, edited"])
+        #expect(
+            (shown.object["parts"] as? [[String: Any]])?.compactMap { $0["body"] as? String } == [
+                "first", "second, edited",
+            ])
 
         // Remove: the first part goes; the last one cannot.
         let firstID = try #require(bob.message(messageID)?.message.parts.first?.id.uuidString.lowercased())
@@ -78,11 +84,14 @@ import Testing
         #expect(last.object["id"] as? String == "invalid_property")
 
         // Bad input: an unknown part, an inline part over 2 KB, and version 1.0.
-        let unknown = try await api.request("PUT", "\(path)/\(UUID().uuidString)", json: #"{"body":"x","mime_type":"text/plain"}"#)
+        let unknown = try await api.request(
+            "PUT", "\(path)/\(UUID().uuidString)", json: #"{"body":"x","mime_type":"text/plain"}"#)
         #expect(unknown.status == 404)
-        let large = try await api.request("POST", path, json: "{\"body\":\"\(String(repeating: "x", count: 2_049))\",\"mime_type\":\"text/plain\"}")
+        let large = try await api.request(
+            "POST", path, json: "{\"body\":\"\(String(repeating: "x", count: 2_049))\",\"mime_type\":\"text/plain\"}")
         #expect(large.status == 422, "\(large.body)")
-        let v1 = try await CurlAPI(node.server, http: .http1, version: "1.0").request("POST", path, json: #"{"body":"x","mime_type":"text/plain"}"#)
+        let v1 = try await CurlAPI(node.server, http: .http1, version: "1.0").request(
+            "POST", path, json: #"{"body":"x","mime_type":"text/plain"}"#)
         #expect(v1.status == 404)
         #expect(v1.object["id"] as? String == "invalid_endpoint")
         // Nothing of the refused requests reached the message.
@@ -99,13 +108,22 @@ import Testing
         let api = CurlAPI(node.server, http: .http1)
         let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"]}"#)
         let conversation = ServerAPITests.conversationUUID(created.object)
-        let sent = try await api.request("POST", "/conversations/\(conversation)/messages", json: #"{"sender_id":"layer:///identities/alice","parts":[{"body":"a","mime_type":"text/plain"}]}"#)
+        let sent = try await api.request(
+            "POST", "/conversations/\(conversation)/messages",
+            json: #"{"sender_id":"layer:///identities/alice","parts":[{"body":"a","mime_type":"text/plain"}]}"#)
         let message = Self.uuid(sent.object["id"], after: "layer:///messages/")
-        let headers = ["Authorization": "Bearer \(api.token)", "Accept": "application/vnd.layer+json; version=3.0", "If-None-Match": UUID().uuidString]
-        let first = try await api.request("POST", "/conversations/\(conversation)/messages/\(message)/parts", json: #"{"body":"b","mime_type":"text/plain"}"#,
-                                          headers: headers)
-        let again = try await api.request("POST", "/conversations/\(conversation)/messages/\(message)/parts", json: #"{"body":"b","mime_type":"text/plain"}"#,
-                                          headers: headers)
+        let headers = [
+            "Authorization": "Bearer \(api.token)", "Accept": "application/vnd.layer+json; version=3.0",
+            "If-None-Match": UUID().uuidString,
+        ]
+        let first = try await api.request(
+            "POST", "/conversations/\(conversation)/messages/\(message)/parts",
+            json: #"{"body":"b","mime_type":"text/plain"}"#,
+            headers: headers)
+        let again = try await api.request(
+            "POST", "/conversations/\(conversation)/messages/\(message)/parts",
+            json: #"{"body":"b","mime_type":"text/plain"}"#,
+            headers: headers)
         #expect(first.status == 201 && again.status == 201)
         #expect(first.object["id"] as? String == again.object["id"] as? String)
         let stored = try await Self.stored(MessageID(uuid: try #require(UUID(uuidString: message))), on: node)

@@ -14,10 +14,15 @@ import Testing
         #expect(refused.stderr.contains("pass --create-ca"), "\(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder + "/lamina-node-2a.pem"))
 
-        let made = try await Self.node(["peer-certificate", "--node-id", "2a", "--directory", folder, "--create-ca", "--host", "10.0.0.7"])
+        let made = try await Self.node([
+            "peer-certificate", "--node-id", "2a", "--directory", folder, "--create-ca", "--host", "10.0.0.7",
+        ])
         #expect(made.status == 0, "\(made.stderr)")
         #expect(made.stdout.contains("cluster CA:  \(folder)/cluster-ca.pem (created now"))
-        #expect(made.stdout.contains("serve flags: --node-id 2a --peer-ca \(folder)/cluster-ca.pem --peer-certificate \(folder)/lamina-node-2a.pem --peer-key \(folder)/lamina-node-2a-key.pem"))
+        #expect(
+            made.stdout.contains(
+                "serve flags: --node-id 2a --peer-ca \(folder)/cluster-ca.pem --peer-certificate \(folder)/lamina-node-2a.pem --peer-key \(folder)/lamina-node-2a-key.pem"
+            ))
 
         // A second node's certificate from the same CA (not made again).
         let second = try await Self.node(["peer-certificate", "--node-id", "3", "--directory", folder])
@@ -26,10 +31,14 @@ import Testing
 
         for (node, host) in [("2a", "10.0.0.7"), ("3", "127.0.0.1")] {
             let certificate = "\(folder)/lamina-node-\(node).pem"
-            let verified = try await ExternalCommand.run("/usr/bin/openssl", ["verify", "-CAfile", "\(folder)/cluster-ca.pem", certificate])
+            let verified = try await ExternalCommand.run(
+                "/usr/bin/openssl", ["verify", "-CAfile", "\(folder)/cluster-ca.pem", certificate])
             #expect(verified.status == 0 && verified.stdout.contains("OK"), "\(verified.stdout)\(verified.stderr)")
-            let text = try await ExternalCommand.run("/usr/bin/openssl", ["x509", "-in", certificate, "-noout", "-subject", "-ext", "subjectAltName"])
-            #expect(text.stdout.contains("CN = lamina-node-\(node)") || text.stdout.contains("CN=lamina-node-\(node)"), "\(text.stdout)")
+            let text = try await ExternalCommand.run(
+                "/usr/bin/openssl", ["x509", "-in", certificate, "-noout", "-subject", "-ext", "subjectAltName"])
+            #expect(
+                text.stdout.contains("CN = lamina-node-\(node)") || text.stdout.contains("CN=lamina-node-\(node)"),
+                "\(text.stdout)")
             #expect(text.stdout.contains("IP Address:\(host)"), "\(text.stdout)")
         }
 

@@ -1,11 +1,12 @@
 import Foundation
-@testable import LaminaClient
 import LaminaModel
-@testable import LaminaNode
 import LaminaTransport
 import NIOCore
 import NIOPosix
 import Testing
+
+@testable import LaminaClient
+@testable import LaminaNode
 
 /// Rich content across peer nodes (CONTENT.md §9): content uploaded through one node is fetched
 /// by the peers that replicate its message, so a recipient on another node downloads it through
@@ -18,14 +19,18 @@ import Testing
         try await ClientHarness.connect(alice, on: a)
         try await ClientHarness.connect(bob, on: b)
 
-        let conversation = try alice.newConversation(participants: ["bob"], options: ConversationOptions(isDistinct: false)).id
+        let conversation = try alice.newConversation(
+            participants: ["bob"], options: ConversationOptions(isDistinct: false)
+        ).id
         // Over 2 KB, so rich content; a few chunks of the node's download path.
         let small = RichContentTests.bytes(3_000, seed: 5)
         let large = RichContentTests.bytes(3 << 20, seed: 11)
         let (smallPart, smallReference) = try RichContentTests.richPart("application/octet-stream", small, by: alice)
         let (largePart, largeReference) = try RichContentTests.richPart("application/octet-stream", large, by: alice)
         let sent = try alice.send(alice.newMessage(parts: [smallPart, largePart]), in: conversation)
-        try await ClientHarness.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) { try alice.isSent(sent.id) }
+        try await ClientHarness.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) {
+            try alice.isSent(sent.id)
+        }
 
         let received = try await bob.waitForCreation(of: sent.id, timeout: .seconds(60))
         #expect(received.message.parts.map(\.content) == [.external(smallReference), .external(largeReference)])
@@ -63,11 +68,15 @@ import Testing
         try await ClientHarness.connect(alice, on: a)
         try await ClientHarness.connect(bob, on: b)
 
-        let conversation = try bob.newConversation(participants: ["alice"], options: ConversationOptions(isDistinct: false)).id
+        let conversation = try bob.newConversation(
+            participants: ["alice"], options: ConversationOptions(isDistinct: false)
+        ).id
         let data = RichContentTests.bytes(40_000, seed: 41)
         let (part, reference) = try RichContentTests.richPart("application/octet-stream", data, by: bob)
         let sent = try bob.send(bob.newMessage(parts: [part]), in: conversation)
-        try await ClientHarness.waitUntil(bob, "bob's message to be sent", timeout: .seconds(60)) { try bob.isSent(sent.id) }
+        try await ClientHarness.waitUntil(bob, "bob's message to be sent", timeout: .seconds(60)) {
+            try bob.isSent(sent.id)
+        }
 
         let received = try await alice.waitForCreation(of: sent.id, timeout: .seconds(60))
         #expect(received.message.parts.map(\.content) == [.external(reference)])
@@ -103,7 +112,9 @@ import Testing
         let bob = try ClientHarness.device("bob", on: b)
         try await ClientHarness.connect(alice, on: a)
         try await ClientHarness.connect(bob, on: b)
-        let conversation = try alice.newConversation(participants: ["bob"], options: ConversationOptions(isDistinct: false)).id
+        let conversation = try alice.newConversation(
+            participants: ["bob"], options: ConversationOptions(isDistinct: false)
+        ).id
         let data = RichContentTests.bytes(5 << 20, seed: 23)
         let (part, reference) = try RichContentTests.richPart("application/octet-stream", data, by: alice)
         let sent = try alice.send(alice.newMessage(parts: [part]), in: conversation)
@@ -132,20 +143,28 @@ import Testing
         let (a, b, certificates) = try await PeerReplicationTests.cluster("peer-content-resource")
         let alice = try ClientHarness.device("alice", on: a)
         try await ClientHarness.connect(alice, on: a)
-        let conversation = try alice.newConversation(participants: ["bob"], options: ConversationOptions(isDistinct: false)).id
+        let conversation = try alice.newConversation(
+            participants: ["bob"], options: ConversationOptions(isDistinct: false)
+        ).id
         let data = RichContentTests.bytes(100_000, seed: 31)
         let (part, reference) = try RichContentTests.richPart("application/octet-stream", data, by: alice)
         let sent = try alice.send(alice.newMessage(parts: [part]), in: conversation)
-        try await ClientHarness.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) { try alice.isSent(sent.id) }
+        try await ClientHarness.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) {
+            try alice.isSent(sent.id)
+        }
 
         // Node C of the same cluster CA (it need not be linked to fetch).
         let nodeC = NodeID(0xC3)
         let files = try DevelopmentCluster.nodeCertificate(for: nodeC, in: certificates)
         let ca = try DevelopmentCluster.certificateAuthority(in: certificates).certificate
-        let tls = try TLSContext(.client(trust: .caFile(ca), certificateChainFile: files.certificate, privateKeyFile: files.key))
+        let tls = try TLSContext(
+            .client(trust: .caFile(ca), certificateChainFile: files.certificate, privateKeyFile: files.key))
         let connection = try await TransportConnection.connect(
-            to: "https://127.0.0.1:\(a.server.peers!.transport.port)", tls: tls, group: MultiThreadedEventLoopGroup.singleton)
-        func get(_ path: String, method: String = "GET", range: String? = nil) async throws -> (status: String, body: [UInt8]) {
+            to: "https://127.0.0.1:\(a.server.peers!.transport.port)", tls: tls,
+            group: MultiThreadedEventLoopGroup.singleton)
+        func get(_ path: String, method: String = "GET", range: String? = nil) async throws -> (
+            status: String, body: [UInt8]
+        ) {
             var headers = HeaderFields()
             if let range { headers.append("range", range) }
             let stream = try await connection.openStream(method: method, path: path, headers: headers, endStream: true)

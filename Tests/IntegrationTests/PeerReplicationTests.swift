@@ -39,7 +39,9 @@ import Testing
         try await ClientHarness.connect(bob, on: b)
 
         let conversation = try alice.newConversation(participants: ["bob"]).id
-        let hello = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "hello from node a")]), in: conversation).id
+        let hello = try alice.send(
+            alice.newMessage(parts: [MessagePart.with(text: "hello from node a")]), in: conversation
+        ).id
         let received = try await bob.waitForCreation(of: hello, timeout: .seconds(30))
         #expect(received.message.conversationID == conversation)
 
@@ -68,7 +70,9 @@ import Testing
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(metrics.contains("lamina_peer_links 1.0"))
-        #expect(metrics.contains("lamina_peer_lag_operations{peer=\"b2\"} 0.0"), "\(metrics.split(separator: "\n").filter { $0.contains("peer") })")
+        #expect(
+            metrics.contains("lamina_peer_lag_operations{peer=\"b2\"} 0.0"),
+            "\(metrics.split(separator: "\n").filter { $0.contains("peer") })")
         #expect(metrics.contains("lamina_replication_counter{origin=\"a1\"}"))
         #expect(try await Self.converged([a, b], within: .seconds(30)))
         let replication = try await HTTPGet.fetch(port: admin, path: "/replication").body
@@ -91,7 +95,9 @@ import Testing
             events.contains { if case .failed(let e) = $0 { e.code == .wrongCluster } else { false } }
         }
         let failure = events.all.compactMap { if case .failed(let e) = $0 { e } else { nil } }.first
-        #expect(failure?.reason.contains("\"lamina\"") == true && failure?.reason.contains("\"another-cluster\"") == true, "\(String(describing: failure))")
+        #expect(
+            failure?.reason.contains("\"lamina\"") == true && failure?.reason.contains("\"another-cluster\"") == true,
+            "\(String(describing: failure))")
         #expect(!events.all.contains(.state(.live)))
 
         let member = try ClientHarness.device("bob", on: b) { $0.cluster = "lamina" }
@@ -115,7 +121,9 @@ import Testing
             while true {
                 switch try await peer.nextFrame() {
                 case .peerAck(let ack) where ack.vector[nodeC] >= counter: return true
-                case .error(let error): Issue.record("node A refused: \(error.code.name) \(error.reason)"); return false
+                case .error(let error):
+                    Issue.record("node A refused: \(error.code.name) \(error.reason)")
+                    return false
                 default: continue
                 }
             }
@@ -126,17 +134,21 @@ import Testing
         // An origin's readings grow with its counters (SPEC §6.5), whatever the operations name.
         let early = ReplicatedOperation(
             origin: nodeC, counter: 1, hlc: HLCTimestamp(physical: now, logical: 0, node: nodeC),
-            event: .metadataChanged(MetadataChanged(conversationID: conversation, keyPath: title, value: .string("set before the creation arrived"),
-                                                    by: "carol", at: HLCTimestamp(physical: now, logical: 0, node: nodeC))))
+            event: .metadataChanged(
+                MetadataChanged(
+                    conversationID: conversation, keyPath: title, value: .string("set before the creation arrived"),
+                    by: "carol", at: HLCTimestamp(physical: now, logical: 0, node: nodeC))))
         peer.send(.replicate(Replicate(operations: [early])))
         #expect(try await acknowledged(1))
         #expect(try await a.server.store.read { r in try r.parkedOperationCount() } == 1)
 
         let creation = ReplicatedOperation(
             origin: nodeC, counter: 2, hlc: HLCTimestamp(physical: now, logical: 1, node: nodeC),
-            event: .conversationCreated(Conversation(
-                id: conversation, participants: ["carol", "alice"], isDistinct: false, metadata: [:], deliveryReceiptsEnabled: true,
-                createdAt: Timestamp(millisecondsSince1970: Int64(now)), creator: "carol")))
+            event: .conversationCreated(
+                Conversation(
+                    id: conversation, participants: ["carol", "alice"], isDistinct: false, metadata: [:],
+                    deliveryReceiptsEnabled: true,
+                    createdAt: Timestamp(millisecondsSince1970: Int64(now)), creator: "carol")))
         peer.send(.replicate(Replicate(operations: [creation])))
         #expect(try await acknowledged(2))
         #expect(try await a.server.store.read { r in try r.parkedOperationCount() } == 0)
@@ -144,7 +156,9 @@ import Testing
             let deadline = ContinuousClock.now + .seconds(30)
             var value: MetadataValue?
             while value == nil, ContinuousClock.now < deadline {
-                value = try await node.server.store.read { r in try r.conversation(conversation) != nil ? try r.metadata(of: conversation).values["title"] : nil }
+                value = try await node.server.store.read { r in
+                    try r.conversation(conversation) != nil ? try r.metadata(of: conversation).values["title"] : nil
+                }
                 if value == nil { try await Task.sleep(for: .milliseconds(50)) }
             }
             #expect(value == .string("set before the creation arrived"))
@@ -159,7 +173,8 @@ import Testing
     static func rawPeer(to node: TestNode, as certified: NodeID, certificates: URL) async throws -> SyncTestClient {
         let files = try DevelopmentCluster.nodeCertificate(for: certified, in: certificates)
         let ca = try DevelopmentCluster.certificateAuthority(in: certificates).certificate
-        let tls = try TLSContext(.client(trust: .caFile(ca), certificateChainFile: files.certificate, privateKeyFile: files.key))
+        let tls = try TLSContext(
+            .client(trust: .caFile(ca), certificateChainFile: files.certificate, privateKeyFile: files.key))
         return try await SyncTestClient.connect(
             url: "https://127.0.0.1:\(node.server.peers!.transport.port)", caFile: ca, path: PeerService.path, tls: tls)
     }
@@ -196,7 +211,10 @@ import Testing
         gappy.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "lamina")), .versionVector(VersionVector()))
         let stray = ReplicatedOperation(
             origin: nodeC, counter: 5, hlc: HLCTimestamp(physical: 1_000, logical: 0, node: nodeC),
-            event: .statusUpTo(StatusUpTo(conversationID: .random(), user: "x", status: .read, upTo: HLCTimestamp(physical: 1, logical: 0, node: nodeC))))
+            event: .statusUpTo(
+                StatusUpTo(
+                    conversationID: .random(), user: "x", status: .read,
+                    upTo: HLCTimestamp(physical: 1, logical: 0, node: nodeC))))
         gappy.send(.replicate(Replicate(operations: [stray])))
         #expect(try await Self.fatalCode(gappy) == .invalidArgument)
 
@@ -205,7 +223,8 @@ import Testing
         do {
             let anonymous = try await SyncTestClient.connect(
                 url: "https://127.0.0.1:\(a.server.peers!.transport.port)",
-                caFile: try DevelopmentCluster.certificateAuthority(in: certificates).certificate, path: PeerService.path)
+                caFile: try DevelopmentCluster.certificateAuthority(in: certificates).certificate,
+                path: PeerService.path)
             anonymous.send(.peerHello(PeerHello(nodeID: nodeC, cluster: "lamina")))
             await #expect(throws: (any Error).self) { _ = try await anonymous.nextFrame() }
             await anonymous.close()
@@ -259,24 +278,31 @@ import Testing
             c.peers = try! DevelopmentCluster.settings(for: Self.nodeA, port: 0, peers: [], in: certificates)
         }
         let toA = a.server.peers!.transport.port
-        let proxyB = try await TCPProxy.start(to: toA), proxyC = try await TCPProxy.start(to: toA)
+        let proxyB = try await TCPProxy.start(to: toA)
+        let proxyC = try await TCPProxy.start(to: toA)
         let b = try await TestNode.start("peer-partition-b") { c in
             c.nodeID = Self.nodeB.rawValue
-            c.peers = try! DevelopmentCluster.settings(for: Self.nodeB, port: 0, peers: ["https://127.0.0.1:\(proxyB.port)"], in: certificates)
+            c.peers = try! DevelopmentCluster.settings(
+                for: Self.nodeB, port: 0, peers: ["https://127.0.0.1:\(proxyB.port)"], in: certificates)
             fast(&c.peers)
         }
         let c = try await TestNode.start("peer-partition-c") { c in
             c.nodeID = nodeC.rawValue
-            c.peers = try! DevelopmentCluster.settings(for: nodeC, port: 0, peers: ["https://127.0.0.1:\(proxyC.port)"], in: certificates)
+            c.peers = try! DevelopmentCluster.settings(
+                for: nodeC, port: 0, peers: ["https://127.0.0.1:\(proxyC.port)"], in: certificates)
             fast(&c.peers)
         }
         let alice = try ClientHarness.device("alice", on: a)
         let bob = try ClientHarness.device("bob", on: b)
         let carol = try ClientHarness.device("carol", on: c)
         let bobOnC = try ClientHarness.device("bob", on: c)
-        for (client, node) in [(alice, a), (bob, b), (carol, c), (bobOnC, c)] { try await ClientHarness.connect(client, on: node) }
+        for (client, node) in [(alice, a), (bob, b), (carol, c), (bobOnC, c)] {
+            try await ClientHarness.connect(client, on: node)
+        }
 
-        let group = try alice.newConversation(participants: ["bob", "carol"], options: ConversationOptions(isDistinct: false)).id
+        let group = try alice.newConversation(
+            participants: ["bob", "carol"], options: ConversationOptions(isDistinct: false)
+        ).id
         func say(_ client: LaminaClient, _ text: String, in conversation: ConversationID) throws -> MessageID {
             try client.send(client.newMessage(parts: [MessagePart.with(text: text)]), in: conversation).id
         }
@@ -295,17 +321,25 @@ import Testing
         let carolOnA = try alice.newConversation(participants: ["carol"]).id
         let aliceOnC = try carol.newConversation(participants: ["alice"]).id
         let sent = [
-            first, try say(alice, "a alone", in: group), try say(bob, "b alone", in: group), try say(carol, "c alone", in: group),
+            first, try say(alice, "a alone", in: group), try say(bob, "b alone", in: group),
+            try say(carol, "c alone", in: group),
             try say(alice, "a's distinct", in: distinctOnA), try say(bob, "b's distinct", in: distinctOnB),
-            try say(bobOnC, "c's distinct", in: distinctOnC), try say(alice, "to carol on a", in: carolOnA), try say(carol, "to alice on c", in: aliceOnC),
+            try say(bobOnC, "c's distinct", in: distinctOnC), try say(alice, "to carol on a", in: carolOnA),
+            try say(carol, "to alice on c", in: aliceOnC),
         ]
         try alice.addParticipants(["dave"], to: carolOnA)
-        for (client, id) in [(alice, sent[1]), (bob, sent[2]), (carol, sent[3]), (alice, sent[4]), (bob, sent[5]), (bobOnC, sent[6]), (alice, sent[7]), (carol, sent[8])] {
+        for (client, id) in [
+            (alice, sent[1]), (bob, sent[2]), (carol, sent[3]), (alice, sent[4]), (bob, sent[5]), (bobOnC, sent[6]),
+            (alice, sent[7]), (carol, sent[8]),
+        ] {
             try await ClientHarness.waitUntil(client, "the node's ACK") { try client.isSent(id) }
         }
         let daveDeadline = ContinuousClock.now + .seconds(60)
         while try await !a.server.store.read({ r in try r.participants(of: carolOnA) }).contains("dave") {
-            guard ContinuousClock.now < daveDeadline else { Issue.record("dave's addition never reached node A"); break }
+            guard ContinuousClock.now < daveDeadline else {
+                Issue.record("dave's addition never reached node A")
+                break
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
 
@@ -329,20 +363,27 @@ import Testing
         }
         // One distinct conversation of alice and bob on every node.
         let survivors = try await [a, b, c].asyncMap { node in
-            try await node.server.store.read { r in try r.distinctConversation(participants: ["alice", "bob"])?.conversation.id }
+            try await node.server.store.read { r in
+                try r.distinctConversation(participants: ["alice", "bob"])?.conversation.id
+            }
         }
         #expect(Set(survivors).count == 1 && survivors[0] != nil)
         for node in [a, b, c] {
-            let targets = try await node.server.store.read { r in try [distinctOnA, distinctOnB, distinctOnC].map { try r.resolvedConversation($0) ?? $0 } }
+            let targets = try await node.server.store.read { r in
+                try [distinctOnA, distinctOnB, distinctOnC].map { try r.resolvedConversation($0) ?? $0 }
+            }
             #expect(Set(targets) == [survivors[0]!])
         }
         // Alice's and carol's two conversations are one on every node: not distinct, dave in it.
         let carolPair = try await [a, b, c].asyncMap { node in
-            try await node.server.store.read { r in try [carolOnA, aliceOnC].map { try r.resolvedConversation($0) ?? $0 } }
+            try await node.server.store.read { r in
+                try [carolOnA, aliceOnC].map { try r.resolvedConversation($0) ?? $0 }
+            }
         }
         #expect(Set(carolPair.flatMap { $0 }).count == 1)
         let merged = try await a.server.store.read { r in try r.conversation(carolPair[0][0]) }
-        #expect(merged?.conversation.isDistinct == false && merged?.conversation.participants == ["alice", "carol", "dave"])
+        #expect(
+            merged?.conversation.isDistinct == false && merged?.conversation.participants == ["alice", "carol", "dave"])
         // Carol's device (on C) holds what was sent through A and B.
         for id in sent[0...3] { _ = try await carol.waitForCreation(of: id, timeout: .seconds(30)) }
         // Every device follows the merges to the same conversations.
@@ -350,7 +391,9 @@ import Testing
             for (client, name) in [(alice, "alice"), (bob, "bob"), (bobOnC, "bob on c")] {
                 for id in sent[4...6] {
                     _ = try await client.waitForCreation(of: id, timeout: .seconds(30))
-                    try await ClientHarness.waitUntil(client, "\(name)'s device on the survivor") { try client.message(id)?.message.conversationID == survivor }
+                    try await ClientHarness.waitUntil(client, "\(name)'s device on the survivor") {
+                        try client.message(id)?.message.conversationID == survivor
+                    }
                 }
             }
         }
@@ -375,7 +418,8 @@ import Testing
     static func replication(_ adminPort: Int) async throws -> (vector: [String: UInt64], digest: String) {
         let body = try await HTTPGet.fetch(port: adminPort, path: "/replication").body
         guard let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
-              let vector = object["vector"] as? [String: Any], let digest = object["digest"] as? String else {
+            let vector = object["vector"] as? [String: Any], let digest = object["digest"] as? String
+        else {
             throw SyncTestTimeout(waitingFor: "a /replication document, got \(body)")
         }
         return (vector.compactMapValues { ($0 as? NSNumber)?.uint64Value }, digest)
@@ -437,9 +481,11 @@ import Testing
         #expect(digest == expected)
 
         // Bob's feed on B has every message exactly once.
-        let dev = try DevIdentityProvider.loadOrCreate(in: b.dataDirectory.appendingPathComponent(NodeBootstrap.Files.devIdentity))
+        let dev = try DevIdentityProvider.loadOrCreate(
+            in: b.dataDirectory.appendingPathComponent(NodeBootstrap.Files.devIdentity))
         let bob = try await SyncTestClient.connect(
-            url: "https://127.0.0.1:\(b.syncPort)", caFile: b.dataDirectory.appendingPathComponent(NodeBootstrap.Files.certificate).path)
+            url: "https://127.0.0.1:\(b.syncPort)",
+            caFile: b.dataDirectory.appendingPathComponent(NodeBootstrap.Files.certificate).path)
         _ = try await bob.hello()
         _ = try await bob.authenticate(user: "bob", device: UUID(), dev: dev)
         let (changes, _) = try await bob.sync(from: 0)
@@ -469,7 +515,8 @@ import Testing
         let proxy = try await TCPProxy.start(to: a.server.peers!.transport.port)
         let b = try await TestNode.start("peer-move-b") { c in
             c.nodeID = Self.nodeB.rawValue
-            c.peers = try! DevelopmentCluster.settings(for: Self.nodeB, port: 0, peers: ["https://127.0.0.1:\(proxy.port)"], in: certificates)
+            c.peers = try! DevelopmentCluster.settings(
+                for: Self.nodeB, port: 0, peers: ["https://127.0.0.1:\(proxy.port)"], in: certificates)
             c.peers.reconnectMinimumMilliseconds = 20
             c.peers.reconnectMaximumMilliseconds = 200
             (c.certificatePath, c.privateKeyPath) = (c.peers.certificateFile, c.peers.keyFile)
@@ -482,7 +529,8 @@ import Testing
             }
         }
         func bobDevice(on node: TestNode) throws -> LaminaClient { try device("bob", on: node, store: store) }
-        let alice = try device("alice", on: a), carol = try device("carol", on: b)
+        let alice = try device("alice", on: a)
+        let carol = try device("carol", on: b)
         try await ClientHarness.connect(alice, on: a)
         try await ClientHarness.connect(carol, on: b)
         var bob = try bobDevice(on: b)
@@ -491,11 +539,18 @@ import Testing
         proxy.cut()
         let fromCarol = try carol.newConversation(participants: ["bob"]).id
         var carolSent: [MessageID] = []
-        for i in 0..<5 { carolSent.append(try carol.send(carol.newMessage(parts: [MessagePart.with(text: "c\(i)")]), in: fromCarol).id) }
+        for i in 0..<5 {
+            carolSent.append(
+                try carol.send(carol.newMessage(parts: [MessagePart.with(text: "c\(i)")]), in: fromCarol).id)
+        }
         for id in carolSent { _ = try await bob.waitForCreation(of: id, timeout: .seconds(30)) }
         let fromAlice = try alice.newConversation(participants: ["bob"]).id
-        let aliceSent = try (0..<2).map { try alice.send(alice.newMessage(parts: [MessagePart.with(text: "a\($0)")]), in: fromAlice).id }
-        for id in aliceSent { try await ClientHarness.waitUntil(alice, "alice's send acknowledged") { try alice.isSent(id) } }
+        let aliceSent = try (0..<2).map {
+            try alice.send(alice.newMessage(parts: [MessagePart.with(text: "a\($0)")]), in: fromAlice).id
+        }
+        for id in aliceSent {
+            try await ClientHarness.waitUntil(alice, "alice's send acknowledged") { try alice.isSent(id) }
+        }
         try await bob.close()
 
         // The same device (same store) now on node A, still cut off from B.

@@ -12,7 +12,10 @@ import Testing
     static let bob: UserID = "bob"
 
     static func create(_ id: ConversationID, with others: Set<UserID>, metadata: Metadata = Metadata()) -> Frame {
-        .createConversation(CreateConversation(conversationID: id, participants: others, options: ConversationOptions(isDistinct: true, metadata: metadata)))
+        .createConversation(
+            CreateConversation(
+                conversationID: id, participants: others,
+                options: ConversationOptions(isDistinct: true, metadata: metadata)))
     }
 
     static func send(_ id: MessageID, in conversation: ConversationID, _ text: String) -> Frame {
@@ -68,7 +71,8 @@ import Testing
         async let answersA = [a.answer(to: xa.uuid), a.answer(to: ma.uuid)]
         async let answersB = [b.answer(to: xb.uuid), b.answer(to: mb.uuid)]
         for frame in try await answersA + answersB {
-            #expect(Self.ack(frame)?.conversationID == existing)  // the CREATE's ACK and the SEND's both name the survivor
+            // the CREATE's ACK and the SEND's both name the survivor
+            #expect(Self.ack(frame)?.conversationID == existing)
         }
         let history = try await Self.history(setup, existing)
         #expect(history.count == 3)
@@ -102,7 +106,8 @@ import Testing
         let node = try await TestNode.start("pipelined-conflict")
         let a = try await node.session(Self.alice, device: UUID())
         let existing = ConversationID.random()
-        try await a.command(Self.create(existing, with: [Self.bob], metadata: ["title": .string("ours")]), id: existing.uuid)
+        try await a.command(
+            Self.create(existing, with: [Self.bob], metadata: ["title": .string("ours")]), id: existing.uuid)
 
         let b = try await node.session(Self.bob, device: UUID())
         let x = ConversationID.random()
@@ -115,7 +120,9 @@ import Testing
         #expect(Self.ack(try await b.answer(to: m.uuid))?.conversationID == existing)
         #expect(try await Self.history(a, existing) == [m])
         // The refusal is answered the same on a retry (the alias does not turn it into an ACK).
-        let again = Self.error(try await b.answer(to: x.uuid, sending: Self.create(x, with: [Self.alice], metadata: ["title": .string("mine")])))
+        let again = Self.error(
+            try await b.answer(
+                to: x.uuid, sending: Self.create(x, with: [Self.alice], metadata: ["title": .string("mine")])))
         #expect(again?.code == .existingDistinctConversation)
         #expect(again?.conversationID == existing)
         for c in [a, b] { await c.close() }

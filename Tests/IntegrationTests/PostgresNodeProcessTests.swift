@@ -7,7 +7,7 @@ import LaminaWire
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The built `lamina-node` with `--store postgres://…`, as its own process.
@@ -18,12 +18,17 @@ import Glibc
         let store = try PostgresTestCluster.newDatabase()
         let directory = Fixtures.temporaryDirectory("pg-kill")
         var node = try await NodeProcess.start(in: directory, arguments: ["--store", store])
-        #expect(!FileManager.default.fileExists(atPath: node.dataDirectory.appendingPathComponent(NodeBootstrap.Files.store).path),
-                "the store is in PostgreSQL, not a file")
-        let dev = try DevIdentityProvider.loadOrCreate(in: node.dataDirectory.appendingPathComponent(NodeBootstrap.Files.devIdentity))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: node.dataDirectory.appendingPathComponent(NodeBootstrap.Files.store).path),
+            "the store is in PostgreSQL, not a file")
+        let dev = try DevIdentityProvider.loadOrCreate(
+            in: node.dataDirectory.appendingPathComponent(NodeBootstrap.Files.devIdentity))
         let ca = node.dataDirectory.appendingPathComponent(NodeBootstrap.Files.certificate).path
 
-        func session(_ user: UserID, on node: NodeProcess, cursor: UInt64 = 0) async throws -> (SyncTestClient, [Change]) {
+        func session(_ user: UserID, on node: NodeProcess, cursor: UInt64 = 0) async throws -> (
+            SyncTestClient, [Change]
+        ) {
             let client = try await SyncTestClient.connect(url: "https://127.0.0.1:\(node.syncPort)", caFile: ca)
             _ = try await client.hello()
             _ = try await client.authenticate(user: user, device: UUID(), dev: dev)
@@ -33,7 +38,8 @@ import Glibc
 
         let (alice, _) = try await session(MessagingTests.alice, on: node)
         let (bob, _) = try await session(MessagingTests.bob, on: node)
-        let conversation = try await MessagingTests.conversation(alice, with: [MessagingTests.alice, MessagingTests.bob])
+        let conversation = try await MessagingTests.conversation(
+            alice, with: [MessagingTests.alice, MessagingTests.bob])
         // Fan-out while the node is up: Bob's live session gets Alice's first message.
         let (first, _) = try await MessagingTests.send(alice, conversation, "first")
         #expect(try await bob.message(first).sender == MessagingTests.alice)

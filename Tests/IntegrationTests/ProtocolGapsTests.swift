@@ -19,7 +19,10 @@ import Testing
         let bob = try await node.session(Self.bob, device: UUID())
         let existing = ConversationID.random()
         let options = ConversationOptions(isDistinct: true)
-        try await alice.command(.createConversation(CreateConversation(conversationID: existing, participants: [Self.bob], options: options)), id: existing.uuid)
+        try await alice.command(
+            .createConversation(
+                CreateConversation(conversationID: existing, participants: [Self.bob], options: options)),
+            id: existing.uuid)
         // Another device creates "the" distinct conversation under its own id and types there
         // at once (pipelined behind the creation).
         let device = try await node.session(Self.alice, device: UUID())
@@ -34,7 +37,9 @@ import Testing
         #expect(typing.event == .typing(TypingChanged(conversationID: existing, user: Self.alice, state: .started)))
         // And once more after the ACK.
         device.send(.typing(Typing(conversationID: alias, state: .paused)))
-        let paused = try await bob.change { $0.event == .typing(TypingChanged(conversationID: existing, user: Self.alice, state: .paused)) }
+        let paused = try await bob.change {
+            $0.event == .typing(TypingChanged(conversationID: existing, user: Self.alice, state: .paused))
+        }
         #expect(paused.seq == 0)
         for s in [alice, bob, device] { await s.close() }
         await node.stop()
@@ -74,14 +79,16 @@ import Testing
         let conversation = try await MessagingTests.conversation(alice, with: [Self.bob])
         let (fromBob, _) = try await MessagingTests.send(bob, conversation, "read by alice")
         let mark = UUID()
-        try await alice.command(.markRead(MarkRead(requestID: mark, conversationID: conversation, messageID: fromBob)), id: mark)
+        try await alice.command(
+            .markRead(MarkRead(requestID: mark, conversationID: conversation, messageID: fromBob)), id: mark)
         let (own1, _) = try await MessagingTests.send(alice, conversation, "alice's own 1")
         let (own2, _) = try await MessagingTests.send(alice, conversation, "alice's own 2")
         let (unread, _) = try await MessagingTests.send(bob, conversation, "unread")
         let (own3, _) = try await MessagingTests.send(alice, conversation, "alice's own after")
 
         let read = UUID()
-        let answers = try await OrderedSessionTests.pipeline(alice, [OrderedSessionTests.fetch(read, conversation, .unreadOnly)])
+        let answers = try await OrderedSessionTests.pipeline(
+            alice, [OrderedSessionTests.fetch(read, conversation, .unreadOnly)])
         #expect(answers.histories[read] == [unread, own3])
         // The complete history reports the skipped messages read for alice.
         #expect(try await PipelinedCreationTests.history(alice, conversation) == [fromBob, own1, own2, unread, own3])
@@ -89,17 +96,23 @@ import Testing
         // Marking one message read leaves the earlier unread one where it was.
         let (last, lastAck) = try await MessagingTests.send(bob, conversation, "the last")
         let markOne = UUID()
-        try await alice.command(.markRead(MarkRead(requestID: markOne, conversationID: conversation, messageID: last)), id: markOne)
+        try await alice.command(
+            .markRead(MarkRead(requestID: markOne, conversationID: conversation, messageID: last)), id: markOne)
         let one = UUID()
-        let afterOne = try await OrderedSessionTests.pipeline(alice, [OrderedSessionTests.fetch(one, conversation, .unreadOnly)])
+        let afterOne = try await OrderedSessionTests.pipeline(
+            alice, [OrderedSessionTests.fetch(one, conversation, .unreadOnly)])
         #expect(afterOne.histories[one] == [unread, own3, last])
 
         // Everything read (the read marker), then an own message: nothing answered.
         let markAll = UUID()
-        try await alice.command(.markAllRead(MarkAllRead(requestID: markAll, conversationID: conversation, upTo: try #require(lastAck.position))), id: markAll)
+        try await alice.command(
+            .markAllRead(
+                MarkAllRead(requestID: markAll, conversationID: conversation, upTo: try #require(lastAck.position))),
+            id: markAll)
         _ = try await MessagingTests.send(alice, conversation, "own, after everything")
         let again = UUID()
-        let none = try await OrderedSessionTests.pipeline(alice, [OrderedSessionTests.fetch(again, conversation, .unreadOnly)])
+        let none = try await OrderedSessionTests.pipeline(
+            alice, [OrderedSessionTests.fetch(again, conversation, .unreadOnly)])
         #expect(none.histories[again] == nil)
         #expect(none.errors.isEmpty)
         for s in [alice, bob] { await s.close() }
@@ -114,7 +127,9 @@ import Testing
         let (message, _) = try await MessagingTests.send(alice, conversation, "first")
         let part = try MessagePart(text: "twice")
         let update = UUID()
-        let frame = Frame.updateMessageParts(UpdateMessageParts(requestID: update, conversationID: conversation, messageID: message, parts: [part, part]))
+        let frame = Frame.updateMessageParts(
+            UpdateMessageParts(
+                requestID: update, conversationID: conversation, messageID: message, parts: [part, part]))
         await #expect {
             try await alice.command(frame, id: update)
         } throws: { error in
@@ -140,13 +155,19 @@ import Testing
         let (message, ack) = try await MessagingTests.send(full, conversation, "hello")
         let bare = try await node.connect()
         bare.send(.hello(Hello(features: [], agent: "no-features")))
-        guard case .welcome(let welcome) = try await bare.nextFrame() else { throw UnexpectedEvent(expected: "WELCOME", got: .end) }
+        guard case .welcome(let welcome) = try await bare.nextFrame() else {
+            throw UnexpectedEvent(expected: "WELCOME", got: .end)
+        }
         #expect(welcome.features.isEmpty)
         _ = try await bare.authenticate(user: Self.alice, device: UUID(), dev: node.dev)
         let requests: [Frame] = [
             .fetchHistory(FetchHistory(requestID: UUID(), conversationID: conversation, policy: .complete)),
-            .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: conversation, upTo: try #require(ack.position))),
-            .updateMessageParts(UpdateMessageParts(requestID: UUID(), conversationID: conversation, messageID: message, parts: [try MessagePart(text: "x")])),
+            .deliveryReceipt(
+                DeliveryReceipt(requestID: UUID(), conversationID: conversation, upTo: try #require(ack.position))),
+            .updateMessageParts(
+                UpdateMessageParts(
+                    requestID: UUID(), conversationID: conversation, messageID: message,
+                    parts: [try MessagePart(text: "x")])),
             .blockUser(BlockUser(requestID: UUID(), user: "mallory", blocking: true)),
         ]
         bare.send(.typing(Typing(conversationID: conversation, state: .started)))
@@ -178,7 +199,8 @@ import Testing
         var unasked: Nonce?
         for _ in 0..<4 {
             let nonce = try await client.nonce()
-            let refused = try await client.authenticate(token: try stranger.mintToken(user: "alice", nonce: nonce), device: UUID())
+            let refused = try await client.authenticate(
+                token: try stranger.mintToken(user: "alice", nonce: nonce), device: UUID())
             let (error, fresh) = try #require(try await NonceTableTests.refusal(refused, on: client))
             #expect(error.code == .badSignature)
             unasked = fresh
@@ -186,13 +208,17 @@ import Testing
         // A client that tries again with the nonce each failure brings never reaches the bound.
         for _ in 0..<(2 * NonceLimits().perStream) {
             let nonce = try #require(unasked).nonce
-            let refused = try await client.authenticate(token: try stranger.mintToken(user: "alice", nonce: nonce), device: UUID())
+            let refused = try await client.authenticate(
+                token: try stranger.mintToken(user: "alice", nonce: nonce), device: UUID())
             let (error, fresh) = try #require(try await NonceTableTests.refusal(refused, on: client))
             #expect(error.code == .badSignature)
             unasked = fresh
         }
         let last = try await client.nonce()
-        guard case .authenticated = try await client.authenticate(token: try node.dev.mintToken(user: "alice", nonce: last), device: UUID()) else {
+        guard
+            case .authenticated = try await client.authenticate(
+                token: try node.dev.mintToken(user: "alice", nonce: last), device: UUID())
+        else {
             Issue.record("the stream could not log in after its failures")
             return
         }
@@ -207,11 +233,16 @@ import Testing
         let alice = try await node.session(Self.alice, device: UUID())
         let bob = try await node.session(Self.bob, device: UUID())
         let conversation = ConversationID.random()
-        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: [Self.bob, "carol"],
-                                                                       options: ConversationOptions(isDistinct: true))), id: conversation.uuid)
+        try await alice.command(
+            .createConversation(
+                CreateConversation(
+                    conversationID: conversation, participants: [Self.bob, "carol"],
+                    options: ConversationOptions(isDistinct: true))), id: conversation.uuid)
         _ = try await MessagingTests.send(alice, conversation, "hi")
         let remove = UUID()
-        try await alice.command(.removeParticipants(ParticipantsUpdate(requestID: remove, conversationID: conversation, users: [Self.bob])), id: remove)
+        try await alice.command(
+            .removeParticipants(ParticipantsUpdate(requestID: remove, conversationID: conversation, users: [Self.bob])),
+            id: remove)
         let counts = try await bob.change {
             if case .conversationUpdated(let c) = $0.event { return c.conversationID == conversation && !c.isDistinct }
             return false

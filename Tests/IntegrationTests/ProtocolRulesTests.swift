@@ -23,18 +23,28 @@ import Testing
         #expect(ack.position != nil)
 
         let add = UUID()
-        try await a.command(.addParticipants(ParticipantsUpdate(requestID: add, conversationID: conversation, users: [Self.carol])), id: add)
+        try await a.command(
+            .addParticipants(ParticipantsUpdate(requestID: add, conversationID: conversation, users: [Self.carol])),
+            id: add)
         let changed = try await c.change {
             if case .participantsChanged(let p) = $0.event { return p.conversationID == conversation }
             return false
         }
         let kinds = c.seenChanges.filter { $0.seq > 0 }.map(\.event.kind)
-        let createdAt = try #require(c.seenChanges.firstIndex { if case .conversationCreated(let x) = $0.event { return x.id == conversation } else { return false } })
+        let createdAt = try #require(
+            c.seenChanges.firstIndex {
+                if case .conversationCreated(let x) = $0.event { return x.id == conversation } else { return false }
+            })
         let changedAt = try #require(c.seenChanges.firstIndex { $0.seq == changed.seq })
         #expect(createdAt < changedAt, "carol's feed: \(kinds)")
-        if case .conversationCreated(let x) = c.seenChanges[createdAt].event { #expect(x.participants.contains(Self.carol)) }
+        if case .conversationCreated(let x) = c.seenChanges[createdAt].event {
+            #expect(x.participants.contains(Self.carol))
+        }
         // Earlier messages are not copied into her feed; history has them.
-        #expect(!c.seenChanges.contains { if case .messageCreated(let m) = $0.event { return m.id == first } else { return false } })
+        #expect(
+            !c.seenChanges.contains {
+                if case .messageCreated(let m) = $0.event { return m.id == first } else { return false }
+            })
         #expect(try await PipelinedCreationTests.history(c, conversation) == [first])
         for s in [a, c] { await s.close() }
         await node.stop()
@@ -54,16 +64,28 @@ import Testing
         }
         // Bob deletes alice's message for everyone: allowed.
         let del = UUID()
-        try await b.command(.deleteMessage(DeleteMessage(requestID: del, conversationID: conversation, messageID: sent[0], mode: .allParticipants)), id: del)
+        try await b.command(
+            .deleteMessage(
+                DeleteMessage(requestID: del, conversationID: conversation, messageID: sent[0], mode: .allParticipants)),
+            id: del)
         #expect(try await PipelinedCreationTests.history(a, conversation) == Array(sent[1...]))
         // A conversation delete for everyone below a position removes those messages from history.
         let below = UUID()
-        try await b.command(.deleteConversation(DeleteConversation(requestID: below, conversationID: conversation, mode: .allParticipants, below: positions[2])), id: below)
+        try await b.command(
+            .deleteConversation(
+                DeleteConversation(
+                    requestID: below, conversationID: conversation, mode: .allParticipants, below: positions[2])),
+            id: below)
         #expect(try await PipelinedCreationTests.history(b, conversation) == Array(sent[2...]))
         // A my-devices deletion is a change in the user's feed only: history still returns the message.
         let mine = UUID()
-        try await a.command(.deleteMessage(DeleteMessage(requestID: mine, conversationID: conversation, messageID: sent[3], mode: .myDevices)), id: mine)
-        _ = try await a.change { if case .messageDeleted(let d) = $0.event { return d.messageID == sent[3] } else { return false } }
+        try await a.command(
+            .deleteMessage(
+                DeleteMessage(requestID: mine, conversationID: conversation, messageID: sent[3], mode: .myDevices)),
+            id: mine)
+        _ = try await a.change {
+            if case .messageDeleted(let d) = $0.event { return d.messageID == sent[3] } else { return false }
+        }
         #expect(try await PipelinedCreationTests.history(a, conversation) == Array(sent[2...]))
         for s in [a, b] { await s.close() }
         await node.stop()

@@ -9,7 +9,7 @@ import NIOCore
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Push notifications (#13) from every way a message reaches a node (the Server API, its
@@ -26,7 +26,9 @@ import Glibc
         }
     }
 
-    static func notification(_ post: FakePushServer.Received) -> [String: Any] { post.json["notification"] as? [String: Any] ?? [:] }
+    static func notification(_ post: FakePushServer.Received) -> [String: Any] {
+        post.json["notification"] as? [String: Any] ?? [:]
+    }
 
     @Test func serverAPIMessagesAndAnnouncementsArePushed() async throws {
         let fake = try await FakePushServer.start(http1: true)
@@ -40,7 +42,9 @@ import Glibc
         let conversation = ServerAPITests.conversationUUID(created.object)
         let sent = try await api.request(
             "POST", "/conversations/\(conversation)/messages",
-            json: #"{"sender_id":"layer:///identities/alice","parts":[{"body":"hi","mime_type":"text/plain"}],"notification":{"text":"from the backend","sound":"chime","recipients":{"layer:///identities/bob":{"text":"just for bob","data":{"k":"v"}}}}}"#)
+            json:
+                #"{"sender_id":"layer:///identities/alice","parts":[{"body":"hi","mime_type":"text/plain"}],"notification":{"text":"from the backend","sound":"chime","recipients":{"layer:///identities/bob":{"text":"just for bob","data":{"k":"v"}}}}}"#
+        )
         #expect(sent.status == 201, "\(sent.body)")
         let first = try await fake.waitForRequests(1)[0]
         // Bob's override replaces the text and adds data; the sound stays the message's.
@@ -49,14 +53,17 @@ import Glibc
         #expect((Self.notification(first)["data"] as? [String: String]) == ["k": "v"])
         let refused = try await api.request(
             "POST", "/conversations/\(conversation)/messages",
-            json: #"{"sender_id":"layer:///identities/alice","parts":[{"body":"x","mime_type":"text/plain"}],"notification":{"text":"x","recipients":{"bob":"not an object"}}}"#)
+            json:
+                #"{"sender_id":"layer:///identities/alice","parts":[{"body":"x","mime_type":"text/plain"}],"notification":{"text":"x","recipients":{"bob":"not an object"}}}"#
+        )
         #expect(refused.status == 422, "\(refused.body)")
         #expect(Self.notification(first)["sender_id"] as? String == "alice")
 
         let v1 = CurlAPI(node.server, version: "1.0")
         let announced = try await v1.request(
             "POST", "/announcements",
-            json: #"{"recipients":["bob"],"sender":{"name":"The System"},"parts":[{"body":"welcome","mime_type":"text/plain"}],"notification":{"text":"welcome"}}"#,
+            json:
+                #"{"recipients":["bob"],"sender":{"name":"The System"},"parts":[{"body":"welcome","mime_type":"text/plain"}],"notification":{"text":"welcome"}}"#,
             headers: ["Authorization": "Bearer \(v1.token)", "Accept": "application/vnd.layer+json; version=1.0"])
         #expect(announced.status == 202, "\(announced.body)")
         let second = try await fake.waitForRequests(2)[1]
@@ -68,14 +75,17 @@ import Glibc
 
     @Test func queuedPushesSurviveARestartAndGoOnceTheProviderIsBack() async throws {
         let healthy = NIOLockedValueBox(false)
-        let fake = try await FakePushServer.start(http1: true) { _, _ in HTTPResponse(status: healthy.withLockedValue { $0 } ? 200 : 503) }
+        let fake = try await FakePushServer.start(http1: true) { _, _ in
+            HTTPResponse(status: healthy.withLockedValue { $0 } ? 200 : 503)
+        }
         let node = try await Self.gatewayNode("push-restart", fake: fake)
         let bob = try await PushTests.registered(node, Self.bob, device: UUID(), .gateway(token: "bob-gw"))
         await bob.close()
         let alice = try await node.session(UserID("alice"), device: UUID())
         try await PushTests.waitForSessions(node, 1)
         let conversation = try await PushTests.conversation(alice, with: [Self.bob])
-        let message = try await PushTests.send(alice, conversation, "hold on", push: PushConfiguration(alert: "hold on"))
+        let message = try await PushTests.send(
+            alice, conversation, "hold on", push: PushConfiguration(alert: "hold on"))
         _ = try await fake.waitForRequests(1)  // answered 503: retried later
         await alice.close()
         try await node.restart()
@@ -84,11 +94,17 @@ import Glibc
         healthy.withLockedValue { $0 = true }
         let deadline = ContinuousClock.now + .seconds(30)
         while try await !node.server.store.read({ r in try r.queuedPushes(of: message) }).isEmpty {
-            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "the queued push to be delivered after the restart") }
+            guard ContinuousClock.now < deadline else {
+                throw SyncTestTimeout(waitingFor: "the queued push to be delivered after the restart")
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         let after = fake.requests.dropFirst(before)
-        #expect(after.contains { Self.notification($0)["message_id"] as? String == "layer:///messages/\(message.uuid.uuidString.lowercased())" })
+        #expect(
+            after.contains {
+                Self.notification($0)["message_id"] as? String
+                    == "layer:///messages/\(message.uuid.uuidString.lowercased())"
+            })
         // Every attempt was the same push (one per message per device).
         #expect(Set(fake.requests.map { Self.notification($0)["message_id"] as? String }).count == 1)
         await node.stop()
@@ -105,7 +121,9 @@ import Glibc
         var tokens = try await node.server.store.read { r in try r.pushTokens(of: Self.bob) }
         #expect(tokens.map(\.device) == [device] && tokens.map(\.token) == [.gateway(token: "sdk-token")])
         // Refused: the wrong size (before sending), a provider the node does not deliver to.
-        await #expect(throws: ClientError.self) { try await bob.setPushToken(.apns(token: [1, 2, 3], topic: "com.example", environment: .sandbox)) }
+        await #expect(throws: ClientError.self) {
+            try await bob.setPushToken(.apns(token: [1, 2, 3], topic: "com.example", environment: .sandbox))
+        }
         do {
             try await bob.setPushToken(.fcm(token: "fcm-token"))
             Issue.record("an FCM token was accepted by a node without FCM")
@@ -128,8 +146,12 @@ extension PushPathsTests {
     /// The node holds exactly `token` for bob's one device (waits up to 30 s).
     static func waitForToken(_ node: TestNode, _ token: PushToken, device: String) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
-        while try await node.server.store.read({ r in try r.pushTokens(of: Self.bob) }).map({ [$0.device: $0.token] }) != [[device: token]] {
-            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "bob's token \(token) on the node") }
+        while try await node.server.store.read({ r in try r.pushTokens(of: Self.bob) }).map({ [$0.device: $0.token] })
+            != [[device: token]]
+        {
+            guard ContinuousClock.now < deadline else {
+                throw SyncTestTimeout(waitingFor: "bob's token \(token) on the node")
+            }
             try await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -182,7 +204,9 @@ extension PushPathsTests {
     /// starts again (duplicates only of the same push).
     @Test func killNineAfterCommitBeforeDeliveryLosesNoPush() async throws {
         let accepting = NIOLockedValueBox(false)
-        let fake = try await FakePushServer.start(http1: true) { _, _ in HTTPResponse(status: accepting.withLockedValue { $0 } ? 200 : 503) }
+        let fake = try await FakePushServer.start(http1: true) { _, _ in
+            HTTPResponse(status: accepting.withLockedValue { $0 } ? 200 : 503)
+        }
         let directory = Fixtures.temporaryDirectory("push-kill")
         let data = directory.appendingPathComponent(".lamina")
         // Bob's device registers its token with the node (in-process, on the same data directory), then goes.
@@ -196,15 +220,18 @@ extension PushPathsTests {
         await first.stop()
 
         let config = directory.appendingPathComponent("node.json")
-        try #"{"push":{"gateway":{"url":"\#(fake.url("/push"))"},"caFile":"\#(fake.certificate)","initialBackoffMilliseconds":50,"maxBackoffSeconds":1}}"#
+        try
+            #"{"push":{"gateway":{"url":"\#(fake.url("/push"))"},"caFile":"\#(fake.certificate)","initialBackoffMilliseconds":50,"maxBackoffSeconds":1}}"#
             .write(to: config, atomically: true, encoding: .utf8)
         var node = try await NodeProcess.start(in: directory, arguments: ["--config", config.path])
         let appID = try String(contentsOf: data.appendingPathComponent("server-api/app-id"), encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        let token = try String(contentsOf: data.appendingPathComponent("server-api/tokens"), encoding: .utf8)
+        let token =
+            try String(contentsOf: data.appendingPathComponent("server-api/tokens"), encoding: .utf8)
             .split(separator: "\n").map(String.init).first { !$0.hasPrefix("#") && !$0.isEmpty } ?? ""
-        let api = CurlAPI(url: "https://127.0.0.1:\(node.syncPort)", caFile: data.appendingPathComponent("tls/node-cert.pem").path,
-                          appID: appID, token: token)
+        let api = CurlAPI(
+            url: "https://127.0.0.1:\(node.syncPort)", caFile: data.appendingPathComponent("tls/node-cert.pem").path,
+            appID: appID, token: token)
         let conversation = try await WebhookTests.conversation(api)
         var messages: [String] = []
         for i in 0..<20 { messages.append(try await WebhookTests.send(api, in: conversation, "m\(i)")) }
@@ -222,7 +249,9 @@ extension PushPathsTests {
         let expected = Set(messages.map { "layer:///messages/\($0)" })
         let deadline = ContinuousClock.now + .seconds(30)
         while delivered() != expected {
-            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "20 pushes after the restart (got \(delivered().count))") }
+            guard ContinuousClock.now < deadline else {
+                throw SyncTestTimeout(waitingFor: "20 pushes after the restart (got \(delivered().count))")
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(delivered() == expected)

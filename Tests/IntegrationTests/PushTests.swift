@@ -26,7 +26,9 @@ import Testing
         return (file, keys.publicKeyPEM)
     }
 
-    static func apnsNode(_ name: String, fake: FakePushServer, keyFile: String, admin: Bool = false) async throws -> TestNode {
+    static func apnsNode(_ name: String, fake: FakePushServer, keyFile: String, admin: Bool = false) async throws
+        -> TestNode
+    {
         try await TestNode.start(name) { c in
             var apns = PushSettings.APNs(teamID: team, keyID: keyID, keyFile: keyFile)
             apns.productionURL = fake.url()
@@ -39,7 +41,9 @@ import Testing
     }
 
     /// A session of `user` on `device` that registered `token` (still open).
-    static func registered(_ node: TestNode, _ user: UserID, device: UUID, _ token: PushToken?) async throws -> SyncTestClient {
+    static func registered(_ node: TestNode, _ user: UserID, device: UUID, _ token: PushToken?) async throws
+        -> SyncTestClient
+    {
         let client = try await node.session(user, device: device)
         let id = UUID()
         try await client.command(.registerPushToken(RegisterPushToken(requestID: id, token: token)), id: id)
@@ -50,7 +54,9 @@ import Testing
     static func waitForSessions(_ node: TestNode, _ count: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while node.server.sessionCount != count {
-            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "\(count) sessions (\(node.server.sessionCount) open)") }
+            guard ContinuousClock.now < deadline else {
+                throw SyncTestTimeout(waitingFor: "\(count) sessions (\(node.server.sessionCount) open)")
+            }
             try await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -59,7 +65,9 @@ import Testing
     static func waitForTokens(_ node: TestNode, _ user: UserID, _ count: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while try await node.server.store.read({ r in try r.pushTokens(of: user) }).count != count {
-            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "\(count) push tokens of \(user)") }
+            guard ContinuousClock.now < deadline else {
+                throw SyncTestTimeout(waitingFor: "\(count) push tokens of \(user)")
+            }
             try await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -67,21 +75,30 @@ import Testing
     static func conversation(_ alice: SyncTestClient, with others: Set<UserID>) async throws -> ConversationID {
         let id = ConversationID.random()
         try await alice.command(
-            .createConversation(CreateConversation(conversationID: id, participants: others.union([UserID("alice")]), options: ConversationOptions(isDistinct: false))),
+            .createConversation(
+                CreateConversation(
+                    conversationID: id, participants: others.union([UserID("alice")]),
+                    options: ConversationOptions(isDistinct: false))),
             id: id.uuid)
         return id
     }
 
     @discardableResult
-    static func send(_ alice: SyncTestClient, _ conversation: ConversationID, _ text: String, push: PushConfiguration?) async throws -> MessageID {
+    static func send(_ alice: SyncTestClient, _ conversation: ConversationID, _ text: String, push: PushConfiguration?)
+        async throws -> MessageID
+    {
         let id = MessageID.random()
         let part = MessagePart(id: UUID(), mimeType: .textPlain, content: .inline(Array(text.utf8)))
-        try await alice.command(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [part], push: push)), id: id.uuid)
+        try await alice.command(
+            .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [part], push: push)),
+            id: id.uuid)
         return id
     }
 
     /// The JWT's header and claims, and whether its signature verifies with `publicKeyPEM`.
-    static func jwt(_ token: String, publicKeyPEM: String, _ algorithm: JWSAlgorithm) throws -> (header: [String: Any], claims: [String: Any], verifies: Bool) {
+    static func jwt(_ token: String, publicKeyPEM: String, _ algorithm: JWSAlgorithm) throws -> (
+        header: [String: Any], claims: [String: Any], verifies: Bool
+    ) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         try #require(parts.count == 3)
         func object(_ s: Substring) throws -> [String: Any] {
@@ -91,7 +108,8 @@ import Testing
         }
         let key = try JWSPublicKey(pem: publicKeyPEM)
         let verifies = key.verify(
-            signature: try #require(Base64URL.decode(parts[2])), signingInput: Array("\(parts[0]).\(parts[1])".utf8), algorithm: algorithm)
+            signature: try #require(Base64URL.decode(parts[2])), signingInput: Array("\(parts[0]).\(parts[1])".utf8),
+            algorithm: algorithm)
         return (try object(parts[0]), try object(parts[1]), verifies)
     }
 
@@ -104,17 +122,20 @@ import Testing
         let fake = try await FakePushServer.start(http1: false) { _, _ in FakePushServer.json(200, [:]) }
         let key = try Self.apnsKey()
         let node = try await Self.apnsNode("push-apns", fake: fake, keyFile: key.file, admin: true)
-        let bob = try await Self.registered(node, Self.bob, device: UUID(), .apns(token: Self.apnsToken, topic: Self.topic, environment: .sandbox))
+        let bob = try await Self.registered(
+            node, Self.bob, device: UUID(), .apns(token: Self.apnsToken, topic: Self.topic, environment: .sandbox))
         let alice = try await node.session(Self.alice, device: UUID())
         let conversation = try await Self.conversation(alice, with: [Self.bob])
 
         // Bob's device is live: it gets the message over sync, and no push.
-        let live = try await Self.send(alice, conversation, "while you are here", push: PushConfiguration(alert: "alice: while you are here"))
+        let live = try await Self.send(
+            alice, conversation, "while you are here", push: PushConfiguration(alert: "alice: while you are here"))
         _ = try await bob.message(live)
         await bob.close()
         try await Self.waitForSessions(node, 1)
 
-        let push = PushConfiguration(alert: "alice: second", sound: "default", title: "Alice", category: "MESSAGE", data: ["thread": "t1"])
+        let push = PushConfiguration(
+            alert: "alice: second", sound: "default", title: "Alice", category: "MESSAGE", data: ["thread": "t1"])
         let second = try await Self.send(alice, conversation, "second", push: push)
         let first = try await fake.waitForRequests(1)[0]
         let now = Int(Date().timeIntervalSince1970)
@@ -129,7 +150,8 @@ import Testing
         #expect(expiration > now && expiration <= now + 86_400 + 60)
         let authorization = try #require(first.headers["authorization"])
         #expect(authorization.hasPrefix("bearer "))
-        let token = try Self.jwt(String(authorization.dropFirst("bearer ".count)), publicKeyPEM: key.publicKeyPEM, .es256)
+        let token = try Self.jwt(
+            String(authorization.dropFirst("bearer ".count)), publicKeyPEM: key.publicKeyPEM, .es256)
         #expect(token.verifies)
         #expect(token.header["alg"] as? String == "ES256")
         #expect(token.header["kid"] as? String == Self.keyID)
@@ -142,13 +164,16 @@ import Testing
         #expect(aps["category"] as? String == "MESSAGE")
         #expect(aps["badge"] as? Int == 2)  // both messages are unread by bob
         #expect(first.json["thread"] as? String == "t1")
-        #expect((first.json["layer"] as? [String: Any])?["message_identifier"] as? String == "layer:///messages/\(second.uuid.uuidString.lowercased())")
+        #expect(
+            (first.json["layer"] as? [String: Any])?["message_identifier"] as? String
+                == "layer:///messages/\(second.uuid.uuidString.lowercased())")
 
         // A message without push configuration is pushed silently. Had the live message been
         // queued, its push (queued before these) would have come by now.
         let third = try await Self.send(alice, conversation, "quiet", push: nil)
         let requests = try await fake.waitForRequests(2)
-        #expect(requests.map { $0.headers["apns-collapse-id"] } == [second, third].map { $0.uuid.uuidString.lowercased() })
+        #expect(
+            requests.map { $0.headers["apns-collapse-id"] } == [second, third].map { $0.uuid.uuidString.lowercased() })
         #expect(requests[1].headers["apns-push-type"] == "background")
         #expect(requests[1].headers["apns-priority"] == "5")
         let silent = try #require(requests[1].json["aps"] as? [String: Any])
@@ -176,11 +201,14 @@ import Testing
 
     @Test func apns410RemovesTheTokenAnd429IsRetried() async throws {
         let fake = try await FakePushServer.start(http1: false) { _, index in
-            index == 0 ? FakePushServer.json(429, ["reason": "TooManyRequests"]) : FakePushServer.json(410, ["reason": "Unregistered"])
+            index == 0
+                ? FakePushServer.json(429, ["reason": "TooManyRequests"])
+                : FakePushServer.json(410, ["reason": "Unregistered"])
         }
         let key = try Self.apnsKey()
         let node = try await Self.apnsNode("push-apns-410", fake: fake, keyFile: key.file)
-        let bob = try await Self.registered(node, Self.bob, device: UUID(), .apns(token: Self.apnsToken, topic: Self.topic, environment: .production))
+        let bob = try await Self.registered(
+            node, Self.bob, device: UUID(), .apns(token: Self.apnsToken, topic: Self.topic, environment: .production))
         await bob.close()
         let alice = try await node.session(Self.alice, device: UUID())
         try await Self.waitForSessions(node, 1)
@@ -188,7 +216,9 @@ import Testing
         let message = try await Self.send(alice, conversation, "hello", push: PushConfiguration(alert: "hello"))
         let requests = try await fake.waitForRequests(2)
         // The retry is the same push (one per message per device), on the same token.
-        #expect(requests.map { $0.headers["apns-collapse-id"] } == Array(repeating: message.uuid.uuidString.lowercased(), count: 2))
+        #expect(
+            requests.map { $0.headers["apns-collapse-id"] }
+                == Array(repeating: message.uuid.uuidString.lowercased(), count: 2))
         try await Self.waitForTokens(node, Self.bob, 0)
         // No token, nothing queued for the next message.
         let next = try await Self.send(alice, conversation, "again", push: PushConfiguration(alert: "again"))
@@ -205,7 +235,10 @@ import Testing
         let device = UUID()
         let bob = try await node.session(Self.bob, device: device)
         for (token, what) in [
-            (PushToken.apns(token: Array(repeating: 1, count: 10), topic: Self.topic, environment: .sandbox), "a 10-byte APNs token"),
+            (
+                PushToken.apns(token: Array(repeating: 1, count: 10), topic: Self.topic, environment: .sandbox),
+                "a 10-byte APNs token"
+            ),
             (PushToken.apns(token: Self.apnsToken, topic: "has space", environment: .sandbox), "a topic with a space"),
             (PushToken.fcm(token: "fcm-token"), "FCM on a node without FCM"),
         ] {
@@ -216,14 +249,22 @@ import Testing
         }
         let id = UUID()
         bob.send(.registerPushToken(RegisterPushToken(requestID: id, token: .gateway(token: "x"))))
-        guard case .error(let refused) = try await bob.answer(to: id) else { Issue.record("no ERROR"); return }
+        guard case .error(let refused) = try await bob.answer(to: id) else {
+            Issue.record("no ERROR")
+            return
+        }
         #expect(refused.code == .invalidPushToken && !refused.isFatal)
         // The session goes on: a valid token is taken.
         let ok = UUID()
-        try await bob.command(.registerPushToken(RegisterPushToken(requestID: ok, token: .apns(token: Self.apnsToken, topic: Self.topic, environment: .sandbox))), id: ok)
+        try await bob.command(
+            .registerPushToken(
+                RegisterPushToken(
+                    requestID: ok, token: .apns(token: Self.apnsToken, topic: Self.topic, environment: .sandbox))),
+            id: ok)
         try await Self.waitForTokens(node, Self.bob, 1)
         // The same token registered by another device moves there.
-        let other = try await Self.registered(node, Self.bob, device: UUID(), .apns(token: Self.apnsToken, topic: Self.topic, environment: .sandbox))
+        let other = try await Self.registered(
+            node, Self.bob, device: UUID(), .apns(token: Self.apnsToken, topic: Self.topic, environment: .sandbox))
         let tokens = try await node.server.store.read { r in try r.pushTokens(of: Self.bob) }
         #expect(tokens.map(\.device) != [device.uuidString.lowercased()] && tokens.count == 1)
         // END_SESSION removes the signing-out device's token.
@@ -237,17 +278,23 @@ import Testing
 
     @Test func credentialsThatDoNotParseStopTheStartWithTheReason() async throws {
         let garbage = Fixtures.temporaryDirectory("push-bad-credentials").appendingPathComponent("bad.p8").path
-        try "-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".write(toFile: garbage, atomically: true, encoding: .utf8)
+        try "-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".write(
+            toFile: garbage, atomically: true, encoding: .utf8)
         do {
-            _ = try await TestNode.start("push-bad-apns") { c in c.push.apns = PushSettings.APNs(teamID: Self.team, keyID: Self.keyID, keyFile: garbage) }
+            _ = try await TestNode.start("push-bad-apns") { c in
+                c.push.apns = PushSettings.APNs(teamID: Self.team, keyID: Self.keyID, keyFile: garbage)
+            }
             Issue.record("the node started with an APNs key that does not parse")
         } catch {
             #expect("\(error)".contains("apns keyFile"), "\(error)")
         }
         let account = Fixtures.temporaryDirectory("push-bad-fcm").appendingPathComponent("account.json").path
-        try #"{"client_email": "x@y", "token_uri": "https://127.0.0.1/token", "project_id": "p"}"#.write(toFile: account, atomically: true, encoding: .utf8)
+        try #"{"client_email": "x@y", "token_uri": "https://127.0.0.1/token", "project_id": "p"}"#.write(
+            toFile: account, atomically: true, encoding: .utf8)
         do {
-            _ = try await TestNode.start("push-bad-fcm") { c in c.push.fcm = PushSettings.FCM(serviceAccountFile: account) }
+            _ = try await TestNode.start("push-bad-fcm") { c in
+                c.push.fcm = PushSettings.FCM(serviceAccountFile: account)
+            }
             Issue.record("the node started with a service account without a private key")
         } catch {
             #expect("\(error)".contains("fcm serviceAccountFile"), "\(error)")
@@ -258,15 +305,20 @@ import Testing
 
     @Test func fcmExchangesAVerifiedAssertionOnceAndPushesAndUnregisteredRemovesTheToken() async throws {
         let fake = try await FakePushServer.start(http1: true) { request, _ in
-            if request.path == "/token" { return FakePushServer.json(200, ["access_token": "ya29.fake", "expires_in": 3_600, "token_type": "Bearer"]) }
+            if request.path == "/token" {
+                return FakePushServer.json(
+                    200, ["access_token": "ya29.fake", "expires_in": 3_600, "token_type": "Bearer"])
+            }
             if (request.json["message"] as? [String: Any])?["token"] as? String == "gone-token" {
-                return FakePushServer.json(404, ["error": ["code": 404, "status": "NOT_FOUND", "details": [["errorCode": "UNREGISTERED"]]]])
+                return FakePushServer.json(
+                    404, ["error": ["code": 404, "status": "NOT_FOUND", "details": [["errorCode": "UNREGISTERED"]]]])
             }
             return FakePushServer.json(200, ["name": "projects/lamina-test/messages/1"])
         }
         let directory = Fixtures.temporaryDirectory("fcm-account")
         let keyFile = directory.appendingPathComponent("key.pem").path
-        let made = try await ExternalCommand.run("/usr/bin/openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", keyFile])
+        let made = try await ExternalCommand.run(
+            "/usr/bin/openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", keyFile])
         try #require(made.status == 0, "\(made.stderr)")
         let publicKey = try await ExternalCommand.run("/usr/bin/openssl", ["pkey", "-in", keyFile, "-pubout"]).stdout
         let email = "push@lamina-test.iam.gserviceaccount.com"
@@ -277,7 +329,8 @@ import Testing
         let accountFile = directory.appendingPathComponent("account.json").path
         try JSONSerialization.data(withJSONObject: account).write(to: URL(fileURLWithPath: accountFile))
         let node = try await TestNode.start("push-fcm") { c in
-            c.push.fcm = PushSettings.FCM(serviceAccountFile: accountFile, sendURL: fake.url("/v1/projects/lamina-test/messages:send"))
+            c.push.fcm = PushSettings.FCM(
+                serviceAccountFile: accountFile, sendURL: fake.url("/v1/projects/lamina-test/messages:send"))
             c.push.caFile = fake.certificate
             c.push.initialBackoffMilliseconds = 50
         }
@@ -286,9 +339,11 @@ import Testing
         let alice = try await node.session(Self.alice, device: UUID())
         try await Self.waitForSessions(node, 1)
         let conversation = try await Self.conversation(alice, with: [Self.bob])
-        let first = try await Self.send(alice, conversation, "hi", push: PushConfiguration(alert: "alice: hi", title: "Alice", data: ["k": "v"]))
+        let first = try await Self.send(
+            alice, conversation, "hi", push: PushConfiguration(alert: "alice: hi", title: "Alice", data: ["k": "v"]))
         let exchange = try await fake.waitForRequests(2)
-        let tokenRequest = exchange[0], send = exchange[1]
+        let tokenRequest = exchange[0]
+        let send = exchange[1]
         #expect(tokenRequest.path == "/token" && tokenRequest.method == "POST")
         #expect(tokenRequest.headers["content-type"] == "application/x-www-form-urlencoded")
         var form: [String: String] = [:]
@@ -313,8 +368,11 @@ import Testing
         #expect(message["token"] as? String == "fcm-token-bob")
         #expect((message["notification"] as? [String: String]) == ["title": "Alice", "body": "alice: hi"])
         let data = try #require(message["data"] as? [String: String])
-        #expect(data["k"] == "v" && data["layer_message_id"] == "layer:///messages/\(first.uuid.uuidString.lowercased())" && data["badge"] == "1")
-        #expect((message["android"] as? [String: Any])?["collapse_key"] as? String == first.uuid.uuidString.lowercased())
+        #expect(
+            data["k"] == "v" && data["layer_message_id"] == "layer:///messages/\(first.uuid.uuidString.lowercased())"
+                && data["badge"] == "1")
+        #expect(
+            (message["android"] as? [String: Any])?["collapse_key"] as? String == first.uuid.uuidString.lowercased())
 
         // The access token is cached: the next push goes without a new exchange.
         _ = try await Self.send(alice, conversation, "again", push: PushConfiguration(alert: "again"))
@@ -352,7 +410,8 @@ import Testing
         let alice = try await node.session(Self.alice, device: UUID())
         try await Self.waitForSessions(node, 1)
         let conversation = try await Self.conversation(alice, with: [Self.bob])
-        let message = try await Self.send(alice, conversation, "hi", push: PushConfiguration(alert: "alice: hi", sound: "ping"))
+        let message = try await Self.send(
+            alice, conversation, "hi", push: PushConfiguration(alert: "alice: hi", sound: "ping"))
         let post = try await fake.waitForRequests(1)[0]
         #expect(post.method == "POST" && post.path == "/push?app=1")
         #expect(post.headers["authorization"] == "Bearer gw-secret")

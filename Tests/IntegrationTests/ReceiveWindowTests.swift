@@ -62,7 +62,8 @@ import Testing
             if flood.samples % 50 == 0 { slowest = max(slowest, try await healthy.roundTrip()) }
         }
         for reader in readers { try await reader.value }
-        flood.largestStreamEver = max(flood.largestStreamEver, await node.server.transport.inboundHeld().largestStreamEver)
+        flood.largestStreamEver = max(
+            flood.largestStreamEver, await node.server.transport.inboundHeld().largestStreamEver)
         slowest = max(slowest, try await healthy.roundTrip())
         for client in clients { await client.close() }
         return (flood, slowest)
@@ -73,12 +74,16 @@ import Testing
         let node = try await TestNode.start("small-window-held")
         let healthy = try await ResourceLimitTests.HealthyPair.start(node)
         let (small, slowest) = try await Self.flood(node, healthy)
-        print("16 KiB window: \(small.samples) samples, largest stream \(small.largestStream) B, largest total \(small.largestTotal) B; slowest healthy round trip \(slowest)")
+        print(
+            "16 KiB window: \(small.samples) samples, largest stream \(small.largestStream) B, largest total \(small.largestTotal) B; slowest healthy round trip \(slowest)"
+        )
         #expect(small.largestStreamEver <= 16 * 1_024, "\(small)")
         #expect(small.largestTotal <= Self.streams * 16 * 1_024, "\(small)")
         #expect(slowest < .seconds(10))
         // The healthy pair's streams opened to 256 KiB: a message of 40 KB inline parts passes.
-        let parts = (0..<20).map { _ in MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x62, count: 2_000))) }
+        let parts = (0..<20).map { _ in
+            MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x62, count: 2_000)))
+        }
         let (id, _) = try await MessagingTests.send(healthy.alice, healthy.conversation, "", parts: parts)
         #expect(try await healthy.bob.message(id).parts.count == 20)
         await healthy.close()
@@ -94,7 +99,9 @@ import Testing
         var floods: [Flood] = []
         while floods.count < 5, !floods.contains(where: { $0.largestStreamEver > 16 * 1_024 }) {
             let (large, _) = try await Self.flood(wide, pair)
-            print("256 KiB window: \(large.samples) samples, largest stream \(large.largestStream) B (ever \(large.largestStreamEver) B), largest total \(large.largestTotal) B")
+            print(
+                "256 KiB window: \(large.samples) samples, largest stream \(large.largestStream) B (ever \(large.largestStreamEver) B), largest total \(large.largestTotal) B"
+            )
             floods.append(large)
         }
         #expect(floods.contains { $0.largestStreamEver > 16 * 1_024 }, "\(floods)")

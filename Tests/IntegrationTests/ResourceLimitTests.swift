@@ -30,7 +30,7 @@ import Testing
             var attempt = 0
             while true {
                 attempt += 1
-                do { return try await node.session(user, device: UUID()) } catch where attempt < 3 { continue }
+                do { return try await node.session(user, device: UUID()) } catch  where attempt < 3 { continue }
             }
         }
 
@@ -88,8 +88,10 @@ import Testing
     }
 
     static func header(type: UInt16, length: UInt32) -> [UInt8] {
-        [UInt8(length >> 24), UInt8(length >> 16 & 0xff), UInt8(length >> 8 & 0xff), UInt8(length & 0xff),
-         UInt8(type >> 8), UInt8(type & 0xff), 0, 0]
+        [
+            UInt8(length >> 24), UInt8(length >> 16 & 0xff), UInt8(length >> 8 & 0xff), UInt8(length & 0xff),
+            UInt8(type >> 8), UInt8(type & 0xff), 0, 0,
+        ]
     }
 
     static func encoded(_ frame: Frame) -> [UInt8] {
@@ -134,14 +136,16 @@ import Testing
                         case 2:
                             client.sendRaw(
                                 Self.encoded(.hello(Hello(agent: "leak")))
-                                    + Self.header(type: Self.sendMessageType, length: 12 * 1024) + [UInt8](repeating: 1, count: 8 * 1024))
+                                    + Self.header(type: Self.sendMessageType, length: 12 * 1024)
+                                    + [UInt8](repeating: 1, count: 8 * 1024))
                             _ = try await client.nextFrame()  // WELCOME
                         default:
                             _ = try await client.hello()
                             _ = try await client.authenticate(user: UserID("user\(i % 7)"), device: UUID(), dev: dev)
                             client.sendRaw(
                                 Self.encoded(.ping(Ping(payload: 9)))
-                                    + Self.header(type: Self.sendMessageType, length: 512 * 1024) + [UInt8](repeating: 2, count: 256 * 1024))
+                                    + Self.header(type: Self.sendMessageType, length: 512 * 1024)
+                                    + [UInt8](repeating: 2, count: 256 * 1024))
                             #expect(try await client.answerPong(9))
                         }
                         await client.close()
@@ -161,7 +165,9 @@ import Testing
         try await healthy.expectHealthy()
         #expect(slowest < .seconds(10))
         let rssAfter = Self.residentBytes()
-        print("leak test: \(total) sessions (\(total / 2) closed mid-frame); live bridges \(node.server.admission.snapshot.liveBridges), live sessions \(node.server.admission.snapshot.liveTracked); process RSS \(rssBefore / 1_048_576) -> \(rssAfter / 1_048_576) MiB; slowest healthy round trip \(slowest)")
+        print(
+            "leak test: \(total) sessions (\(total / 2) closed mid-frame); live bridges \(node.server.admission.snapshot.liveBridges), live sessions \(node.server.admission.snapshot.liveTracked); process RSS \(rssBefore / 1_048_576) -> \(rssAfter / 1_048_576) MiB; slowest healthy round trip \(slowest)"
+        )
         await healthy.close()
         await node.stop()
     }
@@ -178,7 +184,8 @@ import Testing
         for _ in 1..<8 { attackers.append(try await first.another()) }
         for attacker in attackers {
             _ = try await attacker.hello()
-            attacker.sendRaw(Self.header(type: Self.sendMessageType, length: 1024 * 1024) + [UInt8](repeating: 0, count: 4096))
+            attacker.sendRaw(
+                Self.header(type: Self.sendMessageType, length: 1024 * 1024) + [UInt8](repeating: 0, count: 4096))
         }
         for attacker in attackers {
             let frames = try await attacker.framesUntilEnd()
@@ -194,7 +201,9 @@ import Testing
             return s.liveBridges == 2 && s.unauthenticated == 0
         }
         // After AUTHENTICATED the full maximum applies: a 40 KB message (20 inline parts).
-        let parts = (0..<20).map { _ in MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x61, count: 2_000))) }
+        let parts = (0..<20).map { _ in
+            MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x61, count: 2_000)))
+        }
         let (id, _) = try await MessagingTests.send(healthy.alice, healthy.conversation, "", parts: parts)
         #expect(try await healthy.bob.message(id).parts.count == 20)
         try await healthy.expectHealthy()
@@ -208,7 +217,8 @@ import Testing
     /// which the suite's large messages and uploads go through.
     @Test func streamsStartWithASmallReceiveWindow() async throws {
         let node = try await TestNode.start("small-window")
-        let raw = try await RawHTTP2Client.connect(port: node.server.transport.port, caFile: node.server.prepared.certificatePath)
+        let raw = try await RawHTTP2Client.connect(
+            port: node.server.transport.port, caFile: node.server.prepared.certificatePath)
         raw.sendPreface()
         let settings = try #require(try await raw.frame(where: { $0.type == 0x4 && $0.flags & 0x1 == 0 }))
         var values: [UInt16: UInt32] = [:]
@@ -360,7 +370,8 @@ import Testing
     func noProgressFloodGetsGoAwayEnhanceYourCalm(kind: String) async throws {
         let node = try await TestNode.start("flood")
         let healthy = try await HealthyPair.start(node)
-        let raw = try await RawHTTP2Client.connect(port: node.server.transport.port, caFile: node.server.prepared.certificatePath)
+        let raw = try await RawHTTP2Client.connect(
+            port: node.server.transport.port, caFile: node.server.prepared.certificatePath)
         raw.sendPreface()
         raw.write(RawHTTP2Client.postHeaders(stream: 1, path: NodeServer.syncPath))
         let one: [UInt8]
@@ -391,7 +402,8 @@ import Testing
         // on a loaded machine.
         let node = try await TestNode.start("idle-conn") { $0.resources.idleConnectionTimeoutSeconds = 5 }
         let healthy = try await HealthyPair.start(node)
-        let port = node.server.transport.port, ca = node.server.prepared.certificatePath
+        let port = node.server.transport.port
+        let ca = node.server.prepared.certificatePath
         // After the TLS handshake: one sends nothing at all, one the preface and SETTINGS, one
         // opens a sync stream and resets it (the connection outlives its last stream).
         let silent = try await RawHTTP2Client.connect(port: port, caFile: ca)

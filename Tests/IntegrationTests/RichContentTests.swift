@@ -3,6 +3,7 @@ import LaminaModel
 import LaminaNode
 import LaminaTransport
 import Testing
+
 @testable import LaminaClient
 
 /// Rich content end to end (Protocol/CONTENT.md): `LaminaClient`s of alice, bob and carol
@@ -35,8 +36,10 @@ import Testing
     }
 
     /// The first transfer event matching `predicate`; throws after `timeout`.
-    static func event(_ events: AsyncStream<ContentTransferEvent>, timeout: Duration = .seconds(30),
-                      _ predicate: @escaping @Sendable (ContentTransferEvent) -> Bool) async throws -> ContentTransferEvent {
+    static func event(
+        _ events: AsyncStream<ContentTransferEvent>, timeout: Duration = .seconds(30),
+        _ predicate: @escaping @Sendable (ContentTransferEvent) -> Bool
+    ) async throws -> ContentTransferEvent {
         try await withThrowingTaskGroup(of: ContentTransferEvent?.self) { group in
             group.addTask {
                 for await event in events where predicate(event) { return event }
@@ -47,14 +50,20 @@ import Testing
                 throw ClientWaitTimeout(waitingFor: "a transfer event")
             }
             defer { group.cancelAll() }
-            guard let event = try await group.next() ?? nil else { throw ClientWaitTimeout(waitingFor: "a transfer event (stream ended)") }
+            guard let event = try await group.next() ?? nil else {
+                throw ClientWaitTimeout(waitingFor: "a transfer event (stream ended)")
+            }
             return event
         }
     }
 
-    static func richPart(_ mime: String, _ data: Data, by client: LaminaClient) throws -> (MessagePart, ContentReference) {
+    static func richPart(_ mime: String, _ data: Data, by client: LaminaClient) throws -> (
+        MessagePart, ContentReference
+    ) {
         let part = try MessagePart.with(mimeType: mime, data: data, staging: client.staging)
-        guard case .external(let ref) = part.content else { throw ClientError(.invalidObject, "\(data.count) bytes did not become rich content") }
+        guard case .external(let ref) = part.content else {
+            throw ClientError(.invalidObject, "\(data.count) bytes did not become rich content")
+        }
         return (part, ref)
     }
 
@@ -62,7 +71,9 @@ import Testing
         try client.newConversation(participants: others, options: ConversationOptions(isDistinct: false)).id
     }
 
-    @Test(arguments: StoreBackend.allCases) func partsOfZeroTwoKiBTwoKiBPlusOneAndTenMiBArriveWhole(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func partsOfZeroTwoKiBTwoKiBPlusOneAndTenMiBArriveWhole(
+        _ backend: StoreBackend
+    ) async throws {
         let node = try await TestNode.start("rich-sizes", backend: backend)
         let alice = try Self.client(Self.alice, on: node)
         let bob = try Self.client(Self.bob, on: node)
@@ -70,17 +81,26 @@ import Testing
         try await ClientEndToEndTests.connect(bob, on: node)
 
         let c = try Self.conversation(alice, with: [Self.bob])
-        let payloads = [Self.bytes(0), Self.bytes(2_048, seed: 1), Self.bytes(2_049, seed: 2), Self.bytes(10 << 20, seed: 3)]
-        let parts = try payloads.map { try MessagePart.with(mimeType: "application/octet-stream", data: $0, staging: alice.staging) }
+        let payloads = [
+            Self.bytes(0), Self.bytes(2_048, seed: 1), Self.bytes(2_049, seed: 2), Self.bytes(10 << 20, seed: 3),
+        ]
+        let parts = try payloads.map {
+            try MessagePart.with(mimeType: "application/octet-stream", data: $0, staging: alice.staging)
+        }
         #expect(parts.map { $0.inlineBytes != nil } == [true, true, false, false])
         // A rich text/plain part: bob's default rules download it by themselves.
-        let (text, _) = try Self.richPart("text/plain", Data(String(repeating: "lamina ", count: 1_000).utf8), by: alice)
+        let (text, _) = try Self.richPart(
+            "text/plain", Data(String(repeating: "lamina ", count: 1_000).utf8), by: alice)
         let message = try alice.send(alice.newMessage(parts: parts + [text]), in: c)
         try await ClientEndToEndTests.connect(alice, on: node)
-        try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) { try alice.isSent(message.id) }
+        try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent", timeout: .seconds(60)) {
+            try alice.isSent(message.id)
+        }
         #expect(try alice.store.pendingUploads().isEmpty)
 
-        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message") { try bob.message(message.id) != nil }
+        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message") {
+            try bob.message(message.id) != nil
+        }
         let received = try #require(try bob.message(message.id))
         #expect(received.message.parts.map(\.content) == message.message.parts.map(\.content))
         #expect(received.message.parts[0].inlineBytes == [])
@@ -93,7 +113,10 @@ import Testing
         }
         let textPart = received.message.identifier(of: received.message.parts[4])
         _ = try await Self.event(bobEvents) { if case .completed(textPart, .download) = $0 { true } else { false } }
-        guard case .file(let textFile) = try bob.content(of: textPart) else { Issue.record("the text part did not auto-download"); return }
+        guard case .file(let textFile) = try bob.content(of: textPart) else {
+            Issue.record("the text part did not auto-download")
+            return
+        }
         #expect(try String(contentsOf: textFile, encoding: .utf8) == String(repeating: "lamina ", count: 1_000))
         #expect(try bob.currentDiskUtilization().contentBytes == UInt64(2_049 + (10 << 20) + 7_000))
 
@@ -121,8 +144,10 @@ import Testing
 
     /// Alice sends a 12 MiB part; `cut` runs once 4 MiB are sent. The upload must then go on
     /// from the node's durable offset (0 < offset ≤ 4 MiB + a chunk), and Bob download the same bytes.
-    func uploadCutAt4MiBResumesFromTheNodesOffset(_ name: String, seed: UInt8,
-                                                  cut: @escaping @Sendable (TestNode, LaminaClient) async -> Void) async throws {
+    func uploadCutAt4MiBResumesFromTheNodesOffset(
+        _ name: String, seed: UInt8,
+        cut: @escaping @Sendable (TestNode, LaminaClient) async -> Void
+    ) async throws {
         let node = try await TestNode.start(name)
         let alice = try Self.client(Self.alice, on: node)
         let c = try Self.conversation(alice, with: [Self.bob])
@@ -138,7 +163,9 @@ import Testing
         }
         let events = alice.contentTransferEvents()
         try await ClientEndToEndTests.connect(alice, on: node)
-        _ = try await Self.event(events, timeout: .seconds(90)) { if case .completed(part, .upload) = $0 { true } else { false } }
+        _ = try await Self.event(events, timeout: .seconds(90)) {
+            if case .completed(part, .upload) = $0 { true } else { false }
+        }
         let starts = alice.transfers.uploader.uploadStarts(of: part)
         #expect(starts.first == 0)
         #expect(starts.count == 2, "\(starts)")
@@ -149,7 +176,9 @@ import Testing
 
         let bob = try Self.client(Self.bob, on: node)
         try await ClientEndToEndTests.connect(bob, on: node)
-        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message") { try bob.message(message.id) != nil }
+        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message") {
+            try bob.message(message.id) != nil
+        }
         #expect(try Data(contentsOf: try await bob.downloadedContent(of: part)) == data)
 
         try await alice.close()
@@ -195,9 +224,13 @@ import Testing
         try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent") { try alice.isSent(message.id) }
 
         // Carol learns the reference somehow and asks for the bytes.
-        let carolsView = try Conversation(creator: Self.carol, participants: [Self.carol, Self.alice], options: ConversationOptions(isDistinct: false))
-        let forged = Message(conversationID: carolsView.id, sender: Self.alice, parts: [MessagePart(mimeType: "image/png", content: .external(ref))],
-                             sentAt: .now(), position: MessagePosition(physical: 1, logical: 0, node: NodeID(1)))
+        let carolsView = try Conversation(
+            creator: Self.carol, participants: [Self.carol, Self.alice], options: ConversationOptions(isDistinct: false)
+        )
+        let forged = Message(
+            conversationID: carolsView.id, sender: Self.alice,
+            parts: [MessagePart(mimeType: "image/png", content: .external(ref))],
+            sentAt: .now(), position: MessagePosition(physical: 1, logical: 0, node: NodeID(1)))
         try carol.store.apply([.conversation(carolsView), .message(forged, receivedAt: .now())])
         try await ClientEndToEndTests.connect(carol, on: node)
         let part = forged.identifier(of: forged.parts[0])
@@ -205,7 +238,10 @@ import Testing
         #expect(error?.reason.contains("403") == true)
         #expect(error?.reason.contains("forbidden") == true)
         #expect(try carol.store.transferStatus(of: part) == .readyForDownload)
-        guard case .unavailable = try carol.content(of: part) else { Issue.record("carol has the content"); return }
+        guard case .unavailable = try carol.content(of: part) else {
+            Issue.record("carol has the content")
+            return
+        }
 
         try await alice.close()
         try await carol.close()
@@ -221,24 +257,34 @@ import Testing
         try bob.updateContentSettings(settings)
         let c = try Self.conversation(alice, with: [Self.bob])
         let messages = try (0..<3).map { i in
-            try alice.send(alice.newMessage(parts: [try MessagePart.with(mimeType: "image/png", data: Self.bytes(10_000, seed: UInt8(i)), staging: alice.staging)]), in: c)
+            try alice.send(
+                alice.newMessage(parts: [
+                    try MessagePart.with(
+                        mimeType: "image/png", data: Self.bytes(10_000, seed: UInt8(i)), staging: alice.staging)
+                ]), in: c)
         }
         try await ClientEndToEndTests.connect(alice, on: node)
         try await ClientEndToEndTests.connect(bob, on: node)
-        try await ClientEndToEndTests.waitUntil(bob, "bob to receive three messages") { try bob.messages(in: c).count == 3 }
+        try await ClientEndToEndTests.waitUntil(bob, "bob to receive three messages") {
+            try bob.messages(in: c).count == 3
+        }
         let parts = messages.map { $0.message.identifier(of: $0.message.parts[0]) }
 
         _ = try await bob.downloadedContent(of: parts[0])
         _ = try await bob.downloadedContent(of: parts[1])
         // The first is read after the second was downloaded: the second is now the least recent.
-        _ = try bob.store.accessContent(of: parts[0], now: Timestamp(millisecondsSince1970: Timestamp.now().millisecondsSince1970 + 60_000))
+        _ = try bob.store.accessContent(
+            of: parts[0], now: Timestamp(millisecondsSince1970: Timestamp.now().millisecondsSince1970 + 60_000))
         _ = try await bob.downloadedContent(of: parts[2])  // 30,000 bytes > 25,000: purge down to 20,000
 
         #expect(try bob.store.transferStatus(of: parts[1]) == .readyForDownload)
         #expect(!FileManager.default.fileExists(atPath: bob.store.contentFileURL(for: parts[1]).path))
         #expect(try bob.message(parts[1].message)?.partStates.first?.purged == true)
         for kept in [parts[0], parts[2]] {
-            guard case .file(let url) = try bob.content(of: kept) else { Issue.record("\(kept) was purged"); continue }
+            guard case .file(let url) = try bob.content(of: kept) else {
+                Issue.record("\(kept) was purged")
+                continue
+            }
             #expect(FileManager.default.fileExists(atPath: url.path))
         }
         #expect(try bob.currentDiskUtilization().contentBytes == 20_000)
@@ -260,12 +306,15 @@ import Testing
         let (second, secondRef) = try Self.richPart("video/mp4", Self.bytes(6 << 20, seed: 5), by: alice)
         let m1 = try alice.send(alice.newMessage(parts: [first]), in: c)
         let m2 = try alice.send(alice.newMessage(parts: [second]), in: c)
-        let p1 = m1.message.identifier(of: first), p2 = m2.message.identifier(of: second)
+        let p1 = m1.message.identifier(of: first)
+        let p2 = m2.message.identifier(of: second)
         let progress1 = try #require(alice.uploadProgress(for: p1))
         let progress2 = try #require(alice.uploadProgress(for: p2))
         #expect(progress1.totalUnitCount == 6 << 20)
         alice.transfers.uploader.chunkHook = { part, sent in
-            if part == p1, sent >= 2 << 20, !progress1.isPaused, progress1.completedUnitCount < 4 << 20 { progress1.pause() }
+            if part == p1, sent >= 2 << 20, !progress1.isPaused, progress1.completedUnitCount < 4 << 20 {
+                progress1.pause()
+            }
             if part == p2, sent >= 1 << 20, !progress2.isCancelled { progress2.cancel() }
         }
         let events = alice.contentTransferEvents()
@@ -302,5 +351,10 @@ import Testing
 final class Once: @unchecked Sendable {
     private let lock = NSLock()
     private var done = false
-    func first() -> Bool { lock.withLock { defer { done = true }; return !done } }
+    func first() -> Bool {
+        lock.withLock {
+            defer { done = true }
+            return !done
+        }
+    }
 }

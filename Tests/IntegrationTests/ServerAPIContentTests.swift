@@ -18,14 +18,16 @@ import Testing
     }
 
     static func file(_ bytes: Data) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("api-content-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("api-content-\(UUID().uuidString)")
+            .path
         try bytes.write(to: URL(fileURLWithPath: path))
         return path
     }
 
     /// curl GET of `url` into a file (binary-safe): status and bytes.
     static func download(_ url: String, http: CurlAPI.HTTP, ca: String) async throws -> (Int, Data) {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("api-download-\(UUID().uuidString)").path
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("api-download-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: out) }
         let result = try await ExternalCommand.run(
             "/usr/bin/curl", ["-sS", http.rawValue, "--cacert", ca, "-o", out, "-w", "%{http_code}", url])
@@ -33,8 +35,10 @@ import Testing
     }
 
     static func declare(_ api: CurlAPI, size: Int, extra: [String: String] = [:]) async throws -> CurlAPI.Response {
-        var headers = ["Authorization": "Bearer \(api.token)", "Accept": "application/vnd.layer+json; version=3.0",
-                       "Upload-Content-Type": "application/octet-stream", "Upload-Content-Length": "\(size)"]
+        var headers = [
+            "Authorization": "Bearer \(api.token)", "Accept": "application/vnd.layer+json; version=3.0",
+            "Upload-Content-Type": "application/octet-stream", "Upload-Content-Length": "\(size)",
+        ]
         for (k, v) in extra { headers[k] = v }
         return try await api.request("POST", "/content", headers: headers)
     }
@@ -62,20 +66,25 @@ import Testing
         // First chunk to the signed upload_url, with no token and no Accept: 308 with what is held.
         let first = try Self.file(bytes.prefix(100_000))
         let chunk1 = try await api.request(
-            "PUT", upload, headers: ["Content-Range": "bytes 0-99999/300000"], contentType: "application/octet-stream", bodyFile: first)
+            "PUT", upload, headers: ["Content-Range": "bytes 0-99999/300000"], contentType: "application/octet-stream",
+            bodyFile: first)
         #expect(chunk1.status == 308, "\(chunk1.body)")
         #expect(chunk1.headers["range"] == "bytes=0-99999")
         // A status query says the same; a chunk that does not continue there is refused.
         let status = try await api.request("PUT", upload, headers: ["Content-Range": "bytes */300000"])
-        #expect(status.status == 308 && status.headers["range"] == "bytes=0-99999", "\(status.status) \(status.headers)")
+        #expect(
+            status.status == 308 && status.headers["range"] == "bytes=0-99999", "\(status.status) \(status.headers)")
         let gap = try await api.request(
-            "PUT", upload, headers: ["Content-Range": "bytes 150000-249999/300000"], contentType: "application/octet-stream", bodyFile: first)
+            "PUT", upload, headers: ["Content-Range": "bytes 150000-249999/300000"],
+            contentType: "application/octet-stream", bodyFile: first)
         #expect(gap.status == 409, "\(gap.body)")
         #expect(gap.object["id"] as? String == "conflict")
         // A message cannot reference it yet.
-        let early = try await api.request("POST", "/conversations/\(conversation)/messages", json: """
-            {"sender_id":"layer:///identities/alice","parts":[{"mime_type":"application/octet-stream","content":{"id":"\(contentID)","size":300000}}]}
-            """)
+        let early = try await api.request(
+            "POST", "/conversations/\(conversation)/messages",
+            json: """
+                {"sender_id":"layer:///identities/alice","parts":[{"mime_type":"application/octet-stream","content":{"id":"\(contentID)","size":300000}}]}
+                """)
         #expect(early.status == 409, "\(early.body)")
         #expect(early.object["id"] as? String == "conflict")
 
@@ -83,16 +92,19 @@ import Testing
         let rest = try Self.file(bytes.suffix(200_000))
         let uuid = String(contentID.dropFirst("layer:///content/".count))
         let chunk2 = try await api.request(
-            "PUT", "/content/\(uuid)", headers: ["Authorization": "Bearer \(api.token)", "Content-Range": "bytes 100000-299999/300000"],
+            "PUT", "/content/\(uuid)",
+            headers: ["Authorization": "Bearer \(api.token)", "Content-Range": "bytes 100000-299999/300000"],
             contentType: "application/octet-stream", bodyFile: rest)
         #expect(chunk2.status == 201, "\(chunk2.body)")
         #expect(chunk2.object["upload_url"] is NSNull)
         #expect((chunk2.object["download_url"] as? String)?.contains("/content/\(uuid)/data?") == true)
 
-        let sent = try await api.request("POST", "/conversations/\(conversation)/messages", json: """
-            {"sender_id":"layer:///identities/alice","parts":[{"body":"a file","mime_type":"text/plain"},
-             {"mime_type":"application/octet-stream","content":{"id":"\(contentID)","size":300000}}]}
-            """)
+        let sent = try await api.request(
+            "POST", "/conversations/\(conversation)/messages",
+            json: """
+                {"sender_id":"layer:///identities/alice","parts":[{"body":"a file","mime_type":"text/plain"},
+                 {"mime_type":"application/octet-stream","content":{"id":"\(contentID)","size":300000}}]}
+                """)
         #expect(sent.status == 201, "\(sent.body)")
         let messageUUID = PartUpdateTests.uuid(sent.object["id"], after: "layer:///messages/")
         let messageID = MessageID(uuid: try #require(UUID(uuidString: messageUUID)))
@@ -143,15 +155,19 @@ import Testing
         let created = try await api.request("POST", "/conversations", json: #"{"participants":["alice","bob"]}"#)
         let conversation = ServerAPITests.conversationUUID(created.object)
         func send(_ content: String) async throws -> CurlAPI.Response {
-            try await api.request("POST", "/conversations/\(conversation)/messages", json: """
-                {"sender_id":"layer:///identities/alice","parts":[{"mime_type":"image/png","content":\(content)}]}
-                """)
+            try await api.request(
+                "POST", "/conversations/\(conversation)/messages",
+                json: """
+                    {"sender_id":"layer:///identities/alice","parts":[{"mime_type":"image/png","content":\(content)}]}
+                    """)
         }
 
         // Too large (over 2 GiB), no size, a size that is not a number.
         let large = try await Self.declare(api, size: Int(Limits.maxPartBytes) + 1)
         #expect(large.status == 413 && large.object["id"] as? String == "request_too_large", "\(large.body)")
-        let noSize = try await api.request("POST", "/content", headers: ["Authorization": "Bearer \(api.token)", "Accept": "application/vnd.layer+json; version=3.0"])
+        let noSize = try await api.request(
+            "POST", "/content",
+            headers: ["Authorization": "Bearer \(api.token)", "Accept": "application/vnd.layer+json; version=3.0"])
         #expect(noSize.status == 400 && noSize.object["id"] as? String == "invalid_header", "\(noSize.body)")
         #expect((noSize.object["data"] as? [String: Any])?["header"] as? String == "Upload-Content-Length")
 
@@ -163,8 +179,9 @@ import Testing
         let incomplete = try await send(#"{"id":"\#(contentID)","size":5000}"#)
         #expect(incomplete.status == 409 && incomplete.object["id"] as? String == "conflict", "\(incomplete.body)")
         let body = try Self.file(Data(repeating: 0x41, count: 5_000))
-        let uploaded = try await api.request("PUT", Self.relative(declared.object["upload_url"]), headers: [:],
-                                             contentType: "application/octet-stream", bodyFile: body)
+        let uploaded = try await api.request(
+            "PUT", Self.relative(declared.object["upload_url"]), headers: [:],
+            contentType: "application/octet-stream", bodyFile: body)
         #expect(uploaded.status == 201, "\(uploaded.body)")
         let mismatch = try await send(#"{"id":"\#(contentID)","size":4999}"#)
         #expect(mismatch.status == 422 && mismatch.object["id"] as? String == "invalid_property", "\(mismatch.body)")
@@ -181,20 +198,26 @@ import Testing
         // Uploads: no token and no signature (401), a forged signature (401), a body longer than
         // the content (400), unknown content (404), a complete upload again (200).
         let uuid = String(contentID.dropFirst("layer:///content/".count))
-        let bare = try await api.request("PUT", "/content/\(uuid)", headers: [:], contentType: "application/octet-stream", bodyFile: body)
+        let bare = try await api.request(
+            "PUT", "/content/\(uuid)", headers: [:], contentType: "application/octet-stream", bodyFile: body)
         #expect(bare.status == 401 && bare.object["id"] as? String == "authentication_required", "\(bare.body)")
-        let forged = Self.relative(declared.object["upload_url"]).replacingOccurrences(of: "signature=", with: "signature=1")
-        let forgedPut = try await api.request("PUT", forged, headers: [:], contentType: "application/octet-stream", bodyFile: body)
+        let forged = Self.relative(declared.object["upload_url"]).replacingOccurrences(
+            of: "signature=", with: "signature=1")
+        let forgedPut = try await api.request(
+            "PUT", forged, headers: [:], contentType: "application/octet-stream", bodyFile: body)
         #expect(forgedPut.status == 401, "\(forgedPut.body)")
         let other = try await Self.declare(api, size: 10)
-        let long = try await api.request("PUT", Self.relative(other.object["upload_url"]), headers: [:],
-                                         contentType: "application/octet-stream", bodyFile: body)
+        let long = try await api.request(
+            "PUT", Self.relative(other.object["upload_url"]), headers: [:],
+            contentType: "application/octet-stream", bodyFile: body)
         #expect(long.status == 400 && long.object["id"] as? String == "invalid_header", "\(long.body)")
-        let missing = try await api.request("PUT", "/content/\(UUID().uuidString)", headers: ["Authorization": "Bearer \(api.token)"],
-                                            contentType: "application/octet-stream", bodyFile: body)
+        let missing = try await api.request(
+            "PUT", "/content/\(UUID().uuidString)", headers: ["Authorization": "Bearer \(api.token)"],
+            contentType: "application/octet-stream", bodyFile: body)
         #expect(missing.status == 404 && missing.object["id"] as? String == "not_found", "\(missing.body)")
-        let again = try await api.request("PUT", Self.relative(declared.object["upload_url"]), headers: [:],
-                                          contentType: "application/octet-stream", bodyFile: body)
+        let again = try await api.request(
+            "PUT", Self.relative(declared.object["upload_url"]), headers: [:],
+            contentType: "application/octet-stream", bodyFile: body)
         #expect(again.status == 200, "\(again.body)")
         let unknownGet = try await api.request("GET", "/content/\(UUID().uuidString)")
         #expect(unknownGet.status == 404 && unknownGet.object["id"] as? String == "not_found")
@@ -208,8 +231,9 @@ import Testing
         let first = try await Self.declare(api, size: 8_000)
         #expect(first.status == 201)
         let body = try Self.file(Data(repeating: 1, count: 8_000))
-        let put = try await api.request("PUT", Self.relative(first.object["upload_url"]), headers: [:],
-                                        contentType: "application/octet-stream", bodyFile: body)
+        let put = try await api.request(
+            "PUT", Self.relative(first.object["upload_url"]), headers: [:],
+            contentType: "application/octet-stream", bodyFile: body)
         #expect(put.status == 201, "\(put.body)")
         let second = try await Self.declare(api, size: 3_000)
         #expect(second.status == 507 && second.object["id"] as? String == "quota_exceeded", "\(second.body)")

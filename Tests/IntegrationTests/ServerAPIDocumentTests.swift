@@ -14,12 +14,16 @@ import Testing
         var path: String?
         let methods: Set<String> = ["get", "post", "put", "patch", "delete", "head", "options"]
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if !line.hasPrefix(" ") { inPaths = line == "paths:"; continue }
+            if !line.hasPrefix(" ") {
+                inPaths = line == "paths:"
+                continue
+            }
             guard inPaths else { continue }
             if line.hasPrefix("  /"), line.hasSuffix(":") {
                 path = String(line.dropFirst(2).dropLast())
             } else if line.hasPrefix("    "), !line.hasPrefix("     "), line.hasSuffix(":"),
-                      case let name = String(line.dropFirst(4).dropLast()), methods.contains(name), let path {
+                case let name = String(line.dropFirst(4).dropLast()), methods.contains(name), let path
+            {
                 operations.insert("\(name.uppercased()) \(path)")
             }
         }

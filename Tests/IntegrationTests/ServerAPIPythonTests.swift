@@ -9,113 +9,117 @@ import Testing
 /// JSON, body size, app id, endpoint). Each line is a request's label, status and Layer error id.
 @Suite struct ServerAPIPythonTests {
     static let script = #"""
-import http.client, json, ssl, sys
-ctx = ssl.create_default_context(cafile=sys.argv[1])
-host, port = sys.argv[2].rsplit(":", 1)
-conn = http.client.HTTPSConnection(host, int(port), context=ctx)
-sock = None
-V3 = {"Authorization": "Bearer " + sys.argv[4], "Accept": "application/vnd.layer+json; version=3.0", "Content-Type": "application/json"}
-V1 = dict(V3, Accept="application/vnd.layer+json; version=1.0")
-WH = dict(V3, Accept="application/vnd.layer.webhooks+json; version=3.0")
-base = "/apps/" + sys.argv[3]
-def call(label, method, path, body=None, headers=V3, raw=False):
-    global sock
-    data = body if raw or body is None else json.dumps(body)
-    conn.request(method, path if path.startswith("/") and path.startswith("/apps/") else base + path, data, headers)
-    r = conn.getresponse()
-    text = r.read()
-    if sock is None: sock = conn.sock
-    try: obj = json.loads(text) if text else None
-    except Exception: obj = None
-    err = obj.get("id") if isinstance(obj, dict) and "code" in obj else ""
-    print(label, r.status, err if err else "")
-    return r, obj
-# identities
-call("identity-create", "POST", "/users/alice/identity", {"display_name": "Alice", "first_name": "A"})
-r, o = call("identity-get", "GET", "/users/alice/identity"); print("display", o["display_name"])
-call("identity-again", "POST", "/users/alice/identity", {"display_name": "x"})
-call("identity-patch", "PATCH", "/users/alice/identity", [{"operation": "set", "property": "last_name", "value": "B"}],
-     headers=dict(V3, **{"Content-Type": "application/vnd.layer-patch+json"}))
-call("identity-put", "PUT", "/users/alice/identity", {"display_name": "Al"})
-call("identity-bad", "PUT", "/users/alice/identity", {"nickname": "x"})
-call("identity-unknown", "GET", "/users/nobody/identity")
-# conversations
-r, c = call("conv-create", "POST", "/conversations", {"participants": ["alice", "bob"], "metadata": {"title": "t"}})
-cid = c["id"].split("/")[-1]
-call("conv-distinct", "POST", "/conversations", {"participants": ["alice", "bob"], "metadata": {"title": "t"}})
-call("conv-conflict", "POST", "/conversations", {"participants": ["alice", "bob"], "metadata": {"title": "other"}})
-call("conv-get", "GET", "/conversations/" + cid)
-call("conv-unknown", "GET", "/conversations/00000000-0000-4000-8000-000000000000")
-call("conv-patch", "PATCH", "/conversations/" + cid, [{"operation": "set", "property": "metadata.title", "value": "new"}],
-     headers=dict(V3, **{"Content-Type": "application/vnd.layer-patch+json"}))
-call("conv-patch-bad", "PATCH", "/conversations/" + cid, [{"operation": "explode", "property": "participants"}],
-     headers=dict(V3, **{"Content-Type": "application/vnd.layer-patch+json"}))
-r, lst = call("conv-list", "GET", "/users/bob/conversations"); print("listed", len(lst))
-call("conv-no-participants", "POST", "/conversations", {"distinct": False})
-# messages
-r, m = call("msg-send", "POST", "/conversations/" + cid + "/messages",
-            {"sender_id": "layer:///identities/alice", "parts": [{"body": "hi", "mime_type": "text/plain"}]})
-mid = m["id"].split("/")[-1]
-call("msg-get", "GET", "/conversations/" + cid + "/messages/" + mid)
-r, ms = call("msg-list-user", "GET", "/users/bob/conversations/" + cid + "/messages"); print("unread", ms[0]["is_unread"])
-call("msg-mark-all-read", "POST", "/users/bob/conversations/" + cid + "/mark_all_read")
-call("msg-no-parts", "POST", "/conversations/" + cid + "/messages", {"sender_id": "layer:///identities/alice"})
-call("msg-inline-too-large", "POST", "/conversations/" + cid + "/messages",
-     {"sender_id": "layer:///identities/alice", "parts": [{"body": "x" * 2049, "mime_type": "text/plain"}]})
-call("msg-not-participant", "POST", "/conversations/" + cid + "/messages",
-     {"sender_id": "layer:///identities/mallory", "parts": [{"body": "x", "mime_type": "text/plain"}]})
-# parts (3.0)
-r, p = call("part-add", "POST", "/conversations/" + cid + "/messages/" + mid + "/parts", {"body": "second", "mime_type": "text/plain"})
-pid = p["id"].split("/")[-1]
-call("part-replace", "PUT", "/conversations/" + cid + "/messages/" + mid + "/parts/" + pid, {"body": "2nd", "mime_type": "text/plain"})
-call("part-delete", "DELETE", "/conversations/" + cid + "/messages/" + mid + "/parts/" + pid)
-call("part-unknown", "DELETE", "/conversations/" + cid + "/messages/" + mid + "/parts/00000000-0000-4000-8000-000000000000")
-call("part-v1", "POST", "/conversations/" + cid + "/messages/" + mid + "/parts", {"body": "x", "mime_type": "text/plain"}, headers=V1)
-# rich content
-r, ct = call("content-create", "POST", "/content", headers=dict(V3, **{"Upload-Content-Type": "image/png", "Upload-Content-Length": "5000"}))
-up = ct["upload_url"].split(sys.argv[2], 1)[1]
-call("content-chunk", "PUT", up, b"a" * 3000, headers={"Content-Range": "bytes 0-2999/5000"}, raw=True)
-call("content-gap", "PUT", up, b"a" * 1000, headers={"Content-Range": "bytes 4000-4999/5000"}, raw=True)
-call("content-not-ready", "POST", "/conversations/" + cid + "/messages",
-     {"sender_id": "layer:///identities/alice", "parts": [{"mime_type": "image/png", "content": {"id": ct["id"], "size": 5000}}]})
-call("content-rest", "PUT", up, b"b" * 2000, headers={"Content-Range": "bytes 3000-4999/5000"}, raw=True)
-call("content-size-mismatch", "POST", "/conversations/" + cid + "/messages",
-     {"sender_id": "layer:///identities/alice", "parts": [{"mime_type": "image/png", "content": {"id": ct["id"], "size": 4000}}]})
-call("content-unknown", "POST", "/conversations/" + cid + "/messages",
-     {"sender_id": "layer:///identities/alice", "parts": [{"mime_type": "image/png", "content": {"id": "layer:///content/00000000-0000-4000-8000-000000000000", "size": 1}}]})
-r, cm = call("content-send", "POST", "/conversations/" + cid + "/messages",
-     {"sender_id": "layer:///identities/alice", "parts": [{"mime_type": "image/png", "content": {"id": ct["id"], "size": 5000}}]})
-dl = cm["parts"][0]["content"]["download_url"].split(sys.argv[2], 1)[1]
-conn.request("GET", dl)
-r = conn.getresponse(); got = r.read(); print("content-download", r.status, got == b"a" * 3000 + b"b" * 2000)
-call("content-get", "GET", "/content/" + ct["id"].split("/")[-1])
-call("content-too-large", "POST", "/content", headers=dict(V3, **{"Upload-Content-Length": "2147483649"}))
-# messages deleted, conversation deleted
-call("msg-delete", "DELETE", "/conversations/" + cid + "/messages/" + mid)
-call("msg-deleted", "GET", "/conversations/" + cid + "/messages/" + mid)
-call("conv-delete", "DELETE", "/conversations/" + cid)
-call("conv-deleted", "GET", "/conversations/" + cid)
-# sessions, webhooks
-call("sessions-revoke", "DELETE", "/users/alice/sessions")
-r, w = call("webhooks-list", "GET", "/webhooks", headers=WH); print("webhooks", w)
-call("webhooks-bad", "POST", "/webhooks", {"target_url": "http://x", "events": ["message.sent"], "secret": "short"}, headers=WH)
-call("identity-delete", "DELETE", "/users/alice/identity")
-# general errors
-call("bad-accept", "GET", "/users/bob/conversations", headers=dict(V3, Accept="application/json"))
-call("bad-method", "PUT", "/conversations", {"participants": ["a"]})
-call("bad-json", "POST", "/conversations", "{not json", raw=True)
-call("too-large", "POST", "/conversations", "{\"participants\":[\"" + "a" * 300000 + "\"]}", raw=True)
-call("bad-app", "GET", "/apps/nope/users/bob/conversations")
-call("no-endpoint", "GET", "/nothing")
-print("same-connection", conn.sock is sock)
-"""#
+        import http.client, json, ssl, sys
+        ctx = ssl.create_default_context(cafile=sys.argv[1])
+        host, port = sys.argv[2].rsplit(":", 1)
+        conn = http.client.HTTPSConnection(host, int(port), context=ctx)
+        sock = None
+        V3 = {"Authorization": "Bearer " + sys.argv[4], "Accept": "application/vnd.layer+json; version=3.0", "Content-Type": "application/json"}
+        V1 = dict(V3, Accept="application/vnd.layer+json; version=1.0")
+        WH = dict(V3, Accept="application/vnd.layer.webhooks+json; version=3.0")
+        base = "/apps/" + sys.argv[3]
+        def call(label, method, path, body=None, headers=V3, raw=False):
+            global sock
+            data = body if raw or body is None else json.dumps(body)
+            conn.request(method, path if path.startswith("/") and path.startswith("/apps/") else base + path, data, headers)
+            r = conn.getresponse()
+            text = r.read()
+            if sock is None: sock = conn.sock
+            try: obj = json.loads(text) if text else None
+            except Exception: obj = None
+            err = obj.get("id") if isinstance(obj, dict) and "code" in obj else ""
+            print(label, r.status, err if err else "")
+            return r, obj
+        # identities
+        call("identity-create", "POST", "/users/alice/identity", {"display_name": "Alice", "first_name": "A"})
+        r, o = call("identity-get", "GET", "/users/alice/identity"); print("display", o["display_name"])
+        call("identity-again", "POST", "/users/alice/identity", {"display_name": "x"})
+        call("identity-patch", "PATCH", "/users/alice/identity", [{"operation": "set", "property": "last_name", "value": "B"}],
+             headers=dict(V3, **{"Content-Type": "application/vnd.layer-patch+json"}))
+        call("identity-put", "PUT", "/users/alice/identity", {"display_name": "Al"})
+        call("identity-bad", "PUT", "/users/alice/identity", {"nickname": "x"})
+        call("identity-unknown", "GET", "/users/nobody/identity")
+        # conversations
+        r, c = call("conv-create", "POST", "/conversations", {"participants": ["alice", "bob"], "metadata": {"title": "t"}})
+        cid = c["id"].split("/")[-1]
+        call("conv-distinct", "POST", "/conversations", {"participants": ["alice", "bob"], "metadata": {"title": "t"}})
+        call("conv-conflict", "POST", "/conversations", {"participants": ["alice", "bob"], "metadata": {"title": "other"}})
+        call("conv-get", "GET", "/conversations/" + cid)
+        call("conv-unknown", "GET", "/conversations/00000000-0000-4000-8000-000000000000")
+        call("conv-patch", "PATCH", "/conversations/" + cid, [{"operation": "set", "property": "metadata.title", "value": "new"}],
+             headers=dict(V3, **{"Content-Type": "application/vnd.layer-patch+json"}))
+        call("conv-patch-bad", "PATCH", "/conversations/" + cid, [{"operation": "explode", "property": "participants"}],
+             headers=dict(V3, **{"Content-Type": "application/vnd.layer-patch+json"}))
+        r, lst = call("conv-list", "GET", "/users/bob/conversations"); print("listed", len(lst))
+        call("conv-no-participants", "POST", "/conversations", {"distinct": False})
+        # messages
+        r, m = call("msg-send", "POST", "/conversations/" + cid + "/messages",
+                    {"sender_id": "layer:///identities/alice", "parts": [{"body": "hi", "mime_type": "text/plain"}]})
+        mid = m["id"].split("/")[-1]
+        call("msg-get", "GET", "/conversations/" + cid + "/messages/" + mid)
+        r, ms = call("msg-list-user", "GET", "/users/bob/conversations/" + cid + "/messages"); print("unread", ms[0]["is_unread"])
+        call("msg-mark-all-read", "POST", "/users/bob/conversations/" + cid + "/mark_all_read")
+        call("msg-no-parts", "POST", "/conversations/" + cid + "/messages", {"sender_id": "layer:///identities/alice"})
+        call("msg-inline-too-large", "POST", "/conversations/" + cid + "/messages",
+             {"sender_id": "layer:///identities/alice", "parts": [{"body": "x" * 2049, "mime_type": "text/plain"}]})
+        call("msg-not-participant", "POST", "/conversations/" + cid + "/messages",
+             {"sender_id": "layer:///identities/mallory", "parts": [{"body": "x", "mime_type": "text/plain"}]})
+        # parts (3.0)
+        r, p = call("part-add", "POST", "/conversations/" + cid + "/messages/" + mid + "/parts", {"body": "second", "mime_type": "text/plain"})
+        pid = p["id"].split("/")[-1]
+        call("part-replace", "PUT", "/conversations/" + cid + "/messages/" + mid + "/parts/" + pid, {"body": "2nd", "mime_type": "text/plain"})
+        call("part-delete", "DELETE", "/conversations/" + cid + "/messages/" + mid + "/parts/" + pid)
+        call("part-unknown", "DELETE", "/conversations/" + cid + "/messages/" + mid + "/parts/00000000-0000-4000-8000-000000000000")
+        call("part-v1", "POST", "/conversations/" + cid + "/messages/" + mid + "/parts", {"body": "x", "mime_type": "text/plain"}, headers=V1)
+        # rich content
+        r, ct = call("content-create", "POST", "/content", headers=dict(V3, **{"Upload-Content-Type": "image/png", "Upload-Content-Length": "5000"}))
+        up = ct["upload_url"].split(sys.argv[2], 1)[1]
+        call("content-chunk", "PUT", up, b"a" * 3000, headers={"Content-Range": "bytes 0-2999/5000"}, raw=True)
+        call("content-gap", "PUT", up, b"a" * 1000, headers={"Content-Range": "bytes 4000-4999/5000"}, raw=True)
+        call("content-not-ready", "POST", "/conversations/" + cid + "/messages",
+             {"sender_id": "layer:///identities/alice", "parts": [{"mime_type": "image/png", "content": {"id": ct["id"], "size": 5000}}]})
+        call("content-rest", "PUT", up, b"b" * 2000, headers={"Content-Range": "bytes 3000-4999/5000"}, raw=True)
+        call("content-size-mismatch", "POST", "/conversations/" + cid + "/messages",
+             {"sender_id": "layer:///identities/alice", "parts": [{"mime_type": "image/png", "content": {"id": ct["id"], "size": 4000}}]})
+        call("content-unknown", "POST", "/conversations/" + cid + "/messages",
+             {"sender_id": "layer:///identities/alice", "parts": [{"mime_type": "image/png", "content": {"id": "layer:///content/00000000-0000-4000-8000-000000000000", "size": 1}}]})
+        r, cm = call("content-send", "POST", "/conversations/" + cid + "/messages",
+             {"sender_id": "layer:///identities/alice", "parts": [{"mime_type": "image/png", "content": {"id": ct["id"], "size": 5000}}]})
+        dl = cm["parts"][0]["content"]["download_url"].split(sys.argv[2], 1)[1]
+        conn.request("GET", dl)
+        r = conn.getresponse(); got = r.read(); print("content-download", r.status, got == b"a" * 3000 + b"b" * 2000)
+        call("content-get", "GET", "/content/" + ct["id"].split("/")[-1])
+        call("content-too-large", "POST", "/content", headers=dict(V3, **{"Upload-Content-Length": "2147483649"}))
+        # messages deleted, conversation deleted
+        call("msg-delete", "DELETE", "/conversations/" + cid + "/messages/" + mid)
+        call("msg-deleted", "GET", "/conversations/" + cid + "/messages/" + mid)
+        call("conv-delete", "DELETE", "/conversations/" + cid)
+        call("conv-deleted", "GET", "/conversations/" + cid)
+        # sessions, webhooks
+        call("sessions-revoke", "DELETE", "/users/alice/sessions")
+        r, w = call("webhooks-list", "GET", "/webhooks", headers=WH); print("webhooks", w)
+        call("webhooks-bad", "POST", "/webhooks", {"target_url": "http://x", "events": ["message.sent"], "secret": "short"}, headers=WH)
+        call("identity-delete", "DELETE", "/users/alice/identity")
+        # general errors
+        call("bad-accept", "GET", "/users/bob/conversations", headers=dict(V3, Accept="application/json"))
+        call("bad-method", "PUT", "/conversations", {"participants": ["a"]})
+        call("bad-json", "POST", "/conversations", "{not json", raw=True)
+        call("too-large", "POST", "/conversations", "{\"participants\":[\"" + "a" * 300000 + "\"]}", raw=True)
+        call("bad-app", "GET", "/apps/nope/users/bob/conversations")
+        call("no-endpoint", "GET", "/nothing")
+        print("same-connection", conn.sock is sock)
+        """#
 
     @Test func pythonHTTPClientReachesEveryResourceAndItsErrors() async throws {
         let node = try await TestNode.start("api-python-all")
         let api = CurlAPI(node.server)
-        let result = try await ExternalCommand.run("/usr/bin/python3", [
-            "-c", Self.script, node.server.prepared.certificatePath, node.server.url.replacingOccurrences(of: "https://", with: ""),
-            api.appID, api.token])
+        let result = try await ExternalCommand.run(
+            "/usr/bin/python3",
+            [
+                "-c", Self.script, node.server.prepared.certificatePath,
+                node.server.url.replacingOccurrences(of: "https://", with: ""),
+                api.appID, api.token,
+            ])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         let expected = [

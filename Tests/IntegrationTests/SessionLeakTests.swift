@@ -23,7 +23,7 @@ import Testing
 
     static func residentBytes(pid: Int32) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
         else { return 0 }
         return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
     }
@@ -35,7 +35,8 @@ import Testing
         // takes ~20 s; in a loaded CI run it took 164 s, bob's stream was closed as idle and the
         // healthy round trip failed ("expected a frame, got end"), or both went idle while the
         // test waited for the sessions to settle and the count never came down to 2.
-        let node = try await NodeProcess.start(in: Fixtures.temporaryDirectory("leak-process"), arguments: ["--idle-timeout", "3600"])
+        let node = try await NodeProcess.start(
+            in: Fixtures.temporaryDirectory("leak-process"), arguments: ["--idle-timeout", "3600"])
         let data = node.dataDirectory
         let url = "https://127.0.0.1:\(node.syncPort)"
         let certificate = data.appendingPathComponent(NodeBootstrap.Files.certificate).path
@@ -48,7 +49,8 @@ import Testing
             _ = try await client.sync(from: 0)
             return client
         }
-        let alice = try await login("alice"), bob = try await login("bob")
+        let alice = try await login("alice")
+        let bob = try await login("bob")
         let healthy = ResourceLimitTests.HealthyPair(
             alice: alice, bob: bob, conversation: try await MessagingTests.conversation(alice, with: ["alice", "bob"]))
 
@@ -56,8 +58,11 @@ import Testing
         /// Generous: alone a round takes ~12 s, but in a full suite on 2 cores it took 40-70 s and
         /// the node's closing of 10,000 sessions lagged behind by as much (a 60 s wait ran out once).
         func settled() async throws -> Int {
-            try await ResourceLimitTests.eventuallyAsync("only the healthy pair's sessions open", timeout: .seconds(180)) {
-                (try? await HTTPGet.fetch(port: node.adminPort, path: "/health/ready").body.contains("sessions ok 2 of")) == true
+            try await ResourceLimitTests.eventuallyAsync(
+                "only the healthy pair's sessions open", timeout: .seconds(180)
+            ) {
+                (try? await HTTPGet.fetch(port: node.adminPort, path: "/health/ready").body.contains("sessions ok 2 of"))
+                    == true
             }
             return Self.residentBytes(pid: node.pid)
         }
@@ -88,7 +93,8 @@ import Testing
                             if i % 20 == 1 {
                                 client.sendRaw(
                                     ResourceLimitTests.encoded(.ping(Ping(payload: 5)))
-                                        + ResourceLimitTests.header(type: ResourceLimitTests.sendMessageType, length: 512 * 1024)
+                                        + ResourceLimitTests.header(
+                                            type: ResourceLimitTests.sendMessageType, length: 512 * 1024)
                                         + [UInt8](repeating: 3, count: 256 * 1024))
                                 #expect(try await client.answerPong(5))
                                 midFrame.add()
@@ -113,9 +119,13 @@ import Testing
         let measured = try await round(total)
         let took = clock.now - start
         let after = try await settled()
-        print("session leak test: \(total) sessions opened and closed (\(measured.midFrame) reset mid-frame) in \(took); node RSS \(before / 1_048_576) -> \(after / 1_048_576) MiB (\((after - before) / max(1, total)) bytes a session); slowest healthy round trip \(measured.slowest)")
+        print(
+            "session leak test: \(total) sessions opened and closed (\(measured.midFrame) reset mid-frame) in \(took); node RSS \(before / 1_048_576) -> \(after / 1_048_576) MiB (\((after - before) / max(1, total)) bytes a session); slowest healthy round trip \(measured.slowest)"
+        )
         #expect(measured.midFrame == (total + 18) / 20)
-        #expect(after - before < Self.allowedGrowthBytes, "node RSS grew \(after - before) bytes over \(total) closed sessions")
+        #expect(
+            after - before < Self.allowedGrowthBytes,
+            "node RSS grew \(after - before) bytes over \(total) closed sessions")
         #expect(measured.slowest < .seconds(10))
         try await healthy.expectHealthy()
         await healthy.close()
@@ -127,6 +137,14 @@ import Testing
 final class ManagedCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
-    func add() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+    func add() {
+        lock.lock()
+        count += 1
+        lock.unlock()
+    }
+    var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
 }

@@ -4,6 +4,7 @@ import LaminaNode
 import LaminaStore
 import LaminaTestPostgres
 import Testing
+
 @testable import LaminaClient
 
 /// Rich content with two nodes on one PostgreSQL (issue 18, item 3): the nodes share the
@@ -16,7 +17,9 @@ import Testing
     /// Two nodes on a fresh database, both with `contentDirectory`.
     static func twoNodes(_ name: String, contentDirectory: URL) async throws -> (TestNode, TestNode) {
         let database = try PostgresTestCluster.newDatabase()
-        let first = try await SharedPostgresNodesTests.node("\(name)-a", on: database) { $0.content.directory = contentDirectory.path }
+        let first = try await SharedPostgresNodesTests.node("\(name)-a", on: database) {
+            $0.content.directory = contentDirectory.path
+        }
         let second = try await SharedPostgresNodesTests.node("\(name)-b", on: database, trusting: first) {
             $0.content.directory = contentDirectory.path
         }
@@ -37,15 +40,20 @@ import Testing
         let (rich, ref) = try RichContentTests.richPart("application/octet-stream", data, by: alice)
         let message = try alice.send(alice.newMessage(parts: [rich]), in: c)
         try await ClientEndToEndTests.connect(alice, on: first)
-        try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent through node 1") { try alice.isSent(message.id) }
+        try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent through node 1") {
+            try alice.isSent(message.id)
+        }
         // The bytes are in the shared directory, not in either node's data directory.
         let name = ref.id.uuid.uuidString.lowercased()
         #expect(FileManager.default.fileExists(atPath: shared.appendingPathComponent("complete/\(name)").path))
-        #expect(!FileManager.default.fileExists(
-            atPath: first.server.prepared.dataDirectory.appendingPathComponent("content/complete/\(name)").path))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: first.server.prepared.dataDirectory.appendingPathComponent("content/complete/\(name)").path))
 
         try await ClientEndToEndTests.connect(bob, on: second)
-        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message on node 2") { try bob.message(message.id) != nil }
+        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message on node 2") {
+            try bob.message(message.id) != nil
+        }
         let received = try #require(try bob.message(message.id))
         let part = received.message.identifier(of: received.message.parts[0])
         #expect(try Data(contentsOf: try await bob.downloadedContent(of: part)) == data)
@@ -66,12 +74,17 @@ import Testing
         let alice = try RichContentTests.client(Self.alice, on: first)
         let bob = try RichContentTests.client(Self.bob, on: second)
         let c = try RichContentTests.conversation(alice, with: [Self.bob])
-        let (rich, _) = try RichContentTests.richPart("application/octet-stream", RichContentTests.bytes(300 * 1024, seed: 6), by: alice)
+        let (rich, _) = try RichContentTests.richPart(
+            "application/octet-stream", RichContentTests.bytes(300 * 1024, seed: 6), by: alice)
         let message = try alice.send(alice.newMessage(parts: [rich]), in: c)
         try await ClientEndToEndTests.connect(alice, on: first)
-        try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent through node 1") { try alice.isSent(message.id) }
+        try await ClientEndToEndTests.waitUntil(alice, "alice's message to be sent through node 1") {
+            try alice.isSent(message.id)
+        }
         try await ClientEndToEndTests.connect(bob, on: second)
-        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message on node 2") { try bob.message(message.id) != nil }
+        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message on node 2") {
+            try bob.message(message.id) != nil
+        }
         let received = try #require(try bob.message(message.id))
         let part = received.message.identifier(of: received.message.parts[0])
         await #expect(throws: (any Error).self) { _ = try await bob.downloadedContent(of: part) }
@@ -91,8 +104,10 @@ import Testing
         let aliceData = Fixtures.temporaryDirectory("pg-content-resume-alice")
         func alice(on node: TestNode) throws -> LaminaClient {
             let configuration = LaminaConfiguration(
-                nodeURL: URL(string: node.server.url)!, trust: .certificateAuthorities(URL(fileURLWithPath: node.server.prepared.certificatePath)),
-                dataDirectory: aliceData, reconnect: ReconnectPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(300)))
+                nodeURL: URL(string: node.server.url)!,
+                trust: .certificateAuthorities(URL(fileURLWithPath: node.server.prepared.certificatePath)),
+                dataDirectory: aliceData,
+                reconnect: ReconnectPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(300)))
             return try LaminaClient(configuration: configuration, user: Self.alice)
         }
         let alice1 = try alice(on: first)
@@ -131,13 +146,19 @@ import Testing
         let alice2 = try alice(on: second)
         let events = alice2.contentTransferEvents()
         try await ClientEndToEndTests.connect(alice2, on: second)
-        _ = try await RichContentTests.event(events, timeout: .seconds(90)) { if case .completed(part, .upload) = $0 { true } else { false } }
+        _ = try await RichContentTests.event(events, timeout: .seconds(90)) {
+            if case .completed(part, .upload) = $0 { true } else { false }
+        }
         #expect(alice2.transfers.uploader.uploadStarts(of: part) == [recorded.receivedBytes])
-        try await ClientEndToEndTests.waitUntil(alice2, "alice's message to be sent through node 2") { try alice2.isSent(message.id) }
+        try await ClientEndToEndTests.waitUntil(alice2, "alice's message to be sent through node 2") {
+            try alice2.isSent(message.id)
+        }
 
         let bob = try RichContentTests.client(Self.bob, on: second)
         try await ClientEndToEndTests.connect(bob, on: second)
-        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message") { try bob.message(message.id) != nil }
+        try await ClientEndToEndTests.waitUntil(bob, "bob to receive the message") {
+            try bob.message(message.id) != nil
+        }
         #expect(try Data(contentsOf: try await bob.downloadedContent(of: part)) == data)
 
         try await alice2.close()
@@ -171,7 +192,8 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: files.partialPath(orphan)))
         #expect(try FileManager.default.attributesOfItem(atPath: files.partialPath(writing.id))[.size] as? Int == 40)
         #expect(FileManager.default.fileExists(atPath: files.completePath(promoting.id)))
-        #expect(shared.damaged == [elsewhere.id: UInt64?.none])  // reported; the service corrects none on a shared store
+        // reported; the service corrects none on a shared store
+        #expect(shared.damaged == [elsewhere.id: UInt64?.none])
 
         // The same files on a single node: cut, and the early complete file deleted.
         let single = try files.recover([writing, promoting, elsewhere])
@@ -192,10 +214,16 @@ import Testing
         // An existing directory without write permission (root writes anywhere: not checkable as root).
         guard getuid() != 0 else { return }
         let existing = parent.appendingPathComponent("ro")
-        try FileManager.default.createDirectory(at: existing.appendingPathComponent("partial"), withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: existing.appendingPathComponent("complete"), withIntermediateDirectories: true)
-        try FileManager.default.setAttributes([.posixPermissions: 0o500], ofItemAtPath: existing.appendingPathComponent("partial").path)
-        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: existing.appendingPathComponent("partial").path) }
+        try FileManager.default.createDirectory(
+            at: existing.appendingPathComponent("partial"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: existing.appendingPathComponent("complete"), withIntermediateDirectories: true)
+        try FileManager.default.setAttributes(
+            [.posixPermissions: 0o500], ofItemAtPath: existing.appendingPathComponent("partial").path)
+        defer {
+            try? FileManager.default.setAttributes(
+                [.posixPermissions: 0o700], ofItemAtPath: existing.appendingPathComponent("partial").path)
+        }
         #expect {
             _ = try ContentFiles(root: existing)
         } throws: { error in

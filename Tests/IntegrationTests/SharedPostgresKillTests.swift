@@ -7,7 +7,7 @@ import LaminaWire
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Two or three `lamina-node` processes on one PostgreSQL database: one is killed with SIGKILL
@@ -15,9 +15,12 @@ import Glibc
 /// is on every device once, in the order of the ACKs.
 @Suite struct SharedPostgresKillTests {
     /// A session of `user` on `node` (HELLO, AUTHENTICATE with a dev token, SYNC from `cursor`).
-    static func session(_ user: UserID, on node: NodeProcess, dev: DevIdentityProvider, cursor: UInt64 = 0) async throws -> SyncTestClient {
+    static func session(_ user: UserID, on node: NodeProcess, dev: DevIdentityProvider, cursor: UInt64 = 0) async throws
+        -> SyncTestClient
+    {
         let client = try await SyncTestClient.connect(
-            url: "https://127.0.0.1:\(node.syncPort)", caFile: node.dataDirectory.appendingPathComponent(LocalNode.Files.certificate).path)
+            url: "https://127.0.0.1:\(node.syncPort)",
+            caFile: node.dataDirectory.appendingPathComponent(LocalNode.Files.certificate).path)
         _ = try await client.hello()
         _ = try await client.authenticate(user: user, device: UUID(), dev: dev)
         _ = try await client.sync(from: cursor)
@@ -39,7 +42,8 @@ import Glibc
     /// sends; Alice moves to the last node, the phone to the second.
     @Test(arguments: [2, 3]) func killNineOnOneNodeLosesNothingAcknowledged(_ count: Int) async throws {
         let store = try PostgresTestCluster.newDatabase()
-        let first = try await NodeProcess.start(in: Fixtures.temporaryDirectory("pg-kill-\(count)-a"), arguments: ["--store", store])
+        let first = try await NodeProcess.start(
+            in: Fixtures.temporaryDirectory("pg-kill-\(count)-a"), arguments: ["--store", store])
         var nodes = [first]
         for n in 1..<count {
             // Each node: its own data directory (node id, certificate), the first one's dev identity.
@@ -47,17 +51,22 @@ import Glibc
             let data = directory.appendingPathComponent(".lamina")
             try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
             try FileManager.default.copyItem(
-                at: first.dataDirectory.appendingPathComponent(LocalNode.Files.devIdentity), to: data.appendingPathComponent(LocalNode.Files.devIdentity))
+                at: first.dataDirectory.appendingPathComponent(LocalNode.Files.devIdentity),
+                to: data.appendingPathComponent(LocalNode.Files.devIdentity))
             nodes.append(try await NodeProcess.start(in: directory, arguments: ["--store", store]))
         }
-        let second = nodes[1], last = nodes[count - 1]
-        let dev = try DevIdentityProvider.loadOrCreate(in: first.dataDirectory.appendingPathComponent(LocalNode.Files.devIdentity))
+        let second = nodes[1]
+        let last = nodes[count - 1]
+        let dev = try DevIdentityProvider.loadOrCreate(
+            in: first.dataDirectory.appendingPathComponent(LocalNode.Files.devIdentity))
 
         let alice = try await Self.session(MessagingTests.alice, on: first, dev: dev)
         let phone = try await Self.session(MessagingTests.bob, on: first, dev: dev)
         let laptop = try await Self.session(MessagingTests.bob, on: second, dev: dev)
         let carol: SyncTestClient? = count >= 3 ? try await Self.session("carol", on: nodes[2], dev: dev) : nil
-        let members: Set<UserID> = count >= 3 ? [MessagingTests.alice, MessagingTests.bob, "carol"] : [MessagingTests.alice, MessagingTests.bob]
+        let members: Set<UserID> =
+            count >= 3
+            ? [MessagingTests.alice, MessagingTests.bob, "carol"] : [MessagingTests.alice, MessagingTests.bob]
         let conversation = try await MessagingTests.conversation(alice, with: members)
         let (hello, _) = try await MessagingTests.send(alice, conversation, "hello")
         #expect(try await laptop.message(hello).sender == MessagingTests.alice, "fan-out across the nodes")
@@ -88,7 +97,9 @@ import Glibc
         }
         let acked = sender.ids
         let lastSent = acked[acked.count - 1]
-        for device in [laptop, phoneAgain, aliceAgain] + (carol.map { [$0] } ?? []) { _ = try await device.message(lastSent) }
+        for device in [laptop, phoneAgain, aliceAgain] + (carol.map { [$0] } ?? []) {
+            _ = try await device.message(lastSent)
+        }
 
         let laptopHas = SharedPostgresNodesTests.messages(laptop.seenChanges)
         let phoneHas = SharedPostgresNodesTests.messages(phone.seenChanges + phoneAgain.seenChanges)

@@ -2,8 +2,8 @@ import Foundation
 import LaminaClient
 import LaminaLocalNode
 import LaminaModel
-import LaminaProcess
 import LaminaNode
+import LaminaProcess
 import LaminaTestPostgres
 import LaminaWire
 import NIOConcurrencyHelpers
@@ -20,7 +20,8 @@ import Testing
     /// A node on `database` with its own data directory (so its own node id). With `first`,
     /// it trusts the first node's dev identity (a copy of it), so one token minter serves all.
     static func node(
-        _ name: String, on database: String, trusting first: TestNode? = nil, configure: (inout NodeServerConfiguration) -> Void = { _ in }
+        _ name: String, on database: String, trusting first: TestNode? = nil,
+        configure: (inout NodeServerConfiguration) -> Void = { _ in }
     ) async throws -> TestNode {
         var copyFailure: (any Error)?
         let node = try await TestNode.start(name) { configuration in
@@ -31,7 +32,8 @@ import Testing
                 let target = URL(fileURLWithPath: configuration.dataDirectory)
                 try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
                 try FileManager.default.copyItem(
-                    at: first.server.prepared.devIdentityKeyDirectory, to: target.appendingPathComponent(LocalNode.Files.devIdentity))
+                    at: first.server.prepared.devIdentityKeyDirectory,
+                    to: target.appendingPathComponent(LocalNode.Files.devIdentity))
             } catch {
                 copyFailure = error
             }
@@ -121,7 +123,8 @@ import Testing
                                 _ = try await MessagingTests.send(client, conversation, "\(users[i]) \(n)", id: id)
                                 break
                             } catch let failed as CommandFailed where failed.error.code == .overloaded && attempt < 20 {
-                                try await Task.sleep(for: .milliseconds(Int(failed.error.retryAfterMilliseconds ?? 100)))
+                                try await Task.sleep(
+                                    for: .milliseconds(Int(failed.error.retryAfterMilliseconds ?? 100)))
                             }
                         }
                         ids.append(id)
@@ -146,7 +149,9 @@ import Testing
             let received = Self.messages(live)
             #expect(Set(received) == all, "\(users[i]) got every message")
             #expect(received.count == all.count, "\(users[i]) got each message once")
-            for ids in acked { #expect(received.filter(Set(ids).contains) == ids, "each sender's messages in ACK order") }
+            for ids in acked {
+                #expect(received.filter(Set(ids).contains) == ids, "each sender's messages in ACK order")
+            }
 
             // The stored feed: seqs 1...n without gaps, the same order on every node.
             for node in nodes {
@@ -188,7 +193,9 @@ import Testing
         for id in sent { _ = try await bob.message(id) }
         let deadline = ContinuousClock.now + .seconds(60)
         while (second.server.store.postgresStatistics?.listenerConnects ?? 0) <= connects {
-            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "the listener to connect again") }
+            guard ContinuousClock.now < deadline else {
+                throw SyncTestTimeout(waitingFor: "the listener to connect again")
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(second.server.store.databaseUnavailableReason == nil)
@@ -209,7 +216,8 @@ extension SharedPostgresNodesTests {
         let database = try PostgresTestCluster.newDatabase()
         let first = try await Self.node("pg-health-a", on: database) { $0.adminPort = 0 }
         let second = try await Self.node("pg-health-b", on: database, trusting: first) { $0.adminPort = 0 }
-        let firstAdmin = try #require(first.server.admin), secondAdmin = try #require(second.server.admin)
+        let firstAdmin = try #require(first.server.admin)
+        let secondAdmin = try #require(second.server.admin)
         let ready = try await HTTPGet.fetch(port: secondAdmin.port, path: "/health/ready")
         #expect(ready.status == 200, "\(ready.body)")
         #expect(ready.body.contains("database ok PostgreSQL reachable, listening"))
@@ -222,7 +230,9 @@ extension SharedPostgresNodesTests {
         let sent = try await HTTPGet.fetch(port: firstAdmin.port, path: "/metrics").body
         let received = try await HTTPGet.fetch(port: secondAdmin.port, path: "/metrics").body
         func value(_ name: String, in text: String) -> Double? {
-            text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+            text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap {
+                Double($0.split(separator: " ").last ?? "")
+            }
         }
         #expect((value("lamina_postgres_feed_notifications_sent_total", in: sent) ?? 0) >= 1, "\(sent)")
         #expect((value("lamina_postgres_feed_notifications_received_total", in: received) ?? 0) >= 1)
@@ -261,28 +271,38 @@ struct PostgresAdmin {
 
     /// Terminates every other backend connected to the database.
     func terminateOtherBackends() throws {
-        try psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        try psql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
     }
 
     func psql(_ sql: String) throws {
-        guard let parts = URLComponents(string: url), let user = parts.user else { throw SyncTestTimeout(waitingFor: "a database URL") }
+        guard let parts = URLComponents(string: url), let user = parts.user else {
+            throw SyncTestTimeout(waitingFor: "a database URL")
+        }
         let host = parts.queryItems?.first { $0.name == "host" }?.value ?? parts.host ?? "127.0.0.1"
         let database = String(parts.path.dropFirst())
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: try PostgresAdmin.psqlPath())
-        process.arguments = ["-h", host, "-p", "\(parts.port ?? 5432)", "-U", user, "-d", database, "-X", "-q", "-c", sql]
+        process.arguments = [
+            "-h", host, "-p", "\(parts.port ?? 5432)", "-U", user, "-d", database, "-X", "-q", "-c", sql,
+        ]
         var environment = ProcessInfo.processInfo.environment
         if let password = parts.password { environment["PGPASSWORD"] = password }
         process.environment = environment
         try process.run()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw SyncTestTimeout(waitingFor: "psql to succeed (status \(process.terminationStatus))") }
+        guard process.terminationStatus == 0 else {
+            throw SyncTestTimeout(waitingFor: "psql to succeed (status \(process.terminationStatus))")
+        }
     }
 
     static func psqlPath() throws -> String {
         let root = "/usr/lib/postgresql"
-        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
-        for version in versions.reversed() where FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/psql") {
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init)
+            .sorted()
+        for version in versions.reversed()
+        where FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/psql") {
             return "\(root)/\(version)/bin/psql"
         }
         return "/usr/bin/psql"

@@ -1,16 +1,17 @@
 import Foundation
 import LaminaLocalNode
 import LaminaModel
-@testable import LaminaNode
-@testable import LaminaStore
 import LaminaTestPostgres
 import LaminaTransport
 import LaminaWire
 import NIOConcurrencyHelpers
 import Testing
 
+@testable import LaminaNode
+@testable import LaminaStore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The webhook outbox with several nodes on one PostgreSQL database: a webhook managed through
@@ -19,7 +20,9 @@ import Glibc
 /// on its listening connection), another taking over when it dies.
 @Suite struct SharedPostgresOutboxTests {
     /// Polls `condition` every 20 ms until it holds; fails after `timeout`.
-    static func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+    static func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool)
+        async throws
+    {
         let deadline = ContinuousClock.now + timeout
         while try await !condition() {
             guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: what) }
@@ -49,7 +52,8 @@ import Glibc
 
         // A client on B sends: the event is queued in B's commit and delivered (by the lease holder).
         let alice = try await b.session(MessagingTests.alice, device: UUID())
-        let conversation = try await MessagingTests.conversation(alice, with: [MessagingTests.alice, MessagingTests.bob])
+        let conversation = try await MessagingTests.conversation(
+            alice, with: [MessagingTests.alice, MessagingTests.bob])
         let (message, _) = try await MessagingTests.send(alice, conversation, "through b")
         let post = try await receiver.waitForPosts(1)[0]
         #expect(WebhookTests.messageID(of: post) == message.uuid.uuidString.lowercased())
@@ -83,11 +87,13 @@ import Glibc
         let b = try await SharedPostgresNodesTests.node("pg-hook-re-b", on: database, trusting: a, configure: configure)
         // Each node read the subscriptions once since it started listening (nothing else pending).
         try await Self.waitUntil("both nodes' first reading of the subscriptions") {
-            a.server.webhooks.reloads.withLockedValue { $0 } == 1 && b.server.webhooks.reloads.withLockedValue { $0 } == 1
+            a.server.webhooks.reloads.withLockedValue { $0 } == 1
+                && b.server.webhooks.reloads.withLockedValue { $0 } == 1
         }
         let now = Timestamp.now()
         let webhook = StoredWebhook(
-            id: UUID(), targetURL: "https://127.0.0.1:9/hook", events: ["message.sent"], secret: "s", config: nil, status: .active,
+            id: UUID(), targetURL: "https://127.0.0.1:9/hook", events: ["message.sent"], secret: "s", config: nil,
+            status: .active,
             createdAt: now, updatedAt: now)
         // Not through the delivery: no notification, no outbox changed.
         try await a.server.store.write { tx in try tx.createWebhook(webhook, limit: 10) }
@@ -125,7 +131,8 @@ import Glibc
             }
         }
         let a = try await SharedPostgresNodesTests.node("pg-push-a", on: database, configure: configure("a"))
-        let b = try await SharedPostgresNodesTests.node("pg-push-b", on: database, trusting: a, configure: configure("b"))
+        let b = try await SharedPostgresNodesTests.node(
+            "pg-push-b", on: database, trusting: a, configure: configure("b"))
         let bob = try await PushTests.registered(a, MessagingTests.bob, device: UUID(), .gateway(token: "bob-gw"))
         await bob.close()
         try await PushTests.waitForSessions(a, 0)
@@ -138,12 +145,17 @@ import Glibc
         let holderIsA = a.server.store.holdsOutboxLease(.pushes)
         var sent: [String] = []
         for i in 0..<6 {
-            let id = try await PushTests.send(i % 2 == 0 ? onA : onB, conversation, "m\(i)", push: PushConfiguration(alert: "m\(i)"))
+            let id = try await PushTests.send(
+                i % 2 == 0 ? onA : onB, conversation, "m\(i)", push: PushConfiguration(alert: "m\(i)"))
             sent.append("layer:///messages/\(id.uuid.uuidString.lowercased())")
         }
         let first = try await fake.waitForRequests(6)
-        #expect(Set(first.compactMap { ($0.json["notification"] as? [String: Any])?["message_id"] as? String }) == Set(sent))
-        #expect(Set(first.map { $0.headers["authorization"] ?? "" }) == [holderIsA ? "Bearer a" : "Bearer b"], "one node sends")
+        #expect(
+            Set(first.compactMap { ($0.json["notification"] as? [String: Any])?["message_id"] as? String }) == Set(sent)
+        )
+        #expect(
+            Set(first.map { $0.headers["authorization"] ?? "" }) == [holderIsA ? "Bearer a" : "Bearer b"],
+            "one node sends")
         #expect([a, b].filter { $0.server.store.holdsOutboxLease(.pushes) }.count == 1, "never two holders")
 
         let (stopping, staying, stayingClient) = holderIsA ? (a, b, onB) : (b, a, onA)
@@ -152,10 +164,15 @@ import Glibc
         try await Self.waitUntil("the other node to take the pushes' lease", timeout: .seconds(10)) {
             staying.server.store.holdsOutboxLease(.pushes)
         }
-        let later = try await PushTests.send(stayingClient, conversation, "later", push: PushConfiguration(alert: "later"))
+        let later = try await PushTests.send(
+            stayingClient, conversation, "later", push: PushConfiguration(alert: "later"))
         let laterID = "layer:///messages/\(later.uuid.uuidString.lowercased())"
-        func messageID(_ request: FakePushServer.Received) -> String? { (request.json["notification"] as? [String: Any])?["message_id"] as? String }
-        try await Self.waitUntil("the push of the message sent after the stop") { fake.requests.contains { messageID($0) == laterID } }
+        func messageID(_ request: FakePushServer.Received) -> String? {
+            (request.json["notification"] as? [String: Any])?["message_id"] as? String
+        }
+        try await Self.waitUntil("the push of the message sent after the stop") {
+            fake.requests.contains { messageID($0) == laterID }
+        }
         // Sent by the node that took over; besides it, at most pushes sent again (at least once:
         // one the stopped node had sent but not yet recorded goes again, by the new holder).
         let afterStop = fake.requests.dropFirst(6)
@@ -181,12 +198,14 @@ import Glibc
         let device = UUID()
         let deviceText = device.uuidString.lowercased()
         // Bob's phone registers its token through A, then is connected to B.
-        let registering = try await PushTests.registered(a, MessagingTests.bob, device: device, .gateway(token: "bob-gw"))
+        let registering = try await PushTests.registered(
+            a, MessagingTests.bob, device: device, .gateway(token: "bob-gw"))
         await registering.close()
         try await PushTests.waitForSessions(a, 0)
         let bobOnB = try await b.session(MessagingTests.bob, device: device)
         func liveAnywhere() async throws -> Bool {
-            try await a.server.store.read { r in try r.devicesLiveOnAnyNode(of: [MessagingTests.bob]) }[MessagingTests.bob]?.contains(deviceText) == true
+            try await a.server.store.read { r in try r.devicesLiveOnAnyNode(of: [MessagingTests.bob]) }[
+                MessagingTests.bob]?.contains(deviceText) == true
         }
         try await Self.waitUntil("bob's phone registered as live (on B)") { try await liveAnywhere() }
 
@@ -202,14 +221,18 @@ import Glibc
         try await Self.waitUntil("bob's phone no longer live anywhere") { try await !liveAnywhere() }
         let later = try await PushTests.send(alice, conversation, "offline now", push: PushConfiguration(alert: "2"))
         let post = try await fake.waitForRequests(1)[0]
-        #expect((post.json["notification"] as? [String: Any])?["message_id"] as? String == "layer:///messages/\(later.uuid.uuidString.lowercased())")
+        #expect(
+            (post.json["notification"] as? [String: Any])?["message_id"] as? String
+                == "layer:///messages/\(later.uuid.uuidString.lowercased())")
         #expect(fake.requests.count == 1)
 
         // A node killed leaves no live device behind: its rows stop counting with its connection.
         let again = try await b.session(MessagingTests.bob, device: device)
         try await Self.waitUntil("bob's phone live on B again") { try await liveAnywhere() }
         let pid = try #require(b.server.store.listenerBackendPID)
-        _ = try await a.server.store.write { tx in try tx.db.int64("SELECT CASE WHEN pg_terminate_backend(CAST(? AS INTEGER)) THEN 1 ELSE 0 END", [pid]) }
+        _ = try await a.server.store.write { tx in
+            try tx.db.int64("SELECT CASE WHEN pg_terminate_backend(CAST(? AS INTEGER)) THEN 1 ELSE 0 END", [pid])
+        }
         // B reconnects and registers its sessions again under its new connection.
         try await Self.waitUntil("B's listener back with a new connection") {
             b.server.store.listenerBackendPID.map { $0 != pid } ?? false
@@ -217,8 +240,11 @@ import Glibc
         let newPID = try #require(b.server.store.listenerBackendPID)
         try await Self.waitUntil("bob's phone registered again by B's new connection") {
             let pids = try await a.server.store.read { r in
-                try r.db.rows("SELECT CAST(backend_pid AS BIGINT) AS p FROM live_devices WHERE user_id = ?", [MessagingTests.bob.rawValue])
-                    .map { row -> Int64 in row["p"] }
+                try r.db.rows(
+                    "SELECT CAST(backend_pid AS BIGINT) AS p FROM live_devices WHERE user_id = ?",
+                    [MessagingTests.bob.rawValue]
+                )
+                .map { row -> Int64 in row["p"] }
             }
             return pids.contains(newPID)
         }
@@ -254,27 +280,33 @@ import Glibc
             return 200
         }
         let store = try PostgresTestCluster.newDatabase()
-        let directoryA = Fixtures.temporaryDirectory("pg-lease-a"), directoryB = Fixtures.temporaryDirectory("pg-lease-b")
+        let directoryA = Fixtures.temporaryDirectory("pg-lease-a")
+        let directoryB = Fixtures.temporaryDirectory("pg-lease-b")
         let config = directoryA.appendingPathComponent("node.json")
-        try #"{"webhooks":{"allowPrivateTargets":true,"caFile":"\#(receiver.certificate)","initialBackoffMilliseconds":50,"maxBackoffSeconds":1}}"#
+        try
+            #"{"webhooks":{"allowPrivateTargets":true,"caFile":"\#(receiver.certificate)","initialBackoffMilliseconds":50,"maxBackoffSeconds":1}}"#
             .write(to: config, atomically: true, encoding: .utf8)
         let arguments = ["--store", store, "--config", config.path]
         let first = try await NodeProcess.start(in: directoryA, arguments: arguments)
         let dataB = directoryB.appendingPathComponent(".lamina")
         try FileManager.default.createDirectory(at: dataB, withIntermediateDirectories: true)
         try FileManager.default.copyItem(
-            at: first.dataDirectory.appendingPathComponent(LocalNode.Files.devIdentity), to: dataB.appendingPathComponent(LocalNode.Files.devIdentity))
+            at: first.dataDirectory.appendingPathComponent(LocalNode.Files.devIdentity),
+            to: dataB.appendingPathComponent(LocalNode.Files.devIdentity))
         let second = try await NodeProcess.start(in: directoryB, arguments: arguments)
         let nodes = [first, second]
-        let dev = try DevIdentityProvider.loadOrCreate(in: first.dataDirectory.appendingPathComponent(LocalNode.Files.devIdentity))
+        let dev = try DevIdentityProvider.loadOrCreate(
+            in: first.dataDirectory.appendingPathComponent(LocalNode.Files.devIdentity))
 
         let data = first.dataDirectory
         let appID = try String(contentsOf: data.appendingPathComponent("server-api/app-id"), encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        let token = try String(contentsOf: data.appendingPathComponent("server-api/tokens"), encoding: .utf8)
+        let token =
+            try String(contentsOf: data.appendingPathComponent("server-api/tokens"), encoding: .utf8)
             .split(separator: "\n").map(String.init).first { !$0.hasPrefix("#") && !$0.isEmpty } ?? ""
-        let api = CurlAPI(url: "https://127.0.0.1:\(first.syncPort)", caFile: data.appendingPathComponent("tls/node-cert.pem").path,
-                          appID: appID, token: token)
+        let api = CurlAPI(
+            url: "https://127.0.0.1:\(first.syncPort)", caFile: data.appendingPathComponent("tls/node-cert.pem").path,
+            appID: appID, token: token)
         let id = try await WebhookTests.createWebhook(api, url: receiver.url())
         _ = try await WebhookTests.waitForStatus(api, id, "active")
         let lease = "lamina_postgres_outbox_lease_held{outbox=\"webhooks\"}"
@@ -299,18 +331,22 @@ import Glibc
         // Alice on the holder, Bob on the other node; both send.
         let onHolder = try await SharedPostgresKillTests.session(MessagingTests.alice, on: holder, dev: dev)
         let onOther = try await SharedPostgresKillTests.session(MessagingTests.bob, on: other, dev: dev)
-        let conversation = try await MessagingTests.conversation(onHolder, with: [MessagingTests.alice, MessagingTests.bob])
+        let conversation = try await MessagingTests.conversation(
+            onHolder, with: [MessagingTests.alice, MessagingTests.bob])
         var sent: [String] = []
         func send(_ phase: String, _ n: Int, from clients: [SyncTestClient]) async throws {
             for i in 0..<n {
-                let (message, _) = try await MessagingTests.send(clients[i % clients.count], conversation, "\(phase) \(i)")
+                let (message, _) = try await MessagingTests.send(
+                    clients[i % clients.count], conversation, "\(phase) \(i)")
                 sent.append(message.uuid.uuidString.lowercased())
             }
         }
         try await send("before", 10, from: [onHolder, onOther])
         try await Self.waitUntil("the first 10 events delivered") { accepted.withLockedValue { $0.count } == 10 }
         // Only the holder delivered: its deliveries are every event, the other's none, no event twice.
-        try await Self.waitUntil("the holder to record its 10 deliveries") { Self.sample(try await Self.metrics(holder), deliveries) == 10 }
+        try await Self.waitUntil("the holder to record its 10 deliveries") {
+            Self.sample(try await Self.metrics(holder), deliveries) == 10
+        }
         #expect(Self.sample(try await Self.metrics(other), deliveries) == 0)
         #expect(Set(accepted.withLockedValue { $0.keys }) == Set(sent))
         #expect(accepted.withLockedValue { $0.values.allSatisfy { $0 == 1 } })
@@ -324,9 +360,13 @@ import Glibc
         await onHolder.drop()
         // Requests the killed node had sent are still read (its sockets close only after them).
         let gone = ContinuousClock.now + .seconds(30)
-        while receiver.server.connectionCount > 0, ContinuousClock.now < gone { try await Task.sleep(for: .milliseconds(10)) }
+        while receiver.server.connectionCount > 0, ContinuousClock.now < gone {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         accepting.withLockedValue { $0 = true }
-        try await Self.waitUntil("the other node to take the lease") { Self.sample(try await Self.metrics(other), lease) == 1 }
+        try await Self.waitUntil("the other node to take the lease") {
+            Self.sample(try await Self.metrics(other), lease) == 1
+        }
         try await send("after", 4, from: [onOther])
         try await Self.waitUntil("every acknowledged event delivered at least once", timeout: .seconds(60)) {
             Set(accepted.withLockedValue { $0.keys }).isSuperset(of: sent)
@@ -338,7 +378,10 @@ import Glibc
         }
         // Duplicates only with the same request id: one request id per message.
         var requestIDs: [String: Set<String>] = [:]
-        for post in receiver.posts { requestIDs[WebhookTests.messageID(of: post), default: []].insert(post.headers["layer-webhook-request-id"] ?? "") }
+        for post in receiver.posts {
+            requestIDs[WebhookTests.messageID(of: post), default: []].insert(
+                post.headers["layer-webhook-request-id"] ?? "")
+        }
         #expect(requestIDs.values.allSatisfy { $0.count == 1 })
 
         await onOther.close()

@@ -21,7 +21,9 @@ import Testing
 @Suite struct SlowReaderTests {
     static let messageCount = 96
     /// 16 inline parts of 2,000 bytes: ~32 KB a message, ~3 MB in all (about 30 to a 1 MiB batch).
-    static let parts = (0..<16).map { _ in MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x68, count: 2_000))) }
+    static let parts = (0..<16).map { _ in
+        MessagePart(mimeType: "text/plain", content: .inline([UInt8](repeating: 0x68, count: 2_000)))
+    }
 
     @Test func aSlowReaderOfLargeFramesGetsEverythingAndAStoppedOneIsReset() async throws {
         let node = try await TestNode.start("slow-reader") { $0.limits.stalledReaderTimeoutSeconds = 10 }
@@ -61,10 +63,13 @@ import Testing
         // A reader that stops in the middle is still reset after the stall timeout, and its
         // session released.
         let baseline = 2  // the healthy pair
-        try await ResourceLimitTests.eventually("only the healthy pair open") { node.server.admission.snapshot.liveTracked == baseline }
+        try await ResourceLimitTests.eventually("only the healthy pair open") {
+            node.server.admission.snapshot.liveTracked == baseline
+        }
         let stalled = try await PacedAnswerTests.bob(node)
         stalled.stopReading()
-        stalled.send(.fetchHistory(FetchHistory(requestID: UUID(), conversationID: healthy.conversation, policy: .complete)))
+        stalled.send(
+            .fetchHistory(FetchHistory(requestID: UUID(), conversationID: healthy.conversation, policy: .complete)))
         try await ResourceLimitTests.eventually("the stopped reader's session released") {
             node.server.admission.snapshot.liveTracked == baseline
         }

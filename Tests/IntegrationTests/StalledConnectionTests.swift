@@ -31,7 +31,9 @@ import Testing
         try await sink.connection.setReading(false)
 
         // 16 inline parts of 2 KiB: about 33 KB per message to each member.
-        let parts = try (0..<16).map { i in try MessagePart(text: String(repeating: Character(UnicodeScalar(UInt8(97 + i))), count: 2_048)) }
+        let parts = try (0..<16).map { i in
+            try MessagePart(text: String(repeating: Character(UnicodeScalar(UInt8(97 + i))), count: 2_048))
+        }
         var sent: [MessageID] = []
         var slowest = Duration.zero
         let clock = ContinuousClock()
@@ -81,7 +83,8 @@ import Testing
         }
         let alice = try await node.session("alice", device: UUID())
         let bob = try await node.session("bob", device: UUID())
-        let conversation = try await MessagingTests.conversation(alice, with: ["alice", "bob", "sink0", "sink1", "sink2", "sink3"])
+        let conversation = try await MessagingTests.conversation(
+            alice, with: ["alice", "bob", "sink0", "sink1", "sink2", "sink3"])
         for sink in sinks { try await sink.connection.setReading(false) }
 
         let parts = try (0..<16).map { _ in try MessagePart(text: String(repeating: "b", count: 2_048)) }

@@ -19,7 +19,8 @@ import Testing
         let conversation = try await MessagingTests.conversation(alice, with: ["alice", "bob"])
         let (_, sent) = try await MessagingTests.send(alice, conversation, "hello")
         let markID = UUID()
-        let mark = Frame.markAllRead(MarkAllRead(requestID: markID, conversationID: conversation, upTo: try #require(sent.position)))
+        let mark = Frame.markAllRead(
+            MarkAllRead(requestID: markID, conversationID: conversation, upTo: try #require(sent.position)))
         try await alice.command(mark, id: markID)
         // Another stream is handed three nonces over the wire and uses none.
         let idle = try await node.connect()
@@ -34,7 +35,8 @@ import Testing
         let later = try await node.server.pruner.run(now: Self.after(now, seconds: 11 * 60))
         #expect(later == StoragePruner.Pruned(nonces: 4, sessions: 0, idempotencyRecords: 0))
         // A pruned nonce is unknown now.
-        let answer = try await idle.authenticate(token: try node.dev.mintToken(user: "bob", nonce: nonces[0]), device: UUID())
+        let answer = try await idle.authenticate(
+            token: try node.dev.mintToken(user: "bob", nonce: nonces[0]), device: UUID())
         guard case .error(let error) = answer else {
             Issue.record("a pruned nonce authenticated: \(answer)")
             return
@@ -50,10 +52,14 @@ import Testing
         #expect(month.idempotencyRecords == 1)
         #expect(month.sessions == 1)
         let create = Frame.createConversation(
-            CreateConversation(conversationID: conversation, participants: ["alice", "bob"], options: ConversationOptions(isDistinct: false)))
+            CreateConversation(
+                conversationID: conversation, participants: ["alice", "bob"],
+                options: ConversationOptions(isDistinct: false)))
         #expect(try await alice.command(create, id: conversation.uuid).conversationID == conversation)
         // The schedule (every second here) runs by itself: more runs than the four above.
-        try await ResourceLimitTests.eventually("a scheduled prune", timeout: .seconds(90)) { node.server.pruner.history.runs > 4 }
+        try await ResourceLimitTests.eventually("a scheduled prune", timeout: .seconds(90)) {
+            node.server.pruner.history.runs > 4
+        }
         await alice.close()
         await idle.close()
         await node.stop()

@@ -30,7 +30,8 @@ import Testing
     /// `streams` unauthenticated streams (two connections, 16 KiB windows) send HELLO and
     /// `pingBytes` of PINGs and read nothing until the node holds `holding` bytes of answers a
     /// stream (or more), then read every PONG.
-    static func flood(_ node: TestNode, _ healthy: ResourceLimitTests.HealthyPair, holding: Int) async throws -> Result {
+    static func flood(_ node: TestNode, _ healthy: ResourceLimitTests.HealthyPair, holding: Int) async throws -> Result
+    {
         var settings = HTTP2Settings()
         settings.initialStreamWindow = 16 * 1_024
         var clients: [SyncTestClient] = []
@@ -57,11 +58,14 @@ import Testing
         var result = Result()
         for client in clients {
             for _ in 0..<count {
-                guard case .pong = try await client.nextFrame(timeout: .seconds(60)) else { throw SyncTestTimeout(waitingFor: "PONG") }
+                guard case .pong = try await client.nextFrame(timeout: .seconds(60)) else {
+                    throw SyncTestTimeout(waitingFor: "PONG")
+                }
                 result.pongs += 1
             }
         }
-        result.largestStreamEver = max(stalled.largestStreamEver, await node.server.transport.outboundHeld().largestStreamEver)
+        result.largestStreamEver = max(
+            stalled.largestStreamEver, await node.server.transport.outboundHeld().largestStreamEver)
         for client in clients { await client.close() }
         return result
     }
@@ -73,7 +77,8 @@ import Testing
         print("bounded: largest stream ever queued \(bounded.largestStreamEver) B, \(bounded.pongs) PONGs")
         // 16 KiB, plus the answers of the frames taken before the bound was seen (at most 256
         // PONGs of 16 B: the frames one chunk may hand the session at once), and slack.
-        #expect(bounded.largestStreamEver <= 16 * 1_024 + 256 * 16 + 1_024, "largest stream \(bounded.largestStreamEver) B")
+        #expect(
+            bounded.largestStreamEver <= 16 * 1_024 + 256 * 16 + 1_024, "largest stream \(bounded.largestStreamEver) B")
         #expect(bounded.pongs == Self.streams * Self.pingBytes / 16)
         try await healthy.expectHealthy()
         await healthy.close()
@@ -81,7 +86,9 @@ import Testing
 
         // The control: with the bound as large as the slow-consumer one (what the node did
         // before), the same clients make it queue far more for each stream.
-        let wide = try await TestNode.start("unread-answers-wide") { $0.limits.unauthenticatedMaxOutboundBytes = $0.limits.maxOutboundBytes }
+        let wide = try await TestNode.start("unread-answers-wide") {
+            $0.limits.unauthenticatedMaxOutboundBytes = $0.limits.maxOutboundBytes
+        }
         let pair = try await ResourceLimitTests.HealthyPair.start(wide)
         let unbounded = try await Self.flood(wide, pair, holding: 32 * 1_024)
         print("unbounded: largest stream ever queued \(unbounded.largestStreamEver) B, \(unbounded.pongs) PONGs")

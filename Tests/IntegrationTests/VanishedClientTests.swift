@@ -25,7 +25,8 @@ import Testing
         // The bound is 2 s; a loaded machine gets slack, not a pass for TCP's minutes.
         #expect(closedAfter < .seconds(10), "closed \(closedAfter) after the client stopped answering")
         // The quiet client that answers has been PINGed and is still there.
-        let (id, _) = try await MessagingTests.send(quiet, try await MessagingTests.conversation(quiet, with: ["alice", "carol"]), "still here")
+        let (id, _) = try await MessagingTests.send(
+            quiet, try await MessagingTests.conversation(quiet, with: ["alice", "carol"]), "still here")
         #expect(try await node.server.store.read { r in try r.message(id) } != nil)
         #expect(node.server.transport.counts.closedUnanswered == 1)
         print("vanished client: closed \(closedAfter) after it stopped answering (bound 2 s)")

@@ -5,7 +5,7 @@ import NIOConcurrencyHelpers
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Webhooks (#13) on a real node: created through the webhooks API, verified by a receiver
@@ -15,7 +15,9 @@ import Glibc
     static let secret = "0123456789abcdef-secret"
 
     /// A node that trusts `receiver`'s certificate and allows loopback targets.
-    static func node(_ name: String, trusting receiver: WebhookReceiver, backoffMilliseconds: Int = 50) async throws -> TestNode {
+    static func node(_ name: String, trusting receiver: WebhookReceiver, backoffMilliseconds: Int = 50) async throws
+        -> TestNode
+    {
         try await TestNode.start(name) { c in
             c.webhooks.allowPrivateTargets = true
             c.webhooks.caFile = receiver.certificate
@@ -24,10 +26,13 @@ import Glibc
     }
 
     /// Creates a webhook for `events` to `url`; its id (the UUID).
-    static func createWebhook(_ api: CurlAPI, url: String, events: [String] = ["message.sent"], config: String = "null") async throws -> String {
+    static func createWebhook(_ api: CurlAPI, url: String, events: [String] = ["message.sent"], config: String = "null")
+        async throws -> String
+    {
         let list = events.map { "\"\($0)\"" }.joined(separator: ",")
         let created = try await api.request(
-            "POST", "/webhooks", json: #"{"target_url":"\#(url)","events":[\#(list)],"secret":"\#(secret)","config":\#(config)}"#,
+            "POST", "/webhooks",
+            json: #"{"target_url":"\#(url)","events":[\#(list)],"secret":"\#(secret)","config":\#(config)}"#,
             headers: api.webhookHeaders)
         #expect(created.status == 201, "\(created.body)")
         #expect(created.object["status"] as? String == "unverified")
@@ -74,7 +79,8 @@ import Glibc
     }
 
     static func messageID(of post: WebhookReceiver.Received) -> String {
-        ((post.json["message"] as? [String: Any])?["id"] as? String ?? "").replacingOccurrences(of: "layer:///messages/", with: "")
+        ((post.json["message"] as? [String: Any])?["id"] as? String ?? "").replacingOccurrences(
+            of: "layer:///messages/", with: "")
     }
 
     @Test func aWebhookIsVerifiedAndReceivesASignedMessageSentWithinASecond() async throws {
@@ -96,7 +102,8 @@ import Glibc
         let acknowledgedAt = ContinuousClock.now
         let post = try await receiver.waitForPosts(1, timeout: .seconds(30))[0]
         print("webhook event delivered \(post.at - acknowledgedAt) after the send's acknowledgment")
-        #expect(post.at - acknowledgedAt < .seconds(1), "delivered \(post.at - acknowledgedAt) after the acknowledgment")
+        #expect(
+            post.at - acknowledgedAt < .seconds(1), "delivered \(post.at - acknowledgedAt) after the acknowledgment")
         #expect(post.path == "/hook?app=1")
         #expect(post.headers["layer-webhook-event-type"] == "message.sent")
         #expect(post.headers["layer-webhook-id"] == id)
@@ -105,13 +112,16 @@ import Glibc
         // The signature is HMAC-SHA1 of the exact body, checked with openssl, not our code.
         let bodyFile = Fixtures.temporaryDirectory("webhook-body").appendingPathComponent("body.json")
         try Data(post.body).write(to: bodyFile)
-        let digest = try await ExternalCommand.run("/usr/bin/openssl", ["dgst", "-sha1", "-hmac", Self.secret, "-r", bodyFile.path])
+        let digest = try await ExternalCommand.run(
+            "/usr/bin/openssl", ["dgst", "-sha1", "-hmac", Self.secret, "-r", bodyFile.path])
         #expect(digest.stdout.split(separator: " ").first.map(String.init) == post.headers["layer-webhook-signature"])
         let event = post.json["event"] as? [String: Any]
         #expect(event?["type"] as? String == "message.sent")
         #expect(Self.messageID(of: post) == message)
         #expect((post.json["config"] as? [String: String]) == ["team": "blue"])
-        #expect(((post.json["message"] as? [String: Any])?["parts"] as? [[String: Any]])?.first?["body"] as? String == "hello hooks")
+        #expect(
+            ((post.json["message"] as? [String: Any])?["parts"] as? [[String: Any]])?.first?["body"] as? String
+                == "hello hooks")
         #expect((post.json["actor"] as? [String: Any])?["user_id"] as? String == "alice")
 
         // Deactivated: no new events; activated again (verified again): delivery resumes.
@@ -141,10 +151,19 @@ import Glibc
             try await api.request("POST", "/webhooks", json: json, headers: api.webhookHeaders)
         }
         let cases: [(String, String, String)] = [
-            (#"{"target_url":"https://127.0.0.1:9/x","events":["message.sent"],"secret":"\#(Self.secret)"}"#, "target_url", "private"),
-            (#"{"target_url":"http://example.com/x","events":["message.sent"],"secret":"\#(Self.secret)"}"#, "target_url", "https"),
+            (
+                #"{"target_url":"https://127.0.0.1:9/x","events":["message.sent"],"secret":"\#(Self.secret)"}"#,
+                "target_url", "private"
+            ),
+            (
+                #"{"target_url":"http://example.com/x","events":["message.sent"],"secret":"\#(Self.secret)"}"#,
+                "target_url", "https"
+            ),
             (#"{"target_url":"https://example.com/x","events":["message.sent"],"secret":"short"}"#, "secret", "16"),
-            (#"{"target_url":"https://example.com/x","events":["message.exploded"],"secret":"\#(Self.secret)"}"#, "events", "unknown"),
+            (
+                #"{"target_url":"https://example.com/x","events":["message.exploded"],"secret":"\#(Self.secret)"}"#,
+                "events", "unknown"
+            ),
             (#"{"target_url":"https://example.com/x","events":[],"secret":"\#(Self.secret)"}"#, "events", "non-empty"),
         ]
         for (json, property, words) in cases {
@@ -159,7 +178,8 @@ import Glibc
         #expect(missing.object["id"] as? String == "missing_property")
         let wrongAccept = try await api.request("GET", "/webhooks")
         #expect(wrongAccept.status == 406)
-        let noToken = try await api.request("GET", "/webhooks", headers: ["Accept": "application/vnd.layer.webhooks+json; version=3.0"])
+        let noToken = try await api.request(
+            "GET", "/webhooks", headers: ["Accept": "application/vnd.layer.webhooks+json; version=3.0"])
         #expect(noToken.status == 401)
         await node.stop()
     }
@@ -199,7 +219,9 @@ import Glibc
         let healthy = try await WebhookReceiver.start()
         // Both receivers' certificates: the node trusts one CA file, so both share a bundle.
         let bundle = Fixtures.temporaryDirectory("webhook-bundle").appendingPathComponent("ca.pem")
-        try (String(contentsOfFile: dead.certificate, encoding: .utf8) + String(contentsOfFile: healthy.certificate, encoding: .utf8))
+        try
+            (String(contentsOfFile: dead.certificate, encoding: .utf8)
+            + String(contentsOfFile: healthy.certificate, encoding: .utf8))
             .write(to: bundle, atomically: true, encoding: .utf8)
         let node = try await TestNode.start("webhook-dead") { c in
             c.webhooks.allowPrivateTargets = true
@@ -235,17 +257,21 @@ import Glibc
         let receiver = try await WebhookReceiver.start { _ in accepting.withLockedValue { $0 } ? 200 : 503 }
         let directory = Fixtures.temporaryDirectory("webhook-kill")
         let config = directory.appendingPathComponent("node.json")
-        try #"{"webhooks":{"allowPrivateTargets":true,"caFile":"\#(receiver.certificate)","initialBackoffMilliseconds":50,"maxBackoffSeconds":1}}"#
+        try
+            #"{"webhooks":{"allowPrivateTargets":true,"caFile":"\#(receiver.certificate)","initialBackoffMilliseconds":50,"maxBackoffSeconds":1}}"#
             .write(to: config, atomically: true, encoding: .utf8)
         var node = try await NodeProcess.start(in: directory, arguments: ["--config", config.path])
         let data = node.dataDirectory
         let appID = try String(contentsOf: data.appendingPathComponent("server-api/app-id"), encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        let token = try String(contentsOf: data.appendingPathComponent("server-api/tokens"), encoding: .utf8)
+        let token =
+            try String(contentsOf: data.appendingPathComponent("server-api/tokens"), encoding: .utf8)
             .split(separator: "\n").map(String.init).first { !$0.hasPrefix("#") && !$0.isEmpty } ?? ""
         func api(_ node: NodeProcess) -> CurlAPI {
-            CurlAPI(url: "https://127.0.0.1:\(node.syncPort)", caFile: data.appendingPathComponent("tls/node-cert.pem").path,
-                    appID: appID, token: token)
+            CurlAPI(
+                url: "https://127.0.0.1:\(node.syncPort)",
+                caFile: data.appendingPathComponent("tls/node-cert.pem").path,
+                appID: appID, token: token)
         }
         let id = try await Self.createWebhook(api(node), url: receiver.url())
         _ = try await Self.waitForStatus(api(node), id, "active")
@@ -258,7 +284,9 @@ import Glibc
         // Requests the killed node had sent are still read and refused (its sockets close only
         // after them): once its connections are gone, every later post is the new node's.
         let gone = ContinuousClock.now + .seconds(30)
-        while receiver.server.connectionCount > 0, ContinuousClock.now < gone { try await Task.sleep(for: .milliseconds(10)) }
+        while receiver.server.connectionCount > 0, ContinuousClock.now < gone {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(receiver.server.connectionCount == 0)
         let refusedBefore = receiver.posts.count
         accepting.withLockedValue { $0 = true }
@@ -266,10 +294,14 @@ import Glibc
         let posts = try await receiver.waitForPosts(refusedBefore + 20, timeout: .seconds(30))
         let accepted = Array(posts.dropFirst(refusedBefore))
         #expect(accepted.map(Self.messageID).sorted() == messages.sorted(), "none missing, none twice")
-        #expect(Self.inCommitOrder(accepted.map(Self.messageID), messages, inFlight: 4), "\(accepted.map(Self.messageID)) \(messages)")
+        #expect(
+            Self.inCommitOrder(accepted.map(Self.messageID), messages, inFlight: 4),
+            "\(accepted.map(Self.messageID)) \(messages)")
         // Duplicates only with the same request id: one request id per message.
         var requestIDs: [String: Set<String>] = [:]
-        for post in posts { requestIDs[Self.messageID(of: post), default: []].insert(post.headers["layer-webhook-request-id"] ?? "") }
+        for post in posts {
+            requestIDs[Self.messageID(of: post), default: []].insert(post.headers["layer-webhook-request-id"] ?? "")
+        }
         #expect(requestIDs.values.allSatisfy { $0.count == 1 })
         // Metrics on /metrics: 20 deliveries, the queue empty (the node records a delivery just
         // after the target's answer, so the scrape is repeated until it has).
@@ -278,7 +310,9 @@ import Glibc
         var metrics = ""
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline, !(metrics.contains(delivered) && metrics.contains(empty)) {
-            metrics = try await ExternalCommand.run("/usr/bin/curl", ["-sS", "http://127.0.0.1:\(node.adminPort)/metrics"]).stdout
+            metrics = try await ExternalCommand.run(
+                "/usr/bin/curl", ["-sS", "http://127.0.0.1:\(node.adminPort)/metrics"]
+            ).stdout
         }
         #expect(metrics.contains(delivered), "\(metrics)")
         #expect(metrics.contains(empty), "\(metrics)")
@@ -335,12 +369,20 @@ import Glibc
         let failedOnce = NIOLockedValueBox(false)
         let allSent = NIOLockedValueBox(false)
         let receiver = try await WebhookReceiver.start { _, post in
-            if (post.json["message"] as? [String: Any]).flatMap({ ($0["parts"] as? [[String: Any]])?.first?["body"] as? String }) == "m5",
-               failedOnce.withLockedValue({ f in defer { f = true }; return !f }) {
+            if (post.json["message"] as? [String: Any]).flatMap({
+                ($0["parts"] as? [[String: Any]])?.first?["body"] as? String
+            }) == "m5",
+                failedOnce.withLockedValue({ f in
+                    defer { f = true }
+                    return !f
+                })
+            {
                 return 500
             }
             let deadline = ContinuousClock.now + .seconds(60)
-            while !allSent.withLockedValue({ $0 }) && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+            while !allSent.withLockedValue({ $0 }) && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
             try? await Task.sleep(for: .milliseconds(300))
             return 200
         }
@@ -373,7 +415,9 @@ import Glibc
         #expect(retry < posts.count - 1, "later events went after the retry")
         // One request id per message.
         var requestIDs: [String: Set<String>] = [:]
-        for post in posts { requestIDs[Self.messageID(of: post), default: []].insert(post.headers["layer-webhook-request-id"] ?? "") }
+        for post in posts {
+            requestIDs[Self.messageID(of: post), default: []].insert(post.headers["layer-webhook-request-id"] ?? "")
+        }
         #expect(requestIDs.count == 12 && requestIDs.values.allSatisfy { $0.count == 1 })
         await node.stop()
         await receiver.stop()
@@ -393,7 +437,9 @@ import Glibc
         _ = try await receiver.waitForPosts(1)
         // The receiver closes the kept-alive connection once it idles.
         let deadline = ContinuousClock.now + .seconds(30)
-        while receiver.server.connectionCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        while receiver.server.connectionCount > 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(receiver.server.connectionCount == 0)
         _ = try await Self.send(api, in: conversation, "second")
         let acknowledgedAt = ContinuousClock.now

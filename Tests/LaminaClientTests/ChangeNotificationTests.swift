@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import Testing
+
 @testable import LaminaClient
 
 final class RecordingDelegate: LaminaClientDelegate, @unchecked Sendable {
@@ -12,7 +13,10 @@ final class RecordingDelegate: LaminaClientDelegate, @unchecked Sendable {
     func objectsDidChange(_ changes: [ObjectChange]) {
         let resume: (CheckedContinuation<[[ObjectChange]], Never>, [[ObjectChange]])? = lock.withLock {
             batches.append(changes)
-            if let w = waiter, batches.count >= wanted { waiter = nil; return (w, batches) }
+            if let w = waiter, batches.count >= wanted {
+                waiter = nil
+                return (w, batches)
+            }
             return nil
         }
         if let (w, b) = resume { w.resume(returning: b) }
@@ -170,23 +174,31 @@ final class RecordingDelegate: LaminaClientDelegate, @unchecked Sendable {
             let c = try conversation([alice, bob])
             // The create commits in the window a lost-wakeup bug would miss: after the look-up
             // has missed, before the wait has started. The subscription made first holds it.
-            let found = try await store.waitForCreation(of: c.id, timeout: .seconds(10), afterLookUp: {
-                _ = try? store.apply([.conversation(c)])
-            })
+            let found = try await store.waitForCreation(
+                of: c.id, timeout: .seconds(10),
+                afterLookUp: {
+                    _ = try? store.apply([.conversation(c)])
+                })
             #expect(found.conversation == c)
         }
     }
 
     @Test func aSubscriberThatFallsTooFarBehindSeesItsStreamEnd() async throws {
         try await withTemporaryDirectory { dir in
-            let store = try LocalStore(location: StoreLocation(dataDirectory: dir, user: alice), configuration: StoreConfiguration(changeBufferLimit: 2))
+            let store = try LocalStore(
+                location: StoreLocation(dataDirectory: dir, user: alice),
+                configuration: StoreConfiguration(changeBufferLimit: 2))
             defer { try? store.close() }
             let stream = store.changes()
             for i in 0..<4 { try store.apply([.conversation(try conversation([alice, bob], createdAt: Int64(i)))]) }
             var received = 0
             for await _ in stream { received += 1 }  // ends: it does not hang
             #expect(received == 2)
-            #expect(throws: ClientError.self) { try LocalStore(location: StoreLocation(dataDirectory: dir, user: bob), configuration: StoreConfiguration(changeBufferLimit: 0)) }
+            #expect(throws: ClientError.self) {
+                try LocalStore(
+                    location: StoreLocation(dataDirectory: dir, user: bob),
+                    configuration: StoreConfiguration(changeBufferLimit: 0))
+            }
         }
     }
 
@@ -218,7 +230,8 @@ final class RecordingDelegate: LaminaClientDelegate, @unchecked Sendable {
             try store.insertLocalConversation(loser)
             let survivorID = ConversationID.random()
             let (missed, signal) = AsyncStream<Void>.makeStream()
-            async let waited = store.waitForCreation(of: survivorID, timeout: .seconds(10), afterLookUp: { signal.yield() })
+            async let waited = store.waitForCreation(
+                of: survivorID, timeout: .seconds(10), afterLookUp: { signal.yield() })
             for await _ in missed { break }
             try store.apply([.distinctMerge(from: loser.id, into: survivorID)])
             #expect(try await waited.id == survivorID)

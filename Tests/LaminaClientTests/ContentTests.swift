@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import Testing
+
 @testable import LaminaClient
 
 /// Writes `reference.size` bytes to the destination, as a download would.
@@ -8,12 +9,15 @@ struct FakeTransfer: ContentTransferring {
     var failing: Set<ContentID> = []
     /// Content whose file ends one byte short (a download that lies about its end).
     var short: Set<ContentID> = []
-    func download(_ reference: ContentReference, of part: MessagePartID, to destination: URL,
-                  progress: @escaping @Sendable (UInt64, UInt64) -> Void) async throws {
+    func download(
+        _ reference: ContentReference, of part: MessagePartID, to destination: URL,
+        progress: @escaping @Sendable (UInt64, UInt64) -> Void
+    ) async throws {
         if failing.contains(reference.id) { throw ClientError(.contentUnavailable, "fake failure") }
         let half = reference.size / 2
         progress(half, reference.size)
-        try Data(repeating: 0xAB, count: Int(reference.size) - (short.contains(reference.id) ? 1 : 0)).write(to: destination)
+        try Data(repeating: 0xAB, count: Int(reference.size) - (short.contains(reference.id) ? 1 : 0)).write(
+            to: destination)
         progress(reference.size, reference.size)
     }
 }
@@ -26,7 +30,9 @@ final class ProgressLog: @unchecked Sendable {
 }
 
 @Suite struct ContentPolicyTests {
-    private func auto(_ mime: MIMEType, _ size: UInt64, purged: Bool = false, _ settings: ContentSettings = ContentSettings()) -> Bool {
+    private func auto(
+        _ mime: MIMEType, _ size: UInt64, purged: Bool = false, _ settings: ContentSettings = ContentSettings()
+    ) -> Bool {
         ContentPolicy.shouldAutoDownload(mimeType: mime, size: size, wasPurged: purged, settings: settings)
     }
 
@@ -35,8 +41,8 @@ final class ProgressLog: @unchecked Sendable {
         #expect(s.autoDownloadMaximumContentSize == 2_048)
         #expect(s.autoDownloadMIMETypes == [.textPlain])
         #expect(s.diskCapacity == 0)
-        #expect(auto("text/plain", 5_000_000))     // text/plain downloads whatever its size
-        #expect(auto("image/png", 2_048))          // anything of 2 KB or less
+        #expect(auto("text/plain", 5_000_000))  // text/plain downloads whatever its size
+        #expect(auto("image/png", 2_048))  // anything of 2 KB or less
         #expect(!auto("image/png", 2_049))
         #expect(!auto("text/plain", 10, purged: true))  // purged content never comes back by itself
     }
@@ -53,20 +59,26 @@ final class ProgressLog: @unchecked Sendable {
         let none = ContentSettings(autoDownloadMaximumContentSize: 0, autoDownloadMIMETypes: [])
         #expect(!auto("text/plain", 3_000, none))
         #expect(!auto("image/png", 1, none))
-        #expect(throws: ClientError.self) { try ContentSettings(diskCapacity: ContentPolicy.maxDiskCapacity + 1).validate() }
-        #expect(throws: ClientError.self) { try ContentSettings(autoDownloadMaximumContentSize: Limits.maxPartBytes + 1).validate() }
+        #expect(throws: ClientError.self) {
+            try ContentSettings(diskCapacity: ContentPolicy.maxDiskCapacity + 1).validate()
+        }
+        #expect(throws: ClientError.self) {
+            try ContentSettings(autoDownloadMaximumContentSize: Limits.maxPartBytes + 1).validate()
+        }
     }
 
     @Test func purgePlanTakesLeastRecentlyAccessedDownToEightyPercent() {
         let m = MessageID.random()
         let items = (0..<10).map { i in
-            CachedContent(part: MessagePartID(message: m, part: UUID()), size: 100, lastAccess: Timestamp(millisecondsSince1970: Int64(1_000 - i * 10)))
+            CachedContent(
+                part: MessagePartID(message: m, part: UUID()), size: 100,
+                lastAccess: Timestamp(millisecondsSince1970: Int64(1_000 - i * 10)))
         }
         // 1,000 bytes against a 900-byte cap: purge to at most 720, i.e. three files, oldest first.
         let plan = ContentPolicy.purgePlan(items.shuffled(), capacity: 900)
         #expect(plan.map(\.part) == [items[9], items[8], items[7]].map(\.part))
         #expect(ContentPolicy.purgePlan(items, capacity: 1_000).isEmpty)  // at the cap is not over it
-        #expect(ContentPolicy.purgePlan(items, capacity: 0).isEmpty)      // 0 = unlimited
+        #expect(ContentPolicy.purgePlan(items, capacity: 0).isEmpty)  // 0 = unlimited
         #expect(ContentPolicy.purgeTarget(capacity: 900) == 720)
         #expect(ContentPolicy.purgeTarget(capacity: 7) == 5)  // floor(80%)
         #expect(ContentPolicy.purgeTarget(capacity: UInt64.max) == UInt64.max / 5 * 4)  // no overflow
@@ -123,9 +135,14 @@ final class ProgressLog: @unchecked Sendable {
     @Test func failedDownloadGoesBackToReady() async throws {
         try await withStore { store in
             let m = try seed(store, [("image/png", 50_000)])
-            guard case .external(let ref) = m.parts[0].content else { Issue.record("not rich"); return }
+            guard case .external(let ref) = m.parts[0].content else {
+                Issue.record("not rich")
+                return
+            }
             let manager = try ContentManager(store: store, transfer: FakeTransfer(failing: [ref.id]))
-            await #expect(throws: ClientError.self) { try await manager.downloadContent(of: m.identifier(of: m.parts[0])) }
+            await #expect(throws: ClientError.self) {
+                try await manager.downloadContent(of: m.identifier(of: m.parts[0]))
+            }
             #expect(try store.message(m.id)?.partStates[0].transferStatus == .readyForDownload)
         }
     }
@@ -135,7 +152,10 @@ final class ProgressLog: @unchecked Sendable {
     @Test func aDownloadOfTheWrongSizeFailsAndGoesBackToReady() async throws {
         try await withStore { store in
             let m = try seed(store, [("image/png", 50_000)])
-            guard case .external(let ref) = m.parts[0].content else { Issue.record("not rich"); return }
+            guard case .external(let ref) = m.parts[0].content else {
+                Issue.record("not rich")
+                return
+            }
             let part = m.identifier(of: m.parts[0])
             let manager = try ContentManager(store: store, transfer: FakeTransfer(short: [ref.id]))
             let error = await #expect(throws: ClientError.self) { try await manager.downloadContent(of: part) }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LaminaModel
+
 @testable import LaminaClient
 
 /// A seeded random sequence of the store's writes, each one transaction, for
@@ -10,9 +11,11 @@ import LaminaModel
 /// node's counts and a snapshot's drops. Synchronous: run it on a thread of its own
 /// (`onOwnThread`), not on Swift's cooperative pool, which other tests' streams need.
 struct CountsRun {
-    static let names: Set<String> = ["newConversation", "newLocalConversation", "send", "ack", "receive", "receiveBatch", "markRead", "readUpTo",
-                                     "readFromFeed", "deleteMessage", "deleteBelow", "merge", "mergeRename", "deleteConversation", "nodeCounts",
-                                     "dropMessages", "dropConversations"]
+    static let names: Set<String> = [
+        "newConversation", "newLocalConversation", "send", "ack", "receive", "receiveBatch", "markRead", "readUpTo",
+        "readFromFeed", "deleteMessage", "deleteBelow", "merge", "mergeRename", "deleteConversation", "nodeCounts",
+        "dropMessages", "dropConversations",
+    ]
     let store: LocalStore
     var random: SplitMix64
     /// The operations run so far that changed something to check.
@@ -34,7 +37,8 @@ struct CountsRun {
         case "newConversation": return try newConversation(local: false)
         case "newLocalConversation": return try newConversation(local: true)
         case "send":
-            try store.insertLocalMessage(Message(conversationID: c, sender: alice, parts: [try MessagePart(text: "mine")]))
+            try store.insertLocalMessage(
+                Message(conversationID: c, sender: alice, parts: [try MessagePart(text: "mine")]))
         case "ack":
             guard let id = try pick(messages: "pos_physical IS NULL") else { return "ack (none)" }
             // As `acknowledgeSentMessageAsync`: the message as the node has it, its entry leaves.
@@ -45,10 +49,14 @@ struct CountsRun {
         case "receive":
             // New, or history older than what is held.
             let physical = Bool.random(using: &random) ? tick() : UInt64.random(in: 1..<clock, using: &random)
-            let m = try remoteMessage(in: c, from: [bob, carol].randomElement(using: &random)!, at: physical, logical: UInt32.random(in: 0..<3, using: &random))
+            let m = try remoteMessage(
+                in: c, from: [bob, carol].randomElement(using: &random)!, at: physical,
+                logical: UInt32.random(in: 0..<3, using: &random))
             try store.apply([.message(m, receivedAt: received), .messageCounted(c, m.id)])
         case "receiveBatch":
-            let messages = try (0..<Int.random(in: 2...4, using: &random)).map { _ in try remoteMessage(in: c, at: tick()) }
+            let messages = try (0..<Int.random(in: 2...4, using: &random)).map { _ in
+                try remoteMessage(in: c, at: tick())
+            }
             var changes: [RemoteChange] = messages.map { .message($0, receivedAt: received) }
             changes.append(.messageDeleted(messages[0].id))
             try store.apply(changes)
@@ -57,7 +65,9 @@ struct CountsRun {
             guard !unread.isEmpty else { return "markRead (none)" }
             try store.markRead(Array(unread.shuffled(using: &random).prefix(Int.random(in: 1...3, using: &random))))
         case "readUpTo":
-            try store.apply([.statusUpTo(c, user: alice, status: .read, upTo: position(UInt64.random(in: 1...clock, using: &random)))])
+            try store.apply([
+                .statusUpTo(c, user: alice, status: .read, upTo: position(UInt64.random(in: 1...clock, using: &random)))
+            ])
         case "readFromFeed":
             guard let id = try pick(messages: "is_unread = 1") else { return "readFromFeed (none)" }
             try store.apply([.readCounted(c, id), .recipientStatus(id, user: alice, status: .read)])
@@ -74,12 +84,19 @@ struct CountsRun {
         case "deleteConversation":
             try store.apply([.conversationDeleted(c)])
         case "nodeCounts":
-            try store.apply([.counts(c, NodeCounts(messages: Int.random(in: 0...50, using: &random), unread: Int.random(in: 0...10, using: &random)),
-                                     isDistinct: true, deliveryReceiptsEnabled: Bool.random(using: &random))])
+            try store.apply([
+                .counts(
+                    c,
+                    NodeCounts(
+                        messages: Int.random(in: 0...50, using: &random), unread: Int.random(in: 0...10, using: &random)
+                    ),
+                    isDistinct: true, deliveryReceiptsEnabled: Bool.random(using: &random))
+            ])
         case "dropMessages":
             let sent = try store.messages(in: c).filter { $0.message.isSent }.map(\.id)
             guard sent.count >= 2 else { return "dropMessages (none)" }
-            try store.dropMessages(in: c, notIn: sent.filter { _ in Bool.random(using: &random) } + [sent.first!, sent.last!])
+            try store.dropMessages(
+                in: c, notIn: sent.filter { _ in Bool.random(using: &random) } + [sent.first!, sent.last!])
         case "dropConversations":
             try store.dropConversations(notIn: Set(live.filter { $0 != c }))
         default: preconditionFailure("unknown operation \(name)")
@@ -94,17 +111,33 @@ struct CountsRun {
         var out: [String] = []
         func expect(_ holds: Bool, _ what: @autoclosure () -> String) { if !holds { out.append(what()) } }
         for id in try conversations("SELECT id FROM conversation WHERE merged_into IS NULL") {
-            guard let stored = try store.conversation(id) else { out.append("\(id) is not readable"); continue }
+            guard let stored = try store.conversation(id) else {
+                out.append("\(id) is not readable")
+                continue
+            }
             let scan = try scanned(store, id)
-            expect(stored.totalMessageCount == scan.total, "\(id) total \(stored.totalMessageCount), scanned \(scan.total)")
-            expect(stored.unreadMessageCount == scan.unread, "\(id) unread \(stored.unreadMessageCount), scanned \(scan.unread)")
-            expect(stored.lastMessageID == scan.lastMessageID, "\(id) last message \(String(describing: stored.lastMessageID)), scanned \(String(describing: scan.lastMessageID))")
+            expect(
+                stored.totalMessageCount == scan.total, "\(id) total \(stored.totalMessageCount), scanned \(scan.total)"
+            )
+            expect(
+                stored.unreadMessageCount == scan.unread,
+                "\(id) unread \(stored.unreadMessageCount), scanned \(scan.unread)")
+            expect(
+                stored.lastMessageID == scan.lastMessageID,
+                "\(id) last message \(String(describing: stored.lastMessageID)), scanned \(String(describing: scan.lastMessageID))"
+            )
             expect(!scan.anySent || stored.isSynced, "\(id) holds a sent message and is not synced")
-            expect(stored.totalNumberOfMessages == (stored.nodeCounts.map { $0.messages + scan.unsent } ?? scan.total), "\(id) totalNumberOfMessages \(stored.totalNumberOfMessages)")
-            expect(stored.totalNumberOfUnreadMessages == (stored.nodeCounts?.unread ?? scan.unread), "\(id) totalNumberOfUnreadMessages \(stored.totalNumberOfUnreadMessages)")
+            expect(
+                stored.totalNumberOfMessages == (stored.nodeCounts.map { $0.messages + scan.unsent } ?? scan.total),
+                "\(id) totalNumberOfMessages \(stored.totalNumberOfMessages)")
+            expect(
+                stored.totalNumberOfUnreadMessages == (stored.nodeCounts?.unread ?? scan.unread),
+                "\(id) totalNumberOfUnreadMessages \(stored.totalNumberOfUnreadMessages)")
         }
         // Tombstones, deleted conversations and one never stored too.
-        for id in try conversations("SELECT id FROM conversation UNION SELECT conversation_id FROM message_count") + [.random()] {
+        for id in try conversations("SELECT id FROM conversation UNION SELECT conversation_id FROM message_count") + [
+            .random()
+        ] {
             let counted = try store.read { db in try ConversationSummary.read(db, id) }
             let scan = try scanned(store, id)
             expect(counted == scan, "\(id) counts \(counted), scanned \(scan)")
@@ -114,9 +147,14 @@ struct CountsRun {
 
     private static let weighted: [String] = {
         var out: [String] = []
-        for (name, weight) in [("newConversation", 2), ("newLocalConversation", 1), ("send", 10), ("ack", 8), ("receive", 10), ("receiveBatch", 3),
-                               ("markRead", 4), ("readUpTo", 3), ("readFromFeed", 3), ("deleteMessage", 3), ("deleteBelow", 1), ("merge", 2),
-                               ("mergeRename", 1), ("deleteConversation", 1), ("nodeCounts", 2), ("dropMessages", 2), ("dropConversations", 1)] {
+        for (name, weight) in [
+            ("newConversation", 2), ("newLocalConversation", 1), ("send", 10), ("ack", 8), ("receive", 10),
+            ("receiveBatch", 3),
+            ("markRead", 4), ("readUpTo", 3), ("readFromFeed", 3), ("deleteMessage", 3), ("deleteBelow", 1),
+            ("merge", 2),
+            ("mergeRename", 1), ("deleteConversation", 1), ("nodeCounts", 2), ("dropMessages", 2),
+            ("dropConversations", 1),
+        ] {
             out += Array(repeating: name, count: weight)
         }
         return out

@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import Testing
+
 @testable import LaminaClient
 
 /// The store keeps the node's counts (SPEC §6.4): set by `conversation-updated`, moved by the
@@ -15,7 +16,12 @@ import Testing
             #expect(try store.conversation(c.id)?.nodeCounts == NodeCounts(messages: 0, unread: 0))
             // The node: 500 messages, 40 unread; the device holds one.
             let held = try remoteMessage(in: c.id, at: 100)
-            try store.apply([.message(held, receivedAt: received), .counts(c.id, NodeCounts(messages: 500, unread: 40, lastMessageID: held.id), isDistinct: true, deliveryReceiptsEnabled: true)])
+            try store.apply([
+                .message(held, receivedAt: received),
+                .counts(
+                    c.id, NodeCounts(messages: 500, unread: 40, lastMessageID: held.id), isDistinct: true,
+                    deliveryReceiptsEnabled: true),
+            ])
             var stored = try #require(try store.conversation(c.id))
             #expect(stored.totalMessageCount == 1 && stored.unreadMessageCount == 1)
             #expect(stored.totalNumberOfMessages == 500 && stored.totalNumberOfUnreadMessages == 40)
@@ -44,17 +50,23 @@ import Testing
             #expect(try store.conversation(c.id)?.totalNumberOfUnreadMessages == 38)
 
             // A message not sent yet counts in the total at once (the node's count does not hold it).
-            try store.insertLocalMessage(Message(conversationID: c.id, sender: alice, parts: [try MessagePart(text: "draft")]))
+            try store.insertLocalMessage(
+                Message(conversationID: c.id, sender: alice, parts: [try MessagePart(text: "draft")]))
             stored = try #require(try store.conversation(c.id))
             #expect(stored.totalNumberOfMessages == 503)
             // The user's total unread over conversations.
             let other = try conversation([alice, carol])
-            try store.apply([.conversation(other), .counts(other.id, NodeCounts(messages: 9, unread: 9), isDistinct: false, deliveryReceiptsEnabled: true)])
+            try store.apply([
+                .conversation(other),
+                .counts(other.id, NodeCounts(messages: 9, unread: 9), isDistinct: false, deliveryReceiptsEnabled: true),
+            ])
             #expect(try store.conversation(other.id)?.conversation.isDistinct == false)
             #expect(try store.totalNumberOfUnreadMessages() == 38 + 9)
             #expect(try store.numberOfConversationsWithUnreadMessages() == 2)
             // The query sees the same numbers.
-            let unread = try store.execute(Query<StoredConversation>(predicate: .property(ConversationProperty.totalNumberOfUnreadMessages, .greaterThan, .integer(10))))
+            let unread = try store.execute(
+                Query<StoredConversation>(
+                    predicate: .property(ConversationProperty.totalNumberOfUnreadMessages, .greaterThan, .integer(10))))
             #expect(unread.map(\.id) == [c.id])
         }
     }
@@ -68,15 +80,19 @@ import Testing
                 #expect(try store.pendingPolicyFills().isEmpty)
                 try store.setPendingPolicyFills(ids)
                 try store.removePendingPolicyFill(ids[1])
-                try store.advancePolicyFill(ids[2], after: MessagePosition(physical: 1_767_225_600_000, logical: 3, node: NodeID(7)))
+                try store.advancePolicyFill(
+                    ids[2], after: MessagePosition(physical: 1_767_225_600_000, logical: 3, node: NodeID(7)))
                 try store.close()
             }
             let store = try LocalStore(location: location)
             defer { try? store.close() }
-            #expect(try store.pendingPolicyFills() == [
-                PendingPolicyFill(conversation: ids[0]),
-                PendingPolicyFill(conversation: ids[2], after: MessagePosition(physical: 1_767_225_600_000, logical: 3, node: NodeID(7))),
-            ])
+            #expect(
+                try store.pendingPolicyFills() == [
+                    PendingPolicyFill(conversation: ids[0]),
+                    PendingPolicyFill(
+                        conversation: ids[2],
+                        after: MessagePosition(physical: 1_767_225_600_000, logical: 3, node: NodeID(7))),
+                ])
         }
     }
 
@@ -87,12 +103,14 @@ import Testing
             // A conversation created on this device, its message not sent: no node counts yet.
             let local = try conversation([alice, bob], creator: alice, distinct: false)
             try store.insertLocalConversation(local)
-            try store.insertLocalMessage(Message(conversationID: local.id, sender: alice, parts: [try MessagePart(text: "hi")]))
+            try store.insertLocalMessage(
+                Message(conversationID: local.id, sender: alice, parts: [try MessagePart(text: "hi")]))
             let stored = try #require(try store.conversation(local.id))
             #expect(stored.nodeCounts == nil)
             #expect(stored.totalNumberOfMessages == 1 && stored.totalNumberOfUnreadMessages == 0)
             try store.apply([.conversation(c), .message(m, receivedAt: received)])
-            #expect(try store.conversation(c.id)?.totalNumberOfMessages == 0)  // counted from zero: history is not counted
+            // counted from zero: history is not counted
+            #expect(try store.conversation(c.id)?.totalNumberOfMessages == 0)
         }
     }
 }

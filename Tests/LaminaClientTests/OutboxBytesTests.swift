@@ -4,6 +4,7 @@ import LaminaModel
 import LaminaWire
 import NIOCore
 import Testing
+
 @testable import LaminaClient
 
 /// Issue 30 item 4: a command is encoded once, when queued; the session sends the stored
@@ -30,7 +31,8 @@ import Testing
 
     @Test func storedBytesAreCheckedAgainstTheirKindAndLength() throws {
         let c = try conversation([alice, bob])
-        let frame = Frame.sendMessage(SendMessage(messageID: MessageID(uuid: UUID()), conversationID: c.id, parts: [try MessagePart(text: "hi")]))
+        let frame = Frame.sendMessage(
+            SendMessage(messageID: MessageID(uuid: UUID()), conversationID: c.id, parts: [try MessagePart(text: "hi")]))
         var entry = try OutboxEncoder.entry(for: frame)
         #expect(Array(try OutboxEncoder.bytes(of: entry).readableBytesView) == entry.payload)
         #expect(entry.conversationID == c.id.uuid)
@@ -48,8 +50,14 @@ import Testing
             let location = StoreLocation(dataDirectory: dir, user: alice)
             try FileManager.default.createDirectory(at: location.contentDirectory, withIntermediateDirectories: true)
             let c = try conversation([alice, bob])
-            let send = try OutboxEncoder.entry(for: .sendMessage(SendMessage(messageID: MessageID(uuid: UUID()), conversationID: c.id, parts: [try MessagePart(text: "hi")])))
-            let create = try OutboxEncoder.entry(for: .createConversation(CreateConversation(conversationID: c.id, participants: [bob], options: ConversationOptions())))
+            let send = try OutboxEncoder.entry(
+                for: .sendMessage(
+                    SendMessage(
+                        messageID: MessageID(uuid: UUID()), conversationID: c.id, parts: [try MessagePart(text: "hi")]))
+            )
+            let create = try OutboxEncoder.entry(
+                for: .createConversation(
+                    CreateConversation(conversationID: c.id, participants: [bob], options: ConversationOptions())))
             do {
                 // A store as the previous version left it: migrated up to v6, two commands queued.
                 let pool = try DatabasePool(path: location.databaseURL.path)
@@ -57,8 +65,12 @@ import Testing
                 try pool.write { db in
                     for (seq, e) in [create, send].enumerated() {
                         try db.execute(
-                            sql: "INSERT INTO outbox(seq, id, kind, object_id, payload, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, 0, 0, 1)",
-                            arguments: [seq + 1, StoreCoding.blob(e.id), e.kind, e.objectID.map(StoreCoding.blob), Data(e.payload)])
+                            sql:
+                                "INSERT INTO outbox(seq, id, kind, object_id, payload, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, 0, 0, 1)",
+                            arguments: [
+                                seq + 1, StoreCoding.blob(e.id), e.kind, e.objectID.map(StoreCoding.blob),
+                                Data(e.payload),
+                            ])
                     }
                 }
                 try pool.close()

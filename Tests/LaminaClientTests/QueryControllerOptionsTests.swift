@@ -1,13 +1,16 @@
 import Foundation
 import LaminaModel
 import Testing
+
 @testable import LaminaClient
 
 /// The query controller's `updatableProperties` and pagination window (Layer's
 /// `LYRQueryController.updatableProperties` and `paginationWindow`).
 @Suite struct QueryControllerOptionsTests {
     private func messages(in c: ConversationID) -> Query<StoredMessage> {
-        Query(predicate: .compare("conversation", .equalTo, .conversation(c)), sortDescriptors: [QuerySortDescriptor("position")])
+        Query(
+            predicate: .compare("conversation", .equalTo, .conversation(c)),
+            sortDescriptors: [QuerySortDescriptor("position")])
     }
 
     @Test func onlyChangesOfTheUpdatablePropertiesAreReportedAsUpdates() async throws {
@@ -17,7 +20,8 @@ import Testing
             let b = try remoteMessage(in: c.id, at: 200)
             try store.apply([.conversation(c), .message(a, receivedAt: received), .message(b, receivedAt: received)])
 
-            let reads = try QueryController(store: store, query: messages(in: c.id), updatableProperties: [MessageProperty.isUnread])
+            let reads = try QueryController(
+                store: store, query: messages(in: c.id), updatableProperties: [MessageProperty.isUnread])
             let every = try QueryController(store: store, query: messages(in: c.id))
             #expect(try reads.start().map(\.id) == [a.id, b.id])
             #expect(try every.start().map(\.id) == [a.id, b.id])
@@ -52,15 +56,19 @@ import Testing
     @Test func updatablePropertiesAreChecked() async throws {
         try await withStore { store in
             let unknown = #expect(throws: ClientError.self) {
-                try QueryController(store: store, query: Query<StoredMessage>(), updatableProperties: ["isUnread", "colour"])
+                try QueryController(
+                    store: store, query: Query<StoredMessage>(), updatableProperties: ["isUnread", "colour"])
             }
             #expect(unknown?.code == .unknownProperty)
             #expect(throws: ClientError.self) {
-                try QueryController(store: store, query: Query<StoredConversation>(), updatableProperties: [MessageProperty.isUnread])
+                try QueryController(
+                    store: store, query: Query<StoredConversation>(), updatableProperties: [MessageProperty.isUnread])
             }
-            let fine = try QueryController(store: store, query: Query<StoredConversation>(),
-                                           updatableProperties: [ConversationProperty.unreadMessageCount, ConversationProperty.lastMessage])
-            #expect(fine.updatableProperties == [ConversationProperty.unreadMessageCount, ConversationProperty.lastMessage])
+            let fine = try QueryController(
+                store: store, query: Query<StoredConversation>(),
+                updatableProperties: [ConversationProperty.unreadMessageCount, ConversationProperty.lastMessage])
+            #expect(
+                fine.updatableProperties == [ConversationProperty.unreadMessageCount, ConversationProperty.lastMessage])
             #expect(throws: ClientError.self) { try fine.setUpdatableProperties(["nope"]) }
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import Testing
+
 @testable import LaminaClient
 
 /// Applies changes the way a list view does: remove deletes and moved-from rows, then
@@ -77,16 +78,23 @@ struct SplitMix64: RandomNumberGenerator {
             let c2 = try conversation([alice, carol])
             let a = try remoteMessage(in: c1.id, at: 100)
             let b = try remoteMessage(in: c2.id, from: carol, at: 200)
-            try store.apply([.conversation(c1), .conversation(c2), .message(a, receivedAt: received), .message(b, receivedAt: received)])
+            try store.apply([
+                .conversation(c1), .conversation(c2), .message(a, receivedAt: received),
+                .message(b, receivedAt: received),
+            ])
 
             // Conversations, most recent activity first.
-            let byActivity = Query<StoredConversation>(sortDescriptors: [QuerySortDescriptor("lastMessage.position", ascending: false)])
+            let byActivity = Query<StoredConversation>(sortDescriptors: [
+                QuerySortDescriptor("lastMessage.position", ascending: false)
+            ])
             let conversations = try QueryController(store: store, query: byActivity)
             #expect(try conversations.start().map(\.id) == [c2.id, c1.id])
             var convUpdates = conversations.updates.makeAsyncIterator()
 
             // Messages of c1 in position order.
-            let inC1 = Query<StoredMessage>(predicate: .compare("conversation", .equalTo, .conversation(c1.id)), sortDescriptors: [QuerySortDescriptor("position")])
+            let inC1 = Query<StoredMessage>(
+                predicate: .compare("conversation", .equalTo, .conversation(c1.id)),
+                sortDescriptors: [QuerySortDescriptor("position")])
             let messages = try QueryController(store: store, query: inC1)
             #expect(try messages.start().map(\.id) == [a.id])
             var msgUpdates = messages.updates.makeAsyncIterator()
@@ -134,7 +142,9 @@ struct SplitMix64: RandomNumberGenerator {
 }
 
 /// The next update from a controller, or a failure after a timeout.
-func nextUpdate<O>(_ iterator: inout AsyncThrowingStream<QueryUpdate<O>, any Error>.Iterator) async throws -> QueryUpdate<O> {
+func nextUpdate<O>(_ iterator: inout AsyncThrowingStream<QueryUpdate<O>, any Error>.Iterator) async throws
+    -> QueryUpdate<O>
+{
     let box = UnsafeIteratorBox(iterator)
     let update = try await withThrowingTaskGroup(of: QueryUpdate<O>?.self) { group in
         group.addTask { try await box.next() }

@@ -3,6 +3,7 @@ import LaminaModel
 import LaminaTransport
 import LaminaWire
 import Testing
+
 @testable import LaminaClient
 
 /// Bytes 0, 1, 2, ... 250, 0, 1, ... (a pattern that notices shifted or missing chunks).
@@ -44,13 +45,16 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
 
     @Test func errorAnswersAreReadAndClassified() {
         let body = Array(#"{"code": 602, "name": "content-digest-mismatch", "reason": "the bytes hash to 3f"}"#.utf8)
-        let e = ContentHTTPError(status: 422, headers: [("lamina-error", "content-digest-mismatch"), ("lamina-upload-offset", "0")], body: body)
+        let e = ContentHTTPError(
+            status: 422, headers: [("lamina-error", "content-digest-mismatch"), ("lamina-upload-offset", "0")],
+            body: body)
         #expect(e.code == 602)
         #expect(e.name == "content-digest-mismatch")
         #expect(e.reason == "the bytes hash to 3f")
         #expect(e.heldOffset == 0)
         #expect(e.uploadOutcome == .digestMismatch)
-        let garbled = ContentHTTPError(status: 403, headers: [("lamina-error", "forbidden")], body: Array("<html>".utf8))
+        let garbled = ContentHTTPError(
+            status: 403, headers: [("lamina-error", "forbidden")], body: Array("<html>".utf8))
         #expect(garbled.code == 0 && garbled.name == "forbidden" && garbled.uploadOutcome == .fail)
         func outcome(_ status: Int, _ code: UInt16 = 0, _ name: String = "") -> ContentHTTPError.UploadOutcome {
             ContentHTTPError(status: status, code: code, name: name, reason: "").uploadOutcome
@@ -69,8 +73,13 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
         #expect(retry.retryAfterSeconds == 3 && retry.isTransient)
         // A node still fetching a peer's content (CONTENT.md §9): retried when it says when.
         let fetching = Array(#"{"code": 600, "name": "content-not-ready", "reason": "still fetching"}"#.utf8)
-        #expect(ContentHTTPError(status: 409, headers: [("lamina-error", "content-not-ready"), ("retry-after", "1")], body: fetching).isTransient)
-        #expect(!ContentHTTPError(status: 409, headers: [("lamina-error", "content-not-ready")], body: fetching).isTransient)
+        #expect(
+            ContentHTTPError(
+                status: 409, headers: [("lamina-error", "content-not-ready"), ("retry-after", "1")], body: fetching
+            ).isTransient)
+        #expect(
+            !ContentHTTPError(status: 409, headers: [("lamina-error", "content-not-ready")], body: fetching).isTransient
+        )
     }
 }
 
@@ -85,7 +94,10 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
 
             let data = patternBytes(2_049)
             let part = try MessagePart.with(mimeType: "image/png", data: data, staging: staging)
-            guard case .external(let ref) = part.content else { Issue.record("not rich content"); return }
+            guard case .external(let ref) = part.content else {
+                Issue.record("not rich content")
+                return
+            }
             #expect(ref.size == 2_049)
             #expect(ref.sha256 == (try SHA256Hasher.hash([UInt8](data))))
             let staged = try #require(staging.stagedFile(for: ref.id))
@@ -96,7 +108,10 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
             // Another client's staging does not hold it.
             let other = ContentStaging(directory: dir.appendingPathComponent("other"))
             let again = try MessagePart.with(mimeType: "image/png", data: data, staging: staging)
-            guard case .external(let againRef) = again.content else { Issue.record("not rich content"); return }
+            guard case .external(let againRef) = again.content else {
+                Issue.record("not rich content")
+                return
+            }
             #expect(other.stagedFile(for: againRef.id) == nil && !other.discard(againRef.id))
             #expect(staging.discard(againRef.id))
         }
@@ -109,7 +124,10 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
             let data = patternBytes(3 * ContentStaging.chunkBytes + 17, seed: 3)
             try data.write(to: source)
             let part = try MessagePart.with(mimeType: "video/mp4", fileURL: source, staging: staging)
-            guard case .external(let ref) = part.content else { Issue.record("not rich content"); return }
+            guard case .external(let ref) = part.content else {
+                Issue.record("not rich content")
+                return
+            }
             #expect(ref.size == UInt64(data.count))
             #expect(ref.sha256 == (try SHA256Hasher.hash([UInt8](data))))
             try Data([1, 2, 3]).write(to: source)  // the app changes its file afterwards
@@ -119,8 +137,13 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
 
             let small = dir.appendingPathComponent("small.txt")
             try Data("hello".utf8).write(to: small)
-            #expect(try MessagePart.with(mimeType: "text/plain", fileURL: small, staging: staging).inlineBytes == Array("hello".utf8))
-            expectCode(.notFound) { _ = try MessagePart.with(mimeType: "text/plain", fileURL: dir.appendingPathComponent("missing"), staging: staging) }
+            #expect(
+                try MessagePart.with(mimeType: "text/plain", fileURL: small, staging: staging).inlineBytes
+                    == Array("hello".utf8))
+            expectCode(.notFound) {
+                _ = try MessagePart.with(
+                    mimeType: "text/plain", fileURL: dir.appendingPathComponent("missing"), staging: staging)
+            }
             expectCode(.invalidMIMEType) { _ = try MessagePart.with(mimeType: "bad", fileURL: small, staging: staging) }
         }
     }
@@ -137,14 +160,20 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
             let c = try conversation(client)
             let data = patternBytes(5_000)
             let rich = try MessagePart.with(mimeType: "image/png", data: data, staging: client.staging)
-            guard case .external(let ref) = rich.content else { Issue.record("not rich"); return }
+            guard case .external(let ref) = rich.content else {
+                Issue.record("not rich")
+                return
+            }
             let staged = try #require(client.staging.stagedFile(for: ref.id))
             let first = try client.send(client.newMessage(parts: [try MessagePart.with(text: "caption"), rich]), in: c)
             let part = first.message.identifier(of: rich)
             let later = try client.send(client.newMessage(parts: [try MessagePart.with(text: "after")]), in: c)
             // Another conversation is not held back by this one's upload.
-            let elsewhere = try client.newConversation(participants: [carol], options: ConversationOptions(isDistinct: false)).id
-            let other = try client.send(client.newMessage(parts: [try MessagePart.with(text: "elsewhere")]), in: elsewhere)
+            let elsewhere = try client.newConversation(
+                participants: [carol], options: ConversationOptions(isDistinct: false)
+            ).id
+            let other = try client.send(
+                client.newMessage(parts: [try MessagePart.with(text: "elsewhere")]), in: elsewhere)
 
             // The bytes moved under the content directory; staging forgot them.
             #expect(!FileManager.default.fileExists(atPath: staged.path))
@@ -161,11 +190,17 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
 
             // The conversations' creations go; the rich message and what follows it in its
             // conversation wait; the other conversation's message and a receipt go on.
-            try client.store.enqueue(try OutboxEncoder.entry(for: .deliveryReceipt(DeliveryReceipt(
-                requestID: UUID(), conversationID: c, upTo: position(10)))))
+            try client.store.enqueue(
+                try OutboxEncoder.entry(
+                    for: .deliveryReceipt(
+                        DeliveryReceipt(
+                            requestID: UUID(), conversationID: c, upTo: position(10)))))
             let out = try client.store.dequeueOutbox(limit: 100)
-            #expect(out.map(\.kind) == [OutboxCommandKind.createConversation.rawValue, OutboxCommandKind.createConversation.rawValue,
-                                        OutboxCommandKind.sendMessage.rawValue, OutboxCommandKind.deliveryReceipt.rawValue])
+            #expect(
+                out.map(\.kind) == [
+                    OutboxCommandKind.createConversation.rawValue, OutboxCommandKind.createConversation.rawValue,
+                    OutboxCommandKind.sendMessage.rawValue, OutboxCommandKind.deliveryReceipt.rawValue,
+                ])
             #expect(out[2].id == other.id.uuid)
             for entry in out { try client.store.markSent(entry.id) }
             #expect(try client.store.dequeueOutbox(limit: 100).isEmpty)
@@ -182,7 +217,10 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
     @Test func aRichPartThatWasNotStagedIsRefused() async throws {
         try await withClient { client in
             let c = try conversation(client)
-            let part = MessagePart(mimeType: "image/png", content: .external(ContentReference(id: .random(), size: 4_000, sha256: [UInt8](repeating: 1, count: 32))))
+            let part = MessagePart(
+                mimeType: "image/png",
+                content: .external(
+                    ContentReference(id: .random(), size: 4_000, sha256: [UInt8](repeating: 1, count: 32))))
             expectCode(.contentUnavailable) { _ = try client.send(client.newMessage(parts: [part]), in: c) }
             #expect(try client.store.outboxEntries().isEmpty)
         }
@@ -211,8 +249,10 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
 }
 
 /// The first event matching `predicate`, or a `.timedOut` error after `timeout`.
-func firstEvent(_ events: AsyncStream<ContentTransferEvent>, timeout: Duration = .seconds(60),
-                where predicate: @escaping @Sendable (ContentTransferEvent) -> Bool) async throws -> ContentTransferEvent {
+func firstEvent(
+    _ events: AsyncStream<ContentTransferEvent>, timeout: Duration = .seconds(60),
+    where predicate: @escaping @Sendable (ContentTransferEvent) -> Bool
+) async throws -> ContentTransferEvent {
     try await withThrowingTaskGroup(of: ContentTransferEvent?.self) { group in
         group.addTask {
             for await event in events where predicate(event) { return event }
@@ -223,7 +263,9 @@ func firstEvent(_ events: AsyncStream<ContentTransferEvent>, timeout: Duration =
             throw ClientError(.timedOut, "no matching transfer event within \(timeout)")
         }
         defer { group.cancelAll() }
-        guard let event = try await group.next() ?? nil else { throw ClientError(.timedOut, "the transfer events ended") }
+        guard let event = try await group.next() ?? nil else {
+            throw ClientError(.timedOut, "the transfer events ended")
+        }
         return event
     }
 }

@@ -1,13 +1,15 @@
 import Foundation
 import LaminaModel
 import Testing
+
 @testable import LaminaClient
 
 @Suite struct StoreTests {
     @Test func conversationAndMessageRoundTripAndSurviveReopen() async throws {
         try await withTemporaryDirectory { dir in
             let location = StoreLocation(dataDirectory: dir, user: alice)
-            let c = try conversation([alice, bob], metadata: ["topic": .string("lunch"), "style": .dictionary(["color": .string("red")])])
+            let c = try conversation(
+                [alice, bob], metadata: ["topic": .string("lunch"), "style": .dictionary(["color": .string("red")])])
             let image = richPart("image/png", size: 10_000)
             var m = try remoteMessage(in: c.id, at: 100, statuses: [bob: .read, alice: .delivered])
             m.parts.append(image)
@@ -83,7 +85,10 @@ import Testing
         try await withStore { store in
             let c = try conversation([alice, bob])
             let m = try remoteMessage(in: c.id, from: alice, at: 100)
-            try store.apply([.conversation(c), .message(m, receivedAt: received), .recipientStatus(m.id, user: bob, status: .delivered)])
+            try store.apply([
+                .conversation(c), .message(m, receivedAt: received),
+                .recipientStatus(m.id, user: bob, status: .delivered),
+            ])
             try store.apply([.recipientStatus(m.id, user: bob, status: .sent)])
             #expect(try store.message(m.id)?.message.recipientStatus[bob] == .delivered)
             try store.apply([.recipientStatus(m.id, user: bob, status: .read)])
@@ -101,13 +106,23 @@ import Testing
             let m2 = try remoteMessage(in: c.id, from: alice, at: 200)
             let late = try remoteMessage(in: c.id, from: alice, at: 150)
             let fromBob = try remoteMessage(in: c.id, from: bob, at: 120)
-            try store.apply([.conversation(c), .message(m1, receivedAt: received), .message(m2, receivedAt: received), .message(fromBob, receivedAt: received)])
-            let changes = try store.apply([.statusUpTo(c.id, user: bob, status: .delivered, upTo: try #require(m2.position))])
-            #expect(Set(changes.filter { $0.property == MessageProperty.recipientStatus }.compactMap { change -> MessageID? in
-                if case .message(let m) = change.object { m.id } else { nil }
-            }) == [m1.id, m2.id])
+            try store.apply([
+                .conversation(c), .message(m1, receivedAt: received), .message(m2, receivedAt: received),
+                .message(fromBob, receivedAt: received),
+            ])
+            let changes = try store.apply([
+                .statusUpTo(c.id, user: bob, status: .delivered, upTo: try #require(m2.position))
+            ])
+            #expect(
+                Set(
+                    changes.filter { $0.property == MessageProperty.recipientStatus }.compactMap {
+                        change -> MessageID? in
+                        if case .message(let m) = change.object { m.id } else { nil }
+                    }) == [m1.id, m2.id])
             try store.apply([.statusUpTo(c.id, user: bob, status: .read, upTo: try #require(m1.position))])
-            #expect(try store.apply([.statusUpTo(c.id, user: bob, status: .delivered, upTo: try #require(m1.position))]).isEmpty)
+            #expect(
+                try store.apply([.statusUpTo(c.id, user: bob, status: .delivered, upTo: try #require(m1.position))])
+                    .isEmpty)
             try store.apply([.message(late, receivedAt: received)])
             #expect(try store.message(m1.id)?.message.recipientStatus[bob] == .read)
             #expect(try store.message(late.id)?.message.recipientStatus[bob] == .delivered)
@@ -128,7 +143,10 @@ import Testing
             let m1 = try remoteMessage(in: c.id, at: 100)
             let m2 = try remoteMessage(in: c.id, at: 200)
             let mine = try remoteMessage(in: c.id, from: alice, at: 150)
-            try store.apply([.conversation(c), .message(m2, receivedAt: received), .message(m1, receivedAt: received), .message(mine, receivedAt: received)])
+            try store.apply([
+                .conversation(c), .message(m2, receivedAt: received), .message(m1, receivedAt: received),
+                .message(mine, receivedAt: received),
+            ])
             var sc = try #require(try store.conversation(c.id))
             #expect(sc.totalMessageCount == 3)
             #expect(sc.unreadMessageCount == 2)
@@ -156,7 +174,8 @@ import Testing
             #expect(try store.distinctConversation(participants: [alice, bob])?.id == c.id)
             #expect(try store.distinctConversation(participants: [alice, bob, carol]) == nil)
             let message = Message(conversationID: c.id, sender: alice, parts: [try MessagePart(text: "hello")])
-            let entry = OutboxEntry(id: message.id.uuid, kind: "message.send", objectID: message.id.uuid, payload: [1, 2, 3])
+            let entry = OutboxEntry(
+                id: message.id.uuid, kind: "message.send", objectID: message.id.uuid, payload: [1, 2, 3])
             let local = try store.insertLocalMessage(message, outbox: entry)
             #expect(!local.message.isSent)
             #expect(!local.isUnread)
@@ -191,7 +210,8 @@ import Testing
             let idChange = try #require(changes.first { $0.property == ConversationProperty.identifier })
             #expect(idChange.before == .conversationID(loser.id))
             #expect(idChange.after == .conversationID(survivor.id))
-            let moved = try #require(changes.first { $0.messageID == mine.id && $0.property == MessageProperty.conversation })
+            let moved = try #require(
+                changes.first { $0.messageID == mine.id && $0.property == MessageProperty.conversation })
             #expect(moved.before == .conversationID(loser.id))
             #expect(moved.after == .conversationID(survivor.id))
 
@@ -206,7 +226,9 @@ import Testing
             try store.apply([.message(late, receivedAt: received)])
             #expect(try store.message(late.id)?.message.conversationID == survivor.id)
             // Changes addressed to the merged-away id are stale: the survivor is untouched.
-            #expect(try store.apply([.conversationDeleted(loser.id), .participants(loser.id, added: [carol], removed: [])]).isEmpty)
+            #expect(
+                try store.apply([.conversationDeleted(loser.id), .participants(loser.id, added: [carol], removed: [])])
+                    .isEmpty)
             #expect(try store.conversation(survivor.id)?.conversation.participants == [alice, bob])
         }
     }
@@ -219,7 +241,10 @@ import Testing
             try store.insertLocalMessage(mine)
             let survivorID = ConversationID.random()
             let changes = try store.apply([.distinctMerge(from: loser.id, into: survivorID)])
-            #expect(changes.contains { $0.property == ConversationProperty.identifier && $0.after == .conversationID(survivorID) })
+            #expect(
+                changes.contains {
+                    $0.property == ConversationProperty.identifier && $0.after == .conversationID(survivorID)
+                })
             let renamed = try #require(try store.conversation(survivorID))
             #expect(renamed.conversation.participants == [alice, bob])
             #expect(renamed.conversation.metadata == loser.metadata)
@@ -264,7 +289,9 @@ import Testing
     @Test func applyFailsCleanlyForAnUnknownConversation() async throws {
         try await withStore { store in
             let m = try remoteMessage(in: .random(), at: 1)
-            let error = #expect(throws: ClientError.self) { try store.apply([.message(m, receivedAt: received)], cursor: 9) }
+            let error = #expect(throws: ClientError.self) {
+                try store.apply([.message(m, receivedAt: received)], cursor: 9)
+            }
             #expect(error?.code == .notFound)
             #expect(try store.syncCursor() == nil)  // the cursor did not move past what failed
         }

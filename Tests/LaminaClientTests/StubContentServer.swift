@@ -4,6 +4,7 @@ import LaminaTransport
 import LaminaWire
 import NIOCore
 import NIOPosix
+
 @testable import LaminaClient
 
 /// A small in-memory stand-in for the node's content API (Protocol/CONTENT.md §3–§6) over
@@ -41,7 +42,8 @@ final class StubContentServer: @unchecked Sendable {
         let box = Box()
         var router = TransportRouter()
         router.add("/v1/content/*") { stream in box.stub?.handle(stream) }
-        let server = try await TransportServer.start(host: "127.0.0.1", port: 0, tls: tls, router: router, group: MultiThreadedEventLoopGroup.singleton)
+        let server = try await TransportServer.start(
+            host: "127.0.0.1", port: 0, tls: tls, router: router, group: MultiThreadedEventLoopGroup.singleton)
         let stub = StubContentServer(server: server, certificate: cert)
         box.stub = stub
         return stub
@@ -62,17 +64,25 @@ final class StubContentServer: @unchecked Sendable {
     /// Stores complete content (for downloads).
     func store(_ bytes: [UInt8], as id: ContentID) throws {
         let sha = Hex.encode(try SHA256Hasher.hash(bytes))
-        lock.withLock { uploads[id.uuid.uuidString.lowercased()] = Upload(size: UInt64(bytes.count), sha256: sha, bytes: bytes, complete: true) }
+        lock.withLock {
+            uploads[id.uuid.uuidString.lowercased()] = Upload(
+                size: UInt64(bytes.count), sha256: sha, bytes: bytes, complete: true)
+        }
     }
 
     /// A client connection to the stub.
     func connect() async throws -> TransportConnection {
-        try await TransportConnection.connect(to: url, tls: TLSContext(.client(trust: .caFile(certificate))), group: MultiThreadedEventLoopGroup.singleton)
+        try await TransportConnection.connect(
+            to: url, tls: TLSContext(.client(trust: .caFile(certificate))), group: MultiThreadedEventLoopGroup.singleton
+        )
     }
 
     // MARK: handling
 
-    private func answer(_ stream: TransportStream, _ status: Int, _ name: String = "", code: Int = 0, offset: UInt64? = nil, body: [UInt8] = []) {
+    private func answer(
+        _ stream: TransportStream, _ status: Int, _ name: String = "", code: Int = 0, offset: UInt64? = nil,
+        body: [UInt8] = []
+    ) {
         var headers: HeaderFields = [(":status", String(status))]
         if let offset { headers.append("lamina-upload-offset", String(offset)) }
         var payload = body
@@ -104,18 +114,26 @@ final class StubContentServer: @unchecked Sendable {
         switch method {
         case "HEAD":
             guard let u = lock.withLock({ uploads[id] }) else { return answer(stream, 404) }
-            stream.sendHeaders([(":status", "200"), ("lamina-upload-offset", String(u.bytes.count)),
-                                ("lamina-upload-complete", u.complete ? "true" : "false")], endStream: true)
+            stream.sendHeaders(
+                [
+                    (":status", "200"), ("lamina-upload-offset", String(u.bytes.count)),
+                    ("lamina-upload-complete", u.complete ? "true" : "false"),
+                ], endStream: true)
         case "DELETE":
             lock.withLock { _ = uploads.removeValue(forKey: id) }
             answer(stream, 204)
         case "GET":
-            guard let u = lock.withLock({ uploads[id] }), u.complete else { return answer(stream, 404, "content-not-found", code: 601) }
+            guard let u = lock.withLock({ uploads[id] }), u.complete else {
+                return answer(stream, 404, "content-not-found", code: 601)
+            }
             var start = 0
-            if let range = h["range"], range.hasPrefix("bytes="), let a = Int(range.dropFirst(6).dropLast()) { start = a }
-            stream.sendHeaders(start > 0
-                ? [(":status", "206"), ("content-range", "bytes \(start)-\(u.bytes.count - 1)/\(u.bytes.count)")]
-                : [(":status", "200")])
+            if let range = h["range"], range.hasPrefix("bytes="), let a = Int(range.dropFirst(6).dropLast()) {
+                start = a
+            }
+            stream.sendHeaders(
+                start > 0
+                    ? [(":status", "206"), ("content-range", "bytes \(start)-\(u.bytes.count - 1)/\(u.bytes.count)")]
+                    : [(":status", "200")])
             stream.write(ByteBuffer(bytes: u.bytes[start...]), promise: nil)
             stream.finish()
         case "PUT":

@@ -2,6 +2,7 @@ import Foundation
 import LaminaModel
 import LaminaWire
 import Testing
+
 @testable import LaminaClient
 
 @Suite struct SyncCoreTests {
@@ -15,13 +16,21 @@ import Testing
             .createConversation(CreateConversation(conversationID: cid, participants: [bob])),
             .addParticipants(ParticipantsUpdate(requestID: rid, conversationID: cid, users: [carol])),
             .removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: cid, users: [carol])),
-            .setMetadata(SetMetadata(requestID: UUID(), conversationID: cid, keyPath: try MetadataKeyPath(["title"]), value: .string("Hi"))),
-            .deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: cid, keyPath: try MetadataKeyPath(["title"]))),
+            .setMetadata(
+                SetMetadata(
+                    requestID: UUID(), conversationID: cid, keyPath: try MetadataKeyPath(["title"]),
+                    value: .string("Hi"))),
+            .deleteMetadata(
+                DeleteMetadata(requestID: UUID(), conversationID: cid, keyPath: try MetadataKeyPath(["title"]))),
             .deleteConversation(DeleteConversation(requestID: UUID(), conversationID: cid, mode: .myDevices)),
             .markAllRead(MarkAllRead(requestID: UUID(), conversationID: cid, upTo: at)),
-            .sendMessage(SendMessage(messageID: mid, conversationID: cid, parts: [try MessagePart(text: "hello")], push: PushConfiguration(alert: "hi"))),
+            .sendMessage(
+                SendMessage(
+                    messageID: mid, conversationID: cid, parts: [try MessagePart(text: "hello")],
+                    push: PushConfiguration(alert: "hi"))),
             .markRead(MarkRead(requestID: UUID(), conversationID: cid, messageID: mid)),
-            .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: cid, messageID: mid, mode: .allParticipants)),
+            .deleteMessage(
+                DeleteMessage(requestID: UUID(), conversationID: cid, messageID: mid, mode: .allParticipants)),
             .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: cid, upTo: at)),
         ]
     }
@@ -43,7 +52,9 @@ import Testing
 
     @Test func outboxEncoderRefusesNonCommandsAndCorruptEntries() throws {
         #expect(throws: ClientError.self) { try OutboxEncoder.entry(for: .ping(Ping(payload: 1))) }
-        #expect(throws: ClientError.self) { try OutboxEncoder.entry(for: .typing(Typing(conversationID: cid, state: .started))) }
+        #expect(throws: ClientError.self) {
+            try OutboxEncoder.entry(for: .typing(Typing(conversationID: cid, state: .started)))
+        }
         var entry = try OutboxEncoder.entry(for: try commands()[7])
         entry.kind = OutboxCommandKind.markRead.rawValue
         #expect { try OutboxEncoder.frame(for: entry) } throws: { ($0 as? ClientError)?.code == .corruptRecord }
@@ -57,7 +68,10 @@ import Testing
 
     @Test func outboxEncoderChecksWireLimitsWithTheWireCode() throws {
         let users = Set((0..<251).map { try! UserID("u\($0)") })
-        #expect { try OutboxEncoder.entry(for: .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: cid, users: users))) } throws: {
+        #expect {
+            try OutboxEncoder.entry(
+                for: .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: cid, users: users)))
+        } throws: {
             ($0 as? ClientError)?.code == .tooManyParticipants
         }
     }
@@ -73,25 +87,36 @@ import Testing
             Change(seq: 0, event: .typing(TypingChanged(conversationID: conv.id, user: alice, state: .started))),
             Change(seq: 5, event: .messageCreated(fromBob)),
             Change(seq: 6, event: .messageCreated(mine)),
-            Change(seq: 7, event: .messageStatusChanged(MessageStatusChanged(conversationID: conv.id, messageID: mine.id, user: bob, status: .delivered))),
+            Change(
+                seq: 7,
+                event: .messageStatusChanged(
+                    MessageStatusChanged(conversationID: conv.id, messageID: mine.id, user: bob, status: .delivered))),
         ]
         let d = ChangeDecoder.decode(entries, after: 3, localUser: alice, receivedAt: received)
         #expect(d.cursor == 7)
         #expect(d.duplicatesSkipped == 2)
         // Each feed message is counted after it is stored (SPEC §6.4); another user's status is not a read of ours.
-        #expect(d.changes == [.message(fromBob, receivedAt: received), .messageCounted(conv.id, fromBob.id), .message(mine, receivedAt: received),
-                              .messageCounted(conv.id, mine.id), .recipientStatus(mine.id, user: bob, status: .delivered)])
+        #expect(
+            d.changes == [
+                .message(fromBob, receivedAt: received), .messageCounted(conv.id, fromBob.id),
+                .message(mine, receivedAt: received),
+                .messageCounted(conv.id, mine.id), .recipientStatus(mine.id, user: bob, status: .delivered),
+            ])
         #expect(d.typing == [TypingChanged(conversationID: conv.id, user: bob, state: .started)])
         #expect(d.receivedFromOthers == [fromBob])
         // The local user's read of a message from the feed is counted before it applies; history
         // (seq 0) and snapshots are neither counted nor reads.
         let read = MessageStatusChanged(conversationID: conv.id, messageID: fromBob.id, user: alice, status: .read)
-        let counted = ChangeDecoder.decode([
-            Change(seq: 8, event: .messageStatusChanged(read)), Change(seq: 0, event: .messageCreated(fromBob)),
-            Change(seq: 0, event: .conversationCreated(conv)),
-        ], after: 7, localUser: alice, receivedAt: received)
-        #expect(counted.changes == [.readCounted(conv.id, fromBob.id), .recipientStatus(fromBob.id, user: alice, status: .read),
-                                    .message(fromBob, receivedAt: received), .conversation(conv)])
+        let counted = ChangeDecoder.decode(
+            [
+                Change(seq: 8, event: .messageStatusChanged(read)), Change(seq: 0, event: .messageCreated(fromBob)),
+                Change(seq: 0, event: .conversationCreated(conv)),
+            ], after: 7, localUser: alice, receivedAt: received)
+        #expect(
+            counted.changes == [
+                .readCounted(conv.id, fromBob.id), .recipientStatus(fromBob.id, user: alice, status: .read),
+                .message(fromBob, receivedAt: received), .conversation(conv),
+            ])
         #expect(counted.unsequencedConversations == [conv.id])
         // Only seq-0 entries: no cursor.
         #expect(ChangeDecoder.decode([entries[2]], after: 9, localUser: alice, receivedAt: received).cursor == nil)
@@ -101,17 +126,47 @@ import Testing
         let conv = try conversation([alice, bob])
         let path = try MetadataKeyPath(["a"])
         #expect(ChangeDecoder.remoteChange(.conversationCreated(conv), receivedAt: received) == .conversation(conv))
-        #expect(ChangeDecoder.remoteChange(.participantsChanged(ParticipantsChanged(conversationID: cid, added: [carol], removed: [bob], by: alice, at: at)), receivedAt: received) == .participants(cid, added: [carol], removed: [bob]))
-        #expect(ChangeDecoder.remoteChange(.metadataChanged(MetadataChanged(conversationID: cid, keyPath: path, value: nil, by: alice, at: at)), receivedAt: received) == .metadata(cid, path: path, value: nil))
-        #expect(ChangeDecoder.remoteChange(.conversationDeleted(ConversationDeleted(conversationID: cid, mode: .allParticipants, by: bob)), receivedAt: received) == .conversationDeleted(cid))
+        #expect(
+            ChangeDecoder.remoteChange(
+                .participantsChanged(
+                    ParticipantsChanged(conversationID: cid, added: [carol], removed: [bob], by: alice, at: at)),
+                receivedAt: received) == .participants(cid, added: [carol], removed: [bob]))
+        #expect(
+            ChangeDecoder.remoteChange(
+                .metadataChanged(MetadataChanged(conversationID: cid, keyPath: path, value: nil, by: alice, at: at)),
+                receivedAt: received) == .metadata(cid, path: path, value: nil))
+        #expect(
+            ChangeDecoder.remoteChange(
+                .conversationDeleted(ConversationDeleted(conversationID: cid, mode: .allParticipants, by: bob)),
+                receivedAt: received) == .conversationDeleted(cid))
         let other = ConversationID.random()
-        #expect(ChangeDecoder.remoteChange(.identifierChanged(IdentifierChanged(from: cid, to: other)), receivedAt: received) == .distinctMerge(from: cid, into: other))
+        #expect(
+            ChangeDecoder.remoteChange(
+                .identifierChanged(IdentifierChanged(from: cid, to: other)), receivedAt: received)
+                == .distinctMerge(from: cid, into: other))
         let m = try remoteMessage(in: cid, at: 3)
-        #expect(ChangeDecoder.remoteChange(.messageCreated(m), receivedAt: received) == .message(m, receivedAt: received))
-        #expect(ChangeDecoder.remoteChange(.messageStatusChanged(MessageStatusChanged(conversationID: cid, messageID: m.id, user: bob, status: .read)), receivedAt: received) == .recipientStatus(m.id, user: bob, status: .read))
-        #expect(ChangeDecoder.remoteChange(.conversationDeleted(ConversationDeleted(conversationID: cid, mode: .allParticipants, below: at, by: bob)), receivedAt: received) == .messagesDeleted(cid, below: at))
-        #expect(ChangeDecoder.remoteChange(.messageDeleted(MessageDeleted(conversationID: cid, messageID: mid, mode: .myDevices, by: alice)), receivedAt: received) == .messageDeleted(mid))
-        #expect(ChangeDecoder.remoteChange(.conversationUpdated(ConversationUpdated(conversationID: cid, isDistinct: true, deliveryReceiptsEnabled: true, messageCount: 1, unreadCount: 0)), receivedAt: received)
+        #expect(
+            ChangeDecoder.remoteChange(.messageCreated(m), receivedAt: received) == .message(m, receivedAt: received))
+        #expect(
+            ChangeDecoder.remoteChange(
+                .messageStatusChanged(
+                    MessageStatusChanged(conversationID: cid, messageID: m.id, user: bob, status: .read)),
+                receivedAt: received) == .recipientStatus(m.id, user: bob, status: .read))
+        #expect(
+            ChangeDecoder.remoteChange(
+                .conversationDeleted(
+                    ConversationDeleted(conversationID: cid, mode: .allParticipants, below: at, by: bob)),
+                receivedAt: received) == .messagesDeleted(cid, below: at))
+        #expect(
+            ChangeDecoder.remoteChange(
+                .messageDeleted(MessageDeleted(conversationID: cid, messageID: mid, mode: .myDevices, by: alice)),
+                receivedAt: received) == .messageDeleted(mid))
+        #expect(
+            ChangeDecoder.remoteChange(
+                .conversationUpdated(
+                    ConversationUpdated(
+                        conversationID: cid, isDistinct: true, deliveryReceiptsEnabled: true, messageCount: 1,
+                        unreadCount: 0)), receivedAt: received)
                 == .counts(cid, NodeCounts(messages: 1, unread: 0), isDistinct: true, deliveryReceiptsEnabled: true))
     }
 
@@ -119,17 +174,29 @@ import Testing
         let id = UUID()
         let ack = Ack(requestID: id, position: at, timestamp: Timestamp(millisecondsSince1970: 9))
         #expect(ChangeDecoder.completion(.ack(ack)) == .acknowledged(id, ack))
-        #expect(ChangeDecoder.completion(.error(ErrorFrame(requestID: id, code: .notAParticipant, reason: "no", isFatal: false))) == .failed(id, code: .notAParticipant, reason: "no", conversationID: nil))
+        #expect(
+            ChangeDecoder.completion(
+                .error(ErrorFrame(requestID: id, code: .notAParticipant, reason: "no", isFatal: false)))
+                == .failed(id, code: .notAParticipant, reason: "no", conversationID: nil))
         for code in [WireError.Code.overloaded, .quotaExceeded, .contentNotReady, .internalError, .shuttingDown] {
-            #expect(ChangeDecoder.completion(.error(ErrorFrame(requestID: id, code: code, reason: "later", isFatal: false, retryAfterMilliseconds: 250))) == .retry(id, after: .milliseconds(250)))
+            #expect(
+                ChangeDecoder.completion(
+                    .error(
+                        ErrorFrame(
+                            requestID: id, code: code, reason: "later", isFatal: false, retryAfterMilliseconds: 250)))
+                    == .retry(id, after: .milliseconds(250)))
         }
-        #expect(ChangeDecoder.completion(.error(ErrorFrame(code: .internalError, reason: "stream", isFatal: true))) == nil)
+        #expect(
+            ChangeDecoder.completion(.error(ErrorFrame(code: .internalError, reason: "stream", isFatal: true))) == nil)
         #expect(ChangeDecoder.completion(.ping(Ping(payload: 1))) == nil)
     }
 
     @Test func deliveryReceiptsGoOutOncePerConversationUpToTheHighestPosition() throws {
         let other = ConversationID.random()
-        let ms = [try remoteMessage(in: cid, at: 5), try remoteMessage(in: other, at: 3), try remoteMessage(in: cid, at: 9), try remoteMessage(in: cid, at: 7)]
+        let ms = [
+            try remoteMessage(in: cid, at: 5), try remoteMessage(in: other, at: 3), try remoteMessage(in: cid, at: 9),
+            try remoteMessage(in: cid, at: 7),
+        ]
         let receipts = ChangeDecoder.deliveryReceipts(for: ms)
         #expect(receipts.map(\.conversationID) == [cid, other])
         #expect(receipts.map(\.upTo) == [position(9), position(3)])
@@ -137,7 +204,8 @@ import Testing
     }
 
     @Test func backoffGrowsExponentiallyWithinItsJitterBoundsAndCap() throws {
-        let policy = ReconnectPolicy(initialDelay: .milliseconds(500), multiplier: 2, maxDelay: .seconds(30), jitter: 0.5)
+        let policy = ReconnectPolicy(
+            initialDelay: .milliseconds(500), multiplier: 2, maxDelay: .seconds(30), jitter: 0.5)
         var previous: Duration = .zero
         for attempt in 0..<40 {
             let base = policy.baseDelay(attempt: attempt)
@@ -158,8 +226,11 @@ import Testing
         #expect(policy.delay(attempt: 2, random: 0.5) == .milliseconds(1_500))
         #expect(policy.delay(attempt: 2, random: .nan) == .seconds(2))
         // Settings out of range are refused.
-        for bad in [ReconnectPolicy(initialDelay: .zero), ReconnectPolicy(multiplier: 0.5), ReconnectPolicy(maxDelay: .seconds(7_200)),
-                    ReconnectPolicy(jitter: 1.5), ReconnectPolicy(initialDelay: .seconds(90), maxDelay: .seconds(60))] {
+        for bad in [
+            ReconnectPolicy(initialDelay: .zero), ReconnectPolicy(multiplier: 0.5),
+            ReconnectPolicy(maxDelay: .seconds(7_200)),
+            ReconnectPolicy(jitter: 1.5), ReconnectPolicy(initialDelay: .seconds(90), maxDelay: .seconds(60)),
+        ] {
             #expect { try bad.validate() } throws: { ($0 as? ClientError)?.code == .invalidSetting }
         }
     }
@@ -184,6 +255,8 @@ import Testing
         // At most 64 conversations at once.
         var many = TypingScheduler()
         for _ in 0..<TypingScheduler.maxConversations { _ = try many.set(.started, in: .random(), now: t(0)) }
-        #expect { try many.set(.started, in: .random(), now: t(0)) } throws: { ($0 as? ClientError)?.code == .invalidArgument }
+        #expect { try many.set(.started, in: .random(), now: t(0)) } throws: {
+            ($0 as? ClientError)?.code == .invalidArgument
+        }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import LaminaModel
 import LaminaWire
 import NIOCore
+
 @testable import LaminaClient
 
 /// One end of an in-memory stream. Frames pass through the wire codec (encode, then decode

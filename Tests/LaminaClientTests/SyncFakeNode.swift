@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import LaminaWire
+
 @testable import LaminaClient
 
 /// What the fake node has seen, for waiting and asserting.
@@ -49,7 +50,8 @@ actor FakeNode {
     private var acks: [UUID: Ack] = [:]
     private var clock: UInt64 = 0
     private(set) var snapshot = NodeSnapshot()
-    private var waiters: [(id: UUID, condition: @Sendable (NodeSnapshot) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+    private var waiters:
+        [(id: UUID, condition: @Sendable (NodeSnapshot) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
 
     /// While false, `connect` fails (the network is down).
     private(set) var reachable = true
@@ -88,7 +90,9 @@ actor FakeNode {
     func setHoldAtNextCreation() { holdAtNextCreation = true }
     /// Frames of these types are recorded but never answered.
     func setUnanswered(_ types: Set<FrameType>) { unanswered = types }
-    func setRejectNextCreation(_ code: WireError.Code, retryAfter: UInt32? = nil) { rejectNextCreation = (code, retryAfter) }
+    func setRejectNextCreation(_ code: WireError.Code, retryAfter: UInt32? = nil) {
+        rejectNextCreation = (code, retryAfter)
+    }
 
     /// Processes the held frames in the order received, and stops holding.
     func release() {
@@ -184,7 +188,11 @@ actor FakeNode {
         defer { changed() }
         switch frame {
         case .hello:
-            end.deliver(.welcome(Welcome(version: 1, features: features, nodeID: NodeID(1), serverTime: Timestamp(millisecondsSince1970: 1), maxFrameSize: 4 << 20)))
+            end.deliver(
+                .welcome(
+                    Welcome(
+                        version: 1, features: features, nodeID: NodeID(1),
+                        serverTime: Timestamp(millisecondsSince1970: 1), maxFrameSize: 4 << 20)))
             return
         case .ping(let p):
             end.deliver(.pong(p))
@@ -195,7 +203,11 @@ actor FakeNode {
         case .authenticate(let a):
             let parts = a.identityToken.split(separator: "|", maxSplits: 1).map(String.init)
             guard parts.count == 2, nonces.remove(parts[1]) != nil, let user = try? UserID(parts[0]) else {
-                end.deliver(.error(ErrorFrame(requestID: a.requestID, code: .badSignature, reason: "the token does not verify", isFatal: false)))
+                end.deliver(
+                    .error(
+                        ErrorFrame(
+                            requestID: a.requestID, code: .badSignature, reason: "the token does not verify",
+                            isFatal: false)))
                 return
             }
             snapshot.tokensAccepted += 1
@@ -203,7 +215,11 @@ actor FakeNode {
             return
         case .resumeSession(let r):
             guard let user = sessionTokens[r.sessionToken] else {
-                end.deliver(.error(ErrorFrame(requestID: r.requestID, code: .sessionExpired, reason: "the session expired", isFatal: false)))
+                end.deliver(
+                    .error(
+                        ErrorFrame(
+                            requestID: r.requestID, code: .sessionExpired, reason: "the session expired", isFatal: false
+                        )))
                 end.deliver(.nonce(issueNonce(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))))
                 return
             }
@@ -223,7 +239,11 @@ actor FakeNode {
         }
         guard let user = session.user else {
             if let id = frame.commandID {
-                end.deliver(.error(ErrorFrame(requestID: id, code: .authenticationRequired, reason: "authenticate first", isFatal: false)))
+                end.deliver(
+                    .error(
+                        ErrorFrame(
+                            requestID: id, code: .authenticationRequired, reason: "authenticate first", isFatal: false))
+                )
             }
             return
         }
@@ -233,7 +253,11 @@ actor FakeNode {
         case .sync(let s):
             let head = feeds[user]?.last?.seq ?? 0
             guard s.cursor <= head else {  // as the node: a cursor it never gave out
-                end.deliver(.error(ErrorFrame(requestID: s.requestID, code: .invalidArgument, reason: "cursor \(s.cursor) is beyond the feed head \(head)", isFatal: false)))
+                end.deliver(
+                    .error(
+                        ErrorFrame(
+                            requestID: s.requestID, code: .invalidArgument,
+                            reason: "cursor \(s.cursor) is beyond the feed head \(head)", isFatal: false)))
                 return
             }
             let entries = (feeds[user] ?? []).filter { $0.seq > s.cursor }
@@ -248,21 +272,32 @@ actor FakeNode {
             sessions[key] = session
             refreshLive()
         case .createConversation(let c):
-            if let ack = acks[c.conversationID.uuid] { end.deliver(.ack(ack)); return }
+            if let ack = acks[c.conversationID.uuid] {
+                end.deliver(.ack(ack))
+                return
+            }
             if let (code, retryAfter) = rejectNextCreation {
                 rejectNextCreation = nil
-                end.deliver(.error(ErrorFrame(requestID: c.conversationID.uuid, code: code, reason: "rejected by the test", isFatal: false, retryAfterMilliseconds: retryAfter)))
+                end.deliver(
+                    .error(
+                        ErrorFrame(
+                            requestID: c.conversationID.uuid, code: code, reason: "rejected by the test",
+                            isFatal: false, retryAfterMilliseconds: retryAfter)))
                 return
             }
             var participants = c.participants
             participants.insert(user)
-            if c.options.isDistinct, let existing = conversations.values.first(where: { $0.isDistinct && $0.participants == participants }) {
+            if c.options.isDistinct,
+                let existing = conversations.values.first(where: { $0.isDistinct && $0.participants == participants })
+            {
                 aliases[c.conversationID] = existing.id
                 answer(Ack(requestID: c.conversationID.uuid, conversationID: existing.id), on: end)
                 return
             }
-            let conversation = Conversation(id: c.conversationID, participants: participants, isDistinct: c.options.isDistinct, metadata: c.options.metadata,
-                                            deliveryReceiptsEnabled: c.options.deliveryReceiptsEnabled, createdAt: tick(), creator: user)
+            let conversation = Conversation(
+                id: c.conversationID, participants: participants, isDistinct: c.options.isDistinct,
+                metadata: c.options.metadata,
+                deliveryReceiptsEnabled: c.options.deliveryReceiptsEnabled, createdAt: tick(), creator: user)
             conversations[conversation.id] = conversation
             visible[conversation.id] = [user]
             append(.conversationCreated(conversation), to: [user])
@@ -270,26 +305,41 @@ actor FakeNode {
         case .sendMessage(let m):
             snapshot.sendAttempts.append(m.messageID)
             if let ack = acks[m.messageID.uuid] {
-                if messageFrames[m.messageID] == m { end.deliver(.ack(ack)) } else {
-                    end.deliver(.error(ErrorFrame(requestID: m.messageID.uuid, code: .idInUse, reason: "id in use", isFatal: false)))
+                if messageFrames[m.messageID] == m {
+                    end.deliver(.ack(ack))
+                } else {
+                    end.deliver(
+                        .error(
+                            ErrorFrame(requestID: m.messageID.uuid, code: .idInUse, reason: "id in use", isFatal: false)
+                        ))
                 }
                 return
             }
             if let (code, retryAfter) = rejectNextSend {
                 rejectNextSend = nil
-                end.deliver(.error(ErrorFrame(requestID: m.messageID.uuid, code: code, reason: "rejected by the test", isFatal: false, retryAfterMilliseconds: retryAfter)))
+                end.deliver(
+                    .error(
+                        ErrorFrame(
+                            requestID: m.messageID.uuid, code: code, reason: "rejected by the test", isFatal: false,
+                            retryAfterMilliseconds: retryAfter)))
                 return
             }
             let cid = aliases[m.conversationID] ?? m.conversationID
             guard let conversation = conversations[cid], conversation.participants.contains(user) else {
-                end.deliver(.error(ErrorFrame(requestID: m.messageID.uuid, code: .notFound, reason: "no such conversation", isFatal: false)))
+                end.deliver(
+                    .error(
+                        ErrorFrame(
+                            requestID: m.messageID.uuid, code: .notFound, reason: "no such conversation", isFatal: false
+                        )))
                 return
             }
             let sentAt = tick()
             let position = MessagePosition(physical: UInt64(sentAt.millisecondsSince1970), logical: 0, node: NodeID(1))
             var statuses: [UserID: RecipientStatus] = [:]
             for p in conversation.participants { statuses[p] = p == user ? .read : .sent }
-            let message = Message(id: m.messageID, conversationID: cid, sender: user, parts: m.parts, sentAt: sentAt, position: position, push: m.push, recipientStatus: statuses)
+            let message = Message(
+                id: m.messageID, conversationID: cid, sender: user, parts: m.parts, sentAt: sentAt, position: position,
+                push: m.push, recipientStatus: statuses)
             messages[message.id] = message
             messageFrames[message.id] = m
             snapshot.appliedMessages.append(message.id)
@@ -314,18 +364,25 @@ actor FakeNode {
             setStatus(.read, of: [r.messageID], by: user)
             answer(Ack(requestID: r.requestID), on: end)
         case .markAllRead(let r):
-            let ids = messages.values.filter { $0.conversationID == r.conversationID && $0.position.map { $0 <= r.upTo } == true }.map(\.id)
+            let ids = messages.values.filter {
+                $0.conversationID == r.conversationID && $0.position.map { $0 <= r.upTo } == true
+            }.map(\.id)
             setStatus(.read, of: ids, by: user)
             answer(Ack(requestID: r.requestID), on: end)
         case .deliveryReceipt(let r):
             snapshot.receipts.append(r)
-            let ids = messages.values.filter { $0.conversationID == r.conversationID && $0.sender != user && $0.position.map { $0 <= r.upTo } == true }
-                .sorted { $0.position! < $1.position! }.map(\.id)
+            let ids = messages.values.filter {
+                $0.conversationID == r.conversationID && $0.sender != user && $0.position.map { $0 <= r.upTo } == true
+            }
+            .sorted { $0.position! < $1.position! }.map(\.id)
             setStatus(.delivered, of: ids, by: user)
             answer(Ack(requestID: r.requestID), on: end)
         case .addParticipants(let u), .removeParticipants(let u):
             guard var c = conversations[u.conversationID] else {
-                end.deliver(.error(ErrorFrame(requestID: u.requestID, code: .notFound, reason: "no such conversation", isFatal: false)))
+                end.deliver(
+                    .error(
+                        ErrorFrame(
+                            requestID: u.requestID, code: .notFound, reason: "no such conversation", isFatal: false)))
                 return
             }
             let before = c.participants
@@ -333,26 +390,52 @@ actor FakeNode {
             if adding { c.participants.formUnion(u.users) } else { c.participants.subtract(u.users) }
             if c.participants != before { c.isDistinct = false }
             conversations[c.id] = c
-            append(.participantsChanged(ParticipantsChanged(conversationID: c.id, added: adding ? u.users : [], removed: adding ? [] : u.users, by: user, at: hlc())), to: before.union(c.participants))
+            append(
+                .participantsChanged(
+                    ParticipantsChanged(
+                        conversationID: c.id, added: adding ? u.users : [], removed: adding ? [] : u.users, by: user,
+                        at: hlc())), to: before.union(c.participants))
             answer(Ack(requestID: u.requestID), on: end)
         case .setMetadata(let s):
-            append(.metadataChanged(MetadataChanged(conversationID: s.conversationID, keyPath: s.keyPath, value: s.value, by: user, at: hlc())), to: conversations[s.conversationID]?.participants ?? [user])
+            append(
+                .metadataChanged(
+                    MetadataChanged(
+                        conversationID: s.conversationID, keyPath: s.keyPath, value: s.value, by: user, at: hlc())),
+                to: conversations[s.conversationID]?.participants ?? [user])
             answer(Ack(requestID: s.requestID), on: end)
         case .deleteMetadata(let s):
-            append(.metadataChanged(MetadataChanged(conversationID: s.conversationID, keyPath: s.keyPath, value: nil, by: user, at: hlc())), to: conversations[s.conversationID]?.participants ?? [user])
+            append(
+                .metadataChanged(
+                    MetadataChanged(
+                        conversationID: s.conversationID, keyPath: s.keyPath, value: nil, by: user, at: hlc())),
+                to: conversations[s.conversationID]?.participants ?? [user])
             answer(Ack(requestID: s.requestID), on: end)
         case .deleteConversation(let d):
-            let to: Set<UserID> = d.mode == .allParticipants ? (conversations[d.conversationID]?.participants ?? [user]) : [user]
-            append(.conversationDeleted(ConversationDeleted(conversationID: d.conversationID, mode: d.mode, by: user)), to: to)
+            let to: Set<UserID> =
+                d.mode == .allParticipants ? (conversations[d.conversationID]?.participants ?? [user]) : [user]
+            append(
+                .conversationDeleted(ConversationDeleted(conversationID: d.conversationID, mode: d.mode, by: user)),
+                to: to)
             answer(Ack(requestID: d.requestID), on: end)
         case .deleteMessage(let d):
-            let to: Set<UserID> = d.mode == .allParticipants ? (conversations[d.conversationID]?.participants ?? [user]) : [user]
-            append(.messageDeleted(MessageDeleted(conversationID: d.conversationID, messageID: d.messageID, mode: d.mode, by: user)), to: to)
+            let to: Set<UserID> =
+                d.mode == .allParticipants ? (conversations[d.conversationID]?.participants ?? [user]) : [user]
+            append(
+                .messageDeleted(
+                    MessageDeleted(conversationID: d.conversationID, messageID: d.messageID, mode: d.mode, by: user)),
+                to: to)
             answer(Ack(requestID: d.requestID), on: end)
         case .typing(let t):
             snapshot.typing.append(t)
-            for (_, s) in sessions where s.live && s.user != user && (conversations[t.conversationID]?.participants.contains(s.user!) ?? false) {
-                s.channel.deliver(.change(Change(seq: 0, event: .typing(TypingChanged(conversationID: t.conversationID, user: user, state: t.state)))))
+            for (_, s) in sessions
+            where s.live && s.user != user && (conversations[t.conversationID]?.participants.contains(s.user!) ?? false)
+            {
+                s.channel.deliver(
+                    .change(
+                        Change(
+                            seq: 0,
+                            event: .typing(TypingChanged(conversationID: t.conversationID, user: user, state: t.state)))
+                    ))
             }
         default:
             end.deliver(.error(ErrorFrame(code: .unexpectedFrame, reason: "not a client frame", isFatal: true)))
@@ -373,7 +456,12 @@ actor FakeNode {
         session.user = user
         session.token = token
         sessions[key] = session
-        session.channel.deliver(.authenticated(Authenticated(requestID: requestID, sessionToken: token, identity: Identity(userID: user, displayName: user.rawValue.capitalized), expiresAt: Timestamp(millisecondsSince1970: 3_600_000))))
+        session.channel.deliver(
+            .authenticated(
+                Authenticated(
+                    requestID: requestID, sessionToken: token,
+                    identity: Identity(userID: user, displayName: user.rawValue.capitalized),
+                    expiresAt: Timestamp(millisecondsSince1970: 3_600_000))))
     }
 
     private func answer(_ ack: Ack, on end: FakeChannelEnd) {
@@ -396,7 +484,10 @@ actor FakeNode {
             m.recipientStatus[user] = status
             messages[id] = m
             let participants = conversations[m.conversationID]?.participants ?? [user]
-            append(.messageStatusChanged(MessageStatusChanged(conversationID: m.conversationID, messageID: id, user: user, status: status)), to: participants)
+            append(
+                .messageStatusChanged(
+                    MessageStatusChanged(conversationID: m.conversationID, messageID: id, user: user, status: status)),
+                to: participants)
         }
     }
 

@@ -3,6 +3,7 @@ import LaminaModel
 import LaminaWire
 import NIOCore
 import Testing
+
 @testable import LaminaClient
 
 /// A byte stream whose node side is scripted: `incoming` chunks are read in order, then
@@ -32,9 +33,16 @@ actor ScriptedByteStream: SyncByteStream {
     func frames() throws -> [Frame] {
         let c = try conversation([alice, bob])
         return [
-            .welcome(Welcome(version: 1, features: .all, nodeID: NodeID(7), serverTime: Timestamp(millisecondsSince1970: 5), maxFrameSize: 1 << 20)),
+            .welcome(
+                Welcome(
+                    version: 1, features: .all, nodeID: NodeID(7), serverTime: Timestamp(millisecondsSince1970: 5),
+                    maxFrameSize: 1 << 20)),
             .change(Change(seq: 1, event: .conversationCreated(c))),
-            .change(Change(seq: 2, event: .messageCreated(try remoteMessage(in: c.id, text: String(repeating: "x", count: 900), at: 9)))),
+            .change(
+                Change(
+                    seq: 2,
+                    event: .messageCreated(try remoteMessage(in: c.id, text: String(repeating: "x", count: 900), at: 9))
+                )),
             .ack(Ack(requestID: UUID(), cursor: 2)),
         ]
     }
@@ -49,7 +57,9 @@ actor ScriptedByteStream: SyncByteStream {
     func framesDecodeFromAnyChunking(chunk: Int) async throws {
         let expected = try frames()
         let raw = try bytes(expected)
-        let chunks = stride(from: 0, to: raw.count, by: chunk).map { ByteBuffer(bytes: raw[$0..<min($0 + chunk, raw.count)]) }
+        let chunks = stride(from: 0, to: raw.count, by: chunk).map {
+            ByteBuffer(bytes: raw[$0..<min($0 + chunk, raw.count)])
+        }
         let channel = FramedChannel(ScriptedByteStream(incoming: chunks))
         var got: [Frame] = []
         while let f = try await channel.receive() { got.append(f) }
@@ -71,7 +81,10 @@ actor ScriptedByteStream: SyncByteStream {
         for _ in 0..<3 { _ = try await channel.receive() }
         await #expect { _ = try await channel.receive() } throws: { ($0 as? ClientError)?.code == .protocolError }
         let answer = try Frame.decode(exactly: await stream.written)
-        guard case .error(let e) = answer else { Issue.record("no ERROR sent"); return }
+        guard case .error(let e) = answer else {
+            Issue.record("no ERROR sent")
+            return
+        }
         #expect(e.code == .truncated)
         #expect(e.isFatal)
         #expect(await stream.closed)
@@ -83,7 +96,10 @@ actor ScriptedByteStream: SyncByteStream {
         let stream = ScriptedByteStream(incoming: [ByteBuffer(bytes: bad)])
         let channel = FramedChannel(stream)
         await #expect { _ = try await channel.receive() } throws: { ($0 as? ClientError)?.code == .protocolError }
-        guard case .error(let e) = try Frame.decode(exactly: await stream.written) else { Issue.record("no ERROR sent"); return }
+        guard case .error(let e) = try Frame.decode(exactly: await stream.written) else {
+            Issue.record("no ERROR sent")
+            return
+        }
         #expect(e.code == .badFlags)
         #expect(e.requestID == nil)
     }

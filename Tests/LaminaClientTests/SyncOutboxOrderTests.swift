@@ -2,6 +2,7 @@ import Foundation
 import LaminaModel
 import LaminaWire
 import Testing
+
 @testable import LaminaClient
 
 /// The outbox rules the sync session relies on: a creation is pipelined, queued commands
@@ -12,8 +13,11 @@ import Testing
             let store = try LocalStore(location: StoreLocation(dataDirectory: dir, user: alice))
             defer { try? store.close() }
             let cid = ConversationID.random()
-            let create = try OutboxEncoder.entry(for: .createConversation(CreateConversation(conversationID: cid, participants: [bob])))
-            let send = try OutboxEncoder.entry(for: .sendMessage(SendMessage(messageID: .random(), conversationID: cid, parts: [try MessagePart.with(text: "hi")])))
+            let create = try OutboxEncoder.entry(
+                for: .createConversation(CreateConversation(conversationID: cid, participants: [bob])))
+            let send = try OutboxEncoder.entry(
+                for: .sendMessage(
+                    SendMessage(messageID: .random(), conversationID: cid, parts: [try MessagePart.with(text: "hi")])))
             try store.enqueue(create)
             try store.enqueue(send)
             #expect(try store.dequeueOutbox(limit: 10).map(\.id) == [create.id, send.id])
@@ -27,17 +31,25 @@ import Testing
         try await withTemporaryDirectory { dir in
             let store = try LocalStore(location: StoreLocation(dataDirectory: dir, user: alice))
             defer { try? store.close() }
-            let c = ConversationID.random(), other = ConversationID.random()
+            let c = ConversationID.random()
+            let other = ConversationID.random()
             func receipt(_ conversation: ConversationID, _ at: UInt64) throws -> OutboxEntry {
-                var entry = try OutboxEncoder.entry(for: .deliveryReceipt(DeliveryReceipt(
-                    requestID: UUID(), conversationID: conversation, upTo: HLCTimestamp(physical: at, logical: 0, node: NodeID(1)))))
+                var entry = try OutboxEncoder.entry(
+                    for: .deliveryReceipt(
+                        DeliveryReceipt(
+                            requestID: UUID(), conversationID: conversation,
+                            upTo: HLCTimestamp(physical: at, logical: 0, node: NodeID(1)))))
                 entry.replacesPending = true
                 return entry
             }
-            let first = try receipt(c, 5), elsewhere = try receipt(other, 6), second = try receipt(c, 7)
+            let first = try receipt(c, 5)
+            let elsewhere = try receipt(other, 6)
+            let second = try receipt(c, 7)
             for entry in [first, elsewhere, second] { try store.enqueue(entry) }
             #expect(try store.outboxEntries().map(\.id) == [elsewhere.id, second.id])
-            #expect(try store.pendingEntries(kind: OutboxCommandKind.deliveryReceipt.rawValue, objectID: c.uuid).map(\.id) == [second.id])
+            #expect(
+                try store.pendingEntries(kind: OutboxCommandKind.deliveryReceipt.rawValue, objectID: c.uuid).map(\.id)
+                    == [second.id])
             #expect(try store.dequeueOutbox(limit: 10).map(\.id) == [elsewhere.id, second.id])
             let third = try receipt(c, 9)
             try store.enqueue(third)
@@ -46,19 +58,32 @@ import Testing
     }
 
     @Test func everyConversationCommandCanBeRedirected() throws {
-        let from = ConversationID.random(), to = ConversationID.random()
+        let from = ConversationID.random()
+        let to = ConversationID.random()
         let message = MessageID.random()
         let frames: [Frame] = [
             .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: from, users: [bob])),
             .removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: from, users: [bob])),
-            .setMetadata(SetMetadata(requestID: UUID(), conversationID: from, keyPath: try MetadataKeyPath(parsing: "a"), value: .string("b"))),
-            .deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: from, keyPath: try MetadataKeyPath(parsing: "a"))),
+            .setMetadata(
+                SetMetadata(
+                    requestID: UUID(), conversationID: from, keyPath: try MetadataKeyPath(parsing: "a"),
+                    value: .string("b"))),
+            .deleteMetadata(
+                DeleteMetadata(requestID: UUID(), conversationID: from, keyPath: try MetadataKeyPath(parsing: "a"))),
             .deleteConversation(DeleteConversation(requestID: UUID(), conversationID: from, mode: .myDevices)),
-            .markAllRead(MarkAllRead(requestID: UUID(), conversationID: from, upTo: HLCTimestamp(physical: 1, logical: 0, node: NodeID(1)))),
-            .sendMessage(SendMessage(messageID: message, conversationID: from, parts: [try MessagePart.with(text: "hi")])),
+            .markAllRead(
+                MarkAllRead(
+                    requestID: UUID(), conversationID: from,
+                    upTo: HLCTimestamp(physical: 1, logical: 0, node: NodeID(1)))),
+            .sendMessage(
+                SendMessage(messageID: message, conversationID: from, parts: [try MessagePart.with(text: "hi")])),
             .markRead(MarkRead(requestID: UUID(), conversationID: from, messageID: message)),
-            .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: from, messageID: message, mode: .allParticipants)),
-            .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: from, upTo: HLCTimestamp(physical: 1, logical: 0, node: NodeID(1)))),
+            .deleteMessage(
+                DeleteMessage(requestID: UUID(), conversationID: from, messageID: message, mode: .allParticipants)),
+            .deliveryReceipt(
+                DeliveryReceipt(
+                    requestID: UUID(), conversationID: from,
+                    upTo: HLCTimestamp(physical: 1, logical: 0, node: NodeID(1)))),
         ]
         for frame in frames {
             #expect(OutboxRedirect.conversation(of: frame) == from)
@@ -78,12 +103,15 @@ import Testing
             defer { try? store.close() }
             let c = try conversation([alice, bob])
             let m = try remoteMessage(in: c.id, at: 100)
-            let receipt = try OutboxEncoder.entry(for: .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: c.id, upTo: m.position!)))
+            let receipt = try OutboxEncoder.entry(
+                for: .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: c.id, upTo: m.position!)))
 
             // A message for a conversation that is not here fails the whole transaction:
             // no message, no cursor, no receipt.
             let orphan = try remoteMessage(in: .random(), at: 50)
-            #expect(throws: ClientError.self) { try store.apply([.message(orphan, receivedAt: received)], cursor: 7, outbox: [receipt]) }
+            #expect(throws: ClientError.self) {
+                try store.apply([.message(orphan, receivedAt: received)], cursor: 7, outbox: [receipt])
+            }
             #expect(try store.outboxEntries().isEmpty)
             #expect(try store.syncCursor() == nil)
 
@@ -98,7 +126,9 @@ import Testing
             mine.position = nil
             try store.apply([.message(mine, receivedAt: received)])
             mine.position = position
-            #expect(throws: ClientError.self) { try store.apply([.message(orphan, receivedAt: received)], acknowledged: receipt.id) }
+            #expect(throws: ClientError.self) {
+                try store.apply([.message(orphan, receivedAt: received)], acknowledged: receipt.id)
+            }
             #expect(try store.outboxEntries().map(\.id) == [receipt.id])
             try store.apply([.message(mine, receivedAt: received)], acknowledged: receipt.id)
             #expect(try store.outboxEntries().isEmpty)

@@ -2,6 +2,7 @@ import Foundation
 import LaminaModel
 import LaminaWire
 import Testing
+
 @testable import LaminaClient
 
 @Suite struct SyncSessionTests {
@@ -12,7 +13,8 @@ import Testing
             let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
             try await a.connect()
             let withBob = try a.client.newConversation(participants: [bob])
-            let withCarol = try a.client.newConversation(participants: [carol], options: ConversationOptions(isDistinct: false))
+            let withCarol = try a.client.newConversation(
+                participants: [carol], options: ConversationOptions(isDistinct: false))
             var sent: [MessageID] = []
             for i in 0..<6 {
                 let m = try a.client.send(try a.text("m\(i)"), in: i.isMultiple(of: 2) ? withBob.id : withCarol.id)
@@ -21,11 +23,15 @@ import Testing
             }
             // Two creations and six sends wait in the outbox, in order.
             let kinds = try a.client.store.outboxEntries().map(\.kind)
-            #expect(kinds == ["conversation.create", "message.send", "conversation.create"] + Array(repeating: "message.send", count: 5))
+            #expect(
+                kinds == ["conversation.create", "message.send", "conversation.create"]
+                    + Array(repeating: "message.send", count: 5))
             #expect(try a.client.conversation(withBob.id)?.isSynced == false)
             // The engine finds the node down and backs off (it reports reconnecting, then asks
             // for the delay: wait for both, in a loaded run the second comes later).
-            try await a.events.waitFor("a reconnect event") { $0.contains { if case .reconnecting = $0 { true } else { false } } }
+            try await a.events.waitFor("a reconnect event") {
+                $0.contains { if case .reconnecting = $0 { true } else { false } }
+            }
             try await a.delays.waitFor("a reconnect delay") { !$0.isEmpty }
             #expect(await node.snapshot.sendAttempts.isEmpty)
             await node.setReachable(true)
@@ -91,7 +97,9 @@ import Testing
             let c = try a1.client.newConversation(participants: [bob])
             let mine = try a1.client.send(try a1.text("from device 1"), in: c.id)
             // The other device of alice gets the conversation and alice's message, as sent and read.
-            try await eventually(a2.client, "a2 has the message") { try a2.client.message(mine.id)?.message.isSent == true }
+            try await eventually(a2.client, "a2 has the message") {
+                try a2.client.message(mine.id)?.message.isSent == true
+            }
             #expect(try a2.client.conversation(c.id)?.conversation.participants == [alice, bob])
             #expect(try a2.client.message(mine.id)?.isUnread == false)
             // Bob answers; both of alice's devices get it unread, one reads it, the other follows.
@@ -101,7 +109,9 @@ import Testing
             try await eventually(a2.client, "a2 has the reply") { try a2.client.message(reply.id)?.isUnread == true }
             try a1.client.markAsRead(reply.id)
             try await eventually(a2.client, "a2 sees it read") { try a2.client.message(reply.id)?.isUnread == false }
-            try await eventually(b.client, "bob sees alice read it") { try b.client.message(reply.id)?.message.recipientStatus[alice] == .read }
+            try await eventually(b.client, "bob sees alice read it") {
+                try b.client.message(reply.id)?.message.recipientStatus[alice] == .read
+            }
             #expect(try a1.client.conversation(c.id)?.unreadMessageCount == 0)
             #expect(try a2.client.conversation(c.id)?.unreadMessageCount == 0)
             for d in [a1, a2, b] { await d.client.disconnect() }
@@ -116,12 +126,15 @@ import Testing
             for d in [a, b] { try await d.connect() }
             // First a conversation without receipts, then one with: receipts go out (in
             // stream order) for the second only.
-            let quiet = try a.client.newConversation(participants: [bob], options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: false))
+            let quiet = try a.client.newConversation(
+                participants: [bob], options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: false))
             let q = try a.client.send(try a.text("no receipt"), in: quiet.id)
             try await eventually(b.client, "bob has the quiet one") { try b.client.message(q.id) != nil }
             let c = try a.client.newConversation(participants: [bob])
             let m = try a.client.send(try a.text("receipt please"), in: c.id)
-            try await eventually(a.client, "bob's status delivered") { try a.client.message(m.id)?.message.recipientStatus[bob] == .delivered }
+            try await eventually(a.client, "bob's status delivered") {
+                try a.client.message(m.id)?.message.recipientStatus[bob] == .delivered
+            }
             let receipts = await node.snapshot.receipts
             #expect(receipts.map(\.conversationID) == [c.id])
             // Receipts disabled: another participant's status cannot be determined (SPEC §6.2).
@@ -161,8 +174,12 @@ import Testing
             let node = FakeNode()
             let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"), badTokens: true)
             try await a.connect()
-            try await a.events.waitFor("the engine fails") { $0.contains { if case .failed = $0 { true } else { false } } }
-            let failure = a.events.all.compactMap { e -> ClientError? in if case .failed(let error) = e { error } else { nil } }.first
+            try await a.events.waitFor("the engine fails") {
+                $0.contains { if case .failed = $0 { true } else { false } }
+            }
+            let failure = a.events.all.compactMap { e -> ClientError? in
+                if case .failed(let error) = e { error } else { nil }
+            }.first
             #expect(failure?.code == .authenticationFailed)
             #expect(failure?.reason.hasPrefix("bad-signature") == true)
             #expect(a.client.authenticatedUser == nil)
@@ -173,10 +190,15 @@ import Testing
         try await withDevices { root in
             let node = FakeNode()
             let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
-            try a.client.store.setSyncCursor(1_000, on: NodeID(1))  // the fake node's feed is shorter (its data was reset)
+            // the fake node's feed is shorter (its data was reset)
+            try a.client.store.setSyncCursor(1_000, on: NodeID(1))
             try await a.connect()
-            try await a.events.waitFor("the engine fails") { $0.contains { if case .failed = $0 { true } else { false } } }
-            let failure = a.events.all.compactMap { e -> ClientError? in if case .failed(let error) = e { error } else { nil } }.first
+            try await a.events.waitFor("the engine fails") {
+                $0.contains { if case .failed = $0 { true } else { false } }
+            }
+            let failure = a.events.all.compactMap { e -> ClientError? in
+                if case .failed(let error) = e { error } else { nil }
+            }.first
             #expect(failure?.code == .syncRefused)
             #expect(failure?.reason.hasPrefix("invalid-argument") == true)
             // It stops instead of retrying a refusal that cannot change.
@@ -201,7 +223,9 @@ import Testing
             await node.setRejectNextSend(.notAParticipant)
             let refused = try a.client.send(try a.text("refused"), in: c.id)
             try await node.waitFor("refused send seen") { $0.sendAttempts.contains(refused.id) }
-            try await a.events.waitFor("the failure") { $0.contains { if case .commandFailed(let f) = $0 { f.id == refused.id.uuid } else { false } } }
+            try await a.events.waitFor("the failure") {
+                $0.contains { if case .commandFailed(let f) = $0 { f.id == refused.id.uuid } else { false } }
+            }
             let failure = try #require(try a.client.sendFailure(of: refused.id))
             #expect(failure.kind == OutboxCommandKind.sendMessage.rawValue)
             #expect(failure.code == WireError.Code.notAParticipant.wireValue)
@@ -228,7 +252,9 @@ import Testing
             try await a.client.typing(.started, in: c.id)
             try await a.client.typing(.finished, in: c.id)
             try await node.waitFor("two indicators") { $0.typing.count >= 2 }
-            let typingOf = { @Sendable (events: [SyncEvent]) -> [TypingChanged] in events.compactMap { e in if case .typing(let t) = e { t } else { nil } } }
+            let typingOf = { @Sendable (events: [SyncEvent]) -> [TypingChanged] in
+                events.compactMap { e in if case .typing(let t) = e { t } else { nil } }
+            }
             try await b.events.waitFor("bob sees alice typing") { typingOf($0).count >= 2 }
             let seen = typingOf(b.events.all)
             #expect(seen.map(\.state) == [.started, .finished])
@@ -250,10 +276,14 @@ import Testing
             let sentAt = clock.now
             try await a.client.typing(.started, in: c.id)
             try await a.client.typing(.paused, in: c.id)  // paused is never refreshed
-            let typingOf = { @Sendable (events: [SyncEvent]) -> [TypingChanged] in events.compactMap { e in if case .typing(let t) = e { t } else { nil } } }
+            let typingOf = { @Sendable (events: [SyncEvent]) -> [TypingChanged] in
+                events.compactMap { e in if case .typing(let t) = e { t } else { nil } }
+            }
             try await b.events.waitFor("bob sees alice pause") { typingOf($0).contains { $0.state == .paused } }
             // Bob's own timer (virtual time) ends it.
-            try await b.events.waitFor("alice's indicator ends at bob") { typingOf($0).contains { $0.state == .finished } }
+            try await b.events.waitFor("alice's indicator ends at bob") {
+                typingOf($0).contains { $0.state == .finished }
+            }
             #expect(clock.now.millisecondsSince1970 - sentAt.millisecondsSince1970 >= Typing.expiryMilliseconds)
             // Virtual time passes at the first yield, so on a loaded machine bob's timer may end
             // `started` before `paused` arrives ([started, finished, paused, finished]): what
@@ -311,7 +341,9 @@ import Testing
             #expect(try a.client.store.currentIdentifier(of: alices.id) == bobs.id)
             #expect(try a.client.conversation(alices.id)?.id == bobs.id)
             #expect(Set(try a.client.messages(in: bobs.id).map(\.id)) == [first.id, reply.id])
-            try await eventually(b.client, "bob has alice's message") { try b.client.message(reply.id)?.message.conversationID == bobs.id }
+            try await eventually(b.client, "bob has alice's message") {
+                try b.client.message(reply.id)?.message.conversationID == bobs.id
+            }
             for d in [a, b] { await d.client.disconnect() }
         }
     }
@@ -339,7 +371,9 @@ import Testing
             try await eventually(a.client, "alice's message sent") { try a.client.isSent(reply.id) }
             #expect(try a.client.store.currentIdentifier(of: alices.id) == bobs.id)
             #expect(Set(try a.client.messages(in: bobs.id).map(\.id)) == [first.id, reply.id])
-            try await eventually(b.client, "bob has alice's message") { try b.client.message(reply.id)?.message.conversationID == bobs.id }
+            try await eventually(b.client, "bob has alice's message") {
+                try b.client.message(reply.id)?.message.conversationID == bobs.id
+            }
             #expect(await node.snapshot.appliedMessages == [first.id, reply.id])
             for d in [a, b] { await d.client.disconnect() }
         }
@@ -405,7 +439,9 @@ import Testing
             let node = FakeNode()
             let a = try TestDevice(user: alice, node: node, directory: try deviceDirectory(root, "a"))
             let c = try a.client.newConversation(participants: [bob])
-            await #expect { try await a.client.deauthenticate() } throws: { ($0 as? ClientError)?.code == .notConnected }
+            await #expect { try await a.client.deauthenticate() } throws: {
+                ($0 as? ClientError)?.code == .notConnected
+            }
             #expect(try a.client.conversation(c.id) != nil)
             #expect(await node.snapshot.endedSessions == 0)
         }
@@ -445,10 +481,14 @@ import Testing
                 return nil
             }
             let push = Task { () -> ClientError? in
-                do throws(ClientError) { try await client.setPushToken(.gateway(token: "device-token")) } catch { return error }
+                do throws(ClientError) { try await client.setPushToken(.gateway(token: "device-token")) } catch {
+                    return error
+                }
                 return nil
             }
-            try await node.waitFor("both sent") { $0.commands.contains(.blockUser) && $0.commands.contains(.registerPushToken) }
+            try await node.waitFor("both sent") {
+                $0.commands.contains(.blockUser) && $0.commands.contains(.registerPushToken)
+            }
             await node.setReachable(false)
             await node.dropAll()
             let blockError = try #require(await block.value)

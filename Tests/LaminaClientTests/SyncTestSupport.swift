@@ -2,6 +2,7 @@ import Foundation
 import LaminaModel
 import LaminaWire
 import Testing
+
 @testable import LaminaClient
 
 /// A thread-safe counter and log for closures the SDK calls.
@@ -36,7 +37,9 @@ final class Recorder<Value: Sendable>: @unchecked Sendable {
         }
     }
 
-    func waitFor(_ what: String, timeout: Duration = testWaitLimit, _ condition: @escaping @Sendable ([Value]) -> Bool) async throws {
+    func waitFor(_ what: String, timeout: Duration = testWaitLimit, _ condition: @escaping @Sendable ([Value]) -> Bool)
+        async throws
+    {
         try await withTimeout(what, timeout) { await self.waitUntil(condition) }
     }
 }
@@ -59,7 +62,9 @@ struct TimedOut: Error, CustomStringConvertible {
 }
 
 /// Runs `body`, failing with `TimedOut` when it does not finish within `timeout`.
-func withTimeout<T: Sendable>(_ what: String, _ timeout: Duration = testWaitLimit, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+func withTimeout<T: Sendable>(
+    _ what: String, _ timeout: Duration = testWaitLimit, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
         group.addTask {
@@ -73,7 +78,10 @@ func withTimeout<T: Sendable>(_ what: String, _ timeout: Duration = testWaitLimi
 
 /// Waits until `condition` holds, re-checking after every batch of object changes the
 /// client's store commits (no polling).
-func eventually(_ client: LaminaClient, _ what: String, timeout: Duration = testWaitLimit, _ condition: @escaping @Sendable () throws -> Bool) async throws {
+func eventually(
+    _ client: LaminaClient, _ what: String, timeout: Duration = testWaitLimit,
+    _ condition: @escaping @Sendable () throws -> Bool
+) async throws {
     let stream = client.changes()
     if try condition() { return }
     try await withTimeout(what, timeout) {
@@ -83,7 +91,9 @@ func eventually(_ client: LaminaClient, _ what: String, timeout: Duration = test
 }
 
 extension FakeNode {
-    func waitFor(_ what: String, timeout: Duration = testWaitLimit, _ condition: @escaping @Sendable (NodeSnapshot) -> Bool) async throws {
+    func waitFor(
+        _ what: String, timeout: Duration = testWaitLimit, _ condition: @escaping @Sendable (NodeSnapshot) -> Bool
+    ) async throws {
         try await withTimeout(what, timeout) { await self.waitUntil(condition) }
     }
 }
@@ -121,18 +131,26 @@ final class TestDevice: Sendable {
                 }
             },
             random: { 0.5 })
-        let config = LaminaConfiguration(nodeURL: URL(string: "https://node.test:7443")!, trust: .pinnedCertificate(directory.appendingPathComponent("node.pem")),
-                                         dataDirectory: directory)
+        let config = LaminaConfiguration(
+            nodeURL: URL(string: "https://node.test:7443")!,
+            trust: .pinnedCertificate(directory.appendingPathComponent("node.pem")),
+            dataDirectory: directory)
         client = try LaminaClient(configuration: config, user: user, environment: environment)
     }
 
     func connect() async throws {
-        let node = self.node, user = self.user, tokens = tokenRequests, bad = badTokens
-        try await client.connect(using: { () throws(ClientError) in try await node.connect() }, identityToken: { nonce in
-            tokens.append(nonce)
-            return bad ? "\(user)|forged" : "\(user)|\(nonce)"
-        })
-        let events = self.events, stream = client.syncEvents
+        let node = self.node
+        let user = self.user
+        let tokens = tokenRequests
+        let bad = badTokens
+        try await client.connect(
+            using: { () throws(ClientError) in try await node.connect() },
+            identityToken: { nonce in
+                tokens.append(nonce)
+                return bad ? "\(user)|forged" : "\(user)|\(nonce)"
+            })
+        let events = self.events
+        let stream = client.syncEvents
         Task { for await e in stream { events.append(e) } }
     }
 

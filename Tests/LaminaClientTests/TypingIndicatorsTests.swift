@@ -1,7 +1,7 @@
+import LaminaClient
 import LaminaModel
 import LaminaWire
 import Testing
-import LaminaClient
 
 /// Others' typing state in the SDK (SPEC §6.1: an indicator not refreshed for 6 s is finished).
 @Suite struct TypingIndicatorsTests {
@@ -55,7 +55,8 @@ import LaminaClient
     @Test func newIndicatorsPastTheLimitAreIgnored() throws {
         var t = TypingIndicators()
         var reported = 0
-        for i in 0..<TypingIndicators.maxIndicators where t.receive(typing(try UserID("u\(i)"), .started, in: c1), now: ms(0)) != nil { reported += 1 }
+        for i in 0..<TypingIndicators.maxIndicators
+        where t.receive(typing(try UserID("u\(i)"), .started, in: c1), now: ms(0)) != nil { reported += 1 }
         #expect(reported == TypingIndicators.maxIndicators)
         let r12 = t.receive(typing("late", .started, in: c1), now: ms(1))
         #expect(r12 == nil)

@@ -2,16 +2,20 @@ import Foundation
 import LaminaModel
 import LaminaTransport
 import Testing
+
 @testable import LaminaClient
 
 /// The uploader and downloader against `StubContentServer`: the connection is lent by hand
 /// (as the sync connector does once its stream is authenticated).
 @Suite struct UploaderStubTests {
-    private func withStubClient(_ body: (LaminaClient, StubContentServer, ConversationID) async throws -> Void) async throws {
+    private func withStubClient(_ body: (LaminaClient, StubContentServer, ConversationID) async throws -> Void)
+        async throws
+    {
         try await withTemporaryDirectory { dir in
             let stub = try await StubContentServer.start(in: dir)
-            let config = LaminaConfiguration(nodeURL: URL(string: stub.url)!, trust: .certificateAuthorities(URL(fileURLWithPath: stub.certificate)),
-                                             dataDirectory: dir)
+            let config = LaminaConfiguration(
+                nodeURL: URL(string: stub.url)!, trust: .certificateAuthorities(URL(fileURLWithPath: stub.certificate)),
+                dataDirectory: dir)
             let client = try LaminaClient(configuration: config, user: alice)
             let c = try client.newConversation(participants: [bob], options: ConversationOptions(isDistinct: false)).id
             do {
@@ -28,7 +32,9 @@ import Testing
 
     /// Lends a new stub connection with `token` to the client's transfers.
     @discardableResult
-    private func lend(_ client: LaminaClient, _ stub: StubContentServer, token: String = "good") async throws -> TransportConnection {
+    private func lend(_ client: LaminaClient, _ stub: StubContentServer, token: String = "good") async throws
+        -> TransportConnection
+    {
         let connection = try await stub.connect()
         client.transfers.link.start()
         client.transfers.link.connected(connection)
@@ -36,7 +42,9 @@ import Testing
         return connection
     }
 
-    private func sendRich(_ client: LaminaClient, _ c: ConversationID, _ data: Data) throws -> (StoredMessage, MessagePartID, ContentReference) {
+    private func sendRich(_ client: LaminaClient, _ c: ConversationID, _ data: Data) throws -> (
+        StoredMessage, MessagePartID, ContentReference
+    ) {
         let rich = try MessagePart.with(mimeType: "application/octet-stream", data: data, staging: client.staging)
         guard case .external(let ref) = rich.content else { throw ClientError(.invalidObject, "not rich") }
         let message = try client.send(client.newMessage(parts: [rich]), in: c)
@@ -132,8 +140,9 @@ import Testing
         try await withTemporaryDirectory { dir in
             let stub = try await StubContentServer.start(in: dir)
             defer { Task { await stub.stop() } }
-            let config = LaminaConfiguration(nodeURL: URL(string: stub.url)!, trust: .certificateAuthorities(URL(fileURLWithPath: stub.certificate)),
-                                             dataDirectory: dir)
+            let config = LaminaConfiguration(
+                nodeURL: URL(string: stub.url)!, trust: .certificateAuthorities(URL(fileURLWithPath: stub.certificate)),
+                dataDirectory: dir)
             let data = patternBytes(1 << 20, seed: 2)
             var first: LaminaClient? = try LaminaClient(configuration: config, user: alice)
             let c = try first!.newConversation(participants: [bob], options: ConversationOptions(isDistinct: false)).id
@@ -172,17 +181,26 @@ import Testing
             try stub.store(bytes, as: id)
             let good = ContentReference(id: id, size: UInt64(bytes.count), sha256: try SHA256Hasher.hash(bytes))
             var m = try remoteMessage(in: c, at: 100)
-            m.parts = [MessagePart(mimeType: "image/png", content: .external(good)),
-                       MessagePart(mimeType: "image/png", content: .external(ContentReference(id: id, size: good.size, sha256: [UInt8](repeating: 0, count: 32))))]
+            m.parts = [
+                MessagePart(mimeType: "image/png", content: .external(good)),
+                MessagePart(
+                    mimeType: "image/png",
+                    content: .external(
+                        ContentReference(id: id, size: good.size, sha256: [UInt8](repeating: 0, count: 32)))),
+            ]
             try client.store.apply([.message(m, receivedAt: received)])
             let part = m.identifier(of: m.parts[0])
-            try Data(bytes.prefix(100_000)).write(to: client.store.contentFileURL(for: part))  // an interrupted download
+            // an interrupted download
+            try Data(bytes.prefix(100_000)).write(to: client.store.contentFileURL(for: part))
             try await lend(client, stub)
 
             let url = try await client.downloadedContent(of: part)
             #expect(try Data(contentsOf: url) == Data(bytes))
             #expect(stub.requests.contains("GET bytes=100000-"))
-            guard case .file(let file) = try client.content(of: part) else { Issue.record("not a file"); return }
+            guard case .file(let file) = try client.content(of: part) else {
+                Issue.record("not a file")
+                return
+            }
             #expect(file == url)
 
             let bad = m.identifier(of: m.parts[1])

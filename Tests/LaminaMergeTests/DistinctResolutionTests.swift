@@ -6,8 +6,9 @@ import Testing
     let u1: UserID = "u1", u2: UserID = "u2"
 
     func conversation(_ id: ConversationID, metadata: Metadata = [:], distinct: Bool = true) -> Conversation {
-        Conversation(id: id, participants: ["u1", "u2"], isDistinct: distinct, metadata: metadata,
-                     deliveryReceiptsEnabled: true, createdAt: Timestamp(millisecondsSince1970: 1), creator: "u1")
+        Conversation(
+            id: id, participants: ["u1", "u2"], isDistinct: distinct, metadata: metadata,
+            deliveryReceiptsEnabled: true, createdAt: Timestamp(millisecondsSince1970: 1), creator: "u1")
     }
 
     @Test func creatingAnExistingDistinctConversationResolvesToIt() {
@@ -20,7 +21,9 @@ import Testing
         #expect(DistinctResolution.resolveCreate(otherMeta, existing: existing) == .conflicts(existing: existing))
         #expect(DistinctResolution.resolveCreate(otherMeta, existing: existing).httpStatus == 409)
         #expect(DistinctResolution.resolveCreate(noMeta, existing: nil) == .created)
-        #expect(DistinctResolution.resolveCreate(conversation(Gen.conversations[1], distinct: false), existing: existing).httpStatus == 201)
+        #expect(
+            DistinctResolution.resolveCreate(conversation(Gen.conversations[1], distinct: false), existing: existing)
+                .httpStatus == 201)
     }
 
     /// Two users concurrently create distinct conversations with the same participants on
@@ -28,9 +31,12 @@ import Testing
     /// different orders, pick the same survivor; the other's messages move to it and its
     /// id maps to the survivor's.
     @Test func concurrentDistinctConversationsMergeIntoTheSameSurvivorEverywhere() throws {
-        var clock1 = HybridLogicalClock(node: NodeID(1)), clock2 = HybridLogicalClock(node: NodeID(2))
-        let x = DistinctCandidate(id: Gen.conversations[2], participants: [u1, u2], createdAt: try clock1.now(physical: 1_000))
-        let y = DistinctCandidate(id: Gen.conversations[0], participants: [u1, u2], createdAt: try clock2.now(physical: 1_000))
+        var clock1 = HybridLogicalClock(node: NodeID(1))
+        var clock2 = HybridLogicalClock(node: NodeID(2))
+        let x = DistinctCandidate(
+            id: Gen.conversations[2], participants: [u1, u2], createdAt: try clock1.now(physical: 1_000))
+        let y = DistinctCandidate(
+            id: Gen.conversations[0], participants: [u1, u2], createdAt: try clock2.now(physical: 1_000))
         let mx = Message(conversationID: x.id, sender: u1, parts: [], position: try clock1.now(physical: 1_001))
         let my = Message(conversationID: y.id, sender: u2, parts: [], position: try clock2.now(physical: 1_001))
 
@@ -48,14 +54,16 @@ import Testing
         #expect(change.type == .update && change.property == ConversationProperty.identifier)
         #expect(change.before == .conversationID(y.id) && change.after == .conversationID(x.id))
 
-        let moved1 = [mx, my].map(replica1.relocated), moved2 = [my, mx].map(replica2.relocated)
+        let moved1 = [mx, my].map(replica1.relocated)
+        let moved2 = [my, mx].map(replica2.relocated)
         #expect(moved1.allSatisfy { $0.conversationID == x.id })
         #expect(Set(moved1) == Set(moved2))
 
         // Both replicas derive the same unread state for the survivor from the moved
         // messages, whose stamps keep the conversation they were sent to.
         let stamps = [mx, my].map(MessageStamp.init)
-        var counts1 = UnreadCounts(conversation: x.id), counts2 = UnreadCounts(conversation: x.id)
+        var counts1 = UnreadCounts(conversation: x.id)
+        var counts2 = UnreadCounts(conversation: x.id)
         let genesis = MembershipGenesis(participants: [u1, u2], creator: u1, isDistinct: true, at: x.createdAt)
         counts1.apply(.membership(.genesis(genesis)))
         counts2.apply(.membership(.genesis(genesis)))
@@ -75,7 +83,9 @@ import Testing
         let old = DistinctCandidate(id: Gen.conversations[3], participants: [u1, u2], createdAt: t(10))
         let concurrent = DistinctCandidate(id: Gen.conversations[1], participants: [u1, u2], createdAt: t(15))
         let later = DistinctCandidate(id: Gen.conversations[0], participants: [u1, u2], createdAt: t(30))
-        let registry = DistinctRegistry([.created(later), .becameNonDistinct(old.id, at: t(20)), .created(concurrent), .created(old)])
+        let registry = DistinctRegistry([
+            .created(later), .becameNonDistinct(old.id, at: t(20)), .created(concurrent), .created(old),
+        ])
         #expect(registry.redirects == [concurrent.id: old.id])
         #expect(registry.existing(for: [u1, u2]) == later.id)
     }
@@ -85,7 +95,9 @@ import Testing
             let seed = SplitMix64.seed("distinct-survivor", case: i)
             var r = SplitMix64(seed: seed)
             let candidates = (0..<Gen.count(&r, 1...6)).map { _ in
-                DistinctCandidate(id: ConversationID(uuid: Gen.uuid(UInt8.random(in: 1...255, using: &r))), participants: [u1, u2], createdAt: Gen.hlc(&r))
+                DistinctCandidate(
+                    id: ConversationID(uuid: Gen.uuid(UInt8.random(in: 1...255, using: &r))), participants: [u1, u2],
+                    createdAt: Gen.hlc(&r))
             }
             let first = DistinctResolution.survivor(of: candidates)
             #expect(DistinctResolution.survivor(of: candidates.shuffled(using: &r)) == first, "seed \(seed)")

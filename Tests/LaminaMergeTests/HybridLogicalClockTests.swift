@@ -34,7 +34,9 @@ import Testing
         var clock = HybridLogicalClock(node: n1, last: HLCTimestamp(physical: 100, logical: .max, node: n1))
         #expect(try clock.now(physical: 100) == HLCTimestamp(physical: 101, logical: 0, node: n1))
         var other = HybridLogicalClock(node: n1)
-        #expect(try other.receive(HLCTimestamp(physical: 100, logical: .max, node: n2), physical: 50) == HLCTimestamp(physical: 101, logical: 0, node: n1))
+        #expect(
+            try other.receive(HLCTimestamp(physical: 100, logical: .max, node: n2), physical: 50)
+                == HLCTimestamp(physical: 101, logical: 0, node: n1))
     }
 
     @Test func aCarryPastTheRangeThrowsAndLeavesTheClockAlone() {
@@ -55,7 +57,9 @@ import Testing
         }
         #expect(error?.code == .clockDrift)
         #expect(clock.last == before)
-        #expect(try clock.receive(HLCTimestamp(physical: 11_000, logical: 0, node: n2), physical: 10_000).physical == 11_000)
+        #expect(
+            try clock.receive(HLCTimestamp(physical: 11_000, logical: 0, node: n2), physical: 10_000).physical == 11_000
+        )
     }
 
     /// Three nodes with skewed clocks that sometimes jump backwards exchange messages in
@@ -81,7 +85,8 @@ import Testing
                 maxPhysicalSeen = max(maxPhysicalSeen, physical)
                 let previous = clocks[k].last
                 let reading: HLCTimestamp
-                if let index = inFlight.indices.filter({ inFlight[$0].to == k }).randomElement(using: &r), r.chance(0.5) {
+                if let index = inFlight.indices.filter({ inFlight[$0].to == k }).randomElement(using: &r), r.chance(0.5)
+                {
                     let message = inFlight.remove(at: index)
                     reading = try clocks[k].receive(message.stamp, physical: physical)
                     if !(reading > message.stamp) { failure = "receipt not after send" }

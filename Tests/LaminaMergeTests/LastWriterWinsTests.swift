@@ -17,8 +17,12 @@ import Testing
         for _ in 0..<200 {
             // Writes of three nodes, some at the same physical time (the node id breaks ties).
             let writes = (0..<8).map { i in
-                (HLCTimestamp(physical: UInt64.random(in: 1...4, using: &random), logical: UInt32.random(in: 0...1, using: &random),
-                              node: NodeID(UInt64(1 + i % 3))), i)
+                (
+                    HLCTimestamp(
+                        physical: UInt64.random(in: 1...4, using: &random),
+                        logical: UInt32.random(in: 0...1, using: &random),
+                        node: NodeID(UInt64(1 + i % 3))), i
+                )
             }
             let unique = Dictionary(writes.map { ($0.0, $0.1) }, uniquingKeysWith: { first, _ in first })
             let expected = unique.max { $0.key < $1.key }?.value

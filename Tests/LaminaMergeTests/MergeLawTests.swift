@@ -20,12 +20,16 @@ let lawSubjects: [LawSubject] = [
     @Test("merge is commutative, associative and idempotent", arguments: lawSubjects)
     func lattice(_ subject: LawSubject) {
         let failures = subject.laws(Self.lawCases)
-        #expect(failures.isEmpty, "\(failures.joined(separator: "\n")) (replay with LAMINA_MERGE_SEED=\(SplitMix64.baseSeed))")
+        #expect(
+            failures.isEmpty,
+            "\(failures.joined(separator: "\n")) (replay with LAMINA_MERGE_SEED=\(SplitMix64.baseSeed))")
     }
 
     @Test("replicas fed the same operations in any order, with duplicates, converge", arguments: lawSubjects)
     func converge(_ subject: LawSubject) {
         let failures = subject.convergence(Self.convergenceCases)
-        #expect(failures.isEmpty, "\(failures.joined(separator: "\n")) (replay with LAMINA_MERGE_SEED=\(SplitMix64.baseSeed))")
+        #expect(
+            failures.isEmpty,
+            "\(failures.joined(separator: "\n")) (replay with LAMINA_MERGE_SEED=\(SplitMix64.baseSeed))")
     }
 }

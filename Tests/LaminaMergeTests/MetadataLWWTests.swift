@@ -4,7 +4,9 @@ import Testing
 
 @Suite struct MetadataLWWTests {
     static func p(_ s: String) -> MetadataKeyPath { try! MetadataKeyPath(parsing: s) }
-    static func t(_ p: UInt64, node: UInt64 = 1) -> HLCTimestamp { HLCTimestamp(physical: p, logical: 0, node: NodeID(node)) }
+    static func t(_ p: UInt64, node: UInt64 = 1) -> HLCTimestamp {
+        HLCTimestamp(physical: p, logical: 0, node: NodeID(node))
+    }
     static func leaves(_ m: Metadata) -> [String] { m.leaves.map { "\($0.0)=\($0.1)" } }
 
     /// The materialised metadata equals replaying every write in order with
@@ -48,12 +50,16 @@ import Testing
         #expect(MetadataLWW([deleteParent, set]).metadata.isEmpty)
         // Deleting a.b does not remove a string at a.
         let string = MetadataOperation(.set("s"), at: Self.p("a"), timestamp: Self.t(1))
-        #expect(MetadataLWW([string, MetadataOperation(.delete, at: Self.p("a.b"), timestamp: Self.t(2))]).metadata == ["a": .string("s")])
+        #expect(
+            MetadataLWW([string, MetadataOperation(.delete, at: Self.p("a.b"), timestamp: Self.t(2))]).metadata == [
+                "a": .string("s")
+            ])
     }
 
     @Test func settingADictionaryReplacesTheSubtree() throws {
         var lww = MetadataLWW(["a": .dictionary(["old": .string("1")]), "k": .string("v")], at: Self.t(1))
-        for op in try lww.operations(setting: .dictionary(["new": .string("2")]), at: Self.p("a"), timestamp: Self.t(2)) { lww.apply(op) }
+        for op in try lww.operations(setting: .dictionary(["new": .string("2")]), at: Self.p("a"), timestamp: Self.t(2))
+        { lww.apply(op) }
         #expect(lww.metadata == ["a": .dictionary(["new": .string("2")]), "k": .string("v")])
         lww.apply(lww.operation(deleting: Self.p("k"), timestamp: Self.t(3)))
         #expect(lww.metadata == ["a": .dictionary(["new": .string("2")])])
@@ -62,9 +68,13 @@ import Testing
     @Test func writesBeyondTheLimitsAreRefusedBeforeTheyAreMade() {
         let lww = MetadataLWW()
         let long = String(repeating: "x", count: Limits.maxMetadataValueBytes + 1)
-        let error = #expect(throws: MergeError.self) { try lww.operations(setting: .string(long), at: Self.p("a"), timestamp: Self.t(1)) }
+        let error = #expect(throws: MergeError.self) {
+            try lww.operations(setting: .string(long), at: Self.p("a"), timestamp: Self.t(1))
+        }
         #expect(error?.code == .invalidMetadata)
         let deep = try! MetadataKeyPath(Array(repeating: "k", count: Limits.maxMetadataDepth))
-        #expect(throws: MergeError.self) { try lww.operations(setting: .dictionary(["more": .string("v")]), at: deep, timestamp: Self.t(1)) }
+        #expect(throws: MergeError.self) {
+            try lww.operations(setting: .dictionary(["more": .string("v")]), at: deep, timestamp: Self.t(1))
+        }
     }
 }

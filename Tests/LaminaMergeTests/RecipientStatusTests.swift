@@ -13,7 +13,9 @@ import Testing
         let key = MessageUserKey(message: Gen.messages[0], user: "u2")
         let lattice = RecipientStatusLattice([.status(key, .read), .status(key, .delivered), .status(key, .sent)])
         #expect(lattice.statuses[key] == .read)
-        #expect(RecipientStatusLattice([.status(key, .delivered)]).status(of: stamp(0, position: Self.t(5)), for: "u2") == .delivered)
+        #expect(
+            RecipientStatusLattice([.status(key, .delivered)]).status(of: stamp(0, position: Self.t(5)), for: "u2")
+                == .delivered)
     }
 
     @Test func theSenderHasReadTheirOwnMessageAndOthersStartPendingThenSent() {
@@ -24,7 +26,9 @@ import Testing
     }
 
     @Test func markAllReadCoversMessagesUpToItsPosition() {
-        let lattice = RecipientStatusLattice([.readUpTo(ConversationUserKey(conversation: conversation, user: "u2"), Self.t(10))])
+        let lattice = RecipientStatusLattice([
+            .readUpTo(ConversationUserKey(conversation: conversation, user: "u2"), Self.t(10))
+        ])
         #expect(lattice.status(of: stamp(0, position: Self.t(9)), for: "u2") == .read)
         #expect(lattice.status(of: stamp(1, position: Self.t(10)), for: "u2") == .read)
         #expect(lattice.status(of: stamp(2, position: Self.t(11)), for: "u2") == .sent)
@@ -35,7 +39,8 @@ import Testing
         let key = MessageUserKey(message: Gen.messages[0], user: "u2")
         let lattice = RecipientStatusLattice([.status(key, .read)])
         let message = stamp(0, position: Self.t(5))
-        let hidden = lattice.report(of: message, viewer: "u3", participants: ["u1", "u2", "u3"], receiptsEnabled: false)
+        let hidden = lattice.report(
+            of: message, viewer: "u3", participants: ["u1", "u2", "u3"], receiptsEnabled: false)
         #expect(hidden == ["u1": .invalid, "u2": .invalid, "u3": .sent])
         let own = lattice.report(of: message, viewer: "u2", participants: ["u1", "u2", "u3"], receiptsEnabled: false)
         #expect(own["u2"] == .read && own["u1"] == .invalid)
@@ -48,6 +53,8 @@ import Testing
         for status in RecipientStatus.allCases where status != .read {
             #expect(throws: MergeError.self) { try RecipientStatusLattice.checkApplicationStatus(status) }
         }
-        #expect(RecipientStatusLattice.markRead(Gen.messages[1], by: "u2") == .status(MessageUserKey(message: Gen.messages[1], user: "u2"), .read))
+        #expect(
+            RecipientStatusLattice.markRead(Gen.messages[1], by: "u2")
+                == .status(MessageUserKey(message: Gen.messages[1], user: "u2"), .read))
     }
 }

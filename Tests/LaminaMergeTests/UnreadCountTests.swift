@@ -9,7 +9,9 @@ import Testing
         .created(MessageStamp(id: Gen.messages[i], conversation: conversation, sender: sender, position: Self.t(p)))
     }
     var genesis: UnreadCounts.Operation {
-        .membership(.genesis(MembershipGenesis(participants: ["u1", "u2", "u3"], creator: "u1", isDistinct: false, at: Self.t(1))))
+        .membership(
+            .genesis(
+                MembershipGenesis(participants: ["u1", "u2", "u3"], creator: "u1", isDistinct: false, at: Self.t(1))))
     }
     func readUpTo(_ user: UserID, _ p: UInt64) -> UnreadCounts.Operation {
         .receipt(.readUpTo(ConversationUserKey(conversation: conversation, user: user), Self.t(p)))
@@ -22,7 +24,8 @@ import Testing
 
     @Test func readsCountWhetherTheyArriveBeforeOrAfterTheMessages() {
         let ops = [genesis, stamp(0, 10), stamp(1, 20), stamp(2, 30), readUpTo("u2", 20)]
-        let inOrder = counts(ops), readFirst = counts(ops.reversed())
+        let inOrder = counts(ops)
+        let readFirst = counts(ops.reversed())
         #expect(inOrder == readFirst)
         #expect(inOrder.unreadCount(for: "u2") == 1)
         #expect(inOrder.unreadCount(for: "u3") == 3)
@@ -37,16 +40,21 @@ import Testing
         let mine = counts(base + [.deleted(Gen.messages[1], forUser: "u3")])
         #expect(mine.unreadCount(for: "u3") == 2 && mine.unreadCount(for: "u2") == 3)
         let cleared = counts(base + [.historyCleared(upTo: Self.t(20), forUser: "u2")])
-        #expect(cleared.unreadCount(for: "u2") == 1 && cleared.messageCount(for: "u2") == 1 && cleared.unreadCount(for: "u3") == 3)
+        #expect(
+            cleared.unreadCount(for: "u2") == 1 && cleared.messageCount(for: "u2") == 1
+                && cleared.unreadCount(for: "u3") == 3)
     }
 
     @Test func aRemovedParticipantCountsOnlyWhatTheyMaySee() {
-        let remove = UnreadCounts.Operation.membership(.change(MembershipOperation(.remove, user: "u3", actor: "u1", at: Self.t(15))))
+        let remove = UnreadCounts.Operation.membership(
+            .change(MembershipOperation(.remove, user: "u3", actor: "u1", at: Self.t(15))))
         let removed = counts([genesis, stamp(0, 10), remove, stamp(1, 20), stamp(2, 30)])
         #expect(removed.unreadMessages(for: "u3").map(\.id) == [Gen.messages[0]])
         #expect(removed.messageCount(for: "u3") == 1)
-        let readded = counts([genesis, stamp(0, 10), remove, stamp(1, 20), stamp(2, 30),
-                              .membership(.change(MembershipOperation(.add, user: "u3", actor: "u2", at: Self.t(25))))])
+        let readded = counts([
+            genesis, stamp(0, 10), remove, stamp(1, 20), stamp(2, 30),
+            .membership(.change(MembershipOperation(.add, user: "u3", actor: "u2", at: Self.t(25)))),
+        ])
         #expect(readded.unreadCount(for: "u3") == 3)
     }
 
@@ -57,7 +65,9 @@ import Testing
             let state = UnreadCounts(Gen.unreadOps(&r))
             for user in Gen.users {
                 let unread = state.unreadMessages(for: user)
-                #expect(unread.allSatisfy { $0.sender != user } && unread.count <= state.messageCount(for: user), "seed \(seed)")
+                #expect(
+                    unread.allSatisfy { $0.sender != user } && unread.count <= state.messageCount(for: user),
+                    "seed \(seed)")
             }
         }
     }

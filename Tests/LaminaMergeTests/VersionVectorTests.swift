@@ -15,8 +15,12 @@ import Testing
     }
 
     @Test func missingRangesAreWhatTheOtherSideLacks() {
-        let mine = VersionVector([a: 5, b: 2, c: 7]), theirs = VersionVector([a: 3, b: 4])
-        #expect(mine.missing(from: theirs) == [MissingRange(origin: a, counters: 4...5), MissingRange(origin: c, counters: 1...7)])
+        let mine = VersionVector([a: 5, b: 2, c: 7])
+        let theirs = VersionVector([a: 3, b: 4])
+        #expect(
+            mine.missing(from: theirs) == [
+                MissingRange(origin: a, counters: 4...5), MissingRange(origin: c, counters: 1...7),
+            ])
         #expect(theirs.missing(from: mine) == [MissingRange(origin: b, counters: 3...4)])
         #expect(mine.missing(from: mine).isEmpty)
     }
@@ -25,7 +29,8 @@ import Testing
         var v = VersionVector()
         #expect(v.observe(OperationID(origin: a, counter: 1)) == .next)
         #expect(v.observe(OperationID(origin: a, counter: 1)) == .duplicate)
-        #expect(v.observe(OperationID(origin: a, counter: 4)) == .gap(missing: MissingRange(origin: a, counters: 2...3)))
+        #expect(
+            v.observe(OperationID(origin: a, counter: 4)) == .gap(missing: MissingRange(origin: a, counters: 2...3)))
         #expect(v[a] == 1)
         #expect(try v.increment(a) == OperationID(origin: a, counter: 2))
         var full = VersionVector([a: .max])
@@ -43,7 +48,9 @@ import Testing
             for origin in Gen.nodes {
                 let total = UInt64.random(in: 0...12, using: &r)
                 for counter in stride(from: UInt64(1), through: total, by: 1) {
-                    for side in 0..<2 where counter <= [UInt64.random(in: 0...total, using: &r), total][Int.random(in: 0...1, using: &r)] {
+                    for side in 0..<2
+                    where counter <= [UInt64.random(in: 0...total, using: &r), total][Int.random(in: 0...1, using: &r)]
+                    {
                         if vectors[side][origin] == counter - 1 {
                             logs[side][OperationID(origin: origin, counter: counter)] = "\(origin)#\(counter)"
                             vectors[side].apply(OperationID(origin: origin, counter: counter))

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import LaminaModel
 
 /// The ASCII shortcuts in MIME type and user id validation agree with the Unicode properties.

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import LaminaModel
 
 @Suite struct LaminaErrorTests {

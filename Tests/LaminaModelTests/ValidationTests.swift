@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LaminaModel
 
 @Suite struct IdentifierTests {
@@ -7,7 +8,10 @@ import Testing
         let id = ConversationID.random()
         #expect(id.url.hasPrefix("lamina:///conversations/"))
         #expect(try ConversationID(parsing: id.url) == id)
-        #expect(try ConversationID(parsing: id.url.uppercased().replacingOccurrences(of: "LAMINA:///CONVERSATIONS/", with: "lamina:///conversations/")) == id)
+        #expect(
+            try ConversationID(
+                parsing: id.url.uppercased().replacingOccurrences(
+                    of: "LAMINA:///CONVERSATIONS/", with: "lamina:///conversations/")) == id)
     }
 
     @Test(arguments: [
@@ -25,7 +29,9 @@ import Testing
         #expect(part.url.hasPrefix(message.url + "/parts/"))
         #expect(try MessagePartID(parsing: part.url) == part)
         #expect(throws: ModelError.self) { try MessagePartID(parsing: message.url) }
-        #expect(try ContentID(parsing: "lamina:///content/2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7").url == "lamina:///content/2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7")
+        #expect(
+            try ContentID(parsing: "lamina:///content/2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7").url
+                == "lamina:///content/2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7")
     }
 }
 
@@ -33,7 +39,9 @@ import Testing
     @Test(arguments: ["text/plain", "image/png", "application/vnd.lamina+json", "a/b"])
     func valid(_ text: String) throws { #expect(try MIMEType(text).rawValue == text) }
 
-    @Test(arguments: ["", "text", "/plain", "text/", "text/plain/x", "text /plain", "text/pla in", "text/plain\n", "a//b"])
+    @Test(arguments: [
+        "", "text", "/plain", "text/", "text/plain/x", "text /plain", "text/pla in", "text/plain\n", "a//b",
+    ])
     func invalid(_ text: String) {
         #expect(throws: ModelError.self) { try MIMEType(text) }
     }
@@ -47,11 +55,13 @@ import Testing
 @Suite struct UserIDTests {
     @Test func limits() throws {
         // Non-literal arguments: `UserID("")` with a literal would be literal coercion (SE-0213).
-        let empty = String(), withNUL = "a" + "\u{0}" + "b"
+        let empty = String()
+        let withNUL = "a" + "\u{0}" + "b"
         #expect(throws: ModelError.self) { try UserID(empty) }
         #expect(throws: ModelError.self) { try UserID(String(repeating: "x", count: Limits.maxUserIDBytes + 1)) }
         #expect(throws: ModelError.self) { try UserID(withNUL) }
-        #expect(try UserID(String(repeating: "x", count: Limits.maxUserIDBytes)).rawValue.count == Limits.maxUserIDBytes)
+        #expect(
+            try UserID(String(repeating: "x", count: Limits.maxUserIDBytes)).rawValue.count == Limits.maxUserIDBytes)
     }
 
     @Test func systemSendersHaveAReservedFormThatNoParticipantMayHave() throws {
@@ -60,7 +70,8 @@ import Testing
         #expect(admin.isSystemSender)
         #expect(admin.systemSenderName == "Admin")
         #expect(throws: ModelError.self) { try admin.checkIsUser() }
-        let alice: UserID = "alice", bare = try UserID(UserID.systemSenderPrefix)
+        let alice: UserID = "alice"
+        let bare = try UserID(UserID.systemSenderPrefix)
         #expect(!alice.isSystemSender && alice.systemSenderName == nil)
         #expect(!bare.isSystemSender)  // the prefix alone names no sender
         try alice.checkIsUser()
@@ -70,7 +81,8 @@ import Testing
         #expect(throws: ModelError.self) { try UserID.systemSender(named: String()) }
         #expect(throws: ModelError.self) { try UserID.systemSender(named: "a" + "\u{7}") }
         #expect(throws: ModelError.self) {
-            try Conversation(id: .random(), creator: "alice", participants: [admin], options: .init(), createdAt: .now())
+            try Conversation(
+                id: .random(), creator: "alice", participants: [admin], options: .init(), createdAt: .now())
         }
     }
 }
@@ -86,39 +98,55 @@ import Testing
         let part = try MessagePart(text: "hi")
         #expect(throws: ModelError(.noParts, "a message needs at least one part")) { try message(parts: []).validate() }
         let many = try (0...Limits.maxPartsPerMessage).map { _ in try MessagePart(text: "x") }
-        #expect(performing: { try message(parts: many).validate() }, throws: { ($0 as? ModelError)?.code == .tooManyParts })
+        #expect(
+            performing: { try message(parts: many).validate() }, throws: { ($0 as? ModelError)?.code == .tooManyParts })
         try message(parts: Array(many.prefix(Limits.maxPartsPerMessage))).validate()
         try message(parts: [part]).validate()
     }
 
     @Test func inlineLimit() throws {
-        _ = try MessagePart(mimeType: "application/octet-stream", bytes: [UInt8](repeating: 1, count: Limits.maxInlinePartBytes))
-        #expect(performing: {
-            try MessagePart(mimeType: "application/octet-stream", bytes: [UInt8](repeating: 1, count: Limits.maxInlinePartBytes + 1))
-        }, throws: { ($0 as? ModelError)?.code == .inlineTooLarge })
+        _ = try MessagePart(
+            mimeType: "application/octet-stream", bytes: [UInt8](repeating: 1, count: Limits.maxInlinePartBytes))
+        #expect(
+            performing: {
+                try MessagePart(
+                    mimeType: "application/octet-stream",
+                    bytes: [UInt8](repeating: 1, count: Limits.maxInlinePartBytes + 1))
+            }, throws: { ($0 as? ModelError)?.code == .inlineTooLarge })
         #expect(MessagePart.needsRichContent(size: 2_049))
         #expect(!MessagePart.needsRichContent(size: 2_048))
     }
 
     @Test func externalLimit() throws {
-        let ok = MessagePart(mimeType: "video/mp4", content: .external(ContentReference(id: .random(), size: Limits.maxPartBytes, sha256: Array(repeating: 0, count: 32))))
+        let ok = MessagePart(
+            mimeType: "video/mp4",
+            content: .external(
+                ContentReference(id: .random(), size: Limits.maxPartBytes, sha256: Array(repeating: 0, count: 32))))
         try ok.validate()
-        let tooBig = MessagePart(mimeType: "video/mp4", content: .external(ContentReference(id: .random(), size: Limits.maxPartBytes + 1, sha256: Array(repeating: 0, count: 32))))
+        let tooBig = MessagePart(
+            mimeType: "video/mp4",
+            content: .external(
+                ContentReference(id: .random(), size: Limits.maxPartBytes + 1, sha256: Array(repeating: 0, count: 32))))
         #expect(performing: { try tooBig.validate() }, throws: { ($0 as? ModelError)?.code == .partTooLarge })
-        let badHash = MessagePart(mimeType: "video/mp4", content: .external(ContentReference(id: .random(), size: 10_000, sha256: [1, 2])))
-        #expect(performing: { try badHash.validate() }, throws: { ($0 as? ModelError)?.code == .invalidContentReference })
+        let badHash = MessagePart(
+            mimeType: "video/mp4", content: .external(ContentReference(id: .random(), size: 10_000, sha256: [1, 2])))
+        #expect(
+            performing: { try badHash.validate() }, throws: { ($0 as? ModelError)?.code == .invalidContentReference })
     }
 
     @Test func duplicatePartIDs() throws {
         let part = try MessagePart(text: "x")
-        #expect(performing: { try message(parts: [part, part]).validate() }, throws: { ($0 as? ModelError)?.code == .duplicatePart })
+        #expect(
+            performing: { try message(parts: [part, part]).validate() },
+            throws: { ($0 as? ModelError)?.code == .duplicatePart })
     }
 
     @Test func pushLimits() throws {
         var m = message(parts: [try MessagePart(text: "x")])
         m.push = PushConfiguration(alert: String(repeating: "a", count: Limits.maxPushStringBytes + 1))
         #expect(performing: { try m.validate() }, throws: { ($0 as? ModelError)?.code == .invalidPushConfiguration })
-        m.push = PushConfiguration(alert: "New message", sound: "chime.aiff", title: "Alice", category: "chat", data: ["k": "v"])
+        m.push = PushConfiguration(
+            alert: "New message", sound: "chime.aiff", title: "Alice", category: "chat", data: ["k": "v"])
         try m.validate()
     }
 }
@@ -135,8 +163,11 @@ import Testing
         let users = try (1..<Limits.maxParticipantsWithReceipts).map { try UserID("u\($0)") }
         _ = try Conversation(creator: "alice", participants: Set(users))
         let more = Set(users + ["extra"])
-        #expect(performing: { try Conversation(creator: "alice", participants: more) }, throws: { ($0 as? ModelError)?.code == .tooManyParticipants })
-        _ = try Conversation(creator: "alice", participants: more, options: ConversationOptions(deliveryReceiptsEnabled: false))
+        #expect(
+            performing: { try Conversation(creator: "alice", participants: more) },
+            throws: { ($0 as? ModelError)?.code == .tooManyParticipants })
+        _ = try Conversation(
+            creator: "alice", participants: more, options: ConversationOptions(deliveryReceiptsEnabled: false))
     }
 }
 
@@ -159,7 +190,9 @@ import Testing
         var m = Metadata()
         for i in 0..<20 { m.set(.string(String(repeating: "v", count: 1_000)), at: try MetadataKeyPath(["k\(i)"])) }
         #expect(performing: { try m.validate() }, throws: { ($0 as? ModelError)?.code == .invalidMetadata })
-        let deep: MetadataValue = (0..<Limits.maxMetadataDepth).reduce(.string("x")) { inner, _ in .dictionary(["k": inner]) }
+        let deep: MetadataValue = (0..<Limits.maxMetadataDepth).reduce(.string("x")) { inner, _ in
+            .dictionary(["k": inner])
+        }
         #expect(throws: ModelError.self) { try Metadata(["k": deep]).validate() }
     }
 }

@@ -1,11 +1,11 @@
 import Foundation
 import LaminaModel
-@testable import LaminaStore
 import LaminaTransport
 import LaminaWire
 import Testing
 
 @testable import LaminaNode
+@testable import LaminaStore
 
 /// Header validation and range parsing of the content resource (Protocol/CONTENT.md §3, §5).
 @Suite struct ContentHeaderTests {
@@ -23,7 +23,9 @@ import Testing
         let minimal = try UploadRequestHeaders([("lamina-content-size", "0"), ("lamina-content-sha256", Self.digest)])
         #expect(minimal.offset == 0)
         #expect(minimal.contentLength == nil)
-        let largest = try UploadRequestHeaders([("lamina-content-size", "\(1 << 31)"), ("lamina-content-sha256", Self.digest)])
+        let largest = try UploadRequestHeaders([
+            ("lamina-content-size", "\(1 << 31)"), ("lamina-content-sha256", Self.digest),
+        ])
         #expect(largest.size == 1 << 31)
     }
 
@@ -33,18 +35,46 @@ import Testing
             ([("lamina-content-size", "10")], .invalidArgument),
             ([("lamina-content-size", "ten"), ("lamina-content-sha256", Self.digest)], .invalidArgument),
             ([("lamina-content-size", "+10"), ("lamina-content-sha256", Self.digest)], .invalidArgument),
-            ([("lamina-content-size", "99999999999999999999"), ("lamina-content-sha256", Self.digest)], .invalidArgument),
+            (
+                [("lamina-content-size", "99999999999999999999"), ("lamina-content-sha256", Self.digest)],
+                .invalidArgument
+            ),
             ([("lamina-content-size", "\((1 << 31) + 1)"), ("lamina-content-sha256", Self.digest)], .partTooLarge),
-            ([("lamina-content-size", "10"), ("lamina-content-sha256", String(Self.digest.dropLast()))], .invalidArgument),
-            ([("lamina-content-size", "10"), ("lamina-content-sha256", String(Self.digest.dropLast(2)))], .invalidArgument),
-            ([("lamina-content-size", "10"), ("lamina-content-sha256", String(repeating: "g", count: 64))], .invalidArgument),
-            ([("lamina-content-size", "10"), ("lamina-content-sha256", Self.digest), ("lamina-upload-offset", "11")], .invalidArgument),
-            ([("lamina-content-size", "10"), ("lamina-content-sha256", Self.digest), ("lamina-upload-offset", "-1")], .invalidArgument),
-            ([("lamina-content-size", "10"), ("lamina-content-sha256", Self.digest), ("lamina-upload-offset", "4"),
-              ("content-length", "7")], .uploadTooLong),
+            (
+                [("lamina-content-size", "10"), ("lamina-content-sha256", String(Self.digest.dropLast()))],
+                .invalidArgument
+            ),
+            (
+                [("lamina-content-size", "10"), ("lamina-content-sha256", String(Self.digest.dropLast(2)))],
+                .invalidArgument
+            ),
+            (
+                [("lamina-content-size", "10"), ("lamina-content-sha256", String(repeating: "g", count: 64))],
+                .invalidArgument
+            ),
+            (
+                [
+                    ("lamina-content-size", "10"), ("lamina-content-sha256", Self.digest),
+                    ("lamina-upload-offset", "11"),
+                ], .invalidArgument
+            ),
+            (
+                [
+                    ("lamina-content-size", "10"), ("lamina-content-sha256", Self.digest),
+                    ("lamina-upload-offset", "-1"),
+                ], .invalidArgument
+            ),
+            (
+                [
+                    ("lamina-content-size", "10"), ("lamina-content-sha256", Self.digest),
+                    ("lamina-upload-offset", "4"),
+                    ("content-length", "7"),
+                ], .uploadTooLong
+            ),
         ]
         for (headers, code) in cases {
-            #expect(performing: { try UploadRequestHeaders(headers) }, throws: { ($0 as? ContentFailure)?.code == code })
+            #expect(
+                performing: { try UploadRequestHeaders(headers) }, throws: { ($0 as? ContentFailure)?.code == code })
         }
     }
 
@@ -109,8 +139,12 @@ import Testing
         let data = URL(fileURLWithPath: "/srv/node-a")
         #expect(configuration.content.directory == nil)
         #expect(configuration.content.root(dataDirectory: data).path == "/srv/node-a/content")
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("content-config-\(UUID().uuidString).json")
-        try Data(#"{"content": {"directory": "/srv/lamina-content", "quotaBytes": 5000, "maxConcurrentUploadsPerUser": 2, "sweepIntervalSeconds": 60}}"#.utf8).write(to: file)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "content-config-\(UUID().uuidString).json")
+        try Data(
+            #"{"content": {"directory": "/srv/lamina-content", "quotaBytes": 5000, "maxConcurrentUploadsPerUser": 2, "sweepIntervalSeconds": 60}}"#
+                .utf8
+        ).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         try configuration.apply(configFile: file.path)
         #expect(configuration.content.quotaBytes == 5000)

@@ -4,6 +4,7 @@ import LaminaModel
 import LaminaStoreTestSupport
 import LaminaWire
 import Testing
+
 @testable import LaminaNode
 
 /// Distinct conversations of one participant set created on several nodes while their links
@@ -18,7 +19,11 @@ import Testing
         var moved = true
         while moved {
             moved = false
-            for i in nodes.indices { for j in nodes.indices where i != j { if try await R.pull(nodes[i], from: nodes[j]) > 0 { moved = true } } }
+            for i in nodes.indices {
+                for j in nodes.indices where i != j {
+                    if try await R.pull(nodes[i], from: nodes[j]) > 0 { moved = true }
+                }
+            }
         }
     }
 
@@ -39,7 +44,8 @@ import Testing
             case .messageCreated(let m): held.insert(m.conversationID)
             case .identifierChanged(let i):
                 if held.remove(i.from) != nil { held.insert(i.to) }
-            case .conversationDeleted(let d) where d.mode == .allParticipants && d.below == nil: held.remove(d.conversationID)
+            case .conversationDeleted(let d) where d.mode == .allParticipants && d.below == nil:
+                held.remove(d.conversationID)
             default: break
             }
         }
@@ -58,45 +64,64 @@ import Testing
         for (i, node) in nodes.enumerated() {
             let creator: UserID = i % 2 == 0 ? "alice" : "bob"
             let client = try await node.connect(creator)
-            let id = ConversationID.random(), message = MessageID.random()
-            let reply = try await client.command(.createConversation(CreateConversation(conversationID: id, participants: [creator == "alice" ? "bob" : "alice"])))
+            let id = ConversationID.random()
+            let message = MessageID.random()
+            let reply = try await client.command(
+                .createConversation(
+                    CreateConversation(conversationID: id, participants: [creator == "alice" ? "bob" : "alice"])))
             #expect(reply.reply.ack?.conversationID == id)
-            try await client.command(.sendMessage(SendMessage(messageID: message, conversationID: id, parts: [textPart("from node \(i)")])))
+            try await client.command(
+                .sendMessage(SendMessage(messageID: message, conversationID: id, parts: [textPart("from node \(i)")])))
             createdIDs.append(id)
             sentIDs.append(message)
             if i == 0, loseDistinctness {
-                try await client.command(.addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: ["carol"])))
+                try await client.command(
+                    .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: ["carol"])))
             }
         }
-        let created = createdIDs, messages = sentIDs
+        let created = createdIDs
+        let messages = sentIDs
         for i in order { for j in order where j != i { try await R.pull(nodes[i], from: nodes[j]) } }
         try await Self.heal(nodes)
 
         // One conversation on every node: every creation resolves to the same survivor.
         let targets = try await nodes.asyncMap { try await Self.targets($0, created) }
         let survivor = targets[0][0]
-        for (n, t) in targets.enumerated() { #expect(Set(t) == Set([survivor]), "node \(n + 1): \(t) (order \(order))") }
+        for (n, t) in targets.enumerated() {
+            #expect(Set(t) == Set([survivor]), "node \(n + 1): \(t) (order \(order))")
+        }
         let candidates = try await nodes[0].store.read { r -> [DistinctCandidate] in
             var out: [DistinctCandidate] = []
-            for id in created { if let stored = try r.conversation(id) { out.append(DistinctCandidate(id: id, participants: ["alice", "bob"], createdAt: stored.hlc)) } }
+            for id in created {
+                if let stored = try r.conversation(id) {
+                    out.append(DistinctCandidate(id: id, participants: ["alice", "bob"], createdAt: stored.hlc))
+                }
+            }
             return out
         }
         #expect(candidates.count == created.count)
         let expected = DistinctResolution.survivor(of: candidates)?.id
         #expect(survivor == expected)
         let digests = try await nodes.asyncMap { try await $0.engine.convergenceDigest() }
-        for d in digests.dropFirst() { #expect(d.overall == digests[0].overall, "order \(order): \(R.difference(digests[0], d))") }
+        for d in digests.dropFirst() {
+            #expect(d.overall == digests[0].overall, "order \(order): \(R.difference(digests[0], d))")
+        }
         for node in nodes {
             let stored = try await node.store.read { r in try r.conversation(survivor) }
             #expect(stored?.isLive == true)
             #expect(stored?.conversation.isDistinct == !loseDistinctness)
-            #expect(stored?.conversation.participants == (loseDistinctness ? ["alice", "bob", "carol"] : ["alice", "bob"]))
-            let held = try await node.store.read { r in try messages.compactMap { try r.message($0)?.message.conversationID } }
+            #expect(
+                stored?.conversation.participants == (loseDistinctness ? ["alice", "bob", "carol"] : ["alice", "bob"]))
+            let held = try await node.store.read { r in
+                try messages.compactMap { try r.message($0)?.message.conversationID }
+            }
             #expect(held == Array(repeating: survivor, count: messages.count))
             // Every device of every participant, on every node, holds that one conversation.
             for user in ["alice", "bob"] as [UserID] {
                 let view = try await Self.deviceView(user, on: node)
-                #expect(view == [survivor], "\(user) on node \(node.engine.configuration.nodeID.rawValue): \(view) (order \(order))")
+                #expect(
+                    view == [survivor],
+                    "\(user) on node \(node.engine.configuration.nodeID.rawValue): \(view) (order \(order))")
             }
         }
     }
@@ -124,13 +149,18 @@ import Testing
     func aConcurrentCreationMergesIntoADeletedConversation(order: [Int]) async throws {
         let nodes = [try R.node(1), try R.node(2)]
         defer { Task { for node in nodes { await node.close() } } }
-        let alice = try await nodes[0].connect("alice"), bob = try await nodes[1].connect("bob")
-        let deleted = ConversationID.random(), created = ConversationID.random()
+        let alice = try await nodes[0].connect("alice")
+        let bob = try await nodes[1].connect("bob")
+        let deleted = ConversationID.random()
+        let created = ConversationID.random()
         try await alice.command(.createConversation(CreateConversation(conversationID: deleted, participants: ["bob"])))
-        try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: deleted, parts: [textPart("soon gone")])))
-        try await alice.command(.deleteConversation(DeleteConversation(requestID: UUID(), conversationID: deleted, mode: .allParticipants)))
+        try await alice.command(
+            .sendMessage(SendMessage(messageID: .random(), conversationID: deleted, parts: [textPart("soon gone")])))
+        try await alice.command(
+            .deleteConversation(DeleteConversation(requestID: UUID(), conversationID: deleted, mode: .allParticipants)))
         try await bob.command(.createConversation(CreateConversation(conversationID: created, participants: ["alice"])))
-        try await bob.command(.sendMessage(SendMessage(messageID: .random(), conversationID: created, parts: [textPart("hello")])))
+        try await bob.command(
+            .sendMessage(SendMessage(messageID: .random(), conversationID: created, parts: [textPart("hello")])))
         try await R.pull(nodes[order[0]], from: nodes[order[1]])
         try await Self.heal(nodes)
 
@@ -141,7 +171,8 @@ import Testing
             #expect(targets[0] == targets[1])
             let survivor = try await node.store.read { r in try r.conversation(targets[0]) }
             #expect(survivor?.isDeleted == true)
-            #expect(try await node.store.read { r in try r.distinctConversation(participants: ["alice", "bob"]) } == nil)
+            #expect(
+                try await node.store.read { r in try r.distinctConversation(participants: ["alice", "bob"]) } == nil)
             for user in ["alice", "bob"] as [UserID] {
                 let view = try await Self.deviceView(user, on: node)
                 #expect(view.isEmpty, "\(user) on node \(node.engine.configuration.nodeID.rawValue): \(view)")
@@ -153,14 +184,26 @@ import Testing
     /// the same participants: it stands on its own on every node, whatever the order.
     @Test(arguments: [false, true])
     func aCreationThatSawTheOtherLoseItsDistinctnessStandsAlone(relayThroughThird: Bool) async throws {
-        let a = try R.node(1), b = try R.node(2), c = try R.node(3)
-        defer { Task { await a.close(); await b.close(); await c.close() } }
-        let alice = try await a.connect("alice"), bob = try await b.connect("bob")
-        let first = ConversationID.random(), second = ConversationID.random()
+        let a = try R.node(1)
+        let b = try R.node(2)
+        let c = try R.node(3)
+        defer {
+            Task {
+                await a.close()
+                await b.close()
+                await c.close()
+            }
+        }
+        let alice = try await a.connect("alice")
+        let bob = try await b.connect("bob")
+        let first = ConversationID.random()
+        let second = ConversationID.random()
         try await alice.command(.createConversation(CreateConversation(conversationID: first, participants: ["bob"])))
-        try await alice.command(.addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: first, users: ["carol"])))
+        try await alice.command(
+            .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: first, users: ["carol"])))
         try await R.pull(b, from: a)
-        let reply = try await bob.command(.createConversation(CreateConversation(conversationID: second, participants: ["alice"])))
+        let reply = try await bob.command(
+            .createConversation(CreateConversation(conversationID: second, participants: ["alice"])))
         #expect(reply.reply.ack?.conversationID == second)
         if relayThroughThird {
             try await R.pull(c, from: b)
@@ -169,7 +212,9 @@ import Testing
         try await Self.heal([a, b, c])
         for node in [a, b, c] {
             #expect(try await Self.targets(node, [first, second]) == [first, second])
-            let live = try await node.store.read { r in try r.distinctConversation(participants: ["alice", "bob"])?.conversation.id }
+            let live = try await node.store.read { r in
+                try r.distinctConversation(participants: ["alice", "bob"])?.conversation.id
+            }
             #expect(live == second)
         }
         let digests = try await [a, b, c].asyncMap { try await $0.engine.convergenceDigest() }

@@ -2,6 +2,7 @@ import Foundation
 import LaminaModel
 import LaminaWire
 import Testing
+
 @testable import LaminaNode
 
 @Suite struct EngineCommandTests {
@@ -17,13 +18,19 @@ import Testing
         let bob2 = try await h.connect("bob")
         let carol = try await h.connect("carol")
         let conversation = ConversationID.random()
-        let (created, _) = try await alice1.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        let (created, _) = try await alice1.command(
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
         #expect(created.ack?.conversationID == conversation)
         // Alice's other device learns of the conversation; Bob only with the first message.
-        #expect(try await alice2.nextChanges().map(\.event) == [.conversationCreated(try #require(try await h.store.read { r in try r.conversation(conversation) }).conversation)])
+        #expect(
+            try await alice2.nextChanges().map(\.event) == [
+                .conversationCreated(
+                    try #require(try await h.store.read { r in try r.conversation(conversation) }).conversation)
+            ])
 
         let id = MessageID.random()
-        let (reply, _) = try await alice1.command(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("hi")])))
+        let (reply, _) = try await alice1.command(
+            .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("hi")])))
         let ack = try #require(reply.ack)
         #expect(ack.position != nil && ack.timestamp != nil)
         // Durable when acknowledged: a reader sees it.
@@ -37,7 +44,10 @@ import Testing
         for device in [bob1, bob2] {
             var changes = try await device.nextChanges()
             if changes.count == 1 { changes += try await device.nextChanges() }
-            guard case .conversationCreated(let c) = changes.first?.event else { Issue.record("bob got \(changes)"); continue }
+            guard case .conversationCreated(let c) = changes.first?.event else {
+                Issue.record("bob got \(changes)")
+                continue
+            }
             #expect(c.id == conversation)
             #expect(messageIDs(changes) == [id])
             #expect(changes.map(\.seq) == [1, 2])
@@ -50,9 +60,11 @@ import Testing
         let h = try EngineHarness()
         let alice = try await h.connect("alice")
         let conversation = ConversationID.random()
-        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        try await alice.command(
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
         _ = try await alice.nextChanges()
-        let send = Frame.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("once")]))
+        let send = Frame.sendMessage(
+            SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("once")]))
         let (first, _) = try await alice.command(send)
         _ = try await alice.nextChanges()
         let headBefore = try await h.store.read { r in try r.feedHead(of: "bob") }
@@ -76,35 +88,49 @@ import Testing
         let bob = try await h.connect("bob")
         let mallory = try await h.connect("mallory")
         let conversation = ConversationID.random()
-        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        try await alice.command(
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
         _ = try await alice.nextChanges()
-        let (before, _) = try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("before")])))
+        let (before, _) = try await alice.command(
+            .sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("before")])))
         #expect(before.ack != nil)
         _ = try await alice.nextChanges()
         _ = try await bob.nextChanges()
 
-        let (intruder, _) = try await mallory.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("x")])))
+        let (intruder, _) = try await mallory.command(
+            .sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("x")])))
         #expect(intruder.errorFrame?.code == .notAParticipant)
-        let (peek, _) = try await mallory.command(.fetchHistory(FetchHistory(requestID: UUID(), conversationID: conversation, policy: .complete)))
+        let (peek, _) = try await mallory.command(
+            .fetchHistory(FetchHistory(requestID: UUID(), conversationID: conversation, policy: .complete)))
         #expect(peek.errorFrame?.code == .notAParticipant)
 
-        let (removed, _) = try await alice.command(.removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: ["bob"])))
+        let (removed, _) = try await alice.command(
+            .removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: ["bob"])))
         #expect(removed.ack != nil)
         _ = try await alice.nextChanges()
-        guard case .participantsChanged(let p) = try await bob.nextChanges().first?.event else { Issue.record("bob not told"); return }
+        guard case .participantsChanged(let p) = try await bob.nextChanges().first?.event else {
+            Issue.record("bob not told")
+            return
+        }
         #expect(p.removed == ["bob"])
 
         let after = MessageID.random()
-        try await alice.command(.sendMessage(SendMessage(messageID: after, conversationID: conversation, parts: [textPart("after")])))
+        try await alice.command(
+            .sendMessage(SendMessage(messageID: after, conversationID: conversation, parts: [textPart("after")])))
         _ = try await alice.nextChanges()
-        let (bobSend, _) = try await bob.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("me?")])))
+        let (bobSend, _) = try await bob.command(
+            .sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("me?")])))
         #expect(bobSend.errorFrame?.code == .removedParticipant)
         // Bob keeps what came before, and gets nothing after.
         let history = UUID()
-        bob.session.receive(.fetchHistory(FetchHistory(requestID: history, conversationID: conversation, policy: .complete)))
+        bob.session.receive(
+            .fetchHistory(FetchHistory(requestID: history, conversationID: conversation, policy: .complete)))
         let changes = try await bob.nextChanges()
         #expect(changes.count == 1)
-        guard case .messageCreated(let m) = changes.first?.event else { Issue.record("no history"); return }
+        guard case .messageCreated(let m) = changes.first?.event else {
+            Issue.record("no history")
+            return
+        }
         #expect(m.parts.first?.content == .inline(Array("before".utf8)))
         #expect(try await bob.outbound.expectNext().ack?.requestID == history)
         let (_, cursor) = try await bob.sync(from: 0)
@@ -121,11 +147,15 @@ import Testing
         let first = ConversationID.random()
         try await alice.command(.createConversation(CreateConversation(conversationID: first, participants: ["bob"])))
         let second = ConversationID.random()
-        let (resolved, _) = try await bob.command(.createConversation(CreateConversation(conversationID: second, participants: ["alice"])))
+        let (resolved, _) = try await bob.command(
+            .createConversation(CreateConversation(conversationID: second, participants: ["alice"])))
         #expect(resolved.ack?.conversationID == first)
         let metadata = Metadata(["title": .string("other")])
-        let (conflict, _) = try await bob.command(.createConversation(CreateConversation(
-            conversationID: .random(), participants: ["alice"], options: ConversationOptions(metadata: metadata))))
+        let (conflict, _) = try await bob.command(
+            .createConversation(
+                CreateConversation(
+                    conversationID: .random(), participants: ["alice"], options: ConversationOptions(metadata: metadata)
+                )))
         #expect(conflict.errorFrame?.code == .existingDistinctConversation)
         #expect(conflict.errorFrame?.conversationID == first)
         #expect(try await h.store.read { r in try r.conversation(second) } == nil)
@@ -136,8 +166,10 @@ import Testing
         let h = try EngineHarness()
         let alice = try await h.connect("alice")
         let conversation = ConversationID.random()
-        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
-        let (reply, _) = try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [])))
+        try await alice.command(
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        let (reply, _) = try await alice.command(
+            .sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [])))
         #expect(reply.errorFrame?.code == .noParts)
         #expect(reply.errorFrame?.isFatal == false)
         await h.close()
@@ -150,29 +182,42 @@ import Testing
         let alice = try await h.connect("alice")
         let bob = try await h.connect("bob")
         let conversation = ConversationID.random()
-        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        try await alice.command(
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
         let mine = MessageID.random()
         let ours = MessageID.random()
-        try await alice.command(.sendMessage(SendMessage(messageID: mine, conversationID: conversation, parts: [textPart("a")])))
-        try await alice.command(.sendMessage(SendMessage(messageID: ours, conversationID: conversation, parts: [textPart("b")])))
+        try await alice.command(
+            .sendMessage(SendMessage(messageID: mine, conversationID: conversation, parts: [textPart("a")])))
+        try await alice.command(
+            .sendMessage(SendMessage(messageID: ours, conversationID: conversation, parts: [textPart("b")])))
         var bobSeen = 0
         while bobSeen < 3 { bobSeen += try await bob.nextChanges().count }
 
-        let (local, _) = try await alice.command(.deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: mine, mode: .myDevices)))
+        let (local, _) = try await alice.command(
+            .deleteMessage(
+                DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: mine, mode: .myDevices)))
         #expect(local.ack != nil)
         #expect(try await h.store.read { r in try r.message(mine) }?.isDeleted == false)
-        let (global, _) = try await alice.command(.deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: ours, mode: .allParticipants)))
+        let (global, _) = try await alice.command(
+            .deleteMessage(
+                DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: ours, mode: .allParticipants))
+        )
         #expect(global.ack != nil)
         #expect(try await h.store.read { r in try r.message(ours) }?.isDeleted == true)
         // Bob hears only of the deletion for everyone, then of his counts after it (SPEC §6.4).
         var changes = try await bob.nextChanges()
         if changes.count == 1 { changes += try await bob.nextChanges() }
-        #expect(changes.map(\.event) == [
-            .messageDeleted(MessageDeleted(conversationID: conversation, messageID: ours, mode: .allParticipants, by: "alice")),
-            .conversationUpdated(ConversationUpdated(conversationID: conversation, isDistinct: true, deliveryReceiptsEnabled: true,
-                                                     messageCount: 1, unreadCount: 1, lastMessageID: mine)),
-        ])
-        let (again, _) = try await bob.command(.markRead(MarkRead(requestID: UUID(), conversationID: conversation, messageID: ours)))
+        #expect(
+            changes.map(\.event) == [
+                .messageDeleted(
+                    MessageDeleted(conversationID: conversation, messageID: ours, mode: .allParticipants, by: "alice")),
+                .conversationUpdated(
+                    ConversationUpdated(
+                        conversationID: conversation, isDistinct: true, deliveryReceiptsEnabled: true,
+                        messageCount: 1, unreadCount: 1, lastMessageID: mine)),
+            ])
+        let (again, _) = try await bob.command(
+            .markRead(MarkRead(requestID: UUID(), conversationID: conversation, messageID: ours)))
         #expect(again.errorFrame?.code == .notFound)
         await h.close()
     }

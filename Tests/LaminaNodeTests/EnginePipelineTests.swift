@@ -2,6 +2,7 @@ import Foundation
 import LaminaModel
 import LaminaWire
 import Testing
+
 @testable import LaminaNode
 
 /// A session's commands enter group commit without waiting for each other's commits.
@@ -12,9 +13,11 @@ import Testing
         let conversation = ConversationID.random()
         let ids = (0..<300).map { _ in MessageID.random() }
         // CREATE then 300 sends, all at once: each send depends on the create before it.
-        alice.session.receive(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        alice.session.receive(
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
         for id in ids {
-            alice.session.receive(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("p")])))
+            alice.session.receive(
+                .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("p")])))
         }
         var acked: [UUID] = []
         var positions: [MessagePosition] = []
@@ -23,7 +26,9 @@ import Testing
             case .ack(let ack):
                 acked.append(ack.requestID)
                 if let p = ack.position { positions.append(p) }
-            case .error(let e): Issue.record("error \(e)"); return
+            case .error(let e):
+                Issue.record("error \(e)")
+                return
             default: continue
             }
         }
@@ -32,7 +37,9 @@ import Testing
         // Pipelined: more than one of this one session's commands committed in one group.
         #expect(h.store.writerStatistics.largestBatch > 1)
         #expect(h.store.writerStatistics.transactions < ids.count)
-        let history = try await h.store.read { r in try r.history(of: conversation, for: "alice", .complete(after: nil, limit: 1_000)) }
+        let history = try await h.store.read { r in
+            try r.history(of: conversation, for: "alice", .complete(after: nil, limit: 1_000))
+        }
         #expect(history.map(\.id) == ids)
         await h.close()
     }
@@ -41,8 +48,10 @@ import Testing
         let h = try EngineHarness()
         let alice = try await h.connect("alice")
         let conversation = ConversationID.random()
-        let send = Frame.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("once")]))
-        alice.session.receive(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        let send = Frame.sendMessage(
+            SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("once")]))
+        alice.session.receive(
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
         alice.session.receive(send)
         alice.session.receive(send)
         var acks: [Ack] = []

@@ -3,6 +3,7 @@ import LaminaMerge
 import LaminaModel
 import LaminaWire
 import Testing
+
 @testable import LaminaNode
 
 @Suite struct EngineSessionTests {
@@ -10,8 +11,15 @@ import Testing
         let h = try EngineHarness()
         let outbound = RecordingOutbound()
         let session = h.engine.openSession(outbound: outbound)
-        session.receive(.hello(Hello(minVersion: 1, maxVersion: 3, features: [.changeBatches, FeatureSet(rawValue: 1 << 40)], agent: "t")))
-        guard case .welcome(let w) = try await outbound.expectNext() else { Issue.record("no welcome"); return }
+        session.receive(
+            .hello(
+                Hello(
+                    minVersion: 1, maxVersion: 3, features: [.changeBatches, FeatureSet(rawValue: 1 << 40)], agent: "t")
+            ))
+        guard case .welcome(let w) = try await outbound.expectNext() else {
+            Issue.record("no welcome")
+            return
+        }
         #expect(w.version == 1)
         #expect(w.features == [.changeBatches])
         #expect(w.nodeID == NodeID(7))

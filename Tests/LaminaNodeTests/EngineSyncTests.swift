@@ -1,20 +1,27 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaWire
+import NIOConcurrencyHelpers
 import Testing
+
 @testable import LaminaNode
 
 @Suite struct EngineSyncTests {
     /// Alice creates a conversation with Bob and sends `count` messages; returns their ids.
-    func conversation(_ h: EngineHarness, _ alice: Client, receipts: Bool = true, count: Int) async throws -> (ConversationID, [MessageID]) {
+    func conversation(_ h: EngineHarness, _ alice: Client, receipts: Bool = true, count: Int) async throws -> (
+        ConversationID, [MessageID]
+    ) {
         let conversation = ConversationID.random()
-        try await alice.command(.createConversation(CreateConversation(
-            conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: receipts))))
+        try await alice.command(
+            .createConversation(
+                CreateConversation(
+                    conversationID: conversation, participants: ["bob"],
+                    options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: receipts))))
         var ids: [MessageID] = []
         for i in 0..<count {
             let id = MessageID.random()
-            let (reply, _) = try await alice.command(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("m\(i)")])))
+            let (reply, _) = try await alice.command(
+                .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("m\(i)")])))
             #expect(reply.ack != nil)
             ids.append(id)
         }
@@ -39,7 +46,8 @@ import Testing
         var later: [MessageID] = []
         for i in 0..<300 {
             let id = MessageID.random()
-            try await alice.command(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("late \(i)")])))
+            try await alice.command(
+                .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("late \(i)")])))
             later.append(id)
         }
         let back = try await h.connect("bob", device: bobDevice, sync: false)
@@ -47,11 +55,13 @@ import Testing
         #expect(createdIDs(changes) == later)
         #expect(changes.map(\.seq) == Array((cursor + 1)...(cursor + 300)))
         #expect(reached == cursor + 300)
-        #expect(try await h.store.read { r in try r.cursor(of: bobDevice.uuidString.lowercased(), user: "bob") } == cursor)
+        #expect(
+            try await h.store.read { r in try r.cursor(of: bobDevice.uuidString.lowercased(), user: "bob") } == cursor)
         #expect(!first.isEmpty)
         // Live after the backlog.
         let live = MessageID.random()
-        try await alice.command(.sendMessage(SendMessage(messageID: live, conversationID: conversation, parts: [textPart("live")])))
+        try await alice.command(
+            .sendMessage(SendMessage(messageID: live, conversationID: conversation, parts: [textPart("live")])))
         #expect(createdIDs(try await back.nextChanges()) == [live])
         await h.close()
     }
@@ -69,10 +79,15 @@ import Testing
         // Two more messages whose publication to Bob is lost for now (as if still in flight).
         bob.session.state.withLockedValue { $0.live = false }
         for i in 0..<2 {
-            try await alice.command(.sendMessage(SendMessage(messageID: MessageID.random(), conversationID: conversation, parts: [textPart("late \(i)")])))
+            try await alice.command(
+                .sendMessage(
+                    SendMessage(
+                        messageID: MessageID.random(), conversationID: conversation, parts: [textPart("late \(i)")])))
         }
         bob.session.state.withLockedValue { $0.live = true }
-        let stored = try await h.store.read { r in try r.feed(of: "bob", after: through, limit: 10) }.map { try FeedCoding.decode($0) }
+        let stored = try await h.store.read { r in try r.feed(of: "bob", after: through, limit: 10) }.map {
+            try FeedCoding.decode($0)
+        }
         #expect(stored.map(\.seq) == [through + 1, through + 2])
         // The later commit publishes first: Bob gets both, in order; the earlier one then adds nothing.
         h.engine.publish([FeedChange(user: "bob", seq: stored[1].seq, event: stored[1].event)])
@@ -92,7 +107,9 @@ import Testing
         let bob = try await h.connect("bob", sync: false)
         let (conversation, ids) = try await conversation(h, alice, count: 6)
         func fetch(_ policy: LaminaWire.HistoryPolicy, before: MessagePosition? = nil) async throws -> [MessageID] {
-            let (reply, changes) = try await bob.command(.fetchHistory(FetchHistory(requestID: UUID(), conversationID: conversation, policy: policy, before: before)))
+            let (reply, changes) = try await bob.command(
+                .fetchHistory(
+                    FetchHistory(requestID: UUID(), conversationID: conversation, policy: policy, before: before)))
             #expect(reply.ack != nil, "\(reply)")
             #expect(changes.allSatisfy { $0.seq == 0 })
             return createdIDs(changes)
@@ -101,7 +118,8 @@ import Testing
         #expect(try await fetch(.lastN(2)) == Array(ids.suffix(2)))
         #expect(try await fetch(.unreadOnly) == ids)
         let positions = try await h.store.read { r in try ids.map { try r.message($0)!.message.position! } }
-        try await bob.command(.markAllRead(MarkAllRead(requestID: UUID(), conversationID: conversation, upTo: positions[3])))
+        try await bob.command(
+            .markAllRead(MarkAllRead(requestID: UUID(), conversationID: conversation, upTo: positions[3])))
         #expect(try await fetch(.unreadOnly) == Array(ids[4...]))
         #expect(try await fetch(.lastN(2), before: positions[4]) == [ids[2], ids[3]])
         #expect(try await fetch(.complete, before: positions[2]) == [ids[0], ids[1]])
@@ -117,16 +135,28 @@ import Testing
         while createdIDs(aliceChanges).isEmpty { aliceChanges += try await alice.nextChanges() }
         var bobChanges: [Change] = []
         while createdIDs(bobChanges).isEmpty { bobChanges += try await bob.nextChanges() }
-        guard case .messageCreated(let m) = bobChanges.last?.event else { Issue.record("no message"); return }
+        guard case .messageCreated(let m) = bobChanges.last?.event else {
+            Issue.record("no message")
+            return
+        }
         #expect(m.recipientStatus["bob"] == .sent)
         #expect(m.recipientStatus["alice"] == .read)
 
-        try await bob.command(.deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: conversation, upTo: m.position!)))
+        try await bob.command(
+            .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: conversation, upTo: m.position!)))
         // One status-up-to change for the whole range, not one change per message.
-        #expect(try await alice.nextChanges().map(\.event) == [.statusUpTo(StatusUpTo(conversationID: conversation, user: "bob", status: .delivered, upTo: m.position!))])
+        #expect(
+            try await alice.nextChanges().map(\.event) == [
+                .statusUpTo(
+                    StatusUpTo(conversationID: conversation, user: "bob", status: .delivered, upTo: m.position!))
+            ])
         #expect(try await h.store.read { r in try r.recipientStatus(of: ids[0]) }["bob"] == .delivered)
         try await bob.command(.markRead(MarkRead(requestID: UUID(), conversationID: conversation, messageID: ids[0])))
-        #expect(try await alice.nextChanges().map(\.event) == [.messageStatusChanged(MessageStatusChanged(conversationID: conversation, messageID: ids[0], user: "bob", status: .read))])
+        #expect(
+            try await alice.nextChanges().map(\.event) == [
+                .messageStatusChanged(
+                    MessageStatusChanged(conversationID: conversation, messageID: ids[0], user: "bob", status: .read))
+            ])
         #expect(try await h.store.read { r in try r.recipientStatus(of: ids[0]) }["bob"] == .read)
 
         // Receipts disabled: the status still moves for the reader, the sender hears nothing.
@@ -134,7 +164,8 @@ import Testing
         aliceChanges = []
         while createdIDs(aliceChanges).isEmpty { aliceChanges += try await alice.nextChanges() }
         let position = try await h.store.read { r in try r.message(quietIDs[0])!.message.position! }
-        let (delivered, _) = try await bob.command(.deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: quiet, upTo: position)))
+        let (delivered, _) = try await bob.command(
+            .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: quiet, upTo: position)))
         #expect(delivered.ack != nil)
         try await bob.command(.markRead(MarkRead(requestID: UUID(), conversationID: quiet, messageID: quietIDs[0])))
         let ping = UInt64.random(in: 1...UInt64.max)
@@ -154,7 +185,11 @@ import Testing
         let head = try await h.store.read { r in try r.feedHead(of: "bob") }
         alice.session.receive(.typing(Typing(conversationID: conversation, state: .started)))
         let typing = try await bob.nextChanges()
-        #expect(typing == [Change(seq: 0, event: .typing(TypingChanged(conversationID: conversation, user: "alice", state: .started)))])
+        #expect(
+            typing == [
+                Change(
+                    seq: 0, event: .typing(TypingChanged(conversationID: conversation, user: "alice", state: .started)))
+            ])
         #expect(try await h.store.read { r in try r.feedHead(of: "bob") } == head)
         await h.close()
     }
@@ -165,11 +200,16 @@ import Testing
         let h = try EngineHarness()
         let alice = try await h.connect("alice", sync: false)
         let conversation = ConversationID.random()
-        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+        try await alice.command(
+            .createConversation(
+                CreateConversation(
+                    conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false)
+                )))
         var sent: [MessageID] = []
         for i in 0..<3 {
             sent.append(.random())
-            try await alice.command(.sendMessage(SendMessage(messageID: sent[i], conversationID: conversation, parts: [textPart("\(i)")])))
+            try await alice.command(
+                .sendMessage(SendMessage(messageID: sent[i], conversationID: conversation, parts: [textPart("\(i)")])))
         }
         let head = try await h.store.read { r in try r.feedHead(of: "bob") }
         #expect(head == 4)
@@ -179,12 +219,20 @@ import Testing
         #expect(cursor == head)
         // The conversation, its latest message and bob's counts, outside the feed (SPEC §6.3).
         #expect(changes.map(\.seq) == [0, 0, 0])
-        guard changes.count == 3, case .conversationCreated(let c) = changes[0].event, case .messageCreated(let last) = changes[1].event,
-              case .conversationUpdated(let counts) = changes[2].event else { Issue.record("no snapshot: \(changes)"); return }
+        guard changes.count == 3, case .conversationCreated(let c) = changes[0].event,
+            case .messageCreated(let last) = changes[1].event,
+            case .conversationUpdated(let counts) = changes[2].event
+        else {
+            Issue.record("no snapshot: \(changes)")
+            return
+        }
         #expect(c.id == conversation)
         #expect(last.id == sent[2])
-        #expect(counts == ConversationUpdated(conversationID: conversation, isDistinct: false, deliveryReceiptsEnabled: true,
-                                              messageCount: 3, unreadCount: 3, lastMessageID: sent[2]))
+        #expect(
+            counts
+                == ConversationUpdated(
+                    conversationID: conversation, isDistinct: false, deliveryReceiptsEnabled: true,
+                    messageCount: 3, unreadCount: 3, lastMessageID: sent[2]))
         // Every entry pruned: still a snapshot, not an empty backlog that leaves the cursor behind.
         try await h.store.write { tx in _ = try tx.pruneFeed(of: "bob", through: head) }
         let again = try await h.connect("bob", sync: false)
@@ -201,9 +249,15 @@ import Testing
         for _ in 0..<2 {
             let conversation = ConversationID.random()
             conversations.append(conversation)
-            try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"], options: ConversationOptions(isDistinct: false))))
+            try await alice.command(
+                .createConversation(
+                    CreateConversation(
+                        conversationID: conversation, participants: ["bob"],
+                        options: ConversationOptions(isDistinct: false))))
             for i in 0..<4 {
-                try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("\(i)")])))
+                try await alice.command(
+                    .sendMessage(
+                        SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("\(i)")])))
             }
         }
         let head = try await h.store.read { r in try r.feedHead(of: "bob") }
@@ -223,11 +277,15 @@ import Testing
         #expect(counted.map(\.conversationID) == conversations)
         #expect(counted.allSatisfy { $0.messageCount == 4 && $0.unreadCount == 4 })
         // Live from the head on: a new message is one feed entry, and no counts (the device counts it).
-        try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversations[0], parts: [textPart("new")])))
+        try await alice.command(
+            .sendMessage(SendMessage(messageID: .random(), conversationID: conversations[0], parts: [textPart("new")])))
         let live = try await fresh.nextChanges()
         #expect(live.count == 1)
         #expect(live.first?.seq == head + 1)
-        guard case .messageCreated = live.first?.event else { Issue.record("expected the message, got \(live)"); return }
+        guard case .messageCreated = live.first?.event else {
+            Issue.record("expected the message, got \(live)")
+            return
+        }
         #expect(try await h.store.read { r in try r.feedHead(of: "bob") } == head + 1)
         await h.close()
     }
@@ -237,35 +295,51 @@ import Testing
         let alice = try await h.connect("alice")
         let bob = try await h.connect("bob")
         let conversation = ConversationID.random()
-        try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        try await alice.command(
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
         var positions: [MessagePosition] = []
         for i in 0..<4 {
-            let (reply, _) = try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("\(i)")])))
+            let (reply, _) = try await alice.command(
+                .sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("\(i)")]))
+            )
             positions.append(try #require(reply.ack?.position))
         }
         var seen = 0
         while seen < 5 { seen += try await bob.nextChanges().count }
         // Bob reads up to the second message: a status-up-to for all, counts for bob only.
-        let (_, bobChanges) = try await bob.command(.markAllRead(MarkAllRead(requestID: UUID(), conversationID: conversation, upTo: positions[1])))
+        let (_, bobChanges) = try await bob.command(
+            .markAllRead(MarkAllRead(requestID: UUID(), conversationID: conversation, upTo: positions[1])))
         var changes = bobChanges
         while changes.count < 2 { changes += try await bob.nextChanges() }
-        guard case .conversationUpdated(let counts) = changes.last?.event else { Issue.record("no counts: \(changes)"); return }
+        guard case .conversationUpdated(let counts) = changes.last?.event else {
+            Issue.record("no counts: \(changes)")
+            return
+        }
         #expect(counts.messageCount == 4 && counts.unreadCount == 2)
         // Alice (her own messages' changes first) gets the status-up-to and no counts.
         var toAlice: [Change] = []
-        while !toAlice.contains(where: { if case .statusUpTo = $0.event { true } else { false } }) { toAlice += try await alice.nextChanges() }
+        while !toAlice.contains(where: { if case .statusUpTo = $0.event { true } else { false } }) {
+            toAlice += try await alice.nextChanges()
+        }
         #expect(!toAlice.contains { if case .conversationUpdated = $0.event { true } else { false } })
         // Adding carol: she gets the conversation, then her counts; the others their counts with
         // the distinct flag cleared.
         let carol = try await h.connect("carol")
-        try await alice.command(.addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: ["carol"])))
+        try await alice.command(
+            .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: ["carol"])))
         var carolChanges: [Change] = []
         while carolChanges.count < 3 { carolChanges += try await carol.nextChanges() }
-        guard case .conversationUpdated(let carolCounts) = carolChanges[2].event else { Issue.record("no counts for carol: \(carolChanges)"); return }
+        guard case .conversationUpdated(let carolCounts) = carolChanges[2].event else {
+            Issue.record("no counts for carol: \(carolChanges)")
+            return
+        }
         #expect(carolCounts.messageCount == 4 && carolCounts.unreadCount == 4 && !carolCounts.isDistinct)
         var bobAfter: [Change] = []
         while bobAfter.count < 2 { bobAfter += try await bob.nextChanges() }
-        guard case .conversationUpdated(let bobCounts) = bobAfter[1].event else { Issue.record("no counts for bob: \(bobAfter)"); return }
+        guard case .conversationUpdated(let bobCounts) = bobAfter[1].event else {
+            Issue.record("no counts for bob: \(bobAfter)")
+            return
+        }
         #expect(bobCounts.unreadCount == 2 && !bobCounts.isDistinct)
         await h.close()
     }

@@ -1,12 +1,13 @@
 import Foundation
 import LaminaLocalNode
 import LaminaModel
-@testable import LaminaStore
 import LaminaStoreTestSupport
 import LaminaTestPostgres
 import LaminaWire
 import Testing
+
 @testable import LaminaNode
+@testable import LaminaStore
 
 /// A SessionOutbound that records frames; tests await the next frame with a timeout.
 final class RecordingOutbound: SessionOutbound, @unchecked Sendable {
@@ -35,7 +36,10 @@ final class RecordingOutbound: SessionOutbound, @unchecked Sendable {
     func close(with error: ErrorFrame?) {
         lock.lock()
         closedWith = .some(error)
-        if let error { frames.append(.error(error)); history.append(.error(error)) }
+        if let error {
+            frames.append(.error(error))
+            history.append(.error(error))
+        }
         let w = waiter
         var first: Frame?
         if w != nil, !frames.isEmpty { first = frames.removeFirst() }
@@ -44,7 +48,11 @@ final class RecordingOutbound: SessionOutbound, @unchecked Sendable {
         w?.continuation.resume(returning: first)
     }
 
-    var isClosed: Bool { lock.lock(); defer { lock.unlock() }; return closedWith != nil }
+    var isClosed: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return closedWith != nil
+    }
 
     /// The next frame, or nil after `timeout` (or when closed with nothing left).
     func next(timeout: Duration = .seconds(10)) async -> Frame? {
@@ -80,14 +88,21 @@ final class RecordingOutbound: SessionOutbound, @unchecked Sendable {
 
     private func expire(_ id: Int) {
         lock.lock()
-        guard let w = waiter, w.id == id else { lock.unlock(); return }
+        guard let w = waiter, w.id == id else {
+            lock.unlock()
+            return
+        }
         waiter = nil
         lock.unlock()
         w.continuation.resume(returning: nil)
     }
 
     /// Frames received so far and not yet taken.
-    var pending: [Frame] { lock.lock(); defer { lock.unlock() }; return frames }
+    var pending: [Frame] {
+        lock.lock()
+        defer { lock.unlock() }
+        return frames
+    }
 }
 
 struct EngineTestError: Error, CustomStringConvertible {
@@ -101,15 +116,21 @@ final class EngineHarness: @unchecked Sendable {
     let dev: DevIdentityProvider
     let engine: NodeEngine
 
-    init(extraProviders: [IdentityProvider] = [], storage: StorageConfiguration = StorageConfiguration(), backend: StoreBackend = .sqlite,
-         configure: (inout NodeEngineConfiguration) -> Void = { _ in }) throws {
+    init(
+        extraProviders: [IdentityProvider] = [], storage: StorageConfiguration = StorageConfiguration(),
+        backend: StoreBackend = .sqlite,
+        configure: (inout NodeEngineConfiguration) -> Void = { _ in }
+    ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-engine-\(UUID().uuidString)")
         switch backend {
-        case .sqlite: store = try NodeStore(path: directory.appendingPathComponent("node.sqlite").path, configuration: storage)
-        case .postgres: store = try NodeStore(location: .postgres(try PostgresTestCluster.newLocation()), configuration: storage)
+        case .sqlite:
+            store = try NodeStore(path: directory.appendingPathComponent("node.sqlite").path, configuration: storage)
+        case .postgres:
+            store = try NodeStore(location: .postgres(try PostgresTestCluster.newLocation()), configuration: storage)
         }
         dev = try DevIdentityProvider.loadOrCreate(in: directory.appendingPathComponent("keys"))
-        var configuration = NodeEngineConfiguration(nodeID: NodeID(7), identityProviders: [dev.provider] + extraProviders)
+        var configuration = NodeEngineConfiguration(
+            nodeID: NodeID(7), identityProviders: [dev.provider] + extraProviders)
         configure(&configuration)
         engine = try NodeEngine(store: store, configuration: configuration)
     }
@@ -140,7 +161,9 @@ final class EngineHarness: @unchecked Sendable {
     }
 
     /// An authenticated session of `user` on `device`.
-    func connect(_ user: UserID, device: UUID = UUID(), features: FeatureSet = .all, sync: Bool = true) async throws -> Client {
+    func connect(_ user: UserID, device: UUID = UUID(), features: FeatureSet = .all, sync: Bool = true) async throws
+        -> Client
+    {
         var client = try await open(features: features)
         let token = try dev.mintToken(user: user, nonce: try await nonce(client))
         let request = UUID()
@@ -207,7 +230,9 @@ struct Client {
 
 extension RecordingOutbound {
     func expectNext(timeout: Duration = .seconds(10)) async throws -> Frame {
-        guard let frame = await next(timeout: timeout) else { throw EngineTestError(description: "no frame within \(timeout)") }
+        guard let frame = await next(timeout: timeout) else {
+            throw EngineTestError(description: "no frame within \(timeout)")
+        }
         return frame
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
 import LaminaMerge
 import LaminaModel
-@testable import LaminaStore
 import LaminaStoreTestSupport
 import LaminaWire
 import Testing
+
 @testable import LaminaNode
+@testable import LaminaStore
 
 /// The differential merge test: random sequences of commands from several users go (a) to
 /// LaminaMerge's full-state types (`MembershipLog`, `MetadataLWW`, `RecipientStatusLattice`
@@ -28,7 +29,8 @@ import Testing
 
     @Test(arguments: StoreBackend.allCases)
     func theNodeDecidesAsLaminaMerge(_ backend: StoreBackend) async throws {
-        let seeds = DifferentialSeed.replay.map { [$0] } ?? (0..<Self.caseCount(backend)).map(DifferentialSeed.seed(case:))
+        let seeds =
+            DifferentialSeed.replay.map { [$0] } ?? (0..<Self.caseCount(backend)).map(DifferentialSeed.seed(case:))
         // Decisions, not durability, are under test: commits are not synced, so the cases
         // don't wait on fsync (and don't slow the disk for the rest of the suite).
         var storage = StorageConfiguration()
@@ -49,7 +51,8 @@ import Testing
             }
         }
         await harness.close()
-        #expect(failures.isEmpty, "\(failures.count) of \(seeds.count) cases disagree; the first:\n\(failures.first ?? "")")
+        #expect(
+            failures.isEmpty, "\(failures.count) of \(seeds.count) cases disagree; the first:\n\(failures.first ?? "")")
     }
 }
 
@@ -108,8 +111,9 @@ struct ModelConversation {
 
     /// The conversation as the distinct-create rule sees it now.
     var value: Conversation {
-        Conversation(id: id, participants: participants, isDistinct: state.membership.isDistinct, metadata: metadata.metadata,
-                     deliveryReceiptsEnabled: receipts, createdAt: Timestamp(millisecondsSince1970: 0), creator: creator)
+        Conversation(
+            id: id, participants: participants, isDistinct: state.membership.isDistinct, metadata: metadata.metadata,
+            deliveryReceiptsEnabled: receipts, createdAt: Timestamp(millisecondsSince1970: 0), creator: creator)
     }
 }
 
@@ -190,17 +194,22 @@ final class DifferentialCase: @unchecked Sendable {
         let index = Int.random(in: 0..<conversations.count, using: &random)
         let c = conversations[index]
         // Mostly current participants act; sometimes anyone (refused unless a participant).
-        let actor = random.chance(0.85) && !c.participants.isEmpty ? random.pick(c.participants.sorted()) : random.pick(users)
+        let actor =
+            random.chance(0.85) && !c.participants.isEmpty ? random.pick(c.participants.sorted()) : random.pick(users)
         let sendable = c.messages.filter { !c.isDeleted($0.id) }
         switch roll {
         case ..<0.22: return try await changeParticipants(index, actor: actor, add: true)
         case ..<0.30: return try await changeParticipants(index, actor: actor, add: false)
         case ..<0.42: return try await setMetadata(index, actor: actor)
         case ..<0.65: return try await send(index, actor: actor)
-        case ..<0.75 where !c.messages.isEmpty: return try await markRead(index, actor: actor, message: random.pick(c.messages))
-        case ..<0.83 where !c.messages.isEmpty: return try await upTo(index, actor: actor, message: random.pick(c.messages), read: true)
-        case ..<0.93 where !c.messages.isEmpty: return try await upTo(index, actor: actor, message: random.pick(c.messages), read: false)
-        case ..<1 where !sendable.isEmpty: return try await deleteMessage(index, actor: actor, message: random.pick(sendable))
+        case ..<0.75 where !c.messages.isEmpty:
+            return try await markRead(index, actor: actor, message: random.pick(c.messages))
+        case ..<0.83 where !c.messages.isEmpty:
+            return try await upTo(index, actor: actor, message: random.pick(c.messages), read: true)
+        case ..<0.93 where !c.messages.isEmpty:
+            return try await upTo(index, actor: actor, message: random.pick(c.messages), read: false)
+        case ..<1 where !sendable.isEmpty:
+            return try await deleteMessage(index, actor: actor, message: random.pick(sendable))
         default: return try await send(index, actor: actor)
         }
     }
@@ -210,15 +219,20 @@ final class DifferentialCase: @unchecked Sendable {
         let others = random.subset(users.filter { $0 != creator }, min: 1)
         var metadata = Metadata()
         if random.chance(0.3) { metadata.set(.string(random.pick(["x", "y"])), at: Self.paths[0]) }
-        let options = ConversationOptions(isDistinct: random.chance(0.7), metadata: metadata, deliveryReceiptsEnabled: random.chance(0.75))
+        let options = ConversationOptions(
+            isDistinct: random.chance(0.7), metadata: metadata, deliveryReceiptsEnabled: random.chance(0.75))
         let id = ConversationID(uuid: UUID(uuid: uuidBytes()))
         let requested = try Conversation(id: id, creator: creator, participants: others, options: options)
-        log.append("\(creator) creates \(id) with \(others.sorted()) distinct=\(options.isDistinct) receipts=\(options.deliveryReceiptsEnabled) metadata=\(metadata.leaves.map { "\($0.0)=\($0.1)" })")
-        let frame = Frame.createConversation(CreateConversation(conversationID: id, participants: others, options: options))
+        log.append(
+            "\(creator) creates \(id) with \(others.sorted()) distinct=\(options.isDistinct) receipts=\(options.deliveryReceiptsEnabled) metadata=\(metadata.leaves.map { "\($0.0)=\($0.1)" })"
+        )
+        let frame = Frame.createConversation(
+            CreateConversation(conversationID: id, participants: others, options: options))
 
         var expected = Expected.acceptedAs(id)
         if options.isDistinct, let existingID = registry.existing(for: requested.participants),
-           let existing = conversations.first(where: { $0.id == existingID }) {
+            let existing = conversations.first(where: { $0.id == existingID })
+        {
             switch DistinctResolution.resolveCreate(requested, existing: existing.value) {
             case .created: break
             case .matches(let c): expected = .acceptedAs(c.id)
@@ -229,8 +243,10 @@ final class DifferentialCase: @unchecked Sendable {
             let t = tick()
             var state = UnreadCounts(conversation: id)
             state.apply(.membership(.genesis(MembershipGenesis(requested, at: t))))
-            conversations.append(ModelConversation(id: id, creator: creator, receipts: options.deliveryReceiptsEnabled,
-                                                   state: state, metadata: MetadataLWW(metadata, at: t)))
+            conversations.append(
+                ModelConversation(
+                    id: id, creator: creator, receipts: options.deliveryReceiptsEnabled,
+                    state: state, metadata: MetadataLWW(metadata, at: t)))
             if options.isDistinct { registry.apply(.created(DistinctCandidate(requested, createdAt: t))) }
         }
         return try await expect(frame, by: creator, expected)
@@ -246,8 +262,11 @@ final class DifferentialCase: @unchecked Sendable {
         do {
             // Checked as LaminaMerge's commands do; the node logs an operation for every user
             // named (also one that changes nothing), and any operation ends distinctness.
-            _ = add
-                ? try c.state.membership.addOperations(targets, by: actor, at: t, limit: Conversation.participantLimit(deliveryReceiptsEnabled: c.receipts))
+            _ =
+                add
+                ? try c.state.membership.addOperations(
+                    targets, by: actor, at: t, limit: Conversation.participantLimit(deliveryReceiptsEnabled: c.receipts)
+                )
                 : try c.state.membership.removeOperations(targets, by: actor, at: t)
             let ops = targets.sorted().map { MembershipOperation(add ? .add : .remove, user: $0, actor: actor, at: t) }
             let wasDistinct = c.state.membership.isDistinct
@@ -271,7 +290,8 @@ final class DifferentialCase: @unchecked Sendable {
             frame = .deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: c.id, keyPath: path))
             ops = [c.metadata.operation(deleting: path, timestamp: t)]
         } else {
-            let value: MetadataValue = random.chance(0.25)
+            let value: MetadataValue =
+                random.chance(0.25)
                 ? .dictionary(["x": .string(random.pick(["1", "2"])), "y": .string("3")])
                 : .string(random.pick(["red", "blue", "green"]))
             log.append("\(actor) sets metadata \(path) = \(value) in \(c.id)")
@@ -317,7 +337,8 @@ final class DifferentialCase: @unchecked Sendable {
         var c = conversations[index]
         log.append("\(actor) \(read ? "marks all read" : "acknowledges delivery") up to \(message.id) in \(c.id)")
         let position = c.nodePositions[message.id]!
-        let frame: Frame = read
+        let frame: Frame =
+            read
             ? .markAllRead(MarkAllRead(requestID: UUID(), conversationID: c.id, upTo: position))
             : .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: c.id, upTo: position))
         guard c.isMember(actor) else { return try await expect(frame, by: actor, .refused) }
@@ -335,7 +356,8 @@ final class DifferentialCase: @unchecked Sendable {
     func deleteMessage(_ index: Int, actor: UserID, message: MessageStamp) async throws -> String? {
         var c = conversations[index]
         log.append("\(actor) deletes \(message.id) for everyone in \(c.id)")
-        let frame = Frame.deleteMessage(DeleteMessage(requestID: UUID(), conversationID: c.id, messageID: message.id, mode: .allParticipants))
+        let frame = Frame.deleteMessage(
+            DeleteMessage(requestID: UUID(), conversationID: c.id, messageID: message.id, mode: .allParticipants))
         guard c.isMember(actor) else { return try await expect(frame, by: actor, .refused) }
         _ = tick()
         c.state.apply(.deleted(message.id, forUser: nil))
@@ -384,12 +406,18 @@ final class DifferentialCase: @unchecked Sendable {
     }
 
     func difference(_ c: ModelConversation, _ node: NodeConversationView) -> String? {
-        if node.participants != c.participants { return "participants: node \(node.participants.sorted()), model \(c.participants.sorted())" }
-        if node.isDistinct != c.state.membership.isDistinct { return "distinct: node \(node.isDistinct), model \(c.state.membership.isDistinct)" }
+        if node.participants != c.participants {
+            return "participants: node \(node.participants.sorted()), model \(c.participants.sorted())"
+        }
+        if node.isDistinct != c.state.membership.isDistinct {
+            return "distinct: node \(node.isDistinct), model \(c.state.membership.isDistinct)"
+        }
         let metadata = Dictionary(uniqueKeysWithValues: c.metadata.metadata.leaves.map { ($0.0.description, $0.1) })
         if node.metadata != metadata { return "metadata: node \(node.metadata), model \(metadata)" }
         for user in users {
-            let visible = c.messages.filter { m in !c.isDeleted(m.id) && c.state.membership.canSee(user, messageAt: m.position!) }
+            let visible = c.messages.filter { m in
+                !c.isDeleted(m.id) && c.state.membership.canSee(user, messageAt: m.position!)
+            }
             let entries = node.history[user] ?? []
             if entries.map(\.id) != visible.map(\.id) {
                 return "history of \(user): node \(entries.map(\.id)), model \(visible.map(\.id))"
@@ -398,26 +426,33 @@ final class DifferentialCase: @unchecked Sendable {
                 // Every status the node reports, and at least the sender's.
                 for other in Set(entry.statuses.keys).union([stamp.sender]) {
                     let expected = RecipientStatusLattice.reported(
-                        c.state.receipts.status(of: stamp, for: other), of: other, viewer: user, receiptsEnabled: c.receipts)
+                        c.state.receipts.status(of: stamp, for: other), of: other, viewer: user,
+                        receiptsEnabled: c.receipts)
                     let reported = entry.statuses[other]
                     if reported != expected {
-                        return "status of \(other) for \(stamp.id) as \(user) sees it: node \(reported.map { "\($0)" } ?? "none"), model \(expected)"
+                        return
+                            "status of \(other) for \(stamp.id) as \(user) sees it: node \(reported.map { "\($0)" } ?? "none"), model \(expected)"
                     }
                 }
             }
             let unread = c.state.unreadCount(for: user)
-            if node.unread[user] != unread { return "unread count of \(user): node \(node.unread[user] ?? -1), model \(unread)" }
+            if node.unread[user] != unread {
+                return "unread count of \(user): node \(node.unread[user] ?? -1), model \(unread)"
+            }
         }
         return nil
     }
 
     /// Identifiers from the case's random stream, so a replay uses the same ones.
     func uuidBytes() -> uuid_t {
-        let a = random.next(), b = random.next()
+        let a = random.next()
+        let b = random.next()
         var bytes = withUnsafeBytes(of: a) { Array($0) } + withUnsafeBytes(of: b) { Array($0) }
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])
+        return (
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+        )
     }
 }

@@ -21,7 +21,8 @@ import Testing
             out.append(("seeds/\(target)/\(name)", try [UInt8](Data(contentsOf: seeds.appendingPathComponent(name)))))
         }
         let failCases = fuzz.appendingPathComponent("FailCases")
-        for name in try FileManager.default.contentsOfDirectory(atPath: failCases.path).sorted() where name.hasPrefix("\(target)-") {
+        for name in try FileManager.default.contentsOfDirectory(atPath: failCases.path).sorted()
+        where name.hasPrefix("\(target)-") {
             out.append(("FailCases/\(name)", try [UInt8](Data(contentsOf: failCases.appendingPathComponent(name)))))
         }
         return out
@@ -38,12 +39,15 @@ import Testing
     /// What each Server API seed is answered on a fresh environment (the fixtures only), so
     /// the seeds reach the handlers rather than stop at the checks before them.
     static let serverAPISeedStatuses: [String: Int] = [
-        "announcement": 202, "bad-accept": 406, "badge-get": 200, "badge-put": 204, "block-add": 204, "block-remove": 204,
+        "announcement": 202, "bad-accept": 406, "badge-get": 200, "badge-put": 204, "block-add": 204,
+        "block-remove": 204,
         "blocks-list": 200, "conversation-create": 201, "conversation-create-v1": 201, "conversation-delete": 204,
         "conversation-get": 200, "conversation-get-v1": 200, "conversation-patch-metadata": 204,
         "conversation-patch-participants": 204, "conversations-list": 200, "crlf": 200, "identity-create": 201,
-        "identity-delete": 204, "identity-get": 200, "identity-patch": 204, "identity-replace": 204, "mark-all-read": 204,
-        "message-delete": 204, "message-get": 200, "message-send": 201, "message-send-system": 201, "message-send-v1": 201,
+        "identity-delete": 204, "identity-get": 200, "identity-patch": 204, "identity-replace": 204,
+        "mark-all-read": 204,
+        "message-delete": 204, "message-get": 200, "message-send": 201, "message-send-system": 201,
+        "message-send-v1": 201,
         "messages-list": 200, "messages-list-user": 200, "no-token": 401, "sessions-revoke": 204, "webhook-create": 503,
         "webhook-get": 404, "webhooks-list": 200, "wrong-app": 404, "wrong-method": 405,
     ]
@@ -61,15 +65,21 @@ import Testing
             } catch {
                 Issue.record("\(label): \(error)")
             }
-            if label.hasPrefix("seeds/"), let expected = Self.serverAPISeedStatuses[String(label.split(separator: "/").last!)] {
-                #expect(response.status == expected, "\(label): \(String(decoding: response.body.readableBytesView, as: UTF8.self))")
+            if label.hasPrefix("seeds/"),
+                let expected = Self.serverAPISeedStatuses[String(label.split(separator: "/").last!)]
+            {
+                #expect(
+                    response.status == expected,
+                    "\(label): \(String(decoding: response.body.readableBytesView, as: UTF8.self))")
             }
             await environment.close()
         }
         // The same inputs one after another on one store hold the property too.
         let shared = try await ServerAPIFuzzEnvironment.make()
         for (label, input) in inputs {
-            do { try await NodeFuzzChecks.checkServerAPIRequest(input, in: shared) } catch { Issue.record("\(label) (shared store): \(error)") }
+            do { try await NodeFuzzChecks.checkServerAPIRequest(input, in: shared) } catch {
+                Issue.record("\(label) (shared store): \(error)")
+            }
         }
         await shared.close()
     }
@@ -87,15 +97,19 @@ import Testing
             let input = try seed(name)
             let newline = input.firstIndex(of: 0x0A)!
             do {
-                return .success(try WebhookRegistration.parse(
-                    contentType: String(decoding: input[..<newline], as: UTF8.self), body: ByteBuffer(bytes: input[(newline + 1)...])))
+                return .success(
+                    try WebhookRegistration.parse(
+                        contentType: String(decoding: input[..<newline], as: UTF8.self),
+                        body: ByteBuffer(bytes: input[(newline + 1)...])))
             } catch { return .failure(error) }
         }
         let valid = try parse("valid").get()
         #expect(valid.host == "example.com" && valid.port == 8443 && valid.path == "/hooks/layer?x=1")
         #expect(valid.events == ["message.sent", "conversation.created"])
         #expect(try parse("ipv6").get().host == "2001:db8::1")
-        for (name, status) in [("http-url", 422), ("short-secret", 422), ("unknown-event", 422), ("not-json", 415), ("array-body", 400)] {
+        for (name, status) in [
+            ("http-url", 422), ("short-secret", 422), ("unknown-event", 422), ("not-json", 415), ("array-body", 400),
+        ] {
             guard case .failure(let error) = try parse(name) else {
                 Issue.record("\(name) was accepted")
                 continue
@@ -111,11 +125,16 @@ import Testing
             do { try NodeFuzzChecks.checkIdentityToken(input) } catch { Issue.record("\(label): \(error)") }
         }
         let verifier = IdentityTokenVerifier(
-            providers: [IdentityProvider(id: "fuzz", publicKeyPEM: NodeFuzzChecks.fuzzProviderPublicKeyPEM, algorithms: ["ES256"])],
+            providers: [
+                IdentityProvider(
+                    id: "fuzz", publicKeyPEM: NodeFuzzChecks.fuzzProviderPublicKeyPEM, algorithms: ["ES256"])
+            ],
             maxClockSkew: .seconds(60))
         let now = Timestamp(millisecondsSince1970: 1_800_000_000_000)
         func seed(_ name: String) throws -> String {
-            String(decoding: try Data(contentsOf: Self.fuzz.appendingPathComponent("seeds/FuzzIdentityToken/\(name)")), as: UTF8.self)
+            String(
+                decoding: try Data(contentsOf: Self.fuzz.appendingPathComponent("seeds/FuzzIdentityToken/\(name)")),
+                as: UTF8.self)
         }
         let claims = try verifier.verify(try seed("valid-es256"), now: now)
         #expect(claims.identity.userID == "alice")

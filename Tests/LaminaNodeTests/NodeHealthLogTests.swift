@@ -1,8 +1,9 @@
 import Foundation
-@testable import LaminaStore
 import Logging
 import Testing
+
 @testable import LaminaNode
+@testable import LaminaStore
 
 /// Issue 15 item 10: readiness names descriptors nearly exhausted (against the limit as it is
 /// now) and a node shutting down; the health log warns once when a limit is nearly reached,
@@ -33,9 +34,13 @@ import Testing
     }
 
     @Test func theHealthLogWarnsOnceAndCountsRefusals() {
-        func counts(fds: Int = 10, sessions: Int = 1, refusedSessions: Int = 0, refusedConnections: Int = 0, failedAccepts: Int = 0) -> NodeHealthLog.Counts {
+        func counts(
+            fds: Int = 10, sessions: Int = 1, refusedSessions: Int = 0, refusedConnections: Int = 0,
+            failedAccepts: Int = 0
+        ) -> NodeHealthLog.Counts {
             NodeHealthLog.Counts(
-                descriptors: (fds, 100), connections: (2, 100), sessions: (sessions, 10), refusedConnections: refusedConnections,
+                descriptors: (fds, 100), connections: (2, 100), sessions: (sessions, 10),
+                refusedConnections: refusedConnections,
                 failedAccepts: failedAccepts, refusedSessions: refusedSessions)
         }
         let quiet = NodeHealthLog.lines(counts(), after: nil)
@@ -45,12 +50,17 @@ import Testing
         #expect(full.warnings.contains { $0.contains("session slots nearly exhausted: 10 of 10") }, "\(full.warnings)")
         #expect(full.warnings.contains { $0.contains("refused 3 sessions") }, "\(full.warnings)")
         // ...once: still full, nothing new refused, nothing said.
-        let still = NodeHealthLog.lines(counts(sessions: 10, refusedSessions: 3), after: (counts(sessions: 10, refusedSessions: 3), full.exhausted))
+        let still = NodeHealthLog.lines(
+            counts(sessions: 10, refusedSessions: 3), after: (counts(sessions: 10, refusedSessions: 3), full.exhausted))
         #expect(still.warnings.isEmpty)
         // Descriptors run out and accepts fail; slots are free again.
-        let fds = NodeHealthLog.lines(counts(fds: 99, refusedSessions: 3, failedAccepts: 5), after: (counts(sessions: 10, refusedSessions: 3), still.exhausted))
-        #expect(fds.warnings.contains { $0.contains("file descriptors nearly exhausted: 99 of 100") }, "\(fds.warnings)")
-        #expect(fds.warnings.contains { $0.contains("5 accepts failed (file descriptors: 99 of 100)") }, "\(fds.warnings)")
+        let fds = NodeHealthLog.lines(
+            counts(fds: 99, refusedSessions: 3, failedAccepts: 5),
+            after: (counts(sessions: 10, refusedSessions: 3), still.exhausted))
+        #expect(
+            fds.warnings.contains { $0.contains("file descriptors nearly exhausted: 99 of 100") }, "\(fds.warnings)")
+        #expect(
+            fds.warnings.contains { $0.contains("5 accepts failed (file descriptors: 99 of 100)") }, "\(fds.warnings)")
         #expect(fds.notices == ["session slots below the limit again"])
     }
 }

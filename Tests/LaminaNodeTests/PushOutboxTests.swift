@@ -1,8 +1,9 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaWire
+import NIOConcurrencyHelpers
 import Testing
+
 @testable import LaminaNode
 
 /// The push outbox: rows written in the send's own commit, one per message per recipient device
@@ -15,7 +16,9 @@ import Testing
 
     static func configure(_ h: EngineHarness, kinds: Set<PushToken.Kind> = [.gateway, .fcm]) -> Woken {
         let woken = Woken()
-        h.engine.pushes.configure(kinds: kinds, expirationSeconds: 3_600) { [calls = woken.calls] counts in calls.withLockedValue { $0.append(counts) } }
+        h.engine.pushes.configure(kinds: kinds, expirationSeconds: 3_600) { [calls = woken.calls] counts in
+            calls.withLockedValue { $0.append(counts) }
+        }
         return woken
     }
 
@@ -25,19 +28,24 @@ import Testing
         let liveDevice = UUID()
         try await h.store.write { tx in
             try tx.setPushToken(.gateway(token: "bob-offline"), user: "bob", device: "bob-phone", at: .now())
-            try tx.setPushToken(.gateway(token: "bob-live"), user: "bob", device: liveDevice.uuidString.lowercased(), at: .now())
+            try tx.setPushToken(
+                .gateway(token: "bob-live"), user: "bob", device: liveDevice.uuidString.lowercased(), at: .now())
             try tx.setPushToken(.gateway(token: "alice-offline"), user: "alice", device: "alice-tablet", at: .now())
             // A provider the node does not deliver to: no push.
-            try tx.setPushToken(.apns(token: Array(repeating: 7, count: 32), topic: "t", environment: .sandbox), user: "carol", device: "carol-phone", at: .now())
+            try tx.setPushToken(
+                .apns(token: Array(repeating: 7, count: 32), topic: "t", environment: .sandbox), user: "carol",
+                device: "carol-phone", at: .now())
             try tx.setPushToken(.fcm(token: "carol-android"), user: "carol", device: "carol-android", at: .now())
         }
         let alice = try await h.connect("alice")
         _ = try await h.connect("bob", device: liveDevice)
         let conversation = ConversationID.random()
-        _ = try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob", "carol"])))
+        _ = try await alice.command(
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob", "carol"])))
         let id = MessageID.random()
         let push = PushConfiguration(alert: "hi", data: ["k": "v"])
-        let (reply, _) = try await alice.command(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("hi")], push: push)))
+        let (reply, _) = try await alice.command(
+            .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("hi")], push: push)))
         #expect(reply.ack != nil)
         // Acknowledged means committed, with its pushes: bob's offline phone and carol's Android.
         let queued = try await h.store.read { r in try r.queuedPushes(of: id) }
@@ -56,8 +64,11 @@ import Testing
     @Test func aRolledBackCommandQueuesNothingAndAMessageIsQueuedOncePerDevice() async throws {
         let h = try EngineHarness()
         let woken = Self.configure(h)
-        try await h.store.write { tx in try tx.setPushToken(.gateway(token: "bob"), user: "bob", device: "bob-phone", at: .now()) }
-        let message = Message(id: .random(), conversationID: .random(), sender: "alice", parts: [textPart("x")], sentAt: .now())
+        try await h.store.write { tx in
+            try tx.setPushToken(.gateway(token: "bob"), user: "bob", device: "bob-phone", at: .now())
+        }
+        let message = Message(
+            id: .random(), conversationID: .random(), sender: "alice", parts: [textPart("x")], sentAt: .now())
         let outbox = h.engine.pushes
         struct Abort: Error {}
         await #expect(throws: Abort.self) {

@@ -1,9 +1,10 @@
 import Foundation
 import LaminaModel
+import Testing
+
 @testable import LaminaNode
 @testable import LaminaNodeFuzzChecks
 @testable import LaminaStore
-import Testing
 
 /// A store and engine that were shut down and dropped are freed (their threads let go of
 /// them): a process that opens many in turn, as the test suites and the Server API fuzz
@@ -28,7 +29,8 @@ import Testing
     @Test func aClosedStoreAndEngineAreFreed() async throws {
         let weak = Weak()
         do {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-lifetime-\(UUID().uuidString)")
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "lamina-lifetime-\(UUID().uuidString)")
             let store = try NodeStore(path: directory.appendingPathComponent("node.sqlite").path)
             let engine = try NodeEngine(store: store, configuration: NodeEngineConfiguration(nodeID: NodeID(3)))
             let now = Timestamp.now()
@@ -48,7 +50,10 @@ import Testing
         do {
             let environment = try await ServerAPIFuzzEnvironment.make()
             weak.watch(environment.store, environment.engine)
-            _ = await environment.answer(Array("GET /apps/fuzz-app/users/alice/conversations\naccept: application/vnd.layer+json; version=3.0\n\n".utf8))
+            _ = await environment.answer(
+                Array(
+                    "GET /apps/fuzz-app/users/alice/conversations\naccept: application/vnd.layer+json; version=3.0\n\n"
+                        .utf8))
             await environment.close()
         }
         try await Self.eventually { weak.released }

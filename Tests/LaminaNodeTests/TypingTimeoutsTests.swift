@@ -1,6 +1,7 @@
 import LaminaModel
 import LaminaWire
 import Testing
+
 @testable import LaminaNode
 
 /// The node's table of running typing indicators (SPEC §6.1: not refreshed for 6 s is finished).
@@ -9,7 +10,8 @@ import Testing
     struct Instant: InstantProtocol {
         var ms: Int64
         func advanced(by duration: Duration) -> Instant {
-            Instant(ms: ms + duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+            Instant(
+                ms: ms + duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
         }
         func duration(to other: Instant) -> Duration { .milliseconds(other.ms - ms) }
         static func < (a: Instant, b: Instant) -> Bool { a.ms < b.ms }
@@ -75,7 +77,9 @@ import Testing
     @Test func aFullTableRefusesNewIndicatorsButKeepsRefreshingRunningOnes() throws {
         var t = Table()
         var accepted = 0
-        for i in 0..<Table.maxIndicators where t.record(.started, of: try UserID("u\(i)"), in: c1, at: Instant(ms: 0)) { accepted += 1 }
+        for i in 0..<Table.maxIndicators where t.record(.started, of: try UserID("u\(i)"), in: c1, at: Instant(ms: 0)) {
+            accepted += 1
+        }
         #expect(accepted == Table.maxIndicators)
         let r18 = t.record(.started, of: "late", in: c1, at: Instant(ms: 1))
         #expect(!r18)

@@ -1,18 +1,20 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
-@testable import LaminaStore
 import LaminaStoreTestSupport
 import LaminaWire
+import NIOConcurrencyHelpers
 import Testing
+
 @testable import LaminaNode
+@testable import LaminaStore
 
 /// The webhooks' outbox: rows written in the command's own commit, one per event per active
 /// webhook subscribed to it, none otherwise; the target and retry rules.
 @Suite struct WebhookOutboxTests {
     static func webhook(events: [String], status: StoredWebhook.Status = .active) -> StoredWebhook {
-        StoredWebhook(id: UUID(), targetURL: "https://example.com/hook", events: events, secret: "0123456789abcdef",
-                      config: nil, status: status, createdAt: .now(), updatedAt: .now())
+        StoredWebhook(
+            id: UUID(), targetURL: "https://example.com/hook", events: events, secret: "0123456789abcdef",
+            config: nil, status: status, createdAt: .now(), updatedAt: .now())
     }
 
     /// Stores `webhooks` and subscribes the active ones, as the management API does.
@@ -30,9 +32,11 @@ import Testing
         let h = try EngineHarness()
         let alice = try await h.connect("alice")
         let conversation = ConversationID.random()
-        _ = try await alice.command(.createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
+        _ = try await alice.command(
+            .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])))
         // No webhook: nothing is queued.
-        _ = try await alice.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("a")])))
+        _ = try await alice.command(
+            .sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("a")])))
         #expect(try await h.store.read { r in try r.webhookQueueDepths() }.isEmpty)
 
         let sent = Self.webhook(events: ["message.sent"])
@@ -40,7 +44,8 @@ import Testing
         let stopped = Self.webhook(events: ["message.sent"], status: .inactive)
         try await Self.install([sent, other, stopped], in: h)
         let id = MessageID.random()
-        let (reply, _) = try await alice.command(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("b")])))
+        let (reply, _) = try await alice.command(
+            .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("b")])))
         #expect(reply.ack != nil)
         // Acknowledged means committed, with its event.
         #expect(try await h.store.read { r in try r.webhookQueueDepths() } == [sent.id: 1])
@@ -55,7 +60,8 @@ import Testing
 
         // A refused command writes no event.
         let carol = try await h.connect("carol")
-        let (refused, _) = try await carol.command(.sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("c")])))
+        let (refused, _) = try await carol.command(
+            .sendMessage(SendMessage(messageID: .random(), conversationID: conversation, parts: [textPart("c")])))
         #expect(refused.ack == nil)
         #expect(try await h.store.read { r in try r.webhookQueueDepths() } == [sent.id: 1])
         await h.close()
@@ -71,11 +77,18 @@ import Testing
         let frames: [Frame] = [
             .createConversation(CreateConversation(conversationID: conversation, participants: ["bob"])),
             .sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: [textPart("hi")])),
-            .setMetadata(SetMetadata(requestID: UUID(), conversationID: conversation, keyPath: try MetadataKeyPath(["title"]), value: .string("T"))),
+            .setMetadata(
+                SetMetadata(
+                    requestID: UUID(), conversationID: conversation, keyPath: try MetadataKeyPath(["title"]),
+                    value: .string("T"))),
             .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: conversation, users: ["carol"])),
-            .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: message, mode: .myDevices)),
-            .deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: message, mode: .allParticipants)),
-            .deleteConversation(DeleteConversation(requestID: UUID(), conversationID: conversation, mode: .allParticipants)),
+            .deleteMessage(
+                DeleteMessage(requestID: UUID(), conversationID: conversation, messageID: message, mode: .myDevices)),
+            .deleteMessage(
+                DeleteMessage(
+                    requestID: UUID(), conversationID: conversation, messageID: message, mode: .allParticipants)),
+            .deleteConversation(
+                DeleteConversation(requestID: UUID(), conversationID: conversation, mode: .allParticipants)),
         ]
         for frame in frames {
             let (reply, _) = try await alice.command(frame)
@@ -83,19 +96,25 @@ import Testing
         }
         let queued = try await h.store.read { r in try r.queuedWebhookEvents(of: all.id, limit: 100) }
         // In commit order; deleting for one's own devices is no event.
-        #expect(queued.map(\.eventType) == [
-            "conversation.created", "message.sent", "conversation.updated", "conversation.updated", "message.deleted", "conversation.deleted",
-        ])
+        #expect(
+            queued.map(\.eventType) == [
+                "conversation.created", "message.sent", "conversation.updated", "conversation.updated",
+                "message.deleted", "conversation.deleted",
+            ])
         #expect(Set(queued.map(\.requestID)).count == queued.count)
         let updated = try #require(ServerAPIJSON.value(Data(try WebhookDelivery.body(queued[3], all)))?.object)
         let participants = updated["conversation"]?.object?["participants"]?.array
         #expect(participants?.compactMap { $0.object?["user_id"]?.string } == ["alice", "bob", "carol"])
         #expect(updated["actor"]?.object?["user_id"] == "alice")
         let deleted = try #require(ServerAPIJSON.value(Data(try WebhookDelivery.body(queued[4], all)))?.object)
-        #expect(deleted["message"] == .object([
-            "id": .string("layer:///messages/\(message.uuid.uuidString.lowercased())"),
-            "conversation": .object(["id": .string("layer:///conversations/\(conversation.uuid.uuidString.lowercased())")]),
-        ]))
+        #expect(
+            deleted["message"]
+                == .object([
+                    "id": .string("layer:///messages/\(message.uuid.uuidString.lowercased())"),
+                    "conversation": .object([
+                        "id": .string("layer:///conversations/\(conversation.uuid.uuidString.lowercased())")
+                    ]),
+                ]))
         await h.close()
     }
 
@@ -115,7 +134,9 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2_000 {
             let ms = Int64.random(in: 0...(4_102_444_800_000 / 125), using: &generator) * 125
-            #expect(ServerAPIJSON.date(millisecondsSince1970: ms) == formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000)))
+            #expect(
+                ServerAPIJSON.date(millisecondsSince1970: ms)
+                    == formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000)))
         }
     }
 
@@ -125,26 +146,33 @@ import Testing
         let c = ConversationID(uuid: UUID(uuidString: "11111111-1111-4111-8111-111111111111")!)
         let m = MessageID(uuid: UUID(uuidString: "22222222-2222-4222-8222-222222222222")!)
         let parts = [
-            try! MessagePart(id: UUID(uuidString: "33333333-3333-4333-8333-333333333333")!, text: "quote \" slash / é 😀\n"),
-            try! MessagePart(id: UUID(uuidString: "44444444-4444-4444-8444-444444444444")!, mimeType: MIMEType("application/octet-stream"),
-                             bytes: [0, 1, 2, 255]),
+            try! MessagePart(
+                id: UUID(uuidString: "33333333-3333-4333-8333-333333333333")!, text: "quote \" slash / é 😀\n"),
+            try! MessagePart(
+                id: UUID(uuidString: "44444444-4444-4444-8444-444444444444")!,
+                mimeType: MIMEType("application/octet-stream"),
+                bytes: [0, 1, 2, 255]),
         ]
         let at = Timestamp(millisecondsSince1970: 1_764_143_403_123)
         let message = Message(
             id: m, conversationID: c, sender: "alice", parts: parts, sentAt: at,
             position: HLCTimestamp(physical: 1_764_143_403_123, logical: 2, node: NodeID(7)), push: nil,
             recipientStatus: ["alice": .read, "bob": .delivered])
-        return WebhookEvent(type: .messageSent, id: UUID(uuidString: "55555555-5555-4555-8555-555555555555")!, createdAt: at,
-                            actor: "alice", base: "https://node.example:7443/apps/app1", subject: .message(message))
+        return WebhookEvent(
+            type: .messageSent, id: UUID(uuidString: "55555555-5555-4555-8555-555555555555")!, createdAt: at,
+            actor: "alice", base: "https://node.example:7443/apps/app1", subject: .message(message))
     }()
 
     @Test func eventsRenderAsLayersPayloadFromTheirFacts() throws {
         let event = try WebhookEvent(facts: try Self.sample.facts())
         #expect(event == Self.sample)
         let base = "https://node.example:7443/apps/app1"
-        let c = "11111111-1111-4111-8111-111111111111", m = "22222222-2222-4222-8222-222222222222"
-        let alice = #"{"avatar_url":null,"display_name":"alice","id":"layer:///identities/alice","url":"\#(base)/users/alice/identity","user_id":"alice"}"#
-        let expected = #"{"actor":\#(alice),"config":{"a/b":[1,2.5,true,null,"x"]},"event":{"created_at":"2025-11-26T07:50:03.123Z","id":"55555555-5555-4555-8555-555555555555","type":"message.sent"},"#
+        let c = "11111111-1111-4111-8111-111111111111"
+        let m = "22222222-2222-4222-8222-222222222222"
+        let alice =
+            #"{"avatar_url":null,"display_name":"alice","id":"layer:///identities/alice","url":"\#(base)/users/alice/identity","user_id":"alice"}"#
+        let expected =
+            #"{"actor":\#(alice),"config":{"a/b":[1,2.5,true,null,"x"]},"event":{"created_at":"2025-11-26T07:50:03.123Z","id":"55555555-5555-4555-8555-555555555555","type":"message.sent"},"#
             + #""message":{"conversation":{"id":"layer:///conversations/\#(c)","url":"\#(base)/conversations/\#(c)"},"id":"layer:///messages/\#(m)","#
             + #""parts":[{"body":"quote \" slash / é 😀\n","id":"layer:///messages/\#(m)/parts/33333333-3333-4333-8333-333333333333","mime_type":"text/plain"},"#
             + #"{"body":"AAEC/w==","encoding":"base64","id":"layer:///messages/\#(m)/parts/44444444-4444-4444-8444-444444444444","mime_type":"application/octet-stream"}],"#
@@ -161,18 +189,22 @@ import Testing
     @Test func aRowQueuedAsJSONIsSentAsItWasWithTheConfigAdded() throws {
         let legacy = Data(#"{"event":{"type":"message.deleted"},"message":{"id":"layer:///messages/x"}}"#.utf8)
         let row = QueuedWebhookEvent(
-            seq: 1, webhook: UUID(), requestID: UUID(), eventType: "message.deleted", payload: legacy, createdAt: .now(), attempts: 0,
+            seq: 1, webhook: UUID(), requestID: UUID(), eventType: "message.deleted", payload: legacy,
+            createdAt: .now(), attempts: 0,
             nextAttemptAt: .now())
         var webhook = Self.webhook(events: ["message.deleted"])
         #expect(try WebhookDelivery.body(row, webhook) == Array(legacy))
         webhook.config = Data(#"{"k":"v"}"#.utf8)
-        #expect(String(decoding: try WebhookDelivery.body(row, webhook), as: UTF8.self)
+        #expect(
+            String(decoding: try WebhookDelivery.body(row, webhook), as: UTF8.self)
                 == #"{"config":{"k":"v"},"event":{"type":"message.deleted"},"message":{"id":"layer:///messages/x"}}"#)
     }
 
     @Test func internalAddressesAreRecognised() {
-        for address in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
-                        "0.0.0.0", "224.0.0.1", "::1", "::", "fe80::1", "fd00::1", "::ffff:10.0.0.1", "not-an-address"] {
+        for address in [
+            "127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
+            "0.0.0.0", "224.0.0.1", "::1", "::", "fe80::1", "fd00::1", "::ffff:10.0.0.1", "not-an-address",
+        ] {
             #expect(WebhookTarget.isInternal(address), "\(address)")
         }
         for address in ["8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:4860:4860::8888", "::ffff:8.8.8.8"] {
@@ -184,17 +216,29 @@ import Testing
         let target = try WebhookTarget.parse("https://Example.com:8443/a/b?x=1").get()
         #expect(target == WebhookTarget(host: "example.com", port: 8443, path: "/a/b?x=1"))
         #expect(try WebhookTarget.parse("https://[::1]/").get().host == "::1")
-        #expect(try await WebhookTarget(host: "localhost", port: 443, path: "/").addresses(allowPrivate: true).get().contains("127.0.0.1"))
-        await #expect(throws: WebhookTargetError.self) { try await WebhookTarget(host: "localhost", port: 443, path: "/").addresses(allowPrivate: false).get() }
-        for bad in ["http://example.com/", "ftp://x", "https:///nohost", "https://u:p@example.com/", "https://example.com/#f",
-                    "https://[]/h", "https://[nothost]/", "https://[1.2.3.4]/",
-                    "https://example.com/" + String(repeating: "a", count: WebhookLimits.maxTargetURLBytes)] {
+        #expect(
+            try await WebhookTarget(host: "localhost", port: 443, path: "/").addresses(allowPrivate: true).get()
+                .contains("127.0.0.1"))
+        await #expect(throws: WebhookTargetError.self) {
+            try await WebhookTarget(host: "localhost", port: 443, path: "/").addresses(allowPrivate: false).get()
+        }
+        for bad in [
+            "http://example.com/", "ftp://x", "https:///nohost", "https://u:p@example.com/", "https://example.com/#f",
+            "https://[]/h", "https://[nothost]/", "https://[1.2.3.4]/",
+            "https://example.com/" + String(repeating: "a", count: WebhookLimits.maxTargetURLBytes),
+        ] {
             #expect(throws: WebhookTargetError.self, "\(bad)") { _ = try WebhookTarget.parse(bad).get() }
         }
-        #expect(throws: WebhookTargetError.self) { _ = try WebhookTarget.check(["127.0.0.1"], host: "h", allowPrivate: false).get() }
-        #expect(throws: WebhookTargetError.self) { _ = try WebhookTarget.check(["8.8.8.8", "10.0.0.1"], host: "h", allowPrivate: false).get() }
+        #expect(throws: WebhookTargetError.self) {
+            _ = try WebhookTarget.check(["127.0.0.1"], host: "h", allowPrivate: false).get()
+        }
+        #expect(throws: WebhookTargetError.self) {
+            _ = try WebhookTarget.check(["8.8.8.8", "10.0.0.1"], host: "h", allowPrivate: false).get()
+        }
         #expect(try WebhookTarget.check(["127.0.0.1"], host: "h", allowPrivate: true).get() == ["127.0.0.1"])
-        #expect(throws: WebhookTargetError.self) { _ = try WebhookTarget.check([], host: "h", allowPrivate: true).get() }
+        #expect(throws: WebhookTargetError.self) {
+            _ = try WebhookTarget.check([], host: "h", allowPrivate: true).get()
+        }
     }
 
     @Test func aTargetGateLetsAtMostItsLimitThrough() async throws {
@@ -237,9 +281,15 @@ import Testing
 
     @Test func retriesFollowTheStatusAndBackOffExponentiallyWithJitter() {
         #expect(WebhookDelivery.outcome(status: 204, headers: []).isDelivered)
-        for status in [408, 429, 500, 503] { #expect(WebhookDelivery.outcome(status: status, headers: []).isRetry, "\(status)") }
-        for status in [400, 404, 410, 301] { #expect(WebhookDelivery.outcome(status: status, headers: []).isRefused, "\(status)") }
-        if case .retry(_, let after) = WebhookDelivery.outcome(status: 429, headers: [("retry-after", "7")]) { #expect(after == 7) }
+        for status in [408, 429, 500, 503] {
+            #expect(WebhookDelivery.outcome(status: status, headers: []).isRetry, "\(status)")
+        }
+        for status in [400, 404, 410, 301] {
+            #expect(WebhookDelivery.outcome(status: status, headers: []).isRefused, "\(status)")
+        }
+        if case .retry(_, let after) = WebhookDelivery.outcome(status: 429, headers: [("retry-after", "7")]) {
+            #expect(after == 7)
+        }
         var settings = WebhookSettings()
         settings.initialBackoffMilliseconds = 100
         settings.maxBackoffSeconds = 2

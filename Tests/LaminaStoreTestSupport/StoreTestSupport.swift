@@ -2,10 +2,10 @@
 // gates), used by LaminaStoreTests and by the engine-level tests in LaminaNodeTests.
 import Dispatch
 import Foundation
-import Testing
 import LaminaModel
 import LaminaStore
 import LaminaTestPostgres
+import Testing
 
 /// The store backends the storage suites run on: every assertion holds on both.
 package enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -17,7 +17,9 @@ package enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConve
 
 /// A fresh store location: a SQLite file in its own temporary directory, or a new database
 /// on the test PostgreSQL server (`PostgresTestCluster`); `cleanup` removes it.
-package func temporaryStoreLocation(_ backend: StoreBackend) throws -> (location: StoreLocation, cleanup: @Sendable () -> Void) {
+package func temporaryStoreLocation(_ backend: StoreBackend) throws -> (
+    location: StoreLocation, cleanup: @Sendable () -> Void
+) {
     switch backend {
     case .sqlite:
         let (path, cleanup) = temporaryDatabasePath()
@@ -63,7 +65,9 @@ package func withTemporaryStore<T>(
 /// A temporary directory path for a database, removed by `cleanup`.
 package func temporaryDatabasePath() -> (path: String, cleanup: @Sendable () -> Void) {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-store-\(UUID().uuidString)")
-    return (directory.appendingPathComponent("node.sqlite").path, { try? FileManager.default.removeItem(at: directory) })
+    return (
+        directory.appendingPathComponent("node.sqlite").path, { try? FileManager.default.removeItem(at: directory) }
+    )
 }
 
 /// A one-shot signal an async test can wait on; firing before waiting is fine.
@@ -107,11 +111,12 @@ package final class WriterGate: @unchecked Sendable {
 
     /// Queues a command that signals `entered` and then blocks the writer until `open()`.
     package func hold(_ store: NodeStore) throws {
-        try store.submit({ _ in
-            self.entered.fire()
-            self.semaphore.wait()
-            return 0
-        }, completion: { _ in })
+        try store.submit(
+            { _ in
+                self.entered.fire()
+                self.semaphore.wait()
+                return 0
+            }, completion: { _ in })
     }
 
     package func open() { semaphore.signal() }
@@ -146,11 +151,19 @@ package func hlc(_ physical: UInt64, _ logical: UInt32 = 0, _ node: NodeID = nod
     HLCTimestamp(physical: physical, logical: logical, node: node)
 }
 
-package func conversation(_ creator: UserID, _ others: Set<UserID>, distinct: Bool = true, metadata: Metadata = Metadata(), at ms: Int64 = 1_000) throws -> Conversation {
-    try Conversation(creator: creator, participants: others, options: ConversationOptions(isDistinct: distinct, metadata: metadata), createdAt: Timestamp(millisecondsSince1970: ms))
+package func conversation(
+    _ creator: UserID, _ others: Set<UserID>, distinct: Bool = true, metadata: Metadata = Metadata(),
+    at ms: Int64 = 1_000
+) throws -> Conversation {
+    try Conversation(
+        creator: creator, participants: others, options: ConversationOptions(isDistinct: distinct, metadata: metadata),
+        createdAt: Timestamp(millisecondsSince1970: ms))
 }
 
-package func textMessage(_ text: String, in conversation: ConversationID, from sender: UserID, at position: HLCTimestamp, id: MessageID = .random()) throws -> Message {
+package func textMessage(
+    _ text: String, in conversation: ConversationID, from sender: UserID, at position: HLCTimestamp,
+    id: MessageID = .random()
+) throws -> Message {
     Message(
         id: id, conversationID: conversation, sender: sender, parts: [try MessagePart(text: text)],
         sentAt: Timestamp(millisecondsSince1970: Int64(position.physical)), position: position

@@ -1,15 +1,18 @@
 import Foundation
 import LaminaModel
-import Testing
-@testable import LaminaStore
 import LaminaStoreTestSupport
+import Testing
+
+@testable import LaminaStore
 
 @Suite struct ConversationStorageTests {
     let alice: UserID = "alice"
     let bob: UserID = "bob"
     let carol: UserID = "carol"
 
-    @Test(arguments: StoreBackend.allCases) func distinctCreationResolvesToTheExistingConversation(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func distinctCreationResolvesToTheExistingConversation(
+        _ backend: StoreBackend
+    ) async throws {
         try await withTemporaryStore(backend: backend) { store, _ in
             let first = try conversation(alice, [bob])
             let created = try await store.write { tx in try tx.createConversation(first, hlc: hlc(1), origin: nodeA) }
@@ -24,7 +27,9 @@ import LaminaStoreTestSupport
 
             // A non-distinct one with the same participants is a new conversation.
             let topic = try conversation(alice, [bob], distinct: false)
-            let topicCreated = try await store.write { tx in try tx.createConversation(topic, hlc: hlc(3), origin: nodeA) }
+            let topicCreated = try await store.write { tx in
+                try tx.createConversation(topic, hlc: hlc(3), origin: nodeA)
+            }
             #expect(topicCreated.created)
 
             // A retry with the same id resolves to itself.
@@ -34,11 +39,16 @@ import LaminaStoreTestSupport
             let lookup = try await store.read { r in try r.distinctConversation(participants: [alice, bob]) }
             #expect(lookup?.conversation.id == first.id)
             #expect(try await store.read { r in try r.distinctConversation(participants: [alice, carol]) } == nil)
-            #expect(try await store.read { r in try r.conversations(of: alice) }.map(\.conversation.id) == [first.id, topic.id])
+            #expect(
+                try await store.read { r in try r.conversations(of: alice) }.map(\.conversation.id) == [
+                    first.id, topic.id,
+                ])
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func changingParticipantsMakesADistinctConversationNonDistinct(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func changingParticipantsMakesADistinctConversationNonDistinct(
+        _ backend: StoreBackend
+    ) async throws {
         try await withTemporaryStore(backend: backend) { store, _ in
             let pair = try conversation(alice, [bob])
             let trio = try conversation(alice, [bob, carol])
@@ -54,11 +64,15 @@ import LaminaStoreTestSupport
             #expect(!stored.conversation.isDistinct)
             #expect(stored.conversation.participants == [alice, bob, carol])
             // The distinct trio is still the one found for that set.
-            #expect(try await store.read { r in try r.distinctConversation(participants: [alice, bob, carol]) }?.conversation.id == trio.id)
+            #expect(
+                try await store.read { r in try r.distinctConversation(participants: [alice, bob, carol]) }?
+                    .conversation.id == trio.id)
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func membershipIsDecidedByTheGreatestHLCWhateverTheArrivalOrder(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func membershipIsDecidedByTheGreatestHLCWhateverTheArrivalOrder(
+        _ backend: StoreBackend
+    ) async throws {
         try await withTemporaryStore(backend: backend) { store, _ in
             let c = try conversation(alice, [bob], distinct: false)
             try await store.write { tx in _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA) }
@@ -66,10 +80,12 @@ import LaminaStoreTestSupport
             try await store.write { tx in
                 try tx.applyMembership(.add, user: carol, conversation: c.id, actor: alice, hlc: hlc(5), origin: nodeA)
                 try tx.applyMembership(.add, user: carol, conversation: c.id, actor: alice, hlc: hlc(20), origin: nodeB)
-                let late = try tx.applyMembership(.remove, user: carol, conversation: c.id, actor: bob, hlc: hlc(10), origin: nodeA)
+                let late = try tx.applyMembership(
+                    .remove, user: carol, conversation: c.id, actor: bob, hlc: hlc(10), origin: nodeA)
                 #expect(!late)
                 // A replayed operation changes nothing.
-                let replay = try tx.applyMembership(.add, user: carol, conversation: c.id, actor: alice, hlc: hlc(20), origin: nodeB)
+                let replay = try tx.applyMembership(
+                    .add, user: carol, conversation: c.id, actor: alice, hlc: hlc(20), origin: nodeB)
                 #expect(!replay)
             }
             let state = try await store.read { r in try r.participantState(of: carol, in: c.id) }
@@ -78,55 +94,82 @@ import LaminaStoreTestSupport
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func aRemovedParticipantSeesOnlyWhatCameBeforeTheRemoval(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func aRemovedParticipantSeesOnlyWhatCameBeforeTheRemoval(
+        _ backend: StoreBackend
+    ) async throws {
         try await withTemporaryStore(backend: backend) { store, _ in
             let c = try conversation(alice, [bob, carol], distinct: false)
             try await store.write { tx in
                 _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
-                try tx.appendMessage(try textMessage("before", in: c.id, from: alice, at: hlc(10)), hlc: hlc(10), origin: nodeA)
-                try tx.applyMembership(.remove, user: carol, conversation: c.id, actor: bob, hlc: hlc(15), origin: nodeA)
-                try tx.appendMessage(try textMessage("after", in: c.id, from: alice, at: hlc(20)), hlc: hlc(20), origin: nodeA)
+                try tx.appendMessage(
+                    try textMessage("before", in: c.id, from: alice, at: hlc(10)), hlc: hlc(10), origin: nodeA)
+                try tx.applyMembership(
+                    .remove, user: carol, conversation: c.id, actor: bob, hlc: hlc(15), origin: nodeA)
+                try tx.appendMessage(
+                    try textMessage("after", in: c.id, from: alice, at: hlc(20)), hlc: hlc(20), origin: nodeA)
             }
-            let carolSees = try await store.read { r in try r.history(of: c.id, for: carol, .complete(after: nil, limit: 100)) }
+            let carolSees = try await store.read { r in
+                try r.history(of: c.id, for: carol, .complete(after: nil, limit: 100))
+            }
             #expect(carolSees.map { $0.parts[0].inlineBytes! } == [Array("before".utf8)])
-            let bobSees = try await store.read { r in try r.history(of: c.id, for: bob, .complete(after: nil, limit: 100)) }
+            let bobSees = try await store.read { r in
+                try r.history(of: c.id, for: bob, .complete(after: nil, limit: 100))
+            }
             #expect(bobSees.count == 2)
             #expect(try await store.read { r in try r.participants(of: c.id) } == [alice, bob])
             #expect(try await store.read { r in try r.conversations(of: carol) }.isEmpty)
-            let stranger = await storageErrorCode { _ = try await store.read { r in try r.history(of: c.id, for: "mallory", .last(10)) } }
+            let stranger = await storageErrorCode {
+                _ = try await store.read { r in try r.history(of: c.id, for: "mallory", .last(10)) }
+            }
             #expect(stranger == .notAParticipant)
             // A newly added participant sees everything before.
-            _ = try await store.write { tx in try tx.applyMembership(.add, user: "dave", conversation: c.id, actor: bob, hlc: hlc(30), origin: nodeA) }
-            #expect(try await store.read { r in try r.history(of: c.id, for: "dave", .complete(after: nil, limit: 100)) }.count == 2)
+            _ = try await store.write { tx in
+                try tx.applyMembership(.add, user: "dave", conversation: c.id, actor: bob, hlc: hlc(30), origin: nodeA)
+            }
+            #expect(
+                try await store.read { r in try r.history(of: c.id, for: "dave", .complete(after: nil, limit: 100)) }
+                    .count == 2)
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func retiringADistinctConversationMovesItsContentToTheSurvivor(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func retiringADistinctConversationMovesItsContentToTheSurvivor(
+        _ backend: StoreBackend
+    ) async throws {
         try await withTemporaryStore(backend: backend) { store, _ in
             let survivor = try conversation(alice, [bob], distinct: false)
             let retired = try conversation(bob, [alice], distinct: false, metadata: ["title": .string("from bob")])
             try await store.write { tx in
                 _ = try tx.createConversation(survivor, hlc: hlc(1), origin: nodeA)
                 _ = try tx.createConversation(retired, hlc: hlc(2), origin: nodeB)
-                try tx.appendMessage(try textMessage("a", in: survivor.id, from: alice, at: hlc(10)), hlc: hlc(10), origin: nodeA)
-                try tx.appendMessage(try textMessage("b", in: retired.id, from: bob, at: hlc(11, 0, nodeB)), hlc: hlc(11, 0, nodeB), origin: nodeB)
+                try tx.appendMessage(
+                    try textMessage("a", in: survivor.id, from: alice, at: hlc(10)), hlc: hlc(10), origin: nodeA)
+                try tx.appendMessage(
+                    try textMessage("b", in: retired.id, from: bob, at: hlc(11, 0, nodeB)), hlc: hlc(11, 0, nodeB),
+                    origin: nodeB)
                 try tx.retireConversation(retired.id, mergedInto: survivor.id)
             }
-            let history = try await store.read { r in try r.history(of: survivor.id, for: alice, .complete(after: nil, limit: 10)) }
+            let history = try await store.read { r in
+                try r.history(of: survivor.id, for: alice, .complete(after: nil, limit: 10))
+            }
             #expect(history.map(\.sender) == [alice, bob])
             #expect(history.allSatisfy { $0.conversationID == survivor.id })
             let old = try #require(try await store.read { r in try r.conversation(retired.id) })
             #expect(old.mergedInto == survivor.id && !old.isLive)
             #expect(try await store.read { r in try r.metadata(of: survivor.id) } == ["title": .string("from bob")])
             let write = await storageErrorCode {
-                try await store.write { tx in _ = try tx.appendMessage(try textMessage("late", in: retired.id, from: bob, at: hlc(50)), hlc: hlc(50), origin: nodeA) }
+                try await store.write { tx in
+                    _ = try tx.appendMessage(
+                        try textMessage("late", in: retired.id, from: bob, at: hlc(50)), hlc: hlc(50), origin: nodeA)
+                }
             }
             #expect(write == .conversationRetired)
         }
     }
 
     @Test(arguments: StoreBackend.allCases, [true, false])
-    func aConcurrentDistinctConversationFromAPeerIsMergedEitherWay(_ backend: StoreBackend, incomingWins: Bool) async throws {
+    func aConcurrentDistinctConversationFromAPeerIsMergedEitherWay(_ backend: StoreBackend, incomingWins: Bool)
+        async throws
+    {
         try await withTemporaryStore(backend: backend) { store, _ in
             let local = try conversation(alice, [bob])
             let incoming = try conversation(bob, [alice], metadata: ["from": .string("peer")])
@@ -134,13 +177,17 @@ import LaminaStoreTestSupport
             let loser = incomingWins ? local.id : incoming.id
             try await store.write { tx in
                 _ = try tx.createConversation(local, hlc: hlc(1), origin: nodeA)
-                try tx.appendMessage(try textMessage("local", in: local.id, from: alice, at: hlc(5)), hlc: hlc(5), origin: nodeA)
+                try tx.appendMessage(
+                    try textMessage("local", in: local.id, from: alice, at: hlc(5)), hlc: hlc(5), origin: nodeA)
             }
             // The earlier creation survives (LaminaMerge's rule); the other survivor is refused.
             let incomingHLC = incomingWins ? hlc(0, 1, nodeB) : hlc(2, 0, nodeB)
-            #expect(await storageErrorCode {
-                _ = try await store.write { tx in try tx.insertConcurrentDistinct(incoming, hlc: incomingHLC, origin: nodeB, survivor: loser) }
-            } == .invalidArgument)
+            #expect(
+                await storageErrorCode {
+                    _ = try await store.write { tx in
+                        try tx.insertConcurrentDistinct(incoming, hlc: incomingHLC, origin: nodeB, survivor: loser)
+                    }
+                } == .invalidArgument)
             let merged = try await store.write { tx in
                 try tx.insertConcurrentDistinct(incoming, hlc: incomingHLC, origin: nodeB, survivor: survivor)
             }
@@ -148,15 +195,24 @@ import LaminaStoreTestSupport
             #expect(merged.isLive && merged.conversation.isDistinct)
             #expect(merged.conversation.metadata == ["from": .string("peer")])
             #expect(try await store.read { r in try r.conversation(loser) }?.mergedInto == survivor)
-            #expect(try await store.read { r in try r.distinctConversation(participants: [alice, bob]) }?.conversation.id == survivor)
+            #expect(
+                try await store.read { r in try r.distinctConversation(participants: [alice, bob]) }?.conversation.id
+                    == survivor)
             #expect(try await store.read { r in try r.history(of: survivor, for: bob, .last(10)) }.count == 1)
             #expect(try await store.read { r in try r.conversations(of: alice) }.map(\.conversation.id) == [survivor])
             let stranger = try conversation(alice, [carol])
-            #expect(await storageErrorCode { _ = try await store.write { tx in try tx.insertConcurrentDistinct(stranger, hlc: hlc(3), origin: nodeB, survivor: stranger.id) } } == .notFound)
+            #expect(
+                await storageErrorCode {
+                    _ = try await store.write { tx in
+                        try tx.insertConcurrentDistinct(stranger, hlc: hlc(3), origin: nodeB, survivor: stranger.id)
+                    }
+                } == .notFound)
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func metadataIsLastWriterWinsPerKeyInAnyArrivalOrder(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func metadataIsLastWriterWinsPerKeyInAnyArrivalOrder(
+        _ backend: StoreBackend
+    ) async throws {
         try await withTemporaryStore(backend: backend) { store, _ in
             let title = try MetadataKeyPath(parsing: "title")
             let color = try MetadataKeyPath(parsing: "style.color")
@@ -171,7 +227,13 @@ import LaminaStoreTestSupport
             var results: [Metadata] = []
             var permutations: [[Int]] = [[]]
             for i in 0..<writes.count {
-                permutations = permutations.flatMap { p in (0...p.count).map { var q = p; q.insert(i, at: $0); return q } }
+                permutations = permutations.flatMap { p in
+                    (0...p.count).map {
+                        var q = p
+                        q.insert(i, at: $0)
+                        return q
+                    }
+                }
             }
             #expect(permutations.count == 120)
             for order in permutations {
@@ -200,7 +262,9 @@ import LaminaStoreTestSupport
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func metadataOverTheModelLimitIsRefusedAndRolledBack(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func metadataOverTheModelLimitIsRefusedAndRolledBack(
+        _ backend: StoreBackend
+    ) async throws {
         try await withTemporaryStore(backend: backend) { store, _ in
             let c = try conversation(alice, [bob], distinct: false)
             try await store.write { tx in _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA) }
@@ -208,7 +272,9 @@ import LaminaStoreTestSupport
             let code = await storageErrorCode {
                 try await store.write { tx in
                     for i in 0..<10 {
-                        _ = try tx.setMetadata(.string(big), at: try MetadataKeyPath(["k\(i)"]), in: c.id, hlc: hlc(UInt64(10 + i)), origin: nodeA)
+                        _ = try tx.setMetadata(
+                            .string(big), at: try MetadataKeyPath(["k\(i)"]), in: c.id, hlc: hlc(UInt64(10 + i)),
+                            origin: nodeA)
                     }
                 }
             }

@@ -1,8 +1,9 @@
 import Foundation
 import LaminaModel
-import Testing
-@testable import LaminaStore
 import LaminaStoreTestSupport
+import Testing
+
+@testable import LaminaStore
 
 /// Issue 16 item 3: what a `conversation-updated` costs the node as a conversation grows
 /// (SPEC §6.4: three index range reads per recipient). Measures `counts(of:for:)` after a
@@ -23,8 +24,10 @@ import LaminaStoreTestSupport
                 try await store.write { tx in
                     for i in 0..<size {
                         let position = hlc(UInt64(10 + i))
-                        _ = try tx.appendMessage(try textMessage("m\(i)", in: c.id, from: i % 2 == 0 ? "bob" : "carol", at: position, id: ids[i]),
-                                                 hlc: position, origin: nodeA)
+                        _ = try tx.appendMessage(
+                            try textMessage(
+                                "m\(i)", in: c.id, from: i % 2 == 0 ? "bob" : "carol", at: position, id: ids[i]),
+                            hlc: position, origin: nodeA)
                     }
                     for i in [1, 3, 5] { _ = try tx.recordStatus(.read, of: ids[i], for: "bob") }
                     for i in [7, 9] { _ = try tx.recordStatus(.delivered, of: ids[i], for: "bob") }
@@ -33,7 +36,8 @@ import LaminaStoreTestSupport
                 let end = last
                 try await store.write { tx in _ = try tx.raise(.read, to: end, user: "alice", conversation: c.id) }
                 let rounds = 5
-                var readerNanos: UInt64 = 0, freshNanos: UInt64 = 0
+                var readerNanos: UInt64 = 0
+                var freshNanos: UInt64 = 0
                 for _ in 0..<rounds {
                     let t0 = DispatchTime.now().uptimeNanoseconds
                     let reader = try await store.read { r in try r.counts(of: c.id, for: "alice") }
@@ -45,8 +49,12 @@ import LaminaStoreTestSupport
                     #expect(reader.messages == size && reader.unread == 0)
                     #expect(fresh.messages == size && fresh.unread == size / 2 - 3)
                 }
-                print(String(format: "counts cost (\(backend)): %d messages: after mark-all-read %.2f ms, nothing read %.2f ms (debug build, mean of %d)",
-                             size, Double(readerNanos) / Double(rounds) / 1e6, Double(freshNanos) / Double(rounds) / 1e6, rounds))
+                print(
+                    String(
+                        format:
+                            "counts cost (\(backend)): %d messages: after mark-all-read %.2f ms, nothing read %.2f ms (debug build, mean of %d)",
+                        size, Double(readerNanos) / Double(rounds) / 1e6, Double(freshNanos) / Double(rounds) / 1e6,
+                        rounds))
             }
         }
     }

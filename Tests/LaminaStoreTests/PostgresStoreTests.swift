@@ -1,9 +1,10 @@
 import Foundation
 import LaminaModel
+import LaminaStoreTestSupport
 import LaminaTestPostgres
 import Testing
+
 @testable import LaminaStore
-import LaminaStoreTestSupport
 
 /// What only the PostgreSQL backend has: its schema versions, its durability setting, its
 /// connection failures and reconnection. (The storage suites run on both backends.)
@@ -15,11 +16,17 @@ import LaminaStoreTestSupport
         let applied = try store.readNow { r in try PostgresSchema.appliedMigrations(r.db as! PostgresSession) }
         #expect(applied == PostgresSchema.migrations.map(\.id))
         let tables = try store.readNow { r in
-            try r.db.rows("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'").map { $0[0] as String }
+            try r.db.rows("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'").map {
+                $0[0] as String
+            }
         }
-        #expect(Set(tables).isSuperset(of: ["conversations", "messages", "feed_entries", "recipient_status", "replication_log", "lamina_migrations"]))
+        #expect(
+            Set(tables).isSuperset(of: [
+                "conversations", "messages", "feed_entries", "recipient_status", "replication_log", "lamina_migrations",
+            ]))
         // Every connection the store opens acknowledges a commit only once its WAL is flushed.
-        let synchronous = try await store.write { tx in try tx.db.row("SHOW synchronous_commit").map { $0[0] as String } }
+        let synchronous = try await store.write { tx in try tx.db.row("SHOW synchronous_commit").map { $0[0] as String }
+        }
         #expect(synchronous == "on")
         let reading = try store.readNow { r in try r.db.row("SHOW synchronous_commit").map { $0[0] as String } }
         #expect(reading == "on")
@@ -50,7 +57,9 @@ import LaminaStoreTestSupport
         let (path, cleanup) = temporaryDatabasePath()
         defer { cleanup() }
         let store = try NodeStore(path: path)
-        try await store.write { tx in try tx.db.run("INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')") }
+        try await store.write { tx in
+            try tx.db.run("INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')")
+        }
         try store.close()
         do throws(StorageError) {
             _ = try NodeStore(path: path)
@@ -62,7 +71,9 @@ import LaminaStoreTestSupport
 
     @Test func anUnreachableServerIsAClearError() throws {
         // A socket directory where no server listens.
-        let nowhere = PostgresLocation(user: "postgres", port: 5432, database: "lamina", socketDirectory: "/nonexistent-\(UUID().uuidString.prefix(8))")
+        let nowhere = PostgresLocation(
+            user: "postgres", port: 5432, database: "lamina",
+            socketDirectory: "/nonexistent-\(UUID().uuidString.prefix(8))")
         do throws(StorageError) {
             _ = try NodeStore(location: .postgres(nowhere))
             Issue.record("opened a store on no server")
@@ -85,7 +96,9 @@ import LaminaStoreTestSupport
 
     @Test func storeURLsParse() throws {
         let plain = try PostgresLocation(url: "postgres://lamina:secret@db.example:6543/relay")
-        #expect(plain.user == "lamina" && plain.password == "secret" && plain.host == "db.example" && plain.port == 6543 && plain.database == "relay")
+        #expect(
+            plain.user == "lamina" && plain.password == "secret" && plain.host == "db.example" && plain.port == 6543
+                && plain.database == "relay")
         #expect(!plain.description.contains("secret"))
         let socket = try PostgresLocation(url: "postgresql://postgres@localhost/lamina?host=/run/postgresql")
         #expect(socket.socketDirectory == "/run/postgresql" && socket.port == 5432)
@@ -115,7 +128,8 @@ import LaminaStoreTestSupport
         let session = try connector.connect()
         defer { connector.close(session) }
         let killed = try session.rows(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()", [location.database])
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()",
+            [location.database])
         #expect(killed.count >= 2)  // the writer's connection and a reader's
 
         var failures = 0
@@ -153,18 +167,36 @@ import LaminaStoreTestSupport
         await gate.entered.wait()
         let outcomes = OutcomeBox()
         let counter = CompletionCounter(expected: 3)
-        try store.submit({ tx in try tx.setSetting("a", [1]) }, completion: { outcomes.record("a", $0); counter.record($0) })
-        try store.submit({ tx in
-            try tx.db.run("INSERT INTO node_settings (key, value) VALUES (NULL, ?)", [Data([2])])  // NOT NULL: fails
-            try tx.setSetting("b-after", [2])  // sent after it, in the failed transaction
-        }, completion: { outcomes.record("b", $0); counter.record($0) })
-        try store.submit({ tx in try tx.setSetting("c", [3]) }, completion: { outcomes.record("c", $0); counter.record($0) })
+        try store.submit(
+            { tx in try tx.setSetting("a", [1]) },
+            completion: {
+                outcomes.record("a", $0)
+                counter.record($0)
+            })
+        try store.submit(
+            { tx in
+                // NOT NULL: fails
+                try tx.db.run("INSERT INTO node_settings (key, value) VALUES (NULL, ?)", [Data([2])])
+                try tx.setSetting("b-after", [2])  // sent after it, in the failed transaction
+            },
+            completion: {
+                outcomes.record("b", $0)
+                counter.record($0)
+            })
+        try store.submit(
+            { tx in try tx.setSetting("c", [3]) },
+            completion: {
+                outcomes.record("c", $0)
+                counter.record($0)
+            })
         gate.open()
         await counter.done.wait()
         #expect(counter.successes == 2)
         #expect(store.writerStatistics.largestBatch == 2)  // a and c, committed in b's group
         #expect(outcomes.error("a") == nil && outcomes.error("c") == nil)
-        #expect((outcomes.error("b") as? StorageError)?.code == .constraintViolation, "\(String(describing: outcomes.error("b")))")
+        #expect(
+            (outcomes.error("b") as? StorageError)?.code == .constraintViolation,
+            "\(String(describing: outcomes.error("b")))")
         #expect(try await store.read { r in try r.setting("a") } == [1])
         #expect(try await store.read { r in try r.setting("c") } == [3])
         #expect(try await store.read { r in try r.setting("b-after") } == nil)
@@ -173,7 +205,6 @@ import LaminaStoreTestSupport
         #expect(try await store.read { r in try r.setting("d") } == [4])
     }
 }
-
 
 extension PostgresStoreTests {
     /// Statements run as `EXECUTE` of a prepared statement with their values as literals:
@@ -195,10 +226,14 @@ extension PostgresStoreTests {
         #expect(try await store.read { r in try r.setting("big") } == big)
         #expect(try await store.read { r in try r.setting("empty") } == [])
         let reals: [Double] = [0.1, -2.5e-300, 1e300, .infinity, -.infinity]
-        let read = try await store.write { tx in try reals.map { try tx.db.row("SELECT CAST(? AS DOUBLE PRECISION) * 1", [$0])?[0] as Double? } }
+        let read = try await store.write { tx in
+            try reals.map { try tx.db.row("SELECT CAST(? AS DOUBLE PRECISION) * 1", [$0])?[0] as Double? }
+        }
         #expect(read == reals)
         #expect(PostgresSession.literalValues([.text("a\u{0}b")]) == nil)
-        #expect(PostgresSession.literalValues([.integer(-3), .null, .text("a'b\\c"), .blob(Data([0, 255]))]) == "-3, NULL, E'a''b\\\\c', E'\\\\x00ff'")
+        #expect(
+            PostgresSession.literalValues([.integer(-3), .null, .text("a'b\\c"), .blob(Data([0, 255]))])
+                == "-3, NULL, E'a''b\\\\c', E'\\\\x00ff'")
     }
 }
 

@@ -28,7 +28,8 @@ struct SchemaCatalog: Equatable {
             }
             for row in try r.db.rows(indexesQuery(dialect)) {
                 let columns = (row[3] as String).split(separator: ",").map(String.init)
-                catalog.indexes[row[0] as String] = Index(table: row[1] as String, unique: (row[2] as Int64) != 0, columns: columns)
+                catalog.indexes[row[0] as String] = Index(
+                    table: row[1] as String, unique: (row[2] as Int64) != 0, columns: columns)
             }
             return catalog
         }

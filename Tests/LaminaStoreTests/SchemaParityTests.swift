@@ -1,6 +1,7 @@
-import Testing
-@testable import LaminaStore
 import LaminaStoreTestSupport
+import Testing
+
+@testable import LaminaStore
 
 /// The SQLite schema (`StorageSchema`) and the PostgreSQL schema (`PostgresSchema`) are written
 /// separately, one migration list each; every statement of the store runs on both. This
@@ -30,18 +31,27 @@ import LaminaStoreTestSupport
         var gained = postgres
         gained.tables["messages"]?["extra"] = "integer"
         gained.indexes["messages_extra"] = SchemaCatalog.Index(table: "messages", unique: false, columns: ["extra"])
-        #expect(Self.differences(sqlite, gained) == found.union(["column messages.extra only on postgres", "index messages_extra only on postgres"]))
+        #expect(
+            Self.differences(sqlite, gained)
+                == found.union(["column messages.extra only on postgres", "index messages_extra only on postgres"]))
     }
 
     /// Each difference between the catalogs as one line.
     static func differences(_ sqlite: SchemaCatalog, _ postgres: SchemaCatalog) -> Set<String> {
         var out: Set<String> = []
         for table in Set(sqlite.tables.keys).union(postgres.tables.keys) {
-            guard let a = sqlite.tables[table] else { out.insert("table \(table) only on postgres"); continue }
-            guard let b = postgres.tables[table] else { out.insert("table \(table) only on sqlite"); continue }
+            guard let a = sqlite.tables[table] else {
+                out.insert("table \(table) only on postgres")
+                continue
+            }
+            guard let b = postgres.tables[table] else {
+                out.insert("table \(table) only on sqlite")
+                continue
+            }
             for column in Set(a.keys).union(b.keys) {
                 switch (a[column], b[column]) {
-                case (let x?, let y?) where x != y: out.insert("column \(table).\(column) is \(x) on sqlite, \(y) on postgres")
+                case (let x?, let y?) where x != y:
+                    out.insert("column \(table).\(column) is \(x) on sqlite, \(y) on postgres")
                 case (nil, _?): out.insert("column \(table).\(column) only on postgres")
                 case (_?, nil): out.insert("column \(table).\(column) only on sqlite")
                 default: break

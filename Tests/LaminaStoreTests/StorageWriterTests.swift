@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import LaminaModel
-import Testing
-@testable import LaminaStore
 import LaminaStoreTestSupport
+import Testing
+
+@testable import LaminaStore
 
 @Suite struct StorageWriterTests {
     @Test func migratesAnEmptyDatabaseWithDurablePragmas() async throws {
@@ -12,13 +13,20 @@ import LaminaStoreTestSupport
             #expect(applied == StorageSchema.migrationNames)
             #expect(!applied.isEmpty)
             let tables = try await store.pool.read { db in
-                try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'")
+                try String.fetchAll(
+                    db,
+                    sql:
+                        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%'"
+                )
             }
             let expected: Set = [
                 "node_settings", "conversations", "membership_ops", "participants", "messages", "message_parts",
-                "recipient_status", "read_markers", "delivered_markers", "metadata_entries", "feed_heads", "feed_entries", "feed_tail", "device_cursors",
-                "idempotency_records", "nonces", "sessions", "content_uploads", "replication_log", "conversation_aliases", "identities",
-                "webhooks", "webhook_queue", "blocks", "badges", "push_tokens", "push_queue", "replication_parked", "user_state_registers", "message_part_updates", "distinct_births",
+                "recipient_status", "read_markers", "delivered_markers", "metadata_entries", "feed_heads",
+                "feed_entries", "feed_tail", "device_cursors",
+                "idempotency_records", "nonces", "sessions", "content_uploads", "replication_log",
+                "conversation_aliases", "identities",
+                "webhooks", "webhook_queue", "blocks", "badges", "push_tokens", "push_queue", "replication_parked",
+                "user_state_registers", "message_part_updates", "distinct_births",
                 "message_counts",
             ]
             #expect(Set(tables) == expected)
@@ -39,7 +47,9 @@ import LaminaStoreTestSupport
             }
         }
         for (table, names) in columns {
-            #expect(names.isSuperset(of: ["origin_node", "hlc_physical", "hlc_logical", "hlc_node"]), "\(table) lacks replication columns")
+            #expect(
+                names.isSuperset(of: ["origin_node", "hlc_physical", "hlc_logical", "hlc_node"]),
+                "\(table) lacks replication columns")
         }
         try store.close()
         let reopened = try NodeStore(path: path)
@@ -49,8 +59,12 @@ import LaminaStoreTestSupport
         try reopened.close()
     }
 
-    @Test(arguments: StoreBackend.allCases) func groupCommitPutsQueuedCommandsIntoFewTransactions(_ backend: StoreBackend) async throws {
-        try await withTemporaryStore(StorageConfiguration(writeQueueCapacity: 2_000, maxBatchSize: 512), backend: backend) { store, _ in
+    @Test(arguments: StoreBackend.allCases) func groupCommitPutsQueuedCommandsIntoFewTransactions(
+        _ backend: StoreBackend
+    ) async throws {
+        try await withTemporaryStore(
+            StorageConfiguration(writeQueueCapacity: 2_000, maxBatchSize: 512), backend: backend
+        ) { store, _ in
             let gate = WriterGate()
             try gate.hold(store)
             await gate.entered.wait()
@@ -71,7 +85,9 @@ import LaminaStoreTestSupport
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func concurrentWritersShareTransactions(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func concurrentWritersShareTransactions(_ backend: StoreBackend)
+        async throws
+    {
         try await withTemporaryStore(backend: backend) { store, _ in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for i in 0..<1_000 {
@@ -91,17 +107,24 @@ import LaminaStoreTestSupport
             // Checked inside the completion itself: a separate connection already sees the row.
             let seen = Signal()
             let visible = LockedBox<Bool?>(nil)
-            try store.submit({ tx in try tx.setSetting("durable", [42]) }, completion: { _ in
-                let fresh = try? DatabaseQueue(path: path)
-                visible.set((try? fresh?.read { db in try Data.fetchOne(db, sql: "SELECT value FROM node_settings WHERE key = 'durable'") }) == Data([42]))
-                seen.fire()
-            })
+            try store.submit(
+                { tx in try tx.setSetting("durable", [42]) },
+                completion: { _ in
+                    let fresh = try? DatabaseQueue(path: path)
+                    visible.set(
+                        (try? fresh?.read { db in
+                            try Data.fetchOne(db, sql: "SELECT value FROM node_settings WHERE key = 'durable'")
+                        }) == Data([42]))
+                    seen.fire()
+                })
             await seen.wait()
             #expect(visible.get() == true)
 
             try await store.write { tx in try tx.setSetting("after-await", [7]) }
             let fresh = try DatabaseQueue(path: path)
-            let value = try await fresh.read { db in try Data.fetchOne(db, sql: "SELECT value FROM node_settings WHERE key = 'after-await'") }
+            let value = try await fresh.read { db in
+                try Data.fetchOne(db, sql: "SELECT value FROM node_settings WHERE key = 'after-await'")
+            }
             #expect(value == Data([7]))
             try fresh.close()
         }
@@ -117,19 +140,22 @@ import LaminaStoreTestSupport
         try await withTemporaryStore { store, _ in
             let names = LockedBox<(apply: String?, complete: String?)>((nil, nil))
             let done = Signal()
-            try store.submit({ tx in
-                names.set((currentThreadName(), nil))
-                try tx.setSetting("named", [1])
-            }, completion: { _ in
-                let applied = names.get().apply
-                names.set((applied, currentThreadName()))
-                done.fire()
-            })
+            try store.submit(
+                { tx in
+                    names.set((currentThreadName(), nil))
+                    try tx.setSetting("named", [1])
+                },
+                completion: { _ in
+                    let applied = names.get().apply
+                    names.set((applied, currentThreadName()))
+                    done.fire()
+                })
             await done.wait()
             #expect(names.get().apply == StorageThreadName.writer)
             // Completed by the completion thread, or by the writer when nothing else waits.
-            #expect([StorageThreadName.writer, StorageThreadName.completions].contains(names.get().complete ?? "none"),
-                    "\(names.get().complete ?? "none")")
+            #expect(
+                [StorageThreadName.writer, StorageThreadName.completions].contains(names.get().complete ?? "none"),
+                "\(names.get().complete ?? "none")")
         }
     }
 
@@ -138,26 +164,31 @@ import LaminaStoreTestSupport
             try await store.write { tx in try tx.setSetting("seen", [3]) }
             let got = LockedBox<[UInt8]?>(nil)
             let done = Signal()
-            store.read({ r in try r.setting("seen") }, completion: { result in
-                got.set(try? result.get() ?? nil)
-                done.fire()
-            })
+            store.read(
+                { r in try r.setting("seen") },
+                completion: { result in
+                    got.set(try? result.get() ?? nil)
+                    done.fire()
+                })
             await done.wait()
             #expect(got.get() == [3])
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func aFailingCommandRollsBackAloneWithinItsGroup(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func aFailingCommandRollsBackAloneWithinItsGroup(_ backend: StoreBackend)
+        async throws
+    {
         try await withTemporaryStore(backend: backend) { store, _ in
             let gate = WriterGate()
             try gate.hold(store)
             await gate.entered.wait()
             let counter = CompletionCounter(expected: 3)
             try store.submit({ tx in try tx.setSetting("first", [1]) }, completion: counter.record)
-            try store.submit({ tx in
-                try tx.setSetting("doomed", [2])
-                throw StorageError(.invalidArgument, "refused on purpose")
-            }, completion: counter.record)
+            try store.submit(
+                { tx in
+                    try tx.setSetting("doomed", [2])
+                    throw StorageError(.invalidArgument, "refused on purpose")
+                }, completion: counter.record)
             try store.submit({ tx in try tx.setSetting("third", [3]) }, completion: counter.record)
             gate.open()
             await counter.done.wait()
@@ -169,8 +200,10 @@ import LaminaStoreTestSupport
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func aFullQueueRefusesWithAClearError(_ backend: StoreBackend) async throws {
-        try await withTemporaryStore(StorageConfiguration(writeQueueCapacity: 4, maxBatchSize: 16), backend: backend) { store, _ in
+    @Test(arguments: StoreBackend.allCases) func aFullQueueRefusesWithAClearError(_ backend: StoreBackend) async throws
+    {
+        try await withTemporaryStore(StorageConfiguration(writeQueueCapacity: 4, maxBatchSize: 16), backend: backend) {
+            store, _ in
             let gate = WriterGate()
             try gate.hold(store)
             await gate.entered.wait()
@@ -187,7 +220,9 @@ import LaminaStoreTestSupport
             #expect(refusal?.code == .writeQueueFull)
             #expect(refusal?.reason.contains("4") == true)
             // The async API refuses the same way.
-            let asyncCode = await storageErrorCode { try await store.write { tx in try tx.setSetting("overflow2", [1]) } }
+            let asyncCode = await storageErrorCode {
+                try await store.write { tx in try tx.setSetting("overflow2", [1]) }
+            }
             #expect(asyncCode == .writeQueueFull)
             gate.open()
             await counter.done.wait()
@@ -199,7 +234,9 @@ import LaminaStoreTestSupport
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func aClosedStoreRefusesWritesButCommitsWhatWasQueued(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func aClosedStoreRefusesWritesButCommitsWhatWasQueued(
+        _ backend: StoreBackend
+    ) async throws {
         let (location, cleanup) = try temporaryStoreLocation(backend)
         defer { cleanup() }
         let store = try NodeStore(location: location)
@@ -224,7 +261,9 @@ import LaminaStoreTestSupport
     /// the group to fill (here to 3, within a delay far longer than the test: 1 s, as 100 ms
     /// passed between the first commit and the third submit in loaded full runs) and commit as
     /// one group; closing the store commits a gathering group at once.
-    @Test(arguments: StoreBackend.allCases) func smallGroupsGatherUntilTheTargetAfterACommit(_ backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func smallGroupsGatherUntilTheTargetAfterACommit(_ backend: StoreBackend)
+        async throws
+    {
         var configuration = StorageConfiguration()
         configuration.groupCommitDelayMicroseconds = 1_000_000
         configuration.groupCommitTarget = 3
@@ -270,8 +309,16 @@ final class LockedBox<T>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: T
     init(_ value: T) { self.value = value }
-    func set(_ v: T) { lock.lock(); value = v; lock.unlock() }
-    func get() -> T { lock.lock(); defer { lock.unlock() }; return value }
+    func set(_ v: T) {
+        lock.lock()
+        value = v
+        lock.unlock()
+    }
+    func get() -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
 }
 
 /// The group-commit spacing and ``CommandSources`` (the writer's `commit_siblings`).
@@ -350,8 +397,14 @@ extension Signal {
     /// Waits until fired or until `timeout` passed; true when fired.
     func wait(within timeout: Duration) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
-            group.addTask { await self.wait(); return true }
-            group.addTask { try? await Task.sleep(for: timeout); return false }
+            group.addTask {
+                await self.wait()
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
             let first = await group.next() ?? false
             if !first { self.fire() }  // lets the waiting child end
             group.cancelAll()

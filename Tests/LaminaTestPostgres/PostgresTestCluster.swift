@@ -2,7 +2,7 @@ import Foundation
 import LaminaProcess
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A PostgreSQL server for the tests: `LAMINA_TEST_POSTGRES` (a URL whose user may create
@@ -48,8 +48,9 @@ public enum PostgresTestCluster {
         let createdb = (try? binDirectory()).map { $0 + "/createdb" } ?? "createdb"
         var environment = ProcessInfo.processInfo.environment
         if let password = server.password { environment["PGPASSWORD"] = password }
-        try run(createdb, ["-h", server.socketDirectory ?? server.host, "-p", "\(server.port)", "-U", server.user, name],
-                log: nil, asServerOwner: false, environment: environment)
+        try run(
+            createdb, ["-h", server.socketDirectory ?? server.host, "-p", "\(server.port)", "-U", server.user, name],
+            log: nil, asServerOwner: false, environment: environment)
         return server.url(database: name)
     }
 
@@ -61,10 +62,14 @@ public enum PostgresTestCluster {
         let result: Result<Server, Failure>
         if let url = ProcessInfo.processInfo.environment["LAMINA_TEST_POSTGRES"], !url.isEmpty {
             if let parts = URLComponents(string: url), let user = parts.user, parts.path.count > 1 {
-                result = .success(Server(user: user, password: parts.password, host: parts.host ?? "127.0.0.1", port: parts.port ?? 5432,
-                                         database: String(parts.path.dropFirst()), socketDirectory: parts.queryItems?.first { $0.name == "host" }?.value))
+                result = .success(
+                    Server(
+                        user: user, password: parts.password, host: parts.host ?? "127.0.0.1", port: parts.port ?? 5432,
+                        database: String(parts.path.dropFirst()),
+                        socketDirectory: parts.queryItems?.first { $0.name == "host" }?.value))
             } else {
-                result = .failure(Failure(description: "LAMINA_TEST_POSTGRES is not postgres://user@host:port/database: \(url)"))
+                result = .failure(
+                    Failure(description: "LAMINA_TEST_POSTGRES is not postgres://user@host:port/database: \(url)"))
             }
         } else {
             result = Result { () throws(Failure) in try startCluster() }
@@ -80,19 +85,23 @@ public enum PostgresTestCluster {
         for version in versions.reversed() where fm.isExecutableFile(atPath: "\(root)/\(version)/bin/initdb") {
             return "\(root)/\(version)/bin"
         }
-        for dir in ["/usr/local/pgsql/bin", "/usr/local/bin", "/usr/bin"] where fm.isExecutableFile(atPath: "\(dir)/initdb") {
+        for dir in ["/usr/local/pgsql/bin", "/usr/local/bin", "/usr/bin"]
+        where fm.isExecutableFile(atPath: "\(dir)/initdb") {
             return dir
         }
-        throw Failure(description: """
-            PostgreSQL is not installed: no initdb under /usr/lib/postgresql/*/bin (install the Debian package \
-            'postgresql', or set LAMINA_TEST_POSTGRES=postgres://user@host:port/db to use a running server)
-            """)
+        throw Failure(
+            description: """
+                PostgreSQL is not installed: no initdb under /usr/lib/postgresql/*/bin (install the Debian package \
+                'postgresql', or set LAMINA_TEST_POSTGRES=postgres://user@host:port/db to use a running server)
+                """)
     }
 
     private static func startCluster() throws(Failure) -> Server {
         let bin = try binDirectory()
         reapClusters(of: bin)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lamina-pg-\(getpid())-\(UUID().uuidString.prefix(8))").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lamina-pg-\(getpid())-\(UUID().uuidString.prefix(8))"
+        ).path
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
@@ -102,25 +111,31 @@ public enum PostgresTestCluster {
         if isRoot {
             // initdb and postgres refuse to run as root: the cluster belongs to `postgres`.
             guard let user = getpwnam("postgres") else {
-                throw Failure(description: "running as root, and there is no 'postgres' user to run the test cluster as")
+                throw Failure(
+                    description: "running as root, and there is no 'postgres' user to run the test cluster as")
             }
             _ = chown(directory, user.pointee.pw_uid, user.pointee.pw_gid)
             runAs = "postgres"
         }
         let data = "\(directory)/data"
-        try run(bin + "/initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--locale=C", "-E", "UTF8", "--no-sync"],
-                log: "\(directory)/initdb.log", asServerOwner: true)
+        try run(
+            bin + "/initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--locale=C", "-E", "UTF8", "--no-sync"],
+            log: "\(directory)/initdb.log", asServerOwner: true)
         let port = 5432
-        try run(bin + "/pg_ctl", [
-            "-D", data, "-l", "\(directory)/server.log", "-w", "-t", "60",
-            "-o", "-k \(directory) -p \(port) -c listen_addresses= -c fsync=off -c max_connections=200", "start",
-        ], log: "\(directory)/pg_ctl.log", asServerOwner: true)
+        try run(
+            bin + "/pg_ctl",
+            [
+                "-D", data, "-l", "\(directory)/server.log", "-w", "-t", "60",
+                "-o", "-k \(directory) -p \(port) -c listen_addresses= -c fsync=off -c max_connections=200", "start",
+            ], log: "\(directory)/pg_ctl.log", asServerOwner: true)
         dataDirectory = data
         pgCtl = bin + "/pg_ctl"
         atexit {
             PostgresTestCluster.stop()
         }
-        return Server(user: "postgres", password: nil, host: "localhost", port: port, database: "postgres", socketDirectory: directory)
+        return Server(
+            user: "postgres", password: nil, host: "localhost", port: port, database: "postgres",
+            socketDirectory: directory)
     }
 
     /// Stops the clusters that test processes no longer running left behind (a process that
@@ -130,10 +145,14 @@ public enum PostgresTestCluster {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
         for name in names where name.hasPrefix("lamina-pg-") {
             let parts = name.split(separator: "-")
-            guard parts.count == 4, let pid = Int32(parts[2]), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            guard parts.count == 4, let pid = Int32(parts[2]), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else {
+                continue
+            }
             let directory = temporary.appendingPathComponent(name).path
             if geteuid() == 0 { runAs = "postgres" }
-            try? run(bin + "/pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"], log: nil, asServerOwner: true)
+            try? run(
+                bin + "/pg_ctl", ["-D", "\(directory)/data", "-m", "immediate", "-w", "stop"], log: nil,
+                asServerOwner: true)
             try? FileManager.default.removeItem(atPath: directory)
         }
     }
@@ -148,11 +167,16 @@ public enum PostgresTestCluster {
 
     /// Runs a PostgreSQL tool to its end (as the cluster's owner `runAs` when asked and set);
     /// throws with its output on failure.
-    private static func run(_ tool: String, _ arguments: [String], log: String?, asServerOwner: Bool,
-                            environment: [String: String]? = nil) throws(Failure) {
+    private static func run(
+        _ tool: String, _ arguments: [String], log: String?, asServerOwner: Bool,
+        environment: [String: String]? = nil
+    ) throws(Failure) {
         let child = ChildProcess()
         child.environment = environment
-        let log = log ?? FileManager.default.temporaryDirectory.appendingPathComponent("lamina-pg-tool-\(UUID().uuidString).log").path
+        let log =
+            log
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("lamina-pg-tool-\(UUID().uuidString).log")
+            .path
         defer { if !log.contains("/lamina-pg-\(getpid())") { try? FileManager.default.removeItem(atPath: log) } }
         if asServerOwner, let runAs {
             child.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
@@ -172,7 +196,10 @@ public enum PostgresTestCluster {
         try? handle?.close()
         guard child.terminationStatus == 0 else {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            throw Failure(description: "\(tool) \(arguments.joined(separator: " ")) failed (\(child.terminationStatus)): \(text.suffix(2_000))")
+            throw Failure(
+                description:
+                    "\(tool) \(arguments.joined(separator: " ")) failed (\(child.terminationStatus)): \(text.suffix(2_000))"
+            )
         }
     }
 }

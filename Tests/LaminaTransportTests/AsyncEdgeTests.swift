@@ -17,7 +17,9 @@ import Testing
                         try hasher.update(chunk)
                         total += chunk.readableBytes
                     }
-                    let digest = try hasher.finalize().map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+                    let digest = try hasher.finalize().map {
+                        String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
+                    }.joined()
                     stream.sendHeaders([(":status", "200"), ("x-bytes", String(total))])
                     stream.write(ByteBuffer(string: digest), promise: nil)
                     stream.finish(trailers: [("x-done", "yes")])
@@ -169,7 +171,9 @@ import Testing
     }
 
     @Test func urlsAreChecked() async {
-        for bad in ["http://localhost:1", "https://", "https://host:0", "https://host:70000", "https://[::1", "ftp://x"] {
+        for bad in [
+            "http://localhost:1", "https://", "https://host:0", "https://host:70000", "https://[::1", "ftp://x",
+        ] {
             await #expect(throws: TransportError.self, "\(bad)") {
                 _ = try await TransportConnection.connect(to: bad, tls: Fixtures.clientTLS, group: Fixtures.group)
             }

@@ -1,6 +1,7 @@
-@testable import LaminaTransport
 import NIOCore
 import Testing
+
+@testable import LaminaTransport
 
 /// ``ConnectionLiveness``'s steps on a clock the test moves: quiet → PING, ACK → quiet again,
 /// late ACK → close, and a PING queued behind output the peer is still taking is not late.

@@ -8,13 +8,16 @@ import Testing
 
     @Test func sha256KnownVectorsAndStreaming() throws {
         // FIPS 180-2 examples.
-        #expect(Self.hex(try SHA256Hasher.hash(Array("abc".utf8)))
-            == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(Self.hex(try SHA256Hasher.hash([]))
-            == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(
+            Self.hex(try SHA256Hasher.hash(Array("abc".utf8)))
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            Self.hex(try SHA256Hasher.hash([]))
+                == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         let message = Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
-        #expect(Self.hex(try SHA256Hasher.hash(message))
-            == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(
+            Self.hex(try SHA256Hasher.hash(message))
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
         // Fed in uneven pieces (one as a ByteBuffer), the digest is the same.
         let hasher = try SHA256Hasher()
         try hasher.update(Array(message[0..<1]))
@@ -107,7 +110,9 @@ import Testing
 
     @Test func badKeysAreRefused() {
         #expect(throws: TransportError.self) { _ = try JWSPublicKey(pem: "not a key") }
-        #expect(throws: TransportError.self) { _ = try ES256Signer(privateKeyPEM: "-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n") }
+        #expect(throws: TransportError.self) {
+            _ = try ES256Signer(privateKeyPEM: "-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n")
+        }
     }
 
     /// SEQUENCE { INTEGER r, INTEGER s } → r‖s (32 bytes each), test-side only.

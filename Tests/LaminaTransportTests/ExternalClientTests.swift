@@ -10,8 +10,10 @@ import Testing
         defer { _ = server.shutdown() }
         let run = try await External.run(
             "curl",
-            ["--http2", "-sS", "--cacert", Fixtures.server.certificate, "-w", "\n%{http_version} %{http_code}",
-             "https://127.0.0.1:\(server.port)/hello"])
+            [
+                "--http2", "-sS", "--cacert", Fixtures.server.certificate, "-w", "\n%{http_version} %{http_code}",
+                "https://127.0.0.1:\(server.port)/hello",
+            ])
         #expect(run.status == 0, "\(run.output)")
         #expect(run.stdout == TestServer.helloBody + "\n2 200")
     }
@@ -29,9 +31,11 @@ import Testing
         }
         let run = try await External.run(
             "curl",
-            ["--http2", "-sS", "--cacert", Fixtures.server.certificate, "--data-binary", "@" + input, "-o", output,
-             "-H", "content-type: application/octet-stream", "-w", "%{http_version} %{http_code}",
-             "https://localhost:\(server.port)/echo"], timeout: 120)
+            [
+                "--http2", "-sS", "--cacert", Fixtures.server.certificate, "--data-binary", "@" + input, "-o", output,
+                "-H", "content-type: application/octet-stream", "-w", "%{http_version} %{http_code}",
+                "https://localhost:\(server.port)/echo",
+            ], timeout: 120)
         #expect(run.status == 0, "\(run.output)")
         #expect(run.stdout == "2 200")
         let echoed = try Data(contentsOf: URL(fileURLWithPath: output))
@@ -58,7 +62,8 @@ import Testing
         try Data(body.readableBytesView).write(to: URL(fileURLWithPath: input))
         defer { try? FileManager.default.removeItem(atPath: input) }
         // nghttp writes the response body to stdout, captured in a file by External.run.
-        let run = try await External.run("nghttp", ["-d", input, "https://127.0.0.1:\(server.port)/echo"], timeout: 120)
+        let run = try await External.run(
+            "nghttp", ["-d", input, "https://127.0.0.1:\(server.port)/echo"], timeout: 120)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdoutData.count == body.readableBytes)
         #expect(run.stdoutData == Data(body.readableBytesView))

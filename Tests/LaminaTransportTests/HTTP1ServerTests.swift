@@ -10,11 +10,14 @@ import Testing
     static func start(requestTimeout: TimeAmount = .seconds(30)) async throws -> TransportServer {
         var router = TestServer.router()
         router.add("/api/*", maxBodyBytes: 1024) { request in
-            let text = "\(request.method) \(request.path) http/\(request.httpVersion) body=\(request.body.readableBytes) tooLarge=\(request.bodyTooLarge)"
-            return HTTPResponse(status: request.bodyTooLarge ? 413 : 200, headers: [("content-type", "text/plain")],
-                                body: ByteBuffer(string: text))
+            let text =
+                "\(request.method) \(request.path) http/\(request.httpVersion) body=\(request.body.readableBytes) tooLarge=\(request.bodyTooLarge)"
+            return HTTPResponse(
+                status: request.bodyTooLarge ? 413 : 200, headers: [("content-type", "text/plain")],
+                body: ByteBuffer(string: text))
         }
-        var tls = TLSConfiguration.server(certificateChainFile: Fixtures.server.certificate, privateKeyFile: Fixtures.server.key)
+        var tls = TLSConfiguration.server(
+            certificateChainFile: Fixtures.server.certificate, privateKeyFile: Fixtures.server.key)
         tls.offersHTTP1 = true
         var http1 = HTTP1Settings()
         http1.requestTimeout = requestTimeout
@@ -27,17 +30,29 @@ import Testing
         let server = try await Self.start()
         defer { _ = server.shutdown() }
         for (flag, version) in [("--http1.1", "1.1"), ("--http2", "2")] {
-            let run = try await External.run("curl", [
-                flag, "-sS", "--cacert", Fixtures.server.certificate, "--data-binary", "abc", "-w", "\n%{http_version} %{http_code}",
-                "https://127.0.0.1:\(server.port)/api/x?q=1"])
-            #expect(run.stdout == "POST /api/x?q=1 http/\(version) body=3 tooLarge=false\n\(version) 200", "\(run.output)")
+            let run = try await External.run(
+                "curl",
+                [
+                    flag, "-sS", "--cacert", Fixtures.server.certificate, "--data-binary", "abc", "-w",
+                    "\n%{http_version} %{http_code}",
+                    "https://127.0.0.1:\(server.port)/api/x?q=1",
+                ])
+            #expect(
+                run.stdout == "POST /api/x?q=1 http/\(version) body=3 tooLarge=false\n\(version) 200", "\(run.output)")
         }
-        let stream = try await External.run("curl", [
-            "--http1.1", "-sS", "--cacert", Fixtures.server.certificate, "-w", "\n%{http_code}", "https://127.0.0.1:\(server.port)/hello"])
+        let stream = try await External.run(
+            "curl",
+            [
+                "--http1.1", "-sS", "--cacert", Fixtures.server.certificate, "-w", "\n%{http_code}",
+                "https://127.0.0.1:\(server.port)/hello",
+            ])
         #expect(stream.stdout == "/hello needs HTTP/2 (ALPN h2)\n\n505", "\(stream.output)")
-        let none = try await External.run("curl", [
-            "--http1.1", "-sS", "--cacert", Fixtures.server.certificate, "-o", "/dev/null", "-w", "%{http_code}",
-            "https://127.0.0.1:\(server.port)/nothing"])
+        let none = try await External.run(
+            "curl",
+            [
+                "--http1.1", "-sS", "--cacert", Fixtures.server.certificate, "-o", "/dev/null", "-w", "%{http_code}",
+                "https://127.0.0.1:\(server.port)/nothing",
+            ])
         #expect(none.stdout == "404")
     }
 
@@ -46,15 +61,22 @@ import Testing
         defer { _ = server.shutdown() }
         let big = String(repeating: "x", count: 1025)
         for flag in ["--http1.1", "--http2"] {
-            let run = try await External.run("curl", [
-                flag, "-sS", "--cacert", Fixtures.server.certificate, "--data-binary", big, "-w", "\n%{http_code}",
-                "https://127.0.0.1:\(server.port)/api/big"])
+            let run = try await External.run(
+                "curl",
+                [
+                    flag, "-sS", "--cacert", Fixtures.server.certificate, "--data-binary", big, "-w", "\n%{http_code}",
+                    "https://127.0.0.1:\(server.port)/api/big",
+                ])
             #expect(run.stdout.hasSuffix("body=0 tooLarge=true\n413"), "\(run.output)")
         }
         let header = String(repeating: "h", count: 5000)
-        let run = try await External.run("curl", [
-            "--http1.1", "-sS", "--cacert", Fixtures.server.certificate, "-H", "x-big: \(header)", "-o", "/dev/null",
-            "-w", "%{http_code}", "https://127.0.0.1:\(server.port)/api/h"])
+        let run = try await External.run(
+            "curl",
+            [
+                "--http1.1", "-sS", "--cacert", Fixtures.server.certificate, "-H", "x-big: \(header)", "-o",
+                "/dev/null",
+                "-w", "%{http_code}", "https://127.0.0.1:\(server.port)/api/h",
+            ])
         #expect(run.stdout == "431" || run.stdout == "400", "\(run.output)")
     }
 
@@ -83,10 +105,13 @@ import Testing
             print(response()[0])
             print("closed", f.read() == b"")
             """
-        let run = try await External.run("python3", ["-c", script, Fixtures.server.certificate, "\(server.port)"], timeout: 30)
-        #expect(run.stdout.split(separator: "\n") == [
-            "http/1.1", "200 GET /api/k0 http/1.1 body=0 tooLarge=false", "200 GET /api/k1 http/1.1 body=0 tooLarge=false",
-            "408", "closed True",
-        ], "\(run.output)")
+        let run = try await External.run(
+            "python3", ["-c", script, Fixtures.server.certificate, "\(server.port)"], timeout: 30)
+        #expect(
+            run.stdout.split(separator: "\n") == [
+                "http/1.1", "200 GET /api/k0 http/1.1 body=0 tooLarge=false",
+                "200 GET /api/k1 http/1.1 body=0 tooLarge=false",
+                "408", "closed True",
+            ], "\(run.output)")
     }
 }

@@ -33,7 +33,9 @@ import Testing
 
         // Several concurrent streams on one connection, one of them large (flow control inbound).
         var streams: [TransportStream] = []
-        for _ in 0..<4 { streams.append(try await connection.openStream(method: "GET", path: "/large.bin", endStream: true)) }
+        for _ in 0..<4 {
+            streams.append(try await connection.openStream(method: "GET", path: "/large.bin", endStream: true))
+        }
         let missing = try await connection.openStream(method: "GET", path: "/missing", endStream: true)
         for stream in streams {
             let response = try await stream.collect(maxBytes: 8 << 20).get()
@@ -59,7 +61,8 @@ import Testing
         // Trusting a different CA: the handshake must fail with OpenSSL's verification reason.
         let otherTrust = try TLSContext(.client(trust: .caFile(Fixtures.clientCA.certificate)))
         await #expect {
-            _ = try await TransportConnection.connect(to: "https://localhost:\(port)", tls: otherTrust, group: Fixtures.group)
+            _ = try await TransportConnection.connect(
+                to: "https://localhost:\(port)", tls: otherTrust, group: Fixtures.group)
         } throws: { error in
             guard let error = error as? TransportError else { return false }
             return error.code == .tlsHandshake && error.reason.contains("certificate verify failed")

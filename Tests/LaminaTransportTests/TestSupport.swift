@@ -1,12 +1,12 @@
-import LaminaProcess
 import Foundation
+import LaminaProcess
 import LaminaTransport
 import NIOCore
 import NIOPosix
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Shared fixtures: certificates made once per test process, a temp directory, helpers to
@@ -188,7 +188,9 @@ enum External {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0 else { throw TransportError(.io, "bind() failed") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)

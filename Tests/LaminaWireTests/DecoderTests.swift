@@ -26,7 +26,10 @@ import Testing
     @Test func typeLimitIsCheckedOnTheHeader() {
         var decoder = FrameDecoder()
         decoder.feed(header(length: 9, type: FrameType.ping.rawValue))
-        do { _ = try decoder.next(); Issue.record("accepted a 9-byte PING header") } catch { #expect(error.code == .frameTooLarge) }
+        do {
+            _ = try decoder.next()
+            Issue.record("accepted a 9-byte PING header")
+        } catch { #expect(error.code == .frameTooLarge) }
     }
 
     @Test func lowerLimitsAreHonoured() throws {
@@ -38,10 +41,16 @@ import Testing
             frame = .sendMessage(m)
         }
         let bytes = try frame.encoded()
-        do { _ = try Frame.decode(exactly: bytes, limits: limits); Issue.record("accepted 3 parts") } catch { #expect(error.code == .tooManyParts) }
+        do {
+            _ = try Frame.decode(exactly: bytes, limits: limits)
+            Issue.record("accepted 3 parts")
+        } catch { #expect(error.code == .tooManyParts) }
         var decoder = FrameDecoder(limits: limits)
         decoder.feed(header(length: 1_001, type: FrameType.sendMessage.rawValue))
-        do { _ = try decoder.next(); Issue.record("accepted 1,001 bytes") } catch { #expect(error.code == .frameTooLarge) }
+        do {
+            _ = try decoder.next()
+            Issue.record("accepted 1,001 bytes")
+        } catch { #expect(error.code == .frameTooLarge) }
     }
 
     @Test func aValidHeaderDeclaringTheMaximumBuffersNothingYet() throws {
@@ -54,7 +63,9 @@ import Testing
 
     @Test func skippableUnknownFramesAreSkippedInAnySplit() throws {
         var stream = Support.bytes(try Frame.ping(Ping(payload: 1)).encoded())
-        stream += Support.bytes(header(length: 300, type: 0x7777, flags: FrameHeader.skippableFlag)) + [UInt8](repeating: 0xEE, count: 300)
+        stream +=
+            Support.bytes(header(length: 300, type: 0x7777, flags: FrameHeader.skippableFlag))
+            + [UInt8](repeating: 0xEE, count: 300)
         stream += Support.bytes(try Frame.pong(Ping(payload: 2)).encoded())
         let expected: [Frame] = [.ping(Ping(payload: 1)), .pong(Ping(payload: 2))]
         #expect(try Support.decodeStream([stream[...]]).get() == expected)
@@ -64,13 +75,19 @@ import Testing
         }
         // As a single frame it is not a frame this version knows.
         let skippable = Support.bytes(header(length: 2, type: 0x7777, flags: FrameHeader.skippableFlag)) + [0, 0]
-        do { _ = try Frame.decode(exactly: ByteBuffer(bytes: skippable)); Issue.record("decoded an unknown type") } catch { #expect(error.code == .unknownFrameType) }
+        do {
+            _ = try Frame.decode(exactly: ByteBuffer(bytes: skippable))
+            Issue.record("decoded an unknown type")
+        } catch { #expect(error.code == .unknownFrameType) }
     }
 
     @Test func aSkippableFrameOverTheSizeLimitIsRefused() {
         var decoder = FrameDecoder()
         decoder.feed(header(length: UInt32.max, type: 0x7777, flags: FrameHeader.skippableFlag))
-        do { _ = try decoder.next(); Issue.record("accepted") } catch { #expect(error.code == .frameTooLarge) }
+        do {
+            _ = try decoder.next()
+            Issue.record("accepted")
+        } catch { #expect(error.code == .frameTooLarge) }
     }
 
     @Test func afterAnErrorTheDecoderStaysFailed() throws {
@@ -78,8 +95,14 @@ import Testing
         decoder.feed(header(length: 0, type: 0x7777))
         #expect(throws: WireError.self) { try decoder.next() }
         decoder.feed(try Frame.ping(Ping(payload: 1)).encoded())
-        do { _ = try decoder.next(); Issue.record("recovered") } catch { #expect(error.code == .unknownFrameType) }
-        do { try decoder.finish(); Issue.record("finished cleanly") } catch { #expect(error.code == .unknownFrameType) }
+        do {
+            _ = try decoder.next()
+            Issue.record("recovered")
+        } catch { #expect(error.code == .unknownFrameType) }
+        do {
+            try decoder.finish()
+            Issue.record("finished cleanly")
+        } catch { #expect(error.code == .unknownFrameType) }
     }
 
     @Test func consumedBytesAreReclaimed() throws {
@@ -102,9 +125,15 @@ import Testing
     @Test func truncatedAndTrailingWholeFrames() throws {
         let bytes = Support.bytes(try Frame.ping(Ping(payload: 1)).encoded())
         for n in 0..<bytes.count {
-            do { _ = try Frame.decode(exactly: ByteBuffer(bytes: bytes[..<n])); Issue.record("decoded \(n) bytes") } catch { #expect(error.code == .truncated) }
+            do {
+                _ = try Frame.decode(exactly: ByteBuffer(bytes: bytes[..<n]))
+                Issue.record("decoded \(n) bytes")
+            } catch { #expect(error.code == .truncated) }
         }
-        do { _ = try Frame.decode(exactly: ByteBuffer(bytes: bytes + [0])); Issue.record("decoded with a trailing byte") } catch { #expect(error.code == .trailingBytes) }
+        do {
+            _ = try Frame.decode(exactly: ByteBuffer(bytes: bytes + [0]))
+            Issue.record("decoded with a trailing byte")
+        } catch { #expect(error.code == .trailingBytes) }
     }
 
     /// Random bytes and mutated vectors never trap; whatever decodes re-encodes to the same
@@ -121,8 +150,14 @@ import Testing
                 if input.count >= 8, Bool.random(using: &rng) {
                     // A plausible header: small length, a known type.
                     let type = FrameType.allCases.randomElement(using: &rng)!.rawValue
-                    input[0] = 0; input[1] = 0; input[2] = 0; input[3] = UInt8(input.count - 8)
-                    input[4] = UInt8(type >> 8); input[5] = UInt8(type & 0xFF); input[6] = 0; input[7] = 0
+                    input[0] = 0
+                    input[1] = 0
+                    input[2] = 0
+                    input[3] = UInt8(input.count - 8)
+                    input[4] = UInt8(type >> 8)
+                    input[5] = UInt8(type & 0xFF)
+                    input[6] = 0
+                    input[7] = 0
                 }
             } else {
                 input = seeds[Int.random(in: 0..<seeds.count, using: &rng)]
@@ -138,7 +173,8 @@ import Testing
             }
             if let frame = try? Frame.decode(exactly: ByteBuffer(bytes: input)) {
                 decodedCount += 1
-                #expect(Support.bytes(try frame.encoded()) == input, "input \(i) decodes but does not re-encode to itself")
+                #expect(
+                    Support.bytes(try frame.encoded()) == input, "input \(i) decodes but does not re-encode to itself")
             }
             _ = Support.decodeStream(Support.split(input, at: input.count / 2))
         }

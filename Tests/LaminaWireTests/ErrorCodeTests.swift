@@ -18,8 +18,10 @@ import Testing
 
     @Test func everyModelCodeMapsToItsOwnWireCode() {
         let model: [ModelError.Code] = [
-            .invalidIdentifier, .invalidUserID, .invalidMIMEType, .noParts, .tooManyParts, .partTooLarge, .inlineTooLarge,
-            .invalidContentReference, .noParticipants, .tooManyParticipants, .invalidMetadata, .invalidPushConfiguration, .duplicatePart,
+            .invalidIdentifier, .invalidUserID, .invalidMIMEType, .noParts, .tooManyParts, .partTooLarge,
+            .inlineTooLarge,
+            .invalidContentReference, .noParticipants, .tooManyParticipants, .invalidMetadata,
+            .invalidPushConfiguration, .duplicatePart,
         ]
         for code in model {
             let wire = WireError.Code(code)
@@ -67,21 +69,56 @@ import Testing
         let c = ConversationID.random()
         let cases: [(Frame, WireError.Code)] = [
             (.sendMessage(SendMessage(messageID: .random(), conversationID: c, parts: [])), .noParts),
-            (.sendMessage(SendMessage(messageID: .random(), conversationID: c, parts: Array(repeating: try MessagePart(text: "x"), count: 1_001))), .tooManyParts),
-            (.sendMessage(SendMessage(messageID: .random(), conversationID: c, parts: [MessagePart(mimeType: .textPlain, content: .inline(Array(repeating: 1, count: 2_049)))])), .inlineTooLarge),
-            (.sendMessage(SendMessage(messageID: .random(), conversationID: c, parts: [MessagePart(mimeType: "image/png", content: .external(ContentReference(id: .random(), size: 1, sha256: [1])))])), .invalidContentReference),
+            (
+                .sendMessage(
+                    SendMessage(
+                        messageID: .random(), conversationID: c,
+                        parts: Array(repeating: try MessagePart(text: "x"), count: 1_001))), .tooManyParts
+            ),
+            (
+                .sendMessage(
+                    SendMessage(
+                        messageID: .random(), conversationID: c,
+                        parts: [MessagePart(mimeType: .textPlain, content: .inline(Array(repeating: 1, count: 2_049)))])
+                ), .inlineTooLarge
+            ),
+            (
+                .sendMessage(
+                    SendMessage(
+                        messageID: .random(), conversationID: c,
+                        parts: [
+                            MessagePart(
+                                mimeType: "image/png",
+                                content: .external(ContentReference(id: .random(), size: 1, sha256: [1])))
+                        ])), .invalidContentReference
+            ),
             (.hello(Hello(agent: String(repeating: "a", count: 1_025))), .limitExceeded),
             (.changeBatch(ChangeBatch(changes: [])), .invalidArgument),
             (.replicate(Replicate(operations: [])), .invalidArgument),
             (.hello(Hello(minVersion: 2, maxVersion: 1, agent: "x")), .invalidArgument),
             (.peerHello(PeerHello(nodeID: NodeID(1), minVersion: 0, maxVersion: 1, cluster: "c")), .invalidArgument),
-            (.authenticated(Authenticated(requestID: .init(), sessionToken: String(repeating: "t", count: 8_192), identity: Identity(userID: "u", displayName: String(repeating: "n", count: 1_024), avatarURL: String(repeating: "a", count: 1_025)), expiresAt: .now())), .limitExceeded),
-            (.createConversation(CreateConversation(conversationID: c, participants: [], options: ConversationOptions(metadata: ["a.b": .string("x")]))), .invalidMetadata),
+            (
+                .authenticated(
+                    Authenticated(
+                        requestID: .init(), sessionToken: String(repeating: "t", count: 8_192),
+                        identity: Identity(
+                            userID: "u", displayName: String(repeating: "n", count: 1_024),
+                            avatarURL: String(repeating: "a", count: 1_025)), expiresAt: .now())), .limitExceeded
+            ),
+            (
+                .createConversation(
+                    CreateConversation(
+                        conversationID: c, participants: [],
+                        options: ConversationOptions(metadata: ["a.b": .string("x")]))), .invalidMetadata
+            ),
             (.fetchHistory(FetchHistory(requestID: .init(), conversationID: c, policy: .lastN(0))), .invalidArgument),
         ]
         for (frame, code) in cases {
             var buffer = ByteBuffer(bytes: [1, 2, 3])
-            do { try frame.encode(into: &buffer); Issue.record("encoded \(frame.type.name)") } catch { #expect(error.code == code, "\(error)") }
+            do {
+                try frame.encode(into: &buffer)
+                Issue.record("encoded \(frame.type.name)")
+            } catch { #expect(error.code == code, "\(error)") }
             #expect(Support.bytes(buffer) == [1, 2, 3])
         }
     }

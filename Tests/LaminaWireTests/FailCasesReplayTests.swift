@@ -25,7 +25,9 @@ struct FailCasesReplayTests {
             bytes.reserveCapacity(digits.count / 2)
             var index = 0
             while index + 1 < digits.count {
-                guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else { break }
+                guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else {
+                    break
+                }
                 bytes.append(byte)
                 index += 2
             }

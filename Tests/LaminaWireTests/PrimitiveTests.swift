@@ -1,5 +1,6 @@
 import NIOCore
 import Testing
+
 @testable import LaminaWire
 
 /// Reads one field of the kind named by `op` from `bytes`: the value's description, or the
@@ -87,11 +88,16 @@ func readOne(_ op: String, _ bytes: [UInt8]) -> (value: String?, code: WireError
 
     @Test func agreesWithTheStandardLibraryOnRandomBytes() {
         var rng = SplitMix64(seed: 0x07F8)
-        let interesting: [UInt8] = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF]
+        let interesting: [UInt8] = [
+            0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5,
+            0xFF,
+        ]
         for _ in 0..<50_000 {
             let n = Int.random(in: 0...12, using: &rng)
             let bytes = (0..<n).map { _ in
-                Bool.random(using: &rng) ? interesting[Int.random(in: 0..<interesting.count, using: &rng)] : UInt8.random(in: 0...255, using: &rng)
+                Bool.random(using: &rng)
+                    ? interesting[Int.random(in: 0..<interesting.count, using: &rng)]
+                    : UInt8.random(in: 0...255, using: &rng)
             }
             #expect(agrees(bytes), "\(bytes)")
         }

@@ -31,13 +31,19 @@ struct RandomFrames {
     }
     mutating func u32() -> UInt32 { UInt32(truncatingIfNeeded: u64()) }
     mutating func uuid() -> UUID {
-        let a = rng.next(), b = rng.next()
-        return UUID(uuid: (
-            UInt8(truncatingIfNeeded: a), UInt8(truncatingIfNeeded: a >> 8), UInt8(truncatingIfNeeded: a >> 16), UInt8(truncatingIfNeeded: a >> 24),
-            UInt8(truncatingIfNeeded: a >> 32), UInt8(truncatingIfNeeded: a >> 40), UInt8(truncatingIfNeeded: a >> 48), UInt8(truncatingIfNeeded: a >> 56),
-            UInt8(truncatingIfNeeded: b), UInt8(truncatingIfNeeded: b >> 8), UInt8(truncatingIfNeeded: b >> 16), UInt8(truncatingIfNeeded: b >> 24),
-            UInt8(truncatingIfNeeded: b >> 32), UInt8(truncatingIfNeeded: b >> 40), UInt8(truncatingIfNeeded: b >> 48), UInt8(truncatingIfNeeded: b >> 56)
-        ))
+        let a = rng.next()
+        let b = rng.next()
+        return UUID(
+            uuid: (
+                UInt8(truncatingIfNeeded: a), UInt8(truncatingIfNeeded: a >> 8), UInt8(truncatingIfNeeded: a >> 16),
+                UInt8(truncatingIfNeeded: a >> 24),
+                UInt8(truncatingIfNeeded: a >> 32), UInt8(truncatingIfNeeded: a >> 40),
+                UInt8(truncatingIfNeeded: a >> 48), UInt8(truncatingIfNeeded: a >> 56),
+                UInt8(truncatingIfNeeded: b), UInt8(truncatingIfNeeded: b >> 8), UInt8(truncatingIfNeeded: b >> 16),
+                UInt8(truncatingIfNeeded: b >> 24),
+                UInt8(truncatingIfNeeded: b >> 32), UInt8(truncatingIfNeeded: b >> 40),
+                UInt8(truncatingIfNeeded: b >> 48), UInt8(truncatingIfNeeded: b >> 56)
+            ))
     }
     mutating func optional<T>(_ make: (inout RandomFrames) -> T) -> T? { bool() ? make(&self) : nil }
 
@@ -64,25 +70,36 @@ struct RandomFrames {
     mutating func timestamp() -> Timestamp { Timestamp(millisecondsSince1970: Int64(bitPattern: u64())) }
     mutating func hlc() -> HLCTimestamp { HLCTimestamp(physical: u64(), logical: u32(), node: NodeID(u64())) }
     mutating func mime() -> MIMEType {
-        let all: [MIMEType] = ["text/plain", "image/png", "application/json", "application/vnd.lamina.location+json", "video/mp4"]
+        let all: [MIMEType] = [
+            "text/plain", "image/png", "application/json", "application/vnd.lamina.location+json", "video/mp4",
+        ]
         return all[int(0...(all.count - 1))]
     }
     mutating func part() -> MessagePart {
         if int(0...4) == 0 {
-            let ref = ContentReference(id: ContentID(uuid: uuid()), size: UInt64(int(0...Int(Limits.maxPartBytes))), sha256: (0..<32).map { _ in UInt8(int(0...255)) })
+            let ref = ContentReference(
+                id: ContentID(uuid: uuid()), size: UInt64(int(0...Int(Limits.maxPartBytes))),
+                sha256: (0..<32).map { _ in UInt8(int(0...255)) })
             return MessagePart(id: uuid(), mimeType: mime(), content: .external(ref))
         }
         let n = int(0...3) == 0 ? int(0...cap(2_048)) : int(0...120)
         return MessagePart(id: uuid(), mimeType: mime(), content: .inline((0..<n).map { _ in UInt8(int(0...255)) }))
     }
     mutating func parts() -> [MessagePart] {
-        if wild && int(0...30) == 0 { return int(0...1) == 0 ? [] : (0..<int(995...1_005)).map { _ in MessagePart(id: uuid(), mimeType: .textPlain, content: .inline([])) } }
+        if wild && int(0...30) == 0 {
+            return int(0...1) == 0
+                ? []
+                : (0..<int(995...1_005)).map { _ in MessagePart(id: uuid(), mimeType: .textPlain, content: .inline([]))
+                }
+        }
         return (0..<(int(0...9) == 0 ? int(1...40) : int(1...3))).map { _ in part() }
     }
     mutating func push() -> PushConfiguration {
         var data: [String: String] = [:]
         for _ in 0..<int(0...4) { data[string(10)] = string(20) }
-        return PushConfiguration(alert: optional { $0.string(40) }, sound: optional { $0.string(10) }, title: optional { $0.string(10) }, category: optional { $0.string(10) }, data: data)
+        return PushConfiguration(
+            alert: optional { $0.string(40) }, sound: optional { $0.string(10) }, title: optional { $0.string(10) },
+            category: optional { $0.string(10) }, data: data)
     }
     mutating func key() -> String {
         var k = string(8, alphabet: Array("abcdefgh_-üé1"))
@@ -96,23 +113,32 @@ struct RandomFrames {
         return map
     }
     mutating func metadataValue(level: Int) -> MetadataValue {
-        level < (wild ? Limits.maxMetadataDepth + 2 : Limits.maxMetadataDepth) && int(0...2) == 0 ? .dictionary(metadataMap(level: level + 1)) : .string(string(30))
+        level < (wild ? Limits.maxMetadataDepth + 2 : Limits.maxMetadataDepth) && int(0...2) == 0
+            ? .dictionary(metadataMap(level: level + 1)) : .string(string(30))
     }
     mutating func keyPath() -> MetadataKeyPath {
         while true {
-            if let path = try? MetadataKeyPath((0..<int(1...Limits.maxMetadataDepth)).map { _ in key() }) { return path }
+            if let path = try? MetadataKeyPath((0..<int(1...Limits.maxMetadataDepth)).map { _ in key() }) {
+                return path
+            }
         }
     }
     mutating func mode() -> DeletionMode { bool() ? .myDevices : .allParticipants }
     mutating func typingState() -> TypingState { TypingState.allCases[int(0...2)] }
     mutating func status() -> RecipientStatus { RecipientStatus.allCases[int(0...4)] }
     mutating func conversation() -> Conversation {
-        Conversation(id: ConversationID(uuid: uuid()), participants: users(6), isDistinct: bool(), metadata: Metadata(metadataMap(level: 1)), deliveryReceiptsEnabled: bool(), createdAt: timestamp(), creator: user())
+        Conversation(
+            id: ConversationID(uuid: uuid()), participants: users(6), isDistinct: bool(),
+            metadata: Metadata(metadataMap(level: 1)), deliveryReceiptsEnabled: bool(), createdAt: timestamp(),
+            creator: user())
     }
     mutating func message() -> Message {
         var statuses: [UserID: RecipientStatus] = [:]
         for _ in 0..<int(0...4) { statuses[user()] = status() }
-        return Message(id: MessageID(uuid: uuid()), conversationID: ConversationID(uuid: uuid()), sender: user(), parts: parts(), sentAt: optional { $0.timestamp() }, position: optional { $0.hlc() }, push: optional { $0.push() }, recipientStatus: statuses)
+        return Message(
+            id: MessageID(uuid: uuid()), conversationID: ConversationID(uuid: uuid()), sender: user(), parts: parts(),
+            sentAt: optional { $0.timestamp() }, position: optional { $0.hlc() }, push: optional { $0.push() },
+            recipientStatus: statuses)
     }
     /// A conversation change mostly, sometimes a change of a user's state (SPEC §6.5).
     mutating func replicatedEvent() -> ReplicatedEvent {
@@ -127,7 +153,8 @@ struct RandomFrames {
         case 1: return .user(.block(BlockChange(blocker: user(), blocked: user(), blocking: int(0...1) == 1)))
         case 2: return .user(.badge(BadgeChange(user: user(), externalUnreadCount: u64())))
         case 3: return .user(.sessionsRevoked(user()))
-        case 4: return .user(.pushRegistration(PushRegistrationChange(user: user(), device: uuid(), node: NodeID(u64()))))
+        case 4:
+            return .user(.pushRegistration(PushRegistrationChange(user: user(), device: uuid(), node: NodeID(u64()))))
         default: return .change(event())
         }
     }
@@ -145,21 +172,42 @@ struct RandomFrames {
         let c = ConversationID(uuid: uuid())
         switch int(0...13) {
         case 0: return .conversationCreated(conversation())
-        case 1: return .conversationUpdated(ConversationUpdated(conversationID: c, isDistinct: bool(), deliveryReceiptsEnabled: bool(), messageCount: u64(), unreadCount: u64(), lastMessageID: optional { MessageID(uuid: $0.uuid()) }))
-        case 2: return .participantsChanged(ParticipantsChanged(conversationID: c, added: users(4), removed: users(4), by: user(), at: hlc()))
+        case 1:
+            return .conversationUpdated(
+                ConversationUpdated(
+                    conversationID: c, isDistinct: bool(), deliveryReceiptsEnabled: bool(), messageCount: u64(),
+                    unreadCount: u64(), lastMessageID: optional { MessageID(uuid: $0.uuid()) }))
+        case 2:
+            return .participantsChanged(
+                ParticipantsChanged(conversationID: c, added: users(4), removed: users(4), by: user(), at: hlc()))
         case 3:
             let path = keyPath()
             var value: MetadataValue? = optional { $0.metadataValue(level: path.components.count) }
             if path.components.count == Limits.maxMetadataDepth, case .dictionary? = value { value = .string("leaf") }
-            return .metadataChanged(MetadataChanged(conversationID: c, keyPath: path, value: value, by: user(), at: hlc()))
-        case 4: return .conversationDeleted(ConversationDeleted(conversationID: c, mode: mode(), below: optional { $0.hlc() }, by: user()))
+            return .metadataChanged(
+                MetadataChanged(conversationID: c, keyPath: path, value: value, by: user(), at: hlc()))
+        case 4:
+            return .conversationDeleted(
+                ConversationDeleted(conversationID: c, mode: mode(), below: optional { $0.hlc() }, by: user()))
         case 5: return .identifierChanged(IdentifierChanged(from: c, to: ConversationID(uuid: uuid())))
         case 6: return .messageCreated(message())
-        case 7: return .messageStatusChanged(MessageStatusChanged(conversationID: c, messageID: MessageID(uuid: uuid()), user: user(), status: status()))
-        case 8: return .messageDeleted(MessageDeleted(conversationID: c, messageID: MessageID(uuid: uuid()), mode: mode(), by: user()))
+        case 7:
+            return .messageStatusChanged(
+                MessageStatusChanged(
+                    conversationID: c, messageID: MessageID(uuid: uuid()), user: user(), status: status()))
+        case 8:
+            return .messageDeleted(
+                MessageDeleted(conversationID: c, messageID: MessageID(uuid: uuid()), mode: mode(), by: user()))
         case 9: return .statusUpTo(StatusUpTo(conversationID: c, user: user(), status: status(), upTo: hlc()))
-        case 10: return .messagePartsChanged(MessagePartsChanged(conversationID: c, messageID: MessageID(uuid: uuid()), parts: parts(), by: user(), at: hlc()))
-        case 11: return .identityChanged(IdentityChange(user: user(), identity: bool() ? nil : IdentityChange.Identity(values: stringMap(), metadata: stringMap())))
+        case 10:
+            return .messagePartsChanged(
+                MessagePartsChanged(
+                    conversationID: c, messageID: MessageID(uuid: uuid()), parts: parts(), by: user(), at: hlc()))
+        case 11:
+            return .identityChanged(
+                IdentityChange(
+                    user: user(),
+                    identity: bool() ? nil : IdentityChange.Identity(values: stringMap(), metadata: stringMap())))
         case 12: return .blockListChanged(BlockListChanged(user: user(), blocking: bool()))
         default: return .typing(TypingChanged(conversationID: c, user: user(), state: typingState()))
         }
@@ -176,8 +224,15 @@ struct RandomFrames {
         switch type {
         case .hello:
             let lo = UInt16(int(1...5))
-            return .hello(Hello(minVersion: lo, maxVersion: lo + UInt16(int(0...3)), features: FeatureSet(rawValue: u64()), agent: string(60)))
-        case .welcome: return .welcome(Welcome(version: UInt16(int(1...65_535)), features: FeatureSet(rawValue: u64()), nodeID: NodeID(u64()), serverTime: timestamp(), maxFrameSize: u32(), cluster: string(250)))
+            return .hello(
+                Hello(
+                    minVersion: lo, maxVersion: lo + UInt16(int(0...3)), features: FeatureSet(rawValue: u64()),
+                    agent: string(60)))
+        case .welcome:
+            return .welcome(
+                Welcome(
+                    version: UInt16(int(1...65_535)), features: FeatureSet(rawValue: u64()), nodeID: NodeID(u64()),
+                    serverTime: timestamp(), maxFrameSize: u32(), cluster: string(250)))
         case .nonceRequest: return .nonceRequest(NonceRequest(requestID: uuid()))
         case .endSession: return .endSession(EndSession(requestID: uuid()))
         case .blockUser: return .blockUser(BlockUser(requestID: uuid(), user: user(), blocking: bool()))
@@ -185,48 +240,106 @@ struct RandomFrames {
             switch int(0...3) {
             case 0: return .registerPushToken(RegisterPushToken(requestID: uuid(), token: nil))
             case 1:
-                return .registerPushToken(RegisterPushToken(
-                    requestID: uuid(), token: .apns(token: (0..<int(0...100)).map { _ in UInt8(int(0...255)) }, topic: string(60), environment: bool() ? .sandbox : .production)))
+                return .registerPushToken(
+                    RegisterPushToken(
+                        requestID: uuid(),
+                        token: .apns(
+                            token: (0..<int(0...100)).map { _ in UInt8(int(0...255)) }, topic: string(60),
+                            environment: bool() ? .sandbox : .production)))
             case 2: return .registerPushToken(RegisterPushToken(requestID: uuid(), token: .fcm(token: string(200))))
-            default: return .registerPushToken(RegisterPushToken(requestID: uuid(), token: .gateway(token: string(200))))
+            default:
+                return .registerPushToken(RegisterPushToken(requestID: uuid(), token: .gateway(token: string(200))))
             }
         case .nonce: return .nonce(Nonce(requestID: uuid(), nonce: string(64), expiresAt: timestamp()))
-        case .authenticate: return .authenticate(Authenticate(requestID: uuid(), identityToken: string(int(0...1) == 0 ? 8_000 : 300), deviceID: uuid()))
-        case .authenticated: return .authenticated(Authenticated(requestID: uuid(), sessionToken: string(100), identity: Identity(userID: user(), displayName: optional { $0.string(40) }, avatarURL: optional { $0.string(80) }), expiresAt: timestamp()))
-        case .resumeSession: return .resumeSession(ResumeSession(requestID: uuid(), sessionToken: string(100), deviceID: uuid()))
+        case .authenticate:
+            return .authenticate(
+                Authenticate(requestID: uuid(), identityToken: string(int(0...1) == 0 ? 8_000 : 300), deviceID: uuid()))
+        case .authenticated:
+            return .authenticated(
+                Authenticated(
+                    requestID: uuid(), sessionToken: string(100),
+                    identity: Identity(
+                        userID: user(), displayName: optional { $0.string(40) }, avatarURL: optional { $0.string(80) }),
+                    expiresAt: timestamp()))
+        case .resumeSession:
+            return .resumeSession(ResumeSession(requestID: uuid(), sessionToken: string(100), deviceID: uuid()))
         case .ping: return .ping(Ping(payload: u64()))
         case .pong: return .pong(Ping(payload: u64()))
-        case .ack: return .ack(Ack(requestID: uuid(), conversationID: optional { _ in c }, position: optional { $0.hlc() }, timestamp: optional { $0.timestamp() }, cursor: optional { $0.u64() }))
+        case .ack:
+            return .ack(
+                Ack(
+                    requestID: uuid(), conversationID: optional { _ in c }, position: optional { $0.hlc() },
+                    timestamp: optional { $0.timestamp() }, cursor: optional { $0.u64() }))
         case .error:
             let code = WireError.Code.all[int(0...(WireError.Code.all.count - 1))]
-            return .error(ErrorFrame(requestID: optional { $0.uuid() }, code: bool() ? code : WireError.Code(wireValue: UInt16(int(0...65_535))), reason: string(200), isFatal: bool(), retryAfterMilliseconds: optional { $0.u32() }, conversationID: optional { _ in c }))
-        case .createConversation: return .createConversation(CreateConversation(conversationID: c, participants: users(8), options: ConversationOptions(isDistinct: bool(), metadata: Metadata(metadataMap(level: 1)), deliveryReceiptsEnabled: bool())))
-        case .addParticipants: return .addParticipants(ParticipantsUpdate(requestID: uuid(), conversationID: c, users: users(8)))
-        case .removeParticipants: return .removeParticipants(ParticipantsUpdate(requestID: uuid(), conversationID: c, users: users(8)))
+            return .error(
+                ErrorFrame(
+                    requestID: optional { $0.uuid() },
+                    code: bool() ? code : WireError.Code(wireValue: UInt16(int(0...65_535))), reason: string(200),
+                    isFatal: bool(), retryAfterMilliseconds: optional { $0.u32() }, conversationID: optional { _ in c })
+            )
+        case .createConversation:
+            return .createConversation(
+                CreateConversation(
+                    conversationID: c, participants: users(8),
+                    options: ConversationOptions(
+                        isDistinct: bool(), metadata: Metadata(metadataMap(level: 1)), deliveryReceiptsEnabled: bool()))
+            )
+        case .addParticipants:
+            return .addParticipants(ParticipantsUpdate(requestID: uuid(), conversationID: c, users: users(8)))
+        case .removeParticipants:
+            return .removeParticipants(ParticipantsUpdate(requestID: uuid(), conversationID: c, users: users(8)))
         case .setMetadata:
             let path = keyPath()
-            let value = path.components.count < Limits.maxMetadataDepth ? metadataValue(level: path.components.count) : .string(string(10))
+            let value =
+                path.components.count < Limits.maxMetadataDepth
+                ? metadataValue(level: path.components.count) : .string(string(10))
             return .setMetadata(SetMetadata(requestID: uuid(), conversationID: c, keyPath: path, value: value))
-        case .deleteMetadata: return .deleteMetadata(DeleteMetadata(requestID: uuid(), conversationID: c, keyPath: keyPath()))
-        case .deleteConversation: return .deleteConversation(DeleteConversation(requestID: uuid(), conversationID: c, mode: mode(), below: optional { $0.hlc() }))
+        case .deleteMetadata:
+            return .deleteMetadata(DeleteMetadata(requestID: uuid(), conversationID: c, keyPath: keyPath()))
+        case .deleteConversation:
+            return .deleteConversation(
+                DeleteConversation(requestID: uuid(), conversationID: c, mode: mode(), below: optional { $0.hlc() }))
         case .markAllRead: return .markAllRead(MarkAllRead(requestID: uuid(), conversationID: c, upTo: hlc()))
         case .typing: return .typing(Typing(conversationID: c, state: typingState()))
-        case .sendMessage: return .sendMessage(SendMessage(messageID: MessageID(uuid: uuid()), conversationID: c, parts: parts(), push: optional { $0.push() }))
-        case .markRead: return .markRead(MarkRead(requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid())))
-        case .deleteMessage: return .deleteMessage(DeleteMessage(requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid()), mode: mode()))
-        case .deliveryReceipt: return .deliveryReceipt(DeliveryReceipt(requestID: uuid(), conversationID: c, upTo: hlc()))
-        case .updateMessageParts: return .updateMessageParts(UpdateMessageParts(requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid()), parts: parts()))
+        case .sendMessage:
+            return .sendMessage(
+                SendMessage(
+                    messageID: MessageID(uuid: uuid()), conversationID: c, parts: parts(), push: optional { $0.push() })
+            )
+        case .markRead:
+            return .markRead(MarkRead(requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid())))
+        case .deleteMessage:
+            return .deleteMessage(
+                DeleteMessage(requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid()), mode: mode()))
+        case .deliveryReceipt:
+            return .deliveryReceipt(DeliveryReceipt(requestID: uuid(), conversationID: c, upTo: hlc()))
+        case .updateMessageParts:
+            return .updateMessageParts(
+                UpdateMessageParts(
+                    requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid()), parts: parts()))
         case .sync: return .sync(SyncRequest(requestID: uuid(), cursor: u64()))
         case .fetchHistory:
             let policy: HistoryPolicy = [.complete, .unreadOnly, .lastN(max(1, u32()))][int(0...2)]
-            return .fetchHistory(FetchHistory(requestID: uuid(), conversationID: c, policy: policy, before: optional { $0.hlc() }))
+            return .fetchHistory(
+                FetchHistory(requestID: uuid(), conversationID: c, policy: policy, before: optional { $0.hlc() }))
         case .change: return .change(Change(seq: u64(), event: event()))
-        case .changeBatch: return .changeBatch(ChangeBatch(changes: (0..<int(1...12)).map { _ in Change(seq: u64(), event: event()) }))
+        case .changeBatch:
+            return .changeBatch(ChangeBatch(changes: (0..<int(1...12)).map { _ in Change(seq: u64(), event: event()) }))
         case .peerHello:
             let lo = UInt16(int(1...5))
-            return .peerHello(PeerHello(nodeID: NodeID(u64()), minVersion: lo, maxVersion: lo + UInt16(int(0...3)), features: FeatureSet(rawValue: u64()), cluster: string(30)))
+            return .peerHello(
+                PeerHello(
+                    nodeID: NodeID(u64()), minVersion: lo, maxVersion: lo + UInt16(int(0...3)),
+                    features: FeatureSet(rawValue: u64()), cluster: string(30)))
         case .versionVector: return .versionVector(vector())
-        case .replicate: return .replicate(Replicate(operations: (0..<int(1...6)).map { _ in ReplicatedOperation(origin: NodeID(u64()), counter: u64(), hlc: hlc(), payload: replicatedEvent()) }))
+        case .replicate:
+            return .replicate(
+                Replicate(
+                    operations: (0..<int(1...6)).map { _ in
+                        ReplicatedOperation(
+                            origin: NodeID(u64()), counter: u64(), hlc: hlc(), payload: replicatedEvent())
+                    }))
         case .peerAck: return .peerAck(PeerAck(vector: vector()))
         }
     }

@@ -35,7 +35,9 @@ import Testing
             guard case .change(let other) = gen.frame(.change) else { continue }
             var changed = Change(seq: 7, shared: shared)
             changed.event = other.event
-            #expect(Support.bytes(try Frame.change(changed).encoded()) == Support.bytes(try Frame.change(Change(seq: 7, event: other.event)).encoded()))
+            #expect(
+                Support.bytes(try Frame.change(changed).encoded())
+                    == Support.bytes(try Frame.change(Change(seq: 7, event: other.event)).encoded()))
         }
     }
 
@@ -71,7 +73,10 @@ import Testing
         for i in 0..<150 {
             let frame = gen.frame(type)
             let bytes: ByteBuffer
-            do { bytes = try frame.encoded() } catch { refused += 1; continue }
+            do { bytes = try frame.encoded() } catch {
+                refused += 1
+                continue
+            }
             #expect(try Frame.decode(exactly: bytes) == frame, "case \(i)")
         }
         #expect(refused < 150)

@@ -28,7 +28,9 @@ enum Support {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [])
             .filter { $0.hasSuffix(".json") }.sorted()
         return files.compactMap { file in
-            guard let data = FileManager.default.contents(atPath: dir.appendingPathComponent(file).path) else { return nil }
+            guard let data = FileManager.default.contents(atPath: dir.appendingPathComponent(file).path) else {
+                return nil
+            }
             return try? JSONDecoder().decode(T.self, from: data)
         }
     }
@@ -50,7 +52,12 @@ enum Support {
         var high: UInt8?
         for c in hex.utf8 {
             let v: UInt8 = c <= 0x39 ? c &- 0x30 : (c | 0x20) &- 0x61 &+ 10
-            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
+            if let h = high {
+                out.append(h << 4 | v)
+                high = nil
+            } else {
+                high = v
+            }
         }
         return out
     }
@@ -61,7 +68,8 @@ enum Support {
 
     /// Feeds `chunks` to a fresh decoder, draining frames after each chunk, then finishes the
     /// stream. Returns the frames, or the first error.
-    static func decodeStream(_ chunks: [ArraySlice<UInt8>], limits: WireLimits = .default) -> Result<[Frame], WireError> {
+    static func decodeStream(_ chunks: [ArraySlice<UInt8>], limits: WireLimits = .default) -> Result<[Frame], WireError>
+    {
         var decoder = FrameDecoder(limits: limits)
         var frames: [Frame] = []
         do {
@@ -82,4 +90,3 @@ enum Support {
     /// Two chunks split at `i`.
     static func split(_ bytes: [UInt8], at i: Int) -> [ArraySlice<UInt8>] { [bytes[..<i], bytes[i...]] }
 }
-

@@ -8,10 +8,11 @@ import Testing
 @Suite struct VectorTests {
     @Test func vectorsArePresentForEveryFrameType() {
         #expect(Support.validVectors.count >= FrameType.allCases.count)
-        let types = Set(Support.validVectors.compactMap { v -> String? in
-            if case .object(let o) = v.value, case .string(let t)? = o["type"] { return t }
-            return nil
-        })
+        let types = Set(
+            Support.validVectors.compactMap { v -> String? in
+                if case .object(let o) = v.value, case .string(let t)? = o["type"] { return t }
+                return nil
+            })
         for type in FrameType.allCases { #expect(types.contains(type.name), "no valid vector for \(type.name)") }
         #expect(Support.invalidVectors.count >= 20)
     }
@@ -52,7 +53,9 @@ import Testing
         let bytes = Support.bytes(hex: vector.hex)
         #expect(try Support.decodeStream(Support.dripFed(bytes)).get().map(\.readableJSON) == vector.frames)
         for i in 0...bytes.count {
-            #expect(try Support.decodeStream(Support.split(bytes, at: i)).get().map(\.readableJSON) == vector.frames, "split at \(i)")
+            #expect(
+                try Support.decodeStream(Support.split(bytes, at: i)).get().map(\.readableJSON) == vector.frames,
+                "split at \(i)")
         }
     }
 

@@ -13,11 +13,13 @@ extension ClientError.Code {
     public static let tooManyParts = ClientError.Code(rawValue: ModelError.Code.tooManyParts.rawValue)
     public static let partTooLarge = ClientError.Code(rawValue: ModelError.Code.partTooLarge.rawValue)
     public static let inlineTooLarge = ClientError.Code(rawValue: ModelError.Code.inlineTooLarge.rawValue)
-    public static let invalidContentReference = ClientError.Code(rawValue: ModelError.Code.invalidContentReference.rawValue)
+    public static let invalidContentReference = ClientError.Code(
+        rawValue: ModelError.Code.invalidContentReference.rawValue)
     public static let noParticipants = ClientError.Code(rawValue: ModelError.Code.noParticipants.rawValue)
     public static let tooManyParticipants = ClientError.Code(rawValue: ModelError.Code.tooManyParticipants.rawValue)
     public static let invalidMetadata = ClientError.Code(rawValue: ModelError.Code.invalidMetadata.rawValue)
-    public static let invalidPushConfiguration = ClientError.Code(rawValue: ModelError.Code.invalidPushConfiguration.rawValue)
+    public static let invalidPushConfiguration = ClientError.Code(
+        rawValue: ModelError.Code.invalidPushConfiguration.rawValue)
     public static let invalidPushToken = ClientError.Code(rawValue: ModelError.Code.invalidPushToken.rawValue)
     public static let duplicatePart = ClientError.Code(rawValue: ModelError.Code.duplicatePart.rawValue)
     /// An argument breaks a rule of the API not covered by a model code.

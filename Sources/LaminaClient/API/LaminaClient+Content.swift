@@ -82,7 +82,10 @@ extension LaminaClient {
             guard let staged = staging.take(reference.id) else {
                 if FileManager.default.fileExists(atPath: destination.path) { continue }
                 restoreStagedContent(moved)
-                throw ClientError(.contentUnavailable, "part \(part.id) has no staged content: make rich parts with MessagePart.with(mimeType:data:staging:) or with(mimeType:fileURL:staging:) and this client's staging, and send each once")
+                throw ClientError(
+                    .contentUnavailable,
+                    "part \(part.id) has no staged content: make rich parts with MessagePart.with(mimeType:data:staging:) or with(mimeType:fileURL:staging:) and this client's staging, and send each once"
+                )
             }
             do { try ContentStaging.move(staged, to: destination) } catch {
                 staging.putBack(reference.id, staged)

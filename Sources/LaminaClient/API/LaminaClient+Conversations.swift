@@ -7,13 +7,17 @@ extension LaminaClient {
     /// implicit). Distinct by default: when a distinct conversation of exactly these
     /// participants is already in the local store, that one is returned. It stays on this
     /// device (not synced) until its first message is sent.
-    public func newConversation(participants: Set<UserID>, options: ConversationOptions = ConversationOptions()) throws(ClientError) -> StoredConversation {
+    public func newConversation(participants: Set<UserID>, options: ConversationOptions = ConversationOptions())
+        throws(ClientError) -> StoredConversation
+    {
         guard !participants.subtracting([user]).isEmpty else {
-            throw ClientError(.noParticipants, "a new conversation needs at least one participant besides the local user")
+            throw ClientError(
+                .noParticipants, "a new conversation needs at least one participant besides the local user")
         }
         let conversation: Conversation
         do {
-            conversation = try Conversation(creator: user, participants: participants, options: options, createdAt: environment.now())
+            conversation = try Conversation(
+                creator: user, participants: participants, options: options, createdAt: environment.now())
         } catch { throw ClientError(error) }
         if options.isDistinct, let existing = try store.distinctConversation(participants: conversation.participants) {
             return existing
@@ -32,11 +36,15 @@ extension LaminaClient {
         try changeParticipants(conversation, added: [], removed: users)
     }
 
-    private func changeParticipants(_ id: ConversationID, added: Set<UserID>, removed: Set<UserID>) throws(ClientError) {
+    private func changeParticipants(_ id: ConversationID, added: Set<UserID>, removed: Set<UserID>) throws(ClientError)
+    {
         let users = added.union(removed)
-        guard !users.isEmpty else { throw ClientError(.invalidArgument, "name at least one participant to add or remove") }
+        guard !users.isEmpty else {
+            throw ClientError(.invalidArgument, "name at least one participant to add or remove")
+        }
         guard users.count <= Limits.maxParticipants else {
-            throw ClientError(.tooManyParticipants, "one change names at most \(Limits.maxParticipants) users, not \(users.count)")
+            throw ClientError(
+                .tooManyParticipants, "one change names at most \(Limits.maxParticipants) users, not \(users.count)")
         }
         let stored = try existingConversation(id)
         var after = stored.conversation
@@ -46,22 +54,29 @@ extension LaminaClient {
             throw ClientError(.noParticipants, "removing these users would leave the conversation without participants")
         }
         guard after.participants.count <= after.participantLimit else {
-            throw ClientError(.tooManyParticipants, "the conversation would have \(after.participants.count) participants; its limit is \(after.participantLimit)")
+            throw ClientError(
+                .tooManyParticipants,
+                "the conversation would have \(after.participants.count) participants; its limit is \(after.participantLimit)"
+            )
         }
         let requestID = UUID()
-        let frame: Frame = added.isEmpty
+        let frame: Frame =
+            added.isEmpty
             ? .removeParticipants(ParticipantsUpdate(requestID: requestID, conversationID: stored.id, users: removed))
             : .addParticipants(ParticipantsUpdate(requestID: requestID, conversationID: stored.id, users: added))
         try commit([.participants(stored.id, added: added, removed: removed)], command: frame, about: stored)
     }
 
     /// Sets the metadata value at `path` (last writer wins per path on the node).
-    public func setMetadata(_ value: MetadataValue, at path: MetadataKeyPath, in conversation: ConversationID) throws(ClientError) {
+    public func setMetadata(_ value: MetadataValue, at path: MetadataKeyPath, in conversation: ConversationID)
+        throws(ClientError)
+    {
         let stored = try existingConversation(conversation)
         var metadata = stored.conversation.metadata
         metadata.set(value, at: path)
         do { try metadata.validate() } catch { throw ClientError(error) }
-        let frame = Frame.setMetadata(SetMetadata(requestID: UUID(), conversationID: stored.id, keyPath: path, value: value))
+        let frame = Frame.setMetadata(
+            SetMetadata(requestID: UUID(), conversationID: stored.id, keyPath: path, value: value))
         try commit([.metadata(stored.id, path: path, value: value)], command: frame, about: stored)
     }
 
@@ -75,16 +90,20 @@ extension LaminaClient {
     /// Deletes a conversation: from this user's devices, or for every participant.
     public func delete(_ conversation: ConversationID, mode: DeletionMode) throws(ClientError) {
         let stored = try existingConversation(conversation)
-        let frame = Frame.deleteConversation(DeleteConversation(requestID: UUID(), conversationID: stored.id, mode: mode))
+        let frame = Frame.deleteConversation(
+            DeleteConversation(requestID: UUID(), conversationID: stored.id, mode: mode))
         try commit([.conversationDeleted(stored.id)], command: frame, about: stored)
     }
 
     /// Deletes the messages of a conversation positioned before `position` (the docs' delete
     /// with a position), from this user's devices or for every participant; the
     /// conversation and later messages stay.
-    public func deleteMessages(in conversation: ConversationID, before position: MessagePosition, mode: DeletionMode) throws(ClientError) {
+    public func deleteMessages(in conversation: ConversationID, before position: MessagePosition, mode: DeletionMode)
+        throws(ClientError)
+    {
         let stored = try existingConversation(conversation)
-        let frame = Frame.deleteConversation(DeleteConversation(requestID: UUID(), conversationID: stored.id, mode: mode, below: position))
+        let frame = Frame.deleteConversation(
+            DeleteConversation(requestID: UUID(), conversationID: stored.id, mode: mode, below: position))
         try commit([.messagesDeleted(stored.id, below: position)], command: frame, about: stored)
     }
 
@@ -103,16 +122,21 @@ extension LaminaClient {
             }
             var entry: OutboxEntry?
             if let upTo {
-                entry = try OutboxEncoder.entry(for: .markAllRead(MarkAllRead(requestID: UUID(), conversationID: stored.id, upTo: upTo)), createdAt: environment.now())
+                entry = try OutboxEncoder.entry(
+                    for: .markAllRead(MarkAllRead(requestID: UUID(), conversationID: stored.id, upTo: upTo)),
+                    createdAt: environment.now())
             }
             try store.markRead(chunk, outbox: entry)
         }
         // The node may count unread messages this device does not hold (partial history):
         // read up to the latest message held, which covers them.
         if unread.isEmpty, stored.totalNumberOfUnreadMessages > 0, let last = stored.lastMessageID,
-           let upTo = try store.message(last)?.message.position {
-            try store.enqueue(try OutboxEncoder.entry(for: .markAllRead(MarkAllRead(requestID: UUID(), conversationID: stored.id, upTo: upTo)),
-                                                      createdAt: environment.now()))
+            let upTo = try store.message(last)?.message.position
+        {
+            try store.enqueue(
+                try OutboxEncoder.entry(
+                    for: .markAllRead(MarkAllRead(requestID: UUID(), conversationID: stored.id, upTo: upTo)),
+                    createdAt: environment.now()))
         }
         outboxDidChange()
     }
@@ -122,7 +146,9 @@ extension LaminaClient {
     public func totalNumberOfUnreadMessages() throws(ClientError) -> Int { try store.totalNumberOfUnreadMessages() }
 
     /// How many conversations have unread messages (a badge's other number).
-    public func numberOfConversationsWithUnreadMessages() throws(ClientError) -> Int { try store.numberOfConversationsWithUnreadMessages() }
+    public func numberOfConversationsWithUnreadMessages() throws(ClientError) -> Int {
+        try store.numberOfConversationsWithUnreadMessages()
+    }
 
     // MARK: helpers
 

@@ -8,8 +8,10 @@ extension LaminaClient {
     /// position held to page backwards. Returns the fetched messages' identifiers in
     /// ascending position order (empty when there are no more). The conversation must be in
     /// the local store (`.notFound`); needs a live connection (`.notConnected`).
-    public func fetchHistory(of conversation: ConversationID, policy: HistoryPolicy = .complete,
-                             before: MessagePosition? = nil) async throws(ClientError) -> [MessageID] {
+    public func fetchHistory(
+        of conversation: ConversationID, policy: HistoryPolicy = .complete,
+        before: MessagePosition? = nil
+    ) async throws(ClientError) -> [MessageID] {
         guard try store.conversation(conversation) != nil else {
             throw ClientError(.notFound, "conversation \(conversation) is not in the local store")
         }

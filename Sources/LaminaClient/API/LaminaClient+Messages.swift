@@ -24,17 +24,28 @@ extension LaminaClient {
         guard stored.conversation.participants.contains(user) else {
             throw ClientError(.notAllowed, "the local user is not a participant of conversation \(stored.id)")
         }
-        let message = Message(id: draft.id, conversationID: stored.id, sender: user, parts: draft.parts, push: draft.push)
+        let message = Message(
+            id: draft.id, conversationID: stored.id, sender: user, parts: draft.parts, push: draft.push)
         do { try message.validate() } catch { throw ClientError(error) }
         var entries: [OutboxEntry] = []
         let now = environment.now()
         if !stored.isSynced, stored.conversation.creator == user, !(try store.outboxContains(stored.id.uuid)) {
             let c = stored.conversation
-            entries.append(try OutboxEncoder.entry(for: .createConversation(CreateConversation(
-                conversationID: c.id, participants: c.participants.subtracting([user]),
-                options: ConversationOptions(isDistinct: c.isDistinct, metadata: c.metadata, deliveryReceiptsEnabled: c.deliveryReceiptsEnabled))), createdAt: now))
+            entries.append(
+                try OutboxEncoder.entry(
+                    for: .createConversation(
+                        CreateConversation(
+                            conversationID: c.id, participants: c.participants.subtracting([user]),
+                            options: ConversationOptions(
+                                isDistinct: c.isDistinct, metadata: c.metadata,
+                                deliveryReceiptsEnabled: c.deliveryReceiptsEnabled))), createdAt: now))
         }
-        entries.append(try OutboxEncoder.entry(for: .sendMessage(SendMessage(messageID: message.id, conversationID: stored.id, parts: message.parts, push: message.push)), createdAt: now))
+        entries.append(
+            try OutboxEncoder.entry(
+                for: .sendMessage(
+                    SendMessage(
+                        messageID: message.id, conversationID: stored.id, parts: message.parts, push: message.push)),
+                createdAt: now))
         // Rich parts: their staged bytes move under the content directory; the outbox holds
         // the message back until the uploader has put them on the node.
         let adopted = try adoptStagedContent(of: message)
@@ -50,24 +61,33 @@ extension LaminaClient {
 
     /// Whether the node has accepted the message (it has a position).
     public func isSent(_ id: MessageID) throws(ClientError) -> Bool {
-        guard let stored = try store.message(id) else { throw ClientError(.notFound, "message \(id) is not in the local store") }
+        guard let stored = try store.message(id) else {
+            throw ClientError(.notFound, "message \(id) is not in the local store")
+        }
         return stored.message.isSent
     }
 
     /// Marks one message read by the local user (the docs' `markAsRead:`). The user's own
     /// messages are always read; marking one changes nothing.
     public func markAsRead(_ id: MessageID) throws(ClientError) {
-        guard let stored = try store.message(id) else { throw ClientError(.notFound, "message \(id) is not in the local store") }
+        guard let stored = try store.message(id) else {
+            throw ClientError(.notFound, "message \(id) is not in the local store")
+        }
         guard stored.message.sender != user else { return }
-        let entry = try OutboxEncoder.entry(for: .markRead(MarkRead(requestID: UUID(), conversationID: stored.message.conversationID, messageID: id)), createdAt: environment.now())
+        let entry = try OutboxEncoder.entry(
+            for: .markRead(MarkRead(requestID: UUID(), conversationID: stored.message.conversationID, messageID: id)),
+            createdAt: environment.now())
         if !(try store.markRead([id], outbox: entry)).isEmpty { outboxDidChange() }
     }
 
     /// Deletes a message: from this user's devices, or for every participant.
     public func delete(_ id: MessageID, mode: DeletionMode) throws(ClientError) {
-        guard let stored = try store.message(id) else { throw ClientError(.notFound, "message \(id) is not in the local store") }
+        guard let stored = try store.message(id) else {
+            throw ClientError(.notFound, "message \(id) is not in the local store")
+        }
         let conversation = try existingConversation(stored.message.conversationID)
-        let frame = Frame.deleteMessage(DeleteMessage(requestID: UUID(), conversationID: conversation.id, messageID: id, mode: mode))
+        let frame = Frame.deleteMessage(
+            DeleteMessage(requestID: UUID(), conversationID: conversation.id, messageID: id, mode: mode))
         try commit([.messageDeleted(id)], command: frame, about: conversation)
     }
 

@@ -43,19 +43,26 @@ public final class LaminaClient: @unchecked Sendable {
 
     /// Opens (creating if needed) the local store of `user` under the configuration's data
     /// directory. Nothing connects until `connect`.
-    public init(configuration: LaminaConfiguration, user: UserID, environment: SyncEnvironment = .live) throws(ClientError) {
+    public init(configuration: LaminaConfiguration, user: UserID, environment: SyncEnvironment = .live)
+        throws(ClientError)
+    {
         try configuration.validate()
         self.configuration = configuration
         self.user = user
         self.environment = environment
-        self.store = try LocalStore(location: StoreLocation(dataDirectory: configuration.dataDirectory, user: user), configuration: configuration.store)
+        self.store = try LocalStore(
+            location: StoreLocation(dataDirectory: configuration.dataDirectory, user: user),
+            configuration: configuration.store)
         (typingSignals, typingSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let indicatorSignals: AsyncStream<Void>
         (indicatorSignals, indicatorSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        (syncEvents, eventContinuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(SyncEngine.eventBufferLimit))
+        (syncEvents, eventContinuation) = AsyncStream<SyncEvent>.makeStream(
+            bufferingPolicy: .bufferingOldest(SyncEngine.eventBufferLimit))
         let outboxSignals: AsyncStream<Void>
         (outboxSignals, outboxSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        staging = ContentStaging(directory: configuration.dataDirectory.appendingPathComponent("staging-\(user.rawValue.utf8.map { String(format: "%02x", $0) }.joined())", isDirectory: true))
+        staging = ContentStaging(
+            directory: configuration.dataDirectory.appendingPathComponent(
+                "staging-\(user.rawValue.utf8.map { String(format: "%02x", $0) }.joined())", isDirectory: true))
         transfers = try ContentTransfers(
             store: store, environment: environment,
             outboxChanged: { [outboxSignal] in outboxSignal.yield() },
@@ -100,12 +107,15 @@ public final class LaminaClient: @unchecked Sendable {
     /// Starts syncing over channels from `connector` (the network integration's TLS +
     /// HTTP/2 stream, or a test's in-memory node). `identityToken` is asked for a token
     /// whenever the node wants one: first authentication and session expiry.
-    public func connect(using connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider) async throws(ClientError) {
-        let engine = try SyncEngine(store: store, connector: connector, identityToken: identityToken,
-                                    policy: configuration.reconnect, environment: environment, agent: configuration.agent,
-                                    historyOnJoin: configuration.historyOnJoin, cluster: configuration.cluster,
-                                    synchronization: configuration.synchronizationPolicy,
-                                    historyPageSize: configuration.historyPageSize)
+    public func connect(
+        using connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider
+    ) async throws(ClientError) {
+        let engine = try SyncEngine(
+            store: store, connector: connector, identityToken: identityToken,
+            policy: configuration.reconnect, environment: environment, agent: configuration.agent,
+            historyOnJoin: configuration.historyOnJoin, cluster: configuration.cluster,
+            synchronization: configuration.synchronizationPolicy,
+            historyPageSize: configuration.historyPageSize)
         let previous: SyncEngine? = lock.withLock {
             defer { self.engine = engine }
             return self.engine
@@ -154,7 +164,9 @@ public final class LaminaClient: @unchecked Sendable {
     public func close() async throws(ClientError) {
         await disconnect()
         transfers.close()
-        let tasks = lock.withLock { [engineTask, typingTask, indicatorTask, outboxTask] in [engineTask, typingTask, indicatorTask, outboxTask] }
+        let tasks = lock.withLock { [engineTask, typingTask, indicatorTask, outboxTask] in
+            [engineTask, typingTask, indicatorTask, outboxTask]
+        }
         for task in tasks { task?.cancel() }
         outboxSignal.finish()
         typingSignal.finish()
@@ -173,7 +185,9 @@ public final class LaminaClient: @unchecked Sendable {
     /// node answers, it is kept and the error thrown.
     public func setPushToken(_ token: PushToken?) async throws(ClientError) {
         if let token {
-            do { try token.validate() } catch { throw ClientError(ClientError.Code(rawValue: error.code.rawValue), error.reason) }
+            do { try token.validate() } catch {
+                throw ClientError(ClientError.Code(rawValue: error.code.rawValue), error.reason)
+            }
         }
         var failure: ClientError?
         if let engine = currentEngine {
@@ -196,7 +210,9 @@ public final class LaminaClient: @unchecked Sendable {
     /// otherwise (and when the node cannot be reached before it answers), keeping the data,
     /// so the app can try again once connected.
     public func deauthenticate() async throws(ClientError) {
-        guard let engine = currentEngine else { throw ClientError(.notConnected, "connect first: signing out ends the session on the node") }
+        guard let engine = currentEngine else {
+            throw ClientError(.notConnected, "connect first: signing out ends the session on the node")
+        }
         try await engine.endSession()
         await disconnect()
         try store.closeAndWipe()
@@ -220,7 +236,9 @@ public final class LaminaClient: @unchecked Sendable {
     /// until `paused` or `finished` (SPEC §6.1). Indicators are not queued while offline.
     public func typing(_ state: TypingState, in conversation: ConversationID) async throws(ClientError) {
         let id = try store.currentIdentifier(of: conversation)
-        guard try store.conversation(id) != nil else { throw ClientError(.notFound, "conversation \(conversation) is not in the local store") }
+        guard try store.conversation(id) != nil else {
+            throw ClientError(.notFound, "conversation \(conversation) is not in the local store")
+        }
         let now = environment.now()
         let frames = try scheduleTyping(state, in: id, now: now)
         typingSignal.yield()
@@ -228,7 +246,9 @@ public final class LaminaClient: @unchecked Sendable {
         for frame in frames { await engine?.send(frame) }
     }
 
-    private func scheduleTyping(_ state: TypingState, in id: ConversationID, now: Timestamp) throws(ClientError) -> [Typing] {
+    private func scheduleTyping(_ state: TypingState, in id: ConversationID, now: Timestamp) throws(ClientError)
+        -> [Typing]
+    {
         lock.lock()
         defer { lock.unlock() }
         return try typingScheduler.set(state, in: id, now: now)
@@ -278,7 +298,9 @@ public final class LaminaClient: @unchecked Sendable {
 
     // MARK: reading (the local store)
 
-    public func conversation(_ id: ConversationID) throws(ClientError) -> StoredConversation? { try store.conversation(id) }
+    public func conversation(_ id: ConversationID) throws(ClientError) -> StoredConversation? {
+        try store.conversation(id)
+    }
     public func message(_ id: MessageID) throws(ClientError) -> StoredMessage? { try store.message(id) }
     /// A participant's identity (display name, avatar URL, names, email, phone, metadata) as
     /// the app's backend set it; its changes arrive as object changes of `.identity`.
@@ -299,21 +321,28 @@ public final class LaminaClient: @unchecked Sendable {
         guard let engine = currentEngine else { throw ClientError(.notConnected, "no sync session is running") }
         try await engine.setBlocked(user, blocking: blocking)
     }
-    public func messages(in conversation: ConversationID) throws(ClientError) -> [StoredMessage] { try store.messages(in: conversation) }
+    public func messages(in conversation: ConversationID) throws(ClientError) -> [StoredMessage] {
+        try store.messages(in: conversation)
+    }
     public func execute<Object>(_ query: Query<Object>) throws(ClientError) -> [Object] { try store.execute(query) }
     public func count<Object>(_ query: Query<Object>) throws(ClientError) -> Int { try store.count(query) }
     /// A live query controller over the local store (call `start()` on it), reporting updates
     /// only for changes of `updatableProperties` when given, and holding only the first n
     /// (n > 0) or last -n (n < 0) results when `paginationWindow` is given.
-    public func queryController<Object>(for query: Query<Object>, updatableProperties: Set<String>? = nil,
-                                        paginationWindow: Int? = nil) throws(ClientError) -> QueryController<Object> {
-        try QueryController(store: store, query: query, updatableProperties: updatableProperties, paginationWindow: paginationWindow)
+    public func queryController<Object>(
+        for query: Query<Object>, updatableProperties: Set<String>? = nil,
+        paginationWindow: Int? = nil
+    ) throws(ClientError) -> QueryController<Object> {
+        try QueryController(
+            store: store, query: query, updatableProperties: updatableProperties, paginationWindow: paginationWindow)
     }
     /// Every batch of object changes committed from now on.
     public func changes() -> AsyncStream<[ObjectChange]> { store.changes() }
     public func addDelegate(_ delegate: any LaminaClientDelegate) { store.addDelegate(delegate) }
     public func removeDelegate(_ delegate: any LaminaClientDelegate) { store.removeDelegate(delegate) }
-    public func waitForCreation(of id: ConversationID, timeout: Duration) async throws(ClientError) -> StoredConversation {
+    public func waitForCreation(of id: ConversationID, timeout: Duration) async throws(ClientError)
+        -> StoredConversation
+    {
         try await store.waitForCreation(of: id, timeout: timeout)
     }
     public func waitForCreation(of id: MessageID, timeout: Duration) async throws(ClientError) -> StoredMessage {

@@ -49,7 +49,10 @@ public struct LaminaConfiguration: Hashable, Sendable {
     public var pingAfterQuietSeconds = 30
     public var pingDeadlineSeconds = 10
 
-    public init(nodeURL: URL, trust: Trust, dataDirectory: URL, agent: String = "lamina-swift/1", reconnect: ReconnectPolicy = ReconnectPolicy()) {
+    public init(
+        nodeURL: URL, trust: Trust, dataDirectory: URL, agent: String = "lamina-swift/1",
+        reconnect: ReconnectPolicy = ReconnectPolicy()
+    ) {
         self.nodeURL = nodeURL
         self.trust = trust
         self.dataDirectory = dataDirectory
@@ -63,7 +66,9 @@ public struct LaminaConfiguration: Hashable, Sendable {
     /// Checks the URL's form, the agent's length and the reconnect policy.
     public func validate() throws(ClientError) {
         guard nodeURL.scheme?.lowercased() == "https", let host = nodeURL.host, !host.isEmpty else {
-            throw ClientError(.invalidSetting, "the node URL must be https://host[:port], not '\(nodeURL.absoluteString.prefix(200))'")
+            throw ClientError(
+                .invalidSetting, "the node URL must be https://host[:port], not '\(nodeURL.absoluteString.prefix(200))'"
+            )
         }
         guard nodeURL.port.map({ (1...65_535).contains($0) }) ?? true else {
             throw ClientError(.invalidSetting, "the node URL's port must be 1...65535")

@@ -34,19 +34,26 @@ extension MessagePart {
     /// A part whose bytes are a file's (the docs' `messagePartWithMIMEType:stream:`): copied
     /// into `staging` in 1 MiB chunks while hashed, so a large file is never read whole.
     /// Files of 2 KiB or less travel inline. Later changes to the file do not change the part.
-    public static func with(mimeType: String, fileURL: URL, staging: ContentStaging) throws(ClientError) -> MessagePart {
+    public static func with(mimeType: String, fileURL: URL, staging: ContentStaging) throws(ClientError) -> MessagePart
+    {
         let mime: MIMEType
         do { mime = try MIMEType(mimeType) } catch { throw ClientError(error) }
         guard fileURL.isFileURL else { throw ClientError(.invalidArgument, "\(fileURL) is not a file URL") }
         let size = (try? FileManager.default.attributesOfItem(atPath: fileURL.path)[.size] as? NSNumber)?.uint64Value
         guard let size else { throw ClientError(.notFound, "no readable file at \(fileURL.path)") }
         guard size <= Limits.maxPartBytes else {
-            throw ClientError(.partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, \(fileURL.lastPathComponent) has \(size)")
+            throw ClientError(
+                .partTooLarge,
+                "a part is at most \(Limits.maxPartBytes) bytes, \(fileURL.lastPathComponent) has \(size)")
         }
         if !needsRichContent(size: size) {
             let data: Data
-            do { data = try Data(contentsOf: fileURL) } catch { throw ClientError(.notFound, "cannot read \(fileURL.path): \(error)") }
-            if needsRichContent(size: UInt64(data.count)) { return try with(mimeType: mimeType, data: data, staging: staging) }  // it grew meanwhile
+            do { data = try Data(contentsOf: fileURL) } catch {
+                throw ClientError(.notFound, "cannot read \(fileURL.path): \(error)")
+            }
+            if needsRichContent(size: UInt64(data.count)) {
+                return try with(mimeType: mimeType, data: data, staging: staging)
+            }  // it grew meanwhile
             do { return try MessagePart(mimeType: mime, bytes: [UInt8](data)) } catch { throw ClientError(error) }
         }
         return MessagePart(mimeType: mime, content: .external(try staging.stage(file: fileURL)))

@@ -32,7 +32,8 @@ public enum SynchronizationPolicy: Hashable, Sendable {
 
     func validate() throws(ClientError) {
         if case .lastMessages(let n) = self, !(1...Self.maxLastMessages).contains(n) {
-            throw ClientError(.invalidSetting, "a last-messages policy asks for 1...\(Self.maxLastMessages) messages, not \(n)")
+            throw ClientError(
+                .invalidSetting, "a last-messages policy asks for 1...\(Self.maxLastMessages) messages, not \(n)")
         }
     }
 }

@@ -37,7 +37,8 @@ final class ChangeHub: @unchecked Sendable {
     /// A stream of every batch committed from now on. It ends when the store closes, or
     /// when the subscriber falls `bufferLimit` batches behind (then re-query and resubscribe).
     func subscribe() -> AsyncStream<[ObjectChange]> {
-        let (stream, continuation) = AsyncStream<[ObjectChange]>.makeStream(bufferingPolicy: .bufferingOldest(bufferLimit))
+        let (stream, continuation) = AsyncStream<[ObjectChange]>.makeStream(
+            bufferingPolicy: .bufferingOldest(bufferLimit))
         let token: UInt64 = lock.withLock {
             nextToken += 1
             subscribers[nextToken] = continuation
@@ -60,7 +61,8 @@ final class ChangeHub: @unchecked Sendable {
 
     func publish(_ batch: [ObjectChange]) {
         guard !batch.isEmpty else { return }
-        let (streams, targets) = lock.withLock { () -> ([AsyncStream<[ObjectChange]>.Continuation], [any LaminaClientDelegate]) in
+        let (streams, targets) = lock.withLock {
+            () -> ([AsyncStream<[ObjectChange]>.Continuation], [any LaminaClientDelegate]) in
             delegates = delegates.filter { $0.value.delegate != nil }
             return (Array(subscribers.values), delegates.values.compactMap(\.delegate))
         }

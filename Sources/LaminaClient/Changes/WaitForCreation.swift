@@ -7,19 +7,24 @@ extension LocalStore {
     /// The conversation with this identifier: from the local store at once when it is
     /// there, otherwise as soon as it is created (or a merge gives a conversation this
     /// identifier). Throws `.timedOut` when it does not appear within `timeout`.
-    public func waitForCreation(of id: ConversationID, timeout: Duration) async throws(ClientError) -> StoredConversation {
+    public func waitForCreation(of id: ConversationID, timeout: Duration) async throws(ClientError)
+        -> StoredConversation
+    {
         try await waitForCreation(of: id, timeout: timeout, afterLookUp: {})
     }
 
     /// `afterLookUp` runs once the first look-up has missed and the wait begins (for tests).
-    func waitForCreation(of id: ConversationID, timeout: Duration, afterLookUp: @escaping @Sendable () -> Void) async throws(ClientError) -> StoredConversation {
+    func waitForCreation(of id: ConversationID, timeout: Duration, afterLookUp: @escaping @Sendable () -> Void)
+        async throws(ClientError) -> StoredConversation
+    {
         try await waitFor(id.description, timeout: timeout, afterLookUp: afterLookUp) { () throws(ClientError) in
             try self.read { db in try StoreReader.conversation(db, id) }
         } matches: { change in
             guard case .conversation(let c) = change.object else { return false }
             switch change.type {
             case .create: return c.id == id
-            case .update: return change.property == ConversationProperty.identifier && change.after == .conversationID(id)
+            case .update:
+                return change.property == ConversationProperty.identifier && change.after == .conversationID(id)
             case .delete: return false
             }
         }
@@ -31,7 +36,9 @@ extension LocalStore {
         try await waitForCreation(of: id, timeout: timeout, afterLookUp: {})
     }
 
-    func waitForCreation(of id: MessageID, timeout: Duration, afterLookUp: @escaping @Sendable () -> Void) async throws(ClientError) -> StoredMessage {
+    func waitForCreation(of id: MessageID, timeout: Duration, afterLookUp: @escaping @Sendable () -> Void)
+        async throws(ClientError) -> StoredMessage
+    {
         try await waitFor(id.description, timeout: timeout, afterLookUp: afterLookUp) { () throws(ClientError) in
             try self.message(id)
         } matches: { change in

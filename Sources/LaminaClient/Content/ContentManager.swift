@@ -35,11 +35,15 @@ public final class ContentManager: @unchecked Sendable {
         }
     }
 
-    public convenience init(store: LocalStore, transfer: any ContentTransferring, settings: ContentSettings = ContentSettings()) throws(ClientError) {
+    public convenience init(
+        store: LocalStore, transfer: any ContentTransferring, settings: ContentSettings = ContentSettings()
+    ) throws(ClientError) {
         try self.init(store: store, transfer: transfer, settings: settings, events: TransferEventHub())
     }
 
-    init(store: LocalStore, transfer: any ContentTransferring, settings: ContentSettings, events: TransferEventHub) throws(ClientError) {
+    init(store: LocalStore, transfer: any ContentTransferring, settings: ContentSettings, events: TransferEventHub)
+        throws(ClientError)
+    {
         try settings.validate()
         self.store = store
         self.transfer = transfer
@@ -59,8 +63,10 @@ public final class ContentManager: @unchecked Sendable {
     /// Downloads a part's rich content and returns its file. `progress` gets bytes so far and
     /// the total. Joins a download of the part already running.
     @discardableResult
-    public func downloadContent(of part: MessagePartID,
-                                progress: @escaping @Sendable (UInt64, UInt64) -> Void = { _, _ in }) async throws(ClientError) -> URL {
+    public func downloadContent(
+        of part: MessagePartID,
+        progress: @escaping @Sendable (UInt64, UInt64) -> Void = { _, _ in }
+    ) async throws(ClientError) -> URL {
         do {
             return try await outcome(of: try await beginAsync(part, automatic: false, observer: progress))
         } catch {
@@ -91,7 +97,8 @@ public final class ContentManager: @unchecked Sendable {
         for pending in try await store.pendingAutoDownloadsAsync(settings: settings) {
             if Task.isCancelled { break }
             guard let running = try? await beginAsync(pending.part, automatic: true, observer: { _, _ in }),
-                  let task = lock.withLock({ running.task }) else { continue }
+                let task = lock.withLock({ running.task })
+            else { continue }
             // Done once recorded in the store, not when the bytes are in (a paused download's
             // task fails; it is not waited for).
             if (try? await task.value) != nil, (try? await outcome(of: running)) != nil { done.append(pending.part) }
@@ -166,7 +173,9 @@ public final class ContentManager: @unchecked Sendable {
 
     /// Starts (or joins) a part's download, marking it as downloading with a synchronous store
     /// write: for the app's synchronous `startDownload`.
-    private func begin(_ part: MessagePartID, automatic: Bool, observer: @escaping @Sendable (UInt64, UInt64) -> Void) throws(ClientError) -> Running {
+    private func begin(_ part: MessagePartID, automatic: Bool, observer: @escaping @Sendable (UInt64, UInt64) -> Void)
+        throws(ClientError) -> Running
+    {
         if let joined = try join(part, automatic: automatic) { return joined }
         let pending: PendingDownload
         do { pending = try store.beginDownload(of: part) } catch {
@@ -177,7 +186,9 @@ public final class ContentManager: @unchecked Sendable {
     }
 
     /// As `begin`, with the store write through GRDB's async API (no cooperative thread waits on SQLite).
-    private func beginAsync(_ part: MessagePartID, automatic: Bool, observer: @escaping @Sendable (UInt64, UInt64) -> Void) async throws(ClientError) -> Running {
+    private func beginAsync(
+        _ part: MessagePartID, automatic: Bool, observer: @escaping @Sendable (UInt64, UInt64) -> Void
+    ) async throws(ClientError) -> Running {
         if let joined = try join(part, automatic: automatic) { return joined }
         let pending: PendingDownload
         do throws(ClientError) { pending = try await store.beginDownloadAsync(of: part) } catch {
@@ -201,8 +212,10 @@ public final class ContentManager: @unchecked Sendable {
     }
 
     /// Tracks a download the store marked as downloading, and starts its task.
-    private func register(_ part: MessagePartID, _ pending: PendingDownload, automatic: Bool,
-                          observer: @escaping @Sendable (UInt64, UInt64) -> Void) -> Running {
+    private func register(
+        _ part: MessagePartID, _ pending: PendingDownload, automatic: Bool,
+        observer: @escaping @Sendable (UInt64, UInt64) -> Void
+    ) -> Running {
         let progress = Progress(totalUnitCount: Int64(pending.reference.size))
         progress.kind = .file
         progress.isPausable = true
@@ -224,10 +237,15 @@ public final class ContentManager: @unchecked Sendable {
     /// Starts `entry`'s task. With no `reference` (a resumed download) the task first marks the
     /// part as downloading again, and it starts only if no task runs and the progress is neither
     /// paused nor cancelled (checked under the lock, so two resumes start one task).
-    private func launch(_ part: MessagePartID, _ entry: Running, reference: ContentReference?,
-                        observer: @escaping @Sendable (UInt64, UInt64) -> Void) {
+    private func launch(
+        _ part: MessagePartID, _ entry: Running, reference: ContentReference?,
+        observer: @escaping @Sendable (UInt64, UInt64) -> Void
+    ) {
         let destination = store.contentFileURL(for: part)
-        let transfer = self.transfer, events = self.events, progress = entry.progress, store = self.store
+        let transfer = self.transfer
+        let events = self.events
+        let progress = entry.progress
+        let store = self.store
         // One task per download, owned by its entry (cancelled by pause, cancel and `close`):
         // it records its own outcome before it ends.
         lock.withLock {
@@ -236,7 +254,8 @@ public final class ContentManager: @unchecked Sendable {
             entry.task = Task<URL, any Error> { [weak self] in
                 let result: Result<URL, any Error>
                 do {
-                    let reference = if let reference { reference } else { try await store.beginDownloadAsync(of: part).reference }
+                    let reference =
+                        if let reference { reference } else { try await store.beginDownloadAsync(of: part).reference }
                     events.emit(.started(part, .download, offset: 0))
                     try await transfer.download(reference, of: part, to: destination) { received, total in
                         progress.completedUnitCount = Int64(received)
@@ -260,7 +279,8 @@ public final class ContentManager: @unchecked Sendable {
         case .success(let url):
             let automatic = lock.withLock { entry.automatic }
             do {
-                try await store.finishDownloadAsync(of: part, autoDownloaded: automatic, diskCapacity: settings.diskCapacity)
+                try await store.finishDownloadAsync(
+                    of: part, autoDownloaded: automatic, diskCapacity: settings.diskCapacity)
                 events.emit(.completed(part, .download))
                 end(part, entry, .success(url))
             } catch {
@@ -281,7 +301,8 @@ public final class ContentManager: @unchecked Sendable {
     /// Ends a download that failed or was cancelled (a cancelled one loses its partial file).
     private func fail(_ part: MessagePartID, _ entry: Running, _ error: any Error) {
         if entry.progress.isCancelled { try? FileManager.default.removeItem(at: store.contentFileURL(for: part)) }
-        let wrapped = entry.progress.isCancelled
+        let wrapped =
+            entry.progress.isCancelled
             ? ClientError(.cancelled, "the download of \(part) was cancelled")
             : ClientError(.contentUnavailable, "downloading \(part) failed: \(error)")
         events.emit(.failed(part, .download, wrapped))

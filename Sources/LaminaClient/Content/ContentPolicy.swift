@@ -21,7 +21,9 @@ public enum ContentPolicy {
     /// Whether a part's content downloads by itself: never once purged from this device;
     /// otherwise when its MIME type is auto-downloaded (nil = all types) or its size is at
     /// most the auto-download maximum.
-    public static func shouldAutoDownload(mimeType: MIMEType, size: UInt64, wasPurged: Bool, settings: ContentSettings) -> Bool {
+    public static func shouldAutoDownload(mimeType: MIMEType, size: UInt64, wasPurged: Bool, settings: ContentSettings)
+        -> Bool
+    {
         if wasPurged { return false }
         guard let types = settings.autoDownloadMIMETypes else { return true }
         return types.contains(mimeType) || size <= settings.autoDownloadMaximumContentSize

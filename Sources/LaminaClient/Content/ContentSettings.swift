@@ -12,9 +12,11 @@ public struct ContentSettings: Hashable, Sendable {
     /// recently accessed content is purged until usage is at most 80% of it.
     public var diskCapacity: UInt64
 
-    public init(autoDownloadMaximumContentSize: UInt64 = UInt64(Limits.maxInlinePartBytes),
-                autoDownloadMIMETypes: Set<MIMEType>? = [.textPlain],
-                diskCapacity: UInt64 = 0) {
+    public init(
+        autoDownloadMaximumContentSize: UInt64 = UInt64(Limits.maxInlinePartBytes),
+        autoDownloadMIMETypes: Set<MIMEType>? = [.textPlain],
+        diskCapacity: UInt64 = 0
+    ) {
         self.autoDownloadMaximumContentSize = autoDownloadMaximumContentSize
         self.autoDownloadMIMETypes = autoDownloadMIMETypes
         self.diskCapacity = diskCapacity

@@ -43,7 +43,8 @@ public final class ContentStaging: @unchecked Sendable {
     /// Stages `data`, returning its content reference.
     func stage(data: Data) throws(ClientError) -> ContentReference {
         guard UInt64(data.count) <= Limits.maxPartBytes else {
-            throw ClientError(.partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, this one has \(data.count)")
+            throw ClientError(
+                .partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, this one has \(data.count)")
         }
         let id = ContentID.random()
         let url = try newFile(id)
@@ -77,7 +78,9 @@ public final class ContentStaging: @unchecked Sendable {
             while let chunk = try input.read(upToCount: Self.chunkBytes), !chunk.isEmpty {
                 size += UInt64(chunk.count)
                 guard size <= Limits.maxPartBytes else {
-                    throw ClientError(.partTooLarge, "a part is at most \(Limits.maxPartBytes) bytes, \(source.lastPathComponent) has more")
+                    throw ClientError(
+                        .partTooLarge,
+                        "a part is at most \(Limits.maxPartBytes) bytes, \(source.lastPathComponent) has more")
                 }
                 try chunk.withUnsafeBytes { try hasher.update($0) }
                 try output.write(contentsOf: chunk)

@@ -7,8 +7,9 @@ public protocol ContentTransferring: Sendable {
     /// Downloads the content of `reference` into the file at `destination` (created or
     /// replaced), calling `progress` with bytes received so far and the total. Throws on
     /// failure; a partial file may be left for a resumable retry.
-    func download(_ reference: ContentReference, of part: MessagePartID, to destination: URL,
-                  progress: @escaping @Sendable (_ received: UInt64, _ total: UInt64) -> Void) async throws
+    func download(
+        _ reference: ContentReference, of part: MessagePartID, to destination: URL,
+        progress: @escaping @Sendable (_ received: UInt64, _ total: UInt64) -> Void) async throws
 }
 
 /// The content of a part, where it is now.

@@ -16,7 +16,8 @@ extension StoredConversation: QueryableObject {
     public static var queryTarget: QueryTarget { .conversations }
     public static func load(_ row: QueryRow) throws -> StoredConversation { try StoreReader.conversation(row) }
     public static let updatableProperties: Set<String> = [
-        ConversationProperty.identifier, ConversationProperty.participants, ConversationProperty.isDistinct, ConversationProperty.metadata,
+        ConversationProperty.identifier, ConversationProperty.participants, ConversationProperty.isDistinct,
+        ConversationProperty.metadata,
         ConversationProperty.deliveryReceiptsEnabled, ConversationProperty.isSynced, ConversationProperty.lastMessage,
         ConversationProperty.totalMessageCount, ConversationProperty.unreadMessageCount,
         ConversationProperty.totalNumberOfMessages, ConversationProperty.totalNumberOfUnreadMessages,
@@ -30,7 +31,8 @@ extension StoredMessage: QueryableObject {
     public static var queryTarget: QueryTarget { .messages }
     public static func load(_ row: QueryRow) throws -> StoredMessage { try StoreReader.message(row) }
     public static let updatableProperties: Set<String> = [
-        MessageProperty.conversation, MessageProperty.position, MessageProperty.sentAt, MessageProperty.isSent, MessageProperty.parts,
+        MessageProperty.conversation, MessageProperty.position, MessageProperty.sentAt, MessageProperty.isSent,
+        MessageProperty.parts,
         MessageProperty.recipientStatus, MessageProperty.isUnread, MessageProperty.receivedAt,
     ]
     /// A part's local state (its transfer) counts as a change of `parts`.
@@ -49,7 +51,10 @@ public struct Query<Object: QueryableObject>: Hashable, Sendable {
     public var limit: Int?
     public var offset: Int
 
-    public init(predicate: QueryPredicate? = nil, sortDescriptors: [QuerySortDescriptor] = [], limit: Int? = nil, offset: Int = 0) {
+    public init(
+        predicate: QueryPredicate? = nil, sortDescriptors: [QuerySortDescriptor] = [], limit: Int? = nil,
+        offset: Int = 0
+    ) {
         self.predicate = predicate
         self.sortDescriptors = sortDescriptors
         self.limit = limit
@@ -60,6 +65,7 @@ public struct Query<Object: QueryableObject>: Hashable, Sendable {
     public func validate() throws(ClientError) { _ = try compiled() }
 
     func compiled() throws(ClientError) -> CompiledQuery {
-        try QueryCompiler.compile(target: Object.queryTarget, predicate: predicate, sort: sortDescriptors, limit: limit, offset: offset)
+        try QueryCompiler.compile(
+            target: Object.queryTarget, predicate: predicate, sort: sortDescriptors, limit: limit, offset: offset)
     }
 }

@@ -38,7 +38,9 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
     public static var maxPendingUpdates: Int { 1_000 }
 
     /// Checks the query, the properties and the window; nothing runs until `start()`.
-    public init(store: LocalStore, query: Query<Object>, updatableProperties: Set<String>? = nil, paginationWindow: Int? = nil) throws(ClientError) {
+    public init(
+        store: LocalStore, query: Query<Object>, updatableProperties: Set<String>? = nil, paginationWindow: Int? = nil
+    ) throws(ClientError) {
         try query.validate()
         try Self.validate(updatableProperties: updatableProperties)
         try Self.validate(paginationWindow: paginationWindow)
@@ -46,18 +48,22 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
         self.query = query
         self.updatable = updatableProperties
         self.window = paginationWindow
-        (updates, continuation) = AsyncThrowingStream.makeStream(bufferingPolicy: .bufferingOldest(Self.maxPendingUpdates))
+        (updates, continuation) = AsyncThrowingStream.makeStream(
+            bufferingPolicy: .bufferingOldest(Self.maxPendingUpdates))
     }
 
     static func validate(updatableProperties: Set<String>?) throws(ClientError) {
         guard let unknown = updatableProperties?.subtracting(Object.updatableProperties).min() else { return }
-        throw ClientError(.unknownProperty, "\(Object.queryTarget.rawValue) have no updatable property '\(unknown.prefix(200))'")
+        throw ClientError(
+            .unknownProperty, "\(Object.queryTarget.rawValue) have no updatable property '\(unknown.prefix(200))'")
     }
 
     static func validate(paginationWindow: Int?) throws(ClientError) {
         guard let window = paginationWindow else { return }
         guard window != 0, window.magnitude <= UInt(QueryLimits.maxLimit) else {
-            throw ClientError(.invalidArgument, "a pagination window is 1...\(QueryLimits.maxLimit) objects from the start or the end, not \(window)")
+            throw ClientError(
+                .invalidArgument,
+                "a pagination window is 1...\(QueryLimits.maxLimit) objects from the start or the end, not \(window)")
         }
     }
 
@@ -98,7 +104,7 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
     /// Subscribes to the store's changes, runs the query and returns the first results.
     @discardableResult
     public func start() throws(ClientError) -> [Object] {
-        let stream = store.changes()   // subscribe before the first run: no change is missed
+        let stream = store.changes()  // subscribe before the first run: no change is missed
         let (generation, window) = nextRefresh()
         let (first, count) = try store.execute(query, window: window)
         lock.withLock {
@@ -119,7 +125,11 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
 
     /// Stops following changes and ends `updates`.
     public func stop() {
-        lock.withLock { task?.cancel(); task = nil; started = false }
+        lock.withLock {
+            task?.cancel()
+            task = nil
+            started = false
+        }
         continuation.finish()
     }
 
@@ -168,14 +178,20 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
             current = next
             total = result.total
             let before = Dictionary(previous.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-            let changed = Set(next.filter { obj in before[obj.id].map { Self.isUpdate(from: $0, to: obj, reporting: updatable) } ?? false }.map(\.id))
+            let changed = Set(
+                next.filter { obj in
+                    before[obj.id].map { Self.isUpdate(from: $0, to: obj, reporting: updatable) } ?? false
+                }.map(\.id))
             let changes = QueryDiff.diff(old: previous.map(\.id), new: next.map(\.id), changed: changed)
             guard !changes.isEmpty else { return false }
             if case .dropped = continuation.yield(QueryUpdate(objects: next, changes: changes)) { return true }
             return false
         }
         if dropped {
-            continuation.finish(throwing: ClientError(.queryTooComplex, "the consumer fell \(Self.maxPendingUpdates) updates behind; restart the controller"))
+            continuation.finish(
+                throwing: ClientError(
+                    .queryTooComplex,
+                    "the consumer fell \(Self.maxPendingUpdates) updates behind; restart the controller"))
         }
     }
 

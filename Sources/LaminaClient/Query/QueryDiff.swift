@@ -58,10 +58,11 @@ public enum QueryDiff {
     /// Indices (into `values`) of one longest strictly increasing subsequence.
     static func longestIncreasingSubsequence(_ values: [Int]) -> Set<Int> {
         guard !values.isEmpty else { return [] }
-        var tails: [Int] = []          // index into values of the tail of each length
+        var tails: [Int] = []  // index into values of the tail of each length
         var previous = [Int](repeating: -1, count: values.count)
         for (i, v) in values.enumerated() {
-            var lo = 0, hi = tails.count
+            var lo = 0
+            var hi = tails.count
             while lo < hi {
                 let mid = (lo + hi) / 2
                 if values[tails[mid]] < v { lo = mid + 1 } else { hi = mid }

@@ -52,15 +52,14 @@ public struct ClientError: LaminaError {
         self.line = line
     }
 
-
-
     /// Wraps any error thrown by storage code: a `ClientError` passes through, a
     /// `ModelError` becomes `.invalidObject`, anything else `.storage`.
     static func wrap(_ error: any Error, file: String = #fileID, line: Int = #line) -> ClientError {
         switch error {
         case let e as ClientError: return e
         case let e as ModelError: return ClientError(.invalidObject, e.description, file: file, line: line)
-        case let e as DatabaseError: return ClientError(.storage, "SQLite: \(e.message ?? e.description)", file: file, line: line)
+        case let e as DatabaseError:
+            return ClientError(.storage, "SQLite: \(e.message ?? e.description)", file: file, line: line)
         default: return ClientError(.storage, String(describing: error), file: file, line: line)
         }
     }

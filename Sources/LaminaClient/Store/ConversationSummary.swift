@@ -26,21 +26,26 @@ struct ConversationSummary: Hashable {
     static func read(_ db: Database, _ id: ConversationID) throws -> ConversationSummary {
         let key = StoreCoding.blob(id)
         var out = ConversationSummary()
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: counts), arguments: [key]), (row["total"] as Int) > 0 else { return out }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: counts), arguments: [key]), (row["total"] as Int) > 0
+        else { return out }
         out.total = row["total"]
         out.unread = row["unread"]
         out.anySent = (row["sent"] as Int) > 0
         out.unsent = row["unsent"]
-        out.lastMessageID = try Data.fetchOne(db.cachedStatement(sql: out.unsent > 0 ? lastUnsent : lastSent), arguments: [key])
-            .map { MessageID(uuid: StoreCoding.uuid($0)) }
+        out.lastMessageID = try Data.fetchOne(
+            db.cachedStatement(sql: out.unsent > 0 ? lastUnsent : lastSent), arguments: [key]
+        )
+        .map { MessageID(uuid: StoreCoding.uuid($0)) }
         return out
     }
 
     private static let counts = "SELECT total, unread, sent, unsent FROM message_count WHERE conversation_id = ?"
     // The order of `positionOrder(descending: true)`, served by the index: among messages not
     // sent yet (when there are any, they come last), else among all (NULLs sort lowest).
-    private static let lastUnsent = "SELECT id FROM message WHERE conversation_id = ? AND pos_physical IS NULL ORDER BY pos_logical DESC, pos_node DESC, rowid DESC LIMIT 1"
-    private static let lastSent = "SELECT id FROM message WHERE conversation_id = ? ORDER BY pos_physical DESC, pos_logical DESC, pos_node DESC, rowid DESC LIMIT 1"
+    private static let lastUnsent =
+        "SELECT id FROM message WHERE conversation_id = ? AND pos_physical IS NULL ORDER BY pos_logical DESC, pos_node DESC, rowid DESC LIMIT 1"
+    private static let lastSent =
+        "SELECT id FROM message WHERE conversation_id = ? ORDER BY pos_physical DESC, pos_logical DESC, pos_node DESC, rowid DESC LIMIT 1"
     /// Every statement `read` runs (each takes the conversation's key).
     static let statements = [counts, lastUnsent, lastSent]
 }

@@ -33,7 +33,8 @@ extension DevicePushToken {
         case "gateway" where fields.count == 2: token = .gateway(token: fields[1])
         case "apns" where fields.count == 4:
             let hex = Array(fields[3].utf8)
-            guard hex.count % 2 == 0, let raw = UInt8(fields[1]), let environment = APNsEnvironment(rawValue: raw) else { return nil }
+            guard hex.count % 2 == 0, let raw = UInt8(fields[1]), let environment = APNsEnvironment(rawValue: raw)
+            else { return nil }
             var bytes: [UInt8] = []
             for i in stride(from: 0, to: hex.count, by: 2) {
                 guard let byte = UInt8(String(decoding: hex[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
@@ -49,7 +50,8 @@ extension LocalStore {
     /// The push token the app last set for this device (nil: it never set one).
     public func devicePushToken() throws(ClientError) -> DevicePushToken? {
         try read { db in
-            try String.fetchOne(db, sql: "SELECT value FROM store_info WHERE key = 'push_token'").flatMap(DevicePushToken.init(stored:))
+            try String.fetchOne(db, sql: "SELECT value FROM store_info WHERE key = 'push_token'").flatMap(
+                DevicePushToken.init(stored:))
         }
     }
 
@@ -58,7 +60,8 @@ extension LocalStore {
         try write { ctx in
             if let token {
                 try ctx.db.execute(
-                    sql: "INSERT INTO store_info(key, value) VALUES ('push_token', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    sql:
+                        "INSERT INTO store_info(key, value) VALUES ('push_token', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                     arguments: [token.stored])
             } else {
                 try ctx.db.execute(sql: "DELETE FROM store_info WHERE key = 'push_token'")

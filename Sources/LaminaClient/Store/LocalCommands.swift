@@ -17,7 +17,8 @@ extension LocalStore {
     /// Whether the outbox holds an entry with this id.
     func outboxContains(_ id: UUID) throws(ClientError) -> Bool {
         try read { db in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM outbox WHERE id = ?)", arguments: [StoreCoding.blob(id)]) ?? false
+            try Bool.fetchOne(
+                db, sql: "SELECT EXISTS(SELECT 1 FROM outbox WHERE id = ?)", arguments: [StoreCoding.blob(id)]) ?? false
         }
     }
 }

@@ -23,7 +23,9 @@ extension LocalStore {
     }
 
     func sessionTokenAsync() async throws(ClientError) -> String? {
-        try await readAsync { db in try String.fetchOne(db, sql: "SELECT value FROM store_info WHERE key = 'session_token'") }
+        try await readAsync { db in
+            try String.fetchOne(db, sql: "SELECT value FROM store_info WHERE key = 'session_token'")
+        }
     }
 
     func setSessionTokenAsync(_ token: String?) async throws(ClientError) {
@@ -33,7 +35,8 @@ extension LocalStore {
     /// Forgets the session token if it is still `token` (a new session may have replaced it).
     func forgetSessionTokenAsync(ifStill token: String) async throws(ClientError) {
         try await writeAsync { ctx in
-            try ctx.db.execute(sql: "DELETE FROM store_info WHERE key = 'session_token' AND value = ?", arguments: [token])
+            try ctx.db.execute(
+                sql: "DELETE FROM store_info WHERE key = 'session_token' AND value = ?", arguments: [token])
         }
     }
 
@@ -51,7 +54,9 @@ extension LocalStore {
         try await writeAsync(Self.dropConversationsBody(notIn: kept, localUser: localUser))
     }
 
-    func dropMessagesAsync(in conversation: ConversationID, notIn returned: [MessageID], after start: MessagePosition?) async throws(ClientError) {
+    func dropMessagesAsync(in conversation: ConversationID, notIn returned: [MessageID], after start: MessagePosition?)
+        async throws(ClientError)
+    {
         try await writeAsync(Self.dropMessagesBody(in: conversation, notIn: returned, after: start))
     }
 
@@ -79,20 +84,23 @@ extension LocalStore {
 
     func outboxContainsAsync(_ id: UUID) async throws(ClientError) -> Bool {
         try await readAsync { db in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM outbox WHERE id = ?)", arguments: [StoreCoding.blob(id)]) ?? false
+            try Bool.fetchOne(
+                db, sql: "SELECT EXISTS(SELECT 1 FROM outbox WHERE id = ?)", arguments: [StoreCoding.blob(id)]) ?? false
         }
     }
 
     /// Forgets the device's push token if it is still `token` (the app may have set another meanwhile).
     func forgetDevicePushTokenAsync(ifStill token: DevicePushToken) async throws(ClientError) {
         try await writeAsync { ctx in
-            try ctx.db.execute(sql: "DELETE FROM store_info WHERE key = 'push_token' AND value = ?", arguments: [token.stored])
+            try ctx.db.execute(
+                sql: "DELETE FROM store_info WHERE key = 'push_token' AND value = ?", arguments: [token.stored])
         }
     }
 
     func devicePushTokenAsync() async throws(ClientError) -> DevicePushToken? {
         try await readAsync { db in
-            try String.fetchOne(db, sql: "SELECT value FROM store_info WHERE key = 'push_token'").flatMap(DevicePushToken.init(stored:))
+            try String.fetchOne(db, sql: "SELECT value FROM store_info WHERE key = 'push_token'").flatMap(
+                DevicePushToken.init(stored:))
         }
     }
 
@@ -106,8 +114,10 @@ extension LocalStore {
 
     func pendingEntriesAsync(kind: String, objectID object: UUID) async throws(ClientError) -> [OutboxEntry] {
         try await readAsync { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE state = 0 AND kind = ? AND object_id = ? ORDER BY seq",
-                             arguments: [kind, StoreCoding.blob(object)]).map(LocalStore.outboxEntry)
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM outbox WHERE state = 0 AND kind = ? AND object_id = ? ORDER BY seq",
+                arguments: [kind, StoreCoding.blob(object)]
+            ).map(LocalStore.outboxEntry)
         }
     }
 }

@@ -22,7 +22,8 @@ public struct StoreLocation: Hashable, Sendable {
             hash = hash &* 0x0000_0100_0000_01b3
         }
         let hex = String(hash, radix: 16)
-        return dataDirectory.appendingPathComponent("user-" + String(repeating: "0", count: 16 - hex.count) + hex, isDirectory: true)
+        return dataDirectory.appendingPathComponent(
+            "user-" + String(repeating: "0", count: 16 - hex.count) + hex, isDirectory: true)
     }
 
     public var databaseURL: URL { userDirectory.appendingPathComponent("lamina.sqlite") }
@@ -58,7 +59,8 @@ public final class LocalStore: Sendable {
     /// Opens (creating if needed) the store of `location.user` and migrates it.
     public init(location: StoreLocation, configuration: StoreConfiguration = StoreConfiguration()) throws(ClientError) {
         guard (1...1_000_000).contains(configuration.changeBufferLimit) else {
-            throw ClientError(.invalidSetting, "changeBufferLimit must be 1...1,000,000, not \(configuration.changeBufferLimit)")
+            throw ClientError(
+                .invalidSetting, "changeBufferLimit must be 1...1,000,000, not \(configuration.changeBufferLimit)")
         }
         guard configuration.writeLatency >= .zero, configuration.writeLatency <= .seconds(10) else {
             throw ClientError(.invalidSetting, "writeLatency must be 0...10 s")
@@ -86,7 +88,8 @@ public final class LocalStore: Sendable {
                         throw ClientError(.storeMismatch, "the store at this location belongs to another user")
                     }
                 } else {
-                    try db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('local_user', ?)", arguments: [user])
+                    try db.execute(
+                        sql: "INSERT INTO store_info(key, value) VALUES ('local_user', ?)", arguments: [user])
                 }
             }
         } catch {
@@ -153,7 +156,8 @@ public final class LocalStore: Sendable {
 
     /// As `write`, through GRDB's async API: the caller suspends while the writer queue runs
     /// the transaction, so a slow database never holds a thread of Swift's cooperative pool.
-    func writeAsync<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) async throws(ClientError) -> T {
+    func writeAsync<T: Sendable>(_ body: @escaping @Sendable (WriteContext) throws -> T) async throws(ClientError) -> T
+    {
         let hub = self.hub
         do {
             return try await pool.write { [self] db in
@@ -211,7 +215,11 @@ public final class LocalStore: Sendable {
     public func messages(in conversation: ConversationID) throws(ClientError) -> [StoredMessage] {
         try read { db in
             let id = try StoreReader.resolve(db, conversation)
-            let ids = try Data.fetchAll(db, sql: "SELECT id FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: false))", arguments: [StoreCoding.blob(id)])
+            let ids = try Data.fetchAll(
+                db,
+                sql:
+                    "SELECT id FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: false))",
+                arguments: [StoreCoding.blob(id)])
             return try ids.compactMap { try StoreReader.message(db, MessageID(uuid: StoreCoding.uuid($0))) }
         }
     }
@@ -219,7 +227,9 @@ public final class LocalStore: Sendable {
     /// The sync cursor: how far this device has applied the user's change feed.
     public func syncCursor() throws(ClientError) -> UInt64? {
         try read { db in
-            try Int64.fetchOne(db, sql: "SELECT value FROM store_info WHERE key = 'sync_cursor'").map { UInt64(bitPattern: $0) }
+            try Int64.fetchOne(db, sql: "SELECT value FROM store_info WHERE key = 'sync_cursor'").map {
+                UInt64(bitPattern: $0)
+            }
         }
     }
 
@@ -233,12 +243,18 @@ public final class LocalStore: Sendable {
 
     static func syncCursorBody(on node: NodeID) -> @Sendable (WriteContext) throws -> UInt64 {
         { ctx in
-            let stored = try Int64.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'sync_node'").map { UInt64(bitPattern: $0) }
-            if stored == node.rawValue {
-                return try Int64.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'sync_cursor'").map { UInt64(bitPattern: $0) } ?? 0
+            let stored = try Int64.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'sync_node'").map {
+                UInt64(bitPattern: $0)
             }
-            try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('sync_node', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                               arguments: [Int64(bitPattern: node.rawValue)])
+            if stored == node.rawValue {
+                return try Int64.fetchOne(ctx.db, sql: "SELECT value FROM store_info WHERE key = 'sync_cursor'").map {
+                    UInt64(bitPattern: $0)
+                } ?? 0
+            }
+            try ctx.db.execute(
+                sql:
+                    "INSERT INTO store_info(key, value) VALUES ('sync_node', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [Int64(bitPattern: node.rawValue)])
             try ctx.setCursor(0)
             return 0
         }
@@ -247,8 +263,10 @@ public final class LocalStore: Sendable {
     /// Records the sync cursor as counting in `node`'s feed (a restored or migrated store).
     public func setSyncCursor(_ cursor: UInt64, on node: NodeID) throws(ClientError) {
         try write { ctx in
-            try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('sync_node', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                               arguments: [Int64(bitPattern: node.rawValue)])
+            try ctx.db.execute(
+                sql:
+                    "INSERT INTO store_info(key, value) VALUES ('sync_node', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [Int64(bitPattern: node.rawValue)])
             try ctx.setCursor(cursor)
         }
     }

@@ -12,7 +12,9 @@ extension LocalStore {
             throw ClientError(.invalidObject, "the local user must be a participant of a conversation created here")
         }
         return try write { ctx in
-            if let existing = try StoreReader.conversation(ctx.db, StoreReader.resolve(ctx.db, conversation.id)) { return existing }
+            if let existing = try StoreReader.conversation(ctx.db, StoreReader.resolve(ctx.db, conversation.id)) {
+                return existing
+            }
             let stored = StoredConversation(conversation: conversation, isSynced: false)
             try ctx.createConversation(stored)
             return stored
@@ -27,18 +29,27 @@ extension LocalStore {
             var args: [any DatabaseValueConvertible] = participants.map(\.rawValue)
             args.append(participants.count)
             args.append(participants.count)
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT c.* FROM conversation c
-                WHERE c.is_distinct = 1 AND c.merged_into IS NULL
-                  AND (SELECT COUNT(*) FROM participant p WHERE p.conversation_id = c.id AND p.user_id IN (\(marks))) = ?
-                  AND (SELECT COUNT(*) FROM participant p WHERE p.conversation_id = c.id) = ?
-                """, arguments: StatementArguments(args))
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT c.* FROM conversation c
+                    WHERE c.is_distinct = 1 AND c.merged_into IS NULL
+                      AND (SELECT COUNT(*) FROM participant p WHERE p.conversation_id = c.id AND p.user_id IN (\(marks))) = ?
+                      AND (SELECT COUNT(*) FROM participant p WHERE p.conversation_id = c.id) = ?
+                    """, arguments: StatementArguments(args))
             // Two here (created on this device and by another, before the node merged them):
             // LaminaMerge's rule picks the one the node will keep.
             let candidates = try rows.map { try StoreReader.conversation(db, row: $0) }
-            guard let survivor = DistinctResolution.survivor(of: candidates.map { c in
-                DistinctCandidate(c.conversation, createdAt: HLCTimestamp(physical: UInt64(max(0, c.conversation.createdAt.millisecondsSince1970)), logical: 0, node: NodeID(0)))
-            }) else { return nil }
+            guard
+                let survivor = DistinctResolution.survivor(
+                    of: candidates.map { c in
+                        DistinctCandidate(
+                            c.conversation,
+                            createdAt: HLCTimestamp(
+                                physical: UInt64(max(0, c.conversation.createdAt.millisecondsSince1970)), logical: 0,
+                                node: NodeID(0)))
+                    })
+            else { return nil }
             return candidates.first { $0.id == survivor.id }
         }
     }
@@ -47,7 +58,8 @@ extension LocalStore {
     /// entry. It is read, not sent, and has no position until the node accepts it. Rich
     /// parts wait for upload. Storing the same identifier again returns what is stored.
     @discardableResult
-    public func insertLocalMessage(_ message: Message, outbox: OutboxEntry? = nil) throws(ClientError) -> StoredMessage {
+    public func insertLocalMessage(_ message: Message, outbox: OutboxEntry? = nil) throws(ClientError) -> StoredMessage
+    {
         try insertLocalMessage(message, outbox: outbox.map { [$0] } ?? [])
     }
 
@@ -75,11 +87,15 @@ extension LocalStore {
                 case .external:
                     // The staged file `send` moved under the content directory, when there is one.
                     let name = Self.contentFileName(m.identifier(of: part))
-                    let staged = FileManager.default.fileExists(atPath: location.contentDirectory.appendingPathComponent(name).path)
-                    return PartState(partID: part.id, transferStatus: .awaitingUpload, localPath: staged ? name : nil, lastAccess: staged ? now : nil)
+                    let staged = FileManager.default.fileExists(
+                        atPath: location.contentDirectory.appendingPathComponent(name).path)
+                    return PartState(
+                        partID: part.id, transferStatus: .awaitingUpload, localPath: staged ? name : nil,
+                        lastAccess: staged ? now : nil)
                 }
             }
-            let stored = try ctx.settled(StoredMessage(message: m, receivedAt: nil, isUnread: false, partStates: states))
+            let stored = try ctx.settled(
+                StoredMessage(message: m, receivedAt: nil, isUnread: false, partStates: states))
             try ctx.createMessage(stored)
             for entry in outbox { try ctx.enqueue(entry) }
             return stored
@@ -92,7 +108,8 @@ extension LocalStore {
     @discardableResult
     public func markRead(_ ids: [MessageID], outbox: OutboxEntry? = nil) throws(ClientError) -> [MessageID] {
         guard ids.count <= Self.maxChangesPerApply else {
-            throw ClientError(.invalidObject, "one markRead takes at most \(Self.maxChangesPerApply) messages, not \(ids.count)")
+            throw ClientError(
+                .invalidObject, "one markRead takes at most \(Self.maxChangesPerApply) messages, not \(ids.count)")
         }
         return try write { ctx in
             var changed: [MessageID] = []
@@ -100,7 +117,8 @@ extension LocalStore {
             for id in ids {
                 guard let before = try StoreReader.message(ctx.db, id) else { continue }
                 var after = before
-                after.message.recipientStatus[localUser] = max(before.message.recipientStatus[localUser] ?? .invalid, .read)
+                after.message.recipientStatus[localUser] = max(
+                    before.message.recipientStatus[localUser] ?? .invalid, .read)
                 after = try ctx.settled(after)
                 if after != before {
                     try ctx.updateMessage(from: before, to: after)
@@ -111,7 +129,8 @@ extension LocalStore {
             // The node's unread counts move with the reads made here at once (the feed's copy
             // of each read is then not counted again: `RemoteChange.readCounted`).
             for (conversation, count) in reads {
-                guard let stored = try StoreReader.conversation(ctx.db, conversation), var counts = stored.nodeCounts else { continue }
+                guard let stored = try StoreReader.conversation(ctx.db, conversation), var counts = stored.nodeCounts
+                else { continue }
                 counts.unread = max(0, counts.unread - count)
                 try ctx.setNodeCounts(counts, of: stored)
             }
@@ -124,8 +143,12 @@ extension LocalStore {
     public func unreadMessageIDs(in conversation: ConversationID) throws(ClientError) -> [MessageID] {
         try read { db in
             let id = try StoreReader.resolve(db, conversation)
-            return try Data.fetchAll(db, sql: "SELECT id FROM message WHERE conversation_id = ? AND is_unread = 1 ORDER BY \(StoreReader.positionOrder(descending: false))",
-                                     arguments: [StoreCoding.blob(id)]).map { MessageID(uuid: StoreCoding.uuid($0)) }
+            return try Data.fetchAll(
+                db,
+                sql:
+                    "SELECT id FROM message WHERE conversation_id = ? AND is_unread = 1 ORDER BY \(StoreReader.positionOrder(descending: false))",
+                arguments: [StoreCoding.blob(id)]
+            ).map { MessageID(uuid: StoreCoding.uuid($0)) }
         }
     }
 }

@@ -33,7 +33,10 @@ public struct OutboxEntry: Hashable, Sendable {
     /// Not stored.
     public var replacesPending = false
 
-    public init(id: UUID, kind: String, objectID: UUID? = nil, conversationID: UUID? = nil, payload: [UInt8], createdAt: Timestamp = .now()) {
+    public init(
+        id: UUID, kind: String, objectID: UUID? = nil, conversationID: UUID? = nil, payload: [UInt8],
+        createdAt: Timestamp = .now()
+    ) {
         self.id = id
         self.kind = kind
         self.objectID = objectID
@@ -55,7 +58,9 @@ public struct OutboxEntry: Hashable, Sendable {
             throw ClientError(.invalidObject, "an outbox entry's kind is 1...\(Self.maxKindBytes) UTF-8 bytes")
         }
         guard payload.count <= Self.maxPayloadBytes else {
-            throw ClientError(.invalidObject, "an outbox payload is at most \(Self.maxPayloadBytes) bytes, this one has \(payload.count)")
+            throw ClientError(
+                .invalidObject,
+                "an outbox payload is at most \(Self.maxPayloadBytes) bytes, this one has \(payload.count)")
         }
     }
 }
@@ -72,14 +77,20 @@ extension WriteContext {
     func enqueue(_ entry: OutboxEntry) throws {
         try entry.validate()
         if entry.replacesPending, let object = entry.objectID {
-            try db.execute(sql: "DELETE FROM outbox WHERE state = 0 AND kind = ? AND object_id = ? AND id != ?",
-                           arguments: [entry.kind, StoreCoding.blob(object), StoreCoding.blob(entry.id)])
+            try db.execute(
+                sql: "DELETE FROM outbox WHERE state = 0 AND kind = ? AND object_id = ? AND id != ?",
+                arguments: [entry.kind, StoreCoding.blob(object), StoreCoding.blob(entry.id)])
         }
-        try db.execute(sql: """
-            INSERT INTO outbox(id, kind, object_id, conversation_id, payload, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, 0, 0, ?)
-            ON CONFLICT(id) DO NOTHING
-            """, arguments: [StoreCoding.blob(entry.id), entry.kind, entry.objectID.map(StoreCoding.blob), entry.conversationID.map(StoreCoding.blob),
-                            Data(entry.payload), entry.createdAt.millisecondsSince1970])
+        try db.execute(
+            sql: """
+                INSERT INTO outbox(id, kind, object_id, conversation_id, payload, state, attempts, created_at) VALUES (?, ?, ?, ?, ?, 0, 0, ?)
+                ON CONFLICT(id) DO NOTHING
+                """,
+            arguments: [
+                StoreCoding.blob(entry.id), entry.kind, entry.objectID.map(StoreCoding.blob),
+                entry.conversationID.map(StoreCoding.blob),
+                Data(entry.payload), entry.createdAt.millisecondsSince1970,
+            ])
     }
 }
 
@@ -101,7 +112,9 @@ extension LocalStore {
     /// except the kinds in `overtaking` (receipts, which never depend on the local user's
     /// own messages). Other conversations' commands go on: a large upload holds back only
     /// its own conversation.
-    public func dequeueOutbox(limit: Int, overtaking: Set<String> = OutboxCommandKind.overtakingUploads) throws(ClientError) -> [OutboxEntry] {
+    public func dequeueOutbox(limit: Int, overtaking: Set<String> = OutboxCommandKind.overtakingUploads)
+        throws(ClientError) -> [OutboxEntry]
+    {
         guard (1...Self.maxOutboxBatch).contains(limit) else {
             throw ClientError(.invalidSetting, "an outbox batch is 1...\(Self.maxOutboxBatch) entries, not \(limit)")
         }
@@ -119,7 +132,9 @@ extension LocalStore {
             return try Self.dequeue(limit: limit, overtaking: OutboxCommandKind.overtakingUploads, ctx).map { entry in
                 guard let addressed = entry.conversationID else { return OutboxSend(entry: entry, redirect: nil) }
                 let now: ConversationID
-                if let known = resolved[addressed] { now = known } else {
+                if let known = resolved[addressed] {
+                    now = known
+                } else {
                     now = try StoreReader.resolve(ctx.db, ConversationID(uuid: addressed))
                     resolved[addressed] = now
                 }
@@ -131,12 +146,14 @@ extension LocalStore {
     private static func dequeue(limit: Int, overtaking: Set<String>, _ ctx: WriteContext) throws -> [OutboxEntry] {
         do {
             // The conversation a command is about: a message's, or the object itself.
-            let rows = try Row.fetchAll(ctx.db, sql: """
-                SELECT outbox.*,
-                    EXISTS (SELECT 1 FROM part WHERE part.message_id = outbox.object_id AND part.transfer_status IN (?, ?)) AS awaits_upload,
-                    COALESCE((SELECT conversation_id FROM message WHERE message.id = outbox.object_id), outbox.object_id) AS conversation_key
-                FROM outbox WHERE state = 0 ORDER BY seq LIMIT ?
-                """, arguments: [TransferStatus.awaitingUpload.rawValue, TransferStatus.uploading.rawValue, limit])
+            let rows = try Row.fetchAll(
+                ctx.db,
+                sql: """
+                    SELECT outbox.*,
+                        EXISTS (SELECT 1 FROM part WHERE part.message_id = outbox.object_id AND part.transfer_status IN (?, ?)) AS awaits_upload,
+                        COALESCE((SELECT conversation_id FROM message WHERE message.id = outbox.object_id), outbox.object_id) AS conversation_key
+                    FROM outbox WHERE state = 0 ORDER BY seq LIMIT ?
+                    """, arguments: [TransferStatus.awaitingUpload.rawValue, TransferStatus.uploading.rawValue, limit])
             var out: [OutboxEntry] = []
             var held: Set<Data> = []
             for row in rows {
@@ -146,7 +163,9 @@ extension LocalStore {
                 var entry = try Self.outboxEntry(row)
                 entry.state = .inFlight
                 entry.attempts += 1
-                try ctx.db.execute(sql: "UPDATE outbox SET state = 1, attempts = ? WHERE seq = ?", arguments: [entry.attempts, entry.sequence])
+                try ctx.db.execute(
+                    sql: "UPDATE outbox SET state = 1, attempts = ? WHERE seq = ?",
+                    arguments: [entry.attempts, entry.sequence])
                 out.append(entry)
             }
             return out
@@ -170,8 +189,10 @@ extension LocalStore {
     /// The pending (not yet handed out) entries of `kind` about `object`, in order.
     public func pendingEntries(kind: String, objectID object: UUID) throws(ClientError) -> [OutboxEntry] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE state = 0 AND kind = ? AND object_id = ? ORDER BY seq",
-                             arguments: [kind, StoreCoding.blob(object)]).map(Self.outboxEntry)
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM outbox WHERE state = 0 AND kind = ? AND object_id = ? ORDER BY seq",
+                arguments: [kind, StoreCoding.blob(object)]
+            ).map(Self.outboxEntry)
         }
     }
 
@@ -182,9 +203,13 @@ extension LocalStore {
 
     static func outboxEntry(_ row: Row) throws -> OutboxEntry {
         var entry = OutboxEntry(
-            id: try StoreCoding.uuid(row, "id"), kind: row["kind"], objectID: try StoreCoding.optionalUUID(row, "object_id"),
-            conversationID: try StoreCoding.optionalUUID(row, "conversation_id"), payload: [UInt8](row["payload"] as Data), createdAt: Timestamp(millisecondsSince1970: row["created_at"]))
-        guard let state = OutboxEntry.State(rawValue: row["state"]) else { throw ClientError(.corruptRecord, "an outbox entry has an unknown state") }
+            id: try StoreCoding.uuid(row, "id"), kind: row["kind"],
+            objectID: try StoreCoding.optionalUUID(row, "object_id"),
+            conversationID: try StoreCoding.optionalUUID(row, "conversation_id"),
+            payload: [UInt8](row["payload"] as Data), createdAt: Timestamp(millisecondsSince1970: row["created_at"]))
+        guard let state = OutboxEntry.State(rawValue: row["state"]) else {
+            throw ClientError(.corruptRecord, "an outbox entry has an unknown state")
+        }
         entry.state = state
         entry.attempts = row["attempts"]
         entry.sequence = row["seq"]

@@ -24,7 +24,9 @@ public struct OutboxFailure: Hashable, Sendable {
     }
 
     /// The failure as an error: the node's code (by its SPEC §9 name) and reason.
-    public var error: ClientError { ClientError(ClientError.Code(rawValue: WireError.Code(wireValue: code).name), reason) }
+    public var error: ClientError {
+        ClientError(ClientError.Code(rawValue: WireError.Code(wireValue: code).name), reason)
+    }
 }
 
 extension LocalStore {
@@ -35,13 +37,16 @@ extension LocalStore {
     /// tells the delegates (`LaminaClientDelegate.didFailOperation`) once it is stored.
     /// Returns false when the entry was not in the outbox (a repeated ERROR).
     @discardableResult
-    public func markFailed(_ id: UUID, code: UInt16, reason: String, at time: Timestamp = .now()) throws(ClientError) -> Bool {
+    public func markFailed(_ id: UUID, code: UInt16, reason: String, at time: Timestamp = .now()) throws(ClientError)
+        -> Bool
+    {
         published(try write(Self.markFailedBody(id, code: code, reason: reason, at: time)))
     }
 
     /// As ``markFailed(_:code:reason:at:)``, through GRDB's async API (the sync session's).
     @discardableResult
-    func markFailedAsync(_ id: UUID, code: UInt16, reason: String, at time: Timestamp) async throws(ClientError) -> Bool {
+    func markFailedAsync(_ id: UUID, code: UInt16, reason: String, at time: Timestamp) async throws(ClientError) -> Bool
+    {
         published(try await writeAsync(Self.markFailedBody(id, code: code, reason: reason, at: time)))
     }
 
@@ -52,17 +57,30 @@ extension LocalStore {
         return true
     }
 
-    static func markFailedBody(_ id: UUID, code: UInt16, reason: String, at time: Timestamp) -> @Sendable (WriteContext) throws -> OutboxFailure? {
-        let kept = reason.utf8.count <= Self.maxFailureReasonBytes ? reason : String(decoding: reason.utf8.prefix(Self.maxFailureReasonBytes), as: UTF8.self)
+    static func markFailedBody(_ id: UUID, code: UInt16, reason: String, at time: Timestamp)
+        -> @Sendable (WriteContext) throws -> OutboxFailure?
+    {
+        let kept =
+            reason.utf8.count <= Self.maxFailureReasonBytes
+            ? reason : String(decoding: reason.utf8.prefix(Self.maxFailureReasonBytes), as: UTF8.self)
         return { ctx -> OutboxFailure? in
-            guard let row = try Row.fetchOne(ctx.db, sql: "SELECT * FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(id)]) else { return nil }
+            guard
+                let row = try Row.fetchOne(
+                    ctx.db, sql: "SELECT * FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(id)])
+            else { return nil }
             let entry = try Self.outboxEntry(row)
             try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(id)])
-            try ctx.db.execute(sql: """
-                INSERT INTO outbox_failure(id, kind, object_id, code, reason, failed_at) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT(id) DO NOTHING
-                """, arguments: [StoreCoding.blob(id), entry.kind, entry.objectID.map(StoreCoding.blob), Int(code), kept, time.millisecondsSince1970])
-            return OutboxFailure(id: id, kind: entry.kind, objectID: entry.objectID, code: code, reason: kept, failedAt: time)
+            try ctx.db.execute(
+                sql: """
+                    INSERT INTO outbox_failure(id, kind, object_id, code, reason, failed_at) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(id) DO NOTHING
+                    """,
+                arguments: [
+                    StoreCoding.blob(id), entry.kind, entry.objectID.map(StoreCoding.blob), Int(code), kept,
+                    time.millisecondsSince1970,
+                ])
+            return OutboxFailure(
+                id: id, kind: entry.kind, objectID: entry.objectID, code: code, reason: kept, failedAt: time)
         }
     }
 
@@ -72,16 +90,19 @@ extension LocalStore {
     }
 
     static func requeueBody(_ id: UUID) -> @Sendable (WriteContext) throws -> Void {
-        { ctx in try ctx.db.execute(sql: "UPDATE outbox SET state = 0 WHERE id = ?", arguments: [StoreCoding.blob(id)]) }
+        { ctx in try ctx.db.execute(sql: "UPDATE outbox SET state = 0 WHERE id = ?", arguments: [StoreCoding.blob(id)])
+        }
     }
 
     /// Every failed command, oldest first.
     public func outboxFailures() throws(ClientError) -> [OutboxFailure] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM outbox_failure ORDER BY failed_at, rowid").map { row in
-                OutboxFailure(id: try StoreCoding.uuid(row, "id"), kind: row["kind"], objectID: try StoreCoding.optionalUUID(row, "object_id"),
-                              code: UInt16(truncatingIfNeeded: row["code"] as Int), reason: row["reason"],
-                              failedAt: Timestamp(millisecondsSince1970: row["failed_at"]))
+                OutboxFailure(
+                    id: try StoreCoding.uuid(row, "id"), kind: row["kind"],
+                    objectID: try StoreCoding.optionalUUID(row, "object_id"),
+                    code: UInt16(truncatingIfNeeded: row["code"] as Int), reason: row["reason"],
+                    failedAt: Timestamp(millisecondsSince1970: row["failed_at"]))
             }
         }
     }
@@ -104,7 +125,8 @@ extension LocalStore {
                 return StoreCoding.uuid(data)
             }
             let id = UUID()
-            try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('device_id', ?)", arguments: [StoreCoding.blob(id)])
+            try ctx.db.execute(
+                sql: "INSERT INTO store_info(key, value) VALUES ('device_id', ?)", arguments: [StoreCoding.blob(id)])
             return id
         }
     }()
@@ -122,7 +144,10 @@ extension LocalStore {
     static func sessionTokenBody(_ token: String?) -> @Sendable (WriteContext) throws -> Void {
         { ctx in
             if let token {
-                try ctx.db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('session_token', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [token])
+                try ctx.db.execute(
+                    sql:
+                        "INSERT INTO store_info(key, value) VALUES ('session_token', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    arguments: [token])
             } else {
                 try ctx.db.execute(sql: "DELETE FROM store_info WHERE key = 'session_token'")
             }

@@ -23,9 +23,12 @@ struct QueryCompiler {
 
     init(target: QueryTarget) { self.target = target }
 
-    static func compile(target: QueryTarget, predicate: QueryPredicate?, sort: [QuerySortDescriptor], limit: Int?, offset: Int) throws(ClientError) -> CompiledQuery {
+    static func compile(
+        target: QueryTarget, predicate: QueryPredicate?, sort: [QuerySortDescriptor], limit: Int?, offset: Int
+    ) throws(ClientError) -> CompiledQuery {
         var compiler = QueryCompiler(target: target)
-        var condition = try predicate.map { p throws(ClientError) in try compiler.compile(p, depth: 1) } ?? SQLFragment(sql: "1")
+        var condition =
+            try predicate.map { p throws(ClientError) in try compiler.compile(p, depth: 1) } ?? SQLFragment(sql: "1")
         if let base = target.baseCondition { condition.sql = "\(base) AND (\(condition.sql))" }
         let order = try compiler.compileOrder(sort)
         if let limit, !(0...QueryLimits.maxLimit).contains(limit) {
@@ -47,8 +50,9 @@ struct QueryCompiler {
             guard !items.isEmpty else { return SQLFragment(sql: isAnd ? "1" : "0") }
             var parts: [SQLFragment] = []
             for item in items { parts.append(try compile(item, depth: depth + 1)) }
-            return SQLFragment(sql: "(" + parts.map(\.sql).joined(separator: isAnd ? " AND " : " OR ") + ")",
-                               arguments: parts.flatMap(\.arguments))
+            return SQLFragment(
+                sql: "(" + parts.map(\.sql).joined(separator: isAnd ? " AND " : " OR ") + ")",
+                arguments: parts.flatMap(\.arguments))
         case .not(let inner):
             let f = try compile(inner, depth: depth + 1)
             return SQLFragment(sql: "(NOT COALESCE(\(f.sql), 0))", arguments: f.arguments)
@@ -66,8 +70,13 @@ struct QueryCompiler {
         }
     }
 
-    private func mismatch(_ name: String, _ op: PredicateOperator, _ value: QueryValue, _ kind: QueryPropertyKind) -> ClientError {
-        ClientError(.typeMismatch, "'\(name.prefix(200))' (\(kind.rawValue)) cannot be compared with \(op.rawValue) to \(Self.describe(value))")
+    private func mismatch(_ name: String, _ op: PredicateOperator, _ value: QueryValue, _ kind: QueryPropertyKind)
+        -> ClientError
+    {
+        ClientError(
+            .typeMismatch,
+            "'\(name.prefix(200))' (\(kind.rawValue)) cannot be compared with \(op.rawValue) to \(Self.describe(value))"
+        )
     }
 
     static func describe(_ value: QueryValue) -> String {
@@ -94,7 +103,8 @@ struct QueryCompiler {
         case (.integer, .integer(let i)): return [i.databaseValue]
         case (.text, .string(let s)):
             guard s.utf8.count <= QueryLimits.maxStringBytes else {
-                throw ClientError(.queryTooComplex, "a query string is at most \(QueryLimits.maxStringBytes) UTF-8 bytes")
+                throw ClientError(
+                    .queryTooComplex, "a query string is at most \(QueryLimits.maxStringBytes) UTF-8 bytes")
             }
             return [s.databaseValue]
         case (.user, .user(let u)): return [u.rawValue.databaseValue]
@@ -108,21 +118,29 @@ struct QueryCompiler {
         }
     }
 
-    private func comparison(_ name: String, _ op: PredicateOperator, _ value: QueryValue) throws(ClientError) -> SQLFragment {
+    private func comparison(_ name: String, _ op: PredicateOperator, _ value: QueryValue) throws(ClientError)
+        -> SQLFragment
+    {
         let property = try target.property(name)
         let kind = property.kind
         switch kind {
         case .participants: return try participants(name, op, value)
         case .mimeTypes:
             guard op == .contains, case .string(let mime) = value else { throw mismatch(name, op, value, kind) }
-            return SQLFragment(sql: "EXISTS (SELECT 1 FROM part pt WHERE pt.message_id = message.id AND pt.mime_type = ?)", arguments: [mime.databaseValue])
+            return SQLFragment(
+                sql: "EXISTS (SELECT 1 FROM part pt WHERE pt.message_id = message.id AND pt.mime_type = ?)",
+                arguments: [mime.databaseValue])
         default: break
         }
         // The property as one SQL operand: a column, or a row value of three for positions.
         let columnArgs = property.columns.flatMap(\.arguments)
-        let operand = property.columns.count == 1 ? property.columns[0].sql : "(" + property.columns.map(\.sql).joined(separator: ", ") + ")"
+        let operand =
+            property.columns.count == 1
+            ? property.columns[0].sql : "(" + property.columns.map(\.sql).joined(separator: ", ") + ")"
         let firstColumn = property.columns[0].sql
-        let marks = property.columns.count == 1 ? "?" : "(" + Array(repeating: "?", count: property.columns.count).joined(separator: ", ") + ")"
+        let marks =
+            property.columns.count == 1
+            ? "?" : "(" + Array(repeating: "?", count: property.columns.count).joined(separator: ", ") + ")"
         let firstArgs = property.columns[0].arguments
 
         if value == .null {
@@ -133,14 +151,15 @@ struct QueryCompiler {
         case .equalTo, .notEqualTo, .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
             guard let bound = try Self.bind(value, as: kind) else { throw mismatch(name, op, value, kind) }
             if kind == .bool, op != .equalTo, op != .notEqualTo { throw mismatch(name, op, value, kind) }
-            let sqlOp: String = switch op {
-            case .equalTo: "="
-            case .notEqualTo: "="
-            case .lessThan: "<"
-            case .lessThanOrEqualTo: "<="
-            case .greaterThan: ">"
-            default: ">="
-            }
+            let sqlOp: String =
+                switch op {
+                case .equalTo: "="
+                case .notEqualTo: "="
+                case .lessThan: "<"
+                case .lessThanOrEqualTo: "<="
+                case .greaterThan: ">"
+                default: ">="
+                }
             let test = "\(operand) \(sqlOp) \(marks)"
             // != counts a missing value as different: NOT COALESCE(x = v, 0).
             let sql = op == .notEqualTo ? "(NOT COALESCE(\(test), 0))" : "(\(test))"
@@ -148,14 +167,17 @@ struct QueryCompiler {
         case .in, .notIn:
             guard case .list(let items) = value else { throw mismatch(name, op, value, kind) }
             guard items.count <= QueryLimits.maxListCount else {
-                throw ClientError(.queryTooComplex, "an in-list has at most \(QueryLimits.maxListCount) values, this one has \(items.count)")
+                throw ClientError(
+                    .queryTooComplex,
+                    "an in-list has at most \(QueryLimits.maxListCount) values, this one has \(items.count)")
             }
             var bound: [DatabaseValue] = []
             for item in items {
                 guard let b = try Self.bind(item, as: kind) else { throw mismatch(name, op, item, kind) }
                 bound += b
             }
-            let list = property.columns.count == 1
+            let list =
+                property.columns.count == 1
                 ? "(" + Array(repeating: "?", count: items.count).joined(separator: ", ") + ")"
                 : "(VALUES " + Array(repeating: marks, count: items.count).joined(separator: ", ") + ")"
             if items.isEmpty { return SQLFragment(sql: op == .in ? "0" : "1") }
@@ -163,9 +185,12 @@ struct QueryCompiler {
             let sql = op == .in ? "(\(test))" : "(NOT COALESCE(\(test), 0))"
             return SQLFragment(sql: sql, arguments: columnArgs + bound)
         case .like:
-            guard kind == .text || kind == .user, case .string(let pattern) = value else { throw mismatch(name, op, value, kind) }
+            guard kind == .text || kind == .user, case .string(let pattern) = value else {
+                throw mismatch(name, op, value, kind)
+            }
             guard pattern.utf8.count <= QueryLimits.maxStringBytes else {
-                throw ClientError(.queryTooComplex, "a query string is at most \(QueryLimits.maxStringBytes) UTF-8 bytes")
+                throw ClientError(
+                    .queryTooComplex, "a query string is at most \(QueryLimits.maxStringBytes) UTF-8 bytes")
             }
             return SQLFragment(sql: "(\(operand) LIKE ? ESCAPE '\\')", arguments: columnArgs + [pattern.databaseValue])
         case .contains:
@@ -173,14 +198,20 @@ struct QueryCompiler {
         }
     }
 
-    private func participants(_ name: String, _ op: PredicateOperator, _ value: QueryValue) throws(ClientError) -> SQLFragment {
+    private func participants(_ name: String, _ op: PredicateOperator, _ value: QueryValue) throws(ClientError)
+        -> SQLFragment
+    {
         switch (op, value) {
         case (.contains, .user(let user)):
-            return SQLFragment(sql: "EXISTS (SELECT 1 FROM participant pp WHERE pp.conversation_id = conversation.id AND pp.user_id = ?)",
-                               arguments: [user.rawValue.databaseValue])
+            return SQLFragment(
+                sql:
+                    "EXISTS (SELECT 1 FROM participant pp WHERE pp.conversation_id = conversation.id AND pp.user_id = ?)",
+                arguments: [user.rawValue.databaseValue])
         case (.equalTo, .users(let users)), (.notEqualTo, .users(let users)):
             guard users.count <= QueryLimits.maxListCount else {
-                throw ClientError(.queryTooComplex, "a user set has at most \(QueryLimits.maxListCount) users, this one has \(users.count)")
+                throw ClientError(
+                    .queryTooComplex,
+                    "a user set has at most \(QueryLimits.maxListCount) users, this one has \(users.count)")
             }
             guard !users.isEmpty else { return SQLFragment(sql: op == .equalTo ? "0" : "1") }
             let marks = Array(repeating: "?", count: users.count).joined(separator: ", ")
@@ -188,7 +219,10 @@ struct QueryCompiler {
                 ((SELECT COUNT(*) FROM participant pp WHERE pp.conversation_id = conversation.id) = ? \
                 AND (SELECT COUNT(*) FROM participant pp WHERE pp.conversation_id = conversation.id AND pp.user_id IN (\(marks))) = ?)
                 """
-            let args = [users.count.databaseValue] + users.sorted().map { $0.rawValue.databaseValue } + [users.count.databaseValue]
+            let args =
+                [users.count.databaseValue] + users.sorted().map { $0.rawValue.databaseValue } + [
+                    users.count.databaseValue
+                ]
             return SQLFragment(sql: op == .equalTo ? test : "(NOT \(test))", arguments: args)
         default:
             throw mismatch(name, op, value, .participants)
@@ -197,14 +231,16 @@ struct QueryCompiler {
 
     private func compileOrder(_ sort: [QuerySortDescriptor]) throws(ClientError) -> SQLFragment {
         guard sort.count <= QueryLimits.maxSortDescriptors else {
-            throw ClientError(.queryTooComplex, "a query has at most \(QueryLimits.maxSortDescriptors) sort descriptors")
+            throw ClientError(
+                .queryTooComplex, "a query has at most \(QueryLimits.maxSortDescriptors) sort descriptors")
         }
         var terms: [String] = []
         var args: [DatabaseValue] = []
         for descriptor in sort {
             let property = try target.property(descriptor.property)
             guard !property.columns.isEmpty else {
-                throw ClientError(.typeMismatch, "'\(descriptor.property)' (\(property.kind.rawValue)) cannot be sorted on")
+                throw ClientError(
+                    .typeMismatch, "'\(descriptor.property)' (\(property.kind.rawValue)) cannot be sorted on")
             }
             let dir = descriptor.ascending ? "ASC" : "DESC"
             if property.kind == .position {

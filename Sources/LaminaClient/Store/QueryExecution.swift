@@ -33,13 +33,17 @@ extension LocalStore {
     /// The objects matching `query`, in its order.
     public func execute<Object>(_ query: Query<Object>) throws(ClientError) -> [Object] {
         let (sql, args) = try query.statement("\(Object.queryTarget.table).*")
-        return try read { db in try Row.fetchAll(db, sql: sql, arguments: args).map { try Object.load(QueryRow(db: db, row: $0)) } }
+        return try read { db in
+            try Row.fetchAll(db, sql: sql, arguments: args).map { try Object.load(QueryRow(db: db, row: $0)) }
+        }
     }
 
     /// The identifiers of the objects matching `query`, in its order.
     public func identifiers<Object>(_ query: Query<Object>) throws(ClientError) -> [Object.ID] {
         let (sql, args) = try query.statement("\(Object.queryTarget.table).id")
-        return try read { db in try Data.fetchAll(db, sql: sql, arguments: args).map { Object.ID(uuid: StoreCoding.uuid($0)) } }
+        return try read { db in
+            try Data.fetchAll(db, sql: sql, arguments: args).map { Object.ID(uuid: StoreCoding.uuid($0)) }
+        }
     }
 
     /// How many objects `query` returns (its limit and offset applied).
@@ -59,17 +63,23 @@ extension LocalStore {
 
     /// As ``execute(_:window:)``, through GRDB's async API (a live query's refresh after a
     /// change runs on the cooperative pool).
-    func executeAsync<Object>(_ query: Query<Object>, window: Int?) async throws(ClientError) -> (objects: [Object], total: Int) {
+    func executeAsync<Object>(_ query: Query<Object>, window: Int?) async throws(ClientError) -> (
+        objects: [Object], total: Int
+    ) {
         try query.validate()
         return try await readAsync(Self.windowBody(query, window: window))
     }
 
-    private static func windowBody<Object>(_ query: Query<Object>, window: Int?) -> @Sendable (Database) throws -> ([Object], Int) {
+    private static func windowBody<Object>(_ query: Query<Object>, window: Int?)
+        -> @Sendable (Database) throws -> ([Object], Int)
+    {
         { db in
             let table = Object.queryTarget.table
             guard let window else {
                 let (sql, arguments) = try query.statement("\(table).*")
-                let all = try Row.fetchAll(db, sql: sql, arguments: arguments).map { try Object.load(QueryRow(db: db, row: $0)) }
+                let all = try Row.fetchAll(db, sql: sql, arguments: arguments).map {
+                    try Object.load(QueryRow(db: db, row: $0))
+                }
                 return (all, all.count)
             }
             let (countSQL, countArguments) = try query.statement("\(table).id")
@@ -80,7 +90,10 @@ extension LocalStore {
             windowed.offset = query.offset + start
             windowed.limit = min(size, total - start)
             let (sql, arguments) = try windowed.statement("\(table).*")
-            return (try Row.fetchAll(db, sql: sql, arguments: arguments).map { try Object.load(QueryRow(db: db, row: $0)) }, total)
+            return (
+                try Row.fetchAll(db, sql: sql, arguments: arguments).map { try Object.load(QueryRow(db: db, row: $0)) },
+                total
+            )
         }
     }
 }

@@ -46,15 +46,22 @@ public enum QueryTarget: String, Hashable, Sendable {
             if name.hasPrefix("metadata.") {
                 let path: MetadataKeyPath
                 do { path = try MetadataKeyPath(parsing: String(name.dropFirst("metadata.".count))) } catch {
-                    throw ClientError(.unknownProperty, "'\(name.prefix(200))' is not a valid metadata key path: \(error.reason)")
+                    throw ClientError(
+                        .unknownProperty, "'\(name.prefix(200))' is not a valid metadata key path: \(error.reason)")
                 }
-                return QueryProperty(kind: .text, columns: [SQLFragment(
-                    sql: "(SELECT ml.value FROM metadata_leaf ml WHERE ml.conversation_id = conversation.id AND ml.path = ?)",
-                    arguments: [path.description.databaseValue])], nullable: true)
+                return QueryProperty(
+                    kind: .text,
+                    columns: [
+                        SQLFragment(
+                            sql:
+                                "(SELECT ml.value FROM metadata_leaf ml WHERE ml.conversation_id = conversation.id AND ml.path = ?)",
+                            arguments: [path.description.databaseValue])
+                    ], nullable: true)
             }
             switch name {
             case ConversationProperty.identifier: return .scalar(.conversationID, "conversation.id")
-            case ConversationProperty.participants: return QueryProperty(kind: .participants, columns: [], nullable: false)
+            case ConversationProperty.participants:
+                return QueryProperty(kind: .participants, columns: [], nullable: false)
             case ConversationProperty.isDistinct, "distinct": return .scalar(.bool, "conversation.is_distinct")
             case ConversationProperty.deliveryReceiptsEnabled: return .scalar(.bool, "conversation.receipts_enabled")
             case ConversationProperty.isSynced: return .scalar(.bool, "conversation.is_synced")
@@ -63,14 +70,20 @@ public enum QueryTarget: String, Hashable, Sendable {
             case ConversationProperty.totalMessageCount: return .scalar(.integer, "conversation.total_count")
             case ConversationProperty.unreadMessageCount: return .scalar(.integer, "conversation.unread_count")
             case ConversationProperty.totalNumberOfMessages: return .scalar(.integer, "conversation.number_of_messages")
-            case ConversationProperty.totalNumberOfUnreadMessages: return .scalar(.integer, "conversation.number_of_unread")
-            case ConversationProperty.lastMessage: return .scalar(.messageID, "conversation.last_message_id", nullable: true)
+            case ConversationProperty.totalNumberOfUnreadMessages:
+                return .scalar(.integer, "conversation.number_of_unread")
+            case ConversationProperty.lastMessage:
+                return .scalar(.messageID, "conversation.last_message_id", nullable: true)
             case "lastMessage.sentAt":
-                return .scalar(.timestamp, "(SELECT lm.sent_at FROM message lm WHERE lm.id = conversation.last_message_id)", nullable: true)
+                return .scalar(
+                    .timestamp, "(SELECT lm.sent_at FROM message lm WHERE lm.id = conversation.last_message_id)",
+                    nullable: true)
             case "lastMessage.position":
-                return QueryProperty(kind: .position, columns: ["pos_physical", "pos_logical", "pos_node"].map {
-                    SQLFragment(sql: "(SELECT lm.\($0) FROM message lm WHERE lm.id = conversation.last_message_id)")
-                }, nullable: true)
+                return QueryProperty(
+                    kind: .position,
+                    columns: ["pos_physical", "pos_logical", "pos_node"].map {
+                        SQLFragment(sql: "(SELECT lm.\($0) FROM message lm WHERE lm.id = conversation.last_message_id)")
+                    }, nullable: true)
             default: break
             }
         case .messages:
@@ -79,7 +92,11 @@ public enum QueryTarget: String, Hashable, Sendable {
             case MessageProperty.conversation: return .scalar(.conversationID, "message.conversation_id")
             case "sender": return .scalar(.user, "message.sender")
             case MessageProperty.position:
-                return QueryProperty(kind: .position, columns: ["message.pos_physical", "message.pos_logical", "message.pos_node"].map { SQLFragment(sql: $0) }, nullable: true)
+                return QueryProperty(
+                    kind: .position,
+                    columns: ["message.pos_physical", "message.pos_logical", "message.pos_node"].map {
+                        SQLFragment(sql: $0)
+                    }, nullable: true)
             case MessageProperty.sentAt: return .scalar(.timestamp, "message.sent_at", nullable: true)
             case MessageProperty.receivedAt: return .scalar(.timestamp, "message.received_at", nullable: true)
             case MessageProperty.isSent: return .scalar(.bool, "message.is_sent")

@@ -14,27 +14,39 @@ extension LocalStore {
     /// node acknowledged with these changes: it leaves the outbox in the same transaction.
     /// Returns the object changes it made (also published to subscribers and delegates).
     @discardableResult
-    public func apply(_ changes: [RemoteChange], cursor: UInt64? = nil, outbox: [OutboxEntry] = [],
-                      acknowledged: UUID? = nil) throws(ClientError) -> [ObjectChange] {
+    public func apply(
+        _ changes: [RemoteChange], cursor: UInt64? = nil, outbox: [OutboxEntry] = [],
+        acknowledged: UUID? = nil
+    ) throws(ClientError) -> [ObjectChange] {
         guard changes.count <= Self.maxChangesPerApply else {
-            throw ClientError(.invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
+            throw ClientError(
+                .invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
         }
-        return try write { ctx in try Self.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged, in: ctx) }
+        return try write { ctx in
+            try Self.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged, in: ctx)
+        }
     }
 
     /// As `apply`, through GRDB's async API (the sync session's path: it never blocks a
     /// cooperative thread on SQLite).
     @discardableResult
-    public func applyAsync(_ changes: [RemoteChange], cursor: UInt64? = nil, outbox: [OutboxEntry] = [],
-                           acknowledged: UUID? = nil) async throws(ClientError) -> [ObjectChange] {
+    public func applyAsync(
+        _ changes: [RemoteChange], cursor: UInt64? = nil, outbox: [OutboxEntry] = [],
+        acknowledged: UUID? = nil
+    ) async throws(ClientError) -> [ObjectChange] {
         guard changes.count <= Self.maxChangesPerApply else {
-            throw ClientError(.invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
+            throw ClientError(
+                .invalidObject, "one apply takes at most \(Self.maxChangesPerApply) changes, not \(changes.count)")
         }
-        return try await writeAsync { ctx in try Self.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged, in: ctx) }
+        return try await writeAsync { ctx in
+            try Self.apply(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged, in: ctx)
+        }
     }
 
-    static func apply(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry], acknowledged: UUID?,
-                              in ctx: WriteContext) throws -> [ObjectChange] {
+    static func apply(
+        _ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry], acknowledged: UUID?,
+        in ctx: WriteContext
+    ) throws -> [ObjectChange] {
         for change in changes { try ctx.apply(change) }
         try ctx.finish()
         if let cursor { try ctx.setCursor(cursor) }
@@ -50,10 +62,15 @@ extension LocalStore {
     /// The node acknowledged sending message `id`: in one transaction, the stored message
     /// becomes what `sent` makes of it and its outbox entry leaves. When the message cannot
     /// be stored any more (its conversation was deleted here), only the entry leaves.
-    func acknowledgeSentMessageAsync(_ id: MessageID, receivedAt: Timestamp, sent: @escaping @Sendable (Message) -> Message?) async throws(ClientError) {
+    func acknowledgeSentMessageAsync(
+        _ id: MessageID, receivedAt: Timestamp, sent: @escaping @Sendable (Message) -> Message?
+    ) async throws(ClientError) {
         do {
             try await writeAsync { ctx in
-                let changes: [RemoteChange] = try StoreReader.message(ctx.db, id).flatMap { sent($0.message) }.map { [.message($0, receivedAt: receivedAt)] } ?? []
+                let changes: [RemoteChange] =
+                    try StoreReader.message(ctx.db, id).flatMap { sent($0.message) }.map {
+                        [.message($0, receivedAt: receivedAt)]
+                    } ?? []
                 _ = try Self.apply(changes, cursor: nil, outbox: [], acknowledged: id.uuid, in: ctx)
             }
         } catch {
@@ -81,7 +98,8 @@ extension WriteContext {
             }
         case .messagesDeleted(let id, let below): try deleteMessages(of: id, below: below)
         case .recipientStatus(let id, let user, let status): try applyStatus(id, user: user, status: status)
-        case .statusUpTo(let id, let user, let status, let upTo): try applyStatus(upTo: upTo, in: id, user: user, status: status)
+        case .statusUpTo(let id, let user, let status, let upTo):
+            try applyStatus(upTo: upTo, in: id, user: user, status: status)
         case .metadata(let id, let path, let value):
             try modifyConversation(id) { c in
                 if let value { c.metadata.set(value, at: path) } else { c.metadata.remove(at: path) }
@@ -94,13 +112,15 @@ extension WriteContext {
                 if c.participants != before { c.isDistinct = false }
             }
         case .distinctMerge(let from, let into): try applyMerge(from: from, into: into)
-        case .counts(let id, let counts, let isDistinct, let receipts): try applyCounts(counts, of: id, isDistinct: isDistinct, deliveryReceiptsEnabled: receipts)
+        case .counts(let id, let counts, let isDistinct, let receipts):
+            try applyCounts(counts, of: id, isDistinct: isDistinct, deliveryReceiptsEnabled: receipts)
         case .messageCounted(let id, let message): try countArrival(of: message, in: id)
         case .readCounted(let id, let message): try countRead(of: message, in: id)
         case .identity(let user, let identity): try applyIdentity(identity, of: user)
         case .blockList(let user, let blocking):
             if blocking {
-                try db.execute(sql: "INSERT OR IGNORE INTO blocked_user (user_id) VALUES (?)", arguments: [user.rawValue])
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO blocked_user (user_id) VALUES (?)", arguments: [user.rawValue])
             } else {
                 try db.execute(sql: "DELETE FROM blocked_user WHERE user_id = ?", arguments: [user.rawValue])
             }
@@ -111,7 +131,9 @@ extension WriteContext {
 
     /// The node's counts replace the ones kept here; its flags that change after creation
     /// (distinct, receipts) apply to the conversation.
-    private func applyCounts(_ counts: NodeCounts, of named: ConversationID, isDistinct: Bool, deliveryReceiptsEnabled: Bool) throws {
+    private func applyCounts(
+        _ counts: NodeCounts, of named: ConversationID, isDistinct: Bool, deliveryReceiptsEnabled: Bool
+    ) throws {
         // Counts of a merged-away identifier are stale: the survivor's come on their own.
         guard let before = try StoreReader.conversation(db, named) else { return }
         let id = before.id
@@ -137,23 +159,37 @@ extension WriteContext {
     /// The node's counts of a live conversation, read without loading the conversation (a
     /// feed's messages each move them: one cached statement per message, not a full read).
     private func nodeCounts(of id: ConversationID) throws -> NodeCounts? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT node_total, node_unread, node_last_message_id FROM conversation WHERE id = ? AND merged_into IS NULL"),
-                                         arguments: [StoreCoding.blob(id)]),
-              let total = row["node_total"] as Int?, let unread = row["node_unread"] as Int? else { return nil }
-        return NodeCounts(messages: total, unread: unread, lastMessageID: try StoreCoding.optionalUUID(row, "node_last_message_id").map(MessageID.init(uuid:)))
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(
+                    sql:
+                        "SELECT node_total, node_unread, node_last_message_id FROM conversation WHERE id = ? AND merged_into IS NULL"
+                ),
+                arguments: [StoreCoding.blob(id)]),
+            let total = row["node_total"] as Int?, let unread = row["node_unread"] as Int?
+        else { return nil }
+        return NodeCounts(
+            messages: total, unread: unread,
+            lastMessageID: try StoreCoding.optionalUUID(row, "node_last_message_id").map(MessageID.init(uuid:)))
     }
 
     /// Writes the node's counts only; the counts the app reads follow in `finish()`, which
     /// reports what changed.
     private func writeNodeCounts(_ counts: NodeCounts, of id: ConversationID) throws {
-        try db.cachedStatement(sql: "UPDATE conversation SET node_total = ?, node_unread = ?, node_last_message_id = ? WHERE id = ?")
-            .execute(arguments: [counts.messages, counts.unread, counts.lastMessageID.map(StoreCoding.blob), StoreCoding.blob(id)])
+        try db.cachedStatement(
+            sql: "UPDATE conversation SET node_total = ?, node_unread = ?, node_last_message_id = ? WHERE id = ?"
+        )
+        .execute(arguments: [
+            counts.messages, counts.unread, counts.lastMessageID.map(StoreCoding.blob), StoreCoding.blob(id),
+        ])
         touch(id)
     }
 
     /// Whether a held message is unread (nil: not held).
     private func isUnread(_ message: MessageID) throws -> Bool? {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT is_unread FROM message WHERE id = ?"), arguments: [StoreCoding.blob(message)])
+        try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT is_unread FROM message WHERE id = ?"),
+            arguments: [StoreCoding.blob(message)])
     }
 
     /// The local user read one message (the node's feed says so): one less unread, unless
@@ -183,17 +219,22 @@ extension WriteContext {
             after.isSynced = true
             // The node counts a conversation of its own from here (SPEC §6.4): from zero when
             // none of its messages is held yet, else when it next sends the counts.
-            if after.nodeCounts == nil, try !holdsSentMessages(conversation.id) { after.nodeCounts = NodeCounts(messages: 0, unread: 0) }
+            if after.nodeCounts == nil, try !holdsSentMessages(conversation.id) {
+                after.nodeCounts = NodeCounts(messages: 0, unread: 0)
+            }
             try updateConversation(from: existing, to: after)
             touch(conversation.id)
         } else {
-            try createConversation(StoredConversation(conversation: conversation, isSynced: true, nodeCounts: NodeCounts(messages: 0, unread: 0)))
+            try createConversation(
+                StoredConversation(
+                    conversation: conversation, isSynced: true, nodeCounts: NodeCounts(messages: 0, unread: 0)))
         }
     }
 
     private func holdsSentMessages(_ id: ConversationID) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM message WHERE conversation_id = ? AND pos_physical IS NOT NULL)",
-                          arguments: [StoreCoding.blob(id)]) ?? false
+        try Bool.fetchOne(
+            db, sql: "SELECT EXISTS (SELECT 1 FROM message WHERE conversation_id = ? AND pos_physical IS NOT NULL)",
+            arguments: [StoreCoding.blob(id)]) ?? false
     }
 
     /// Changes addressed to a merged-away identifier are stale and ignored: the node
@@ -212,7 +253,10 @@ extension WriteContext {
         var message = incoming
         message.conversationID = try StoreReader.resolve(db, incoming.conversationID)
         guard try StoreReader.isLive(db, message.conversationID) else {
-            throw ClientError(.notFound, "message \(message.id) belongs to conversation \(incoming.conversationID), which is not in the local store")
+            throw ClientError(
+                .notFound,
+                "message \(message.id) belongs to conversation \(incoming.conversationID), which is not in the local store"
+            )
         }
         if let existing = try StoreReader.message(db, message.id) {
             var after = existing
@@ -237,8 +281,9 @@ extension WriteContext {
         // or the feed says so first. Leaving the entry would show the message sent while its
         // command still waits in the outbox, and after a dropped stream send it again.
         if message.sender == localUser, message.position != nil {
-            try db.execute(sql: "DELETE FROM outbox WHERE id = ? AND kind = ?",
-                           arguments: [StoreCoding.blob(message.id.uuid), OutboxCommandKind.sendMessage.rawValue])
+            try db.execute(
+                sql: "DELETE FROM outbox WHERE id = ? AND kind = ?",
+                arguments: [StoreCoding.blob(message.id.uuid), OutboxCommandKind.sendMessage.rawValue])
         }
     }
 
@@ -246,10 +291,13 @@ extension WriteContext {
     /// have no position and stay).
     private func deleteMessages(of conversation: ConversationID, below: MessagePosition) throws {
         let id = try StoreReader.resolve(db, conversation)
-        let ids = try Data.fetchAll(db, sql: "SELECT id FROM message WHERE conversation_id = ? AND pos_physical IS NOT NULL", arguments: [StoreCoding.blob(id)])
+        let ids = try Data.fetchAll(
+            db, sql: "SELECT id FROM message WHERE conversation_id = ? AND pos_physical IS NOT NULL",
+            arguments: [StoreCoding.blob(id)])
         for key in ids {
             guard let stored = try StoreReader.message(db, MessageID(uuid: StoreCoding.uuid(key))),
-                  let position = stored.message.position, position < below else { continue }
+                let position = stored.message.position, position < below
+            else { continue }
             try deleteMessage(stored)
         }
     }
@@ -257,7 +305,9 @@ extension WriteContext {
     /// Gives a stored message new parts: a part that stays the same keeps its transfer state
     /// (a download in progress or done), a new or changed one starts as a remote part.
     static func replaceParts(of message: inout StoredMessage, with parts: [MessagePart]) {
-        let oldStates = Dictionary(zip(message.message.parts, message.partStates).map { ($0.0.id, ($0.0, $0.1)) }, uniquingKeysWith: { a, _ in a })
+        let oldStates = Dictionary(
+            zip(message.message.parts, message.partStates).map { ($0.0.id, ($0.0, $0.1)) },
+            uniquingKeysWith: { a, _ in a })
         message.message.parts = parts
         message.partStates = parts.map { part in
             if let (oldPart, state) = oldStates[part.id], oldPart == part { return state }
@@ -284,20 +334,26 @@ extension WriteContext {
     /// so that messages arriving later get their status from it), then re-derives the status
     /// of the messages of others this device holds at or before `upTo` whose status is below
     /// `status`: each one that changes is an object change, as a per-message status was.
-    private func applyStatus(upTo: MessagePosition, in conversation: ConversationID, user: UserID, status: RecipientStatus) throws {
+    private func applyStatus(
+        upTo: MessagePosition, in conversation: ConversationID, user: UserID, status: RecipientStatus
+    ) throws {
         guard status == .delivered || status == .read else {
             throw ClientError(.invalidObject, "a status-up-to carries delivered or read, not \(status)")
         }
         let id = try StoreReader.resolve(db, conversation)
-        guard try StoreReader.conversation(db, id) != nil, try raiseStatusMark(status, of: user, in: id, to: upTo) else { return }
+        guard try StoreReader.conversation(db, id) != nil, try raiseStatusMark(status, of: user, in: id, to: upTo)
+        else { return }
         let (p, l, n) = StoreCoding.positionColumns(upTo)
-        let ids = try Data.fetchAll(db, sql: """
-            SELECT m.id FROM message m LEFT JOIN recipient_status s ON s.message_id = m.id AND s.user_id = ?
-            WHERE m.conversation_id = ? AND m.sender <> ? AND m.pos_physical IS NOT NULL
-              AND (m.pos_physical, m.pos_logical, m.pos_node) <= (?, ?, ?)
-              AND (s.status IS NULL OR s.status < ?)
-            ORDER BY \(StoreReader.positionOrder(descending: false, table: "m"))
-            """, arguments: [user.rawValue, StoreCoding.blob(id.uuid), user.rawValue, p, l, n, Int64(status.rawValue)])
+        let ids = try Data.fetchAll(
+            db,
+            sql: """
+                SELECT m.id FROM message m LEFT JOIN recipient_status s ON s.message_id = m.id AND s.user_id = ?
+                WHERE m.conversation_id = ? AND m.sender <> ? AND m.pos_physical IS NOT NULL
+                  AND (m.pos_physical, m.pos_logical, m.pos_node) <= (?, ?, ?)
+                  AND (s.status IS NULL OR s.status < ?)
+                ORDER BY \(StoreReader.positionOrder(descending: false, table: "m"))
+                """,
+            arguments: [user.rawValue, StoreCoding.blob(id.uuid), user.rawValue, p, l, n, Int64(status.rawValue)])
         for raw in ids {
             guard let before = try StoreReader.message(db, MessageID(uuid: StoreCoding.uuid(raw))) else { continue }
             var after = before
@@ -313,33 +369,57 @@ extension WriteContext {
         defer { forgetCaches() }
         let survivorID = try StoreReader.resolve(db, into)
         guard survivorID != from, !(try StoreReader.isMerged(db, from)),
-              let loser = try StoreReader.conversation(db, from) else { return }
-        let fromKey = StoreCoding.blob(from), intoKey = StoreCoding.blob(survivorID)
-        let movedMessages = try Data.fetchAll(db, sql: "SELECT id FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: false))", arguments: [fromKey])
-            .compactMap { try StoreReader.message(db, MessageID(uuid: StoreCoding.uuid($0))) }
+            let loser = try StoreReader.conversation(db, from)
+        else { return }
+        let fromKey = StoreCoding.blob(from)
+        let intoKey = StoreCoding.blob(survivorID)
+        let movedMessages = try Data.fetchAll(
+            db,
+            sql:
+                "SELECT id FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: false))",
+            arguments: [fromKey]
+        )
+        .compactMap { try StoreReader.message(db, MessageID(uuid: StoreCoding.uuid($0))) }
         if let survivor = try StoreReader.conversation(db, survivorID) {
-            try db.execute(sql: "UPDATE message SET conversation_id = ? WHERE conversation_id = ?", arguments: [intoKey, fromKey])
+            try db.execute(
+                sql: "UPDATE message SET conversation_id = ? WHERE conversation_id = ?", arguments: [intoKey, fromKey])
             try db.execute(sql: "DELETE FROM participant WHERE conversation_id = ?", arguments: [fromKey])
             try db.execute(sql: "DELETE FROM metadata_leaf WHERE conversation_id = ?", arguments: [fromKey])
-            try db.execute(sql: "UPDATE conversation SET merged_into = ?, last_message_id = NULL, total_count = 0, unread_count = 0 WHERE id = ?", arguments: [intoKey, fromKey])
+            try db.execute(
+                sql:
+                    "UPDATE conversation SET merged_into = ?, last_message_id = NULL, total_count = 0, unread_count = 0 WHERE id = ?",
+                arguments: [intoKey, fromKey])
             // The app's object for the loser follows the identifier to the survivor.
-            record(ObjectChange(type: .update, object: .conversation(survivor.conversation), property: ConversationProperty.identifier,
-                                before: .conversationID(from), after: .conversationID(survivorID)))
+            record(
+                ObjectChange(
+                    type: .update, object: .conversation(survivor.conversation),
+                    property: ConversationProperty.identifier,
+                    before: .conversationID(from), after: .conversationID(survivorID)))
         } else {
             // Rename: ON UPDATE CASCADE carries participants, metadata and messages along.
-            try db.execute(sql: "UPDATE conversation SET id = ?, is_synced = 1 WHERE id = ?", arguments: [intoKey, fromKey])
+            try db.execute(
+                sql: "UPDATE conversation SET id = ?, is_synced = 1 WHERE id = ?", arguments: [intoKey, fromKey])
             var renamed = loser.conversation
             renamed.id = survivorID
-            try db.execute(sql: """
-                INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, created_at, metadata, merged_into)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [fromKey, loser.conversation.creator.rawValue, loser.conversation.isDistinct, loser.conversation.deliveryReceiptsEnabled,
-                                 loser.conversation.createdAt.millisecondsSince1970, StoreCoding.encode(Metadata()), intoKey])
-            record(ObjectChange(type: .update, object: .conversation(renamed), property: ConversationProperty.identifier,
-                                before: .conversationID(from), after: .conversationID(survivorID)))
+            try db.execute(
+                sql: """
+                    INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, created_at, metadata, merged_into)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    fromKey, loser.conversation.creator.rawValue, loser.conversation.isDistinct,
+                    loser.conversation.deliveryReceiptsEnabled,
+                    loser.conversation.createdAt.millisecondsSince1970, StoreCoding.encode(Metadata()), intoKey,
+                ])
+            record(
+                ObjectChange(
+                    type: .update, object: .conversation(renamed), property: ConversationProperty.identifier,
+                    before: .conversationID(from), after: .conversationID(survivorID)))
         }
         // Any older tombstones that pointed at the loser now point at the survivor.
-        try db.execute(sql: "UPDATE conversation SET merged_into = ? WHERE merged_into = ? AND id != ?", arguments: [intoKey, fromKey, fromKey])
+        try db.execute(
+            sql: "UPDATE conversation SET merged_into = ? WHERE merged_into = ? AND id != ?",
+            arguments: [intoKey, fromKey, fromKey])
         for before in movedMessages {
             guard let after = try StoreReader.message(db, before.id) else { continue }
             record(ChangeComputation.messageUpdates(before: before, after: after))

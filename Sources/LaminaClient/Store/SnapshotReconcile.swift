@@ -11,12 +11,16 @@ extension LocalStore {
         try write(Self.dropConversationsBody(notIn: kept, localUser: localUser))
     }
 
-    static func dropConversationsBody(notIn kept: Set<ConversationID>, localUser: UserID) -> @Sendable (WriteContext) throws -> Void {
+    static func dropConversationsBody(notIn kept: Set<ConversationID>, localUser: UserID)
+        -> @Sendable (WriteContext) throws -> Void
+    {
         { ctx in
-            let rows = try Row.fetchAll(ctx.db, sql: """
-                SELECT c.* FROM conversation c JOIN participant p ON p.conversation_id = c.id AND p.user_id = ?
-                WHERE c.merged_into IS NULL AND c.is_synced = 1
-                """, arguments: [localUser.rawValue])
+            let rows = try Row.fetchAll(
+                ctx.db,
+                sql: """
+                    SELECT c.* FROM conversation c JOIN participant p ON p.conversation_id = c.id AND p.user_id = ?
+                    WHERE c.merged_into IS NULL AND c.is_synced = 1
+                    """, arguments: [localUser.rawValue])
             for row in rows {
                 let stored = try StoreReader.conversation(ctx.db, row: row)
                 if !kept.contains(stored.id) { try ctx.deleteConversation(stored) }
@@ -28,11 +32,15 @@ extension LocalStore {
     /// messages held here, positioned between the oldest (or after `start`, the page's start) and
     /// the newest of `returned`, that the answer left out (deleted on the node meanwhile).
     /// Messages outside that range, and those not sent yet, stay.
-    public func dropMessages(in conversation: ConversationID, notIn returned: [MessageID], after start: MessagePosition? = nil) throws(ClientError) {
+    public func dropMessages(
+        in conversation: ConversationID, notIn returned: [MessageID], after start: MessagePosition? = nil
+    ) throws(ClientError) {
         try write(Self.dropMessagesBody(in: conversation, notIn: returned, after: start))
     }
 
-    static func dropMessagesBody(in conversation: ConversationID, notIn returned: [MessageID], after start: MessagePosition?) -> @Sendable (WriteContext) throws -> Void {
+    static func dropMessagesBody(
+        in conversation: ConversationID, notIn returned: [MessageID], after start: MessagePosition?
+    ) -> @Sendable (WriteContext) throws -> Void {
         { ctx in
             let id = try StoreReader.resolve(ctx.db, conversation)
             var positions: [MessagePosition] = []
@@ -44,10 +52,12 @@ extension LocalStore {
             // A page that starts after `start` answers for everything after it, not only from its oldest.
             let (lp, ll, ln) = StoreCoding.positionColumns(start ?? low)
             let (hp, hl, hn) = StoreCoding.positionColumns(high)
-            let rows = try Row.fetchAll(ctx.db, sql: """
-                SELECT * FROM message WHERE conversation_id = ? AND pos_physical IS NOT NULL
-                  AND (pos_physical, pos_logical, pos_node) \(start == nil ? ">=" : ">") (?, ?, ?) AND (pos_physical, pos_logical, pos_node) <= (?, ?, ?)
-                """, arguments: [StoreCoding.blob(id), lp, ll, ln, hp, hl, hn])
+            let rows = try Row.fetchAll(
+                ctx.db,
+                sql: """
+                    SELECT * FROM message WHERE conversation_id = ? AND pos_physical IS NOT NULL
+                      AND (pos_physical, pos_logical, pos_node) \(start == nil ? ">=" : ">") (?, ?, ?) AND (pos_physical, pos_logical, pos_node) <= (?, ?, ?)
+                    """, arguments: [StoreCoding.blob(id), lp, ll, ln, hp, hl, hn])
             for row in rows {
                 let stored = try StoreReader.message(ctx.db, row: row)
                 if !keep.contains(stored.id) { try ctx.deleteMessage(stored) }
@@ -79,8 +89,10 @@ extension LocalStore {
     static let pendingPolicyFillsBody: @Sendable (Database) throws -> [PendingPolicyFill] = {
         { db in
             try Row.fetchAll(db, sql: "SELECT * FROM policy_fill ORDER BY ord").map { row throws in
-                PendingPolicyFill(conversation: ConversationID(uuid: StoreCoding.uuid(row["conversation_id"])),
-                                  after: try StoreCoding.position(physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"]))
+                PendingPolicyFill(
+                    conversation: ConversationID(uuid: StoreCoding.uuid(row["conversation_id"])),
+                    after: try StoreCoding.position(
+                        physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"]))
             }
         }
     }()
@@ -94,7 +106,9 @@ extension LocalStore {
         { ctx in
             try ctx.db.execute(sql: "DELETE FROM policy_fill")
             for id in ids {
-                try ctx.db.execute(sql: "INSERT OR IGNORE INTO policy_fill(conversation_id) VALUES (?)", arguments: [StoreCoding.blob(id)])
+                try ctx.db.execute(
+                    sql: "INSERT OR IGNORE INTO policy_fill(conversation_id) VALUES (?)",
+                    arguments: [StoreCoding.blob(id)])
             }
         }
     }
@@ -104,11 +118,14 @@ extension LocalStore {
         try write(Self.advancePolicyFillBody(id, after: position))
     }
 
-    static func advancePolicyFillBody(_ id: ConversationID, after position: MessagePosition) -> @Sendable (WriteContext) throws -> Void {
+    static func advancePolicyFillBody(_ id: ConversationID, after position: MessagePosition)
+        -> @Sendable (WriteContext) throws -> Void
+    {
         let (p, l, n) = StoreCoding.positionColumns(position)
         return { ctx in
-            try ctx.db.execute(sql: "UPDATE policy_fill SET pos_physical = ?, pos_logical = ?, pos_node = ? WHERE conversation_id = ?",
-                               arguments: [p, l, n, StoreCoding.blob(id)])
+            try ctx.db.execute(
+                sql: "UPDATE policy_fill SET pos_physical = ?, pos_logical = ?, pos_node = ? WHERE conversation_id = ?",
+                arguments: [p, l, n, StoreCoding.blob(id)])
         }
     }
 
@@ -119,7 +136,8 @@ extension LocalStore {
 
     static func removePendingPolicyFillBody(_ id: ConversationID) -> @Sendable (WriteContext) throws -> Void {
         { ctx in
-            try ctx.db.execute(sql: "DELETE FROM policy_fill WHERE conversation_id = ?", arguments: [StoreCoding.blob(id)])
+            try ctx.db.execute(
+                sql: "DELETE FROM policy_fill WHERE conversation_id = ?", arguments: [StoreCoding.blob(id)])
         }
     }
 }

@@ -15,14 +15,17 @@ enum StoreCoding {
 
     static func position(physical: Int64?, logical: Int64?, node: Int64?) throws(ClientError) -> MessagePosition? {
         guard let physical, let logical, let node else { return nil }
-        guard let l = UInt32(exactly: logical) else { throw ClientError(.corruptRecord, "a message position's logical counter is out of range") }
+        guard let l = UInt32(exactly: logical) else {
+            throw ClientError(.corruptRecord, "a message position's logical counter is out of range")
+        }
         return MessagePosition(physical: fromOrderKey(physical), logical: l, node: NodeID(fromOrderKey(node)))
     }
 
     // MARK: metadata
 
     static func encode(_ metadata: Metadata) -> Data {
-        (try? JSONSerialization.data(withJSONObject: jsonObject(metadata.values), options: [.sortedKeys])) ?? Data("{}".utf8)
+        (try? JSONSerialization.data(withJSONObject: jsonObject(metadata.values), options: [.sortedKeys]))
+            ?? Data("{}".utf8)
     }
 
     private static func jsonObject(_ values: [String: MetadataValue]) -> [String: Any] {
@@ -36,7 +39,8 @@ enum StoreCoding {
 
     static func decodeMetadata(_ data: Data) throws(ClientError) -> Metadata {
         guard let object = try? JSONSerialization.jsonObject(with: data), let dict = object as? [String: Any],
-              let values = metadataValues(dict, depth: 1) else {
+            let values = metadataValues(dict, depth: 1)
+        else {
             throw ClientError(.corruptRecord, "stored metadata is not a dictionary of strings")
         }
         return Metadata(values)
@@ -72,7 +76,8 @@ enum StoreCoding {
     static func decodePush(_ data: Data?) throws(ClientError) -> PushConfiguration? {
         guard let data else { return nil }
         guard let object = try? JSONSerialization.jsonObject(with: data), let dict = object as? [String: Any],
-              let custom = (dict["data"] ?? [String: String]()) as? [String: String] else {
+            let custom = (dict["data"] ?? [String: String]()) as? [String: String]
+        else {
             throw ClientError(.corruptRecord, "a stored push configuration is malformed")
         }
         return PushConfiguration(
@@ -83,11 +88,15 @@ enum StoreCoding {
     // MARK: checked column reads
 
     static func user(_ raw: String) throws(ClientError) -> UserID {
-        do { return try UserID(raw) } catch { throw ClientError(.corruptRecord, "a stored user id is invalid: \(error)") }
+        do { return try UserID(raw) } catch {
+            throw ClientError(.corruptRecord, "a stored user id is invalid: \(error)")
+        }
     }
 
     static func mime(_ raw: String) throws(ClientError) -> MIMEType {
-        do { return try MIMEType(raw) } catch { throw ClientError(.corruptRecord, "a stored MIME type is invalid: \(error)") }
+        do { return try MIMEType(raw) } catch {
+            throw ClientError(.corruptRecord, "a stored MIME type is invalid: \(error)")
+        }
     }
 
     static func uuid(_ row: Row, _ column: String) throws(ClientError) -> UUID {
@@ -99,15 +108,20 @@ enum StoreCoding {
 
     static func optionalUUID(_ row: Row, _ column: String) throws(ClientError) -> UUID? {
         guard let data = row[column] as Data? else { return nil }
-        guard data.count == 16 else { throw ClientError(.corruptRecord, "column \(column) does not hold a 16-byte identifier") }
+        guard data.count == 16 else {
+            throw ClientError(.corruptRecord, "column \(column) does not hold a 16-byte identifier")
+        }
         return uuid(data)
     }
 
     static func uuid(_ data: Data) -> UUID {
         var bytes = [UInt8](repeating: 0, count: 16)
         bytes.withUnsafeMutableBytes { _ = data.copyBytes(to: $0) }
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     static func blob(_ uuid: UUID) -> Data { withUnsafeBytes(of: uuid.uuid) { Data($0) } }

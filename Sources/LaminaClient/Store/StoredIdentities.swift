@@ -5,7 +5,10 @@ import LaminaModel
 /// Users' identities in the local store (table `identity`), as the node tells them.
 enum StoredIdentities {
     static func identity(_ db: Database, _ user: UserID) throws -> UserIdentity? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT fields, metadata FROM identity WHERE user_id = ?", arguments: [user.rawValue]) else {
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT fields, metadata FROM identity WHERE user_id = ?", arguments: [user.rawValue])
+        else {
             return nil
         }
         return UserIdentity(userID: user, values: try map(row["fields"]), metadata: try map(row["metadata"]))
@@ -13,7 +16,8 @@ enum StoredIdentities {
 
     static func put(_ db: Database, _ identity: UserIdentity) throws {
         try db.execute(
-            sql: "INSERT INTO identity (user_id, fields, metadata) VALUES (?, ?, ?) ON CONFLICT (user_id) DO UPDATE SET fields = excluded.fields, metadata = excluded.metadata",
+            sql:
+                "INSERT INTO identity (user_id, fields, metadata) VALUES (?, ?, ?) ON CONFLICT (user_id) DO UPDATE SET fields = excluded.fields, metadata = excluded.metadata",
             arguments: [identity.userID.rawValue, try text(identity.values), try text(identity.metadata)])
     }
 
@@ -44,7 +48,10 @@ extension WriteContext {
             record(ObjectChange(type: .create, object: .identity(after)))
         case (let before?, let after?):
             try StoredIdentities.put(db, after)
-            record(ObjectChange(type: .update, object: .identity(after), property: "identity", before: .identity(before), after: .identity(after)))
+            record(
+                ObjectChange(
+                    type: .update, object: .identity(after), property: "identity", before: .identity(before),
+                    after: .identity(after)))
         case (let before?, nil):
             try StoredIdentities.delete(db, user)
             record(ObjectChange(type: .delete, object: .identity(before)))

@@ -26,8 +26,11 @@ public struct StoredConversation: Hashable, Sendable, Identifiable {
 
     public var id: ConversationID { conversation.id }
 
-    public init(conversation: Conversation, isSynced: Bool, lastMessageID: MessageID? = nil, totalMessageCount: Int = 0, unreadMessageCount: Int = 0,
-                nodeCounts: NodeCounts? = nil, totalNumberOfMessages: Int? = nil, totalNumberOfUnreadMessages: Int? = nil) {
+    public init(
+        conversation: Conversation, isSynced: Bool, lastMessageID: MessageID? = nil, totalMessageCount: Int = 0,
+        unreadMessageCount: Int = 0,
+        nodeCounts: NodeCounts? = nil, totalNumberOfMessages: Int? = nil, totalNumberOfUnreadMessages: Int? = nil
+    ) {
         self.conversation = conversation
         self.isSynced = isSynced
         self.lastMessageID = lastMessageID
@@ -112,7 +115,10 @@ public struct PartState: Hashable, Sendable {
     /// Whether the content was purged from this device; purged content is not auto-downloaded again.
     public var purged: Bool
 
-    public init(partID: UUID, transferStatus: TransferStatus, localPath: String? = nil, lastAccess: Timestamp? = nil, autoDownloaded: Bool = false, purged: Bool = false) {
+    public init(
+        partID: UUID, transferStatus: TransferStatus, localPath: String? = nil, lastAccess: Timestamp? = nil,
+        autoDownloaded: Bool = false, purged: Bool = false
+    ) {
         self.partID = partID
         self.transferStatus = transferStatus
         self.localPath = localPath

@@ -5,14 +5,16 @@ extension LocalStore {
     /// `totalNumberOfUnreadMessages`: the node's counts, right with partial history).
     public func totalNumberOfUnreadMessages() throws(ClientError) -> Int {
         try read { db in
-            try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(number_of_unread), 0) FROM conversation WHERE merged_into IS NULL") ?? 0
+            try Int.fetchOne(
+                db, sql: "SELECT COALESCE(SUM(number_of_unread), 0) FROM conversation WHERE merged_into IS NULL") ?? 0
         }
     }
 
     /// How many of the user's conversations have unread messages.
     public func numberOfConversationsWithUnreadMessages() throws(ClientError) -> Int {
         try read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM conversation WHERE merged_into IS NULL AND number_of_unread > 0") ?? 0
+            try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM conversation WHERE merged_into IS NULL AND number_of_unread > 0") ?? 0
         }
     }
 }

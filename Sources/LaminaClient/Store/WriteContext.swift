@@ -48,8 +48,11 @@ final class WriteContext {
     /// Whether the conversation wants delivery receipts (true when it is not here).
     func receiptsEnabled(_ conversation: ConversationID) throws -> Bool {
         if let known = receiptsCache[conversation] { return known }
-        let on = try Bool.fetchOne(db.cachedStatement(sql: "SELECT receipts_enabled FROM conversation WHERE id = ? AND merged_into IS NULL"),
-                                   arguments: [StoreCoding.blob(conversation)]) ?? true
+        let on =
+            try Bool.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT receipts_enabled FROM conversation WHERE id = ? AND merged_into IS NULL"),
+                arguments: [StoreCoding.blob(conversation)]) ?? true
         receiptsCache[conversation] = on
         return on
     }
@@ -58,10 +61,17 @@ final class WriteContext {
     private func marks(_ conversation: ConversationID) throws -> [UserID: [RecipientStatus: MessagePosition]] {
         if let known = marksCache[conversation] { return known }
         var out: [UserID: [RecipientStatus: MessagePosition]] = [:]
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT user_id, status, pos_physical, pos_logical, pos_node FROM status_mark WHERE conversation_id = ?"),
-                                    arguments: [StoreCoding.blob(conversation)]) {
+        for row in try Row.fetchAll(
+            db.cachedStatement(
+                sql:
+                    "SELECT user_id, status, pos_physical, pos_logical, pos_node FROM status_mark WHERE conversation_id = ?"
+            ),
+            arguments: [StoreCoding.blob(conversation)])
+        {
             guard let status = RecipientStatus(rawValue: Int8(clamping: row["status"] as Int)),
-                  let position = try StoreCoding.position(physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"]) else {
+                let position = try StoreCoding.position(
+                    physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"])
+            else {
                 throw ClientError(.corruptRecord, "a status mark of \(conversation) is malformed")
             }
             out[try StoreCoding.user(row["user_id"]), default: [:]][status] = position
@@ -71,8 +81,10 @@ final class WriteContext {
     }
 
     func setCursor(_ cursor: UInt64) throws {
-        try db.execute(sql: "INSERT INTO store_info(key, value) VALUES ('sync_cursor', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                       arguments: [Int64(bitPattern: cursor)])
+        try db.execute(
+            sql:
+                "INSERT INTO store_info(key, value) VALUES ('sync_cursor', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            arguments: [Int64(bitPattern: cursor)])
     }
 
     // MARK: conversations
@@ -94,7 +106,12 @@ final class WriteContext {
     /// Deletes a conversation with its messages (each reported deleted first).
     func deleteConversation(_ stored: StoredConversation) throws {
         let key = StoreCoding.blob(stored.id)
-        for row in try Row.fetchAll(db, sql: "SELECT * FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: false))", arguments: [key]) {
+        for row in try Row.fetchAll(
+            db,
+            sql:
+                "SELECT * FROM message WHERE conversation_id = ? ORDER BY \(StoreReader.positionOrder(descending: false))",
+            arguments: [key])
+        {
             let message = try StoreReader.message(db, row: row)
             message.partStates.forEach { retire(localPath: $0.localPath) }
             record(ObjectChange(type: .delete, object: .message(message.message)))
@@ -109,27 +126,35 @@ final class WriteContext {
         let c = s.conversation
         let key = StoreCoding.blob(c.id)
         receiptsCache[c.id] = c.deliveryReceiptsEnabled
-        try db.execute(sql: """
-            INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, created_at, metadata, is_synced, last_message_id, total_count, unread_count,
-                                     node_total, node_unread, node_last_message_id, number_of_messages, number_of_unread)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(id) DO UPDATE SET creator = excluded.creator, is_distinct = excluded.is_distinct,
-                receipts_enabled = excluded.receipts_enabled, created_at = excluded.created_at, metadata = excluded.metadata,
-                is_synced = excluded.is_synced, last_message_id = excluded.last_message_id,
-                total_count = excluded.total_count, unread_count = excluded.unread_count,
-                node_total = excluded.node_total, node_unread = excluded.node_unread, node_last_message_id = excluded.node_last_message_id,
-                number_of_messages = excluded.number_of_messages, number_of_unread = excluded.number_of_unread
-            """, arguments: [key, c.creator.rawValue, c.isDistinct, c.deliveryReceiptsEnabled, c.createdAt.millisecondsSince1970,
-                             StoreCoding.encode(c.metadata), s.isSynced, s.lastMessageID.map(StoreCoding.blob),
-                             s.totalMessageCount, s.unreadMessageCount, s.nodeCounts?.messages, s.nodeCounts?.unread,
-                             s.nodeCounts?.lastMessageID.map(StoreCoding.blob), s.totalNumberOfMessages, s.totalNumberOfUnreadMessages])
+        try db.execute(
+            sql: """
+                INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, created_at, metadata, is_synced, last_message_id, total_count, unread_count,
+                                         node_total, node_unread, node_last_message_id, number_of_messages, number_of_unread)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET creator = excluded.creator, is_distinct = excluded.is_distinct,
+                    receipts_enabled = excluded.receipts_enabled, created_at = excluded.created_at, metadata = excluded.metadata,
+                    is_synced = excluded.is_synced, last_message_id = excluded.last_message_id,
+                    total_count = excluded.total_count, unread_count = excluded.unread_count,
+                    node_total = excluded.node_total, node_unread = excluded.node_unread, node_last_message_id = excluded.node_last_message_id,
+                    number_of_messages = excluded.number_of_messages, number_of_unread = excluded.number_of_unread
+                """,
+            arguments: [
+                key, c.creator.rawValue, c.isDistinct, c.deliveryReceiptsEnabled, c.createdAt.millisecondsSince1970,
+                StoreCoding.encode(c.metadata), s.isSynced, s.lastMessageID.map(StoreCoding.blob),
+                s.totalMessageCount, s.unreadMessageCount, s.nodeCounts?.messages, s.nodeCounts?.unread,
+                s.nodeCounts?.lastMessageID.map(StoreCoding.blob), s.totalNumberOfMessages,
+                s.totalNumberOfUnreadMessages,
+            ])
         try db.execute(sql: "DELETE FROM participant WHERE conversation_id = ?", arguments: [key])
         for user in c.participants {
-            try db.execute(sql: "INSERT INTO participant(conversation_id, user_id) VALUES (?, ?)", arguments: [key, user.rawValue])
+            try db.execute(
+                sql: "INSERT INTO participant(conversation_id, user_id) VALUES (?, ?)", arguments: [key, user.rawValue])
         }
         try db.execute(sql: "DELETE FROM metadata_leaf WHERE conversation_id = ?", arguments: [key])
         for (path, value) in c.metadata.leaves {
-            try db.execute(sql: "INSERT INTO metadata_leaf(conversation_id, path, value) VALUES (?, ?, ?)", arguments: [key, path.description, value])
+            try db.execute(
+                sql: "INSERT INTO metadata_leaf(conversation_id, path, value) VALUES (?, ?, ?)",
+                arguments: [key, path.description, value])
         }
     }
 
@@ -147,7 +172,9 @@ final class WriteContext {
         try after.message.validate()
         try putMessage(after, isNew: false)
         let kept = Set(after.partStates.compactMap(\.localPath))
-        for state in before.partStates where state.localPath.map({ !kept.contains($0) }) ?? false { retire(localPath: state.localPath) }
+        for state in before.partStates where state.localPath.map({ !kept.contains($0) }) ?? false {
+            retire(localPath: state.localPath)
+        }
         record(ChangeComputation.messageUpdates(before: before, after: after))
         touch(before.message.conversationID)
         touch(after.message.conversationID)
@@ -167,26 +194,33 @@ final class WriteContext {
         }
         let key = StoreCoding.blob(m.id)
         let pos = m.position.map(StoreCoding.positionColumns)
-        let args: StatementArguments = [key, StoreCoding.blob(m.conversationID), m.sender.rawValue, m.sentAt?.millisecondsSince1970,
-                                        s.receivedAt?.millisecondsSince1970, pos?.0, pos?.1, pos?.2, m.isSent, s.isUnread,
-                                        StoreCoding.encode(m.push)]
+        let args: StatementArguments = [
+            key, StoreCoding.blob(m.conversationID), m.sender.rawValue, m.sentAt?.millisecondsSince1970,
+            s.receivedAt?.millisecondsSince1970, pos?.0, pos?.1, pos?.2, m.isSent, s.isUnread,
+            StoreCoding.encode(m.push),
+        ]
         if isNew {
-            try db.cachedStatement(sql: """
-                INSERT INTO message(id, conversation_id, sender, sent_at, received_at, pos_physical, pos_logical, pos_node, is_sent, is_unread, push)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: args)
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO message(id, conversation_id, sender, sent_at, received_at, pos_physical, pos_logical, pos_node, is_sent, is_unread, push)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: args)
         } else {
-            try db.execute(sql: """
-                UPDATE message SET id = ?1, conversation_id = ?2, sender = ?3, sent_at = ?4, received_at = ?5,
-                    pos_physical = ?6, pos_logical = ?7, pos_node = ?8, is_sent = ?9, is_unread = ?10, push = ?11
-                WHERE id = ?1
-                """, arguments: args)
+            try db.execute(
+                sql: """
+                    UPDATE message SET id = ?1, conversation_id = ?2, sender = ?3, sent_at = ?4, received_at = ?5,
+                        pos_physical = ?6, pos_logical = ?7, pos_node = ?8, is_sent = ?9, is_unread = ?10, push = ?11
+                    WHERE id = ?1
+                    """, arguments: args)
             try db.execute(sql: "DELETE FROM part WHERE message_id = ?", arguments: [key])
             try db.execute(sql: "DELETE FROM recipient_status WHERE message_id = ?", arguments: [key])
         }
         for (index, (part, state)) in zip(m.parts, s.partStates).enumerated() {
             var inline: Data?
-            var contentID: Data?, size: Int64?, sha: Data?
+            var contentID: Data?
+            var size: Int64?
+            var sha: Data?
             switch part.content {
             case .inline(let bytes): inline = Data(bytes)
             case .external(let ref):
@@ -194,13 +228,17 @@ final class WriteContext {
                 size = Int64(clamping: ref.size)
                 sha = Data(ref.sha256)
             }
-            try db.cachedStatement(sql: """
-                INSERT INTO part(message_id, idx, part_id, mime_type, inline_bytes, content_id, content_size, content_sha256,
-                                 local_path, local_size, transfer_status, last_access, auto_downloaded, purged)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [key, index, StoreCoding.blob(part.id), part.mimeType.rawValue, inline, contentID, size, sha,
-                                 state.localPath, state.localPath == nil ? 0 : Int64(clamping: part.size), state.transferStatus.rawValue,
-                                 state.lastAccess?.millisecondsSince1970, state.autoDownloaded, state.purged])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO part(message_id, idx, part_id, mime_type, inline_bytes, content_id, content_size, content_sha256,
+                                     local_path, local_size, transfer_status, last_access, auto_downloaded, purged)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                key, index, StoreCoding.blob(part.id), part.mimeType.rawValue, inline, contentID, size, sha,
+                state.localPath, state.localPath == nil ? 0 : Int64(clamping: part.size), state.transferStatus.rawValue,
+                state.lastAccess?.millisecondsSince1970, state.autoDownloaded, state.purged,
+            ])
         }
         for (user, status) in m.recipientStatus {
             try db.cachedStatement(sql: "INSERT INTO recipient_status(message_id, user_id, status) VALUES (?, ?, ?)")
@@ -211,19 +249,26 @@ final class WriteContext {
     // MARK: recipient status (LaminaMerge decides)
 
     /// `user`'s delivered-up-to or read-up-to position (`status` .delivered or .read) in a conversation.
-    func statusMark(_ status: RecipientStatus, of user: UserID, in conversation: ConversationID) throws -> MessagePosition? {
+    func statusMark(_ status: RecipientStatus, of user: UserID, in conversation: ConversationID) throws
+        -> MessagePosition?
+    {
         try marks(conversation)[user]?[status]
     }
 
     /// Raises a mark to `position`; returns whether it moved (LaminaMerge's `raises`).
-    func raiseStatusMark(_ status: RecipientStatus, of user: UserID, in conversation: ConversationID, to position: MessagePosition) throws -> Bool {
-        guard RecipientStatusLattice.raises(try statusMark(status, of: user, in: conversation), to: position) else { return false }
+    func raiseStatusMark(
+        _ status: RecipientStatus, of user: UserID, in conversation: ConversationID, to position: MessagePosition
+    ) throws -> Bool {
+        guard RecipientStatusLattice.raises(try statusMark(status, of: user, in: conversation), to: position) else {
+            return false
+        }
         let (p, l, n) = StoreCoding.positionColumns(position)
-        try db.execute(sql: """
-            INSERT INTO status_mark(conversation_id, user_id, status, pos_physical, pos_logical, pos_node) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT(conversation_id, user_id, status) DO UPDATE SET
-                pos_physical = excluded.pos_physical, pos_logical = excluded.pos_logical, pos_node = excluded.pos_node
-            """, arguments: [StoreCoding.blob(conversation), user.rawValue, Int64(status.rawValue), p, l, n])
+        try db.execute(
+            sql: """
+                INSERT INTO status_mark(conversation_id, user_id, status, pos_physical, pos_logical, pos_node) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(conversation_id, user_id, status) DO UPDATE SET
+                    pos_physical = excluded.pos_physical, pos_logical = excluded.pos_logical, pos_node = excluded.pos_node
+                """, arguments: [StoreCoding.blob(conversation), user.rawValue, Int64(status.rawValue), p, l, n])
         marksCache[conversation]?[user, default: [:]][status] = position
         return true
     }
@@ -244,7 +289,8 @@ final class WriteContext {
                 of: stamp, for: user, recorded: m.recipientStatus[user],
                 deliveredUpTo: try statusMark(.delivered, of: user, in: m.conversationID),
                 readUpTo: try statusMark(.read, of: user, in: m.conversationID))
-            out.message.recipientStatus[user] = RecipientStatusLattice.reported(status, of: user, viewer: localUser, receiptsEnabled: receipts)
+            out.message.recipientStatus[user] = RecipientStatusLattice.reported(
+                status, of: user, viewer: localUser, receiptsEnabled: receipts)
         }
         out.isUnread = UnreadCounts.isUnread(
             stamp, for: localUser, deleted: false, visible: true, recorded: m.recipientStatus[localUser],
@@ -267,14 +313,20 @@ final class WriteContext {
             after.lastMessageID = summary.lastMessageID
             if summary.anySent { after.isSynced = true }
             // The node's counts when it told them (messages not sent yet are not among them).
-            after.totalNumberOfMessages = after.nodeCounts.map { $0.messages + summary.unsent } ?? after.totalMessageCount
+            after.totalNumberOfMessages =
+                after.nodeCounts.map { $0.messages + summary.unsent } ?? after.totalMessageCount
             after.totalNumberOfUnreadMessages = after.nodeCounts?.unread ?? after.unreadMessageCount
             guard after != before else { continue }
-            try db.execute(sql: """
-                UPDATE conversation SET total_count = ?, unread_count = ?, last_message_id = ?, is_synced = ?,
-                    number_of_messages = ?, number_of_unread = ? WHERE id = ?
-                """, arguments: [after.totalMessageCount, after.unreadMessageCount, after.lastMessageID.map(StoreCoding.blob), after.isSynced,
-                                 after.totalNumberOfMessages, after.totalNumberOfUnreadMessages, key])
+            try db.execute(
+                sql: """
+                    UPDATE conversation SET total_count = ?, unread_count = ?, last_message_id = ?, is_synced = ?,
+                        number_of_messages = ?, number_of_unread = ? WHERE id = ?
+                    """,
+                arguments: [
+                    after.totalMessageCount, after.unreadMessageCount, after.lastMessageID.map(StoreCoding.blob),
+                    after.isSynced,
+                    after.totalNumberOfMessages, after.totalNumberOfUnreadMessages, key,
+                ])
             if !createdHere.contains(id) {
                 record(ChangeComputation.conversationUpdates(before: before, after: after))
             }

@@ -36,17 +36,24 @@ public enum OutboxCompletion: Hashable, Sendable {
 /// Maps node frames to store changes and outbox completions. Pure.
 public enum ChangeDecoder {
     /// The error codes after which a retry may succeed (SPEC §7).
-    public static let transientCodes: Set<WireError.Code> = [.overloaded, .quotaExceeded, .contentNotReady, .internalError, .shuttingDown]
+    public static let transientCodes: Set<WireError.Code> = [
+        .overloaded, .quotaExceeded, .contentNotReady, .internalError, .shuttingDown,
+    ]
 
     /// Decodes feed entries against the device's `cursor`: entries with 0 < seq <= cursor
     /// were applied before and are skipped; seq 0 entries (history, snapshots, typing) never
     /// move the cursor. `receivedAt` stamps new messages.
-    public static func decode(_ entries: [Change], after cursor: UInt64, localUser: UserID, receivedAt: Timestamp) -> DecodedChanges {
+    public static func decode(_ entries: [Change], after cursor: UInt64, localUser: UserID, receivedAt: Timestamp)
+        -> DecodedChanges
+    {
         var out = DecodedChanges()
         var highest = cursor
         for entry in entries {
             if entry.seq != 0 {
-                guard entry.seq > highest else { out.duplicatesSkipped += 1; continue }
+                guard entry.seq > highest else {
+                    out.duplicatesSkipped += 1
+                    continue
+                }
                 highest = entry.seq
             }
             switch entry.event {
@@ -59,7 +66,9 @@ public enum ChangeDecoder {
                 if entry.seq != 0 { out.changes.append(.messageCounted(m.conversationID, m.id)) }
                 if m.sender != localUser { out.receivedFromOthers.append(m) }
             case .messageStatusChanged(let s):
-                if entry.seq != 0, s.user == localUser, s.status == .read { out.changes.append(.readCounted(s.conversationID, s.messageID)) }
+                if entry.seq != 0, s.user == localUser, s.status == .read {
+                    out.changes.append(.readCounted(s.conversationID, s.messageID))
+                }
                 out.changes.append(.recipientStatus(s.messageID, user: s.user, status: s.status))
             case .conversationCreated(let c):
                 if entry.seq == 0 { out.unsequencedConversations.append(c.id) }
@@ -77,17 +86,23 @@ public enum ChangeDecoder {
         switch event {
         case .conversationCreated(let c): .conversation(c)
         case .conversationUpdated(let u):
-            .counts(u.conversationID, NodeCounts(messages: Int(clamping: u.messageCount), unread: Int(clamping: u.unreadCount), lastMessageID: u.lastMessageID),
-                    isDistinct: u.isDistinct, deliveryReceiptsEnabled: u.deliveryReceiptsEnabled)
+            .counts(
+                u.conversationID,
+                NodeCounts(
+                    messages: Int(clamping: u.messageCount), unread: Int(clamping: u.unreadCount),
+                    lastMessageID: u.lastMessageID),
+                isDistinct: u.isDistinct, deliveryReceiptsEnabled: u.deliveryReceiptsEnabled)
         case .participantsChanged(let p): .participants(p.conversationID, added: p.added, removed: p.removed)
         case .metadataChanged(let m): .metadata(m.conversationID, path: m.keyPath, value: m.value)
-        case .conversationDeleted(let d): d.below.map { .messagesDeleted(d.conversationID, below: $0) } ?? .conversationDeleted(d.conversationID)
+        case .conversationDeleted(let d):
+            d.below.map { .messagesDeleted(d.conversationID, below: $0) } ?? .conversationDeleted(d.conversationID)
         case .identifierChanged(let i): .distinctMerge(from: i.from, into: i.to)
         case .messageCreated(let m): .message(m, receivedAt: receivedAt)
         case .messageStatusChanged(let s): .recipientStatus(s.messageID, user: s.user, status: s.status)
         case .messageDeleted(let d): .messageDeleted(d.messageID)
         case .messagePartsChanged(let p): .messageParts(p.messageID, parts: p.parts)
-        case .identityChanged(let i): .identity(i.user, i.identity.map { UserIdentity(userID: i.user, values: $0.values, metadata: $0.metadata) })
+        case .identityChanged(let i):
+            .identity(i.user, i.identity.map { UserIdentity(userID: i.user, values: $0.values, metadata: $0.metadata) })
         case .blockListChanged(let c): .blockList(c.user, blocking: c.blocking)
         case .typing: nil
         case .statusUpTo(let s): .statusUpTo(s.conversationID, user: s.user, status: s.status, upTo: s.upTo)
@@ -113,7 +128,8 @@ public enum ChangeDecoder {
 
     /// Delivery receipts for messages received from others (SPEC §6.2 DELIVERY_RECEIPT):
     /// one per conversation, up to the highest position received there.
-    public static func deliveryReceipts(for messages: [Message], requestID: () -> UUID = UUID.init) -> [DeliveryReceipt] {
+    public static func deliveryReceipts(for messages: [Message], requestID: () -> UUID = UUID.init) -> [DeliveryReceipt]
+    {
         var highest: [ConversationID: MessagePosition] = [:]
         var order: [ConversationID] = []
         for m in messages {

@@ -46,11 +46,13 @@ public enum OutboxEncoder {
     /// The outbox entry for a command frame. Encoding checks every wire limit first.
     public static func entry(for frame: Frame, createdAt: Timestamp = .now()) throws(ClientError) -> OutboxEntry {
         guard let kind = kind(of: frame), let id = frame.commandID else {
-            throw ClientError(.invalidArgument, "a \(frame.type.name) frame is not a command that goes through the outbox")
+            throw ClientError(
+                .invalidArgument, "a \(frame.type.name) frame is not a command that goes through the outbox")
         }
         let bytes = try encode(frame)
         return OutboxEntry(
-            id: id, kind: kind.rawValue, objectID: objectID(of: frame), conversationID: OutboxRedirect.conversation(of: frame)?.uuid,
+            id: id, kind: kind.rawValue, objectID: objectID(of: frame),
+            conversationID: OutboxRedirect.conversation(of: frame)?.uuid,
             payload: Array(bytes.readableBytesView), createdAt: createdAt)
     }
 
@@ -59,7 +61,8 @@ public enum OutboxEncoder {
     static func bytes(of entry: OutboxEntry) throws(ClientError) -> ByteBuffer {
         let bytes = ByteBuffer(bytes: entry.payload)
         guard let kind = OutboxCommandKind(rawValue: entry.kind), let header = FrameHeader.peek(bytes),
-              header.type == kind.frameType.rawValue, Int(header.payloadLength) + FrameHeader.size == bytes.readableBytes else {
+            header.type == kind.frameType.rawValue, Int(header.payloadLength) + FrameHeader.size == bytes.readableBytes
+        else {
             throw ClientError(.corruptRecord, "outbox entry \(entry.id) does not hold a whole \(entry.kind) frame")
         }
         return bytes
@@ -74,7 +77,9 @@ public enum OutboxEncoder {
             throw ClientError(.corruptRecord, "outbox entry \(entry.id) does not hold a whole, valid frame")
         }
         guard Self.kind(of: frame) == kind, frame.commandID == entry.id else {
-            throw ClientError(.corruptRecord, "outbox entry \(entry.id) holds a \(frame.type.name) frame that does not match its kind or id")
+            throw ClientError(
+                .corruptRecord,
+                "outbox entry \(entry.id) holds a \(frame.type.name) frame that does not match its kind or id")
         }
         return frame
     }

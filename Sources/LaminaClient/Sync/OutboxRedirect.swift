@@ -25,16 +25,36 @@ enum OutboxRedirect {
     /// `frame` addressed to `conversation` instead; other frames unchanged.
     static func redirect(_ frame: Frame, to conversation: ConversationID) -> Frame {
         switch frame {
-        case .addParticipants(var f): f.conversationID = conversation; return .addParticipants(f)
-        case .removeParticipants(var f): f.conversationID = conversation; return .removeParticipants(f)
-        case .setMetadata(var f): f.conversationID = conversation; return .setMetadata(f)
-        case .deleteMetadata(var f): f.conversationID = conversation; return .deleteMetadata(f)
-        case .deleteConversation(var f): f.conversationID = conversation; return .deleteConversation(f)
-        case .markAllRead(var f): f.conversationID = conversation; return .markAllRead(f)
-        case .sendMessage(var f): f.conversationID = conversation; return .sendMessage(f)
-        case .markRead(var f): f.conversationID = conversation; return .markRead(f)
-        case .deleteMessage(var f): f.conversationID = conversation; return .deleteMessage(f)
-        case .deliveryReceipt(var f): f.conversationID = conversation; return .deliveryReceipt(f)
+        case .addParticipants(var f):
+            f.conversationID = conversation
+            return .addParticipants(f)
+        case .removeParticipants(var f):
+            f.conversationID = conversation
+            return .removeParticipants(f)
+        case .setMetadata(var f):
+            f.conversationID = conversation
+            return .setMetadata(f)
+        case .deleteMetadata(var f):
+            f.conversationID = conversation
+            return .deleteMetadata(f)
+        case .deleteConversation(var f):
+            f.conversationID = conversation
+            return .deleteConversation(f)
+        case .markAllRead(var f):
+            f.conversationID = conversation
+            return .markAllRead(f)
+        case .sendMessage(var f):
+            f.conversationID = conversation
+            return .sendMessage(f)
+        case .markRead(var f):
+            f.conversationID = conversation
+            return .markRead(f)
+        case .deleteMessage(var f):
+            f.conversationID = conversation
+            return .deleteMessage(f)
+        case .deliveryReceipt(var f):
+            f.conversationID = conversation
+            return .deliveryReceipt(f)
         default: return frame
         }
     }

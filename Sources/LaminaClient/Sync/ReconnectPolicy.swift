@@ -12,7 +12,10 @@ public struct ReconnectPolicy: Hashable, Sendable {
     /// The fraction of the delay that is randomised, 0...1.
     public var jitter: Double
 
-    public init(initialDelay: Duration = .milliseconds(500), multiplier: Double = 2, maxDelay: Duration = .seconds(60), jitter: Double = 0.5) {
+    public init(
+        initialDelay: Duration = .milliseconds(500), multiplier: Double = 2, maxDelay: Duration = .seconds(60),
+        jitter: Double = 0.5
+    ) {
         self.initialDelay = initialDelay
         self.multiplier = multiplier
         self.maxDelay = maxDelay
@@ -25,10 +28,12 @@ public struct ReconnectPolicy: Hashable, Sendable {
     /// Checks every setting's range.
     public func validate() throws(ClientError) {
         guard initialDelay > .zero, initialDelay <= maxDelay else {
-            throw ClientError(.invalidSetting, "the initial reconnect delay must be positive and at most the maximum delay")
+            throw ClientError(
+                .invalidSetting, "the initial reconnect delay must be positive and at most the maximum delay")
         }
         guard maxDelay <= Self.maxAllowedDelay else {
-            throw ClientError(.invalidSetting, "the maximum reconnect delay is at most \(Self.maxAllowedDelay), not \(maxDelay)")
+            throw ClientError(
+                .invalidSetting, "the maximum reconnect delay is at most \(Self.maxAllowedDelay), not \(maxDelay)")
         }
         guard multiplier >= 1, multiplier <= 16 else {
             throw ClientError(.invalidSetting, "the reconnect multiplier is 1...16, not \(multiplier)")
@@ -40,7 +45,8 @@ public struct ReconnectPolicy: Hashable, Sendable {
 
     /// The delay without jitter before attempt `attempt` (0-based).
     public func baseDelay(attempt: Int) -> Duration {
-        let initial = Self.seconds(initialDelay), cap = Self.seconds(maxDelay)
+        let initial = Self.seconds(initialDelay)
+        let cap = Self.seconds(maxDelay)
         var value = initial
         var n = 0
         while n < min(max(0, attempt), 64), value < cap {  // at most 64 steps

@@ -35,10 +35,14 @@ public actor SyncEngine {
     /// The most events buffered for a slow reader of `events` (older ones are kept).
     public static let eventBufferLimit = 10_000
 
-    public init(store: LocalStore, connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider,
-                policy: ReconnectPolicy = ReconnectPolicy(), environment: SyncEnvironment = .live, agent: String = "lamina-swift/1",
-                historyOnJoin: HistoryPolicy? = nil, cluster: String? = nil, synchronization: SynchronizationPolicy = .feedReplay,
-                historyPageSize: Int = SyncSession.defaultHistoryPageSize) throws(ClientError) {
+    public init(
+        store: LocalStore, connector: @escaping FrameChannelConnector, identityToken: @escaping IdentityTokenProvider,
+        policy: ReconnectPolicy = ReconnectPolicy(), environment: SyncEnvironment = .live,
+        agent: String = "lamina-swift/1",
+        historyOnJoin: HistoryPolicy? = nil, cluster: String? = nil,
+        synchronization: SynchronizationPolicy = .feedReplay,
+        historyPageSize: Int = SyncSession.defaultHistoryPageSize
+    ) throws(ClientError) {
         try policy.validate()
         try synchronization.validate()
         try SyncSession.validateHistoryPageSize(historyPageSize)
@@ -52,7 +56,8 @@ public actor SyncEngine {
         self.agent = agent
         self.historyOnJoin = historyOnJoin
         self.cluster = cluster
-        (events, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingOldest(Self.eventBufferLimit))
+        (events, continuation) = AsyncStream<SyncEvent>.makeStream(
+            bufferingPolicy: .bufferingOldest(Self.eventBufferLimit))
     }
 
     deinit { continuation.finish() }
@@ -88,7 +93,9 @@ public actor SyncEngine {
 
     /// Fetches messages of a conversation from the node (see `SyncSession.fetchHistory`).
     /// Throws `.notConnected` between sessions.
-    public func fetchHistory(of conversation: ConversationID, policy: HistoryPolicy, before: MessagePosition?) async throws(ClientError) -> [MessageID] {
+    public func fetchHistory(of conversation: ConversationID, policy: HistoryPolicy, before: MessagePosition?)
+        async throws(ClientError) -> [MessageID]
+    {
         guard let session else { throw ClientError(.notConnected, "no sync session is running") }
         return try await session.fetchHistory(of: conversation, policy: policy, before: before)
     }
@@ -127,10 +134,14 @@ public actor SyncEngine {
             do {
                 let channel = try await connector()
                 self.channel = channel
-                if Task.isCancelled { await channel.close(); break }
-                let session = SyncSession(store: store, channel: channel, identityToken: identityToken,
-                                          environment: environment, agent: agent, historyOnJoin: historyOnJoin, cluster: cluster,
-                                          synchronization: synchronization, historyPageSize: historyPageSize, onEvent: emit)
+                if Task.isCancelled {
+                    await channel.close()
+                    break
+                }
+                let session = SyncSession(
+                    store: store, channel: channel, identityToken: identityToken,
+                    environment: environment, agent: agent, historyOnJoin: historyOnJoin, cluster: cluster,
+                    synchronization: synchronization, historyPageSize: historyPageSize, onEvent: emit)
                 self.session = session
                 end = await session.run()
                 if await session.reachedLive { attempt = 0 }

@@ -10,7 +10,10 @@ public struct SyncEnvironment: Sendable {
     /// A uniformly distributed value in 0..<1 (for jitter).
     public var random: @Sendable () -> Double
 
-    public init(now: @escaping @Sendable () -> Timestamp, sleep: @escaping @Sendable (Duration) async throws -> Void, random: @escaping @Sendable () -> Double) {
+    public init(
+        now: @escaping @Sendable () -> Timestamp, sleep: @escaping @Sendable (Duration) async throws -> Void,
+        random: @escaping @Sendable () -> Double
+    ) {
         self.now = now
         self.sleep = sleep
         self.random = random

@@ -49,9 +49,14 @@ extension SyncSession {
         for id in pending.ids {
             switch pending[id] {
             case .awaited(let request)?:
-                await finishAwaited(id, .failure(ClientError(.disconnected, "the sync stream ended before the node answered \(request.frame.name)")))
+                await finishAwaited(
+                    id,
+                    .failure(
+                        ClientError(
+                            .disconnected, "the sync stream ended before the node answered \(request.frame.name)")))
             case .history?:
-                _ = try? await finishHistory(id, .failure(ClientError(.disconnected, "the sync stream ended before the node answered")))
+                _ = try? await finishHistory(
+                    id, .failure(ClientError(.disconnected, "the sync stream ended before the node answered")))
             case .sync?, .command?, nil:
                 break
             }

@@ -9,7 +9,9 @@ extension SyncSession {
     /// failure the session stays, and another may be sent.
     public func endSession() async throws(ClientError) {
         guard state == .live else { throw ClientError(.notConnected, "the session is not live") }
-        guard pending.awaitedID(of: .endSession) == nil else { throw ClientError(.invalidArgument, "the session is already being ended") }
+        guard pending.awaitedID(of: .endSession) == nil else {
+            throw ClientError(.invalidArgument, "the session is already being ended")
+        }
         let id = UUID()
         try await sendAwaited(.endSession(EndSession(requestID: id)), id: id)
     }

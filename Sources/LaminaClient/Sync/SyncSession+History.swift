@@ -35,7 +35,8 @@ extension SyncSession {
 
     static func validateHistoryPageSize(_ size: Int) throws(ClientError) {
         guard (1...Int(FetchHistory.maxPageCount)).contains(size) else {
-            throw ClientError(.invalidSetting, "a history page is 1...\(FetchHistory.maxPageCount) messages, not \(size)")
+            throw ClientError(
+                .invalidSetting, "a history page is 1...\(FetchHistory.maxPageCount) messages, not \(size)")
         }
     }
 
@@ -46,7 +47,9 @@ extension SyncSession {
     /// fetched forwards a page at a time when the node offers history paging. The messages
     /// are stored as they arrive, before this returns their identifiers in ascending
     /// position order. Only while live and when the node offers history fetch.
-    public func fetchHistory(of conversation: ConversationID, policy: HistoryPolicy, before: MessagePosition?) async throws(ClientError) -> [MessageID] {
+    public func fetchHistory(of conversation: ConversationID, policy: HistoryPolicy, before: MessagePosition?)
+        async throws(ClientError) -> [MessageID]
+    {
         if case .lastN(let n) = policy, n == 0 {
             throw ClientError(.invalidArgument, "a last-n history request asks for at least one message")
         }
@@ -69,23 +72,29 @@ extension SyncSession {
     }
 
     /// One FETCH_HISTORY, waited for.
-    private func fetchOne(_ target: ConversationID, policy: HistoryPolicy, before: MessagePosition?) async throws(ClientError) -> HistoryAnswer {
+    private func fetchOne(_ target: ConversationID, policy: HistoryPolicy, before: MessagePosition?)
+        async throws(ClientError) -> HistoryAnswer
+    {
         guard state == .live else { throw ClientError(.notConnected, "the session is not live") }
         guard pending.historyCount < Self.maxHistoryRequests else {
-            throw ClientError(.invalidArgument, "at most \(Self.maxHistoryRequests) history requests are outstanding at once")
+            throw ClientError(
+                .invalidArgument, "at most \(Self.maxHistoryRequests) history requests are outstanding at once")
         }
         if case .pageAfter = policy, !features.contains(.historyPaging) {
             throw ClientError(.notAllowed, "the node does not offer history paging")
         }
         let id = UUID()
-        register(id, HistoryRequest(conversation: target), FetchHistory(requestID: id, conversationID: target, policy: policy, before: before))
+        register(
+            id, HistoryRequest(conversation: target),
+            FetchHistory(requestID: id, conversationID: target, policy: policy, before: before))
         do {
             try await sendRegisteredHistory()
         } catch {
             unregister(id)
             throw ClientError.wrap(error)
         }
-        let outcome = await withCheckedContinuation { (caller: CheckedContinuation<Result<HistoryAnswer, ClientError>, Never>) in
+        let outcome = await withCheckedContinuation {
+            (caller: CheckedContinuation<Result<HistoryAnswer, ClientError>, Never>) in
             if let request = pending[history: id], let result = request.result {
                 unregister(id)
                 caller.resume(returning: result.map { HistoryAnswer(ids: request.received, newest: request.newest) })
@@ -137,13 +146,17 @@ extension SyncSession {
     /// Complete history goes forwards a page at a time when the node offers paging.
     func requestHistory(of conversation: ConversationID) async throws {
         guard var policy = historyOnJoin, pending.historyCount < Self.maxHistoryRequests else { return }
-        if case .complete = policy, features.contains(.historyPaging) { policy = .pageAfter(nil, count: historyPageSize) }
+        if case .complete = policy, features.contains(.historyPaging) {
+            policy = .pageAfter(nil, count: historyPageSize)
+        }
         try await sendBackgroundFetch(conversation, policy)
     }
 
     /// Sends a FETCH_HISTORY nobody waits for; returns its id.
     @discardableResult
-    func sendBackgroundFetch(_ conversation: ConversationID, _ policy: HistoryPolicy, id: UUID = UUID()) async throws -> UUID {
+    func sendBackgroundFetch(_ conversation: ConversationID, _ policy: HistoryPolicy, id: UUID = UUID()) async throws
+        -> UUID
+    {
         var request = HistoryRequest(conversation: conversation, isBackground: true)
         if case .pageAfter(let start, let count) = policy {
             request.pageCount = count
@@ -185,10 +198,17 @@ extension SyncSession {
         if request.isBackground {
             unregister(id)
             var next: FetchHistory?
-            if case .success = result, let count = request.pageCount, request.received.count >= Int(count), let newest = request.newest {
+            if case .success = result, let count = request.pageCount, request.received.count >= Int(count),
+                let newest = request.newest
+            {
                 let nextID = UUID()
-                let frame = FetchHistory(requestID: nextID, conversationID: request.conversation, policy: .pageAfter(newest, count: count))
-                register(nextID, HistoryRequest(conversation: request.conversation, isBackground: true, pageCount: count, pageStart: newest), frame)
+                let frame = FetchHistory(
+                    requestID: nextID, conversationID: request.conversation, policy: .pageAfter(newest, count: count))
+                register(
+                    nextID,
+                    HistoryRequest(
+                        conversation: request.conversation, isBackground: true, pageCount: count, pageStart: newest),
+                    frame)
                 next = frame
             }
             try await finishSnapshotFetch(id, result, received: request.received, after: request.pageStart, next: next)

@@ -9,7 +9,9 @@ import NIOCore
 /// not sent yet follow a resolution to the survivor. ACKs and ERRORs complete the entries.
 extension SyncSession {
     func complete(_ completion: OutboxCompletion) async throws {
-        if case .failed(let id, .notFound, _, _) = completion, let entry = pending[command: id], try await followsPendingCreation(entry) {
+        if case .failed(let id, .notFound, _, _) = completion, let entry = pending[command: id],
+            try await followsPendingCreation(entry)
+        {
             // The creation it was pipelined behind was not applied (it waits for a retry):
             // this command is retried after it, instead of failing.
             return try await complete(.retry(id, after: nil))
@@ -23,7 +25,8 @@ extension SyncSession {
             switch entry.flatMap({ OutboxCommandKind(rawValue: $0.kind) }) {
             case .sendMessage:
                 // One trip to the store: the message read, updated and its entry removed.
-                try await store.acknowledgeSentMessageAsync(MessageID(uuid: id), receivedAt: environment.now()) { stored in
+                try await store.acknowledgeSentMessageAsync(MessageID(uuid: id), receivedAt: environment.now()) {
+                    stored in
                     guard let position = ack.position else { return nil }
                     var m = stored
                     m.position = position
@@ -46,12 +49,18 @@ extension SyncSession {
         case .failed(let id, let code, let reason, let conversationID):
             let entry = pending[command: id]
             pending[command: id] = nil
-            if code == .existingDistinctConversation, let to = conversationID, entry?.kind == OutboxCommandKind.createConversation.rawValue {
+            if code == .existingDistinctConversation, let to = conversationID,
+                entry?.kind == OutboxCommandKind.createConversation.rawValue
+            {
                 try await applyTolerant([.distinctMerge(from: ConversationID(uuid: id), into: to)], cursor: nil)
             }
             let now = environment.now()
             if try await store.markFailedAsync(id, code: code.wireValue, reason: reason, at: now) {
-                onEvent(.commandFailed(OutboxFailure(id: id, kind: entry?.kind ?? "", objectID: entry?.objectID, code: code.wireValue, reason: reason, failedAt: now)))
+                onEvent(
+                    .commandFailed(
+                        OutboxFailure(
+                            id: id, kind: entry?.kind ?? "", objectID: entry?.objectID, code: code.wireValue,
+                            reason: reason, failedAt: now)))
             }
         case .retry(let id, let after):
             pending[command: id] = nil
@@ -104,9 +113,13 @@ extension SyncSession {
                 var redirected: Frame?
                 do {
                     bytes = try OutboxEncoder.bytes(of: entry)
-                    if let to = send.redirect { redirected = OutboxRedirect.redirect(try OutboxEncoder.frame(for: entry), to: to) }
+                    if let to = send.redirect {
+                        redirected = OutboxRedirect.redirect(try OutboxEncoder.frame(for: entry), to: to)
+                    }
                 } catch {
-                    try await store.markFailedAsync(entry.id, code: WireError.Code.invalidArgument.wireValue, reason: "the outbox entry does not hold its command", at: environment.now())
+                    try await store.markFailedAsync(
+                        entry.id, code: WireError.Code.invalidArgument.wireValue,
+                        reason: "the outbox entry does not hold its command", at: environment.now())
                     continue
                 }
                 pending[command: entry.id] = entry
@@ -128,9 +141,14 @@ extension SyncSession {
     private func refuseOversized(_ entry: OutboxEntry) async throws {
         let now = environment.now()
         let code = WireError.Code.frameTooLarge.wireValue
-        let reason = "the command is \(entry.payload.count - FrameHeader.size) bytes; the node accepts frames of at most \(maxFrameSize)"
+        let reason =
+            "the command is \(entry.payload.count - FrameHeader.size) bytes; the node accepts frames of at most \(maxFrameSize)"
         if try await store.markFailedAsync(entry.id, code: code, reason: reason, at: now) {
-            onEvent(.commandFailed(OutboxFailure(id: entry.id, kind: entry.kind, objectID: entry.objectID, code: code, reason: reason, failedAt: now)))
+            onEvent(
+                .commandFailed(
+                    OutboxFailure(
+                        id: entry.id, kind: entry.kind, objectID: entry.objectID, code: code, reason: reason,
+                        failedAt: now)))
         }
     }
 }

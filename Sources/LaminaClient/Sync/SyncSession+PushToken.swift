@@ -10,7 +10,9 @@ extension SyncSession {
     public func registerPushToken(_ token: PushToken?) async throws(ClientError) {
         guard state == .live else { throw ClientError(.notConnected, "the session is not live") }
         if let token {
-            do { try token.validate() } catch { throw ClientError(ClientError.Code(rawValue: error.code.rawValue), error.reason) }
+            do { try token.validate() } catch {
+                throw ClientError(ClientError.Code(rawValue: error.code.rawValue), error.reason)
+            }
         }
         let id = UUID()
         try await sendAwaited(.registerPushToken(RegisterPushToken(requestID: id, token: token)), id: id)

@@ -48,7 +48,8 @@ extension SyncSession {
                 try await store.dropConversationsAsync(notIn: Set(snapshot.conversations))
             }
             // The latest conversations first: the snapshot lists them oldest first.
-            snapshot.queue = canFill ? snapshot.conversations.reversed().map { PendingPolicyFill(conversation: $0) } : []
+            snapshot.queue =
+                canFill ? snapshot.conversations.reversed().map { PendingPolicyFill(conversation: $0) } : []
             try await store.setPendingPolicyFillsAsync(snapshot.queue.map(\.conversation))
         } else {
             let pending = try await store.pendingPolicyFillsAsync()
@@ -64,8 +65,10 @@ extension SyncSession {
     /// Sends the next fetches of the snapshot; reports `snapshotSynced` once all were answered.
     func continueSnapshot() async throws {
         guard snapshot.started else { return }
-        while let fill = snapshot.queue.first, let policy = fillPolicy(after: fill.after), snapshot.outstanding.count < Self.maxSnapshotFetches,
-              pending.historyCount < Self.maxHistoryRequests {
+        while let fill = snapshot.queue.first, let policy = fillPolicy(after: fill.after),
+            snapshot.outstanding.count < Self.maxSnapshotFetches,
+            pending.historyCount < Self.maxHistoryRequests
+        {
             snapshot.queue.removeFirst()
             let id = UUID()
             snapshot.outstanding[id] = fill.conversation
@@ -94,8 +97,10 @@ extension SyncSession {
     /// out were deleted on the node meanwhile, and go here too.
     /// A full page of a complete history is followed by `next` (already registered): the fill
     /// waits for that, and resumes after this page should the stream end first.
-    func finishSnapshotFetch(_ id: UUID, _ result: Result<Void, ClientError>, received: [MessageID], after start: MessagePosition?,
-                             next: FetchHistory?) async throws {
+    func finishSnapshotFetch(
+        _ id: UUID, _ result: Result<Void, ClientError>, received: [MessageID], after start: MessagePosition?,
+        next: FetchHistory?
+    ) async throws {
         guard let conversation = snapshot.outstanding.removeValue(forKey: id) else { return }
         switch result {
         case .failure(let error) where error.code == .disconnected:

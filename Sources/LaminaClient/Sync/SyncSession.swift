@@ -100,13 +100,16 @@ public actor SyncSession {
     /// The one pending retry of the outbox after a transient ERROR (cancelled when the session ends).
     var retryTask: Task<Void, Never>?
 
-    public init(store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
-                environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
-                cluster: String? = nil, synchronization: SynchronizationPolicy = .feedReplay,
-                historyPageSize: Int = SyncSession.defaultHistoryPageSize,
-                onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }) {
+    public init(
+        store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
+        environment: SyncEnvironment = .live, agent: String = "lamina-swift/1", historyOnJoin: HistoryPolicy? = nil,
+        cluster: String? = nil, synchronization: SynchronizationPolicy = .feedReplay,
+        historyPageSize: Int = SyncSession.defaultHistoryPageSize,
+        onEvent: @escaping @Sendable (SyncEvent) -> Void = { _ in }
+    ) {
         self.synchronization = synchronization
-        self.historyPageSize = UInt32(clamping: Swift.max(1, Swift.min(historyPageSize, Int(FetchHistory.maxPageCount))))
+        self.historyPageSize = UInt32(
+            clamping: Swift.max(1, Swift.min(historyPageSize, Int(FetchHistory.maxPageCount))))
         self.store = store
         self.channel = channel
         self.identityToken = identityToken
@@ -165,15 +168,18 @@ public actor SyncSession {
     /// The next frame of the handshake; PINGs are answered on the way.
     private func handshakeFrame() async throws -> Frame {
         while true {
-            guard let frame = try await channel.receive() else { throw ClientError(.disconnected, "the stream ended during the handshake") }
+            guard let frame = try await channel.receive() else {
+                throw ClientError(.disconnected, "the stream ended during the handshake")
+            }
             if case .ping(let p) = frame {
                 try await channel.send(.pong(p))
                 continue
             }
             if case .error(let e) = frame, e.isFatal, !Self.sessionCodes.contains(e.code) {
-                throw SessionEnding(end: Self.isAuthenticationCode(e.code)
-                    ? .authenticationFailed(Self.clientError(e, .authenticationFailed))
-                    : .fatal(Self.clientError(e, .protocolError)))
+                throw SessionEnding(
+                    end: Self.isAuthenticationCode(e.code)
+                        ? .authenticationFailed(Self.clientError(e, .authenticationFailed))
+                        : .fatal(Self.clientError(e, .protocolError)))
             }
             return frame
         }
@@ -195,8 +201,12 @@ public actor SyncSession {
             throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer HELLO with WELCOME")))
         }
         if let cluster, welcome.cluster != cluster {
-            throw SessionEnding(end: .wrongCluster(ClientError(
-                .wrongCluster, "node \(String(welcome.nodeID.rawValue, radix: 16)) belongs to cluster \"\(welcome.cluster)\", this client is configured for \"\(cluster)\"")))
+            throw SessionEnding(
+                end: .wrongCluster(
+                    ClientError(
+                        .wrongCluster,
+                        "node \(String(welcome.nodeID.rawValue, radix: 16)) belongs to cluster \"\(welcome.cluster)\", this client is configured for \"\(cluster)\""
+                    )))
         }
         features = welcome.features
         node = welcome.nodeID
@@ -206,7 +216,8 @@ public actor SyncSession {
         if let token = try await store.sessionTokenAsync() {
             enter(.resuming)
             let id = UUID()
-            try await channel.send(.resumeSession(ResumeSession(requestID: id, sessionToken: token, deviceID: deviceID)))
+            try await channel.send(
+                .resumeSession(ResumeSession(requestID: id, sessionToken: token, deviceID: deviceID)))
             switch try await handshakeFrame() {
             case .authenticated(let a) where a.requestID == id:
                 authenticated = a
@@ -214,7 +225,11 @@ public actor SyncSession {
                 try await store.setSessionTokenAsync(nil)  // authenticate anew below
                 onEvent(.sessionExpired)
             default:
-                throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer RESUME_SESSION with AUTHENTICATED or a session error")))
+                throw SessionEnding(
+                    end: .fatal(
+                        ClientError(
+                            .protocolError,
+                            "the node did not answer RESUME_SESSION with AUTHENTICATED or a session error")))
             }
         }
         if authenticated == nil {
@@ -229,16 +244,20 @@ public actor SyncSession {
                     throw SessionEnding(end: .authenticationFailed(Self.clientError(e, .authenticationFailed)))
                 case .error(let e) where Self.sessionCodes.contains(e.code): continue
                 default:
-                    throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer NONCE_REQUEST with NONCE")))
+                    throw SessionEnding(
+                        end: .fatal(ClientError(.protocolError, "the node did not answer NONCE_REQUEST with NONCE")))
                 }
             }
             enter(.awaitingIdentityToken)
             guard let token = try? await identityToken(nonce!.nonce) else {
-                throw SessionEnding(end: .authenticationFailed(ClientError(.authenticationFailed, "the app provided no identity token")))
+                throw SessionEnding(
+                    end: .authenticationFailed(ClientError(.authenticationFailed, "the app provided no identity token"))
+                )
             }
             enter(.authenticating)
             let authID = UUID()
-            try await channel.send(.authenticate(Authenticate(requestID: authID, identityToken: token, deviceID: deviceID)))
+            try await channel.send(
+                .authenticate(Authenticate(requestID: authID, identityToken: token, deviceID: deviceID)))
             while authenticated == nil {
                 switch try await handshakeFrame() {
                 case .authenticated(let a) where a.requestID == authID: authenticated = a
@@ -246,13 +265,20 @@ public actor SyncSession {
                 case .error(let e) where e.requestID == authID || e.requestID == nil:
                     throw SessionEnding(end: .authenticationFailed(Self.clientError(e, .authenticationFailed)))
                 default:
-                    throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer AUTHENTICATE with AUTHENTICATED")))
+                    throw SessionEnding(
+                        end: .fatal(
+                            ClientError(.protocolError, "the node did not answer AUTHENTICATE with AUTHENTICATED")))
                 }
             }
         }
         let a = authenticated!
         guard a.identity.userID == store.localUser else {
-            throw SessionEnding(end: .authenticationFailed(ClientError(.storeMismatch, "the node authenticated \(a.identity.userID), but this client's store belongs to \(store.localUser)")))
+            throw SessionEnding(
+                end: .authenticationFailed(
+                    ClientError(
+                        .storeMismatch,
+                        "the node authenticated \(a.identity.userID), but this client's store belongs to \(store.localUser)"
+                    )))
         }
         try await store.setSessionTokenAsync(a.sessionToken)
         identity = a.identity
@@ -275,7 +301,11 @@ public actor SyncSession {
         case .pong, .nonce, .welcome, .authenticated:
             break  // late or unasked handshake answers change nothing once synced
         default:
-            try? await channel.send(.error(ErrorFrame(code: .unexpectedFrame, reason: "a \(frame.type.name) frame is not sent to clients", isFatal: true)))
+            try? await channel.send(
+                .error(
+                    ErrorFrame(
+                        code: .unexpectedFrame, reason: "a \(frame.type.name) frame is not sent to clients",
+                        isFatal: true)))
             return .fatal(ClientError(.protocolError, "the node sent a \(frame.type.name) frame"))
         }
         return nil
@@ -315,7 +345,8 @@ public actor SyncSession {
             await finishAwaited(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             return e.isFatal ? .fatal(Self.clientError(e, .protocolError)) : nil
         case .history?:
-            _ = try await finishHistory(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
+            _ = try await finishHistory(
+                e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
             try await continueSnapshot()
             return nil
         case .sync? where e.code != .authenticationRequired && !Self.sessionCodes.contains(e.code):
@@ -347,7 +378,8 @@ public actor SyncSession {
     }
 
     private func apply(_ entries: [Change]) async throws {
-        let decoded = ChangeDecoder.decode(entries, after: cursor, localUser: store.localUser, receivedAt: environment.now())
+        let decoded = ChangeDecoder.decode(
+            entries, after: cursor, localUser: store.localUser, receivedAt: environment.now())
         for t in decoded.typing { onEvent(.typing(t)) }
         noteHistory(entries)
         if state == .syncing {
@@ -374,7 +406,8 @@ public actor SyncSession {
         var received: [Message] = []
         for m in decoded.receivedFromOthers {
             if receiptsOn[m.conversationID] == nil {
-                receiptsOn[m.conversationID] = try await store.conversationAsync(m.conversationID)?.conversation.deliveryReceiptsEnabled ?? false
+                receiptsOn[m.conversationID] =
+                    try await store.conversationAsync(m.conversationID)?.conversation.deliveryReceiptsEnabled ?? false
             }
             if receiptsOn[m.conversationID] == true { received.append(m) }
         }
@@ -384,8 +417,12 @@ public actor SyncSession {
             // One receipt per conversation waits in the outbox: the new one reaches at least as
             // far as those not sent yet, and replaces them (a device catching up sends one
             // receipt per conversation, not one per batch).
-            for pending in try await store.pendingEntriesAsync(kind: OutboxCommandKind.deliveryReceipt.rawValue, objectID: receipt.conversationID.uuid) {
-                if case .deliveryReceipt(let earlier) = try OutboxEncoder.frame(for: pending) { receipt.upTo = max(receipt.upTo, earlier.upTo) }
+            for pending in try await store.pendingEntriesAsync(
+                kind: OutboxCommandKind.deliveryReceipt.rawValue, objectID: receipt.conversationID.uuid)
+            {
+                if case .deliveryReceipt(let earlier) = try OutboxEncoder.frame(for: pending) {
+                    receipt.upTo = max(receipt.upTo, earlier.upTo)
+                }
             }
             var entry = try OutboxEncoder.entry(for: .deliveryReceipt(receipt), createdAt: now)
             entry.replacesPending = true
@@ -397,7 +434,9 @@ public actor SyncSession {
     /// Applies in one transaction; when a change names something this device does not hold
     /// (e.g. a conversation deleted here), applies the others one by one, skipping it.
     /// Through GRDB's async API: the session suspends while the writer runs the transaction.
-    func applyTolerant(_ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = [], acknowledged: UUID? = nil) async throws {
+    func applyTolerant(
+        _ changes: [RemoteChange], cursor: UInt64?, outbox: [OutboxEntry] = [], acknowledged: UUID? = nil
+    ) async throws {
         do {
             try await store.applyAsync(changes, cursor: cursor, outbox: outbox, acknowledged: acknowledged)
             return

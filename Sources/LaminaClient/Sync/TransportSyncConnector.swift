@@ -25,15 +25,17 @@ public enum TransportSyncConnector {
     /// As above; each new connection, and the session token its sync stream authenticates,
     /// are lent to content transfers through `link`.
     static func connector(
-        for configuration: LaminaConfiguration, link: NodeLink?, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        for configuration: LaminaConfiguration, link: NodeLink?,
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         highWater: Int = 256 * 1024, limits: WireLimits = .default
     ) throws(ClientError) -> FrameChannelConnector {
         try configuration.validate()
         guard highWater > 0 else { throw ClientError(.invalidSetting, "the inbound high-water mark must be positive") }
-        let trust: TLSConfiguration.Trust = switch configuration.trust {
-        case .certificateAuthorities(let url): .caFile(url.path)
-        case .pinnedCertificate(let url): .pinnedCertificate(url.path)
-        }
+        let trust: TLSConfiguration.Trust =
+            switch configuration.trust {
+            case .certificateAuthorities(let url): .caFile(url.path)
+            case .pinnedCertificate(let url): .pinnedCertificate(url.path)
+            }
         let tls: TLSContext
         do { tls = try TLSContext(.client(trust: trust)) } catch {
             throw ClientError(.invalidSetting, "the TLS trust settings do not load: \(error)")
@@ -41,9 +43,11 @@ public enum TransportSyncConnector {
         let url = configuration.nodeURL.absoluteString
         var settings = HTTP2Settings()
         settings.liveness = HTTP2Liveness(
-            pingAfterQuiet: .seconds(Int64(configuration.pingAfterQuietSeconds)), ackDeadline: .seconds(Int64(configuration.pingDeadlineSeconds)))
+            pingAfterQuiet: .seconds(Int64(configuration.pingAfterQuietSeconds)),
+            ackDeadline: .seconds(Int64(configuration.pingDeadlineSeconds)))
         return { [settings] () throws(ClientError) -> any FrameChannel in
-            let stream = try await TransportSyncStream.open(url: url, tls: tls, settings: settings, group: group, highWater: highWater)
+            let stream = try await TransportSyncStream.open(
+                url: url, tls: tls, settings: settings, group: group, highWater: highWater)
             let channel = FramedChannel(stream, limits: limits)
             guard let link else { return channel }
             link.connected(stream.connection)
@@ -64,8 +68,10 @@ extension LaminaClient {
     /// first: the engine opens its channels through what `wrap` returns, so an app (or the
     /// `lamina` CLI) can observe each channel's frames or each connection failure while
     /// rich content still shares the sync stream's connection.
-    public func connect(identityToken: @escaping IdentityTokenProvider,
-                        wrappingConnector wrap: (@escaping FrameChannelConnector) -> FrameChannelConnector) async throws(ClientError) {
+    public func connect(
+        identityToken: @escaping IdentityTokenProvider,
+        wrappingConnector wrap: (@escaping FrameChannelConnector) -> FrameChannelConnector
+    ) async throws(ClientError) {
         let connector = try TransportSyncConnector.connector(for: configuration, link: transfers.link)
         transfers.link.start()
         try await connect(using: wrap(connector), identityToken: identityToken)
@@ -88,7 +94,9 @@ final class LinkedChannel: FrameChannel {
 
     nonisolated(nonsending) func send(_ frame: Frame) async throws(ClientError) { try await inner.send(frame) }
 
-    nonisolated(nonsending) func send(encoded bytes: ByteBuffer) async throws(ClientError) { try await inner.send(encoded: bytes) }
+    nonisolated(nonsending) func send(encoded bytes: ByteBuffer) async throws(ClientError) {
+        try await inner.send(encoded: bytes)
+    }
 
     nonisolated(nonsending) func receive() async throws(ClientError) -> Frame? {
         let frame = try await inner.receive()
@@ -119,9 +127,13 @@ final class TransportSyncStream: SyncByteStream, @unchecked Sendable {
         self.iterator = body.makeAsyncIterator()
     }
 
-    static func open(url: String, tls: TLSContext, settings: HTTP2Settings = HTTP2Settings(), group: EventLoopGroup, highWater: Int) async throws(ClientError) -> TransportSyncStream {
+    static func open(
+        url: String, tls: TLSContext, settings: HTTP2Settings = HTTP2Settings(), group: EventLoopGroup, highWater: Int
+    ) async throws(ClientError) -> TransportSyncStream {
         let connection: TransportConnection
-        do { connection = try await TransportConnection.connect(to: url, tls: tls, settings: settings, group: group) } catch {
+        do {
+            connection = try await TransportConnection.connect(to: url, tls: tls, settings: settings, group: group)
+        } catch {
             throw ClientError(.disconnected, "cannot connect to \(url): \(error)")
         }
         do {
@@ -158,7 +170,8 @@ final class TransportSyncStream: SyncByteStream, @unchecked Sendable {
             if !statusChecked {
                 let headers = try await body.responseHeaders()
                 guard headers[":status"] == "200" else {
-                    throw ClientError(.protocolError, "the node answered the sync stream with status \(headers[":status"] ?? "none")")
+                    throw ClientError(
+                        .protocolError, "the node answered the sync stream with status \(headers[":status"] ?? "none")")
                 }
             }
             return try await reader.next()

@@ -41,8 +41,10 @@ public struct TypingIndicators: Hashable, Sendable {
     /// Ends the indicators not refreshed for LaminaWire's `Typing.expiryMilliseconds` at `now`: the
     /// `finished` changes to report, in conversation and user order.
     public mutating func expire(now: Timestamp) -> [TypingChanged] {
-        let due = entries.filter { now.millisecondsSince1970 - $0.value.refreshedAt.millisecondsSince1970 >= Typing.expiryMilliseconds }
-            .keys.sorted { ($0.conversation, $0.user) < ($1.conversation, $1.user) }
+        let due = entries.filter {
+            now.millisecondsSince1970 - $0.value.refreshedAt.millisecondsSince1970 >= Typing.expiryMilliseconds
+        }
+        .keys.sorted { ($0.conversation, $0.user) < ($1.conversation, $1.user) }
         for key in due { entries[key] = nil }
         return due.map { TypingChanged(conversationID: $0.conversation, user: $0.user, state: .finished) }
     }

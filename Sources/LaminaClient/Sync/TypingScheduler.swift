@@ -19,15 +19,20 @@ public struct TypingScheduler: Hashable, Sendable {
     public init() {}
 
     /// The local user's typing state in a conversation changed. Returns the frames to send now.
-    public mutating func set(_ state: TypingState, in conversation: ConversationID, now: Timestamp) throws(ClientError) -> [Typing] {
+    public mutating func set(_ state: TypingState, in conversation: ConversationID, now: Timestamp) throws(ClientError)
+        -> [Typing]
+    {
         let current = entries[conversation]
         switch state {
         case .started:
-            if let current, current.state == .started, now.millisecondsSince1970 - current.lastSent.millisecondsSince1970 < Self.refreshInterval {
+            if let current, current.state == .started,
+                now.millisecondsSince1970 - current.lastSent.millisecondsSince1970 < Self.refreshInterval
+            {
                 return []
             }
             if current == nil, entries.count >= Self.maxConversations {
-                throw ClientError(.invalidArgument, "typing indicators run in at most \(Self.maxConversations) conversations at once")
+                throw ClientError(
+                    .invalidArgument, "typing indicators run in at most \(Self.maxConversations) conversations at once")
             }
             entries[conversation] = Entry(state: .started, lastSent: now)
         case .paused:
@@ -45,7 +50,9 @@ public struct TypingScheduler: Hashable, Sendable {
     public mutating func due(now: Timestamp) -> [Typing] {
         var out: [Typing] = []
         for (id, entry) in entries.sorted(by: { $0.key < $1.key })
-        where entry.state == .started && now.millisecondsSince1970 - entry.lastSent.millisecondsSince1970 >= Self.refreshInterval {
+        where entry.state == .started
+            && now.millisecondsSince1970 - entry.lastSent.millisecondsSince1970 >= Self.refreshInterval
+        {
             entries[id] = Entry(state: .started, lastSent: now)
             out.append(Typing(conversationID: id, state: .started))
         }

@@ -15,9 +15,11 @@ enum ContentHTTP {
     /// `content-length`: a paused upload ends its body early, which HTTP/2 would refuse as
     /// malformed against a declared length (RFC 9113 §8.1.1).
     static func putHeaders(_ reference: ContentReference, offset: UInt64, token: String) -> HeaderFields {
-        var headers = HeaderFields([authorization(token),
-                                    ("lamina-content-size", String(reference.size)),
-                                    ("lamina-content-sha256", Hex.encode(reference.sha256))])
+        var headers = HeaderFields([
+            authorization(token),
+            ("lamina-content-size", String(reference.size)),
+            ("lamina-content-sha256", Hex.encode(reference.sha256)),
+        ])
         if offset > 0 { headers.append("lamina-upload-offset", String(offset)) }
         return headers
     }
@@ -31,7 +33,8 @@ enum ContentHTTP {
 
     /// A decimal header value as an unsigned number (no sign, no spaces, at most 20 digits).
     static func number(_ value: String?) -> UInt64? {
-        guard let value, !value.isEmpty, value.utf8.count <= 20, value.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+        guard let value, !value.isEmpty, value.utf8.count <= 20, value.utf8.allSatisfy({ (48...57).contains($0) })
+        else { return nil }
         return UInt64(value)
     }
 
@@ -43,7 +46,8 @@ enum ContentHTTP {
         guard halves.count == 2 else { return nil }
         let bounds = halves[0].split(separator: "-", omittingEmptySubsequences: false)
         guard bounds.count == 2, let a = number(String(bounds[0])), let b = number(String(bounds[1])),
-              let size = number(String(halves[1])), a <= b, b < size else { return nil }
+            let size = number(String(halves[1])), a <= b, b < size
+        else { return nil }
         return (a, b, size)
     }
 }

@@ -36,11 +36,13 @@ enum ContentStreams {
 
     /// HEAD: what the node holds; nil when it has nothing under this id (404).
     static func head(_ id: ContentID, on lease: NodeLease) async throws -> UploadState? {
-        let (status, headers, body) = try await exchange("HEAD", id, headers: [ContentHTTP.authorization(lease.token)], on: lease)
+        let (status, headers, body) = try await exchange(
+            "HEAD", id, headers: [ContentHTTP.authorization(lease.token)], on: lease)
         switch status {
         case 200:
-            return UploadState(offset: ContentHTTP.number(headers["lamina-upload-offset"]) ?? 0,
-                               isComplete: headers["lamina-upload-complete"] == "true")
+            return UploadState(
+                offset: ContentHTTP.number(headers["lamina-upload-offset"]) ?? 0,
+                isComplete: headers["lamina-upload-complete"] == "true")
         case 404: return nil
         default: throw ContentHTTPError(status: status, headers: headers, body: body)
         }
@@ -48,15 +50,21 @@ enum ContentStreams {
 
     /// DELETE: abandons an upload (204; 404 is fine too: nothing left to delete).
     static func delete(_ id: ContentID, on lease: NodeLease) async throws {
-        let (status, headers, body) = try await exchange("DELETE", id, headers: [ContentHTTP.authorization(lease.token)], on: lease)
+        let (status, headers, body) = try await exchange(
+            "DELETE", id, headers: [ContentHTTP.authorization(lease.token)], on: lease)
         guard status == 204 || status == 404 || status == 200 else {
             throw ContentHTTPError(status: status, headers: headers, body: body)
         }
     }
 
-    private static func exchange(_ method: String, _ id: ContentID, headers: HeaderFields, on lease: NodeLease) async throws -> (Int, HeaderFields, [UInt8]) {
+    private static func exchange(_ method: String, _ id: ContentID, headers: HeaderFields, on lease: NodeLease)
+        async throws -> (Int, HeaderFields, [UInt8])
+    {
         let stream: TransportStream
-        do { stream = try await lease.connection.openStream(method: method, path: ContentHTTP.path(id), headers: headers, endStream: true) } catch {
+        do {
+            stream = try await lease.connection.openStream(
+                method: method, path: ContentHTTP.path(id), headers: headers, endStream: true)
+        } catch {
             throw disconnected("cannot open a \(method) stream", error)
         }
         let answer = ContentStreamAnswer.attach(to: stream)
@@ -67,9 +75,11 @@ enum ContentStreams {
     /// can take it (flow control). Before each chunk `shouldStop` is asked: a pause ends the
     /// body there (the node keeps what it got and answers 202). `onSent` sees the bytes handed
     /// to HTTP/2 so far. Task cancellation resets the stream and throws `.cancelled`.
-    static func put(_ reference: ContentReference, from file: URL, offset: UInt64, on lease: NodeLease, chunkBytes: Int,
-                    shouldStop: @escaping @Sendable () -> Bool,
-                    onSent: @escaping @Sendable (UInt64) async -> Void) async throws -> PutAnswer {
+    static func put(
+        _ reference: ContentReference, from file: URL, offset: UInt64, on lease: NodeLease, chunkBytes: Int,
+        shouldStop: @escaping @Sendable () -> Bool,
+        onSent: @escaping @Sendable (UInt64) async -> Void
+    ) async throws -> PutAnswer {
         let input: FileHandle
         do {
             input = try FileHandle(forReadingFrom: file)
@@ -80,9 +90,10 @@ enum ContentStreams {
         defer { try? input.close() }
         let stream: TransportStream
         do {
-            stream = try await lease.connection.openStream(method: "PUT", path: ContentHTTP.path(reference.id),
-                                                          headers: ContentHTTP.putHeaders(reference, offset: offset, token: lease.token),
-                                                          endStream: offset >= reference.size)
+            stream = try await lease.connection.openStream(
+                method: "PUT", path: ContentHTTP.path(reference.id),
+                headers: ContentHTTP.putHeaders(reference, offset: offset, token: lease.token),
+                endStream: offset >= reference.size)
         } catch {
             throw disconnected("cannot open the upload stream", error)
         }
@@ -105,7 +116,9 @@ enum ContentStreams {
                 }
                 guard chunk.count == want else {
                     stream.reset()
-                    throw ClientError(.contentUnavailable, "the staged content at \(file.path) is shorter than its \(reference.size) bytes")
+                    throw ClientError(
+                        .contentUnavailable,
+                        "the staged content at \(file.path) is shorter than its \(reference.size) bytes")
                 }
                 pending.append(stream.write(ByteBuffer(bytes: chunk)))
                 sent += UInt64(want)
@@ -131,10 +144,13 @@ enum ContentStreams {
 
     /// GET from `offset` (a range when resuming): the answer's status and headers, and its
     /// body as an async sequence (backpressure through the HTTP/2 window).
-    static func get(_ id: ContentID, from offset: UInt64, on lease: NodeLease, highWater: Int) async throws -> (stream: TransportStream, status: Int, headers: HeaderFields, body: InboundBody) {
+    static func get(_ id: ContentID, from offset: UInt64, on lease: NodeLease, highWater: Int) async throws -> (
+        stream: TransportStream, status: Int, headers: HeaderFields, body: InboundBody
+    ) {
         do {
-            let stream = try await lease.connection.openStream(method: "GET", path: ContentHTTP.path(id),
-                                                              headers: ContentHTTP.getHeaders(from: offset, token: lease.token), endStream: true)
+            let stream = try await lease.connection.openStream(
+                method: "GET", path: ContentHTTP.path(id),
+                headers: ContentHTTP.getHeaders(from: offset, token: lease.token), endStream: true)
             let body = try await stream.eventLoop.submit { stream.inboundBody(highWater: highWater) }.get()
             let headers = try await body.responseHeaders()
             return (stream, Int(headers[":status"] ?? "") ?? 0, headers, body)
@@ -182,7 +198,9 @@ final class ContentStreamAnswer: TransportStreamDelegate, @unchecked Sendable {
     func result(timeout: TimeAmount = ContentStreams.answerTimeout) async throws -> (Int, HeaderFields, [UInt8]) {
         let loop = promise.futureResult.eventLoop
         let timer = loop.scheduleTask(in: timeout) { [self] in
-            finish(.failure(ClientError(.timedOut, "the node did not answer within \(timeout.nanoseconds / 1_000_000_000) s")))
+            finish(
+                .failure(
+                    ClientError(.timedOut, "the node did not answer within \(timeout.nanoseconds / 1_000_000_000) s")))
         }
         defer { timer.cancel() }
         return try await promise.futureResult.get()

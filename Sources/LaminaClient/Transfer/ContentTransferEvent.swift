@@ -30,7 +30,8 @@ final class TransferEventHub: @unchecked Sendable {
     static let bufferLimit = 10_000
 
     func subscribe() -> AsyncStream<ContentTransferEvent> {
-        let (stream, continuation) = AsyncStream<ContentTransferEvent>.makeStream(bufferingPolicy: .bufferingNewest(Self.bufferLimit))
+        let (stream, continuation) = AsyncStream<ContentTransferEvent>.makeStream(
+            bufferingPolicy: .bufferingNewest(Self.bufferLimit))
         let id = UUID()
         lock.withLock { subscribers[id] = continuation }
         continuation.onTermination = { [weak self] _ in

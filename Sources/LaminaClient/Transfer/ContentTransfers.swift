@@ -13,12 +13,16 @@ final class ContentTransfers: @unchecked Sendable {
     private var watcher: Task<Void, Never>?
 
     /// `outboxChanged` and `messageFailed`: the uploader's callbacks (`ContentUploader`).
-    init(store: LocalStore, environment: SyncEnvironment, outboxChanged: @escaping @Sendable () -> Void = {},
-         messageFailed: @escaping @Sendable (OutboxFailure) -> Void = { _ in }) throws(ClientError) {
-        uploader = ContentUploader(store: store, link: link, events: events, environment: environment,
-                                   outboxChanged: outboxChanged, messageFailed: messageFailed)
-        manager = try ContentManager(store: store, transfer: LinkedContentTransfer(link: link, store: store),
-                                     settings: ContentSettings(), events: events)
+    init(
+        store: LocalStore, environment: SyncEnvironment, outboxChanged: @escaping @Sendable () -> Void = {},
+        messageFailed: @escaping @Sendable (OutboxFailure) -> Void = { _ in }
+    ) throws(ClientError) {
+        uploader = ContentUploader(
+            store: store, link: link, events: events, environment: environment,
+            outboxChanged: outboxChanged, messageFailed: messageFailed)
+        manager = try ContentManager(
+            store: store, transfer: LinkedContentTransfer(link: link, store: store),
+            settings: ContentSettings(), events: events)
         link.onReady { [weak self] in
             self?.uploader.start()
             self?.manager.scheduleAutoDownloads()

@@ -53,8 +53,11 @@ final class ContentUploader: @unchecked Sendable {
     private var signal: AsyncStream<Void>.Continuation?
 
     /// `outboxChanged` and `messageFailed` are fixed here, before any upload can run.
-    init(store: LocalStore, link: NodeLink, events: TransferEventHub, environment: SyncEnvironment,
-         outboxChanged: @escaping @Sendable () -> Void = {}, messageFailed: @escaping @Sendable (OutboxFailure) -> Void = { _ in }) {
+    init(
+        store: LocalStore, link: NodeLink, events: TransferEventHub, environment: SyncEnvironment,
+        outboxChanged: @escaping @Sendable () -> Void = {},
+        messageFailed: @escaping @Sendable (OutboxFailure) -> Void = { _ in }
+    ) {
         self.store = store
         self.link = link
         self.events = events
@@ -85,7 +88,12 @@ final class ContentUploader: @unchecked Sendable {
     /// Stops the worker (a running upload ends; the node keeps what it got).
     func stop() {
         let running = lock.withLock { () -> [Task<Void, Never>] in
-            defer { worker = nil; signal?.finish(); signal = nil; abandons.removeAll() }
+            defer {
+                worker = nil
+                signal?.finish()
+                signal = nil
+                abandons.removeAll()
+            }
             return [worker].compactMap { $0 } + abandons.values
         }
         for task in running { task.cancel() }
@@ -207,7 +215,9 @@ final class ContentUploader: @unchecked Sendable {
     /// with `error` when given.
     private func fail(_ part: MessagePartID, code: UInt16, reason: String, error: ClientError?) {
         let now = environment.now()
-        failed(part, code: code, reason: reason, error: error, at: now, stored: (try? store.markFailed(part.message.uuid, code: code, reason: reason, at: now)) == true)
+        failed(
+            part, code: code, reason: reason, error: error, at: now,
+            stored: (try? store.markFailed(part.message.uuid, code: code, reason: reason, at: now)) == true)
     }
 
     /// As `fail`, from the worker: the store is written through GRDB's async API.
@@ -217,10 +227,14 @@ final class ContentUploader: @unchecked Sendable {
         failed(part, code: code, reason: reason, error: error, at: now, stored: stored)
     }
 
-    private func failed(_ part: MessagePartID, code: UInt16, reason: String, error: ClientError?, at now: Timestamp, stored: Bool) {
+    private func failed(
+        _ part: MessagePartID, code: UInt16, reason: String, error: ClientError?, at now: Timestamp, stored: Bool
+    ) {
         if stored {
-            messageFailed(OutboxFailure(id: part.message.uuid, kind: OutboxCommandKind.sendMessage.rawValue, objectID: part.message.uuid,
-                                        code: code, reason: reason, failedAt: now))
+            messageFailed(
+                OutboxFailure(
+                    id: part.message.uuid, kind: OutboxCommandKind.sendMessage.rawValue, objectID: part.message.uuid,
+                    code: code, reason: reason, failedAt: now))
         }
         _ = lock.withLock { progresses.removeValue(forKey: part) }
         if let error { events.emit(.failed(part, .upload, error)) }
@@ -250,7 +264,9 @@ final class ContentUploader: @unchecked Sendable {
         let progress = progress(for: pending)
         guard let file = pending.file, FileManager.default.fileExists(atPath: file.path) else {
             let reason = "content-missing: the staged content of \(part) is not on this device"
-            await failAsync(part, code: OutboxFailure.contentMissingCode, reason: reason, error: ClientError(.contentUnavailable, reason))
+            await failAsync(
+                part, code: OutboxFailure.contentMissingCode, reason: reason,
+                error: ClientError(.contentUnavailable, reason))
             return
         }
         try await store.beginUploadAsync(of: part)
@@ -280,7 +296,9 @@ final class ContentUploader: @unchecked Sendable {
                 progress.completedUnitCount = Int64(offset)
                 lock.withLock { starts[part, default: []].append(offset) }
                 events.emit(.started(part, .upload, offset: offset))
-                let events = self.events, hook = chunkHook, total = reference.size
+                let events = self.events
+                let hook = chunkHook
+                let total = reference.size
                 let answer = try await ContentStreams.put(
                     reference, from: file, offset: offset, on: lease, chunkBytes: Self.chunkBytes,
                     shouldStop: { [weak self] in self?.shouldStop(part) ?? true },
@@ -330,9 +348,11 @@ final class ContentUploader: @unchecked Sendable {
                 return digestRestarts[part]!
             }
             if restarts <= 1 { return false }  // the node deleted the upload: HEAD finds nothing, start at 0
-            await failAsync(part, code: error.code == 0 ? 602 : error.code,
-                 reason: "content-digest-mismatch: the staged bytes of \(part) do not hash to its SHA-256, twice: \(error.reason)",
-                 error: ClientError(.contentRefused, error.description))
+            await failAsync(
+                part, code: error.code == 0 ? 602 : error.code,
+                reason:
+                    "content-digest-mismatch: the staged bytes of \(part) do not hash to its SHA-256, twice: \(error.reason)",
+                error: ClientError(.contentRefused, error.description))
             return true
         case .reauthenticate:
             await link.reject(lease.token, store: store)
@@ -342,8 +362,10 @@ final class ContentUploader: @unchecked Sendable {
             try await environment.sleep(.seconds(Int64(seconds)))
             return false
         case .fail:
-            await failAsync(part, code: error.code == 0 ? 400 : error.code, reason: "\(error.name.isEmpty ? "refused" : error.name): \(error.reason)",
-                 error: ClientError(.contentRefused, error.description))
+            await failAsync(
+                part, code: error.code == 0 ? 400 : error.code,
+                reason: "\(error.name.isEmpty ? "refused" : error.name): \(error.reason)",
+                error: ClientError(.contentRefused, error.description))
             return true
         }
     }

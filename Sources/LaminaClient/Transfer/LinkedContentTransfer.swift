@@ -18,8 +18,10 @@ struct LinkedContentTransfer: ContentTransferring {
     let link: NodeLink
     let store: LocalStore
 
-    func download(_ reference: ContentReference, of part: MessagePartID, to destination: URL,
-                  progress: @escaping @Sendable (UInt64, UInt64) -> Void) async throws {
+    func download(
+        _ reference: ContentReference, of part: MessagePartID, to destination: URL,
+        progress: @escaping @Sendable (UInt64, UInt64) -> Void
+    ) async throws {
         var attempt = 0
         while true {
             attempt += 1
@@ -44,8 +46,10 @@ struct LinkedContentTransfer: ContentTransferring {
         }
     }
 
-    private func once(_ reference: ContentReference, to destination: URL, lease: NodeLease,
-                      progress: @escaping @Sendable (UInt64, UInt64) -> Void) async throws {
+    private func once(
+        _ reference: ContentReference, to destination: URL, lease: NodeLease,
+        progress: @escaping @Sendable (UInt64, UInt64) -> Void
+    ) async throws {
         let fm = FileManager.default
         var have = ((try? fm.attributesOfItem(atPath: destination.path)[.size] as? NSNumber)?.uint64Value) ?? 0
         if have > reference.size { have = 0 }
@@ -68,7 +72,8 @@ struct LinkedContentTransfer: ContentTransferring {
         var offset = have
         progress(offset, reference.size)
         if offset < reference.size {
-            let (stream, status, headers, body) = try await ContentStreams.get(reference.id, from: offset, on: lease, highWater: Self.highWater)
+            let (stream, status, headers, body) = try await ContentStreams.get(
+                reference.id, from: offset, on: lease, highWater: Self.highWater)
             switch status {
             case 200:
                 if offset > 0 {  // the node sent everything: start the file again
@@ -77,9 +82,14 @@ struct LinkedContentTransfer: ContentTransferring {
                     offset = 0
                 }
             case 206:
-                guard let range = ContentHTTP.contentRange(headers["content-range"]), range.start == offset, range.size == reference.size else {
+                guard let range = ContentHTTP.contentRange(headers["content-range"]), range.start == offset,
+                    range.size == reference.size
+                else {
                     stream.reset()
-                    throw ClientError(.protocolError, "the node answered a range from \(offset) with content-range '\(headers["content-range"] ?? "")'")
+                    throw ClientError(
+                        .protocolError,
+                        "the node answered a range from \(offset) with content-range '\(headers["content-range"] ?? "")'"
+                    )
                 }
             default:
                 throw ContentHTTPError(status: status, headers: headers, body: await ContentStreams.errorBody(body))
@@ -90,7 +100,8 @@ struct LinkedContentTransfer: ContentTransferring {
                 for try await chunk in body {
                     guard offset + UInt64(chunk.readableBytes) <= reference.size else {
                         stream.reset()
-                        throw ClientError(.protocolError, "the node sent more than the content's \(reference.size) bytes")
+                        throw ClientError(
+                            .protocolError, "the node sent more than the content's \(reference.size) bytes")
                     }
                     try chunk.withUnsafeReadableBytes { bytes in
                         try hasher.update(bytes)
@@ -119,7 +130,10 @@ struct LinkedContentTransfer: ContentTransferring {
         guard digest == reference.sha256 else {
             try? output.close()
             try? fm.removeItem(at: destination)
-            throw ClientError(.contentRefused, "content-digest-mismatch: the downloaded bytes hash to \(Hex.encode(digest)), the reference says \(Hex.encode(reference.sha256))")
+            throw ClientError(
+                .contentRefused,
+                "content-digest-mismatch: the downloaded bytes hash to \(Hex.encode(digest)), the reference says \(Hex.encode(reference.sha256))"
+            )
         }
     }
 }

@@ -61,7 +61,8 @@ final class NodeLink: @unchecked Sendable {
 
     /// The sync stream on `on` was authenticated: `token` is the session's.
     func authenticated(token: String, on conn: TransportConnection) {
-        let (resumed, lease, observers) = lock.withLock { () -> ([CheckedContinuation<NodeLease, any Error>], NodeLease?, [@Sendable () -> Void]) in
+        let (resumed, lease, observers) = lock.withLock {
+            () -> ([CheckedContinuation<NodeLease, any Error>], NodeLease?, [@Sendable () -> Void]) in
             guard connection === conn, case .waiting = phase else { return ([], nil, []) }
             let lease = NodeLease(connection: conn, token: token)
             phase = .ready(lease)

@@ -41,12 +41,16 @@ public struct IdentityTokenVerifier: Sendable {
     /// The claims of `token` if it is well formed, signed by a configured provider and valid at `now`.
     public func verify(_ token: String, now: Timestamp) throws(WireError) -> IdentityClaims {
         guard token.utf8.count <= Self.maxTokenBytes else {
-            throw WireError(.malformedToken, "the identity token has \(token.utf8.count) bytes, more than \(Self.maxTokenBytes)")
+            throw WireError(
+                .malformedToken, "the identity token has \(token.utf8.count) bytes, more than \(Self.maxTokenBytes)")
         }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw WireError(.malformedToken, "a JWT has 3 dot-separated parts, this has \(parts.count)") }
+        guard parts.count == 3 else {
+            throw WireError(.malformedToken, "a JWT has 3 dot-separated parts, this has \(parts.count)")
+        }
         guard let headerBytes = Base64URL.decode(parts[0]), let claimsBytes = Base64URL.decode(parts[1]),
-              let signature = Base64URL.decode(parts[2]) else {
+            let signature = Base64URL.decode(parts[2])
+        else {
             throw WireError(.malformedToken, "a JWT part is not base64url")
         }
         let header = try Self.decode(IdentityTokenHeader.self, headerBytes, "header")
@@ -72,9 +76,13 @@ public struct IdentityTokenVerifier: Sendable {
         guard let subject = claims.prn ?? claims.sub else {
             throw WireError(.malformedToken, "the token has no prn or sub claim")
         }
-        guard let user = try? UserID(subject) else { throw WireError(.malformedToken, "the token's user id is not a valid user id") }
+        guard let user = try? UserID(subject) else {
+            throw WireError(.malformedToken, "the token's user id is not a valid user id")
+        }
         guard !user.isSystemSender else {
-            throw WireError(.malformedToken, "the token's user id has the reserved form of a system sender (\(UserID.systemSenderPrefix))")
+            throw WireError(
+                .malformedToken,
+                "the token's user id has the reserved form of a system sender (\(UserID.systemSenderPrefix))")
         }
         let nowSeconds = Double(now.millisecondsSince1970) / 1000
         let skew = Double(maxClockSkew.components.seconds)
@@ -82,13 +90,19 @@ public struct IdentityTokenVerifier: Sendable {
             throw WireError(.malformedToken, "the token needs numeric iat and exp claims")
         }
         guard exp + skew >= nowSeconds else { throw WireError(.tokenExpired, "the token expired at \(Int64(exp))") }
-        guard iat - skew <= nowSeconds else { throw WireError(.tokenNotYetValid, "the token is issued in the future (\(Int64(iat)))") }
+        guard iat - skew <= nowSeconds else {
+            throw WireError(.tokenNotYetValid, "the token is issued in the future (\(Int64(iat)))")
+        }
         if let nbf = claims.nbf, nbf - skew > nowSeconds {
             throw WireError(.tokenNotYetValid, "the token is not valid before \(Int64(nbf))")
         }
-        guard let nonce = claims.nce, !nonce.isEmpty else { throw WireError(.malformedToken, "the token has no nce claim") }
+        guard let nonce = claims.nce, !nonce.isEmpty else {
+            throw WireError(.malformedToken, "the token has no nce claim")
+        }
         let identity = Identity(userID: user, displayName: claims.display_name, avatarURL: claims.avatar_url)
-        guard (try? identity.validate()) != nil else { throw WireError(.malformedToken, "the token's display name or avatar URL is invalid") }
+        guard (try? identity.validate()) != nil else {
+            throw WireError(.malformedToken, "the token's display name or avatar URL is invalid")
+        }
         return IdentityClaims(provider: issuer, identity: identity, nonce: nonce)
     }
 
@@ -98,7 +112,7 @@ public struct IdentityTokenVerifier: Sendable {
         guard token.utf8.count <= maxTokenBytes else { return nil }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let bytes = Base64URL.decode(parts[1]),
-              let claims = try? JSONDecoder().decode(IdentityTokenClaimFields.self, from: Data(bytes))
+            let claims = try? JSONDecoder().decode(IdentityTokenClaimFields.self, from: Data(bytes))
         else { return nil }
         return claims.nce
     }

@@ -41,7 +41,9 @@ extension NodeServerConfiguration {
 
     /// Applies one setting given as text (a flag or a variable).
     public mutating func apply(setting key: String, text: String, from source: String) throws {
-        guard let setting = Self.setting(key) else { throw NodeServerError.configuration("\(source): unknown setting \(key)") }
+        guard let setting = Self.setting(key) else {
+            throw NodeServerError.configuration("\(source): unknown setting \(key)")
+        }
         try setting.apply(.text(text), to: &self, from: source)
     }
 

@@ -28,7 +28,9 @@ public final class ContentArrivals: Sendable {
             return s.nextToken
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            state.withLockedValue { $0.waiters[id, default: []].append(Waiter(token: token, continuation: continuation)) }
+            state.withLockedValue {
+                $0.waiters[id, default: []].append(Waiter(token: token, continuation: continuation))
+            }
             wanted()
             Task {
                 try? await Task.sleep(for: timeout)

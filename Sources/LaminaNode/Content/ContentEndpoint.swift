@@ -43,8 +43,11 @@ public enum ContentEndpoint {
             // A signed download URL the Server API handed out (CONTENT.md §10) stands in for a session.
             if method == "GET", stream.requestHeaders["authorization"] == nil, ContentURLSigner.isSigned(stream.path) {
                 let query = stream.path[stream.path.index(after: stream.path.firstIndex(of: "?")!)...]
-                guard service.urls.verify(.download, id, query: query, now: Timestamp.now().millisecondsSince1970 / 1000) else {
-                    exchange.fail(ContentFailure(.forbidden, "the download URL's signature is invalid or it has expired"))
+                guard
+                    service.urls.verify(.download, id, query: query, now: Timestamp.now().millisecondsSince1970 / 1000)
+                else {
+                    exchange.fail(
+                        ContentFailure(.forbidden, "the download URL's signature is invalid or it has expired"))
                     return
                 }
                 DownloadHandler.start(exchange: exchange, service: service, id: id, reader: .signedURL)
@@ -56,7 +59,8 @@ public enum ContentEndpoint {
                     exchange.fail(ContentFailure.from(error))
                 case .success(let user):
                     switch method {
-                    case "PUT": UploadHandler.start(exchange: exchange, service: service, id: id, user: user, request: upload!)
+                    case "PUT":
+                        UploadHandler.start(exchange: exchange, service: service, id: id, user: user, request: upload!)
                     case "GET": DownloadHandler.start(exchange: exchange, service: service, id: id, reader: .user(user))
                     case "HEAD": head(exchange: exchange, service: service, id: id, user: user)
                     default: delete(exchange: exchange, service: service, id: id, user: user)
@@ -109,13 +113,18 @@ public enum ContentEndpoint {
         case .admitted: break
         case .contentBusy, .userBusy:
             exchange.fail(
-                ContentFailure(.overloaded, "an upload of \(id) is in progress; retry once its stream closed",
-                               headers: ["retry-after": "1"]))
+                ContentFailure(
+                    .overloaded, "an upload of \(id) is in progress; retry once its stream closed",
+                    headers: ["retry-after": "1"]))
             return
         }
         service.write(on: loop) { tx in
-            guard let upload = try tx.read.upload(id) else { throw ContentFailure(.contentNotFound, "no content \(id)") }
-            guard upload.owner == user else { throw ContentFailure(.forbidden, "content \(id) belongs to another user") }
+            guard let upload = try tx.read.upload(id) else {
+                throw ContentFailure(.contentNotFound, "no content \(id)")
+            }
+            guard upload.owner == user else {
+                throw ContentFailure(.forbidden, "content \(id) belongs to another user")
+            }
             guard try tx.read.contentReferences(id).isEmpty else {
                 throw ContentFailure(.forbidden, "a message references content \(id); it goes with its messages")
             }

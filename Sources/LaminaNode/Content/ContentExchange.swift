@@ -82,7 +82,8 @@ final class ContentExchange: TransportStreamDelegate, @unchecked Sendable {
     func fail(_ failure: ContentFailure, headers extra: [(String, String)] = []) {
         var headers = extra
         headers.append(("lamina-error", failure.code.name))
-        for (name, value) in failure.headers.sorted(by: { $0.key < $1.key }) where !headers.contains(where: { $0.0 == name }) {
+        for (name, value) in failure.headers.sorted(by: { $0.key < $1.key })
+        where !headers.contains(where: { $0.0 == name }) {
             headers.append((name, value))
         }
         guard stream.method != "HEAD" else {
@@ -90,7 +91,8 @@ final class ContentExchange: TransportStreamDelegate, @unchecked Sendable {
             respond(status: failure.status, headers: headers)
             return
         }
-        let json = #"{"code":\#(failure.code.wireValue),"name":\#(WireJSON.quote(failure.code.name)),"reason":\#(WireJSON.quote(failure.reason))}"#
+        let json =
+            #"{"code":\#(failure.code.wireValue),"name":\#(WireJSON.quote(failure.code.name)),"reason":\#(WireJSON.quote(failure.reason))}"#
         respond(status: failure.status, headers: headers, json: json)
     }
 }

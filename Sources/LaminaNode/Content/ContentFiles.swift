@@ -5,9 +5,9 @@ import LaminaTransport
 import NIOCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A file operation that failed, with the path and `errno`'s text.
@@ -40,12 +40,14 @@ public struct ContentFiles: Sendable {
         self.root = root
         for dir in [root.appendingPathComponent("partial"), root.appendingPathComponent("complete")] {
             if let code = Self.makeDirectories(dir.path) {
-                throw ContentFileError(reason: "cannot create the content directory \(dir.path): \(String(cString: strerror(code)))")
+                throw ContentFileError(
+                    reason: "cannot create the content directory \(dir.path): \(String(cString: strerror(code)))")
             }
             let probe = dir.appendingPathComponent(".write-probe-\(UUID().uuidString.lowercased())").path
             let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                throw ContentFileError(reason: "the content directory \(dir.path) is not writable: \(String(cString: strerror(errno)))")
+                throw ContentFileError(
+                    reason: "the content directory \(dir.path) is not writable: \(String(cString: strerror(errno)))")
             }
             close(fd)
             unlink(probe)
@@ -171,7 +173,9 @@ public struct ContentFiles: Sendable {
     }
 
     /// Reads up to `count` bytes at `offset` into a new buffer (fewer only at the file's end).
-    public static func readChunk(_ fd: Int32, at offset: UInt64, count: Int, allocator: ByteBufferAllocator) throws -> ByteBuffer {
+    public static func readChunk(_ fd: Int32, at offset: UInt64, count: Int, allocator: ByteBufferAllocator) throws
+        -> ByteBuffer
+    {
         var buffer = allocator.buffer(capacity: count)
         var done = 0
         while done < count {
@@ -251,7 +255,9 @@ public struct ContentFiles: Sendable {
                 guard stat(path, &info) == 0 else { throw ContentFileError("cannot stat", path) }
                 let size = UInt64(info.st_size)
                 if size > upload.receivedBytes {
-                    guard truncate(path, off_t(upload.receivedBytes)) == 0 else { throw ContentFileError("cannot truncate", path) }
+                    guard truncate(path, off_t(upload.receivedBytes)) == 0 else {
+                        throw ContentFileError("cannot truncate", path)
+                    }
                     report.truncated += 1
                 } else if size < upload.receivedBytes {
                     report.damaged[upload.id] = .some(size)
@@ -263,7 +269,8 @@ public struct ContentFiles: Sendable {
             if upload.state == .complete {
                 if !fm.fileExists(atPath: completeDirectory + "/" + name) { report.damaged[upload.id] = .some(nil) }
             } else if upload.receivedBytes > 0, !fm.fileExists(atPath: partialDirectory + "/" + name),
-                      !(shared && fm.fileExists(atPath: completeDirectory + "/" + name)) {
+                !(shared && fm.fileExists(atPath: completeDirectory + "/" + name))
+            {
                 report.damaged[upload.id] = .some(0)
             }
         }

@@ -46,7 +46,8 @@ public struct UploadRequestHeaders: Hashable, Sendable {
                 throw ContentFailure(.invalidArgument, "content-length is not a decimal number")
             }
             guard value <= size - offset else {
-                throw ContentFailure(.uploadTooLong, "content-length \(value) runs past the declared size (\(size - offset) bytes left)")
+                throw ContentFailure(
+                    .uploadTooLong, "content-length \(value) runs past the declared size (\(size - offset) bytes left)")
             }
             length = value
         }

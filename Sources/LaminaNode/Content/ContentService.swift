@@ -29,8 +29,10 @@ public final class ContentService: Sendable {
     /// Opens the content directories and brings the files in line with the records (start-up
     /// recovery, blocking: call before serving, then ``start(sweepingOn:)``). `threads` do the
     /// disk work of uploads and downloads.
-    package init(store: NodeStore, dataDirectory: URL, settings: ContentServiceSettings, logger: Logger, threads: Int = 2,
-                arrivals: ContentArrivals = ContentArrivals()) throws {
+    package init(
+        store: NodeStore, dataDirectory: URL, settings: ContentServiceSettings, logger: Logger, threads: Int = 2,
+        arrivals: ContentArrivals = ContentArrivals()
+    ) throws {
         self.store = store
         self.arrivals = arrivals
         self.settings = settings
@@ -52,7 +54,8 @@ public final class ContentService: Sendable {
             logger.notice(
                 "content recovery",
                 metadata: [
-                    "truncated": "\(recovery.truncated)", "orphans": "\(recovery.orphansDeleted)", "damaged": "\(recovery.damaged.count)",
+                    "truncated": "\(recovery.truncated)", "orphans": "\(recovery.orphansDeleted)",
+                    "damaged": "\(recovery.damaged.count)",
                 ])
         }
         self.lastRecovery = recovery
@@ -117,13 +120,21 @@ public final class ContentService: Sendable {
             return !v
         }
         guard first else { return }
-        sweep.withLockedValue { $0?.cancel(); $0 = nil }
+        sweep.withLockedValue {
+            $0?.cancel()
+            $0 = nil
+        }
         let busy = active.ids
         if !busy.isEmpty {
             // Whichever comes first: every busy content idle, or the timeout.
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let pending = NIOLockedValueBox<CheckedContinuation<Void, Never>?>(continuation)
-                let resume: @Sendable () -> Void = { pending.withLockedValue { c in defer { c = nil }; return c }?.resume() }
+                let resume: @Sendable () -> Void = {
+                    pending.withLockedValue { c in
+                        defer { c = nil }
+                        return c
+                    }?.resume()
+                }
                 Task {
                     for id in busy { await self.active.waitUntilIdle(id) }
                     resume()
@@ -156,13 +167,16 @@ public final class ContentService: Sendable {
     @discardableResult
     public func collect(at now: Timestamp = .now()) async throws -> ContentCollection {
         let busy = active.ids
-        let abandonedBefore = Timestamp(millisecondsSince1970: now.millisecondsSince1970 - Int64(settings.abandonedUploadAgeSeconds) * 1000)
+        let abandonedBefore = Timestamp(
+            millisecondsSince1970: now.millisecondsSince1970 - Int64(settings.abandonedUploadAgeSeconds) * 1000)
         let unreferencedBefore = Timestamp(
             millisecondsSince1970: now.millisecondsSince1970 - Int64(settings.unreferencedContentAgeSeconds) * 1000)
         let batch = 1000
         let result = try await store.write { tx -> ContentCollection in
             var out = ContentCollection()
-            out.abandoned = try tx.read.abandonedUploads(notWrittenSince: abandonedBefore, limit: batch).filter { !busy.contains($0) }
+            out.abandoned = try tx.read.abandonedUploads(notWrittenSince: abandonedBefore, limit: batch).filter {
+                !busy.contains($0)
+            }
             out.unreferenced = try tx.read.unreferencedContent(completedBefore: unreferencedBefore, limit: batch)
             out.deletedMessages = try tx.read.contentOfDeletedMessages(limit: batch).filter { !busy.contains($0) }
             for id in out.all { try tx.deleteUpload(id) }
@@ -189,13 +203,17 @@ public final class ContentService: Sendable {
         threadPool.runIfActive(eventLoop: eventLoop, body)
     }
 
-    func read<T: Sendable>(on eventLoop: EventLoop, _ body: @escaping @Sendable (StorageReader) throws -> T) -> EventLoopFuture<T> {
+    func read<T: Sendable>(on eventLoop: EventLoop, _ body: @escaping @Sendable (StorageReader) throws -> T)
+        -> EventLoopFuture<T>
+    {
         let promise = eventLoop.makePromise(of: T.self)
         store.read(body) { promise.completeWith($0) }
         return promise.futureResult
     }
 
-    func write<T: Sendable>(on eventLoop: EventLoop, _ body: @escaping @Sendable (StorageTransaction) throws -> T) -> EventLoopFuture<T> {
+    func write<T: Sendable>(on eventLoop: EventLoop, _ body: @escaping @Sendable (StorageTransaction) throws -> T)
+        -> EventLoopFuture<T>
+    {
         let promise = eventLoop.makePromise(of: T.self)
         do { try store.submit(body) { promise.completeWith($0) } } catch { promise.fail(error) }
         return promise.futureResult
@@ -208,7 +226,8 @@ public final class ContentService: Sendable {
         }
         let prefix = "bearer "
         guard value.count > prefix.count, value.prefix(prefix.count).lowercased() == prefix else {
-            return eventLoop.makeFailedFuture(ContentFailure(.authenticationRequired, "authorization is not a Bearer token"))
+            return eventLoop.makeFailedFuture(
+                ContentFailure(.authenticationRequired, "authorization is not a Bearer token"))
         }
         let token = String(value.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
         guard !token.isEmpty, token.utf8.count <= 4096, let hash = try? SHA256Hasher.hash(Array(token.utf8)) else {
@@ -291,7 +310,8 @@ final class ActiveUploads: Sendable {
     /// The user's other uploads with an open stream and their declared sizes together.
     func reservations(of user: UserID, excluding id: ContentID) -> (ids: Set<ContentID>, bytes: UInt64) {
         state.withLockedValue { s in
-            var ids: Set<ContentID> = [], bytes: UInt64 = 0
+            var ids: Set<ContentID> = []
+            var bytes: UInt64 = 0
             for (other, size) in s.reserved where other != id && s.ids[other] == user {
                 ids.insert(other)
                 bytes += size

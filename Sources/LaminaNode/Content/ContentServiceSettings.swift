@@ -41,20 +41,26 @@ public struct ContentServiceSettings: Sendable, Hashable, Codable {
     /// `<dataDirectory>/content`.
     public func root(dataDirectory: URL) -> URL {
         guard let directory else { return dataDirectory.appendingPathComponent("content") }
-        return URL(fileURLWithPath: directory, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
-            .standardizedFileURL
+        return URL(
+            fileURLWithPath: directory, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        )
+        .standardizedFileURL
     }
 
     /// Refuses values outside their ranges, with a reason.
     public func validate() throws {
         func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration(reason) } }
-        try check(directory.map { !$0.isEmpty && !$0.contains("\0") } ?? true, "content.directory must be a non-empty path")
+        try check(
+            directory.map { !$0.isEmpty && !$0.contains("\0") } ?? true, "content.directory must be a non-empty path")
         try check(maxConcurrentUploadsPerUser >= 1, "content.maxConcurrentUploadsPerUser must be at least 1")
         try check(abandonedUploadAgeSeconds >= 0, "content.abandonedUploadAgeSeconds must be at least 0")
         try check(unreferencedContentAgeSeconds >= 0, "content.unreferencedContentAgeSeconds must be at least 0")
         try check(sweepIntervalSeconds >= 0, "content.sweepIntervalSeconds must be at least 0")
-        try check((4096...4 * 1024 * 1024).contains(downloadChunkBytes), "content.downloadChunkBytes must be 4096...4194304")
-        try check((64 * 1024...64 * 1024 * 1024).contains(uploadBufferBytes), "content.uploadBufferBytes must be 65536...67108864")
+        try check(
+            (4096...4 * 1024 * 1024).contains(downloadChunkBytes), "content.downloadChunkBytes must be 4096...4194304")
+        try check(
+            (64 * 1024...64 * 1024 * 1024).contains(uploadBufferBytes),
+            "content.uploadBufferBytes must be 65536...67108864")
         try check(uploadSyncIntervalBytes >= 1024 * 1024, "content.uploadSyncIntervalBytes must be at least 1048576")
         try check((1...3600).contains(uploadStallTimeoutSeconds), "content.uploadStallTimeoutSeconds must be 1...3600")
         try check(retryAfterSeconds >= 1, "content.retryAfterSeconds must be at least 1")

@@ -47,7 +47,9 @@ final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
         case fetching
     }
 
-    static func start(exchange: ContentExchange, service: ContentService, id: ContentID, reader: ContentReader, waited: Bool = false) {
+    static func start(
+        exchange: ContentExchange, service: ContentService, id: ContentID, reader: ContentReader, waited: Bool = false
+    ) {
         let loop = exchange.eventLoop
         let rangeHeader = exchange.stream.requestHeaders["range"]
         service.read(on: loop) { r -> Lookup in
@@ -64,9 +66,13 @@ final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
                 break  // the node signed the URL for this content (CONTENT.md §10)
             case .peer:
                 // A peer fetches content a message references, nothing else (CONTENT.md §9).
-                guard try r.isContentReferenced(id) else { throw ContentFailure(.contentNotFound, "no message here references content \(id)") }
+                guard try r.isContentReferenced(id) else {
+                    throw ContentFailure(.contentNotFound, "no message here references content \(id)")
+                }
             }
-            guard upload.state == .complete else { throw ContentFailure(.contentNotReady, "content \(id) is not completely uploaded") }
+            guard upload.state == .complete else {
+                throw ContentFailure(.contentNotReady, "content \(id) is not completely uploaded")
+            }
             return .ready(upload)
         }.whenComplete { result in
             switch result {
@@ -74,7 +80,10 @@ final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
                 exchange.fail(ContentFailure.from(error))
             case .success(.fetching):
                 guard !waited else {
-                    exchange.fail(ContentFailure(.contentNotReady, "this node is still fetching content \(id) from a peer", headers: ["retry-after": "1"]))
+                    exchange.fail(
+                        ContentFailure(
+                            .contentNotReady, "this node is still fetching content \(id) from a peer",
+                            headers: ["retry-after": "1"]))
                     return
                 }
                 Task {
@@ -112,12 +121,15 @@ final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
                 service.io(on: loop) { try files.openComplete(id) }.whenComplete { opened in
                     switch opened {
                     case .failure(let error):
-                        service.logger.error("cannot open content", metadata: ["content": "\(id)", "error": "\(error)"])
+                        service.logger.error(
+                            "cannot open content", metadata: ["content": "\(id)", "error": "\(error)"])
                         exchange.fail(ContentFailure(.internalError, "cannot open the content's file: \(error)"))
                     case .success(let (fd, fileSize)):
                         guard fileSize == size else {
                             _ = service.io(on: loop) { ContentFiles.closeFile(fd) }
-                            exchange.fail(ContentFailure(.internalError, "content \(id) holds \(fileSize) bytes, \(size) recorded"))
+                            exchange.fail(
+                                ContentFailure(
+                                    .internalError, "content \(id) holds \(fileSize) bytes, \(size) recorded"))
                             return
                         }
                         guard !exchange.isClosed else {
@@ -126,7 +138,8 @@ final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
                         }
                         var response: HeaderFields = [(":status", "\(status)")]
                         for (name, value) in responseHeaders { response.append(name, value) }
-                        let handler = DownloadHandler(exchange: exchange, service: service, fd: fd, lower: lower, end: upper)
+                        let handler = DownloadHandler(
+                            exchange: exchange, service: service, fd: fd, lower: lower, end: upper)
                         exchange.stream.sendHeaders(response, endStream: upper == lower)
                         if upper == lower {
                             handler.finishReading()
@@ -147,35 +160,37 @@ final class DownloadHandler: ContentBodyHandler, @unchecked Sendable {
         let fd = self.fd
         let at = position
         let allocator = self.allocator
-        service.io(on: exchange.eventLoop) { try ContentFiles.readChunk(fd, at: at, count: count, allocator: allocator) }
-            .whenComplete { [self] result in
-                reading = false
-                guard !done else {
+        service.io(on: exchange.eventLoop) {
+            try ContentFiles.readChunk(fd, at: at, count: count, allocator: allocator)
+        }
+        .whenComplete { [self] result in
+            reading = false
+            guard !done else {
+                finishReading()
+                return
+            }
+            switch result {
+            case .failure(let error):
+                service.logger.error("content read failed", metadata: ["error": "\(error)"])
+                exchange.stream.reset(code: 0x2)  // INTERNAL_ERROR
+                finishReading()
+            case .success(let chunk):
+                guard chunk.readableBytes == count else {
+                    service.logger.error("content file shorter than recorded")
+                    exchange.stream.reset(code: 0x2)
                     finishReading()
                     return
                 }
-                switch result {
-                case .failure(let error):
-                    service.logger.error("content read failed", metadata: ["error": "\(error)"])
-                    exchange.stream.reset(code: 0x2)  // INTERNAL_ERROR
+                position += UInt64(count)
+                exchange.stream.write(chunk, promise: nil)
+                if position == end {
+                    exchange.stream.finish()
                     finishReading()
-                case .success(let chunk):
-                    guard chunk.readableBytes == count else {
-                        service.logger.error("content file shorter than recorded")
-                        exchange.stream.reset(code: 0x2)
-                        finishReading()
-                        return
-                    }
-                    position += UInt64(count)
-                    exchange.stream.write(chunk, promise: nil)
-                    if position == end {
-                        exchange.stream.finish()
-                        finishReading()
-                    } else {
-                        readNext()
-                    }
+                } else {
+                    readNext()
                 }
             }
+        }
     }
 
     /// Stops reading and closes the file (once no read is in flight).

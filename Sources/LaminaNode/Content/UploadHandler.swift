@@ -54,7 +54,8 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
     private var stallCheck: Scheduled<Void>?
 
     private init(
-        exchange: ContentExchange, service: ContentService, id: ContentID, user: UserID, request: UploadRequestHeaders, offset: UInt64
+        exchange: ContentExchange, service: ContentService, id: ContentID, user: UserID, request: UploadRequestHeaders,
+        offset: UInt64
     ) {
         self.exchange = exchange
         self.service = service
@@ -68,15 +69,18 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
 
     /// Admission (concurrent uploads), the record (new: offset 0 and quota; known: owner, size,
     /// digest, offset), then the file opened at the offset and the durable prefix re-hashed.
-    static func start(exchange: ContentExchange, service: ContentService, id: ContentID, user: UserID, request: UploadRequestHeaders) {
+    static func start(
+        exchange: ContentExchange, service: ContentService, id: ContentID, user: UserID, request: UploadRequestHeaders
+    ) {
         let loop = exchange.eventLoop
         guard !exchange.isClosed else { return }  // the client went away during the session lookup
         switch service.active.begin(id, user: user, limit: service.settings.maxConcurrentUploadsPerUser) {
         case .admitted: break
         case .contentBusy:
             exchange.fail(
-                ContentFailure(.overloaded, "content \(id) is being uploaded on another stream; retry once it closed",
-                               headers: ["retry-after": "1"]))
+                ContentFailure(
+                    .overloaded, "content \(id) is being uploaded on another stream; retry once it closed",
+                    headers: ["retry-after": "1"]))
             return
         case .userBusy:
             exchange.fail(
@@ -91,14 +95,19 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
             let existing = try tx.read.upload(id)
             if let existing {
                 let held = ["lamina-upload-offset": "\(existing.receivedBytes)"]
-                guard existing.owner == user else { throw ContentFailure(.forbidden, "content \(id) belongs to another user") }
+                guard existing.owner == user else {
+                    throw ContentFailure(.forbidden, "content \(id) belongs to another user")
+                }
                 guard existing.declaredSize == request.size, existing.sha256 == request.sha256 else {
                     throw ContentFailure(
-                        .uploadMismatch, "content \(id) was declared with \(existing.declaredSize) bytes and another digest", headers: held)
+                        .uploadMismatch,
+                        "content \(id) was declared with \(existing.declaredSize) bytes and another digest",
+                        headers: held)
                 }
                 if existing.state == .complete { return existing }
             } else if request.offset != 0 {
-                throw ContentFailure(.uploadOffsetMismatch, "the node holds no byte of \(id)", headers: ["lamina-upload-offset": "0"])
+                throw ContentFailure(
+                    .uploadOffsetMismatch, "the node holds no byte of \(id)", headers: ["lamina-upload-offset": "0"])
             }
             // CONTENT.md §7: the user's other uploads (held bytes, or the declared size of those
             // streaming now) plus this one's declared size. Writes are serial, so two
@@ -107,13 +116,15 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
             let used = try tx.read.contentBytes(of: user, excluding: streaming.ids.union([id])) + streaming.bytes
             guard used <= quota, request.size <= quota - used else {
                 throw ContentFailure(
-                    .quotaExceeded, "\(used) bytes stored or reserved, \(request.size) more would exceed the quota of \(quota)",
+                    .quotaExceeded,
+                    "\(used) bytes stored or reserved, \(request.size) more would exceed the quota of \(quota)",
                     headers: existing.map { ["lamina-upload-offset": "\($0.receivedBytes)"] } ?? [:])
             }
             service.active.reserve(id, declaredSize: request.size)
             if let existing { return existing }
             let upload = ContentUpload(
-                id: id, owner: user, declaredSize: request.size, sha256: request.sha256, state: .uploading, createdAt: now)
+                id: id, owner: user, declaredSize: request.size, sha256: request.sha256, state: .uploading,
+                createdAt: now)
             try tx.createUpload(upload)
             return upload
         }.whenComplete { result in
@@ -129,10 +140,15 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
                 } else if upload.receivedBytes != request.offset {
                     service.active.end(id)
                     exchange.fail(
-                        ContentFailure(.uploadOffsetMismatch, "the node holds \(upload.receivedBytes) bytes of \(id), not \(request.offset)"),
+                        ContentFailure(
+                            .uploadOffsetMismatch,
+                            "the node holds \(upload.receivedBytes) bytes of \(id), not \(request.offset)"),
                         headers: held)
                 } else {
-                    UploadHandler(exchange: exchange, service: service, id: id, user: user, request: request, offset: request.offset).open()
+                    UploadHandler(
+                        exchange: exchange, service: service, id: id, user: user, request: request,
+                        offset: request.offset
+                    ).open()
                 }
             }
         }
@@ -156,7 +172,8 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
             switch result {
             case .failure(let error):
                 service.active.end(id)
-                service.logger.error("cannot open an upload's file", metadata: ["content": "\(id)", "error": "\(error)"])
+                service.logger.error(
+                    "cannot open an upload's file", metadata: ["content": "\(id)", "error": "\(error)"])
                 exchange.fail(ContentFailure(.internalError, "cannot open the upload's file: \(error)"))
             case .success(let file):
                 self.file = file
@@ -289,14 +306,16 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
         let now = Timestamp.now()
         service.write(on: loop) { tx in try Self.recordHeld(tx, id, bytes, at: now) }
             .whenFailure { [service] error in
-                service.logger.warning("cannot record upload progress", metadata: ["content": "\(id)", "error": "\(error)"])
+                service.logger.warning(
+                    "cannot record upload progress", metadata: ["content": "\(id)", "error": "\(error)"])
             }
     }
 
     /// Records `bytes` of an unfinished upload as held, unless the content is complete by now:
     /// on a shared store another node may have finished it (a resume there) before this node,
     /// draining the stream it lost, records what it had.
-    private static func recordHeld(_ tx: StorageTransaction, _ id: ContentID, _ bytes: UInt64, at now: Timestamp) throws {
+    private static func recordHeld(_ tx: StorageTransaction, _ id: ContentID, _ bytes: UInt64, at now: Timestamp) throws
+    {
         if try tx.read.upload(id)?.state == .complete { return }
         try tx.updateUpload(id, receivedBytes: bytes, state: .uploading, at: now)
     }
@@ -347,7 +366,8 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
                 if let storage = error as? StorageError, storage.code == .notFound {
                     exchange.fail(ContentFailure(.contentNotFound, "content \(id) was deleted during the upload"))
                 } else {
-                    service.logger.error("cannot finish an upload", metadata: ["content": "\(id)", "error": "\(error)"])
+                    service.logger.error(
+                        "cannot finish an upload", metadata: ["content": "\(id)", "error": "\(error)"])
                     exchange.fail(ContentFailure(.internalError, "cannot finish the upload: \(error)"))
                 }
                 return
@@ -366,13 +386,16 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
                         headers: ["lamina-upload-offset": "0"]))
             case _ where overflow:
                 exchange.fail(
-                    ContentFailure(.uploadTooLong, "the body runs past the declared size of \(request.size) bytes; the bytes up to it are kept"),
+                    ContentFailure(
+                        .uploadTooLong,
+                        "the body runs past the declared size of \(request.size) bytes; the bytes up to it are kept"),
                     headers: held)
             case .partial where stalled:
                 exchange.fail(
                     ContentFailure(
                         .uploadStalled,
-                        "no body byte for \(service.settings.uploadStallTimeoutSeconds) s; the \(size) bytes held are kept, resume from lamina-upload-offset"),
+                        "no body byte for \(service.settings.uploadStallTimeoutSeconds) s; the \(size) bytes held are kept, resume from lamina-upload-offset"
+                    ),
                     headers: held)
             case .complete:
                 exchange.respond(status: 201, headers: held, json: ContentEndpoint.completionJSON(upload))
@@ -394,6 +417,7 @@ final class UploadHandler: ContentBodyHandler, @unchecked Sendable {
         _ = service.io(on: loop) { ContentFiles.closeFile(fd) }
         service.logger.error("an upload's write failed", metadata: ["content": "\(id)", "error": "\(error)"])
         exchange.fail(
-            ContentFailure(.internalError, "cannot write the upload: \(error)", headers: ["lamina-upload-offset": "\(synced)"]))
+            ContentFailure(
+                .internalError, "cannot write the upload: \(error)", headers: ["lamina-upload-offset": "\(synced)"]))
     }
 }

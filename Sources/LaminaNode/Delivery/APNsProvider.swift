@@ -29,14 +29,16 @@ final class APNsProvider: PushProvider {
 
     /// Loads the team's key; a key that does not parse is a start-up error with the reason.
     init(
-        _ settings: PushSettings.APNs, connections: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, timeout: TimeAmount
+        _ settings: PushSettings.APNs, connections: Int, tls: TLSContext, group: EventLoopGroup,
+        connectTimeout: TimeAmount, timeout: TimeAmount
     ) throws {
         let pem: String
         do { pem = try String(contentsOfFile: settings.keyFile, encoding: .utf8) } catch {
             throw NodeServerError.configuration("push: apns keyFile \(settings.keyFile) cannot be read: \(error)")
         }
         do { signer = try ES256Signer(privateKeyPEM: pem) } catch {
-            throw NodeServerError.configuration("push: apns keyFile \(settings.keyFile) is not a P-256 private key in PEM (.p8): \(error)")
+            throw NodeServerError.configuration(
+                "push: apns keyFile \(settings.keyFile) is not a P-256 private key in PEM (.p8): \(error)")
         }
         for url in [settings.productionURL, settings.sandboxURL] where !url.hasPrefix("https://") {
             throw NodeServerError.configuration("push: apns URL \(url) is not an https:// URL")
@@ -44,8 +46,10 @@ final class APNsProvider: PushProvider {
         self.settings = settings
         self.timeout = timeout
         pools = [
-            .production: HTTP2Pool(url: settings.productionURL, count: connections, tls: tls, group: group, connectTimeout: connectTimeout),
-            .sandbox: HTTP2Pool(url: settings.sandboxURL, count: connections, tls: tls, group: group, connectTimeout: connectTimeout),
+            .production: HTTP2Pool(
+                url: settings.productionURL, count: connections, tls: tls, group: group, connectTimeout: connectTimeout),
+            .sandbox: HTTP2Pool(
+                url: settings.sandboxURL, count: connections, tls: tls, group: group, connectTimeout: connectTimeout),
         ]
     }
 
@@ -53,7 +57,8 @@ final class APNsProvider: PushProvider {
     func providerToken() throws -> String {
         if let current = token.current { return current }
         let jwt = try ProviderJWT.make(
-            header: JWTHeader(alg: "ES256", kid: settings.keyID), claims: APNsClaims(iss: settings.teamID, iat: Int(Date().timeIntervalSince1970)),
+            header: JWTHeader(alg: "ES256", kid: settings.keyID),
+            claims: APNsClaims(iss: settings.teamID, iat: Int(Date().timeIntervalSince1970)),
             sign: signer.sign)
         token.set(jwt, validFor: Self.tokenLifetime)
         return jwt
@@ -70,15 +75,18 @@ final class APNsProvider: PushProvider {
             if n.title != nil || n.alert != nil { aps.alert = APNsPayload.Alert(title: n.title, body: n.alert) }
             aps.sound = n.sound
         }
-        let layer = APNsPayload.Layer(message_identifier: n.messageID, conversation_identifier: n.conversationID, sender_id: n.sender)
+        let layer = APNsPayload.Layer(
+            message_identifier: n.messageID, conversation_identifier: n.conversationID, sender_id: n.sender)
         return Array(try ServerAPIJSON.encode(APNsPayload(aps: aps, layer: layer, custom: n.data)))
     }
 
     static func headers(_ push: QueuedPush, _ n: PushNotification, bearer: String) -> HeaderFields {
         guard case .apns(_, let topic, _) = push.token else { return [] }
         return [
-            ("authorization", "bearer \(bearer)"), ("apns-topic", topic), ("apns-push-type", n.isSilent ? "background" : "alert"),
-            ("apns-priority", n.isSilent ? "5" : "10"), ("apns-expiration", "\(push.expiresAt.millisecondsSince1970 / 1_000)"),
+            ("authorization", "bearer \(bearer)"), ("apns-topic", topic),
+            ("apns-push-type", n.isSilent ? "background" : "alert"),
+            ("apns-priority", n.isSilent ? "5" : "10"),
+            ("apns-expiration", "\(push.expiresAt.millisecondsSince1970 / 1_000)"),
             ("apns-collapse-id", push.message.uuid.uuidString.lowercased()), ("content-type", "application/json"),
         ]
     }
@@ -88,9 +96,12 @@ final class APNsProvider: PushProvider {
         do {
             let body = ByteBuffer(bytes: try Self.payload(notification))
             let path = "/3/device/\(push.token.tokenText)"
-            guard let pool = pools[environment] else { return .refused("no connection for APNs environment \(environment)") }
+            guard let pool = pools[environment] else {
+                return .refused("no connection for APNs environment \(environment)")
+            }
             let response = try await pool.request(
-                method: "POST", path: path, headers: Self.headers(push, notification, bearer: try providerToken()), body: body,
+                method: "POST", path: path, headers: Self.headers(push, notification, bearer: try providerToken()),
+                body: body,
                 timeout: timeout, maxResponseBytes: 16 * 1024)
             return outcome(response)
         } catch {

@@ -1,6 +1,6 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaStore
+import NIOConcurrencyHelpers
 
 /// The wake-up half of a transactional outbox: rows queued inside a transaction are counted
 /// per key (a webhook, a push provider), and once the transaction commits the delivery is told
@@ -35,7 +35,8 @@ final class CommitWaker<Key: Hashable & Sendable>: Sendable {
             defer { (p.armed, p.commandArmed) = (true, true) }
             return (!p.armed, !p.commandArmed)
         }
-        let pending = self.pending, waker = self.waker
+        let pending = self.pending
+        let waker = self.waker
         if armCommand {
             tx.afterCommand { succeeded in
                 pending.withLockedValue { p in

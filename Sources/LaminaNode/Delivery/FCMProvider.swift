@@ -37,24 +37,29 @@ final class FCMProvider: PushProvider {
     /// Loads the service account; a key file that does not parse is a start-up error with the reason.
     /// `tls` offers HTTP/1.1 (the token exchange), `h2` HTTP/2 (the sends).
     init(
-        _ settings: PushSettings.FCM, connections: Int, tls: TLSContext, h2: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount,
+        _ settings: PushSettings.FCM, connections: Int, tls: TLSContext, h2: TLSContext, group: EventLoopGroup,
+        connectTimeout: TimeAmount,
         timeout: TimeAmount
     ) throws {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: settings.serviceAccountFile)) } catch {
-            throw NodeServerError.configuration("push: fcm serviceAccountFile \(settings.serviceAccountFile) cannot be read: \(error)")
+            throw NodeServerError.configuration(
+                "push: fcm serviceAccountFile \(settings.serviceAccountFile) cannot be read: \(error)")
         }
         do { account = try JSONDecoder().decode(ServiceAccount.self, from: data) } catch {
             throw NodeServerError.configuration(
-                "push: fcm serviceAccountFile \(settings.serviceAccountFile) is not a service account key (client_email, private_key, token_uri, project_id): \(error)")
+                "push: fcm serviceAccountFile \(settings.serviceAccountFile) is not a service account key (client_email, private_key, token_uri, project_id): \(error)"
+            )
         }
         do { signer = try RS256Signer(privateKeyPEM: account.private_key) } catch {
-            throw NodeServerError.configuration("push: the private_key of \(settings.serviceAccountFile) is not an RSA key in PEM: \(error)")
+            throw NodeServerError.configuration(
+                "push: the private_key of \(settings.serviceAccountFile) is not an RSA key in PEM: \(error)")
         }
         tokenURL = settings.tokenURL ?? account.token_uri
         (tokenPool, tokenPath) = try HTTP1Pool.forURL(tokenURL, tls: tls, group: group, connectTimeout: connectTimeout)
         let send = settings.sendURL ?? "https://fcm.googleapis.com/v1/projects/\(account.project_id)/messages:send"
-        (sendPool, sendPath) = try HTTP2Pool.forURL(send, count: connections, tls: h2, group: group, connectTimeout: connectTimeout)
+        (sendPool, sendPath) = try HTTP2Pool.forURL(
+            send, count: connections, tls: h2, group: group, connectTimeout: connectTimeout)
         self.timeout = timeout
     }
 
@@ -63,22 +68,27 @@ final class FCMProvider: PushProvider {
         let iat = Int(now.timeIntervalSince1970)
         return try ProviderJWT.make(
             header: JWTHeader(alg: "RS256", typ: "JWT"),
-            claims: FCMAssertionClaims(iss: account.client_email, scope: Self.scope, aud: tokenURL, iat: iat, exp: iat + 3_600),
+            claims: FCMAssertionClaims(
+                iss: account.client_email, scope: Self.scope, aud: tokenURL, iat: iat, exp: iat + 3_600),
             sign: signer.sign)
     }
 
     /// The access token (cached until a minute before it expires).
     func bearer() async throws -> String {
         if let current = accessToken.current { return current }
-        let form = "grant_type=\("urn:ietf:params:oauth:grant-type:jwt-bearer".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)&assertion=\(try assertion())"
+        let form =
+            "grant_type=\("urn:ietf:params:oauth:grant-type:jwt-bearer".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)&assertion=\(try assertion())"
         let response = try await tokenPool.request(
-            method: .POST, path: tokenPath, headers: [("content-type", "application/x-www-form-urlencoded")], body: ByteBuffer(string: form),
+            method: .POST, path: tokenPath, headers: [("content-type", "application/x-www-form-urlencoded")],
+            body: ByteBuffer(string: form),
             timeout: timeout)
         guard response.status == 200,
-              let object = ServerAPIJSON.value(Data(response.body.readableBytesView))?.object,
-              let token = object["access_token"]?.string
+            let object = ServerAPIJSON.value(Data(response.body.readableBytesView))?.object,
+            let token = object["access_token"]?.string
         else {
-            throw TransportError(.badResponse, "the FCM token endpoint answered \(response.status): \(String(buffer: response.body).prefix(200))")
+            throw TransportError(
+                .badResponse,
+                "the FCM token endpoint answered \(response.status): \(String(buffer: response.body).prefix(200))")
         }
         let lifetime = object["expires_in"]?.exactInteger.flatMap { Int(exactly: $0) } ?? 3_600
         accessToken.set(token, validFor: .seconds(max(0, lifetime - 60)))
@@ -94,15 +104,20 @@ final class FCMProvider: PushProvider {
         data["badge"] = "\(n.badge)"
         let ttl = max(0, (push.expiresAt.millisecondsSince1970 - Timestamp.now().millisecondsSince1970) / 1_000)
         var android = FCMRequest.Android(
-            collapse_key: push.message.uuid.uuidString.lowercased(), ttl: "\(ttl)s", priority: n.isSilent ? "normal" : "high")
+            collapse_key: push.message.uuid.uuidString.lowercased(), ttl: "\(ttl)s",
+            priority: n.isSilent ? "normal" : "high")
         var notification: FCMRequest.Notification?
         if !n.isSilent {
-            if n.title != nil || n.alert != nil { notification = FCMRequest.Notification(title: n.title, body: n.alert) }
-            android.notification = FCMRequest.AndroidNotification(notification_count: n.badge, sound: n.sound, click_action: n.category)
+            if n.title != nil || n.alert != nil {
+                notification = FCMRequest.Notification(title: n.title, body: n.alert)
+            }
+            android.notification = FCMRequest.AndroidNotification(
+                notification_count: n.badge, sound: n.sound, click_action: n.category)
         }
         let aps = APNsPayload.APS(badge: n.badge, contentAvailable: n.isSilent ? 1 : nil)
         let message = FCMRequest.Message(
-            token: push.token.tokenText, data: data, notification: notification, android: android, apns: .init(payload: .init(aps: aps)))
+            token: push.token.tokenText, data: data, notification: notification, android: android,
+            apns: .init(payload: .init(aps: aps)))
         return Array(try ServerAPIJSON.encode(FCMRequest(message: message)))
     }
 
@@ -110,8 +125,10 @@ final class FCMProvider: PushProvider {
         do {
             let bearer = try await bearer()
             let response = try await sendPool.request(
-                method: "POST", path: sendPath, headers: [("authorization", "Bearer \(bearer)"), ("content-type", "application/json")],
-                body: ByteBuffer(bytes: try Self.body(push, notification)), timeout: timeout, maxResponseBytes: 64 * 1024)
+                method: "POST", path: sendPath,
+                headers: [("authorization", "Bearer \(bearer)"), ("content-type", "application/json")],
+                body: ByteBuffer(bytes: try Self.body(push, notification)), timeout: timeout,
+                maxResponseBytes: 64 * 1024)
             return outcome(response.status, response.headers, response.body)
         } catch {
             return .retry("\(error)", after: nil)

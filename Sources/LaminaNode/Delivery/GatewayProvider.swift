@@ -17,7 +17,10 @@ final class GatewayProvider: PushProvider {
     private let authorization: String?
     private let timeout: TimeAmount
 
-    init(_ settings: PushSettings.Gateway, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, timeout: TimeAmount) throws {
+    init(
+        _ settings: PushSettings.Gateway, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount,
+        timeout: TimeAmount
+    ) throws {
         (pool, path) = try HTTP1Pool.forURL(settings.url, tls: tls, group: group, connectTimeout: connectTimeout)
         authorization = settings.authorization
         self.timeout = timeout
@@ -25,11 +28,13 @@ final class GatewayProvider: PushProvider {
 
     static func body(_ push: QueuedPush, _ n: PushNotification) throws -> [UInt8] {
         let notification = GatewayRequest.Notification(
-            data: n.data, badge: n.badge, silent: n.isSilent, message_id: n.messageID, conversation_id: n.conversationID,
+            data: n.data, badge: n.badge, silent: n.isSilent, message_id: n.messageID,
+            conversation_id: n.conversationID,
             sender_id: n.sender, alert: n.alert, title: n.title, sound: n.sound, category: n.category)
         let request = GatewayRequest(
             token: push.token.tokenText, user_id: push.user.rawValue, device_id: push.device,
-            expires_at: ServerAPIJSON.date(millisecondsSince1970: push.expiresAt.millisecondsSince1970), notification: notification)
+            expires_at: ServerAPIJSON.date(millisecondsSince1970: push.expiresAt.millisecondsSince1970),
+            notification: notification)
         return Array(try ServerAPIJSON.encode(request))
     }
 
@@ -38,8 +43,11 @@ final class GatewayProvider: PushProvider {
             var headers: HeaderFields = [("content-type", "application/json"), ("user-agent", "lamina-push")]
             if let authorization { headers.append("authorization", authorization) }
             let response = try await pool.request(
-                method: .POST, path: path, headers: headers, body: ByteBuffer(bytes: try Self.body(push, notification)), timeout: timeout)
-            if response.status == 404 || response.status == 410 { return .unregistered("the gateway answered \(response.status)") }
+                method: .POST, path: path, headers: headers, body: ByteBuffer(bytes: try Self.body(push, notification)),
+                timeout: timeout)
+            if response.status == 404 || response.status == 410 {
+                return .unregistered("the gateway answered \(response.status)")
+            }
             return .http(status: response.status, headers: response.headers, provider: "the gateway")
         } catch {
             return .retry("\(error)", after: nil)

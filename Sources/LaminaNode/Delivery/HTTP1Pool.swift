@@ -1,6 +1,6 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaTransport
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
@@ -23,15 +23,20 @@ final class HTTP1Pool: Sendable {
     /// addresses it connects to).
     private let opener: @Sendable () async throws -> HTTP1Connection
 
-    convenience init(host: String, port: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, maxIdle: Int = 16) {
+    convenience init(
+        host: String, port: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, maxIdle: Int = 16
+    ) {
         self.init(host: host, port: port, tls: tls, group: group, connectTimeout: connectTimeout, maxIdle: maxIdle) {
-            try await HTTP1Connection.connect(host: host, port: port, tls: tls, group: group, connectTimeout: connectTimeout)
+            try await HTTP1Connection.connect(
+                host: host, port: port, tls: tls, group: group, connectTimeout: connectTimeout)
         }
     }
 
     /// A pool whose connections `connect` opens (to `host:port`).
-    init(host: String, port: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, maxIdle: Int,
-         connect: @escaping @Sendable () async throws -> HTTP1Connection) {
+    init(
+        host: String, port: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount, maxIdle: Int,
+        connect: @escaping @Sendable () async throws -> HTTP1Connection
+    ) {
         self.host = host
         self.port = port
         self.tls = tls
@@ -42,29 +47,41 @@ final class HTTP1Pool: Sendable {
     }
 
     /// A pool for the authority of `url` (`https://host[:port]/…`); the path the URL names.
-    static func forURL(_ url: String, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount) throws -> (HTTP1Pool, path: String) {
-        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https", var host = components.host, !host.isEmpty else {
+    static func forURL(_ url: String, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount) throws -> (
+        HTTP1Pool, path: String
+    ) {
+        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https",
+            var host = components.host, !host.isEmpty
+        else {
             throw NodeServerError.configuration("\(url) is not an https:// URL")
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         var path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         if let query = components.percentEncodedQuery { path += "?\(query)" }
-        return (HTTP1Pool(host: host, port: components.port ?? 443, tls: tls, group: group, connectTimeout: connectTimeout), path)
+        return (
+            HTTP1Pool(host: host, port: components.port ?? 443, tls: tls, group: group, connectTimeout: connectTimeout),
+            path
+        )
     }
 
     func request(
-        method: HTTPMethod, path: String, headers: HeaderFields, body: ByteBuffer?, timeout: TimeAmount, maxResponseBytes: Int = 64 * 1024
+        method: HTTPMethod, path: String, headers: HeaderFields, body: ByteBuffer?, timeout: TimeAmount,
+        maxResponseBytes: Int = 64 * 1024
     ) async throws -> HTTP1ClientResponse {
-        guard !closed.withLockedValue({ $0 }) else { throw TransportError(.connectionClosed, "the pool for \(host):\(port) closed") }
+        guard !closed.withLockedValue({ $0 }) else {
+            throw TransportError(.connectionClosed, "the pool for \(host):\(port) closed")
+        }
         for reuse in [true, false] {
             var stale: [HTTP1Connection] = []
-            let reused = reuse ? idle.withLockedValue { pool -> HTTP1Connection? in
-                while let c = pool.popLast() {
-                    if c.isOpen { return c }
-                    stale.append(c)  // the server closed it while idle
-                }
-                return nil
-            } : nil
+            let reused =
+                reuse
+                ? idle.withLockedValue { pool -> HTTP1Connection? in
+                    while let c = pool.popLast() {
+                        if c.isOpen { return c }
+                        stale.append(c)  // the server closed it while idle
+                    }
+                    return nil
+                } : nil
             for c in stale { await discard(c) }
             let connection: HTTP1Connection
             if let reused {
@@ -82,12 +99,15 @@ final class HTTP1Pool: Sendable {
             }
             do {
                 let response = try await connection.request(
-                    method: method, path: path, headers: headers, body: body, timeout: timeout, maxResponseBytes: maxResponseBytes)
-                let kept = connection.isOpen && idle.withLockedValue { pool -> Bool in
-                    guard pool.count < maxIdle else { return false }
-                    pool.append(connection)
-                    return true
-                }
+                    method: method, path: path, headers: headers, body: body, timeout: timeout,
+                    maxResponseBytes: maxResponseBytes)
+                let kept =
+                    connection.isOpen
+                    && idle.withLockedValue { pool -> Bool in
+                        guard pool.count < maxIdle else { return false }
+                        pool.append(connection)
+                        return true
+                    }
                 if !kept { await discard(connection) }
                 return response
             } catch let error as TransportError where reused != nil && error.code == .connectionClosed {

@@ -1,6 +1,6 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaTransport
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// HTTP/2-over-TLS connections to one `https://host:port`, shared by concurrent requests (a
@@ -24,8 +24,12 @@ final class HTTP2Pool: Sendable {
     }
 
     /// A pool for the authority of `url` (`https://host[:port]/…`); the path the URL names.
-    static func forURL(_ url: String, count: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount) throws -> (HTTP2Pool, path: String) {
-        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https", let host = components.host, !host.isEmpty else {
+    static func forURL(_ url: String, count: Int, tls: TLSContext, group: EventLoopGroup, connectTimeout: TimeAmount)
+        throws -> (HTTP2Pool, path: String)
+    {
+        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https",
+            let host = components.host, !host.isEmpty
+        else {
             throw NodeServerError.configuration("\(url) is not an https:// URL")
         }
         var path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
@@ -36,11 +40,13 @@ final class HTTP2Pool: Sendable {
 
     /// Sends one whole request on the next connection and returns the whole response.
     func request(
-        method: String, path: String, headers: HeaderFields, body: ByteBuffer, timeout: TimeAmount, maxResponseBytes: Int
+        method: String, path: String, headers: HeaderFields, body: ByteBuffer, timeout: TimeAmount,
+        maxResponseBytes: Int
     ) async throws -> HTTP2ClientResponse {
         let connection = try await connection()
         return try await connection.request(
-            method: method, path: path, headers: headers, body: body, timeout: timeout, maxResponseBytes: maxResponseBytes)
+            method: method, path: path, headers: headers, body: body, timeout: timeout,
+            maxResponseBytes: maxResponseBytes)
     }
 
     /// The next connection in turn (opened if it is not).
@@ -53,7 +59,10 @@ final class HTTP2Pool: Sendable {
             let i = index % s.count
             if let existing = s[i] { return (existing, false) }
             let (url, tls, group, connectTimeout) = (self.url, self.tls, self.group, self.connectTimeout)
-            let task = Task { try await TransportConnection.connect(to: url, tls: tls, group: group, connectTimeout: connectTimeout).get() }
+            let task = Task {
+                try await TransportConnection.connect(to: url, tls: tls, group: group, connectTimeout: connectTimeout)
+                    .get()
+            }
             s[i] = task
             return (task, true)
         }

@@ -1,6 +1,6 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaTransport
+import NIOConcurrencyHelpers
 
 /// JWS compact serialization of the providers' tokens: APNs provider tokens (ES256) and FCM
 /// service-account assertions (RS256). Keys and claims are written in sorted order.

@@ -1,9 +1,9 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// Carries the push outbox to the providers after the commits that wrote it: one lane per
@@ -33,7 +33,10 @@ final class PushDelivery: Sendable {
 
     /// Loads every configured provider's credentials; one that does not parse fails here with
     /// the reason (the node does not start).
-    init(store: NodeStore, outbox: PushOutbox, settings: PushSettings, group: EventLoopGroup, logger: Logger, metrics: PushMetrics) throws {
+    init(
+        store: NodeStore, outbox: PushOutbox, settings: PushSettings, group: EventLoopGroup, logger: Logger,
+        metrics: PushMetrics
+    ) throws {
         self.store = store
         self.outbox = outbox
         self.settings = settings
@@ -50,15 +53,18 @@ final class PushDelivery: Sendable {
             let timeout = TimeAmount.seconds(Int64(settings.responseTimeoutSeconds))
             if let apns = settings.apns {
                 providers[.apns] = try APNsProvider(
-                    apns, connections: settings.connectionsPerProvider, tls: try TLSContext(h2), group: group, connectTimeout: connect, timeout: timeout)
+                    apns, connections: settings.connectionsPerProvider, tls: try TLSContext(h2), group: group,
+                    connectTimeout: connect, timeout: timeout)
             }
             if let fcm = settings.fcm {
                 providers[.fcm] = try FCMProvider(
-                    fcm, connections: settings.connectionsPerProvider, tls: try TLSContext(h1), h2: try TLSContext(h2), group: group,
+                    fcm, connections: settings.connectionsPerProvider, tls: try TLSContext(h1), h2: try TLSContext(h2),
+                    group: group,
                     connectTimeout: connect, timeout: timeout)
             }
             if let gateway = settings.gateway {
-                providers[.gateway] = try GatewayProvider(gateway, tls: try TLSContext(h1), group: group, connectTimeout: connect, timeout: timeout)
+                providers[.gateway] = try GatewayProvider(
+                    gateway, tls: try TLSContext(h1), group: group, connectTimeout: connect, timeout: timeout)
             }
         }
         self.providers = providers
@@ -67,7 +73,8 @@ final class PushDelivery: Sendable {
     /// Before the node takes commands: the outbox learns the providers (so sends queue pushes
     /// for their tokens) and whom to wake.
     func prepare() {
-        outbox.configure(kinds: Set(providers.keys), expirationSeconds: settings.expirationSeconds) { [weak self] counts in
+        outbox.configure(kinds: Set(providers.keys), expirationSeconds: settings.expirationSeconds) {
+            [weak self] counts in
             guard let self else { return }
             // Another node drains the outbox: it is told.
             if store.isShared, !draining.withLockedValue({ $0 }) { return store.wakeOutbox(.pushes) }
@@ -83,13 +90,15 @@ final class PushDelivery: Sendable {
             try await startLanes()
             return
         }
-        store.observeOutbox(.pushes, OutboxObserver(
-            held: { [weak self] held in self?.serial.enqueue { [weak self] in await self?.leaseChanged(held) } },
-            wake: { [weak self] in
-                guard let self else { return }
-                for lane in lanes.withLockedValue({ Array($0.values) }) { lane.signal() }
-            },
-            subscriptionsChanged: nil))
+        store.observeOutbox(
+            .pushes,
+            OutboxObserver(
+                held: { [weak self] held in self?.serial.enqueue { [weak self] in await self?.leaseChanged(held) } },
+                wake: { [weak self] in
+                    guard let self else { return }
+                    for lane in lanes.withLockedValue({ Array($0.values) }) { lane.signal() }
+                },
+                subscriptionsChanged: nil))
     }
 
     private func startLanes() async throws {
@@ -135,7 +144,9 @@ final class PushDelivery: Sendable {
         logger.log(level: level, message, metadata: metadata)
     }
 
-    var backoff: RetryBackoff { RetryBackoff(initialMilliseconds: settings.initialBackoffMilliseconds, maxSeconds: settings.maxBackoffSeconds) }
+    var backoff: RetryBackoff {
+        RetryBackoff(initialMilliseconds: settings.initialBackoffMilliseconds, maxSeconds: settings.maxBackoffSeconds)
+    }
 }
 
 /// One provider's delivery loop.
@@ -203,9 +214,12 @@ final class PushLane: Sendable {
                 let (sending, excluded) = held.withLockedValue { h in (h.sending.count, h.sending.union(h.settling)) }
                 let free = limit - sending
                 // At saturation a slot or two freeing does not warrant a read: a few at once.
-                let canStart = free >= (sending == 0 ? 1 : max(1, limit / 16)) && excluded.count - sending <= limit * unsettledFactor
+                let canStart =
+                    free >= (sending == 0 ? 1 : max(1, limit / 16))
+                    && excluded.count - sending <= limit * unsettledFactor
                 // Idle (nothing held), or busy and not read for a while.
-                let readDepth = excluded.isEmpty || depthReadAt.map { ContinuousClock.now - $0 >= depthInterval } ?? true
+                let readDepth =
+                    excluded.isEmpty || depthReadAt.map { ContinuousClock.now - $0 >= depthInterval } ?? true
                 let due: [QueuedPush]
                 let badges: [UserID: Int]
                 let next: Timestamp?
@@ -213,10 +227,13 @@ final class PushLane: Sendable {
                     do {
                         (due, badges, next) = try await delivery.store.read { r in
                             // The held pushes are due too (they leave the queue when settled): skipped.
-                            let due = canStart ? try r.duePushes(kind, at: .now(), limit: free, excluding: excluded) : []
+                            let due =
+                                canStart ? try r.duePushes(kind, at: .now(), limit: free, excluding: excluded) : []
                             // Each recipient's badge as of now, once per user in the batch.
                             var badges: [UserID: Int] = [:]
-                            for push in due where badges[push.user] == nil { badges[push.user] = try PushOutbox.badge(of: push.user, r) }
+                            for push in due where badges[push.user] == nil {
+                                badges[push.user] = try PushOutbox.badge(of: push.user, r)
+                            }
                             if readDepth {
                                 // The gauge is what the queue holds (a command rolled back after queueing, a
                                 // crash, leave no count to drift); read at most every `depthInterval`.
@@ -226,7 +243,8 @@ final class PushLane: Sendable {
                         }
                     } catch {
                         if Task.isCancelled { break }
-                        delivery.log("push queue unreadable", ["provider": "\(kind.name)", "error": "\(error)"], level: .error)
+                        delivery.log(
+                            "push queue unreadable", ["provider": "\(kind.name)", "error": "\(error)"], level: .error)
                         guard await signals.wait(timeout: .seconds(1)) else { break }
                         continue
                     }
@@ -250,7 +268,9 @@ final class PushLane: Sendable {
                 // Every free slot filled: more may be due at once.
                 if canStart && due.count == free { continue }
                 // Nothing more to start: wait for a push to finish or be queued, or the next one to be due.
-                let wait = next.map { Duration.milliseconds(max(1, $0.millisecondsSince1970 - Timestamp.now().millisecondsSince1970)) }
+                let wait = next.map {
+                    Duration.milliseconds(max(1, $0.millisecondsSince1970 - Timestamp.now().millisecondsSince1970))
+                }
                 let idle = excluded.isEmpty && due.isEmpty
                 let poll = delivery.idlePoll.map { p in wait.map { min($0, p) } ?? p } ?? wait
                 guard await signals.wait(timeout: idle ? poll : .seconds(1)) else { break }
@@ -273,13 +293,18 @@ final class PushLane: Sendable {
 
     /// What the queue keeps of one outcome.
     private enum Settlement {
-        case delivered, refused(String), expired(String), unregistered(String)
+        case delivered
+        case refused(String)
+        case expired(String)
+        case unregistered(String)
         case retry(attempts: Int, next: Timestamp, delay: Int64, reason: String)
     }
 
     /// Records how a batch of attempts ended, in one transaction: delivered, refused and expired
     /// pushes leave the queue, a gone token is removed with its push, the others are rescheduled.
-    private static func settle(_ outcomes: [(QueuedPush, PushOutcome)], kind: PushToken.Kind, delivery: PushDelivery) async {
+    private static func settle(_ outcomes: [(QueuedPush, PushOutcome)], kind: PushToken.Kind, delivery: PushDelivery)
+        async
+    {
         let now = Timestamp.now()
         let settlements: [(QueuedPush, Settlement)] = outcomes.map { push, outcome in
             switch outcome {
@@ -306,7 +331,8 @@ final class PushLane: Sendable {
                     case .unregistered:
                         done.append(push.seq)
                         if try tx.removePushToken(push.token) { removed += 1 }
-                    case .retry(let attempts, let next, _, _): try tx.reschedulePush(push.seq, attempts: attempts, next: next)
+                    case .retry(let attempts, let next, _, _):
+                        try tx.reschedulePush(push.seq, attempts: attempts, next: next)
                     }
                 }
                 try tx.removePushes(done)
@@ -319,7 +345,9 @@ final class PushLane: Sendable {
         }
         for _ in 0..<removedTokens { delivery.metrics.tokenRemoved(kind) }
         for (push, settlement) in settlements {
-            let meta: Logger.Metadata = ["provider": "\(kind.name)", "message": "\(push.message)", "device": "\(push.device)"]
+            let meta: Logger.Metadata = [
+                "provider": "\(kind.name)", "message": "\(push.message)", "device": "\(push.device)",
+            ]
             switch settlement {
             case .delivered:
                 delivery.metrics.delivered(kind)
@@ -328,14 +356,19 @@ final class PushLane: Sendable {
                 delivery.log("push dropped: the provider refused it", meta.merging(["reason": "\(reason)"]) { $1 })
             case .expired(let reason):
                 delivery.metrics.failed(kind, reason: "expired")
-                delivery.log("push dropped: expired before it could be delivered", meta.merging(["reason": "\(reason)"]) { $1 })
+                delivery.log(
+                    "push dropped: expired before it could be delivered", meta.merging(["reason": "\(reason)"]) { $1 })
             case .unregistered(let reason):
                 delivery.metrics.failed(kind, reason: "unregistered")
-                delivery.log("push token removed on the provider's answer", meta.merging(["reason": "\(reason)"]) { $1 }, level: .info)
+                delivery.log(
+                    "push token removed on the provider's answer", meta.merging(["reason": "\(reason)"]) { $1 },
+                    level: .info)
             case .retry(let attempts, _, let delay, let reason):
                 delivery.metrics.retried(kind)
-                delivery.log("push failed; retrying", meta.merging(["attempt": "\(attempts)", "in_ms": "\(delay)", "reason": "\(reason)"]) { $1 },
-                             level: .info)
+                delivery.log(
+                    "push failed; retrying",
+                    meta.merging(["attempt": "\(attempts)", "in_ms": "\(delay)", "reason": "\(reason)"]) { $1 },
+                    level: .info)
             }
         }
     }

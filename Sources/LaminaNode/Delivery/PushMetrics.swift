@@ -15,13 +15,16 @@ final class PushMetrics: Sendable {
 
     private func count(_ name: String, _ help: String, _ kind: PushToken.Kind, _ extra: [(String, String)] = []) {
         registry.makeCounter(
-            descriptor: .init(namespace: "lamina", metricName: name, unitName: "total", helpText: help), labels: labels(kind) + extra
+            descriptor: .init(namespace: "lamina", metricName: name, unitName: "total", helpText: help),
+            labels: labels(kind) + extra
         ).increment()
     }
 
     func queueDepth(_ kind: PushToken.Kind) -> Gauge {
         registry.makeGauge(
-            descriptor: .init(namespace: "lamina", metricName: "push_queue_depth", unitName: "pushes", helpText: "Pushes queued for the provider, not yet sent"),
+            descriptor: .init(
+                namespace: "lamina", metricName: "push_queue_depth", unitName: "pushes",
+                helpText: "Pushes queued for the provider, not yet sent"),
             labels: labels(kind))
     }
 
@@ -34,7 +37,9 @@ final class PushMetrics: Sendable {
     /// `reason`: `refused` (the provider refused the push for good), `expired` (undelivered
     /// before its expiration), `unregistered` (the token is gone; it was removed).
     func failed(_ kind: PushToken.Kind, reason: String) {
-        count("push_failures", "Pushes dropped: refused for good, expired, or to a token the provider no longer knows", kind, [("reason", reason)])
+        count(
+            "push_failures", "Pushes dropped: refused for good, expired, or to a token the provider no longer knows",
+            kind, [("reason", reason)])
     }
 
     func tokenRemoved(_ kind: PushToken.Kind) {

@@ -1,7 +1,7 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
+import NIOConcurrencyHelpers
 
 /// The write side of the push outbox. A send calls ``record(_:to:in:at:)`` inside its
 /// transaction: for each recipient (not the sender) each device with a token of a configured
@@ -27,7 +27,9 @@ final class PushOutbox: Sendable {
     private let wake = CommitWaker<PushToken.Kind>()
 
     /// The providers the node delivers to, how long a push lives, and whom to wake after commits.
-    func configure(kinds: Set<PushToken.Kind>, expirationSeconds: Int, waker: @escaping @Sendable ([PushToken.Kind: Int]) -> Void) {
+    func configure(
+        kinds: Set<PushToken.Kind>, expirationSeconds: Int, waker: @escaping @Sendable ([PushToken.Kind: Int]) -> Void
+    ) {
         configuration.withLockedValue {
             $0.kinds = kinds
             $0.expirationMilliseconds = Int64(expirationSeconds) * 1_000
@@ -46,7 +48,8 @@ final class PushOutbox: Sendable {
     /// Queues the pushes of `message` for the offline devices of `recipients`, in `tx`; a
     /// recipient in `overrides` gets that configuration's fields instead of the message's.
     func record(
-        _ message: Message, to recipients: Set<UserID>, overrides: [UserID: PushConfiguration] = [:], in tx: StorageTransaction, at now: Timestamp
+        _ message: Message, to recipients: Set<UserID>, overrides: [UserID: PushConfiguration] = [:],
+        in tx: StorageTransaction, at now: Timestamp
     ) throws {
         let (kinds, lifetime) = configuration.withLockedValue { ($0.kinds, $0.expirationMilliseconds) }
         guard !kinds.isEmpty else { return }
@@ -68,9 +71,11 @@ final class PushOutbox: Sendable {
             if let override = overrides[user] { notification.apply(override) }
             let payload = try notification.encoded()
             for device in devices {
-                let queued = try tx.enqueuePush(QueuedPush(
-                    seq: 0, user: user, device: device.device, token: device.token, message: message.id, payload: payload, createdAt: now,
-                    expiresAt: expiresAt, attempts: 0, nextAttemptAt: now))
+                let queued = try tx.enqueuePush(
+                    QueuedPush(
+                        seq: 0, user: user, device: device.device, token: device.token, message: message.id,
+                        payload: payload, createdAt: now,
+                        expiresAt: expiresAt, attempts: 0, nextAttemptAt: now))
                 if queued { wake.queued(1, for: device.token.kind, in: tx) }
             }
         }

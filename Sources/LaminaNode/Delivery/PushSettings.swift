@@ -103,9 +103,12 @@ public struct PushSettings: Sendable, Hashable {
     /// Refuses values outside their ranges and files that cannot be read, with a reason.
     /// (Whether the credentials parse is checked when the node starts its push delivery.)
     public func validate() throws {
-        func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration("push: \(reason)") } }
+        func check(_ ok: Bool, _ reason: String) throws {
+            if !ok { throw NodeServerError.configuration("push: \(reason)") }
+        }
         try check((60...30 * 86_400).contains(expirationSeconds), "expirationSeconds must be 60...2592000")
-        try check((1...3_600_000).contains(initialBackoffMilliseconds), "initialBackoffMilliseconds must be 1...3600000")
+        try check(
+            (1...3_600_000).contains(initialBackoffMilliseconds), "initialBackoffMilliseconds must be 1...3600000")
         try check((1...86_400).contains(maxBackoffSeconds), "maxBackoffSeconds must be 1...86400")
         try check((1...300).contains(connectTimeoutSeconds), "connectTimeoutSeconds must be 1...300")
         try check((1...300).contains(responseTimeoutSeconds), "responseTimeoutSeconds must be 1...300")
@@ -117,10 +120,15 @@ public struct PushSettings: Sendable, Hashable {
             try check(!apns.teamID.isEmpty && !apns.keyID.isEmpty, "apns needs teamID and keyID")
             try check(readable(apns.keyFile), "apns keyFile \(apns.keyFile) cannot be read")
         }
-        if let fcm { try check(readable(fcm.serviceAccountFile), "fcm serviceAccountFile \(fcm.serviceAccountFile) cannot be read") }
+        if let fcm {
+            try check(
+                readable(fcm.serviceAccountFile), "fcm serviceAccountFile \(fcm.serviceAccountFile) cannot be read")
+        }
         if let gateway {
             try check(gateway.url.hasPrefix("https://"), "gateway url must be an https:// URL")
-            if let n = gateway.maxInFlight { try check((1...1_000).contains(n), "gateway maxInFlight must be 1...1000") }
+            if let n = gateway.maxInFlight {
+                try check((1...1_000).contains(n), "gateway maxInFlight must be 1...1000")
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+
 /// Work run one piece after another, each in its own task that awaits the one before (the
 /// delivery services' lease changes and subscription reloads, which arrive from notification
 /// callbacks in any order of threads but must apply in the order they came).

@@ -1,9 +1,9 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
@@ -47,8 +47,10 @@ final class WebhookDelivery: Sendable {
     /// another node's wake-up can be lost (not stored); never on SQLite (every commit signals).
     var idlePoll: Duration? { store.isShared ? OutboxLease.idlePollInterval : nil }
 
-    init(store: NodeStore, outbox: WebhookOutbox, settings: WebhookSettings, group: EventLoopGroup, logger: Logger,
-         metrics: WebhookMetrics) throws {
+    init(
+        store: NodeStore, outbox: WebhookOutbox, settings: WebhookSettings, group: EventLoopGroup, logger: Logger,
+        metrics: WebhookMetrics
+    ) throws {
         var configuration = TLSConfiguration.client(trust: settings.caFile.map { .caFile($0) } ?? .systemDefault)
         configuration.offersHTTP1 = true
         configuration.handshakeTimeout = .seconds(Int64(settings.connectTimeoutSeconds))
@@ -89,10 +91,14 @@ final class WebhookDelivery: Sendable {
         for webhook in webhooks where webhook.status == .unverified { verifyInBackground(webhook) }
         // Several nodes: lanes run only while this node holds the lease; the subscriptions
         // follow every node's management writes (a notification, and a reload per (re)connect).
-        store.observeOutbox(.webhooks, OutboxObserver(
-            held: { [weak self] held in self?.serial.enqueue { [weak self] in await self?.leaseChanged(held) } },
-            wake: { [weak self] in self?.signalLanes() },
-            subscriptionsChanged: { [weak self] in self?.serial.enqueue { [weak self] in await self?.reloadSubscriptions() } }))
+        store.observeOutbox(
+            .webhooks,
+            OutboxObserver(
+                held: { [weak self] held in self?.serial.enqueue { [weak self] in await self?.leaseChanged(held) } },
+                wake: { [weak self] in self?.signalLanes() },
+                subscriptionsChanged: { [weak self] in
+                    self?.serial.enqueue { [weak self] in await self?.reloadSubscriptions() }
+                }))
     }
 
     /// PostgreSQL: this node took (true) or lost (false) the webhooks' lease. Taken: a lane per
@@ -216,7 +222,8 @@ final class WebhookDelivery: Sendable {
     /// against the private-target rule on every connect).
     func pool(for target: WebhookTarget) -> HTTP1Pool {
         HTTP1Pool(
-            host: target.host, port: target.port, tls: tls, group: group, connectTimeout: .seconds(Int64(settings.connectTimeoutSeconds)),
+            host: target.host, port: target.port, tls: tls, group: group,
+            connectTimeout: .seconds(Int64(settings.connectTimeoutSeconds)),
             maxIdle: settings.maxInFlightPerTarget
         ) { [weak self] in
             guard let self else { throw TransportError(.connectionClosed, "the webhook delivery stopped") }
@@ -236,10 +243,13 @@ final class WebhookDelivery: Sendable {
             switch await verify(webhook) {
             case .success:
                 do { _ = try await activate(webhook.id, onlyIf: .unverified) } catch {
-                    logger.error("webhook activation failed", metadata: ["webhook": "\(webhook.id)", "error": "\(error)"])
+                    logger.error(
+                        "webhook activation failed", metadata: ["webhook": "\(webhook.id)", "error": "\(error)"])
                 }
             case .failure(let error):
-                logger.warning("webhook target did not verify", metadata: ["webhook": "\(webhook.id)", "reason": "\(error.reason)"])
+                logger.warning(
+                    "webhook target did not verify",
+                    metadata: ["webhook": "\(webhook.id)", "reason": "\(error.reason)"])
                 try? await verificationFailed(webhook.id, error)
             }
         }
@@ -269,16 +279,20 @@ final class WebhookDelivery: Sendable {
         }
         var verification = target
         verification.path += (target.path.contains("?") ? "&" : "?") + "verification_challenge=\(challenge)"
-        let headers: HeaderFields = [("user-agent", Self.userAgent), ("layer-webhook-id", webhook.id.uuidString.lowercased())]
+        let headers: HeaderFields = [
+            ("user-agent", Self.userAgent), ("layer-webhook-id", webhook.id.uuidString.lowercased()),
+        ]
         do {
             let connection = try await connect(verification)
             defer { Task { await connection.close() } }
             let response = try await connection.request(
                 method: .GET, path: verification.path, headers: headers, body: nil,
-                timeout: .seconds(Int64(settings.responseTimeoutSeconds)), maxResponseBytes: WebhookLimits.maxResponseBytes)
+                timeout: .seconds(Int64(settings.responseTimeoutSeconds)),
+                maxResponseBytes: WebhookLimits.maxResponseBytes)
             let body = String(buffer: response.body).trimmingCharacters(in: .whitespacesAndNewlines)
             guard response.status == 200, body == challenge else {
-                return .failure(.init("the target answered \(response.status) without echoing the verification challenge"))
+                return .failure(
+                    .init("the target answered \(response.status) without echoing the verification challenge"))
             }
             return .success(())
         } catch let error as WebhookTargetError {
@@ -344,7 +358,8 @@ final class WebhookDelivery: Sendable {
     /// A management write that changes the outbox's subscriptions as its last step (in commit
     /// order with the commands); when the write fails, the subscriptions are read back from the
     /// store, so they never stay ahead of what committed.
-    private func resyncing<T: Sendable>(_ body: @escaping @Sendable (StorageTransaction) throws -> T) async throws -> T {
+    private func resyncing<T: Sendable>(_ body: @escaping @Sendable (StorageTransaction) throws -> T) async throws -> T
+    {
         defer { metrics.subscribed(outbox.activeCount) }
         do {
             return try await store.write(body)
@@ -373,10 +388,14 @@ final class WebhookDelivery: Sendable {
     /// facts) is sent as it was, with the `config` added.
     static func body(_ event: QueuedWebhookEvent, _ webhook: StoredWebhook) throws -> [UInt8] {
         let config = try webhook.config.map { data in
-            guard let value = ServerAPIJSON.value(data) else { throw WebhookEventFactsError("webhook \(webhook.id) has a config that is not JSON") }
+            guard let value = ServerAPIJSON.value(data) else {
+                throw WebhookEventFactsError("webhook \(webhook.id) has a config that is not JSON")
+            }
             return value
         }
-        if event.payload.first == WebhookEvent.factsFormat { return Array(try WebhookEvent(facts: event.payload).json(config: config)) }
+        if event.payload.first == WebhookEvent.factsFormat {
+            return Array(try WebhookEvent(facts: event.payload).json(config: config))
+        }
         guard let config else { return Array(event.payload) }
         guard case .object(var object) = ServerAPIJSON.value(event.payload) else { return Array(event.payload) }
         object["config"] = config

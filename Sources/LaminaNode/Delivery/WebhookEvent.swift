@@ -40,16 +40,20 @@ struct WebhookEvent: Equatable, Sendable {
     func json(config: JSONValue?) throws -> Data {
         let r = ServerAPIRepresentation(base: base, version: .v3)
         var payload = WebhookPayload(
-            event: .init(type: type.rawValue, id: id.uuidString.lowercased(),
-                         created_at: ServerAPIJSON.date(millisecondsSince1970: createdAt.millisecondsSince1970)),
+            event: .init(
+                type: type.rawValue, id: id.uuidString.lowercased(),
+                created_at: ServerAPIJSON.date(millisecondsSince1970: createdAt.millisecondsSince1970)),
             actor: actor.map(r.sender), config: config)
         switch subject {
         case .message(let m): payload.message = .full(r.message(m))
         case .conversation(let c): payload.conversation = .full(r.conversation(c))
         case .deletedMessage(let m, let c):
-            payload.message = .reference(MessageReference(
-                id: ServerAPIRepresentation.messageID(m), conversation: ConversationReference(id: ServerAPIRepresentation.conversationID(c))))
-        case .deletedConversation(let c): payload.conversation = .reference(ConversationReference(id: ServerAPIRepresentation.conversationID(c)))
+            payload.message = .reference(
+                MessageReference(
+                    id: ServerAPIRepresentation.messageID(m),
+                    conversation: ConversationReference(id: ServerAPIRepresentation.conversationID(c))))
+        case .deletedConversation(let c):
+            payload.conversation = .reference(ConversationReference(id: ServerAPIRepresentation.conversationID(c)))
         }
         return try ServerAPIJSON.encode(payload)
     }
@@ -105,9 +109,13 @@ struct WebhookEvent: Equatable, Sendable {
     /// The event a row's facts hold; a ``WebhookEventFactsError`` when they do not read whole.
     init(facts: Data) throws {
         var b = ByteBuffer(bytes: facts)
-        guard b.readInteger(as: UInt8.self) == Self.factsFormat else { throw WebhookEventFactsError("not a facts row (format byte)") }
+        guard b.readInteger(as: UInt8.self) == Self.factsFormat else {
+            throw WebhookEventFactsError("not a facts row (format byte)")
+        }
         let typeName = try Self.read(&b, lengthAs: UInt16.self, "type")
-        guard let type = WebhookEventType(rawValue: typeName) else { throw WebhookEventFactsError("unknown event type \(typeName)") }
+        guard let type = WebhookEventType(rawValue: typeName) else {
+            throw WebhookEventFactsError("unknown event type \(typeName)")
+        }
         self.type = type
         id = try Self.readUUID(&b, "id")
         guard let ms = b.readInteger(as: Int64.self) else { throw WebhookEventFactsError("no creation time") }
@@ -125,14 +133,17 @@ struct WebhookEvent: Equatable, Sendable {
             guard let length = b.readInteger(as: UInt32.self), let frame = b.readSlice(length: Int(length)) else {
                 throw WebhookEventFactsError("a short subject frame")
             }
-            guard case .change(let change) = try Frame.decode(exactly: frame) else { throw WebhookEventFactsError("the subject is not a change") }
+            guard case .change(let change) = try Frame.decode(exactly: frame) else {
+                throw WebhookEventFactsError("the subject is not a change")
+            }
             switch change.event {
             case .messageCreated(let m): subject = .message(m)
             case .conversationCreated(let c): subject = .conversation(c)
             default: throw WebhookEventFactsError("the subject is change kind \(change.event.kind)")
             }
         case 2:
-            let m = try Self.readUUID(&b, "message id"), c = try Self.readUUID(&b, "conversation id")
+            let m = try Self.readUUID(&b, "message id")
+            let c = try Self.readUUID(&b, "conversation id")
             subject = .deletedMessage(MessageID(uuid: m), in: ConversationID(uuid: c))
         case 3: subject = .deletedConversation(ConversationID(uuid: try Self.readUUID(&b, "conversation id")))
         default: throw WebhookEventFactsError("no subject kind")
@@ -140,7 +151,9 @@ struct WebhookEvent: Equatable, Sendable {
         guard b.readableBytes == 0 else { throw WebhookEventFactsError("\(b.readableBytes) bytes after the subject") }
     }
 
-    init(type: WebhookEventType, id: UUID = UUID(), createdAt: Timestamp, actor: UserID?, base: String, subject: Subject) {
+    init(
+        type: WebhookEventType, id: UUID = UUID(), createdAt: Timestamp, actor: UserID?, base: String, subject: Subject
+    ) {
         self.type = type
         self.id = id
         self.createdAt = createdAt
@@ -150,12 +163,16 @@ struct WebhookEvent: Equatable, Sendable {
     }
 
     private static func write<L: FixedWidthInteger>(_ s: String, lengthAs: L.Type, to b: inout ByteBuffer) throws {
-        guard let length = L(exactly: s.utf8.count) else { throw WebhookEventFactsError("a string of \(s.utf8.count) bytes is too long") }
+        guard let length = L(exactly: s.utf8.count) else {
+            throw WebhookEventFactsError("a string of \(s.utf8.count) bytes is too long")
+        }
         b.writeInteger(length)
         b.writeString(s)
     }
 
-    private static func read<L: FixedWidthInteger>(_ b: inout ByteBuffer, lengthAs: L.Type, _ what: String) throws -> String {
+    private static func read<L: FixedWidthInteger>(_ b: inout ByteBuffer, lengthAs: L.Type, _ what: String) throws
+        -> String
+    {
         guard let length = b.readInteger(as: L.self), let s = b.readString(length: Int(length)) else {
             throw WebhookEventFactsError("a short \(what)")
         }
@@ -168,8 +185,11 @@ struct WebhookEvent: Equatable, Sendable {
 
     private static func readUUID(_ b: inout ByteBuffer, _ what: String) throws -> UUID {
         guard let bytes = b.readBytes(length: 16) else { throw WebhookEventFactsError("a short \(what)") }
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 }
 

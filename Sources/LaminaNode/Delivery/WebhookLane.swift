@@ -1,8 +1,8 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// One webhook's delivery loop. Events start in commit order, up to the in-flight bound at
@@ -73,10 +73,14 @@ final class WebhookLane: Sendable {
     /// serves several slots).
     static let readAheadFactor = 4
 
-    private static func run(webhook: NIOLockedValueBox<StoredWebhook>, delivery: WebhookDelivery, signals: LaneSignal, pool: HTTP1Pool?) async {
+    private static func run(
+        webhook: NIOLockedValueBox<StoredWebhook>, delivery: WebhookDelivery, signals: LaneSignal, pool: HTTP1Pool?
+    ) async {
         let id = webhook.withLockedValue { $0.id }
         let limit = delivery.settings.maxInFlightPerTarget
-        let gate = webhook.withLockedValue { w in (try? WebhookTarget.parse(w.targetURL).get()).map { delivery.gate(for: $0.authority) } }
+        let gate = webhook.withLockedValue { w in
+            (try? WebhookTarget.parse(w.targetURL).get()).map { delivery.gate(for: $0.authority) }
+        }
         let held = NIOLockedValueBox(Held())
         let settler = LaneSignal()
         // The last event started (the ones up to it are held, or after a failure queued again)
@@ -127,7 +131,8 @@ final class WebhookLane: Sendable {
                         }
                     } catch {
                         if Task.isCancelled { break }
-                        delivery.log("webhook queue unreadable", ["webhook": "\(id)", "error": "\(error)"], level: .error)
+                        delivery.log(
+                            "webhook queue unreadable", ["webhook": "\(id)", "error": "\(error)"], level: .error)
                         guard await signals.wait(timeout: .seconds(1)) else { break }
                         continue
                     }
@@ -207,7 +212,8 @@ final class WebhookLane: Sendable {
             // the pool sends the request once more on a new connection.
             let response = try await pool.request(
                 method: .POST, path: target.path, headers: headers, body: ByteBuffer(bytes: body),
-                timeout: .seconds(Int64(delivery.settings.responseTimeoutSeconds)), maxResponseBytes: WebhookLimits.maxResponseBytes)
+                timeout: .seconds(Int64(delivery.settings.responseTimeoutSeconds)),
+                maxResponseBytes: WebhookLimits.maxResponseBytes)
             return WebhookDelivery.outcome(status: response.status, headers: response.headers)
         } catch {
             return .retry("\(error)", after: nil)
@@ -221,7 +227,8 @@ final class WebhookLane: Sendable {
     /// leave the queue, failed ones are rescheduled; an event failing for the retry period
     /// deactivates the webhook.
     private static func settle(
-        _ outcomes: [(QueuedWebhookEvent, WebhookDelivery.Outcome)], id: UUID, delivery: WebhookDelivery, stopping: Bool = false
+        _ outcomes: [(QueuedWebhookEvent, WebhookDelivery.Outcome)], id: UUID, delivery: WebhookDelivery,
+        stopping: Bool = false
     ) async -> Settled {
         let now = Timestamp.now()
         var removed: [Int64] = []
@@ -238,14 +245,20 @@ final class WebhookLane: Sendable {
                 }
                 let attempts = event.attempts + 1
                 let delay = WebhookDelivery.backoff(attempts: attempts, retryAfter: after, settings: delivery.settings)
-                rescheduled.append((event, attempts, Timestamp(millisecondsSince1970: now.millisecondsSince1970 + delay), delay, reason))
+                rescheduled.append(
+                    (
+                        event, attempts, Timestamp(millisecondsSince1970: now.millisecondsSince1970 + delay), delay,
+                        reason
+                    ))
             }
         }
         let (done, again) = (removed, rescheduled.map { ($0.0.seq, $0.attempts, $0.next) })
         do {
             try await delivery.store.write { tx in
                 try tx.removeWebhookEvents(done)
-                for (seq, attempts, next) in again { try tx.rescheduleWebhookEvent(seq, attempts: attempts, next: next) }
+                for (seq, attempts, next) in again {
+                    try tx.rescheduleWebhookEvent(seq, attempts: attempts, next: next)
+                }
             }
         } catch {
             delivery.log("webhook queue update failed", ["webhook": "\(id)", "error": "\(error)"], level: .error)
@@ -260,16 +273,20 @@ final class WebhookLane: Sendable {
             case .refused(let reason):
                 delivery.metrics.failed(id)
                 delivery.metrics.queueDepth(id).decrement()
-                delivery.log("webhook event refused by its target and dropped",
-                             ["webhook": "\(id)", "request": "\(event.requestID)", "reason": "\(reason)"])
+                delivery.log(
+                    "webhook event refused by its target and dropped",
+                    ["webhook": "\(id)", "request": "\(event.requestID)", "reason": "\(reason)"])
             case .retry: break
             }
         }
         for (event, attempts, _, delay, reason) in rescheduled {
             delivery.metrics.retried(id)
-            delivery.log("webhook delivery failed; retrying",
-                         ["webhook": "\(id)", "request": "\(event.requestID)", "attempt": "\(attempts)", "in_ms": "\(delay)",
-                          "reason": "\(reason)"], level: .info)
+            delivery.log(
+                "webhook delivery failed; retrying",
+                [
+                    "webhook": "\(id)", "request": "\(event.requestID)", "attempt": "\(attempts)", "in_ms": "\(delay)",
+                    "reason": "\(reason)",
+                ], level: .info)
         }
         if let unhealthy {
             let why = "unhealthy: deliveries failed for \(delivery.settings.retryPeriodSeconds) s (last: \(unhealthy))"

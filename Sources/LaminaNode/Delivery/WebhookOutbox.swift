@@ -1,7 +1,7 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
+import NIOConcurrencyHelpers
 
 /// The event types a webhook can subscribe to.
 public enum WebhookEventType: String, Sendable, CaseIterable {
@@ -62,14 +62,18 @@ final class WebhookOutbox: Sendable {
         _ type: WebhookEventType, actor: UserID?, in tx: StorageTransaction, at time: Timestamp,
         subject: () throws -> WebhookEvent.Subject
     ) throws {
-        let targets = subscriptions.withLockedValue { s in s.compactMap { $0.value.contains(type.rawValue) ? $0.key : nil } }
+        let targets = subscriptions.withLockedValue { s in
+            s.compactMap { $0.value.contains(type.rawValue) ? $0.key : nil }
+        }
         guard !targets.isEmpty else { return }
-        let event = WebhookEvent(type: type, createdAt: time, actor: actor, base: base.withLockedValue { $0 }, subject: try subject())
+        let event = WebhookEvent(
+            type: type, createdAt: time, actor: actor, base: base.withLockedValue { $0 }, subject: try subject())
         let data: Data
         do { data = try event.facts() } catch {
             throw StorageError(.invalidArgument, "a webhook event does not encode: \(error)")
         }
-        try tx.enqueueWebhookEvent(type.rawValue, payload: data, for: targets.sorted { $0.uuidString < $1.uuidString }, at: time)
+        try tx.enqueueWebhookEvent(
+            type.rawValue, payload: data, for: targets.sorted { $0.uuidString < $1.uuidString }, at: time)
         for target in targets { wake.queued(1, for: target, in: tx) }
     }
 }

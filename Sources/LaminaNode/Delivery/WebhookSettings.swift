@@ -41,9 +41,12 @@ public struct WebhookSettings: Sendable, Hashable {
 
     /// Refuses values outside their ranges, with a reason.
     public func validate() throws {
-        func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration("webhooks: \(reason)") } }
+        func check(_ ok: Bool, _ reason: String) throws {
+            if !ok { throw NodeServerError.configuration("webhooks: \(reason)") }
+        }
         try check((1...30 * 86_400).contains(retryPeriodSeconds), "retryPeriodSeconds must be 1...2592000")
-        try check((1...3_600_000).contains(initialBackoffMilliseconds), "initialBackoffMilliseconds must be 1...3600000")
+        try check(
+            (1...3_600_000).contains(initialBackoffMilliseconds), "initialBackoffMilliseconds must be 1...3600000")
         try check((1...86_400).contains(maxBackoffSeconds), "maxBackoffSeconds must be 1...86400")
         try check((1...300).contains(connectTimeoutSeconds), "connectTimeoutSeconds must be 1...300")
         try check((1...300).contains(responseTimeoutSeconds), "responseTimeoutSeconds must be 1...300")

@@ -2,7 +2,7 @@ import Foundation
 import NIOPosix
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A webhook's `target_url`, checked: `https://host[:port]/path[?query]`, and where it may
@@ -121,7 +121,9 @@ struct WebhookTarget: Sendable, Hashable {
         let b = withUnsafeBytes(of: v6) { Array($0) }
         if b.allSatisfy({ $0 == 0 }) { return true }  // ::
         if b[0..<15].allSatisfy({ $0 == 0 }) && b[15] == 1 { return true }  // ::1
-        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff { return isInternalIPv4(Array(b[12..<16])) }
+        if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff {
+            return isInternalIPv4(Array(b[12..<16]))
+        }
         if b[0] & 0xfe == 0xfc { return true }  // fc00::/7
         if b[0] == 0xfe && b[1] & 0xc0 == 0x80 { return true }  // fe80::/10
         if b[0] == 0xff { return true }  // multicast

@@ -1,8 +1,8 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaWire
+import NIOConcurrencyHelpers
 
 /// Every user's block list, held in memory (loaded when the engine starts, changed only
 /// through ``NodeEngine/block(_:by:)`` and ``NodeEngine/unblock(_:by:)``): fan-out asks it
@@ -52,7 +52,8 @@ extension NodeEngine {
             guard current.count < limit else { return (.full, []) }
             try tx.block(blocked, by: blocker, at: .now())
             try recordUserState(.block(BlockChange(blocker: blocker, blocked: blocked, blocking: true)), in: tx)
-            let changes = try countsAfterBlockChange(of: blocker, with: blocked, blocking: true, blocks: Set(current).union([blocked]), in: tx)
+            let changes = try countsAfterBlockChange(
+                of: blocker, with: blocked, blocking: true, blocks: Set(current).union([blocked]), in: tx)
             return (.added, changes)
         }
         if result == .added {
@@ -71,8 +72,10 @@ extension NodeEngine {
         of blocker: UserID, with other: UserID, blocking: Bool, blocks: Set<UserID>, in tx: StorageTransaction
     ) throws -> [FeedChange] {
         var context = CommandContext(tx: tx, user: blocker, engine: self, now: .now())
-        try context.emit(.blockListChanged(BlockListChanged(user: other, blocking: blocking)), to: [blocker], conversation: nil)
-        for stored in try tx.read.conversations(of: blocker) where stored.isLive && stored.conversation.participants.contains(other) {
+        try context.emit(
+            .blockListChanged(BlockListChanged(user: other, blocking: blocking)), to: [blocker], conversation: nil)
+        for stored in try tx.read.conversations(of: blocker)
+        where stored.isLive && stored.conversation.participants.contains(other) {
             try context.emitCounts(of: stored.conversation.id, to: [blocker], blocked: blocks)
         }
         return context.changes
@@ -83,7 +86,11 @@ extension NodeEngine {
         let (removed, changes) = try await store.write { [self] tx -> (Bool, [FeedChange]) in
             guard try tx.unblock(blocked, by: blocker) else { return (false, []) }
             try recordUserState(.block(BlockChange(blocker: blocker, blocked: blocked, blocking: false)), in: tx)
-            return (true, try countsAfterBlockChange(of: blocker, with: blocked, blocking: false, blocks: Set(try tx.read.blocks(of: blocker)), in: tx))
+            return (
+                true,
+                try countsAfterBlockChange(
+                    of: blocker, with: blocked, blocking: false, blocks: Set(try tx.read.blocks(of: blocker)), in: tx)
+            )
         }
         blockLists.set(blocked, by: blocker, blocking: false)
         if removed {

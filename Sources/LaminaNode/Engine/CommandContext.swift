@@ -54,12 +54,17 @@ struct CommandContext {
     /// Appends `event` to the feeds of `users`; returns its feed encoding (also what the
     /// replication log keeps of it).
     @discardableResult
-    mutating func emit(_ event: ChangeEvent, to users: Set<UserID>, conversation: ConversationID?, message: MessageID? = nil) throws -> [UInt8] {
+    mutating func emit(
+        _ event: ChangeEvent, to users: Set<UserID>, conversation: ConversationID?, message: MessageID? = nil
+    ) throws -> [UInt8] {
         let shared = try SharedChangeEvent(event)
         let payload = try FeedCoding.encode(shared)
         guard !users.isEmpty else { return payload }
-        let seqs = try tx.appendChange(to: users, kind: event.kind, conversation: conversation, message: message, payload: payload, at: now)
-        for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) { changes.append(FeedChange(user: u, seq: seq, shared: shared)) }
+        let seqs = try tx.appendChange(
+            to: users, kind: event.kind, conversation: conversation, message: message, payload: payload, at: now)
+        for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) {
+            changes.append(FeedChange(user: u, seq: seq, shared: shared))
+        }
         return payload
     }
 
@@ -79,7 +84,9 @@ struct CommandContext {
     /// The live conversation's header (an alias or a merged-away id resolved first), whoever asks.
     func live(_ named: ConversationID) throws -> ConversationHeader {
         var found = try tx.conversationHeader(named)
-        if found?.isLive != true, let target = try tx.read.resolvedConversation(named) { found = try tx.conversationHeader(target) }
+        if found?.isLive != true, let target = try tx.read.resolvedConversation(named) {
+            found = try tx.conversationHeader(target)
+        }
         guard let header = found, header.isLive else { throw WireError(.notFound, "no conversation \(named)") }
         return header
     }
@@ -101,7 +108,8 @@ struct CommandContext {
             }
             return try resolve(f, into: existing.conversation)
         }
-        let conversation = try Conversation(id: f.conversationID, creator: user, participants: f.participants, options: f.options, createdAt: now)
+        let conversation = try Conversation(
+            id: f.conversationID, creator: user, participants: f.participants, options: f.options, createdAt: now)
         let hlc = try engine.nextHLC()
         let creation = try tx.createConversation(conversation, hlc: hlc, origin: origin)
         guard creation.created else {
@@ -112,19 +120,25 @@ struct CommandContext {
             return try resolve(f, into: existing)
         }
         // Others see the conversation with its first message (SPEC §6.2).
-        let created = try emit(.conversationCreated(creation.conversation.conversation), to: [user], conversation: conversation.id)
+        let created = try emit(
+            .conversationCreated(creation.conversation.conversation), to: [user], conversation: conversation.id)
         if conversation.isDistinct {
             // Peers learn what this node had seen of the participant set's other distinct
             // conversations (none live here now), so all decide its merges alike (SPEC §6.5).
             let seen = VersionVector(try tx.read.versionVector())
             let counter = try replicate(
-                try ReplicationLogCoding.distinctCreation(DistinctCreation(conversation: creation.conversation.conversation, seen: seen)), at: hlc)
-            try tx.recordDistinctBirth(DistinctBirth(
-                candidate: DistinctCandidate(creation.conversation.conversation, createdAt: hlc), origin: origin, counter: counter, seen: seen))
+                try ReplicationLogCoding.distinctCreation(
+                    DistinctCreation(conversation: creation.conversation.conversation, seen: seen)), at: hlc)
+            try tx.recordDistinctBirth(
+                DistinctBirth(
+                    candidate: DistinctCandidate(creation.conversation.conversation, createdAt: hlc), origin: origin,
+                    counter: counter, seen: seen))
         } else {
             try replicate(created, at: hlc)
         }
-        try engine.webhooks.record(.conversationCreated, actor: user, in: tx, at: now) { .conversation(creation.conversation.conversation) }
+        try engine.webhooks.record(.conversationCreated, actor: user, in: tx, at: now) {
+            .conversation(creation.conversation.conversation)
+        }
         return Ack(requestID: f.conversationID.uuid, conversationID: conversation.id)
     }
 
@@ -145,7 +159,9 @@ struct CommandContext {
         return ack
     }
 
-    mutating func changeParticipants(_ f: ParticipantsUpdate, _ operation: LaminaStore.MembershipOperation) throws -> Ack {
+    mutating func changeParticipants(_ f: ParticipantsUpdate, _ operation: LaminaStore.MembershipOperation) throws
+        -> Ack
+    {
         let stored = try member(of: f.conversationID)
         let id = stored.id
         let before = stored.participants
@@ -153,17 +169,21 @@ struct CommandContext {
         let hlc = try engine.nextHLC()
         var changed = Set<UserID>()
         for u in f.users.sorted() {
-            let didChange = try tx.applyMembership(operation, user: u, conversation: id, actor: user, hlc: hlc, origin: origin)
+            let didChange = try tx.applyMembership(
+                operation, user: u, conversation: id, actor: user, hlc: hlc, origin: origin)
             if didChange { changed.insert(u) }
         }
         let after = try tx.read.participants(of: id)
         guard after.count <= stored.participantLimit else {
-            throw WireError(.tooManyParticipants, "\(after.count) participants exceed the limit of \(stored.participantLimit)")
+            throw WireError(
+                .tooManyParticipants, "\(after.count) participants exceed the limit of \(stored.participantLimit)")
         }
         guard !after.isEmpty else { throw WireError(.noParticipants, "a conversation keeps at least one participant") }
         if !changed.isEmpty {
-            let event = ParticipantsChanged(conversationID: id, added: operation == .add ? changed : [], removed: operation == .remove ? changed : [],
-                                            by: user, at: hlc)
+            let event = ParticipantsChanged(
+                conversationID: id, added: operation == .add ? changed : [],
+                removed: operation == .remove ? changed : [],
+                by: user, at: hlc)
             _ = try announce(event, before: before, after: after)
             // New participants need their counts, the others (removed ones too) the distinct
             // flag it may clear.
@@ -175,8 +195,9 @@ struct CommandContext {
         }
         // Every operation is logged, also one that changed nothing here: it still decides
         // against concurrent operations of other nodes (the latest reading wins).
-        let issued = ParticipantsChanged(conversationID: id, added: operation == .add ? f.users : [], removed: operation == .remove ? f.users : [],
-                                         by: user, at: hlc)
+        let issued = ParticipantsChanged(
+            conversationID: id, added: operation == .add ? f.users : [], removed: operation == .remove ? f.users : [],
+            by: user, at: hlc)
         try replicate(try FeedCoding.encode(.participantsChanged(issued)), at: hlc)
         return Ack(requestID: f.requestID, conversationID: id)
     }
@@ -191,14 +212,17 @@ struct CommandContext {
         return try emit(.participantsChanged(event), to: before.union(after), conversation: event.conversationID)
     }
 
-    mutating func setMetadata(_ named: ConversationID, _ path: MetadataKeyPath, _ value: MetadataValue?, _ requestID: UUID) throws -> Ack {
+    mutating func setMetadata(
+        _ named: ConversationID, _ path: MetadataKeyPath, _ value: MetadataValue?, _ requestID: UUID
+    ) throws -> Ack {
         let stored = try member(of: named)
         let id = stored.id
         let hlc = try engine.nextHLC()
         _ = try tx.setMetadata(value, at: path, in: id, hlc: hlc, origin: origin)
         try replicate(
-            try emit(.metadataChanged(MetadataChanged(conversationID: id, keyPath: path, value: value, by: user, at: hlc)),
-                     to: stored.participants, conversation: id),
+            try emit(
+                .metadataChanged(MetadataChanged(conversationID: id, keyPath: path, value: value, by: user, at: hlc)),
+                to: stored.participants, conversation: id),
             at: hlc)
         try recordConversationUpdated(id)
         return Ack(requestID: requestID, conversationID: id)
@@ -248,14 +272,18 @@ struct CommandContext {
         let bound = min(upTo, last)
         guard try tx.raise(marker, to: bound, user: user, conversation: stored.id) else { return }
         let event = StatusUpTo(conversationID: stored.id, user: user, status: marker.status, upTo: bound)
-        try replicate(try emit(.statusUpTo(event), to: statusAudience(stored), conversation: stored.id), at: try engine.nextHLC())
+        try replicate(
+            try emit(.statusUpTo(event), to: statusAudience(stored), conversation: stored.id), at: try engine.nextHLC())
         // A range read moves the reader's unread count by what the range covers: the node counts it.
         if marker == .read { try emitCounts(of: stored.id, to: [user]) }
     }
 
-    mutating func emitStatus(_ status: RecipientStatus, of message: MessageID, in stored: ConversationHeader) throws -> [UInt8] {
+    mutating func emitStatus(_ status: RecipientStatus, of message: MessageID, in stored: ConversationHeader) throws
+        -> [UInt8]
+    {
         let event = MessageStatusChanged(conversationID: stored.id, messageID: message, user: user, status: status)
-        return try emit(.messageStatusChanged(event), to: statusAudience(stored), conversation: stored.id, message: message)
+        return try emit(
+            .messageStatusChanged(event), to: statusAudience(stored), conversation: stored.id, message: message)
     }
 
     // MARK: Messages
@@ -268,8 +296,9 @@ struct CommandContext {
         var statuses: [UserID: RecipientStatus] = [:]
         for p in participants { statuses[p] = p == user ? .read : .sent }
         let position = try engine.nextHLC()
-        let message = Message(id: f.messageID, conversationID: id, sender: user, parts: f.parts, sentAt: now, position: position,
-                              push: f.push, recipientStatus: statuses)
+        let message = Message(
+            id: f.messageID, conversationID: id, sender: user, parts: f.parts, sentAt: now, position: position,
+            push: f.push, recipientStatus: statuses)
         try message.validate()
         for part in message.parts {
             if case .external(let reference) = part.content {
@@ -284,7 +313,8 @@ struct CommandContext {
                 guard upload.declaredSize == reference.size, upload.sha256 == reference.sha256 else {
                     throw WireError(
                         .invalidContentReference,
-                        "the reference to \(reference.id) declares \(reference.size) bytes and another digest than the upload (\(upload.declaredSize) bytes)")
+                        "the reference to \(reference.id) declares \(reference.size) bytes and another digest than the upload (\(upload.declaredSize) bytes)"
+                    )
                 }
             }
         }
@@ -300,14 +330,18 @@ struct CommandContext {
         try announce(message, in: stored, isFirst: isFirst)
         try replicate(ReplicationLogCoding.messageReference(message.id), at: position)
         try engine.webhooks.record(.messageSent, actor: user, in: tx, at: now) { .message(message) }
-        try engine.pushes.record(message, to: engine.blockLists.recipients(participants, of: user), overrides: pushOverrides, in: tx, at: now)
+        try engine.pushes.record(
+            message, to: engine.blockLists.recipients(participants, of: user), overrides: pushOverrides, in: tx, at: now
+        )
         return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
     }
 
     /// `conversation.updated` for the webhooks that take it, with the conversation as it is now.
     private func recordConversationUpdated(_ id: ConversationID) throws {
         guard engine.webhooks.wants(.conversationUpdated), let now = try tx.read.conversation(id) else { return }
-        try engine.webhooks.record(.conversationUpdated, actor: user, in: tx, at: self.now) { .conversation(now.conversation) }
+        try engine.webhooks.record(.conversationUpdated, actor: user, in: tx, at: self.now) {
+            .conversation(now.conversation)
+        }
     }
 
     /// Appends a stored message to its participants' feeds, except those of participants who
@@ -317,7 +351,9 @@ struct CommandContext {
         let id = stored.id
         let participants = stored.participants
         if isFirst, let conversation = try tx.read.conversation(id) {
-            try emit(.conversationCreated(conversation.conversation), to: participants.subtracting([message.sender]), conversation: id)
+            try emit(
+                .conversationCreated(conversation.conversation), to: participants.subtracting([message.sender]),
+                conversation: id)
         }
         let event = ChangeEvent.messageCreated(message)
         let recipients = engine.blockLists.recipients(participants, of: message.sender)
@@ -325,13 +361,17 @@ struct CommandContext {
         // One encoding for every feed, or one per feed when each sees only its own status.
         let shared = stored.deliveryReceiptsEnabled ? try SharedChangeEvent(event) : nil
         for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) {
-            changes.append(FeedChange(user: u, seq: seq, shared: try shared ?? SharedChangeEvent(.messageCreated(message.reported(to: u)))))
+            changes.append(
+                FeedChange(
+                    user: u, seq: seq, shared: try shared ?? SharedChangeEvent(.messageCreated(message.reported(to: u)))
+                ))
         }
     }
 
     /// The message, if it belongs to the conversation and is not deleted.
     func message(_ id: MessageID, in conversation: ConversationID) throws -> Message {
-        guard let stored = try tx.read.message(id), stored.message.conversationID == conversation, !stored.isDeleted else {
+        guard let stored = try tx.read.message(id), stored.message.conversationID == conversation, !stored.isDeleted
+        else {
             throw WireError(.notFound, "no message \(id) in \(conversation)")
         }
         return stored.message
@@ -346,7 +386,9 @@ struct CommandContext {
                 try replicate(try emitStatus(.read, of: message.id, in: stored), at: try engine.nextHLC())
                 // The reader's devices count this read themselves, unless the message is one
                 // their counts leave out (its sender is blocked): then the node tells them.
-                if engine.blockLists.blocked(by: user).contains(message.sender) { try emitCounts(of: stored.id, to: [user]) }
+                if engine.blockLists.blocked(by: user).contains(message.sender) {
+                    try emitCounts(of: stored.id, to: [user])
+                }
             }
         }
         return Ack(requestID: f.requestID, conversationID: stored.id)
@@ -358,7 +400,9 @@ struct CommandContext {
         let deletion = MessageDeleted(conversationID: stored.id, messageID: message.id, mode: f.mode, by: user)
         try replicate(try delete(deletion, participants: stored.participants), at: try engine.nextHLC())
         if f.mode == .allParticipants {
-            try engine.webhooks.record(.messageDeleted, actor: user, in: tx, at: now) { .deletedMessage(message.id, in: stored.id) }
+            try engine.webhooks.record(.messageDeleted, actor: user, in: tx, at: now) {
+                .deletedMessage(message.id, in: stored.id)
+            }
         }
         return Ack(requestID: f.requestID, conversationID: stored.id)
     }
@@ -368,10 +412,12 @@ struct CommandContext {
         let event = ChangeEvent.messageDeleted(deletion)
         switch deletion.mode {
         case .myDevices:
-            return try emit(event, to: [deletion.by], conversation: deletion.conversationID, message: deletion.messageID)
+            return try emit(
+                event, to: [deletion.by], conversation: deletion.conversationID, message: deletion.messageID)
         case .allParticipants:
             try tx.deleteMessage(deletion.messageID)
-            let payload = try emit(event, to: participants, conversation: deletion.conversationID, message: deletion.messageID)
+            let payload = try emit(
+                event, to: participants, conversation: deletion.conversationID, message: deletion.messageID)
             try emitCounts(of: deletion.conversationID, to: participants)
             return payload
         }
@@ -389,14 +435,17 @@ struct CommandContext {
         try Message.validate(parts: f.parts)
         for part in f.parts {
             if case .external = part.content {
-                throw WireError(.invalidArgument, "a part update carries inline parts only (rich content is sent with SEND_MESSAGE)")
+                throw WireError(
+                    .invalidArgument, "a part update carries inline parts only (rich content is sent with SEND_MESSAGE)"
+                )
             }
         }
         let hlc = try engine.nextHLC()
         guard try tx.replaceParts(of: message.id, with: f.parts, hlc: hlc, origin: origin, by: user) else {
             throw WireError(.internalError, "the node's clock went back: \(hlc) is not after the message's parts")
         }
-        let event = MessagePartsChanged(conversationID: stored.id, messageID: message.id, parts: f.parts, by: user, at: hlc)
+        let event = MessagePartsChanged(
+            conversationID: stored.id, messageID: message.id, parts: f.parts, by: user, at: hlc)
         try replicate(try announce(event, in: stored, sender: message.sender), at: hlc)
         try engine.webhooks.record(.messageUpdated, actor: user, in: tx, at: now) {
             var updated = message
@@ -408,9 +457,12 @@ struct CommandContext {
 
     /// Tells a part update to the participants who receive `sender`'s messages; returns the
     /// change's encoding.
-    mutating func announce(_ event: MessagePartsChanged, in stored: ConversationHeader, sender: UserID) throws -> [UInt8] {
-        try emit(.messagePartsChanged(event), to: engine.blockLists.recipients(stored.participants, of: sender),
-                 conversation: stored.id, message: event.messageID)
+    mutating func announce(_ event: MessagePartsChanged, in stored: ConversationHeader, sender: UserID) throws
+        -> [UInt8]
+    {
+        try emit(
+            .messagePartsChanged(event), to: engine.blockLists.recipients(stored.participants, of: sender),
+            conversation: stored.id, message: event.messageID)
     }
 
     /// DELIVERY_RECEIPT: the user's status becomes at least delivered for every message of
@@ -430,7 +482,8 @@ extension Message {
     func reported(to viewer: UserID) -> Message {
         var out = self
         for (user, status) in recipientStatus {
-            out.recipientStatus[user] = RecipientStatusLattice.reported(status, of: user, viewer: viewer, receiptsEnabled: false)
+            out.recipientStatus[user] = RecipientStatusLattice.reported(
+                status, of: user, viewer: viewer, receiptsEnabled: false)
         }
         return out
     }

@@ -17,8 +17,10 @@ extension CommandContext {
         for u in users.sorted() {
             let counts = try tx.read.counts(of: id, for: u, blocked: blocked ?? engine.blockLists.blocked(by: u))
             let event = ConversationUpdated(
-                conversationID: id, isDistinct: header.isDistinct, deliveryReceiptsEnabled: header.deliveryReceiptsEnabled,
-                messageCount: UInt64(counts.messages), unreadCount: UInt64(counts.unread), lastMessageID: counts.lastMessage)
+                conversationID: id, isDistinct: header.isDistinct,
+                deliveryReceiptsEnabled: header.deliveryReceiptsEnabled,
+                messageCount: UInt64(counts.messages), unreadCount: UInt64(counts.unread),
+                lastMessageID: counts.lastMessage)
             try emit(.conversationUpdated(event), to: [u], conversation: id)
         }
     }
@@ -35,16 +37,28 @@ extension FeedSnapshot {
         for c in conversations {
             out.append(Change(seq: 0, event: .conversationCreated(c.conversation)))
             if let last = c.lastMessage { out.append(Change(seq: 0, event: .messageCreated(last))) }
-            out.append(Change(seq: 0, event: .conversationUpdated(ConversationUpdated(
-                conversationID: c.conversation.id, isDistinct: c.conversation.isDistinct,
-                deliveryReceiptsEnabled: c.conversation.deliveryReceiptsEnabled,
-                messageCount: UInt64(c.counts.messages), unreadCount: UInt64(c.counts.unread), lastMessageID: c.counts.lastMessage))))
+            out.append(
+                Change(
+                    seq: 0,
+                    event: .conversationUpdated(
+                        ConversationUpdated(
+                            conversationID: c.conversation.id, isDistinct: c.conversation.isDistinct,
+                            deliveryReceiptsEnabled: c.conversation.deliveryReceiptsEnabled,
+                            messageCount: UInt64(c.counts.messages), unreadCount: UInt64(c.counts.unread),
+                            lastMessageID: c.counts.lastMessage))))
         }
         // Then the identities the user's devices know from the feed (kind 12) and the block list (kind 13).
         for (user, identity) in identities.sorted(by: { $0.key < $1.key }) {
-            out.append(Change(seq: 0, event: .identityChanged(IdentityChange(user: user, identity: .init(values: identity.values, metadata: identity.metadata)))))
+            out.append(
+                Change(
+                    seq: 0,
+                    event: .identityChanged(
+                        IdentityChange(
+                            user: user, identity: .init(values: identity.values, metadata: identity.metadata)))))
         }
-        for user in blocked { out.append(Change(seq: 0, event: .blockListChanged(BlockListChanged(user: user, blocking: true)))) }
+        for user in blocked {
+            out.append(Change(seq: 0, event: .blockListChanged(BlockListChanged(user: user, blocking: true))))
+        }
         return out
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
 import LaminaWire
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// A distinct conversation with these participants exists with other metadata (SPEC §6.1).
@@ -53,7 +53,8 @@ extension NodeEngine {
     /// AUTHENTICATE and RESUME_SESSION, are the session's own: SPEC §5.7.)
     static func isStorageCommand(_ frame: Frame) -> Bool {
         switch frame {
-        case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .deleteMetadata, .deleteConversation, .markAllRead,
+        case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .deleteMetadata,
+            .deleteConversation, .markAllRead,
             .sendMessage, .markRead, .deleteMessage, .deliveryReceipt, .updateMessageParts:
             true
         default: false
@@ -73,33 +74,38 @@ extension NodeEngine {
                 var refusal = ErrorFrame(
                     WireError(
                         .overloaded,
-                        "over the user's command budget (\(Int(configuration.commandBudget.commandsPerSecond)) commands, \(Int(configuration.commandBudget.bytesPerSecond)) bytes a second)"),
+                        "over the user's command budget (\(Int(configuration.commandBudget.commandsPerSecond)) commands, \(Int(configuration.commandBudget.bytesPerSecond)) bytes a second)"
+                    ),
                     requestID: requestID)
-                refusal.retryAfterMilliseconds = UInt32(clamping: max(1, wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000))
+                refusal.retryAfterMilliseconds = UInt32(
+                    clamping: max(
+                        1, wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000))
                 session.send(.error(refusal))
                 return
             }
             let digest = try SHA256Hasher.hash(encoded)
             let user = auth.user
             let now = Timestamp.now()
-            try store.submit({ [self] tx -> CommandResult in
-                try command(frame, as: user, key: key, digest: digest, now: now, in: tx)
-            }, completion: { [self] result in
-                // The answer goes out before the slot is given back: a read waiting for the
-                // session's commands to drain is answered after this one (SPEC §5.7).
-                defer { session.releaseCommandSlot() }
-                switch result {
-                case .success(.applied(let ack, let changes)):
-                    session.send(.ack(ack))
-                    publish(changes)
-                case .success(.replayed(let ack)):
-                    session.send(.ack(ack))
-                case .success(.refused(let error)):
-                    Self.reply(error, to: session, requestID: requestID)
-                case .failure(let error):
-                    Self.reply(error, to: session, requestID: requestID)
-                }
-            })
+            try store.submit(
+                { [self] tx -> CommandResult in
+                    try command(frame, as: user, key: key, digest: digest, now: now, in: tx)
+                },
+                completion: { [self] result in
+                    // The answer goes out before the slot is given back: a read waiting for the
+                    // session's commands to drain is answered after this one (SPEC §5.7).
+                    defer { session.releaseCommandSlot() }
+                    switch result {
+                    case .success(.applied(let ack, let changes)):
+                        session.send(.ack(ack))
+                        publish(changes)
+                    case .success(.replayed(let ack)):
+                        session.send(.ack(ack))
+                    case .success(.refused(let error)):
+                        Self.reply(error, to: session, requestID: requestID)
+                    case .failure(let error):
+                        Self.reply(error, to: session, requestID: requestID)
+                    }
+                })
         } catch {
             session.releaseCommandSlot()
             Self.reply(error, to: session, requestID: requestID)
@@ -116,7 +122,8 @@ extension NodeEngine {
     ) throws -> CommandResult {
         // A send is checked for a retry only when it fails (its id is taken, or the
         // conversation changed since): a new message costs no lookup.
-        if case .sendMessage = frame {} else if let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) {
+        if case .sendMessage = frame {
+        } else if let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) {
             return .replayed(replayed)
         }
         var context = CommandContext(tx: tx, user: user, engine: self, now: now)
@@ -129,7 +136,8 @@ extension NodeEngine {
             // A failed command's writes are rolled back with its savepoint; a send that
             // failed before writing anything may be a retry.
             if case .sendMessage = frame, !context.startedWriting,
-               let replayed = try Self.replay(frame, key: key, digest: digest, tx.read) {
+                let replayed = try Self.replay(frame, key: key, digest: digest, tx.read)
+            {
                 return .replayed(replayed)
             }
             throw error
@@ -137,7 +145,8 @@ extension NodeEngine {
         // Refused after recording what must stay (an alias of the existing conversation).
         if let refusal = context.refusal { return .refused(refusal) }
         try after?(&context, ack)
-        if case .sendMessage = frame {} else {
+        if case .sendMessage = frame {
+        } else {
             try tx.recordResult(digest + Array(try Frame.ack(ack).encoded().readableBytesView), for: key, at: now)
         }
         return .applied(ack, context.changes)
@@ -145,8 +154,11 @@ extension NodeEngine {
 
     private static func reply(_ error: any Error, to session: NodeSession, requestID: UUID?) {
         if let conflict = error as? DistinctConflict {
-            session.reply(WireError(.existingDistinctConversation, "a distinct conversation with these participants exists with other metadata"),
-                          requestID: requestID, conversationID: conflict.existing)
+            session.reply(
+                WireError(
+                    .existingDistinctConversation,
+                    "a distinct conversation with these participants exists with other metadata"),
+                requestID: requestID, conversationID: conflict.existing)
         } else {
             session.reply(EngineErrors.wire(error), requestID: requestID)
         }
@@ -156,11 +168,15 @@ extension NodeEngine {
     /// its id was used for a different command. A sent message is its own record (its row
     /// keeps the command's digest); other commands have an idempotency record.
     static func replay(_ frame: Frame, key: IdempotencyKey, digest: [UInt8], _ read: StorageReader) throws -> Ack? {
-        if case .sendMessage(let send) = frame, let record = try read.sendRecord(send.messageID), record.requestDigest != nil {
+        if case .sendMessage(let send) = frame, let record = try read.sendRecord(send.messageID),
+            record.requestDigest != nil
+        {
             guard record.sender == key.user, record.requestDigest == digest else {
                 throw WireError(.idInUse, "id \(key.id.uuidString.lowercased()) was used for a different command")
             }
-            return Ack(requestID: send.messageID.uuid, conversationID: record.conversation, position: record.position, timestamp: record.sentAt)
+            return Ack(
+                requestID: send.messageID.uuid, conversationID: record.conversation, position: record.position,
+                timestamp: record.sentAt)
         }
         guard let record = try read.recordedResult(for: key) else { return nil }
         guard record.count > 32, Array(record.prefix(32)) == digest else {
@@ -186,7 +202,9 @@ extension NodeEngine {
             throw WireError(.invalidArgument, "cursor \(request.cursor) is beyond the feed head \(head)")
         }
         if request.cursor > 0 {
-            try await store.write { tx in _ = try tx.advanceCursor(of: device, user: user, to: request.cursor, at: .now()) }
+            try await store.write { tx in
+                _ = try tx.advanceCursor(of: device, user: user, to: request.cursor, at: .now())
+            }
         }
         let features = session.state.withLockedValue { s -> FeatureSet in
             s.live = true
@@ -220,7 +238,9 @@ extension NodeEngine {
     /// Sends `user`'s feed entries after `cursor` to `session` in seq order, in reads of 256
     /// made as the client reads the previous ones (paced); returns the last seq sent (`cursor`
     /// when there was none).
-    func sendFeed(of user: UserID, after cursor: UInt64, to session: NodeSession, features: FeatureSet) async throws -> UInt64 {
+    func sendFeed(of user: UserID, after cursor: UInt64, to session: NodeSession, features: FeatureSet) async throws
+        -> UInt64
+    {
         var cursor = cursor
         while session.isOpen {
             let after = cursor
@@ -242,7 +262,8 @@ extension NodeEngine {
     /// (paced); the complete, unread and page-after policies read the store a page at a time
     /// (forward from their start), so a fetch holds one page of messages, not the whole
     /// history; `before` and last-n read one page backwards from the position index.
-    private func fetchHistory(_ request: FetchHistory, in session: NodeSession, as auth: NodeSession.Auth) async throws {
+    private func fetchHistory(_ request: FetchHistory, in session: NodeSession, as auth: NodeSession.Auth) async throws
+    {
         let user = auth.user
         let named = request.conversationID
         var total = configuration.maxHistoryMessages
@@ -261,7 +282,9 @@ extension NodeEngine {
         let page = Swift.min(paged ? Self.firstHistoryPage : Self.historyPageSize, max)
         let first = try await store.read { r -> (messages: [Message], id: ConversationID) in
             var found = try r.conversation(named)
-            if found?.isLive != true, let target = try r.resolvedConversation(named) { found = try r.conversation(target) }
+            if found?.isLive != true, let target = try r.resolvedConversation(named) {
+                found = try r.conversation(target)
+            }
             guard let conversation = found, conversation.isLive else {
                 throw WireError(.notFound, "no conversation \(named)")
             }
@@ -285,17 +308,23 @@ extension NodeEngine {
         var sent = 0
         while true {
             var ended = false
-            if let before = request.before, paged, let cut = messages.firstIndex(where: { ($0.position.map { $0 >= before }) ?? true }) {
+            if let before = request.before, paged,
+                let cut = messages.firstIndex(where: { ($0.position.map { $0 >= before }) ?? true })
+            {
                 messages.removeSubrange(cut...)
                 ended = true
             }
             let frames = FeedCoding.frames(messages.map { Change(seq: 0, event: .messageCreated($0)) }, for: features)
             guard await session.sendPaced(frames) else { return }
             sent += messages.count
-            guard paged, !ended, messages.count == requested, sent < max, let after = messages.last?.position else { break }
+            guard paged, !ended, messages.count == requested, sent < max, let after = messages.last?.position else {
+                break
+            }
             let limit = Swift.min(Self.nextHistoryPage(after: messages), max - sent)
             requested = limit
-            messages = try await store.read { r in try r.history(of: id, for: user, .complete(after: after, limit: limit)) }
+            messages = try await store.read { r in
+                try r.history(of: id, for: user, .complete(after: after, limit: limit))
+            }
             if messages.isEmpty { break }
         }
         session.send(.ack(Ack(requestID: request.requestID, conversationID: id)))
@@ -341,8 +370,10 @@ extension NodeEngine {
     /// An answer read in one go: last-n, or a page backwards (`before`): the newest `max` (or
     /// last-n's count) before `before`, after the read marker for unread-only, in one
     /// descending range read of the position index.
-    static func history(_ r: StorageReader, _ id: ConversationID, _ user: UserID, _ policy: LaminaWire.HistoryPolicy,
-                        _ before: MessagePosition?, max: Int) throws -> [Message] {
+    static func history(
+        _ r: StorageReader, _ id: ConversationID, _ user: UserID, _ policy: LaminaWire.HistoryPolicy,
+        _ before: MessagePosition?, max: Int
+    ) throws -> [Message] {
         var keep = max
         if case .lastN(let n) = policy {
             guard n >= 1 else { throw WireError(.invalidArgument, "last-n needs a count of at least 1") }

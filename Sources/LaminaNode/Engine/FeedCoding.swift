@@ -46,17 +46,20 @@ enum FeedCoding {
             current.append(change)
             bytes += size
         }
-        if !current.isEmpty { frames.append(current.count == 1 ? .change(current[0]) : .changeBatch(ChangeBatch(changes: current))) }
+        if !current.isEmpty {
+            frames.append(current.count == 1 ? .change(current[0]) : .changeBatch(ChangeBatch(changes: current)))
+        }
         return frames
     }
 
     static func estimatedSize(_ event: ChangeEvent) -> Int {
         switch event {
         case .messageCreated(let m):
-            return 256 + m.parts.reduce(0) { total, part in
-                if case .inline(let b) = part.content { return total + b.count + 128 }
-                return total + 192
-            }
+            return 256
+                + m.parts.reduce(0) { total, part in
+                    if case .inline(let b) = part.content { return total + b.count + 128 }
+                    return total + 192
+                }
         case .conversationCreated(let c):
             return 512 + c.participants.count * 260 + 8192
         default:

@@ -16,14 +16,17 @@ extension NodeEngine {
     /// In `tx`: sets `user`'s identity (nil deletes it; false when there was none), records the
     /// change for replication and appends it to the audience's feeds. Publish the returned feed
     /// entries and notify ``replicationSignal`` once `tx` committed.
-    func storeIdentity(_ identity: StoredIdentity?, of user: UserID, in tx: StorageTransaction) throws -> (Bool, [FeedChange]) {
+    func storeIdentity(_ identity: StoredIdentity?, of user: UserID, in tx: StorageTransaction) throws -> (
+        Bool, [FeedChange]
+    ) {
         let now = Timestamp.now()
         if let identity {
             try tx.putIdentity(identity, of: user, at: now)
         } else {
             guard try tx.deleteIdentity(of: user) else { return (false, []) }
         }
-        let change = IdentityChange(user: user, identity: identity.map { .init(values: $0.values, metadata: $0.metadata) })
+        let change = IdentityChange(
+            user: user, identity: identity.map { .init(values: $0.values, metadata: $0.metadata) })
         try recordUserState(.identity(change), in: tx)
         var context = CommandContext(tx: tx, user: user, engine: self, now: now)
         try context.emitIdentity(change)

@@ -1,9 +1,9 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaMerge
 import LaminaModel
 import LaminaStore
 import LaminaWire
+import NIOConcurrencyHelpers
 
 /// The relay's brain: sessions, auth, commands, sync, fan-out. Thread-safe.
 ///
@@ -44,7 +44,8 @@ public final class NodeEngine: Sendable {
         self.store = store
         self.configuration = configuration
         self.nonces = NonceTable(limits: configuration.nonces)
-        self.verifier = IdentityTokenVerifier(providers: configuration.identityProviders, maxClockSkew: configuration.maxClockSkew)
+        self.verifier = IdentityTokenVerifier(
+            providers: configuration.identityProviders, maxClockSkew: configuration.maxClockSkew)
         self.commandBudget = TokenBuckets(
             rates: [configuration.commandBudget.commandsPerSecond, configuration.commandBudget.bytesPerSecond],
             bursts: [configuration.commandBudget.commandBurst, configuration.commandBudget.byteBurst])
@@ -61,7 +62,8 @@ public final class NodeEngine: Sendable {
     /// A new client session on a fresh sync stream (its nonces are tied to
     /// ``SessionOutbound/connectionID``, or to the session alone when that is nil).
     public func openSession(outbound: SessionOutbound) -> NodeSession {
-        let session = NodeSession(engine: self, outbound: outbound, connection: outbound.connectionID ?? NonceTable.privateOwner())
+        let session = NodeSession(
+            engine: self, outbound: outbound, connection: outbound.connectionID ?? NonceTable.privateOwner())
         registry.add(session)
         if isShuttingDown.withLockedValue({ $0 }) {
             session.fail(WireError(.shuttingDown, "the node is shutting down"))
@@ -84,7 +86,9 @@ public final class NodeEngine: Sendable {
     /// The next HLC reading of this node (a message position or an operation's time).
     func nextHLC() throws(WireError) -> HLCTimestamp {
         do {
-            return try clock.withLockedValue { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in try c.now(.now()) }
+            return try clock.withLockedValue { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in
+                try c.now(.now())
+            }
         } catch {
             throw WireError(.internalError, "the node's clock failed: \(error)")
         }

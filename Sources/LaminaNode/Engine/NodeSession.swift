@@ -1,7 +1,7 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaWire
+import NIOConcurrencyHelpers
 
 /// One client session. The server calls these in stream order from the stream's event loop.
 ///
@@ -103,7 +103,9 @@ public final class NodeSession: Sendable {
     /// authenticated session whose inbox is idle goes to group commit at once, on the
     /// caller's thread (no hop through the inbox); everything else is queued.
     public func receive(_ frame: Frame) {
-        if NodeEngine.isStorageCommand(frame), let auth = admitDirectCommand(needing: Self.requiredFeature(of: frame) ?? []) {
+        if NodeEngine.isStorageCommand(frame),
+            let auth = admitDirectCommand(needing: Self.requiredFeature(of: frame) ?? [])
+        {
             engine.submit(frame, in: self, as: auth)
             return
         }
@@ -151,7 +153,8 @@ public final class NodeSession: Sendable {
     func publish(_ changes: [Change]) {
         let sent = state.withLockedValue { s -> Bool in
             guard s.phase != .closed, s.live, s.inboxIdle, let first = changes.first, first.seq == s.sentThrough + 1,
-                  zip(changes, changes.dropFirst()).allSatisfy({ $1.seq == $0.seq + 1 }) else { return false }
+                zip(changes, changes.dropFirst()).allSatisfy({ $1.seq == $0.seq + 1 })
+            else { return false }
             s.sentThrough = changes[changes.count - 1].seq
             outbound.send(FeedCoding.frames(changes, for: s.features))
             return true
@@ -218,7 +221,8 @@ public final class NodeSession: Sendable {
 
     /// A command in flight completed (answered or failed).
     func releaseCommandSlot() {
-        let (waiter, drained) = window.withLockedValue { w -> (CheckedContinuation<Void, Never>?, [CheckedContinuation<Void, Never>]) in
+        let (waiter, drained) = window.withLockedValue {
+            w -> (CheckedContinuation<Void, Never>?, [CheckedContinuation<Void, Never>]) in
             guard let waiter = w.waiter else {
                 w.inFlight -= 1
                 if w.inFlight < 2 { engine.store.commandSources.moved(from: w.inFlight + 1, to: w.inFlight) }
@@ -358,7 +362,9 @@ public final class NodeSession: Sendable {
     /// lower seq of the feed committed no later), so the device's cursor never passes an
     /// entry it did not get.
     private func deliverLive(_ changes: [Change]) async {
-        let (live, features, through, user) = state.withLockedValue { ($0.live, $0.features, $0.sentThrough, $0.auth?.user) }
+        let (live, features, through, user) = state.withLockedValue {
+            ($0.live, $0.features, $0.sentThrough, $0.auth?.user)
+        }
         guard live, let user else { return }
         let fresh = changes.filter { $0.seq > through }.sorted { $0.seq < $1.seq }
         guard let first = fresh.first else { return }
@@ -409,8 +415,12 @@ public final class NodeSession: Sendable {
         if Self.waitsForEarlierCommands(frame) { await commandsDrained() }
         if let missing = refusedFeature(frame) {
             let bits = (0..<64).filter { missing.rawValue & (1 << $0) != 0 }.map(String.init).joined(separator: " and ")
-            return reply(WireError(.forbidden, "\(frame.type.name) needs feature bit \(bits) (SPEC §5.1), which this session did not agree in HELLO"),
-                         requestID: frame.commandID)
+            return reply(
+                WireError(
+                    .forbidden,
+                    "\(frame.type.name) needs feature bit \(bits) (SPEC §5.1), which this session did not agree in HELLO"
+                ),
+                requestID: frame.commandID)
         }
         switch frame {
         case .ping(let ping): send(.pong(ping))
@@ -420,17 +430,21 @@ public final class NodeSession: Sendable {
         case .resumeSession(let request): await resume(request)
         case .endSession(let request):
             guard let auth = state.withLockedValue({ $0.auth }) else {
-                return reply(WireError(.authenticationRequired, "authenticate before END_SESSION"), requestID: request.requestID)
+                return reply(
+                    WireError(.authenticationRequired, "authenticate before END_SESSION"), requestID: request.requestID)
             }
             await endSession(request, as: auth)
         case .blockUser(let request):
             guard let auth = state.withLockedValue({ $0.auth }) else {
-                return reply(WireError(.authenticationRequired, "authenticate before BLOCK_USER"), requestID: request.requestID)
+                return reply(
+                    WireError(.authenticationRequired, "authenticate before BLOCK_USER"), requestID: request.requestID)
             }
             await blockUser(request, as: auth)
         case .registerPushToken(let request):
             guard let auth = state.withLockedValue({ $0.auth }) else {
-                return reply(WireError(.authenticationRequired, "authenticate before REGISTER_PUSH_TOKEN"), requestID: request.requestID)
+                return reply(
+                    WireError(.authenticationRequired, "authenticate before REGISTER_PUSH_TOKEN"),
+                    requestID: request.requestID)
             }
             await registerPushToken(request, as: auth)
         case .error(let error):
@@ -442,7 +456,9 @@ public final class NodeSession: Sendable {
             fail(WireError(.forbidden, "peer frames are not allowed on a client session"))
         default:
             guard let auth = state.withLockedValue({ $0.auth }) else {
-                return reply(WireError(.authenticationRequired, "authenticate before \(frame.type.name)"), requestID: frame.commandID)
+                return reply(
+                    WireError(.authenticationRequired, "authenticate before \(frame.type.name)"),
+                    requestID: frame.commandID)
             }
             if engine.isShuttingDown.withLockedValue({ $0 }) {
                 return reply(WireError(.shuttingDown, "the node is shutting down"), requestID: frame.commandID)
@@ -457,16 +473,22 @@ public final class NodeSession: Sendable {
         }
         let version = WireProtocol.version
         guard (hello.minVersion...hello.maxVersion).contains(version) else {
-            return fail(WireError(.unsupportedVersion, "this node speaks version \(version), the client \(hello.minVersion)...\(hello.maxVersion)"))
+            return fail(
+                WireError(
+                    .unsupportedVersion,
+                    "this node speaks version \(version), the client \(hello.minVersion)...\(hello.maxVersion)"))
         }
         let features = hello.features.intersection(.supported)
         state.withLockedValue {
             $0.phase = .open
             $0.features = features
         }
-        send(.welcome(Welcome(
-            version: version, features: features, nodeID: engine.configuration.nodeID,
-            serverTime: .now(), maxFrameSize: UInt32(clamping: engine.configuration.maxFrameSize), cluster: engine.configuration.cluster
-        )))
+        send(
+            .welcome(
+                Welcome(
+                    version: version, features: features, nodeID: engine.configuration.nodeID,
+                    serverTime: .now(), maxFrameSize: UInt32(clamping: engine.configuration.maxFrameSize),
+                    cluster: engine.configuration.cluster
+                )))
     }
 }

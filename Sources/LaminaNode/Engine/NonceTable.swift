@@ -1,8 +1,8 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaWire
+import NIOConcurrencyHelpers
 
 /// How many nonces the node keeps and for how long (SPEC §5.2). Declared here once; the
 /// config file's `resources` sets them (`nonceLifetimeSeconds`, `maxNoncesPerStream`,
@@ -27,8 +27,12 @@ public struct NonceLimits: Sendable, Hashable, Codable {
     /// The reason the values are out of range, if they are.
     public func problem() -> String? {
         guard (10...3_600).contains(lifetimeSeconds) else { return "resources.nonceLifetimeSeconds must be 10...3600" }
-        guard perStream >= 2 else { return "resources.maxNoncesPerStream must be at least 2 (a request and the nonce after a failed login)" }
-        guard perConnection >= perStream else { return "resources.maxNoncesPerConnection must be at least maxNoncesPerStream" }
+        guard perStream >= 2 else {
+            return "resources.maxNoncesPerStream must be at least 2 (a request and the nonce after a failed login)"
+        }
+        guard perConnection >= perStream else {
+            return "resources.maxNoncesPerConnection must be at least maxNoncesPerStream"
+        }
         guard perNode >= perConnection else { return "resources.maxNonces must be at least maxNoncesPerConnection" }
         return nil
     }
@@ -92,7 +96,11 @@ public final class NonceTable: Sendable {
                 Self.removeExpired(of: owner, before: nowMs, alsoUsed: true, in: &s)
                 if s.byOwner[owner, default: []].count >= limits.perConnection {
                     s.refused += 1
-                    return .failure(WireError(.overloaded, "this connection holds \(limits.perConnection) nonces, its limit; use one or wait for one to expire"))
+                    return .failure(
+                        WireError(
+                            .overloaded,
+                            "this connection holds \(limits.perConnection) nonces, its limit; use one or wait for one to expire"
+                        ))
                 }
             }
             if s.entries.count >= limits.perNode {
@@ -126,12 +134,14 @@ public final class NonceTable: Sendable {
     func use(_ nonce: String, by owner: UInt64, now: Timestamp = .now()) throws(WireError) {
         let outcome = state.withLockedValue { s -> WireError? in
             guard var entry = s.entries[nonce] else {
-                return WireError(.unknownNonce, "this node holds no such nonce (never issued, expired, or its connection closed)")
+                return WireError(
+                    .unknownNonce, "this node holds no such nonce (never issued, expired, or its connection closed)")
             }
             if entry.used { return WireError(.nonceReused, "the nonce was already used") }
             if entry.expiresAt < now.millisecondsSince1970 { return WireError(.nonceExpired, "the nonce expired") }
             guard entry.owner == owner else {
-                return WireError(.nonceOtherConnection, "the nonce was issued to another connection; ask for one on this connection")
+                return WireError(
+                    .nonceOtherConnection, "the nonce was issued to another connection; ask for one on this connection")
             }
             entry.used = true
             s.entries[nonce] = entry

@@ -1,10 +1,10 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaMerge
 import LaminaModel
 import LaminaStore
 import LaminaTransport
 import LaminaWire
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// What the replication log keeps of an operation (SPEC §6.5): the event's feed encoding
@@ -36,24 +36,36 @@ enum ReplicationLogCoding {
 
     /// The operation a log record holds, read back with what it names.
     static func operation(_ record: ReplicationRecord, _ read: StorageReader) throws -> ReplicatedOperation {
-        ReplicatedOperation(origin: record.origin, counter: record.counter, hlc: record.hlc, payload: try event(record.op, read))
+        ReplicatedOperation(
+            origin: record.origin, counter: record.counter, hlc: record.hlc, payload: try event(record.op, read))
     }
 
     private static func event(_ op: [UInt8], _ read: StorageReader) throws -> ReplicatedEvent {
         if op.first == userStateMarker {
             let event = try ReplicatedEvent.decode(exactly: Array(op.dropFirst()))
-            guard case .user = event else { throw WireError(.internalError, "a user-state record of the replication log holds a conversation change") }
+            guard case .user = event else {
+                throw WireError(
+                    .internalError, "a user-state record of the replication log holds a conversation change")
+            }
             return event
         }
         if op.first == distinctCreationMarker {
             let event = try ReplicatedEvent.decode(exactly: Array(op.dropFirst()))
-            guard case .distinctCreation = event else { throw WireError(.internalError, "a distinct-creation record of the replication log holds another event") }
+            guard case .distinctCreation = event else {
+                throw WireError(.internalError, "a distinct-creation record of the replication log holds another event")
+            }
             return event
         }
         if op.first == messageMarker {
-            guard op.count == 17 else { throw WireError(.internalError, "a message reference in the replication log is 17 bytes, got \(op.count)") }
-            let id = MessageID(uuid: UUID(uuid: op.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 1, as: uuid_t.self) }))
-            guard let stored = try read.message(id) else { throw WireError(.internalError, "the replication log names message \(id), which is not stored") }
+            guard op.count == 17 else {
+                throw WireError(
+                    .internalError, "a message reference in the replication log is 17 bytes, got \(op.count)")
+            }
+            let id = MessageID(
+                uuid: UUID(uuid: op.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 1, as: uuid_t.self) }))
+            guard let stored = try read.message(id) else {
+                throw WireError(.internalError, "the replication log names message \(id), which is not stored")
+            }
             var message = stored.message
             message.recipientStatus = [:]  // statuses replicate as their own operations
             return .change(.messageCreated(message))
@@ -88,7 +100,8 @@ extension CommandContext {
         let held = try tx.heldCounter(of: op.origin)
         guard op.counter > held else { return }
         guard op.counter == held + 1 else {
-            throw WireError(.invalidArgument, "operation \(op.counter) of node \(op.origin.rawValue) leaves a gap after \(held)")
+            throw WireError(
+                .invalidArgument, "operation \(op.counter) of node \(op.origin.rawValue) leaves a gap after \(held)")
         }
         let logged: [UInt8]
         switch op.payload {
@@ -105,11 +118,14 @@ extension CommandContext {
             } catch let unheld as UnheldConversation {
                 // Nothing was written for it yet: replicaHeader is every case's first step.
                 logged = try FeedCoding.encode(event)
-                abandonedParked += try tx.makeRoomToPark(origin: op.origin, bytes: logged.count, within: engine.configuration.parking)
-                try tx.park(origin: op.origin, counter: op.counter, conversation: unheld.id, bytes: logged.count, at: now)
+                abandonedParked += try tx.makeRoomToPark(
+                    origin: op.origin, bytes: logged.count, within: engine.configuration.parking)
+                try tx.park(
+                    origin: op.origin, counter: op.counter, conversation: unheld.id, bytes: logged.count, at: now)
             }
         }
-        guard try tx.appendOperation(ReplicationRecord(origin: op.origin, counter: op.counter, hlc: op.hlc, op: logged)) else {
+        guard try tx.appendOperation(ReplicationRecord(origin: op.origin, counter: op.counter, hlc: op.hlc, op: logged))
+        else {
             throw WireError(.internalError, "operation \(op.counter) of node \(op.origin.rawValue) was logged twice")
         }
     }
@@ -120,15 +136,21 @@ extension CommandContext {
         guard !parked.isEmpty else { return }
         var ops: [ReplicatedOperation] = []
         for (origin, counter) in parked {
-            guard let record = try tx.read.operations(of: origin, after: counter - 1, limit: 1).first, record.counter == counter else {
-                throw WireError(.internalError, "parked operation \(counter) of node \(origin.rawValue) is not in the replication log")
+            guard let record = try tx.read.operations(of: origin, after: counter - 1, limit: 1).first,
+                record.counter == counter
+            else {
+                throw WireError(
+                    .internalError,
+                    "parked operation \(counter) of node \(origin.rawValue) is not in the replication log")
             }
             ops.append(try ReplicationLogCoding.operation(record, tx.read))
         }
         ops.sort { ($0.hlc, $0.origin, $0.counter) < ($1.hlc, $1.origin, $1.counter) }
         try tx.unpark(conversation)
         for op in ops {
-            guard let event = op.event else { throw WireError(.internalError, "a parked operation is not a conversation change") }
+            guard let event = op.event else {
+                throw WireError(.internalError, "a parked operation is not a conversation change")
+            }
             _ = try applyEvent(event, op)
         }
     }
@@ -144,11 +166,18 @@ extension CommandContext {
         case .participantsChanged(let change):
             guard let header = try replicaHeader(change.conversationID) else { break }
             let before = header.participants
-            var applied = ParticipantsChanged(conversationID: header.id, added: [], removed: [], by: change.by, at: change.at)
-            for u in change.added.sorted() where try tx.applyMembership(.add, user: u, conversation: header.id, actor: change.by, hlc: change.at, origin: op.origin) {
+            var applied = ParticipantsChanged(
+                conversationID: header.id, added: [], removed: [], by: change.by, at: change.at)
+            for u in change.added.sorted()
+            where try tx.applyMembership(
+                .add, user: u, conversation: header.id, actor: change.by, hlc: change.at, origin: op.origin)
+            {
                 applied.added.insert(u)
             }
-            for u in change.removed.sorted() where try tx.applyMembership(.remove, user: u, conversation: header.id, actor: change.by, hlc: change.at, origin: op.origin) {
+            for u in change.removed.sorted()
+            where try tx.applyMembership(
+                .remove, user: u, conversation: header.id, actor: change.by, hlc: change.at, origin: op.origin)
+            {
                 applied.removed.insert(u)
             }
             if !applied.added.isEmpty || !applied.removed.isEmpty {
@@ -170,7 +199,9 @@ extension CommandContext {
             deletion.conversationID = header.id
             _ = try delete(deletion, participants: header.participants)
         case .messageCreated(var message):
-            guard let header = try replicaHeader(message.conversationID), try tx.read.message(message.id) == nil else { break }
+            guard let header = try replicaHeader(message.conversationID), try tx.read.message(message.id) == nil else {
+                break
+            }
             message.conversationID = header.id
             var statuses: [UserID: RecipientStatus] = [:]
             for p in header.participants { statuses[p] = p == message.sender ? .read : .sent }
@@ -178,19 +209,26 @@ extension CommandContext {
             let isFirst = try tx.appendMessage(message, hlc: op.hlc, origin: op.origin)
             // Its rich content stays on the node that accepted it until this node fetches it.
             for part in message.parts {
-                if case .external(let reference) = part.content { try tx.expectReplicatedContent(reference, owner: message.sender, at: now) }
+                if case .external(let reference) = part.content {
+                    try tx.expectReplicatedContent(reference, owner: message.sender, at: now)
+                }
             }
             try announce(message, in: header, isFirst: isFirst)
             // Pushed to the devices whose tokens this node holds, as a local send is (SPEC §5.9).
-            try engine.pushes.record(message, to: engine.blockLists.recipients(header.participants, of: message.sender), in: tx, at: now)
+            try engine.pushes.record(
+                message, to: engine.blockLists.recipients(header.participants, of: message.sender), in: tx, at: now)
             logged = ReplicationLogCoding.messageReference(message.id)
         case .messageStatusChanged(let change):
-            guard let header = try replicaHeader(change.conversationID), let stored = try tx.read.message(change.messageID) else { break }
+            guard let header = try replicaHeader(change.conversationID),
+                let stored = try tx.read.message(change.messageID)
+            else { break }
             // A deleted message's status is recorded, but no device holds or counts it any more.
             if try tx.recordStatus(change.status, of: change.messageID, for: change.user) != nil, !stored.isDeleted {
                 var moved = change
                 moved.conversationID = header.id
-                try emit(.messageStatusChanged(moved), to: statusAudience(header), conversation: header.id, message: change.messageID)
+                try emit(
+                    .messageStatusChanged(moved), to: statusAudience(header), conversation: header.id,
+                    message: change.messageID)
                 if change.status == .read, engine.blockLists.blocked(by: change.user).contains(stored.message.sender) {
                     try emitCounts(of: header.id, to: [change.user])
                 }
@@ -204,16 +242,23 @@ extension CommandContext {
                 if marker == .read { try emitCounts(of: header.id, to: [change.user]) }
             }
         case .messageDeleted(var deletion):
-            guard let header = try replicaHeader(deletion.conversationID), try tx.read.message(deletion.messageID) != nil else { break }
+            guard let header = try replicaHeader(deletion.conversationID),
+                try tx.read.message(deletion.messageID) != nil
+            else { break }
             deletion.conversationID = header.id
             _ = try delete(deletion, participants: header.participants)
         case .messagePartsChanged(var change):
-            guard let header = try replicaHeader(change.conversationID), let stored = try tx.read.message(change.messageID) else { break }
+            guard let header = try replicaHeader(change.conversationID),
+                let stored = try tx.read.message(change.messageID)
+            else { break }
             change.conversationID = header.id
             // A deleted message's parts are replaced too (the register converges whatever the
             // order of update and deletion), but no device holds it any more.
-            if try tx.replaceParts(of: change.messageID, with: change.parts, hlc: change.at, origin: op.origin, by: change.by, evenIfDeleted: true),
-               !stored.isDeleted {
+            if try tx.replaceParts(
+                of: change.messageID, with: change.parts, hlc: change.at, origin: op.origin, by: change.by,
+                evenIfDeleted: true),
+                !stored.isDeleted
+            {
                 _ = try announce(change, in: header, sender: stored.message.sender)
             }
         case .conversationUpdated, .identifierChanged, .typing, .identityChanged, .blockListChanged:
@@ -226,7 +271,9 @@ extension CommandContext {
     /// was deleted here: an operation on a deleted conversation changes nothing.
     private func replicaHeader(_ named: ConversationID) throws -> ConversationHeader? {
         var found = try tx.conversationHeader(named)
-        if found?.isLive != true, let target = try tx.read.resolvedConversation(named) { found = try tx.conversationHeader(target) }
+        if found?.isLive != true, let target = try tx.read.resolvedConversation(named) {
+            found = try tx.conversationHeader(target)
+        }
         guard let header = found else { throw UnheldConversation(id: named) }
         return header.isLive ? header : nil
     }
@@ -237,14 +284,20 @@ extension CommandContext {
     /// origin had seen the other); the classes merge into their earliest creation, the same on
     /// every node whatever the order of arrival, and this node's devices that held a retired
     /// conversation are told its new identifier.
-    private mutating func applyCreation(_ conversation: Conversation, seen: VersionVector, _ op: ReplicatedOperation) throws {
+    private mutating func applyCreation(_ conversation: Conversation, seen: VersionVector, _ op: ReplicatedOperation)
+        throws
+    {
         guard try tx.read.conversation(conversation.id) == nil else { return }
         guard conversation.isDistinct else {
             let creation = try tx.createConversation(conversation, hlc: op.hlc, origin: op.origin)
-            try emit(.conversationCreated(creation.conversation.conversation), to: [conversation.creator], conversation: conversation.id)
+            try emit(
+                .conversationCreated(creation.conversation.conversation), to: [conversation.creator],
+                conversation: conversation.id)
             return
         }
-        let birth = DistinctBirth(candidate: DistinctCandidate(conversation, createdAt: op.hlc), origin: op.origin, counter: op.counter, seen: seen)
+        let birth = DistinctBirth(
+            candidate: DistinctCandidate(conversation, createdAt: op.hlc), origin: op.origin, counter: op.counter,
+            seen: seen)
         let group = try tx.read.distinctBirths(participants: conversation.participants)
         var survivors: [ConversationID: ConversationID] = [:]
         for b in group { survivors[b.id] = try tx.read.resolvedConversation(b.id) ?? b.id }
@@ -253,10 +306,13 @@ extension CommandContext {
 
         // What the devices knew before: the participants of each held conversation retired now.
         var audiences: [ConversationID: Set<UserID>] = [:]
-        var distinct = true, deleted = false
+        var distinct = true
+        var deleted = false
         for id in join.retired + [join.survivor] where id != conversation.id {
             audiences[id] = try tx.read.participants(of: id)
-            guard let flags = try tx.read.distinctFlags(of: id) else { throw WireError(.internalError, "conversation \(id) vanished") }
+            guard let flags = try tx.read.distinctFlags(of: id) else {
+                throw WireError(.internalError, "conversation \(id) vanished")
+            }
             distinct = distinct && flags.distinct
             deleted = deleted || flags.deleted
         }
@@ -268,18 +324,29 @@ extension CommandContext {
             return
         }
         try tx.mergeDistinct(join, distinct: distinct, deleted: deleted)
-        guard let merged = try tx.read.conversation(join.survivor) else { throw WireError(.internalError, "survivor \(join.survivor) vanished") }
+        guard let merged = try tx.read.conversation(join.survivor) else {
+            throw WireError(.internalError, "survivor \(join.survivor) vanished")
+        }
         // Devices that held a retired conversation follow it to the survivor (the newcomer's
         // messages arrive later, named by its id, which resolves here).
-        for (retired, audience) in audiences.sorted(by: { $0.key.uuid.uuidString < $1.key.uuid.uuidString }) where retired != join.survivor {
-            try emit(.identifierChanged(IdentifierChanged(from: retired, to: join.survivor)), to: audience, conversation: join.survivor)
+        for (retired, audience) in audiences.sorted(by: { $0.key.uuid.uuidString < $1.key.uuid.uuidString })
+        where retired != join.survivor {
+            try emit(
+                .identifierChanged(IdentifierChanged(from: retired, to: join.survivor)), to: audience,
+                conversation: join.survivor)
         }
-        let renamed = audiences.filter { $0.key != join.survivor }.values.reduce(into: Set<UserID>()) { $0.formUnion($1) }
+        let renamed = audiences.filter { $0.key != join.survivor }.values.reduce(into: Set<UserID>()) {
+            $0.formUnion($1)
+        }
         if merged.isDeleted {
             // Merged into a conversation deleted for everyone: gone for them too.
             if !renamed.isEmpty {
-                try emit(.conversationDeleted(ConversationDeleted(conversationID: join.survivor, mode: .allParticipants, below: nil, by: conversation.creator)),
-                         to: renamed, conversation: join.survivor)
+                try emit(
+                    .conversationDeleted(
+                        ConversationDeleted(
+                            conversationID: join.survivor, mode: .allParticipants, below: nil, by: conversation.creator)
+                    ),
+                    to: renamed, conversation: join.survivor)
             }
         } else if !renamed.isEmpty {
             let audience = try tx.read.participants(of: join.survivor)
@@ -308,7 +375,9 @@ extension NodeEngine {
     }
 
     /// ``operations(missingFrom:limit:)`` and this node's vector, from one read.
-    func operationsAndVector(missingFrom vector: VersionVector, limit: Int) async throws -> (operations: [ReplicatedOperation], ours: VersionVector) {
+    func operationsAndVector(missingFrom vector: VersionVector, limit: Int) async throws -> (
+        operations: [ReplicatedOperation], ours: VersionVector
+    ) {
         let theirs = vector.counters
         return try await store.read { r in
             var candidates: [ReplicatedOperation] = []
@@ -330,7 +399,9 @@ extension NodeEngine {
     public func applyReplicated(_ operations: [ReplicatedOperation]) async throws -> VersionVector {
         for op in operations where op.origin != configuration.nodeID {
             // Later local operations read later than anything received (causality, HLC rule).
-            _ = try clock.withLockedValue { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in try c.receive(op.hlc, .now()) }
+            _ = try clock.withLockedValue { (c: inout HybridLogicalClock) throws(MergeError) -> HLCTimestamp in
+                try c.receive(op.hlc, .now())
+            }
         }
         let now = Timestamp.now()
         let expired = now.adding(.zero - configuration.parking.lifetime)
@@ -423,12 +494,17 @@ public struct ConvergenceDigest: Sendable, Hashable {
 
     /// One JSON object: node, vector, overall digest, conversations.
     public func json(node: NodeID, peers: [NodeID: (received: Int, sent: Int)]) -> String {
-        let vectorText = vector.counters.sorted { $0.key < $1.key }.map { "\"\(String($0.key.rawValue, radix: 16))\": \($0.value)" }.joined(separator: ", ")
+        let vectorText = vector.counters.sorted { $0.key < $1.key }.map {
+            "\"\(String($0.key.rawValue, radix: 16))\": \($0.value)"
+        }.joined(separator: ", ")
         let peerText = peers.sorted { $0.key < $1.key }
-            .map { "\"\(String($0.key.rawValue, radix: 16))\": {\"received\": \($0.value.received), \"sent\": \($0.value.sent)}" }.joined(separator: ", ")
+            .map {
+                "\"\(String($0.key.rawValue, radix: 16))\": {\"received\": \($0.value.received), \"sent\": \($0.value.sent)}"
+            }.joined(separator: ", ")
         let conversationText = conversations.sorted { $0.key.uuid.uuidString < $1.key.uuid.uuidString }
             .map { "\"\($0.key.uuid.uuidString.lowercased())\": \"\($0.value)\"" }.joined(separator: ", ")
-        return "{\"node\": \"\(String(node.rawValue, radix: 16))\", \"vector\": {\(vectorText)}, \"digest\": \"\(overall)\", \"peers\": {\(peerText)}, \"users\": \"\(users)\", \"conversations\": {\(conversationText)}}\n"
+        return
+            "{\"node\": \"\(String(node.rawValue, radix: 16))\", \"vector\": {\(vectorText)}, \"digest\": \"\(overall)\", \"peers\": {\(peerText)}, \"users\": \"\(users)\", \"conversations\": {\(conversationText)}}\n"
     }
 }
 

@@ -1,9 +1,9 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
 import LaminaWire
+import NIOConcurrencyHelpers
 
 extension Duration {
     var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
@@ -55,12 +55,17 @@ extension NodeSession {
         do {
             let claims = try engine.verifier.verify(request.identityToken, now: now)
             let (token, hash) = try Self.makeSessionToken()
-            let record = SessionRecord(tokenHash: hash, user: claims.identity.userID, device: device, createdAt: now,
-                                       expiresAt: now.adding(engine.configuration.sessionLifetime))
+            let record = SessionRecord(
+                tokenHash: hash, user: claims.identity.userID, device: device, createdAt: now,
+                expiresAt: now.adding(engine.configuration.sessionLifetime))
             try engine.nonces.use(claims.nonce, by: connection, now: now)
             try await engine.store.write { tx in try tx.createSession(record) }
             authenticated(Auth(user: record.user, device: device, tokenHash: hash))
-            send(.authenticated(Authenticated(requestID: request.requestID, sessionToken: token, identity: claims.identity, expiresAt: record.expiresAt)))
+            send(
+                .authenticated(
+                    Authenticated(
+                        requestID: request.requestID, sessionToken: token, identity: claims.identity,
+                        expiresAt: record.expiresAt)))
         } catch {
             if let nonce = IdentityTokenVerifier.unverifiedNonce(request.identityToken) {
                 engine.nonces.spoil(nonce, by: connection)
@@ -88,8 +93,11 @@ extension NodeSession {
                 throw WireError(.forbidden, "the session token belongs to another device")
             }
             authenticated(Auth(user: record.user, device: device, tokenHash: hash))
-            send(.authenticated(Authenticated(requestID: request.requestID, sessionToken: request.sessionToken,
-                                              identity: Identity(userID: record.user), expiresAt: record.expiresAt)))
+            send(
+                .authenticated(
+                    Authenticated(
+                        requestID: request.requestID, sessionToken: request.sessionToken,
+                        identity: Identity(userID: record.user), expiresAt: record.expiresAt)))
         } catch {
             var wire = EngineErrors.wire(error)
             if let storage = error as? StorageError, storage.code == .sessionUnknown {
@@ -129,7 +137,9 @@ extension NodeSession {
         if let token = request.token {
             do { try token.validate() } catch { return reply(WireError(error), requestID: request.requestID) }
             guard engine.pushes.delivers(token.kind) else {
-                return reply(WireError(.invalidPushToken, "this node does not deliver \(token.kind.name) pushes"), requestID: request.requestID)
+                return reply(
+                    WireError(.invalidPushToken, "this node does not deliver \(token.kind.name) pushes"),
+                    requestID: request.requestID)
             }
         }
         do {

@@ -13,10 +13,14 @@ extension NodeSession {
                 switch try await engine.block(request.user, by: auth.user, limit: ServerAPILimits.maxBlocksPerUser) {
                 case .added, .alreadyBlocked: break
                 case .ownself:
-                    return reply(WireError(.invalidArgument, "a user cannot block themselves"), requestID: request.requestID)
+                    return reply(
+                        WireError(.invalidArgument, "a user cannot block themselves"), requestID: request.requestID)
                 case .full:
-                    return reply(WireError(.invalidArgument, "\(auth.user) blocks \(ServerAPILimits.maxBlocksPerUser) users already (the most)"),
-                                 requestID: request.requestID)
+                    return reply(
+                        WireError(
+                            .invalidArgument,
+                            "\(auth.user) blocks \(ServerAPILimits.maxBlocksPerUser) users already (the most)"),
+                        requestID: request.requestID)
                 }
             } else {
                 _ = try await engine.unblock(request.user, by: auth.user)

@@ -1,8 +1,8 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaWire
+import NIOConcurrencyHelpers
 
 /// Fan-out across nodes that share one PostgreSQL database (POSTGRES.md, "Several nodes").
 /// Another node's commit arrives as (user, feed head) pairs; each live session of those
@@ -14,16 +14,19 @@ extension NodeEngine {
     /// Starts listening when the store is shared (PostgreSQL); nothing on SQLite.
     func startSharedStoreFanOut() {
         guard store.isShared else { return }
-        store.listen(NotificationHandlers(
-            feeds: { [weak self] heads in self?.wakeSessions(heads) },
-            ephemeral: { [weak self] body in self?.relayRemoteEphemeral(body) },
-            connected: { [weak self] in
-                guard let self else { return }
-                catchUpAllSessions()
-                store.registerPresence { [registry] in
-                    registry.all().compactMap { session in session.state.withLockedValue { $0.auth.map { (user: $0.user, device: $0.device) } } }
-                }
-            }))
+        store.listen(
+            NotificationHandlers(
+                feeds: { [weak self] heads in self?.wakeSessions(heads) },
+                ephemeral: { [weak self] body in self?.relayRemoteEphemeral(body) },
+                connected: { [weak self] in
+                    guard let self else { return }
+                    catchUpAllSessions()
+                    store.registerPresence { [registry] in
+                        registry.all().compactMap { session in
+                            session.state.withLockedValue { $0.auth.map { (user: $0.user, device: $0.device) } }
+                        }
+                    }
+                }))
     }
 
     /// A session authenticated as `user` on `device` (shared store: the device is live here,
@@ -37,7 +40,9 @@ extension NodeEngine {
     /// session of that device is open here, the device is no longer live on this node.
     func deviceGone(_ user: UserID, device: String) {
         guard store.isShared else { return }
-        store.setPresence([(user, device)], live: false) { [registry] user, device in registry.hasLiveSession(of: user, device: device) }
+        store.setPresence([(user, device)], live: false) { [registry] user, device in
+            registry.hasLiveSession(of: user, device: device)
+        }
     }
 
     /// Another node committed feed entries up to these heads.
@@ -73,9 +78,11 @@ extension NodeEngine {
     func relayRemoteEphemeral(_ body: String) {
         let lines = body.split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count >= 5, lines[0] == "typing", let uuid = UUID(uuidString: String(lines[1])),
-              let raw = UInt8(lines[2]), let state = TypingState(rawValue: raw), let user = try? UserID(String(lines[3])) else { return }
+            let raw = UInt8(lines[2]), let state = TypingState(rawValue: raw), let user = try? UserID(String(lines[3]))
+        else { return }
         let recipients = Set(lines.dropFirst(4).compactMap { try? UserID(String($0)) })
-        let change = Change(seq: 0, event: .typing(TypingChanged(conversationID: ConversationID(uuid: uuid), user: user, state: state)))
+        let change = Change(
+            seq: 0, event: .typing(TypingChanged(conversationID: ConversationID(uuid: uuid), user: user, state: state)))
         relayLocally(change, to: recipients, except: nil)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import Logging
+import NIOConcurrencyHelpers
 
 /// Deletes what the node keeps only for a while: expired nonces (the engine's ``NonceTable``,
 /// and rows an earlier version stored), expired sessions,
@@ -69,10 +69,13 @@ public final class StoragePruner: Sendable {
             $0.pruned.feedEntries += pruned.feedEntries
         }
         if pruned != Pruned() {
-            logger.debug("pruned the store", metadata: [
-                "nonces": "\(pruned.nonces)", "sessions": "\(pruned.sessions)", "idempotencyRecords": "\(pruned.idempotencyRecords)",
-                "feedEntries": "\(pruned.feedEntries)",
-            ])
+            logger.debug(
+                "pruned the store",
+                metadata: [
+                    "nonces": "\(pruned.nonces)", "sessions": "\(pruned.sessions)",
+                    "idempotencyRecords": "\(pruned.idempotencyRecords)",
+                    "feedEntries": "\(pruned.feedEntries)",
+                ])
         }
         return pruned
     }

@@ -1,6 +1,6 @@
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaWire
+import NIOConcurrencyHelpers
 
 /// Ends the typing indicators not refreshed in time (SPEC §6.1): one task per engine sleeps
 /// until the earliest deadline and hands the indicators that passed it to `relayFinished`.
@@ -68,17 +68,23 @@ extension NodeEngine {
         }
         guard let found, typingExpiry.record(typing.state, of: user, in: found.id) else { return }
         let (id, participants) = found
-        relay(Change(seq: 0, event: .typing(TypingChanged(conversationID: id, user: user, state: typing.state))),
-              to: blockLists.recipients(participants.subtracting([user]), of: user), except: session)
+        relay(
+            Change(seq: 0, event: .typing(TypingChanged(conversationID: id, user: user, state: typing.state))),
+            to: blockLists.recipients(participants.subtracting([user]), of: user), except: session)
     }
 
     /// Relays `finished` for indicators that were not refreshed in time, to the conversation's
     /// participants as they are now (every session of the typing user's peers).
     func relayExpiredTyping(_ ended: [TypingExpiry.Key]) async {
         for key in ended {
-            guard let participants = try? await store.read({ r in try r.participants(of: key.conversation) }) else { continue }
-            relay(Change(seq: 0, event: .typing(TypingChanged(conversationID: key.conversation, user: key.user, state: .finished))),
-                  to: blockLists.recipients(participants.subtracting([key.user]), of: key.user), except: nil)
+            guard let participants = try? await store.read({ r in try r.participants(of: key.conversation) }) else {
+                continue
+            }
+            relay(
+                Change(
+                    seq: 0,
+                    event: .typing(TypingChanged(conversationID: key.conversation, user: key.user, state: .finished))),
+                to: blockLists.recipients(participants.subtracting([key.user]), of: key.user), except: nil)
         }
     }
 }

@@ -31,7 +31,9 @@ struct TypingTimeouts<Instant: InstantProtocol>: Sendable where Instant.Duration
 
     /// Records an indicator of `user` in `conversation` received at `now`. Returns false when
     /// it must not be relayed (a table full).
-    mutating func record(_ state: TypingState, of user: UserID, in conversation: ConversationID, at now: Instant) -> Bool {
+    mutating func record(_ state: TypingState, of user: UserID, in conversation: ConversationID, at now: Instant)
+        -> Bool
+    {
         let key = Key(conversation: conversation, user: user)
         switch state {
         case .finished:

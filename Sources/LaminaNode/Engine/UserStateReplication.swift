@@ -1,9 +1,9 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaMerge
 import LaminaModel
 import LaminaStore
 import LaminaWire
+import NIOConcurrencyHelpers
 
 /// The state about users that the Server API sets (identities, block lists, badges, session
 /// revocations) replicates like conversations do (SPEC §6.5): every change made here takes an
@@ -18,10 +18,12 @@ extension NodeEngine {
         // The same rule as a peer's change: a local write reads later than anything this node
         // holds (its clock has received every applied reading), so it always wins here.
         guard LastWriterWins.wins(hlc, over: try tx.read.register(of: change)) else {
-            throw WireError(.internalError, "the node's clock reads \(hlc), not later than the write it holds for this user")
+            throw WireError(
+                .internalError, "the node's clock reads \(hlc), not later than the write it holds for this user")
         }
         try tx.setRegister(of: change, to: hlc)
-        _ = try tx.appendLocalOperation(try ReplicationLogCoding.userState(change), origin: configuration.nodeID, hlc: hlc)
+        _ = try tx.appendLocalOperation(
+            try ReplicationLogCoding.userState(change), origin: configuration.nodeID, hlc: hlc)
     }
 }
 
@@ -42,22 +44,30 @@ extension CommandContext {
         switch change {
         case .identity(let i):
             if let identity = i.identity {
-                try tx.putIdentity(StoredIdentity(values: identity.values, metadata: identity.metadata), of: i.user, at: now)
+                try tx.putIdentity(
+                    StoredIdentity(values: identity.values, metadata: identity.metadata), of: i.user, at: now)
             } else {
                 try tx.deleteIdentity(of: i.user)
             }
             try emitIdentity(i)
             return nil
         case .block(let b):
-            if b.blocking { _ = try tx.block(b.blocked, by: b.blocker, at: now) } else { _ = try tx.unblock(b.blocked, by: b.blocker) }
-            try emit(.blockListChanged(BlockListChanged(user: b.blocked, blocking: b.blocking)), to: [b.blocker], conversation: nil)
+            if b.blocking {
+                _ = try tx.block(b.blocked, by: b.blocker, at: now)
+            } else {
+                _ = try tx.unblock(b.blocked, by: b.blocker)
+            }
+            try emit(
+                .blockListChanged(BlockListChanged(user: b.blocked, blocking: b.blocking)), to: [b.blocker],
+                conversation: nil)
             return .block(b)
         case .badge(let b):
             try tx.setExternalUnreadCount(Int(clamping: b.externalUnreadCount), of: b.user, at: now)
             return nil
         case .sessionsRevoked(let user):
             // The sessions authenticated here before the revocation was made on its node.
-            try tx.revokeSessions(of: user, createdUpTo: Timestamp(millisecondsSince1970: Int64(clamping: hlc.physical)), at: now)
+            try tx.revokeSessions(
+                of: user, createdUpTo: Timestamp(millisecondsSince1970: Int64(clamping: hlc.physical)), at: now)
             return .revoked(user)
         case .pushRegistration(let r):
             // The device registered its token (or removed it) on another node later than
@@ -75,7 +85,9 @@ extension NodeEngine {
     /// that this node now holds the device's pushes (SPEC §5.9), so the other nodes drop theirs.
     func recordPushRegistration(of auth: NodeSession.Auth, in tx: StorageTransaction) throws {
         guard let device = UUID(uuidString: auth.device) else { return }
-        try recordUserState(.pushRegistration(PushRegistrationChange(user: auth.user, device: device, node: configuration.nodeID)), in: tx)
+        try recordUserState(
+            .pushRegistration(PushRegistrationChange(user: auth.user, device: device, node: configuration.nodeID)),
+            in: tx)
     }
 }
 

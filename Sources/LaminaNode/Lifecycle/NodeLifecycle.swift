@@ -13,7 +13,8 @@ final class NodeLifecycle: Sendable {
     /// started so far is stopped and a ``NodeServerError/startup(_:)`` saying `failure` is
     /// thrown (`failure` nil: the error as it is).
     func start<T>(
-        _ part: NodePart, _ failure: @autoclosure () -> String?, _ body: () async throws -> (T, stop: @Sendable () async -> Void)
+        _ part: NodePart, _ failure: @autoclosure () -> String?,
+        _ body: () async throws -> (T, stop: @Sendable () async -> Void)
     ) async throws -> T {
         let started: (T, stop: @Sendable () async -> Void)
         do { started = try await body() } catch { throw await rollBack(failure(), error, part) }
@@ -22,7 +23,9 @@ final class NodeLifecycle: Sendable {
     }
 
     /// A start-up step of parts already started (stopped with them); failures as in ``start(_:_:_:)``.
-    func step<T>(_ part: NodePart, _ failure: @autoclosure () -> String?, _ body: () async throws -> T) async throws -> T {
+    func step<T>(_ part: NodePart, _ failure: @autoclosure () -> String?, _ body: () async throws -> T) async throws
+        -> T
+    {
         do { return try await body() } catch { throw await rollBack(failure(), error, part) }
     }
 
@@ -44,7 +47,8 @@ final class NodeLifecycle: Sendable {
     private func rollBack(_ failure: String?, _ error: any Error, _ part: NodePart) async -> any Error {
         let started = running
         logger.error(
-            "start-up failed: stopping what started", metadata: ["part": "\(part)", "started": "\(started.map(\.rawValue).sorted())"])
+            "start-up failed: stopping what started",
+            metadata: ["part": "\(part)", "started": "\(started.map(\.rawValue).sorted())"])
         await stopAll()
         guard let failure else { return error }
         return NodeServerError.startup("\(failure): \(error)")

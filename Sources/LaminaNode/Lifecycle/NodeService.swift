@@ -18,7 +18,8 @@ public struct NodeService: Service {
 
     /// `started` is called once the node serves.
     public init(
-        configuration: NodeServerConfiguration, group: EventLoopGroup, logger: Logger, registry: PrometheusCollectorRegistry,
+        configuration: NodeServerConfiguration, group: EventLoopGroup, logger: Logger,
+        registry: PrometheusCollectorRegistry,
         started: @escaping @Sendable (NodeServer) -> Void = { _ in }
     ) {
         self.configuration = configuration
@@ -29,7 +30,8 @@ public struct NodeService: Service {
     }
 
     public func run() async throws {
-        let server = try await NodeServer.start(configuration: configuration, group: group, logger: logger, registry: registry)
+        let server = try await NodeServer.start(
+            configuration: configuration, group: group, logger: logger, registry: registry)
         started(server)
         // Returns on graceful shutdown; throws when the task is cancelled: the node stops either way.
         try? await gracefulShutdown()

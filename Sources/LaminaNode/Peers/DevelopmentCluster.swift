@@ -19,22 +19,30 @@ public enum DevelopmentCluster {
     /// The CA's files in `directory` (made when missing).
     public static func certificateAuthority(in directory: URL) throws -> NodeFiles {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let files = NodeFiles(certificate: directory.appendingPathComponent(caFileName).path, key: directory.appendingPathComponent(caKeyFileName).path)
+        let files = NodeFiles(
+            certificate: directory.appendingPathComponent(caFileName).path,
+            key: directory.appendingPathComponent(caKeyFileName).path)
         if !FileManager.default.fileExists(atPath: files.certificate) {
             try DevelopmentCertificate.generate(
-                commonName: "lamina development cluster CA", hosts: [], validDays: 365, certificatePath: files.certificate, privateKeyPath: files.key)
+                commonName: "lamina development cluster CA", hosts: [], validDays: 365,
+                certificatePath: files.certificate, privateKeyPath: files.key)
         }
         return files
     }
 
     /// A peer certificate for `node`, signed by the CA in `directory` (made when missing).
-    public static func nodeCertificate(for node: NodeID, hosts: [String] = ["127.0.0.1", "localhost"], in directory: URL) throws -> NodeFiles {
+    public static func nodeCertificate(
+        for node: NodeID, hosts: [String] = ["127.0.0.1", "localhost"], in directory: URL
+    ) throws -> NodeFiles {
         let ca = try certificateAuthority(in: directory)
         let name = PeerSettings.commonName(of: node)
-        let files = NodeFiles(certificate: directory.appendingPathComponent("\(name).pem").path, key: directory.appendingPathComponent("\(name)-key.pem").path)
+        let files = NodeFiles(
+            certificate: directory.appendingPathComponent("\(name).pem").path,
+            key: directory.appendingPathComponent("\(name)-key.pem").path)
         if !FileManager.default.fileExists(atPath: files.certificate) {
             try DevelopmentCertificate.generate(
-                commonName: name, hosts: hosts, validDays: 365, certificatePath: files.certificate, privateKeyPath: files.key,
+                commonName: name, hosts: hosts, validDays: 365, certificatePath: files.certificate,
+                privateKeyPath: files.key,
                 issuer: (ca.certificate, ca.key))
         }
         return files
@@ -42,8 +50,11 @@ public enum DevelopmentCluster {
 
     /// Peer settings for `node` in the development cluster of `directory`, listening on
     /// `host:port` and dialing `peers`.
-    public static func settings(for node: NodeID, host: String = "127.0.0.1", port: Int, peers: [String], cluster: String = PeerSettings().cluster,
-                                in directory: URL) throws -> PeerSettings {
+    public static func settings(
+        for node: NodeID, host: String = "127.0.0.1", port: Int, peers: [String],
+        cluster: String = PeerSettings().cluster,
+        in directory: URL
+    ) throws -> PeerSettings {
         let files = try nodeCertificate(for: node, hosts: [host, "localhost"], in: directory)
         var settings = PeerSettings()
         settings.host = host

@@ -54,8 +54,10 @@ final class PeerContentFetcher: Sendable {
     }
     let testHooks = NIOLockedValueBox(TestHooks())
 
-    init(engine: NodeEngine, content: ContentService, tls: TLSContext, group: EventLoopGroup, logger: Logger,
-         candidates: @escaping @Sendable (NodeID?) -> [String]) {
+    init(
+        engine: NodeEngine, content: ContentService, tls: TLSContext, group: EventLoopGroup, logger: Logger,
+        candidates: @escaping @Sendable (NodeID?) -> [String]
+    ) {
         self.engine = engine
         self.content = content
         self.tls = tls
@@ -116,7 +118,8 @@ final class PeerContentFetcher: Sendable {
                         s.retries[fetch.upload.id] = nil
                         s.fetched += 1
                     } else {
-                        let delay = s.retries[fetch.upload.id].map { min($0.delay * 2, Self.retryMaximum) } ?? Self.retryMinimum
+                        let delay =
+                            s.retries[fetch.upload.id].map { min($0.delay * 2, Self.retryMaximum) } ?? Self.retryMinimum
                         s.retries[fetch.upload.id] = Retry(delay: delay, notBefore: .now + delay)
                     }
                 }
@@ -134,13 +137,15 @@ final class PeerContentFetcher: Sendable {
         for url in candidates(fetch.origin) where !isStopped {
             do {
                 // The record may have moved since it was read (an earlier attempt's bytes).
-                guard let upload = try await content.store.read({ r in try r.upload(id) }), upload.state != .complete else { return true }
+                guard let upload = try await content.store.read({ r in try r.upload(id) }), upload.state != .complete
+                else { return true }
                 try await self.fetch(upload, from: url)
                 content.arrivals.arrived(id)
                 logger.debug("content fetched from a peer", metadata: ["content": "\(id)", "peer": "\(url)"])
                 return true
             } catch {
-                logger.debug("peer did not give content", metadata: ["content": "\(id)", "peer": "\(url)", "error": "\(error)"])
+                logger.debug(
+                    "peer did not give content", metadata: ["content": "\(id)", "peer": "\(url)", "error": "\(error)"])
             }
         }
         return false
@@ -152,7 +157,9 @@ final class PeerContentFetcher: Sendable {
         let connection = try await TransportConnection.connect(to: url, tls: tls, group: group)
         defer { Task { try? await connection.close() } }
         guard let name = connection.tlsInfo.peerCommonName, PeerSettings.node(fromCommonName: name) != nil else {
-            throw TransportError(.tlsHandshake, "the peer's certificate names no node (CN \(connection.tlsInfo.peerCommonName ?? "none"))")
+            throw TransportError(
+                .tlsHandshake,
+                "the peer's certificate names no node (CN \(connection.tlsInfo.peerCommonName ?? "none"))")
         }
         let id = upload.id
         let files = content.files
@@ -160,7 +167,8 @@ final class PeerContentFetcher: Sendable {
         var headers = HeaderFields()
         if upload.receivedBytes > 0 { headers.append("range", "bytes=\(upload.receivedBytes)-") }
         let stream = try await connection.openStream(
-            method: "GET", path: PeerContentEndpoint.pathPrefix + ContentFiles.name(id), headers: headers, endStream: true)
+            method: "GET", path: PeerContentEndpoint.pathPrefix + ContentFiles.name(id), headers: headers,
+            endStream: true)
         let body = PeerContentBody(stream: stream, highWater: Self.highWater)
         try await stream.eventLoop.submit { stream.delegate = body }.get()
 
@@ -176,7 +184,9 @@ final class PeerContentFetcher: Sendable {
                 try ContentFiles.syncFile(file.fd)
                 return file.offset
             }
-            try await content.store.write { tx in try tx.updateUpload(id, receivedBytes: held, state: .uploading, at: .now()) }
+            try await content.store.write { tx in
+                try tx.updateUpload(id, receivedBytes: held, state: .uploading, at: .now())
+            }
             file.synced = held
         }
         var finished = false
@@ -190,15 +200,22 @@ final class PeerContentFetcher: Sendable {
                         // The peer sent everything: start the file again.
                         if file.offset > 0 { try await pool.runIfActive { try file.restart(files, id) } }
                     case "206":
-                        guard let range = response["content-range"], range.hasPrefix("bytes \(file.offset)-"), range.hasSuffix("/\(upload.declaredSize)") else {
-                            throw TransportError(.badResponse, "the peer answered the range \(response["content-range"] ?? "none") for bytes \(file.offset)-")
+                        guard let range = response["content-range"], range.hasPrefix("bytes \(file.offset)-"),
+                            range.hasSuffix("/\(upload.declaredSize)")
+                        else {
+                            throw TransportError(
+                                .badResponse,
+                                "the peer answered the range \(response["content-range"] ?? "none") for bytes \(file.offset)-"
+                            )
                         }
                     default:
-                        throw TransportError(.badResponse, "the peer answered \(status) \(response["lamina-error"] ?? "")")
+                        throw TransportError(
+                            .badResponse, "the peer answered \(status) \(response["lamina-error"] ?? "")")
                     }
                 case .data(let chunk):
                     guard file.offset + UInt64(chunk.readableBytes) <= upload.declaredSize else {
-                        throw TransportError(.badResponse, "the peer sent more than the content's \(upload.declaredSize) bytes")
+                        throw TransportError(
+                            .badResponse, "the peer sent more than the content's \(upload.declaredSize) bytes")
                     }
                     try await pool.runIfActive { try file.append(chunk) }
                     body.consumed(chunk.readableBytes)
@@ -217,9 +234,11 @@ final class PeerContentFetcher: Sendable {
         }
         guard finished, file.offset == upload.declaredSize else {
             if file.offset > file.synced { try? await record() }
-            throw TransportError(.connectionClosed, "the peer's answer ended at \(file.offset) of \(upload.declaredSize) bytes")
+            throw TransportError(
+                .connectionClosed, "the peer's answer ended at \(file.offset) of \(upload.declaredSize) bytes")
         }
-        let expected = upload.sha256, size = file.offset
+        let expected = upload.sha256
+        let size = file.offset
         let matches = try await pool.runIfActive { () throws -> Bool in
             try ContentFiles.syncFile(file.fd)
             guard try file.hasher.finalize() == expected else {
@@ -231,10 +250,14 @@ final class PeerContentFetcher: Sendable {
         }
         guard matches else {
             // Start again from nothing, maybe from another peer.
-            try await content.store.write { tx in try tx.updateUpload(id, receivedBytes: 0, state: .awaitingUpload, at: .now()) }
-            throw TransportError(.badResponse, "the peer's bytes of content \(id) do not hash to the reference's SHA-256")
+            try await content.store.write { tx in
+                try tx.updateUpload(id, receivedBytes: 0, state: .awaitingUpload, at: .now())
+            }
+            throw TransportError(
+                .badResponse, "the peer's bytes of content \(id) do not hash to the reference's SHA-256")
         }
-        try await content.store.write { tx in try tx.updateUpload(id, receivedBytes: size, state: .complete, at: .now()) }
+        try await content.store.write { tx in try tx.updateUpload(id, receivedBytes: size, state: .complete, at: .now())
+        }
     }
 }
 

@@ -66,8 +66,10 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     /// Succeeds once the link has closed, for whatever reason.
     let closed: EventLoopPromise<Void>
 
-    init(stream: TransportStream, engine: NodeEngine, local: PeerHello, certified: NodeID, logger: Logger,
-         onUp: @escaping @Sendable (PeerLink) -> Void, onClose: @escaping @Sendable (PeerLink) -> Void) {
+    init(
+        stream: TransportStream, engine: NodeEngine, local: PeerHello, certified: NodeID, logger: Logger,
+        onUp: @escaping @Sendable (PeerLink) -> Void, onClose: @escaping @Sendable (PeerLink) -> Void
+    ) {
         self.stream = stream
         self.engine = engine
         self.local = local
@@ -101,8 +103,13 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     var lag: (operations: UInt64, seconds: Double) {
         state.withLockedValue { s in
             var missing: UInt64 = 0
-            for (origin, held) in s.ours.counters where held > s.acknowledged[origin] { missing += held - s.acknowledged[origin] }
-            let seconds = s.laggingSince.map { ContinuousClock.now - $0 }.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } ?? 0
+            for (origin, held) in s.ours.counters where held > s.acknowledged[origin] {
+                missing += held - s.acknowledged[origin]
+            }
+            let seconds =
+                s.laggingSince.map { ContinuousClock.now - $0 }.map {
+                    Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18
+                } ?? 0
             return (missing, missing == 0 ? 0 : seconds)
         }
     }
@@ -179,12 +186,18 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             let error: WireError? = state.withLockedValue { s in
                 guard s.remote == nil else { return WireError(.unexpectedFrame, "a second PEER_HELLO") }
                 guard hello.cluster == local.cluster else {
-                    return WireError(.forbidden, "cluster \"\(hello.cluster)\" is not this node's cluster \"\(local.cluster)\"")
+                    return WireError(
+                        .forbidden, "cluster \"\(hello.cluster)\" is not this node's cluster \"\(local.cluster)\"")
                 }
                 guard hello.nodeID == certified else {
-                    return WireError(.forbidden, "the peer claims node \(hello.nodeID.rawValue) but its certificate names node \(certified.rawValue)")
+                    return WireError(
+                        .forbidden,
+                        "the peer claims node \(hello.nodeID.rawValue) but its certificate names node \(certified.rawValue)"
+                    )
                 }
-                guard hello.nodeID != local.nodeID else { return WireError(.forbidden, "a node does not peer with itself") }
+                guard hello.nodeID != local.nodeID else {
+                    return WireError(.forbidden, "a node does not peer with itself")
+                }
                 guard hello.minVersion <= local.maxVersion, local.minVersion <= hello.maxVersion else {
                     return WireError(.unsupportedVersion, "no protocol version in common")
                 }
@@ -201,7 +214,9 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             guard start else { return fail(WireError(.unexpectedFrame, "VERSION_VECTOR out of order")) }
             startPumpIfReady()
         case .replicate(let replicate):
-            guard state.withLockedValue({ $0.theirs != nil }) else { return fail(WireError(.unexpectedFrame, "REPLICATE before VERSION_VECTOR")) }
+            guard state.withLockedValue({ $0.theirs != nil }) else {
+                return fail(WireError(.unexpectedFrame, "REPLICATE before VERSION_VECTOR"))
+            }
             enqueueApply(replicate.operations)
         case .peerAck(let ack):
             let ours: VersionVector = state.withLockedValue { s in
@@ -254,9 +269,12 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             send([.peerAck(PeerAck(vector: vector))])
             let now = engine.abandonedParkedOperations
             if now > abandoned {
-                logger.warning("gave up parked operations whose conversation never arrived", metadata: [
-                    "given_up": "\(now - abandoned)", "total": "\(now)", "peer": "\(remoteNode.map { String($0.rawValue, radix: 16) } ?? "?")",
-                ])
+                logger.warning(
+                    "gave up parked operations whose conversation never arrived",
+                    metadata: [
+                        "given_up": "\(now - abandoned)", "total": "\(now)",
+                        "peer": "\(remoteNode.map { String($0.rawValue, radix: 16) } ?? "?")",
+                    ])
             }
         } catch let error as WireError {
             fail(error)
@@ -282,7 +300,9 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
         while !isClosed {
             let seen = signal.generation
             let roomSeen = room.generation
-            let (theirs, full) = state.withLockedValue { ($0.theirs ?? VersionVector(), $0.unacknowledged >= Self.maxUnacknowledgedFrames) }
+            let (theirs, full) = state.withLockedValue {
+                ($0.theirs ?? VersionVector(), $0.unacknowledged >= Self.maxUnacknowledgedFrames)
+            }
             if full {
                 await room.wait(after: roomSeen)
                 continue
@@ -316,7 +336,8 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
         var buffer = ByteBuffer()
         for frame in frames {
             do { try frame.encode(into: &buffer) } catch {
-                logger.error("cannot encode a peer frame", metadata: ["type": "\(frame.type.name)", "error": "\(error)"])
+                logger.error(
+                    "cannot encode a peer frame", metadata: ["type": "\(frame.type.name)", "error": "\(error)"])
                 return
             }
         }

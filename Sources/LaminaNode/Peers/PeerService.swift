@@ -49,8 +49,10 @@ public final class PeerService: Sendable {
     /// Fetches the rich content of replicated messages from peers (nil without a content service).
     private let fetcher = NIOLockedValueBox<PeerContentFetcher?>(nil)
 
-    private init(engine: NodeEngine, settings: PeerSettings, hello: PeerHello, clientTLS: TLSContext, group: EventLoopGroup,
-                 logger: Logger, transport: TransportServer) {
+    private init(
+        engine: NodeEngine, settings: PeerSettings, hello: PeerHello, clientTLS: TLSContext, group: EventLoopGroup,
+        logger: Logger, transport: TransportServer
+    ) {
         self.engine = engine
         self.settings = settings
         self.hello = hello
@@ -63,15 +65,19 @@ public final class PeerService: Sendable {
     /// Starts the peer listener and the dialers.
     /// `content` (when given) is served to peers and the content of replicated messages fetched
     /// into it (CONTENT.md §9).
-    public static func start(engine: NodeEngine, content: ContentService? = nil, settings: PeerSettings, group: EventLoopGroup,
-                             logger: Logger) async throws -> PeerService {
+    public static func start(
+        engine: NodeEngine, content: ContentService? = nil, settings: PeerSettings, group: EventLoopGroup,
+        logger: Logger
+    ) async throws -> PeerService {
         try settings.validate()
         guard let ca = settings.caFile, let certificate = settings.certificateFile, let key = settings.keyFile else {
             throw NodeServerError.configuration("peering needs a CA, a certificate and a key")
         }
         let hello = PeerHello(nodeID: engine.configuration.nodeID, cluster: settings.cluster)
-        let serverTLS = try TLSContext(.server(certificateChainFile: certificate, privateKeyFile: key, clientCAFile: ca))
-        let clientTLS = try TLSContext(.client(trust: .caFile(ca), certificateChainFile: certificate, privateKeyFile: key))
+        let serverTLS = try TLSContext(
+            .server(certificateChainFile: certificate, privateKeyFile: key, clientCAFile: ca))
+        let clientTLS = try TLSContext(
+            .client(trust: .caFile(ca), certificateChainFile: certificate, privateKeyFile: key))
         let box = NIOLockedValueBox<PeerService?>(nil)
         var router = TransportRouter()
         router.add(path) { stream in
@@ -87,8 +93,11 @@ public final class PeerService: Sendable {
         http2.openedStreamWindow = 1 << 20
         http2.liveness = settings.liveness
         let transport = try await TransportServer.start(
-            host: settings.host, port: settings.port, tls: serverTLS, router: router, settings: http2, group: group).get()
-        let service = PeerService(engine: engine, settings: settings, hello: hello, clientTLS: clientTLS, group: group, logger: logger, transport: transport)
+            host: settings.host, port: settings.port, tls: serverTLS, router: router, settings: http2, group: group
+        ).get()
+        let service = PeerService(
+            engine: engine, settings: settings, hello: hello, clientTLS: clientTLS, group: group, logger: logger,
+            transport: transport)
         box.withLockedValue { $0 = service }
         if let content {
             let fetcher = PeerContentFetcher(
@@ -101,10 +110,13 @@ public final class PeerService: Sendable {
             let task = Task { await service.dial(url) }
             service.state.withLockedValue { $0.dialers.append(task) }
         }
-        logger.info("peering", metadata: [
-            "listen": "\(settings.host):\(transport.port)", "cluster": "\(settings.cluster)", "peers": "\(settings.peers)",
-            "liveness": "\(settings.liveness)",
-        ])
+        logger.info(
+            "peering",
+            metadata: [
+                "listen": "\(settings.host):\(transport.port)", "cluster": "\(settings.cluster)",
+                "peers": "\(settings.peers)",
+                "liveness": "\(settings.liveness)",
+            ])
         return service
     }
 
@@ -136,9 +148,13 @@ public final class PeerService: Sendable {
     /// The peer listener a dialing node named in its request (its host, else the address it
     /// connected from), nil when it named no port.
     static func listener(of stream: TransportStream) -> String? {
-        guard let text = stream.requestHeaders[listenerPortHeader], let port = Int(text), (1...65535).contains(port) else { return nil }
+        guard let text = stream.requestHeaders[listenerPortHeader], let port = Int(text), (1...65535).contains(port)
+        else { return nil }
         var host = stream.requestHeaders[listenerHostHeader] ?? stream.remoteAddress?.ipAddress
-        if let named = host, named.isEmpty || named.utf8.count > 255 || named.contains(where: { $0 == "/" || $0 == "@" || $0 == "[" || $0 == "]" || $0 == " " }) {
+        if let named = host,
+            named.isEmpty || named.utf8.count > 255
+                || named.contains(where: { $0 == "/" || $0 == "@" || $0 == "[" || $0 == "]" || $0 == " " })
+        {
             host = stream.remoteAddress?.ipAddress
         }
         guard let host else { return nil }
@@ -148,7 +164,9 @@ public final class PeerService: Sendable {
     /// The headers naming this node's peer listener, for the peers it dials.
     private var listenerHeaders: [(String, String)] {
         var headers = [(Self.listenerPortHeader, String(transport.port))]
-        if !["", "0.0.0.0", "::", "[::]", "*"].contains(settings.host) { headers.append((Self.listenerHostHeader, settings.host)) }
+        if !["", "0.0.0.0", "::", "[::]", "*"].contains(settings.host) {
+            headers.append((Self.listenerHostHeader, settings.host))
+        }
         return headers
     }
 
@@ -173,12 +191,15 @@ public final class PeerService: Sendable {
 
     private func accept(_ stream: TransportStream) {
         guard let name = stream.tlsInfo?.peerCommonName, let node = PeerSettings.node(fromCommonName: name) else {
-            logger.warning("peer certificate names no node", metadata: ["cn": "\(stream.tlsInfo?.peerCommonName ?? "none")"])
+            logger.warning(
+                "peer certificate names no node", metadata: ["cn": "\(stream.tlsInfo?.peerCommonName ?? "none")"])
             stream.sendHeaders(HeaderFields([(":status", "403")]), endStream: true)
             return
         }
-        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger,
-                            onUp: { [weak self] in self?.up($0, node: node, direction: "accepted") }, onClose: { [weak self] in self?.remove($0) })
+        let link = PeerLink(
+            stream: stream, engine: engine, local: hello, certified: node, logger: logger,
+            onUp: { [weak self] in self?.up($0, node: node, direction: "accepted") },
+            onClose: { [weak self] in self?.remove($0) })
         if let url = Self.listener(of: stream) { state.withLockedValue { $0.listeners[node] = url } }
         guard register(link, node: node, dialer: node) else {
             link.discard()
@@ -257,12 +278,16 @@ public final class PeerService: Sendable {
             do {
                 linked = try await session(with: url)
             } catch {
-                logger.info("peer dial failed", metadata: ["peer": "\(url)", "error": "\(error)", "next_attempt_ms": "\(delay)"])
+                logger.info(
+                    "peer dial failed",
+                    metadata: ["peer": "\(url)", "error": "\(error)", "next_attempt_ms": "\(delay)"])
             }
             if linked {
                 delay = settings.reconnectMinimumMilliseconds
                 if !state.withLockedValue({ $0.stopped }) {
-                    logger.notice("redialing peer \(url) (backoff \(settings.reconnectMinimumMilliseconds) ms doubling to \(settings.reconnectMaximumMilliseconds) ms)")
+                    logger.notice(
+                        "redialing peer \(url) (backoff \(settings.reconnectMinimumMilliseconds) ms doubling to \(settings.reconnectMaximumMilliseconds) ms)"
+                    )
                 }
             }
             try? await Task.sleep(for: .milliseconds(Int.random(in: delay / 2...delay)))
@@ -281,17 +306,25 @@ public final class PeerService: Sendable {
         ).get()
         defer { Task { try? await connection.close() } }
         guard let name = connection.tlsInfo.peerCommonName, let node = PeerSettings.node(fromCommonName: name) else {
-            throw TransportError(.tlsHandshake, "the peer's certificate names no node (CN \(connection.tlsInfo.peerCommonName ?? "none"))")
+            throw TransportError(
+                .tlsHandshake,
+                "the peer's certificate names no node (CN \(connection.tlsInfo.peerCommonName ?? "none"))")
         }
         state.withLockedValue { $0.nodes[url] = node }
         // The other node dialed us and that link is the one kept: wait for it to end.
-        if let kept = state.withLockedValue({ s in s.links[node].flatMap { $0.link.isClosed || $0.dialer == engine.configuration.nodeID ? nil : $0.link } }) {
+        if let kept = state.withLockedValue({ s in
+            s.links[node].flatMap { $0.link.isClosed || $0.dialer == engine.configuration.nodeID ? nil : $0.link }
+        }) {
             try? await kept.closed.futureResult.get()
             return kept.cameUp
         }
-        let stream = try await connection.openStream(method: "POST", path: Self.path, headers: HeaderFields([("content-type", "application/vnd.lamina.sync")] + listenerHeaders))
-        let link = PeerLink(stream: stream, engine: engine, local: hello, certified: node, logger: logger,
-                            onUp: { [weak self] in self?.up($0, node: node, direction: "dialed") }, onClose: { [weak self] in self?.remove($0) })
+        let stream = try await connection.openStream(
+            method: "POST", path: Self.path,
+            headers: HeaderFields([("content-type", "application/vnd.lamina.sync")] + listenerHeaders))
+        let link = PeerLink(
+            stream: stream, engine: engine, local: hello, certified: node, logger: logger,
+            onUp: { [weak self] in self?.up($0, node: node, direction: "dialed") },
+            onClose: { [weak self] in self?.remove($0) })
         guard register(link, node: node, dialer: engine.configuration.nodeID) else {
             link.discard()
             stream.eventLoop.execute { stream.reset() }

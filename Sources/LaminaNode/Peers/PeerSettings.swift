@@ -44,7 +44,9 @@ public struct PeerSettings: Sendable, Hashable, Codable {
 
     /// The HTTP/2 liveness of peer connections.
     public var liveness: HTTP2Liveness {
-        HTTP2Liveness(pingAfterQuiet: .milliseconds(Int64(pingAfterQuietMilliseconds)), ackDeadline: .milliseconds(Int64(pingDeadlineMilliseconds)))
+        HTTP2Liveness(
+            pingAfterQuiet: .milliseconds(Int64(pingAfterQuietMilliseconds)),
+            ackDeadline: .milliseconds(Int64(pingDeadlineMilliseconds)))
     }
 
     /// The common name a node's peer certificate carries.
@@ -52,7 +54,9 @@ public struct PeerSettings: Sendable, Hashable, Codable {
 
     /// The node a peer certificate's common name names, if it follows ``commonName(of:)``.
     public static func node(fromCommonName name: String) -> NodeID? {
-        guard name.hasPrefix("lamina-node-"), let value = UInt64(name.dropFirst("lamina-node-".count), radix: 16), value != 0 else { return nil }
+        guard name.hasPrefix("lamina-node-"), let value = UInt64(name.dropFirst("lamina-node-".count), radix: 16),
+            value != 0
+        else { return nil }
         return NodeID(value)
     }
 
@@ -62,15 +66,24 @@ public struct PeerSettings: Sendable, Hashable, Codable {
         func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration(reason) } }
         try check((0...65535).contains(port), "peers.port must be -1 (off) or 0...65535, not \(port)")
         try check(!cluster.isEmpty && cluster.utf8.count <= 256, "peers.cluster must be 1...256 bytes")
-        try check(caFile != nil && certificateFile != nil && keyFile != nil,
-                  "peering needs the cluster CA (--peer-ca), this node's peer certificate (--peer-certificate) and its key (--peer-key)")
+        try check(
+            caFile != nil && certificateFile != nil && keyFile != nil,
+            "peering needs the cluster CA (--peer-ca), this node's peer certificate (--peer-certificate) and its key (--peer-key)"
+        )
         try check(peers.count <= 64, "at most 64 peers")
-        for url in peers { try check(url.hasPrefix("https://"), "a peer is an https:// URL of its peer listener, not \(url)") }
-        try check(reconnectMinimumMilliseconds >= 10 && reconnectMinimumMilliseconds <= reconnectMaximumMilliseconds
-                    && reconnectMaximumMilliseconds <= 600_000,
-                  "reconnect backoff must be 10 ms or more, minimum <= maximum, at most 600000 ms")
-        try check((100...60_000).contains(connectTimeoutMilliseconds), "peers.connectTimeoutMilliseconds must be 100...60000")
-        try check((100...3_600_000).contains(pingAfterQuietMilliseconds), "peers.pingAfterQuietMilliseconds must be 100...3600000")
-        try check((100...600_000).contains(pingDeadlineMilliseconds), "peers.pingDeadlineMilliseconds must be 100...600000")
+        for url in peers {
+            try check(url.hasPrefix("https://"), "a peer is an https:// URL of its peer listener, not \(url)")
+        }
+        try check(
+            reconnectMinimumMilliseconds >= 10 && reconnectMinimumMilliseconds <= reconnectMaximumMilliseconds
+                && reconnectMaximumMilliseconds <= 600_000,
+            "reconnect backoff must be 10 ms or more, minimum <= maximum, at most 600000 ms")
+        try check(
+            (100...60_000).contains(connectTimeoutMilliseconds), "peers.connectTimeoutMilliseconds must be 100...60000")
+        try check(
+            (100...3_600_000).contains(pingAfterQuietMilliseconds),
+            "peers.pingAfterQuietMilliseconds must be 100...3600000")
+        try check(
+            (100...600_000).contains(pingDeadlineMilliseconds), "peers.pingDeadlineMilliseconds must be 100...600000")
     }
 }

@@ -29,7 +29,8 @@ public final class AdminServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(AdminHandler(metrics: metrics, readiness: readiness, replication: replication))
+                    try channel.pipeline.syncOperations.addHandler(
+                        AdminHandler(metrics: metrics, readiness: readiness, replication: replication))
                 }
             }
             .bind(host: host, port: port).get()
@@ -51,8 +52,10 @@ private final class AdminHandler: ChannelInboundHandler {
     private let replication: @Sendable () async -> String
     private var request: HTTPRequestHead?
 
-    init(metrics: @escaping @Sendable () async -> String, readiness: @escaping @Sendable () async -> NodeReadiness,
-         replication: @escaping @Sendable () async -> String) {
+    init(
+        metrics: @escaping @Sendable () async -> String, readiness: @escaping @Sendable () async -> NodeReadiness,
+        replication: @escaping @Sendable () async -> String
+    ) {
         self.metrics = metrics
         self.readiness = readiness
         self.replication = replication
@@ -77,7 +80,8 @@ private final class AdminHandler: ChannelInboundHandler {
             let ctx = NIOLoopBound(context, eventLoop: context.eventLoop)
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
             context.eventLoop.makeFutureWithTask { await metrics() }.whenSuccess { text in
-                handler.value.write(context: ctx.value, head: head, (.ok, "text/plain; version=0.0.4; charset=utf-8", text))
+                handler.value.write(
+                    context: ctx.value, head: head, (.ok, "text/plain; version=0.0.4; charset=utf-8", text))
             }
         case (.GET, "/health/live"):
             write(context: context, head: head, (.ok, "text/plain", "ok\n"))
@@ -114,7 +118,9 @@ private final class AdminHandler: ChannelInboundHandler {
         headers.add(name: "content-length", value: "\(body.utf8.count)")
         let keepAlive = head.isKeepAlive
         if !keepAlive { headers.add(name: "connection", value: "close") }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
+            promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
         if !keepAlive {

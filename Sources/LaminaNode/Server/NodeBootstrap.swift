@@ -59,7 +59,9 @@ public struct NodeBootstrap: Sendable {
         }
 
         var providers: [IdentityProvider] = []
-        let devDirectory = configuration.devIdentityDirectory.map { URL(fileURLWithPath: $0) } ?? data.appendingPathComponent(Files.devIdentity)
+        let devDirectory =
+            configuration.devIdentityDirectory.map { URL(fileURLWithPath: $0) }
+            ?? data.appendingPathComponent(Files.devIdentity)
         var dev: DevIdentityProvider?
         if configuration.devIdentityProvider {
             try fm.createDirectory(at: devDirectory, withIntermediateDirectories: true)
@@ -70,7 +72,8 @@ public struct NodeBootstrap: Sendable {
         for file in configuration.identityProviders {
             let pem: String
             do { pem = try String(contentsOfFile: file.publicKeyPath, encoding: .utf8) } catch {
-                throw NodeServerError.startup("cannot read the public key of provider \(file.id) at \(file.publicKeyPath)")
+                throw NodeServerError.startup(
+                    "cannot read the public key of provider \(file.id) at \(file.publicKeyPath)")
             }
             providers.append(IdentityProvider(id: file.id, publicKeyPEM: pem, algorithms: Set(file.algorithms)))
         }
@@ -86,7 +89,8 @@ public struct NodeBootstrap: Sendable {
         return Prepared(
             dataDirectory: data, certificatePath: certificatePath, privateKeyPath: privateKeyPath,
             createdCertificate: created, devIdentityProvider: dev, devIdentityKeyDirectory: devDirectory,
-            identityProviders: providers, nodeID: try loadOrCreateNodeID(in: data, requested: configuration.nodeID.map(NodeID.init)),
+            identityProviders: providers,
+            nodeID: try loadOrCreateNodeID(in: data, requested: configuration.nodeID.map(NodeID.init)),
             storePath: storeLocation.description, storeLocation: storeLocation)
     }
 
@@ -101,7 +105,8 @@ public struct NodeBootstrap: Sendable {
             }
             if let requested, requested.rawValue != value {
                 throw NodeServerError.startup(
-                    "the data directory belongs to node \(String(value, radix: 16)), not \(String(requested.rawValue, radix: 16)) (\(url.path))")
+                    "the data directory belongs to node \(String(value, radix: 16)), not \(String(requested.rawValue, radix: 16)) (\(url.path))"
+                )
             }
             return NodeID(value)
         }

@@ -70,7 +70,8 @@ final class NodeHealth: Sendable {
 
     /// Descriptors the process has open (`/proc/self/fd`; nil where that does not exist).
     static func openDescriptors() -> Int? {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")).map { max(0, $0.count - 1) }  // minus the listing's own
+        // minus the listing's own
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")).map { max(0, $0.count - 1) }
     }
 
     /// Runs the checks (probing the store when the last probe is older than ``probeInterval``).
@@ -81,7 +82,10 @@ final class NodeHealth: Sendable {
         if store.isShared {
             // PostgreSQL: the connection that listens for other nodes' commits is up.
             let reason = store.databaseUnavailableReason
-            checks.append(.init(name: "database", ok: reason == nil, detail: reason.map { "PostgreSQL unreachable: \($0)" } ?? "PostgreSQL reachable, listening"))
+            checks.append(
+                .init(
+                    name: "database", ok: reason == nil,
+                    detail: reason.map { "PostgreSQL unreachable: \($0)" } ?? "PostgreSQL reachable, listening"))
         }
         checks.append(await storeCheck())
         if let open = Self.openDescriptors() {
@@ -114,7 +118,9 @@ final class NodeHealth: Sendable {
             return .init(name: "store", ok: false, detail: "the latest commit failed: \(reason)")
         }
         if let error = statistics.lastDatabaseError, ContinuousClock.now - error.at < Self.storageErrorWindow {
-            return .init(name: "store", ok: false, detail: "a storage error in the last \(Self.storageErrorWindow): \(error.reason)")
+            return .init(
+                name: "store", ok: false,
+                detail: "a storage error in the last \(Self.storageErrorWindow): \(error.reason)")
         }
         return .init(name: "store", ok: true, detail: "writable")
     }

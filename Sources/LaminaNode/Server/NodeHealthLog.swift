@@ -33,15 +33,19 @@ final class NodeHealthLog: Sendable {
 
     /// The warnings and notices for `now` after `before` (nil: the first look), and the
     /// limits nearly exhausted now.
-    static func lines(_ now: Counts, after before: (counts: Counts, exhausted: Set<String>)?) -> (warnings: [String], notices: [String], exhausted: Set<String>) {
-        var warnings: [String] = [], notices: [String] = []
+    static func lines(_ now: Counts, after before: (counts: Counts, exhausted: Set<String>)?) -> (
+        warnings: [String], notices: [String], exhausted: Set<String>
+    ) {
+        var warnings: [String] = []
+        var notices: [String] = []
         var exhausted: Set<String> = []
         var usages = [("connections", now.connections), ("session slots", now.sessions)]
         if let d = now.descriptors { usages.insert(("file descriptors", d), at: 0) }
         for (name, usage) in usages where Double(usage.open) >= Double(usage.limit) * NodeHealth.nearlyExhausted {
             exhausted.insert(name)
             if !(before?.exhausted.contains(name) ?? false) {
-                warnings.append("\(name) nearly exhausted: \(usage.open) of \(usage.limit); the node is not ready for new clients")
+                warnings.append(
+                    "\(name) nearly exhausted: \(usage.open) of \(usage.limit); the node is not ready for new clients")
             }
         }
         for name in (before?.exhausted ?? []).subtracting(exhausted) { notices.append("\(name) below the limit again") }

@@ -28,24 +28,70 @@ final class NodeMetricsSampler: Sendable {
     /// PostgreSQL only (nil on SQLite).
     private let postgres: PostgresMetrics?
 
-    init(registry: PrometheusCollectorRegistry, store: NodeStore, transport: TransportServer, budget: NodeOutboundBudget) {
+    init(
+        registry: PrometheusCollectorRegistry, store: NodeStore, transport: TransportServer, budget: NodeOutboundBudget
+    ) {
         self.store = store
         self.transport = transport
         self.budget = budget
-        outboundQueued = registry.makeGauge(descriptor: .init(namespace: "lamina", metricName: "outbound_queued", unitName: "bytes", helpText: "Bytes queued for clients over every sync stream (the node's outbound budget counts these)"))
-        outboundBudgetResets = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "outbound_budget_resets", unitName: "total", helpText: "Streams reset for holding more than their share while the node was over its outbound budget"))
-        connectionsOpen = registry.makeGauge(descriptor: .init(namespace: "lamina", metricName: "connections", unitName: "open", helpText: "TLS connections open (handshaking included)"))
-        descriptorsOpen = registry.makeGauge(descriptor: .init(namespace: "lamina", metricName: "file_descriptors", unitName: "open", helpText: "File descriptors the node has open"))
-        connectionsRefused = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_refused", unitName: "total", helpText: "Connections closed at once because maxConnections were open"))
-        connectionsClosedIdle = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_closed_idle", unitName: "total", helpText: "Connections closed after the idle timeout without a stream"))
-        connectionsClosedForFlood = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_closed_flood", unitName: "total", helpText: "Connections ended with GOAWAY ENHANCE_YOUR_CALM for a frame flood"))
-        connectionsClosedStalled = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_closed_stalled", unitName: "total", helpText: "Connections closed because the client read nothing for the stalled-connection timeout"))
-        acceptsFailed = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "connections_accept_failed", unitName: "total", helpText: "Accepts that failed (no file descriptor left or another socket error), each also logged"))
-        storageErrors = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_errors", unitName: "total", helpText: "Errors SQLite reported (disk full, I/O, damage), each also logged"))
-        storageCommitFailures = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commit_failures", unitName: "total", helpText: "Group commits whose transaction failed"))
-        storageCommandsRefused = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commands_refused", unitName: "total", helpText: "Commands refused because the write queue was full"))
-        storageTransactions = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_transactions", unitName: "total", helpText: "Group commits (each one synced transaction); commands_committed over this is the mean group size"))
-        storageCommandsCommitted = registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: "storage_commands_committed", unitName: "total", helpText: "Commands whose effects were committed"))
+        outboundQueued = registry.makeGauge(
+            descriptor: .init(
+                namespace: "lamina", metricName: "outbound_queued", unitName: "bytes",
+                helpText: "Bytes queued for clients over every sync stream (the node's outbound budget counts these)"))
+        outboundBudgetResets = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "outbound_budget_resets", unitName: "total",
+                helpText: "Streams reset for holding more than their share while the node was over its outbound budget")
+        )
+        connectionsOpen = registry.makeGauge(
+            descriptor: .init(
+                namespace: "lamina", metricName: "connections", unitName: "open",
+                helpText: "TLS connections open (handshaking included)"))
+        descriptorsOpen = registry.makeGauge(
+            descriptor: .init(
+                namespace: "lamina", metricName: "file_descriptors", unitName: "open",
+                helpText: "File descriptors the node has open"))
+        connectionsRefused = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "connections_refused", unitName: "total",
+                helpText: "Connections closed at once because maxConnections were open"))
+        connectionsClosedIdle = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "connections_closed_idle", unitName: "total",
+                helpText: "Connections closed after the idle timeout without a stream"))
+        connectionsClosedForFlood = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "connections_closed_flood", unitName: "total",
+                helpText: "Connections ended with GOAWAY ENHANCE_YOUR_CALM for a frame flood"))
+        connectionsClosedStalled = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "connections_closed_stalled", unitName: "total",
+                helpText: "Connections closed because the client read nothing for the stalled-connection timeout"))
+        acceptsFailed = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "connections_accept_failed", unitName: "total",
+                helpText: "Accepts that failed (no file descriptor left or another socket error), each also logged"))
+        storageErrors = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "storage_errors", unitName: "total",
+                helpText: "Errors SQLite reported (disk full, I/O, damage), each also logged"))
+        storageCommitFailures = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "storage_commit_failures", unitName: "total",
+                helpText: "Group commits whose transaction failed"))
+        storageCommandsRefused = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "storage_commands_refused", unitName: "total",
+                helpText: "Commands refused because the write queue was full"))
+        storageTransactions = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "storage_transactions", unitName: "total",
+                helpText:
+                    "Group commits (each one synced transaction); commands_committed over this is the mean group size"))
+        storageCommandsCommitted = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "storage_commands_committed", unitName: "total",
+                helpText: "Commands whose effects were committed"))
         postgres = store.postgresStatistics == nil ? nil : PostgresMetrics(registry: registry)
     }
 
@@ -53,12 +99,16 @@ final class NodeMetricsSampler: Sendable {
     func sample() {
         let counts = transport.counts
         let storage = store.writerStatistics
-        let now = [counts.refused, counts.closedIdle, counts.closedForFlood, counts.closedStalled,
-                   storage.databaseErrors, storage.failedCommits, storage.refusedCommands, budget.resets, counts.acceptFailed,
-                   storage.transactions, storage.committedCommands]
-        let counters = [connectionsRefused, connectionsClosedIdle, connectionsClosedForFlood, connectionsClosedStalled,
-                        storageErrors, storageCommitFailures, storageCommandsRefused, outboundBudgetResets, acceptsFailed,
-                        storageTransactions, storageCommandsCommitted]
+        let now = [
+            counts.refused, counts.closedIdle, counts.closedForFlood, counts.closedStalled,
+            storage.databaseErrors, storage.failedCommits, storage.refusedCommands, budget.resets, counts.acceptFailed,
+            storage.transactions, storage.committedCommands,
+        ]
+        let counters = [
+            connectionsRefused, connectionsClosedIdle, connectionsClosedForFlood, connectionsClosedStalled,
+            storageErrors, storageCommitFailures, storageCommandsRefused, outboundBudgetResets, acceptsFailed,
+            storageTransactions, storageCommandsCommitted,
+        ]
         last.withLockedValue { last in
             for i in now.indices where now[i] > last[i] {
                 counters[i].increment(by: Int64(now[i] - last[i]))
@@ -68,7 +118,10 @@ final class NodeMetricsSampler: Sendable {
         connectionsOpen.set(Int64(transport.connectionCount))
         outboundQueued.set(Int64(budget.total))
         if let open = NodeHealth.openDescriptors() { descriptorsOpen.set(Int64(open)) }
-        if let postgres, let statistics = store.samplePostgresStatistics() { postgres.sample(statistics, listening: store.databaseUnavailableReason == nil, leases: store.heldOutboxLeases) }
+        if let postgres, let statistics = store.samplePostgresStatistics() {
+            postgres.sample(
+                statistics, listening: store.databaseUnavailableReason == nil, leases: store.heldOutboxLeases)
+        }
     }
 }
 
@@ -89,39 +142,67 @@ final class PostgresMetrics: Sendable {
             registry.makeGauge(descriptor: .init(namespace: "lamina", metricName: name, unitName: unit, helpText: help))
         }
         func counter(_ name: String, _ help: String) -> Counter {
-            registry.makeCounter(descriptor: .init(namespace: "lamina", metricName: name, unitName: "total", helpText: help))
+            registry.makeCounter(
+                descriptor: .init(namespace: "lamina", metricName: name, unitName: "total", helpText: help))
         }
         readersInUse = gauge("postgres_pool_in_use", "connections", "PostgreSQL read connections checked out now")
         readerPoolSize = gauge("postgres_pool_size", "connections", "PostgreSQL read connections at most")
-        slowestStatement = gauge("postgres_statement_slowest", "microseconds", "The slowest PostgreSQL statement since the previous scrape")
-        databaseReady = gauge("postgres_listening", "connected", "1 while the connection listening for other nodes' commits is up")
-        leases = Dictionary(uniqueKeysWithValues: OutboxLease.allCases.map { lease in
-            (lease, registry.makeGauge(
-                descriptor: .init(namespace: "lamina", metricName: "postgres_outbox_lease", unitName: "held",
-                                  helpText: "1 while this node holds the outbox's lease (it alone delivers that outbox's events)"),
-                labels: [("outbox", lease.rawValue)]))
-        })
+        slowestStatement = gauge(
+            "postgres_statement_slowest", "microseconds", "The slowest PostgreSQL statement since the previous scrape")
+        databaseReady = gauge(
+            "postgres_listening", "connected", "1 while the connection listening for other nodes' commits is up")
+        leases = Dictionary(
+            uniqueKeysWithValues: OutboxLease.allCases.map { lease in
+                (
+                    lease,
+                    registry.makeGauge(
+                        descriptor: .init(
+                            namespace: "lamina", metricName: "postgres_outbox_lease", unitName: "held",
+                            helpText:
+                                "1 while this node holds the outbox's lease (it alone delivers that outbox's events)"),
+                        labels: [("outbox", lease.rawValue)])
+                )
+            })
         counters = [
             counter("postgres_statements", "PostgreSQL statements run (every connection)"),
-            counter("postgres_statement_microseconds", "Time spent in PostgreSQL statements, in microseconds (divide by postgres_statements_total for the mean latency)"),
+            counter(
+                "postgres_statement_microseconds",
+                "Time spent in PostgreSQL statements, in microseconds (divide by postgres_statements_total for the mean latency)"
+            ),
             counter("postgres_pool_waits", "Reads that waited for a free PostgreSQL read connection"),
-            counter("postgres_pool_wait_microseconds", "Time reads waited for a PostgreSQL read connection, in microseconds"),
-            counter("postgres_feed_notifications_sent", "lamina_feed notifications sent (feed heads of committed groups)"),
+            counter(
+                "postgres_pool_wait_microseconds", "Time reads waited for a PostgreSQL read connection, in microseconds"
+            ),
+            counter(
+                "postgres_feed_notifications_sent", "lamina_feed notifications sent (feed heads of committed groups)"),
             counter("postgres_feed_notifications_received", "lamina_feed notifications received from other nodes"),
             counter("postgres_ephemeral_notifications_sent", "Ephemeral (typing) notifications sent to other nodes"),
-            counter("postgres_ephemeral_notifications_received", "Ephemeral (typing) notifications received from other nodes"),
-            counter("postgres_listener_connects", "Times the listening connection was (re)established (each followed by a catch-up read of every live session)"),
-            counter("postgres_webhook_changes_received", "lamina_webhooks notifications received (each reloads the webhook subscriptions)"),
-            counter("postgres_outbox_wakes_sent", "Wake-ups sent to the node holding an outbox's lease after commits that queued events"),
-            counter("postgres_outbox_wakes_received", "Wake-ups received from other nodes while holding an outbox's lease"),
+            counter(
+                "postgres_ephemeral_notifications_received",
+                "Ephemeral (typing) notifications received from other nodes"),
+            counter(
+                "postgres_listener_connects",
+                "Times the listening connection was (re)established (each followed by a catch-up read of every live session)"
+            ),
+            counter(
+                "postgres_webhook_changes_received",
+                "lamina_webhooks notifications received (each reloads the webhook subscriptions)"),
+            counter(
+                "postgres_outbox_wakes_sent",
+                "Wake-ups sent to the node holding an outbox's lease after commits that queued events"),
+            counter(
+                "postgres_outbox_wakes_received", "Wake-ups received from other nodes while holding an outbox's lease"),
             counter("postgres_outbox_leases_taken", "Times this node took an outbox's lease (started delivering it)"),
         ]
     }
 
     private static func values(_ s: PostgresStatistics) -> [Int] {
-        [s.statements, s.statementMicroseconds, s.poolWaits, s.poolWaitMicroseconds, s.feedNotificationsSent,
-         s.feedNotificationsReceived, s.ephemeralNotificationsSent, s.ephemeralNotificationsReceived, s.listenerConnects,
-         s.webhookChangesReceived, s.outboxWakesSent, s.outboxWakesReceived, s.leasesTaken]
+        [
+            s.statements, s.statementMicroseconds, s.poolWaits, s.poolWaitMicroseconds, s.feedNotificationsSent,
+            s.feedNotificationsReceived, s.ephemeralNotificationsSent, s.ephemeralNotificationsReceived,
+            s.listenerConnects,
+            s.webhookChangesReceived, s.outboxWakesSent, s.outboxWakesReceived, s.leasesTaken,
+        ]
     }
 
     func sample(_ statistics: PostgresStatistics, listening: Bool = true, leases held: Set<OutboxLease> = []) {

@@ -33,7 +33,7 @@ public final class NodeOutboundBudget: Sendable {
         guard delta != 0 else { return false }
         let total = queued.wrappingIncrementThenLoad(by: delta, ordering: .relaxed)
         guard delta > 0, total > limit,
-              stream > max(minimumShare, limit / max(1, streams.load(ordering: .relaxed)))
+            stream > max(minimumShare, limit / max(1, streams.load(ordering: .relaxed)))
         else { return false }
         resetCount.wrappingIncrement(ordering: .relaxed)
         return true

@@ -76,13 +76,17 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
         try check(maxConnections >= 1, "resources.maxConnections must be at least 1")
         try check(fileDescriptorReserve >= 64, "resources.fileDescriptorReserve must be at least 64")
         try check(
-            (1...86_400).contains(idleConnectionTimeoutSeconds), "resources.idleConnectionTimeoutSeconds must be 1...86400")
+            (1...86_400).contains(idleConnectionTimeoutSeconds),
+            "resources.idleConnectionTimeoutSeconds must be 1...86400")
         try check(
-            (1...3_600).contains(stalledConnectionTimeoutSeconds), "resources.stalledConnectionTimeoutSeconds must be 1...3600")
+            (1...3_600).contains(stalledConnectionTimeoutSeconds),
+            "resources.stalledConnectionTimeoutSeconds must be 1...3600")
         try check(
-            (16_384...Int(Int32.max)).contains(initialStreamWindowBytes) && initialStreamWindowBytes <= streamWindowBytes
+            (16_384...Int(Int32.max)).contains(initialStreamWindowBytes)
+                && initialStreamWindowBytes <= streamWindowBytes
                 && streamWindowBytes <= Int(Int32.max),
-            "resources.initialStreamWindowBytes must be at least 16384 (a frame before authentication) and at most streamWindowBytes")
+            "resources.initialStreamWindowBytes must be at least 16384 (a frame before authentication) and at most streamWindowBytes"
+        )
         try check(
             nodeOutboundBudgetBytes >= 1_048_576 && minimumOutboundShareBytes >= 65_536,
             "resources.nodeOutboundBudgetBytes must be at least 1048576 and minimumOutboundShareBytes at least 65536")
@@ -91,7 +95,8 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
             "resources.commandsPerUserPerSecond and commandBurstPerUser must be at least 1")
         try check(
             commandBudget.bytesPerSecond >= 65_536 && commandBudget.byteBurst >= 2 * 1_048_576,
-            "resources.commandBytesPerUserPerSecond must be at least 65536 and commandByteBurstPerUser at least 2097152 (a largest frame)")
+            "resources.commandBytesPerUserPerSecond must be at least 65536 and commandByteBurstPerUser at least 2097152 (a largest frame)"
+        )
         try check(
             (1...86_400).contains(clientPingAfterQuietSeconds) && (1...3_600).contains(clientPingDeadlineSeconds),
             "resources.clientPingAfterQuietSeconds must be 1...86400 and clientPingDeadlineSeconds 1...3600")
@@ -118,9 +123,9 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     public static func softFileDescriptorLimit() -> Int {
         var limit = rlimit()
         #if os(Linux)
-        let rc = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            let rc = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         #else
-        let rc = getrlimit(RLIMIT_NOFILE, &limit)
+            let rc = getrlimit(RLIMIT_NOFILE, &limit)
         #endif
         guard rc == 0, limit.rlim_cur < rlim_t(Int.max) else { return Int.max }
         return Int(clamping: limit.rlim_cur)

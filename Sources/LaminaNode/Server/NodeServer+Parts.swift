@@ -34,7 +34,9 @@ extension NodeServer {
         var router = TransportRouter()
         router.add(
             syncPath,
-            SyncStreamBridge.handler(limits: configuration.limits, metrics: metrics, logger: logger, admission: admission, budget: budget) {
+            SyncStreamBridge.handler(
+                limits: configuration.limits, metrics: metrics, logger: logger, admission: admission, budget: budget
+            ) {
                 outbound in
                 guard gate.admit() else { return nil }
                 let session = engine.openSession(outbound: outbound)
@@ -43,10 +45,15 @@ extension NodeServer {
             })
         router.add(ContentEndpoint.routePattern, ContentEndpoint.handler(service: content))
         if let credentials {
-            let api = ServerAPI(engine: engine, credentials: credentials, settings: configuration.serverAPI, webhooks: webhooks, content: content)
+            let api = ServerAPI(
+                engine: engine, credentials: credentials, settings: configuration.serverAPI, webhooks: webhooks,
+                content: content)
             router.add(ServerAPI.routePattern, maxBodyBytes: ServerAPILimits.maxBodyBytes) { await api.handle($0) }
             // Uploads to a content's upload_url take chunks larger than a JSON body.
-            router.add(ServerAPI.contentRoutePattern(appID: credentials.appID), maxBodyBytes: ServerAPILimits.maxUploadChunkBytes) {
+            router.add(
+                ServerAPI.contentRoutePattern(appID: credentials.appID),
+                maxBodyBytes: ServerAPILimits.maxUploadChunkBytes
+            ) {
                 await api.handle($0)
             }
         }
@@ -55,10 +62,12 @@ extension NodeServer {
 
     /// Starts the sync listener: TLS (HTTP/1.1 offered for the Server API), HTTP/2.
     static func listen(
-        _ configuration: NodeServerConfiguration, _ prepared: NodeBootstrap.Prepared, router: TransportRouter, group: EventLoopGroup,
+        _ configuration: NodeServerConfiguration, _ prepared: NodeBootstrap.Prepared, router: TransportRouter,
+        group: EventLoopGroup,
         maxConnections: Int, engine: NodeEngine
     ) async throws -> TransportServer {
-        var tlsConfiguration = TLSConfiguration.server(certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath)
+        var tlsConfiguration = TLSConfiguration.server(
+            certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath)
         // HTTP/1.1 serves the Server API; the sync stream and content stay HTTP/2 (505).
         tlsConfiguration.offersHTTP1 = configuration.serverAPI.enabled
         return try await TransportServer.start(
@@ -70,7 +79,8 @@ extension NodeServer {
 
     /// Starts the admin listener: metrics, health (readiness), replication.
     static func startAdmin(
-        _ configuration: NodeServerConfiguration, group: EventLoopGroup, registry: PrometheusCollectorRegistry, store: NodeStore,
+        _ configuration: NodeServerConfiguration, group: EventLoopGroup, registry: PrometheusCollectorRegistry,
+        store: NodeStore,
         engine: NodeEngine, transport: TransportServer, peers: PeerService?, gate: SessionGate, maxConnections: Int,
         budget: NodeOutboundBudget, stopped: NIOLockedValueBox<Bool>
     ) async throws -> AdminServer {
@@ -90,7 +100,8 @@ extension NodeServer {
             readiness: { await health.readiness() },
             replication: { [peers] in
                 do {
-                    return try await engine.convergenceDigest().json(node: engine.configuration.nodeID, peers: peers?.links ?? [:])
+                    return try await engine.convergenceDigest().json(
+                        node: engine.configuration.nodeID, peers: peers?.links ?? [:])
                 } catch {
                     return "{\"error\": \"cannot read the store\"}\n"
                 }
@@ -99,14 +110,17 @@ extension NodeServer {
 
     /// The health log over the listener's and the gate's counts.
     static func healthLog(
-        _ configuration: NodeServerConfiguration, transport: TransportServer, gate: SessionGate, maxConnections: Int, logger: Logger
+        _ configuration: NodeServerConfiguration, transport: TransportServer, gate: SessionGate, maxConnections: Int,
+        logger: Logger
     ) -> NodeHealthLog {
         NodeHealthLog(logger: logger) { [maxSessions = configuration.maxSessions] in
             let limit = NodeResourceLimits.softFileDescriptorLimit()
             let counts = transport.counts
             return NodeHealthLog.Counts(
-                descriptors: NodeHealth.openDescriptors().map { ($0, limit) }, connections: (transport.connectionCount, maxConnections),
-                sessions: (gate.count, maxSessions), refusedConnections: counts.refused, failedAccepts: counts.acceptFailed,
+                descriptors: NodeHealth.openDescriptors().map { ($0, limit) },
+                connections: (transport.connectionCount, maxConnections),
+                sessions: (gate.count, maxSessions), refusedConnections: counts.refused,
+                failedAccepts: counts.acceptFailed,
                 refusedSessions: gate.refused)
         }
     }
@@ -119,7 +133,8 @@ extension NodeServerConfiguration {
         let softLimit = NodeResourceLimits.softFileDescriptorLimit()
         guard let maxConnections = resources.effectiveMaxConnections(softLimit: softLimit) else {
             throw NodeServerError.startup(
-                "the file-descriptor limit (\(softLimit)) leaves no room for connections after the reserve of \(resources.fileDescriptorReserve)")
+                "the file-descriptor limit (\(softLimit)) leaves no room for connections after the reserve of \(resources.fileDescriptorReserve)"
+            )
         }
         return maxConnections
     }

@@ -54,10 +54,13 @@ public final class NodeServer: Sendable {
     private let parts: NodeLifecycle
 
     private init(
-        configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, parts: NodeLifecycle, engine: NodeEngine,
+        configuration: NodeServerConfiguration, prepared: NodeBootstrap.Prepared, parts: NodeLifecycle,
+        engine: NodeEngine,
         store: NodeStore, content: ContentService, transport: TransportServer, admin: AdminServer?, logger: Logger,
-        gate: SessionGate, stopped: NIOLockedValueBox<Bool>, admission: SessionAdmission, outboundBudget: NodeOutboundBudget,
-        pruner: StoragePruner, serverAPICredentials: ServerAPICredentials?, peers: PeerService?, webhooks: WebhookDelivery,
+        gate: SessionGate, stopped: NIOLockedValueBox<Bool>, admission: SessionAdmission,
+        outboundBudget: NodeOutboundBudget,
+        pruner: StoragePruner, serverAPICredentials: ServerAPICredentials?, peers: PeerService?,
+        webhooks: WebhookDelivery,
         pushes: PushDelivery, healthLog: NodeHealthLog
     ) {
         self.parts = parts
@@ -107,8 +110,12 @@ public final class NodeServer: Sendable {
                 arrivals: ContentArrivals { engine.contentSignal.notify() })
             return (content, { await content.shutdown() })
         }
-        try await parts.step(.content, "cannot repair the content records") { try await content.start(sweepingOn: group.next()) }
-        let webhooks: WebhookDelivery = try await parts.start(.webhooks, "cannot prepare webhook delivery (TLS trust, stored webhooks)") {
+        try await parts.step(.content, "cannot repair the content records") {
+            try await content.start(sweepingOn: group.next())
+        }
+        let webhooks: WebhookDelivery = try await parts.start(
+            .webhooks, "cannot prepare webhook delivery (TLS trust, stored webhooks)"
+        ) {
             let webhooks = try WebhookDelivery(
                 store: store, outbox: engine.webhooks, settings: configuration.webhooks, group: group, logger: logger,
                 metrics: WebhookMetrics(registry: registry))
@@ -125,22 +132,33 @@ public final class NodeServer: Sendable {
         let gate = SessionGate(limit: configuration.maxSessions)
         let admission = SessionAdmission(limits: configuration.resources, maxSessions: configuration.maxSessions)
         let outboundBudget = NodeOutboundBudget(
-            limit: configuration.resources.nodeOutboundBudgetBytes, minimumShare: configuration.resources.minimumOutboundShareBytes)
-        let credentials: ServerAPICredentials? = try await parts.step(.transport, "cannot prepare the Server API credentials") {
+            limit: configuration.resources.nodeOutboundBudgetBytes,
+            minimumShare: configuration.resources.minimumOutboundShareBytes)
+        let credentials: ServerAPICredentials? = try await parts.step(
+            .transport, "cannot prepare the Server API credentials"
+        ) {
             try configuration.serverAPI.enabled ? ServerAPICredentials.loadOrCreate(in: prepared.dataDirectory) : nil
         }
         let router = Self.router(
-            configuration: configuration, engine: engine, content: content, webhooks: webhooks, credentials: credentials, gate: gate,
-            admission: admission, budget: outboundBudget, metrics: ServerMetrics(factory: PrometheusMetricsFactory(registry: registry)),
+            configuration: configuration, engine: engine, content: content, webhooks: webhooks,
+            credentials: credentials, gate: gate,
+            admission: admission, budget: outboundBudget,
+            metrics: ServerMetrics(factory: PrometheusMetricsFactory(registry: registry)),
             logger: logger)
-        let transport: TransportServer = try await parts.start(.transport, "cannot listen on \(configuration.host):\(configuration.port)") {
-            let transport = try await Self.listen(configuration, prepared, router: router, group: group, maxConnections: maxConnections, engine: engine)
+        let transport: TransportServer = try await parts.start(
+            .transport, "cannot listen on \(configuration.host):\(configuration.port)"
+        ) {
+            let transport = try await Self.listen(
+                configuration, prepared, router: router, group: group, maxConnections: maxConnections, engine: engine)
             return (transport, { await Self.stop(transport, logger: logger) })
         }
         var peers: PeerService?
         if configuration.peers.enabled {
-            let started: PeerService = try await parts.start(.peers, "cannot start peering on \(configuration.peers.host):\(configuration.peers.port)") {
-                let peers = try await PeerService.start(engine: engine, content: content, settings: configuration.peers, group: group, logger: logger)
+            let started: PeerService = try await parts.start(
+                .peers, "cannot start peering on \(configuration.peers.host):\(configuration.peers.port)"
+            ) {
+                let peers = try await PeerService.start(
+                    engine: engine, content: content, settings: configuration.peers, group: group, logger: logger)
                 return (peers, { await peers.shutdown() })
             }
             peers = started
@@ -148,9 +166,12 @@ public final class NodeServer: Sendable {
         let stopped = NIOLockedValueBox(false)
         var admin: AdminServer?
         if configuration.adminPort >= 0 {
-            let started: AdminServer = try await parts.start(.admin, "cannot listen (admin) on \(configuration.adminHost):\(configuration.adminPort)") {
+            let started: AdminServer = try await parts.start(
+                .admin, "cannot listen (admin) on \(configuration.adminHost):\(configuration.adminPort)"
+            ) {
                 let admin = try await Self.startAdmin(
-                    configuration, group: group, registry: registry, store: store, engine: engine, transport: transport, peers: peers,
+                    configuration, group: group, registry: registry, store: store, engine: engine, transport: transport,
+                    peers: peers,
                     gate: gate, maxConnections: maxConnections, budget: outboundBudget, stopped: stopped)
                 return (admin, { await admin.shutdown() })
             }
@@ -167,7 +188,8 @@ public final class NodeServer: Sendable {
             return (pruner, { await pruner.stop() })
         }
         let healthLog: NodeHealthLog = try await parts.start(.healthLog, nil) {
-            let healthLog = Self.healthLog(configuration, transport: transport, gate: gate, maxConnections: maxConnections, logger: logger)
+            let healthLog = Self.healthLog(
+                configuration, transport: transport, gate: gate, maxConnections: maxConnections, logger: logger)
             healthLog.start()
             return (healthLog, { healthLog.stop() })
         }
@@ -178,9 +200,11 @@ public final class NodeServer: Sendable {
                 "maxConnections": "\(maxConnections)",
             ])
         return NodeServer(
-            configuration: configuration, prepared: prepared, parts: parts, engine: engine, store: store, content: content,
+            configuration: configuration, prepared: prepared, parts: parts, engine: engine, store: store,
+            content: content,
             transport: transport, admin: admin, logger: logger, gate: gate, stopped: stopped, admission: admission,
-            outboundBudget: outboundBudget, pruner: pruner, serverAPICredentials: credentials, peers: peers, webhooks: webhooks,
+            outboundBudget: outboundBudget, pruner: pruner, serverAPICredentials: credentials, peers: peers,
+            webhooks: webhooks,
             pushes: pushes, healthLog: healthLog)
     }
 

@@ -97,15 +97,18 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try check(
             (8_448...4 * 1024 * 1024).contains(limits.unauthenticatedMaxFrameSize),
             "unauthenticatedMaxFrameSize must be 8448...4194304 (AUTHENTICATE must fit)")
-        try check((1...3_600).contains(limits.authenticationTimeoutSeconds), "authenticationTimeoutSeconds must be 1...3600")
-        try check(limits.unauthenticatedMaxUnansweredFrames >= 2, "unauthenticatedMaxUnansweredFrames must be at least 2")
+        try check(
+            (1...3_600).contains(limits.authenticationTimeoutSeconds), "authenticationTimeoutSeconds must be 1...3600")
+        try check(
+            limits.unauthenticatedMaxUnansweredFrames >= 2, "unauthenticatedMaxUnansweredFrames must be at least 2")
         try check(
             (1_024...limits.maxOutboundBytes).contains(limits.unauthenticatedMaxOutboundBytes),
             "unauthenticatedMaxOutboundBytes must be 1024...maxOutboundBytes")
         try check(
             (1...limits.maxOutboundBytes / 2).contains(limits.pacedAnswerQueueBytes),
             "pacedAnswerQueueBytes must be 1...maxOutboundBytes / 2")
-        try check((1...3_600).contains(limits.stalledReaderTimeoutSeconds), "stalledReaderTimeoutSeconds must be 1...3600")
+        try check(
+            (1...3_600).contains(limits.stalledReaderTimeoutSeconds), "stalledReaderTimeoutSeconds must be 1...3600")
         try check(maxSessions >= 1, "maxSessions must be at least 1")
         try check(maxStreamsPerConnection >= 1, "maxStreamsPerConnection must be at least 1")
         try resources.validate(maxSessions: maxSessions)
@@ -114,11 +117,14 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try webhooks.validate()
         try push.validate()
         do { try storage.validate() } catch { throw NodeServerError.configuration("storage: \(error.reason)") }
-        try check(serverAPI.requestsPerSecond > 0 && serverAPI.burst >= 1, "serverAPI needs requestsPerSecond > 0 and burst >= 1")
+        try check(
+            serverAPI.requestsPerSecond > 0 && serverAPI.burst >= 1,
+            "serverAPI needs requestsPerSecond > 0 and burst >= 1")
         for provider in identityProviders {
             try check(!provider.algorithms.isEmpty, "identity provider \(provider.id) allows no algorithm")
             for alg in provider.algorithms {
-                try check(["ES256", "RS256"].contains(alg), "identity provider \(provider.id): unsupported algorithm \(alg)")
+                try check(
+                    ["ES256", "RS256"].contains(alg), "identity provider \(provider.id): unsupported algorithm \(alg)")
             }
         }
     }

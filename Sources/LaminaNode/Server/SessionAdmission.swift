@@ -80,7 +80,8 @@ public final class SessionAdmission: Sendable {
             }
             if s.byConnection[connection, default: 0] >= limits.maxUnauthenticatedPerConnection {
                 s.refused += 1
-                return "this connection has \(limits.maxUnauthenticatedPerConnection) unauthenticated sessions, its limit"
+                return
+                    "this connection has \(limits.maxUnauthenticatedPerConnection) unauthenticated sessions, its limit"
             }
             s.unauthenticated += 1
             s.byAddress[address, default: 0] += 1
@@ -88,7 +89,8 @@ public final class SessionAdmission: Sendable {
             return nil
         }
         if let refusal {
-            var frame = ErrorFrame(code: .overloaded, reason: refusal + "; authenticate the sessions you have, then retry", isFatal: true)
+            var frame = ErrorFrame(
+                code: .overloaded, reason: refusal + "; authenticate the sessions you have, then retry", isFatal: true)
             frame.retryAfterMilliseconds = limits.refusalRetryAfterMilliseconds
             return .refused(frame)
         }

@@ -236,7 +236,8 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
 
     private var unansweredLimit: Int {
         // Before authentication a handful is enough (HELLO, NONCE_REQUEST, AUTHENTICATE, PINGs).
-        authenticated ? limits.maxUnansweredFrames : min(limits.maxUnansweredFrames, limits.unauthenticatedMaxUnansweredFrames)
+        authenticated
+            ? limits.maxUnansweredFrames : min(limits.maxUnansweredFrames, limits.unauthenticatedMaxUnansweredFrames)
     }
 
     /// Queued outbound bytes above which the stream stops reading: before authentication the
@@ -345,7 +346,8 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             metrics.inboundPauses.increment()
             stream.pauseInbound()
         } else if paused, !over, inboundAwaitingAnswer < unansweredLimit / 2,
-                  lock.withLock({ queuedBytes }) <= outboundLimit / 2 {
+            lock.withLock({ queuedBytes }) <= outboundLimit / 2
+        {
             decodeFrames()
             guard !inboundStopped, !overInboundBounds(unanswered: unansweredLimit) else { return }
             paused = false
@@ -376,16 +378,21 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         // up to three times the deadline in all.
         updateInboundPause()
         if inboundAwaitingAnswer > 0, NIODeadline.now() < opened + limits.authenticationTimeout * 3 {
-            authenticationTask = eventLoop.scheduleTask(in: .seconds(1)) { [weak self] in self?.authenticationDeadline() }
+            authenticationTask = eventLoop.scheduleTask(in: .seconds(1)) { [weak self] in self?.authenticationDeadline()
+            }
             return
         }
         metrics.authenticationTimeouts.increment()
-        logger.info("not authenticated in time, closing the sync stream", metadata: ["seconds": "\(limits.authenticationTimeoutSeconds)"])
+        logger.info(
+            "not authenticated in time, closing the sync stream",
+            metadata: ["seconds": "\(limits.authenticationTimeoutSeconds)"])
         inboundStopped = true
         notifyEndpointClosed()
-        close(with: ErrorFrame(
-            code: .authenticationRequired,
-            reason: "not authenticated within \(limits.authenticationTimeoutSeconds) s of the stream's opening", isFatal: true))
+        close(
+            with: ErrorFrame(
+                code: .authenticationRequired,
+                reason: "not authenticated within \(limits.authenticationTimeoutSeconds) s of the stream's opening",
+                isFatal: true))
     }
 
     // MARK: idle timeout (event loop)
@@ -429,7 +436,8 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
                 do {
                     try frame.encode(into: &pending)
                 } catch {
-                    logger.error("cannot encode an outbound frame", metadata: ["type": "\(frame.type)", "error": "\(error)"])
+                    logger.error(
+                        "cannot encode an outbound frame", metadata: ["type": "\(frame.type)", "error": "\(error)"])
                     continue
                 }
                 if Self.isAnswer(frame) { answersSent += 1 }
@@ -593,7 +601,9 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             guard waiting, !self.stream.isClosed else { return }
             let progress = max(lastDrain, self.stream.socketProgressWhileBlocked ?? lastDrain)
             if NIODeadline.now() >= progress + self.limits.stalledReaderTimeout {
-                self.logger.info("the client read nothing of a paced answer in time", metadata: ["seconds": "\(self.limits.stalledReaderTimeoutSeconds)"])
+                self.logger.info(
+                    "the client read nothing of a paced answer in time",
+                    metadata: ["seconds": "\(self.limits.stalledReaderTimeoutSeconds)"])
                 self.slowConsumer()
             } else {
                 self.armStallCheck(from: progress)

@@ -1,9 +1,9 @@
 import Foundation
-import NIOConcurrencyHelpers
 import LaminaModel
 import LaminaStore
 import LaminaTransport
 import LaminaWire
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// What a Server API command produced.
@@ -24,12 +24,16 @@ extension NodeEngine {
         after: (@Sendable (inout CommandContext, Ack) throws -> Void)? = nil
     ) async throws -> ServerAPICommandResult {
         guard let id = frame.commandID else { throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command") }
-        guard !isShuttingDown.withLockedValue({ $0 }) else { throw WireError(.shuttingDown, "the node is shutting down") }
+        guard !isShuttingDown.withLockedValue({ $0 }) else {
+            throw WireError(.shuttingDown, "the node is shutting down")
+        }
         let key = IdempotencyKey(user: user, id: id)
         let digest = try SHA256Hasher.hash(Array(try frame.encoded().readableBytesView))
         let now = Timestamp.now()
         let result = try await store.write { [self] tx -> CommandResult in
-            try command(frame, as: user, key: key, digest: digest, now: now, in: tx, pushOverrides: pushOverrides, contentOwner: contentOwner, after: after)
+            try command(
+                frame, as: user, key: key, digest: digest, now: now, in: tx, pushOverrides: pushOverrides,
+                contentOwner: contentOwner, after: after)
         }
         switch result {
         case .applied(let ack, let changes):

@@ -31,9 +31,11 @@ extension ServerAPI {
         let id = try r.requestID() ?? UUID()
         let body = try ServerAPIJSON.object(r.http.body)
         guard let rawRecipients = body["recipients"] else { throw ServerAPIError.missingProperty("recipients") }
-        guard let list = rawRecipients.array, !list.isEmpty, list.count <= ServerAPILimits.maxAnnouncementRecipients else {
+        guard let list = rawRecipients.array, !list.isEmpty, list.count <= ServerAPILimits.maxAnnouncementRecipients
+        else {
             throw ServerAPIError.invalidProperty(
-                "recipients", "recipients must be an array of 1 to \(ServerAPILimits.maxAnnouncementRecipients) user ids")
+                "recipients",
+                "recipients must be an array of 1 to \(ServerAPILimits.maxAnnouncementRecipients) user ids")
         }
         var recipients: [UserID] = []
         var seen = Set<UserID>()
@@ -43,13 +45,17 @@ extension ServerAPI {
         }
         let sender = try Self.sender(body)
         guard sender.isSystemSender else {
-            throw ServerAPIError.invalidProperty("sender", "an announcement comes from a named system sender (sender.name)")
+            throw ServerAPIError.invalidProperty(
+                "sender", "an announcement comes from a named system sender (sender.name)")
         }
         // The content is the same for every recipient; checked once, before any write.
         let (parts, push) = try Self.content(body, of: Self.announcementMessage(id, to: recipients[0]))
         let overrides = try Self.pushOverrides(body)
         do {
-            try Message(conversationID: Self.announcementsConversation(of: recipients[0]), sender: sender, parts: parts, push: push).validate()
+            try Message(
+                conversationID: Self.announcementsConversation(of: recipients[0]), sender: sender, parts: parts,
+                push: push
+            ).validate()
         } catch {
             throw ServerAPIError.from(WireError(error))
         }
@@ -59,7 +65,8 @@ extension ServerAPI {
             let conversation = try await announcementsConversation(of: user)
             let message = Self.announcementMessage(id, to: user)
             let (parts, push) = try Self.content(body, of: message)
-            let frame = Frame.sendMessage(SendMessage(messageID: message, conversationID: conversation, parts: parts, push: push))
+            let frame = Frame.sendMessage(
+                SendMessage(messageID: message, conversationID: conversation, parts: parts, push: push))
             _ = try await engine.runServerAPICommand(frame, as: sender, pushOverrides: overrides)
         }
         let representation = r.representation
@@ -67,7 +74,9 @@ extension ServerAPI {
             id: "layer:///announcements/\(id.uuidString.lowercased())",
             url: "\(representation.base)/announcements/\(id.uuidString.lowercased())",
             sent_at: ServerAPIJSON.date(millisecondsSince1970: sentAt.millisecondsSince1970),
-            recipients: recipients.map { representation.version == .v1 ? $0.rawValue : ServerAPIRepresentation.identityID($0) },
+            recipients: recipients.map {
+                representation.version == .v1 ? $0.rawValue : ServerAPIRepresentation.identityID($0)
+            },
             sender: representation.sender(sender),
             parts: representation.parts(parts, of: Self.announcementMessage(id, to: recipients[0])))
         return ServerAPIJSON.response(202, object)
@@ -80,8 +89,10 @@ extension ServerAPI {
         if try await engine.store.read({ r in try r.conversation(id) })?.isLive == true { return id }
         var metadata = Metadata()
         metadata.values[Self.announcementsMarker.key] = .string(Self.announcementsMarker.value)
-        let frame = Frame.createConversation(CreateConversation(
-            conversationID: id, participants: [user], options: ConversationOptions(isDistinct: false, metadata: metadata)))
+        let frame = Frame.createConversation(
+            CreateConversation(
+                conversationID: id, participants: [user],
+                options: ConversationOptions(isDistinct: false, metadata: metadata)))
         do {
             _ = try await engine.runServerAPICommand(frame, as: user)
         } catch let error as WireError where error.code == .idInUse {

@@ -18,23 +18,29 @@ extension ServerAPI {
             }
             return (try reader.externalUnreadCount(of: user), counts)
         }
-        return ServerAPIJSON.response(200, [
-            "external_unread_count": external,
-            "unread_conversation_count": counts.filter { $0 > 0 }.count,
-            "unread_message_count": counts.reduce(0, +),
-        ])
+        return ServerAPIJSON.response(
+            200,
+            [
+                "external_unread_count": external,
+                "unread_conversation_count": counts.filter { $0 > 0 }.count,
+                "unread_message_count": counts.reduce(0, +),
+            ])
     }
 
     /// PUT `{"external_unread_count": n}` (0…``ServerAPILimits/maxExternalUnreadCount``): 204.
     func putBadge(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let user = try r.userID()
         let body = try ServerAPIJSON.object(r.http.body)
-        guard let raw = body["external_unread_count"] else { throw ServerAPIError.missingProperty("external_unread_count") }
+        guard let raw = body["external_unread_count"] else {
+            throw ServerAPIError.missingProperty("external_unread_count")
+        }
         // true and false are not numbers; 5.0 counts as 5, 5.5 is refused.
-        guard let number = raw.exactInteger, let count = Int(exactly: number), (0...ServerAPILimits.maxExternalUnreadCount).contains(count)
+        guard let number = raw.exactInteger, let count = Int(exactly: number),
+            (0...ServerAPILimits.maxExternalUnreadCount).contains(count)
         else {
             throw ServerAPIError.invalidProperty(
-                "external_unread_count", "external_unread_count must be an integer 0...\(ServerAPILimits.maxExternalUnreadCount)")
+                "external_unread_count",
+                "external_unread_count must be an integer 0...\(ServerAPILimits.maxExternalUnreadCount)")
         }
         try await engine.setExternalUnreadCount(count, of: user)
         return HTTPResponse(status: 204)

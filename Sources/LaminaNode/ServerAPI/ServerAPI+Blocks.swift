@@ -23,13 +23,16 @@ extension ServerAPI {
         let body = try ServerAPIJSON.object(r.http.body)
         guard let raw = body["user_id"] ?? body["identity_id"] else { throw ServerAPIError.missingProperty("user_id") }
         let blocked = try ServerAPIRepresentation.user(raw, property: "user_id")
-        guard blocked != blocker else { throw ServerAPIError.invalidProperty("user_id", "a user cannot block themselves") }
+        guard blocked != blocker else {
+            throw ServerAPIError.invalidProperty("user_id", "a user cannot block themselves")
+        }
         switch try await engine.block(blocked, by: blocker, limit: ServerAPILimits.maxBlocksPerUser) {
         case .added, .alreadyBlocked: return HTTPResponse(status: 204)
         case .ownself:
             throw ServerAPIError.invalidProperty("user_id", "a user cannot block themselves")
         case .full:
-            throw ServerAPIError.invalidProperty("user_id", "\(blocker.rawValue) blocks \(ServerAPILimits.maxBlocksPerUser) users already (the most)")
+            throw ServerAPIError.invalidProperty(
+                "user_id", "\(blocker.rawValue) blocks \(ServerAPILimits.maxBlocksPerUser) users already (the most)")
         }
     }
 
@@ -38,7 +41,7 @@ extension ServerAPI {
         let blocker = try r.userID()
         let raw = r.parameters["blocked_id"] ?? ""
         guard let blocked = try? ServerAPIRepresentation.user(raw, property: "blocked_id"),
-              try await engine.unblock(blocked, by: blocker)
+            try await engine.unblock(blocked, by: blocker)
         else { throw ServerAPIError.notFound("\(blocker.rawValue) does not block \(raw)") }
         return HTTPResponse(status: 204)
     }

@@ -20,15 +20,19 @@ extension ServerAPI {
     func createContent(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let content = try contentService()
         guard let raw = r.http.headers["upload-content-length"] else {
-            throw ServerAPIError.invalidHeader(400, "Upload-Content-Length", "an Upload-Content-Length header (the content's size in bytes) is required")
+            throw ServerAPIError.invalidHeader(
+                400, "Upload-Content-Length",
+                "an Upload-Content-Length header (the content's size in bytes) is required")
         }
         guard let size = UInt64(raw.trimmingCharacters(in: .whitespaces)), size > 0 else {
-            throw ServerAPIError.invalidHeader(400, "Upload-Content-Length", "Upload-Content-Length must be a positive decimal number of bytes")
+            throw ServerAPIError.invalidHeader(
+                400, "Upload-Content-Length", "Upload-Content-Length must be a positive decimal number of bytes")
         }
         guard size <= Limits.maxPartBytes else { throw ServerAPIError.contentTooLarge(size) }
         if let type = r.http.headers["upload-content-type"] {
             do { _ = try MIMEType(type) } catch {
-                throw ServerAPIError.invalidHeader(400, "Upload-Content-Type", "Upload-Content-Type must be a MIME type (type/subtype)")
+                throw ServerAPIError.invalidHeader(
+                    400, "Upload-Content-Type", "Upload-Content-Type must be a MIME type (type/subtype)")
             }
         }
         let id = ContentID(uuid: try r.requestID() ?? UUID())
@@ -45,9 +49,12 @@ extension ServerAPI {
             }
             let streaming = content.active.reservations(of: owner, excluding: id)
             let used = try tx.read.contentBytes(of: owner, excluding: streaming.ids) + streaming.bytes
-            guard used <= quota, size <= quota - used else { throw ServerAPIError.quotaExceeded(used: used, size: size, quota: quota) }
+            guard used <= quota, size <= quota - used else {
+                throw ServerAPIError.quotaExceeded(used: used, size: size, quota: quota)
+            }
             let upload = ContentUpload(
-                id: id, owner: owner, declaredSize: size, sha256: [UInt8](repeating: 0, count: 32), state: .uploading, createdAt: now)
+                id: id, owner: owner, declaredSize: size, sha256: [UInt8](repeating: 0, count: 32), state: .uploading,
+                createdAt: now)
             try tx.createUpload(upload)
             return upload
         }
@@ -72,7 +79,8 @@ extension ServerAPI {
         if r.http.bodyTooLarge { throw ServerAPIError.requestTooLarge(ServerAPILimits.maxUploadChunkBytes) }
         var upload = try await apiUpload(id)
         let chunk = r.http.body
-        let range = try Self.contentRange(r.http.headers["content-range"], bodyBytes: chunk.readableBytes, size: upload.declaredSize)
+        let range = try Self.contentRange(
+            r.http.headers["content-range"], bodyBytes: chunk.readableBytes, size: upload.declaredSize)
         if upload.state == .complete { return ServerAPIJSON.response(200, contentObject(upload, r)) }
         guard let start = range else { return incomplete(upload, r) }
         guard start == upload.receivedBytes else {
@@ -104,7 +112,9 @@ extension ServerAPI {
     /// Appends `chunk` at `start` (the bytes held): quota checked and the declared size reserved
     /// as for a device's upload; the bytes written, synced and recorded; on the last byte the
     /// whole content hashed, promoted and recorded complete with its digest.
-    private func writeChunk(_ chunk: ByteBuffer, at start: UInt64, of id: ContentID, content: ContentService) async throws -> ContentUpload {
+    private func writeChunk(_ chunk: ByteBuffer, at start: UInt64, of id: ContentID, content: ContentService)
+        async throws -> ContentUpload
+    {
         let owner = Self.contentOwner
         let quota = content.settings.quotaBytes
         let upload = try await engine.store.write { tx -> ContentUpload in
@@ -112,7 +122,9 @@ extension ServerAPI {
                 throw ServerAPIError.notFound("no content \(id.uuid.uuidString.lowercased())")
             }
             guard upload.receivedBytes == start else {
-                throw ServerAPIError.conflict("the node holds \(upload.receivedBytes) bytes of this content", data: ["uploaded": .integer(Int64(upload.receivedBytes))])
+                throw ServerAPIError.conflict(
+                    "the node holds \(upload.receivedBytes) bytes of this content",
+                    data: ["uploaded": .integer(Int64(upload.receivedBytes))])
             }
             let streaming = content.active.reservations(of: owner, excluding: id)
             let used = try tx.read.contentBytes(of: owner, excluding: streaming.ids.union([id])) + streaming.bytes
@@ -149,7 +161,9 @@ extension ServerAPI {
             } else {
                 try tx.updateUpload(id, receivedBytes: held, state: .uploading, at: now)
             }
-            guard let stored = try tx.read.upload(id) else { throw ServerAPIError.notFound("content \(id) was deleted during the upload") }
+            guard let stored = try tx.read.upload(id) else {
+                throw ServerAPIError.notFound("content \(id) was deleted during the upload")
+            }
             return stored
         }
     }
@@ -176,13 +190,17 @@ extension ServerAPI {
             // Opened here, so a response the client never waited for holds no file.
             let (fd, held) = try await pool.runIfActive { try files.openComplete(id) }
             defer { ContentFiles.closeFile(fd) }
-            guard held == size else { throw ContentFileError(reason: "content \(id) holds \(held) bytes, recorded \(size)") }
+            guard held == size else {
+                throw ContentFileError(reason: "content \(id) holds \(held) bytes, recorded \(size)")
+            }
             let allocator = ByteBufferAllocator()
             var offset: UInt64 = 0
             while offset < size {
                 let at = offset
                 let count = Int(min(UInt64(chunkBytes), size - at))
-                let chunk = try await pool.runIfActive { try ContentFiles.readChunk(fd, at: at, count: count, allocator: allocator) }
+                let chunk = try await pool.runIfActive {
+                    try ContentFiles.readChunk(fd, at: at, count: count, allocator: allocator)
+                }
                 guard chunk.readableBytes == count else { throw ContentFileError(reason: "content \(id) ended early") }
                 try await writer.write(chunk)
                 offset += UInt64(count)
@@ -190,8 +208,10 @@ extension ServerAPI {
         }
         return HTTPResponse(
             status: 200,
-            headers: [("content-type", "application/octet-stream"), ("etag", "\"\(Hex.encode(upload.sha256))\""),
-                      ("lamina-content-sha256", Hex.encode(upload.sha256))],
+            headers: [
+                ("content-type", "application/octet-stream"), ("etag", "\"\(Hex.encode(upload.sha256))\""),
+                ("lamina-content-sha256", Hex.encode(upload.sha256)),
+            ],
             stream: body)
     }
 
@@ -208,10 +228,14 @@ extension ServerAPI {
     /// status query: nil); absent, the body starts at 0.
     static func contentRange(_ header: String?, bodyBytes: Int, size: UInt64) throws(ServerAPIError) -> UInt64? {
         guard let header else {
-            guard UInt64(bodyBytes) <= size else { throw .invalidHeader(400, "Content-Length", "the body is longer than the content's size (\(size) bytes)") }
+            guard UInt64(bodyBytes) <= size else {
+                throw .invalidHeader(
+                    400, "Content-Length", "the body is longer than the content's size (\(size) bytes)")
+            }
             return 0
         }
-        let bad = ServerAPIError.invalidHeader(400, "Content-Range", "Content-Range must be `bytes <first>-<last>/<size>` or `bytes */<size>`")
+        let bad = ServerAPIError.invalidHeader(
+            400, "Content-Range", "Content-Range must be `bytes <first>-<last>/<size>` or `bytes */<size>`")
         let text = header.trimmingCharacters(in: .whitespaces)
         guard text.hasPrefix("bytes ") else { throw bad }
         let spec = text.dropFirst("bytes ".count).split(separator: "/", omittingEmptySubsequences: false)
@@ -219,7 +243,8 @@ extension ServerAPI {
         if spec[1] != "*" {
             guard let total = UInt64(spec[1]) else { throw bad }
             guard total == size else {
-                throw .invalidHeader(400, "Content-Range", "the content was declared with \(size) bytes, Content-Range says \(total)")
+                throw .invalidHeader(
+                    400, "Content-Range", "the content was declared with \(size) bytes, Content-Range says \(total)")
             }
         }
         if spec[0] == "*" {
@@ -227,15 +252,17 @@ extension ServerAPI {
             return nil
         }
         let bounds = spec[0].split(separator: "-", omittingEmptySubsequences: false)
-        guard bounds.count == 2, let first = UInt64(bounds[0]), let last = UInt64(bounds[1]), first <= last, last < size,
-              last - first + 1 == UInt64(bodyBytes)
+        guard bounds.count == 2, let first = UInt64(bounds[0]), let last = UInt64(bounds[1]), first <= last,
+            last < size,
+            last - first + 1 == UInt64(bodyBytes)
         else { throw bad }
         return first
     }
 
     /// The content's upload record, if the Server API uploaded it (404 otherwise).
     private func apiUpload(_ id: ContentID) async throws -> ContentUpload {
-        guard let upload = try await engine.store.read({ r in try r.upload(id) }), upload.owner == Self.contentOwner else {
+        guard let upload = try await engine.store.read({ r in try r.upload(id) }), upload.owner == Self.contentOwner
+        else {
             throw ServerAPIError.notFound("no content \(id.uuid.uuidString.lowercased())")
         }
         return upload
@@ -284,11 +311,17 @@ extension ServerAPI {
 
     /// The content id of a part's `content` object (`layer:///content/<uuid>`, `lamina:///…` or the UUID).
     static func contentReferenceID(_ reference: JSONValue, name: String) throws(ServerAPIError) -> ContentID {
-        guard let object = reference.object else { throw .invalidProperty(name, "\(name) must be an object with id and size") }
+        guard let object = reference.object else {
+            throw .invalidProperty(name, "\(name) must be an object with id and size")
+        }
         guard let raw = object["id"] else { throw .missingProperty("\(name).id") }
         guard var text = raw.string else { throw .invalidProperty("\(name).id", "\(name).id must be a string") }
-        for prefix in ["layer:///content/", "lamina:///content/"] where text.hasPrefix(prefix) { text.removeFirst(prefix.count) }
-        guard let uuid = UUID(uuidString: text) else { throw .invalidProperty("\(name).id", "\(name).id must be layer:///content/<uuid>") }
+        for prefix in ["layer:///content/", "lamina:///content/"] where text.hasPrefix(prefix) {
+            text.removeFirst(prefix.count)
+        }
+        guard let uuid = UUID(uuidString: text) else {
+            throw .invalidProperty("\(name).id", "\(name).id must be layer:///content/<uuid>")
+        }
         return ContentID(uuid: uuid)
     }
 
@@ -298,7 +331,9 @@ extension ServerAPI {
         _ reference: JSONValue, id: UUID, mime: MIMEType, name: String, uploads: [ContentID: ContentUpload]
     ) throws(ServerAPIError) -> MessagePart {
         let contentID = try contentReferenceID(reference, name: name)
-        guard let object = reference.object, let rawSize = object["size"] else { throw .missingProperty("\(name).size") }
+        guard let object = reference.object, let rawSize = object["size"] else {
+            throw .missingProperty("\(name).size")
+        }
         guard let number = rawSize.exactInteger, let size = UInt64(exactly: number) else {
             throw .invalidProperty("\(name).size", "\(name).size must be a whole number of bytes")
         }
@@ -308,14 +343,22 @@ extension ServerAPI {
             throw error
         }
         guard upload.declaredSize == size else {
-            throw .invalidProperty("\(name).size", "content \(contentID.uuid.uuidString.lowercased()) has \(upload.declaredSize) bytes, the part says \(size)")
+            throw .invalidProperty(
+                "\(name).size",
+                "content \(contentID.uuid.uuidString.lowercased()) has \(upload.declaredSize) bytes, the part says \(size)"
+            )
         }
         guard upload.state == .complete else {
             throw .conflict(
                 "content \(contentID.uuid.uuidString.lowercased()) is not completely uploaded (\(upload.receivedBytes) of \(upload.declaredSize) bytes)",
-                data: ["property": .string("\(name).id"), "uploaded": .integer(Int64(upload.receivedBytes)), "size": .integer(Int64(upload.declaredSize))])
+                data: [
+                    "property": .string("\(name).id"), "uploaded": .integer(Int64(upload.receivedBytes)),
+                    "size": .integer(Int64(upload.declaredSize)),
+                ])
         }
-        return MessagePart(id: id, mimeType: mime, content: .external(ContentReference(id: contentID, size: size, sha256: upload.sha256)))
+        return MessagePart(
+            id: id, mimeType: mime,
+            content: .external(ContentReference(id: contentID, size: size, sha256: upload.sha256)))
     }
 }
 

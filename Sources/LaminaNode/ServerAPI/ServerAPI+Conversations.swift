@@ -33,20 +33,25 @@ extension ServerAPI {
             guard let object = value.object else {
                 throw ServerAPIError.invalidProperty("metadata", "metadata must be an object of strings and objects")
             }
-            for (key, v) in object { metadata.values[key] = try ServerAPIRepresentation.metadataValue(v, property: "metadata.\(key)") }
+            for (key, v) in object {
+                metadata.values[key] = try ServerAPIRepresentation.metadataValue(v, property: "metadata.\(key)")
+            }
         }
-        let frame = Frame.createConversation(CreateConversation(
-            conversationID: id, participants: participants,
-            options: ConversationOptions(isDistinct: distinct, metadata: metadata)))
+        let frame = Frame.createConversation(
+            CreateConversation(
+                conversationID: id, participants: participants,
+                options: ConversationOptions(isDistinct: distinct, metadata: metadata)))
         let result = try await engine.runServerAPICommand(frame, as: creator) { context, ack in
             // Created now: the other participants learn of it at once, not with its first message.
             guard ack.conversationID == id, let created = try context.tx.read.conversation(id) else { return }
-            try context.emit(.conversationCreated(created.conversation), to: participants.subtracting([creator]), conversation: id)
+            try context.emit(
+                .conversationCreated(created.conversation), to: participants.subtracting([creator]), conversation: id)
         }
         guard let resolved = result.ack.conversationID,
-              let stored = try await engine.store.read({ r in try r.conversation(resolved) })
+            let stored = try await engine.store.read({ r in try r.conversation(resolved) })
         else { throw ServerAPIError.internalError("the conversation was not stored") }
-        let object = try await representation(r, users: stored.conversation.participants).conversation(stored.conversation)
+        let object = try await representation(r, users: stored.conversation.participants).conversation(
+            stored.conversation)
         let status = resolved == id && (result.applied || r.http.headers["if-none-match"] != nil) ? 201 : 200
         return ServerAPIJSON.response(status, object, extraHeaders: [("location", object.url)])
     }
@@ -54,7 +59,8 @@ extension ServerAPI {
     /// GET /conversations/:id.
     func getConversation(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let stored = try await liveConversation(try r.conversationID())
-        return ServerAPIJSON.response(200, try await representation(r, users: stored.conversation.participants).conversation(stored.conversation))
+        return ServerAPIJSON.response(
+            200, try await representation(r, users: stored.conversation.participants).conversation(stored.conversation))
     }
 
     /// GET /users/:user_id/conversations: the user's conversations, newest first
@@ -67,14 +73,22 @@ extension ServerAPI {
             throw ServerAPIError.invalidProperty("sort_by", "sort_by must be created_at or last_message")
         }
         let all = try await engine.store.read { reader -> [(StoredConversation, MessagePosition?)] in
-            try reader.conversations(of: user).filter(\.isLive).map { ($0, sort == "last_message" ? try reader.lastPosition(of: $0.conversation.id) : nil) }
+            try reader.conversations(of: user).filter(\.isLive).map {
+                ($0, sort == "last_message" ? try reader.lastPosition(of: $0.conversation.id) : nil)
+            }
         }
         var ordered: [Conversation]
         if sort == "last_message" {
-            ordered = all.sorted { ($0.1 ?? .zero, $0.0.conversation.createdAt.millisecondsSince1970) > ($1.1 ?? .zero, $1.0.conversation.createdAt.millisecondsSince1970) }.map(\.0.conversation)
+            ordered = all.sorted {
+                ($0.1 ?? .zero, $0.0.conversation.createdAt.millisecondsSince1970) > (
+                    $1.1 ?? .zero, $1.0.conversation.createdAt.millisecondsSince1970
+                )
+            }.map(\.0.conversation)
         } else {
             ordered = all.map(\.0.conversation).sorted {
-                ($0.createdAt.millisecondsSince1970, $0.id.uuid.uuidString) > ($1.createdAt.millisecondsSince1970, $1.id.uuid.uuidString)
+                ($0.createdAt.millisecondsSince1970, $0.id.uuid.uuidString) > (
+                    $1.createdAt.millisecondsSince1970, $1.id.uuid.uuidString
+                )
             }
         }
         if let from = r.query["from_id"] {
@@ -93,7 +107,8 @@ extension ServerAPI {
     func deleteConversation(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let stored = try await liveConversation(try r.conversationID())
         let actor = Self.actor(of: stored.conversation)
-        let frame = Frame.deleteConversation(DeleteConversation(requestID: UUID(), conversationID: stored.conversation.id, mode: .allParticipants))
+        let frame = Frame.deleteConversation(
+            DeleteConversation(requestID: UUID(), conversationID: stored.conversation.id, mode: .allParticipants))
         _ = try await engine.runServerAPICommand(frame, as: actor)
         return HTTPResponse(status: 204)
     }
@@ -101,9 +116,12 @@ extension ServerAPI {
     /// PATCH /conversations/:id with `application/vnd.layer-patch+json` operations on
     /// `participants` (add, remove, set) and `metadata[.path]` (set, delete): all or none (204).
     func patchConversation(_ r: ServerAPIRequest) async throws -> HTTPResponse {
-        let contentType = r.http.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        let contentType = r.http.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(
+            in: .whitespaces
+        ).lowercased()
         guard contentType == "application/vnd.layer-patch+json" else {
-            throw ServerAPIError.invalidHeader(415, "Content-Type", "PATCH needs Content-Type: application/vnd.layer-patch+json")
+            throw ServerAPIError.invalidHeader(
+                415, "Content-Type", "PATCH needs Content-Type: application/vnd.layer-patch+json")
         }
         let operations = try ServerAPIJSON.array(r.http.body)
         let stored = try await liveConversation(try r.conversationID())
@@ -111,9 +129,15 @@ extension ServerAPI {
         var participants = stored.conversation.participants
         var frames: [Frame] = []
         for (index, raw) in operations.enumerated() {
-            guard let op = raw.object else { throw ServerAPIError.invalidProperty("[\(index)]", "each operation must be an object") }
-            guard let operation = op["operation"]?.string else { throw ServerAPIError.missingProperty("[\(index)].operation") }
-            guard let property = op["property"]?.string else { throw ServerAPIError.missingProperty("[\(index)].property") }
+            guard let op = raw.object else {
+                throw ServerAPIError.invalidProperty("[\(index)]", "each operation must be an object")
+            }
+            guard let operation = op["operation"]?.string else {
+                throw ServerAPIError.missingProperty("[\(index)].operation")
+            }
+            guard let property = op["property"]?.string else {
+                throw ServerAPIError.missingProperty("[\(index)].property")
+            }
             let value = op["value"]
             switch (operation, property) {
             case ("add", "participants"), ("remove", "participants"), ("set", "participants"):
@@ -121,7 +145,8 @@ extension ServerAPI {
                 let items = value.array ?? [value]
                 var users = Set<UserID>()
                 for item in items { users.insert(try ServerAPIRepresentation.user(item, property: "[\(index)].value")) }
-                var add = Set<UserID>(), remove = Set<UserID>()
+                var add = Set<UserID>()
+                var remove = Set<UserID>()
                 switch operation {
                 case "add": add = users.subtracting(participants)
                 case "remove": remove = users.intersection(participants)
@@ -129,8 +154,14 @@ extension ServerAPI {
                     add = users.subtracting(participants)
                     remove = participants.subtracting(users)
                 }
-                if !add.isEmpty { frames.append(.addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: add))) }
-                if !remove.isEmpty { frames.append(.removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: remove))) }
+                if !add.isEmpty {
+                    frames.append(
+                        .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: add)))
+                }
+                if !remove.isEmpty {
+                    frames.append(
+                        .removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: remove)))
+                }
                 participants.formUnion(add)
                 participants.subtract(remove)
             case ("set", let p) where p.hasPrefix("metadata."):
@@ -143,11 +174,18 @@ extension ServerAPI {
                     throw ServerAPIError.invalidProperty("[\(index)].value", "metadata must be set to an object")
                 }
                 for key in stored.conversation.metadata.values.keys where object[key] == nil {
-                    frames.append(.deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: try Self.keyPath(key, index))))
+                    frames.append(
+                        .deleteMetadata(
+                            DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: try Self.keyPath(key, index))
+                        ))
                 }
                 for (key, item) in object.sorted(by: { $0.key < $1.key }) {
                     let v = try ServerAPIRepresentation.metadataValue(item, property: "[\(index)].value.\(key)")
-                    frames.append(.setMetadata(SetMetadata(requestID: UUID(), conversationID: id, keyPath: try Self.keyPath(key, index), value: v)))
+                    frames.append(
+                        .setMetadata(
+                            SetMetadata(
+                                requestID: UUID(), conversationID: id, keyPath: try Self.keyPath(key, index), value: v))
+                    )
                 }
             case ("delete", let p) where p.hasPrefix("metadata."):
                 let path = try Self.keyPath(String(p.dropFirst("metadata.".count)), index)
@@ -160,8 +198,11 @@ extension ServerAPI {
             throw ServerAPIError.invalidProperty("participants", "a conversation keeps at least one participant")
         }
         // The actor stays a participant through every operation (removals go last).
-        let actor = participants.intersection(stored.conversation.participants).sorted().first ?? Self.actor(of: stored.conversation)
-        let ordered = frames.filter { if case .removeParticipants = $0 { false } else { true } }
+        let actor =
+            participants.intersection(stored.conversation.participants).sorted().first
+            ?? Self.actor(of: stored.conversation)
+        let ordered =
+            frames.filter { if case .removeParticipants = $0 { false } else { true } }
             + frames.filter { if case .removeParticipants = $0 { true } else { false } }
         if let first = ordered.first {
             let rest = Array(ordered.dropFirst())
@@ -194,7 +235,8 @@ extension ServerAPI {
 
     /// The participant the Server API acts as: the creator while a participant, else the first.
     static func actor(of conversation: Conversation) -> UserID {
-        conversation.participants.contains(conversation.creator) ? conversation.creator : (conversation.participants.sorted().first ?? conversation.creator)
+        conversation.participants.contains(conversation.creator)
+            ? conversation.creator : (conversation.participants.sorted().first ?? conversation.creator)
     }
 
     /// The conversation, live: 404 when unknown, 410 when deleted or merged away.
@@ -203,8 +245,11 @@ extension ServerAPI {
             throw ServerAPIError.notFound("no conversation \(ServerAPIRepresentation.conversationID(id))")
         }
         guard stored.isLive else {
-            var error = ServerAPIError.objectDeleted("conversation \(ServerAPIRepresentation.conversationID(id)) was deleted")
-            if let survivor = stored.mergedInto { error.data = ["merged_into": .string(ServerAPIRepresentation.conversationID(survivor))] }
+            var error = ServerAPIError.objectDeleted(
+                "conversation \(ServerAPIRepresentation.conversationID(id)) was deleted")
+            if let survivor = stored.mergedInto {
+                error.data = ["merged_into": .string(ServerAPIRepresentation.conversationID(survivor))]
+            }
             throw error
         }
         return stored

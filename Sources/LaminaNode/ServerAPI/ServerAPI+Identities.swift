@@ -7,7 +7,9 @@ import LaminaWire
 /// Identities (`/users/:user_id/identity`) and a user's sessions (`/users/:user_id/sessions`).
 extension ServerAPI {
     /// The request's representation with the identities of `users` loaded (3.0 shows them).
-    func representation(_ r: ServerAPIRequest, users: some Collection<UserID> & Sendable) async throws -> ServerAPIRepresentation {
+    func representation(_ r: ServerAPIRequest, users: some Collection<UserID> & Sendable) async throws
+        -> ServerAPIRepresentation
+    {
         var representation = r.representation
         guard representation.version == .v3, !users.isEmpty else { return representation }
         representation.identities = try await engine.store.read { reader in try reader.identities(of: users) }
@@ -36,7 +38,9 @@ extension ServerAPI {
             engine.replicationSignal.notify()
         }
         guard created else {
-            throw ServerAPIError.conflict("\(user.rawValue) has an identity; PUT replaces it, PATCH edits it", data: ["id": .string(ServerAPIRepresentation.identityID(user))])
+            throw ServerAPIError.conflict(
+                "\(user.rawValue) has an identity; PUT replaces it, PATCH edits it",
+                data: ["id": .string(ServerAPIRepresentation.identityID(user))])
         }
         return ServerAPIJSON.response(201, try await representation(r, users: [user]).identity(user))
     }
@@ -53,9 +57,12 @@ extension ServerAPI {
     /// `metadata.<key>` (204); 404 when no identity was set.
     func patchIdentity(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let user = try r.userID()
-        let contentType = r.http.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        let contentType = r.http.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(
+            in: .whitespaces
+        ).lowercased()
         guard contentType == "application/vnd.layer-patch+json" else {
-            throw ServerAPIError.invalidHeader(415, "Content-Type", "PATCH needs Content-Type: application/vnd.layer-patch+json")
+            throw ServerAPIError.invalidHeader(
+                415, "Content-Type", "PATCH needs Content-Type: application/vnd.layer-patch+json")
         }
         let edits = try ServerAPIJSON.array(r.http.body).enumerated().map { (index, raw) throws(ServerAPIError) in
             try Self.edit(raw, index)
@@ -77,7 +84,9 @@ extension ServerAPI {
     /// DELETE: removes the identity (204); 404 when none was set.
     func deleteIdentity(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let user = try r.userID()
-        guard try await engine.setIdentity(nil, of: user) else { throw ServerAPIError.notFound("no identity of \(user.rawValue)") }
+        guard try await engine.setIdentity(nil, of: user) else {
+            throw ServerAPIError.notFound("no identity of \(user.rawValue)")
+        }
         return HTTPResponse(status: 204)
     }
 
@@ -96,14 +105,19 @@ extension ServerAPI {
         var identity = StoredIdentity()
         for (key, value) in body {
             if key == "metadata" {
-                guard let map = value.object else { throw .invalidProperty("metadata", "metadata is an object of strings") }
+                guard let map = value.object else {
+                    throw .invalidProperty("metadata", "metadata is an object of strings")
+                }
                 for (k, v) in map { identity.metadata[k] = try metadataValue(v, k) }
             } else if StoredIdentity.fields.contains(key) {
                 if value.isNull { continue }
                 guard let text = value.string else { throw .invalidProperty(key, "\(key) is a string") }
                 identity.values[key] = text
             } else {
-                throw .invalidProperty(key, "an identity has no property \(key) (it has \(StoredIdentity.fields.joined(separator: ", ")), metadata)")
+                throw .invalidProperty(
+                    key,
+                    "an identity has no property \(key) (it has \(StoredIdentity.fields.joined(separator: ", ")), metadata)"
+                )
             }
         }
         try check(identity)
@@ -142,7 +156,9 @@ extension ServerAPI {
             guard let value = op["value"] else { throw .missingProperty("[\(index)].value") }
             if let metadataKey { return .setMetadata(metadataKey, try metadataValue(value, metadataKey)) }
             if property == "metadata" {
-                guard let map = value.object else { throw .invalidProperty("[\(index)].value", "metadata is an object of strings") }
+                guard let map = value.object else {
+                    throw .invalidProperty("[\(index)].value", "metadata is an object of strings")
+                }
                 var out: [String: String] = [:]
                 for (k, v) in map { out[k] = try metadataValue(v, k) }
                 return .replaceMetadata(out)
@@ -158,7 +174,9 @@ extension ServerAPI {
     }
 
     static func metadataValue(_ value: JSONValue, _ key: String) throws(ServerAPIError) -> String {
-        guard let text = value.string else { throw .invalidProperty("metadata.\(key)", "identity metadata values are strings") }
+        guard let text = value.string else {
+            throw .invalidProperty("metadata.\(key)", "identity metadata values are strings")
+        }
         return text
     }
 
@@ -168,14 +186,18 @@ extension ServerAPI {
             throw .invalidProperty(key, "\(key) is at most \(ServerAPILimits.maxIdentityStringBytes) UTF-8 bytes")
         }
         guard identity.metadata.count <= ServerAPILimits.maxIdentityMetadataEntries else {
-            throw .invalidProperty("metadata", "metadata holds at most \(ServerAPILimits.maxIdentityMetadataEntries) entries")
+            throw .invalidProperty(
+                "metadata", "metadata holds at most \(ServerAPILimits.maxIdentityMetadataEntries) entries")
         }
         for (key, value) in identity.metadata {
             guard !key.isEmpty, key.utf8.count <= ServerAPILimits.maxIdentityMetadataKeyBytes else {
-                throw .invalidProperty("metadata", "a metadata key is 1...\(ServerAPILimits.maxIdentityMetadataKeyBytes) UTF-8 bytes")
+                throw .invalidProperty(
+                    "metadata", "a metadata key is 1...\(ServerAPILimits.maxIdentityMetadataKeyBytes) UTF-8 bytes")
             }
             guard value.utf8.count <= ServerAPILimits.maxIdentityStringBytes else {
-                throw .invalidProperty("metadata.\(key)", "a metadata value is at most \(ServerAPILimits.maxIdentityStringBytes) UTF-8 bytes")
+                throw .invalidProperty(
+                    "metadata.\(key)",
+                    "a metadata value is at most \(ServerAPILimits.maxIdentityStringBytes) UTF-8 bytes")
             }
         }
     }

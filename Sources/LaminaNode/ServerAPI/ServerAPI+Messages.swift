@@ -17,8 +17,10 @@ extension ServerAPI {
         let (parts, push) = try Self.content(body, of: id, uploads: uploads)
         let overrides = try Self.pushOverrides(body)
         _ = try await liveConversation(conversation)
-        let frame = Frame.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))
-        _ = try await engine.runServerAPICommand(frame, as: sender, pushOverrides: overrides, contentOwner: Self.contentOwner)
+        let frame = Frame.sendMessage(
+            SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))
+        _ = try await engine.runServerAPICommand(
+            frame, as: sender, pushOverrides: overrides, contentOwner: Self.contentOwner)
         guard let stored = try await engine.store.read({ reader in try reader.message(id) }) else {
             throw ServerAPIError.internalError("the message was not stored")
         }
@@ -43,17 +45,21 @@ extension ServerAPI {
     /// GET …/messages/:message_id.
     func getMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let message = try await storedMessage(r)
-        return ServerAPIJSON.response(200, try await representation(r, users: [message.message.sender]).message(message.message))
+        return ServerAPIJSON.response(
+            200, try await representation(r, users: [message.message.sender]).message(message.message))
     }
 
     /// DELETE …/messages/:message_id: deleted for every participant (204).
     func deleteMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let message = try await storedMessage(r)
         let conversation = try await liveConversation(message.message.conversationID)
-        let actor = conversation.conversation.participants.contains(message.message.sender)
+        let actor =
+            conversation.conversation.participants.contains(message.message.sender)
             ? message.message.sender : Self.actor(of: conversation.conversation)
-        let frame = Frame.deleteMessage(DeleteMessage(
-            requestID: UUID(), conversationID: message.message.conversationID, messageID: message.message.id, mode: .allParticipants))
+        let frame = Frame.deleteMessage(
+            DeleteMessage(
+                requestID: UUID(), conversationID: message.message.conversationID, messageID: message.message.id,
+                mode: .allParticipants))
         _ = try await engine.runServerAPICommand(frame, as: actor)
         return HTTPResponse(status: 204)
     }
@@ -62,9 +68,11 @@ extension ServerAPI {
         let conversation = try r.conversationID()
         let id = try r.messageID()
         guard let stored = try await engine.store.read({ reader in try reader.message(id) }),
-              stored.message.conversationID == conversation
+            stored.message.conversationID == conversation
         else { throw ServerAPIError.notFound("no message \(ServerAPIRepresentation.messageID(id))") }
-        guard !stored.isDeleted else { throw ServerAPIError.objectDeleted("message \(ServerAPIRepresentation.messageID(id)) was deleted") }
+        guard !stored.isDeleted else {
+            throw ServerAPIError.objectDeleted("message \(ServerAPIRepresentation.messageID(id)) was deleted")
+        }
         return stored
     }
 
@@ -77,13 +85,16 @@ extension ServerAPI {
         guard let sender = raw.object else { throw .invalidProperty("sender", "sender must be an object") }
         if let user = sender["user_id"], !user.isNull {
             guard sender["name"]?.isNull ?? true else {
-                throw .invalidProperty("sender", "sender has either user_id (a participant) or name (a system sender), not both")
+                throw .invalidProperty(
+                    "sender", "sender has either user_id (a participant) or name (a system sender), not both")
             }
             return try ServerAPIRepresentation.user(user, property: "sender.user_id")
         }
         if let name = sender["name"], !name.isNull {
             guard let text = name.string else { throw .invalidProperty("sender.name", "sender.name must be a string") }
-            do { return try UserID.systemSender(named: text) } catch { throw .invalidProperty("sender.name", error.reason) }
+            do { return try UserID.systemSender(named: text) } catch {
+                throw .invalidProperty("sender.name", error.reason)
+            }
         }
         throw .missingProperty("sender.user_id")
     }
@@ -98,7 +109,9 @@ extension ServerAPI {
             throw .invalidProperty("parts", "parts must be a non-empty array")
         }
         var parts: [MessagePart] = []
-        for (index, raw) in list.enumerated() { parts.append(try part(raw, id: partID(id, index), name: "parts[\(index)]", uploads: uploads)) }
+        for (index, raw) in list.enumerated() {
+            parts.append(try part(raw, id: partID(id, index), name: "parts[\(index)]", uploads: uploads))
+        }
         var push: PushConfiguration?
         if let raw = body["notification"], !raw.isNull {
             guard let n = raw.object else {
@@ -110,16 +123,21 @@ extension ServerAPI {
     }
 
     /// A `notification` object (`text`, `sound`, `title`, `category`, `data`) as a push configuration.
-    static func pushConfiguration(_ n: [String: JSONValue], property: String) throws(ServerAPIError) -> PushConfiguration {
+    static func pushConfiguration(_ n: [String: JSONValue], property: String) throws(ServerAPIError)
+        -> PushConfiguration
+    {
         func string(_ key: String) throws(ServerAPIError) -> String? {
             guard let v = n[key], !v.isNull else { return nil }
-            guard let s = v.string else { throw .invalidProperty("\(property).\(key)", "\(property).\(key) must be a string") }
+            guard let s = v.string else {
+                throw .invalidProperty("\(property).\(key)", "\(property).\(key) must be a string")
+            }
             return s
         }
         var data: [String: String] = [:]
         if let d = n["data"]?.object { for (k, v) in d { data[k] = v.text } }
-        return PushConfiguration(alert: try string("text"), sound: try string("sound"), title: try string("title"),
-                                 category: try string("category"), data: data)
+        return PushConfiguration(
+            alert: try string("text"), sound: try string("sound"), title: try string("title"),
+            category: try string("category"), data: data)
     }
 
     /// The Platform API's per-recipient overrides: `notification.recipients`, an object from
@@ -129,13 +147,15 @@ extension ServerAPI {
         guard let n = body["notification"]?.object, let raw = n["recipients"], !raw.isNull else { return [:] }
         guard let map = raw.object, map.count <= ServerAPILimits.maxPushOverrides else {
             throw .invalidProperty(
-                "notification.recipients", "notification.recipients must be an object of at most \(ServerAPILimits.maxPushOverrides) recipients")
+                "notification.recipients",
+                "notification.recipients must be an object of at most \(ServerAPILimits.maxPushOverrides) recipients")
         }
         var out: [UserID: PushConfiguration] = [:]
         for (key, value) in map {
             let user = try ServerAPIRepresentation.user(key, property: "notification.recipients")
             guard let object = value.object else {
-                throw .invalidProperty("notification.recipients", "each of notification.recipients is a notification object")
+                throw .invalidProperty(
+                    "notification.recipients", "each of notification.recipients is a notification object")
             }
             let push = try pushConfiguration(object, property: "notification.recipients")
             do { try push.validate() } catch { throw .invalidProperty("notification.recipients", error.reason) }
@@ -145,7 +165,9 @@ extension ServerAPI {
     }
 
     static func partID(_ message: MessageID, _ index: Int) -> UUID {
-        derivedUUID(withUnsafeBytes(of: message.uuid.uuid) { Array($0) } + withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) })
+        derivedUUID(
+            withUnsafeBytes(of: message.uuid.uuid) { Array($0) }
+                + withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) })
     }
 
     /// A UUID that follows from `input` (the first 16 bytes of its SHA-256, as version 8,
@@ -154,21 +176,30 @@ extension ServerAPI {
         var bytes = Array(((try? SHA256Hasher.hash(input)) ?? input + [UInt8](repeating: 0, count: 16)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x80
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     /// A part named `name` in errors: `body` (text, or base64 with `encoding: base64`) and
     /// `mime_type`. A sent message's part ids follow from its id and the index, so a repeated
     /// request (same `If-None-Match`) is the same command.
     /// A `content` part (rich content, ServerAPI+Content.swift) needs `uploads`: nil refuses it.
-    static func part(_ raw: JSONValue, id: UUID, name: String, uploads: [ContentID: ContentUpload]? = nil) throws(ServerAPIError) -> MessagePart {
+    static func part(_ raw: JSONValue, id: UUID, name: String, uploads: [ContentID: ContentUpload]? = nil)
+        throws(ServerAPIError) -> MessagePart
+    {
         guard let p = raw.object else { throw .invalidProperty(name, "\(name) must be an object") }
         guard let mime = p["mime_type"] else { throw .missingProperty("\(name).mime_type") }
-        guard let mimeString = mime.string else { throw .invalidProperty("\(name).mime_type", "mime_type must be a string") }
+        guard let mimeString = mime.string else {
+            throw .invalidProperty("\(name).mime_type", "mime_type must be a string")
+        }
         if let reference = p["content"], !reference.isNull {
             guard let uploads else {
-                throw .invalidProperty("\(name).content", "rich content goes in a new message's parts (POST …/messages), not in a part update")
+                throw .invalidProperty(
+                    "\(name).content",
+                    "rich content goes in a new message's parts (POST …/messages), not in a part update")
             }
             guard p["body"]?.isNull ?? true else {
                 throw .invalidProperty(name, "a part has either body or content, not both")

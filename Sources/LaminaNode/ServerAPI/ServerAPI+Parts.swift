@@ -16,7 +16,9 @@ extension ServerAPI {
         try requireAddressableParts(r)
         let stored = try await storedMessage(r)
         let requestID = try r.requestID()
-        let id = requestID.map { Self.derivedUUID(Array("part-add".utf8) + withUnsafeBytes(of: $0.uuid) { Array($0) }) } ?? UUID()
+        let id =
+            requestID.map { Self.derivedUUID(Array("part-add".utf8) + withUnsafeBytes(of: $0.uuid) { Array($0) }) }
+            ?? UUID()
         let part = try Self.part(.object(try ServerAPIJSON.object(r.http.body)), id: id, name: "part")
         if stored.message.parts.contains(where: { $0.id == id }) {
             return try partCreated(r, part: part, of: stored.message)  // the repeated request's part
@@ -30,7 +32,9 @@ extension ServerAPI {
         try requireAddressableParts(r)
         let stored = try await storedMessage(r)
         let id = try r.partID()
-        guard let index = stored.message.parts.firstIndex(where: { $0.id == id }) else { throw ServerAPIError.notFound("no part \(id.uuidString.lowercased())") }
+        guard let index = stored.message.parts.firstIndex(where: { $0.id == id }) else {
+            throw ServerAPIError.notFound("no part \(id.uuidString.lowercased())")
+        }
         var parts = stored.message.parts
         parts[index] = try Self.part(.object(try ServerAPIJSON.object(r.http.body)), id: id, name: "part")
         if parts != stored.message.parts { try await update(stored.message, parts: parts, requestID: nil) }
@@ -43,31 +47,43 @@ extension ServerAPI {
         try requireAddressableParts(r)
         let stored = try await storedMessage(r)
         let id = try r.partID()
-        guard stored.message.parts.contains(where: { $0.id == id }) else { throw ServerAPIError.notFound("no part \(id.uuidString.lowercased())") }
+        guard stored.message.parts.contains(where: { $0.id == id }) else {
+            throw ServerAPIError.notFound("no part \(id.uuidString.lowercased())")
+        }
         let parts = stored.message.parts.filter { $0.id != id }
-        guard !parts.isEmpty else { throw ServerAPIError.invalidProperty("parts", "a message keeps at least one part; delete the message instead") }
+        guard !parts.isEmpty else {
+            throw ServerAPIError.invalidProperty(
+                "parts", "a message keeps at least one part; delete the message instead")
+        }
         try await update(stored.message, parts: parts, requestID: nil)
         return HTTPResponse(status: 204)
     }
 
     private func requireAddressableParts(_ r: ServerAPIRequest) throws(ServerAPIError) {
         guard r.representation.version == .v3 else {
-            throw .invalidEndpoint("message parts are addressable in version 3.0 (Accept: application/vnd.layer+json; version=3.0)")
+            throw .invalidEndpoint(
+                "message parts are addressable in version 3.0 (Accept: application/vnd.layer+json; version=3.0)")
         }
     }
 
     /// Runs UPDATE_MESSAGE_PARTS as the message's sender.
     private func update(_ message: Message, parts: [MessagePart], requestID: UUID?) async throws {
         _ = try await liveConversation(message.conversationID)
-        let frame = Frame.updateMessageParts(UpdateMessageParts(
-            requestID: requestID ?? UUID(), conversationID: message.conversationID, messageID: message.id, parts: parts))
+        let frame = Frame.updateMessageParts(
+            UpdateMessageParts(
+                requestID: requestID ?? UUID(), conversationID: message.conversationID, messageID: message.id,
+                parts: parts))
         _ = try await engine.runServerAPICommand(frame, as: message.sender)
     }
 
     private func partCreated(_ r: ServerAPIRequest, part: MessagePart, of message: Message) throws -> HTTPResponse {
-        guard let object = r.representation.parts([part], of: message.id).first else { throw ServerAPIError.internalError("no part representation") }
-        let conversation = message.conversationID.uuid.uuidString.lowercased(), uuid = message.id.uuid.uuidString.lowercased()
-        let location = "\(r.representation.base)/conversations/\(conversation)/messages/\(uuid)/parts/\(part.id.uuidString.lowercased())"
+        guard let object = r.representation.parts([part], of: message.id).first else {
+            throw ServerAPIError.internalError("no part representation")
+        }
+        let conversation = message.conversationID.uuid.uuidString.lowercased()
+        let uuid = message.id.uuid.uuidString.lowercased()
+        let location =
+            "\(r.representation.base)/conversations/\(conversation)/messages/\(uuid)/parts/\(part.id.uuidString.lowercased())"
         return ServerAPIJSON.response(201, object, extraHeaders: [("location", location)])
     }
 }

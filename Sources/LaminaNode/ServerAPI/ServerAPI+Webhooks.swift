@@ -17,8 +17,14 @@ extension ServerAPI {
         (Route(method: "GET", template: "/apps/{app_id}/webhooks"), { try await $0.listWebhooks($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/webhooks/{webhook_id}"), { try await $0.getWebhook($1) }),
         (Route(method: "DELETE", template: "/apps/{app_id}/webhooks/{webhook_id}"), { try await $0.deleteWebhook($1) }),
-        (Route(method: "POST", template: "/apps/{app_id}/webhooks/{webhook_id}/activate"), { try await $0.activateWebhook($1) }),
-        (Route(method: "POST", template: "/apps/{app_id}/webhooks/{webhook_id}/deactivate"), { try await $0.deactivateWebhook($1) }),
+        (
+            Route(method: "POST", template: "/apps/{app_id}/webhooks/{webhook_id}/activate"),
+            { try await $0.activateWebhook($1) }
+        ),
+        (
+            Route(method: "POST", template: "/apps/{app_id}/webhooks/{webhook_id}/deactivate"),
+            { try await $0.deactivateWebhook($1) }
+        ),
     ]
 
     /// `Accept: application/vnd.layer.webhooks+json; version=3.0` (406 otherwise).
@@ -42,13 +48,16 @@ extension ServerAPI {
     func createWebhook(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let delivery = try delivery
         let registration = try WebhookRegistration.parse(contentType: r.http.headers["content-type"], body: r.http.body)
-        if case .failure(let e) = await registration.target.addresses(allowPrivate: delivery.settings.allowPrivateTargets) {
+        if case .failure(let e) = await registration.target.addresses(
+            allowPrivate: delivery.settings.allowPrivateTargets)
+        {
             throw ServerAPIError.invalidProperty("target_url", e.reason)
         }
         let now = Timestamp.now()
-        let webhook = StoredWebhook(id: UUID(), targetURL: registration.targetURL, events: registration.events,
-                                    secret: registration.secret, config: registration.config,
-                                    status: .unverified, createdAt: now, updatedAt: now)
+        let webhook = StoredWebhook(
+            id: UUID(), targetURL: registration.targetURL, events: registration.events,
+            secret: registration.secret, config: registration.config,
+            status: .unverified, createdAt: now, updatedAt: now)
         do {
             try await engine.store.write { tx in try tx.createWebhook(webhook, limit: WebhookLimits.maxWebhooks) }
         } catch let error as StorageError where error.code == .invalidArgument {
@@ -56,7 +65,8 @@ extension ServerAPI {
         }
         delivery.verifyInBackground(webhook)
         let object = webhookObject(webhook, r)
-        return ServerAPIJSON.response(201, object, contentType: Self.webhooksContentType, extraHeaders: [("location", object.url)])
+        return ServerAPIJSON.response(
+            201, object, contentType: Self.webhooksContentType, extraHeaders: [("location", object.url)])
     }
 
     /// GET /webhooks: every webhook, oldest first.
@@ -77,7 +87,9 @@ extension ServerAPI {
     /// DELETE /webhooks/:id: 204; its queued events go with it.
     func deleteWebhook(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let id = try r.webhookID()
-        guard try await delivery.delete(id) else { throw ServerAPIError.notFound("no webhook \(id.uuidString.lowercased())") }
+        guard try await delivery.delete(id) else {
+            throw ServerAPIError.notFound("no webhook \(id.uuidString.lowercased())")
+        }
         return HTTPResponse(status: 204)
     }
 
@@ -93,7 +105,9 @@ extension ServerAPI {
             try await delivery.verificationFailed(id, e)
             throw ServerAPIError.invalidProperty("target_url", "the target did not verify: \(e.reason)")
         }
-        guard let active = try await delivery.activate(id) else { throw ServerAPIError.notFound("no webhook \(id.uuidString.lowercased())") }
+        guard let active = try await delivery.activate(id) else {
+            throw ServerAPIError.notFound("no webhook \(id.uuidString.lowercased())")
+        }
         return ServerAPIJSON.response(200, webhookObject(active, r), contentType: Self.webhooksContentType)
     }
 

@@ -30,8 +30,11 @@ public final class ServerAPI: Sendable {
     /// How long the content URLs handed out stay good, in seconds.
     let contentURLLifetime: Int64
 
-    init(engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings, webhooks: WebhookDelivery? = nil,
-         content: ContentService? = nil) {
+    init(
+        engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings,
+        webhooks: WebhookDelivery? = nil,
+        content: ContentService? = nil
+    ) {
         self.webhooks = webhooks
         self.content = content
         self.contentURLLifetime = Int64(settings.contentURLLifetimeSeconds)
@@ -56,34 +59,100 @@ public final class ServerAPI: Sendable {
 
     static let table: [(Route, Handler)] = [
         (Route(method: "POST", template: "/apps/{app_id}/conversations"), { try await $0.createConversation($1) }),
-        (Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}"), { try await $0.getConversation($1) }),
-        (Route(method: "PATCH", template: "/apps/{app_id}/conversations/{conversation_id}"), { try await $0.patchConversation($1) }),
-        (Route(method: "DELETE", template: "/apps/{app_id}/conversations/{conversation_id}"), { try await $0.deleteConversation($1) }),
-        (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/conversations"), { try await $0.listConversations($1) }),
-        (Route(method: "POST", template: "/apps/{app_id}/conversations/{conversation_id}/messages"), { try await $0.sendMessage($1) }),
-        (Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}/messages"), { try await $0.listMessages($1, asUser: false) }),
-        (Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}"), { try await $0.getMessage($1) }),
-        (Route(method: "DELETE", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}"), { try await $0.deleteMessage($1) }),
-        (Route(method: "POST", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts"), { try await $0.addPart($1) }),
-        (Route(method: "PUT", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts/{part_id}"), { try await $0.replacePart($1) }),
-        (Route(method: "DELETE", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts/{part_id}"), { try await $0.deletePart($1) }),
-        (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/messages"), { try await $0.listMessages($1, asUser: true) }),
-        (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/mark_all_read"), { try await $0.markAllRead($1) }),
+        (
+            Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}"),
+            { try await $0.getConversation($1) }
+        ),
+        (
+            Route(method: "PATCH", template: "/apps/{app_id}/conversations/{conversation_id}"),
+            { try await $0.patchConversation($1) }
+        ),
+        (
+            Route(method: "DELETE", template: "/apps/{app_id}/conversations/{conversation_id}"),
+            { try await $0.deleteConversation($1) }
+        ),
+        (
+            Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/conversations"),
+            { try await $0.listConversations($1) }
+        ),
+        (
+            Route(method: "POST", template: "/apps/{app_id}/conversations/{conversation_id}/messages"),
+            { try await $0.sendMessage($1) }
+        ),
+        (
+            Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}/messages"),
+            { try await $0.listMessages($1, asUser: false) }
+        ),
+        (
+            Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}"),
+            { try await $0.getMessage($1) }
+        ),
+        (
+            Route(method: "DELETE", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}"),
+            { try await $0.deleteMessage($1) }
+        ),
+        (
+            Route(
+                method: "POST", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts"),
+            { try await $0.addPart($1) }
+        ),
+        (
+            Route(
+                method: "PUT",
+                template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts/{part_id}"),
+            { try await $0.replacePart($1) }
+        ),
+        (
+            Route(
+                method: "DELETE",
+                template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts/{part_id}"),
+            { try await $0.deletePart($1) }
+        ),
+        (
+            Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/messages"),
+            { try await $0.listMessages($1, asUser: true) }
+        ),
+        (
+            Route(
+                method: "POST", template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/mark_all_read"
+            ), { try await $0.markAllRead($1) }
+        ),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.getIdentity($1) }),
-        (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.createIdentity($1) }),
-        (Route(method: "PUT", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.replaceIdentity($1) }),
-        (Route(method: "PATCH", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.patchIdentity($1) }),
-        (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/identity"), { try await $0.deleteIdentity($1) }),
-        (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/sessions"), { try await $0.revokeSessions($1) }),
+        (
+            Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/identity"),
+            { try await $0.createIdentity($1) }
+        ),
+        (
+            Route(method: "PUT", template: "/apps/{app_id}/users/{user_id}/identity"),
+            { try await $0.replaceIdentity($1) }
+        ),
+        (
+            Route(method: "PATCH", template: "/apps/{app_id}/users/{user_id}/identity"),
+            { try await $0.patchIdentity($1) }
+        ),
+        (
+            Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/identity"),
+            { try await $0.deleteIdentity($1) }
+        ),
+        (
+            Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/sessions"),
+            { try await $0.revokeSessions($1) }
+        ),
         (Route(method: "POST", template: "/apps/{app_id}/announcements"), { try await $0.sendAnnouncement($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.listBlocks($1) }),
         (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.addBlock($1) }),
-        (Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/blocks/{blocked_id}"), { try await $0.removeBlock($1) }),
+        (
+            Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/blocks/{blocked_id}"),
+            { try await $0.removeBlock($1) }
+        ),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/badge"), { try await $0.getBadge($1) }),
         (Route(method: "POST", template: "/apps/{app_id}/content"), { try await $0.createContent($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/content/{content_id}"), { try await $0.getContent($1) }),
         (Route(method: "PUT", template: "/apps/{app_id}/content/{content_id}"), { try await $0.uploadContent($1) }),
-        (Route(method: "GET", template: "/apps/{app_id}/content/{content_id}/data"), { try await $0.downloadContent($1) }),
+        (
+            Route(method: "GET", template: "/apps/{app_id}/content/{content_id}/data"),
+            { try await $0.downloadContent($1) }
+        ),
         (Route(method: "PUT", template: "/apps/{app_id}/users/{user_id}/badge"), { try await $0.putBadge($1) }),
     ]
 
@@ -98,15 +167,17 @@ public final class ServerAPI: Sendable {
             return try await dispatch(request, base: base)
         } catch {
             let webhooks = request.path.hasPrefix("/apps/\(credentials.appID)/webhooks")
-            return Self.apiError(error).response(base: base, contentType: webhooks ? Self.webhooksContentType : ServerAPIJSON.contentType)
+            return Self.apiError(error).response(
+                base: base, contentType: webhooks ? Self.webhooksContentType : ServerAPIJSON.contentType)
         }
     }
 
     static func apiError(_ error: any Error) -> ServerAPIError {
         if let e = error as? ServerAPIError { return e }
         if let e = error as? DistinctConflict {
-            return .conflict("a distinct conversation with these participants exists with other metadata",
-                             data: ["id": .string(ServerAPIRepresentation.conversationID(e.existing))])
+            return .conflict(
+                "a distinct conversation with these participants exists with other metadata",
+                data: ["id": .string(ServerAPIRepresentation.conversationID(e.existing))])
         }
         return .from(EngineErrors.wire(error))
     }
@@ -117,27 +188,42 @@ public final class ServerAPI: Sendable {
         // An upload to a signed `upload_url` needs no token and no Accept (Layer's upload URLs
         // took bare PUTs); its signature names the content (CONTENT.md §10).
         // So does a download from a signed `download_url` (`GET …/content/<uuid>/data`).
-        let isUpload = request.method == "PUT" && segments.count == 4 && segments[0] == "apps" && segments[2] == "content"
-        let isDownload = request.method == "GET" && segments.count == 5 && segments[0] == "apps" && segments[2] == "content"
+        let isUpload =
+            request.method == "PUT" && segments.count == 4 && segments[0] == "apps" && segments[2] == "content"
+        let isDownload =
+            request.method == "GET" && segments.count == 5 && segments[0] == "apps" && segments[2] == "content"
             && segments[4] == "data"
-        let signed = (isUpload || isDownload) && ContentURLSigner.isSigned(request.path) && segments[1] == credentials.appID
+        let signed =
+            (isUpload || isDownload) && ContentURLSigner.isSigned(request.path) && segments[1] == credentials.appID
             && UUID(uuidString: segments[3]).map { uuid in
-                content?.urls.verify(isUpload ? .upload : .download, ContentID(uuid: uuid),
-                                     query: request.path[request.path.index(after: request.path.firstIndex(of: "?")!)...],
-                                     now: Timestamp.now().millisecondsSince1970 / 1000) ?? false
+                content?.urls.verify(
+                    isUpload ? .upload : .download, ContentID(uuid: uuid),
+                    query: request.path[request.path.index(after: request.path.firstIndex(of: "?")!)...],
+                    now: Timestamp.now().millisecondsSince1970 / 1000) ?? false
             } == true
         if !signed {
             // Authentication first: nothing about the app is told to a caller without a token.
             guard let authorization = request.headers["authorization"], authorization.hasPrefix("Bearer "),
-                  let token = credentials.match(String(authorization.dropFirst("Bearer ".count)))
-            else { throw ServerAPIError.authenticationRequired("a valid `Authorization: Bearer <token>` header is required") }
+                let token = credentials.match(String(authorization.dropFirst("Bearer ".count)))
+            else {
+                throw ServerAPIError.authenticationRequired(
+                    "a valid `Authorization: Bearer <token>` header is required")
+            }
             if let wait = limiter.take([1], for: token) {
-                throw ServerAPIError.rateLimitExceeded(max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up))))
+                throw ServerAPIError.rateLimitExceeded(
+                    max(
+                        1,
+                        Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up))
+                    ))
             }
         }
 
-        guard segments.count >= 2, segments[0] == "apps" else { throw ServerAPIError.invalidEndpoint("no such endpoint \(bare)") }
-        guard segments[1] == credentials.appID else { throw ServerAPIError.invalidAppID("no app \(segments[1]) on this node") }
+        guard segments.count >= 2, segments[0] == "apps" else {
+            throw ServerAPIError.invalidEndpoint("no such endpoint \(bare)")
+        }
+        guard segments[1] == credentials.appID else {
+            throw ServerAPIError.invalidAppID("no app \(segments[1]) on this node")
+        }
 
         // The webhooks API has its own media type (ServerAPI+Webhooks.swift).
         let isWebhooks = segments.count >= 3 && segments[2] == "webhooks"
@@ -158,7 +244,8 @@ public final class ServerAPI: Sendable {
             methodsForPath.append(route.method)
             guard route.method == request.method else { continue }
             if request.bodyTooLarge {
-                throw ServerAPIError.requestTooLarge(isUpload ? ServerAPILimits.maxUploadChunkBytes : ServerAPILimits.maxBodyBytes)
+                throw ServerAPIError.requestTooLarge(
+                    isUpload ? ServerAPILimits.maxUploadChunkBytes : ServerAPILimits.maxBodyBytes)
             }
             var representation = ServerAPIRepresentation(base: base, version: version)
             representation.contentURLs = content?.urls
@@ -178,7 +265,8 @@ public final class ServerAPI: Sendable {
     /// The version named by `Accept: application/vnd.layer+json; version=X` (406 otherwise).
     static func version(_ accept: String?) throws(ServerAPIError) -> ServerAPIVersion {
         guard let accept else {
-            throw .invalidHeader(406, "Accept", "an `Accept: application/vnd.layer+json; version=3.0` header is required")
+            throw .invalidHeader(
+                406, "Accept", "an `Accept: application/vnd.layer+json; version=3.0` header is required")
         }
         let items = accept.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
         guard items.first?.lowercased() == "application/vnd.layer+json" else {

@@ -35,7 +35,8 @@ public struct ServerAPIError: Error, Sendable {
     static func notFound(_ message: String) -> Self { .init(404, "not_found", 102, message) }
     static func objectDeleted(_ message: String) -> Self { .init(410, "object_deleted", 103, message) }
     static func missingProperty(_ property: String) -> Self {
-        .init(422, "missing_property", 104, "the property \(property) is required", data: ["property": .string(property)])
+        .init(
+            422, "missing_property", 104, "the property \(property) is required", data: ["property": .string(property)])
     }
     static func invalidProperty(_ property: String, _ message: String) -> Self {
         .init(422, "invalid_property", 105, message, data: ["property": .string(property)])
@@ -44,7 +45,9 @@ public struct ServerAPIError: Error, Sendable {
     static func invalidHeader(_ status: Int, _ header: String, _ message: String) -> Self {
         .init(status, "invalid_header", 107, message, data: ["header": .string(header)])
     }
-    static func conflict(_ message: String, data: [String: JSONValue]) -> Self { .init(409, "conflict", 108, message, data: data) }
+    static func conflict(_ message: String, data: [String: JSONValue]) -> Self {
+        .init(409, "conflict", 108, message, data: data)
+    }
     static func invalidEndpoint(_ message: String) -> Self { .init(404, "invalid_endpoint", 109, message) }
     static func methodNotAllowed(_ message: String) -> Self { .init(405, "method_not_allowed", 110, message) }
     static func requestTooLarge(_ max: Int) -> Self {
@@ -52,17 +55,22 @@ public struct ServerAPIError: Error, Sendable {
     }
     /// Content over the size limit (`Upload-Content-Length` over 2 GiB).
     static func contentTooLarge(_ size: UInt64) -> Self {
-        .init(413, "request_too_large", 111, "content is at most \(Limits.maxPartBytes) bytes, \(size) declared",
-              data: ["header": "Upload-Content-Length", "max": .integer(Int64(Limits.maxPartBytes))])
+        .init(
+            413, "request_too_large", 111, "content is at most \(Limits.maxPartBytes) bytes, \(size) declared",
+            data: ["header": "Upload-Content-Length", "max": .integer(Int64(Limits.maxPartBytes))])
     }
     /// The app's stored content would exceed the node's content quota (CONTENT.md §7, §10).
     static func quotaExceeded(used: UInt64, size: UInt64, quota: UInt64) -> Self {
-        .init(507, "quota_exceeded", 113, "\(used) bytes of content stored or reserved, \(size) more would exceed the quota of \(quota)",
-              data: ["used": .integer(Int64(used)), "quota": .integer(Int64(quota))])
+        .init(
+            507, "quota_exceeded", 113,
+            "\(used) bytes of content stored or reserved, \(size) more would exceed the quota of \(quota)",
+            data: ["used": .integer(Int64(used)), "quota": .integer(Int64(quota))])
     }
     /// Another request works on the content, or too many uploads at once (retry after `seconds`).
     static func busy(_ seconds: Int) -> Self {
-        var e = Self(429, "rate_limit_exceeded", 7, "another upload works on this content, or too many uploads at once; retry after \(seconds) s")
+        var e = Self(
+            429, "rate_limit_exceeded", 7,
+            "another upload works on this content, or too many uploads at once; retry after \(seconds) s")
         e.headers = [("retry-after", "\(seconds)")]
         return e
     }
@@ -75,9 +83,11 @@ public struct ServerAPIError: Error, Sendable {
         case .notFound: return .notFound(error.reason)
         case .notAParticipant, .removedParticipant, .forbidden: return .accessDenied(error.reason)
         case .idInUse: return .idInUse(error.reason)
-        case .invalidUserID, .noParticipants, .tooManyParticipants: return .invalidProperty("participants", error.reason)
+        case .invalidUserID, .noParticipants, .tooManyParticipants:
+            return .invalidProperty("participants", error.reason)
         case .invalidMetadata: return .invalidProperty("metadata", error.reason)
-        case .noParts, .tooManyParts, .partTooLarge, .inlineTooLarge, .invalidMIMEType, .duplicatePart, .invalidContentReference:
+        case .noParts, .tooManyParts, .partTooLarge, .inlineTooLarge, .invalidMIMEType, .duplicatePart,
+            .invalidContentReference:
             return .invalidProperty("parts", error.reason)
         case .contentNotReady: return .conflict(error.reason, data: ["property": "parts"])
         case .invalidPushConfiguration: return .invalidProperty("notification", error.reason)

@@ -26,7 +26,8 @@ enum ServerAPIJSON {
         _ status: Int, _ value: some Encodable, contentType: String = contentType, extraHeaders: [(String, String)] = []
     ) -> HTTPResponse {
         let data = (try? encode(value)) ?? Data("{}".utf8)
-        return HTTPResponse(status: status, headers: [("content-type", contentType)] + extraHeaders, body: ByteBuffer(bytes: data))
+        return HTTPResponse(
+            status: status, headers: [("content-type", contentType)] + extraHeaders, body: ByteBuffer(bytes: data))
     }
 
     /// Any JSON text as a value (nil when it is not JSON).
@@ -51,7 +52,9 @@ enum ServerAPIJSON {
 
     /// The request body as a JSON array (PATCH operations).
     static func array(_ body: ByteBuffer) throws(ServerAPIError) -> [JSONValue] {
-        guard let array = try Self.body(body).array else { throw .invalidRequest("the body is not a JSON array of operations") }
+        guard let array = try Self.body(body).array else {
+            throw .invalidRequest("the body is not a JSON array of operations")
+        }
         return array
     }
 

@@ -40,7 +40,9 @@ struct ServerAPIRepresentation {
         contentURLs == nil ? nil : ServerAPIJSON.date(millisecondsSince1970: contentURLExpires * 1000)
     }
 
-    static func conversationID(_ id: ConversationID) -> String { "layer:///conversations/\(id.uuid.uuidString.lowercased())" }
+    static func conversationID(_ id: ConversationID) -> String {
+        "layer:///conversations/\(id.uuid.uuidString.lowercased())"
+    }
     static func messageID(_ id: MessageID) -> String { "layer:///messages/\(id.uuid.uuidString.lowercased())" }
     static func identityID(_ user: UserID) -> String { "layer:///identities/\(user.rawValue)" }
 
@@ -66,11 +68,15 @@ struct ServerAPIRepresentation {
     /// A message's sender or an event's actor: a user (its id in 1.0, its identity in 3.0), or
     /// a named system sender (`name`, no user id).
     func sender(_ user: UserID) -> SenderObject {
-        if let name = user.systemSenderName { return version == .v1 ? .v1(userID: nil, name: name) : .system(name: name) }
+        if let name = user.systemSenderName {
+            return version == .v1 ? .v1(userID: nil, name: name) : .system(name: name)
+        }
         return version == .v1 ? .v1(userID: user.rawValue, name: nil) : .identity(identity(user))
     }
 
-    func participant(_ user: UserID) -> ParticipantObject { version == .v1 ? .userID(user.rawValue) : .identity(identity(user)) }
+    func participant(_ user: UserID) -> ParticipantObject {
+        version == .v1 ? .userID(user.rawValue) : .identity(identity(user))
+    }
 
     func conversation(_ c: Conversation) -> ConversationObject {
         let uuid = c.id.uuid.uuidString.lowercased()
@@ -92,7 +98,8 @@ struct ServerAPIRepresentation {
         return MessageObject(
             id: Self.messageID(m.id),
             url: "\(base)/conversations/\(conversation)/messages/\(uuid)",
-            conversation: ConversationReference(id: "layer:///conversations/\(conversation)", url: "\(base)/conversations/\(conversation)"),
+            conversation: ConversationReference(
+                id: "layer:///conversations/\(conversation)", url: "\(base)/conversations/\(conversation)"),
             parts: parts(m.parts, of: m.id),
             sent_at: m.sentAt.map { ServerAPIJSON.date(millisecondsSince1970: $0.millisecondsSince1970) },
             sender: sender(m.sender),
@@ -121,7 +128,8 @@ struct ServerAPIRepresentation {
                 p.content = PartContentObject(
                     id: Self.contentID(reference.id), size: reference.size,
                     download_url: contentURL(.download, reference.id), expiration: contentURLExpiration,
-                    refresh_url: contentURLs == nil ? nil : "\(base)/content/\(reference.id.uuid.uuidString.lowercased())")
+                    refresh_url: contentURLs == nil
+                        ? nil : "\(base)/content/\(reference.id.uuid.uuidString.lowercased())")
             }
             return p
         }

@@ -30,10 +30,12 @@ public struct ServerAPICredentials: Sendable {
     /// Reads the app id and tokens under `dataDirectory`, creating them when missing.
     public static func loadOrCreate(in dataDirectory: URL) throws -> ServerAPICredentials {
         let fm = FileManager.default
-        try fm.createDirectory(at: dataDirectory.appendingPathComponent(Files.directory), withIntermediateDirectories: true)
+        try fm.createDirectory(
+            at: dataDirectory.appendingPathComponent(Files.directory), withIntermediateDirectories: true)
         let appURL = dataDirectory.appendingPathComponent(Files.appID)
         let tokensURL = dataDirectory.appendingPathComponent(Files.tokens)
-        var appID = (try? String(contentsOf: appURL, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        var appID =
+            (try? String(contentsOf: appURL, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         if appID.isEmpty {
             appID = UUID().uuidString.lowercased()
             try Data((appID + "\n").utf8).write(to: appURL, options: .atomic)
@@ -48,7 +50,8 @@ public struct ServerAPICredentials: Sendable {
             created = true
             newToken = token
         }
-        var credentials = ServerAPICredentials(appID: appID, tokens: try tokens(in: tokensURL), created: created, newToken: newToken)
+        var credentials = ServerAPICredentials(
+            appID: appID, tokens: try tokens(in: tokensURL), created: created, newToken: newToken)
         credentials.tokensFile = tokensURL
         return credentials
     }
@@ -101,7 +104,8 @@ public struct ServerAPICredentials: Sendable {
 /// effect without a restart. A file that cannot be read keeps the tokens read last (logged).
 final class ServerAPITokenSource: Sendable {
     static let checkInterval: Duration = .seconds(1)
-    private let state: NIOLockedValueBox<(credentials: ServerAPICredentials, modified: Date?, checked: ContinuousClock.Instant)>
+    private let state:
+        NIOLockedValueBox<(credentials: ServerAPICredentials, modified: Date?, checked: ContinuousClock.Instant)>
     private let logger = Logger(label: "lamina.server-api")
 
     init(_ credentials: ServerAPICredentials) {
@@ -115,7 +119,9 @@ final class ServerAPITokenSource: Sendable {
 
     var current: ServerAPICredentials {
         state.withLockedValue { s in
-            guard let file = s.credentials.tokensFile, ContinuousClock.now - s.checked >= Self.checkInterval else { return s.credentials }
+            guard let file = s.credentials.tokensFile, ContinuousClock.now - s.checked >= Self.checkInterval else {
+                return s.credentials
+            }
             s.checked = .now
             let modified = Self.modified(file)
             guard modified != s.modified else { return s.credentials }
@@ -124,7 +130,8 @@ final class ServerAPITokenSource: Sendable {
                 s.credentials.tokens = try ServerAPICredentials.tokens(in: file)
                 logger.info("Server API tokens re-read", metadata: ["tokens": "\(s.credentials.tokens.count)"])
             } catch {
-                logger.error("cannot re-read the Server API tokens; keeping the previous ones", metadata: ["error": "\(error)"])
+                logger.error(
+                    "cannot re-read the Server API tokens; keeping the previous ones", metadata: ["error": "\(error)"])
             }
             return s.credentials
         }

@@ -34,17 +34,22 @@ public struct WebhookRegistration: Sendable {
         case .failure(let e): throw .invalidProperty("target_url", e.reason)
         }
         guard let rawEvents = body["events"] else { throw .missingProperty("events") }
-        guard let list = rawEvents.array, case let events = list.compactMap(\.string), events.count == list.count, !events.isEmpty, Set(events).count == events.count else {
+        guard let list = rawEvents.array, case let events = list.compactMap(\.string), events.count == list.count,
+            !events.isEmpty, Set(events).count == events.count
+        else {
             throw .invalidProperty("events", "events must be a non-empty array of distinct event types")
         }
         let known = Set(WebhookEventType.allCases.map(\.rawValue))
         if let unknown = events.first(where: { !known.contains($0) }) {
-            throw .invalidProperty("events", "unknown event type \(unknown) (known: \(known.sorted().joined(separator: ", ")))")
+            throw .invalidProperty(
+                "events", "unknown event type \(unknown) (known: \(known.sorted().joined(separator: ", ")))")
         }
         guard let rawSecret = body["secret"] else { throw .missingProperty("secret") }
         guard let secret = rawSecret.string, WebhookLimits.secretBytes.contains(secret.utf8.count) else {
             throw .invalidProperty(
-                "secret", "secret must be a string of \(WebhookLimits.secretBytes.lowerBound)...\(WebhookLimits.secretBytes.upperBound) bytes")
+                "secret",
+                "secret must be a string of \(WebhookLimits.secretBytes.lowerBound)...\(WebhookLimits.secretBytes.upperBound) bytes"
+            )
         }
         var config: Data?
         if let raw = body["config"], !raw.isNull {

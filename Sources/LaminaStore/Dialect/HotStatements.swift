@@ -112,7 +112,9 @@ extension SQLBinder {
 
     func bind(_ index: Int32, _ uuid: UUID) {
         guard let bindingHandle else { return bindValue(index, .blob(Columns.blob(uuid))) }
-        withUnsafeBytes(of: uuid.uuid) { _ = sqlite3_bind_blob(bindingHandle, index, $0.baseAddress, 16, transientDestructor) }
+        withUnsafeBytes(of: uuid.uuid) {
+            _ = sqlite3_bind_blob(bindingHandle, index, $0.baseAddress, 16, transientDestructor)
+        }
     }
 
     func bind(_ index: Int32, _ text: String) {
@@ -123,7 +125,9 @@ extension SQLBinder {
                 _ = sqlite3_bind_text(bindingHandle, index, "", 0, transientDestructor)
                 return
             }
-            _ = sqlite3_bind_text(bindingHandle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count), transientDestructor)
+            _ = sqlite3_bind_text(
+                bindingHandle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), Int32(utf8.count),
+                transientDestructor)
         }
     }
 
@@ -136,7 +140,9 @@ extension SQLBinder {
         guard let bytes else { return bindNull(index) }
         guard let bindingHandle else { return bindValue(index, .blob(Data(bytes))) }
         bytes.withUnsafeBytes {
-            _ = sqlite3_bind_blob(bindingHandle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transientDestructor)
+            _ = sqlite3_bind_blob(
+                bindingHandle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count),
+                transientDestructor)
         }
     }
 }
@@ -171,7 +177,8 @@ final class HotStatements {
         release = try db.hotStatement("RELEASE command")
         rollback = try db.hotStatement("ROLLBACK TO command")
         anyMessage = try db.hotStatement("SELECT 1 FROM messages WHERE conversation_id = ? LIMIT 1")
-        insertMessage = try db.hotStatement("""
+        insertMessage = try db.hotStatement(
+            """
             INSERT INTO messages (id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at, body, request_digest,
                 origin_node, hlc_physical, hlc_logical, hlc_node)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -180,7 +187,8 @@ final class HotStatements {
         feedHead = try db.hotStatement(FeedHead.sql)
         insertFeedEntry = try db.hotStatement(FeedTail.insertSQL(into: "feed_tail"))
         insertFeedEntryDirect = try db.hotStatement(FeedTail.insertSQL(into: "feed_entries"))
-        insertOperation = try db.hotStatement("""
+        insertOperation = try db.hotStatement(
+            """
             INSERT INTO replication_log (origin_node, counter, hlc_physical, hlc_logical, hlc_node, op) VALUES (?, ?, ?, ?, ?, ?)
             """)
         if db.dialect == .sqlite {
@@ -188,7 +196,8 @@ final class HotStatements {
             countAppended = try db.hotStatement(StoredCounts.unreadAppended)
         } else {
             countSender = nil
-            countAppended = try db.hotStatement("WITH counted AS (\(StoredCounts.countSender)) \(StoredCounts.unreadAppended)")
+            countAppended = try db.hotStatement(
+                "WITH counted AS (\(StoredCounts.countSender)) \(StoredCounts.unreadAppended)")
         }
     }
 
@@ -263,8 +272,10 @@ struct RawRow: ColumnRow {
 
     func uuid(_ index: Int) -> UUID? {
         if let fetched { return fetched.uuid(index) }
-        guard sqlite3_column_type(handle, Int32(index)) == SQLITE_BLOB, sqlite3_column_bytes(handle, Int32(index)) == 16,
-              let base = sqlite3_column_blob(handle, Int32(index)) else { return nil }
+        guard sqlite3_column_type(handle, Int32(index)) == SQLITE_BLOB,
+            sqlite3_column_bytes(handle, Int32(index)) == 16,
+            let base = sqlite3_column_blob(handle, Int32(index))
+        else { return nil }
         var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &bytes) { $0.copyMemory(from: UnsafeRawBufferPointer(start: base, count: 16)) }
         return UUID(uuid: bytes)
@@ -281,7 +292,9 @@ struct RawRow: ColumnRow {
 extension Database {
     /// Runs a query through GRDB's statement cache, binding `bind`'s values, and calls `body`
     /// with each row read straight from SQLite (no row objects): for the hot read paths.
-    func sqliteEachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void) throws(StorageError) {
+    func sqliteEachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void)
+        throws(StorageError)
+    {
         let statement: Statement
         do { statement = try cachedStatement(sql: sql) } catch { throw StorageError.wrapping(error) }
         let handle = statement.sqliteStatement
@@ -347,12 +360,14 @@ extension Database {
             _ = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_VM_STEP, 1)
             statement = sqlite3_next_stmt(sqliteConnection, s)
         }
-        sqlite3_trace_v2(sqliteConnection, UInt32(SQLITE_TRACE_PROFILE), { _, context, statement, _ in
-            guard let context, let statement else { return 0 }
-            let steps = Unmanaged<VMStepTotal>.fromOpaque(context).takeUnretainedValue()
-            steps.total += Int64(sqlite3_stmt_status(OpaquePointer(statement), SQLITE_STMTSTATUS_VM_STEP, 1))
-            return 0
-        }, Unmanaged.passUnretained(steps).toOpaque())
+        sqlite3_trace_v2(
+            sqliteConnection, UInt32(SQLITE_TRACE_PROFILE),
+            { _, context, statement, _ in
+                guard let context, let statement else { return 0 }
+                let steps = Unmanaged<VMStepTotal>.fromOpaque(context).takeUnretainedValue()
+                steps.total += Int64(sqlite3_stmt_status(OpaquePointer(statement), SQLITE_STMTSTATUS_VM_STEP, 1))
+                return 0
+            }, Unmanaged.passUnretained(steps).toOpaque())
         defer { sqlite3_trace_v2(sqliteConnection, 0, nil, nil) }
         try withExtendedLifetime(steps) { () throws(StorageError) in try body() }
         return steps.total

@@ -41,14 +41,16 @@ protocol SQLSession: AnyObject {
     var changesCount: Int { get }
     /// Runs a query binding `bind`'s values, calling `body` with each row (on SQLite straight
     /// from the statement: for the hot read paths).
-    func eachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void) throws(StorageError)
+    func eachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void)
+        throws(StorageError)
     /// Runs a statement that returns no rows the way `eachRow` does; returns how many rows it changed.
     @discardableResult
     func runRaw(_ sql: String, bind: (HotBinder) -> Void) throws(StorageError) -> Int
     /// A statement of the hot path, prepared on this connection.
     func hotStatement(_ sql: String) throws(StorageError) -> HotStatement
     /// Calls one of the closures once the current transaction has ended.
-    func afterNextTransaction(onCommit: @escaping @Sendable (Any?) -> Void, onRollback: @escaping @Sendable (Any?) -> Void)
+    func afterNextTransaction(
+        onCommit: @escaping @Sendable (Any?) -> Void, onRollback: @escaping @Sendable (Any?) -> Void)
 
     /// Waits for the statements sent without waiting for them (PostgreSQL's writer) and
     /// throws the first one's failure; nothing to do on SQLite, which runs each at once.

@@ -217,7 +217,9 @@ struct SQLRow {
         switch storage {
         case .sqlite(let row): return row[index]
         case .values(_, let values):
-            guard let value = T.fromSQL(values[index]) else { fatalError("column \(index) holds no \(T.self): \(values[index])") }
+            guard let value = T.fromSQL(values[index]) else {
+                fatalError("column \(index) holds no \(T.self): \(values[index])")
+            }
             return value
         }
     }

@@ -28,7 +28,8 @@ enum Columns {
     /// The three column values of an HLC reading. Physical time beyond `Int64.max` is refused.
     static func hlc(_ t: HLCTimestamp) throws(StorageError) -> (Int64, Int64, Int64) {
         guard t.physical <= UInt64(Int64.max) else {
-            throw StorageError(.invalidArgument, "an HLC physical time is at most \(Int64.max), this one is \(t.physical)")
+            throw StorageError(
+                .invalidArgument, "an HLC physical time is at most \(Int64.max), this one is \(t.physical)")
         }
         return (Int64(t.physical), Int64(t.logical), node(t.node))
     }
@@ -46,9 +47,12 @@ enum Columns {
 
     /// Reads an HLC reading from three columns by position, starting at `index`.
     static func hlc(_ row: some ColumnRow, from index: Int) throws(StorageError) -> HLCTimestamp {
-        let physical = row.int64(index), logical = row.int64(index + 1), node = row.int64(index + 2)
+        let physical = row.int64(index)
+        let logical = row.int64(index + 1)
+        let node = row.int64(index + 2)
         guard !row.isNull(index), !row.isNull(index + 1), !row.isNull(index + 2),
-              physical >= 0, logical >= 0, logical <= Int64(UInt32.max) else {
+            physical >= 0, logical >= 0, logical <= Int64(UInt32.max)
+        else {
             throw StorageError(.corrupt, "columns \(index)...\(index + 2) do not hold an HLC reading")
         }
         return HLCTimestamp(physical: UInt64(physical), logical: UInt32(logical), node: Self.node(node))
@@ -94,7 +98,9 @@ enum Columns {
 
     /// Narrows an unsigned count or size for an INTEGER column.
     static func int64(_ value: UInt64, _ what: String) throws(StorageError) -> Int64 {
-        guard value <= UInt64(Int64.max) else { throw StorageError(.invalidArgument, "\(what) is at most \(Int64.max), got \(value)") }
+        guard value <= UInt64(Int64.max) else {
+            throw StorageError(.invalidArgument, "\(what) is at most \(Int64.max), got \(value)")
+        }
         return Int64(value)
     }
 }

@@ -11,7 +11,10 @@ package struct SessionRecord: Hashable, Sendable {
     package var expiresAt: Timestamp
     package var revokedAt: Timestamp?
 
-    package init(tokenHash: [UInt8], user: UserID, device: String, createdAt: Timestamp, expiresAt: Timestamp, revokedAt: Timestamp? = nil) {
+    package init(
+        tokenHash: [UInt8], user: UserID, device: String, createdAt: Timestamp, expiresAt: Timestamp,
+        revokedAt: Timestamp? = nil
+    ) {
         self.tokenHash = tokenHash
         self.user = user
         self.device = device
@@ -25,8 +28,12 @@ extension StorageTransaction {
     /// Records a nonce handed to a client; it is good for one use before `expiresAt`.
     package func issueNonce(_ nonce: String, issuedAt: Timestamp, expiresAt: Timestamp) throws(StorageError) {
         try checkNonce(nonce)
-        guard expiresAt > issuedAt else { throw StorageError(.invalidArgument, "a nonce must expire after it is issued") }
-        try db.run("INSERT OR IGNORE INTO nonces (nonce, issued_at, expires_at) VALUES (?, ?, ?)", [nonce, issuedAt.millisecondsSince1970, expiresAt.millisecondsSince1970])
+        guard expiresAt > issuedAt else {
+            throw StorageError(.invalidArgument, "a nonce must expire after it is issued")
+        }
+        try db.run(
+            "INSERT OR IGNORE INTO nonces (nonce, issued_at, expires_at) VALUES (?, ?, ?)",
+            [nonce, issuedAt.millisecondsSince1970, expiresAt.millisecondsSince1970])
         guard db.changesCount == 1 else { throw StorageError(.alreadyExists, "the nonce was issued before") }
     }
 
@@ -58,11 +65,15 @@ extension StorageTransaction {
     package func createSession(_ session: SessionRecord) throws(StorageError) {
         try checkTokenHash(session.tokenHash)
         try checkDeviceID(session.device)
-        guard session.expiresAt > session.createdAt else { throw StorageError(.invalidArgument, "a session must expire after it is created") }
+        guard session.expiresAt > session.createdAt else {
+            throw StorageError(.invalidArgument, "a session must expire after it is created")
+        }
         try db.run(
             "INSERT OR IGNORE INTO sessions (token_hash, user_id, device_id, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [Data(session.tokenHash), session.user.rawValue, session.device, session.createdAt.millisecondsSince1970,
-             session.expiresAt.millisecondsSince1970, session.revokedAt?.millisecondsSince1970]
+            [
+                Data(session.tokenHash), session.user.rawValue, session.device, session.createdAt.millisecondsSince1970,
+                session.expiresAt.millisecondsSince1970, session.revokedAt?.millisecondsSince1970,
+            ]
         )
         guard db.changesCount == 1 else { throw StorageError(.alreadyExists, "a session with this token exists") }
     }
@@ -71,21 +82,27 @@ extension StorageTransaction {
     @discardableResult
     package func revokeSession(tokenHash: [UInt8], at time: Timestamp) throws(StorageError) -> Bool {
         try checkTokenHash(tokenHash)
-        try db.run("UPDATE sessions SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL", [time.millisecondsSince1970, Data(tokenHash)])
+        try db.run(
+            "UPDATE sessions SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL",
+            [time.millisecondsSince1970, Data(tokenHash)])
         return db.changesCount == 1
     }
 
     /// Revokes every live session of a user. Returns how many.
     @discardableResult
     package func revokeSessions(of user: UserID, at time: Timestamp) throws(StorageError) -> Int {
-        try db.run("UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", [time.millisecondsSince1970, user.rawValue])
+        try db.run(
+            "UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL",
+            [time.millisecondsSince1970, user.rawValue])
         return db.changesCount
     }
 
     /// Revokes the sessions of `user` created at or before `cutoff` (a revocation replicated
     /// from a peer: sessions made later here stay). Returns how many.
     @discardableResult
-    package func revokeSessions(of user: UserID, createdUpTo cutoff: Timestamp, at time: Timestamp) throws(StorageError) -> Int {
+    package func revokeSessions(of user: UserID, createdUpTo cutoff: Timestamp, at time: Timestamp) throws(StorageError)
+        -> Int
+    {
         try db.run(
             "UPDATE sessions SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL AND created_at <= ?",
             [time.millisecondsSince1970, user.rawValue, cutoff.millisecondsSince1970])
@@ -116,8 +133,12 @@ extension StorageReader {
             expiresAt: try Columns.timestamp(row, "expires_at"),
             revokedAt: Columns.optionalTimestamp(row, "revoked_at")
         )
-        if let revokedAt = record.revokedAt { throw StorageError(.sessionRevoked, "the session was revoked at \(revokedAt)") }
-        guard time < record.expiresAt else { throw StorageError(.sessionExpired, "the session expired at \(record.expiresAt)") }
+        if let revokedAt = record.revokedAt {
+            throw StorageError(.sessionRevoked, "the session was revoked at \(revokedAt)")
+        }
+        guard time < record.expiresAt else {
+            throw StorageError(.sessionExpired, "the session expired at \(record.expiresAt)")
+        }
         return record
     }
 }
@@ -142,5 +163,7 @@ private func checkNonce(_ nonce: String) throws(StorageError) {
 }
 
 private func checkTokenHash(_ hash: [UInt8]) throws(StorageError) {
-    guard hash.count == 32 else { throw StorageError(.invalidArgument, "a session token hash is 32 bytes (SHA-256), got \(hash.count)") }
+    guard hash.count == 32 else {
+        throw StorageError(.invalidArgument, "a session token hash is 32 bytes (SHA-256), got \(hash.count)")
+    }
 }

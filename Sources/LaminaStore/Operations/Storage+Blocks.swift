@@ -5,8 +5,9 @@ extension StorageTransaction {
     /// Records that `blocker` blocks `blocked`; false when it did already.
     @discardableResult
     package func block(_ blocked: UserID, by blocker: UserID, at time: Timestamp) throws(StorageError) -> Bool {
-        try db.run("INSERT INTO blocks (blocker, blocked, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                   [blocker.rawValue, blocked.rawValue, time.millisecondsSince1970])
+        try db.run(
+            "INSERT INTO blocks (blocker, blocked, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [blocker.rawValue, blocked.rawValue, time.millisecondsSince1970])
         guard db.changesCount == 1 else { return false }
         try recountUnread(of: blocker, sharingWith: blocked)
         return true
@@ -39,7 +40,8 @@ extension StorageTransaction {
 extension StorageReader {
     /// The users `blocker` blocks, in user id order.
     package func blocks(of blocker: UserID) throws(StorageError) -> [UserID] {
-        try db.rows("SELECT blocked FROM blocks WHERE blocker = ? ORDER BY blocked", [blocker.rawValue]).map { row throws(StorageError) in
+        try db.rows("SELECT blocked FROM blocks WHERE blocker = ? ORDER BY blocked", [blocker.rawValue]).map {
+            row throws(StorageError) in
             try Columns.user(row, 0)
         }
     }

@@ -19,7 +19,10 @@ package struct ContentUpload: Hashable, Sendable {
     package var state: UploadState
     package var createdAt: Timestamp
 
-    package init(id: ContentID, owner: UserID, declaredSize: UInt64, sha256: [UInt8], receivedBytes: UInt64 = 0, state: UploadState = .awaitingUpload, createdAt: Timestamp) {
+    package init(
+        id: ContentID, owner: UserID, declaredSize: UInt64, sha256: [UInt8], receivedBytes: UInt64 = 0,
+        state: UploadState = .awaitingUpload, createdAt: Timestamp
+    ) {
         self.id = id
         self.owner = owner
         self.declaredSize = declaredSize
@@ -35,26 +38,37 @@ extension StorageTransaction {
     /// and a digest that is not 32 bytes.
     package func createUpload(_ upload: ContentUpload) throws(StorageError) {
         guard upload.declaredSize <= Limits.maxPartBytes else {
-            throw StorageError(.invalidArgument, "content is at most \(Limits.maxPartBytes) bytes, declared \(upload.declaredSize)")
+            throw StorageError(
+                .invalidArgument, "content is at most \(Limits.maxPartBytes) bytes, declared \(upload.declaredSize)")
         }
-        guard upload.sha256.count == 32 else { throw StorageError(.invalidArgument, "a content digest is 32 bytes, got \(upload.sha256.count)") }
-        guard upload.receivedBytes <= upload.declaredSize else { throw StorageError(.invalidArgument, "received more than declared") }
+        guard upload.sha256.count == 32 else {
+            throw StorageError(.invalidArgument, "a content digest is 32 bytes, got \(upload.sha256.count)")
+        }
+        guard upload.receivedBytes <= upload.declaredSize else {
+            throw StorageError(.invalidArgument, "received more than declared")
+        }
         try db.run(
             """
             INSERT OR IGNORE INTO content_uploads (content_id, owner, declared_size, sha256, received_bytes, state, created_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [Columns.blob(upload.id.uuid), upload.owner.rawValue, Int64(upload.declaredSize), Data(upload.sha256),
-             Int64(upload.receivedBytes), Int64(upload.state.rawValue), upload.createdAt.millisecondsSince1970, upload.createdAt.millisecondsSince1970]
+            [
+                Columns.blob(upload.id.uuid), upload.owner.rawValue, Int64(upload.declaredSize), Data(upload.sha256),
+                Int64(upload.receivedBytes), Int64(upload.state.rawValue), upload.createdAt.millisecondsSince1970,
+                upload.createdAt.millisecondsSince1970,
+            ]
         )
         guard db.changesCount == 1 else { throw StorageError(.alreadyExists, "content \(upload.id) exists") }
     }
 
     /// Records an upload's progress and state. `receivedBytes` may not exceed the declared size.
-    package func updateUpload(_ id: ContentID, receivedBytes: UInt64, state: UploadState, at time: Timestamp) throws(StorageError) {
+    package func updateUpload(_ id: ContentID, receivedBytes: UInt64, state: UploadState, at time: Timestamp)
+        throws(StorageError)
+    {
         guard let upload = try read.upload(id) else { throw StorageError(.notFound, "no upload \(id)") }
         guard receivedBytes <= upload.declaredSize else {
-            throw StorageError(.invalidArgument, "upload \(id) declared \(upload.declaredSize) bytes, \(receivedBytes) received")
+            throw StorageError(
+                .invalidArgument, "upload \(id) declared \(upload.declaredSize) bytes, \(receivedBytes) received")
         }
         try db.run(
             "UPDATE content_uploads SET received_bytes = ?, state = ?, updated_at = ? WHERE content_id = ?",
@@ -68,11 +82,16 @@ extension StorageTransaction {
     /// Server API, whose digest is known only once every byte is there).
     package func completeUpload(_ id: ContentID, sha256: [UInt8], at time: Timestamp) throws(StorageError) {
         guard let upload = try read.upload(id) else { throw StorageError(.notFound, "no upload \(id)") }
-        guard sha256.count == 32 else { throw StorageError(.invalidArgument, "a content digest is 32 bytes, got \(sha256.count)") }
+        guard sha256.count == 32 else {
+            throw StorageError(.invalidArgument, "a content digest is 32 bytes, got \(sha256.count)")
+        }
         try db.run(
             "UPDATE content_uploads SET received_bytes = ?, state = ?, sha256 = ?, updated_at = ? WHERE content_id = ?",
-            [Int64(upload.declaredSize), Int64(UploadState.complete.rawValue), Data(sha256), time.millisecondsSince1970,
-             Columns.blob(id.uuid)]
+            [
+                Int64(upload.declaredSize), Int64(UploadState.complete.rawValue), Data(sha256),
+                time.millisecondsSince1970,
+                Columns.blob(id.uuid),
+            ]
         )
     }
 }
@@ -80,7 +99,9 @@ extension StorageTransaction {
 extension StorageReader {
     /// An upload by content id.
     package func upload(_ id: ContentID) throws(StorageError) -> ContentUpload? {
-        guard let row = try db.row("SELECT * FROM content_uploads WHERE content_id = ?", [Columns.blob(id.uuid)]) else { return nil }
+        guard let row = try db.row("SELECT * FROM content_uploads WHERE content_id = ?", [Columns.blob(id.uuid)]) else {
+            return nil
+        }
         let size: Int64 = row["declared_size"]
         let received: Int64 = row["received_bytes"]
         let stateRaw: Int64 = row["state"]
@@ -88,7 +109,8 @@ extension StorageReader {
             throw StorageError(.corrupt, "upload \(id) has a bad state or size")
         }
         return ContentUpload(
-            id: id, owner: try Columns.user(row, "owner"), declaredSize: UInt64(size), sha256: try Columns.bytes(row, "sha256"),
+            id: id, owner: try Columns.user(row, "owner"), declaredSize: UInt64(size),
+            sha256: try Columns.bytes(row, "sha256"),
             receivedBytes: UInt64(received), state: state, createdAt: try Columns.timestamp(row, "created_at")
         )
     }
@@ -116,7 +138,9 @@ extension StorageReader {
     /// The bytes the user's uploads hold, `excluding` some: complete ones by their size,
     /// incomplete ones by the bytes received (the stored part of the quota's measure).
     package func contentBytes(of owner: UserID, excluding: Set<ContentID> = []) throws(StorageError) -> UInt64 {
-        let skip = excluding.isEmpty ? "" : " AND content_id NOT IN (\(Array(repeating: "?", count: excluding.count).joined(separator: ", ")))"
+        let skip =
+            excluding.isEmpty
+            ? "" : " AND content_id NOT IN (\(Array(repeating: "?", count: excluding.count).joined(separator: ", ")))"
         var arguments: [any DatabaseValueConvertible] = [Int64(UploadState.complete.rawValue), owner.rawValue]
         arguments += excluding.map { Columns.blob($0.uuid) }
         let row = try db.row(
@@ -142,7 +166,8 @@ extension StorageReader {
             out.append(
                 ContentReferenceRecord(
                     message: MessageID(uuid: try Columns.uuid(row["id"], column: "id")),
-                    conversation: ConversationID(uuid: try Columns.uuid(row["conversation_id"], column: "conversation_id")),
+                    conversation: ConversationID(
+                        uuid: try Columns.uuid(row["conversation_id"], column: "conversation_id")),
                     position: try Columns.hlc(row, "pos"), isDeleted: messageDeleted || conversationDeleted))
         }
         return out
@@ -171,7 +196,8 @@ extension StorageReader {
     }
 
     /// Complete content that no message references, completed before `cutoff`.
-    package func unreferencedContent(completedBefore cutoff: Timestamp, limit: Int) throws(StorageError) -> [ContentID] {
+    package func unreferencedContent(completedBefore cutoff: Timestamp, limit: Int) throws(StorageError) -> [ContentID]
+    {
         try contentIDs(
             """
             SELECT u.content_id FROM content_uploads u WHERE u.state = ? AND u.updated_at < ?

@@ -17,11 +17,15 @@ extension StorageTransaction {
     /// (to be fetched from a peer). Returns true when it made one. An existing record stays as
     /// it is (content of the same id uploaded here, or an earlier reference).
     @discardableResult
-    package func expectReplicatedContent(_ reference: ContentReference, owner: UserID, at time: Timestamp) throws(StorageError) -> Bool {
+    package func expectReplicatedContent(_ reference: ContentReference, owner: UserID, at time: Timestamp)
+        throws(StorageError) -> Bool
+    {
         guard try read.upload(reference.id) == nil else { return false }
-        try createUpload(ContentUpload(
-            id: reference.id, owner: owner, declaredSize: reference.size, sha256: reference.sha256, receivedBytes: 0,
-            state: .awaitingUpload, createdAt: time))
+        try createUpload(
+            ContentUpload(
+                id: reference.id, owner: owner, declaredSize: reference.size, sha256: reference.sha256,
+                receivedBytes: 0,
+                state: .awaitingUpload, createdAt: time))
         return true
     }
 }

@@ -32,12 +32,16 @@ extension StorageTransaction {
     /// distinct conversation the live distinct conversation with the same participant set.
     /// The creator's add operations for every participant and the initial metadata are recorded
     /// at `hlc`.
-    package func createConversation(_ conversation: Conversation, hlc: HLCTimestamp, origin: NodeID) throws(StorageError) -> ConversationCreation {
+    package func createConversation(_ conversation: Conversation, hlc: HLCTimestamp, origin: NodeID)
+        throws(StorageError) -> ConversationCreation
+    {
         do { try conversation.validate() } catch { throw error.storageError }
         if let existing = try read.conversation(conversation.id) {
             return ConversationCreation(conversation: existing, created: false)
         }
-        if conversation.isDistinct, let existing = try read.distinctConversation(participants: conversation.participants) {
+        if conversation.isDistinct,
+            let existing = try read.distinctConversation(participants: conversation.participants)
+        {
             return ConversationCreation(conversation: existing, created: false)
         }
         try insert(conversation, distinct: conversation.isDistinct, hlc: hlc, origin: origin)
@@ -53,31 +57,44 @@ extension StorageTransaction {
     /// creation, then the smaller id): the loser is retired into the survivor. `survivor` is
     /// the caller's expectation; one that disagrees with the rule is `.invalidArgument`.
     /// Returns the survivor.
-    package func insertConcurrentDistinct(_ incoming: Conversation, hlc: HLCTimestamp, origin: NodeID, survivor: ConversationID) throws(StorageError) -> StoredConversation {
+    package func insertConcurrentDistinct(
+        _ incoming: Conversation, hlc: HLCTimestamp, origin: NodeID, survivor: ConversationID
+    ) throws(StorageError) -> StoredConversation {
         do { try incoming.validate() } catch { throw error.storageError }
-        guard incoming.isDistinct else { throw StorageError(.invalidArgument, "conversation \(incoming.id) is not distinct") }
-        guard try read.conversation(incoming.id) == nil else { throw StorageError(.alreadyExists, "conversation \(incoming.id) exists") }
+        guard incoming.isDistinct else {
+            throw StorageError(.invalidArgument, "conversation \(incoming.id) is not distinct")
+        }
+        guard try read.conversation(incoming.id) == nil else {
+            throw StorageError(.alreadyExists, "conversation \(incoming.id) exists")
+        }
         guard let local = try read.distinctConversation(participants: incoming.participants) else {
-            throw StorageError(.notFound, "no live distinct conversation with the participants of \(incoming.id); create it instead")
+            throw StorageError(
+                .notFound, "no live distinct conversation with the participants of \(incoming.id); create it instead")
         }
         let localID = local.conversation.id
         let decided = DistinctResolution.survivor(
             DistinctCandidate(incoming, createdAt: hlc), DistinctCandidate(local.conversation, createdAt: local.hlc)
         ).id
         guard survivor == decided else {
-            throw StorageError(.invalidArgument, "the merge rules make \(decided) the survivor of \(incoming.id) and \(localID), not \(survivor)")
+            throw StorageError(
+                .invalidArgument,
+                "the merge rules make \(decided) the survivor of \(incoming.id) and \(localID), not \(survivor)")
         }
         // Inserted as non-distinct so the unique distinct index holds while both are live.
         try insert(incoming, distinct: false, hlc: hlc, origin: origin)
         try retireConversation(survivor == localID ? incoming.id : localID, mergedInto: survivor)
         try db.run("UPDATE conversations SET is_distinct = 1 WHERE id = ?", [Columns.blob(incoming.id.uuid)])
         headersChanged()
-        guard let stored = try read.conversation(survivor) else { throw StorageError(.corrupt, "survivor \(survivor) vanished") }
+        guard let stored = try read.conversation(survivor) else {
+            throw StorageError(.corrupt, "survivor \(survivor) vanished")
+        }
         return stored
     }
 
     /// Inserts a conversation row with its creation membership and initial metadata.
-    private func insert(_ conversation: Conversation, distinct: Bool, hlc: HLCTimestamp, origin: NodeID) throws(StorageError) {
+    private func insert(_ conversation: Conversation, distinct: Bool, hlc: HLCTimestamp, origin: NodeID)
+        throws(StorageError)
+    {
         let (p, l, n) = try Columns.hlc(hlc)
         let id = Columns.blob(conversation.id.uuid)
         try db.run(
@@ -86,11 +103,16 @@ extension StorageTransaction {
                 created_at, origin_node, hlc_physical, hlc_logical, hlc_node)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [id, conversation.creator.rawValue, distinct, Self.participantSetKey(conversation.participants),
-             conversation.deliveryReceiptsEnabled, conversation.createdAt.millisecondsSince1970, Columns.node(origin), p, l, n]
+            [
+                id, conversation.creator.rawValue, distinct, Self.participantSetKey(conversation.participants),
+                conversation.deliveryReceiptsEnabled, conversation.createdAt.millisecondsSince1970,
+                Columns.node(origin), p, l, n,
+            ]
         )
         for user in conversation.participants.sorted() {
-            _ = try applyMembership(.add, user: user, conversation: conversation.id, actor: conversation.creator, hlc: hlc, origin: origin, keepDistinct: true)
+            _ = try applyMembership(
+                .add, user: user, conversation: conversation.id, actor: conversation.creator, hlc: hlc, origin: origin,
+                keepDistinct: true)
         }
         for (key, value) in conversation.metadata.values.sorted(by: { $0.key < $1.key }) {
             let path: MetadataKeyPath
@@ -110,7 +132,9 @@ extension StorageTransaction {
         _ operation: MembershipOperation, user: UserID, conversation: ConversationID, actor: UserID,
         hlc: HLCTimestamp, origin: NodeID
     ) throws(StorageError) -> Bool {
-        try applyMembership(operation, user: user, conversation: conversation, actor: actor, hlc: hlc, origin: origin, keepDistinct: false)
+        try applyMembership(
+            operation, user: user, conversation: conversation, actor: actor, hlc: hlc, origin: origin,
+            keepDistinct: false)
     }
 
     private func applyMembership(
@@ -141,13 +165,19 @@ extension StorageTransaction {
             "SELECT op, actor, hlc_physical, hlc_logical, hlc_node FROM membership_ops WHERE conversation_id = ? AND user_id = ?",
             [id, user.rawValue]
         ) {
-            guard let op = MembershipOperation(rawValue: row["op"]) else { throw StorageError(.corrupt, "unknown membership op") }
-            log.append(LaminaMerge.MembershipOperation(op.merge, user: user, actor: try Columns.user(row, "actor"), at: try Columns.hlc(row, "hlc")))
+            guard let op = MembershipOperation(rawValue: row["op"]) else {
+                throw StorageError(.corrupt, "unknown membership op")
+            }
+            log.append(
+                LaminaMerge.MembershipOperation(
+                    op.merge, user: user, actor: try Columns.user(row, "actor"), at: try Columns.hlc(row, "hlc")))
         }
-        guard let after = MembershipStanding.of(log), after.isMember != before?.isMember || after.since != before?.since else { return false }
+        guard let after = MembershipStanding.of(log), after.isMember != before?.isMember || after.since != before?.since
+        else { return false }
         let (sp, sl, sn) = try Columns.hlc(after.since)
         // A removal takes away the unread messages from its cutoff on: counted while the row still says member.
-        let removedUnread = before?.isMember == true && !after.isMember
+        let removedUnread =
+            before?.isMember == true && !after.isMember
             ? try read.storedUnreadByRule(of: user, in: conversation, from: after.since, inclusive: true) : 0
         try db.run(
             """
@@ -157,8 +187,10 @@ extension StorageTransaction {
             """,
             [id, user.rawValue, after.isMember, sp, sl, sn]
         )
-        try countStandingChange(of: user, in: conversation, from: before, to: ParticipantState(isMember: after.isMember, since: after.since),
-                                removedUnread: removedUnread)
+        try countStandingChange(
+            of: user, in: conversation, from: before,
+            to: ParticipantState(isMember: after.isMember, since: after.since),
+            removedUnread: removedUnread)
         headersChanged()
         return after.isMember != (before?.isMember ?? false)
     }
@@ -166,27 +198,35 @@ extension StorageTransaction {
     /// Retires `conversation` into `survivor` after a distinct merge: its messages, membership
     /// history, metadata and read markers move to the survivor (metadata by last writer wins,
     /// read and delivered markers by maximum), and it records `mergedInto` so clients can follow the change.
-    package func retireConversation(_ conversation: ConversationID, mergedInto survivor: ConversationID) throws(StorageError) {
-        guard conversation != survivor else { throw StorageError(.invalidArgument, "a conversation cannot be merged into itself") }
+    package func retireConversation(_ conversation: ConversationID, mergedInto survivor: ConversationID)
+        throws(StorageError)
+    {
+        guard conversation != survivor else {
+            throw StorageError(.invalidArgument, "a conversation cannot be merged into itself")
+        }
         _ = try requireLive(conversation)
         _ = try requireLive(survivor)
         let from = Columns.blob(conversation.uuid)
         let to = Columns.blob(survivor.uuid)
-        let clash = try db.int64(
-            """
-            SELECT count(*) FROM messages a JOIN messages b ON b.conversation_id = ?
-                AND a.pos_physical = b.pos_physical AND a.pos_logical = b.pos_logical AND a.pos_node = b.pos_node
-            WHERE a.conversation_id = ?
-            """,
-            [to, from]
-        ) ?? 0
+        let clash =
+            try db.int64(
+                """
+                SELECT count(*) FROM messages a JOIN messages b ON b.conversation_id = ?
+                    AND a.pos_physical = b.pos_physical AND a.pos_logical = b.pos_logical AND a.pos_node = b.pos_node
+                WHERE a.conversation_id = ?
+                """,
+                [to, from]
+            ) ?? 0
         guard clash == 0 else {
-            throw StorageError(.positionTaken, "\(clash) messages of \(conversation) share positions with messages of \(survivor)")
+            throw StorageError(
+                .positionTaken, "\(clash) messages of \(conversation) share positions with messages of \(survivor)")
         }
         try db.run("UPDATE messages SET conversation_id = ? WHERE conversation_id = ?", [to, from])
         // Membership: replay the retired log into the survivor (duplicates ignored, greatest HLC wins).
         for row in try db.rows("SELECT * FROM membership_ops WHERE conversation_id = ? ORDER BY seq", [from]) {
-            guard let op = MembershipOperation(rawValue: row["op"]) else { throw StorageError(.corrupt, "unknown membership op") }
+            guard let op = MembershipOperation(rawValue: row["op"]) else {
+                throw StorageError(.corrupt, "unknown membership op")
+            }
             _ = try applyMembership(
                 op, user: Columns.user(row, "user_id"), conversation: survivor, actor: Columns.user(row, "actor"),
                 hlc: Columns.hlc(row, "hlc"), origin: Columns.node(row["origin_node"] as Int64), keepDistinct: true
@@ -216,13 +256,19 @@ extension StorageTransaction {
 
     /// The live conversation, or `.notFound` / `.conversationRetired`.
     func requireLive(_ conversation: ConversationID) throws(StorageError) -> Row {
-        guard let row = try db.row("SELECT merged_into, deleted FROM conversations WHERE id = ?", [Columns.blob(conversation.uuid)]) else {
+        guard
+            let row = try db.row(
+                "SELECT merged_into, deleted FROM conversations WHERE id = ?", [Columns.blob(conversation.uuid)])
+        else {
             throw StorageError(.notFound, "no conversation \(conversation)")
         }
         let merged: Data? = row["merged_into"]
         let deleted: Bool = row["deleted"]
         guard merged == nil, !deleted else {
-            throw StorageError(.conversationRetired, "conversation \(conversation) was \(deleted ? "deleted" : "merged into another") and takes no more writes")
+            throw StorageError(
+                .conversationRetired,
+                "conversation \(conversation) was \(deleted ? "deleted" : "merged into another") and takes no more writes"
+            )
         }
         return row
     }
@@ -260,34 +306,45 @@ package struct ParticipantState: Hashable, Sendable {
 extension StorageReader {
     /// A conversation by id, whatever its state.
     package func conversation(_ id: ConversationID) throws(StorageError) -> StoredConversation? {
-        guard let row = try db.row("SELECT * FROM conversations WHERE id = ?", [Columns.blob(id.uuid)]) else { return nil }
+        guard let row = try db.row("SELECT * FROM conversations WHERE id = ?", [Columns.blob(id.uuid)]) else {
+            return nil
+        }
         return try storedConversation(row)
     }
 
     /// The live distinct conversation whose participants are exactly `participants`, if any.
     package func distinctConversation(participants: Set<UserID>) throws(StorageError) -> StoredConversation? {
-        guard let row = try db.row(
-            "SELECT * FROM conversations WHERE participant_set_key = ? AND is_distinct = 1 AND merged_into IS NULL AND deleted = 0",
-            [StorageTransaction.participantSetKey(participants)]
-        ) else { return nil }
+        guard
+            let row = try db.row(
+                "SELECT * FROM conversations WHERE participant_set_key = ? AND is_distinct = 1 AND merged_into IS NULL AND deleted = 0",
+                [StorageTransaction.participantSetKey(participants)]
+            )
+        else { return nil }
         return try storedConversation(row)
     }
 
     /// The current participants of a conversation.
     package func participants(of conversation: ConversationID) throws(StorageError) -> Set<UserID> {
         var out = Set<UserID>()
-        for row in try db.rows("SELECT user_id FROM participants WHERE conversation_id = ? AND is_member = 1", [Columns.blob(conversation.uuid)]) {
+        for row in try db.rows(
+            "SELECT user_id FROM participants WHERE conversation_id = ? AND is_member = 1",
+            [Columns.blob(conversation.uuid)])
+        {
             out.insert(try Columns.user(row, "user_id"))
         }
         return out
     }
 
     /// A user's standing in a conversation; nil if they never took part.
-    package func participantState(of user: UserID, in conversation: ConversationID) throws(StorageError) -> ParticipantState? {
-        guard let row = try db.row(
-            "SELECT is_member, hlc_physical, hlc_logical, hlc_node FROM participants WHERE conversation_id = ? AND user_id = ?",
-            [Columns.blob(conversation.uuid), user.rawValue]
-        ) else { return nil }
+    package func participantState(of user: UserID, in conversation: ConversationID) throws(StorageError)
+        -> ParticipantState?
+    {
+        guard
+            let row = try db.row(
+                "SELECT is_member, hlc_physical, hlc_logical, hlc_node FROM participants WHERE conversation_id = ? AND user_id = ?",
+                [Columns.blob(conversation.uuid), user.rawValue]
+            )
+        else { return nil }
         return ParticipantState(isMember: row["is_member"], since: try Columns.hlc(row, "hlc"))
     }
 
@@ -297,7 +354,9 @@ extension StorageReader {
             "SELECT * FROM membership_ops WHERE conversation_id = ? ORDER BY hlc_physical, hlc_logical, hlc_node, user_id",
             [Columns.blob(conversation.uuid)]
         ).map { (row) throws(StorageError) -> MembershipRecord in
-            guard let op = MembershipOperation(rawValue: row["op"]) else { throw StorageError(.corrupt, "unknown membership op") }
+            guard let op = MembershipOperation(rawValue: row["op"]) else {
+                throw StorageError(.corrupt, "unknown membership op")
+            }
             return MembershipRecord(
                 operation: op, user: try Columns.user(row, "user_id"), actor: try Columns.user(row, "actor"),
                 hlc: try Columns.hlc(row, "hlc"), origin: Columns.node(row["origin_node"] as Int64)
@@ -334,7 +393,9 @@ extension StorageReader {
             conversation: conversation,
             origin: Columns.node(row["origin_node"] as Int64),
             hlc: try Columns.hlc(row, "hlc"),
-            mergedInto: try mergedData.map { (d) throws(StorageError) in ConversationID(uuid: try Columns.uuid(d, column: "merged_into")) },
+            mergedInto: try mergedData.map { (d) throws(StorageError) in
+                ConversationID(uuid: try Columns.uuid(d, column: "merged_into"))
+            },
             isDeleted: row["deleted"]
         )
     }
@@ -361,13 +422,17 @@ package struct ConversationHeader: Hashable, Sendable {
     /// Every user who ever took part, with their standing.
     package var states: [UserID: ParticipantState]
 
-    package var participantLimit: Int { Conversation.participantLimit(deliveryReceiptsEnabled: deliveryReceiptsEnabled) }
+    package var participantLimit: Int {
+        Conversation.participantLimit(deliveryReceiptsEnabled: deliveryReceiptsEnabled)
+    }
 }
 
 extension StorageReader {
     /// The conversation's header (flags and participants), whatever its state. `locking`
     /// (several writers): the conversation's row is locked until COMMIT by the same statement.
-    package func conversationHeader(_ id: ConversationID, locking: Bool = false) throws(StorageError) -> ConversationHeader? {
+    package func conversationHeader(_ id: ConversationID, locking: Bool = false) throws(StorageError)
+        -> ConversationHeader?
+    {
         // One statement (a round trip on PostgreSQL): the flags on every row, one row per
         // participant (one with NULLs for none). Columns by position: every command reads it.
         let rows = try db.rows(

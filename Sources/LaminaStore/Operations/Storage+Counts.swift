@@ -26,8 +26,12 @@ extension StorageReader {
     /// message is the newest of the position index that counts. After a removal the total
     /// leaves out the messages from the cutoff on (a range that grows only with what was sent
     /// since). Zero counts when the user never took part.
-    package func counts(of conversation: ConversationID, for user: UserID, blocked: Set<UserID> = []) throws(StorageError) -> ConversationCounts {
-        guard let state = try participantState(of: user, in: conversation) else { return ConversationCounts(messages: 0, unread: 0, lastMessage: nil) }
+    package func counts(of conversation: ConversationID, for user: UserID, blocked: Set<UserID> = [])
+        throws(StorageError) -> ConversationCounts
+    {
+        guard let state = try participantState(of: user, in: conversation) else {
+            return ConversationCounts(messages: 0, unread: 0, lastMessage: nil)
+        }
         var filter = "m.conversation_id = ? AND m.deleted = 0"
         var arguments: StatementArguments = [Columns.blob(conversation.uuid)]
         if !blocked.isEmpty {
@@ -39,26 +43,34 @@ extension StorageReader {
         var lastArguments = arguments
         if !state.isMember {
             let (p, l, n) = try Columns.hlc(state.since)
-            total -= Int(try db.int64(
-                "SELECT count(*) FROM messages m WHERE \(filter) AND (m.pos_physical, m.pos_logical, m.pos_node) >= (?, ?, ?)",
-                arguments + [p, l, n]) ?? 0)
+            total -= Int(
+                try db.int64(
+                    "SELECT count(*) FROM messages m WHERE \(filter) AND (m.pos_physical, m.pos_logical, m.pos_node) >= (?, ?, ?)",
+                    arguments + [p, l, n]) ?? 0)
             lastFilter += " AND (m.pos_physical, m.pos_logical, m.pos_node) < (?, ?, ?)"
             lastArguments += [p, l, n]
         }
         var last: MessageID?
-        if let row = try db.row("SELECT m.id FROM messages m WHERE \(lastFilter) ORDER BY m.pos_physical DESC, m.pos_logical DESC, m.pos_node DESC LIMIT 1",
-                                lastArguments) {
+        if let row = try db.row(
+            "SELECT m.id FROM messages m WHERE \(lastFilter) ORDER BY m.pos_physical DESC, m.pos_logical DESC, m.pos_node DESC LIMIT 1",
+            lastArguments)
+        {
             let id: Data? = row["id"]
             last = MessageID(uuid: try Columns.uuid(id, column: "id"))
         }
-        return ConversationCounts(messages: total, unread: try storedUnread(of: user, in: conversation), lastMessage: last)
+        return ConversationCounts(
+            messages: total, unread: try storedUnread(of: user, in: conversation), lastMessage: last)
     }
 
     /// `counts(of:for:blocked:)` by reading the messages (the total and the messages after the
     /// read marker, each decided by `UnreadCounts.isUnread`): what the stored counters are
     /// checked against in tests. Three index range reads that grow with the conversation.
-    func countsByScan(of conversation: ConversationID, for user: UserID, blocked: Set<UserID> = []) throws(StorageError) -> ConversationCounts {
-        guard let state = try participantState(of: user, in: conversation) else { return ConversationCounts(messages: 0, unread: 0, lastMessage: nil) }
+    func countsByScan(of conversation: ConversationID, for user: UserID, blocked: Set<UserID> = []) throws(StorageError)
+        -> ConversationCounts
+    {
+        guard let state = try participantState(of: user, in: conversation) else {
+            return ConversationCounts(messages: 0, unread: 0, lastMessage: nil)
+        }
         let cutoff = state.isMember ? nil : state.since
         var filter = "m.conversation_id = ? AND m.deleted = 0"
         var arguments: StatementArguments = [Columns.blob(conversation.uuid)]
@@ -73,7 +85,10 @@ extension StorageReader {
         }
         let total = Int(try db.int64("SELECT count(*) FROM messages m WHERE \(filter)", arguments) ?? 0)
         var last: MessageID?
-        if let row = try db.row("SELECT m.id FROM messages m WHERE \(filter) ORDER BY m.pos_physical DESC, m.pos_logical DESC, m.pos_node DESC LIMIT 1", arguments) {
+        if let row = try db.row(
+            "SELECT m.id FROM messages m WHERE \(filter) ORDER BY m.pos_physical DESC, m.pos_logical DESC, m.pos_node DESC LIMIT 1",
+            arguments)
+        {
             let id: Data? = row["id"]
             last = MessageID(uuid: try Columns.uuid(id, column: "id"))
         }
@@ -116,11 +131,15 @@ extension StorageReader {
         for row in try db.rows(newestOfEachStatus, unreadQuery) {
             let raw: Int64? = row["status"]
             let n: Int64 = row["n"]
-            let stamp = MessageStamp(id: anyID, conversation: conversation, sender: try Columns.user(row, "sender"), position: try Columns.hlc(row, "pos"))
+            let stamp = MessageStamp(
+                id: anyID, conversation: conversation, sender: try Columns.user(row, "sender"),
+                position: try Columns.hlc(row, "pos"))
             if UnreadCounts.isUnread(
                 stamp, for: user, deleted: false, visible: true,
                 recorded: raw.flatMap { RecipientStatus(rawValue: Int8(clamping: $0)) }, readUpTo: readUpTo
-            ) { unread += Int(n) }
+            ) {
+                unread += Int(n)
+            }
         }
         return ConversationCounts(messages: total, unread: unread, lastMessage: last)
     }

@@ -16,8 +16,11 @@ extension StorageTransaction {
             INSERT OR IGNORE INTO distinct_births (conversation_id, participant_set_key, origin_node, origin_counter, seen)
             VALUES (?, ?, ?, ?, ?)
             """,
-            [Columns.blob(birth.id.uuid), Self.participantSetKey(birth.candidate.participants), Columns.node(birth.origin),
-             counter, DistinctBirthColumns.seenText(birth.seen)]
+            [
+                Columns.blob(birth.id.uuid), Self.participantSetKey(birth.candidate.participants),
+                Columns.node(birth.origin),
+                counter, DistinctBirthColumns.seenText(birth.seen),
+            ]
         )
     }
 
@@ -47,13 +50,16 @@ extension StorageTransaction {
     /// Sets a conversation's distinct flag (a distinct creation inserted non-distinct while
     /// its merge is decided).
     package func setDistinct(_ conversation: ConversationID, _ distinct: Bool) throws(StorageError) {
-        try db.run("UPDATE conversations SET is_distinct = ? WHERE id = ?", [distinct, Columns.blob(conversation.uuid)])
+        try db.run(
+            "UPDATE conversations SET is_distinct = ? WHERE id = ?", [distinct, Columns.blob(conversation.uuid)])
         headersChanged()
     }
 
     /// Inserts a conversation another node created distinct, as non-distinct (the caller
     /// decides its merge, then sets its flag).
-    package func insertReplicatedDistinct(_ conversation: Conversation, hlc: HLCTimestamp, origin: NodeID) throws(StorageError) {
+    package func insertReplicatedDistinct(_ conversation: Conversation, hlc: HLCTimestamp, origin: NodeID)
+        throws(StorageError)
+    {
         var plain = conversation
         plain.isDistinct = false
         // Non-distinct, its participant set is still recorded (`participant_set_key`).
@@ -78,7 +84,8 @@ extension StorageReader {
             let counter: Int64 = row["origin_counter"]
             return DistinctBirth(
                 candidate: DistinctCandidate(
-                    id: ConversationID(uuid: try Columns.uuid(idData, column: "conversation_id")), participants: participants,
+                    id: ConversationID(uuid: try Columns.uuid(idData, column: "conversation_id")),
+                    participants: participants,
                     createdAt: try Columns.hlc(row, "hlc")),
                 origin: Columns.node(row["origin_node"] as Int64), counter: UInt64(max(0, counter)),
                 seen: try DistinctBirthColumns.seen(row["seen"] as String))
@@ -86,9 +93,14 @@ extension StorageReader {
     }
 
     /// A conversation's distinct and deleted flags, whatever its state.
-    package func distinctFlags(of conversation: ConversationID) throws(StorageError) -> (distinct: Bool, deleted: Bool)? {
-        guard let row = try db.row("SELECT is_distinct, deleted FROM conversations WHERE id = ?", [Columns.blob(conversation.uuid)]) else { return nil }
-        let distinct: Bool = row[0], deleted: Bool = row[1]
+    package func distinctFlags(of conversation: ConversationID) throws(StorageError) -> (distinct: Bool, deleted: Bool)?
+    {
+        guard
+            let row = try db.row(
+                "SELECT is_distinct, deleted FROM conversations WHERE id = ?", [Columns.blob(conversation.uuid)])
+        else { return nil }
+        let distinct: Bool = row[0]
+        let deleted: Bool = row[1]
         return (distinct, deleted)
     }
 }
@@ -97,7 +109,8 @@ extension StorageReader {
 /// ascending node order (text, the same on both backends).
 enum DistinctBirthColumns {
     static func seenText(_ vector: VersionVector) -> String {
-        vector.counters.sorted { $0.key < $1.key }.map { "\(String($0.key.rawValue, radix: 16)):\($0.value)" }.joined(separator: ",")
+        vector.counters.sorted { $0.key < $1.key }.map { "\(String($0.key.rawValue, radix: 16)):\($0.value)" }.joined(
+            separator: ",")
     }
 
     static func seen(_ text: String) throws(StorageError) -> VersionVector {

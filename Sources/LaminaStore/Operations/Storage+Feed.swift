@@ -26,23 +26,27 @@ extension StorageTransaction {
         payload: [UInt8], at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
         try checkBlob(payload, "a feed payload")
-        return try appendEntries(to: users, kind: kind, conversation: conversation, message: message, payload: payload, at: time)
+        return try appendEntries(
+            to: users, kind: kind, conversation: conversation, message: message, payload: payload, at: time)
     }
 
     /// Appends `message-created` of a stored message to the feed of every user in `users`:
     /// each entry names the message (stored once) instead of holding a copy of it. Returns
     /// each user's new sequence number.
     package func appendMessageCreated(
-        _ message: MessageID, in conversation: ConversationID, to users: some Sequence<UserID>, kind: UInt8, at time: Timestamp
+        _ message: MessageID, in conversation: ConversationID, to users: some Sequence<UserID>, kind: UInt8,
+        at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
         try appendEntries(to: users, kind: kind, conversation: conversation, message: message, payload: nil, at: time)
     }
 
     private func appendEntries(
-        to users: some Sequence<UserID>, kind: UInt8, conversation: ConversationID?, message: MessageID?, payload: [UInt8]?, at time: Timestamp
+        to users: some Sequence<UserID>, kind: UInt8, conversation: ConversationID?, message: MessageID?,
+        payload: [UInt8]?, at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
         if cache.sharedWriters {
-            return try appendEntriesShared(to: Set(users), kind: kind, conversation: conversation, message: message, payload: payload, at: time)
+            return try appendEntriesShared(
+                to: Set(users), kind: kind, conversation: conversation, message: message, payload: payload, at: time)
         }
         let statements = try statements
         let insert = cache.feedsDirect ? statements.insertFeedEntryDirect : statements.insertFeedEntry
@@ -75,7 +79,8 @@ extension StorageTransaction {
     /// inserted, in ONE statement for all the users (`FeedHead.appendSQL`): one round trip
     /// whatever the number of participants.
     private func appendEntriesShared(
-        to users: Set<UserID>, kind: UInt8, conversation: ConversationID?, message: MessageID?, payload: [UInt8]?, at time: Timestamp
+        to users: Set<UserID>, kind: UInt8, conversation: ConversationID?, message: MessageID?, payload: [UInt8]?,
+        at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
         guard !users.isEmpty else { return [:] }
         let list: String
@@ -84,10 +89,12 @@ extension StorageTransaction {
         } catch {
             throw StorageError(.invalidArgument, "user ids that do not encode as JSON: \(error)")
         }
-        let rows = try db.rows(FeedHead.appendSQL, [
-            list, Int64(kind), conversation.map { Columns.blob($0.uuid) }, message.map { Columns.blob($0.uuid) },
-            payload.map { Data($0) }, time.millisecondsSince1970,
-        ])
+        let rows = try db.rows(
+            FeedHead.appendSQL,
+            [
+                list, Int64(kind), conversation.map { Columns.blob($0.uuid) }, message.map { Columns.blob($0.uuid) },
+                payload.map { Data($0) }, time.millisecondsSince1970,
+            ])
         let byRawValue = Dictionary(uniqueKeysWithValues: users.map { ($0.rawValue, $0) })
         var seqs: [UserID: UInt64] = [:]
         for row in rows {
@@ -105,7 +112,9 @@ extension StorageTransaction {
     /// Moves a device's cursor up to `seq` (it never moves back) and returns the cursor now
     /// stored. A seq beyond the user's feed head is refused.
     @discardableResult
-    package func advanceCursor(of device: String, user: UserID, to seq: UInt64, at time: Timestamp) throws(StorageError) -> UInt64 {
+    package func advanceCursor(of device: String, user: UserID, to seq: UInt64, at time: Timestamp) throws(StorageError)
+        -> UInt64
+    {
         try checkDeviceID(device)
         let head = try read.feedHead(of: user)
         guard seq <= head else {
@@ -221,7 +230,9 @@ enum FeedTail {
     /// the feeds directly (its entries already share each feed's page: the tail would only
     /// add its own insert, sort and delete per entry), after moving what the tail holds (a
     /// feed's tail entries must stay its newest).
-    static func beginGroup(_ db: any SQLSession, cache: WriterCache, commands: Int, largeGroup: Int) throws(StorageError) {
+    static func beginGroup(_ db: any SQLSession, cache: WriterCache, commands: Int, largeGroup: Int)
+        throws(StorageError)
+    {
         cache.feedsDirect = commands >= largeGroup
         if cache.feedsDirect { try settle(db, cache: cache, atLeast: 1) }
     }
@@ -299,14 +310,16 @@ extension StorageReader {
         for table in FeedTail.tables {
             let remaining = limit - entries.count
             guard remaining > 0 else { break }
-            try readFeed(table, of: user, after: entries.last?.seq ?? seq, limit: remaining, statuses: &statuses, into: &entries)
+            try readFeed(
+                table, of: user, after: entries.last?.seq ?? seq, limit: remaining, statuses: &statuses, into: &entries)
         }
         return entries
     }
 
     /// Up to `limit` of the user's entries after `seq` in `table`, appended to `entries`.
     private func readFeed(
-        _ table: String, of user: UserID, after seq: UInt64, limit: Int, statuses: inout MessageStatuses, into entries: inout [FeedEntry]
+        _ table: String, of user: UserID, after seq: UInt64, limit: Int, statuses: inout MessageStatuses,
+        into entries: inout [FeedEntry]
     ) throws(StorageError) {
         let after = try Columns.int64(seq, "seq")
         // Recorded statuses first (one query for the page), then the entries, each decoded
@@ -318,7 +331,11 @@ extension StorageReader {
             WHERE f.user_id = ?1 AND f.seq > ?2 AND f.payload IS NULL
                 AND f.seq <= (SELECT max(seq) FROM (SELECT seq FROM \(table) WHERE user_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3) AS page)
             """,
-            bind: { $0.bind(1, user.rawValue); $0.bind(2, after); $0.bind(3, Int64(limit)) }
+            bind: {
+                $0.bind(1, user.rawValue)
+                $0.bind(2, after)
+                $0.bind(3, Int64(limit))
+            }
         ) { (row) throws(StorageError) in
             let raw = row.int64(2)
             guard let message = row.uuid(0), let status = RecipientStatus(rawValue: Int8(clamping: raw)) else {
@@ -332,13 +349,22 @@ extension StorageReader {
             FROM \(table) f LEFT JOIN messages m ON f.payload IS NULL AND m.id = f.message_id
             WHERE f.user_id = ?1 AND f.seq > ?2 ORDER BY f.seq LIMIT ?3
             """,
-            bind: { $0.bind(1, user.rawValue); $0.bind(2, after); $0.bind(3, Int64(limit)) }
+            bind: {
+                $0.bind(1, user.rawValue)
+                $0.bind(2, after)
+                $0.bind(3, Int64(limit))
+            }
         ) { (row) throws(StorageError) in
             let seq = row.int64(0)
-            let conversation = row.uuid(2), message = row.uuid(3)
+            let conversation = row.uuid(2)
+            let message = row.uuid(3)
             let payload = row.bytes(4)
-            if !row.isNull(2), conversation == nil { throw StorageError(.corrupt, "column conversation_id does not hold a 16-byte identifier") }
-            if !row.isNull(3), message == nil { throw StorageError(.corrupt, "column message_id does not hold a 16-byte identifier") }
+            if !row.isNull(2), conversation == nil {
+                throw StorageError(.corrupt, "column conversation_id does not hold a 16-byte identifier")
+            }
+            if !row.isNull(3), message == nil {
+                throw StorageError(.corrupt, "column message_id does not hold a 16-byte identifier")
+            }
             var entry = FeedEntry(
                 user: user,
                 seq: UInt64(seq),
@@ -352,7 +378,8 @@ extension StorageReader {
                 guard let message, !row.isNull(6) else {
                     throw StorageError(.corrupt, "feed entry \(seq) of \(user) names a message that is not stored")
                 }
-                entry.createdMessage = try statuses.storedMessage(row, at: 6, recorded: recorded[message] ?? [:]).message
+                entry.createdMessage = try statuses.storedMessage(row, at: 6, recorded: recorded[message] ?? [:])
+                    .message
             }
             entries.append(entry)
         }
@@ -366,7 +393,10 @@ extension StorageReader {
     /// The device's acknowledged sequence number (0 when it never acknowledged).
     package func cursor(of device: String, user: UserID) throws(StorageError) -> UInt64 {
         try checkDeviceID(device)
-        return UInt64(try db.int64("SELECT acked_seq FROM device_cursors WHERE user_id = ? AND device_id = ?", [user.rawValue, device]) ?? 0)
+        return UInt64(
+            try db.int64(
+                "SELECT acked_seq FROM device_cursors WHERE user_id = ? AND device_id = ?", [user.rawValue, device])
+                ?? 0)
     }
 
     /// Every device's cursor of a user.
@@ -383,6 +413,7 @@ extension StorageReader {
 func checkDeviceID(_ device: String) throws(StorageError) {
     let bytes = device.utf8.count
     guard bytes > 0, bytes <= StorageLimits.maxDeviceIDBytes else {
-        throw StorageError(.invalidArgument, "a device id is 1...\(StorageLimits.maxDeviceIDBytes) UTF-8 bytes, got \(bytes)")
+        throw StorageError(
+            .invalidArgument, "a device id is 1...\(StorageLimits.maxDeviceIDBytes) UTF-8 bytes, got \(bytes)")
     }
 }

@@ -51,14 +51,17 @@ extension StorageTransaction {
     /// Records the result of a command by key. Refuses a key already recorded (`.alreadyExists`).
     package func recordResult(_ result: [UInt8], for key: IdempotencyKey, at time: Timestamp) throws(StorageError) {
         try checkBlob(result, "an idempotency record")
-        let inserted = try db.runRaw("INSERT OR IGNORE INTO idempotency_records (user_id, request_id, result, created_at) VALUES (?, ?, ?, ?)") {
+        let inserted = try db.runRaw(
+            "INSERT OR IGNORE INTO idempotency_records (user_id, request_id, result, created_at) VALUES (?, ?, ?, ?)"
+        ) {
             $0.bind(1, key.user.rawValue)
             $0.bind(2, key.id)
             $0.bind(3, result)
             $0.bind(4, time.millisecondsSince1970)
         }
         guard inserted == 1 else {
-            throw StorageError(.alreadyExists, "request \(key.id.uuidString.lowercased()) of \(key.user) is already recorded")
+            throw StorageError(
+                .alreadyExists, "request \(key.id.uuidString.lowercased()) of \(key.user) is already recorded")
         }
     }
 
@@ -78,10 +81,13 @@ extension StorageReader {
     /// The recorded result of a command, if any.
     package func recordedResult(for key: IdempotencyKey) throws(StorageError) -> [UInt8]? {
         var result: [UInt8]?
-        try db.eachRow("SELECT result FROM idempotency_records WHERE user_id = ? AND request_id = ?", bind: {
-            $0.bind(1, key.user.rawValue)
-            $0.bind(2, key.id)
-        }) { (row) throws(StorageError) in
+        try db.eachRow(
+            "SELECT result FROM idempotency_records WHERE user_id = ? AND request_id = ?",
+            bind: {
+                $0.bind(1, key.user.rawValue)
+                $0.bind(2, key.id)
+            }
+        ) { (row) throws(StorageError) in
             guard let bytes = row.bytes(0) else { throw StorageError(.corrupt, "column result holds no bytes") }
             result = bytes
         }

@@ -5,7 +5,9 @@ import LaminaModel
 /// object): the known string fields and a flat string metadata map.
 package struct StoredIdentity: Hashable, Sendable, Codable {
     /// The string properties of an identity, by their Platform API names.
-    package static let fields = ["display_name", "avatar_url", "first_name", "last_name", "phone_number", "email_address", "public_key"]
+    package static let fields = [
+        "display_name", "avatar_url", "first_name", "last_name", "phone_number", "email_address", "public_key",
+    ]
 
     package var values: [String: String]
     package var metadata: [String: String]

@@ -45,10 +45,14 @@ extension StorageTransaction {
     /// (`.positionTaken`) and a conversation that is missing or retired. Returns whether this
     /// is the first message accepted into the conversation.
     @discardableResult
-    package func appendMessage(_ message: Message, hlc: HLCTimestamp, origin: NodeID, requestDigest: [UInt8]? = nil) throws(StorageError) -> Bool {
+    package func appendMessage(_ message: Message, hlc: HLCTimestamp, origin: NodeID, requestDigest: [UInt8]? = nil)
+        throws(StorageError) -> Bool
+    {
         do { try message.validate() } catch { throw error.storageError }
         guard let position = message.position, let sentAt = message.sentAt else {
-            throw StorageError(.invalidArgument, "message \(message.id) has no position or sentAt; the node assigns both before storing")
+            throw StorageError(
+                .invalidArgument,
+                "message \(message.id) has no position or sentAt; the node assigns both before storing")
         }
         if let requestDigest, requestDigest.count != 32 {
             throw StorageError(.invalidArgument, "a request digest is 32 bytes, got \(requestDigest.count)")
@@ -92,12 +96,14 @@ extension StorageTransaction {
             if try db.int64("SELECT 1 FROM messages WHERE id = ?", [Columns.blob(message.id.uuid)]) != nil {
                 throw StorageError(.alreadyExists, "message \(message.id) exists")
             }
-            throw StorageError(.positionTaken, "position \(position) of \(message.conversationID) is held by another message")
+            throw StorageError(
+                .positionTaken, "position \(position) of \(message.conversationID) is held by another message")
         }
         cache.rememberHoldsMessages(header.id)
         try countAppended(message.id, sender: message.sender, in: message.conversationID, at: (pp, pl, pn))
         try indexContentReferences(of: message.id, message.parts)
-        for (user, status) in message.recipientStatus.sorted(by: { $0.key < $1.key }) where user != message.sender && status > .sent {
+        for (user, status) in message.recipientStatus.sorted(by: { $0.key < $1.key })
+        where user != message.sender && status > .sent {
             _ = try recordStatus(status, of: message.id, for: user)
         }
         return isFirst
@@ -110,8 +116,10 @@ extension StorageTransaction {
             guard case .external(let ref) = part.content else { continue }
             try db.run(
                 "INSERT INTO message_parts (message_id, idx, part_id, mime_type, content_id, content_size, content_sha256) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [id, index, Columns.blob(part.id), part.mimeType.rawValue, Columns.blob(ref.id.uuid),
-                 try Columns.int64(ref.size, "content size"), Data(ref.sha256)]
+                [
+                    id, index, Columns.blob(part.id), part.mimeType.rawValue, Columns.blob(ref.id.uuid),
+                    try Columns.int64(ref.size, "content size"), Data(ref.sha256),
+                ]
             )
         }
     }
@@ -121,8 +129,10 @@ extension StorageTransaction {
     /// the deletion) when `hlc` is later than the reading its parts date from (LaminaMerge's
     /// `MessagePartsRegister`): the body keeps its push configuration, content references are
     /// indexed anew. Returns false (nothing written) when a later update is already stored.
-    package func replaceParts(of id: MessageID, with parts: [MessagePart], hlc: HLCTimestamp, origin: NodeID, by user: UserID,
-                             evenIfDeleted: Bool = false) throws(StorageError) -> Bool {
+    package func replaceParts(
+        of id: MessageID, with parts: [MessagePart], hlc: HLCTimestamp, origin: NodeID, by user: UserID,
+        evenIfDeleted: Bool = false
+    ) throws(StorageError) -> Bool {
         guard let stored = try read.message(id) else { throw StorageError(.notFound, "no message \(id)") }
         guard evenIfDeleted || !stored.isDeleted else { throw StorageError(.notFound, "message \(id) was deleted") }
         let current = try read.partsUpdate(of: id)?.hlc ?? stored.hlc
@@ -153,14 +163,18 @@ extension StorageTransaction {
 
     /// Marks a message deleted for every participant; history no longer returns it.
     package func deleteMessage(_ message: MessageID) throws(StorageError) {
-        guard let row = try db.row("SELECT conversation_id, sender, deleted FROM messages WHERE id = ?", [Columns.blob(message.uuid)]) else {
+        guard
+            let row = try db.row(
+                "SELECT conversation_id, sender, deleted FROM messages WHERE id = ?", [Columns.blob(message.uuid)])
+        else {
             throw StorageError(.notFound, "no message \(message)")
         }
         let deleted: Bool = row["deleted"]
         if !deleted {
             let conversation: Data? = row["conversation_id"]
-            try countDeleting(message, sender: try Columns.user(row, "sender"),
-                              in: ConversationID(uuid: try Columns.uuid(conversation, column: "conversation_id")))
+            try countDeleting(
+                message, sender: try Columns.user(row, "sender"),
+                in: ConversationID(uuid: try Columns.uuid(conversation, column: "conversation_id")))
         }
         try db.run("UPDATE messages SET deleted = 1 WHERE id = ?", [Columns.blob(message.uuid)])
         guard db.changesCount == 1 else { throw StorageError(.notFound, "no message \(message)") }
@@ -169,7 +183,9 @@ extension StorageTransaction {
     /// Marks deleted every message of the conversation positioned before `position` (one
     /// range update). Returns how many were deleted now.
     @discardableResult
-    package func deleteMessages(of conversation: ConversationID, before position: MessagePosition) throws(StorageError) -> Int {
+    package func deleteMessages(of conversation: ConversationID, before position: MessagePosition) throws(StorageError)
+        -> Int
+    {
         let (p, l, n) = try Columns.hlc(position)
         try db.run(
             "UPDATE messages SET deleted = 1 WHERE conversation_id = ? AND deleted = 0 AND (pos_physical, pos_logical, pos_node) < (?, ?, ?)",
@@ -184,25 +200,32 @@ extension StorageTransaction {
 extension StorageReader {
     /// When a message's parts were last replaced and by whom; nil when never.
     package func partsUpdate(of id: MessageID) throws(StorageError) -> (hlc: HLCTimestamp, by: UserID)? {
-        guard let row = try db.row(
-            "SELECT hlc_physical, hlc_logical, hlc_node, updated_by FROM message_part_updates WHERE message_id = ?", [Columns.blob(id.uuid)])
+        guard
+            let row = try db.row(
+                "SELECT hlc_physical, hlc_logical, hlc_node, updated_by FROM message_part_updates WHERE message_id = ?",
+                [Columns.blob(id.uuid)])
         else { return nil }
         return (try Columns.hlc(row, "hlc"), try Columns.user(row, "updated_by"))
     }
 
     /// A message by id, deleted or not.
     package func message(_ id: MessageID) throws(StorageError) -> MessageRecord? {
-        guard let row = try db.row("SELECT \(MessageStatuses.columns()) FROM messages WHERE id = ?", [Columns.blob(id.uuid)]) else { return nil }
+        guard
+            let row = try db.row(
+                "SELECT \(MessageStatuses.columns()) FROM messages WHERE id = ?", [Columns.blob(id.uuid)])
+        else { return nil }
         var statuses = MessageStatuses(reader: self)
         return try statuses.storedMessage(row)
     }
 
     /// What a retry of the SEND_MESSAGE that created message `id` needs, if it exists.
     package func sendRecord(_ id: MessageID) throws(StorageError) -> SendRecord? {
-        guard let row = try db.row(
-            "SELECT sender, conversation_id, pos_physical, pos_logical, pos_node, sent_at, request_digest FROM messages WHERE id = ?",
-            [Columns.blob(id.uuid)]
-        ) else { return nil }
+        guard
+            let row = try db.row(
+                "SELECT sender, conversation_id, pos_physical, pos_logical, pos_node, sent_at, request_digest FROM messages WHERE id = ?",
+                [Columns.blob(id.uuid)]
+            )
+        else { return nil }
         let conversation: Data? = row["conversation_id"]
         let digest: Data? = row["request_digest"]
         return SendRecord(
@@ -293,7 +316,9 @@ extension StorageReader {
     /// blocks are not counted, SPEC §6.4): the stored count. With `scanning`, decided message
     /// by message with `UnreadCounts.isUnread` over the newest that many messages after the
     /// user's read marker (the only ones that can be unread).
-    package func unreadCount(of conversation: ConversationID, for user: UserID, scanning limit: Int? = nil) throws(StorageError) -> Int {
+    package func unreadCount(of conversation: ConversationID, for user: UserID, scanning limit: Int? = nil)
+        throws(StorageError) -> Int
+    {
         // Exact and one row: the stored counter (`StoredCounts`), kept by every change that moves it.
         guard let limit else { return try storedUnread(of: user, in: conversation) }
         guard let state = try participantState(of: user, in: conversation) else { return 0 }
@@ -317,12 +342,15 @@ extension StorageReader {
         for row in try db.rows(sql, arguments) {
             let position = try Columns.hlc(row, "pos")
             let raw: Int64? = row["status"]
-            let stamp = MessageStamp(id: anyID, conversation: conversation, sender: try Columns.user(row, "sender"), position: position)
+            let stamp = MessageStamp(
+                id: anyID, conversation: conversation, sender: try Columns.user(row, "sender"), position: position)
             let visible = state.isMember || position < state.since
             if UnreadCounts.isUnread(
                 stamp, for: user, deleted: row["deleted"], visible: visible,
                 recorded: raw.flatMap { RecipientStatus(rawValue: Int8(clamping: $0)) }, readUpTo: readUpTo
-            ) { unread += 1 }
+            ) {
+                unread += 1
+            }
         }
         return unread
     }
@@ -368,7 +396,8 @@ struct MessageStatuses {
 
     mutating func slice(of conversation: ConversationID) throws(StorageError) -> ConversationStatusSlice {
         if let cached = conversations[conversation] { return cached }
-        let receipts = try reader.db.int64("SELECT delivery_receipts_enabled FROM conversations WHERE id = ?", [Columns.blob(conversation.uuid)])
+        let receipts = try reader.db.int64(
+            "SELECT delivery_receipts_enabled FROM conversations WHERE id = ?", [Columns.blob(conversation.uuid)])
         let slice = ConversationStatusSlice(
             participants: try reader.participants(of: conversation),
             receiptsEnabled: receipts != 0,
@@ -382,15 +411,22 @@ struct MessageStatuses {
     /// The columns `storedMessage` reads, in its order (select them as `m.` or bare).
     static func columns(_ table: String = "") -> String {
         let t = table.isEmpty ? "" : table + "."
-        return ["id", "conversation_id", "sender", "pos_physical", "pos_logical", "pos_node", "sent_at", "body", "origin_node",
-                "hlc_physical", "hlc_logical", "hlc_node", "deleted"].map { t + $0 }.joined(separator: ", ")
+        return [
+            "id", "conversation_id", "sender", "pos_physical", "pos_logical", "pos_node", "sent_at", "body",
+            "origin_node",
+            "hlc_physical", "hlc_logical", "hlc_node", "deleted",
+        ].map { t + $0 }.joined(separator: ", ")
     }
 
     /// The message in `row`, whose columns from `offset` on are `columns()`. `recorded`: the
     /// statuses recorded for this message alone when the caller read them with others (nil:
     /// read them now).
-    mutating func storedMessage(_ row: some ColumnRow, at offset: Int = 0, recorded recordedGiven: [UserID: RecipientStatus]? = nil) throws(StorageError) -> MessageRecord {
-        guard let idUUID = row.uuid(offset) else { throw StorageError(.corrupt, "column id does not hold a 16-byte identifier") }
+    mutating func storedMessage(
+        _ row: some ColumnRow, at offset: Int = 0, recorded recordedGiven: [UserID: RecipientStatus]? = nil
+    ) throws(StorageError) -> MessageRecord {
+        guard let idUUID = row.uuid(offset) else {
+            throw StorageError(.corrupt, "column id does not hold a 16-byte identifier")
+        }
         let id = MessageID(uuid: idUUID)
         guard let conversationUUID = row.uuid(offset + 1) else {
             throw StorageError(.corrupt, "column conversation_id does not hold a 16-byte identifier")
@@ -404,23 +440,35 @@ struct MessageStatuses {
         let sender = try Columns.user(row, offset + 2)
         let position = try Columns.hlc(row, from: offset + 3)
         let recorded: [UserID: RecipientStatus]
-        if let given = recordedGiven { recorded = given } else { recorded = try reader.recordedStatuses(of: Columns.blob(idUUID)) }
+        if let given = recordedGiven {
+            recorded = given
+        } else {
+            recorded = try reader.recordedStatuses(of: Columns.blob(idUUID))
+        }
         let slice = try slice(of: conversation)
         let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
         var statuses: [UserID: RecipientStatus] = [:]
         // A system sender (SPEC §3.9) is no recipient: it has no status of its own.
         for user in slice.participants.union(sender.isSystemSender ? [] : [sender]).union(recorded.keys) {
             let status = RecipientStatusLattice.status(
-                of: stamp, for: user, recorded: recorded[user], deliveredUpTo: slice.delivered[user], readUpTo: slice.read[user])
-            statuses[user] = viewer.map { RecipientStatusLattice.reported(status, of: user, viewer: $0, receiptsEnabled: slice.receiptsEnabled) } ?? status
+                of: stamp, for: user, recorded: recorded[user], deliveredUpTo: slice.delivered[user],
+                readUpTo: slice.read[user])
+            statuses[user] =
+                viewer.map {
+                    RecipientStatusLattice.reported(
+                        status, of: user, viewer: $0, receiptsEnabled: slice.receiptsEnabled)
+                } ?? status
         }
         let sentAt = row.int64(offset + 6)
         let origin = row.int64(offset + 8)
         let message = Message(
             id: id, conversationID: conversation, sender: sender, parts: body.parts,
-            sentAt: Timestamp(millisecondsSince1970: sentAt), position: position, push: body.push, recipientStatus: statuses
+            sentAt: Timestamp(millisecondsSince1970: sentAt), position: position, push: body.push,
+            recipientStatus: statuses
         )
-        return MessageRecord(message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9), isDeleted: row.int64(offset + 12) != 0)
+        return MessageRecord(
+            message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9),
+            isDeleted: row.int64(offset + 12) != 0)
     }
 }
 
@@ -430,7 +478,9 @@ extension Columns {
         let partID: Data? = row["part_id"]
         let mimeString: String = row["mime_type"]
         let mime: MIMEType
-        do { mime = try MIMEType(mimeString) } catch { throw StorageError(.corrupt, "bad stored MIME type '\(mimeString)'") }
+        do { mime = try MIMEType(mimeString) } catch {
+            throw StorageError(.corrupt, "bad stored MIME type '\(mimeString)'")
+        }
         let content: PartContent
         if let bytes: Data = row["inline_bytes"] {
             content = .inline([UInt8](bytes))
@@ -438,11 +488,12 @@ extension Columns {
             let contentID: Data? = row["content_id"]
             let size: Int64? = row["content_size"]
             guard let size, size >= 0 else { throw StorageError(.corrupt, "a content reference has no size") }
-            content = .external(ContentReference(
-                id: ContentID(uuid: try Columns.uuid(contentID, column: "content_id")),
-                size: UInt64(size),
-                sha256: try Columns.bytes(row, "content_sha256")
-            ))
+            content = .external(
+                ContentReference(
+                    id: ContentID(uuid: try Columns.uuid(contentID, column: "content_id")),
+                    size: UInt64(size),
+                    sha256: try Columns.bytes(row, "content_sha256")
+                ))
         }
         return MessagePart(id: try Columns.uuid(partID, column: "part_id"), mimeType: mime, content: content)
     }

@@ -18,10 +18,14 @@ extension StorageTransaction {
     /// whether the write took effect. The resulting metadata is checked against the model's
     /// limits.
     @discardableResult
-    package func setMetadata(_ value: MetadataValue?, at path: MetadataKeyPath, in conversation: ConversationID, hlc: HLCTimestamp, origin: NodeID) throws(StorageError) -> Bool {
+    package func setMetadata(
+        _ value: MetadataValue?, at path: MetadataKeyPath, in conversation: ConversationID, hlc: HLCTimestamp,
+        origin: NodeID
+    ) throws(StorageError) -> Bool {
         _ = try requireLive(conversation)
         let encoded = try value.map { (v) throws(StorageError) in try MetadataCoding.encode(v) }
-        let applied = try upsertMetadata(Columns.blob(conversation.uuid), path, value, encoded, hlc: hlc, origin: origin)
+        let applied = try upsertMetadata(
+            Columns.blob(conversation.uuid), path, value, encoded, hlc: hlc, origin: origin)
         if applied, value != nil {
             let merged = try read.metadata(of: conversation)
             do { try merged.validate() } catch { throw error.storageError }
@@ -32,7 +36,8 @@ extension StorageTransaction {
     /// Merges one stored metadata row of another conversation into `conversation` (distinct merge).
     func mergeMetadataRow(_ row: Row, into conversation: Data) throws(StorageError) {
         let entry = try read.metadataEntry(row)
-        _ = try upsertMetadata(conversation, entry.path, entry.value, row["value"], hlc: entry.hlc, origin: entry.origin)
+        _ = try upsertMetadata(
+            conversation, entry.path, entry.value, row["value"], hlc: entry.hlc, origin: entry.origin)
     }
 
     /// Stores the write when LaminaMerge says it wins over the path's stored one. A table holds
@@ -41,19 +46,27 @@ extension StorageTransaction {
     /// hid stays hidden, and `StorageReader.metadata` (LaminaMerge's `MetadataLWW` over the
     /// rows) gives what the full history of writes gives.
     private func upsertMetadata(
-        _ conversation: Data, _ path: MetadataKeyPath, _ value: MetadataValue?, _ encoded: Data?, hlc: HLCTimestamp, origin: NodeID
+        _ conversation: Data, _ path: MetadataKeyPath, _ value: MetadataValue?, _ encoded: Data?, hlc: HLCTimestamp,
+        origin: NodeID
     ) throws(StorageError) -> Bool {
         let incoming = Self.operation(value, at: path, hlc: hlc)
-        if let current = try storedWrite(conversation, path), !MetadataOperation.wins(incoming, over: current.operation) { return false }
-        let leaves = value.map { if case .dictionary(let d) = $0 { !Metadata(d).leaves.isEmpty } else { true } } ?? false
+        if let current = try storedWrite(conversation, path), !MetadataOperation.wins(incoming, over: current.operation)
+        {
+            return false
+        }
+        let leaves =
+            value.map { if case .dictionary(let d) = $0 { !Metadata(d).leaves.isEmpty } else { true } } ?? false
         if leaves {
             // A set at `path` (or below it, for a dictionary) hides older strings at ancestors.
             let set = MetadataOperation(.set(""), at: path, timestamp: hlc)
             for cut in stride(from: 1, to: path.components.count, by: 1) {
                 guard let ancestor = try? MetadataKeyPath(Array(path.components.prefix(cut))),
-                      let stored = try storedWrite(conversation, ancestor), case .string = stored.entry.value,
-                      MetadataOperation.hides(set, stored.operation) else { continue }
-                try db.run("UPDATE metadata_entries SET value = NULL WHERE conversation_id = ? AND key_path = ?", [conversation, ancestor.description])
+                    let stored = try storedWrite(conversation, ancestor), case .string = stored.entry.value,
+                    MetadataOperation.hides(set, stored.operation)
+                else { continue }
+                try db.run(
+                    "UPDATE metadata_entries SET value = NULL WHERE conversation_id = ? AND key_path = ?",
+                    [conversation, ancestor.description])
             }
         }
         let (p, l, n) = try Columns.hlc(hlc)
@@ -71,8 +84,14 @@ extension StorageTransaction {
     }
 
     /// The stored write at `path`, as a row and as LaminaMerge's operation at that path.
-    private func storedWrite(_ conversation: Data, _ path: MetadataKeyPath) throws(StorageError) -> (entry: MetadataEntry, operation: MetadataOperation)? {
-        guard let row = try db.row("SELECT * FROM metadata_entries WHERE conversation_id = ? AND key_path = ?", [conversation, path.description]) else {
+    private func storedWrite(_ conversation: Data, _ path: MetadataKeyPath) throws(StorageError) -> (
+        entry: MetadataEntry, operation: MetadataOperation
+    )? {
+        guard
+            let row = try db.row(
+                "SELECT * FROM metadata_entries WHERE conversation_id = ? AND key_path = ?",
+                [conversation, path.description])
+        else {
             return nil
         }
         let entry = try read.metadataEntry(row)
@@ -120,7 +139,9 @@ extension StorageReader {
     func metadataEntry(_ row: Row) throws(StorageError) -> MetadataEntry {
         let pathString: String = row["key_path"]
         let path: MetadataKeyPath
-        do { path = try MetadataKeyPath(parsing: pathString) } catch { throw StorageError(.corrupt, "bad metadata key path '\(pathString)'") }
+        do { path = try MetadataKeyPath(parsing: pathString) } catch {
+            throw StorageError(.corrupt, "bad metadata key path '\(pathString)'")
+        }
         let data: Data? = row["value"]
         return MetadataEntry(
             path: path,
@@ -143,7 +164,8 @@ enum MetadataCoding {
 
     static func decode(_ data: Data) throws(StorageError) -> MetadataValue {
         guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
-              let value = value(object) else {
+            let value = value(object)
+        else {
             throw StorageError(.corrupt, "a stored metadata value is not a string or an object of strings")
         }
         return value

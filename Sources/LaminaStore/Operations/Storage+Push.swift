@@ -28,7 +28,8 @@ package struct QueuedPush: Sendable, Hashable {
     package var nextAttemptAt: Timestamp
 
     package init(
-        seq: Int64, user: UserID, device: String, token: PushToken, message: MessageID, payload: Data, createdAt: Timestamp,
+        seq: Int64, user: UserID, device: String, token: PushToken, message: MessageID, payload: Data,
+        createdAt: Timestamp,
         expiresAt: Timestamp, attempts: Int, nextAttemptAt: Timestamp
     ) {
         self.seq = seq
@@ -48,21 +49,28 @@ extension StorageTransaction {
     /// Sets (or, with nil, removes) the push token of `user`'s `device`. A token is held by one
     /// device: another device's registration of the same token (an app reinstalled, another
     /// user signed in on the phone) is removed.
-    package func setPushToken(_ token: PushToken?, user: UserID, device: String, at time: Timestamp) throws(StorageError) {
+    package func setPushToken(_ token: PushToken?, user: UserID, device: String, at time: Timestamp)
+        throws(StorageError)
+    {
         try db.run("DELETE FROM push_tokens WHERE user_id = ? AND device = ?", [user.rawValue, device])
         guard let token else { return }
         let (topic, environment) = Self.apnsColumns(token)
-        try db.run("DELETE FROM push_tokens WHERE kind = ? AND token = ?", [Int64(token.kind.rawValue), token.tokenText])
+        try db.run(
+            "DELETE FROM push_tokens WHERE kind = ? AND token = ?", [Int64(token.kind.rawValue), token.tokenText])
         try db.run(
             "INSERT INTO push_tokens (user_id, device, kind, token, topic, environment, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [user.rawValue, device, Int64(token.kind.rawValue), token.tokenText, topic, environment, time.millisecondsSince1970])
+            [
+                user.rawValue, device, Int64(token.kind.rawValue), token.tokenText, topic, environment,
+                time.millisecondsSince1970,
+            ])
     }
 
     /// Removes a token the provider refused for good (unregistered, bad token), wherever it is
     /// registered; whether one was.
     @discardableResult
     package func removePushToken(_ token: PushToken) throws(StorageError) -> Bool {
-        try db.run("DELETE FROM push_tokens WHERE kind = ? AND token = ?", [Int64(token.kind.rawValue), token.tokenText])
+        try db.run(
+            "DELETE FROM push_tokens WHERE kind = ? AND token = ?", [Int64(token.kind.rawValue), token.tokenText])
         return db.changesCount > 0
     }
 
@@ -77,9 +85,13 @@ extension StorageTransaction {
                 expires_at, next_attempt_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [Int64(push.token.kind.rawValue), push.user.rawValue, push.device, push.token.tokenText, topic, environment,
-             Columns.blob(push.message.uuid), push.payload, push.createdAt.millisecondsSince1970, push.expiresAt.millisecondsSince1970,
-             push.nextAttemptAt.millisecondsSince1970])
+            [
+                Int64(push.token.kind.rawValue), push.user.rawValue, push.device, push.token.tokenText, topic,
+                environment,
+                Columns.blob(push.message.uuid), push.payload, push.createdAt.millisecondsSince1970,
+                push.expiresAt.millisecondsSince1970,
+                push.nextAttemptAt.millisecondsSince1970,
+            ])
         return db.changesCount == 1
     }
 
@@ -92,12 +104,16 @@ extension StorageTransaction {
     package func removePushes(_ seqs: [Int64]) throws(StorageError) {
         guard !seqs.isEmpty else { return }
         guard seqs.count > 1 else { return try removePush(seqs[0]) }
-        try db.run("DELETE FROM push_queue WHERE seq IN (\(db.dialect.jsonIntegers))", ["[" + seqs.map(String.init).joined(separator: ",") + "]"])
+        try db.run(
+            "DELETE FROM push_queue WHERE seq IN (\(db.dialect.jsonIntegers))",
+            ["[" + seqs.map(String.init).joined(separator: ",") + "]"])
     }
 
     /// Records a failed attempt and when to try again.
     package func reschedulePush(_ seq: Int64, attempts: Int, next: Timestamp) throws(StorageError) {
-        try db.run("UPDATE push_queue SET attempts = ?, next_attempt_at = ? WHERE seq = ?", [attempts, next.millisecondsSince1970, seq])
+        try db.run(
+            "UPDATE push_queue SET attempts = ?, next_attempt_at = ? WHERE seq = ?",
+            [attempts, next.millisecondsSince1970, seq])
     }
 
     private static func apnsColumns(_ token: PushToken) -> (String?, Int64?) {
@@ -109,8 +125,11 @@ extension StorageTransaction {
 extension StorageReader {
     /// The push tokens of `user`'s devices.
     package func pushTokens(of user: UserID) throws(StorageError) -> [StoredPushToken] {
-        try db.rows("SELECT * FROM push_tokens WHERE user_id = ? ORDER BY device", [user.rawValue]).map { row throws(StorageError) in
-            StoredPushToken(user: user, device: row["device"], token: try Self.pushToken(row), updatedAt: try Columns.timestamp(row, "updated_at"))
+        try db.rows("SELECT * FROM push_tokens WHERE user_id = ? ORDER BY device", [user.rawValue]).map {
+            row throws(StorageError) in
+            StoredPushToken(
+                user: user, device: row["device"], token: try Self.pushToken(row),
+                updatedAt: try Columns.timestamp(row, "updated_at"))
         }
     }
 
@@ -122,11 +141,13 @@ extension StorageReader {
         for chunk in stride(from: 0, to: users.count, by: 500).map({ Array(users[$0..<min($0 + 500, users.count)]) }) {
             let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
             let rows = try db.rows(
-                "SELECT * FROM push_tokens WHERE user_id IN (\(marks)) ORDER BY user_id, device", StatementArguments(chunk.map(\.rawValue)))
+                "SELECT * FROM push_tokens WHERE user_id IN (\(marks)) ORDER BY user_id, device",
+                StatementArguments(chunk.map(\.rawValue)))
             for row in rows {
-                out.append(StoredPushToken(
-                    user: try Columns.user(row, "user_id"), device: row["device"], token: try Self.pushToken(row),
-                    updatedAt: try Columns.timestamp(row, "updated_at")))
+                out.append(
+                    StoredPushToken(
+                        user: try Columns.user(row, "user_id"), device: row["device"], token: try Self.pushToken(row),
+                        updatedAt: try Columns.timestamp(row, "updated_at")))
             }
         }
         return out
@@ -161,7 +182,9 @@ extension StorageReader {
 
     /// Up to `limit` pushes of a provider due at `now`, the earliest due first, but none of
     /// `excluding` (the delivery's pushes in flight: still queued until their outcome is recorded).
-    package func duePushes(_ kind: PushToken.Kind, at now: Timestamp, limit: Int, excluding: Set<Int64>) throws(StorageError) -> [QueuedPush] {
+    package func duePushes(_ kind: PushToken.Kind, at now: Timestamp, limit: Int, excluding: Set<Int64>)
+        throws(StorageError) -> [QueuedPush]
+    {
         guard !excluding.isEmpty else { return try duePushes(kind, at: now, limit: limit) }
         try checkLimit(limit)
         // One statement whatever the count (a JSON array of the seqs, read by json_each).
@@ -177,7 +200,8 @@ extension StorageReader {
 
     /// When the next push of a provider is due (nil: none queued).
     package func nextPushAttempt(_ kind: PushToken.Kind) throws(StorageError) -> Timestamp? {
-        try db.int64("SELECT min(next_attempt_at) FROM push_queue WHERE kind = ?", [Int64(kind.rawValue)]).map(Timestamp.init(millisecondsSince1970:))
+        try db.int64("SELECT min(next_attempt_at) FROM push_queue WHERE kind = ?", [Int64(kind.rawValue)]).map(
+            Timestamp.init(millisecondsSince1970:))
     }
 
     /// Queued pushes of one provider.
@@ -189,7 +213,8 @@ extension StorageReader {
     package func pushQueueDepths() throws(StorageError) -> [PushToken.Kind: Int] {
         var out: [PushToken.Kind: Int] = [:]
         for row in try db.rows("SELECT kind, count(*) AS n FROM push_queue GROUP BY kind") {
-            let kind: Int64 = row["kind"], n: Int64 = row["n"]
+            let kind: Int64 = row["kind"]
+            let n: Int64 = row["n"]
             if let k = PushToken.Kind(rawValue: UInt8(clamping: kind)) { out[k] = Int(n) }
         }
         return out
@@ -197,14 +222,16 @@ extension StorageReader {
 
     /// Every queued push of a message (tests and diagnostics).
     package func queuedPushes(of message: MessageID) throws(StorageError) -> [QueuedPush] {
-        try db.rows("SELECT * FROM push_queue WHERE message_id = ? ORDER BY seq", [Columns.blob(message.uuid)]).map(Self.queuedPush)
+        try db.rows("SELECT * FROM push_queue WHERE message_id = ? ORDER BY seq", [Columns.blob(message.uuid)]).map(
+            Self.queuedPush)
     }
 
     private static func queuedPush(_ row: Row) throws(StorageError) -> QueuedPush {
         let attempts: Int64 = row["attempts"]
         return QueuedPush(
             seq: row["seq"], user: try Columns.user(row, "user_id"), device: row["device"], token: try pushToken(row),
-            message: MessageID(uuid: try Columns.uuid(row["message_id"], column: "message_id")), payload: row["payload"],
+            message: MessageID(uuid: try Columns.uuid(row["message_id"], column: "message_id")),
+            payload: row["payload"],
             createdAt: try Columns.timestamp(row, "created_at"), expiresAt: try Columns.timestamp(row, "expires_at"),
             attempts: Int(attempts), nextAttemptAt: try Columns.timestamp(row, "next_attempt_at"))
     }
@@ -215,7 +242,9 @@ extension StorageReader {
         switch PushToken.Kind(rawValue: UInt8(clamping: kind)) {
         case .apns?:
             let rawEnvironment: Int64 = row["environment"] ?? 0
-            guard let bytes = Hex.decode(text), let environment = APNsEnvironment(rawValue: UInt8(clamping: rawEnvironment)) else {
+            guard let bytes = Hex.decode(text),
+                let environment = APNsEnvironment(rawValue: UInt8(clamping: rawEnvironment))
+            else {
                 throw StorageError(.corrupt, "a stored APNs token does not decode")
             }
             return .apns(token: bytes, topic: row["topic"] ?? "", environment: environment)

@@ -35,7 +35,8 @@ extension StorageTransaction {
             return false
         }
         guard record.counter == held + 1 else {
-            throw StorageError(.invalidArgument, "operation \(record.counter) of \(record.origin) leaves a gap after \(held)")
+            throw StorageError(
+                .invalidArgument, "operation \(record.counter) of \(record.origin) leaves a gap after \(held)")
         }
         try insertOperation(record)
         return true
@@ -68,24 +69,42 @@ extension StorageTransaction {
     /// Parks a replicated operation (held in the log, `bytes` its record's size) until
     /// `conversation` is held here. Returns false for one already parked.
     @discardableResult
-    package func park(origin: NodeID, counter: UInt64, conversation: ConversationID, bytes: Int, at time: Timestamp) throws(StorageError) -> Bool {
+    package func park(origin: NodeID, counter: UInt64, conversation: ConversationID, bytes: Int, at time: Timestamp)
+        throws(StorageError) -> Bool
+    {
         try db.run(
             "INSERT OR IGNORE INTO replication_parked (conversation_id, origin_node, counter, parked_at, bytes) VALUES (?, ?, ?, ?, ?)",
-            [Columns.blob(conversation.uuid), Columns.node(origin), try Columns.int64(counter, "counter"), time.millisecondsSince1970, bytes])
+            [
+                Columns.blob(conversation.uuid), Columns.node(origin), try Columns.int64(counter, "counter"),
+                time.millisecondsSince1970, bytes,
+            ])
         return db.changesCount > 0
     }
 
     /// Gives up `origin`'s oldest parked operations until one more of `bytes` fits in `limits`
     /// (count and bytes per origin); returns those given up (origin, counter).
-    package func makeRoomToPark(origin: NodeID, bytes: Int, within limits: ParkingLimits) throws(StorageError) -> [(NodeID, UInt64)] {
+    package func makeRoomToPark(origin: NodeID, bytes: Int, within limits: ParkingLimits) throws(StorageError) -> [(
+        NodeID, UInt64
+    )] {
         let node = Columns.node(origin)
-        guard let totals = try db.row("SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM replication_parked WHERE origin_node = ?", [node]) else { return [] }
-        var count: Int64 = totals["n"], held: Int64 = totals["b"]
-        guard count + 1 > Int64(limits.operationsPerOrigin) || held + Int64(bytes) > Int64(limits.bytesPerOrigin) else { return [] }
+        guard
+            let totals = try db.row(
+                "SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM replication_parked WHERE origin_node = ?",
+                [node])
+        else { return [] }
+        var count: Int64 = totals["n"]
+        var held: Int64 = totals["b"]
+        guard count + 1 > Int64(limits.operationsPerOrigin) || held + Int64(bytes) > Int64(limits.bytesPerOrigin) else {
+            return []
+        }
         var given: [(NodeID, UInt64)] = []
-        for row in try db.rows("SELECT counter, bytes FROM replication_parked WHERE origin_node = ? ORDER BY counter", [node]) {
-            guard count + 1 > Int64(limits.operationsPerOrigin) || held + Int64(bytes) > Int64(limits.bytesPerOrigin) else { break }
-            let counter: Int64 = row["counter"], size: Int64 = row["bytes"]
+        for row in try db.rows(
+            "SELECT counter, bytes FROM replication_parked WHERE origin_node = ? ORDER BY counter", [node])
+        {
+            guard count + 1 > Int64(limits.operationsPerOrigin) || held + Int64(bytes) > Int64(limits.bytesPerOrigin)
+            else { break }
+            let counter: Int64 = row["counter"]
+            let size: Int64 = row["bytes"]
             try db.run("DELETE FROM replication_parked WHERE origin_node = ? AND counter = ?", [node, counter])
             count -= 1
             held -= size
@@ -108,14 +127,17 @@ extension StorageTransaction {
     /// Stores a node-wide setting.
     package func setSetting(_ key: String, _ value: [UInt8]) throws(StorageError) {
         try checkBlob(value, "a setting")
-        try db.run("INSERT INTO node_settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, Data(value)])
+        try db.run(
+            "INSERT INTO node_settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [key, Data(value)])
     }
 
     /// Stores a node-wide setting unless it is set already (several nodes on one store
     /// starting at once keep the first one's).
     package func setSettingIfAbsent(_ key: String, _ value: [UInt8]) throws(StorageError) {
         try checkBlob(value, "a setting")
-        try db.run("INSERT INTO node_settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", [key, Data(value)])
+        try db.run(
+            "INSERT INTO node_settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", [key, Data(value)])
     }
 }
 
@@ -126,7 +148,8 @@ extension StorageReader {
         var out: [NodeID: UInt64] = [:]
         var next = try db.int64("SELECT min(origin_node) FROM replication_log")
         while let origin = next {
-            out[Columns.node(origin)] = UInt64(try db.int64("SELECT max(counter) FROM replication_log WHERE origin_node = ?", [origin]) ?? 0)
+            out[Columns.node(origin)] = UInt64(
+                try db.int64("SELECT max(counter) FROM replication_log WHERE origin_node = ?", [origin]) ?? 0)
             next = try db.int64("SELECT min(origin_node) FROM replication_log WHERE origin_node > ?", [origin])
         }
         return out
@@ -134,18 +157,23 @@ extension StorageReader {
 
     /// The highest counter of `origin` in the log (0: none).
     package func heldCounter(of origin: NodeID) throws(StorageError) -> UInt64 {
-        UInt64(try db.int64("SELECT max(counter) FROM replication_log WHERE origin_node = ?", [Columns.node(origin)]) ?? 0)
+        UInt64(
+            try db.int64("SELECT max(counter) FROM replication_log WHERE origin_node = ?", [Columns.node(origin)]) ?? 0)
     }
 
     /// An origin's operations after `counter`, in order, at most `limit`.
-    package func operations(of origin: NodeID, after counter: UInt64, limit: Int) throws(StorageError) -> [ReplicationRecord] {
+    package func operations(of origin: NodeID, after counter: UInt64, limit: Int) throws(StorageError)
+        -> [ReplicationRecord]
+    {
         try checkLimit(limit)
         return try db.rows(
             "SELECT * FROM replication_log WHERE origin_node = ? AND counter > ? ORDER BY counter LIMIT ?",
             [Columns.node(origin), try Columns.int64(counter, "counter"), limit]
         ).map { (row) throws(StorageError) -> ReplicationRecord in
             let counter: Int64 = row["counter"]
-            return ReplicationRecord(origin: origin, counter: UInt64(counter), hlc: try Columns.hlc(row, "hlc"), op: try Columns.bytes(row, "op"))
+            return ReplicationRecord(
+                origin: origin, counter: UInt64(counter), hlc: try Columns.hlc(row, "hlc"),
+                op: try Columns.bytes(row, "op"))
         }
     }
 

@@ -35,12 +35,17 @@ extension StorageReader {
             if let lastID = counts.lastMessage { last = try message(lastID, as: user) }
             out.append(SnapshotConversation(conversation: stored.conversation, lastMessage: last, counts: counts))
         }
-        return FeedSnapshot(head: head, conversations: out, identities: try identities(of: identityAudience(of: user)), blocked: blocked.sorted())
+        return FeedSnapshot(
+            head: head, conversations: out, identities: try identities(of: identityAudience(of: user)),
+            blocked: blocked.sorted())
     }
 
     /// A message as `viewer` is shown it (statuses as `history` reports them).
     package func message(_ id: MessageID, as viewer: UserID) throws(StorageError) -> Message? {
-        guard let row = try db.row("SELECT \(MessageStatuses.columns()) FROM messages WHERE id = ?", [Columns.blob(id.uuid)]) else { return nil }
+        guard
+            let row = try db.row(
+                "SELECT \(MessageStatuses.columns()) FROM messages WHERE id = ?", [Columns.blob(id.uuid)])
+        else { return nil }
         var statuses = MessageStatuses(reader: self, viewer: viewer)
         return try statuses.storedMessage(row).message
     }

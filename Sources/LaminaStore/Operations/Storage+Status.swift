@@ -26,14 +26,21 @@ extension StorageTransaction {
     /// the user's delivered and read positions count). Returns the change, or nil when the
     /// status was already at least `status`.
     @discardableResult
-    package func recordStatus(_ status: RecipientStatus, of message: MessageID, for user: UserID) throws(StorageError) -> StatusChange? {
+    package func recordStatus(_ status: RecipientStatus, of message: MessageID, for user: UserID) throws(StorageError)
+        -> StatusChange?
+    {
         let id = Columns.blob(message.uuid)
-        guard let row = try db.row("SELECT conversation_id, sender, pos_physical, pos_logical, pos_node FROM messages WHERE id = ?", [id]) else {
+        guard
+            let row = try db.row(
+                "SELECT conversation_id, sender, pos_physical, pos_logical, pos_node FROM messages WHERE id = ?", [id])
+        else {
             throw StorageError(.notFound, "no message \(message)")
         }
         let conversationData: Data? = row["conversation_id"]
         let conversation = ConversationID(uuid: try Columns.uuid(conversationData, column: "conversation_id"))
-        let stamp = MessageStamp(id: message, conversation: conversation, sender: try Columns.user(row, "sender"), position: try Columns.hlc(row, "pos"))
+        let stamp = MessageStamp(
+            id: message, conversation: conversation, sender: try Columns.user(row, "sender"),
+            position: try Columns.hlc(row, "pos"))
         let before = RecipientStatusLattice.status(
             of: stamp, for: user, recorded: try read.recordedStatuses(of: id)[user],
             deliveredUpTo: try read.marker(.delivered, conversation: conversation, user: user),
@@ -54,7 +61,9 @@ extension StorageTransaction {
     /// Moves the user's `marker` of a conversation up to `position` (inclusive); it never
     /// moves back. Returns whether it moved.
     @discardableResult
-    package func raise(_ marker: StatusMarker, to position: MessagePosition, user: UserID, conversation: ConversationID) throws(StorageError) -> Bool {
+    package func raise(_ marker: StatusMarker, to position: MessagePosition, user: UserID, conversation: ConversationID)
+        throws(StorageError) -> Bool
+    {
         let (p, l, n) = try Columns.hlc(position)
         let table = marker.rawValue
         let moved = try db.runRaw(
@@ -79,7 +88,9 @@ extension StorageTransaction {
     /// Moves the user's read marker of a conversation up to `position` (inclusive); it never
     /// moves back. Returns whether it moved.
     @discardableResult
-    package func setReadUpTo(_ position: MessagePosition, user: UserID, conversation: ConversationID) throws(StorageError) -> Bool {
+    package func setReadUpTo(_ position: MessagePosition, user: UserID, conversation: ConversationID)
+        throws(StorageError) -> Bool
+    {
         try raise(.read, to: position, user: user, conversation: conversation)
     }
 }
@@ -98,18 +109,24 @@ extension StorageReader {
         var out: [UserID: RecipientStatus] = [:]
         for row in try db.rows("SELECT user_id, status FROM recipient_status WHERE message_id = ?", [message]) {
             let raw: Int64 = row["status"]
-            guard let status = RecipientStatus(rawValue: Int8(clamping: raw)) else { throw StorageError(.corrupt, "status \(raw) of a message") }
+            guard let status = RecipientStatus(rawValue: Int8(clamping: raw)) else {
+                throw StorageError(.corrupt, "status \(raw) of a message")
+            }
             out[try Columns.user(row, "user_id")] = status
         }
         return out
     }
 
     /// The user's `marker` in a conversation, if any.
-    package func marker(_ marker: StatusMarker, conversation: ConversationID, user: UserID) throws(StorageError) -> MessagePosition? {
-        guard let row = try db.row(
-            "SELECT pos_physical, pos_logical, pos_node FROM \(marker.rawValue) WHERE conversation_id = ? AND user_id = ?",
-            [Columns.blob(conversation.uuid), user.rawValue]
-        ) else { return nil }
+    package func marker(_ marker: StatusMarker, conversation: ConversationID, user: UserID) throws(StorageError)
+        -> MessagePosition?
+    {
+        guard
+            let row = try db.row(
+                "SELECT pos_physical, pos_logical, pos_node FROM \(marker.rawValue) WHERE conversation_id = ? AND user_id = ?",
+                [Columns.blob(conversation.uuid), user.rawValue]
+            )
+        else { return nil }
         return try Columns.hlc(row, "pos")
     }
 
@@ -121,7 +138,10 @@ extension StorageReader {
     /// Every user's position in a marker table (`StatusMarker.rawValue`) of a conversation.
     func markers(_ table: String, of conversation: ConversationID) throws(StorageError) -> [UserID: MessagePosition] {
         var out: [UserID: MessagePosition] = [:]
-        for row in try db.rows("SELECT user_id, pos_physical, pos_logical, pos_node FROM \(table) WHERE conversation_id = ?", [Columns.blob(conversation.uuid)]) {
+        for row in try db.rows(
+            "SELECT user_id, pos_physical, pos_logical, pos_node FROM \(table) WHERE conversation_id = ?",
+            [Columns.blob(conversation.uuid)])
+        {
             out[try Columns.user(row, "user_id")] = try Columns.hlc(row, "pos")
         }
         return out

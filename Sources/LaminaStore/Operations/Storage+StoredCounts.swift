@@ -11,8 +11,11 @@ enum StoredCounts {
     /// Whether message `m` is unread for participant row `p` (both aliases in scope):
     /// `UnreadCounts.isUnread` with the recorded status and the read marker as the store keeps
     /// them, the user's block list, and the participant's visibility cutoff.
-    static let unreadRule = "m.deleted = 0 AND " + unreadRule(
-        id: "m.id", conversation: "m.conversation_id", sender: "m.sender", position: "(m.pos_physical, m.pos_logical, m.pos_node)")
+    static let unreadRule =
+        "m.deleted = 0 AND "
+        + unreadRule(
+            id: "m.id", conversation: "m.conversation_id", sender: "m.sender",
+            position: "(m.pos_physical, m.pos_logical, m.pos_node)")
 
     /// The unread rule for participant row `p` and a message not deleted whose columns are the
     /// SQL expressions given (a message's row, or the values of one being stored).
@@ -71,8 +74,10 @@ extension StorageTransaction {
     /// recorded, the unread count of every participant it is unread for (one prepared
     /// statement each; on PostgreSQL one for both, a round trip less: the unread rule reads
     /// neither count).
-    func countAppended(_ message: MessageID, sender: UserID, in conversation: ConversationID,
-                       at position: (Int64, Int64, Int64)) throws(StorageError) {
+    func countAppended(
+        _ message: MessageID, sender: UserID, in conversation: ConversationID,
+        at position: (Int64, Int64, Int64)
+    ) throws(StorageError) {
         let statements = try statements
         if let count = statements.countSender {
             count.bind(1, conversation.uuid)
@@ -91,8 +96,9 @@ extension StorageTransaction {
 
     /// A message is about to be deleted for everyone (it is not yet): the counts it held.
     func countDeleting(_ message: MessageID, sender: UserID, in conversation: ConversationID) throws(StorageError) {
-        try db.run("UPDATE message_counts SET messages = messages - 1 WHERE conversation_id = ? AND sender = ?",
-                   [Columns.blob(conversation.uuid), sender.rawValue])
+        try db.run(
+            "UPDATE message_counts SET messages = messages - 1 WHERE conversation_id = ? AND sender = ?",
+            [Columns.blob(conversation.uuid), sender.rawValue])
         try adjustUnread(by: -1, of: message, in: conversation)
     }
 
@@ -104,7 +110,9 @@ extension StorageTransaction {
 
     /// Moves by `delta` the unread count of each participant (or only `user`) for whom the
     /// message is unread now.
-    private func adjustUnread(by delta: Int, of message: MessageID, in conversation: ConversationID, only user: UserID? = nil) throws(StorageError) {
+    private func adjustUnread(
+        by delta: Int, of message: MessageID, in conversation: ConversationID, only user: UserID? = nil
+    ) throws(StorageError) {
         let c = Columns.blob(conversation.uuid)
         var arguments: StatementArguments = [c, "", delta, Columns.blob(message.uuid)]
         var which = ""
@@ -120,9 +128,12 @@ extension StorageTransaction {
     /// For the rarer changes (a read marker raised, a block, a membership standing that
     /// changed otherwise than by a plain add or removal).
     func recountUnread(of user: UserID, in conversation: ConversationID) throws(StorageError) {
-        let unread = try read.storedUnreadByRule(of: user, in: conversation, from: try read.readUpTo(conversation: conversation, user: user), inclusive: false)
-        try db.run("UPDATE participants SET unread = ? WHERE conversation_id = ? AND user_id = ?",
-                   [unread, Columns.blob(conversation.uuid), user.rawValue])
+        let unread = try read.storedUnreadByRule(
+            of: user, in: conversation, from: try read.readUpTo(conversation: conversation, user: user),
+            inclusive: false)
+        try db.run(
+            "UPDATE participants SET unread = ? WHERE conversation_id = ? AND user_id = ?",
+            [unread, Columns.blob(conversation.uuid), user.rawValue])
     }
 
     /// Counts a whole conversation again (a range deletion, a distinct merge): its senders'
@@ -149,27 +160,33 @@ extension StorageTransaction {
     /// ever a participant here would not be seen; the node records none.)
     /// `removedUnread`: for a removal, what `removalUnread` counted before the row changed.
     func countStandingChange(
-        of user: UserID, in conversation: ConversationID, from before: ParticipantState?, to after: ParticipantState, removedUnread: Int
+        of user: UserID, in conversation: ConversationID, from before: ParticipantState?, to after: ParticipantState,
+        removedUnread: Int
     ) throws(StorageError) {
         let c = Columns.blob(conversation.uuid)
         switch (before, after.isMember) {
         case (nil, true) where try read.readUpTo(conversation: conversation, user: user) == nil:
             var arguments: StatementArguments = [c, user.rawValue, user.rawValue]
-            let total = try db.int64(
-                """
-                SELECT CAST(coalesce(sum(messages), 0) AS BIGINT) FROM message_counts WHERE conversation_id = ? AND sender <> ?
-                AND sender NOT IN (SELECT blocked FROM blocks WHERE blocker = ?)
-                """,
-                arguments) ?? 0
+            let total =
+                try db.int64(
+                    """
+                    SELECT CAST(coalesce(sum(messages), 0) AS BIGINT) FROM message_counts WHERE conversation_id = ? AND sender <> ?
+                    AND sender NOT IN (SELECT blocked FROM blocks WHERE blocker = ?)
+                    """,
+                    arguments) ?? 0
             arguments = [total, c, user.rawValue]
             try db.run("UPDATE participants SET unread = ? WHERE conversation_id = ? AND user_id = ?", arguments)
         case (let b?, false) where b.isMember:
             // Removed: the messages from the cutoff on are no longer theirs.
-            try db.run("UPDATE participants SET unread = unread - ? WHERE conversation_id = ? AND user_id = ?", [removedUnread, c, user.rawValue])
+            try db.run(
+                "UPDATE participants SET unread = unread - ? WHERE conversation_id = ? AND user_id = ?",
+                [removedUnread, c, user.rawValue])
         case (let b?, true) where !b.isMember:
             // Back: the messages from the old cutoff on are theirs again.
             let back = try read.storedUnreadByRule(of: user, in: conversation, from: b.since, inclusive: true)
-            try db.run("UPDATE participants SET unread = unread + ? WHERE conversation_id = ? AND user_id = ?", [back, c, user.rawValue])
+            try db.run(
+                "UPDATE participants SET unread = unread + ? WHERE conversation_id = ? AND user_id = ?",
+                [back, c, user.rawValue])
         default:
             try recountUnread(of: user, in: conversation)
         }
@@ -179,7 +196,9 @@ extension StorageTransaction {
 extension StorageReader {
     /// The messages from `from` on (after it unless `inclusive`; all when nil) that are unread
     /// for `user` by `StoredCounts.unreadRule`, with the participant row as it is now.
-    func storedUnreadByRule(of user: UserID, in conversation: ConversationID, from: MessagePosition?, inclusive: Bool) throws(StorageError) -> Int {
+    func storedUnreadByRule(of user: UserID, in conversation: ConversationID, from: MessagePosition?, inclusive: Bool)
+        throws(StorageError) -> Int
+    {
         var arguments: StatementArguments = [Columns.blob(conversation.uuid), user.rawValue]
         var sql = """
             SELECT count(*) FROM participants p JOIN messages m ON m.conversation_id = p.conversation_id
@@ -195,12 +214,16 @@ extension StorageReader {
 
     /// The stored unread count of `user` in the conversation (0 when they never took part).
     func storedUnread(of user: UserID, in conversation: ConversationID) throws(StorageError) -> Int {
-        Int(try db.int64("SELECT unread FROM participants WHERE conversation_id = ? AND user_id = ?",
-                         [Columns.blob(conversation.uuid), user.rawValue]) ?? 0)
+        Int(
+            try db.int64(
+                "SELECT unread FROM participants WHERE conversation_id = ? AND user_id = ?",
+                [Columns.blob(conversation.uuid), user.rawValue]) ?? 0)
     }
 
     /// Messages not deleted for everyone, of senders other than `blocked` (one row per sender).
-    func storedMessageCount(of conversation: ConversationID, leavingOut blocked: Set<UserID> = []) throws(StorageError) -> Int {
+    func storedMessageCount(of conversation: ConversationID, leavingOut blocked: Set<UserID> = []) throws(StorageError)
+        -> Int
+    {
         var sql = "SELECT CAST(coalesce(sum(messages), 0) AS BIGINT) FROM message_counts WHERE conversation_id = ?"
         var arguments: StatementArguments = [Columns.blob(conversation.uuid)]
         if !blocked.isEmpty {

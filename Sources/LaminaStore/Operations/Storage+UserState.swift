@@ -39,9 +39,12 @@ extension StorageReader {
     /// The reading of the write the register of `change` holds (nil: never written).
     package func register(of change: UserStateChange) throws(StorageError) -> HLCTimestamp? {
         let (kind, key) = change.register
-        guard let row = try db.row(
-            "SELECT hlc_physical, hlc_logical, hlc_node FROM user_state_registers WHERE kind = ? AND key = ?", [kind, db.dialect.registerKey(key)]
-        ) else {
+        guard
+            let row = try db.row(
+                "SELECT hlc_physical, hlc_logical, hlc_node FROM user_state_registers WHERE kind = ? AND key = ?",
+                [kind, db.dialect.registerKey(key)]
+            )
+        else {
             return nil
         }
         return try Columns.hlc(row, "hlc")
@@ -57,8 +60,10 @@ extension StorageReader {
             do { identity = try JSONDecoder().decode(StoredIdentity.self, from: data) } catch {
                 throw StorageError(.corrupt, "an identity does not decode: \(error)")
             }
-            let values = identity.values.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
-            let metadata = identity.metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+            let values = identity.values.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+                separator: ",")
+            let metadata = identity.metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
+                separator: ",")
             text += "i \(row["user_id"] as String) [\(values)] [\(metadata)]\n"
         }
         for row in try db.rows("SELECT blocker, blocked FROM blocks ORDER BY blocker, blocked") {

@@ -6,7 +6,9 @@ import LaminaModel
 package struct StoredWebhook: Sendable, Hashable {
     /// Layer's three states: created and not yet verified, delivering, stopped.
     package enum Status: Int, Sendable, Hashable {
-        case unverified = 0, active = 1, inactive = 2
+        case unverified = 0
+        case active = 1
+        case inactive = 2
 
         package var name: String {
             switch self {
@@ -29,8 +31,10 @@ package struct StoredWebhook: Sendable, Hashable {
     package var createdAt: Timestamp
     package var updatedAt: Timestamp
 
-    package init(id: UUID, targetURL: String, events: [String], secret: String, config: Data?, status: Status,
-                statusReason: String? = nil, createdAt: Timestamp, updatedAt: Timestamp) {
+    package init(
+        id: UUID, targetURL: String, events: [String], secret: String, config: Data?, status: Status,
+        statusReason: String? = nil, createdAt: Timestamp, updatedAt: Timestamp
+    ) {
         self.id = id
         self.targetURL = targetURL
         self.events = events
@@ -74,16 +78,22 @@ extension StorageTransaction {
             INSERT INTO webhooks (id, target_url, events, secret, config, status, status_reason, created_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [Columns.blob(webhook.id), webhook.targetURL, String(decoding: events, as: UTF8.self), webhook.secret, webhook.config,
-             webhook.status.rawValue, webhook.statusReason, webhook.createdAt.millisecondsSince1970,
-             webhook.updatedAt.millisecondsSince1970])
+            [
+                Columns.blob(webhook.id), webhook.targetURL, String(decoding: events, as: UTF8.self), webhook.secret,
+                webhook.config,
+                webhook.status.rawValue, webhook.statusReason, webhook.createdAt.millisecondsSince1970,
+                webhook.updatedAt.millisecondsSince1970,
+            ])
     }
 
     /// Sets a webhook's status (and the reason, for inactive); whether the webhook exists.
     @discardableResult
-    package func setWebhookStatus(_ id: UUID, _ status: StoredWebhook.Status, reason: String?, at time: Timestamp) throws(StorageError) -> Bool {
-        try db.run("UPDATE webhooks SET status = ?, status_reason = ?, updated_at = ? WHERE id = ?",
-                   [status.rawValue, reason, time.millisecondsSince1970, Columns.blob(id)])
+    package func setWebhookStatus(_ id: UUID, _ status: StoredWebhook.Status, reason: String?, at time: Timestamp)
+        throws(StorageError) -> Bool
+    {
+        try db.run(
+            "UPDATE webhooks SET status = ?, status_reason = ?, updated_at = ? WHERE id = ?",
+            [status.rawValue, reason, time.millisecondsSince1970, Columns.blob(id)])
         return db.changesCount == 1
     }
 
@@ -103,7 +113,9 @@ extension StorageTransaction {
     }
 
     /// Queues one event for each of `webhooks` (the outbox rows of this commit).
-    package func enqueueWebhookEvent(_ eventType: String, payload: Data, for webhooks: [UUID], at time: Timestamp) throws(StorageError) {
+    package func enqueueWebhookEvent(_ eventType: String, payload: Data, for webhooks: [UUID], at time: Timestamp)
+        throws(StorageError)
+    {
         for webhook in webhooks {
             let requestID = UUID()
             try db.run(
@@ -111,7 +123,10 @@ extension StorageTransaction {
                 INSERT INTO webhook_queue (webhook_id, request_id, event_type, payload, created_at, next_attempt_at)
                 VALUES (?, ?, ?, ?, ?, ?)
                 """,
-                [Columns.blob(webhook), Columns.blob(requestID), eventType, payload, time.millisecondsSince1970, time.millisecondsSince1970])
+                [
+                    Columns.blob(webhook), Columns.blob(requestID), eventType, payload, time.millisecondsSince1970,
+                    time.millisecondsSince1970,
+                ])
         }
     }
 
@@ -124,18 +139,23 @@ extension StorageTransaction {
     package func removeWebhookEvents(_ seqs: [Int64]) throws(StorageError) {
         guard !seqs.isEmpty else { return }
         guard seqs.count > 1 else { return try removeWebhookEvent(seqs[0]) }
-        try db.run("DELETE FROM webhook_queue WHERE seq IN (\(db.dialect.jsonIntegers))", ["[" + seqs.map(String.init).joined(separator: ",") + "]"])
+        try db.run(
+            "DELETE FROM webhook_queue WHERE seq IN (\(db.dialect.jsonIntegers))",
+            ["[" + seqs.map(String.init).joined(separator: ",") + "]"])
     }
 
     /// Records a failed attempt and when to try again.
     package func rescheduleWebhookEvent(_ seq: Int64, attempts: Int, next: Timestamp) throws(StorageError) {
-        try db.run("UPDATE webhook_queue SET attempts = ?, next_attempt_at = ? WHERE seq = ?",
-                   [attempts, next.millisecondsSince1970, seq])
+        try db.run(
+            "UPDATE webhook_queue SET attempts = ?, next_attempt_at = ? WHERE seq = ?",
+            [attempts, next.millisecondsSince1970, seq])
     }
 
     /// Makes the queued events of a webhook due now (it was activated again).
     package func resetWebhookQueue(_ id: UUID, at time: Timestamp) throws(StorageError) {
-        try db.run("UPDATE webhook_queue SET next_attempt_at = ? WHERE webhook_id = ?", [time.millisecondsSince1970, Columns.blob(id)])
+        try db.run(
+            "UPDATE webhook_queue SET next_attempt_at = ? WHERE webhook_id = ?",
+            [time.millisecondsSince1970, Columns.blob(id)])
     }
 
     /// Calls `body` once the current transaction has ended: true when it committed, false
@@ -171,16 +191,21 @@ extension StorageReader {
     /// The oldest `limit` queued events of a webhook, in commit order.
     package func queuedWebhookEvents(of webhook: UUID, limit: Int) throws(StorageError) -> [QueuedWebhookEvent] {
         try checkLimit(limit)
-        return try db.rows("SELECT * FROM webhook_queue WHERE webhook_id = ? ORDER BY seq LIMIT ?", [Columns.blob(webhook), limit])
-            .map { row throws(StorageError) in try Self.queuedEvent(row, of: webhook) }
+        return try db.rows(
+            "SELECT * FROM webhook_queue WHERE webhook_id = ? ORDER BY seq LIMIT ?", [Columns.blob(webhook), limit]
+        )
+        .map { row throws(StorageError) in try Self.queuedEvent(row, of: webhook) }
     }
 
     /// The oldest `limit` queued events of a webhook after `seq` (the last one its delivery
     /// started), in commit order.
-    package func queuedWebhookEvents(of webhook: UUID, after seq: Int64, limit: Int) throws(StorageError) -> [QueuedWebhookEvent] {
+    package func queuedWebhookEvents(of webhook: UUID, after seq: Int64, limit: Int) throws(StorageError)
+        -> [QueuedWebhookEvent]
+    {
         try checkLimit(limit)
         return try db.rows(
-            "SELECT * FROM webhook_queue WHERE webhook_id = ? AND seq > ? ORDER BY seq LIMIT ?", [Columns.blob(webhook), seq, limit]
+            "SELECT * FROM webhook_queue WHERE webhook_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            [Columns.blob(webhook), seq, limit]
         ).map { row throws(StorageError) in try Self.queuedEvent(row, of: webhook) }
     }
 
@@ -188,7 +213,8 @@ extension StorageReader {
         let attempts: Int64 = row["attempts"]
         return QueuedWebhookEvent(
             seq: row["seq"], webhook: webhook, requestID: try Columns.uuid(row["request_id"], column: "request_id"),
-            eventType: row["event_type"], payload: row["payload"], createdAt: Timestamp(millisecondsSince1970: row["created_at"]),
+            eventType: row["event_type"], payload: row["payload"],
+            createdAt: Timestamp(millisecondsSince1970: row["created_at"]),
             attempts: Int(attempts), nextAttemptAt: Timestamp(millisecondsSince1970: row["next_attempt_at"]))
     }
 
@@ -213,8 +239,10 @@ extension StorageReader {
             throw StorageError(.corrupt, "a webhook's status \(rawStatus) is unknown")
         }
         return StoredWebhook(
-            id: try Columns.uuid(row["id"], column: "id"), targetURL: row["target_url"], events: events, secret: row["secret"],
+            id: try Columns.uuid(row["id"], column: "id"), targetURL: row["target_url"], events: events,
+            secret: row["secret"],
             config: row["config"], status: status, statusReason: row["status_reason"],
-            createdAt: Timestamp(millisecondsSince1970: row["created_at"]), updatedAt: Timestamp(millisecondsSince1970: row["updated_at"]))
+            createdAt: Timestamp(millisecondsSince1970: row["created_at"]),
+            updatedAt: Timestamp(millisecondsSince1970: row["updated_at"]))
     }
 }

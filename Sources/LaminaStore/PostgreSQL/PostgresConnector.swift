@@ -1,7 +1,7 @@
 import Atomics
 import Foundation
-import NIOConcurrencyHelpers
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import PostgresNIO
@@ -18,7 +18,10 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// A unix socket directory, when connecting through one.
     package var socketDirectory: String?
 
-    package init(user: String, password: String? = nil, host: String = "127.0.0.1", port: Int = 5432, database: String, socketDirectory: String? = nil) {
+    package init(
+        user: String, password: String? = nil, host: String = "127.0.0.1", port: Int = 5432, database: String,
+        socketDirectory: String? = nil
+    ) {
         self.user = user
         self.password = password
         self.host = host
@@ -29,21 +32,26 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses a `postgres://` or `postgresql://` URL.
     package init(url: String) throws(StorageError) {
-        guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://"), let parts = URLComponents(string: url) else {
-            throw StorageError(.invalidArgument, "a PostgreSQL store is postgres://user[:password]@host[:port]/database, got \(url)")
+        guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://"), let parts = URLComponents(string: url)
+        else {
+            throw StorageError(
+                .invalidArgument, "a PostgreSQL store is postgres://user[:password]@host[:port]/database, got \(url)")
         }
         let database = String(parts.path.drop { $0 == "/" })
         guard let user = parts.user, !user.isEmpty, !database.isEmpty, !database.contains("/") else {
-            throw StorageError(.invalidArgument, "a PostgreSQL store URL names a user and a database: postgres://user@host[:port]/database, got \(url)")
+            throw StorageError(
+                .invalidArgument,
+                "a PostgreSQL store URL names a user and a database: postgres://user@host[:port]/database, got \(url)")
         }
         let socket = parts.queryItems?.first { $0.name == "host" }?.value
         let port = parts.port ?? 5432
         guard (1...65_535).contains(port) else {
             throw StorageError(.invalidArgument, "port out of range in \(url)")
         }
-        self.init(user: user.removingPercentEncoding ?? user, password: parts.password?.removingPercentEncoding,
-                  host: parts.host.flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1", port: port,
-                  database: database, socketDirectory: socket)
+        self.init(
+            user: user.removingPercentEncoding ?? user, password: parts.password?.removingPercentEncoding,
+            host: parts.host.flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1", port: port,
+            database: database, socketDirectory: socket)
     }
 
     /// The URL without the password.
@@ -55,9 +63,11 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     var configuration: PostgresConnection.Configuration {
         if let socketDirectory {
             return PostgresConnection.Configuration(
-                unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)", username: user, password: password, database: database)
+                unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)", username: user, password: password,
+                database: database)
         }
-        return PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: .disable)
+        return PostgresConnection.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: .disable)
     }
 }
 
@@ -108,7 +118,8 @@ final class PostgresConnector: Sendable {
             let row = try session.row("SHOW synchronous_commit")
             let actual: String? = row?[0]
             guard actual == wanted else {
-                throw StorageError(.openFailed, "PostgreSQL refused synchronous_commit = \(wanted) (got \(actual ?? "nothing"))")
+                throw StorageError(
+                    .openFailed, "PostgreSQL refused synchronous_commit = \(wanted) (got \(actual ?? "nothing"))")
             }
         } catch {
             try? connection.close().wait()
@@ -132,7 +143,8 @@ final class PostgresConnector: Sendable {
             } catch {
                 guard error.code == .databaseUnavailable else { throw error }
                 if !outage.exchange(true, ordering: .acquiringAndReleasing) {
-                    Logger(label: "lamina.storage").error("PostgreSQL unreachable; retrying", metadata: ["reason": "\(error.reason)"])
+                    Logger(label: "lamina.storage").error(
+                        "PostgreSQL unreachable; retrying", metadata: ["reason": "\(error.reason)"])
                 }
                 guard ContinuousClock.now + delay < deadline else { throw error }
                 Thread.sleep(forTimeInterval: delay.seconds)
@@ -211,7 +223,8 @@ final class PostgresReaderPool: @unchecked Sendable {
             let waited = ContinuousClock.now - started
             connector.counters.update {
                 $0.poolWaits += 1
-                $0.poolWaitMicroseconds += Int(waited.components.seconds) * 1_000_000 + Int(waited.components.attoseconds / 1_000_000_000_000)
+                $0.poolWaitMicroseconds +=
+                    Int(waited.components.seconds) * 1_000_000 + Int(waited.components.attoseconds / 1_000_000_000_000)
             }
         }
         if closed {

@@ -47,7 +47,8 @@ enum FeedAnnouncement {
         var heads: [(UserID, UInt64)] = []
         for line in lines {
             guard let space = line.firstIndex(of: " "), let head = UInt64(line[..<space]),
-                  let user = try? UserID(String(line[line.index(after: space)...])) else { return nil }
+                let user = try? UserID(String(line[line.index(after: space)...]))
+            else { return nil }
             heads.append((user, head))
         }
         return (origin, heads)
@@ -107,7 +108,10 @@ package struct OutboxObserver: Sendable {
     /// (again), so a change announced meanwhile is not missed: read them again.
     var subscriptionsChanged: (@Sendable () -> Void)?
 
-    package init(held: @escaping @Sendable (Bool) -> Void, wake: @escaping @Sendable () -> Void, subscriptionsChanged: (@Sendable () -> Void)?) {
+    package init(
+        held: @escaping @Sendable (Bool) -> Void, wake: @escaping @Sendable () -> Void,
+        subscriptionsChanged: (@Sendable () -> Void)?
+    ) {
         self.held = held
         self.wake = wake
         self.subscriptionsChanged = subscriptionsChanged
@@ -124,7 +128,10 @@ package struct NotificationHandlers: Sendable {
     /// cursor, so what was committed while no one listened is not missed.
     var connected: @Sendable () -> Void
 
-    package init(feeds: @escaping @Sendable ([(UserID, UInt64)]) -> Void, ephemeral: @escaping @Sendable (String) -> Void, connected: @escaping @Sendable () -> Void) {
+    package init(
+        feeds: @escaping @Sendable ([(UserID, UInt64)]) -> Void, ephemeral: @escaping @Sendable (String) -> Void,
+        connected: @escaping @Sendable () -> Void
+    ) {
         self.feeds = feeds
         self.ephemeral = ephemeral
         self.connected = connected
@@ -197,7 +204,8 @@ final class PostgresListener: @unchecked Sendable {
         guard let connection, !connection.isClosed else { return }
         var bindings = PostgresBindings(capacity: 1)
         bindings.append(payload)
-        let query = PostgresQuery(unsafeSQL: "SELECT pg_notify('\(NotificationChannel.ephemeral)', $1)", binds: bindings)
+        let query = PostgresQuery(
+            unsafeSQL: "SELECT pg_notify('\(NotificationChannel.ephemeral)', $1)", binds: bindings)
         connection.queryIfOpen(query, logger: logger).whenComplete { _ in }
         connector.counters.update { $0.ephemeralNotificationsSent += 1 }
     }
@@ -239,7 +247,9 @@ final class PostgresListener: @unchecked Sendable {
     /// lives). Not waited for; dropped while disconnected (each (re)connect registers every
     /// live session again). `stillLive` is asked under the presence lock, so a removal is never
     /// overtaken by a re-registration of a snapshot taken before it.
-    func setPresence(_ devices: [(user: UserID, device: String)], live: Bool, stillLive: (@Sendable (UserID, String) -> Bool)? = nil) {
+    func setPresence(
+        _ devices: [(user: UserID, device: String)], live: Bool, stillLive: (@Sendable (UserID, String) -> Bool)? = nil
+    ) {
         presenceLock.lock()
         defer { presenceLock.unlock() }
         let chosen = stillLive.map { check in devices.filter { !check($0.user, $0.device) } } ?? devices
@@ -248,22 +258,24 @@ final class PostgresListener: @unchecked Sendable {
         let connection = session?.connection
         condition.unlock()
         guard let connection, !connection.isClosed else { return }
-        let sql = live
+        let sql =
+            live
             ? """
-              INSERT INTO live_devices (user_id, device_id, backend_pid, backend_start)
-                  SELECT t.u, t.d, a.pid, a.backend_start FROM unnest($1::text[], $2::text[]) AS t(u, d), pg_stat_activity a
-                  WHERE a.pid = pg_backend_pid() ON CONFLICT DO NOTHING
-              """
+            INSERT INTO live_devices (user_id, device_id, backend_pid, backend_start)
+                SELECT t.u, t.d, a.pid, a.backend_start FROM unnest($1::text[], $2::text[]) AS t(u, d), pg_stat_activity a
+                WHERE a.pid = pg_backend_pid() ON CONFLICT DO NOTHING
+            """
             : """
-              DELETE FROM live_devices WHERE backend_pid = pg_backend_pid()
-                  AND (user_id, device_id) IN (SELECT t.u, t.d FROM unnest($1::text[], $2::text[]) AS t(u, d))
-              """
+            DELETE FROM live_devices WHERE backend_pid = pg_backend_pid()
+                AND (user_id, device_id) IN (SELECT t.u, t.d FROM unnest($1::text[], $2::text[]) AS t(u, d))
+            """
         for start in stride(from: 0, to: chosen.count, by: Self.presenceBatch) {
             let batch = chosen[start..<min(start + Self.presenceBatch, chosen.count)]
             var bindings = PostgresBindings(capacity: 2)
             bindings.append(batch.map(\.user.rawValue))
             bindings.append(batch.map(\.device))
-            connection.queryIfOpen(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).whenFailure { [logger] error in
+            connection.queryIfOpen(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).whenFailure {
+                [logger] error in
                 logger.debug("presence not recorded", metadata: ["error": "\(String(reflecting: error))"])
             }
         }
@@ -302,7 +314,8 @@ final class PostgresListener: @unchecked Sendable {
         var bindings = PostgresBindings(capacity: 1)
         bindings.append("\(origin)\n\(released.map(\.rawValue).sorted().joined(separator: ",")) released")
         let query = PostgresQuery(
-            unsafeSQL: "SELECT pg_advisory_unlock_all(), pg_notify('\(NotificationChannel.outbox)', $1)", binds: bindings)
+            unsafeSQL: "SELECT pg_advisory_unlock_all(), pg_notify('\(NotificationChannel.outbox)', $1)",
+            binds: bindings)
         connection.queryIfOpen(query, logger: logger).whenComplete { _ in connection.close().whenComplete { _ in } }
     }
 
@@ -358,7 +371,9 @@ final class PostgresListener: @unchecked Sendable {
                 handlers.feeds(heads)
             }
             opened.connection.addListener(channel: NotificationChannel.ephemeral) { _, message in
-                guard let newline = message.payload.firstIndex(of: "\n"), message.payload[..<newline] != origin else { return }
+                guard let newline = message.payload.firstIndex(of: "\n"), message.payload[..<newline] != origin else {
+                    return
+                }
                 counters.update { $0.ephemeralNotificationsReceived += 1 }
                 handlers.ephemeral(String(message.payload[message.payload.index(after: newline)...]))
             }
@@ -472,7 +487,8 @@ final class PostgresListener: @unchecked Sendable {
             for lease in wanted.sorted(by: { $0.key < $1.key }) {
                 let taken: Bool
                 do throws(StorageError) {
-                    taken = try opened.int64("SELECT CASE WHEN pg_try_advisory_lock(?) THEN 1 ELSE 0 END", [lease.key]) == 1
+                    taken =
+                        try opened.int64("SELECT CASE WHEN pg_try_advisory_lock(?) THEN 1 ELSE 0 END", [lease.key]) == 1
                 } catch {
                     break  // the connection failed: the loop sees it closed
                 }

@@ -10,41 +10,50 @@ enum PostgresSchema {
     /// Migrations in order: (identifier, statements).
     static let migrations: [(id: String, statements: [String])] = [
         ("v11-baseline", baseline),
-        ("v12-parking-bounds", [
-            "ALTER TABLE replication_parked ADD COLUMN parked_at BIGINT NOT NULL DEFAULT 0",
-            "ALTER TABLE replication_parked ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0",
-            "CREATE INDEX replication_parked_origin ON replication_parked(origin_node, counter, bytes)",
-            "CREATE INDEX replication_parked_age ON replication_parked(parked_at)",
-            // Operations parked before this version count as parked now.
-            "UPDATE replication_parked SET parked_at = CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)",
-        ]),
-        ("v13-distinct-births", [
-            """
-            CREATE TABLE distinct_births (
-                conversation_id BYTEA PRIMARY KEY,
-                participant_set_key BYTEA NOT NULL,
-                origin_node BIGINT NOT NULL,
-                origin_counter BIGINT NOT NULL,
-                seen TEXT COLLATE "C" NOT NULL
-            )
-            """,
-            "CREATE INDEX distinct_births_set ON distinct_births(participant_set_key)",
-            """
-            INSERT INTO distinct_births (conversation_id, participant_set_key, origin_node, origin_counter, seen)
-                SELECT id, participant_set_key, origin_node, 0, '' FROM conversations WHERE is_distinct = 1 AND merged_into IS NULL
-            """,
-        ]),
-        ("v14-counters", [
-            """
-            CREATE TABLE message_counts (
-                conversation_id BYTEA NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-                sender TEXT COLLATE "C" NOT NULL,
-                messages BIGINT NOT NULL,
-                PRIMARY KEY (conversation_id, sender)
-            )
-            """,
-            "ALTER TABLE participants ADD COLUMN unread BIGINT NOT NULL DEFAULT 0",
-        ] + StoredCounts.fill),
+        (
+            "v12-parking-bounds",
+            [
+                "ALTER TABLE replication_parked ADD COLUMN parked_at BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE replication_parked ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0",
+                "CREATE INDEX replication_parked_origin ON replication_parked(origin_node, counter, bytes)",
+                "CREATE INDEX replication_parked_age ON replication_parked(parked_at)",
+                // Operations parked before this version count as parked now.
+                "UPDATE replication_parked SET parked_at = CAST(EXTRACT(EPOCH FROM now()) * 1000 AS BIGINT)",
+            ]
+        ),
+        (
+            "v13-distinct-births",
+            [
+                """
+                CREATE TABLE distinct_births (
+                    conversation_id BYTEA PRIMARY KEY,
+                    participant_set_key BYTEA NOT NULL,
+                    origin_node BIGINT NOT NULL,
+                    origin_counter BIGINT NOT NULL,
+                    seen TEXT COLLATE "C" NOT NULL
+                )
+                """,
+                "CREATE INDEX distinct_births_set ON distinct_births(participant_set_key)",
+                """
+                INSERT INTO distinct_births (conversation_id, participant_set_key, origin_node, origin_counter, seen)
+                    SELECT id, participant_set_key, origin_node, 0, '' FROM conversations WHERE is_distinct = 1 AND merged_into IS NULL
+                """,
+            ]
+        ),
+        (
+            "v14-counters",
+            [
+                """
+                CREATE TABLE message_counts (
+                    conversation_id BYTEA NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                    sender TEXT COLLATE "C" NOT NULL,
+                    messages BIGINT NOT NULL,
+                    PRIMARY KEY (conversation_id, sender)
+                )
+                """,
+                "ALTER TABLE participants ADD COLUMN unread BIGINT NOT NULL DEFAULT 0",
+            ] + StoredCounts.fill
+        ),
         ("v15-live-devices", liveDevices),
         // Empty here: PostgreSQL's writers append to `feed_entries` (see `FeedTail`); the table
         // exists so that the feed's reads are one text on both backends.
@@ -65,7 +74,7 @@ enum PostgresSchema {
             backend_start TIMESTAMPTZ NOT NULL,
             PRIMARY KEY (user_id, device_id, backend_pid, backend_start)
         )
-        """,
+        """
     ]
 
     /// Serializes migrations of several nodes starting on one database at once.
@@ -77,17 +86,23 @@ enum PostgresSchema {
         try db.begin()
         do throws(StorageError) {
             try db.run("SELECT pg_advisory_xact_lock(?)", [migrationLock])
-            try db.run("CREATE TABLE IF NOT EXISTS lamina_migrations (identifier TEXT COLLATE \"C\" PRIMARY KEY, applied_at BIGINT NOT NULL)")
+            try db.run(
+                "CREATE TABLE IF NOT EXISTS lamina_migrations (identifier TEXT COLLATE \"C\" PRIMARY KEY, applied_at BIGINT NOT NULL)"
+            )
             let applied = Set(try db.rows("SELECT identifier FROM lamina_migrations").map { $0[0] as String })
             let known = Set(migrations.map(\.id))
             let unknown = applied.subtracting(known)
             guard unknown.isEmpty else {
-                throw StorageError(.schemaTooNew, "the database's schema is newer than this node knows (migrations \(unknown.sorted().joined(separator: ", "))); run a newer node")
+                throw StorageError(
+                    .schemaTooNew,
+                    "the database's schema is newer than this node knows (migrations \(unknown.sorted().joined(separator: ", "))); run a newer node"
+                )
             }
             for migration in migrations where !applied.contains(migration.id) {
                 for statement in migration.statements { try db.run(statement) }
-                try db.run("INSERT INTO lamina_migrations (identifier, applied_at) VALUES (?, ?)",
-                           [migration.id, Int64(Date().timeIntervalSince1970 * 1_000)])
+                try db.run(
+                    "INSERT INTO lamina_migrations (identifier, applied_at) VALUES (?, ?)",
+                    [migration.id, Int64(Date().timeIntervalSince1970 * 1_000)])
             }
             try db.commit()
         } catch {
@@ -457,6 +472,6 @@ enum PostgresSchema {
             origin_node BIGINT NOT NULL,
             updated_by TEXT COLLATE "C" NOT NULL
         )
-        """
+        """,
     ]
 }

@@ -49,13 +49,16 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
 
     deinit {
         // Statements never handed over (the session dropped in the middle of a transaction).
-        for (_, promise) in unsent { promise.fail(StorageError(.closed, "the session ended before the statement was sent")) }
+        for (_, promise) in unsent {
+            promise.fail(StorageError(.closed, "the session ended before the statement was sent"))
+        }
     }
 
     var dialect: SQLDialect { .postgres }
 
     func measuringWork(_ body: () throws(StorageError) -> Void) throws(StorageError) -> Int64 {
-        let read = "SELECT CAST(coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0) AS BIGINT) FROM pg_stat_xact_user_tables"
+        let read =
+            "SELECT CAST(coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0) AS BIGINT) FROM pg_stat_xact_user_tables"
         let before = try int64(read) ?? 0
         try body()
         return (try int64(read) ?? 0) - before
@@ -148,7 +151,9 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         if let known = named[key] {
             name = known
         } else {
-            guard named.count < Self.maxNamedStatements else { return PostgresQuery(unsafeSQL: text, binds: Self.bindings(values)) }
+            guard named.count < Self.maxNamedStatements else {
+                return PostgresQuery(unsafeSQL: text, binds: Self.bindings(values))
+            }
             name = "lamina_\(nextName)"
             nextName += 1
             // Parameter types as the values bind (a NULL's is inferred, as for an unnamed
@@ -219,7 +224,8 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// Whether PostgreSQL can `PREPARE` the statement (a query or DML statement).
     static func isPreparable(_ text: String) -> Bool {
         let head = text.drop(while: { $0 == " " || $0 == "\n" || $0 == "\t" }).prefix(7).uppercased()
-        return head.hasPrefix("SELECT") || head.hasPrefix("INSERT") || head.hasPrefix("UPDATE") || head.hasPrefix("DELETE")
+        return head.hasPrefix("SELECT") || head.hasPrefix("INSERT") || head.hasPrefix("UPDATE")
+            || head.hasPrefix("DELETE")
             || head.hasPrefix("WITH")
     }
 
@@ -305,7 +311,9 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         return Int64.fromSQL(Self.value(cell))
     }
 
-    func eachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void) throws(StorageError) {
+    func eachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void)
+        throws(StorageError)
+    {
         let values = SQLBindings()
         bind(HotBinder(bindingHandle: nil, collected: values))
         for row in Self.rows(try query(sql, values.values).rows) {
@@ -323,7 +331,9 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
 
     func hotStatement(_ sql: String) throws(StorageError) -> HotStatement { HotStatement(self, sql) }
 
-    func afterNextTransaction(onCommit: @escaping @Sendable (Any?) -> Void, onRollback: @escaping @Sendable (Any?) -> Void) {
+    func afterNextTransaction(
+        onCommit: @escaping @Sendable (Any?) -> Void, onRollback: @escaping @Sendable (Any?) -> Void
+    ) {
         hooks.append((onCommit, onRollback))
     }
 
@@ -341,7 +351,8 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
             let result = try query("COMMIT", [])
             // A COMMIT of a transaction a failed statement aborted rolls it back, without an error.
             if result.metadata.command == "ROLLBACK" {
-                throw StorageError(.commitFailed, "PostgreSQL rolled the transaction back at COMMIT (a statement in it had failed)")
+                throw StorageError(
+                    .commitFailed, "PostgreSQL rolled the transaction back at COMMIT (a statement in it had failed)")
             }
         } catch {
             isInsideTransaction = false
@@ -393,7 +404,10 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
             if c == "?", !inString {
                 var j = i + 1
                 var digits = ""
-                while j < chars.count, chars[j].isNumber { digits.append(chars[j]); j += 1 }
+                while j < chars.count, chars[j].isNumber {
+                    digits.append(chars[j])
+                    j += 1
+                }
                 if digits.isEmpty {
                     out += "$\(next)"
                     next += 1
@@ -467,12 +481,19 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
             var high: UInt8?
             for c in text.utf8.dropFirst(2) {
                 guard let nibble = hexValue(c) else { continue }
-                if let h = high { out.append(h << 4 | nibble); high = nil } else { high = nibble }
+                if let h = high {
+                    out.append(h << 4 | nibble)
+                    high = nil
+                } else {
+                    high = nibble
+                }
             }
             return .blob(out)
         case .float4, .float8:
             if binary {
-                if bytes.readableBytes == 8 { return bytes.readInteger(as: UInt64.self).map { .real(Double(bitPattern: $0)) } ?? .null }
+                if bytes.readableBytes == 8 {
+                    return bytes.readInteger(as: UInt64.self).map { .real(Double(bitPattern: $0)) } ?? .null
+                }
                 return bytes.readInteger(as: UInt32.self).map { .real(Double(Float(bitPattern: $0))) } ?? .null
             }
             return Double(String(buffer: bytes)).map { .real($0) } ?? .null
@@ -526,21 +547,33 @@ enum PostgresErrors {
                 // which is what the storage code matches on.
                 let table = info[.tableName] ?? "?"
                 var columns: [String] = []
-                if let detail = info[.detail], let open = detail.range(of: "Key ("), let close = detail.range(of: ")=", range: open.upperBound..<detail.endIndex) {
-                    columns = detail[open.upperBound..<close.lowerBound].split(separator: ",").map { "\(table).\($0.trimmingCharacters(in: .whitespaces))" }
+                if let detail = info[.detail], let open = detail.range(of: "Key ("),
+                    let close = detail.range(of: ")=", range: open.upperBound..<detail.endIndex)
+                {
+                    columns = detail[open.upperBound..<close.lowerBound].split(separator: ",").map {
+                        "\(table).\($0.trimmingCharacters(in: .whitespaces))"
+                    }
                 }
-                let kind = state == "23505" ? "UNIQUE" : state == "23503" ? "FOREIGN KEY" : state == "23502" ? "NOT NULL" : "CHECK"
-                return StorageError(.constraintViolation, "\(kind) constraint failed: \(columns.joined(separator: ", ")) (\(message))", file: file, line: line)
+                let kind =
+                    state == "23505"
+                    ? "UNIQUE" : state == "23503" ? "FOREIGN KEY" : state == "23502" ? "NOT NULL" : "CHECK"
+                return StorageError(
+                    .constraintViolation, "\(kind) constraint failed: \(columns.joined(separator: ", ")) (\(message))",
+                    file: file, line: line)
             }
             if state == "40P01" || state == "40001" {
                 // Another node's transaction locked the same feed heads in the other order.
-                return StorageError(.writeConflict, "PostgreSQL undid a write that collided with another node's (\(state)): \(message)", file: file, line: line)
+                return StorageError(
+                    .writeConflict, "PostgreSQL undid a write that collided with another node's (\(state)): \(message)",
+                    file: file, line: line)
             }
             if state == "28P01" || state == "28000" {
-                return StorageError(.authenticationFailed, "PostgreSQL refused the credentials: \(message)", file: file, line: line)
+                return StorageError(
+                    .authenticationFailed, "PostgreSQL refused the credentials: \(message)", file: file, line: line)
             }
             if state.hasPrefix("08") || state.hasPrefix("57P") {
-                return StorageError(.databaseUnavailable, "PostgreSQL connection failed (\(state)): \(message)", file: file, line: line)
+                return StorageError(
+                    .databaseUnavailable, "PostgreSQL connection failed (\(state)): \(message)", file: file, line: line)
             }
             return StorageError(.database, "PostgreSQL error \(state): \(message)", file: file, line: line)
         }
@@ -549,9 +582,12 @@ enum PostgresErrors {
             let cause = error.underlying.map { "\($0)" } ?? "\(error.code)"
             return StorageError(.databaseUnavailable, "PostgreSQL is unreachable: \(cause)", file: file, line: line)
         case .unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError:
-            return StorageError(.authenticationFailed, "PostgreSQL authentication failed: \(error.code)", file: file, line: line)
+            return StorageError(
+                .authenticationFailed, "PostgreSQL authentication failed: \(error.code)", file: file, line: line)
         default:
-            return StorageError(.database, "PostgreSQL: \(error.code) \(error.underlying.map { "\($0)" } ?? "")", file: file, line: line)
+            return StorageError(
+                .database, "PostgreSQL: \(error.code) \(error.underlying.map { "\($0)" } ?? "")", file: file, line: line
+            )
         }
     }
 }

@@ -50,7 +50,8 @@ final class PostgresCounters: Sendable {
     }
 
     func statement(took elapsed: Duration) {
-        let micros = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+        let micros =
+            Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
         value.withLockedValue { value in
             value.statements += 1
             value.statementMicroseconds += micros

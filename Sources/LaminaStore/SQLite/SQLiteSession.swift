@@ -19,7 +19,8 @@ final class SQLiteSession: SQLSession {
 
     func rows(_ sql: String, _ arguments: SQLArguments) throws(StorageError) -> [SQLRow] {
         do {
-            return try GRDB.Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments.grdbArguments).map(SQLRow.init)
+            return try GRDB.Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments.grdbArguments).map(
+                SQLRow.init)
         } catch {
             throw StorageError.wrapping(error)
         }
@@ -27,7 +28,8 @@ final class SQLiteSession: SQLSession {
 
     func row(_ sql: String, _ arguments: SQLArguments) throws(StorageError) -> SQLRow? {
         do {
-            return try GRDB.Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments.grdbArguments).map(SQLRow.init)
+            return try GRDB.Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments.grdbArguments).map(
+                SQLRow.init)
         } catch {
             throw StorageError.wrapping(error)
         }
@@ -43,7 +45,9 @@ final class SQLiteSession: SQLSession {
 
     var changesCount: Int { db.changesCount }
 
-    func eachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void) throws(StorageError) {
+    func eachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void)
+        throws(StorageError)
+    {
         try db.sqliteEachRow(sql, bind: bind, body)
     }
 
@@ -58,14 +62,18 @@ final class SQLiteSession: SQLSession {
         try db.countingVMSteps(body)
     }
 
-    func afterNextTransaction(onCommit: @escaping @Sendable (Any?) -> Void, onRollback: @escaping @Sendable (Any?) -> Void) {
+    func afterNextTransaction(
+        onCommit: @escaping @Sendable (Any?) -> Void, onRollback: @escaping @Sendable (Any?) -> Void
+    ) {
         db.afterNextTransaction(onCommit: { onCommit($0) }, onRollback: { onRollback($0) })
     }
 
     /// BEGIN and COMMIT run as cached statements (the writer runs them once per group: parsing
     /// them each time was 2 % of the node's CPU in `rate --fanout 24`); GRDB still sees them.
     func begin() throws(StorageError) {
-        do { try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute() } catch { throw StorageError.wrapping(error) }
+        do { try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute() } catch {
+            throw StorageError.wrapping(error)
+        }
     }
 
     func commit() throws(StorageError) {

@@ -50,7 +50,8 @@ enum StorageSchema {
         migrator.registerMigration("v12-parking-bounds") { db in
             for statement in parkingBounds { try db.execute(sql: statement) }
             // Operations parked before this version count as parked now.
-            try db.execute(sql: "UPDATE replication_parked SET parked_at = ?", arguments: [Timestamp.now().millisecondsSince1970])
+            try db.execute(
+                sql: "UPDATE replication_parked SET parked_at = ?", arguments: [Timestamp.now().millisecondsSince1970])
         }
         migrator.registerMigration("v13-distinct-births") { db in
             for statement in distinctBirths { try db.execute(sql: statement) }
@@ -317,7 +318,7 @@ extension StorageSchema {
             identity BLOB NOT NULL,
             updated_at INTEGER NOT NULL
         ) STRICT, WITHOUT ROWID
-        """,
+        """
     ]
 
     /// Webhooks (Layer's Webhooks API 3.0) and their delivery queue, the transactional
@@ -449,7 +450,7 @@ extension StorageSchema {
             origin_node INTEGER NOT NULL,
             updated_by TEXT NOT NULL
         ) STRICT, WITHOUT ROWID
-        """,
+        """
     ]
 
     /// Stored counts (`StoredCounts`): per conversation and sender the messages not deleted for

@@ -60,13 +60,15 @@ extension ModelError {
 /// Checks a caller-encoded blob against `StorageLimits.maxBlobBytes`.
 func checkBlob(_ bytes: [UInt8], _ what: String) throws(StorageError) {
     guard bytes.count <= StorageLimits.maxBlobBytes else {
-        throw StorageError(.invalidArgument, "\(what) is at most \(StorageLimits.maxBlobBytes) bytes, got \(bytes.count)")
+        throw StorageError(
+            .invalidArgument, "\(what) is at most \(StorageLimits.maxBlobBytes) bytes, got \(bytes.count)")
     }
 }
 
 /// Checks a page size against `StorageLimits.maxPageSize`.
 func checkLimit(_ limit: Int) throws(StorageError) {
     guard (1...StorageLimits.maxPageSize).contains(limit) else {
-        throw StorageError(.invalidArgument, "a page holds 1...\(StorageLimits.maxPageSize) entries, asked for \(limit)")
+        throw StorageError(
+            .invalidArgument, "a page holds 1...\(StorageLimits.maxPageSize) entries, asked for \(limit)")
     }
 }

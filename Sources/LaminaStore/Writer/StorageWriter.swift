@@ -67,7 +67,8 @@ final class StorageWriter: @unchecked Sendable {
     private var pendingHead = 0
     private var accepting = true
     private var finished = false
-    private var stats = StorageWriterStatistics(transactions: 0, committedCommands: 0, failedCommands: 0, refusedCommands: 0, largestBatch: 0)
+    private var stats = StorageWriterStatistics(
+        transactions: 0, committedCommands: 0, failedCommands: 0, refusedCommands: 0, largestBatch: 0)
     private var thread: Thread?
     private let completions = CompletionQueue()
     /// Writer thread only.
@@ -87,7 +88,8 @@ final class StorageWriter: @unchecked Sendable {
     private var lastCommitStart = Date.distantPast
 
     init(
-        connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero, groupTarget: Int = 1,
+        connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero,
+        groupTarget: Int = 1,
         announcer: FeedAnnouncer? = nil, sources: CommandSources = CommandSources(),
         feedTailRows: Int = StorageConfiguration.defaultFeedTailRows
     ) {
@@ -291,7 +293,9 @@ final class StorageWriter: @unchecked Sendable {
                     }
                 }
                 do {
-                    if announcer == nil { try FeedTail.beginGroup(db, cache: cache, commands: batch.count, largeGroup: groupTarget) }
+                    if announcer == nil {
+                        try FeedTail.beginGroup(db, cache: cache, commands: batch.count, largeGroup: groupTarget)
+                    }
                     let statements = try cache.statements(db)
                     for (i, command) in batch.enumerated() {
                         do {
@@ -301,7 +305,9 @@ final class StorageWriter: @unchecked Sendable {
                         } catch {
                             cache.endCommand(succeeded: false)
                             cache.clear()  // the command's writes were rolled back
-                            if let reported = Self.databaseError(error, inCommand: true) { databaseErrors.append(reported) }
+                            if let reported = Self.databaseError(error, inCommand: true) {
+                                databaseErrors.append(reported)
+                            }
                             outcomes[i] = error is GRDB.DatabaseError ? StorageError.wrapping(error) : error
                             if !db.isInsideTransaction {
                                 // The database aborted the whole transaction (e.g. disk full): what ran before is gone.
@@ -321,15 +327,21 @@ final class StorageWriter: @unchecked Sendable {
             _ = cache.takeAnnouncedHeads()
             let reported = Self.databaseError(error, inCommand: false)
             commitError = StorageError.wrapping(reported.map { $0 as any Error } ?? error, as: .commitFailed)
-            commitError?.code = reported.map { $0.code == .databaseUnavailable || $0.code == .authenticationFailed ? $0.code : .commitFailed } ?? .commitFailed
-            if let reported, !databaseErrors.contains(where: { $0.reason == reported.reason }) { databaseErrors.append(reported) }
+            commitError?.code =
+                reported.map {
+                    $0.code == .databaseUnavailable || $0.code == .authenticationFailed ? $0.code : .commitFailed
+                } ?? .commitFailed
+            if let reported, !databaseErrors.contains(where: { $0.reason == reported.reason }) {
+                databaseErrors.append(reported)
+            }
         }
 
         for error in databaseErrors where error.code != .constraintViolation {
             logger.error("storage error", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
         }
         if let commitError {
-            logger.error("group commit failed", metadata: ["commands": "\(batch.count)", "reason": "\(commitError.reason)"])
+            logger.error(
+                "group commit failed", metadata: ["commands": "\(batch.count)", "reason": "\(commitError.reason)"])
         }
         condition.lock()
         let reported = databaseErrors.filter { $0.code != .constraintViolation }

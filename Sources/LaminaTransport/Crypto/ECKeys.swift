@@ -8,7 +8,9 @@ public struct ECKeyPair: Sendable, Hashable {
     /// A fresh P-256 key pair.
     public static func generateP256() throws -> ECKeyPair {
         ERR_clear_error()
-        guard let key = lamina_EVP_EC_gen("P-256") else { throw OpenSSLError.make(.crypto, "cannot generate a P-256 key") }
+        guard let key = lamina_EVP_EC_gen("P-256") else {
+            throw OpenSSLError.make(.crypto, "cannot generate a P-256 key")
+        }
         defer { EVP_PKEY_free(key) }
         return ECKeyPair(privateKeyPEM: try ECKeys.privateKeyPEM(key), publicKeyPEM: try ECKeys.publicKeyPEM(key))
     }

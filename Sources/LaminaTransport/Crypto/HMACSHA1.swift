@@ -10,8 +10,9 @@ public enum HMACSHA1 {
         let result = key.withUnsafeBytes { k in
             message.withUnsafeBufferPointer { m in
                 out.withUnsafeMutableBufferPointer { o in
-                    EVP_Q_mac(nil, "HMAC", nil, "SHA1", nil, k.baseAddress, k.count, m.baseAddress, m.count,
-                              o.baseAddress, o.count, &length)
+                    EVP_Q_mac(
+                        nil, "HMAC", nil, "SHA1", nil, k.baseAddress, k.count, m.baseAddress, m.count,
+                        o.baseAddress, o.count, &length)
                 }
             }
         }

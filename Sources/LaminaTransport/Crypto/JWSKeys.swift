@@ -101,13 +101,16 @@ enum JWSKeyType {
     static func algorithm(of key: OpaquePointer) throws -> JWSAlgorithm {
         switch EVP_PKEY_get_base_id(key) {
         case EVP_PKEY_RSA:
-            guard EVP_PKEY_get_bits(key) >= 2048 else { throw TransportError(.crypto, "RSA keys under 2048 bits are refused") }
+            guard EVP_PKEY_get_bits(key) >= 2048 else {
+                throw TransportError(.crypto, "RSA keys under 2048 bits are refused")
+            }
             return .rs256
         case EVP_PKEY_EC:
             var name = [CChar](repeating: 0, count: 64)
             var length = 0
             guard EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1,
-                ["prime256v1", "P-256"].contains(String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+                ["prime256v1", "P-256"].contains(
+                    String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
             else { throw TransportError(.crypto, "only P-256 EC keys are accepted (ES256)") }
             return .es256
         default:
@@ -167,7 +170,8 @@ public final class RS256Signer: @unchecked Sendable {
 
     /// Loads a PEM RSA private key (PKCS#1 or PKCS#8).
     public init(privateKeyPEM: String) throws {
-        key = try JWSKeyType.privateKey(pem: privateKeyPEM, for: .rs256, refusal: "RS256 needs an RSA private key of at least 2048 bits")
+        key = try JWSKeyType.privateKey(
+            pem: privateKeyPEM, for: .rs256, refusal: "RS256 needs an RSA private key of at least 2048 bits")
     }
 
     deinit { EVP_PKEY_free(key) }

@@ -30,8 +30,10 @@ struct CodecBenchmark: ParsableCommand {
     var allocationSamples = 1_000
 
     func validate() throws {
-        guard rounds >= 1, roundMilliseconds >= 1, warmUpMilliseconds >= 0, streamFrames >= 1, allocationSamples >= 1 else {
-            throw ValidationError("rounds, round-ms, stream-frames and allocation-samples must be at least 1, warmup-ms at least 0")
+        guard rounds >= 1, roundMilliseconds >= 1, warmUpMilliseconds >= 0, streamFrames >= 1, allocationSamples >= 1
+        else {
+            throw ValidationError(
+                "rounds, round-ms, stream-frames and allocation-samples must be at least 1, warmup-ms at least 0")
         }
     }
 
@@ -42,7 +44,7 @@ struct CodecBenchmark: ParsableCommand {
             rounds: rounds
         )
         #if DEBUG
-        print("WARNING: this is a debug build; measure with `swift run -c release lamina-bench codec`.\n")
+            print("WARNING: this is a debug build; measure with `swift run -c release lamina-bench codec`.\n")
         #endif
         var runner = CodecRunner(settings: settings, streamFrames: streamFrames, allocationSamples: allocationSamples)
         let one = CodecFixtures.onePartMessage()
@@ -51,7 +53,10 @@ struct CodecBenchmark: ParsableCommand {
         try runner.run("(b) 10-part message", frame: .sendMessage(ten), message: CodecFixtures.protobuf(ten))
         let batch = CodecFixtures.changeBatch()
         try runner.run("(c) batch of 100 changes", frame: .changeBatch(batch), message: CodecFixtures.protobuf(batch))
-        print(CodecReport(rows: runner.rows, settings: settings, allocationSamples: allocationSamples, streamFrames: streamFrames).render())
+        print(
+            CodecReport(
+                rows: runner.rows, settings: settings, allocationSamples: allocationSamples, streamFrames: streamFrames
+            ).render())
     }
 }
 
@@ -80,9 +85,13 @@ struct CodecRunner {
     mutating func run<M: SwiftProtobuf.Message & Equatable>(_ name: String, frame: Frame, message: M) throws {
         // The two encodings, and a check that each decodes back to what was encoded.
         let laminaBytes = try frame.encoded()
-        guard try Frame.decode(exactly: laminaBytes) == frame else { throw CleanExit.message("\(name): Lamina round trip differs") }
+        guard try Frame.decode(exactly: laminaBytes) == frame else {
+            throw CleanExit.message("\(name): Lamina round trip differs")
+        }
         let protobufBytes: [UInt8] = try message.serializedBytes()
-        guard try M(serializedBytes: protobufBytes) == message else { throw CleanExit.message("\(name): protobuf round trip differs") }
+        guard try M(serializedBytes: protobufBytes) == message else {
+            throw CleanExit.message("\(name): protobuf round trip differs")
+        }
         let batch = self.batch
         let samples = allocationSamples
 
@@ -94,17 +103,25 @@ struct CodecRunner {
         }
         let protobufEncode = {
             for _ in 0..<batch {
-                do { blackHole(try message.serializedBytes() as [UInt8]) } catch { fatalError("encode failed: \(error)") }
+                do { blackHole(try message.serializedBytes() as [UInt8]) } catch {
+                    fatalError("encode failed: \(error)")
+                }
             }
         }
         let encodeRates = measure(settings, batch: batch, [laminaEncode, protobufEncode])
-        rows.append(CodecRow(
-            caseName: name, operation: "encode", laminaBytes: laminaBytes.readableBytes, protobufBytes: protobufBytes.count,
-            lamina: encodeRates[0],
-            protobuf: encodeRates[1],
-            laminaAllocations: AllocationCounter.allocations(per: samples * batch) { for _ in 0..<samples { laminaEncode() } },
-            protobufAllocations: AllocationCounter.allocations(per: samples * batch) { for _ in 0..<samples { protobufEncode() } }
-        ))
+        rows.append(
+            CodecRow(
+                caseName: name, operation: "encode", laminaBytes: laminaBytes.readableBytes,
+                protobufBytes: protobufBytes.count,
+                lamina: encodeRates[0],
+                protobuf: encodeRates[1],
+                laminaAllocations: AllocationCounter.allocations(per: samples * batch) {
+                    for _ in 0..<samples { laminaEncode() }
+                },
+                protobufAllocations: AllocationCounter.allocations(per: samples * batch) {
+                    for _ in 0..<samples { protobufEncode() }
+                }
+            ))
 
         // Encode into one reused buffer (what a channel handler does); Lamina only.
         var reused = ByteBufferAllocator().buffer(capacity: laminaBytes.readableBytes)
@@ -115,11 +132,15 @@ struct CodecRunner {
                 blackHole(reused.writerIndex)
             }
         }
-        rows.append(CodecRow(
-            caseName: name, operation: "encode, reused buffer", laminaBytes: laminaBytes.readableBytes, protobufBytes: protobufBytes.count,
-            lamina: measure(settings, batch: batch, laminaEncodeReused),
-            laminaAllocations: AllocationCounter.allocations(per: samples * batch) { for _ in 0..<samples { laminaEncodeReused() } }
-        ))
+        rows.append(
+            CodecRow(
+                caseName: name, operation: "encode, reused buffer", laminaBytes: laminaBytes.readableBytes,
+                protobufBytes: protobufBytes.count,
+                lamina: measure(settings, batch: batch, laminaEncodeReused),
+                laminaAllocations: AllocationCounter.allocations(per: samples * batch) {
+                    for _ in 0..<samples { laminaEncodeReused() }
+                }
+            ))
 
         // Decode one whole frame / one message from its bytes.
         let laminaDecode = {
@@ -133,13 +154,19 @@ struct CodecRunner {
             }
         }
         let decodeRates = measure(settings, batch: batch, [laminaDecode, protobufDecode])
-        rows.append(CodecRow(
-            caseName: name, operation: "decode", laminaBytes: laminaBytes.readableBytes, protobufBytes: protobufBytes.count,
-            lamina: decodeRates[0],
-            protobuf: decodeRates[1],
-            laminaAllocations: AllocationCounter.allocations(per: samples * batch) { for _ in 0..<samples { laminaDecode() } },
-            protobufAllocations: AllocationCounter.allocations(per: samples * batch) { for _ in 0..<samples { protobufDecode() } }
-        ))
+        rows.append(
+            CodecRow(
+                caseName: name, operation: "decode", laminaBytes: laminaBytes.readableBytes,
+                protobufBytes: protobufBytes.count,
+                lamina: decodeRates[0],
+                protobuf: decodeRates[1],
+                laminaAllocations: AllocationCounter.allocations(per: samples * batch) {
+                    for _ in 0..<samples { laminaDecode() }
+                },
+                protobufAllocations: AllocationCounter.allocations(per: samples * batch) {
+                    for _ in 0..<samples { protobufDecode() }
+                }
+            ))
 
         // Decode a stream of frames with the incremental FrameDecoder; Lamina only.
         var stream = ByteBufferAllocator().buffer(capacity: laminaBytes.readableBytes * streamFrames)
@@ -160,10 +187,14 @@ struct CodecRunner {
             precondition(count == frames, "the stream held \(frames) frames, \(count) came out")
         }
         let streamSamples = max(1, samples * batch / frames)
-        rows.append(CodecRow(
-            caseName: name, operation: "decode, FrameDecoder stream", laminaBytes: laminaBytes.readableBytes, protobufBytes: protobufBytes.count,
-            lamina: measure(settings, batch: frames, laminaStream),
-            laminaAllocations: AllocationCounter.allocations(per: streamSamples * frames) { for _ in 0..<streamSamples { laminaStream() } }
-        ))
+        rows.append(
+            CodecRow(
+                caseName: name, operation: "decode, FrameDecoder stream", laminaBytes: laminaBytes.readableBytes,
+                protobufBytes: protobufBytes.count,
+                lamina: measure(settings, batch: frames, laminaStream),
+                laminaAllocations: AllocationCounter.allocations(per: streamSamples * frames) {
+                    for _ in 0..<streamSamples { laminaStream() }
+                }
+            ))
     }
 }

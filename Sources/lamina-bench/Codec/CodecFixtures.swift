@@ -37,10 +37,13 @@ enum CodecFixtures {
     static func tenPartMessage() -> SendMessage {
         var parts = [MessagePart(id: uuid(10), mimeType: .textPlain, content: .inline(text(100, seed: 1)))]
         for i in 1...7 {
-            parts.append(MessagePart(id: uuid(10 + i), mimeType: "application/json", content: .inline(text(200, seed: i))))
+            parts.append(
+                MessagePart(id: uuid(10 + i), mimeType: "application/json", content: .inline(text(200, seed: i))))
         }
         for i in 8...9 {
-            let ref = ContentReference(id: ContentID(uuid: uuid(100 + i)), size: 1_500_000 + UInt64(i), sha256: (0..<32).map { UInt8(($0 * 7 + i) & 0xFF) })
+            let ref = ContentReference(
+                id: ContentID(uuid: uuid(100 + i)), size: 1_500_000 + UInt64(i),
+                sha256: (0..<32).map { UInt8(($0 * 7 + i) & 0xFF) })
             parts.append(MessagePart(id: uuid(10 + i), mimeType: "image/jpeg", content: .external(ref)))
         }
         return SendMessage(messageID: MessageID(uuid: uuid(4)), conversationID: conversation, parts: parts, push: push)
@@ -59,15 +62,19 @@ enum CodecFixtures {
                     id: messageID,
                     conversationID: conversation,
                     sender: users[i % 3],
-                    parts: [MessagePart(id: uuid(5_000 + i), mimeType: .textPlain, content: .inline(text(100, seed: i)))],
+                    parts: [
+                        MessagePart(id: uuid(5_000 + i), mimeType: .textPlain, content: .inline(text(100, seed: i)))
+                    ],
                     sentAt: Timestamp(millisecondsSince1970: 1_763_700_000_000 + Int64(i)),
-                    position: HLCTimestamp(physical: 1_763_700_000_000 + UInt64(i), logical: UInt32(i % 4), node: NodeID(0x1A2B)),
+                    position: HLCTimestamp(
+                        physical: 1_763_700_000_000 + UInt64(i), logical: UInt32(i % 4), node: NodeID(0x1A2B)),
                     push: nil,
                     recipientStatus: [users[0]: .read, users[1]: .delivered, users[2]: .sent]
                 )
                 changes.append(Change(seq: seq, event: .messageCreated(message)))
             } else {
-                let status = MessageStatusChanged(conversationID: conversation, messageID: messageID, user: users[(i + 1) % 3], status: .read)
+                let status = MessageStatusChanged(
+                    conversationID: conversation, messageID: messageID, user: users[(i + 1) % 3], status: .read)
                 changes.append(Change(seq: seq, event: .messageStatusChanged(status)))
             }
         }
@@ -129,7 +136,8 @@ enum CodecFixtures {
         }
         m.parts = message.parts.map(protobuf)
         if let push = message.push { m.push = protobuf(push) }
-        m.recipientStatus = Dictionary(uniqueKeysWithValues: message.recipientStatus.map { ($0.key.rawValue, Int32($0.value.rawValue)) })
+        m.recipientStatus = Dictionary(
+            uniqueKeysWithValues: message.recipientStatus.map { ($0.key.rawValue, Int32($0.value.rawValue)) })
         return m
     }
 

@@ -16,7 +16,9 @@ import NIOPosix
 struct ContentTransferCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "content-transfer",
-        abstract: "Upload and download a part on the sync stream's connection; report MB/s and message latency with and without the transfer.")
+        abstract:
+            "Upload and download a part on the sync stream's connection; report MB/s and message latency with and without the transfer."
+    )
 
     @Option(help: "Size of the part in MiB (at most 2048).") var sizeMb = 1024
     @Option(help: "Messages per second on the sync stream during each phase.") var rate = 20
@@ -24,7 +26,8 @@ struct ContentTransferCommand: AsyncParsableCommand {
     @Option(help: "Bytes per upload write.") var chunkKb = 256
     @Option(help: "Node event loop threads.") var nodeThreads = 1
     @Option(help: "Upload + download rounds (more latency samples during transfer).") var rounds = 1
-    @Option(help: "MiB an upload writes between two progress fsyncs (the node's uploadSyncIntervalBytes).") var syncIntervalMb = 8
+    @Option(help: "MiB an upload writes between two progress fsyncs (the node's uploadSyncIntervalBytes).")
+    var syncIntervalMb = 8
 
     func run() async throws {
         guard (1...2048).contains(sizeMb) else { throw ValidationError("--size-mb must be 1...2048") }
@@ -34,7 +37,8 @@ struct ContentTransferCommand: AsyncParsableCommand {
         configuration.port = 0
         configuration.adminPort = -1
         configuration.content.uploadSyncIntervalBytes = syncIntervalMb << 20
-        configuration.dataDirectory = try BenchSupport.temporaryDirectory() + "/content-transfer-\(UUID().uuidString.prefix(8))"
+        configuration.dataDirectory =
+            try BenchSupport.temporaryDirectory() + "/content-transfer-\(UUID().uuidString.prefix(8))"
         var logger = Logger(label: "lamina.bench.content")
         logger.logLevel = .warning
         let node = try await NodeServer.start(configuration: configuration, group: nodeGroup, logger: logger)
@@ -44,14 +48,18 @@ struct ContentTransferCommand: AsyncParsableCommand {
         let bob: UserID = "bench-bob"
 
         // Alice: one connection for her sync stream and her content streams. Bob: the fan-out.
-        let aliceClient = try await BenchSyncClient.connect(url: node.url, caFile: node.prepared.certificatePath, group: clientGroup)
+        let aliceClient = try await BenchSyncClient.connect(
+            url: node.url, caFile: node.prepared.certificatePath, group: clientGroup)
         let token = try await Self.login(aliceClient, user: alice, dev: dev)
-        let bobClient = try await BenchSyncClient.connect(url: node.url, caFile: node.prepared.certificatePath, group: clientGroup)
+        let bobClient = try await BenchSyncClient.connect(
+            url: node.url, caFile: node.prepared.certificatePath, group: clientGroup)
         try await bobClient.login(user: bob, device: UUID(), dev: dev, cursor: 0)
         let conversation = ConversationID.random()
         let created = try await aliceClient.request(
             .createConversation(
-                CreateConversation(conversationID: conversation, participants: [alice, bob], options: ConversationOptions(isDistinct: false))),
+                CreateConversation(
+                    conversationID: conversation, participants: [alice, bob],
+                    options: ConversationOptions(isDistinct: false))),
             id: conversation.uuid
         ).get()
         guard case .ack = created else { throw BenchFailure("create conversation: \(created)") }
@@ -62,7 +70,9 @@ struct ContentTransferCommand: AsyncParsableCommand {
         let content = try GeneratedContent(size: UInt64(sizeMb) << 20)
         let digestStart = ContinuousClock.now
         let digest = try content.sha256()
-        print("content-transfer: \(sizeMb) MiB part, \(rate) messages/s on the same connection's sync stream, node threads \(nodeThreads), progress fsync every \(syncIntervalMb) MiB")
+        print(
+            "content-transfer: \(sizeMb) MiB part, \(rate) messages/s on the same connection's sync stream, node threads \(nodeThreads), progress fsync every \(syncIntervalMb) MiB"
+        )
         print(String(format: "  (digest of the generated part: %.1f s)", (ContinuousClock.now - digestStart).seconds))
 
         // (a) without transfer.
@@ -79,30 +89,41 @@ struct ContentTransferCommand: AsyncParsableCommand {
             let id = ContentID.random()
             let uploadStart = ContinuousClock.now
             let upload = Task {
-                try await Self.upload(aliceClient.connection, token: token, id: id, content: content, digest: digest, chunk: chunkKb << 10)
+                try await Self.upload(
+                    aliceClient.connection, token: token, id: id, content: content, digest: digest, chunk: chunkKb << 10
+                )
             }
-            let duringUpload = try await Self.sendMessages(aliceClient, conversation, rate: rate, probe: probe, until: upload)
+            let duringUpload = try await Self.sendMessages(
+                aliceClient, conversation, rate: rate, probe: probe, until: upload)
             let uploadStatus = try await upload.value
             let uploadSeconds = (ContinuousClock.now - uploadStart).seconds
             guard uploadStatus == "201" else { throw BenchFailure("upload answered \(uploadStatus)") }
             uploadAcks += duringUpload
             Self.report(
-                String(format: "round %d: upload %.1f MB/s (%.1f s)", round, Double(content.size) / 1e6 / uploadSeconds, uploadSeconds),
+                String(
+                    format: "round %d: upload %.1f MB/s (%.1f s)", round, Double(content.size) / 1e6 / uploadSeconds,
+                    uploadSeconds),
                 duringUpload, probe: probe, phase: nil)
 
             // (c) download while sending.
             probe.phase = 2
             let downloadStart = ContinuousClock.now
             let download = Task { try await Self.download(aliceClient.connection, token: token, id: id) }
-            let duringDownload = try await Self.sendMessages(aliceClient, conversation, rate: rate, probe: probe, until: download)
+            let duringDownload = try await Self.sendMessages(
+                aliceClient, conversation, rate: rate, probe: probe, until: download)
             let (status, bytes, received) = try await download.value
             let downloadSeconds = (ContinuousClock.now - downloadStart).seconds
-            guard status == "200", bytes == content.size else { throw BenchFailure("download: status \(status ?? "-"), \(bytes) bytes") }
+            guard status == "200", bytes == content.size else {
+                throw BenchFailure("download: status \(status ?? "-"), \(bytes) bytes")
+            }
             if received != digest { verified = false }
             downloadAcks += duringDownload
             Self.report(
-                String(format: "round %d: download %.1f MB/s (%.1f s), SHA-256 %@", round, Double(bytes) / 1e6 / downloadSeconds,
-                       downloadSeconds, received == digest ? "verified" : "MISMATCH"), duringDownload, probe: probe, phase: nil)
+                String(
+                    format: "round %d: download %.1f MB/s (%.1f s), SHA-256 %@", round,
+                    Double(bytes) / 1e6 / downloadSeconds,
+                    downloadSeconds, received == digest ? "verified" : "MISMATCH"), duringDownload, probe: probe,
+                phase: nil)
             // The node's copy goes (quota), not measured.
             _ = try await node.store.write { tx in try tx.deleteUpload(id) }
             node.content.files.remove(id)
@@ -124,14 +145,19 @@ struct ContentTransferCommand: AsyncParsableCommand {
     static func login(_ client: BenchSyncClient, user: UserID, dev: DevIdentityProvider) async throws -> String {
         try await client.hello()
         let nonceID = UUID()
-        guard case .nonce(let nonce) = try await client.request(.nonceRequest(NonceRequest(requestID: nonceID)), id: nonceID).get()
+        guard
+            case .nonce(let nonce) = try await client.request(
+                .nonceRequest(NonceRequest(requestID: nonceID)), id: nonceID
+            ).get()
         else { throw BenchFailure("no NONCE") }
         let authID = UUID()
         let identity = try dev.mintToken(user: user, nonce: nonce.nonce)
         let answer = try await client.request(
             .authenticate(Authenticate(requestID: authID, identityToken: identity, deviceID: UUID())), id: authID
         ).get()
-        guard case .authenticated(let authenticated) = answer else { throw BenchFailure("authentication failed: \(answer)") }
+        guard case .authenticated(let authenticated) = answer else {
+            throw BenchFailure("authentication failed: \(answer)")
+        }
         let syncID = UUID()
         guard case .ack = try await client.request(.sync(SyncRequest(requestID: syncID, cursor: 0)), id: syncID).get()
         else { throw BenchFailure("SYNC not acknowledged") }
@@ -140,13 +166,15 @@ struct ContentTransferCommand: AsyncParsableCommand {
 
     /// Sends messages at `rate` per second until `deadline`; ACK latencies.
     static func sendMessages(
-        _ client: BenchSyncClient, _ conversation: ConversationID, rate: Int, probe: LatencyProbe, until deadline: ContinuousClock.Instant
+        _ client: BenchSyncClient, _ conversation: ConversationID, rate: Int, probe: LatencyProbe,
+        until deadline: ContinuousClock.Instant
     ) async throws -> [Duration] {
         try await sendMessages(client, conversation, rate: rate, probe: probe) { ContinuousClock.now >= deadline }
     }
 
     static func sendMessages<T>(
-        _ client: BenchSyncClient, _ conversation: ConversationID, rate: Int, probe: LatencyProbe, until task: Task<T, Error>
+        _ client: BenchSyncClient, _ conversation: ConversationID, rate: Int, probe: LatencyProbe,
+        until task: Task<T, Error>
     ) async throws -> [Duration] {
         let finished = NIOLockedValueBox(false)
         let watcher = Task {
@@ -154,7 +182,9 @@ struct ContentTransferCommand: AsyncParsableCommand {
             finished.withLockedValue { $0 = true }
         }
         defer { watcher.cancel() }
-        return try await sendMessages(client, conversation, rate: rate, probe: probe) { finished.withLockedValue { $0 } }
+        return try await sendMessages(client, conversation, rate: rate, probe: probe) {
+            finished.withLockedValue { $0 }
+        }
     }
 
     static func sendMessages(
@@ -170,11 +200,13 @@ struct ContentTransferCommand: AsyncParsableCommand {
             probe.sent(id, at: start)
             client.send(.ping(Ping(payload: probe.pingSent(at: start))))
             acks.append(
-                client.request(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts)), id: id.uuid)
-                    .flatMapThrowing { frame -> Duration in
-                        guard case .ack = frame else { throw BenchFailure("not acknowledged: \(frame)") }
-                        return ContinuousClock.now - start
-                    })
+                client.request(
+                    .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts)), id: id.uuid
+                )
+                .flatMapThrowing { frame -> Duration in
+                    guard case .ack = frame else { throw BenchFailure("not acknowledged: \(frame)") }
+                    return ContinuousClock.now - start
+                })
             next += interval
             try await Task.sleep(until: next, clock: .continuous)
         }
@@ -186,12 +218,15 @@ struct ContentTransferCommand: AsyncParsableCommand {
 
     /// PUT of the generated part on `connection`, streamed with a few writes in flight; the status.
     static func upload(
-        _ connection: TransportConnection, token: String, id: ContentID, content: GeneratedContent, digest: [UInt8], chunk: Int
+        _ connection: TransportConnection, token: String, id: ContentID, content: GeneratedContent, digest: [UInt8],
+        chunk: Int
     ) async throws -> String {
         let stream = try await connection.openStream(
             method: "PUT", path: "/v1/content/\(id.uuid.uuidString.lowercased())",
-            headers: [("authorization", "Bearer \(token)"), ("lamina-content-size", "\(content.size)"),
-                      ("lamina-content-sha256", digest.map { String(format: "%02x", $0) }.joined())],
+            headers: [
+                ("authorization", "Bearer \(token)"), ("lamina-content-size", "\(content.size)"),
+                ("lamina-content-sha256", digest.map { String(format: "%02x", $0) }.joined()),
+            ],
             endStream: false)
         let answer = stream.collect(maxBytes: 64 * 1024)
         var inFlight: [EventLoopFuture<Void>] = []
@@ -217,7 +252,8 @@ struct ContentTransferCommand: AsyncParsableCommand {
         -> (String?, UInt64, [UInt8])
     {
         let stream = try await connection.openStream(
-            method: "GET", path: "/v1/content/\(id.uuid.uuidString.lowercased())", headers: [("authorization", "Bearer \(token)")],
+            method: "GET", path: "/v1/content/\(id.uuid.uuidString.lowercased())",
+            headers: [("authorization", "Bearer \(token)")],
             endStream: true)
         let sink = try DownloadSink(eventLoop: stream.eventLoop)
         try await stream.eventLoop.submit { stream.delegate = sink }.get()
@@ -313,7 +349,9 @@ final class LatencyProbe: @unchecked Sendable {
     func awaitFanOut(count: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while state.withLockedValue({ !$0.sent.isEmpty }) {
-            guard ContinuousClock.now < deadline else { throw BenchFailure("fan-out missing for \(state.withLockedValue { $0.sent.count }) messages") }
+            guard ContinuousClock.now < deadline else {
+                throw BenchFailure("fan-out missing for \(state.withLockedValue { $0.sent.count }) messages")
+            }
             try await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -326,6 +364,7 @@ final class LatencyProbe: @unchecked Sendable {
         guard !values.isEmpty else { return "-" }
         let sorted = values.sorted()
         func ms(_ d: Duration) -> String { String(format: "%.2f", d.seconds * 1e3) }
-        return "p50 \(ms(sorted[sorted.count / 2])) ms  p99 \(ms(sorted[min(sorted.count - 1, sorted.count * 99 / 100)])) ms  max \(ms(sorted[sorted.count - 1])) ms"
+        return
+            "p50 \(ms(sorted[sorted.count / 2])) ms  p99 \(ms(sorted[min(sorted.count - 1, sorted.count * 99 / 100)])) ms  max \(ms(sorted[sorted.count - 1])) ms"
     }
 }

@@ -14,7 +14,9 @@ import NIOPosix
 struct SDKContentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sdk-content",
-        abstract: "A part from one SDK client to another through a node; MB/s and message latency with and without the transfer.")
+        abstract:
+            "A part from one SDK client to another through a node; MB/s and message latency with and without the transfer."
+    )
 
     @Option(help: "Size of the part in MiB (1...2048).") var sizeMb = 1024
     @Option(help: "Messages per second alice sends in the chat conversation.") var rate = 20
@@ -31,15 +33,19 @@ struct SDKContentCommand: AsyncParsableCommand {
         configuration.dataDirectory = root + "/node"
         var logger = Logger(label: "lamina.bench.sdk-content")
         logger.logLevel = .warning
-        let node = try await NodeServer.start(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+        let node = try await NodeServer.start(
+            configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
         let dev = node.prepared.devIdentityProvider!
 
         func client(_ user: UserID) throws -> LaminaClient {
-            try LaminaClient(configuration: LaminaConfiguration(
-                nodeURL: URL(string: node.url)!, trust: .certificateAuthorities(URL(fileURLWithPath: node.prepared.certificatePath)),
-                dataDirectory: URL(fileURLWithPath: root + "/clients")), user: user)
+            try LaminaClient(
+                configuration: LaminaConfiguration(
+                    nodeURL: URL(string: node.url)!,
+                    trust: .certificateAuthorities(URL(fileURLWithPath: node.prepared.certificatePath)),
+                    dataDirectory: URL(fileURLWithPath: root + "/clients")), user: user)
         }
-        let alice = try client("bench-alice"), bob = try client("bench-bob")
+        let alice = try client("bench-alice")
+        let bob = try client("bench-bob")
         let arrivals = Arrivals()
         let watcher = Task { [changes = bob.changes()] in
             for await batch in changes {
@@ -52,14 +58,17 @@ struct SDKContentCommand: AsyncParsableCommand {
             let user = c.user
             try await c.connect { nonce in try dev.mintToken(user: user, nonce: nonce) }
         }
-        let media = try alice.newConversation(participants: [bob.user], options: ConversationOptions(isDistinct: false)).id
-        let chat = try alice.newConversation(participants: [bob.user], options: ConversationOptions(isDistinct: false)).id
+        let media = try alice.newConversation(participants: [bob.user], options: ConversationOptions(isDistinct: false))
+            .id
+        let chat = try alice.newConversation(participants: [bob.user], options: ConversationOptions(isDistinct: false))
+            .id
         for c in [media, chat] {  // both conversations reach the node and bob before measuring
             let id = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "hello")]), in: c).id
             try await arrivals.wait(for: id, timeout: .seconds(30))
         }
 
-        let probe = Probe(alice: alice, conversation: chat, arrivals: arrivals, interval: .nanoseconds(1_000_000_000 / rate))
+        let probe = Probe(
+            alice: alice, conversation: chat, arrivals: arrivals, interval: .nanoseconds(1_000_000_000 / rate))
         Self.note("baseline: \(baselineMessages) messages at \(rate)/s")
         let baseline = try await probe.run(count: baselineMessages)
         let lostBaseline = probe.lost.take()
@@ -71,7 +80,8 @@ struct SDKContentCommand: AsyncParsableCommand {
         let clock = ContinuousClock()
         Self.note("staging \(sizeMb) MiB")
         let stagingStart = clock.now
-        let part = try MessagePart.with(mimeType: "video/mp4", fileURL: source, staging: alice.staging)  // in alice's data directory: send moves, not copies
+        // in alice's data directory: send moves, not copies
+        let part = try MessagePart.with(mimeType: "video/mp4", fileURL: source, staging: alice.staging)
         let staging = clock.now - stagingStart
         try? FileManager.default.removeItem(at: source)
 
@@ -105,10 +115,16 @@ struct SDKContentCommand: AsyncParsableCommand {
         Self.note("done")
 
         func mbps(_ d: Duration) -> String { String(format: "%.1f MB/s", Double(size) / 1e6 / Self.seconds(d)) }
-        print("sdk-content: \(sizeMb) MiB part alice -> bob through a node on loopback TLS + HTTP/2; chat messages at \(rate)/s")
+        print(
+            "sdk-content: \(sizeMb) MiB part alice -> bob through a node on loopback TLS + HTTP/2; chat messages at \(rate)/s"
+        )
         print("  staging (copy + SHA-256): \(String(format: "%.2f s", Self.seconds(staging))) = \(mbps(staging))")
-        print("  upload (send -> on the node, verified): \(String(format: "%.2f s", Self.seconds(upload))) = \(mbps(upload))")
-        print("  download (GET -> file, SHA-256 checked): \(String(format: "%.2f s", Self.seconds(download))) = \(mbps(download))")
+        print(
+            "  upload (send -> on the node, verified): \(String(format: "%.2f s", Self.seconds(upload))) = \(mbps(upload))"
+        )
+        print(
+            "  download (GET -> file, SHA-256 checked): \(String(format: "%.2f s", Self.seconds(download))) = \(mbps(download))"
+        )
         print("  message latency alice send -> bob stored:")
         print("    without transfer: \(Self.summary(baseline)), never arrived \(lostBaseline)")
         print("    during upload:    \(Self.summary(duringUpload)), never arrived \(lostUpload)")
@@ -131,11 +147,14 @@ struct SDKContentCommand: AsyncParsableCommand {
         guard !latencies.isEmpty else { return "no samples" }
         let sorted = latencies.sorted()
         func ms(_ d: Duration) -> String { String(format: "%.1f ms", seconds(d) * 1e3) }
-        return "n=\(sorted.count) p50 \(ms(sorted[sorted.count / 2])) p99 \(ms(sorted[min(sorted.count - 1, sorted.count * 99 / 100)])) max \(ms(sorted[sorted.count - 1]))"
+        return
+            "n=\(sorted.count) p50 \(ms(sorted[sorted.count / 2])) p99 \(ms(sorted[min(sorted.count - 1, sorted.count * 99 / 100)])) max \(ms(sorted[sorted.count - 1]))"
     }
 
     static func writePattern(to url: URL, size: UInt64) throws {
-        guard FileManager.default.createFile(atPath: url.path, contents: nil) else { throw BenchFailure("cannot create \(url.path)") }
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+            throw BenchFailure("cannot create \(url.path)")
+        }
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
         let block = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 % 251) })
@@ -203,14 +222,20 @@ struct Probe {
 
     func run(count: Int) async throws -> [Duration] {
         var sent = 0
-        return try await run(until: { sent += 1; return sent > count })
+        return try await run(until: {
+            sent += 1
+            return sent > count
+        })
     }
 
     /// Sends until `task` has finished.
     func run<T: Sendable>(until task: () -> Task<T, any Error>) async throws -> [Duration] {
         let t = task()
         let done = Flag()
-        Task { _ = try? await t.value; done.set() }
+        Task {
+            _ = try? await t.value
+            done.set()
+        }
         return try await run(until: { done.isSet })
     }
 
@@ -220,7 +245,9 @@ struct Probe {
         var sent: [(MessageID, ContinuousClock.Instant)] = []
         while !stop() {
             let start = ContinuousClock.now
-            let id = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "ping \(sent.count)")]), in: conversation).id
+            let id = try alice.send(
+                alice.newMessage(parts: [MessagePart.with(text: "ping \(sent.count)")]), in: conversation
+            ).id
             sent.append((id, start))
             try await Task.sleep(for: interval)
         }
@@ -249,5 +276,10 @@ final class Counter: @unchecked Sendable {
     private var value = 0
     func add(_ n: Int) { lock.withLock { value += n } }
     /// The count so far, reset to 0.
-    func take() -> Int { lock.withLock { defer { value = 0 }; return value } }
+    func take() -> Int {
+        lock.withLock {
+            defer { value = 0 }
+            return value
+        }
+    }
 }

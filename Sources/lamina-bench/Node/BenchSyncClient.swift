@@ -92,11 +92,15 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
     func login(user: UserID, device: UUID, dev: DevIdentityProvider, cursor: UInt64? = nil) async throws {
         try await hello()
         let nonceID = UUID()
-        guard case .nonce(let nonce) = try await request(.nonceRequest(NonceRequest(requestID: nonceID)), id: nonceID).get()
+        guard
+            case .nonce(let nonce) = try await request(.nonceRequest(NonceRequest(requestID: nonceID)), id: nonceID)
+                .get()
         else { throw BenchFailure("no NONCE") }
         let authID = UUID()
         let token = try dev.mintToken(user: user, nonce: nonce.nonce)
-        let answer = try await request(.authenticate(Authenticate(requestID: authID, identityToken: token, deviceID: device)), id: authID).get()
+        let answer = try await request(
+            .authenticate(Authenticate(requestID: authID, identityToken: token, deviceID: device)), id: authID
+        ).get()
         guard case .authenticated = answer else { throw BenchFailure("authentication failed: \(answer)") }
         if let cursor {
             let syncID = UUID()

@@ -36,7 +36,9 @@ struct CatchupCommand: AsyncParsableCommand {
     @Option(help: "Seconds the catch-up may take before the run gives up.") var catchupTimeout: Double = 900
 
     func validate() throws {
-        guard messages >= 1, conversations >= 1, rounds >= 1 else { throw ValidationError("messages, conversations, rounds must be positive") }
+        guard messages >= 1, conversations >= 1, rounds >= 1 else {
+            throw ValidationError("messages, conversations, rounds must be positive")
+        }
         guard load.size >= 20 else { throw ValidationError("--size must be at least 20") }
     }
 
@@ -45,7 +47,8 @@ struct CatchupCommand: AsyncParsableCommand {
         let binary = try NodeProcess.binary(load.nodeBinary)
         let anchor = try mosquitto.map { try MosquittoAnchor.start(folder: $0) }
         defer { anchor?.stop() }
-        var lamina: [RunSummary] = [], mosq: [RunSummary] = []
+        var lamina: [RunSummary] = []
+        var mosq: [RunSummary] = []
         for round in 1...rounds {
             let s = try await laminaRound(binary: binary)
             emit("round \(round) \(s.line)")
@@ -57,9 +60,13 @@ struct CatchupCommand: AsyncParsableCommand {
             }
         }
         if rounds > 1 || anchor != nil {
-            emit("summary lamina: \(spread("messages_per_s", lamina, format: "%.0f")); \(spread("cpu_us_per_message", lamina))")
+            emit(
+                "summary lamina: \(spread("messages_per_s", lamina, format: "%.0f")); \(spread("cpu_us_per_message", lamina))"
+            )
             if anchor != nil {
-                emit("summary mosquitto: \(spread("messages_per_s", mosq, format: "%.0f")); \(spread("cpu_us_per_message", mosq))")
+                emit(
+                    "summary mosquitto: \(spread("messages_per_s", mosq, format: "%.0f")); \(spread("cpu_us_per_message", mosq))"
+                )
             }
         }
     }
@@ -70,12 +77,17 @@ struct CatchupCommand: AsyncParsableCommand {
 
         // Fill (not measured).
         let fillStart = monotonicNanos()
-        let acked = LoadCounter(), errors = LoadCounter(), ackLatency = LoadLatencies()
+        let acked = LoadCounter()
+        let errors = LoadCounter()
+        let ackLatency = LoadLatencies()
         var senders: [MessageSender] = []
         for i in 0..<conversations {
             let peer = try await LoadPeer.connect(node, user: try UserID("s\(i)"), sync: false)
             let conversation = try await peer.createConversation(with: ["r0"])
-            senders.append(MessageSender(peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked, errors: errors, retry: true))
+            senders.append(
+                MessageSender(
+                    peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked,
+                    errors: errors, retry: true))
         }
         let fillPeers = senders.map(\.peer)
         let alive = keepAlive(fillPeers)
@@ -90,21 +102,32 @@ struct CatchupCommand: AsyncParsableCommand {
             throw BenchFailure("fill: \(acked.current) of \(messages) acknowledged, \(errors.current) errors")
         }
         let fillSeconds = Double(monotonicNanos() - fillStart) / 1e9
-        progress("catchup", String(format: "filled %d messages in %d conversations in %.1f s (%.0f/s, not measured)", messages, conversations, fillSeconds, Double(messages) / fillSeconds))
+        progress(
+            "catchup",
+            String(
+                format: "filled %d messages in %d conversations in %.1f s (%.0f/s, not measured)", messages,
+                conversations, fillSeconds, Double(messages) / fillSeconds))
         for p in fillPeers { await p.close() }
         try await Task.sleep(for: .milliseconds(500))
 
         // The new device.
-        let received = LoadCounter(), frames = LoadCounter(), changes = LoadCounter()
-        let receiptsSent = LoadCounter(), receiptsAcked = LoadCounter(), receiptErrors = LoadCounter()
+        let received = LoadCounter()
+        let frames = LoadCounter()
+        let changes = LoadCounter()
+        let receiptsSent = LoadCounter()
+        let receiptsAcked = LoadCounter()
+        let receiptErrors = LoadCounter()
         let state = CatchupState()
         let box = PeerBox()
-        let firstAt = LoadCounter(), allAt = LoadCounter()
+        let firstAt = LoadCounter()
+        let allAt = LoadCounter()
         let device = try await LoadPeer.connect(node, user: "r0", sync: false) { msgs, count in
             frames.add()
             changes.add(count)
             if firstAt.current == 0 { firstAt.add(Int(monotonicNanos() &- state.syncSentAt)) }
-            if received.addAndGet(msgs.count) >= messages, allAt.current == 0 { allAt.add(Int(monotonicNanos() &- state.syncSentAt)) }
+            if received.addAndGet(msgs.count) >= messages, allAt.current == 0 {
+                allAt.add(Int(monotonicNanos() &- state.syncSentAt))
+            }
             guard receipts, !msgs.isEmpty, let peer = box.peer else { return }
             let rs = LoadPeer.receipts(for: msgs)
             if state.live {
@@ -131,7 +154,8 @@ struct CatchupCommand: AsyncParsableCommand {
         let t0 = monotonicNanos()
         state.syncSentAt = t0
         let syncAcked = LoadCounter()
-        device.client.request(Frame.sync(SyncRequest(requestID: syncID, cursor: 0)), id: syncID).whenComplete { result in
+        device.client.request(Frame.sync(SyncRequest(requestID: syncID, cursor: 0)), id: syncID).whenComplete {
+            result in
             // On the stream's event loop, as the frame handler: flush what was queued (counted
             // before the SYNC counts as answered, so the wait below includes them).
             if receipts { receiptsSent.add(state.queued.count) }
@@ -154,12 +178,19 @@ struct CatchupCommand: AsyncParsableCommand {
         if let f = state.syncFailed { throw BenchFailure("catchup: SYNC not acknowledged: \(f)") }
         let seconds = Double(t1 - t0) / 1e9
         let cpu = cpu1 - cpu0
-        var line = "lamina catchup: messages=\(messages) conversations=\(conversations) size=\(load.size) receipts=\(receipts ? "on" : "off")"
+        var line =
+            "lamina catchup: messages=\(messages) conversations=\(conversations) size=\(load.size) receipts=\(receipts ? "on" : "off")"
         line += " received=\(received.current)\(allReceivedNote) frames=\(frames.current) changes=\(changes.current)"
-        if receipts { line += " receipts_sent=\(receiptsSent.current) receipts_acked=\(receiptsAcked.current) receipt_errors=\(receiptErrors.current)" }
-        line += String(format: " seconds=%.3f first_after_s=%.3f all_received_after_s=%.3f sync_acked_after_s=%.3f messages_per_s=%.0f broker_cpu_s=%.3f cpu_us_per_message=%.1f",
-                       seconds, Double(firstAt.current) / 1e9, Double(allAt.current) / 1e9, Double(syncAcked.current) / 1e9, Double(received.current) / seconds, cpu,
-                       cpu / Double(max(received.current, 1)) * 1e6)
+        if receipts {
+            line +=
+                " receipts_sent=\(receiptsSent.current) receipts_acked=\(receiptsAcked.current) receipt_errors=\(receiptErrors.current)"
+        }
+        line += String(
+            format:
+                " seconds=%.3f first_after_s=%.3f all_received_after_s=%.3f sync_acked_after_s=%.3f messages_per_s=%.0f broker_cpu_s=%.3f cpu_us_per_message=%.1f",
+            seconds, Double(firstAt.current) / 1e9, Double(allAt.current) / 1e9, Double(syncAcked.current) / 1e9,
+            Double(received.current) / seconds, cpu,
+            cpu / Double(max(received.current, 1)) * 1e6)
         line += String(format: " fill_s=%.1f", fillSeconds) + " loadavg=\(BenchSupport.loadAverage())"
         await device.close()
         return RunSummary.parse(side: "lamina", line: line)

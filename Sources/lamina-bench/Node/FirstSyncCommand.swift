@@ -10,7 +10,8 @@ import LaminaWire
 struct FirstSyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "first-sync",
-        abstract: "A new SDK device's first sync under each synchronization policy: seconds, node CPU, device CPU, messages held.",
+        abstract:
+            "A new SDK device's first sync under each synchronization policy: seconds, node CPU, device CPU, messages held.",
         discussion: """
             Set-up (not measured): --conversations senders (users s<i>) each create a conversation with user r0 and send \
             half of --messages; r0 marks each conversation read (MARK_ALL_READ); the senders send the other half. So \
@@ -26,12 +27,15 @@ struct FirstSyncCommand: AsyncParsableCommand {
     @OptionGroup var load: WriteLoadOptions
     @Option(help: "Conversations of the user (one sender each).") var conversations = 100
     @Option(help: "Messages per conversation.") var messages = 1_000
-    @Option(help: "Comma-separated policies: replay, complete, unread, last:N.") var policies = "replay,complete,unread,last:20"
+    @Option(help: "Comma-separated policies: replay, complete, unread, last:N.") var policies =
+        "replay,complete,unread,last:20"
     @Option(help: "Seconds the fill may take before the run gives up.") var fillTimeout: Double = 3600
     @Option(help: "Seconds one first sync may take before the run gives up.") var syncTimeout: Double = 1800
 
     func validate() throws {
-        guard conversations >= 1, messages >= 2 else { throw ValidationError("--conversations >= 1 and --messages >= 2") }
+        guard conversations >= 1, messages >= 2 else {
+            throw ValidationError("--conversations >= 1 and --messages >= 2")
+        }
         guard load.size >= 20 else { throw ValidationError("--size must be at least 20") }
         _ = try parsedPolicies()
     }
@@ -58,7 +62,11 @@ struct FirstSyncCommand: AsyncParsableCommand {
         let node = try await NodeProcess.start(binary: binary, label: "first-sync")
         defer { node.stop() }
         let fillSeconds = try await fill(node)
-        progress("first-sync", String(format: "filled %d conversations × %d messages in %.1f s (not measured)", conversations, messages, fillSeconds))
+        progress(
+            "first-sync",
+            String(
+                format: "filled %d conversations × %d messages in %.1f s (not measured)", conversations, messages,
+                fillSeconds))
         for (name, policy) in try parsedPolicies() {
             emit(try await firstSync(node, name: name, policy: policy))
         }
@@ -67,14 +75,19 @@ struct FirstSyncCommand: AsyncParsableCommand {
     /// Every conversation gets `messages` messages, r0 reads the first half of each.
     private func fill(_ node: NodeProcess) async throws -> Double {
         let start = monotonicNanos()
-        let acked = LoadCounter(), errors = LoadCounter(), ackLatency = LoadLatencies()
+        let acked = LoadCounter()
+        let errors = LoadCounter()
+        let ackLatency = LoadLatencies()
         var senders: [MessageSender] = []
         var ids: [ConversationID] = []
         for i in 0..<conversations {
             let peer = try await LoadPeer.connect(node, user: try UserID("s\(i)"), sync: false)
             let conversation = try await peer.createConversation(with: ["r0"])
             ids.append(conversation)
-            senders.append(MessageSender(peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked, errors: errors, retry: true))
+            senders.append(
+                MessageSender(
+                    peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked,
+                    errors: errors, retry: true))
         }
         let peers = senders.map(\.peer)
         let alive = keepAlive(peers)
@@ -90,16 +103,21 @@ struct FirstSyncCommand: AsyncParsableCommand {
         for conversation in ids {
             let id = UUID()
             let answer = try await reader.client.request(
-                .markAllRead(MarkAllRead(requestID: id, conversationID: conversation, upTo: MessagePosition(physical: now + 86_400_000, logical: 0, node: NodeID(0)))),
+                .markAllRead(
+                    MarkAllRead(
+                        requestID: id, conversationID: conversation,
+                        upTo: MessagePosition(physical: now + 86_400_000, logical: 0, node: NodeID(0)))),
                 id: id
             ).get()
             guard case .ack = answer else { throw BenchFailure("mark-all-read: \(answer)") }
         }
         await reader.close()
-        try await MessageSender.sendAll(senders, counts: Array(repeating: messages - half, count: conversations), what: "fill")
+        try await MessageSender.sendAll(
+            senders, counts: Array(repeating: messages - half, count: conversations), what: "fill")
         if fired.current > 0 { throw BenchFailure("fill did not finish within \(fillTimeout) s") }
         guard errors.current == 0, acked.current == messages * conversations else {
-            throw BenchFailure("fill: \(acked.current) of \(messages * conversations) acknowledged, \(errors.current) errors")
+            throw BenchFailure(
+                "fill: \(acked.current) of \(messages * conversations) acknowledged, \(errors.current) errors")
         }
         for p in peers { await p.close() }
         return Double(monotonicNanos() - start) / 1e9
@@ -114,7 +132,8 @@ struct FirstSyncCommand: AsyncParsableCommand {
             dataDirectory: URL(fileURLWithPath: directory))
         configuration.synchronizationPolicy = policy
         let client = try LaminaClient(configuration: configuration, user: "r0")
-        let done = LoadCounter(), failedFetches = LoadCounter()
+        let done = LoadCounter()
+        let failedFetches = LoadCounter()
         let watcher = Task { [events = client.syncEvents] in
             for await event in events {
                 switch event {
@@ -129,23 +148,31 @@ struct FirstSyncCommand: AsyncParsableCommand {
         }
         defer { watcher.cancel() }
         let dev = node.dev
-        let cpu0 = node.cpuSeconds(), device0 = BenchSupport.cpuSeconds(getpid())
+        let cpu0 = node.cpuSeconds()
+        let device0 = BenchSupport.cpuSeconds(getpid())
         let t0 = monotonicNanos()
         try await client.connect { nonce in try dev.mintToken(user: "r0", nonce: nonce) }
         let deadline = t0 + UInt64(syncTimeout * 1e9)
         while done.current == 0 {
-            guard monotonicNanos() < deadline else { throw BenchFailure("\(name): the first sync did not end within \(syncTimeout) s") }
+            guard monotonicNanos() < deadline else {
+                throw BenchFailure("\(name): the first sync did not end within \(syncTimeout) s")
+            }
             try await Task.sleep(for: .milliseconds(5))
         }
         let t1 = monotonicNanos()
-        let cpu = node.cpuSeconds() - cpu0, device = BenchSupport.cpuSeconds(getpid()) - device0
+        let cpu = node.cpuSeconds() - cpu0
+        let device = BenchSupport.cpuSeconds(getpid()) - device0
         let counts = try FirstSyncCounts.of(client)
         let expectedUnread = conversations * (messages - messages / 2)
-        let countsRight = counts.conversations == conversations && counts.total == conversations * messages && counts.unread == expectedUnread
+        let countsRight =
+            counts.conversations == conversations && counts.total == conversations * messages
+            && counts.unread == expectedUnread
         try await client.close()
-        var line = "lamina first-sync: policy=\(name) conversations=\(conversations) messages_per_conversation=\(messages)"
+        var line =
+            "lamina first-sync: policy=\(name) conversations=\(conversations) messages_per_conversation=\(messages)"
         line += String(format: " seconds=%.3f node_cpu_s=%.3f device_cpu_s=%.3f", Double(t1 - t0) / 1e9, cpu, device)
-        line += " messages_held=\(counts.held) counted_total=\(counts.total) counted_unread=\(counts.unread) counts_right=\(countsRight ? "yes" : "NO")"
+        line +=
+            " messages_held=\(counts.held) counted_total=\(counts.total) counted_unread=\(counts.unread) counts_right=\(countsRight ? "yes" : "NO")"
         line += " failed_fetches=\(failedFetches.current) loadavg=\(BenchSupport.loadAverage())"
         return line
     }

@@ -16,27 +16,43 @@ struct WriteLoadOptions: ParsableArguments {
     @Option(help: "Message text size in bytes (the send time rides in its first 20 bytes).")
     var size = 100
 
-    @ArgumentParser.Flag(inversion: .prefixedNo, help: "Senders SYNC like SDK clients (their own messages come back to them as changes).")
+    @ArgumentParser.Flag(
+        inversion: .prefixedNo, help: "Senders SYNC like SDK clients (their own messages come back to them as changes)."
+    )
     var senderSync = true
 
     @Option(help: "Seconds to wait for the last deliveries/ACKs after the load ends before giving up on them.")
     var drainTimeout: Double = 30
 
-    @Option(help: "rate and closed: the nodes' store, postgres://user@host:port/database (EMPTIED before each round); default: SQLite in each node's data directory.")
+    @Option(
+        help:
+            "rate and closed: the nodes' store, postgres://user@host:port/database (EMPTIED before each round); default: SQLite in each node's data directory."
+    )
     var store: String?
 
-    @ArgumentParser.Flag(help: "With --store: a second lamina-node on the same database (rate: senders on the first, receivers on the second; closed: senders alternate between them).")
+    @ArgumentParser.Flag(
+        help:
+            "With --store: a second lamina-node on the same database (rate: senders on the first, receivers on the second; closed: senders alternate between them)."
+    )
     var secondNode = false
 
-    @Option(help: "The PostgreSQL server's (postmaster's) pid: its CPU and its backends' is reported per message (db_cpu_us_per_…).")
+    @Option(
+        help:
+            "The PostgreSQL server's (postmaster's) pid: its CPU and its backends' is reported per message (db_cpu_us_per_…)."
+    )
     var databasePid: Int32?
 
-    @Option(name: .customLong("node-argument"), parsing: .unconditionalSingleValue,
-            help: "rate and closed: an argument added to each lamina-node's command line (repeatable; e.g. --node-argument=--event-loops --node-argument=1).")
+    @Option(
+        name: .customLong("node-argument"), parsing: .unconditionalSingleValue,
+        help:
+            "rate and closed: an argument added to each lamina-node's command line (repeatable; e.g. --node-argument=--event-loops --node-argument=1)."
+    )
     var nodeArguments: [String] = []
 
     func validateStore() throws {
-        if secondNode, !(store?.hasPrefix("postgres") ?? false) { throw ValidationError("--second-node needs --store postgres://…") }
+        if secondNode, !(store?.hasPrefix("postgres") ?? false) {
+            throw ValidationError("--second-node needs --store postgres://…")
+        }
     }
 }
 
@@ -110,7 +126,9 @@ final class LoadPeer: @unchecked Sendable {
         let conversation = ConversationID.random()
         let answer = try await client.request(
             .createConversation(
-                CreateConversation(conversationID: conversation, participants: Set(others + [user]), options: ConversationOptions(isDistinct: false))),
+                CreateConversation(
+                    conversationID: conversation, participants: Set(others + [user]),
+                    options: ConversationOptions(isDistinct: false))),
             id: conversation.uuid
         ).get()
         guard case .ack = answer else { throw BenchFailure("create conversation: \(answer)") }
@@ -160,7 +178,9 @@ struct MessageSender {
         let sentAt = monotonicNanos()
         let frame = Frame.sendMessage(
             // Time-ordered ids, as the SDK makes them.
-            SendMessage(messageID: .timeOrdered(), conversationID: conversation, parts: [TimedText.part(sentAt: sentAt, size: size)]))
+            SendMessage(
+                messageID: .timeOrdered(), conversationID: conversation,
+                parts: [TimedText.part(sentAt: sentAt, size: size)]))
         return send(frame, sentAt: sentAt, attempt: 0)
     }
 
@@ -175,7 +195,9 @@ struct MessageSender {
                 return loop.makeSucceededVoidFuture()
             case .error(let e) where retry && attempt < 100 && ChangeDecoder.transientCodes.contains(e.code):
                 let delay = TimeAmount.milliseconds(Int64(e.retryAfterMilliseconds ?? 100))
-                return loop.scheduleTask(in: delay) {}.futureResult.flatMap { send(frame, sentAt: sentAt, attempt: attempt + 1) }
+                return loop.scheduleTask(in: delay) {}.futureResult.flatMap {
+                    send(frame, sentAt: sentAt, attempt: attempt + 1)
+                }
             default:
                 errors.add()
                 return loop.makeSucceededVoidFuture()

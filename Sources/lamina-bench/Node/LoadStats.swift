@@ -2,7 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Monotonic nanoseconds (CLOCK_MONOTONIC), one clock for send and receive in this process.
@@ -58,7 +58,12 @@ final class LoadCounter: @unchecked Sendable {
     private let lock = NIOLock()
     private var value = 0
     func add(_ n: Int = 1) { lock.withLock { value += n } }
-    func addAndGet(_ n: Int = 1) -> Int { lock.withLock { value += n; return value } }
+    func addAndGet(_ n: Int = 1) -> Int {
+        lock.withLock {
+            value += n
+            return value
+        }
+    }
     var current: Int { lock.withLock { value } }
 }
 
@@ -87,7 +92,8 @@ func spread(_ key: String, _ runs: [RunSummary], format: String = "%.1f") -> Str
     let v = runs.compactMap { $0.values[key] }.sorted()
     guard !v.isEmpty else { return "\(key) n/a" }
     let median = v.count % 2 == 1 ? v[v.count / 2] : (v[v.count / 2 - 1] + v[v.count / 2]) / 2
-    return "\(key) median=\(String(format: format, median)) (\(String(format: format, v.first!))–\(String(format: format, v.last!)), \(v.count) rounds)"
+    return
+        "\(key) median=\(String(format: format, median)) (\(String(format: format, v.first!))–\(String(format: format, v.last!)), \(v.count) rounds)"
 }
 
 /// Writes a line to standard output now (runs are long; nothing waits in a buffer).

@@ -1,10 +1,10 @@
-import LaminaProcess
 import ArgumentParser
 import Foundation
+import LaminaProcess
 import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The Mosquitto side of the write-path comparison (../shared/bench/mosquitto): mqload.c
@@ -26,14 +26,18 @@ final class MosquittoAnchor {
     }
 
     static func start(folder: String) throws -> MosquittoAnchor {
-        let script = folder + "/run-mosquitto.sh", source = folder + "/mqload.c"
+        let script = folder + "/run-mosquitto.sh"
+        let source = folder + "/mqload.c"
         for f in [script, source] where !FileManager.default.fileExists(atPath: f) {
             throw ValidationError("--mosquitto \(folder): no \(f)")
         }
         guard BenchSupport.executable("mosquitto") != nil else {
-            throw ValidationError("mosquitto is not installed: apt-get update && apt-get install -y mosquitto libmosquitto-dev")
+            throw ValidationError(
+                "mosquitto is not installed: apt-get update && apt-get install -y mosquitto libmosquitto-dev")
         }
-        guard let cc = BenchSupport.executable("cc") else { throw ValidationError("no C compiler (cc) to build mqload") }
+        guard let cc = BenchSupport.executable("cc") else {
+            throw ValidationError("no C compiler (cc) to build mqload")
+        }
         let work = try BenchSupport.temporaryDirectory() + "/mosquitto-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         let mqload = work + "/mqload"
@@ -45,7 +49,8 @@ final class MosquittoAnchor {
         // Not through Foundation's Process: Mosquitto, started in the background by the
         // script, would inherit what Foundation watches to see the script exit.
         let pidFile = work + "/run-mosquitto.out"
-        let status = try spawnAndWait(["/bin/bash", script, work + "/mq"], environment: ["PORT": String(port)], stdout: pidFile, timeout: 60)
+        let status = try spawnAndWait(
+            ["/bin/bash", script, work + "/mq"], environment: ["PORT": String(port)], stdout: pidFile, timeout: 60)
         let printed = (try? String(contentsOfFile: pidFile, encoding: .utf8)) ?? ""
         guard status == 0, let pid = Int32(printed.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw ValidationError("run-mosquitto.sh failed (status \(status)): \(printed)")
@@ -64,10 +69,15 @@ final class MosquittoAnchor {
     /// `mqload rate` with the same shape; its output as one line.
     func rate(pairs: Int, fanout: Int, rate: Double, seconds: Double, size: Int) throws -> RunSummary {
         let out = try mq(
-            ["rate", "--pid", String(pid), "--cafile", caFile, "--port", String(port), "--pairs", String(pairs), "--fanout", String(fanout),
-             "--rate", String(rate), "--seconds", String(seconds), "--size", String(size)],
+            [
+                "rate", "--pid", String(pid), "--cafile", caFile, "--port", String(port), "--pairs", String(pairs),
+                "--fanout", String(fanout),
+                "--rate", String(rate), "--seconds", String(seconds), "--size", String(size),
+            ],
             timeout: seconds + 120)
-        let line = "mosquitto " + out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let line =
+            "mosquitto "
+            + out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
             .map { $0.hasPrefix("mqload ") ? String($0.dropFirst(7)) : $0 }.joined(separator: " ")
         return RunSummary.parse(side: "mosquitto", line: line)
     }
@@ -76,10 +86,16 @@ final class MosquittoAnchor {
     /// not measured), then `mqload catchup` (it comes back: time to all, broker CPU).
     func catchup(messages: Int, size: Int) throws -> RunSummary {
         let topics = messages >= 100 ? 100 : 1
-        _ = try mq(["fill", "--cafile", caFile, "--port", String(port), "--topics", String(topics), "--messages", String(messages / topics),
-                    "--size", String(size)], timeout: 600)
+        _ = try mq(
+            [
+                "fill", "--cafile", caFile, "--port", String(port), "--topics", String(topics), "--messages",
+                String(messages / topics),
+                "--size", String(size),
+            ], timeout: 600)
         let n = (messages / topics) * topics
-        let out = try mq(["catchup", "--pid", String(pid), "--cafile", caFile, "--port", String(port), "--expect", String(n)], timeout: 400)
+        let out = try mq(
+            ["catchup", "--pid", String(pid), "--cafile", caFile, "--port", String(port), "--expect", String(n)],
+            timeout: 400)
         // "catchup: persistent session reconnects: 100000 of 100000 messages in 1.260 s (first after 0.010 s) = 79365 messages/s;
         //  broker_cpu_s=1.100 (11.0 us/message) loadavg_before=… after=…"
         let words = out.replacingOccurrences(of: "(", with: " ").replacingOccurrences(of: ")", with: " ")
@@ -88,16 +104,22 @@ final class MosquittoAnchor {
             guard let i = words.firstIndex(of: word), i + offset >= 0, i + offset < words.count else { return "?" }
             return words[i + offset]
         }
-        let received = after("of"), seconds = after("s", offset: -1), rate = after("messages/s"), first = after("after", offset: 1)
+        let received = after("of")
+        let seconds = after("s", offset: -1)
+        let rate = after("messages/s")
+        let first = after("after", offset: 1)
         let cpu = words.first { $0.hasPrefix("broker_cpu_s=") } ?? "broker_cpu_s=?"
         let perMessage = after("us/message")
-        let line = "mosquitto catchup: messages=\(n) received=\(received) seconds=\(seconds) first_after_s=\(first) messages_per_s=\(rate) \(cpu) cpu_us_per_message=\(perMessage) (mqload: \(out.trimmingCharacters(in: .whitespacesAndNewlines)))"
+        let line =
+            "mosquitto catchup: messages=\(n) received=\(received) seconds=\(seconds) first_after_s=\(first) messages_per_s=\(rate) \(cpu) cpu_us_per_message=\(perMessage) (mqload: \(out.trimmingCharacters(in: .whitespacesAndNewlines)))"
         return RunSummary.parse(side: "mosquitto", line: line)
     }
 
     private func mq(_ arguments: [String], timeout: Double) throws -> String {
         let r = try runProcess(mqload, arguments, timeout: timeout)
-        guard r.status == 0 else { throw BenchFailure("mqload \(arguments.first ?? "") exited \(r.status): \(r.stderr)") }
+        guard r.status == 0 else {
+            throw BenchFailure("mqload \(arguments.first ?? "") exited \(r.status): \(r.stderr)")
+        }
         return r.stdout
     }
 
@@ -111,7 +133,8 @@ final class MosquittoAnchor {
 
     /// Exists and is not a zombie (Mosquitto is re-parented once the start script exits).
     static func alive(_ pid: Int32) -> Bool {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")")
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
         else { return false }
         return !text[text.index(after: close)...].hasPrefix(" Z")
     }
@@ -125,11 +148,13 @@ func runProcess(_ path: String, _ arguments: [String], environment: [String: Str
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-    let out = Pipe(), err = Pipe()
+    let out = Pipe()
+    let err = Pipe()
     process.standardOutput = out
     process.standardError = err
     try process.run()
-    let outText = NIOLockedValueBox(Data()), errText = NIOLockedValueBox(Data())
+    let outText = NIOLockedValueBox(Data())
+    let errText = NIOLockedValueBox(Data())
     let group = DispatchGroup()
     for (handle, box) in [(out.fileHandleForReading, outText), (err.fileHandleForReading, errText)] {
         group.enter()
@@ -149,8 +174,10 @@ func runProcess(_ path: String, _ arguments: [String], environment: [String: Str
     }
     process.waitUntilExit()
     _ = group.wait(timeout: .now() + 5)
-    return (process.terminationStatus, String(decoding: outText.withLockedValue { $0 }, as: UTF8.self),
-            String(decoding: errText.withLockedValue { $0 }, as: UTF8.self))
+    return (
+        process.terminationStatus, String(decoding: outText.withLockedValue { $0 }, as: UTF8.self),
+        String(decoding: errText.withLockedValue { $0 }, as: UTF8.self)
+    )
 }
 
 /// posix_spawn with no signal blocked and the usual ones at their default action, standard
@@ -165,7 +192,8 @@ func spawnAndWait(_ argv: [String], environment: [String: String], stdout: Strin
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
-    var empty = sigset_t(), defaults = sigset_t()
+    var empty = sigset_t()
+    var defaults = sigset_t()
     sigemptyset(&empty)
     sigemptyset(&defaults)
     for s in [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2] { sigaddset(&defaults, s) }

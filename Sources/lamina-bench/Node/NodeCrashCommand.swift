@@ -1,16 +1,16 @@
-import LaminaProcess
 import ArgumentParser
 import Foundation
 import LaminaLocalNode
 import LaminaModel
 import LaminaNode
+import LaminaProcess
 import LaminaWire
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The kill -9 scenario: a client sends messages to a `lamina-node` child process, which is
@@ -18,7 +18,8 @@ import Glibc
 /// what was not acknowledged (same ids). Then every acknowledged message must be present, once.
 struct NodeCrashCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "node-crash", abstract: "Send messages while the node is killed with SIGKILL and restarted; count losses and duplicates.")
+        commandName: "node-crash",
+        abstract: "Send messages while the node is killed with SIGKILL and restarted; count losses and duplicates.")
 
     @Option(help: "Messages to send.") var messages = 10_000
     @Option(help: "Kill the node after this many messages were sent.") var killAfter = 5_000
@@ -26,9 +27,13 @@ struct NodeCrashCommand: AsyncParsableCommand {
     @Option(help: "The lamina-node binary (default: next to lamina-bench).") var node: String?
 
     func run() async throws {
-        let binary = node ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let binary =
+            node
+            ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             .appendingPathComponent("lamina-node").path
-        guard FileManager.default.isExecutableFile(atPath: binary) else { throw ValidationError("no lamina-node at \(binary)") }
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw ValidationError("no lamina-node at \(binary)")
+        }
         let data = try BenchSupport.temporaryDirectory() + "/node-crash-\(UUID().uuidString.prefix(8))"
         let group = MultiThreadedEventLoopGroup.singleton
         let port = try Self.freePort(group)
@@ -49,16 +54,23 @@ struct NodeCrashCommand: AsyncParsableCommand {
 
         var client = try await BenchSyncClient.connect(url: url, caFile: ca, group: group)
         try await client.login(user: alice, device: device, dev: dev)
-        guard case .ack = try await client.request(
-            .createConversation(CreateConversation(conversationID: conversation, participants: [alice, "bob"], options: ConversationOptions(isDistinct: false))),
-            id: conversation.uuid).get()
+        guard
+            case .ack = try await client.request(
+                .createConversation(
+                    CreateConversation(
+                        conversationID: conversation, participants: [alice, "bob"],
+                        options: ConversationOptions(isDistinct: false))),
+                id: conversation.uuid
+            ).get()
         else { throw BenchFailure("create conversation failed") }
 
         func send(_ index: Int, on client: BenchSyncClient) -> EventLoopFuture<Void> {
             let id = ids[index]
             let parts = [try! MessagePart(id: partIDs[index], text: "message \(index)")]
-            return client.request(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts)), id: id.uuid)
-                .map { frame in if case .ack = frame { _ = acknowledged.withLockedValue { $0.insert(id) } } }
+            return client.request(
+                .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts)), id: id.uuid
+            )
+            .map { frame in if case .ack = frame { _ = acknowledged.withLockedValue { $0.insert(id) } } }
         }
 
         // Phase 1: send until `killAfter`, then SIGKILL with up to `window` commands in flight.

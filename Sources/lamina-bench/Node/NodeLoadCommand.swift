@@ -11,7 +11,8 @@ import NIOPosix
 /// temp data directory), for a given number of concurrent senders.
 struct NodeLoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "node-load", abstract: "Send messages to a node; report messages/s acknowledged and p50/p99 ACK latency.")
+        commandName: "node-load",
+        abstract: "Send messages to a node; report messages/s acknowledged and p50/p99 ACK latency.")
 
     @Option(help: "Concurrent senders (one user, one connection each).") var senders = 1
     @Option(help: "Messages per sender.") var messages = 2_000
@@ -23,7 +24,8 @@ struct NodeLoadCommand: AsyncParsableCommand {
         var configuration = NodeServerConfiguration()
         configuration.port = 0
         configuration.adminPort = -1
-        configuration.dataDirectory = try BenchSupport.temporaryDirectory() + "/node-load-\(UUID().uuidString.prefix(8))"
+        configuration.dataDirectory =
+            try BenchSupport.temporaryDirectory() + "/node-load-\(UUID().uuidString.prefix(8))"
         var logger = Logger(label: "lamina.bench.node")
         logger.logLevel = .warning
         let node = try await NodeServer.start(configuration: configuration, group: group, logger: logger)
@@ -34,7 +36,8 @@ struct NodeLoadCommand: AsyncParsableCommand {
         // Set-up (not measured): each sender logs in and creates its conversation.
         var clients: [(BenchSyncClient, ConversationID)] = []
         for i in 0..<senders {
-            let client = try await BenchSyncClient.connect(url: node.url, caFile: node.prepared.certificatePath, group: group)
+            let client = try await BenchSyncClient.connect(
+                url: node.url, caFile: node.prepared.certificatePath, group: group)
             try await client.login(user: try UserID("sender-\(i)"), device: UUID(), dev: dev)
             let conversation = ConversationID.random()
             let answer = try await client.request(
@@ -52,7 +55,8 @@ struct NodeLoadCommand: AsyncParsableCommand {
         let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
             for (client, conversation) in clients {
                 group.addTask {
-                    try await Self.send(client: client, conversation: conversation, count: messages, window: window, text: text)
+                    try await Self.send(
+                        client: client, conversation: conversation, count: messages, window: window, text: text)
                 }
             }
             var all: [Duration] = []
@@ -68,14 +72,17 @@ struct NodeLoadCommand: AsyncParsableCommand {
         let total = latencies.count
         print("node-load: \(senders) sender(s) x \(messages) messages, window \(window), \(size)-byte text")
         print(String(format: "  acknowledged: %d in %.2f s = %.0f messages/s", total, seconds, Double(total) / seconds))
-        print("  ACK latency: p50 \(ms(sorted[total / 2]))  p99 \(ms(sorted[min(total - 1, total * 99 / 100)]))  max \(ms(sorted[total - 1]))")
+        print(
+            "  ACK latency: p50 \(ms(sorted[total / 2]))  p99 \(ms(sorted[min(total - 1, total * 99 / 100)]))  max \(ms(sorted[total - 1]))"
+        )
         print("  store: \(node.store.writerStatistics)")
         for (client, _) in clients { await client.close() }
         await node.shutdown()
     }
 
     /// Sends `count` messages keeping `window` in flight; the ACK latency of each.
-    static func send(client: BenchSyncClient, conversation: ConversationID, count: Int, window: Int, text: String) async throws
+    static func send(client: BenchSyncClient, conversation: ConversationID, count: Int, window: Int, text: String)
+        async throws
         -> [Duration]
     {
         let clock = ContinuousClock()
@@ -87,11 +94,13 @@ struct NodeLoadCommand: AsyncParsableCommand {
             if inFlight.count >= window { latencies.append(try await inFlight.removeFirst().get()) }
             let id = MessageID.random()
             let start = clock.now
-            let future = client.request(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts)), id: id.uuid)
-                .flatMapThrowing { frame -> Duration in
-                    guard case .ack = frame else { throw BenchFailure("not acknowledged: \(frame)") }
-                    return clock.now - start
-                }
+            let future = client.request(
+                .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts)), id: id.uuid
+            )
+            .flatMapThrowing { frame -> Duration in
+                guard case .ack = frame else { throw BenchFailure("not acknowledged: \(frame)") }
+                return clock.now - start
+            }
             inFlight.append(future)
         }
         for future in inFlight { latencies.append(try await future.get()) }

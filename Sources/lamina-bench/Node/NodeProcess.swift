@@ -1,13 +1,13 @@
-import LaminaProcess
 import ArgumentParser
 import Foundation
 import LaminaLocalNode
 import LaminaNode
+import LaminaProcess
 import LaminaStore
 import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A `lamina-node` child process under load: its own process (so the loader's CPU is never
@@ -24,7 +24,9 @@ final class NodeProcess {
     var url: String { "https://127.0.0.1:\(port)" }
     var pid: Int32 { process.processIdentifier }
     /// The node's certificate: the loader's CA file.
-    var caFile: String { URL(fileURLWithPath: dataDirectory).appendingPathComponent(NodeBootstrap.Files.certificate).path }
+    var caFile: String {
+        URL(fileURLWithPath: dataDirectory).appendingPathComponent(NodeBootstrap.Files.certificate).path
+    }
     let dev: DevIdentityProvider
 
     private init(process: ChildProcess, dataDirectory: String, port: Int, adminPort: Int?) throws {
@@ -38,17 +40,22 @@ final class NodeProcess {
 
     /// `--node-binary`, else `lamina-node` next to this executable (same build directory).
     static func binary(_ explicit: String?) throws -> String {
-        let path = explicit ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let path =
+            explicit
+            ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             .appendingPathComponent("lamina-node").path
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw ValidationError("no lamina-node at \(path): swift build -c release --product lamina-node, or --node-binary PATH")
+            throw ValidationError(
+                "no lamina-node at \(path): swift build -c release --product lamina-node, or --node-binary PATH")
         }
         return path
     }
 
     /// Starts a node on a fresh temp data directory and a free port (and with `admin`, an
     /// admin listener on another); returns once it serves.
-    static func start(binary: String, label: String, admin: Bool = false, extraArguments: [String] = []) async throws -> NodeProcess {
+    static func start(binary: String, label: String, admin: Bool = false, extraArguments: [String] = []) async throws
+        -> NodeProcess
+    {
         let data = try BenchSupport.temporaryDirectory() + "/\(label)-\(UUID().uuidString.prefix(8))"
         return try await start(
             binary: binary, data: data, port: BenchSupport.freePort(),
@@ -57,7 +64,9 @@ final class NodeProcess {
 
     /// Starts a node on `data` (kept from an earlier run, or new) and `port`, with an admin
     /// listener on 127.0.0.1:`adminPort` if given. Returns once it serves.
-    static func start(binary: String, data: String, port: Int, adminPort: Int? = nil, extraArguments: [String] = []) async throws -> NodeProcess {
+    static func start(binary: String, data: String, port: Int, adminPort: Int? = nil, extraArguments: [String] = [])
+        async throws -> NodeProcess
+    {
         let admin = adminPort.map { "127.0.0.1:\($0)" } ?? "off"
         let process = try await launch(binary, data: data, port: port, admin: admin, extraArguments: extraArguments)
         do {
@@ -70,11 +79,17 @@ final class NodeProcess {
 
     /// Launches `lamina-node` on `data` and `port` and waits (at most `timeout` seconds) for
     /// its "is serving" line.
-    static func launch(_ binary: String, data: String, port: Int, admin: String = "off", timeout: Double = 60, extraArguments: [String] = []) async throws -> ChildProcess {
+    static func launch(
+        _ binary: String, data: String, port: Int, admin: String = "off", timeout: Double = 60,
+        extraArguments: [String] = []
+    ) async throws -> ChildProcess {
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--data-dir", data, "--listen", "127.0.0.1:\(port)", "--admin", admin, "--log-level", "warning"] + extraArguments
-            + (ProcessInfo.processInfo.environment["LAMINA_BENCH_NODE_ARGS"] ?? "").split(separator: " ").map(String.init)
+        process.arguments =
+            ["--data-dir", data, "--listen", "127.0.0.1:\(port)", "--admin", admin, "--log-level", "warning"]
+            + extraArguments
+            + (ProcessInfo.processInfo.environment["LAMINA_BENCH_NODE_ARGS"] ?? "").split(separator: " ").map(
+                String.init)
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
@@ -86,7 +101,10 @@ final class NodeProcess {
             while true {
                 let chunk = PipeReading.next(reader)
                 if chunk.isEmpty { break }
-                let all = text.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self); return $0 }
+                let all = text.withLockedValue {
+                    $0 += String(decoding: chunk, as: UTF8.self)
+                    return $0
+                }
                 if all.contains("is serving") { continuation.yield(true) }
             }
             continuation.yield(false)
@@ -115,8 +133,11 @@ final class NodeProcess {
         let tasks = "/proc/\(pid)/task"
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? [] {
             guard let tid = Int32(entry),
-                  let comm = try? String(contentsOfFile: "\(tasks)/\(entry)/comm", encoding: .utf8) else { continue }
-            out[tid] = (ThreadRole(comm: comm.trimmingCharacters(in: .newlines)), BenchSupport.cpuSeconds(pid, thread: tid))
+                let comm = try? String(contentsOfFile: "\(tasks)/\(entry)/comm", encoding: .utf8)
+            else { continue }
+            out[tid] = (
+                ThreadRole(comm: comm.trimmingCharacters(in: .newlines)), BenchSupport.cpuSeconds(pid, thread: tid)
+            )
         }
         return out
     }
@@ -125,8 +146,9 @@ final class NodeProcess {
     /// port's `/metrics` (nil without an admin listener, or if it cannot be read).
     func commits() -> StoreCommits? {
         guard let adminPort, let body = try? AdminGet.body(port: adminPort, path: "/metrics", timeoutSeconds: 10),
-              let transactions = AdminGet.counter("lamina_storage_transactions_total", in: body),
-              let commands = AdminGet.counter("lamina_storage_commands_committed_total", in: body) else { return nil }
+            let transactions = AdminGet.counter("lamina_storage_transactions_total", in: body),
+            let commands = AdminGet.counter("lamina_storage_commands_committed_total", in: body)
+        else { return nil }
         return StoreCommits(transactions: transactions, commands: commands)
     }
 
@@ -169,8 +191,10 @@ enum ThreadRole {
 
     /// CPU seconds by role from `start` to `end` (two readings of one process): each thread
     /// alive at the end, from its first reading (or its start if it began in between).
-    static func used(from start: [Int32: (role: ThreadRole, seconds: Double)],
-                     to end: [Int32: (role: ThreadRole, seconds: Double)]) -> [ThreadRole: Double] {
+    static func used(
+        from start: [Int32: (role: ThreadRole, seconds: Double)],
+        to end: [Int32: (role: ThreadRole, seconds: Double)]
+    ) -> [ThreadRole: Double] {
         var out: [ThreadRole: Double] = [:]
         for (tid, now) in end { out[now.role, default: 0] += now.seconds - (start[tid]?.seconds ?? 0) }
         return out

@@ -4,7 +4,7 @@ import LaminaNode
 import NIOCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Two `lamina-node` child processes peered over mutual TLS (SPEC §6.5): A listens for peers,
@@ -23,7 +23,9 @@ final class PeeredNodes {
     private let root: String
     private let argumentsB: [String]
 
-    private init(a: NodeProcess, b: NodeProcess, adminA: Int, adminB: Int, binary: String, root: String, argumentsB: [String]) {
+    private init(
+        a: NodeProcess, b: NodeProcess, adminA: Int, adminB: Int, binary: String, root: String, argumentsB: [String]
+    ) {
         self.a = a
         self.b = b
         self.adminA = adminA
@@ -39,22 +41,28 @@ final class PeeredNodes {
         let ca = try DevelopmentCluster.certificateAuthority(in: certificates).certificate
         func peering(_ node: NodeID, listen: Int, dial: [Int]) throws -> [String] {
             let files = try DevelopmentCluster.nodeCertificate(for: node, in: certificates)
-            return ["--node-id", String(node.rawValue, radix: 16), "--peer-listen", "127.0.0.1:\(listen)", "--cluster", "lamina-bench",
-                    "--peer-ca", ca, "--peer-certificate", files.certificate, "--peer-key", files.key]
+            return [
+                "--node-id", String(node.rawValue, radix: 16), "--peer-listen", "127.0.0.1:\(listen)", "--cluster",
+                "lamina-bench",
+                "--peer-ca", ca, "--peer-certificate", files.certificate, "--peer-key", files.key,
+            ]
                 + dial.flatMap { ["--peer", "https://127.0.0.1:\($0)"] }
         }
         let ports = distinctFreePorts(6)
         let argumentsA = try peering(idA, listen: ports[2], dial: [])
         let argumentsB = try peering(idB, listen: ports[5], dial: [ports[2]])
-        let a = try await NodeProcess.start(binary: binary, data: root + "/a", port: ports[0], adminPort: ports[1], extraArguments: argumentsA)
+        let a = try await NodeProcess.start(
+            binary: binary, data: root + "/a", port: ports[0], adminPort: ports[1], extraArguments: argumentsA)
         let b: NodeProcess
         do {
-            b = try await NodeProcess.start(binary: binary, data: root + "/b", port: ports[3], adminPort: ports[4], extraArguments: argumentsB)
+            b = try await NodeProcess.start(
+                binary: binary, data: root + "/b", port: ports[3], adminPort: ports[4], extraArguments: argumentsB)
         } catch {
             a.stop()
             throw error
         }
-        return PeeredNodes(a: a, b: b, adminA: ports[1], adminB: ports[4], binary: binary, root: root, argumentsB: argumentsB)
+        return PeeredNodes(
+            a: a, b: b, adminA: ports[1], adminB: ports[4], binary: binary, root: root, argumentsB: argumentsB)
     }
 
     /// Stops B gracefully, keeping its data.
@@ -76,9 +84,11 @@ final class PeeredNodes {
     static func vector(admin port: Int) throws -> [String: UInt64] {
         var vector: [String: UInt64] = [:]
         let prefix = "lamina_replication_counter{origin=\""
-        for line in try AdminGet.body(port: port, path: "/metrics").split(separator: "\n") where line.hasPrefix(prefix) {
+        for line in try AdminGet.body(port: port, path: "/metrics").split(separator: "\n") where line.hasPrefix(prefix)
+        {
             let rest = line.dropFirst(prefix.count)
-            guard let quote = rest.firstIndex(of: "\""), let space = rest.lastIndex(of: " "), let value = Double(rest[rest.index(after: space)...])
+            guard let quote = rest.firstIndex(of: "\""), let space = rest.lastIndex(of: " "),
+                let value = Double(rest[rest.index(after: space)...])
             else { continue }
             vector[String(rest[..<quote])] = UInt64(value)
         }
@@ -124,7 +134,9 @@ enum AdminGet {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else { throw BenchFailure("cannot connect to the admin port \(port): errno \(errno)") }
         let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
@@ -136,7 +148,9 @@ enum AdminGet {
         while true {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n == 0 { break }
-            guard n > 0 else { throw BenchFailure("reading \(path) from the admin port \(port) failed: errno \(errno)") }
+            guard n > 0 else {
+                throw BenchFailure("reading \(path) from the admin port \(port) failed: errno \(errno)")
+            }
             response += chunk[0..<n]
         }
         let text = String(decoding: response, as: UTF8.self)

@@ -10,7 +10,8 @@ import NIOCore
 struct RateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rate",
-        abstract: "Fixed-rate p2p (or fan-out) messages through a lamina-node process: send→delivery and send→ACK latency, node CPU per delivered message.",
+        abstract:
+            "Fixed-rate p2p (or fan-out) messages through a lamina-node process: send→delivery and send→ACK latency, node CPU per delivered message.",
         discussion: """
             P senders (user s<i>) each with one conversation to K receivers (users r<i>-<k>), every user on its own \
             TLS + HTTP/2 connection and sync stream. Messages go out round-robin over the senders on an absolute \
@@ -44,7 +45,9 @@ struct RateCommand: AsyncParsableCommand {
     var mosquitto: String?
 
     func validate() throws {
-        guard pairs >= 1, fanout >= 1, rate > 0, seconds > 0, rounds >= 1 else { throw ValidationError("pairs, fanout, rate, seconds, rounds must be positive") }
+        guard pairs >= 1, fanout >= 1, rate > 0, seconds > 0, rounds >= 1 else {
+            throw ValidationError("pairs, fanout, rate, seconds, rounds must be positive")
+        }
         guard load.size >= 20 else { throw ValidationError("--size must be at least 20 (the send time)") }
         try load.validateStore()
     }
@@ -58,7 +61,8 @@ struct RateCommand: AsyncParsableCommand {
         var mosq: [RunSummary] = []
         for round in 1...rounds {
             let summary = try await Self.laminaRound(
-                binary: binary, load: load, pairs: pairs, fanout: fanout, rate: rate, seconds: seconds, receipts: receipts)
+                binary: binary, load: load, pairs: pairs, fanout: fanout, rate: rate, seconds: seconds,
+                receipts: receipts)
             emit("round \(round) \(summary.line)")
             lamina.append(summary)
             if let anchor {
@@ -68,9 +72,13 @@ struct RateCommand: AsyncParsableCommand {
             }
         }
         if rounds > 1 || anchor != nil {
-            emit("summary lamina: \(spread("cpu_us_per_delivered", lamina)); latency \(spread("p99", lamina, format: "%.2f")) ms")
+            emit(
+                "summary lamina: \(spread("cpu_us_per_delivered", lamina)); latency \(spread("p99", lamina, format: "%.2f")) ms"
+            )
             if anchor != nil {
-                emit("summary mosquitto: \(spread("cpu_us_per_delivered", mosq)); latency \(spread("p99", mosq, format: "%.2f")) ms")
+                emit(
+                    "summary mosquitto: \(spread("cpu_us_per_delivered", mosq)); latency \(spread("p99", mosq, format: "%.2f")) ms"
+                )
             }
         }
     }
@@ -85,15 +93,20 @@ struct RateCommand: AsyncParsableCommand {
         let total = Int(rate * seconds)
         let delivery = LoadLatencies(capacity: total * fanout)
         let ackLatency = LoadLatencies(capacity: total)
-        let delivered = LoadCounter(), acked = LoadCounter(), errors = LoadCounter()
-        let receiptsSent = LoadCounter(), receiptsAcked = LoadCounter(), receiptErrors = LoadCounter()
+        let delivered = LoadCounter()
+        let acked = LoadCounter()
+        let errors = LoadCounter()
+        let receiptsSent = LoadCounter()
+        let receiptsAcked = LoadCounter()
+        let receiptErrors = LoadCounter()
 
         // Set-up: receivers first (SYNCed, live), then senders and their conversations.
         var receivers: [LoadPeer] = []
         for i in 0..<pairs {
             for k in 0..<fanout {
                 let box = PeerBox()
-                let peer = try await LoadPeer.connect(roundNodes.receiving, user: try UserID("r\(i)-\(k)"), sync: true) { messages, _ in
+                let peer = try await LoadPeer.connect(roundNodes.receiving, user: try UserID("r\(i)-\(k)"), sync: true)
+                { messages, _ in
                     guard !messages.isEmpty else { return }
                     let now = monotonicNanos()
                     if receipts, let peer = box.peer {
@@ -115,7 +128,9 @@ struct RateCommand: AsyncParsableCommand {
             let others = try (0..<fanout).map { try UserID("r\(i)-\($0)") }
             let conversation = try await peer.createConversation(with: others)
             senders.append(
-                MessageSender(peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked, errors: errors, retry: false))
+                MessageSender(
+                    peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked,
+                    errors: errors, retry: false))
         }
         let peers = receivers + senders.map(\.peer)
         try await Task.sleep(for: .seconds(1))  // conversation-created changes arrive; as mqload's sleep(1)
@@ -136,12 +151,17 @@ struct RateCommand: AsyncParsableCommand {
         let d = delivered.current
         var line = "lamina rate: pairs=\(pairs) fanout=\(fanout) rate=\(Int(rate)) seconds=\(seconds) size=\(load.size)"
         line += " receipts=\(receipts ? "on" : "off") sender_sync=\(load.senderSync ? "on" : "off")"
-        line += " published=\(total) delivered=\(d) expected=\(total * fanout) acked=\(acked.current) errors=\(errors.current)"
-        if receipts { line += " receipts_sent=\(receiptsSent.current) receipts_acked=\(receiptsAcked.current) receipt_errors=\(receiptErrors.current)" }
+        line +=
+            " published=\(total) delivered=\(d) expected=\(total * fanout) acked=\(acked.current) errors=\(errors.current)"
+        if receipts {
+            line +=
+                " receipts_sent=\(receiptsSent.current) receipts_acked=\(receiptsAcked.current) receipt_errors=\(receiptErrors.current)"
+        }
         line += String(format: " achieved_pub_rate=%.0f/s", Double(total) / (Double(t1 - t0) / 1e9))
         line += " latency_ms \(delivery.snapshot().fields) ack_latency_ms \(ackLatency.snapshot().shortFields)"
-        line += String(format: " broker_cpu_s=%.3f cpu_us_per_delivered=%.1f cpu_us_per_published=%.1f window_s=%.2f",
-                       cpu, cpu / Double(max(d, 1)) * 1e6, cpu / Double(total) * 1e6, Double(t2 - t0) / 1e9)
+        line += String(
+            format: " broker_cpu_s=%.3f cpu_us_per_delivered=%.1f cpu_us_per_published=%.1f window_s=%.2f",
+            cpu, cpu / Double(max(d, 1)) * 1e6, cpu / Double(total) * 1e6, Double(t2 - t0) / 1e9)
         line += database + " store=\(load.store == nil ? "sqlite" : "postgres")"
         line += " loadavg_before=\(loadBefore) after=\(BenchSupport.loadAverage())"
         for p in peers { await p.close() }

@@ -9,7 +9,8 @@ import NIOCore
 struct ReplicationCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replication",
-        abstract: "Two peered lamina-node processes: replication lag at fixed rates, or the catch-up of a node that was down.",
+        abstract:
+            "Two peered lamina-node processes: replication lag at fixed rates, or the catch-up of a node that was down.",
         discussion: """
             Node A and node B are lamina-node child processes peered over mutual TLS (B dials A; certificates from a \
             development cluster CA). Users s<i> send on A, users r<i> receive on B, each on its own TLS + HTTP/2 \
@@ -59,8 +60,11 @@ struct ReplicationCommand: AsyncParsableCommand {
         let nodes = try await PeeredNodes.start(binary: binary)
         defer { nodes.stop() }
         let total = Int(rate * seconds)
-        let lag = LoadLatencies(capacity: total), ackLatency = LoadLatencies(capacity: total)
-        let delivered = LoadCounter(), acked = LoadCounter(), errors = LoadCounter()
+        let lag = LoadLatencies(capacity: total)
+        let ackLatency = LoadLatencies(capacity: total)
+        let delivered = LoadCounter()
+        let acked = LoadCounter()
+        let errors = LoadCounter()
 
         var receivers: [LoadPeer] = []
         for i in 0..<pairs {
@@ -76,31 +80,42 @@ struct ReplicationCommand: AsyncParsableCommand {
         for i in 0..<pairs {
             let peer = try await LoadPeer.connect(nodes.a, user: try UserID("s\(i)"), sync: load.senderSync)
             let conversation = try await peer.createConversation(with: [try UserID("r\(i)")])
-            senders.append(MessageSender(peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked, errors: errors, retry: false))
+            senders.append(
+                MessageSender(
+                    peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked,
+                    errors: errors, retry: false))
         }
         let peers = receivers + senders.map(\.peer)
 
         // Warm-up (not measured): one message per conversation reaches B.
         for sender in senders { sender.send() }
-        let warmed = await waitUntil(deadline: monotonicNanos() + 60_000_000_000, peers: peers) { delivered.current >= pairs }
+        let warmed = await waitUntil(deadline: monotonicNanos() + 60_000_000_000, peers: peers) {
+            delivered.current >= pairs
+        }
         if let warmed { throw BenchFailure("replication: a stream failed during the warm-up: \(warmed)") }
-        guard delivered.current >= pairs else { throw BenchFailure("replication: the warm-up messages did not reach node B within 60 s") }
-        let warmAcked = acked.current, warmErrors = errors.current
+        guard delivered.current >= pairs else {
+            throw BenchFailure("replication: the warm-up messages did not reach node B within 60 s")
+        }
+        let warmAcked = acked.current
+        let warmErrors = errors.current
         lag.reset()
         ackLatency.reset()
 
         let loadBefore = BenchSupport.loadAverage()
-        let cpuA0 = nodes.a.cpuSeconds(), cpuB0 = nodes.b.cpuSeconds()
+        let cpuA0 = nodes.a.cpuSeconds()
+        let cpuB0 = nodes.b.cpuSeconds()
         let (t0, t1) = await sendOnSchedule(senders, total: total, rate: rate)
         let failure = await waitUntil(deadline: t1 + UInt64(load.drainTimeout * 1e9), peers: peers) {
             delivered.current - pairs >= total && acked.current - warmAcked + errors.current - warmErrors >= total
         }
-        let cpuA = nodes.a.cpuSeconds() - cpuA0, cpuB = nodes.b.cpuSeconds() - cpuB0
+        let cpuA = nodes.a.cpuSeconds() - cpuA0
+        let cpuB = nodes.b.cpuSeconds() - cpuB0
         let t2 = monotonicNanos()
         if let failure { throw BenchFailure("replication: a stream failed: \(failure)") }
         let received = delivered.current - pairs
         var line = "lamina replication lag: pairs=\(pairs) rate=\(Int(rate)) seconds=\(seconds) size=\(load.size)"
-        line += " published=\(total) acked=\(acked.current - warmAcked) errors=\(errors.current - warmErrors) delivered_on_b=\(received)"
+        line +=
+            " published=\(total) acked=\(acked.current - warmAcked) errors=\(errors.current - warmErrors) delivered_on_b=\(received)"
         line += received < total ? " INCOMPLETE" : ""
         line += String(format: " achieved_pub_rate=%.0f/s", Double(total) / (Double(t1 - t0) / 1e9))
         line += " lag_ms \(lag.snapshot().fields) ack_latency_ms \(ackLatency.snapshot().shortFields)"
@@ -114,12 +129,17 @@ struct ReplicationCommand: AsyncParsableCommand {
     private func catchupRun(binary: String, messages: Int) async throws -> String {
         let nodes = try await PeeredNodes.start(binary: binary)
         defer { nodes.stop() }
-        let acked = LoadCounter(), errors = LoadCounter(), ackLatency = LoadLatencies()
+        let acked = LoadCounter()
+        let errors = LoadCounter()
+        let ackLatency = LoadLatencies()
         var senders: [MessageSender] = []
         for i in 0..<pairs {
             let peer = try await LoadPeer.connect(nodes.a, user: try UserID("s\(i)"), sync: false)
             let conversation = try await peer.createConversation(with: [try UserID("r\(i)")])
-            senders.append(MessageSender(peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked, errors: errors, retry: true))
+            senders.append(
+                MessageSender(
+                    peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked,
+                    errors: errors, retry: true))
         }
         // B holds the set-up before it goes down.
         let before = try await Self.vectorsEqual(nodes, timeout: 60)
@@ -130,14 +150,19 @@ struct ReplicationCommand: AsyncParsableCommand {
         let share = (0..<pairs).map { messages / pairs + ($0 < messages % pairs ? 1 : 0) }
         try await MessageSender.sendAll(senders, counts: share, what: "replication fill")
         guard errors.current == 0, acked.current == messages else {
-            throw BenchFailure("replication fill: \(acked.current) of \(messages) acknowledged, \(errors.current) errors")
+            throw BenchFailure(
+                "replication fill: \(acked.current) of \(messages) acknowledged, \(errors.current) errors")
         }
         let fillSeconds = Double(monotonicNanos() - fillStart) / 1e9
         for s in senders { await s.peer.close() }
         let target = try PeeredNodes.vector(admin: nodes.adminA)
         let digestA = try PeeredNodes.replication(admin: nodes.adminA).digest
         let operations = (target[hex(PeeredNodes.idA)] ?? 0) - (before[hex(PeeredNodes.idA)] ?? 0)
-        progress("replication", String(format: "sent %d messages on A while B was down in %.1f s (not measured); starting B", messages, fillSeconds))
+        progress(
+            "replication",
+            String(
+                format: "sent %d messages on A while B was down in %.1f s (not measured); starting B", messages,
+                fillSeconds))
 
         let launched = monotonicNanos()
         try await nodes.restartB()
@@ -152,14 +177,21 @@ struct ReplicationCommand: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(20))
         }
         let cpuB = nodes.b.cpuSeconds() - cpuB0
-        guard let caughtUp else { throw BenchFailure("replication: node B did not catch up within \(catchupTimeout) s") }
+        guard let caughtUp else {
+            throw BenchFailure("replication: node B did not catch up within \(catchupTimeout) s")
+        }
         let digestB = try PeeredNodes.replication(admin: nodes.adminB).digest
         let seconds = Double(caughtUp - serving) / 1e9
-        var line = "lamina replication catchup: messages=\(messages) conversations=\(pairs) size=\(load.size) operations=\(operations)"
-        line += String(format: " startup_s=%.3f catchup_s=%.3f operations_per_s=%.0f messages_per_s=%.0f", Double(serving - launched) / 1e9, seconds,
-                       Double(operations) / seconds, Double(messages) / seconds)
+        var line =
+            "lamina replication catchup: messages=\(messages) conversations=\(pairs) size=\(load.size) operations=\(operations)"
+        line += String(
+            format: " startup_s=%.3f catchup_s=%.3f operations_per_s=%.0f messages_per_s=%.0f",
+            Double(serving - launched) / 1e9, seconds,
+            Double(operations) / seconds, Double(messages) / seconds)
         line += " digest_equal=\(digestA == digestB ? "yes" : "NO")"
-        line += String(format: " node_b_cpu_s=%.3f cpu_us_per_operation=%.1f fill_s=%.1f", cpuB, cpuB / Double(max(operations, 1)) * 1e6, fillSeconds)
+        line += String(
+            format: " node_b_cpu_s=%.3f cpu_us_per_operation=%.1f fill_s=%.1f", cpuB,
+            cpuB / Double(max(operations, 1)) * 1e6, fillSeconds)
         line += " loadavg=\(BenchSupport.loadAverage())"
         return line
     }

@@ -24,7 +24,9 @@ final class ResourcesSummary: @unchecked Sendable {
     func line() -> String {
         lock.withLock {
             var all = parts
-            if let largest { all.append("largest RSS under attack \(ResourcesCommand.mib(largest.bytes)) (\(largest.label))") }
+            if let largest {
+                all.append("largest RSS under attack \(ResourcesCommand.mib(largest.bytes)) (\(largest.label))")
+            }
             return all.isEmpty ? "nothing measured" : all.joined(separator: "; ")
         }
     }
@@ -61,7 +63,8 @@ extension ResourcesCommand {
         let sampler = Self.peakSampler(p)
         let tls = try p.tls()
         var connections: [TransportConnection] = []
-        var refused = 0, admitted = 0
+        var refused = 0
+        var admitted = 0
         for _ in 0..<slotConnections {
             let connection = try await TransportConnection.connect(to: p.url, tls: tls, group: p.group)
             connections.append(connection)
@@ -78,7 +81,9 @@ extension ResourcesCommand {
         let login = try await Self.healthyLogin(p)
         sampler.cancel()
         let peak = await sampler.value
-        print("slots: \(admitted) streams admitted, \(refused) refused on \(connections.count) connections; peak RSS \(Self.mib(peak)); a healthy login meanwhile \(login)")
+        print(
+            "slots: \(admitted) streams admitted, \(refused) refused on \(connections.count) connections; peak RSS \(Self.mib(peak)); a healthy login meanwhile \(login)"
+        )
         summary.peak("unauthenticated slots", peak)
         for connection in connections { try? await connection.close() }
     }
@@ -107,13 +112,18 @@ extension ResourcesCommand {
         // Until every stream was answered (or ended: the authentication deadline is 30 s).
         let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline,
-              streams.contains(where: { $0.bytesReceived.withLockedValue { $0 } < windowBytes && $0.failure.withLockedValue { $0 } == nil }) {
+            streams.contains(where: {
+                $0.bytesReceived.withLockedValue { $0 } < windowBytes && $0.failure.withLockedValue { $0 } == nil
+            })
+        {
             try await Task.sleep(for: .milliseconds(200))
         }
         let login = try await Self.healthyLogin(p)
         sampler.cancel()
         let peak = await sampler.value
-        print("windows: \(streams.count) unauthenticated streams each sending \(windowBytes / 1_024) KiB of PINGs: RSS \(Self.mib(start)) -> peak \(Self.mib(peak)) (\(Self.kib(peak - start, per: streams.count)) a stream); a healthy login meanwhile \(login)")
+        print(
+            "windows: \(streams.count) unauthenticated streams each sending \(windowBytes / 1_024) KiB of PINGs: RSS \(Self.mib(start)) -> peak \(Self.mib(peak)) (\(Self.kib(peak - start, per: streams.count)) a stream); a healthy login meanwhile \(login)"
+        )
         summary.peak("paused unauthenticated windows", peak)
         for connection in connections { try? await connection.close() }
     }
@@ -123,7 +133,9 @@ extension ResourcesCommand {
         let sampler = Self.peakSampler(p)
         let tls = try p.tls()
         var connections: [TransportConnection] = []
-        var issued = 0, refused = 0, streams = 0
+        var issued = 0
+        var refused = 0
+        var streams = 0
         while streams < floodStreams {
             let connection = try await TransportConnection.connect(to: p.url, tls: tls, group: p.group)
             connections.append(connection)
@@ -145,7 +157,9 @@ extension ResourcesCommand {
         let login = try await Self.healthyLogin(p)
         sampler.cancel()
         let peak = await sampler.value
-        print("nonces: \(streams) streams on \(connections.count) connections asked: \(issued) issued, \(refused) refused; peak RSS \(Self.mib(peak)); a healthy login meanwhile \(login)")
+        print(
+            "nonces: \(streams) streams on \(connections.count) connections asked: \(issued) issued, \(refused) refused; peak RSS \(Self.mib(peak)); a healthy login meanwhile \(login)"
+        )
         summary.peak("nonce requests", peak)
         for connection in connections { try? await connection.close() }
     }
@@ -162,7 +176,9 @@ extension ResourcesCommand {
         let login = try await Self.healthyLogin(p)
         sampler.cancel()
         let peak = await sampler.value
-        print("idle connections: \(connections.count) after the TLS handshake: peak RSS \(Self.mib(peak)); a healthy login meanwhile \(login)")
+        print(
+            "idle connections: \(connections.count) after the TLS handshake: peak RSS \(Self.mib(peak)); a healthy login meanwhile \(login)"
+        )
         summary.peak("idle connections", peak)
         for connection in connections { try? await connection.close() }
     }
@@ -180,8 +196,10 @@ extension ResourcesCommand {
             for _ in 0..<8 {
                 let stream = try await client.connection.openStream(
                     method: "PUT", path: "/v1/content/\(UUID().uuidString.lowercased())",
-                    headers: [("authorization", "Bearer \(token)"), ("lamina-content-size", "\(1_073_741_824)"),
-                              ("lamina-content-sha256", String(repeating: "ab", count: 32))],
+                    headers: [
+                        ("authorization", "Bearer \(token)"), ("lamina-content-size", "\(1_073_741_824)"),
+                        ("lamina-content-sha256", String(repeating: "ab", count: 32)),
+                    ],
                     endStream: false)
                 answers.append(stream.collect(maxBytes: 64 * 1_024))
             }
@@ -194,7 +212,9 @@ extension ResourcesCommand {
         let login = try await Self.healthyLogin(p)
         sampler.cancel()
         let peak = await sampler.value
-        print("stalled uploads: \(answers.count) header-only 1 GiB uploads answered \(statuses.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")); peak RSS \(Self.mib(peak)); a healthy login after \(login)")
+        print(
+            "stalled uploads: \(answers.count) header-only 1 GiB uploads answered \(statuses.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")); peak RSS \(Self.mib(peak)); a healthy login after \(login)"
+        )
         summary.peak("stalled uploads", peak)
         for client in clients { await client.close() }
     }
@@ -220,12 +240,17 @@ extension ResourcesCommand {
     }
 
     /// `megabytes` of 33 KB messages from `sender` to a new conversation with `member`; their ids.
-    static func seed(_ sender: BenchSyncClient, with member: UserID, megabytes: Int) async throws -> (ConversationID, Set<MessageID>) {
+    static func seed(_ sender: BenchSyncClient, with member: UserID, megabytes: Int) async throws -> (
+        ConversationID, Set<MessageID>
+    ) {
         let conversation = ConversationID.random()
         _ = try await sender.request(
             .createConversation(
-                CreateConversation(conversationID: conversation, participants: ["sender", member], options: ConversationOptions(isDistinct: false))),
-            id: conversation.uuid).get()
+                CreateConversation(
+                    conversationID: conversation, participants: ["sender", member],
+                    options: ConversationOptions(isDistinct: false))),
+            id: conversation.uuid
+        ).get()
         let parts = try (0..<16).map { _ in try MessagePart(text: String(repeating: "h", count: 2_048)) }
         let count = max(1, megabytes * 1_000_000 / 33_000)
         var sent: Set<MessageID> = []
@@ -233,9 +258,13 @@ extension ResourcesCommand {
         for _ in 0..<count {
             let id = MessageID.random()
             sent.insert(id)
-            inFlight.append(sender.request(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts)), id: id.uuid))
+            inFlight.append(
+                sender.request(
+                    .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts)), id: id.uuid))
             if inFlight.count >= 32 {
-                guard case .ack = try await inFlight.removeFirst().get() else { throw BenchFailure("a seeded message was refused") }
+                guard case .ack = try await inFlight.removeFirst().get() else {
+                    throw BenchFailure("a seeded message was refused")
+                }
             }
         }
         for future in inFlight {
@@ -254,7 +283,9 @@ extension ResourcesCommand {
             case .changeBatch(let b): changes = b.changes
             default: return
             }
-            let ids = changes.compactMap { c -> MessageID? in if case .messageCreated(let m) = c.event { m.id } else { nil } }
+            let ids = changes.compactMap { c -> MessageID? in
+                if case .messageCreated(let m) = c.event { m.id } else { nil }
+            }
             if !ids.isEmpty { seen.withLockedValue { $0.formUnion(ids) } }
         }
         return seen
@@ -280,10 +311,14 @@ extension ResourcesCommand {
         let id = UUID()
         let answer: Frame
         do {
-            answer = try await reader.request(.fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: .complete)), id: id).get()
+            answer = try await reader.request(
+                .fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: .complete)), id: id
+            ).get()
         } catch {
             let got = seen.withLockedValue { $0.intersection(sent).count }
-            print("history: the \(readRate / 1_024) KiB/s reader failed after \(clock.now - began) with \(got) of \(sent.count) messages: \(error)")
+            print(
+                "history: the \(readRate / 1_024) KiB/s reader failed after \(clock.now - began) with \(got) of \(sent.count) messages: \(error)"
+            )
             throw error
         }
         let took = clock.now - began
@@ -295,8 +330,12 @@ extension ResourcesCommand {
         let got = seen.withLockedValue { $0.intersection(sent).count }
         guard case .ack = answer else { throw BenchFailure("history answered \(answer)") }
         let complete = got == sent.count
-        print("history: \(sent.count) messages (\(String(format: "%.1f", Double(bytes) / 1e6)) MB) to a \(readRate / 1_024) KiB/s reader: \(got) received in \(took) (\(Int(Double(bytes) / max(took.seconds, 0.001) / 1_024)) KiB/s, the stream window of 256 KiB included)\(complete ? ", complete" : ", INCOMPLETE"); RSS \(Self.mib(start)) -> peak \(Self.mib(slowPeak))")
-        summary.add("history \(String(format: "%.1f", Double(bytes) / 1e6)) MB to a \(readRate / 1_024) KiB/s reader \(complete ? "complete" : "INCOMPLETE") in \(String(format: "%.0f", took.seconds)) s")
+        print(
+            "history: \(sent.count) messages (\(String(format: "%.1f", Double(bytes) / 1e6)) MB) to a \(readRate / 1_024) KiB/s reader: \(got) received in \(took) (\(Int(Double(bytes) / max(took.seconds, 0.001) / 1_024)) KiB/s, the stream window of 256 KiB included)\(complete ? ", complete" : ", INCOMPLETE"); RSS \(Self.mib(start)) -> peak \(Self.mib(slowPeak))"
+        )
+        summary.add(
+            "history \(String(format: "%.1f", Double(bytes) / 1e6)) MB to a \(readRate / 1_024) KiB/s reader \(complete ? "complete" : "INCOMPLETE") in \(String(format: "%.0f", took.seconds)) s"
+        )
         // Fast readers together.
         let fastSampler = Self.peakSampler(p)
         let counts = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -306,7 +345,10 @@ extension ResourcesCommand {
                     try await fast.login(user: "historian", device: UUID(), dev: p.dev)
                     let seen = try await Self.countMessages(fast)
                     let id = UUID()
-                    _ = try await fast.request(.fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: .complete)), id: id).get()
+                    _ = try await fast.request(
+                        .fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: .complete)),
+                        id: id
+                    ).get()
                     let count = seen.withLockedValue { $0.intersection(sent).count }
                     await fast.close()
                     return count
@@ -316,7 +358,9 @@ extension ResourcesCommand {
         }
         fastSampler.cancel()
         let peak = await fastSampler.value
-        print("  \(historyReaders) fast readers at once: \(counts.filter { $0 == sent.count }.count) complete; peak RSS \(Self.mib(peak))")
+        print(
+            "  \(historyReaders) fast readers at once: \(counts.filter { $0 == sent.count }.count) complete; peak RSS \(Self.mib(peak))"
+        )
         summary.peak("\(historyReaders) history fetches of \(historyMB) MB", peak)
         await reader.close()
         await sender.close()
@@ -330,7 +374,10 @@ extension ResourcesCommand {
         let first = try await BenchSyncClient.connect(url: p.url, caFile: p.caFile, group: p.group)
         try await first.login(user: "returner", device: device, dev: p.dev)
         let firstSync = UUID()
-        guard case .ack(let synced) = try await first.request(.sync(SyncRequest(requestID: firstSync, cursor: 0)), id: firstSync).get()
+        guard
+            case .ack(let synced) = try await first.request(
+                .sync(SyncRequest(requestID: firstSync, cursor: 0)), id: firstSync
+            ).get()
         else { throw BenchFailure("the first SYNC was not acknowledged") }
         await first.close()
         let sender = try await BenchSyncClient.connect(url: p.url, caFile: p.caFile, group: p.group)
@@ -347,10 +394,13 @@ extension ResourcesCommand {
         let id = UUID()
         let answer: Frame
         do {
-            answer = try await reader.request(.sync(SyncRequest(requestID: id, cursor: synced.cursor ?? 0)), id: id).get()
+            answer = try await reader.request(.sync(SyncRequest(requestID: id, cursor: synced.cursor ?? 0)), id: id)
+                .get()
         } catch {
             let got = seen.withLockedValue { $0.intersection(sent).count }
-            print("backlog: the \(readRate / 1_024) KiB/s reader failed after \(clock.now - began) with \(got) of \(sent.count) messages: \(error)")
+            print(
+                "backlog: the \(readRate / 1_024) KiB/s reader failed after \(clock.now - began) with \(got) of \(sent.count) messages: \(error)"
+            )
             throw error
         }
         let took = clock.now - began
@@ -362,8 +412,12 @@ extension ResourcesCommand {
         let got = seen.withLockedValue { $0.intersection(sent).count }
         guard case .ack = answer else { throw BenchFailure("SYNC answered \(answer)") }
         let complete = got == sent.count
-        print("backlog: \(sent.count) messages (\(String(format: "%.1f", Double(bytes) / 1e6)) MB) to a \(readRate / 1_024) KiB/s reader: \(got) received in \(took) (\(Int(Double(bytes) / max(took.seconds, 0.001) / 1_024)) KiB/s, the stream window of 256 KiB included)\(complete ? ", complete" : ", INCOMPLETE"); peak RSS \(Self.mib(peak))")
-        summary.add("SYNC backlog \(String(format: "%.1f", Double(bytes) / 1e6)) MB to a \(readRate / 1_024) KiB/s reader \(complete ? "complete" : "INCOMPLETE") in \(String(format: "%.0f", took.seconds)) s")
+        print(
+            "backlog: \(sent.count) messages (\(String(format: "%.1f", Double(bytes) / 1e6)) MB) to a \(readRate / 1_024) KiB/s reader: \(got) received in \(took) (\(Int(Double(bytes) / max(took.seconds, 0.001) / 1_024)) KiB/s, the stream window of 256 KiB included)\(complete ? ", complete" : ", INCOMPLETE"); peak RSS \(Self.mib(peak))"
+        )
+        summary.add(
+            "SYNC backlog \(String(format: "%.1f", Double(bytes) / 1e6)) MB to a \(readRate / 1_024) KiB/s reader \(complete ? "complete" : "INCOMPLETE") in \(String(format: "%.0f", took.seconds)) s"
+        )
         await reader.close()
         await sender.close()
     }

@@ -17,22 +17,28 @@ import NIOPosix
 struct ResourcesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resources",
-        abstract: "Node RSS per idle session and per unauthenticated stream, a leak check, peaks under attack, paced large answers.")
+        abstract:
+            "Node RSS per idle session and per unauthenticated stream, a leak check, peaks under attack, paced large answers."
+    )
 
     /// Every phase, in the order they run.
     static let allPhases = [
-        "unauthenticated", "idle", "leak", "control", "sink", "slots", "windows", "nonces", "idle-connections", "stalled-uploads",
+        "unauthenticated", "idle", "leak", "control", "sink", "slots", "windows", "nonces", "idle-connections",
+        "stalled-uploads",
         "history", "backlog",
     ]
 
     @Option(help: "The lamina-node binary (default: next to this executable).") var nodeBinary: String?
-    @Option(help: "Phases to run, comma-separated (default: all): \(Self.allPhases.joined(separator: ", ")).") var phases: String?
+    @Option(help: "Phases to run, comma-separated (default: all): \(Self.allPhases.joined(separator: ", ")).")
+    var phases: String?
     @Option(help: "Idle authenticated sessions, each on its own connection.") var sessions = 2_000
     @Option(help: "Unauthenticated streams (HELLO only), 100 per connection.") var unauthenticated = 1_000
     @Option(help: "Sessions opened, authenticated and closed for the leak check.") var leakSessions = 10_000
     @Option(help: "Of those, streams reset in the middle of a frame.") var midFrame = 500
-    @Option(help: "Messages of 33 KB sent to a member that reads (control) or reads nothing (sink).") var floodMessages = 1_200
-    @Option(help: "Connections of 100 streams sending HELLO and PING (slots; the node admits 1,000 unauthenticated).") var slotConnections = 20
+    @Option(help: "Messages of 33 KB sent to a member that reads (control) or reads nothing (sink).")
+    var floodMessages = 1_200
+    @Option(help: "Connections of 100 streams sending HELLO and PING (slots; the node admits 1,000 unauthenticated).")
+    var slotConnections = 20
     @Option(help: "Unauthenticated streams, 8 per connection (windows, nonces).") var floodStreams = 800
     @Option(help: "Bytes of PINGs each of those sends at once (windows).") var windowBytes = 64 * 1_024
     @Option(help: "TLS connections that open no stream (idle-connections).") var idleConnections = 1_000
@@ -46,7 +52,8 @@ struct ResourcesCommand: AsyncParsableCommand {
     func run() async throws {
         BenchSupport.raiseFileLimit()
         let binary = try NodeProcess.binary(nodeBinary)
-        let selected = phases.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? Self.allPhases
+        let selected =
+            phases.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? Self.allPhases
         for name in selected where !Self.allPhases.contains(name) { throw ValidationError("unknown phase \(name)") }
         // Everything comes from 127.0.0.1: lift the per-address and per-connection limits on
         // unauthenticated sessions (the node-wide one stays 1,000).
@@ -80,8 +87,11 @@ struct ResourcesCommand: AsyncParsableCommand {
     }
 
     /// A node of its own for one measurement, warmed by one session.
-    private func phase(_ label: String, _ binary: String, _ config: String, _ body: (Phase) async throws -> Void) async throws {
-        let node = try await NodeProcess.start(binary: binary, label: "resources-\(label)", extraArguments: ["--config", config])
+    private func phase(_ label: String, _ binary: String, _ config: String, _ body: (Phase) async throws -> Void)
+        async throws
+    {
+        let node = try await NodeProcess.start(
+            binary: binary, label: "resources-\(label)", extraArguments: ["--config", config])
         defer { node.stop() }
         let phase = Phase(node: node, settle: settleSeconds)
         let warm = try await BenchSyncClient.connect(url: node.url, caFile: node.caFile, group: phase.group)
@@ -109,7 +119,9 @@ struct ResourcesCommand: AsyncParsableCommand {
     }
 
     static func mib(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
-    static func kib(_ bytes: Int, per count: Int) -> String { String(format: "%.1f KiB", Double(bytes) / Double(max(1, count)) / 1_024) }
+    static func kib(_ bytes: Int, per count: Int) -> String {
+        String(format: "%.1f KiB", Double(bytes) / Double(max(1, count)) / 1_024)
+    }
 
     /// Unauthenticated streams (HELLO only, 100 per connection), then each holding a 16 KiB
     /// frame cut at 12 KiB (the largest frame before authentication).
@@ -129,7 +141,9 @@ struct ResourcesCommand: AsyncParsableCommand {
         }
         try await p.settle()
         let held = p.rss()
-        print("unauthenticated streams: \(streams.count) on \(connections.count) connections, RSS \(Self.mib(start)) -> \(Self.mib(held)): \(Self.kib(held - start, per: streams.count)) each")
+        print(
+            "unauthenticated streams: \(streams.count) on \(connections.count) connections, RSS \(Self.mib(start)) -> \(Self.mib(held)): \(Self.kib(held - start, per: streams.count)) each"
+        )
         summary.add("unauthenticated stream \(Self.kib(held - start, per: streams.count))")
         for stream in streams {
             var partial = ByteBuffer()
@@ -139,7 +153,9 @@ struct ResourcesCommand: AsyncParsableCommand {
         }
         try await p.settle()
         let partial = p.rss()
-        print("  each holding a 16 KiB frame cut at 12 KiB: RSS \(Self.mib(partial)): \(Self.kib(partial - start, per: streams.count)) each")
+        print(
+            "  each holding a 16 KiB frame cut at 12 KiB: RSS \(Self.mib(partial)): \(Self.kib(partial - start, per: streams.count)) each"
+        )
         summary.peak("partial frames", partial)
         for connection in connections { try? await connection.close() }
         try await p.settle()
@@ -164,7 +180,9 @@ struct ResourcesCommand: AsyncParsableCommand {
         }
         try await p.settle()
         let held = p.rss()
-        print("idle authenticated sessions: \(sessions), RSS \(Self.mib(start)) -> \(Self.mib(held)): \(Self.kib(held - start, per: sessions)) each (its TLS connection included)")
+        print(
+            "idle authenticated sessions: \(sessions), RSS \(Self.mib(start)) -> \(Self.mib(held)): \(Self.kib(held - start, per: sessions)) each (its TLS connection included)"
+        )
         summary.add("idle session \(Self.kib(held - start, per: sessions))")
         for client in idle { await client.close() }
         try await p.settle()
@@ -199,8 +217,12 @@ struct ResourcesCommand: AsyncParsableCommand {
             }
             try await p.settle()
             let after = p.rss()
-            print("leak check round \(round + 1): \(leakSessions) sessions opened and closed (\(cut) cut in the middle of a 512 KiB frame): RSS \(Self.mib(before)) -> \(Self.mib(after)) (\(String(format: "%+.0f", Double(after - before) / Double(leakSessions))) bytes per session)")
-            if round == 1 { summary.add("leak \(String(format: "%+.0f", Double(after - before) / Double(leakSessions))) B/session") }
+            print(
+                "leak check round \(round + 1): \(leakSessions) sessions opened and closed (\(cut) cut in the middle of a 512 KiB frame): RSS \(Self.mib(before)) -> \(Self.mib(after)) (\(String(format: "%+.0f", Double(after - before) / Double(leakSessions))) bytes per session)"
+            )
+            if round == 1 {
+                summary.add("leak \(String(format: "%+.0f", Double(after - before) / Double(leakSessions))) B/session")
+            }
         }
     }
 
@@ -210,7 +232,8 @@ struct ResourcesCommand: AsyncParsableCommand {
         var settings = HTTP2Settings()
         settings.initialStreamWindow = Int32.max
         settings.connectionWindow = Int32.max
-        let memberConnection = try await TransportConnection.connect(to: p.url, tls: try p.tls(), settings: settings, group: p.group)
+        let memberConnection = try await TransportConnection.connect(
+            to: p.url, tls: try p.tls(), settings: settings, group: p.group)
         let member = try await BenchSyncClient.open(on: memberConnection)
         try await member.login(user: "member", device: UUID(), dev: p.dev, cursor: 0)
         let sender = try await BenchSyncClient.connect(url: p.url, caFile: p.caFile, group: p.group)
@@ -218,22 +241,30 @@ struct ResourcesCommand: AsyncParsableCommand {
         let conversation = ConversationID.random()
         _ = try await sender.request(
             .createConversation(
-                CreateConversation(conversationID: conversation, participants: ["sender", "member"], options: ConversationOptions(isDistinct: false))),
-            id: conversation.uuid).get()
+                CreateConversation(
+                    conversationID: conversation, participants: ["sender", "member"],
+                    options: ConversationOptions(isDistinct: false))),
+            id: conversation.uuid
+        ).get()
         if !reading { try await memberConnection.setReading(false) }
         let start = p.rss()
         var peak = start
         let parts = try (0..<16).map { _ in try MessagePart(text: String(repeating: "s", count: 2_048)) }
         for i in 0..<floodMessages {
             let id = MessageID.random()
-            _ = try await sender.request(.sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts)), id: id.uuid).get()
+            _ = try await sender.request(
+                .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: parts)), id: id.uuid
+            ).get()
             if i % 50 == 0 { peak = max(peak, p.rss()) }
         }
         try await p.settle()
         peak = max(peak, p.rss())
-        print("\(String(format: "%.1f", Double(floodMessages) * 0.033)) MB sent to a member that \(reading ? "reads everything" : "reads nothing"): RSS \(Self.mib(start)) -> peak \(Self.mib(peak)), \(Self.mib(p.rss())) after")
+        print(
+            "\(String(format: "%.1f", Double(floodMessages) * 0.033)) MB sent to a member that \(reading ? "reads everything" : "reads nothing"): RSS \(Self.mib(start)) -> peak \(Self.mib(peak)), \(Self.mib(p.rss())) after"
+        )
         if reading {
-            summary.add("member reading \(String(format: "%.1f", Double(floodMessages) * 0.033)) MB: peak \(Self.mib(peak))")
+            summary.add(
+                "member reading \(String(format: "%.1f", Double(floodMessages) * 0.033)) MB: peak \(Self.mib(peak))")
         } else {
             summary.peak("a member reading nothing", peak)
         }

@@ -3,8 +3,8 @@ import LaminaLocalNode
 import LaminaNode
 
 #if canImport(Glibc)
-import Glibc
-import LaminaStore
+    import Glibc
+    import LaminaStore
 #endif
 
 /// The `lamina-node` processes of one write-path round: one node (SQLite in its data
@@ -39,7 +39,9 @@ struct RoundNodes {
                 let data = try BenchSupport.temporaryDirectory() + "/\(label)-b-\(UUID().uuidString.prefix(8))"
                 try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
                 try FileManager.default.copyItem(
-                    atPath: URL(fileURLWithPath: first.dataDirectory).appendingPathComponent(NodeBootstrap.Files.devIdentity).path,
+                    atPath: URL(fileURLWithPath: first.dataDirectory).appendingPathComponent(
+                        NodeBootstrap.Files.devIdentity
+                    ).path,
                     toPath: URL(fileURLWithPath: data).appendingPathComponent(NodeBootstrap.Files.devIdentity).path)
                 second = try await NodeProcess.start(
                     binary: binary, data: data, port: BenchSupport.freePort(),
@@ -54,7 +56,8 @@ struct RoundNodes {
 
     /// The round's nodes with the database's CPU counted from now.
     func measuring() -> RoundNodes {
-        var nodes = RoundNodes(first: first, second: second, databaseStart: databasePid.map(Self.treeCPU), databasePid: databasePid)
+        var nodes = RoundNodes(
+            first: first, second: second, databaseStart: databasePid.map(Self.treeCPU), databasePid: databasePid)
         nodes.commitsStart = nodes.commits()
         nodes.threadsStart = nodes.all.map { $0.threadCPU() }
         return nodes
@@ -86,8 +89,10 @@ struct RoundNodes {
     static func treeCPU(_ pid: Int32) -> [Int32: Double] {
         var out: [Int32: Double] = [pid: BenchSupport.cpuSeconds(pid)]
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-            guard let child = Int32(entry), let text = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                  let close = text.lastIndex(of: ")") else { continue }
+            guard let child = Int32(entry),
+                let text = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = text.lastIndex(of: ")")
+            else { continue }
             let fields = text[text.index(after: close)...].split(separator: " ")
             // After the command: state, then the parent's pid.
             guard fields.count > 1, Int32(fields[1]) == pid else { continue }
@@ -109,13 +114,16 @@ struct RoundNodes {
                 used.merge(ThreadRole.used(from: first, to: node.threadCPU()), uniquingKeysWith: +)
             }
             let per = 1e6 / Double(max(count, 1))
-            line += String(format: " cpu_us_per_%@_by_thread event_loops=%.1f writer=%.1f completions=%.1f other=%.1f", unit,
-                           (used[.eventLoop] ?? 0) * per, (used[.writer] ?? 0) * per, (used[.completions] ?? 0) * per, (used[.other] ?? 0) * per)
+            line += String(
+                format: " cpu_us_per_%@_by_thread event_loops=%.1f writer=%.1f completions=%.1f other=%.1f", unit,
+                (used[.eventLoop] ?? 0) * per, (used[.writer] ?? 0) * per, (used[.completions] ?? 0) * per,
+                (used[.other] ?? 0) * per)
         }
         if let start = commitsStart, let now = commits() {
             let window = now - start
-            line += String(format: " commits=%d commands_per_commit=%.2f", window.transactions,
-                           Double(window.commands) / Double(max(window.transactions, 1)))
+            line += String(
+                format: " commits=%d commands_per_commit=%.2f", window.transactions,
+                Double(window.commands) / Double(max(window.transactions, 1)))
         }
         if let db = databaseCPUSeconds() {
             line += String(format: " db_cpu_s=%.3f db_cpu_us_per_%@=%.1f", db, unit, db / Double(max(count, 1)) * 1e6)

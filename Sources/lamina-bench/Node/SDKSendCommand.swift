@@ -14,7 +14,8 @@ import NIOConcurrencyHelpers
 struct SDKSendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sdk-send",
-        abstract: "Messages sent by one SDK client to a node process; sends/s, client CPU and context switches per send.",
+        abstract:
+            "Messages sent by one SDK client to a node process; sends/s, client CPU and context switches per send.",
         discussion: """
             Executor hops per send: run twice with different --messages under
               perf stat -e probe_libswift_Concurrency:swift_task_enqueueGlobal -e probe_libswift_Concurrency:swift_task_switch
@@ -48,12 +49,15 @@ struct SDKSendCommand: AsyncParsableCommand {
         defer { watcher.cancel() }
         let dev = node.dev
         try await alice.connect { nonce in try dev.mintToken(user: "bench-alice", nonce: nonce) }
-        let conversation = try alice.newConversation(participants: ["bench-bob"], options: ConversationOptions(isDistinct: false)).id
+        let conversation = try alice.newConversation(
+            participants: ["bench-bob"], options: ConversationOptions(isDistinct: false)
+        ).id
         _ = try alice.send(alice.newMessage(parts: [MessagePart.with(text: "hello")]), in: conversation).id
         try await sent.wait(untilDone: 1)  // the conversation is on the node before measuring
 
         let text = String(repeating: "x", count: 100)
-        let cpuBefore = BenchSupport.cpuSeconds(getpid()), switchesBefore = Self.contextSwitches()
+        let cpuBefore = BenchSupport.cpuSeconds(getpid())
+        let switchesBefore = Self.contextSwitches()
         let clock = ContinuousClock()
         let start = clock.now
         for index in 0..<messages {
@@ -62,7 +66,8 @@ struct SDKSendCommand: AsyncParsableCommand {
         }
         try await sent.wait(untilDone: 1 + messages)
         let elapsed = clock.now - start
-        let cpu = BenchSupport.cpuSeconds(getpid()) - cpuBefore, switches = Self.contextSwitches() - switchesBefore
+        let cpu = BenchSupport.cpuSeconds(getpid()) - cpuBefore
+        let switches = Self.contextSwitches() - switchesBefore
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         print(
             "lamina sdk-send: messages=\(messages) window=\(window) seconds=\(String(format: "%.2f", seconds))"

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `lamina-bench sync-floor`: what one synced commit costs this machine before any database
@@ -20,7 +20,8 @@ struct SyncFloorCommand: AsyncParsableCommand {
             messages is the part of its CPU per message that durability alone costs here.
             """)
 
-    @Option(help: "Directory for the scratch file (default: where nodes under load keep their data).") var directory: String?
+    @Option(help: "Directory for the scratch file (default: where nodes under load keep their data).") var directory:
+        String?
     @Option(help: "Page counts to measure, comma separated.") var pages = "1,8"
     @Option(help: "Appends per measurement.") var count = 2_000
 
@@ -54,26 +55,34 @@ struct SyncFloorCommand: AsyncParsableCommand {
         for pageCount in Self.pageCounts(pages) ?? [] {
             let synced = try Self.measure(fd: fd, block: block, pages: pageCount, count: count, sync: true)
             let unsynced = try Self.measure(fd: fd, block: block, pages: pageCount, count: count, sync: false)
-            print(String(
-                format: "sync-floor: pages=%d bytes=%d count=%d cpu_us_per_sync=%.1f wall_us_per_sync=%.1f cpu_us_per_unsynced_append=%.1f directory=%@",
-                pageCount, pageCount * Self.frameBytes, count, synced.cpu, synced.wall, unsynced.cpu, folder))
+            print(
+                String(
+                    format:
+                        "sync-floor: pages=%d bytes=%d count=%d cpu_us_per_sync=%.1f wall_us_per_sync=%.1f cpu_us_per_unsynced_append=%.1f directory=%@",
+                    pageCount, pageCount * Self.frameBytes, count, synced.cpu, synced.wall, unsynced.cpu, folder))
         }
     }
 
     /// Mean CPU and wall µs per append of `pages` frames (and its fdatasync with `sync`). The
     /// file wraps at 8,000 frames so it stays the size of a busy WAL.
-    static func measure(fd: Int32, block: [UInt8], pages: Int, count: Int, sync: Bool) throws -> (cpu: Double, wall: Double) {
+    static func measure(fd: Int32, block: [UInt8], pages: Int, count: Int, sync: Bool) throws -> (
+        cpu: Double, wall: Double
+    ) {
         let wrap = 8_000 * frameBytes
         var offset = 0
-        let cpu0 = threadCPU(), wall0 = monotonicNanos()
+        let cpu0 = threadCPU()
+        let wall0 = monotonicNanos()
         for _ in 0..<count {
             let bytes = pages * frameBytes
             let written = block.withUnsafeBytes { pwrite(fd, $0.baseAddress, bytes, off_t(offset)) }
-            guard written == bytes else { throw BenchFailure("pwrite wrote \(written) of \(bytes) bytes: errno \(errno)") }
+            guard written == bytes else {
+                throw BenchFailure("pwrite wrote \(written) of \(bytes) bytes: errno \(errno)")
+            }
             offset = offset + bytes >= wrap ? 0 : offset + bytes
             if sync, fdatasync(fd) != 0 { throw BenchFailure("fdatasync failed: errno \(errno)") }
         }
-        let cpu = threadCPU() - cpu0, wall = Double(monotonicNanos() - wall0) / 1e3
+        let cpu = threadCPU() - cpu0
+        let wall = Double(monotonicNanos() - wall0) / 1e3
         return (cpu * 1e6 / Double(count), wall / Double(count))
     }
 

@@ -1,10 +1,10 @@
-import LaminaProcess
 import ArgumentParser
 import Foundation
+import LaminaProcess
 import LaminaTransport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Helpers shared by the transport benchmarks: temp certificates, child processes, heap figures.
@@ -25,14 +25,16 @@ enum BenchSupport {
 
     /// Resident set size from /proc/<pid>/statm (this process by default).
     static func residentBytes(pid: Int32? = nil) -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid.map(String.init) ?? "self")/statm", encoding: .utf8) else { return 0 }
+        guard let text = try? String(contentsOfFile: "/proc/\(pid.map(String.init) ?? "self")/statm", encoding: .utf8)
+        else { return 0 }
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
     static func executable(_ name: String) -> String? {
-        for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin"] where FileManager.default.isExecutableFile(atPath: dir + "/" + name) {
+        for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin"]
+        where FileManager.default.isExecutableFile(atPath: dir + "/" + name) {
             return dir + "/" + name
         }
         return nil
@@ -64,11 +66,11 @@ enum BenchSupport {
         return process
     }
 
-
     /// Whether `pid` has exited (gone, or a zombie not yet reaped). Foundation's `isRunning`
     /// only changes once Foundation's own monitor has seen the exit.
     static func exited(_ pid: Int32) -> Bool {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")")
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
         else { return true }
         let rest = text[text.index(after: close)...]
         return rest.hasPrefix(" Z") || rest.hasPrefix(" X")
@@ -132,7 +134,9 @@ enum BenchSupport {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {

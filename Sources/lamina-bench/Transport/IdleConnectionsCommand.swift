@@ -1,6 +1,6 @@
-import LaminaProcess
 import ArgumentParser
 import Foundation
+import LaminaProcess
 import LaminaTransport
 import NIOCore
 import NIOPosix
@@ -29,7 +29,8 @@ struct IdleConnectionsCommand: ParsableCommand {
             stream.write(ByteBuffer(string: "hello"), promise: nil)
             stream.finish()
         }
-        let server = try TransportServer.start(host: "127.0.0.1", port: 0, tls: tls, router: router, group: group).wait()
+        let server = try TransportServer.start(host: "127.0.0.1", port: 0, tls: tls, router: router, group: group)
+            .wait()
 
         // Warm up (lazy OpenSSL/nghttp2/NIO state), then take the baseline with no connections.
         let warmup = try Child(port: server.port, ca: cert, count: 50)
@@ -45,9 +46,18 @@ struct IdleConnectionsCommand: ParsableCommand {
         let loaded = BenchSupport.residentBytes()
         let perConnection = Double(loaded - baseline) / Double(count)
         print(String(format: "idle connections: %d", count))
-        print(String(format: "server RSS: baseline %.1f MB, with connections %.1f MB", Double(baseline) / 1e6, Double(loaded) / 1e6))
-        print(String(format: "server bytes per idle connection (RSS delta): %.0f (%.1f KB)", perConnection, perConnection / 1024))
-        print(String(format: "client bytes per idle connection (RSS delta, child process): %.0f (%.1f KB)", clientPerConnection, clientPerConnection / 1024))
+        print(
+            String(
+                format: "server RSS: baseline %.1f MB, with connections %.1f MB", Double(baseline) / 1e6,
+                Double(loaded) / 1e6))
+        print(
+            String(
+                format: "server bytes per idle connection (RSS delta): %.0f (%.1f KB)", perConnection,
+                perConnection / 1024))
+        print(
+            String(
+                format: "client bytes per idle connection (RSS delta, child process): %.0f (%.1f KB)",
+                clientPerConnection, clientPerConnection / 1024))
         child.stop()
         try? server.shutdown().wait()
         try? group.syncShutdownGracefully()
@@ -118,7 +128,8 @@ struct IdleClientsCommand: ParsableCommand {
         while opened < count {
             let n = min(batch, count - opened)
             let futures = (0..<n).map { _ -> EventLoopFuture<TransportConnection> in
-                TransportConnection.connect(to: "https://localhost:\(port)", tls: tls, group: group).flatMap { connection in
+                TransportConnection.connect(to: "https://localhost:\(port)", tls: tls, group: group).flatMap {
+                    connection in
                     connection.openStream(method: "GET", path: "/hello", endStream: true)
                         .flatMap { $0.collect(maxBytes: 1024) }
                         .map { _ in connection }

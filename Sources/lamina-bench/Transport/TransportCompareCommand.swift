@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `lamina-bench transport-compare`: LaminaTransport's `h2-server` and `nghttpd` side by side
@@ -42,7 +42,9 @@ struct TransportCompareCommand: ParsableCommand {
         let docroot = directory + "/docroot"
         try FileManager.default.createDirectory(atPath: docroot, withIntermediateDirectories: true)
         try Data(repeating: UInt8(ascii: "x"), count: bodySize).write(to: URL(fileURLWithPath: docroot + "/b"))
-        guard let nghttpdPath = BenchSupport.executable("nghttpd") else { throw ValidationError("nghttpd is not installed") }
+        guard let nghttpdPath = BenchSupport.executable("nghttpd") else {
+            throw ValidationError("nghttpd is not installed")
+        }
 
         var persistent: [(Double, Double)] = []
         var connections: [(Double, Double)] = []
@@ -52,7 +54,10 @@ struct TransportCompareCommand: ParsableCommand {
             let laminaPort = BenchSupport.freePort()
             let lamina = try BenchSupport.start(
                 CommandLine.arguments[0],
-                ["h2-server", "--port", String(laminaPort), "--cert", cert, "--key", key, "--body-size", String(bodySize)])
+                [
+                    "h2-server", "--port", String(laminaPort), "--cert", cert, "--key", key, "--body-size",
+                    String(bodySize),
+                ])
             defer { BenchSupport.stop(lamina) }
             let nghttpdPort = BenchSupport.freePort()
             let nghttpd = try BenchSupport.start(
@@ -67,28 +72,38 @@ struct TransportCompareCommand: ParsableCommand {
             _ = try h2load(port: nghttpdPort, n: 20_000, c: clients, m: streams)
 
             let lp = try h2load(port: laminaPort, n: requests, c: clients, m: streams, server: lamina.processIdentifier)
-            let np = try h2load(port: nghttpdPort, n: requests, c: clients, m: streams, server: nghttpd.processIdentifier)
+            let np = try h2load(
+                port: nghttpdPort, n: requests, c: clients, m: streams, server: nghttpd.processIdentifier)
             persistent.append((lp.requestsPerSecond, np.requestsPerSecond))
             persistentCPU.append((lp.requestsPerCPUSecond, np.requestsPerCPUSecond))
-            print(String(format: "round %d persistent: lamina %.0f req/s (%d/%d ok, %.0f req/CPU-s), nghttpd %.0f req/s (%d/%d ok, %.0f req/CPU-s), ratio %.2f (per CPU-s %.2f)",
-                         round, lp.requestsPerSecond, lp.succeeded, lp.total, lp.requestsPerCPUSecond,
-                         np.requestsPerSecond, np.succeeded, np.total, np.requestsPerCPUSecond,
-                         lp.requestsPerSecond / np.requestsPerSecond, lp.requestsPerCPUSecond / np.requestsPerCPUSecond))
+            print(
+                String(
+                    format:
+                        "round %d persistent: lamina %.0f req/s (%d/%d ok, %.0f req/CPU-s), nghttpd %.0f req/s (%d/%d ok, %.0f req/CPU-s), ratio %.2f (per CPU-s %.2f)",
+                    round, lp.requestsPerSecond, lp.succeeded, lp.total, lp.requestsPerCPUSecond,
+                    np.requestsPerSecond, np.succeeded, np.total, np.requestsPerCPUSecond,
+                    lp.requestsPerSecond / np.requestsPerSecond, lp.requestsPerCPUSecond / np.requestsPerCPUSecond))
             let lh = try h2load(port: laminaPort, n: handshakes, c: handshakes, m: 1, server: lamina.processIdentifier)
-            let nh = try h2load(port: nghttpdPort, n: handshakes, c: handshakes, m: 1, server: nghttpd.processIdentifier)
+            let nh = try h2load(
+                port: nghttpdPort, n: handshakes, c: handshakes, m: 1, server: nghttpd.processIdentifier)
             connections.append((lh.requestsPerSecond, nh.requestsPerSecond))
             connectionsCPU.append((lh.requestsPerCPUSecond, nh.requestsPerCPUSecond))
-            print(String(format: "round %d new TLS 1.3 connections + 1 request: lamina %.0f /s (%d/%d ok, %.0f /CPU-s), nghttpd %.0f /s (%d/%d ok, %.0f /CPU-s), ratio %.2f (per CPU-s %.2f)",
-                         round, lh.requestsPerSecond, lh.succeeded, lh.total, lh.requestsPerCPUSecond,
-                         nh.requestsPerSecond, nh.succeeded, nh.total, nh.requestsPerCPUSecond,
-                         lh.requestsPerSecond / nh.requestsPerSecond, lh.requestsPerCPUSecond / nh.requestsPerCPUSecond))
+            print(
+                String(
+                    format:
+                        "round %d new TLS 1.3 connections + 1 request: lamina %.0f /s (%d/%d ok, %.0f /CPU-s), nghttpd %.0f /s (%d/%d ok, %.0f /CPU-s), ratio %.2f (per CPU-s %.2f)",
+                    round, lh.requestsPerSecond, lh.succeeded, lh.total, lh.requestsPerCPUSecond,
+                    nh.requestsPerSecond, nh.succeeded, nh.total, nh.requestsPerCPUSecond,
+                    lh.requestsPerSecond / nh.requestsPerSecond, lh.requestsPerCPUSecond / nh.requestsPerCPUSecond))
             fflush(nil)
         }
         func summary(_ name: String, _ pairs: [(Double, Double)]) {
             let ratios = pairs.map { $0.0 / $0.1 }
             let mean = ratios.reduce(0, +) / Double(ratios.count)
-            print(String(format: "%@: ratio lamina/nghttpd mean %.2f (min %.2f, max %.2f) over %d rounds", name, mean,
-                         ratios.min() ?? 0, ratios.max() ?? 0, ratios.count))
+            print(
+                String(
+                    format: "%@: ratio lamina/nghttpd mean %.2f (min %.2f, max %.2f) over %d rounds", name, mean,
+                    ratios.min() ?? 0, ratios.max() ?? 0, ratios.count))
         }
         summary("persistent requests/s", persistent)
         summary("persistent requests per server CPU-second", persistentCPU)

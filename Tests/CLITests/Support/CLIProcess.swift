@@ -2,7 +2,7 @@ import Foundation
 import LaminaProcess
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct CLITimeout: Error, CustomStringConvertible {
@@ -33,7 +33,9 @@ final class CLIProcess: @unchecked Sendable {
             packageRoot.appendingPathComponent(".build/debug/lamina"),
         ]
         guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw CLITimeout(waitingFor: "a built lamina binary (run `swift build`)", output: candidates.map(\.path).joined(separator: "\n"))
+            throw CLITimeout(
+                waitingFor: "a built lamina binary (run `swift build`)",
+                output: candidates.map(\.path).joined(separator: "\n"))
         }
         return found
     }
@@ -47,7 +49,8 @@ final class CLIProcess: @unchecked Sendable {
         process.arguments = arguments
         process.currentDirectoryURL = directory
         process.standardInput = input
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         try process.run()
@@ -76,8 +79,10 @@ final class CLIProcess: @unchecked Sendable {
     }
 
     /// Runs to completion with `stdin` as its whole input; the exit status and output.
-    static func run(_ name: String, _ arguments: [String], in directory: URL, stdin: String = "",
-                    timeout: Duration = .seconds(60)) async throws -> (status: Int32, stdout: String, stderr: String) {
+    static func run(
+        _ name: String, _ arguments: [String], in directory: URL, stdin: String = "",
+        timeout: Duration = .seconds(60)
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
         let p = try CLIProcess(name, arguments, in: directory)
         p.write(stdin)
         p.closeInput()
@@ -115,7 +120,9 @@ final class CLIProcess: @unchecked Sendable {
 
     /// The exit status, once the process has exited and all its output has been read.
     func exit(timeout: Duration = .seconds(30)) async throws -> Int32 {
-        try await waitUntil("\(name) to exit", timeout: timeout) { p in p.lock.withLock { p.status != nil && p.closedOutputs == 2 } }
+        try await waitUntil("\(name) to exit", timeout: timeout) { p in
+            p.lock.withLock { p.status != nil && p.closedOutputs == 2 }
+        }
         return lock.withLock { status! }
     }
 
@@ -123,7 +130,9 @@ final class CLIProcess: @unchecked Sendable {
 
     func stop() { if process.isRunning { process.terminate() } }
 
-    private func waitUntil(_ what: String, timeout: Duration, _ condition: @escaping @Sendable (CLIProcess) -> Bool) async throws {
+    private func waitUntil(_ what: String, timeout: Duration, _ condition: @escaping @Sendable (CLIProcess) -> Bool)
+        async throws
+    {
         let wakeups = subscribe()  // before the first check: no chunk is missed
         if condition(self) { return }
         let met = await withTaskGroup(of: Bool.self) { group in

@@ -33,7 +33,8 @@ final class CLITestNode: @unchecked Sendable {
         configuration.drainTimeoutSeconds = 2
         var logger = Logger(label: "lamina.cli-tests")
         logger.logLevel = .warning
-        let server = try await NodeServer.start(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+        let server = try await NodeServer.start(
+            configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
         return CLITestNode(server: server, workDirectory: workDirectory ?? temporaryDirectory("\(name)-work"))
     }
 
@@ -50,13 +51,18 @@ final class CLITestNode: @unchecked Sendable {
     static func timeout(_ command: String) -> [String] { command == "token" ? [] : ["--connect-timeout", "90"] }
 
     /// Runs `lamina <command> <options for user> <extra>` to completion.
-    func run(_ command: String, _ user: String, _ extra: [String] = [], stdin: String = "") async throws -> (status: Int32, stdout: String, stderr: String) {
-        try await CLIProcess.run("\(command)-\(user)", [command] + options(user) + Self.timeout(command) + extra, in: workDirectory, stdin: stdin)
+    func run(_ command: String, _ user: String, _ extra: [String] = [], stdin: String = "") async throws -> (
+        status: Int32, stdout: String, stderr: String
+    ) {
+        try await CLIProcess.run(
+            "\(command)-\(user)", [command] + options(user) + Self.timeout(command) + extra, in: workDirectory,
+            stdin: stdin)
     }
 
     /// Starts `lamina <command>` for `user`, its standard input left open.
     func start(_ command: String, _ user: String, _ extra: [String] = []) throws -> CLIProcess {
-        try CLIProcess("\(command)-\(user)", [command] + options(user) + Self.timeout(command) + extra, in: workDirectory)
+        try CLIProcess(
+            "\(command)-\(user)", [command] + options(user) + Self.timeout(command) + extra, in: workDirectory)
     }
 
     func stop() async { await server.shutdown() }
@@ -67,11 +73,13 @@ final class CLITestNode: @unchecked Sendable {
         configuration.port = server.transport.port
         var logger = Logger(label: "lamina.cli-tests")
         logger.logLevel = .warning
-        server = try await NodeServer.start(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+        server = try await NodeServer.start(
+            configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
     }
 
     /// Runs `body` with a fresh node, stopping the node afterwards (also when it throws).
-    static func with(_ name: String, workDirectory: URL? = nil, _ body: (CLITestNode) async throws -> Void) async throws {
+    static func with(_ name: String, workDirectory: URL? = nil, _ body: (CLITestNode) async throws -> Void) async throws
+    {
         let node = try await start(name, workDirectory: workDirectory)
         do {
             try await body(node)

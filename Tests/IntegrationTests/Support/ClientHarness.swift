@@ -8,10 +8,13 @@ import NIOConcurrencyHelpers
 /// recorders of what a client reported (object changes, sync events).
 enum ClientHarness {
     /// A quick reconnect policy, so a node that comes back is found within a second.
-    static let fastReconnect = ReconnectPolicy(initialDelay: .milliseconds(50), multiplier: 2, maxDelay: .milliseconds(500), jitter: 0.5)
+    static let fastReconnect = ReconnectPolicy(
+        initialDelay: .milliseconds(50), multiplier: 2, maxDelay: .milliseconds(500), jitter: 0.5)
 
     /// A client (one device) of `user` on `node`, with its own temporary data directory.
-    static func device(_ user: UserID, on node: TestNode, configure: (inout LaminaConfiguration) -> Void = { _ in }) throws -> LaminaClient {
+    static func device(_ user: UserID, on node: TestNode, configure: (inout LaminaConfiguration) -> Void = { _ in })
+        throws -> LaminaClient
+    {
         var configuration = LaminaConfiguration(
             nodeURL: URL(string: node.server.url)!,
             trust: .certificateAuthorities(URL(fileURLWithPath: node.server.prepared.certificatePath)),
@@ -33,7 +36,9 @@ enum ClientHarness {
 
     /// Connects and returns once the session is live (synced, outbox flushing), with the
     /// recorder of the client's sync events (their one consumer).
-    static func connectLive(_ client: LaminaClient, on node: TestNode, tokens: Counter? = nil) async throws -> Recorder<SyncEngine.Event> {
+    static func connectLive(_ client: LaminaClient, on node: TestNode, tokens: Counter? = nil) async throws -> Recorder<
+        SyncEngine.Event
+    > {
         let events = Recorder(client.syncEvents)
         try await connect(client, on: node, tokens: tokens)
         try await events.wait("\(client.user)'s session to be live") { $0.contains(.state(.live)) }
@@ -46,8 +51,10 @@ enum ClientHarness {
     }
 
     /// Waits until `condition` holds on `client`'s store (re-checked after each batch).
-    static func waitUntil(_ client: LaminaClient, _ what: String, timeout: Duration = .seconds(60),
-                          _ condition: @escaping @Sendable () throws -> Bool) async throws {
+    static func waitUntil(
+        _ client: LaminaClient, _ what: String, timeout: Duration = .seconds(60),
+        _ condition: @escaping @Sendable () throws -> Bool
+    ) async throws {
         try await ClientEndToEndTests.waitUntil(client, what, timeout: timeout, condition)
     }
 }
@@ -87,7 +94,9 @@ final class Recorder<Element: Sendable>: @unchecked Sendable {
     }
 
     /// Returns once `condition` holds on everything recorded; throws after `timeout`.
-    func wait(_ what: String, timeout: Duration = .seconds(60), _ condition: @escaping @Sendable ([Element]) -> Bool) async throws {
+    func wait(_ what: String, timeout: Duration = .seconds(60), _ condition: @escaping @Sendable ([Element]) -> Bool)
+        async throws
+    {
         let id = UUID()
         let (signals, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         lock.withLock { waiters[id] = continuation }

@@ -1,7 +1,7 @@
 import Foundation
-import LaminaProcess
 import LaminaModel
 import LaminaNode
+import LaminaProcess
 import LaminaTransport
 import LaminaWire
 import NIOCore
@@ -71,7 +71,8 @@ final class ContentTestClient: Sendable {
     /// Sends a request with an optional body (written in 64 KiB chunks, backpressured by the
     /// write futures) and collects the answer.
     func request(
-        _ method: String, _ id: ContentID, headers extra: [(String, String)] = [], body: [UInt8]? = nil, path: String? = nil
+        _ method: String, _ id: ContentID, headers extra: [(String, String)] = [], body: [UInt8]? = nil,
+        path: String? = nil
     ) async throws -> ContentAnswer {
         let stream = try await connection.openStream(
             method: method, path: path ?? Self.path(id), headers: headers(extra), endStream: body == nil)
@@ -80,17 +81,21 @@ final class ContentTestClient: Sendable {
             var offset = 0
             while offset < body.count {
                 let end = min(body.count, offset + 64 * 1024)
-                do { try await stream.write(ByteBuffer(bytes: body[offset..<end])).get() } catch { break }  // answered early
+                // answered early
+                do { try await stream.write(ByteBuffer(bytes: body[offset..<end])).get() } catch { break }
                 offset = end
             }
             stream.finish()
         }
         let (headers, received) = try await answer.get()
         return ContentAnswer(
-            status: Int(headers?[":status"] ?? "") ?? 0, headers: headers ?? HeaderFields(), body: Array(received.readableBytesView))
+            status: Int(headers?[":status"] ?? "") ?? 0, headers: headers ?? HeaderFields(),
+            body: Array(received.readableBytesView))
     }
 
-    func put(_ id: ContentID, size: UInt64, sha256: [UInt8], offset: UInt64? = nil, body: [UInt8]) async throws -> ContentAnswer {
+    func put(_ id: ContentID, size: UInt64, sha256: [UInt8], offset: UInt64? = nil, body: [UInt8]) async throws
+        -> ContentAnswer
+    {
         var headers = [("lamina-content-size", "\(size)"), ("lamina-content-sha256", Self.hex(sha256))]
         if let offset { headers.append(("lamina-upload-offset", "\(offset)")) }
         return try await request("PUT", id, headers: headers, body: body)
@@ -112,7 +117,8 @@ final class ContentTestClient: Sendable {
         let stream = try await connection.openStream(
             method: "PUT", path: Self.path(id),
             headers: headers([
-                ("lamina-content-size", "\(size)"), ("lamina-content-sha256", Self.hex(sha256)), ("lamina-upload-offset", "\(offset)"),
+                ("lamina-content-size", "\(size)"), ("lamina-content-sha256", Self.hex(sha256)),
+                ("lamina-upload-offset", "\(offset)"),
             ]),
             endStream: false)
         var at = 0

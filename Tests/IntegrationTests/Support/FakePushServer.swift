@@ -34,7 +34,8 @@ final class FakePushServer: Sendable {
 
     /// Starts a server; `answer` is given each request and how many came before it.
     static func start(
-        http1: Bool, answer: @escaping @Sendable (Received, Int) async -> HTTPResponse = { _, _ in HTTPResponse(status: 200) }
+        http1: Bool,
+        answer: @escaping @Sendable (Received, Int) async -> HTTPResponse = { _, _ in HTTPResponse(status: 200) }
     ) async throws -> FakePushServer {
         let directory = Fixtures.temporaryDirectory("fake-push")
         let cert = directory.appendingPathComponent("cert.pem").path
@@ -46,7 +47,8 @@ final class FakePushServer: Sendable {
         router.add("/*", maxBodyBytes: 1 << 20) { request in
             guard let fake = box.withLockedValue({ $0 }) else { return HTTPResponse(status: 503) }
             let received = Received(
-                method: request.method, path: request.path, headers: request.headers, body: Array(request.body.readableBytesView),
+                method: request.method, path: request.path, headers: request.headers,
+                body: Array(request.body.readableBytesView),
                 httpVersion: request.httpVersion)
             let (index, ready) = fake.state.withLockedValue { s -> (Int, [CheckedContinuation<Void, Never>]) in
                 s.requests.append(received)
@@ -60,7 +62,8 @@ final class FakePushServer: Sendable {
         var tls = TLSConfiguration.server(certificateChainFile: cert, privateKeyFile: key)
         tls.offersHTTP1 = http1
         let server = try await TransportServer.start(
-            host: "127.0.0.1", port: 0, tls: try TLSContext(tls), router: router, group: Fixtures.group, http1: http1 ? HTTP1Settings() : nil)
+            host: "127.0.0.1", port: 0, tls: try TLSContext(tls), router: router, group: Fixtures.group,
+            http1: http1 ? HTTP1Settings() : nil)
         let fake = FakePushServer(server: server, certificate: cert)
         box.withLockedValue { $0 = fake }
         return fake
@@ -96,7 +99,9 @@ final class FakePushServer: Sendable {
                 return s.waiters.map(\.continuation)
             }
             for continuation in left { continuation.resume() }
-            guard reached else { throw SyncTestTimeout(waitingFor: "\(count) push requests (got \(self.requests.count))") }
+            guard reached else {
+                throw SyncTestTimeout(waitingFor: "\(count) push requests (got \(self.requests.count))")
+            }
             return self.requests
         }
     }

@@ -2,8 +2,8 @@ import Foundation
 import LaminaNode
 import LaminaTransport
 import LaminaWire
-import Metrics
 import Logging
+import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -49,7 +49,9 @@ struct BridgeServer {
 
     var url: String { "https://127.0.0.1:\(server.port)" }
 
-    static func start(limits: SyncStreamLimits = SyncStreamLimits(), answering: Bool = true) async throws -> BridgeServer {
+    static func start(limits: SyncStreamLimits = SyncStreamLimits(), answering: Bool = true) async throws
+        -> BridgeServer
+    {
         let directory = Fixtures.temporaryDirectory("bridge")
         let cert = directory.appendingPathComponent("cert.pem").path
         let key = directory.appendingPathComponent("key.pem").path
@@ -66,7 +68,8 @@ struct BridgeServer {
                 return endpoint
             })
         let tls = try TLSContext(.server(certificateChainFile: cert, privateKeyFile: key))
-        let server = try await TransportServer.start(host: "127.0.0.1", port: 0, tls: tls, router: router, group: Fixtures.group)
+        let server = try await TransportServer.start(
+            host: "127.0.0.1", port: 0, tls: tls, router: router, group: Fixtures.group)
         return BridgeServer(server: server, directory: directory, certificate: cert, opened: opened)
     }
 
@@ -100,7 +103,10 @@ final class EchoEndpoint: SyncSessionEndpoint, @unchecked Sendable {
         case .ping(let ping): outbound.send([.pong(ping)])
         case .hello:
             outbound.send([
-                .welcome(Welcome(version: 1, features: [], nodeID: .init(1), serverTime: .init(millisecondsSince1970: 0), maxFrameSize: 1 << 20))
+                .welcome(
+                    Welcome(
+                        version: 1, features: [], nodeID: .init(1), serverTime: .init(millisecondsSince1970: 0),
+                        maxFrameSize: 1 << 20))
             ])
         default: break
         }

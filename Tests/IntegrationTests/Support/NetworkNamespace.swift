@@ -19,7 +19,8 @@ struct NetworkNamespace: Sendable {
             throw NamespaceError("\(tool) is missing: run .ci/deps (it installs iproute2 and iptables)")
         }
         _ = try? await ExternalCommand.run(ip, ["netns", "delete", namespace.name])
-        try await namespace.check(ExternalCommand.run(ip, ["netns", "add", namespace.name]), "ip netns add \(namespace.name)")
+        try await namespace.check(
+            ExternalCommand.run(ip, ["netns", "add", namespace.name]), "ip netns add \(namespace.name)")
         do {
             try await namespace.check(namespace.run(ip, ["link", "set", "lo", "up"]), "ip link set lo up")
         } catch {
@@ -41,12 +42,20 @@ struct NetworkNamespace: Sendable {
 
     /// Drops (never rejects: no reset reaches anyone) every TCP segment sent to `ports`.
     func drop(ports: [Int]) async throws {
-        for port in ports { try await check(run(Self.iptables, ["-A", "INPUT", "-p", "tcp", "--dport", "\(port)", "-j", "DROP"]), "iptables -A DROP \(port)") }
+        for port in ports {
+            try await check(
+                run(Self.iptables, ["-A", "INPUT", "-p", "tcp", "--dport", "\(port)", "-j", "DROP"]),
+                "iptables -A DROP \(port)")
+        }
     }
 
     /// Removes the rules ``drop(ports:)`` added.
     func heal(ports: [Int]) async throws {
-        for port in ports { try await check(run(Self.iptables, ["-D", "INPUT", "-p", "tcp", "--dport", "\(port)", "-j", "DROP"]), "iptables -D DROP \(port)") }
+        for port in ports {
+            try await check(
+                run(Self.iptables, ["-D", "INPUT", "-p", "tcp", "--dport", "\(port)", "-j", "DROP"]),
+                "iptables -D DROP \(port)")
+        }
     }
 
     /// Deletes the namespace (its processes must be stopped first).
@@ -55,7 +64,9 @@ struct NetworkNamespace: Sendable {
     }
 
     private func check(_ result: ExternalCommand.Result, _ what: String) throws {
-        guard result.status == 0 else { throw NamespaceError("\(what) failed (status \(result.status)): \(result.stderr)\(result.stdout)") }
+        guard result.status == 0 else {
+            throw NamespaceError("\(what) failed (status \(result.status)): \(result.stderr)\(result.stdout)")
+        }
     }
 
     struct NamespaceError: Error, CustomStringConvertible {

@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A built executable of the package (debug, next to the test bundle).
@@ -15,7 +15,8 @@ enum BuiltProduct {
             URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name),
         ]
         guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw SyncTestTimeout(waitingFor: "a built \(name) (run `swift build` first); looked at \(candidates.map(\.path))")
+            throw SyncTestTimeout(
+                waitingFor: "a built \(name) (run `swift build` first); looked at \(candidates.map(\.path))")
         }
         return found
     }
@@ -35,15 +36,19 @@ final class NodeProcess: Sendable {
     /// Starts the node on free ports with `arguments` added, and waits until it serves; in
     /// `namespace` when given (`ip netns exec`, which becomes the node: the pid is the node's).
     static func start(
-        in directory: URL, arguments: [String] = [], environment: [String: String] = [:], namespace: NetworkNamespace? = nil
+        in directory: URL, arguments: [String] = [], environment: [String: String] = [:],
+        namespace: NetworkNamespace? = nil
     ) async throws -> NodeProcess {
-        let node = try NodeProcess(directory: directory, arguments: arguments, environment: environment, namespace: namespace)
+        let node = try NodeProcess(
+            directory: directory, arguments: arguments, environment: environment, namespace: namespace)
         try await node.serving.promise.futureResult.get()
         return node
     }
 
     /// `environment` is added to this process's.
-    private init(directory: URL, arguments: [String], environment: [String: String], namespace: NetworkNamespace?) throws {
+    private init(directory: URL, arguments: [String], environment: [String: String], namespace: NetworkNamespace?)
+        throws
+    {
         self.directory = directory
         syncPort = try ExecutableTests.freePort()
         adminPort = try ExecutableTests.freePort()
@@ -58,9 +63,12 @@ final class NodeProcess: Sendable {
             process.arguments = all
         }
         process.currentDirectoryURL = directory
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         self.process = process
-        let stdout = Pipe(), stderr = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
         let loop = Fixtures.group.next()
@@ -74,7 +82,10 @@ final class NodeProcess: Sendable {
             while true {
                 let chunk = PipeReading.next(reader)
                 if chunk.isEmpty { break }
-                let text = output.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self); return $0 }
+                let text = output.withLockedValue {
+                    $0 += String(decoding: chunk, as: UTF8.self)
+                    return $0
+                }
                 if text.contains("is serving") { serving.promise.succeed(()) }
             }
             serving.promise.fail(SyncTestTimeout(waitingFor: "the node to serve (its output ended)"))

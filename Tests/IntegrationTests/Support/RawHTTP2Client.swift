@@ -1,8 +1,9 @@
 import Foundation
-@testable import LaminaTransport
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+
+@testable import LaminaTransport
 
 /// A TLS connection that speaks HTTP/2 by hand: the test writes raw frames (what no
 /// well-behaved HTTP/2 library would send: empty DATA floods, no stream at all) and reads
@@ -38,7 +39,8 @@ final class RawHTTP2Client: @unchecked Sendable {
         let channel = try await ClientBootstrap(group: Fixtures.group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(TLSHandler(context: tls, serverHostname: "localhost"))
+                    try channel.pipeline.syncOperations.addHandler(
+                        TLSHandler(context: tls, serverHostname: "localhost"))
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }
             }
@@ -58,8 +60,10 @@ final class RawHTTP2Client: @unchecked Sendable {
 
     static func frame(type: UInt8, flags: UInt8 = 0, stream: UInt32 = 0, payload: [UInt8] = []) -> [UInt8] {
         let n = payload.count
-        return [UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff), type, flags,
-                UInt8(stream >> 24 & 0x7f), UInt8(stream >> 16 & 0xff), UInt8(stream >> 8 & 0xff), UInt8(stream & 0xff)]
+        return [
+            UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff), type, flags,
+            UInt8(stream >> 24 & 0x7f), UInt8(stream >> 16 & 0xff), UInt8(stream >> 8 & 0xff), UInt8(stream & 0xff),
+        ]
             + payload
     }
 
@@ -84,7 +88,9 @@ final class RawHTTP2Client: @unchecked Sendable {
     }
 
     /// Waits until a frame matching `predicate` arrives; nil if the connection closes first.
-    func frame(where predicate: @escaping @Sendable (RawFrame) -> Bool, timeout: TimeAmount = .seconds(30)) async throws -> RawFrame? {
+    func frame(where predicate: @escaping @Sendable (RawFrame) -> Bool, timeout: TimeAmount = .seconds(30)) async throws
+        -> RawFrame?
+    {
         try await collector.wait(for: predicate, timeout: timeout, on: channel.eventLoop)
     }
 
@@ -135,7 +141,9 @@ final class RawHTTP2Client: @unchecked Sendable {
                 guard buffer.readableBytes >= 9 + length else { break }
                 buffer.moveReaderIndex(forwardBy: 9)
                 let payload = buffer.readBytes(length: length)!
-                let stream = UInt32(header[5] & 0x7f) << 24 | UInt32(header[6]) << 16 | UInt32(header[7]) << 8 | UInt32(header[8])
+                let stream =
+                    UInt32(header[5] & 0x7f) << 24 | UInt32(header[6]) << 16 | UInt32(header[7]) << 8
+                    | UInt32(header[8])
                 parsed.append(RawFrame(type: header[3], flags: header[4], stream: stream, payload: payload))
             }
             buffer.discardReadBytes()
@@ -152,7 +160,9 @@ final class RawHTTP2Client: @unchecked Sendable {
             for (promise, frame) in resolved { promise.succeed(frame) }
         }
 
-        func wait(for predicate: @escaping @Sendable (RawFrame) -> Bool, timeout: TimeAmount, on loop: EventLoop) async throws -> RawFrame? {
+        func wait(for predicate: @escaping @Sendable (RawFrame) -> Bool, timeout: TimeAmount, on loop: EventLoop)
+            async throws -> RawFrame?
+        {
             let promise = loop.makePromise(of: RawFrame?.self)
             let immediate: RawFrame?? = lock.withLock {
                 if let index = frames.firstIndex(where: predicate) { return .some(frames.remove(at: index)) }

@@ -23,7 +23,9 @@ final class SendsUntilKilled: Sendable {
     func waitForAcknowledged(_ count: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while ids.count < count {
-            guard ContinuousClock.now < deadline else { throw SyncTestTimeout(waitingFor: "\(count) acknowledged sends") }
+            guard ContinuousClock.now < deadline else {
+                throw SyncTestTimeout(waitingFor: "\(count) acknowledged sends")
+            }
             try await Task.sleep(for: .milliseconds(5))
         }
     }

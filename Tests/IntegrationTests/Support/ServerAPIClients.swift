@@ -1,6 +1,6 @@
 import Foundation
-import LaminaProcess
 import LaminaNode
+import LaminaProcess
 
 /// Runs an external program to its end on a plain thread; stdout and stderr as text.
 enum ExternalCommand {
@@ -14,7 +14,9 @@ enum ExternalCommand {
         let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        let out = Pipe(), err = Pipe(), input = Pipe()
+        let out = Pipe()
+        let err = Pipe()
+        let input = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = stdin == nil ? FileHandle.nullDevice : input
@@ -35,9 +37,10 @@ enum ExternalCommand {
                 let outData = PipeReading.toEnd(out.fileHandleForReading)
                 group.wait()
                 process.waitUntilExit()
-                continuation.resume(returning: Result(
-                    status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                    stderr: String(decoding: errData, as: UTF8.self)))
+                continuation.resume(
+                    returning: Result(
+                        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                        stderr: String(decoding: errData, as: UTF8.self)))
             }
         }
     }
@@ -45,7 +48,10 @@ enum ExternalCommand {
 
 /// curl against a node's Server API, over HTTP/1.1 or HTTP/2, trusting the node's certificate.
 struct CurlAPI: Sendable {
-    enum HTTP: String, Sendable { case http1 = "--http1.1", http2 = "--http2" }
+    enum HTTP: String, Sendable {
+        case http1 = "--http1.1"
+        case http2 = "--http2"
+    }
 
     struct Response: Sendable {
         var status: Int
@@ -92,8 +98,10 @@ struct CurlAPI: Sendable {
         contentType: String = "application/json", bodyFile: String? = nil
     ) async throws -> Response {
         let target = path.hasPrefix("//") ? url + path.dropFirst() : "\(url)/apps/\(appID)\(path)"
-        var arguments = ["-sS", http.rawValue, "--cacert", caFile, "-X", method, "-D", "-", "-o", "-",
-                         "-w", "\n@@%{http_code} %{http_version}"]
+        var arguments = [
+            "-sS", http.rawValue, "--cacert", caFile, "-X", method, "-D", "-", "-o", "-",
+            "-w", "\n@@%{http_code} %{http_version}",
+        ]
         let defaults = ["Authorization": "Bearer \(token)", "Accept": "application/vnd.layer+json; version=\(version)"]
         for (name, value) in (headers ?? defaults) { arguments += ["-H", "\(name): \(value)"] }
         if json != nil {
@@ -104,11 +112,14 @@ struct CurlAPI: Sendable {
         arguments.append(target)
         let result = try await ExternalCommand.run("/usr/bin/curl", arguments, stdin: json)
         guard result.status == 0, let marker = result.stdout.range(of: "\n@@", options: .backwards) else {
-            throw CurlFailed(description: "curl \(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
+            throw CurlFailed(
+                description: "curl \(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
         }
         let tail = result.stdout[marker.upperBound...].split(separator: " ")
         var full = String(result.stdout[..<marker.lowerBound])
-        while full.hasPrefix("HTTP/1.1 100"), let end = full.range(of: "\r\n\r\n") { full = String(full[end.upperBound...]) }
+        while full.hasPrefix("HTTP/1.1 100"), let end = full.range(of: "\r\n\r\n") {
+            full = String(full[end.upperBound...])
+        }
         // Headers, a blank line, then the body.
         let split = full.range(of: "\r\n\r\n")
         let headerText = split.map { String(full[..<$0.lowerBound]) } ?? full
@@ -116,7 +127,8 @@ struct CurlAPI: Sendable {
         var headers: [String: String] = [:]
         for line in headerText.split(separator: "\r\n").dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         return Response(status: Int(tail[0]) ?? 0, httpVersion: String(tail[1]), body: body, headers: headers)
     }

@@ -2,11 +2,11 @@ import Foundation
 import LaminaLocalNode
 import LaminaModel
 import LaminaNode
-import LaminaWire
 import LaminaTestPostgres
-import Testing
+import LaminaWire
 import NIOConcurrencyHelpers
 import NIOCore
+import Testing
 
 /// A real node (engine + store + TLS/HTTP/2 listener) in-process on 127.0.0.1, port 0,
 /// with a temporary data directory; restartable on the same directory.
@@ -19,12 +19,15 @@ final class TestNode: @unchecked Sendable {
         self.configuration = configuration
     }
 
-    static func start(_ name: String, backend: StoreBackend = .sqlite, configure: (inout NodeServerConfiguration) -> Void = { _ in }) async throws -> TestNode {
+    static func start(
+        _ name: String, backend: StoreBackend = .sqlite, configure: (inout NodeServerConfiguration) -> Void = { _ in }
+    ) async throws -> TestNode {
         var configuration = Fixtures.nodeConfiguration(name)
         configuration.adminPort = -1
         if backend == .postgres { configuration.store = try PostgresTestCluster.newDatabase() }
         configure(&configuration)
-        let server = try await NodeServer.start(configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
+        let server = try await NodeServer.start(
+            configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
         return TestNode(server: server, configuration: configuration)
     }
 
@@ -47,7 +50,8 @@ final class TestNode: @unchecked Sendable {
     /// Graceful stop and a new start on the same data directory (a new port).
     func restart() async throws {
         await server.shutdown()
-        server = try await NodeServer.start(configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
+        server = try await NodeServer.start(
+            configuration: configuration, group: Fixtures.group, logger: Fixtures.logger)
     }
 
     func stop() async { await server.shutdown() }

@@ -76,7 +76,9 @@ final class WebhookReceiver: Sendable {
     /// `https://127.0.0.1:<port><path>`.
     func url(_ path: String = "/hook") -> String { "https://127.0.0.1:\(server.port)\(path)" }
 
-    private func receive(_ request: HTTPRequest, echoing: Bool, answer: @Sendable (Int, Received) async -> Int) async -> HTTPResponse {
+    private func receive(_ request: HTTPRequest, echoing: Bool, answer: @Sendable (Int, Received) async -> Int) async
+        -> HTTPResponse
+    {
         if request.method == "GET", let query = request.path.split(separator: "?").dropFirst().first {
             for pair in query.split(separator: "&") where pair.hasPrefix("verification_challenge=") {
                 state.withLockedValue { $0.challenges += 1 }
@@ -85,7 +87,8 @@ final class WebhookReceiver: Sendable {
             }
         }
         guard request.method == "POST" else { return HTTPResponse(status: 405) }
-        var received = Received(path: request.path, headers: request.headers, body: Array(request.body.readableBytesView), at: .now)
+        var received = Received(
+            path: request.path, headers: request.headers, body: Array(request.body.readableBytesView), at: .now)
         let (index, ready) = state.withLockedValue { s -> (Int, [CheckedContinuation<Void, Never>]) in
             received.others = s.answering
             s.answering += 1

@@ -11,7 +11,9 @@ enum Gen {
     static func uuid(_ n: UInt8) -> UUID { UUID(uuid: (n, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, n)) }
     static let conversations: [ConversationID] = (1...4).map { ConversationID(uuid: uuid($0)) }
     static let messages: [MessageID] = (1...8).map { MessageID(uuid: uuid($0)) }
-    static let paths: [MetadataKeyPath] = ["a", "a.b", "a.c", "a.b.c", "b", "b.x", "c"].map { try! MetadataKeyPath(parsing: $0) }
+    static let paths: [MetadataKeyPath] = ["a", "a.b", "a.c", "a.b.c", "b", "b.x", "c"].map {
+        try! MetadataKeyPath(parsing: $0)
+    }
     static let strings = ["red", "blue", "green", ""]
 
     static func user(_ r: inout SplitMix64) -> UserID { r.pick(users) }
@@ -19,7 +21,9 @@ enum Gen {
 
     /// A timestamp from a narrow range, so equal physical parts and ties are common.
     static func hlc(_ r: inout SplitMix64) -> HLCTimestamp {
-        HLCTimestamp(physical: UInt64.random(in: 0..<12, using: &r), logical: UInt32.random(in: 0..<3, using: &r), node: node(&r))
+        HLCTimestamp(
+            physical: UInt64.random(in: 0..<12, using: &r), logical: UInt32.random(in: 0..<3, using: &r), node: node(&r)
+        )
     }
 
     static func users(_ r: inout SplitMix64, min: Int = 1) -> Set<UserID> {
@@ -34,16 +38,23 @@ enum Gen {
 
     /// Genesis timestamps are shared per conversation in real life; here one fixed genesis
     /// plus, rarely, a competing one (a faulty replica) to exercise the tie rule.
-    static let genesis = MembershipGenesis(participants: ["u1", "u2"], creator: "u1", isDistinct: true, at: HLCTimestamp(physical: 1, logical: 0, node: NodeID(1)))
+    static let genesis = MembershipGenesis(
+        participants: ["u1", "u2"], creator: "u1", isDistinct: true,
+        at: HLCTimestamp(physical: 1, logical: 0, node: NodeID(1)))
 
     static func membershipOps(_ r: inout SplitMix64) -> [MembershipLog.Operation] {
         var ops: [MembershipLog.Operation] = []
         if r.chance(0.8) { ops.append(.genesis(genesis)) }
         if r.chance(0.1) {
-            ops.append(.genesis(MembershipGenesis(participants: users(&r), creator: user(&r), isDistinct: r.chance(0.5), at: hlc(&r))))
+            ops.append(
+                .genesis(
+                    MembershipGenesis(
+                        participants: users(&r), creator: user(&r), isDistinct: r.chance(0.5), at: hlc(&r))))
         }
         for _ in 0..<count(&r, 0...8) {
-            ops.append(.change(MembershipOperation(r.chance(0.5) ? .add : .remove, user: user(&r), actor: user(&r), at: hlc(&r))))
+            ops.append(
+                .change(
+                    MembershipOperation(r.chance(0.5) ? .add : .remove, user: user(&r), actor: user(&r), at: hlc(&r))))
         }
         return ops
     }
@@ -51,7 +62,8 @@ enum Gen {
     static func statusOps(_ r: inout SplitMix64) -> [RecipientStatusLattice.Operation] {
         (0..<count(&r, 0...10)).map { _ in
             if r.chance(0.7) {
-                return .status(MessageUserKey(message: r.pick(messages), user: user(&r)), r.pick(RecipientStatus.allCases))
+                return .status(
+                    MessageUserKey(message: r.pick(messages), user: user(&r)), r.pick(RecipientStatus.allCases))
             }
             return .readUpTo(ConversationUserKey(conversation: r.pick(conversations), user: user(&r)), hlc(&r))
         }
@@ -61,7 +73,9 @@ enum Gen {
         MetadataOperation(r.chance(0.7) ? .set(r.pick(strings)) : .delete, at: r.pick(paths), timestamp: hlc(&r))
     }
 
-    static func metadataOps(_ r: inout SplitMix64) -> [MetadataOperation] { (0..<count(&r, 0...10)).map { _ in metadataOp(&r) } }
+    static func metadataOps(_ r: inout SplitMix64) -> [MetadataOperation] {
+        (0..<count(&r, 0...10)).map { _ in metadataOp(&r) }
+    }
 
     static func versionOps(_ r: inout SplitMix64) -> [OperationID] {
         (0..<count(&r, 0...8)).map { _ in OperationID(origin: node(&r), counter: UInt64.random(in: 1...20, using: &r)) }
@@ -71,8 +85,12 @@ enum Gen {
         // The participant set and creation time are a function of the id, as in real life.
         let index = Int.random(in: 0..<conversations.count, using: &r)
         let sets: [Set<UserID>] = [["u1", "u2"], ["u1", "u2"], ["u1", "u2", "u3"], ["u1", "u2"]]
-        let times = [HLCTimestamp(physical: 5, logical: 0, node: NodeID(2)), HLCTimestamp(physical: 5, logical: 0, node: NodeID(1)),
-                     HLCTimestamp(physical: 3, logical: 0, node: NodeID(3)), HLCTimestamp(physical: 9, logical: 1, node: NodeID(1))]
+        let times = [
+            HLCTimestamp(physical: 5, logical: 0, node: NodeID(2)),
+            HLCTimestamp(physical: 5, logical: 0, node: NodeID(1)),
+            HLCTimestamp(physical: 3, logical: 0, node: NodeID(3)),
+            HLCTimestamp(physical: 9, logical: 1, node: NodeID(1)),
+        ]
         if r.chance(0.05) {  // a faulty replica's differing record of the same id
             return DistinctCandidate(id: conversations[index], participants: r.pick(sets), createdAt: hlc(&r))
         }
@@ -103,9 +121,14 @@ enum Gen {
             case 2: ops.append(.deleted(r.pick(messages), forUser: r.chance(0.5) ? user(&r) : nil))
             case 3:
                 let user = user(&r)
-                ops.append(r.chance(0.5)
-                    ? .receipt(.readUpTo(ConversationUserKey(conversation: unreadConversation, user: user), hlc(&r)))
-                    : .receipt(.status(MessageUserKey(message: r.pick(messages), user: user), r.pick(RecipientStatus.allCases))))
+                ops.append(
+                    r.chance(0.5)
+                        ? .receipt(
+                            .readUpTo(ConversationUserKey(conversation: unreadConversation, user: user), hlc(&r)))
+                        : .receipt(
+                            .status(
+                                MessageUserKey(message: r.pick(messages), user: user), r.pick(RecipientStatus.allCases))
+                        ))
             case 4: ops.append(.historyCleared(upTo: hlc(&r), forUser: r.chance(0.5) ? user(&r) : nil))
             default: ops.append(contentsOf: membershipOps(&r).prefix(2).map { .membership($0) })
             }

@@ -11,13 +11,17 @@ enum Laws {
         for i in 0..<cases {
             let seed = SplitMix64.seed(name, case: i)
             var r = SplitMix64(seed: seed)
-            let a = make(&r), b = make(&r), c = make(&r)
+            let a = make(&r)
+            let b = make(&r)
+            let c = make(&r)
             if a.merged(with: b) != b.merged(with: a) { failures.append("\(name): not commutative, seed \(seed)") }
             if a.merged(with: b).merged(with: c) != a.merged(with: b.merged(with: c)) {
                 failures.append("\(name): not associative, seed \(seed)")
             }
             if a.merged(with: a) != a { failures.append("\(name): not idempotent, seed \(seed)") }
-            if a.merged(with: b).merged(with: b) != a.merged(with: b) { failures.append("\(name): re-merge changed state, seed \(seed)") }
+            if a.merged(with: b).merged(with: b) != a.merged(with: b) {
+                failures.append("\(name): re-merge changed state, seed \(seed)")
+            }
             if failures.count > 5 { break }
         }
         return failures
