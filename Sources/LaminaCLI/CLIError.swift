@@ -2,8 +2,9 @@ import LaminaClient
 import LaminaModel
 
 /// The one error type of the `lamina` command-line client: a stable code and a reason a
-/// person can act on. Printed as `error [code]: reason`.
-public struct CLIError: Error, Hashable, Sendable, CustomStringConvertible {
+/// person can act on, and where it was raised (`LaminaError`, like every module's error). Printed as
+/// `error [code]: reason`.
+public struct CLIError: LaminaError {
     /// A stable, machine-readable code.
     public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
         public let rawValue: String
@@ -36,20 +37,24 @@ public struct CLIError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var code: Code
     public var reason: String
+    public var file: String
+    public var line: Int
 
-    public init(_ code: Code, _ reason: String) {
+    public init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
         self.code = code
         self.reason = reason
+        self.file = file
+        self.line = line
     }
 
     /// An SDK error under its own code.
     public init(_ error: ClientError) {
-        self.init(Code(rawValue: error.code.rawValue), error.reason)
+        self.init(Code(rawValue: error.code.rawValue), error.reason, file: error.file, line: error.line)
     }
 
     /// A model validation error under its own code.
     public init(_ error: ModelError) {
-        self.init(Code(rawValue: error.code.rawValue), error.reason)
+        self.init(Code(rawValue: error.code.rawValue), error.reason, file: error.file, line: error.line)
     }
 
     public var description: String { "error [\(code)]: \(reason)" }
