@@ -80,6 +80,15 @@ func patternBytes(_ count: Int, seed: UInt8 = 0) -> Data {
         #expect(
             !ContentHTTPError(status: 409, headers: [("lamina-error", "content-not-ready")], body: fetching).isTransient
         )
+        // The JSON error's fields are read one by one: a malformed one is left out, the others kept.
+        let parsed = ContentHTTPError(status: 409, headers: [], body: fetching)
+        #expect(parsed.code == 600 && parsed.name == "content-not-ready" && parsed.reason == "still fetching")
+        let odd = ContentHTTPError(
+            status: 413, headers: [], body: Array(#"{"code": "x", "name": "too-large", "reason": 5}"#.utf8))
+        #expect(odd.code == 0 && odd.name == "too-large" && odd.reason == "the node answered 413")
+        let garbage = ContentHTTPError(
+            status: 502, headers: [("lamina-error", "bad-gateway")], body: Array("<html>".utf8))
+        #expect(garbage.code == 0 && garbage.name == "bad-gateway" && garbage.reason == "the node answered 502")
     }
 }
 

@@ -72,16 +72,33 @@ struct ContentHTTPError: Error, Hashable, Sendable, CustomStringConvertible {
         var code: UInt16 = 0
         var name = headers["lamina-error"] ?? ""
         var reason = "the node answered \(status)"
-        if let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] {
-            if let c = object["code"] as? Int, let v = UInt16(exactly: c) { code = v }
-            if let n = object["name"] as? String, n.utf8.count <= 64 { name = n }
-            if let r = object["reason"] as? String { reason = String(r.prefix(1_000)) }
+        if let object = try? JSONDecoder().decode(Body.self, from: Data(body)) {
+            if let c = object.code, let v = UInt16(exactly: c) { code = v }
+            if let n = object.name, n.utf8.count <= 64 { name = n }
+            if let r = object.reason { reason = String(r.prefix(1_000)) }
         }
         self.code = code
         self.name = name
         self.reason = reason
         self.heldOffset = ContentHTTP.number(headers["lamina-upload-offset"])
         self.retryAfterSeconds = ContentHTTP.number(headers["retry-after"])
+    }
+
+    /// The JSON error of CONTENT.md §2, each field read on its own: a malformed one is left
+    /// out and the others are kept.
+    private struct Body: Decodable {
+        var code: Int?
+        var name: String?
+        var reason: String?
+
+        private enum Keys: CodingKey { case code, name, reason }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: Keys.self)
+            code = try? c.decodeIfPresent(Int.self, forKey: .code)
+            name = try? c.decodeIfPresent(String.self, forKey: .name)
+            reason = try? c.decodeIfPresent(String.self, forKey: .reason)
+        }
     }
 
     init(status: Int, code: UInt16, name: String, reason: String) {
