@@ -95,7 +95,13 @@ import Testing
             }
         } catch {
             Issue.record(
-                "the laptop holds m1: \(try laptop.message(m1) != nil), m2: \(try laptop.message(m2) != nil), the conversation: \(try laptop.conversation(conversation) != nil)"
+                """
+                the laptop holds m1: \(try laptop.message(m1) != nil), m2: \(try laptop.message(m2) != nil), \
+                the conversation: \(try laptop.conversation(conversation) != nil); its cursor \
+                \(String(describing: try laptop.store.syncCursor())), its messages there \
+                \(try laptop.messages(in: conversation).map { ($0.id, $0.message.position.map { "\($0)" } ?? "unsent") }); \
+                m1 \(m1), m2 \(m2); alice's phone cursor \(String(describing: try alice.store.syncCursor()))
+                """
             )
             throw error
         }
