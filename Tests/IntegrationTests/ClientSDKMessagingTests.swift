@@ -82,7 +82,16 @@ import Testing
         let alice = try ClientHarness.device(Self.alice, on: node)
         let laptop = try ClientHarness.device(Self.alice, on: node)  // alice's second device
         let bob = try ClientHarness.device(Self.bob, on: node)
-        for client in [alice, laptop, bob] { try await ClientHarness.connect(client, on: node) }
+        // Every device is live before alice sends. The laptop syncs unread-only (the default): had its
+        // first sync come after both sends, it would hold only the last message, as Layer's devices
+        // did (the user's own messages are read), and this test is about deletions, not first syncs.
+        for client in [alice, bob] { _ = try await ClientHarness.connectLive(client, on: node) }
+        let laptopFrames = FrameLog()
+        let laptopEvents = Recorder(laptop.syncEvents)
+        try await laptop.connect(
+            identityToken: { nonce in try node.dev.mintToken(user: Self.alice, nonce: nonce) },
+            wrappingConnector: laptopFrames.wrap)
+        try await laptopEvents.wait("the laptop's session to be live") { $0.contains(.state(.live)) }
         let conversation = try alice.newConversation(participants: [Self.bob]).id
         let m1 = try Self.send(alice, "one", in: conversation)
         let m2 = try Self.send(alice, "two", in: conversation)
@@ -101,6 +110,8 @@ import Testing
                 \(String(describing: try laptop.store.syncCursor())), its messages there \
                 \(try laptop.messages(in: conversation).map { ($0.id, $0.message.position.map { "\($0)" } ?? "unsent") }); \
                 m1 \(m1), m2 \(m2); alice's phone cursor \(String(describing: try alice.store.syncCursor()))
+                the laptop's frames:
+                \(laptopFrames.text)
                 """
             )
             throw error
