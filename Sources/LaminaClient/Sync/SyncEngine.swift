@@ -24,12 +24,13 @@ public actor SyncEngine {
     public nonisolated let events: AsyncStream<SyncEvent>
 
     private var task: Task<Void, Never>?
-    private var session: SyncSession? {
-        didSet { liveSession.withLockedValue { $0 = session } }
-    }
-    /// The running session, for the outbox's wake-ups: they go to it without passing
-    /// through the engine (one executor hop per wake-up, not two).
+    /// The running session, held once: the outbox's wake-ups read it without passing through
+    /// the engine (one executor hop per wake-up, not two).
     private nonisolated let liveSession = NIOLockedValueBox<SyncSession?>(nil)
+    private var session: SyncSession? {
+        get { liveSession.withLockedValue { $0 } }
+        set { liveSession.withLockedValue { $0 = newValue } }
+    }
     private var channel: (any FrameChannel)?
 
     /// The most events buffered for a slow reader of `events` (older ones are kept).
