@@ -60,6 +60,9 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
     private var route: HTTPRequestRoute?
     private var body = ByteBuffer()
     private var tooLarge = false
+    /// The request was answered before its body (refused, or too large): the rest of it is not
+    /// read and the connection closes after the answer.
+    private var answeredEarly = false
     private var requestTimer: Scheduled<Void>?
     private var idleTimer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
@@ -101,7 +104,33 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
             self.head = head
             body = context.channel.allocator.buffer(capacity: 0)
             tooLarge = false
+            answeredEarly = false
             route = router.requestRoute(for: head.uri)
+            if let problem = Self.hostProblem(head) {
+                refuseEarly(
+                    context: context,
+                    HTTPResponse(
+                        status: 400, headers: [("content-type", "text/plain")],
+                        body: ByteBuffer(string: "bad request: \(problem)\n")))
+                return
+            }
+            if let route {
+                var headers = HeaderFields()
+                for (name, value) in head.headers { headers.append(name, value) }
+                let early = route.refusalBeforeBody(
+                    HTTPRequest(
+                        method: head.method.rawValue, path: head.uri, headers: headers, body: ByteBuffer(),
+                        httpVersion: "1.1", remoteAddress: context.channel.remoteAddress))
+                if let refusal = early.refusal {
+                    refuseEarly(context: context, refusal)
+                    return
+                }
+                if early.declaredTooLarge {
+                    tooLarge = true
+                    answerEarly(context: context, head: head)
+                    return
+                }
+            }
             // A client waiting for 100-continue gets it when the body may come.
             if let route, head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
                 let length = head.headers["content-length"].first.flatMap { Int($0) } ?? 0
@@ -120,22 +149,49 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
                         body: ByteBuffer(string: "request timeout\n")), keepAlive: false)
             }
         case .body(var chunk):
-            guard head != nil, !tooLarge else { return }
+            guard let head, !tooLarge, !answeredEarly else { return }
             if body.readableBytes + chunk.readableBytes > (route?.maxBodyBytes ?? 0) {
                 tooLarge = true
                 body.clear()
+                if route != nil { answerEarly(context: context, head: head) }
             } else {
                 body.writeBuffer(&chunk)
             }
         case .end:
-            guard let head else { return }
+            guard let head, !answeredEarly else { return }
             requestTimer?.cancel()
             dispatch(context: context, head: head)
         }
     }
 
-    private func dispatch(context: ChannelHandlerContext, head: HTTPRequestHead) {
-        let keepAlive = head.isKeepAlive
+    /// RFC 9112 §3.2: a request with more than one Host, or an HTTP/1.1 request without one.
+    static func hostProblem(_ head: HTTPRequestHead) -> String? {
+        let hosts = head.headers["host"]
+        if hosts.count > 1 { return "more than one Host header" }
+        if hosts.isEmpty, head.version.major == 1, head.version.minor >= 1 { return "no Host header" }
+        return nil
+    }
+
+    /// Answers `response` before the request's body, stops reading and closes after it.
+    private func refuseEarly(context: ChannelHandlerContext, _ response: HTTPResponse) {
+        answeredEarly = true
+        requestTimer?.cancel()
+        try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+        head = nil
+        respond(context: context, response, keepAlive: false)
+    }
+
+    /// Runs the route's handler before the body arrived (it is too large), stops reading and
+    /// closes after the answer.
+    private func answerEarly(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        answeredEarly = true
+        requestTimer?.cancel()
+        try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+        dispatch(context: context, head: head, keepAlive: false)
+    }
+
+    private func dispatch(context: ChannelHandlerContext, head: HTTPRequestHead, keepAlive: Bool? = nil) {
+        let keepAlive = keepAlive ?? head.isKeepAlive
         guard let route else {
             self.head = nil
             let isStreamRoute = router.match(head.uri) != nil

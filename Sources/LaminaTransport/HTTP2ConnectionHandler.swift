@@ -53,6 +53,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private var unproductiveWindowStart = NIODeadline.uptimeNanoseconds(0)
     private var unproductiveFrames = 0
     private var calmed = false
+    /// Server role: sees DATA frames nghttp2 discards silently (``HTTP2FrameScanner``).
+    private var scanner: HTTP2FrameScanner?
     /// ``HTTP2Settings/liveness``: when the peer was last heard, the PING in flight.
     private var liveness: ConnectionLiveness?
     private var livenessTimer: Scheduled<Void>?
@@ -125,6 +127,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
                 return
             }
             readyPromise.succeed()
+            if isServer, settings.maxUnproductiveFramesPerSecond > 0 { scanner = HTTP2FrameScanner(server: true) }
             if isServer, settings.idleConnectionTimeout != nil {
                 idleSince = .now()
                 armIdleTimer()
@@ -149,6 +152,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             inputBase = UnsafeRawPointer(raw.baseAddress)
             inputCount = raw.count
             inputBuffer = buffer
+            if scanner != nil { scanForDiscardedData(raw, session: session) }
             return nghttp2_session_mem_recv(
                 session.raw, raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count)
         }
@@ -373,6 +377,16 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             break
         }
         return 0
+    }
+
+    /// Counts DATA frames for streams that were open once and are closed now (nghttp2 drops
+    /// them without a callback): stream ids up to the last one nghttp2 processed that the node
+    /// no longer tracks. Streams the same bytes open next are above that id.
+    private func scanForDiscardedData(_ bytes: UnsafeRawBufferPointer, session: NGHTTP2Session) {
+        let lastOpened = nghttp2_session_get_last_proc_stream_id(session.raw)
+        scanner!.scan(bytes) { streamID, _ in
+            if streamID != 0, streamID <= lastOpened, streams[streamID] == nil { _ = unproductiveFrame() }
+        }
     }
 
     /// Counts a frame that makes no progress (``HTTP2Settings/maxUnproductiveFramesPerSecond``);

@@ -77,18 +77,61 @@ public struct HTTPBodyWriter: Sendable {
 /// Answers one whole request. Served over HTTP/2 and, when the server offers it, HTTP/1.1.
 public typealias HTTPRequestHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 
-/// A request-level route: its handler and the largest body it takes.
+/// Decides from a request's headers alone, before any of its body is read, whether to refuse
+/// it: returns the answer (e.g. 401 without a valid token, 400 for a repeated header) or nil to
+/// go on. The request's ``HTTPRequest/body`` is empty. Runs on the connection's event loop:
+/// must not block.
+public typealias HTTPHeaderCheck = @Sendable (HTTPRequest) -> HTTPResponse?
+
+/// A request-level route: its handler, the largest body it takes, and what it refuses before
+/// reading a body.
+///
+/// Bodies are bounded where they enter: a request refused by ``headerCheck``, or declaring a
+/// `content-length` over ``maxBodyBytes``, is answered at once (the latter by the handler, with
+/// ``HTTPRequest/bodyTooLarge``) without its body being read; a body that grows past
+/// ``maxBodyBytes`` as it arrives is answered the same way at that moment. Then the request side
+/// is stopped: HTTP/2 resets the stream with NO_ERROR once the answer is framed (RFC 9113 §8.1),
+/// HTTP/1.1 stops reading and closes the connection after the answer.
 public struct HTTPRequestRoute: Sendable {
     public var maxBodyBytes: Int
+    public var headerCheck: HTTPHeaderCheck?
     public var handler: HTTPRequestHandler
 
-    public init(maxBodyBytes: Int, handler: @escaping HTTPRequestHandler) {
+    public init(maxBodyBytes: Int, headerCheck: HTTPHeaderCheck? = nil, handler: @escaping HTTPRequestHandler) {
         self.maxBodyBytes = maxBodyBytes
+        self.headerCheck = headerCheck
         self.handler = handler
     }
 
-    /// The route as an HTTP/2 stream handler: collects the body (bounded), runs the handler,
-    /// sends the response.
+    /// The answer due before any body byte is read, if any: ``headerCheck``'s refusal, or
+    /// (`declaredTooLarge`) a declared `content-length` over ``maxBodyBytes``, which the handler
+    /// answers.
+    func refusalBeforeBody(_ request: HTTPRequest) -> (refusal: HTTPResponse?, declaredTooLarge: Bool) {
+        if let refusal = headerCheck?(request) { return (refusal, false) }
+        let declared = request.headers.values("content-length")
+        // Several differing content-length values are a malformed request (RFC 9110 §8.6).
+        if declared.count > 1, Set(declared).count > 1 {
+            return (
+                HTTPResponse(
+                    status: 400, headers: [("content-type", "text/plain")],
+                    body: ByteBuffer(string: "conflicting content-length values\n")), false
+            )
+        }
+        if let first = declared.first {
+            guard let length = UInt64(first) else {
+                return (
+                    HTTPResponse(
+                        status: 400, headers: [("content-type", "text/plain")],
+                        body: ByteBuffer(string: "content-length is not a number\n")), false
+                )
+            }
+            if length > UInt64(maxBodyBytes) { return (nil, true) }
+        }
+        return (nil, false)
+    }
+
+    /// The route as an HTTP/2 stream handler: refuses before the body when it can, else collects
+    /// the body (bounded), runs the handler, sends the response.
     func streamHandler() -> TransportStreamHandler {
         let route = self
         return { stream in
@@ -99,43 +142,77 @@ public struct HTTPRequestRoute: Sendable {
             if headers["host"] == nil, let authority = stream.requestHeaders[":authority"] {
                 headers.append("host", authority)
             }
+            let head = HTTPRequest(
+                method: stream.method, path: stream.path, headers: headers, body: ByteBuffer(),
+                httpVersion: "2", remoteAddress: stream.remoteAddress)
+            let early = route.refusalBeforeBody(head)
+            if let refusal = early.refusal {
+                // No delegate: the body waits unread against the stream's small window until
+                // the reset releases it.
+                Self.send(refusal, on: stream)
+                return
+            }
+            if early.declaredTooLarge {
+                var request = head
+                request.bodyTooLarge = true
+                Task { Self.send(await route.handler(request), on: stream) }
+                return
+            }
             let collector = RequestBodyCollector(maxBytes: route.maxBodyBytes) { body, tooLarge in
-                let request = HTTPRequest(
-                    method: stream.method, path: stream.path, headers: headers, body: body, bodyTooLarge: tooLarge,
-                    httpVersion: "2", remoteAddress: stream.remoteAddress)
-                Task {
-                    let response = await route.handler(request)
-                    var fields = HeaderFields([(":status", "\(response.status)")])
-                    for (name, value) in response.headers { fields.append(name, value) }
-                    if let body = response.stream {
-                        fields.append("content-length", "\(body.contentLength)")
-                        stream.sendHeaders(fields, endStream: body.contentLength == 0)
-                        guard body.contentLength > 0 else { return }
-                        do {
-                            try await body.produce(HTTPBodyWriter { chunk in try await stream.write(chunk).get() })
-                            stream.finish()
-                        } catch {
-                            stream.reset(code: 0x2)  // INTERNAL_ERROR: the body is cut short
-                        }
-                        return
-                    }
-                    fields.append("content-length", "\(response.body.readableBytes)")
-                    if response.body.readableBytes == 0 {
-                        stream.sendHeaders(fields, endStream: true)
-                    } else {
-                        stream.sendHeaders(fields)
-                        stream.write(response.body, promise: nil)
-                        stream.finish()
-                    }
-                }
+                var request = head
+                request.body = body
+                request.bodyTooLarge = tooLarge
+                Task { Self.send(await route.handler(request), on: stream) }
             }
             stream.delegate = collector
         }
     }
+
+    /// Sends `response` on `stream`; when the request's body has not all arrived, then resets the
+    /// stream with NO_ERROR once the answer is framed, so the client stops sending (RFC 9113 §8.1).
+    static func send(_ response: HTTPResponse, on stream: TransportStream) {
+        var fields = HeaderFields([(":status", "\(response.status)")])
+        for (name, value) in response.headers { fields.append(name, value) }
+        if let body = response.stream {
+            fields.append("content-length", "\(body.contentLength)")
+            stream.sendHeaders(fields, endStream: body.contentLength == 0)
+            guard body.contentLength > 0 else {
+                stopRequest(stream, after: stream.eventLoop.makeSucceededVoidFuture())
+                return
+            }
+            Task {
+                do {
+                    try await body.produce(HTTPBodyWriter { chunk in try await stream.write(chunk).get() })
+                    stream.finish()
+                } catch {
+                    stream.reset(code: 0x2)  // INTERNAL_ERROR: the body is cut short
+                }
+            }
+            return
+        }
+        fields.append("content-length", "\(response.body.readableBytes)")
+        if response.body.readableBytes == 0 {
+            stream.sendHeaders(fields, endStream: true)
+            stopRequest(stream, after: stream.eventLoop.makeSucceededVoidFuture())
+        } else {
+            stream.sendHeaders(fields)
+            let framed = stream.write(response.body)
+            stream.finish()
+            stopRequest(stream, after: framed)
+        }
+    }
+
+    /// Once `answered` completes (on the stream's event loop, after the answer was submitted),
+    /// resets a stream whose request side is still open.
+    private static func stopRequest(_ stream: TransportStream, after answered: EventLoopFuture<Void>) {
+        answered.hop(to: stream.eventLoop).whenSuccess {
+            if !stream.inboundEnded && !stream.isClosed { stream.reset(code: 0) }
+        }
+    }
 }
 
-/// Collects a request body up to a bound; past it, keeps reading (so the client can finish
-/// sending) but drops the bytes, and reports the overflow.
+/// Collects a request body up to a bound; past it, reports the overflow at once (the body is
+/// not waited for) and stops reading: the stream stays paused until the answer resets it.
 final class RequestBodyCollector: TransportStreamDelegate {
     private let maxBytes: Int
     private let done: (ByteBuffer, Bool) -> Void
@@ -149,10 +226,13 @@ final class RequestBodyCollector: TransportStreamDelegate {
     }
 
     func streamDidReceiveData(_ stream: TransportStream, data: ByteBuffer) {
-        guard !tooLarge else { return }
+        guard !tooLarge, !finished else { return }
         if body.readableBytes + data.readableBytes > maxBytes {
             tooLarge = true
+            finished = true
             body = ByteBuffer()
+            stream.pauseInbound()
+            done(ByteBuffer(), true)
             return
         }
         var data = data

@@ -24,6 +24,9 @@ public final class TransportServer: Sendable {
     public struct Counts: Sendable, Hashable {
         /// Connections accepted and closed at once because ``maxConnections`` were open.
         public var refused = 0
+        /// Connections accepted and closed at once because their address was at its
+        /// ``AddressLimits`` (connections open or handshakes in flight).
+        public var refusedForAddress = 0
         /// Connections closed after ``HTTP2Settings/idleConnectionTimeout`` without a stream.
         public var closedIdle = 0
         /// Connections ended with GOAWAY ENHANCE_YOUR_CALM for a frame flood.
@@ -105,10 +108,12 @@ public final class TransportServer: Sendable {
     /// its file descriptor for that moment only). `connectionClosed` is told the
     /// ``TransportStream/connectionID`` of each connection that closes (per-connection state
     /// kept above the transport goes with it).
+    /// With `perAddress`, one remote address is held to its own share of connections and of TLS
+    /// handshakes in flight (refused the same way), so it cannot take every slot.
     public static func start(
         host: String, port: Int, tls: TLSContext, router: TransportRouter, settings: HTTP2Settings = HTTP2Settings(),
-        group: EventLoopGroup, backlog: Int32 = 4096, maxConnections: Int? = nil, http1: HTTP1Settings? = nil,
-        connectionClosed: (@Sendable (UInt64) -> Void)? = nil
+        group: EventLoopGroup, backlog: Int32 = 4096, maxConnections: Int? = nil, perAddress: AddressLimits? = nil,
+        http1: HTTP1Settings? = nil, connectionClosed: (@Sendable (UInt64) -> Void)? = nil
     ) -> EventLoopFuture<TransportServer> {
         guard tls.configuration.role == .server else {
             return group.next().makeFailedFuture(
@@ -136,6 +141,16 @@ public final class TransportServer: Sendable {
                         return
                     }
                     channel.closeFuture.whenComplete { _ in statistics.release() }
+                    var handshakeDone: (@Sendable () -> Void)? = nil
+                    if let perAddress, let address = channel.remoteAddress?.ipAddress {
+                        guard let ticket = statistics.addresses.admit(address, limits: perAddress) else {
+                            statistics.counts.withLockedValue { $0.refusedForAddress += 1 }
+                            try channel.pipeline.syncOperations.addHandler(CloseOnActive())
+                            return
+                        }
+                        channel.closeFuture.whenComplete { _ in ticket.closed() }
+                        handshakeDone = { ticket.handshakeDone() }
+                    }
                     let handler = HTTP2ConnectionHandler(
                         role: .server(router), settings: settings, readyPromise: channel.eventLoop.makePromise())
                     handler.readyPromise.futureResult.whenFailure { _ in }
@@ -144,6 +159,9 @@ public final class TransportServer: Sendable {
                         channel.closeFuture.whenComplete { _ in connectionClosed(id) }
                     }
                     try channel.pipeline.syncOperations.addHandler(TLSHandler(context: tls))
+                    if let handshakeDone {
+                        try channel.pipeline.syncOperations.addHandler(HandshakeObserver(done: handshakeDone))
+                    }
                     if let http1 {
                         try channel.pipeline.syncOperations.addHandler(ALPNSwitch(router: router, settings: http1))
                     }
@@ -162,12 +180,12 @@ public final class TransportServer: Sendable {
     /// Async form of ``start(host:port:tls:router:settings:group:backlog:)``.
     public static func start(
         host: String, port: Int, tls: TLSContext, router: TransportRouter, settings: HTTP2Settings = HTTP2Settings(),
-        group: EventLoopGroup, maxConnections: Int? = nil, http1: HTTP1Settings? = nil,
-        connectionClosed: (@Sendable (UInt64) -> Void)? = nil
+        group: EventLoopGroup, maxConnections: Int? = nil, perAddress: AddressLimits? = nil,
+        http1: HTTP1Settings? = nil, connectionClosed: (@Sendable (UInt64) -> Void)? = nil
     ) async throws -> TransportServer {
         try await start(
             host: host, port: port, tls: tls, router: router, settings: settings, group: group, backlog: 4096,
-            maxConnections: maxConnections, http1: http1, connectionClosed: connectionClosed
+            maxConnections: maxConnections, perAddress: perAddress, http1: http1, connectionClosed: connectionClosed
         ).get()
     }
 
@@ -216,6 +234,7 @@ public final class TransportServer: Sendable {
 /// Open connections against ``TransportServer/maxConnections``, and the limits' counts.
 private final class Statistics: Sendable {
     let open = NIOLockedValueBox(0)
+    let addresses = AddressTable()
     let counts = NIOLockedValueBox(TransportServer.Counts())
 
     func admit(limit: Int?) -> Bool {

@@ -1,8 +1,9 @@
 import Foundation
-import LaminaNode
 import LaminaTransport
 import NIOConcurrencyHelpers
 import Testing
+
+@testable import LaminaNode
 
 #if canImport(Glibc)
     import Glibc
@@ -447,5 +448,27 @@ import Testing
         #expect(posts[1].at - acknowledgedAt < .seconds(2))
         await node.stop()
         await receiver.stop()
+    }
+}
+
+extension WebhookTests {
+    /// Issue 35, item 4: a target on any address of the node's own interfaces is refused,
+    /// public-range ones included (this machine's eth0 has 192.0.2.2, which the private-range
+    /// filter alone let through).
+    @Test func targetsOnTheNodesOwnAddressesAreRefused() async throws {
+        let node = try await TestNode.start("webhook-own-address")
+        let api = CurlAPI(node.server)
+        let own = WebhookTarget.ownAddresses().filter { !WebhookTarget.isInternal($0) }
+        for address in own.sorted() {
+            let host = address.contains(":") ? "[\(address)]" : address
+            let refused = try await api.request(
+                "POST", "/webhooks",
+                json: #"{"target_url":"https://\#(host):9/x","events":["message.sent"],"secret":"\#(Self.secret)"}"#,
+                headers: api.webhookHeaders)
+            #expect(refused.status == 422, "\(address): \(refused.body)")
+            #expect(refused.body.contains("address of this node"), "\(refused.body)")
+        }
+        print("own public-range addresses refused: \(own.sorted())")
+        await node.stop()
     }
 }

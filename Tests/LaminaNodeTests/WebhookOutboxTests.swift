@@ -241,6 +241,28 @@ import Testing
         }
     }
 
+    /// Issue 35, item 4: an address of the node's own interfaces is refused even when it is in a
+    /// public range (this machine's 192.0.2.2, a documentation range the private filter passes),
+    /// in any textual form; other public addresses pass.
+    @Test func theNodesOwnAddressesAreRefused() throws {
+        let own: Set<String> = ["203.0.113.7", "2001:db8::7"]
+        for mine in ["203.0.113.7", "::ffff:203.0.113.7", "2001:DB8:0::7", "2001:db8::0:7"] {
+            #expect(throws: WebhookTargetError.self, "\(mine)") {
+                _ = try WebhookTarget.check([mine], host: "h", allowPrivate: false, own: own).get()
+            }
+        }
+        #expect(try WebhookTarget.check(["203.0.113.8"], host: "h", allowPrivate: false, own: own).get().count == 1)
+        #expect(try WebhookTarget.check(["203.0.113.7"], host: "h", allowPrivate: true, own: own).get().count == 1)
+        // The real interfaces: every address getifaddrs reports is refused.
+        let interfaces = WebhookTarget.ownAddresses()
+        #expect(interfaces.contains("127.0.0.1"))
+        for address in interfaces {
+            #expect(throws: WebhookTargetError.self, "\(address)") {
+                _ = try WebhookTarget.check([address], host: "h", allowPrivate: false).get()
+            }
+        }
+    }
+
     @Test func aTargetGateLetsAtMostItsLimitThrough() async throws {
         let gate = TargetGate(limit: 2)
         await gate.acquire()

@@ -5,6 +5,10 @@ extension NodeServerConfiguration {
     public static let settings: [NodeSetting] = [
         .init("host", \.host, "Sync listener host (--listen)."),
         .init("port", \.port, "Sync listener port; 0 picks a free one (--listen)."),
+        .init(
+            "publicURL", \.publicURL,
+            "The node's public https://host[:port], in the URLs of Server API answers and webhooks; none: the listener's."
+        ),
         .init("adminHost", \.adminHost, "Admin listener (metrics, health) host (--admin)."),
         .init("adminPort", \.adminPort, "Admin listener port; -1 disables it (--admin off)."),
         .init("dataDirectory", \.dataDirectory, "Where the store, the certificate and the dev identity key live."),
@@ -80,6 +84,15 @@ extension NodeServerConfiguration {
         .init(
             "resources.maxConnections", \.resources.maxConnections,
             "Open connections (lowered to the file-descriptor limit less the reserve)."),
+        .init(
+            "resources.maxConnectionsPerAddress", \.resources.maxConnectionsPerAddress,
+            "Connections one remote address may hold open."),
+        .init(
+            "resources.maxHandshakesPerAddress", \.resources.maxHandshakesPerAddress,
+            "TLS handshakes one remote address may have in flight."),
+        .init(
+            "resources.adminIdleConnectionTimeoutSeconds", \.resources.adminIdleConnectionTimeoutSeconds,
+            "Seconds an admin-port connection may stay without a byte either way."),
         .init(
             "resources.fileDescriptorReserve", \.resources.fileDescriptorReserve,
             "File descriptors kept for everything but client connections."),
@@ -213,6 +226,12 @@ extension NodeServerConfiguration {
         .init(
             "serverAPI.requestsPerSecond", \.serverAPI.requestsPerSecond, "Server API requests per token per second."),
         .init("serverAPI.burst", \.serverAPI.burst, "Server API requests a token may make at once above the rate."),
+        .init(
+            "serverAPI.failedTokenBurst", \.serverAPI.failedTokenBurst,
+            "Wrong Server API tokens one address may present at once before its requests get 429."),
+        .init(
+            "serverAPI.failedTokensPerSecond", \.serverAPI.failedTokensPerSecond,
+            "Wrong Server API tokens per second one address may present on average."),
 
         .init("peers.host", \.peers.host, "Peer listener host (--peer-listen)."),
         .init("peers.port", \.peers.port, "Peer listener port; -1: peering off (--peer-listen)."),

@@ -7,8 +7,10 @@ import NIOPosix
 
 /// A webhook's `target_url`, checked: `https://host[:port]/path[?query]`, and where it may
 /// point. Targets on loopback, private, link-local, unique-local, multicast or unspecified
-/// addresses are refused unless the operator allows them; names are resolved and every
-/// address checked, at creation and again before each connection (a name can change).
+/// addresses, or on any address of the node's own interfaces (`getifaddrs`, read at each
+/// check), are refused unless the operator allows them; names are resolved and every address
+/// checked, at creation and again before each connection, which then goes to the address just
+/// checked (a name that changes, DNS rebinding, gains nothing).
 struct WebhookTarget: Sendable, Hashable {
     var host: String
     var port: Int
@@ -61,12 +63,69 @@ struct WebhookTarget: Sendable, Hashable {
         return Self.check(resolved, host: host, allowPrivate: allowPrivate)
     }
 
-    static func check(_ resolved: [String], host: String, allowPrivate: Bool) -> Result<[String], WebhookTargetError> {
+    static func check(
+        _ resolved: [String], host: String, allowPrivate: Bool, own: Set<String> = ownAddresses()
+    ) -> Result<[String], WebhookTargetError> {
         guard !resolved.isEmpty else { return .failure(.init("\(host) does not resolve")) }
-        if !allowPrivate, let inside = resolved.first(where: Self.isInternal) {
+        guard !allowPrivate else { return .success(resolved) }
+        if let inside = resolved.first(where: Self.isInternal) {
             return .failure(.init("\(host) is on an internal address (\(inside)); the node refuses private targets"))
         }
+        if let mine = resolved.first(where: { canonical($0).map(own.contains) ?? true }) {
+            return .failure(
+                .init("\(host) is on an address of this node (\(mine)); the node refuses private targets"))
+        }
         return .success(resolved)
+    }
+
+    /// Every address of the node's interfaces, canonical (``canonical(_:)``).
+    static func ownAddresses() -> Set<String> {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return [] }
+        defer { freeifaddrs(list) }
+        var out: Set<String> = []
+        var cursor: UnsafeMutablePointer<ifaddrs>? = first
+        while let entry = cursor {
+            cursor = entry.pointee.ifa_next
+            guard let address = entry.pointee.ifa_addr else { continue }
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            switch Int32(address.pointee.sa_family) {
+            case AF_INET:
+                address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                    var a = sin.pointee.sin_addr
+                    _ = inet_ntop(AF_INET, &a, &buffer, socklen_t(buffer.count))
+                }
+            case AF_INET6:
+                address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin in
+                    var a = sin.pointee.sin6_addr
+                    _ = inet_ntop(AF_INET6, &a, &buffer, socklen_t(buffer.count))
+                }
+            default: continue
+            }
+            let text = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let canonical = canonical(text) { out.insert(canonical) }
+        }
+        return out
+    }
+
+    /// One text per address: inet_ntop's form, an IPv4-mapped IPv6 address as its IPv4 address;
+    /// nil when `address` is not one.
+    static func canonical(_ address: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        var v4 = in_addr()
+        if inet_pton(AF_INET, address, &v4) == 1 {
+            _ = inet_ntop(AF_INET, &v4, &buffer, socklen_t(buffer.count))
+        } else {
+            var v6 = in6_addr()
+            let bare = address.split(separator: "%", maxSplits: 1).first.map(String.init) ?? address
+            guard inet_pton(AF_INET6, bare, &v6) == 1 else { return nil }
+            let b = withUnsafeBytes(of: v6) { Array($0) }
+            if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xff && b[11] == 0xff {
+                return "\(b[12]).\(b[13]).\(b[14]).\(b[15])"
+            }
+            _ = inet_ntop(AF_INET6, &v6, &buffer, socklen_t(buffer.count))
+        }
+        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The host's addresses (an IP literal is its own), as text.

@@ -5,6 +5,7 @@ import NIOPosix
 /// The local admin port: plain HTTP/1.1 (NIOHTTP1) with `GET /metrics` (Prometheus text
 /// format), `GET /health/live` (200 while the process answers) and `GET /health/ready`
 /// (200 when ready for traffic, else 503; each check on its own line; `/health` is the same).
+/// A connection that neither sends nor receives for ``idleTimeout`` is closed.
 public final class AdminServer: Sendable {
     /// Where it listens (the real port when started on port 0).
     public let localAddress: SocketAddress
@@ -18,16 +19,22 @@ public final class AdminServer: Sendable {
     /// The listening port.
     public var port: Int { localAddress.port ?? 0 }
 
+    /// How long an admin connection may stay without a byte either way (a scraper's keep-alive
+    /// connection sees one every scrape interval, seconds apart).
+    public static let idleTimeout: TimeAmount = .seconds(60)
+
     /// Starts listening. `metrics` renders the exposition text; `readiness` answers /health/ready.
     public static func start(
         host: String, port: Int, group: EventLoopGroup,
         metrics: @escaping @Sendable () async -> String, readiness: @escaping @Sendable () async -> NodeReadiness,
-        replication: @escaping @Sendable () async -> String = { "{}\n" }
+        replication: @escaping @Sendable () async -> String = { "{}\n" }, idleTimeout: TimeAmount = idleTimeout
     ) async throws -> AdminServer {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: idleTimeout))
+                    try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(
                         AdminHandler(metrics: metrics, readiness: readiness, replication: replication))
@@ -40,6 +47,19 @@ public final class AdminServer: Sendable {
     /// Stops listening (open admin connections finish their request).
     public func shutdown() async {
         try? await channel.close()
+    }
+}
+
+/// Closes the connection on ``IdleStateHandler``'s event.
+private final class CloseWhenIdle: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 }
 

@@ -23,6 +23,14 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     /// its WAL and shared memory, one writer and the readers), content files being uploaded or
     /// downloaded, the listeners, the admin port, the event loops.
     public var fileDescriptorReserve = 256
+    /// Connections one remote address may hold open (TLS handshakes included); more from it
+    /// are closed at once, before TLS, while other addresses keep the rest of ``maxConnections``.
+    public var maxConnectionsPerAddress = 1_000
+    /// TLS handshakes one remote address may have in flight (a connection that sends nothing
+    /// holds one until the 10 s handshake timeout); more from it are closed at once.
+    public var maxHandshakesPerAddress = 128
+    /// An admin-port connection without a byte either way for this long is closed.
+    public var adminIdleConnectionTimeoutSeconds = 60
     /// A connection with no open stream for this long (from its TLS handshake, then from its
     /// last stream's close) gets GOAWAY and is closed.
     public var idleConnectionTimeoutSeconds = 60
@@ -74,6 +82,13 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
             maxUnauthenticated >= maxUnauthenticatedPerAddress,
             "resources.maxUnauthenticated must be at least maxUnauthenticatedPerAddress")
         try check(maxConnections >= 1, "resources.maxConnections must be at least 1")
+        try check(maxConnectionsPerAddress >= 1, "resources.maxConnectionsPerAddress must be at least 1")
+        try check(
+            (1...86_400).contains(adminIdleConnectionTimeoutSeconds),
+            "resources.adminIdleConnectionTimeoutSeconds must be 1...86400")
+        try check(
+            (1...maxConnectionsPerAddress).contains(maxHandshakesPerAddress),
+            "resources.maxHandshakesPerAddress must be 1...maxConnectionsPerAddress")
         try check(fileDescriptorReserve >= 64, "resources.fileDescriptorReserve must be at least 64")
         try check(
             (1...86_400).contains(idleConnectionTimeoutSeconds),

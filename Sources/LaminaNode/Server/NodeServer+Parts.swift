@@ -13,6 +13,16 @@ extension NodeServer {
         "https://\(host.contains(":") ? "[\(host)]" : host):\(port)"
     }
 
+    /// The configured ``NodeServerConfiguration/publicURL`` (without a trailing `/`), else the
+    /// listener's URL (`localhost` for a wildcard host).
+    static func publicURL(_ configuration: NodeServerConfiguration, port: Int) -> String {
+        if let configured = configuration.publicURL {
+            return configured.hasSuffix("/") ? String(configured.dropLast()) : configured
+        }
+        let wildcard = ["0.0.0.0", "::", "[::]", ""].contains(configuration.host)
+        return url(host: wildcard ? "localhost" : configuration.host, port: port)
+    }
+
     static func close(_ store: NodeStore, logger: Logger) {
         do { try store.close() } catch {
             logger.error("closing the store failed", metadata: ["error": "\(error)"])
@@ -29,7 +39,7 @@ extension NodeServer {
     static func router(
         configuration: NodeServerConfiguration, engine: NodeEngine, content: ContentService, webhooks: WebhookDelivery,
         credentials: ServerAPICredentials?, gate: SessionGate, admission: SessionAdmission, budget: NodeOutboundBudget,
-        metrics: ServerMetrics, logger: Logger
+        metrics: ServerMetrics, logger: Logger, origin: NIOLockedValueBox<String>
     ) -> TransportRouter {
         var router = TransportRouter()
         router.add(
@@ -47,12 +57,16 @@ extension NodeServer {
         if let credentials {
             let api = ServerAPI(
                 engine: engine, credentials: credentials, settings: configuration.serverAPI, webhooks: webhooks,
-                content: content)
-            router.add(ServerAPI.routePattern, maxBodyBytes: ServerAPILimits.maxBodyBytes) { await api.handle($0) }
+                content: content, origin: origin)
+            // Requests without a valid token are answered before their body is read.
+            let check: HTTPHeaderCheck = { api.refusalBeforeBody($0) }
+            router.add(ServerAPI.routePattern, maxBodyBytes: ServerAPILimits.maxBodyBytes, headerCheck: check) {
+                await api.handle($0)
+            }
             // Uploads to a content's upload_url take chunks larger than a JSON body.
             router.add(
                 ServerAPI.contentRoutePattern(appID: credentials.appID),
-                maxBodyBytes: ServerAPILimits.maxUploadChunkBytes
+                maxBodyBytes: ServerAPILimits.maxUploadChunkBytes, headerCheck: check
             ) {
                 await api.handle($0)
             }
@@ -73,6 +87,9 @@ extension NodeServer {
         return try await TransportServer.start(
             host: configuration.host, port: configuration.port, tls: try TLSContext(tlsConfiguration), router: router,
             settings: configuration.http2Settings, group: group, maxConnections: maxConnections,
+            perAddress: AddressLimits(
+                maxConnections: configuration.resources.maxConnectionsPerAddress,
+                maxHandshakes: configuration.resources.maxHandshakesPerAddress),
             http1: configuration.serverAPI.enabled ? HTTP1Settings() : nil,
             connectionClosed: { [nonces = engine.nonces] in nonces.connectionClosed($0) })
     }
@@ -105,7 +122,7 @@ extension NodeServer {
                 } catch {
                     return "{\"error\": \"cannot read the store\"}\n"
                 }
-            })
+            }, idleTimeout: .seconds(Int64(configuration.resources.adminIdleConnectionTimeoutSeconds)))
     }
 
     /// The health log over the listener's and the gate's counts.

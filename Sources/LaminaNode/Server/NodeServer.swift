@@ -139,12 +139,14 @@ public final class NodeServer: Sendable {
         ) {
             try configuration.serverAPI.enabled ? ServerAPICredentials.loadOrCreate(in: prepared.dataDirectory) : nil
         }
+        // The Server API's URLs start with the public URL, known once the listener's port is.
+        let origin = NIOLockedValueBox(configuration.publicURL ?? "https://localhost")
         let router = Self.router(
             configuration: configuration, engine: engine, content: content, webhooks: webhooks,
             credentials: credentials, gate: gate,
             admission: admission, budget: outboundBudget,
             metrics: ServerMetrics(factory: PrometheusMetricsFactory(registry: registry)),
-            logger: logger)
+            logger: logger, origin: origin)
         let transport: TransportServer = try await parts.start(
             .transport, "cannot listen on \(configuration.host):\(configuration.port)"
         ) {
@@ -178,8 +180,10 @@ public final class NodeServer: Sendable {
             admin = started
         }
         let url = Self.url(host: configuration.host, port: transport.port)
+        let publicURL = Self.publicURL(configuration, port: transport.port)
+        origin.withLockedValue { $0 = publicURL }
         try await parts.step(.webhooks, "cannot start webhook delivery") {
-            try await webhooks.start(base: "\(url)/apps/\(credentials?.appID ?? "none")")
+            try await webhooks.start(base: "\(publicURL)/apps/\(credentials?.appID ?? "none")")
         }
         try await parts.step(.pushes, "cannot start push delivery") { try await pushes.start() }
         let pruner: StoragePruner = try await parts.start(.pruner, nil) {

@@ -29,6 +29,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     /// Sync listener host and port (port 0: pick a free one).
     public var host = LocalNode.defaultHost
     public var port = LocalNode.defaultPort
+    /// The node's public URL, `https://host[:port]`: what the URLs in Server API answers and
+    /// webhook payloads start with (never a request's Host). nil: `https://<host>:<port>` of the
+    /// listener (`localhost` for a wildcard host).
+    public var publicURL: String?
     /// Admin (metrics, health) host and port; port -1 disables the admin listener.
     public var adminHost = "127.0.0.1"
     public var adminPort = 7444
@@ -120,6 +124,16 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try check(
             serverAPI.requestsPerSecond > 0 && serverAPI.burst >= 1,
             "serverAPI needs requestsPerSecond > 0 and burst >= 1")
+        try check(
+            serverAPI.failedTokensPerSecond > 0 && serverAPI.failedTokenBurst >= 1,
+            "serverAPI needs failedTokensPerSecond > 0 and failedTokenBurst >= 1")
+        if let publicURL {
+            let parts = URLComponents(string: publicURL)
+            try check(
+                parts?.scheme == "https" && parts?.host?.isEmpty == false && parts?.user == nil
+                    && parts?.query == nil && parts?.fragment == nil && ["", "/"].contains(parts?.path ?? ""),
+                "publicURL must be https://host[:port] (no path, query or credentials), not \(publicURL)")
+        }
         for provider in identityProviders {
             try check(!provider.algorithms.isEmpty, "identity provider \(provider.id) allows no algorithm")
             for alg in provider.algorithms {

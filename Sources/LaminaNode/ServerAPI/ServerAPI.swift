@@ -2,6 +2,7 @@ import Foundation
 import LaminaModel
 import LaminaTransport
 import LaminaWire
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// Layer's Platform API (the "Server API") for app backends, under `/apps/<app id>/…` on the
@@ -29,11 +30,16 @@ public final class ServerAPI: Sendable {
     let content: ContentService?
     /// How long the content URLs handed out stay good, in seconds.
     let contentURLLifetime: Int64
+    /// Where the URLs in answers point (`https://host[:port]`): the node's public URL from its
+    /// configuration, never a request's Host. Set once the listener's port is known.
+    let origin: NIOLockedValueBox<String>
+    /// Wrong tokens per remote address (``ServerAPISettings/failedTokensPerSecond``).
+    let failedTokens: TokenBuckets<String>
 
     init(
         engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings,
         webhooks: WebhookDelivery? = nil,
-        content: ContentService? = nil
+        content: ContentService? = nil, origin: NIOLockedValueBox<String>? = nil
     ) {
         self.webhooks = webhooks
         self.content = content
@@ -41,6 +47,9 @@ public final class ServerAPI: Sendable {
         self.engine = engine
         self.tokenSource = ServerAPITokenSource(credentials)
         self.limiter = TokenBuckets(rates: [settings.requestsPerSecond], bursts: [Double(settings.burst)])
+        self.origin = origin ?? NIOLockedValueBox("https://localhost")
+        self.failedTokens = TokenBuckets(
+            rates: [settings.failedTokensPerSecond], bursts: [Double(settings.failedTokenBurst)])
     }
 
     /// The Server API over `engine` without webhook delivery (the webhooks API answers 503),
@@ -161,9 +170,9 @@ public final class ServerAPI: Sendable {
 
     /// Answers one request (the route handler for ``routePattern``).
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        let authority = request.headers["host"] ?? request.headers[":authority"] ?? "localhost"
-        let base = "https://\(authority)/apps/\(credentials.appID)"
+        let base = "\(origin.withLockedValue { $0 })/apps/\(credentials.appID)"
         do {
+            if let refusal = refusalBeforeBody(request) { return refusal }
             return try await dispatch(request, base: base)
         } catch {
             let webhooks = request.path.hasPrefix("/apps/\(credentials.appID)/webhooks")
@@ -183,38 +192,16 @@ public final class ServerAPI: Sendable {
     }
 
     private func dispatch(_ request: HTTPRequest, base: String) async throws -> HTTPResponse {
-        let bare = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
-        let segments = bare.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
-        // An upload to a signed `upload_url` needs no token and no Accept (Layer's upload URLs
-        // took bare PUTs); its signature names the content (CONTENT.md §10).
-        // So does a download from a signed `download_url` (`GET …/content/<uuid>/data`).
-        let isUpload =
-            request.method == "PUT" && segments.count == 4 && segments[0] == "apps" && segments[2] == "content"
-        let isDownload =
-            request.method == "GET" && segments.count == 5 && segments[0] == "apps" && segments[2] == "content"
-            && segments[4] == "data"
-        let signed =
-            (isUpload || isDownload) && ContentURLSigner.isSigned(request.path) && segments[1] == credentials.appID
-            && UUID(uuidString: segments[3]).map { uuid in
-                content?.urls.verify(
-                    isUpload ? .upload : .download, ContentID(uuid: uuid),
-                    query: request.path[request.path.index(after: request.path.firstIndex(of: "?")!)...],
-                    now: Timestamp.now().millisecondsSince1970 / 1000) ?? false
-            } == true
-        if !signed {
-            // Authentication first: nothing about the app is told to a caller without a token.
-            guard let authorization = request.headers["authorization"], authorization.hasPrefix("Bearer "),
-                let token = credentials.match(String(authorization.dropFirst("Bearer ".count)))
-            else {
+        let target = Target(request)
+        let (segments, bare, isUpload, isDownload) = (target.segments, target.bare, target.isUpload, target.isDownload)
+        if !isSigned(request, target) {
+            // Authentication first (also checked before the body: ``refusalBeforeBody(_:)``).
+            guard let token = try validToken(request) else {
                 throw ServerAPIError.authenticationRequired(
                     "a valid `Authorization: Bearer <token>` header is required")
             }
             if let wait = limiter.take([1], for: token) {
-                throw ServerAPIError.rateLimitExceeded(
-                    max(
-                        1,
-                        Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up))
-                    ))
+                throw ServerAPIError.rateLimitExceeded(Self.seconds(wait))
             }
         }
 
@@ -289,7 +276,12 @@ public final class ServerAPI: Sendable {
         for (part, segment) in zip(parts, segments) {
             if part.hasPrefix("{") {
                 guard !segment.isEmpty else { return nil }
-                parameters[String(part.dropFirst().dropLast())] = segment.removingPercentEncoding ?? segment
+                let value = segment.removingPercentEncoding ?? segment
+                // No id holds a control character: `%00` and the like name nothing (404).
+                guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+                    return nil
+                }
+                parameters[String(part.dropFirst().dropLast())] = value
             } else if part != segment {
                 return nil
             }

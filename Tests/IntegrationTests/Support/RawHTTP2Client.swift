@@ -33,10 +33,13 @@ final class RawHTTP2Client: @unchecked Sendable {
 
     /// TLS (ALPN h2) to `host:port`, trusting `caFile`; returns once the handshake is done.
     /// Nothing of HTTP/2 is sent yet.
-    static func connect(host: String = "127.0.0.1", port: Int, caFile: String) async throws -> RawHTTP2Client {
+    /// `source`: the local address to connect from (another loopback address, 127.0.0.2).
+    static func connect(host: String = "127.0.0.1", port: Int, caFile: String, from source: String? = nil)
+        async throws -> RawHTTP2Client
+    {
         let tls = try TLSContext(.client(trust: .caFile(caFile)))
         let collector = Collector()
-        let channel = try await ClientBootstrap(group: Fixtures.group)
+        var bootstrap = ClientBootstrap(group: Fixtures.group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
@@ -44,7 +47,8 @@ final class RawHTTP2Client: @unchecked Sendable {
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }
             }
-            .connect(host: host, port: port).get()
+        if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
+        let channel = try await bootstrap.connect(host: host, port: port).get()
         try await collector.handshake.futureResult.get()
         return RawHTTP2Client(channel: channel, collector: collector)
     }
