@@ -114,7 +114,12 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
                         body: ByteBuffer(string: "bad request: \(problem)\n")))
                 return
             }
-            if let route {
+            // A request that announces a body is checked before it is read; one without is
+            // answered at its end as usual (and its connection kept).
+            let announcesBody =
+                !head.headers["transfer-encoding"].isEmpty
+                || head.headers["content-length"].contains { $0 != "0" }
+            if let route, announcesBody {
                 var headers = HeaderFields()
                 for (name, value) in head.headers { headers.append(name, value) }
                 let early = route.refusalBeforeBody(

@@ -79,6 +79,14 @@ final class RawHTTP2Client: @unchecked Sendable {
         return frame(type: 0x1, flags: 0x4, stream: stream, payload: block)
     }
 
+    /// HEADERS (END_HEADERS) opening `PUT path` on `stream` (`:method` as a literal).
+    static func putHeaders(stream: UInt32, path: String) -> [UInt8] {
+        var block: [UInt8] = [0x02, 3] + Array("PUT".utf8) + [0x87]  // :method PUT, :scheme https
+        block += [0x04, UInt8(path.utf8.count)] + Array(path.utf8)  // :path, literal
+        block += [0x01, 9] + Array("localhost".utf8)  // :authority, literal
+        return frame(type: 0x1, flags: 0x4, stream: stream, payload: block)
+    }
+
     /// The client preface and an empty SETTINGS.
     func sendPreface() { write(Self.preface + Self.frame(type: 0x4)) }
 
