@@ -63,6 +63,9 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
     /// The request was answered before its body (refused, or too large): the rest of it is not
     /// read and the connection closes after the answer.
     private var answeredEarly = false
+    /// After an early answer: body bytes discarded while the connection lingers (below).
+    private var discarded = 0
+    private var lingering = false
     private var requestTimer: Scheduled<Void>?
     private var idleTimer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
@@ -100,6 +103,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
+            guard !lingering else { return }  // closing: a pipelined request is not served
             idleTimer?.cancel()
             self.head = head
             body = context.channel.allocator.buffer(capacity: 0)
@@ -154,7 +158,13 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
                         body: ByteBuffer(string: "request timeout\n")), keepAlive: false)
             }
         case .body(var chunk):
-            guard let head, !tooLarge, !answeredEarly else { return }
+            if answeredEarly {
+                // Lingering after an early answer: the rest is discarded, up to a bound.
+                discarded += chunk.readableBytes
+                if discarded > Self.lingerBytes { context.close(promise: nil) }
+                return
+            }
+            guard let head, !tooLarge else { return }
             if body.readableBytes + chunk.readableBytes > (route?.maxBodyBytes ?? 0) {
                 tooLarge = true
                 body.clear()
@@ -247,9 +257,33 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
         if keepAlive {
             armIdle(context: context)
+        } else if answeredEarly {
+            lingerThenClose(context: context, after: done)
         } else {
             let channel = context.channel
             done.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    /// Bounds of the lingering close after an early answer.
+    static let lingerBytes = 1 << 20
+    static let lingerTime: TimeAmount = .seconds(2)
+
+    /// Once an early answer is written, reads again and discards what still comes for at most
+    /// ``lingerTime`` or ``lingerBytes``, then closes: a client that sends its whole body before
+    /// reading (most HTTP/1.1 libraries) would otherwise get a TCP reset that can destroy the
+    /// answer before it reads it.
+    private func lingerThenClose(context: ChannelHandlerContext, after done: EventLoopFuture<Void>) {
+        let channel = context.channel
+        lingering = true
+        done.whenComplete { result in
+            guard case .success = result, channel.isActive else {
+                channel.close(promise: nil)
+                return
+            }
+            try? channel.syncOptions?.setOption(ChannelOptions.autoRead, value: true)
+            channel.read()
+            channel.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
         }
     }
 

@@ -90,6 +90,7 @@ struct RequestBodyAdmissionTests {
             node, path: "/apps/\(appID)/conversations",
             headers: Self.apiHeaders(node, token: token, extra: [("content-length", Self.tenGiB)]))
         #expect(upload.status == (kind == "no token" ? 401 : 413))
+        print("HTTP/2 10 GiB declared, \(kind): \(upload)")
         // Answered at HEADERS time: the client had at most the stream's first window (16 KiB)
         // framed; nothing is read after the answer either (the reset stops the client).
         #expect(upload.framedBeforeAnswer <= 16 * 1024, "\(upload)")
@@ -110,6 +111,7 @@ struct RequestBodyAdmissionTests {
             node, path: "/apps/\(appID)/conversations",
             headers: Self.apiHeaders(node, token: ServerAPITestTokens.first(of: node.server)))
         #expect(upload.status == 413)
+        print("HTTP/2 body without a length: \(upload)")
         #expect(upload.framedBeforeAnswer > ServerAPILimits.maxBodyBytes, "\(upload)")
         // The limit plus what was in flight (windows of 16 KiB and the connection's).
         #expect(upload.framedInAll < ServerAPILimits.maxBodyBytes + (1 << 20), "\(upload)")
@@ -146,6 +148,7 @@ struct RequestBodyAdmissionTests {
             }
         }
         let status = try await client.status()
+        print("HTTP/1.1 \(kind): \(status.map(String.init) ?? "closed") after \(sent) body bytes sent")
         #expect(status == (kind == "no token" ? 401 : 413), "\(client.received.prefix(300))")
         if kind == "chunked past the limit" {
             #expect(sent > ServerAPILimits.maxBodyBytes)
