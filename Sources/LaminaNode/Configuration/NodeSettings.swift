@@ -228,7 +228,7 @@ extension NodeServerConfiguration {
         .init("serverAPI.burst", \.serverAPI.burst, "Server API requests a token may make at once above the rate."),
         .init(
             "serverAPI.failedTokenBurst", \.serverAPI.failedTokenBurst,
-            "Wrong Server API tokens one address may present at once before its requests get 429."),
+            "Wrong Server API tokens one address may present at once before further ones get 429."),
         .init(
             "serverAPI.failedTokensPerSecond", \.serverAPI.failedTokensPerSecond,
             "Wrong Server API tokens per second one address may present on average."),

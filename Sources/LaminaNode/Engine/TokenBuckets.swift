@@ -29,15 +29,6 @@ final class TokenBuckets<Key: Hashable & Sendable>: Sendable {
         }
     }
 
-    /// How long until `costs` could be taken for `key` (nil: now), taking nothing.
-    func wait(_ costs: [Double], for key: Key, now: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Duration? {
-        buckets.withLockedValue { buckets in
-            guard var bucket = buckets[key] else { return nil }
-            let wait = take(costs, from: &bucket, now: now)
-            return wait == 0 ? nil : .nanoseconds(Int64((wait * 1e9).rounded(.up)))
-        }
-    }
-
     /// Refills `bucket` up to `now` and takes `costs` when every dimension has room; returns
     /// the seconds until it would have (0: taken).
     private func take(_ costs: [Double], from bucket: inout (levels: [Double], at: UInt64), now: UInt64) -> Double {

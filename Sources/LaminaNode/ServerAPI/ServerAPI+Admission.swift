@@ -4,8 +4,8 @@ import LaminaTransport
 import NIOCore
 
 /// What the Server API decides from a request's headers alone, before any body byte is read
-/// (the route's ``HTTPHeaderCheck``; `RESOURCES.md` §12): a repeated `Authorization` (400), an
-/// address that presented too many wrong tokens (429), a missing or wrong token (401).
+/// (the route's ``HTTPHeaderCheck``; `RESOURCES.md` §12): a repeated `Authorization` (400), a
+/// missing or wrong token (401, or 429 from an address that presented too many).
 extension ServerAPI {
     /// The parts of a request target the checks look at.
     struct Target {
@@ -56,8 +56,9 @@ extension ServerAPI {
 
     /// The answer due from the headers alone, or nil to read the body and serve the request.
     /// Wrong tokens are counted per remote address: past ``ServerAPISettings/failedTokenBurst``
-    /// every request of that address that needs a token is answered 429 (its token unchecked)
-    /// until the bucket refills, at ``ServerAPISettings/failedTokensPerSecond``.
+    /// (refilled at ``ServerAPISettings/failedTokensPerSecond``) they are answered 429 with
+    /// `retry-after` instead of 401. A valid token is served whatever its address did: a
+    /// misconfigured backend retrying an old token must not lock out the others behind its NAT.
     public func refusalBeforeBody(_ request: HTTPRequest) -> HTTPResponse? {
         let base = "\(origin.withLockedValue { $0 })/apps/\(credentials.appID)"
         let contentType =
@@ -69,12 +70,10 @@ extension ServerAPI {
                 _ = try validToken(request)  // throws the 400
             }
             if isSigned(request, target) { return nil }
-            let address = request.remoteAddress?.ipAddress ?? "unknown"
-            if let wait = failedTokens.wait([1], for: address) {
-                throw ServerAPIError.rateLimitExceeded(Self.seconds(wait))
-            }
             if try validToken(request) == nil {
-                _ = failedTokens.take([1], for: address)
+                if let wait = failedTokens.take([1], for: request.remoteAddress?.ipAddress ?? "unknown") {
+                    throw ServerAPIError.rateLimitExceeded(Self.seconds(wait))
+                }
                 throw ServerAPIError.authenticationRequired(
                     "a valid `Authorization: Bearer <token>` header is required")
             }

@@ -8,8 +8,8 @@ public struct ServerAPISettings: Sendable, Hashable {
     public var burst = 400.0
     /// How long a content `upload_url` or `download_url` the Server API hands out stays good.
     public var contentURLLifetimeSeconds = 3600
-    /// Wrong tokens one remote address may present at once before its requests that need a
-    /// token are answered 429 (refilled at ``failedTokensPerSecond``).
+    /// Wrong tokens one remote address may present at once before further wrong ones are
+    /// answered 429 instead of 401 (refilled at ``failedTokensPerSecond``).
     public var failedTokenBurst = 20
     /// Wrong tokens per second one remote address may present on average.
     public var failedTokensPerSecond = 1.0
