@@ -49,7 +49,7 @@ struct AddressAdmissionTests {
             }
             for channel in held { try? await channel.close() }
         }
-        try await ResourceLimitTests.eventually("the attacker refused") {
+        try await ResourceLimitTests.eventually("the attacker refused", timeout: .seconds(90)) {
             transport.counts.refusedForAddress >= 24
         }
         // The node never holds more than six of them (all still in their handshake).

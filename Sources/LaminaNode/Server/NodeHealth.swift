@@ -29,9 +29,9 @@ public struct NodeReadiness: Sendable {
 
 /// Liveness and readiness of a running node (the admin port's `/health/live` and
 /// `/health/ready`). Ready means: not shutting down; the store took a write recently (a
-/// probe commit at most every ``probeInterval``, answered within ``probeTimeout``), its
-/// latest group commit did not fail and SQLite reported no error in the last
-/// ``storageErrorWindow``; file descriptors (against the soft `RLIMIT_NOFILE` as it is now),
+/// probe commit at most every ``probeInterval`` while it succeeds, at every request while it
+/// fails, answered within ``probeTimeout``), its latest group commit did not fail and no
+/// storage error came after the latest commit without one; file descriptors (against the soft `RLIMIT_NOFILE` as it is now),
 /// connections and session slots below ``nearlyExhausted`` of their limits.
 final class NodeHealth: Sendable {
     /// The share of a limit above which the node reports itself not ready (a load balancer
@@ -39,9 +39,6 @@ final class NodeHealth: Sendable {
     static let nearlyExhausted = 0.95
     static let probeInterval: Duration = .seconds(5)
     static let probeTimeout: Duration = .seconds(2)
-    /// A storage error (disk full, I/O) keeps the node not ready for this long: small writes
-    /// (the probe) may pass while the ones clients make fail.
-    static let storageErrorWindow: Duration = .seconds(10)
 
     private let store: NodeStore
     private let sessions: @Sendable () -> Int
@@ -103,9 +100,11 @@ final class NodeHealth: Sendable {
 
     private func storeCheck() async -> NodeReadiness.Check {
         let now = ContinuousClock.now
+        // A success is reused for ``probeInterval``; a failure never: the node is ready again
+        // at the first request after the store takes a write (issue 35, item 7).
         var failure = probe.withLockedValue { last -> String?? in
-            guard let last, now - last.at < Self.probeInterval else { return .none }
-            return .some(last.failure)
+            guard let last, last.failure == nil, now - last.at < Self.probeInterval else { return .none }
+            return .some(nil)
         }
         if failure == nil {
             let result = await probeStore()
@@ -117,10 +116,11 @@ final class NodeHealth: Sendable {
         if let reason = statistics.lastCommitFailure {
             return .init(name: "store", ok: false, detail: "the latest commit failed: \(reason)")
         }
-        if let error = statistics.lastDatabaseError, ContinuousClock.now - error.at < Self.storageErrorWindow {
+        // The condition, not a timer: a storage error (disk full, I/O) counts until a group
+        // commit succeeds without one (the probe's or a client's).
+        if let error = statistics.lastDatabaseError, error.at > (statistics.lastCleanCommit ?? error.at - .seconds(1)) {
             return .init(
-                name: "store", ok: false,
-                detail: "a storage error in the last \(Self.storageErrorWindow): \(error.reason)")
+                name: "store", ok: false, detail: "a storage error since the last clean commit: \(error.reason)")
         }
         return .init(name: "store", ok: true, detail: "writable")
     }

@@ -23,6 +23,8 @@ package struct StorageWriterStatistics: Sendable {
     package var lastCommitFailure: String? = nil
     /// The latest error SQLite reported and when (uptime), constraint violations aside.
     package var lastDatabaseError: (reason: String, at: ContinuousClock.Instant)? = nil
+    /// When the latest group commit that committed with no database error in it finished.
+    package var lastCleanCommit: ContinuousClock.Instant? = nil
 }
 
 /// The writer's connection to the store.
@@ -353,6 +355,7 @@ final class StorageWriter: @unchecked Sendable {
             stats.lastCommitFailure = commitError.reason
         } else {
             stats.lastCommitFailure = nil
+            if reported.isEmpty { stats.lastCleanCommit = .now }
             stats.transactions += 1
             stats.committedCommands += applied
             stats.failedCommands += batch.count - applied
