@@ -61,7 +61,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
     private var body = ByteBuffer()
     private var tooLarge = false
     /// The request was answered before its body (refused, or too large): the rest of it is not
-    /// read and the connection closes after the answer.
+    /// read until the answer is out, then only discarded (bounded) before the connection closes.
     private var answeredEarly = false
     /// After an early answer: body bytes discarded while the connection lingers (below).
     private var discarded = 0
@@ -187,7 +187,7 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
         return nil
     }
 
-    /// Answers `response` before the request's body, stops reading and closes after it.
+    /// Answers `response` before the request's body, stops reading and closes after it (lingering).
     private func refuseEarly(context: ChannelHandlerContext, _ response: HTTPResponse) {
         answeredEarly = true
         requestTimer?.cancel()
