@@ -31,6 +31,17 @@ struct AddressAdmissionTests {
         let port = node.server.transport.port
         let healthy = try await HealthyPair.start(node)
         let transport = node.server.transport
+        // What a login costs on this machine now, without the flood: the bound below is 1 s
+        // beyond it (the suite shares two cores with other builds).
+        let clock = ContinuousClock()
+        var baseline = Duration.zero
+        for round in 0..<3 {
+            let start = clock.now
+            let session = try await node.session(UserID("calm\(round)"), device: UUID())
+            baseline = max(baseline, clock.now - start)
+            await session.close()
+        }
+        let bound = .seconds(1) + baseline
 
         // Plain TCP from 127.0.0.2: handshakes that never start. Six are held, the rest closed
         // at once; the attacker keeps re-opening what the node closes.
@@ -56,7 +67,6 @@ struct AddressAdmissionTests {
         #expect(transport.connectionCount <= 2 + 6, "\(transport.connectionCount) open")
 
         // Another address logs in within 1 s, several times, while the flood goes on.
-        let clock = ContinuousClock()
         var slowest = Duration.zero
         for round in 0..<5 {
             let start = clock.now
@@ -64,8 +74,8 @@ struct AddressAdmissionTests {
             slowest = max(slowest, clock.now - start)
             await session.close()
         }
-        #expect(slowest < .seconds(1), "slowest login \(slowest)")
-        try await healthy.expectHealthy(within: .seconds(1))
+        #expect(slowest < bound, "slowest login \(slowest), without the flood \(baseline)")
+        try await healthy.expectHealthy(within: bound)
 
         // TLS connections from 127.0.0.2 that finish their handshake: held up to 12 in all.
         stop.withLockedValue { $0 = true }
@@ -85,11 +95,11 @@ struct AddressAdmissionTests {
         #expect(tls.count == 12 && refused == 4, "\(tls.count) held, \(refused) refused")
         let start = clock.now
         let late = try await node.session(UserID("dave"), device: UUID())
-        #expect(clock.now - start < .seconds(1))
+        #expect(clock.now - start < bound)
         await late.close()
-        try await healthy.expectHealthy(within: .seconds(1))
+        try await healthy.expectHealthy(within: bound)
         print(
-            "per-address: \(opened.withLockedValue { $0 }) TCP connections opened by 127.0.0.2, counts \(transport.counts), slowest login \(slowest)"
+            "per-address: \(opened.withLockedValue { $0 }) TCP connections opened by 127.0.0.2, counts \(transport.counts), slowest login \(slowest), without the flood \(baseline)"
         )
         for client in tls { await client.close() }
         await healthy.close()
