@@ -283,3 +283,17 @@ struct ClientAPIRequest: Sendable {
     /// The request's JSON object body.
     func object() throws(ServerAPIError) -> [String: JSONValue] { try ServerAPIJSON.object(http.body) }
 }
+
+extension ClientAPI {
+    /// The context of an operation asked for outside REST (the WebSocket's `request`
+    /// packets: `Conversation.create`, `Message.create`): the caller's session and the
+    /// `https://host:port` its objects are shown under. With it, the WebSocket half runs
+    /// ``createConversation(_:body:)`` and ``sendMessage(_:conversation:body:)``, and builds
+    /// objects with ``conversationObject(_:_:)`` and ``representation(_:users:)``, exactly as REST does.
+    func context(session: ClientAPISession, base: String) -> ClientAPIRequest {
+        ClientAPIRequest(
+            http: HTTPRequest(
+                method: "POST", path: "/", headers: HeaderFields(), body: ByteBuffer(), httpVersion: "1.1"),
+            parameters: [:], query: [:], base: base, session: session)
+    }
+}
