@@ -302,6 +302,9 @@ import Testing
         let shown = try await alice.request("GET", "/identities/bob")
         #expect(shown.object["display_name"] as? String == "Bob B.")
         #expect(shown.object["id"] as? String == "layer:///identities/bob")
+        let followed = try await alice.request("GET", "/identities")
+        #expect(followed.headers["layer-count"] == "1")
+        #expect(followed.array.compactMap { $0["display_name"] as? String } == ["Bob B."])
         let announced = try await server.request(
             "POST", "/announcements",
             json:

@@ -16,7 +16,8 @@ import NIOCore
 public final class ClientAPI: Sendable {
     /// The router patterns (exact paths and prefixes) the Client API answers.
     public static let routePatterns = [
-        "/nonces", "/sessions", "/sessions/*", "/conversations", "/conversations/*", "/messages/*", "/identities/*",
+        "/nonces", "/sessions", "/sessions/*", "/conversations", "/conversations/*", "/messages/*", "/identities",
+        "/identities/*",
         "/announcements", "/announcements/*", "/push_tokens", "/dev/identity_tokens",
     ]
 
@@ -98,6 +99,7 @@ public final class ClientAPI: Sendable {
             Route(method: "POST", template: "/messages/{message_id}/receipts"), true,
             { try await $0.sendReceipt($1) }
         ),
+        (Route(method: "GET", template: "/identities"), true, { try await $0.listIdentities($1) }),
         (Route(method: "GET", template: "/identities/{user_id}"), true, { try await $0.getIdentity($1) }),
         (Route(method: "GET", template: "/announcements"), true, { try await $0.listAnnouncements($1) }),
         (
