@@ -232,6 +232,11 @@ extension NodeServerConfiguration {
         .init(
             "serverAPI.failedTokensPerSecond", \.serverAPI.failedTokensPerSecond,
             "Wrong Server API tokens per second one address may present on average."),
+        .init("clientAPI.enabled", \.clientAPI.enabled, "Serve Layer's Client API (REST) on the sync port."),
+        .init(
+            "clientAPI.requestsPerSecond", \.clientAPI.requestsPerSecond,
+            "Client API requests per session per second."),
+        .init("clientAPI.burst", \.clientAPI.burst, "Client API requests a session may make at once above the rate."),
 
         .init("peers.host", \.peers.host, "Peer listener host (--peer-listen)."),
         .init("peers.port", \.peers.port, "Peer listener port; -1: peering off (--peer-listen)."),

@@ -1,3 +1,4 @@
+import LaminaLocalNode
 import LaminaStore
 import LaminaTransport
 import LaminaWire
@@ -38,8 +39,9 @@ extension NodeServer {
     /// The sync route, content, and the Server API when `credentials` are given.
     static func router(
         configuration: NodeServerConfiguration, engine: NodeEngine, content: ContentService, webhooks: WebhookDelivery,
-        credentials: ServerAPICredentials?, gate: SessionGate, admission: SessionAdmission, budget: NodeOutboundBudget,
-        metrics: ServerMetrics, logger: Logger, origin: NIOLockedValueBox<String>
+        credentials: ServerAPICredentials?, devIdentity: DevIdentityProvider?, gate: SessionGate,
+        admission: SessionAdmission, budget: NodeOutboundBudget, metrics: ServerMetrics, logger: Logger,
+        origin: NIOLockedValueBox<String>
     ) -> TransportRouter {
         var router = TransportRouter()
         router.add(
@@ -71,6 +73,15 @@ extension NodeServer {
                 await api.handle($0)
             }
         }
+        if configuration.clientAPI.enabled {
+            let api = ClientAPI(
+                engine: engine, settings: configuration.clientAPI, appID: credentials?.appID,
+                devIdentity: devIdentity, content: content,
+                contentURLLifetimeSeconds: configuration.serverAPI.contentURLLifetimeSeconds, origin: origin)
+            for pattern in ClientAPI.routePatterns {
+                router.add(pattern, maxBodyBytes: ClientAPILimits.maxBodyBytes) { await api.handle($0) }
+            }
+        }
         return router
     }
 
@@ -82,15 +93,16 @@ extension NodeServer {
     ) async throws -> TransportServer {
         var tlsConfiguration = TLSConfiguration.server(
             certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath)
-        // HTTP/1.1 serves the Server API; the sync stream and content stay HTTP/2 (505).
-        tlsConfiguration.offersHTTP1 = configuration.serverAPI.enabled
+        // HTTP/1.1 serves the Server API and the Client API; the sync stream and content stay HTTP/2 (505).
+        let http1 = configuration.serverAPI.enabled || configuration.clientAPI.enabled
+        tlsConfiguration.offersHTTP1 = http1
         return try await TransportServer.start(
             host: configuration.host, port: configuration.port, tls: try TLSContext(tlsConfiguration), router: router,
             settings: configuration.http2Settings, group: group, maxConnections: maxConnections,
             perAddress: AddressLimits(
                 maxConnections: configuration.resources.maxConnectionsPerAddress,
                 maxHandshakes: configuration.resources.maxHandshakesPerAddress),
-            http1: configuration.serverAPI.enabled ? HTTP1Settings() : nil,
+            http1: http1 ? HTTP1Settings() : nil,
             connectionClosed: { [nonces = engine.nonces] in nonces.connectionClosed($0) })
     }
 
