@@ -118,7 +118,9 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            exclude: ["Server/RESOURCES.md"]
+            exclude: ["Server/RESOURCES.md"],
+            // The web chat page, served in dev mode (ClientAPI/WebChatPage.swift): plain files, embedded.
+            resources: [.embedInCode("ClientAPI/WebChat/index.html"), .embedInCode("ClientAPI/WebChat/chat.js")]
         ),
         // The relay node executable: zero-config start, flags or a JSON config file.
         .executableTarget(

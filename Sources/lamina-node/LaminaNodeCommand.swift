@@ -289,6 +289,12 @@ struct Serve: AsyncParsableCommand {
                     + " --user alice --nonce <nonce>")
             lines.append("  chat:        \(Self.chatCommand(server))   (README: Try it)")
         }
+        if server.configuration.clientAPI.enabled {
+            lines.append("  client API:  \(server.url)  (Layer's Client API: REST, WebSocket at /websocket)")
+            if server.configuration.devIdentityProvider, prepared.devIdentityProvider != nil {
+                lines.append("  web chat:    \(server.url)/  (open in a browser; accept the self-signed certificate)")
+            }
+        }
         if let api = server.serverAPICredentials {
             let tokens = prepared.dataDirectory.appendingPathComponent("server-api/tokens").path
             lines.append("  server API:  \(server.url)/apps/\(api.appID)  (HTTP/1.1 or HTTP/2, Layer's Platform API)")

@@ -192,7 +192,7 @@ import Testing
         await node.stop()
     }
 
-    @Test func devIdentityTokensAreServedOnlyWithTheDevProvider() async throws {
+    @Test func devIdentityTokensAndTheWebChatPageAreServedOnlyWithTheDevProvider() async throws {
         let node = try await TestNode.start("capi-dev")
         let client = ClientAPICurl(node, http: .http1)
         let nonce = try await client.request("POST", "/nonces").object["nonce"] as? String ?? ""
@@ -201,6 +201,14 @@ import Testing
         #expect(minted.status == 201)
         let token = minted.object["identity_token"] as? String ?? ""
         let appID = node.server.serverAPICredentials!.appID
+        #expect(minted.object["app_id"] as? String == appID)
+        // The web chat page is served with the dev provider (it mints its users' tokens there).
+        let page = try await client.request("GET", "/")
+        #expect(page.status == 200 && page.body.contains("<script src=\"/chat.js\">"))
+        #expect(page.headers["content-type"]?.hasPrefix("text/html") == true)
+        let script = try await client.request("GET", "/chat.js")
+        #expect(script.status == 200 && script.body.contains("/dev/identity_tokens"))
+        #expect(try await client.request("POST", "/", json: "{}").status == 405)
         let login = try await client.request(
             "POST", "/sessions", json: #"{"identity_token":"\#(token)","app_id":"\#(appID)"}"#)
         #expect(login.status == 201)
@@ -214,6 +222,9 @@ import Testing
         let refused = try await ClientAPICurl(closed, http: .http1).request(
             "POST", "/dev/identity_tokens", json: #"{"user_id":"web-user","nonce":"n"}"#)
         #expect(refused.status == 404)
+        // Without the dev provider the page is not served.
+        let noPage = try await ClientAPICurl(closed, http: .http2).request("GET", "/")
+        #expect(noPage.status == 404)
         await closed.stop()
     }
 

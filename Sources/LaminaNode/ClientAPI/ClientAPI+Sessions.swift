@@ -61,7 +61,7 @@ extension ClientAPI {
     }
 
     /// POST /dev/identity_tokens `{"user_id", "nonce", "display_name"?}`: 201
-    /// `{"identity_token"}` minted by the dev identity provider; 404 when the node does not
+    /// `{"identity_token", "app_id"}` minted by the dev identity provider; 404 when the node does not
     /// trust the dev provider. For development only (the web chat page).
     func mintDevIdentityToken(_ r: ClientAPIRequest) async throws -> HTTPResponse {
         guard let devIdentity else {
@@ -84,6 +84,7 @@ extension ClientAPI {
             displayName = name
         }
         let token = try devIdentity.mintToken(user: user, nonce: nonce, displayName: displayName)
-        return ServerAPIJSON.response(201, ["identity_token": token])
+        // The app id `POST /sessions` takes (any, when the node names none), so a page needs no other setup.
+        return ServerAPIJSON.response(201, ["identity_token": token, "app_id": appID ?? "lamina"])
     }
 }

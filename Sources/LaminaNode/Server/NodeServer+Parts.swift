@@ -81,6 +81,8 @@ extension NodeServer {
             for pattern in ClientAPI.routePatterns {
                 router.add(pattern, maxBodyBytes: ClientAPILimits.maxBodyBytes) { await api.handle($0) }
             }
+            // The web chat page mints its users' tokens with the dev provider: served only with it.
+            if devIdentity != nil { WebChatPage.register(on: &router) }
         }
         return router
     }
