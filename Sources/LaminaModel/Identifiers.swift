@@ -37,16 +37,34 @@ extension LaminaIdentifier {
 
     public var description: String { url }
 
-    /// Parses the URL form. UUIDs are accepted in either case.
+    /// Parses the URL form. The Platform API's `layer:///<collection>/<uuid>` names the same
+    /// object (a Server API id works wherever the SDK takes one). UUIDs are accepted in
+    /// either case.
     public init(parsing string: String) throws(ModelError) {
-        let prefix = "lamina:///\(Self.collection)/"
-        guard string.hasPrefix(prefix), let uuid = UUID(uuidString: String(string.dropFirst(prefix.count))) else {
-            throw ModelError(.invalidIdentifier, "'\(string.prefix(120))' is not of the form \(prefix)<uuid>")
+        let path = "/\(Self.collection)/"
+        guard let rest = identifierPath(string), rest.hasPrefix(path),
+            let uuid = UUID(uuidString: String(rest.dropFirst(path.count)))
+        else {
+            throw ModelError(
+                .invalidIdentifier,
+                "'\(string.prefix(120))' is not of the form lamina:///\(Self.collection)/<uuid> (or layer:///…)")
         }
         self.init(uuid: uuid)
     }
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.uuid.compareBytes(rhs.uuid) < 0 }
+}
+
+/// The schemes an identifier's URL form may have: Lamina's own, and the Platform API's
+/// (`layer:///…`, what Layer's Server API and its webhooks hand out).
+let identifierSchemes = ["lamina://", "layer://"]
+
+/// The path of an identifier URL (`/<collection>/<uuid>…`), nil for another scheme.
+func identifierPath(_ string: String) -> Substring? {
+    for scheme in identifierSchemes where string.hasPrefix(scheme) {
+        return string.dropFirst(scheme.count)
+    }
+    return nil
 }
 
 extension UUID {
@@ -95,13 +113,14 @@ public struct MessagePartID: Hashable, Sendable, CustomStringConvertible {
     public var url: String { "\(message.url)/parts/\(part.uuidString.lowercased())" }
     public var description: String { url }
 
-    /// Parses the URL form `lamina:///messages/<uuid>/parts/<uuid>`.
+    /// Parses the URL form `lamina:///messages/<uuid>/parts/<uuid>`, or the Platform API's
+    /// `layer:///messages/<uuid>/parts/<uuid>`.
     public init(parsing string: String) throws(ModelError) {
         let bad = ModelError(
             .invalidIdentifier, "'\(string.prefix(120))' is not of the form lamina:///messages/<uuid>/parts/<uuid>")
-        let prefix = "lamina:///messages/"
-        guard string.hasPrefix(prefix) else { throw bad }
-        let rest = string.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
+        let prefix = "/messages/"
+        guard let path = identifierPath(string), path.hasPrefix(prefix) else { throw bad }
+        let rest = path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
         guard rest.count == 3, rest[1] == "parts",
             let m = UUID(uuidString: String(rest[0])), let p = UUID(uuidString: String(rest[2]))
         else { throw bad }

@@ -26,7 +26,7 @@ extension NodeFuzzChecks {
             }
             return
         }
-        let known = Set(WebhookEventType.allCases.map(\.rawValue))
+        let known = Set(WebhookEventNames.all)
         guard registration.targetURL.utf8.count <= WebhookLimits.maxTargetURLBytes,
             registration.targetURL.lowercased().hasPrefix("https:"),
             !registration.host.isEmpty, (1...65_535).contains(registration.port), registration.path.hasPrefix("/")

@@ -101,7 +101,7 @@ import Testing
     @Test func historyPagesBackwardsThroughOlderMessages() async throws {
         let node = try await TestNode.start("sdk-history")
         let alice = try ClientHarness.device(Self.alice, on: node)
-        let carol = try ClientHarness.device(Self.carol, on: node)
+        let carol = try ClientHarness.device(Self.carol, on: node) { $0.fetchesHistoryOnJoin = false }
         try await ClientHarness.connect(alice, on: node)
         _ = try await ClientHarness.connectLive(carol, on: node)
 

@@ -131,10 +131,12 @@ final class TestDevice: Sendable {
                 }
             },
             random: { 0.5 })
-        let config = LaminaConfiguration(
+        var config = LaminaConfiguration(
             nodeURL: URL(string: "https://node.test:7443")!,
             trust: .pinnedCertificate(directory.appendingPathComponent("node.pem")),
             dataDirectory: directory)
+        // The fake node does not model history fetches: conversations that appear stay as sent.
+        config.fetchesHistoryOnJoin = false
         client = try LaminaClient(configuration: config, user: user, environment: environment)
     }
 

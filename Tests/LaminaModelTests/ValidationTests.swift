@@ -16,11 +16,27 @@ import Testing
 
     @Test(arguments: [
         "", "lamina:///conversations/", "lamina:///messages/2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7",
-        "layer:///conversations/2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7", "lamina:///conversations/not-a-uuid",
-        "lamina:///conversations/2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7/",
+        "layer:///messages/2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7", "lamina:///conversations/not-a-uuid",
+        "lamina:///conversations/2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7/", "layer://conversations/2f002ba4",
+        "layr:///conversations/2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7", "layer:///conversations/",
+        "https:///conversations/2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7",
     ])
     func badConversationURLsAreRefused(_ text: String) {
         #expect(throws: ModelError.self) { try ConversationID(parsing: text) }
+    }
+
+    /// The Platform API's ids (`layer:///…`, from the Server API and webhooks) name the same
+    /// objects as Lamina's own, in either case.
+    @Test func platformAPIIdentifiersAreAccepted() throws {
+        let uuid = "2f002ba4-2a08-4019-9fa6-0fe30e2ac3f7"
+        let conversation = try ConversationID(parsing: "layer:///conversations/\(uuid)")
+        #expect(conversation == (try ConversationID(parsing: "lamina:///conversations/\(uuid)")))
+        #expect(conversation.url == "lamina:///conversations/\(uuid)")
+        #expect(try MessageID(parsing: "layer:///messages/\(uuid.uppercased())").uuid == conversation.uuid)
+        #expect(try ContentID(parsing: "layer:///content/\(uuid)").uuid == conversation.uuid)
+        let part = try MessagePartID(parsing: "layer:///messages/\(uuid)/parts/\(uuid)")
+        #expect(part.url == "lamina:///messages/\(uuid)/parts/\(uuid)")
+        #expect(throws: ModelError.self) { try MessagePartID(parsing: "layer:///conversations/\(uuid)/parts/\(uuid)") }
     }
 
     @Test func partIdentifierRoundTrips() throws {

@@ -5,8 +5,11 @@ import LaminaWire
 extension LaminaClient {
     /// A new conversation with `participants` (the local user is added: the creator is
     /// implicit). Distinct by default: when a distinct conversation of exactly these
-    /// participants is already in the local store, that one is returned. It stays on this
-    /// device (not synced) until its first message is sent.
+    /// participants is already in the local store, that one is returned, unless these
+    /// options differ from its own (metadata given and not equal to its metadata, or another
+    /// receipts setting): then `.existingDistinctConversation` is thrown, its
+    /// `existingConversation` naming the one that exists (as Layer's SDK did). A new one stays
+    /// on this device (not synced) until its first message is sent.
     public func newConversation(participants: Set<UserID>, options: ConversationOptions = ConversationOptions())
         throws(ClientError) -> StoredConversation
     {
@@ -20,9 +23,24 @@ extension LaminaClient {
                 creator: user, participants: participants, options: options, createdAt: environment.now())
         } catch { throw ClientError(error) }
         if options.isDistinct, let existing = try store.distinctConversation(participants: conversation.participants) {
+            if let conflict = Self.distinctConflict(options, existing.conversation) {
+                var error = ClientError(
+                    .existingDistinctConversation,
+                    "a distinct conversation with these participants exists (\(existing.id)) with other \(conflict)")
+                error.existingConversation = existing.id
+                throw error
+            }
             return existing
         }
         return try store.insertLocalConversation(conversation)
+    }
+
+    /// What of `options` differs from the existing distinct conversation's (nil: nothing, so
+    /// creating resolves to it). Metadata counts only when given, as on the node (SPEC §6.1).
+    static func distinctConflict(_ options: ConversationOptions, _ existing: Conversation) -> String? {
+        if !options.metadata.values.isEmpty, options.metadata != existing.metadata { return "metadata" }
+        if options.deliveryReceiptsEnabled != existing.deliveryReceiptsEnabled { return "receipt options" }
+        return nil
     }
 
     /// Adds participants (the docs' `addParticipants:`). A distinct conversation becomes

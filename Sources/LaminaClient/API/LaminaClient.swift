@@ -113,7 +113,7 @@ public final class LaminaClient: @unchecked Sendable {
         let engine = try SyncEngine(
             store: store, connector: connector, identityToken: identityToken,
             policy: configuration.reconnect, environment: environment, agent: configuration.agent,
-            historyOnJoin: configuration.historyOnJoin, cluster: configuration.cluster,
+            historyOnJoin: configuration.joinHistoryPolicy, cluster: configuration.cluster,
             synchronization: configuration.synchronizationPolicy,
             historyPageSize: configuration.historyPageSize)
         let previous: SyncEngine? = lock.withLock {

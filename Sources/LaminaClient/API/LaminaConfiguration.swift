@@ -21,10 +21,15 @@ public struct LaminaConfiguration: Hashable, Sendable {
     public var agent: String
     public var reconnect: ReconnectPolicy
     /// What to fetch of a conversation's earlier messages when it appears on this device
-    /// from the node (the user was added, or a conversation started elsewhere): nil for
-    /// nothing (`LaminaClient.fetchHistory` on demand), or a history policy. Only used
-    /// when the node offers history fetch.
+    /// from the node mid-session (the user was added, or a conversation started elsewhere):
+    /// a history policy, or nil for the ``synchronizationPolicy``'s, so the device holds what
+    /// a first sync would have given it ("new participants gain access to all previous
+    /// messages"). Only used when ``fetchesHistoryOnJoin`` is on and the node offers
+    /// history fetch.
     public var historyOnJoin: HistoryPolicy? = nil
+    /// Whether a conversation that appears mid-session gets its earlier messages fetched
+    /// (by ``historyOnJoin``); off: nothing until the app calls `LaminaClient.fetchHistory`.
+    public var fetchesHistoryOnJoin = true
     /// The cluster the node must belong to (its WELCOME names it, SPEC §5.1); nil: any. A node
     /// of another cluster ends the connection with `wrong-cluster`, and the client stops.
     public var cluster: String? = nil
@@ -58,6 +63,20 @@ public struct LaminaConfiguration: Hashable, Sendable {
         self.dataDirectory = dataDirectory
         self.agent = agent
         self.reconnect = reconnect
+    }
+
+    /// The history policy a conversation that appears mid-session is filled by (nil: none):
+    /// ``historyOnJoin``, else the one the ``synchronizationPolicy`` fills a first sync's
+    /// conversations by.
+    var joinHistoryPolicy: HistoryPolicy? {
+        guard fetchesHistoryOnJoin else { return nil }
+        if let historyOnJoin { return historyOnJoin }
+        switch synchronizationPolicy {
+        case .completeHistory: return .complete
+        case .unreadOnly: return .unreadOnly
+        case .lastMessages(let n): return .lastN(UInt32(clamping: n))
+        case .feedReplay: return nil
+        }
     }
 
     /// The longest agent string, in UTF-8 bytes (SPEC §3.15 free text).

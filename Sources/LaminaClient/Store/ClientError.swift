@@ -38,10 +38,15 @@ public struct ClientError: LaminaError {
         /// The node belongs to another cluster than the one the client is configured for
         /// (`LaminaConfiguration.cluster`): the client does not sync with it.
         public static let wrongCluster = Code(rawValue: "wrong-cluster")
+        /// A distinct conversation of these participants exists with other metadata or
+        /// options: `existingConversation` names it (Layer's "existing distinct conversation").
+        public static let existingDistinctConversation = Code(rawValue: "existing-distinct-conversation")
     }
 
     public var code: Code
     public var reason: String
+    /// For `.existingDistinctConversation`: the conversation that exists.
+    public var existingConversation: ConversationID? = nil
     public var file: String
     public var line: Int
 

@@ -394,7 +394,9 @@ final class WebhookDelivery: Sendable {
             return value
         }
         if event.payload.first == WebhookEvent.factsFormat {
-            return Array(try WebhookEvent(facts: event.payload).json(config: config))
+            let facts = try WebhookEvent(facts: event.payload)
+            return Array(
+                try facts.json(config: config, typeName: WebhookEventNames.name(of: facts.type, for: webhook.events)))
         }
         guard let config else { return Array(event.payload) }
         guard case .object(var object) = ServerAPIJSON.value(event.payload) else { return Array(event.payload) }
@@ -402,11 +404,17 @@ final class WebhookDelivery: Sendable {
         return Array(try ServerAPIJSON.encode(JSONValue.object(object)))
     }
 
+    /// The name the webhook knows the event by (the row's name when it is none of ours).
+    static func typeName(_ event: QueuedWebhookEvent, _ webhook: StoredWebhook) -> String {
+        guard let type = WebhookEventType(rawValue: event.eventType) else { return event.eventType }
+        return WebhookEventNames.name(of: type, for: webhook.events)
+    }
+
     /// The request headers of one delivery.
     static func headers(_ event: QueuedWebhookEvent, _ webhook: StoredWebhook, body: [UInt8]) throws -> HeaderFields {
         [
             ("content-type", contentType), ("user-agent", userAgent),
-            ("layer-webhook-event-type", event.eventType),
+            ("layer-webhook-event-type", typeName(event, webhook)),
             ("layer-webhook-signature", try HMACSHA1.hex(key: Array(webhook.secret.utf8), message: body)),
             ("layer-webhook-request-id", event.requestID.uuidString.lowercased()),
             ("layer-webhook-id", webhook.id.uuidString.lowercased()),

@@ -36,12 +36,13 @@ struct WebhookEvent: Equatable, Sendable {
     // MARK: Rendering
 
     /// The payload (`event`, `actor`, `message` or `conversation`, and the webhook's `config`)
-    /// as JSON: keys sorted, slashes not escaped, dates as Layer's.
-    func json(config: JSONValue?) throws -> Data {
+    /// as JSON: keys sorted, slashes not escaped, dates as Layer's. `typeName` is the name the
+    /// webhook knows the event by (``WebhookEventNames``).
+    func json(config: JSONValue?, typeName: String? = nil) throws -> Data {
         let r = ServerAPIRepresentation(base: base, version: .v3)
         var payload = WebhookPayload(
             event: .init(
-                type: type.rawValue, id: id.uuidString.lowercased(),
+                type: typeName ?? type.rawValue, id: id.uuidString.lowercased(),
                 created_at: ServerAPIJSON.date(millisecondsSince1970: createdAt.millisecondsSince1970)),
             actor: actor.map(r.sender), config: config)
         switch subject {

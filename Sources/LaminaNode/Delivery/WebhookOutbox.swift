@@ -39,13 +39,13 @@ final class WebhookOutbox: Sendable {
     /// Replaces the active subscriptions (start-up, and after a failed commit).
     func load(_ webhooks: [StoredWebhook]) {
         var active: [UUID: Set<String>] = [:]
-        for w in webhooks where w.status == .active { active[w.id] = Set(w.events) }
+        for w in webhooks where w.status == .active { active[w.id] = WebhookEventNames.types(w.events) }
         subscriptions.withLockedValue { $0 = active }
     }
 
     /// Inside a management transaction: the webhook now delivers `events`, or (nil) nothing.
     func setSubscription(_ id: UUID, events: [String]?) {
-        subscriptions.withLockedValue { $0[id] = events.map(Set.init) }
+        subscriptions.withLockedValue { $0[id] = events.map(WebhookEventNames.types) }
     }
 
     /// Active webhooks known now.

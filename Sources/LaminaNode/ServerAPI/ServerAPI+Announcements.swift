@@ -75,7 +75,7 @@ extension ServerAPI {
             url: "\(representation.base)/announcements/\(id.uuidString.lowercased())",
             sent_at: ServerAPIJSON.date(millisecondsSince1970: sentAt.millisecondsSince1970),
             recipients: recipients.map {
-                representation.version == .v1 ? $0.rawValue : ServerAPIRepresentation.identityID($0)
+                representation.version.usesIdentities ? ServerAPIRepresentation.identityID($0) : $0.rawValue
             },
             sender: representation.sender(sender),
             parts: representation.parts(parts, of: Self.announcementMessage(id, to: recipients[0])))

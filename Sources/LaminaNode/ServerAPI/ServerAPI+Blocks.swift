@@ -11,38 +11,34 @@ extension ServerAPI {
         let blocked = try await engine.store.read { reader in try reader.blocks(of: blocker) }
         let representation = try await representation(r, users: blocked)
         let items: [ParticipantObject] = blocked.map { user in
-            representation.version == .v1 ? .userIDObject(user.rawValue) : .identity(representation.identity(user))
+            representation.version.usesIdentities
+                ? .identity(representation.identity(user)) : .userIDObject(user.rawValue)
         }
-        return ServerAPIJSON.response(200, items)
+        return ServerAPIJSON.response(200, items, extraHeaders: [Self.layerCount(blocked.count)])
     }
 
-    /// POST `{"user_id": …}` (a user id, or an identity id in 3.0): `user_id` of the path blocks
-    /// them (204, also when they were blocked already); at most ``ServerAPILimits/maxBlocksPerUser``.
+    /// POST `{"user_id": …}` (a user id, or an identity id in 2.0 and 3.0): `user_id` of the path
+    /// blocks them (204, also when they were blocked already); at most
+    /// ``ServerAPILimits/maxBlocksPerUser``. Blocking oneself is accepted and changes nothing
+    /// (Layer answered it 204; a user never receives their own messages as someone else's).
     func addBlock(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let blocker = try r.userID()
         let body = try ServerAPIJSON.object(r.http.body)
         guard let raw = body["user_id"] ?? body["identity_id"] else { throw ServerAPIError.missingProperty("user_id") }
         let blocked = try ServerAPIRepresentation.user(raw, property: "user_id")
-        guard blocked != blocker else {
-            throw ServerAPIError.invalidProperty("user_id", "a user cannot block themselves")
-        }
-        switch try await engine.block(blocked, by: blocker, limit: ServerAPILimits.maxBlocksPerUser) {
-        case .added, .alreadyBlocked: return HTTPResponse(status: 204)
-        case .ownself:
-            throw ServerAPIError.invalidProperty("user_id", "a user cannot block themselves")
-        case .full:
-            throw ServerAPIError.invalidProperty(
-                "user_id", "\(blocker.rawValue) blocks \(ServerAPILimits.maxBlocksPerUser) users already (the most)")
-        }
+        try await block(blocked, by: blocker)
+        return HTTPResponse(status: 204)
     }
 
-    /// DELETE /blocks/:blocked_id: unblocks (204); 404 when they were not blocked.
+    /// DELETE /blocks/:blocked_id: unblocks (204, also when they were not blocked, as Layer
+    /// answered); 404 only when `blocked_id` is no user id.
     func removeBlock(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let blocker = try r.userID()
         let raw = r.parameters["blocked_id"] ?? ""
-        guard let blocked = try? ServerAPIRepresentation.user(raw, property: "blocked_id"),
-            try await engine.unblock(blocked, by: blocker)
-        else { throw ServerAPIError.notFound("\(blocker.rawValue) does not block \(raw)") }
+        guard let blocked = try? ServerAPIRepresentation.user(raw, property: "blocked_id") else {
+            throw ServerAPIError.notFound("no user \(raw.prefix(200))")
+        }
+        _ = try await engine.unblock(blocked, by: blocker)
         return HTTPResponse(status: 204)
     }
 }

@@ -98,9 +98,10 @@ extension ServerAPI {
             }
             ordered.removeFirst(index + 1)
         }
+        let total = all.count
         let page = Array(ordered.prefix(pageSize))
         let shown = try await representation(r, users: Set(page.flatMap(\.participants)))
-        return ServerAPIJSON.response(200, page.map(shown.conversation))
+        return ServerAPIJSON.response(200, page.map(shown.conversation), extraHeaders: [Self.layerCount(total)])
     }
 
     /// DELETE /conversations/:id: deleted for every participant (204).

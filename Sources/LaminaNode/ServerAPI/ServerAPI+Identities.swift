@@ -6,12 +6,13 @@ import LaminaWire
 
 /// Identities (`/users/:user_id/identity`) and a user's sessions (`/users/:user_id/sessions`).
 extension ServerAPI {
-    /// The request's representation with the identities of `users` loaded (3.0 shows them).
-    func representation(_ r: ServerAPIRequest, users: some Collection<UserID> & Sendable) async throws
-        -> ServerAPIRepresentation
-    {
+    /// The request's representation with the identities of `users` loaded (2.0 and 3.0 show
+    /// users as identities; every version shows the identity routes' identities whole).
+    func representation(
+        _ r: ServerAPIRequest, users: some Collection<UserID> & Sendable, evenAsUserIDs: Bool = false
+    ) async throws -> ServerAPIRepresentation {
         var representation = r.representation
-        guard representation.version == .v3, !users.isEmpty else { return representation }
+        guard representation.version.usesIdentities || evenAsUserIDs, !users.isEmpty else { return representation }
         representation.identities = try await engine.store.read { reader in try reader.identities(of: users) }
         return representation
     }
@@ -22,7 +23,8 @@ extension ServerAPI {
         guard try await engine.store.read({ reader in try reader.identity(of: user) }) != nil else {
             throw ServerAPIError.notFound("no identity of \(user.rawValue)")
         }
-        return ServerAPIJSON.response(200, try await representation(r, users: [user]).identity(user))
+        return ServerAPIJSON.response(
+            200, try await representation(r, users: [user], evenAsUserIDs: true).identity(user))
     }
 
     /// POST: creates the identity (201 with it); 409 when one exists.
@@ -42,7 +44,8 @@ extension ServerAPI {
                 "\(user.rawValue) has an identity; PUT replaces it, PATCH edits it",
                 data: ["id": .string(ServerAPIRepresentation.identityID(user))])
         }
-        return ServerAPIJSON.response(201, try await representation(r, users: [user]).identity(user))
+        return ServerAPIJSON.response(
+            201, try await representation(r, users: [user], evenAsUserIDs: true).identity(user))
     }
 
     /// PUT: sets the whole identity (204).

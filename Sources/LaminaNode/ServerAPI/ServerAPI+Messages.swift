@@ -35,11 +35,18 @@ extension ServerAPI {
         let viewer = asUser ? try r.userID() : Self.actor(of: stored.conversation)
         let pageSize = try r.pageSize()
         let id = stored.conversation.id
-        let messages = try await engine.store.read { reader in
-            try reader.history(of: id, for: viewer, .last(pageSize), hidingBlocked: asUser)
+        let (messages, total) = try await engine.store.read { reader in
+            (
+                try reader.history(of: id, for: viewer, .last(pageSize), hidingBlocked: asUser),
+                asUser
+                    ? try reader.counts(of: id, for: viewer, blocked: Set(try reader.blocks(of: viewer))).messages
+                    : try reader.messageCount(of: id)
+            )
         }
         let shown = try await representation(r, users: Set(messages.map(\.sender)))
-        return ServerAPIJSON.response(200, messages.reversed().map { shown.message($0, for: asUser ? viewer : nil) })
+        return ServerAPIJSON.response(
+            200, messages.reversed().map { shown.message($0, for: asUser ? viewer : nil) },
+            extraHeaders: [Self.layerCount(total)])
     }
 
     /// GET …/messages/:message_id.

@@ -59,15 +59,15 @@ extension ServerAPI {
         return HTTPResponse(status: 204)
     }
 
-    private func requireAddressableParts(_ r: ServerAPIRequest) throws(ServerAPIError) {
-        guard r.representation.version == .v3 else {
+    func requireAddressableParts(_ r: ServerAPIRequest) throws(ServerAPIError) {
+        guard r.representation.version.hasAddressableParts else {
             throw .invalidEndpoint(
                 "message parts are addressable in version 3.0 (Accept: application/vnd.layer+json; version=3.0)")
         }
     }
 
     /// Runs UPDATE_MESSAGE_PARTS as the message's sender.
-    private func update(_ message: Message, parts: [MessagePart], requestID: UUID?) async throws {
+    func update(_ message: Message, parts: [MessagePart], requestID: UUID?) async throws {
         _ = try await liveConversation(message.conversationID)
         let frame = Frame.updateMessageParts(
             UpdateMessageParts(

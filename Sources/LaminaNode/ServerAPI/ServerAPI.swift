@@ -107,10 +107,31 @@ public final class ServerAPI: Sendable {
         ),
         (
             Route(
+                method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts"),
+            { try await $0.listParts($1) }
+        ),
+        (
+            Route(
+                method: "PUT", template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts"),
+            { try await $0.replaceParts($1) }
+        ),
+        (
+            Route(
+                method: "GET",
+                template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts/{part_id}"),
+            { try await $0.getPart($1) }
+        ),
+        (
+            Route(
                 method: "PUT",
                 template: "/apps/{app_id}/conversations/{conversation_id}/messages/{message_id}/parts/{part_id}"),
             { try await $0.replacePart($1) }
         ),
+        (
+            Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/messages/{message_id}"),
+            { try await $0.getUserMessage($1) }
+        ),
+        (Route(method: "PATCH", template: "/apps/{app_id}/users/{user_id}"), { try await $0.patchUser($1) }),
         (
             Route(
                 method: "DELETE",
@@ -173,7 +194,7 @@ public final class ServerAPI: Sendable {
         let base = "\(origin.withLockedValue { $0 })/apps/\(credentials.appID)"
         do {
             if let refusal = refusalBeforeBody(request) { return refusal }
-            return try await dispatch(request, base: base)
+            return try await dispatch(try Self.applyingMethodOverride(request), base: base)
         } catch {
             let webhooks = request.path.hasPrefix("/apps/\(credentials.appID)/webhooks")
             return Self.apiError(error).response(
@@ -260,11 +281,13 @@ public final class ServerAPI: Sendable {
             throw .invalidHeader(406, "Accept", "the Accept media type must be application/vnd.layer+json")
         }
         guard let parameter = items.dropFirst().first(where: { $0.lowercased().hasPrefix("version=") }) else {
-            throw .invalidHeader(406, "Accept", "the Accept header must name a version (1.0 or 3.0)")
+            throw .invalidHeader(
+                406, "Accept", "the Accept header must name a version (\(ServerAPIVersion.servedList))")
         }
         let value = String(parameter.dropFirst("version=".count))
         guard let version = ServerAPIVersion(rawValue: value) else {
-            throw .invalidHeader(406, "Accept", "version \(value) is not served (1.0 and 3.0 are)")
+            throw .invalidHeader(
+                406, "Accept", "version \(value) is not served (\(ServerAPIVersion.servedList) are)")
         }
         return version
     }

@@ -2,12 +2,29 @@ import Foundation
 import LaminaModel
 import LaminaStore
 
-/// The Platform API version a request asked for (`Accept: …; version=X`).
-enum ServerAPIVersion: String, Sendable {
+/// The Platform API version a request asked for (`Accept: …; version=X`). Layer's changelog:
+/// 2.0 made identities the way users appear (Layer's Go and Web SDKs of 2016–2018 send it),
+/// 3.0 made message parts objects of their own (ids, the parts routes); 1.1 kept 1.0's shapes.
+enum ServerAPIVersion: String, Sendable, CaseIterable {
     /// Participants and senders as user ids.
     case v1 = "1.0"
-    /// Participants and senders as identities (`layer:///identities/<user id>`).
+    /// As 1.0.
+    case v1_1 = "1.1"
+    /// Participants and senders as identities (`layer:///identities/<user id>`); parts
+    /// without ids.
+    case v2 = "2.0"
+    /// As 2.0, and parts with ids (`layer:///messages/<uuid>/parts/<uuid>`), addressable.
     case v3 = "3.0"
+
+    /// Users appear as identities (2.0 on), not as bare user ids.
+    var usesIdentities: Bool { self == .v2 || self == .v3 }
+    /// Message parts are objects of their own: ids, and the parts routes (3.0).
+    var hasAddressableParts: Bool { self == .v3 }
+    /// The versions served, for error messages: "1.0, 1.1, 2.0 and 3.0".
+    static var servedList: String {
+        let all = allCases.map(\.rawValue)
+        return all.dropLast().joined(separator: ", ") + " and " + all.last!
+    }
 }
 
 /// The JSON representations of conversations and messages, per version.
@@ -69,13 +86,13 @@ struct ServerAPIRepresentation {
     /// a named system sender (`name`, no user id).
     func sender(_ user: UserID) -> SenderObject {
         if let name = user.systemSenderName {
-            return version == .v1 ? .v1(userID: nil, name: name) : .system(name: name)
+            return version.usesIdentities ? .system(name: name) : .v1(userID: nil, name: name)
         }
-        return version == .v1 ? .v1(userID: user.rawValue, name: nil) : .identity(identity(user))
+        return version.usesIdentities ? .identity(identity(user)) : .v1(userID: user.rawValue, name: nil)
     }
 
     func participant(_ user: UserID) -> ParticipantObject {
-        version == .v1 ? .userID(user.rawValue) : .identity(identity(user))
+        version.usesIdentities ? .identity(identity(user)) : .userID(user.rawValue)
     }
 
     func conversation(_ c: Conversation) -> ConversationObject {
@@ -94,7 +111,9 @@ struct ServerAPIRepresentation {
         let uuid = m.id.uuid.uuidString.lowercased()
         let conversation = m.conversationID.uuid.uuidString.lowercased()
         var statuses: [String: String] = [:]
-        for (u, s) in m.recipientStatus { statuses[version == .v1 ? u.rawValue : Self.identityID(u)] = Self.status(s) }
+        for (u, s) in m.recipientStatus {
+            statuses[version.usesIdentities ? Self.identityID(u) : u.rawValue] = Self.status(s)
+        }
         return MessageObject(
             id: Self.messageID(m.id),
             url: "\(base)/conversations/\(conversation)/messages/\(uuid)",
@@ -114,7 +133,9 @@ struct ServerAPIRepresentation {
         let uuid = message.uuid.uuidString.lowercased()
         return parts.map { part in
             var p = PartObject(mime_type: part.mimeType.description)
-            if version == .v3 { p.id = "layer:///messages/\(uuid)/parts/\(part.id.uuidString.lowercased())" }
+            if version.hasAddressableParts {
+                p.id = "layer:///messages/\(uuid)/parts/\(part.id.uuidString.lowercased())"
+            }
             switch part.content {
             case .inline(let bytes):
                 if part.mimeType.description.hasPrefix("text/"), let text = String(validating: bytes, as: UTF8.self) {

@@ -33,16 +33,22 @@ public struct WebhookRegistration: Sendable {
         case .success(let t): target = t
         case .failure(let e): throw .invalidProperty("target_url", e.reason)
         }
-        guard let rawEvents = body["events"] else { throw .missingProperty("events") }
+        // Layer's reference names the list `events`; its registration examples `event_types`.
+        let eventsKey = body["events"] == nil && body["event_types"] != nil ? "event_types" : "events"
+        guard let rawEvents = body[eventsKey] else { throw .missingProperty("events") }
         guard let list = rawEvents.array, case let events = list.compactMap(\.string), events.count == list.count,
-            !events.isEmpty, Set(events).count == events.count
+            !events.isEmpty, Set(events).count == events.count, list.count <= WebhookEventNames.all.count
         else {
-            throw .invalidProperty("events", "events must be a non-empty array of distinct event types")
+            throw .invalidProperty(eventsKey, "\(eventsKey) must be a non-empty array of distinct event types")
         }
-        let known = Set(WebhookEventType.allCases.map(\.rawValue))
-        if let unknown = events.first(where: { !known.contains($0) }) {
+        if let unknown = events.first(where: { WebhookEventNames.type(named: $0) == nil }) {
             throw .invalidProperty(
-                "events", "unknown event type \(unknown) (known: \(known.sorted().joined(separator: ", ")))")
+                eventsKey,
+                "unknown event type \(unknown.prefix(100)) (known: \(WebhookEventNames.all.joined(separator: ", ")))")
+        }
+        let types = events.compactMap(WebhookEventNames.type(named:))
+        guard Set(types).count == types.count else {
+            throw .invalidProperty(eventsKey, "\(eventsKey) names one event type twice (by both its names)")
         }
         guard let rawSecret = body["secret"] else { throw .missingProperty("secret") }
         guard let secret = rawSecret.string, WebhookLimits.secretBytes.contains(secret.utf8.count) else {
