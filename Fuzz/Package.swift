@@ -32,5 +32,6 @@ let package = Package(
         fuzzTarget("FuzzIdentityToken", checks: "LaminaNodeFuzzChecks"),
         fuzzTarget("FuzzServerAPI", checks: "LaminaNodeFuzzChecks"),
         fuzzTarget("FuzzWebhookRequest", checks: "LaminaNodeFuzzChecks"),
+        fuzzTarget("FuzzWebSocketPacket", checks: "LaminaNodeFuzzChecks"),
     ]
 )

@@ -44,6 +44,10 @@ extension NodeServer {
                 return GatedSession(session, gate: gate)
             })
         router.add(ContentEndpoint.routePattern, ContentEndpoint.handler(service: content))
+        // The Client API's WebSocket (HTTP/1.1 Upgrade); each socket drives a session.
+        router.addWebSocket(
+            WebSocketEndpoint.path, subprotocols: WebSocketEndpoint.subprotocols, settings: configuration.webSocket,
+            WebSocketEndpoint.handler(engine: engine, logger: logger, admit: { gate.admit() }, release: { gate.release() }))
         if let credentials {
             let api = ServerAPI(
                 engine: engine, credentials: credentials, settings: configuration.serverAPI, webhooks: webhooks,
@@ -68,12 +72,13 @@ extension NodeServer {
     ) async throws -> TransportServer {
         var tlsConfiguration = TLSConfiguration.server(
             certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath)
-        // HTTP/1.1 serves the Server API; the sync stream and content stay HTTP/2 (505).
-        tlsConfiguration.offersHTTP1 = configuration.serverAPI.enabled
+        // HTTP/1.1 serves the Server API and the Client API's WebSocket (Upgrade); the sync
+        // stream and content stay HTTP/2 (505).
+        tlsConfiguration.offersHTTP1 = true
         return try await TransportServer.start(
             host: configuration.host, port: configuration.port, tls: try TLSContext(tlsConfiguration), router: router,
             settings: configuration.http2Settings, group: group, maxConnections: maxConnections,
-            http1: configuration.serverAPI.enabled ? HTTP1Settings() : nil,
+            http1: HTTP1Settings(),
             connectionClosed: { [nonces = engine.nonces] in nonces.connectionClosed($0) })
     }
 
