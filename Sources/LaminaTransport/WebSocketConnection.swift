@@ -284,7 +284,8 @@ public final class WebSocketConnection: ChannelInboundHandler, RemovableChannelH
         var payload = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
         payload.write(webSocketErrorCode: code)
         payload.writeBytes(reason.utf8.prefix(123))
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: payload)), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: payload)), promise: nil)
         let channel = context.channel
         timer?.cancel()
         timer = eventLoop.scheduleTask(in: settings.closeGrace) { channel.close(promise: nil) }

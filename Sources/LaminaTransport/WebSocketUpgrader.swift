@@ -18,7 +18,11 @@ final class WebSocketUpgrader: HTTPServerProtocolUpgrader, @unchecked Sendable {
     /// The connection's HTTP/1.1 handler: it answers a refused upgrade (event loop only).
     weak var http1: HTTP1ServerHandler?
     /// The accepted upgrade, between the 101 and the pipeline change (event loop only).
-    private var accepted: (route: WebSocketRoute, request: WebSocketUpgradeRequest, subprotocol: String?, opened: @Sendable (WebSocketConnection) -> Void)?
+    private var accepted:
+        (
+            route: WebSocketRoute, request: WebSocketUpgradeRequest, subprotocol: String?,
+            opened: @Sendable (WebSocketConnection) -> Void
+        )?
 
     init(router: TransportRouter) {
         self.router = router
@@ -40,7 +44,8 @@ final class WebSocketUpgrader: HTTPServerProtocolUpgrader, @unchecked Sendable {
 
     /// Asks the route (off the event loop); nil refuses, after handing the refusal's response
     /// to the HTTP/1.1 handler that the request then goes to.
-    private func decide(route: WebSocketRoute, channel: Channel, head: HTTPRequestHead) -> EventLoopFuture<HTTPHeaders?> {
+    private func decide(route: WebSocketRoute, channel: Channel, head: HTTPRequestHead) -> EventLoopFuture<HTTPHeaders?>
+    {
         let loop = channel.eventLoop
         let offered = head.headers["sec-websocket-protocol"].flatMap { $0.split(separator: ",") }.map {
             String($0.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())

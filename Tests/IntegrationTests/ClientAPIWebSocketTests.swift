@@ -196,7 +196,8 @@ import Testing
             throw CancellationError()
         }
         func touch(_ name: String) {
-            _ = FileManager.default.createFile(atPath: (marks as NSString).appendingPathComponent(name), contents: Data())
+            _ = FileManager.default.createFile(
+                atPath: (marks as NSString).appendingPathComponent(name), contents: Data())
         }
 
         // The WebSocket's conversation and message reach bob's SDK live.

@@ -91,7 +91,8 @@ import Testing
             do { try NodeFuzzChecks.checkWebSocketPacket(input) } catch { Issue.record("\(label): \(error)") }
         }
         func decode(_ name: String) throws -> Result<WebSocketInboundPacket, WebSocketPacketError> {
-            let input = try [UInt8](Data(contentsOf: Self.fuzz.appendingPathComponent("seeds/FuzzWebSocketPacket/\(name)")))
+            let input = try [UInt8](
+                Data(contentsOf: Self.fuzz.appendingPathComponent("seeds/FuzzWebSocketPacket/\(name)")))
             do { return .success(try WebSocketInboundPacket.decode(String(decoding: input, as: UTF8.self))) } catch {
                 return .failure(error)
             }
@@ -101,7 +102,10 @@ import Testing
             return
         }
         #expect(request.method == .messageCreate && request.requestID == "r1")
-        #expect(try decode("typing").get() == .typing(conversation: "layer:///conversations/f3cc7b32-3c92-11e4-baad-164230d1df67", action: .started))
+        #expect(
+            try decode("typing").get()
+                == .typing(
+                    conversation: "layer:///conversations/f3cc7b32-3c92-11e4-baad-164230d1df67", action: .started))
         for (name, id, requestID) in [
             ("not-json", "invalid_request", nil), ("unknown-type", "invalid_property", nil),
             ("unknown-method", "invalid_property", "r5"), ("no-request-id", "missing_property", nil),

@@ -98,7 +98,8 @@ public enum WebSocketEndpoint {
             return refuse(.authenticationRequired("this session's device id is not a UUID; sign in again"))
         }
         guard sockets.count(key) < maxSocketsPerSession else {
-            return refuse(.init(429, "rate_limit_exceeded", 7, "at most \(maxSocketsPerSession) WebSockets per session"))
+            return refuse(
+                .init(429, "rate_limit_exceeded", 7, "at most \(maxSocketsPerSession) WebSockets per session"))
         }
         let version: ServerAPIVersion = request.subprotocol == "layer-3.0" ? .v3 : .v1
         let credentials = WebSocketSession.Credentials(user: record.user, device: device, token: token, head: head)
@@ -106,22 +107,24 @@ public enum WebSocketEndpoint {
         var socketLogger = logger
         socketLogger[metadataKey: "user"] = "\(record.user)"
         let sessionLogger = socketLogger
-        return .accept(subprotocol: request.subprotocol, opened: { connection in
-            guard sockets.take(key) else {
-                return connection.close(code: .policyViolation, reason: "too many WebSockets for this session")
-            }
-            guard admit() else {
-                sockets.give(key)
-                return connection.close(code: .init(codeNumber: 1013), reason: "the node is at its session limit")
-            }
-            let session = WebSocketSession(
-                connection: connection, engine: engine, credentials: credentials, representation: representation,
-                logger: sessionLogger,
-                released: {
+        return .accept(
+            subprotocol: request.subprotocol,
+            opened: { connection in
+                guard sockets.take(key) else {
+                    return connection.close(code: .policyViolation, reason: "too many WebSockets for this session")
+                }
+                guard admit() else {
                     sockets.give(key)
-                    release()
-                })
-            session.start()
-        })
+                    return connection.close(code: .init(codeNumber: 1013), reason: "the node is at its session limit")
+                }
+                let session = WebSocketSession(
+                    connection: connection, engine: engine, credentials: credentials, representation: representation,
+                    logger: sessionLogger,
+                    released: {
+                        sockets.give(key)
+                        release()
+                    })
+                session.start()
+            })
     }
 }

@@ -26,7 +26,9 @@ public enum WebSocketInboundPacket: Hashable, Sendable {
         } catch {
             throw WebSocketPacketError(.invalidRequest, "the packet is not JSON")
         }
-        guard let packet = value.object else { throw WebSocketPacketError(.invalidRequest, "a packet is a JSON object") }
+        guard let packet = value.object else {
+            throw WebSocketPacketError(.invalidRequest, "a packet is a JSON object")
+        }
         guard let type = packet["type"]?.string else {
             throw WebSocketPacketError(.missingProperty, "the packet needs a string type", property: "type")
         }
@@ -49,7 +51,8 @@ public enum WebSocketInboundPacket: Hashable, Sendable {
                 .invalidProperty, "the only signal is typing_indicator", property: "body.type")
         }
         guard let id = body["object"]?.object?["id"]?.string else {
-            throw WebSocketPacketError(.missingProperty, "a typing signal names its conversation", property: "body.object.id")
+            throw WebSocketPacketError(
+                .missingProperty, "a typing signal names its conversation", property: "body.object.id")
         }
         let action: TypingState
         switch body["data"]?.object?["action"]?.string {

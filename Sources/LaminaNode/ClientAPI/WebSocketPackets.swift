@@ -41,7 +41,10 @@ struct WebSocketResponseBody<Data: Encodable>: Encodable {
 
 /// A `signal` packet's body (typing indicators).
 struct WebSocketSignalBody: Encodable {
-    struct Object: Encodable { var type = "Conversation"; var id: String }
+    struct Object: Encodable {
+        var type = "Conversation"
+        var id: String
+    }
     struct Sender: Encodable {
         var id: String
         var user_id: String

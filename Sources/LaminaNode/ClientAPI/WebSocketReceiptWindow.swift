@@ -38,9 +38,13 @@ struct WebSocketReceiptWindow {
         }
         list.append(Entry(id: message.id, position: position, sender: message.sender, status: message.recipientStatus))
         list.sort { $0.position < $1.position }
-        if list.count > Self.maxMessagesPerConversation { list.removeFirst(list.count - Self.maxMessagesPerConversation) }
+        if list.count > Self.maxMessagesPerConversation {
+            list.removeFirst(list.count - Self.maxMessagesPerConversation)
+        }
         conversations.append((id: message.conversationID, messages: list))
-        if conversations.count > Self.maxConversations { conversations.removeFirst(conversations.count - Self.maxConversations) }
+        if conversations.count > Self.maxConversations {
+            conversations.removeFirst(conversations.count - Self.maxConversations)
+        }
     }
 
     /// `user` reached `status` up to `upTo` in `conversation`: the messages of the window whose

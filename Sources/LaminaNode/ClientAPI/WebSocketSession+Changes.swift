@@ -133,7 +133,8 @@ extension WebSocketSession {
     private func statusOperation(_ user: UserID, _ status: RecipientStatus) -> WebSocketPatchOperation {
         let key = representation.version == .v1 ? user.rawValue : ServerAPIRepresentation.identityID(user)
         return WebSocketPatchOperation(
-            operation: "set", property: "recipient_status.\(key)", value: .string(ServerAPIRepresentation.status(status)))
+            operation: "set", property: "recipient_status.\(key)",
+            value: .string(ServerAPIRepresentation.status(status)))
     }
 
     /// A position as the Client API writes it (as ``ServerAPIRepresentation/message(_:for:)`` does).

@@ -115,7 +115,8 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
             guard let id = Self.conversationID(conversation) else {
                 return respond(
                     to: nil,
-                    error: ServerAPIError.invalidProperty("body.object.id", "not a conversation id: \(conversation.prefix(80))"))
+                    error: ServerAPIError.invalidProperty(
+                        "body.object.id", "not a conversation id: \(conversation.prefix(80))"))
             }
             lock.withLock { session }?.receive(.typing(Typing(conversationID: id, state: action)))
         case .request(let request):

@@ -214,14 +214,16 @@ extension NodeServerConfiguration {
             "serverAPI.requestsPerSecond", \.serverAPI.requestsPerSecond, "Server API requests per token per second."),
         .init("serverAPI.burst", \.serverAPI.burst, "Server API requests a token may make at once above the rate."),
 
-        .init("webSocket.maxFrameBytes", \.webSocket.maxFrameBytes, "Client API WebSocket: largest frame (1009 past it)."),
+        .init(
+            "webSocket.maxFrameBytes", \.webSocket.maxFrameBytes, "Client API WebSocket: largest frame (1009 past it)."),
         .init(
             "webSocket.maxMessageBytes", \.webSocket.maxMessageBytes,
             "Client API WebSocket: largest message, fragments joined (1009 past it)."),
         .init(
             "webSocket.maxOutboundBytes", \.webSocket.maxOutboundBytes,
             "Client API WebSocket: bytes queued for a client before it is closed as a slow reader (1008)."),
-        .init("webSocket.maxConnections", \.webSocket.maxConnections, "Client API WebSockets open at once on the node."),
+        .init(
+            "webSocket.maxConnections", \.webSocket.maxConnections, "Client API WebSockets open at once on the node."),
         .init(
             "webSocket.pingAfterQuietSeconds", \.webSocket.pingAfterQuietSeconds,
             "Client API WebSocket: seconds without a frame before the node sends a PING."),

@@ -47,7 +47,8 @@ extension NodeServer {
         // The Client API's WebSocket (HTTP/1.1 Upgrade); each socket drives a session.
         router.addWebSocket(
             WebSocketEndpoint.path, subprotocols: WebSocketEndpoint.subprotocols, settings: configuration.webSocket,
-            WebSocketEndpoint.handler(engine: engine, logger: logger, admit: { gate.admit() }, release: { gate.release() }))
+            WebSocketEndpoint.handler(
+                engine: engine, logger: logger, admit: { gate.admit() }, release: { gate.release() }))
         if let credentials {
             let api = ServerAPI(
                 engine: engine, credentials: credentials, settings: configuration.serverAPI, webhooks: webhooks,
