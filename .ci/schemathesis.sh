@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs schemathesis (PyPI) against a freshly started lamina-node with Protocol/SERVER-API.yaml:
-# generated requests for every documented operation; fails on a server error (5xx) or a
-# response outside the document. Needs the debug build (`swift build` / `swift test` ran).
+# Runs schemathesis (PyPI) against a freshly started lamina-node with Protocol/SERVER-API.yaml
+# and Protocol/CLIENT-API.yaml: generated requests for every documented operation; fails on a
+# server error (5xx) or a response outside the document. The Client API run carries a session
+# made with curl (nonce, dev identity token, session). Needs the debug build (`swift build` / `swift test` ran).
 # Usage: .ci/schemathesis.sh [max-examples]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,5 +36,21 @@ cd "$work"
 schemathesis --config-file "$work/schemathesis.toml" run "$root/Protocol/SERVER-API.yaml" \
     --url "https://127.0.0.1:$port" --tls-verify "$work/data/tls/node-cert.pem" \
     -H "Authorization: Bearer $token" \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
+    --max-examples "$examples" --generation-deterministic --workers 1 --request-timeout 10 --no-color
+
+# The Client API: a session for a user of the dev identity provider.
+accept="Accept: application/vnd.layer+json; version=2.0"
+curl_api() { curl -sS --cacert "$work/data/tls/node-cert.pem" -H "$accept" -H "Content-Type: application/json" "$@"; }
+json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+nonce="$(curl_api -X POST "https://127.0.0.1:$port/nonces" | json_field nonce)"
+identity="$(curl_api -X POST --data-binary "{\"user_id\":\"schemathesis\",\"nonce\":\"$nonce\"}" "https://127.0.0.1:$port/dev/identity_tokens" | json_field identity_token)"
+session="$(curl_api -X POST --data-binary "{\"identity_token\":\"$identity\",\"app_id\":\"$LAMINA_APP_ID\"}" "https://127.0.0.1:$port/sessions" | json_field session_token)"
+# DELETE /sessions/{session_token} is left out: a generated request may not end the session the
+# others use (it only ends the caller's own; ClientAPIRESTTests covers it).
+schemathesis run "$root/Protocol/CLIENT-API.yaml" \
+    --url "https://127.0.0.1:$port" --tls-verify "$work/data/tls/node-cert.pem" \
+    -H "Authorization: Layer session-token=\"$session\"" \
+    --exclude-path "/sessions/{session_token}" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
     --max-examples "$examples" --generation-deterministic --workers 1 --request-timeout 10 --no-color

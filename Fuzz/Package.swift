@@ -31,6 +31,7 @@ let package = Package(
         fuzzTarget("FuzzContentHeaders", checks: "LaminaNodeFuzzChecks"),
         fuzzTarget("FuzzIdentityToken", checks: "LaminaNodeFuzzChecks"),
         fuzzTarget("FuzzServerAPI", checks: "LaminaNodeFuzzChecks"),
+        fuzzTarget("FuzzClientAPI", checks: "LaminaNodeFuzzChecks"),
         fuzzTarget("FuzzWebhookRequest", checks: "LaminaNodeFuzzChecks"),
         fuzzTarget("FuzzWebSocketPacket", checks: "LaminaNodeFuzzChecks"),
     ]

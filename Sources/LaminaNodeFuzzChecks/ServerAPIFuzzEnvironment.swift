@@ -94,8 +94,9 @@ public final class ServerAPIFuzzEnvironment: Sendable {
     /// `input` as a request: the first line `METHOD target`, then `name: value` header lines
     /// up to an empty line (names lower-cased, values trimmed; `\r` before `\n` dropped), then
     /// the body. A body over `ServerAPILimits.maxBodyBytes` arrives empty with `bodyTooLarge`,
-    /// as the transport delivers it.
-    public static func request(_ input: [UInt8]) -> HTTPRequest {
+    /// as the transport delivers it. A request without an `authorization` header gets
+    /// `authorization` (the bearer token by default).
+    public static func request(_ input: [UInt8], authorization: String = "Bearer \(token)") -> HTTPRequest {
         var head = input[...]
         var body: ArraySlice<UInt8> = []
         if let end = input.indices.first(where: { $0 + 1 < input.count && input[$0] == 0x0A && input[$0 + 1] == 0x0A })
@@ -123,7 +124,7 @@ public final class ServerAPIFuzzEnvironment: Sendable {
                 String(line[..<colon]).lowercased(),
                 String(line[line.index(after: colon)...]).trimmingCharacters(in: [" ", "\t"]))
         }
-        if headers["authorization"] == nil { headers.append("authorization", "Bearer \(token)") }
+        if headers["authorization"] == nil { headers.append("authorization", authorization) }
         let tooLarge = body.count > ServerAPILimits.maxBodyBytes
         return HTTPRequest(
             method: method, path: path, headers: headers, body: ByteBuffer(bytes: tooLarge ? [] : body),

@@ -91,7 +91,7 @@ import Testing
             ws = await websockets.connect(base + "/websocket?session_token=" + token, ssl=ctx, subprotocols=["layer-2.0"])
             print("subprotocol", ws.subprotocol)
             body, _ = await request(ws, "r1", "Conversation.create", {"participants": ["bob"], "distinct": False, "metadata": {"title": "ws"}})
-            print("conv-create", body["success"], body["data"]["metadata"]["title"], sorted(body["data"]["participants"]))
+            print("conv-create", body["success"], body["data"]["metadata"]["title"], sorted(p["user_id"] for p in body["data"]["participants"]))
             cid = body["data"]["id"]
             body, _ = await request(ws, "r2", "Message.create", {"parts": [{"mime_type": "text/plain", "body": "from-ws-1"}]}, object_id=cid)
             print("msg-create", body["success"], text_of(body["data"]), body["data"]["sender"]["user_id"])
@@ -110,7 +110,8 @@ import Testing
                     seen["typing"] = b["object"]["id"] == cid and b["data"]["sender"]["user_id"] == "bob"
                 if p["type"] == "change" and b["operation"] == "update" and b["object"]["id"] == mine:
                     for op in b["data"]:
-                        if op["property"] == "recipient_status.bob" and op["value"] == "read": seen["read"] = True
+                        if op["property"] == "recipient_status.layer:///identities/bob" and op["value"] == "read":
+                            seen["read"] = True
                 return all(seen.values())
             await recv(ws, step)
             print("sdk-message", seen["message"]); print("sdk-typing", seen["typing"]); print("sdk-read", seen["read"])

@@ -6,8 +6,8 @@ import Testing
 @Suite struct ServerAPIDocumentTests {
     /// (method, path) of every operation in the document: paths at two spaces of indent,
     /// methods at four (the document keeps that layout).
-    static func documentedOperations() throws -> Set<String> {
-        let url = Fixtures.packageRoot.appendingPathComponent("Protocol/SERVER-API.yaml")
+    static func documentedOperations(in document: String = "Protocol/SERVER-API.yaml") throws -> Set<String> {
+        let url = Fixtures.packageRoot.appendingPathComponent(document)
         let text = try String(contentsOf: url, encoding: .utf8)
         var operations = Set<String>()
         var inPaths = false

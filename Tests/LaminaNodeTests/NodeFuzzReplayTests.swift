@@ -120,6 +120,47 @@ import Testing
         }
     }
 
+    /// What each Client API seed is answered on a fresh environment (alice's session and the
+    /// fixtures only), so the seeds reach the handlers rather than stop at the checks before them.
+    static let clientAPISeedStatuses: [String: Int] = [
+        "nonce": 201, "session-bad-token": 401, "session-delete-other": 403, "dev-token-off": 404,
+        "conversations-list": 200, "conversation-create": 201, "conversation-create-id-in-use": 409,
+        "conversation-get": 200, "conversation-patch": 204, "conversation-delete": 204, "mark-all-read": 204,
+        "messages-list": 200, "message-send": 201, "message-get": 200, "message-delete": 204, "receipt-read": 204,
+        "receipt-delivery": 204, "identity-get": 200, "announcements-list": 200, "push-token": 422,
+        "bad-accept": 406, "no-session": 401, "malformed": 400, "wrong-method": 405,
+    ]
+
+    @Test func clientAPIInputsHoldTheirPropertiesAndReachTheHandlers() async throws {
+        let inputs = try Self.inputs("FuzzClientAPI")
+        #expect(inputs.count >= Self.clientAPISeedStatuses.count)
+        for (label, input) in inputs {
+            let environment = try await ClientAPIFuzzEnvironment.make()
+            let request = ClientAPIFuzzEnvironment.request(input)
+            let response = await environment.answer(input)
+            do {
+                try NodeFuzzChecks.checkServerAPIResponse(response, to: request, input: input)
+            } catch {
+                Issue.record("\(label): \(error)")
+            }
+            if label.hasPrefix("seeds/"),
+                let expected = Self.clientAPISeedStatuses[String(label.split(separator: "/").last!)]
+            {
+                #expect(
+                    response.status == expected,
+                    "\(label): \(String(decoding: response.body.readableBytesView, as: UTF8.self))")
+            }
+            await environment.close()
+        }
+        let shared = try await ClientAPIFuzzEnvironment.make()
+        for (label, input) in inputs {
+            do { try await NodeFuzzChecks.checkClientAPIRequest(input, in: shared) } catch {
+                Issue.record("\(label) (shared store): \(error)")
+            }
+        }
+        await shared.close()
+    }
+
     @Test func webhookRegistrationInputsHoldTheirProperties() throws {
         let inputs = try Self.inputs("FuzzWebhookRequest")
         #expect(inputs.count >= 13)

@@ -1,7 +1,7 @@
 import Foundation
 import LaminaModel
-import LaminaStore
 import LaminaTransport
+import LaminaWire
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -48,17 +48,17 @@ public enum WebSocketEndpoint {
     /// The upgrade decision for the route. `admit`/`release` take and give back one of the
     /// node's session slots (the socket drives a session).
     static func handler(
-        engine: NodeEngine, logger: Logger, admit: @escaping @Sendable () -> Bool,
+        api: ClientAPI, logger: Logger, admit: @escaping @Sendable () -> Bool,
         release: @escaping @Sendable () -> Void
     ) -> WebSocketUpgradeHandler {
         let sockets = OpenSockets()
         return { request in
-            await decide(request, engine: engine, sockets: sockets, logger: logger, admit: admit, release: release)
+            await decide(request, api: api, sockets: sockets, logger: logger, admit: admit, release: release)
         }
     }
 
     private static func decide(
-        _ request: WebSocketUpgradeRequest, engine: NodeEngine, sockets: OpenSockets, logger: Logger,
+        _ request: WebSocketUpgradeRequest, api: ClientAPI, sockets: OpenSockets, logger: Logger,
         admit: @escaping @Sendable () -> Bool, release: @escaping @Sendable () -> Void
     ) async -> WebSocketUpgradeDecision {
         let origin = "https://\(request.headers["host"] ?? "localhost")"
@@ -73,40 +73,38 @@ public enum WebSocketEndpoint {
                 ))
         }
         guard let token = request.query["session_token"], !token.isEmpty else {
-            return refuse(.authenticationRequired("the WebSocket URL needs ?session_token=<a session token>"))
+            return refuse(
+                api.authenticationRequired(
+                    "the WebSocket URL needs ?session_token=<a session token>", address: request.remoteAddress))
         }
-        guard token.utf8.count <= IdentityTokenVerifier.maxTokenBytes,
-            let hash = try? SHA256Hasher.hash(Array(token.utf8))
-        else { return refuse(.authenticationRequired("no live session has this token")) }
-        let key = hash.map { String(format: "%02x", $0) }.joined()
-        let found: (SessionRecord, UInt64)
+        let session: ClientAPISession
+        let head: UInt64
         do {
-            found = try await engine.store.read { r in
-                let record = try r.session(tokenHash: hash, at: .now())
-                return (record, try r.feedHead(of: record.user))
-            }
-        } catch let error as StorageError
-            where [StorageError.Code.sessionUnknown, .sessionExpired, .sessionRevoked].contains(error.code)
-        {
-            return refuse(.authenticationRequired("no live session has this token (\(error.code.rawValue))"))
+            session = try await api.sessions.session(forToken: token)
+            head = try await api.engine.store.read { [user = session.user] r in try r.feedHead(of: user) }
+        } catch let error as WireError where [WireError.Code.sessionExpired, .sessionRevoked].contains(error.code) {
+            let reason = error.code == .sessionRevoked ? "the session was revoked" : "the session expired or is unknown"
+            return refuse(api.authenticationRequired(reason, address: request.remoteAddress, code: error.code))
         } catch {
             logger.warning("WebSocket upgrade: reading the session failed", metadata: ["error": "\(error)"])
             return refuse(.serviceUnavailable("the session could not be read; retry"))
         }
-        let (record, head) = found
-        guard let device = UUID(uuidString: record.device) else {
-            return refuse(.authenticationRequired("this session's device id is not a UUID; sign in again"))
+        guard let device = UUID(uuidString: session.device) else {
+            return refuse(
+                api.authenticationRequired(
+                    "this session's device id is not a UUID; sign in again", address: request.remoteAddress))
         }
+        let key = session.tokenHash.map { String(format: "%02x", $0) }.joined()
         guard sockets.count(key) < maxSocketsPerSession else {
             return refuse(
                 .init(429, "rate_limit_exceeded", 7, "at most \(maxSocketsPerSession) WebSockets per session"))
         }
-        let version: ServerAPIVersion = request.subprotocol == "layer-3.0" ? .v3 : .v1
-        let credentials = WebSocketSession.Credentials(user: record.user, device: device, token: token, head: head)
-        let representation = ServerAPIRepresentation(base: origin, version: version)
+        let credentials = WebSocketSession.Credentials(user: session.user, device: device, token: token, head: head)
+        let representation = ClientAPIRepresentation(base: origin, viewer: session.user)
         var socketLogger = logger
-        socketLogger[metadataKey: "user"] = "\(record.user)"
+        socketLogger[metadataKey: "user"] = "\(session.user)"
         let sessionLogger = socketLogger
+        let engine = api.engine
         return .accept(
             subprotocol: request.subprotocol,
             opened: { connection in

@@ -45,13 +45,10 @@ struct WebSocketSignalBody: Encodable {
         var type = "Conversation"
         var id: String
     }
-    struct Sender: Encodable {
-        var id: String
-        var user_id: String
-    }
     struct TypingData: Encodable {
         var action: String
-        var sender: Sender
+        /// Who types: their identity object.
+        var sender: ClientIdentityObject
     }
     var type = "typing_indicator"
     var object: Object

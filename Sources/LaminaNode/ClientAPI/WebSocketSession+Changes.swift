@@ -49,7 +49,7 @@ extension WebSocketSession {
             change("delete", conversation: changed.from, WebSocketDeletionData(mode: "all_participants"), seq: seq)
         case .messageCreated(let message):
             receipts.record(message)
-            change("create", message: message.id, in: message.conversationID, r.message(message, for: user), seq: seq)
+            change("create", message: message.id, in: message.conversationID, r.message(message), seq: seq)
         case .messageStatusChanged(let changed):
             guard receipts.apply(changed) else { return }
             change(
@@ -68,8 +68,11 @@ extension WebSocketSession {
                 "delete", message: deleted.messageID, in: deleted.conversationID, WebSocketDeletionData(mode: mode),
                 seq: seq)
         case .messagePartsChanged(let changed):
-            let parts = r.parts(changed.parts, of: changed.messageID)
-            let value = (try? ServerAPIJSON.encode(parts)).flatMap(ServerAPIJSON.value) ?? .array([])
+            let parts = r.parts(
+                Message(
+                    id: changed.messageID, conversationID: changed.conversationID, sender: changed.by,
+                    parts: changed.parts))
+            let value = Self.json(parts) ?? .array([])
             change(
                 "update", message: changed.messageID, in: changed.conversationID,
                 [WebSocketPatchOperation(operation: "set", property: "parts", value: value)], seq: seq)
@@ -84,11 +87,8 @@ extension WebSocketSession {
             write(
                 "signal",
                 WebSocketSignalBody(
-                    object: .init(id: ServerAPIRepresentation.conversationID(typing.conversationID)),
-                    data: .init(
-                        action: action,
-                        sender: .init(
-                            id: ServerAPIRepresentation.identityID(typing.user), user_id: typing.user.rawValue))),
+                    object: .init(id: ClientAPIRepresentation.conversationID(typing.conversationID)),
+                    data: .init(action: action, sender: r.identity(typing.user))),
                 seq: seq)
         case .identityChanged, .blockListChanged:
             // Not part of the WebSocket's packets yet (identities are read over REST).
@@ -105,7 +105,7 @@ extension WebSocketSession {
             WebSocketChangeBody(
                 operation: operation,
                 object: WebSocketObjectReference(
-                    type: "Conversation", id: ServerAPIRepresentation.conversationID(conversation),
+                    type: "Conversation", id: ClientAPIRepresentation.conversationID(conversation),
                     url: "\(representation.base)/conversations/\(uuid)"),
                 data: data), seq: seq)
     }
@@ -114,31 +114,33 @@ extension WebSocketSession {
         _ operation: String, message: MessageID, in conversation: ConversationID, _ data: Data, seq: UInt64?
     ) {
         let uuid = message.uuid.uuidString.lowercased()
-        let conversationUUID = conversation.uuid.uuidString.lowercased()
         write(
             "change",
             WebSocketChangeBody(
                 operation: operation,
                 object: WebSocketObjectReference(
-                    type: "Message", id: ServerAPIRepresentation.messageID(message),
-                    url: "\(representation.base)/conversations/\(conversationUUID)/messages/\(uuid)"),
+                    type: "Message", id: ClientAPIRepresentation.messageID(message),
+                    url: "\(representation.base)/messages/\(uuid)"),
                 data: data), seq: seq)
     }
 
-    /// A participant as a patch value: the user id (2.0) or the identity id (3.0).
+    /// A participant as a patch value: its identity object.
     private func participant(_ user: UserID) -> JSONValue {
-        representation.version == .v1 ? .string(user.rawValue) : .string(ServerAPIRepresentation.identityID(user))
+        Self.json(representation.identity(user)) ?? .string(ClientAPIRepresentation.identityID(user))
     }
 
+    /// A recipient's status as a patch of `recipient_status.<identity id>`.
     private func statusOperation(_ user: UserID, _ status: RecipientStatus) -> WebSocketPatchOperation {
-        let key = representation.version == .v1 ? user.rawValue : ServerAPIRepresentation.identityID(user)
-        return WebSocketPatchOperation(
-            operation: "set", property: "recipient_status.\(key)",
+        WebSocketPatchOperation(
+            operation: "set", property: "recipient_status.\(ClientAPIRepresentation.identityID(user))",
             value: .string(ServerAPIRepresentation.status(status)))
     }
 
-    /// A position as the Client API writes it (as ``ServerAPIRepresentation/message(_:for:)`` does).
-    static func position(_ p: MessagePosition) -> Int64 {
-        Int64(bitPattern: (p.physical << 16) | UInt64(p.logical & 0xffff))
+    /// An object as a patch value.
+    static func json(_ value: some Encodable) -> JSONValue? {
+        (try? ServerAPIJSON.encode(value)).flatMap(ServerAPIJSON.value)
     }
+
+    /// A position as the Client API writes it.
+    static func position(_ p: MessagePosition) -> Int64 { ClientAPIRepresentation.position(p) }
 }

@@ -41,7 +41,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
     let connection: WebSocketConnection
     let engine: NodeEngine
     let credentials: Credentials
-    let representation: ServerAPIRepresentation
+    let representation: ClientAPIRepresentation
     let logger: Logger
     /// Gives the socket's slots back (node sessions, per-session sockets); called once.
     private let released: @Sendable () -> Void
@@ -74,7 +74,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
 
     init(
         connection: WebSocketConnection, engine: NodeEngine, credentials: Credentials,
-        representation: ServerAPIRepresentation, logger: Logger, released: @escaping @Sendable () -> Void
+        representation: ClientAPIRepresentation, logger: Logger, released: @escaping @Sendable () -> Void
     ) {
         self.connection = connection
         self.engine = engine
@@ -216,10 +216,14 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
 
     /// Sends a failed response packet with Layer's error object (any thread).
     func respond(to requestID: String?, error: ServerAPIError) {
-        let object = ServerAPIError.ErrorObject(
-            id: error.id, code: error.code, message: error.message,
-            url: "\(representation.origin)/errors#\(error.id)", data: error.data)
-        respond(to: requestID, success: false, data: object)
+        respond(to: requestID, success: false, data: errorObject(error))
+    }
+
+    /// Layer's error object of `error`.
+    func errorObject(_ error: ServerAPIError) -> ClientErrorObject {
+        ClientErrorObject(
+            id: error.id, code: error.code, message: error.message, url: "\(representation.base)/errors#\(error.id)",
+            data: error.data)
     }
 
     private func translate(_ frame: Frame) {
@@ -281,10 +285,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
         case .message(let r, _), .conversation(let r, _): requestID = r
         }
         let layer = ServerAPIError.from(WireError(error.code, error.reason))
-        let object = ServerAPIError.ErrorObject(
-            id: layer.id, code: layer.code, message: layer.message,
-            url: "\(representation.origin)/errors#\(layer.id)", data: layer.data)
-        write("response", WebSocketResponseBody(request_id: requestID, success: false, data: object))
+        write("response", WebSocketResponseBody(request_id: requestID, success: false, data: errorObject(layer)))
     }
 
     /// Marks a replay as running from `cursor` (its entries up to `sentLow` are new here).
@@ -327,17 +328,11 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
     /// A conversation id as the Client API writes it (`layer:///conversations/<uuid>`, the
     /// `lamina:///` form, or the bare UUID).
     static func conversationID(_ text: String) -> ConversationID? {
-        for prefix in ["layer:///conversations/", "lamina:///conversations/"] where text.hasPrefix(prefix) {
-            return UUID(uuidString: String(text.dropFirst(prefix.count))).map(ConversationID.init(uuid:))
-        }
-        return UUID(uuidString: text).map(ConversationID.init(uuid:))
+        ClientAPIRepresentation.conversation(text)
     }
 
     /// A message id as the Client API writes it.
     static func messageID(_ text: String) -> MessageID? {
-        for prefix in ["layer:///messages/", "lamina:///messages/"] where text.hasPrefix(prefix) {
-            return UUID(uuidString: String(text.dropFirst(prefix.count))).map(MessageID.init(uuid:))
-        }
-        return UUID(uuidString: text).map(MessageID.init(uuid:))
+        ClientAPIRepresentation.message(text)
     }
 }

@@ -213,6 +213,11 @@ extension NodeServerConfiguration {
         .init(
             "serverAPI.requestsPerSecond", \.serverAPI.requestsPerSecond, "Server API requests per token per second."),
         .init("serverAPI.burst", \.serverAPI.burst, "Server API requests a token may make at once above the rate."),
+        .init("clientAPI.enabled", \.clientAPI.enabled, "Serve Layer's Client API (REST) on the sync port."),
+        .init(
+            "clientAPI.requestsPerSecond", \.clientAPI.requestsPerSecond,
+            "Client API requests per session per second."),
+        .init("clientAPI.burst", \.clientAPI.burst, "Client API requests a session may make at once above the rate."),
 
         .init(
             "webSocket.maxFrameBytes", \.webSocket.maxFrameBytes, "Client API WebSocket: largest frame (1009 past it)."),

@@ -1,3 +1,4 @@
+import LaminaLocalNode
 import LaminaStore
 import LaminaTransport
 import LaminaWire
@@ -28,8 +29,8 @@ extension NodeServer {
     /// The sync route, content, and the Server API when `credentials` are given.
     static func router(
         configuration: NodeServerConfiguration, engine: NodeEngine, content: ContentService, webhooks: WebhookDelivery,
-        credentials: ServerAPICredentials?, gate: SessionGate, admission: SessionAdmission, budget: NodeOutboundBudget,
-        metrics: ServerMetrics, logger: Logger
+        credentials: ServerAPICredentials?, devIdentity: DevIdentityProvider?, gate: SessionGate,
+        admission: SessionAdmission, budget: NodeOutboundBudget, metrics: ServerMetrics, logger: Logger
     ) -> TransportRouter {
         var router = TransportRouter()
         router.add(
@@ -44,11 +45,6 @@ extension NodeServer {
                 return GatedSession(session, gate: gate)
             })
         router.add(ContentEndpoint.routePattern, ContentEndpoint.handler(service: content))
-        // The Client API's WebSocket (HTTP/1.1 Upgrade); each socket drives a session.
-        router.addWebSocket(
-            WebSocketEndpoint.path, subprotocols: WebSocketEndpoint.subprotocols, settings: configuration.webSocket,
-            WebSocketEndpoint.handler(
-                engine: engine, logger: logger, admit: { gate.admit() }, release: { gate.release() }))
         if let credentials {
             let api = ServerAPI(
                 engine: engine, credentials: credentials, settings: configuration.serverAPI, webhooks: webhooks,
@@ -62,6 +58,20 @@ extension NodeServer {
                 await api.handle($0)
             }
         }
+        if configuration.clientAPI.enabled {
+            let api = ClientAPI(
+                engine: engine, settings: configuration.clientAPI, appID: credentials?.appID,
+                devIdentity: devIdentity, content: content,
+                contentURLLifetimeSeconds: configuration.serverAPI.contentURLLifetimeSeconds)
+            for pattern in ClientAPI.routePatterns {
+                router.add(pattern, maxBodyBytes: ClientAPILimits.maxBodyBytes) { await api.handle($0) }
+            }
+            // The Client API's WebSocket (HTTP/1.1 Upgrade); each socket drives a session.
+            router.addWebSocket(
+                WebSocketEndpoint.path, subprotocols: WebSocketEndpoint.subprotocols, settings: configuration.webSocket,
+                WebSocketEndpoint.handler(
+                    api: api, logger: logger, admit: { gate.admit() }, release: { gate.release() }))
+        }
         return router
     }
 
@@ -73,13 +83,14 @@ extension NodeServer {
     ) async throws -> TransportServer {
         var tlsConfiguration = TLSConfiguration.server(
             certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath)
-        // HTTP/1.1 serves the Server API and the Client API's WebSocket (Upgrade); the sync
-        // stream and content stay HTTP/2 (505).
-        tlsConfiguration.offersHTTP1 = true
+        // HTTP/1.1 serves the Server API and the Client API (REST, and its WebSocket through
+        // Upgrade); the sync stream and content stay HTTP/2 (505).
+        let http1 = configuration.serverAPI.enabled || configuration.clientAPI.enabled
+        tlsConfiguration.offersHTTP1 = http1
         return try await TransportServer.start(
             host: configuration.host, port: configuration.port, tls: try TLSContext(tlsConfiguration), router: router,
             settings: configuration.http2Settings, group: group, maxConnections: maxConnections,
-            http1: HTTP1Settings(),
+            http1: http1 ? HTTP1Settings() : nil,
             connectionClosed: { [nonces = engine.nonces] in nonces.connectionClosed($0) })
     }
 

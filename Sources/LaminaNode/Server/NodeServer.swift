@@ -141,7 +141,9 @@ public final class NodeServer: Sendable {
         }
         let router = Self.router(
             configuration: configuration, engine: engine, content: content, webhooks: webhooks,
-            credentials: credentials, gate: gate,
+            credentials: credentials,
+            devIdentity: configuration.devIdentityProvider ? prepared.devIdentityProvider : nil,
+            gate: gate,
             admission: admission, budget: outboundBudget,
             metrics: ServerMetrics(factory: PrometheusMetricsFactory(registry: registry)),
             logger: logger)

@@ -64,6 +64,8 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var content = ContentServiceSettings()
     /// The Server API (Layer's Platform API) on the sync port.
     public var serverAPI = ServerAPISettings()
+    /// Layer's Client API (REST) on the sync port.
+    public var clientAPI = ClientAPISettings()
     /// This node's id (hex in flags and files); nil: the data directory's, made at first start.
     /// A store keeps the id it was made with: a different one is refused at start-up.
     public var nodeID: UInt64?
@@ -125,6 +127,9 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try check(
             serverAPI.requestsPerSecond > 0 && serverAPI.burst >= 1,
             "serverAPI needs requestsPerSecond > 0 and burst >= 1")
+        try check(
+            clientAPI.requestsPerSecond > 0 && clientAPI.burst >= 1,
+            "clientAPI needs requestsPerSecond > 0 and burst >= 1")
         for provider in identityProviders {
             try check(!provider.algorithms.isEmpty, "identity provider \(provider.id) allows no algorithm")
             for alg in provider.algorithms {

@@ -116,94 +116,14 @@ extension ServerAPI {
     /// PATCH /conversations/:id with `application/vnd.layer-patch+json` operations on
     /// `participants` (add, remove, set) and `metadata[.path]` (set, delete): all or none (204).
     func patchConversation(_ r: ServerAPIRequest) async throws -> HTTPResponse {
-        let contentType = r.http.headers["content-type"]?.split(separator: ";").first?.trimmingCharacters(
-            in: .whitespaces
-        ).lowercased()
-        guard contentType == "application/vnd.layer-patch+json" else {
-            throw ServerAPIError.invalidHeader(
-                415, "Content-Type", "PATCH needs Content-Type: application/vnd.layer-patch+json")
-        }
+        try ConversationPatch.checkContentType(r.http.headers["content-type"])
         let operations = try ServerAPIJSON.array(r.http.body)
         let stored = try await liveConversation(try r.conversationID())
-        let id = stored.conversation.id
-        var participants = stored.conversation.participants
-        var frames: [Frame] = []
-        for (index, raw) in operations.enumerated() {
-            guard let op = raw.object else {
-                throw ServerAPIError.invalidProperty("[\(index)]", "each operation must be an object")
-            }
-            guard let operation = op["operation"]?.string else {
-                throw ServerAPIError.missingProperty("[\(index)].operation")
-            }
-            guard let property = op["property"]?.string else {
-                throw ServerAPIError.missingProperty("[\(index)].property")
-            }
-            let value = op["value"]
-            switch (operation, property) {
-            case ("add", "participants"), ("remove", "participants"), ("set", "participants"):
-                guard let value else { throw ServerAPIError.missingProperty("[\(index)].value") }
-                let items = value.array ?? [value]
-                var users = Set<UserID>()
-                for item in items { users.insert(try ServerAPIRepresentation.user(item, property: "[\(index)].value")) }
-                var add = Set<UserID>()
-                var remove = Set<UserID>()
-                switch operation {
-                case "add": add = users.subtracting(participants)
-                case "remove": remove = users.intersection(participants)
-                default:
-                    add = users.subtracting(participants)
-                    remove = participants.subtracting(users)
-                }
-                if !add.isEmpty {
-                    frames.append(
-                        .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: add)))
-                }
-                if !remove.isEmpty {
-                    frames.append(
-                        .removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: remove)))
-                }
-                participants.formUnion(add)
-                participants.subtract(remove)
-            case ("set", let p) where p.hasPrefix("metadata."):
-                let path = try Self.keyPath(String(p.dropFirst("metadata.".count)), index)
-                guard let value else { throw ServerAPIError.missingProperty("[\(index)].value") }
-                let v = try ServerAPIRepresentation.metadataValue(value, property: "[\(index)].value")
-                frames.append(.setMetadata(SetMetadata(requestID: UUID(), conversationID: id, keyPath: path, value: v)))
-            case ("set", "metadata"):
-                guard let object = value?.object else {
-                    throw ServerAPIError.invalidProperty("[\(index)].value", "metadata must be set to an object")
-                }
-                for key in stored.conversation.metadata.values.keys where object[key] == nil {
-                    frames.append(
-                        .deleteMetadata(
-                            DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: try Self.keyPath(key, index))
-                        ))
-                }
-                for (key, item) in object.sorted(by: { $0.key < $1.key }) {
-                    let v = try ServerAPIRepresentation.metadataValue(item, property: "[\(index)].value.\(key)")
-                    frames.append(
-                        .setMetadata(
-                            SetMetadata(
-                                requestID: UUID(), conversationID: id, keyPath: try Self.keyPath(key, index), value: v))
-                    )
-                }
-            case ("delete", let p) where p.hasPrefix("metadata."):
-                let path = try Self.keyPath(String(p.dropFirst("metadata.".count)), index)
-                frames.append(.deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: path)))
-            default:
-                throw ServerAPIError.invalidProperty("[\(index)]", "unknown operation \(operation) on \(property)")
-            }
-        }
-        guard !participants.isEmpty else {
-            throw ServerAPIError.invalidProperty("participants", "a conversation keeps at least one participant")
-        }
+        let (ordered, participants) = try ConversationPatch.frames(operations, on: stored.conversation)
         // The actor stays a participant through every operation (removals go last).
         let actor =
             participants.intersection(stored.conversation.participants).sorted().first
             ?? Self.actor(of: stored.conversation)
-        let ordered =
-            frames.filter { if case .removeParticipants = $0 { false } else { true } }
-            + frames.filter { if case .removeParticipants = $0 { true } else { false } }
         if let first = ordered.first {
             let rest = Array(ordered.dropFirst())
             _ = try await engine.runServerAPICommand(first, as: actor) { context, _ in
@@ -225,12 +145,6 @@ extension ServerAPI {
         let frame = Frame.markAllRead(MarkAllRead(requestID: UUID(), conversationID: id, upTo: last))
         _ = try await engine.runServerAPICommand(frame, as: user)
         return HTTPResponse(status: 204)
-    }
-
-    static func keyPath(_ dotted: String, _ index: Int) throws(ServerAPIError) -> MetadataKeyPath {
-        do { return try MetadataKeyPath(parsing: dotted) } catch {
-            throw .invalidProperty("[\(index)].property", error.reason)
-        }
     }
 
     /// The participant the Server API acts as: the creator while a participant, else the first.

@@ -1,0 +1,99 @@
+import Foundation
+import LaminaModel
+import LaminaWire
+
+/// Layer's `application/vnd.layer-patch+json` operations on a conversation, as engine
+/// commands: `participants` (add, remove, set; the users in `value`, or one in `id` as the
+/// Client API's Web SDK sends them) and `metadata` (`set` of the whole object, `set` and
+/// `delete` of `metadata.<path>`). Shared by the Server API and the Client API; all or none.
+enum ConversationPatch {
+    /// The `Content-Type` a PATCH must have (415 otherwise).
+    static func checkContentType(_ value: String?) throws(ServerAPIError) {
+        let type = value?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard type == "application/vnd.layer-patch+json" else {
+            throw .invalidHeader(415, "Content-Type", "PATCH needs Content-Type: application/vnd.layer-patch+json")
+        }
+    }
+
+    /// The commands that apply `operations` to `conversation`, removals last, and the
+    /// participants it has after them (at least one).
+    static func frames(_ operations: [JSONValue], on conversation: Conversation) throws(ServerAPIError) -> (
+        frames: [Frame], participants: Set<UserID>
+    ) {
+        let id = conversation.id
+        var participants = conversation.participants
+        var frames: [Frame] = []
+        for (index, raw) in operations.enumerated() {
+            guard let op = raw.object else { throw .invalidProperty("[\(index)]", "each operation must be an object") }
+            guard let operation = op["operation"]?.string else { throw .missingProperty("[\(index)].operation") }
+            guard let property = op["property"]?.string else { throw .missingProperty("[\(index)].property") }
+            let value = op["value"] ?? op["id"]
+            switch (operation, property) {
+            case ("add", "participants"), ("remove", "participants"), ("set", "participants"):
+                guard let value else { throw .missingProperty("[\(index)].value") }
+                var users = Set<UserID>()
+                for item in value.array ?? [value] {
+                    users.insert(try ServerAPIRepresentation.user(item, property: "[\(index)].value"))
+                }
+                var add = Set<UserID>()
+                var remove = Set<UserID>()
+                switch operation {
+                case "add": add = users.subtracting(participants)
+                case "remove": remove = users.intersection(participants)
+                default:
+                    add = users.subtracting(participants)
+                    remove = participants.subtracting(users)
+                }
+                if !add.isEmpty {
+                    frames.append(
+                        .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: add)))
+                }
+                if !remove.isEmpty {
+                    frames.append(
+                        .removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: remove)))
+                }
+                participants.formUnion(add)
+                participants.subtract(remove)
+            case ("set", let p) where p.hasPrefix("metadata."):
+                let path = try keyPath(String(p.dropFirst("metadata.".count)), index)
+                guard let value = op["value"] else { throw .missingProperty("[\(index)].value") }
+                let v = try ServerAPIRepresentation.metadataValue(value, property: "[\(index)].value")
+                frames.append(.setMetadata(SetMetadata(requestID: UUID(), conversationID: id, keyPath: path, value: v)))
+            case ("set", "metadata"):
+                guard let object = op["value"]?.object else {
+                    throw .invalidProperty("[\(index)].value", "metadata must be set to an object")
+                }
+                for key in conversation.metadata.values.keys where object[key] == nil {
+                    frames.append(
+                        .deleteMetadata(
+                            DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: try keyPath(key, index))))
+                }
+                for (key, item) in object.sorted(by: { $0.key < $1.key }) {
+                    let v = try ServerAPIRepresentation.metadataValue(item, property: "[\(index)].value.\(key)")
+                    frames.append(
+                        .setMetadata(
+                            SetMetadata(
+                                requestID: UUID(), conversationID: id, keyPath: try keyPath(key, index), value: v)))
+                }
+            case ("delete", let p) where p.hasPrefix("metadata."):
+                let path = try keyPath(String(p.dropFirst("metadata.".count)), index)
+                frames.append(.deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: path)))
+            default:
+                throw .invalidProperty("[\(index)]", "unknown operation \(operation) on \(property)")
+            }
+        }
+        guard !participants.isEmpty else {
+            throw .invalidProperty("participants", "a conversation keeps at least one participant")
+        }
+        let ordered =
+            frames.filter { if case .removeParticipants = $0 { false } else { true } }
+            + frames.filter { if case .removeParticipants = $0 { true } else { false } }
+        return (ordered, participants)
+    }
+
+    static func keyPath(_ dotted: String, _ index: Int) throws(ServerAPIError) -> MetadataKeyPath {
+        do { return try MetadataKeyPath(parsing: dotted) } catch {
+            throw .invalidProperty("[\(index)].property", error.reason)
+        }
+    }
+}
