@@ -113,8 +113,19 @@ import Testing
                         if op["property"] == "recipient_status.layer:///identities/bob" and op["value"] == "read":
                             seen["read"] = True
                 return all(seen.values())
-            await recv(ws, step)
+            got = await recv(ws, step)
             print("sdk-message", seen["message"]); print("sdk-typing", seen["typing"]); print("sdk-read", seen["read"])
+            # alice reads bob's answer over REST (the WebSocket has no receipt request).
+            reply = [p["body"]["data"]["id"] for p in got if p["type"] == "change" and p["body"]["operation"] == "create"
+                     and p["body"]["object"]["type"] == "Message" and text_of(p["body"]["data"]) == "from-sdk-1"][0]
+            host, port = hostport.rsplit(":", 1)
+            conn = http.client.HTTPSConnection(host, int(port), context=ctx)
+            conn.request("POST", "/messages/" + reply.split("/")[-1] + "/receipts", json.dumps({"type": "read"}),
+                         {"Accept": "application/vnd.layer+json; version=2.0", "Content-Type": "application/json",
+                          "Authorization": 'Layer session-token="' + token + '"'})
+            r = conn.getresponse(); r.read()
+            print("rest-read", r.status)
+            touch("ws-read")
 
             await ws.send(json.dumps({"type": "signal", "body": {"type": "typing_indicator", "object": {"id": cid}, "data": {"action": "started"}}}))
             touch("ws-typing")
@@ -209,10 +220,17 @@ import Testing
         #expect(received.message.parts.first?.inlineBytes == Array("from-ws-1".utf8))
         #expect(received.message.sender == Self.alice)
         // bob answers, reads, types.
-        _ = try bob.send(try bob.newMessage(parts: [try MessagePart.with(text: "from-sdk-1")]), in: conversation)
+        let reply = try bob.send(
+            try bob.newMessage(parts: [try MessagePart.with(text: "from-sdk-1")]), in: conversation)
         try bob.markAsRead(wsMessage)
         try await bob.typing(.started, in: conversation)
         touch("sdk-done")
+
+        // Alice's read (over REST) reaches bob's SDK.
+        _ = try await waitFile("ws-read")
+        try await ClientHarness.waitUntil(bob, "alice's read of bob's answer") {
+            try bob.messages(in: conversation).first { $0.id == reply.id }?.message.recipientStatus[Self.alice] == .read
+        }
 
         // Alice's typing signal reaches bob's SDK.
         _ = try await waitFile("ws-typing")
@@ -239,6 +257,7 @@ import Testing
             "sdk-message True",
             "sdk-typing True",
             "sdk-read True",
+            "rest-read 204",
             "bad-json False invalid_request",
             "bad-type invalid_property type",
             "bad-method False invalid_property",
