@@ -26,7 +26,7 @@ import Testing
             with open(os.path.join(marks, name + ".tmp"), "w") as f: f.write(text)
             os.rename(os.path.join(marks, name + ".tmp"), os.path.join(marks, name))
 
-        async def wait_file(name, timeout=30):
+        async def wait_file(name, timeout=90):
             deadline = time.time() + timeout
             while not os.path.exists(os.path.join(marks, name)):
                 if time.time() > deadline: raise Exception("timed out waiting for " + name)
@@ -129,6 +129,7 @@ import Testing
 
             await ws.send(json.dumps({"type": "signal", "body": {"type": "typing_indicator", "object": {"id": cid}, "data": {"action": "started"}}}))
             touch("ws-typing")
+            await wait_file("typing-seen")
 
             # Bad input answers with Layer's errors; the socket stays.
             await ws.send("{not json")
@@ -196,7 +197,7 @@ import Testing
                 ])
         }
         func waitFile(_ name: String) async throws -> String {
-            let deadline = ContinuousClock.now + .seconds(60)
+            let deadline = ContinuousClock.now + .seconds(120)
             let path = (marks as NSString).appendingPathComponent(name)
             while ContinuousClock.now < deadline {
                 if let text = try? String(contentsOfFile: path, encoding: .utf8) { return text }
@@ -236,6 +237,7 @@ import Testing
         _ = try await waitFile("ws-typing")
         let typing = TypingChanged(conversationID: conversation, user: Self.alice, state: .started)
         try await bobEvents.wait("alice typing over the WebSocket") { $0.contains(.typing(typing)) }
+        touch("typing-seen")
 
         // While alice's socket is closed, bob sends: her replay gets it.
         _ = try await waitFile("ws-closed")
