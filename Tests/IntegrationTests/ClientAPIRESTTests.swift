@@ -217,6 +217,123 @@ import Testing
         await closed.stop()
     }
 
+    @Test func pagingReceiptsLeavingConflictsIdentitiesAndAnnouncements() async throws {
+        let node = try await TestNode.start("capi-more")
+        let alice = try await ClientAPICurl.session("alice", on: node, http: .http2)
+        let bob = try await ClientAPICurl.session("bob", on: node, http: .http1)
+
+        // Three conversations; pages of two, newest first, after from_id.
+        var ids: [String] = []
+        for title in ["a", "b", "c"] {
+            let created = try await alice.request(
+                "POST", "/conversations",
+                json: #"{"participants":["bob"],"distinct":false,"metadata":{"title":"\#(title)"}}"#)
+            #expect(created.status == 201)
+            ids.append(created.object["id"] as? String ?? "")
+        }
+        let first = try await alice.request("GET", "/conversations?page_size=2")
+        #expect(first.headers["layer-count"] == "3")
+        #expect(first.array.compactMap { $0["id"] as? String } == [ids[2], ids[1]])
+        let second = try await alice.request("GET", "/conversations?page_size=2&from_id=\(ids[1])")
+        #expect(second.array.compactMap { $0["id"] as? String } == [ids[0]])
+        let tooBig = try await alice.request("GET", "/conversations?page_size=101")
+        #expect(tooBig.status == 422)
+
+        // A distinct conversation that exists with other metadata: 409 conflict carrying it.
+        let distinct = try await alice.request(
+            "POST", "/conversations", json: #"{"participants":["bob"],"metadata":{"title":"one"}}"#)
+        #expect(distinct.status == 201)
+        let clash = try await bob.request(
+            "POST", "/conversations", json: #"{"participants":["alice"],"metadata":{"title":"two"}}"#)
+        #expect(clash.status == 409)
+        #expect(clash.object["id"] as? String == "conflict")
+        #expect((clash.object["data"] as? [String: Any])?["id"] as? String == distinct.object["id"] as? String)
+        #expect(((clash.object["data"] as? [String: Any])?["metadata"] as? [String: Any])?["title"] as? String == "one")
+        // An id in use by a conversation with other participants: 409 id_in_use carrying it.
+        let taken = try await alice.request(
+            "POST", "/conversations", json: #"{"id":"\#(ids[0])","participants":["carol"]}"#)
+        #expect(taken.status == 409)
+        #expect(taken.object["id"] as? String == "id_in_use")
+        #expect((taken.object["data"] as? [String: Any])?["id"] as? String == ids[0])
+
+        // Delivery, then mark-all-read up to a position.
+        let conversation = ids[0].replacingOccurrences(of: "layer:///conversations/", with: "")
+        var sent: [[String: Any]] = []
+        for text in ["one", "two"] {
+            let message = try await alice.request(
+                "POST", "/conversations/\(conversation)/messages",
+                json: #"{"parts":[{"mime_type":"text/plain","body":"\#(text)"}]}"#)
+            #expect(message.status == 201)
+            sent.append(message.object)
+        }
+        let firstMessage = (sent[0]["id"] as? String ?? "").replacingOccurrences(of: "layer:///messages/", with: "")
+        let delivered = try await bob.request(
+            "POST", "/messages/\(firstMessage)/receipts", json: #"{"type":"delivery"}"#)
+        #expect(delivered.status == 204)
+        let status = try await alice.request("GET", "/messages/\(firstMessage)")
+        #expect((status.object["recipient_status"] as? [String: String])?["layer:///identities/bob"] == "delivered")
+        let badReceipt = try await bob.request("POST", "/messages/\(firstMessage)/receipts", json: #"{"type":"seen"}"#)
+        #expect(badReceipt.status == 422)
+        let position = sent[0]["position"] as? Int ?? 0
+        let marked = try await bob.request(
+            "POST", "/conversations/\(conversation)/mark_all_read", json: #"{"position":\#(position)}"#)
+        #expect(marked.status == 204)
+        let bobsMessages = try await bob.request("GET", "/conversations/\(conversation)/messages")
+        #expect(bobsMessages.array.map { $0["is_unread"] as? Bool } == [true, false])
+        let older = try await bob.request(
+            "GET", "/conversations/\(conversation)/messages?from_id=\(sent[1]["id"] as? String ?? "")")
+        #expect(older.array.compactMap { $0["id"] as? String } == [sent[0]["id"] as? String ?? ""])
+
+        // Bob leaves: deleted from his devices and no longer a participant.
+        let left = try await bob.request("DELETE", "/conversations/\(conversation)?mode=my_devices&leave=true")
+        #expect(left.status == 204)
+        let after = try await alice.request("GET", "/conversations/\(conversation)")
+        #expect(
+            (after.object["participants"] as? [[String: Any]])?.compactMap { $0["user_id"] as? String } == ["alice"])
+        let gone = try await bob.request("GET", "/conversations/\(conversation)")
+        #expect(gone.status == 404)
+        let noMode = try await alice.request("DELETE", "/conversations/\(conversation)")
+        #expect(noMode.status == 422)
+
+        // Identities: what the Server API set; announcements the Server API sent.
+        let server = CurlAPI(node.server, http: .http1)
+        let identity = try await server.request("POST", "/users/bob/identity", json: #"{"display_name":"Bob B."}"#)
+        #expect(identity.status == 201)
+        let shown = try await alice.request("GET", "/identities/bob")
+        #expect(shown.object["display_name"] as? String == "Bob B.")
+        #expect(shown.object["id"] as? String == "layer:///identities/bob")
+        let followed = try await alice.request("GET", "/identities")
+        #expect(followed.headers["layer-count"] == "1")
+        #expect(followed.array.compactMap { $0["display_name"] as? String } == ["Bob B."])
+        let announced = try await server.request(
+            "POST", "/announcements",
+            json:
+                #"{"recipients":["alice"],"sender":{"name":"Admin"},"parts":[{"mime_type":"text/plain","body":"news"}]}"#
+        )
+        #expect(announced.status == 202)
+        let announcements = try await alice.request("GET", "/announcements")
+        #expect(announcements.headers["layer-count"] == "1")
+        let announcement = announcements.array.first ?? [:]
+        #expect((announcement["sender"] as? [String: Any])?["name"] as? String == "Admin")
+        #expect((announcement["id"] as? String)?.hasPrefix("layer:///announcements/") == true)
+        let announcementID = (announcement["id"] as? String ?? "").replacingOccurrences(
+            of: "layer:///announcements/", with: "")
+        #expect(try await alice.request("GET", "/announcements/\(announcementID)").status == 200)
+        #expect(try await bob.request("GET", "/announcements/\(announcementID)").status == 404)
+        #expect(try await alice.request("DELETE", "/announcements/\(announcementID)").status == 204)
+        // (`my_devices` deletions are feed events the user's devices apply; the node keeps no
+        // per-user hidden set, so REST lists still show the announcement: CLIENT-API.md.)
+        // The announcements conversation is not among alice's conversations.
+        #expect(try await alice.request("GET", "/conversations").headers["layer-count"] == "4")
+
+        // Push tokens: this node delivers no pushes (no provider configured).
+        let push = try await alice.request(
+            "POST", "/push_tokens", json: #"{"token":"dGVzdA","type":"fcm","device_id":"d1"}"#)
+        #expect(push.status == 422)
+        #expect((push.object["data"] as? [String: Any])?["property"] as? String == "type")
+        await node.stop()
+    }
+
     @Test func restAndSDKClientsExchangeMessagesBothWays() async throws {
         let node = try await TestNode.start("capi-interop")
         let alice = try await ClientAPICurl.session("alice", on: node, http: .http2)

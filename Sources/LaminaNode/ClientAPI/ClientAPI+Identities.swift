@@ -16,6 +16,25 @@ extension ClientAPI {
         return ServerAPIJSON.response(200, try await representation(r, users: [user]).identity(user))
     }
 
+    /// GET /identities: the identities the user follows, which are (as Layer followed them by
+    /// default) everyone sharing a live conversation with them, by user id, `page_size` after
+    /// `from_id`; `Layer-Count` is how many.
+    func listIdentities(_ r: ClientAPIRequest) async throws -> HTTPResponse {
+        let user = try r.requireSession().user
+        let pageSize = try r.pageSize()
+        var users = try await engine.store.read { reader in try reader.identityAudience(of: user) }
+            .subtracting([user]).sorted()
+        let total = users.count
+        if let from = r.query["from_id"] {
+            let id = try ServerAPIRepresentation.user(from, property: "from_id")
+            users.removeFirst(users.firstIndex(where: { $0 > id }) ?? users.count)
+        }
+        let page = users.prefix(pageSize)
+        let shown = try await representation(r, users: page)
+        return ServerAPIJSON.response(
+            200, page.map { shown.identity($0) }, extraHeaders: [("layer-count", "\(total)")])
+    }
+
     /// GET /announcements: the user's announcements, newest first (at most
     /// ``ClientAPILimits/maxAnnouncements``, or `page_size`); `Layer-Count` is how many.
     func listAnnouncements(_ r: ClientAPIRequest) async throws -> HTTPResponse {

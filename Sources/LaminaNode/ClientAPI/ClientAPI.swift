@@ -16,7 +16,8 @@ import NIOCore
 public final class ClientAPI: Sendable {
     /// The router patterns (exact paths and prefixes) the Client API answers.
     public static let routePatterns = [
-        "/nonces", "/sessions", "/sessions/*", "/conversations", "/conversations/*", "/messages/*", "/identities/*",
+        "/nonces", "/sessions", "/sessions/*", "/conversations", "/conversations/*", "/messages/*", "/identities",
+        "/identities/*",
         "/announcements", "/announcements/*", "/push_tokens", "/dev/identity_tokens",
     ]
 
@@ -98,6 +99,7 @@ public final class ClientAPI: Sendable {
             Route(method: "POST", template: "/messages/{message_id}/receipts"), true,
             { try await $0.sendReceipt($1) }
         ),
+        (Route(method: "GET", template: "/identities"), true, { try await $0.listIdentities($1) }),
         (Route(method: "GET", template: "/identities/{user_id}"), true, { try await $0.getIdentity($1) }),
         (Route(method: "GET", template: "/announcements"), true, { try await $0.listAnnouncements($1) }),
         (
@@ -282,4 +284,18 @@ struct ClientAPIRequest: Sendable {
 
     /// The request's JSON object body.
     func object() throws(ServerAPIError) -> [String: JSONValue] { try ServerAPIJSON.object(http.body) }
+}
+
+extension ClientAPI {
+    /// The context of an operation asked for outside REST (the WebSocket's `request`
+    /// packets: `Conversation.create`, `Message.create`): the caller's session and the
+    /// `https://host:port` its objects are shown under. With it, the WebSocket half runs
+    /// ``createConversation(_:body:)`` and ``sendMessage(_:conversation:body:)``, and builds
+    /// objects with ``conversationObject(_:_:)`` and ``representation(_:users:)``, exactly as REST does.
+    func context(session: ClientAPISession, base: String) -> ClientAPIRequest {
+        ClientAPIRequest(
+            http: HTTPRequest(
+                method: "POST", path: "/", headers: HeaderFields(), body: ByteBuffer(), httpVersion: "1.1"),
+            parameters: [:], query: [:], base: base, session: session)
+    }
 }
