@@ -166,6 +166,16 @@ import Testing
                 print("oversized", ws3.close_code)
             body, _ = await request(ws2, "r7", "Message.create", {"parts": [{"mime_type": "text/plain", "body": "after-oversized"}]}, object_id=cid)
             print("healthy", body["success"])
+            # At most 8 sockets per session: the next upgrade is refused with 429.
+            extra, refused = [], None
+            for _ in range(10):
+                try:
+                    extra.append(await websockets.connect(base + "/websocket?session_token=" + token, ssl=ctx, subprotocols=["layer-2.0"]))
+                except Exception as e:
+                    refused = status_of(e)
+                    break
+            print("per-session", refused)
+            for s in extra: await s.close()
             touch("ws-after")
             await ws2.close()
             print("done")
@@ -268,6 +278,7 @@ import Testing
             "replay True ['while-away']",
             "oversized 1009",
             "healthy True",
+            "per-session 429",
             "done",
         ]
         #expect(lines == expected, "stdout:\n\(result.stdout)\nstderr:\n\(result.stderr)")
