@@ -284,7 +284,13 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
             replayCursor = nil
         case .message(let r, _), .conversation(let r, _): requestID = r
         }
-        let layer = ServerAPIError.from(WireError(error.code, error.reason))
+        var layer = ServerAPIError.from(WireError(error.code, error.reason))
+        if error.code == .existingDistinctConversation {
+            // As REST answers it: 409 naming the existing conversation.
+            layer = ServerAPIError(
+                409, "conflict", 108, error.reason,
+                data: error.conversationID.map { ["id": .string(ClientAPIRepresentation.conversationID($0))] })
+        }
         write("response", WebSocketResponseBody(request_id: requestID, success: false, data: errorObject(layer)))
     }
 
