@@ -135,15 +135,15 @@ public struct ClientAPIRepresentation: Sendable {
         return out
     }
 
-    /// Parts with ids `layer:///messages/<message>/parts/<part uuid>`; text as it is, other
+    /// Parts with ids `layer:///messages/<message>/parts/<part uuid>` (no `url`: parts are not
+    /// addressed on their own here); text as it is, other
     /// bytes as base64; rich content with its download URL when ``content`` signs them.
     func parts(_ m: Message) -> [ClientPartObject] {
         let message = m.id.uuid.uuidString.lowercased()
         return m.parts.map { part in
             let uuid = part.id.uuidString.lowercased()
             var p = ClientPartObject(
-                id: "layer:///messages/\(message)/parts/\(uuid)", url: "\(base)/messages/\(message)/parts/\(uuid)",
-                mime_type: part.mimeType.description)
+                id: "layer:///messages/\(message)/parts/\(uuid)", mime_type: part.mimeType.description)
             switch part.content {
             case .inline(let bytes):
                 if part.mimeType.description.hasPrefix("text/"), let text = String(validating: bytes, as: UTF8.self) {
