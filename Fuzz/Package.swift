@@ -33,5 +33,6 @@ let package = Package(
         fuzzTarget("FuzzServerAPI", checks: "LaminaNodeFuzzChecks"),
         fuzzTarget("FuzzClientAPI", checks: "LaminaNodeFuzzChecks"),
         fuzzTarget("FuzzWebhookRequest", checks: "LaminaNodeFuzzChecks"),
+        fuzzTarget("FuzzWebSocketPacket", checks: "LaminaNodeFuzzChecks"),
     ]
 )

@@ -10,7 +10,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-targets=(FuzzDecode FuzzRoundTrip FuzzSplitFeed FuzzContentHeaders FuzzIdentityToken FuzzServerAPI FuzzClientAPI FuzzWebhookRequest)
+targets=(FuzzDecode FuzzRoundTrip FuzzSplitFeed FuzzContentHeaders FuzzIdentityToken FuzzServerAPI FuzzClientAPI FuzzWebhookRequest FuzzWebSocketPacket)
 
 usage() {
     echo "usage: $0 <${targets[*]// /|}> <seconds> [libFuzzer flags...]" >&2

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import NIOWebSocket
 
 /// Sits between ``TLSHandler`` and the HTTP/2 handler on a server that offers HTTP/1.1:
 /// when the handshake agreed on `http/1.1`, inserts NIOHTTP1's codec and an
@@ -33,8 +34,17 @@ final class ALPNSwitch: ChannelInboundHandler, RemovableChannelHandler {
                 let sync = context.pipeline.syncOperations
                 let handler = HTTP1ServerHandler(router: router, settings: settings)
                 try sync.addHandler(handler, position: .after(self))
+                // WebSocket routes: the first request of a connection may upgrade (NIO's
+                // upgrade handler leaves the pipeline after the first request).
+                var upgrade: NIOHTTPServerUpgradeConfiguration?
+                if router.hasWebSocketRoutes {
+                    let upgrader = WebSocketUpgrader(router: router)
+                    upgrader.http1 = handler
+                    upgrade = (upgraders: [upgrader], completionHandler: { _ in })
+                }
                 try sync.configureHTTPServerPipeline(
-                    position: .after(self), withPipeliningAssistance: true, withErrorHandling: true,
+                    position: .after(self), withPipeliningAssistance: true, withServerUpgrade: upgrade,
+                    withErrorHandling: true,
                     withOutboundHeaderValidation: true, withEncoderConfiguration: HTTPResponseEncoder.Configuration(),
                     withDecoderLimitConfiguration: limits)
             } catch {
@@ -49,8 +59,9 @@ final class ALPNSwitch: ChannelInboundHandler, RemovableChannelHandler {
 
 /// Serves HTTP/1.1 requests with keep-alive: request-level routes of the router run as on
 /// HTTP/2; stream routes (sync, content) answer 505 (they need HTTP/2); unknown paths 404.
-/// One request at a time (NIOHTTP1's pipelining handler queues the next).
-final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
+/// One request at a time (NIOHTTP1's pipelining handler queues the next). A WebSocket route's
+/// path answers a plain request 426, and a refused upgrade with the route's refusal.
+final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
@@ -69,6 +80,10 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
     private var requestTimer: Scheduled<Void>?
     private var idleTimer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
+    /// The response to a refused WebSocket upgrade, set by ``WebSocketUpgrader`` before the
+    /// request comes here (event loop only).
+    var refusal: HTTPResponse?
+    private var refusing: HTTPResponse?
 
     init(router: TransportRouter, settings: HTTP1Settings) {
         self.router = router
@@ -110,6 +125,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
             tooLarge = false
             answeredEarly = false
             route = router.requestRoute(for: head.uri)
+            refusing = refusal
+            refusal = nil
             if let problem = Self.hostProblem(head) {
                 refuseEarly(
                     context: context,
@@ -205,8 +222,29 @@ final class HTTP1ServerHandler: ChannelInboundHandler, @unchecked Sendable {
         dispatch(context: context, head: head, keepAlive: false)
     }
 
+    /// NIOHTTP1's upgrade handler reports a refused or malformed upgrade here, then passes the
+    /// request on: it is answered as a request, the connection stays.
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if error is NIOWebSocketUpgradeError { return }
+        context.fireErrorCaught(error)
+    }
+
     private func dispatch(context: ChannelHandlerContext, head: HTTPRequestHead, keepAlive: Bool? = nil) {
         let keepAlive = keepAlive ?? head.isKeepAlive
+        if let refusing {
+            self.refusing = nil
+            self.head = nil
+            respond(context: context, refusing, keepAlive: keepAlive)
+            return
+        }
+        if route == nil, router.webSocketRoute(for: head.uri) != nil {
+            self.head = nil
+            let response = HTTPResponse(
+                status: 426, headers: [("content-type", "text/plain"), ("upgrade", "websocket")],
+                body: ByteBuffer(string: "this path is a WebSocket: send Upgrade: websocket (on a new connection)\n"))
+            respond(context: context, response, keepAlive: keepAlive)
+            return
+        }
         guard let route else {
             self.head = nil
             let isStreamRoute = router.match(head.uri) != nil

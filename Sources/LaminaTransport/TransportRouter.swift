@@ -11,6 +11,8 @@ public struct TransportRouter: Sendable {
     private var prefixes: [(String, TransportStreamHandler)] = []
     /// Request-level routes (served over HTTP/2 and HTTP/1.1), by pattern as registered.
     private var requestRoutes: [String: HTTPRequestRoute] = [:]
+    /// WebSocket routes (HTTP/1.1 Upgrade), by exact path.
+    var webSocketRoutes: [String: WebSocketRoute] = [:]
 
     public init() {}
 
@@ -42,8 +44,10 @@ public struct TransportRouter: Sendable {
         match(path).flatMap { requestRoutes[$0] }
     }
 
-    /// The patterns of every registered route (stream and request-level).
-    public var patterns: [String] { Array(exact.keys) + prefixes.map { $0.0 + "*" } }
+    /// The patterns of every registered route (stream, request-level and WebSocket).
+    public var patterns: [String] {
+        Array(exact.keys) + prefixes.map { $0.0 + "*" } + webSocketRoutes.keys.filter { exact[$0] == nil }
+    }
 
     /// The handler for a request `:path`, if any.
     public func handler(for path: String) -> TransportStreamHandler? {

@@ -84,6 +84,42 @@ import Testing
         await shared.close()
     }
 
+    @Test func webSocketPacketInputsHoldTheirProperties() throws {
+        let inputs = try Self.inputs("FuzzWebSocketPacket")
+        #expect(inputs.count >= 11)
+        for (label, input) in inputs {
+            do { try NodeFuzzChecks.checkWebSocketPacket(input) } catch { Issue.record("\(label): \(error)") }
+        }
+        func decode(_ name: String) throws -> Result<WebSocketInboundPacket, WebSocketPacketError> {
+            let input = try [UInt8](
+                Data(contentsOf: Self.fuzz.appendingPathComponent("seeds/FuzzWebSocketPacket/\(name)")))
+            do { return .success(try WebSocketInboundPacket.decode(String(decoding: input, as: UTF8.self))) } catch {
+                return .failure(error)
+            }
+        }
+        guard case .request(let request) = try decode("message-create").get() else {
+            Issue.record("message-create is not a request")
+            return
+        }
+        #expect(request.method == .messageCreate && request.requestID == "r1")
+        #expect(
+            try decode("typing").get()
+                == .typing(
+                    conversation: "layer:///conversations/f3cc7b32-3c92-11e4-baad-164230d1df67", action: .started))
+        for (name, id, requestID) in [
+            ("not-json", "invalid_request", nil), ("unknown-type", "invalid_property", nil),
+            ("unknown-method", "invalid_property", "r5"), ("no-request-id", "missing_property", nil),
+            ("bad-action", "invalid_property", nil),
+        ] as [(String, String, String?)] {
+            guard case .failure(let error) = try decode(name) else {
+                Issue.record("\(name) was accepted")
+                continue
+            }
+            #expect(error.errorID == id, "\(name)")
+            #expect(error.requestID == requestID, "\(name)")
+        }
+    }
+
     /// What each Client API seed is answered on a fresh environment (alice's session and the
     /// fixtures only), so the seeds reach the handlers rather than stop at the checks before them.
     static let clientAPISeedStatuses: [String: Int] = [

@@ -238,6 +238,23 @@ extension NodeServerConfiguration {
             "Client API requests per session per second."),
         .init("clientAPI.burst", \.clientAPI.burst, "Client API requests a session may make at once above the rate."),
 
+        .init(
+            "webSocket.maxFrameBytes", \.webSocket.maxFrameBytes, "Client API WebSocket: largest frame (1009 past it)."),
+        .init(
+            "webSocket.maxMessageBytes", \.webSocket.maxMessageBytes,
+            "Client API WebSocket: largest message, fragments joined (1009 past it)."),
+        .init(
+            "webSocket.maxOutboundBytes", \.webSocket.maxOutboundBytes,
+            "Client API WebSocket: bytes queued for a client before it is closed as a slow reader (1008)."),
+        .init(
+            "webSocket.maxConnections", \.webSocket.maxConnections, "Client API WebSockets open at once on the node."),
+        .init(
+            "webSocket.pingAfterQuietSeconds", \.webSocket.pingAfterQuietSeconds,
+            "Client API WebSocket: seconds without a frame before the node sends a PING."),
+        .init(
+            "webSocket.idleTimeoutSeconds", \.webSocket.idleTimeoutSeconds,
+            "Client API WebSocket: seconds without a frame before the socket is closed (1001)."),
+
         .init("peers.host", \.peers.host, "Peer listener host (--peer-listen)."),
         .init("peers.port", \.peers.port, "Peer listener port; -1: peering off (--peer-listen)."),
         .init("peers.cluster", \.peers.cluster, "The cluster's name; nodes of another cluster are refused."),

@@ -81,6 +81,11 @@ extension NodeServer {
             for pattern in ClientAPI.routePatterns {
                 router.add(pattern, maxBodyBytes: ClientAPILimits.maxBodyBytes) { await api.handle($0) }
             }
+            // The Client API's WebSocket (HTTP/1.1 Upgrade); each socket drives a session.
+            router.addWebSocket(
+                WebSocketEndpoint.path, subprotocols: WebSocketEndpoint.subprotocols, settings: configuration.webSocket,
+                WebSocketEndpoint.handler(
+                    api: api, logger: logger, admit: { gate.admit() }, release: { gate.release() }))
             // The web chat page mints its users' tokens with the dev provider: served only with it.
             if devIdentity != nil { WebChatPage.register(on: &router) }
         }
@@ -95,7 +100,8 @@ extension NodeServer {
     ) async throws -> TransportServer {
         var tlsConfiguration = TLSConfiguration.server(
             certificateChainFile: prepared.certificatePath, privateKeyFile: prepared.privateKeyPath)
-        // HTTP/1.1 serves the Server API and the Client API; the sync stream and content stay HTTP/2 (505).
+        // HTTP/1.1 serves the Server API and the Client API (REST, and its WebSocket through
+        // Upgrade); the sync stream and content stay HTTP/2 (505).
         let http1 = configuration.serverAPI.enabled || configuration.clientAPI.enabled
         tlsConfiguration.offersHTTP1 = http1
         return try await TransportServer.start(

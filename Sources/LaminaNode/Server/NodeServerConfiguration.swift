@@ -1,6 +1,7 @@
 import Foundation
 import LaminaLocalNode
 import LaminaStore
+import LaminaTransport
 
 /// Everything `lamina-node` can be told; every field has a default, so an empty configuration
 /// starts a working development node. The settings read from a config file, the environment
@@ -78,6 +79,9 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var webhooks = WebhookSettings()
     /// Push notifications: providers (APNs, FCM, a gateway), their credentials, retries.
     public var push = PushSettings()
+    /// The Client API's WebSocket (`/websocket`): frame, message and outbound bounds, keepalive,
+    /// the most sockets open.
+    public var webSocket = WebSocketSettings()
     /// The store: group commit spacing, caches, queue bounds (`LaminaStore/Writer/WRITE-PATH.md`).
     package var storage = StorageConfiguration()
 
@@ -122,6 +126,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try content.validate()
         try webhooks.validate()
         try push.validate()
+        if let problem = webSocket.problems.first { throw NodeServerError.configuration("webSocket: \(problem)") }
         do { try storage.validate() } catch { throw NodeServerError.configuration("storage: \(error.reason)") }
         try check(
             serverAPI.requestsPerSecond > 0 && serverAPI.burst >= 1,
