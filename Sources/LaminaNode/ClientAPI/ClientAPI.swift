@@ -17,7 +17,8 @@ import NIOCore
 public final class ClientAPI: Sendable {
     /// The router patterns (exact paths and prefixes) the Client API answers.
     public static let routePatterns = [
-        "/nonces", "/sessions", "/sessions/*", "/conversations", "/conversations/*", "/messages/*", "/identities",
+        "/ping", "/nonces", "/sessions", "/sessions/*", "/conversations", "/conversations/*", "/messages/*",
+        "/identities",
         "/identities/*",
         "/announcements", "/announcements/*", "/push_tokens", "/dev/identity_tokens",
     ]
@@ -68,6 +69,9 @@ public final class ClientAPI: Sendable {
 
     /// Routes with `authenticated` false need no session.
     static let table: [(Route, Bool, Handler)] = [
+        // The Web SDK's online check (`HEAD /ping?client=<version>`): 204, no session needed.
+        (Route(method: "HEAD", template: "/ping"), false, { _, _ in HTTPResponse(status: 204) }),
+        (Route(method: "GET", template: "/ping"), false, { _, _ in HTTPResponse(status: 204) }),
         (Route(method: "POST", template: "/nonces"), false, { try await $0.createNonce($1) }),
         (Route(method: "POST", template: "/sessions"), false, { try await $0.createSession($1) }),
         (Route(method: "DELETE", template: "/sessions/{session_token}"), true, { try await $0.deleteSession($1) }),
@@ -124,12 +128,28 @@ public final class ClientAPI: Sendable {
     /// Answers one request (the route handler for ``routePatterns``).
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let base = origin.withLockedValue { $0 }
+        var response: HTTPResponse
         do {
-            return try await dispatch(request, base: base)
+            response = try await dispatch(request, base: base)
         } catch {
-            return Self.apiError(error).response(base: base)
+            response = Self.apiError(error).response(base: base)
         }
+        return Self.answeredAsJSON(response)
     }
+
+    /// The Client API answers `application/json` (what Layer's Client API sent and the Web SDK
+    /// parses: its XHR reads a body as JSON only under that type), not the Platform API's
+    /// `application/vnd.layer+json` that the shared encoders write.
+    static func answeredAsJSON(_ response: HTTPResponse) -> HTTPResponse {
+        var response = response
+        for i in response.headers.indices where response.headers[i].0 == "content-type" {
+            if response.headers[i].1 == ServerAPIJSON.contentType { response.headers[i].1 = jsonContentType }
+        }
+        return response
+    }
+
+    /// The media type of every JSON answer.
+    static let jsonContentType = "application/json; charset=utf-8"
 
     /// Any failure as Layer's error: the engine's refusals as the Server API maps them.
     static func apiError(_ error: any Error) -> ServerAPIError { ServerAPI.apiError(error) }
