@@ -162,6 +162,7 @@ extension NodeServerConfiguration {
         engine.maxFrameSize = min(limits.maxFrameSize, WireLimits.protocolMaxFrameSize)
         engine.commandBudget = resources.commandBudget
         engine.nonces = resources.nonces
+        engine.answerBudgetBytes = resources.answerBudgetBytes
         engine.cluster = peers.cluster
         return engine
     }
