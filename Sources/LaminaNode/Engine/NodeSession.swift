@@ -338,9 +338,9 @@ public final class NodeSession: Sendable {
         }
     }
 
-    /// Releases `lease` once its page's frames left the paced queue (or the session closed).
+    /// Releases `lease` once its page's frames left the stream's queue (or the session closed).
     func settle(_ lease: AnswerBudget.Lease) async {
-        if isOpen { _ = await outbound.roomForPacedAnswer() }
+        if isOpen { _ = await outbound.pacedAnswerDrained() }
         lease.release()
     }
 

@@ -106,7 +106,8 @@ extension NodeServer {
             connections: { transport.connectionCount }, maxConnections: maxConnections,
             stopping: { stopped.withLockedValue { $0 } })
         let peerMetrics = peers.map { PeerMetrics(registry: registry, engine: engine, peers: $0) }
-        let sampler = NodeMetricsSampler(registry: registry, store: store, transport: transport, budget: budget)
+        let sampler = NodeMetricsSampler(
+            registry: registry, store: store, transport: transport, budget: budget, answers: engine.answers)
         return try await AdminServer.start(
             host: configuration.adminHost, port: configuration.adminPort, group: group,
             metrics: { [peerMetrics] in
