@@ -115,6 +115,9 @@ extension NodeServerConfiguration {
             "resources.nodeOutboundBudgetBytes", \.resources.nodeOutboundBudgetBytes,
             "Outbound bytes queued over all sync streams."),
         .init(
+            "resources.answerBudgetBytes", \.resources.answerBudgetBytes,
+            "Bytes of large answers' pages in flight over the node."),
+        .init(
             "resources.minimumOutboundShareBytes", \.resources.minimumOutboundShareBytes,
             "A stream's least share of the outbound budget."),
         .init(

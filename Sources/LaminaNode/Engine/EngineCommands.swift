@@ -223,8 +223,11 @@ extension NodeEngine {
         if snapshot {
             // Conversations, counts and the head from one read: the feed after the head holds
             // exactly what the snapshot does not.
+            guard let lease = await session.answerLease(Self.historyPageBytes) else { return }
+            defer { lease.release() }
             let taken = try await store.read { r in try r.snapshot(of: user) }
             guard await session.sendPaced(FeedCoding.frames(taken.changes(), for: features)) else { return }
+            await session.settle(lease)
             cursor = taken.head
         } else {
             cursor = try await sendFeed(of: user, after: cursor, to: session, features: features)
@@ -244,11 +247,18 @@ extension NodeEngine {
         var cursor = cursor
         while session.isOpen {
             let after = cursor
+            guard let lease = await session.answerLease(Self.historyPageBytes) else { break }
+            defer { lease.release() }
             let entries = try await store.read { r in try r.feed(of: user, after: after, limit: 256) }
             guard let last = entries.last else { break }
+            lease.resize(
+                to: entries.reduce(0) { sum, entry in
+                    sum + 64 + entry.payload.count + (entry.createdMessage.map { Self.estimatedBytes([$0]) } ?? 0)
+                })
             var changes: [Change] = []
             for entry in entries { changes.append(try FeedCoding.decode(entry)) }
             guard await session.sendPaced(FeedCoding.frames(changes, for: features)) else { break }
+            await session.settle(lease)
             cursor = last.seq
             if entries.count < 256 { break }
         }
@@ -280,6 +290,10 @@ extension NodeEngine {
         // messages read so far decides how many), so a fetch of large messages holds a
         // megabyte or so at a time, not 256 of them.
         let page = Swift.min(paged ? Self.firstHistoryPage : Self.historyPageSize, max)
+        // Each page read holds a lease of the node's answer budget until its frames left the
+        // stream's paced queue.
+        guard var lease = await session.answerLease(Self.historyPageBytes) else { return }
+        defer { lease.release() }
         let first = try await store.read { r -> (messages: [Message], id: ConversationID) in
             var found = try r.conversation(named)
             if found?.isLive != true, let target = try r.resolvedConversation(named) {
@@ -304,6 +318,7 @@ extension NodeEngine {
         let id = first.id
         let features = session.state.withLockedValue { $0.features }
         var messages = first.messages
+        lease.resize(to: Self.estimatedBytes(messages))
         var requested = page
         var sent = 0
         while true {
@@ -322,11 +337,16 @@ extension NodeEngine {
             }
             let limit = Swift.min(Self.nextHistoryPage(after: messages), max - sent)
             requested = limit
+            await session.settle(lease)
+            guard let next = await session.answerLease(Self.historyPageBytes) else { return }
+            lease = next
             messages = try await store.read { r in
                 try r.history(of: id, for: user, .complete(after: after, limit: limit))
             }
+            lease.resize(to: Self.estimatedBytes(messages))
             if messages.isEmpty { break }
         }
+        await session.settle(lease)
         session.send(.ack(Ack(requestID: request.requestID, conversationID: id)))
     }
 
@@ -342,13 +362,18 @@ extension NodeEngine {
     /// of the page just sent, 1...``historyPageSize``.
     static func nextHistoryPage(after page: [Message]) -> Int {
         guard !page.isEmpty else { return historyPageSize }
-        let bytes = page.reduce(0) { total, message in
+        let bytes = estimatedBytes(page)
+        return Swift.max(1, Swift.min(historyPageSize, historyPageBytes / Swift.max(1, bytes / page.count)))
+    }
+
+    /// About the bytes `messages` take in memory and on the wire.
+    static func estimatedBytes(_ messages: [Message]) -> Int {
+        messages.reduce(0) { total, message in
             message.parts.reduce(total + 128) { sum, part in
                 if case .inline(let content) = part.content { return sum + content.count + 64 }
                 return sum + 128
             }
         }
-        return Swift.max(1, Swift.min(historyPageSize, historyPageBytes / Swift.max(1, bytes / page.count)))
     }
 
     /// Where an unread-only history starts (exclusive): after the user's read marker and the

@@ -36,6 +36,8 @@ public final class NodeEngine: Sendable {
     let blockLists: BlockLists
     /// The nonces issued and not yet expired, each tied to its connection (SPEC §5.2).
     public let nonces: NonceTable
+    /// The memory of large answers in flight (FETCH_HISTORY, SYNC backlogs, snapshots).
+    public let answers: AnswerBudget
 
     /// Reads the latest clock reading this node stored, so its hybrid logical clock continues
     /// after it (positions never go back across a restart, whatever the wall clock says).
@@ -44,6 +46,7 @@ public final class NodeEngine: Sendable {
         self.store = store
         self.configuration = configuration
         self.nonces = NonceTable(limits: configuration.nonces)
+        self.answers = AnswerBudget(limit: configuration.answerBudgetBytes)
         self.verifier = IdentityTokenVerifier(
             providers: configuration.identityProviders, maxClockSkew: configuration.maxClockSkew)
         self.commandBudget = TokenBuckets(

@@ -21,6 +21,8 @@ public struct NodeEngineConfiguration: Sendable {
     public var commandBudget = CommandBudget()
     /// The cluster this node belongs to, named in WELCOME (SPEC §5.1, §6.5).
     public var cluster = "lamina"
+    /// Bytes of large answers' pages in flight over the node (``AnswerBudget``).
+    public var answerBudgetBytes = 16 * 1_048_576
     /// Bounds on replicated operations parked until their conversation arrives (SPEC §6.5).
     package var parking = ParkingLimits()
 

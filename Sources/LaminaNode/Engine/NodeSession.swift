@@ -135,6 +135,7 @@ public final class NodeSession: Sendable {
             return s.auth
         }
         continuation.finish()
+        engine.answers.abandon(owner: ObjectIdentifier(self))
         engine.registry.remove(self, user: auth?.user)
         if let auth { engine.deviceGone(auth.user, device: auth.device) }
     }
@@ -326,6 +327,21 @@ public final class NodeSession: Sendable {
             outbound.send([frame])
         }
         return isOpen
+    }
+
+    /// A lease of the node's ``AnswerBudget`` for one page of a large answer, waited for;
+    /// nil when the session closed first.
+    func answerLease(_ bytes: Int) async -> AnswerBudget.Lease? {
+        guard let user else { return nil }
+        return await engine.answers.acquire(user: user, bytes: bytes, owner: ObjectIdentifier(self)) {
+            [weak self] in self?.isOpen ?? false
+        }
+    }
+
+    /// Releases `lease` once its page's frames left the stream's queue (or the session closed).
+    func settle(_ lease: AnswerBudget.Lease) async {
+        if isOpen { _ = await outbound.pacedAnswerDrained() }
+        lease.release()
     }
 
     /// A non-fatal ERROR for a command (fatal ones close the session).

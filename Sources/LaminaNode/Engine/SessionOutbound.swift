@@ -13,6 +13,9 @@ public protocol SessionOutbound: AnyObject, Sendable {
     /// all at once. Returns false once the stream is closed (the answer stops there). An
     /// implementation resets a client that takes nothing for a bounded time.
     func roomForPacedAnswer() async -> Bool
+    /// Like ``roomForPacedAnswer()``, but returns once the queue is (nearly) empty: a page of
+    /// a large answer has left the node. False once the stream is closed.
+    func pacedAnswerDrained() async -> Bool
     /// The connection the stream travels on (nonces are tied to it, SPEC §5.2); nil when
     /// there is none (tests): the session's nonces are then its own.
     var connectionID: UInt64? { get }
@@ -21,6 +24,8 @@ public protocol SessionOutbound: AnyObject, Sendable {
 extension SessionOutbound {
     /// Outbounds without a bounded queue (tests) always have room.
     public func roomForPacedAnswer() async -> Bool { true }
+    /// Outbounds that do not say otherwise: as ``roomForPacedAnswer()``.
+    public func pacedAnswerDrained() async -> Bool { await roomForPacedAnswer() }
     /// No connection: the session's nonces are its own.
     public var connectionID: UInt64? { nil }
 }

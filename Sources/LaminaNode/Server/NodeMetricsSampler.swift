@@ -10,6 +10,10 @@ final class NodeMetricsSampler: Sendable {
     private let transport: TransportServer
     private let budget: NodeOutboundBudget
     private let outboundQueued: Gauge
+    private let answers: AnswerBudget
+    private let answerBytesHeld: Gauge
+    private let answerBytesPeak: Gauge
+    private let answersWaiting: Gauge
     private let outboundBudgetResets: Counter
     private let connectionsOpen: Gauge
     private let descriptorsOpen: Gauge
@@ -29,8 +33,22 @@ final class NodeMetricsSampler: Sendable {
     private let postgres: PostgresMetrics?
 
     init(
-        registry: PrometheusCollectorRegistry, store: NodeStore, transport: TransportServer, budget: NodeOutboundBudget
+        registry: PrometheusCollectorRegistry, store: NodeStore, transport: TransportServer, budget: NodeOutboundBudget,
+        answers: AnswerBudget
     ) {
+        self.answers = answers
+        answerBytesHeld = registry.makeGauge(
+            descriptor: .init(
+                namespace: "lamina", metricName: "answer_held", unitName: "bytes",
+                helpText: "Bytes of large answers' pages in flight (the node's answer budget counts these)"))
+        answerBytesPeak = registry.makeGauge(
+            descriptor: .init(
+                namespace: "lamina", metricName: "answer_peak", unitName: "bytes",
+                helpText: "The most bytes of large answers' pages in flight at once since the start"))
+        answersWaiting = registry.makeGauge(
+            descriptor: .init(
+                namespace: "lamina", metricName: "answers_waiting", unitName: "streams",
+                helpText: "Large answers waiting for room in the node's answer budget"))
         self.store = store
         self.transport = transport
         self.budget = budget
@@ -117,6 +135,9 @@ final class NodeMetricsSampler: Sendable {
         }
         connectionsOpen.set(Int64(transport.connectionCount))
         outboundQueued.set(Int64(budget.total))
+        answerBytesHeld.set(Int64(answers.held))
+        answerBytesPeak.set(Int64(answers.peak))
+        answersWaiting.set(Int64(answers.waiting))
         if let open = NodeHealth.openDescriptors() { descriptorsOpen.set(Int64(open)) }
         if let postgres, let statistics = store.samplePostgresStatistics() {
             postgres.sample(

@@ -55,6 +55,10 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     /// slow consumers (``NodeOutboundBudget``).
     public var nodeOutboundBudgetBytes = 1_024 * 1_048_576
     public var minimumOutboundShareBytes = 256 * 1_024
+    /// Bytes of large answers' pages (FETCH_HISTORY, SYNC backlogs, snapshots) in flight over
+    /// the node, from the store read until the page left the stream's paced queue; one user
+    /// holds at most half (``AnswerBudget``).
+    public var answerBudgetBytes = 16 * 1_048_576
     public var initialStreamWindowBytes = 16 * 1_024
     public var streamWindowBytes = 256 * 1_024
     /// Per user over all its sessions: storage commands and their bytes (config file keys
@@ -105,6 +109,9 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
         try check(
             nodeOutboundBudgetBytes >= 1_048_576 && minimumOutboundShareBytes >= 65_536,
             "resources.nodeOutboundBudgetBytes must be at least 1048576 and minimumOutboundShareBytes at least 65536")
+        try check(
+            answerBudgetBytes >= 2 * 1_048_576,
+            "resources.answerBudgetBytes must be at least 2097152 (two pages of a large answer)")
         try check(
             commandBudget.commandsPerSecond >= 1 && commandBudget.commandBurst >= 1,
             "resources.commandsPerUserPerSecond and commandBurstPerUser must be at least 1")

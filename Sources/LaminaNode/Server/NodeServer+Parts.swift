@@ -126,7 +126,8 @@ extension NodeServer {
             connections: { transport.connectionCount }, maxConnections: maxConnections,
             stopping: { stopped.withLockedValue { $0 } })
         let peerMetrics = peers.map { PeerMetrics(registry: registry, engine: engine, peers: $0) }
-        let sampler = NodeMetricsSampler(registry: registry, store: store, transport: transport, budget: budget)
+        let sampler = NodeMetricsSampler(
+            registry: registry, store: store, transport: transport, budget: budget, answers: engine.answers)
         return try await AdminServer.start(
             host: configuration.adminHost, port: configuration.adminPort, group: group,
             metrics: { [peerMetrics] in
@@ -182,6 +183,7 @@ extension NodeServerConfiguration {
         engine.maxFrameSize = min(limits.maxFrameSize, WireLimits.protocolMaxFrameSize)
         engine.commandBudget = resources.commandBudget
         engine.nonces = resources.nonces
+        engine.answerBudgetBytes = resources.answerBudgetBytes
         engine.cluster = peers.cluster
         return engine
     }

@@ -75,6 +75,8 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private var authenticatedQueued = false
     /// A paced answer waiting for the queue to shrink (at most one: the session's inbox task).
     private var roomWaiters: [CheckedContinuation<Bool, Never>] = []
+    /// The queue the waiting answer waits for (`pacedAnswerQueueBytes`, or a drained queue).
+    private var roomThreshold = 0
     /// When the transport last took queued bytes (the client's reading made room).
     private var lastDrain = NIODeadline.now()
     /// When a paced answer last asked for room (its frames are not inbound activity).
@@ -539,7 +541,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             inFlightBytes -= count
             _ = reportQueue()
             lastDrain = .now()
-            guard queuedBytes <= limits.pacedAnswerQueueBytes else { return [] }
+            guard queuedBytes <= roomThreshold else { return [] }
             return takeRoomWaiters()
         }
         for waiter in waiters { waiter.resume(returning: true) }
@@ -568,13 +570,23 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     }
 
     public func roomForPacedAnswer() async -> Bool {
+        await room(atMost: limits.pacedAnswerQueueBytes)
+    }
+
+    /// The queue is down to one write piece: the page before has left the node.
+    public func pacedAnswerDrained() async -> Bool {
+        await room(atMost: min(Self.writePiece, limits.pacedAnswerQueueBytes))
+    }
+
+    private func room(atMost threshold: Int) async -> Bool {
         enum Room { case yes, closed, wait }
         return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let room = lock.withLock { () -> Room in
                 if outboundClosed { return .closed }
                 lastPacedFrame = .now()
-                if queuedBytes <= limits.pacedAnswerQueueBytes { return .yes }
+                if queuedBytes <= threshold { return .yes }
                 if roomWaiters.isEmpty { lastDrain = .now() }  // the stall clock starts with the wait
+                roomThreshold = threshold
                 roomWaiters.append(continuation)
                 return .wait
             }

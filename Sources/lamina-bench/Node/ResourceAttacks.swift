@@ -336,34 +336,101 @@ extension ResourcesCommand {
         summary.add(
             "history \(String(format: "%.1f", Double(bytes) / 1e6)) MB to a \(readRate / 1_024) KiB/s reader \(complete ? "complete" : "INCOMPLETE") in \(String(format: "%.0f", took.seconds)) s"
         )
-        // Fast readers together.
-        let fastSampler = Self.peakSampler(p)
-        let counts = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<historyReaders {
+        // Fast readers together, a round per count.
+        for count in historyReaders.split(separator: ",").compactMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) {
+            try await fastReaders(count, p, conversation, sent, summary)
+        }
+        try await unreadAnswers(p, conversation, summary)
+        await reader.close()
+        await sender.close()
+    }
+
+    /// `count` readers (one connection each) fetch the complete history at once, read as fast as
+    /// it comes: each answer complete, the node's peak RSS growth, each reader's throughput.
+    private func fastReaders(
+        _ count: Int, _ p: Phase, _ conversation: ConversationID, _ sent: Set<MessageID>, _ summary: Summary
+    ) async throws {
+        try await p.settle()
+        let before = p.rss()
+        let sampler = Self.peakSampler(p)
+        let clock = ContinuousClock()
+        let began = clock.now
+        let results = try await withThrowingTaskGroup(of: (Int, Int, Duration).self) { group in
+            for _ in 0..<count {
                 group.addTask {
                     let fast = try await BenchSyncClient.connect(url: p.url, caFile: p.caFile, group: p.group)
                     try await fast.login(user: "historian", device: UUID(), dev: p.dev)
                     let seen = try await Self.countMessages(fast)
                     let id = UUID()
+                    let start = ContinuousClock.now
+                    let bytesBefore = fast.bytesReceived.withLockedValue { $0 }
                     _ = try await fast.request(
                         .fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: .complete)),
                         id: id
                     ).get()
-                    let count = seen.withLockedValue { $0.intersection(sent).count }
+                    let took = ContinuousClock.now - start
+                    let bytes = fast.bytesReceived.withLockedValue { $0 } - bytesBefore
+                    let got = seen.withLockedValue { $0.intersection(sent).count }
                     await fast.close()
-                    return count
+                    return (got, bytes, took)
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
-        fastSampler.cancel()
-        let peak = await fastSampler.value
+        let took = clock.now - began
+        sampler.cancel()
+        let peak = await sampler.value
+        let complete = results.filter { $0.0 == sent.count }.count
+        let rates = results.map { Double($0.1) / max($0.2.seconds, 0.001) / 1e6 }.sorted()
+        let growth = peak - before
         print(
-            "  \(historyReaders) fast readers at once: \(counts.filter { $0 == sent.count }.count) complete; peak RSS \(Self.mib(peak))"
+            "  \(count) fast readers at once: \(complete) of \(count) complete in \(took); RSS \(Self.mib(before)) -> peak \(Self.mib(peak)) (growth \(Self.mib(growth))); per reader \(String(format: "%.1f", rates.first ?? 0))–\(String(format: "%.1f", rates.last ?? 0)) MB/s (median \(String(format: "%.1f", rates.isEmpty ? 0 : rates[rates.count / 2])))"
         )
-        summary.peak("\(historyReaders) history fetches of \(historyMB) MB", peak)
-        await reader.close()
-        await sender.close()
+        summary.add(
+            "\(count) history readers: \(complete)/\(count) complete, RSS growth \(Self.mib(growth)), median \(String(format: "%.1f", rates.isEmpty ? 0 : rates[rates.count / 2])) MB/s each"
+        )
+        summary.peak("\(count) history fetches of \(historyMB) MB", peak)
+    }
+
+    /// `unreadStreams` streams on one connection each ask for the complete history and read
+    /// nothing: the node's RSS growth, and how long until every stream was cut.
+    private func unreadAnswers(_ p: Phase, _ conversation: ConversationID, _ summary: Summary) async throws {
+        try await p.settle()
+        let before = p.rss()
+        let sampler = Self.peakSampler(p)
+        let connection = try await TransportConnection.connect(to: p.url, tls: try p.tls(), group: p.group)
+        var answers: [EventLoopFuture<Frame>] = []
+        for _ in 0..<unreadStreams {
+            let stream = try await BenchSyncClient.open(on: connection)
+            try await stream.login(user: "historian", device: UUID(), dev: p.dev)
+            stream.stream.pauseInbound()
+            let id = UUID()
+            answers.append(
+                stream.request(
+                    .fetchHistory(FetchHistory(requestID: id, conversationID: conversation, policy: .complete)), id: id)
+            )
+        }
+        let clock = ContinuousClock()
+        let began = clock.now
+        let cut = NIOLockedValueBox<[Duration]>([])
+        for answer in answers {
+            answer.whenComplete { _ in cut.withLockedValue { $0.append(clock.now - began) } }
+        }
+        let deadline = clock.now + .seconds(600)
+        while cut.withLockedValue({ $0.count }) < answers.count, clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        sampler.cancel()
+        let peak = await sampler.value
+        let times = cut.withLockedValue { $0 }.sorted()
+        let login = try await Self.healthyLogin(p)
+        print(
+            "  \(unreadStreams) streams that read nothing: \(times.count) cut, the first after \(times.first.map { "\($0)" } ?? "-"), the last after \(times.last.map { "\($0)" } ?? "-"); RSS \(Self.mib(before)) -> peak \(Self.mib(peak)) (growth \(Self.mib(peak - before))); a healthy login then \(login)"
+        )
+        summary.add(
+            "\(unreadStreams) unread history streams: growth \(Self.mib(peak - before)), all cut within \(times.last.map { String(format: "%.0f", $0.seconds) } ?? "-") s"
+        )
+        try? await connection.close()
     }
 
     /// Item 4: a SYNC backlog of `backlogMB` to a reader at `readRate`: a device synced once,

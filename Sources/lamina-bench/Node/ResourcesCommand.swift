@@ -44,7 +44,10 @@ struct ResourcesCommand: AsyncParsableCommand {
     @Option(help: "TLS connections that open no stream (idle-connections).") var idleConnections = 1_000
     @Option(help: "Header-only 1 GiB uploads left stalled, 8 per user (stalled-uploads).") var stalledUploads = 400
     @Option(help: "MB of history in one conversation, fetched by a 256 KB/s reader (history).") var historyMB = 60
-    @Option(help: "Concurrent fast readers of that history afterwards (history).") var historyReaders = 8
+    @Option(help: "Rounds of concurrent fast readers of that history afterwards, comma-separated (history).")
+    var historyReaders = "8,32"
+    @Option(help: "Streams on one connection that ask for that history and read nothing (history).")
+    var unreadStreams = 100
     @Option(help: "MB of SYNC backlog to a 256 KB/s reader (backlog).") var backlogMB = 6
     @Option(help: "The slow reader's rate, bytes a second.") var readRate = 256 * 1_024
     @Option(help: "Seconds to let the node settle before each RSS reading.") var settleSeconds = 2.0
