@@ -31,8 +31,11 @@ struct AddressAdmissionTests {
         let port = node.server.transport.port
         let healthy = try await HealthyPair.start(node)
         let transport = node.server.transport
-        // What a login costs on this machine now, without the flood: the bound below is 1 s
-        // beyond it (the suite shares two cores with other builds).
+        // What a login costs on this machine now, without the flood. The bound below is 5 s
+        // beyond it: inside the whole suite on two cores a login's cost varies by seconds from
+        // one minute to the next, while before per-address limits a login during this flood
+        // did not get through for ~35 s. The 1 s figure is measured by hand in a quiet run
+        // (RESOURCES.md §3: 0.93 s with 10,000 connections from one address).
         let clock = ContinuousClock()
         var baseline = Duration.zero
         for round in 0..<3 {
@@ -41,7 +44,7 @@ struct AddressAdmissionTests {
             baseline = max(baseline, clock.now - start)
             await session.close()
         }
-        let bound = .seconds(1) + baseline
+        let bound = .seconds(5) + baseline
 
         // Plain TCP from 127.0.0.2: handshakes that never start. Six are held, the rest closed
         // at once; the attacker keeps re-opening what the node closes.
@@ -66,7 +69,7 @@ struct AddressAdmissionTests {
         // The node never holds more than six of them (all still in their handshake).
         #expect(transport.connectionCount <= 2 + 6, "\(transport.connectionCount) open")
 
-        // Another address logs in within 1 s, several times, while the flood goes on.
+        // Another address logs in within the bound, several times, while the flood goes on.
         var slowest = Duration.zero
         for round in 0..<5 {
             let start = clock.now
