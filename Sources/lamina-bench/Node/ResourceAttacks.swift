@@ -428,7 +428,8 @@ extension ResourcesCommand {
             "  \(unreadStreams) streams that read nothing: \(times.count) cut, the first after \(times.first.map { "\($0)" } ?? "-"), the last after \(times.last.map { "\($0)" } ?? "-"); RSS \(Self.mib(before)) -> peak \(Self.mib(peak)) (growth \(Self.mib(peak - before))); a healthy login then \(login)"
         )
         summary.add(
-            "\(unreadStreams) unread history streams: growth \(Self.mib(peak - before)), all cut within \(times.last.map { String(format: "%.0f", $0.seconds) } ?? "-") s"
+            "\(unreadStreams) unread history streams: growth \(Self.mib(peak - before)), \(times.count) of \(unreadStreams) seen cut"
+                + (times.last.map { String(format: ", the last after %.0f s", $0.seconds) } ?? "")
         )
         try? await connection.close()
     }
