@@ -81,22 +81,8 @@ extension ClientAPI {
             }
             for item in list { participants.insert(try ServerAPIRepresentation.user(item, property: "participants")) }
         }
-        var distinct = true
-        if let value = body["distinct"], !value.isNull {
-            guard let flag = value.bool else {
-                throw ServerAPIError.invalidProperty("distinct", "distinct must be true or false")
-            }
-            distinct = flag
-        }
-        var metadata = Metadata()
-        if let value = body["metadata"], !value.isNull {
-            guard let object = value.object else {
-                throw ServerAPIError.invalidProperty("metadata", "metadata must be an object of strings and objects")
-            }
-            for (key, v) in object {
-                metadata.values[key] = try ServerAPIRepresentation.metadataValue(v, property: "metadata.\(key)")
-            }
-        }
+        let options = try ClientConversationOptions(body)
+        let (distinct, metadata) = (options.distinct, options.metadata)
         var id = ConversationID(uuid: UUID())
         if let raw = body["id"], !raw.isNull {
             guard let text = raw.string, let chosen = ClientAPIRepresentation.conversation(text) else {

@@ -83,22 +83,8 @@ extension WebSocketSession {
             let reference = item.object?["id"] ?? item.object?["user_id"] ?? item
             participants.insert(try ServerAPIRepresentation.user(reference, property: "data.participants[\(index)]"))
         }
-        var distinct = true
-        if let value = data["distinct"], !value.isNull {
-            guard let flag = value.bool else {
-                throw ServerAPIError.invalidProperty("data.distinct", "distinct is true or false")
-            }
-            distinct = flag
-        }
-        var metadata = Metadata()
-        if let value = data["metadata"], !value.isNull {
-            guard let object = value.object else {
-                throw ServerAPIError.invalidProperty("data.metadata", "metadata is an object of strings and objects")
-            }
-            for (key, v) in object {
-                metadata.values[key] = try ServerAPIRepresentation.metadataValue(v, property: "data.metadata.\(key)")
-            }
-        }
+        let options = try ClientConversationOptions(data, prefix: "data.")
+        let (distinct, metadata) = (options.distinct, options.metadata)
         var id = ConversationID(uuid: UUID())
         if let raw = data["id"], !raw.isNull {
             guard let text = raw.string, let given = Self.conversationID(text) else {
