@@ -47,4 +47,26 @@ import Testing
             #expect(refused)
         }
     }
+
+    @Test(arguments: StoreBackend.allCases) func notificationIDsAreRememberedForALifetime(_ backend: StoreBackend)
+        async throws
+    {
+        try await withTemporaryStore(backend: backend) { store, _ in
+            let (first, second) = (UUID(), UUID())
+            func record(_ id: UUID, at ms: Int64, forgetting oldest: Int64) async throws -> Bool {
+                try await store.write { tx in
+                    try tx.recordNotificationID(
+                        id, at: Timestamp(millisecondsSince1970: ms),
+                        forgettingBefore: Timestamp(millisecondsSince1970: oldest))
+                }
+            }
+            let new = try await record(first, at: 1_000, forgetting: 0)
+            let repeated = try await record(first, at: 2_000, forgetting: 0)
+            let other = try await record(second, at: 3_000, forgetting: 0)
+            // Once its time is before the oldest kept, the id is forgotten: new again.
+            let afterLifetime = try await record(first, at: 10_000, forgetting: 2_500)
+            let secondKept = try await record(second, at: 10_000, forgetting: 2_500)
+            #expect(new && !repeated && other && afterLifetime && !secondKept)
+        }
+    }
 }

@@ -42,6 +42,9 @@ final class PushOutbox: Sendable {
         isLive.withLockedValue { $0 = LiveCheck(check: check) }
     }
 
+    /// How long a push lives (`push.expirationSeconds`), in milliseconds.
+    var lifetimeMilliseconds: Int64 { configuration.withLockedValue { $0.expirationMilliseconds } }
+
     /// Whether tokens of `kind` are taken (a provider for it is configured).
     func delivers(_ kind: PushToken.Kind) -> Bool { configuration.withLockedValue { $0.kinds.contains(kind) } }
 

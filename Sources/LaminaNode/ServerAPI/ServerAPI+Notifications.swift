@@ -9,8 +9,8 @@ extension ServerAPI {
     /// ``ServerAPILimits/maxAnnouncementRecipients``) and `notification` (`text`, `title`,
     /// `sound`, `category`, `data`, per-recipient overrides in `recipients`); 202 with the
     /// notification. Checked whole before anything is queued; `If-None-Match` names it (a
-    /// repeat pushes no device twice). The pushes are queued in one commit and delivered like
-    /// a message's (retried, expiring after `push.expirationSeconds`).
+    /// repeat within the pushes' lifetime queues nothing). The pushes are queued in one commit
+    /// and delivered like a message's (retried, expiring after `push.expirationSeconds`).
     func sendNotification(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let id = try r.requestID() ?? UUID()
         let body = try ServerAPIJSON.object(r.http.body)
@@ -43,8 +43,18 @@ extension ServerAPI {
         let overrides = try Self.pushOverrides(body)
         let pushes = engine.pushes
         let users = Set(recipients)
+        let keep = engine.pushes.lifetimeMilliseconds
         try await engine.store.write { tx in
-            try pushes.record(notification: id, push, to: users, overrides: overrides, in: tx, at: .now())
+            let now = Timestamp.now()
+            // Named once: a repeat within the pushes' lifetime queues nothing (delivered pushes
+            // leave the queue, so the queue alone would not know).
+            guard
+                try tx.recordNotificationID(
+                    id, at: now, forgettingBefore: Timestamp(millisecondsSince1970: now.millisecondsSince1970 - keep))
+            else {
+                return
+            }
+            try pushes.record(notification: id, push, to: users, overrides: overrides, in: tx, at: now)
         }
         let representation = r.representation
         let uuid = id.uuidString.lowercased()
