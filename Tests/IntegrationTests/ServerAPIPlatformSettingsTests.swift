@@ -144,6 +144,21 @@ import Testing
 
     // MARK: Session lifetime
 
+    /// Connects to the WebSocket with a session token (argv: CA file, host:port, token), reads
+    /// until the node closes it and prints `closed <code>`.
+    static let webSocketScript = #"""
+        import asyncio, ssl, sys, websockets
+        ctx = ssl.create_default_context(cafile=sys.argv[1])
+        async def main():
+            url = "wss://" + sys.argv[2] + "/websocket?session_token=" + sys.argv[3]
+            async with websockets.connect(url, ssl=ctx, subprotocols=["layer-2.0"]) as ws:
+                try:
+                    while True: await asyncio.wait_for(ws.recv(), 60)
+                except websockets.ConnectionClosed as e:
+                    print("closed", e.rcvd.code if e.rcvd else None)
+        asyncio.run(main())
+        """#
+
     @Test(arguments: [CurlAPI.HTTP.http1, .http2])
     func sessionsEndWithSessionExpiredOnceTheirLifetimeIsOver(http: CurlAPI.HTTP) async throws {
         let node = try await TestNode.start(Self.name("session-ttl", http)) { $0.sessionLifetimeSeconds = 10 }
@@ -151,6 +166,16 @@ import Testing
         let stream = try await node.session("alice", device: UUID())
         let rest = try await ClientAPICurl.session("alice", on: node, http: http)
         #expect(try await rest.request("GET", "/conversations").status == 200)
+        // A WebSocket on the REST session (Python's `websockets`): closed with 4401 at expiry.
+        let token = try #require(rest.sessionToken)
+        let webSocket = Task {
+            try await ExternalCommand.run(
+                "/usr/bin/env",
+                [
+                    "python3", "-c", Self.webSocketScript, node.server.prepared.certificatePath,
+                    node.server.url.replacingOccurrences(of: "https://", with: ""), token,
+                ])
+        }
 
         // The open stream ends with a fatal session-expired once the lifetime is over.
         let frames = try await stream.framesUntilEnd(timeout: .seconds(30))
@@ -171,6 +196,8 @@ import Testing
         }
         #expect(answer.status == 401, "\(answer.body)")
         #expect(answer.body.contains("expired"), "\(answer.body)")
+        let closed = try await webSocket.value.stdout
+        #expect(closed.hasPrefix("closed 4401"), "\(closed)")
         // A new login works and gets a fresh lifetime.
         let again = try await node.session("alice", device: UUID())
         await again.close()
