@@ -134,7 +134,7 @@ import Testing
 
         // All checked before any applies.
         let bad = try await patch(
-            #"[{"operation":"add","property":"blocks","id":"ann"},{"operation":"add","property":"suspended","value":true}]"#
+            #"[{"operation":"add","property":"blocks","id":"ann"},{"operation":"set","property":"nickname","value":"x"}]"#
         )
         #expect(bad.status == 422)
         #expect((bad.object["data"] as? [String: Any])?["property"] as? String == "[1].property")

@@ -95,7 +95,7 @@ import Testing
         let node = try await WebhookTests.node("webhook-names-refused", trusting: receiver)
         let api = CurlAPI(node.server)
         for (body, property) in [
-            (#"["Receipt.created"]"#, "events"), (#"["message.sent","Message.created"]"#, "events"),
+            (#"["Receipt.updated"]"#, "events"), (#"["message.sent","Message.created"]"#, "events"),
             (#"["Message.Created"]"#, "events"),
         ] {
             let refused = try await api.request(

@@ -106,15 +106,19 @@ import Testing
         let participants = updated["conversation"]?.object?["participants"]?.array
         #expect(participants?.compactMap { $0.object?["user_id"]?.string } == ["alice", "bob", "carol"])
         #expect(updated["actor"]?.object?["user_id"] == "alice")
+        // A deletion carries the message as it was.
         let deleted = try #require(ServerAPIJSON.value(Data(try WebhookDelivery.body(queued[4], all)))?.object)
+        let deletedMessage = deleted["message"]?.object
+        #expect(deletedMessage?["id"] == .string("layer:///messages/\(message.uuid.uuidString.lowercased())"))
         #expect(
-            deleted["message"]
-                == .object([
-                    "id": .string("layer:///messages/\(message.uuid.uuidString.lowercased())"),
-                    "conversation": .object([
-                        "id": .string("layer:///conversations/\(conversation.uuid.uuidString.lowercased())")
-                    ]),
-                ]))
+            deletedMessage?["conversation"]?.object?["id"]
+                == .string("layer:///conversations/\(conversation.uuid.uuidString.lowercased())"))
+        #expect(deletedMessage?["parts"]?.array?.first?.object?["body"] == .string("hi"))
+        // The update names what changed: the title, then the participants.
+        let titled = try #require(ServerAPIJSON.value(Data(try WebhookDelivery.body(queued[2], all)))?.object)
+        #expect(
+            titled["changes"]
+                == .array([.object(["property": "metadata.title", "old_value": .null, "new_value": "T"])]))
         await h.close()
     }
 

@@ -19,7 +19,7 @@ extension ClientAPI {
 
     /// POST /sessions `{"identity_token", "app_id"}`: 201 `{"session_token"}`. A token that
     /// fails (signature, provider, expiry, nonce) answers 401 with a fresh nonce and the
-    /// reason's code in `data.reason`.
+    /// reason's code in `data.reason`; a suspended user's, 403.
     func createSession(_ r: ClientAPIRequest) async throws -> HTTPResponse {
         let body = try r.object()
         guard let rawToken = body["identity_token"] else { throw ServerAPIError.missingProperty("identity_token") }
@@ -41,6 +41,8 @@ extension ClientAPI {
         } catch let error as WireError {
             switch error.code {
             case .overloaded, .shuttingDown, .internalError: throw error
+            // A suspended user: no new identity token helps, so no nonce (403, not 401).
+            case .forbidden: throw ServerAPIError.accessDenied(error.reason)
             default:
                 throw authenticationRequired(
                     "the identity token was refused: \(error.reason)", address: r.http.remoteAddress, code: error.code)

@@ -60,6 +60,7 @@ public final class ClientAPISessions: Sendable {
         let now = Timestamp.now()
         do {
             let claims = try engine.verifier.verify(identityToken, now: now)
+            try await engine.checkNotSuspended(claims.identity.userID)
             try engine.nonces.use(claims.nonce, by: owner, now: now)
             let (token, hash) = try NodeSession.makeSessionToken()
             let device = UUID().uuidString.lowercased()

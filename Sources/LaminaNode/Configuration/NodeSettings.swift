@@ -32,6 +32,9 @@ extension NodeServerConfiguration {
             "drainTimeoutSeconds", \.drainTimeoutSeconds, "How long a graceful shutdown waits for connections to drain."
         ),
         .init(
+            "sessionLifetimeSeconds", \.sessionLifetimeSeconds,
+            "How long a session lives after its login (1...31536000); then it is answered session-expired."),
+        .init(
             "nodeID", \.nodeID,
             "This node's id in hexadecimal; none: made at first start and kept in the data directory.",
             parse: { value in
@@ -201,7 +204,10 @@ extension NodeServerConfiguration {
             "push.apns", \.push.apns, "APNs: {\"teamID\", \"keyID\", \"keyFile\", \"productionURL\"?, \"sandboxURL\"?}."
         ),
         .init("push.fcm", \.push.fcm, "FCM HTTP v1: {\"serviceAccountFile\", \"sendURL\"?, \"tokenURL\"?}."),
-        .init("push.gateway", \.push.gateway, "A push gateway: {\"url\", \"authorization\"?, \"maxInFlight\"?}."),
+        .init(
+            "push.gateway", \.push.gateway,
+            "A push gateway: {\"url\", \"authorization\"?, \"maxInFlight\"?, \"caFile\"?} (its CA file; none: push.caFile, else webhooks.caFile)."
+        ),
         .init(
             "push.caFile", \.push.caFile,
             "PEM file of CAs the push providers' certificates chain to; none: the system's."),

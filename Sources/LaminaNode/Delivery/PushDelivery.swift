@@ -35,7 +35,7 @@ final class PushDelivery: Sendable {
     /// the reason (the node does not start).
     init(
         store: NodeStore, outbox: PushOutbox, settings: PushSettings, group: EventLoopGroup, logger: Logger,
-        metrics: PushMetrics
+        metrics: PushMetrics, webhooksCAFile: String? = nil
     ) throws {
         self.store = store
         self.outbox = outbox
@@ -63,8 +63,13 @@ final class PushDelivery: Sendable {
                     connectTimeout: connect, timeout: timeout)
             }
             if let gateway = settings.gateway {
+                // The gateway's own trust: its CA file, the providers', or the webhooks' one.
+                var tls = TLSConfiguration.client(
+                    trust: settings.gatewayTrust(webhooksCAFile: webhooksCAFile).map { .caFile($0) } ?? .systemDefault)
+                tls.handshakeTimeout = .seconds(Int64(settings.connectTimeoutSeconds))
+                tls.offersHTTP1 = true
                 providers[.gateway] = try GatewayProvider(
-                    gateway, tls: try TLSContext(h1), group: group, connectTimeout: connect, timeout: timeout)
+                    gateway, tls: try TLSContext(tls), group: group, connectTimeout: connect, timeout: timeout)
             }
         }
         self.providers = providers

@@ -13,10 +13,12 @@ struct PushNotification: Codable, Sendable, Hashable {
     /// The recipient's unread count (unread messages over the user's conversations, plus the
     /// app backend's external count), counted when the push is sent (0 in the queue).
     var badge: Int
-    /// `layer:///messages/<uuid>` and `layer:///conversations/<uuid>`.
+    /// `layer:///messages/<uuid>` and `layer:///conversations/<uuid>`; for a push-only
+    /// notification (`POST /notifications`) `layer:///notifications/<uuid>` and no conversation.
     var messageID: String
-    var conversationID: String
-    var sender: String
+    var conversationID: String?
+    /// The message's sender (none for a push-only notification).
+    var sender: String?
 
     /// A message without alert, title and sound is pushed silently (a background wake-up so
     /// the app can sync): APNs `content-available`, FCM data only.
@@ -33,6 +35,20 @@ struct PushNotification: Codable, Sendable, Hashable {
         messageID = "layer:///messages/\(message.id.uuid.uuidString.lowercased())"
         conversationID = "layer:///conversations/\(message.conversationID.uuid.uuidString.lowercased())"
         sender = message.sender.rawValue
+    }
+
+    /// A push-only notification (the Server API's `POST /notifications`): no message, no
+    /// conversation, no sender.
+    init(notification id: UUID, push: PushConfiguration, badge: Int) {
+        alert = push.alert
+        title = push.title
+        sound = push.sound
+        category = push.category
+        data = push.data
+        self.badge = badge
+        messageID = "layer:///notifications/\(id.uuidString.lowercased())"
+        conversationID = nil
+        sender = nil
     }
 
     /// A per-recipient override: its fields replace these, its data entries are added.

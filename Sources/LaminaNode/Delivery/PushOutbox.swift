@@ -42,6 +42,9 @@ final class PushOutbox: Sendable {
         isLive.withLockedValue { $0 = LiveCheck(check: check) }
     }
 
+    /// How long a push lives (`push.expirationSeconds`), in milliseconds.
+    var lifetimeMilliseconds: Int64 { configuration.withLockedValue { $0.expirationMilliseconds } }
+
     /// Whether tokens of `kind` are taken (a provider for it is configured).
     func delivers(_ kind: PushToken.Kind) -> Bool { configuration.withLockedValue { $0.kinds.contains(kind) } }
 
@@ -57,8 +60,41 @@ final class PushOutbox: Sendable {
         // late (replication after a partition) is not pushed once that has passed.
         let expiresAt = Timestamp(millisecondsSince1970: (message.sentAt ?? now).millisecondsSince1970 + lifetime)
         guard expiresAt > now else { return }
+        try queue(
+            id: message.id, to: recipients.filter { $0 != message.sender }, kinds: kinds, expiresAt: expiresAt, in: tx,
+            at: now
+        ) { user in
+            var notification = PushNotification(message: message, badge: 0)
+            if let override = overrides[user] { notification.apply(override) }
+            return notification
+        }
+    }
+
+    /// Queues a push-only notification (the Server API's `POST /notifications`) for the offline
+    /// devices of `recipients`, in `tx`: `push` with each recipient's override applied. `id`
+    /// names it: queued twice, a device still gets it once.
+    func record(
+        notification id: UUID, _ push: PushConfiguration, to recipients: Set<UserID>,
+        overrides: [UserID: PushConfiguration] = [:], in tx: StorageTransaction, at now: Timestamp
+    ) throws {
+        let (kinds, lifetime) = configuration.withLockedValue { ($0.kinds, $0.expirationMilliseconds) }
+        guard !kinds.isEmpty else { return }
+        let expiresAt = Timestamp(millisecondsSince1970: now.millisecondsSince1970 + lifetime)
+        try queue(id: MessageID(uuid: id), to: recipients, kinds: kinds, expiresAt: expiresAt, in: tx, at: now) {
+            user in
+            var notification = PushNotification(notification: id, push: push, badge: 0)
+            if let override = overrides[user] { notification.apply(override) }
+            return notification
+        }
+    }
+
+    /// One queue row per offline device of `recipients` with a token of a configured provider.
+    private func queue(
+        id: MessageID, to recipients: Set<UserID>, kinds: Set<PushToken.Kind>, expiresAt: Timestamp,
+        in tx: StorageTransaction, at now: Timestamp, notification: (UserID) -> PushNotification
+    ) throws {
         let live = isLive.withLockedValue { $0 }?.check
-        let tokens = try tx.read.pushTokens(of: recipients.filter { $0 != message.sender }.sorted())
+        let tokens = try tx.read.pushTokens(of: recipients.sorted())
         var offline = tokens.filter { kinds.contains($0.token.kind) && !(live?($0.user, $0.device) ?? false) }
         if tx.sharedWriters, !offline.isEmpty {
             // Several nodes: a device with a live session on another node gets no push either.
@@ -67,13 +103,11 @@ final class PushOutbox: Sendable {
         }
         let byUser = Dictionary(grouping: offline, by: \.user)
         for (user, devices) in byUser.sorted(by: { $0.key < $1.key }) {
-            var notification = PushNotification(message: message, badge: 0)
-            if let override = overrides[user] { notification.apply(override) }
-            let payload = try notification.encoded()
+            let payload = try notification(user).encoded()
             for device in devices {
                 let queued = try tx.enqueuePush(
                     QueuedPush(
-                        seq: 0, user: user, device: device.device, token: device.token, message: message.id,
+                        seq: 0, user: user, device: device.device, token: device.token, message: id,
                         payload: payload, createdAt: now,
                         expiresAt: expiresAt, attempts: 0, nextAttemptAt: now))
                 if queued { wake.queued(1, for: device.token.kind, in: tx) }

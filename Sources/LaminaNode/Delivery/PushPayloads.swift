@@ -37,8 +37,8 @@ struct APNsPayload: Encodable {
 
     struct Layer: Encodable {
         var message_identifier: String
-        var conversation_identifier: String
-        var sender_id: String
+        var conversation_identifier: String?
+        var sender_id: String?
     }
 
     var aps: APS
@@ -96,8 +96,8 @@ struct GatewayRequest: Encodable {
         var badge: Int
         var silent: Bool
         var message_id: String
-        var conversation_id: String
-        var sender_id: String
+        var conversation_id: String?
+        var sender_id: String?
         var alert: String?
         var title: String?
         var sound: String?

@@ -62,11 +62,16 @@ public struct PushSettings: Sendable, Hashable {
         /// Pushes in flight to the gateway at once (each on its own HTTP/1.1 connection);
         /// nil: ``PushSettings/defaultGatewayInFlight``.
         public var maxInFlight: Int?
+        /// A PEM file of CAs the gateway's certificate chains to (an operator's gateway is often
+        /// under the operator's own CA, as webhook targets are); nil: `push.caFile`, else
+        /// `webhooks.caFile`, else the system's trust store (``PushSettings/gatewayTrust(webhooksCAFile:)``).
+        public var caFile: String?
 
-        public init(url: String, authorization: String? = nil, maxInFlight: Int? = nil) {
+        public init(url: String, authorization: String? = nil, maxInFlight: Int? = nil, caFile: String? = nil) {
             self.url = url
             self.authorization = authorization
             self.maxInFlight = maxInFlight
+            self.caFile = caFile
         }
     }
 
@@ -96,6 +101,10 @@ public struct PushSettings: Sendable, Hashable {
     public var connectionsPerProvider = 2
 
     public init() {}
+
+    /// The CA file the gateway's certificate is checked against: its own, else the push
+    /// providers' (`caFile`), else the one webhooks honour, else none (the system's).
+    public func gatewayTrust(webhooksCAFile: String?) -> String? { gateway?.caFile ?? caFile ?? webhooksCAFile }
 
     /// Whether any provider is configured.
     public var isEnabled: Bool { apns != nil || fcm != nil || gateway != nil }
@@ -129,6 +138,7 @@ public struct PushSettings: Sendable, Hashable {
             if let n = gateway.maxInFlight {
                 try check((1...1_000).contains(n), "gateway maxInFlight must be 1...1000")
             }
+            if let file = gateway.caFile { try check(readable(file), "gateway caFile \(file) cannot be read") }
         }
     }
 }

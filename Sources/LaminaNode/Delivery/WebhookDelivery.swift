@@ -43,6 +43,8 @@ final class WebhookDelivery: Sendable {
     private let serial = SerialTasks()
     /// Subscription reloads done (PostgreSQL: each notification and each (re)connect).
     let reloads = NIOLockedValueBox(0)
+    /// PostgreSQL: reads the shared outbox's depths into the gauges (``SharedQueueDepth``).
+    let depthRefresh = NIOLockedValueBox<Task<Void, Never>?>(nil)
     /// How long an idle lane waits before looking at its queue anyway: on PostgreSQL, where
     /// another node's wake-up can be lost (not stored); never on SQLite (every commit signals).
     var idlePoll: Duration? { store.isShared ? OutboxLease.idlePollInterval : nil }
@@ -89,6 +91,7 @@ final class WebhookDelivery: Sendable {
             return
         }
         for webhook in webhooks where webhook.status == .unverified { verifyInBackground(webhook) }
+        startDepthRefresh()
         // Several nodes: lanes run only while this node holds the lease; the subscriptions
         // follow every node's management writes (a notification, and a reload per (re)connect).
         store.observeOutbox(
@@ -159,6 +162,7 @@ final class WebhookDelivery: Sendable {
     /// Stops every lane (queued events stay queued for the next start).
     func shutdown() async {
         stopped.withLockedValue { $0 = true }
+        depthRefresh.withLockedValue { $0 }?.cancel()
         let all = lanes.withLockedValue { l -> [WebhookLane] in
             defer { l = [:] }
             return Array(l.values)
@@ -176,12 +180,13 @@ final class WebhookDelivery: Sendable {
     /// After a commit: the webhooks that got `rows` new events.
     private func committed(_ rows: [UUID: Int]) {
         if store.isShared, !draining.withLockedValue({ $0 }) {
-            // Another node drains the outbox: it is told (the gauge is the holder's).
+            // Another node drains the outbox: it is told.
             store.wakeOutbox(.webhooks)
             return
         }
         for (id, count) in rows {
-            metrics.queueDepth(id).increment(by: Double(count))
+            // Shared: the gauge is the outbox's own count (``SharedQueueDepth``), not a tally.
+            if !store.isShared { metrics.queueDepth(id).increment(by: Double(count)) }
             lanes.withLockedValue { $0[id] }?.signal()
         }
     }

@@ -13,14 +13,24 @@ import NIOCore
 struct WebhookEvent: Equatable, Sendable {
     /// What the event is about.
     enum Subject: Equatable, Sendable {
-        /// `message.sent` and `message.updated`: the message as committed.
+        /// `message.sent`, `message.updated` and `message.deleted` (the message as it was):
+        /// the message as committed.
         case message(Message)
-        /// `conversation.created` and `conversation.updated`.
+        /// `conversation.created` and `conversation.deleted` (as it was).
         case conversation(Conversation)
-        /// `message.deleted`: ids only.
+        /// `message.deleted` of rows queued before deletions carried the message: ids only.
         case deletedMessage(MessageID, in: ConversationID)
-        /// `conversation.deleted`: its id only.
+        /// `conversation.deleted` of rows queued before deletions carried the conversation.
         case deletedConversation(ConversationID)
+        /// `conversation.updated`: the conversation as it is now and what changed.
+        case conversationUpdate(Conversation, [WebhookConversationChange])
+        /// `Receipt.created`.
+        case receipt(WebhookReceipt)
+        /// `MessagePart.*`: the message holding only the part (as it is now; for a deletion,
+        /// as it was).
+        case part(Message)
+        /// `Identity.*`: the identity as set (for a deletion, as it was).
+        case identity(WebhookIdentity)
     }
 
     var type: WebhookEventType
@@ -55,6 +65,20 @@ struct WebhookEvent: Equatable, Sendable {
                     conversation: ConversationReference(id: ServerAPIRepresentation.conversationID(c))))
         case .deletedConversation(let c):
             payload.conversation = .reference(ConversationReference(id: ServerAPIRepresentation.conversationID(c)))
+        case .conversationUpdate(let c, let changes):
+            payload.conversation = .full(r.conversation(c))
+            payload.changes = changes.map { WebhookChangeObject($0, r) }
+        case .receipt(let receipt):
+            payload.receipt = WebhookReceiptObject(receipt, base: base)
+        case .part(let m):
+            payload.message_part = r.parts(m.parts, of: m.id).first
+            payload.message = .reference(r.messageReference(m.id, in: m.conversationID))
+        case .identity(let i):
+            var withIdentity = r
+            if let user = try? UserID(i.user) {
+                withIdentity.identities[user] = i.identity
+                payload.identity = withIdentity.identity(user)
+            }
         }
         return try ServerAPIJSON.encode(payload)
     }
@@ -71,7 +95,9 @@ struct WebhookEvent: Equatable, Sendable {
     /// ```
     /// Subject: kind 0 a message and 1 a conversation, each as its CHANGE frame (u32 length
     /// and bytes); 2 a deleted message (message id, conversation id: 16 bytes each); 3 a
-    /// deleted conversation (its id).
+    /// deleted conversation (its id); 4 a conversation's frame and its changes (u32 length and
+    /// JSON); 5 a receipt (u32 length and JSON); 6 a message's frame holding only the part; 7
+    /// an identity (u32 length and JSON).
     func facts() throws -> Data {
         var b = ByteBuffer()
         b.writeInteger(Self.factsFormat)
@@ -103,6 +129,19 @@ struct WebhookEvent: Equatable, Sendable {
         case .deletedConversation(let c):
             b.writeInteger(UInt8(3))
             Self.write(c.uuid, to: &b)
+        case .conversationUpdate(let c, let changes):
+            b.writeInteger(UInt8(4))
+            Self.write(frame: try FeedCoding.encode(.conversationCreated(c)), to: &b)
+            Self.write(frame: Array(try JSONEncoder().encode(changes)), to: &b)
+        case .receipt(let receipt):
+            b.writeInteger(UInt8(5))
+            Self.write(frame: Array(try JSONEncoder().encode(receipt)), to: &b)
+        case .part(let m):
+            b.writeInteger(UInt8(6))
+            Self.write(frame: try FeedCoding.encode(.messageCreated(m)), to: &b)
+        case .identity(let i):
+            b.writeInteger(UInt8(7))
+            Self.write(frame: Array(try JSONEncoder().encode(i)), to: &b)
         }
         return Data(b.readableBytesView)
     }
@@ -131,17 +170,23 @@ struct WebhookEvent: Equatable, Sendable {
         }
         switch b.readInteger(as: UInt8.self) {
         case 0, 1:
-            guard let length = b.readInteger(as: UInt32.self), let frame = b.readSlice(length: Int(length)) else {
-                throw WebhookEventFactsError("a short subject frame")
-            }
-            guard case .change(let change) = try Frame.decode(exactly: frame) else {
-                throw WebhookEventFactsError("the subject is not a change")
-            }
-            switch change.event {
+            switch try Self.readChange(&b) {
             case .messageCreated(let m): subject = .message(m)
             case .conversationCreated(let c): subject = .conversation(c)
-            default: throw WebhookEventFactsError("the subject is change kind \(change.event.kind)")
+            case let other: throw WebhookEventFactsError("the subject is change kind \(other.kind)")
             }
+        case 4:
+            guard case .conversationCreated(let c) = try Self.readChange(&b) else {
+                throw WebhookEventFactsError("an update's subject is not a conversation")
+            }
+            subject = .conversationUpdate(c, try Self.readJSON(&b, [WebhookConversationChange].self))
+        case 5: subject = .receipt(try Self.readJSON(&b, WebhookReceipt.self))
+        case 6:
+            guard case .messageCreated(let m) = try Self.readChange(&b), m.parts.count == 1 else {
+                throw WebhookEventFactsError("a part's subject is not a message with one part")
+            }
+            subject = .part(m)
+        case 7: subject = .identity(try Self.readJSON(&b, WebhookIdentity.self))
         case 2:
             let m = try Self.readUUID(&b, "message id")
             let c = try Self.readUUID(&b, "conversation id")
@@ -178,6 +223,32 @@ struct WebhookEvent: Equatable, Sendable {
             throw WebhookEventFactsError("a short \(what)")
         }
         return s
+    }
+
+    private static func write(frame: [UInt8], to b: inout ByteBuffer) {
+        b.writeInteger(UInt32(frame.count))
+        b.writeBytes(frame)
+    }
+
+    private static func readFrame(_ b: inout ByteBuffer) throws -> ByteBuffer {
+        guard let length = b.readInteger(as: UInt32.self), let frame = b.readSlice(length: Int(length)) else {
+            throw WebhookEventFactsError("a short subject frame")
+        }
+        return frame
+    }
+
+    private static func readChange(_ b: inout ByteBuffer) throws -> ChangeEvent {
+        guard case .change(let change) = try Frame.decode(exactly: try readFrame(&b)) else {
+            throw WebhookEventFactsError("the subject is not a change")
+        }
+        return change.event
+    }
+
+    private static func readJSON<T: Decodable>(_ b: inout ByteBuffer, _ type: T.Type) throws -> T {
+        let frame = try readFrame(&b)
+        do { return try JSONDecoder().decode(T.self, from: Data(frame.readableBytesView)) } catch {
+            throw WebhookEventFactsError("\(T.self) does not decode: \(error)")
+        }
     }
 
     private static func write(_ id: UUID, to b: inout ByteBuffer) {

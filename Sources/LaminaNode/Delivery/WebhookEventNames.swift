@@ -2,7 +2,8 @@
 /// served first) and Layer's Webhooks 3.0 names (`Message.created`, …). A webhook's events are
 /// delivered under the names it subscribed by: the `layer-webhook-event-type` header and the
 /// payload's `event.type` carry the name it used. Events without a 3.0 name (`message.updated`,
-/// a parts change) keep their early name.
+/// a parts change as a whole) keep their early name; events that came with 3.0 (receipts,
+/// parts, identities) have only their 3.0 name.
 public enum WebhookEventNames {
     /// Layer 3.0's name of each event type that has one.
     static let layer3: [WebhookEventType: String] = [
@@ -11,6 +12,13 @@ public enum WebhookEventNames {
         .conversationCreated: "Conversation.created",
         .conversationUpdated: "Conversation.updated",
         .conversationDeleted: "Conversation.deleted",
+        .receiptCreated: "Receipt.created",
+        .messagePartCreated: "MessagePart.created",
+        .messagePartUpdated: "MessagePart.updated",
+        .messagePartDeleted: "MessagePart.deleted",
+        .identityCreated: "Identity.created",
+        .identityUpdated: "Identity.updated",
+        .identityDeleted: "Identity.deleted",
     ]
 
     private static let byName: [String: WebhookEventType] = {

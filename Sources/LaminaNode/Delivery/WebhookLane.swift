@@ -269,10 +269,10 @@ final class WebhookLane: Sendable {
             switch outcome {
             case .delivered:
                 delivery.metrics.delivered(id)
-                delivery.metrics.queueDepth(id).decrement()
+                if !delivery.store.isShared { delivery.metrics.queueDepth(id).decrement() }
             case .refused(let reason):
                 delivery.metrics.failed(id)
-                delivery.metrics.queueDepth(id).decrement()
+                if !delivery.store.isShared { delivery.metrics.queueDepth(id).decrement() }
                 delivery.log(
                     "webhook event refused by its target and dropped",
                     ["webhook": "\(id)", "request": "\(event.requestID)", "reason": "\(reason)"])

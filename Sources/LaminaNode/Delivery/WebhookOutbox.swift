@@ -3,7 +3,9 @@ import LaminaModel
 import LaminaStore
 import NIOConcurrencyHelpers
 
-/// The event types a webhook can subscribe to.
+/// The event types a webhook can subscribe to. The raw value is the name an outbox row keeps:
+/// the early name, or Layer 3.0's name for the types that came with 3.0 (receipts, parts,
+/// identities; ``WebhookEventNames``).
 public enum WebhookEventType: String, Sendable, CaseIterable {
     case messageSent = "message.sent"
     case messageDeleted = "message.deleted"
@@ -11,6 +13,20 @@ public enum WebhookEventType: String, Sendable, CaseIterable {
     case conversationCreated = "conversation.created"
     case conversationUpdated = "conversation.updated"
     case conversationDeleted = "conversation.deleted"
+    /// A user's read or delivery receipt: every message up to a position.
+    case receiptCreated = "Receipt.created"
+    /// A part added to a sent message (Server API 3.0).
+    case messagePartCreated = "MessagePart.created"
+    /// A part of a sent message given new content (same id).
+    case messagePartUpdated = "MessagePart.updated"
+    /// A part removed from a sent message.
+    case messagePartDeleted = "MessagePart.deleted"
+    /// An identity set for a user who had none.
+    case identityCreated = "Identity.created"
+    /// A user's identity replaced or changed.
+    case identityUpdated = "Identity.updated"
+    /// A user's identity deleted.
+    case identityDeleted = "Identity.deleted"
 }
 
 /// The write side of the webhooks' transactional outbox. Commands call ``record`` inside

@@ -1,6 +1,9 @@
+import LaminaModel
+
 /// The JSON body of a webhook delivery (Layer's Webhooks 3.0): `event`, the `actor` when
-/// known, `message` or `conversation` (whole, or by id for deletions), and the webhook's
-/// `config` when it has one.
+/// known, the event's object (`message`, `conversation` with `changes`, `receipt`,
+/// `message_part` with its `message`, or `identity`), and the webhook's `config` when it has
+/// one.
 struct WebhookPayload: Encodable, Sendable {
     struct Event: Encodable, Sendable {
         var type: String
@@ -25,11 +28,68 @@ struct WebhookPayload: Encodable, Sendable {
     var actor: SenderObject?
     var message: Object<MessageObject, MessageReference>?
     var conversation: Object<ConversationObject, ConversationReference>?
+    /// `Conversation.updated`: what changed.
+    var changes: [WebhookChangeObject]?
+    var receipt: WebhookReceiptObject?
+    var message_part: PartObject?
+    var identity: IdentityObject?
     var config: JSONValue?
 
     init(event: Event, actor: SenderObject?, config: JSONValue?) {
         self.event = event
         self.actor = actor
         self.config = config
+    }
+}
+
+/// One entry of `Conversation.updated`'s `changes`: the property (`participants`, or
+/// `metadata.<key path>`), its value before (`old_value`) and after (`new_value`); null where
+/// a metadata key was absent. Participants appear as identities.
+struct WebhookChangeObject: Encodable, Sendable {
+    var property: String
+    @Nullable var old_value: JSONValue?
+    @Nullable var new_value: JSONValue?
+
+    init(_ change: WebhookConversationChange, _ r: ServerAPIRepresentation) {
+        switch change {
+        case .participants(let before, let after):
+            property = "participants"
+            func identities(_ users: [String]) -> JSONValue {
+                .array(
+                    users.compactMap { try? UserID($0) }.map { user in
+                        guard let data = try? ServerAPIJSON.encode(r.participant(user)),
+                            let value = ServerAPIJSON.value(data)
+                        else { return .string(ServerAPIRepresentation.identityID(user)) }
+                        return value
+                    })
+            }
+            old_value = identities(before)
+            new_value = identities(after)
+        case .metadata(let path, let before, let after):
+            property = path
+            old_value = before
+            new_value = after
+        }
+    }
+}
+
+/// `Receipt.created`'s `receipt`: `type` (`read` or `delivery`), the `position` up to which it
+/// counts, the `conversation`, and the `message` when the receipt named one.
+struct WebhookReceiptObject: Encodable, Sendable {
+    var type: String
+    var position: Int64
+    var conversation: ConversationReference
+    var message: MessageReference?
+
+    init(_ receipt: WebhookReceipt, base: String) {
+        type = receipt.type
+        position = receipt.position
+        let conversation = ConversationID(uuid: receipt.conversation)
+        let uuid = receipt.conversation.uuidString.lowercased()
+        self.conversation = ConversationReference(
+            id: ServerAPIRepresentation.conversationID(conversation), url: "\(base)/conversations/\(uuid)")
+        message = receipt.message.map { m in
+            ServerAPIRepresentation(base: base, version: .v3).messageReference(MessageID(uuid: m), in: conversation)
+        }
     }
 }

@@ -188,7 +188,7 @@ struct CommandContext {
             // New participants need their counts, the others (removed ones too) the distinct
             // flag it may clear.
             try emitCounts(of: id, to: before.union(after))
-            try recordConversationUpdated(id)
+            try recordConversationUpdated(id, WebhookConversationChange.participants(before, after))
         } else if stored.isDistinct, !f.users.isEmpty {
             // Nobody's standing moved, but the conversation is no longer distinct.
             try emitCounts(of: id, to: after)
@@ -218,13 +218,18 @@ struct CommandContext {
         let stored = try member(of: named)
         let id = stored.id
         let hlc = try engine.nextHLC()
+        let old =
+            engine.webhooks.wants(.conversationUpdated) ? try tx.read.conversation(id)?.conversation.metadata : nil
         _ = try tx.setMetadata(value, at: path, in: id, hlc: hlc, origin: origin)
         try replicate(
             try emit(
                 .metadataChanged(MetadataChanged(conversationID: id, keyPath: path, value: value, by: user, at: hlc)),
                 to: stored.participants, conversation: id),
             at: hlc)
-        try recordConversationUpdated(id)
+        if let old {
+            let new = try tx.read.conversation(id)?.conversation.metadata
+            try recordConversationUpdated(id, WebhookConversationChange.metadata(path, old[path], new?[path]))
+        }
         return Ack(requestID: requestID, conversationID: id)
     }
 
@@ -232,9 +237,13 @@ struct CommandContext {
         let stored = try member(of: f.conversationID)
         let id = stored.id
         let deletion = ConversationDeleted(conversationID: id, mode: f.mode, below: f.below, by: user)
+        // The event carries the conversation as it was (Layer's deletions carry the object).
+        let was =
+            f.mode == .allParticipants && f.below == nil && engine.webhooks.wants(.conversationDeleted)
+            ? try tx.read.conversation(id)?.conversation : nil
         try replicate(try delete(deletion, participants: stored.participants), at: try engine.nextHLC())
-        if f.mode == .allParticipants, f.below == nil {
-            try engine.webhooks.record(.conversationDeleted, actor: user, in: tx, at: now) { .deletedConversation(id) }
+        if let was {
+            try engine.webhooks.record(.conversationDeleted, actor: user, in: tx, at: now) { .conversation(was) }
         }
         return Ack(requestID: f.requestID, conversationID: id)
     }
@@ -274,6 +283,7 @@ struct CommandContext {
         let event = StatusUpTo(conversationID: stored.id, user: user, status: marker.status, upTo: bound)
         try replicate(
             try emit(.statusUpTo(event), to: statusAudience(stored), conversation: stored.id), at: try engine.nextHLC())
+        try recordReceipt(WebhookReceipt(status: marker.status, conversation: stored.id, upTo: bound, message: nil))
         // A range read moves the reader's unread count by what the range covers: the node counts it.
         if marker == .read { try emitCounts(of: stored.id, to: [user]) }
     }
@@ -336,12 +346,20 @@ struct CommandContext {
         return Ack(requestID: f.messageID.uuid, conversationID: id, position: position, timestamp: now)
     }
 
-    /// `conversation.updated` for the webhooks that take it, with the conversation as it is now.
-    private func recordConversationUpdated(_ id: ConversationID) throws {
-        guard engine.webhooks.wants(.conversationUpdated), let now = try tx.read.conversation(id) else { return }
-        try engine.webhooks.record(.conversationUpdated, actor: user, in: tx, at: self.now) {
-            .conversation(now.conversation)
+    /// `conversation.updated` for the webhooks that take it, with the conversation as it is now
+    /// and what changed (nothing is recorded when nothing changed).
+    private func recordConversationUpdated(_ id: ConversationID, _ change: WebhookConversationChange?) throws {
+        guard let change, engine.webhooks.wants(.conversationUpdated), let now = try tx.read.conversation(id) else {
+            return
         }
+        try engine.webhooks.record(.conversationUpdated, actor: user, in: tx, at: self.now) {
+            .conversationUpdate(now.conversation, [change])
+        }
+    }
+
+    /// `Receipt.created` for the webhooks that take it: the user's receipt.
+    func recordReceipt(_ receipt: WebhookReceipt) throws {
+        try engine.webhooks.record(.receiptCreated, actor: user, in: tx, at: now) { .receipt(receipt) }
     }
 
     /// Appends a stored message to its participants' feeds, except those of participants who
@@ -384,6 +402,10 @@ struct CommandContext {
             let change = try tx.recordStatus(.read, of: message.id, for: user)
             if change != nil {
                 try replicate(try emitStatus(.read, of: message.id, in: stored), at: try engine.nextHLC())
+                if let position = message.position {
+                    try recordReceipt(
+                        WebhookReceipt(status: .read, conversation: stored.id, upTo: position, message: message.id))
+                }
                 // The reader's devices count this read themselves, unless the message is one
                 // their counts leave out (its sender is blocked): then the node tells them.
                 if engine.blockLists.blocked(by: user).contains(message.sender) {
@@ -400,9 +422,8 @@ struct CommandContext {
         let deletion = MessageDeleted(conversationID: stored.id, messageID: message.id, mode: f.mode, by: user)
         try replicate(try delete(deletion, participants: stored.participants), at: try engine.nextHLC())
         if f.mode == .allParticipants {
-            try engine.webhooks.record(.messageDeleted, actor: user, in: tx, at: now) {
-                .deletedMessage(message.id, in: stored.id)
-            }
+            // The event carries the message as it was (Layer's deletions carry the object).
+            try engine.webhooks.record(.messageDeleted, actor: user, in: tx, at: now) { .message(message) }
         }
         return Ack(requestID: f.requestID, conversationID: stored.id)
     }
@@ -452,6 +473,7 @@ struct CommandContext {
             updated.parts = f.parts
             return .message(updated)
         }
+        try recordPartChanges(of: message, to: f.parts)
         return Ack(requestID: f.requestID, conversationID: stored.id)
     }
 
@@ -486,5 +508,32 @@ extension Message {
                 status, of: user, viewer: viewer, receiptsEnabled: false)
         }
         return out
+    }
+}
+
+extension CommandContext {
+    /// `MessagePart.created`, `.updated` and `.deleted` for a part update of `message`: the
+    /// parts by id, new ones created, ones with other content or type updated, missing ones
+    /// deleted (carrying the part as it was).
+    func recordPartChanges(of message: Message, to parts: [MessagePart]) throws {
+        let old = Dictionary(message.parts.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let new = Set(parts.map(\.id))
+        func only(_ part: MessagePart) -> WebhookEvent.Subject {
+            var m = message
+            m.parts = [part]
+            return .part(m)
+        }
+        for part in parts {
+            if let before = old[part.id] {
+                if before != part {
+                    try engine.webhooks.record(.messagePartUpdated, actor: user, in: tx, at: now) { only(part) }
+                }
+            } else {
+                try engine.webhooks.record(.messagePartCreated, actor: user, in: tx, at: now) { only(part) }
+            }
+        }
+        for part in message.parts where !new.contains(part.id) {
+            try engine.webhooks.record(.messagePartDeleted, actor: user, in: tx, at: now) { only(part) }
+        }
     }
 }

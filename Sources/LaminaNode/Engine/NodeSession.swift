@@ -78,6 +78,8 @@ public final class NodeSession: Sendable {
     private let window = NIOLockedValueBox(Window())
     private let continuation: AsyncStream<Input>.Continuation
     private let worker: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
+    /// Ends the session with `session-expired` when its login's lifetime is over (``SessionExpiry``).
+    let expiry: NIOLockedValueBox<Task<Void, Never>?> = NIOLockedValueBox(nil)
 
     init(engine: NodeEngine, outbound: SessionOutbound, connection: UInt64) {
         self.engine = engine
@@ -135,6 +137,7 @@ public final class NodeSession: Sendable {
             return s.auth
         }
         continuation.finish()
+        expiry.withLockedValue { $0 }?.cancel()
         engine.answers.abandon(owner: ObjectIdentifier(self))
         engine.registry.remove(self, user: auth?.user)
         if let auth { engine.deviceGone(auth.user, device: auth.device) }

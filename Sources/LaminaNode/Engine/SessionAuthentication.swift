@@ -54,6 +54,7 @@ extension NodeSession {
         let device = request.deviceID.uuidString.lowercased()
         do {
             let claims = try engine.verifier.verify(request.identityToken, now: now)
+            try await engine.checkNotSuspended(claims.identity.userID)
             let (token, hash) = try Self.makeSessionToken()
             let record = SessionRecord(
                 tokenHash: hash, user: claims.identity.userID, device: device, createdAt: now,
@@ -61,6 +62,7 @@ extension NodeSession {
             try engine.nonces.use(claims.nonce, by: connection, now: now)
             try await engine.store.write { tx in try tx.createSession(record) }
             authenticated(Auth(user: record.user, device: device, tokenHash: hash))
+            expire(hash, at: record.expiresAt)
             send(
                 .authenticated(
                     Authenticated(
@@ -93,6 +95,7 @@ extension NodeSession {
                 throw WireError(.forbidden, "the session token belongs to another device")
             }
             authenticated(Auth(user: record.user, device: device, tokenHash: hash))
+            expire(hash, at: record.expiresAt)
             send(
                 .authenticated(
                     Authenticated(

@@ -41,7 +41,7 @@ extension NodeServer {
         configuration: NodeServerConfiguration, engine: NodeEngine, content: ContentService, webhooks: WebhookDelivery,
         credentials: ServerAPICredentials?, devIdentity: DevIdentityProvider?, gate: SessionGate,
         admission: SessionAdmission, budget: NodeOutboundBudget, metrics: ServerMetrics, logger: Logger,
-        origin: NIOLockedValueBox<String>
+        origin: NIOLockedValueBox<String>, sharedCredentials: SharedServerAPICredentials? = nil
     ) -> TransportRouter {
         var router = TransportRouter()
         router.add(
@@ -59,7 +59,7 @@ extension NodeServer {
         if let credentials {
             let api = ServerAPI(
                 engine: engine, credentials: credentials, settings: configuration.serverAPI, webhooks: webhooks,
-                content: content, origin: origin)
+                content: content, origin: origin, shared: sharedCredentials)
             // Requests without a valid token are answered before their body is read.
             let check: HTTPHeaderCheck = { api.refusalBeforeBody($0) }
             router.add(ServerAPI.routePattern, maxBodyBytes: ServerAPILimits.maxBodyBytes, headerCheck: check) {
@@ -184,6 +184,7 @@ extension NodeServerConfiguration {
         engine.commandBudget = resources.commandBudget
         engine.nonces = resources.nonces
         engine.answerBudgetBytes = resources.answerBudgetBytes
+        engine.sessionLifetime = .seconds(sessionLifetimeSeconds)
         engine.cluster = peers.cluster
         return engine
     }

@@ -125,7 +125,7 @@ public final class NodeServer: Sendable {
         let pushes: PushDelivery = try await parts.start(.pushes, "cannot prepare push delivery") {
             let pushes = try PushDelivery(
                 store: store, outbox: engine.pushes, settings: configuration.push, group: group, logger: logger,
-                metrics: PushMetrics(registry: registry))
+                metrics: PushMetrics(registry: registry), webhooksCAFile: configuration.webhooks.caFile)
             pushes.prepare()
             return (pushes, { await pushes.shutdown() })
         }
@@ -134,11 +134,21 @@ public final class NodeServer: Sendable {
         let outboundBudget = NodeOutboundBudget(
             limit: configuration.resources.nodeOutboundBudgetBytes,
             minimumShare: configuration.resources.minimumOutboundShareBytes)
-        let credentials: ServerAPICredentials? = try await parts.step(
+        var loadedCredentials: ServerAPICredentials? = try await parts.step(
             .transport, "cannot prepare the Server API credentials"
         ) {
             try configuration.serverAPI.enabled ? ServerAPICredentials.loadOrCreate(in: prepared.dataDirectory) : nil
         }
+        // Several nodes on one PostgreSQL store: one app id, every node's tokens good everywhere.
+        var shared: SharedServerAPICredentials?
+        if var loaded = loadedCredentials {
+            shared = try await parts.step(.transport, "cannot share the Server API credentials") {
+                try await SharedServerAPICredentials.start(&loaded, store: store, node: prepared.nodeID.rawValue)
+            }
+            loadedCredentials = loaded
+        }
+        let credentials = loadedCredentials
+        let sharedCredentials = shared  // a constant: the pruner's stop closure takes it
         // The Server API's URLs start with the public URL, known once the listener's port is.
         let origin = NIOLockedValueBox(configuration.publicURL ?? "https://localhost")
         let router = Self.router(
@@ -148,7 +158,7 @@ public final class NodeServer: Sendable {
             gate: gate,
             admission: admission, budget: outboundBudget,
             metrics: ServerMetrics(factory: PrometheusMetricsFactory(registry: registry)),
-            logger: logger, origin: origin)
+            logger: logger, origin: origin, sharedCredentials: sharedCredentials)
         let transport: TransportServer = try await parts.start(
             .transport, "cannot listen on \(configuration.host):\(configuration.port)"
         ) {
@@ -191,7 +201,13 @@ public final class NodeServer: Sendable {
         let pruner: StoragePruner = try await parts.start(.pruner, nil) {
             let pruner = StoragePruner(store: store, nonces: engine.nonces, logger: logger)
             pruner.start(every: .seconds(Int64(configuration.resources.pruneIntervalSeconds)))
-            return (pruner, { await pruner.stop() })
+            return (
+                pruner,
+                {
+                    sharedCredentials?.stop()
+                    await pruner.stop()
+                }
+            )
         }
         let healthLog: NodeHealthLog = try await parts.start(.healthLog, nil) {
             let healthLog = Self.healthLog(

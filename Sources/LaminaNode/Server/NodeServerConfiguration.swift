@@ -64,6 +64,9 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     public var maxStreamsPerConnection: UInt32 = 100
     /// How long a graceful shutdown waits for connections to drain.
     public var drainTimeoutSeconds = 10
+    /// How long a session lives after its login (Layer's session TTL): then its token is
+    /// refused and its open streams end with `session-expired`; the SDK logs in again.
+    public var sessionLifetimeSeconds = 30 * 24 * 3600
     /// Rich content: quota, concurrent uploads, collection (Protocol/CONTENT.md §7).
     public var content = ContentServiceSettings()
     /// The Server API (Layer's Platform API) on the sync port.
@@ -94,6 +97,9 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     }
 
     /// Refuses values outside their ranges, with a reason.
+    /// The session lifetimes a node accepts: a second to a year.
+    public static let sessionLifetimeRange = 1...31_536_000
+
     public func validate() throws {
         func check(_ ok: Bool, _ reason: String) throws { if !ok { throw NodeServerError.configuration(reason) } }
         try check((0...65535).contains(port), "port must be 0...65535, not \(port)")
@@ -120,6 +126,10 @@ public struct NodeServerConfiguration: Sendable, Hashable {
         try check(
             (1...3_600).contains(limits.stalledReaderTimeoutSeconds), "stalledReaderTimeoutSeconds must be 1...3600")
         try check(maxSessions >= 1, "maxSessions must be at least 1")
+        try check(
+            (Self.sessionLifetimeRange).contains(sessionLifetimeSeconds),
+            "sessionLifetimeSeconds must be \(Self.sessionLifetimeRange.lowerBound)...\(Self.sessionLifetimeRange.upperBound)"
+        )
         try check(maxStreamsPerConnection >= 1, "maxStreamsPerConnection must be at least 1")
         try resources.validate(maxSessions: maxSessions)
         try check((certificatePath == nil) == (privateKeyPath == nil), "certificatePath and privateKeyPath go together")

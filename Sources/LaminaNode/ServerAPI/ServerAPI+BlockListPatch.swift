@@ -4,7 +4,8 @@ import LaminaTransport
 
 /// Version 3.0's form of block list changes: `PATCH /users/:owner_user_id` with Layer-Patch
 /// operations on `blocks` (`add`, `remove`, `set`), each naming users by identity id
-/// (`layer:///identities/<user id>`) or user id in `id` or `value` (a string or an array).
+/// (`layer:///identities/<user id>`) or user id in `id` or `value` (a string or an array);
+/// and the user's suspension: `set` of `suspended` to `true` or `false` (``UserSuspension``).
 extension ServerAPI {
     /// The most operations one PATCH of a user carries.
     static let maxUserPatchOperations = 100
@@ -26,6 +27,7 @@ extension ServerAPI {
                 "operations", "a PATCH carries at most \(Self.maxUserPatchOperations) operations")
         }
         var edits: [(operation: String, users: [UserID])] = []
+        var suspension: Bool?
         for (index, raw) in operations.enumerated() {
             guard let op = raw.object else {
                 throw ServerAPIError.invalidProperty("[\(index)]", "each operation must be an object")
@@ -36,9 +38,20 @@ extension ServerAPI {
             guard let property = op["property"]?.string else {
                 throw ServerAPIError.missingProperty("[\(index)].property")
             }
+            if property == "suspended" {
+                guard operation == "set" else {
+                    throw ServerAPIError.invalidProperty(
+                        "[\(index)].operation", "suspended takes set, not \(operation.prefix(40))")
+                }
+                guard case .bool(let value)? = op["value"] else {
+                    throw ServerAPIError.invalidProperty("[\(index)].value", "suspended is set to true or false")
+                }
+                suspension = value
+                continue
+            }
             guard property == "blocks" else {
                 throw ServerAPIError.invalidProperty(
-                    "[\(index)].property", "a user's PATCH changes `blocks` (suspension is not served)")
+                    "[\(index)].property", "a user's PATCH changes `blocks` or `suspended`")
             }
             guard ["add", "remove", "set"].contains(operation) else {
                 throw ServerAPIError.invalidProperty(
@@ -67,7 +80,19 @@ extension ServerAPI {
                 for user in edit.users where !current.contains(user) { try await block(user, by: owner) }
             }
         }
+        if let suspension { try await engine.setSuspended(suspension, user: owner) }
         return HTTPResponse(status: 204)
+    }
+
+    /// GET /users/:user_id: the user's suspension status (Layer's "Get suspension status"):
+    /// `{"id", "user_id", "suspended"}`.
+    func getUser(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let user = try r.userID()
+        return ServerAPIJSON.response(
+            200,
+            UserStatusObject(
+                id: ServerAPIRepresentation.identityID(user), user_id: user.rawValue,
+                suspended: try await engine.isSuspended(user)))
     }
 
     /// `blocker` blocks `blocked` (nothing when they are the same user, or already blocked);
@@ -80,4 +105,11 @@ extension ServerAPI {
                 "user_id", "\(blocker.rawValue) blocks \(ServerAPILimits.maxBlocksPerUser) users already (the most)")
         }
     }
+}
+
+/// `GET /users/:user_id`.
+struct UserStatusObject: Encodable, Sendable {
+    var id: String
+    var user_id: String
+    var suspended: Bool
 }

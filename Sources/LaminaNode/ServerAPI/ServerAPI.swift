@@ -39,13 +39,14 @@ public final class ServerAPI: Sendable {
     init(
         engine: NodeEngine, credentials: ServerAPICredentials, settings: ServerAPISettings,
         webhooks: WebhookDelivery? = nil,
-        content: ContentService? = nil, origin: NIOLockedValueBox<String>? = nil
+        content: ContentService? = nil, origin: NIOLockedValueBox<String>? = nil,
+        shared: SharedServerAPICredentials? = nil
     ) {
         self.webhooks = webhooks
         self.content = content
         self.contentURLLifetime = Int64(settings.contentURLLifetimeSeconds)
         self.engine = engine
-        self.tokenSource = ServerAPITokenSource(credentials)
+        self.tokenSource = ServerAPITokenSource(credentials, shared: shared)
         self.limiter = TokenBuckets(rates: [settings.requestsPerSecond], bursts: [Double(settings.burst)])
         self.origin = origin ?? NIOLockedValueBox("https://localhost")
         self.failedTokens = TokenBuckets(
@@ -132,6 +133,7 @@ public final class ServerAPI: Sendable {
             { try await $0.getUserMessage($1) }
         ),
         (Route(method: "PATCH", template: "/apps/{app_id}/users/{user_id}"), { try await $0.patchUser($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}"), { try await $0.getUser($1) }),
         (
             Route(
                 method: "DELETE",
@@ -169,6 +171,7 @@ public final class ServerAPI: Sendable {
             { try await $0.revokeSessions($1) }
         ),
         (Route(method: "POST", template: "/apps/{app_id}/announcements"), { try await $0.sendAnnouncement($1) }),
+        (Route(method: "POST", template: "/apps/{app_id}/notifications"), { try await $0.sendNotification($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.listBlocks($1) }),
         (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.addBlock($1) }),
         (

@@ -62,6 +62,10 @@ struct ServerAPIRepresentation {
     }
     static func messageID(_ id: MessageID) -> String { "layer:///messages/\(id.uuid.uuidString.lowercased())" }
     static func identityID(_ user: UserID) -> String { "layer:///identities/\(user.rawValue)" }
+    /// A message position as the Server API's `position` number.
+    static func position(_ p: MessagePosition) -> Int64 {
+        Int64(bitPattern: (p.physical << 16) | UInt64(p.logical & 0xffff))
+    }
 
     /// The identity object: what was set for the user, else its user id as display name.
     func identity(_ user: UserID) -> IdentityObject {
@@ -123,8 +127,18 @@ struct ServerAPIRepresentation {
             sent_at: m.sentAt.map { ServerAPIJSON.date(millisecondsSince1970: $0.millisecondsSince1970) },
             sender: sender(m.sender),
             recipient_status: statuses,
-            position: m.position.map { Int64(bitPattern: ($0.physical << 16) | UInt64($0.logical & 0xffff)) } ?? 0,
+            position: m.position.map(Self.position) ?? 0,
             is_unread: user.map { m.sender != $0 && (m.recipientStatus[$0] ?? .sent) < .read })
+    }
+
+    /// A message by id and url, with its conversation's (webhook events about its parts).
+    func messageReference(_ m: MessageID, in c: ConversationID) -> MessageReference {
+        let conversation = c.uuid.uuidString.lowercased()
+        return MessageReference(
+            id: Self.messageID(m),
+            url: "\(base)/conversations/\(conversation)/messages/\(m.uuid.uuidString.lowercased())",
+            conversation: ConversationReference(
+                id: Self.conversationID(c), url: "\(base)/conversations/\(conversation)"))
     }
 
     /// A message's parts: `body` (text, or base64 with `encoding`) or `content`; in 3.0 with

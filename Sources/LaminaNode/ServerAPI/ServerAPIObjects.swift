@@ -124,6 +124,7 @@ struct PartContentObject: Encodable, Sendable {
 /// A message named by id only (`message.deleted`).
 struct MessageReference: Encodable, Sendable {
     var id: String
+    var url: String?
     var conversation: ConversationReference
 }
 

@@ -20,6 +20,8 @@ public struct ServerAPICredentials: Sendable {
     public var newToken: String?
     /// The tokens file, when the tokens came from one.
     public var tokensFile: URL?
+    /// On a shared store: the SHA-256 of every node's tokens (``SharedServerAPICredentials``).
+    var sharedHashes: [[UInt8]] = []
 
     enum Files {
         static let directory = "server-api"
@@ -84,7 +86,8 @@ public struct ServerAPICredentials: Sendable {
     }
 
     /// The index of the token `presented` equals, if any. Every token is compared in full
-    /// (time depends on the lengths only, not on where bytes differ).
+    /// (time depends on the lengths only, not on where bytes differ). On a shared store a
+    /// token of another node matches by its SHA-256 (indexes after this node's tokens).
     func match(_ presented: String) -> Int? {
         let candidate = Array(presented.utf8)
         var found: Int? = nil
@@ -94,6 +97,13 @@ public struct ServerAPICredentials: Sendable {
                 difference |= token[i] ^ (i < candidate.count ? candidate[i] : 0)
             }
             if difference == 0 && found == nil { found = index }
+        }
+        if found == nil, !sharedHashes.isEmpty, let hash = try? SHA256Hasher.hash(candidate) {
+            for (index, shared) in sharedHashes.enumerated() {
+                var difference: UInt8 = 0
+                for i in 0..<32 { difference |= shared[i] ^ hash[i] }
+                if difference == 0 && found == nil { found = tokens.count + index }
+            }
         }
         return found
     }
@@ -108,9 +118,13 @@ final class ServerAPITokenSource: Sendable {
         NIOLockedValueBox<(credentials: ServerAPICredentials, modified: Date?, checked: ContinuousClock.Instant)>
     private let logger = Logger(label: "lamina.server-api")
 
-    init(_ credentials: ServerAPICredentials) {
+    /// Other nodes' tokens on a shared store.
+    private let shared: SharedServerAPICredentials?
+
+    init(_ credentials: ServerAPICredentials, shared: SharedServerAPICredentials? = nil) {
         let modified = credentials.tokensFile.flatMap(Self.modified)
         state = NIOLockedValueBox((credentials, modified, .now))
+        self.shared = shared
     }
 
     static func modified(_ file: URL) -> Date? {
@@ -118,6 +132,12 @@ final class ServerAPITokenSource: Sendable {
     }
 
     var current: ServerAPICredentials {
+        var credentials = fromFile
+        if let shared { credentials.sharedHashes = shared.hashes.withLockedValue { $0 } }
+        return credentials
+    }
+
+    private var fromFile: ServerAPICredentials {
         state.withLockedValue { s in
             guard let file = s.credentials.tokensFile, ContinuousClock.now - s.checked >= Self.checkInterval else {
                 return s.credentials

@@ -58,6 +58,7 @@ enum PostgresSchema {
         // Empty here: PostgreSQL's writers append to `feed_entries` (see `FeedTail`); the table
         // exists so that the feed's reads are one text on both backends.
         ("v16-feed-tail", [FeedTail.createPostgres]),
+        (SuspensionSchema.migration, SuspensionSchema.postgres),
     ]
 
     /// PostgreSQL only (SQLite has one node, whose sessions it knows): the devices with a live

@@ -62,6 +62,9 @@ enum StorageSchema {
         migrator.registerMigration("v15-feed-tail") { db in
             try db.execute(sql: FeedTail.createSQLite)
         }
+        migrator.registerMigration(SuspensionSchema.migration) { db in
+            for statement in SuspensionSchema.sqlite { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
