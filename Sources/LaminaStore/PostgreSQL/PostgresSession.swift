@@ -240,7 +240,8 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
                 else { continue }
                 if let known = feedBases[user], known.base != base {
                     throw StorageError(
-                        .database, "the feed of \(id) moved between two sends of one group (base \(known.base), then \(base))")
+                        .database,
+                        "the feed of \(id) moved between two sends of one group (base \(known.base), then \(base))")
                 }
                 feedBases[user] = (base, head)
                 answered.insert(id)
