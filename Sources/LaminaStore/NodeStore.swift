@@ -282,11 +282,14 @@ package final class NodeStore: Sendable {
     /// group committed (or failed). For callers on event loops that must not suspend; the
     /// completion should only hop back to the caller's loop. Throws at once when the queue
     /// is full or the store closed (then `completion` is never called).
+    /// `conversations`: those `body` will write to, when known (with several writers the
+    /// group locks them first, in one order: see `StorageWriter`).
     package func submit<T: Sendable>(
         _ body: @escaping @Sendable (StorageTransaction) throws -> T,
+        conversations: [ConversationID] = [],
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) throws(StorageError) {
-        try writer.enqueue(WriteCommand(body: body, completion: completion))
+        try writer.enqueue(WriteCommand(body: body, conversations: conversations, completion: completion))
     }
 
     /// Reads the last committed state on the calling thread, blocking it: for start-up,
@@ -396,16 +399,29 @@ final class WriteCommand<T: Sendable>: StorageCommand, @unchecked Sendable {
     // Written on the writer thread, read on the completion thread after the group's hand-over.
     private var result: T?
 
+    let conversations: [ConversationID]
+
     init(
-        body: @escaping @Sendable (StorageTransaction) throws -> T,
+        body: @escaping @Sendable (StorageTransaction) throws -> T, conversations: [ConversationID] = [],
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
         self.body = body
+        self.conversations = conversations
         self.completion = completion
     }
 
     func apply(_ db: any SQLSession, cache: WriterCache) throws {
         result = try body(StorageTransaction(db: db, cache: cache))
+    }
+
+    var resolvesFeedSeqs: Bool { T.self is any ProvisionalFeedSeqs.Type }
+
+    func resolveFeedSeqs(_ bases: [UserID: Int64]) {
+        guard let provisional = result as? any ProvisionalFeedSeqs else { return }
+        let resolved = provisional.resolvingFeedSeqs { user, seq in
+            UInt64(Int64(seq) + (bases[user] ?? 0))
+        }
+        result = resolved as? T
     }
 
     func complete(_ failure: (any Error)?) {

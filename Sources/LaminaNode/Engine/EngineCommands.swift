@@ -90,6 +90,7 @@ extension NodeEngine {
                 { [self] tx -> CommandResult in
                     try command(frame, as: user, key: key, digest: digest, now: now, in: tx)
                 },
+                conversations: frame.writtenConversation.map { [$0] } ?? [],
                 completion: { [self] result in
                     // The answer goes out before the slot is given back: a read waiting for the
                     // session's commands to drain is answered after this one (SPEC §5.7).

@@ -16,6 +16,9 @@ final class HotStatement: SQLBinder {
     private let postgres: (session: PostgresSession, sql: String)?
     /// The values bound for PostgreSQL (1-based parameter `i` at `i - 1`).
     var boundValues: [SQLValue] = []
+    /// PostgreSQL: the set-oriented statement this one's rows can be held back for while the
+    /// writer defers (`PostgresSession.deferring`, `PostgresWriteBatch`); nil: never held back.
+    var batchKind: PostgresWriteBatch.Kind?
 
     init(_ db: Database, _ sql: String) throws(StorageError) {
         do {
@@ -50,6 +53,7 @@ final class HotStatement: SQLBinder {
         }
         let (session, sql) = postgres!
         defer { boundValues.removeAll(keepingCapacity: true) }
+        if let batchKind, session.deferring { return try session.deferRow(batchKind, boundValues) }
         try session.execute(sql, boundValues)
     }
 
@@ -60,7 +64,16 @@ final class HotStatement: SQLBinder {
     /// and the answer is the connection's change count; on PostgreSQL it ends in `RETURNING 1`
     /// (``HotStatements/returningOnPostgres``).
     func runInsert() throws(StorageError) -> Bool {
-        guard bindingHandle != nil else { return try run() != nil }
+        guard bindingHandle != nil else {
+            if let batchKind, let session = postgres?.session, session.deferring {
+                // Held back: a taken id or position fails the batch, and the group runs again
+                // with a savepoint per command, where this insert is answered alone.
+                defer { boundValues.removeAll(keepingCapacity: true) }
+                try session.deferRow(batchKind, boundValues)
+                return true
+            }
+            return try run() != nil
+        }
         try run()
         return sqlite3_changes(connection) > 0
     }
@@ -198,6 +211,11 @@ final class HotStatements {
             countSender = nil
             countAppended = try db.hotStatement(
                 "WITH counted AS (\(StoredCounts.countSender)) \(StoredCounts.unreadAppended)")
+        }
+        if db.dialect == .postgres {
+            insertMessage.batchKind = .messages
+            insertOperation.batchKind = .operations
+            countAppended.batchKind = .counts
         }
     }
 

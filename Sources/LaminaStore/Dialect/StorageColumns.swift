@@ -22,6 +22,32 @@ enum Columns {
         return UUID(uuid: bytes)
     }
 
+    /// Byte strings as a JSON array of hex strings (PostgreSQL: `decode(x, 'hex')` of each).
+    static func jsonHex(_ values: [Data]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = [UInt8(ascii: "[")]
+        for (i, value) in values.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "\""))
+            for byte in value {
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 0xF)])
+            }
+            out.append(UInt8(ascii: "\""))
+        }
+        out.append(UInt8(ascii: "]"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Texts as a JSON array.
+    static func jsonText(_ values: [String]) throws(StorageError) -> String {
+        do {
+            return String(decoding: try JSONEncoder().encode(values), as: UTF8.self)
+        } catch {
+            throw StorageError(.invalidArgument, "texts that do not encode as JSON: \(error)")
+        }
+    }
+
     static func node(_ node: NodeID) -> Int64 { Int64(bitPattern: node.rawValue ^ (1 << 63)) }
     static func node(_ value: Int64) -> NodeID { NodeID(UInt64(bitPattern: value) ^ (1 << 63)) }
 

@@ -436,24 +436,81 @@ extension StorageReader {
         // One statement (a round trip on PostgreSQL): the flags on every row, one row per
         // participant (one with NULLs for none). Columns by position: every command reads it.
         let rows = try db.rows(
-            """
-            SELECT c.is_distinct, c.delivery_receipts_enabled, c.merged_into, c.deleted,
-                p.user_id, p.is_member, p.hlc_physical, p.hlc_logical, p.hlc_node
-            FROM conversations c LEFT JOIN participants p ON p.conversation_id = c.id WHERE c.id = ?\(locking ? " FOR UPDATE OF c" : "")
-            """, [Columns.blob(id.uuid)])
+            locking ? ConversationHeaderSQL.locking : ConversationHeaderSQL.plain, [Columns.blob(id.uuid)])
+        return try Self.header(id, rows[...])
+    }
+
+    /// The header of `id` from its rows of `ConversationHeaderSQL` (columns from `offset` on).
+    private static func header(_ id: ConversationID, _ rows: ArraySlice<SQLRow>, offset o: Int = 0)
+        throws(StorageError) -> ConversationHeader?
+    {
         guard let row = rows.first else { return nil }
         var states: [UserID: ParticipantState] = [:]
         var participants = Set<UserID>()
-        for p in rows where !p.isNull(4) {
-            let user = try Columns.user(p, 4)
-            let state = ParticipantState(isMember: p[5], since: try Columns.hlc(p, from: 6))
+        for p in rows where !p.isNull(o + 4) {
+            let user = try Columns.user(p, o + 4)
+            let state = ParticipantState(isMember: p[o + 5], since: try Columns.hlc(p, from: o + 6))
             states[user] = state
             if state.isMember { participants.insert(user) }
         }
-        let merged: Data? = row[2]
-        let deleted: Bool = row[3]
+        let merged: Data? = row[o + 2]
+        let deleted: Bool = row[o + 3]
         return ConversationHeader(
-            id: id, isLive: merged == nil && !deleted, isDistinct: row[0], deliveryReceiptsEnabled: row[1],
+            id: id, isLive: merged == nil && !deleted, isDistinct: row[o + 0], deliveryReceiptsEnabled: row[o + 1],
             participants: participants, states: states)
     }
+
+    /// Several writers: locks the rows of the conversations `ids` (those that exist) in id
+    /// order, in ONE statement, and returns their headers. The writer takes a group's
+    /// conversations so before any other lock: every node locks conversations in one order, and
+    /// only then feeds (`lockFeeds`), so groups on several nodes do not deadlock.
+    package func lockConversationHeaders(_ ids: [ConversationID]) throws(StorageError) -> [ConversationHeader] {
+        guard !ids.isEmpty else { return [] }
+        let rows = try db.rows(
+            ConversationHeaderSQL.lockingMany, [Columns.jsonHex(ids.map { Columns.blob($0.uuid) })])
+        var out: [ConversationHeader] = []
+        var start = rows.startIndex
+        while start < rows.endIndex {
+            guard let uuid = rows[start].uuid(0) else {
+                throw StorageError(.corrupt, "a conversation id is not 16 bytes")
+            }
+            var end = start + 1
+            while end < rows.endIndex, rows[end].uuid(0) == uuid { end += 1 }
+            let id = ConversationID(uuid: uuid)
+            if let header = try Self.header(id, rows[start..<end], offset: 1) { out.append(header) }
+            start = end
+        }
+        return out
+    }
+
+    /// Several writers: locks the `feed_heads` rows of `users` that exist, in user order (after
+    /// the group's conversations: see `lockConversationHeaders`). Sent without waiting.
+    package func lockFeeds(_ users: [UserID]) throws(StorageError) {
+        guard !users.isEmpty else { return }
+        try db.run(ConversationHeaderSQL.lockingFeeds, [try Columns.jsonText(users.map(\.rawValue))])
+    }
+}
+
+/// The statement that reads a conversation's header, and (several writers) locks its row.
+enum ConversationHeaderSQL {
+    static let plain = """
+        SELECT c.is_distinct, c.delivery_receipts_enabled, c.merged_into, c.deleted,
+            p.user_id, p.is_member, p.hlc_physical, p.hlc_logical, p.hlc_node
+        FROM conversations c LEFT JOIN participants p ON p.conversation_id = c.id WHERE c.id = ?
+        """
+    static let locking = plain + " FOR UPDATE OF c"
+    /// The headers of the conversations in a JSON array of hex ids, their rows locked in id order.
+    static let lockingMany = """
+        SELECT c.id, c.is_distinct, c.delivery_receipts_enabled, c.merged_into, c.deleted,
+            p.user_id, p.is_member, p.hlc_physical, p.hlc_logical, p.hlc_node
+        FROM conversations c LEFT JOIN participants p ON p.conversation_id = c.id
+        WHERE c.id IN (SELECT decode(x, 'hex') FROM jsonb_array_elements_text(CAST(? AS jsonb)) AS x)
+        ORDER BY c.id FOR UPDATE OF c
+        """
+    /// Locks the `feed_heads` rows of the users in a JSON array, in user order.
+    static let lockingFeeds = """
+        SELECT user_id FROM feed_heads
+        WHERE user_id IN (SELECT CAST(u AS TEXT) COLLATE "C" FROM jsonb_array_elements_text(CAST(? AS jsonb)) AS u)
+        ORDER BY user_id FOR UPDATE
+        """
 }

@@ -83,6 +83,14 @@ extension StorageTransaction {
         at time: Timestamp
     ) throws(StorageError) -> [UserID: UInt64] {
         guard !users.isEmpty else { return [:] }
+        if let session = db as? PostgresSession, session.deferring {
+            // A set-oriented group commit: provisional seqs, replaced once the group's feeds
+            // are written (`PostgresWriteBatch`); the heads are announced by the writer then.
+            return try session.deferFeedAppend(
+                to: users, kind: Int64(kind), conversation: conversation.map { Columns.blob($0.uuid) },
+                message: message.map { Columns.blob($0.uuid) }, payload: payload.map { Data($0) },
+                at: time.millisecondsSince1970)
+        }
         let list: String
         do {
             list = String(decoding: try JSONEncoder().encode(users.map(\.rawValue)), as: UTF8.self)

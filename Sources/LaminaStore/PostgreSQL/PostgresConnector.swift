@@ -340,4 +340,33 @@ package enum PostgresMaintenance {
         try session.run("DROP SCHEMA public CASCADE")
         try session.run("CREATE SCHEMA public")
     }
+
+    /// What a benchmark reads of the server for the database of `url`: the statements run in
+    /// it (`pg_stat_statements`' calls, top-level statements, BEGIN and COMMIT included; nil
+    /// unless the server preloads the module: `shared_preload_libraries = 'pg_stat_statements'`)
+    /// and the deadlocks detected in it (`pg_stat_database`). The extension is created in a
+    /// schema of its own, `lamina_bench`, which `emptyDatabase` leaves alone.
+    package static func counters(_ url: String) throws(StorageError) -> (statements: Int64?, deadlocks: Int64) {
+        let connector = PostgresConnector(location: try PostgresLocation(url: url), syncsCommits: true)
+        defer { connector.shutdown() }
+        let session = try connector.connect()
+        defer { connector.close(session) }
+        // The statistics collector's view of other backends' counters, not a snapshot cached in this one.
+        let deadlocks =
+            try session.int64(
+                "SELECT CAST(deadlocks AS BIGINT) FROM pg_stat_database WHERE datname = current_database()") ?? 0
+        var statements: Int64?
+        do {
+            try session.run("CREATE SCHEMA IF NOT EXISTS lamina_bench")
+            try session.run("CREATE EXTENSION IF NOT EXISTS pg_stat_statements WITH SCHEMA lamina_bench")
+            statements = try session.int64(
+                """
+                SELECT CAST(coalesce(sum(calls), 0) AS BIGINT) FROM lamina_bench.pg_stat_statements
+                WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """)
+        } catch {
+            statements = nil
+        }
+        return (statements, deadlocks)
+    }
 }

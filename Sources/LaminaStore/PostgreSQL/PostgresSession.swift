@@ -1,4 +1,5 @@
 import Foundation
+import LaminaModel
 import Logging
 import NIOCore
 import PostgresNIO
@@ -71,6 +72,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// thrown first: it came first, and this one then failed or ran in a failed transaction.
     @discardableResult
     func query(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
+        try flushBatchBefore(sql)
         let query = try statement(sql, values)
         let started = ContinuousClock.now
         defer { counters?.statement(took: ContinuousClock.now - started) }
@@ -94,6 +96,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// which is waited for, so a failure stays the failing command's). Saves the writer a
     /// wait per statement whose result nothing reads.
     private func send(_ sql: String, _ values: [SQLValue]) throws(StorageError) {
+        try flushBatchBefore(sql)
         let query = try statement(sql, values)
         counters?.statement(took: .zero)
         let promise = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
@@ -126,6 +129,129 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         guard !unsent.isEmpty else { return }
         connection.queryIfOpen(unsent, logger: logger)
         unsent.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Set-oriented group commits
+
+    /// Set by the writer while it runs a group without savepoints: the hot-path writes
+    /// (`HotStatement.batchKind`, and feed appends through `deferFeedAppend`) are held back
+    /// and sent as one statement per kind (`PostgresWriteBatch`) before the next other
+    /// statement, or at `checkSent`. Cleared at COMMIT, ROLLBACK and BEGIN.
+    var deferring = false
+    private var batch = PostgresWriteBatch()
+    /// The provisional seq last handed out per user in this group (`PostgresWriteBatch`).
+    private var provisionalSeqs: [UserID: Int64] = [:]
+    /// Per user appended to in this group: the base of its provisional seqs (real seq = base +
+    /// provisional) and its head, known once its entries were sent.
+    private(set) var feedBases: [UserID: (base: Int64, head: Int64)] = [:]
+    /// Statements the batch does not have to be sent before: they read nothing it writes (a
+    /// conversation's header: its flags and participants).
+    static let independentOfBatch: Set<String> = [
+        ConversationHeaderSQL.plain, ConversationHeaderSQL.locking,
+    ]
+
+    /// Holds back one row of a hot statement (see `deferring`).
+    func deferRow(_ kind: PostgresWriteBatch.Kind, _ values: [SQLValue]) throws(StorageError) {
+        batch.add(kind, values)
+        if batch.rowCount >= PostgresWriteBatch.maxRows { try flushBatch() }
+    }
+
+    /// Holds back one entry in the feed of each user (see `deferring`) and returns each one's
+    /// provisional seq: the writer replaces them in the commands' results once the group's
+    /// feeds were written (`StorageCommand.resolveFeedSeqs`).
+    func deferFeedAppend(
+        to users: Set<UserID>, kind: Int64, conversation: Data?, message: Data?, payload: Data?, at time: Int64
+    ) throws(StorageError) -> [UserID: UInt64] {
+        var seqs: [UserID: UInt64] = [:]
+        for user in users.sorted() {
+            let k = (provisionalSeqs[user] ?? 0) + 1
+            provisionalSeqs[user] = k
+            batch.add(
+                PostgresWriteBatch.FeedRow(
+                    user: user.rawValue, k: k, kind: kind, conversation: conversation, message: message,
+                    payload: payload, createdAt: time))
+            seqs[user] = UInt64(k)
+        }
+        if batch.rowCount >= PostgresWriteBatch.maxRows { try flushBatch() }
+        return seqs
+    }
+
+    private func endBatch() {
+        batch.removeAll()
+        provisionalSeqs.removeAll(keepingCapacity: true)
+        feedBases.removeAll(keepingCapacity: true)
+        deferring = false
+    }
+
+    private func flushBatchBefore(_ sql: String) throws(StorageError) {
+        guard !batch.isEmpty, !Self.independentOfBatch.contains(sql) else { return }
+        try flushBatch()
+    }
+
+    /// Sends what the batch holds, one statement per kind, in one hand-over to the connection,
+    /// and waits for them: messages, counts, replication log, feeds (the order the single-row
+    /// statements of one send ran in). A taken message id or position fails it (`.alreadyExists`):
+    /// the writer then runs the group again with a savepoint per command.
+    private func flushBatch() throws(StorageError) {
+        guard !batch.isEmpty else { return }
+        let taken = batch
+        batch.removeAll()
+        func enqueue(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
+            counters?.statement(took: .zero)
+            let promise = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
+            unsent.append((query, promise))
+            return promise.futureResult
+        }
+        var inserted: EventLoopFuture<PostgresQueryResult>?
+        if !taken.messages.isEmpty {
+            let future = enqueue(taken.messagesQuery())
+            inFlight.append(future)
+            inserted = future
+        }
+        if !taken.counts.isEmpty { inFlight.append(enqueue(taken.countsQuery())) }
+        if !taken.operations.isEmpty { inFlight.append(enqueue(taken.operationsQuery())) }
+        let feeds = taken.feeds.isEmpty ? nil : enqueue(taken.feedsQuery())
+        flush()
+        let feedOutcome = feeds.map { future in Result { try future.wait() } }
+        // In the order sent: statements before the batch, then its messages, counts and log.
+        try throwDeferred()
+        if let inserted, let result = try? inserted.wait() {
+            let count = result.rows.first.flatMap { $0.first }.map { Self.value($0) }.flatMap { Int64.fromSQL($0) }
+            guard count == Int64(taken.messages.count) else {
+                throw StorageError(
+                    .alreadyExists,
+                    "\(taken.messages.count - Int(count ?? 0)) of the group's \(taken.messages.count) message ids or positions are taken"
+                )
+            }
+        }
+        switch feedOutcome {
+        case .none:
+            break
+        case .failure(let error):
+            throw failure(error)
+        case .success(let result):
+            var byRawValue: [String: UserID] = [:]
+            for user in provisionalSeqs.keys { byRawValue[user.rawValue] = user }
+            var answered = Set<String>()
+            for row in result.rows {
+                let cells = Array(row)
+                guard cells.count == 3, case .text(let id) = Self.value(cells[0]), let user = byRawValue[id],
+                    let base = Int64.fromSQL(Self.value(cells[1])), let head = Int64.fromSQL(Self.value(cells[2]))
+                else { continue }
+                if let known = feedBases[user], known.base != base {
+                    throw StorageError(
+                        .database,
+                        "the feed of \(id) moved between two sends of one group (base \(known.base), then \(base))")
+                }
+                feedBases[user] = (base, head)
+                answered.insert(id)
+            }
+            let appended = Set(taken.feeds.map(\.user))
+            guard answered == appended else {
+                throw StorageError(
+                    .database, "appending to \(appended.count) feeds returned the heads of \(answered.count)")
+            }
+        }
     }
 
     // MARK: Prepared statements
@@ -266,7 +392,10 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         inFlight.removeAll(keepingCapacity: true)
     }
 
-    func checkSent() throws(StorageError) { try throwDeferred() }
+    func checkSent() throws(StorageError) {
+        try flushBatch()
+        try throwDeferred()
+    }
 
     private func throwDeferred() throws(StorageError) {
         settle()
@@ -342,6 +471,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     func begin() throws(StorageError) {
         settle()
         deferredError = nil
+        endBatch()
         try query("BEGIN", [])
         isInsideTransaction = true
     }
@@ -360,12 +490,15 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
             throw error
         }
         isInsideTransaction = false
+        deferring = false
         let done = hooks
         hooks.removeAll()
         for hook in done { hook.commit(nil) }
     }
 
     func rollback() {
+        // What was held back was never sent: it goes with the transaction.
+        endBatch()
         settle()
         deferredError = nil
         if isInsideTransaction, !isBroken { _ = try? query("ROLLBACK", []) }

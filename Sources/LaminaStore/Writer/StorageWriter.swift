@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LaminaModel
 import Logging
 
 /// Counters of the writer, for tests and metrics.
@@ -43,6 +44,30 @@ protocol StorageCommand: AnyObject, Sendable {
     func apply(_ db: any SQLSession, cache: WriterCache) throws
     /// Called after the group committed (the command applied) or failed.
     func complete(_ failure: (any Error)?)
+    /// Whether the command's result can take feed seqs handed out provisionally
+    /// (`resolveFeedSeqs`): only then may its group's feed appends be held back (PostgreSQL's
+    /// set-oriented group commit, `PostgresWriteBatch`).
+    var resolvesFeedSeqs: Bool { get }
+    /// Replaces the provisional feed seqs in the result: `base + provisional` per user.
+    func resolveFeedSeqs(_ bases: [UserID: Int64])
+    /// The conversations the command will write to, as far as known before it runs: with
+    /// several writers the group locks them all first, in one order (`lockAhead`).
+    var conversations: [ConversationID] { get }
+}
+
+extension StorageCommand {
+    var resolvesFeedSeqs: Bool { false }
+    func resolveFeedSeqs(_ bases: [UserID: Int64]) {}
+    var conversations: [ConversationID] { [] }
+}
+
+/// A command result that holds feed seqs (`StorageTransaction.appendChange` and
+/// `appendMessageCreated`'s answers) and can have the provisional ones replaced once its group's
+/// feeds are written (PostgreSQL's set-oriented group commit: a command learns its seqs only
+/// after the batched statement ran). Every seq in it must come from those appends.
+package protocol ProvisionalFeedSeqs: Sendable {
+    /// This value with each seq `seq` of `user`'s feed replaced by `resolve(user, seq)`.
+    func resolvingFeedSeqs(_ resolve: (UserID, UInt64) -> UInt64) -> Self
 }
 
 /// One writer with group commit. A dedicated thread takes every waiting command (up to
@@ -223,13 +248,21 @@ final class StorageWriter: @unchecked Sendable {
     /// kept in the cache or hooked to their end: they run again). Errors of the commit itself
     /// are thrown.
     private func applyWithoutSavepoints(_ batch: [any StorageCommand], _ db: any SQLSession) throws -> FirstPass {
+        let postgres = db as? PostgresSession
+        // Set-oriented (PostgreSQL): the group's hot-path writes go as one statement per kind,
+        // when every command's result can take provisional feed seqs.
+        postgres?.deferring = batch.count > 1 && batch.allSatisfy { $0.resolvesFeedSeqs }
         do {
+            try lockAhead(batch, db)
             for (i, command) in batch.enumerated() {
                 try command.apply(db, cache: cache)
                 // A statement of the last command not waited for that failed fails it here,
                 // not the commit (a failure of another one is its successor's: all run again).
                 if i == batch.count - 1 { try db.checkSent() }
                 cache.endCommand(succeeded: true)
+            }
+            if let postgres, postgres.deferring {
+                for (user, feed) in postgres.feedBases { cache.announceCommitted(feedHead: feed.head, of: user) }
             }
         } catch {
             cache.endCommand(succeeded: false)
@@ -239,13 +272,39 @@ final class StorageWriter: @unchecked Sendable {
             let reported = error is GRDB.DatabaseError ? StorageError.wrapping(error) : error
             return batch.count == 1 ? .failedAlone(reported) : .rolledBack
         }
+        let bases = postgres?.feedBases.mapValues { $0.base } ?? [:]
         do {
             try announceAndCommit(db)
         } catch {
             db.rollback()
             throw error
         }
+        if !bases.isEmpty {
+            for command in batch { command.resolveFeedSeqs(bases) }
+        }
         return .committed
+    }
+
+    /// Several writers: locks the group's conversations (the ones its commands name) in id
+    /// order and then the feeds of their participants in user order, in two statements, before
+    /// any other lock of the group; the headers read are kept for the transaction. Every node
+    /// takes its locks in that order, so groups on several nodes that touch the same
+    /// conversations or feeds wait for each other instead of deadlocking (a command that names
+    /// no conversation still locks what it touches as it goes).
+    private func lockAhead(_ batch: [any StorageCommand], _ db: any SQLSession) throws {
+        guard cache.sharedWriters else { return }
+        var ids = Set<ConversationID>()
+        for command in batch { ids.formUnion(command.conversations) }
+        guard !ids.isEmpty else { return }
+        let reader = StorageReader(db: db)
+        let headers = try reader.lockConversationHeaders(Array(ids))
+        var users = Set<UserID>()
+        for header in headers {
+            cache.didLock(header.id)
+            cache.remember(header)
+            users.formUnion(header.states.keys)
+        }
+        try reader.lockFeeds(users.sorted())
     }
 
     /// Ends the group's transaction: announces the feed heads it advanced (several writers)
@@ -291,13 +350,14 @@ final class StorageWriter: @unchecked Sendable {
                         if let reported = Self.databaseError(error, inCommand: true) { databaseErrors.append(reported) }
                         return
                     case .rolledBack:
-                        try db.begin()
+                        try db.begin()  // not deferring: each command's statements run as before
                     }
                 }
                 do {
                     if announcer == nil {
                         try FeedTail.beginGroup(db, cache: cache, commands: batch.count, largeGroup: groupTarget)
                     }
+                    try lockAhead(batch, db)
                     let statements = try cache.statements(db)
                     for (i, command) in batch.enumerated() {
                         do {

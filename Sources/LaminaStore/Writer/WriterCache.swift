@@ -127,6 +127,12 @@ final class WriterCache: @unchecked Sendable {
         commandHeads[user] = max(commandHeads[user] ?? 0, head)
     }
 
+    /// A set-oriented group (`PostgresWriteBatch`) advanced `user`'s feed to `head`: announced
+    /// at COMMIT (every command of such a group applied).
+    func announceCommitted(feedHead head: Int64, of user: UserID) {
+        groupHeads[user] = max(groupHeads[user] ?? 0, head)
+    }
+
     /// The feed heads the group's released commands advanced, forgotten here: the writer
     /// sends them in the group's transaction just before COMMIT.
     func takeAnnouncedHeads() -> [UserID: Int64] {

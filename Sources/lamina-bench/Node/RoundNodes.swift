@@ -21,6 +21,9 @@ struct RoundNodes {
     private var commitsStart: StoreCommits?
     /// Each node's threads' CPU at the start.
     private var threadsStart: [[Int32: (role: ThreadRole, seconds: Double)]]?
+    /// The PostgreSQL store's URL (`--store`), and its server counters at the start.
+    private var store: String?
+    private var serverStart: (statements: Int64?, deadlocks: Int64)?
 
     /// Where receivers connect: the second node when there is one.
     var receiving: NodeProcess { second ?? first }
@@ -51,7 +54,9 @@ struct RoundNodes {
                 throw error
             }
         }
-        return RoundNodes(first: first, second: second, databaseStart: nil, databasePid: load.databasePid)
+        var nodes = RoundNodes(first: first, second: second, databaseStart: nil, databasePid: load.databasePid)
+        nodes.store = load.store
+        return nodes
     }
 
     /// The round's nodes with the database's CPU counted from now.
@@ -60,6 +65,8 @@ struct RoundNodes {
             first: first, second: second, databaseStart: databasePid.map(Self.treeCPU), databasePid: databasePid)
         nodes.commitsStart = nodes.commits()
         nodes.threadsStart = nodes.all.map { $0.threadCPU() }
+        nodes.store = store
+        nodes.serverStart = store.flatMap { try? PostgresMaintenance.counters($0) }
         return nodes
     }
 
@@ -127,6 +134,16 @@ struct RoundNodes {
         }
         if let db = databaseCPUSeconds() {
             line += String(format: " db_cpu_s=%.3f db_cpu_us_per_%@=%.1f", db, unit, db / Double(max(count, 1)) * 1e6)
+        }
+        // PostgreSQL: statements per unit (pg_stat_statements, when the server preloads it) and
+        // the deadlocks it detected meanwhile.
+        if let store, let start = serverStart, let now = try? PostgresMaintenance.counters(store) {
+            if let s0 = start.statements, let s1 = now.statements {
+                line += String(
+                    format: " db_statements=%lld db_statements_per_%@=%.3f", s1 - s0, unit,
+                    Double(s1 - s0) / Double(max(count, 1)))
+            }
+            line += " db_deadlocks=\(now.deadlocks - start.deadlocks)"
         }
         return line
     }
