@@ -229,7 +229,7 @@ public final class TransportStream: @unchecked Sendable {
     /// How the peer reads this stream's connection, for a stream that has nothing of its own
     /// queued: whether the connection holds output that waits for the peer (its streams' bytes
     /// beyond the peer's windows, or bytes waiting for the socket), and the last time the peer
-    /// was seen reading any of the connection (a WINDOW_UPDATE of at least 1 KiB, or the socket
+    /// was seen reading any of the connection (a stream's WINDOW_UPDATE of at least 1 KiB, or the socket
     /// moving). Nil once the stream is closed. Read on ``eventLoop``.
     public var connectionReading: (holdsOutput: Bool, lastRead: NIODeadline)? {
         eventLoop.preconditionInEventLoop()
