@@ -34,5 +34,6 @@ let package = Package(
         fuzzTarget("FuzzClientAPI", checks: "LaminaNodeFuzzChecks"),
         fuzzTarget("FuzzWebhookRequest", checks: "LaminaNodeFuzzChecks"),
         fuzzTarget("FuzzWebSocketPacket", checks: "LaminaNodeFuzzChecks"),
+        fuzzTarget("FuzzHTTP2FrameScanner", checks: "LaminaNodeFuzzChecks"),
     ]
 )

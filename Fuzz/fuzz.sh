@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds one fuzz target and runs it for N seconds.
-#   Fuzz/fuzz.sh <FuzzDecode|FuzzRoundTrip|FuzzSplitFeed|FuzzContentHeaders|FuzzIdentityToken|FuzzServerAPI|FuzzClientAPI|FuzzWebhookRequest|FuzzWebSocketPacket> <seconds> [libFuzzer flags...]
+#   Fuzz/fuzz.sh <FuzzDecode|FuzzRoundTrip|FuzzSplitFeed|FuzzContentHeaders|FuzzIdentityToken|FuzzServerAPI|FuzzClientAPI|FuzzWebhookRequest|FuzzWebSocketPacket|FuzzHTTP2FrameScanner> <seconds> [libFuzzer flags...]
 # Seeds are remade from Protocol/vectors and Fuzz/seeds first (make-seeds.sh, into
 # Fuzz/corpus-work/seeds-<target>/). New corpus entries go to
 # Fuzz/corpus-work/<target>/, the log to Fuzz/artifacts/<target>.log, and any crashing,
@@ -10,7 +10,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-targets=(FuzzDecode FuzzRoundTrip FuzzSplitFeed FuzzContentHeaders FuzzIdentityToken FuzzServerAPI FuzzClientAPI FuzzWebhookRequest FuzzWebSocketPacket)
+targets=(FuzzDecode FuzzRoundTrip FuzzSplitFeed FuzzContentHeaders FuzzIdentityToken FuzzServerAPI FuzzClientAPI FuzzWebhookRequest FuzzWebSocketPacket FuzzHTTP2FrameScanner)
 
 usage() {
     echo "usage: $0 <${targets[*]// /|}> <seconds> [libFuzzer flags...]" >&2

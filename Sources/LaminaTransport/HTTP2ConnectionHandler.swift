@@ -361,6 +361,9 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             if frame.pointee.window_update.window_size_increment < Self.smallestProductiveWindowUpdate {
                 return unproductiveFrame()
             }
+            // A stream's update: its reader took bytes. (A connection-level one is no sign of
+            // reading: a client may reopen the connection window as bytes arrive, as ours does.)
+            if hd.stream_id != 0 { lastWindowUpdate = .now() }
         case NGHTTP2_SETTINGS.rawValue:
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { return unproductiveFrame() }
         case NGHTTP2_PING.rawValue:
@@ -847,6 +850,13 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     private var acknowledgedBytes: UInt64?
     /// Whether the connection's output waits for its socket (the peer reads slower than we write).
     var waitsForSocket: Bool { context.map { !$0.channel.isWritable } ?? false }
+    /// The last WINDOW_UPDATE of at least ``smallestProductiveWindowUpdate`` from the peer for
+    /// a stream: the peer's reader took that much of what it was sent.
+    private(set) var lastWindowUpdate = NIODeadline.now()
+    /// Whether the connection holds output that waits for the peer: body bytes its streams
+    /// queued that HTTP/2 has not framed (the peer's windows are used up), or framed bytes
+    /// waiting for the socket.
+    var holdsOutputForPeer: Bool { waitsForSocket || streams.all.contains { $0.outboundBufferedBytes > 0 } }
 
     // MARK: shutdown
 

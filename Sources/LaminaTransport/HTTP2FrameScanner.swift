@@ -5,21 +5,21 @@
 /// like empty DATA on an open stream: a flood after a refusal is cut the same way.
 ///
 /// Only frame headers are read (9 bytes each); payloads are skipped. Malformed input is
-/// nghttp2's to refuse.
-struct HTTP2FrameScanner {
+/// nghttp2's to refuse. Package-visible for its fuzz check (`NodeFuzzChecks.checkHTTP2FrameScanner`).
+package struct HTTP2FrameScanner {
     /// Bytes still to skip: the client preface (server role), then each frame's payload.
     private var skip: Int
     private var header: [UInt8] = []
 
     /// `server`: the byte stream starts with the 24-byte client connection preface.
-    init(server: Bool) {
+    package init(server: Bool) {
         skip = server ? 24 : 0
         header.reserveCapacity(9)
     }
 
     /// Walks `bytes` (the next part of the stream); calls `data` with the stream id and flags
     /// of each DATA frame whose header completes in it.
-    mutating func scan(_ bytes: UnsafeRawBufferPointer, data: (_ streamID: Int32, _ flags: UInt8) -> Void) {
+    package mutating func scan(_ bytes: UnsafeRawBufferPointer, data: (_ streamID: Int32, _ flags: UInt8) -> Void) {
         var index = 0
         let count = bytes.count
         while index < count {

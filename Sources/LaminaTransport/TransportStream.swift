@@ -226,6 +226,25 @@ public final class TransportStream: @unchecked Sendable {
         return connection.lastSocketProgress
     }
 
+    /// How the peer reads this stream's connection, for a stream that has nothing of its own
+    /// queued: whether the connection holds output that waits for the peer (its streams' bytes
+    /// beyond the peer's windows, or bytes waiting for the socket), and the last time the peer
+    /// was seen reading any of the connection (a stream's WINDOW_UPDATE of at least 1 KiB, or,
+    /// while output waits for the socket, the socket moving). Nil once the stream is closed. Read on ``eventLoop``.
+    public var connectionReading: (holdsOutput: Bool, lastRead: NIODeadline)? {
+        eventLoop.preconditionInEventLoop()
+        guard let connection else { return nil }
+        // The socket moving is reading only while output waits for it: otherwise it shows the
+        // peer's TCP taking bytes its application may never read (held output then waits for
+        // the peer's windows, which only its reading reopens).
+        let waitsForSocket = connection.waitsForSocket
+        return (
+            waitsForSocket || connection.holdsOutputForPeer,
+            waitsForSocket
+                ? max(connection.lastWindowUpdate, connection.lastSocketProgress) : connection.lastWindowUpdate
+        )
+    }
+
     /// Stops delivering inbound data; the peer stalls once the stream window is used up.
     public func pauseInbound() {
         onLoop { self.isPaused = true }

@@ -167,4 +167,121 @@ import Testing
         for client in stalled { await client.close() }
         await node.stop()
     }
+
+    /// Twelve streams of Bob on one connection ask for the history and read nothing: one
+    /// holds Bob's share of the budget (a page), the others wait for a lease holding nothing.
+    /// Every one is reset within a few stall timeouts of its request, the waiting ones by the
+    /// lease wait's own check (their connection holds output the client does not read); before,
+    /// only the holder was checked, so they went one round of leases (2 s) after another, 24 s
+    /// and more for the last. Meanwhile a device of Bob on another connection and Alice both get
+    /// the complete history: streams that wait keep nobody from a lease.
+    @Test func streamsThatReadNothingAreCutWithinTheStallTimeoutWhetherTheyHoldALeaseOrWait() async throws {
+        let node = try await Self.start("answer-budget-unread")
+        let (conversation, sent) = try await Self.seed(node)
+        let answers = node.server.engine.answers
+        let first = try await Self.device(node, "bob")
+        var unread = [first]
+        for _ in 1..<12 {
+            let client = try await first.another()
+            _ = try await client.hello()
+            _ = try await client.authenticate(user: "bob", device: UUID(), dev: node.dev)
+            unread.append(client)
+        }
+        let bob = try await Self.device(node, "bob")
+        let alice = try await Self.device(node, "alice")
+        let sampler = Self.sample(answers, user: "bob")
+        let clock = ContinuousClock()
+        let cut = NIOLockedValueBox<[Duration]>([])
+        let start = clock.now
+        for client in unread {
+            client.stopReading()
+            client.send(.fetchHistory(FetchHistory(requestID: UUID(), conversationID: conversation, policy: .complete)))
+            let stream = client.stream
+            try await stream.eventLoop.submit {
+                stream.closeFuture.whenComplete { _ in cut.withLockedValue { $0.append(clock.now - start) } }
+            }.get()
+        }
+        try await ResourceLimitTests.eventually("Bob's unread answers wait for leases") { answers.waiting >= 4 }
+        async let bobsHistory = Self.fetch(bob, conversation)
+        let alicesHistory = try await Self.fetch(alice, conversation)
+        #expect(alicesHistory == sent)
+        #expect(try await bobsHistory == sent)
+        try await ResourceLimitTests.eventually("every unread stream cut", timeout: .seconds(90)) {
+            cut.withLockedValue { $0.count } == unread.count
+        }
+        let bobDone = clock.now - start
+        let times = cut.withLockedValue { $0 }.sorted()
+        // Stall timeout 2 s: a lease wait's check looks every second; a stream granted its lease
+        // after a wait in which the connection read nothing keeps its stall clock.
+        let bound = Duration.seconds(10)
+        #expect(times.last! <= bound, "the last unread stream was cut after \(times.last!), over \(bound)")
+        try await ResourceLimitTests.eventually("every lease given back") {
+            answers.held == 0 && answers.waiting == 0
+        }
+        sampler.cancel()
+        let most = await sampler.value
+        #expect(most.waiting >= 4, "up to \(most.waiting) answers waited")
+        #expect(most.user <= Self.budget / 2, "Bob held \(most.user), over half the budget")
+        print(
+            "answer budget: 12 unread streams on one connection cut after \(times.first!)–\(times.last!) (stall timeout 2 s; up to \(most.waiting) waiting for a lease); Bob's other device and Alice complete by \(bobDone)"
+        )
+        for client in unread { await client.close() }
+        await bob.close()
+        await alice.close()
+        await node.stop()
+    }
+
+    /// `client`'s answer to `request`, in the order it came: the messages (id, position).
+    static func answer(_ client: SyncTestClient, _ request: FetchHistory) async throws -> [(
+        MessageID, MessagePosition?
+    )] {
+        let before = client.seenChangeCount
+        client.send(.fetchHistory(request))
+        guard case .ack = try await client.answer(to: request.requestID, timeout: .seconds(240)) else { return [] }
+        return client.seenChanges.dropFirst(before).compactMap { change in
+            if case .messageCreated(let m) = change.event, change.seq == 0 { (m.id, m.position) } else { nil }
+        }
+    }
+
+    /// last-n and `before` answers, which read up to 10,000 messages at once, are paged too:
+    /// their start is found by walking the index backwards a page at a time, then they are sent
+    /// forward a page at a time. Each is the right messages in ascending order, and the budget
+    /// (2 MiB) is never passed: one read of 150 messages of ~24 KB (3.6 MB) would pass it.
+    @Test func lastNAndBeforeAnswersArePagedWithinTheBudget() async throws {
+        let node = try await Self.start("answer-budget-backwards")
+        let (conversation, sent) = try await Self.seed(node)
+        let answers = node.server.engine.answers
+        let all = try await Self.answer(
+            try await Self.device(node, "bob"),
+            FetchHistory(requestID: UUID(), conversationID: conversation, policy: .complete))
+        #expect(Set(all.map(\.0)) == sent && all.count == sent.count)
+        let cases: [(String, FetchHistory, ArraySlice<(MessageID, MessagePosition?)>)] = [
+            (
+                "last 150", FetchHistory(requestID: UUID(), conversationID: conversation, policy: .lastN(150)),
+                all.suffix(150)
+            ),
+            (
+                "complete before the 151st",
+                FetchHistory(requestID: UUID(), conversationID: conversation, policy: .complete, before: all[150].1),
+                all.prefix(150)
+            ),
+            (
+                "last 120 before the 151st",
+                FetchHistory(requestID: UUID(), conversationID: conversation, policy: .lastN(120), before: all[150].1),
+                all[30..<150]
+            ),
+            ("last 1", FetchHistory(requestID: UUID(), conversationID: conversation, policy: .lastN(1)), all.suffix(1)),
+        ]
+        for (label, request, expected) in cases {
+            answers.resetPeak()
+            let grants = answers.grants
+            let got = try await Self.answer(try await Self.device(node, "bob"), request)
+            #expect(got.map(\.0) == expected.map(\.0), "\(label): \(got.count) messages, expected \(expected.count)")
+            #expect(answers.peak <= Self.budget, "\(label): peak \(answers.peak) over the budget \(Self.budget)")
+            if expected.count >= 100 {
+                #expect(answers.grants - grants >= 4, "\(label): \(answers.grants - grants) leases, fewer than 4 pages")
+            }
+        }
+        await node.stop()
+    }
 }

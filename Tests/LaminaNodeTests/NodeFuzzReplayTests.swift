@@ -84,6 +84,22 @@ import Testing
         await shared.close()
     }
 
+    /// The frame scanner's seeds and fail cases, then random streams of both roles.
+    @Test func http2FrameScannerInputsHoldTheirProperty() throws {
+        let inputs = try Self.inputs("FuzzHTTP2FrameScanner")
+        #expect(inputs.count >= 7)
+        for (label, input) in inputs {
+            do { try NodeFuzzChecks.checkHTTP2FrameScanner(input) } catch { Issue.record("\(label): \(error)") }
+        }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<300 {
+            let input = (0..<Int.random(in: 1...600, using: &generator)).map { _ in
+                UInt8.random(in: 0...255, using: &generator)
+            }
+            do { try NodeFuzzChecks.checkHTTP2FrameScanner(input) } catch { Issue.record("\(error)") }
+        }
+    }
+
     @Test func webSocketPacketInputsHoldTheirProperties() throws {
         let inputs = try Self.inputs("FuzzWebSocketPacket")
         #expect(inputs.count >= 11)

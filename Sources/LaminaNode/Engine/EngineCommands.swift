@@ -250,18 +250,23 @@ extension NodeEngine {
             let after = cursor
             guard let lease = await session.answerLease(Self.historyPageBytes) else { break }
             defer { lease.release() }
-            let entries = try await store.read { r in try r.feed(of: user, after: after, limit: 256) }
+            var entries = try await store.read { r in try r.feed(of: user, after: after, limit: 256) }
             guard let last = entries.last else { break }
+            let count = entries.count
             lease.resize(
                 to: entries.reduce(0) { sum, entry in
                     sum + 64 + entry.payload.count + (entry.createdMessage.map { Self.estimatedBytes([$0]) } ?? 0)
                 })
             var changes: [Change] = []
             for entry in entries { changes.append(try FeedCoding.decode(entry)) }
-            guard await session.sendPaced(FeedCoding.frames(changes, for: features)) else { break }
+            entries = []
+            let queued = await session.sendPaced(FeedCoding.frames(changes, for: features))
+            // The page is encoded in the stream's queue: its entries go before the drain wait.
+            changes = []
+            guard queued else { break }
             await session.settle(lease)
             cursor = last.seq
-            if entries.count < 256 { break }
+            if count < 256 { break }
         }
         return cursor
     }
@@ -270,32 +275,37 @@ extension NodeEngine {
 
     /// FETCH_HISTORY: the messages the user may see (a removed participant: those before the
     /// removal), as `message-created` changes with seq 0, then ACK. Sent as the client reads
-    /// (paced); the complete, unread and page-after policies read the store a page at a time
-    /// (forward from their start), so a fetch holds one page of messages, not the whole
-    /// history; `before` and last-n read one page backwards from the position index.
+    /// (paced), every policy a page at a time forward from its start, so a fetch holds one
+    /// page of messages, not the whole answer: the complete, unread and page-after policies
+    /// start where they say; `before` and last-n first find their start by walking the position
+    /// index backwards a page at a time (``backwardStart(_:_:_:_:_:max:)``).
     private func fetchHistory(_ request: FetchHistory, in session: NodeSession, as auth: NodeSession.Auth) async throws
     {
         let user = auth.user
         let named = request.conversationID
         var total = configuration.maxHistoryMessages
-        let paged: Bool
+        let forward: Bool
         switch request.policy {
-        case .complete, .unreadOnly: paged = request.before == nil
-        case .lastN: paged = false
+        case .complete, .unreadOnly: forward = request.before == nil
+        case .lastN: forward = false
         case .pageAfter(_, let count):
-            paged = true
+            forward = true
             total = Int(count)  // 1...FetchHistory.maxPageCount, checked by the decoder
         }
-        let max = total
         // The first page is small; later ones hold about `historyPageBytes` (the size of the
         // messages read so far decides how many), so a fetch of large messages holds a
         // megabyte or so at a time, not 256 of them.
-        let page = Swift.min(paged ? Self.firstHistoryPage : Self.historyPageSize, max)
+        let most = total
+        let page = Swift.min(Self.firstHistoryPage, most)
         // Each page read holds a lease of the node's answer budget until its frames left the
         // stream's paced queue.
         guard var lease = await session.answerLease(Self.historyPageBytes) else { return }
         defer { lease.release() }
-        let first = try await store.read { r -> (messages: [Message], id: ConversationID) in
+        // Destructured, so no binding keeps the first page alive past its sending.
+        var messages: [Message]
+        let id: ConversationID
+        let max: Int
+        (messages, id, max) = try await store.read { r -> (messages: [Message], id: ConversationID, max: Int) in
             var found = try r.conversation(named)
             if found?.isLive != true, let target = try r.resolvedConversation(named) {
                 found = try r.conversation(target)
@@ -307,36 +317,47 @@ extension NodeEngine {
             guard try r.participantState(of: user, in: id) != nil else {
                 throw WireError(.notAParticipant, "\(user) is not a participant of \(id)")
             }
-            guard paged else { return (try Self.history(r, id, user, request.policy, request.before, max: max), id) }
+            guard forward else {
+                // In the same read: the start the backward walk finds and the first page after it.
+                let (start, count) = try Self.backwardStart(r, id, user, request.policy, request.before, max: most)
+                guard count > 0 else { return ([], id, 0) }
+                return (
+                    try r.history(of: id, for: user, .complete(after: start, limit: Swift.min(page, count))), id, count
+                )
+            }
             var start: MessagePosition? = nil
             switch request.policy {
             case .unreadOnly: start = try Self.unreadStart(r, id, user)
             case .pageAfter(let after, _): start = after
             case .complete, .lastN: break
             }
-            return (try r.history(of: id, for: user, .complete(after: start, limit: page)), id)
+            return (try r.history(of: id, for: user, .complete(after: start, limit: page)), id, most)
         }
-        let id = first.id
         let features = session.state.withLockedValue { $0.features }
-        var messages = first.messages
         lease.resize(to: Self.estimatedBytes(messages))
-        var requested = page
+        var requested = Swift.min(page, max)
         var sent = 0
         while true {
             var ended = false
-            if let before = request.before, paged,
+            if let before = request.before,
                 let cut = messages.firstIndex(where: { ($0.position.map { $0 >= before }) ?? true })
             {
                 messages.removeSubrange(cut...)
                 ended = true
             }
-            let frames = FeedCoding.frames(messages.map { Change(seq: 0, event: .messageCreated($0)) }, for: features)
-            guard await session.sendPaced(frames) else { return }
-            sent += messages.count
-            guard paged, !ended, messages.count == requested, sent < max, let after = messages.last?.position else {
-                break
-            }
-            let limit = Swift.min(Self.nextHistoryPage(after: messages), max - sent)
+            let count = messages.count
+            let last = messages.last?.position
+            let nextPage = Self.nextHistoryPage(after: messages)
+            let queued = await session.sendPaced(
+                FeedCoding.frames(messages.map { Change(seq: 0, event: .messageCreated($0)) }, for: features))
+            // Once encoded into the stream's queue the page's messages are not needed: they go
+            // before the wait for the queue to drain and the next read (else a page's messages
+            // and its encoding, and then two pages, would be held under one page's lease).
+            messages = []
+            guard queued else { return }
+            sent += count
+            guard !ended, count == requested, sent < max, let after = last else { break }
+            let limit = Swift.min(nextPage, max - sent)
             requested = limit
             await session.settle(lease)
             guard let next = await session.answerLease(Self.historyPageBytes) else { return }
@@ -393,32 +414,52 @@ extension NodeEngine {
         }
     }
 
-    /// An answer read in one go: last-n, or a page backwards (`before`): the newest `max` (or
-    /// last-n's count) before `before`, after the read marker for unread-only, in one
-    /// descending range read of the position index.
-    static func history(
+    /// Where an answer read backwards starts: last-n (the newest `count`, at most `max`), or
+    /// with `before` the newest `max` (last-n: `count`) before it, after the read marker for
+    /// unread-only. Walks the position index backwards a page at a time from the newest
+    /// (sized by bytes as forward pages are), keeping only each page's oldest position, so it
+    /// holds one page, not the answer; returns the position the answer's ascending pages start
+    /// after (nil: from the first message) and how many messages it holds. The answer's
+    /// messages are read twice (once here, once to send them): the cost of sending in pages.
+    static func backwardStart(
         _ r: StorageReader, _ id: ConversationID, _ user: UserID, _ policy: LaminaWire.HistoryPolicy,
         _ before: MessagePosition?, max: Int
-    ) throws -> [Message] {
+    ) throws -> (after: MessagePosition?, count: Int) {
         var keep = max
         if case .lastN(let n) = policy {
             guard n >= 1 else { throw WireError(.invalidArgument, "last-n needs a count of at least 1") }
             keep = Swift.min(Int(n), max)
         }
-        guard let before else {
+        var floor: MessagePosition? = nil
+        if before != nil {
             switch policy {
-            case .complete: return try r.history(of: id, for: user, .complete(after: nil, limit: max))
-            case .unreadOnly: return try r.history(of: id, for: user, .unread(limit: max))
-            case .lastN: return try r.history(of: id, for: user, .last(keep))
-            case .pageAfter(let after, _): return try r.history(of: id, for: user, .complete(after: after, limit: max))
+            case .unreadOnly: floor = try Self.unreadStart(r, id, user)
+            case .pageAfter(let start, _): floor = start
+            case .complete, .lastN: break
             }
         }
-        var after: MessagePosition? = nil
-        switch policy {
-        case .unreadOnly: after = try Self.unreadStart(r, id, user)
-        case .pageAfter(let start, _): after = start
-        case .complete, .lastN: break
+        /// The newest `count` before `upper` (after the floor); the newest of all without one
+        /// (last-n without `before`: the only answer read backwards that has no `before`).
+        func newest(before upper: MessagePosition?, count: Int) throws -> [Message] {
+            guard let upper else { return try r.history(of: id, for: user, .last(count)) }
+            return try r.history(of: id, for: user, .lastBefore(upper, after: floor, count: count))
         }
-        return try r.history(of: id, for: user, .lastBefore(before, after: after, count: keep))
+        var upper = before
+        var count = 0
+        var size = firstHistoryPage
+        var oldest: MessagePosition? = nil
+        while count < keep {
+            let want = Swift.min(size, keep - count)
+            let messages = try newest(before: upper, count: want)
+            count += messages.count
+            guard let first = messages.first?.position else { return (floor, count) }
+            if messages.count < want { return (floor, count) }  // none older: from the floor
+            oldest = first
+            upper = first
+            size = nextHistoryPage(after: messages)
+        }
+        guard let oldest else { return (floor, 0) }
+        // Exclusive: the newest message before the oldest one kept (the floor when none).
+        return (try newest(before: oldest, count: 1).first?.position ?? floor, count)
     }
 }

@@ -332,10 +332,12 @@ public final class NodeSession: Sendable {
         return isOpen
     }
 
-    /// A lease of the node's ``AnswerBudget`` for one page of a large answer, waited for;
-    /// nil when the session closed first.
+    /// A lease of the node's ``AnswerBudget`` for one page of a large answer, waited for
+    /// (the outbound watches the client meanwhile); nil when the session closed first.
     func answerLease(_ bytes: Int) async -> AnswerBudget.Lease? {
         guard let user else { return nil }
+        outbound.waitsForAnswerBudget(true)
+        defer { outbound.waitsForAnswerBudget(false) }
         return await engine.answers.acquire(user: user, bytes: bytes, owner: ObjectIdentifier(self)) {
             [weak self] in self?.isOpen ?? false
         }

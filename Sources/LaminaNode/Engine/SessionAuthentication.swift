@@ -72,9 +72,34 @@ extension NodeSession {
             if let nonce = IdentityTokenVerifier.unverifiedNonce(request.identityToken) {
                 engine.nonces.spoil(nonce, by: connection)
             }
-            reply(EngineErrors.wire(error), requestID: request.requestID)
+            if let storage = error as? StorageError, Self.storeCannotWrite(storage) {
+                // A full disk (or a store that is down): the one write a login needs failed. A
+                // clear, retryable answer (and a fresh NONCE below); the next login passes the
+                // moment the store writes again, and RESUME_SESSION (a read) works meanwhile.
+                var frame = ErrorFrame(
+                    WireError(
+                        .overloaded,
+                        "the node cannot store a new session now (its store refuses writes: \(storage.reason)); "
+                            + "log in again after the delay, or resume an existing session"),
+                    requestID: request.requestID)
+                frame.isFatal = false
+                frame.retryAfterMilliseconds = Self.storeCannotWriteRetryMilliseconds
+                send(.error(frame))
+            } else {
+                reply(EngineErrors.wire(error), requestID: request.requestID)
+            }
             issueNonce(requestID: nil)
         }
+    }
+
+    /// The wait a login refused for a store that cannot write asks for (a full disk is not
+    /// freed in milliseconds; the usual `overloaded` wait is 100 ms).
+    static let storeCannotWriteRetryMilliseconds: UInt32 = 1_000
+
+    /// Whether `error` says the store cannot write now (disk full, I/O, a database that is
+    /// down or busy) rather than something about the request.
+    static func storeCannotWrite(_ error: StorageError) -> Bool {
+        [.database, .commitFailed, .writeQueueFull, .databaseUnavailable, .writeConflict].contains(error.code)
     }
 
     /// RESUME_SESSION: a live session token of the same device authenticates this stream.

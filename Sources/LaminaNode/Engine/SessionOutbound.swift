@@ -16,6 +16,11 @@ public protocol SessionOutbound: AnyObject, Sendable {
     /// Like ``roomForPacedAnswer()``, but returns once the queue is (nearly) empty: a page of
     /// a large answer has left the node. False once the stream is closed.
     func pacedAnswerDrained() async -> Bool
+    /// The session's answer starts (`true`) or stops (`false`) waiting for a lease of the
+    /// node's ``AnswerBudget``. An implementation watches the client meanwhile: a stream
+    /// whose connection reads nothing of what it was sent is reset within the stall timeout
+    /// even though it holds no answer bytes of its own yet.
+    func waitsForAnswerBudget(_ waiting: Bool)
     /// The connection the stream travels on (nonces are tied to it, SPEC §5.2); nil when
     /// there is none (tests): the session's nonces are then its own.
     var connectionID: UInt64? { get }
@@ -26,6 +31,8 @@ extension SessionOutbound {
     public func roomForPacedAnswer() async -> Bool { true }
     /// Outbounds that do not say otherwise: as ``roomForPacedAnswer()``.
     public func pacedAnswerDrained() async -> Bool { await roomForPacedAnswer() }
+    /// Outbounds without a transport to watch (tests) do nothing.
+    public func waitsForAnswerBudget(_ waiting: Bool) {}
     /// No connection: the session's nonces are its own.
     public var connectionID: UInt64? { nil }
 }

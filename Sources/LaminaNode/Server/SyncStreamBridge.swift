@@ -20,7 +20,11 @@ import NIOCore
 /// before each frame until at most ``SyncStreamLimits/pacedAnswerQueueBytes`` are queued, so it
 /// is produced as the client reads. While it waits, a client that takes no byte for
 /// ``SyncStreamLimits/stalledReaderTimeoutSeconds`` is reset (slow consumer); a client that
-/// reads, however slowly, is not, and its stream is not idle meanwhile.
+/// reads, however slowly, is not, and its stream is not idle meanwhile. An answer waiting for
+/// a lease of the node's ``AnswerBudget`` holds nothing queued of its own: it is reset when its
+/// connection holds output for the client and the client read none of it (no WINDOW_UPDATE,
+/// no socket progress) for the stall timeout, so streams that never read are all cut within
+/// the timeout, not one round of leases after another.
 ///
 /// Inbound backpressure: while more than ``SyncStreamLimits/maxUnansweredFrames`` frames
 /// wait for their answer (ACK, ERROR, WELCOME, NONCE, AUTHENTICATED, PONG), the stream stops
@@ -86,6 +90,16 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private var reportedBytes = 0
     // Event loop only: the check for a reader that stopped while a paced answer waits.
     private var stallTask: Scheduled<Void>?
+    // Event loop only: an answer waiting for a lease of the node's answer budget, since when,
+    // its check, and since when (first seen during the wait) the connection held output for
+    // the client.
+    private var leaseWaitSince: NIODeadline?
+    private var leaseStallTask: Scheduled<Void>?
+    private var outputHeldSince: NIODeadline?
+    /// The connection read nothing since `since` when the answer got its lease (`at`): the
+    /// stall clock of its first wait for room, if within a stall timeout, starts there, not
+    /// anew (under `lock`).
+    private var carriedStall: (since: NIODeadline, at: NIODeadline)?
 
     init(
         stream: TransportStream, limits: SyncStreamLimits, metrics: ServerMetrics, logger: Logger,
@@ -286,6 +300,8 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         graceTask = nil
         stallTask?.cancel()
         stallTask = nil
+        leaseStallTask?.cancel()
+        leaseStallTask = nil
         dropOutbound()
         if let error { logger.debug("sync stream closed", metadata: ["error": "\(error)"]) }
         notifyEndpointClosed()
@@ -407,11 +423,12 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
 
     private func idleCheck() {
         guard !stream.isClosed, !endpointClosed else { return }
-        // A client reading a paced answer is not idle (the stall check watches it instead):
-        // a paced answer waits for room, or asked for it less than the idle timeout ago
-        // (between two waits it reads the store).
+        // A client reading a paced answer is not idle (the stall checks watch it instead):
+        // a paced answer waits for room or for a lease of the answer budget, or asked for room
+        // less than the idle timeout ago (between two waits it reads the store).
         let now = NIODeadline.now()
-        let lastActive = lock.withLock { roomWaiters.isEmpty ? max(lastInbound, lastPacedFrame) : now }
+        let lastActive =
+            leaseWaitSince != nil ? now : lock.withLock { roomWaiters.isEmpty ? max(lastInbound, lastPacedFrame) : now }
         if now >= lastActive + limits.idleTimeout {
             metrics.idleTimeouts.increment()
             logger.info("idle timeout, closing the sync stream")
@@ -585,7 +602,16 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
                 if outboundClosed { return .closed }
                 lastPacedFrame = .now()
                 if queuedBytes <= threshold { return .yes }
-                if roomWaiters.isEmpty { lastDrain = .now() }  // the stall clock starts with the wait
+                if roomWaiters.isEmpty {
+                    // The stall clock starts with the wait (or where the lease wait left it).
+                    let now = NIODeadline.now()
+                    if let carried = carriedStall, now < carried.at + limits.stalledReaderTimeout {
+                        lastDrain = min(carried.since, now)
+                    } else {
+                        lastDrain = now
+                    }
+                }
+                carriedStall = nil
                 roomThreshold = threshold
                 roomWaiters.append(continuation)
                 return .wait
@@ -623,6 +649,63 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         }
     }
 
+    public func waitsForAnswerBudget(_ waiting: Bool) {
+        eventLoop.execute { self.leaseWait(waiting) }
+    }
+
+    private func leaseWait(_ waiting: Bool) {
+        if waiting {
+            guard leaseWaitSince == nil, !stream.isClosed, !endpointClosed else { return }
+            leaseWaitSince = .now()
+            leaseStallCheck()
+            return
+        }
+        guard let since = leaseWaitSince else { return }
+        leaseWaitSince = nil
+        leaseStallTask?.cancel()
+        leaseStallTask = nil
+        // Granted: if the connection read nothing during the wait, the clock runs on.
+        var carried: (since: NIODeadline, at: NIODeadline)? = nil
+        if let held = outputHeldSince, let reading = stream.connectionReading {
+            carried = (max(since, held, reading.lastRead), .now())
+        }
+        lock.withLock { carriedStall = carried }
+        outputHeldSince = nil
+    }
+
+    /// How often a lease wait looks at the connection (at most half the stall timeout).
+    private var leaseStallPoll: TimeAmount {
+        min(.seconds(1), .nanoseconds(limits.stalledReaderTimeout.nanoseconds / 2))
+    }
+
+    private func armLeaseStallCheck(at deadline: NIODeadline) {
+        leaseStallTask = eventLoop.scheduleTask(deadline: deadline) { [weak self] in self?.leaseStallCheck() }
+    }
+
+    /// While the answer waits for a lease: resets the stream once its connection has held
+    /// output for the client for the stall timeout without the client reading any of it
+    /// (the same bound as a reader that stops mid-answer); looks again every poll otherwise.
+    private func leaseStallCheck() {
+        leaseStallTask = nil
+        guard let since = leaseWaitSince, !stream.isClosed, !endpointClosed, let reading = stream.connectionReading
+        else { return }
+        let now = NIODeadline.now()
+        // Output held is output beyond the client's windows: a client that read what it had
+        // would have sent a WINDOW_UPDATE (moving `lastRead`). Output that stops being held
+        // without one went with a stream that closed; the clock is not restarted for that.
+        if reading.holdsOutput, outputHeldSince == nil { outputHeldSince = now }
+        if reading.holdsOutput, let held = outputHeldSince,
+            now >= max(since, held, reading.lastRead) + limits.stalledReaderTimeout
+        {
+            logger.info(
+                "the client read nothing of its connection while its answer waited for the answer budget",
+                metadata: ["seconds": "\(limits.stalledReaderTimeoutSeconds)"])
+            slowConsumer()
+            return
+        }
+        armLeaseStallCheck(at: now + leaseStallPoll)
+    }
+
     private func scheduleGraceReset() {
         guard graceTask == nil else { return }
         graceTask = eventLoop.scheduleTask(in: .seconds(Int64(limits.closeGraceSeconds))) { [weak self] in
@@ -645,6 +728,9 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private func slowConsumer() {
         stallTask?.cancel()
         stallTask = nil
+        leaseStallTask?.cancel()
+        leaseStallTask = nil
+        leaseWaitSince = nil
         dropOutbound()
         metrics.slowConsumers.increment()
         logger.warning(

@@ -47,6 +47,20 @@ extension ResourcesCommand {
         }
     }
 
+    /// Like ``peakSampler(_:)``: the peak RSS, and the peak of its part not backed by files
+    /// (heap and stacks; the store's memory-mapped pages are the file-backed rest).
+    static func peakSplitSampler(_ p: Phase) -> Task<(rss: Int, anonymous: Int), Never> {
+        Task {
+            var peak = (rss: 0, anonymous: 0)
+            repeat {
+                let rss = p.rss()
+                peak = (max(peak.rss, rss), max(peak.anonymous, rss - p.rssFile()))
+                try? await Task.sleep(for: .milliseconds(100))
+            } while !Task.isCancelled
+            return peak
+        }
+    }
+
     /// A healthy member's login and round trip to itself after an attack (the node still serves).
     static func healthyLogin(_ p: Phase) async throws -> Duration {
         let clock = ContinuousClock()
@@ -336,13 +350,18 @@ extension ResourcesCommand {
         summary.add(
             "history \(String(format: "%.1f", Double(bytes) / 1e6)) MB to a \(readRate / 1_024) KiB/s reader \(complete ? "complete" : "INCOMPLETE") in \(String(format: "%.0f", took.seconds)) s"
         )
-        // Fast readers together, a round per count.
-        for count in historyReaders.split(separator: ",").compactMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) {
-            try await fastReaders(count, p, conversation, sent, summary)
-        }
-        try await unreadAnswers(p, conversation, summary)
         await reader.close()
         await sender.close()
+        // Fast readers together, a round per count, then the streams that read nothing: each
+        // on a fresh node process over the same data, so no round measures what the allocator
+        // kept from the one before.
+        var node = p
+        for count in historyReaders.split(separator: ",").compactMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) {
+            node = try await node.restarted()
+            try await fastReaders(count, node, conversation, sent, summary)
+        }
+        node = try await node.restarted()
+        try await unreadAnswers(node, conversation, summary)
     }
 
     /// `count` readers (one connection each) fetch the complete history at once, read as fast as
@@ -350,17 +369,27 @@ extension ResourcesCommand {
     private func fastReaders(
         _ count: Int, _ p: Phase, _ conversation: ConversationID, _ sent: Set<MessageID>, _ summary: Summary
     ) async throws {
-        try await p.settle()
-        let before = p.rss()
-        let sampler = Self.peakSampler(p)
-        let clock = ContinuousClock()
-        let began = clock.now
-        let results = try await withThrowingTaskGroup(of: (Int, Int, Duration).self) { group in
+        // The readers log in first (their sessions are not the answers' memory).
+        let clients = try await withThrowingTaskGroup(of: (BenchSyncClient, NIOLockedValueBox<Set<MessageID>>).self) {
+            group in
             for _ in 0..<count {
                 group.addTask {
                     let fast = try await BenchSyncClient.connect(url: p.url, caFile: p.caFile, group: p.group)
                     try await fast.login(user: "historian", device: UUID(), dev: p.dev)
-                    let seen = try await Self.countMessages(fast)
+                    return (fast, try await Self.countMessages(fast))
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        try await p.settle()
+        let before = p.rss()
+        let beforeFile = p.rssFile()
+        let sampler = Self.peakSplitSampler(p)
+        let clock = ContinuousClock()
+        let began = clock.now
+        let results = try await withThrowingTaskGroup(of: (Int, Int, Duration).self) { group in
+            for (fast, seen) in clients {
+                group.addTask {
                     let id = UUID()
                     let start = ContinuousClock.now
                     let bytesBefore = fast.bytesReceived.withLockedValue { $0 }
@@ -379,15 +408,17 @@ extension ResourcesCommand {
         }
         let took = clock.now - began
         sampler.cancel()
-        let peak = await sampler.value
+        let peaks = await sampler.value
+        let peak = peaks.rss
         let complete = results.filter { $0.0 == sent.count }.count
         let rates = results.map { Double($0.1) / max($0.2.seconds, 0.001) / 1e6 }.sorted()
         let growth = peak - before
+        let anonymousGrowth = peaks.anonymous - (before - beforeFile)
         print(
-            "  \(count) fast readers at once: \(complete) of \(count) complete in \(took); RSS \(Self.mib(before)) -> peak \(Self.mib(peak)) (growth \(Self.mib(growth))); per reader \(String(format: "%.1f", rates.first ?? 0))–\(String(format: "%.1f", rates.last ?? 0)) MB/s (median \(String(format: "%.1f", rates.isEmpty ? 0 : rates[rates.count / 2])))"
+            "  \(count) fast readers at once (fresh node, logged in first): \(complete) of \(count) complete in \(took); RSS \(Self.mib(before)) -> peak \(Self.mib(peak)) (growth \(Self.mib(growth)), of it not file-backed \(Self.mib(anonymousGrowth)); file-backed \(Self.mib(beforeFile)) -> \(Self.mib(p.rssFile()))); per reader \(String(format: "%.1f", rates.first ?? 0))–\(String(format: "%.1f", rates.last ?? 0)) MB/s (median \(String(format: "%.1f", rates.isEmpty ? 0 : rates[rates.count / 2])))"
         )
         summary.add(
-            "\(count) history readers: \(complete)/\(count) complete, RSS growth \(Self.mib(growth)), median \(String(format: "%.1f", rates.isEmpty ? 0 : rates[rates.count / 2])) MB/s each"
+            "\(count) history readers: \(complete)/\(count) complete, RSS growth \(Self.mib(growth)) (anonymous \(Self.mib(anonymousGrowth))), median \(String(format: "%.1f", rates.isEmpty ? 0 : rates[rates.count / 2])) MB/s each"
         )
         summary.peak("\(count) history fetches of \(historyMB) MB", peak)
     }

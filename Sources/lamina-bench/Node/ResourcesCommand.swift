@@ -5,6 +5,7 @@ import LaminaModel
 import LaminaNode
 import LaminaTransport
 import LaminaWire
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -95,8 +96,9 @@ struct ResourcesCommand: AsyncParsableCommand {
     {
         let node = try await NodeProcess.start(
             binary: binary, label: "resources-\(label)", extraArguments: ["--config", config])
-        defer { node.stop() }
-        let phase = Phase(node: node, settle: settleSeconds)
+        let restarter = Restarter(node: node, binary: binary, arguments: ["--config", config], settle: settleSeconds)
+        defer { restarter.stop() }
+        let phase = Phase(node: node, settle: settleSeconds, restarter: restarter)
         let warm = try await BenchSyncClient.connect(url: node.url, caFile: node.caFile, group: phase.group)
         try await warm.login(user: "warm", device: UUID(), dev: node.dev, cursor: 0)
         try await phase.settle()
@@ -112,13 +114,43 @@ struct ResourcesCommand: AsyncParsableCommand {
         let dev: DevIdentityProvider
         let settleSeconds: Double
         let group = MultiThreadedEventLoopGroup.singleton
-        init(node: NodeProcess, settle: Double) {
+        let restarter: Restarter
+        init(node: NodeProcess, settle: Double, restarter: Restarter) {
             (pid, url, caFile, dev) = (node.pid, node.url, node.caFile, node.dev)
             self.settleSeconds = settle
+            self.restarter = restarter
         }
         func rss() -> Int { BenchSupport.residentBytes(pid: pid) }
+        /// Of ``rss()``, the pages backed by files (the store's memory map).
+        func rssFile() -> Int { BenchSupport.residentFileBytes(pid: pid) }
+        /// The phase's node stopped and started again on its data (a fresh process, same port).
+        func restarted() async throws -> Phase { try await restarter.restart() }
         func settle() async throws { try await Task.sleep(for: .milliseconds(Int64(settleSeconds * 1_000))) }
         func tls() throws -> TLSContext { try TLSContext(.client(trust: .caFile(caFile))) }
+    }
+
+    /// The node of one phase, which a measurement may start again on the same data directory.
+    final class Restarter: @unchecked Sendable {
+        private let lock = NIOLock()
+        private var node: NodeProcess
+        private let binary: String
+        private let arguments: [String]
+        private let settle: Double
+
+        init(node: NodeProcess, binary: String, arguments: [String], settle: Double) {
+            (self.node, self.binary, self.arguments, self.settle) = (node, binary, arguments, settle)
+        }
+
+        func restart() async throws -> Phase {
+            let old = lock.withLock { node }
+            old.stop(keepData: true)
+            let fresh = try await NodeProcess.start(
+                binary: binary, data: old.dataDirectory, port: old.port, extraArguments: arguments)
+            lock.withLock { node = fresh }
+            return Phase(node: fresh, settle: settle, restarter: self)
+        }
+
+        func stop() { lock.withLock { node }.stop() }
     }
 
     static func mib(_ bytes: Int) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }

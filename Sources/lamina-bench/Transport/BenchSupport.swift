@@ -32,6 +32,16 @@ enum BenchSupport {
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
+    /// Of ``residentBytes(pid:)``, the pages backed by files (statm's `shared`: the mapped
+    /// store's pages, which the kernel may reclaim) rather than the heap.
+    static func residentFileBytes(pid: Int32? = nil) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid.map(String.init) ?? "self")/statm", encoding: .utf8)
+        else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 2, let pages = Int(fields[2]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
     static func executable(_ name: String) -> String? {
         for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin"]
         where FileManager.default.isExecutableFile(atPath: dir + "/" + name) {
