@@ -39,17 +39,14 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
     static let maxRequestsInFlight = 32
 
     /// The most identities a socket keeps to show real names (read at the upgrade from the
-    /// users it shares conversations with, then kept current by identity changes); others show
-    /// their user id.
+    /// users it shares conversations with); others show their user id.
     static let maxKnownIdentities = 1_000
 
     let connection: WebSocketConnection
     let engine: NodeEngine
     let credentials: Credentials
-    /// How objects are shown; its identities change with identity changes (under `lock`).
+    /// How objects are shown (under `lock`).
     var representation: ClientAPIRepresentation
-    /// The user's announcements conversation: its messages are `Announcement` packets.
-    let announcements: ConversationID
     /// The node's `https://host:port` (the representation's base).
     let base: String
     let logger: Logger
@@ -90,7 +87,6 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
         self.engine = engine
         self.credentials = credentials
         self.representation = representation
-        self.announcements = ServerAPI.announcementsConversation(of: credentials.user)
         self.base = representation.base
         self.logger = logger
         self.released = released
