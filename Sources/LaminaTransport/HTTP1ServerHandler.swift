@@ -84,6 +84,10 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
     /// request comes here (event loop only).
     var refusal: HTTPResponse?
     private var refusing: HTTPResponse?
+    /// The route's awaited header check is running: the socket is not read meanwhile; a
+    /// request end decoded from bytes already read waits for it (`endedWhileChecking`).
+    private var checking = false
+    private var endedWhileChecking = false
 
     init(router: TransportRouter, settings: HTTP1Settings) {
         self.router = router
@@ -140,13 +144,15 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
             let announcesBody =
                 !head.headers["transfer-encoding"].isEmpty
                 || head.headers["content-length"].contains { $0 != "0" }
+            checking = false
+            endedWhileChecking = false
             if let route, announcesBody {
                 var headers = HeaderFields()
                 for (name, value) in head.headers { headers.append(name, value) }
-                let early = route.refusalBeforeBody(
-                    HTTPRequest(
-                        method: head.method.rawValue, path: head.uri, headers: headers, body: ByteBuffer(),
-                        httpVersion: "1.1", remoteAddress: context.channel.remoteAddress))
+                let request = HTTPRequest(
+                    method: head.method.rawValue, path: head.uri, headers: headers, body: ByteBuffer(),
+                    httpVersion: "1.1", remoteAddress: context.channel.remoteAddress)
+                let early = route.refusalBeforeBody(request)
                 if let refusal = early.refusal {
                     refuseEarly(context: context, refusal)
                     return
@@ -156,15 +162,18 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
                     answerEarly(context: context, head: head)
                     return
                 }
-            }
-            // A client waiting for 100-continue gets it when the body may come.
-            if let route, head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
-                let length = head.headers["content-length"].first.flatMap { Int($0) } ?? 0
-                if length <= route.maxBodyBytes {
-                    context.writeAndFlush(
-                        wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+                if let awaited = route.awaitedHeaderCheck {
+                    checking = true
+                    try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+                    let loop = context.eventLoop
+                    let bound = NIOLoopBound(self, eventLoop: loop)
+                    Task {
+                        let refusal = await awaited(request)
+                        loop.execute { bound.value.checked(refusal) }
+                    }
                 }
             }
+            if !checking { continueIfExpected(context: context, head: head) }
             requestTimer = context.eventLoop.scheduleTask(in: settings.requestTimeout) { [self] in
                 guard self.head != nil, let context = self.context else { return }
                 self.head = nil
@@ -191,9 +200,46 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
             }
         case .end:
             guard let head, !answeredEarly else { return }
+            if checking {
+                endedWhileChecking = true
+                return
+            }
             requestTimer?.cancel()
             dispatch(context: context, head: head)
         }
+    }
+
+    /// A client waiting for 100-continue gets it when the body may come.
+    private func continueIfExpected(context: ChannelHandlerContext, head: HTTPRequestHead) {
+        guard let route, head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) else {
+            return
+        }
+        let length = head.headers["content-length"].first.flatMap { Int($0) } ?? 0
+        if length <= route.maxBodyBytes {
+            context.writeAndFlush(
+                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+        }
+    }
+
+    /// The route's awaited header check answered: refuse before the body, or read it now.
+    private func checked(_ refusal: HTTPResponse?) {
+        guard checking, let context else { return }
+        checking = false
+        // Answered meanwhile (timed out, or too large and handed to the handler).
+        guard let head, !answeredEarly else { return }
+        if let refusal {
+            refuseEarly(context: context, refusal)
+            return
+        }
+        if endedWhileChecking {
+            endedWhileChecking = false
+            requestTimer?.cancel()
+            dispatch(context: context, head: head)
+        } else {
+            continueIfExpected(context: context, head: head)
+        }
+        try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: true)
+        context.read()
     }
 
     /// RFC 9112 §3.2: a request with more than one Host, or an HTTP/1.1 request without one.

@@ -83,6 +83,12 @@ public typealias HTTPRequestHandler = @Sendable (HTTPRequest) async -> HTTPRespo
 /// must not block.
 public typealias HTTPHeaderCheck = @Sendable (HTTPRequest) -> HTTPResponse?
 
+/// Like ``HTTPHeaderCheck``, for a decision that must wait (e.g. a session token looked up in
+/// the store): runs off the event loop, for requests that announce a body, after the
+/// ``HTTPHeaderCheck``; no body byte is read from the client until it answers (HTTP/2: the
+/// body waits against the stream's window; HTTP/1.1: the socket is not read).
+public typealias HTTPAwaitedHeaderCheck = @Sendable (HTTPRequest) async -> HTTPResponse?
+
 /// A request-level route: its handler, the largest body it takes, and what it refuses before
 /// reading a body.
 ///
@@ -95,6 +101,7 @@ public typealias HTTPHeaderCheck = @Sendable (HTTPRequest) -> HTTPResponse?
 public struct HTTPRequestRoute: Sendable {
     public var maxBodyBytes: Int
     public var headerCheck: HTTPHeaderCheck?
+    public var awaitedHeaderCheck: HTTPAwaitedHeaderCheck?
     public var handler: HTTPRequestHandler
 
     public init(maxBodyBytes: Int, headerCheck: HTTPHeaderCheck? = nil, handler: @escaping HTTPRequestHandler) {
@@ -164,7 +171,22 @@ public struct HTTPRequestRoute: Sendable {
                 request.bodyTooLarge = tooLarge
                 Task { Self.send(await route.handler(request), on: stream) }
             }
-            stream.delegate = collector
+            guard let awaited = route.awaitedHeaderCheck, !stream.inboundEnded else {
+                stream.delegate = collector
+                return
+            }
+            // No delegate until the check answers: the body waits unread against the window.
+            let box = NIOLoopBound(collector, eventLoop: stream.eventLoop)
+            Task {
+                let refusal = await awaited(head)
+                stream.eventLoop.execute {
+                    if let refusal {
+                        Self.send(refusal, on: stream)
+                    } else {
+                        stream.delegate = box.value
+                    }
+                }
+            }
         }
     }
 

@@ -29,12 +29,15 @@ public struct TransportRouter: Sendable {
     /// Registers a request-level route for `path` or a prefix (`/apps/*`): served over HTTP/2
     /// and, on a server that offers it, over HTTP/1.1. Stream routes (``add(_:_:)``) are
     /// HTTP/2 only. `headerCheck` refuses requests from their headers, before any body byte is
-    /// read (``HTTPRequestRoute``).
+    /// read, and `awaitedHeaderCheck` (one that may wait, e.g. for a store read) requests that
+    /// announce a body, before it is read (``HTTPRequestRoute``).
     public mutating func add(
         _ path: String, maxBodyBytes: Int, headerCheck: HTTPHeaderCheck? = nil,
+        awaitedHeaderCheck: HTTPAwaitedHeaderCheck? = nil,
         _ handler: @escaping HTTPRequestHandler
     ) {
-        let route = HTTPRequestRoute(maxBodyBytes: maxBodyBytes, headerCheck: headerCheck, handler: handler)
+        var route = HTTPRequestRoute(maxBodyBytes: maxBodyBytes, headerCheck: headerCheck, handler: handler)
+        route.awaitedHeaderCheck = awaitedHeaderCheck
         requestRoutes[path] = route
         add(path, route.streamHandler())
     }

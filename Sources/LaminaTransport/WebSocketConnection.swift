@@ -11,6 +11,17 @@ public protocol WebSocketConnectionDelegate: AnyObject, Sendable {
     func webSocketClosed(_ connection: WebSocketConnection, code: WebSocketErrorCode?, reason: String)
 }
 
+/// Where a ``WebSocketConnection`` reports its queued outbound bytes (e.g. a node-wide budget
+/// shared with other kinds of streams). Called from any thread, under the connection's lock:
+/// must not block.
+public protocol WebSocketOutboundAccount: Sendable {
+    /// The connection's queued bytes changed by `delta` (negative: written out) to `queued`.
+    /// True on a growth closes the connection as a slow consumer (1008).
+    func queuedBytesChanged(by delta: Int, queued: Int) -> Bool
+    /// The connection closed; every byte it reported has been reported gone. Called once.
+    func closed()
+}
+
 /// One accepted WebSocket (RFC 6455 framing by NIOWebSocket).
 ///
 /// Inbound: text messages go to the delegate in order; a binary message closes with 1003,
@@ -22,7 +33,8 @@ public protocol WebSocketConnectionDelegate: AnyObject, Sendable {
 /// Outbound (callable from any thread): ``send(text:)`` queues a message; the messages queued
 /// in one event-loop turn are written with one flush. Bytes queued and not yet written to the
 /// socket are bounded by ``WebSocketSettings/maxOutboundBytes``: past it the client is a slow
-/// reader and the connection is closed with 1008 (`slow consumer`). ``waitForRoom(below:)``
+/// reader and the connection is closed with 1008 (`slow consumer`); the same happens when the
+/// ``WebSocketOutboundAccount`` given to ``account(with:)`` answers so. ``waitForRoom(below:)``
 /// lets a producer of a large answer go at the client's pace instead.
 ///
 /// The delegate is held until the connection closes, then released.
@@ -58,6 +70,10 @@ public final class WebSocketConnection: ChannelInboundHandler, RemovableChannelH
     private var flushScheduled = false
     private var outboundClosed = false
     private var roomWaiters: [(limit: Int, continuation: CheckedContinuation<Bool, Never>)] = []
+    private var outboundAccount: WebSocketOutboundAccount?
+    private var accountingEnded = false
+    /// The queued bytes last reported to `outboundAccount`.
+    private var reported = 0
 
     init(request: WebSocketUpgradeRequest, subprotocol: String?, settings: WebSocketSettings, eventLoop: EventLoop) {
         self.request = request
@@ -77,6 +93,43 @@ public final class WebSocketConnection: ChannelInboundHandler, RemovableChannelH
 
     // MARK: outbound (any thread)
 
+    /// Reports the connection's queued bytes to `account` from now on (set it before the first
+    /// message, e.g. in the route's `opened` callback); `account.closed()` comes when the
+    /// connection closes (at once if it already has).
+    public func account(with account: WebSocketOutboundAccount) {
+        let open = lock.withLock { () -> Bool in
+            guard !accountingEnded else { return false }
+            outboundAccount = account
+            reported = 0
+            _ = report()
+            return true
+        }
+        if !open { account.closed() }
+    }
+
+    /// Tells the account how the queue changed since the last report (under `lock`); true when
+    /// it answers that this connection is over its share.
+    private func report() -> Bool {
+        guard let outboundAccount else { return false }
+        let now = queued
+        defer { reported = now }
+        return outboundAccount.queuedBytesChanged(by: now - reported, queued: now)
+    }
+
+    /// Reports every reported byte gone and the account closed (once, when the socket closes).
+    private func endAccounting() {
+        let account = lock.withLock { () -> WebSocketOutboundAccount? in
+            accountingEnded = true
+            defer { outboundAccount = nil }
+            if let outboundAccount, reported != 0 {
+                _ = outboundAccount.queuedBytesChanged(by: -reported, queued: 0)
+                reported = 0
+            }
+            return outboundAccount
+        }
+        account?.closed()
+    }
+
     /// Queues a text message. Over ``WebSocketSettings/maxOutboundBytes`` queued, the
     /// connection is closed with 1008 instead (slow consumer). Ignored once closing.
     public func send(text: String) {
@@ -95,6 +148,13 @@ public final class WebSocketConnection: ChannelInboundHandler, RemovableChannelH
             }
             pending.append(buffer)
             queued += buffer.readableBytes
+            if report() {
+                overflow = true
+                outboundClosed = true
+                pending = []
+                waiters = takeWaiters()
+                return
+            }
             if !flushScheduled {
                 flushScheduled = true
                 schedule = true
@@ -105,7 +165,9 @@ public final class WebSocketConnection: ChannelInboundHandler, RemovableChannelH
             eventLoop.execute {
                 self.sendClose(
                     code: .policyViolation,
-                    reason: "slow consumer: more than \(self.settings.maxOutboundBytes) bytes queued")
+                    reason:
+                        "slow consumer: more than \(self.settings.maxOutboundBytes) bytes queued, or over its share of the node's outbound budget"
+                )
             }
         } else if schedule {
             eventLoop.execute { self.flush() }
@@ -178,6 +240,7 @@ public final class WebSocketConnection: ChannelInboundHandler, RemovableChannelH
     private func taken(_ count: Int) {
         let ready = lock.withLock { () -> [CheckedContinuation<Bool, Never>] in
             queued -= count
+            _ = report()
             let (ready, waiting) = (roomWaiters.filter { queued <= $0.limit }, roomWaiters.filter { queued > $0.limit })
             roomWaiters = waiting
             return ready.map(\.continuation)
@@ -263,6 +326,7 @@ public final class WebSocketConnection: ChannelInboundHandler, RemovableChannelH
         timer?.cancel()
         timer = nil
         closeOutbound()
+        endAccounting()
         if !notified {
             notified = true
             let delegate = self.delegate

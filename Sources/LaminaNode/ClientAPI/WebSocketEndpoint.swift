@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaStore
 import LaminaTransport
 import LaminaWire
 import Logging
@@ -46,20 +47,22 @@ public enum WebSocketEndpoint {
     }
 
     /// The upgrade decision for the route. `admit`/`release` take and give back one of the
-    /// node's session slots (the socket drives a session).
+    /// node's session slots (the socket drives a session); `budget` counts the socket's queued
+    /// outbound bytes with the sync streams' (``NodeOutboundBudget``).
     static func handler(
-        api: ClientAPI, logger: Logger, admit: @escaping @Sendable () -> Bool,
+        api: ClientAPI, logger: Logger, budget: NodeOutboundBudget? = nil, admit: @escaping @Sendable () -> Bool,
         release: @escaping @Sendable () -> Void
     ) -> WebSocketUpgradeHandler {
         let sockets = OpenSockets()
         return { request in
-            await decide(request, api: api, sockets: sockets, logger: logger, admit: admit, release: release)
+            await decide(
+                request, api: api, sockets: sockets, logger: logger, budget: budget, admit: admit, release: release)
         }
     }
 
     private static func decide(
         _ request: WebSocketUpgradeRequest, api: ClientAPI, sockets: OpenSockets, logger: Logger,
-        admit: @escaping @Sendable () -> Bool, release: @escaping @Sendable () -> Void
+        budget: NodeOutboundBudget?, admit: @escaping @Sendable () -> Bool, release: @escaping @Sendable () -> Void
     ) async -> WebSocketUpgradeDecision {
         let origin = "https://\(request.headers["host"] ?? "localhost")"
         func refuse(_ error: ServerAPIError) -> WebSocketUpgradeDecision {
@@ -79,9 +82,14 @@ public enum WebSocketEndpoint {
         }
         let session: ClientAPISession
         let head: UInt64
+        let identities: [UserID: StoredIdentity]
         do {
             session = try await api.sessions.session(forToken: token)
-            head = try await api.engine.store.read { [user = session.user] r in try r.feedHead(of: user) }
+            // Where the feed stands, and the identities of the users the socket will show.
+            (head, identities) = try await api.engine.store.read { [user = session.user] r in
+                let audience = try r.identityAudience(of: user).sorted().prefix(WebSocketSession.maxKnownIdentities)
+                return (try r.feedHead(of: user), try r.identities(of: audience))
+            }
         } catch let error as WireError where [WireError.Code.sessionExpired, .sessionRevoked].contains(error.code) {
             let reason = error.code == .sessionRevoked ? "the session was revoked" : "the session expired or is unknown"
             return refuse(api.authenticationRequired(reason, address: request.remoteAddress, code: error.code))
@@ -100,7 +108,7 @@ public enum WebSocketEndpoint {
                 .init(429, "rate_limit_exceeded", 7, "at most \(maxSocketsPerSession) WebSockets per session"))
         }
         let credentials = WebSocketSession.Credentials(user: session.user, device: device, token: token, head: head)
-        let representation = ClientAPIRepresentation(base: origin, viewer: session.user)
+        let representation = ClientAPIRepresentation(base: origin, viewer: session.user, identities: identities)
         var socketLogger = logger
         socketLogger[metadataKey: "user"] = "\(session.user)"
         let sessionLogger = socketLogger
@@ -115,6 +123,7 @@ public enum WebSocketEndpoint {
                     sockets.give(key)
                     return connection.close(code: .init(codeNumber: 1013), reason: "the node is at its session limit")
                 }
+                if let budget { connection.account(with: NodeOutboundBudget.WebSocketAccount(opening: budget)) }
                 let session = WebSocketSession(
                     connection: connection, engine: engine, credentials: credentials, representation: representation,
                     logger: sessionLogger,

@@ -91,7 +91,8 @@ extension WebSocketSession {
                     data: .init(action: action, sender: r.identity(typing.user))),
                 seq: seq)
         case .identityChanged, .blockListChanged:
-            // Not part of the WebSocket's packets yet (identities are read over REST).
+            // Not carried yet: identity changes and block lists are read over REST (identities
+            // inside packets show the profiles read when the socket opened).
             break
         }
     }

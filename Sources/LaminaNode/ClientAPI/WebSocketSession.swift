@@ -38,10 +38,17 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
 
     static let maxRequestsInFlight = 32
 
+    /// The most identities a socket keeps to show real names (read at the upgrade from the
+    /// users it shares conversations with); others show their user id.
+    static let maxKnownIdentities = 1_000
+
     let connection: WebSocketConnection
     let engine: NodeEngine
     let credentials: Credentials
-    let representation: ClientAPIRepresentation
+    /// How objects are shown (under `lock`).
+    var representation: ClientAPIRepresentation
+    /// The node's `https://host:port` (the representation's base).
+    let base: String
     let logger: Logger
     /// Gives the socket's slots back (node sessions, per-session sockets); called once.
     private let released: @Sendable () -> Void
@@ -80,6 +87,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
         self.engine = engine
         self.credentials = credentials
         self.representation = representation
+        self.base = representation.base
         self.logger = logger
         self.released = released
         self.sentLow = credentials.head
@@ -222,7 +230,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
     /// Layer's error object of `error`.
     func errorObject(_ error: ServerAPIError) -> ClientErrorObject {
         ClientErrorObject(
-            id: error.id, code: error.code, message: error.message, url: "\(representation.base)/errors#\(error.id)",
+            id: error.id, code: error.code, message: error.message, url: "\(base)/errors#\(error.id)",
             data: error.data)
     }
 
@@ -324,7 +332,8 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
                 guard let stored = try await engine.store.read({ r in try r.conversation(id) }) else {
                     return self.respond(to: requestID, error: .notFound("no conversation \(id)"))
                 }
-                self.respond(to: requestID, data: self.representation.conversation(stored.conversation))
+                let shown = self.lock.withLock { self.representation }
+                self.respond(to: requestID, data: shown.conversation(stored.conversation))
             } catch {
                 self.respond(to: requestID, error: .internalError("reading the conversation failed"))
             }

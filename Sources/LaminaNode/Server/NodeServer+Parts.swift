@@ -78,14 +78,19 @@ extension NodeServer {
                 engine: engine, settings: configuration.clientAPI, appID: credentials?.appID,
                 devIdentity: devIdentity, content: content,
                 contentURLLifetimeSeconds: configuration.serverAPI.contentURLLifetimeSeconds, origin: origin)
+            // A request with a body for a route that needs a session is answered 401 before
+            // its body is read when the session token is not live (a store read).
+            let sessionCheck: HTTPAwaitedHeaderCheck = { await api.refusalBeforeBody($0) }
             for pattern in ClientAPI.routePatterns {
-                router.add(pattern, maxBodyBytes: ClientAPILimits.maxBodyBytes) { await api.handle($0) }
+                router.add(pattern, maxBodyBytes: ClientAPILimits.maxBodyBytes, awaitedHeaderCheck: sessionCheck) {
+                    await api.handle($0)
+                }
             }
             // The Client API's WebSocket (HTTP/1.1 Upgrade); each socket drives a session.
             router.addWebSocket(
                 WebSocketEndpoint.path, subprotocols: WebSocketEndpoint.subprotocols, settings: configuration.webSocket,
                 WebSocketEndpoint.handler(
-                    api: api, logger: logger, admit: { gate.admit() }, release: { gate.release() }))
+                    api: api, logger: logger, budget: budget, admit: { gate.admit() }, release: { gate.release() }))
             // The web chat page mints its users' tokens with the dev provider: served only with it.
             if devIdentity != nil { WebChatPage.register(on: &router) }
         }

@@ -210,13 +210,21 @@ struct MessageSender {
 /// second in total, from a plain thread (a slow ACK never delays the schedule); returns the
 /// schedule's start and the time the last send went out (monotonic ns).
 func sendOnSchedule(_ senders: [MessageSender], total: Int, rate: Double) async -> (start: UInt64, end: UInt64) {
+    await sendOnSchedule(total: total, rate: rate) { j in senders[j % senders.count].send() }
+}
+
+/// Calls `send(j)` for j in 0..<`total` on an absolute schedule, `rate` per second, from a
+/// plain thread; returns the schedule's start and the time the last send went out (monotonic ns).
+func sendOnSchedule(total: Int, rate: Double, send: @escaping @Sendable (Int) -> Void) async -> (
+    start: UInt64, end: UInt64
+) {
     let t0 = monotonicNanos()
     let interval = 1e9 / rate
     let end: UInt64 = await withCheckedContinuation { continuation in
         Thread.detachNewThread {
             for j in 0..<total {
                 sleepUntil(t0 + UInt64(Double(j) * interval))
-                senders[j % senders.count].send()
+                send(j)
             }
             continuation.resume(returning: monotonicNanos())
         }
@@ -246,8 +254,14 @@ func firstFailure(_ peers: [LoadPeer]) -> String? {
 /// Waits until `done()` or `deadline` (monotonic ns) or a peer fails; polls every 5 ms.
 /// Returns the failure, if any.
 func waitUntil(deadline: UInt64, peers: [LoadPeer], _ done: () -> Bool) async -> String? {
+    await waitUntil(deadline: deadline, failure: { firstFailure(peers) }, done)
+}
+
+/// Waits until `done()` or `deadline` (monotonic ns) or `failure()` names one; polls every
+/// 5 ms. Returns the failure, if any.
+func waitUntil(deadline: UInt64, failure: () -> String?, _ done: () -> Bool) async -> String? {
     while !done() {
-        if let f = firstFailure(peers) { return f }
+        if let f = failure() { return f }
         if monotonicNanos() >= deadline { return nil }
         try? await Task.sleep(for: .milliseconds(5))
     }

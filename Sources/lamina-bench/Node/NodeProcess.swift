@@ -15,7 +15,7 @@ import NIOConcurrencyHelpers
 /// listener only when asked (its `/metrics`). Zero-config: the node creates its TLS
 /// certificate and dev identity key in the data directory, which the loader reads to trust it
 /// and mint tokens.
-final class NodeProcess {
+final class NodeProcess: @unchecked Sendable {
     let process: ChildProcess
     let dataDirectory: String
     let port: Int

@@ -1,0 +1,79 @@
+import Foundation
+import LaminaModel
+import LaminaNode
+import LaminaTransport
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+
+/// Identities in the Client API WebSocket's packets (TLS, HTTP/1.1 Upgrade) show the profile
+/// the Server API set (read when the socket opened), not the user id.
+@Suite struct ClientAPIWebSocketChangeTests {
+    /// The packets a socket received, decoded.
+    final class Packets: @unchecked Sendable {
+        let all = NIOLockedValueBox<[[String: Any]]>([])
+
+        func add(_ text: ByteBuffer) {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(text.readableBytesView)) as? [String: Any]
+            else { return }
+            all.withLockedValue { $0.append(object) }
+        }
+
+        /// The first `change` packet of `operation` on an object of `type` that `match` accepts,
+        /// waiting up to 15 s for it.
+        func change(
+            _ operation: String, _ type: String, where match: @escaping ([String: Any]) -> Bool = { _ in true }
+        ) async -> [String: Any]? {
+            let deadline = Date().addingTimeInterval(15)
+            while Date() < deadline {
+                let found = all.withLockedValue { packets in
+                    packets.first { packet in
+                        guard packet["type"] as? String == "change", let body = packet["body"] as? [String: Any],
+                            body["operation"] as? String == operation,
+                            (body["object"] as? [String: Any])?["type"] as? String == type
+                        else { return false }
+                        return match(body)
+                    }
+                }
+                if let found { return found["body"] as? [String: Any] }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return nil
+        }
+    }
+
+    @Test func packetsShowRealDisplayNames() async throws {
+        let node = try await TestNode.start("capi-ws-identity")
+        let alice = try await ClientAPICurl.session("alice", on: node, http: .http1)
+        let bob = try await ClientAPICurl.session("bob", on: node, http: .http1)
+        let server = CurlAPI(node.server, http: .http1)
+        #expect(
+            try await server.request("POST", "/users/bob/identity", json: #"{"display_name":"Bob B."}"#).status == 201)
+        let created = try await alice.request("POST", "/conversations", json: #"{"participants":["bob"]}"#)
+        #expect(created.status == 201)
+        let conversation = (created.object["id"] as? String ?? "").replacingOccurrences(
+            of: "layer:///conversations/", with: "")
+
+        let packets = Packets()
+        var tls = TLSConfiguration.client(trust: .caFile(node.server.prepared.certificatePath))
+        tls.offersHTTP1 = true
+        let url = URL(string: node.server.url)!
+        let socket = try await WebSocketClient.connect(
+            host: url.host ?? "127.0.0.1", port: url.port ?? 0,
+            path: "/websocket?session_token=\(alice.sessionToken ?? "")", subprotocols: ["layer-3.0"],
+            tls: try TLSContext(tls), group: Fixtures.group, onText: { packets.add($0) })
+
+        // Bob's message shows bob's display name (read when the socket opened), not his user id.
+        #expect(
+            try await bob.request(
+                "POST", "/conversations/\(conversation)/messages",
+                json: #"{"parts":[{"mime_type":"text/plain","body":"hi"}]}"#
+            ).status == 201)
+        let message = await packets.change("create", "Message")
+        let sender = (message?["data"] as? [String: Any])?["sender"] as? [String: Any]
+        #expect(sender?["display_name"] as? String == "Bob B.")
+
+        await socket.close()
+        await node.stop()
+    }
+}
