@@ -90,7 +90,11 @@ extension WebSocketSession {
                     object: .init(id: ClientAPIRepresentation.conversationID(typing.conversationID)),
                     data: .init(action: action, sender: r.identity(typing.user))),
                 seq: seq)
-        case .identityChanged, .blockListChanged:
+        case .presenceChanged(let changed):
+            // Only after `Presence.subscribe` (as Layer's node did).
+            guard presenceSubscribed else { return }
+            write("change", presenceChange(changed), seq: seq)
+        case .identityChanged, .blockListChanged, .followChanged:
             // Not part of the WebSocket's packets yet (identities are read over REST).
             break
         }
