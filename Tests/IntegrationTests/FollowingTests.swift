@@ -82,7 +82,10 @@ import Testing
         }
         #expect(try alice.identities().map(\.userID).contains(Self.carol))
         try await alice.unfollow(Self.carol)
-        try await ClientHarness.waitUntil(alice, "carol unfollowed") { try alice.followedUsers.isEmpty }
+        // The list changes no object (no object change to wake a store wait): polled.
+        try await ResourceLimitTests.eventually("carol unfollowed at alice's SDK") {
+            (try? alice.followedUsers.isEmpty) == true
+        }
         try await alice.close()
         await node.stop()
     }
@@ -94,7 +97,9 @@ import Testing
             try await api.request("POST", "/users/carol/identity", json: #"{"display_name":"Carol"}"#).status == 201)
         let alice = try await node.session(Self.alice, device: UUID(), features: .withPresence)
         let carol = try await node.session(Self.carol, device: UUID(), features: .withPresence)
-        _ = try await MessagingTests.conversation(carol, with: [Self.alice])
+        let conversation = try await MessagingTests.conversation(carol, with: [Self.alice])
+        // Alice's devices learn the conversation with its first message (SPEC §6.2).
+        _ = try await MessagingTests.send(carol, conversation, "hi")
         let told = try await alice.change {
             if case .identityChanged(let i) = $0.event { return i.user == Self.carol }
             return false

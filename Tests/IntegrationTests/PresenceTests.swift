@@ -123,7 +123,9 @@ import Testing
         let bob = try await node.session(Self.bob, device: UUID(), features: .withPresence)
         try await alice.choose(.away)
         #expect(try await bob.presenceUpdatesThroughBarrier(of: Self.alice).isEmpty, "not followed yet")
-        _ = try await MessagingTests.conversation(alice, with: [Self.bob])
+        let conversation = try await MessagingTests.conversation(alice, with: [Self.bob])
+        // Bob's devices learn the conversation with its first message (SPEC §6.2).
+        _ = try await MessagingTests.send(alice, conversation, "hi")
         // Both now follow each other: bob learns alice is away, alice that bob is available.
         _ = try await bob.presence(of: Self.alice, .away)
         _ = try await alice.presence(of: Self.bob, .available)
