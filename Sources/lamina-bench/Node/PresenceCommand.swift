@@ -31,6 +31,9 @@ struct PresenceCommand: AsyncParsableCommand {
         var configuration = NodeServerConfiguration()
         configuration.port = 0
         configuration.adminPort = -1
+        // Every login holds a nonce for its lifetime (replay protection): the storm logs everyone
+        // in a second time, past the node's default bound of 20,000.
+        configuration.resources.nonces.perNode = max(20_000, 3 * users)
         configuration.dataDirectory = try BenchSupport.temporaryDirectory() + "/presence-\(UUID().uuidString.prefix(8))"
         var logger = Logger(label: "lamina.bench.presence")
         logger.logLevel = .warning
@@ -191,11 +194,20 @@ final class BenchDevice: SessionOutbound, @unchecked Sendable {
         let device = BenchDevice()
         device.session = engine.openSession(outbound: device)
         device.session.receive(.hello(Hello(features: FeatureSet.all.union(.presence), agent: "lamina-bench")))
-        let nonceID = UUID()
-        guard
-            case .nonce(let nonce) = try await device.awaitAnswer(
-                nonceID, { $0.receive(.nonceRequest(NonceRequest(requestID: nonceID))) })
-        else { throw BenchFailure("no nonce for \(user)") }
+        // A storm meets the node's nonce limits (`overloaded`): retried after a short wait.
+        var answer: Frame?
+        for _ in 0..<100 {
+            let nonceID = UUID()
+            let frame = try await device.awaitAnswer(nonceID) {
+                $0.receive(.nonceRequest(NonceRequest(requestID: nonceID)))
+            }
+            if case .nonce = frame {
+                answer = frame
+                break
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        guard case .nonce(let nonce)? = answer else { throw BenchFailure("no nonce for \(user)") }
         let token = try dev.mintToken(user: user, nonce: nonce.nonce)
         let authID = UUID()
         guard
