@@ -37,6 +37,12 @@ public enum ChangeEvent: Hashable, Sendable {
     /// kind 13: the user blocked (`blocking`) or unblocked `user`; to the blocker only. Only
     /// to sessions with the `blockLists` feature.
     case blockListChanged(BlockListChanged)
+    /// kind 14: a followed user's presence (or the user's own, to their other devices), with
+    /// seq 0: never in the stored feed. Only to sessions with the `presence` feature (§6.6).
+    case presenceChanged(PresenceChanged)
+    /// kind 15: the user followed (`following`) or unfollowed `user`; to the follower only.
+    /// Only to sessions with the `following` feature (§6.7).
+    case followChanged(FollowChanged)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -55,6 +61,8 @@ public enum ChangeEvent: Hashable, Sendable {
         case .messagePartsChanged: 11
         case .identityChanged: 12
         case .blockListChanged: 13
+        case .presenceChanged: 14
+        case .followChanged: 15
         }
     }
 }
@@ -350,6 +358,11 @@ extension ChangeEvent {
         case .blockListChanged(let c):
             try b.writeUserID(c.user)
             b.writeBool(c.blocking)
+        case .presenceChanged(let c):
+            try b.writePresenceChanged(c)
+        case .followChanged(let c):
+            try b.writeUserID(c.user)
+            b.writeBool(c.following)
         }
     }
 
@@ -436,8 +449,13 @@ extension ChangeEvent {
         case 13:
             let user = try b.readUserID(limits)
             return .blockListChanged(BlockListChanged(user: user, blocking: try b.readBool("the blocking flag")))
+        case 14:
+            return .presenceChanged(try b.readPresenceChanged(limits))
+        case 15:
+            let user = try b.readUserID(limits)
+            return .followChanged(FollowChanged(user: user, following: try b.readBool("the following flag")))
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...13")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...15")
         }
     }
 }

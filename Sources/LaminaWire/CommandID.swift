@@ -24,6 +24,8 @@ extension Frame {
         case .endSession(let f): f.requestID
         case .registerPushToken(let f): f.requestID
         case .blockUser(let f): f.requestID
+        case .setPresence(let f): f.requestID
+        case .followUser(let f): f.requestID
         default: nil
         }
     }

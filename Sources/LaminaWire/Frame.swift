@@ -20,6 +20,8 @@ public enum Frame: Hashable, Sendable {
     case endSession(EndSession)
     case registerPushToken(RegisterPushToken)
     case blockUser(BlockUser)
+    case setPresence(SetPresence)
+    case followUser(FollowUser)
     // Conversations (SPEC §6.1)
     case createConversation(CreateConversation)
     case addParticipants(ParticipantsUpdate)
@@ -45,6 +47,7 @@ public enum Frame: Hashable, Sendable {
     case versionVector(VersionVector)
     case replicate(Replicate)
     case peerAck(PeerAck)
+    case peerPresence(PeerPresence)
 
     /// The frame's type number.
     public var type: FrameType {
@@ -63,6 +66,8 @@ public enum Frame: Hashable, Sendable {
         case .endSession: .endSession
         case .registerPushToken: .registerPushToken
         case .blockUser: .blockUser
+        case .setPresence: .setPresence
+        case .followUser: .followUser
         case .createConversation: .createConversation
         case .addParticipants: .addParticipants
         case .removeParticipants: .removeParticipants
@@ -84,6 +89,7 @@ public enum Frame: Hashable, Sendable {
         case .versionVector: .versionVector
         case .replicate: .replicate
         case .peerAck: .peerAck
+        case .peerPresence: .peerPresence
         }
     }
 }
@@ -178,6 +184,8 @@ extension Frame {
         case .endSession(let f): f.encode(into: &b)
         case .registerPushToken(let f): try f.encode(into: &b)
         case .blockUser(let f): try f.encode(into: &b)
+        case .setPresence(let f): f.encode(into: &b)
+        case .followUser(let f): try f.encode(into: &b)
         case .createConversation(let f): try f.encode(into: &b)
         case .addParticipants(let f): try f.encode(into: &b)
         case .removeParticipants(let f): try f.encode(into: &b)
@@ -199,6 +207,7 @@ extension Frame {
         case .versionVector(let f): try f.encode(into: &b)
         case .replicate(let f): try f.encode(into: &b)
         case .peerAck(let f): try f.encode(into: &b)
+        case .peerPresence(let f): try f.encode(into: &b)
         }
     }
 
@@ -222,6 +231,8 @@ extension Frame {
         case .endSession: frame = .endSession(try EndSession.decode(from: &b, limits))
         case .registerPushToken: frame = .registerPushToken(try RegisterPushToken.decode(from: &b, limits))
         case .blockUser: frame = .blockUser(try BlockUser.decode(from: &b, limits))
+        case .setPresence: frame = .setPresence(try SetPresence.decode(from: &b, limits))
+        case .followUser: frame = .followUser(try FollowUser.decode(from: &b, limits))
         case .createConversation: frame = .createConversation(try CreateConversation.decode(from: &b, limits))
         case .addParticipants: frame = .addParticipants(try ParticipantsUpdate.decode(from: &b, limits))
         case .removeParticipants: frame = .removeParticipants(try ParticipantsUpdate.decode(from: &b, limits))
@@ -243,6 +254,7 @@ extension Frame {
         case .versionVector: frame = .versionVector(try VersionVector.decode(from: &b, limits))
         case .replicate: frame = .replicate(try Replicate.decode(from: &b, limits))
         case .peerAck: frame = .peerAck(try PeerAck.decode(from: &b, limits))
+        case .peerPresence: frame = .peerPresence(try PeerPresence.decode(from: &b, limits))
         }
         // SPEC §2.4: "A payload MUST be consumed exactly by its fields."
         guard b.readableBytes == 0 else {

@@ -15,6 +15,8 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case endSession = 0x000C
     case registerPushToken = 0x000D
     case blockUser = 0x000E
+    case setPresence = 0x000F
+    case followUser = 0x0010
 
     case createConversation = 0x0101
     case addParticipants = 0x0102
@@ -40,6 +42,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case versionVector = 0x0402
     case replicate = 0x0403
     case peerAck = 0x0404
+    case peerPresence = 0x0405
 
     /// The type's name in the spec and in the vectors' readable form.
     public var name: String {
@@ -58,6 +61,8 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .endSession: "end-session"
         case .registerPushToken: "register-push-token"
         case .blockUser: "block-user"
+        case .setPresence: "set-presence"
+        case .followUser: "follow-user"
         case .createConversation: "create-conversation"
         case .addParticipants: "add-participants"
         case .removeParticipants: "remove-participants"
@@ -79,6 +84,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .versionVector: "version-vector"
         case .replicate: "replicate"
         case .peerAck: "peer-ack"
+        case .peerPresence: "peer-presence"
         }
     }
 
@@ -89,16 +95,17 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         switch self {
         case .ping, .pong: fixed = 8
         case .nonceRequest, .endSession: fixed = 16
-        case .typing, .sync: fixed = 32
+        case .typing, .sync, .setPresence: fixed = 32
         case .markRead, .markAllRead, .deleteConversation, .deleteMessage, .deliveryReceipt: fixed = 64
         case .fetchHistory: fixed = 96
         case .ack: fixed = 128
-        case .hello, .welcome, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser: fixed = 2_048
+        case .hello, .welcome, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser, .followUser:
+            fixed = 2_048
         case .nonce, .authenticate, .resumeSession: fixed = 8_448
         case .authenticated: fixed = 12_288
         case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage,
             .updateMessageParts,
-            .change, .changeBatch, .versionVector, .replicate, .peerAck:
+            .change, .changeBatch, .versionVector, .replicate, .peerAck, .peerPresence:
             return max(0, limits.maxFrameSize)
         }
         return min(fixed, max(0, limits.maxFrameSize))

@@ -31,6 +31,13 @@ extension Frame {
             o["requestID"] = .uuid(f.requestID)
             o["user"] = .string(f.user.rawValue)
             o["blocking"] = .bool(f.blocking)
+        case .setPresence(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["status"] = .string(f.status.name)
+        case .followUser(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["user"] = .string(f.user.rawValue)
+            o["following"] = .bool(f.following)
         case .registerPushToken(let f):
             o["requestID"] = .uuid(f.requestID)
             o["kind"] = .string(f.token?.kind.name ?? "none")
@@ -182,6 +189,16 @@ extension Frame {
                 })
         case .peerAck(let f):
             o["counters"] = .vector(f.vector)
+        case .peerPresence(let f):
+            o["reports"] = .array(
+                f.entries.map { e in
+                    .object([
+                        "user": .string(e.user.rawValue), "devices": .number(Int64(e.devices)),
+                        "choice": e.choice.map { .object(["status": .string($0.status.name), "at": .hlc($0.at)]) }
+                            ?? .null,
+                        "at": .hlc(e.at),
+                    ])
+                })
         }
         return .object(o)
     }
@@ -375,6 +392,15 @@ extension WireJSON {
             o["kind"] = .string("block-list-changed")
             o["user"] = .string(c.user.rawValue)
             o["blocking"] = .bool(c.blocking)
+        case .followChanged(let c):
+            o["kind"] = .string("follow-changed")
+            o["user"] = .string(c.user.rawValue)
+            o["following"] = .bool(c.following)
+        case .presenceChanged(let c):
+            o["kind"] = .string("presence-changed")
+            o["user"] = .string(c.user.rawValue)
+            o["status"] = .string(c.presence.status.name)
+            o["lastSeenAt"] = c.presence.lastSeenAt.map(WireJSON.timestamp) ?? .null
         case .identityChanged(let i):
             o["kind"] = .string("identity-changed")
             o["user"] = .string(i.user.rawValue)

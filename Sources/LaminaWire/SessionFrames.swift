@@ -27,19 +27,25 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     public static let identities = FeatureSet(rawValue: 1 << 7)
     /// BLOCK_USER is accepted and `block-list-changed` changes (§6.4 kind 13) are sent.
     public static let blockLists = FeatureSet(rawValue: 1 << 8)
+    /// SET_PRESENCE is accepted and `presence-changed` changes (§6.4 kind 14) are sent (§6.6).
+    public static let presence = FeatureSet(rawValue: 1 << 9)
+    /// FOLLOW_USER is accepted and `follow-changed` changes (§6.4 kind 15) are sent (§6.7).
+    public static let following = FeatureSet(rawValue: 1 << 10)
 
     /// SYNC with cursor 0 is answered with a snapshot of the user's conversations (with their
     /// latest message and counts) instead of the feed from its first entry (SPEC §6.3).
     public static let snapshots = FeatureSet(rawValue: 1 << 4)
 
     /// What a client offers by default: every feature but ``snapshots``, which changes what
-    /// SYNC with cursor 0 returns and so is asked for by clients that fetch history by policy.
+    /// SYNC with cursor 0 returns and so is asked for by clients that fetch history by policy,
+    /// and ``presence``, which makes the node send presence changes unasked (outside the feed)
+    /// and so is asked for by clients that show presence.
     public static let all: FeatureSet = [
         .changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging, .identities,
-        .blockLists,
+        .blockLists, .following,
     ]
-    /// What this implementation supports (what a node grants): ``all`` and ``snapshots``.
-    public static let supported: FeatureSet = [.all, .snapshots]
+    /// What this implementation supports (what a node grants): ``all``, ``snapshots`` and ``presence``.
+    public static let supported: FeatureSet = [.all, .snapshots, .presence]
 }
 
 /// HELLO (0x0001), client -> node, first frame of a session.

@@ -71,6 +71,13 @@ enum Table {
             }, forbidden
         ),
         ("PEER_ACK", { _ in .peerAck(PeerAck(vector: VersionVector())) }, forbidden),
+        (
+            "PEER_PRESENCE",
+            { c in
+                .peerPresence(
+                    PeerPresence(entries: [.init(user: "x", devices: 1, choice: nil, at: c.position)]))
+            }, forbidden
+        ),
     ]
 
     /// The commands of §6 (each with a fresh id), in an order where each still applies
@@ -208,6 +215,12 @@ enum Table {
         let unblock: @Sendable (ProbeContext) -> Frame = { _ in
             .blockUser(BlockUser(requestID: UUID(), user: "conformance-nobody", blocking: false))
         }
+        let unfollow: @Sendable (ProbeContext) -> Frame = { _ in
+            .followUser(FollowUser(requestID: UUID(), user: "conformance-nobody", following: false))
+        }
+        let away: @Sendable (ProbeContext) -> Frame = { _ in
+            .setPresence(SetPresence(requestID: UUID(), status: .away))
+        }
         let error: @Sendable (ProbeContext) -> Frame = { _ in
             .error(ErrorFrame(code: .internalError, reason: "a client-side failure", isFatal: false))
         }
@@ -221,7 +234,8 @@ enum Table {
         for (name, frame) in [
             ("NONCE_REQUEST", nonceRequest), ("AUTHENTICATE", badToken), ("RESUME_SESSION", resume),
             ("END_SESSION", endSession), ("REGISTER_PUSH_TOKEN", removePushToken), ("BLOCK_USER", unblock),
-            ("PING", ping), ("PONG", pong), ("ERROR", error), ("ERROR (fatal)", fatalError),
+            ("SET_PRESENCE", away), ("FOLLOW_USER", unfollow), ("PING", ping), ("PONG", pong), ("ERROR", error),
+            ("ERROR (fatal)", fatalError),
         ] {
             add(&out, .beforeHello, name, frame, unexpected, answerID: none)
         }
@@ -248,6 +262,8 @@ enum Table {
         add(&out, .beforeAuthentication, "END_SESSION", endSession, authenticationRequired)
         add(&out, .beforeAuthentication, "REGISTER_PUSH_TOKEN", removePushToken, authenticationRequired)
         add(&out, .beforeAuthentication, "BLOCK_USER", unblock, authenticationRequired)
+        add(&out, .beforeAuthentication, "SET_PRESENCE", away, authenticationRequired)
+        add(&out, .beforeAuthentication, "FOLLOW_USER", unfollow, authenticationRequired)
         add(&out, .beforeAuthentication, "PING", ping, .frame("PONG"), answerID: none)
         add(&out, .beforeAuthentication, "PONG", pong, .nothing, answerID: none)
         add(&out, .beforeAuthentication, "ERROR", error, .nothing, answerID: none)
@@ -263,6 +279,12 @@ enum Table {
         add(&out, .authenticated, "RESUME_SESSION", resume, unexpected, answerID: none)
         add(&out, .authenticated, "REGISTER_PUSH_TOKEN (none: remove)", removePushToken, .frame("ACK"))
         add(&out, .authenticated, "BLOCK_USER (unblock, not blocked)", unblock, .frame("ACK"))
+        add(&out, .authenticated, "SET_PRESENCE (away)", away, .frame("ACK"), features: FeatureSet.all.union(.presence))
+        add(&out, .authenticated, "FOLLOW_USER (unfollow, not followed)", unfollow, .frame("ACK"))
+        add(
+            &out, .authenticated, "SET_PRESENCE (offline: not a choice)",
+            { _ in .setPresence(SetPresence(requestID: UUID(), status: .offline)) },
+            .error("invalid-argument", fatal: false), features: FeatureSet.all.union(.presence))
         add(&out, .authenticated, "END_SESSION", endSession, .frame("ACK"))
         add(&out, .authenticated, "PING", ping, .frame("PONG"), answerID: none)
         add(&out, .authenticated, "PONG", pong, .nothing, answerID: none)
@@ -298,6 +320,12 @@ enum Table {
         add(
             &out, .authenticated, "BLOCK_USER (without bit 8)", unblock, notAgreed,
             features: FeatureSet.all.subtracting(.blockLists))
+        add(
+            &out, .authenticated, "SET_PRESENCE (without bit 9)", away, notAgreed,
+            features: FeatureSet.all.subtracting(.presence))
+        add(
+            &out, .authenticated, "FOLLOW_USER (without bit 10)", unfollow, notAgreed,
+            features: FeatureSet.all.subtracting(.following))
 
         // Order of effects (SPEC §5.7): a read pipelined behind a write sees the write.
         add(

@@ -409,6 +409,37 @@ let validVectors: [ValidVector] = [
         name: "unblock-user", description: "BLOCK_USER: unblock carol.",
         frame: .blockUser(BlockUser(requestID: u(0x14), user: user("carol"), blocking: false))),
     .init(
+        name: "follow-user", description: "FOLLOW_USER: follow carol (following feature).",
+        frame: .followUser(FollowUser(requestID: u(0x17), user: user("carol"), following: true))),
+    .init(
+        name: "unfollow-user", description: "FOLLOW_USER: unfollow carol.",
+        frame: .followUser(FollowUser(requestID: u(0x18), user: user("carol"), following: false))),
+    .init(
+        name: "change-follow-changed", description: "CHANGE: the feed's user now follows carol (following feature).",
+        frame: .change(Change(seq: 18, event: .followChanged(FollowChanged(user: user("carol"), following: true))))),
+    .init(
+        name: "set-presence", description: "SET_PRESENCE: the user is away (presence feature).",
+        frame: .setPresence(SetPresence(requestID: u(0x15), status: .away))),
+    .init(
+        name: "set-presence-invisible", description: "SET_PRESENCE: the user goes invisible (others see offline).",
+        frame: .setPresence(SetPresence(requestID: u(0x16), status: .invisible))),
+    .init(
+        name: "change-presence-available",
+        description: "CHANGE: bob, whom the user follows, is available (seq 0, no lastSeenAt).",
+        frame: .change(
+            Change(
+                seq: 0, event: .presenceChanged(PresenceChanged(user: user("bob"), presence: .init(status: .available)))
+            )
+        )),
+    .init(
+        name: "change-presence-offline-last-seen",
+        description: "CHANGE: bob went offline, last seen at 2026-01-01T00:00:00Z (seq 0).",
+        frame: .change(
+            Change(
+                seq: 0,
+                event: .presenceChanged(
+                    PresenceChanged(user: user("bob"), presence: .init(status: .offline, lastSeenAt: t0)))))),
+    .init(
         name: "change-typing", description: "CHANGE: bob is typing (seq 0: not in the stored feed).",
         frame: .change(
             Change(
@@ -649,4 +680,16 @@ let validVectors: [ValidVector] = [
     .init(
         name: "peer-ack", description: "PEER_ACK.",
         frame: .peerAck(PeerAck(vector: VersionVector([NodeID(1): 122, NodeID(2): 7])))),
+    .init(
+        name: "peer-presence",
+        description:
+            "PEER_PRESENCE: the sender holds 2 devices of alice, who chose away, and no longer any of bob.",
+        frame: .peerPresence(
+            PeerPresence(entries: [
+                .init(
+                    user: user("alice"), devices: 2,
+                    choice: PresenceChoice(status: .away, at: hlc(1_767_225_600_000, 0, 1)),
+                    at: hlc(1_767_225_600_500, 0, 1)),
+                .init(user: user("bob"), devices: 0, choice: nil, at: hlc(1_767_225_601_000, 0, 1)),
+            ]))),
 ]

@@ -333,8 +333,29 @@ let invalidVectors: [InvalidVector] = [
         name: "bad-recipient-status", description: "CHANGE message-status-changed with status 4.",
         bytes: B.frame(.change, B.varint(1) + [7] + conv + msg + B.str("bob") + [4]), error: .malformed),
     .init(
-        name: "bad-change-kind", description: "CHANGE with event kind 14.",
-        bytes: B.frame(.change, B.varint(1) + [14]), error: .malformed),
+        name: "bad-change-kind", description: "CHANGE with event kind 16.",
+        bytes: B.frame(.change, B.varint(1) + [16]), error: .malformed),
+    .init(
+        name: "peer-presence-empty", description: "PEER_PRESENCE with no report.",
+        bytes: B.frame(.peerPresence, B.varint(0)), error: .malformed),
+    .init(
+        name: "peer-presence-offline-choice",
+        description: "PEER_PRESENCE whose report carries a choice of offline (0), which is not a choice.",
+        bytes: B.frame(
+            .peerPresence,
+            B.varint(1) + B.str("bob") + B.varint(1) + [1, 0] + B.varint(5) + B.varint(0) + B.u64(1) + B.varint(6)
+                + B.varint(0) + B.u64(1)), error: .malformed),
+    .init(
+        name: "set-presence-bad-status", description: "SET_PRESENCE with status 5 (0 to 4 are defined).",
+        bytes: B.frame(.setPresence, reqID + [5]), error: .malformed),
+    .init(
+        name: "change-presence-bad-status",
+        description: "CHANGE presence-changed (kind 14) for bob with status 9.",
+        bytes: B.frame(.change, B.varint(0) + [14] + B.str("bob") + [9] + [0]), error: .malformed),
+    .init(
+        name: "change-presence-bad-last-seen-presence",
+        description: "CHANGE presence-changed (kind 14) whose lastSeenAt presence byte is 2.",
+        bytes: B.frame(.change, B.varint(0) + [14] + B.str("bob") + [0] + [2]), error: .malformed),
     .init(
         name: "bad-history-policy", description: "FETCH_HISTORY with policy 4.",
         bytes: B.frame(.fetchHistory, reqID + conv + [4, 0]), error: .malformed),
@@ -385,7 +406,7 @@ let invalidVectors: [InvalidVector] = [
         bytes: B.frame(.changeBatch, B.varint(1) + B.varint(1) + [69]), error: .malformed),
     .init(
         name: "replicate-unknown-kind",
-        description: "REPLICATE whose operation has event kind 70 (kinds 0 to 13 and 64 to 69 are defined).",
+        description: "REPLICATE whose operation has event kind 70 (kinds 0 to 15 and 64 to 69 are defined).",
         bytes: B.replicate([70]), error: .malformed),
     .init(
         name: "replicate-distinct-not-distinct",

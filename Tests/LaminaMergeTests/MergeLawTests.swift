@@ -11,6 +11,7 @@ let lawSubjects: [LawSubject] = [
     LawSubject("unread counts", UnreadCounts.self, ops: Gen.unreadOps),
     LawSubject("distinct resolution", DistinctRegistry.self, ops: Gen.distinctOps),
     LawSubject("HLC max-register", state: Gen.hlc),
+    LawSubject("presence", PresenceBoard.self, ops: Gen.presenceOps),
 ]
 
 @Suite struct MergeLawTests {

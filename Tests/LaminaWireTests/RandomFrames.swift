@@ -170,7 +170,7 @@ struct RandomFrames {
 
     mutating func event() -> ChangeEvent {
         let c = ConversationID(uuid: uuid())
-        switch int(0...13) {
+        switch int(0...15) {
         case 0: return .conversationCreated(conversation())
         case 1:
             return .conversationUpdated(
@@ -209,6 +209,13 @@ struct RandomFrames {
                     user: user(),
                     identity: bool() ? nil : IdentityChange.Identity(values: stringMap(), metadata: stringMap())))
         case 12: return .blockListChanged(BlockListChanged(user: user(), blocking: bool()))
+        case 14: return .followChanged(FollowChanged(user: user(), following: bool()))
+        case 13:
+            return .presenceChanged(
+                PresenceChanged(
+                    user: user(),
+                    presence: Presence(
+                        status: PresenceStatus.allCases[int(0...4)], lastSeenAt: optional { $0.timestamp() })))
         default: return .typing(TypingChanged(conversationID: c, user: user(), state: typingState()))
         }
     }
@@ -236,6 +243,9 @@ struct RandomFrames {
         case .nonceRequest: return .nonceRequest(NonceRequest(requestID: uuid()))
         case .endSession: return .endSession(EndSession(requestID: uuid()))
         case .blockUser: return .blockUser(BlockUser(requestID: uuid(), user: user(), blocking: bool()))
+        case .followUser: return .followUser(FollowUser(requestID: uuid(), user: user(), following: bool()))
+        case .setPresence:
+            return .setPresence(SetPresence(requestID: uuid(), status: PresenceStatus.allCases[int(0...4)]))
         case .registerPushToken:
             switch int(0...3) {
             case 0: return .registerPushToken(RegisterPushToken(requestID: uuid(), token: nil))
@@ -341,6 +351,16 @@ struct RandomFrames {
                             origin: NodeID(u64()), counter: u64(), hlc: hlc(), payload: replicatedEvent())
                     }))
         case .peerAck: return .peerAck(PeerAck(vector: vector()))
+        case .peerPresence:
+            return .peerPresence(
+                PeerPresence(
+                    entries: (0..<int(1...4)).map { _ in
+                        PeerPresence.Entry(
+                            user: user(), devices: u32(),
+                            choice: optional {
+                                PresenceChoice(status: PresenceStatus.allCases[$0.int(1...4)], at: $0.hlc())
+                            }, at: hlc())
+                    }))
         }
     }
 

@@ -35,6 +35,10 @@ public final class LaminaClient: @unchecked Sendable {
     private let typingSignals: AsyncStream<Void>
     /// Others' typing state (their indicators, ended when not refreshed for 6 s).
     private var indicators = TypingIndicators()
+    /// The presence of followed users and of the user, as the node last sent it (memory only).
+    private var presences: [UserID: Presence] = [:]
+    /// The status the app chose last (sent by every session as it goes live).
+    private var chosenPresence: PresenceStatus?
     private let indicatorSignal: AsyncStream<Void>.Continuation
     private let eventContinuation: AsyncStream<SyncEvent>.Continuation
     /// The sync engine's events (states, authentication, others' typing, reconnects,
@@ -121,6 +125,7 @@ public final class LaminaClient: @unchecked Sendable {
             return self.engine
         }
         await previous?.stop()
+        if let chosen = lock.withLock({ chosenPresence }) { try? await engine.setPresence(chosen) }
         let forward = Task { [weak self, events = engine.events, continuation = eventContinuation] in
             for await event in events {
                 switch event {
@@ -130,6 +135,9 @@ public final class LaminaClient: @unchecked Sendable {
                     guard let self, let change = self.receiveIndicator(typing) else { continue }
                     continuation.yield(.typing(change))
                     continue
+                case .presence(let update):
+                    // Reported once per change of what this device knows.
+                    guard let self, self.receivePresence(update) else { continue }
                 default:
                     break
                 }
@@ -296,6 +304,37 @@ public final class LaminaClient: @unchecked Sendable {
         return lock.withLock { indicators.expire(now: now) }
     }
 
+    // MARK: presence
+
+    /// Chooses the user's status for all their devices (SPEC §6.6): `available`, `away`,
+    /// `busy`, or `invisible` (others then see `offline`). Kept and sent again by every session
+    /// as it goes live. Live: returns once the node applied it; not live: throws
+    /// `.notConnected` (and the status still goes out with the next session).
+    public func setPresence(_ status: PresenceStatus) async throws(ClientError) {
+        guard status.isChoosable else {
+            throw ClientError(.invalidArgument, "choose invisible to appear offline; offline is the node's to decide")
+        }
+        lock.withLock { chosenPresence = status }
+        guard let engine = currentEngine else {
+            throw ClientError(.notConnected, "no sync session is running")
+        }
+        try await engine.setPresence(status)
+    }
+
+    /// `user`'s presence as the node last told this device: users who share a conversation
+    /// with this user, and the user themself (`invisible` when they chose it); nil when none
+    /// arrived. Each change is reported once on ``syncEvents`` as `.presence`.
+    public func presence(of user: UserID) -> Presence? { lock.withLock { presences[user] } }
+
+    /// Records a presence update; false when it changes nothing this device knew.
+    private func receivePresence(_ update: PresenceChanged) -> Bool {
+        lock.withLock {
+            guard presences[update.user] != update.presence else { return false }
+            presences[update.user] = update.presence
+            return true
+        }
+    }
+
     // MARK: reading (the local store)
 
     public func conversation(_ id: ConversationID) throws(ClientError) -> StoredConversation? {
@@ -316,6 +355,29 @@ public final class LaminaClient: @unchecked Sendable {
 
     /// Unblocks `user`: their messages reach this user again. Needs a live session.
     public func unblock(_ user: UserID) async throws(ClientError) { try await setBlocked(user, blocking: false) }
+
+    /// Follows `user` (SPEC §6.7): their identity and presence reach this user's devices
+    /// without a shared conversation, and the user's other devices learn it. Needs a live
+    /// session; returns once the node acknowledged it (``followedUsers`` and the identity follow
+    /// as the changes arrive in the feed).
+    public func follow(_ user: UserID) async throws(ClientError) { try await setFollowing(user, following: true) }
+
+    /// Unfollows `user`: their identity and presence stop reaching this user unless they share
+    /// a conversation. Needs a live session.
+    public func unfollow(_ user: UserID) async throws(ClientError) { try await setFollowing(user, following: false) }
+
+    /// The users this user follows explicitly (from any of their devices or the app's backend),
+    /// as the node last told this device.
+    public var followedUsers: Set<UserID> { get throws(ClientError) { try store.followedUsers() } }
+
+    /// Every identity this device holds: the user's, and those of users sharing a conversation
+    /// with them or followed by them (SPEC §6.4, §6.7), by user id.
+    public func identities() throws(ClientError) -> [UserIdentity] { try store.identities() }
+
+    private func setFollowing(_ user: UserID, following: Bool) async throws(ClientError) {
+        guard let engine = currentEngine else { throw ClientError(.notConnected, "no sync session is running") }
+        try await engine.setFollowing(user, following: following)
+    }
 
     private func setBlocked(_ user: UserID, blocking: Bool) async throws(ClientError) {
         guard let engine = currentEngine else { throw ClientError(.notConnected, "no sync session is running") }

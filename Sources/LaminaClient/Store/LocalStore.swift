@@ -206,6 +206,24 @@ public final class LocalStore: Sendable {
         }
     }
 
+    /// The users the local user follows explicitly (SPEC §6.7), as the node last told them.
+    public func followedUsers() throws(ClientError) -> Set<UserID> {
+        try read { db in
+            Set(try String.fetchAll(db, sql: "SELECT user_id FROM followed_user").compactMap { try? UserID($0) })
+        }
+    }
+
+    /// The identities this device holds (the user's, and those of users sharing a conversation
+    /// with them or followed by them), by user id.
+    public func identities() throws(ClientError) -> [UserIdentity] {
+        try read { db in
+            try String.fetchAll(db, sql: "SELECT user_id FROM identity ORDER BY user_id").compactMap { raw in
+                guard let user = try? UserID(raw) else { return nil }
+                return try StoredIdentities.identity(db, user)
+            }
+        }
+    }
+
     /// The identifier a conversation now has: itself, or the survivor of distinct merges.
     public func currentIdentifier(of id: ConversationID) throws(ClientError) -> ConversationID {
         try read { db in try StoreReader.resolve(db, id) }

@@ -124,6 +124,13 @@ extension WriteContext {
             } else {
                 try db.execute(sql: "DELETE FROM blocked_user WHERE user_id = ?", arguments: [user.rawValue])
             }
+        case .following(let user, let following):
+            if following {
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO followed_user (user_id) VALUES (?)", arguments: [user.rawValue])
+            } else {
+                try db.execute(sql: "DELETE FROM followed_user WHERE user_id = ?", arguments: [user.rawValue])
+            }
         }
     }
 

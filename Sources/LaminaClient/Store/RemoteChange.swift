@@ -48,4 +48,6 @@ public enum RemoteChange: Hashable, Sendable {
     /// The local user blocked (`blocking`) or unblocked a user (from any of their devices or
     /// the Server API).
     case blockList(UserID, blocking: Bool)
+    /// The local user followed (`following`) or unfollowed a user explicitly (SPEC §6.7).
+    case following(UserID, following: Bool)
 }

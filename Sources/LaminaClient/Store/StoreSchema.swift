@@ -199,6 +199,10 @@ enum StoreSchema {
             // (`ConversationSummary`); filled here from the messages already stored.
             try db.execute(sql: MessageCountSchema.create)
         }
+        migrator.registerMigration("v9-followed-users") { db in
+            // The users the local user follows explicitly (SPEC §6.7 `follow-changed`).
+            try db.execute(sql: "CREATE TABLE followed_user (user_id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID")
+        }
         return migrator
     }
 }

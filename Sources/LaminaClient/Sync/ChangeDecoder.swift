@@ -10,6 +10,8 @@ public struct DecodedChanges: Hashable, Sendable {
     public var cursor: UInt64?
     /// Typing indicators of other users (seq 0, never stored).
     public var typing: [TypingChanged] = []
+    /// Presence of followed users and of the user themself (seq 0, never stored, SPEC §6.6).
+    public var presence: [PresenceChanged] = []
     /// Messages that arrived from other users: the delivery receipts to send.
     public var receivedFromOthers: [Message] = []
     /// Entries skipped because their seq was at or below the cursor (at-least-once delivery).
@@ -59,6 +61,8 @@ public enum ChangeDecoder {
             switch entry.event {
             case .typing(let t):
                 if t.user != localUser { out.typing.append(t) }
+            case .presenceChanged(let p):
+                out.presence.append(p)
             case .messageCreated(let m):
                 out.changes.append(.message(m, receivedAt: receivedAt))
                 // Counts grow by the feed's messages only (history and snapshots are counted
@@ -104,7 +108,8 @@ public enum ChangeDecoder {
         case .identityChanged(let i):
             .identity(i.user, i.identity.map { UserIdentity(userID: i.user, values: $0.values, metadata: $0.metadata) })
         case .blockListChanged(let c): .blockList(c.user, blocking: c.blocking)
-        case .typing: nil
+        case .followChanged(let c): .following(c.user, following: c.following)
+        case .typing, .presenceChanged: nil
         case .statusUpTo(let s): .statusUpTo(s.conversationID, user: s.user, status: s.status, upTo: s.upTo)
         }
     }

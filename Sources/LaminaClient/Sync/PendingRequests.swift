@@ -23,6 +23,8 @@ struct AwaitedRequest {
     /// For a push registration nobody awaits: the stored token it sent as the session went
     /// live (forgotten if the node refuses it and it is still the one stored).
     var stored: DevicePushToken?
+    /// Sent as the session went live with nobody awaiting it: forgotten when answered.
+    var unawaited = false
 }
 
 /// The one table of a session's requests awaiting an answer, keyed by request id: an ACK or

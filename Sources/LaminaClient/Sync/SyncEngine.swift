@@ -32,6 +32,8 @@ public actor SyncEngine {
         set { liveSession.withLockedValue { $0 = newValue } }
     }
     private var channel: (any FrameChannel)?
+    /// The presence status the app chose last (sent by each session as it goes live).
+    private var chosenPresence: PresenceStatus?
 
     /// The most events buffered for a slow reader of `events` (older ones are kept).
     public static let eventBufferLimit = 10_000
@@ -115,6 +117,25 @@ public actor SyncEngine {
         try await session.registerPushToken(token)
     }
 
+    /// Chooses the user's presence status (SPEC §6.6): sent now when live (returning once the
+    /// node applied it), and again by every later session as it goes live. Not live: kept for
+    /// the next session, and `.notConnected` thrown.
+    public func setPresence(_ status: PresenceStatus) async throws(ClientError) {
+        guard status.isChoosable else {
+            throw ClientError(.invalidArgument, "choose invisible to appear offline; offline is the node's to decide")
+        }
+        chosenPresence = status
+        guard let session else { throw ClientError(.notConnected, "no sync session is running") }
+        try await session.setPresence(status)
+    }
+
+    /// Follows or unfollows `user` on the node (see `SyncSession.setFollowing`). Throws
+    /// `.notConnected` unless a session is live.
+    public func setFollowing(_ user: UserID, following: Bool) async throws(ClientError) {
+        guard let session else { throw ClientError(.notConnected, "no sync session is running") }
+        try await session.setFollowing(user, following: following)
+    }
+
     /// Blocks or unblocks `user` on the node (see `SyncSession.setBlocked`). Throws
     /// `.notConnected` unless a session is live.
     public func setBlocked(_ user: UserID, blocking: Bool) async throws(ClientError) {
@@ -144,6 +165,7 @@ public actor SyncEngine {
                     environment: environment, agent: agent, historyOnJoin: historyOnJoin, cluster: cluster,
                     synchronization: synchronization, historyPageSize: historyPageSize, onEvent: emit)
                 self.session = session
+                await session.choosePresence(chosenPresence)
                 end = await session.run()
                 if await session.reachedLive { attempt = 0 }
                 self.session = nil

@@ -28,6 +28,10 @@ extension SyncSession {
     /// gets `result`; a push registration nobody awaits is forgotten when refused.
     func finishAwaited(_ id: UUID, _ result: Result<Void, ClientError>) async {
         guard var request = pending[awaited: id], request.result == nil else { return }
+        if request.unawaited {
+            pending[awaited: id] = nil
+            return
+        }
         if let stored = request.stored {
             pending[awaited: id] = nil
             if case .failure(let error) = result, error.code == .invalidPushToken {

@@ -22,6 +22,8 @@ public enum SyncEvent: Hashable, Sendable {
     case authenticated(Identity)
     /// Another participant's typing indicator.
     case typing(TypingChanged)
+    /// A followed user's presence, or the user's own (SPEC §6.6), as the node sent it.
+    case presence(PresenceChanged)
     /// The engine will reconnect after `delay` (attempt counts from 0).
     case reconnecting(attempt: Int, delay: Duration)
     /// The engine stopped for good (authentication or sync refused, or the store failed).
@@ -82,6 +84,8 @@ public actor SyncSession {
     public private(set) var identity: Identity?
     /// Whether the session got as far as live (the engine then resets its backoff).
     public private(set) var reachedLive = false
+    /// The status the app chose (``SyncEngine/setPresence(_:)``), sent again as the session goes live.
+    var chosenPresence: PresenceStatus?
     private var cursor: UInt64 = 0
     /// The node this session talks to (WELCOME): the cursor counts in its feed.
     private var node = NodeID(0)
@@ -195,7 +199,9 @@ public actor SyncSession {
 
     private func handshake() async throws {
         enter(.negotiating)
-        let offered: FeatureSet = synchronization == .feedReplay ? .all : FeatureSet.all.union(.snapshots)
+        let offered: FeatureSet =
+            synchronization == .feedReplay
+            ? FeatureSet.all.union(.presence) : FeatureSet.all.union([.snapshots, .presence])
         try await channel.send(.hello(Hello(features: offered, agent: agent)))
         guard case .welcome(let welcome) = try await handshakeFrame() else {
             throw SessionEnding(end: .fatal(ClientError(.protocolError, "the node did not answer HELLO with WELCOME")))
@@ -331,6 +337,7 @@ public actor SyncSession {
             enter(.live)
             try await flushOutbox()
             try await registerStoredPushToken()
+            try await restorePresence()
             try await startSnapshotFetches(acked: ack.cursor ?? 0)
         case .command?, nil:
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
@@ -381,6 +388,7 @@ public actor SyncSession {
         let decoded = ChangeDecoder.decode(
             entries, after: cursor, localUser: store.localUser, receivedAt: environment.now())
         for t in decoded.typing { onEvent(.typing(t)) }
+        for p in decoded.presence { onEvent(.presence(p)) }
         noteHistory(entries)
         if state == .syncing {
             snapshot.received(decoded.unsequencedConversations)

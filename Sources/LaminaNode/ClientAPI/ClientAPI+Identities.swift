@@ -22,7 +22,7 @@ extension ClientAPI {
     func listIdentities(_ r: ClientAPIRequest) async throws -> HTTPResponse {
         let user = try r.requireSession().user
         let pageSize = try r.pageSize()
-        var users = try await engine.store.read { reader in try reader.identityAudience(of: user) }
+        var users = try await engine.store.read { reader in try reader.followedUsers(of: user) }
             .subtracting([user]).sorted()
         let total = users.count
         if let from = r.query["from_id"] {

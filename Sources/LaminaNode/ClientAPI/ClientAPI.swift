@@ -19,7 +19,7 @@ public final class ClientAPI: Sendable {
     public static let routePatterns = [
         "/ping", "/nonces", "/sessions", "/sessions/*", "/conversations", "/conversations/*", "/messages/*",
         "/identities",
-        "/identities/*",
+        "/identities/*", "/following/users", "/following/users/*",
         "/announcements", "/announcements/*", "/push_tokens", "/dev/identity_tokens",
     ]
 
@@ -110,6 +110,9 @@ public final class ClientAPI: Sendable {
         ),
         (Route(method: "GET", template: "/identities"), true, { try await $0.listIdentities($1) }),
         (Route(method: "GET", template: "/identities/{user_id}"), true, { try await $0.getIdentity($1) }),
+        (Route(method: "GET", template: "/following/users"), true, { try await $0.listFollowing($1) }),
+        (Route(method: "PUT", template: "/following/users/{user_id}"), true, { try await $0.follow($1) }),
+        (Route(method: "DELETE", template: "/following/users/{user_id}"), true, { try await $0.unfollow($1) }),
         (Route(method: "GET", template: "/announcements"), true, { try await $0.listAnnouncements($1) }),
         (
             Route(method: "GET", template: "/announcements/{announcement_id}"), true,

@@ -74,6 +74,9 @@ public struct WebSocketRequest: Hashable, Sendable {
         case messageCreate = "Message.create"
         case counterRead = "Counter.read"
         case eventReplay = "Event.replay"
+        case presenceSubscribe = "Presence.subscribe"
+        case presenceUpdate = "Presence.update"
+        case presenceSync = "Presence.sync"
     }
 
     public var requestID: String

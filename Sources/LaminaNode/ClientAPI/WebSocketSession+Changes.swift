@@ -90,9 +90,13 @@ extension WebSocketSession {
                     object: .init(id: ClientAPIRepresentation.conversationID(typing.conversationID)),
                     data: .init(action: action, sender: r.identity(typing.user))),
                 seq: seq)
-        case .identityChanged, .blockListChanged:
-            // Not carried yet: identity changes and block lists are read over REST (identities
-            // inside packets show the profiles read when the socket opened).
+        case .presenceChanged(let changed):
+            // Only after `Presence.subscribe` (as Layer's node did).
+            guard presenceSubscribed else { return }
+            write("change", presenceChange(changed), seq: seq)
+        case .identityChanged, .blockListChanged, .followChanged:
+            // Not carried yet: identity changes, block lists and follows are read over REST
+            // (identities inside packets show the profiles read when the socket opened).
             break
         }
     }

@@ -17,6 +17,12 @@ extension WebSocketSession {
                 try createMessage(request)
             case .conversationCreate:
                 try createConversation(request)
+            case .presenceSubscribe:
+                subscribePresence(request)
+            case .presenceUpdate:
+                try updatePresence(request)
+            case .presenceSync:
+                try syncPresence(request)
             }
         } catch let error as ServerAPIError {
             respond(to: request.requestID, error: error)

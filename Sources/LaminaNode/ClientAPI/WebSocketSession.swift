@@ -71,12 +71,15 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
     private var inFlight = 0
     private var paused = false
     private var finished = false
+    /// `Presence.subscribe` was asked: presence changes are sent as `change` packets.
+    var presenceSubscribed = false
 
     /// A request waiting for its ACK or ERROR.
     enum Pending {
         case replay(requestID: String, cursor: UInt64)
         case message(requestID: String, Message)
         case conversation(requestID: String, ConversationID)
+        case presence(requestID: String)
     }
 
     init(
@@ -99,7 +102,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
         connection.delegate = self
         let session = engine.openSession(outbound: self)
         lock.withLock { self.session = session }
-        let features: FeatureSet = [.typingIndicators, .deliveryReceipts, .changeBatches, .partUpdates]
+        let features: FeatureSet = [.typingIndicators, .deliveryReceipts, .changeBatches, .partUpdates, .presence]
         session.receive(.hello(Hello(features: features, agent: "lamina-websocket")))
         session.receive(
             .resumeSession(
@@ -273,6 +276,8 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
                 WebSocketResponseBody(request_id: requestID, success: true, data: representation.message(message)))
         case .conversation(let requestID, let requested):
             answerConversation(requestID, id: ack.conversationID ?? requested)
+        case .presence(let requestID):
+            write("response", WebSocketResponseBody(request_id: requestID, success: true, data: JSONValue.null))
         }
     }
 
@@ -290,7 +295,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
         case .replay(let r, _):
             requestID = r
             replayCursor = nil
-        case .message(let r, _), .conversation(let r, _): requestID = r
+        case .message(let r, _), .conversation(let r, _), .presence(let r): requestID = r
         }
         var layer = ServerAPIError.from(WireError(error.code, error.reason))
         if error.code == .existingDistinctConversation {
@@ -313,6 +318,9 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
     }
 
     /// The counter of the next packet (Counter.read).
+    /// `Presence.subscribe` was asked (any thread).
+    func markPresenceSubscribed() { lock.withLock { presenceSubscribed = true } }
+
     func withLockedCounter<T>(_ body: (Int) -> T) -> T { lock.withLock { body(counter) } }
 
     /// Registers a request waiting for the frame answering `id`.

@@ -32,6 +32,7 @@ enum FeedCoding {
         var changes = features.contains(.partUpdates) ? all : all.filter { $0.event.kind != 11 }
         if !features.contains(.identities) { changes = changes.filter { $0.event.kind != 12 } }
         if !features.contains(.blockLists) { changes = changes.filter { $0.event.kind != 13 } }
+        if !features.contains(.following) { changes = changes.filter { $0.event.kind != 15 } }
         guard features.contains(.changeBatches) else { return changes.map { .change($0) } }
         var frames: [Frame] = []
         var current: [Change] = []

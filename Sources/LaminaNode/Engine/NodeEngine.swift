@@ -21,6 +21,23 @@ public final class NodeEngine: Sendable {
     let commandBudget: TokenBuckets<UserID>
     /// Ends typing indicators not refreshed for 6 s (SPEC §6.1).
     let typingExpiry = TypingExpiry()
+    /// Who is online here, their presence and whom they follow (SPEC §6.6): memory only.
+    let presenceTable: NIOLockedValueBox<PresenceTable>
+    /// Where this node's presence reports go (peer links, the shared store's NOTIFY).
+    let presenceSenders = NIOLockedValueBox<[ObjectIdentifier: @Sendable ([PeerPresence.Entry]) -> Void]>([:])
+    /// The task that announces this node's presence to the shared store's other nodes again.
+    let presenceRefresh = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    /// When each other node of the shared store was last heard from (its presence reports).
+    let presenceHeard = NIOLockedValueBox<[NodeID: ContinuousClock.Instant]>([:])
+    /// Presence changes relayed and updates addressed since the start.
+    public let presenceCounts = PresenceCounts()
+    /// Per user: SET_PRESENCE choices (SPEC §6.6: 2 a second, a burst of 10).
+    let presenceBudget = TokenBuckets<UserID>(
+        rates: [NodeEngine.presenceChoicesPerSecond], bursts: [NodeEngine.presenceChoiceBurst])
+    /// SPEC §6.6: the rate of SET_PRESENCE a user's devices may send together.
+    public static let presenceChoicesPerSecond = 2.0
+    /// SPEC §6.6: the burst of SET_PRESENCE a user's devices may send together.
+    public static let presenceChoiceBurst = 10.0
     /// Moves after every commit that may have grown the replication log (peer links wait on it).
     let replicationSignal = ReplicationSignal()
     /// Moves after a commit of replicated messages that reference rich content this node may
@@ -45,6 +62,7 @@ public final class NodeEngine: Sendable {
     package init(store: NodeStore, configuration: NodeEngineConfiguration) throws {
         self.store = store
         self.configuration = configuration
+        self.presenceTable = NIOLockedValueBox(PresenceTable(node: configuration.nodeID))
         self.nonces = NonceTable(limits: configuration.nonces)
         self.answers = AnswerBudget(limit: configuration.answerBudgetBytes)
         self.verifier = IdentityTokenVerifier(
@@ -58,9 +76,13 @@ public final class NodeEngine: Sendable {
         typingExpiry.start { [weak self] ended in await self?.relayExpiredTyping(ended) }
         pushes.setLiveCheck { [registry] user, device in registry.hasLiveSession(of: user, device: device) }
         startSharedStoreFanOut()
+        startSharedStorePresence()
     }
 
-    deinit { typingExpiry.stop() }
+    deinit {
+        typingExpiry.stop()
+        presenceRefresh.withLockedValue { $0?.cancel() }
+    }
 
     /// A new client session on a fresh sync stream (its nonces are tied to
     /// ``SessionOutbound/connectionID``, or to the session alone when that is nil).
@@ -78,6 +100,7 @@ public final class NodeEngine: Sendable {
     public func shutdown() async {
         isShuttingDown.withLockedValue { $0 = true }
         typingExpiry.stop()
+        presenceRefresh.withLockedValue { $0?.cancel() }
         for session in registry.all() {
             await session.drainAndClose(with: ErrorFrame(WireError(.shuttingDown, "the node is shutting down")))
         }
@@ -101,6 +124,7 @@ public final class NodeEngine: Sendable {
     func publish(_ changes: [FeedChange]) {
         replicationSignal.notify()
         guard !changes.isEmpty else { return }
+        followNewParticipants(changes)
         guard changes.count <= 16 else {
             var byUser: [UserID: [Change]] = [:]
             for c in changes { byUser[c.user, default: []].append(c.change) }

@@ -140,7 +140,10 @@ public final class NodeSession: Sendable {
         expiry.withLockedValue { $0 }?.cancel()
         engine.answers.abandon(owner: ObjectIdentifier(self))
         engine.registry.remove(self, user: auth?.user)
-        if let auth { engine.deviceGone(auth.user, device: auth.device) }
+        if let auth {
+            engine.deviceGone(auth.user, device: auth.device)
+            engine.presenceSessionEnded(auth.user, device: auth.device)
+        }
     }
 
     /// The user this session authenticated as, if it did.
@@ -251,6 +254,8 @@ public final class NodeSession: Sendable {
             if case .pageAfter = f.policy { [.historyFetch, .historyPaging] } else { .historyFetch }
         case .updateMessageParts: .partUpdates
         case .blockUser: .blockLists
+        case .setPresence: .presence
+        case .followUser: .following
         default: nil
         }
     }
@@ -371,7 +376,13 @@ public final class NodeSession: Sendable {
         case .wake:
             await catchUp()
         case .ephemeral(let change):
-            if state.withLockedValue({ $0.features.contains(.typingIndicators) }) { send(.change(change)) }
+            let needed: FeatureSet =
+                switch change.event.kind {
+                case 14: .presence
+                case 12: .identities
+                default: .typingIndicators
+                }
+            if state.withLockedValue({ $0.features.contains(needed) }) { send(.change(change)) }
         case .frame(let frame):
             await handle(frame)
         }
@@ -423,7 +434,7 @@ public final class NodeSession: Sendable {
         if phase == .awaitingHello {
             switch frame {
             case .hello(let hello): return negotiate(hello)
-            case .peerHello, .versionVector, .replicate, .peerAck:
+            case .peerHello, .versionVector, .replicate, .peerAck, .peerPresence:
                 return fail(WireError(.forbidden, "peer frames are not allowed on a client session"))
             default:
                 return fail(WireError(.unexpectedFrame, "the first frame must be HELLO, got \(frame.type.name)"))
@@ -461,6 +472,19 @@ public final class NodeSession: Sendable {
                     WireError(.authenticationRequired, "authenticate before BLOCK_USER"), requestID: request.requestID)
             }
             await blockUser(request, as: auth)
+        case .followUser(let request):
+            guard let auth = state.withLockedValue({ $0.auth }) else {
+                return reply(
+                    WireError(.authenticationRequired, "authenticate before FOLLOW_USER"), requestID: request.requestID)
+            }
+            await followUser(request, as: auth)
+        case .setPresence(let request):
+            guard let auth = state.withLockedValue({ $0.auth }) else {
+                return reply(
+                    WireError(.authenticationRequired, "authenticate before SET_PRESENCE"), requestID: request.requestID
+                )
+            }
+            setPresence(request, as: auth)
         case .registerPushToken(let request):
             guard let auth = state.withLockedValue({ $0.auth }) else {
                 return reply(
@@ -473,7 +497,7 @@ public final class NodeSession: Sendable {
             if error.isFatal { close(with: nil) }
         case .hello, .welcome, .nonce, .authenticated, .ack, .change, .changeBatch:
             fail(WireError(.unexpectedFrame, "a client does not send \(frame.type.name) here"))
-        case .peerHello, .versionVector, .replicate, .peerAck:
+        case .peerHello, .versionVector, .replicate, .peerAck, .peerPresence:
             fail(WireError(.forbidden, "peer frames are not allowed on a client session"))
         default:
             guard let auth = state.withLockedValue({ $0.auth }) else {

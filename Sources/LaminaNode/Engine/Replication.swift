@@ -261,7 +261,8 @@ extension CommandContext {
             {
                 _ = try announce(change, in: header, sender: stored.message.sender)
             }
-        case .conversationUpdated, .identifierChanged, .typing, .identityChanged, .blockListChanged:
+        case .conversationUpdated, .identifierChanged, .typing, .identityChanged, .blockListChanged, .presenceChanged,
+            .followChanged:
             throw WireError(.invalidArgument, "a \(event.kind) change is not a replicated operation")
         }
         return logged
@@ -475,6 +476,8 @@ extension ChangeEvent {
         case .statusUpTo(let s): s.user
         case .typing(let t): t.user
         case .identityChanged(let i): i.user
+        case .presenceChanged(let p): p.user
+        case .followChanged(let f): f.user
         case .conversationUpdated, .identifierChanged, .blockListChanged: "node"
         }
     }

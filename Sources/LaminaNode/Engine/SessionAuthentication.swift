@@ -192,6 +192,11 @@ extension NodeSession {
         if let previous, previous.user != auth.user || previous.device != auth.device {
             engine.deviceGone(previous.user, device: previous.device)
         }
+        // A session that authenticates again as the same device is still one session here.
+        if previous?.user != auth.user || previous?.device != auth.device {
+            if let previous { engine.presenceSessionEnded(previous.user, device: previous.device) }
+            engine.presenceSessionStarted(self, as: auth)
+        }
     }
 
     /// 32 random bytes as base64url, and the SHA-256 of that text (what storage keeps).

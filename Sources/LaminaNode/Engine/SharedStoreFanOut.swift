@@ -21,6 +21,7 @@ extension NodeEngine {
                 connected: { [weak self] in
                     guard let self else { return }
                     catchUpAllSessions()
+                    announcePresenceToSharedStore()
                     store.registerPresence { [registry] in
                         registry.all().compactMap { session in
                             session.state.withLockedValue { $0.auth.map { (user: $0.user, device: $0.device) } }
@@ -77,6 +78,7 @@ extension NodeEngine {
     /// An ephemeral event from another node: relayed to this node's sessions only.
     func relayRemoteEphemeral(_ body: String) {
         let lines = body.split(separator: "\n", omittingEmptySubsequences: false)
+        if lines.first == "presence" { return receiveSharedPresence(lines) }
         guard lines.count >= 5, lines[0] == "typing", let uuid = UUID(uuidString: String(lines[1])),
             let raw = UInt8(lines[2]), let state = TypingState(rawValue: raw), let user = try? UserID(String(lines[3]))
         else { return }

@@ -143,7 +143,22 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             s.pump = Task { await self.runPump() }
             return true
         }
-        if started { onUp(self) }
+        if started {
+            onUp(self)
+            startPresence()
+        }
+    }
+
+    /// Once the session is up: this node's presence reports go to the peer, now (all of them)
+    /// and as they change (SPEC §6.6).
+    private func startPresence() {
+        engine.addPresenceSender(ObjectIdentifier(self)) { [weak self] entries in
+            guard let self, !self.isClosed else { return }
+            self.send([.peerPresence(PeerPresence(entries: entries))])
+        }
+        for entries in engine.presenceReports() where !isClosed {
+            send([.peerPresence(PeerPresence(entries: entries))])
+        }
     }
 
     // MARK: TransportStreamDelegate (event loop)
@@ -227,6 +242,11 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             }
             observe(ours: ours)
             room.notify()
+        case .peerPresence(let presence):
+            guard let node = state.withLockedValue({ $0.theirs != nil ? $0.remote?.nodeID : nil }) else {
+                return fail(WireError(.unexpectedFrame, "PEER_PRESENCE before VERSION_VECTOR"))
+            }
+            engine.applyPresenceReports(presence.entries, from: node)
         case .error(let error):
             logger.warning("peer sent an error", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
             if error.isFatal { close(reset: false, reason: "the peer sent \(error.code): \(error.reason)") }
@@ -364,6 +384,8 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             return true
         }
         guard first else { return }
+        engine.removePresenceSender(ObjectIdentifier(self))
+        if cameUp, let node = remoteNode { engine.forgetPresenceReports(of: node) }
         if reset { stream.reset() }
         room.notify()
         engine.replicationSignal.notify()

@@ -172,6 +172,18 @@ public final class ServerAPI: Sendable {
         ),
         (Route(method: "POST", template: "/apps/{app_id}/announcements"), { try await $0.sendAnnouncement($1) }),
         (Route(method: "POST", template: "/apps/{app_id}/notifications"), { try await $0.sendNotification($1) }),
+        (
+            Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/identities"),
+            { try await $0.listFollowed($1) }
+        ),
+        (
+            Route(method: "PUT", template: "/apps/{app_id}/users/{user_id}/identities/{followed_id}"),
+            { try await $0.follow($1) }
+        ),
+        (
+            Route(method: "DELETE", template: "/apps/{app_id}/users/{user_id}/identities/{followed_id}"),
+            { try await $0.unfollow($1) }
+        ),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.listBlocks($1) }),
         (Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/blocks"), { try await $0.addBlock($1) }),
         (

@@ -69,9 +69,25 @@ extension StorageReader {
 }
 
 extension StorageReader {
-    /// `user` and every user who is a member of a live conversation `user` is a member of:
-    /// who learns of `user`'s identity changes (SPEC §6.4 `identity-changed`).
+    /// `user`, every user who is a member of a live conversation `user` is a member of, and
+    /// every user who follows `user` explicitly: who learns of `user`'s identity changes (SPEC
+    /// §6.4 `identity-changed`) and presence (§6.6).
     package func identityAudience(of user: UserID) throws(StorageError) -> Set<UserID> {
+        var out = try coMembers(of: user)
+        for follower in try followers(of: user) { out.insert(follower) }
+        return out
+    }
+
+    /// `user`, every co-member of a live conversation and every user `user` follows explicitly:
+    /// whose identities and presence `user`'s devices receive (SPEC §6.3 snapshots, §6.6, §6.7).
+    package func followedUsers(of user: UserID) throws(StorageError) -> Set<UserID> {
+        var out = try coMembers(of: user)
+        for followed in try followees(of: user) { out.insert(followed) }
+        return out
+    }
+
+    /// `user` and every user who is a member of a live conversation `user` is a member of.
+    package func coMembers(of user: UserID) throws(StorageError) -> Set<UserID> {
         var out: Set<UserID> = [user]
         for row in try db.rows(
             """

@@ -36,7 +36,7 @@ extension StorageReader {
             out.append(SnapshotConversation(conversation: stored.conversation, lastMessage: last, counts: counts))
         }
         return FeedSnapshot(
-            head: head, conversations: out, identities: try identities(of: identityAudience(of: user)),
+            head: head, conversations: out, identities: try identities(of: followedUsers(of: user)),
             blocked: blocked.sorted())
     }
 

@@ -59,6 +59,20 @@ enum PostgresSchema {
         // exists so that the feed's reads are one text on both backends.
         ("v16-feed-tail", [FeedTail.createPostgres]),
         (SuspensionSchema.migration, SuspensionSchema.postgres),
+        (
+            "v17-follows",
+            [
+                """
+                CREATE TABLE follows (
+                    follower TEXT COLLATE "C" NOT NULL,
+                    followed TEXT COLLATE "C" NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    PRIMARY KEY (follower, followed)
+                )
+                """,
+                "CREATE INDEX follows_followed ON follows(followed, follower)",
+            ]
+        ),
     ]
 
     /// PostgreSQL only (SQLite has one node, whose sessions it knows): the devices with a live

@@ -65,6 +65,9 @@ enum StorageSchema {
         migrator.registerMigration(SuspensionSchema.migration) { db in
             for statement in SuspensionSchema.sqlite { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v17-follows") { db in
+            for statement in follows { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
@@ -354,6 +357,20 @@ extension StorageSchema {
         ) STRICT
         """,
         "CREATE INDEX webhook_queue_order ON webhook_queue(webhook_id, seq)",
+    ]
+
+    /// Explicit following (SPEC §6.7): `follower` receives `followed`'s identity and presence
+    /// without sharing a conversation with them.
+    static let follows: [String] = [
+        """
+        CREATE TABLE follows (
+            follower TEXT NOT NULL,
+            followed TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (follower, followed)
+        ) STRICT, WITHOUT ROWID
+        """,
+        "CREATE INDEX follows_followed ON follows(followed, follower)",
     ]
 
     /// Block lists (Server API): `blocker` does not receive `blocked`'s messages; badges: the

@@ -39,9 +39,11 @@ final class TestNode: @unchecked Sendable {
     }
 
     /// HELLO, nonce, AUTHENTICATE with a dev token, then SYNC from `cursor`.
-    func session(_ user: UserID, device: UUID, cursor: UInt64 = 0) async throws -> SyncTestClient {
+    func session(_ user: UserID, device: UUID, cursor: UInt64 = 0, features: FeatureSet = .all) async throws
+        -> SyncTestClient
+    {
         let client = try await connect()
-        _ = try await client.hello()
+        _ = try await client.hello(features: features)
         _ = try await client.authenticate(user: user, device: device, dev: dev)
         _ = try await client.sync(from: cursor)
         return client
@@ -81,8 +83,8 @@ struct CommandFailed: Error, CustomStringConvertible {
 
 extension SyncTestClient {
     /// HELLO -> WELCOME.
-    func hello() async throws -> Welcome {
-        send(.hello(Hello(agent: "lamina-integration-tests")))
+    func hello(features: FeatureSet = .all) async throws -> Welcome {
+        send(.hello(Hello(features: features, agent: "lamina-integration-tests")))
         let frame = try await nextFrame()
         guard case .welcome(let welcome) = frame else { throw UnexpectedEvent(expected: "WELCOME", got: .frame(frame)) }
         return welcome

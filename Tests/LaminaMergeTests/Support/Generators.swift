@@ -77,6 +77,15 @@ enum Gen {
         (0..<count(&r, 0...10)).map { _ in metadataOp(&r) }
     }
 
+    static func presenceOps(_ r: inout SplitMix64) -> [PresenceReport] {
+        (0..<count(&r, 0...8)).map { _ in
+            let choice =
+                r.chance(0.6)
+                ? PresenceChoice(status: r.pick([.available, .away, .busy, .invisible]), at: hlc(&r)) : nil
+            return PresenceReport(node: node(&r), devices: count(&r, 0...2), choice: choice, at: hlc(&r))
+        }
+    }
+
     static func versionOps(_ r: inout SplitMix64) -> [OperationID] {
         (0..<count(&r, 0...8)).map { _ in OperationID(origin: node(&r), counter: UInt64.random(in: 1...20, using: &r)) }
     }
