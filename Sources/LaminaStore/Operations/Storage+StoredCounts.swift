@@ -42,22 +42,24 @@ enum StoredCounts {
     /// set-oriented group commit, `PostgresWriteBatch`): `$1`…`$6` are arrays of their
     /// conversations, senders, ids and positions. Each sender's count moves by its messages,
     /// each participant's unread count by the messages the rule counts for them (one update
-    /// per row, so two messages of one group to one participant both count).
+    /// per row, so two messages of one group to one participant both count). The new rows are
+    /// `a`, never `r`, `b`, `s` or `m`: the unread rule's subqueries use those aliases, and an
+    /// outer `r` would be shadowed by `read_markers r` inside them.
     static let appendedBatchPostgres = """
-        WITH r AS (
+        WITH appended AS (
             SELECT conversation_id, CAST(sender AS TEXT) COLLATE "C" AS sender, id, pos_physical, pos_logical, pos_node
             FROM unnest($1::bytea[], $2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::bigint[])
                 AS u(conversation_id, sender, id, pos_physical, pos_logical, pos_node)),
         counted AS (
             INSERT INTO message_counts (conversation_id, sender, messages)
-            SELECT r.conversation_id, r.sender, count(*) FROM r GROUP BY r.conversation_id, r.sender
-            ORDER BY r.conversation_id, r.sender
+            SELECT a.conversation_id, a.sender, count(*) FROM appended a GROUP BY a.conversation_id, a.sender
+            ORDER BY a.conversation_id, a.sender
             ON CONFLICT (conversation_id, sender) DO UPDATE SET messages = message_counts.messages + EXCLUDED.messages),
         unread AS (
-            SELECT p.conversation_id, p.user_id, count(*) AS n FROM r JOIN participants p ON p.conversation_id = r.conversation_id
+            SELECT p.conversation_id, p.user_id, count(*) AS n FROM appended a JOIN participants p ON p.conversation_id = a.conversation_id
             WHERE \(unreadRule(
-                id: "r.id", conversation: "r.conversation_id", sender: "r.sender",
-                position: "(r.pos_physical, r.pos_logical, r.pos_node)"))
+                id: "a.id", conversation: "a.conversation_id", sender: "a.sender",
+                position: "(a.pos_physical, a.pos_logical, a.pos_node)"))
             GROUP BY p.conversation_id, p.user_id)
         UPDATE participants AS t SET unread = t.unread + unread.n FROM unread
         WHERE t.conversation_id = unread.conversation_id AND t.user_id = unread.user_id
