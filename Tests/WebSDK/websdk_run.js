@@ -74,9 +74,8 @@ async function identityToken(user, nonce) {
 // The SDK keeps one Client per app id in a process (a second one destroys the first), so the
 // second user names the same app under another environment (the node takes the id's last part).
 function makeClient(user, app) {
-  // Presence (Presence.sync, Presence.update) is not served yet (issue 36): it is switched off as an app
-  // that does not use it would; the node answers those requests with an error the SDK's queue stalls on.
-  const client = new layer.Client({ isPresenceEnabled: false, appId: app, url: base, websocketUrl: base.replace(/^https/, 'wss') + '/websocket' });
+  // Presence is on, as the SDK's default (the node serves Presence.sync, .update and .subscribe).
+  const client = new layer.Client({ isPresenceEnabled: true, appId: app, url: base, websocketUrl: base.replace(/^https/, 'wss') + '/websocket' });
   client.on('challenge', (evt) => {
     identityToken(user, evt.nonce).then((token) => evt.callback(token), (e) => console.log(`challenge: ${e.message}`));
   });
@@ -109,7 +108,10 @@ async function main() {
   }
 
   await step('create a distinct conversation (Conversation.create over the WebSocket)', async () => {
+    // Creating is local in the Web SDK until a message is sent or `send()` is called (its
+    // Conversation docs): `send()` asks the node now, as an app that shows the conversation at once does.
     conversation = alice.client.createConversation({ participants: ['websdk-bob'], distinct: true });
+    conversation.send();
     await within(STEP_MS, 'conversations:sent', (resolve, reject) => {
       conversation.once('conversations:sent', resolve);
       conversation.once('conversations:sent-error', (e) => reject(new Error(JSON.stringify(e.error))));
