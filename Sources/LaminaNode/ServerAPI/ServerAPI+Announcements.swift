@@ -18,18 +18,9 @@ extension ServerAPI {
         ConversationID(uuid: derivedUUID(Array("lamina announcements\u{0}\(user.rawValue)".utf8)))
     }
 
-    /// The id of the announcement's message to `user`.
-    static func announcementMessage(_ announcement: UUID, to user: UserID) -> MessageID {
-        MessageID(uuid: derivedUUID(withUnsafeBytes(of: announcement.uuid) { Array($0) } + Array(user.rawValue.utf8)))
-    }
-
-    /// POST /announcements: `recipients` (user ids, or identity ids in 3.0; 1 to
-    /// ``ServerAPILimits/maxAnnouncementRecipients``), `sender.name`, `parts`, optional
-    /// `notification`; 202 with the announcement. Everything is checked before anything is
-    /// written; `If-None-Match` names the announcement (a repeat delivers nothing twice).
-    func sendAnnouncement(_ r: ServerAPIRequest) async throws -> HTTPResponse {
-        let id = try r.requestID() ?? UUID()
-        let body = try ServerAPIJSON.object(r.http.body)
+    /// The `recipients` of an announcement or a push-only notification: user ids (or identity
+    /// ids), 1 to ``ServerAPILimits/maxAnnouncementRecipients``, in order, each once.
+    static func recipients(_ body: [String: JSONValue]) throws -> [UserID] {
         guard let rawRecipients = body["recipients"] else { throw ServerAPIError.missingProperty("recipients") }
         guard let list = rawRecipients.array, !list.isEmpty, list.count <= ServerAPILimits.maxAnnouncementRecipients
         else {
@@ -43,6 +34,22 @@ extension ServerAPI {
             let user = try ServerAPIRepresentation.user(item, property: "recipients")
             if seen.insert(user).inserted { recipients.append(user) }
         }
+        return recipients
+    }
+
+    /// The id of the announcement's message to `user`.
+    static func announcementMessage(_ announcement: UUID, to user: UserID) -> MessageID {
+        MessageID(uuid: derivedUUID(withUnsafeBytes(of: announcement.uuid) { Array($0) } + Array(user.rawValue.utf8)))
+    }
+
+    /// POST /announcements: `recipients` (user ids, or identity ids in 3.0; 1 to
+    /// ``ServerAPILimits/maxAnnouncementRecipients``), `sender.name`, `parts`, optional
+    /// `notification`; 202 with the announcement. Everything is checked before anything is
+    /// written; `If-None-Match` names the announcement (a repeat delivers nothing twice).
+    func sendAnnouncement(_ r: ServerAPIRequest) async throws -> HTTPResponse {
+        let id = try r.requestID() ?? UUID()
+        let body = try ServerAPIJSON.object(r.http.body)
+        let recipients = try Self.recipients(body)
         let sender = try Self.sender(body)
         guard sender.isSystemSender else {
             throw ServerAPIError.invalidProperty(

@@ -14,21 +14,9 @@ extension ServerAPI {
     func sendNotification(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let id = try r.requestID() ?? UUID()
         let body = try ServerAPIJSON.object(r.http.body)
-        guard let rawRecipients = body["recipients"] else { throw ServerAPIError.missingProperty("recipients") }
-        guard let list = rawRecipients.array, !list.isEmpty, list.count <= ServerAPILimits.maxAnnouncementRecipients
-        else {
-            throw ServerAPIError.invalidProperty(
-                "recipients",
-                "recipients must be an array of 1 to \(ServerAPILimits.maxAnnouncementRecipients) user ids")
-        }
-        var recipients: [UserID] = []
-        var seen = Set<UserID>()
-        for item in list {
-            let user = try ServerAPIRepresentation.user(item, property: "recipients")
-            guard !user.isSystemSender else {
-                throw ServerAPIError.invalidProperty("recipients", "recipients are users, not a system sender")
-            }
-            if seen.insert(user).inserted { recipients.append(user) }
+        let recipients = try Self.recipients(body)
+        guard !recipients.contains(where: \.isSystemSender) else {
+            throw ServerAPIError.invalidProperty("recipients", "recipients are users, not a system sender")
         }
         guard let raw = body["notification"] else { throw ServerAPIError.missingProperty("notification") }
         guard let object = raw.object else {
