@@ -202,13 +202,13 @@ package final class NodeStore: Sendable {
         config.maximumReaderCount = configuration.readerCount
         config.busyMode = .timeout(10)
         config.label = "lamina.storage"
-        let cacheKiB = configuration.pageCacheKiB
-        let mmapBytes = configuration.mmapBytes
+        let writer = (cacheKiB: configuration.pageCacheKiB, mmapBytes: configuration.mmapBytes)
+        let reader = (cacheKiB: configuration.readerPageCacheKiB, mmapBytes: configuration.readerMmapBytes)
         config.prepareDatabase { db in
-            // The writer's cache holds the working set; readers lean on the memory map.
-            try db.execute(
-                sql: "PRAGMA cache_size = -\(db.configuration.readonly ? min(cacheKiB, 8 * 1_024) : cacheKiB)")
-            try db.execute(sql: "PRAGMA mmap_size = \(mmapBytes)")
+            // The writer's cache holds the working set; readers stay small (RESOURCES.md §5).
+            let own = db.configuration.readonly ? reader : writer
+            try db.execute(sql: "PRAGMA cache_size = -\(own.cacheKiB)")
+            try db.execute(sql: "PRAGMA mmap_size = \(own.mmapBytes)")
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
         }
         let pool: DatabasePool
@@ -384,7 +384,7 @@ package final class NodeStore: Sendable {
     func writerPragmas() throws -> [String: String] {
         try pool.writeWithoutTransaction { db in
             var out: [String: String] = [:]
-            for name in ["journal_mode", "synchronous", "foreign_keys"] {
+            for name in ["journal_mode", "synchronous", "foreign_keys", "mmap_size", "cache_size"] {
                 out[name] = try String.fetchOne(db, sql: "PRAGMA \(name)")
             }
             return out

@@ -7,13 +7,22 @@ package struct StorageConfiguration: Sendable, Hashable {
     package var maxBatchSize: Int
     /// Concurrent read connections (WAL readers).
     package var readerCount: Int
-    /// SQLite's page cache of the writer connection, in KiB (readers take at most 8 MiB). The writer's working set (the B-tree
+    /// SQLite's page cache of the writer connection, in KiB. The writer's working set (the B-tree
     /// pages the latest messages, feeds and indexes touch) should fit, so a commit reads no
     /// page back from the operating system.
     package var pageCacheKiB: Int
-    /// Bytes of the database file SQLite maps into memory (0: none). Reads of mapped pages
-    /// are not copied out of the kernel's page cache.
+    /// Bytes of the database file the writer connection maps into memory (0: none). Reads of
+    /// mapped pages are not copied out of the kernel's page cache.
     package var mmapBytes: Int
+    /// SQLite's page cache of each reader connection, in KiB (at most `pageCacheKiB`).
+    package var readerPageCacheKiB: Int = Self.defaultReaderPageCacheKiB
+    /// Bytes of the database file each reader connection maps (0: none, the default). A mapped
+    /// page read once stays in the node's resident set until the map goes, so readers that walk
+    /// a long history would grow the node by the size of what they read; unmapped, a read copies
+    /// the page (4 KiB, from the kernel's page cache) into the reader's bounded cache instead.
+    package var readerMmapBytes: Int = 0
+    /// The default of `readerPageCacheKiB`: 2 MiB per reader.
+    package static let defaultReaderPageCacheKiB = 2_048
     /// Whether a commit is synced to stable storage before it completes (`synchronous=FULL`).
     /// Always true for a node: it acknowledges only what survives a crash. False only for
     /// tests of decisions, not durability, that would otherwise wait on fsync.
@@ -60,6 +69,14 @@ package struct StorageConfiguration: Sendable, Hashable {
         }
         guard (0...(1 << 40)).contains(mmapBytes) else {
             throw StorageError(.invalidArgument, "mmapBytes must be 0...2^40, got \(mmapBytes)")
+        }
+        guard (256...pageCacheKiB).contains(readerPageCacheKiB) else {
+            throw StorageError(
+                .invalidArgument,
+                "readerPageCacheKiB must be 256...pageCacheKiB (\(pageCacheKiB)), got \(readerPageCacheKiB)")
+        }
+        guard (0...(1 << 40)).contains(readerMmapBytes) else {
+            throw StorageError(.invalidArgument, "readerMmapBytes must be 0...2^40, got \(readerMmapBytes)")
         }
         guard (0...1_000_000).contains(groupCommitDelayMicroseconds) else {
             throw StorageError(

@@ -241,6 +241,8 @@ struct Serve: AsyncParsableCommand {
         // and /health/ready shows, instead of the signal killing the node.
         signal(SIGXFSZ, SIG_IGN)
 
+        // Before the event loops and the store's threads start allocating (RESOURCES.md §5).
+        ProcessMemory.limitMallocArenas(configuration.mallocArenas, cores: System.coreCount)
         if let eventLoops, !(1...1024).contains(eventLoops) { throw ValidationError("--event-loops must be 1…1024") }
         let group = MultiThreadedEventLoopGroup(
             numberOfThreads: eventLoops ?? NodeServerConfiguration.defaultEventLoops(cores: System.coreCount))

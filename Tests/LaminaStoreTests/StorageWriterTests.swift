@@ -291,6 +291,33 @@ import Testing
         #expect(alone.successes == 1)
     }
 
+    /// Readers map nothing and keep a small cache, so a long history read grows the node by
+    /// at most the readers' caches (RESOURCES.md §5); the writer keeps its map and cache.
+    @Test func readersMapNothingAndKeepASmallCache() async throws {
+        try await withTemporaryStore { store, _ in
+            let reader = try await store.pool.read { db in
+                (try Int.fetchOne(db, sql: "PRAGMA mmap_size"), try Int.fetchOne(db, sql: "PRAGMA cache_size"))
+            }
+            #expect(reader.0 == 0)
+            #expect(reader.1 == -StorageConfiguration.defaultReaderPageCacheKiB)
+            let writer = try store.writerPragmas()
+            #expect(writer["mmap_size"] == String(StorageConfiguration().mmapBytes))
+            #expect(writer["cache_size"] == String(-StorageConfiguration().pageCacheKiB))
+        }
+        var mapped = StorageConfiguration()
+        mapped.readerMmapBytes = 1 << 20
+        mapped.readerPageCacheKiB = 512
+        let (path, cleanup) = temporaryDatabasePath()
+        defer { cleanup() }
+        let store = try NodeStore(path: path, configuration: mapped)
+        let reader = try await store.pool.read { db in
+            (try Int.fetchOne(db, sql: "PRAGMA mmap_size"), try Int.fetchOne(db, sql: "PRAGMA cache_size"))
+        }
+        #expect(reader.0 == 1 << 20)
+        #expect(reader.1 == -512)
+        try store.close()
+    }
+
     @Test func configurationLimitsAreChecked() {
         #expect(throws: StorageError.self) { try StorageConfiguration(writeQueueCapacity: 0).validate() }
         #expect(throws: StorageError.self) { try StorageConfiguration(maxBatchSize: 0).validate() }
@@ -301,6 +328,9 @@ import Testing
         var target = StorageConfiguration()
         target.groupCommitTarget = 0
         #expect(throws: StorageError.self) { try target.validate() }
+        var readerCache = StorageConfiguration()
+        readerCache.readerPageCacheKiB = readerCache.pageCacheKiB + 1
+        #expect(throws: StorageError.self) { try readerCache.validate() }
     }
 }
 

@@ -27,6 +27,7 @@ extension NodeServerConfiguration {
             "devIdentityDirectory", \.devIdentityDirectory,
             "The dev identity provider's key directory; none: <data-dir>/dev-identity."),
         .init("maxSessions", \.maxSessions, "Concurrent sync sessions; more are refused."),
+        .init("mallocArenas", \.mallocArenas, "glibc malloc arenas of the node process; 0: one per core, at least 2."),
         .init("maxStreamsPerConnection", \.maxStreamsPerConnection, "HTTP/2 streams per connection."),
         .init(
             "drainTimeoutSeconds", \.drainTimeoutSeconds, "How long a graceful shutdown waits for connections to drain."
@@ -230,6 +231,12 @@ extension NodeServerConfiguration {
             "Group commit: microseconds between the starts of two commits under load (0 commits at once)."),
         .init(
             "storage.groupCommitTarget", \.storage.groupCommitTarget, "Group commit: commands per commit it waits for."),
+        .init(
+            "storage.readerPageCacheKiB", \.storage.readerPageCacheKiB,
+            "SQLite's page cache of each read connection, in KiB."),
+        .init(
+            "storage.readerMemoryMapBytes", \.storage.readerMmapBytes,
+            "Bytes of the store each read connection maps into memory (0: reads copy pages instead)."),
 
         .init("serverAPI.enabled", \.serverAPI.enabled, "Serve the Server API on the sync port."),
         .init(

@@ -67,6 +67,11 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     /// How long a session lives after its login (Layer's session TTL): then its token is
     /// refused and its open streams end with `session-expired`; the SDK logs in again.
     public var sessionLifetimeSeconds = 30 * 24 * 3600
+    /// glibc malloc arenas of the node process (0: one per core, at least 2), set by
+    /// `lamina-node` at start (``ProcessMemory``). glibc's own default is 8 per core: each
+    /// thread that allocates may get an arena whose freed memory stays resident, which made
+    /// 32 concurrent history answers grow the node by ~60 MiB instead of ~30 (RESOURCES.md §5).
+    public var mallocArenas = 0
     /// Rich content: quota, concurrent uploads, collection (Protocol/CONTENT.md §7).
     public var content = ContentServiceSettings()
     /// The Server API (Layer's Platform API) on the sync port.
@@ -130,6 +135,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
             (Self.sessionLifetimeRange).contains(sessionLifetimeSeconds),
             "sessionLifetimeSeconds must be \(Self.sessionLifetimeRange.lowerBound)...\(Self.sessionLifetimeRange.upperBound)"
         )
+        try check((0...64).contains(mallocArenas), "mallocArenas must be 0...64 (0: one per core)")
         try check(maxStreamsPerConnection >= 1, "maxStreamsPerConnection must be at least 1")
         try resources.validate(maxSessions: maxSessions)
         try check((certificatePath == nil) == (privateKeyPath == nil), "certificatePath and privateKeyPath go together")
