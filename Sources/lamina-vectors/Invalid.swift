@@ -54,9 +54,10 @@ enum B {
     }
     /// A CREATE_CONVERSATION payload with this encoded participant set and metadata map.
     static func createConversation(
-        distinct: UInt8 = 1, participants: [UInt8] = varint(1) + str("bob"), metadata: [UInt8] = [0]
+        distinct: UInt8 = 1, receipts: UInt8 = 1, participants: [UInt8] = varint(1) + str("bob"),
+        metadata: [UInt8] = [0]
     ) -> [UInt8] {
-        uuid(u(0xC1)) + [distinct, 1] + participants + metadata
+        uuid(u(0xC1)) + [distinct, receipts] + participants + metadata
     }
     /// A metadata map nested `levels` deep: {"k": {"k": ... {"k": "v"}}}.
     static func nested(_ levels: Int) -> [UInt8] {
@@ -167,6 +168,9 @@ let invalidVectors: [InvalidVector] = [
     .init(
         name: "bad-bool", description: "CREATE_CONVERSATION whose distinct flag is 02.",
         bytes: B.frame(.createConversation, B.createConversation(distinct: 2)), error: .malformed),
+    .init(
+        name: "bad-receipts-byte", description: "CREATE_CONVERSATION whose receipts byte is 04 (0 to 3 are defined).",
+        bytes: B.frame(.createConversation, B.createConversation(receipts: 4)), error: .malformed),
     .init(
         name: "bad-presence-byte", description: "ACK whose conversation presence byte is 02.",
         bytes: B.frame(.ack, reqID + [2, 0, 0, 0]), error: .malformed),

@@ -90,7 +90,8 @@ struct CountsRun {
                     NodeCounts(
                         messages: Int.random(in: 0...50, using: &random), unread: Int.random(in: 0...10, using: &random)
                     ),
-                    isDistinct: true, deliveryReceiptsEnabled: Bool.random(using: &random))
+                    isDistinct: true, deliveryReceiptsEnabled: Bool.random(using: &random),
+                    readReceiptsEnabled: Bool.random(using: &random))
             ])
         case "dropMessages":
             let sent = try store.messages(in: c).filter { $0.message.isSent }.map(\.id)

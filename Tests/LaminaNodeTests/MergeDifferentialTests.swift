@@ -265,7 +265,7 @@ final class DifferentialCase: @unchecked Sendable {
             _ =
                 add
                 ? try c.state.membership.addOperations(
-                    targets, by: actor, at: t, limit: Conversation.participantLimit(deliveryReceiptsEnabled: c.receipts)
+                    targets, by: actor, at: t, limit: Conversation.participantLimit(readReceiptsEnabled: c.receipts)
                 )
                 : try c.state.membership.removeOperations(targets, by: actor, at: t)
             let ops = targets.sorted().map { MembershipOperation(add ? .add : .remove, user: $0, actor: actor, at: t) }
