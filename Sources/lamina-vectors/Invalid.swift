@@ -410,8 +410,8 @@ let invalidVectors: [InvalidVector] = [
         bytes: B.frame(.changeBatch, B.varint(1) + B.varint(1) + [69]), error: .malformed),
     .init(
         name: "replicate-unknown-kind",
-        description: "REPLICATE whose operation has event kind 70 (kinds 0 to 15 and 64 to 69 are defined).",
-        bytes: B.replicate([70]), error: .malformed),
+        description: "REPLICATE whose operation has event kind 71 (kinds 0 to 15 and 64 to 70 are defined).",
+        bytes: B.replicate([71]), error: .malformed),
     .init(
         name: "replicate-distinct-not-distinct",
         description: "REPLICATE kind 69 (distinct-created) naming a conversation whose distinct flag is 0.",

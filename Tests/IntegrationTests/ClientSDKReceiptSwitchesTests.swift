@@ -50,6 +50,7 @@ import Testing
         #expect(try bob.store.outboxEntries().allSatisfy { $0.objectID != quiet.uuid })  // no receipt queued
 
         // The node ignores a delivery receipt in it too (a device that sends one anyway).
+        try await ClientHarness.waitUntil(alice, "the message sent") { try alice.isSent(message) }
         let position = try #require(try alice.message(message)?.message.position)
         let raw = try await node.session(Self.bob, device: UUID())
         let receipt = UUID()

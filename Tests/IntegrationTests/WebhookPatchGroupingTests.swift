@@ -51,7 +51,7 @@ import Testing
         #expect(title.first?["old_value"] is NSNull)
         #expect(title.first?["new_value"] as? String == "T")
         // The whole metadata: one event with every key it moved (title deleted, x and y set).
-        let whole = try #require(changeLists.first { $0.count == 3 })
+        let whole = try #require(changeLists.first { $0.count == 3 }, "\(changeLists.map(properties))")
         #expect(Set(properties(whole)) == ["metadata.title", "metadata.x", "metadata.y"])
         let deleted = whole.first { $0["property"] as? String == "metadata.title" }
         #expect(deleted?["old_value"] as? String == "T")

@@ -32,6 +32,9 @@ enum ConversationPatch {
     ) {
         let id = conversation.id
         var participants = conversation.participants
+        // The top-level metadata keys as the operations so far leave them (a `set` of the
+        // whole metadata deletes those it does not name, also ones an earlier operation set).
+        var metadataKeys = Set(conversation.metadata.values.keys)
         var frames: [(operation: Int, frame: Frame)] = []
         for (index, raw) in operations.enumerated() {
             guard let op = raw.object else { throw .invalidProperty("[\(index)]", "each operation must be an object") }
@@ -73,6 +76,7 @@ enum ConversationPatch {
                 participants.subtract(remove)
             case ("set", let p) where p.hasPrefix("metadata."):
                 let path = try keyPath(String(p.dropFirst("metadata.".count)), index)
+                if let top = path.components.first { metadataKeys.insert(top) }
                 guard let value = op["value"] else { throw .missingProperty("[\(index)].value") }
                 let v = try ServerAPIRepresentation.metadataValue(value, property: "[\(index)].value")
                 frames.append(
@@ -81,7 +85,7 @@ enum ConversationPatch {
                 guard let object = op["value"]?.object else {
                     throw .invalidProperty("[\(index)].value", "metadata must be set to an object")
                 }
-                for key in conversation.metadata.values.keys where object[key] == nil {
+                for key in metadataKeys.sorted() where object[key] == nil {
                     frames.append(
                         (
                             index,
@@ -99,8 +103,10 @@ enum ConversationPatch {
                                     requestID: UUID(), conversationID: id, keyPath: try keyPath(key, index), value: v))
                         ))
                 }
+                metadataKeys = Set(object.keys)
             case ("delete", let p) where p.hasPrefix("metadata."):
                 let path = try keyPath(String(p.dropFirst("metadata.".count)), index)
+                if path.components.count == 1 { metadataKeys.remove(path.components[0]) }
                 frames.append(
                     (index, .deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: path))))
             default:
