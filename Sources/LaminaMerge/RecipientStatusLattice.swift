@@ -53,9 +53,12 @@ public struct MessageStamp: Hashable, Sendable {
 /// Stores that keep only a slice of this state decide with the static
 /// `status(of:for:recorded:deliveredUpTo:readUpTo:)`, which this type's `status` calls.
 ///
-/// With receipts disabled (`report(of:viewer:participants:receiptsEnabled:)`), statuses are
-/// not shared: the viewer sees their own status and `invalid` ("cannot be determined") for
-/// everyone else. The lattice still records each user's own reads, which unread counts need.
+/// What a viewer is shown of others follows the conversation's two receipt switches
+/// (`reported(_:of:viewer:deliveryReceipts:readReceipts:)`, SPEC §6.2): delivery receipts off,
+/// `delivered` is shown as `sent` (Layer: sent until read); read receipts off, `delivered` is
+/// shown as `read` (implicitly read); both off, `invalid` ("cannot be determined"). The viewer's
+/// own status is always shown as it is, and the lattice records each user's own reads, which
+/// unread counts need.
 public struct RecipientStatusLattice: ReplicatedState, Hashable {
     public enum Operation: Hashable, Sendable {
         /// `user`'s status for `message` reached `status`.
@@ -150,22 +153,49 @@ public struct RecipientStatusLattice: ReplicatedState, Hashable {
 
     /// The statuses `viewer` is shown for `message`, one per participant.
     public func report(
-        of message: MessageStamp, viewer: UserID, participants: Set<UserID>, receiptsEnabled: Bool
+        of message: MessageStamp, viewer: UserID, participants: Set<UserID>, deliveryReceipts: Bool,
+        readReceipts: Bool
     ) -> [UserID: RecipientStatus] {
         var out: [UserID: RecipientStatus] = [:]
         for user in participants {
             out[user] = Self.reported(
-                status(of: message, for: user), of: user, viewer: viewer, receiptsEnabled: receiptsEnabled)
+                status(of: message, for: user), of: user, viewer: viewer, deliveryReceipts: deliveryReceipts,
+                readReceipts: readReceipts)
         }
         return out
     }
 
-    /// What `viewer` is shown of `user`'s status `status` (SPEC §6.2): with receipts enabled
-    /// the status itself; with receipts disabled the viewer's own status, and `invalid`
-    /// ("cannot be determined") for every other participant, the sender included.
+    /// ``report(of:viewer:participants:deliveryReceipts:readReceipts:)`` with the single
+    /// receipts flag of clients before the two switches: both on or both off.
+    public func report(
+        of message: MessageStamp, viewer: UserID, participants: Set<UserID>, receiptsEnabled: Bool
+    ) -> [UserID: RecipientStatus] {
+        report(
+            of: message, viewer: viewer, participants: participants, deliveryReceipts: receiptsEnabled,
+            readReceipts: receiptsEnabled)
+    }
+
+    /// What `viewer` is shown of `user`'s status `status` (SPEC §6.2). The viewer's own status
+    /// as it is; another participant's (the sender included): with both switches on, the
+    /// status; with delivery receipts off, `sent` until read (`delivered` is shown as `sent`);
+    /// with read receipts off, `read` once delivered (implicitly read); with both off,
+    /// `invalid` ("cannot be determined").
+    public static func reported(
+        _ status: RecipientStatus, of user: UserID, viewer: UserID, deliveryReceipts: Bool, readReceipts: Bool
+    ) -> RecipientStatus {
+        guard user != viewer else { return status }
+        switch (deliveryReceipts, readReceipts) {
+        case (true, true): return status
+        case (false, true): return status == .delivered ? .sent : status
+        case (true, false): return status >= .delivered ? .read : status
+        case (false, false): return .invalid
+        }
+    }
+
+    /// ``reported(_:of:viewer:deliveryReceipts:readReceipts:)`` with the single receipts flag.
     public static func reported(_ status: RecipientStatus, of user: UserID, viewer: UserID, receiptsEnabled: Bool)
         -> RecipientStatus
     {
-        receiptsEnabled || user == viewer ? status : .invalid
+        reported(status, of: user, viewer: viewer, deliveryReceipts: receiptsEnabled, readReceipts: receiptsEnabled)
     }
 }

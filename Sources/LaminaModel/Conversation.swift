@@ -4,12 +4,22 @@ public struct ConversationOptions: Hashable, Sendable {
     /// creating another resolves to the existing one.
     public var isDistinct: Bool
     public var metadata: Metadata
+    /// Layer's switch: with it off, devices write no delivery receipts and every other
+    /// participant's status stays `sent` until they read the message.
     public var deliveryReceiptsEnabled: Bool
+    /// With it off, reads are not shared: another participant counts as having read a message
+    /// once it is delivered to them (implicitly read), and the conversation may have up to
+    /// ``Limits/maxParticipants`` participants. Both switches off: no status is shared.
+    public var readReceiptsEnabled: Bool
 
-    public init(isDistinct: Bool = true, metadata: Metadata = Metadata(), deliveryReceiptsEnabled: Bool = true) {
+    public init(
+        isDistinct: Bool = true, metadata: Metadata = Metadata(), deliveryReceiptsEnabled: Bool = true,
+        readReceiptsEnabled: Bool = true
+    ) {
         self.isDistinct = isDistinct
         self.metadata = metadata
         self.deliveryReceiptsEnabled = deliveryReceiptsEnabled
+        self.readReceiptsEnabled = readReceiptsEnabled
     }
 }
 
@@ -20,7 +30,10 @@ public struct Conversation: Hashable, Sendable, Identifiable {
     public var participants: Set<UserID>
     public var isDistinct: Bool
     public var metadata: Metadata
+    /// See ``ConversationOptions/deliveryReceiptsEnabled``.
     public var deliveryReceiptsEnabled: Bool
+    /// See ``ConversationOptions/readReceiptsEnabled``.
+    public var readReceiptsEnabled: Bool
     public var createdAt: Timestamp
     public var creator: UserID
 
@@ -30,6 +43,7 @@ public struct Conversation: Hashable, Sendable, Identifiable {
         isDistinct: Bool,
         metadata: Metadata,
         deliveryReceiptsEnabled: Bool,
+        readReceiptsEnabled: Bool? = nil,
         createdAt: Timestamp,
         creator: UserID
     ) {
@@ -38,6 +52,8 @@ public struct Conversation: Hashable, Sendable, Identifiable {
         self.isDistinct = isDistinct
         self.metadata = metadata
         self.deliveryReceiptsEnabled = deliveryReceiptsEnabled
+        // Nil: the single receipts flag of clients before the two switches (both on or both off).
+        self.readReceiptsEnabled = readReceiptsEnabled ?? deliveryReceiptsEnabled
         self.createdAt = createdAt
         self.creator = creator
     }
@@ -57,20 +73,26 @@ public struct Conversation: Hashable, Sendable, Identifiable {
             isDistinct: options.isDistinct,
             metadata: options.metadata,
             deliveryReceiptsEnabled: options.deliveryReceiptsEnabled,
+            readReceiptsEnabled: options.readReceiptsEnabled,
             createdAt: createdAt,
             creator: creator
         )
         try validate()
     }
 
-    /// The most participants this conversation may have, given its receipts setting.
+    /// The most participants this conversation may have, given its read receipts switch.
     public var participantLimit: Int {
-        Self.participantLimit(deliveryReceiptsEnabled: deliveryReceiptsEnabled)
+        Self.participantLimit(readReceiptsEnabled: readReceiptsEnabled)
     }
 
-    public static func participantLimit(deliveryReceiptsEnabled: Bool) -> Int {
-        deliveryReceiptsEnabled ? Limits.maxParticipantsWithReceipts : Limits.maxParticipants
+    /// 25 with read receipts, 250 without (Layer: the larger limit only with read receipts off).
+    public static func participantLimit(readReceiptsEnabled: Bool) -> Int {
+        readReceiptsEnabled ? Limits.maxParticipantsWithReceipts : Limits.maxParticipants
     }
+
+    /// Whether any recipient status is shared with the other participants (not when both
+    /// switches are off, the old single flag's "off").
+    public var sharesStatuses: Bool { deliveryReceiptsEnabled || readReceiptsEnabled }
 
     /// Checks participants (users, not system senders) and metadata against `Limits`.
     public func validate() throws(ModelError) {
@@ -81,7 +103,7 @@ public struct Conversation: Hashable, Sendable, Identifiable {
         guard participants.count <= participantLimit else {
             throw ModelError(
                 .tooManyParticipants,
-                "a conversation with delivery receipts \(deliveryReceiptsEnabled ? "enabled" : "disabled") has at most \(participantLimit) participants, this one has \(participants.count)"
+                "a conversation with read receipts \(readReceiptsEnabled ? "enabled" : "disabled") has at most \(participantLimit) participants, this one has \(participants.count)"
             )
         }
         try metadata.validate()

@@ -14,9 +14,9 @@ public enum Limits {
     public static let maxSystemSenderNameBytes = maxUserIDBytes - UserID.systemSenderPrefix.utf8.count
     /// The longest MIME type, in UTF-8 bytes.
     public static let maxMIMETypeBytes = 255
-    /// Participants (creator included) of a conversation with delivery receipts enabled.
+    /// Participants (creator included) of a conversation with read receipts enabled.
     public static let maxParticipantsWithReceipts = 25
-    /// Participants (creator included) of a conversation with delivery receipts disabled.
+    /// Participants (creator included) of a conversation with read receipts disabled.
     public static let maxParticipants = 250
     /// The deepest metadata key path (number of components).
     public static let maxMetadataDepth = 8

@@ -69,13 +69,14 @@ public enum ChangeEvent: Hashable, Sendable {
 
 /// ```
 /// +----------------------+----------------+----------------+------------------+-----------------+-------------------+
-/// | conversation id (16) | distinct(bool) | receipts(bool) | messages(varint) | unread (varint) | last message (opt)|
+/// | conversation id (16) | distinct(bool) | receipts (u8)  | messages(varint) | unread (varint) | last message (opt)|
 /// +----------------------+----------------+----------------+------------------+-----------------+-------------------+
 /// ```
 public struct ConversationUpdated: Hashable, Sendable {
     public var conversationID: ConversationID
     public var isDistinct: Bool
     public var deliveryReceiptsEnabled: Bool
+    public var readReceiptsEnabled: Bool
     /// Messages in the conversation, for this user.
     public var messageCount: UInt64
     /// Of those, unread by this user.
@@ -83,12 +84,13 @@ public struct ConversationUpdated: Hashable, Sendable {
     public var lastMessageID: MessageID?
 
     public init(
-        conversationID: ConversationID, isDistinct: Bool, deliveryReceiptsEnabled: Bool, messageCount: UInt64,
-        unreadCount: UInt64, lastMessageID: MessageID? = nil
+        conversationID: ConversationID, isDistinct: Bool, deliveryReceiptsEnabled: Bool,
+        readReceiptsEnabled: Bool? = nil, messageCount: UInt64, unreadCount: UInt64, lastMessageID: MessageID? = nil
     ) {
         self.conversationID = conversationID
         self.isDistinct = isDistinct
         self.deliveryReceiptsEnabled = deliveryReceiptsEnabled
+        self.readReceiptsEnabled = readReceiptsEnabled ?? deliveryReceiptsEnabled
         self.messageCount = messageCount
         self.unreadCount = unreadCount
         self.lastMessageID = lastMessageID
@@ -287,7 +289,7 @@ extension ChangeEvent {
         case .conversationUpdated(let u):
             b.writeID(u.conversationID)
             b.writeBool(u.isDistinct)
-            b.writeBool(u.deliveryReceiptsEnabled)
+            b.writeReceipts(ReceiptSwitches(delivery: u.deliveryReceiptsEnabled, read: u.readReceiptsEnabled))
             b.writeVarint(u.messageCount)
             b.writeVarint(u.unreadCount)
             if let last = u.lastMessageID {
@@ -374,14 +376,14 @@ extension ChangeEvent {
         case 1:
             let id = try b.readID(ConversationID.self, "the conversation id")
             let distinct = try b.readBool("the distinct flag")
-            let receipts = try b.readBool("the receipts flag")
+            let receipts = try b.readReceipts()
             let messages = try b.readVarint("the message count")
             let unread = try b.readVarint("the unread count")
             let last = try b.readPresence("the last message") ? try b.readID(MessageID.self, "the last message") : nil
             return .conversationUpdated(
                 ConversationUpdated(
-                    conversationID: id, isDistinct: distinct, deliveryReceiptsEnabled: receipts,
-                    messageCount: messages, unreadCount: unread, lastMessageID: last
+                    conversationID: id, isDistinct: distinct, deliveryReceiptsEnabled: receipts.delivery,
+                    readReceiptsEnabled: receipts.read, messageCount: messages, unreadCount: unread, lastMessageID: last
                 ))
         case 2:
             let id = try b.readID(ConversationID.self, "the conversation id")

@@ -8,7 +8,7 @@ import NIOCore
 /// CREATE_CONVERSATION (0x0101).
 /// ```
 /// +----------------------+----------------+----------------+--------------+----------------+
-/// | conversation id (16) | distinct (bool)| receipts (bool)| participants | metadata (map) |
+/// | conversation id (16) | distinct (bool)| receipts (u8)  | participants | metadata (map) |
 /// |  (client-chosen)     |                |                | (user set)   |                |
 /// +----------------------+----------------+----------------+--------------+----------------+
 /// ```
@@ -160,7 +160,7 @@ extension CreateConversation {
     func encode(into b: inout ByteBuffer) throws(WireError) {
         b.writeID(conversationID)
         b.writeBool(options.isDistinct)
-        b.writeBool(options.deliveryReceiptsEnabled)
+        b.writeReceipts(options.receiptSwitches)
         try b.writeUserSet(participants)
         try b.writeMetadataMap(options.metadata.values, level: 1)
     }
@@ -168,13 +168,14 @@ extension CreateConversation {
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> CreateConversation {
         let id = try b.readID(ConversationID.self, "the conversation id")
         let distinct = try b.readBool("the distinct flag")
-        let receipts = try b.readBool("the receipts flag")
+        let receipts = try b.readReceipts()
         let participants = try b.readUserSet(limits)
         let metadata = try b.readMetadataMap(level: 1, limits)
         return CreateConversation(
             conversationID: id, participants: participants,
             options: ConversationOptions(
-                isDistinct: distinct, metadata: Metadata(metadata), deliveryReceiptsEnabled: receipts)
+                isDistinct: distinct, metadata: Metadata(metadata), deliveryReceiptsEnabled: receipts.delivery,
+                readReceiptsEnabled: receipts.read)
         )
     }
 }

@@ -175,7 +175,7 @@ extension ByteBuffer {
     /// ```
     /// +--------+---------+------------+----------+----------+--------------+----------+
     /// | id(16) | creator | created at | distinct | receipts | participants | metadata |
-    /// |        | (user)  | (svarint)  | (bool)   | (bool)   | (user set)   | (map)    |
+    /// |        | (user)  | (svarint)  | (bool)   | (u8)     | (user set)   | (map)    |
     /// +--------+---------+------------+----------+----------+--------------+----------+
     /// ```
     mutating func writeConversation(_ c: Conversation) throws(WireError) {
@@ -183,7 +183,7 @@ extension ByteBuffer {
         try writeUserID(c.creator)
         writeTimestamp(c.createdAt)
         writeBool(c.isDistinct)
-        writeBool(c.deliveryReceiptsEnabled)
+        writeReceipts(c.receiptSwitches)
         try writeUserSet(c.participants)
         try writeMetadataMap(c.metadata.values, level: 1)
     }
@@ -435,12 +435,13 @@ extension PayloadReader {
         let creator = try readUserID(limits)
         let createdAt = try readTimestamp("a creation time")
         let distinct = try readBool("the distinct flag")
-        let receipts = try readBool("the receipts flag")
+        let receipts = try readReceipts()
         let participants = try readUserSet(limits)
         let metadata = try readMetadataMap(level: 1, limits)
         return Conversation(
             id: id, participants: participants, isDistinct: distinct, metadata: Metadata(metadata),
-            deliveryReceiptsEnabled: receipts, createdAt: createdAt, creator: creator
+            deliveryReceiptsEnabled: receipts.delivery, readReceiptsEnabled: receipts.read, createdAt: createdAt,
+            creator: creator
         )
     }
 

@@ -93,6 +93,7 @@ extension Frame {
             o["conversationID"] = .uuid(f.conversationID.uuid)
             o["distinct"] = .bool(f.options.isDistinct)
             o["deliveryReceipts"] = .bool(f.options.deliveryReceiptsEnabled)
+            o["readReceipts"] = .bool(f.options.readReceiptsEnabled)
             o["participants"] = .users(f.participants)
             o["metadata"] = .metadata(f.options.metadata.values)
         case .addParticipants(let f), .removeParticipants(let f):
@@ -255,6 +256,7 @@ extension WireJSON {
         .object([
             "id": .uuid(c.id.uuid), "creator": .string(c.creator.rawValue), "createdAt": .timestamp(c.createdAt),
             "distinct": .bool(c.isDistinct), "deliveryReceipts": .bool(c.deliveryReceiptsEnabled),
+            "readReceipts": .bool(c.readReceiptsEnabled),
             "participants": .users(c.participants), "metadata": .metadata(c.metadata.values),
         ])
     }
@@ -312,6 +314,10 @@ extension WireJSON {
                 o["user"] = .string(r.user.rawValue)
                 o["device"] = uuid(r.device)
                 o["node"] = .u64(r.node.rawValue)
+            case .suspension(let s):
+                o["kind"] = .string("suspension")
+                o["user"] = .string(s.user.rawValue)
+                o["suspended"] = .bool(s.suspended)
             }
             return .object(o)
         }
@@ -328,6 +334,7 @@ extension WireJSON {
             o["conversationID"] = .uuid(u.conversationID.uuid)
             o["distinct"] = .bool(u.isDistinct)
             o["deliveryReceipts"] = .bool(u.deliveryReceiptsEnabled)
+            o["readReceipts"] = .bool(u.readReceiptsEnabled)
             o["messageCount"] = .u64(u.messageCount)
             o["unreadCount"] = .u64(u.unreadCount)
             o["lastMessageID"] = u.lastMessageID.map { .uuid($0.uuid) } ?? .null

@@ -31,6 +31,9 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     public static let presence = FeatureSet(rawValue: 1 << 9)
     /// FOLLOW_USER is accepted and `follow-changed` changes (§6.4 kind 15) are sent (§6.7).
     public static let following = FeatureSet(rawValue: 1 << 10)
+    /// A conversation's receipts byte may be 2 or 3, Layer's two switches (§3.16); without it
+    /// the node sends the old single flag (``ReceiptSwitches/singleFlag``) and refuses 2 and 3.
+    public static let receiptSwitches = FeatureSet(rawValue: 1 << 13)
 
     /// SYNC with cursor 0 is answered with a snapshot of the user's conversations (with their
     /// latest message and counts) instead of the feed from its first entry (SPEC §6.3).
@@ -42,7 +45,7 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// and so is asked for by clients that show presence.
     public static let all: FeatureSet = [
         .changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging, .identities,
-        .blockLists, .following,
+        .blockLists, .following, .receiptSwitches,
     ]
     /// What this implementation supports (what a node grants): ``all``, ``snapshots`` and ``presence``.
     public static let supported: FeatureSet = [.all, .snapshots, .presence]

@@ -17,6 +17,8 @@ public enum UserStateChange: Hashable, Sendable {
     /// kind 68: a device registered (or removed) its push token on a node, which now holds
     /// that device's pushes; the other nodes drop their registration of it (SPEC §5.9).
     case pushRegistration(PushRegistrationChange)
+    /// kind 70: `user` is suspended (cannot log in) or no longer is.
+    case suspension(SuspensionChange)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -26,11 +28,22 @@ public enum UserStateChange: Hashable, Sendable {
         case .badge: 66
         case .sessionsRevoked: 67
         case .pushRegistration: 68
+        case .suspension: 70
         }
     }
 
-    /// The kinds this enum encodes.
-    public static let kinds: ClosedRange<UInt8> = 64...68
+    /// The kinds this enum encodes (69 is a distinct creation, ``DistinctCreation``).
+    public static func isUserStateKind(_ kind: UInt8) -> Bool { (64...68).contains(kind) || kind == 70 }
+}
+
+/// kind 70: `| user id | suspended (bool) |`.
+public struct SuspensionChange: Hashable, Sendable {
+    public var user: UserID
+    public var suspended: Bool
+    public init(user: UserID, suspended: Bool) {
+        self.user = user
+        self.suspended = suspended
+    }
 }
 
 /// kind 64: an identity set or deleted.
@@ -128,7 +141,7 @@ extension ReplicatedEvent {
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> ReplicatedEvent {
         let kind = try b.peekU8("the event kind")
         if kind == DistinctCreation.kind { return .distinctCreation(try DistinctCreation.decode(from: &b, limits)) }
-        return UserStateChange.kinds.contains(kind)
+        return UserStateChange.isUserStateKind(kind)
             ? .user(try UserStateChange.decode(from: &b, limits)) : .change(try ChangeEvent.decode(from: &b, limits))
     }
 
@@ -178,6 +191,9 @@ extension UserStateChange {
             try b.writeUserID(r.user)
             b.writeUUID(r.device)
             b.writeInteger(r.node.rawValue, as: UInt64.self)
+        case .suspension(let s):
+            try b.writeUserID(s.user)
+            b.writeBool(s.suspended)
         }
     }
 
@@ -201,6 +217,9 @@ extension UserStateChange {
             let device = try b.readUUID("the device id")
             return .pushRegistration(
                 PushRegistrationChange(user: user, device: device, node: NodeID(try b.readU64("the node id"))))
+        case 70:
+            let user = try b.readUserID(limits)
+            return .suspension(SuspensionChange(user: user, suspended: try b.readBool("the suspended flag")))
         default:
             throw WireError(.malformed, "unknown user-state kind \(kind)")
         }

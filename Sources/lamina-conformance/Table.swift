@@ -326,6 +326,16 @@ enum Table {
         add(
             &out, .authenticated, "FOLLOW_USER (without bit 10)", unfollow, notAgreed,
             features: FeatureSet.all.subtracting(.following))
+        add(
+            &out, .authenticated, "CREATE_CONVERSATION with receipts byte 2 (without bit 13)",
+            { _ in
+                .createConversation(
+                    CreateConversation(
+                        conversationID: .random(), participants: ["conformance-nobody"],
+                        options: ConversationOptions(
+                            isDistinct: false, deliveryReceiptsEnabled: false, readReceiptsEnabled: true)))
+            }, notAgreed,
+            features: FeatureSet.all.subtracting(.receiptSwitches))
 
         // Order of effects (SPEC §5.7): a read pipelined behind a write sees the write.
         add(

@@ -160,7 +160,24 @@ let validVectors: [ValidVector] = [
         frame: .createConversation(
             CreateConversation(
                 conversationID: ConversationID(uuid: u(0xC2)), participants: [user("bob")],
-                options: ConversationOptions(isDistinct: false, metadata: [:], deliveryReceiptsEnabled: false)))),
+                options: ConversationOptions(
+                    isDistinct: false, metadata: [:], deliveryReceiptsEnabled: false, readReceiptsEnabled: false)))),
+    .init(
+        name: "create-conversation-delivery-receipts-off",
+        description: "CREATE_CONVERSATION with delivery receipts off and read receipts on (receipts byte 02, bit 13).",
+        frame: .createConversation(
+            CreateConversation(
+                conversationID: ConversationID(uuid: u(0xC3)), participants: [user("bob")],
+                options: ConversationOptions(
+                    isDistinct: false, metadata: [:], deliveryReceiptsEnabled: false, readReceiptsEnabled: true)))),
+    .init(
+        name: "create-conversation-read-receipts-off",
+        description: "CREATE_CONVERSATION with delivery receipts on and read receipts off (receipts byte 03, bit 13).",
+        frame: .createConversation(
+            CreateConversation(
+                conversationID: ConversationID(uuid: u(0xC4)), participants: [user("bob")],
+                options: ConversationOptions(
+                    isDistinct: false, metadata: [:], deliveryReceiptsEnabled: true, readReceiptsEnabled: false)))),
     .init(
         name: "add-participants", description: "ADD_PARTICIPANTS (set order is byte order: 'Zed' < 'dave').",
         frame: .addParticipants(
@@ -304,6 +321,16 @@ let validVectors: [ValidVector] = [
                     ConversationUpdated(
                         conversationID: conversation1, isDistinct: false, deliveryReceiptsEnabled: true,
                         messageCount: 12, unreadCount: 3, lastMessageID: message1))))),
+    .init(
+        name: "change-conversation-updated-read-receipts-off",
+        description: "CHANGE: conversation updated, delivery receipts on and read receipts off (receipts byte 03).",
+        frame: .change(
+            Change(
+                seq: 2,
+                event: .conversationUpdated(
+                    ConversationUpdated(
+                        conversationID: conversation1, isDistinct: false, deliveryReceiptsEnabled: true,
+                        readReceiptsEnabled: false, messageCount: 12, unreadCount: 0, lastMessageID: nil))))),
     .init(
         name: "change-participants-changed", description: "CHANGE: participants changed.",
         frame: .change(
@@ -580,6 +607,15 @@ let validVectors: [ValidVector] = [
                 ReplicatedOperation(
                     origin: NodeID(3), counter: 6, hlc: hlc(1_767_225_600_025, 0, 3),
                     payload: .user(.badge(BadgeChange(user: user("bob"), externalUnreadCount: 300))))
+            ]))),
+    .init(
+        name: "replicate-suspension",
+        description: "REPLICATE of kind 70 (suspension): bob is suspended (cannot log in) by the Server API on node 3.",
+        frame: .replicate(
+            Replicate(operations: [
+                ReplicatedOperation(
+                    origin: NodeID(3), counter: 9, hlc: hlc(1_767_225_600_028, 0, 3),
+                    payload: .user(.suspension(SuspensionChange(user: user("bob"), suspended: true))))
             ]))),
     .init(
         name: "replicate-sessions-revoked",

@@ -54,9 +54,10 @@ enum B {
     }
     /// A CREATE_CONVERSATION payload with this encoded participant set and metadata map.
     static func createConversation(
-        distinct: UInt8 = 1, participants: [UInt8] = varint(1) + str("bob"), metadata: [UInt8] = [0]
+        distinct: UInt8 = 1, receipts: UInt8 = 1, participants: [UInt8] = varint(1) + str("bob"),
+        metadata: [UInt8] = [0]
     ) -> [UInt8] {
-        uuid(u(0xC1)) + [distinct, 1] + participants + metadata
+        uuid(u(0xC1)) + [distinct, receipts] + participants + metadata
     }
     /// A metadata map nested `levels` deep: {"k": {"k": ... {"k": "v"}}}.
     static func nested(_ levels: Int) -> [UInt8] {
@@ -167,6 +168,9 @@ let invalidVectors: [InvalidVector] = [
     .init(
         name: "bad-bool", description: "CREATE_CONVERSATION whose distinct flag is 02.",
         bytes: B.frame(.createConversation, B.createConversation(distinct: 2)), error: .malformed),
+    .init(
+        name: "bad-receipts-byte", description: "CREATE_CONVERSATION whose receipts byte is 04 (0 to 3 are defined).",
+        bytes: B.frame(.createConversation, B.createConversation(receipts: 4)), error: .malformed),
     .init(
         name: "bad-presence-byte", description: "ACK whose conversation presence byte is 02.",
         bytes: B.frame(.ack, reqID + [2, 0, 0, 0]), error: .malformed),
@@ -406,8 +410,8 @@ let invalidVectors: [InvalidVector] = [
         bytes: B.frame(.changeBatch, B.varint(1) + B.varint(1) + [69]), error: .malformed),
     .init(
         name: "replicate-unknown-kind",
-        description: "REPLICATE whose operation has event kind 70 (kinds 0 to 15 and 64 to 69 are defined).",
-        bytes: B.replicate([70]), error: .malformed),
+        description: "REPLICATE whose operation has event kind 71 (kinds 0 to 15 and 64 to 70 are defined).",
+        bytes: B.replicate([71]), error: .malformed),
     .init(
         name: "replicate-distinct-not-distinct",
         description: "REPLICATE kind 69 (distinct-created) naming a conversation whose distinct flag is 0.",

@@ -199,7 +199,8 @@ import Testing
         try await ClientHarness.connect(bob, on: node)
 
         let quiet = try alice.newConversation(
-            participants: [Self.bob], options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: false)
+            participants: [Self.bob],
+            options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: false, readReceiptsEnabled: false)
         ).id
         let loud = try alice.newConversation(participants: [Self.bob], options: ConversationOptions(isDistinct: false))
             .id
@@ -210,7 +211,8 @@ import Testing
             try alice.message(seen)?.message.recipientStatus[Self.bob] == .delivered
         }
         #expect(try bob.message(unseen) != nil)
-        // Receipts disabled (SPEC §6.2): the sender cannot determine Bob's status.
+        // Both receipt switches off (SPEC §6.2, the old single flag's "off"): the sender cannot
+        // determine Bob's status. One switch off: ClientSDKReceiptSwitchesTests.
         #expect(try alice.message(unseen)?.message.recipientStatus[Self.bob] == .invalid)
         #expect(try bob.store.outboxEntries().allSatisfy { $0.objectID != quiet.uuid })  // no receipt queued for it
 

@@ -76,8 +76,11 @@ func expectCode(_ code: ClientError.Code, _ body: () throws -> Void, sourceLocat
             expectCode(.noParticipants) { _ = try client.newConversation(participants: [alice]) }
             let many = Set((0..<25).map { try! UserID("user-\($0)") })
             expectCode(.tooManyParticipants) { _ = try client.newConversation(participants: many) }  // 26 with receipts
-            _ = try client.newConversation(
-                participants: many, options: ConversationOptions(deliveryReceiptsEnabled: false))
+            expectCode(.tooManyParticipants) {
+                _ = try client.newConversation(
+                    participants: many, options: ConversationOptions(deliveryReceiptsEnabled: false))
+            }
+            _ = try client.newConversation(participants: many, options: ConversationOptions(readReceiptsEnabled: false))
             let deep = try MetadataKeyPath(["a", "b", "c", "d", "e", "f", "g", "h"])
             var metadata = Metadata()
             metadata.set(.dictionary(["x": .string("y")]), at: deep)

@@ -84,13 +84,14 @@ struct CountsRun {
         case "deleteConversation":
             try store.apply([.conversationDeleted(c)])
         case "nodeCounts":
+            // The same draws, in the same order, as before the two receipt switches (the seeds'
+            // runs stay what they were): one flag for both switches.
+            let counts = NodeCounts(
+                messages: Int.random(in: 0...50, using: &random), unread: Int.random(in: 0...10, using: &random))
+            let receipts = Bool.random(using: &random)
             try store.apply([
                 .counts(
-                    c,
-                    NodeCounts(
-                        messages: Int.random(in: 0...50, using: &random), unread: Int.random(in: 0...10, using: &random)
-                    ),
-                    isDistinct: true, deliveryReceiptsEnabled: Bool.random(using: &random))
+                    c, counts, isDistinct: true, deliveryReceiptsEnabled: receipts, readReceiptsEnabled: receipts)
             ])
         case "dropMessages":
             let sent = try store.messages(in: c).filter { $0.message.isSent }.map(\.id)

@@ -20,7 +20,7 @@ import Testing
                 .message(held, receivedAt: received),
                 .counts(
                     c.id, NodeCounts(messages: 500, unread: 40, lastMessageID: held.id), isDistinct: true,
-                    deliveryReceiptsEnabled: true),
+                    deliveryReceiptsEnabled: true, readReceiptsEnabled: true),
             ])
             var stored = try #require(try store.conversation(c.id))
             #expect(stored.totalMessageCount == 1 && stored.unreadMessageCount == 1)
@@ -58,7 +58,9 @@ import Testing
             let other = try conversation([alice, carol])
             try store.apply([
                 .conversation(other),
-                .counts(other.id, NodeCounts(messages: 9, unread: 9), isDistinct: false, deliveryReceiptsEnabled: true),
+                .counts(
+                    other.id, NodeCounts(messages: 9, unread: 9), isDistinct: false, deliveryReceiptsEnabled: true,
+                    readReceiptsEnabled: true),
             ])
             #expect(try store.conversation(other.id)?.conversation.isDistinct == false)
             #expect(try store.totalNumberOfUnreadMessages() == 38 + 9)

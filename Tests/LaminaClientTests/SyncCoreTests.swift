@@ -167,7 +167,9 @@ import Testing
                     ConversationUpdated(
                         conversationID: cid, isDistinct: true, deliveryReceiptsEnabled: true, messageCount: 1,
                         unreadCount: 0)), receivedAt: received)
-                == .counts(cid, NodeCounts(messages: 1, unread: 0), isDistinct: true, deliveryReceiptsEnabled: true))
+                == .counts(
+                    cid, NodeCounts(messages: 1, unread: 0), isDistinct: true, deliveryReceiptsEnabled: true,
+                    readReceiptsEnabled: true))
     }
 
     @Test func acksCompleteAndErrorsFailOrRetryByCode() {

@@ -297,7 +297,8 @@ actor FakeNode {
             let conversation = Conversation(
                 id: c.conversationID, participants: participants, isDistinct: c.options.isDistinct,
                 metadata: c.options.metadata,
-                deliveryReceiptsEnabled: c.options.deliveryReceiptsEnabled, createdAt: tick(), creator: user)
+                deliveryReceiptsEnabled: c.options.deliveryReceiptsEnabled,
+                readReceiptsEnabled: c.options.readReceiptsEnabled, createdAt: tick(), creator: user)
             conversations[conversation.id] = conversation
             visible[conversation.id] = [user]
             append(.conversationCreated(conversation), to: [user])

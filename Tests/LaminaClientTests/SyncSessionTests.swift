@@ -137,8 +137,8 @@ import Testing
             }
             let receipts = await node.snapshot.receipts
             #expect(receipts.map(\.conversationID) == [c.id])
-            // Receipts disabled: another participant's status cannot be determined (SPEC §6.2).
-            #expect(try a.client.message(q.id)?.message.recipientStatus[bob] == .invalid)
+            // Delivery receipts off (SPEC §6.2, Layer): another participant stays sent until read.
+            #expect(try a.client.message(q.id)?.message.recipientStatus[bob] == .sent)
             #expect(try a.client.message(q.id)?.message.recipientStatus[alice] == .read)
             for d in [a, b] { await d.client.disconnect() }
         }

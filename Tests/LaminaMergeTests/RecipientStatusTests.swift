@@ -48,6 +48,29 @@ import Testing
         #expect(shown == ["u1": .read, "u2": .read, "u3": .sent])
     }
 
+    /// Layer's two switches (SPEC §6.2): delivery off, sent until read; read off, read once
+    /// delivered (implicitly read); both off, undetermined; the viewer's own status as it is.
+    @Test func theReceiptSwitchesDecideWhatOthersAreShown() {
+        let cases: [(delivery: Bool, read: Bool, shown: [RecipientStatus])] = [
+            (true, true, [.sent, .delivered, .read]),
+            (false, true, [.sent, .sent, .read]),
+            (true, false, [.sent, .read, .read]),
+            (false, false, [.invalid, .invalid, .invalid]),
+        ]
+        for c in cases {
+            let shown = [RecipientStatus.sent, .delivered, .read].map {
+                RecipientStatusLattice.reported(
+                    $0, of: "u2", viewer: "u1", deliveryReceipts: c.delivery, readReceipts: c.read)
+            }
+            #expect(shown == c.shown, "delivery \(c.delivery), read \(c.read)")
+            let own = [RecipientStatus.sent, .delivered, .read].map {
+                RecipientStatusLattice.reported(
+                    $0, of: "u1", viewer: "u1", deliveryReceipts: c.delivery, readReceipts: c.read)
+            }
+            #expect(own == [.sent, .delivered, .read])
+        }
+    }
+
     @Test func applicationsCanOnlyMarkRead() throws {
         try RecipientStatusLattice.checkApplicationStatus(.read)
         for status in RecipientStatus.allCases where status != .read {

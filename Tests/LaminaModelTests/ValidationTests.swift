@@ -182,8 +182,17 @@ import Testing
         #expect(
             performing: { try Conversation(creator: "alice", participants: more) },
             throws: { ($0 as? ModelError)?.code == .tooManyParticipants })
+        // Layer: the larger limit only with read receipts off, whatever the delivery switch.
+        #expect(
+            performing: {
+                try Conversation(
+                    creator: "alice", participants: more, options: ConversationOptions(deliveryReceiptsEnabled: false))
+            }, throws: { ($0 as? ModelError)?.code == .tooManyParticipants })
         _ = try Conversation(
-            creator: "alice", participants: more, options: ConversationOptions(deliveryReceiptsEnabled: false))
+            creator: "alice", participants: more, options: ConversationOptions(readReceiptsEnabled: false))
+        _ = try Conversation(
+            creator: "alice", participants: more,
+            options: ConversationOptions(deliveryReceiptsEnabled: false, readReceiptsEnabled: false))
     }
 }
 

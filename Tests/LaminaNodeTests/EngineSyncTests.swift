@@ -16,7 +16,8 @@ import Testing
             .createConversation(
                 CreateConversation(
                     conversationID: conversation, participants: ["bob"],
-                    options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: receipts))))
+                    options: ConversationOptions(
+                        isDistinct: false, deliveryReceiptsEnabled: receipts, readReceiptsEnabled: receipts))))
         var ids: [MessageID] = []
         for i in 0..<count {
             let id = MessageID.random()

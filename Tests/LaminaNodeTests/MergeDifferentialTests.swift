@@ -219,8 +219,11 @@ final class DifferentialCase: @unchecked Sendable {
         let others = random.subset(users.filter { $0 != creator }, min: 1)
         var metadata = Metadata()
         if random.chance(0.3) { metadata.set(.string(random.pick(["x", "y"])), at: Self.paths[0]) }
+        // The model (`receiptsEnabled`) knows the single flag: both receipt switches alike.
+        let distinct = random.chance(0.7)
+        let receipts = random.chance(0.75)
         let options = ConversationOptions(
-            isDistinct: random.chance(0.7), metadata: metadata, deliveryReceiptsEnabled: random.chance(0.75))
+            isDistinct: distinct, metadata: metadata, deliveryReceiptsEnabled: receipts, readReceiptsEnabled: receipts)
         let id = ConversationID(uuid: UUID(uuid: uuidBytes()))
         let requested = try Conversation(id: id, creator: creator, participants: others, options: options)
         log.append(
@@ -265,7 +268,7 @@ final class DifferentialCase: @unchecked Sendable {
             _ =
                 add
                 ? try c.state.membership.addOperations(
-                    targets, by: actor, at: t, limit: Conversation.participantLimit(deliveryReceiptsEnabled: c.receipts)
+                    targets, by: actor, at: t, limit: Conversation.participantLimit(readReceiptsEnabled: c.receipts)
                 )
                 : try c.state.membership.removeOperations(targets, by: actor, at: t)
             let ops = targets.sorted().map { MembershipOperation(add ? .add : .remove, user: $0, actor: actor, at: t) }

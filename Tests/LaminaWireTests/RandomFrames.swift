@@ -129,7 +129,8 @@ struct RandomFrames {
     mutating func conversation() -> Conversation {
         Conversation(
             id: ConversationID(uuid: uuid()), participants: users(6), isDistinct: bool(),
-            metadata: Metadata(metadataMap(level: 1)), deliveryReceiptsEnabled: bool(), createdAt: timestamp(),
+            metadata: Metadata(metadataMap(level: 1)), deliveryReceiptsEnabled: bool(), readReceiptsEnabled: bool(),
+            createdAt: timestamp(),
             creator: user())
     }
     mutating func message() -> Message {
@@ -175,7 +176,8 @@ struct RandomFrames {
         case 1:
             return .conversationUpdated(
                 ConversationUpdated(
-                    conversationID: c, isDistinct: bool(), deliveryReceiptsEnabled: bool(), messageCount: u64(),
+                    conversationID: c, isDistinct: bool(), deliveryReceiptsEnabled: bool(), readReceiptsEnabled: bool(),
+                    messageCount: u64(),
                     unreadCount: u64(), lastMessageID: optional { MessageID(uuid: $0.uuid()) }))
         case 2:
             return .participantsChanged(
@@ -293,7 +295,8 @@ struct RandomFrames {
                 CreateConversation(
                     conversationID: c, participants: users(8),
                     options: ConversationOptions(
-                        isDistinct: bool(), metadata: Metadata(metadataMap(level: 1)), deliveryReceiptsEnabled: bool()))
+                        isDistinct: bool(), metadata: Metadata(metadataMap(level: 1)), deliveryReceiptsEnabled: bool(),
+                        readReceiptsEnabled: bool()))
             )
         case .addParticipants:
             return .addParticipants(ParticipantsUpdate(requestID: uuid(), conversationID: c, users: users(8)))

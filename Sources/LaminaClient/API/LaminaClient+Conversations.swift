@@ -39,7 +39,11 @@ extension LaminaClient {
     /// creating resolves to it). Metadata counts only when given, as on the node (SPEC §6.1).
     static func distinctConflict(_ options: ConversationOptions, _ existing: Conversation) -> String? {
         if !options.metadata.values.isEmpty, options.metadata != existing.metadata { return "metadata" }
-        if options.deliveryReceiptsEnabled != existing.deliveryReceiptsEnabled { return "receipt options" }
+        if options.deliveryReceiptsEnabled != existing.deliveryReceiptsEnabled
+            || options.readReceiptsEnabled != existing.readReceiptsEnabled
+        {
+            return "receipt options"
+        }
         return nil
     }
 

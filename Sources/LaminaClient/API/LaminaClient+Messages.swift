@@ -38,7 +38,8 @@ extension LaminaClient {
                             conversationID: c.id, participants: c.participants.subtracting([user]),
                             options: ConversationOptions(
                                 isDistinct: c.isDistinct, metadata: c.metadata,
-                                deliveryReceiptsEnabled: c.deliveryReceiptsEnabled))), createdAt: now))
+                                deliveryReceiptsEnabled: c.deliveryReceiptsEnabled,
+                                readReceiptsEnabled: c.readReceiptsEnabled))), createdAt: now))
         }
         entries.append(
             try OutboxEncoder.entry(

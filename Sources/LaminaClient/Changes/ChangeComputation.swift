@@ -21,6 +21,8 @@ enum ChangeComputation {
         add(
             ConversationProperty.deliveryReceiptsEnabled, .bool(b.deliveryReceiptsEnabled),
             .bool(a.deliveryReceiptsEnabled))
+        add(
+            ConversationProperty.readReceiptsEnabled, .bool(b.readReceiptsEnabled), .bool(a.readReceiptsEnabled))
         add(ConversationProperty.isSynced, .bool(before.isSynced), .bool(after.isSynced))
         add(
             ConversationProperty.lastMessage, before.lastMessageID.map { .string($0.url) },

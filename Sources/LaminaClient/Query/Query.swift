@@ -18,7 +18,8 @@ extension StoredConversation: QueryableObject {
     public static let updatableProperties: Set<String> = [
         ConversationProperty.identifier, ConversationProperty.participants, ConversationProperty.isDistinct,
         ConversationProperty.metadata,
-        ConversationProperty.deliveryReceiptsEnabled, ConversationProperty.isSynced, ConversationProperty.lastMessage,
+        ConversationProperty.deliveryReceiptsEnabled, ConversationProperty.readReceiptsEnabled,
+        ConversationProperty.isSynced, ConversationProperty.lastMessage,
         ConversationProperty.totalMessageCount, ConversationProperty.unreadMessageCount,
         ConversationProperty.totalNumberOfMessages, ConversationProperty.totalNumberOfUnreadMessages,
     ]

@@ -64,6 +64,8 @@ public enum QueryTarget: String, Hashable, Sendable {
                 return QueryProperty(kind: .participants, columns: [], nullable: false)
             case ConversationProperty.isDistinct, "distinct": return .scalar(.bool, "conversation.is_distinct")
             case ConversationProperty.deliveryReceiptsEnabled: return .scalar(.bool, "conversation.receipts_enabled")
+            case ConversationProperty.readReceiptsEnabled:
+                return .scalar(.bool, "conversation.read_receipts_enabled")
             case ConversationProperty.isSynced: return .scalar(.bool, "conversation.is_synced")
             case "createdAt": return .scalar(.timestamp, "conversation.created_at")
             case "creator": return .scalar(.user, "conversation.creator")

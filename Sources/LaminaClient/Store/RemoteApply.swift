@@ -112,8 +112,9 @@ extension WriteContext {
                 if c.participants != before { c.isDistinct = false }
             }
         case .distinctMerge(let from, let into): try applyMerge(from: from, into: into)
-        case .counts(let id, let counts, let isDistinct, let receipts):
-            try applyCounts(counts, of: id, isDistinct: isDistinct, deliveryReceiptsEnabled: receipts)
+        case .counts(let id, let counts, let isDistinct, let delivery, let read):
+            try applyCounts(
+                counts, of: id, isDistinct: isDistinct, deliveryReceiptsEnabled: delivery, readReceiptsEnabled: read)
         case .messageCounted(let id, let message): try countArrival(of: message, in: id)
         case .readCounted(let id, let message): try countRead(of: message, in: id)
         case .identity(let user, let identity): try applyIdentity(identity, of: user)
@@ -139,7 +140,8 @@ extension WriteContext {
     /// The node's counts replace the ones kept here; its flags that change after creation
     /// (distinct, receipts) apply to the conversation.
     private func applyCounts(
-        _ counts: NodeCounts, of named: ConversationID, isDistinct: Bool, deliveryReceiptsEnabled: Bool
+        _ counts: NodeCounts, of named: ConversationID, isDistinct: Bool, deliveryReceiptsEnabled: Bool,
+        readReceiptsEnabled: Bool
     ) throws {
         // Counts of a merged-away identifier are stale: the survivor's come on their own.
         guard let before = try StoreReader.conversation(db, named) else { return }
@@ -148,6 +150,7 @@ extension WriteContext {
         after.nodeCounts = counts
         after.conversation.isDistinct = isDistinct
         after.conversation.deliveryReceiptsEnabled = deliveryReceiptsEnabled
+        after.conversation.readReceiptsEnabled = readReceiptsEnabled
         try updateConversation(from: before, to: after)
         touch(id)
     }
@@ -410,12 +413,13 @@ extension WriteContext {
             renamed.id = survivorID
             try db.execute(
                 sql: """
-                    INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, created_at, metadata, merged_into)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, read_receipts_enabled,
+                        created_at, metadata, merged_into)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     fromKey, loser.conversation.creator.rawValue, loser.conversation.isDistinct,
-                    loser.conversation.deliveryReceiptsEnabled,
+                    loser.conversation.deliveryReceiptsEnabled, loser.conversation.readReceiptsEnabled,
                     loser.conversation.createdAt.millisecondsSince1970, StoreCoding.encode(Metadata()), intoKey,
                 ])
             record(

@@ -35,7 +35,8 @@ public enum RemoteChange: Hashable, Sendable {
     case distinctMerge(from: ConversationID, into: ConversationID)
     /// The node's counts of a conversation for the local user and its flags that change after
     /// creation (SPEC §6.4 `conversation-updated`): they replace the counts kept here.
-    case counts(ConversationID, NodeCounts, isDistinct: Bool, deliveryReceiptsEnabled: Bool)
+    case counts(
+        ConversationID, NodeCounts, isDistinct: Bool, deliveryReceiptsEnabled: Bool, readReceiptsEnabled: Bool)
     /// A message entered the user's feed (a `message-created` with a seq): the counts kept
     /// here grow by it (apply after the message itself). Each feed entry is applied once.
     case messageCounted(ConversationID, MessageID)

@@ -71,6 +71,7 @@ enum StoreReader {
             isDistinct: row["is_distinct"],
             metadata: try StoreCoding.decodeMetadata(metadataData),
             deliveryReceiptsEnabled: row["receipts_enabled"],
+            readReceiptsEnabled: row["read_receipts_enabled"] as Bool,
             createdAt: Timestamp(millisecondsSince1970: row["created_at"]),
             creator: try StoreCoding.user(row["creator"]))
         var nodeCounts: NodeCounts?

@@ -203,6 +203,16 @@ enum StoreSchema {
             // The users the local user follows explicitly (SPEC §6.7 `follow-changed`).
             try db.execute(sql: "CREATE TABLE followed_user (user_id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID")
         }
+        migrator.registerMigration("v12-receipt-switches") { db in
+            // Layer's two receipt switches (SPEC §3.16): `receipts_enabled` is the delivery
+            // receipts switch; a conversation stored before them had one flag for both.
+            try db.execute(
+                sql: """
+                    ALTER TABLE conversation ADD COLUMN read_receipts_enabled INTEGER NOT NULL DEFAULT 1
+                        CHECK (read_receipts_enabled IN (0, 1))
+                    """)
+            try db.execute(sql: "UPDATE conversation SET read_receipts_enabled = receipts_enabled")
+        }
         return migrator
     }
 }

@@ -131,6 +131,7 @@ public struct PartState: Hashable, Sendable {
 /// Extra property names the client's object changes use, beyond the model's.
 extension ConversationProperty {
     public static let deliveryReceiptsEnabled = "deliveryReceiptsEnabled"
+    public static let readReceiptsEnabled = "readReceiptsEnabled"
     public static let isSynced = "isSynced"
     public static let totalMessageCount = "totalMessageCount"
     /// ``StoredConversation/totalNumberOfMessages``.

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import LaminaMerge
 import LaminaModel
+import LaminaWire
 
 /// One write transaction: row-level primitives that also record the object changes they
 /// make, and the conversations whose summaries (counts, last message) need refreshing
@@ -18,7 +19,7 @@ final class WriteContext {
     /// What every message applied in this transaction reads of its conversation, read once per
     /// conversation: whether receipts are on, and the status marks (user → status → position).
     /// Kept current by the writes below; forgotten by a merge, which moves rows wholesale.
-    private var receiptsCache: [ConversationID: Bool] = [:]
+    private var receiptsCache: [ConversationID: ReceiptSwitches] = [:]
     private var marksCache: [ConversationID: [UserID: [RecipientStatus: MessagePosition]]] = [:]
 
     init(db: Database, store: LocalStore) {
@@ -45,16 +46,19 @@ final class WriteContext {
         marksCache.removeAll()
     }
 
-    /// Whether the conversation wants delivery receipts (true when it is not here).
-    func receiptsEnabled(_ conversation: ConversationID) throws -> Bool {
+    /// The conversation's receipt switches (both on when it is not here).
+    func receiptSwitches(_ conversation: ConversationID) throws -> ReceiptSwitches {
         if let known = receiptsCache[conversation] { return known }
-        let on =
-            try Bool.fetchOne(
+        let bits =
+            try Int.fetchOne(
                 db.cachedStatement(
-                    sql: "SELECT receipts_enabled FROM conversation WHERE id = ? AND merged_into IS NULL"),
-                arguments: [StoreCoding.blob(conversation)]) ?? true
-        receiptsCache[conversation] = on
-        return on
+                    sql:
+                        "SELECT receipts_enabled + 2 * read_receipts_enabled FROM conversation WHERE id = ? AND merged_into IS NULL"
+                ),
+                arguments: [StoreCoding.blob(conversation)]) ?? 3
+        let switches = ReceiptSwitches(delivery: bits & 1 != 0, read: bits & 2 != 0)
+        receiptsCache[conversation] = switches
+        return switches
     }
 
     /// The conversation's status marks, read once per transaction.
@@ -125,21 +129,22 @@ final class WriteContext {
     private func putConversation(_ s: StoredConversation) throws {
         let c = s.conversation
         let key = StoreCoding.blob(c.id)
-        receiptsCache[c.id] = c.deliveryReceiptsEnabled
+        receiptsCache[c.id] = c.receiptSwitches
         try db.execute(
             sql: """
-                INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, created_at, metadata, is_synced, last_message_id, total_count, unread_count,
+                INSERT INTO conversation(id, creator, is_distinct, receipts_enabled, read_receipts_enabled, created_at, metadata, is_synced, last_message_id, total_count, unread_count,
                                          node_total, node_unread, node_last_message_id, number_of_messages, number_of_unread)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET creator = excluded.creator, is_distinct = excluded.is_distinct,
-                    receipts_enabled = excluded.receipts_enabled, created_at = excluded.created_at, metadata = excluded.metadata,
+                    receipts_enabled = excluded.receipts_enabled, read_receipts_enabled = excluded.read_receipts_enabled, created_at = excluded.created_at, metadata = excluded.metadata,
                     is_synced = excluded.is_synced, last_message_id = excluded.last_message_id,
                     total_count = excluded.total_count, unread_count = excluded.unread_count,
                     node_total = excluded.node_total, node_unread = excluded.node_unread, node_last_message_id = excluded.node_last_message_id,
                     number_of_messages = excluded.number_of_messages, number_of_unread = excluded.number_of_unread
                 """,
             arguments: [
-                key, c.creator.rawValue, c.isDistinct, c.deliveryReceiptsEnabled, c.createdAt.millisecondsSince1970,
+                key, c.creator.rawValue, c.isDistinct, c.deliveryReceiptsEnabled, c.readReceiptsEnabled,
+                c.createdAt.millisecondsSince1970,
                 StoreCoding.encode(c.metadata), s.isSynced, s.lastMessageID.map(StoreCoding.blob),
                 s.totalMessageCount, s.unreadMessageCount, s.nodeCounts?.messages, s.nodeCounts?.unread,
                 s.nodeCounts?.lastMessageID.map(StoreCoding.blob), s.totalNumberOfMessages,
@@ -275,12 +280,13 @@ final class WriteContext {
 
     /// `message` with every status it carries derived by LaminaMerge from the recorded one and
     /// the conversation's marks (`RecipientStatusLattice.status`), as the local user is shown it
-    /// (`RecipientStatusLattice.reported`: others' statuses are `invalid` when receipts are
-    /// disabled), and whether it is unread (`UnreadCounts.isUnread`).
+    /// (`RecipientStatusLattice.reported`, by the conversation's receipt switches: delivery off,
+    /// `sent` until read; read off, `read` once delivered; both off, `invalid`), and whether it
+    /// is unread (`UnreadCounts.isUnread`).
     func settled(_ stored: StoredMessage) throws -> StoredMessage {
         var out = stored
         let m = stored.message
-        let receipts = try receiptsEnabled(m.conversationID)
+        let receipts = try receiptSwitches(m.conversationID)
         let stamp = MessageStamp(m)
         // The statuses it carries, and those of users with a mark in the conversation.
         let users = Set(m.recipientStatus.keys).union(try marks(m.conversationID).keys)
@@ -290,7 +296,8 @@ final class WriteContext {
                 deliveredUpTo: try statusMark(.delivered, of: user, in: m.conversationID),
                 readUpTo: try statusMark(.read, of: user, in: m.conversationID))
             out.message.recipientStatus[user] = RecipientStatusLattice.reported(
-                status, of: user, viewer: localUser, receiptsEnabled: receipts)
+                status, of: user, viewer: localUser, deliveryReceipts: receipts.delivery,
+                readReceipts: receipts.read)
         }
         out.isUnread = UnreadCounts.isUnread(
             stamp, for: localUser, deleted: false, visible: true, recorded: m.recipientStatus[localUser],

@@ -95,7 +95,8 @@ public enum ChangeDecoder {
                 NodeCounts(
                     messages: Int(clamping: u.messageCount), unread: Int(clamping: u.unreadCount),
                     lastMessageID: u.lastMessageID),
-                isDistinct: u.isDistinct, deliveryReceiptsEnabled: u.deliveryReceiptsEnabled)
+                isDistinct: u.isDistinct, deliveryReceiptsEnabled: u.deliveryReceiptsEnabled,
+                readReceiptsEnabled: u.readReceiptsEnabled)
         case .participantsChanged(let p): .participants(p.conversationID, added: p.added, removed: p.removed)
         case .metadataChanged(let m): .metadata(m.conversationID, path: m.keyPath, value: m.value)
         case .conversationDeleted(let d):

@@ -28,6 +28,12 @@ struct CommandContext {
     /// Besides the sender's own, the uploads a sent message may reference: the Server API's
     /// (content a backend uploaded, owned by ``ServerAPI/contentOwner``).
     var contentOwner: UserID?
+    /// Non-nil while the Server API applies a PATCH: the `Conversation.updated` changes its
+    /// commands make wait here with the index of their operation (``patchOperation``), and go
+    /// out as one event per operation (``flushConversationUpdated(_:)``).
+    var pendingConversationChanges: [(operation: Int, change: WebhookConversationChange)]?
+    /// The PATCH operation whose commands run now.
+    var patchOperation = 0
 
     var origin: NodeID { engine.configuration.nodeID }
 
@@ -91,10 +97,11 @@ struct CommandContext {
         return header
     }
 
-    /// Whom a status change of a conversation reaches: everyone, or only the user's own
-    /// devices when receipts are disabled.
+    /// Whom a status change of a conversation reaches: everyone (each client shows it by the
+    /// conversation's switches, SPEC §6.2), or only the user's own devices when both receipt
+    /// switches are off.
     func statusAudience(_ header: ConversationHeader) -> Set<UserID> {
-        header.deliveryReceiptsEnabled ? header.participants : [user]
+        header.sharesStatuses ? header.participants : [user]
     }
 
     // MARK: Conversations
@@ -347,13 +354,45 @@ struct CommandContext {
     }
 
     /// `conversation.updated` for the webhooks that take it, with the conversation as it is now
-    /// and what changed (nothing is recorded when nothing changed).
-    private func recordConversationUpdated(_ id: ConversationID, _ change: WebhookConversationChange?) throws {
-        guard let change, engine.webhooks.wants(.conversationUpdated), let now = try tx.read.conversation(id) else {
+    /// and what changed (nothing is recorded when nothing changed); while a PATCH operation
+    /// groups its commands (``pendingConversationChanges``), the change waits for its group.
+    private mutating func recordConversationUpdated(_ id: ConversationID, _ change: WebhookConversationChange?) throws {
+        guard let change, engine.webhooks.wants(.conversationUpdated) else { return }
+        if pendingConversationChanges != nil {
+            pendingConversationChanges?.append((patchOperation, change))
             return
         }
+        try recordConversationUpdated(id, changes: [change])
+    }
+
+    private func recordConversationUpdated(_ id: ConversationID, changes: [WebhookConversationChange]) throws {
+        guard !changes.isEmpty, let now = try tx.read.conversation(id) else { return }
         try engine.webhooks.record(.conversationUpdated, actor: user, in: tx, at: self.now) {
-            .conversationUpdate(now.conversation, [change])
+            .conversationUpdate(now.conversation, changes)
+        }
+    }
+
+    /// One `Conversation.updated` per PATCH operation that changed something, in operation
+    /// order, each with its operation's changes: the participant changes of one operation (a
+    /// `set` is an add and a remove, removals run last) become one entry from the first's old
+    /// value to the last's new value.
+    mutating func flushConversationUpdated(_ id: ConversationID) throws {
+        guard let pending = pendingConversationChanges else { return }
+        pendingConversationChanges = nil
+        for operation in Set(pending.map(\.operation)).sorted() {
+            var changes: [WebhookConversationChange] = []
+            var participants: (before: [String], after: [String])?
+            for entry in pending where entry.operation == operation {
+                if case .participants(let before, let after) = entry.change {
+                    participants = (participants?.before ?? before, after)
+                } else {
+                    changes.append(entry.change)
+                }
+            }
+            if let participants, participants.before != participants.after {
+                changes.insert(.participants(before: participants.before, after: participants.after), at: 0)
+            }
+            try recordConversationUpdated(id, changes: changes)
         }
     }
 
@@ -376,8 +415,9 @@ struct CommandContext {
         let event = ChangeEvent.messageCreated(message)
         let recipients = engine.blockLists.recipients(participants, of: message.sender)
         let seqs = try tx.appendMessageCreated(message.id, in: id, to: recipients, kind: event.kind, at: now)
-        // One encoding for every feed, or one per feed when each sees only its own status.
-        let shared = stored.deliveryReceiptsEnabled ? try SharedChangeEvent(event) : nil
+        // One encoding for every feed, or one per feed when each sees only its own status (both
+        // switches off). One switch off shows a new message's statuses (read, sent) as they are.
+        let shared = stored.sharesStatuses ? try SharedChangeEvent(event) : nil
         for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) {
             changes.append(
                 FeedChange(
@@ -499,8 +539,8 @@ struct CommandContext {
 }
 
 extension Message {
-    /// The message as `viewer` is shown it in a conversation with receipts disabled: their own
-    /// status, `invalid` for everyone else (`RecipientStatusLattice.reported`).
+    /// The message as `viewer` is shown it in a conversation with both receipt switches off:
+    /// their own status, `invalid` for everyone else (`RecipientStatusLattice.reported`).
     func reported(to viewer: UserID) -> Message {
         var out = self
         for (user, status) in recipientStatus {

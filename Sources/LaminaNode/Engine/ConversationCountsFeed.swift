@@ -19,6 +19,7 @@ extension CommandContext {
             let event = ConversationUpdated(
                 conversationID: id, isDistinct: header.isDistinct,
                 deliveryReceiptsEnabled: header.deliveryReceiptsEnabled,
+                readReceiptsEnabled: header.readReceiptsEnabled,
                 messageCount: UInt64(counts.messages), unreadCount: UInt64(counts.unread),
                 lastMessageID: counts.lastMessage)
             try emit(.conversationUpdated(event), to: [u], conversation: id)
@@ -44,6 +45,7 @@ extension FeedSnapshot {
                         ConversationUpdated(
                             conversationID: c.conversation.id, isDistinct: c.conversation.isDistinct,
                             deliveryReceiptsEnabled: c.conversation.deliveryReceiptsEnabled,
+                            readReceiptsEnabled: c.conversation.readReceiptsEnabled,
                             messageCount: UInt64(c.counts.messages), unreadCount: UInt64(c.counts.unread),
                             lastMessageID: c.counts.lastMessage))))
         }

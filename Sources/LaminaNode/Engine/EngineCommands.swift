@@ -119,7 +119,7 @@ extension NodeEngine {
     func command(
         _ frame: Frame, as user: UserID, key: IdempotencyKey, digest: [UInt8], now: Timestamp,
         in tx: StorageTransaction, pushOverrides: [UserID: PushConfiguration] = [:], contentOwner: UserID? = nil,
-        after: ((inout CommandContext, Ack) throws -> Void)? = nil
+        patchOperation: Int? = nil, after: ((inout CommandContext, Ack) throws -> Void)? = nil
     ) throws -> CommandResult {
         // A send is checked for a retry only when it fails (its id is taken, or the
         // conversation changed since): a new message costs no lookup.
@@ -130,6 +130,11 @@ extension NodeEngine {
         var context = CommandContext(tx: tx, user: user, engine: self, now: now)
         context.pushOverrides = pushOverrides
         context.contentOwner = contentOwner
+        if let patchOperation {
+            // A PATCH's commands: their webhook changes wait for the whole PATCH (`after` flushes).
+            context.pendingConversationChanges = []
+            context.patchOperation = patchOperation
+        }
         let ack: Ack
         do {
             ack = try context.apply(frame, digest: digest)

@@ -33,6 +33,9 @@ enum FeedCoding {
         if !features.contains(.identities) { changes = changes.filter { $0.event.kind != 12 } }
         if !features.contains(.blockLists) { changes = changes.filter { $0.event.kind != 13 } }
         if !features.contains(.following) { changes = changes.filter { $0.event.kind != 15 } }
+        if !features.contains(.receiptSwitches) {
+            changes = changes.map { $0.withSingleReceiptsFlag }
+        }
         guard features.contains(.changeBatches) else { return changes.map { .change($0) } }
         var frames: [Frame] = []
         var current: [Change] = []

@@ -76,6 +76,10 @@ extension CommandContext {
                 try tx.setPushToken(nil, user: r.user, device: r.device.uuidString.lowercased(), at: now)
             }
             return nil
+        case .suspension(let s):
+            // The sessions end through the suspending node's own revocation (kind 67).
+            try tx.setSuspended(s.suspended, user: s.user, at: now)
+            return nil
         }
     }
 }

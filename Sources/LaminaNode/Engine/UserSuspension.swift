@@ -8,11 +8,19 @@ import LaminaWire
 /// `session-revoked`. They stay participants of their conversations; the backend can still act
 /// for them. Unsuspended, they log in again.
 extension NodeEngine {
-    /// Suspends or unsuspends `user`; whether that changed anything. Suspending revokes their
-    /// sessions (replicated like `DELETE /users/:id/sessions`).
+    /// Suspends or unsuspends `user`; whether that changed anything. The change replicates to
+    /// peers (REPLICATE kind 70, a last-writer-wins register per user, SPEC §6.5). Suspending
+    /// revokes their sessions (replicated like `DELETE /users/:id/sessions`).
     @discardableResult
     func setSuspended(_ suspended: Bool, user: UserID) async throws -> Bool {
-        let changed = try await store.write { tx in try tx.setSuspended(suspended, user: user, at: .now()) }
+        let changed = try await store.write { [self] tx in
+            let changed = try tx.setSuspended(suspended, user: user, at: .now())
+            if changed {
+                try recordUserState(.suspension(SuspensionChange(user: user, suspended: suspended)), in: tx)
+            }
+            return changed
+        }
+        if changed { replicationSignal.notify() }
         if suspended { try await revokeSessions(of: user) }
         return changed
     }

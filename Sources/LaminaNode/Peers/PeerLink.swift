@@ -346,7 +346,9 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
                 s.unacknowledged += 1
                 s.sent += operations.count
             }
-            send([.replicate(Replicate(operations: operations))])
+            // A peer without the receipt switches (an older node) reads the old single flag.
+            let switches = state.withLockedValue { $0.remote?.features.contains(.receiptSwitches) ?? false }
+            send([.replicate(Replicate(operations: switches ? operations : operations.map(\.withSingleReceiptsFlag)))])
         }
     }
 

@@ -20,9 +20,22 @@ enum ConversationPatch {
     static func frames(_ operations: [JSONValue], on conversation: Conversation) throws(ServerAPIError) -> (
         frames: [Frame], participants: Set<UserID>
     ) {
+        let (tagged, participants) = try taggedFrames(operations, on: conversation)
+        return (tagged.map(\.frame), participants)
+    }
+
+    /// ``frames(_:on:)`` with the index of the operation each command comes from (an operation
+    /// may need several: a `set` of participants adds and removes, a `set` of the whole
+    /// metadata sets and deletes keys).
+    static func taggedFrames(_ operations: [JSONValue], on conversation: Conversation) throws(ServerAPIError) -> (
+        frames: [(operation: Int, frame: Frame)], participants: Set<UserID>
+    ) {
         let id = conversation.id
         var participants = conversation.participants
-        var frames: [Frame] = []
+        // The top-level metadata keys as the operations so far leave them (a `set` of the
+        // whole metadata deletes those it does not name, also ones an earlier operation set).
+        var metadataKeys = Set(conversation.metadata.values.keys)
+        var frames: [(operation: Int, frame: Frame)] = []
         for (index, raw) in operations.enumerated() {
             guard let op = raw.object else { throw .invalidProperty("[\(index)]", "each operation must be an object") }
             guard let operation = op["operation"]?.string else { throw .missingProperty("[\(index)].operation") }
@@ -46,38 +59,56 @@ enum ConversationPatch {
                 }
                 if !add.isEmpty {
                     frames.append(
-                        .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: add)))
+                        (
+                            index,
+                            .addParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: add))
+                        ))
                 }
                 if !remove.isEmpty {
                     frames.append(
-                        .removeParticipants(ParticipantsUpdate(requestID: UUID(), conversationID: id, users: remove)))
+                        (
+                            index,
+                            .removeParticipants(
+                                ParticipantsUpdate(requestID: UUID(), conversationID: id, users: remove))
+                        ))
                 }
                 participants.formUnion(add)
                 participants.subtract(remove)
             case ("set", let p) where p.hasPrefix("metadata."):
                 let path = try keyPath(String(p.dropFirst("metadata.".count)), index)
+                if let top = path.components.first { metadataKeys.insert(top) }
                 guard let value = op["value"] else { throw .missingProperty("[\(index)].value") }
                 let v = try ServerAPIRepresentation.metadataValue(value, property: "[\(index)].value")
-                frames.append(.setMetadata(SetMetadata(requestID: UUID(), conversationID: id, keyPath: path, value: v)))
+                frames.append(
+                    (index, .setMetadata(SetMetadata(requestID: UUID(), conversationID: id, keyPath: path, value: v))))
             case ("set", "metadata"):
                 guard let object = op["value"]?.object else {
                     throw .invalidProperty("[\(index)].value", "metadata must be set to an object")
                 }
-                for key in conversation.metadata.values.keys where object[key] == nil {
+                for key in metadataKeys.sorted() where object[key] == nil {
                     frames.append(
-                        .deleteMetadata(
-                            DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: try keyPath(key, index))))
+                        (
+                            index,
+                            .deleteMetadata(
+                                DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: try keyPath(key, index)))
+                        ))
                 }
                 for (key, item) in object.sorted(by: { $0.key < $1.key }) {
                     let v = try ServerAPIRepresentation.metadataValue(item, property: "[\(index)].value.\(key)")
                     frames.append(
-                        .setMetadata(
-                            SetMetadata(
-                                requestID: UUID(), conversationID: id, keyPath: try keyPath(key, index), value: v)))
+                        (
+                            index,
+                            .setMetadata(
+                                SetMetadata(
+                                    requestID: UUID(), conversationID: id, keyPath: try keyPath(key, index), value: v))
+                        ))
                 }
+                metadataKeys = Set(object.keys)
             case ("delete", let p) where p.hasPrefix("metadata."):
                 let path = try keyPath(String(p.dropFirst("metadata.".count)), index)
-                frames.append(.deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: path)))
+                if path.components.count == 1 { metadataKeys.remove(path.components[0]) }
+                frames.append(
+                    (index, .deleteMetadata(DeleteMetadata(requestID: UUID(), conversationID: id, keyPath: path))))
             default:
                 throw .invalidProperty("[\(index)]", "unknown operation \(operation) on \(property)")
             }
@@ -86,8 +117,8 @@ enum ConversationPatch {
             throw .invalidProperty("participants", "a conversation keeps at least one participant")
         }
         let ordered =
-            frames.filter { if case .removeParticipants = $0 { false } else { true } }
-            + frames.filter { if case .removeParticipants = $0 { true } else { false } }
+            frames.filter { if case .removeParticipants = $0.frame { false } else { true } }
+            + frames.filter { if case .removeParticipants = $0.frame { true } else { false } }
         return (ordered, participants)
     }
 

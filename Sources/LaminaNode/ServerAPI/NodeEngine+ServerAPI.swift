@@ -21,7 +21,7 @@ extension NodeEngine {
     /// conversation created by the backend reaches every participant at once).
     func runServerAPICommand(
         _ frame: Frame, as user: UserID, pushOverrides: [UserID: PushConfiguration] = [:], contentOwner: UserID? = nil,
-        after: (@Sendable (inout CommandContext, Ack) throws -> Void)? = nil
+        patchOperation: Int? = nil, after: (@Sendable (inout CommandContext, Ack) throws -> Void)? = nil
     ) async throws -> ServerAPICommandResult {
         guard let id = frame.commandID else { throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command") }
         guard !isShuttingDown.withLockedValue({ $0 }) else {
@@ -33,7 +33,7 @@ extension NodeEngine {
         let result = try await store.write { [self] tx -> CommandResult in
             try command(
                 frame, as: user, key: key, digest: digest, now: now, in: tx, pushOverrides: pushOverrides,
-                contentOwner: contentOwner, after: after)
+                contentOwner: contentOwner, patchOperation: patchOperation, after: after)
         }
         switch result {
         case .applied(let ack, let changes):

@@ -120,15 +120,23 @@ extension ServerAPI {
         try ConversationPatch.checkContentType(r.http.headers["content-type"])
         let operations = try ServerAPIJSON.array(r.http.body)
         let stored = try await liveConversation(try r.conversationID())
-        let (ordered, participants) = try ConversationPatch.frames(operations, on: stored.conversation)
+        let (ordered, participants) = try ConversationPatch.taggedFrames(operations, on: stored.conversation)
         // The actor stays a participant through every operation (removals go last).
         let actor =
             participants.intersection(stored.conversation.participants).sorted().first
             ?? Self.actor(of: stored.conversation)
         if let first = ordered.first {
             let rest = Array(ordered.dropFirst())
-            _ = try await engine.runServerAPICommand(first, as: actor) { context, _ in
-                for frame in rest { _ = try context.apply(frame) }
+            let id = stored.conversation.id
+            // One `Conversation.updated` per operation (WEBHOOKS.md), however many commands it takes.
+            _ = try await engine.runServerAPICommand(
+                first.frame, as: actor, patchOperation: first.operation
+            ) { context, _ in
+                for (operation, frame) in rest {
+                    context.patchOperation = operation
+                    _ = try context.apply(frame)
+                }
+                try context.flushConversationUpdated(id)
             }
         }
         return HTTPResponse(status: 204)

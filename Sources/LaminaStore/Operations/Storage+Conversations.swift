@@ -100,12 +100,13 @@ extension StorageTransaction {
         try db.run(
             """
             INSERT INTO conversations (id, creator, is_distinct, participant_set_key, delivery_receipts_enabled,
-                created_at, origin_node, hlc_physical, hlc_logical, hlc_node)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                read_receipts_enabled, created_at, origin_node, hlc_physical, hlc_logical, hlc_node)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 id, conversation.creator.rawValue, distinct, Self.participantSetKey(conversation.participants),
-                conversation.deliveryReceiptsEnabled, conversation.createdAt.millisecondsSince1970,
+                conversation.deliveryReceiptsEnabled, conversation.readReceiptsEnabled,
+                conversation.createdAt.millisecondsSince1970,
                 Columns.node(origin), p, l, n,
             ]
         )
@@ -386,6 +387,7 @@ extension StorageReader {
             isDistinct: row["is_distinct"],
             metadata: try metadata(of: id),
             deliveryReceiptsEnabled: row["delivery_receipts_enabled"],
+            readReceiptsEnabled: row["read_receipts_enabled"] as Bool,
             createdAt: try Columns.timestamp(row, "created_at"),
             creator: try Columns.user(row, "creator")
         )
@@ -417,14 +419,18 @@ package struct ConversationHeader: Hashable, Sendable {
     package var isLive: Bool
     package var isDistinct: Bool
     package var deliveryReceiptsEnabled: Bool
+    package var readReceiptsEnabled: Bool
     /// The current participants.
     package var participants: Set<UserID>
     /// Every user who ever took part, with their standing.
     package var states: [UserID: ParticipantState]
 
     package var participantLimit: Int {
-        Conversation.participantLimit(deliveryReceiptsEnabled: deliveryReceiptsEnabled)
+        Conversation.participantLimit(readReceiptsEnabled: readReceiptsEnabled)
     }
+
+    /// Whether any recipient status is shared with the other participants (SPEC §6.2).
+    package var sharesStatuses: Bool { deliveryReceiptsEnabled || readReceiptsEnabled }
 }
 
 extension StorageReader {
@@ -447,9 +453,9 @@ extension StorageReader {
         guard let row = rows.first else { return nil }
         var states: [UserID: ParticipantState] = [:]
         var participants = Set<UserID>()
-        for p in rows where !p.isNull(o + 4) {
-            let user = try Columns.user(p, o + 4)
-            let state = ParticipantState(isMember: p[o + 5], since: try Columns.hlc(p, from: o + 6))
+        for p in rows where !p.isNull(o + 5) {
+            let user = try Columns.user(p, o + 5)
+            let state = ParticipantState(isMember: p[o + 6], since: try Columns.hlc(p, from: o + 7))
             states[user] = state
             if state.isMember { participants.insert(user) }
         }
@@ -457,7 +463,7 @@ extension StorageReader {
         let deleted: Bool = row[o + 3]
         return ConversationHeader(
             id: id, isLive: merged == nil && !deleted, isDistinct: row[o + 0], deliveryReceiptsEnabled: row[o + 1],
-            participants: participants, states: states)
+            readReceiptsEnabled: row[o + 4], participants: participants, states: states)
     }
 
     /// Several writers: locks the rows of the conversations `ids` (those that exist) in id
@@ -494,14 +500,14 @@ extension StorageReader {
 /// The statement that reads a conversation's header, and (several writers) locks its row.
 enum ConversationHeaderSQL {
     static let plain = """
-        SELECT c.is_distinct, c.delivery_receipts_enabled, c.merged_into, c.deleted,
+        SELECT c.is_distinct, c.delivery_receipts_enabled, c.merged_into, c.deleted, c.read_receipts_enabled,
             p.user_id, p.is_member, p.hlc_physical, p.hlc_logical, p.hlc_node
         FROM conversations c LEFT JOIN participants p ON p.conversation_id = c.id WHERE c.id = ?
         """
     static let locking = plain + " FOR UPDATE OF c"
     /// The headers of the conversations in a JSON array of hex ids, their rows locked in id order.
     static let lockingMany = """
-        SELECT c.id, c.is_distinct, c.delivery_receipts_enabled, c.merged_into, c.deleted,
+        SELECT c.id, c.is_distinct, c.delivery_receipts_enabled, c.merged_into, c.deleted, c.read_receipts_enabled,
             p.user_id, p.is_member, p.hlc_physical, p.hlc_logical, p.hlc_node
         FROM conversations c LEFT JOIN participants p ON p.conversation_id = c.id
         WHERE c.id IN (SELECT decode(x, 'hex') FROM jsonb_array_elements_text(CAST(? AS jsonb)) AS x)

@@ -12,12 +12,12 @@ extension StorageReader {
     package func replicatedStates() throws(StorageError) -> [(ConversationID, String)] {
         var out: [(ConversationID, String)] = []
         for row in try db.rows(
-            "SELECT id, is_distinct, delivery_receipts_enabled, merged_into, deleted, creator, hlc_physical, hlc_logical, hlc_node FROM conversations ORDER BY id"
+            "SELECT id, is_distinct, delivery_receipts_enabled, read_receipts_enabled, merged_into, deleted, creator, hlc_physical, hlc_logical, hlc_node FROM conversations ORDER BY id"
         ) {
             let idBlob: Data = row["id"]
             let id = ConversationID(uuid: try Columns.uuid(idBlob, column: "id"))
             var text =
-                "c \(idBlob.hex) d\(row["is_distinct"] as Int64) r\(row["delivery_receipts_enabled"] as Int64) x\(row["deleted"] as Int64)"
+                "c \(idBlob.hex) d\(row["is_distinct"] as Int64) r\(row["delivery_receipts_enabled"] as Int64)\(row["read_receipts_enabled"] as Int64) x\(row["deleted"] as Int64)"
             text +=
                 " by \(row["creator"] as String) at \(row["hlc_physical"] as Int64).\(row["hlc_logical"] as Int64).\(row["hlc_node"] as Int64)"
             if row["merged_into"] as Data? != nil {

@@ -389,18 +389,21 @@ struct MessageStatuses {
 
     struct ConversationStatusSlice {
         var participants: Set<UserID>
-        var receiptsEnabled: Bool
+        var deliveryReceipts: Bool
+        var readReceipts: Bool
         var delivered: [UserID: MessagePosition]
         var read: [UserID: MessagePosition]
     }
 
     mutating func slice(of conversation: ConversationID) throws(StorageError) -> ConversationStatusSlice {
         if let cached = conversations[conversation] { return cached }
-        let receipts = try reader.db.int64(
-            "SELECT delivery_receipts_enabled FROM conversations WHERE id = ?", [Columns.blob(conversation.uuid)])
+        let switches = try reader.db.int64(
+            "SELECT delivery_receipts_enabled + 2 * read_receipts_enabled FROM conversations WHERE id = ?",
+            [Columns.blob(conversation.uuid)])
         let slice = ConversationStatusSlice(
             participants: try reader.participants(of: conversation),
-            receiptsEnabled: receipts != 0,
+            deliveryReceipts: switches.map { $0 & 1 != 0 } ?? true,
+            readReceipts: switches.map { $0 & 2 != 0 } ?? true,
             delivered: try reader.markers(StatusMarker.delivered.rawValue, of: conversation),
             read: try reader.markers(StatusMarker.read.rawValue, of: conversation)
         )
@@ -456,7 +459,8 @@ struct MessageStatuses {
             statuses[user] =
                 viewer.map {
                     RecipientStatusLattice.reported(
-                        status, of: user, viewer: $0, receiptsEnabled: slice.receiptsEnabled)
+                        status, of: user, viewer: $0, deliveryReceipts: slice.deliveryReceipts,
+                        readReceipts: slice.readReceipts)
                 } ?? status
         }
         let sentAt = row.int64(offset + 6)

@@ -16,6 +16,7 @@ extension UserStateChange {
         case .sessionsRevoked(let user): (Int64(kind), user.rawValue)
         // One per device (a user id has no NUL; the device is a UUID).
         case .pushRegistration(let r): (Int64(kind), "\(r.user.rawValue)\u{0}\(r.device.uuidString.lowercased())")
+        case .suspension(let s): (Int64(kind), s.user.rawValue)
         }
     }
 }
@@ -71,6 +72,9 @@ extension StorageReader {
         }
         for row in try db.rows("SELECT user_id, external_unread_count FROM badges ORDER BY user_id") {
             text += "u \(row["user_id"] as String) \(row["external_unread_count"] as Int64)\n"
+        }
+        for row in try db.rows("SELECT user_id FROM user_suspensions ORDER BY user_id") {
+            text += "s \(row["user_id"] as String)\n"
         }
         return text
     }
