@@ -18,8 +18,10 @@ import Testing
         var clients: [SyncTestClient] = []
         for user in others { clients.append(try await second.session(user, device: UUID())) }
         let conversation = try await MessagingTests.conversation(alice, with: Set(others + ["alice"]))
-        // Every session has the conversation (its read done) before counting.
-        for client in clients { _ = try await client.change { $0.seq > 0 } }
+        // A first message (it also brings the conversation to the others) reached every session
+        // before counting.
+        let (opening, _) = try await MessagingTests.send(alice, conversation, "opening")
+        for client in clients { _ = try await client.message(opening) }
         let notifications = { second.server.store.postgresStatistics?.feedNotificationsReceived ?? 0 }
         let notificationsBefore = notifications()
         let countsBefore = second.server.engine.remoteFeedReadCounts
@@ -30,7 +32,8 @@ import Testing
             for id in sent { _ = try await client.message(id) }
             let live = client.seenChanges.filter { $0.seq > 0 }
             #expect(live.map(\.seq) == Array(1...UInt64(live.count)), "\(user): every entry once, in order")
-            #expect(SharedPostgresNodesTests.messages(live) == sent, "\(user): every message once, in order")
+            #expect(
+                SharedPostgresNodesTests.messages(live) == [opening] + sent, "\(user): every message once, in order")
         }
 
         let counts = second.server.engine.remoteFeedReadCounts

@@ -53,8 +53,9 @@ extension StorageReader {
         guard db.dialect == .postgres else {
             var out: [UserID: [FeedEntry]] = [:]
             for range in wanted {
-                out[range.user] = try feed(of: range.user, after: range.after, limit: Int(range.through - range.after))
+                let entries = try feed(of: range.user, after: range.after, limit: Int(range.through - range.after))
                     .filter { $0.seq <= range.through }
+                if !entries.isEmpty { out[range.user] = entries }
             }
             return out
         }
