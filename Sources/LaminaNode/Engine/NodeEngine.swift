@@ -38,6 +38,8 @@ public final class NodeEngine: Sendable {
     public static let presenceChoicesPerSecond = 2.0
     /// SPEC §6.6: the burst of SET_PRESENCE a user's devices may send together.
     public static let presenceChoiceBurst = 10.0
+    /// Feed heads other nodes announced on the shared store, read here once for all sessions.
+    let remoteFeeds = RemoteFeedReads()
     /// Moves after every commit that may have grown the replication log (peer links wait on it).
     let replicationSignal = ReplicationSignal()
     /// Moves after a commit of replicated messages that reference rich content this node may
