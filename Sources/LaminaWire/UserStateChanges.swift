@@ -3,7 +3,8 @@ import LaminaModel
 import NIOCore
 
 /// State about users, outside conversations, that peers replicate (SPEC §6.5): what the Server
-/// API sets. Kinds 64...67 of a replicated operation's event; never in a client's feed.
+/// API sets, and whom users follow. Kinds 64...68 and 70 of a replicated operation's event;
+/// never in a client's feed.
 /// Each is a last-writer-wins register, decided by the operation's HLC reading.
 public enum UserStateChange: Hashable, Sendable {
     /// kind 64: `user`'s identity as the Server API set it, or deleted (`identity` nil).
@@ -17,6 +18,8 @@ public enum UserStateChange: Hashable, Sendable {
     /// kind 68: a device registered (or removed) its push token on a node, which now holds
     /// that device's pushes; the other nodes drop their registration of it (SPEC §5.9).
     case pushRegistration(PushRegistrationChange)
+    /// kind 70: `follower` follows `followed` explicitly, or no longer does (SPEC §6.7).
+    case follow(FollowChange)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -26,11 +29,12 @@ public enum UserStateChange: Hashable, Sendable {
         case .badge: 66
         case .sessionsRevoked: 67
         case .pushRegistration: 68
+        case .follow: 70
         }
     }
 
-    /// The kinds this enum encodes.
-    public static let kinds: ClosedRange<UInt8> = 64...68
+    /// The kinds this enum encodes (69 is a distinct creation, ``DistinctCreation``).
+    public static let kinds: Set<UInt8> = [64, 65, 66, 67, 68, 70]
 }
 
 /// kind 64: an identity set or deleted.
@@ -74,6 +78,18 @@ public struct BlockChange: Hashable, Sendable {
     }
 }
 
+/// kind 70: `| follower (user id) | followed (user id) | following (bool) |`.
+public struct FollowChange: Hashable, Sendable {
+    public var follower: UserID
+    public var followed: UserID
+    public var following: Bool
+    public init(follower: UserID, followed: UserID, following: Bool) {
+        self.follower = follower
+        self.followed = followed
+        self.following = following
+    }
+}
+
 /// kind 66: `| user id | external unread count (varint) |`.
 public struct BadgeChange: Hashable, Sendable {
     public var user: UserID
@@ -98,8 +114,8 @@ public struct PushRegistrationChange: Hashable, Sendable {
 }
 
 /// What a replicated operation did: a change of a conversation (the feed's events, §6.4) or of
-/// a user's state (kinds 64...68), or a distinct conversation's creation with what its origin
-/// had seen (kind 69).
+/// a user's state (kinds 64...68 and 70), or a distinct conversation's creation with what its
+/// origin had seen (kind 69).
 public enum ReplicatedEvent: Hashable, Sendable {
     case change(ChangeEvent)
     case user(UserStateChange)
@@ -178,6 +194,10 @@ extension UserStateChange {
             try b.writeUserID(r.user)
             b.writeUUID(r.device)
             b.writeInteger(r.node.rawValue, as: UInt64.self)
+        case .follow(let f):
+            try b.writeUserID(f.follower)
+            try b.writeUserID(f.followed)
+            b.writeBool(f.following)
         }
     }
 
@@ -201,6 +221,11 @@ extension UserStateChange {
             let device = try b.readUUID("the device id")
             return .pushRegistration(
                 PushRegistrationChange(user: user, device: device, node: NodeID(try b.readU64("the node id"))))
+        case 70:
+            let follower = try b.readUserID(limits)
+            let followed = try b.readUserID(limits)
+            return .follow(
+                FollowChange(follower: follower, followed: followed, following: try b.readBool("the following flag")))
         default:
             throw WireError(.malformed, "unknown user-state kind \(kind)")
         }

@@ -456,6 +456,7 @@ extension ReplicatedEvent {
         case .user(.badge(let b)): b.user
         case .user(.sessionsRevoked(let user)): user
         case .user(.pushRegistration(let r)): r.user
+        case .user(.follow(let f)): f.follower
         case .distinctCreation(let d): d.conversation.creator
         }
     }

@@ -16,6 +16,9 @@ extension UserStateChange {
         case .sessionsRevoked(let user): (Int64(kind), user.rawValue)
         // One per device (a user id has no NUL; the device is a UUID).
         case .pushRegistration(let r): (Int64(kind), "\(r.user.rawValue)\u{0}\(r.device.uuidString.lowercased())")
+        // One per follower and followed, keyed as a block is.
+        case .follow(let f):
+            (Int64(kind), "\(f.follower.rawValue.utf8.count):\(f.follower.rawValue)\(f.followed.rawValue)")
         }
     }
 }
@@ -50,7 +53,7 @@ extension StorageReader {
         return try Columns.hlc(row, "hlc")
     }
 
-    /// The replicated state about users in one canonical text (identities, blocks, badges),
+    /// The replicated state about users in one canonical text (identities, blocks, badges, follows),
     /// equal on nodes that hold the same operations (part of the convergence digest).
     package func replicatedUserState() throws(StorageError) -> String {
         var text = ""
@@ -71,6 +74,9 @@ extension StorageReader {
         }
         for row in try db.rows("SELECT user_id, external_unread_count FROM badges ORDER BY user_id") {
             text += "u \(row["user_id"] as String) \(row["external_unread_count"] as Int64)\n"
+        }
+        for row in try db.rows("SELECT follower, followed FROM follows ORDER BY follower, followed") {
+            text += "f \(row["follower"] as String) \(row["followed"] as String)\n"
         }
         return text
     }
