@@ -44,7 +44,7 @@ import Testing
         #expect(status == 0, "\(text.suffix(2000))")
         let rows = text.split(separator: "\n").filter { $0.hasPrefix("ok ") }
         // 116, and issue 36's: SET_PRESENCE (5 rows), FOLLOW_USER (4), PEER_PRESENCE (3).
-        #expect(rows.count == 130)
+        #expect(rows.count == 134)
         #expect(text.contains("ok   authenticated | SET_PRESENCE (away) | ACK | ACK"))
         #expect(text.contains("ok   authenticated | FOLLOW_USER (unfollow, not followed) | ACK | ACK"))
         // A few rows the text pins, as printed.

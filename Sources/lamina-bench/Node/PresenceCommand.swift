@@ -148,7 +148,7 @@ struct PresenceCommand: AsyncParsableCommand {
         )
 
         // Storm: every session drops and every user logs in again at once, while a canary sends.
-        let canaryUser = try UserID("canary")
+        let canaryUser: UserID = "canary"
         let canaryClient = try await BenchSyncClient.connect(url: node.url, tls: tls, group: group)
         try await canaryClient.login(user: canaryUser, device: UUID(), dev: node.dev, cursor: 0)
         let conversation = ConversationID.random()
