@@ -8,11 +8,18 @@ public struct UserIdentity: Hashable, Sendable {
     public var userID: UserID
     public var values: [String: String]
     public var metadata: [String: String]
+    /// The user's presence and when they were last seen, as a device last learned it (SPEC
+    /// §6.6; Layer's `identity.presence`); nil when none arrived. Not part of what the Server
+    /// API sets: the SDK fills it in when it shows an identity.
+    public var presence: Presence?
 
-    public init(userID: UserID, values: [String: String] = [:], metadata: [String: String] = [:]) {
+    public init(
+        userID: UserID, values: [String: String] = [:], metadata: [String: String] = [:], presence: Presence? = nil
+    ) {
         self.userID = userID
         self.values = values
         self.metadata = metadata
+        self.presence = presence
     }
 
     public var displayName: String? { values["display_name"] }
@@ -21,4 +28,6 @@ public struct UserIdentity: Hashable, Sendable {
     public var lastName: String? { values["last_name"] }
     public var emailAddress: String? { values["email_address"] }
     public var phoneNumber: String? { values["phone_number"] }
+    /// When the user was last seen connected and visible (with ``presence``).
+    public var lastSeenAt: Timestamp? { presence?.lastSeenAt }
 }

@@ -48,6 +48,8 @@ public enum Frame: Hashable, Sendable {
     case replicate(Replicate)
     case peerAck(PeerAck)
     case peerPresence(PeerPresence)
+    case peerPresenceRelayed(PeerPresenceRelayed)
+    case peerPresenceWithdrawn(PeerPresenceWithdrawn)
 
     /// The frame's type number.
     public var type: FrameType {
@@ -90,6 +92,8 @@ public enum Frame: Hashable, Sendable {
         case .replicate: .replicate
         case .peerAck: .peerAck
         case .peerPresence: .peerPresence
+        case .peerPresenceRelayed: .peerPresenceRelayed
+        case .peerPresenceWithdrawn: .peerPresenceWithdrawn
         }
     }
 }
@@ -208,6 +212,8 @@ extension Frame {
         case .replicate(let f): try f.encode(into: &b)
         case .peerAck(let f): try f.encode(into: &b)
         case .peerPresence(let f): try f.encode(into: &b)
+        case .peerPresenceRelayed(let f): try f.encode(into: &b)
+        case .peerPresenceWithdrawn(let f): try f.encode(into: &b)
         }
     }
 
@@ -255,6 +261,8 @@ extension Frame {
         case .replicate: frame = .replicate(try Replicate.decode(from: &b, limits))
         case .peerAck: frame = .peerAck(try PeerAck.decode(from: &b, limits))
         case .peerPresence: frame = .peerPresence(try PeerPresence.decode(from: &b, limits))
+        case .peerPresenceRelayed: frame = .peerPresenceRelayed(try PeerPresenceRelayed.decode(from: &b, limits))
+        case .peerPresenceWithdrawn: frame = .peerPresenceWithdrawn(try PeerPresenceWithdrawn.decode(from: &b, limits))
         }
         // SPEC §2.4: "A payload MUST be consumed exactly by its fields."
         guard b.readableBytes == 0 else {

@@ -43,6 +43,8 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case replicate = 0x0403
     case peerAck = 0x0404
     case peerPresence = 0x0405
+    case peerPresenceRelayed = 0x0406
+    case peerPresenceWithdrawn = 0x0407
 
     /// The type's name in the spec and in the vectors' readable form.
     public var name: String {
@@ -85,6 +87,8 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .replicate: "replicate"
         case .peerAck: "peer-ack"
         case .peerPresence: "peer-presence"
+        case .peerPresenceRelayed: "peer-presence-relayed"
+        case .peerPresenceWithdrawn: "peer-presence-withdrawn"
         }
     }
 
@@ -105,7 +109,8 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .authenticated: fixed = 12_288
         case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage,
             .updateMessageParts,
-            .change, .changeBatch, .versionVector, .replicate, .peerAck, .peerPresence:
+            .change, .changeBatch, .versionVector, .replicate, .peerAck, .peerPresence, .peerPresenceRelayed,
+            .peerPresenceWithdrawn:
             return max(0, limits.maxFrameSize)
         }
         return min(fixed, max(0, limits.maxFrameSize))

@@ -191,17 +191,27 @@ extension Frame {
         case .peerAck(let f):
             o["counters"] = .vector(f.vector)
         case .peerPresence(let f):
-            o["reports"] = .array(
-                f.entries.map { e in
-                    .object([
-                        "user": .string(e.user.rawValue), "devices": .number(Int64(e.devices)),
-                        "choice": e.choice.map { .object(["status": .string($0.status.name), "at": .hlc($0.at)]) }
-                            ?? .null,
-                        "at": .hlc(e.at),
-                    ])
-                })
+            o["reports"] = Frame.reports(f.entries)
+        case .peerPresenceRelayed(let f):
+            o["origin"] = .u64(f.origin.rawValue)
+            o["reports"] = Frame.reports(f.entries)
+        case .peerPresenceWithdrawn(let f):
+            o["origins"] = .array(f.origins.map { .u64($0.rawValue) })
         }
         return .object(o)
+    }
+
+    /// PEER_PRESENCE's and PEER_PRESENCE_RELAYED's reports.
+    static func reports(_ entries: [PeerPresence.Entry]) -> WireJSON {
+        .array(
+            entries.map { e in
+                .object([
+                    "user": .string(e.user.rawValue), "devices": .number(Int64(e.devices)),
+                    "choice": e.choice.map { .object(["status": .string($0.status.name), "at": .hlc($0.at)]) }
+                        ?? .null,
+                    "at": .hlc(e.at),
+                ])
+            })
     }
 }
 
@@ -318,6 +328,11 @@ extension WireJSON {
                 o["kind"] = .string("suspension")
                 o["user"] = .string(s.user.rawValue)
                 o["suspended"] = .bool(s.suspended)
+            case .follow(let f):
+                o["kind"] = .string("follow")
+                o["follower"] = .string(f.follower.rawValue)
+                o["followed"] = .string(f.followed.rawValue)
+                o["following"] = .bool(f.following)
             }
             return .object(o)
         }

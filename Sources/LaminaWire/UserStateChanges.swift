@@ -3,7 +3,8 @@ import LaminaModel
 import NIOCore
 
 /// State about users, outside conversations, that peers replicate (SPEC §6.5): what the Server
-/// API sets. Kinds 64...67 of a replicated operation's event; never in a client's feed.
+/// API sets, and whom users follow. Kinds 64...68 and 70 of a replicated operation's event;
+/// never in a client's feed.
 /// Each is a last-writer-wins register, decided by the operation's HLC reading.
 public enum UserStateChange: Hashable, Sendable {
     /// kind 64: `user`'s identity as the Server API set it, or deleted (`identity` nil).
@@ -19,6 +20,8 @@ public enum UserStateChange: Hashable, Sendable {
     case pushRegistration(PushRegistrationChange)
     /// kind 70: `user` is suspended (cannot log in) or no longer is.
     case suspension(SuspensionChange)
+    /// kind 71: `follower` follows `followed` explicitly, or no longer does (SPEC §6.7).
+    case follow(FollowChange)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -29,11 +32,12 @@ public enum UserStateChange: Hashable, Sendable {
         case .sessionsRevoked: 67
         case .pushRegistration: 68
         case .suspension: 70
+        case .follow: 71
         }
     }
 
     /// The kinds this enum encodes (69 is a distinct creation, ``DistinctCreation``).
-    public static func isUserStateKind(_ kind: UInt8) -> Bool { (64...68).contains(kind) || kind == 70 }
+    public static func isUserStateKind(_ kind: UInt8) -> Bool { (64...68).contains(kind) || kind == 70 || kind == 71 }
 }
 
 /// kind 70: `| user id | suspended (bool) |`.
@@ -87,6 +91,18 @@ public struct BlockChange: Hashable, Sendable {
     }
 }
 
+/// kind 71: `| follower (user id) | followed (user id) | following (bool) |`.
+public struct FollowChange: Hashable, Sendable {
+    public var follower: UserID
+    public var followed: UserID
+    public var following: Bool
+    public init(follower: UserID, followed: UserID, following: Bool) {
+        self.follower = follower
+        self.followed = followed
+        self.following = following
+    }
+}
+
 /// kind 66: `| user id | external unread count (varint) |`.
 public struct BadgeChange: Hashable, Sendable {
     public var user: UserID
@@ -111,8 +127,8 @@ public struct PushRegistrationChange: Hashable, Sendable {
 }
 
 /// What a replicated operation did: a change of a conversation (the feed's events, §6.4) or of
-/// a user's state (kinds 64...68), or a distinct conversation's creation with what its origin
-/// had seen (kind 69).
+/// a user's state (kinds 64...68, 70 and 71), or a distinct conversation's creation with what its
+/// origin had seen (kind 69).
 public enum ReplicatedEvent: Hashable, Sendable {
     case change(ChangeEvent)
     case user(UserStateChange)
@@ -194,6 +210,10 @@ extension UserStateChange {
         case .suspension(let s):
             try b.writeUserID(s.user)
             b.writeBool(s.suspended)
+        case .follow(let f):
+            try b.writeUserID(f.follower)
+            try b.writeUserID(f.followed)
+            b.writeBool(f.following)
         }
     }
 
@@ -220,6 +240,11 @@ extension UserStateChange {
         case 70:
             let user = try b.readUserID(limits)
             return .suspension(SuspensionChange(user: user, suspended: try b.readBool("the suspended flag")))
+        case 71:
+            let follower = try b.readUserID(limits)
+            let followed = try b.readUserID(limits)
+            return .follow(
+                FollowChange(follower: follower, followed: followed, following: try b.readBool("the following flag")))
         default:
             throw WireError(.malformed, "unknown user-state kind \(kind)")
         }

@@ -78,6 +78,18 @@ enum Table {
                     PeerPresence(entries: [.init(user: "x", devices: 1, choice: nil, at: c.position)]))
             }, forbidden
         ),
+        (
+            "PEER_PRESENCE_RELAYED",
+            { c in
+                .peerPresenceRelayed(
+                    PeerPresenceRelayed(
+                        origin: NodeID(9), entries: [.init(user: "x", devices: 1, choice: nil, at: c.position)]))
+            }, forbidden
+        ),
+        (
+            "PEER_PRESENCE_WITHDRAWN", { _ in .peerPresenceWithdrawn(PeerPresenceWithdrawn(origins: [NodeID(9)])) },
+            forbidden
+        ),
     ]
 
     /// The commands of §6 (each with a fresh id), in an order where each still applies

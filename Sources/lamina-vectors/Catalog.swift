@@ -600,6 +600,24 @@ let validVectors: [ValidVector] = [
                         .block(BlockChange(blocker: user("alice"), blocked: user("mallory"), blocking: false))))
             ]))),
     .init(
+        name: "replicate-follow", description: "REPLICATE of kind 71 (follow): alice follows carol (SPEC §6.7).",
+        frame: .replicate(
+            Replicate(operations: [
+                ReplicatedOperation(
+                    origin: NodeID(3), counter: 9, hlc: hlc(1_767_225_600_028, 0, 3),
+                    payload: .user(
+                        .follow(FollowChange(follower: user("alice"), followed: user("carol"), following: true))))
+            ]))),
+    .init(
+        name: "replicate-unfollow", description: "REPLICATE of kind 71 (follow): alice no longer follows carol.",
+        frame: .replicate(
+            Replicate(operations: [
+                ReplicatedOperation(
+                    origin: NodeID(3), counter: 10, hlc: hlc(1_767_225_600_029, 1, 3),
+                    payload: .user(
+                        .follow(FollowChange(follower: user("alice"), followed: user("carol"), following: false))))
+            ]))),
+    .init(
         name: "replicate-badge",
         description: "REPLICATE of kind 66 (badge): bob's external unread count set to 300 (a two-byte varint).",
         frame: .replicate(
@@ -728,4 +746,21 @@ let validVectors: [ValidVector] = [
                     at: hlc(1_767_225_600_500, 0, 1)),
                 .init(user: user("bob"), devices: 0, choice: nil, at: hlc(1_767_225_601_000, 0, 1)),
             ]))),
+    .init(
+        name: "peer-presence-relayed",
+        description:
+            "PEER_PRESENCE_RELAYED: node 3's report of carol (1 device, chose busy), passed on by a node linked to node 3.",
+        frame: .peerPresenceRelayed(
+            PeerPresenceRelayed(
+                origin: NodeID(3),
+                entries: [
+                    .init(
+                        user: user("carol"), devices: 1,
+                        choice: PresenceChoice(status: .busy, at: hlc(1_767_225_602_000, 0, 3)),
+                        at: hlc(1_767_225_602_000, 0, 3))
+                ]))),
+    .init(
+        name: "peer-presence-withdrawn",
+        description: "PEER_PRESENCE_WITHDRAWN: the sender no longer holds the reports of nodes 3 and 4.",
+        frame: .peerPresenceWithdrawn(PeerPresenceWithdrawn(origins: [NodeID(3), NodeID(4)]))),
 ]

@@ -343,6 +343,13 @@ let invalidVectors: [InvalidVector] = [
         name: "peer-presence-empty", description: "PEER_PRESENCE with no report.",
         bytes: B.frame(.peerPresence, B.varint(0)), error: .malformed),
     .init(
+        name: "peer-presence-withdrawn-unsorted",
+        description: "PEER_PRESENCE_WITHDRAWN naming node 4 before node 3 (strictly ascending is the one encoding).",
+        bytes: B.frame(.peerPresenceWithdrawn, B.varint(2) + B.u64(4) + B.u64(3)), error: .nonCanonical),
+    .init(
+        name: "peer-presence-withdrawn-empty", description: "PEER_PRESENCE_WITHDRAWN naming no node.",
+        bytes: B.frame(.peerPresenceWithdrawn, B.varint(0)), error: .malformed),
+    .init(
         name: "peer-presence-offline-choice",
         description: "PEER_PRESENCE whose report carries a choice of offline (0), which is not a choice.",
         bytes: B.frame(
@@ -410,8 +417,8 @@ let invalidVectors: [InvalidVector] = [
         bytes: B.frame(.changeBatch, B.varint(1) + B.varint(1) + [69]), error: .malformed),
     .init(
         name: "replicate-unknown-kind",
-        description: "REPLICATE whose operation has event kind 71 (kinds 0 to 15 and 64 to 70 are defined).",
-        bytes: B.replicate([71]), error: .malformed),
+        description: "REPLICATE whose operation has event kind 72 (kinds 0 to 15 and 64 to 71 are defined).",
+        bytes: B.replicate([72]), error: .malformed),
     .init(
         name: "replicate-distinct-not-distinct",
         description: "REPLICATE kind 69 (distinct-created) naming a conversation whose distinct flag is 0.",

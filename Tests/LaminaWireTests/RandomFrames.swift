@@ -156,6 +156,7 @@ struct RandomFrames {
         case 3: return .user(.sessionsRevoked(user()))
         case 4:
             return .user(.pushRegistration(PushRegistrationChange(user: user(), device: uuid(), node: NodeID(u64()))))
+        case 5: return .user(.follow(FollowChange(follower: user(), followed: user(), following: int(0...1) == 1)))
         default: return .change(event())
         }
     }
@@ -354,16 +355,21 @@ struct RandomFrames {
                             origin: NodeID(u64()), counter: u64(), hlc: hlc(), payload: replicatedEvent())
                     }))
         case .peerAck: return .peerAck(PeerAck(vector: vector()))
-        case .peerPresence:
-            return .peerPresence(
-                PeerPresence(
-                    entries: (0..<int(1...4)).map { _ in
-                        PeerPresence.Entry(
-                            user: user(), devices: u32(),
-                            choice: optional {
-                                PresenceChoice(status: PresenceStatus.allCases[$0.int(1...4)], at: $0.hlc())
-                            }, at: hlc())
-                    }))
+        case .peerPresence: return .peerPresence(PeerPresence(entries: presenceReports()))
+        case .peerPresenceRelayed:
+            return .peerPresenceRelayed(PeerPresenceRelayed(origin: NodeID(u64()), entries: presenceReports()))
+        case .peerPresenceWithdrawn:
+            return .peerPresenceWithdrawn(
+                PeerPresenceWithdrawn(origins: Set((0..<int(1...4)).map { _ in NodeID(u64()) }).sorted()))
+        }
+    }
+
+    mutating func presenceReports() -> [PeerPresence.Entry] {
+        (0..<int(1...4)).map { _ in
+            PeerPresence.Entry(
+                user: user(), devices: u32(),
+                choice: optional { PresenceChoice(status: PresenceStatus.allCases[$0.int(1...4)], at: $0.hlc()) },
+                at: hlc())
         }
     }
 

@@ -6,14 +6,16 @@ import LaminaWire
 
 extension ClientAPI {
     /// GET /identities/:user_id: the user's identity (what the Server API set, else the user
-    /// id as display name).
+    /// id as display name), with its `presence` (status and `last_seen_at`) when the node knows it.
     func getIdentity(_ r: ClientAPIRequest) async throws -> HTTPResponse {
         let raw = r.parameters["user_id"] ?? ""
         let user: UserID
         do { user = try ServerAPIRepresentation.user(raw, property: "user_id") } catch {
             throw ServerAPIError.notFound("no identity \(raw)")
         }
-        return ServerAPIJSON.response(200, try await representation(r, users: [user]).identity(user))
+        var shown = try await representation(r, users: [user])
+        shown.presences = try await engine.displayedPresence(of: [user], as: shown.viewer)
+        return ServerAPIJSON.response(200, shown.identity(user))
     }
 
     /// GET /identities: the identities the user follows, which are (as Layer followed them by
@@ -30,7 +32,8 @@ extension ClientAPI {
             users.removeFirst(users.firstIndex(where: { $0 > id }) ?? users.count)
         }
         let page = users.prefix(pageSize)
-        let shown = try await representation(r, users: page)
+        var shown = try await representation(r, users: page)
+        shown.presences = try await engine.displayedPresence(of: Array(page), as: user)
         return ServerAPIJSON.response(
             200, page.map { shown.identity($0) }, extraHeaders: [("layer-count", "\(total)")])
     }

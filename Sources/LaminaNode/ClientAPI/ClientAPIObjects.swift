@@ -25,6 +25,8 @@ public struct ClientIdentityObject: Codable, Sendable, Hashable {
     public var identity_type: String?
     /// A system sender's name.
     public var name: String?
+    /// The user's presence and when they were last seen (the identity routes only; SPEC §6.6).
+    public var presence: PresenceObject?
 }
 
 /// An object named by id and url (a message's conversation).

@@ -13,6 +13,8 @@ public struct ClientAPIRepresentation: Sendable {
     /// Identities set through the Server API for the users shown (missing: the user id is
     /// the display name).
     var identities: [UserID: StoredIdentity] = [:]
+    /// The presence shown on identities (the identity routes load it; elsewhere none is shown).
+    var presences: [UserID: Presence] = [:]
     /// Shows rich content's signed download URLs (nil: content without URLs).
     var content: ServerAPIRepresentation?
 
@@ -91,6 +93,7 @@ public struct ClientAPIRepresentation: Sendable {
             object.public_key = v["public_key"]
             object.metadata = stored.metadata
         }
+        object.presence = presences[user].map(PresenceObject.init)
         return object
     }
 

@@ -6,8 +6,8 @@ import LaminaWire
 /// Explicit following (SPEC §6.7): a user follows another to receive their identity and
 /// presence without sharing a conversation (Layer's Platform API following). Stored per
 /// follower and followed; each change tells the follower's devices (`follow-changed`, and on
-/// following the followed user's identity, `identity-changed`, in the same transaction) and the
-/// node's presence fan-out.
+/// following the followed user's identity, `identity-changed`, in the same transaction), the
+/// node's presence fan-out, and the peers (a replicated last-writer-wins register per pair).
 extension NodeEngine {
     /// The most users one user follows explicitly (SPEC §6.7).
     public static let maxFollowsPerUser = 1_000
@@ -32,16 +32,12 @@ extension NodeEngine {
             } else {
                 guard try tx.unfollow(followed, by: follower) else { return (.unchanged, [], false) }
             }
+            let change = FollowChange(follower: follower, followed: followed, following: following)
             var context = CommandContext(tx: tx, user: follower, engine: self, now: now)
-            try context.emit(
-                .followChanged(FollowChanged(user: followed, following: following)), to: [follower], conversation: nil)
-            if following, let identity = try tx.read.identity(of: followed) {
-                try context.emit(
-                    .identityChanged(
-                        IdentityChange(
-                            user: followed, identity: .init(values: identity.values, metadata: identity.metadata))),
-                    to: [follower], conversation: nil)
-            }
+            try context.emitFollowChange(change)
+            // Peers learn it as they learn a block (SPEC §6.5 kind 71), whatever node the
+            // follower's devices use.
+            try recordUserState(.follow(change), in: tx)
             return (.changed, context.changes, try tx.read.coMembers(of: follower).contains(followed))
         }
         guard result == .changed else { return result }
@@ -53,6 +49,22 @@ extension NodeEngine {
     /// The users `follower` follows explicitly.
     func followees(of follower: UserID) async throws -> [UserID] {
         try await store.read { r in try r.followees(of: follower) }
+    }
+}
+
+extension CommandContext {
+    /// What a follow or an unfollow appends to the follower's feed (made here or replicated):
+    /// `follow-changed`, and on following a user who has an identity, that identity.
+    mutating func emitFollowChange(_ change: FollowChange) throws {
+        try emit(
+            .followChanged(FollowChanged(user: change.followed, following: change.following)), to: [change.follower],
+            conversation: nil)
+        guard change.following, let identity = try tx.read.identity(of: change.followed) else { return }
+        try emit(
+            .identityChanged(
+                IdentityChange(
+                    user: change.followed, identity: .init(values: identity.values, metadata: identity.metadata))),
+            to: [change.follower], conversation: nil)
     }
 }
 

@@ -25,12 +25,16 @@ public final class NodeEngine: Sendable {
     let presenceTable: NIOLockedValueBox<PresenceTable>
     /// Where this node's presence reports go (peer links, the shared store's NOTIFY).
     let presenceSenders = NIOLockedValueBox<[ObjectIdentifier: @Sendable ([PeerPresence.Entry]) -> Void]>([:])
+    /// The peer links presence travels on (own, relayed and withdrawn reports), by link.
+    let presenceLinks = NIOLockedValueBox<[ObjectIdentifier: PresenceLink]>([:])
     /// The task that announces this node's presence to the shared store's other nodes again.
     let presenceRefresh = NIOLockedValueBox<Task<Void, Never>?>(nil)
     /// When each other node of the shared store was last heard from (its presence reports).
     let presenceHeard = NIOLockedValueBox<[NodeID: ContinuousClock.Instant]>([:])
     /// Presence changes relayed and updates addressed since the start.
     public let presenceCounts = PresenceCounts()
+    /// When users went offline, written to the store in batches (SPEC §6.6 `lastSeenAt`).
+    let lastSeen = LastSeenRecorder()
     /// Per user: SET_PRESENCE choices (SPEC §6.6: 2 a second, a burst of 10).
     let presenceBudget = TokenBuckets<UserID>(
         rates: [NodeEngine.presenceChoicesPerSecond], bursts: [NodeEngine.presenceChoiceBurst])
@@ -79,9 +83,11 @@ public final class NodeEngine: Sendable {
         pushes.setLiveCheck { [registry] user, device in registry.hasLiveSession(of: user, device: device) }
         startSharedStoreFanOut()
         startSharedStorePresence()
+        lastSeen.start(store)
     }
 
     deinit {
+        lastSeen.stop()
         typingExpiry.stop()
         presenceRefresh.withLockedValue { $0?.cancel() }
     }
@@ -106,6 +112,9 @@ public final class NodeEngine: Sendable {
         for session in registry.all() {
             await session.drainAndClose(with: ErrorFrame(WireError(.shuttingDown, "the node is shutting down")))
         }
+        // The sessions' users went offline: when, written before the store closes.
+        lastSeen.stop()
+        await lastSeen.flush(to: store)
     }
 
     /// The number of open sessions (authenticated or not).

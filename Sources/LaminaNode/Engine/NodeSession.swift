@@ -436,7 +436,8 @@ public final class NodeSession: Sendable {
         if phase == .awaitingHello {
             switch frame {
             case .hello(let hello): return negotiate(hello)
-            case .peerHello, .versionVector, .replicate, .peerAck, .peerPresence:
+            case .peerHello, .versionVector, .replicate, .peerAck, .peerPresence, .peerPresenceRelayed,
+                .peerPresenceWithdrawn:
                 return fail(WireError(.forbidden, "peer frames are not allowed on a client session"))
             default:
                 return fail(WireError(.unexpectedFrame, "the first frame must be HELLO, got \(frame.type.name)"))
@@ -499,7 +500,8 @@ public final class NodeSession: Sendable {
             if error.isFatal { close(with: nil) }
         case .hello, .welcome, .nonce, .authenticated, .ack, .change, .changeBatch:
             fail(WireError(.unexpectedFrame, "a client does not send \(frame.type.name) here"))
-        case .peerHello, .versionVector, .replicate, .peerAck, .peerPresence:
+        case .peerHello, .versionVector, .replicate, .peerAck, .peerPresence, .peerPresenceRelayed,
+            .peerPresenceWithdrawn:
             fail(WireError(.forbidden, "peer frames are not allowed on a client session"))
         default:
             guard let auth = state.withLockedValue({ $0.auth }) else {

@@ -18,6 +18,7 @@ extension NodeEngine {
         let transition = presenceTable.withLockedValue { t in
             t.connect(auth.user, device: auth.device, at: presenceClock(), now: .now())
         }
+        noteLastSeen(transition)
         relayPresence(transition)
         reportToOtherNodes(transition)
         Task { [self] in await loadFollowees(of: auth.user, for: session) }
@@ -28,6 +29,7 @@ extension NodeEngine {
         let transition = presenceTable.withLockedValue { t in
             t.disconnect(user, device: device, at: presenceClock(), now: .now())
         }
+        noteLastSeen(transition)
         relayPresence(transition)
         reportToOtherNodes(transition)
     }
@@ -37,6 +39,7 @@ extension NodeEngine {
         let transition = presenceTable.withLockedValue { t in
             t.choose(status, of: user, at: presenceClock(), now: .now())
         }
+        noteLastSeen(transition)
         relayPresence(transition)
         reportToOtherNodes(transition)
     }
@@ -114,9 +117,18 @@ extension NodeEngine {
     /// Reads whom `user` follows (users sharing a live conversation with them), registers it,
     /// and sends `session` the presence of each of them this node knows and the user's own.
     private func loadFollowees(of user: UserID, for session: NodeSession) async {
-        guard let audience = try? await store.read({ r in try r.followedUsers(of: user) }) else { return }
+        // With them, when those the node has not seen since it started were last seen (kept
+        // across restarts).
+        guard
+            let loaded = try? await store.read({ r -> (Set<UserID>, [UserID: Timestamp]) in
+                let audience = try r.followedUsers(of: user)
+                return (audience, try r.lastSeen(of: audience))
+            })
+        else { return }
+        let (audience, seen) = loaded
         guard session.isOpen else { return }
         let updates = presenceTable.withLockedValue { t -> [PresenceChanged] in
+            t.remember(lastSeen: seen)
             _ = t.follow(user, audience)
             return ([user] + t.followees(of: user).sorted()).compactMap { other in
                 t.presence(of: other, as: user).map { PresenceChanged(user: other, presence: $0) }
@@ -145,6 +157,11 @@ extension NodeEngine {
                 Change(seq: 0, event: .presenceChanged(PresenceChanged(user: user, presence: visible))),
                 to: followers, except: nil)
         }
+    }
+
+    /// Notes when the transition's user was last seen, if they went offline (written in a batch).
+    func noteLastSeen(_ transition: PresenceTransition) {
+        if let time = transition.lastSeenAt { lastSeen.note(transition.user, at: time) }
     }
 
     /// The next HLC reading for a presence report (the clock cannot fail in practice: a failure
@@ -216,14 +233,21 @@ extension NodeEngine {
                     now: now)
             }
         }
-        for transition in transitions { relayPresence(transition) }
+        for transition in transitions {
+            // Nodes sharing the store: the node whose devices left writes the time.
+            if !store.isShared { noteLastSeen(transition) }
+            relayPresence(transition)
+        }
     }
 
     /// Another node is no longer heard from: its reports are dropped (its users' devices there
     /// no longer count), and what moved is relayed.
     func forgetPresenceReports(of node: NodeID) {
         let transitions = presenceTable.withLockedValue { t in t.forget(node, now: .now()) }
-        for transition in transitions { relayPresence(transition) }
+        for transition in transitions {
+            noteLastSeen(transition)
+            relayPresence(transition)
+        }
     }
 
     /// Sends this node's new report of the transition's user to the other nodes, when it moved

@@ -20,6 +20,11 @@ struct PresenceTable: Sendable {
     private(set) var entries: [UserID: Entry] = [:]
     /// Per followed user, the users online here who follow them.
     private(set) var followers: [UserID: Set<UserID>] = [:]
+    /// Per other node whose reports this one holds, the peer whose link they came by (the node
+    /// itself while linked directly): see PresenceRoutes.swift.
+    var routes: [NodeID: NodeID] = [:]
+    /// The peers with a presence link up, and how many (a pair may briefly hold two sessions).
+    var links: [NodeID: Int] = [:]
     let node: NodeID
 
     init(node: NodeID) { self.node = node }
@@ -65,6 +70,20 @@ struct PresenceTable: Sendable {
     /// Another node's report of `user` (a peer's PEER_PRESENCE, or a node sharing the store).
     mutating func apply(_ report: PresenceReport, of user: UserID, now: Timestamp) -> PresenceTransition {
         transition(user, now: now) { $0.board.apply(report) }
+    }
+
+    /// Whether `report` is newer than the one held of its node for `user` (so applying it
+    /// changes what this node holds, and a relay passes it on).
+    func isNewer(_ report: PresenceReport, of user: UserID) -> Bool {
+        var board = entries[user]?.board ?? PresenceBoard()
+        let before = board.reports[report.node]
+        board.apply(report)
+        return board.reports[report.node] != before
+    }
+
+    /// Every report this node holds of `origin`.
+    func reports(of origin: NodeID) -> [(user: UserID, report: PresenceReport)] {
+        entries.compactMap { user, e in e.board.reports[origin].map { (user, $0) } }
     }
 
     /// Forgets every report of `node` (its link was lost, or it stopped reporting); returns
@@ -136,14 +155,24 @@ struct PresenceTable: Sendable {
         let reported = e.board.reports[node]
         change(&e)
         // A user who goes offline or invisible was last seen now.
-        if before.visible != .offline, e.board.visibleStatus == .offline { e.lastSeenAt = now }
+        let lastSeen = before.visible != .offline && e.board.visibleStatus == .offline ? now : nil
+        if let lastSeen { e.lastSeenAt = lastSeen }
         let report = e.board.reports[node]
         entries[user] = e
         return PresenceTransition(
             user: user, ownChanged: before.own != e.board.ownStatus,
             visibleChanged: before.visible != e.board.visibleStatus,
             reportChanged: report != nil
-                && ((reported?.devices ?? 0 > 0) != (report!.devices > 0) || reported?.choice != report!.choice))
+                && ((reported?.devices ?? 0 > 0) != (report!.devices > 0) || reported?.choice != report!.choice),
+            lastSeenAt: lastSeen)
+    }
+
+    /// Times the store kept of when users were last seen (SPEC §6.6, kept across restarts), for
+    /// users this node has no time of since it started: they show `offline` with that time.
+    mutating func remember(lastSeen: [UserID: Timestamp]) {
+        for (user, time) in lastSeen where entries[user]?.lastSeenAt == nil {
+            entries[user, default: Entry()].lastSeenAt = time
+        }
     }
 }
 
@@ -156,4 +185,6 @@ struct PresenceTransition: Sendable, Equatable {
     /// This node's report moved in a way other nodes must learn (it has devices of the user
     /// or not any more, or carries a newer choice).
     var reportChanged = false
+    /// Set when what others see became `offline` (the user was last seen then).
+    var lastSeenAt: Timestamp? = nil
 }

@@ -457,6 +457,7 @@ extension ReplicatedEvent {
         case .user(.sessionsRevoked(let user)): user
         case .user(.pushRegistration(let r)): r.user
         case .user(.suspension(let s)): s.user
+        case .user(.follow(let f)): f.follower
         case .distinctCreation(let d): d.conversation.creator
         }
     }

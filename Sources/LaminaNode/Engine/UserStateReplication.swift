@@ -33,6 +33,9 @@ enum UserStateEffect: Sendable {
     case block(BlockChange)
     /// The user's live sessions end with `session-revoked`.
     case revoked(UserID)
+    /// The presence fan-out learns whom the follower follows (`shared`: they also share a
+    /// live conversation, so the follower keeps following after an unfollow).
+    case follow(FollowChange, shared: Bool)
 }
 
 extension CommandContext {
@@ -80,6 +83,14 @@ extension CommandContext {
             // The sessions end through the suspending node's own revocation (kind 67).
             try tx.setSuspended(s.suspended, user: s.user, at: now)
             return nil
+        case .follow(let f):
+            // The follower's devices here learn it as from a local change (SPEC §6.7).
+            let changed =
+                f.following
+                ? try tx.follow(f.followed, by: f.follower, at: now) : try tx.unfollow(f.followed, by: f.follower)
+            guard changed else { return nil }
+            try emitFollowChange(f)
+            return .follow(f, shared: try tx.read.coMembers(of: f.follower).contains(f.followed))
         }
     }
 }
@@ -106,6 +117,8 @@ extension NodeEngine {
                 for session in registry.all() where session.state.withLockedValue({ $0.auth?.user == user }) {
                     session.fail(WireError(.sessionRevoked, "every session of the user was revoked"))
                 }
+            case .follow(let f, let shared):
+                presenceFollowChanged(f.followed, by: f.follower, following: f.following || shared)
             }
         }
     }

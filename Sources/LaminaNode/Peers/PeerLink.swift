@@ -150,14 +150,16 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
     }
 
     /// Once the session is up: this node's presence reports go to the peer, now (all of them)
-    /// and as they change (SPEC §6.6).
+    /// and as they change, and so do the reports of other nodes it relays (SPEC §6.6).
     private func startPresence() {
+        guard let peer = remoteNode else { return }
         engine.addPresenceSender(ObjectIdentifier(self)) { [weak self] entries in
             guard let self, !self.isClosed else { return }
             self.send([.peerPresence(PeerPresence(entries: entries))])
         }
-        for entries in engine.presenceReports() where !isClosed {
-            send([.peerPresence(PeerPresence(entries: entries))])
+        engine.presenceLinkUp(peer, key: ObjectIdentifier(self)) { [weak self] frames in
+            guard let self, !self.isClosed else { return }
+            self.send(frames)
         }
     }
 
@@ -246,7 +248,17 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             guard let node = state.withLockedValue({ $0.theirs != nil ? $0.remote?.nodeID : nil }) else {
                 return fail(WireError(.unexpectedFrame, "PEER_PRESENCE before VERSION_VECTOR"))
             }
-            engine.applyPresenceReports(presence.entries, from: node)
+            engine.receivePeerPresence(presence.entries, origin: node, via: node)
+        case .peerPresenceRelayed(let relayed):
+            guard let node = state.withLockedValue({ $0.theirs != nil ? $0.remote?.nodeID : nil }) else {
+                return fail(WireError(.unexpectedFrame, "PEER_PRESENCE_RELAYED before VERSION_VECTOR"))
+            }
+            engine.receivePeerPresence(relayed.entries, origin: relayed.origin, via: node)
+        case .peerPresenceWithdrawn(let withdrawn):
+            guard let node = state.withLockedValue({ $0.theirs != nil ? $0.remote?.nodeID : nil }) else {
+                return fail(WireError(.unexpectedFrame, "PEER_PRESENCE_WITHDRAWN before VERSION_VECTOR"))
+            }
+            engine.receivePresenceWithdrawal(withdrawn.origins, from: node)
         case .error(let error):
             logger.warning("peer sent an error", metadata: ["code": "\(error.code)", "reason": "\(error.reason)"])
             if error.isFatal { close(reset: false, reason: "the peer sent \(error.code): \(error.reason)") }
@@ -387,7 +399,7 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
         }
         guard first else { return }
         engine.removePresenceSender(ObjectIdentifier(self))
-        if cameUp, let node = remoteNode { engine.forgetPresenceReports(of: node) }
+        if cameUp, let node = remoteNode { engine.presenceLinkDown(node, key: ObjectIdentifier(self)) }
         if reset { stream.reset() }
         room.notify()
         engine.replicationSignal.notify()

@@ -133,10 +133,12 @@ extension NodeServer {
         let peerMetrics = peers.map { PeerMetrics(registry: registry, engine: engine, peers: $0) }
         let sampler = NodeMetricsSampler(
             registry: registry, store: store, transport: transport, budget: budget, answers: engine.answers)
+        let presence = PresenceMetrics(registry: registry, engine: engine)
         return try await AdminServer.start(
             host: configuration.adminHost, port: configuration.adminPort, group: group,
             metrics: { [peerMetrics] in
                 sampler.sample()
+                presence.sample()
                 await peerMetrics?.sample()
                 return registry.emitToString()
             },

@@ -17,14 +17,16 @@ extension ServerAPI {
         return representation
     }
 
-    /// GET: the identity (200), or 404 when none was set.
+    /// GET: the identity (200) with the user's `presence` as others see it (status and
+    /// `last_seen_at`, kept across restarts) when the node knows it, or 404 when none was set.
     func getIdentity(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let user = try r.userID()
         guard try await engine.store.read({ reader in try reader.identity(of: user) }) != nil else {
             throw ServerAPIError.notFound("no identity of \(user.rawValue)")
         }
-        return ServerAPIJSON.response(
-            200, try await representation(r, users: [user], evenAsUserIDs: true).identity(user))
+        var object = try await representation(r, users: [user], evenAsUserIDs: true).identity(user)
+        object.presence = try await engine.displayedPresence(of: [user], as: nil)[user].map(PresenceObject.init)
+        return ServerAPIJSON.response(200, object)
     }
 
     /// POST: creates the identity (201 with it); 409 when one exists.

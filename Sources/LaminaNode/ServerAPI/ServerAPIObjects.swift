@@ -29,6 +29,8 @@ struct IdentityObject: Encodable, Sendable {
     var public_key: String?
     /// Present once an identity was set.
     var metadata: [String: String]?
+    /// The user's presence and when they were last seen (GET identity only; SPEC §6.6).
+    var presence: PresenceObject?
 }
 
 /// A message's sender or an event's actor: `{"user_id", "name"}` in 1.0, the identity in

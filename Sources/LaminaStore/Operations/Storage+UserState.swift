@@ -17,6 +17,9 @@ extension UserStateChange {
         // One per device (a user id has no NUL; the device is a UUID).
         case .pushRegistration(let r): (Int64(kind), "\(r.user.rawValue)\u{0}\(r.device.uuidString.lowercased())")
         case .suspension(let s): (Int64(kind), s.user.rawValue)
+        // One per follower and followed, keyed as a block is.
+        case .follow(let f):
+            (Int64(kind), "\(f.follower.rawValue.utf8.count):\(f.follower.rawValue)\(f.followed.rawValue)")
         }
     }
 }
@@ -51,7 +54,7 @@ extension StorageReader {
         return try Columns.hlc(row, "hlc")
     }
 
-    /// The replicated state about users in one canonical text (identities, blocks, badges),
+    /// The replicated state about users in one canonical text (identities, blocks, badges, follows),
     /// equal on nodes that hold the same operations (part of the convergence digest).
     package func replicatedUserState() throws(StorageError) -> String {
         var text = ""
@@ -75,6 +78,8 @@ extension StorageReader {
         }
         for row in try db.rows("SELECT user_id FROM user_suspensions ORDER BY user_id") {
             text += "s \(row["user_id"] as String)\n"
+        for row in try db.rows("SELECT follower, followed FROM follows ORDER BY follower, followed") {
+            text += "f \(row["follower"] as String) \(row["followed"] as String)\n"
         }
         return text
     }

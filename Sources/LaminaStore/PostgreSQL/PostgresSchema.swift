@@ -73,6 +73,17 @@ enum PostgresSchema {
                 "CREATE INDEX follows_followed ON follows(followed, follower)",
             ]
         ),
+        (
+            "v19-last-seen",
+            [
+                """
+                CREATE TABLE last_seen (
+                    user_id TEXT COLLATE "C" PRIMARY KEY,
+                    seen_at BIGINT NOT NULL
+                )
+                """
+            ]
+        ),
         (ReceiptSwitchesSchema.migration, ReceiptSwitchesSchema.postgres),
     ]
 

@@ -68,6 +68,9 @@ enum StorageSchema {
         migrator.registerMigration("v17-follows") { db in
             for statement in follows { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v19-last-seen") { db in
+            for statement in lastSeen { try db.execute(sql: statement) }
+        }
         migrator.registerMigration(ReceiptSwitchesSchema.migration) { db in
             for statement in ReceiptSwitchesSchema.sqlite { try db.execute(sql: statement) }
         }
@@ -374,6 +377,17 @@ extension StorageSchema {
         ) STRICT, WITHOUT ROWID
         """,
         "CREATE INDEX follows_followed ON follows(followed, follower)",
+    ]
+
+    /// When each user was last seen connected and visible (SPEC §6.6), written in batches as
+    /// users go offline, read back after a restart.
+    static let lastSeen: [String] = [
+        """
+        CREATE TABLE last_seen (
+            user_id TEXT PRIMARY KEY NOT NULL,
+            seen_at INTEGER NOT NULL
+        ) STRICT, WITHOUT ROWID
+        """
     ]
 
     /// Block lists (Server API): `blocker` does not receive `blocked`'s messages; badges: the
