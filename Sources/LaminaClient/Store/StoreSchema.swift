@@ -203,6 +203,10 @@ enum StoreSchema {
             // The users the local user follows explicitly (SPEC §6.7 `follow-changed`).
             try db.execute(sql: "CREATE TABLE followed_user (user_id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID")
         }
+        migrator.registerMigration("v10-channels") { db in
+            // Channels the user joined and the messages of their logs held here (SPEC §6.8).
+            try db.execute(sql: StoredChannels.schema)
+        }
         return migrator
     }
 }

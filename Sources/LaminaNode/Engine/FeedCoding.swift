@@ -33,6 +33,7 @@ enum FeedCoding {
         if !features.contains(.identities) { changes = changes.filter { $0.event.kind != 12 } }
         if !features.contains(.blockLists) { changes = changes.filter { $0.event.kind != 13 } }
         if !features.contains(.following) { changes = changes.filter { $0.event.kind != 15 } }
+        if !features.contains(.channels) { changes = changes.filter { !(16...19).contains($0.event.kind) } }
         guard features.contains(.changeBatches) else { return changes.map { .change($0) } }
         var frames: [Frame] = []
         var current: [Change] = []

@@ -73,6 +73,7 @@ enum PostgresSchema {
                 "CREATE INDEX follows_followed ON follows(followed, follower)",
             ]
         ),
+        (ChannelSchema.migration, ChannelSchema.postgres),
     ]
 
     /// PostgreSQL only (SQLite has one node, whose sessions it knows): the devices with a live
