@@ -163,8 +163,9 @@ import Testing
         await Self.expectRefused(.idInUse) { try await Self.create(bob, "lobby") }
         // A retried send is answered with the same place in the log, stored once.
         let id = MessageID.random()
-        let first = try await Self.send(alice, channel, "once", id: id).ack
-        let again = try await Self.send(alice, channel, "once", id: id).ack
+        let parts = [try MessagePart(text: "once")]
+        let first = try await Self.send(alice, channel, "", id: id, parts: parts).ack
+        let again = try await Self.send(alice, channel, "", id: id, parts: parts).ack
         #expect(first.cursor == again.cursor && first.position == again.position)
         #expect(try await Self.fetch(alice, channel, after: 0, count: 10).messages.count == 1)
         // FETCH_CHANNEL counts 1 to 10,000.
