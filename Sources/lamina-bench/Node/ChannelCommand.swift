@@ -88,11 +88,16 @@ struct ChannelCommand: AsyncParsableCommand {
         // Phase 3: a conversation of `participants` users (all online), the same rate.
         let conversation = ConversationID.random()
         let others = Set(names[1..<min(participants, online + 1)])
-        _ = try await senderDevice.command(
+        // Without receipts: up to 250 participants (SPEC §3.16), as a channel has none.
+        let createdConversation = try await senderDevice.command(
             .createConversation(
                 CreateConversation(
                     conversationID: conversation, participants: others,
-                    options: ConversationOptions(isDistinct: false))), id: conversation.uuid)
+                    options: ConversationOptions(isDistinct: false, deliveryReceiptsEnabled: false))),
+            id: conversation.uuid)
+        guard case .ack = createdConversation else {
+            throw BenchFailure("the conversation was not created: \(createdConversation)")
+        }
         let result = try await Self.phase(
             node: node, devices: devices, rate: rate, seconds: seconds,
             send: { i in
