@@ -12,6 +12,11 @@ public enum ChangedObject: Hashable, Sendable {
     /// A user's identity (Server API identities, SPEC §6.4 `identity-changed`): created,
     /// updated (property `identity`, before and after) or deleted.
     case identity(UserIdentity)
+    /// A channel the user is a member of (SPEC §6.8): created (joined), updated (property
+    /// `isMember`) or deleted.
+    case channel(ChatChannel)
+    /// A channel's message: created (channel messages are not updated one by one).
+    case channelMessage(ChannelMessage)
 }
 
 /// A property value before or after an update.

@@ -43,6 +43,17 @@ public enum ChangeEvent: Hashable, Sendable {
     /// kind 15: the user followed (`following`) or unfollowed `user`; to the follower only.
     /// Only to sessions with the `following` feature (§6.7).
     case followChanged(FollowChanged)
+    /// kind 16: a channel the user is a member of (created by them, or joined): sent before
+    /// the `channel-membership-changed` that makes them a member (SPEC §6.8). Only to sessions
+    /// with the `channels` feature, as kinds 17 to 19.
+    case channelCreated(ChatChannel)
+    /// kind 17: a user joined or left a channel (in the feed of that user only).
+    case channelMembershipChanged(ChannelMembershipChanged)
+    /// kind 18: a channel's message, live to its members online and in FETCH_CHANNEL's answer,
+    /// with seq 0: never in the stored feed (a member reads the channel's log by its own cursor).
+    case channelMessage(ChannelMessage)
+    /// kind 19: a channel was deleted (in the feed of each user who was a member).
+    case channelDeleted(ChannelDeleted)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -63,6 +74,10 @@ public enum ChangeEvent: Hashable, Sendable {
         case .blockListChanged: 13
         case .presenceChanged: 14
         case .followChanged: 15
+        case .channelCreated: 16
+        case .channelMembershipChanged: 17
+        case .channelMessage: 18
+        case .channelDeleted: 19
         }
     }
 }
@@ -365,6 +380,8 @@ extension ChangeEvent {
         case .followChanged(let c):
             try b.writeUserID(c.user)
             b.writeBool(c.following)
+        case .channelCreated, .channelMembershipChanged, .channelMessage, .channelDeleted:
+            try b.writeChannelEvent(self)
         }
     }
 
@@ -456,8 +473,10 @@ extension ChangeEvent {
         case 15:
             let user = try b.readUserID(limits)
             return .followChanged(FollowChanged(user: user, following: try b.readBool("the following flag")))
+        case 16...19:
+            return try b.readChannelEvent(kind: kind, limits)
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...15")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...19")
         }
     }
 }

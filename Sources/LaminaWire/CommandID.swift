@@ -26,6 +26,10 @@ extension Frame {
         case .blockUser(let f): f.requestID
         case .setPresence(let f): f.requestID
         case .followUser(let f): f.requestID
+        case .createChannel(let f): f.channelID.uuid
+        case .joinChannel(let f), .leaveChannel(let f), .deleteChannel(let f): f.requestID
+        case .sendChannelMessage(let f): f.messageID.uuid
+        case .fetchChannel(let f): f.requestID
         default: nil
         }
     }

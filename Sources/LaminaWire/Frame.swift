@@ -22,6 +22,13 @@ public enum Frame: Hashable, Sendable {
     case blockUser(BlockUser)
     case setPresence(SetPresence)
     case followUser(FollowUser)
+    // Channels (SPEC §6.8)
+    case createChannel(CreateChannel)
+    case joinChannel(ChannelRequest)
+    case leaveChannel(ChannelRequest)
+    case sendChannelMessage(SendChannelMessage)
+    case fetchChannel(FetchChannel)
+    case deleteChannel(ChannelRequest)
     // Conversations (SPEC §6.1)
     case createConversation(CreateConversation)
     case addParticipants(ParticipantsUpdate)
@@ -70,6 +77,12 @@ public enum Frame: Hashable, Sendable {
         case .blockUser: .blockUser
         case .setPresence: .setPresence
         case .followUser: .followUser
+        case .createChannel: .createChannel
+        case .joinChannel: .joinChannel
+        case .leaveChannel: .leaveChannel
+        case .sendChannelMessage: .sendChannelMessage
+        case .fetchChannel: .fetchChannel
+        case .deleteChannel: .deleteChannel
         case .createConversation: .createConversation
         case .addParticipants: .addParticipants
         case .removeParticipants: .removeParticipants
@@ -190,6 +203,10 @@ extension Frame {
         case .blockUser(let f): try f.encode(into: &b)
         case .setPresence(let f): f.encode(into: &b)
         case .followUser(let f): try f.encode(into: &b)
+        case .createChannel(let f): try f.encode(into: &b)
+        case .joinChannel(let f), .leaveChannel(let f), .deleteChannel(let f): f.encode(into: &b)
+        case .sendChannelMessage(let f): try f.encode(into: &b)
+        case .fetchChannel(let f): f.encode(into: &b)
         case .createConversation(let f): try f.encode(into: &b)
         case .addParticipants(let f): try f.encode(into: &b)
         case .removeParticipants(let f): try f.encode(into: &b)
@@ -239,6 +256,12 @@ extension Frame {
         case .blockUser: frame = .blockUser(try BlockUser.decode(from: &b, limits))
         case .setPresence: frame = .setPresence(try SetPresence.decode(from: &b, limits))
         case .followUser: frame = .followUser(try FollowUser.decode(from: &b, limits))
+        case .createChannel: frame = .createChannel(try CreateChannel.decode(from: &b, limits))
+        case .joinChannel: frame = .joinChannel(try ChannelRequest.decode(from: &b, limits))
+        case .leaveChannel: frame = .leaveChannel(try ChannelRequest.decode(from: &b, limits))
+        case .sendChannelMessage: frame = .sendChannelMessage(try SendChannelMessage.decode(from: &b, limits))
+        case .fetchChannel: frame = .fetchChannel(try FetchChannel.decode(from: &b, limits))
+        case .deleteChannel: frame = .deleteChannel(try ChannelRequest.decode(from: &b, limits))
         case .createConversation: frame = .createConversation(try CreateConversation.decode(from: &b, limits))
         case .addParticipants: frame = .addParticipants(try ParticipantsUpdate.decode(from: &b, limits))
         case .removeParticipants: frame = .removeParticipants(try ParticipantsUpdate.decode(from: &b, limits))

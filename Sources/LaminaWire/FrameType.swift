@@ -17,6 +17,12 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case blockUser = 0x000E
     case setPresence = 0x000F
     case followUser = 0x0010
+    case createChannel = 0x0011
+    case joinChannel = 0x0012
+    case leaveChannel = 0x0013
+    case sendChannelMessage = 0x0014
+    case fetchChannel = 0x0015
+    case deleteChannel = 0x0016
 
     case createConversation = 0x0101
     case addParticipants = 0x0102
@@ -65,6 +71,12 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .blockUser: "block-user"
         case .setPresence: "set-presence"
         case .followUser: "follow-user"
+        case .createChannel: "create-channel"
+        case .joinChannel: "join-channel"
+        case .leaveChannel: "leave-channel"
+        case .sendChannelMessage: "send-channel-message"
+        case .fetchChannel: "fetch-channel"
+        case .deleteChannel: "delete-channel"
         case .createConversation: "create-conversation"
         case .addParticipants: "add-participants"
         case .removeParticipants: "remove-participants"
@@ -100,15 +112,19 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .ping, .pong: fixed = 8
         case .nonceRequest, .endSession: fixed = 16
         case .typing, .sync, .setPresence: fixed = 32
-        case .markRead, .markAllRead, .deleteConversation, .deleteMessage, .deliveryReceipt: fixed = 64
+        case .markRead, .markAllRead, .deleteConversation, .deleteMessage, .deliveryReceipt, .joinChannel,
+            .leaveChannel,
+            .fetchChannel, .deleteChannel:
+            fixed = 64
         case .fetchHistory: fixed = 96
         case .ack: fixed = 128
-        case .hello, .welcome, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser, .followUser:
+        case .hello, .welcome, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser, .followUser,
+            .createChannel:
             fixed = 2_048
         case .nonce, .authenticate, .resumeSession: fixed = 8_448
         case .authenticated: fixed = 12_288
         case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage,
-            .updateMessageParts,
+            .updateMessageParts, .sendChannelMessage,
             .change, .changeBatch, .versionVector, .replicate, .peerAck, .peerPresence, .peerPresenceRelayed,
             .peerPresenceWithdrawn:
             return max(0, limits.maxFrameSize)

@@ -38,6 +38,21 @@ extension Frame {
             o["requestID"] = .uuid(f.requestID)
             o["user"] = .string(f.user.rawValue)
             o["following"] = .bool(f.following)
+        case .createChannel(let f):
+            o["channelID"] = .uuid(f.channelID.uuid)
+            o["name"] = .string(f.name.rawValue)
+        case .joinChannel(let f), .leaveChannel(let f), .deleteChannel(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["channelID"] = .uuid(f.channelID.uuid)
+        case .sendChannelMessage(let f):
+            o["messageID"] = .uuid(f.messageID.uuid)
+            o["channelID"] = .uuid(f.channelID.uuid)
+            o["parts"] = .array(f.parts.map(WireJSON.part))
+        case .fetchChannel(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["channelID"] = .uuid(f.channelID.uuid)
+            o["after"] = .number(Int64(clamping: f.after))
+            o["count"] = .number(Int64(f.count))
         case .registerPushToken(let f):
             o["requestID"] = .uuid(f.requestID)
             o["kind"] = .string(f.token?.kind.name ?? "none")
@@ -414,6 +429,33 @@ extension WireJSON {
             o["kind"] = .string("block-list-changed")
             o["user"] = .string(c.user.rawValue)
             o["blocking"] = .bool(c.blocking)
+        case .channelCreated(let c):
+            o["kind"] = .string("channel-created")
+            o["channelID"] = .uuid(c.id.uuid)
+            o["name"] = .string(c.name.rawValue)
+            o["creator"] = .string(c.creator.rawValue)
+            o["createdAt"] = WireJSON.timestamp(c.createdAt)
+        case .channelMembershipChanged(let c):
+            o["kind"] = .string("channel-membership-changed")
+            o["channelID"] = .uuid(c.channelID.uuid)
+            o["user"] = .string(c.user.rawValue)
+            o["joined"] = .bool(c.joined)
+            o["by"] = .string(c.by.rawValue)
+            o["at"] = .hlc(c.at)
+        case .channelMessage(let m):
+            o["kind"] = .string("channel-message")
+            o["channelID"] = .uuid(m.channelID.uuid)
+            o["messageID"] = .uuid(m.id.uuid)
+            o["sender"] = .string(m.sender.rawValue)
+            o["sentAt"] = WireJSON.timestamp(m.sentAt)
+            o["position"] = .hlc(m.position)
+            o["logSeq"] = .number(Int64(clamping: m.logSeq))
+            o["parts"] = .array(m.parts.map(WireJSON.part))
+        case .channelDeleted(let d):
+            o["kind"] = .string("channel-deleted")
+            o["channelID"] = .uuid(d.channelID.uuid)
+            o["by"] = .string(d.by.rawValue)
+            o["at"] = .hlc(d.at)
         case .followChanged(let c):
             o["kind"] = .string("follow-changed")
             o["user"] = .string(c.user.rawValue)

@@ -31,6 +31,9 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     public static let presence = FeatureSet(rawValue: 1 << 9)
     /// FOLLOW_USER is accepted and `follow-changed` changes (§6.4 kind 15) are sent (§6.7).
     public static let following = FeatureSet(rawValue: 1 << 10)
+    /// The channel commands (CREATE_CHANNEL … DELETE_CHANNEL) are accepted and channel changes
+    /// (§6.4 kinds 16 to 19) are sent (§6.8).
+    public static let channels = FeatureSet(rawValue: 1 << 11)
     /// A conversation's receipts byte may be 2 or 3, Layer's two switches (§3.16); without it
     /// the node sends the old single flag (``ReceiptSwitches/singleFlag``) and refuses 2 and 3.
     public static let receiptSwitches = FeatureSet(rawValue: 1 << 13)
@@ -45,7 +48,7 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// and so is asked for by clients that show presence.
     public static let all: FeatureSet = [
         .changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging, .identities,
-        .blockLists, .following, .receiptSwitches,
+        .blockLists, .following, .channels, .receiptSwitches,
     ]
     /// What this implementation supports (what a node grants): ``all``, ``snapshots`` and ``presence``.
     public static let supported: FeatureSet = [.all, .snapshots, .presence]

@@ -38,6 +38,12 @@ let sampleMessage = Message(
     recipientStatus: [user("alice"): .read, user("bob"): .delivered, user("carol"): .sent]
 )
 
+let channel1 = ChannelID(uuid: u(0xD1))
+let sampleChannel = ChatChannel(id: channel1, name: try! ChannelName("general"), creator: user("alice"), createdAt: t0)
+let sampleChannelMessage = ChannelMessage(
+    id: MessageID(uuid: u(0xA9)), channelID: channel1, sender: user("bob"), sentAt: t0,
+    position: hlc(1_767_225_600_200, 0, 1), logSeq: 1_201, parts: [text(0xB9, "Hi all")])
+
 struct ValidVector {
     var name: String
     var description: String
@@ -467,6 +473,49 @@ let validVectors: [ValidVector] = [
                 event: .presenceChanged(
                     PresenceChanged(user: user("bob"), presence: .init(status: .offline, lastSeenAt: t0)))))),
     .init(
+        name: "create-channel", description: "CREATE_CHANNEL: a channel named \"general\" (channels feature).",
+        frame: .createChannel(CreateChannel(channelID: channel1, name: try! ChannelName("general")))),
+    .init(
+        name: "join-channel", description: "JOIN_CHANNEL: the sender joins the channel.",
+        frame: .joinChannel(ChannelRequest(requestID: u(0x19), channelID: channel1))),
+    .init(
+        name: "leave-channel", description: "LEAVE_CHANNEL: the sender leaves the channel.",
+        frame: .leaveChannel(ChannelRequest(requestID: u(0x1A), channelID: channel1))),
+    .init(
+        name: "send-channel-message", description: "SEND_CHANNEL_MESSAGE: one text part to the channel.",
+        frame: .sendChannelMessage(
+            SendChannelMessage(messageID: MessageID(uuid: u(0xA9)), channelID: channel1, parts: [text(0xB9, "Hi all")]))
+    ),
+    .init(
+        name: "fetch-channel", description: "FETCH_CHANNEL: up to 500 messages after log position 1200.",
+        frame: .fetchChannel(FetchChannel(requestID: u(0x1B), channelID: channel1, after: 1_200, count: 500))),
+    .init(
+        name: "delete-channel", description: "DELETE_CHANNEL: the channel and its history, for everyone.",
+        frame: .deleteChannel(ChannelRequest(requestID: u(0x1C), channelID: channel1))),
+    .init(
+        name: "change-channel-created", description: "CHANGE: the channel the user joined (in its feed, seq 19).",
+        frame: .change(Change(seq: 19, event: .channelCreated(sampleChannel)))),
+    .init(
+        name: "change-channel-joined", description: "CHANGE: bob joined the channel himself (seq 20).",
+        frame: .change(
+            Change(
+                seq: 20,
+                event: .channelMembershipChanged(
+                    ChannelMembershipChanged(
+                        channelID: channel1, user: user("bob"), joined: true, by: user("bob"),
+                        at: hlc(1_767_225_600_100, 0, 1)))))),
+    .init(
+        name: "change-channel-message",
+        description: "CHANGE: a channel message at log position 1201 (seq 0: never in the stored feed).",
+        frame: .change(Change(seq: 0, event: .channelMessage(sampleChannelMessage)))),
+    .init(
+        name: "change-channel-deleted", description: "CHANGE: the channel was deleted by alice (seq 21).",
+        frame: .change(
+            Change(
+                seq: 21,
+                event: .channelDeleted(
+                    ChannelDeleted(channelID: channel1, by: user("alice"), at: hlc(1_767_225_602_000, 0, 1)))))),
+    .init(
         name: "change-typing", description: "CHANGE: bob is typing (seq 0: not in the stored feed).",
         frame: .change(
             Change(
@@ -734,6 +783,32 @@ let validVectors: [ValidVector] = [
     .init(
         name: "peer-ack", description: "PEER_ACK.",
         frame: .peerAck(PeerAck(vector: VersionVector([NodeID(1): 122, NodeID(2): 7])))),
+    .init(
+        name: "replicate-channel-events",
+        description:
+            "REPLICATE of the channel operations a node logs (SPEC §6.8): kinds 16, 17, 18 (log position 0) and 19.",
+        frame: .replicate(
+            Replicate(operations: [
+                ReplicatedOperation(
+                    origin: NodeID(1), counter: 140, hlc: hlc(1_767_225_600_000, 0, 1),
+                    event: .channelCreated(sampleChannel)),
+                ReplicatedOperation(
+                    origin: NodeID(1), counter: 141, hlc: hlc(1_767_225_600_100, 0, 1),
+                    event: .channelMembershipChanged(
+                        ChannelMembershipChanged(
+                            channelID: channel1, user: user("bob"), joined: true, by: user("bob"),
+                            at: hlc(1_767_225_600_100, 0, 1)))),
+                ReplicatedOperation(
+                    origin: NodeID(1), counter: 142, hlc: hlc(1_767_225_600_200, 0, 1),
+                    event: .channelMessage(
+                        ChannelMessage(
+                            id: sampleChannelMessage.id, channelID: channel1, sender: user("bob"), sentAt: t0,
+                            position: hlc(1_767_225_600_200, 0, 1), logSeq: 0, parts: sampleChannelMessage.parts))),
+                ReplicatedOperation(
+                    origin: NodeID(1), counter: 143, hlc: hlc(1_767_225_602_000, 0, 1),
+                    event: .channelDeleted(
+                        ChannelDeleted(channelID: channel1, by: user("alice"), at: hlc(1_767_225_602_000, 0, 1)))),
+            ]))),
     .init(
         name: "peer-presence",
         description:

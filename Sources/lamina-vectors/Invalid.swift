@@ -337,8 +337,30 @@ let invalidVectors: [InvalidVector] = [
         name: "bad-recipient-status", description: "CHANGE message-status-changed with status 4.",
         bytes: B.frame(.change, B.varint(1) + [7] + conv + msg + B.str("bob") + [4]), error: .malformed),
     .init(
-        name: "bad-change-kind", description: "CHANGE with event kind 16.",
-        bytes: B.frame(.change, B.varint(1) + [16]), error: .malformed),
+        name: "bad-change-kind", description: "CHANGE with event kind 20.",
+        bytes: B.frame(.change, B.varint(1) + [20]), error: .malformed),
+    .init(
+        name: "create-channel-empty-name", description: "CREATE_CHANNEL whose name is empty.",
+        bytes: B.frame(.createChannel, B.uuid(u(0xD1)) + B.str("")), error: .malformed),
+    .init(
+        name: "create-channel-name-over-limit", description: "CREATE_CHANNEL whose name is 129 bytes (at most 128).",
+        bytes: B.frame(.createChannel, B.uuid(u(0xD1)) + B.str(String(repeating: "n", count: 129))),
+        error: .limitExceeded),
+    .init(
+        name: "create-channel-name-control", description: "CREATE_CHANNEL whose name holds a line feed.",
+        bytes: B.frame(.createChannel, B.uuid(u(0xD1)) + B.str("gen\neral")), error: .malformed),
+    .init(
+        name: "send-channel-message-no-parts", description: "SEND_CHANNEL_MESSAGE with no part.",
+        bytes: B.frame(.sendChannelMessage, msg + B.uuid(u(0xD1)) + B.varint(0)), error: .noParts),
+    .init(
+        name: "fetch-channel-count-over-32-bits",
+        description: "FETCH_CHANNEL whose count does not fit in 32 bits (a varint32).",
+        bytes: B.frame(.fetchChannel, reqID + B.uuid(u(0xD1)) + B.varint(0) + B.varint(1 << 32)),
+        error: .malformed),
+    .init(
+        name: "change-channel-membership-bad-flag",
+        description: "CHANGE channel-membership-changed (kind 17) whose joined flag is 2.",
+        bytes: B.frame(.change, B.varint(1) + [17] + B.uuid(u(0xD1)) + B.str("bob") + [2]), error: .malformed),
     .init(
         name: "peer-presence-empty", description: "PEER_PRESENCE with no report.",
         bytes: B.frame(.peerPresence, B.varint(0)), error: .malformed),
@@ -417,7 +439,7 @@ let invalidVectors: [InvalidVector] = [
         bytes: B.frame(.changeBatch, B.varint(1) + B.varint(1) + [69]), error: .malformed),
     .init(
         name: "replicate-unknown-kind",
-        description: "REPLICATE whose operation has event kind 72 (kinds 0 to 15 and 64 to 71 are defined).",
+        description: "REPLICATE whose operation has event kind 72 (kinds 0 to 19 and 64 to 71 are defined).",
         bytes: B.replicate([72]), error: .malformed),
     .init(
         name: "replicate-distinct-not-distinct",

@@ -12,6 +12,7 @@ let lawSubjects: [LawSubject] = [
     LawSubject("distinct resolution", DistinctRegistry.self, ops: Gen.distinctOps),
     LawSubject("HLC max-register", state: Gen.hlc),
     LawSubject("presence", PresenceBoard.self, ops: Gen.presenceOps),
+    LawSubject("channel membership", ChannelMembership.self, ops: Gen.channelOps),
 ]
 
 @Suite struct MergeLawTests {

@@ -172,7 +172,7 @@ struct RandomFrames {
 
     mutating func event() -> ChangeEvent {
         let c = ConversationID(uuid: uuid())
-        switch int(0...15) {
+        switch int(0...19) {
         case 0: return .conversationCreated(conversation())
         case 1:
             return .conversationUpdated(
@@ -213,6 +213,17 @@ struct RandomFrames {
                     identity: bool() ? nil : IdentityChange.Identity(values: stringMap(), metadata: stringMap())))
         case 12: return .blockListChanged(BlockListChanged(user: user(), blocking: bool()))
         case 14: return .followChanged(FollowChanged(user: user(), following: bool()))
+        case 15: return .channelCreated(channel())
+        case 16:
+            return .channelMembershipChanged(
+                ChannelMembershipChanged(
+                    channelID: ChannelID(uuid: uuid()), user: user(), joined: bool(), by: user(), at: hlc()))
+        case 17:
+            return .channelMessage(
+                ChannelMessage(
+                    id: MessageID(uuid: uuid()), channelID: ChannelID(uuid: uuid()), sender: user(),
+                    sentAt: timestamp(), position: hlc(), logSeq: u64(), parts: parts()))
+        case 18: return .channelDeleted(ChannelDeleted(channelID: ChannelID(uuid: uuid()), by: user(), at: hlc()))
         case 13:
             return .presenceChanged(
                 PresenceChanged(
@@ -222,6 +233,15 @@ struct RandomFrames {
         default: return .typing(TypingChanged(conversationID: c, user: user(), state: typingState()))
         }
     }
+    mutating func channelName() -> ChannelName {
+        let raw = string(40)
+        return (try? ChannelName(raw)) ?? (try! ChannelName("c"))
+    }
+
+    mutating func channel() -> ChatChannel {
+        ChatChannel(id: ChannelID(uuid: uuid()), name: channelName(), creator: user(), createdAt: timestamp())
+    }
+
     mutating func vector() -> VersionVector {
         var counters: [NodeID: UInt64] = [:]
         for _ in 0..<int(0...6) { counters[NodeID(u64())] = max(1, u64()) }
@@ -247,6 +267,19 @@ struct RandomFrames {
         case .endSession: return .endSession(EndSession(requestID: uuid()))
         case .blockUser: return .blockUser(BlockUser(requestID: uuid(), user: user(), blocking: bool()))
         case .followUser: return .followUser(FollowUser(requestID: uuid(), user: user(), following: bool()))
+        case .createChannel:
+            return .createChannel(CreateChannel(channelID: ChannelID(uuid: uuid()), name: channelName()))
+        case .joinChannel: return .joinChannel(ChannelRequest(requestID: uuid(), channelID: ChannelID(uuid: uuid())))
+        case .leaveChannel: return .leaveChannel(ChannelRequest(requestID: uuid(), channelID: ChannelID(uuid: uuid())))
+        case .deleteChannel:
+            return .deleteChannel(ChannelRequest(requestID: uuid(), channelID: ChannelID(uuid: uuid())))
+        case .sendChannelMessage:
+            return .sendChannelMessage(
+                SendChannelMessage(
+                    messageID: MessageID(uuid: uuid()), channelID: ChannelID(uuid: uuid()), parts: parts()))
+        case .fetchChannel:
+            return .fetchChannel(
+                FetchChannel(requestID: uuid(), channelID: ChannelID(uuid: uuid()), after: u64(), count: u32()))
         case .setPresence:
             return .setPresence(SetPresence(requestID: uuid(), status: PresenceStatus.allCases[int(0...4)]))
         case .registerPushToken:

@@ -30,6 +30,8 @@ public indirect enum QueryValue: Hashable, Sendable {
     case users(Set<UserID>)
     case conversation(ConversationID)
     case message(MessageID)
+    /// A channel id (SPEC §6.8).
+    case channel(ChannelID)
     case timestamp(Timestamp)
     case position(MessagePosition)
     /// The right-hand side of `in` and `not in`.

@@ -138,6 +138,9 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
         // Conversation properties derive from messages (last message, counts), so any change counts.
         case .conversations: return !batch.isEmpty
         case .messages: return batch.contains { if case .message = $0.object { true } else { false } }
+        case .channels: return batch.contains { if case .channel = $0.object { true } else { false } }
+        case .channelMessages:
+            return batch.contains { if case .channelMessage = $0.object { true } else { false } }
         }
     }
 

@@ -89,6 +89,7 @@ struct QueryCompiler {
         case .users: "a set of users"
         case .conversation: "a conversation id"
         case .message: "a message id"
+        case .channel: "a channel id"
         case .timestamp: "a timestamp"
         case .position: "a position"
         case .list: "a list"
@@ -110,6 +111,7 @@ struct QueryCompiler {
         case (.user, .user(let u)): return [u.rawValue.databaseValue]
         case (.conversationID, .conversation(let id)): return [StoreCoding.blob(id).databaseValue]
         case (.messageID, .message(let id)): return [StoreCoding.blob(id).databaseValue]
+        case (.channelID, .channel(let id)): return [StoreCoding.blob(id).databaseValue]
         case (.timestamp, .timestamp(let t)): return [t.millisecondsSince1970.databaseValue]
         case (.position, .position(let p)):
             let c = StoreCoding.positionColumns(p)

@@ -3,7 +3,7 @@ import LaminaModel
 
 /// What a queryable property holds, which decides the values and operators it accepts.
 enum QueryPropertyKind: String, Hashable, Sendable {
-    case bool, integer, text, user, conversationID, messageID, timestamp, position
+    case bool, integer, text, user, conversationID, messageID, channelID, timestamp, position
     /// A set of users, tested with `contains` (one user) or `=`/`!=` (the exact set).
     case participants
     /// The MIME types of a message's parts, tested with `contains`.
@@ -29,12 +29,23 @@ struct QueryProperty {
     }
 }
 
-/// The two kinds of objects a query returns.
+/// The kinds of objects a query returns.
 public enum QueryTarget: String, Hashable, Sendable {
     case conversations
     case messages
+    /// Channels the device holds (SPEC §6.8).
+    case channels
+    /// Messages of channels.
+    case channelMessages
 
-    var table: String { self == .conversations ? "conversation" : "message" }
+    var table: String {
+        switch self {
+        case .conversations: "conversation"
+        case .messages: "message"
+        case .channels: "channel"
+        case .channelMessages: "channel_message"
+        }
+    }
 
     /// Rows of the table that are live objects.
     var baseCondition: String? { self == .conversations ? "conversation.merged_into IS NULL" : nil }
@@ -104,6 +115,31 @@ public enum QueryTarget: String, Hashable, Sendable {
             case MessageProperty.isSent: return .scalar(.bool, "message.is_sent")
             case MessageProperty.isUnread: return .scalar(.bool, "message.is_unread")
             case "parts.mimeType": return QueryProperty(kind: .mimeTypes, columns: [], nullable: false)
+            default: break
+            }
+        case .channels:
+            switch name {
+            case ChannelProperty.identifier: return .scalar(.channelID, "channel.id")
+            case ChannelProperty.name: return .scalar(.text, "channel.name")
+            case ChannelProperty.creator: return .scalar(.user, "channel.creator")
+            case ChannelProperty.createdAt: return .scalar(.timestamp, "channel.created_at")
+            case ChannelProperty.isMember: return .scalar(.bool, "channel.is_member")
+            default: break
+            }
+        case .channelMessages:
+            switch name {
+            case ChannelMessageProperty.identifier: return .scalar(.messageID, "channel_message.id")
+            case ChannelMessageProperty.channel: return .scalar(.channelID, "channel_message.channel_id")
+            case ChannelMessageProperty.sender: return .scalar(.user, "channel_message.sender")
+            case ChannelMessageProperty.sentAt: return .scalar(.timestamp, "channel_message.sent_at")
+            case ChannelMessageProperty.logSeq: return .scalar(.integer, "channel_message.log_seq")
+            case ChannelMessageProperty.position:
+                return QueryProperty(
+                    kind: .position,
+                    columns: [
+                        "channel_message.pos_physical", "channel_message.pos_logical", "channel_message.pos_node",
+                    ]
+                    .map { SQLFragment(sql: $0) }, nullable: false)
             default: break
             }
         }

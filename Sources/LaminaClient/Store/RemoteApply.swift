@@ -132,6 +132,10 @@ extension WriteContext {
             } else {
                 try db.execute(sql: "DELETE FROM followed_user WHERE user_id = ?", arguments: [user.rawValue])
             }
+        case .channel(let channel): try applyChannel(channel)
+        case .channelMembership(let id, let isMember): try applyChannelMembership(id, isMember: isMember)
+        case .channelDeleted(let id): try deleteChannel(id)
+        case .channelMessage(let message): try applyChannelMessage(message)
         }
     }
 

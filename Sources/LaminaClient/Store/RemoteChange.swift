@@ -51,4 +51,13 @@ public enum RemoteChange: Hashable, Sendable {
     case blockList(UserID, blocking: Bool)
     /// The local user followed (`following`) or unfollowed a user explicitly (SPEC §6.7).
     case following(UserID, following: Bool)
+    /// A channel the local user joined (SPEC §6.8 `channel-created`).
+    case channel(ChatChannel)
+    /// The local user joined or left a channel (`channel-membership-changed` in their feed).
+    case channelMembership(ChannelID, isMember: Bool)
+    /// A channel was deleted: it and its messages go.
+    case channelDeleted(ChannelID)
+    /// A channel's message (live or read from its log); the channel's cursor moves over it
+    /// when no message before it is missing.
+    case channelMessage(ChannelMessage)
 }

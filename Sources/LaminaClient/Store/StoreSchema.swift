@@ -203,6 +203,10 @@ enum StoreSchema {
             // The users the local user follows explicitly (SPEC §6.7 `follow-changed`).
             try db.execute(sql: "CREATE TABLE followed_user (user_id TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID")
         }
+        migrator.registerMigration("v10-channels") { db in
+            // Channels the user joined and the messages of their logs held here (SPEC §6.8).
+            try db.execute(sql: StoredChannels.schema)
+        }
         migrator.registerMigration("v12-receipt-switches") { db in
             // Layer's two receipt switches (SPEC §3.16): `receipts_enabled` is the delivery
             // receipts switch; a conversation stored before them had one flag for both.

@@ -111,6 +111,10 @@ public enum ChangeDecoder {
         case .blockListChanged(let c): .blockList(c.user, blocking: c.blocking)
         case .followChanged(let c): .following(c.user, following: c.following)
         case .typing, .presenceChanged: nil
+        case .channelCreated(let c): .channel(c)
+        case .channelMembershipChanged(let m): .channelMembership(m.channelID, isMember: m.joined)
+        case .channelMessage(let m): .channelMessage(m)
+        case .channelDeleted(let d): .channelDeleted(d.channelID)
         case .statusUpTo(let s): .statusUpTo(s.conversationID, user: s.user, status: s.status, upTo: s.upTo)
         }
     }

@@ -129,6 +129,13 @@ public actor SyncEngine {
         try await session.setPresence(status)
     }
 
+    /// Sends a channel command (see `SyncSession.sendChannelCommand`). Throws `.notConnected`
+    /// unless a session is live.
+    public func sendChannelCommand(_ frame: Frame) async throws(ClientError) {
+        guard let session else { throw ClientError(.notConnected, "no sync session is running") }
+        try await session.sendChannelCommand(frame)
+    }
+
     /// Follows or unfollows `user` on the node (see `SyncSession.setFollowing`). Throws
     /// `.notConnected` unless a session is live.
     public func setFollowing(_ user: UserID, following: Bool) async throws(ClientError) {

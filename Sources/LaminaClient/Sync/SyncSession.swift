@@ -103,6 +103,8 @@ public actor SyncSession {
     var snapshot = SnapshotSync()
     /// The one pending retry of the outbox after a transient ERROR (cancelled when the session ends).
     var retryTask: Task<Void, Never>?
+    /// FETCH_CHANNEL requests in flight: their channel and the cursor they read after (SPEC §6.8).
+    var channelFetches: [UUID: ChannelFetch] = [:]
 
     public init(
         store: LocalStore, channel: any FrameChannel, identityToken: @escaping IdentityTokenProvider,
@@ -319,6 +321,10 @@ public actor SyncSession {
 
     /// An ACK: completes the pending request it answers.
     private func acknowledged(_ ack: Ack, _ frame: Frame) async throws -> SyncSessionEnd? {
+        if channelFetches[ack.requestID] != nil {
+            try await channelFetchAnswered(ack.requestID, cursor: ack.cursor)
+            return nil
+        }
         switch pending[ack.requestID] {
         case .awaited(let request)?:
             if request.frame == .endSession { try await store.setSessionTokenAsync(nil) }
@@ -339,6 +345,7 @@ public actor SyncSession {
             try await registerStoredPushToken()
             try await restorePresence()
             try await startSnapshotFetches(acked: ack.cursor ?? 0)
+            try await fetchChannelsBehind()
         case .command?, nil:
             if let completion = ChangeDecoder.completion(frame) { try await complete(completion) }
         }
@@ -347,6 +354,7 @@ public actor SyncSession {
 
     /// An ERROR: fails the pending request it names, or ends the session.
     private func refused(_ e: ErrorFrame, _ frame: Frame) async throws -> SyncSessionEnd? {
+        if let id = e.requestID, channelFetches.removeValue(forKey: id) != nil, !e.isFatal { return nil }
         switch e.requestID.flatMap({ pending[$0] }) {
         case .awaited?:
             await finishAwaited(e.requestID!, .failure(ClientError(ClientError.Code(rawValue: e.code.name), e.reason)))
@@ -402,6 +410,7 @@ public actor SyncSession {
         }
         if !receipts.isEmpty, state == .live { try await flushOutbox() }
         for id in joined { try await requestHistory(of: id) }
+        if state == .live { try await fetchChannels(after: entries) }
     }
 
     /// Delivery receipts for the messages from others in `decoded`, only where the

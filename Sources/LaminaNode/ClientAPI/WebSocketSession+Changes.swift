@@ -98,6 +98,9 @@ extension WebSocketSession {
             // Not carried yet: identity changes, block lists and follows are read over REST
             // (identities inside packets show the profiles read when the socket opened).
             break
+        case .channelCreated, .channelMembershipChanged, .channelMessage, .channelDeleted:
+            // Channels are not in the Client API yet (sync protocol only, SPEC §6.8).
+            break
         }
     }
 

@@ -122,6 +122,9 @@ extension NodeServerConfiguration {
             "resources.answerBudgetBytes", \.resources.answerBudgetBytes,
             "Bytes of large answers' pages in flight over the node."),
         .init(
+            "resources.maxChannelMembers", \.resources.maxChannelMembers,
+            "The most members a channel may have (SPEC §6.8)."),
+        .init(
             "resources.minimumOutboundShareBytes", \.resources.minimumOutboundShareBytes,
             "A stream's least share of the outbound budget."),
         .init(

@@ -36,6 +36,7 @@ enum FeedCoding {
         if !features.contains(.receiptSwitches) {
             changes = changes.map { $0.withSingleReceiptsFlag }
         }
+        if !features.contains(.channels) { changes = changes.filter { !(16...19).contains($0.event.kind) } }
         guard features.contains(.changeBatches) else { return changes.map { .change($0) } }
         var frames: [Frame] = []
         var current: [Change] = []

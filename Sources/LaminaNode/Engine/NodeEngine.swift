@@ -44,6 +44,10 @@ public final class NodeEngine: Sendable {
     public static let presenceChoiceBurst = 10.0
     /// Feed heads other nodes announced on the shared store, read here once for all sessions.
     let remoteFeeds = RemoteFeedReads()
+    /// The members of the channels this node has sent to, for live delivery (SPEC §6.8).
+    let channelAudience = ChannelAudience()
+    /// Users reached by live channel messages since the start.
+    public let channelDeliveries = ChannelDeliveryCounts()
     /// Moves after every commit that may have grown the replication log (peer links wait on it).
     let replicationSignal = ReplicationSignal()
     /// Moves after a commit of replicated messages that reference rich content this node may
@@ -228,6 +232,12 @@ final class SessionRegistry: Sendable {
     }
 
     func all() -> [NodeSession] { state.withLockedValue { Array($0.all.values) } }
+
+    /// The users with an authenticated session here.
+    func onlineUsers() -> [UserID] { state.withLockedValue { Array($0.byUser.keys) } }
+
+    /// How many users have an authenticated session here.
+    var onlineUserCount: Int { state.withLockedValue { $0.byUser.count } }
 
     /// Whether `user`'s `device` has an authenticated session open on this node.
     func hasLiveSession(of user: UserID, device: String) -> Bool {

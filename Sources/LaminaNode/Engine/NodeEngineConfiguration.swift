@@ -23,6 +23,10 @@ public struct NodeEngineConfiguration: Sendable {
     public var cluster = "lamina"
     /// Bytes of large answers' pages in flight over the node (``AnswerBudget``).
     public var answerBudgetBytes = 16 * 1_048_576
+    /// The most members a channel may have (SPEC §6.8), checked where a join enters.
+    public var maxChannelMembers = NodeEngineConfiguration.defaultMaxChannelMembers
+    /// The default of ``maxChannelMembers``.
+    public static let defaultMaxChannelMembers = 10_000
     /// Bounds on replicated operations parked until their conversation arrives (SPEC §6.5).
     package var parking = ParkingLimits()
 

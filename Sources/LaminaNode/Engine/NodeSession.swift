@@ -258,6 +258,7 @@ public final class NodeSession: Sendable {
         case .followUser: .following
         // The old single flag (both switches alike) needs no bit; the two switches set apart do.
         case .createConversation(let f) where !f.options.receiptSwitches.isSingleFlag: .receiptSwitches
+        case .createChannel, .joinChannel, .leaveChannel, .sendChannelMessage, .fetchChannel, .deleteChannel: .channels
         default: nil
         }
     }
@@ -382,6 +383,7 @@ public final class NodeSession: Sendable {
                 switch change.event.kind {
                 case 14: .presence
                 case 12: .identities
+                case 16...19: .channels
                 default: .typingIndicators
                 }
             if state.withLockedValue({ $0.features.contains(needed) }) { send(.change(change)) }
@@ -488,6 +490,13 @@ public final class NodeSession: Sendable {
                 )
             }
             setPresence(request, as: auth)
+        case .createChannel, .joinChannel, .leaveChannel, .sendChannelMessage, .fetchChannel, .deleteChannel:
+            guard let auth = state.withLockedValue({ $0.auth }) else {
+                return reply(
+                    WireError(.authenticationRequired, "authenticate before \(frame.type.name)"),
+                    requestID: frame.commandID)
+            }
+            await handleChannelCommand(frame, as: auth)
         case .registerPushToken(let request):
             guard let auth = state.withLockedValue({ $0.auth }) else {
                 return reply(

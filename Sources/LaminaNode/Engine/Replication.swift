@@ -264,6 +264,10 @@ extension CommandContext {
         case .conversationUpdated, .identifierChanged, .typing, .identityChanged, .blockListChanged, .presenceChanged,
             .followChanged:
             throw WireError(.invalidArgument, "a \(event.kind) change is not a replicated operation")
+        case .channelCreated, .channelMembershipChanged, .channelMessage, .channelDeleted:
+            // SPEC §6.8: channel operations are not logged or replicated by this node yet.
+            throw WireError(
+                .invalidArgument, "channel operations (kind \(event.kind)) are not replicated in this version")
         }
         return logged
     }
@@ -480,6 +484,10 @@ extension ChangeEvent {
         case .identityChanged(let i): i.user
         case .presenceChanged(let p): p.user
         case .followChanged(let f): f.user
+        case .channelCreated(let c): c.creator
+        case .channelMembershipChanged(let c): c.by
+        case .channelMessage(let m): m.sender
+        case .channelDeleted(let d): d.by
         case .conversationUpdated, .identifierChanged, .blockListChanged: "node"
         }
     }

@@ -59,6 +59,8 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
     /// the node, from the store read until the page left the stream's paced queue; one user
     /// holds at most half (``AnswerBudget``).
     public var answerBudgetBytes = 16 * 1_048_576
+    /// The most members a channel may have (SPEC §6.8), checked where a join enters.
+    public var maxChannelMembers = NodeEngineConfiguration.defaultMaxChannelMembers
     public var initialStreamWindowBytes = 16 * 1_024
     public var streamWindowBytes = 256 * 1_024
     /// Per user over all its sessions: storage commands and their bytes (config file keys
@@ -109,6 +111,8 @@ public struct NodeResourceLimits: Sendable, Hashable, Codable {
         try check(
             nodeOutboundBudgetBytes >= 1_048_576 && minimumOutboundShareBytes >= 65_536,
             "resources.nodeOutboundBudgetBytes must be at least 1048576 and minimumOutboundShareBytes at least 65536")
+        try check(
+            (1...1_000_000).contains(maxChannelMembers), "resources.maxChannelMembers must be 1 to 1000000")
         try check(
             answerBudgetBytes >= 2 * 1_048_576,
             "resources.answerBudgetBytes must be at least 2097152 (two pages of a large answer)")

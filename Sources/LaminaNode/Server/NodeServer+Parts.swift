@@ -191,6 +191,7 @@ extension NodeServerConfiguration {
         engine.commandBudget = resources.commandBudget
         engine.nonces = resources.nonces
         engine.answerBudgetBytes = resources.answerBudgetBytes
+        engine.maxChannelMembers = resources.maxChannelMembers
         engine.sessionLifetime = .seconds(sessionLifetimeSeconds)
         engine.cluster = peers.cluster
         return engine

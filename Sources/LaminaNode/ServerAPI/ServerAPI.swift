@@ -69,6 +69,25 @@ public final class ServerAPI: Sendable {
 
     static let table: [(Route, Handler)] = [
         (Route(method: "POST", template: "/apps/{app_id}/conversations"), { try await $0.createConversation($1) }),
+        (Route(method: "POST", template: "/apps/{app_id}/channels"), { try await $0.createChannel($1) }),
+        (Route(method: "GET", template: "/apps/{app_id}/channels/{channel_id}"), { try await $0.getChannel($1) }),
+        (Route(method: "DELETE", template: "/apps/{app_id}/channels/{channel_id}"), { try await $0.deleteChannel($1) }),
+        (
+            Route(method: "GET", template: "/apps/{app_id}/channels/{channel_id}/members"),
+            { try await $0.listChannelMembers($1) }
+        ),
+        (
+            Route(method: "PUT", template: "/apps/{app_id}/channels/{channel_id}/members/{user_id}"),
+            { try await $0.addChannelMember($1) }
+        ),
+        (
+            Route(method: "DELETE", template: "/apps/{app_id}/channels/{channel_id}/members/{user_id}"),
+            { try await $0.removeChannelMember($1) }
+        ),
+        (
+            Route(method: "POST", template: "/apps/{app_id}/channels/{channel_id}/messages"),
+            { try await $0.sendChannelMessage($1) }
+        ),
         (
             Route(method: "GET", template: "/apps/{app_id}/conversations/{conversation_id}"),
             { try await $0.getConversation($1) }

@@ -73,6 +73,7 @@ enum PostgresSchema {
                 "CREATE INDEX follows_followed ON follows(followed, follower)",
             ]
         ),
+        (ChannelSchema.migration, ChannelSchema.postgres),
         (
             "v19-last-seen",
             [

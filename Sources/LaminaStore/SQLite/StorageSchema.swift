@@ -68,6 +68,9 @@ enum StorageSchema {
         migrator.registerMigration("v17-follows") { db in
             for statement in follows { try db.execute(sql: statement) }
         }
+        migrator.registerMigration(ChannelSchema.migration) { db in
+            for statement in ChannelSchema.sqlite { try db.execute(sql: statement) }
+        }
         migrator.registerMigration("v19-last-seen") { db in
             for statement in lastSeen { try db.execute(sql: statement) }
         }

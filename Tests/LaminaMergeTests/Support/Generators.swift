@@ -86,6 +86,14 @@ enum Gen {
         }
     }
 
+    static func channelOps(_ r: inout SplitMix64) -> [ChannelMembershipOperation] {
+        (0..<count(&r, 0...8)).map { _ in
+            let roll = count(&r, 0...9)
+            if roll == 0 { return .deleted(at: hlc(&r)) }
+            return roll % 2 == 0 ? .joined(user(&r), at: hlc(&r)) : .left(user(&r), at: hlc(&r))
+        }
+    }
+
     static func versionOps(_ r: inout SplitMix64) -> [OperationID] {
         (0..<count(&r, 0...8)).map { _ in OperationID(origin: node(&r), counter: UInt64.random(in: 1...20, using: &r)) }
     }
