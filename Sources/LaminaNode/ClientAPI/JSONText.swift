@@ -44,7 +44,7 @@ struct JSONText {
     }
 
     /// Starts the member named by any string (escaped).
-    mutating func key(_ name: String) {
+    mutating func key(escaping name: String) {
         if !first { bytes.append(UInt8(ascii: ",")) }
         first = false
         string(name)
@@ -144,7 +144,7 @@ struct JSONText {
     mutating func object(_ values: [String: String]) {
         open()
         for (name, value) in values.sorted(by: { $0.key < $1.key }) {
-            key(name)
+            key(escaping: name)
             string(value)
         }
         close()
@@ -192,7 +192,7 @@ extension Dictionary: JSONTextWritable where Key == String, Value: JSONTextWrita
     func write(to json: inout JSONText) {
         json.open()
         for (name, value) in sorted(by: { $0.key < $1.key }) {
-            json.key(name)
+            json.key(escaping: name)
             value.write(to: &json)
         }
         json.close()
