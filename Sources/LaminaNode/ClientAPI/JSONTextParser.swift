@@ -21,7 +21,7 @@ struct JSONTextParser {
         var text = text
         let result = text.withUTF8 { bytes -> Result<JSONValue, Failure> in
             var parser = JSONTextParser(bytes: bytes)
-            do {
+            do throws(Failure) {
                 parser.skipWhitespace()
                 let value = try parser.value(depth: 0)
                 parser.skipWhitespace()
