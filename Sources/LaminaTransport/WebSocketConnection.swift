@@ -133,7 +133,16 @@ public final class WebSocketConnection: ChannelInboundHandler, RemovableChannelH
     /// Queues a text message. Over ``WebSocketSettings/maxOutboundBytes`` queued, the
     /// connection is closed with 1008 instead (slow consumer). Ignored once closing.
     public func send(text: String) {
-        let buffer = ByteBuffer(string: text)
+        send(message: ByteBuffer(string: text))
+    }
+
+    /// Queues a text message given as its UTF-8 bytes (the caller's to make valid UTF-8), as
+    /// ``send(text:)`` does.
+    public func send(utf8 bytes: [UInt8]) {
+        send(message: ByteBuffer(bytes: bytes))
+    }
+
+    private func send(message buffer: ByteBuffer) {
         var overflow = false
         var schedule = false
         var waiters: [CheckedContinuation<Bool, Never>] = []

@@ -27,13 +27,35 @@ public struct ClientAPIRepresentation: Sendable {
     // MARK: Ids
 
     public static func conversationID(_ id: ConversationID) -> String {
-        "layer:///conversations/\(id.uuid.uuidString.lowercased())"
+        "layer:///conversations/\(Self.lowercase(id.uuid))"
     }
-    public static func messageID(_ id: MessageID) -> String { "layer:///messages/\(id.uuid.uuidString.lowercased())" }
+    public static func messageID(_ id: MessageID) -> String { "layer:///messages/\(Self.lowercase(id.uuid))" }
     public static func announcementID(_ id: MessageID) -> String {
-        "layer:///announcements/\(id.uuid.uuidString.lowercased())"
+        "layer:///announcements/\(Self.lowercase(id.uuid))"
     }
     public static func identityID(_ user: UserID) -> String { "layer:///identities/\(user.rawValue)" }
+
+    /// A UUID's lowercase text, as `uuidString.lowercased()` writes it (without its two
+    /// intermediate strings: ids and URLs of every packet carry several).
+    public static func lowercase(_ uuid: UUID) -> String {
+        withUnsafeBytes(of: uuid.uuid) { raw in
+            String(unsafeUninitializedCapacity: 36) { out in
+                var index = 0
+                for (offset, byte) in raw.enumerated() {
+                    if offset == 4 || offset == 6 || offset == 8 || offset == 10 {
+                        out[index] = UInt8(ascii: "-")
+                        index += 1
+                    }
+                    out[index] = hexDigits[Int(byte >> 4)]
+                    out[index + 1] = hexDigits[Int(byte & 0x0F)]
+                    index += 2
+                }
+                return index
+            }
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// A conversation id from its Layer id or bare UUID (nil when it is neither).
     public static func conversation(_ text: String) -> ConversationID? {
@@ -71,7 +93,7 @@ public struct ClientAPIRepresentation: Sendable {
             physical: UInt64(number >> 10), logical: counter == 1_023 ? .max : counter, node: NodeID(UInt64.max))
     }
 
-    static func date(_ t: Timestamp) -> String { ServerAPIJSON.date(millisecondsSince1970: t.millisecondsSince1970) }
+    static func date(_ t: Timestamp) -> String { ClientAPIDate.string(millisecondsSince1970: t.millisecondsSince1970) }
 
     // MARK: Objects
 
@@ -101,7 +123,7 @@ public struct ClientAPIRepresentation: Sendable {
     public func conversation(
         _ c: Conversation, unread: Int = 0, total: Int = 0, lastMessage: Message? = nil
     ) -> ClientConversationObject {
-        let uuid = c.id.uuid.uuidString.lowercased()
+        let uuid = Self.lowercase(c.id.uuid)
         return ClientConversationObject(
             id: Self.conversationID(c.id), url: "\(base)/conversations/\(uuid)",
             messages_url: "\(base)/conversations/\(uuid)/messages", created_at: Self.date(c.createdAt),
@@ -111,9 +133,9 @@ public struct ClientAPIRepresentation: Sendable {
     }
 
     public func message(_ m: Message) -> ClientMessageObject {
-        let conversation = m.conversationID.uuid.uuidString.lowercased()
+        let conversation = Self.lowercase(m.conversationID.uuid)
         return ClientMessageObject(
-            id: Self.messageID(m.id), url: "\(base)/messages/\(m.id.uuid.uuidString.lowercased())",
+            id: Self.messageID(m.id), url: "\(base)/messages/\(Self.lowercase(m.id.uuid))",
             conversation: ClientReference(
                 id: Self.conversationID(m.conversationID), url: "\(base)/conversations/\(conversation)"),
             parts: parts(m), sent_at: m.sentAt.map(Self.date), received_at: nil, sender: identity(m.sender),
@@ -123,7 +145,7 @@ public struct ClientAPIRepresentation: Sendable {
     /// An announcement to the viewer (a message of their announcements conversation).
     public func announcement(_ m: Message) -> ClientAnnouncementObject {
         ClientAnnouncementObject(
-            id: Self.announcementID(m.id), url: "\(base)/announcements/\(m.id.uuid.uuidString.lowercased())",
+            id: Self.announcementID(m.id), url: "\(base)/announcements/\(Self.lowercase(m.id.uuid))",
             parts: parts(m), sent_at: m.sentAt.map(Self.date), received_at: nil, sender: identity(m.sender),
             is_unread: isUnread(m), recipient_status: statuses(m), position: m.position.map { Self.position($0) } ?? 0)
     }
@@ -142,9 +164,9 @@ public struct ClientAPIRepresentation: Sendable {
     /// addressed on their own here); text as it is, other
     /// bytes as base64; rich content with its download URL when ``content`` signs them.
     func parts(_ m: Message) -> [ClientPartObject] {
-        let message = m.id.uuid.uuidString.lowercased()
+        let message = Self.lowercase(m.id.uuid)
         return m.parts.map { part in
-            let uuid = part.id.uuidString.lowercased()
+            let uuid = Self.lowercase(part.id)
             var p = ClientPartObject(
                 id: "layer:///messages/\(message)/parts/\(uuid)", mime_type: part.mimeType.description)
             switch part.content {
@@ -167,6 +189,18 @@ public struct ClientAPIRepresentation: Sendable {
 
     /// A user id as one URL path segment (percent-encoded where it must be).
     static func pathSegment(_ text: String) -> String {
+        // Most user ids are letters, digits and `-._~`: nothing to encode.
+        if text.utf8.allSatisfy({ byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                true
+            default: false
+            }
+        }) {
+            return text
+        }
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "/?#")
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text

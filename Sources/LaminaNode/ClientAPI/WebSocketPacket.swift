@@ -22,9 +22,9 @@ public enum WebSocketInboundPacket: Hashable, Sendable {
         }
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+            value = try JSONTextParser.parse(text)
         } catch {
-            throw WebSocketPacketError(.invalidRequest, "the packet is not JSON")
+            throw WebSocketPacketError(.invalidRequest, "the packet is not JSON (at byte \(error.offset))")
         }
         guard let packet = value.object else {
             throw WebSocketPacketError(.invalidRequest, "a packet is a JSON object")

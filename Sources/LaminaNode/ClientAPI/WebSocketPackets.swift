@@ -4,12 +4,14 @@ import LaminaModel
 /// The JSON a Client API WebSocket sends (Layer's Web SDK packets): `{type, counter,
 /// timestamp, body}`. `counter` counts this connection's packets from 0; `timestamp` is the
 /// feed position of the connection (see ``WebSocketSession``) written as an ISO 8601 time.
-struct WebSocketOutboundPacket<Body: Encodable>: Encodable {
+struct WebSocketOutboundPacket<Body> {
     var type: String
     var counter: Int
     var timestamp: String
     var body: Body
 }
+
+extension WebSocketOutboundPacket: Encodable where Body: Encodable {}
 
 /// A `change` packet's body: `operation` create, update or delete of `object`.
 struct WebSocketChangeBody<Data: Encodable>: Encodable {
@@ -72,7 +74,7 @@ enum WebSocketTimestamp {
     /// entries in one millisecond, the same on every node of a cluster), so the replay
     /// misses nothing and repeats nothing.
     static func string(for seq: UInt64) -> String {
-        ServerAPIJSON.date(millisecondsSince1970: Int64(clamping: seq))
+        ClientAPIDate.string(millisecondsSince1970: Int64(clamping: seq))
     }
 
     /// The feed position a `from_timestamp` names (nil: not an ISO 8601 time at or after 1970).

@@ -1,10 +1,12 @@
 import LaminaModel
+import LaminaStore
 import LaminaWire
 
 /// Feed entries as Layer `change` packets (and typing as `signal` packets), under the
 /// session's lock.
 extension WebSocketSession {
     func packets(for event: ChangeEvent, seq: UInt64?) {
+        if announcementPackets(for: event, seq: seq) { return }
         let r = representation
         switch event {
         case .conversationCreated(let conversation):
@@ -94,9 +96,10 @@ extension WebSocketSession {
             // Only after `Presence.subscribe` (as Layer's node did).
             guard presenceSubscribed else { return }
             write("change", presenceChange(changed), seq: seq)
-        case .identityChanged, .blockListChanged, .followChanged:
-            // Not carried yet: identity changes, block lists and follows are read over REST
-            // (identities inside packets show the profiles read when the socket opened).
+        case .identityChanged(let changed):
+            identityPackets(changed, seq: seq)
+        case .blockListChanged, .followChanged:
+            // Not part of Layer's WebSocket packets (block lists and follows are read over REST).
             break
         case .channelCreated, .channelMembershipChanged, .channelMessage, .channelDeleted:
             // Channels are not in the Client API yet (sync protocol only, SPEC §6.8).
@@ -104,10 +107,90 @@ extension WebSocketSession {
         }
     }
 
+    /// The user's announcements conversation as REST shows it: its messages are
+    /// `Announcement` objects (created, read, deleted), the conversation itself is not shown.
+    /// Whether `event` was one of its.
+    private func announcementPackets(for event: ChangeEvent, seq: UInt64?) -> Bool {
+        let mine = announcements
+        switch event {
+        case .conversationCreated(let c): return c.id == mine
+        case .conversationUpdated(let u): return u.conversationID == mine
+        case .participantsChanged(let c): return c.conversationID == mine
+        case .metadataChanged(let c): return c.conversationID == mine
+        case .conversationDeleted(let d): return d.conversationID == mine
+        case .messageCreated(let m) where m.conversationID == mine:
+            receipts.record(m)
+            change("create", announcement: m.id, representation.announcement(m), seq: seq)
+        case .messageStatusChanged(let c) where c.conversationID == mine:
+            guard receipts.apply(c) else { return true }
+            change("update", announcement: c.messageID, [statusOperation(c.user, c.status)], seq: seq)
+        case .statusUpTo(let range) where range.conversationID == mine:
+            for message in receipts.apply(range) {
+                change("update", announcement: message, [statusOperation(range.user, range.status)], seq: seq)
+            }
+        case .messageDeleted(let d) where d.conversationID == mine:
+            receipts.forget(d.messageID, in: d.conversationID)
+            let mode = d.mode == .allParticipants ? "all_participants" : "my_devices"
+            change("delete", announcement: d.messageID, WebSocketDeletionData(mode: mode), seq: seq)
+        default: return false
+        }
+        return true
+    }
+
+    /// An identity's change (the feed sends it to the users who share a conversation with
+    /// it): an `Identity` update setting every property (deleting those it no longer has), or
+    /// its deletion. The socket's known identities follow it, so later packets show the name.
+    private func identityPackets(_ changed: IdentityChange, seq: UInt64?) {
+        let user = changed.user
+        guard let identity = changed.identity else {
+            representation.identities[user] = nil
+            change("delete", identity: user, WebSocketDeletionData(mode: "all_participants"), seq: seq)
+            return
+        }
+        if representation.identities[user] != nil || representation.identities.count < Self.maxKnownIdentities {
+            representation.identities[user] = StoredIdentity(values: identity.values, metadata: identity.metadata)
+        }
+        var operations: [WebSocketPatchOperation] = []
+        for field in StoredIdentity.fields {
+            if let value = identity.values[field] ?? (field == "display_name" ? user.rawValue : nil) {
+                operations.append(.init(operation: "set", property: field, value: .string(value)))
+            } else {
+                operations.append(.init(operation: "delete", property: field))
+            }
+        }
+        operations.append(
+            .init(operation: "set", property: "metadata", value: .object(identity.metadata.mapValues { .string($0) })))
+        change("update", identity: user, operations, seq: seq)
+    }
+
+    private func change<Data: Encodable>(_ operation: String, identity user: UserID, _ data: Data, seq: UInt64?) {
+        let shown = representation.identity(user)
+        write(
+            "change",
+            WebSocketChangeBody(
+                operation: operation,
+                object: WebSocketObjectReference(
+                    type: "Identity", id: ClientAPIRepresentation.identityID(user), url: shown.url ?? ""),
+                data: data), seq: seq)
+    }
+
+    private func change<Data: Encodable>(
+        _ operation: String, announcement message: MessageID, _ data: Data, seq: UInt64?
+    ) {
+        write(
+            "change",
+            WebSocketChangeBody(
+                operation: operation,
+                object: WebSocketObjectReference(
+                    type: "Announcement", id: ClientAPIRepresentation.announcementID(message),
+                    url: "\(representation.base)/announcements/\(ClientAPIRepresentation.lowercase(message.uuid))"),
+                data: data), seq: seq)
+    }
+
     private func change<Data: Encodable>(
         _ operation: String, conversation: ConversationID, _ data: Data, seq: UInt64?
     ) {
-        let uuid = conversation.uuid.uuidString.lowercased()
+        let uuid = ClientAPIRepresentation.lowercase(conversation.uuid)
         write(
             "change",
             WebSocketChangeBody(
@@ -121,7 +204,7 @@ extension WebSocketSession {
     private func change<Data: Encodable>(
         _ operation: String, message: MessageID, in conversation: ConversationID, _ data: Data, seq: UInt64?
     ) {
-        let uuid = message.uuid.uuidString.lowercased()
+        let uuid = ClientAPIRepresentation.lowercase(message.uuid)
         write(
             "change",
             WebSocketChangeBody(

@@ -39,14 +39,17 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
     static let maxRequestsInFlight = 32
 
     /// The most identities a socket keeps to show real names (read at the upgrade from the
-    /// users it shares conversations with); others show their user id.
+    /// users it shares conversations with, then kept current by identity changes); others show
+    /// their user id.
     static let maxKnownIdentities = 1_000
 
     let connection: WebSocketConnection
     let engine: NodeEngine
     let credentials: Credentials
-    /// How objects are shown (under `lock`).
+    /// How objects are shown; its identities change with identity changes (under `lock`).
     var representation: ClientAPIRepresentation
+    /// The user's announcements conversation: its messages are `Announcement` packets.
+    let announcements: ConversationID
     /// The node's `https://host:port` (the representation's base).
     let base: String
     let logger: Logger
@@ -90,6 +93,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
         self.engine = engine
         self.credentials = credentials
         self.representation = representation
+        self.announcements = ServerAPI.announcementsConversation(of: credentials.user)
         self.base = representation.base
         self.logger = logger
         self.released = released
@@ -102,7 +106,10 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
         connection.delegate = self
         let session = engine.openSession(outbound: self)
         lock.withLock { self.session = session }
-        let features: FeatureSet = [.typingIndicators, .deliveryReceipts, .changeBatches, .partUpdates, .presence]
+        // `.identities`: identity changes (change kind 12) reach the session only with it.
+        let features: FeatureSet = [
+            .typingIndicators, .deliveryReceipts, .changeBatches, .partUpdates, .presence, .identities,
+        ]
         session.receive(.hello(Hello(features: features, agent: "lamina-websocket")))
         session.receive(
             .resumeSession(
@@ -206,8 +213,14 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
     /// Writes one packet with the next counter; `seq` is the feed position it carries (nil:
     /// what has been forwarded so far).
     func write<Body: Encodable>(_ type: String, _ body: Body, seq: UInt64? = nil) {
-        let packet = WebSocketOutboundPacket(
-            type: type, counter: counter, timestamp: WebSocketTimestamp.string(for: seq ?? sentHigh), body: body)
+        let timestamp = WebSocketTimestamp.string(for: seq ?? sentHigh)
+        if let writable = body as? any JSONTextWritable {
+            // Every packet of ours: written by hand (WebSocketPacketText.swift).
+            connection.send(utf8: Self.text(type: type, counter: counter, timestamp: timestamp, body: writable))
+            counter += 1
+            return
+        }
+        let packet = WebSocketOutboundPacket(type: type, counter: counter, timestamp: timestamp, body: body)
         do {
             let data = try ServerAPIJSON.encode(packet)
             counter += 1
@@ -215,6 +228,13 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
         } catch {
             logger.error("cannot encode a WebSocket packet", metadata: ["type": "\(type)", "error": "\(error)"])
         }
+    }
+
+    /// A packet's JSON text.
+    static func text(type: String, counter: Int, timestamp: String, body: some JSONTextWritable) -> [UInt8] {
+        var json = JSONText()
+        WebSocketOutboundPacket(type: type, counter: counter, timestamp: timestamp, body: body).write(to: &json)
+        return json.bytes
     }
 
     /// Sends a response packet (any thread).
