@@ -88,7 +88,7 @@ extension StorageReader {
 
         // What the statuses of the ranges' messages are derived from, in one statement: the
         // statuses recorded for those messages (0), and the slices of their conversations
-        // (`MessageStatuses.slice(of:)`): receipts and members (1), delivered (2) and read (3)
+        // (`MessageStatuses.slice(of:)`): receipt switches (delivery + 2 × read) and members (1), delivered (2) and read (3)
         // markers.
         var recorded: [UUID: [UserID: RecipientStatus]] = [:]
         var slices: [ConversationID: MessageStatuses.ConversationStatusSlice] = [:]
@@ -99,7 +99,8 @@ extension StorageReader {
             SELECT DISTINCT 0, s.message_id, s.user_id, CAST(s.status AS BIGINT), \(nulls) FROM \(entries)
                 JOIN recipient_status s ON s.message_id = f.message_id WHERE f.payload IS NULL
             UNION ALL
-            SELECT 1, c.id, p.user_id, CAST(c.delivery_receipts_enabled AS BIGINT), \(nulls) FROM conversations c
+            SELECT 1, c.id, p.user_id, CAST(c.delivery_receipts_enabled + 2 * c.read_receipts_enabled AS BIGINT),
+                \(nulls) FROM conversations c
                 LEFT JOIN participants p ON p.conversation_id = c.id AND p.is_member = 1 WHERE c.id IN (\(created))
             UNION ALL
             SELECT 2, conversation_id, user_id, \(markers) FROM \(StatusMarker.delivered.rawValue)
@@ -124,10 +125,12 @@ extension StorageReader {
             var slice =
                 slices[id]
                 ?? MessageStatuses.ConversationStatusSlice(
-                    participants: [], receiptsEnabled: true, delivered: [:], read: [:])
+                    participants: [], deliveryReceipts: true, readReceipts: true, delivered: [:], read: [:])
             switch kind {
             case 1:
-                slice.receiptsEnabled = row.int64(3) != 0
+                let switches = row.int64(3)
+                slice.deliveryReceipts = switches & 1 != 0
+                slice.readReceipts = switches & 2 != 0
                 if !row.isNull(2) { slice.participants.insert(try Columns.user(row, 2)) }
             case 2: slice.delivered[try Columns.user(row, 2)] = try Columns.hlc(row, from: 3)
             default: slice.read[try Columns.user(row, 2)] = try Columns.hlc(row, from: 3)

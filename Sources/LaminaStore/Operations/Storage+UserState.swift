@@ -78,6 +78,7 @@ extension StorageReader {
         }
         for row in try db.rows("SELECT user_id FROM user_suspensions ORDER BY user_id") {
             text += "s \(row["user_id"] as String)\n"
+        }
         for row in try db.rows("SELECT follower, followed FROM follows ORDER BY follower, followed") {
             text += "f \(row["follower"] as String) \(row["followed"] as String)\n"
         }
