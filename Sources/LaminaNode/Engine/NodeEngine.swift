@@ -42,8 +42,6 @@ public final class NodeEngine: Sendable {
     public static let presenceChoicesPerSecond = 2.0
     /// SPEC §6.6: the burst of SET_PRESENCE a user's devices may send together.
     public static let presenceChoiceBurst = 10.0
-    /// Feed heads other nodes announced on the shared store, read here once for all sessions.
-    let remoteFeeds = RemoteFeedReads()
     /// The members of the channels this node has sent to, for live delivery (SPEC §6.8).
     let channelAudience = ChannelAudience()
     /// Users reached by live channel messages since the start.

@@ -5,8 +5,8 @@ import LaminaWire
 import NIOConcurrencyHelpers
 
 /// Fan-out across nodes that share one PostgreSQL database (POSTGRES.md, "Several nodes").
-/// Another node's commit arrives as (user, feed head) pairs; the live sessions of those users
-/// here get the new entries from one read shared by all of them (``RemoteFeedReads``). When
+/// Another node's commit arrives as (user, feed head) pairs; each live session of those
+/// users here reads its feed from what it sent, as it does for a gap in local commits. When
 /// the listening connection is (re)established every live session does that read, so a
 /// notification missed while it was down loses nothing. Typing crosses nodes as an
 /// ephemeral notification, relayed here to the local sessions only.
@@ -43,6 +43,13 @@ extension NodeEngine {
         guard store.isShared else { return }
         store.setPresence([(user, device)], live: false) { [registry] user, device in
             registry.hasLiveSession(of: user, device: device)
+        }
+    }
+
+    /// Another node committed feed entries up to these heads.
+    func wakeSessions(_ heads: [(UserID, UInt64)]) {
+        for (user, head) in heads {
+            for session in registry.sessions(of: user) { session.wake(through: head) }
         }
     }
 

@@ -411,12 +411,6 @@ struct MessageStatuses {
         return slice
     }
 
-    /// Slices read ahead for several conversations at once (a batched feed read): `slice(of:)`
-    /// then reads nothing for them.
-    mutating func preload(_ slices: [ConversationID: ConversationStatusSlice]) {
-        conversations.merge(slices) { current, _ in current }
-    }
-
     /// The columns `storedMessage` reads, in its order (select them as `m.` or bare).
     static func columns(_ table: String = "") -> String {
         let t = table.isEmpty ? "" : table + "."
