@@ -182,11 +182,27 @@ extension ClientPartObject: JSONTextWritable {
     }
 }
 
-extension ClientMessageObject: JSONTextWritable {
-    func write(to json: inout JSONText) {
+/// What a message and an announcement both show (an announcement is a message without its
+/// conversation), written in key order.
+protocol ClientMessageFields {
+    var id: String { get }
+    var url: String { get }
+    var parts: [ClientPartObject] { get }
+    var sent_at: String? { get }
+    var received_at: String? { get }
+    var sender: ClientIdentityObject { get }
+    var is_unread: Bool { get }
+    var recipient_status: [String: String] { get }
+    var position: Int64 { get }
+}
+
+extension ClientMessageFields {
+    func writeFields(to json: inout JSONText, conversation: ClientReference?) {
         json.open()
-        json.key("conversation")
-        conversation.write(to: &json)
+        if let conversation {
+            json.key("conversation")
+            conversation.write(to: &json)
+        }
         json.key("id")
         json.string(id)
         json.key("is_unread")
@@ -207,27 +223,12 @@ extension ClientMessageObject: JSONTextWritable {
     }
 }
 
-extension ClientAnnouncementObject: JSONTextWritable {
-    func write(to json: inout JSONText) {
-        json.open()
-        json.key("id")
-        json.string(id)
-        json.key("is_unread")
-        json.bool(is_unread)
-        json.key("parts")
-        parts.write(to: &json)
-        json.key("position")
-        json.integer(position)
-        json.member("received_at", received_at)
-        json.key("recipient_status")
-        json.object(recipient_status)
-        json.key("sender")
-        sender.write(to: &json)
-        json.member("sent_at", sent_at)
-        json.key("url")
-        json.string(url)
-        json.close()
-    }
+extension ClientMessageObject: JSONTextWritable, ClientMessageFields {
+    func write(to json: inout JSONText) { writeFields(to: &json, conversation: conversation) }
+}
+
+extension ClientAnnouncementObject: JSONTextWritable, ClientMessageFields {
+    func write(to json: inout JSONText) { writeFields(to: &json, conversation: nil) }
 }
 
 extension ClientConversationObject: JSONTextWritable {
