@@ -343,7 +343,7 @@ public final class LaminaClient: @unchecked Sendable {
     public func message(_ id: MessageID) throws(ClientError) -> StoredMessage? { try store.message(id) }
     /// A participant's identity (display name, avatar URL, names, email, phone, metadata) as
     /// the app's backend set it; its changes arrive as object changes of `.identity`.
-    /// Its ``UserIdentity/presence`` is the user's presence as the node last told this device
+    /// Its `UserIdentity.presence` is the user's presence as the node last told this device
     /// (with when they were last seen, also across a node's restart).
     public func identity(of user: UserID) throws(ClientError) -> UserIdentity? {
         try store.identity(of: user).map(withPresence)
@@ -376,7 +376,7 @@ public final class LaminaClient: @unchecked Sendable {
 
     /// Every identity this device holds: the user's, and those of users sharing a conversation
     /// with them or followed by them (SPEC §6.4, §6.7), by user id.
-    /// Each with its ``UserIdentity/presence`` as the node last told this device.
+    /// Each with its `UserIdentity.presence` as the node last told this device.
     public func identities() throws(ClientError) -> [UserIdentity] { try store.identities().map(withPresence) }
 
     private func withPresence(_ identity: UserIdentity) -> UserIdentity {
