@@ -34,7 +34,12 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
     }
 
     static func connect(url: String, caFile: String, group: EventLoopGroup) async throws -> BenchSyncClient {
-        let tls = try TLSContext(.client(trust: .caFile(caFile)))
+        try await connect(url: url, tls: try TLSContext(.client(trust: .caFile(caFile))), group: group)
+    }
+
+    /// A new TLS connection with one sync stream, sharing `tls` (a loader of many connections
+    /// loads its trust once).
+    static func connect(url: String, tls: TLSContext, group: EventLoopGroup) async throws -> BenchSyncClient {
         let connection = try await TransportConnection.connect(to: url, tls: tls, group: group)
         return try await open(on: connection)
     }
@@ -79,18 +84,20 @@ final class BenchSyncClient: TransportStreamDelegate, @unchecked Sendable {
         return promise.futureResult
     }
 
-    func hello() async throws {
+    func hello(features: FeatureSet = .all) async throws {
         let promise = stream.eventLoop.makePromise(of: Frame.self)
         stream.eventLoop.execute {
             self.welcome = promise
-            self.write(.hello(Hello(agent: "lamina-bench")))
+            self.write(.hello(Hello(features: features, agent: "lamina-bench")))
         }
         _ = try await promise.futureResult.get()
     }
 
     /// HELLO, nonce, AUTHENTICATE with a dev token; then SYNC from `cursor`.
-    func login(user: UserID, device: UUID, dev: DevIdentityProvider, cursor: UInt64? = nil) async throws {
-        try await hello()
+    func login(
+        user: UserID, device: UUID, dev: DevIdentityProvider, cursor: UInt64? = nil, features: FeatureSet = .all
+    ) async throws {
+        try await hello(features: features)
         let nonceID = UUID()
         guard
             case .nonce(let nonce) = try await request(.nonceRequest(NonceRequest(requestID: nonceID)), id: nonceID)

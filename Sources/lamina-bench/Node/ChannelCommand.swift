@@ -344,3 +344,13 @@ final class ChannelBenchDevice: SessionOutbound, @unchecked Sendable {
         for waiter in pending { waiter.resume(throwing: BenchFailure("session closed: \(String(describing: error))")) }
     }
 }
+
+/// The process's CPU time (user + system), from getrusage.
+enum BenchCPU {
+    static func processSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+}
