@@ -70,7 +70,7 @@ struct PresenceCommand: AsyncParsableCommand {
         let rssBefore = BenchSupport.residentBytes(pid: node.pid)
         var started = clock.now
         var clients = try await connect(names, node: node, tls: tls, group: group, counter: counter)
-        try await Self.until("every follow list loaded", timeout: timeout) {
+        try await BenchCondition.until("every follow list loaded", timeout: timeout) {
             node.metric("lamina_presence_follow_edges_count") == users * follows
                 && node.metric("lamina_presence_online_users") == users
         }
@@ -116,7 +116,7 @@ struct PresenceCommand: AsyncParsableCommand {
         let sendingTime = clock.now - started
         // Done when every choice is answered and every update the node addressed has arrived.
         var addressed = 0
-        try await Self.until("every presence update delivered", timeout: timeout) {
+        try await BenchCondition.until("every presence update delivered", timeout: timeout) {
             addressed = (node.metric("lamina_presence_follower_updates_total") ?? 0) - addressed0
             // Each applied choice also goes to the user's own session (their own view moved).
             return acks.load(ordering: .relaxed) + refusals.load(ordering: .relaxed) == total
@@ -170,7 +170,7 @@ struct PresenceCommand: AsyncParsableCommand {
         ).get()
         let onlineTarget = users + 1
         let edgesTarget = users * follows + 2
-        try await Self.until("the canary's conversation seen by presence", timeout: timeout) {
+        try await BenchCondition.until("the canary's conversation seen by presence", timeout: timeout) {
             node.metric("lamina_presence_online_users") == onlineTarget
                 && node.metric("lamina_presence_follow_edges_count") == edgesTarget
         }
@@ -204,7 +204,7 @@ struct PresenceCommand: AsyncParsableCommand {
             for client in clients { group.addTask { await client.close() } }
         }
         clients = try await connect(names, node: node, tls: tls, group: group, counter: counter)
-        try await Self.until("every follow list loaded again", timeout: timeout) {
+        try await BenchCondition.until("every follow list loaded again", timeout: timeout) {
             node.metric("lamina_presence_follow_edges_count") == edgesTarget
                 && node.metric("lamina_presence_online_users") == onlineTarget
         }
@@ -347,15 +347,6 @@ struct PresenceCommand: AsyncParsableCommand {
             }
         }
         throw BenchFailure("\(user) could not log in: \(String(describing: lastError))")
-    }
-
-    /// Polls `condition` every 100 ms until it holds; fails after `timeout` seconds.
-    static func until(_ what: String, timeout: Double, _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { throw BenchFailure("\(what): not within \(timeout) s") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
     }
 }
 
