@@ -1,11 +1,15 @@
 /// Waiting for a condition a benchmark phase ends on.
 enum BenchCondition {
-    /// Polls `condition` every 20 ms until it holds; fails after `timeout` seconds.
-    static func until(_ what: String, timeout: Double, _ condition: () throws -> Bool) async throws {
+    /// Polls `condition` every `interval` until it holds; fails after `timeout` seconds. A
+    /// condition that scrapes the node's `/metrics` polls slowly (each scrape costs the node a
+    /// render and a count of its descriptors), one on local counters quickly.
+    static func until(
+        _ what: String, timeout: Double, every interval: Duration = .milliseconds(20), _ condition: () throws -> Bool
+    ) async throws {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while try !condition() {
             guard ContinuousClock.now < deadline else { throw BenchFailure("\(what): not within \(timeout) s") }
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: interval)
         }
     }
 }
