@@ -235,4 +235,26 @@ import Testing
         let d = HLCTimestamp(physical: 11, logical: 0, node: NodeID(0))
         #expect([d, c, b, a].sorted() == [a, b, c, d])
     }
+
+    /// User ids order by their UTF-8 bytes: a prefix first, bytes unsigned (so non-ASCII after
+    /// ASCII), short (inline) and long (heap) strings alike; checked against the byte
+    /// sequences' own lexicographic order over random ids.
+    @Test func userIDsOrderByUTF8Bytes() throws {
+        let fixed: [UserID] = ["", "a", "ab", "b", "Z", "é", "ée", "😀", String(repeating: "x", count: 40)].compactMap {
+            try? UserID($0)
+        }
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("aAz09_-éü😀")
+        let random = try (0..<300).map { _ in
+            try UserID(String((0..<Int.random(in: 1...24, using: &generator)).map { _ in alphabet.randomElement()! }))
+        }
+        let all = fixed + random
+        for a in all {
+            for b in all.prefix(60) {
+                #expect((a < b) == a.rawValue.utf8.lexicographicallyPrecedes(b.rawValue.utf8), "\(a) < \(b)")
+            }
+        }
+        #expect(try UserID("a") < UserID("ab") && !(try UserID("ab") < UserID("a")))
+        #expect(try UserID("z") < UserID("é"))
+    }
 }

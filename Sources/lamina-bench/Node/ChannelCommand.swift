@@ -73,7 +73,8 @@ struct ChannelCommand: AsyncParsableCommand {
         // every online member is a member of both.
         for (channel, count) in [(channels.small, smallMembers), (channels.large, members)] {
             let result = try await phase(
-                node: node, store: store, counter: counter, expectedPerMessage: online, by: senderClient
+                node: node, store: store, counter: counter, expectedPerMessage: online, members: devices,
+                by: senderClient
             ) { i in
                 let id = MessageID.random()
                 return (
@@ -105,7 +106,8 @@ struct ChannelCommand: AsyncParsableCommand {
         ).get()
         guard case .ack = created else { throw BenchFailure("the conversation was not created: \(created)") }
         let result = try await phase(
-            node: node, store: store, counter: counter, expectedPerMessage: others.count, by: senderClient
+            node: node, store: store, counter: counter, expectedPerMessage: others.count, members: devices,
+            by: senderClient
         ) { i in
             let id = MessageID.random()
             return (
@@ -258,7 +260,7 @@ struct ChannelCommand: AsyncParsableCommand {
     /// deliveries and the store's rows over that span.
     func phase(
         node: NodeProcess, store: String, counter: DeliveryCounter, expectedPerMessage: Int,
-        by sender: BenchSyncClient, _ command: (Int) -> (Frame, UUID)
+        members: [BenchChannelMember], by sender: BenchSyncClient, _ command: (Int) -> (Frame, UUID)
     ) async throws -> PhaseResult {
         let rows0 = try StoredRowCounts.read(sqliteStoreAt: store)
         let delivered0 = counter.messages.load(ordering: .relaxed)
@@ -278,8 +280,18 @@ struct ChannelCommand: AsyncParsableCommand {
             }
         }
         let expected = total * expectedPerMessage
-        try await BenchCondition.until("every send answered and delivered", timeout: timeout) {
-            answered.load(ordering: .relaxed) == total
+        try await BenchCondition.until(
+            "every send answered and delivered", timeout: timeout,
+            progress: {
+                "(\(answered.load(ordering: .relaxed)) of \(total) answered, "
+                    + "\(counter.messages.load(ordering: .relaxed) - delivered0) of \(expected) delivered)"
+            }
+        ) {
+            // A session the node ended (e.g. cut as a slow reader) gets nothing more: stop.
+            if let failed = members.lazy.compactMap({ $0.client.failure.withLockedValue { $0 } }).first {
+                throw BenchFailure("a member's session failed: \(failed)")
+            }
+            return answered.load(ordering: .relaxed) == total
                 && (refused.load(ordering: .relaxed) > 0
                     || counter.messages.load(ordering: .relaxed) - delivered0 >= expected)
         }
