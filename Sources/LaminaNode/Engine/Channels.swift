@@ -6,30 +6,64 @@ import LaminaWire
 import NIOConcurrencyHelpers
 
 /// The members of channels, kept in memory for live delivery (SPEC §6.8): a channel's set is
-/// read from the store inside the writer's transaction the first time a message is sent to it,
-/// and moved by this node's joins, leaves and deletions inside theirs, so it follows the
-/// writer's order. A send then reaches the members online without reading the membership.
+/// read from the store the first time a message is to be delivered for it (inside the writer's
+/// transaction for a send here), and moved by this node's joins, leaves and deletions inside
+/// theirs, by those of its peers as they apply, and by those of the nodes sharing its store as
+/// their notifications arrive. A send then reaches the members online without reading the
+/// membership.
 final class ChannelAudience: Sendable {
-    private let members = NIOLockedValueBox<[ChannelID: Set<UserID>]>([:])
+    private struct State {
+        var members: [ChannelID: Set<UserID>] = [:]
+        /// Moves per channel, counted even while its set is not held: a set read outside the
+        /// writer is kept only when no move came while it was read.
+        var moves: [ChannelID: UInt64] = [:]
+    }
+    private let state = NIOLockedValueBox(State())
 
     /// The members of `channel`, reading them with `load` when not held yet.
     func members(of channel: ChannelID, load: () throws -> [UserID]) rethrows -> Set<UserID> {
-        if let held = members.withLockedValue({ $0[channel] }) { return held }
+        let (held, moves) = state.withLockedValue { ($0.members[channel], $0.moves[channel, default: 0]) }
+        if let held { return held }
         let loaded = Set(try load())
-        members.withLockedValue { $0[channel] = loaded }
+        state.withLockedValue { s in
+            if s.moves[channel, default: 0] == moves { s.members[channel] = loaded }
+        }
         return loaded
     }
 
+    /// The members of `channel` when held (no read).
+    func heldMembers(of channel: ChannelID) -> Set<UserID>? {
+        state.withLockedValue { $0.members[channel] }
+    }
+
     func joined(_ user: UserID, _ channel: ChannelID) {
-        members.withLockedValue { _ = $0[channel]?.insert(user) }
+        state.withLockedValue { s in
+            s.moves[channel, default: 0] &+= 1
+            _ = s.members[channel]?.insert(user)
+        }
     }
 
     func left(_ user: UserID, _ channel: ChannelID) {
-        members.withLockedValue { _ = $0[channel]?.remove(user) }
+        state.withLockedValue { s in
+            s.moves[channel, default: 0] &+= 1
+            _ = s.members[channel]?.remove(user)
+        }
     }
 
     func deleted(_ channel: ChannelID) {
-        members.withLockedValue { $0[channel] = nil }
+        state.withLockedValue { s in
+            s.moves[channel, default: 0] &+= 1
+            s.members[channel] = nil
+        }
+    }
+
+    /// Forgets every set (each is read again when next needed): moves made on other nodes
+    /// sharing the store may have been missed while their notifications could not arrive.
+    func forgetAll() {
+        state.withLockedValue { s in
+            for channel in s.members.keys { s.moves[channel, default: 0] &+= 1 }
+            s.members = [:]
+        }
     }
 }
 
@@ -61,14 +95,19 @@ extension NodeEngine {
                 return (.refused(WireError(.idInUse, "the channel name '\(name)' is taken")), [])
             case .created:
                 var context = CommandContext(tx: tx, user: user, engine: self, now: now)
+                try context.replicate(try FeedCoding.encode(.channelCreated(channel)), at: try nextHLC())
                 if !user.isSystemSender {
-                    try tx.addChannelMember(user, to: id, at: now)
-                    try emitJoin(channel, user: user, by: user, in: &context)
+                    let at = try nextHLC()
+                    _ = try tx.applyChannelMembership(user, joined: true, at: at, in: id, now: now)
+                    try context.replicate(try emitJoin(channel, user: user, by: user, at: at, in: &context), at: at)
                 }
                 return (.done(Ack(requestID: id.uuid, timestamp: now)), context.changes)
             }
         }
         publish(changes)
+        if case .done = outcome, !user.isSystemSender, !changes.isEmpty {
+            announceChannel(.joined(id, user))
+        }
         return outcome
     }
 
@@ -91,13 +130,15 @@ extension NodeEngine {
                 )
             }
             let now = Timestamp.now()
-            try tx.addChannelMember(user, to: id, at: now)
+            let at = try nextHLC()
+            _ = try tx.applyChannelMembership(user, joined: true, at: at, in: id, now: now)
             var context = CommandContext(tx: tx, user: actor, engine: self, now: now)
-            try emitJoin(record.channel, user: user, by: actor, in: &context)
+            try context.replicate(try emitJoin(record.channel, user: user, by: actor, at: at, in: &context), at: at)
             channelAudience.joined(user, id)
             return (.done(ack), context.changes)
         }
         publish(changes)
+        if !changes.isEmpty { announceChannel(.joined(id, user)) }
         return outcome
     }
 
@@ -109,17 +150,25 @@ extension NodeEngine {
                 return (.refused(WireError(.notFound, "no channel \(id)")), [])
             }
             let ack = Ack(requestID: requestID)
-            guard try tx.removeChannelMember(user, from: id) else { return (.done(ack), []) }
+            // Not a member: nothing is written or replicated (a leave recorded here alone could
+            // outweigh a peer's join that its node keeps).
+            guard try tx.read.isChannelMember(user, of: id) else { return (.done(ack), []) }
             let now = Timestamp.now()
+            let at = try nextHLC()
+            guard try tx.applyChannelMembership(user, joined: false, at: at, in: id, now: now) else {
+                throw WireError(.internalError, "\(user)'s leave of \(id) at \(at) did not apply")
+            }
             var context = CommandContext(tx: tx, user: actor, engine: self, now: now)
-            try context.emit(
+            let payload = try context.emit(
                 .channelMembershipChanged(
-                    ChannelMembershipChanged(channelID: id, user: user, joined: false, by: actor, at: try nextHLC())),
+                    ChannelMembershipChanged(channelID: id, user: user, joined: false, by: actor, at: at)),
                 to: [user], conversation: nil)
+            try context.replicate(payload, at: at)
             channelAudience.left(user, id)
             return (.done(ack), context.changes)
         }
         publish(changes)
+        if !changes.isEmpty { announceChannel(.left(id, user)) }
         return outcome
     }
 
@@ -159,9 +208,16 @@ extension NodeEngine {
                 id: f.messageID, channelID: f.channelID, sender: user, sentAt: .now(), position: try nextHLC(),
                 logSeq: 0, parts: f.parts)
             let stored = try tx.appendChannelMessage(message)
+            // Logged with `logSeq` 0: every receiver numbers its own log (SPEC §6.8).
+            _ = try tx.appendLocalOperation(
+                try FeedCoding.encode(.channelMessage(message)), origin: configuration.nodeID, hlc: message.position)
             return (.done(Self.ack(for: stored)), (stored, members))
         }
-        if let (message, members) = delivery { deliverLive(message, to: members) }
+        if let (message, members) = delivery {
+            replicationSignal.notify()
+            deliverLive(message, to: members)
+            announceChannel(.message(message))
+        }
         return outcome
     }
 
@@ -171,7 +227,7 @@ extension NodeEngine {
 
     /// Sends `message` to the sessions of the members online here: the cost is the smaller of
     /// the members and the users online, never a read of the membership.
-    private func deliverLive(_ message: ChannelMessage, to members: Set<UserID>) {
+    func deliverLive(_ message: ChannelMessage, to members: Set<UserID>) {
         guard let shared = try? SharedChangeEvent(.channelMessage(message)) else { return }
         let change = Change(seq: 0, shared: shared)
         let audience: Set<UserID>
@@ -215,13 +271,15 @@ extension NodeEngine {
             let now = Timestamp.now()
             let members = try tx.deleteChannel(id) ?? []
             var context = CommandContext(tx: tx, user: user, engine: self, now: now)
-            try context.emit(
-                .channelDeleted(ChannelDeleted(channelID: id, by: user, at: try nextHLC())), to: Set(members),
-                conversation: nil)
+            let at = try nextHLC()
+            let payload = try context.emit(
+                .channelDeleted(ChannelDeleted(channelID: id, by: user, at: at)), to: Set(members), conversation: nil)
+            try context.replicate(payload, at: at)
             channelAudience.deleted(id)
             return (.done(Ack(requestID: requestID)), context.changes)
         }
         publish(changes)
+        if case .done = outcome { announceChannel(.deleted(id)) }
         return outcome
     }
 
@@ -230,14 +288,15 @@ extension NodeEngine {
         try await store.read { r in try r.channels(of: user) }
     }
 
-    /// A new member's feed: the channel (kind 16), then their membership (kind 17).
-    private func emitJoin(_ channel: ChatChannel, user: UserID, by actor: UserID, in context: inout CommandContext)
-        throws
-    {
+    /// A new member's feed: the channel (kind 16), then their membership (kind 17, at `at`).
+    /// Returns the membership change's encoding (what the replication log keeps of a join).
+    func emitJoin(
+        _ channel: ChatChannel, user: UserID, by actor: UserID, at: HLCTimestamp, in context: inout CommandContext
+    ) throws -> [UInt8] {
         try context.emit(.channelCreated(channel), to: [user], conversation: nil)
-        try context.emit(
+        return try context.emit(
             .channelMembershipChanged(
-                ChannelMembershipChanged(channelID: channel.id, user: user, joined: true, by: actor, at: try nextHLC())),
+                ChannelMembershipChanged(channelID: channel.id, user: user, joined: true, by: actor, at: at)),
             to: [user], conversation: nil)
     }
 }

@@ -18,6 +18,9 @@ struct CommandContext {
     var refusal: DistinctConflict?
     /// What replicated user-state changes require of the engine after the commit.
     var userStateEffects: [UserStateEffect] = []
+    /// Channel messages from peers appended here, with the channel's members, delivered live
+    /// to those online after the commit (SPEC §6.8).
+    var channelMessagesToDeliver: [(ChannelMessage, Set<UserID>)] = []
     /// Parked operations given up to park another (``ParkingLimits``), origin and counter.
     var abandonedParked: [(NodeID, UInt64)] = []
     /// Whether the command has written anything (a send that fails before it may be a retry,

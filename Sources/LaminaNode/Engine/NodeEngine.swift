@@ -46,6 +46,8 @@ public final class NodeEngine: Sendable {
     let channelAudience = ChannelAudience()
     /// Users reached by live channel messages since the start.
     public let channelDeliveries = ChannelDeliveryCounts()
+    /// Channel notices sent to and received from the nodes sharing the store (PostgreSQL).
+    let sharedChannelNotices = NIOLockedValueBox<(sent: Int, received: Int)>((0, 0))
     /// Moves after every commit that may have grown the replication log (peer links wait on it).
     let replicationSignal = ReplicationSignal()
     /// Moves after a commit of replicated messages that reference rich content this node may

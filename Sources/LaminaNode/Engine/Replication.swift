@@ -265,9 +265,7 @@ extension CommandContext {
             .followChanged:
             throw WireError(.invalidArgument, "a \(event.kind) change is not a replicated operation")
         case .channelCreated, .channelMembershipChanged, .channelMessage, .channelDeleted:
-            // SPEC §6.8: channel operations are not logged or replicated by this node yet.
-            throw WireError(
-                .invalidArgument, "channel operations (kind \(event.kind)) are not replicated in this version")
+            logged = try applyChannelEvent(event)
         }
         return logged
     }
@@ -410,10 +408,14 @@ extension NodeEngine {
         }
         let now = Timestamp.now()
         let expired = now.adding(.zero - configuration.parking.lifetime)
-        let (changes, effects, blocked, vector, abandoned) = try await store.write {
-            [self] tx -> ([FeedChange], [UserStateEffect], [BlockChange: Bool], [NodeID: UInt64], Int) in
+        let (changes, effects, blocked, vector, abandoned, deliveries) = try await store.write {
+            [self] tx -> (
+                [FeedChange], [UserStateEffect], [BlockChange: Bool], [NodeID: UInt64], Int,
+                [(ChannelMessage, Set<UserID>)]
+            ) in
             var changes: [FeedChange] = []
             var effects: [UserStateEffect] = []
+            var deliveries: [(ChannelMessage, Set<UserID>)] = []
             // Parked operations whose conversation never came within the lifetime are given up.
             var abandoned = try tx.abandonParked(before: expired)
             for op in operations {
@@ -421,16 +423,18 @@ extension NodeEngine {
                 try context.applyReplicated(op)
                 changes += context.changes
                 effects += context.userStateEffects
+                deliveries += context.channelMessagesToDeliver
                 abandoned += context.abandonedParked.count
             }
             // Block lists as they now stand, for the fan-out's copy.
             var blocked: [BlockChange: Bool] = [:]
             for case .block(let b) in effects { blocked[b] = try tx.read.blocks(of: b.blocker).contains(b.blocked) }
-            return (changes, effects, blocked, try tx.read.versionVector(), abandoned)
+            return (changes, effects, blocked, try tx.read.versionVector(), abandoned, deliveries)
         }
         if abandoned > 0 { parkedAbandoned.withLockedValue { $0 += abandoned } }
         apply(effects, blocked: blocked)
         publish(changes)
+        for (message, members) in deliveries { deliverLive(message, to: members) }
         if operations.contains(where: \.referencesContent) { contentSignal.notify() }
         return VersionVector(vector)
     }
@@ -496,12 +500,15 @@ extension ChangeEvent {
 /// What a node holds of the replicated state, comparable across nodes (SPEC §6.5): equal
 /// digests on every node that holds the same operations.
 public struct ConvergenceDigest: Sendable, Hashable {
-    /// SHA-256 (hex) over every conversation's digest, in id order, then the users' digest.
+    /// SHA-256 (hex) over every conversation's digest, in id order, then the users' digest,
+    /// then the channels'.
     public var overall: String
     /// SHA-256 (hex) of each conversation's replicated state (`StorageReader.replicatedStates`).
     public var conversations: [ConversationID: String]
     /// SHA-256 (hex) of the replicated state about users (`StorageReader.replicatedUserState`).
     public var users: String
+    /// SHA-256 (hex) of the channels' replicated state (`StorageReader.replicatedChannelState`).
+    public var channels: String
     /// The version vector the state was read with.
     public var vector: VersionVector
 
@@ -535,9 +542,11 @@ extension NodeEngine {
             }
             let users = try SHA256Hasher.hash(Array(try r.replicatedUserState().utf8))
             all += users
+            let channels = try SHA256Hasher.hash(Array(try r.replicatedChannelState().utf8))
+            all += channels
             return ConvergenceDigest(
                 overall: Hex.encode(try SHA256Hasher.hash(all)), conversations: conversations, users: Hex.encode(users),
-                vector: VersionVector(try r.versionVector()))
+                channels: Hex.encode(channels), vector: VersionVector(try r.versionVector()))
         }
     }
 }

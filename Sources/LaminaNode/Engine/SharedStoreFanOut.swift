@@ -21,6 +21,7 @@ extension NodeEngine {
                 connected: { [weak self] in
                     guard let self else { return }
                     catchUpAllSessions()
+                    channelAudience.forgetAll()
                     announcePresenceToSharedStore()
                     store.registerPresence { [registry] in
                         registry.all().compactMap { session in
@@ -79,6 +80,7 @@ extension NodeEngine {
     func relayRemoteEphemeral(_ body: String) {
         let lines = body.split(separator: "\n", omittingEmptySubsequences: false)
         if lines.first == "presence" { return receiveSharedPresence(lines) }
+        if lines.first == "channel" { return receiveSharedChannel(lines) }
         guard lines.count >= 5, lines[0] == "typing", let uuid = UUID(uuidString: String(lines[1])),
             let raw = UInt8(lines[2]), let state = TypingState(rawValue: raw), let user = try? UserID(String(lines[3]))
         else { return }

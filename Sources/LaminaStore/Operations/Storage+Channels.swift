@@ -24,6 +24,9 @@ extension StorageTransaction {
     /// Stores a new channel with no member; see ``ChannelCreation``.
     package func createChannel(_ channel: ChatChannel) throws(StorageError) -> ChannelCreation {
         if let existing = try read.channel(channel.id) { return .idExists(existing) }
+        // A live channel from a peer holds its name here too (the unique index covers only the
+        // channels created on this node and the nodes sharing its store).
+        if try read.channel(named: channel.name) != nil { return .nameTaken }
         // A taken name inserts nothing (no error, which on PostgreSQL would abort the transaction).
         try db.run(
             "INSERT INTO channels (id, name, creator, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -103,6 +106,7 @@ extension StorageTransaction {
         guard db.changesCount == 1 else { return nil }
         let members = try read.channelMembers(of: channel)
         try db.run("DELETE FROM channel_members WHERE channel_id = ?", [id])
+        try db.run("DELETE FROM channel_standings WHERE channel_id = ?", [id])
         try db.run("DELETE FROM channel_messages WHERE channel_id = ?", [id])
         return members
     }
@@ -119,11 +123,15 @@ extension StorageReader {
         return try Self.channelRecord(id, row, from: 0)
     }
 
-    /// The live channel named `name`.
+    /// The live channel named `name`: when peers created the name concurrently (SPEC §6.8), the
+    /// earliest creation (then the smaller id).
     package func channel(named name: ChannelName) throws(StorageError) -> ChannelRecord? {
         guard
             let row = try db.row(
-                "SELECT id, name, creator, created_at, head, member_count, deleted FROM channels WHERE name = ? AND deleted = 0",
+                """
+                SELECT id, name, creator, created_at, head, member_count, deleted FROM channels
+                WHERE name = ? AND deleted = 0 ORDER BY created_at, id LIMIT 1
+                """,
                 [name.rawValue])
         else { return nil }
         guard let uuid = row.uuid(0) else { throw StorageError(.corrupt, "channels.id is not an identifier") }

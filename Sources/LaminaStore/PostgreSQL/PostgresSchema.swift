@@ -86,6 +86,7 @@ enum PostgresSchema {
             ]
         ),
         (ReceiptSwitchesSchema.migration, ReceiptSwitchesSchema.postgres),
+        (ChannelReplicationSchema.migration, ChannelReplicationSchema.postgres),
     ]
 
     /// PostgreSQL only (SQLite has one node, whose sessions it knows): the devices with a live

@@ -77,6 +77,9 @@ enum StorageSchema {
         migrator.registerMigration(ReceiptSwitchesSchema.migration) { db in
             for statement in ReceiptSwitchesSchema.sqlite { try db.execute(sql: statement) }
         }
+        migrator.registerMigration(ChannelReplicationSchema.migration) { db in
+            for statement in ChannelReplicationSchema.sqlite { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
