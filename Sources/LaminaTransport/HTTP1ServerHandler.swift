@@ -88,6 +88,14 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
     /// request end decoded from bytes already read waits for it (`endedWhileChecking`).
     private var checking = false
     private var endedWhileChecking = false
+    /// The body of a request its route streams (``HTTPRequestRoute/streamedBodyLimit``), fed as
+    /// it is decoded; its handler runs from the head on (after the awaited check).
+    private var streamed: HTTPRequestBodySource?
+    private var streamedLimit: UInt64?
+    private var streamedRequest: HTTPRequest?
+    private var streamedEnded = false
+    /// The streamed body's source asked to stop reading (its handler is behind).
+    private var streamedPaused = false
 
     init(router: TransportRouter, settings: HTTP1Settings) {
         self.router = router
@@ -128,6 +136,11 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
             body = context.channel.allocator.buffer(capacity: 0)
             tooLarge = false
             answeredEarly = false
+            streamed = nil
+            streamedLimit = nil
+            streamedRequest = nil
+            streamedEnded = false
+            streamedPaused = false
             route = router.requestRoute(for: head.uri)
             refusing = refusal
             refusal = nil
@@ -152,7 +165,8 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
                 let request = HTTPRequest(
                     method: head.method.rawValue, path: head.uri, headers: headers, body: ByteBuffer(),
                     httpVersion: "1.1", remoteAddress: context.channel.remoteAddress)
-                let early = route.refusalBeforeBody(request)
+                streamedLimit = route.streamedBodyLimit?(request)
+                let early = route.refusalBeforeBody(request, limit: streamedLimit)
                 if let refusal = early.refusal {
                     refuseEarly(context: context, refusal)
                     return
@@ -161,6 +175,10 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
                     tooLarge = true
                     answerEarly(context: context, head: head)
                     return
+                }
+                if let limit = streamedLimit {
+                    streamed = makeStreamedSource(context: context, limit: limit)
+                    streamedRequest = request
                 }
                 if let awaited = route.awaitedHeaderCheck {
                     checking = true
@@ -173,21 +191,26 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
                     }
                 }
             }
-            if !checking { continueIfExpected(context: context, head: head) }
-            requestTimer = context.eventLoop.scheduleTask(in: settings.requestTimeout) { [self] in
-                guard self.head != nil, let context = self.context else { return }
-                self.head = nil
-                self.respond(
-                    context: context,
-                    HTTPResponse(
-                        status: 408, headers: [("content-type", "text/plain")],
-                        body: ByteBuffer(string: "request timeout\n")), keepAlive: false)
+            if !checking {
+                if streamed != nil { startStreamed(context: context, keepAlive: head.isKeepAlive) }
+                continueIfExpected(context: context, head: head)
             }
+            armRequestTimer(context: context)
         case .body(var chunk):
             if answeredEarly {
                 // Lingering after an early answer: the rest is discarded, up to a bound.
                 discarded += chunk.readableBytes
                 if discarded > Self.lingerBytes { context.close(promise: nil) }
+                return
+            }
+            if let source = streamed {
+                if !streamedPaused { armRequestTimer(context: context) }
+                if !source.push(chunk) {
+                    // Over the limit: the handler answers 413; no more of the body is read.
+                    answeredEarly = true
+                    requestTimer?.cancel()
+                    try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+                }
                 return
             }
             guard let head, !tooLarge else { return }
@@ -200,6 +223,12 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
             }
         case .end:
             guard let head, !answeredEarly else { return }
+            if let source = streamed {
+                streamedEnded = true
+                requestTimer?.cancel()
+                source.finish()
+                return
+            }
             if checking {
                 endedWhileChecking = true
                 return
@@ -209,13 +238,29 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
         }
     }
 
+    /// The request's timeout: from its head to its end, or for a streamed body from its last
+    /// byte (while the node is ready to read it): then 408 and close.
+    private func armRequestTimer(context: ChannelHandlerContext) {
+        requestTimer?.cancel()
+        requestTimer = context.eventLoop.scheduleTask(in: settings.requestTimeout) { [self] in
+            guard self.head != nil, let context = self.context else { return }
+            self.head = nil
+            self.streamed?.fail(HTTPRequestBodyError(.stalled, "no body byte for \(self.settings.requestTimeout)"))
+            self.respond(
+                context: context,
+                HTTPResponse(
+                    status: 408, headers: [("content-type", "text/plain")],
+                    body: ByteBuffer(string: "request timeout\n")), keepAlive: false)
+        }
+    }
+
     /// A client waiting for 100-continue gets it when the body may come.
     private func continueIfExpected(context: ChannelHandlerContext, head: HTTPRequestHead) {
         guard let route, head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) else {
             return
         }
-        let length = head.headers["content-length"].first.flatMap { Int($0) } ?? 0
-        if length <= route.maxBodyBytes {
+        let length = head.headers["content-length"].first.flatMap { UInt64($0) } ?? 0
+        if length <= streamedLimit ?? UInt64(route.maxBodyBytes) {
             context.writeAndFlush(
                 wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
         }
@@ -228,18 +273,80 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
         // Answered meanwhile (timed out, or too large and handed to the handler).
         guard let head, !answeredEarly else { return }
         if let refusal {
+            streamed?.fail(HTTPRequestBodyError(.closed, "the request was refused"))
             refuseEarly(context: context, refusal)
             return
         }
-        if endedWhileChecking {
+        if streamed != nil {
+            startStreamed(context: context, keepAlive: head.isKeepAlive)
+            if !streamedEnded { continueIfExpected(context: context, head: head) }
+        } else if endedWhileChecking {
             endedWhileChecking = false
             requestTimer?.cancel()
             dispatch(context: context, head: head)
         } else {
             continueIfExpected(context: context, head: head)
         }
+        guard !streamedPaused else { return }  // the streamed body's handler is behind: it resumes
         try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: true)
         context.read()
+    }
+
+    /// The source of a streamed body: pausing stops reading the socket (and the stall timer),
+    /// resuming reads again.
+    private func makeStreamedSource(context: ChannelHandlerContext, limit: UInt64) -> HTTPRequestBodySource {
+        let loop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        return HTTPRequestBodySource(
+            limit: limit, highWater: HTTPRequestRoute.streamedBodyHighWater,
+            pause: { loop.execute { bound.value.pauseStreamed() } },
+            resume: { loop.execute { bound.value.resumeStreamed() } })
+    }
+
+    private func pauseStreamed() {
+        guard let context, streamed != nil, !answeredEarly else { return }
+        streamedPaused = true
+        requestTimer?.cancel()
+        try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+    }
+
+    private func resumeStreamed() {
+        guard let context, streamed != nil, streamedPaused, !answeredEarly else { return }
+        streamedPaused = false
+        guard !streamedEnded else { return }
+        armRequestTimer(context: context)
+        guard !checking else { return }
+        try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: true)
+        context.read()
+    }
+
+    /// Runs the handler of a streamed request with its body as it arrives. Answered before the
+    /// body's end (refused, or too large), the rest is not read and the connection closes after
+    /// the answer.
+    private func startStreamed(context: ChannelHandlerContext, keepAlive: Bool) {
+        guard let route, let source = streamed, var request = streamedRequest else { return }
+        request.bodyStream = HTTPRequestBody(source: source)
+        streamedRequest = nil
+        let loop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        Task {
+            let response = await route.handler(request)
+            loop.execute {
+                let handler = bound.value
+                guard handler.head != nil, let context = handler.context else { return }
+                handler.head = nil
+                var keepAlive = keepAlive
+                if !handler.streamedEnded {
+                    source.fail(HTTPRequestBodyError(.closed, "answered before the body's end"))
+                    handler.answeredEarly = true
+                    handler.requestTimer?.cancel()
+                    try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+                    keepAlive = false
+                }
+                handler.streamed = nil
+                handler.respond(context: context, response, keepAlive: keepAlive)
+            }
+        }
     }
 
     /// RFC 9112 §3.2: a request with more than one Host, or an HTTP/1.1 request without one.

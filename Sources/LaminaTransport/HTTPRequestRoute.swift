@@ -17,6 +17,9 @@ public struct HTTPRequest: Sendable {
     public var httpVersion: String
     /// The peer's address.
     public var remoteAddress: SocketAddress?
+    /// The body as it arrives, for a request its route streams
+    /// (``HTTPRequestRoute/streamedBodyLimit``); ``body`` is then empty.
+    public var bodyStream: HTTPRequestBody?
 
     public init(
         method: String, path: String, headers: HeaderFields, body: ByteBuffer, bodyTooLarge: Bool = false,
@@ -89,6 +92,11 @@ public typealias HTTPHeaderCheck = @Sendable (HTTPRequest) -> HTTPResponse?
 /// body waits against the stream's window; HTTP/1.1: the socket is not read).
 public typealias HTTPAwaitedHeaderCheck = @Sendable (HTTPRequest) async -> HTTPResponse?
 
+/// Decides from a request's headers (body empty, on the connection's event loop: must not
+/// block) whether its body is streamed to the handler (``HTTPRequest/bodyStream``) rather than
+/// collected: returns the most bytes that body may have, or nil to collect it as usual.
+public typealias HTTPStreamedBodyRule = @Sendable (HTTPRequest) -> UInt64?
+
 /// A request-level route: its handler, the largest body it takes, and what it refuses before
 /// reading a body.
 ///
@@ -102,7 +110,17 @@ public struct HTTPRequestRoute: Sendable {
     public var maxBodyBytes: Int
     public var headerCheck: HTTPHeaderCheck?
     public var awaitedHeaderCheck: HTTPAwaitedHeaderCheck?
+    /// Requests whose body the handler reads as it arrives (uploads larger than memory): for
+    /// them the rule's limit replaces ``maxBodyBytes``, checked against a declared
+    /// `content-length` before the body is read and again while its bytes are counted.
+    public var streamedBodyLimit: HTTPStreamedBodyRule?
     public var handler: HTTPRequestHandler
+
+    /// Unread bytes of a streamed body held before the transport stops reading it.
+    public static let streamedBodyHighWater = 256 * 1024
+    /// How long a streamed HTTP/2 body may deliver nothing while the handler waits for it
+    /// (HTTP/1.1 uses ``HTTP1Settings/requestTimeout`` from the last byte).
+    public static let streamedBodyStallTimeout: TimeAmount = .seconds(30)
 
     public init(maxBodyBytes: Int, headerCheck: HTTPHeaderCheck? = nil, handler: @escaping HTTPRequestHandler) {
         self.maxBodyBytes = maxBodyBytes
@@ -113,7 +131,9 @@ public struct HTTPRequestRoute: Sendable {
     /// The answer due before any body byte is read, if any: ``headerCheck``'s refusal, or
     /// (`declaredTooLarge`) a declared `content-length` over ``maxBodyBytes``, which the handler
     /// answers.
-    func refusalBeforeBody(_ request: HTTPRequest) -> (refusal: HTTPResponse?, declaredTooLarge: Bool) {
+    func refusalBeforeBody(_ request: HTTPRequest, limit: UInt64? = nil) -> (
+        refusal: HTTPResponse?, declaredTooLarge: Bool
+    ) {
         if let refusal = headerCheck?(request) { return (refusal, false) }
         let declared = request.headers.values("content-length")
         // Several differing content-length values are a malformed request (RFC 9110 §8.6).
@@ -132,7 +152,7 @@ public struct HTTPRequestRoute: Sendable {
                         body: ByteBuffer(string: "content-length is not a number\n")), false
                 )
             }
-            if length > UInt64(maxBodyBytes) { return (nil, true) }
+            if length > (limit ?? UInt64(maxBodyBytes)) { return (nil, true) }
         }
         return (nil, false)
     }
@@ -152,7 +172,8 @@ public struct HTTPRequestRoute: Sendable {
             let head = HTTPRequest(
                 method: stream.method, path: stream.path, headers: headers, body: ByteBuffer(),
                 httpVersion: "2", remoteAddress: stream.remoteAddress)
-            let early = route.refusalBeforeBody(head)
+            let streamedLimit = route.streamedBodyLimit?(head)
+            let early = route.refusalBeforeBody(head, limit: streamedLimit)
             if let refusal = early.refusal {
                 // No delegate: the body waits unread against the stream's small window until
                 // the reset releases it.
@@ -163,6 +184,10 @@ public struct HTTPRequestRoute: Sendable {
                 var request = head
                 request.bodyTooLarge = true
                 Task { Self.send(await route.handler(request), on: stream) }
+                return
+            }
+            if let streamedLimit {
+                Self.streamBody(of: stream, head: head, limit: streamedLimit, route: route)
                 return
             }
             let collector = RequestBodyCollector(maxBytes: route.maxBodyBytes) { body, tooLarge in
@@ -186,6 +211,33 @@ public struct HTTPRequestRoute: Sendable {
                         stream.delegate = box.value
                     }
                 }
+            }
+        }
+    }
+
+    /// A streamed request: after the awaited header check (if any) lets it through, the handler
+    /// runs at once with the body as it arrives; the stream's window is opened for throughput.
+    private static func streamBody(of stream: TransportStream, head: HTTPRequest, limit: UInt64, route: Self) {
+        let start: @Sendable () -> Void = {
+            let source = HTTPRequestBodySource(
+                limit: limit, highWater: streamedBodyHighWater, pause: { stream.pauseInbound() },
+                resume: { stream.resumeInbound() })
+            stream.delegate = StreamedRequestBodyDelegate(
+                source: source, stream: stream, stallTimeout: streamedBodyStallTimeout)
+            stream.openReceiveWindow()
+            var request = head
+            request.bodyStream = HTTPRequestBody(source: source)
+            Task { Self.send(await route.handler(request), on: stream) }
+        }
+        guard let awaited = route.awaitedHeaderCheck, !stream.inboundEnded else {
+            start()
+            return
+        }
+        // No delegate until the check answers: the body waits unread against the window.
+        Task {
+            let refusal = await awaited(head)
+            stream.eventLoop.execute {
+                if let refusal { Self.send(refusal, on: stream) } else { start() }
             }
         }
     }

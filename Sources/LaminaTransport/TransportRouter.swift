@@ -30,14 +30,16 @@ public struct TransportRouter: Sendable {
     /// and, on a server that offers it, over HTTP/1.1. Stream routes (``add(_:_:)``) are
     /// HTTP/2 only. `headerCheck` refuses requests from their headers, before any body byte is
     /// read, and `awaitedHeaderCheck` (one that may wait, e.g. for a store read) requests that
-    /// announce a body, before it is read (``HTTPRequestRoute``).
+    /// announce a body, before it is read (``HTTPRequestRoute``); `streamedBodyLimit` picks the
+    /// requests whose body the handler reads as it arrives (``HTTPRequestRoute/streamedBodyLimit``).
     public mutating func add(
         _ path: String, maxBodyBytes: Int, headerCheck: HTTPHeaderCheck? = nil,
-        awaitedHeaderCheck: HTTPAwaitedHeaderCheck? = nil,
+        awaitedHeaderCheck: HTTPAwaitedHeaderCheck? = nil, streamedBodyLimit: HTTPStreamedBodyRule? = nil,
         _ handler: @escaping HTTPRequestHandler
     ) {
         var route = HTTPRequestRoute(maxBodyBytes: maxBodyBytes, headerCheck: headerCheck, handler: handler)
         route.awaitedHeaderCheck = awaitedHeaderCheck
+        route.streamedBodyLimit = streamedBodyLimit
         requestRoutes[path] = route
         add(path, route.streamHandler())
     }

@@ -44,8 +44,8 @@ extension ClientAPI {
     {
         let user = try r.requireSession().user
         let id = try Self.chosenMessageID(body)
-        // Rich content goes through the content store first (not served by this REST half yet).
-        let (parts, push) = try ServerAPI.content(body, of: id, uploads: nil)
+        // Rich content was uploaded first (POST /content, PUT upload_url): parts name it.
+        let (parts, push) = try ServerAPI.content(body, of: id, uploads: try await referencedContent(body))
         _ = try await visibleConversation(conversation, for: user)
         let frame = Frame.sendMessage(
             SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))

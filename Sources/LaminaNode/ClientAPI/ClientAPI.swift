@@ -20,7 +20,7 @@ public final class ClientAPI: Sendable {
         "/ping", "/nonces", "/sessions", "/sessions/*", "/conversations", "/conversations/*", "/messages/*",
         "/identities",
         "/identities/*", "/following/users", "/following/users/*",
-        "/announcements", "/announcements/*", "/push_tokens", "/dev/identity_tokens",
+        "/announcements", "/announcements/*", "/push_tokens", "/dev/identity_tokens", "/content", "/content/*",
     ]
 
     let engine: NodeEngine
@@ -126,7 +126,10 @@ public final class ClientAPI: Sendable {
     ]
 
     /// Every operation served.
-    public static var routes: [Route] { table.map(\.0) }
+    public static var routes: [Route] { served.map(\.0) }
+
+    /// The table and the content routes (ClientAPI+Content.swift).
+    static let served = table + contentTable
 
     /// Answers one request (the route handler for ``routePatterns``).
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
@@ -161,12 +164,14 @@ public final class ClientAPI: Sendable {
         let bare = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.path
         let segments = bare.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         var methodsForPath: [String] = []
-        for (route, authenticated, handler) in Self.table {
+        for (route, authenticated, handler) in Self.served {
             guard let parameters = ServerAPI.match(route.template, segments) else { continue }
             methodsForPath.append(route.method)
             guard route.method == request.method else { continue }
-            try Self.checkAccept(request.headers["accept"])
-            if request.bodyTooLarge { throw ServerAPIError.requestTooLarge(ClientAPILimits.maxBodyBytes) }
+            if !Self.takesAnyAccept(route) { try Self.checkAccept(request.headers["accept"]) }
+            if request.bodyTooLarge, request.method != "PUT" || !Self.takesAnyAccept(route) {
+                throw ServerAPIError.requestTooLarge(ClientAPILimits.maxBodyBytes)
+            }
             var context = ClientAPIRequest(
                 http: request, parameters: parameters, query: ServerAPI.query(request.path), base: base)
             if authenticated {
@@ -257,12 +262,7 @@ public final class ClientAPI: Sendable {
         if !wanted.isEmpty {
             out.identities = try await engine.store.read { reader in try reader.identities(of: wanted) }
         }
-        if let content, let appID {
-            var urls = ServerAPIRepresentation(base: "\(r.base)/apps/\(appID)", version: .v3)
-            urls.contentURLs = content.urls
-            urls.contentURLExpires = Timestamp.now().millisecondsSince1970 / 1000 + contentURLLifetime
-            out.content = urls
-        }
+        out.content = contentURLs(r)
         return out
     }
 }

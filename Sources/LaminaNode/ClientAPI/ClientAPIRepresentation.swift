@@ -181,7 +181,8 @@ public struct ClientAPIRepresentation: Sendable {
                 p.content = ClientContentObject(
                     id: ServerAPIRepresentation.contentID(reference.id), size: reference.size,
                     download_url: content?.contentURL(.download, reference.id),
-                    expiration: content?.contentURLExpiration, refresh_url: nil)
+                    expiration: content?.contentURLExpiration,
+                    refresh_url: content.map { _ in "\(base)/content/\(Self.lowercase(reference.id.uuid))" })
             }
             return p
         }

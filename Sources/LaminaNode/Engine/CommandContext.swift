@@ -406,14 +406,16 @@ struct CommandContext {
 
     /// Appends a stored message to its participants' feeds, except those of participants who
     /// block its sender (they still learn of the conversation); the conversation first to the
-    /// others when this is its first message (SPEC §6.2).
+    /// others when this is its first message (SPEC §6.2). Not to its creator: their feed got it
+    /// when they created it (a second `conversation-created` was a Conversation `create`
+    /// packet on their Client API WebSocket for a conversation it already showed).
     mutating func announce(_ message: Message, in stored: ConversationHeader, isFirst: Bool) throws {
         let id = stored.id
         let participants = stored.participants
         if isFirst, let conversation = try tx.read.conversation(id) {
             try emit(
-                .conversationCreated(conversation.conversation), to: participants.subtracting([message.sender]),
-                conversation: id)
+                .conversationCreated(conversation.conversation),
+                to: participants.subtracting([message.sender, conversation.conversation.creator]), conversation: id)
         }
         let event = ChangeEvent.messageCreated(message)
         let recipients = engine.blockLists.recipients(participants, of: message.sender)

@@ -82,9 +82,10 @@ extension NodeServer {
             // its body is read when the session token is not live (a store read).
             let sessionCheck: HTTPAwaitedHeaderCheck = { await api.refusalBeforeBody($0) }
             for pattern in ClientAPI.routePatterns {
-                router.add(pattern, maxBodyBytes: ClientAPILimits.maxBodyBytes, awaitedHeaderCheck: sessionCheck) {
-                    await api.handle($0)
-                }
+                router.add(
+                    pattern, maxBodyBytes: ClientAPILimits.maxBodyBytes, awaitedHeaderCheck: sessionCheck,
+                    streamedBodyLimit: { api.streamedBodyLimit($0) }
+                ) { await api.handle($0) }
             }
             // The Client API's WebSocket (HTTP/1.1 Upgrade); each socket drives a session.
             router.addWebSocket(

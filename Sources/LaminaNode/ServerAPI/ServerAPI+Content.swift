@@ -182,37 +182,7 @@ extension ServerAPI {
                 "content \(id.uuid.uuidString.lowercased()) is not completely uploaded (\(upload.receivedBytes) of \(upload.declaredSize) bytes)",
                 data: ["uploaded": .integer(Int64(upload.receivedBytes)), "size": .integer(Int64(upload.declaredSize))])
         }
-        let files = content.files
-        let pool = content.threadPool
-        let chunkBytes = content.settings.downloadChunkBytes
-        let size = upload.declaredSize
-        let body = HTTPBodyStream(contentLength: Int(size)) { writer in
-            // Opened here, so a response the client never waited for holds no file.
-            let (fd, held) = try await pool.runIfActive { try files.openComplete(id) }
-            defer { ContentFiles.closeFile(fd) }
-            guard held == size else {
-                throw ContentFileError(reason: "content \(id) holds \(held) bytes, recorded \(size)")
-            }
-            let allocator = ByteBufferAllocator()
-            var offset: UInt64 = 0
-            while offset < size {
-                let at = offset
-                let count = Int(min(UInt64(chunkBytes), size - at))
-                let chunk = try await pool.runIfActive {
-                    try ContentFiles.readChunk(fd, at: at, count: count, allocator: allocator)
-                }
-                guard chunk.readableBytes == count else { throw ContentFileError(reason: "content \(id) ended early") }
-                try await writer.write(chunk)
-                offset += UInt64(count)
-            }
-        }
-        return HTTPResponse(
-            status: 200,
-            headers: [
-                ("content-type", "application/octet-stream"), ("etag", "\"\(Hex.encode(upload.sha256))\""),
-                ("lamina-content-sha256", Hex.encode(upload.sha256)),
-            ],
-            stream: body)
+        return content.downloadResponse(upload)
     }
 
     private func incomplete(_ upload: ContentUpload, _ r: ServerAPIRequest) -> HTTPResponse {
