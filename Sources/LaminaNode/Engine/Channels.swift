@@ -61,9 +61,13 @@ extension NodeEngine {
                 return (.refused(WireError(.idInUse, "the channel name '\(name)' is taken")), [])
             case .created:
                 var context = CommandContext(tx: tx, user: user, engine: self, now: now)
-                if !user.isSystemSender {
+                let creatorJoins = !user.isSystemSender
+                try recordChannelWebhook(
+                    .channelCreated, channel, memberCount: creatorJoins ? 1 : 0, by: user, in: tx, at: now)
+                if creatorJoins {
                     try tx.addChannelMember(user, to: id, at: now)
                     try emitJoin(channel, user: user, by: user, in: &context)
+                    try recordMembershipWebhook(.membershipCreated, user, of: id, by: user, in: tx, at: now)
                 }
                 return (.done(Ack(requestID: id.uuid, timestamp: now)), context.changes)
             }
@@ -94,6 +98,7 @@ extension NodeEngine {
             try tx.addChannelMember(user, to: id, at: now)
             var context = CommandContext(tx: tx, user: actor, engine: self, now: now)
             try emitJoin(record.channel, user: user, by: actor, in: &context)
+            try recordMembershipWebhook(.membershipCreated, user, of: id, by: actor, in: tx, at: now)
             channelAudience.joined(user, id)
             return (.done(ack), context.changes)
         }
@@ -116,6 +121,7 @@ extension NodeEngine {
                 .channelMembershipChanged(
                     ChannelMembershipChanged(channelID: id, user: user, joined: false, by: actor, at: try nextHLC())),
                 to: [user], conversation: nil)
+            try recordMembershipWebhook(.membershipDeleted, user, of: id, by: actor, in: tx, at: now)
             channelAudience.left(user, id)
             return (.done(ack), context.changes)
         }
@@ -159,6 +165,7 @@ extension NodeEngine {
                 id: f.messageID, channelID: f.channelID, sender: user, sentAt: .now(), position: try nextHLC(),
                 logSeq: 0, parts: f.parts)
             let stored = try tx.appendChannelMessage(message)
+            try recordChannelMessageWebhook(stored, in: tx)
             return (.done(Self.ack(for: stored)), (stored, members))
         }
         if let (message, members) = delivery { deliverLive(message, to: members) }
@@ -214,6 +221,8 @@ extension NodeEngine {
             }
             let now = Timestamp.now()
             let members = try tx.deleteChannel(id) ?? []
+            try recordChannelWebhook(
+                .channelDeleted, record.channel, memberCount: record.memberCount, by: user, in: tx, at: now)
             var context = CommandContext(tx: tx, user: user, engine: self, now: now)
             try context.emit(
                 .channelDeleted(ChannelDeleted(channelID: id, by: user, at: try nextHLC())), to: Set(members),
