@@ -28,15 +28,16 @@ import Testing
         #expect(created.object["id"] as? String == "layer:///channels/\(chosen)")
         #expect(created.object["name"] as? String == "rest-room")
         #expect(created.object["member_count"] as? Int == 1)
-        #expect((created.object["membership"] as? [String: Any])?["id"] as? String
-            == "layer:///channels/\(chosen)/members/alice")
+        #expect(
+            (created.object["membership"] as? [String: Any])?["id"] as? String
+                == "layer:///channels/\(chosen)/members/alice")
         #expect(created.headers["location"]?.hasSuffix("/channels/\(chosen)") == true)
         // A retry answers the same; the name taken by another id is 409 with the channel in data.
         #expect(try await alice.request("POST", "/channels", json: body).status == 201)
         let taken = try await bob.request("POST", "/channels", json: #"{"name":"rest-room"}"#)
         #expect(taken.status == 409 && taken.object["id"] as? String == "conflict", "\(taken.body)")
         #expect((taken.object["data"] as? [String: Any])?["id"] as? String == "layer:///channels/\(chosen)")
-        #expect(((taken.object["data"] as? [String: Any])?["membership"]) is NSNull)
+        #expect(!(((taken.object["data"] as? [String: Any])?["membership"]) is [String: Any]))
         // Others are not made members by a creation; channels have no metadata; names are checked.
         let others = try await alice.request("POST", "/channels", json: #"{"name":"x","members":["bob"]}"#)
         #expect(others.status == 403 && others.object["id"] as? String == "access_denied", "\(others.body)")
@@ -47,7 +48,7 @@ import Testing
 
         // Anyone sees the channel (to join it); only members read or send.
         let seen = try await bob.request("GET", "/channels/\(chosen)")
-        #expect(seen.status == 200 && seen.object["membership"] is NSNull, "\(seen.body)")
+        #expect(seen.status == 200 && seen.object["membership"] == nil, "\(seen.body)")
         #expect(try await bob.request("GET", "/channels/\(chosen)/messages").status == 403)
         let outsider = try await bob.request(
             "POST", "/channels/\(chosen)/messages", json: #"{"parts":[{"mime_type":"text/plain","body":"no"}]}"#)
@@ -57,7 +58,8 @@ import Testing
         var ids: [String] = []
         for i in 1...5 {
             let sent = try await alice.request(
-                "POST", "/channels/\(chosen)/messages", json: #"{"parts":[{"mime_type":"text/plain","body":"m\#(i)"}]}"#)
+                "POST", "/channels/\(chosen)/messages", json: #"{"parts":[{"mime_type":"text/plain","body":"m\#(i)"}]}"#
+            )
             #expect(sent.status == 201 && sent.object["position"] as? Int == i, "\(sent.body)")
             #expect(sent.object["recipient_status"] as? [String: String] == [:])
             ids.append(Self.uuid(sent.object["id"]))
@@ -66,7 +68,8 @@ import Testing
         // Joining oneself only; then the history is the member's, paged newest first.
         #expect(try await bob.request("PUT", "/channels/\(chosen)/members/alice").status == 403)
         #expect(try await bob.request("PUT", "/channels/\(chosen)/members/bob").status == 204)
-        #expect(try await bob.request("PUT", "/channels/\(chosen)/members/layer:%2F%2F%2Fidentities%2Fbob").status == 204)
+        #expect(
+            try await bob.request("PUT", "/channels/\(chosen)/members/layer:%2F%2F%2Fidentities%2Fbob").status == 204)
         let mine = try await bob.request("GET", "/channels")
         #expect(mine.status == 200 && mine.headers["layer-count"] == "1")
         #expect(mine.array.first?["member_count"] as? Int == 2)
@@ -84,7 +87,8 @@ import Testing
         // Members, paged by user id.
         let members = try await bob.request("GET", "/channels/\(chosen)/members")
         #expect(members.headers["layer-count"] == "2")
-        #expect(members.array.compactMap { ($0["identity"] as? [String: Any])?["user_id"] as? String } == ["alice", "bob"])
+        #expect(
+            members.array.compactMap { ($0["identity"] as? [String: Any])?["user_id"] as? String } == ["alice", "bob"])
         let after = try await bob.request("GET", "/channels/\(chosen)/members?from_id=alice")
         #expect(after.array.compactMap { $0["id"] as? String } == ["layer:///channels/\(chosen)/members/bob"])
         #expect(try await bob.request("GET", "/channels/\(chosen)/members/bob").status == 200)

@@ -32,7 +32,8 @@ import Testing
     @Test func aMembershipEventCarriesTheMemberAndTheChannel() throws {
         let membership = WebhookMembership(channel: UUID(uuidString: Self.ch)!, user: "bob")
         let json = try F.rendered(
-            F.event(.membershipCreated, actor: "system:server-api", .membership(membership)), as: "Membership.created")
+            F.event(.membershipCreated, actor: ServerAPI.contentOwner, .membership(membership)),
+            as: "Membership.created")
         #expect(
             json
                 == #"{"actor":{"name":"server-api"},\#(F.header("Membership.created")),"membership":{"channel":\#(Self.channelRef),"id":"layer:///channels/\#(Self.ch)/members/bob","identity":{"avatar_url":null,"display_name":"bob","id":"layer:///identities/bob","url":"\#(F.base)/users/bob/identity","user_id":"bob"},"url":"\#(F.base)/channels/\#(Self.ch)/members/bob"}}"#

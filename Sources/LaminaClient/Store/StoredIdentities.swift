@@ -17,7 +17,8 @@ enum StoredIdentities {
     /// The identity a row of table `identity` holds.
     static func identity(row: Row) throws -> UserIdentity {
         let text: String = row["user_id"]
-        return UserIdentity(userID: try UserID(text), values: try map(row["fields"]), metadata: try map(row["metadata"]))
+        return UserIdentity(
+            userID: try UserID(text), values: try map(row["fields"]), metadata: try map(row["metadata"]))
     }
 
     static func put(_ db: Database, _ identity: UserIdentity) throws {

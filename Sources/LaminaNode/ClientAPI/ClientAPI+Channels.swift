@@ -216,7 +216,9 @@ extension ClientAPI {
             guard let m = try reader.channelMessage(messageID), m.channelID == id else { return nil }
             return m
         }
-        guard let message else { throw ServerAPIError.notFound("no message \(ClientAPIRepresentation.messageID(messageID))") }
+        guard let message else {
+            throw ServerAPIError.notFound("no message \(ClientAPIRepresentation.messageID(messageID))")
+        }
         return ServerAPIJSON.response(200, try await representation(r, users: [message.sender]).channelMessage(message))
     }
 

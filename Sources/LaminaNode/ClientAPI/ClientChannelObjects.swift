@@ -5,8 +5,8 @@ import LaminaStore
 // Channels (SPEC §6.8) on the Client API, shaped as Layer's Web SDK reads them
 // (`layer.Channel`, `layer.Membership`, `layer.Message.ChannelMessage`).
 
-/// A channel: anyone may see it (to join it); `membership` is the viewer's, null when they are
-/// not a member (the Web SDK's `isCurrentParticipant`).
+/// A channel: anyone may see it (to join it); `membership` is the viewer's, absent when they
+/// are not a member (the Web SDK's `isCurrentParticipant`).
 public struct ClientChannelObject: Codable, Sendable, Hashable {
     /// `layer:///channels/<uuid>`.
     public var id: String

@@ -37,10 +37,12 @@ extension WebSocketSession {
             write(
                 "change",
                 WebSocketChangeBody(
-                    operation: "create", object: WebSocketObjectReference(type: "Message", id: object.id, url: object.url),
+                    operation: "create",
+                    object: WebSocketObjectReference(type: "Message", id: object.id, url: object.url),
                     data: object), seq: seq)
         case .channelDeleted(let deleted):
-            channelChange("delete", channel: deleted.channelID, WebSocketDeletionData(mode: "all_participants"), seq: seq)
+            channelChange(
+                "delete", channel: deleted.channelID, WebSocketDeletionData(mode: "all_participants"), seq: seq)
         default: return
         }
     }

@@ -50,7 +50,8 @@ extension ServerAPIRepresentation {
     func channel(_ c: WebhookChannel) -> ChannelObject {
         let uuid = c.id.uuidString.lowercased()
         return ChannelObject(
-            id: "layer:///channels/\(uuid)", url: "\(base)/channels/\(uuid)", messages_url: "\(base)/channels/\(uuid)/messages",
+            id: "layer:///channels/\(uuid)", url: "\(base)/channels/\(uuid)",
+            messages_url: "\(base)/channels/\(uuid)/messages",
             members_url: "\(base)/channels/\(uuid)/members", name: c.name,
             created_at: ServerAPIJSON.date(millisecondsSince1970: c.createdAt), member_count: c.memberCount)
     }
@@ -62,7 +63,8 @@ extension ServerAPIRepresentation {
             id: Self.messageID(m.id),
             url: "\(base)/channels/\(channel)/messages/\(m.id.uuid.uuidString.lowercased())",
             channel: ConversationReference(id: "layer:///channels/\(channel)", url: "\(base)/channels/\(channel)"),
-            parts: parts(m.parts, of: m.id), sent_at: ServerAPIJSON.date(millisecondsSince1970: m.sentAt.millisecondsSince1970),
+            parts: parts(m.parts, of: m.id),
+            sent_at: ServerAPIJSON.date(millisecondsSince1970: m.sentAt.millisecondsSince1970),
             sender: sender(m.sender), position: m.logSeq)
     }
 }
