@@ -36,7 +36,7 @@ import Testing
             as: "Membership.created")
         #expect(
             json
-                == #"{"actor":{"name":"server-api"},\#(F.header("Membership.created")),"membership":{"channel":\#(Self.channelRef),"id":"layer:///channels/\#(Self.ch)/members/bob","identity":{"avatar_url":null,"display_name":"bob","id":"layer:///identities/bob","url":"\#(F.base)/users/bob/identity","user_id":"bob"},"url":"\#(F.base)/channels/\#(Self.ch)/members/bob"}}"#
+                == #"{"actor":{"id":null,"name":"server-api","user_id":null},\#(F.header("Membership.created")),"membership":{"channel":\#(Self.channelRef),"id":"layer:///channels/\#(Self.ch)/members/bob","identity":{"avatar_url":null,"display_name":"bob","id":"layer:///identities/bob","url":"\#(F.base)/users/bob/identity","user_id":"bob"},"url":"\#(F.base)/channels/\#(Self.ch)/members/bob"}}"#
         )
     }
 
