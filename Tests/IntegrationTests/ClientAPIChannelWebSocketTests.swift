@@ -7,8 +7,8 @@ import Testing
 /// Channels on the Client API's WebSocket with a client that is not ours (Python's
 /// `websockets`, `.ci/deps`) beside an SDK client (LaminaClient) of the same node: alice's
 /// socket gets her join and leave (`Channel`, `Membership`), the SDK member's messages live
-/// (`Message` with a `channel`), the channel's deletion; her REST send reaches the SDK member
-/// live. The two sides take turns through marker files (each waits with a deadline).
+/// (`Message` with a `channel`), the channel's deletion; her REST and WebSocket (`Message.create`)
+/// sends reach the SDK member live. The two sides take turns through marker files (each waits with a deadline).
 @Suite struct ClientAPIChannelWebSocketTests {
     /// Python side: alice on the WebSocket and REST. argv: CA file, host:port, alice's session
     /// token, the marker directory. Prints one line per check.
@@ -79,7 +79,18 @@ import Testing
             print("rest-send", status, sent["position"])
             got = await recv(ws, lambda p: change("Message", "create")(p) and p["body"]["data"]["id"] == sent["id"])
             print("own-live", got[-1]["body"]["data"]["parts"][0]["body"])
-            touch("rest-sent", sent["id"])
+            # A WebSocket send (the Web SDK's Message.create naming the channel), answered with its place.
+            body = {"request_id": "c1", "method": "Message.create", "object_id": channel,
+                    "data": {"parts": [{"mime_type": "text/plain", "body": "from-ws"}]}}
+            await ws.send(json.dumps({"type": "request", "body": body}))
+            got = await recv(ws, lambda p: p["type"] == "response" and p["body"]["request_id"] == "c1")
+            r = got[-1]["body"]
+            print("ws-send", r["success"], r["data"]["position"], r["data"]["channel"]["id"] == channel)
+            body["request_id"] = "c2"; body["object_id"] = "layer:///channels/" + "0" * 8 + "-0000-4000-8000-000000000000"
+            await ws.send(json.dumps({"type": "request", "body": body}))
+            got = await recv(ws, lambda p: p["type"] == "response" and p["body"]["request_id"] == "c2")
+            print("ws-send-unknown", got[-1]["body"]["success"], got[-1]["body"]["data"]["id"])
+            touch("rest-sent", sent["id"] + " " + r["data"]["id"])
 
             # Leaving, joining again, then the creator deletes the channel.
             await wait_file("sdk-got")
@@ -136,13 +147,17 @@ import Testing
         try await bob.sendChannelMessage(text: "from-sdk", to: channel)
 
         // Alice's REST message reaches bob's SDK live.
-        let sent = try await waitFile("rest-sent")
-        let restID = try #require(UUID(uuidString: sent.components(separatedBy: "/").last ?? ""))
-        try await ClientHarness.waitUntil(bob, "alice's REST message in bob's channel") {
-            try bob.channelMessages(of: channel).contains {
+        let sent = try await waitFile("rest-sent").split(separator: " ").map {
+            $0.components(separatedBy: "/").last ?? ""
+        }
+        let restID = try #require(UUID(uuidString: sent.first ?? ""))
+        let wsID = try #require(UUID(uuidString: sent.last ?? ""))
+        try await ClientHarness.waitUntil(bob, "alice's REST and WebSocket messages in bob's channel") {
+            let held = try bob.channelMessages(of: channel)
+            return held.contains {
                 $0.id.uuid == restID && $0.message.parts.first?.inlineBytes == Array("from-rest".utf8)
                     && $0.message.sender == "alice"
-            }
+            } && held.contains { $0.id.uuid == wsID && $0.message.logSeq == 3 }
         }
         try touch("sdk-got")
         _ = try await waitFile("rejoined")
@@ -160,6 +175,8 @@ import Testing
             "sdk-message True from-sdk bob 1",
             "rest-send 201 2",
             "own-live from-rest",
+            "ws-send True 3 True",
+            "ws-send-unknown False not_found",
             "leave 204 True",
             "channel-delete True",
             "done",

@@ -57,3 +57,31 @@ extension WebSocketSession {
             seq: seq)
     }
 }
+
+extension WebSocketSession {
+    /// `Message.create` naming a channel (the Web SDK's `ChannelMessage.send`): the channel
+    /// command as the socket's user (members only, inline parts), answered with the message as
+    /// stored (its place in the log) once it is durable, or Layer's error.
+    func createChannelMessage(_ request: WebSocketRequest, in channel: ChannelID) throws {
+        guard let data = request.data?.object else { throw ServerAPIError.missingProperty("data") }
+        let id = try ClientAPI.chosenMessageID(data)
+        let (parts, _) = try ServerAPI.content(data, of: id)
+        let (engine, user, requestID) = (self.engine, self.user, request.requestID)
+        requestStarted()
+        Task {
+            defer { self.connection.eventLoop.execute { self.requestAnswered() } }
+            do {
+                let outcome = try await engine.sendChannelMessage(
+                    SendChannelMessage(messageID: id, channelID: channel, parts: parts), by: user)
+                if case .refused(let error) = outcome { return self.respond(to: requestID, error: .from(error)) }
+                guard let stored = try await engine.store.read({ r in try r.channelMessage(id) }) else {
+                    return self.respond(to: requestID, error: .internalError("the channel message was not stored"))
+                }
+                let shown = self.lock.withLock { self.representation }
+                self.respond(to: requestID, data: shown.channelMessage(stored))
+            } catch {
+                self.respond(to: requestID, error: ClientAPI.apiError(error))
+            }
+        }
+    }
+}

@@ -60,7 +60,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
     private let initialSyncID = UUID()
 
     // Guarded by `lock`.
-    private let lock = NIOLock()
+    let lock = NIOLock()
     private var session: NodeSession?
     private var counter = 0
     /// The feed entries forwarded are those in (`sentLow`, `sentHigh`]: the initial SYNC
