@@ -2,14 +2,24 @@ import Foundation
 import LaminaModel
 
 /// An object a query can return: a stored conversation or message.
-public protocol QueryableObject: Hashable, Sendable, Identifiable where ID: LaminaIdentifier {
+public protocol QueryableObject: Hashable, Sendable, Identifiable where ID: Sendable {
     static var queryTarget: QueryTarget { get }
     static func load(_ row: QueryRow) throws -> Self
+    /// The identifier of the object a row holds (a row of the query's identifier column).
+    static func identifier(_ row: QueryRow) throws -> ID
     /// The property names a query controller's `updatableProperties` may list: those of the
     /// object changes (`ConversationProperty`, `MessageProperty`).
     static var updatableProperties: Set<String> { get }
     /// The names of the properties whose values differ from `old` (the same object before).
     func changedProperties(since old: Self) -> Set<String>
+}
+
+extension QueryableObject where ID: LaminaIdentifier {
+    /// The UUID in the row's first column.
+    public static func identifier(_ row: QueryRow) throws -> ID {
+        let bytes: Data = row.row[0]
+        return ID(uuid: StoreCoding.uuid(bytes))
+    }
 }
 
 extension StoredConversation: QueryableObject {

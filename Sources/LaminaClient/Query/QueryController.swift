@@ -141,6 +141,7 @@ public final class QueryController<Object: QueryableObject>: @unchecked Sendable
         case .channels: return batch.contains { if case .channel = $0.object { true } else { false } }
         case .channelMessages:
             return batch.contains { if case .channelMessage = $0.object { true } else { false } }
+        case .identities: return batch.contains { if case .identity = $0.object { true } else { false } }
         }
     }
 

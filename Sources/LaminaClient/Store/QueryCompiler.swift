@@ -255,7 +255,7 @@ struct QueryCompiler {
                 args += column.arguments
             }
         }
-        terms.append("\(target.table).rowid ASC")
+        terms.append("\(target.table).\(target.tieBreakColumn) ASC")
         return SQLFragment(sql: terms.joined(separator: ", "), arguments: args)
     }
 }

@@ -40,15 +40,17 @@ extension LocalStore {
 
     /// The identifiers of the objects matching `query`, in its order.
     public func identifiers<Object>(_ query: Query<Object>) throws(ClientError) -> [Object.ID] {
-        let (sql, args) = try query.statement("\(Object.queryTarget.table).id")
+        let target = Object.queryTarget
+        let (sql, args) = try query.statement("\(target.table).\(target.idColumn)")
         return try read { db in
-            try Data.fetchAll(db, sql: sql, arguments: args).map { Object.ID(uuid: StoreCoding.uuid($0)) }
+            try Row.fetchAll(db, sql: sql, arguments: args).map { try Object.identifier(QueryRow(db: db, row: $0)) }
         }
     }
 
     /// How many objects `query` returns (its limit and offset applied).
     public func count<Object>(_ query: Query<Object>) throws(ClientError) -> Int {
-        let (sql, args) = try query.statement("\(Object.queryTarget.table).id")
+        let target = Object.queryTarget
+        let (sql, args) = try query.statement("\(target.table).\(target.idColumn)")
         return try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(sql))", arguments: args) ?? 0 }
     }
 }
@@ -82,7 +84,7 @@ extension LocalStore {
                 }
                 return (all, all.count)
             }
-            let (countSQL, countArguments) = try query.statement("\(table).id")
+            let (countSQL, countArguments) = try query.statement("\(table).\(Object.queryTarget.idColumn)")
             let total = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (\(countSQL))", arguments: countArguments) ?? 0
             let size = Int(window.magnitude)
             let start = window > 0 ? 0 : max(0, total - size)

@@ -37,6 +37,9 @@ public enum QueryTarget: String, Hashable, Sendable {
     case channels
     /// Messages of channels.
     case channelMessages
+    /// Identities the device holds: of the users it shares a conversation with and of those
+    /// the user follows (SPEC §6.7).
+    case identities
 
     var table: String {
         switch self {
@@ -44,8 +47,15 @@ public enum QueryTarget: String, Hashable, Sendable {
         case .messages: "message"
         case .channels: "channel"
         case .channelMessages: "channel_message"
+        case .identities: "identity"
         }
     }
+
+    /// The column holding an object's identifier.
+    var idColumn: String { self == .identities ? "user_id" : "id" }
+
+    /// The last sort term, which makes the order total (the identity table has no rowid).
+    var tieBreakColumn: String { self == .identities ? "user_id" : "rowid" }
 
     /// Rows of the table that are live objects.
     var baseCondition: String? { self == .conversations ? "conversation.merged_into IS NULL" : nil }
@@ -140,6 +150,16 @@ public enum QueryTarget: String, Hashable, Sendable {
                         "channel_message.pos_physical", "channel_message.pos_logical", "channel_message.pos_node",
                     ]
                     .map { SQLFragment(sql: $0) }, nullable: false)
+            default: break
+            }
+        case .identities:
+            switch name {
+            case IdentityProperty.userID: return .scalar(.user, "identity.user_id")
+            case IdentityProperty.displayName:
+                return .scalar(.text, "json_extract(identity.fields, '$.display_name')", nullable: true)
+            case IdentityProperty.isFollowed:
+                return .scalar(
+                    .bool, "EXISTS (SELECT 1 FROM followed_user f WHERE f.user_id = identity.user_id)")
             default: break
             }
         }

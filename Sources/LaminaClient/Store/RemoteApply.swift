@@ -132,6 +132,13 @@ extension WriteContext {
             } else {
                 try db.execute(sql: "DELETE FROM followed_user WHERE user_id = ?", arguments: [user.rawValue])
             }
+            // A held identity's `isFollowed` changed: queries over identities see it.
+            if db.changesCount > 0, let identity = try StoredIdentities.identity(db, user) {
+                record(
+                    ObjectChange(
+                        type: .update, object: .identity(identity), property: "isFollowed",
+                        before: .bool(!following), after: .bool(following)))
+            }
         case .channel(let channel): try applyChannel(channel)
         case .channelMembership(let id, let isMember): try applyChannelMembership(id, isMember: isMember)
         case .channelDeleted(let id): try deleteChannel(id)

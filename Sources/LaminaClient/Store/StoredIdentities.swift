@@ -14,6 +14,13 @@ enum StoredIdentities {
         return UserIdentity(userID: user, values: try map(row["fields"]), metadata: try map(row["metadata"]))
     }
 
+    /// The identity a row of table `identity` holds.
+    static func identity(row: Row) throws -> UserIdentity {
+        let text: String = row["user_id"]
+        return UserIdentity(
+            userID: try UserID(text), values: try map(row["fields"]), metadata: try map(row["metadata"]))
+    }
+
     static func put(_ db: Database, _ identity: UserIdentity) throws {
         try db.execute(
             sql:

@@ -35,7 +35,8 @@ extension ClientAPI {
         return HTTPResponse(status: 204)
     }
 
-    private static func pathUser(_ r: ClientAPIRequest) throws -> UserID {
+    /// The `user_id` path parameter (a user id or identity id); 404 when it is neither.
+    static func pathUser(_ r: ClientAPIRequest) throws -> UserID {
         let raw = r.parameters["user_id"] ?? ""
         guard let user = try? ServerAPIRepresentation.user(raw, property: "user_id") else {
             throw ServerAPIError.notFound("no identity \(raw.prefix(200))")

@@ -21,6 +21,7 @@ public final class ClientAPI: Sendable {
         "/identities",
         "/identities/*", "/following/users", "/following/users/*",
         "/announcements", "/announcements/*", "/push_tokens", "/dev/identity_tokens", "/content", "/content/*",
+        "/channels", "/channels/*",
     ]
 
     let engine: NodeEngine
@@ -68,7 +69,10 @@ public final class ClientAPI: Sendable {
     typealias Handler = @Sendable (ClientAPI, ClientAPIRequest) async throws -> HTTPResponse
 
     /// Routes with `authenticated` false need no session.
-    static let table: [(Route, Bool, Handler)] = [
+    static let table: [(Route, Bool, Handler)] = coreTable + channelTable
+
+    /// The routes besides channels'.
+    static let coreTable: [(Route, Bool, Handler)] = [
         // The Web SDK's online check (`HEAD /ping?client=<version>`): 204, no session needed.
         (Route(method: "HEAD", template: "/ping"), false, { _, _ in HTTPResponse(status: 204) }),
         (Route(method: "GET", template: "/ping"), false, { _, _ in HTTPResponse(status: 204) }),
@@ -123,6 +127,42 @@ public final class ClientAPI: Sendable {
             { try await $0.deleteAnnouncement($1) }
         ),
         (Route(method: "POST", template: "/push_tokens"), true, { try await $0.registerPushToken($1) }),
+    ]
+
+    /// The channel routes (ClientAPI+Channels.swift).
+    static let channelTable: [(Route, Bool, Handler)] = [
+        (Route(method: "GET", template: "/channels"), true, { try await $0.listChannels($1) }),
+        (Route(method: "POST", template: "/channels"), true, { try await $0.createChannel($1) }),
+        (Route(method: "GET", template: "/channels/{channel_id}"), true, { try await $0.getChannel($1) }),
+        (Route(method: "DELETE", template: "/channels/{channel_id}"), true, { try await $0.deleteChannel($1) }),
+        (
+            Route(method: "GET", template: "/channels/{channel_id}/members"), true,
+            { try await $0.listChannelMembers($1) }
+        ),
+        (
+            Route(method: "GET", template: "/channels/{channel_id}/members/{user_id}"), true,
+            { try await $0.getChannelMember($1) }
+        ),
+        (
+            Route(method: "PUT", template: "/channels/{channel_id}/members/{user_id}"), true,
+            { try await $0.joinChannel($1) }
+        ),
+        (
+            Route(method: "DELETE", template: "/channels/{channel_id}/members/{user_id}"), true,
+            { try await $0.leaveChannel($1) }
+        ),
+        (
+            Route(method: "GET", template: "/channels/{channel_id}/messages"), true,
+            { try await $0.listChannelMessages($1) }
+        ),
+        (
+            Route(method: "POST", template: "/channels/{channel_id}/messages"), true,
+            { try await $0.sendChannelMessage($1) }
+        ),
+        (
+            Route(method: "GET", template: "/channels/{channel_id}/messages/{message_id}"), true,
+            { try await $0.getChannelMessage($1) }
+        ),
     ]
 
     /// Every operation served.

@@ -163,9 +163,12 @@ public struct ClientAPIRepresentation: Sendable {
     /// Parts with ids `layer:///messages/<message>/parts/<part uuid>` (no `url`: parts are not
     /// addressed on their own here); text as it is, other
     /// bytes as base64; rich content with its download URL when ``content`` signs them.
-    func parts(_ m: Message) -> [ClientPartObject] {
-        let message = Self.lowercase(m.id.uuid)
-        return m.parts.map { part in
+    func parts(_ m: Message) -> [ClientPartObject] { parts(m.parts, of: m.id) }
+
+    /// The parts of message `id` (a conversation's or a channel's), as ``parts(_:)`` shows them.
+    func parts(_ parts: [MessagePart], of id: MessageID) -> [ClientPartObject] {
+        let message = Self.lowercase(id.uuid)
+        return parts.map { part in
             let uuid = Self.lowercase(part.id)
             var p = ClientPartObject(
                 id: "layer:///messages/\(message)/parts/\(uuid)", mime_type: part.mimeType.description)

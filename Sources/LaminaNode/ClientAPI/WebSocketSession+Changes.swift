@@ -102,8 +102,7 @@ extension WebSocketSession {
             // Not part of Layer's WebSocket packets (block lists and follows are read over REST).
             break
         case .channelCreated, .channelMembershipChanged, .channelMessage, .channelDeleted:
-            // Channels are not in the Client API yet (sync protocol only, SPEC §6.8).
-            break
+            channelPackets(for: event, seq: seq)
         }
     }
 

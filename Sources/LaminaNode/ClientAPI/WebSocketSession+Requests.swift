@@ -55,9 +55,16 @@ extension WebSocketSession {
         submit(.sync(SyncRequest(requestID: id, cursor: cursor)))
     }
 
-    /// `Message.create`: `object_id` the conversation, `data` {parts, id?, notification?}.
+    /// `Message.create`: `object_id` the conversation (or a channel: ``createChannelMessage(_:in:)``),
+    /// `data` {parts, id?, notification?}.
     private func createMessage(_ request: WebSocketRequest) throws {
         guard let object = request.objectID else { throw ServerAPIError.missingProperty("object_id") }
+        if object.hasPrefix("layer:///channels/") {
+            guard let channel = ClientAPIRepresentation.channel(object) else {
+                throw ServerAPIError.invalidProperty("object_id", "object_id is a channel id")
+            }
+            return try createChannelMessage(request, in: channel)
+        }
         guard let conversation = Self.conversationID(object) else {
             throw ServerAPIError.invalidProperty("object_id", "object_id is a conversation id")
         }

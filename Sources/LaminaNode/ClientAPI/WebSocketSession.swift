@@ -60,7 +60,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
     private let initialSyncID = UUID()
 
     // Guarded by `lock`.
-    private let lock = NIOLock()
+    let lock = NIOLock()
     private var session: NodeSession?
     private var counter = 0
     /// The feed entries forwarded are those in (`sentLow`, `sentHigh`]: the initial SYNC
@@ -108,7 +108,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
         lock.withLock { self.session = session }
         // `.identities`: identity changes (change kind 12) reach the session only with it.
         let features: FeatureSet = [
-            .typingIndicators, .deliveryReceipts, .changeBatches, .partUpdates, .presence, .identities,
+            .typingIndicators, .deliveryReceipts, .changeBatches, .partUpdates, .presence, .identities, .channels,
         ]
         session.receive(.hello(Hello(features: features, agent: "lamina-websocket")))
         session.receive(

@@ -31,6 +31,12 @@ struct WebhookEvent: Equatable, Sendable {
         case part(Message)
         /// `Identity.*`: the identity as set (for a deletion, as it was).
         case identity(WebhookIdentity)
+        /// `Channel.*`: the channel (for a deletion, as it was).
+        case channel(WebhookChannel)
+        /// `Membership.*`: the member and the channel.
+        case membership(WebhookMembership)
+        /// `ChannelMessage.created`: the message as stored (with its place in the log).
+        case channelMessage(ChannelMessage)
     }
 
     var type: WebhookEventType
@@ -79,6 +85,9 @@ struct WebhookEvent: Equatable, Sendable {
                 withIdentity.identities[user] = i.identity
                 payload.identity = withIdentity.identity(user)
             }
+        case .channel(let c): payload.channel = r.channel(c)
+        case .membership(let m): payload.membership = WebhookMembershipObject(m, r)
+        case .channelMessage(let m): payload.message = .channel(r.channelMessage(m))
         }
         return try ServerAPIJSON.encode(payload)
     }
@@ -97,7 +106,8 @@ struct WebhookEvent: Equatable, Sendable {
     /// and bytes); 2 a deleted message (message id, conversation id: 16 bytes each); 3 a
     /// deleted conversation (its id); 4 a conversation's frame and its changes (u32 length and
     /// JSON); 5 a receipt (u32 length and JSON); 6 a message's frame holding only the part; 7
-    /// an identity (u32 length and JSON).
+    /// an identity (u32 length and JSON); 8 a channel and 9 a membership (u32 length and JSON);
+    /// 10 a channel message as its CHANGE frame (kind 18).
     func facts() throws -> Data {
         var b = ByteBuffer()
         b.writeInteger(Self.factsFormat)
@@ -142,6 +152,15 @@ struct WebhookEvent: Equatable, Sendable {
         case .identity(let i):
             b.writeInteger(UInt8(7))
             Self.write(frame: Array(try JSONEncoder().encode(i)), to: &b)
+        case .channel(let c):
+            b.writeInteger(UInt8(8))
+            Self.write(frame: Array(try JSONEncoder().encode(c)), to: &b)
+        case .membership(let m):
+            b.writeInteger(UInt8(9))
+            Self.write(frame: Array(try JSONEncoder().encode(m)), to: &b)
+        case .channelMessage(let m):
+            b.writeInteger(UInt8(10))
+            Self.write(frame: try FeedCoding.encode(.channelMessage(m)), to: &b)
         }
         return Data(b.readableBytesView)
     }
@@ -187,6 +206,13 @@ struct WebhookEvent: Equatable, Sendable {
             }
             subject = .part(m)
         case 7: subject = .identity(try Self.readJSON(&b, WebhookIdentity.self))
+        case 8: subject = .channel(try Self.readJSON(&b, WebhookChannel.self))
+        case 9: subject = .membership(try Self.readJSON(&b, WebhookMembership.self))
+        case 10:
+            guard case .channelMessage(let m) = try Self.readChange(&b) else {
+                throw WebhookEventFactsError("a channel message's subject is not a channel message")
+            }
+            subject = .channelMessage(m)
         case 2:
             let m = try Self.readUUID(&b, "message id")
             let c = try Self.readUUID(&b, "conversation id")

@@ -27,6 +27,16 @@ public enum WebhookEventType: String, Sendable, CaseIterable {
     case identityUpdated = "Identity.updated"
     /// A user's identity deleted.
     case identityDeleted = "Identity.deleted"
+    /// A channel created (SPEC §6.8; a name Lamina chose: Layer published no channel events).
+    case channelCreated = "Channel.created"
+    /// A channel deleted for everyone.
+    case channelDeleted = "Channel.deleted"
+    /// A user became a member of a channel: joined, or added by the Server API.
+    case membershipCreated = "Membership.created"
+    /// A user stopped being a member: left, or removed by the Server API.
+    case membershipDeleted = "Membership.deleted"
+    /// A message sent to a channel.
+    case channelMessageCreated = "ChannelMessage.created"
 }
 
 /// The write side of the webhooks' transactional outbox. Commands call ``record`` inside

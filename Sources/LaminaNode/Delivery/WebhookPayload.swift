@@ -2,7 +2,8 @@ import LaminaModel
 
 /// The JSON body of a webhook delivery (Layer's Webhooks 3.0): `event`, the `actor` when
 /// known, the event's object (`message`, `conversation` with `changes`, `receipt`,
-/// `message_part` with its `message`, or `identity`), and the webhook's `config` when it has
+/// `message_part` with its `message`, `identity`, `channel`, `membership`, or a channel's
+/// `message`), and the webhook's `config` when it has
 /// one.
 struct WebhookPayload: Encodable, Sendable {
     struct Event: Encodable, Sendable {
@@ -24,10 +25,29 @@ struct WebhookPayload: Encodable, Sendable {
         }
     }
 
+    /// A conversation's message (whole, or its ids only) or a channel's message.
+    enum MessageField: Encodable, Sendable {
+        case full(MessageObject)
+        case reference(MessageReference)
+        case channel(ChannelMessageObject)
+
+        func encode(to encoder: any Encoder) throws {
+            switch self {
+            case .full(let object): try object.encode(to: encoder)
+            case .reference(let reference): try reference.encode(to: encoder)
+            case .channel(let object): try object.encode(to: encoder)
+            }
+        }
+    }
+
     var event: Event
     var actor: SenderObject?
-    var message: Object<MessageObject, MessageReference>?
+    var message: MessageField?
     var conversation: Object<ConversationObject, ConversationReference>?
+    /// `Channel.*`: the channel (as it was, for a deletion).
+    var channel: ChannelObject?
+    /// `Membership.*`: whose membership of which channel.
+    var membership: WebhookMembershipObject?
     /// `Conversation.updated`: what changed.
     var changes: [WebhookChangeObject]?
     var receipt: WebhookReceiptObject?

@@ -96,10 +96,14 @@ extension NodeEngine {
             case .created:
                 var context = CommandContext(tx: tx, user: user, engine: self, now: now)
                 try context.replicate(try FeedCoding.encode(.channelCreated(channel)), at: try nextHLC())
-                if !user.isSystemSender {
+                let creatorJoins = !user.isSystemSender
+                try recordChannelWebhook(
+                    .channelCreated, channel, memberCount: creatorJoins ? 1 : 0, by: user, in: tx, at: now)
+                if creatorJoins {
                     let at = try nextHLC()
                     _ = try tx.applyChannelMembership(user, joined: true, at: at, in: id, now: now)
                     try context.replicate(try emitJoin(channel, user: user, by: user, at: at, in: &context), at: at)
+                    try recordMembershipWebhook(.membershipCreated, user, of: id, by: user, in: tx, at: now)
                 }
                 return (.done(Ack(requestID: id.uuid, timestamp: now)), context.changes)
             }
@@ -134,6 +138,7 @@ extension NodeEngine {
             _ = try tx.applyChannelMembership(user, joined: true, at: at, in: id, now: now)
             var context = CommandContext(tx: tx, user: actor, engine: self, now: now)
             try context.replicate(try emitJoin(record.channel, user: user, by: actor, at: at, in: &context), at: at)
+            try recordMembershipWebhook(.membershipCreated, user, of: id, by: actor, in: tx, at: now)
             channelAudience.joined(user, id)
             return (.done(ack), context.changes)
         }
@@ -164,6 +169,7 @@ extension NodeEngine {
                     ChannelMembershipChanged(channelID: id, user: user, joined: false, by: actor, at: at)),
                 to: [user], conversation: nil)
             try context.replicate(payload, at: at)
+            try recordMembershipWebhook(.membershipDeleted, user, of: id, by: actor, in: tx, at: now)
             channelAudience.left(user, id)
             return (.done(ack), context.changes)
         }
@@ -211,6 +217,7 @@ extension NodeEngine {
             // Logged with `logSeq` 0: every receiver numbers its own log (SPEC §6.8).
             _ = try tx.appendLocalOperation(
                 try FeedCoding.encode(.channelMessage(message)), origin: configuration.nodeID, hlc: message.position)
+            try recordChannelMessageWebhook(stored, in: tx)
             return (.done(Self.ack(for: stored)), (stored, members))
         }
         if let (message, members) = delivery {
@@ -270,6 +277,8 @@ extension NodeEngine {
             }
             let now = Timestamp.now()
             let members = try tx.deleteChannel(id) ?? []
+            try recordChannelWebhook(
+                .channelDeleted, record.channel, memberCount: record.memberCount, by: user, in: tx, at: now)
             var context = CommandContext(tx: tx, user: user, engine: self, now: now)
             let at = try nextHLC()
             let payload = try context.emit(

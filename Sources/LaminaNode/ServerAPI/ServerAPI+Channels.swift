@@ -119,16 +119,7 @@ extension ServerAPI {
         guard let stored = try await engine.store.read({ reader in try reader.channelMessage(id) }) else {
             throw ServerAPIError.internalError("the channel message was not stored")
         }
-        let representation = try await representation(r, users: [sender])
-        let uuid = channel.uuid.uuidString.lowercased()
-        let object = ChannelMessageObject(
-            id: ServerAPIRepresentation.messageID(id),
-            url: "\(representation.base)/channels/\(uuid)/messages/\(id.uuid.uuidString.lowercased())",
-            channel: ConversationReference(
-                id: "layer:///channels/\(uuid)", url: "\(representation.base)/channels/\(uuid)"),
-            parts: representation.parts(stored.parts, of: id),
-            sent_at: ServerAPIJSON.date(millisecondsSince1970: stored.sentAt.millisecondsSince1970),
-            sender: representation.sender(sender), position: stored.logSeq)
+        let object = try await representation(r, users: [sender]).channelMessage(stored)
         return ServerAPIJSON.response(201, object, extraHeaders: [("location", object.url)])
     }
 
