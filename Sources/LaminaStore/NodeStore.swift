@@ -424,6 +424,10 @@ final class WriteCommand<T: Sendable>: StorageCommand, @unchecked Sendable {
         result = resolved as? T
     }
 
+    func announcedFeedEvents() -> [AnnouncedFeedEvent] {
+        (result as? any AnnouncesFeedEntries)?.announcedFeedEvents() ?? []
+    }
+
     func complete(_ failure: (any Error)?) {
         if let failure {
             completion(.failure(failure))

@@ -15,6 +15,14 @@ enum FeedCoding {
         return Array(buffer.readableBytesView)
     }
 
+    /// The event of an encoding made by `encode` (another node's notification).
+    static func decodeEvent(_ bytes: [UInt8]) throws(WireError) -> ChangeEvent {
+        guard case .change(let change) = try Frame.decode(exactly: ByteBuffer(bytes: bytes)) else {
+            throw WireError(.invalidArgument, "an announced feed event that is not a change")
+        }
+        return change.event
+    }
+
     static func decode(_ entry: FeedEntry) throws(WireError) -> Change {
         if let message = entry.createdMessage { return Change(seq: entry.seq, event: .messageCreated(message)) }
         let frame = try Frame.decode(exactly: ByteBuffer(bytes: entry.payload))

@@ -28,7 +28,8 @@ extension NodeEngine {
                             session.state.withLockedValue { $0.auth.map { (user: $0.user, device: $0.device) } }
                         }
                     }
-                }))
+                },
+                entries: { [weak self] notification in self?.deliverRemote(notification) }))
     }
 
     /// A session authenticated as `user` on `device` (shared store: the device is live here,
@@ -52,6 +53,41 @@ extension NodeEngine {
         for (user, head) in heads {
             for session in registry.sessions(of: user) { session.wake(through: head) }
         }
+    }
+
+    /// Another node's commit, with the entries it carried: each live session of their users
+    /// gets them as a local commit's (``NodeSession/publish(_:)``: sent at once when they
+    /// continue exactly where the session is, else through its inbox, where a gap is read from
+    /// the store). Heads named without their entries (too big, past the notification's budget,
+    /// or results without entries) wake a read, after the entries. An event that does not
+    /// decode is read as well.
+    func deliverRemote(_ notification: FeedNotification) {
+        var wakes = notification.heads.map { ($0.user, $0.head) }
+        // Events are decoded only for users with a session here, once each.
+        var decoded: [Int: SharedChangeEvent?] = [:]
+        var byUser: [UserID: (sessions: [NodeSession], changes: [Change])] = [:]
+        var order: [UserID] = []
+        for entry in notification.entries {
+            if byUser[entry.user] == nil {
+                byUser[entry.user] = (registry.sessions(of: entry.user), [])
+                order.append(entry.user)
+            }
+            guard byUser[entry.user]?.sessions.isEmpty == false else { continue }
+            if decoded[entry.event] == nil {
+                decoded[entry.event] = (try? FeedCoding.decodeEvent(notification.events[entry.event]))
+                    .flatMap { try? SharedChangeEvent($0) }
+            }
+            guard let event = decoded[entry.event] ?? nil else {
+                wakes.append((entry.user, entry.seq))
+                continue
+            }
+            byUser[entry.user]?.changes.append(Change(seq: entry.seq, shared: event))
+        }
+        for user in order {
+            guard let found = byUser[user], !found.changes.isEmpty else { continue }
+            for session in found.sessions { session.publish(found.changes) }
+        }
+        wakeSessions(wakes)
     }
 
     /// Every live session reads its feed from what it sent.

@@ -156,7 +156,7 @@ final class PostgresMetrics: Sendable {
     private let leases: [OutboxLease: Gauge]
     /// In the order of `values(_:)`.
     private let counters: [Counter]
-    private let last = NIOLockedValueBox([Int](repeating: 0, count: 13))
+    private let last = NIOLockedValueBox([Int](repeating: 0, count: 17))
 
     init(registry: PrometheusCollectorRegistry) {
         func gauge(_ name: String, _ unit: String, _ help: String) -> Gauge {
@@ -214,6 +214,20 @@ final class PostgresMetrics: Sendable {
             counter(
                 "postgres_outbox_wakes_received", "Wake-ups received from other nodes while holding an outbox's lease"),
             counter("postgres_outbox_leases_taken", "Times this node took an outbox's lease (started delivering it)"),
+            counter(
+                "postgres_feed_entries_received",
+                "Feed entries received in other nodes' lamina_feed notifications (delivered from them when a session is caught up)"
+            ),
+            counter(
+                "postgres_feed_heads_received",
+                "Feed heads received in other nodes' lamina_feed notifications without their entries (those feeds are read)"
+            ),
+            counter(
+                "postgres_feed_notification_lag_microseconds",
+                "Time from another node's announcement (just before its COMMIT) to its receipt here, in microseconds (divide by postgres_feed_notifications_timed_total)"
+            ),
+            counter(
+                "postgres_feed_notifications_timed", "lamina_feed notifications received that carried their send time"),
         ]
     }
 
@@ -223,6 +237,7 @@ final class PostgresMetrics: Sendable {
             s.feedNotificationsReceived, s.ephemeralNotificationsSent, s.ephemeralNotificationsReceived,
             s.listenerConnects,
             s.webhookChangesReceived, s.outboxWakesSent, s.outboxWakesReceived, s.leasesTaken,
+            s.feedEntriesReceived, s.feedHeadsReceived, s.feedNotificationLagMicroseconds, s.feedNotificationsTimed,
         ]
     }
 

@@ -22,53 +22,32 @@ package enum NotificationChannel {
     package static let maxPayloadBytes = 7_900
 }
 
-/// The feed heads a committed group advanced, as `lamina_feed` payloads.
-enum FeedAnnouncement {
-    /// Payloads of at most `NotificationChannel.maxPayloadBytes`, each starting with `origin`.
-    static func payloads(origin: String, heads: [UserID: Int64]) -> [String] {
-        var out: [String] = []
-        var current = origin
-        for (user, head) in heads.sorted(by: { $0.key < $1.key }) {
-            let line = "\n\(head) \(user.rawValue)"
-            if current.utf8.count + line.utf8.count > NotificationChannel.maxPayloadBytes {
-                out.append(current)
-                current = origin
-            }
-            current += line
-        }
-        if current.utf8.count > origin.utf8.count { out.append(current) }
-        return out
-    }
-
-    /// The origin and the (user, head) pairs of a payload; nil when it is not one.
-    static func decode(_ payload: String) -> (origin: Substring, heads: [(UserID, UInt64)])? {
-        var lines = payload.split(separator: "\n", omittingEmptySubsequences: false)[...]
-        guard let origin = lines.popFirst() else { return nil }
-        var heads: [(UserID, UInt64)] = []
-        for line in lines {
-            guard let space = line.firstIndex(of: " "), let head = UInt64(line[..<space]),
-                let user = try? UserID(String(line[line.index(after: space)...]))
-            else { return nil }
-            heads.append((user, head))
-        }
-        return (origin, heads)
-    }
-}
-
-/// Sends a group's feed heads on `lamina_feed` from inside its transaction (the writer, just
-/// before COMMIT): one statement whatever the number of payloads.
+/// Sends a group's feed entries (and the heads they do not reach) on `lamina_feed` from inside
+/// its transaction (the writer, just before COMMIT): one statement whatever the number of
+/// payloads (`FeedPayloads`).
 final class FeedAnnouncer: Sendable {
     /// This store's origin tag: its own notifications come back to its listener, which skips them.
     let origin: String
     private let counters: PostgresCounters
+    /// Whether the group's entries travel in its notification: yes, unless the environment
+    /// sets `LAMINA_POSTGRES_NOTIFY_ENTRIES=0` (heads only: every woken session reads its
+    /// feed, as before; kept to measure the difference in one build).
+    let carriesEntries: Bool
 
-    init(origin: String, counters: PostgresCounters) {
+    init(
+        origin: String, counters: PostgresCounters,
+        carriesEntries: Bool = ProcessInfo.processInfo.environment["LAMINA_POSTGRES_NOTIFY_ENTRIES"] != "0"
+    ) {
         self.origin = origin
         self.counters = counters
+        self.carriesEntries = carriesEntries
     }
 
-    func announce(_ heads: [UserID: Int64], on db: any SQLSession) throws(StorageError) {
-        let payloads = FeedAnnouncement.payloads(origin: origin, heads: heads)
+    func announce(_ heads: [UserID: Int64], events: [AnnouncedFeedEvent] = [], on db: any SQLSession)
+        throws(StorageError)
+    {
+        let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        let payloads = FeedPayloads.payloads(origin: origin, heads: heads, events: events, now: now)
         guard !payloads.isEmpty else { return }
         let calls = payloads.map { _ in "pg_notify('\(NotificationChannel.feed)', ?)" }.joined(separator: ", ")
         try db.run("SELECT \(calls)", SQLArguments(payloads))
@@ -122,6 +101,10 @@ package struct OutboxObserver: Sendable {
 package struct NotificationHandlers: Sendable {
     /// Feed heads other nodes committed: each live session of a user reads its feed from its cursor.
     var feeds: @Sendable ([(UserID, UInt64)]) -> Void
+    /// Another node's commit with its entries (`FeedNotification`): delivered from the
+    /// notification where a session is caught up, read otherwise. When nil, `feeds` gets the
+    /// highest seq per user instead.
+    var entries: (@Sendable (FeedNotification) -> Void)?
     /// An ephemeral event another node relayed (the body it sent).
     var ephemeral: @Sendable (String) -> Void
     /// The connection is listening (again): every live session reads its feed from its
@@ -130,9 +113,10 @@ package struct NotificationHandlers: Sendable {
 
     package init(
         feeds: @escaping @Sendable ([(UserID, UInt64)]) -> Void, ephemeral: @escaping @Sendable (String) -> Void,
-        connected: @escaping @Sendable () -> Void
+        connected: @escaping @Sendable () -> Void, entries: (@Sendable (FeedNotification) -> Void)? = nil
     ) {
         self.feeds = feeds
+        self.entries = entries
         self.ephemeral = ephemeral
         self.connected = connected
     }
@@ -366,9 +350,25 @@ final class PostgresListener: @unchecked Sendable {
             let origin = origin
             let counters = connector.counters
             opened.connection.addListener(channel: NotificationChannel.feed) { _, message in
-                guard let (from, heads) = FeedAnnouncement.decode(message.payload), from != origin else { return }
-                counters.update { $0.feedNotificationsReceived += 1 }
-                handlers.feeds(heads)
+                // Its own (most of them on a busy node) are skipped before anything is decoded.
+                guard message.payload.prefix(while: { $0 != "\n" }) != origin,
+                    let (_, notification) = FeedPayloads.decode(message.payload)
+                else { return }
+                let lag = notification.sentAtMicroseconds.map { Int64(Date().timeIntervalSince1970 * 1_000_000) - $0 }
+                counters.update {
+                    $0.feedNotificationsReceived += 1
+                    $0.feedEntriesReceived += notification.entries.count
+                    $0.feedHeadsReceived += notification.heads.count
+                    if let lag, lag >= 0 {
+                        $0.feedNotificationLagMicroseconds += Int(lag)
+                        $0.feedNotificationsTimed += 1
+                    }
+                }
+                if let entries = handlers.entries {
+                    entries(notification)
+                } else {
+                    handlers.feeds(notification.highest)
+                }
             }
             opened.connection.addListener(channel: NotificationChannel.ephemeral) { _, message in
                 guard let newline = message.payload.firstIndex(of: "\n"), message.payload[..<newline] != origin else {

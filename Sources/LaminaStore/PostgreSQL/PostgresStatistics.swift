@@ -19,6 +19,15 @@ package struct PostgresStatistics: Sendable {
     /// received from other nodes; ephemeral notifications sent and received.
     package var feedNotificationsSent = 0
     package var feedNotificationsReceived = 0
+    /// Entries received in those notifications (delivered from them where a session is caught
+    /// up), and head lines received (feeds read).
+    package var feedEntriesReceived = 0
+    package var feedHeadsReceived = 0
+    /// The time from the sending writer's announcement (just before its COMMIT) to this
+    /// node's receipt, summed over the notifications that carried it, in microseconds (same
+    /// clock only: nodes on one host, or synchronised clocks).
+    package var feedNotificationLagMicroseconds = 0
+    package var feedNotificationsTimed = 0
     package var ephemeralNotificationsSent = 0
     package var ephemeralNotificationsReceived = 0
     /// Times the listening connection was (re)established.

@@ -53,12 +53,16 @@ protocol StorageCommand: AnyObject, Sendable {
     /// The conversations the command will write to, as far as known before it runs: with
     /// several writers the group locks them all first, in one order (`lockAhead`).
     var conversations: [ConversationID] { get }
+    /// The feed entries the applied command's result holds, with their encoded events, for
+    /// the other nodes' notification (several writers; asked just before COMMIT, seqs real).
+    func announcedFeedEvents() -> [AnnouncedFeedEvent]
 }
 
 extension StorageCommand {
     var resolvesFeedSeqs: Bool { false }
     func resolveFeedSeqs(_ bases: [UserID: Int64]) {}
     var conversations: [ConversationID] { [] }
+    func announcedFeedEvents() -> [AnnouncedFeedEvent] { [] }
 }
 
 /// A command result that holds feed seqs (`StorageTransaction.appendChange` and
@@ -272,15 +276,17 @@ final class StorageWriter: @unchecked Sendable {
             let reported = error is GRDB.DatabaseError ? StorageError.wrapping(error) : error
             return batch.count == 1 ? .failedAlone(reported) : .rolledBack
         }
+        // The real seqs go into the results before COMMIT, so the notification carries them
+        // (a failed COMMIT fails every command: their results are not used).
         let bases = postgres?.feedBases.mapValues { $0.base } ?? [:]
+        if !bases.isEmpty {
+            for command in batch { command.resolveFeedSeqs(bases) }
+        }
         do {
-            try announceAndCommit(db)
+            try announceAndCommit(db, applied: batch)
         } catch {
             db.rollback()
             throw error
-        }
-        if !bases.isEmpty {
-            for command in batch { command.resolveFeedSeqs(bases) }
         }
         return .committed
     }
@@ -309,10 +315,13 @@ final class StorageWriter: @unchecked Sendable {
 
     /// Ends the group's transaction: announces the feed heads it advanced (several writers)
     /// or moves a full feed tail into the feeds (one writer), then commits.
-    private func announceAndCommit(_ db: any SQLSession) throws {
+    private func announceAndCommit(_ db: any SQLSession, applied: [any StorageCommand]) throws {
         if let announcer {
             let heads = cache.takeAnnouncedHeads()
-            if !heads.isEmpty { try announcer.announce(heads, on: db) }
+            if !heads.isEmpty {
+                let events = announcer.carriesEntries ? applied.flatMap { $0.announcedFeedEvents() } : []
+                try announcer.announce(heads, events: events, on: db)
+            }
         } else {
             try FeedTail.settle(db, cache: cache)
         }
@@ -377,7 +386,8 @@ final class StorageWriter: @unchecked Sendable {
                             }
                         }
                     }
-                    try announceAndCommit(db)
+                    try announceAndCommit(
+                        db, applied: batch.indices.filter { outcomes[$0] == nil }.map { batch[$0] })
                 } catch {
                     db.rollback()
                     throw error

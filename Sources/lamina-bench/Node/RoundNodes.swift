@@ -67,7 +67,24 @@ struct RoundNodes {
         nodes.threadsStart = nodes.all.map { $0.threadCPU() }
         nodes.store = store
         nodes.serverStart = store.flatMap { try? PostgresMaintenance.counters($0) }
+        nodes.crossStart = nodes.crossNodeCounters()
         return nodes
+    }
+
+    /// The receiving node's `lamina_feed` counters (second node only): notifications, entries
+    /// and heads received, the announce→receipt lag summed and the notifications it covers.
+    private static let crossNodeMetrics = [
+        "lamina_postgres_feed_notifications_received_total", "lamina_postgres_feed_entries_received_total",
+        "lamina_postgres_feed_heads_received_total", "lamina_postgres_feed_notification_lag_microseconds_total",
+        "lamina_postgres_feed_notifications_timed_total",
+    ]
+    private var crossStart: [Int]?
+
+    func crossNodeCounters() -> [Int]? {
+        guard let port = second?.adminPort,
+            let body = try? AdminGet.body(port: port, path: "/metrics", timeoutSeconds: 10)
+        else { return nil }
+        return Self.crossNodeMetrics.map { AdminGet.counter($0, in: body) ?? 0 }
     }
 
     /// Every node's group-commit counters summed (nil if one cannot be read).
@@ -131,6 +148,13 @@ struct RoundNodes {
             line += String(
                 format: " commits=%d commands_per_commit=%.2f", window.transactions,
                 Double(window.commands) / Double(max(window.transactions, 1)))
+        }
+        // Two nodes: what reached the receiving node through lamina_feed over the window.
+        if let start = crossStart, let now = crossNodeCounters() {
+            let d = zip(now, start).map { $0 - $1 }
+            line += String(
+                format: " cross_notifications=%d cross_entries=%d cross_heads=%d cross_notify_lag_ms_mean=%.2f", d[0],
+                d[1], d[2], Double(d[3]) / Double(max(d[4], 1)) / 1000)
         }
         if let db = databaseCPUSeconds() {
             line += String(format: " db_cpu_s=%.3f db_cpu_us_per_%@=%.1f", db, unit, db / Double(max(count, 1)) * 1e6)
