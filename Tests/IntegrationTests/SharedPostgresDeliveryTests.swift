@@ -44,9 +44,10 @@ import Testing
         #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 + 1 }, "bob's feed without a gap: \(seqs)")
         #expect(after.feedEntriesReceived - before.feedEntriesReceived >= 30)
         // A read per woken session was 2 or more statements per message on the receiving node
-        // (the listener's lease retries, once a second, are the few left).
+        // (60 here). What is left is time-driven (the listener's lease retries once a second,
+        // last-seen batches), so a loaded machine sees more: fewer than one per message.
         #expect(
-            after.statements - before.statements < 10,
+            after.statements - before.statements < sent.count,
             "statements on the receiving node: \(after.statements - before.statements)")
         await alice.close()
         await bob.close()
