@@ -220,26 +220,38 @@ extension StorageReader {
     }
 }
 
-/// Rows the store has written, for benchmarks of what a message costs: channel messages,
-/// feed entries ever appended (the sum of the feeds' heads), conversation messages.
+/// Rows the store holds, for benchmarks of what a message costs (their differences): channel
+/// messages, feed entries (those in the feed tail and those moved out of it), conversation
+/// messages, and the replication log's operations (one per replicated command).
 package struct StoredRowCounts: Sendable {
     package var channelMessages: Int64
     package var feedEntries: Int64
     package var messages: Int64
+    package var operations: Int64
 
-    package init(channelMessages: Int64, feedEntries: Int64, messages: Int64) {
+    package init(channelMessages: Int64, feedEntries: Int64, messages: Int64, operations: Int64) {
         self.channelMessages = channelMessages
         self.feedEntries = feedEntries
         self.messages = messages
+        self.operations = operations
+    }
+
+    /// The rows written between `earlier` and these counts.
+    package func since(_ earlier: StoredRowCounts) -> StoredRowCounts {
+        StoredRowCounts(
+            channelMessages: channelMessages - earlier.channelMessages, feedEntries: feedEntries - earlier.feedEntries,
+            messages: messages - earlier.messages, operations: operations - earlier.operations)
     }
 }
 
 extension StorageReader {
-    /// See ``StoredRowCounts`` (three full counts: for benchmarks, not the serving path).
+    /// See ``StoredRowCounts`` (four full counts: for benchmarks, not the serving path).
     package func storedRowCounts() throws(StorageError) -> StoredRowCounts {
         StoredRowCounts(
             channelMessages: try db.int64("SELECT count(*) FROM channel_messages") ?? 0,
-            feedEntries: try db.int64("SELECT COALESCE(sum(last_seq), 0) FROM feed_heads") ?? 0,
-            messages: try db.int64("SELECT count(*) FROM messages") ?? 0)
+            feedEntries: try db.int64("SELECT (SELECT count(*) FROM feed_entries) + (SELECT count(*) FROM feed_tail)")
+                ?? 0,
+            messages: try db.int64("SELECT count(*) FROM messages") ?? 0,
+            operations: try db.int64("SELECT count(*) FROM replication_log") ?? 0)
     }
 }

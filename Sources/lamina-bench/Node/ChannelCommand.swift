@@ -85,10 +85,11 @@ struct ChannelCommand: AsyncParsableCommand {
             print(
                 String(
                     format:
-                        "  channel of %d members (%d online): %d messages; rows per message: %.2f channel-message rows, %.2f feed entries, %.2f conversation-message rows",
+                        "  channel of %d members (%d online): %d messages; rows per message: %.2f channel-message rows, %.2f feed entries, %.2f conversation-message rows, %.2f replication-log operations",
                     count, online, result.sent, Double(result.rows.channelMessages) / Double(result.sent),
                     Double(result.rows.feedEntries) / Double(result.sent),
-                    Double(result.rows.messages) / Double(result.sent)))
+                    Double(result.rows.messages) / Double(result.sent),
+                    Double(result.rows.operations) / Double(result.sent)))
             result.printCost()
         }
 
@@ -118,9 +119,10 @@ struct ChannelCommand: AsyncParsableCommand {
         print(
             String(
                 format:
-                    "  conversation of %d participants (all online): %d messages; rows per message: %.2f message rows, %.2f feed entries",
+                    "  conversation of %d participants (all online): %d messages; rows per message: %.2f message rows, %.2f feed entries, %.2f replication-log operations",
                 participants, result.sent, Double(result.rows.messages) / Double(result.sent),
-                Double(result.rows.feedEntries) / Double(result.sent)))
+                Double(result.rows.feedEntries) / Double(result.sent),
+                Double(result.rows.operations) / Double(result.sent)))
         result.printCost()
 
         // Phase 4: a member joins the backlog channel and reads its log with FETCH_CHANNEL.
@@ -303,9 +305,7 @@ struct ChannelCommand: AsyncParsableCommand {
         let rows1 = try StoredRowCounts.read(sqliteStoreAt: store)
         return PhaseResult(
             sent: total, delivered: counter.messages.load(ordering: .relaxed) - delivered0, cpu: cpu,
-            rows: StoredRowCounts(
-                channelMessages: rows1.channelMessages - rows0.channelMessages,
-                feedEntries: rows1.feedEntries - rows0.feedEntries, messages: rows1.messages - rows0.messages))
+            rows: rows1.since(rows0))
     }
 
     /// Logs the online members in, 100 at a time, each on a TLS connection of its own.
