@@ -34,14 +34,13 @@ public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible, E
     /// Byte order of the UTF-8 forms (SPEC §3.9), over the strings' contiguous bytes: sorting a
     /// conversation's participants for every encoding of a message is on the hot path.
     public static func < (lhs: UserID, rhs: UserID) -> Bool {
-        var l = lhs.rawValue
-        var r = rhs.rawValue
-        return l.withUTF8 { a in
-            r.withUTF8 { b in
+        let ordered = lhs.rawValue.utf8.withContiguousStorageIfAvailable { a in
+            rhs.rawValue.utf8.withContiguousStorageIfAvailable { b in
                 for i in 0..<min(a.count, b.count) where a[i] != b[i] { return a[i] < b[i] }
                 return a.count < b.count
             }
         }
+        return (ordered ?? nil) ?? lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
     }
 }
 

@@ -31,6 +31,9 @@ struct ChannelCommand: AsyncParsableCommand {
     @Option(help: "Seconds each send phase runs.") var seconds = 20.0
     @Option(help: "Participants of the conversation compared (at most 250, all online).") var participants = 250
     @Option(help: "Messages a member catches up.") var catchUp = 10_000
+    @ArgumentParser.Flag(
+        help: "The compared conversation has delivery receipts off too (each recipient then sees only its own status).")
+    var bothReceiptsOff = false
     @Option(help: "Seconds a phase may take to reach its condition before the run fails.") var timeout = 300.0
     @Option(help: "The lamina-node binary (default: next to this one).") var nodeBinary: String?
 
@@ -103,7 +106,8 @@ struct ChannelCommand: AsyncParsableCommand {
             .createConversation(
                 CreateConversation(
                     conversationID: conversation, participants: others,
-                    options: ConversationOptions(isDistinct: false, readReceiptsEnabled: false))),
+                    options: ConversationOptions(
+                        isDistinct: false, deliveryReceiptsEnabled: !bothReceiptsOff, readReceiptsEnabled: false))),
             id: conversation.uuid
         ).get()
         guard case .ack = created else { throw BenchFailure("the conversation was not created: \(created)") }
@@ -116,13 +120,14 @@ struct ChannelCommand: AsyncParsableCommand {
                 .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: Self.parts(i))), id.uuid
             )
         }
+        let switches = bothReceiptsOff ? "both receipt switches off" : "read receipts off"
         print(
-            String(
-                format:
-                    "  conversation of %d participants (all online): %d messages; rows per message: %.2f message rows, %.2f feed entries, %.2f replication-log operations",
-                participants, result.sent, Double(result.rows.messages) / Double(result.sent),
-                Double(result.rows.feedEntries) / Double(result.sent),
-                Double(result.rows.operations) / Double(result.sent)))
+            "  conversation of \(participants) participants (all online, \(switches)): \(result.sent) messages; "
+                + String(
+                    format: "rows per message: %.2f message rows, %.2f feed entries, %.2f replication-log operations",
+                    Double(result.rows.messages) / Double(result.sent),
+                    Double(result.rows.feedEntries) / Double(result.sent),
+                    Double(result.rows.operations) / Double(result.sent)))
         result.printCost()
 
         // Phase 4: a member joins the backlog channel and reads its log with FETCH_CHANNEL.
