@@ -44,7 +44,8 @@ import Testing
             Task {
                 defer { done.add() }
                 for _ in 0..<count {
-                    guard case .pong = try await client.nextFrame() else { throw SyncTestTimeout(waitingFor: "PONG") }
+                    let frame = try await client.nextFrame()
+                    guard case .pong = frame else { throw SyncTestTimeout(waitingFor: "PONG (got \(frame))") }
                 }
             }
         }

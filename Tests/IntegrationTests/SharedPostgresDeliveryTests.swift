@@ -43,11 +43,13 @@ import Testing
         let seqs = Self.messageSeqs(bob.seenChanges)
         #expect(zip(seqs, seqs.dropFirst()).allSatisfy { $1 == $0 + 1 }, "bob's feed without a gap: \(seqs)")
         #expect(after.feedEntriesReceived - before.feedEntriesReceived >= 30)
+        // Every feed came as entries: none was named by its head alone (which makes a read).
+        #expect(after.feedHeadsReceived - before.feedHeadsReceived == 0)
         // A read per woken session was 2 or more statements per message on the receiving node
-        // (60 here). What is left is time-driven (the listener's lease retries once a second,
-        // last-seen batches), so a loaded machine sees more: fewer than one per message.
+        // (60 here). What is left is time-driven (the listener's lease retries, last-seen
+        // batches): a few on a quiet machine, 40 once in a whole parallel suite run.
         #expect(
-            after.statements - before.statements < sent.count,
+            after.statements - before.statements < 2 * sent.count,
             "statements on the receiving node: \(after.statements - before.statements)")
         await alice.close()
         await bob.close()
