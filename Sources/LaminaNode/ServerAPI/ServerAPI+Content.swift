@@ -19,22 +19,7 @@ extension ServerAPI {
     /// POST /content: declares an upload; 201 with the content object (`upload_url`).
     func createContent(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let content = try contentService()
-        guard let raw = r.http.headers["upload-content-length"] else {
-            throw ServerAPIError.invalidHeader(
-                400, "Upload-Content-Length",
-                "an Upload-Content-Length header (the content's size in bytes) is required")
-        }
-        guard let size = UInt64(raw.trimmingCharacters(in: .whitespaces)), size > 0 else {
-            throw ServerAPIError.invalidHeader(
-                400, "Upload-Content-Length", "Upload-Content-Length must be a positive decimal number of bytes")
-        }
-        guard size <= Limits.maxPartBytes else { throw ServerAPIError.contentTooLarge(size) }
-        if let type = r.http.headers["upload-content-type"] {
-            do { _ = try MIMEType(type) } catch {
-                throw ServerAPIError.invalidHeader(
-                    400, "Upload-Content-Type", "Upload-Content-Type must be a MIME type (type/subtype)")
-            }
-        }
+        let size = try UploadDeclaration.size(of: r.http)
         let id = ContentID(uuid: try r.requestID() ?? UUID())
         let owner = Self.contentOwner
         let quota = content.settings.quotaBytes
