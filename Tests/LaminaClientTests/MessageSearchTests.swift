@@ -29,8 +29,10 @@ import Testing
             #expect(try ids(store, "lunch FRIDAY") == [lunch.id], "every word, any case")
             #expect(Set(try ids(store, "friday", in: c1.id)) == [lunch.id, dinner.id])
             #expect(try ids(store, "breakfast").isEmpty)
-            // Query syntax in the user's text is only text.
-            #expect(try ids(store, "\"lunch\" OR NEAR(dinner") == [lunch.id])
+            // Query syntax in the user's text is only text: quotes, brackets, operators.
+            #expect(try ids(store, "lunch \"on\" (friday") == [lunch.id])
+            #expect(try ids(store, "lunch OR dinner").isEmpty, "OR is a word here, and no message has it")
+            #expect(try ids(store, "NEAR(lunch dinner)").isEmpty)
         }
     }
 
