@@ -35,7 +35,8 @@ import Testing
         try await ClientHarness.waitUntil(carol, "the message at Carol") { try carol.message(secret) != nil }
 
         #expect(try Self.found(alice, "quarterly") == [plan, other])
-        #expect(try Self.found(alice, "plan thurs") == [plan])
+        #expect(try Self.found(alice, "planning thurs") == [plan])
+        #expect(try Self.found(alice, "plan thursday").isEmpty, "only the last word is a prefix")
         #expect(try Self.found(alice, "surprise").isEmpty, "a conversation Alice is not in")
         #expect(try Self.found(carol, "quarterly") == [secret])
 
