@@ -21,16 +21,22 @@ final class SyncOutboundFlusher: @unchecked Sendable {
         self.eventLoop = eventLoop
     }
 
-    /// One flusher per event loop (event loops live as long as their group; a flusher holds
-    /// only the bridges waiting for its next task).
-    private static let flushers = NIOLockedValueBox([ObjectIdentifier: SyncOutboundFlusher]())
+    /// The flusher of each event loop that has bridges. Held weakly: the bridges hold their
+    /// flusher and it holds its loop, so a loop's entry is live exactly while bridges use it
+    /// (and a loop's address cannot be taken by another meanwhile).
+    private static let flushers = NIOLockedValueBox([ObjectIdentifier: Weak]())
+
+    private struct Weak {
+        weak var flusher: SyncOutboundFlusher?
+    }
 
     static func flusher(for eventLoop: EventLoop) -> SyncOutboundFlusher {
         flushers.withLockedValue { flushers in
             let key = ObjectIdentifier(eventLoop)
-            if let flusher = flushers[key] { return flusher }
+            if let flusher = flushers[key]?.flusher { return flusher }
             let flusher = SyncOutboundFlusher(eventLoop: eventLoop)
-            flushers[key] = flusher
+            if flushers.count >= 64 { flushers = flushers.filter { $0.value.flusher != nil } }
+            flushers[key] = Weak(flusher: flusher)
             return flusher
         }
     }
