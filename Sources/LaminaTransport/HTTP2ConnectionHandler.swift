@@ -678,20 +678,57 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     /// the event loop of its own.
     func write(_ stream: TransportStream, _ data: ByteBuffer, promise: EventLoopPromise<Void>?, flushNow: Bool = false)
     {
-        guard stream.sessionCloseCode == nil, !stream.outboundFinished, !stream.resetSubmitted else {
-            promise?.fail(stream.closeError ?? TransportError(.invalidState, "the stream's outbound side is finished"))
-            return
-        }
-        stream.outbound.append(PendingWrite(data: data, promise: promise))
-        stream.outboundBufferedBytes += data.readableBytes
-        outboundPeak = max(outboundPeak, stream.outboundBufferedBytes)
-        if stream.outboundBufferedBytes >= settings.streamOutboundHighWater { stream.isWritable = false }
+        guard enqueueOutbound(stream, data, promise: promise) else { return }
         if flushNow && !processing && !flushing {
             resumeData(stream)
             flushSession()
         } else {
             resumeIfDeferred(stream)
         }
+    }
+
+    /// Queues a body chunk for a ``TransportWriteBatch``, which calls ``flushBatch()`` once
+    /// for everything it queued on this connection. True when the connection was not yet in
+    /// the batch (the batch then remembers it).
+    func writeBatched(_ stream: TransportStream, _ data: ByteBuffer, promise: EventLoopPromise<Void>?) -> Bool {
+        guard enqueueOutbound(stream, data, promise: promise) else { return false }
+        resumeData(stream)
+        if processing || flushing {
+            // The read or flush under way writes it when it ends.
+            return false
+        }
+        defer { inWriteBatch = true }
+        return !inWriteBatch
+    }
+
+    /// Whether a ``TransportWriteBatch`` holds this connection for its flush.
+    private var inWriteBatch = false
+
+    /// Writes what a ``TransportWriteBatch`` queued: one nghttp2 send, one TLS write, one
+    /// socket write for all of it (more only past ``HTTP2Settings/connectionFlushHighWater``).
+    func flushBatch() {
+        inWriteBatch = false
+        if processing || flushing {
+            scheduleFlush()
+        } else {
+            flushSession()
+        }
+    }
+
+    /// Appends a chunk to the stream's queue; false (the promise failed) when its outbound
+    /// side is over.
+    private func enqueueOutbound(_ stream: TransportStream, _ data: ByteBuffer, promise: EventLoopPromise<Void>?)
+        -> Bool
+    {
+        guard stream.sessionCloseCode == nil, !stream.outboundFinished, !stream.resetSubmitted else {
+            promise?.fail(stream.closeError ?? TransportError(.invalidState, "the stream's outbound side is finished"))
+            return false
+        }
+        stream.outbound.append(PendingWrite(data: data, promise: promise))
+        stream.outboundBufferedBytes += data.readableBytes
+        outboundPeak = max(outboundPeak, stream.outboundBufferedBytes)
+        if stream.outboundBufferedBytes >= settings.streamOutboundHighWater { stream.isWritable = false }
+        return true
     }
 
     func finish(_ stream: TransportStream, trailers: HeaderFields?) {
@@ -905,6 +942,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
         while true {
             rounds += 1
             var out: ByteBuffer? = nil
+            var frames = 0
             var blocked = false
             while true {
                 if tornDown { break }
@@ -920,14 +958,16 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
                     return
                 }
                 if count == 0 { break }
+                frames += 1
                 if out == nil { out = context.channel.allocator.buffer(capacity: max(count, 4096)) }
                 out!.writeBytes(UnsafeRawBufferPointer(start: pointer, count: count))
                 if out!.readableBytes >= settings.connectionFlushHighWater {
-                    context.writeAndFlush(wrapOutboundOut(out!), promise: nil)
+                    writeOutput(out!, frames: frames, context: context)
                     out = nil
+                    frames = 0
                 }
             }
-            if let out { context.writeAndFlush(wrapOutboundOut(out), promise: nil) }
+            if let out { writeOutput(out, frames: frames, context: context) }
             let hadCallbacks = !completedWrites.isEmpty || !becameWritable.isEmpty || !deliveryQueue.isEmpty
             runDeferredCallbacks()
             if tornDown || blocked || !hadCallbacks || nghttp2_session_want_write(session.raw) == 0 || rounds > 64 {
@@ -944,6 +984,17 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
             context.close(promise: nil)
         }
     }
+
+    /// Hands one buffer of serialized frames to TLS (one `SSL_write`, one socket write).
+    private func writeOutput(_ out: ByteBuffer, frames: Int, context: ChannelHandlerContext) {
+        outputWrites += 1
+        TransportOutputCounters.countFlush(frames: frames)
+        context.writeAndFlush(wrapOutboundOut(out), promise: nil)
+    }
+
+    /// Buffers of frames this connection handed to TLS so far: each is one TLS write and one
+    /// socket write (for tests and measurements).
+    private(set) var outputWrites = 0
 
     private func runDeferredCallbacks() {
         if !completedWrites.isEmpty {

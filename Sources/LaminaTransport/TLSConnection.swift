@@ -145,7 +145,10 @@ final class TLSConnection {
         ERR_clear_error()
         return buffer.withUnsafeReadableBytes { raw in
             let result = SSL_write(ssl, raw.baseAddress, Int32(clamping: raw.count))
-            if result == raw.count { return nil }
+            if result == raw.count {
+                TransportOutputCounters.countTLSWrite(plaintextBytes: raw.count)
+                return nil
+            }
             if case .failed(let error) = classify(result, during: "TLS write") { return error }
             return TransportError(.tlsFailure, "TLS write accepted \(result) of \(raw.count) bytes")
         }

@@ -221,6 +221,7 @@ final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
             for promise in promises { all.futureResult.cascade(to: promise) }
             combined = all
         }
+        TransportOutputCounters.countSocketWrite()
         context.writeAndFlush(wrapOutboundOut(ciphertext), promise: combined)
     }
 

@@ -188,6 +188,11 @@ public final class TransportStream: @unchecked Sendable {
         connection.write(self, data, promise: promise, flushNow: flushNow)
     }
 
+    /// Buffers of frames the stream's connection has handed to TLS so far, each one TLS
+    /// write and one socket write (0 once the stream is closed). For tests and measurements;
+    /// event loop only.
+    public var connectionWrites: Int { connection?.outputWrites ?? 0 }
+
     /// Queues a body chunk; the future completes as ``write(_:promise:)``'s promise does.
     public func write(_ data: ByteBuffer) -> EventLoopFuture<Void> {
         let promise = eventLoop.makePromise(of: Void.self)

@@ -27,8 +27,13 @@ final class NodeMetricsSampler: Sendable {
     private let storageCommandsRefused: Counter
     private let storageTransactions: Counter
     private let storageCommandsCommitted: Counter
+    /// ``TransportOutputCounters`` (every connection of the process).
+    private let socketWrites: Counter
+    private let tlsRecords: Counter
+    private let http2Frames: Counter
+    private let connectionFlushes: Counter
     /// The counters' values at the last sample (the registry's counters only go up).
-    private let last = NIOLockedValueBox([Int](repeating: 0, count: 13))
+    private let last = NIOLockedValueBox([Int](repeating: 0, count: 16))
     /// PostgreSQL only (nil on SQLite).
     private let postgres: PostgresMetrics?
 
@@ -110,6 +115,24 @@ final class NodeMetricsSampler: Sendable {
             descriptor: .init(
                 namespace: "lamina", metricName: "storage_commands_committed", unitName: "total",
                 helpText: "Commands whose effects were committed"))
+        socketWrites = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "transport_socket_writes", unitName: "total",
+                helpText:
+                    "Ciphertext buffers written to sockets (one write system call each unless a socket takes one in parts)"
+            ))
+        tlsRecords = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "transport_tls_records", unitName: "total",
+                helpText: "TLS application-data records written"))
+        http2Frames = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "transport_http2_frames", unitName: "total",
+                helpText: "HTTP/2 frames written"))
+        connectionFlushes = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "transport_connection_flushes", unitName: "total",
+                helpText: "HTTP/2 connection flushes that wrote (each one TLS write of the frames gathered)"))
         postgres = store.postgresStatistics == nil ? nil : PostgresMetrics(registry: registry)
     }
 
@@ -117,15 +140,17 @@ final class NodeMetricsSampler: Sendable {
     func sample() {
         let counts = transport.counts
         let storage = store.writerStatistics
+        let output = TransportOutputCounters.snapshot
         let now = [
             counts.refused, counts.closedIdle, counts.closedForFlood, counts.closedStalled,
             storage.databaseErrors, storage.failedCommits, storage.refusedCommands, budget.resets, counts.acceptFailed,
-            storage.transactions, storage.committedCommands,
+            storage.transactions, storage.committedCommands, output.socketWrites, output.tlsRecords, output.http2Frames,
+            output.connectionFlushes,
         ]
         let counters = [
             connectionsRefused, connectionsClosedIdle, connectionsClosedForFlood, connectionsClosedStalled,
             storageErrors, storageCommitFailures, storageCommandsRefused, outboundBudgetResets, acceptsFailed,
-            storageTransactions, storageCommandsCommitted,
+            storageTransactions, storageCommandsCommitted, socketWrites, tlsRecords, http2Frames, connectionFlushes,
         ]
         last.withLockedValue { last in
             for i in now.indices where now[i] > last[i] {

@@ -51,6 +51,8 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
     private let metrics: ServerMetrics
     private let logger: Logger
     private let admission: SessionAdmission?
+    /// Writes this bridge's frames in its event loop's flush task, with other streams'.
+    private let flusher: SyncOutboundFlusher
 
     // Event loop only.
     private var endpoint: SyncSessionEndpoint?
@@ -108,6 +110,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         self.stream = stream
         self.budget = budget
         self.eventLoop = stream.eventLoop
+        self.flusher = SyncOutboundFlusher.flusher(for: stream.eventLoop)
         self.limits = limits
         self.metrics = metrics
         self.admission = admission
@@ -478,7 +481,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
         if overflow {
             eventLoop.execute { self.slowConsumer() }
         } else if schedule {
-            eventLoop.execute { self.flush() }
+            flusher.schedule(self)
         }
     }
 
@@ -502,13 +505,15 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
             }
         }
         for waiter in waiters { waiter.resume(returning: false) }
-        if schedule { eventLoop.execute { self.flush() } }
+        if schedule { flusher.schedule(self) }
     }
 
     // Bytes written to the stream whose write promise has not completed (guarded by `lock`).
     private var inFlightBytes = 0
 
-    private func flush() {
+    /// Moves the pending frames to the stream through `batch` (the loop's flusher then writes
+    /// each connection once).
+    func flush(into batch: inout TransportWriteBatch) {
         eventLoop.preconditionInEventLoop()
         let (buffer, finish, promote) = lock.withLock { () -> (ByteBuffer, Bool, Bool) in
             flushScheduled = false
@@ -533,12 +538,7 @@ public final class SyncStreamBridge: TransportStreamDelegate, SessionOutbound, @
                 let size = piece.readableBytes
                 let promise = eventLoop.makePromise(of: Void.self)
                 promise.futureResult.whenComplete { _ in self.taken(size) }
-                // The last piece writes the lot now: no second turn of the loop per flush.
-                if rest.readableBytes == 0 {
-                    stream.writeAndFlush(piece, promise: promise)
-                } else {
-                    stream.write(piece, promise: promise)
-                }
+                batch.write(piece, to: stream, promise: promise)
             }
         }
         if finish {

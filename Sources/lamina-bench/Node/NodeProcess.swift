@@ -152,6 +152,17 @@ final class NodeProcess: @unchecked Sendable {
         return StoreCommits(transactions: transactions, commands: commands)
     }
 
+    /// The transport's output counters so far (`lamina_transport_*` on the admin port's
+    /// `/metrics`: socket writes, TLS records, HTTP/2 frames, connection flushes); nil when
+    /// the node has no admin listener or does not count them.
+    func transportOutput() -> [Int]? {
+        guard let adminPort, let body = try? AdminGet.body(port: adminPort, path: "/metrics", timeoutSeconds: 10)
+        else { return nil }
+        let names = ["socket_writes", "tls_records", "http2_frames", "connection_flushes"]
+        let values = names.compactMap { AdminGet.counter("lamina_transport_\($0)_total", in: body) }
+        return values.count == names.count ? values : nil
+    }
+
     /// SIGTERM, then SIGKILL if it has not exited after `grace` seconds; removes the data
     /// directory unless `keepData`.
     func stop(grace: Double = 10, keepData: Bool = false) {

@@ -74,6 +74,7 @@ struct RoundNodes {
         nodes.store = store
         nodes.serverStart = store.flatMap { try? PostgresMaintenance.counters($0) }
         nodes.crossStart = nodes.crossNodeCounters()
+        nodes.outputStart = nodes.transportOutput()
         return nodes
     }
 
@@ -86,6 +87,18 @@ struct RoundNodes {
         "lamina_postgres_feed_notifications_timed_total",
     ]
     private var crossStart: [Int]?
+    /// Every node's transport output counters at the start (`NodeProcess.transportOutput`).
+    private var outputStart: [Int]?
+
+    /// Every node's transport output counters summed (nil if one cannot be read).
+    func transportOutput() -> [Int]? {
+        var sum = [0, 0, 0, 0]
+        for node in all {
+            guard let counts = node.transportOutput() else { return nil }
+            sum = zip(sum, counts).map { $0 + $1 }
+        }
+        return sum
+    }
 
     func crossNodeCounters() -> [Int]? {
         guard !others.isEmpty else { return nil }
@@ -160,6 +173,13 @@ struct RoundNodes {
             line += String(
                 format: " commits=%d commands_per_commit=%.2f", window.transactions,
                 Double(window.commands) / Double(max(window.transactions, 1)))
+        }
+        // What the event loops wrote per unit: socket writes, TLS records, HTTP/2 frames, flushes.
+        if let start = outputStart, let now = transportOutput() {
+            let d = zip(now, start).map { Double($0 - $1) / Double(max(count, 1)) }
+            line += String(
+                format: " per_%@ socket_writes=%.3f tls_records=%.3f http2_frames=%.3f connection_flushes=%.3f", unit,
+                d[0], d[1], d[2], d[3])
         }
         // Several nodes: what reached the nodes after the first through lamina_feed over the window.
         if let start = crossStart, let now = crossNodeCounters() {
