@@ -197,6 +197,13 @@ extension ByteBuffer {
     /// +--------+--------------+--------+------------+------------+-------+--------+------------------+
     /// ```
     mutating func writeMessage(_ m: Message) throws(WireError) {
+        var none: [UserID: Int]? = nil
+        try writeMessage(m, statusOffsets: &none)
+    }
+
+    /// ``writeMessage(_:)``, noting in `statusOffsets` (when not nil) the writer index of each
+    /// user's status byte.
+    mutating func writeMessage(_ m: Message, statusOffsets: inout [UserID: Int]?) throws(WireError) {
         writeID(m.id)
         writeID(m.conversationID)
         try writeUserID(m.sender)
@@ -226,6 +233,7 @@ extension ByteBuffer {
         writeVarint(UInt64(m.recipientStatus.count))
         for user in m.recipientStatus.keys.sorted() {
             try writeUserID(user)
+            if statusOffsets != nil { statusOffsets?[user] = writerIndex }
             writeInteger(UInt8(bitPattern: m.recipientStatus[user]?.rawValue ?? -1), as: UInt8.self)
         }
     }

@@ -71,24 +71,54 @@ public struct FetchHistory: Hashable, Sendable {
 public struct Change: Hashable, Sendable {
     /// The entry's sequence number in the user's feed (1, 2, ...); 0 for history answers.
     public var seq: UInt64
+    /// The event as its feed's user is shown it.
     public var event: ChangeEvent {
-        didSet { shared = nil }
+        get {
+            guard let viewer, let status = shared?.perViewer?.slots[viewer]?.status,
+                case .messageCreated(var message) = common
+            else { return common }
+            message.recipientStatus[viewer] = status
+            return .messageCreated(message)
+        }
+        set {
+            common = newValue
+            shared = nil
+            viewer = nil
+        }
     }
-    /// The encoding of `event`, when it was made once for many feeds (cleared when `event`
+    /// `event`, or for a change made by ``SharedChangeEvent/change(seq:for:)`` the event every
+    /// viewer shares (the viewer's own status not in it yet).
+    private var common: ChangeEvent
+    /// The encoding of the event, when it was made once for many feeds (cleared when `event`
     /// changes); encoding the change then copies it instead of encoding the event again.
     private var shared: SharedChangeEvent?
+    /// Whose own status is put into the shared encoding (``SharedChangeEvent/reportedToEachViewer(_:)``).
+    private var viewer: UserID?
 
     public init(seq: UInt64, event: ChangeEvent) {
         self.seq = seq
-        self.event = event
+        self.common = event
     }
 
     /// The change with seq `seq` of an event encoded once for every feed it goes to.
     public init(seq: UInt64, shared: SharedChangeEvent) {
         self.seq = seq
-        self.event = shared.event
+        self.common = shared.event
         self.shared = shared
     }
+
+    fileprivate init(seq: UInt64, shared: SharedChangeEvent, viewer: UserID) {
+        self.init(seq: seq, shared: shared)
+        self.viewer = viewer
+    }
+
+    /// The event's kind (SPEC §6.2), without building a viewer's own view of it.
+    public var kind: UInt8 { common.kind }
+
+    /// The event, but for the statuses of a message whose viewers each see only their own
+    /// (that status is `invalid` here): the same parts, ids and size as ``event``, made
+    /// without a copy of the statuses.
+    public var eventSharedByViewers: ChangeEvent { common }
 
     public static func == (a: Change, b: Change) -> Bool { a.seq == b.seq && a.event == b.event }
 
@@ -100,16 +130,59 @@ public struct Change: Hashable, Sendable {
 
 /// A change event (kind and fields, SPEC §6.2) encoded once, for the CHANGE frames of every
 /// feed it is appended to, which differ only in their seq: a message to 25 participants is
-/// encoded once, not 25 times.
+/// encoded once, not 25 times. A message whose viewers each see only their own status (both
+/// receipt switches off) is encoded once too, every status `invalid`: each viewer's CHANGE
+/// gets the viewer's own status byte put in (``reportedToEachViewer(_:)``).
 public struct SharedChangeEvent: Sendable {
     public let event: ChangeEvent
     let bytes: ByteBuffer
+    /// Each viewer's own status and where its byte sits in `bytes` (from the reader index).
+    let perViewer: PerViewerStatuses?
+
+    final class PerViewerStatuses: Sendable {
+        let slots: [UserID: (offset: Int, status: RecipientStatus)]
+        init(slots: [UserID: (offset: Int, status: RecipientStatus)]) { self.slots = slots }
+    }
 
     public init(_ event: ChangeEvent) throws(WireError) {
         var bytes = ByteBufferAllocator().buffer(capacity: 256)
         try event.encode(into: &bytes)
         self.event = event
         self.bytes = bytes
+        self.perViewer = nil
+    }
+
+    private init(event: ChangeEvent, bytes: ByteBuffer, perViewer: PerViewerStatuses) {
+        self.event = event
+        self.bytes = bytes
+        self.perViewer = perViewer
+    }
+
+    /// `message-created` of `message` for viewers who each see only their own status
+    /// (`Message.recipientStatus` as it is: each viewer's own status is taken from it), and
+    /// `invalid` for everyone else's: the message is encoded once, every status `invalid`,
+    /// and ``change(seq:for:)`` puts a viewer's own status byte in.
+    public static func reportedToEachViewer(_ message: Message) throws(WireError) -> SharedChangeEvent {
+        var common = message
+        for user in message.recipientStatus.keys { common.recipientStatus[user] = .invalid }
+        var bytes = ByteBufferAllocator().buffer(capacity: 256)
+        bytes.writeInteger(ChangeEvent.messageCreated(common).kind, as: UInt8.self)
+        var offsets: [UserID: Int]? = [:]
+        try bytes.writeMessage(common, statusOffsets: &offsets)
+        var slots: [UserID: (offset: Int, status: RecipientStatus)] = [:]
+        slots.reserveCapacity(message.recipientStatus.count)
+        for (user, status) in message.recipientStatus {
+            guard let offset = offsets?[user] else { continue }
+            slots[user] = (offset - bytes.readerIndex, status)
+        }
+        return SharedChangeEvent(
+            event: .messageCreated(common), bytes: bytes, perViewer: PerViewerStatuses(slots: slots))
+    }
+
+    /// The change with seq `seq` in `viewer`'s feed: ``event``, and for an event made by
+    /// ``reportedToEachViewer(_:)``, with the viewer's own status.
+    public func change(seq: UInt64, for viewer: UserID) -> Change {
+        perViewer == nil ? Change(seq: seq, shared: self) : Change(seq: seq, shared: self, viewer: viewer)
     }
 }
 
@@ -204,7 +277,11 @@ extension Change {
     func encode(into b: inout ByteBuffer) throws(WireError) {
         b.writeVarint(seq)
         if let shared {
+            let start = b.writerIndex
             b.writeImmutableBuffer(shared.bytes)
+            if let viewer, let slot = shared.perViewer?.slots[viewer] {
+                b.setInteger(UInt8(bitPattern: slot.status.rawValue), at: start + slot.offset)
+            }
         } else {
             try event.encode(into: &b)
         }

@@ -67,6 +67,73 @@ import Testing
         await h.close()
     }
 
+    /// A backlog of several feed pages (``NodeEngine/feedPage``; each read while the page before
+    /// drains, the last one full so the read after it finds nothing) arrives in order, once.
+    @Test(arguments: [2, 3])
+    func aBacklogOfSeveralPagesArrivesInOrderOnce(pages: Int) async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice", sync: false)
+        // With the conversation's entry: two whole pages (then a read that finds nothing), or
+        // a third page that is not full.
+        let count = pages * NodeEngine.feedPage - (pages == 2 ? 1 : 5)
+        let (_, ids) = try await conversation(h, alice, count: count)
+        let bob = try await h.connect("bob", features: FeatureSet.all.subtracting(.snapshots), sync: false)
+        let (changes, reached) = try await bob.sync(from: 0)
+        #expect(createdIDs(changes) == ids)
+        #expect(changes.map(\.seq) == Array(1...UInt64(count + 1)))  // the conversation, then the messages
+        #expect(reached == UInt64(count + 1))
+        #expect(h.engine.answers.held == 0)
+        await h.close()
+    }
+
+    /// With both receipt switches off each participant is shown only their own status of a
+    /// message: live (one encoding for every feed, the viewer's status put in) exactly as a
+    /// new device reads it from the store; with a switch on, every status as it is.
+    @Test(arguments: [true, false])
+    func liveMessagesShowEachViewerWhatTheStoreShowsThem(receipts: Bool) async throws {
+        let h = try EngineHarness()
+        let alice = try await h.connect("alice", sync: false)
+        let viewers: [UserID] = ["bob", "carol", "dave"]
+        var live: [UserID: Client] = [:]
+        for viewer in viewers { live[viewer] = try await h.connect(viewer) }
+        let conversation = ConversationID.random()
+        try await alice.command(
+            .createConversation(
+                CreateConversation(
+                    conversationID: conversation, participants: Set(viewers),
+                    options: ConversationOptions(
+                        isDistinct: false, deliveryReceiptsEnabled: receipts, readReceiptsEnabled: receipts))))
+        var ids: [MessageID] = []
+        for i in 0..<3 {
+            let id = MessageID.random()
+            try await alice.command(
+                .sendMessage(SendMessage(messageID: id, conversationID: conversation, parts: [textPart("m\(i)")])))
+            ids.append(id)
+        }
+        for viewer in viewers {
+            let client = try #require(live[viewer])
+            var seen: [Change] = []
+            while createdIDs(seen).count < ids.count { seen += try await client.nextChanges() }
+            let fresh = try await h.connect(viewer, features: FeatureSet.all.subtracting(.snapshots), sync: false)
+            let (stored, _) = try await fresh.sync(from: 0)
+            let liveMessages = seen.filter { if case .messageCreated = $0.event { true } else { false } }
+            let storedMessages = stored.filter { if case .messageCreated = $0.event { true } else { false } }
+            #expect(liveMessages == storedMessages, "\(viewer)")
+            for change in liveMessages {
+                guard case .messageCreated(let m) = change.event else { continue }
+                #expect(m.recipientStatus[viewer] == .sent, "\(viewer)'s own status")
+                #expect(
+                    m.recipientStatus.filter { $0.key != viewer }.values.allSatisfy {
+                        receipts ? $0 != .invalid : $0 == .invalid
+                    })
+                // The bytes sent are what the event the test sees encodes to.
+                let sent = try Frame.change(change).encoded()
+                #expect(try Frame.decode(exactly: sent) == .change(Change(seq: change.seq, event: change.event)))
+            }
+        }
+        await h.close()
+    }
+
     /// Commits publish in the order they finish, not in seq order: a live session must still
     /// get its feed in seq order, each entry once, with a gap filled from the store.
     @Test func liveEntriesPublishedOutOfOrderReachTheDeviceInFeedOrderOnce() async throws {

@@ -102,6 +102,16 @@ public final class AnswerBudget: Sendable {
         }
     }
 
+    /// A lease of `bytes` for `user` if it fits now and nobody waits for one; nil otherwise
+    /// (nothing is queued: for a page read ahead, which the caller may as well read later).
+    func tryAcquire(user: UserID, bytes: Int) -> Lease? {
+        let bytes = max(1, min(bytes, limit))
+        return state.withLockedValue { s -> Lease? in
+            guard s.waiters.isEmpty, Self.fits(user, bytes, in: s, limit: limit) else { return nil }
+            return take(user, bytes, in: &s)
+        }
+    }
+
     /// Ends the waits of `owner` (its session closed): they get nil.
     func abandon(owner: ObjectIdentifier) {
         let gone = state.withLockedValue { s -> [Waiter] in

@@ -420,14 +420,13 @@ struct CommandContext {
         let event = ChangeEvent.messageCreated(message)
         let recipients = engine.blockLists.recipients(participants, of: message.sender)
         let seqs = try tx.appendMessageCreated(message.id, in: id, to: recipients, kind: event.kind, at: now)
-        // One encoding for every feed, or one per feed when each sees only its own status (both
-        // switches off). One switch off shows a new message's statuses (read, sent) as they are.
-        let shared = stored.sharesStatuses ? try SharedChangeEvent(event) : nil
+        // One encoding for every feed; when each sees only its own status (both switches off)
+        // every status in it is `invalid` and each feed's CHANGE gets its own status byte put in
+        // (`Message.reported(to:)`). One switch off shows a new message's statuses (read, sent)
+        // as they are.
+        let shared = try FeedCoding.messageCreated(message, sharesStatuses: stored.sharesStatuses)
         for (u, seq) in seqs.sorted(by: { $0.key < $1.key }) {
-            changes.append(
-                FeedChange(
-                    user: u, seq: seq, shared: try shared ?? SharedChangeEvent(.messageCreated(message.reported(to: u)))
-                ))
+            changes.append(FeedChange(user: u, seq: seq, shared: shared))
         }
     }
 

@@ -21,7 +21,7 @@ extension CommandResult: AnnouncesFeedEntries {
             previous = nil
             let encoded: [UInt8]
             do {
-                encoded = try change.shared.map { try FeedCoding.encode($0) } ?? FeedCoding.encode(change.event)
+                encoded = try FeedCoding.encode(change.change)
             } catch {
                 continue
             }

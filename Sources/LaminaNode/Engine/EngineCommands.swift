@@ -244,36 +244,80 @@ extension NodeEngine {
         session.send(.ack(Ack(requestID: request.requestID, cursor: cursor)))
     }
 
-    /// Sends `user`'s feed entries after `cursor` to `session` in seq order, in reads of 256
-    /// made as the client reads the previous ones (paced); returns the last seq sent (`cursor`
-    /// when there was none).
+    /// Sends `user`'s feed entries after `cursor` to `session` in seq order, in reads of
+    /// ``feedPage`` made as the client reads (paced); returns the last seq sent (`cursor` when
+    /// there was none). Each page holds a lease of the answer budget from before its read. The
+    /// next page is read while one is sent when the budget has room for it at once
+    /// (``AnswerBudget/tryAcquire(user:bytes:)``), and a sent page's lease is given back once
+    /// the next page is queued behind it (what is left of it then is within the paced queue's
+    /// bound); without that room, a page's lease is given back when it drained, and the next
+    /// one is read under a lease waited for.
     func sendFeed(of user: UserID, after cursor: UInt64, to session: NodeSession, features: FeatureSet) async throws
         -> UInt64
     {
         var cursor = cursor
-        while session.isOpen {
-            let after = cursor
-            guard let lease = await session.answerLease(Self.historyPageBytes) else { break }
-            defer { lease.release() }
-            var entries = try await store.read { r in try r.feed(of: user, after: after, limit: 256) }
-            guard let last = entries.last else { break }
-            let count = entries.count
-            lease.resize(
-                to: entries.reduce(0) { sum, entry in
-                    sum + 64 + entry.payload.count + (entry.createdMessage.map { Self.estimatedBytes([$0]) } ?? 0)
-                })
+        guard session.isOpen, let first = await session.answerLease(Self.historyPageBytes) else { return cursor }
+        var lease = first
+        // The page sent before, until the one after it is queued.
+        var sent: AnswerBudget.Lease?
+        var ahead: (read: Task<[FeedEntry], any Error>, lease: AnswerBudget.Lease)?
+        defer {
+            lease.release()
+            sent?.release()
+            ahead?.read.cancel()
+            ahead?.lease.release()
+        }
+        var entries = try await readFeedPage(of: user, after: cursor)
+        while session.isOpen, let last = entries.last {
+            let full = entries.count == Self.feedPage
+            var bytes = 0
             var changes: [Change] = []
-            for entry in entries { changes.append(try FeedCoding.decode(entry)) }
+            changes.reserveCapacity(entries.count)
+            for entry in entries {
+                bytes += 64 + entry.payload.count + (entry.createdMessage.map { Self.estimatedBytes($0) } ?? 0)
+                changes.append(try FeedCoding.decode(entry))
+            }
             entries = []
+            lease.resize(to: bytes)
+            if full, let next = answers.tryAcquire(user: user, bytes: bytes) {
+                let after = last.seq
+                ahead = (Task { try await self.readFeedPage(of: user, after: after) }, next)
+            }
             let queued = await session.sendPaced(FeedCoding.frames(changes, for: features))
             // The page is encoded in the stream's queue: its entries go before the drain wait.
             changes = []
+            sent?.release()
+            sent = nil
             guard queued else { break }
-            await session.settle(lease)
             cursor = last.seq
-            if count < 256 { break }
+            guard full else {
+                await session.settle(lease)
+                break
+            }
+            if let pending = ahead {
+                ahead = nil
+                sent = lease
+                lease = pending.lease
+                entries = try await pending.read.value
+            } else {
+                await session.settle(lease)
+                guard let next = await session.answerLease(Self.historyPageBytes) else { break }
+                lease = next
+                entries = try await readFeedPage(of: user, after: cursor)
+            }
+        }
+        if let sent {
+            // The last page's frames are queued behind it: both drained together.
+            await session.settle(sent)
         }
         return cursor
+    }
+
+    /// Entries read from a feed at once by ``sendFeed(of:after:to:features:)``.
+    static let feedPage = 1024
+
+    private func readFeedPage(of user: UserID, after: UInt64) async throws -> [FeedEntry] {
+        try await store.read { r in try r.feed(of: user, after: after, limit: Self.feedPage) }
     }
 
     // MARK: History
@@ -395,11 +439,13 @@ extension NodeEngine {
 
     /// About the bytes `messages` take in memory and on the wire.
     static func estimatedBytes(_ messages: [Message]) -> Int {
-        messages.reduce(0) { total, message in
-            message.parts.reduce(total + 128) { sum, part in
-                if case .inline(let content) = part.content { return sum + content.count + 64 }
-                return sum + 128
-            }
+        messages.reduce(0) { total, message in total + estimatedBytes(message) }
+    }
+
+    static func estimatedBytes(_ message: Message) -> Int {
+        message.parts.reduce(128) { sum, part in
+            if case .inline(let content) = part.content { return sum + content.count + 64 }
+            return sum + 128
         }
     }
 

@@ -11,8 +11,23 @@ enum FeedCoding {
     }
 
     static func encode(_ event: SharedChangeEvent) throws(WireError) -> [UInt8] {
-        let buffer = try Frame.change(Change(seq: 0, shared: event)).encoded()
+        try encode(Change(seq: 0, shared: event))
+    }
+
+    /// The encoding of `change`'s event (its seq left out: 0).
+    static func encode(_ change: Change) throws(WireError) -> [UInt8] {
+        var change = change
+        change.seq = 0
+        let buffer = try Frame.change(change).encoded()
         return Array(buffer.readableBytesView)
+    }
+
+    /// `message-created` of `message`, encoded once for all its feeds: as it is when the
+    /// conversation shares statuses (a receipt switch on), else with each viewer's own status
+    /// only (`Message.reported(to:)`), put into each feed's CHANGE as it is encoded.
+    static func messageCreated(_ message: Message, sharesStatuses: Bool) throws(WireError) -> SharedChangeEvent {
+        sharesStatuses
+            ? try SharedChangeEvent(.messageCreated(message)) : try SharedChangeEvent.reportedToEachViewer(message)
     }
 
     /// The event of an encoding made by `encode` (another node's notification).
@@ -37,20 +52,20 @@ enum FeedCoding {
     /// Kinds the session did not ask for are left out (their seqs are skipped: a device
     /// keeps the highest seq it got, SPEC §6.3).
     static func frames(_ all: [Change], for features: FeatureSet, maxBatchBytes: Int = 1 << 20) -> [Frame] {
-        var changes = features.contains(.partUpdates) ? all : all.filter { $0.event.kind != 11 }
-        if !features.contains(.identities) { changes = changes.filter { $0.event.kind != 12 } }
-        if !features.contains(.blockLists) { changes = changes.filter { $0.event.kind != 13 } }
-        if !features.contains(.following) { changes = changes.filter { $0.event.kind != 15 } }
+        var changes = features.contains(.partUpdates) ? all : all.filter { $0.kind != 11 }
+        if !features.contains(.identities) { changes = changes.filter { $0.kind != 12 } }
+        if !features.contains(.blockLists) { changes = changes.filter { $0.kind != 13 } }
+        if !features.contains(.following) { changes = changes.filter { $0.kind != 15 } }
         if !features.contains(.receiptSwitches) {
             changes = changes.map { $0.withSingleReceiptsFlag }
         }
-        if !features.contains(.channels) { changes = changes.filter { !(16...19).contains($0.event.kind) } }
-        guard features.contains(.changeBatches) else { return changes.map { .change($0) } }
+        if !features.contains(.channels) { changes = changes.filter { !(16...19).contains($0.kind) } }
+        guard features.contains(.changeBatches), changes.count > 1 else { return changes.map { .change($0) } }
         var frames: [Frame] = []
         var current: [Change] = []
         var bytes = 0
         for change in changes {
-            let size = estimatedSize(change.event)
+            let size = estimatedSize(change.eventSharedByViewers)
             if !current.isEmpty, current.count == 256 || bytes + size > maxBatchBytes {
                 frames.append(.changeBatch(ChangeBatch(changes: current)))
                 current = []

@@ -180,25 +180,27 @@ public final class NodeEngine: Sendable {
 /// several feeds get the same event).
 struct FeedChange: Sendable {
     var user: UserID
-    var seq: UInt64
-    var event: ChangeEvent
-    var shared: SharedChangeEvent?
+    /// The change as the user's feed has it.
+    var change: Change
 
     init(user: UserID, seq: UInt64, event: ChangeEvent) {
         self.user = user
-        self.seq = seq
-        self.event = event
+        self.change = Change(seq: seq, event: event)
     }
 
+    /// The entry of `shared` in `user`'s feed (with the user's own status when each viewer
+    /// sees only their own, ``SharedChangeEvent/reportedToEachViewer(_:)``).
     init(user: UserID, seq: UInt64, shared: SharedChangeEvent) {
         self.user = user
-        self.seq = seq
-        self.event = shared.event
-        self.shared = shared
+        self.change = shared.change(seq: seq, for: user)
     }
 
-    /// The change as the user's feed has it.
-    var change: Change { shared.map { Change(seq: seq, shared: $0) } ?? Change(seq: seq, event: event) }
+    var seq: UInt64 {
+        get { change.seq }
+        set { change.seq = newValue }
+    }
+
+    var event: ChangeEvent { change.event }
 }
 
 /// Open sessions, and the authenticated ones by user.

@@ -54,7 +54,8 @@ extension NodeEngine {
     func followNewParticipants(_ changes: [FeedChange]) {
         for change in changes {
             let others: Set<UserID>
-            switch change.event {
+            // The kinds looked for carry no per-viewer statuses: no viewer's view is built.
+            switch change.change.eventSharedByViewers {
             case .conversationCreated(let c): others = c.participants
             case .participantsChanged(let p): others = p.added
             default: continue

@@ -451,8 +451,8 @@ struct MessageStatuses {
         let slice = try slice(of: conversation)
         let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
         var statuses: [UserID: RecipientStatus] = [:]
-        // A system sender (SPEC §3.9) is no recipient: it has no status of its own.
-        for user in slice.participants.union(sender.isSystemSender ? [] : [sender]).union(recorded.keys) {
+        statuses.reserveCapacity(slice.participants.count + 1)
+        func add(_ user: UserID) {
             let status = RecipientStatusLattice.status(
                 of: stamp, for: user, recorded: recorded[user], deliveredUpTo: slice.delivered[user],
                 readUpTo: slice.read[user])
@@ -463,6 +463,11 @@ struct MessageStatuses {
                         readReceipts: slice.readReceipts)
                 } ?? status
         }
+        // The participants, the sender (a system sender, SPEC §3.9, is no recipient: it has no
+        // status of its own) and whoever has a recorded status, each once; no sets built.
+        for user in slice.participants { add(user) }
+        if !sender.isSystemSender, !slice.participants.contains(sender) { add(sender) }
+        for user in recorded.keys where statuses[user] == nil { add(user) }
         let sentAt = row.int64(offset + 6)
         let origin = row.int64(offset + 8)
         let message = Message(

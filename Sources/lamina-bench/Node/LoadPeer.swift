@@ -131,14 +131,15 @@ final class LoadPeer: @unchecked Sendable {
         }
     }
 
-    /// Creates a non-distinct conversation with `others`.
-    func createConversation(with others: [UserID]) async throws -> ConversationID {
+    /// Creates a conversation with `others` (non-distinct, receipts on, unless `options` say otherwise).
+    func createConversation(
+        with others: [UserID], options: ConversationOptions = ConversationOptions(isDistinct: false)
+    ) async throws -> ConversationID {
         let conversation = ConversationID.random()
         let answer = try await client.request(
             .createConversation(
                 CreateConversation(
-                    conversationID: conversation, participants: Set(others + [user]),
-                    options: ConversationOptions(isDistinct: false))),
+                    conversationID: conversation, participants: Set(others + [user]), options: options)),
             id: conversation.uuid
         ).get()
         guard case .ack = answer else { throw BenchFailure("create conversation: \(answer)") }

@@ -40,6 +40,11 @@ struct RateCommand: AsyncParsableCommand {
     @Option(help: "Messages per second in total.") var rate: Double = 200
     @Option(help: "Seconds of sending.") var seconds: Double = 10
     @ArgumentParser.Flag(help: "Receivers send DELIVERY_RECEIPT as the SDK does.") var receipts = false
+    @ArgumentParser.Flag(
+        help:
+            "The conversations have both receipt switches off (each participant is shown only their own status of a message)."
+    )
+    var bothReceiptsOff = false
     @Option(help: "Rounds (each on a fresh node; alternating with Mosquitto when --mosquitto is given).") var rounds = 1
     @Option(help: "Folder with run-mosquitto.sh and mqload.c: run the Mosquitto anchor in alternating rounds.")
     var mosquitto: String?
@@ -62,7 +67,7 @@ struct RateCommand: AsyncParsableCommand {
         for round in 1...rounds {
             let summary = try await Self.laminaRound(
                 binary: binary, load: load, pairs: pairs, fanout: fanout, rate: rate, seconds: seconds,
-                receipts: receipts)
+                receipts: receipts, bothReceiptsOff: bothReceiptsOff)
             emit("round \(round) \(summary.line)")
             lamina.append(summary)
             if let anchor {
@@ -85,7 +90,8 @@ struct RateCommand: AsyncParsableCommand {
 
     /// One round on a fresh node: set up (not measured), the schedule, the drain.
     static func laminaRound(
-        binary: String, load: WriteLoadOptions, pairs: Int, fanout: Int, rate: Double, seconds: Double, receipts: Bool
+        binary: String, load: WriteLoadOptions, pairs: Int, fanout: Int, rate: Double, seconds: Double, receipts: Bool,
+        bothReceiptsOff: Bool = false
     ) async throws -> RunSummary {
         let roundNodes = try await RoundNodes.start(binary: binary, load: load, label: "rate")
         defer { roundNodes.stop() }
@@ -127,7 +133,11 @@ struct RateCommand: AsyncParsableCommand {
         for i in 0..<pairs {
             let peer = try await LoadPeer.connect(node, user: try UserID("s\(i)"), sync: load.senderSync)
             let others = try (0..<fanout).map { try UserID("r\(i)-\($0)") }
-            let conversation = try await peer.createConversation(with: others)
+            let conversation = try await peer.createConversation(
+                with: others,
+                options: ConversationOptions(
+                    isDistinct: false, deliveryReceiptsEnabled: !bothReceiptsOff, readReceiptsEnabled: !bothReceiptsOff)
+            )
             senders.append(
                 MessageSender(
                     peer: peer, conversation: conversation, size: load.size, ackLatency: ackLatency, acked: acked,
@@ -151,7 +161,8 @@ struct RateCommand: AsyncParsableCommand {
         let cpu = cpu1 - cpu0
         let d = delivered.current
         var line = "lamina rate: pairs=\(pairs) fanout=\(fanout) rate=\(Int(rate)) seconds=\(seconds) size=\(load.size)"
-        line += " receipts=\(receipts ? "on" : "off") sender_sync=\(load.senderSync ? "on" : "off")"
+        line += " receipts=\(receipts ? "on" : "off")\(bothReceiptsOff ? " both_receipt_switches=off" : "")"
+        line += " sender_sync=\(load.senderSync ? "on" : "off")"
         line +=
             " published=\(total) delivered=\(d) expected=\(total * fanout) acked=\(acked.current) errors=\(errors.current)"
         if receipts {
