@@ -2,6 +2,7 @@ import Foundation
 import LaminaModel
 import LaminaNode
 import LaminaStore
+import LaminaTestPostgres
 import LaminaWire
 import Testing
 
@@ -121,6 +122,37 @@ import Testing
         await aliceContent.close()
         await alice.close()
         await node.stop()
+    }
+
+    /// The same links, permission and collection on PostgreSQL, from two nodes sharing it and
+    /// one content directory: content uploaded through one is served to a member through the other.
+    @Test func onASharedPostgreSQLTheLinksServeMembersAndGoWithTheChannel() async throws {
+        let (a, b) = try await SharedPostgresContentTests.twoNodes(
+            "pg-channel-content", contentDirectory: Fixtures.temporaryDirectory("pg-channel-content-files"))
+        let (alice, aliceContent) = try await ContentEndpointTests.login(a, Self.alice)
+        let (bob, bobContent) = try await ContentEndpointTests.login(b, Self.bob)
+        let (carol, carolContent) = try await ContentEndpointTests.login(b, Self.carol)
+        let channel = try await ChannelTests.create(alice, "pg-media")
+        try await ChannelTests.join(bob, channel)
+        let bytes = ContentTestClient.bytes(30_000, seed: 31)
+        let reference = try await Self.upload(aliceContent, bytes)
+        try await ChannelTests.send(alice, channel, "", parts: [ContentEndpointTests.part(reference)])
+
+        let got = try await bobContent.get(reference.id)
+        #expect(got.status == 200 && got.body == bytes, "\(got)")
+        #expect(try await carolContent.get(reference.id).status == 403)
+        let later = Timestamp(millisecondsSince1970: Timestamp.now().millisecondsSince1970 + 2 * 86_400_000)
+        #expect(try await a.server.content.collect(at: later).all.isEmpty)
+
+        try await ChannelTests.delete(alice, channel)
+        let collected = try await a.server.content.collect()
+        #expect(collected.deletedMessages == [reference.id], "\(collected)")
+        #expect(try await bobContent.get(reference.id).status == 404)
+
+        for client in [aliceContent, bobContent, carolContent] { await client.close() }
+        for client in [alice, bob, carol] { await client.close() }
+        await b.stop()
+        await a.stop()
     }
 
     @Test func aPeerFetchesAChannelMessagesContentAndServesItsMembers() async throws {
