@@ -84,3 +84,47 @@ import Testing
         }
     }
 }
+
+/// `v13-channel-content` rebuilds `part`: the triggers and indexes it had are made again, and a
+/// trigger of another table that names `part` keeps working (a store that ran a later
+/// migration first, such as a search index kept by triggers, loses nothing).
+@Suite struct ChannelPartMigrationTests {
+    @Test func theRebuildKeepsPartsTriggersAndIndexes() async throws {
+        try await withTemporaryDirectory { dir in
+            let queue = try DatabaseQueue(path: dir.appendingPathComponent("store.sqlite").path)
+            let migrator = StoreSchema.migrator()
+            try migrator.migrate(queue, upTo: "v12-receipt-switches")
+            try await queue.write { db in
+                try db.execute(
+                    sql: """
+                        CREATE TABLE part_log (message_id BLOB, what TEXT);
+                        CREATE TRIGGER part_logged AFTER INSERT ON part BEGIN
+                            INSERT INTO part_log VALUES (NEW.message_id, 'insert');
+                        END;
+                        CREATE TRIGGER message_names_part BEFORE DELETE ON message BEGIN
+                            INSERT INTO part_log SELECT p.message_id, 'before' FROM part p WHERE p.message_id = OLD.id;
+                        END;
+                        CREATE INDEX part_by_content ON part(content_id);
+                        """)
+            }
+            try migrator.migrate(queue)
+            try await queue.write { db in
+                let names = try String.fetchAll(
+                    db, sql: "SELECT name FROM sqlite_master WHERE tbl_name = 'part' ORDER BY name")
+                #expect(Set(names).isSuperset(of: ["part", "part_cached", "part_by_content", "part_logged"]))
+                try db.execute(
+                    sql: """
+                        INSERT INTO conversation (id, creator, is_distinct, receipts_enabled, created_at, metadata, is_synced)
+                        VALUES (x'01', 'bob', 0, 1, 0, x'', 1);
+                        INSERT INTO message (id, conversation_id, sender, is_sent, is_unread) VALUES (x'02', x'01', 'bob', 1, 0);
+                        INSERT INTO part (message_id, idx, part_id, mime_type, inline_bytes, transfer_status)
+                        VALUES (x'02', 0, x'03', 'text/plain', x'6869', 4);
+                        DELETE FROM message WHERE id = x'02';
+                        """)
+                let log = try String.fetchAll(db, sql: "SELECT what FROM part_log ORDER BY rowid")
+                #expect(log == ["insert", "before"])
+                #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM part") == 0)
+            }
+        }
+    }
+}

@@ -218,7 +218,7 @@ enum StoreSchema {
             try db.execute(sql: "UPDATE conversation SET read_receipts_enabled = receipts_enabled")
         }
         migrator.registerMigration(ChannelPartSchema.migration) { db in
-            try db.execute(sql: ChannelPartSchema.statements)
+            try ChannelPartSchema.migrate(db)
         }
         return migrator
     }
