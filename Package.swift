@@ -224,6 +224,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                // device-search reads a client store's file directly (its index's pages).
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             // bench.pb.swift is generated from it once and committed (see the file).
             exclude: ["Codec/bench.proto"]

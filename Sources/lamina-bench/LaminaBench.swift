@@ -14,7 +14,7 @@ struct LaminaBench: AsyncParsableCommand {
             FirstSyncCommand.self, OneThreadSyncCommand.self, ClosedCommand.self, ContentTransferCommand.self,
             SDKContentCommand.self,
             ServerAPIBenchCommand.self, ResourcesCommand.self, ReplicationCommand.self, PushBenchCommand.self,
-            WebhookBenchCommand.self, PresenceCommand.self, ChannelCommand.self,
+            WebhookBenchCommand.self, PresenceCommand.self, ChannelCommand.self, DeviceSearchCommand.self,
         ]
     )
 }

@@ -13,6 +13,9 @@ let lawSubjects: [LawSubject] = [
     LawSubject("HLC max-register", state: Gen.hlc),
     LawSubject("presence", PresenceBoard.self, ops: Gen.presenceOps),
     LawSubject("channel membership", ChannelMembership.self, ops: Gen.channelOps),
+    LawSubject("reactions", ReactionSet.self, ops: Gen.reactionOps),
+    LawSubject("notification levels", NotificationSetting.self, ops: Gen.notificationOps),
+    LawSubject("thread summaries", ThreadSummary.self, ops: Gen.threadOps),
 ]
 
 @Suite struct MergeLawTests {

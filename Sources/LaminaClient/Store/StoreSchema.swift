@@ -220,6 +220,10 @@ enum StoreSchema {
         migrator.registerMigration(ChannelPartSchema.migration) { db in
             try ChannelPartSchema.migrate(db)
         }
+        migrator.registerMigration("v14-message-search") { db in
+            // The full-text index of the messages' text parts, kept by triggers (issue 38).
+            try db.execute(sql: MessageSearchSchema.create)
+        }
         return migrator
     }
 }

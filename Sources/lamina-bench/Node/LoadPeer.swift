@@ -38,6 +38,15 @@ struct WriteLoadOptions: ParsableArguments {
 
     @Option(
         help:
+            "With --store: this many lamina-node processes on the same database (closed: senders alternate between them; rate: senders on the first, receivers on the others in turn). --second-node is --nodes 2."
+    )
+    var nodes = 1
+
+    /// How many nodes a round starts: `--nodes`, or 2 with `--second-node`.
+    var nodeCount: Int { secondNode ? max(nodes, 2) : nodes }
+
+    @Option(
+        help:
             "The PostgreSQL server's (postmaster's) pid: its CPU and its backends' is reported per message (db_cpu_us_per_…)."
     )
     var databasePid: Int32?
@@ -50,8 +59,9 @@ struct WriteLoadOptions: ParsableArguments {
     var nodeArguments: [String] = []
 
     func validateStore() throws {
-        if secondNode, !(store?.hasPrefix("postgres") ?? false) {
-            throw ValidationError("--second-node needs --store postgres://…")
+        guard (1...16).contains(nodes) else { throw ValidationError("--nodes must be 1 to 16") }
+        if nodeCount > 1, !(store?.hasPrefix("postgres") ?? false) {
+            throw ValidationError("--second-node and --nodes need --store postgres://…")
         }
     }
 }

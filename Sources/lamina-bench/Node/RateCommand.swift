@@ -105,8 +105,9 @@ struct RateCommand: AsyncParsableCommand {
         for i in 0..<pairs {
             for k in 0..<fanout {
                 let box = PeerBox()
-                let peer = try await LoadPeer.connect(roundNodes.receiving, user: try UserID("r\(i)-\(k)"), sync: true)
-                { messages, _ in
+                let peer = try await LoadPeer.connect(
+                    roundNodes.receiving(i * fanout + k), user: try UserID("r\(i)-\(k)"), sync: true
+                ) { messages, _ in
                     guard !messages.isEmpty else { return }
                     let now = monotonicNanos()
                     if receipts, let peer = box.peer {

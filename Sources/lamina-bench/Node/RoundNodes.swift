@@ -8,12 +8,13 @@ import LaminaNode
 #endif
 
 /// The `lamina-node` processes of one write-path round: one node (SQLite in its data
-/// directory, or the PostgreSQL database of `--store`, emptied first), or with
-/// `--second-node` two nodes on that one database, the second trusting the first's dev
-/// identity (one token minter for both).
+/// directory, or the PostgreSQL database of `--store`, emptied first), or with `--nodes N`
+/// (`--second-node`: 2) N nodes on that one database, each trusting the first's dev identity
+/// (one token minter for all).
 struct RoundNodes {
     let first: NodeProcess
-    let second: NodeProcess?
+    /// The nodes after the first (`--nodes` − 1 of them).
+    let others: [NodeProcess]
     /// The PostgreSQL server's processes (`--database-pid` and its children) at the start.
     private let databaseStart: [Int32: Double]?
     private let databasePid: Int32?
@@ -25,9 +26,13 @@ struct RoundNodes {
     private var store: String?
     private var serverStart: (statements: Int64?, deadlocks: Int64)?
 
-    /// Where receivers connect: the second node when there is one.
-    var receiving: NodeProcess { second ?? first }
-    var all: [NodeProcess] { [first] + (second.map { [$0] } ?? []) }
+    /// The second node, if there is one: where `rate`'s receivers connect first, and whose
+    /// cross-node counters the summary reports.
+    var second: NodeProcess? { others.first }
+    /// Where the `k`-th receiver connects: the nodes after the first in turn (the first alone
+    /// when it is the only one).
+    func receiving(_ k: Int) -> NodeProcess { others.isEmpty ? first : others[k % others.count] }
+    var all: [NodeProcess] { [first] + others }
 
     static func start(binary: String, load: WriteLoadOptions, label: String) async throws -> RoundNodes {
         var extra = load.nodeArguments
@@ -36,25 +41,26 @@ struct RoundNodes {
             extra += ["--store", store]
         }
         let first = try await NodeProcess.start(binary: binary, label: label, admin: true, extraArguments: extra)
-        var second: NodeProcess?
-        if load.secondNode {
-            do {
-                let data = try BenchSupport.temporaryDirectory() + "/\(label)-b-\(UUID().uuidString.prefix(8))"
+        var others: [NodeProcess] = []
+        do {
+            for n in 1..<load.nodeCount {
+                let data = try BenchSupport.temporaryDirectory() + "/\(label)-\(n)-\(UUID().uuidString.prefix(8))"
                 try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
                 try FileManager.default.copyItem(
                     atPath: URL(fileURLWithPath: first.dataDirectory).appendingPathComponent(
                         NodeBootstrap.Files.devIdentity
                     ).path,
                     toPath: URL(fileURLWithPath: data).appendingPathComponent(NodeBootstrap.Files.devIdentity).path)
-                second = try await NodeProcess.start(
-                    binary: binary, data: data, port: BenchSupport.freePort(),
-                    adminPort: BenchSupport.freePort(), extraArguments: extra)
-            } catch {
-                first.stop()
-                throw error
+                others.append(
+                    try await NodeProcess.start(
+                        binary: binary, data: data, port: BenchSupport.freePort(),
+                        adminPort: BenchSupport.freePort(), extraArguments: extra))
             }
+        } catch {
+            for node in [first] + others { node.stop() }
+            throw error
         }
-        var nodes = RoundNodes(first: first, second: second, databaseStart: nil, databasePid: load.databasePid)
+        var nodes = RoundNodes(first: first, others: others, databaseStart: nil, databasePid: load.databasePid)
         nodes.store = load.store
         return nodes
     }
@@ -62,7 +68,7 @@ struct RoundNodes {
     /// The round's nodes with the database's CPU counted from now.
     func measuring() -> RoundNodes {
         var nodes = RoundNodes(
-            first: first, second: second, databaseStart: databasePid.map(Self.treeCPU), databasePid: databasePid)
+            first: first, others: others, databaseStart: databasePid.map(Self.treeCPU), databasePid: databasePid)
         nodes.commitsStart = nodes.commits()
         nodes.threadsStart = nodes.all.map { $0.threadCPU() }
         nodes.store = store
@@ -71,8 +77,9 @@ struct RoundNodes {
         return nodes
     }
 
-    /// The receiving node's `lamina_feed` counters (second node only): notifications, entries
-    /// and heads received, the announce→receipt lag summed and the notifications it covers.
+    /// The receiving nodes' `lamina_feed` counters (every node after the first, summed):
+    /// notifications, entries and heads received, the announce→receipt lag summed and the
+    /// notifications it covers.
     private static let crossNodeMetrics = [
         "lamina_postgres_feed_notifications_received_total", "lamina_postgres_feed_entries_received_total",
         "lamina_postgres_feed_heads_received_total", "lamina_postgres_feed_notification_lag_microseconds_total",
@@ -81,10 +88,15 @@ struct RoundNodes {
     private var crossStart: [Int]?
 
     func crossNodeCounters() -> [Int]? {
-        guard let port = second?.adminPort,
-            let body = try? AdminGet.body(port: port, path: "/metrics", timeoutSeconds: 10)
-        else { return nil }
-        return Self.crossNodeMetrics.map { AdminGet.counter($0, in: body) ?? 0 }
+        guard !others.isEmpty else { return nil }
+        var sum = Self.crossNodeMetrics.map { _ in 0 }
+        for node in others {
+            guard let port = node.adminPort,
+                let body = try? AdminGet.body(port: port, path: "/metrics", timeoutSeconds: 10)
+            else { return nil }
+            sum = zip(sum, Self.crossNodeMetrics).map { $0 + (AdminGet.counter($1, in: body) ?? 0) }
+        }
+        return sum
     }
 
     /// Every node's group-commit counters summed (nil if one cannot be read).
@@ -149,7 +161,7 @@ struct RoundNodes {
                 format: " commits=%d commands_per_commit=%.2f", window.transactions,
                 Double(window.commands) / Double(max(window.transactions, 1)))
         }
-        // Two nodes: what reached the receiving node through lamina_feed over the window.
+        // Several nodes: what reached the nodes after the first through lamina_feed over the window.
         if let start = crossStart, let now = crossNodeCounters() {
             let d = zip(now, start).map { $0 - $1 }
             line += String(

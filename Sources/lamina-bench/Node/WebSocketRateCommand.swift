@@ -42,7 +42,7 @@ struct WebSocketRateCommand: AsyncParsableCommand {
             throw ValidationError("pairs, fanout, rate, seconds, rounds must be positive")
         }
         guard load.size >= 20 else { throw ValidationError("--size must be at least 20 (the send time)") }
-        guard load.store == nil, !load.secondNode else {
+        guard load.store == nil, load.nodeCount == 1 else {
             throw ValidationError("ws-rate runs on each node's SQLite store (no --store, no --second-node)")
         }
     }

@@ -94,6 +94,32 @@ enum Gen {
         }
     }
 
+    static let reactionKeys = ["👍", "❤️", "x"]
+
+    static func reaction(_ r: inout SplitMix64) -> Reaction { Reaction(user: user(&r), key: r.pick(reactionKeys)) }
+
+    /// Adds, and removes naming a few tags (some of adds that exist, some of none).
+    static func reactionOps(_ r: inout SplitMix64) -> [ReactionOperation] {
+        (0..<count(&r, 0...10)).map { _ in
+            if r.chance(0.6) { return .added(reaction(&r), tag: hlc(&r)) }
+            return .removed(reaction(&r), observed: Set((0..<count(&r, 0...3)).map { _ in hlc(&r) }))
+        }
+    }
+
+    static func notificationOps(_ r: inout SplitMix64) -> [NotificationSetting.Write] {
+        (0..<count(&r, 0...6)).map { _ in
+            NotificationSetting.Write(
+                level: r.pick(NotificationLevel.allCases), until: r.chance(0.5) ? UInt64(count(&r, 0...12)) : nil,
+                at: hlc(&r))
+        }
+    }
+
+    static func threadOps(_ r: inout SplitMix64) -> [ThreadOperation] {
+        (0..<count(&r, 0...10)).map { _ in
+            r.chance(0.75) ? .replied(r.pick(messages), at: hlc(&r)) : .deleted(r.pick(messages))
+        }
+    }
+
     static func versionOps(_ r: inout SplitMix64) -> [OperationID] {
         (0..<count(&r, 0...8)).map { _ in OperationID(origin: node(&r), counter: UInt64.random(in: 1...20, using: &r)) }
     }
