@@ -34,7 +34,7 @@ import Testing
         let bob = try ClientHarness.device("bob", on: node)
         _ = try await ClientHarness.connectLive(bob, on: node)
         // Bob auto-downloads PNG images whatever their size.
-        try bob.updateContentSettings(ContentSettings(autoDownloadMIMETypes: [try MIMEType("image/png")]))
+        try bob.updateContentSettings(ContentSettings(autoDownloadMIMETypes: ["image/png"]))
 
         let created = try await alice.request("POST", "/channels", json: #"{"name":"pictures"}"#)
         #expect(created.status == 201, "\(created.body)")
