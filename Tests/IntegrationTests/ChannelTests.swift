@@ -171,11 +171,11 @@ import Testing
         // FETCH_CHANNEL counts 1 to 10,000.
         await Self.expectRefused(.invalidArgument) { try await Self.fetch(alice, channel, after: 0, count: 0) }
         await Self.expectRefused(.invalidArgument) { try await Self.fetch(alice, channel, after: 0, count: 10_001) }
-        // Content references are not taken in channels yet.
+        // A content reference names uploaded content (ChannelContentTests): unknown content is not ready.
         let reference = MessagePart(
             id: UUID(), mimeType: .textPlain,
             content: .external(ContentReference(id: .random(), size: 10, sha256: Array(repeating: 0, count: 32))))
-        await Self.expectRefused(.invalidArgument) {
+        await Self.expectRefused(.contentNotReady) {
             try await Self.send(alice, channel, "", parts: [reference])
         }
         // Unknown channels.

@@ -35,13 +35,40 @@ extension LaminaClient {
         try await sendChannelCommand(.deleteChannel(ChannelRequest(requestID: UUID(), channelID: id)))
     }
 
-    /// Sends a message of `parts` (inline, SPEC §3.12) to channel `id`; returns its id once the
-    /// node acknowledged it (the message reaches the store as the node delivers it).
+    /// Sends a message of `parts` (SPEC §3.12) to channel `id`; returns its id once the node
+    /// acknowledged it (the message reaches the store as the node delivers it). Rich parts made
+    /// with this client's staging (`MessagePart.with(mimeType:data:staging:)`) are uploaded
+    /// first, then kept on this device as the message's downloaded content; a rich part that is
+    /// not staged must name content this user uploaded already.
     @discardableResult
     public func sendChannelMessage(_ parts: [MessagePart], to id: ChannelID) async throws(ClientError) -> MessageID {
         let message = MessageID.timeOrdered()
-        try await sendChannelCommand(
-            .sendChannelMessage(SendChannelMessage(messageID: message, channelID: id, parts: parts)))
+        var staged: [(MessagePart, ContentReference, URL)] = []
+        for part in parts {
+            guard case .external(let reference) = part.content, let file = staging.stagedFile(for: reference.id)
+            else { continue }
+            try await ChannelContentUpload.upload(reference, from: file, link: transfers.link, store: store)
+            staged.append((part, reference, file))
+        }
+        // The sender holds the bytes: they become the part's content here before the message
+        // can arrive (no download); a refused send puts them back into staging.
+        var moved: [(ContentID, URL, URL)] = []
+        for (part, reference, file) in staged {
+            let destination = store.contentFileURL(for: MessagePartID(message: message, part: part.id))
+            guard let taken = staging.take(reference.id) else { continue }
+            do { try ContentStaging.move(taken, to: destination) } catch {
+                staging.putBack(reference.id, taken)
+                continue
+            }
+            moved.append((reference.id, file, destination))
+        }
+        do {
+            try await sendChannelCommand(
+                .sendChannelMessage(SendChannelMessage(messageID: message, channelID: id, parts: parts)))
+        } catch {
+            restoreStagedContent(moved)
+            throw error
+        }
         return message
     }
 

@@ -36,7 +36,8 @@ extension LocalStore {
     }
 
     /// Rich-content parts ready for download that the settings say download by themselves
-    /// (purged content never does), oldest message first, at most `limit`.
+    /// (purged content never does), oldest message first (conversations' messages, then
+    /// channels'), at most `limit`.
     public func pendingAutoDownloads(settings: ContentSettings, limit: Int = 1_000) throws(ClientError)
         -> [PendingDownload]
     {
@@ -66,9 +67,10 @@ extension LocalStore {
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT part.* FROM part JOIN message ON message.id = part.message_id
+                    SELECT part.* FROM part LEFT JOIN message ON message.id = part.message_id
+                    LEFT JOIN channel_message ON channel_message.id = part.message_id
                     WHERE part.transfer_status = ? AND part.purged = 0 AND part.content_id IS NOT NULL
-                    ORDER BY message.rowid, part.idx
+                    ORDER BY message.rowid IS NULL, message.rowid, channel_message.rowid, part.idx
                     """, arguments: [TransferStatus.readyForDownload.rawValue])
             for row in rows {
                 let mime = try StoreCoding.mime(row["mime_type"])

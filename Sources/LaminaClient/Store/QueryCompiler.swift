@@ -129,8 +129,10 @@ struct QueryCompiler {
         case .participants: return try participants(name, op, value)
         case .mimeTypes:
             guard op == .contains, case .string(let mime) = value else { throw mismatch(name, op, value, kind) }
+            // A channel message's parts are in `part` too (`v13-channel-content`).
+            let owner = target == .channelMessages ? "channel_message.id" : "message.id"
             return SQLFragment(
-                sql: "EXISTS (SELECT 1 FROM part pt WHERE pt.message_id = message.id AND pt.mime_type = ?)",
+                sql: "EXISTS (SELECT 1 FROM part pt WHERE pt.message_id = \(owner) AND pt.mime_type = ?)",
                 arguments: [mime.databaseValue])
         default: break
         }

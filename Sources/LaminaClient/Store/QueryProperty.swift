@@ -143,6 +143,7 @@ public enum QueryTarget: String, Hashable, Sendable {
             case ChannelMessageProperty.sender: return .scalar(.user, "channel_message.sender")
             case ChannelMessageProperty.sentAt: return .scalar(.timestamp, "channel_message.sent_at")
             case ChannelMessageProperty.logSeq: return .scalar(.integer, "channel_message.log_seq")
+            case "parts.mimeType": return QueryProperty(kind: .mimeTypes, columns: [], nullable: false)
             case ChannelMessageProperty.position:
                 return QueryProperty(
                     kind: .position,

@@ -217,6 +217,9 @@ enum StoreSchema {
                     """)
             try db.execute(sql: "UPDATE conversation SET read_receipts_enabled = receipts_enabled")
         }
+        migrator.registerMigration(ChannelPartSchema.migration) { db in
+            try ChannelPartSchema.migrate(db)
+        }
         migrator.registerMigration("v14-message-search") { db in
             // The full-text index of the messages' text parts, kept by triggers (issue 38).
             try db.execute(sql: MessageSearchSchema.create)

@@ -18,6 +18,9 @@ public struct StoredChannel: Hashable, Sendable, Identifiable {
 /// A channel message this device holds (no recipient status, no unread state: SPEC §6.8).
 public struct StoredChannelMessage: Hashable, Sendable, Identifiable {
     public var message: ChannelMessage
+    /// The local state of each part, in the order of `message.parts`: rich content downloads
+    /// (on request or by the content settings) as a conversation message's does.
+    public var partStates: [PartState]
     public var id: MessageID { message.id }
 }
 
@@ -38,6 +41,8 @@ public enum ChannelMessageProperty {
     public static let sentAt = "sentAt"
     public static let position = "position"
     public static let logSeq = "logSeq"
+    /// The parts; a query controller reports an update of it when a part's local state moves.
+    public static let parts = "parts"
 }
 
 extension StoredChannel: QueryableObject {
@@ -52,13 +57,17 @@ extension StoredChannel: QueryableObject {
 extension StoredChannelMessage: QueryableObject {
     public static var queryTarget: QueryTarget { .channelMessages }
     public static func load(_ row: QueryRow) throws -> StoredChannelMessage {
-        try StoredChannels.message(row.row)
+        try StoredChannels.message(row.db, row.row)
     }
-    public static let updatableProperties: Set<String> = []
-    public func changedProperties(since old: StoredChannelMessage) -> Set<String> { [] }
+    public static let updatableProperties: Set<String> = [ChannelMessageProperty.parts]
+    /// A part's local state (its transfer) counts as a change of `parts`.
+    public func changedProperties(since old: StoredChannelMessage) -> Set<String> {
+        partStates != old.partStates ? [ChannelMessageProperty.parts] : []
+    }
 }
 
-/// The channel tables of the local store (migration `v10-channels`) and their rows.
+/// The channel tables of the local store (migration `v10-channels`) and their rows; a channel
+/// message's parts also have rows in `part` (migration `v13-channel-content`, ChannelPartSchema).
 enum StoredChannels {
     static let schema = """
         CREATE TABLE channel (
@@ -93,7 +102,7 @@ enum StoredChannels {
         return StoredChannel(channel: channel, isMember: row["is_member"], cursor: UInt64(max(0, cursor)))
     }
 
-    static func message(_ row: Row) throws -> StoredChannelMessage {
+    static func message(_ db: Database, _ row: Row) throws -> StoredChannelMessage {
         let sender: String = row["sender"]
         let parts: Data = row["parts"]
         guard
@@ -101,12 +110,34 @@ enum StoredChannels {
                 physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"])
         else { throw ClientError(.corruptRecord, "a channel message has no position") }
         let seq: Int64 = row["log_seq"]
-        return StoredChannelMessage(
-            message: ChannelMessage(
-                id: MessageID(uuid: try StoreCoding.uuid(row, "id")),
-                channelID: ChannelID(uuid: try StoreCoding.uuid(row, "channel_id")), sender: try UserID(sender),
-                sentAt: Timestamp(millisecondsSince1970: row["sent_at"]), position: position,
-                logSeq: UInt64(max(0, seq)), parts: try MessageBodyCoding.decode(parts).parts))
+        let message = ChannelMessage(
+            id: MessageID(uuid: try StoreCoding.uuid(row, "id")),
+            channelID: ChannelID(uuid: try StoreCoding.uuid(row, "channel_id")), sender: try UserID(sender),
+            sentAt: Timestamp(millisecondsSince1970: row["sent_at"]), position: position,
+            logSeq: UInt64(max(0, seq)), parts: try MessageBodyCoding.decode(parts).parts)
+        return StoredChannelMessage(message: message, partStates: try partStates(db, message))
+    }
+
+    /// The local state of each of `message`'s parts, from its `part` rows (a part without one,
+    /// of a message stored before `v13-channel-content`, is inline: complete).
+    static func partStates(_ db: Database, _ message: ChannelMessage) throws -> [PartState] {
+        var stored: [UUID: PartState] = [:]
+        for p in try Row.fetchAll(
+            db.cachedStatement(
+                sql:
+                    "SELECT part_id, transfer_status, local_path, last_access, auto_downloaded, purged FROM part WHERE message_id = ?"
+            ), arguments: [StoreCoding.blob(message.id)])
+        {
+            let partID = try StoreCoding.uuid(p, "part_id")
+            guard let status = TransferStatus(rawValue: p["transfer_status"]) else {
+                throw ClientError(.corruptRecord, "part \(partID) has an unknown transfer status")
+            }
+            stored[partID] = PartState(
+                partID: partID, transferStatus: status, localPath: p["local_path"],
+                lastAccess: (p["last_access"] as Int64?).map(Timestamp.init(millisecondsSince1970:)),
+                autoDownloaded: p["auto_downloaded"], purged: p["purged"])
+        }
+        return message.parts.map { part in stored[part.id] ?? WriteContext.remoteState(of: part) }
     }
 
     static func channel(_ db: Database, _ id: ChannelID) throws -> StoredChannel? {
@@ -150,9 +181,18 @@ extension WriteContext {
         stored.isMember = isMember
     }
 
-    /// The channel and its messages are gone.
+    /// The channel and its messages are gone (their parts' files with them).
     func deleteChannel(_ id: ChannelID) throws {
         guard let stored = try StoredChannels.channel(db, id) else { return }
+        for path in try String.fetchAll(
+            db,
+            sql: """
+                SELECT part.local_path FROM channel_message JOIN part ON part.message_id = channel_message.id
+                WHERE channel_message.channel_id = ? AND part.local_path IS NOT NULL
+                """, arguments: [StoreCoding.blob(id)])
+        {
+            retire(localPath: path)
+        }
         try db.execute(sql: "DELETE FROM channel WHERE id = ?", arguments: [StoreCoding.blob(id)])
         record(ObjectChange(type: .delete, object: .channel(stored.channel)))
     }
@@ -177,6 +217,7 @@ extension WriteContext {
                     message.sender.rawValue, message.sentAt.millisecondsSince1970, pp, pl, pn,
                     Data(try MessageBodyCoding.encode(parts: message.parts, push: nil)),
                 ])
+            try insertChannelParts(of: message)
             record(ObjectChange(type: .create, object: .channelMessage(message)))
         }
         var cursor = stored.cursor
@@ -191,6 +232,47 @@ extension WriteContext {
             try db.execute(
                 sql: "UPDATE channel SET log_cursor = ? WHERE id = ?",
                 arguments: [Int64(cursor), StoreCoding.blob(message.channelID)])
+        }
+    }
+
+    /// One `part` row per part of a new channel message: inline parts complete, rich content
+    /// ready for download (the content manager's auto-download rules then apply), or complete
+    /// when its file is here already (the sender's own upload). A row whose key is taken
+    /// already (a conversation message's part of the same ids) is left as it is.
+    private func insertChannelParts(of message: ChannelMessage) throws {
+        for (index, part) in message.parts.enumerated() {
+            var inline: Data?
+            var contentID: Data?
+            var size: Int64?
+            var sha: Data?
+            var status = Self.remoteState(of: part).transferStatus
+            var localPath: String?
+            switch part.content {
+            case .inline(let bytes): inline = Data(bytes)
+            case .external(let reference):
+                contentID = StoreCoding.blob(reference.id)
+                size = Int64(clamping: reference.size)
+                sha = Data(reference.sha256)
+                let name = LocalStore.contentFileName(MessagePartID(message: message.id, part: part.id))
+                let held =
+                    (try? FileManager.default.attributesOfItem(
+                        atPath: contentDirectory.appendingPathComponent(name).path)[.size] as? NSNumber)?.uint64Value
+                if held == reference.size {
+                    status = .complete
+                    localPath = name
+                }
+            }
+            try db.execute(
+                sql: """
+                    INSERT OR IGNORE INTO part(message_id, idx, part_id, mime_type, inline_bytes, content_id, content_size,
+                                               content_sha256, transfer_status, local_path, local_size, last_access)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    StoreCoding.blob(message.id), index, StoreCoding.blob(part.id), part.mimeType.rawValue, inline,
+                    contentID, size, sha, status.rawValue, localPath, localPath == nil ? 0 : size,
+                    localPath == nil ? nil : Timestamp.now().millisecondsSince1970,
+                ])
         }
     }
 }
@@ -224,7 +306,7 @@ extension LocalStore {
             try Row.fetchAll(
                 db, sql: "SELECT * FROM channel_message WHERE channel_id = ? ORDER BY log_seq",
                 arguments: [StoreCoding.blob(id)]
-            ).map(StoredChannels.message)
+            ).map { row in try StoredChannels.message(db, row) }
         }
     }
 }

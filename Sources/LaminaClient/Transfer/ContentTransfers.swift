@@ -35,15 +35,21 @@ final class ContentTransfers: @unchecked Sendable {
     }
 
     /// The client connected: uploads resume, auto-downloads run, and run again whenever
-    /// messages arrive.
+    /// messages (of conversations or channels) with rich content arrive.
     func start() {
         let changes = manager.store.changes()
         let manager = self.manager
         let task = Task {
             for await batch in changes {
                 let arrived = batch.contains { change in
-                    guard change.type == .create, case .message(let m) = change.object else { return false }
-                    return m.parts.contains { if case .external = $0.content { true } else { false } }
+                    guard change.type == .create else { return false }
+                    let parts: [MessagePart]
+                    switch change.object {
+                    case .message(let m): parts = m.parts
+                    case .channelMessage(let m): parts = m.parts
+                    default: return false
+                    }
+                    return parts.contains { if case .external = $0.content { true } else { false } }
                 }
                 if arrived { manager.scheduleAutoDownloads() }
             }

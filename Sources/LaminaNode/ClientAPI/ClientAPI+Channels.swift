@@ -183,7 +183,8 @@ extension ClientAPI {
 
     /// POST /channels/:channel_id/messages `{"parts", "id"}`: 201 with the message, sent as the
     /// user (members only); a retry (same `id`, same parts) answers the same; 409 `id_in_use`
-    /// when `id` names another message. Parts are inline in this version.
+    /// when `id` names another message. Parts are inline or name content the user uploaded
+    /// (`"content": {"id", "size"}`), as a conversation's message.
     func sendChannelMessage(_ r: ClientAPIRequest) async throws -> HTTPResponse {
         let object = try await sendChannelMessage(r, channel: try r.channelID(), body: try r.object())
         return ServerAPIJSON.response(201, object, extraHeaders: [("location", object.url)])
@@ -196,7 +197,8 @@ extension ClientAPI {
     {
         let user = try r.requireSession().user
         let id = try Self.chosenMessageID(body)
-        let (parts, _) = try ServerAPI.content(body, of: id, uploads: nil)
+        // Rich content was uploaded first (POST /content, PUT upload_url): parts name it.
+        let (parts, _) = try ServerAPI.content(body, of: id, uploads: try await referencedContent(body))
         try Self.check(
             try await engine.sendChannelMessage(
                 SendChannelMessage(messageID: id, channelID: channel, parts: parts), by: user))

@@ -125,7 +125,7 @@ public enum ContentEndpoint {
             guard upload.owner == user else {
                 throw ContentFailure(.forbidden, "content \(id) belongs to another user")
             }
-            guard try tx.read.contentReferences(id).isEmpty else {
+            guard try tx.read.contentReferences(id).isEmpty, try tx.read.channelContentReferences(id).isEmpty else {
                 throw ContentFailure(.forbidden, "a message references content \(id); it goes with its messages")
             }
             try tx.deleteUpload(id)

@@ -39,6 +39,13 @@ extension CommandContext {
                 try tx.read.channelMembers(of: message.channelID)
             }
             channelMessagesToDeliver.append((try tx.appendChannelMessage(message), members))
+            // Its rich content stays on the node that accepted it until this node fetches it
+            // (Protocol/CONTENT.md §9, as for a conversation's message).
+            for part in message.parts {
+                if case .external(let reference) = part.content {
+                    try tx.expectReplicatedContent(reference, owner: message.sender, at: now)
+                }
+            }
             return logged
         case .channelDeleted(let deletion):
             guard let members = try tx.deleteChannel(deletion.channelID) else { break }

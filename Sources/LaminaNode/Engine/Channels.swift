@@ -179,18 +179,13 @@ extension NodeEngine {
     }
 
     /// SEND_CHANNEL_MESSAGE: members only (a system sender, the Server API, to any live
-    /// channel); parts inline. One row written whatever the member count; every session of
-    /// the members online here gets it live (the sender's too: a device stores its channel
-    /// messages as they come, after the ACK).
-    func sendChannelMessage(_ f: SendChannelMessage, by user: UserID) async throws
+    /// channel); parts inline or referencing content the sender uploaded (or, with
+    /// `contentOwner`, the Server API's backend). One row written whatever the member count
+    /// (and one link per referenced content); every session of the members online here gets it
+    /// live (the sender's too: a device stores its channel messages as they come, after the ACK).
+    func sendChannelMessage(_ f: SendChannelMessage, by user: UserID, contentOwner: UserID? = nil) async throws
         -> ChannelOutcome
     {
-        for part in f.parts {
-            if case .external = part.content {
-                return .refused(
-                    WireError(.invalidArgument, "a channel message's parts are inline in this version (SPEC §6.8)"))
-            }
-        }
         let (outcome, delivery) = try await store.write {
             [self] tx -> (ChannelOutcome, (ChannelMessage, Set<UserID>)?) in
             if let sent = try tx.read.channelMessage(f.messageID) {
@@ -209,6 +204,11 @@ extension NodeEngine {
             // included); the in-memory list only whom this node delivers to live.
             guard try user.isSystemSender || tx.read.isChannelMember(user, of: f.channelID) else {
                 return (.refused(WireError(.notAParticipant, "\(user) is not a member of \(f.channelID)")), nil)
+            }
+            if let refused = try ChannelContentCheck.check(
+                f.parts, sender: user, contentOwner: contentOwner, in: tx.read)
+            {
+                return (.refused(refused), nil)
             }
             let message = ChannelMessage(
                 id: f.messageID, channelID: f.channelID, sender: user, sentAt: .now(), position: try nextHLC(),

@@ -435,6 +435,7 @@ extension NodeEngine {
         apply(effects, blocked: blocked)
         publish(changes)
         for (message, members) in deliveries { deliverLive(message, to: members) }
+        announceReplicatedChannels(changes, messages: deliveries.map(\.0))
         if operations.contains(where: \.referencesContent) { contentSignal.notify() }
         return VersionVector(vector)
     }
@@ -447,10 +448,16 @@ extension NodeEngine {
 }
 
 extension ReplicatedOperation {
-    /// A sent message with rich content (which this node then fetches from a peer).
+    /// A sent message, of a conversation or a channel, with rich content (which this node then
+    /// fetches from a peer).
     var referencesContent: Bool {
-        guard case .change(.messageCreated(let message)) = payload else { return false }
-        return message.parts.contains { if case .external = $0.content { true } else { false } }
+        let parts: [MessagePart]
+        switch payload {
+        case .change(.messageCreated(let message)): parts = message.parts
+        case .change(.channelMessage(let message)): parts = message.parts
+        default: return false
+        }
+        return parts.contains { if case .external = $0.content { true } else { false } }
     }
 }
 

@@ -120,6 +120,25 @@ extension NodeEngine {
         }
     }
 
+    /// Tells the other nodes sharing the store what a peer's channel operations changed here,
+    /// once they committed (they read the same rows but hold their own member lists and deliver
+    /// to their own members online): each message appended, each membership that changed (the
+    /// feed entries its user got say so), each deletion.
+    func announceReplicatedChannels(_ changes: [FeedChange], messages: [ChannelMessage]) {
+        guard store.isShared else { return }
+        var deleted: Set<ChannelID> = []
+        for change in changes {
+            switch change.event {
+            case .channelMembershipChanged(let c):
+                announceChannel(c.joined ? .joined(c.channelID, c.user) : .left(c.channelID, c.user))
+            case .channelDeleted(let d):
+                if deleted.insert(d.channelID).inserted { announceChannel(.deleted(d.channelID)) }
+            default: break
+            }
+        }
+        for message in messages { announceChannel(.message(message)) }
+    }
+
     /// Channel notices sent to and received from the other nodes sharing the store.
     public var sharedChannelNoticeCounts: (sent: Int, received: Int) {
         sharedChannelNotices.withLockedValue { ($0.sent, $0.received) }

@@ -106,16 +106,19 @@ extension ServerAPI {
     }
 
     /// POST /channels/:channel_id/messages: `sender` (a member's `user_id`, or a system sender's
-    /// `name`) and inline `parts`; 201 with the message.
+    /// `name`) and `parts` (inline, or `content` naming content the backend or the sender
+    /// uploaded, as a conversation's message); 201 with the message.
     func sendChannelMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let channel = try r.channelID()
         let id = MessageID(uuid: try r.requestID() ?? UUID())
         let body = try ServerAPIJSON.object(r.http.body)
         let sender = try Self.sender(body)
-        let (parts, _) = try Self.content(body, of: id)
+        // Rich content was uploaded first (POST /content), by the backend or the sender.
+        let (parts, _) = try Self.content(body, of: id, uploads: try await referencedContent(body))
         try Self.check(
             try await engine.sendChannelMessage(
-                SendChannelMessage(messageID: id, channelID: channel, parts: parts), by: sender))
+                SendChannelMessage(messageID: id, channelID: channel, parts: parts), by: sender,
+                contentOwner: Self.contentOwner))
         guard let stored = try await engine.store.read({ reader in try reader.channelMessage(id) }) else {
             throw ServerAPIError.internalError("the channel message was not stored")
         }

@@ -62,7 +62,8 @@ extension StorageTransaction {
     }
 
     /// Appends a message to the channel's log: moves the channel's head by one and writes the
-    /// message as one row at the new head, whatever the member count. Returns the message with
+    /// message as one row at the new head, whatever the member count (and one `channel_content`
+    /// row per content its parts reference). Returns the message with
     /// its `logSeq`. `.alreadyExists` when the id is taken (nothing written), `.notFound` when
     /// the channel is missing or deleted.
     package func appendChannelMessage(_ message: ChannelMessage) throws(StorageError) -> ChannelMessage {
@@ -92,13 +93,14 @@ extension StorageTransaction {
                 channel, head, Columns.blob(message.id.uuid), message.sender.rawValue,
                 message.sentAt.millisecondsSince1970, pp, pl, pn, Data(body),
             ])
+        try linkChannelContent(of: message)
         var stored = message
         stored.logSeq = UInt64(head)
         return stored
     }
 
     /// Deletes the channel for everyone: its messages and memberships go, its name is free, its
-    /// id stays taken. Returns the users who were members (in user id order); nil when it was
+    /// id stays taken. Its content links stay, so the next collection frees the content. Returns the users who were members (in user id order); nil when it was
     /// missing or deleted already.
     package func deleteChannel(_ channel: ChannelID) throws(StorageError) -> [UserID]? {
         let id = Columns.blob(channel.uuid)

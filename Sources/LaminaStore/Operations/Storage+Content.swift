@@ -126,11 +126,14 @@ package struct ContentReferenceRecord: Hashable, Sendable {
 }
 
 extension StorageTransaction {
-    /// Deletes an upload's record (its files are the caller's). True if there was one.
+    /// Deletes an upload's record (its files are the caller's), and the links of channel
+    /// messages to it (a channel message's content is gone with it). True if there was one.
     @discardableResult
     package func deleteUpload(_ id: ContentID) throws(StorageError) -> Bool {
         try db.run("DELETE FROM content_uploads WHERE content_id = ?", [Columns.blob(id.uuid)])
-        return db.changesCount == 1
+        let deleted = db.changesCount == 1
+        try unlinkChannelContent(id)
+        return deleted
     }
 }
 
@@ -175,13 +178,14 @@ extension StorageReader {
 
     /// Whether `user` may see a message that references the content (SPEC §6.1 visibility: a
     /// member sees all of the conversation, a removed participant what was positioned before the
-    /// removal; messages deleted for all participants do not count).
+    /// removal; messages deleted for all participants do not count), or is a member of a live
+    /// channel whose message references it (SPEC §6.8: members only).
     package func maySeeContent(_ id: ContentID, user: UserID) throws(StorageError) -> Bool {
         for reference in try contentReferences(id) where !reference.isDeleted {
             guard let state = try participantState(of: user, in: reference.conversation) else { continue }
             if state.isMember || reference.position < state.since { return true }
         }
-        return false
+        return try maySeeChannelContent(id, user: user)
     }
 
     /// Incomplete uploads not written since `cutoff`. Content a message references is never
@@ -190,7 +194,8 @@ extension StorageReader {
         try contentIDs(
             """
             SELECT u.content_id FROM content_uploads u WHERE u.state <> ? AND u.updated_at < ?
-            AND NOT EXISTS (SELECT 1 FROM message_parts p WHERE p.content_id = u.content_id) LIMIT ?
+            AND NOT EXISTS (SELECT 1 FROM message_parts p WHERE p.content_id = u.content_id)
+            AND NOT EXISTS (SELECT 1 FROM channel_content cc WHERE cc.content_id = u.content_id) LIMIT ?
             """,
             [Int64(UploadState.complete.rawValue), cutoff.millisecondsSince1970, limit])
     }
@@ -201,20 +206,26 @@ extension StorageReader {
         try contentIDs(
             """
             SELECT u.content_id FROM content_uploads u WHERE u.state = ? AND u.updated_at < ?
-            AND NOT EXISTS (SELECT 1 FROM message_parts p WHERE p.content_id = u.content_id) LIMIT ?
+            AND NOT EXISTS (SELECT 1 FROM message_parts p WHERE p.content_id = u.content_id)
+            AND NOT EXISTS (SELECT 1 FROM channel_content cc WHERE cc.content_id = u.content_id) LIMIT ?
             """,
             [Int64(UploadState.complete.rawValue), cutoff.millisecondsSince1970, limit])
     }
 
-    /// Content referenced only by messages deleted for all participants (or in deleted conversations).
+    /// Content referenced only by messages deleted for all participants (or in deleted
+    /// conversations) and by messages of deleted channels.
     package func contentOfDeletedMessages(limit: Int) throws(StorageError) -> [ContentID] {
         try contentIDs(
             """
             SELECT u.content_id FROM content_uploads u
-            WHERE EXISTS (SELECT 1 FROM message_parts p WHERE p.content_id = u.content_id)
+            WHERE (EXISTS (SELECT 1 FROM message_parts p WHERE p.content_id = u.content_id)
+                OR EXISTS (SELECT 1 FROM channel_content cc WHERE cc.content_id = u.content_id))
             AND NOT EXISTS (
                 SELECT 1 FROM message_parts p JOIN messages m ON m.id = p.message_id JOIN conversations c ON c.id = m.conversation_id
                 WHERE p.content_id = u.content_id AND m.deleted = 0 AND c.deleted = 0)
+            AND NOT EXISTS (
+                SELECT 1 FROM channel_content cc JOIN channels ch ON ch.id = cc.channel_id
+                WHERE cc.content_id = u.content_id AND ch.deleted = 0)
             LIMIT ?
             """,
             [limit])

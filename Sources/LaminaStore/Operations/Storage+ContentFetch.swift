@@ -38,9 +38,13 @@ extension StorageReader {
         let rows = try db.rows(
             """
             SELECT u.content_id,
-                (SELECT m.pos_node FROM message_parts p JOIN messages m ON m.id = p.message_id WHERE p.content_id = u.content_id LIMIT 1) AS origin
+                COALESCE(
+                    (SELECT m.pos_node FROM message_parts p JOIN messages m ON m.id = p.message_id WHERE p.content_id = u.content_id LIMIT 1),
+                    (SELECT m.pos_node FROM channel_content cc JOIN channel_messages m ON m.id = cc.message_id WHERE cc.content_id = u.content_id LIMIT 1)
+                ) AS origin
             FROM content_uploads u
-            WHERE u.state IN (?, ?) AND EXISTS (SELECT 1 FROM message_parts p WHERE p.content_id = u.content_id)
+            WHERE u.state IN (?, ?) AND (EXISTS (SELECT 1 FROM message_parts p WHERE p.content_id = u.content_id)
+                OR EXISTS (SELECT 1 FROM channel_content cc WHERE cc.content_id = u.content_id))
             LIMIT ?
             """,
             [Int64(UploadState.awaitingUpload.rawValue), Int64(UploadState.uploading.rawValue), limit])
@@ -54,9 +58,11 @@ extension StorageReader {
         return out
     }
 
-    /// Whether a message this node holds, not deleted for all participants, references the
-    /// content (a peer may fetch only such content).
+    /// Whether a message this node holds, not deleted for all participants, or a message of a
+    /// live channel references the content (a peer may fetch only such content).
     package func isContentReferenced(_ id: ContentID) throws(StorageError) -> Bool {
-        try contentReferences(id).contains { !$0.isDeleted }
+        if try contentReferences(id).contains(where: { !$0.isDeleted }) { return true }
+        return try channelContentReferences(id).contains { !$0.isDeleted }
     }
+
 }

@@ -80,6 +80,9 @@ enum StorageSchema {
         migrator.registerMigration(ChannelReplicationSchema.migration) { db in
             for statement in ChannelReplicationSchema.sqlite { try db.execute(sql: statement) }
         }
+        migrator.registerMigration(ChannelContentSchema.migration) { db in
+            for statement in ChannelContentSchema.sqlite { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
