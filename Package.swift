@@ -87,6 +87,7 @@ let package = Package(
                 "LaminaModel",
                 "LaminaWire",
                 "LaminaMerge",
+                "CLibpq",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -189,6 +190,8 @@ let package = Package(
         .target(name: "CAllocationCounter"),
         // OpenSSL 3 (libssl-dev) with a shim header for the macros Swift cannot call.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // libpq (libpq-dev): the PostgreSQL store's libpq driver (LaminaStore/PostgreSQL/Libpq*.swift).
+        .systemLibrary(name: "CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // libnghttp2 1.52 (libnghttp2-dev).
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // TLS (OpenSSL over memory BIOs) and HTTP/2 (nghttp2) as SwiftNIO handlers, both roles.
