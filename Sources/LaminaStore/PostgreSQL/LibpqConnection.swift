@@ -51,8 +51,10 @@ final class LibpqConnection {
         guard PQstatus(conn) == CONNECTION_OK else {
             let message = connection.errorMessage
             let lowered = message.lowercased()
+            // libpq reports the server's refusal as text only (no SQLSTATE for a failed connection).
             if lowered.contains("authentication failed") || lowered.contains("no pg_hba.conf entry")
                 || lowered.contains("password") && lowered.contains("not")
+                || lowered.contains("role \"") && lowered.contains("does not exist")
             {
                 throw StorageError(.authenticationFailed, "PostgreSQL refused the credentials: \(message)")
             }

@@ -33,15 +33,10 @@ final class PostgresReaderPool: @unchecked Sendable {
     /// Runs `body` on a reader thread, the caller waiting for it (start-up, tools, tests).
     func read<T>(_ body: (PostgresSession) throws -> T) throws -> T {
         try withoutActuallyEscaping(body) { body in
-            let box = UnsafeTransfer(body)
-            let outcome = OutcomeBox<T>()
-            let done = DispatchSemaphore(value: 0)
-            submit { reader in
-                outcome.value = Result { try reader.read(box.value) }
-                done.signal()
-            }
-            done.wait()
-            return try outcome.value!.get()
+            let call = SynchronousRead(body)
+            submit { reader in call.run(reader) }
+            call.done.wait()
+            return try call.outcome!.get()
         }
     }
 
@@ -179,12 +174,23 @@ final class PostgresReaderThread: @unchecked Sendable {
     }
 }
 
-/// A value handed to another thread that the caller waits for (it does not escape the wait).
-private struct UnsafeTransfer<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
+/// A read the caller waits for: its body is let go on the reader thread before the caller is
+/// woken (it must not outlive the caller's `withoutActuallyEscaping`).
+private final class SynchronousRead<T>: @unchecked Sendable {
+    private var body: ((PostgresSession) throws -> T)?
+    var outcome: Result<T, any Error>?
+    let done = DispatchSemaphore(value: 0)
 
-private final class OutcomeBox<T>: @unchecked Sendable {
-    var value: Result<T, any Error>?
+    init(_ body: @escaping (PostgresSession) throws -> T) {
+        self.body = body
+    }
+
+    func run(_ reader: PostgresReaderThread) {
+        do {
+            let body = self.body!
+            self.body = nil
+            outcome = Result { try reader.read(body) }
+        }
+        done.signal()
+    }
 }
