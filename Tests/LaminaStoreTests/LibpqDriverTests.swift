@@ -58,7 +58,10 @@ import Testing
         let ticket = wire.enqueue(
             .unnamed(
                 "SELECT count(*), sum(a), string_agg(b, ',' ORDER BY b), sum(length(c)), bool_and(d) FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::boolean[]) AS u(a, b, c, d)",
-                [.bigints([1, 2, 3]), .texts(["x", "y", "z"]), .byteas([Data(), Data([1]), Data([1, 2])]), .booleans([true, true, true])]))
+                [
+                    .bigints([1, 2, 3]), .texts(["x", "y", "z"]), .byteas([Data(), Data([1]), Data([1, 2])]),
+                    .booleans([true, true, true]),
+                ]))
         let result = try wire.result(ticket).get()
         #expect(result.rows.first == [.integer(3), .integer(6), .text("x,y,z"), .integer(3), .integer(1)])
         let empty = try wire.result(wire.enqueue(.unnamed("SELECT cardinality($1::bigint[])", [.bigints([])]))).get()

@@ -88,7 +88,9 @@ enum LibpqBinary {
 
     private static func load<T: FixedWidthInteger>(_ bytes: UnsafeRawBufferPointer, at offset: Int = 0) -> T {
         var value: T = 0
-        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + MemoryLayout<T>.size])) }
+        withUnsafeMutableBytes(of: &value) {
+            $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + MemoryLayout<T>.size]))
+        }
         return value
     }
 

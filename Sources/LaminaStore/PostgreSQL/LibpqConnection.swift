@@ -66,7 +66,8 @@ final class LibpqConnection {
         // Notices (a COMMIT outside a transaction, say) are not errors: not printed on stderr.
         PQsetNoticeProcessor(conn, { _, _ in }, nil)
         guard PQsetnonblocking(conn, 1) == 0 else {
-            throw StorageError(.databaseUnavailable, "libpq: cannot make the socket non-blocking: \(connection.errorMessage)")
+            throw StorageError(
+                .databaseUnavailable, "libpq: cannot make the socket non-blocking: \(connection.errorMessage)")
         }
         return connection
     }

@@ -79,8 +79,8 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
 
 }
 
-/// Which client library the PostgreSQL store runs on: `LAMINA_POSTGRES_DRIVER=libpq` or
-/// `postgres-nio` in the node's environment (both are in one binary, to compare them).
+/// Which client library the PostgreSQL store runs on: `LAMINA_POSTGRES_DRIVER=libpq` (the
+/// default) or `postgres-nio` in the node's environment (both are in one binary, to compare them).
 package enum PostgresDriver: String, Sendable, CaseIterable {
     /// postgres-nio (SwiftNIO; swift-nio-ssl and swift-crypto with it).
     case postgresNIO = "postgres-nio"
@@ -90,14 +90,10 @@ package enum PostgresDriver: String, Sendable, CaseIterable {
     /// The environment variable that chooses the driver.
     package static let environmentVariable = "LAMINA_POSTGRES_DRIVER"
 
-    /// The driver used when the environment names none.
-    package static var standard: PostgresDriver {
-        #if canImport(PostgresNIO)
-            return .postgresNIO
-        #else
-            return .libpq
-        #endif
-    }
+    /// The driver used when the environment names none: libpq (issue 34 item 5, decided by the
+    /// figures in POSTGRES.md: about half the node's CPU per message and twice the messages per
+    /// second of postgres-nio in one run).
+    package static var standard: PostgresDriver { .libpq }
 
     /// The driver the environment names (`standard` when it names none); nil for a name that is
     /// not a driver of this build.
