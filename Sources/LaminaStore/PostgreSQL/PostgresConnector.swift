@@ -2,11 +2,6 @@ import Atomics
 import Foundation
 import Logging
 
-#if canImport(PostgresNIO)
-    import NIOCore
-    import NIOPosix
-#endif
-
 /// Where a PostgreSQL store lives: `postgres://user[:password]@host[:port]/database`, or a
 /// unix socket directory with `?host=/path/to/dir` (libpq's convention; the socket is
 /// `<dir>/.s.PGSQL.<port>`), and TLS with `?sslmode=require` (or `verify-ca`, `verify-full`:
@@ -79,11 +74,10 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
 
 }
 
-/// Which client library the PostgreSQL store runs on: `LAMINA_POSTGRES_DRIVER=libpq` (the
-/// default) or `postgres-nio` in the node's environment (both are in one binary, to compare them).
+/// Which client library the PostgreSQL store runs on (`LAMINA_POSTGRES_DRIVER` in the node's
+/// environment). libpq only since issue 34 item 5 (POSTGRES.md: "The driver"); postgres-nio,
+/// the other driver measured, was removed with its dependencies.
 package enum PostgresDriver: String, Sendable, CaseIterable {
-    /// postgres-nio (SwiftNIO; swift-nio-ssl and swift-crypto with it).
-    case postgresNIO = "postgres-nio"
     /// libpq (libpq-dev, the system OpenSSL): pipeline mode, each connection driven by its own thread.
     case libpq
 
@@ -101,11 +95,7 @@ package enum PostgresDriver: String, Sendable, CaseIterable {
         -> PostgresDriver?
     {
         guard let name = environment[environmentVariable], !name.isEmpty else { return standard }
-        guard let driver = PostgresDriver(rawValue: name) else { return nil }
-        #if !canImport(PostgresNIO)
-            if driver == .postgresNIO { return nil }
-        #endif
-        return driver
+        return PostgresDriver(rawValue: name)
     }
 }
 
@@ -119,11 +109,6 @@ final class PostgresConnector: Sendable {
     let reconnectWindow: Duration
     /// The client library (nil: the environment named none of this build's).
     let driver: PostgresDriver?
-    #if canImport(PostgresNIO)
-        private let group: MultiThreadedEventLoopGroup?
-    #endif
-    private let logger: Logger
-    private let ids = ManagedAtomicCounter()
     /// Whether the server is known to be unreachable (so each outage is logged once).
     private let outage = ManagedAtomic(false)
     /// Statements, pool use and notifications of every connection of this store.
@@ -137,12 +122,6 @@ final class PostgresConnector: Sendable {
         self.syncsCommits = syncsCommits
         self.reconnectWindow = reconnectWindow
         self.driver = driver
-        #if canImport(PostgresNIO)
-            self.group = driver == .postgresNIO ? MultiThreadedEventLoopGroup(numberOfThreads: 1) : nil
-        #endif
-        var logger = Logger(label: "lamina.storage.postgres")
-        logger.logLevel = .warning
-        self.logger = logger
     }
 
     /// One connection of the configured driver (no settings applied).
@@ -151,12 +130,6 @@ final class PostgresConnector: Sendable {
             switch driver {
             case .libpq:
                 return try LibpqWire(LibpqConnection.connect(location))
-            case .postgresNIO:
-                #if canImport(PostgresNIO)
-                    return try PostgresNIODriver.connect(location, on: group!.next(), id: ids.next(), logger: logger)
-                #else
-                    fallthrough
-                #endif
             case nil:
                 throw StorageError(
                     .invalidArgument,
@@ -222,12 +195,10 @@ final class PostgresConnector: Sendable {
 
     private let shutDown = ManagedAtomic(false)
 
-    /// Stops the connections' event loop (once; without blocking the caller).
+    /// Marks the connector shut down (once; without blocking the caller). libpq's connections
+    /// need nothing more: each is closed by its owner.
     func shutdown() {
-        guard !shutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        #if canImport(PostgresNIO)
-            group?.shutdownGracefully { _ in }
-        #endif
+        _ = shutDown.exchange(true, ordering: .acquiringAndReleasing)
     }
 }
 

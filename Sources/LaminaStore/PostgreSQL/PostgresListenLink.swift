@@ -25,16 +25,10 @@ protocol PostgresListenLink: AnyObject, Sendable {
 extension PostgresConnector {
     /// A listening connection of the configured driver, set up as the store's connections are.
     func listenLink() throws(StorageError) -> any PostgresListenLink {
-        switch driver {
-        case .libpq:
-            return try LibpqListenLink(connector: self)
-        default:
-            #if canImport(PostgresNIO)
-                return PostgresNIOListenLink(try connect())
-            #else
-                _ = try openWire()  // names the configuration error
-                throw StorageError(.invalidArgument, "no PostgreSQL driver")
-            #endif
+        guard driver == .libpq else {
+            _ = try openWire()  // names the configuration error
+            throw StorageError(.invalidArgument, "no PostgreSQL driver")
         }
+        return try LibpqListenLink(connector: self)
     }
 }
