@@ -2,7 +2,7 @@ import Foundation
 import LaminaModel
 
 /// The PostgreSQL backend of `SQLSession`: one connection, used by one thread at a time (the
-/// writer, or one read), over a driver (`PostgresWire`: postgres-nio or libpq). Calls block
+/// writer, or one read), over a driver (`PostgresWire`: libpq). Calls block
 /// until the server answers: never call it on an event loop. Statements are translated from
 /// the storage's SQL (`?` placeholders, `INSERT OR IGNORE`) once per connection, and each is
 /// prepared on the connection on first use (parsed and planned once, not each time; see

@@ -78,8 +78,9 @@ struct PostgresResult {
 }
 
 /// The seam between the store's PostgreSQL session (`PostgresSession`: statements, prepared
-/// names, the held-back batch, deferred errors, counters) and a driver: postgres-nio
-/// (`PostgresNIOWire`) or libpq (`LibpqWire`). One connection, used by one thread at a time.
+/// names, the held-back batch, deferred errors, counters) and a driver: libpq (`LibpqWire`;
+/// postgres-nio's was removed after the comparison in POSTGRES.md). One connection, used by one
+/// thread at a time.
 /// Statements run in the order they are queued; each has a ticket, and waiting for a ticket's
 /// result means every statement queued before it has finished.
 protocol PostgresWire: AnyObject {
