@@ -33,7 +33,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
         // `swift package generate-documentation --target LaminaClient` (DocC; .ci/run builds it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // The node's parts as services of one ServiceGroup (ordered start, graceful shutdown).
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
@@ -87,9 +86,9 @@ let package = Package(
                 "LaminaModel",
                 "LaminaWire",
                 "LaminaMerge",
+                "CLibpq",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -189,6 +188,8 @@ let package = Package(
         .target(name: "CAllocationCounter"),
         // OpenSSL 3 (libssl-dev) with a shim header for the macros Swift cannot call.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // libpq (libpq-dev): the PostgreSQL store's libpq driver (LaminaStore/PostgreSQL/Libpq*.swift).
+        .systemLibrary(name: "CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // libnghttp2 1.52 (libnghttp2-dev).
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // TLS (OpenSSL over memory BIOs) and HTTP/2 (nghttp2) as SwiftNIO handlers, both roles.

@@ -86,7 +86,9 @@ package final class NodeStore: Sendable {
             writerConnection = SQLiteWriterConnection(pool: pool)
             self.path = path
         case .postgres(let place):
-            let connector = PostgresConnector(location: place, syncsCommits: configuration.syncsCommits)
+            let connector = PostgresConnector(
+                location: place, syncsCommits: configuration.syncsCommits,
+                driver: configuration.postgresDriver ?? PostgresDriver.configured())
             let session: PostgresSession
             var opened: PostgresSession?
             do throws(StorageError) {
@@ -347,14 +349,10 @@ package final class NodeStore: Sendable {
                 }
             }
         case .postgres(_, let readers):
-            Self.readQueue.async {
-                completion(Result(catching: { try readers.read { session in try body(StorageReader(db: session)) } }))
-            }
+            // On a reader thread of the pool, which drives its own connection.
+            readers.read({ session in try body(StorageReader(db: session)) }, completion: completion)
         }
     }
-
-    /// Where PostgreSQL reads wait for their connection and their answers (they block).
-    private static let readQueue = DispatchQueue(label: "lamina.storage.postgres.readers", attributes: .concurrent)
 
     /// Stops taking writes, commits everything queued, stops the writer and closes the database.
     /// Must not be called from a write's completion (the writer thread); that is refused.

@@ -27,6 +27,9 @@ package struct StorageConfiguration: Sendable, Hashable {
     /// Always true for a node: it acknowledges only what survives a crash. False only for
     /// tests of decisions, not durability, that would otherwise wait on fsync.
     package var syncsCommits: Bool = true
+    /// PostgreSQL: the client library (nil: `LAMINA_POSTGRES_DRIVER` in the environment, else
+    /// `PostgresDriver.standard`).
+    package var postgresDriver: PostgresDriver?
     /// Group commit: a group commits at most once per this many microseconds, unless
     /// `groupCommitTarget` commands wait (0: commit whenever a command waits). One synced
     /// commit costs the machine far more than one command (on a virtual disk an fsync is

@@ -12,6 +12,10 @@ package enum StorageThreadName {
     package static let completions = "lamina-complete"
     /// The PostgreSQL store's LISTEN connection.
     package static let listener = "lamina-pglisten"
+    /// The libpq listening connection's own thread (notifications and the statements sent on it).
+    package static let notifications = "lamina-pgnotify"
+    /// A reader thread of the PostgreSQL store's pool (numbered from 1: `lamina-pgread1`).
+    package static let reader = "lamina-pgread"
     /// The longest thread name Linux keeps.
     package static let maxBytes = 15
     static let all = [writer, completions, listener]

@@ -1,14 +1,11 @@
 import Atomics
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
-import NIOCore
-import NIOPosix
-import PostgresNIO
 
 /// Where a PostgreSQL store lives: `postgres://user[:password]@host[:port]/database`, or a
 /// unix socket directory with `?host=/path/to/dir` (libpq's convention; the socket is
-/// `<dir>/.s.PGSQL.<port>`).
+/// `<dir>/.s.PGSQL.<port>`), and TLS with `?sslmode=require` (or `verify-ca`, `verify-full`:
+/// libpq's modes, through the system OpenSSL; the libpq driver only).
 package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     package var user: String
     package var password: String?
@@ -17,6 +14,11 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     package var database: String
     /// A unix socket directory, when connecting through one.
     package var socketDirectory: String?
+    /// libpq's `sslmode` when the URL names one (none: no TLS).
+    package var sslMode: String?
+
+    /// The `sslmode`s a URL may name (libpq's).
+    static let sslModes: Set<String> = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]
 
     package init(
         user: String, password: String? = nil, host: String = "127.0.0.1", port: Int = 5432, database: String,
@@ -44,6 +46,12 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
                 "a PostgreSQL store URL names a user and a database: postgres://user@host[:port]/database, got \(url)")
         }
         let socket = parts.queryItems?.first { $0.name == "host" }?.value
+        let sslMode = parts.queryItems?.first { $0.name == "sslmode" }?.value
+        if let sslMode, !Self.sslModes.contains(sslMode) {
+            throw StorageError(
+                .invalidArgument,
+                "sslmode is one of \(Self.sslModes.sorted().joined(separator: ", ")), got \(sslMode) in \(url)")
+        }
         let port = parts.port ?? 5432
         guard (1...65_535).contains(port) else {
             throw StorageError(.invalidArgument, "port out of range in \(url)")
@@ -52,22 +60,42 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             user: user.removingPercentEncoding ?? user, password: parts.password?.removingPercentEncoding,
             host: parts.host.flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1", port: port,
             database: database, socketDirectory: socket)
+        self.sslMode = sslMode
     }
 
     /// The URL without the password.
     package var description: String {
-        let place = socketDirectory.map { "?host=\($0)" } ?? ""
+        var items: [String] = []
+        if let socketDirectory { items.append("host=\(socketDirectory)") }
+        if let sslMode { items.append("sslmode=\(sslMode)") }
+        let place = items.isEmpty ? "" : "?" + items.joined(separator: "&")
         return "postgres://\(user)@\(host):\(port)/\(database)\(place)"
     }
 
-    var configuration: PostgresConnection.Configuration {
-        if let socketDirectory {
-            return PostgresConnection.Configuration(
-                unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)", username: user, password: password,
-                database: database)
-        }
-        return PostgresConnection.Configuration(
-            host: host, port: port, username: user, password: password, database: database, tls: .disable)
+}
+
+/// Which client library the PostgreSQL store runs on (`LAMINA_POSTGRES_DRIVER` in the node's
+/// environment). libpq only since issue 34 item 5 (POSTGRES.md: "The driver"); postgres-nio,
+/// the other driver measured, was removed with its dependencies.
+package enum PostgresDriver: String, Sendable, CaseIterable {
+    /// libpq (libpq-dev, the system OpenSSL): pipeline mode, each connection driven by its own thread.
+    case libpq
+
+    /// The environment variable that chooses the driver.
+    package static let environmentVariable = "LAMINA_POSTGRES_DRIVER"
+
+    /// The driver used when the environment names none: libpq (issue 34 item 5, decided by the
+    /// figures in POSTGRES.md: about half the node's CPU per message and twice the messages per
+    /// second of postgres-nio in one run).
+    package static var standard: PostgresDriver { .libpq }
+
+    /// The driver the environment names (`standard` when it names none); nil for a name that is
+    /// not a driver of this build.
+    package static func configured(_ environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> PostgresDriver?
+    {
+        guard let name = environment[environmentVariable], !name.isEmpty else { return standard }
+        return PostgresDriver(rawValue: name)
     }
 }
 
@@ -79,39 +107,47 @@ final class PostgresConnector: Sendable {
     let syncsCommits: Bool
     /// How long a connection is retried before a command fails with `.databaseUnavailable`.
     let reconnectWindow: Duration
-    private let group: MultiThreadedEventLoopGroup
-    private let logger: Logger
-    private let ids = ManagedAtomicCounter()
+    /// The client library (nil: the environment named none of this build's).
+    let driver: PostgresDriver?
     /// Whether the server is known to be unreachable (so each outage is logged once).
     private let outage = ManagedAtomic(false)
     /// Statements, pool use and notifications of every connection of this store.
     let counters = PostgresCounters()
 
-    init(location: PostgresLocation, syncsCommits: Bool, reconnectWindow: Duration = .seconds(30)) {
+    init(
+        location: PostgresLocation, syncsCommits: Bool, reconnectWindow: Duration = .seconds(30),
+        driver: PostgresDriver? = PostgresDriver.configured()
+    ) {
         self.location = location
         self.syncsCommits = syncsCommits
         self.reconnectWindow = reconnectWindow
-        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        var logger = Logger(label: "lamina.storage.postgres")
-        logger.logLevel = .warning
-        self.logger = logger
+        self.driver = driver
     }
 
-    /// One attempt.
-    func connect() throws(StorageError) -> PostgresSession {
-        let connection: PostgresConnection
-        do {
-            connection = try PostgresConnection.connect(
-                on: group.next(), configuration: location.configuration, id: ids.next(), logger: logger
-            ).wait()
+    /// One connection of the configured driver (no settings applied).
+    func openWire() throws(StorageError) -> any PostgresWire {
+        do throws(StorageError) {
+            switch driver {
+            case .libpq:
+                return try LibpqWire(LibpqConnection.connect(location))
+            case nil:
+                throw StorageError(
+                    .invalidArgument,
+                    "\(PostgresDriver.environmentVariable) names a PostgreSQL driver this build does not have (\(PostgresDriver.allCases.map(\.rawValue).joined(separator: ", ")))"
+                )
+            }
         } catch {
-            var mapped = PostgresErrors.storageError(error)
+            var mapped = error
             if mapped.code == .databaseUnavailable {
                 mapped.reason = "cannot connect to PostgreSQL at \(location): \(mapped.reason)"
             }
             throw mapped
         }
-        let session = PostgresSession(connection, logger: logger, counters: counters)
+    }
+
+    /// One attempt.
+    func connect() throws(StorageError) -> PostgresSession {
+        let session = PostgresSession(try openWire(), counters: counters)
         let wanted = syncsCommits ? "on" : "off"
         do throws(StorageError) {
             try session.run("SET synchronous_commit = \(wanted)")
@@ -122,7 +158,7 @@ final class PostgresConnector: Sendable {
                     .openFailed, "PostgreSQL refused synchronous_commit = \(wanted) (got \(actual ?? "nothing"))")
             }
         } catch {
-            try? connection.close().wait()
+            session.wire.close()
             throw error
         }
         if outage.exchange(false, ordering: .acquiringAndReleasing) {
@@ -154,134 +190,15 @@ final class PostgresConnector: Sendable {
     }
 
     func close(_ session: PostgresSession) {
-        try? session.connection.close().wait()
+        session.wire.close()
     }
 
     private let shutDown = ManagedAtomic(false)
 
-    /// Stops the connections' event loop (once; without blocking the caller).
+    /// Marks the connector shut down (once; without blocking the caller). libpq's connections
+    /// need nothing more: each is closed by its owner.
     func shutdown() {
-        guard !shutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        group.shutdownGracefully { _ in }
-    }
-}
-
-/// The read connections: at most `size`, each used by one read at a time, opened on demand
-/// and replaced when one breaks. Each read runs in a read-only snapshot transaction.
-final class PostgresReaderPool: @unchecked Sendable {
-    private let connector: PostgresConnector
-    private let size: Int
-    // Guarded by `condition`.
-    private let condition = NSCondition()
-    private var idle: [PostgresSession] = []
-    private var open = 0
-    private var closed = false
-
-    init(connector: PostgresConnector, size: Int) {
-        self.connector = connector
-        self.size = size
-        connector.counters.update { $0.readerPoolSize = size }
-    }
-
-    func read<T>(_ body: (PostgresSession) throws -> T) throws -> T {
-        var retried = false
-        while true {
-            let (session, reused) = try checkOut()
-            connector.counters.update { $0.readersInUse += 1 }
-            var result: Result<T, any Error>
-            do {
-                // BEGIN and COMMIT are not waited for: BEGIN goes with the read's first
-                // statement, COMMIT is settled by the connection's next use (a read-only
-                // transaction's COMMIT fails only with its connection).
-                try session.sendWithoutWaiting("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                result = .success(try body(session))
-                try session.sendWithoutWaiting("COMMIT", now: true)
-            } catch {
-                result = .failure(error)
-                if !session.isBroken { _ = try? session.run("ROLLBACK") }
-            }
-            connector.counters.update { $0.readersInUse -= 1 }
-            checkIn(session)
-            // An idle connection the server closed meanwhile (a restart, another node's
-            // administrator): the read fails on it and runs once more on a new connection
-            // (a read changes nothing: running it again is safe).
-            if case .failure = result, reused, !retried, session.isBroken {
-                retried = true
-                continue
-            }
-            return try result.get()
-        }
-    }
-
-    /// A connection for one read, and whether it was used before (idle in the pool).
-    private func checkOut() throws(StorageError) -> (PostgresSession, reused: Bool) {
-        condition.lock()
-        if idle.isEmpty, open >= size, !closed {
-            // Every read connection is busy: count the wait and how long it lasts.
-            let started = ContinuousClock.now
-            while idle.isEmpty, open >= size, !closed { condition.wait() }
-            let waited = ContinuousClock.now - started
-            connector.counters.update {
-                $0.poolWaits += 1
-                $0.poolWaitMicroseconds +=
-                    Int(waited.components.seconds) * 1_000_000 + Int(waited.components.attoseconds / 1_000_000_000_000)
-            }
-        }
-        if closed {
-            condition.unlock()
-            throw StorageError(.closed, "the store is closed")
-        }
-        while let session = idle.popLast() {
-            if session.isBroken {
-                // Closed while idle (the server restarted, say): replace it.
-                open -= 1
-                connector.close(session)
-                continue
-            }
-            condition.unlock()
-            return (session, true)
-        }
-        open += 1
-        condition.unlock()
-        do throws(StorageError) {
-            return (try connector.connectWithBackoff(), false)
-        } catch {
-            condition.lock()
-            open -= 1
-            condition.signal()
-            condition.unlock()
-            throw error
-        }
-    }
-
-    private func checkIn(_ session: PostgresSession) {
-        condition.lock()
-        if session.isBroken || closed {
-            open -= 1
-            condition.unlock()
-            connector.close(session)
-        } else {
-            idle.append(session)
-            condition.unlock()
-        }
-        condition.lock()
-        condition.signal()
-        condition.unlock()
-    }
-
-    /// Closes the idle connections; `waiting: false` does not wait for them to close (from a
-    /// deinit, which may run on an event loop, where waiting is refused).
-    func close(waiting: Bool = true) {
-        condition.lock()
-        closed = true
-        let sessions = idle
-        idle.removeAll()
-        open -= sessions.count
-        condition.broadcast()
-        condition.unlock()
-        for session in sessions {
-            if waiting { connector.close(session) } else { session.connection.close().whenComplete { _ in } }
-        }
+        _ = shutDown.exchange(true, ordering: .acquiringAndReleasing)
     }
 }
 

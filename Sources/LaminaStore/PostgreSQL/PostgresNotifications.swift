@@ -1,8 +1,6 @@
 import Foundation
 import LaminaModel
 import Logging
-import NIOCore
-import PostgresNIO
 
 /// The `LISTEN`/`NOTIFY` channels nodes sharing one PostgreSQL database use.
 package enum NotificationChannel {
@@ -130,7 +128,7 @@ final class PostgresListener: @unchecked Sendable {
     private let logger = Logger(label: "lamina.storage.listen")
     // Guarded by `condition`.
     private let condition = NSCondition()
-    private var session: PostgresSession?
+    private var link: (any PostgresListenLink)?
     private var stopped = false
     private var started = false
     private var failure: String? = "not connected yet"
@@ -183,14 +181,10 @@ final class PostgresListener: @unchecked Sendable {
         let payload = "\(origin)\n\(body)"
         guard payload.utf8.count <= NotificationChannel.maxPayloadBytes else { return }
         condition.lock()
-        let connection = session?.connection
+        let link = link
         condition.unlock()
-        guard let connection, !connection.isClosed else { return }
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(payload)
-        let query = PostgresQuery(
-            unsafeSQL: "SELECT pg_notify('\(NotificationChannel.ephemeral)', $1)", binds: bindings)
-        connection.queryIfOpen(query, logger: logger).whenComplete { _ in }
+        guard let link, !link.isClosed else { return }
+        link.send("SELECT pg_notify('\(NotificationChannel.ephemeral)', $1)", [.text(payload)], completion: nil)
         connector.counters.update { $0.ephemeralNotificationsSent += 1 }
     }
 
@@ -216,13 +210,12 @@ final class PostgresListener: @unchecked Sendable {
     /// connected: the holder's idle poll finds them).
     func wakeOutbox(_ lease: OutboxLease) {
         condition.lock()
-        let connection = session?.connection
+        let link = link
         condition.unlock()
-        guard let connection, !connection.isClosed else { return }
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append("\(origin)\n\(lease.rawValue) queued")
-        let query = PostgresQuery(unsafeSQL: "SELECT pg_notify('\(NotificationChannel.outbox)', $1)", binds: bindings)
-        connection.queryIfOpen(query, logger: logger).whenComplete { _ in }
+        guard let link, !link.isClosed else { return }
+        link.send(
+            "SELECT pg_notify('\(NotificationChannel.outbox)', $1)", [.text("\(origin)\n\(lease.rawValue) queued")],
+            completion: nil)
         connector.counters.update { $0.outboxWakesSent += 1 }
     }
 
@@ -239,9 +232,9 @@ final class PostgresListener: @unchecked Sendable {
         let chosen = stillLive.map { check in devices.filter { !check($0.user, $0.device) } } ?? devices
         guard !chosen.isEmpty else { return }
         condition.lock()
-        let connection = session?.connection
+        let link = link
         condition.unlock()
-        guard let connection, !connection.isClosed else { return }
+        guard let link, !link.isClosed else { return }
         let sql =
             live
             ? """
@@ -255,12 +248,9 @@ final class PostgresListener: @unchecked Sendable {
             """
         for start in stride(from: 0, to: chosen.count, by: Self.presenceBatch) {
             let batch = chosen[start..<min(start + Self.presenceBatch, chosen.count)]
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(batch.map(\.user.rawValue))
-            bindings.append(batch.map(\.device))
-            connection.queryIfOpen(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).whenFailure {
-                [logger] error in
-                logger.debug("presence not recorded", metadata: ["error": "\(String(reflecting: error))"])
+            link.send(sql, [.texts(batch.map(\.user.rawValue)), .texts(batch.map(\.device))]) { [logger] error in
+                guard let error else { return }
+                logger.debug("presence not recorded", metadata: ["error": "\(error.reason)"])
             }
         }
     }
@@ -281,26 +271,24 @@ final class PostgresListener: @unchecked Sendable {
     func stop() {
         condition.lock()
         stopped = true
-        let current = session
+        let current = link
         let released = held
         let told = released.compactMap { observers[$0] }
         held = []
         condition.broadcast()
         condition.unlock()
         for observer in told { observer.held(false) }
-        guard let connection = current?.connection else { return }
-        guard !released.isEmpty, !connection.isClosed else {
-            connection.close().whenComplete { _ in }
+        guard let current else { return }
+        guard !released.isEmpty, !current.isClosed else {
+            current.close()
             return
         }
         // The leases go with the connection; unlocked and announced first, so another node
         // takes them at once instead of at its next retry.
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append("\(origin)\n\(released.map(\.rawValue).sorted().joined(separator: ",")) released")
-        let query = PostgresQuery(
-            unsafeSQL: "SELECT pg_advisory_unlock_all(), pg_notify('\(NotificationChannel.outbox)', $1)",
-            binds: bindings)
-        connection.queryIfOpen(query, logger: logger).whenComplete { _ in connection.close().whenComplete { _ in } }
+        current.send(
+            "SELECT pg_advisory_unlock_all(), pg_notify('\(NotificationChannel.outbox)', $1)",
+            [.text("\(origin)\n\(released.map(\.rawValue).sorted().joined(separator: ",")) released")]
+        ) { _ in current.close() }
     }
 
     /// Waits (at most `timeout`) until the listening thread has ended: before the
@@ -327,9 +315,9 @@ final class PostgresListener: @unchecked Sendable {
                 return
             }
             condition.unlock()
-            let opened: PostgresSession
+            let opened: any PostgresListenLink
             do throws(StorageError) {
-                opened = try connector.connect()
+                opened = try connector.listenLink()
             } catch {
                 condition.lock()
                 failure = error.reason
@@ -342,72 +330,81 @@ final class PostgresListener: @unchecked Sendable {
             condition.lock()
             guard !stopped else {
                 condition.unlock()
-                connector.close(opened)
+                opened.close()
                 return
             }
-            session = opened
+            link = opened
             condition.unlock()
             let origin = origin
             let counters = connector.counters
-            opened.connection.addListener(channel: NotificationChannel.feed) { _, message in
-                // Its own (most of them on a busy node) are skipped before anything is decoded.
-                guard message.payload.prefix(while: { $0 != "\n" }) != origin,
-                    let (_, notification) = FeedPayloads.decode(message.payload)
-                else { return }
-                let lag = notification.sentAtMicroseconds.map { Int64(Date().timeIntervalSince1970 * 1_000_000) - $0 }
-                counters.update {
-                    $0.feedNotificationsReceived += 1
-                    $0.feedEntriesReceived += notification.entries.count
-                    $0.feedHeadsReceived += notification.heads.count
-                    if let lag, lag >= 0 {
-                        $0.feedNotificationLagMicroseconds += Int(lag)
-                        $0.feedNotificationsTimed += 1
+            let channels = [
+                NotificationChannel.feed, NotificationChannel.ephemeral, NotificationChannel.webhooks,
+                NotificationChannel.outbox,
+            ]
+            opened.listen(channels) { [weak self] channel, payload in
+                switch channel {
+                case NotificationChannel.feed:
+                    // Its own (most of them on a busy node) are skipped before anything is decoded.
+                    guard payload.prefix(while: { $0 != "\n" }) != origin,
+                        let (_, notification) = FeedPayloads.decode(payload)
+                    else { return }
+                    let lag = notification.sentAtMicroseconds.map {
+                        Int64(Date().timeIntervalSince1970 * 1_000_000) - $0
                     }
-                }
-                if let entries = handlers.entries {
-                    entries(notification)
-                } else {
-                    handlers.feeds(notification.highest)
+                    counters.update {
+                        $0.feedNotificationsReceived += 1
+                        $0.feedEntriesReceived += notification.entries.count
+                        $0.feedHeadsReceived += notification.heads.count
+                        if let lag, lag >= 0 {
+                            $0.feedNotificationLagMicroseconds += Int(lag)
+                            $0.feedNotificationsTimed += 1
+                        }
+                    }
+                    if let entries = handlers.entries {
+                        entries(notification)
+                    } else {
+                        handlers.feeds(notification.highest)
+                    }
+                case NotificationChannel.ephemeral:
+                    guard let newline = payload.firstIndex(of: "\n"), payload[..<newline] != origin else {
+                        return
+                    }
+                    counters.update { $0.ephemeralNotificationsReceived += 1 }
+                    handlers.ephemeral(String(payload[payload.index(after: newline)...]))
+                case NotificationChannel.webhooks:
+                    counters.update { $0.webhookChangesReceived += 1 }
+                    self?.subscriptionsChanged()
+                case NotificationChannel.outbox:
+                    guard let self else { return }
+                    let lines = payload.split(separator: "\n", maxSplits: 1)
+                    guard lines.count == 2, lines[0] != origin else { return }
+                    let words = lines[1].split(separator: " ")
+                    guard words.count == 2 else { return }
+                    let leases = words[0].split(separator: ",").compactMap { OutboxLease(rawValue: String($0)) }
+                    if words[1] == "queued" {
+                        counters.update { $0.outboxWakesReceived += 1 }
+                        for lease in leases where self.holds(lease) { self.observer(lease)?.wake() }
+                    } else {
+                        self.pokeLeases()
+                    }
+                default:
+                    break
                 }
             }
-            opened.connection.addListener(channel: NotificationChannel.ephemeral) { _, message in
-                guard let newline = message.payload.firstIndex(of: "\n"), message.payload[..<newline] != origin else {
-                    return
-                }
-                counters.update { $0.ephemeralNotificationsReceived += 1 }
-                handlers.ephemeral(String(message.payload[message.payload.index(after: newline)...]))
-            }
-            opened.connection.addListener(channel: NotificationChannel.webhooks) { [weak self] _, _ in
-                counters.update { $0.webhookChangesReceived += 1 }
-                self?.subscriptionsChanged()
-            }
-            opened.connection.addListener(channel: NotificationChannel.outbox) { [weak self] _, message in
-                guard let self else { return }
-                let lines = message.payload.split(separator: "\n", maxSplits: 1)
-                guard lines.count == 2, lines[0] != origin else { return }
-                let words = lines[1].split(separator: " ")
-                guard words.count == 2 else { return }
-                let leases = words[0].split(separator: ",").compactMap { OutboxLease(rawValue: String($0)) }
-                if words[1] == "queued" {
-                    counters.update { $0.outboxWakesReceived += 1 }
-                    for lease in leases where self.holds(lease) { self.observer(lease)?.wake() }
-                } else {
-                    self.pokeLeases()
-                }
-            }
-            opened.connection.closeFuture.whenComplete { [weak self] _ in self?.pokeLeases() }
+            opened.onClose { [weak self] in self?.pokeLeases() }
             // Statements on a connection run in order: once this returns, the LISTENs did.
             do throws(StorageError) {
-                let pid = try opened.int64("SELECT CAST(pg_backend_pid() AS BIGINT)")
+                let pid = try opened.int64("SELECT CAST(pg_backend_pid() AS BIGINT)", [])
                 condition.lock()
                 listeningPID = pid
                 condition.unlock()
             } catch {
                 condition.lock()
                 failure = error.reason
-                session = nil
+                link = nil
                 condition.unlock()
-                connector.close(opened)
+                opened.close()
+                opened.waitUntilClosed()
                 continue
             }
             condition.lock()
@@ -415,11 +412,11 @@ final class PostgresListener: @unchecked Sendable {
             condition.unlock()
             // Rows of listening connections that are gone (a node killed, or this one's previous
             // connection) are let go; this node's sessions are registered again by `connected`.
-            try? opened.run(
+            _ = try? opened.int64(
                 """
                 DELETE FROM live_devices l WHERE NOT EXISTS
                     (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.backend_pid AND a.backend_start = l.backend_start)
-                """)
+                """, [])
             counters.update { $0.listenerConnects += 1 }
             handlers.connected()
             // Every observer reads the subscriptions once now; one added later, once when added.
@@ -430,9 +427,9 @@ final class PostgresListener: @unchecked Sendable {
             for reload in reloads { reload() }
             holdLeases(on: opened)
             // Closed, or closing (`stop` closes it after letting its leases go).
-            try? opened.connection.closeFuture.wait()
+            opened.waitUntilClosed()
             condition.lock()
-            session = nil
+            link = nil
             let lost = held
             held = []
             condition.unlock()
@@ -470,10 +467,10 @@ final class PostgresListener: @unchecked Sendable {
     /// While `opened` is up: tries to take the leases this node does not hold (at once, then
     /// every `OutboxLease.retryInterval` or when poked); returns when the connection closed
     /// or the listener stopped. The leases are then lost (the caller tells the observers).
-    private func holdLeases(on opened: PostgresSession) {
+    private func holdLeases(on opened: any PostgresListenLink) {
         while true {
             condition.lock()
-            if stopped || opened.connection.isClosed {
+            if stopped || opened.isClosed {
                 condition.unlock()
                 return
             }
@@ -488,7 +485,8 @@ final class PostgresListener: @unchecked Sendable {
                 let taken: Bool
                 do throws(StorageError) {
                     taken =
-                        try opened.int64("SELECT CASE WHEN pg_try_advisory_lock(?) THEN 1 ELSE 0 END", [lease.key]) == 1
+                        try opened.int64(
+                            "SELECT CASE WHEN pg_try_advisory_lock($1) THEN 1 ELSE 0 END", [.bigint(lease.key)]) == 1
                 } catch {
                     break  // the connection failed: the loop sees it closed
                 }
@@ -505,7 +503,7 @@ final class PostgresListener: @unchecked Sendable {
             }
             condition.lock()
             let deadline = Date().addingTimeInterval(OutboxLease.retryInterval.seconds)
-            while !poke, !stopped, !opened.connection.isClosed, condition.wait(until: deadline) {}
+            while !poke, !stopped, !opened.isClosed, condition.wait(until: deadline) {}
             condition.unlock()
         }
     }

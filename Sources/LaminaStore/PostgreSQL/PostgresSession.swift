@@ -1,18 +1,14 @@
 import Foundation
 import LaminaModel
-import Logging
-import NIOCore
-import PostgresNIO
 
 /// The PostgreSQL backend of `SQLSession`: one connection, used by one thread at a time (the
-/// writer, or one read). Calls block on the connection's futures: never call it on an event
-/// loop. Statements are translated from the storage's SQL (`?` placeholders, `INSERT OR
-/// IGNORE`) once per connection, and each is prepared on the connection on first use
-/// (`PREPARE`, then `EXECUTE` with the values as literals: parsed and planned once, not each
-/// time; see `statement`).
+/// writer, or one read), over a driver (`PostgresWire`: libpq). Calls block
+/// until the server answers: never call it on an event loop. Statements are translated from
+/// the storage's SQL (`?` placeholders, `INSERT OR IGNORE`) once per connection, and each is
+/// prepared on the connection on first use (parsed and planned once, not each time; see
+/// `statement`).
 final class PostgresSession: SQLSession, @unchecked Sendable {
-    let connection: PostgresConnection
-    private let logger: Logger
+    let wire: any PostgresWire
     /// The storage's SQL in PostgreSQL's dialect, and whether it can be prepared, per SQL text.
     private var translations: [String: (text: String, preparable: Bool)] = [:]
     /// The statements prepared on this connection: translated SQL and parameter types → name.
@@ -23,8 +19,9 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// call (a list of `?` as long as the list).
     static let maxNamedStatements = 512
     private var hooks: [(commit: @Sendable (Any?) -> Void, rollback: @Sendable (Any?) -> Void)] = []
-    /// Statements sent but not waited for (`run` inside the writer's transaction), in order.
-    private var inFlight: [EventLoopFuture<PostgresQueryResult>] = []
+    /// Statements sent but not waited for (`run` inside the writer's transaction), in order:
+    /// the wire's tickets.
+    private var inFlight: [Int] = []
     /// The first failure among them, thrown at the next statement waited for.
     private var deferredError: StorageError?
     private var lastChanges = 0
@@ -37,22 +34,14 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// Set once the connection failed.
     private var failed = false
     /// Whether the connection failed or was closed (by the server, say): the session must be replaced.
-    var isBroken: Bool { failed || connection.isClosed }
+    var isBroken: Bool { failed || wire.isClosed }
 
     /// The store's counters (statements and their time), when kept.
     private let counters: PostgresCounters?
 
-    init(_ connection: PostgresConnection, logger: Logger, counters: PostgresCounters? = nil) {
-        self.connection = connection
-        self.logger = logger
+    init(_ wire: any PostgresWire, counters: PostgresCounters? = nil) {
+        self.wire = wire
         self.counters = counters
-    }
-
-    deinit {
-        // Statements never handed over (the session dropped in the middle of a transaction).
-        for (_, promise) in unsent {
-            promise.fail(StorageError(.closed, "the session ended before the statement was sent"))
-        }
     }
 
     var dialect: SQLDialect { .postgres }
@@ -71,17 +60,17 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// changed rows). A statement sent before it without waiting (`run`) that failed is
     /// thrown first: it came first, and this one then failed or ran in a failed transaction.
     @discardableResult
-    func query(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> PostgresQueryResult {
+    func query(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> PostgresResult {
         try flushBatchBefore(sql)
         let query = try statement(sql, values)
         let started = ContinuousClock.now
         defer { counters?.statement(took: ContinuousClock.now - started) }
-        let outcome = Result { try submit(query).wait() }
+        let outcome = wire.result(wire.enqueue(query))
         // The connection runs statements in order: every one sent before has finished.
         try throwDeferred()
         switch outcome {
         case .success(let result):
-            if result.metadata.command != "SELECT" { lastChanges = result.metadata.rows ?? 0 }
+            if result.command != "SELECT" { lastChanges = result.rowCount ?? 0 }
             return result
         case .failure(let error):
             throw failure(error)
@@ -99,9 +88,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         try flushBatchBefore(sql)
         let query = try statement(sql, values)
         counters?.statement(took: .zero)
-        let promise = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
-        unsent.append((query, promise))
-        inFlight.append(promise.futureResult)
+        inFlight.append(wire.enqueue(query))
     }
 
     /// Sends `sql` (no values) without waiting for it, in or out of a transaction: a read's
@@ -109,26 +96,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     /// to the connection at once (a COMMIT must not wait for the connection's next use).
     func sendWithoutWaiting(_ sql: String, now: Bool = false) throws(StorageError) {
         try send(sql, [])
-        if now { flush() }
-    }
-
-    /// Statements sent without waiting that are not yet handed to the connection: they go
-    /// with the next statement waited for, in one task on the connection's event loop (one
-    /// wake-up of the loop, not one per statement).
-    private var unsent: [(PostgresQuery, EventLoopPromise<PostgresQueryResult>)] = []
-
-    /// Hands the unsent statements and `query` to the connection, in order; `query`'s result.
-    private func submit(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
-        let promise = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
-        unsent.append((query, promise))
-        flush()
-        return promise.futureResult
-    }
-
-    private func flush() {
-        guard !unsent.isEmpty else { return }
-        connection.queryIfOpen(unsent, logger: logger)
-        unsent.removeAll(keepingCapacity: true)
+        if now { wire.flush() }
     }
 
     // MARK: Set-oriented group commits
@@ -196,31 +164,30 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         guard !batch.isEmpty else { return }
         let taken = batch
         batch.removeAll()
-        func enqueue(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
+        func enqueue(_ statement: (text: String, values: [PostgresValue])) throws(StorageError) -> Int {
             counters?.statement(took: .zero)
-            let promise = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
-            unsent.append((query, promise))
-            return promise.futureResult
+            return wire.enqueue(try batchStatement(statement.text, statement.values))
         }
-        var inserted: EventLoopFuture<PostgresQueryResult>?
+        var inserted: Int?
         if !taken.messages.isEmpty {
-            let future = enqueue(taken.messagesQuery())
-            inFlight.append(future)
-            inserted = future
+            let ticket = try enqueue(taken.messagesStatement())
+            inFlight.append(ticket)
+            inserted = ticket
         }
-        if !taken.counts.isEmpty { inFlight.append(enqueue(taken.countsQuery())) }
-        if !taken.operations.isEmpty { inFlight.append(enqueue(taken.operationsQuery())) }
-        let feeds = taken.feeds.isEmpty ? nil : enqueue(taken.feedsQuery())
-        flush()
-        let feedOutcome = feeds.map { future in Result { try future.wait() } }
+        if !taken.counts.isEmpty { inFlight.append(try enqueue(taken.countsStatement())) }
+        if !taken.operations.isEmpty { inFlight.append(try enqueue(taken.operationsStatement())) }
+        let feeds = taken.feeds.isEmpty ? nil : try enqueue(taken.feedsStatement())
+        wire.flush()
+        // Results are read in order: the feeds' result reads (and keeps) those before it.
+        let feedOutcome = feeds.map { wire.result($0) }
         // In the order sent: statements before the batch, then its messages, counts and log.
+        let insertedCount = settle(keeping: inserted)?.firstValue.flatMap { Int64.fromSQL($0) }
         try throwDeferred()
-        if let inserted, let result = try? inserted.wait() {
-            let count = result.rows.first.flatMap { $0.first }.map { Self.value($0) }.flatMap { Int64.fromSQL($0) }
-            guard count == Int64(taken.messages.count) else {
+        if inserted != nil {
+            guard insertedCount == Int64(taken.messages.count) else {
                 throw StorageError(
                     .alreadyExists,
-                    "\(taken.messages.count - Int(count ?? 0)) of the group's \(taken.messages.count) message ids or positions are taken"
+                    "\(taken.messages.count - Int(insertedCount ?? 0)) of the group's \(taken.messages.count) message ids or positions are taken"
                 )
             }
         }
@@ -233,10 +200,9 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
             var byRawValue: [String: UserID] = [:]
             for user in provisionalSeqs.keys { byRawValue[user.rawValue] = user }
             var answered = Set<String>()
-            for row in result.rows {
-                let cells = Array(row)
-                guard cells.count == 3, case .text(let id) = Self.value(cells[0]), let user = byRawValue[id],
-                    let base = Int64.fromSQL(Self.value(cells[1])), let head = Int64.fromSQL(Self.value(cells[2]))
+            for cells in result.rows {
+                guard cells.count == 3, case .text(let id) = cells[0], let user = byRawValue[id],
+                    let base = Int64.fromSQL(cells[1]), let head = Int64.fromSQL(cells[2])
                 else { continue }
                 if let known = feedBases[user], known.base != base {
                     throw StorageError(
@@ -256,45 +222,59 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
 
     // MARK: Prepared statements
 
-    /// What runs `sql` with `values`: `EXECUTE` of the statement prepared for it on this
-    /// connection (preparing it on first use), or the statement itself with its values bound
-    /// when it cannot be prepared (not a query or DML statement, past `maxNamedStatements`),
-    /// or its values are large (`literalValues`).
+    /// What runs `sql` with `values`: the statement prepared for it on this connection
+    /// (prepared on first use), or the statement itself with its values bound when it cannot be
+    /// prepared (not a query or DML statement, past `maxNamedStatements`).
     ///
-    /// `EXECUTE` takes its values as literals in its text: PostgreSQL does not let it refer to
-    /// the parameters of the protocol's Bind ("there is no parameter $1"), and postgres-nio
-    /// runs protocol-level prepared statements only from async code, which would not keep the
-    /// order of the statements the writer sends without waiting.
-    private func statement(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> PostgresQuery {
+    /// libpq: `PQsendPrepare` once, then `PQsendQueryPrepared` with the values bound in binary.
+    /// postgres-nio: `PREPARE`, then `EXECUTE name(literals)` with the values as literals in its
+    /// text (`literalValues`; larger values run unprepared, bound): PostgreSQL does not let
+    /// `EXECUTE` refer to the parameters of the protocol's Bind ("there is no parameter $1"),
+    /// and postgres-nio runs protocol-level prepared statements only from async code, which
+    /// would not keep the order of the statements the writer sends without waiting.
+    private func statement(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> PostgresStatement {
         let (text, preparable) = translation(sql)
-        guard preparable, let literals = Self.literalValues(values) else {
-            return PostgresQuery(unsafeSQL: text, binds: Self.bindings(values))
+        let bound = values.map(PostgresValue.init)
+        guard preparable else { return .unnamed(text, bound) }
+        if wire.bindsPreparedParameters {
+            guard let name = try preparedName(text, bound) else { return .unnamed(text, bound) }
+            return .prepared(name: name, bound)
         }
+        guard let literals = Self.literalValues(values), let name = try preparedName(text, bound) else {
+            return .unnamed(text, bound)
+        }
+        return .execute(name: name, literals: literals)
+    }
+
+    /// A set-oriented statement of the held-back batch (`PostgresWriteBatch`): prepared on
+    /// libpq (its arrays bound), unnamed on postgres-nio (arrays do not go into literals).
+    private func batchStatement(_ text: String, _ values: [PostgresValue]) throws(StorageError) -> PostgresStatement {
+        guard wire.bindsPreparedParameters, let name = try preparedName(text, values) else {
+            return .unnamed(text, values)
+        }
+        return .prepared(name: name, values)
+    }
+
+    /// The name `text` is prepared under on this connection for parameters of `values`' types,
+    /// preparing it first (waited for: a PREPARE that fails aborts the transaction, and the
+    /// name must not be recorded); nil past `maxNamedStatements`.
+    private func preparedName(_ text: String, _ values: [PostgresValue]) throws(StorageError) -> String? {
         var key = text
         key.append("\u{0}")
-        for value in values { key.append(Self.typeLetter(value)) }
-        let name: String
-        if let known = named[key] {
-            name = known
-        } else {
-            guard named.count < Self.maxNamedStatements else {
-                return PostgresQuery(unsafeSQL: text, binds: Self.bindings(values))
-            }
-            name = "lamina_\(nextName)"
-            nextName += 1
-            // Parameter types as the values bind (a NULL's is inferred, as for an unnamed
-            // statement): another set of types is another prepared statement.
-            let types = values.isEmpty ? "" : " (" + values.map(Self.typeName).joined(separator: ", ") + ")"
-            do {
-                // After the statements sent before it: a PREPARE that fails aborts the transaction.
-                _ = try submit(PostgresQuery(unsafeSQL: "PREPARE \(name)\(types) AS \(text)")).wait()
-            } catch {
-                try throwDeferred()  // an earlier failure aborted the transaction: it is the one to report
-                throw failure(error)
-            }
-            named[key] = name
+        for value in values { key.append(String(value.typeOID, radix: 36) + ",") }
+        if let known = named[key] { return known }
+        guard named.count < Self.maxNamedStatements else { return nil }
+        let name = "lamina_\(nextName)"
+        nextName += 1
+        // Parameter types as the values bind (a NULL's is inferred, as for an unnamed
+        // statement): another set of types is another prepared statement.
+        let ticket = wire.enqueue(.prepare(name: name, text: text, types: values.map(\.typeOID)))
+        if case .failure(let error) = wire.result(ticket) {
+            try throwDeferred()  // an earlier failure aborted the transaction: it is the one to report
+            throw failure(error)
         }
-        return PostgresQuery(unsafeSQL: values.isEmpty ? "EXECUTE \(name)" : "EXECUTE \(name)(\(literals))")
+        named[key] = name
+        return name
     }
 
     /// Literals of at most this many bytes in all go into an `EXECUTE`'s text; larger values
@@ -355,41 +335,25 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
             || head.hasPrefix("WITH")
     }
 
-    private static func typeLetter(_ value: SQLValue) -> Character {
-        switch value {
-        case .null: return "u"
-        case .integer: return "i"
-        case .real: return "r"
-        case .text: return "t"
-        case .blob: return "b"
-        }
-    }
-
-    /// The parameter type of a value as `bindings` binds it.
-    private static func typeName(_ value: SQLValue) -> String {
-        switch value {
-        case .null: return "unknown"
-        case .integer: return "bigint"
-        case .real: return "double precision"
-        case .text: return "text"
-        case .blob: return "bytea"
-        }
-    }
-
     /// Waits for the statements in flight (they finished when a later one did) and keeps the
     /// first failure for `throwDeferred`.
-    private func settle() {
-        guard !inFlight.isEmpty else { return }
-        flush()
-        for future in inFlight {
-            do {
-                let result = try future.wait()
-                if result.metadata.command != "SELECT" { lastChanges = result.metadata.rows ?? 0 }
-            } catch {
+    /// `keeping`: a ticket among them whose result the caller reads (returned).
+    @discardableResult
+    private func settle(keeping kept: Int? = nil) -> PostgresResult? {
+        guard !inFlight.isEmpty else { return nil }
+        wire.flush()
+        var keptResult: PostgresResult?
+        for ticket in inFlight {
+            switch wire.result(ticket) {
+            case .success(let result):
+                if result.command != "SELECT" { lastChanges = result.rowCount ?? 0 }
+                if ticket == kept { keptResult = result }
+            case .failure(let error):
                 if deferredError == nil { deferredError = failure(error) }
             }
         }
         inFlight.removeAll(keepingCapacity: true)
+        return keptResult
     }
 
     func checkSent() throws(StorageError) {
@@ -407,9 +371,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
 
     /// Runs a statement and returns the first column of its first row, if any.
     func firstInteger(_ sql: String, _ values: [SQLValue]) throws(StorageError) -> Int64? {
-        let rows = try query(sql, values).rows
-        guard let first = rows.first, let cell = first.first else { return nil }
-        return Int64.fromSQL(Self.value(cell))
+        try query(sql, values).firstValue.flatMap { Int64.fromSQL($0) }
     }
 
     /// In the writer's transaction the statement is sent without waiting (see `send`).
@@ -428,7 +390,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     }
 
     func rows(_ sql: String, _ arguments: SQLArguments) throws(StorageError) -> [SQLRow] {
-        Self.rows(try query(sql, arguments.values).rows)
+        Self.rows(try query(sql, arguments.values))
     }
 
     func row(_ sql: String, _ arguments: SQLArguments) throws(StorageError) -> SQLRow? {
@@ -436,8 +398,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     }
 
     func int64(_ sql: String, _ arguments: SQLArguments) throws(StorageError) -> Int64? {
-        guard let first = try query(sql, arguments.values).rows.first, let cell = first.first else { return nil }
-        return Int64.fromSQL(Self.value(cell))
+        try query(sql, arguments.values).firstValue.flatMap { Int64.fromSQL($0) }
     }
 
     func eachRow(_ sql: String, bind: (HotBinder) -> Void, _ body: (RawRow) throws(StorageError) -> Void)
@@ -445,7 +406,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
     {
         let values = SQLBindings()
         bind(HotBinder(bindingHandle: nil, collected: values))
-        for row in Self.rows(try query(sql, values.values).rows) {
+        for row in Self.rows(try query(sql, values.values)) {
             try body(RawRow(row))
         }
     }
@@ -480,7 +441,7 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
         do throws(StorageError) {
             let result = try query("COMMIT", [])
             // A COMMIT of a transaction a failed statement aborted rolls it back, without an error.
-            if result.metadata.command == "ROLLBACK" {
+            if result.command == "ROLLBACK" {
                 throw StorageError(
                     .commitFailed, "PostgreSQL rolled the transaction back at COMMIT (a statement in it had failed)")
             }
@@ -568,185 +529,18 @@ final class PostgresSession: SQLSession, @unchecked Sendable {
 
     // MARK: Values
 
-    static func bindings(_ values: [SQLValue]) -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: values.count)
-        for value in values {
-            switch value {
-            case .null: bindings.appendNull()
-            case .integer(let v): bindings.append(v)
-            case .real(let v): bindings.append(v)
-            case .text(let v): bindings.append(v)
-            case .blob(let v): bindings.append(ByteBuffer(bytes: v))
-            }
-        }
-        return bindings
-    }
-
-    static func rows(_ rows: [PostgresRow]) -> [SQLRow] {
-        guard let first = rows.first else { return [] }
-        let names = SQLColumnNames(first.map(\.columnName))
-        return rows.map { row in SQLRow(names: names, values: row.map(Self.value)) }
-    }
-
-    /// A cell's value, from the binary or the text format.
-    static func value(_ cell: PostgresCell) -> SQLValue {
-        guard var bytes = cell.bytes else { return .null }
-        let binary = cell.format == .binary
-        switch cell.dataType {
-        case .int2, .int4, .int8, .oid:
-            if binary {
-                switch bytes.readableBytes {
-                case 2: return bytes.readInteger(as: Int16.self).map { .integer(Int64($0)) } ?? .null
-                case 4: return bytes.readInteger(as: Int32.self).map { .integer(Int64($0)) } ?? .null
-                case 8: return bytes.readInteger(as: Int64.self).map { .integer($0) } ?? .null
-                default: return .null
-                }
-            }
-            return Int64(String(buffer: bytes)).map { .integer($0) } ?? .null
-        case .bool:
-            if binary { return .integer(bytes.readInteger(as: UInt8.self) == 0 ? 0 : 1) }
-            return .integer(String(buffer: bytes) == "t" ? 1 : 0)
-        case .bytea:
-            if binary { return .blob(Data(bytes.readableBytesView)) }
-            let text = String(buffer: bytes)
-            guard text.hasPrefix("\\x") else { return .blob(Data(text.utf8)) }
-            var out = Data(capacity: (text.utf8.count - 2) / 2)
-            var high: UInt8?
-            for c in text.utf8.dropFirst(2) {
-                guard let nibble = hexValue(c) else { continue }
-                if let h = high {
-                    out.append(h << 4 | nibble)
-                    high = nil
-                } else {
-                    high = nibble
-                }
-            }
-            return .blob(out)
-        case .float4, .float8:
-            if binary {
-                if bytes.readableBytes == 8 {
-                    return bytes.readInteger(as: UInt64.self).map { .real(Double(bitPattern: $0)) } ?? .null
-                }
-                return bytes.readInteger(as: UInt32.self).map { .real(Double(Float(bitPattern: $0))) } ?? .null
-            }
-            return Double(String(buffer: bytes)).map { .real($0) } ?? .null
-        case .numeric:
-            let text: String
-            if binary {
-                guard let decimal = try? cell.decode(Decimal.self) else { return .null }
-                text = "\(decimal)"
-            } else {
-                text = String(buffer: bytes)
-            }
-            if let integer = Int64(text) { return .integer(integer) }
-            return Double(text).map { .real($0) } ?? .null
-        default:
-            return .text(String(buffer: bytes))
-        }
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
+    static func rows(_ result: PostgresResult) -> [SQLRow] {
+        guard !result.rows.isEmpty else { return [] }
+        let names = SQLColumnNames(result.columns)
+        return result.rows.map { SQLRow(names: names, values: $0) }
     }
 
     // MARK: Errors
 
     /// The storage error for a failure of this connection; a connection-level failure marks
     /// the session broken (the pool replaces it).
-    private func failure(_ error: any Error) -> StorageError {
-        let mapped = PostgresErrors.storageError(error)
-        if mapped.code == .databaseUnavailable { failed = true }
-        return mapped
-    }
-}
-
-/// How PostgreSQL's failures map to `StorageError`s.
-enum PostgresErrors {
-    static func storageError(_ error: any Error, file: String = #fileID, line: Int = #line) -> StorageError {
-        if let error = error as? StorageError { return error }
-        guard let error = error as? PSQLError else {
-            return StorageError(.databaseUnavailable, "PostgreSQL: \(error)", file: file, line: line)
-        }
-        if let info = error.serverInfo {
-            let state = info[.sqlState] ?? ""
-            let message = info[.message] ?? "no message"
-            if state.hasPrefix("23") {
-                // Worded as SQLite words it ("UNIQUE constraint failed: table.column, ..."),
-                // which is what the storage code matches on.
-                let table = info[.tableName] ?? "?"
-                var columns: [String] = []
-                if let detail = info[.detail], let open = detail.range(of: "Key ("),
-                    let close = detail.range(of: ")=", range: open.upperBound..<detail.endIndex)
-                {
-                    columns = detail[open.upperBound..<close.lowerBound].split(separator: ",").map {
-                        "\(table).\($0.trimmingCharacters(in: .whitespaces))"
-                    }
-                }
-                let kind =
-                    state == "23505"
-                    ? "UNIQUE" : state == "23503" ? "FOREIGN KEY" : state == "23502" ? "NOT NULL" : "CHECK"
-                return StorageError(
-                    .constraintViolation, "\(kind) constraint failed: \(columns.joined(separator: ", ")) (\(message))",
-                    file: file, line: line)
-            }
-            if state == "40P01" || state == "40001" {
-                // Another node's transaction locked the same feed heads in the other order.
-                return StorageError(
-                    .writeConflict, "PostgreSQL undid a write that collided with another node's (\(state)): \(message)",
-                    file: file, line: line)
-            }
-            if state == "28P01" || state == "28000" {
-                return StorageError(
-                    .authenticationFailed, "PostgreSQL refused the credentials: \(message)", file: file, line: line)
-            }
-            if state.hasPrefix("08") || state.hasPrefix("57P") {
-                return StorageError(
-                    .databaseUnavailable, "PostgreSQL connection failed (\(state)): \(message)", file: file, line: line)
-            }
-            return StorageError(.database, "PostgreSQL error \(state): \(message)", file: file, line: line)
-        }
-        switch error.code {
-        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
-            let cause = error.underlying.map { "\($0)" } ?? "\(error.code)"
-            return StorageError(.databaseUnavailable, "PostgreSQL is unreachable: \(cause)", file: file, line: line)
-        case .unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError:
-            return StorageError(
-                .authenticationFailed, "PostgreSQL authentication failed: \(error.code)", file: file, line: line)
-        default:
-            return StorageError(
-                .database, "PostgreSQL: \(error.code) \(error.underlying.map { "\($0)" } ?? "")", file: file, line: line
-            )
-        }
-    }
-}
-
-extension PostgresConnection {
-    /// Runs `query` if the connection is open, else fails at once. Decided on the
-    /// connection's event loop, where the channel's state is exact: postgres-nio drops a
-    /// query written to a closed channel without completing its future (a wait for it would
-    /// never end, and NIO's debug builds trap on the dropped promise); one written while the
-    /// channel is open is completed, failed when the connection closes.
-    func queryIfOpen(_ query: PostgresQuery, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
-        let promise = eventLoop.makePromise(of: PostgresQueryResult.self)
-        queryIfOpen([(query, promise)], logger: logger)
-        return promise.futureResult
-    }
-
-    /// ``queryIfOpen(_:logger:)`` for several queries, run in order, each completing its promise.
-    func queryIfOpen(_ queries: [(PostgresQuery, EventLoopPromise<PostgresQueryResult>)], logger: Logger) {
-        eventLoop.execute {
-            for (query, promise) in queries {
-                if self.isClosed {
-                    promise.fail(StorageError(.databaseUnavailable, "the connection to PostgreSQL is closed"))
-                } else {
-                    self.query(query, logger: logger).cascade(to: promise)
-                }
-            }
-        }
+    private func failure(_ error: StorageError) -> StorageError {
+        if error.code == .databaseUnavailable { failed = true }
+        return error
     }
 }

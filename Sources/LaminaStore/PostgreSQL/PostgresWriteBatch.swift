@@ -1,6 +1,4 @@
 import Foundation
-import NIOCore
-import PostgresNIO
 
 /// The hot-path writes of a group commit on PostgreSQL, held back and then sent as ONE
 /// set-oriented statement per kind (`unnest` over arrays): a group of N sends costs a constant
@@ -69,16 +67,16 @@ struct PostgresWriteBatch {
     // MARK: Statements
 
     /// The messages' insert: returns one row, how many were inserted.
-    func messagesQuery() -> PostgresQuery {
-        var b = PostgresBindings(capacity: 13)
-        b.append(messages.map { Self.bytes($0[0]) })
-        b.append(messages.map { Self.bytes($0[1]) })
-        b.append(messages.map { Self.text($0[2]) })
-        for column in 3...6 { b.append(messages.map { Self.integer($0[column]) }) }
-        b.append(messages.map { Self.bytes($0[7]) })
-        b.append(messages.map { Self.bytes($0[8]) })  // request_digest: empty for none
-        for column in 9...12 { b.append(messages.map { Self.integer($0[column]) }) }
-        return PostgresQuery(unsafeSQL: Self.messagesSQL, binds: b)
+    func messagesStatement() -> (text: String, values: [PostgresValue]) {
+        var b: [PostgresValue] = []
+        b.append(.byteas(messages.map { Self.bytes($0[0]) }))
+        b.append(.byteas(messages.map { Self.bytes($0[1]) }))
+        b.append(.texts(messages.map { Self.text($0[2]) }))
+        for column in 3...6 { b.append(.bigints(messages.map { Self.integer($0[column]) })) }
+        b.append(.byteas(messages.map { Self.bytes($0[7]) }))
+        b.append(.byteas(messages.map { Self.bytes($0[8]) }))  // request_digest: empty for none
+        for column in 9...12 { b.append(.bigints(messages.map { Self.integer($0[column]) })) }
+        return (Self.messagesSQL, b)
     }
 
     static let messagesSQL = """
@@ -98,20 +96,20 @@ struct PostgresWriteBatch {
 
     /// The counts of the messages: `StoredCounts.appendedBatchPostgres` over their
     /// (conversation, sender, id, position) arrays.
-    func countsQuery() -> PostgresQuery {
-        var b = PostgresBindings(capacity: 6)
-        b.append(counts.map { Self.bytes($0[0]) })
-        b.append(counts.map { Self.text($0[1]) })
-        b.append(counts.map { Self.bytes($0[2]) })
-        for column in 3...5 { b.append(counts.map { Self.integer($0[column]) }) }
-        return PostgresQuery(unsafeSQL: StoredCounts.appendedBatchPostgres, binds: b)
+    func countsStatement() -> (text: String, values: [PostgresValue]) {
+        var b: [PostgresValue] = []
+        b.append(.byteas(counts.map { Self.bytes($0[0]) }))
+        b.append(.texts(counts.map { Self.text($0[1]) }))
+        b.append(.byteas(counts.map { Self.bytes($0[2]) }))
+        for column in 3...5 { b.append(.bigints(counts.map { Self.integer($0[column]) })) }
+        return (StoredCounts.appendedBatchPostgres, b)
     }
 
-    func operationsQuery() -> PostgresQuery {
-        var b = PostgresBindings(capacity: 6)
-        for column in 0...4 { b.append(operations.map { Self.integer($0[column]) }) }
-        b.append(operations.map { Self.bytes($0[5]) })
-        return PostgresQuery(unsafeSQL: Self.operationsSQL, binds: b)
+    func operationsStatement() -> (text: String, values: [PostgresValue]) {
+        var b: [PostgresValue] = []
+        for column in 0...4 { b.append(.bigints(operations.map { Self.integer($0[column]) })) }
+        b.append(.byteas(operations.map { Self.bytes($0[5]) }))
+        return (Self.operationsSQL, b)
     }
 
     static let operationsSQL = """
@@ -120,17 +118,18 @@ struct PostgresWriteBatch {
         """
 
     /// The feed entries: returns `(user, base, head)` per user (see the type's comment).
-    func feedsQuery() -> PostgresQuery {
-        var b = PostgresBindings(capacity: 8)
-        b.append(feeds.map(\.user))
-        b.append(feeds.map(\.k))
-        b.append(feeds.map(\.kind))
-        b.append(feeds.map { ByteBuffer(bytes: $0.conversation ?? Data()) })
-        b.append(feeds.map { ByteBuffer(bytes: $0.message ?? Data()) })
-        b.append(feeds.map { ByteBuffer(bytes: $0.payload ?? Data()) })
-        b.append(feeds.map { $0.payload != nil })
-        b.append(feeds.map(\.createdAt))
-        return PostgresQuery(unsafeSQL: Self.feedsSQL, binds: b)
+    func feedsStatement() -> (text: String, values: [PostgresValue]) {
+        let b: [PostgresValue] = [
+            .texts(feeds.map(\.user)),
+            .bigints(feeds.map(\.k)),
+            .bigints(feeds.map(\.kind)),
+            .byteas(feeds.map { $0.conversation ?? Data() }),
+            .byteas(feeds.map { $0.message ?? Data() }),
+            .byteas(feeds.map { $0.payload ?? Data() }),
+            .booleans(feeds.map { $0.payload != nil }),
+            .bigints(feeds.map(\.createdAt)),
+        ]
+        return (Self.feedsSQL, b)
     }
 
     /// Ids (conversation, message) are 16 bytes or NULL, passed as empty for NULL; a payload
@@ -162,11 +161,11 @@ struct PostgresWriteBatch {
 
     // MARK: Values
 
-    private static func bytes(_ value: SQLValue) -> ByteBuffer {
+    private static func bytes(_ value: SQLValue) -> Data {
         switch value {
-        case .blob(let data): return ByteBuffer(bytes: data)
-        case .text(let text): return ByteBuffer(string: text)
-        default: return ByteBuffer()
+        case .blob(let data): return data
+        case .text(let text): return Data(text.utf8)
+        default: return Data()
         }
     }
 
