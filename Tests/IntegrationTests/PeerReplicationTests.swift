@@ -47,6 +47,8 @@ import Testing
 
         let reply = try bob.send(bob.newMessage(parts: [MessagePart.with(text: "hi from node b")]), in: conversation).id
         _ = try await alice.waitForCreation(of: reply, timeout: .seconds(30))
+        // Bob's own copy gets its position with the node's ACK, which may come after Alice has it.
+        try await ClientHarness.waitUntil(bob, "the reply acknowledged to Bob") { try bob.isSent(reply) }
         // Positions are assigned where a message is accepted and are the same on both nodes.
         #expect(try alice.message(reply)?.message.position == bob.message(reply)?.message.position)
         #expect(try alice.message(hello)?.message.position == bob.message(hello)?.message.position)
