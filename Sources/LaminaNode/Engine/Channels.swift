@@ -205,7 +205,7 @@ extension NodeEngine {
             guard try user.isSystemSender || tx.read.isChannelMember(user, of: f.channelID) else {
                 return (.refused(WireError(.notAParticipant, "\(user) is not a member of \(f.channelID)")), nil)
             }
-            if let refused = try ChannelContentCheck.check(
+            if let refused = try ContentReferenceCheck.check(
                 f.parts, sender: user, contentOwner: contentOwner, in: tx.read)
             {
                 return (.refused(refused), nil)

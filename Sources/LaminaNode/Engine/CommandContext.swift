@@ -320,23 +320,10 @@ struct CommandContext {
             id: f.messageID, conversationID: id, sender: user, parts: f.parts, sentAt: now, position: position,
             push: f.push, recipientStatus: statuses)
         try message.validate()
-        for part in message.parts {
-            if case .external(let reference) = part.content {
-                // Protocol/CONTENT.md §7: complete, uploaded by the sender (or, for the Server
-                // API, by the backend: §10), same size and digest.
-                guard let upload = try tx.read.upload(reference.id), upload.state == .complete else {
-                    throw WireError(.contentNotReady, "content \(reference.id) is not completely uploaded")
-                }
-                guard upload.owner == user || (contentOwner != nil && upload.owner == contentOwner) else {
-                    throw WireError(.forbidden, "content \(reference.id) was uploaded by another user")
-                }
-                guard upload.declaredSize == reference.size, upload.sha256 == reference.sha256 else {
-                    throw WireError(
-                        .invalidContentReference,
-                        "the reference to \(reference.id) declares \(reference.size) bytes and another digest than the upload (\(upload.declaredSize) bytes)"
-                    )
-                }
-            }
+        if let refused = try ContentReferenceCheck.check(
+            message.parts, sender: user, contentOwner: contentOwner, in: tx.read)
+        {
+            throw refused
         }
         let isFirst: Bool
         startedWriting = true

@@ -2,12 +2,12 @@ import LaminaModel
 import LaminaStore
 import LaminaWire
 
-/// The check a channel message's content references pass where the send enters (SPEC §6.8,
-/// Protocol/CONTENT.md §7), the same as a conversation message's: each referenced content is
+/// The check a message's content references pass where the send enters, for conversations
+/// (SPEC §6.2) and channels (§6.8) alike (Protocol/CONTENT.md §7): each referenced content is
 /// complete (`content-not-ready`), was uploaded by the sender or, through the Server API, by the
-/// app's backend (`forbidden`), and has the reference's size and digest
+/// app's backend (§10) (`forbidden`), and has the reference's size and digest
 /// (`invalid-content-reference`).
-enum ChannelContentCheck {
+enum ContentReferenceCheck {
     static func check(
         _ parts: [MessagePart], sender: UserID, contentOwner: UserID?, in reader: StorageReader
     ) throws -> WireError? {
