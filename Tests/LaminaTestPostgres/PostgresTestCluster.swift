@@ -39,7 +39,7 @@ public enum PostgresTestCluster {
     nonisolated(unsafe) private static var started: Result<Server, Failure>?
     nonisolated(unsafe) private static var dataDirectory: String?
     nonisolated(unsafe) private static var pgCtl: String?
-    nonisolated(unsafe) private static var runAs: String?
+    nonisolated(unsafe) static var runAs: String?
 
     /// A new, empty database on the test server; returns its URL.
     public static func newDatabase() throws -> String {
@@ -78,7 +78,7 @@ public enum PostgresTestCluster {
         return try result.get()
     }
 
-    private static func binDirectory() throws(Failure) -> String {
+    static func binDirectory() throws(Failure) -> String {
         let fm = FileManager.default
         let root = "/usr/lib/postgresql"
         let versions = ((try? fm.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
@@ -167,7 +167,7 @@ public enum PostgresTestCluster {
 
     /// Runs a PostgreSQL tool to its end (as the cluster's owner `runAs` when asked and set);
     /// throws with its output on failure.
-    private static func run(
+    static func run(
         _ tool: String, _ arguments: [String], log: String?, asServerOwner: Bool,
         environment: [String: String]? = nil
     ) throws(Failure) {

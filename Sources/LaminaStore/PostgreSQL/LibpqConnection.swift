@@ -28,8 +28,9 @@ final class LibpqConnection {
         PQfinish(conn)
     }
 
-    /// Connects (blocking the caller; libpq's `connect_timeout` bounds it). `sslmode` is the
-    /// URL's (libpq negotiates TLS with the system OpenSSL), `disable` when it names none.
+    /// Connects (blocking the caller; libpq's `connect_timeout` bounds it). `sslmode` and
+    /// `sslrootcert` are the URL's (libpq negotiates TLS with the system OpenSSL); `sslmode` is
+    /// `disable` when it names none.
     static func connect(_ location: PostgresLocation) throws(StorageError) -> LibpqConnection {
         var parameters: [(String, String)] = [
             ("host", location.socketDirectory ?? location.host), ("port", String(location.port)),
@@ -37,6 +38,7 @@ final class LibpqConnection {
             ("connect_timeout", "10"), ("application_name", "lamina"), ("client_encoding", "UTF8"),
         ]
         if let password = location.password { parameters.append(("password", password)) }
+        if let rootCertificate = location.sslRootCertificate { parameters.append(("sslrootcert", rootCertificate)) }
         let keys = parameters.map { strdup($0.0) }
         let values = parameters.map { strdup($0.1) }
         defer {
@@ -53,6 +55,7 @@ final class LibpqConnection {
             let lowered = message.lowercased()
             // libpq reports the server's refusal as text only (no SQLSTATE for a failed connection).
             if lowered.contains("authentication failed") || lowered.contains("no pg_hba.conf entry")
+                || lowered.contains("pg_hba.conf rejects")
                 || lowered.contains("password") && lowered.contains("not")
                 || lowered.contains("role \"") && lowered.contains("does not exist")
             {

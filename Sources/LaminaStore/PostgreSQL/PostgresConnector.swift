@@ -5,7 +5,8 @@ import Logging
 /// Where a PostgreSQL store lives: `postgres://user[:password]@host[:port]/database`, or a
 /// unix socket directory with `?host=/path/to/dir` (libpq's convention; the socket is
 /// `<dir>/.s.PGSQL.<port>`), and TLS with `?sslmode=require` (or `verify-ca`, `verify-full`:
-/// libpq's modes, through the system OpenSSL; the libpq driver only).
+/// libpq's modes, through the system OpenSSL), with `&sslrootcert=/path/ca.pem` naming the CA
+/// that verifies the server's certificate (libpq's default otherwise: `~/.postgresql/root.crt`).
 package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     package var user: String
     package var password: String?
@@ -16,6 +17,9 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     package var socketDirectory: String?
     /// libpq's `sslmode` when the URL names one (none: no TLS).
     package var sslMode: String?
+    /// libpq's `sslrootcert`: the CA certificates (PEM) that verify the server's, when the URL
+    /// names a file.
+    package var sslRootCertificate: String?
 
     /// The `sslmode`s a URL may name (libpq's).
     static let sslModes: Set<String> = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]
@@ -52,6 +56,10 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
                 .invalidArgument,
                 "sslmode is one of \(Self.sslModes.sorted().joined(separator: ", ")), got \(sslMode) in \(url)")
         }
+        let rootCertificate = parts.queryItems?.first { $0.name == "sslrootcert" }?.value
+        if let rootCertificate, rootCertificate.isEmpty || rootCertificate.utf8.count > 4_096 {
+            throw StorageError(.invalidArgument, "sslrootcert names a file path of 1 to 4,096 bytes in \(url)")
+        }
         let port = parts.port ?? 5432
         guard (1...65_535).contains(port) else {
             throw StorageError(.invalidArgument, "port out of range in \(url)")
@@ -61,6 +69,7 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
             host: parts.host.flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1", port: port,
             database: database, socketDirectory: socket)
         self.sslMode = sslMode
+        self.sslRootCertificate = rootCertificate
     }
 
     /// The URL without the password.
@@ -68,6 +77,7 @@ package struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         var items: [String] = []
         if let socketDirectory { items.append("host=\(socketDirectory)") }
         if let sslMode { items.append("sslmode=\(sslMode)") }
+        if let sslRootCertificate { items.append("sslrootcert=\(sslRootCertificate)") }
         let place = items.isEmpty ? "" : "?" + items.joined(separator: "&")
         return "postgres://\(user)@\(host):\(port)/\(database)\(place)"
     }
