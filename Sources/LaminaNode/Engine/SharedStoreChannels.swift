@@ -85,6 +85,7 @@ extension NodeEngine {
     func receiveSharedChannel(_ lines: [Substring]) {
         guard let notice = SharedChannelNotice(lines) else { return }
         sharedChannelNotices.withLockedValue { $0.received += 1 }
+        replicationSignal.notify()  // the operations behind it are in the shared log: peer links ship them
         switch notice {
         case .joined(let channel, let user): channelAudience.joined(user, channel)
         case .left(let channel, let user): channelAudience.left(user, channel)

@@ -9,14 +9,20 @@ import NIOConcurrencyHelpers
 /// users here reads its feed from what it sent, as it does for a gap in local commits. When
 /// the listening connection is (re)established every live session does that read, so a
 /// notification missed while it was down loses nothing. Typing crosses nodes as an
-/// ephemeral notification, relayed here to the local sessions only.
+/// ephemeral notification, relayed here to the local sessions only. Another node's commit (a
+/// feed notification or a channel notice) also wakes this node's peer links: the operations it
+/// logged are in the shared log, and a node of the store without a peer link of its own relies
+/// on the ones that have one to ship them.
 extension NodeEngine {
     /// Starts listening when the store is shared (PostgreSQL); nothing on SQLite.
     func startSharedStoreFanOut() {
         guard store.isShared else { return }
         store.listen(
             NotificationHandlers(
-                feeds: { [weak self] heads in self?.wakeSessions(heads) },
+                feeds: { [weak self] heads in
+                    self?.replicationSignal.notify()
+                    self?.wakeSessions(heads)
+                },
                 ephemeral: { [weak self] body in self?.relayRemoteEphemeral(body) },
                 connected: { [weak self] in
                     guard let self else { return }
@@ -29,7 +35,10 @@ extension NodeEngine {
                         }
                     }
                 },
-                entries: { [weak self] notification in self?.deliverRemote(notification) }))
+                entries: { [weak self] notification in
+                    self?.replicationSignal.notify()
+                    self?.deliverRemote(notification)
+                }))
     }
 
     /// A session authenticated as `user` on `device` (shared store: the device is live here,

@@ -64,6 +64,7 @@ extension StorageTransaction {
         insert.bind(6, record.op)
         try insert.execute()
         cache.remember(counter: record.counter, of: record.origin, bornHere: bornHere)
+        cache.didLogOperation()
     }
 
     /// Parks a replicated operation (held in the log, `bytes` its record's size) until

@@ -51,6 +51,14 @@ final class FeedAnnouncer: Sendable {
         try db.run("SELECT \(calls)", SQLArguments(payloads))
         counters.update { $0.feedNotificationsSent += payloads.count }
     }
+
+    /// A group that logged replicated operations but advanced no feed: a notification with no
+    /// heads (the other nodes' listeners wake their peer links, which read the log).
+    func announceLogged(on db: any SQLSession) throws(StorageError) {
+        let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        try db.run("SELECT pg_notify('\(NotificationChannel.feed)', ?)", SQLArguments(["\(origin)\n@\(now)"]))
+        counters.update { $0.feedNotificationsSent += 1 }
+    }
 }
 
 /// An outbox drained by one node at a time: the holder of its lease, a session-level

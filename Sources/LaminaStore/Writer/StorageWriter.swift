@@ -313,14 +313,19 @@ final class StorageWriter: @unchecked Sendable {
         try reader.lockFeeds(users.sorted())
     }
 
-    /// Ends the group's transaction: announces the feed heads it advanced (several writers)
-    /// or moves a full feed tail into the feeds (one writer), then commits.
+    /// Ends the group's transaction: announces the feed heads it advanced (several writers;
+    /// a group that advanced none but logged replicated operations is announced with no heads,
+    /// so that the nodes with peer links ship them) or moves a full feed tail into the feeds
+    /// (one writer), then commits.
     private func announceAndCommit(_ db: any SQLSession, applied: [any StorageCommand]) throws {
         if let announcer {
             let heads = cache.takeAnnouncedHeads()
+            let logged = cache.takeLoggedOperations()
             if !heads.isEmpty {
                 let events = announcer.carriesEntries ? applied.flatMap { $0.announcedFeedEvents() } : []
                 try announcer.announce(heads, events: events, on: db)
+            } else if logged {
+                try announcer.announceLogged(on: db)
             }
         } else {
             try FeedTail.settle(db, cache: cache)

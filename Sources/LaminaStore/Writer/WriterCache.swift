@@ -26,6 +26,9 @@ final class WriterCache: @unchecked Sendable {
     private var commandHeads: [UserID: Int64] = [:]
     /// Feed heads the group's released commands advanced.
     private var groupHeads: [UserID: Int64] = [:]
+    /// Whether the group logged a replicated operation (several writers only: a group that
+    /// advanced no feed is still announced, so the other nodes' peer links ship it).
+    private var groupLoggedOperations = false
 
     /// Whether other writers share the database (PostgreSQL: other nodes may commit to it at
     /// any time). Then only what no other writer can change is kept between commands (the
@@ -138,6 +141,17 @@ final class WriterCache: @unchecked Sendable {
     func takeAnnouncedHeads() -> [UserID: Int64] {
         defer { groupHeads.removeAll(keepingCapacity: true) }
         return groupHeads
+    }
+
+    /// After an operation was appended to the replication log (several writers only).
+    func didLogOperation() {
+        if sharedWriters { groupLoggedOperations = true }
+    }
+
+    /// Whether the group logged an operation since the last call (then forgotten).
+    func takeLoggedOperations() -> Bool {
+        defer { groupLoggedOperations = false }
+        return groupLoggedOperations
     }
 
     /// The writer, after each command of a group: runs (and forgets) the command's hooks.
