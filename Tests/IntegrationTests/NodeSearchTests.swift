@@ -73,12 +73,14 @@ import Testing
         let f = try await Self.fixture("node-search-sdk")
         // A new device of Alice's that holds each conversation's last message only.
         let alice = try ClientHarness.device("alice", on: f.node) { $0.synchronizationPolicy = .lastMessages(1) }
-        try await ClientHarness.connect(alice, on: f.node)
+        _ = try await ClientHarness.connectLive(alice, on: f.node)
         try await ClientHarness.waitUntil(alice, "Alice's conversations") {
             try alice.conversation(f.group) != nil && alice.conversation(f.pair) != nil
         }
         #expect(try alice.message(f.beforeRemoval[0]) == nil, "the device does not hold old history")
-        #expect(try alice.searchMessages(MessageSearch("lunch")).isEmpty, "nor does its own index")
+        #expect(
+            Set(try alice.searchMessages(MessageSearch("lunch")).map(\.id)) == [f.inPair],
+            "its own index holds the pair's last message only")
 
         let found = try await alice.searchMessagesOnNode(MessageSearch("lunch"))
         #expect(Set(found.map(\.id)) == Set(f.beforeRemoval + [f.afterRemoval, f.inPair]))
@@ -138,11 +140,15 @@ import Testing
         #expect(missing.object["id"] as? String == "missing_property")
         for bad in [
             "search=lunch&page_size=0", "search=lunch&page_size=201", "search=lunch&offset=-1",
-            "search=lunch&page_size=200&offset=801", "search=%20%2C",
+            "search=lunch&page_size=200&offset=801", "search=lunch&conversation_id=nope",
         ] {
             let refused = try await server.request("GET", "/users/alice/messages?\(bad)")
-            #expect(refused.status == 400, "\(bad): \(refused.body)")
+            #expect(refused.status == 422, "\(bad): \(refused.body)")
+            #expect(refused.object["id"] as? String == "invalid_property")
         }
+        let noWords = try await server.request("GET", "/users/alice/messages?search=%20%2C")
+        #expect(noWords.status == 400)
+        #expect(noWords.object["id"] as? String == "invalid_request")
 
         let carolREST = try await ClientAPICurl.session("carol", on: f.node, http: http)
         let carolSearch = try await carolREST.request("GET", "/messages?search=lunch")
