@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GRDB
 import LaminaModel
 import LaminaStore
 
@@ -18,7 +19,12 @@ struct NodeSearchCommand: AsyncParsableCommand {
             --batch messages per write transaction (the real append path: appendMessage, with its index write). \
             Then --queries searches by random users (a common word, a rare word, two words, a 3-letter prefix), \
             limit 50, timed one by one. The index's size: SQLite, the pages of the FTS5 tables (dbstat); \
-            PostgreSQL, the tsvector column plus its GIN index.
+            PostgreSQL, the tsvector column plus its GIN index. \
+            With --copies K (SQLite only; to reach a large store on a slow machine) only messages/K are appended \
+            through the append path; the store is then closed and each of those messages copied K - 1 times in \
+            SQL (a new id, the same conversation, sender and text, its own position; its index row inserted with \
+            the copy's rowid, as the append path writes it), so the store holds --messages messages, every text K \
+            times. The report says so.
             """)
 
     @Option(help: "Messages on the node.") var messages = 1_000_000
@@ -29,9 +35,11 @@ struct NodeSearchCommand: AsyncParsableCommand {
     @Option(help: "Results per search.") var limit = 50
     @Option(help: "Messages per write transaction while filling.") var batch = 2_000
     @Option(help: "A PostgreSQL URL (an empty database) instead of a temporary SQLite file.") var postgres: String?
+    @Option(help: "SQLite only: append messages/copies, then copy each copies - 1 times in SQL.") var copies = 1
 
     func validate() throws {
-        guard messages >= 1, conversations >= 1, users >= 3, vocabulary >= 10, queries >= 1, batch >= 1,
+        guard messages >= 1, copies >= 1, messages % copies == 0, postgres == nil || copies == 1, conversations >= 1,
+            users >= 3, vocabulary >= 10, queries >= 1, batch >= 1,
             (1...MessageSearchTerms.maxLimit).contains(limit)
         else { throw ValidationError("bad arguments") }
     }
@@ -66,8 +74,9 @@ struct NodeSearchCommand: AsyncParsableCommand {
             location = .sqlite(path: directory.appendingPathComponent("node.sqlite").path)
         }
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try NodeStore(location: location)
+        var store = try NodeStore(location: location)
         defer { try? store.close() }
+        let appended = messages / copies
 
         // Conversations of 3 distinct users each.
         let node = NodeID(1)
@@ -96,9 +105,9 @@ struct NodeSearchCommand: AsyncParsableCommand {
         let clock = ContinuousClock()
         let fillStarted = clock.now
         var i = 0
-        while i < messages {
+        while i < appended {
             var chunk: [Message] = []
-            for k in i..<min(messages, i + batch) {
+            for k in i..<min(appended, i + batch) {
                 let c = k % conversations
                 let at = UInt64(2_000_000 + k)
                 let text = (0..<Int.random(in: 8...24, using: &random)).map { _ in draw() }.joined(separator: " ")
@@ -116,6 +125,11 @@ struct NodeSearchCommand: AsyncParsableCommand {
             if i % 100_000 < batch { FileHandle.standardError.write(Data("filled \(i)\n".utf8)) }
         }
         let fillSeconds = Double((clock.now - fillStarted) / .microseconds(1)) / 1e6
+        if copies > 1, case .sqlite(let path) = location {
+            try store.close()
+            try Self.copy(path, times: copies - 1)
+            store = try NodeStore(location: location)
+        }
 
         let indexBytes = try await store.read { r in try r.searchIndexBytes() }
 
@@ -140,7 +154,10 @@ struct NodeSearchCommand: AsyncParsableCommand {
         func pct(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
         var line = "node-search (direct on the store, \(postgres == nil ? "sqlite" : "postgres")):"
         line += " messages=\(messages) conversations=\(conversations) users=\(users) vocabulary=\(vocabulary)"
-        line += String(format: " fill_msgs_per_s=%.0f", Double(messages) / fillSeconds)
+        if copies > 1 {
+            line += " appended=\(appended) copied_in_sql=\(messages - appended) (every text \(copies) times)"
+        }
+        line += String(format: " append_msgs_per_s=%.0f", Double(appended) / fillSeconds)
         line += String(
             format: " index_bytes=%d index_bytes_per_message=%.1f", indexBytes,
             Double(indexBytes) / Double(messages))
@@ -149,5 +166,34 @@ struct NodeSearchCommand: AsyncParsableCommand {
             Double(found) / Double(queries), pct(0.5) / 1000, pct(0.9) / 1000, pct(0.99) / 1000,
             (latencies.last ?? 0) / 1000)
         print(line)
+    }
+
+    /// Copies every message of the SQLite store at `path` `times` times: copy k has a new id,
+    /// logical position and HLC k, and its index row (the original's text) under its own rowid.
+    static func copy(_ path: String, times: Int) throws {
+        let queue = try DatabaseQueue(path: path)
+        for k in 1...times {
+            try queue.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO messages (id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at,
+                            body, request_digest, origin_node, hlc_physical, hlc_logical, hlc_node, deleted)
+                        SELECT randomblob(16), conversation_id, sender, pos_physical, ?, pos_node, sent_at, body, NULL,
+                            origin_node, hlc_physical, ?, hlc_node, 0
+                        FROM messages WHERE pos_logical = 0 ORDER BY rowid
+                        """, arguments: [k, k])
+                try db.execute(
+                    sql: """
+                        INSERT INTO message_search (rowid, body)
+                        SELECT copy.rowid, c.c0 FROM messages copy
+                        JOIN messages original ON original.conversation_id = copy.conversation_id
+                            AND original.pos_physical = copy.pos_physical AND original.pos_logical = 0
+                            AND original.pos_node = copy.pos_node
+                        JOIN message_search_content c ON c.id = original.rowid
+                        WHERE copy.pos_logical = ?
+                        """, arguments: [k])
+            }
+            FileHandle.standardError.write(Data("copy \(k) of \(times) done\n".utf8))
+        }
     }
 }
