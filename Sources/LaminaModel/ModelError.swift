@@ -21,6 +21,7 @@ public struct ModelError: LaminaError {
         public static let invalidPushConfiguration = Code(rawValue: "invalid-push-configuration")
         public static let duplicatePart = Code(rawValue: "duplicate-part")
         public static let invalidPushToken = Code(rawValue: "invalid-push-token")
+        public static let invalidSearch = Code(rawValue: "invalid-search")
     }
 
     public var code: Code

@@ -18,6 +18,7 @@ extension Frame {
         case .updateMessageParts(let f): f.requestID
         case .sync(let f): f.requestID
         case .fetchHistory(let f): f.requestID
+        case .searchMessages(let f): f.requestID
         case .nonceRequest(let f): f.requestID
         case .authenticate(let f): f.requestID
         case .resumeSession(let f): f.requestID

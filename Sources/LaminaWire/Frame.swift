@@ -49,6 +49,7 @@ public enum Frame: Hashable, Sendable {
     case fetchHistory(FetchHistory)
     case change(Change)
     case changeBatch(ChangeBatch)
+    case searchMessages(SearchMessages)
     // Peers (SPEC §6.5)
     case peerHello(PeerHello)
     case versionVector(VersionVector)
@@ -98,6 +99,7 @@ public enum Frame: Hashable, Sendable {
         case .updateMessageParts: .updateMessageParts
         case .sync: .sync
         case .fetchHistory: .fetchHistory
+        case .searchMessages: .searchMessages
         case .change: .change
         case .changeBatch: .changeBatch
         case .peerHello: .peerHello
@@ -222,6 +224,7 @@ extension Frame {
         case .updateMessageParts(let f): try f.encode(into: &b)
         case .sync(let f): f.encode(into: &b)
         case .fetchHistory(let f): try f.encode(into: &b)
+        case .searchMessages(let f): try f.encode(into: &b)
         case .change(let f): try f.encode(into: &b)
         case .changeBatch(let f): try f.encode(into: &b)
         case .peerHello(let f): try f.encode(into: &b)
@@ -277,6 +280,7 @@ extension Frame {
         case .updateMessageParts: frame = .updateMessageParts(try UpdateMessageParts.decode(from: &b, limits))
         case .sync: frame = .sync(try SyncRequest.decode(from: &b, limits))
         case .fetchHistory: frame = .fetchHistory(try FetchHistory.decode(from: &b, limits))
+        case .searchMessages: frame = .searchMessages(try SearchMessages.decode(from: &b, limits))
         case .change: frame = .change(try Change.decode(from: &b, limits))
         case .changeBatch: frame = .changeBatch(try ChangeBatch.decode(from: &b, limits))
         case .peerHello: frame = .peerHello(try PeerHello.decode(from: &b, limits))

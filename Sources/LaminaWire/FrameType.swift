@@ -43,6 +43,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case fetchHistory = 0x0302
     case change = 0x0303
     case changeBatch = 0x0304
+    case searchMessages = 0x0305
 
     case peerHello = 0x0401
     case versionVector = 0x0402
@@ -94,6 +95,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .fetchHistory: "fetch-history"
         case .change: "change"
         case .changeBatch: "change-batch"
+        case .searchMessages: "search-messages"
         case .peerHello: "peer-hello"
         case .versionVector: "version-vector"
         case .replicate: "replicate"
@@ -117,6 +119,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
             .fetchChannel, .deleteChannel:
             fixed = 64
         case .fetchHistory: fixed = 96
+        case .searchMessages: fixed = 320
         case .ack: fixed = 128
         case .hello, .welcome, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser, .followUser,
             .createChannel:

@@ -182,6 +182,12 @@ extension Frame {
                 o["after"] = after.map(WireJSON.hlc) ?? .null
             }
             o["before"] = f.before.map(WireJSON.hlc) ?? .null
+        case .searchMessages(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["text"] = .string(f.text)
+            o["conversationID"] = f.conversationID.map { WireJSON.uuid($0.uuid) } ?? .null
+            o["limit"] = .number(Int64(f.limit))
+            o["offset"] = .number(Int64(f.offset))
         case .change(let f):
             o["seq"] = .u64(f.seq)
             o["event"] = .event(f.event)

@@ -181,6 +181,12 @@ enum Table {
             { c in .fetchHistory(FetchHistory(requestID: UUID(), conversationID: c.conversation, policy: .lastN(1))) }
         ),
         (
+            "SEARCH_MESSAGES",
+            { c in
+                .searchMessages(SearchMessages(requestID: UUID(), text: "conformance", conversationID: c.conversation))
+            }
+        ),
+        (
             "DELETE_CONVERSATION",
             { c in
                 .deleteConversation(
@@ -348,6 +354,9 @@ enum Table {
                             isDistinct: false, deliveryReceiptsEnabled: false, readReceiptsEnabled: true)))
             }, notAgreed,
             features: FeatureSet.all.subtracting(.receiptSwitches))
+        add(
+            &out, .authenticated, "SEARCH_MESSAGES (without bit 19)", byName["SEARCH_MESSAGES"]!, notAgreed,
+            features: FeatureSet.all.subtracting(.messageSearch))
 
         // Order of effects (SPEC §5.7): a read pipelined behind a write sees the write.
         add(

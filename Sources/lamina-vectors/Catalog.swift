@@ -316,6 +316,18 @@ let validVectors: [ValidVector] = [
         frame: .fetchHistory(
             FetchHistory(requestID: u(25), conversationID: conversation1, policy: .pageAfter(nil, count: 10_000)))),
     .init(
+        name: "search-messages",
+        description: "SEARCH_MESSAGES in every conversation: the first 20 results for \"lunch tom\".",
+        frame: .searchMessages(SearchMessages(requestID: u(26), text: "lunch tom", limit: 20))),
+    .init(
+        name: "search-messages-in-conversation",
+        description:
+            "SEARCH_MESSAGES in one conversation, the third page of 50 (offset 100), the largest text (256 bytes).",
+        frame: .searchMessages(
+            SearchMessages(
+                requestID: u(27), text: String(repeating: "é", count: 128), conversationID: conversation1, limit: 50,
+                offset: 100))),
+    .init(
         name: "change-conversation-created", description: "CHANGE: conversation created.",
         frame: .change(Change(seq: 1, event: .conversationCreated(sampleConversation)))),
     .init(

@@ -390,6 +390,16 @@ let invalidVectors: [InvalidVector] = [
         description: "CHANGE presence-changed (kind 14) whose lastSeenAt presence byte is 2.",
         bytes: B.frame(.change, B.varint(0) + [14] + B.str("bob") + [0] + [2]), error: .malformed),
     .init(
+        name: "search-messages-text-too-long",
+        description: "SEARCH_MESSAGES with a text of 257 bytes (the most is 256).",
+        bytes: B.frame(
+            .searchMessages, reqID + B.str(String(repeating: "t", count: 257)) + [0] + B.varint(1) + B.varint(0)),
+        error: .limitExceeded),
+    .init(
+        name: "search-messages-bad-presence", description: "SEARCH_MESSAGES whose conversation presence byte is 2.",
+        bytes: B.frame(.searchMessages, reqID + B.str("tea") + [2] + conv + B.varint(1) + B.varint(0)),
+        error: .malformed),
+    .init(
         name: "bad-history-policy", description: "FETCH_HISTORY with policy 4.",
         bytes: B.frame(.fetchHistory, reqID + conv + [4, 0]), error: .malformed),
     .init(

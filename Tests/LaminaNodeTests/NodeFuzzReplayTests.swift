@@ -48,7 +48,8 @@ import Testing
         "mark-all-read": 204,
         "message-delete": 204, "message-get": 200, "message-send": 201, "message-send-system": 201,
         "message-send-v1": 201,
-        "messages-list": 200, "messages-list-user": 200, "no-token": 401, "sessions-revoke": 204, "webhook-create": 503,
+        "messages-list": 200, "messages-list-user": 200, "messages-search-user": 200, "no-token": 401,
+        "sessions-revoke": 204, "webhook-create": 503,
         "webhook-get": 404, "webhooks-list": 200, "wrong-app": 404, "wrong-method": 405,
     ]
 
@@ -142,7 +143,8 @@ import Testing
         "nonce": 201, "session-bad-token": 401, "session-delete-other": 403, "dev-token-off": 404,
         "conversations-list": 200, "conversation-create": 201, "conversation-create-id-in-use": 409,
         "conversation-get": 200, "conversation-patch": 204, "conversation-delete": 204, "mark-all-read": 204,
-        "messages-list": 200, "message-send": 201, "message-get": 200, "message-delete": 204, "receipt-read": 204,
+        "messages-list": 200, "messages-search": 200, "message-send": 201, "message-get": 200, "message-delete": 204,
+        "receipt-read": 204,
         "receipt-delivery": 204, "identity-get": 200, "announcements-list": 200, "push-token": 422,
         "bad-accept": 406, "no-session": 401, "malformed": 400, "wrong-method": 405,
     ]

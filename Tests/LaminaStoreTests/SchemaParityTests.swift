@@ -16,6 +16,12 @@ import Testing
         "table lamina_migrations only on postgres",
         // Presence across nodes sharing one database (`PostgresSchema.liveDevices`).
         "table live_devices only on postgres",
+        // The message search index (`MessageSearchSchema`): an FTS5 table and its shadow tables
+        // on SQLite, a tsvector column with a GIN index on PostgreSQL.
+        "table message_search only on sqlite", "table message_search_config only on sqlite",
+        "table message_search_content only on sqlite", "table message_search_data only on sqlite",
+        "table message_search_docsize only on sqlite", "table message_search_idx only on sqlite",
+        "column messages.search only on postgres", "index messages_search only on postgres",
     ]
 
     @Test func bothBackendsHaveTheSameTablesColumnsAndIndexes() async throws {

@@ -370,6 +370,13 @@ struct RandomFrames {
             let policy: HistoryPolicy = [.complete, .unreadOnly, .lastN(max(1, u32()))][int(0...2)]
             return .fetchHistory(
                 FetchHistory(requestID: uuid(), conversationID: c, policy: policy, before: optional { $0.hlc() }))
+        case .searchMessages:
+            let limit = UInt32(int(1...200))
+            return .searchMessages(
+                SearchMessages(
+                    requestID: uuid(), text: String(repeating: "w ", count: int(1...100)),
+                    conversationID: optional { ConversationID(uuid: $0.uuid()) }, limit: limit,
+                    offset: UInt32(int(0...(1_000 - Int(limit))))))
         case .change: return .change(Change(seq: u64(), event: event()))
         case .changeBatch:
             return .changeBatch(ChangeBatch(changes: (0..<int(1...12)).map { _ in Change(seq: u64(), event: event()) }))

@@ -5,12 +5,12 @@ import LaminaModel
 /// message's text parts must hold (the last one as a prefix, so results follow typing), best
 /// matches first (BM25), newer first among equals.
 public struct MessageSearch: Hashable, Sendable {
-    /// The longest search text, in UTF-8 bytes.
-    public static let maxTextBytes = 256
+    /// The longest search text, in UTF-8 bytes (`MessageSearchTerms.maxTextBytes`, the node's too).
+    public static let maxTextBytes = MessageSearchTerms.maxTextBytes
     /// The most words one search takes.
-    public static let maxWords = 16
+    public static let maxWords = MessageSearchTerms.maxWords
     /// The most results one page returns.
-    public static let maxLimit = 200
+    public static let maxLimit = MessageSearchTerms.maxLimit
 
     public var text: String
     /// Only this conversation's messages (nil: every conversation).
@@ -30,20 +30,12 @@ public struct MessageSearch: Hashable, Sendable {
     /// The words, each quoted for FTS5 (the user's text is never read as query syntax), the
     /// last one a prefix. Throws `.invalidObject` for a text over the limits or without a word.
     func matchExpression() throws(ClientError) -> String {
-        guard text.utf8.count <= Self.maxTextBytes else {
-            throw ClientError(
-                .invalidObject, "a search text has at most \(Self.maxTextBytes) bytes, this one \(text.utf8.count)")
-        }
         guard (1...Self.maxLimit).contains(limit), offset >= 0 else {
             throw ClientError(.invalidObject, "a search's limit is 1 to \(Self.maxLimit) and its offset at least 0")
         }
-        let words = text.split(whereSeparator: { $0.isWhitespace || $0.isPunctuation || $0.isSymbol })
-        guard !words.isEmpty else { throw ClientError(.invalidObject, "a search needs at least one word") }
-        guard words.count <= Self.maxWords else {
-            throw ClientError(.invalidObject, "a search takes at most \(Self.maxWords) words, this one \(words.count)")
+        do { return try MessageSearchTerms(text).fts5Expression } catch {
+            throw ClientError(.invalidObject, error.reason)
         }
-        let quoted = words.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
-        return quoted.dropLast().joined(separator: " ") + (quoted.count > 1 ? " " : "") + quoted.last! + "*"
     }
 }
 

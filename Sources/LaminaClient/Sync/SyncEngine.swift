@@ -103,6 +103,15 @@ public actor SyncEngine {
         return try await session.fetchHistory(of: conversation, policy: policy, before: before)
     }
 
+    /// Searches the user's messages on the node (see `SyncSession.searchMessages`). Throws
+    /// `.notConnected` between sessions.
+    public func searchMessages(_ text: String, in conversation: ConversationID?, limit: Int, offset: Int)
+        async throws(ClientError) -> [MessageID]
+    {
+        guard let session else { throw ClientError(.notConnected, "no sync session is running") }
+        return try await session.searchMessages(text, in: conversation, limit: limit, offset: offset)
+    }
+
     /// Ends the session on the node for good (SPEC §5.8, see `SyncSession.endSession`); the
     /// engine then stops without reconnecting. Throws `.notConnected` unless a session is live.
     public func endSession() async throws(ClientError) {

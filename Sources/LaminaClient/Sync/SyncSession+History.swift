@@ -15,6 +15,9 @@ struct HistoryRequest {
     var caller: CheckedContinuation<Result<HistoryAnswer, ClientError>, Never>?
     /// Sent by the session itself (history on join, a snapshot's fill): nobody waits for the answer.
     var isBackground = false
+    /// A SEARCH_MESSAGES (`conversation` unused): its answer holds messages of any conversation,
+    /// best match first.
+    var isSearch = false
     /// For a page-after request: its count and start. A background request whose answer is a
     /// full page is followed by the next page.
     var pageCount: UInt32?
@@ -84,9 +87,48 @@ extension SyncSession {
             throw ClientError(.notAllowed, "the node does not offer history paging")
         }
         let id = UUID()
-        register(
+        return try await sendAndWait(
             id, HistoryRequest(conversation: target),
-            FetchHistory(requestID: id, conversationID: target, policy: policy, before: before))
+            .fetchHistory(FetchHistory(requestID: id, conversationID: target, policy: policy, before: before)))
+    }
+
+    /// Asks the node for the user's messages matching a search (SPEC §6.3 SEARCH_MESSAGES, the
+    /// search feature): best match first, as the user sees history. The messages are stored as
+    /// they arrive (those of conversations this device does not hold are not), before this
+    /// returns their identifiers in the node's order. Only while live and when the node offers
+    /// search (`.notAllowed`).
+    public func searchMessages(
+        _ text: String, in conversation: ConversationID?, limit: Int, offset: Int
+    ) async throws(ClientError) -> [MessageID] {
+        guard state == .live else { throw ClientError(.notConnected, "the session is not live") }
+        guard features.contains(.messageSearch) else {
+            throw ClientError(.notAllowed, "the node does not offer message search")
+        }
+        do {
+            _ = try MessageSearchTerms(text)
+            try MessageSearchTerms.validatePage(limit: limit, offset: offset)
+        } catch {
+            throw ClientError(.invalidArgument, error.reason)
+        }
+        guard pending.historyCount < Self.maxHistoryRequests else {
+            throw ClientError(
+                .invalidArgument, "at most \(Self.maxHistoryRequests) history requests are outstanding at once")
+        }
+        var target = conversation
+        if let conversation { target = try await store.currentIdentifierAsync(of: conversation) }
+        let id = UUID()
+        let frame = SearchMessages(
+            requestID: id, text: text, conversationID: target, limit: UInt32(limit), offset: UInt32(offset))
+        return try await sendAndWait(
+            id, HistoryRequest(conversation: target ?? ConversationID(uuid: id), isSearch: true), .searchMessages(frame)
+        ).ids
+    }
+
+    /// Registers a request, sends it (in registration order) and waits for its answer.
+    private func sendAndWait(_ id: UUID, _ request: HistoryRequest, _ frame: Frame) async throws(ClientError)
+        -> HistoryAnswer
+    {
+        register(id, request, frame)
         do {
             try await sendRegisteredHistory()
         } catch {
@@ -109,13 +151,17 @@ extension SyncSession {
     /// answer's messages are counted as the first open request's, so the wire order must be
     /// `pending.historyOrder`'s even when the app's `fetchHistory` and the session's own fetches race).
     func register(_ id: UUID, _ request: HistoryRequest, _ frame: FetchHistory) {
+        register(id, request, .fetchHistory(frame))
+    }
+
+    func register(_ id: UUID, _ request: HistoryRequest, _ frame: Frame) {
         pending[history: id] = request
         historyUnsent.append(frame)
     }
 
     func unregister(_ id: UUID) {
         pending[history: id] = nil
-        historyUnsent.removeAll { $0.requestID == id }
+        historyUnsent.removeAll { $0.commandID == id }
     }
 
     /// Writes the queued FETCH_HISTORY frames in order. When another call is writing, it
@@ -126,7 +172,7 @@ extension SyncSession {
         defer { sendingHistory = false }
         while !historyUnsent.isEmpty {
             let frame = historyUnsent.removeFirst()
-            try await channel.send(.fetchHistory(frame))
+            try await channel.send(frame)
         }
     }
 
@@ -176,9 +222,13 @@ extension SyncSession {
         for entry in entries where entry.seq == 0 {
             guard case .messageCreated(let m) = entry.event else { continue }
             let open = pending.historyOrder.lazy.filter { self.pending[history: $0]?.result == nil }
-            if let first = open.first, pending[history: first]?.conversation == m.conversationID {
+            if let first = open.first,
+                pending[history: first]?.isSearch == true || pending[history: first]?.conversation == m.conversationID
+            {
                 note(m, for: first)
-            } else if let same = open.first(where: { self.pending[history: $0]?.conversation == m.conversationID }) {
+            } else if let same = open.first(where: {
+                self.pending[history: $0].map { !$0.isSearch && $0.conversation == m.conversationID } ?? false
+            }) {
                 note(m, for: same)
             }
         }

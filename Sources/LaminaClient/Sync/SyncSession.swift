@@ -95,9 +95,10 @@ public actor SyncSession {
     var flushAgain = false
     /// The largest frame payload the node accepts (WELCOME; until then the protocol's).
     public private(set) var maxFrameSize = WireLimits.protocolMaxFrameSize
-    /// FETCH_HISTORY frames registered and not written yet, in `pending.historyOrder`'s order; one
-    /// task at a time writes them (`sendRegisteredHistory`), so the wire order is that order.
-    var historyUnsent: [FetchHistory] = []
+    /// FETCH_HISTORY (and SEARCH_MESSAGES) frames registered and not written yet, in
+    /// `pending.historyOrder`'s order; one task at a time writes them (`sendRegisteredHistory`),
+    /// so the wire order is that order.
+    var historyUnsent: [Frame] = []
     var sendingHistory = false
     /// The snapshot being received and the fetches that fill its conversations.
     var snapshot = SnapshotSync()

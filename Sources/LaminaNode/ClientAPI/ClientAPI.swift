@@ -17,7 +17,8 @@ import NIOCore
 public final class ClientAPI: Sendable {
     /// The router patterns (exact paths and prefixes) the Client API answers.
     public static let routePatterns = [
-        "/ping", "/nonces", "/sessions", "/sessions/*", "/conversations", "/conversations/*", "/messages/*",
+        "/ping", "/nonces", "/sessions", "/sessions/*", "/conversations", "/conversations/*", "/messages",
+        "/messages/*",
         "/identities",
         "/identities/*", "/following/users", "/following/users/*",
         "/announcements", "/announcements/*", "/push_tokens", "/dev/identity_tokens", "/content", "/content/*",
@@ -106,6 +107,7 @@ public final class ClientAPI: Sendable {
             Route(method: "POST", template: "/conversations/{conversation_id}/messages"), true,
             { try await $0.sendMessage($1) }
         ),
+        (Route(method: "GET", template: "/messages"), true, { try await $0.searchMessages($1) }),
         (Route(method: "GET", template: "/messages/{message_id}"), true, { try await $0.getMessage($1) }),
         (Route(method: "DELETE", template: "/messages/{message_id}"), true, { try await $0.deleteMessage($1) }),
         (

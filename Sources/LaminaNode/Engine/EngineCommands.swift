@@ -38,6 +38,8 @@ extension NodeEngine {
                 return try await sync(request, in: session, as: auth)
             case .fetchHistory(let request):
                 return try await fetchHistory(request, in: session, as: auth)
+            case .searchMessages(let request):
+                return try await searchMessages(request, in: session, as: auth)
             default:
                 break
             }

@@ -256,6 +256,7 @@ public final class NodeSession: Sendable {
         case .blockUser: .blockLists
         case .setPresence: .presence
         case .followUser: .following
+        case .searchMessages: .messageSearch
         // The old single flag (both switches alike) needs no bit; the two switches set apart do.
         case .createConversation(let f) where !f.options.receiptSwitches.isSingleFlag: .receiptSwitches
         case .createChannel, .joinChannel, .leaveChannel, .sendChannelMessage, .fetchChannel, .deleteChannel: .channels

@@ -193,8 +193,8 @@ final class HotStatements {
         insertMessage = try db.hotStatement(
             """
             INSERT INTO messages (id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at, body, request_digest,
-                origin_node, hlc_physical, hlc_logical, hlc_node)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                origin_node, hlc_physical, hlc_logical, hlc_node\(db.dialect == .postgres ? ", search" : ""))
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?\(db.dialect == .postgres ? ", " + MessageSearchSchema.postgresVector : ""))
             ON CONFLICT DO NOTHING
             """ + (db.dialect == .postgres ? Self.returningOnPostgres : ""))
         feedHead = try db.hotStatement(FeedHead.sql)

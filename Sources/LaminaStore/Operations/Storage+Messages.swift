@@ -90,6 +90,8 @@ extension StorageTransaction {
         insert.bind(11, hp)
         insert.bind(12, hl)
         insert.bind(13, hn)
+        let searchText = MessageSearchSchema.indexedText(of: message.parts)
+        if db.dialect == .postgres { insert.bind(14, searchText ?? "") }
         // A taken id or position inserts nothing (and raises no error, which on PostgreSQL
         // would abort the transaction: the caller reads the existing row next).
         guard try insert.runInsert() else {
@@ -99,6 +101,7 @@ extension StorageTransaction {
             throw StorageError(
                 .positionTaken, "position \(position) of \(message.conversationID) is held by another message")
         }
+        try indexInsertedMessage(text: searchText)
         cache.rememberHoldsMessages(header.id)
         try countAppended(message.id, sender: message.sender, in: message.conversationID, at: (pp, pl, pn))
         try indexContentReferences(of: message.id, message.parts)
@@ -149,6 +152,7 @@ extension StorageTransaction {
         try db.run("UPDATE messages SET body = ? WHERE id = ?", [Data(body), key])
         try db.run("DELETE FROM message_parts WHERE message_id = ?", [key])
         try indexContentReferences(of: id, parts)
+        try reindexMessage(id, parts: parts, deleted: stored.isDeleted)
         let (p, l, n) = try Columns.hlc(hlc)
         try db.run(
             """
@@ -178,6 +182,7 @@ extension StorageTransaction {
         }
         try db.run("UPDATE messages SET deleted = 1 WHERE id = ?", [Columns.blob(message.uuid)])
         guard db.changesCount == 1 else { throw StorageError(.notFound, "no message \(message)") }
+        if !deleted { try unindexMessage(message) }
     }
 
     /// Marks deleted every message of the conversation positioned before `position` (one
@@ -186,6 +191,7 @@ extension StorageTransaction {
     package func deleteMessages(of conversation: ConversationID, before position: MessagePosition) throws(StorageError)
         -> Int
     {
+        try unindexMessages(of: conversation, before: position)
         let (p, l, n) = try Columns.hlc(position)
         try db.run(
             "UPDATE messages SET deleted = 1 WHERE conversation_id = ? AND deleted = 0 AND (pos_physical, pos_logical, pos_node) < (?, ?, ?)",

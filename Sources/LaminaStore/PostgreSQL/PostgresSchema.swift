@@ -88,6 +88,7 @@ enum PostgresSchema {
         (ReceiptSwitchesSchema.migration, ReceiptSwitchesSchema.postgres),
         (ChannelReplicationSchema.migration, ChannelReplicationSchema.postgres),
         (ChannelContentSchema.migration, ChannelContentSchema.postgres),
+        (MessageSearchSchema.migration, MessageSearchSchema.postgres),
     ]
 
     /// PostgreSQL only (SQLite has one node, whose sessions it knows): the devices with a live
@@ -130,6 +131,7 @@ enum PostgresSchema {
             }
             for migration in migrations where !applied.contains(migration.id) {
                 for statement in migration.statements { try db.run(statement) }
+                if migration.id == MessageSearchSchema.migration { try MessageSearchSchema.backfill(db) }
                 try db.run(
                     "INSERT INTO lamina_migrations (identifier, applied_at) VALUES (?, ?)",
                     [migration.id, Int64(Date().timeIntervalSince1970 * 1_000)])

@@ -76,19 +76,21 @@ struct PostgresWriteBatch {
         b.append(.byteas(messages.map { Self.bytes($0[7]) }))
         b.append(.byteas(messages.map { Self.bytes($0[8]) }))  // request_digest: empty for none
         for column in 9...12 { b.append(.bigints(messages.map { Self.integer($0[column]) })) }
+        b.append(.texts(messages.map { Self.text($0[13]) }))  // the indexed text (MessageSearchSchema): empty for none
         return (Self.messagesSQL, b)
     }
 
     static let messagesSQL = """
         WITH inserted AS (
             INSERT INTO messages (id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at, body,
-                request_digest, origin_node, hlc_physical, hlc_logical, hlc_node)
+                request_digest, origin_node, hlc_physical, hlc_logical, hlc_node, search)
             SELECT id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at, body,
-                NULLIF(request_digest, '\\x'::bytea), origin_node, hlc_physical, hlc_logical, hlc_node
+                NULLIF(request_digest, '\\x'::bytea), origin_node, hlc_physical, hlc_logical, hlc_node,
+                to_tsvector('simple', NULLIF(search_text, ''))
             FROM unnest($1::bytea[], $2::bytea[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
-                $8::bytea[], $9::bytea[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[])
+                $8::bytea[], $9::bytea[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[])
                 AS r(id, conversation_id, sender, pos_physical, pos_logical, pos_node, sent_at, body, request_digest,
-                    origin_node, hlc_physical, hlc_logical, hlc_node)
+                    origin_node, hlc_physical, hlc_logical, hlc_node, search_text)
             ON CONFLICT DO NOTHING
             RETURNING 1)
         SELECT count(*) FROM inserted

@@ -1,0 +1,218 @@
+import Foundation
+import LaminaModel
+import LaminaStoreTestSupport
+import Testing
+
+@testable import LaminaStore
+
+/// The node's full-text index (`v26-message-search`) and `searchMessages`, on both backends:
+/// what is indexed, kept in the message's transaction, and found under `history()`'s rules.
+@Suite struct MessageSearchStorageTests {
+    let alice: UserID = "alice"
+    let bob: UserID = "bob"
+    let carol: UserID = "carol"
+    let dave: UserID = "dave"
+
+    func search(
+        _ store: NodeStore, _ text: String, for user: UserID, in conversation: ConversationID? = nil, limit: Int = 50,
+        offset: Int = 0
+    ) async throws -> [String] {
+        let query = NodeMessageSearch(try MessageSearchTerms(text), in: conversation, limit: limit, offset: offset)
+        return try await store.read { r in try r.searchMessages(query, for: user) }.map(Self.text)
+    }
+
+    static func text(_ message: Message) -> String {
+        message.parts.compactMap { part in
+            if case .inline(let bytes) = part.content, part.mimeType.rawValue.hasPrefix("text/") {
+                return String(decoding: bytes, as: UTF8.self)
+            }
+            return nil
+        }.joined(separator: "|")
+    }
+
+    @Test(arguments: StoreBackend.allCases) func findsWhatHistoryShowsAndNothingElse(_ backend: StoreBackend)
+        async throws
+    {
+        try await withTemporaryStore(backend: backend) { store, _ in
+            let group = try conversation(alice, [bob, carol], distinct: false)
+            let other = try conversation(alice, [dave], distinct: false)
+            let early = try textMessage("apple pie recipe", in: group.id, from: alice, at: hlc(100))
+            let fromBob = try textMessage("Apple juice", in: group.id, from: bob, at: hlc(200))
+            let late = try textMessage("apple cider", in: group.id, from: alice, at: hlc(300))
+            let gone = try textMessage("apple gone", in: group.id, from: alice, at: hlc(310))
+            let elsewhere = try textMessage("apple tart", in: other.id, from: dave, at: hlc(150))
+            let binary = Message(
+                conversationID: group.id, sender: alice,
+                parts: [try MessagePart(mimeType: "application/json", bytes: Array("\"apple\"".utf8))],
+                sentAt: Timestamp(millisecondsSince1970: 320), position: hlc(320))
+            try await store.write { tx in
+                _ = try tx.createConversation(group, hlc: hlc(1), origin: nodeA)
+                _ = try tx.createConversation(other, hlc: hlc(2), origin: nodeA)
+                for m in [early, fromBob, elsewhere] { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
+                try tx.applyMembership(
+                    .remove, user: carol, conversation: group.id, actor: alice, hlc: hlc(250), origin: nodeA)
+                for m in [late, gone, binary] { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
+                try tx.deleteMessage(gone.id)
+                _ = try tx.block(bob, by: alice, at: Timestamp(millisecondsSince1970: 400))
+            }
+            // Bob: his conversation's messages, newest first among equal ranks; not the deleted
+            // one, not the JSON part, not the other conversation's.
+            #expect(
+                Set(try await search(store, "apple", for: bob)) == ["apple pie recipe", "Apple juice", "apple cider"])
+            // Carol was removed at 250: what came before only.
+            #expect(Set(try await search(store, "apple", for: carol)) == ["apple pie recipe", "Apple juice"])
+            // Alice blocks Bob: his message is left out, as history leaves it out.
+            #expect(
+                Set(try await search(store, "apple", for: alice)) == ["apple pie recipe", "apple cider", "apple tart"])
+            #expect(try await search(store, "apple", for: alice, in: other.id) == ["apple tart"])
+            #expect(try await search(store, "apple", for: dave) == ["apple tart"])
+            #expect(try await search(store, "apple", for: "mallory") == [])
+            // Every word, the last one a prefix; case does not matter.
+            #expect(try await search(store, "APPLE re", for: bob) == ["apple pie recipe"])
+            #expect(try await search(store, "recipe apple", for: bob) == ["apple pie recipe"])
+            #expect(try await search(store, "gone", for: alice) == [])
+            #expect(try await search(store, "json", for: alice) == [])
+            // The search sees what history sees.
+            let history = try await store.read { r in try r.history(of: group.id, for: carol, .last(50)) }
+            #expect(Set(history.map(Self.text)).isSuperset(of: try await search(store, "apple", for: carol)))
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases) func partUpdatesAndDeletionsKeepTheIndexExact(_ backend: StoreBackend)
+        async throws
+    {
+        try await withTemporaryStore(backend: backend) { store, _ in
+            let c = try conversation(alice, [bob])
+            let edited = try textMessage("banana bread", in: c.id, from: alice, at: hlc(100))
+            let old = try textMessage("banana split", in: c.id, from: bob, at: hlc(110))
+            let kept = try textMessage("banana boat", in: c.id, from: bob, at: hlc(200))
+            try await store.write { tx in
+                _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
+                for m in [edited, old, kept] { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
+            }
+            #expect(try await search(store, "banana", for: alice).count == 3)
+            try await store.write { tx in
+                let parts = [
+                    try MessagePart(text: "cherry bread"),
+                    try MessagePart(mimeType: "text/markdown", bytes: Array("*kiwi*".utf8)),
+                ]
+                #expect(try tx.replaceParts(of: edited.id, with: parts, hlc: hlc(500), origin: nodeA, by: alice))
+            }
+            #expect(try await search(store, "bread", for: alice) == ["cherry bread|*kiwi*"])
+            #expect(try await search(store, "kiwi", for: bob) == ["cherry bread|*kiwi*"])
+            #expect(Set(try await search(store, "banana", for: alice)) == ["banana split", "banana boat"])
+            // A range deletion (history purged before 150) takes its messages out.
+            try await store.write { tx in _ = try tx.deleteMessages(of: c.id, before: hlc(150)) }
+            #expect(try await search(store, "banana", for: alice) == ["banana boat"])
+            #expect(try await search(store, "cherry", for: alice) == [])
+            // A replicated update of a deleted message does not bring it back.
+            try await store.write { tx in
+                _ = try tx.replaceParts(
+                    of: old.id, with: [try MessagePart(text: "banana again")], hlc: hlc(600), origin: nodeB, by: bob,
+                    evenIfDeleted: true)
+            }
+            #expect(try await search(store, "again", for: alice) == [])
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases) func ranksPagesAndRefusesBadPages(_ backend: StoreBackend) async throws {
+        try await withTemporaryStore(backend: backend) { store, _ in
+            let c = try conversation(alice, [bob])
+            // The best match is the oldest: rank comes before recency.
+            var messages = [try textMessage("plum plum plum", in: c.id, from: alice, at: hlc(100))]
+            for i in 1...6 {
+                messages.append(
+                    try textMessage(
+                        "plum and \(i) other words of filler text", in: c.id, from: bob, at: hlc(100 + UInt64(i))))
+            }
+            let all = messages
+            try await store.write { tx in
+                _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
+                for m in all { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
+            }
+            let ranked = try await search(store, "plum", for: alice)
+            #expect(ranked.first == "plum plum plum")
+            #expect(ranked.count == 7)
+            // Equal ranks: newer first.
+            #expect(Array(ranked.dropFirst()) == (1...6).reversed().map { "plum and \($0) other words of filler text" })
+            var paged: [String] = []
+            for offset in stride(from: 0, to: 8, by: 3) {
+                paged += try await search(store, "plum", for: alice, limit: 3, offset: offset)
+            }
+            #expect(paged == ranked)
+            for (limit, offset) in [(0, 0), (MessageSearchTerms.maxLimit + 1, 0), (10, -1), (200, 801)] {
+                #expect(
+                    await storageErrorCode {
+                        _ = try await search(store, "plum", for: alice, limit: limit, offset: offset)
+                    }
+                        == .invalidArgument)
+            }
+        }
+    }
+
+    @Test func termsFollowTheDevicesRules() throws {
+        #expect(try MessageSearchTerms("Hello, wor").words == ["Hello", "wor"])
+        #expect(try MessageSearchTerms("say \"hi\"").fts5Expression == "\"say\" \"hi\"*")
+        #expect(
+            try MessageSearchTerms("it's a:b\\c").tsqueryExpression == "'it' & 's' & 'a' & 'b' & 'c':*",
+            "quotes and backslashes are punctuation: they split words, so no word carries query syntax")
+        for bad in [
+            "", " ,.;", String(repeating: "a", count: MessageSearchTerms.maxTextBytes + 1),
+            (0...MessageSearchTerms.maxWords).map { "w\($0)" }.joined(separator: " "),
+        ] {
+            #expect(throws: ModelError.self) { try MessageSearchTerms(bad) }
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases) func backfillIndexesStoredMessagesInBatches(_ backend: StoreBackend)
+        async throws
+    {
+        try await withTemporaryStore(backend: backend) { store, _ in
+            let c = try conversation(alice, [bob])
+            let messages = try (0..<5).map {
+                try textMessage("grape \($0)", in: c.id, from: alice, at: hlc(100 + UInt64($0)))
+            }
+            try await store.write { tx in
+                _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
+                for m in messages { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
+                try tx.deleteMessage(messages[4].id)
+                // As a store from before v26: nothing indexed.
+                switch tx.db.dialect {
+                case .sqlite: try tx.db.run("DELETE FROM message_search")
+                case .postgres: try tx.db.run("UPDATE messages SET search = NULL")
+                }
+            }
+            #expect(try await search(store, "grape", for: alice) == [])
+            try await store.write { tx in try MessageSearchSchema.backfill(tx.db, batch: 2) }
+            #expect(Set(try await search(store, "grape", for: alice)) == ["grape 0", "grape 1", "grape 2", "grape 3"])
+        }
+    }
+
+    /// PostgreSQL's group commit holds the messages back and inserts them in one statement:
+    /// their text is indexed by that statement.
+    @Test func aGroupOfSendsIsIndexedByTheBatchInsertOnPostgres() async throws {
+        try await withTemporaryStore(backend: .postgres) { store, _ in
+            let c = try conversation(alice, [bob])
+            try await store.write { tx in _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA) }
+            let messages = try (0..<20).map {
+                try textMessage("melon \($0)", in: c.id, from: alice, at: hlc(100 + UInt64($0)))
+            }
+            let gate = WriterGate()
+            try gate.hold(store)
+            await gate.entered.wait()
+            let counter = CompletionCounter(expected: messages.count)
+            for message in messages {
+                try store.submit(
+                    { tx in
+                        try tx.appendMessage(message, hlc: message.position!, origin: nodeA)
+                        return 0
+                    }, completion: { counter.record($0) })
+            }
+            gate.open()
+            await counter.done.wait()
+            #expect(counter.successes == messages.count)
+            #expect(try await search(store, "melon", for: bob, limit: 50).count == 20)
+            #expect(try await search(store, "melon 7", for: bob) == ["melon 7"])
+        }
+    }
+}
