@@ -107,6 +107,10 @@ public final class ClientAPI: Sendable {
             { try await $0.sendMessage($1) }
         ),
         (Route(method: "GET", template: "/messages/{message_id}"), true, { try await $0.getMessage($1) }),
+        (
+            Route(method: "POST", template: "/messages/{message_id}/reactions"), true,
+            { try await $0.react($1) }
+        ),
         (Route(method: "DELETE", template: "/messages/{message_id}"), true, { try await $0.deleteMessage($1) }),
         (
             Route(method: "POST", template: "/messages/{message_id}/receipts"), true,

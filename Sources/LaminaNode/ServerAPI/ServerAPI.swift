@@ -151,6 +151,10 @@ public final class ServerAPI: Sendable {
             Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/messages/{message_id}"),
             { try await $0.getUserMessage($1) }
         ),
+        (
+            Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/messages/{message_id}/reactions"),
+            { try await $0.react($1) }
+        ),
         (Route(method: "PATCH", template: "/apps/{app_id}/users/{user_id}"), { try await $0.patchUser($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}"), { try await $0.getUser($1) }),
         (
