@@ -32,6 +32,8 @@ public enum PropertyValue: Hashable, Sendable {
     case position(MessagePosition)
     case parts([MessagePart])
     case identity(UserIdentity)
+    /// A message's reactions: per key, the users who reacted with it (SPEC §6.9).
+    case reactions([String: Set<UserID>])
 }
 
 /// One create, update or delete of a conversation or message, as an app sees it.

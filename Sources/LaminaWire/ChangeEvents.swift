@@ -54,6 +54,9 @@ public enum ChangeEvent: Hashable, Sendable {
     case channelMessage(ChannelMessage)
     /// kind 19: a channel was deleted (in the feed of each user who was a member).
     case channelDeleted(ChannelDeleted)
+    /// kind 20: a user's reaction on a message appeared or went away (SPEC §6.9). Only to
+    /// sessions with the `reactions` feature.
+    case reactionsChanged(ReactionsChanged)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -78,6 +81,7 @@ public enum ChangeEvent: Hashable, Sendable {
         case .channelMembershipChanged: 17
         case .channelMessage: 18
         case .channelDeleted: 19
+        case .reactionsChanged: 20
         }
     }
 }
@@ -382,6 +386,8 @@ extension ChangeEvent {
             b.writeBool(c.following)
         case .channelCreated, .channelMembershipChanged, .channelMessage, .channelDeleted:
             try b.writeChannelEvent(self)
+        case .reactionsChanged(let r):
+            try b.writeReactionsChanged(r)
         }
     }
 
@@ -475,8 +481,10 @@ extension ChangeEvent {
             return .followChanged(FollowChanged(user: user, following: try b.readBool("the following flag")))
         case 16...19:
             return try b.readChannelEvent(kind: kind, limits)
+        case 20:
+            return .reactionsChanged(try b.readReactionsChanged(limits))
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...19")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...20")
         }
     }
 }

@@ -16,6 +16,7 @@ extension Frame {
         case .deleteMessage(let f): f.requestID
         case .deliveryReceipt(let f): f.requestID
         case .updateMessageParts(let f): f.requestID
+        case .react(let f): f.requestID
         case .sync(let f): f.requestID
         case .fetchHistory(let f): f.requestID
         case .searchMessages(let f): f.requestID

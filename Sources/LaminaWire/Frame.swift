@@ -44,6 +44,7 @@ public enum Frame: Hashable, Sendable {
     case deleteMessage(DeleteMessage)
     case deliveryReceipt(DeliveryReceipt)
     case updateMessageParts(UpdateMessageParts)
+    case react(React)
     // Sync (SPEC §6.3)
     case sync(SyncRequest)
     case fetchHistory(FetchHistory)
@@ -97,6 +98,7 @@ public enum Frame: Hashable, Sendable {
         case .deleteMessage: .deleteMessage
         case .deliveryReceipt: .deliveryReceipt
         case .updateMessageParts: .updateMessageParts
+        case .react: .react
         case .sync: .sync
         case .fetchHistory: .fetchHistory
         case .searchMessages: .searchMessages
@@ -222,6 +224,7 @@ extension Frame {
         case .deleteMessage(let f): f.encode(into: &b)
         case .deliveryReceipt(let f): f.encode(into: &b)
         case .updateMessageParts(let f): try f.encode(into: &b)
+        case .react(let f): try f.encode(into: &b)
         case .sync(let f): f.encode(into: &b)
         case .fetchHistory(let f): try f.encode(into: &b)
         case .searchMessages(let f): try f.encode(into: &b)
@@ -278,6 +281,7 @@ extension Frame {
         case .deleteMessage: frame = .deleteMessage(try DeleteMessage.decode(from: &b, limits))
         case .deliveryReceipt: frame = .deliveryReceipt(try DeliveryReceipt.decode(from: &b, limits))
         case .updateMessageParts: frame = .updateMessageParts(try UpdateMessageParts.decode(from: &b, limits))
+        case .react: frame = .react(try React.decode(from: &b, limits))
         case .sync: frame = .sync(try SyncRequest.decode(from: &b, limits))
         case .fetchHistory: frame = .fetchHistory(try FetchHistory.decode(from: &b, limits))
         case .searchMessages: frame = .searchMessages(try SearchMessages.decode(from: &b, limits))

@@ -38,6 +38,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case deleteMessage = 0x0203
     case deliveryReceipt = 0x0204
     case updateMessageParts = 0x0205
+    case react = 0x0206
 
     case sync = 0x0301
     case fetchHistory = 0x0302
@@ -91,6 +92,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .deleteMessage: "delete-message"
         case .deliveryReceipt: "delivery-receipt"
         case .updateMessageParts: "update-message-parts"
+        case .react: "react"
         case .sync: "sync"
         case .fetchHistory: "fetch-history"
         case .change: "change"
@@ -120,7 +122,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
             fixed = 64
         case .fetchHistory: fixed = 96
         case .searchMessages: fixed = 320
-        case .ack: fixed = 128
+        case .ack, .react: fixed = 128
         case .hello, .welcome, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser, .followUser,
             .createChannel:
             fixed = 2_048

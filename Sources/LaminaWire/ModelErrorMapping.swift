@@ -21,6 +21,7 @@ extension WireError.Code {
         case .invalidPushConfiguration: self = .invalidPushConfiguration
         case .duplicatePart: self = .duplicatePart
         case .invalidPushToken: self = .invalidPushToken
+        case .invalidReactionKey: self = .invalidReactionKey
         default: self = .invalidArgument
         }
     }

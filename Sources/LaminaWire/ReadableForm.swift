@@ -155,6 +155,12 @@ extension Frame {
             o["conversationID"] = .uuid(f.conversationID.uuid)
             o["messageID"] = .uuid(f.messageID.uuid)
             o["parts"] = .array(f.parts.map(WireJSON.part))
+        case .react(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["messageID"] = .uuid(f.messageID.uuid)
+            o["key"] = .string(f.key)
+            o["op"] = .string(f.op.name)
         case .deliveryReceipt(let f):
             o["requestID"] = .uuid(f.requestID)
             o["conversationID"] = .uuid(f.conversationID.uuid)
@@ -457,6 +463,15 @@ extension WireJSON {
             o["position"] = .hlc(m.position)
             o["logSeq"] = .number(Int64(clamping: m.logSeq))
             o["parts"] = .array(m.parts.map(WireJSON.part))
+        case .reactionsChanged(let r):
+            o["kind"] = .string("reactions-changed")
+            o["conversationID"] = .uuid(r.conversationID.uuid)
+            o["messageID"] = .uuid(r.messageID.uuid)
+            o["user"] = .string(r.user.rawValue)
+            o["key"] = .string(r.key)
+            o["present"] = .bool(r.present)
+            o["at"] = .hlc(r.at)
+            o["removedTags"] = .array(r.removedTags.map(WireJSON.hlc))
         case .channelDeleted(let d):
             o["kind"] = .string("channel-deleted")
             o["channelID"] = .uuid(d.channelID.uuid)

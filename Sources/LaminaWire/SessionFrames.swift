@@ -37,6 +37,8 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// A conversation's receipts byte may be 2 or 3, Layer's two switches (§3.16); without it
     /// the node sends the old single flag (``ReceiptSwitches/singleFlag``) and refuses 2 and 3.
     public static let receiptSwitches = FeatureSet(rawValue: 1 << 13)
+    /// REACT is accepted and `reactions-changed` changes (§6.4 kind 20) are sent (§6.9).
+    public static let reactions = FeatureSet(rawValue: 1 << 14)
     /// SEARCH_MESSAGES is accepted: a full-text search of the user's messages on the node (§6.3).
     public static let messageSearch = FeatureSet(rawValue: 1 << 19)
 
@@ -50,7 +52,7 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// and so is asked for by clients that show presence.
     public static let all: FeatureSet = [
         .changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging, .identities,
-        .blockLists, .following, .channels, .receiptSwitches, .messageSearch,
+        .blockLists, .following, .channels, .receiptSwitches, .reactions, .messageSearch,
     ]
     /// What this implementation supports (what a node grants): ``all``, ``snapshots`` and ``presence``.
     public static let supported: FeatureSet = [.all, .snapshots, .presence]

@@ -83,6 +83,8 @@ public struct WireError: LaminaError {
         public static let idInUse = Code(wireValue: 415)
         /// A push token of the wrong size or kind, or of a kind the node does not deliver to.
         public static let invalidPushToken = Code(wireValue: 416)
+        /// A REACT key that is empty or holds a control character (SPEC §6.9).
+        public static let invalidReactionKey = Code(wireValue: 417)
 
         // SPEC §9.5 Conflict.
         /// A distinct conversation with these participants exists with different metadata.
@@ -127,6 +129,7 @@ public struct WireError: LaminaError {
             .invalidArgument, .invalidIdentifier, .invalidUserID, .invalidMIMEType, .noParts, .tooManyParts,
             .partTooLarge, .inlineTooLarge, .invalidContentReference, .noParticipants, .tooManyParticipants,
             .invalidMetadata, .invalidPushConfiguration, .duplicatePart, .notFound, .idInUse, .invalidPushToken,
+            .invalidReactionKey,
             .existingDistinctConversation, .contentNotReady, .contentNotFound, .contentDigestMismatch,
             .uploadOffsetMismatch, .uploadMismatch, .uploadTooLong, .uploadStalled, .quotaExceeded, .overloaded,
             .slowConsumer,
@@ -181,6 +184,7 @@ public struct WireError: LaminaError {
             case 414: "not-found"
             case 415: "id-in-use"
             case 416: "invalid-push-token"
+            case 417: "invalid-reaction-key"
             case 500: "existing-distinct-conversation"
             case 600: "content-not-ready"
             case 601: "content-not-found"

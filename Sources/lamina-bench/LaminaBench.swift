@@ -15,7 +15,7 @@ struct LaminaBench: AsyncParsableCommand {
             SDKContentCommand.self,
             ServerAPIBenchCommand.self, ResourcesCommand.self, ReplicationCommand.self, PushBenchCommand.self,
             WebhookBenchCommand.self, PresenceCommand.self, ChannelCommand.self, DeviceSearchCommand.self,
-            NodeSearchCommand.self,
+            NodeSearchCommand.self, ReactionCommand.self,
         ]
     )
 }

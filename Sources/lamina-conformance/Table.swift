@@ -162,6 +162,14 @@ enum Table {
             }
         ),
         (
+            "REACT",
+            { c in
+                .react(
+                    React(
+                        requestID: UUID(), conversationID: c.conversation, messageID: c.message, key: "+1", op: .add))
+            }
+        ),
+        (
             "DELIVERY_RECEIPT",
             { c in
                 .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: c.conversation, upTo: c.position))
@@ -335,6 +343,9 @@ enum Table {
         add(
             &out, .authenticated, "UPDATE_MESSAGE_PARTS (without bit 5)", byName["UPDATE_MESSAGE_PARTS"]!, notAgreed,
             features: FeatureSet.all.subtracting(.partUpdates))
+        add(
+            &out, .authenticated, "REACT (without bit 14)", byName["REACT"]!, notAgreed,
+            features: FeatureSet.all.subtracting(.reactions))
         add(
             &out, .authenticated, "BLOCK_USER (without bit 8)", unblock, notAgreed,
             features: FeatureSet.all.subtracting(.blockLists))

@@ -280,6 +280,14 @@ let validVectors: [ValidVector] = [
                 requestID: u(0x1A), conversationID: conversation1, messageID: message1,
                 parts: [text(0xB1, "hello"), text(0xB6, "an addition")]))),
     .init(
+        name: "react-add", description: "REACT: alice adds the reaction \u{1F44D} (4 UTF-8 bytes) to a message.",
+        frame: .react(
+            React(requestID: u(0x1B), conversationID: conversation1, messageID: message1, key: "\u{1F44D}", op: .add))),
+    .init(
+        name: "react-remove", description: "REACT: the reaction +1 is removed.",
+        frame: .react(
+            React(requestID: u(0x1C), conversationID: conversation1, messageID: message1, key: "+1", op: .remove))),
+    .init(
         name: "sync-from-start", description: "SYNC from cursor 0.",
         frame: .sync(SyncRequest(requestID: u(19), cursor: 0))),
     .init(
@@ -429,6 +437,47 @@ let validVectors: [ValidVector] = [
                     MessagePartsChanged(
                         conversationID: conversation1, messageID: message1, parts: [text(0xB1, "hello, edited")],
                         by: user("alice"), at: hlc(1_767_225_600_500, 2, 1)))))),
+    .init(
+        name: "change-reactions-changed",
+        description: "CHANGE: bob reacted with +1 (reactions feature): present, at its tag, no removed tags.",
+        frame: .change(
+            Change(
+                seq: 21,
+                event: .reactionsChanged(
+                    ReactionsChanged(
+                        conversationID: conversation1, messageID: message1, user: user("bob"), key: "+1",
+                        present: true, at: hlc(1_767_225_600_900, 0, 1)))))),
+    .init(
+        name: "change-reactions-removed",
+        description: "CHANGE: bob's +1 went away: the remove took away two tags (made on nodes 1 and 2).",
+        frame: .change(
+            Change(
+                seq: 22,
+                event: .reactionsChanged(
+                    ReactionsChanged(
+                        conversationID: conversation1, messageID: message1, user: user("bob"), key: "+1",
+                        present: false, at: hlc(1_767_225_601_000, 0, 1),
+                        removedTags: [hlc(1_767_225_600_900, 0, 1), hlc(1_767_225_600_950, 1, 2)]))))),
+    .init(
+        name: "replicate-reactions",
+        description:
+            "REPLICATE of kind 20: an add on node 2 (its tag is the operation's at) and a remove on node 1 naming that tag.",
+        frame: .replicate(
+            Replicate(operations: [
+                ReplicatedOperation(
+                    origin: NodeID(2), counter: 14, hlc: hlc(1_767_225_600_950, 1, 2),
+                    event: .reactionsChanged(
+                        ReactionsChanged(
+                            conversationID: conversation1, messageID: message1, user: user("bob"), key: "+1",
+                            present: true, at: hlc(1_767_225_600_950, 1, 2)))),
+                ReplicatedOperation(
+                    origin: NodeID(1), counter: 140, hlc: hlc(1_767_225_601_000, 0, 1),
+                    event: .reactionsChanged(
+                        ReactionsChanged(
+                            conversationID: conversation1, messageID: message1, user: user("bob"), key: "+1",
+                            present: false, at: hlc(1_767_225_601_000, 0, 1),
+                            removedTags: [hlc(1_767_225_600_950, 1, 2)]))),
+            ]))),
     .init(
         name: "change-identity-changed", description: "CHANGE: bob's identity was set (identities feature).",
         frame: .change(

@@ -337,8 +337,8 @@ let invalidVectors: [InvalidVector] = [
         name: "bad-recipient-status", description: "CHANGE message-status-changed with status 4.",
         bytes: B.frame(.change, B.varint(1) + [7] + conv + msg + B.str("bob") + [4]), error: .malformed),
     .init(
-        name: "bad-change-kind", description: "CHANGE with event kind 20.",
-        bytes: B.frame(.change, B.varint(1) + [20]), error: .malformed),
+        name: "bad-change-kind", description: "CHANGE with event kind 63 (no kind between the last one and 64).",
+        bytes: B.frame(.change, B.varint(1) + [63]), error: .malformed),
     .init(
         name: "create-channel-empty-name", description: "CREATE_CHANNEL whose name is empty.",
         bytes: B.frame(.createChannel, B.uuid(u(0xD1)) + B.str("")), error: .malformed),
@@ -499,4 +499,29 @@ let invalidVectors: [InvalidVector] = [
             B.varint(1) + [12] + B.str("bob") + [1] + B.varint(2) + B.str("display_name") + B.str("Bob")
                 + B.str("avatar_url") + B.str("https://example.com/b.png") + [0]),
         error: .nonCanonical),
+    .init(
+        name: "react-bad-op", description: "REACT whose op byte is 2 (only 0 remove and 1 add exist).",
+        bytes: B.frame(.react, B.uuid(u(0x1B)) + B.uuid(u(0xC1)) + B.uuid(u(0xA1)) + B.str("+1") + [2]),
+        error: .malformed),
+    .init(
+        name: "react-key-over-limit", description: "REACT whose key is 65 bytes (the limit is 64).",
+        bytes: B.frame(
+            .react, B.uuid(u(0x1B)) + B.uuid(u(0xC1)) + B.uuid(u(0xA1)) + B.str(String(repeating: "x", count: 65)) + [1]
+        ),
+        error: .limitExceeded),
+    .init(
+        name: "change-reactions-empty-key", description: "CHANGE reactions-changed (kind 20) with an empty key.",
+        bytes: B.frame(
+            .change,
+            B.varint(1) + [20] + B.uuid(u(0xC1)) + B.uuid(u(0xA1)) + B.str("bob") + B.str("") + [1]
+                + B.hlc(1_767_225_600_900, 0, 1) + B.varint(0)),
+        error: .malformed),
+    .init(
+        name: "change-reactions-present-with-tags",
+        description: "CHANGE reactions-changed (kind 20) with present 1 and a removed tag (only a remove names tags).",
+        bytes: B.frame(
+            .change,
+            B.varint(1) + [20] + B.uuid(u(0xC1)) + B.uuid(u(0xA1)) + B.str("bob") + B.str("+1") + [1]
+                + B.hlc(1_767_225_600_900, 0, 1) + B.varint(1) + B.hlc(1_767_225_600_800, 0, 1)),
+        error: .malformed),
 ]

@@ -32,6 +32,7 @@ import Testing
             .deleteMessage(
                 DeleteMessage(requestID: UUID(), conversationID: cid, messageID: mid, mode: .allParticipants)),
             .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: cid, upTo: at)),
+            .react(React(requestID: UUID(), conversationID: cid, messageID: mid, key: "+1", op: .add)),
         ]
     }
 
@@ -115,7 +116,7 @@ import Testing
         #expect(
             counted.changes == [
                 .readCounted(conv.id, fromBob.id), .recipientStatus(fromBob.id, user: alice, status: .read),
-                .message(fromBob, receivedAt: received), .conversation(conv),
+                .message(fromBob, receivedAt: received), .reactionsReplaced(fromBob.id, [:]), .conversation(conv),
             ])
         #expect(counted.unsequencedConversations == [conv.id])
         // Only seq-0 entries: no cursor.

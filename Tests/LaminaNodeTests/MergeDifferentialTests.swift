@@ -15,7 +15,8 @@ import Testing
 /// frames in, ACK or ERROR out). After every step the node must agree with the model on each
 /// command's outcome (accepted or refused, and which conversation a distinct create resolves
 /// to), participants, distinctness, metadata, what each user's history holds with each
-/// message's recipient statuses as the node reports them to that user, and unread counts.
+/// message's recipient statuses as the node reports them to that user, unread counts, and each
+/// message's reactions (LaminaMerge's `ReactionSet`, SPEC §6.9).
 ///
 /// Each case has its own seed and prints it on failure with its operations; run one case again
 /// with `LAMINA_MERGE_SEED=<seed> swift test --filter MergeDifferentialTests`.
@@ -104,6 +105,8 @@ struct ModelConversation {
     /// Messages in the order sent, with the model's and the node's positions.
     var messages: [MessageStamp] = []
     var nodePositions: [MessageID: MessagePosition] = [:]
+    /// Each message's reactions (a message deleted for everyone has none).
+    var reactions: [MessageID: ReactionSet] = [:]
 
     var participants: Set<UserID> { state.membership.participants }
     func isMember(_ user: UserID) -> Bool { state.membership.isParticipant(user) }
@@ -128,6 +131,8 @@ struct NodeConversationView: Sendable, Equatable {
     var metadata: [String: String]
     var history: [UserID: [Entry]]
     var unread: [UserID: Int]
+    /// The reactions present, as "message user key".
+    var reactions: Set<String>
 }
 
 final class DifferentialCase: @unchecked Sendable {
@@ -197,6 +202,9 @@ final class DifferentialCase: @unchecked Sendable {
         let actor =
             random.chance(0.85) && !c.participants.isEmpty ? random.pick(c.participants.sorted()) : random.pick(users)
         let sendable = c.messages.filter { !c.isDeleted($0.id) }
+        if !c.messages.isEmpty, random.chance(0.2) {
+            return try await react(index, actor: actor, message: random.pick(c.messages))
+        }
         switch roll {
         case ..<0.22: return try await changeParticipants(index, actor: actor, add: true)
         case ..<0.30: return try await changeParticipants(index, actor: actor, add: false)
@@ -364,6 +372,30 @@ final class DifferentialCase: @unchecked Sendable {
         guard c.isMember(actor) else { return try await expect(frame, by: actor, .refused) }
         _ = tick()
         c.state.apply(.deleted(message.id, forUser: nil))
+        c.reactions[message.id] = nil
+        conversations[index] = c
+        return try await expect(frame, by: actor, .accepted)
+    }
+
+    /// REACT, add or remove, with one of a few keys: the model applies `ReactionSet`'s rule as
+    /// one node does (an add stamps a tag unless the reaction is present, a remove takes away
+    /// every live tag).
+    func react(_ index: Int, actor: UserID, message: MessageStamp) async throws -> String? {
+        var c = conversations[index]
+        let key = random.pick(["+1", "\u{1F389}", "ok"])
+        let add = random.chance(0.6)
+        log.append("\(actor) \(add ? "adds" : "removes") reaction \(key) on \(message.id) in \(c.id)")
+        let frame = Frame.react(
+            React(requestID: UUID(), conversationID: c.id, messageID: message.id, key: key, op: add ? .add : .remove))
+        guard c.isMember(actor), !c.isDeleted(message.id) else { return try await expect(frame, by: actor, .refused) }
+        let reaction = Reaction(user: actor, key: key)
+        var set = c.reactions[message.id] ?? ReactionSet()
+        if add {
+            if !set.contains(reaction) { set.apply(.added(reaction, tag: tick())) }
+        } else {
+            set.apply(.removed(reaction, observed: set.liveTags(of: reaction)))
+        }
+        c.reactions[message.id] = set
         conversations[index] = c
         return try await expect(frame, by: actor, .accepted)
     }
@@ -383,16 +415,20 @@ final class DifferentialCase: @unchecked Sendable {
 
     /// Compares every conversation of the case with the node.
     func compare() async throws -> String? {
-        let ids = conversations.map(\.id)
+        let ids = conversations.map { ($0.id, $0.messages.map(\.id)) }
         let users = self.users
-        let views = try await harness.store.read { r in try ids.map { id in try Self.view(of: id, users: users, r) } }
+        let views = try await harness.store.read { r in
+            try ids.map { id, messages in try Self.view(of: id, users: users, messages: messages, r) }
+        }
         for (c, node) in zip(conversations, views) {
             if let difference = difference(c, node) { return "\(c.id): \(difference)" }
         }
         return nil
     }
 
-    static func view(of id: ConversationID, users: [UserID], _ r: StorageReader) throws -> NodeConversationView {
+    static func view(of id: ConversationID, users: [UserID], messages: [MessageID], _ r: StorageReader) throws
+        -> NodeConversationView
+    {
         var history: [UserID: [NodeConversationView.Entry]] = [:]
         var unread: [UserID: Int] = [:]
         for user in users {
@@ -404,7 +440,8 @@ final class DifferentialCase: @unchecked Sendable {
             participants: try r.participants(of: id),
             isDistinct: try r.conversation(id)?.conversation.isDistinct ?? false,
             metadata: Dictionary(uniqueKeysWithValues: try r.metadata(of: id).leaves.map { ($0.0.description, $0.1) }),
-            history: history, unread: unread
+            history: history, unread: unread,
+            reactions: Set(try r.presentReactions(on: messages).map { "\($0.message) \($0.user) \($0.key)" })
         )
     }
 
@@ -417,6 +454,11 @@ final class DifferentialCase: @unchecked Sendable {
         }
         let metadata = Dictionary(uniqueKeysWithValues: c.metadata.metadata.leaves.map { ($0.0.description, $0.1) })
         if node.metadata != metadata { return "metadata: node \(node.metadata), model \(metadata)" }
+        let reactions = Set(
+            c.reactions.flatMap { message, set in set.present.map { "\(message) \($0.user) \($0.key)" } })
+        if node.reactions != reactions {
+            return "reactions: node \(node.reactions.sorted()), model \(reactions.sorted())"
+        }
         for user in users {
             let visible = c.messages.filter { m in
                 !c.isDeleted(m.id) && c.state.membership.canSee(user, messageAt: m.position!)

@@ -172,7 +172,7 @@ struct RandomFrames {
 
     mutating func event() -> ChangeEvent {
         let c = ConversationID(uuid: uuid())
-        switch int(0...19) {
+        switch int(0...20) {
         case 0: return .conversationCreated(conversation())
         case 1:
             return .conversationUpdated(
@@ -224,6 +224,12 @@ struct RandomFrames {
                     id: MessageID(uuid: uuid()), channelID: ChannelID(uuid: uuid()), sender: user(),
                     sentAt: timestamp(), position: hlc(), logSeq: u64(), parts: parts()))
         case 18: return .channelDeleted(ChannelDeleted(channelID: ChannelID(uuid: uuid()), by: user(), at: hlc()))
+        case 20:
+            let present = bool()
+            return .reactionsChanged(
+                ReactionsChanged(
+                    conversationID: c, messageID: MessageID(uuid: uuid()), user: user(), key: reactionKey(),
+                    present: present, at: hlc(), removedTags: present ? [] : (0..<int(1...4)).map { _ in hlc() }))
         case 13:
             return .presenceChanged(
                 PresenceChanged(
@@ -232,6 +238,10 @@ struct RandomFrames {
                         status: PresenceStatus.allCases[int(0...4)], lastSeenAt: optional { $0.timestamp() })))
         default: return .typing(TypingChanged(conversationID: c, user: user(), state: typingState()))
         }
+    }
+    mutating func reactionKey() -> String {
+        let raw = string(ReactionKey.maxBytes)
+        return raw.isEmpty || raw.utf8.count > ReactionKey.maxBytes ? "+1" : raw
     }
     mutating func channelName() -> ChannelName {
         let raw = string(40)
@@ -365,6 +375,11 @@ struct RandomFrames {
             return .updateMessageParts(
                 UpdateMessageParts(
                     requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid()), parts: parts()))
+        case .react:
+            return .react(
+                React(
+                    requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid()), key: reactionKey(),
+                    op: bool() ? .add : .remove))
         case .sync: return .sync(SyncRequest(requestID: uuid(), cursor: u64()))
         case .fetchHistory:
             let policy: HistoryPolicy = [.complete, .unreadOnly, .lastN(max(1, u32()))][int(0...2)]

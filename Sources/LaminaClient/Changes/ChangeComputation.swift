@@ -62,6 +62,7 @@ enum ChangeComputation {
         add(
             MessageProperty.receivedAt, before.receivedAt.map(PropertyValue.timestamp),
             after.receivedAt.map(PropertyValue.timestamp))
+        add(MessageProperty.reactions, .reactions(before.reactions), .reactions(after.reactions))
         return out
     }
 }

@@ -96,6 +96,9 @@ extension WriteContext {
                 Self.replaceParts(of: &after, with: parts)
                 try updateMessage(from: existing, to: try settled(after))
             }
+        case .reaction(let id, let user, let key, let present):
+            try applyReaction(on: id, user: user, key: key, present: present)
+        case .reactionsReplaced(let id, let reactions): try replaceReactions(of: id, with: reactions)
         case .messagesDeleted(let id, let below): try deleteMessages(of: id, below: below)
         case .recipientStatus(let id, let user, let status): try applyStatus(id, user: user, status: status)
         case .statusUpTo(let id, let user, let status, let upTo):

@@ -17,6 +17,12 @@ public enum RemoteChange: Hashable, Sendable {
     /// A sent message's parts were replaced (Server API part updates): `parts` is the whole
     /// new list. A message not in the store is left alone (it arrives with these parts).
     case messageParts(MessageID, parts: [MessagePart])
+    /// A user's reaction `key` on a message appeared (`present`) or went away (SPEC §6.9). A
+    /// message not in the store is left alone (history brings its reactions with it).
+    case reaction(MessageID, user: UserID, key: String, present: Bool)
+    /// A message's reactions as a history answer or snapshot has them: they replace the
+    /// ones held (SPEC §6.9).
+    case reactionsReplaced(MessageID, [String: Set<UserID>])
     /// The messages of a conversation positioned before `below` were deleted; the
     /// conversation and later messages stay.
     case messagesDeleted(ConversationID, below: MessagePosition)

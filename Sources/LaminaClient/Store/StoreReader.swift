@@ -155,6 +155,7 @@ enum StoreReader {
             message: message,
             receivedAt: (row["received_at"] as Int64?).map(Timestamp.init(millisecondsSince1970:)),
             isUnread: row["is_unread"],
-            partStates: states)
+            partStates: states,
+            reactions: try StoredReactions.reactions(db, id))
     }
 }

@@ -224,6 +224,10 @@ enum StoreSchema {
             // The full-text index of the messages' text parts, kept by triggers (issue 38).
             try db.execute(sql: MessageSearchSchema.create)
         }
+        migrator.registerMigration(StoredReactions.migration) { db in
+            // The reactions on held messages (issue 38, SPEC §6.9).
+            try db.execute(sql: StoredReactions.create)
+        }
         return migrator
     }
 }

@@ -67,14 +67,20 @@ public struct StoredMessage: Hashable, Sendable, Identifiable {
     public var isUnread: Bool
     /// The local state of each part, in the order of `message.parts`.
     public var partStates: [PartState]
+    /// The reactions present on the message (SPEC §6.9): per key, the users who reacted with it.
+    public var reactions: [String: Set<UserID>] = [:]
 
     public var id: MessageID { message.id }
 
-    public init(message: Message, receivedAt: Timestamp?, isUnread: Bool, partStates: [PartState]) {
+    public init(
+        message: Message, receivedAt: Timestamp?, isUnread: Bool, partStates: [PartState],
+        reactions: [String: Set<UserID>] = [:]
+    ) {
         self.message = message
         self.receivedAt = receivedAt
         self.isUnread = isUnread
         self.partStates = partStates
+        self.reactions = reactions
     }
 }
 

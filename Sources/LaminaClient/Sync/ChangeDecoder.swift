@@ -50,6 +50,9 @@ public enum ChangeDecoder {
     {
         var out = DecodedChanges()
         var highest = cursor
+        // A history answer's or snapshot's reactions (seq 0) replace those of the messages they
+        // follow (SPEC §6.9): gathered per message, so each message changes once.
+        let answered = answeredReactions(entries)
         for entry in entries {
             if entry.seq != 0 {
                 guard entry.seq > highest else {
@@ -65,6 +68,7 @@ public enum ChangeDecoder {
                 out.presence.append(p)
             case .messageCreated(let m):
                 out.changes.append(.message(m, receivedAt: receivedAt))
+                if entry.seq == 0 { out.changes.append(.reactionsReplaced(m.id, answered[m.id] ?? [:])) }
                 // Counts grow by the feed's messages only (history and snapshots are counted
                 // in the node's counts already): SPEC §6.4.
                 if entry.seq != 0 { out.changes.append(.messageCounted(m.conversationID, m.id)) }
@@ -77,6 +81,9 @@ public enum ChangeDecoder {
             case .conversationCreated(let c):
                 if entry.seq == 0 { out.unsequencedConversations.append(c.id) }
                 out.changes.append(.conversation(c))
+            case .reactionsChanged(let r) where entry.seq == 0 && answered[r.messageID] != nil:
+                // Applied with its message's replacement above.
+                break
             default:
                 if let change = remoteChange(entry.event, receivedAt: receivedAt) { out.changes.append(change) }
             }
@@ -116,7 +123,23 @@ public enum ChangeDecoder {
         case .channelMessage(let m): .channelMessage(m)
         case .channelDeleted(let d): .channelDeleted(d.channelID)
         case .statusUpTo(let s): .statusUpTo(s.conversationID, user: s.user, status: s.status, upTo: s.upTo)
+        case .reactionsChanged(let r): .reaction(r.messageID, user: r.user, key: r.key, present: r.present)
         }
+    }
+
+    /// The seq 0 reactions among `entries` of messages that came with seq 0 among them too.
+    static func answeredReactions(_ entries: [Change]) -> [MessageID: [String: Set<UserID>]] {
+        var answered: Set<MessageID> = []
+        var out: [MessageID: [String: Set<UserID>]] = [:]
+        for entry in entries where entry.seq == 0 {
+            switch entry.event {
+            case .messageCreated(let m): answered.insert(m.id)
+            case .reactionsChanged(let r) where r.present && answered.contains(r.messageID):
+                out[r.messageID, default: [:]][r.key, default: []].insert(r.user)
+            default: break
+            }
+        }
+        return out
     }
 
     /// The completion an ACK or a command's ERROR gives; nil for other frames and for

@@ -17,6 +17,7 @@ public enum OutboxCommandKind: String, Hashable, Sendable, CaseIterable {
     case markRead = "message.mark-read"
     case deleteMessage = "message.delete"
     case deliveryReceipt = "message.delivery-receipt"
+    case react = "message.react"
 }
 
 extension OutboxCommandKind {
@@ -34,6 +35,7 @@ extension OutboxCommandKind {
         case .markRead: .markRead
         case .deleteMessage: .deleteMessage
         case .deliveryReceipt: .deliveryReceipt
+        case .react: .react
         }
     }
 }
@@ -102,6 +104,7 @@ public enum OutboxEncoder {
         case .markRead: .markRead
         case .deleteMessage: .deleteMessage
         case .deliveryReceipt: .deliveryReceipt
+        case .react: .react
         default: nil
         }
     }
@@ -119,6 +122,7 @@ public enum OutboxEncoder {
         case .markRead(let f): f.messageID.uuid
         case .deleteMessage(let f): f.messageID.uuid
         case .deliveryReceipt(let f): f.conversationID.uuid
+        case .react(let f): f.messageID.uuid
         default: nil
         }
     }

@@ -26,8 +26,14 @@ extension ClientAPI {
             return (page, try reader.counts(of: id, for: user, blocked: Set(try reader.blocks(of: user))))
         }
         let shown = try await representation(r, users: Set(messages.map(\.sender)))
+        let reactions = try await reactionSummaries(of: messages.map(\.id))
         return ServerAPIJSON.response(
-            200, messages.reversed().map { shown.message($0) }, extraHeaders: [("layer-count", "\(counts.messages)")])
+            200,
+            messages.reversed().map { m in
+                var object = shown.message(m)
+                object.reactions = reactions[m.id] ?? [:]
+                return object
+            }, extraHeaders: [("layer-count", "\(counts.messages)")])
     }
 
     /// POST /conversations/:id/messages `{"parts", "notification", "id"}`: 201 with the
@@ -80,7 +86,9 @@ extension ClientAPI {
     func getMessage(_ r: ClientAPIRequest) async throws -> HTTPResponse {
         let user = try r.requireSession().user
         let message = try await visibleMessage(try r.messageID(), for: user)
-        return ServerAPIJSON.response(200, try await representation(r, users: [message.sender]).message(message))
+        var object = try await representation(r, users: [message.sender]).message(message)
+        object.reactions = try await reactionSummaries(of: [message.id])[message.id] ?? [:]
+        return ServerAPIJSON.response(200, object)
     }
 
     /// DELETE /messages/:id?mode=all_participants|my_devices: 204.

@@ -109,6 +109,10 @@ public final class ClientAPI: Sendable {
         ),
         (Route(method: "GET", template: "/messages"), true, { try await $0.searchMessages($1) }),
         (Route(method: "GET", template: "/messages/{message_id}"), true, { try await $0.getMessage($1) }),
+        (
+            Route(method: "POST", template: "/messages/{message_id}/reactions"), true,
+            { try await $0.react($1) }
+        ),
         (Route(method: "DELETE", template: "/messages/{message_id}"), true, { try await $0.deleteMessage($1) }),
         (
             Route(method: "POST", template: "/messages/{message_id}/receipts"), true,

@@ -71,6 +71,9 @@ public struct ClientMessageObject: Codable, Sendable, Hashable {
     public var recipient_status: [String: String]
     /// Orders the conversation's messages; a whole number below 2^53 (a JavaScript number).
     public var position: Int64
+    /// Per key, the reactions on the message (a Lamina extension, SPEC §6.9): in REST answers
+    /// about messages; absent in WebSocket packets, which tell reaction changes as patches.
+    public var reactions: [String: ReactionSummaryObject]? = nil
 }
 
 /// A conversation as one participant sees it.

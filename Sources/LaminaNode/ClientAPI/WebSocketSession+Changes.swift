@@ -101,6 +101,18 @@ extension WebSocketSession {
         case .blockListChanged, .followChanged:
             // Not part of Layer's WebSocket packets (block lists and follows are read over REST).
             break
+        case .reactionsChanged(let changed):
+            // A Lamina extension (SPEC §6.9): the message's `reactions` gain or lose one
+            // (key, user) pair; REST shows them summed per key.
+            let pair = JSONValue.object([
+                "key": .string(changed.key), "user_id": .string(ClientAPIRepresentation.identityID(changed.user)),
+            ])
+            change(
+                "update", message: changed.messageID, in: changed.conversationID,
+                [
+                    WebSocketPatchOperation(
+                        operation: changed.present ? "add" : "remove", property: "reactions", value: pair)
+                ], seq: seq)
         case .channelCreated, .channelMembershipChanged, .channelMessage, .channelDeleted:
             channelPackets(for: event, seq: seq)
         }

@@ -109,6 +109,7 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
         // `.identities`: identity changes (change kind 12) reach the session only with it.
         let features: FeatureSet = [
             .typingIndicators, .deliveryReceipts, .changeBatches, .partUpdates, .presence, .identities, .channels,
+            .reactions,
         ]
         session.receive(.hello(Hello(features: features, agent: "lamina-websocket")))
         session.receive(

@@ -37,6 +37,8 @@ struct WebhookEvent: Equatable, Sendable {
         case membership(WebhookMembership)
         /// `ChannelMessage.created`: the message as stored (with its place in the log).
         case channelMessage(ChannelMessage)
+        /// `Message.reactions_changed`: the message, its reactions after the change, and the change.
+        case reaction(Message, WebhookReaction)
     }
 
     var type: WebhookEventType
@@ -88,6 +90,10 @@ struct WebhookEvent: Equatable, Sendable {
         case .channel(let c): payload.channel = r.channel(c)
         case .membership(let m): payload.membership = WebhookMembershipObject(m, r)
         case .channelMessage(let m): payload.message = .channel(r.channelMessage(m))
+        case .reaction(let m, let reaction):
+            payload.message = .full(r.message(m, reactions: reaction.summaries))
+            payload.reaction = WebhookReactionObject(
+                key: reaction.key, user_id: "layer:///identities/\(reaction.user)", present: reaction.present)
         }
         return try ServerAPIJSON.encode(payload)
     }
@@ -107,7 +113,8 @@ struct WebhookEvent: Equatable, Sendable {
     /// deleted conversation (its id); 4 a conversation's frame and its changes (u32 length and
     /// JSON); 5 a receipt (u32 length and JSON); 6 a message's frame holding only the part; 7
     /// an identity (u32 length and JSON); 8 a channel and 9 a membership (u32 length and JSON);
-    /// 10 a channel message as its CHANGE frame (kind 18).
+    /// 10 a channel message as its CHANGE frame (kind 18); 11 a message's frame and a reaction
+    /// change (u32 length and JSON).
     func facts() throws -> Data {
         var b = ByteBuffer()
         b.writeInteger(Self.factsFormat)
@@ -161,6 +168,10 @@ struct WebhookEvent: Equatable, Sendable {
         case .channelMessage(let m):
             b.writeInteger(UInt8(10))
             Self.write(frame: try FeedCoding.encode(.channelMessage(m)), to: &b)
+        case .reaction(let m, let reaction):
+            b.writeInteger(UInt8(11))
+            Self.write(frame: try FeedCoding.encode(.messageCreated(m)), to: &b)
+            Self.write(frame: Array(try JSONEncoder().encode(reaction)), to: &b)
         }
         return Data(b.readableBytesView)
     }
@@ -213,6 +224,11 @@ struct WebhookEvent: Equatable, Sendable {
                 throw WebhookEventFactsError("a channel message's subject is not a channel message")
             }
             subject = .channelMessage(m)
+        case 11:
+            guard case .messageCreated(let m) = try Self.readChange(&b) else {
+                throw WebhookEventFactsError("a reaction's subject is not a message")
+            }
+            subject = .reaction(m, try Self.readJSON(&b, WebhookReaction.self))
         case 2:
             let m = try Self.readUUID(&b, "message id")
             let c = try Self.readUUID(&b, "conversation id")

@@ -37,6 +37,9 @@ public enum WebhookEventType: String, Sendable, CaseIterable {
     case membershipDeleted = "Membership.deleted"
     /// A message sent to a channel.
     case channelMessageCreated = "ChannelMessage.created"
+    /// A user's reaction on a message appeared or went away (SPEC §6.9; a name Lamina chose:
+    /// Layer had no reactions).
+    case messageReactionsChanged = "Message.reactions_changed"
 }
 
 /// The write side of the webhooks' transactional outbox. Commands call ``record`` inside

@@ -53,6 +53,8 @@ struct WebhookPayload: Encodable, Sendable {
     var receipt: WebhookReceiptObject?
     var message_part: PartObject?
     var identity: IdentityObject?
+    /// `Message.reactions_changed`: whose reaction, which key, and whether it is there now.
+    var reaction: WebhookReactionObject?
     var config: JSONValue?
 
     init(event: Event, actor: SenderObject?, config: JSONValue?) {

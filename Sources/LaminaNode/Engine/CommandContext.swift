@@ -56,6 +56,7 @@ struct CommandContext {
         case .deleteMessage(let f): return try deleteMessage(f)
         case .deliveryReceipt(let f): return try deliveryReceipt(f)
         case .updateMessageParts(let f): return try updateMessageParts(f)
+        case .react(let f): return try react(f)
         default: throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command")
         }
     }

@@ -24,6 +24,7 @@ extension Frame {
         case .deleteMessage(let f): f.conversationID
         case .deliveryReceipt(let f): f.conversationID
         case .updateMessageParts(let f): f.conversationID
+        case .react(let f): f.conversationID
         case .setMetadata(let f): f.conversationID
         case .deleteMetadata(let f): f.conversationID
         case .deleteConversation(let f): f.conversationID

@@ -57,7 +57,7 @@ extension NodeEngine {
         switch frame {
         case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .deleteMetadata,
             .deleteConversation, .markAllRead,
-            .sendMessage, .markRead, .deleteMessage, .deliveryReceipt, .updateMessageParts:
+            .sendMessage, .markRead, .deleteMessage, .deliveryReceipt, .updateMessageParts, .react:
             true
         default: false
         }
@@ -233,8 +233,15 @@ extension NodeEngine {
             // exactly what the snapshot does not.
             guard let lease = await session.answerLease(Self.historyPageBytes) else { return }
             defer { lease.release() }
-            let taken = try await store.read { r in try r.snapshot(of: user) }
-            guard await session.sendPaced(FeedCoding.frames(taken.changes(), for: features)) else { return }
+            let withReactions = features.contains(.reactions)
+            let (taken, reactions) = try await store.read { r in
+                let taken = try r.snapshot(of: user)
+                // The reactions on the latest messages, in the same read (SPEC §6.9).
+                let reactions =
+                    withReactions ? try Self.reactionChanges(r, on: Self.createdMessages(taken.changes())) : []
+                return (taken, reactions)
+            }
+            guard await session.sendPaced(FeedCoding.frames(taken.changes() + reactions, for: features)) else { return }
             await session.settle(lease)
             cursor = taken.head
         } else {
@@ -399,8 +406,14 @@ extension NodeEngine {
             let count = messages.count
             let last = messages.last?.position
             let nextPage = Self.nextHistoryPage(after: messages)
+            // The page's reactions follow its messages (SPEC §6.9).
+            let sentPage = messages
+            let reactions =
+                features.contains(.reactions) && !sentPage.isEmpty
+                ? try await store.read { r in try Self.reactionChanges(r, on: sentPage) } : []
             let queued = await session.sendPaced(
-                FeedCoding.frames(messages.map { Change(seq: 0, event: .messageCreated($0)) }, for: features))
+                FeedCoding.frames(
+                    messages.map { Change(seq: 0, event: .messageCreated($0)) } + reactions, for: features))
             // Once encoded into the stream's queue the page's messages are not needed: they go
             // before the wait for the queue to drain and the next read (else a page's messages
             // and its encoding, and then two pages, would be held under one page's lease).

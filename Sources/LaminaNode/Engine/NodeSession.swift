@@ -253,6 +253,7 @@ public final class NodeSession: Sendable {
         case .fetchHistory(let f):
             if case .pageAfter = f.policy { [.historyFetch, .historyPaging] } else { .historyFetch }
         case .updateMessageParts: .partUpdates
+        case .react: .reactions
         case .blockUser: .blockLists
         case .setPresence: .presence
         case .followUser: .following

@@ -261,6 +261,9 @@ extension CommandContext {
             {
                 _ = try announce(change, in: header, sender: stored.message.sender)
             }
+        case .reactionsChanged(let change):
+            guard let header = try replicaHeader(change.conversationID) else { break }
+            try applyReplicatedReaction(change, in: header)
         case .conversationUpdated, .identifierChanged, .typing, .identityChanged, .blockListChanged, .presenceChanged,
             .followChanged:
             throw WireError(.invalidArgument, "a \(event.kind) change is not a replicated operation")
@@ -490,6 +493,7 @@ extension ChangeEvent {
         case .messageStatusChanged(let s): s.user
         case .messageDeleted(let d): d.by
         case .messagePartsChanged(let p): p.by
+        case .reactionsChanged(let r): r.user
         case .statusUpTo(let s): s.user
         case .typing(let t): t.user
         case .identityChanged(let i): i.user

@@ -44,16 +44,23 @@ extension ServerAPI {
             )
         }
         let shown = try await representation(r, users: Set(messages.map(\.sender)))
+        let reactions = try await reactionSummaries(of: messages.map(\.id))
         return ServerAPIJSON.response(
-            200, messages.reversed().map { shown.message($0, for: asUser ? viewer : nil) },
+            200,
+            messages.reversed().map {
+                shown.message($0, for: asUser ? viewer : nil, reactions: reactions[$0.id] ?? [:])
+            },
             extraHeaders: [Self.layerCount(total)])
     }
 
     /// GET …/messages/:message_id.
     func getMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let message = try await storedMessage(r)
+        let reactions = try await reactionSummaries(of: [message.message.id])
         return ServerAPIJSON.response(
-            200, try await representation(r, users: [message.message.sender]).message(message.message))
+            200,
+            try await representation(r, users: [message.message.sender]).message(
+                message.message, reactions: reactions[message.message.id] ?? [:]))
     }
 
     /// DELETE …/messages/:message_id: deleted for every participant (204).

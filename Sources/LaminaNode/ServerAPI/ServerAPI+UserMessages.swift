@@ -26,6 +26,7 @@ extension ServerAPI {
             throw ServerAPIError.objectDeleted("message \(ServerAPIRepresentation.messageID(id)) was deleted")
         }
         let shown = try await representation(r, users: [stored.message.sender])
-        return ServerAPIJSON.response(200, shown.message(stored.message, for: user))
+        let reactions = try await reactionSummaries(of: [id])
+        return ServerAPIJSON.response(200, shown.message(stored.message, for: user, reactions: reactions[id] ?? [:]))
     }
 }

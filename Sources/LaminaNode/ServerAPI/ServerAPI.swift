@@ -152,6 +152,10 @@ public final class ServerAPI: Sendable {
             { try await $0.getUserMessage($1) }
         ),
         (
+            Route(method: "POST", template: "/apps/{app_id}/users/{user_id}/messages/{message_id}/reactions"),
+            { try await $0.react($1) }
+        ),
+        (
             Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/messages"),
             { try await $0.searchUserMessages($1) }
         ),

@@ -86,6 +86,7 @@ public struct ServerAPIError: Error, Sendable {
         case .invalidUserID, .noParticipants, .tooManyParticipants:
             return .invalidProperty("participants", error.reason)
         case .invalidMetadata: return .invalidProperty("metadata", error.reason)
+        case .invalidReactionKey: return .invalidProperty("key", error.reason)
         case .noParts, .tooManyParts, .partTooLarge, .inlineTooLarge, .invalidMIMEType, .duplicatePart,
             .invalidContentReference:
             return .invalidProperty("parts", error.reason)

@@ -111,7 +111,9 @@ struct ServerAPIRepresentation {
             metadata: Self.json(c.metadata))
     }
 
-    func message(_ m: Message, for user: UserID? = nil) -> MessageObject {
+    func message(_ m: Message, for user: UserID? = nil, reactions: [String: ReactionSummaryObject]? = nil)
+        -> MessageObject
+    {
         let uuid = m.id.uuid.uuidString.lowercased()
         let conversation = m.conversationID.uuid.uuidString.lowercased()
         var statuses: [String: String] = [:]
@@ -128,7 +130,8 @@ struct ServerAPIRepresentation {
             sender: sender(m.sender),
             recipient_status: statuses,
             position: m.position.map(Self.position) ?? 0,
-            is_unread: user.map { m.sender != $0 && (m.recipientStatus[$0] ?? .sent) < .read })
+            is_unread: user.map { m.sender != $0 && (m.recipientStatus[$0] ?? .sent) < .read },
+            reactions: reactions)
     }
 
     /// A message by id and url, with its conversation's (webhook events about its parts).

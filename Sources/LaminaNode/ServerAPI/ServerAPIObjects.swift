@@ -103,6 +103,9 @@ struct MessageObject: Encodable, Sendable {
     var position: Int64
     /// Only in a user's view of the messages.
     var is_unread: Bool?
+    /// Per key, the reactions on the message (a Lamina extension, SPEC §6.9); left out where
+    /// not shown (webhook events other than `Message.reactions_changed`).
+    var reactions: [String: ReactionSummaryObject]?
 }
 
 /// A message part: `body` (text, or base64 with `encoding`) or `content`; `id` in 3.0.

@@ -5,8 +5,8 @@ import LaminaWire
 extension StorageReader {
     /// Each conversation's replicated state in one canonical text: flags (or, for one merged away, only where to;
     /// for one deleted for everyone, only that it is),
-    /// every participant's standing, the metadata, every message (id, position, deleted, body), the
-    /// delivered and read markers and per-message statuses. Nodes that hold the same
+    /// every participant's standing, the metadata, every message (id, position, deleted, body, its
+    /// reactions' tags), the delivered and read markers and per-message statuses. Nodes that hold the same
     /// operations produce the same texts (the node's `NodeEngine.convergenceDigest()` hashes them).
     /// Reads the whole store: for the admin port and tests, not the hot path.
     package func replicatedStates() throws(StorageError) -> [(ConversationID, String)] {
@@ -74,6 +74,15 @@ extension StorageReader {
                             ? Int64(RecipientStatus.delivered.rawValue) : Int64(RecipientStatus.sent.rawValue)
                     let status: Int64 = s["status"]
                     if status > derived { text += "s \(user) \(status)\n" }
+                }
+                // Reactions (SPEC §6.9): every add's tag and whether it is removed.
+                for r in try db.rows(
+                    "SELECT user_id, reaction_key, tag_physical, tag_logical, tag_node, removed FROM message_reactions WHERE message_id = ? ORDER BY user_id, reaction_key, tag_physical, tag_logical, tag_node",
+                    [mid])
+                {
+                    let reactionKey = Data((r["reaction_key"] as String).utf8)
+                    text +=
+                        "r \(r["user_id"] as String) \(reactionKey.hex) \(r["tag_physical"] as Int64).\(r["tag_logical"] as Int64).\(r["tag_node"] as Int64) x\(r["removed"] as Int64)\n"
                 }
             }
             for (marker, positions) in [(StatusMarker.delivered, deliveredUpTo), (.read, readUpTo)] {

@@ -183,6 +183,7 @@ extension StorageTransaction {
         try db.run("UPDATE messages SET deleted = 1 WHERE id = ?", [Columns.blob(message.uuid)])
         guard db.changesCount == 1 else { throw StorageError(.notFound, "no message \(message)") }
         if !deleted { try unindexMessage(message) }
+        try dropReactions(of: message)
     }
 
     /// Marks deleted every message of the conversation positioned before `position` (one
@@ -198,7 +199,10 @@ extension StorageTransaction {
             [Columns.blob(conversation.uuid), p, l, n]
         )
         let deleted = db.changesCount
-        if deleted > 0 { try recountConversation(conversation) }
+        if deleted > 0 {
+            try recountConversation(conversation)
+            try dropReactionsOfDeletedMessages(in: conversation)
+        }
         return deleted
     }
 }

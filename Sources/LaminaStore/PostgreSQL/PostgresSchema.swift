@@ -88,6 +88,7 @@ enum PostgresSchema {
         (ReceiptSwitchesSchema.migration, ReceiptSwitchesSchema.postgres),
         (ChannelReplicationSchema.migration, ChannelReplicationSchema.postgres),
         (ChannelContentSchema.migration, ChannelContentSchema.postgres),
+        (ReactionSchema.migration, ReactionSchema.postgres),
         (MessageSearchSchema.migration, MessageSearchSchema.postgres),
     ]
 

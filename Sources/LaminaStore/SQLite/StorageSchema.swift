@@ -83,6 +83,9 @@ enum StorageSchema {
         migrator.registerMigration(ChannelContentSchema.migration) { db in
             for statement in ChannelContentSchema.sqlite { try db.execute(sql: statement) }
         }
+        migrator.registerMigration(ReactionSchema.migration) { db in
+            for statement in ReactionSchema.sqlite { try db.execute(sql: statement) }
+        }
         migrator.registerMigration(MessageSearchSchema.migration) { db in
             for statement in MessageSearchSchema.sqlite { try db.execute(sql: statement) }
             try MessageSearchSchema.backfill(SQLiteSession(db))
