@@ -16,7 +16,8 @@ public enum ChangeEvent: Hashable, Sendable {
     case conversationDeleted(ConversationDeleted)
     /// kind 5: a distinct conversation was merged into another; `from` is now `to`.
     case identifierChanged(IdentifierChanged)
-    /// kind 6
+    /// kind 6, or kind 21 `thread-message` for a message with `replyTo` or `thread` (replies
+    /// feature, SPEC §6.4): the message and then its thread fields (``Message/hasThreadFields``).
     case messageCreated(Message)
     /// kind 7: one participant's recipient status moved up.
     case messageStatusChanged(MessageStatusChanged)
@@ -64,7 +65,7 @@ public enum ChangeEvent: Hashable, Sendable {
         case .metadataChanged: 3
         case .conversationDeleted: 4
         case .identifierChanged: 5
-        case .messageCreated: 6
+        case .messageCreated(let m): m.hasThreadFields ? 21 : 6
         case .messageStatusChanged: 7
         case .messageDeleted: 8
         case .typing: 9
@@ -345,6 +346,7 @@ extension ChangeEvent {
             b.writeID(i.to)
         case .messageCreated(let m):
             try b.writeMessage(m)
+            if m.hasThreadFields { try b.writeThreadFields(m) }
         case .messageStatusChanged(let s):
             b.writeID(s.conversationID)
             b.writeID(s.messageID)
@@ -475,8 +477,12 @@ extension ChangeEvent {
             return .followChanged(FollowChanged(user: user, following: try b.readBool("the following flag")))
         case 16...19:
             return try b.readChannelEvent(kind: kind, limits)
+        case 21:
+            var message = try b.readMessage(limits)
+            try b.readThreadFields(into: &message)
+            return .messageCreated(message)
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...19")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...19 or 21")
         }
     }
 }

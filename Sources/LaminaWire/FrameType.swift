@@ -38,6 +38,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case deleteMessage = 0x0203
     case deliveryReceipt = 0x0204
     case updateMessageParts = 0x0205
+    case sendReply = 0x0207
 
     case sync = 0x0301
     case fetchHistory = 0x0302
@@ -90,6 +91,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .deleteMessage: "delete-message"
         case .deliveryReceipt: "delivery-receipt"
         case .updateMessageParts: "update-message-parts"
+        case .sendReply: "send-reply"
         case .sync: "sync"
         case .fetchHistory: "fetch-history"
         case .change: "change"
@@ -116,15 +118,14 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
             .leaveChannel,
             .fetchChannel, .deleteChannel:
             fixed = 64
-        case .fetchHistory: fixed = 96
-        case .ack: fixed = 128
+        case .ack, .fetchHistory: fixed = 128
         case .hello, .welcome, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser, .followUser,
             .createChannel:
             fixed = 2_048
         case .nonce, .authenticate, .resumeSession: fixed = 8_448
         case .authenticated: fixed = 12_288
         case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage,
-            .updateMessageParts, .sendChannelMessage,
+            .updateMessageParts, .sendReply, .sendChannelMessage,
             .change, .changeBatch, .versionVector, .replicate, .peerAck, .peerPresence, .peerPresenceRelayed,
             .peerPresenceWithdrawn:
             return max(0, limits.maxFrameSize)

@@ -37,6 +37,10 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// A conversation's receipts byte may be 2 or 3, Layer's two switches (§3.16); without it
     /// the node sends the old single flag (``ReceiptSwitches/singleFlag``) and refuses 2 and 3.
     public static let receiptSwitches = FeatureSet(rawValue: 1 << 13)
+    /// Replies and threads (§6.2): SEND_REPLY and FETCH_HISTORY policy 4 (a thread) are
+    /// accepted, and messages that are replies or thread roots come as `thread-message`
+    /// (§6.4 kind 21); without it they come as plain `message-created` (kind 6).
+    public static let replies = FeatureSet(rawValue: 1 << 15)
 
     /// SYNC with cursor 0 is answered with a snapshot of the user's conversations (with their
     /// latest message and counts) instead of the feed from its first entry (SPEC §6.3).
@@ -48,7 +52,7 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// and so is asked for by clients that show presence.
     public static let all: FeatureSet = [
         .changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging, .identities,
-        .blockLists, .following, .channels, .receiptSwitches,
+        .blockLists, .following, .channels, .receiptSwitches, .replies,
     ]
     /// What this implementation supports (what a node grants): ``all``, ``snapshots`` and ``presence``.
     public static let supported: FeatureSet = [.all, .snapshots, .presence]

@@ -83,6 +83,11 @@ public struct WireError: LaminaError {
         public static let idInUse = Code(wireValue: 415)
         /// A push token of the wrong size or kind, or of a kind the node does not deliver to.
         public static let invalidPushToken = Code(wireValue: 416)
+        /// A reply names a message that is not in the conversation (or is deleted for everyone),
+        /// or a thread fetch names a root that is not (replies feature, SPEC §6.2).
+        public static let replyTargetNotFound = Code(wireValue: 420)
+        /// A reply names a message that is itself a reply: threads are one level deep (§6.2).
+        public static let nestedReply = Code(wireValue: 421)
 
         // SPEC §9.5 Conflict.
         /// A distinct conversation with these participants exists with different metadata.
@@ -127,6 +132,7 @@ public struct WireError: LaminaError {
             .invalidArgument, .invalidIdentifier, .invalidUserID, .invalidMIMEType, .noParts, .tooManyParts,
             .partTooLarge, .inlineTooLarge, .invalidContentReference, .noParticipants, .tooManyParticipants,
             .invalidMetadata, .invalidPushConfiguration, .duplicatePart, .notFound, .idInUse, .invalidPushToken,
+            .replyTargetNotFound, .nestedReply,
             .existingDistinctConversation, .contentNotReady, .contentNotFound, .contentDigestMismatch,
             .uploadOffsetMismatch, .uploadMismatch, .uploadTooLong, .uploadStalled, .quotaExceeded, .overloaded,
             .slowConsumer,
@@ -181,6 +187,8 @@ public struct WireError: LaminaError {
             case 414: "not-found"
             case 415: "id-in-use"
             case 416: "invalid-push-token"
+            case 420: "reply-target-not-found"
+            case 421: "nested-reply"
             case 500: "existing-distinct-conversation"
             case 600: "content-not-ready"
             case 601: "content-not-found"

@@ -390,8 +390,8 @@ let invalidVectors: [InvalidVector] = [
         description: "CHANGE presence-changed (kind 14) whose lastSeenAt presence byte is 2.",
         bytes: B.frame(.change, B.varint(0) + [14] + B.str("bob") + [0] + [2]), error: .malformed),
     .init(
-        name: "bad-history-policy", description: "FETCH_HISTORY with policy 4.",
-        bytes: B.frame(.fetchHistory, reqID + conv + [4, 0]), error: .malformed),
+        name: "bad-history-policy", description: "FETCH_HISTORY with policy 5.",
+        bytes: B.frame(.fetchHistory, reqID + conv + [5, 0]), error: .malformed),
     .init(
         name: "history-page-zero", description: "FETCH_HISTORY page-after with count 0.",
         bytes: B.frame(.fetchHistory, reqID + conv + [3, 0, 0, 0]), error: .invalidArgument),

@@ -45,6 +45,7 @@ extension StoredMessage: QueryableObject {
         MessageProperty.conversation, MessageProperty.position, MessageProperty.sentAt, MessageProperty.isSent,
         MessageProperty.parts,
         MessageProperty.recipientStatus, MessageProperty.isUnread, MessageProperty.receivedAt,
+        MessageProperty.thread, MessageProperty.editedAt,
     ]
     /// A part's local state (its transfer) counts as a change of `parts`.
     public func changedProperties(since old: StoredMessage) -> Set<String> {

@@ -16,7 +16,8 @@ public enum RemoteChange: Hashable, Sendable {
     case messageDeleted(MessageID)
     /// A sent message's parts were replaced (Server API part updates): `parts` is the whole
     /// new list. A message not in the store is left alone (it arrives with these parts).
-    case messageParts(MessageID, parts: [MessagePart])
+    /// The message's parts were replaced (an edit: kind 11, at `editedAt`).
+    case messageParts(MessageID, parts: [MessagePart], editedAt: Timestamp? = nil)
     /// The messages of a conversation positioned before `below` were deleted; the
     /// conversation and later messages stay.
     case messagesDeleted(ConversationID, below: MessagePosition)

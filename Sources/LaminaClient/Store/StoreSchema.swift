@@ -224,6 +224,10 @@ enum StoreSchema {
             // The full-text index of the messages' text parts, kept by triggers (issue 38).
             try db.execute(sql: MessageSearchSchema.create)
         }
+        migrator.registerMigration(StoredThreads.migration) { db in
+            // Replies and thread summaries (issue 38).
+            try db.execute(sql: StoredThreads.create)
+        }
         return migrator
     }
 }

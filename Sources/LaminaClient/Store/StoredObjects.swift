@@ -67,6 +67,9 @@ public struct StoredMessage: Hashable, Sendable, Identifiable {
     public var isUnread: Bool
     /// The local state of each part, in the order of `message.parts`.
     public var partStates: [PartState]
+    /// When its sender last edited it (its parts replaced: the latest edit this device learned
+    /// of, or made); nil when never edited.
+    public var editedAt: Timestamp?
 
     public var id: MessageID { message.id }
 

@@ -17,6 +17,8 @@ public enum OutboxCommandKind: String, Hashable, Sendable, CaseIterable {
     case markRead = "message.mark-read"
     case deleteMessage = "message.delete"
     case deliveryReceipt = "message.delivery-receipt"
+    /// An edit by the sender (UPDATE_MESSAGE_PARTS, SPEC §6.2).
+    case updateMessageParts = "message.update-parts"
 }
 
 extension OutboxCommandKind {
@@ -34,6 +36,7 @@ extension OutboxCommandKind {
         case .markRead: .markRead
         case .deleteMessage: .deleteMessage
         case .deliveryReceipt: .deliveryReceipt
+        case .updateMessageParts: .updateMessageParts
         }
     }
 }
@@ -61,7 +64,9 @@ public enum OutboxEncoder {
     static func bytes(of entry: OutboxEntry) throws(ClientError) -> ByteBuffer {
         let bytes = ByteBuffer(bytes: entry.payload)
         guard let kind = OutboxCommandKind(rawValue: entry.kind), let header = FrameHeader.peek(bytes),
-            header.type == kind.frameType.rawValue, Int(header.payloadLength) + FrameHeader.size == bytes.readableBytes
+            header.type == kind.frameType.rawValue
+                || (kind == .sendMessage && header.type == FrameType.sendReply.rawValue),
+            Int(header.payloadLength) + FrameHeader.size == bytes.readableBytes
         else {
             throw ClientError(.corruptRecord, "outbox entry \(entry.id) does not hold a whole \(entry.kind) frame")
         }
@@ -102,6 +107,7 @@ public enum OutboxEncoder {
         case .markRead: .markRead
         case .deleteMessage: .deleteMessage
         case .deliveryReceipt: .deliveryReceipt
+        case .updateMessageParts: .updateMessageParts
         default: nil
         }
     }
@@ -119,6 +125,7 @@ public enum OutboxEncoder {
         case .markRead(let f): f.messageID.uuid
         case .deleteMessage(let f): f.messageID.uuid
         case .deliveryReceipt(let f): f.conversationID.uuid
+        case .updateMessageParts(let f): f.messageID.uuid
         default: nil
         }
     }

@@ -18,6 +18,7 @@ enum OutboxRedirect {
         case .markRead(let f): f.conversationID
         case .deleteMessage(let f): f.conversationID
         case .deliveryReceipt(let f): f.conversationID
+        case .updateMessageParts(let f): f.conversationID
         default: nil
         }
     }
@@ -55,6 +56,9 @@ enum OutboxRedirect {
         case .deliveryReceipt(var f):
             f.conversationID = conversation
             return .deliveryReceipt(f)
+        case .updateMessageParts(var f):
+            f.conversationID = conversation
+            return .updateMessageParts(f)
         default: return frame
         }
     }

@@ -83,6 +83,9 @@ extension SyncSession {
         if case .pageAfter = policy, !features.contains(.historyPaging) {
             throw ClientError(.notAllowed, "the node does not offer history paging")
         }
+        if case .thread = policy, !features.contains(.replies) {
+            throw ClientError(.notAllowed, "the node does not offer replies")
+        }
         let id = UUID()
         register(
             id, HistoryRequest(conversation: target),

@@ -25,9 +25,10 @@ extension ClientAPI {
             let page = try reader.history(of: id, for: user, query)
             return (page, try reader.counts(of: id, for: user, blocked: Set(try reader.blocks(of: user))))
         }
-        let shown = try await representation(r, users: Set(messages.map(\.sender)))
+        let summarized = try await engine.store.read { reader in try reader.withThreadSummaries(messages) }
+        let shown = try await threaded(r, summarized)
         return ServerAPIJSON.response(
-            200, messages.reversed().map { shown.message($0) }, extraHeaders: [("layer-count", "\(counts.messages)")])
+            200, summarized.reversed().map { shown.message($0) }, extraHeaders: [("layer-count", "\(counts.messages)")])
     }
 
     /// POST /conversations/:id/messages `{"parts", "notification", "id"}`: 201 with the
@@ -48,7 +49,9 @@ extension ClientAPI {
         let (parts, push) = try ServerAPI.content(body, of: id, uploads: try await referencedContent(body))
         _ = try await visibleConversation(conversation, for: user)
         let frame = Frame.sendMessage(
-            SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))
+            SendMessage(
+                messageID: id, conversationID: conversation, parts: parts, push: push,
+                replyTo: try ServerAPI.replyTo(body)))
         do {
             _ = try await engine.runServerAPICommand(frame, as: user)
         } catch let error as WireError where error.code == .idInUse {
@@ -64,7 +67,7 @@ extension ClientAPI {
         guard let stored = try await engine.store.read({ reader in try reader.message(id, as: user) }) else {
             throw ServerAPIError.internalError("the message was not stored")
         }
-        return try await representation(r, users: [stored.sender]).message(stored)
+        return try await threaded(r, [stored]).message(stored)
     }
 
     /// The message id a body names (`id`: `layer:///messages/<uuid>`), else a new one.
@@ -80,7 +83,8 @@ extension ClientAPI {
     func getMessage(_ r: ClientAPIRequest) async throws -> HTTPResponse {
         let user = try r.requireSession().user
         let message = try await visibleMessage(try r.messageID(), for: user)
-        return ServerAPIJSON.response(200, try await representation(r, users: [message.sender]).message(message))
+        let summarized = try await engine.store.read { reader in try reader.withThreadSummaries([message]) }
+        return ServerAPIJSON.response(200, try await threaded(r, summarized).message(summarized[0]))
     }
 
     /// DELETE /messages/:id?mode=all_participants|my_devices: 204.

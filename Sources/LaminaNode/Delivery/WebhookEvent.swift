@@ -37,6 +37,8 @@ struct WebhookEvent: Equatable, Sendable {
         case membership(WebhookMembership)
         /// `ChannelMessage.created`: the message as stored (with its place in the log).
         case channelMessage(ChannelMessage)
+        /// `message.updated` (`Message.edited`): the message as it is now and its parts before.
+        case edited(Message, before: [MessagePart])
     }
 
     var type: WebhookEventType
@@ -88,6 +90,9 @@ struct WebhookEvent: Equatable, Sendable {
         case .channel(let c): payload.channel = r.channel(c)
         case .membership(let m): payload.membership = WebhookMembershipObject(m, r)
         case .channelMessage(let m): payload.message = .channel(r.channelMessage(m))
+        case .edited(let m, let before):
+            payload.message = .full(r.message(m))
+            payload.changes = [WebhookChangeObject(parts: before, after: m.parts, of: m.id, r)]
         }
         return try ServerAPIJSON.encode(payload)
     }
@@ -161,6 +166,14 @@ struct WebhookEvent: Equatable, Sendable {
         case .channelMessage(let m):
             b.writeInteger(UInt8(10))
             Self.write(frame: try FeedCoding.encode(.channelMessage(m)), to: &b)
+        case .edited(let m, let before):
+            // Kind 21 (this branch's change kind, so that branches adding kinds do not collide):
+            // the message now, then the message with its parts before (CHANGE frames).
+            b.writeInteger(UInt8(21))
+            Self.write(frame: try FeedCoding.encode(.messageCreated(m)), to: &b)
+            var old = m
+            old.parts = before
+            Self.write(frame: try FeedCoding.encode(.messageCreated(old)), to: &b)
         }
         return Data(b.readableBytesView)
     }
@@ -218,6 +231,11 @@ struct WebhookEvent: Equatable, Sendable {
             let c = try Self.readUUID(&b, "conversation id")
             subject = .deletedMessage(MessageID(uuid: m), in: ConversationID(uuid: c))
         case 3: subject = .deletedConversation(ConversationID(uuid: try Self.readUUID(&b, "conversation id")))
+        case 21:
+            guard case .messageCreated(let m) = try Self.readChange(&b),
+                case .messageCreated(let old) = try Self.readChange(&b)
+            else { throw WebhookEventFactsError("an edit's subject is not two messages") }
+            subject = .edited(m, before: old.parts)
         default: throw WebhookEventFactsError("no subject kind")
         }
         guard b.readableBytes == 0 else { throw WebhookEventFactsError("\(b.readableBytes) bytes after the subject") }

@@ -60,6 +60,7 @@ enum FeedCoding {
             changes = changes.map { $0.withSingleReceiptsFlag }
         }
         if !features.contains(.channels) { changes = changes.filter { !(16...19).contains($0.kind) } }
+        if !features.contains(.replies) { changes = changes.map { $0.withoutThreadFields } }
         guard features.contains(.changeBatches), changes.count > 1 else { return changes.map { .change($0) } }
         var frames: [Frame] = []
         var current: [Change] = []
