@@ -39,10 +39,14 @@ import Testing
         }
         // A new device of Alice's on node A fetches the thread from there.
         let second = try ClientHarness.device("alice", on: a)
-        try await ClientHarness.connect(second, on: a)
+        _ = try await ClientHarness.connectLive(second, on: a)
         try await ClientHarness.waitUntil(second, "the conversation on the second device") {
-            try second.message(root) != nil
+            try second.conversation(conversation) != nil
         }
+        _ = try await second.fetchHistory(of: conversation, policy: .complete)
+        // Node A's summary of the root, in its history answer.
+        #expect(try second.message(root)?.threadReplyCount == 1)
+        #expect(try second.message(root)?.lastThreadReply == reply)
         #expect(try await second.fetchThread(of: root) == [reply])
         #expect(try await PeerReplicationTests.converged([a, b], within: .seconds(30)))
         for client in [alice, bob, second] { try await client.close() }
