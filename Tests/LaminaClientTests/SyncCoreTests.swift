@@ -32,6 +32,14 @@ import Testing
             .deleteMessage(
                 DeleteMessage(requestID: UUID(), conversationID: cid, messageID: mid, mode: .allParticipants)),
             .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: cid, upTo: at)),
+            .updateMessageParts(
+                UpdateMessageParts(
+                    requestID: UUID(), conversationID: cid, messageID: mid, parts: [try MessagePart(text: "edited")])),
+            // A reply goes through the outbox as a send (SEND_REPLY's frame under kind message.send).
+            .sendMessage(
+                SendMessage(
+                    messageID: MessageID.random(), conversationID: cid, parts: [try MessagePart(text: "a reply")],
+                    replyTo: mid)),
         ]
     }
 
