@@ -49,6 +49,12 @@ public struct Message: Hashable, Sendable, Identifiable {
     public var push: PushConfiguration?
     /// Each participant's status for this message.
     public var recipientStatus: [UserID: RecipientStatus]
+    /// The message this one replies to (its thread's root, in the same conversation); nil for
+    /// a message that is not a reply (SPEC §6.2, replies feature).
+    public var replyTo: MessageID?
+    /// The thread this message is the root of: its reply count and last reply as the node last
+    /// reported them; nil when it has no replies (or the session does not take replies).
+    public var thread: MessageThread?
 
     public init(
         id: MessageID = .random(),
@@ -58,7 +64,9 @@ public struct Message: Hashable, Sendable, Identifiable {
         sentAt: Timestamp? = nil,
         position: MessagePosition? = nil,
         push: PushConfiguration? = nil,
-        recipientStatus: [UserID: RecipientStatus] = [:]
+        recipientStatus: [UserID: RecipientStatus] = [:],
+        replyTo: MessageID? = nil,
+        thread: MessageThread? = nil
     ) {
         self.id = id
         self.conversationID = conversationID
@@ -68,6 +76,8 @@ public struct Message: Hashable, Sendable, Identifiable {
         self.position = position
         self.push = push
         self.recipientStatus = recipientStatus
+        self.replyTo = replyTo
+        self.thread = thread
     }
 
     /// The full identifier of one of this message's parts.
@@ -108,4 +118,8 @@ public enum MessageProperty {
     public static let recipientStatus = "recipientStatus"
     public static let isSent = "isSent"
     public static let conversation = "conversation"
+    public static let thread = "thread"
+    public static let replyTo = "replyTo"
+    public static let threadReplyCount = "threadReplyCount"
+    public static let editedAt = "editedAt"
 }

@@ -16,7 +16,8 @@ public enum ChangeEvent: Hashable, Sendable {
     case conversationDeleted(ConversationDeleted)
     /// kind 5: a distinct conversation was merged into another; `from` is now `to`.
     case identifierChanged(IdentifierChanged)
-    /// kind 6
+    /// kind 6, or kind 21 `thread-message` for a message with `replyTo` or `thread` (replies
+    /// feature, SPEC §6.4): the message and then its thread fields (``Message/hasThreadFields``).
     case messageCreated(Message)
     /// kind 7: one participant's recipient status moved up.
     case messageStatusChanged(MessageStatusChanged)
@@ -67,7 +68,7 @@ public enum ChangeEvent: Hashable, Sendable {
         case .metadataChanged: 3
         case .conversationDeleted: 4
         case .identifierChanged: 5
-        case .messageCreated: 6
+        case .messageCreated(let m): m.hasThreadFields ? 21 : 6
         case .messageStatusChanged: 7
         case .messageDeleted: 8
         case .typing: 9
@@ -349,6 +350,7 @@ extension ChangeEvent {
             b.writeID(i.to)
         case .messageCreated(let m):
             try b.writeMessage(m)
+            if m.hasThreadFields { try b.writeThreadFields(m) }
         case .messageStatusChanged(let s):
             b.writeID(s.conversationID)
             b.writeID(s.messageID)
@@ -483,8 +485,12 @@ extension ChangeEvent {
             return try b.readChannelEvent(kind: kind, limits)
         case 20:
             return .reactionsChanged(try b.readReactionsChanged(limits))
+        case 21:
+            var message = try b.readMessage(limits)
+            try b.readThreadFields(into: &message)
+            return .messageCreated(message)
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...20")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...21")
         }
     }
 }

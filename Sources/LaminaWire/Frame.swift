@@ -93,7 +93,7 @@ public enum Frame: Hashable, Sendable {
         case .deleteConversation: .deleteConversation
         case .markAllRead: .markAllRead
         case .typing: .typing
-        case .sendMessage: .sendMessage
+        case .sendMessage(let f): f.replyTo == nil ? .sendMessage : .sendReply
         case .markRead: .markRead
         case .deleteMessage: .deleteMessage
         case .deliveryReceipt: .deliveryReceipt
@@ -277,6 +277,7 @@ extension Frame {
         case .markAllRead: frame = .markAllRead(try MarkAllRead.decode(from: &b, limits))
         case .typing: frame = .typing(try Typing.decode(from: &b, limits))
         case .sendMessage: frame = .sendMessage(try SendMessage.decode(from: &b, limits))
+        case .sendReply: frame = .sendMessage(try SendMessage.decode(from: &b, limits, reply: true))
         case .markRead: frame = .markRead(try MarkRead.decode(from: &b, limits))
         case .deleteMessage: frame = .deleteMessage(try DeleteMessage.decode(from: &b, limits))
         case .deliveryReceipt: frame = .deliveryReceipt(try DeliveryReceipt.decode(from: &b, limits))

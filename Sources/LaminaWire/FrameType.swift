@@ -39,6 +39,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case deliveryReceipt = 0x0204
     case updateMessageParts = 0x0205
     case react = 0x0206
+    case sendReply = 0x0207
 
     case sync = 0x0301
     case fetchHistory = 0x0302
@@ -93,6 +94,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .deliveryReceipt: "delivery-receipt"
         case .updateMessageParts: "update-message-parts"
         case .react: "react"
+        case .sendReply: "send-reply"
         case .sync: "sync"
         case .fetchHistory: "fetch-history"
         case .change: "change"
@@ -120,16 +122,15 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
             .leaveChannel,
             .fetchChannel, .deleteChannel:
             fixed = 64
-        case .fetchHistory: fixed = 96
         case .searchMessages: fixed = 320
-        case .ack, .react: fixed = 128
+        case .ack, .react, .fetchHistory: fixed = 128
         case .hello, .welcome, .error, .peerHello, .deleteMetadata, .registerPushToken, .blockUser, .followUser,
             .createChannel:
             fixed = 2_048
         case .nonce, .authenticate, .resumeSession: fixed = 8_448
         case .authenticated: fixed = 12_288
         case .createConversation, .addParticipants, .removeParticipants, .setMetadata, .sendMessage,
-            .updateMessageParts, .sendChannelMessage,
+            .updateMessageParts, .sendReply, .sendChannelMessage,
             .change, .changeBatch, .versionVector, .replicate, .peerAck, .peerPresence, .peerPresenceRelayed,
             .peerPresenceWithdrawn:
             return max(0, limits.maxFrameSize)

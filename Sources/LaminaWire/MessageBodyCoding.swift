@@ -7,7 +7,11 @@ import NIOCore
 /// one column this way instead of a row per part, so a message costs one row.
 public enum MessageBodyCoding {
     /// The body bytes of `parts` and `push`.
-    public static func encode(parts: [MessagePart], push: PushConfiguration?) throws(WireError) -> [UInt8] {
+    /// A reply's root (`replyTo`) follows as a tag byte 1 and the root's id; a body without it
+    /// ends after the push configuration, as every body did before replies.
+    public static func encode(parts: [MessagePart], push: PushConfiguration?, replyTo: MessageID? = nil)
+        throws(WireError) -> [UInt8]
+    {
         var buffer = ByteBuffer()
         try buffer.writeParts(parts)
         if let push {
@@ -16,22 +20,33 @@ public enum MessageBodyCoding {
         } else {
             buffer.writeInteger(0, as: UInt8.self)
         }
+        if let replyTo {
+            buffer.writeInteger(1, as: UInt8.self)
+            buffer.writeID(replyTo)
+        }
         return Array(buffer.readableBytesView)
     }
 
     /// The parts and push configuration of body bytes made by `encode`; every byte must be used.
     public static func decode(_ bytes: some ContiguousBytes, limits: WireLimits = .default) throws(WireError) -> (
-        parts: [MessagePart], push: PushConfiguration?
+        parts: [MessagePart], push: PushConfiguration?, replyTo: MessageID?
     ) {
-        let result: Result<([MessagePart], PushConfiguration?), WireError> = bytes.withUnsafeBytes { raw in
+        let result: Result<([MessagePart], PushConfiguration?, MessageID?), WireError> = bytes.withUnsafeBytes { raw in
             var reader = PayloadReader(raw)
             do throws(WireError) {
                 let parts = try reader.readParts(limits)
                 let push = try reader.readPresence("the push configuration") ? try reader.readPush(limits) : nil
+                var replyTo: MessageID?
+                if reader.readableBytes > 0 {
+                    guard try reader.readU8("the reply tag") == 1 else {
+                        return .failure(WireError(.malformed, "a message body's reply tag is not 1"))
+                    }
+                    replyTo = try reader.readID(MessageID.self, "the message replied to")
+                }
                 guard reader.readableBytes == 0 else {
                     return .failure(WireError(.malformed, "\(reader.readableBytes) bytes follow a message body"))
                 }
-                return .success((parts, push))
+                return .success((parts, push, replyTo))
             } catch {
                 return .failure(error)
             }

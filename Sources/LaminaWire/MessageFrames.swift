@@ -17,14 +17,19 @@ public struct SendMessage: Hashable, Sendable {
     /// 1 to 1,000 parts, inline (<= 2 KB) or content references.
     public var parts: [MessagePart]
     public var push: PushConfiguration?
+    /// The thread root this message replies to (replies feature, SPEC §5.1 bit 15): the frame
+    /// is then SEND_REPLY (0x0207), SEND_MESSAGE's fields with `replyTo` after the conversation.
+    public var replyTo: MessageID?
 
     public init(
-        messageID: MessageID, conversationID: ConversationID, parts: [MessagePart], push: PushConfiguration? = nil
+        messageID: MessageID, conversationID: ConversationID, parts: [MessagePart], push: PushConfiguration? = nil,
+        replyTo: MessageID? = nil
     ) {
         self.messageID = messageID
         self.conversationID = conversationID
         self.parts = parts
         self.push = push
+        self.replyTo = replyTo
     }
 }
 
@@ -114,6 +119,7 @@ extension SendMessage {
     func encode(into b: inout ByteBuffer) throws(WireError) {
         b.writeID(messageID)
         b.writeID(conversationID)
+        if let replyTo { b.writeID(replyTo) }
         try b.writeParts(parts)
         if let push {
             b.writeInteger(1, as: UInt8.self)
@@ -123,12 +129,16 @@ extension SendMessage {
         }
     }
 
-    static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> SendMessage {
+    /// SEND_MESSAGE, or SEND_REPLY (`reply`): the same fields with the root after the conversation.
+    static func decode(from b: inout PayloadReader, _ limits: WireLimits, reply: Bool = false) throws(WireError)
+        -> SendMessage
+    {
         let id = try b.readID(MessageID.self, "the message id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
+        let replyTo = reply ? try b.readID(MessageID.self, "the message replied to") : nil
         let parts = try b.readParts(limits)
         let push = try b.readPresence("the push configuration") ? try b.readPush(limits) : nil
-        return SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push)
+        return SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push, replyTo: replyTo)
     }
 }
 

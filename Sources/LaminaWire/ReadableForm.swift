@@ -139,6 +139,7 @@ extension Frame {
         case .sendMessage(let f):
             o["messageID"] = .uuid(f.messageID.uuid)
             o["conversationID"] = .uuid(f.conversationID.uuid)
+            if let replyTo = f.replyTo { o["replyTo"] = .uuid(replyTo.uuid) }
             o["parts"] = .array(f.parts.map(WireJSON.part))
             o["push"] = f.push.map(WireJSON.push) ?? .null
         case .markRead(let f):
@@ -186,6 +187,11 @@ extension Frame {
                 o["policy"] = .string("page-after")
                 o["count"] = .number(Int64(count))
                 o["after"] = after.map(WireJSON.hlc) ?? .null
+            case .thread(let root, let after, let count):
+                o["policy"] = .string("thread")
+                o["count"] = .number(Int64(count))
+                o["after"] = after.map(WireJSON.hlc) ?? .null
+                o["root"] = .uuid(root.uuid)
             }
             o["before"] = f.before.map(WireJSON.hlc) ?? .null
         case .searchMessages(let f):
@@ -298,6 +304,17 @@ extension WireJSON {
         ])
     }
     static func message(_ m: Message) -> WireJSON {
+        guard case .object(var o) = plainMessage(m) else { return plainMessage(m) }
+        if let root = m.replyTo { o["replyTo"] = .uuid(root.uuid) }
+        if let t = m.thread {
+            o["thread"] = .object([
+                "replyCount": .u64(t.replyCount), "lastReply": .uuid(t.lastReply.uuid),
+                "lastReplyAt": .hlc(t.lastReplyAt),
+            ])
+        }
+        return .object(o)
+    }
+    static func plainMessage(_ m: Message) -> WireJSON {
         .object([
             "id": .uuid(m.id.uuid), "conversationID": .uuid(m.conversationID.uuid),
             "sender": .string(m.sender.rawValue),
@@ -405,7 +422,7 @@ extension WireJSON {
             o["from"] = .uuid(i.from.uuid)
             o["to"] = .uuid(i.to.uuid)
         case .messageCreated(let m):
-            o["kind"] = .string("message-created")
+            o["kind"] = .string(m.hasThreadFields ? "thread-message" : "message-created")
             o["message"] = .message(m)
         case .messageStatusChanged(let s):
             o["kind"] = .string("message-status-changed")

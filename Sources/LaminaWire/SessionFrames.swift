@@ -39,6 +39,10 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     public static let receiptSwitches = FeatureSet(rawValue: 1 << 13)
     /// REACT is accepted and `reactions-changed` changes (§6.4 kind 20) are sent (§6.9).
     public static let reactions = FeatureSet(rawValue: 1 << 14)
+    /// Replies and threads (§6.2): SEND_REPLY and FETCH_HISTORY policy 4 (a thread) are
+    /// accepted, and messages that are replies or thread roots come as `thread-message`
+    /// (§6.4 kind 21); without it they come as plain `message-created` (kind 6).
+    public static let replies = FeatureSet(rawValue: 1 << 15)
     /// SEARCH_MESSAGES is accepted: a full-text search of the user's messages on the node (§6.3).
     public static let messageSearch = FeatureSet(rawValue: 1 << 19)
 
@@ -52,7 +56,7 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// and so is asked for by clients that show presence.
     public static let all: FeatureSet = [
         .changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging, .identities,
-        .blockLists, .following, .channels, .receiptSwitches, .reactions, .messageSearch,
+        .blockLists, .following, .channels, .receiptSwitches, .reactions, .replies, .messageSearch,
     ]
     /// What this implementation supports (what a node grants): ``all``, ``snapshots`` and ``presence``.
     public static let supported: FeatureSet = [.all, .snapshots, .presence]

@@ -33,6 +33,10 @@ public enum HistoryPolicy: Hashable, Sendable {
     /// (from the first message when nil), 1 <= count <= `FetchHistory.maxPageCount`. An
     /// answer of fewer than `count` messages is the end (SPEC §6.3, history paging feature).
     case pageAfter(MessagePosition?, count: UInt32)
+    /// One thread a page at a time (replies feature, SPEC §5.1 bit 15): the first `count`
+    /// replies to `root` after `after` (from the first reply when nil), 1 <= count <=
+    /// `FetchHistory.maxPageCount`; the root itself is not in the answer.
+    case thread(root: MessageID, after: MessagePosition?, count: UInt32)
 }
 
 /// FETCH_HISTORY (0x0302), client -> node: messages of one conversation, answered with
@@ -169,6 +173,7 @@ public struct SharedChangeEvent: Sendable {
         bytes.writeInteger(ChangeEvent.messageCreated(common).kind, as: UInt8.self)
         var offsets: [UserID: Int]? = [:]
         try bytes.writeMessage(common, statusOffsets: &offsets)
+        if common.hasThreadFields { try bytes.writeThreadFields(common) }
         var slots: [UserID: (offset: Int, status: RecipientStatus)] = [:]
         slots.reserveCapacity(message.recipientStatus.count)
         for (user, status) in message.recipientStatus {
@@ -235,6 +240,20 @@ extension FetchHistory {
             } else {
                 b.writeInteger(0, as: UInt8.self)
             }
+        case .thread(let root, let after, let count):
+            guard (1...Self.maxPageCount).contains(count) else {
+                throw WireError(
+                    .invalidArgument, "a thread page asks for 1...\(Self.maxPageCount) replies, not \(count)")
+            }
+            b.writeInteger(4, as: UInt8.self)
+            b.writeVarint(UInt64(count))
+            if let after {
+                b.writeInteger(1, as: UInt8.self)
+                b.writeHLC(after)
+            } else {
+                b.writeInteger(0, as: UInt8.self)
+            }
+            b.writeID(root)
         }
         if let before {
             b.writeInteger(1, as: UInt8.self)
@@ -265,8 +284,17 @@ extension FetchHistory {
             }
             let after = try b.readPresence("the page's start") ? try b.readHLC("the page's start") : nil
             policy = .pageAfter(after, count: count)
+        case 4:
+            let count = try b.readVarint32("the page's reply count")
+            // SPEC §6.3: as policy 3, "`count` is 1 to 10,000, anything else `invalid-argument`".
+            guard (1...maxPageCount).contains(count) else {
+                throw WireError(.invalidArgument, "a thread page asks for 1...\(maxPageCount) replies, not \(count)")
+            }
+            let after = try b.readPresence("the page's start") ? try b.readHLC("the page's start") : nil
+            let root = try b.readID(MessageID.self, "the thread's root")
+            policy = .thread(root: root, after: after, count: count)
         default:
-            throw WireError(.malformed, "history policy \(raw) is not 0, 1, 2 or 3")
+            throw WireError(.malformed, "history policy \(raw) is not 0 to 4")
         }
         let before = try b.readPresence("the position bound") ? try b.readHLC("the position bound") : nil
         return FetchHistory(requestID: id, conversationID: conversation, policy: policy, before: before)

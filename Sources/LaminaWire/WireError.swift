@@ -85,6 +85,11 @@ public struct WireError: LaminaError {
         public static let invalidPushToken = Code(wireValue: 416)
         /// A REACT key that is empty or holds a control character (SPEC §6.9).
         public static let invalidReactionKey = Code(wireValue: 417)
+        /// A reply names a message that is not in the conversation (or is deleted for everyone),
+        /// or a thread fetch names a root that is not (replies feature, SPEC §6.2).
+        public static let replyTargetNotFound = Code(wireValue: 420)
+        /// A reply names a message that is itself a reply: threads are one level deep (§6.2).
+        public static let nestedReply = Code(wireValue: 421)
 
         // SPEC §9.5 Conflict.
         /// A distinct conversation with these participants exists with different metadata.
@@ -130,6 +135,7 @@ public struct WireError: LaminaError {
             .partTooLarge, .inlineTooLarge, .invalidContentReference, .noParticipants, .tooManyParticipants,
             .invalidMetadata, .invalidPushConfiguration, .duplicatePart, .notFound, .idInUse, .invalidPushToken,
             .invalidReactionKey,
+            .replyTargetNotFound, .nestedReply,
             .existingDistinctConversation, .contentNotReady, .contentNotFound, .contentDigestMismatch,
             .uploadOffsetMismatch, .uploadMismatch, .uploadTooLong, .uploadStalled, .quotaExceeded, .overloaded,
             .slowConsumer,
@@ -185,6 +191,8 @@ public struct WireError: LaminaError {
             case 415: "id-in-use"
             case 416: "invalid-push-token"
             case 417: "invalid-reaction-key"
+            case 420: "reply-target-not-found"
+            case 421: "nested-reply"
             case 500: "existing-distinct-conversation"
             case 600: "content-not-ready"
             case 601: "content-not-found"

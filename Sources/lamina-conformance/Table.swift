@@ -149,6 +149,15 @@ enum Table {
             }
         ),
         (
+            "SEND_REPLY",
+            { c in
+                .sendMessage(
+                    SendMessage(
+                        messageID: .random(), conversationID: c.conversation,
+                        parts: [try! MessagePart(text: "conformance reply")], replyTo: c.message))
+            }
+        ),
+        (
             "MARK_READ",
             { c in .markRead(MarkRead(requestID: UUID(), conversationID: c.conversation, messageID: c.message)) }
         ),
@@ -368,6 +377,17 @@ enum Table {
         add(
             &out, .authenticated, "SEARCH_MESSAGES (without bit 19)", byName["SEARCH_MESSAGES"]!, notAgreed,
             features: FeatureSet.all.subtracting(.messageSearch))
+            &out, .authenticated, "SEND_REPLY (without bit 15)", byName["SEND_REPLY"]!, notAgreed,
+            features: FeatureSet.all.subtracting(.replies))
+        add(
+            &out, .authenticated, "FETCH_HISTORY thread (without bit 15)",
+            { c in
+                .fetchHistory(
+                    FetchHistory(
+                        requestID: UUID(), conversationID: c.conversation,
+                        policy: .thread(root: c.message, after: nil, count: 1)))
+            }, notAgreed,
+            features: FeatureSet.all.subtracting(.replies))
 
         // Order of effects (SPEC §5.7): a read pipelined behind a write sees the write.
         add(

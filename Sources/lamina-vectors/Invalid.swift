@@ -400,8 +400,8 @@ let invalidVectors: [InvalidVector] = [
         bytes: B.frame(.searchMessages, reqID + B.str("tea") + [2] + conv + B.varint(1) + B.varint(0)),
         error: .malformed),
     .init(
-        name: "bad-history-policy", description: "FETCH_HISTORY with policy 4.",
-        bytes: B.frame(.fetchHistory, reqID + conv + [4, 0]), error: .malformed),
+        name: "bad-history-policy", description: "FETCH_HISTORY with policy 5.",
+        bytes: B.frame(.fetchHistory, reqID + conv + [5, 0]), error: .malformed),
     .init(
         name: "history-page-zero", description: "FETCH_HISTORY page-after with count 0.",
         bytes: B.frame(.fetchHistory, reqID + conv + [3, 0, 0, 0]), error: .invalidArgument),

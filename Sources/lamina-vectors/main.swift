@@ -20,7 +20,7 @@ for dir in ["valid", "invalid", "skipped"] {
 }
 
 var seenTypes = Set<FrameType>()
-for v in validVectors {
+for v in validVectors + threadValidVectors {
     let bytes = B.encoded(v.frame)
     let decoded = try Frame.decode(exactly: ByteBuffer(bytes: bytes))
     if decoded != v.frame {
@@ -39,7 +39,7 @@ for type in FrameType.allCases where !seenTypes.contains(type) {
     failures += 1
 }
 
-for v in invalidVectors {
+for v in invalidVectors + threadInvalidVectors {
     do {
         let frame = try Frame.decode(exactly: ByteBuffer(bytes: v.bytes))
         print("invalid/\(v.name): decoded to \(frame)")
@@ -80,6 +80,6 @@ for v in skippedVectors {
 }
 
 print(
-    "\(validVectors.count) valid, \(invalidVectors.count) invalid and \(skippedVectors.count) skipped vectors written to \(root); \(failures) problems"
+    "\(validVectors.count + threadValidVectors.count) valid, \(invalidVectors.count + threadInvalidVectors.count) invalid and \(skippedVectors.count) skipped vectors written to \(root); \(failures) problems"
 )
 exit(failures == 0 ? 0 : 1)

@@ -33,6 +33,14 @@ import Testing
                 DeleteMessage(requestID: UUID(), conversationID: cid, messageID: mid, mode: .allParticipants)),
             .deliveryReceipt(DeliveryReceipt(requestID: UUID(), conversationID: cid, upTo: at)),
             .react(React(requestID: UUID(), conversationID: cid, messageID: mid, key: "+1", op: .add)),
+            .updateMessageParts(
+                UpdateMessageParts(
+                    requestID: UUID(), conversationID: cid, messageID: mid, parts: [try MessagePart(text: "edited")])),
+            // A reply goes through the outbox as a send (SEND_REPLY's frame under kind message.send).
+            .sendMessage(
+                SendMessage(
+                    messageID: MessageID.random(), conversationID: cid, parts: [try MessagePart(text: "a reply")],
+                    replyTo: mid)),
         ]
     }
 

@@ -136,10 +136,19 @@ struct RandomFrames {
     mutating func message() -> Message {
         var statuses: [UserID: RecipientStatus] = [:]
         for _ in 0..<int(0...4) { statuses[user()] = status() }
-        return Message(
+        var m = Message(
             id: MessageID(uuid: uuid()), conversationID: ConversationID(uuid: uuid()), sender: user(), parts: parts(),
             sentAt: optional { $0.timestamp() }, position: optional { $0.hlc() }, push: optional { $0.push() },
             recipientStatus: statuses)
+        // Kind 21 (SPEC §6.4): a reply, or a root with replies, now and then.
+        switch int(0...5) {
+        case 0: m.replyTo = MessageID(uuid: uuid())
+        case 1:
+            m.thread = MessageThread(
+                replyCount: max(1, u64()), lastReply: MessageID(uuid: uuid()), lastReplyAt: hlc())
+        default: break
+        }
+        return m
     }
     /// A conversation change mostly, sometimes a change of a user's state (SPEC §6.5).
     mutating func replicatedEvent() -> ReplicatedEvent {
@@ -364,6 +373,11 @@ struct RandomFrames {
                 SendMessage(
                     messageID: MessageID(uuid: uuid()), conversationID: c, parts: parts(), push: optional { $0.push() })
             )
+        case .sendReply:
+            return .sendMessage(
+                SendMessage(
+                    messageID: MessageID(uuid: uuid()), conversationID: c, parts: parts(), push: optional { $0.push() },
+                    replyTo: MessageID(uuid: uuid())))
         case .markRead:
             return .markRead(MarkRead(requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid())))
         case .deleteMessage:
@@ -382,7 +396,9 @@ struct RandomFrames {
                     op: bool() ? .add : .remove))
         case .sync: return .sync(SyncRequest(requestID: uuid(), cursor: u64()))
         case .fetchHistory:
-            let policy: HistoryPolicy = [.complete, .unreadOnly, .lastN(max(1, u32()))][int(0...2)]
+            let thread = HistoryPolicy.thread(
+                root: MessageID(uuid: uuid()), after: optional { $0.hlc() }, count: UInt32(int(1...10_000)))
+            let policy: HistoryPolicy = [.complete, .unreadOnly, .lastN(max(1, u32())), thread][int(0...3)]
             return .fetchHistory(
                 FetchHistory(requestID: uuid(), conversationID: c, policy: policy, before: optional { $0.hlc() }))
         case .searchMessages:

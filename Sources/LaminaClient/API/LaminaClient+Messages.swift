@@ -4,9 +4,13 @@ import LaminaWire
 
 extension LaminaClient {
     /// A new message from parts (1 to 1,000, distinct part ids) and optional push options
-    /// (alert, sound, title...). Validated now; sent by `send(_:in:)`.
-    public func newMessage(parts: [MessagePart], push: PushConfiguration? = nil) throws(ClientError) -> MessageDraft {
-        let draft = MessageDraft(id: .timeOrdered(), parts: parts, push: push)
+    /// (alert, sound, title...). With `replyTo`, a reply in that message's thread (the root must
+    /// be in the same conversation when sent, and not a reply itself). Validated now; sent by
+    /// `send(_:in:)`.
+    public func newMessage(parts: [MessagePart], push: PushConfiguration? = nil, replyTo: MessageID? = nil)
+        throws(ClientError) -> MessageDraft
+    {
+        let draft = MessageDraft(id: .timeOrdered(), parts: parts, push: push, replyTo: replyTo)
         let probe = Message(id: draft.id, conversationID: .random(), sender: user, parts: parts, push: push)
         do { try probe.validate() } catch { throw ClientError(error) }
         return draft
@@ -24,8 +28,10 @@ extension LaminaClient {
         guard stored.conversation.participants.contains(user) else {
             throw ClientError(.notAllowed, "the local user is not a participant of conversation \(stored.id)")
         }
+        if let root = draft.replyTo { try checkReplyTarget(root, in: stored.id) }
         let message = Message(
-            id: draft.id, conversationID: stored.id, sender: user, parts: draft.parts, push: draft.push)
+            id: draft.id, conversationID: stored.id, sender: user, parts: draft.parts, push: draft.push,
+            replyTo: draft.replyTo)
         do { try message.validate() } catch { throw ClientError(error) }
         var entries: [OutboxEntry] = []
         let now = environment.now()
@@ -45,7 +51,8 @@ extension LaminaClient {
             try OutboxEncoder.entry(
                 for: .sendMessage(
                     SendMessage(
-                        messageID: message.id, conversationID: stored.id, parts: message.parts, push: message.push)),
+                        messageID: message.id, conversationID: stored.id, parts: message.parts, push: message.push,
+                        replyTo: message.replyTo)),
                 createdAt: now))
         // Rich parts: their staged bytes move under the content directory; the outbox holds
         // the message back until the uploader has put them on the node.

@@ -8,11 +8,15 @@ public struct MessageDraft: Hashable, Sendable, Identifiable {
     public let id: MessageID
     public let parts: [MessagePart]
     public let push: PushConfiguration?
+    /// The thread root this message replies to (a message of the same conversation that is no
+    /// reply itself); nil for an ordinary message.
+    public let replyTo: MessageID?
 
-    init(id: MessageID, parts: [MessagePart], push: PushConfiguration?) {
+    init(id: MessageID, parts: [MessagePart], push: PushConfiguration?, replyTo: MessageID? = nil) {
         self.id = id
         self.parts = parts
         self.push = push
+        self.replyTo = replyTo
     }
 }
 

@@ -63,6 +63,12 @@ enum ChangeComputation {
             MessageProperty.receivedAt, before.receivedAt.map(PropertyValue.timestamp),
             after.receivedAt.map(PropertyValue.timestamp))
         add(MessageProperty.reactions, .reactions(before.reactions), .reactions(after.reactions))
+        add(
+            MessageProperty.thread, b.thread.map { .integer(Int64(clamping: $0.replyCount)) },
+            a.thread.map { .integer(Int64(clamping: $0.replyCount)) })
+        add(
+            MessageProperty.editedAt, before.editedAt.map(PropertyValue.timestamp),
+            after.editedAt.map(PropertyValue.timestamp))
         return out
     }
 }

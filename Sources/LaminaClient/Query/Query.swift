@@ -46,6 +46,7 @@ extension StoredMessage: QueryableObject {
         MessageProperty.parts,
         MessageProperty.recipientStatus, MessageProperty.isUnread, MessageProperty.receivedAt,
         MessageProperty.reactions,
+        MessageProperty.thread, MessageProperty.editedAt,
     ]
     /// A part's local state (its transfer) counts as a change of `parts`.
     public func changedProperties(since old: StoredMessage) -> Set<String> {

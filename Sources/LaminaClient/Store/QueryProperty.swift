@@ -126,6 +126,8 @@ public enum QueryTarget: String, Hashable, Sendable {
             case MessageProperty.receivedAt: return .scalar(.timestamp, "message.received_at", nullable: true)
             case MessageProperty.isSent: return .scalar(.bool, "message.is_sent")
             case MessageProperty.isUnread: return .scalar(.bool, "message.is_unread")
+            case MessageProperty.replyTo: return .scalar(.messageID, "message.reply_to", nullable: true)
+            case MessageProperty.threadReplyCount: return .scalar(.integer, "message.thread_count")
             case "parts.mimeType": return QueryProperty(kind: .mimeTypes, columns: [], nullable: false)
             case MessageProperty.reactionCount:
                 return .scalar(.integer, "(SELECT COUNT(*) FROM message_reaction mr WHERE mr.message_id = message.id)")

@@ -90,10 +90,11 @@ extension WriteContext {
         case .message(let message, let receivedAt): try applyMessage(message, receivedAt: receivedAt)
         case .messageDeleted(let id):
             if let stored = try StoreReader.message(db, id) { try deleteMessage(stored) }
-        case .messageParts(let id, let parts):
+        case .messageParts(let id, let parts, let editedAt):
             if let existing = try StoreReader.message(db, id), existing.message.parts != parts {
                 var after = existing
                 Self.replaceParts(of: &after, with: parts)
+                after.editedAt = [existing.editedAt, editedAt].compactMap { $0 }.max()
                 try updateMessage(from: existing, to: try settled(after))
             }
         case .reaction(let id, let user, let key, let present):
@@ -291,7 +292,10 @@ extension WriteContext {
             }
             after.message.recipientStatus.merge(message.recipientStatus, uniquingKeysWith: max)
             if after.message.parts != message.parts { Self.replaceParts(of: &after, with: message.parts) }
+            after.message.replyTo = existing.message.replyTo ?? message.replyTo
+            after.message.thread = StoredThreads.merged(existing.message.thread, message.thread)
             try updateMessage(from: existing, to: try settled(after))
+            if existing.message.position == nil, after.message.position != nil { try countReply(after.message) }
         } else {
             let own = message.sender == localUser
             let stored = StoredMessage(
@@ -300,6 +304,7 @@ extension WriteContext {
                 isUnread: false,
                 partStates: message.parts.map(Self.remoteState(of:)))
             try createMessage(try settled(stored))
+            try countReply(message)
         }
         // The node holds the message (it has a position): its send is done, whether the ACK
         // or the feed says so first. Leaving the entry would show the message sent while its

@@ -14,9 +14,10 @@ public enum RemoteChange: Hashable, Sendable {
     case message(Message, receivedAt: Timestamp)
     /// A message was deleted.
     case messageDeleted(MessageID)
-    /// A sent message's parts were replaced (Server API part updates): `parts` is the whole
-    /// new list. A message not in the store is left alone (it arrives with these parts).
-    case messageParts(MessageID, parts: [MessagePart])
+    /// A sent message's parts were replaced (an edit: kind 11, at `editedAt`; or Server API
+    /// part updates): `parts` is the whole new list. A message not in the store is left alone
+    /// (it arrives with these parts).
+    case messageParts(MessageID, parts: [MessagePart], editedAt: Timestamp? = nil)
     /// A user's reaction `key` on a message appeared (`present`) or went away (SPEC §6.9). A
     /// message not in the store is left alone (history brings its reactions with it).
     case reaction(MessageID, user: UserID, key: String, present: Bool)

@@ -141,7 +141,7 @@ enum StoreReader {
             }
             statuses[try StoreCoding.user(s["user_id"])] = status
         }
-        let message = Message(
+        var message = Message(
             id: id,
             conversationID: ConversationID(uuid: try StoreCoding.uuid(row, "conversation_id")),
             sender: try StoreCoding.user(row["sender"]),
@@ -151,11 +151,14 @@ enum StoreReader {
                 physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"]),
             push: try StoreCoding.decodePush(row["push"]),
             recipientStatus: statuses)
-        return StoredMessage(
+        (message.replyTo, message.thread) = try StoredThreads.fields(row)
+        var stored = StoredMessage(
             message: message,
             receivedAt: (row["received_at"] as Int64?).map(Timestamp.init(millisecondsSince1970:)),
             isUnread: row["is_unread"],
             partStates: states,
             reactions: try StoredReactions.reactions(db, id))
+        stored.editedAt = (row["edited_at"] as Int64?).map(Timestamp.init(millisecondsSince1970:))
+        return stored
     }
 }

@@ -228,6 +228,10 @@ enum StoreSchema {
             // The reactions on held messages (issue 38, SPEC §6.9).
             try db.execute(sql: StoredReactions.create)
         }
+        migrator.registerMigration(StoredThreads.migration) { db in
+            // Replies and thread summaries (issue 38).
+            try db.execute(sql: StoredThreads.create)
+        }
         return migrator
     }
 }

@@ -69,6 +69,9 @@ public struct StoredMessage: Hashable, Sendable, Identifiable {
     public var partStates: [PartState]
     /// The reactions present on the message (SPEC §6.9): per key, the users who reacted with it.
     public var reactions: [String: Set<UserID>] = [:]
+    /// When its sender last edited it (its parts replaced: the latest edit this device learned
+    /// of, or made); nil when never edited.
+    public var editedAt: Timestamp?
 
     public var id: MessageID { message.id }
 

@@ -188,6 +188,7 @@ final class WriteContext {
     func deleteMessage(_ stored: StoredMessage) throws {
         stored.partStates.forEach { retire(localPath: $0.localPath) }
         try db.execute(sql: "DELETE FROM message WHERE id = ?", arguments: [StoreCoding.blob(stored.id)])
+        try uncountReply(stored.message)
         record(ObjectChange(type: .delete, object: .message(stored.message)))
         touch(stored.message.conversationID)
     }
@@ -221,6 +222,7 @@ final class WriteContext {
             try db.execute(sql: "DELETE FROM part WHERE message_id = ?", arguments: [key])
             try db.execute(sql: "DELETE FROM recipient_status WHERE message_id = ?", arguments: [key])
         }
+        try putThreadFields(s, isNew: isNew)
         for (index, (part, state)) in zip(m.parts, s.partStates).enumerated() {
             var inline: Data?
             var contentID: Data?

@@ -112,7 +112,10 @@ public enum ChangeDecoder {
         case .messageCreated(let m): .message(m, receivedAt: receivedAt)
         case .messageStatusChanged(let s): .recipientStatus(s.messageID, user: s.user, status: s.status)
         case .messageDeleted(let d): .messageDeleted(d.messageID)
-        case .messagePartsChanged(let p): .messageParts(p.messageID, parts: p.parts)
+        case .messagePartsChanged(let p):
+            .messageParts(
+                p.messageID, parts: p.parts,
+                editedAt: Timestamp(millisecondsSince1970: Int64(clamping: p.at.physical)))
         case .identityChanged(let i):
             .identity(i.user, i.identity.map { UserIdentity(userID: i.user, values: $0.values, metadata: $0.metadata) })
         case .blockListChanged(let c): .blockList(c.user, blocking: c.blocking)

@@ -18,6 +18,8 @@ public enum OutboxCommandKind: String, Hashable, Sendable, CaseIterable {
     case deleteMessage = "message.delete"
     case deliveryReceipt = "message.delivery-receipt"
     case react = "message.react"
+    /// An edit by the sender (UPDATE_MESSAGE_PARTS, SPEC §6.2).
+    case updateMessageParts = "message.update-parts"
 }
 
 extension OutboxCommandKind {
@@ -36,6 +38,7 @@ extension OutboxCommandKind {
         case .deleteMessage: .deleteMessage
         case .deliveryReceipt: .deliveryReceipt
         case .react: .react
+        case .updateMessageParts: .updateMessageParts
         }
     }
 }
@@ -63,7 +66,9 @@ public enum OutboxEncoder {
     static func bytes(of entry: OutboxEntry) throws(ClientError) -> ByteBuffer {
         let bytes = ByteBuffer(bytes: entry.payload)
         guard let kind = OutboxCommandKind(rawValue: entry.kind), let header = FrameHeader.peek(bytes),
-            header.type == kind.frameType.rawValue, Int(header.payloadLength) + FrameHeader.size == bytes.readableBytes
+            header.type == kind.frameType.rawValue
+                || (kind == .sendMessage && header.type == FrameType.sendReply.rawValue),
+            Int(header.payloadLength) + FrameHeader.size == bytes.readableBytes
         else {
             throw ClientError(.corruptRecord, "outbox entry \(entry.id) does not hold a whole \(entry.kind) frame")
         }
@@ -105,6 +110,7 @@ public enum OutboxEncoder {
         case .deleteMessage: .deleteMessage
         case .deliveryReceipt: .deliveryReceipt
         case .react: .react
+        case .updateMessageParts: .updateMessageParts
         default: nil
         }
     }
@@ -123,6 +129,7 @@ public enum OutboxEncoder {
         case .deleteMessage(let f): f.messageID.uuid
         case .deliveryReceipt(let f): f.conversationID.uuid
         case .react(let f): f.messageID.uuid
+        case .updateMessageParts(let f): f.messageID.uuid
         default: nil
         }
     }

@@ -19,6 +19,7 @@ enum OutboxRedirect {
         case .deleteMessage(let f): f.conversationID
         case .deliveryReceipt(let f): f.conversationID
         case .react(let f): f.conversationID
+        case .updateMessageParts(let f): f.conversationID
         default: nil
         }
     }
@@ -59,6 +60,9 @@ enum OutboxRedirect {
         case .react(var f):
             f.conversationID = conversation
             return .react(f)
+        case .updateMessageParts(var f):
+            f.conversationID = conversation
+            return .updateMessageParts(f)
         default: return frame
         }
     }

@@ -86,6 +86,9 @@ extension SyncSession {
         if case .pageAfter = policy, !features.contains(.historyPaging) {
             throw ClientError(.notAllowed, "the node does not offer history paging")
         }
+        if case .thread = policy, !features.contains(.replies) {
+            throw ClientError(.notAllowed, "the node does not offer replies")
+        }
         let id = UUID()
         return try await sendAndWait(
             id, HistoryRequest(conversation: target),

@@ -25,11 +25,12 @@ extension ClientAPI {
             let page = try reader.history(of: id, for: user, query)
             return (page, try reader.counts(of: id, for: user, blocked: Set(try reader.blocks(of: user))))
         }
-        let shown = try await representation(r, users: Set(messages.map(\.sender)))
-        let reactions = try await reactionSummaries(of: messages.map(\.id))
+        let summarized = try await engine.store.read { reader in try reader.withThreadSummaries(messages) }
+        let shown = try await threaded(r, summarized)
+        let reactions = try await reactionSummaries(of: summarized.map(\.id))
         return ServerAPIJSON.response(
             200,
-            messages.reversed().map { m in
+            summarized.reversed().map { m in
                 var object = shown.message(m)
                 object.reactions = reactions[m.id] ?? [:]
                 return object
@@ -54,7 +55,9 @@ extension ClientAPI {
         let (parts, push) = try ServerAPI.content(body, of: id, uploads: try await referencedContent(body))
         _ = try await visibleConversation(conversation, for: user)
         let frame = Frame.sendMessage(
-            SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))
+            SendMessage(
+                messageID: id, conversationID: conversation, parts: parts, push: push,
+                replyTo: try ServerAPI.replyTo(body)))
         do {
             _ = try await engine.runServerAPICommand(frame, as: user)
         } catch let error as WireError where error.code == .idInUse {
@@ -70,7 +73,7 @@ extension ClientAPI {
         guard let stored = try await engine.store.read({ reader in try reader.message(id, as: user) }) else {
             throw ServerAPIError.internalError("the message was not stored")
         }
-        return try await representation(r, users: [stored.sender]).message(stored)
+        return try await threaded(r, [stored]).message(stored)
     }
 
     /// The message id a body names (`id`: `layer:///messages/<uuid>`), else a new one.
@@ -86,7 +89,8 @@ extension ClientAPI {
     func getMessage(_ r: ClientAPIRequest) async throws -> HTTPResponse {
         let user = try r.requireSession().user
         let message = try await visibleMessage(try r.messageID(), for: user)
-        var object = try await representation(r, users: [message.sender]).message(message)
+        let summarized = try await engine.store.read { reader in try reader.withThreadSummaries([message]) }
+        var object = try await threaded(r, summarized).message(summarized[0])
         object.reactions = try await reactionSummaries(of: [message.id])[message.id] ?? [:]
         return ServerAPIJSON.response(200, object)
     }

@@ -114,6 +114,7 @@ public final class ClientAPI: Sendable {
             { try await $0.react($1) }
         ),
         (Route(method: "DELETE", template: "/messages/{message_id}"), true, { try await $0.deleteMessage($1) }),
+        (Route(method: "PATCH", template: "/messages/{message_id}"), true, { try await $0.editMessage($1) }),
         (
             Route(method: "POST", template: "/messages/{message_id}/receipts"), true,
             { try await $0.sendReceipt($1) }

@@ -74,6 +74,21 @@ public struct ClientMessageObject: Codable, Sendable, Hashable {
     /// Per key, the reactions on the message (a Lamina extension, SPEC §6.9): in REST answers
     /// about messages; absent in WebSocket packets, which tell reaction changes as patches.
     public var reactions: [String: ReactionSummaryObject]? = nil
+    /// Lamina: the thread root this message replies to (`layer:///messages/<uuid>`); absent
+    /// for a message that is no reply.
+    public var reply_to: String? = nil
+    /// Lamina: a thread root's summary; absent for a message without replies.
+    public var thread: ClientThreadObject? = nil
+    /// Lamina: when its sender last edited it; absent when never edited.
+    public var edited_at: String? = nil
+}
+
+/// Lamina: a thread root's replies (SPEC §6.2).
+public struct ClientThreadObject: Codable, Sendable, Hashable {
+    /// Replies not deleted.
+    public var reply_count: UInt64
+    /// The latest of them, `layer:///messages/<uuid>`.
+    public var last_reply: String
 }
 
 /// A conversation as one participant sees it.

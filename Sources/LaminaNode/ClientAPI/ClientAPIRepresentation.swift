@@ -17,6 +17,8 @@ public struct ClientAPIRepresentation: Sendable {
     var presences: [UserID: Presence] = [:]
     /// Shows rich content's signed download URLs (nil: content without URLs).
     var content: ServerAPIRepresentation?
+    /// When the messages shown were last edited (their `edited_at`; absent: never).
+    var editTimes: [MessageID: HLCTimestamp] = [:]
 
     init(base: String, viewer: UserID, identities: [UserID: StoredIdentity] = [:]) {
         self.base = base
@@ -139,7 +141,14 @@ public struct ClientAPIRepresentation: Sendable {
             conversation: ClientReference(
                 id: Self.conversationID(m.conversationID), url: "\(base)/conversations/\(conversation)"),
             parts: parts(m), sent_at: m.sentAt.map(Self.date), received_at: nil, sender: identity(m.sender),
-            is_unread: isUnread(m), recipient_status: statuses(m), position: m.position.map { Self.position($0) } ?? 0)
+            is_unread: isUnread(m), recipient_status: statuses(m), position: m.position.map { Self.position($0) } ?? 0,
+            reply_to: m.replyTo.map(Self.messageID),
+            thread: m.thread.map {
+                ClientThreadObject(reply_count: $0.replyCount, last_reply: Self.messageID($0.lastReply))
+            },
+            edited_at: editTimes[m.id].map {
+                Self.date(Timestamp(millisecondsSince1970: Int64(clamping: $0.physical)))
+            })
     }
 
     /// An announcement to the viewer (a message of their announcements conversation).

@@ -39,6 +39,8 @@ struct WebhookEvent: Equatable, Sendable {
         case channelMessage(ChannelMessage)
         /// `Message.reactions_changed`: the message, its reactions after the change, and the change.
         case reaction(Message, WebhookReaction)
+        /// `message.updated` (`Message.edited`): the message as it is now and its parts before.
+        case edited(Message, before: [MessagePart])
     }
 
     var type: WebhookEventType
@@ -94,6 +96,9 @@ struct WebhookEvent: Equatable, Sendable {
             payload.message = .full(r.message(m, reactions: reaction.summaries))
             payload.reaction = WebhookReactionObject(
                 key: reaction.key, user_id: "layer:///identities/\(reaction.user)", present: reaction.present)
+        case .edited(let m, let before):
+            payload.message = .full(r.message(m))
+            payload.changes = [WebhookChangeObject(parts: before, after: m.parts, of: m.id, r)]
         }
         return try ServerAPIJSON.encode(payload)
     }
@@ -172,6 +177,14 @@ struct WebhookEvent: Equatable, Sendable {
             b.writeInteger(UInt8(11))
             Self.write(frame: try FeedCoding.encode(.messageCreated(m)), to: &b)
             Self.write(frame: Array(try JSONEncoder().encode(reaction)), to: &b)
+        case .edited(let m, let before):
+            // Kind 21 (this branch's change kind, so that branches adding kinds do not collide):
+            // the message now, then the message with its parts before (CHANGE frames).
+            b.writeInteger(UInt8(21))
+            Self.write(frame: try FeedCoding.encode(.messageCreated(m)), to: &b)
+            var old = m
+            old.parts = before
+            Self.write(frame: try FeedCoding.encode(.messageCreated(old)), to: &b)
         }
         return Data(b.readableBytesView)
     }
@@ -234,6 +247,11 @@ struct WebhookEvent: Equatable, Sendable {
             let c = try Self.readUUID(&b, "conversation id")
             subject = .deletedMessage(MessageID(uuid: m), in: ConversationID(uuid: c))
         case 3: subject = .deletedConversation(ConversationID(uuid: try Self.readUUID(&b, "conversation id")))
+        case 21:
+            guard case .messageCreated(let m) = try Self.readChange(&b),
+                case .messageCreated(let old) = try Self.readChange(&b)
+            else { throw WebhookEventFactsError("an edit's subject is not two messages") }
+            subject = .edited(m, before: old.parts)
         default: throw WebhookEventFactsError("no subject kind")
         }
         guard b.readableBytes == 0 else { throw WebhookEventFactsError("\(b.readableBytes) bytes after the subject") }

@@ -19,6 +19,8 @@ public enum WebhookEventNames {
         .identityCreated: "Identity.created",
         .identityUpdated: "Identity.updated",
         .identityDeleted: "Identity.deleted",
+        // Lamina's name (issue 38): an edit by the sender, with the parts before and after.
+        .messageUpdated: "Message.edited",
     ]
 
     private static let byName: [String: WebhookEventType] = {

@@ -72,6 +72,16 @@ struct WebhookChangeObject: Encodable, Sendable {
     @Nullable var old_value: JSONValue?
     @Nullable var new_value: JSONValue?
 
+    /// An edit's `parts`, before and after, as the Server API shows parts.
+    init(parts before: [MessagePart], after: [MessagePart], of message: MessageID, _ r: ServerAPIRepresentation) {
+        property = "parts"
+        func json(_ parts: [MessagePart]) -> JSONValue? {
+            (try? ServerAPIJSON.encode(r.parts(parts, of: message))).flatMap(ServerAPIJSON.value)
+        }
+        old_value = json(before)
+        new_value = json(after)
+    }
+
     init(_ change: WebhookConversationChange, _ r: ServerAPIRepresentation) {
         switch change {
         case .participants(let before, let after):

@@ -317,9 +317,10 @@ struct CommandContext {
         var statuses: [UserID: RecipientStatus] = [:]
         for p in participants { statuses[p] = p == user ? .read : .sent }
         let position = try engine.nextHLC()
+        if let root = f.replyTo { try Threads.checkReplyTarget(root, in: id, tx.read) }
         let message = Message(
             id: f.messageID, conversationID: id, sender: user, parts: f.parts, sentAt: now, position: position,
-            push: f.push, recipientStatus: statuses)
+            push: f.push, recipientStatus: statuses, replyTo: f.replyTo)
         try message.validate()
         if let refused = try ContentReferenceCheck.check(
             message.parts, sender: user, contentOwner: contentOwner, in: tx.read)
@@ -503,7 +504,7 @@ struct CommandContext {
         try engine.webhooks.record(.messageUpdated, actor: user, in: tx, at: now) {
             var updated = message
             updated.parts = f.parts
-            return .message(updated)
+            return .edited(updated, before: message.parts)
         }
         try recordPartChanges(of: message, to: f.parts)
         return Ack(requestID: f.requestID, conversationID: stored.id)

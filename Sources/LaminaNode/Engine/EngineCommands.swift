@@ -339,6 +339,9 @@ extension NodeEngine {
     /// index backwards a page at a time (``backwardStart(_:_:_:_:_:max:)``).
     private func fetchHistory(_ request: FetchHistory, in session: NodeSession, as auth: NodeSession.Auth) async throws
     {
+        if case .thread(let root, let after, let count) = request.policy {
+            return try await fetchThread(root, after: after, count: count, request, in: session, as: auth)
+        }
         let user = auth.user
         let named = request.conversationID
         var total = configuration.maxHistoryMessages
@@ -349,6 +352,7 @@ extension NodeEngine {
         case .pageAfter(_, let count):
             forward = true
             total = Int(count)  // 1...FetchHistory.maxPageCount, checked by the decoder
+        case .thread: return  // answered above
         }
         // The first page is small; later ones hold about `historyPageBytes` (the size of the
         // messages read so far decides how many), so a fetch of large messages holds a
@@ -363,6 +367,7 @@ extension NodeEngine {
         var messages: [Message]
         let id: ConversationID
         let max: Int
+        let features = session.state.withLockedValue { $0.features }
         (messages, id, max) = try await store.read { r -> (messages: [Message], id: ConversationID, max: Int) in
             var found = try r.conversation(named)
             if found?.isLive != true, let target = try r.resolvedConversation(named) {
@@ -379,19 +384,18 @@ extension NodeEngine {
                 // In the same read: the start the backward walk finds and the first page after it.
                 let (start, count) = try Self.backwardStart(r, id, user, request.policy, request.before, max: most)
                 guard count > 0 else { return ([], id, 0) }
-                return (
-                    try r.history(of: id, for: user, .complete(after: start, limit: Swift.min(page, count))), id, count
-                )
+                let first = try r.history(of: id, for: user, .complete(after: start, limit: Swift.min(page, count)))
+                return (try Threads.summarized(first, for: features, r), id, count)
             }
             var start: MessagePosition? = nil
             switch request.policy {
             case .unreadOnly: start = try Self.unreadStart(r, id, user)
             case .pageAfter(let after, _): start = after
-            case .complete, .lastN: break
+            case .complete, .lastN, .thread: break
             }
-            return (try r.history(of: id, for: user, .complete(after: start, limit: page)), id, most)
+            let first = try r.history(of: id, for: user, .complete(after: start, limit: page))
+            return (try Threads.summarized(first, for: features, r), id, most)
         }
-        let features = session.state.withLockedValue { $0.features }
         lease.resize(to: Self.estimatedBytes(messages))
         var requested = Swift.min(page, max)
         var sent = 0
@@ -427,7 +431,8 @@ extension NodeEngine {
             guard let next = await session.answerLease(Self.historyPageBytes) else { return }
             lease = next
             messages = try await store.read { r in
-                try r.history(of: id, for: user, .complete(after: after, limit: limit))
+                try Threads.summarized(
+                    try r.history(of: id, for: user, .complete(after: after, limit: limit)), for: features, r)
             }
             lease.resize(to: Self.estimatedBytes(messages))
             if messages.isEmpty { break }
@@ -501,7 +506,7 @@ extension NodeEngine {
             switch policy {
             case .unreadOnly: floor = try Self.unreadStart(r, id, user)
             case .pageAfter(let start, _): floor = start
-            case .complete, .lastN: break
+            case .complete, .lastN, .thread: break
             }
         }
         /// The newest `count` before `upper` (after the floor); the newest of all without one

@@ -61,6 +61,7 @@ enum FeedCoding {
         }
         if !features.contains(.channels) { changes = changes.filter { !(16...19).contains($0.kind) } }
         if !features.contains(.reactions) { changes = changes.filter { $0.kind != 20 } }
+        if !features.contains(.replies) { changes = changes.map { $0.withoutThreadFields } }
         guard features.contains(.changeBatches), changes.count > 1 else { return changes.map { .change($0) } }
         var frames: [Frame] = []
         var current: [Change] = []

@@ -251,7 +251,12 @@ public final class NodeSession: Sendable {
         case .typing: .typingIndicators
         case .deliveryReceipt: .deliveryReceipts
         case .fetchHistory(let f):
-            if case .pageAfter = f.policy { [.historyFetch, .historyPaging] } else { .historyFetch }
+            switch f.policy {
+            case .pageAfter: [.historyFetch, .historyPaging]
+            case .thread: [.historyFetch, .replies]
+            default: .historyFetch
+            }
+        case .sendMessage(let f) where f.replyTo != nil: .replies
         case .updateMessageParts: .partUpdates
         case .react: .reactions
         case .blockUser: .blockLists

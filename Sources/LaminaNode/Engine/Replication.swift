@@ -203,6 +203,7 @@ extension CommandContext {
                 break
             }
             message.conversationID = header.id
+            message.thread = nil  // thread summaries are derived by every node, never replicated (SPEC §6.5)
             var statuses: [UserID: RecipientStatus] = [:]
             for p in header.participants { statuses[p] = p == message.sender ? .read : .sent }
             message.recipientStatus = statuses

@@ -359,8 +359,11 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
                 s.sent += operations.count
             }
             // A peer without the receipt switches (an older node) reads the old single flag.
-            let switches = state.withLockedValue { $0.remote?.features.contains(.receiptSwitches) ?? false }
-            send([.replicate(Replicate(operations: switches ? operations : operations.map(\.withSingleReceiptsFlag)))])
+            let features = state.withLockedValue { $0.remote?.features ?? [] }
+            var sent = features.contains(.receiptSwitches) ? operations : operations.map(\.withSingleReceiptsFlag)
+            // A peer without replies (an older node) gets a reply as a plain message (SPEC §6.5).
+            if !features.contains(.replies) { sent = sent.map(\.withoutThreadFields) }
+            send([.replicate(Replicate(operations: sent))])
         }
     }
 

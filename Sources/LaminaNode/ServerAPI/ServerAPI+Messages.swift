@@ -18,13 +18,15 @@ extension ServerAPI {
         let overrides = try Self.pushOverrides(body)
         _ = try await liveConversation(conversation)
         let frame = Frame.sendMessage(
-            SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push))
+            SendMessage(
+                messageID: id, conversationID: conversation, parts: parts, push: push,
+                replyTo: try Self.replyTo(body)))
         _ = try await engine.runServerAPICommand(
             frame, as: sender, pushOverrides: overrides, contentOwner: Self.contentOwner)
         guard let stored = try await engine.store.read({ reader in try reader.message(id) }) else {
             throw ServerAPIError.internalError("the message was not stored")
         }
-        let object = try await representation(r, users: [stored.message.sender]).message(stored.message)
+        let object = try await threaded(r, [stored.message]).message(stored.message)
         return ServerAPIJSON.response(201, object, extraHeaders: [("location", object.url)])
     }
 
@@ -43,11 +45,12 @@ extension ServerAPI {
                     : try reader.messageCount(of: id)
             )
         }
-        let shown = try await representation(r, users: Set(messages.map(\.sender)))
-        let reactions = try await reactionSummaries(of: messages.map(\.id))
+        let summarized = try await engine.store.read { reader in try reader.withThreadSummaries(messages) }
+        let shown = try await threaded(r, summarized)
+        let reactions = try await reactionSummaries(of: summarized.map(\.id))
         return ServerAPIJSON.response(
             200,
-            messages.reversed().map {
+            summarized.reversed().map {
                 shown.message($0, for: asUser ? viewer : nil, reactions: reactions[$0.id] ?? [:])
             },
             extraHeaders: [Self.layerCount(total)])
@@ -57,10 +60,10 @@ extension ServerAPI {
     func getMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let message = try await storedMessage(r)
         let reactions = try await reactionSummaries(of: [message.message.id])
+        let summarized = try await engine.store.read { reader in try reader.withThreadSummaries([message.message]) }
         return ServerAPIJSON.response(
             200,
-            try await representation(r, users: [message.message.sender]).message(
-                message.message, reactions: reactions[message.message.id] ?? [:]))
+            try await threaded(r, summarized).message(summarized[0], reactions: reactions[message.message.id] ?? [:]))
     }
 
     /// DELETE …/messages/:message_id: deleted for every participant (204).

@@ -25,8 +25,9 @@ extension ServerAPI {
         guard !stored.isDeleted else {
             throw ServerAPIError.objectDeleted("message \(ServerAPIRepresentation.messageID(id)) was deleted")
         }
-        let shown = try await representation(r, users: [stored.message.sender])
+        let summarized = try await engine.store.read { reader in try reader.withThreadSummaries([stored.message]) }
+        let shown = try await threaded(r, summarized)
         let reactions = try await reactionSummaries(of: [id])
-        return ServerAPIJSON.response(200, shown.message(stored.message, for: user, reactions: reactions[id] ?? [:]))
+        return ServerAPIJSON.response(200, shown.message(summarized[0], for: user, reactions: reactions[id] ?? [:]))
     }
 }

@@ -92,6 +92,7 @@ public struct ServerAPIError: Error, Sendable {
             return .invalidProperty("parts", error.reason)
         case .contentNotReady: return .conflict(error.reason, data: ["property": "parts"])
         case .invalidPushConfiguration: return .invalidProperty("notification", error.reason)
+        case .replyTargetNotFound, .nestedReply: return .invalidProperty("reply_to", error.reason)
         case .invalidArgument, .invalidIdentifier: return .invalidRequest(error.reason)
         case .overloaded: return .serviceUnavailable(error.reason)
         case .shuttingDown: return .serviceUnavailable(error.reason)

@@ -38,6 +38,8 @@ struct ServerAPIRepresentation {
     var contentURLs: ContentURLSigner?
     /// When the content URLs of this answer expire (unix seconds).
     var contentURLExpires: Int64 = 0
+    /// When the messages represented were last edited (their `edited_at`; absent: never).
+    var editTimes: [MessageID: HLCTimestamp] = [:]
 
     static func contentID(_ id: ContentID) -> String { "layer:///content/\(id.uuid.uuidString.lowercased())" }
 
@@ -131,7 +133,9 @@ struct ServerAPIRepresentation {
             recipient_status: statuses,
             position: m.position.map(Self.position) ?? 0,
             is_unread: user.map { m.sender != $0 && (m.recipientStatus[$0] ?? .sent) < .read },
-            reactions: reactions)
+            reactions: reactions,
+            reply_to: m.replyTo.map(Self.messageID), thread: m.thread.map(ThreadObject.init),
+            edited_at: editTimes[m.id].map { ServerAPIJSON.date(millisecondsSince1970: Int64(clamping: $0.physical)) })
     }
 
     /// A message by id and url, with its conversation's (webhook events about its parts).

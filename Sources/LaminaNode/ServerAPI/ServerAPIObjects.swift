@@ -1,4 +1,5 @@
 import Foundation
+import LaminaModel
 
 // Properties are named as their JSON keys (Layer's snake_case); `JSONEncoder`'s key
 // strategy is not used because it would rewrite the keys of metadata maps too.
@@ -106,6 +107,26 @@ struct MessageObject: Encodable, Sendable {
     /// Per key, the reactions on the message (a Lamina extension, SPEC §6.9); left out where
     /// not shown (webhook events other than `Message.reactions_changed`).
     var reactions: [String: ReactionSummaryObject]?
+    /// Lamina: the thread root this message replies to (`layer:///messages/<uuid>`); absent
+    /// for a message that is no reply.
+    var reply_to: String?
+    /// Lamina: a thread root's summary; absent for a message without replies.
+    var thread: ThreadObject?
+    /// Lamina: when its sender last edited it; absent when never edited.
+    var edited_at: String?
+}
+
+/// Lamina: a thread root's replies (SPEC §6.2, LaminaMerge's `ThreadSummary`).
+struct ThreadObject: Codable, Sendable, Hashable {
+    /// Replies not deleted.
+    var reply_count: UInt64
+    /// The latest of them, `layer:///messages/<uuid>`.
+    var last_reply: String
+
+    init(_ t: MessageThread) {
+        reply_count = t.replyCount
+        last_reply = ServerAPIRepresentation.messageID(t.lastReply)
+    }
 }
 
 /// A message part: `body` (text, or base64 with `encoding`) or `content`; `id` in 3.0.

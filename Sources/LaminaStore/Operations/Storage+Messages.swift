@@ -58,7 +58,9 @@ extension StorageTransaction {
             throw StorageError(.invalidArgument, "a request digest is 32 bytes, got \(requestDigest.count)")
         }
         let body: [UInt8]
-        do { body = try MessageBodyCoding.encode(parts: message.parts, push: message.push) } catch {
+        do {
+            body = try MessageBodyCoding.encode(parts: message.parts, push: message.push, replyTo: message.replyTo)
+        } catch {
             throw StorageError(.invalidArgument, "message \(message.id) cannot be encoded: \(error.reason)")
         }
         try checkBlob(body, "a message body")
@@ -105,6 +107,7 @@ extension StorageTransaction {
         cache.rememberHoldsMessages(header.id)
         try countAppended(message.id, sender: message.sender, in: message.conversationID, at: (pp, pl, pn))
         try indexContentReferences(of: message.id, message.parts)
+        if let root = message.replyTo { try indexReply(message.id, to: root, at: (pp, pl, pn)) }
         for (user, status) in message.recipientStatus.sorted(by: { $0.key < $1.key })
         where user != message.sender && status > .sent {
             _ = try recordStatus(status, of: message.id, for: user)
@@ -144,7 +147,7 @@ extension StorageTransaction {
         updated.parts = parts
         do { try updated.validate() } catch { throw error.storageError }
         let body: [UInt8]
-        do { body = try MessageBodyCoding.encode(parts: parts, push: updated.push) } catch {
+        do { body = try MessageBodyCoding.encode(parts: parts, push: updated.push, replyTo: updated.replyTo) } catch {
             throw StorageError(.invalidArgument, "message \(id) cannot be encoded: \(error.reason)")
         }
         try checkBlob(body, "a message body")
@@ -446,7 +449,7 @@ struct MessageStatuses {
         }
         let conversation = ConversationID(uuid: conversationUUID)
         guard let bodyBytes = row.bytes(offset + 7) else { throw StorageError(.corrupt, "message \(id) has no body") }
-        let body: (parts: [MessagePart], push: PushConfiguration?)
+        let body: (parts: [MessagePart], push: PushConfiguration?, replyTo: MessageID?)
         do { body = try MessageBodyCoding.decode(bodyBytes) } catch {
             throw StorageError(.corrupt, "the body of message \(id) does not decode: \(error.reason)")
         }
@@ -483,7 +486,7 @@ struct MessageStatuses {
         let message = Message(
             id: id, conversationID: conversation, sender: sender, parts: body.parts,
             sentAt: Timestamp(millisecondsSince1970: sentAt), position: position, push: body.push,
-            recipientStatus: statuses
+            recipientStatus: statuses, replyTo: body.replyTo
         )
         return MessageRecord(
             message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9),

@@ -89,6 +89,7 @@ enum PostgresSchema {
         (ChannelReplicationSchema.migration, ChannelReplicationSchema.postgres),
         (ChannelContentSchema.migration, ChannelContentSchema.postgres),
         (ReactionSchema.migration, ReactionSchema.postgres),
+        (ThreadSchema.migration, ThreadSchema.postgres),
         (MessageSearchSchema.migration, MessageSearchSchema.postgres),
     ]
 

@@ -86,6 +86,9 @@ enum StorageSchema {
         migrator.registerMigration(ReactionSchema.migration) { db in
             for statement in ReactionSchema.sqlite { try db.execute(sql: statement) }
         }
+        migrator.registerMigration(ThreadSchema.migration) { db in
+            for statement in ThreadSchema.sqlite { try db.execute(sql: statement) }
+        }
         migrator.registerMigration(MessageSearchSchema.migration) { db in
             for statement in MessageSearchSchema.sqlite { try db.execute(sql: statement) }
             try MessageSearchSchema.backfill(SQLiteSession(db))
