@@ -1,6 +1,7 @@
 import Foundation
 import LaminaModel
 import LaminaNode
+import LaminaTransport
 import Testing
 
 /// Reactions over real HTTP (SPEC §6.9; Lamina extensions of the Server API, the Client API and
@@ -91,5 +92,47 @@ import Testing
             "\(told)")
         await node.stop()
         await receiver.stop()
+    }
+
+    /// The WebSocket tells a reaction as an `update` of the message patching `reactions` with the
+    /// (key, user) pair that joined or left (CLIENT-API-WEBSOCKET.md).
+    @Test func aSocketGetsEachReactionAsAPatchOfTheMessage() async throws {
+        let node = try await TestNode.start("reactions-ws")
+        let alice = try await ClientAPICurl.session("alice", on: node, http: .http1)
+        let bob = try await ClientAPICurl.session("bob", on: node, http: .http1)
+        let created = try await alice.request("POST", "/conversations", json: #"{"participants":["bob"]}"#)
+        let conversation = (created.object["id"] as? String ?? "").replacingOccurrences(
+            of: "layer:///conversations/", with: "")
+        let sent = try await alice.request(
+            "POST", "/conversations/\(conversation)/messages",
+            json: #"{"parts":[{"mime_type":"text/plain","body":"react"}]}"#)
+        #expect(sent.status == 201, "\(sent.body)")
+        let messageID = try #require(sent.object["id"] as? String)
+        let message = messageID.replacingOccurrences(of: "layer:///messages/", with: "")
+
+        let packets = ClientAPIWebSocketChangeTests.Packets()
+        var tls = TLSConfiguration.client(trust: .caFile(node.server.prepared.certificatePath))
+        tls.offersHTTP1 = true
+        let url = URL(string: node.server.url)!
+        let socket = try await WebSocketClient.connect(
+            host: url.host ?? "127.0.0.1", port: url.port ?? 0,
+            path: "/websocket?session_token=\(alice.sessionToken ?? "")", subprotocols: ["layer-3.0"],
+            tls: try TLSContext(tls), group: Fixtures.group, onText: { packets.add($0) })
+
+        for action in ["add", "remove"] {
+            let reacted = try await bob.request(
+                "POST", "/messages/\(message)/reactions", json: #"{"key":"+1","action":"\#(action)"}"#)
+            #expect(reacted.status == 204, "\(reacted.body)")
+            let update = await packets.change("update", "Message") { body in
+                (body["object"] as? [String: Any])?["id"] as? String == messageID
+                    && ((body["data"] as? [[String: Any]])?.first?["operation"] as? String) == action
+            }
+            let patch = (update?["data"] as? [[String: Any]])?.first ?? [:]
+            #expect(patch["property"] as? String == "reactions", "\(String(describing: update))")
+            let value = patch["value"] as? [String: Any] ?? [:]
+            #expect(value["key"] as? String == "+1" && value["user_id"] as? String == "layer:///identities/bob")
+        }
+        await socket.close()
+        await node.stop()
     }
 }
