@@ -49,6 +49,9 @@ public struct Message: Hashable, Sendable, Identifiable {
     public var push: PushConfiguration?
     /// Each participant's status for this message.
     public var recipientStatus: [UserID: RecipientStatus]
+    /// The users the message mentions (SPEC §3.17, feature bit 17): a recipient whose
+    /// notification level is `mentions` is notified of it (§6.9).
+    public var mentions: Set<UserID>
 
     public init(
         id: MessageID = .random(),
@@ -58,7 +61,8 @@ public struct Message: Hashable, Sendable, Identifiable {
         sentAt: Timestamp? = nil,
         position: MessagePosition? = nil,
         push: PushConfiguration? = nil,
-        recipientStatus: [UserID: RecipientStatus] = [:]
+        recipientStatus: [UserID: RecipientStatus] = [:],
+        mentions: Set<UserID> = []
     ) {
         self.id = id
         self.conversationID = conversationID
@@ -68,6 +72,7 @@ public struct Message: Hashable, Sendable, Identifiable {
         self.position = position
         self.push = push
         self.recipientStatus = recipientStatus
+        self.mentions = mentions
     }
 
     /// The full identifier of one of this message's parts.
@@ -108,4 +113,6 @@ public enum MessageProperty {
     public static let recipientStatus = "recipientStatus"
     public static let isSent = "isSent"
     public static let conversation = "conversation"
+    /// The users a message mentions (SPEC §3.17); a query tests it with `contains` a user.
+    public static let mentions = "mentions"
 }

@@ -54,6 +54,9 @@ public enum ChangeEvent: Hashable, Sendable {
     case channelMessage(ChannelMessage)
     /// kind 19: a channel was deleted (in the feed of each user who was a member).
     case channelDeleted(ChannelDeleted)
+    /// kind 22: the user set their notification level of a conversation; to that user only.
+    /// Only to sessions with the `notificationLevels` feature (§6.9).
+    case notificationLevelChanged(NotificationLevelChanged)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -78,6 +81,7 @@ public enum ChangeEvent: Hashable, Sendable {
         case .channelMembershipChanged: 17
         case .channelMessage: 18
         case .channelDeleted: 19
+        case .notificationLevelChanged: 22
         }
     }
 }
@@ -382,6 +386,9 @@ extension ChangeEvent {
             b.writeBool(c.following)
         case .channelCreated, .channelMembershipChanged, .channelMessage, .channelDeleted:
             try b.writeChannelEvent(self)
+        case .notificationLevelChanged(let c):
+            b.writeID(c.conversationID)
+            b.writeNotificationLevel(c.level, until: c.until)
         }
     }
 
@@ -475,8 +482,13 @@ extension ChangeEvent {
             return .followChanged(FollowChanged(user: user, following: try b.readBool("the following flag")))
         case 16...19:
             return try b.readChannelEvent(kind: kind, limits)
+        case 22:
+            let conversation = try b.readID(ConversationID.self, "the conversation id")
+            let (level, until) = try b.readNotificationLevel()
+            return .notificationLevelChanged(
+                NotificationLevelChanged(conversationID: conversation, level: level, until: until))
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...19")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...19 or 22")
         }
     }
 }

@@ -32,6 +32,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case deleteConversation = 0x0106
     case markAllRead = 0x0107
     case typing = 0x0108
+    case setNotificationLevel = 0x0109
 
     case sendMessage = 0x0201
     case markRead = 0x0202
@@ -85,6 +86,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .deleteConversation: "delete-conversation"
         case .markAllRead: "mark-all-read"
         case .typing: "typing"
+        case .setNotificationLevel: "set-notification-level"
         case .sendMessage: "send-message"
         case .markRead: "mark-read"
         case .deleteMessage: "delete-message"
@@ -114,7 +116,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .typing, .sync, .setPresence: fixed = 32
         case .markRead, .markAllRead, .deleteConversation, .deleteMessage, .deliveryReceipt, .joinChannel,
             .leaveChannel,
-            .fetchChannel, .deleteChannel:
+            .fetchChannel, .deleteChannel, .setNotificationLevel:
             fixed = 64
         case .fetchHistory: fixed = 96
         case .ack: fixed = 128

@@ -17,14 +17,18 @@ public struct SendMessage: Hashable, Sendable {
     /// 1 to 1,000 parts, inline (<= 2 KB) or content references.
     public var parts: [MessagePart]
     public var push: PushConfiguration?
+    /// The users the message mentions (mentions feature, SPEC §5.1 bit 17, §3.17).
+    public var mentions: Set<UserID>
 
     public init(
-        messageID: MessageID, conversationID: ConversationID, parts: [MessagePart], push: PushConfiguration? = nil
+        messageID: MessageID, conversationID: ConversationID, parts: [MessagePart], push: PushConfiguration? = nil,
+        mentions: Set<UserID> = []
     ) {
         self.messageID = messageID
         self.conversationID = conversationID
         self.parts = parts
         self.push = push
+        self.mentions = mentions
     }
 }
 
@@ -115,20 +119,15 @@ extension SendMessage {
         b.writeID(messageID)
         b.writeID(conversationID)
         try b.writeParts(parts)
-        if let push {
-            b.writeInteger(1, as: UInt8.self)
-            try b.writePush(push)
-        } else {
-            b.writeInteger(0, as: UInt8.self)
-        }
+        try b.writeMessageTrailer(push: push, mentions: mentions)
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> SendMessage {
         let id = try b.readID(MessageID.self, "the message id")
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let parts = try b.readParts(limits)
-        let push = try b.readPresence("the push configuration") ? try b.readPush(limits) : nil
-        return SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push)
+        let (push, mentions) = try b.readMessageTrailer(limits)
+        return SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push, mentions: mentions)
     }
 }
 

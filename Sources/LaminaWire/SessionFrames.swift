@@ -37,6 +37,12 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// A conversation's receipts byte may be 2 or 3, Layer's two switches (§3.16); without it
     /// the node sends the old single flag (``ReceiptSwitches/singleFlag``) and refuses 2 and 3.
     public static let receiptSwitches = FeatureSet(rawValue: 1 << 13)
+    /// A message may carry the users it mentions (§3.17): SEND_MESSAGE with mentions is
+    /// accepted, and messages are sent with theirs; without it they are sent without.
+    public static let mentions = FeatureSet(rawValue: 1 << 17)
+    /// SET_NOTIFICATION_LEVEL is accepted and `notification-level-changed` changes (§6.4 kind
+    /// 22) are sent (§6.9).
+    public static let notificationLevels = FeatureSet(rawValue: 1 << 18)
 
     /// SYNC with cursor 0 is answered with a snapshot of the user's conversations (with their
     /// latest message and counts) instead of the feed from its first entry (SPEC §6.3).
@@ -48,7 +54,7 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// and so is asked for by clients that show presence.
     public static let all: FeatureSet = [
         .changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging, .identities,
-        .blockLists, .following, .channels, .receiptSwitches,
+        .blockLists, .following, .channels, .receiptSwitches, .mentions, .notificationLevels,
     ]
     /// What this implementation supports (what a node grants): ``all``, ``snapshots`` and ``presence``.
     public static let supported: FeatureSet = [.all, .snapshots, .presence]

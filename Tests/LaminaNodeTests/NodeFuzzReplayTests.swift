@@ -48,7 +48,8 @@ import Testing
         "mark-all-read": 204,
         "message-delete": 204, "message-get": 200, "message-send": 201, "message-send-system": 201,
         "message-send-v1": 201,
-        "messages-list": 200, "messages-list-user": 200, "no-token": 401, "sessions-revoke": 204, "webhook-create": 503,
+        "messages-list": 200, "messages-list-user": 200, "no-token": 401, "notification-level-get": 200,
+        "notification-level-put": 200, "sessions-revoke": 204, "webhook-create": 503,
         "webhook-get": 404, "webhooks-list": 200, "wrong-app": 404, "wrong-method": 405,
     ]
 
@@ -144,7 +145,8 @@ import Testing
         "conversation-get": 200, "conversation-patch": 204, "conversation-delete": 204, "mark-all-read": 204,
         "messages-list": 200, "message-send": 201, "message-get": 200, "message-delete": 204, "receipt-read": 204,
         "receipt-delivery": 204, "identity-get": 200, "announcements-list": 200, "push-token": 422,
-        "bad-accept": 406, "no-session": 401, "malformed": 400, "wrong-method": 405,
+        "bad-accept": 406, "no-session": 401, "malformed": 400, "wrong-method": 405, "notification-level-get": 200,
+        "notification-level-put": 200,
     ]
 
     @Test func clientAPIInputsHoldTheirPropertiesAndReachTheHandlers() async throws {

@@ -139,7 +139,12 @@ struct RandomFrames {
         return Message(
             id: MessageID(uuid: uuid()), conversationID: ConversationID(uuid: uuid()), sender: user(), parts: parts(),
             sentAt: optional { $0.timestamp() }, position: optional { $0.hlc() }, push: optional { $0.push() },
-            recipientStatus: statuses)
+            recipientStatus: statuses, mentions: users(3))
+    }
+
+    /// A notification level and an optional end (SPEC §6.9).
+    mutating func level() -> (NotificationLevel, Timestamp?) {
+        (NotificationLevel.allCases[int(0...2)], optional { $0.timestamp() })
     }
     /// A conversation change mostly, sometimes a change of a user's state (SPEC §6.5).
     mutating func replicatedEvent() -> ReplicatedEvent {
@@ -157,6 +162,12 @@ struct RandomFrames {
         case 4:
             return .user(.pushRegistration(PushRegistrationChange(user: user(), device: uuid(), node: NodeID(u64()))))
         case 5: return .user(.follow(FollowChange(follower: user(), followed: user(), following: int(0...1) == 1)))
+        case 6:
+            let (level, until) = level()
+            return .user(
+                .notificationLevel(
+                    NotificationLevelChange(
+                        user: user(), conversationID: ConversationID(uuid: uuid()), level: level, until: until)))
         default: return .change(event())
         }
     }
@@ -172,7 +183,7 @@ struct RandomFrames {
 
     mutating func event() -> ChangeEvent {
         let c = ConversationID(uuid: uuid())
-        switch int(0...19) {
+        switch int(0...20) {
         case 0: return .conversationCreated(conversation())
         case 1:
             return .conversationUpdated(
@@ -224,6 +235,9 @@ struct RandomFrames {
                     id: MessageID(uuid: uuid()), channelID: ChannelID(uuid: uuid()), sender: user(),
                     sentAt: timestamp(), position: hlc(), logSeq: u64(), parts: parts()))
         case 18: return .channelDeleted(ChannelDeleted(channelID: ChannelID(uuid: uuid()), by: user(), at: hlc()))
+        case 20:
+            let (level, until) = level()
+            return .notificationLevelChanged(NotificationLevelChanged(conversationID: c, level: level, until: until))
         case 13:
             return .presenceChanged(
                 PresenceChanged(
@@ -349,10 +363,15 @@ struct RandomFrames {
                 DeleteConversation(requestID: uuid(), conversationID: c, mode: mode(), below: optional { $0.hlc() }))
         case .markAllRead: return .markAllRead(MarkAllRead(requestID: uuid(), conversationID: c, upTo: hlc()))
         case .typing: return .typing(Typing(conversationID: c, state: typingState()))
+        case .setNotificationLevel:
+            let (level, until) = level()
+            return .setNotificationLevel(
+                SetNotificationLevel(requestID: uuid(), conversationID: c, level: level, until: until))
         case .sendMessage:
             return .sendMessage(
                 SendMessage(
-                    messageID: MessageID(uuid: uuid()), conversationID: c, parts: parts(), push: optional { $0.push() })
+                    messageID: MessageID(uuid: uuid()), conversationID: c, parts: parts(), push: optional { $0.push() },
+                    mentions: users(3))
             )
         case .markRead:
             return .markRead(MarkRead(requestID: uuid(), conversationID: c, messageID: MessageID(uuid: uuid())))

@@ -3,10 +3,17 @@ import LaminaModel
 import LaminaWire
 
 extension LaminaClient {
-    /// A new message from parts (1 to 1,000, distinct part ids) and optional push options
-    /// (alert, sound, title...). Validated now; sent by `send(_:in:)`.
-    public func newMessage(parts: [MessagePart], push: PushConfiguration? = nil) throws(ClientError) -> MessageDraft {
-        let draft = MessageDraft(id: .timeOrdered(), parts: parts, push: push)
+    /// A new message from parts (1 to 1,000, distinct part ids), optional push options
+    /// (alert, sound, title...) and the users it mentions (at most 250). Validated now; sent by
+    /// `send(_:in:)`.
+    public func newMessage(parts: [MessagePart], push: PushConfiguration? = nil, mentions: Set<UserID> = [])
+        throws(ClientError) -> MessageDraft
+    {
+        guard mentions.count <= Limits.maxParticipants else {
+            throw ClientError(
+                .invalidArgument, "a message mentions at most \(Limits.maxParticipants) users, not \(mentions.count)")
+        }
+        let draft = MessageDraft(id: .timeOrdered(), parts: parts, push: push, mentions: mentions)
         let probe = Message(id: draft.id, conversationID: .random(), sender: user, parts: parts, push: push)
         do { try probe.validate() } catch { throw ClientError(error) }
         return draft
@@ -25,7 +32,8 @@ extension LaminaClient {
             throw ClientError(.notAllowed, "the local user is not a participant of conversation \(stored.id)")
         }
         let message = Message(
-            id: draft.id, conversationID: stored.id, sender: user, parts: draft.parts, push: draft.push)
+            id: draft.id, conversationID: stored.id, sender: user, parts: draft.parts, push: draft.push,
+            mentions: draft.mentions)
         do { try message.validate() } catch { throw ClientError(error) }
         var entries: [OutboxEntry] = []
         let now = environment.now()
@@ -45,7 +53,8 @@ extension LaminaClient {
             try OutboxEncoder.entry(
                 for: .sendMessage(
                     SendMessage(
-                        messageID: message.id, conversationID: stored.id, parts: message.parts, push: message.push)),
+                        messageID: message.id, conversationID: stored.id, parts: message.parts, push: message.push,
+                        mentions: message.mentions)),
                 createdAt: now))
         // Rich parts: their staged bytes move under the content directory; the outbox holds
         // the message back until the uploader has put them on the node.

@@ -8,11 +8,15 @@ public struct MessageDraft: Hashable, Sendable, Identifiable {
     public let id: MessageID
     public let parts: [MessagePart]
     public let push: PushConfiguration?
+    /// The users the message mentions (SPEC §3.17): a recipient who hears only mentions in the
+    /// conversation is notified of it. The node keeps only those who are participants.
+    public let mentions: Set<UserID>
 
-    init(id: MessageID, parts: [MessagePart], push: PushConfiguration?) {
+    init(id: MessageID, parts: [MessagePart], push: PushConfiguration?, mentions: Set<UserID> = []) {
         self.id = id
         self.parts = parts
         self.push = push
+        self.mentions = mentions
     }
 }
 

@@ -8,6 +8,8 @@ enum QueryPropertyKind: String, Hashable, Sendable {
     case participants
     /// The MIME types of a message's parts, tested with `contains`.
     case mimeTypes
+    /// The users a message mentions, tested with `contains` (one user).
+    case mentions
 }
 
 /// A piece of SQL with the values bound to its `?` placeholders, in order.
@@ -125,6 +127,7 @@ public enum QueryTarget: String, Hashable, Sendable {
             case MessageProperty.isSent: return .scalar(.bool, "message.is_sent")
             case MessageProperty.isUnread: return .scalar(.bool, "message.is_unread")
             case "parts.mimeType": return QueryProperty(kind: .mimeTypes, columns: [], nullable: false)
+            case MessageProperty.mentions: return QueryProperty(kind: .mentions, columns: [], nullable: false)
             default: break
             }
         case .channels:

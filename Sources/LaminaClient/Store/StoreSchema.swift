@@ -224,6 +224,9 @@ enum StoreSchema {
             // The full-text index of the messages' text parts, kept by triggers (issue 38).
             try db.execute(sql: MessageSearchSchema.create)
         }
+        migrator.registerMigration(NotificationLevelSchema.migration) { db in
+            try NotificationLevelSchema.migrate(db)
+        }
         return migrator
     }
 }

@@ -316,9 +316,10 @@ struct CommandContext {
         var statuses: [UserID: RecipientStatus] = [:]
         for p in participants { statuses[p] = p == user ? .read : .sent }
         let position = try engine.nextHLC()
+        // SPEC §3.17: mentions of users who are not participants now are dropped, not refused.
         let message = Message(
             id: f.messageID, conversationID: id, sender: user, parts: f.parts, sentAt: now, position: position,
-            push: f.push, recipientStatus: statuses)
+            push: f.push, recipientStatus: statuses, mentions: f.mentions.intersection(participants))
         try message.validate()
         if let refused = try ContentReferenceCheck.check(
             message.parts, sender: user, contentOwner: contentOwner, in: tx.read)

@@ -262,7 +262,7 @@ extension CommandContext {
                 _ = try announce(change, in: header, sender: stored.message.sender)
             }
         case .conversationUpdated, .identifierChanged, .typing, .identityChanged, .blockListChanged, .presenceChanged,
-            .followChanged:
+            .followChanged, .notificationLevelChanged:
             throw WireError(.invalidArgument, "a \(event.kind) change is not a replicated operation")
         case .channelCreated, .channelMembershipChanged, .channelMessage, .channelDeleted:
             logged = try applyChannelEvent(event)
@@ -473,6 +473,7 @@ extension ReplicatedEvent {
         case .user(.pushRegistration(let r)): r.user
         case .user(.suspension(let s)): s.user
         case .user(.follow(let f)): f.follower
+        case .user(.notificationLevel(let n)): n.user
         case .distinctCreation(let d): d.conversation.creator
         }
     }
@@ -499,7 +500,7 @@ extension ChangeEvent {
         case .channelMembershipChanged(let c): c.by
         case .channelMessage(let m): m.sender
         case .channelDeleted(let d): d.by
-        case .conversationUpdated, .identifierChanged, .blockListChanged: "node"
+        case .conversationUpdated, .identifierChanged, .blockListChanged, .notificationLevelChanged: "node"
         }
     }
 }

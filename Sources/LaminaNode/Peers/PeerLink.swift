@@ -358,9 +358,12 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
                 s.unacknowledged += 1
                 s.sent += operations.count
             }
-            // A peer without the receipt switches (an older node) reads the old single flag.
-            let switches = state.withLockedValue { $0.remote?.features.contains(.receiptSwitches) ?? false }
-            send([.replicate(Replicate(operations: switches ? operations : operations.map(\.withSingleReceiptsFlag)))])
+            // A peer without the receipt switches (an older node) reads the old single flag; one
+            // without mentions, messages without them.
+            let features = state.withLockedValue { $0.remote?.features ?? [] }
+            var sent = features.contains(.receiptSwitches) ? operations : operations.map(\.withSingleReceiptsFlag)
+            if !features.contains(.mentions) { sent = sent.map(\.withoutMentions) }
+            send([.replicate(Replicate(operations: sent))])
         }
     }
 

@@ -58,7 +58,9 @@ extension StorageTransaction {
             throw StorageError(.invalidArgument, "a request digest is 32 bytes, got \(requestDigest.count)")
         }
         let body: [UInt8]
-        do { body = try MessageBodyCoding.encode(parts: message.parts, push: message.push) } catch {
+        do {
+            body = try MessageBodyCoding.encode(parts: message.parts, push: message.push, mentions: message.mentions)
+        } catch {
             throw StorageError(.invalidArgument, "message \(message.id) cannot be encoded: \(error.reason)")
         }
         try checkBlob(body, "a message body")
@@ -141,7 +143,7 @@ extension StorageTransaction {
         updated.parts = parts
         do { try updated.validate() } catch { throw error.storageError }
         let body: [UInt8]
-        do { body = try MessageBodyCoding.encode(parts: parts, push: updated.push) } catch {
+        do { body = try MessageBodyCoding.encode(parts: parts, push: updated.push, mentions: updated.mentions) } catch {
             throw StorageError(.invalidArgument, "message \(id) cannot be encoded: \(error.reason)")
         }
         try checkBlob(body, "a message body")
@@ -436,7 +438,7 @@ struct MessageStatuses {
         }
         let conversation = ConversationID(uuid: conversationUUID)
         guard let bodyBytes = row.bytes(offset + 7) else { throw StorageError(.corrupt, "message \(id) has no body") }
-        let body: (parts: [MessagePart], push: PushConfiguration?)
+        let body: (parts: [MessagePart], push: PushConfiguration?, mentions: Set<UserID>)
         do { body = try MessageBodyCoding.decode(bodyBytes) } catch {
             throw StorageError(.corrupt, "the body of message \(id) does not decode: \(error.reason)")
         }
@@ -473,7 +475,7 @@ struct MessageStatuses {
         let message = Message(
             id: id, conversationID: conversation, sender: sender, parts: body.parts,
             sentAt: Timestamp(millisecondsSince1970: sentAt), position: position, push: body.push,
-            recipientStatus: statuses
+            recipientStatus: statuses, mentions: body.mentions
         )
         return MessageRecord(
             message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9),

@@ -88,6 +88,7 @@ enum PostgresSchema {
         (ReceiptSwitchesSchema.migration, ReceiptSwitchesSchema.postgres),
         (ChannelReplicationSchema.migration, ChannelReplicationSchema.postgres),
         (ChannelContentSchema.migration, ChannelContentSchema.postgres),
+        (NotificationLevelSchema.migration, NotificationLevelSchema.postgres),
     ]
 
     /// PostgreSQL only (SQLite has one node, whose sessions it knows): the devices with a live

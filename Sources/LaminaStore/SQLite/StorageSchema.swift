@@ -83,6 +83,9 @@ enum StorageSchema {
         migrator.registerMigration(ChannelContentSchema.migration) { db in
             for statement in ChannelContentSchema.sqlite { try db.execute(sql: statement) }
         }
+        migrator.registerMigration(NotificationLevelSchema.migration) { db in
+            for statement in NotificationLevelSchema.sqlite { try db.execute(sql: statement) }
+        }
         return migrator
     }
 
