@@ -237,19 +237,59 @@ import Testing
 
         // The Client API: the session user's own level, over HTTP/1.1.
         let client = try await ClientAPICurl.session("bob", on: node, http: .http1)
-        let mine = try await client.request("GET", "conversations/\(uuid)/notification_level")
+        let mine = try await client.request("GET", "/conversations/\(uuid)/notification_level")
         #expect(mine.status == 200 && mine.object["level"] as? String == "none", "\(mine.body)")
         let mentions = try await client.request(
-            "PUT", "conversations/\(uuid)/notification_level", json: #"{"level":"mentions"}"#)
+            "PUT", "/conversations/\(uuid)/notification_level", json: #"{"level":"mentions"}"#)
         #expect(mentions.status == 200 && mentions.object["until"] is NSNull, "\(mentions.body)")
         try await Self.learned(laptop, .mentions, of: conversation)
         let fromServer = try await api.request("GET", path)
         #expect(fromServer.object["level"] as? String == "mentions")
         let carol = try await ClientAPICurl.session("carol", on: node, http: .http2)
         #expect(
-            try await carol.request("PUT", "conversations/\(uuid)/notification_level", json: #"{"level":"none"}"#)
+            try await carol.request("PUT", "/conversations/\(uuid)/notification_level", json: #"{"level":"none"}"#)
                 .status
                 == 403)
+        await laptop.close()
+        await alice.close()
+        await node.stop()
+    }
+    @Test func mentionsGoInThroughBothAPIsAndComeBackInTheirRepresentations() async throws {
+        let node = try await TestNode.start("mentions-http")
+        let laptop = try await node.session(Self.bob, device: UUID())
+        let alice = try await node.session(Self.alice, device: UUID())
+        let conversation = try await PushTests.conversation(alice, with: [Self.bob])
+        let uuid = conversation.uuid.uuidString.lowercased()
+        let api = CurlAPI(node.server, http: .http2)
+        let sent = try await api.request(
+            "POST", "/conversations/\(uuid)/messages",
+            json:
+                #"{"sender_id":"layer:///identities/alice","parts":[{"mime_type":"text/plain","body":"@bob"}],"mentions":["bob","layer:///identities/mallory"]}"#
+        )
+        #expect(sent.status == 201, "\(sent.body)")
+        #expect(sent.object["mentions"] as? [String] == ["bob"], "mallory is no participant: dropped")
+        let id = try #require(
+            (sent.object["id"] as? String)?.split(separator: "/").last.flatMap { UUID(uuidString: String($0)) })
+        #expect(try await laptop.message(MessageID(uuid: id)).mentions == [Self.bob])
+        let tooMany = (0..<251).map { "\"u\($0)\"" }.joined(separator: ",")
+        let refused = try await api.request(
+            "POST", "/conversations/\(uuid)/messages",
+            json:
+                #"{"sender_id":"layer:///identities/alice","parts":[{"mime_type":"text/plain","body":"x"}],"mentions":[\#(tooMany)]}"#
+        )
+        #expect(refused.status == 422 || refused.status == 400, "\(refused.body)")
+
+        let client = try await ClientAPICurl.session("bob", on: node, http: .http1)
+        let read = try await client.request("GET", "/messages/\(id.uuidString.lowercased())")
+        #expect(
+            read.status == 200 && read.object["mentions"] as? [String] == ["layer:///identities/bob"], "\(read.body)")
+        let reply = try await client.request(
+            "POST", "/conversations/\(uuid)/messages",
+            json: #"{"parts":[{"mime_type":"text/plain","body":"@alice"}],"mentions":["layer:///identities/alice"]}"#)
+        #expect(reply.status == 201 && reply.object["mentions"] as? [String] == ["layer:///identities/alice"])
+        let plain = try await client.request(
+            "POST", "/conversations/\(uuid)/messages", json: #"{"parts":[{"mime_type":"text/plain","body":"hi"}]}"#)
+        #expect(plain.status == 201 && plain.object["mentions"] == nil, "no mentions: the property is left out")
         await laptop.close()
         await alice.close()
         await node.stop()

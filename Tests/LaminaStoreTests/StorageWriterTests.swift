@@ -28,7 +28,7 @@ import Testing
                 "webhooks", "webhook_queue", "blocks", "badges", "push_tokens", "push_queue", "replication_parked",
                 "user_state_registers", "message_part_updates", "distinct_births",
                 "message_counts", "user_suspensions", "follows", "last_seen", "channels", "channel_members",
-                "channel_messages", "channel_standings", "channel_content",
+                "channel_messages", "channel_standings", "channel_content", "notification_levels",
             ]
             #expect(Set(tables) == expected)
             let pragmas = try store.writerPragmas()

@@ -71,6 +71,8 @@ public struct ClientMessageObject: Codable, Sendable, Hashable {
     public var recipient_status: [String: String]
     /// Orders the conversation's messages; a whole number below 2^53 (a JavaScript number).
     public var position: Int64
+    /// The identity ids the message mentions (a Lamina extension, SPEC §3.17); absent when none.
+    public var mentions: [String]? = nil
 }
 
 /// A conversation as one participant sees it.

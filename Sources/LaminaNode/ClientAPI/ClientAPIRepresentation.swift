@@ -139,7 +139,8 @@ public struct ClientAPIRepresentation: Sendable {
             conversation: ClientReference(
                 id: Self.conversationID(m.conversationID), url: "\(base)/conversations/\(conversation)"),
             parts: parts(m), sent_at: m.sentAt.map(Self.date), received_at: nil, sender: identity(m.sender),
-            is_unread: isUnread(m), recipient_status: statuses(m), position: m.position.map { Self.position($0) } ?? 0)
+            is_unread: isUnread(m), recipient_status: statuses(m), position: m.position.map { Self.position($0) } ?? 0,
+            mentions: MentionsJSON.representation(m.mentions, Self.identityID))
     }
 
     /// An announcement to the viewer (a message of their announcements conversation).

@@ -26,6 +26,17 @@ struct NotificationLevelObject: Encodable {
         effective_level = Self.name(setting.level(now: UInt64(clamping: now.millisecondsSince1970)))
     }
 
+    private enum CodingKeys: String, CodingKey { case conversation_id, level, until, effective_level }
+
+    /// Every property, `until` as null when the level has no end.
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(conversation_id, forKey: .conversation_id)
+        try c.encode(level, forKey: .level)
+        try c.encode(until, forKey: .until)
+        try c.encode(effective_level, forKey: .effective_level)
+    }
+
     static func name(_ level: NotificationLevel) -> String {
         switch level {
         case .all: "all"

@@ -128,7 +128,8 @@ struct ServerAPIRepresentation {
             sender: sender(m.sender),
             recipient_status: statuses,
             position: m.position.map(Self.position) ?? 0,
-            is_unread: user.map { m.sender != $0 && (m.recipientStatus[$0] ?? .sent) < .read })
+            is_unread: user.map { m.sender != $0 && (m.recipientStatus[$0] ?? .sent) < .read },
+            mentions: MentionsJSON.representation(m.mentions, \.rawValue))
     }
 
     /// A message by id and url, with its conversation's (webhook events about its parts).

@@ -103,6 +103,8 @@ struct MessageObject: Encodable, Sendable {
     var position: Int64
     /// Only in a user's view of the messages.
     var is_unread: Bool?
+    /// The user ids the message mentions (a Lamina extension, SPEC §3.17); absent when none.
+    var mentions: [String]? = nil
 }
 
 /// A message part: `body` (text, or base64 with `encoding`) or `content`; `id` in 3.0.
