@@ -42,10 +42,18 @@ extension NodeEngine {
     func notificationSetting(of user: UserID, in named: ConversationID) async throws -> (
         ConversationID, NotificationSetting
     ) {
-        try await store.write { [self] tx in
-            let context = CommandContext(tx: tx, user: user, engine: self, now: .now())
-            let id = try context.member(of: named).id
-            return (id, try tx.read.notificationSetting(of: user, in: id))
+        // A read, resolved and checked as `CommandContext.member(of:)` does for a command.
+        try await store.read { r in
+            var found = try r.conversationHeader(named)
+            if found?.isLive != true, let target = try r.resolvedConversation(named) {
+                found = try r.conversationHeader(target)
+            }
+            guard let header = found, header.isLive else { throw WireError(.notFound, "no conversation \(named)") }
+            guard let state = header.states[user] else {
+                throw WireError(.notAParticipant, "\(user) is not a participant of \(header.id)")
+            }
+            guard state.isMember else { throw WireError(.removedParticipant, "\(user) was removed from \(header.id)") }
+            return (header.id, try r.notificationSetting(of: user, in: header.id))
         }
     }
 }
