@@ -55,6 +55,9 @@ public struct Message: Hashable, Sendable, Identifiable {
     /// The thread this message is the root of: its reply count and last reply as the node last
     /// reported them; nil when it has no replies (or the session does not take replies).
     public var thread: MessageThread?
+    /// The users the message mentions (SPEC §3.17, feature bit 17): a recipient whose
+    /// notification level is `mentions` is notified of it (§6.10).
+    public var mentions: Set<UserID>
 
     public init(
         id: MessageID = .random(),
@@ -66,7 +69,8 @@ public struct Message: Hashable, Sendable, Identifiable {
         push: PushConfiguration? = nil,
         recipientStatus: [UserID: RecipientStatus] = [:],
         replyTo: MessageID? = nil,
-        thread: MessageThread? = nil
+        thread: MessageThread? = nil,
+        mentions: Set<UserID> = []
     ) {
         self.id = id
         self.conversationID = conversationID
@@ -78,6 +82,7 @@ public struct Message: Hashable, Sendable, Identifiable {
         self.recipientStatus = recipientStatus
         self.replyTo = replyTo
         self.thread = thread
+        self.mentions = mentions
     }
 
     /// The full identifier of one of this message's parts.
@@ -122,4 +127,6 @@ public enum MessageProperty {
     public static let replyTo = "replyTo"
     public static let threadReplyCount = "threadReplyCount"
     public static let editedAt = "editedAt"
+    /// The users a message mentions (SPEC §3.17); a query tests it with `contains` a user.
+    public static let mentions = "mentions"
 }

@@ -58,6 +58,9 @@ public enum ChangeEvent: Hashable, Sendable {
     /// kind 20: a user's reaction on a message appeared or went away (SPEC §6.9). Only to
     /// sessions with the `reactions` feature.
     case reactionsChanged(ReactionsChanged)
+    /// kind 22: the user set their notification level of a conversation; to that user only.
+    /// Only to sessions with the `notificationLevels` feature (§6.10).
+    case notificationLevelChanged(NotificationLevelChanged)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -83,6 +86,7 @@ public enum ChangeEvent: Hashable, Sendable {
         case .channelMessage: 18
         case .channelDeleted: 19
         case .reactionsChanged: 20
+        case .notificationLevelChanged: 22
         }
     }
 }
@@ -390,6 +394,9 @@ extension ChangeEvent {
             try b.writeChannelEvent(self)
         case .reactionsChanged(let r):
             try b.writeReactionsChanged(r)
+        case .notificationLevelChanged(let c):
+            b.writeID(c.conversationID)
+            b.writeNotificationLevel(c.level, until: c.until)
         }
     }
 
@@ -489,8 +496,13 @@ extension ChangeEvent {
             var message = try b.readMessage(limits)
             try b.readThreadFields(into: &message)
             return .messageCreated(message)
+        case 22:
+            let conversation = try b.readID(ConversationID.self, "the conversation id")
+            let (level, until) = try b.readNotificationLevel()
+            return .notificationLevelChanged(
+                NotificationLevelChanged(conversationID: conversation, level: level, until: until))
         default:
-            throw WireError(.malformed, "change kind \(kind) is not one of 0...21")
+            throw WireError(.malformed, "change kind \(kind) is not one of 0...22")
         }
     }
 }

@@ -12,6 +12,7 @@ extension Frame {
         case .deleteMetadata(let f): f.requestID
         case .deleteConversation(let f): f.requestID
         case .markAllRead(let f): f.requestID
+        case .setNotificationLevel(let f): f.requestID
         case .markRead(let f): f.requestID
         case .deleteMessage(let f): f.requestID
         case .deliveryReceipt(let f): f.requestID

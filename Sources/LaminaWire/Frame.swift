@@ -38,6 +38,7 @@ public enum Frame: Hashable, Sendable {
     case deleteConversation(DeleteConversation)
     case markAllRead(MarkAllRead)
     case typing(Typing)
+    case setNotificationLevel(SetNotificationLevel)
     // Messages (SPEC §6.2)
     case sendMessage(SendMessage)
     case markRead(MarkRead)
@@ -93,6 +94,7 @@ public enum Frame: Hashable, Sendable {
         case .deleteConversation: .deleteConversation
         case .markAllRead: .markAllRead
         case .typing: .typing
+        case .setNotificationLevel: .setNotificationLevel
         case .sendMessage(let f): f.replyTo == nil ? .sendMessage : .sendReply
         case .markRead: .markRead
         case .deleteMessage: .deleteMessage
@@ -219,6 +221,7 @@ extension Frame {
         case .deleteConversation(let f): f.encode(into: &b)
         case .markAllRead(let f): f.encode(into: &b)
         case .typing(let f): f.encode(into: &b)
+        case .setNotificationLevel(let f): f.encode(into: &b)
         case .sendMessage(let f): try f.encode(into: &b)
         case .markRead(let f): f.encode(into: &b)
         case .deleteMessage(let f): f.encode(into: &b)
@@ -276,6 +279,8 @@ extension Frame {
         case .deleteConversation: frame = .deleteConversation(try DeleteConversation.decode(from: &b, limits))
         case .markAllRead: frame = .markAllRead(try MarkAllRead.decode(from: &b, limits))
         case .typing: frame = .typing(try Typing.decode(from: &b, limits))
+        case .setNotificationLevel:
+            frame = .setNotificationLevel(try SetNotificationLevel.decode(from: &b, limits))
         case .sendMessage: frame = .sendMessage(try SendMessage.decode(from: &b, limits))
         case .sendReply: frame = .sendMessage(try SendMessage.decode(from: &b, limits, reply: true))
         case .markRead: frame = .markRead(try MarkRead.decode(from: &b, limits))

@@ -32,6 +32,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
     case deleteConversation = 0x0106
     case markAllRead = 0x0107
     case typing = 0x0108
+    case setNotificationLevel = 0x0109
 
     case sendMessage = 0x0201
     case markRead = 0x0202
@@ -88,6 +89,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .deleteConversation: "delete-conversation"
         case .markAllRead: "mark-all-read"
         case .typing: "typing"
+        case .setNotificationLevel: "set-notification-level"
         case .sendMessage: "send-message"
         case .markRead: "mark-read"
         case .deleteMessage: "delete-message"
@@ -120,7 +122,7 @@ public enum FrameType: UInt16, CaseIterable, Hashable, Sendable {
         case .typing, .sync, .setPresence: fixed = 32
         case .markRead, .markAllRead, .deleteConversation, .deleteMessage, .deliveryReceipt, .joinChannel,
             .leaveChannel,
-            .fetchChannel, .deleteChannel:
+            .fetchChannel, .deleteChannel, .setNotificationLevel:
             fixed = 64
         case .searchMessages: fixed = 320
         case .ack, .react, .fetchHistory: fixed = 128

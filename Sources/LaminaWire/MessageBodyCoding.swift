@@ -6,20 +6,18 @@ import NIOCore
 /// (§3.13), in the wire encoding — as one byte string. The node stores a message's body in
 /// one column this way instead of a row per part, so a message costs one row.
 public enum MessageBodyCoding {
-    /// The body bytes of `parts` and `push`.
-    /// A reply's root (`replyTo`) follows as a tag byte 1 and the root's id; a body without it
-    /// ends after the push configuration, as every body did before replies.
-    public static func encode(parts: [MessagePart], push: PushConfiguration?, replyTo: MessageID? = nil)
+    /// The body bytes of `parts`, `push` and `mentions` (the message's trailer, §3.17: a body
+    /// without mentions is the bytes it was before them). A reply's root (`replyTo`) follows as
+    /// a tag byte 1 and the root's id; a body without it ends after the trailer, as every body
+    /// did before replies.
+    public static func encode(
+        parts: [MessagePart], push: PushConfiguration?, mentions: Set<UserID> = [], replyTo: MessageID? = nil
+    )
         throws(WireError) -> [UInt8]
     {
         var buffer = ByteBuffer()
         try buffer.writeParts(parts)
-        if let push {
-            buffer.writeInteger(1, as: UInt8.self)
-            try buffer.writePush(push)
-        } else {
-            buffer.writeInteger(0, as: UInt8.self)
-        }
+        try buffer.writeMessageTrailer(push: push, mentions: mentions)
         if let replyTo {
             buffer.writeInteger(1, as: UInt8.self)
             buffer.writeID(replyTo)
@@ -27,26 +25,28 @@ public enum MessageBodyCoding {
         return Array(buffer.readableBytesView)
     }
 
-    /// The parts and push configuration of body bytes made by `encode`; every byte must be used.
+    /// The parts, push configuration and mentions of body bytes made by `encode`; every byte
+    /// must be used.
     public static func decode(_ bytes: some ContiguousBytes, limits: WireLimits = .default) throws(WireError) -> (
-        parts: [MessagePart], push: PushConfiguration?, replyTo: MessageID?
+        parts: [MessagePart], push: PushConfiguration?, mentions: Set<UserID>, replyTo: MessageID?
     ) {
-        let result: Result<([MessagePart], PushConfiguration?, MessageID?), WireError> = bytes.withUnsafeBytes { raw in
-            var reader = PayloadReader(raw)
-            do throws(WireError) {
-                let parts = try reader.readParts(limits)
-                let push = try reader.readPresence("the push configuration") ? try reader.readPush(limits) : nil
-                var replyTo: MessageID?
-                if reader.readableBytes > 0 {
-                    guard try reader.readU8("the reply tag") == 1 else {
-                        return .failure(WireError(.malformed, "a message body's reply tag is not 1"))
+        let result: Result<([MessagePart], PushConfiguration?, Set<UserID>, MessageID?), WireError> =
+            bytes.withUnsafeBytes { raw in
+                var reader = PayloadReader(raw)
+                do throws(WireError) {
+                    let parts = try reader.readParts(limits)
+                    let (push, mentions) = try reader.readMessageTrailer(limits)
+                    var replyTo: MessageID?
+                    if reader.readableBytes > 0 {
+                        guard try reader.readU8("the reply tag") == 1 else {
+                            return .failure(WireError(.malformed, "a message body's reply tag is not 1"))
+                        }
+                        replyTo = try reader.readID(MessageID.self, "the message replied to")
                     }
-                    replyTo = try reader.readID(MessageID.self, "the message replied to")
-                }
-                guard reader.readableBytes == 0 else {
-                    return .failure(WireError(.malformed, "\(reader.readableBytes) bytes follow a message body"))
-                }
-                return .success((parts, push, replyTo))
+                    guard reader.readableBytes == 0 else {
+                        return .failure(WireError(.malformed, "\(reader.readableBytes) bytes follow a message body"))
+                    }
+                    return .success((parts, push, mentions, replyTo))
             } catch {
                 return .failure(error)
             }

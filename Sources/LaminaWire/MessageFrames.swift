@@ -20,16 +20,19 @@ public struct SendMessage: Hashable, Sendable {
     /// The thread root this message replies to (replies feature, SPEC §5.1 bit 15): the frame
     /// is then SEND_REPLY (0x0207), SEND_MESSAGE's fields with `replyTo` after the conversation.
     public var replyTo: MessageID?
+    /// The users the message mentions (mentions feature, SPEC §5.1 bit 17, §3.17).
+    public var mentions: Set<UserID>
 
     public init(
         messageID: MessageID, conversationID: ConversationID, parts: [MessagePart], push: PushConfiguration? = nil,
-        replyTo: MessageID? = nil
+        replyTo: MessageID? = nil, mentions: Set<UserID> = []
     ) {
         self.messageID = messageID
         self.conversationID = conversationID
         self.parts = parts
         self.push = push
         self.replyTo = replyTo
+        self.mentions = mentions
     }
 }
 
@@ -121,12 +124,7 @@ extension SendMessage {
         b.writeID(conversationID)
         if let replyTo { b.writeID(replyTo) }
         try b.writeParts(parts)
-        if let push {
-            b.writeInteger(1, as: UInt8.self)
-            try b.writePush(push)
-        } else {
-            b.writeInteger(0, as: UInt8.self)
-        }
+        try b.writeMessageTrailer(push: push, mentions: mentions)
     }
 
     /// SEND_MESSAGE, or SEND_REPLY (`reply`): the same fields with the root after the conversation.
@@ -137,8 +135,9 @@ extension SendMessage {
         let conversation = try b.readID(ConversationID.self, "the conversation id")
         let replyTo = reply ? try b.readID(MessageID.self, "the message replied to") : nil
         let parts = try b.readParts(limits)
-        let push = try b.readPresence("the push configuration") ? try b.readPush(limits) : nil
-        return SendMessage(messageID: id, conversationID: conversation, parts: parts, push: push, replyTo: replyTo)
+        let (push, mentions) = try b.readMessageTrailer(limits)
+        return SendMessage(
+            messageID: id, conversationID: conversation, parts: parts, push: push, replyTo: replyTo, mentions: mentions)
     }
 }
 

@@ -220,12 +220,7 @@ extension ByteBuffer {
             writeInteger(0, as: UInt8.self)
         }
         try writeParts(m.parts)
-        if let push = m.push {
-            writeInteger(1, as: UInt8.self)
-            try writePush(push)
-        } else {
-            writeInteger(0, as: UInt8.self)
-        }
+        try writeMessageTrailer(push: m.push, mentions: m.mentions)
         guard m.recipientStatus.count <= WireLimits.default.maxParticipants else {
             throw WireError(
                 .tooManyParticipants, "recipient status has at most \(WireLimits.default.maxParticipants) entries")
@@ -460,7 +455,7 @@ extension PayloadReader {
         let sentAt = try readPresence("sent at") ? try readTimestamp("sent at") : nil
         let position = try readPresence("a position") ? try readHLC("a position") : nil
         let parts = try readParts(limits)
-        let push = try readPresence("a push configuration") ? try readPush(limits) : nil
+        let (push, mentions) = try readMessageTrailer(limits)
         let count = try readCount(
             max: limits.maxParticipants, minElementSize: 2, "a recipient status count", code: .tooManyParticipants)
         var statuses = [UserID: RecipientStatus](minimumCapacity: count)
@@ -478,7 +473,7 @@ extension PayloadReader {
         }
         return Message(
             id: id, conversationID: conversationID, sender: sender, parts: parts, sentAt: sentAt,
-            position: position, push: push, recipientStatus: statuses
+            position: position, push: push, recipientStatus: statuses, mentions: mentions
         )
     }
 }

@@ -136,6 +136,11 @@ extension Frame {
         case .typing(let f):
             o["conversationID"] = .uuid(f.conversationID.uuid)
             o["state"] = .typingState(f.state)
+        case .setNotificationLevel(let f):
+            o["requestID"] = .uuid(f.requestID)
+            o["conversationID"] = .uuid(f.conversationID.uuid)
+            o["level"] = .notificationLevel(f.level)
+            o["until"] = f.until.map(WireJSON.timestamp) ?? .null
         case .sendMessage(let f):
             o["messageID"] = .uuid(f.messageID.uuid)
             o["conversationID"] = .uuid(f.conversationID.uuid)
@@ -268,6 +273,14 @@ extension WireJSON {
     static func deletionMode(_ m: DeletionMode) -> WireJSON {
         .string(m == .myDevices ? "my-devices" : "all-participants")
     }
+    /// `all`, `mentions` or `none` (SPEC §6.10).
+    static func notificationLevel(_ l: NotificationLevel) -> WireJSON {
+        switch l {
+        case .all: .string("all")
+        case .mentions: .string("mentions")
+        case .none: .string("none")
+        }
+    }
     static func typingState(_ s: TypingState) -> WireJSON {
         switch s {
         case .started: .string("started")
@@ -377,6 +390,12 @@ extension WireJSON {
                 o["follower"] = .string(f.follower.rawValue)
                 o["followed"] = .string(f.followed.rawValue)
                 o["following"] = .bool(f.following)
+            case .notificationLevel(let n):
+                o["kind"] = .string("notification-level")
+                o["user"] = .string(n.user.rawValue)
+                o["conversationID"] = uuid(n.conversationID.uuid)
+                o["level"] = notificationLevel(n.level)
+                o["until"] = n.until.map(WireJSON.timestamp) ?? .null
             }
             return .object(o)
         }
@@ -498,6 +517,11 @@ extension WireJSON {
             o["kind"] = .string("follow-changed")
             o["user"] = .string(c.user.rawValue)
             o["following"] = .bool(c.following)
+        case .notificationLevelChanged(let c):
+            o["kind"] = .string("notification-level-changed")
+            o["conversationID"] = .uuid(c.conversationID.uuid)
+            o["level"] = .notificationLevel(c.level)
+            o["until"] = c.until.map(WireJSON.timestamp) ?? .null
         case .presenceChanged(let c):
             o["kind"] = .string("presence-changed")
             o["user"] = .string(c.user.rawValue)

@@ -43,6 +43,12 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// accepted, and messages that are replies or thread roots come as `thread-message`
     /// (§6.4 kind 21); without it they come as plain `message-created` (kind 6).
     public static let replies = FeatureSet(rawValue: 1 << 15)
+    /// A message may carry the users it mentions (§3.17): SEND_MESSAGE with mentions is
+    /// accepted, and messages are sent with theirs; without it they are sent without.
+    public static let mentions = FeatureSet(rawValue: 1 << 17)
+    /// SET_NOTIFICATION_LEVEL is accepted and `notification-level-changed` changes (§6.4 kind
+    /// 22) are sent (§6.9).
+    public static let notificationLevels = FeatureSet(rawValue: 1 << 18)
     /// SEARCH_MESSAGES is accepted: a full-text search of the user's messages on the node (§6.3).
     public static let messageSearch = FeatureSet(rawValue: 1 << 19)
 
@@ -56,7 +62,8 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     /// and so is asked for by clients that show presence.
     public static let all: FeatureSet = [
         .changeBatches, .typingIndicators, .deliveryReceipts, .historyFetch, .partUpdates, .historyPaging, .identities,
-        .blockLists, .following, .channels, .receiptSwitches, .reactions, .replies, .messageSearch,
+        .blockLists, .following, .channels, .receiptSwitches, .reactions, .replies, .mentions, .notificationLevels,
+        .messageSearch,
     ]
     /// What this implementation supports (what a node grants): ``all``, ``snapshots`` and ``presence``.
     public static let supported: FeatureSet = [.all, .snapshots, .presence]

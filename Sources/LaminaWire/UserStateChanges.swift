@@ -22,6 +22,8 @@ public enum UserStateChange: Hashable, Sendable {
     case suspension(SuspensionChange)
     /// kind 71: `follower` follows `followed` explicitly, or no longer does (SPEC §6.7).
     case follow(FollowChange)
+    /// kind 73: `user`'s notification level of a conversation (SPEC §6.10).
+    case notificationLevel(NotificationLevelChange)
 
     /// The event's `kind` byte.
     public var kind: UInt8 {
@@ -33,11 +35,14 @@ public enum UserStateChange: Hashable, Sendable {
         case .pushRegistration: 68
         case .suspension: 70
         case .follow: 71
+        case .notificationLevel: 73
         }
     }
 
     /// The kinds this enum encodes (69 is a distinct creation, ``DistinctCreation``).
-    public static func isUserStateKind(_ kind: UInt8) -> Bool { (64...68).contains(kind) || kind == 70 || kind == 71 }
+    public static func isUserStateKind(_ kind: UInt8) -> Bool {
+        (64...68).contains(kind) || kind == 70 || kind == 71 || kind == 73
+    }
 }
 
 /// kind 70: `| user id | suspended (bool) |`.
@@ -214,6 +219,10 @@ extension UserStateChange {
             try b.writeUserID(f.follower)
             try b.writeUserID(f.followed)
             b.writeBool(f.following)
+        case .notificationLevel(let n):
+            try b.writeUserID(n.user)
+            b.writeID(n.conversationID)
+            b.writeNotificationLevel(n.level, until: n.until)
         }
     }
 
@@ -245,6 +254,12 @@ extension UserStateChange {
             let followed = try b.readUserID(limits)
             return .follow(
                 FollowChange(follower: follower, followed: followed, following: try b.readBool("the following flag")))
+        case 73:
+            let user = try b.readUserID(limits)
+            let conversation = try b.readID(ConversationID.self, "the conversation id")
+            let (level, until) = try b.readNotificationLevel()
+            return .notificationLevel(
+                NotificationLevelChange(user: user, conversationID: conversation, level: level, until: until))
         default:
             throw WireError(.malformed, "unknown user-state kind \(kind)")
         }

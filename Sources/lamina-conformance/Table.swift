@@ -140,6 +140,13 @@ enum Table {
             { c in .markAllRead(MarkAllRead(requestID: UUID(), conversationID: c.conversation, upTo: c.position)) }
         ),
         (
+            "SET_NOTIFICATION_LEVEL",
+            { c in
+                .setNotificationLevel(
+                    SetNotificationLevel(requestID: UUID(), conversationID: c.conversation, level: .mentions))
+            }
+        ),
+        (
             "SEND_MESSAGE",
             { c in
                 .sendMessage(
@@ -364,6 +371,9 @@ enum Table {
         add(
             &out, .authenticated, "FOLLOW_USER (without bit 10)", unfollow, notAgreed,
             features: FeatureSet.all.subtracting(.following))
+        add(
+            &out, .authenticated, "SET_NOTIFICATION_LEVEL (without bit 18)", byName["SET_NOTIFICATION_LEVEL"]!,
+            notAgreed, features: FeatureSet.all.subtracting(.notificationLevels))
         add(
             &out, .authenticated, "CREATE_CONVERSATION with receipts byte 2 (without bit 13)",
             { _ in

@@ -235,6 +235,13 @@ let validVectors: [ValidVector] = [
         frame: .sendMessage(
             SendMessage(messageID: message1, conversationID: conversation1, parts: [text(0xB1, hundredBytes)]))),
     .init(
+        name: "send-message-mentions",
+        description: "SEND_MESSAGE that mentions bob, no push (trailer 02, then the user set; SPEC §3.17, bit 17).",
+        frame: .sendMessage(
+            SendMessage(
+                messageID: MessageID(uuid: u(0xA7)), conversationID: conversation1, parts: [text(0xB7, "@bob hi")],
+                mentions: [user("bob")]))),
+    .init(
         name: "send-message-parts",
         description:
             "SEND_MESSAGE with an inline text part, an inline JSON part and a content reference, and a push configuration.",
@@ -401,6 +408,19 @@ let validVectors: [ValidVector] = [
         name: "change-message-created", description: "CHANGE: message created, with statuses.",
         frame: .change(Change(seq: 8, event: .messageCreated(sampleMessage)))),
     .init(
+        name: "change-message-created-mentions",
+        description: "CHANGE: message created that mentions bob and carol, with a push (trailer 03, SPEC §3.17).",
+        frame: .change(
+            Change(
+                seq: 23,
+                event: .messageCreated(
+                    Message(
+                        id: MessageID(uuid: u(0xA8)), conversationID: conversation1, sender: user("alice"),
+                        parts: [text(0xB8, "@bob @carol lunch?")], sentAt: t0, position: hlc(1_767_225_600_100, 0, 1),
+                        push: PushConfiguration(alert: "alice mentioned you"),
+                        recipientStatus: [user("alice"): .read, user("bob"): .sent, user("carol"): .sent],
+                        mentions: [user("bob"), user("carol")]))))),
+    .init(
         name: "change-message-status", description: "CHANGE: bob read the message.",
         frame: .change(
             Change(
@@ -511,6 +531,28 @@ let validVectors: [ValidVector] = [
     .init(
         name: "change-follow-changed", description: "CHANGE: the feed's user now follows carol (following feature).",
         frame: .change(Change(seq: 18, event: .followChanged(FollowChanged(user: user("carol"), following: true))))),
+    .init(
+        name: "set-notification-level",
+        description: "SET_NOTIFICATION_LEVEL: only mentions notify the user, with no end (SPEC §6.10, bit 18).",
+        frame: .setNotificationLevel(
+            SetNotificationLevel(requestID: u(0x38), conversationID: conversation1, level: .mentions))),
+    .init(
+        name: "set-notification-level-until",
+        description: "SET_NOTIFICATION_LEVEL: nothing notifies the user until 2026-01-01T01:00:00Z.",
+        frame: .setNotificationLevel(
+            SetNotificationLevel(
+                requestID: u(0x39), conversationID: conversation1, level: .none,
+                until: Timestamp(millisecondsSince1970: 1_767_229_200_000)))),
+    .init(
+        name: "change-notification-level-changed",
+        description: "CHANGE: the feed's user muted conversation 1 for an hour (notification levels feature).",
+        frame: .change(
+            Change(
+                seq: 22,
+                event: .notificationLevelChanged(
+                    NotificationLevelChanged(
+                        conversationID: conversation1, level: .none,
+                        until: Timestamp(millisecondsSince1970: 1_767_229_200_000)))))),
     .init(
         name: "set-presence", description: "SET_PRESENCE: the user is away (presence feature).",
         frame: .setPresence(SetPresence(requestID: u(0x15), status: .away))),
@@ -726,6 +768,19 @@ let validVectors: [ValidVector] = [
                     origin: NodeID(3), counter: 10, hlc: hlc(1_767_225_600_029, 1, 3),
                     payload: .user(
                         .follow(FollowChange(follower: user("alice"), followed: user("carol"), following: false))))
+            ]))),
+    .init(
+        name: "replicate-notification-level",
+        description:
+            "REPLICATE of kind 73 (notification level): bob hears only mentions in conversation 1 (SPEC §6.10).",
+        frame: .replicate(
+            Replicate(operations: [
+                ReplicatedOperation(
+                    origin: NodeID(3), counter: 11, hlc: hlc(1_767_225_600_030, 0, 3),
+                    payload: .user(
+                        .notificationLevel(
+                            NotificationLevelChange(user: user("bob"), conversationID: conversation1, level: .mentions))
+                    ))
             ]))),
     .init(
         name: "replicate-badge",

@@ -172,6 +172,22 @@ let invalidVectors: [InvalidVector] = [
         name: "bad-receipts-byte", description: "CREATE_CONVERSATION whose receipts byte is 04 (0 to 3 are defined).",
         bytes: B.frame(.createConversation, B.createConversation(receipts: 4)), error: .malformed),
     .init(
+        name: "message-trailer-bad-flags",
+        description: "SEND_MESSAGE whose trailer byte is 04 (bit 0 push, bit 1 mentions; SPEC §3.17).",
+        bytes: B.frame(.sendMessage, B.uuid(u(0xA1)) + B.uuid(u(0xC1)) + B.varint(1) + B.textPart(0xB1, [0x61]) + [4]),
+        error: .malformed),
+    .init(
+        name: "message-mentions-empty",
+        description: "SEND_MESSAGE whose trailer says mentions (02) followed by an empty user set.",
+        bytes: B.frame(
+            .sendMessage, B.uuid(u(0xA1)) + B.uuid(u(0xC1)) + B.varint(1) + B.textPart(0xB1, [0x61]) + [2] + B.varint(0)
+        ),
+        error: .nonCanonical),
+    .init(
+        name: "set-notification-level-bad-level",
+        description: "SET_NOTIFICATION_LEVEL whose level is 03 (0 all, 1 mentions, 2 none; SPEC §6.10).",
+        bytes: B.frame(.setNotificationLevel, reqID + conv + [3, 0]), error: .malformed),
+    .init(
         name: "bad-presence-byte", description: "ACK whose conversation presence byte is 02.",
         bytes: B.frame(.ack, reqID + [2, 0, 0, 0]), error: .malformed),
     // SPEC §3.5 strings

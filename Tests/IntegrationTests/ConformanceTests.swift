@@ -45,8 +45,8 @@ import Testing
         let rows = text.split(separator: "\n").filter { $0.hasPrefix("ok ") }
         // 116, and issue 36's: SET_PRESENCE (5 rows), FOLLOW_USER (4), PEER_PRESENCE (3), the relayed presence frames (6); issue
         // 33's CREATE_CONVERSATION with the receipt switches set apart, without bit 13 (1); issue 38's REACT (3 states,
-        // and without bit 14: 4), SEARCH_MESSAGES (4) and replies (5).
-        #expect(rows.count == 148)
+        // and without bit 14: 4), SEARCH_MESSAGES (4), replies (5) and notification levels and mentions (4).
+        #expect(rows.count == 152)
         #expect(
             text.contains(
                 "ok   authenticated | CREATE_CONVERSATION with receipts byte 2 (without bit 13) | ERROR forbidden (not fatal) | ERROR forbidden (not fatal)"

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaMerge
 import LaminaModel
 import LaminaWire
 import Testing
@@ -27,7 +28,7 @@ import Testing
             .sendMessage(
                 SendMessage(
                     messageID: mid, conversationID: cid, parts: [try MessagePart(text: "hello")],
-                    push: PushConfiguration(alert: "hi"))),
+                    push: PushConfiguration(alert: "hi"), mentions: [bob])),
             .markRead(MarkRead(requestID: UUID(), conversationID: cid, messageID: mid)),
             .deleteMessage(
                 DeleteMessage(requestID: UUID(), conversationID: cid, messageID: mid, mode: .allParticipants)),
@@ -41,6 +42,10 @@ import Testing
                 SendMessage(
                     messageID: MessageID.random(), conversationID: cid, parts: [try MessagePart(text: "a reply")],
                     replyTo: mid)),
+            .setNotificationLevel(
+                SetNotificationLevel(
+                    requestID: UUID(), conversationID: cid, level: .mentions,
+                    until: Timestamp(millisecondsSince1970: 1_767_229_200_000))),
         ]
     }
 

@@ -10,13 +10,14 @@ import Testing
 
 /// The differential merge test: random sequences of commands from several users go (a) to
 /// LaminaMerge's full-state types (`MembershipLog`, `MetadataLWW`, `RecipientStatusLattice`
-/// inside `UnreadCounts`, `DistinctRegistry`), the reference model, and (b) to a real node
+/// inside `UnreadCounts`, `DistinctRegistry`, `NotificationSetting`), the reference model, and (b) to a real node
 /// through its command path (`NodeEngine` sessions over a temporary store on each backend,
 /// frames in, ACK or ERROR out). After every step the node must agree with the model on each
 /// command's outcome (accepted or refused, and which conversation a distinct create resolves
 /// to), participants, distinctness, metadata, what each user's history holds with each
 /// message's recipient statuses as the node reports them to that user, unread counts, and each
-/// message's reactions (LaminaMerge's `ReactionSet`, SPEC §6.9).
+/// message's reactions (LaminaMerge's `ReactionSet`, SPEC §6.9), and each user's notification
+/// level of each conversation (SPEC §6.10).
 ///
 /// Each case has its own seed and prints it on failure with its operations; run one case again
 /// with `LAMINA_MERGE_SEED=<seed> swift test --filter MergeDifferentialTests`.
@@ -107,6 +108,8 @@ struct ModelConversation {
     var nodePositions: [MessageID: MessagePosition] = [:]
     /// Each message's reactions (a message deleted for everyone has none).
     var reactions: [MessageID: ReactionSet] = [:]
+    /// Each user's notification level of the conversation (SPEC §6.10): `NotificationSetting`.
+    var levels: [UserID: NotificationSetting] = [:]
 
     var participants: Set<UserID> { state.membership.participants }
     func isMember(_ user: UserID) -> Bool { state.membership.isParticipant(user) }
@@ -133,6 +136,13 @@ struct NodeConversationView: Sendable, Equatable {
     var unread: [UserID: Int]
     /// The reactions present, as "message user key".
     var reactions: Set<String>
+    /// Each user's level and its end as the node holds them (nil: never set).
+    var levels: [UserID: Level]
+
+    struct Level: Sendable, Equatable {
+        var level: NotificationLevel
+        var until: UInt64?
+    }
 }
 
 final class DifferentialCase: @unchecked Sendable {
@@ -209,7 +219,8 @@ final class DifferentialCase: @unchecked Sendable {
         case ..<0.22: return try await changeParticipants(index, actor: actor, add: true)
         case ..<0.30: return try await changeParticipants(index, actor: actor, add: false)
         case ..<0.42: return try await setMetadata(index, actor: actor)
-        case ..<0.65: return try await send(index, actor: actor)
+        case ..<0.61: return try await send(index, actor: actor)
+        case ..<0.65: return try await setLevel(index, actor: actor)
         case ..<0.75 where !c.messages.isEmpty:
             return try await markRead(index, actor: actor, message: random.pick(c.messages))
         case ..<0.83 where !c.messages.isEmpty:
@@ -332,6 +343,22 @@ final class DifferentialCase: @unchecked Sendable {
         return try await compare()
     }
 
+    func setLevel(_ index: Int, actor: UserID) async throws -> String? {
+        var c = conversations[index]
+        let level = random.pick(NotificationLevel.allCases)
+        let until: Timestamp? =
+            random.chance(0.4) ? Timestamp(millisecondsSince1970: Int64(random.pick([0, 5_000]))) : nil
+        log.append("\(actor) sets notification level \(level) until \(until.map { "\($0)" } ?? "-") in \(c.id)")
+        let frame = Frame.setNotificationLevel(
+            SetNotificationLevel(requestID: UUID(), conversationID: c.id, level: level, until: until))
+        guard c.isMember(actor) else { return try await expect(frame, by: actor, .refused) }
+        c.levels[actor, default: NotificationSetting()].apply(
+            NotificationSetting.Write(
+                level: level, until: until.map { UInt64(clamping: $0.millisecondsSince1970) }, at: tick()))
+        conversations[index] = c
+        return try await expect(frame, by: actor, .accepted)
+    }
+
     func markRead(_ index: Int, actor: UserID, message: MessageStamp) async throws -> String? {
         var c = conversations[index]
         log.append("\(actor) marks \(message.id) read in \(c.id)")
@@ -431,7 +458,11 @@ final class DifferentialCase: @unchecked Sendable {
     {
         var history: [UserID: [NodeConversationView.Entry]] = [:]
         var unread: [UserID: Int] = [:]
+        var levels: [UserID: NodeConversationView.Level] = [:]
         for user in users {
+            if let write = try r.notificationSetting(of: user, in: id).current {
+                levels[user] = NodeConversationView.Level(level: write.level, until: write.until)
+            }
             let messages = (try? r.history(of: id, for: user, .complete(after: nil, limit: 10_000))) ?? []
             history[user] = messages.map { NodeConversationView.Entry(id: $0.id, statuses: $0.recipientStatus) }
             unread[user] = try r.unreadCount(of: id, for: user)
@@ -441,7 +472,8 @@ final class DifferentialCase: @unchecked Sendable {
             isDistinct: try r.conversation(id)?.conversation.isDistinct ?? false,
             metadata: Dictionary(uniqueKeysWithValues: try r.metadata(of: id).leaves.map { ($0.0.description, $0.1) }),
             history: history, unread: unread,
-            reactions: Set(try r.presentReactions(on: messages).map { "\($0.message) \($0.user) \($0.key)" })
+            reactions: Set(try r.presentReactions(on: messages).map { "\($0.message) \($0.user) \($0.key)" }),
+            levels: levels
         )
     }
 
@@ -459,6 +491,10 @@ final class DifferentialCase: @unchecked Sendable {
         if node.reactions != reactions {
             return "reactions: node \(node.reactions.sorted()), model \(reactions.sorted())"
         }
+        let levels = c.levels.compactMapValues { s in
+            s.current.map { NodeConversationView.Level(level: $0.level, until: $0.until) }
+        }
+        if node.levels != levels { return "notification levels: node \(node.levels), model \(levels)" }
         for user in users {
             let visible = c.messages.filter { m in
                 !c.isDeleted(m.id) && c.state.membership.canSee(user, messageAt: m.position!)

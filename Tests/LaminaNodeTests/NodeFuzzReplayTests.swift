@@ -49,7 +49,7 @@ import Testing
         "message-delete": 204, "message-get": 200, "message-send": 201, "message-send-system": 201,
         "message-send-v1": 201,
         "messages-list": 200, "messages-list-user": 200, "messages-search-user": 200, "no-token": 401,
-        "sessions-revoke": 204, "webhook-create": 503,
+        "notification-level-get": 200, "notification-level-put": 200, "sessions-revoke": 204, "webhook-create": 503,
         "webhook-get": 404, "webhooks-list": 200, "wrong-app": 404, "wrong-method": 405,
     ]
 
@@ -146,7 +146,8 @@ import Testing
         "messages-list": 200, "messages-search": 200, "message-send": 201, "message-get": 200, "message-delete": 204,
         "receipt-read": 204,
         "receipt-delivery": 204, "identity-get": 200, "announcements-list": 200, "push-token": 422,
-        "bad-accept": 406, "no-session": 401, "malformed": 400, "wrong-method": 405,
+        "bad-accept": 406, "no-session": 401, "malformed": 400, "wrong-method": 405, "notification-level-get": 200,
+        "notification-level-put": 200,
     ]
 
     @Test func clientAPIInputsHoldTheirPropertiesAndReachTheHandlers() async throws {

@@ -139,7 +139,7 @@ struct RandomFrames {
         var m = Message(
             id: MessageID(uuid: uuid()), conversationID: ConversationID(uuid: uuid()), sender: user(), parts: parts(),
             sentAt: optional { $0.timestamp() }, position: optional { $0.hlc() }, push: optional { $0.push() },
-            recipientStatus: statuses)
+            recipientStatus: statuses, mentions: users(3))
         // Kind 21 (SPEC §6.4): a reply, or a root with replies, now and then.
         switch int(0...5) {
         case 0: m.replyTo = MessageID(uuid: uuid())
@@ -149,6 +149,11 @@ struct RandomFrames {
         default: break
         }
         return m
+    }
+
+    /// A notification level and an optional end (SPEC §6.10).
+    mutating func level() -> (NotificationLevel, Timestamp?) {
+        (NotificationLevel.allCases[int(0...2)], optional { $0.timestamp() })
     }
     /// A conversation change mostly, sometimes a change of a user's state (SPEC §6.5).
     mutating func replicatedEvent() -> ReplicatedEvent {
@@ -166,6 +171,12 @@ struct RandomFrames {
         case 4:
             return .user(.pushRegistration(PushRegistrationChange(user: user(), device: uuid(), node: NodeID(u64()))))
         case 5: return .user(.follow(FollowChange(follower: user(), followed: user(), following: int(0...1) == 1)))
+        case 6:
+            let (level, until) = level()
+            return .user(
+                .notificationLevel(
+                    NotificationLevelChange(
+                        user: user(), conversationID: ConversationID(uuid: uuid()), level: level, until: until)))
         default: return .change(event())
         }
     }
@@ -181,7 +192,7 @@ struct RandomFrames {
 
     mutating func event() -> ChangeEvent {
         let c = ConversationID(uuid: uuid())
-        switch int(0...20) {
+        switch int(0...21) {
         case 0: return .conversationCreated(conversation())
         case 1:
             return .conversationUpdated(
@@ -239,6 +250,9 @@ struct RandomFrames {
                 ReactionsChanged(
                     conversationID: c, messageID: MessageID(uuid: uuid()), user: user(), key: reactionKey(),
                     present: present, at: hlc(), removedTags: present ? [] : (0..<int(1...4)).map { _ in hlc() }))
+        case 21:
+            let (level, until) = level()
+            return .notificationLevelChanged(NotificationLevelChanged(conversationID: c, level: level, until: until))
         case 13:
             return .presenceChanged(
                 PresenceChanged(
@@ -368,10 +382,15 @@ struct RandomFrames {
                 DeleteConversation(requestID: uuid(), conversationID: c, mode: mode(), below: optional { $0.hlc() }))
         case .markAllRead: return .markAllRead(MarkAllRead(requestID: uuid(), conversationID: c, upTo: hlc()))
         case .typing: return .typing(Typing(conversationID: c, state: typingState()))
+        case .setNotificationLevel:
+            let (level, until) = level()
+            return .setNotificationLevel(
+                SetNotificationLevel(requestID: uuid(), conversationID: c, level: level, until: until))
         case .sendMessage:
             return .sendMessage(
                 SendMessage(
-                    messageID: MessageID(uuid: uuid()), conversationID: c, parts: parts(), push: optional { $0.push() })
+                    messageID: MessageID(uuid: uuid()), conversationID: c, parts: parts(), push: optional { $0.push() },
+                    mentions: users(3))
             )
         case .sendReply:
             return .sendMessage(

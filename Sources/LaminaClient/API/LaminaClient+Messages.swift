@@ -3,14 +3,18 @@ import LaminaModel
 import LaminaWire
 
 extension LaminaClient {
-    /// A new message from parts (1 to 1,000, distinct part ids) and optional push options
-    /// (alert, sound, title...). With `replyTo`, a reply in that message's thread (the root must
-    /// be in the same conversation when sent, and not a reply itself). Validated now; sent by
-    /// `send(_:in:)`.
-    public func newMessage(parts: [MessagePart], push: PushConfiguration? = nil, replyTo: MessageID? = nil)
-        throws(ClientError) -> MessageDraft
-    {
-        let draft = MessageDraft(id: .timeOrdered(), parts: parts, push: push, replyTo: replyTo)
+    /// A new message from parts (1 to 1,000, distinct part ids), optional push options
+    /// (alert, sound, title...) and the users it mentions (at most 250). With `replyTo`, a reply
+    /// in that message's thread (the root must be in the same conversation when sent, and not a
+    /// reply itself). Validated now; sent by `send(_:in:)`.
+    public func newMessage(
+        parts: [MessagePart], push: PushConfiguration? = nil, replyTo: MessageID? = nil, mentions: Set<UserID> = []
+    ) throws(ClientError) -> MessageDraft {
+        guard mentions.count <= Limits.maxParticipants else {
+            throw ClientError(
+                .invalidArgument, "a message mentions at most \(Limits.maxParticipants) users, not \(mentions.count)")
+        }
+        let draft = MessageDraft(id: .timeOrdered(), parts: parts, push: push, replyTo: replyTo, mentions: mentions)
         let probe = Message(id: draft.id, conversationID: .random(), sender: user, parts: parts, push: push)
         do { try probe.validate() } catch { throw ClientError(error) }
         return draft
@@ -31,7 +35,7 @@ extension LaminaClient {
         if let root = draft.replyTo { try checkReplyTarget(root, in: stored.id) }
         let message = Message(
             id: draft.id, conversationID: stored.id, sender: user, parts: draft.parts, push: draft.push,
-            replyTo: draft.replyTo)
+            replyTo: draft.replyTo, mentions: draft.mentions)
         do { try message.validate() } catch { throw ClientError(error) }
         var entries: [OutboxEntry] = []
         let now = environment.now()
@@ -52,7 +56,7 @@ extension LaminaClient {
                 for: .sendMessage(
                     SendMessage(
                         messageID: message.id, conversationID: stored.id, parts: message.parts, push: message.push,
-                        replyTo: message.replyTo)),
+                        replyTo: message.replyTo, mentions: message.mentions)),
                 createdAt: now))
         // Rich parts: their staged bytes move under the content directory; the outbox holds
         // the message back until the uploader has put them on the node.

@@ -11,12 +11,19 @@ public struct MessageDraft: Hashable, Sendable, Identifiable {
     /// The thread root this message replies to (a message of the same conversation that is no
     /// reply itself); nil for an ordinary message.
     public let replyTo: MessageID?
+    /// The users the message mentions (SPEC §3.17): a recipient who hears only mentions in the
+    /// conversation is notified of it. The node keeps only those who are participants.
+    public let mentions: Set<UserID>
 
-    init(id: MessageID, parts: [MessagePart], push: PushConfiguration?, replyTo: MessageID? = nil) {
+    init(
+        id: MessageID, parts: [MessagePart], push: PushConfiguration?, replyTo: MessageID? = nil,
+        mentions: Set<UserID> = []
+    ) {
         self.id = id
         self.parts = parts
         self.push = push
         self.replyTo = replyTo
+        self.mentions = mentions
     }
 }
 

@@ -132,6 +132,11 @@ struct QueryCompiler {
             return SQLFragment(
                 sql: "EXISTS (SELECT 1 FROM message_reaction mr WHERE mr.message_id = message.id AND mr.user_id = ?)",
                 arguments: [user.rawValue.databaseValue])
+        case .mentions:
+            guard op == .contains, case .user(let user) = value else { throw mismatch(name, op, value, kind) }
+            return SQLFragment(
+                sql: "EXISTS (SELECT 1 FROM message_mention mm WHERE mm.message_id = message.id AND mm.user_id = ?)",
+                arguments: [user.rawValue.databaseValue])
         case .mimeTypes:
             guard op == .contains, case .string(let mime) = value else { throw mismatch(name, op, value, kind) }
             // A channel message's parts are in `part` too (`v13-channel-content`).

@@ -10,6 +10,8 @@ enum QueryPropertyKind: String, Hashable, Sendable {
     case mimeTypes
     /// The users who reacted to a message, tested with `contains` (one user).
     case reactors
+    /// The users a message mentions, tested with `contains` (one user).
+    case mentions
 }
 
 /// A piece of SQL with the values bound to its `?` placeholders, in order.
@@ -132,6 +134,7 @@ public enum QueryTarget: String, Hashable, Sendable {
             case MessageProperty.reactionCount:
                 return .scalar(.integer, "(SELECT COUNT(*) FROM message_reaction mr WHERE mr.message_id = message.id)")
             case MessageProperty.reactedBy: return QueryProperty(kind: .reactors, columns: [], nullable: false)
+            case MessageProperty.mentions: return QueryProperty(kind: .mentions, columns: [], nullable: false)
             default: break
             }
         case .channels:

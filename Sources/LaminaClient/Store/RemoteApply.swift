@@ -143,6 +143,8 @@ extension WriteContext {
                         type: .update, object: .identity(identity), property: "isFollowed",
                         before: .bool(!following), after: .bool(following)))
             }
+        case .notificationLevel(let id, let level, let until):
+            try applyNotificationLevel(level, until: until, of: id)
         case .channel(let channel): try applyChannel(channel)
         case .channelMembership(let id, let isMember): try applyChannelMembership(id, isMember: isMember)
         case .channelDeleted(let id): try deleteChannel(id)

@@ -1,3 +1,4 @@
+import LaminaMerge
 import LaminaModel
 
 /// One change from the node's change feed, as the sync engine hands it to the store.
@@ -58,6 +59,8 @@ public enum RemoteChange: Hashable, Sendable {
     case blockList(UserID, blocking: Bool)
     /// The local user followed (`following`) or unfollowed a user explicitly (SPEC §6.7).
     case following(UserID, following: Bool)
+    /// The local user's notification level of a conversation (SPEC §6.10), until a time or not.
+    case notificationLevel(ConversationID, NotificationLevel, until: Timestamp?)
     /// A channel the local user joined (SPEC §6.8 `channel-created`).
     case channel(ChatChannel)
     /// The local user joined or left a channel (`channel-membership-changed` in their feed).

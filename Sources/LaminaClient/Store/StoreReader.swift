@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LaminaMerge
 import LaminaModel
 
 /// Loads model objects from rows. Used inside read and write transactions alike.
@@ -80,7 +81,7 @@ enum StoreReader {
                 messages: total, unread: unread,
                 lastMessageID: try StoreCoding.optionalUUID(row, "node_last_message_id").map(MessageID.init(uuid:)))
         }
-        return StoredConversation(
+        var stored = StoredConversation(
             conversation: conversation,
             isSynced: row["is_synced"],
             lastMessageID: try StoreCoding.optionalUUID(row, "last_message_id").map(MessageID.init(uuid:)),
@@ -89,6 +90,11 @@ enum StoreReader {
             nodeCounts: nodeCounts,
             totalNumberOfMessages: row["number_of_messages"],
             totalNumberOfUnreadMessages: row["number_of_unread"])
+        stored.notificationLevel =
+            NotificationLevel(rawValue: UInt8(clamping: row["notification_level"] as Int)) ?? .all
+        stored.notificationLevelUntil = (row["notification_until"] as Int64?).map(
+            Timestamp.init(millisecondsSince1970:))
+        return stored
     }
 
     static func message(_ db: Database, _ id: MessageID) throws -> StoredMessage? {
@@ -150,7 +156,7 @@ enum StoreReader {
             position: try StoreCoding.position(
                 physical: row["pos_physical"], logical: row["pos_logical"], node: row["pos_node"]),
             push: try StoreCoding.decodePush(row["push"]),
-            recipientStatus: statuses)
+            recipientStatus: statuses, mentions: try StoredMentions.mentions(db, of: key))
         (message.replyTo, message.thread) = try StoredThreads.fields(row)
         var stored = StoredMessage(
             message: message,

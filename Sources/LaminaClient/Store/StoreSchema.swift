@@ -232,6 +232,9 @@ enum StoreSchema {
             // Replies and thread summaries (issue 38).
             try db.execute(sql: StoredThreads.create)
         }
+        migrator.registerMigration(NotificationLevelSchema.migration) { db in
+            try NotificationLevelSchema.migrate(db)
+        }
         return migrator
     }
 }

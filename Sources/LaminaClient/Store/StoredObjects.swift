@@ -1,4 +1,5 @@
 import Foundation
+import LaminaMerge
 import LaminaModel
 
 /// A conversation as the local store holds it: the model object plus the device's own
@@ -23,6 +24,11 @@ public struct StoredConversation: Hashable, Sendable, Identifiable {
     /// Every unread message of the conversation, held here or not (the docs'
     /// `totalNumberOfUnreadMessages`): the node's count; the local count until it is known.
     public var totalNumberOfUnreadMessages: Int
+    /// How much of the conversation notifies the local user (pushes and the badge, SPEC §6.10):
+    /// the level they set from any device, `all` when never set.
+    public var notificationLevel: NotificationLevel = .all
+    /// When ``notificationLevel`` ends (then it is `all` again); nil: no end.
+    public var notificationLevelUntil: Timestamp?
 
     public var id: ConversationID { conversation.id }
 

@@ -221,6 +221,7 @@ final class WriteContext {
                     """, arguments: args)
             try db.execute(sql: "DELETE FROM part WHERE message_id = ?", arguments: [key])
             try db.execute(sql: "DELETE FROM recipient_status WHERE message_id = ?", arguments: [key])
+            try StoredMentions.delete(db, of: key)
         }
         try putThreadFields(s, isNew: isNew)
         for (index, (part, state)) in zip(m.parts, s.partStates).enumerated() {
@@ -251,6 +252,7 @@ final class WriteContext {
             try db.cachedStatement(sql: "INSERT INTO recipient_status(message_id, user_id, status) VALUES (?, ?, ?)")
                 .execute(arguments: [key, user.rawValue, Int(status.rawValue)])
         }
+        try StoredMentions.insert(db, m.mentions, of: key)
     }
 
     // MARK: recipient status (LaminaMerge decides)

@@ -120,6 +120,7 @@ public enum ChangeDecoder {
             .identity(i.user, i.identity.map { UserIdentity(userID: i.user, values: $0.values, metadata: $0.metadata) })
         case .blockListChanged(let c): .blockList(c.user, blocking: c.blocking)
         case .followChanged(let c): .following(c.user, following: c.following)
+        case .notificationLevelChanged(let c): .notificationLevel(c.conversationID, c.level, until: c.until)
         case .typing, .presenceChanged: nil
         case .channelCreated(let c): .channel(c)
         case .channelMembershipChanged(let m): .channelMembership(m.channelID, isMember: m.joined)

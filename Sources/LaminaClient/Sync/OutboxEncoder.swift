@@ -13,6 +13,7 @@ public enum OutboxCommandKind: String, Hashable, Sendable, CaseIterable {
     case deleteMetadata = "conversation.delete-metadata"
     case deleteConversation = "conversation.delete"
     case markAllRead = "conversation.mark-all-read"
+    case setNotificationLevel = "conversation.set-notification-level"
     case sendMessage = "message.send"
     case markRead = "message.mark-read"
     case deleteMessage = "message.delete"
@@ -33,6 +34,7 @@ extension OutboxCommandKind {
         case .deleteMetadata: .deleteMetadata
         case .deleteConversation: .deleteConversation
         case .markAllRead: .markAllRead
+        case .setNotificationLevel: .setNotificationLevel
         case .sendMessage: .sendMessage
         case .markRead: .markRead
         case .deleteMessage: .deleteMessage
@@ -105,6 +107,7 @@ public enum OutboxEncoder {
         case .deleteMetadata: .deleteMetadata
         case .deleteConversation: .deleteConversation
         case .markAllRead: .markAllRead
+        case .setNotificationLevel: .setNotificationLevel
         case .sendMessage: .sendMessage
         case .markRead: .markRead
         case .deleteMessage: .deleteMessage
@@ -124,6 +127,7 @@ public enum OutboxEncoder {
         case .deleteMetadata(let f): f.conversationID.uuid
         case .deleteConversation(let f): f.conversationID.uuid
         case .markAllRead(let f): f.conversationID.uuid
+        case .setNotificationLevel(let f): f.conversationID.uuid
         case .sendMessage(let f): f.messageID.uuid
         case .markRead(let f): f.messageID.uuid
         case .deleteMessage(let f): f.messageID.uuid

@@ -14,6 +14,7 @@ enum OutboxRedirect {
         case .deleteMetadata(let f): f.conversationID
         case .deleteConversation(let f): f.conversationID
         case .markAllRead(let f): f.conversationID
+        case .setNotificationLevel(let f): f.conversationID
         case .sendMessage(let f): f.conversationID
         case .markRead(let f): f.conversationID
         case .deleteMessage(let f): f.conversationID
@@ -45,6 +46,9 @@ enum OutboxRedirect {
         case .markAllRead(var f):
             f.conversationID = conversation
             return .markAllRead(f)
+        case .setNotificationLevel(var f):
+            f.conversationID = conversation
+            return .setNotificationLevel(f)
         case .sendMessage(var f):
             f.conversationID = conversation
             return .sendMessage(f)

@@ -53,11 +53,12 @@ extension ClientAPI {
         let id = try Self.chosenMessageID(body)
         // Rich content was uploaded first (POST /content, PUT upload_url): parts name it.
         let (parts, push) = try ServerAPI.content(body, of: id, uploads: try await referencedContent(body))
+        let mentions = try MentionsJSON.mentions(body)
         _ = try await visibleConversation(conversation, for: user)
         let frame = Frame.sendMessage(
             SendMessage(
                 messageID: id, conversationID: conversation, parts: parts, push: push,
-                replyTo: try ServerAPI.replyTo(body)))
+                replyTo: try ServerAPI.replyTo(body), mentions: mentions))
         do {
             _ = try await engine.runServerAPICommand(frame, as: user)
         } catch let error as WireError where error.code == .idInUse {

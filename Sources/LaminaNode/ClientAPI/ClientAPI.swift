@@ -107,6 +107,14 @@ public final class ClientAPI: Sendable {
             Route(method: "POST", template: "/conversations/{conversation_id}/messages"), true,
             { try await $0.sendMessage($1) }
         ),
+        (
+            Route(method: "GET", template: "/conversations/{conversation_id}/notification_level"), true,
+            { try await $0.getNotificationLevel($1) }
+        ),
+        (
+            Route(method: "PUT", template: "/conversations/{conversation_id}/notification_level"), true,
+            { try await $0.putNotificationLevel($1) }
+        ),
         (Route(method: "GET", template: "/messages"), true, { try await $0.searchMessages($1) }),
         (Route(method: "GET", template: "/messages/{message_id}"), true, { try await $0.getMessage($1) }),
         (

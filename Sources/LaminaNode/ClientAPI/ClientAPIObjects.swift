@@ -81,6 +81,8 @@ public struct ClientMessageObject: Codable, Sendable, Hashable {
     public var thread: ClientThreadObject? = nil
     /// Lamina: when its sender last edited it; absent when never edited.
     public var edited_at: String? = nil
+    /// The identity ids the message mentions (a Lamina extension, SPEC §3.17); absent when none.
+    public var mentions: [String]? = nil
 }
 
 /// Lamina: a thread root's replies (SPEC §6.2).

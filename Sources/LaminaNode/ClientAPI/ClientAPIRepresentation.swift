@@ -148,7 +148,8 @@ public struct ClientAPIRepresentation: Sendable {
             },
             edited_at: editTimes[m.id].map {
                 Self.date(Timestamp(millisecondsSince1970: Int64(clamping: $0.physical)))
-            })
+            },
+            mentions: MentionsJSON.representation(m.mentions, Self.identityID))
     }
 
     /// An announcement to the viewer (a message of their announcements conversation).

@@ -98,8 +98,9 @@ extension WebSocketSession {
             write("change", presenceChange(changed), seq: seq)
         case .identityChanged(let changed):
             identityPackets(changed, seq: seq)
-        case .blockListChanged, .followChanged:
-            // Not part of Layer's WebSocket packets (block lists and follows are read over REST).
+        case .blockListChanged, .followChanged, .notificationLevelChanged:
+            // Not part of Layer's WebSocket packets (block lists, follows and notification
+            // levels are read over REST).
             break
         case .reactionsChanged(let changed):
             // A Lamina extension (SPEC §6.9): the message's `reactions` gain or lose one

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaMerge
 import LaminaModel
 import LaminaStore
 import NIOConcurrencyHelpers
@@ -60,10 +61,9 @@ final class PushOutbox: Sendable {
         // late (replication after a partition) is not pushed once that has passed.
         let expiresAt = Timestamp(millisecondsSince1970: (message.sentAt ?? now).millisecondsSince1970 + lifetime)
         guard expiresAt > now else { return }
-        try queue(
-            id: message.id, to: recipients.filter { $0 != message.sender }, kinds: kinds, expiresAt: expiresAt, in: tx,
-            at: now
-        ) { user in
+        // Each recipient's notification level of the conversation, in force now (SPEC §6.10).
+        let notified = try Self.notified(recipients.filter { $0 != message.sender }, by: message, in: tx, at: now)
+        try queue(id: message.id, to: notified, kinds: kinds, expiresAt: expiresAt, in: tx, at: now) { user in
             var notification = PushNotification(message: message, badge: 0)
             if let override = overrides[user] { notification.apply(override) }
             return notification
@@ -116,10 +116,16 @@ final class PushOutbox: Sendable {
     }
 
     /// The user's badge: unread messages over their live conversations plus the app backend's
-    /// external unread count (Server API badges). Counted by the delivery as it sends.
-    static func badge(of user: UserID, _ reader: StorageReader) throws(StorageError) -> Int {
+    /// external unread count (Server API badges). Counted by the delivery as it sends. A
+    /// conversation whose notification level is `none` at `now` does not count (SPEC §6.10).
+    static func badge(of user: UserID, _ reader: StorageReader, at now: Timestamp = .now()) throws(StorageError)
+        -> Int
+    {
         var unread = try reader.externalUnreadCount(of: user)
+        let levels = try reader.notificationSettings(of: user)
+        let ms = UInt64(clamping: now.millisecondsSince1970)
         for c in try reader.conversations(of: user) where c.isLive {
+            if levels[c.conversation.id]?.level(now: ms) == NotificationLevel.none { continue }
             // The stored count (`StoredCounts`): exact, one row, however long the backlog.
             unread += try reader.unreadCount(of: c.conversation.id, for: user)
         }

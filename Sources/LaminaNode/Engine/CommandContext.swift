@@ -318,9 +318,10 @@ struct CommandContext {
         for p in participants { statuses[p] = p == user ? .read : .sent }
         let position = try engine.nextHLC()
         if let root = f.replyTo { try Threads.checkReplyTarget(root, in: id, tx.read) }
+        // SPEC §3.17: mentions of users who are not participants now are dropped, not refused.
         let message = Message(
             id: f.messageID, conversationID: id, sender: user, parts: f.parts, sentAt: now, position: position,
-            push: f.push, recipientStatus: statuses, replyTo: f.replyTo)
+            push: f.push, recipientStatus: statuses, replyTo: f.replyTo, mentions: f.mentions.intersection(participants))
         try message.validate()
         if let refused = try ContentReferenceCheck.check(
             message.parts, sender: user, contentOwner: contentOwner, in: tx.read)

@@ -61,6 +61,17 @@ extension FeedSnapshot {
         for user in blocked {
             out.append(Change(seq: 0, event: .blockListChanged(BlockListChanged(user: user, blocking: true))))
         }
+        // Then the notification levels the user set (kind 22, SPEC §6.10).
+        for (id, setting) in notificationLevels.sorted(by: { $0.key.uuid.uuidString < $1.key.uuid.uuidString }) {
+            guard let write = setting.current else { continue }
+            out.append(
+                Change(
+                    seq: 0,
+                    event: .notificationLevelChanged(
+                        NotificationLevelChanged(
+                            conversationID: id, level: write.level,
+                            until: write.until.map { Timestamp(millisecondsSince1970: Int64(clamping: $0)) }))))
+        }
         return out
     }
 }

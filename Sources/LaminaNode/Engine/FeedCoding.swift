@@ -56,6 +56,8 @@ enum FeedCoding {
         if !features.contains(.identities) { changes = changes.filter { $0.kind != 12 } }
         if !features.contains(.blockLists) { changes = changes.filter { $0.kind != 13 } }
         if !features.contains(.following) { changes = changes.filter { $0.kind != 15 } }
+        if !features.contains(.notificationLevels) { changes = changes.filter { $0.kind != 22 } }
+        if !features.contains(.mentions) { changes = changes.map { $0.withoutMentions } }
         if !features.contains(.receiptSwitches) {
             changes = changes.map { $0.withSingleReceiptsFlag }
         }

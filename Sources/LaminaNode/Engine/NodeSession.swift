@@ -263,6 +263,7 @@ public final class NodeSession: Sendable {
         case .setPresence: .presence
         case .followUser: .following
         case .searchMessages: .messageSearch
+        case .setNotificationLevel: .notificationLevels
         // The old single flag (both switches alike) needs no bit; the two switches set apart do.
         case .createConversation(let f) where !f.options.receiptSwitches.isSingleFlag: .receiptSwitches
         case .createChannel, .joinChannel, .leaveChannel, .sendChannelMessage, .fetchChannel, .deleteChannel: .channels
@@ -490,6 +491,13 @@ public final class NodeSession: Sendable {
                     WireError(.authenticationRequired, "authenticate before FOLLOW_USER"), requestID: request.requestID)
             }
             await followUser(request, as: auth)
+        case .setNotificationLevel(let request):
+            guard let auth = state.withLockedValue({ $0.auth }) else {
+                return reply(
+                    WireError(.authenticationRequired, "authenticate before SET_NOTIFICATION_LEVEL"),
+                    requestID: request.requestID)
+            }
+            await setNotificationLevel(request, as: auth)
         case .setPresence(let request):
             guard let auth = state.withLockedValue({ $0.auth }) else {
                 return reply(

@@ -266,7 +266,7 @@ extension CommandContext {
             guard let header = try replicaHeader(change.conversationID) else { break }
             try applyReplicatedReaction(change, in: header)
         case .conversationUpdated, .identifierChanged, .typing, .identityChanged, .blockListChanged, .presenceChanged,
-            .followChanged:
+            .followChanged, .notificationLevelChanged:
             throw WireError(.invalidArgument, "a \(event.kind) change is not a replicated operation")
         case .channelCreated, .channelMembershipChanged, .channelMessage, .channelDeleted:
             logged = try applyChannelEvent(event)
@@ -477,6 +477,7 @@ extension ReplicatedEvent {
         case .user(.pushRegistration(let r)): r.user
         case .user(.suspension(let s)): s.user
         case .user(.follow(let f)): f.follower
+        case .user(.notificationLevel(let n)): n.user
         case .distinctCreation(let d): d.conversation.creator
         }
     }
@@ -504,7 +505,7 @@ extension ChangeEvent {
         case .channelMembershipChanged(let c): c.by
         case .channelMessage(let m): m.sender
         case .channelDeleted(let d): d.by
-        case .conversationUpdated, .identifierChanged, .blockListChanged: "node"
+        case .conversationUpdated, .identifierChanged, .blockListChanged, .notificationLevelChanged: "node"
         }
     }
 }

@@ -42,6 +42,11 @@ extension CommandContext {
     /// Applies a peer's change of a user's state when it is later than the one held (the
     /// register's rule, `LastWriterWins`); returns what the engine does after the commit.
     mutating func applyUserState(_ change: UserStateChange, at hlc: HLCTimestamp) throws -> UserStateEffect? {
+        // A notification level's register is its own table, decided by `NotificationSetting`.
+        if case .notificationLevel(let n) = change {
+            try applyNotificationLevel(n, at: hlc)
+            return nil
+        }
         guard LastWriterWins.wins(hlc, over: try tx.read.register(of: change)) else { return nil }
         try tx.setRegister(of: change, to: hlc)
         switch change {
@@ -91,6 +96,8 @@ extension CommandContext {
             guard changed else { return nil }
             try emitFollowChange(f)
             return .follow(f, shared: try tx.read.coMembers(of: f.follower).contains(f.followed))
+        case .notificationLevel:
+            return nil
         }
     }
 }

@@ -358,9 +358,11 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
                 s.unacknowledged += 1
                 s.sent += operations.count
             }
-            // A peer without the receipt switches (an older node) reads the old single flag.
+            // A peer without the receipt switches (an older node) reads the old single flag; one
+            // without mentions, messages without them.
             let features = state.withLockedValue { $0.remote?.features ?? [] }
             var sent = features.contains(.receiptSwitches) ? operations : operations.map(\.withSingleReceiptsFlag)
+            if !features.contains(.mentions) { sent = sent.map(\.withoutMentions) }
             // A peer without replies (an older node) gets a reply as a plain message (SPEC §6.5).
             if !features.contains(.replies) { sent = sent.map(\.withoutThreadFields) }
             send([.replicate(Replicate(operations: sent))])

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaMerge
 import LaminaModel
 import LaminaStore
 import LaminaTransport
@@ -12,8 +13,13 @@ extension ServerAPI {
     /// over the user's live conversations.
     func getBadge(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let user = try r.userID()
+        let now = UInt64(clamping: Timestamp.now().millisecondsSince1970)
         let (external, counts) = try await engine.store.read { reader -> (Int, [Int]) in
-            let counts = try reader.conversations(of: user).filter(\.isLive).map { c throws(StorageError) in
+            // A conversation whose notification level is `none` now does not count (SPEC §6.10).
+            let levels = try reader.notificationSettings(of: user)
+            let counts = try reader.conversations(of: user).filter(\.isLive).filter {
+                levels[$0.conversation.id]?.level(now: now) != NotificationLevel.none
+            }.map { c throws(StorageError) in
                 try reader.unreadCount(of: c.conversation.id, for: user)
             }
             return (try reader.externalUnreadCount(of: user), counts)

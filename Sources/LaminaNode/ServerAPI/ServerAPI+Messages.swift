@@ -16,11 +16,12 @@ extension ServerAPI {
         let uploads = try await referencedContent(body)
         let (parts, push) = try Self.content(body, of: id, uploads: uploads)
         let overrides = try Self.pushOverrides(body)
+        let mentions = try MentionsJSON.mentions(body)
         _ = try await liveConversation(conversation)
         let frame = Frame.sendMessage(
             SendMessage(
                 messageID: id, conversationID: conversation, parts: parts, push: push,
-                replyTo: try Self.replyTo(body)))
+                replyTo: try Self.replyTo(body), mentions: mentions))
         _ = try await engine.runServerAPICommand(
             frame, as: sender, pushOverrides: overrides, contentOwner: Self.contentOwner)
         guard let stored = try await engine.store.read({ reader in try reader.message(id) }) else {

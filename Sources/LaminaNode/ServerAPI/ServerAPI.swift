@@ -218,6 +218,18 @@ public final class ServerAPI: Sendable {
             { try await $0.removeBlock($1) }
         ),
         (Route(method: "GET", template: "/apps/{app_id}/users/{user_id}/badge"), { try await $0.getBadge($1) }),
+        (
+            Route(
+                method: "GET",
+                template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/notification_level"),
+            { try await $0.getNotificationLevel($1) }
+        ),
+        (
+            Route(
+                method: "PUT",
+                template: "/apps/{app_id}/users/{user_id}/conversations/{conversation_id}/notification_level"),
+            { try await $0.putNotificationLevel($1) }
+        ),
         (Route(method: "POST", template: "/apps/{app_id}/content"), { try await $0.createContent($1) }),
         (Route(method: "GET", template: "/apps/{app_id}/content/{content_id}"), { try await $0.getContent($1) }),
         (Route(method: "PUT", template: "/apps/{app_id}/content/{content_id}"), { try await $0.uploadContent($1) }),

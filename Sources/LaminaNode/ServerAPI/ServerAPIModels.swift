@@ -135,7 +135,8 @@ struct ServerAPIRepresentation {
             is_unread: user.map { m.sender != $0 && (m.recipientStatus[$0] ?? .sent) < .read },
             reactions: reactions,
             reply_to: m.replyTo.map(Self.messageID), thread: m.thread.map(ThreadObject.init),
-            edited_at: editTimes[m.id].map { ServerAPIJSON.date(millisecondsSince1970: Int64(clamping: $0.physical)) })
+            edited_at: editTimes[m.id].map { ServerAPIJSON.date(millisecondsSince1970: Int64(clamping: $0.physical)) },
+            mentions: MentionsJSON.representation(m.mentions, \.rawValue))
     }
 
     /// A message by id and url, with its conversation's (webhook events about its parts).

@@ -114,6 +114,8 @@ struct MessageObject: Encodable, Sendable {
     var thread: ThreadObject?
     /// Lamina: when its sender last edited it; absent when never edited.
     var edited_at: String?
+    /// The user ids the message mentions (a Lamina extension, SPEC §3.17); absent when none.
+    var mentions: [String]? = nil
 }
 
 /// Lamina: a thread root's replies (SPEC §6.2, LaminaMerge's `ThreadSummary`).

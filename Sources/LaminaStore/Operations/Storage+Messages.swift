@@ -59,7 +59,8 @@ extension StorageTransaction {
         }
         let body: [UInt8]
         do {
-            body = try MessageBodyCoding.encode(parts: message.parts, push: message.push, replyTo: message.replyTo)
+            body = try MessageBodyCoding.encode(
+                parts: message.parts, push: message.push, mentions: message.mentions, replyTo: message.replyTo)
         } catch {
             throw StorageError(.invalidArgument, "message \(message.id) cannot be encoded: \(error.reason)")
         }
@@ -147,7 +148,10 @@ extension StorageTransaction {
         updated.parts = parts
         do { try updated.validate() } catch { throw error.storageError }
         let body: [UInt8]
-        do { body = try MessageBodyCoding.encode(parts: parts, push: updated.push, replyTo: updated.replyTo) } catch {
+        do {
+            body = try MessageBodyCoding.encode(
+                parts: parts, push: updated.push, mentions: updated.mentions, replyTo: updated.replyTo)
+        } catch {
             throw StorageError(.invalidArgument, "message \(id) cannot be encoded: \(error.reason)")
         }
         try checkBlob(body, "a message body")
@@ -449,7 +453,7 @@ struct MessageStatuses {
         }
         let conversation = ConversationID(uuid: conversationUUID)
         guard let bodyBytes = row.bytes(offset + 7) else { throw StorageError(.corrupt, "message \(id) has no body") }
-        let body: (parts: [MessagePart], push: PushConfiguration?, replyTo: MessageID?)
+        let body: (parts: [MessagePart], push: PushConfiguration?, mentions: Set<UserID>, replyTo: MessageID?)
         do { body = try MessageBodyCoding.decode(bodyBytes) } catch {
             throw StorageError(.corrupt, "the body of message \(id) does not decode: \(error.reason)")
         }
@@ -486,7 +490,7 @@ struct MessageStatuses {
         let message = Message(
             id: id, conversationID: conversation, sender: sender, parts: body.parts,
             sentAt: Timestamp(millisecondsSince1970: sentAt), position: position, push: body.push,
-            recipientStatus: statuses, replyTo: body.replyTo
+            recipientStatus: statuses, replyTo: body.replyTo, mentions: body.mentions
         )
         return MessageRecord(
             message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9),

@@ -1,4 +1,5 @@
 import Foundation
+import LaminaMerge
 import LaminaModel
 
 /// One conversation of a snapshot (SPEC §6.3): the conversation as it is, its latest message
@@ -19,6 +20,8 @@ package struct FeedSnapshot: Sendable {
     package var identities: [UserID: StoredIdentity] = [:]
     /// The users the user blocks.
     package var blocked: [UserID] = []
+    /// The notification levels the user set, by conversation (SPEC §6.10).
+    package var notificationLevels: [ConversationID: NotificationSetting] = [:]
 }
 
 extension StorageReader {
@@ -37,7 +40,7 @@ extension StorageReader {
         }
         return FeedSnapshot(
             head: head, conversations: out, identities: try identities(of: followedUsers(of: user)),
-            blocked: blocked.sorted())
+            blocked: blocked.sorted(), notificationLevels: try notificationSettings(of: user))
     }
 
     /// A message as `viewer` is shown it (statuses as `history` reports them).

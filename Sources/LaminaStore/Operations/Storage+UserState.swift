@@ -20,6 +20,9 @@ extension UserStateChange {
         // One per follower and followed, keyed as a block is.
         case .follow(let f):
             (Int64(kind), "\(f.follower.rawValue.utf8.count):\(f.follower.rawValue)\(f.followed.rawValue)")
+        // Not used: the level's own table is its register (`applyNotificationLevel`).
+        case .notificationLevel(let n):
+            (Int64(kind), "\(n.user.rawValue)\u{0}\(n.conversationID.uuid.uuidString.lowercased())")
         }
     }
 }
@@ -82,7 +85,7 @@ extension StorageReader {
         for row in try db.rows("SELECT follower, followed FROM follows ORDER BY follower, followed") {
             text += "f \(row["follower"] as String) \(row["followed"] as String)\n"
         }
-        return text
+        return text + (try replicatedNotificationLevels())
     }
 }
 

@@ -90,6 +90,7 @@ enum PostgresSchema {
         (ChannelContentSchema.migration, ChannelContentSchema.postgres),
         (ReactionSchema.migration, ReactionSchema.postgres),
         (ThreadSchema.migration, ThreadSchema.postgres),
+        (NotificationLevelSchema.migration, NotificationLevelSchema.postgres),
         (MessageSearchSchema.migration, MessageSearchSchema.postgres),
     ]
 

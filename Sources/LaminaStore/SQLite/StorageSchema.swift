@@ -89,6 +89,9 @@ enum StorageSchema {
         migrator.registerMigration(ThreadSchema.migration) { db in
             for statement in ThreadSchema.sqlite { try db.execute(sql: statement) }
         }
+        migrator.registerMigration(NotificationLevelSchema.migration) { db in
+            for statement in NotificationLevelSchema.sqlite { try db.execute(sql: statement) }
+        }
         migrator.registerMigration(MessageSearchSchema.migration) { db in
             for statement in MessageSearchSchema.sqlite { try db.execute(sql: statement) }
             try MessageSearchSchema.backfill(SQLiteSession(db))

@@ -1,0 +1,43 @@
+import Foundation
+import LaminaMerge
+import LaminaModel
+import LaminaWire
+
+extension LaminaClient {
+    /// Sets how much of `conversation` notifies this user on all their devices (SPEC §6.10): its
+    /// pushes and whether it counts in the badge. `.all` every message (the default), `.mentions`
+    /// only messages that mention the user, `.none` nothing; `until` ends the level (then it is
+    /// `.all` again), nil keeps it. Applied to the local store at once
+    /// (``StoredConversation/notificationLevel``) and queued for the node like every other
+    /// conversation command, so it works offline. Needs a conversation the node knows (one
+    /// created on this device reaches the node with its first message).
+    public func setNotificationLevel(_ level: NotificationLevel, for conversation: ConversationID, until: Date? = nil)
+        throws(ClientError)
+    {
+        let stored = try existingConversation(conversation)
+        guard try nodeKnows(stored) else {
+            throw ClientError(
+                .notAllowed, "conversation \(stored.id) has not reached the node yet: send its first message first")
+        }
+        let end = until.map(Timestamp.init)
+        let frame = Frame.setNotificationLevel(
+            SetNotificationLevel(requestID: UUID(), conversationID: stored.id, level: level, until: end))
+        try commit([.notificationLevel(stored.id, level, until: end)], command: frame, about: stored)
+    }
+}
+
+extension QueryPredicate {
+    /// Messages that mention `user` (the messages query's `mentions` property, SPEC §3.17).
+    public static func mentioning(_ user: UserID) -> QueryPredicate {
+        .compare(MessageProperty.mentions, .contains, .user(user))
+    }
+}
+
+extension LaminaClient {
+    /// The query of the messages held here that mention this user, newest first.
+    public var messagesMentioningMe: Query<StoredMessage> {
+        Query(
+            predicate: .mentioning(user),
+            sortDescriptors: [QuerySortDescriptor(MessageProperty.position, ascending: false)])
+    }
+}
