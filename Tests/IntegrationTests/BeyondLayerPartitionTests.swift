@@ -1,0 +1,153 @@
+import Foundation
+import LaminaClient
+import LaminaMerge
+import LaminaModel
+import LaminaNode
+import LaminaWire
+import Testing
+
+/// Issue 38's must-show: during a peer partition both sides react, edit, reply and mute, and
+/// once the link heals every node and every device ends identical, by the rules in LaminaMerge
+/// (`ReactionSet`, the part register, `ThreadSummary`, `NotificationSetting`). Node B dials
+/// node A through a proxy the test cuts. Alice has a device on each node; Bob is on B.
+@Suite struct BeyondLayerPartitionTests {
+    /// What a device shows of a message, in a form two devices can compare.
+    struct Shown: Equatable, CustomStringConvertible {
+        var texts: [String]
+        var reactions: [String: Set<UserID>]
+        var replyTo: MessageID?
+        var replies: Int
+        var edited: Bool
+
+        var description: String {
+            "\(texts) reactions \(reactions.mapValues { $0.sorted() }) replyTo \(replyTo.map(\.description) ?? "-") replies \(replies) edited \(edited)"
+        }
+    }
+
+    static func shown(_ client: LaminaClient, _ id: MessageID) throws -> Shown? {
+        guard let stored = try client.message(id) else { return nil }
+        return Shown(
+            texts: stored.message.parts.map { part in
+                if case .inline(let bytes) = part.content { return String(decoding: bytes, as: UTF8.self) }
+                return "<\(part.mimeType)>"
+            },
+            reactions: stored.reactions, replyTo: stored.replyTo, replies: stored.threadReplyCount,
+            edited: stored.editedAt != nil)
+    }
+
+    static func text(_ value: String) throws -> MessagePart { try MessagePart(text: value) }
+
+    @Test func bothSidesReactEditReplyAndMuteDuringAPartitionAndEveryReplicaEndsTheSame() async throws {
+        let certificates = Fixtures.temporaryDirectory("beyond-partition-certs")
+        let nodeA = PeerReplicationTests.nodeA
+        let nodeB = PeerReplicationTests.nodeB
+        let a = try await TestNode.start("beyond-partition-a") { c in
+            c.nodeID = nodeA.rawValue
+            c.adminPort = 0
+            c.peers = try! DevelopmentCluster.settings(for: nodeA, port: 0, peers: [], in: certificates)
+        }
+        let proxy = try await TCPProxy.start(to: a.server.peers!.transport.port)
+        let b = try await TestNode.start("beyond-partition-b") { c in
+            c.nodeID = nodeB.rawValue
+            c.peers = try! DevelopmentCluster.settings(
+                for: nodeB, port: 0, peers: ["https://127.0.0.1:\(proxy.port)"], in: certificates)
+            c.peers.reconnectMinimumMilliseconds = 20
+            c.peers.reconnectMaximumMilliseconds = 200
+        }
+        let alice = try ClientHarness.device("alice", on: a)
+        let aliceOnB = try ClientHarness.device("alice", on: b)
+        let bob = try ClientHarness.device("bob", on: b)
+        let devices = [alice, aliceOnB, bob]
+        for (client, node) in [(alice, a), (aliceOnB, b), (bob, b)] { try await ClientHarness.connect(client, on: node) }
+
+        // Before the cut: a conversation, a message each, alice's 👍 on bob's; every device has them.
+        let group = try alice.newConversation(
+            participants: ["bob"], options: ConversationOptions(isDistinct: false)
+        ).id
+        let root = try alice.send(alice.newMessage(parts: [try Self.text("the root")]), in: group).id
+        let bobs = try bob.send(bob.newMessage(parts: [try Self.text("bob's")]), in: group).id
+        for client in devices {
+            _ = try await client.waitForCreation(of: root, timeout: .seconds(30))
+            _ = try await client.waitForCreation(of: bobs, timeout: .seconds(30))
+        }
+        try alice.react("👍", to: bobs)
+        try await ClientHarness.waitUntil(aliceOnB, "alice's 👍 at her device on B") {
+            try Self.shown(aliceOnB, bobs)?.reactions["👍"] == ["alice"]
+        }
+
+        proxy.cut()
+        // Side A: alice takes her 👍 back and gives it again (a new add), edits her root, replies
+        // to it and mutes the conversation.
+        try alice.unreact("👍", from: bobs)
+        try alice.react("👍", to: bobs)
+        try alice.edit(root, parts: [try Self.text("the root, edited on A")])
+        let replyOnA = try alice.send(
+            alice.newMessage(parts: [try Self.text("a reply on A")], replyTo: root), in: group
+        ).id
+        try alice.setNotificationLevel(.none, for: group)
+        // Side B: alice's other device takes back the 👍 it knew of (the first add only) and
+        // edits the same root; bob reacts, replies, mentions alice and hears only mentions.
+        try aliceOnB.unreact("👍", from: bobs)
+        try aliceOnB.edit(root, parts: [try Self.text("the root, edited on B")])
+        try bob.react("❤️", to: root)
+        try bob.react("👍", to: bobs)
+        let replyOnB = try bob.send(
+            bob.newMessage(parts: [try Self.text("a reply on B")], replyTo: root, mentions: ["alice"]), in: group
+        ).id
+        try bob.setNotificationLevel(.mentions, for: group)
+        // Every command acknowledged by its own side's node.
+        for client in devices {
+            try await ClientHarness.waitUntil(client, "\(client.user)'s outbox to drain on its side") {
+                try client.store.outboxEntries().isEmpty
+            }
+        }
+        let digests = try await [a, b].asyncMap { try await $0.server.engine.convergenceDigest().overall }
+        #expect(digests[0] != digests[1], "the nodes converged through the partition")
+
+        proxy.heal()
+        #expect(try await PeerReplicationTests.converged([a, b], within: .seconds(60)), "the nodes never converged")
+
+        // The nodes hold the same notification levels (each user's last write wins).
+        let levels = try await [a, b].asyncMap { node in
+            try await node.server.store.read { r in
+                try ["alice", "bob"].map { (user: UserID) in try r.notificationSetting(of: user, in: group).current }
+            }
+        }
+        #expect(levels[0] == levels[1])
+        #expect(levels[0].map { $0?.level } == [NotificationLevel.none, .mentions])
+
+        // Every device shows every message the same way.
+        let ids = [root, bobs, replyOnA, replyOnB]
+        for id in ids { for client in devices { _ = try await client.waitForCreation(of: id, timeout: .seconds(30)) } }
+        for client in devices {
+            try await ClientHarness.waitUntil(client, "\(client.user)'s device to show what alice's shows") {
+                let now = try ids.map { try Self.shown(client, $0) }
+                let there = try ids.map { try Self.shown(alice, $0) }
+                return now == there
+            }
+        }
+        let final = try ids.map { try #require(try Self.shown(alice, $0)) }
+        // The add made on A after its remove survives the concurrent remove on B (add wins);
+        // bob's 👍 and ❤️ are there; the root carries both replies, each pointing at it; the root
+        // was edited (one of the two edits won, the same everywhere).
+        #expect(final[1].reactions["👍"] == ["alice", "bob"], "\(final[1])")
+        #expect(final[0].reactions["❤️"] == ["bob"], "\(final[0])")
+        #expect(final[0].replies == 2 && final[2].replyTo == root && final[3].replyTo == root, "\(final)")
+        #expect(final[0].edited && ["the root, edited on A", "the root, edited on B"].contains(final[0].texts.first ?? ""))
+        // Alice's two devices agree on her level; bob's device on his.
+        try await ClientHarness.waitUntil(aliceOnB, "alice's level on her device on B") {
+            try aliceOnB.conversation(group)?.notificationLevel == NotificationLevel.none
+        }
+        #expect(try alice.conversation(group)?.notificationLevel == NotificationLevel.none)
+        #expect(try bob.conversation(group)?.notificationLevel == .mentions)
+        // The mention reached alice's devices with the reply.
+        for client in [alice, aliceOnB] {
+            #expect(try client.message(replyOnB)?.message.mentions == ["alice"])
+        }
+
+        for client in devices { try await client.close() }
+        await b.stop()
+        await a.stop()
+        await proxy.stop()
+    }
+}
