@@ -166,4 +166,25 @@ import Testing
         for client in [f.bob, f.carol] { try await client.close() }
         await f.node.stop()
     }
+
+    /// A peer indexes the messages it replicates (they are stored by the same append path) and
+    /// drops those deleted for everyone: node B's Server API finds what was sent on node A.
+    @Test func aPeerFindsWhatItReplicated() async throws {
+        let (a, b, _) = try await PeerReplicationTests.cluster("node-search-peers")
+        let bob = try ClientHarness.device("bob", on: a)
+        try await ClientHarness.connect(bob, on: a)
+        let conversation = try bob.newConversation(
+            participants: ["alice"], options: ConversationOptions(isDistinct: false)
+        ).id
+        let message = try Self.send(bob, "replicated rhubarb tart", in: conversation)
+        try await Self.waitForNode(b, "the message on node B") { r in try r.message(message) != nil }
+        let onB = CurlAPI(b.server, http: .http2)
+        #expect(Self.ids(try await onB.request("GET", "/users/alice/messages?search=rhubarb")) == Self.ids([message]))
+        try bob.delete(message, mode: .allParticipants)
+        try await Self.waitForNode(b, "the deletion on node B") { r in try r.message(message)?.isDeleted == true }
+        #expect(try await onB.request("GET", "/users/alice/messages?search=rhubarb").array.isEmpty)
+        try await bob.close()
+        await b.stop()
+        await a.stop()
+    }
 }
