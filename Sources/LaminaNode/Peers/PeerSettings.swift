@@ -24,9 +24,10 @@ public struct PeerSettings: Sendable, Hashable, Codable {
     public var keyFile: String?
     /// Reconnect backoff after a failed or lost session: doubles from the first to the last,
     /// each wait drawn between half and all of it (jitter). A link that came up starts again
-    /// from the first.
+    /// from the first. The last is 1 s: with the connect timeout, a healed link is redialed
+    /// within about 2 s (a dial a second costs a peer nothing worth saving during an outage).
     public var reconnectMinimumMilliseconds = 100
-    public var reconnectMaximumMilliseconds = 2_000
+    public var reconnectMaximumMilliseconds = 1_000
     /// A dial whose TCP connection is not up within this long is given up (and retried after
     /// the backoff): a SYN lost to a partition is not left to the kernel's retransmissions
     /// (1 s, 3 s, 7 s, ... after the first), so a healed link is back within about this plus the
