@@ -47,10 +47,10 @@ public enum MessageBodyCoding {
                         return .failure(WireError(.malformed, "\(reader.readableBytes) bytes follow a message body"))
                     }
                     return .success((parts, push, mentions, replyTo))
-            } catch {
-                return .failure(error)
+                } catch {
+                    return .failure(error)
+                }
             }
-        }
         return try result.get()
     }
 }

@@ -387,6 +387,7 @@ enum Table {
         add(
             &out, .authenticated, "SEARCH_MESSAGES (without bit 19)", byName["SEARCH_MESSAGES"]!, notAgreed,
             features: FeatureSet.all.subtracting(.messageSearch))
+        add(
             &out, .authenticated, "SEND_REPLY (without bit 15)", byName["SEND_REPLY"]!, notAgreed,
             features: FeatureSet.all.subtracting(.replies))
         add(

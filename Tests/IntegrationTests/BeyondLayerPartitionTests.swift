@@ -58,7 +58,9 @@ import Testing
         let aliceOnB = try ClientHarness.device("alice", on: b)
         let bob = try ClientHarness.device("bob", on: b)
         let devices = [alice, aliceOnB, bob]
-        for (client, node) in [(alice, a), (aliceOnB, b), (bob, b)] { try await ClientHarness.connect(client, on: node) }
+        for (client, node) in [(alice, a), (aliceOnB, b), (bob, b)] {
+            try await ClientHarness.connect(client, on: node)
+        }
 
         // Before the cut: a conversation, a message each, alice's 👍 on bob's; every device has them.
         let group = try alice.newConversation(
@@ -133,7 +135,8 @@ import Testing
         #expect(final[1].reactions["👍"] == ["alice", "bob"], "\(final[1])")
         #expect(final[0].reactions["❤️"] == ["bob"], "\(final[0])")
         #expect(final[0].replies == 2 && final[2].replyTo == root && final[3].replyTo == root, "\(final)")
-        #expect(final[0].edited && ["the root, edited on A", "the root, edited on B"].contains(final[0].texts.first ?? ""))
+        #expect(
+            final[0].edited && ["the root, edited on A", "the root, edited on B"].contains(final[0].texts.first ?? ""))
         // Alice's two devices agree on her level; bob's device on his.
         try await ClientHarness.waitUntil(aliceOnB, "alice's level on her device on B") {
             try aliceOnB.conversation(group)?.notificationLevel == NotificationLevel.none

@@ -321,7 +321,8 @@ struct CommandContext {
         // SPEC §3.17: mentions of users who are not participants now are dropped, not refused.
         let message = Message(
             id: f.messageID, conversationID: id, sender: user, parts: f.parts, sentAt: now, position: position,
-            push: f.push, recipientStatus: statuses, replyTo: f.replyTo, mentions: f.mentions.intersection(participants))
+            push: f.push, recipientStatus: statuses, replyTo: f.replyTo, mentions: f.mentions.intersection(participants)
+        )
         try message.validate()
         if let refused = try ContentReferenceCheck.check(
             message.parts, sender: user, contentOwner: contentOwner, in: tx.read)
