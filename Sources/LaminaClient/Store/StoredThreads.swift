@@ -62,13 +62,27 @@ extension WriteContext {
     }
 
     /// A reply got its position here (arrived, or its send was acknowledged): its root, when
-    /// held, counts it unless the root's summary already does (it reports a last reply at or
-    /// after this one: `ThreadSummary` counts replies up to its last).
+    /// held, counts it. A reply after the summary's last one adds one. One at or before it (a
+    /// report that already counts it, or a reply that arrives late: made on the other side of a
+    /// healed partition) leaves the count alone unless this device now holds more replies to
+    /// the root than the summary counts, so devices holding the same replies show the same
+    /// count whatever order they arrived in.
     func countReply(_ reply: Message) throws {
         guard let root = reply.replyTo, let at = reply.position, let stored = try StoreReader.message(db, root) else {
             return
         }
-        if let thread = stored.message.thread, thread.lastReplyAt >= at { return }
+        if let thread = stored.message.thread, thread.lastReplyAt >= at {
+            let held =
+                try Int64.fetchOne(
+                    db,
+                    sql: "SELECT COUNT(*) FROM message WHERE reply_to = ? AND pos_physical IS NOT NULL",
+                    arguments: [StoreCoding.blob(root)]) ?? 0
+            guard held > Int64(clamping: thread.replyCount) else { return }
+            var after = stored
+            after.message.thread?.replyCount = UInt64(held)
+            try updateMessage(from: stored, to: after)
+            return
+        }
         var after = stored
         after.message.thread = MessageThread(
             replyCount: (stored.message.thread?.replyCount ?? 0) + 1, lastReply: reply.id, lastReplyAt: at)
