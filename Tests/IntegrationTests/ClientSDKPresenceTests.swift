@@ -50,7 +50,14 @@ import Testing
         }
         #expect(alice.presence(of: Self.alice)?.status == .invisible)
         try await alice.setPresence(.away)
-        try await bobEvents.wait("alice away at bob's SDK") { _ in bob.presence(of: Self.alice)?.status == .away }
+        // The event, not only the state: the recorder may get it a moment after the state changed.
+        try await bobEvents.wait("alice away at bob's SDK") { events in
+            events.contains { event in
+                if case .presence(let p) = event { return p.user == Self.alice && p.presence.status == .away }
+                return false
+            }
+        }
+        #expect(bob.presence(of: Self.alice)?.status == .away)
         let seenStatuses = bobEvents.all.compactMap { event -> PresenceStatus? in
             if case .presence(let p) = event, p.user == Self.alice { return p.presence.status }
             return nil
