@@ -104,6 +104,6 @@ import Testing
         guard let text = value as? String,
             let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         else { return nil }
-        return Int64((date.timeIntervalSince1970 * 1_000).rounded(.down))
+        return Int64((date.timeIntervalSince1970 * 1_000).rounded())  // nearest: .851 s parses as 850.9998 ms
     }
 }
