@@ -17,21 +17,7 @@ import Testing
     static let dave: UserID = "dave"
 
     @Test func aPeersMessagesAndJoinsReachTheOtherNodeOnTheStore() async throws {
-        let database = try PostgresTestCluster.newDatabase()
-        let certificates = Fixtures.temporaryDirectory("pg-peer-channels-certs")
-        let nodeA = PeerReplicationTests.nodeA
-        let nodeB = PeerReplicationTests.nodeB
-        let a = try await TestNode.start("pg-peer-channels-a") { c in
-            c.nodeID = nodeA.rawValue
-            c.adminPort = 0
-            c.peers = try! DevelopmentCluster.settings(for: nodeA, port: 0, peers: [], in: certificates)
-        }
-        let aPeers = "https://127.0.0.1:\(a.server.peers!.transport.port)"
-        let b1 = try await SharedPostgresNodesTests.node("pg-peer-channels-b1", on: database) { c in
-            c.nodeID = nodeB.rawValue
-            c.peers = try! DevelopmentCluster.settings(for: nodeB, port: 0, peers: [aPeers], in: certificates)
-        }
-        let b2 = try await SharedPostgresNodesTests.node("pg-peer-channels-b2", on: database, trusting: b1)
+        let (a, b1, b2) = try await PeerOfSharedStoreTests.nodes("pg-peer-channels")
 
         let alice = try await a.session(Self.alice, device: UUID())
         let bob = try await b2.session(Self.bob, device: UUID())

@@ -13,22 +13,29 @@ import Testing
 /// at its own next command, also when they advance no feed. Node A (SQLite) peers with B1; B2
 /// shares B1's store and has no link.
 @Suite struct PeerOfSharedStoreTests {
-    @Test func whatTheUnlinkedNodeCommitsReachesThePeerWithoutTheLinkedNodesHelp() async throws {
+    /// Node A (SQLite, listening for peers), B1 on a fresh PostgreSQL database dialing A, and B2
+    /// on the same database with no peer link.
+    static func nodes(_ name: String) async throws -> (a: TestNode, b1: TestNode, b2: TestNode) {
         let database = try PostgresTestCluster.newDatabase()
-        let certificates = Fixtures.temporaryDirectory("pg-peer-shared-certs")
+        let certificates = Fixtures.temporaryDirectory("\(name)-certs")
         let nodeA = PeerReplicationTests.nodeA
         let nodeB = PeerReplicationTests.nodeB
-        let a = try await TestNode.start("pg-peer-shared-a") { c in
+        let a = try await TestNode.start("\(name)-a") { c in
             c.nodeID = nodeA.rawValue
             c.adminPort = 0
             c.peers = try! DevelopmentCluster.settings(for: nodeA, port: 0, peers: [], in: certificates)
         }
         let aPeers = "https://127.0.0.1:\(a.server.peers!.transport.port)"
-        let b1 = try await SharedPostgresNodesTests.node("pg-peer-shared-b1", on: database) { c in
+        let b1 = try await SharedPostgresNodesTests.node("\(name)-b1", on: database) { c in
             c.nodeID = nodeB.rawValue
             c.peers = try! DevelopmentCluster.settings(for: nodeB, port: 0, peers: [aPeers], in: certificates)
         }
-        let b2 = try await SharedPostgresNodesTests.node("pg-peer-shared-b2", on: database, trusting: b1)
+        let b2 = try await SharedPostgresNodesTests.node("\(name)-b2", on: database, trusting: b1)
+        return (a, b1, b2)
+    }
+
+    @Test func whatTheUnlinkedNodeCommitsReachesThePeerWithoutTheLinkedNodesHelp() async throws {
+        let (a, b1, b2) = try await Self.nodes("pg-peer-shared")
 
         // A channel of alice's (on A) reaches the store of B1 and B2; bob joins it through B2.
         let alice = try await a.session("alice", device: UUID())
