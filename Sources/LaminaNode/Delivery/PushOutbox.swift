@@ -61,9 +61,12 @@ final class PushOutbox: Sendable {
         // late (replication after a partition) is not pushed once that has passed.
         let expiresAt = Timestamp(millisecondsSince1970: (message.sentAt ?? now).millisecondsSince1970 + lifetime)
         guard expiresAt > now else { return }
-        // Each recipient's notification level of the conversation, in force now (SPEC §6.10).
-        let notified = try Self.notified(recipients.filter { $0 != message.sender }, by: message, in: tx, at: now)
-        try queue(id: message.id, to: notified, kinds: kinds, expiresAt: expiresAt, in: tx, at: now) { user in
+        // Each recipient's notification level of the conversation, in force now (SPEC §6.10): read
+        // only when some recipient has a device to push to (most sends reach everyone online).
+        try queue(
+            id: message.id, to: recipients.filter { $0 != message.sender }, kinds: kinds, expiresAt: expiresAt,
+            in: tx, at: now, keep: { users in try Self.notified(users, by: message, in: tx, at: now) }
+        ) { user in
             var notification = PushNotification(message: message, badge: 0)
             if let override = overrides[user] { notification.apply(override) }
             return notification
@@ -89,9 +92,11 @@ final class PushOutbox: Sendable {
     }
 
     /// One queue row per offline device of `recipients` with a token of a configured provider.
+    /// `keep`: of the users with a device to push to, those to push to (nil: all of them).
     private func queue(
         id: MessageID, to recipients: Set<UserID>, kinds: Set<PushToken.Kind>, expiresAt: Timestamp,
-        in tx: StorageTransaction, at now: Timestamp, notification: (UserID) -> PushNotification
+        in tx: StorageTransaction, at now: Timestamp, keep: ((Set<UserID>) throws -> Set<UserID>)? = nil,
+        notification: (UserID) -> PushNotification
     ) throws {
         let live = isLive.withLockedValue { $0 }?.check
         let tokens = try tx.read.pushTokens(of: recipients.sorted())
@@ -100,6 +105,10 @@ final class PushOutbox: Sendable {
             // Several nodes: a device with a live session on another node gets no push either.
             let elsewhere = try tx.read.devicesLiveOnAnyNode(of: Set(offline.map(\.user)).sorted())
             offline.removeAll { elsewhere[$0.user]?.contains($0.device) == true }
+        }
+        if let keep, !offline.isEmpty {
+            let kept = try keep(Set(offline.map(\.user)))
+            offline.removeAll { !kept.contains($0.user) }
         }
         let byUser = Dictionary(grouping: offline, by: \.user)
         for (user, devices) in byUser.sorted(by: { $0.key < $1.key }) {
