@@ -228,31 +228,11 @@ extension FetchHistory {
             b.writeInteger(2, as: UInt8.self)
             b.writeVarint(UInt64(n))
         case .pageAfter(let after, let count):
-            guard (1...Self.maxPageCount).contains(count) else {
-                throw WireError(
-                    .invalidArgument, "a history page asks for 1...\(Self.maxPageCount) messages, not \(count)")
-            }
             b.writeInteger(3, as: UInt8.self)
-            b.writeVarint(UInt64(count))
-            if let after {
-                b.writeInteger(1, as: UInt8.self)
-                b.writeHLC(after)
-            } else {
-                b.writeInteger(0, as: UInt8.self)
-            }
+            try Self.writePage(count: count, after: after, of: ("a history page", "messages"), into: &b)
         case .thread(let root, let after, let count):
-            guard (1...Self.maxPageCount).contains(count) else {
-                throw WireError(
-                    .invalidArgument, "a thread page asks for 1...\(Self.maxPageCount) replies, not \(count)")
-            }
             b.writeInteger(4, as: UInt8.self)
-            b.writeVarint(UInt64(count))
-            if let after {
-                b.writeInteger(1, as: UInt8.self)
-                b.writeHLC(after)
-            } else {
-                b.writeInteger(0, as: UInt8.self)
-            }
+            try Self.writePage(count: count, after: after, of: ("a thread page", "replies"), into: &b)
             b.writeID(root)
         }
         if let before {
@@ -261,6 +241,38 @@ extension FetchHistory {
         } else {
             b.writeInteger(0, as: UInt8.self)
         }
+    }
+
+    /// A page's `count` (1 to `maxPageCount`, else `invalid-argument`: SPEC §6.3) and optional
+    /// start, as policies 3 (page-after) and 4 (thread) carry them; `what` names the page and its
+    /// items for the error.
+    private static func writePage(
+        count: UInt32, after: MessagePosition?, of what: (page: String, items: String), into b: inout ByteBuffer
+    ) throws(WireError) {
+        guard (1...maxPageCount).contains(count) else {
+            throw WireError(.invalidArgument, "\(what.page) asks for 1...\(maxPageCount) \(what.items), not \(count)")
+        }
+        b.writeVarint(UInt64(count))
+        if let after {
+            b.writeInteger(1, as: UInt8.self)
+            b.writeHLC(after)
+        } else {
+            b.writeInteger(0, as: UInt8.self)
+        }
+    }
+
+    private static func readPage(
+        of what: (page: String, items: String), field: StaticString, from b: inout PayloadReader
+    )
+        throws(WireError) -> (count: UInt32, after: MessagePosition?)
+    {
+        let count = try b.readVarint32(field)
+        // SPEC §6.3: "`count` is 1 to 10,000, anything else `invalid-argument`".
+        guard (1...maxPageCount).contains(count) else {
+            throw WireError(.invalidArgument, "\(what.page) asks for 1...\(maxPageCount) \(what.items), not \(count)")
+        }
+        let after = try b.readPresence("the page's start") ? try b.readHLC("the page's start") : nil
+        return (count, after)
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> FetchHistory {
@@ -277,20 +289,12 @@ extension FetchHistory {
             guard n > 0 else { throw WireError(.invalidArgument, "a last-N history fetch needs N >= 1") }
             policy = .lastN(n)
         case 3:
-            let count = try b.readVarint32("the page's message count")
-            // SPEC §6.3: "`count` is 1 to 10,000, anything else `invalid-argument`".
-            guard (1...maxPageCount).contains(count) else {
-                throw WireError(.invalidArgument, "a history page asks for 1...\(maxPageCount) messages, not \(count)")
-            }
-            let after = try b.readPresence("the page's start") ? try b.readHLC("the page's start") : nil
+            let (count, after) = try readPage(
+                of: ("a history page", "messages"), field: "the page's message count", from: &b)
             policy = .pageAfter(after, count: count)
         case 4:
-            let count = try b.readVarint32("the page's reply count")
-            // SPEC §6.3: as policy 3, "`count` is 1 to 10,000, anything else `invalid-argument`".
-            guard (1...maxPageCount).contains(count) else {
-                throw WireError(.invalidArgument, "a thread page asks for 1...\(maxPageCount) replies, not \(count)")
-            }
-            let after = try b.readPresence("the page's start") ? try b.readHLC("the page's start") : nil
+            let (count, after) = try readPage(
+                of: ("a thread page", "replies"), field: "the page's reply count", from: &b)
             let root = try b.readID(MessageID.self, "the thread's root")
             policy = .thread(root: root, after: after, count: count)
         default:

@@ -31,26 +31,8 @@ struct DeviceSearchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var random = SystemRandomNumberGenerator()
-        let words = (0..<vocabulary).map { Self.word($0) }
-        // Zipf-like: word k drawn with weight 1/(k+1), by inverse transform over the harmonic sums.
-        var sums: [Double] = []
-        var total = 0.0
-        for k in 0..<vocabulary {
-            total += 1 / Double(k + 1)
-            sums.append(total)
-        }
-        func draw() -> String {
-            let x = Double.random(in: 0..<total, using: &random)
-            var lo = 0
-            var hi = sums.count - 1
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if sums[mid] < x { lo = mid + 1 } else { hi = mid }
-            }
-            return words[lo]
-        }
-        let texts = (0..<messages).map { _ in (0..<Int.random(in: 8...24)).map { _ in draw() }.joined(separator: " ") }
+        var words = SearchVocabulary(size: vocabulary)
+        let texts = (0..<messages).map { _ in words.text() }
 
         let indexed = try fill(texts, dropIndex: false)
         let plain = try fill(texts, dropIndex: true)
@@ -74,13 +56,7 @@ struct DeviceSearchCommand: AsyncParsableCommand {
         var found = 0
         let clock = ContinuousClock()
         for q in 0..<queries {
-            let text: String
-            switch q % 4 {
-            case 0: text = words[Int.random(in: 0..<min(50, vocabulary), using: &random)]
-            case 1: text = words[Int.random(in: vocabulary / 2..<vocabulary, using: &random)]
-            case 2: text = draw() + " " + draw()
-            default: text = String(draw().prefix(3))
-            }
+            let text = words.query(q)
             let started = clock.now
             let hits = try indexed.store.searchMessages(MessageSearch(text, limit: limit))
             latencies.append(Double((clock.now - started) / .microseconds(1)))
@@ -106,21 +82,6 @@ struct DeviceSearchCommand: AsyncParsableCommand {
     /// what the SDK does not expose: the index's pages, its triggers).
     static func onFile<T>(_ store: LocalStore, _ body: (Database) throws -> T) throws -> T {
         try DatabaseQueue(path: store.location.databaseURL.path).write(body)
-    }
-
-    /// A pronounceable word for index `k` (distinct for distinct k).
-    static func word(_ k: Int) -> String {
-        let consonants = Array("bcdfghjklmnprstvz")
-        let vowels = Array("aeiou")
-        var n = k
-        var out = ""
-        repeat {
-            out.append(consonants[n % consonants.count])
-            n /= consonants.count
-            out.append(vowels[n % vowels.count])
-            n /= vowels.count
-        } while n > 0
-        return out
     }
 
     /// A fresh store filled with `texts` as synced messages; `dropIndex` removes the index's

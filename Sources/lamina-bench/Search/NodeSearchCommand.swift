@@ -46,23 +46,7 @@ struct NodeSearchCommand: AsyncParsableCommand {
 
     func run() async throws {
         var random = SystemRandomNumberGenerator()
-        let words = (0..<vocabulary).map { DeviceSearchCommand.word($0) }
-        var sums: [Double] = []
-        var total = 0.0
-        for k in 0..<vocabulary {
-            total += 1 / Double(k + 1)
-            sums.append(total)
-        }
-        func draw() -> String {
-            let x = Double.random(in: 0..<total, using: &random)
-            var lo = 0
-            var hi = sums.count - 1
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if sums[mid] < x { lo = mid + 1 } else { hi = mid }
-            }
-            return words[lo]
-        }
+        var words = SearchVocabulary(size: vocabulary)
 
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "lamina-node-search-\(UUID().uuidString.prefix(8))", isDirectory: true)
@@ -110,7 +94,7 @@ struct NodeSearchCommand: AsyncParsableCommand {
             for k in i..<min(appended, i + batch) {
                 let c = k % conversations
                 let at = UInt64(2_000_000 + k)
-                let text = (0..<Int.random(in: 8...24, using: &random)).map { _ in draw() }.joined(separator: " ")
+                let text = words.text()
                 chunk.append(
                     Message(
                         conversationID: ids[c], sender: members[c][k % 3], parts: [try MessagePart(text: text)],
@@ -136,13 +120,7 @@ struct NodeSearchCommand: AsyncParsableCommand {
         var latencies: [Double] = []
         var found = 0
         for q in 0..<queries {
-            let text: String
-            switch q % 4 {
-            case 0: text = words[Int.random(in: 0..<min(50, vocabulary), using: &random)]
-            case 1: text = words[Int.random(in: vocabulary / 2..<vocabulary, using: &random)]
-            case 2: text = draw() + " " + draw()
-            default: text = String(draw().prefix(3))
-            }
+            let text = words.query(q)
             let user = try UserID("u\(Int.random(in: 0..<users, using: &random))")
             let search = NodeMessageSearch(try MessageSearchTerms(text), limit: limit)
             let started = clock.now
