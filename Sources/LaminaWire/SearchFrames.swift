@@ -13,7 +13,8 @@ import NIOCore
 /// ```
 /// The decoder checks the text's length (over 256 bytes: `limit-exceeded`, fatal); the node
 /// checks its words, `limit` (1 to 200) and `offset + limit` (at most 1,000) and answers a
-/// non-fatal `invalid-argument`. The encoder refuses what the node would.
+/// non-fatal `invalid-argument`. The codec carries any page, so whatever decodes re-encodes to
+/// the same bytes; the SDK checks the page before it sends.
 public struct SearchMessages: Hashable, Sendable {
     public var requestID: UUID
     public var text: String
@@ -32,15 +33,7 @@ public struct SearchMessages: Hashable, Sendable {
         self.offset = offset
     }
 
-    /// Throws `invalid-argument` for a page outside `MessageSearchTerms`' limits.
-    static func checkPage(limit: UInt32, offset: UInt32) throws(WireError) {
-        do { try MessageSearchTerms.validatePage(limit: Int(limit), offset: Int(offset)) } catch {
-            throw WireError(.invalidArgument, error.reason)
-        }
-    }
-
     func encode(into b: inout ByteBuffer) throws(WireError) {
-        try Self.checkPage(limit: limit, offset: offset)
         b.writeUUID(requestID)
         try b.writeString(text, max: MessageSearchTerms.maxTextBytes, "a search text")
         if let conversationID {
