@@ -286,6 +286,25 @@ import Testing
         }
     }
 
+    /// A flush still under way when its session ended takes nothing once the gate is closed,
+    /// so nothing it marks in flight can outlive the engine's requeue (it would never be sent).
+    @Test func anEndedSessionsFlushTakesNothingFromTheOutbox() async throws {
+        try await withStore { store in
+            let ids = (0..<3).map { _ in UUID() }
+            for id in ids { try store.enqueue(OutboxEntry(id: id, kind: "k", payload: [1])) }
+            let gate = SendGate()
+            let first = try await store.dequeueOutboxForSendAsync(limit: 1, gate: gate)
+            #expect(first.map(\.entry.id) == [ids[0]])
+            gate.close()
+            try store.requeueInFlight()
+            #expect(try await store.dequeueOutboxForSendAsync(limit: 10, gate: gate).isEmpty)
+            #expect(try store.outboxEntries().allSatisfy { $0.state == .pending })
+            // The next session's flush takes all of them, the one sent before first.
+            let next = try await store.dequeueOutboxForSendAsync(limit: 10, gate: SendGate())
+            #expect(next.map(\.entry.id) == ids)
+        }
+    }
+
     @Test func applyFailsCleanlyForAnUnknownConversation() async throws {
         try await withStore { store in
             let m = try remoteMessage(in: .random(), at: 1)

@@ -123,11 +123,13 @@ extension LocalStore {
 
     /// As `dequeueOutbox`, through GRDB's async API, resolving in the same transaction where
     /// each entry's conversation is now: the sync session's flush, one trip to the store per batch.
-    func dequeueOutboxForSendAsync(limit: Int) async throws(ClientError) -> [OutboxSend] {
+    /// Nothing is taken once `gate` is closed (the session ended).
+    func dequeueOutboxForSendAsync(limit: Int, gate: SendGate) async throws(ClientError) -> [OutboxSend] {
         guard (1...Self.maxOutboxBatch).contains(limit) else {
             throw ClientError(.invalidSetting, "an outbox batch is 1...\(Self.maxOutboxBatch) entries, not \(limit)")
         }
         return try await writeAsync { ctx in
+            guard gate.isOpen else { return [] }
             var resolved: [UUID: ConversationID] = [:]
             return try Self.dequeue(limit: limit, overtaking: OutboxCommandKind.overtakingUploads, ctx).map { entry in
                 guard let addressed = entry.conversationID else { return OutboxSend(entry: entry, redirect: nil) }

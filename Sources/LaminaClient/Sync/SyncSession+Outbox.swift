@@ -100,7 +100,7 @@ extension SyncSession {
             flushAgain = false
             // One trip to the store: the entries, marked in flight, and where each entry's
             // conversation is now (after distinct merges).
-            let batch = try await store.dequeueOutboxForSendAsync(limit: Self.flushBatch)
+            let batch = try await store.dequeueOutboxForSendAsync(limit: Self.flushBatch, gate: sendGate)
             for send in batch {
                 let entry = send.entry
                 guard entry.payload.count - FrameHeader.size <= maxFrameSize else {

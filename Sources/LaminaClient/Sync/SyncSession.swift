@@ -92,6 +92,8 @@ public actor SyncSession {
     /// Every request sent and not answered yet (SYNC, commands, history, awaited requests).
     var pending = PendingRequests()
     var flushing = false
+    /// Closed when the session ends: see `SendGate`.
+    let sendGate = SendGate()
     var flushAgain = false
     /// The largest frame payload the node accepts (WELCOME; until then the protocol's).
     public private(set) var maxFrameSize = WireLimits.protocolMaxFrameSize
@@ -135,6 +137,7 @@ public actor SyncSession {
     /// Runs the session until the stream ends. Never throws: how it ended is the result.
     public func run() async -> SyncSessionEnd {
         let end = await runSession()
+        sendGate.close()
         retryTask?.cancel()
         retryTask = nil
         enter(.ended)
