@@ -90,8 +90,13 @@ import Testing
         try aliceOnB.edit(id, parts: [one, twoOnB])
         try await ClientHarness.connect(aliceOnB, on: b)
         try await Self.drained(aliceOnB)
-        #expect(try Self.texts(alice, id) == ["one, edited on A", "two", "three, edited on A"])
-        #expect(try Self.texts(aliceOnB, id) == ["one", "two, edited on B"])
+        // Each device shows its own edits (once the echoes of the earlier ones have passed).
+        try await ClientHarness.waitUntil(alice, "alice's edits on A") {
+            try Self.texts(alice, id) == ["one, edited on A", "two", "three, edited on A"]
+        }
+        try await ClientHarness.waitUntil(aliceOnB, "alice's offline edits on B") {
+            try Self.texts(aliceOnB, id) == ["one", "two, edited on B"]
+        }
         let editOnA = try #require(try await Self.register(a, id, part: three.id))
         let removalOnB = try #require(try await Self.register(b, id, part: three.id))
         #expect(editOnA.part == threeOnA && removalOnB.part == nil)
