@@ -104,6 +104,14 @@ import Testing
         proxy.heal()
         #expect(try await PeerReplicationTests.converged([a, b], within: .seconds(60)), "the nodes never converged")
 
+        // The nodes exchanged the edits as kind 74 (both offer bit 20): B logged A's as such.
+        let logged = try await b.server.engine.operations(missingFrom: VersionVector(), limit: 256)
+        let fromA = logged.filter { $0.origin == PeerReplicationTests.nodeA }.compactMap { op -> MessagePartsEdited? in
+            if case .partsEdited(let edited) = op.payload { return edited }
+            return nil
+        }
+        #expect(fromA.map(\.set) == [[one.id], [three.id]], "\(fromA)")
+
         // Part 3: the later reading wins (LaminaMerge's MessagePartsMap), the same everywhere.
         let removed = editOnA.at < removalOnB.at
         let expected = ["one, edited on A", "two, edited on B"] + (removed ? [] : ["three, edited on A"])
