@@ -174,16 +174,6 @@ extension StorageTransaction {
 }
 
 extension StorageReader {
-    /// When a message's parts were last replaced and by whom; nil when never.
-    package func partsUpdate(of id: MessageID) throws(StorageError) -> (hlc: HLCTimestamp, by: UserID)? {
-        guard
-            let row = try db.row(
-                "SELECT hlc_physical, hlc_logical, hlc_node, updated_by FROM message_part_updates WHERE message_id = ?",
-                [Columns.blob(id.uuid)])
-        else { return nil }
-        return (try Columns.hlc(row, "hlc"), try Columns.user(row, "updated_by"))
-    }
-
     /// A message by id, deleted or not.
     package func message(_ id: MessageID) throws(StorageError) -> MessageRecord? {
         guard
