@@ -277,7 +277,7 @@ let package = Package(
         .testTarget(
             name: "LaminaStoreTests",
             dependencies: [
-                "LaminaStore", "LaminaStoreTestSupport", "LaminaTestPostgres", "LaminaModel",
+                "LaminaStore", "LaminaStoreTestSupport", "LaminaTestPostgres", "LaminaModel", "LaminaMerge",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -352,6 +352,14 @@ extension WireJSON {
                 "kind": .string("distinct-created"), "conversation": .conversation(d.conversation),
                 "seen": vector(d.seen),
             ])
+        case .partsEdited(let e):
+            return .object([
+                "kind": .string("message-parts-edited"), "conversationID": .uuid(e.conversationID.uuid),
+                "messageID": .uuid(e.messageID.uuid), "parts": .array(e.parts.map(WireJSON.part)),
+                "set": .array(e.parts.filter { e.set.contains($0.id) }.map { .uuid($0.id) }),
+                "removed": .array(MessagePartsEdited.ascending(e.removed).map { .uuid($0) }),
+                "by": .string(e.by.rawValue), "at": .hlc(e.at),
+            ])
         case .user(let u):
             var o: [String: WireJSON] = [:]
             switch u {

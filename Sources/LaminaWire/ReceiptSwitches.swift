@@ -118,7 +118,7 @@ extension ReplicatedOperation {
             let mapped = ChangeEvent.conversationCreated(creation.conversation).withSingleReceiptsFlag
             if case .conversationCreated(let c) = mapped { creation.conversation = c }
             out.payload = .distinctCreation(creation)
-        case .user:
+        case .user, .partsEdited:
             break
         }
         return out

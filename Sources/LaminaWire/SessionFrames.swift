@@ -51,6 +51,9 @@ public struct FeatureSet: OptionSet, Hashable, Sendable {
     public static let notificationLevels = FeatureSet(rawValue: 1 << 18)
     /// SEARCH_MESSAGES is accepted: a full-text search of the user's messages on the node (§6.3).
     public static let messageSearch = FeatureSet(rawValue: 1 << 19)
+    /// Peers: part edits replicate per part, as REPLICATE kind 74 (SPEC §6.2, §6.5); a peer
+    /// without it gets kind 11 with the whole list. Offered in PEER_HELLO only.
+    public static let perPartEdits = FeatureSet(rawValue: 1 << 20)
 
     /// SYNC with cursor 0 is answered with a snapshot of the user's conversations (with their
     /// latest message and counts) instead of the feed from its first entry (SPEC §6.3).

@@ -138,12 +138,15 @@ public enum ReplicatedEvent: Hashable, Sendable {
     case change(ChangeEvent)
     case user(UserStateChange)
     case distinctCreation(DistinctCreation)
+    /// kind 74: an edit of a message's parts, per part (to peers with feature bit 20).
+    case partsEdited(MessagePartsEdited)
 
     public var kind: UInt8 {
         switch self {
         case .change(let e): e.kind
         case .user(let u): u.kind
         case .distinctCreation: DistinctCreation.kind
+        case .partsEdited: MessagePartsEdited.kind
         }
     }
 }
@@ -156,12 +159,14 @@ extension ReplicatedEvent {
         case .change(let e): try e.encode(into: &b)
         case .user(let u): try u.encode(into: &b)
         case .distinctCreation(let d): try d.encode(into: &b)
+        case .partsEdited(let e): try e.encode(into: &b)
         }
     }
 
     static func decode(from b: inout PayloadReader, _ limits: WireLimits) throws(WireError) -> ReplicatedEvent {
         let kind = try b.peekU8("the event kind")
         if kind == DistinctCreation.kind { return .distinctCreation(try DistinctCreation.decode(from: &b, limits)) }
+        if kind == MessagePartsEdited.kind { return .partsEdited(try MessagePartsEdited.decode(from: &b, limits)) }
         return UserStateChange.isUserStateKind(kind)
             ? .user(try UserStateChange.decode(from: &b, limits)) : .change(try ChangeEvent.decode(from: &b, limits))
     }

@@ -783,6 +783,20 @@ let validVectors: [ValidVector] = [
                     ))
             ]))),
     .init(
+        name: "replicate-parts-edited",
+        description:
+            "REPLICATE of kind 74 (per-part edit, peers with feature bit 20): alice's message 1 now holds parts B1 and B3; the edit set B3 (B1 unchanged) and removed B2, at its reading (SPEC §6.2).",
+        frame: .replicate(
+            Replicate(operations: [
+                ReplicatedOperation(
+                    origin: NodeID(1), counter: 140, hlc: hlc(1_767_225_601_100, 0, 1),
+                    payload: .partsEdited(
+                        MessagePartsEdited(
+                            conversationID: conversation1, messageID: message1,
+                            parts: [text(0xB1, "hello"), text(0xB3, "edited")], set: [u(0xB3)], removed: [u(0xB2)],
+                            by: user("alice"), at: hlc(1_767_225_601_100, 0, 1))))
+            ]))),
+    .init(
         name: "replicate-badge",
         description: "REPLICATE of kind 66 (badge): bob's external unread count set to 300 (a two-byte varint).",
         frame: .replicate(

@@ -465,8 +465,32 @@ let invalidVectors: [InvalidVector] = [
         bytes: B.frame(.changeBatch, B.varint(1) + B.varint(1) + [69]), error: .malformed),
     .init(
         name: "replicate-unknown-kind",
-        description: "REPLICATE whose operation has event kind 72 (kinds 0 to 19 and 64 to 71 are defined).",
+        description: "REPLICATE whose operation has event kind 72 (kinds 0 to 22, 64 to 71, 73 and 74 are defined).",
         bytes: B.replicate([72]), error: .malformed),
+    .init(
+        name: "replicate-parts-edited-removed-unsorted",
+        description: "REPLICATE kind 74 (per-part edit) whose removed part ids B3, B2 are not in ascending order.",
+        bytes: B.replicate(
+            [74] + conv + msg + B.varint(1) + B.textPart(0xB1, [0x68]) + [0] + B.varint(2) + B.uuid(u(0xB3))
+                + B.uuid(u(0xB2)) + B.str("alice") + B.hlc(1_767_225_600_000, 0, 3)), error: .nonCanonical),
+    .init(
+        name: "replicate-parts-edited-removes-listed",
+        description: "REPLICATE kind 74 (per-part edit) that removes part B1, which its list holds.",
+        bytes: B.replicate(
+            [74] + conv + msg + B.varint(1) + B.textPart(0xB1, [0x68]) + [1] + B.varint(1) + B.uuid(u(0xB1))
+                + B.str("alice") + B.hlc(1_767_225_600_000, 0, 3)), error: .malformed),
+    .init(
+        name: "replicate-parts-edited-duplicate-part",
+        description: "REPLICATE kind 74 (per-part edit) whose list names part B1 twice.",
+        bytes: B.replicate(
+            [74] + conv + msg + B.varint(2) + B.textPart(0xB1, [0x68]) + B.textPart(0xB1, [0x69]) + [1, 0]
+                + B.varint(0) + B.str("alice") + B.hlc(1_767_225_600_000, 0, 3)), error: .duplicatePart),
+    .init(
+        name: "replicate-parts-edited-bad-set-flag",
+        description: "REPLICATE kind 74 (per-part edit) whose set flag for part B1 is 02 (not a bool).",
+        bytes: B.replicate(
+            [74] + conv + msg + B.varint(1) + B.textPart(0xB1, [0x68]) + [2] + B.varint(0) + B.str("alice")
+                + B.hlc(1_767_225_600_000, 0, 3)), error: .malformed),
     .init(
         name: "replicate-distinct-not-distinct",
         description: "REPLICATE kind 69 (distinct-created) naming a conversation whose distinct flag is 0.",

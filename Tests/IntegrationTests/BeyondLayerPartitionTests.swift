@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 38's must-show: during a peer partition both sides react, edit, reply and mute, and
 /// once the link heals every node and every device ends identical, by the rules in LaminaMerge
-/// (`ReactionSet`, the part register, `ThreadSummary`, `NotificationSetting`). Node B dials
+/// (`ReactionSet`, `MessagePartsMap`, `ThreadSummary`, `NotificationSetting`). Node B dials
 /// node A through a proxy the test cuts. Alice has a device on each node; Bob is on B.
 @Suite struct BeyondLayerPartitionTests {
     /// What a device shows of a message, in a form two devices can compare.
@@ -66,7 +66,9 @@ import Testing
         let group = try alice.newConversation(
             participants: ["bob"], options: ConversationOptions(isDistinct: false)
         ).id
-        let root = try alice.send(alice.newMessage(parts: [try Self.text("the root")]), in: group).id
+        let first = try Self.text("the root")
+        let second = try Self.text("its second part")
+        let root = try alice.send(alice.newMessage(parts: [first, second]), in: group).id
         for client in devices { _ = try await client.waitForCreation(of: root, timeout: .seconds(30)) }
         let bobs = try bob.send(bob.newMessage(parts: [try Self.text("bob's")]), in: group).id
         for client in devices { _ = try await client.waitForCreation(of: bobs, timeout: .seconds(30)) }
@@ -80,15 +82,16 @@ import Testing
         // to it and mutes the conversation.
         try alice.unreact("👍", from: bobs)
         try alice.react("👍", to: bobs)
-        try alice.edit(root, parts: [try Self.text("the root, edited on A")])
+        try alice.edit(root, parts: [try MessagePart(id: first.id, text: "the root, edited on A"), second])
         let replyOnA = try alice.send(
             alice.newMessage(parts: [try Self.text("a reply on A")], replyTo: root), in: group
         ).id
         try alice.setNotificationLevel(.none, for: group)
         // Side B: alice's other device takes back the 👍 it knew of (the first add only) and
-        // edits the same root; bob reacts, replies, mentions alice and hears only mentions.
+        // edits another part of the same root; bob reacts, replies, mentions alice and hears only
+        // mentions.
         try aliceOnB.unreact("👍", from: bobs)
-        try aliceOnB.edit(root, parts: [try Self.text("the root, edited on B")])
+        try aliceOnB.edit(root, parts: [first, try MessagePart(id: second.id, text: "its second part, edited on B")])
         try bob.react("❤️", to: root)
         try bob.react("👍", to: bobs)
         let replyOnB = try bob.send(
@@ -142,12 +145,14 @@ import Testing
         let final = try ids.map { try #require(try Self.shown(alice, $0)) }
         // The add made on A after its remove survives the concurrent remove on B (add wins);
         // bob's 👍 and ❤️ are there; the root carries both replies, each pointing at it; the root
-        // was edited (one of the two edits won, the same everywhere).
+        // was edited on both sides, each side a different part, and both edits survive (a
+        // register per part, LaminaMerge's MessagePartsMap).
         #expect(final[1].reactions["👍"] == ["alice", "bob"], "\(final[1])")
         #expect(final[0].reactions["❤️"] == ["bob"], "\(final[0])")
         #expect(final[0].replies == 2 && final[2].replyTo == root && final[3].replyTo == root, "\(final)")
         #expect(
-            final[0].edited && ["the root, edited on A", "the root, edited on B"].contains(final[0].texts.first ?? ""))
+            final[0].edited && final[0].texts == ["the root, edited on A", "its second part, edited on B"],
+            "\(final[0])")
         // Alice's two devices agree on her level; bob's device on his.
         try await ClientHarness.waitUntil(aliceOnB, "alice's level on her device on B") {
             try aliceOnB.conversation(group)?.notificationLevel == NotificationLevel.none

@@ -16,6 +16,7 @@ let lawSubjects: [LawSubject] = [
     LawSubject("reactions", ReactionSet.self, ops: Gen.reactionOps),
     LawSubject("notification levels", NotificationSetting.self, ops: Gen.notificationOps),
     LawSubject("thread summaries", ThreadSummary.self, ops: Gen.threadOps),
+    LawSubject("message parts", MessagePartsMap.self, ops: Gen.partsOps),
 ]
 
 @Suite struct MergeLawTests {

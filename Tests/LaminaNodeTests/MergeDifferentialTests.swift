@@ -16,8 +16,11 @@ import Testing
 /// command's outcome (accepted or refused, and which conversation a distinct create resolves
 /// to), participants, distinctness, metadata, what each user's history holds with each
 /// message's recipient statuses as the node reports them to that user, unread counts, and each
-/// message's reactions (LaminaMerge's `ReactionSet`, SPEC §6.9), and each user's notification
-/// level of each conversation (SPEC §6.10).
+/// message's reactions (LaminaMerge's `ReactionSet`, SPEC §6.9), each user's notification
+/// level of each conversation (SPEC §6.10), and each message's parts after edits by its sender
+/// (UPDATE_MESSAGE_PARTS) and per-part edits replicated from another node at earlier or later
+/// readings (REPLICATE kind 74), by LaminaMerge's `MessagePartsMap` (SPEC §6.2). The model
+/// takes the node's HLC readings of local commands as inputs (the node's clock, not a decision).
 ///
 /// Each case has its own seed and prints it on failure with its operations; run one case again
 /// with `LAMINA_MERGE_SEED=<seed> swift test --filter MergeDifferentialTests`.
@@ -110,6 +113,8 @@ struct ModelConversation {
     var reactions: [MessageID: ReactionSet] = [:]
     /// Each user's notification level of the conversation (SPEC §6.10): `NotificationSetting`.
     var levels: [UserID: NotificationSetting] = [:]
+    /// Each message's parts (SPEC §6.2): `MessagePartsMap`, deleted messages included.
+    var parts: [MessageID: MessagePartsMap] = [:]
 
     var participants: Set<UserID> { state.membership.participants }
     func isMember(_ user: UserID) -> Bool { state.membership.isParticipant(user) }
@@ -138,6 +143,8 @@ struct NodeConversationView: Sendable, Equatable {
     var reactions: Set<String>
     /// Each user's level and its end as the node holds them (nil: never set).
     var levels: [UserID: Level]
+    /// Each message's parts as the node stores them.
+    var parts: [MessageID: [MessagePart]]
 
     struct Level: Sendable, Equatable {
         var level: NotificationLevel
@@ -155,6 +162,9 @@ final class DifferentialCase: @unchecked Sendable {
     var registry = DistinctRegistry()
     var log: [String] = []
     var clock: UInt64 = 0
+    /// The node this case's replicated edits come from, and its last counter.
+    let remote: NodeID
+    var remoteCounter: UInt64 = 0
 
     static let paths = ["a", "a.b", "a.c", "a.b.d", "b"].map { try! MetadataKeyPath(parsing: $0) }
 
@@ -162,6 +172,7 @@ final class DifferentialCase: @unchecked Sendable {
         self.seed = seed
         self.harness = harness
         random = DifferentialRandom(seed: seed)
+        remote = NodeID(0x10_0000 + UInt64(index))
         // Users of their own per case, so distinct resolution sees only this case's conversations.
         users = (1...4).map { try! UserID("d\(String(seed, radix: 16))-u\($0)") }
     }
@@ -214,6 +225,11 @@ final class DifferentialCase: @unchecked Sendable {
         let sendable = c.messages.filter { !c.isDeleted($0.id) }
         if !c.messages.isEmpty, random.chance(0.2) {
             return try await react(index, actor: actor, message: random.pick(c.messages))
+        }
+        if !c.messages.isEmpty, random.chance(0.15) {
+            let message = random.pick(c.messages)
+            if random.chance(0.4) { return try await remoteEdit(index, message: message) }
+            return try await edit(index, actor: random.chance(0.8) ? message.sender : actor, message: message)
         }
         switch roll {
         case ..<0.22: return try await changeParticipants(index, actor: actor, add: true)
@@ -331,7 +347,8 @@ final class DifferentialCase: @unchecked Sendable {
         var c = conversations[index]
         let id = MessageID(uuid: UUID(uuid: uuidBytes()))
         log.append("\(actor) sends \(id) in \(c.id)")
-        let frame = Frame.sendMessage(SendMessage(messageID: id, conversationID: c.id, parts: [textPart("m")]))
+        let sent = [MessagePart(id: UUID(uuid: uuidBytes()), mimeType: .textPlain, content: .inline(Array("m".utf8)))]
+        let frame = Frame.sendMessage(SendMessage(messageID: id, conversationID: c.id, parts: sent))
         guard c.isMember(actor) else { return try await expect(frame, by: actor, .refused) }
         let stamp = MessageStamp(id: id, conversation: c.id, sender: actor, position: tick())
         c.state.apply(.created(stamp))
@@ -339,6 +356,9 @@ final class DifferentialCase: @unchecked Sendable {
         let (reply, _) = try await clients[actor]!.command(frame)
         guard let position = reply.ack?.position else { return "node refused \(log.last!): \(reply)" }
         c.nodePositions[id] = position
+        // The send is the first write of its parts, at the node's reading of the message.
+        let reading = try await harness.store.read { r in try r.message(id)?.hlc }
+        c.parts[id] = MessagePartsMap([.send(sent, at: try #require(reading))])
         conversations[index] = c
         return try await compare()
     }
@@ -427,6 +447,79 @@ final class DifferentialCase: @unchecked Sendable {
         return try await expect(frame, by: actor, .accepted)
     }
 
+    /// A list of parts changed at random from `parts`: a part's text replaced, a part added, one
+    /// removed, or the order reversed (ids from the case's random stream).
+    func changed(_ parts: [MessagePart]) -> [MessagePart] {
+        var out = parts
+        let text = Array(random.pick(["x", "y", "z", "w"]).utf8)
+        switch Int.random(in: 0..<4, using: &random) {
+        case 0 where !out.isEmpty:
+            let i = Int.random(in: 0..<out.count, using: &random)
+            out[i].content = .inline(text)
+        case 1 where out.count > 1:
+            out.remove(at: Int.random(in: 0..<out.count, using: &random))
+        case 2 where out.count > 1:
+            out.reverse()
+        default:
+            out.append(MessagePart(id: UUID(uuid: uuidBytes()), mimeType: .textPlain, content: .inline(text)))
+        }
+        return out
+    }
+
+    /// UPDATE_MESSAGE_PARTS by `actor`: accepted from the sender while a participant, of a
+    /// message not deleted for everyone; the model applies the per-part edit at the node's reading.
+    func edit(_ index: Int, actor: UserID, message: MessageStamp) async throws -> String? {
+        var c = conversations[index]
+        guard let current = c.parts[message.id] else { return "no model parts for \(message.id)" }
+        let parts = changed(current.parts)
+        log.append("\(actor) edits \(message.id) in \(c.id) to \(parts.map(Self.describe))")
+        let frame = Frame.updateMessageParts(
+            UpdateMessageParts(requestID: UUID(), conversationID: c.id, messageID: message.id, parts: parts))
+        guard c.isMember(actor), actor == message.sender, !c.isDeleted(message.id) else {
+            return try await expect(frame, by: actor, .refused)
+        }
+        let (reply, _) = try await clients[actor]!.command(frame)
+        guard case .ack = reply else { return "node refused \(log.last!): \(reply)" }
+        let reading = try await harness.store.read { r in
+            try r.message(message.id).map { try r.partsMap(of: $0).orderAt }
+        }
+        guard let at = reading ?? nil else { return "the node holds no reading for \(message.id)" }
+        c.parts[message.id, default: MessagePartsMap()].apply(.diff(from: current.parts, to: parts, at: at))
+        conversations[index] = c
+        return try await compare()
+    }
+
+    /// A per-part edit replicated from another node (REPLICATE kind 74), at a reading a little
+    /// before or after the message's latest: applied to deleted messages too.
+    func remoteEdit(_ index: Int, message: MessageStamp) async throws -> String? {
+        var c = conversations[index]
+        guard let current = c.parts[message.id], let latest = current.orderAt else {
+            return "no model parts for \(message.id)"
+        }
+        let parts = changed(current.parts)
+        let offset = Int64.random(in: -40...40, using: &random)
+        let at = HLCTimestamp(
+            physical: UInt64(Int64(latest.physical) + offset), logical: UInt32.random(in: 0...1, using: &random),
+            node: remote)
+        let edit = MessagePartsEdit.diff(from: current.parts, to: parts, at: at)
+        let edited = MessagePartsEdited(
+            conversationID: c.id, messageID: message.id, parts: parts, set: Set(edit.set.map(\.id)),
+            removed: Set(edit.removed), by: message.sender, at: at)
+        log.append("node \(remote) edits \(message.id) at \(at) to \(parts.map(Self.describe))")
+        remoteCounter += 1
+        _ = try await harness.engine.applyReplicated([
+            ReplicatedOperation(origin: remote, counter: remoteCounter, hlc: at, payload: .partsEdited(edited))
+        ])
+        c.parts[message.id, default: MessagePartsMap()].apply(edit)
+        conversations[index] = c
+        return try await compare()
+    }
+
+    static func describe(_ part: MessagePart) -> String {
+        guard case .inline(let bytes) = part.content else { return "\(part.id)" }
+        return "\(part.id.uuidString.prefix(4)):\(String(decoding: bytes, as: UTF8.self))"
+    }
+
     // MARK: comparing
 
     /// Sends `frame` as `user`, checks the outcome against `expected`, then compares state.
@@ -473,7 +566,8 @@ final class DifferentialCase: @unchecked Sendable {
             metadata: Dictionary(uniqueKeysWithValues: try r.metadata(of: id).leaves.map { ($0.0.description, $0.1) }),
             history: history, unread: unread,
             reactions: Set(try r.presentReactions(on: messages).map { "\($0.message) \($0.user) \($0.key)" }),
-            levels: levels
+            levels: levels,
+            parts: try messages.reduce(into: [:]) { out, m in out[m] = try r.message(m)?.message.parts }
         )
     }
 
@@ -495,6 +589,10 @@ final class DifferentialCase: @unchecked Sendable {
             s.current.map { NodeConversationView.Level(level: $0.level, until: $0.until) }
         }
         if node.levels != levels { return "notification levels: node \(node.levels), model \(levels)" }
+        for (message, model) in c.parts where node.parts[message] != model.parts {
+            return
+                "parts of \(message): node \((node.parts[message] ?? []).map(Self.describe)), model \(model.parts.map(Self.describe))"
+        }
         for user in users {
             let visible = c.messages.filter { m in
                 !c.isDeleted(m.id) && c.state.membership.canSee(user, messageAt: m.position!)

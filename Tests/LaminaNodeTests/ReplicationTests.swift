@@ -138,10 +138,11 @@ import Testing
         #expect(onA?.messages.count == 4)
     }
 
-    /// The sender updates a message's parts on both nodes before they exchange anything: the
-    /// later update (by HLC) holds on both whatever order they arrive in, and a device on the
-    /// node whose update lost is told the winning parts.
-    @Test func concurrentPartUpdatesEndWithTheLaterOneOnBothNodes() async throws {
+    /// The sender updates a message's parts on both nodes before they exchange anything: per
+    /// part (SPEC §6.2), the later update's removal of the original and its order hold, and the
+    /// part the earlier update added concurrently survives after them, on both nodes whatever
+    /// order they arrive in; a device on the node whose list changed is told the merged parts.
+    @Test func concurrentPartUpdatesMergePerPartOnBothNodes() async throws {
         let a = try Self.node(1)
         let b = try Self.node(2)
         defer {
@@ -173,22 +174,23 @@ import Testing
         try await aliceOnB.command(
             .updateMessageParts(
                 UpdateMessageParts(requestID: UUID(), conversationID: conversation, messageID: message, parts: onB)))
-        // A's older update reaches B and changes nothing there; B's reaches A and wins.
+        // A's older update reaches B: its added part stays, after B's list; B's reaches A.
         try await Self.pull(b, from: a)
         try await Self.pull(a, from: b)
+        let merged = onB + [onA[1]]
         for node in [a, b] {
             let stored = try await node.store.read { try $0.message(message) }
-            #expect(stored?.message.parts == onB)
+            #expect(stored?.message.parts == merged)
         }
         #expect(try await a.engine.convergenceDigest().overall == b.engine.convergenceDigest().overall)
-        // Bob on B saw B's update live, and nothing of A's older one.
+        // Bob on B saw B's update live, then the merged list when A's arrived.
         var told: [[MessagePart]] = []
-        while told.isEmpty {
+        while told.last != merged {
             for change in try await bobOnB.nextChanges() {
                 if case .messagePartsChanged(let p) = change.event { told.append(p.parts) }
             }
         }
-        #expect(told == [onB])
+        #expect(told == [onB, merged])
         // Only the sender may change its message's parts.
         let (refused, _) = try await bobOnB.command(
             .updateMessageParts(

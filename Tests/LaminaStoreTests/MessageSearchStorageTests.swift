@@ -1,4 +1,5 @@
 import Foundation
+import LaminaMerge
 import LaminaModel
 import LaminaStoreTestSupport
 import Testing
@@ -96,7 +97,8 @@ import Testing
                     try MessagePart(text: "cherry bread"),
                     try MessagePart(mimeType: "text/markdown", bytes: Array("*kiwi*".utf8)),
                 ]
-                #expect(try tx.replaceParts(of: edited.id, with: parts, hlc: hlc(500), origin: nodeA, by: alice))
+                let edit = MessagePartsEdit.diff(from: edited.parts, to: parts, at: hlc(500))
+                #expect(try tx.applyPartsEdit(of: edited.id, edit, origin: nodeA, by: alice)?.after == parts)
             }
             #expect(try await search(store, "bread", for: alice) == ["cherry bread|*kiwi*"])
             #expect(try await search(store, "kiwi", for: bob) == ["cherry bread|*kiwi*"])
@@ -107,9 +109,9 @@ import Testing
             #expect(try await search(store, "cherry", for: alice) == [])
             // A replicated update of a deleted message does not bring it back.
             try await store.write { tx in
-                _ = try tx.replaceParts(
-                    of: old.id, with: [try MessagePart(text: "banana again")], hlc: hlc(600), origin: nodeB, by: bob,
-                    evenIfDeleted: true)
+                let edit = MessagePartsEdit.diff(
+                    from: old.parts, to: [try MessagePart(text: "banana again")], at: hlc(600))
+                _ = try tx.applyPartsEdit(of: old.id, edit, origin: nodeB, by: bob, evenIfDeleted: true)
             }
             #expect(try await search(store, "again", for: alice) == [])
         }

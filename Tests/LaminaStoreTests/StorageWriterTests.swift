@@ -29,7 +29,7 @@ import Testing
                 "user_state_registers", "message_part_updates", "distinct_births",
                 "message_counts", "user_suspensions", "follows", "last_seen", "channels", "channel_members",
                 "channel_messages", "channel_standings", "channel_content", "message_reactions", "thread_replies",
-                "notification_levels",
+                "notification_levels", "message_part_readings",
                 // The FTS5 search index (`v26-message-search`) and its shadow tables.
                 "message_search", "message_search_data", "message_search_idx", "message_search_content",
                 "message_search_docsize", "message_search_config",

@@ -177,6 +177,14 @@ struct RandomFrames {
                 .notificationLevel(
                     NotificationLevelChange(
                         user: user(), conversationID: ConversationID(uuid: uuid()), level: level, until: until)))
+        case 7:
+            // Kind 74 (SPEC §6.5): a per-part edit, some of its parts set, some other ids removed.
+            let parts = parts()
+            return .partsEdited(
+                MessagePartsEdited(
+                    conversationID: ConversationID(uuid: uuid()), messageID: MessageID(uuid: uuid()), parts: parts,
+                    set: Set(parts.filter { _ in int(0...1) == 1 }.map(\.id)),
+                    removed: Set((0..<int(0...3)).map { _ in uuid() }), by: user(), at: hlc()))
         default: return .change(event())
         }
     }

@@ -497,12 +497,21 @@ struct CommandContext {
             }
         }
         let hlc = try engine.nextHLC()
-        guard try tx.replaceParts(of: message.id, with: f.parts, hlc: hlc, origin: origin, by: user) else {
+        // Per part (SPEC §6.2): the parts whose id is new or whose value changed are set at this
+        // reading, the ids gone are removed; the parts that stay unchanged keep theirs.
+        let edit = MessagePartsEdit.diff(from: message.parts, to: f.parts, at: hlc)
+        guard let outcome = try tx.applyPartsEdit(of: message.id, edit, origin: origin, by: user),
+            outcome.after == f.parts
+        else {
             throw WireError(.internalError, "the node's clock went back: \(hlc) is not after the message's parts")
         }
         let event = MessagePartsChanged(
             conversationID: stored.id, messageID: message.id, parts: f.parts, by: user, at: hlc)
-        try replicate(try announce(event, in: stored, sender: message.sender), at: hlc)
+        _ = try announce(event, in: stored, sender: message.sender)
+        let edited = MessagePartsEdited(
+            conversationID: stored.id, messageID: message.id, parts: f.parts, set: Set(edit.set.map(\.id)),
+            removed: Set(edit.removed), by: user, at: hlc)
+        try replicate(try ReplicationLogCoding.partsEdited(edited), at: hlc)
         try engine.webhooks.record(.messageUpdated, actor: user, in: tx, at: now) {
             var updated = message
             updated.parts = f.parts

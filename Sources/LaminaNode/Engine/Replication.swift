@@ -19,6 +19,12 @@ enum ReplicationLogCoding {
     /// The first byte of a distinct creation (REPLICATE kind 69: the conversation and the
     /// vector its origin held), kept as the event's own encoding.
     static let distinctCreationMarker: UInt8 = 0xFD
+    /// The first byte of a per-part edit (REPLICATE kind 74), kept as the event's own encoding.
+    static let partsEditedMarker: UInt8 = 0xFC
+
+    static func partsEdited(_ edited: MessagePartsEdited) throws -> [UInt8] {
+        [partsEditedMarker] + (try ReplicatedEvent.partsEdited(edited).encoded())
+    }
 
     static func distinctCreation(_ creation: DistinctCreation) throws -> [UInt8] {
         [distinctCreationMarker] + (try ReplicatedEvent.distinctCreation(creation).encoded())
@@ -53,6 +59,13 @@ enum ReplicationLogCoding {
             let event = try ReplicatedEvent.decode(exactly: Array(op.dropFirst()))
             guard case .distinctCreation = event else {
                 throw WireError(.internalError, "a distinct-creation record of the replication log holds another event")
+            }
+            return event
+        }
+        if op.first == partsEditedMarker {
+            let event = try ReplicatedEvent.decode(exactly: Array(op.dropFirst()))
+            guard case .partsEdited = event else {
+                throw WireError(.internalError, "a part-edit record of the replication log holds another event")
             }
             return event
         }
@@ -112,6 +125,16 @@ extension CommandContext {
             try applyCreation(creation.conversation, seen: creation.seen, op)
             try unpark(creation.conversation.id)
             logged = try ReplicationLogCoding.distinctCreation(creation)
+        case .partsEdited(let edited):
+            logged = try ReplicationLogCoding.partsEdited(edited)
+            do {
+                try applyPartsEdited(edited, op)
+            } catch let unheld as UnheldConversation {
+                abandonedParked += try tx.makeRoomToPark(
+                    origin: op.origin, bytes: logged.count, within: engine.configuration.parking)
+                try tx.park(
+                    origin: op.origin, counter: op.counter, conversation: unheld.id, bytes: logged.count, at: now)
+            }
         case .change(let event):
             do {
                 logged = try applyEvent(event, op)
@@ -148,6 +171,10 @@ extension CommandContext {
         ops.sort { ($0.hlc, $0.origin, $0.counter) < ($1.hlc, $1.origin, $1.counter) }
         try tx.unpark(conversation)
         for op in ops {
+            if case .partsEdited(let edited) = op.payload {
+                try applyPartsEdited(edited, op)
+                continue
+            }
             guard let event = op.event else {
                 throw WireError(.internalError, "a parked operation is not a conversation change")
             }
@@ -248,20 +275,14 @@ extension CommandContext {
             else { break }
             deletion.conversationID = header.id
             _ = try delete(deletion, participants: header.participants)
-        case .messagePartsChanged(var change):
+        case .messagePartsChanged(let change):
+            // From an older peer (no feature bit 20): the edit from the list held here to its
+            // whole list (SPEC §6.2).
             guard let header = try replicaHeader(change.conversationID),
                 let stored = try tx.read.message(change.messageID)
             else { break }
-            change.conversationID = header.id
-            // A deleted message's parts are replaced too (the register converges whatever the
-            // order of update and deletion), but no device holds it any more.
-            if try tx.replaceParts(
-                of: change.messageID, with: change.parts, hlc: change.at, origin: op.origin, by: change.by,
-                evenIfDeleted: true),
-                !stored.isDeleted
-            {
-                _ = try announce(change, in: header, sender: stored.message.sender)
-            }
+            let edit = MessagePartsEdit.diff(from: stored.message.parts, to: change.parts, at: change.at)
+            try applyPartsEdit(edit, to: stored, in: header, by: change.by, op)
         case .reactionsChanged(let change):
             guard let header = try replicaHeader(change.conversationID) else { break }
             try applyReplicatedReaction(change, in: header)
@@ -272,6 +293,33 @@ extension CommandContext {
             logged = try applyChannelEvent(event)
         }
         return logged
+    }
+
+    /// Applies a per-part edit (REPLICATE kind 74) by LaminaMerge's `MessagePartsMap`.
+    private mutating func applyPartsEdited(_ edited: MessagePartsEdited, _ op: ReplicatedOperation) throws {
+        guard let header = try replicaHeader(edited.conversationID),
+            let stored = try tx.read.message(edited.messageID)
+        else { return }
+        try applyPartsEdit(edited.edit, to: stored, in: header, by: edited.by, op)
+    }
+
+    /// Merges a replicated edit into a message's parts; the participants who receive the
+    /// sender's messages get `message-parts-changed` with the merged list at the message's edit
+    /// time when the list changed. A deleted message's registers change too (edit and deletion
+    /// commute), but no device holds it any more.
+    private mutating func applyPartsEdit(
+        _ edit: MessagePartsEdit, to stored: MessageRecord, in header: ConversationHeader, by: UserID,
+        _ op: ReplicatedOperation
+    ) throws {
+        guard
+            let outcome = try tx.applyPartsEdit(
+                of: stored.message.id, edit, origin: op.origin, by: by, evenIfDeleted: true),
+            outcome.changedParts, !stored.isDeleted
+        else { return }
+        let change = MessagePartsChanged(
+            conversationID: header.id, messageID: stored.message.id, parts: outcome.after, by: by,
+            at: outcome.editedAt)
+        _ = try announce(change, in: header, sender: stored.message.sender)
     }
 
     /// The live conversation an operation names (following a distinct merge), or nil when it
@@ -479,6 +527,7 @@ extension ReplicatedEvent {
         case .user(.follow(let f)): f.follower
         case .user(.notificationLevel(let n)): n.user
         case .distinctCreation(let d): d.conversation.creator
+        case .partsEdited(let e): e.by
         }
     }
 }

@@ -365,6 +365,8 @@ final class PeerLink: TransportStreamDelegate, @unchecked Sendable {
             if !features.contains(.mentions) { sent = sent.map(\.withoutMentions) }
             // A peer without replies (an older node) gets a reply as a plain message (SPEC §6.5).
             if !features.contains(.replies) { sent = sent.map(\.withoutThreadFields) }
+            // A peer without per-part edits (an older node) gets an edit's whole list (SPEC §6.2).
+            if !features.contains(.perPartEdits) { sent = sent.map(\.withWholePartLists) }
             send([.replicate(Replicate(operations: sent))])
         }
     }

@@ -73,7 +73,9 @@ public final class PeerService: Sendable {
         guard let ca = settings.caFile, let certificate = settings.certificateFile, let key = settings.keyFile else {
             throw NodeServerError.configuration("peering needs a CA, a certificate and a key")
         }
-        let hello = PeerHello(nodeID: engine.configuration.nodeID, cluster: settings.cluster)
+        let hello = PeerHello(
+            nodeID: engine.configuration.nodeID, features: FeatureSet.all.union(.perPartEdits),
+            cluster: settings.cluster)
         let serverTLS = try TLSContext(
             .server(certificateChainFile: certificate, privateKeyFile: key, clientCAFile: ca))
         let clientTLS = try TLSContext(

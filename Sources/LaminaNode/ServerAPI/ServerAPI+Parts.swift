@@ -6,8 +6,9 @@ import LaminaWire
 /// Part updates (version 3.0): a backend adds, replaces or removes parts of a sent message.
 /// Each is one UPDATE_MESSAGE_PARTS command on behalf of the message's sender carrying the
 /// whole new list, so every device gets the message's parts as they now are
-/// (`message-parts-changed`). Two updates of one message at the same moment: the later
-/// command's list wins whole.
+/// (`message-parts-changed`). Two updates of one message at the same moment on one node: the
+/// later command's list wins whole; on two nodes, each part keeps its latest write (the node
+/// replicates only the parts a command changed, SPEC §6.2 Per-part edits).
 extension ServerAPI {
     /// POST …/messages/:message_id/parts: appends one part (`mime_type`, `body`, optional
     /// `encoding: base64`); 201 with the part. With `If-None-Match`, the part id follows from

@@ -117,7 +117,7 @@ extension StorageTransaction {
     }
 
     /// Indexes the content references among `parts` by content id (download authorization).
-    private func indexContentReferences(of message: MessageID, _ parts: [MessagePart]) throws(StorageError) {
+    func indexContentReferences(of message: MessageID, _ parts: [MessagePart]) throws(StorageError) {
         let id = Columns.blob(message.uuid)
         for (index, part) in parts.enumerated() {
             guard case .external(let ref) = part.content else { continue }
@@ -129,47 +129,6 @@ extension StorageTransaction {
                 ]
             )
         }
-    }
-
-    /// Replaces the parts of a stored, undeleted message (or a deleted one, `evenIfDeleted`: a
-    /// replicated update, so that the register converges whatever the order of the update and
-    /// the deletion) when `hlc` is later than the reading its parts date from (LaminaMerge's
-    /// `MessagePartsRegister`): the body keeps its push configuration, content references are
-    /// indexed anew. Returns false (nothing written) when a later update is already stored.
-    package func replaceParts(
-        of id: MessageID, with parts: [MessagePart], hlc: HLCTimestamp, origin: NodeID, by user: UserID,
-        evenIfDeleted: Bool = false
-    ) throws(StorageError) -> Bool {
-        guard let stored = try read.message(id) else { throw StorageError(.notFound, "no message \(id)") }
-        guard evenIfDeleted || !stored.isDeleted else { throw StorageError(.notFound, "message \(id) was deleted") }
-        let current = try read.partsUpdate(of: id)?.hlc ?? stored.hlc
-        guard MessagePartsRegister.wins(hlc, over: current) else { return false }
-        var updated = stored.message
-        updated.parts = parts
-        do { try updated.validate() } catch { throw error.storageError }
-        let body: [UInt8]
-        do {
-            body = try MessageBodyCoding.encode(
-                parts: parts, push: updated.push, mentions: updated.mentions, replyTo: updated.replyTo)
-        } catch {
-            throw StorageError(.invalidArgument, "message \(id) cannot be encoded: \(error.reason)")
-        }
-        try checkBlob(body, "a message body")
-        let key = Columns.blob(id.uuid)
-        try db.run("UPDATE messages SET body = ? WHERE id = ?", [Data(body), key])
-        try db.run("DELETE FROM message_parts WHERE message_id = ?", [key])
-        try indexContentReferences(of: id, parts)
-        try reindexMessage(id, parts: parts, deleted: stored.isDeleted)
-        let (p, l, n) = try Columns.hlc(hlc)
-        try db.run(
-            """
-            INSERT INTO message_part_updates (message_id, hlc_physical, hlc_logical, hlc_node, origin_node, updated_by)
-            VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT (message_id) DO UPDATE SET hlc_physical = excluded.hlc_physical, hlc_logical = excluded.hlc_logical,
-                hlc_node = excluded.hlc_node, origin_node = excluded.origin_node, updated_by = excluded.updated_by
-            """,
-            [key, p, l, n, Columns.node(origin), user.rawValue])
-        return true
     }
 
     /// Marks a message deleted for every participant; history no longer returns it.
@@ -215,16 +174,6 @@ extension StorageTransaction {
 }
 
 extension StorageReader {
-    /// When a message's parts were last replaced and by whom; nil when never.
-    package func partsUpdate(of id: MessageID) throws(StorageError) -> (hlc: HLCTimestamp, by: UserID)? {
-        guard
-            let row = try db.row(
-                "SELECT hlc_physical, hlc_logical, hlc_node, updated_by FROM message_part_updates WHERE message_id = ?",
-                [Columns.blob(id.uuid)])
-        else { return nil }
-        return (try Columns.hlc(row, "hlc"), try Columns.user(row, "updated_by"))
-    }
-
     /// A message by id, deleted or not.
     package func message(_ id: MessageID) throws(StorageError) -> MessageRecord? {
         guard

@@ -106,7 +106,7 @@ extension StorageReader {
 
 extension StorageReader {
     /// When each of `ids` was last edited (its parts replaced: the reading of the update that
-    /// holds its parts, `MessagePartsRegister`); messages never edited are absent.
+    /// holds its order, the latest, `MessagePartsMap`); messages never edited are absent.
     package func editTimes(of ids: [MessageID]) throws(StorageError) -> [MessageID: HLCTimestamp] {
         var out: [MessageID: HLCTimestamp] = [:]
         for chunk in stride(from: 0, to: ids.count, by: 256) {

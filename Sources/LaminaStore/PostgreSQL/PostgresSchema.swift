@@ -92,6 +92,7 @@ enum PostgresSchema {
         (ThreadSchema.migration, ThreadSchema.postgres),
         (NotificationLevelSchema.migration, NotificationLevelSchema.postgres),
         (MessageSearchSchema.migration, MessageSearchSchema.postgres),
+        (PartReadingsSchema.migration, PartReadingsSchema.postgres),
     ]
 
     /// PostgreSQL only (SQLite has one node, whose sessions it knows): the devices with a live

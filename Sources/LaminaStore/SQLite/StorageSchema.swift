@@ -96,6 +96,9 @@ enum StorageSchema {
             for statement in MessageSearchSchema.sqlite { try db.execute(sql: statement) }
             try MessageSearchSchema.backfill(SQLiteSession(db))
         }
+        migrator.registerMigration(PartReadingsSchema.migration) { db in
+            for statement in PartReadingsSchema.sqlite { try db.execute(sql: statement) }
+        }
         return migrator
     }
 

@@ -114,6 +114,25 @@ enum Gen {
         }
     }
 
+    /// A few part ids and values, so writes of one part collide (equal readings too).
+    static let partIDs: [UUID] = (1...4).map { uuid(0x50 + $0) }
+    static func part(_ r: inout SplitMix64, id: UUID) -> MessagePart {
+        MessagePart(id: id, mimeType: .textPlain, content: .inline(Array(r.pick(strings).utf8)))
+    }
+
+    static func partsOps(_ r: inout SplitMix64) -> [MessagePartsEdit] {
+        (0..<count(&r, 0...6)).map { _ in
+            let ids = partIDs.filter { _ in r.chance(0.5) }
+            let set = ids.filter { _ in r.chance(0.6) }.map { part(&r, id: $0) }
+            let removed = partIDs.filter { id in !set.contains { $0.id == id } && r.chance(0.2) }
+            let order = (ids + set.map(\.id)).reduce(into: [UUID]()) { out, id in
+                if !out.contains(id) { out.append(id) }
+            }
+            return MessagePartsEdit(
+                at: hlc(&r), set: set, removed: removed, order: r.chance(0.3) ? order.reversed() : order)
+        }
+    }
+
     static func threadOps(_ r: inout SplitMix64) -> [ThreadOperation] {
         (0..<count(&r, 0...10)).map { _ in
             r.chance(0.75) ? .replied(r.pick(messages), at: hlc(&r)) : .deleted(r.pick(messages))
