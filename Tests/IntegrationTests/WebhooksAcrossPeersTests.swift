@@ -78,6 +78,11 @@ import Testing
             return false
         }
         try await ReactionTests.react(alice, conversation, message, "+1", .remove)
+        // Which reached B too.
+        _ = try await bob.change {
+            if case .reactionsChanged(let r) = $0.event { return r.key == "+1" && !r.present }
+            return false
+        }
 
         // Each webhook got the last event its node queued, and every event either queued is
         // delivered (its queue is empty): what each got is all it will get.
