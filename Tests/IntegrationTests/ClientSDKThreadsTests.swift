@@ -104,4 +104,42 @@ import Testing
         for client in [alice, bob, carol] { try await client.close() }
         await node.stop()
     }
+
+    /// A snapshot's latest message is sent as history sends it (SPEC §6.2, §6.3): a root with its
+    /// thread summary. Here the root is Carol's latest message (she blocks the one who replied)
+    /// and she read it, so her new device's unread-only fill fetches nothing: what it shows of
+    /// the thread comes from the snapshot alone.
+    @Test func aDeviceThatJoinsByASnapshotShowsTheLatestRootsThread() async throws {
+        let node = try await TestNode.start("sdk-threads-snapshot")
+        let api = CurlAPI(node.server, http: .http1)
+        let blocked = try await api.request("POST", "/users/carol/blocks", json: #"{"user_id":"bob"}"#)
+        #expect(blocked.status == 204 || blocked.status == 201, "\(blocked.body)")
+        let alice = try ClientHarness.device("alice", on: node)
+        let bob = try ClientHarness.device("bob", on: node)
+        let carol = try ClientHarness.device("carol", on: node)
+        for client in [alice, bob, carol] { try await ClientHarness.connect(client, on: node) }
+
+        let conversation = try alice.newConversation(
+            participants: ["bob", "carol"], options: ConversationOptions(isDistinct: false)
+        ).id
+        let root = try Self.send(alice, "who is in?", in: conversation)
+        try await ClientHarness.waitUntil(bob, "the root at Bob") { try bob.message(root) != nil }
+        let reply = try Self.send(bob, "me", in: conversation, replyTo: root)
+        try await ClientHarness.waitUntil(alice, "the reply at Alice") {
+            try alice.message(root)?.threadReplyCount == 1
+        }
+        try await ClientHarness.waitUntil(carol, "the root at Carol") { try carol.message(root) != nil }
+        try carol.markAsRead(root)
+        try await ClientHarness.waitUntil(alice, "Carol's read at Alice") {
+            try alice.message(root)?.message.recipientStatus["carol"] == .read
+        }
+
+        let (fresh, _) = try await ClientSDKSynchronizationTests.syncedDevice(.unreadOnly, on: node, user: "carol")
+        let shown = try #require(try fresh.message(root), "the root on Carol's new device")
+        #expect(shown.threadReplyCount == 1)
+        #expect(shown.lastThreadReply == reply)
+        #expect(try fresh.message(reply) == nil)
+        for client in [alice, bob, carol, fresh] { try await client.close() }
+        await node.stop()
+    }
 }

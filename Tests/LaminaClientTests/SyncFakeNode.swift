@@ -438,6 +438,17 @@ actor FakeNode {
                             event: .typing(TypingChanged(conversationID: t.conversationID, user: user, state: t.state)))
                     ))
             }
+        case .setNotificationLevel(let f):
+            // As the node: `forbidden` unless the session agreed the notification levels feature.
+            guard features.contains(.notificationLevels) else {
+                end.deliver(
+                    .error(
+                        ErrorFrame(
+                            requestID: f.requestID, code: .forbidden, reason: "the session lacks notification levels",
+                            isFatal: false)))
+                return
+            }
+            answer(Ack(requestID: f.requestID, conversationID: f.conversationID), on: end)
         default:
             end.deliver(.error(ErrorFrame(code: .unexpectedFrame, reason: "not a client frame", isFatal: true)))
             end.closeBoth()

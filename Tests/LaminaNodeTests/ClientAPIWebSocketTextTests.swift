@@ -64,7 +64,7 @@ import Testing
                         expiration: "2026-01-01T00:00:00.000Z",
                         refresh_url: "https://r")))
         }
-        return ClientMessageObject(
+        var message = ClientMessageObject(
             id: "layer:///messages/m", url: "https://127.0.0.1:7443/messages/m",
             conversation: ClientReference(
                 id: "layer:///conversations/c", url: "https://127.0.0.1:7443/conversations/c"),
@@ -72,6 +72,19 @@ import Testing
             sender: identity(full: full), is_unread: full,
             recipient_status: full ? ["layer:///identities/bob": "read", "layer:///identities/alice": "sent"] : [:],
             position: full ? 9_007_199_254_740_991 : 0)
+        if full {
+            // Lamina's extensions: what REST shows, the packets show too.
+            message.reply_to = "layer:///messages/r\"oot"
+            message.thread = ClientThreadObject(reply_count: 3, last_reply: "layer:///messages/l")
+            message.edited_at = "2026-11-29T12:00:01.000Z"
+            message.mentions = ["layer:///identities/bob", "layer:///identities/é"]
+            message.reactions = [
+                "\u{1F44D}": ReactionSummaryObject(
+                    count: 2, user_ids: ["layer:///identities/a", "layer:///identities/b"]),
+                "+1\"": ReactionSummaryObject(count: 1, user_ids: ["layer:///identities/c"]),
+            ]
+        }
+        return message
     }
 
     @Test func packetsMeanWhatTheirEncodableFormsMean() throws {

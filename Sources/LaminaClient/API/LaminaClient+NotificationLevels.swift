@@ -10,7 +10,11 @@ extension LaminaClient {
     /// `.all` again), nil keeps it. Applied to the local store at once
     /// (``StoredConversation/notificationLevel``) and queued for the node like every other
     /// conversation command, so it works offline. Needs a conversation the node knows (one
-    /// created on this device reaches the node with its first message).
+    /// created on this device reaches the node with its first message). A level the node refuses
+    /// (e.g. `forbidden` from a node without notification levels) goes back to what it was here,
+    /// told as an update of the conversation, and the refusal is reported as every refused
+    /// command is (`SyncEvent.commandFailed`, `LaminaClientDelegate.didFailOperation`, kind
+    /// `conversation.set-notification-level`).
     public func setNotificationLevel(_ level: NotificationLevel, for conversation: ConversationID, until: Date? = nil)
         throws(ClientError)
     {
@@ -22,7 +26,9 @@ extension LaminaClient {
         let end = until.map(Timestamp.init)
         let frame = Frame.setNotificationLevel(
             SetNotificationLevel(requestID: UUID(), conversationID: stored.id, level: level, until: end))
-        try commit([.notificationLevel(stored.id, level, until: end)], command: frame, about: stored)
+        try store.setNotificationLevelLocally(
+            level, until: end, of: stored.id, command: OutboxEncoder.entry(for: frame, createdAt: environment.now()))
+        outboxDidChange()
     }
 }
 

@@ -69,6 +69,8 @@ extension LocalStore {
                     ctx.db, sql: "SELECT * FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(id)])
             else { return nil }
             let entry = try Self.outboxEntry(row)
+            // What the refused command changed here and can be undone goes back with it.
+            if entry.kind == OutboxCommandKind.setNotificationLevel.rawValue { try ctx.undoNotificationLevel(of: id) }
             try ctx.db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [StoreCoding.blob(id)])
             try ctx.db.execute(
                 sql: """

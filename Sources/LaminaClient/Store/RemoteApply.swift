@@ -145,6 +145,7 @@ extension WriteContext {
             }
         case .notificationLevel(let id, let level, let until):
             try applyNotificationLevel(level, until: until, of: id)
+            try rebaseNotificationLevelUndo(level, until: until, of: id)
         case .channel(let channel): try applyChannel(channel)
         case .channelMembership(let id, let isMember): try applyChannelMembership(id, isMember: isMember)
         case .channelDeleted(let id): try deleteChannel(id)

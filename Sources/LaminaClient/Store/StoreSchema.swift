@@ -235,6 +235,9 @@ enum StoreSchema {
         migrator.registerMigration(NotificationLevelSchema.migration) { db in
             try NotificationLevelSchema.migrate(db)
         }
+        migrator.registerMigration(NotificationLevelUndo.migration) { db in
+            try db.execute(sql: NotificationLevelUndo.create)
+        }
         return migrator
     }
 }

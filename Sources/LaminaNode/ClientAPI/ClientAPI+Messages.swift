@@ -27,7 +27,7 @@ extension ClientAPI {
         }
         let summarized = try await engine.store.read { reader in try reader.withThreadSummaries(messages) }
         let shown = try await threaded(r, summarized)
-        let reactions = try await reactionSummaries(of: summarized.map(\.id))
+        let reactions = try await reactionSummaries(of: summarized.map(\.id), seenBy: user)
         return ServerAPIJSON.response(
             200,
             summarized.reversed().map { m in
@@ -92,7 +92,7 @@ extension ClientAPI {
         let message = try await visibleMessage(try r.messageID(), for: user)
         let summarized = try await engine.store.read { reader in try reader.withThreadSummaries([message]) }
         var object = try await threaded(r, summarized).message(summarized[0])
-        object.reactions = try await reactionSummaries(of: [message.id])[message.id] ?? [:]
+        object.reactions = try await reactionSummaries(of: [message.id], seenBy: user)[message.id] ?? [:]
         return ServerAPIJSON.response(200, object)
     }
 

@@ -194,31 +194,70 @@ protocol ClientMessageFields {
     var is_unread: Bool { get }
     var recipient_status: [String: String] { get }
     var position: Int64 { get }
+    // Lamina's extensions (absent when nil; an announcement has none).
+    var edited_at: String? { get }
+    var mentions: [String]? { get }
+    var reactions: [String: ReactionSummaryObject]? { get }
+    var reply_to: String? { get }
+    var thread: ClientThreadObject? { get }
 }
 
 extension ClientMessageFields {
+    var edited_at: String? { nil }
+    var mentions: [String]? { nil }
+    var reactions: [String: ReactionSummaryObject]? { nil }
+    var reply_to: String? { nil }
+    var thread: ClientThreadObject? { nil }
+
     func writeFields(to json: inout JSONText, conversation: ClientReference?) {
         json.open()
         if let conversation {
             json.key("conversation")
             conversation.write(to: &json)
         }
+        json.member("edited_at", edited_at)
         json.key("id")
         json.string(id)
         json.key("is_unread")
         json.bool(is_unread)
+        json.member("mentions", mentions)
         json.key("parts")
         parts.write(to: &json)
         json.key("position")
         json.integer(position)
+        json.member("reactions", reactions)
         json.member("received_at", received_at)
         json.key("recipient_status")
         json.object(recipient_status)
+        json.member("reply_to", reply_to)
         json.key("sender")
         sender.write(to: &json)
         json.member("sent_at", sent_at)
+        json.member("thread", thread)
         json.key("url")
         json.string(url)
+        json.close()
+    }
+}
+
+extension ReactionSummaryObject: JSONTextWritable {
+    func write(to json: inout JSONText) {
+        json.open()
+        json.key("count")
+        json.integer(count)
+        json.key("user_ids")
+        user_ids.write(to: &json)
+        json.close()
+    }
+}
+
+extension ClientThreadObject: JSONTextWritable {
+    func write(to json: inout JSONText) {
+        json.open()
+        json.key("last_reply")
+        json.string(last_reply)
+        json.key("reply_count")
+        json.integer(reply_count)
         json.close()
     }
 }

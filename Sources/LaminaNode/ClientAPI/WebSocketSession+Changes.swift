@@ -75,9 +75,15 @@ extension WebSocketSession {
                     id: changed.messageID, conversationID: changed.conversationID, sender: changed.by,
                     parts: changed.parts))
             let value = Self.json(parts) ?? .array([])
+            // And the message's `edited_at` (a Lamina extension, as REST shows it): the update's time.
+            let editedAt = ClientAPIRepresentation.date(
+                Timestamp(millisecondsSince1970: Int64(clamping: changed.at.physical)))
             change(
                 "update", message: changed.messageID, in: changed.conversationID,
-                [WebSocketPatchOperation(operation: "set", property: "parts", value: value)], seq: seq)
+                [
+                    WebSocketPatchOperation(operation: "set", property: "parts", value: value),
+                    WebSocketPatchOperation(operation: "set", property: "edited_at", value: .string(editedAt)),
+                ], seq: seq)
         case .typing(let typing):
             guard typing.user != user else { return }
             let action =

@@ -106,10 +106,11 @@ final class WebSocketSession: SessionOutbound, WebSocketConnectionDelegate, @unc
         connection.delegate = self
         let session = engine.openSession(outbound: self)
         lock.withLock { self.session = session }
-        // `.identities`: identity changes (change kind 12) reach the session only with it.
+        // `.identities`: identity changes (change kind 12) reach the session only with it;
+        // `.replies` and `.mentions`: messages keep `reply_to`, `thread` and `mentions`, as REST shows them.
         let features: FeatureSet = [
             .typingIndicators, .deliveryReceipts, .changeBatches, .partUpdates, .presence, .identities, .channels,
-            .reactions,
+            .reactions, .replies, .mentions,
         ]
         session.receive(.hello(Hello(features: features, agent: "lamina-websocket")))
         session.receive(

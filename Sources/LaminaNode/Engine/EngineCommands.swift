@@ -235,10 +235,14 @@ extension NodeEngine {
             defer { lease.release() }
             let withReactions = features.contains(.reactions)
             let (taken, reactions) = try await store.read { r in
-                let taken = try r.snapshot(of: user)
+                var taken = try r.snapshot(of: user)
+                // Its latest messages as history sends them: roots with their thread summaries (§6.2).
+                try taken.summarizeThreads(for: features, r)
                 // The reactions on the latest messages, in the same read (SPEC §6.9).
                 let reactions =
-                    withReactions ? try Self.reactionChanges(r, on: Self.createdMessages(taken.changes())) : []
+                    withReactions
+                    ? try Self.reactionChanges(
+                        r, on: Self.createdMessages(taken.changes()), hiding: Set(taken.blocked)) : []
                 return (taken, reactions)
             }
             guard await session.sendPaced(FeedCoding.frames(taken.changes() + reactions, for: features)) else { return }
@@ -411,10 +415,12 @@ extension NodeEngine {
             let last = messages.last?.position
             let nextPage = Self.nextHistoryPage(after: messages)
             // The page's reactions follow its messages (SPEC §6.9).
+            // Not those of users the reader blocks (§6.2 block lists), as the live feed.
             let sentPage = messages
+            let hidden = blockLists.blocked(by: user)
             let reactions =
                 features.contains(.reactions) && !sentPage.isEmpty
-                ? try await store.read { r in try Self.reactionChanges(r, on: sentPage) } : []
+                ? try await store.read { r in try Self.reactionChanges(r, on: sentPage, hiding: hidden) } : []
             let queued = await session.sendPaced(
                 FeedCoding.frames(
                     messages.map { Change(seq: 0, event: .messageCreated($0)) } + reactions, for: features))

@@ -97,11 +97,15 @@ extension CommandContext {
 extension NodeEngine {
     /// The reactions present on `messages`, as `reactions-changed` with seq 0 (present, at the
     /// latest live tag): what follows a history page or a snapshot's messages (SPEC §6.9).
-    static func reactionChanges(_ r: StorageReader, on messages: [Message]) throws -> [Change] {
+    /// Reactions of the users in `blocked` (the reader's block list) are left out, as the live
+    /// feed leaves them out (§6.2 block lists).
+    static func reactionChanges(_ r: StorageReader, on messages: [Message], hiding blocked: Set<UserID>) throws
+        -> [Change]
+    {
         guard !messages.isEmpty else { return [] }
         let conversations = Dictionary(messages.map { ($0.id, $0.conversationID) }, uniquingKeysWith: { a, _ in a })
         return try r.presentReactions(on: messages.map(\.id)).compactMap { p in
-            guard let conversation = conversations[p.message] else { return nil }
+            guard let conversation = conversations[p.message], !blocked.contains(p.user) else { return nil }
             return Change(
                 seq: 0,
                 event: .reactionsChanged(

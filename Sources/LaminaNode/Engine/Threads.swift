@@ -25,6 +25,16 @@ enum Threads {
     }
 }
 
+extension FeedSnapshot {
+    /// The latest messages as a session with `features` is sent them: with their roots' thread
+    /// summaries when it takes replies, as history sends them (SPEC §6.2, §6.3).
+    mutating func summarizeThreads(for features: FeatureSet, _ read: StorageReader) throws {
+        let held = conversations.indices.compactMap { i in conversations[i].lastMessage.map { (i, $0) } }
+        let summarized = try Threads.summarized(held.map(\.1), for: features, read)
+        for ((index, _), message) in zip(held, summarized) { conversations[index].lastMessage = message }
+    }
+}
+
 extension NodeEngine {
     /// FETCH_HISTORY policy 4 (SPEC §6.3): the first `count` replies to `root` after `after`
     /// as the user may see them, as `thread-message` changes with seq 0 in ascending position

@@ -48,7 +48,7 @@ extension ServerAPI {
         }
         let summarized = try await engine.store.read { reader in try reader.withThreadSummaries(messages) }
         let shown = try await threaded(r, summarized)
-        let reactions = try await reactionSummaries(of: summarized.map(\.id))
+        let reactions = try await reactionSummaries(of: summarized.map(\.id), seenBy: asUser ? viewer : nil)
         return ServerAPIJSON.response(
             200,
             summarized.reversed().map {
@@ -60,7 +60,7 @@ extension ServerAPI {
     /// GET …/messages/:message_id.
     func getMessage(_ r: ServerAPIRequest) async throws -> HTTPResponse {
         let message = try await storedMessage(r)
-        let reactions = try await reactionSummaries(of: [message.message.id])
+        let reactions = try await reactionSummaries(of: [message.message.id], seenBy: nil)
         let summarized = try await engine.store.read { reader in try reader.withThreadSummaries([message.message]) }
         return ServerAPIJSON.response(
             200,

@@ -27,6 +27,20 @@ public struct ReactionSummaryObject: Codable, Sendable, Hashable {
     }
 }
 
+extension NodeEngine {
+    /// The reactions on `messages` by message, as `viewer` is shown them: without those of the
+    /// users they block (as their feed, history and snapshots leave them out, SPEC §6.2, §6.9);
+    /// all of them for the system (nil). The Server API's and the Client API's one rule.
+    func reactionSummaries(of messages: [MessageID], seenBy viewer: UserID?) async throws
+        -> [MessageID: [String: ReactionSummaryObject]]
+    {
+        guard !messages.isEmpty else { return [:] }
+        let hidden = viewer.map { blockLists.blocked(by: $0) } ?? []
+        let present = try await store.read { reader in try reader.presentReactions(on: messages) }
+        return ReactionSummaryObject.byMessage(hidden.isEmpty ? present : present.filter { !hidden.contains($0.user) })
+    }
+}
+
 extension ServerAPI {
     /// POST /users/:user_id/messages/:message_id/reactions (a Lamina extension, SPEC §6.9): the
     /// user adds (`"action": "add"`, the default) or removes (`"remove"`) the reaction `key` on a
@@ -49,11 +63,12 @@ extension ServerAPI {
         return HTTPResponse(status: 204)
     }
 
-    /// The reactions on `messages`, for their representations.
-    func reactionSummaries(of messages: [MessageID]) async throws -> [MessageID: [String: ReactionSummaryObject]] {
-        guard !messages.isEmpty else { return [:] }
-        return ReactionSummaryObject.byMessage(
-            try await engine.store.read { reader in try reader.presentReactions(on: messages) })
+    /// The reactions on `messages`, for their representations: as `viewer` sees them (without
+    /// the reactions of users they block, SPEC §6.2), or all of them for the system (nil).
+    func reactionSummaries(of messages: [MessageID], seenBy viewer: UserID?) async throws
+        -> [MessageID: [String: ReactionSummaryObject]]
+    {
+        try await engine.reactionSummaries(of: messages, seenBy: viewer)
     }
 
     /// A reaction request's body: `key` (1 to 64 bytes of UTF-8, no control characters) and
@@ -85,10 +100,11 @@ extension ClientAPI {
         return HTTPResponse(status: 204)
     }
 
-    /// The reactions on `messages`, for their representations.
-    func reactionSummaries(of messages: [MessageID]) async throws -> [MessageID: [String: ReactionSummaryObject]] {
-        guard !messages.isEmpty else { return [:] }
-        return ReactionSummaryObject.byMessage(
-            try await engine.store.read { reader in try reader.presentReactions(on: messages) })
+    /// The reactions on `messages`, for their representations: as `viewer` sees them (without
+    /// the reactions of users they block, SPEC §6.2), or all of them for the system (nil).
+    func reactionSummaries(of messages: [MessageID], seenBy viewer: UserID?) async throws
+        -> [MessageID: [String: ReactionSummaryObject]]
+    {
+        try await engine.reactionSummaries(of: messages, seenBy: viewer)
     }
 }

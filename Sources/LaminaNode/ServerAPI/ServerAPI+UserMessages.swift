@@ -27,7 +27,7 @@ extension ServerAPI {
         }
         let summarized = try await engine.store.read { reader in try reader.withThreadSummaries([stored.message]) }
         let shown = try await threaded(r, summarized)
-        let reactions = try await reactionSummaries(of: [id])
+        let reactions = try await reactionSummaries(of: [id], seenBy: user)
         return ServerAPIJSON.response(200, shown.message(summarized[0], for: user, reactions: reactions[id] ?? [:]))
     }
 }
