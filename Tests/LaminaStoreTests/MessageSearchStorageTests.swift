@@ -274,6 +274,36 @@ import Testing
         }
     }
 
+    /// A SQLite store from before v29 (v26's index: text only) is reindexed by the migration,
+    /// tokens included, and searched as any other.
+    @Test func v29RebuildsTheIndexOfAnOlderStore() async throws {
+        let (location, cleanup) = try temporaryStoreLocation(.sqlite)
+        defer { cleanup() }
+        let c = try conversation(alice, [bob])
+        let kept = try textMessage("peach kept", in: c.id, from: bob, at: hlc(100))
+        let gone = try textMessage("peach gone", in: c.id, from: bob, at: hlc(110))
+        var store = try NodeStore(location: location)
+        try await store.write { tx in
+            _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
+            for m in [kept, gone] { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
+            try tx.deleteMessage(gone.id)
+            // Back to v26's table and its backfill; v29 not applied.
+            try tx.db.run("DROP TABLE message_search")
+            for statement in MessageSearchSchema.sqlite { try tx.db.run(statement) }
+            try MessageSearchSchema.backfill(tx.db, conversations: false)
+            try tx.db.run(
+                "DELETE FROM grdb_migrations WHERE identifier = ?", [MessageSearchSchema.conversationsMigration])
+        }
+        #expect(
+            await storageErrorCode { _ = try await search(store, "peach", for: alice) } != nil,
+            "v26's table has no conversation column to search")
+        try store.close()
+        store = try NodeStore(location: location)
+        defer { try? store.close() }
+        #expect(try await search(store, "peach", for: alice) == ["peach kept"])
+        #expect(try await search(store, "peach", for: alice, in: c.id) == ["peach kept"])
+    }
+
     /// PostgreSQL's group commit holds the messages back and inserts them in one statement:
     /// their text is indexed by that statement.
     @Test func aGroupOfSendsIsIndexedByTheBatchInsertOnPostgres() async throws {

@@ -4,8 +4,9 @@ import GRDB
 import LaminaModel
 import LaminaStore
 
-/// `lamina-bench node-search`: the node's full-text search (`v26-message-search`) over N
-/// messages, measured directly on the store (no node, no network).
+/// `lamina-bench node-search`: the node's full-text search (`v26-message-search`, on SQLite
+/// rebuilt by `v29-message-search-conversations`) over N messages, measured directly on the
+/// store (no node, no network).
 struct NodeSearchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "node-search",
