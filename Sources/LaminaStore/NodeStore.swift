@@ -212,6 +212,7 @@ package final class NodeStore: Sendable {
             try db.execute(sql: "PRAGMA cache_size = -\(own.cacheKiB)")
             try db.execute(sql: "PRAGMA mmap_size = \(own.mmapBytes)")
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            try MessageSearchRank.register(db)
         }
         let pool: DatabasePool
         do {

@@ -152,6 +152,92 @@ import Testing
         }
     }
 
+    /// A distinct merge moves the retired conversation's messages into the survivor: a search
+    /// of the survivor alone finds them (on SQLite, their index rows take the survivor's token).
+    @Test(arguments: StoreBackend.allCases) func aMergeMovesTheIndexWithTheMessages(_ backend: StoreBackend)
+        async throws
+    {
+        try await withTemporaryStore(backend: backend) { store, _ in
+            let survivor = try conversation(alice, [bob], distinct: false)
+            let retired = try conversation(bob, [alice], distinct: false)
+            try await store.write { tx in
+                _ = try tx.createConversation(survivor, hlc: hlc(1), origin: nodeA)
+                _ = try tx.createConversation(retired, hlc: hlc(2), origin: nodeB)
+                try tx.appendMessage(
+                    try textMessage("fig here", in: survivor.id, from: alice, at: hlc(10)), hlc: hlc(10), origin: nodeA)
+                try tx.appendMessage(
+                    try textMessage("fig there", in: retired.id, from: bob, at: hlc(11, 0, nodeB)),
+                    hlc: hlc(11, 0, nodeB), origin: nodeB)
+                try tx.retireConversation(retired.id, mergedInto: survivor.id)
+            }
+            #expect(try await search(store, "fig", for: alice, in: survivor.id) == ["fig there", "fig here"])
+            #expect(try await search(store, "fig", for: bob) == ["fig there", "fig here"])
+        }
+    }
+
+    /// The index also holds each message's conversation token (SQLite): a search reads words in
+    /// the text only, so typing a token finds nothing.
+    @Test(arguments: StoreBackend.allCases) func wordsAreSearchedInTheTextOnly(_ backend: StoreBackend)
+        async throws
+    {
+        try await withTemporaryStore(backend: backend) { store, _ in
+            let c = try conversation(alice, [bob])
+            let m = try textMessage("quince", in: c.id, from: alice, at: hlc(100))
+            try await store.write { tx in
+                _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
+                try tx.appendMessage(m, hlc: m.position!, origin: nodeA)
+            }
+            let token = withUnsafeBytes(of: c.id.uuid.uuid) { bytes in
+                bytes[12...].map { String(format: "%02x", $0) }.joined()
+            }
+            if backend == .sqlite {
+                let stored = try await store.read { r in
+                    try r.db.rows("SELECT conversation FROM message_search").map { $0[0] as String }
+                }
+                #expect(stored == [token], "the token the index holds is the one computed here")
+            }
+            #expect(try await search(store, token, for: alice) == [])
+            #expect(try await search(store, String(token.prefix(3)), for: alice) == [])
+            #expect(try await search(store, "quin", for: alice) == ["quince"])
+        }
+    }
+
+    /// Past `narrowingAtMost` conversations the SQLite query reads every match on the node:
+    /// the joins keep the same messages, in the same order.
+    @Test(arguments: StoreBackend.allCases) func readingTheWholeIndexFindsTheSame(_ backend: StoreBackend)
+        async throws
+    {
+        try await withTemporaryStore(backend: backend) { store, _ in
+            let mine = try conversation(alice, [bob], distinct: false)
+            let left = try conversation(alice, [carol], distinct: false)
+            let theirs = try conversation(bob, [dave], distinct: false)
+            let messages = [
+                try textMessage("lime lime", in: mine.id, from: bob, at: hlc(100)),
+                try textMessage("lime and soda", in: mine.id, from: alice, at: hlc(110)),
+                try textMessage("lime before", in: left.id, from: carol, at: hlc(120)),
+                try textMessage("lime after", in: left.id, from: carol, at: hlc(300)),
+                try textMessage("lime elsewhere", in: theirs.id, from: dave, at: hlc(130)),
+            ]
+            try await store.write { tx in
+                for (i, c) in [mine, left, theirs].enumerated() {
+                    _ = try tx.createConversation(c, hlc: hlc(1 + UInt64(i)), origin: nodeA)
+                }
+                for m in messages.prefix(3) { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
+                try tx.applyMembership(
+                    .remove, user: alice, conversation: left.id, actor: carol, hlc: hlc(200), origin: nodeA)
+                for m in messages.suffix(2) { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
+            }
+            let expected = ["lime lime", "lime before", "lime and soda"]
+            for limit in [0, 1, 2, MessageSearchSchema.narrowedConversationsLimit] {
+                let found = try await store.read { r in
+                    try r.searchMessages(
+                        NodeMessageSearch(try MessageSearchTerms("lim")), for: alice, narrowingAtMost: limit)
+                }
+                #expect(found.map(Self.text) == expected, "narrowing at most \(limit)")
+            }
+        }
+    }
+
     @Test func termsFollowTheDevicesRules() throws {
         #expect(try MessageSearchTerms("Hello, wor").words == ["Hello", "wor"])
         #expect(try MessageSearchTerms("say \"hi\"").fts5Expression == "\"say\" \"hi\"*")
@@ -188,6 +274,36 @@ import Testing
             try await store.write { tx in try MessageSearchSchema.backfill(tx.db, batch: 2) }
             #expect(Set(try await search(store, "grape", for: alice)) == ["grape 0", "grape 1", "grape 2", "grape 3"])
         }
+    }
+
+    /// A SQLite store from before v29 (v26's index: text only) is reindexed by the migration,
+    /// tokens included, and searched as any other.
+    @Test func v29RebuildsTheIndexOfAnOlderStore() async throws {
+        let (location, cleanup) = try temporaryStoreLocation(.sqlite)
+        defer { cleanup() }
+        let c = try conversation(alice, [bob])
+        let kept = try textMessage("peach kept", in: c.id, from: bob, at: hlc(100))
+        let gone = try textMessage("peach gone", in: c.id, from: bob, at: hlc(110))
+        var store = try NodeStore(location: location)
+        try await store.write { tx in
+            _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
+            for m in [kept, gone] { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
+            try tx.deleteMessage(gone.id)
+            // Back to v26's table and its backfill; v29 not applied.
+            try tx.db.run("DROP TABLE message_search")
+            for statement in MessageSearchSchema.sqlite { try tx.db.run(statement) }
+            try MessageSearchSchema.backfill(tx.db, conversations: false)
+            try tx.db.run(
+                "DELETE FROM grdb_migrations WHERE identifier = ?", [MessageSearchSchema.conversationsMigration])
+        }
+        #expect(
+            await storageErrorCode { _ = try await search(store, "peach", for: alice) } != nil,
+            "v26's table has no conversation column to search")
+        try store.close()
+        store = try NodeStore(location: location)
+        defer { try? store.close() }
+        #expect(try await search(store, "peach", for: alice) == ["peach kept"])
+        #expect(try await search(store, "peach", for: alice, in: c.id) == ["peach kept"])
     }
 
     /// PostgreSQL's group commit holds the messages back and inserts them in one statement:

@@ -5,7 +5,7 @@ import LaminaModel
 
 /// A statement of the write path's hot path, prepared once on the writer's connection. On
 /// SQLite it runs by binding values straight into SQLite: no SQL-keyed cache lookup, no
-/// argument arrays, no row objects (the only place in the node that calls SQLite's C API;
+/// argument arrays, no row objects (with `MessageSearchRank`, the only code of the node on SQLite's C API;
 /// GRDB owns the statement and finalizes it when this is dropped, before the connection
 /// closes). On PostgreSQL it is a named prepared statement of the writer's connection.
 final class HotStatement: SQLBinder {

@@ -18,8 +18,23 @@ import LaminaWire
 ///   the group's messages (no statement of its own).
 ///
 /// Messages stored before the migration are indexed by it, `backfillBatch` messages per read.
+///
+/// `v29-message-search-conversations` (SQLite) rebuilds the FTS5 table with a second column,
+/// `conversation`: one token per message naming its conversation (`conversationToken`), so
+/// that a search reads only the postings of the user's conversations (`searchMessages`
+/// queries `conversation : (…) AND body : (…)`) instead of every match on the node; and
+/// prefix indexes of 2 and 3 characters, so that the last word's prefix (`"ba"*`) is one
+/// posting list read lazily rather than every word starting so merged up front. Words are
+/// searched in `body` only (a column filter). The token follows the message when a merge
+/// moves it (`retokenizeMessages`).
 enum MessageSearchSchema {
     static let migration = "v26-message-search"
+    static let conversationsMigration = "v29-message-search-conversations"
+
+    /// The most conversations a search on SQLite names in its FTS5 query (`searchMessages`):
+    /// beyond, the query reads every match on the node (each token is one more posting list
+    /// the query merges).
+    static let narrowedConversationsLimit = 256
 
     /// Messages read per batch by the backfill (each batch one read and its inserts).
     static let backfillBatch = 1_000
@@ -29,6 +44,21 @@ enum MessageSearchSchema {
         CREATE VIRTUAL TABLE message_search USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')
         """
     ]
+
+    /// `v29-message-search-conversations`: the table rebuilt (filled by `backfill`).
+    static let sqliteConversations: [String] = [
+        "DROP TABLE message_search",
+        """
+        CREATE VIRTUAL TABLE message_search USING fts5(body, conversation, prefix = '2 3',
+            tokenize = 'unicode61 remove_diacritics 2')
+        """,
+    ]
+
+    /// The SQL of a conversation's token in the index, from the column or parameter holding
+    /// its 16-byte id: the last 4 bytes in lowercase hexadecimal (one `unicode61` token). Two
+    /// conversations may share a token: a search then reads a few more postings, and its joins
+    /// still keep exactly the user's messages.
+    static func conversationToken(_ id: String) -> String { "lower(hex(substr(\(id), 13, 4)))" }
 
     static let postgres: [String] = [
         "ALTER TABLE messages ADD COLUMN search tsvector",
@@ -68,8 +98,11 @@ enum MessageSearchSchema {
     }
 
     /// Indexes every message not deleted for everyone, `backfillBatch` at a time, in the
-    /// migration's transaction (memory stays bounded by a batch).
-    static func backfill(_ db: any SQLSession, batch: Int = backfillBatch) throws(StorageError) {
+    /// migration's transaction (memory stays bounded by a batch). `conversations`: on SQLite,
+    /// the table of v29 (with the conversation's token); false for v26's (text only).
+    static func backfill(_ db: any SQLSession, batch: Int = backfillBatch, conversations: Bool = true)
+        throws(StorageError)
+    {
         var after = Data()
         while true {
             let rows = try db.rows(
@@ -85,6 +118,12 @@ enum MessageSearchSchema {
                 }
                 guard let text = indexedText(of: parts) else { continue }
                 switch db.dialect {
+                case .sqlite where conversations:
+                    try db.run(
+                        """
+                        INSERT INTO message_search (rowid, body, conversation)
+                            SELECT rowid, ?, \(conversationToken("conversation_id")) FROM messages WHERE id = ?
+                        """, [text, id])
                 case .sqlite:
                     try db.run(
                         "INSERT INTO message_search (rowid, body) SELECT rowid, ? FROM messages WHERE id = ?",

@@ -222,6 +222,7 @@ extension StorageTransaction {
             throw StorageError(
                 .positionTaken, "\(clash) messages of \(conversation) share positions with messages of \(survivor)")
         }
+        try retokenizeMessages(of: conversation, into: survivor)
         try db.run("UPDATE messages SET conversation_id = ? WHERE conversation_id = ?", [to, from])
         // Membership: replay the retired log into the survivor (duplicates ignored, greatest HLC wins).
         for row in try db.rows("SELECT * FROM membership_ops WHERE conversation_id = ? ORDER BY seq", [from]) {

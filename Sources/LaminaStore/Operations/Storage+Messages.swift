@@ -104,7 +104,7 @@ extension StorageTransaction {
             throw StorageError(
                 .positionTaken, "position \(position) of \(message.conversationID) is held by another message")
         }
-        try indexInsertedMessage(text: searchText)
+        try indexInsertedMessage(text: searchText, in: message.conversationID)
         cache.rememberHoldsMessages(header.id)
         try countAppended(message.id, sender: message.sender, in: message.conversationID, at: (pp, pl, pn))
         try indexContentReferences(of: message.id, message.parts)

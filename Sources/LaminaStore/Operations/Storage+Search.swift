@@ -23,9 +23,17 @@ package struct NodeMessageSearch: Hashable, Sendable {
 extension StorageTransaction {
     /// Indexes the message just inserted by `appendMessage` on SQLite (its row is the
     /// connection's last insert); on PostgreSQL the insert itself fills the column.
-    func indexInsertedMessage(text: String?) throws(StorageError) {
+    func indexInsertedMessage(text: String?, in conversation: ConversationID) throws(StorageError) {
         guard db.dialect == .sqlite, let text else { return }
-        try db.runRaw("INSERT INTO message_search (rowid, body) VALUES (last_insert_rowid(), ?)") { $0.bind(1, text) }
+        try db.runRaw(
+            """
+            INSERT INTO message_search (rowid, body, conversation)
+                VALUES (last_insert_rowid(), ?, \(MessageSearchSchema.conversationToken("?")))
+            """
+        ) {
+            $0.bind(1, text)
+            $0.bind(2, conversation.uuid)
+        }
     }
 
     /// Replaces the indexed text of a message whose parts were replaced (removes it for a
@@ -38,7 +46,11 @@ extension StorageTransaction {
             try db.run("DELETE FROM message_search WHERE rowid = (SELECT rowid FROM messages WHERE id = ?)", [key])
             if let text {
                 try db.run(
-                    "INSERT INTO message_search (rowid, body) SELECT rowid, ? FROM messages WHERE id = ?", [text, key])
+                    """
+                    INSERT INTO message_search (rowid, body, conversation)
+                        SELECT rowid, ?, \(MessageSearchSchema.conversationToken("conversation_id")) FROM messages
+                        WHERE id = ?
+                    """, [text, key])
             }
         case .postgres:
             try db.run(
@@ -56,6 +68,18 @@ extension StorageTransaction {
         case .postgres:
             try db.run("UPDATE messages SET search = NULL WHERE id = ? AND search IS NOT NULL", [key])
         }
+    }
+
+    /// Gives the messages of `conversation`, about to move into `survivor` (a distinct merge),
+    /// the survivor's token in the SQLite index (run before they move); PostgreSQL's index
+    /// holds no conversation.
+    func retokenizeMessages(of conversation: ConversationID, into survivor: ConversationID) throws(StorageError) {
+        guard db.dialect == .sqlite else { return }
+        try db.run(
+            """
+            UPDATE message_search SET conversation = \(MessageSearchSchema.conversationToken("?"))
+            WHERE rowid IN (SELECT rowid FROM messages WHERE conversation_id = ?)
+            """, [Columns.blob(survivor.uuid), Columns.blob(conversation.uuid)])
     }
 
     /// Removes from the index the conversation's messages positioned before `position` (run
@@ -84,9 +108,17 @@ extension StorageReader {
     /// The messages matching `search` that `user` sees, exactly as `history()` shows them:
     /// conversations the user takes part in, or took part in up to their removal (then only
     /// messages positioned before it); not deleted for everyone; not from senders the user
-    /// blocks now. Best match first (SQLite's BM25, PostgreSQL's `ts_rank`), then newer first,
-    /// then by id. Statuses are as the user sees them.
-    package func searchMessages(_ search: NodeMessageSearch, for user: UserID) throws(StorageError) -> [Message] {
+    /// blocks now. Best match first (SQLite: `MessageSearchRank`, BM25 without the words'
+    /// node-wide rarity; PostgreSQL: `ts_rank`), then newer first, then by id. Statuses are as
+    /// the user sees them.
+    ///
+    /// On SQLite the index is read only in the user's conversations (their tokens, see
+    /// `MessageSearchSchema`) when they are at most `narrowingAtMost`; beyond, every match on
+    /// the node is read and joined (the joins keep the same messages either way).
+    package func searchMessages(
+        _ search: NodeMessageSearch, for user: UserID,
+        narrowingAtMost: Int = MessageSearchSchema.narrowedConversationsLimit
+    ) throws(StorageError) -> [Message] {
         do { try MessageSearchTerms.validatePage(limit: search.limit, offset: search.offset) } catch {
             throw error.storageError
         }
@@ -95,13 +127,14 @@ extension StorageReader {
         var arguments: SQLArguments
         switch db.dialect {
         case .sqlite:
+            guard let match = try searchMatch(search, for: user, narrowingAtMost: narrowingAtMost) else { return [] }
             sql = """
                 SELECT \(columns) FROM message_search s
                 JOIN messages m ON m.rowid = s.rowid
                 JOIN participants p ON p.conversation_id = m.conversation_id AND p.user_id = ?
                 WHERE message_search MATCH ?
                 """
-            arguments = [user.rawValue, search.terms.fts5Expression]
+            arguments = [user.rawValue, match]
         case .postgres:
             sql = """
                 SELECT \(columns) FROM messages m
@@ -121,7 +154,7 @@ extension StorageReader {
             sql += " AND m.conversation_id = ?"
             arguments.values.append(.blob(Columns.blob(conversation.uuid)))
         }
-        let rank = db.dialect == .sqlite ? "s.rank" : "ts_rank(m.search, q) DESC"
+        let rank = db.dialect == .sqlite ? "\(MessageSearchRank.name)(message_search)" : "ts_rank(m.search, q) DESC"
         sql += " ORDER BY \(rank), m.pos_physical DESC, m.pos_logical DESC, m.pos_node DESC, m.id LIMIT ? OFFSET ?"
         arguments.values.append(.integer(Int64(search.limit)))
         arguments.values.append(.integer(Int64(search.offset)))
@@ -129,6 +162,26 @@ extension StorageReader {
         return try db.rows(sql, arguments).map { (row) throws(StorageError) in
             try statuses.storedMessage(row).message
         }
+    }
+
+    /// The FTS5 query of a search on SQLite: the words in `body`, within the tokens of the
+    /// conversations the user takes or took part in (of `search.conversation` only, when it
+    /// names one) when they are at most `narrowingAtMost`. Nil: the user has none.
+    private func searchMatch(_ search: NodeMessageSearch, for user: UserID, narrowingAtMost: Int)
+        throws(StorageError) -> String?
+    {
+        var sql = "SELECT DISTINCT \(MessageSearchSchema.conversationToken("conversation_id")) FROM participants"
+        sql += " WHERE user_id = ?"
+        var arguments: SQLArguments = [user.rawValue]
+        if let conversation = search.conversation {
+            sql += " AND conversation_id = ?"
+            arguments.values.append(.blob(Columns.blob(conversation.uuid)))
+        }
+        let tokens: [String] = try db.rows(sql, arguments).map { $0[0] }
+        guard !tokens.isEmpty else { return nil }
+        let words = "body : (\(search.terms.fts5Expression))"
+        guard tokens.count <= narrowingAtMost else { return words }
+        return "conversation : (" + tokens.map { "\"\($0)\"" }.joined(separator: " OR ") + ") AND " + words
     }
 
     /// The bytes the search index takes (for the bench): SQLite, the pages of the FTS5 tables;

@@ -94,6 +94,10 @@ enum StorageSchema {
         }
         migrator.registerMigration(MessageSearchSchema.migration) { db in
             for statement in MessageSearchSchema.sqlite { try db.execute(sql: statement) }
+            try MessageSearchSchema.backfill(SQLiteSession(db), conversations: false)
+        }
+        migrator.registerMigration(MessageSearchSchema.conversationsMigration) { db in
+            for statement in MessageSearchSchema.sqliteConversations { try db.execute(sql: statement) }
             try MessageSearchSchema.backfill(SQLiteSession(db))
         }
         migrator.registerMigration(PartReadingsSchema.migration) { db in

@@ -4,8 +4,9 @@ import GRDB
 import LaminaModel
 import LaminaStore
 
-/// `lamina-bench node-search`: the node's full-text search (`v26-message-search`) over N
-/// messages, measured directly on the store (no node, no network).
+/// `lamina-bench node-search`: the node's full-text search (`v26-message-search`, on SQLite
+/// rebuilt by `v29-message-search-conversations`) over N messages, measured directly on the
+/// store (no node, no network).
 struct NodeSearchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "node-search",
@@ -23,7 +24,7 @@ struct NodeSearchCommand: AsyncParsableCommand {
             With --copies K (SQLite only; to reach a large store on a slow machine) only messages/K are appended \
             through the append path; the store is then closed and each of those messages copied K - 1 times in \
             SQL (a new id, the same conversation, sender and text, its own position; its index row inserted with \
-            the copy's rowid, as the append path writes it), so the store holds --messages messages, every text K \
+            the copy's rowid and its conversation's token, as the append path writes it), so the store holds --messages messages, every text K \
             times. The report says so.
             """)
 
@@ -147,7 +148,8 @@ struct NodeSearchCommand: AsyncParsableCommand {
     }
 
     /// Copies every message of the SQLite store at `path` `times` times: copy k has a new id,
-    /// logical position and HLC k, and its index row (the original's text) under its own rowid.
+    /// logical position and HLC k, and its index row (the original's text and conversation
+    /// token) under its own rowid.
     static func copy(_ path: String, times: Int) throws {
         let queue = try DatabaseQueue(path: path)
         for k in 1...times {
@@ -162,8 +164,8 @@ struct NodeSearchCommand: AsyncParsableCommand {
                         """, arguments: [k, k])
                 try db.execute(
                     sql: """
-                        INSERT INTO message_search (rowid, body)
-                        SELECT copy.rowid, c.c0 FROM messages copy
+                        INSERT INTO message_search (rowid, body, conversation)
+                        SELECT copy.rowid, c.c0, c.c1 FROM messages copy
                         JOIN messages original ON original.conversation_id = copy.conversation_id
                             AND original.pos_physical = copy.pos_physical AND original.pos_logical = 0
                             AND original.pos_node = copy.pos_node
