@@ -1,5 +1,6 @@
 /// The words of a full-text search of messages, as both the device's index and the node's take
-/// them: the text split at whitespace, punctuation and symbols; every word must occur in a
+/// them: the text split at whitespace, control characters, punctuation and symbols (as the
+/// indexes' tokenizers split what they index); every word must occur in a
 /// message's text parts, the last one as a prefix (so results follow typing). Declared once here
 /// so that a search finds the same messages on the device and on the node.
 public struct MessageSearchTerms: Hashable, Sendable {
@@ -23,12 +24,19 @@ public struct MessageSearchTerms: Hashable, Sendable {
             throw ModelError(
                 .invalidSearch, "a search text has at most \(Self.maxTextBytes) bytes, this one \(text.utf8.count)")
         }
-        let words = text.split(whereSeparator: { $0.isWhitespace || $0.isPunctuation || $0.isSymbol })
+        let words = text.split(whereSeparator: Self.separates)
         guard !words.isEmpty else { throw ModelError(.invalidSearch, "a search needs at least one word") }
         guard words.count <= Self.maxWords else {
             throw ModelError(.invalidSearch, "a search takes at most \(Self.maxWords) words, this one \(words.count)")
         }
         self.words = words.map(String.init)
+    }
+
+    /// Whether `c` separates words. Control characters do: a NUL inside a quoted FTS5 word ends
+    /// the query text early (a syntax error), and no index holds them in a word.
+    static func separates(_ c: Character) -> Bool {
+        c.isWhitespace || c.isPunctuation || c.isSymbol
+            || c.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     /// Checks a page of results: `limit` 1 to `maxLimit`, `offset` at least 0, and the page

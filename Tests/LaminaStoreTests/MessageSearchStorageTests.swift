@@ -202,6 +202,25 @@ import Testing
         }
     }
 
+    /// Control characters separate words (FuzzClientAPI found a NUL inside a word making FTS5's
+    /// query a syntax error, answered 500): the words around them are searched as any.
+    @Test(arguments: StoreBackend.allCases) func controlCharactersSeparateWords(_ backend: StoreBackend)
+        async throws
+    {
+        #expect(try MessageSearchTerms("pear\u{0}\u{0}plum\u{7}").words == ["pear", "plum"])
+        #expect(throws: ModelError.self) { try MessageSearchTerms("\u{0}\u{1}\u{1b}") }
+        try await withTemporaryStore(backend: backend) { store, _ in
+            let c = try conversation(alice, [bob])
+            let m = try textMessage("pear plum", in: c.id, from: alice, at: hlc(100))
+            try await store.write { tx in
+                _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
+                try tx.appendMessage(m, hlc: m.position!, origin: nodeA)
+            }
+            #expect(try await search(store, "pear\u{0}\u{0}\u{0}pl", for: alice) == ["pear plum"])
+            #expect(try await search(store, "hello\u{FFFD}\u{0}\u{0}t", for: alice) == [])
+        }
+    }
+
     /// Past `narrowingAtMost` conversations the SQLite query reads every match on the node:
     /// the joins keep the same messages, in the same order.
     @Test(arguments: StoreBackend.allCases) func readingTheWholeIndexFindsTheSame(_ backend: StoreBackend)
