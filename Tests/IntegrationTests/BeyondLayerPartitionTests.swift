@@ -38,29 +38,10 @@ import Testing
     static func text(_ value: String) throws -> MessagePart { try MessagePart(text: value) }
 
     @Test func bothSidesReactEditReplyAndMuteDuringAPartitionAndEveryReplicaEndsTheSame() async throws {
-        let certificates = Fixtures.temporaryDirectory("beyond-partition-certs")
-        let nodeA = PeerReplicationTests.nodeA
-        let nodeB = PeerReplicationTests.nodeB
-        let a = try await TestNode.start("beyond-partition-a") { c in
-            c.nodeID = nodeA.rawValue
-            c.adminPort = 0
-            c.peers = try! DevelopmentCluster.settings(for: nodeA, port: 0, peers: [], in: certificates)
-        }
-        let proxy = try await TCPProxy.start(to: a.server.peers!.transport.port)
-        let b = try await TestNode.start("beyond-partition-b") { c in
-            c.nodeID = nodeB.rawValue
-            c.peers = try! DevelopmentCluster.settings(
-                for: nodeB, port: 0, peers: ["https://127.0.0.1:\(proxy.port)"], in: certificates)
-            c.peers.reconnectMinimumMilliseconds = 20
-            c.peers.reconnectMaximumMilliseconds = 200
-        }
-        let alice = try ClientHarness.device("alice", on: a)
-        let aliceOnB = try ClientHarness.device("alice", on: b)
-        let bob = try ClientHarness.device("bob", on: b)
-        let devices = [alice, aliceOnB, bob]
-        for (client, node) in [(alice, a), (aliceOnB, b), (bob, b)] {
-            try await ClientHarness.connect(client, on: node)
-        }
+        let cluster = try await PartitionableDevices.start("beyond-partition")
+        let (a, b, proxy) = (cluster.a, cluster.b, cluster.proxy)
+        let (alice, aliceOnB, bob) = (cluster.alice, cluster.aliceOnB, cluster.bob)
+        let devices = cluster.devices
 
         // Before the cut: a conversation, a message each, alice's 👍 on bob's; every device has them.
         let group = try alice.newConversation(
@@ -70,6 +51,8 @@ import Testing
         let second = try Self.text("its second part")
         let root = try alice.send(alice.newMessage(parts: [first, second]), in: group).id
         for client in devices { _ = try await client.waitForCreation(of: root, timeout: .seconds(30)) }
+        // Only a sent message can be edited: its ACK may reach alice after the others have it.
+        try await ClientHarness.waitUntil(alice, "the root sent") { try alice.isSent(root) }
         let bobs = try bob.send(bob.newMessage(parts: [try Self.text("bob's")]), in: group).id
         for client in devices { _ = try await client.waitForCreation(of: bobs, timeout: .seconds(30)) }
         try alice.react("👍", to: bobs)
@@ -164,9 +147,6 @@ import Testing
             #expect(try client.message(replyOnB)?.message.mentions == ["alice"])
         }
 
-        for client in devices { try await client.close() }
-        await b.stop()
-        await a.stop()
-        await proxy.stop()
+        try await cluster.stop()
     }
 }

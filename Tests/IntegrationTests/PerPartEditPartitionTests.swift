@@ -42,29 +42,10 @@ import Testing
     }
 
     @Test func editsOfDifferentPartsOnTwoSidesBothSurviveAndARemovalMeetsAnEditByReading() async throws {
-        let certificates = Fixtures.temporaryDirectory("per-part-edits-certs")
-        let nodeA = PeerReplicationTests.nodeA
-        let nodeB = PeerReplicationTests.nodeB
-        let a = try await TestNode.start("per-part-edits-a") { c in
-            c.nodeID = nodeA.rawValue
-            c.adminPort = 0
-            c.peers = try! DevelopmentCluster.settings(for: nodeA, port: 0, peers: [], in: certificates)
-        }
-        let proxy = try await TCPProxy.start(to: a.server.peers!.transport.port)
-        let b = try await TestNode.start("per-part-edits-b") { c in
-            c.nodeID = nodeB.rawValue
-            c.peers = try! DevelopmentCluster.settings(
-                for: nodeB, port: 0, peers: ["https://127.0.0.1:\(proxy.port)"], in: certificates)
-            c.peers.reconnectMinimumMilliseconds = 20
-            c.peers.reconnectMaximumMilliseconds = 200
-        }
-        let alice = try ClientHarness.device("alice", on: a)
-        let aliceOnB = try ClientHarness.device("alice", on: b)
-        let bob = try ClientHarness.device("bob", on: b)
-        let devices = [alice, aliceOnB, bob]
-        for (client, node) in [(alice, a), (aliceOnB, b), (bob, b)] {
-            try await ClientHarness.connect(client, on: node)
-        }
+        let cluster = try await PartitionableDevices.start("per-part-edits")
+        let (a, b, proxy) = (cluster.a, cluster.b, cluster.proxy)
+        let (alice, aliceOnB) = (cluster.alice, cluster.aliceOnB)
+        let devices = cluster.devices
 
         let group = try alice.newConversation(
             participants: ["bob"], options: ConversationOptions(isDistinct: false)
@@ -74,6 +55,8 @@ import Testing
         let three = try MessagePart(text: "three")
         let id = try alice.send(alice.newMessage(parts: [one, two, three]), in: group).id
         for client in devices { _ = try await client.waitForCreation(of: id, timeout: .seconds(30)) }
+        // Only a sent message can be edited: its ACK may reach alice after bob has the message.
+        try await ClientHarness.waitUntil(alice, "the message sent") { try alice.isSent(id) }
 
         proxy.cut()
         // A: alice edits part 1, then part 3. B: her other device edits part 2, then removes part 3.
@@ -127,9 +110,6 @@ import Testing
             #expect(try client.message(id)?.editedAt != nil)
         }
 
-        for client in devices { try await client.close() }
-        await b.stop()
-        await a.stop()
-        await proxy.stop()
+        try await cluster.stop()
     }
 }
