@@ -48,15 +48,9 @@ import Testing
         let budget = node.server.outboundBudget
         let alice = try await ClientAPICurl.session("alice", on: node, http: .http1)
         #expect(budget.openStreams == 0)
-        var tls = TLSConfiguration.client(trust: .caFile(node.server.prepared.certificatePath))
-        tls.offersHTTP1 = true
-        let url = URL(string: node.server.url)!
         let packets = NIOLockedValueBox(0)
-        let socket = try await WebSocketClient.connect(
-            host: url.host ?? "127.0.0.1", port: url.port ?? 0,
-            path: "/websocket?session_token=\(alice.sessionToken ?? "")", subprotocols: ["layer-3.0"],
-            tls: try TLSContext(tls), group: Fixtures.group,
-            onText: { _ in packets.withLockedValue { $0 += 1 } })
+        let socket = try await ClientAPIWebSocketChangeTests.socket(
+            of: alice, on: node, onText: { _ in packets.withLockedValue { $0 += 1 } })
         #expect(socket.subprotocol == "layer-3.0")
         #expect(await Self.eventually { budget.openStreams == 1 })
         // A packet goes out (a Conversation.create answer) and its bytes leave the budget.

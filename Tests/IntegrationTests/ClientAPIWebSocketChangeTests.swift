@@ -11,6 +11,19 @@ import Testing
 /// socket that shares a conversation with it, an announcement as an `Announcement` (its
 /// conversation never shown).
 @Suite struct ClientAPIWebSocketChangeTests {
+    /// `session`'s WebSocket on `node` (TLS, HTTP/1.1 Upgrade, subprotocol `layer-3.0`).
+    static func socket(
+        of session: ClientAPICurl, on node: TestNode, onText: @escaping @Sendable (ByteBuffer) -> Void
+    ) async throws -> WebSocketClient {
+        var tls = TLSConfiguration.client(trust: .caFile(node.server.prepared.certificatePath))
+        tls.offersHTTP1 = true
+        let url = URL(string: node.server.url)!
+        return try await WebSocketClient.connect(
+            host: url.host ?? "127.0.0.1", port: url.port ?? 0,
+            path: "/websocket?session_token=\(session.sessionToken ?? "")", subprotocols: ["layer-3.0"],
+            tls: try TLSContext(tls), group: Fixtures.group, onText: onText)
+    }
+
     /// The packets a socket received, decoded.
     final class Packets: @unchecked Sendable {
         let all = NIOLockedValueBox<[[String: Any]]>([])
@@ -57,13 +70,8 @@ import Testing
             of: "layer:///conversations/", with: "")
 
         let packets = Packets()
-        var tls = TLSConfiguration.client(trust: .caFile(node.server.prepared.certificatePath))
-        tls.offersHTTP1 = true
-        let url = URL(string: node.server.url)!
-        let socket = try await WebSocketClient.connect(
-            host: url.host ?? "127.0.0.1", port: url.port ?? 0,
-            path: "/websocket?session_token=\(alice.sessionToken ?? "")", subprotocols: ["layer-3.0"],
-            tls: try TLSContext(tls), group: Fixtures.group, onText: { packets.add($0) })
+        let socket = try await ClientAPIWebSocketChangeTests.socket(
+            of: alice, on: node, onText: { packets.add($0) })
 
         // Bob's message shows bob's display name (read when the socket opened), not his user id.
         #expect(

@@ -111,13 +111,8 @@ import Testing
         let message = messageID.replacingOccurrences(of: "layer:///messages/", with: "")
 
         let packets = ClientAPIWebSocketChangeTests.Packets()
-        var tls = TLSConfiguration.client(trust: .caFile(node.server.prepared.certificatePath))
-        tls.offersHTTP1 = true
-        let url = URL(string: node.server.url)!
-        let socket = try await WebSocketClient.connect(
-            host: url.host ?? "127.0.0.1", port: url.port ?? 0,
-            path: "/websocket?session_token=\(alice.sessionToken ?? "")", subprotocols: ["layer-3.0"],
-            tls: try TLSContext(tls), group: Fixtures.group, onText: { packets.add($0) })
+        let socket = try await ClientAPIWebSocketChangeTests.socket(
+            of: alice, on: node, onText: { packets.add($0) })
 
         for action in ["add", "remove"] {
             let reacted = try await bob.request(
