@@ -78,9 +78,11 @@ package final class NodeStore: Sendable {
         try configuration.validate()
         let writerConnection: any WriterConnection
         var announcer: FeedAnnouncer?
+        let searchBacklog = SearchBacklog()
         switch location {
         case .sqlite(let path):
             let pool = try Self.openSQLite(path: path, configuration: configuration)
+            if try Self.messagesWaitForTheIndex(pool) { searchBacklog.markPending() }
             backend = .sqlite(pool)
             listener = nil
             writerConnection = SQLiteWriterConnection(pool: pool)
@@ -121,7 +123,28 @@ package final class NodeStore: Sendable {
             maxBatchSize: configuration.maxBatchSize,
             groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds),
             groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize),
-            announcer: announcer, sources: sources, feedTailRows: configuration.feedTailRows)
+            announcer: announcer, sources: sources, feedTailRows: configuration.feedTailRows,
+            searchBacklog: searchBacklog)
+        self.searchBacklog = searchBacklog
+    }
+
+    /// SQLite's messages not in the full-text index yet (`SearchBacklog`).
+    let searchBacklog: SearchBacklog
+
+    /// Whether messages committed before this start wait for the search index (SQLite).
+    private static func messagesWaitForTheIndex(_ pool: DatabasePool) throws(StorageError) -> Bool {
+        do {
+            return try pool.read { db in
+                try Bool.fetchOne(
+                    db,
+                    sql: """
+                        SELECT COALESCE(MAX(rowid), 0) > (SELECT indexed_through FROM search_backlog WHERE only = 1)
+                        FROM messages
+                        """) ?? false
+            }
+        } catch {
+            throw StorageError.wrapping(error)
+        }
     }
 
     /// Whether other nodes may write to this store too (PostgreSQL): the writer then keeps
@@ -308,6 +331,14 @@ package final class NodeStore: Sendable {
         case .postgres(_, let readers):
             return try readers.read { session in try body(StorageReader(db: session)) }
         }
+    }
+
+    /// Reads the last committed state like ``read(_:)``, once the full-text index holds every
+    /// committed message: on SQLite the writer first indexes the messages waiting for it, if
+    /// any (``SearchBacklog``). For searches.
+    package func searchRead<T: Sendable>(_ body: @escaping @Sendable (StorageReader) throws -> T) async throws -> T {
+        if searchBacklog.isPending { try await write { tx in try tx.indexWaitingMessages() } }
+        return try await read(body)
     }
 
     /// Reads the last committed state on one of the concurrent readers.

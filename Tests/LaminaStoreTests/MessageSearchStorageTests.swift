@@ -19,7 +19,7 @@ import Testing
         offset: Int = 0
     ) async throws -> [String] {
         let query = NodeMessageSearch(try MessageSearchTerms(text), in: conversation, limit: limit, offset: offset)
-        return try await store.read { r in try r.searchMessages(query, for: user) }.map(Self.text)
+        return try await store.searchRead { r in try r.searchMessages(query, for: user) }.map(Self.text)
     }
 
     static func text(_ message: Message) -> String {
@@ -191,7 +191,7 @@ import Testing
                 bytes[12...].map { String(format: "%02x", $0) }.joined()
             }
             if backend == .sqlite {
-                let stored = try await store.read { r in
+                let stored = try await store.searchRead { r in
                     try r.db.rows("SELECT conversation FROM message_search").map { $0[0] as String }
                 }
                 #expect(stored == [token], "the token the index holds is the one computed here")
@@ -248,7 +248,7 @@ import Testing
             }
             let expected = ["lime lime", "lime before", "lime and soda"]
             for limit in [0, 1, 2, MessageSearchSchema.narrowedConversationsLimit] {
-                let found = try await store.read { r in
+                let found = try await store.searchRead { r in
                     try r.searchMessages(
                         NodeMessageSearch(try MessageSearchTerms("lim")), for: alice, narrowingAtMost: limit)
                 }
@@ -283,9 +283,11 @@ import Testing
                 _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
                 for m in messages { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
                 try tx.deleteMessage(messages[4].id)
-                // As a store from before v26: nothing indexed.
+                // As a store from before v26: nothing indexed (on SQLite, nothing waiting either).
                 switch tx.db.dialect {
-                case .sqlite: try tx.db.run("DELETE FROM message_search")
+                case .sqlite:
+                    try tx.indexWaitingMessages()
+                    try tx.db.run("DELETE FROM message_search")
                 case .postgres: try tx.db.run("UPDATE messages SET search = NULL")
                 }
             }

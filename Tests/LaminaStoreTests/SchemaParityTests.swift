@@ -22,6 +22,9 @@ import Testing
         "table message_search_content only on sqlite", "table message_search_data only on sqlite",
         "table message_search_docsize only on sqlite", "table message_search_idx only on sqlite",
         "column messages.search only on postgres", "index messages_search only on postgres",
+        // SQLite indexes messages in batches behind the writes (`SearchBacklog`); PostgreSQL's
+        // insert fills the column.
+        "table search_backlog only on sqlite",
     ]
 
     @Test func bothBackendsHaveTheSameTablesColumnsAndIndexes() async throws {

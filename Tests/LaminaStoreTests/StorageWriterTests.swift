@@ -33,6 +33,8 @@ import Testing
                 // The FTS5 search index (`v26-message-search`) and its shadow tables.
                 "message_search", "message_search_data", "message_search_idx", "message_search_content",
                 "message_search_docsize", "message_search_config",
+                // Up to where the index holds every message (`v30-search-backlog`).
+                "search_backlog",
             ]
             #expect(Set(tables) == expected)
             let pragmas = try store.writerPragmas()

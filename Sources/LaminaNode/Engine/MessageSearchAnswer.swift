@@ -19,7 +19,7 @@ extension NodeEngine {
             throw WireError(.invalidArgument, error.reason)
         }
         let search = NodeMessageSearch(terms, in: conversation, limit: limit, offset: offset)
-        return try await store.read { r in
+        return try await store.searchRead { r in
             if let conversation, try r.participantState(of: user, in: conversation) == nil {
                 throw WireError(.notAParticipant, "\(user) never took part in \(conversation)")
             }

@@ -5,9 +5,10 @@ import LaminaWire
 /// The node's full-text index of messages (`v26-message-search`): the text of each message's
 /// inline `text/*` parts (MIME type compared without case; `text/plain`, `text/markdown`, …;
 /// parts over 2 KB are rich content and not indexed), joined by line breaks, extracted in
-/// Swift from the parts (`indexedText(of:)`) and written in the same transaction as the
-/// message: by `appendMessage` (local sends and replicated ones), replaced by `replaceParts`,
-/// removed when the message is deleted for everyone. A message without such text has no entry.
+/// Swift from the parts (`indexedText(of:)`): on PostgreSQL written by the message's insert
+/// (`appendMessage`: local sends and replicated ones), on SQLite by the writer in batches
+/// behind the messages (`SearchBacklog`); replaced when the parts change, removed when the
+/// message is deleted for everyone. A message without such text has no entry.
 ///
 /// - SQLite: an FTS5 table holding the text (contentful: the body is an encoding of the parts,
 ///   not text an external-content table could read), rowid = the message's rowid in `messages`
@@ -134,7 +135,13 @@ enum MessageSearchSchema {
                         [text, id])
                 }
             }
-            if rows.count < batch { return }
+            if rows.count < batch { break }
+        }
+        // Every message is indexed: SQLite's backlog, when the store has one, starts after them.
+        if db.dialect == .sqlite,
+            try db.int64("SELECT 1 FROM sqlite_master WHERE name = 'search_backlog'", []) != nil
+        {
+            try db.run("UPDATE search_backlog SET indexed_through = (SELECT COALESCE(MAX(rowid), 0) FROM messages)", [])
         }
     }
 }

@@ -21,19 +21,12 @@ package struct NodeMessageSearch: Hashable, Sendable {
 }
 
 extension StorageTransaction {
-    /// Indexes the message just inserted by `appendMessage` on SQLite (its row is the
-    /// connection's last insert); on PostgreSQL the insert itself fills the column.
+    /// The message just inserted by `appendMessage` on SQLite (its row is the connection's
+    /// last insert) waits for the index's next batch (`SearchBacklog`); on PostgreSQL the
+    /// insert itself fills the column.
     func indexInsertedMessage(text: String?, in conversation: ConversationID) throws(StorageError) {
-        guard db.dialect == .sqlite, let text else { return }
-        try db.runRaw(
-            """
-            INSERT INTO message_search (rowid, body, conversation)
-                VALUES (last_insert_rowid(), ?, \(MessageSearchSchema.conversationToken("?")))
-            """
-        ) {
-            $0.bind(1, text)
-            $0.bind(2, conversation.uuid)
-        }
+        guard let sqlite = db as? SQLiteSession, let text else { return }
+        try deferIndexing(of: sqlite.db.lastInsertedRowID, text: text, in: conversation)
     }
 
     /// Replaces the indexed text of a message whose parts were replaced (removes it for a
@@ -44,13 +37,14 @@ extension StorageTransaction {
         switch db.dialect {
         case .sqlite:
             try db.run("DELETE FROM message_search WHERE rowid = (SELECT rowid FROM messages WHERE id = ?)", [key])
+            // A message after the mark is not in the index yet: its batch reads the new parts.
             if let text {
                 try db.run(
                     """
                     INSERT INTO message_search (rowid, body, conversation)
                         SELECT rowid, ?, \(MessageSearchSchema.conversationToken("conversation_id")) FROM messages
-                        WHERE id = ?
-                    """, [text, key])
+                        WHERE id = ? AND rowid <= ?
+                    """, [text, key, try searchIndexedThrough()])
             }
         case .postgres:
             try db.run(

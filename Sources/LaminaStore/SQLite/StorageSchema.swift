@@ -103,6 +103,9 @@ enum StorageSchema {
         migrator.registerMigration(PartReadingsSchema.migration) { db in
             for statement in PartReadingsSchema.sqlite { try db.execute(sql: statement) }
         }
+        migrator.registerMigration(SearchBacklogSchema.migration) { db in
+            for statement in SearchBacklogSchema.sqlite { try db.execute(sql: statement) }
+        }
         return migrator
     }
 

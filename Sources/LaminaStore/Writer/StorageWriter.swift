@@ -122,11 +122,12 @@ final class StorageWriter: @unchecked Sendable {
         connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero,
         groupTarget: Int = 1,
         announcer: FeedAnnouncer? = nil, sources: CommandSources = CommandSources(),
-        feedTailRows: Int = StorageConfiguration.defaultFeedTailRows
+        feedTailRows: Int = StorageConfiguration.defaultFeedTailRows, searchBacklog: SearchBacklog = SearchBacklog()
     ) {
         self.connection = connection
         self.announcer = announcer
-        self.cache = WriterCache(sharedWriters: announcer != nil, feedTailLimit: feedTailRows)
+        self.cache = WriterCache(
+            sharedWriters: announcer != nil, feedTailLimit: feedTailRows, searchBacklog: searchBacklog)
         self.sources = sources
         self.capacity = capacity
         self.maxBatchSize = maxBatchSize
@@ -316,7 +317,7 @@ final class StorageWriter: @unchecked Sendable {
     /// Ends the group's transaction: announces the feed heads it advanced (several writers;
     /// a group that advanced none but logged replicated operations is announced with no heads,
     /// so that the nodes with peer links ship them) or moves a full feed tail into the feeds
-    /// (one writer), then commits.
+    /// (one writer), indexes SQLite's search backlog when it is due, then commits.
     private func announceAndCommit(_ db: any SQLSession, applied: [any StorageCommand]) throws {
         if let announcer {
             let heads = cache.takeAnnouncedHeads()
@@ -330,8 +331,10 @@ final class StorageWriter: @unchecked Sendable {
         } else {
             try FeedTail.settle(db, cache: cache)
         }
+        if db.dialect == .sqlite { try StorageTransaction(db: db, cache: cache).settleSearchBacklog() }
         try db.commit()
         cache.endTransaction()
+        cache.searchCommitted()
     }
 
     /// Runs one group in one transaction and completes its commands after the commit.
@@ -373,9 +376,16 @@ final class StorageWriter: @unchecked Sendable {
                     }
                     try lockAhead(batch, db)
                     let statements = try cache.statements(db)
+                    // A command alone needs no savepoint: its failure rolls back a transaction
+                    // that holds nothing else (and nothing is committed).
+                    let alone = batch.count == 1
                     for (i, command) in batch.enumerated() {
                         do {
-                            try statements.inSavepoint { try command.apply(db, cache: cache) }
+                            if alone {
+                                try command.apply(db, cache: cache)
+                            } else {
+                                try statements.inSavepoint { try command.apply(db, cache: cache) }
+                            }
                             cache.endCommand(succeeded: true)
                             applied += 1
                         } catch {
@@ -388,6 +398,10 @@ final class StorageWriter: @unchecked Sendable {
                             if !db.isInsideTransaction {
                                 // The database aborted the whole transaction (e.g. disk full): what ran before is gone.
                                 throw StorageError.wrapping(error, as: .commitFailed)
+                            }
+                            if alone {
+                                db.rollback()
+                                return
                             }
                         }
                     }

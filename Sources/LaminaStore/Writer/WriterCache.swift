@@ -45,9 +45,29 @@ final class WriterCache: @unchecked Sendable {
     /// (a large group: see `FeedTail`). Set by the writer when a group begins.
     var feedsDirect = false
 
-    init(sharedWriters: Bool = false, feedTailLimit: Int = StorageConfiguration.defaultFeedTailRows) {
+    /// SQLite's search backlog (`SearchBacklog`): the mark when known (nil after a rollback:
+    /// read again), the newest message waiting, since when the oldest waits (nil: none known
+    /// to wait), and whether the transaction emptied the backlog.
+    let searchBacklog: SearchBacklog
+    var searchIndexedThrough: Int64?
+    var searchNewest: Int64 = 0
+    var searchWaitingSince: ContinuousClock.Instant?
+    var searchBacklogEmptied = false
+
+    init(
+        sharedWriters: Bool = false, feedTailLimit: Int = StorageConfiguration.defaultFeedTailRows,
+        searchBacklog: SearchBacklog = SearchBacklog()
+    ) {
         self.sharedWriters = sharedWriters
         self.feedTailLimit = feedTailLimit
+        self.searchBacklog = searchBacklog
+    }
+
+    /// The writer, after a COMMIT: an emptied backlog is announced to searches, unless a
+    /// message appended after the batch waits again.
+    func searchCommitted() {
+        if searchBacklogEmptied, searchWaitingSince == nil { searchBacklog.markIndexed() }
+        searchBacklogEmptied = false
     }
 
     /// A command appended `count` entries to the tail.
@@ -178,5 +198,10 @@ final class WriterCache: @unchecked Sendable {
         withMessages.removeAll(keepingCapacity: true)
         counters.removeAll(keepingCapacity: true)
         feedTailRows = nil
+        searchIndexedThrough = nil
+        searchBacklogEmptied = false
+        // Messages that still wait (committed before) are found again from the mark; a
+        // rollback leaves the flag set, so a search still indexes first.
+        if searchWaitingSince != nil { searchWaitingSince = .now }
     }
 }

@@ -125,7 +125,7 @@ struct NodeSearchCommand: AsyncParsableCommand {
             let user = try UserID("u\(Int.random(in: 0..<users, using: &random))")
             let search = NodeMessageSearch(try MessageSearchTerms(text), limit: limit)
             let started = clock.now
-            let hits = try await store.read { r in try r.searchMessages(search, for: user) }
+            let hits = try await store.searchRead { r in try r.searchMessages(search, for: user) }
             latencies.append(Double((clock.now - started) / .microseconds(1)))
             found += hits.count
         }
