@@ -66,13 +66,18 @@ enum FeedCoding {
         if !features.contains(.replies) { changes = changes.map { $0.withoutThreadFields } }
         guard features.contains(.changeBatches), changes.count > 1 else { return changes.map { .change($0) } }
         var frames: [Frame] = []
+        frames.reserveCapacity(changes.count / 256 + 1)
+        // Each batch's array is sized once (a catch-up's batches of 256 otherwise grow by
+        // copying their changes eight times).
         var current: [Change] = []
+        current.reserveCapacity(min(changes.count, 256))
         var bytes = 0
-        for change in changes {
+        for (i, change) in changes.enumerated() {
             let size = estimatedSize(change.eventSharedByViewers)
             if !current.isEmpty, current.count == 256 || bytes + size > maxBatchBytes {
                 frames.append(.changeBatch(ChangeBatch(changes: current)))
                 current = []
+                current.reserveCapacity(min(changes.count - i, 256))
                 bytes = 0
             }
             current.append(change)
