@@ -78,7 +78,9 @@ package final class NodeStore: Sendable {
         try configuration.validate()
         let writerConnection: any WriterConnection
         var announcer: FeedAnnouncer?
-        let searchBacklog = SearchBacklog()
+        let searchBacklog = SearchBacklog(
+            maxMessages: configuration.searchBacklogMessages,
+            maxAge: .milliseconds(configuration.searchBacklogMilliseconds))
         switch location {
         case .sqlite(let path):
             let pool = try Self.openSQLite(path: path, configuration: configuration)

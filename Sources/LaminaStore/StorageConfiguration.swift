@@ -46,6 +46,13 @@ package struct StorageConfiguration: Sendable, Hashable {
     /// The default of `feedTailRows`.
     package static let defaultFeedTailRows = 1_024
 
+    /// SQLite: messages waiting for the full-text index that make the writer index them at
+    /// the end of a group (`SearchBacklog`); searches index what waits first, whatever this is.
+    package var searchBacklogMessages: Int = 256
+    /// SQLite: the longest a message waits for the full-text index when the writer commits
+    /// anything (`SearchBacklog`).
+    package var searchBacklogMilliseconds: Int = 1_000
+
     package init(
         writeQueueCapacity: Int = 10_000, maxBatchSize: Int = 512, readerCount: Int = 4,
         pageCacheKiB: Int = 64 * 1_024, mmapBytes: Int = 1 << 30
@@ -91,6 +98,14 @@ package struct StorageConfiguration: Sendable, Hashable {
         }
         guard (1...100_000).contains(feedTailRows) else {
             throw StorageError(.invalidArgument, "feedTailRows must be 1...100,000, got \(feedTailRows)")
+        }
+        guard (1...1_000_000).contains(searchBacklogMessages) else {
+            throw StorageError(
+                .invalidArgument, "searchBacklogMessages must be 1...1,000,000, got \(searchBacklogMessages)")
+        }
+        guard (0...86_400_000).contains(searchBacklogMilliseconds) else {
+            throw StorageError(
+                .invalidArgument, "searchBacklogMilliseconds must be 0...86,400,000, got \(searchBacklogMilliseconds)")
         }
     }
 }

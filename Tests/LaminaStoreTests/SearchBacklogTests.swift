@@ -24,12 +24,20 @@ import Testing
         try await store.read { r in Int(try r.db.int64("SELECT count(*) FROM message_search", []) ?? 0) }
     }
 
+    /// A day: no batch comes about by age during a test (the count and searches bring them).
+    static func waitingLong(messages: Int = 256) -> StorageConfiguration {
+        var configuration = StorageConfiguration()
+        configuration.searchBacklogMessages = messages
+        configuration.searchBacklogMilliseconds = 86_400_000
+        return configuration
+    }
+
     func mark(_ store: NodeStore) async throws -> Int64 {
         try await store.read { r in try r.db.int64("SELECT indexed_through FROM search_backlog", []) ?? -1 }
     }
 
     @Test func aMessageWaitsAndASearchIndexesItFirst() async throws {
-        try await withTemporaryStore(backend: .sqlite) { store, _ in
+        try await withTemporaryStore(Self.waitingLong(), backend: .sqlite) { store, _ in
             let c = try conversation(alice, [bob])
             try await store.write { tx in
                 _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
@@ -46,38 +54,49 @@ import Testing
     }
 
     @Test func theWriterIndexesABatchOnceEnoughWait() async throws {
-        try await withTemporaryStore(backend: .sqlite) { store, _ in
+        try await withTemporaryStore(Self.waitingLong(messages: 8), backend: .sqlite) { store, _ in
             let c = try conversation(alice, [bob])
             try await store.write { tx in _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA) }
-            let count = Int(SearchBacklog.maxMessages)
-            let first = try (0..<(count - 1)).map {
-                try textMessage("pear \($0)", in: c.id, from: alice, at: hlc(100 + UInt64($0)))
+            for i in 0..<7 {
+                let m = try textMessage("pear \(i)", in: c.id, from: alice, at: hlc(100 + UInt64(i)))
+                try await store.write { tx in try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
             }
-            try await store.write { tx in
-                for m in first { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
-            }
-            // One short of the batch, and the oldest waited far less than `maxAge`.
-            #expect(try await indexed(store) == 0)
+            #expect(try await indexed(store) == 0, "one short of the batch")
             let last = try textMessage("pear last", in: c.id, from: alice, at: hlc(1_000))
             try await store.write { tx in try tx.appendMessage(last, hlc: last.position!, origin: nodeA) }
-            #expect(try await indexed(store) == count)
-            #expect(try await mark(store) == Int64(count))
+            #expect(try await indexed(store) == 8)
+            #expect(try await mark(store) == 8)
+            #expect(!store.searchBacklog.isPending)
+        }
+    }
+
+    @Test func aBatchIsDueOnceTheOldestWaitedLongEnough() async throws {
+        var configuration = Self.waitingLong()
+        configuration.searchBacklogMilliseconds = 0
+        try await withTemporaryStore(configuration, backend: .sqlite) { store, _ in
+            let c = try conversation(alice, [bob])
+            try await store.write { tx in
+                _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
+                let m = try textMessage("fig", in: c.id, from: alice, at: hlc(100))
+                try tx.appendMessage(m, hlc: m.position!, origin: nodeA)
+            }
+            #expect(try await indexed(store) == 1)
             #expect(!store.searchBacklog.isPending)
         }
     }
 
     /// Edited and deleted while waiting: the batch reads each message as it is then.
     @Test func changesToAWaitingMessageReachTheIndex() async throws {
-        try await withTemporaryStore(backend: .sqlite) { store, _ in
+        try await withTemporaryStore(Self.waitingLong(), backend: .sqlite) { store, _ in
             let c = try conversation(alice, [bob])
             let edited = try textMessage("melon old", in: c.id, from: alice, at: hlc(100))
             let deleted = try textMessage("melon gone", in: c.id, from: alice, at: hlc(110))
             let kept = try textMessage("melon kept", in: c.id, from: bob, at: hlc(120))
+            let newParts = [try MessagePart(text: "melon new")]
             try await store.write { tx in
                 _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
                 for m in [edited, deleted, kept] { try tx.appendMessage(m, hlc: m.position!, origin: nodeA) }
             }
-            let newParts = [try MessagePart(text: "melon new")]
             try await store.write { tx in
                 let edit = MessagePartsEdit.diff(from: edited.parts, to: newParts, at: hlc(500))
                 _ = try tx.applyPartsEdit(of: edited.id, edit, origin: nodeA, by: alice)
@@ -101,7 +120,7 @@ import Testing
         let (location, cleanup) = try temporaryStoreLocation(.sqlite)
         defer { cleanup() }
         let c = try conversation(alice, [bob])
-        var store = try NodeStore(location: location)
+        var store = try NodeStore(location: location, configuration: Self.waitingLong())
         try await store.write { tx in
             _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
             let m = try textMessage("quince", in: c.id, from: bob, at: hlc(100))

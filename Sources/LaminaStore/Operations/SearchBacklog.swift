@@ -12,25 +12,31 @@ import Synchronization
 /// 2,000 msg/s) and its merges later. So an appended message is not indexed at once: the
 /// `search_backlog` row says up to which `messages` rowid the index holds every message,
 /// and the writer indexes the messages after it in one batch, at the end of a group (outside
-/// every command's savepoint), once `maxMessages` wait or the oldest has waited `maxAge`.
+/// every command's savepoint), once `StorageConfiguration.searchBacklogMessages` (256) wait
+/// or the oldest has waited `searchBacklogMilliseconds` (1 s).
 ///
 /// Searches read an index that holds every committed message: `NodeStore.searchRead` first
 /// has the writer index what waits (`SearchBacklog.isPending`, set in the transaction that
 /// appended, cleared after the commit that indexed). A crash loses nothing: the messages after
 /// the mark are indexed by the next batch. `messages` rows are never deleted (a deletion marks
 /// them), so a new message's rowid is above every indexed one; an insert below the mark would
-/// still be indexed at once (`indexInsertedMessage`).
+/// still be indexed at once (`deferIndexing`).
 ///
 /// Edits, deletions and merges of a message the index does not hold yet change nothing in
 /// the index: the batch reads each message's body, deletion and conversation as they are then.
 /// PostgreSQL fills its `tsvector` column in the message's insert (no backlog).
 package final class SearchBacklog: Sendable {
     /// Messages waiting that make the writer index them at the end of the group.
-    static let maxMessages: Int64 = 256
+    let maxMessages: Int64
     /// How long the oldest waiting message waits at most, when the writer commits anything.
-    static let maxAge: Duration = .seconds(1)
+    let maxAge: Duration
 
     private let pending = Atomic<Bool>(false)
+
+    init(maxMessages: Int = 256, maxAge: Duration = .seconds(1)) {
+        self.maxMessages = Int64(maxMessages)
+        self.maxAge = maxAge
+    }
 
     /// Whether committed (or committing) messages may be missing from the index.
     package var isPending: Bool { pending.load(ordering: .acquiring) }
@@ -96,7 +102,8 @@ extension StorageTransaction {
     func settleSearchBacklog() throws(StorageError) {
         guard let since = cache.searchWaitingSince else { return }
         let waiting = cache.searchNewest - (cache.searchIndexedThrough ?? 0)
-        guard waiting >= SearchBacklog.maxMessages || ContinuousClock.now - since >= SearchBacklog.maxAge else {
+        let backlog = cache.searchBacklog
+        guard waiting >= backlog.maxMessages || ContinuousClock.now - since >= backlog.maxAge else {
             return
         }
         try indexWaitingMessages()
