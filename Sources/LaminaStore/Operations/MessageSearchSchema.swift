@@ -85,6 +85,16 @@ enum MessageSearchSchema {
         return text
     }
 
+    /// The text a stored message body (`MessageBodyCoding`) is indexed with; a body that does
+    /// not decode is `.corrupt`.
+    static func indexedText(ofBody body: some ContiguousBytes) throws(StorageError) -> String? {
+        do throws(WireError) {
+            return indexedText(of: try MessageBodyCoding.decode(body).parts)
+        } catch {
+            throw StorageError(.corrupt, "a message body does not decode: \(error.reason)")
+        }
+    }
+
     /// Whether the type is `text/*`, compared without case.
     static func isText(_ type: MIMEType) -> Bool {
         let prefix = Array("text/".utf8)
@@ -113,11 +123,7 @@ enum MessageSearchSchema {
                 let id: Data = row["id"]
                 let body: Data = row["body"]
                 after = id
-                let parts: [MessagePart]
-                do { parts = try MessageBodyCoding.decode(body).parts } catch {
-                    throw StorageError(.corrupt, "a message body does not decode: \(error.reason)")
-                }
-                guard let text = indexedText(of: parts) else { continue }
+                guard let text = try indexedText(ofBody: body) else { continue }
                 switch db.dialect {
                 case .sqlite where conversations:
                     try db.run(

@@ -1,6 +1,5 @@
 import Foundation
 import LaminaModel
-import LaminaWire
 import Synchronization
 
 /// SQLite's full-text index is written behind the messages, in batches (`v30-search-backlog`).
@@ -81,12 +80,9 @@ extension StorageTransaction {
             bind: { $0.bind(1, through) }
         ) { (row) throws(StorageError) in
             last = row.int64(0)
-            guard row.int64(3) == 0, let body = row.bytes(1), let conversation = row.uuid(2) else { return }
-            let parts: [MessagePart]
-            do throws(WireError) { parts = try MessageBodyCoding.decode(body).parts } catch {
-                throw StorageError(.corrupt, "a message body does not decode: \(error.reason)")
-            }
-            guard let text = MessageSearchSchema.indexedText(of: parts) else { return }
+            guard row.int64(3) == 0, let body = row.bytes(1), let conversation = row.uuid(2),
+                let text = try MessageSearchSchema.indexedText(ofBody: body)
+            else { return }
             try insertIndexEntry(rowid: last, text: text, conversation: conversation)
         }
         if last > through {
