@@ -111,6 +111,8 @@ struct NodeSearchCommand: AsyncParsableCommand {
         }
         let fillSeconds = Double((clock.now - fillStarted) / .microseconds(1)) / 1e6
         if copies > 1, case .sqlite(let path) = location {
+            // The copies copy the originals' index rows: none may still wait (`SearchBacklog`).
+            try await store.write { tx in try tx.indexWaitingMessages() }
             try store.close()
             try Self.copy(path, times: copies - 1)
             store = try NodeStore(location: location)
@@ -149,7 +151,7 @@ struct NodeSearchCommand: AsyncParsableCommand {
 
     /// Copies every message of the SQLite store at `path` `times` times: copy k has a new id,
     /// logical position and HLC k, and its index row (the original's text and conversation
-    /// token) under its own rowid.
+    /// token) under its own rowid; the search backlog's mark moves past the copies.
     static func copy(_ path: String, times: Int) throws {
         let queue = try DatabaseQueue(path: path)
         for k in 1...times {
@@ -172,6 +174,8 @@ struct NodeSearchCommand: AsyncParsableCommand {
                         JOIN message_search_content c ON c.id = original.rowid
                         WHERE copy.pos_logical = ?
                         """, arguments: [k])
+                // The copies are indexed: the search backlog starts after them.
+                try db.execute(sql: "UPDATE search_backlog SET indexed_through = (SELECT MAX(rowid) FROM messages)")
             }
             FileHandle.standardError.write(Data("copy \(k) of \(times) done\n".utf8))
         }
