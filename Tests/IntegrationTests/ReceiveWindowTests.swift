@@ -71,8 +71,10 @@ import Testing
     }
 
     @Test func aPausedUnauthenticatedStreamHoldsOnlyItsSmallWindow() async throws {
-        // The default: 16 KiB until authenticated.
-        let node = try await TestNode.start("small-window-held")
+        // The default: 16 KiB until authenticated. The floods' streams never authenticate, and on
+        // a loaded machine answering them can take longer than the default 30 s in which a stream
+        // must authenticate: the deadline is not what this test measures.
+        let node = try await TestNode.start("small-window-held") { $0.limits.authenticationTimeoutSeconds = 300 }
         let healthy = try await ResourceLimitTests.HealthyPair.start(node)
         let (small, slowest) = try await Self.flood(node, healthy)
         print(
@@ -95,7 +97,10 @@ import Testing
         // paused stream before the session answered the first depends on how the two processes'
         // reads and writes interleave, so the control floods up to five times: a measurement
         // that could not see more than one frame would fail all five.
-        let wide = try await TestNode.start("wide-window-held") { $0.resources.initialStreamWindowBytes = 256 * 1_024 }
+        let wide = try await TestNode.start("wide-window-held") {
+            $0.resources.initialStreamWindowBytes = 256 * 1_024
+            $0.limits.authenticationTimeoutSeconds = 300
+        }
         let pair = try await ResourceLimitTests.HealthyPair.start(wide)
         var floods: [Flood] = []
         while floods.count < 5, !floods.contains(where: { $0.largestStreamEver > 16 * 1_024 }) {
