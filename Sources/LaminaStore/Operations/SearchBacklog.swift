@@ -113,8 +113,11 @@ extension StorageTransaction {
             return
         }
         cache.searchNewest = max(cache.searchNewest, rowid)
-        if cache.searchWaitingSince == nil { cache.searchWaitingSince = .now }
-        cache.searchBacklog.markPending()
+        // A message already waiting means the flag is set (it is cleared only with none waiting).
+        if cache.searchWaitingSince == nil {
+            cache.searchWaitingSince = .now
+            cache.searchBacklog.markPending()
+        }
     }
 
     /// One index entry (SQLite).
