@@ -22,6 +22,19 @@ import Testing
         return try await store.searchRead { r in try r.searchMessages(query, for: user) }.map(Self.text)
     }
 
+    /// A conversation of alice and bob holding one text message from `sender` at hlc(100),
+    /// written in one group (the conversation at hlc(1)).
+    @discardableResult
+    static func oneMessage(_ text: String, from sender: UserID, in store: NodeStore) async throws -> Conversation {
+        let c = try conversation("alice", ["bob"])
+        let m = try textMessage(text, in: c.id, from: sender, at: hlc(100))
+        try await store.write { tx in
+            _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
+            try tx.appendMessage(m, hlc: m.position!, origin: nodeA)
+        }
+        return c
+    }
+
     static func text(_ message: Message) -> String {
         message.parts.compactMap { part in
             if case .inline(let bytes) = part.content, part.mimeType.rawValue.hasPrefix("text/") {
@@ -181,12 +194,7 @@ import Testing
         async throws
     {
         try await withTemporaryStore(backend: backend) { store, _ in
-            let c = try conversation(alice, [bob])
-            let m = try textMessage("quince", in: c.id, from: alice, at: hlc(100))
-            try await store.write { tx in
-                _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
-                try tx.appendMessage(m, hlc: m.position!, origin: nodeA)
-            }
+            let c = try await Self.oneMessage("quince", from: alice, in: store)
             let token = withUnsafeBytes(of: c.id.uuid.uuid) { bytes in
                 bytes[12...].map { String(format: "%02x", $0) }.joined()
             }
@@ -210,12 +218,7 @@ import Testing
         #expect(try MessageSearchTerms("pear\u{0}\u{0}plum\u{7}").words == ["pear", "plum"])
         #expect(throws: ModelError.self) { try MessageSearchTerms("\u{0}\u{1}\u{1b}") }
         try await withTemporaryStore(backend: backend) { store, _ in
-            let c = try conversation(alice, [bob])
-            let m = try textMessage("pear plum", in: c.id, from: alice, at: hlc(100))
-            try await store.write { tx in
-                _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
-                try tx.appendMessage(m, hlc: m.position!, origin: nodeA)
-            }
+            try await Self.oneMessage("pear plum", from: alice, in: store)
             #expect(try await search(store, "pear\u{0}\u{0}\u{0}pl", for: alice) == ["pear plum"])
             #expect(try await search(store, "hello\u{FFFD}\u{0}\u{0}t", for: alice) == [])
         }

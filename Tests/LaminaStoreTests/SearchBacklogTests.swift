@@ -38,12 +38,7 @@ import Testing
 
     @Test func aMessageWaitsAndASearchIndexesItFirst() async throws {
         try await withTemporaryStore(Self.waitingLong(), backend: .sqlite) { store, _ in
-            let c = try conversation(alice, [bob])
-            try await store.write { tx in
-                _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
-                let m = try textMessage("plum jam", in: c.id, from: alice, at: hlc(100))
-                try tx.appendMessage(m, hlc: m.position!, origin: nodeA)
-            }
+            try await MessageSearchStorageTests.oneMessage("plum jam", from: alice, in: store)
             #expect(try await indexed(store) == 0)
             #expect(store.searchBacklog.isPending)
             #expect(try await search(store, "plum", for: bob) == ["plum jam"])
@@ -74,12 +69,7 @@ import Testing
         var configuration = Self.waitingLong()
         configuration.searchBacklogMilliseconds = 0
         try await withTemporaryStore(configuration, backend: .sqlite) { store, _ in
-            let c = try conversation(alice, [bob])
-            try await store.write { tx in
-                _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
-                let m = try textMessage("fig", in: c.id, from: alice, at: hlc(100))
-                try tx.appendMessage(m, hlc: m.position!, origin: nodeA)
-            }
+            try await MessageSearchStorageTests.oneMessage("fig", from: alice, in: store)
             #expect(try await indexed(store) == 1)
             #expect(!store.searchBacklog.isPending)
         }
@@ -119,13 +109,8 @@ import Testing
     @Test func messagesWaitingAtARestartAreIndexedAfterIt() async throws {
         let (location, cleanup) = try temporaryStoreLocation(.sqlite)
         defer { cleanup() }
-        let c = try conversation(alice, [bob])
         var store = try NodeStore(location: location, configuration: Self.waitingLong())
-        try await store.write { tx in
-            _ = try tx.createConversation(c, hlc: hlc(1), origin: nodeA)
-            let m = try textMessage("quince", in: c.id, from: bob, at: hlc(100))
-            try tx.appendMessage(m, hlc: m.position!, origin: nodeA)
-        }
+        try await MessageSearchStorageTests.oneMessage("quince", from: bob, in: store)
         #expect(try await indexed(store) == 0)
         try store.close()
         store = try NodeStore(location: location)
