@@ -37,27 +37,99 @@ public struct PushConfiguration: Hashable, Sendable {
 }
 
 /// A message: one or more MIME-typed parts sent by one user to a conversation.
+///
+/// A value type whose fields live in one shared box, copied on the first change of a copy
+/// (as `Array` does): a message is copied far more often than it is changed (into changes,
+/// frames, feeds and stores), and a copy is then one reference instead of ~270 bytes and a
+/// retain per field.
 public struct Message: Hashable, Sendable, Identifiable {
-    public var id: MessageID
-    public var conversationID: ConversationID
-    public var sender: UserID
-    public var parts: [MessagePart]
+    /// The message's fields; a `Message` changes them only when it holds the box alone.
+    private struct Fields: Hashable {
+        var id: MessageID
+        var conversationID: ConversationID
+        var sender: UserID
+        var parts: [MessagePart]
+        var sentAt: Timestamp?
+        var position: MessagePosition?
+        var push: PushConfiguration?
+        var recipientStatus: [UserID: RecipientStatus]
+        var replyTo: MessageID?
+        var thread: MessageThread?
+        var mentions: Set<UserID>
+    }
+
+    /// The box the copies of a message share until one of them changes.
+    private final class Box: @unchecked Sendable {
+        // Unchecked: a box is changed only through a `Message` that holds the only reference
+        // (`fields`' `_modify` makes it unique first), so no box is changed while shared.
+        @exclusivity(unchecked) var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
+    /// The fields, to change: the box is copied first when another message shares it.
+    private var fields: Fields {
+        get { box.fields }
+        _modify {
+            if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+            yield &box.fields
+        }
+    }
+
+    public var id: MessageID {
+        get { box.fields.id }
+        _modify { yield &fields.id }
+    }
+    public var conversationID: ConversationID {
+        get { box.fields.conversationID }
+        _modify { yield &fields.conversationID }
+    }
+    public var sender: UserID {
+        get { box.fields.sender }
+        _modify { yield &fields.sender }
+    }
+    public var parts: [MessagePart] {
+        get { box.fields.parts }
+        _modify { yield &fields.parts }
+    }
     /// When the node accepted the message; nil until then.
-    public var sentAt: Timestamp?
+    public var sentAt: Timestamp? {
+        get { box.fields.sentAt }
+        _modify { yield &fields.sentAt }
+    }
     /// The message's place in its conversation; assigned by the node, then fixed.
-    public var position: MessagePosition?
-    public var push: PushConfiguration?
+    public var position: MessagePosition? {
+        get { box.fields.position }
+        _modify { yield &fields.position }
+    }
+    public var push: PushConfiguration? {
+        get { box.fields.push }
+        _modify { yield &fields.push }
+    }
     /// Each participant's status for this message.
-    public var recipientStatus: [UserID: RecipientStatus]
+    public var recipientStatus: [UserID: RecipientStatus] {
+        get { box.fields.recipientStatus }
+        _modify { yield &fields.recipientStatus }
+    }
     /// The message this one replies to (its thread's root, in the same conversation); nil for
     /// a message that is not a reply (SPEC §6.2, replies feature).
-    public var replyTo: MessageID?
+    public var replyTo: MessageID? {
+        get { box.fields.replyTo }
+        _modify { yield &fields.replyTo }
+    }
     /// The thread this message is the root of: its reply count and last reply as the node last
     /// reported them; nil when it has no replies (or the session does not take replies).
-    public var thread: MessageThread?
-    /// The users the message mentions (SPEC §3.17, feature bit 17): a recipient whose
+    public var thread: MessageThread? {
+        get { box.fields.thread }
+        _modify { yield &fields.thread }
+    }
+    /// The users a message mentions (SPEC §3.17, feature bit 17): a recipient whose
     /// notification level is `mentions` is notified of it (§6.10).
-    public var mentions: Set<UserID>
+    public var mentions: Set<UserID> {
+        get { box.fields.mentions }
+        _modify { yield &fields.mentions }
+    }
 
     public init(
         id: MessageID = .random(),
@@ -72,18 +144,16 @@ public struct Message: Hashable, Sendable, Identifiable {
         thread: MessageThread? = nil,
         mentions: Set<UserID> = []
     ) {
-        self.id = id
-        self.conversationID = conversationID
-        self.sender = sender
-        self.parts = parts
-        self.sentAt = sentAt
-        self.position = position
-        self.push = push
-        self.recipientStatus = recipientStatus
-        self.replyTo = replyTo
-        self.thread = thread
-        self.mentions = mentions
+        box = Box(
+            Fields(
+                id: id, conversationID: conversationID, sender: sender, parts: parts, sentAt: sentAt,
+                position: position, push: push, recipientStatus: recipientStatus, replyTo: replyTo, thread: thread,
+                mentions: mentions))
     }
+
+    public static func == (a: Message, b: Message) -> Bool { a.box === b.box || a.box.fields == b.box.fields }
+
+    public func hash(into hasher: inout Hasher) { box.fields.hash(into: &hasher) }
 
     /// The full identifier of one of this message's parts.
     public func identifier(of part: MessagePart) -> MessagePartID { MessagePartID(message: id, part: part.id) }
