@@ -229,8 +229,14 @@ final class SessionRegistry: Sendable {
         }
     }
 
-    func sessions(of user: UserID) -> [NodeSession] {
-        state.withLockedValue { Array($0.byUser[user]?.values ?? [:].values) }
+    /// A user's authenticated sessions, as they were when asked.
+    typealias Sessions = Dictionary<ObjectIdentifier, NodeSession>.Values
+
+    /// `user`'s authenticated sessions: a view of the registry's dictionary as it is now (no
+    /// array is made: a fan-out asks once per recipient and message), unchanged by later
+    /// additions and removals.
+    func sessions(of user: UserID) -> Sessions {
+        state.withLockedValue { $0.byUser[user]?.values ?? [:].values }
     }
 
     func all() -> [NodeSession] { state.withLockedValue { Array($0.all.values) } }

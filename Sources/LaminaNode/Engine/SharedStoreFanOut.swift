@@ -74,7 +74,7 @@ extension NodeEngine {
         var wakes = notification.heads.map { ($0.user, $0.head) }
         // Events are decoded only for users with a session here, once each.
         var decoded: [Int: SharedChangeEvent?] = [:]
-        var byUser: [UserID: (sessions: [NodeSession], changes: [Change])] = [:]
+        var byUser: [UserID: (sessions: SessionRegistry.Sessions, changes: [Change])] = [:]
         var order: [UserID] = []
         for entry in notification.entries {
             if byUser[entry.user] == nil {
