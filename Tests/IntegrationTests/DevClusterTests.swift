@@ -166,7 +166,9 @@ import Testing
             let cluster = try DevClusterProcess(
                 in: Fixtures.temporaryDirectory("dev-cluster-bad"), arguments: ["dev-cluster", "--nodes", count])
             #expect(try await cluster.exitStatus() != 0)
-            #expect(cluster.logged.contains("--nodes must be 2...9, not \(count)"), "\(cluster.logged)")
+            // What it wrote may still be in the pipe when the exit is seen: read to the end.
+            let logged = try await cluster.loggedToTheEnd(timeout: .seconds(30))
+            #expect(logged.contains("--nodes must be 2...9, not \(count)"), "\(logged)")
             #expect(!cluster.printed.contains("is serving"))
         }
     }
@@ -221,6 +223,8 @@ final class DevClusterProcess: Sendable {
 
     /// Whether its standard output ended.
     private let ended = NIOLockedValueBox(false)
+    /// Whether its standard error ended.
+    private let errorsEnded = NIOLockedValueBox(false)
 
     init(in directory: URL, executable: String? = nil, arguments: [String]) throws {
         let process = ChildProcess()
@@ -235,8 +239,7 @@ final class DevClusterProcess: Sendable {
         exited = PromiseBox(Fixtures.group.next().makePromise(of: Int32.self))
         try process.run()
         let exited = exited
-        let ended = ended
-        for (pipe, box, isOutput) in [(stdout, output, true), (stderr, errors, false)] {
+        for (pipe, box, end) in [(stdout, output, ended), (stderr, errors, errorsEnded)] {
             Thread.detachNewThread {
                 let reader = pipe.fileHandleForReading
                 while true {
@@ -244,7 +247,7 @@ final class DevClusterProcess: Sendable {
                     if chunk.isEmpty { break }
                     box.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self) }
                 }
-                if isOutput { ended.withLockedValue { $0 = true } }
+                end.withLockedValue { $0 = true }
             }
         }
         Thread.detachNewThread {
@@ -271,12 +274,23 @@ final class DevClusterProcess: Sendable {
     /// Returns once every writer of its standard output closed it (the process and whatever
     /// inherited the pipe), or throws after `timeout`.
     func waitForEnd(timeout: Duration) async throws {
+        try await waitForEnd(of: ended, "the end of the output", timeout: timeout)
+    }
+
+    /// Everything it wrote on standard error, once every writer closed it (the exit can be
+    /// seen before the last lines are read from the pipe); throws after `timeout`.
+    func loggedToTheEnd(timeout: Duration) async throws -> String {
+        try await waitForEnd(of: errorsEnded, "the end of standard error", timeout: timeout)
+        return logged
+    }
+
+    private func waitForEnd(of end: NIOLockedValueBox<Bool>, _ what: String, timeout: Duration) async throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if ended.withLockedValue({ $0 }) { return }
+            if end.withLockedValue({ $0 }) { return }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw SyncTestTimeout(waitingFor: "the end of the output; printed: \(printed)")
+        throw SyncTestTimeout(waitingFor: "\(what); printed: \(printed)")
     }
 
     /// SIGTERM and the exit status.

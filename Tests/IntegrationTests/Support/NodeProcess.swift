@@ -31,6 +31,8 @@ final class NodeProcess: Sendable {
     private let output = NIOLockedValueBox("")
     private let errors = NIOLockedValueBox("")
     private let exited: PromiseBox<Int32>
+    /// Completed when the node's stderr reached its end (everything it logged is in `logged`).
+    private let errorsEnded: PromiseBox<Void>
     private let serving: PromiseBox<Void>
 
     /// Starts the node on free ports with `arguments` added, and waits until it serves; in
@@ -73,10 +75,11 @@ final class NodeProcess: Sendable {
         process.standardError = stderr
         let loop = Fixtures.group.next()
         exited = PromiseBox(loop.makePromise(of: Int32.self))
+        errorsEnded = PromiseBox(loop.makePromise(of: Void.self))
         serving = PromiseBox(loop.makePromise(of: Void.self))
         try process.run()
         // Plain threads (no dispatch sources): two read the output to EOF, one waits for the exit.
-        let (output, errors, serving, exited) = (output, errors, serving, exited)
+        let (output, errors, serving, exited, errorsEnded) = (output, errors, serving, exited, errorsEnded)
         Thread.detachNewThread {
             let reader = stdout.fileHandleForReading
             while true {
@@ -97,6 +100,7 @@ final class NodeProcess: Sendable {
                 if chunk.isEmpty { break }
                 errors.withLockedValue { $0 += String(decoding: chunk, as: UTF8.self) }
             }
+            errorsEnded.promise.succeed(())
         }
         Thread.detachNewThread {
             process.waitUntilExit()
@@ -114,10 +118,13 @@ final class NodeProcess: Sendable {
     /// The node's data directory (zero configuration: `.lamina` in its working directory).
     var dataDirectory: URL { directory.appendingPathComponent(".lamina") }
 
-    /// Sends `signal` and waits for the exit status.
+    /// Sends `signal` and waits for the exit status, and for `logged` to hold everything the
+    /// node wrote on stderr (the exit can be seen before its last lines are read from the pipe).
     func stop(with signal: Int32 = SIGTERM) async throws -> Int32 {
         kill(pid, signal)
-        return try await exited.promise.futureResult.get()
+        let status = try await exited.promise.futureResult.get()
+        try await errorsEnded.promise.futureResult.get()
+        return status
     }
 
     deinit { if process.isRunning { process.terminate() } }
