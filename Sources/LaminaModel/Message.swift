@@ -124,7 +124,7 @@ public struct Message: Hashable, Sendable, Identifiable {
         get { box.fields.thread }
         _modify { yield &fields.thread }
     }
-    /// The users a message mentions (SPEC §3.17, feature bit 17): a recipient whose
+    /// The users the message mentions (SPEC §3.17, feature bit 17): a recipient whose
     /// notification level is `mentions` is notified of it (§6.10).
     public var mentions: Set<UserID> {
         get { box.fields.mentions }
