@@ -73,6 +73,8 @@ let package = Package(
         // Child processes: one launch at a time, output pipes read without trapping on EINTR.
         .target(name: "LaminaProcess", dependencies: ["CLaminaSpawn"]),
         .target(name: "CLaminaSpawn"),
+        // A pass-through SQLite VFS that joins a commit's WAL writes into one (the store's writer).
+        .target(name: "CLaminaSQLiteWAL", linkerSettings: [.linkedLibrary("sqlite3")]),
         // What tools on the same machine share with a zero-config node: its default address,
         // its data directory's layout and the dev identity key that mints tokens it accepts.
         // The node and the `lamina` CLI both use it; the CLI never links the node.
@@ -87,6 +89,7 @@ let package = Package(
                 "LaminaWire",
                 "LaminaMerge",
                 "CLibpq",
+                "CLaminaSQLiteWAL",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -87,7 +87,7 @@ package final class NodeStore: Sendable {
             if try Self.messagesWaitForTheIndex(pool) { searchBacklog.markPending() }
             backend = .sqlite(pool)
             listener = nil
-            writerConnection = SQLiteWriterConnection(pool: pool)
+            writerConnection = SQLiteWriterConnection(pool: pool, joinsWALWrites: configuration.syncsCommits)
             self.path = path
         case .postgres(let place):
             let connector = PostgresConnector(
@@ -239,6 +239,8 @@ package final class NodeStore: Sendable {
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
             try MessageSearchRank.register(db)
         }
+        // Before the pool opens its connections: they open their files through it.
+        if configuration.syncsCommits { try JoinedWALWrites.register() }
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: config)

@@ -370,7 +370,7 @@ final class LockedBox<T>: @unchecked Sendable {
         let pool = try DatabasePool(path: path)
         let sources = CommandSources()
         let writer = StorageWriter(
-            connection: SQLiteWriterConnection(pool: pool), capacity: 100, maxBatchSize: 64,
+            connection: SQLiteWriterConnection(pool: pool, joinsWALWrites: false), capacity: 100, maxBatchSize: 64,
             groupDelay: .seconds(3_600), groupTarget: 64, sources: sources)
 
         // After a quiet spell a command commits at once (the policy before this one).
