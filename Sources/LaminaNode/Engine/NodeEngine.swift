@@ -142,6 +142,7 @@ public final class NodeEngine: Sendable {
         followNewParticipants(changes)
         guard changes.count <= 16 else {
             var byUser: [UserID: [Change]] = [:]
+            byUser.reserveCapacity(changes.count)
             for c in changes { byUser[c.user, default: []].append(c.change) }
             for (user, list) in byUser {
                 for session in registry.sessions(of: user) { session.publish(list) }
