@@ -68,10 +68,14 @@ import Testing
     }
 
     /// Model ← Wire, Merge ← Store ← Node: the store knows nothing of the node, its transport
-    /// or the SDK (its only C is libpq's wrapper), and the command-line client does not link it.
+    /// or the SDK (its only C is libpq's wrapper and its SQLite VFS), and the command-line
+    /// client does not link it.
     @Test func theStoreSitsBetweenTheRulesAndTheNode() throws {
         let graph = try Self.targetGraph()
-        #expect(Self.closure(of: "LaminaStore", in: graph) == ["LaminaModel", "LaminaWire", "LaminaMerge", "CLibpq"])
+        #expect(
+            Self.closure(of: "LaminaStore", in: graph) == [
+                "LaminaModel", "LaminaWire", "LaminaMerge", "CLibpq", "CLaminaSQLiteWAL",
+            ])
         #expect(graph["LaminaNode"]?.contains("LaminaStore") == true)
         for client in ["lamina", "LaminaCLI", "LaminaClient"] {
             #expect(!Self.closure(of: client, in: graph).contains("LaminaStore"), "\(client) links LaminaStore")
