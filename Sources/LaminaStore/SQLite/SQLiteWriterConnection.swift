@@ -7,11 +7,10 @@ struct SQLiteWriterConnection: WriterConnection {
     let joinsWALWrites: Bool
 
     func withSession<T>(_ body: (any SQLSession, _ fresh: Bool) throws -> T) throws -> T {
-        guard joinsWALWrites else {
-            return try pool.writeWithoutTransaction { db in try body(SQLiteSession(db), false) }
-        }
-        return try JoinedWALWrites.joining {
-            try pool.writeWithoutTransaction { db in try body(SQLiteSession(db), false) }
+        try pool.writeWithoutTransaction { db in
+            // The scope is the thread's that runs the connection: opened inside GRDB's closure.
+            guard joinsWALWrites else { return try body(SQLiteSession(db), false) }
+            return try JoinedWALWrites.joining { try body(SQLiteSession(db), false) }
         }
     }
 
