@@ -1,14 +1,12 @@
 import Foundation
 import LaminaCLI
 import LaminaNode
+import LaminaProcess
 import Testing
 
 @Suite struct ConnectionSettingsTests {
     static func directory() -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "lamina-cli-settings-\(UUID().uuidString.prefix(8))")
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
+        ScratchDirectory.make("lamina-cli-settings")
     }
 
     @Test func defaultsFollowTheZeroConfigNodeInTheCurrentDirectory() throws {

@@ -36,6 +36,7 @@ import Testing
         let errors = NIOLockedValueBox("")
         let exited = Fixtures.group.next().makePromise(of: Int32.self)
         try process.run()
+        let child = process.processIdentifier
         for (pipe, box) in [(stdout, output), (stderr, errors)] {
             Thread.detachNewThread {
                 let reader = pipe.fileHandleForReading
@@ -69,5 +70,12 @@ import Testing
             #expect(
                 result.contains("downloads=\(messages * ProcessInfo.processInfo.activeProcessorCount) "), "\(result)")
         }
+        // The child's node store and certificates were in its scratch directory, which its
+        // exit removed (`ScratchDirectory`).
+        let temporary = FileManager.default.temporaryDirectory.path
+        let left = try FileManager.default.contentsOfDirectory(atPath: temporary).filter {
+            $0.hasPrefix("lamina-bench-\(child)-")
+        }
+        #expect(left.isEmpty, "left in \(temporary): \(left)")
     }
 }

@@ -14,11 +14,7 @@ import Testing
 enum Fixtures {
     static let group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
 
-    static let directory: String = {
-        let path = NSTemporaryDirectory() + "lamina-transport-tests-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }()
+    static let directory: String = ScratchDirectory.make("lamina-transport-tests").path
 
     struct Identity: Sendable {
         var certificate: String

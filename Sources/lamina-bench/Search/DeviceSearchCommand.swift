@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import LaminaClient
 import LaminaModel
+import LaminaProcess
 
 /// `lamina-bench device-search`: the SDK's full-text search over N messages on one device.
 struct DeviceSearchCommand: AsyncParsableCommand {
@@ -87,8 +88,7 @@ struct DeviceSearchCommand: AsyncParsableCommand {
     /// A fresh store filled with `texts` as synced messages; `dropIndex` removes the index's
     /// triggers first. Returns the store and the fill's seconds.
     private func fill(_ texts: [String], dropIndex: Bool) throws -> (store: LocalStore, seconds: Double) {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "lamina-device-search-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        let dir = ScratchDirectory.make("lamina-device-search")
         let store = try LocalStore(location: StoreLocation(dataDirectory: dir, user: "reader"))
         if dropIndex {
             try Self.onFile(store) { db in

@@ -9,11 +9,11 @@ import LaminaTransport
 
 /// Helpers shared by the transport benchmarks: temp certificates, child processes, heap figures.
 enum BenchSupport {
-    static func temporaryDirectory() throws -> String {
-        let path = NSTemporaryDirectory() + "lamina-bench-\(getpid())"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
+    /// This run's scratch directory (node stores, certificates, configurations), removed
+    /// when the benchmark exits.
+    static func temporaryDirectory() throws -> String { scratch }
+
+    private static let scratch = ScratchDirectory.make("lamina-bench").path
 
     /// A fresh self-signed ECDSA P-256 certificate for localhost/127.0.0.1 in `directory`.
     static func certificate(in directory: String) throws -> (cert: String, key: String) {

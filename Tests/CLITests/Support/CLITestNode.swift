@@ -1,6 +1,7 @@
 import Foundation
 import LaminaLocalNode
 import LaminaNode
+import LaminaProcess
 import Logging
 import NIOPosix
 
@@ -11,11 +12,9 @@ final class CLITestNode: @unchecked Sendable {
     /// Where the `lamina` processes run (their client stores go in ./.lamina-client).
     let workDirectory: URL
 
+    /// A fresh temporary directory, removed when the test process exits.
     static func temporaryDirectory(_ name: String) -> URL {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("lamina-cli-\(getpid())-\(name)-\(UUID().uuidString.prefix(8))")
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
+        ScratchDirectory.make("lamina-cli-\(name)")
     }
 
     private init(server: NodeServer, workDirectory: URL) {

@@ -1,5 +1,6 @@
 import Foundation
 import LaminaNode
+import LaminaProcess
 import LaminaTransport
 import LaminaWire
 import Logging
@@ -11,12 +12,9 @@ import NIOPosix
 enum Fixtures {
     static let group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
 
-    /// A fresh temporary directory.
+    /// A fresh temporary directory, removed when the test process exits.
     static func temporaryDirectory(_ name: String) -> URL {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("lamina-it-\(getpid())-\(name)-\(UUID().uuidString.prefix(8))")
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
+        ScratchDirectory.make("lamina-it-\(name)")
     }
 
     static var logger: Logger {
