@@ -28,8 +28,8 @@ public enum ScratchDirectory {
         return url
     }
 
-    /// Removes `path` (a directory this process made) when the process exits.
-    public static func register(_ path: String) {
+    /// Removes `path` when the process exits.
+    private static func register(_ path: String) {
         let first = made.withLock { list -> Bool in
             if list == nil {
                 list = [path]

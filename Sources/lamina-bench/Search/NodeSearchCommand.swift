@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import GRDB
 import LaminaModel
-import LaminaProcess
 import LaminaStore
 
 /// `lamina-bench node-search`: the node's full-text search (`v26-message-search`, on SQLite
@@ -50,7 +49,8 @@ struct NodeSearchCommand: AsyncParsableCommand {
         var random = SystemRandomNumberGenerator()
         var words = SearchVocabulary(size: vocabulary)
 
-        let directory = ScratchDirectory.make("lamina-node-search")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lamina-node-search-\(UUID().uuidString.prefix(8))", isDirectory: true)
         let location: StoreLocation
         if let postgres {
             location = try StoreLocation(parsing: postgres)
