@@ -286,7 +286,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LaminaNodeTests",
-            dependencies: ["LaminaNode", "LaminaStore", "LaminaStoreTestSupport", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks", "LaminaTestPostgres",
+            dependencies: ["LaminaNode", "LaminaStore", "LaminaStoreTestSupport", "LaminaLocalNode", "LaminaModel", "LaminaWire", "LaminaMerge", "LaminaTransport", "LaminaNodeFuzzChecks", "LaminaTestPostgres", "LaminaProcess",
                            .product(name: "NIOCore", package: "swift-nio")]
         ),
         // A real node in-process (and the built binary) over TLS + HTTP/2 on loopback.

@@ -126,7 +126,7 @@ package final class NodeStore: Sendable {
             groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds),
             groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize),
             announcer: announcer, sources: sources, feedTailRows: configuration.feedTailRows,
-            searchBacklog: searchBacklog)
+            feedDirectGroup: configuration.feedDirectGroupCommands, searchBacklog: searchBacklog)
         self.searchBacklog = searchBacklog
     }
 

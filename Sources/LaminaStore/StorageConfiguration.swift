@@ -34,9 +34,10 @@ package struct StorageConfiguration: Sendable, Hashable {
     /// `groupCommitTarget` commands wait (0: commit whenever a command waits). One synced
     /// commit costs the machine far more than one command (on a virtual disk an fsync is
     /// ~100 µs of CPU), so under a steady stream of commands fewer, larger groups cost less
-    /// per command, for at most this much more latency. A command after a quiet spell is
-    /// committed at once.
-    package var groupCommitDelayMicroseconds: Int = 1_000
+    /// per command. A group waits only while the next command is expected before the spacing
+    /// ends (it stops one mean gap between arriving commands early, `ArrivalGaps`), so commands
+    /// that arrive further apart than the spacing, or after a quiet spell, commit at once.
+    package var groupCommitDelayMicroseconds: Int = 3_000
     /// How many waiting commands make a group worth committing at once (at most `maxBatchSize` count).
     package var groupCommitTarget: Int = 64
     /// Feed entries the writer gathers in `feed_tail` before it moves them into the feeds in
@@ -45,6 +46,9 @@ package struct StorageConfiguration: Sendable, Hashable {
     package var feedTailRows: Int = Self.defaultFeedTailRows
     /// The default of `feedTailRows`.
     package static let defaultFeedTailRows = 1_024
+    /// SQLite: a group of at least this many commands appends its feed entries to the feeds
+    /// directly instead of the tail (its entries already share each feed's page).
+    package var feedDirectGroupCommands: Int = 64
 
     /// SQLite: messages waiting for the full-text index that make the writer index them at
     /// the end of a group (`SearchBacklog`); searches index what waits first, whatever this is.
@@ -95,6 +99,10 @@ package struct StorageConfiguration: Sendable, Hashable {
         }
         guard (1...100_000).contains(groupCommitTarget) else {
             throw StorageError(.invalidArgument, "groupCommitTarget must be 1...100,000, got \(groupCommitTarget)")
+        }
+        guard (1...100_000).contains(feedDirectGroupCommands) else {
+            throw StorageError(
+                .invalidArgument, "feedDirectGroupCommands must be 1...100,000, got \(feedDirectGroupCommands)")
         }
         guard (1...100_000).contains(feedTailRows) else {
             throw StorageError(.invalidArgument, "feedTailRows must be 1...100,000, got \(feedTailRows)")

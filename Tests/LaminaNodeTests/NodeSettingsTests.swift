@@ -1,5 +1,6 @@
 import Foundation
 import LaminaNode
+import LaminaProcess
 import Testing
 
 /// Issue 30: each setting is defined once (``NodeServerConfiguration/settings``) and read from
@@ -94,9 +95,11 @@ import Testing
         }
     }
 
+    /// Where the configuration files of these tests go (removed when the test process exits).
+    static let directory = ScratchDirectory.make("lamina-settings")
+
     static func file(_ json: String) throws -> String {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "lamina-settings-\(UUID().uuidString).json")
+        let url = directory.appendingPathComponent("\(UUID().uuidString).json")
         try Data(json.utf8).write(to: url)
         return url.path
     }

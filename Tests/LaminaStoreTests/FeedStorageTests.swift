@@ -153,7 +153,7 @@ import Testing
 
     /// New entries wait in `feed_tail` and move into `feed_entries` when the tail is full
     /// (SQLite's one writer; PostgreSQL's writers append to the feeds directly); a group of at
-    /// least the group commit target of commands moves the tail first and appends directly.
+    /// least `feedDirectGroupCommands` commands moves the tail first and appends directly.
     /// Every read (whole feeds, pages that straddle the two tables, heads, pruning) sees one
     /// feed, whichever table holds each entry, including after a rolled-back command.
     @Test(arguments: StoreBackend.allCases) func feedsReadAsOneAcrossTheTailAndItsMoves(_ backend: StoreBackend)
@@ -161,7 +161,7 @@ import Testing
     {
         var configuration = StorageConfiguration()
         configuration.feedTailRows = 12
-        configuration.groupCommitTarget = 4
+        configuration.feedDirectGroupCommands = 4
         try await withTemporaryStore(configuration, backend: backend) { store, _ in
             var expected: [UserID: [UInt64: [UInt8]]] = [alice: [:], bob: [:]]
             var payload: UInt8 = 0

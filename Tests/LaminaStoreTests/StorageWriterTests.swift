@@ -267,7 +267,9 @@ import Testing
     /// A command after a quiet spell commits at once; commands right after a commit wait for
     /// the group to fill (here to 3, within a delay far longer than the test: 1 s, as 100 ms
     /// passed between the first commit and the third submit in loaded full runs) and commit as
-    /// one group; closing the store commits a gathering group at once.
+    /// one group; closing the store commits a gathering group at once. The group waits only
+    /// while commands arrive closer together than the delay (``ArrivalGaps``): the writes
+    /// before it, milliseconds apart, open a window of ~0.6 s.
     @Test(arguments: StoreBackend.allCases) func smallGroupsGatherUntilTheTargetAfterACommit(_ backend: StoreBackend)
         async throws
     {
@@ -281,7 +283,8 @@ import Testing
         // A second, warm commit to measure from (a backend's first transaction can take longer
         // than the delay on a loaded machine: PostgreSQL's did).
         try await store.write { tx in try tx.setSetting("second", [0]) }
-        #expect(store.writerStatistics.transactions == 2)
+        for i in 1...4 { try await store.write { tx in try tx.setSetting("warm\(i)", [0]) } }
+        #expect(store.writerStatistics.transactions == 6)
         let group = CompletionCounter(expected: 3)
         for i in 1...3 {
             try store.submit({ tx in try tx.setSetting("k\(i)", [UInt8(i)]) }, completion: group.record)
@@ -289,7 +292,7 @@ import Testing
         await group.done.wait()
         #expect(group.successes == 3)
         // The delay would have committed each of them alone only after 1 s each.
-        #expect(store.writerStatistics.transactions == 3)
+        #expect(store.writerStatistics.transactions == 7)
         #expect(store.writerStatistics.largestBatch == 3)
         let alone = CompletionCounter(expected: 1)
         try store.submit({ tx in try tx.setSetting("last", [4]) }, completion: alone.record)
@@ -400,6 +403,35 @@ final class LockedBox<T>: @unchecked Sendable {
         writer.shutdown()  // commits the gathering group at once
         #expect(await gathered.done.wait(within: .seconds(60)))
         #expect(gathered.successes == 1)
+    }
+
+    /// The spacing waits only while the next command is expected before it ends: commands
+    /// arriving further apart than the spacing leave no window (nothing waits at a low rate);
+    /// at a quarter of it the window approaches three quarters; a quiet spell closes it again.
+    @Test func theGatheringWindowFollowsTheArrivalRate() {
+        let ms: UInt64 = 1_000_000
+        var gaps = ArrivalGaps(spacing: 0.002)
+        #expect(gaps.gatheringWindow == 0)  // before any arrival
+        var now: UInt64 = 1_000 * ms
+        for _ in 0..<50 {
+            gaps.note(at: now)
+            now += 3 * ms  // slower than the spacing
+        }
+        #expect(gaps.gatheringWindow == 0)
+        for _ in 0..<50 {
+            gaps.note(at: now)
+            now += ms / 2  // 2,000 a second
+        }
+        #expect(abs(gaps.mean - 0.0005) < 0.000_01)
+        #expect(abs(gaps.gatheringWindow - 0.0015) < 0.000_01)
+        now += 10_000 * ms  // a quiet spell counts as one gap of the spacing
+        gaps.note(at: now)
+        #expect(gaps.gatheringWindow < 0.0015 && gaps.gatheringWindow > 0.001)
+        for _ in 0..<50 {
+            now += 5 * ms
+            gaps.note(at: now)
+        }
+        #expect(gaps.gatheringWindow < 0.000_01)
     }
 
     @Test func sourcesCountOnlyTransitions() {

@@ -231,7 +231,8 @@ extension NodeServerConfiguration {
 
         .init(
             "storage.groupCommitDelayMicroseconds", \.storage.groupCommitDelayMicroseconds,
-            "Group commit: microseconds between the starts of two commits under load (0 commits at once)."),
+            "Group commit: microseconds between the starts of two commits under load,"
+                + " less the mean gap between commands (0 commits at once)."),
         .init(
             "storage.groupCommitTarget", \.storage.groupCommitTarget, "Group commit: commands per commit it waits for."),
         .init(

@@ -111,6 +111,10 @@ final class StorageWriter: @unchecked Sendable {
 
     private let groupDelay: Duration
     private let groupTarget: Int
+    /// A group of at least this many commands appends to the feeds directly (`FeedTail`).
+    private let feedDirectGroup: Int
+    /// How far apart commands arrive: how long a small group waits for more.
+    private var arrivals: ArrivalGaps
     /// Who has commands in flight: a lone pipelining session skips the spacing.
     let sources: CommandSources
     /// The writer is waiting for a small group to fill (guarded by `condition`).
@@ -122,7 +126,8 @@ final class StorageWriter: @unchecked Sendable {
         connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero,
         groupTarget: Int = 1,
         announcer: FeedAnnouncer? = nil, sources: CommandSources = CommandSources(),
-        feedTailRows: Int = StorageConfiguration.defaultFeedTailRows, searchBacklog: SearchBacklog = SearchBacklog()
+        feedTailRows: Int = StorageConfiguration.defaultFeedTailRows, feedDirectGroup: Int = 64,
+        searchBacklog: SearchBacklog = SearchBacklog()
     ) {
         self.connection = connection
         self.announcer = announcer
@@ -133,6 +138,8 @@ final class StorageWriter: @unchecked Sendable {
         self.maxBatchSize = maxBatchSize
         self.groupDelay = groupDelay
         self.groupTarget = groupTarget
+        self.feedDirectGroup = feedDirectGroup
+        self.arrivals = ArrivalGaps(spacing: groupDelay.seconds)
         let thread = Thread { [self] in
             StorageThreadName.nameCurrentThread(StorageThreadName.writer)
             self.run()
@@ -157,6 +164,7 @@ final class StorageWriter: @unchecked Sendable {
             throw StorageError(.writeQueueFull, "the write queue holds its limit of \(capacity) commands; retry later")
         }
         pending.append(command)
+        if groupDelay > .zero { arrivals.note(at: DispatchTime.now().uptimeNanoseconds) }
         // The writer waits for a first command, or for a small group to fill up.
         let waiting = pending.count - pendingHead
         if waiting == 1 || (gathering && waiting == groupTarget) { condition.signal() }
@@ -214,13 +222,16 @@ final class StorageWriter: @unchecked Sendable {
         while pending.count == pendingHead && accepting { condition.wait() }
         if groupDelay > .zero, pending.count - pendingHead < groupTarget, accepting, !sources.isLonePipeline {
             // A small group right after the last commit: let the commands on their way join
-            // it until `groupDelay` after that commit began (a command after a quiet spell
-            // is committed at once), or until `groupTarget` wait. Not when one pipelining
-            // session is all there is (``CommandSources``): its next commands wait for ACKs.
-            gathering = true
-            let earliest = lastCommitStart.addingTimeInterval(groupDelay.seconds)
-            while pending.count - pendingHead < groupTarget, accepting, condition.wait(until: earliest) {}
-            gathering = false
+            // it until `groupDelay` after that commit began, less one mean gap between arriving
+            // commands (``ArrivalGaps``: at a low rate nothing waits), or until `groupTarget`
+            // wait. A command after a quiet spell is committed at once. Not when one pipelining
+            // session is all there is (``CommandSources``): its next commands wait for its ACKs.
+            let earliest = lastCommitStart.addingTimeInterval(arrivals.gatheringWindow)
+            if earliest > Date() {
+                gathering = true
+                while pending.count - pendingHead < groupTarget, accepting, condition.wait(until: earliest) {}
+                gathering = false
+            }
         }
         lastCommitStart = Date()
         let available = pending.count - pendingHead
@@ -372,7 +383,7 @@ final class StorageWriter: @unchecked Sendable {
                 }
                 do {
                     if announcer == nil {
-                        try FeedTail.beginGroup(db, cache: cache, commands: batch.count, largeGroup: groupTarget)
+                        try FeedTail.beginGroup(db, cache: cache, commands: batch.count, largeGroup: feedDirectGroup)
                     }
                     try lockAhead(batch, db)
                     let statements = try cache.statements(db)
