@@ -48,7 +48,9 @@ package struct StorageConfiguration: Sendable, Hashable {
     package static let defaultFeedTailRows = 1_024
     /// SQLite: a group of at least this many commands appends its feed entries to the feeds
     /// directly instead of the tail (its entries already share each feed's page).
-    package var feedDirectGroupCommands: Int = 64
+    package var feedDirectGroupCommands: Int = Self.defaultFeedDirectGroupCommands
+    /// The default of `feedDirectGroupCommands`.
+    package static let defaultFeedDirectGroupCommands = 64
 
     /// SQLite: messages waiting for the full-text index that make the writer index them at
     /// the end of a group (`SearchBacklog`); searches index what waits first, whatever this is.

@@ -126,7 +126,8 @@ final class StorageWriter: @unchecked Sendable {
         connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero,
         groupTarget: Int = 1,
         announcer: FeedAnnouncer? = nil, sources: CommandSources = CommandSources(),
-        feedTailRows: Int = StorageConfiguration.defaultFeedTailRows, feedDirectGroup: Int = 64,
+        feedTailRows: Int = StorageConfiguration.defaultFeedTailRows,
+        feedDirectGroup: Int = StorageConfiguration.defaultFeedDirectGroupCommands,
         searchBacklog: SearchBacklog = SearchBacklog()
     ) {
         self.connection = connection
