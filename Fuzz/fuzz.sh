@@ -37,8 +37,17 @@ seeds_root="$here/corpus-work/seeds-$target"
 "$here/make-seeds.sh" "$seeds_root"
 
 if [[ "${FUZZ_SKIP_BUILD:-0}" != 1 ]]; then
+    # The targets compile the main package's sources by path, and SwiftPM does not notice a
+    # source file added there: a kept build plan then compiles without it. Plan again when the
+    # list of source files changed since the last build.
+    stamp="$here/.build/sources.list"
+    sources="$(cd "$here/.." && find Sources Fuzz/Sources -name '*.swift' | sort)"
+    if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$sources" ]]; then
+        rm -f "$here/.build/release.yaml"
+    fi
     echo "fuzz.sh: building $target"
     swift build "${build_flags[@]}" --product "$target"
+    printf '%s' "$sources" > "$stamp"
 fi
 binary="$(swift build "${build_flags[@]}" --show-bin-path)/$target"
 [[ -x "$binary" ]] || { echo "fuzz.sh: $binary was not built" >&2; exit 1; }
