@@ -293,13 +293,23 @@ final class HTTP1ServerHandler: ChannelInboundHandler, RemovableChannelHandler, 
     }
 
     /// The source of a streamed body: pausing stops reading the socket (and the stall timer),
-    /// resuming reads again.
+    /// resuming reads again. The source asks to pause from `push`, on the event loop, and the
+    /// pause happens there and then: queued as a task instead, it could run after a resume the
+    /// handler queued from its own thread in between (having drained the buffer at once), which
+    /// found nothing paused; the late pause then stopped reading for good while the handler
+    /// waited for data (a 64 MiB HTTP/1.1 PUT hung so, the node's socket 3 MB full and unread).
     private func makeStreamedSource(context: ChannelHandlerContext, limit: UInt64) -> HTTPRequestBodySource {
         let loop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: loop)
         return HTTPRequestBodySource(
             limit: limit, highWater: HTTPRequestRoute.streamedBodyHighWater,
-            pause: { loop.execute { bound.value.pauseStreamed() } },
+            pause: {
+                if loop.inEventLoop {
+                    bound.value.pauseStreamed()
+                } else {
+                    loop.execute { bound.value.pauseStreamed() }
+                }
+            },
             resume: { loop.execute { bound.value.resumeStreamed() } })
     }
 
