@@ -30,8 +30,9 @@ package struct StorageConfiguration: Sendable, Hashable {
     /// PostgreSQL: the client library (nil: `LAMINA_POSTGRES_DRIVER` in the environment, else
     /// `PostgresDriver.standard`).
     package var postgresDriver: PostgresDriver?
-    /// Group commit: a group commits at most once per this many microseconds, unless
-    /// `groupCommitTarget` commands wait (0: commit whenever a command waits). One synced
+    /// Group commit: a group that would start within this many microseconds of the previous
+    /// commit's start waits for more commands, unless `groupCommitTarget` wait (0: commit
+    /// whenever a command waits). One synced
     /// commit costs the machine far more than one command (on a virtual disk an fsync is
     /// ~100 µs of CPU), so under a steady stream of commands fewer, larger groups cost less
     /// per command. A group waits only while the next command is expected before the spacing
