@@ -30,12 +30,29 @@ public enum MessageBodyCoding {
     public static func decode(_ bytes: some ContiguousBytes, limits: WireLimits = .default) throws(WireError) -> (
         parts: [MessagePart], push: PushConfiguration?, mentions: Set<UserID>, replyTo: MessageID?
     ) {
-        let result: Result<([MessagePart], PushConfiguration?, Set<UserID>, MessageID?), WireError> =
+        let body = try read(bytes, limits: limits)
+        return (body.parts, body.push, body.mentions, body.replyTo)
+    }
+
+    /// Where the trailer of body bytes made by `encode` ends (a reply's root follows it), and
+    /// the root replied to; the body is checked as `decode` checks it.
+    public static func layout(_ bytes: some ContiguousBytes, limits: WireLimits = .default) throws(WireError) -> (
+        trailerEnd: Int, replyTo: MessageID?
+    ) {
+        let body = try read(bytes, limits: limits)
+        return (body.trailerEnd, body.replyTo)
+    }
+
+    private static func read(_ bytes: some ContiguousBytes, limits: WireLimits) throws(WireError) -> (
+        parts: [MessagePart], push: PushConfiguration?, mentions: Set<UserID>, replyTo: MessageID?, trailerEnd: Int
+    ) {
+        let result: Result<([MessagePart], PushConfiguration?, Set<UserID>, MessageID?, Int), WireError> =
             bytes.withUnsafeBytes { raw in
                 var reader = PayloadReader(raw)
                 do throws(WireError) {
                     let parts = try reader.readParts(limits)
                     let (push, mentions) = try reader.readMessageTrailer(limits)
+                    let trailerEnd = reader.readerIndex
                     var replyTo: MessageID?
                     if reader.readableBytes > 0 {
                         guard try reader.readU8("the reply tag") == 1 else {
@@ -46,11 +63,12 @@ public enum MessageBodyCoding {
                     guard reader.readableBytes == 0 else {
                         return .failure(WireError(.malformed, "\(reader.readableBytes) bytes follow a message body"))
                     }
-                    return .success((parts, push, mentions, replyTo))
+                    return .success((parts, push, mentions, replyTo, trailerEnd))
                 } catch {
                     return .failure(error)
                 }
             }
-        return try result.get()
+        let body = try result.get()
+        return (body.0, body.1, body.2, body.3, body.4)
     }
 }

@@ -78,6 +78,7 @@ public struct Change: Hashable, Sendable {
     /// The event as its feed's user is shown it.
     public var event: ChangeEvent {
         get {
+            let common = eventSharedByViewers
             guard let viewer, let status = shared?.perViewer?.slots[viewer]?.status,
                 case .messageCreated(var message) = common
             else { return common }
@@ -91,8 +92,9 @@ public struct Change: Hashable, Sendable {
         }
     }
     /// `event`, or for a change made by ``SharedChangeEvent/change(seq:for:)`` the event every
-    /// viewer shares (the viewer's own status not in it yet).
-    private var common: ChangeEvent
+    /// viewer shares (the viewer's own status not in it yet); nil when only `shared`'s bytes
+    /// hold it (``StoredMessageEncoding``), decoded from them when asked for.
+    private var common: ChangeEvent?
     /// The encoding of the event, when it was made once for many feeds (cleared when `event`
     /// changes); encoding the change then copies it instead of encoding the event again.
     private var shared: SharedChangeEvent?
@@ -107,7 +109,7 @@ public struct Change: Hashable, Sendable {
     /// The change with seq `seq` of an event encoded once for every feed it goes to.
     public init(seq: UInt64, shared: SharedChangeEvent) {
         self.seq = seq
-        self.common = shared.event
+        self.common = shared.decoded
         self.shared = shared
     }
 
@@ -117,12 +119,20 @@ public struct Change: Hashable, Sendable {
     }
 
     /// The event's kind (SPEC §6.2), without building a viewer's own view of it.
-    public var kind: UInt8 { common.kind }
+    public var kind: UInt8 { common?.kind ?? shared?.kind ?? 0 }
 
     /// The event, but for the statuses of a message whose viewers each see only their own
     /// (that status is `invalid` here): the same parts, ids and size as ``event``, made
     /// without a copy of the statuses.
-    public var eventSharedByViewers: ChangeEvent { common }
+    public var eventSharedByViewers: ChangeEvent {
+        if let common { return common }
+        guard let shared else { preconditionFailure("a change holds its event or its encoding") }
+        return shared.event
+    }
+
+    /// The size of the event's encoding when it was made once (``SharedChangeEvent``; about
+    /// the size for a stored message's); nil when the change has to be encoded.
+    public var encodedEventSize: Int? { shared.map { $0.stored?.estimatedSize ?? $0.bytes.readableBytes } }
 
     public static func == (a: Change, b: Change) -> Bool { a.seq == b.seq && a.event == b.event }
 
@@ -138,10 +148,43 @@ public struct Change: Hashable, Sendable {
 /// receipt switches off) is encoded once too, every status `invalid`: each viewer's CHANGE
 /// gets the viewer's own status byte put in (``reportedToEachViewer(_:)``).
 public struct SharedChangeEvent: Sendable {
-    public let event: ChangeEvent
+    /// The event; for one made of a ``StoredMessageEncoding``, decoded from `bytes` each time
+    /// it is asked for (a catch-up only copies the bytes).
+    public var event: ChangeEvent {
+        if let decoded { return decoded }
+        var bytes = ByteBuffer()
+        do throws(WireError) { try stored?.write(into: &bytes) } catch {
+            preconditionFailure("a stored message was checked when it was read: \(error.reason)")
+        }
+        let result: Result<ChangeEvent, WireError> = bytes.withUnsafeReadableBytes { raw in
+            var reader = PayloadReader(raw)
+            do throws(WireError) {
+                let event = try ChangeEvent.decode(from: &reader, .default)
+                guard reader.readableBytes == 0 else {
+                    return .failure(WireError(.malformed, "\(reader.readableBytes) bytes follow the event"))
+                }
+                return .success(event)
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let event): return event
+        // `StoredMessageEncoding` checked the body and wrote the rest itself.
+        case .failure(let error): preconditionFailure("a stored message's encoding does not decode: \(error.reason)")
+        }
+    }
+    /// `event` when it was given (nil: only `stored` holds it).
+    let decoded: ChangeEvent?
+    /// The encoding (empty for `stored`).
     let bytes: ByteBuffer
+    /// A stored message's event, written into each frame as it is encoded.
+    let stored: StoredMessageEncoding?
     /// Each viewer's own status and where its byte sits in `bytes` (from the reader index).
     let perViewer: PerViewerStatuses?
+
+    /// The event's kind (SPEC §6.2).
+    public var kind: UInt8 { decoded?.kind ?? stored?.kind ?? 0 }
 
     final class PerViewerStatuses: Sendable {
         let slots: [UserID: (offset: Int, status: RecipientStatus)]
@@ -151,14 +194,25 @@ public struct SharedChangeEvent: Sendable {
     public init(_ event: ChangeEvent) throws(WireError) {
         var bytes = ByteBufferAllocator().buffer(capacity: 256)
         try event.encode(into: &bytes)
-        self.event = event
+        self.decoded = event
         self.bytes = bytes
+        self.stored = nil
+        self.perViewer = nil
+    }
+
+    /// The `message-created` event of a stored message: a change made of it writes the stored
+    /// bytes into its frame; its event is decoded only when asked for.
+    public init(_ stored: StoredMessageEncoding) {
+        self.decoded = nil
+        self.bytes = ByteBuffer()
+        self.stored = stored
         self.perViewer = nil
     }
 
     private init(event: ChangeEvent, bytes: ByteBuffer, perViewer: PerViewerStatuses) {
-        self.event = event
+        self.decoded = event
         self.bytes = bytes
+        self.stored = nil
         self.perViewer = perViewer
     }
 
@@ -308,7 +362,9 @@ extension FetchHistory {
 extension Change {
     func encode(into b: inout ByteBuffer) throws(WireError) {
         b.writeVarint(seq)
-        if let shared {
+        if let stored = shared?.stored {
+            try stored.write(into: &b)
+        } else if let shared {
             let start = b.writerIndex
             b.writeImmutableBuffer(shared.bytes)
             if let viewer, let slot = shared.perViewer?.slots[viewer] {

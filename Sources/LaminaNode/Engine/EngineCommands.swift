@@ -280,21 +280,26 @@ extension NodeEngine {
             ahead?.read.cancel()
             ahead?.lease.release()
         }
-        var entries = try await readFeedPage(of: user, after: cursor)
+        let encoding = FeedCoding.sendsStoredMessages(features)
+        var entries = try await readFeedPage(of: user, after: cursor, encodingMessages: encoding)
         while session.isOpen, let last = entries.last {
             let full = entries.count == Self.feedPage
             var bytes = 0
             var changes: [Change] = []
             changes.reserveCapacity(entries.count)
             for entry in entries {
-                bytes += 64 + entry.payload.count + (entry.createdMessage.map { Self.estimatedBytes($0) } ?? 0)
+                bytes +=
+                    64 + entry.payload.count + (entry.createdMessage.map { Self.estimatedBytes($0) } ?? 0)
+                    + (entry.createdEncoding?.estimatedSize ?? 0)
                 changes.append(try FeedCoding.decode(entry))
             }
             entries = []
             lease.resize(to: bytes)
             if full, let next = answers.tryAcquire(user: user, bytes: bytes) {
                 let after = last.seq
-                ahead = (Task { try await self.readFeedPage(of: user, after: after) }, next)
+                ahead = (
+                    Task { try await self.readFeedPage(of: user, after: after, encodingMessages: encoding) }, next
+                )
             }
             let queued = await session.sendPaced(FeedCoding.frames(changes, for: features))
             // The page is encoded in the stream's queue: its entries go before the drain wait.
@@ -316,7 +321,7 @@ extension NodeEngine {
                 await session.settle(lease)
                 guard let next = await session.answerLease(Self.historyPageBytes) else { break }
                 lease = next
-                entries = try await readFeedPage(of: user, after: cursor)
+                entries = try await readFeedPage(of: user, after: cursor, encodingMessages: encoding)
             }
         }
         if let sent {
@@ -329,8 +334,10 @@ extension NodeEngine {
     /// Entries read from a feed at once by ``sendFeed(of:after:to:features:)``.
     static let feedPage = 1024
 
-    private func readFeedPage(of user: UserID, after: UInt64) async throws -> [FeedEntry] {
-        try await store.read { r in try r.feed(of: user, after: after, limit: Self.feedPage) }
+    private func readFeedPage(of user: UserID, after: UInt64, encodingMessages: Bool) async throws -> [FeedEntry] {
+        try await store.read { r in
+            try r.feed(of: user, after: after, limit: Self.feedPage, encodingMessages: encodingMessages)
+        }
     }
 
     // MARK: History

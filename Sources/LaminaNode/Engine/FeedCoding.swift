@@ -40,6 +40,9 @@ enum FeedCoding {
 
     static func decode(_ entry: FeedEntry) throws(WireError) -> Change {
         if let message = entry.createdMessage { return Change(seq: entry.seq, event: .messageCreated(message)) }
+        if let encoding = entry.createdEncoding {
+            return Change(seq: entry.seq, shared: SharedChangeEvent(encoding))
+        }
         let frame = try Frame.decode(exactly: ByteBuffer(bytes: entry.payload))
         guard case .change(let change) = frame else {
             throw WireError(.internalError, "feed entry \(entry.seq) of \(entry.user) does not hold a change")
@@ -52,6 +55,8 @@ enum FeedCoding {
     /// Kinds the session did not ask for are left out (their seqs are skipped: a device
     /// keeps the highest seq it got, SPEC §6.3).
     static func frames(_ all: [Change], for features: FeatureSet, maxBatchBytes: Int = 1 << 20) -> [Frame] {
+        // Every filter below that looks into a message-created event is one `sendsStoredMessages`
+        // leaves out: stored encodings (``StoredMessageEncoding``) pass through undecoded.
         var changes = features.contains(.partUpdates) ? all : all.filter { $0.kind != 11 }
         if !features.contains(.identities) { changes = changes.filter { $0.kind != 12 } }
         if !features.contains(.blockLists) { changes = changes.filter { $0.kind != 13 } }
@@ -73,7 +78,7 @@ enum FeedCoding {
         current.reserveCapacity(min(changes.count, 256))
         var bytes = 0
         for (i, change) in changes.enumerated() {
-            let size = estimatedSize(change.eventSharedByViewers)
+            let size = estimatedSize(change)
             if !current.isEmpty, current.count == 256 || bytes + size > maxBatchBytes {
                 frames.append(.changeBatch(ChangeBatch(changes: current)))
                 current = []
@@ -87,6 +92,19 @@ enum FeedCoding {
             frames.append(current.count == 1 ? .change(current[0]) : .changeBatch(ChangeBatch(changes: current)))
         }
         return frames
+    }
+
+    /// Whether a session with `features` is sent message-created events as the store encodes
+    /// them (``StoredMessageEncoding``): it takes every field of a message the node stores
+    /// (mentions, a reply's thread fields), so `frames` leaves those events as they are.
+    static func sendsStoredMessages(_ features: FeatureSet) -> Bool {
+        features.isSuperset(of: [.mentions, .replies, .receiptSwitches])
+    }
+
+    /// The size of `change` in a batch: its encoding's when it was made once, else an estimate.
+    static func estimatedSize(_ change: Change) -> Int {
+        if let size = change.encodedEventSize { return size + 16 }
+        return estimatedSize(change.eventSharedByViewers)
     }
 
     static func estimatedSize(_ event: ChangeEvent) -> Int {

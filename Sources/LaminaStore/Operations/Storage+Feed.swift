@@ -1,5 +1,6 @@
 import Foundation
 import LaminaModel
+import LaminaWire
 
 /// One entry of a user's change feed.
 package struct FeedEntry: Hashable, Sendable {
@@ -16,6 +17,9 @@ package struct FeedEntry: Hashable, Sendable {
     package var createdAt: Timestamp
     /// The message of a `message-created` entry, read from the message's own row.
     package var createdMessage: Message? = nil
+    /// Instead of `createdMessage` for a read that asked for it: the entry's event encoded
+    /// straight from the message's row, as the feed's user is shown it.
+    package var createdEncoding: StoredMessageEncoding? = nil
 }
 
 extension StorageTransaction {
@@ -307,8 +311,12 @@ enum FeedHead {
 extension StorageReader {
     /// The user's feed entries after `seq`, oldest first, at most `limit`. A `message-created`
     /// entry comes with its message, read in the same query (and the page's recorded
-    /// statuses in one more), not one lookup per entry.
-    package func feed(of user: UserID, after seq: UInt64, limit: Int) throws(StorageError) -> [FeedEntry] {
+    /// statuses in one more), not one lookup per entry: as a `Message`, or with
+    /// `encodingMessages` as its event's encoding (`createdEncoding`), which a catch-up sends
+    /// as it is.
+    package func feed(of user: UserID, after seq: UInt64, limit: Int, encodingMessages: Bool = false)
+        throws(StorageError) -> [FeedEntry]
+    {
         try checkLimit(limit)
         var entries: [FeedEntry] = []
         entries.reserveCapacity(min(limit, 256))
@@ -319,15 +327,16 @@ extension StorageReader {
             let remaining = limit - entries.count
             guard remaining > 0 else { break }
             try readFeed(
-                table, of: user, after: entries.last?.seq ?? seq, limit: remaining, statuses: &statuses, into: &entries)
+                table, of: user, after: entries.last?.seq ?? seq, limit: remaining, encodingMessages: encodingMessages,
+                statuses: &statuses, into: &entries)
         }
         return entries
     }
 
     /// Up to `limit` of the user's entries after `seq` in `table`, appended to `entries`.
     private func readFeed(
-        _ table: String, of user: UserID, after seq: UInt64, limit: Int, statuses: inout MessageStatuses,
-        into entries: inout [FeedEntry]
+        _ table: String, of user: UserID, after seq: UInt64, limit: Int, encodingMessages: Bool,
+        statuses: inout MessageStatuses, into entries: inout [FeedEntry]
     ) throws(StorageError) {
         let after = try Columns.int64(seq, "seq")
         // Recorded statuses first (one query for the page), then the entries, each decoded
@@ -386,8 +395,13 @@ extension StorageReader {
                 guard let message, !row.isNull(6) else {
                     throw StorageError(.corrupt, "feed entry \(seq) of \(user) names a message that is not stored")
                 }
-                entry.createdMessage = try statuses.storedMessage(row, at: 6, recorded: recorded[message] ?? [:])
-                    .message
+                if encodingMessages {
+                    entry.createdEncoding = try statuses.storedMessageEncoding(
+                        row, at: 6, recorded: recorded[message] ?? [:])
+                } else {
+                    entry.createdMessage = try statuses.storedMessage(row, at: 6, recorded: recorded[message] ?? [:])
+                        .message
+                }
             }
             entries.append(entry)
         }

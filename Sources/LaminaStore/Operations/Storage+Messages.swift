@@ -355,6 +355,8 @@ struct MessageStatuses {
 
     struct ConversationStatusSlice {
         var participants: Set<UserID>
+        /// `participants` in ascending order (the order a message's statuses are encoded in).
+        var sortedParticipants: [UserID]
         var deliveryReceipts: Bool
         var readReceipts: Bool
         var delivered: [UserID: MessagePosition]
@@ -366,8 +368,10 @@ struct MessageStatuses {
         let switches = try reader.db.int64(
             "SELECT delivery_receipts_enabled + 2 * read_receipts_enabled FROM conversations WHERE id = ?",
             [Columns.blob(conversation.uuid)])
+        let participants = try reader.participants(of: conversation)
         let slice = ConversationStatusSlice(
-            participants: try reader.participants(of: conversation),
+            participants: participants,
+            sortedParticipants: participants.sorted(),
             deliveryReceipts: switches.map { $0 & 1 != 0 } ?? true,
             readReceipts: switches.map { $0 & 2 != 0 } ?? true,
             delivered: try reader.markers(StatusMarker.delivered.rawValue, of: conversation),
@@ -418,22 +422,10 @@ struct MessageStatuses {
         let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
         var statuses: [UserID: RecipientStatus] = [:]
         statuses.reserveCapacity(slice.participants.count + 1)
-        func add(_ user: UserID) {
-            let status = RecipientStatusLattice.status(
-                of: stamp, for: user, recorded: recorded[user], deliveredUpTo: slice.delivered[user],
-                readUpTo: slice.read[user])
-            statuses[user] =
-                viewer.map {
-                    RecipientStatusLattice.reported(
-                        status, of: user, viewer: $0, deliveryReceipts: slice.deliveryReceipts,
-                        readReceipts: slice.readReceipts)
-                } ?? status
+        for user in slice.participants { statuses[user] = status(of: stamp, for: user, recorded, slice) }
+        for user in Self.others(than: slice, sender: sender, recorded: recorded) {
+            statuses[user] = status(of: stamp, for: user, recorded, slice)
         }
-        // The participants, the sender (a system sender, SPEC §3.9, is no recipient: it has no
-        // status of its own) and whoever has a recorded status, each once; no sets built.
-        for user in slice.participants { add(user) }
-        if !sender.isSystemSender, !slice.participants.contains(sender) { add(sender) }
-        for user in recorded.keys where statuses[user] == nil { add(user) }
         let sentAt = row.int64(offset + 6)
         let origin = row.int64(offset + 8)
         let message = Message(
@@ -444,6 +436,75 @@ struct MessageStatuses {
         return MessageRecord(
             message: message, origin: Columns.node(origin), hlc: try Columns.hlc(row, from: offset + 9),
             isDeleted: row.int64(offset + 12) != 0)
+    }
+
+    /// The `message-created` event of the message in `row` (columns as `storedMessage` reads
+    /// them), encoded for `viewer` straight from the columns: the statuses `storedMessage`
+    /// gives it, the body copied (``StoredMessageEncoding``). `recorded`: this message's
+    /// recorded statuses.
+    mutating func storedMessageEncoding(
+        _ row: some ColumnRow, at offset: Int, recorded: [UserID: RecipientStatus]
+    ) throws(StorageError) -> StoredMessageEncoding {
+        guard let idUUID = row.uuid(offset) else {
+            throw StorageError(.corrupt, "column id does not hold a 16-byte identifier")
+        }
+        let id = MessageID(uuid: idUUID)
+        guard let conversationUUID = row.uuid(offset + 1) else {
+            throw StorageError(.corrupt, "column conversation_id does not hold a 16-byte identifier")
+        }
+        let conversation = ConversationID(uuid: conversationUUID)
+        guard let body = row.bytes(offset + 7) else { throw StorageError(.corrupt, "message \(id) has no body") }
+        let sender = try Columns.user(row, offset + 2)
+        let position = try Columns.hlc(row, from: offset + 3)
+        let slice = try slice(of: conversation)
+        let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
+        var users = slice.sortedParticipants
+        let others = Self.others(than: slice, sender: sender, recorded: recorded)
+        if !others.isEmpty {
+            users += others
+            users.sort()
+        }
+        var statuses: [(user: UserID, status: RecipientStatus)] = []
+        statuses.reserveCapacity(users.count)
+        for user in users { statuses.append((user, status(of: stamp, for: user, recorded, slice))) }
+        do {
+            return try StoredMessageEncoding(
+                id: id, conversationID: conversation, sender: sender,
+                sentAt: Timestamp(millisecondsSince1970: row.int64(offset + 6)), position: position, body: body,
+                statuses: statuses)
+        } catch {
+            throw StorageError(.corrupt, "the body of message \(id) does not decode: \(error.reason)")
+        }
+    }
+
+    /// Who has a status of a message besides the conversation's participants: the sender (a
+    /// system sender, SPEC §3.9, is no recipient: it has no status of its own) and whoever has
+    /// a recorded status, each once.
+    private static func others(
+        than slice: ConversationStatusSlice, sender: UserID, recorded: [UserID: RecipientStatus]
+    ) -> [UserID] {
+        var others: [UserID] = []
+        let senderCounts = !sender.isSystemSender && !slice.participants.contains(sender)
+        if senderCounts { others.append(sender) }
+        for user in recorded.keys where !slice.participants.contains(user) && !(senderCounts && user == sender) {
+            others.append(user)
+        }
+        return others
+    }
+
+    /// `user`'s status of the message `stamp`, as `viewer` is shown it.
+    private func status(
+        of stamp: MessageStamp, for user: UserID, _ recorded: [UserID: RecipientStatus],
+        _ slice: ConversationStatusSlice
+    ) -> RecipientStatus {
+        let status = RecipientStatusLattice.status(
+            of: stamp, for: user, recorded: recorded[user], deliveredUpTo: slice.delivered[user],
+            readUpTo: slice.read[user])
+        return viewer.map {
+            RecipientStatusLattice.reported(
+                status, of: user, viewer: $0, deliveryReceipts: slice.deliveryReceipts, readReceipts: slice.readReceipts
+            )
+        } ?? status
     }
 }
 
