@@ -7,8 +7,9 @@ import NIOCore
 /// into parts, and when the change is encoded its bytes are copied into the frame with the
 /// statuses the feed's user is shown. The bytes are those `ChangeEvent.messageCreated` encodes
 /// for the same message; a ``Change`` holding it (``SharedChangeEvent/init(_:)``) decodes its
-/// event only when asked for it.
-public struct StoredMessageEncoding: Hashable, Sendable {
+/// event only when asked for it. A class: a change holds it as one reference (a `Change` is
+/// copied often, and these fields are most of a message).
+public final class StoredMessageEncoding: Hashable, Sendable {
     let id: MessageID
     let conversationID: ConversationID
     let sender: UserID
@@ -55,6 +56,19 @@ public struct StoredMessageEncoding: Hashable, Sendable {
         self.replyTo = layout.replyTo
         self.users = users
         self.statuses = values
+    }
+
+    public static func == (a: StoredMessageEncoding, b: StoredMessageEncoding) -> Bool {
+        a === b
+            || (a.id == b.id && a.conversationID == b.conversationID && a.sender == b.sender && a.sentAt == b.sentAt
+                && a.position == b.position && a.body == b.body && a.users == b.users && a.statuses == b.statuses)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(body)
+        hasher.combine(users)
+        hasher.combine(statuses)
     }
 
     /// The event's kind: 21 for a reply, else 6.
