@@ -148,8 +148,8 @@ public struct Change: Hashable, Sendable {
 /// receipt switches off) is encoded once too, every status `invalid`: each viewer's CHANGE
 /// gets the viewer's own status byte put in (``reportedToEachViewer(_:)``).
 public struct SharedChangeEvent: Sendable {
-    /// The event; for one made of a ``StoredMessageEncoding``, decoded from `bytes` each time
-    /// it is asked for (a catch-up only copies the bytes).
+    /// The event; for one made of a ``StoredMessageEncoding``, encoded and decoded again each
+    /// time it is asked for (a catch-up only writes it into its frames).
     public var event: ChangeEvent {
         if let decoded { return decoded }
         var bytes = ByteBuffer()
