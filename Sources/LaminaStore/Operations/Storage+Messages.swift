@@ -397,29 +397,19 @@ struct MessageStatuses {
     mutating func storedMessage(
         _ row: some ColumnRow, at offset: Int = 0, recorded recordedGiven: [UserID: RecipientStatus]? = nil
     ) throws(StorageError) -> MessageRecord {
-        guard let idUUID = row.uuid(offset) else {
-            throw StorageError(.corrupt, "column id does not hold a 16-byte identifier")
-        }
-        let id = MessageID(uuid: idUUID)
-        guard let conversationUUID = row.uuid(offset + 1) else {
-            throw StorageError(.corrupt, "column conversation_id does not hold a 16-byte identifier")
-        }
-        let conversation = ConversationID(uuid: conversationUUID)
-        guard let bodyBytes = row.bytes(offset + 7) else { throw StorageError(.corrupt, "message \(id) has no body") }
+        let (stamp, position, bodyBytes) = try Self.stamp(row, at: offset)
+        let (id, conversation, sender) = (stamp.id, stamp.conversation, stamp.sender)
         let body: (parts: [MessagePart], push: PushConfiguration?, mentions: Set<UserID>, replyTo: MessageID?)
         do { body = try MessageBodyCoding.decode(bodyBytes) } catch {
             throw StorageError(.corrupt, "the body of message \(id) does not decode: \(error.reason)")
         }
-        let sender = try Columns.user(row, offset + 2)
-        let position = try Columns.hlc(row, from: offset + 3)
         let recorded: [UserID: RecipientStatus]
         if let given = recordedGiven {
             recorded = given
         } else {
-            recorded = try reader.recordedStatuses(of: Columns.blob(idUUID))
+            recorded = try reader.recordedStatuses(of: Columns.blob(id.uuid))
         }
         let slice = try slice(of: conversation)
-        let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
         var statuses: [UserID: RecipientStatus] = [:]
         statuses.reserveCapacity(slice.participants.count + 1)
         for user in slice.participants { statuses[user] = status(of: stamp, for: user, recorded, slice) }
@@ -445,19 +435,9 @@ struct MessageStatuses {
     mutating func storedMessageEncoding(
         _ row: some ColumnRow, at offset: Int, recorded: [UserID: RecipientStatus]
     ) throws(StorageError) -> StoredMessageEncoding {
-        guard let idUUID = row.uuid(offset) else {
-            throw StorageError(.corrupt, "column id does not hold a 16-byte identifier")
-        }
-        let id = MessageID(uuid: idUUID)
-        guard let conversationUUID = row.uuid(offset + 1) else {
-            throw StorageError(.corrupt, "column conversation_id does not hold a 16-byte identifier")
-        }
-        let conversation = ConversationID(uuid: conversationUUID)
-        guard let body = row.bytes(offset + 7) else { throw StorageError(.corrupt, "message \(id) has no body") }
-        let sender = try Columns.user(row, offset + 2)
-        let position = try Columns.hlc(row, from: offset + 3)
+        let (stamp, position, body) = try Self.stamp(row, at: offset)
+        let (id, conversation, sender) = (stamp.id, stamp.conversation, stamp.sender)
         let slice = try slice(of: conversation)
-        let stamp = MessageStamp(id: id, conversation: conversation, sender: sender, position: position)
         var users = slice.sortedParticipants
         let others = Self.others(than: slice, sender: sender, recorded: recorded)
         if !others.isEmpty {
@@ -475,6 +455,26 @@ struct MessageStatuses {
         } catch {
             throw StorageError(.corrupt, "the body of message \(id) does not decode: \(error.reason)")
         }
+    }
+
+    /// The id, conversation, sender and position of the message in `row` (columns from
+    /// `offset` on as `columns()`), and its stored body.
+    private static func stamp(_ row: some ColumnRow, at offset: Int) throws(StorageError) -> (
+        MessageStamp, MessagePosition, [UInt8]
+    ) {
+        guard let idUUID = row.uuid(offset) else {
+            throw StorageError(.corrupt, "column id does not hold a 16-byte identifier")
+        }
+        let id = MessageID(uuid: idUUID)
+        guard let conversationUUID = row.uuid(offset + 1) else {
+            throw StorageError(.corrupt, "column conversation_id does not hold a 16-byte identifier")
+        }
+        guard let body = row.bytes(offset + 7) else { throw StorageError(.corrupt, "message \(id) has no body") }
+        let position = try Columns.hlc(row, from: offset + 3)
+        let stamp = MessageStamp(
+            id: id, conversation: ConversationID(uuid: conversationUUID), sender: try Columns.user(row, offset + 2),
+            position: position)
+        return (stamp, position, body)
     }
 
     /// Who has a status of a message besides the conversation's participants: the sender (a
