@@ -19,8 +19,8 @@ public final class StoredMessageEncoding: Hashable, Sendable {
     /// Where the body's trailer ends: a reply's root tag and id follow.
     let trailerEnd: Int
     let replyTo: MessageID?
-    let users: [UserID]
-    let statuses: [RecipientStatus]
+    /// In ascending user order.
+    let statuses: [(user: UserID, status: RecipientStatus)]
 
     /// - Parameters:
     ///   - body: the stored body, checked as ``MessageBodyCoding/decode(_:limits:)`` checks it.
@@ -35,16 +35,8 @@ public final class StoredMessageEncoding: Hashable, Sendable {
             throw WireError(
                 .tooManyParticipants, "recipient status has at most \(WireLimits.default.maxParticipants) entries")
         }
-        var users: [UserID] = []
-        var values: [RecipientStatus] = []
-        users.reserveCapacity(statuses.count)
-        values.reserveCapacity(statuses.count)
-        for (user, status) in statuses {
-            if let previous = users.last, !(previous < user) {
-                throw WireError(.nonCanonical, "recipient statuses must be given in strictly ascending user order")
-            }
-            users.append(user)
-            values.append(status)
+        for i in statuses.indices.dropFirst() where !(statuses[i - 1].user < statuses[i].user) {
+            throw WireError(.nonCanonical, "recipient statuses must be given in strictly ascending user order")
         }
         self.id = id
         self.conversationID = conversationID
@@ -54,28 +46,30 @@ public final class StoredMessageEncoding: Hashable, Sendable {
         self.body = body
         self.trailerEnd = layout.trailerEnd
         self.replyTo = layout.replyTo
-        self.users = users
-        self.statuses = values
+        self.statuses = statuses
     }
 
     public static func == (a: StoredMessageEncoding, b: StoredMessageEncoding) -> Bool {
         a === b
             || (a.id == b.id && a.conversationID == b.conversationID && a.sender == b.sender && a.sentAt == b.sentAt
-                && a.position == b.position && a.body == b.body && a.users == b.users && a.statuses == b.statuses)
+                && a.position == b.position && a.body == b.body
+                && a.statuses.elementsEqual(b.statuses) { $0.user == $1.user && $0.status == $1.status })
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(id)
         hasher.combine(body)
-        hasher.combine(users)
-        hasher.combine(statuses)
+        for (user, status) in statuses {
+            hasher.combine(user)
+            hasher.combine(status)
+        }
     }
 
     /// The event's kind: 21 for a reply, else 6.
     public var kind: UInt8 { replyTo == nil ? 6 : 21 }
 
     /// About the size of the encoded event (for batch and answer budgets).
-    public var estimatedSize: Int { 64 + body.count + users.count * 24 }
+    public var estimatedSize: Int { 64 + body.count + statuses.count * 24 }
 
     /// Writes the event: kind, the message (SPEC §3.17), a reply's thread fields.
     func write(into b: inout ByteBuffer) throws(WireError) {
@@ -89,10 +83,10 @@ public final class StoredMessageEncoding: Hashable, Sendable {
         b.writeInteger(1, as: UInt8.self)
         b.writeHLC(position)
         body.withUnsafeBytes { _ = b.writeBytes(UnsafeRawBufferPointer(rebasing: $0[..<trailerEnd])) }
-        b.writeVarint(UInt64(users.count))
-        for i in users.indices {
-            try b.writeUserID(users[i])
-            b.writeInteger(UInt8(bitPattern: statuses[i].rawValue), as: UInt8.self)
+        b.writeVarint(UInt64(statuses.count))
+        for (user, status) in statuses {
+            try b.writeUserID(user)
+            b.writeInteger(UInt8(bitPattern: status.rawValue), as: UInt8.self)
         }
         if let replyTo {
             b.writeInteger(1, as: UInt8.self)

@@ -453,7 +453,7 @@ struct MessageStatuses {
                 sentAt: Timestamp(millisecondsSince1970: row.int64(offset + 6)), position: position, body: body,
                 statuses: statuses)
         } catch {
-            throw StorageError(.corrupt, "the body of message \(id) does not decode: \(error.reason)")
+            throw StorageError(.corrupt, "message \(id) cannot be sent as stored: \(error.reason)")
         }
     }
 
