@@ -126,7 +126,9 @@ package final class NodeStore: Sendable {
             groupDelay: .microseconds(configuration.groupCommitDelayMicroseconds),
             groupTarget: min(configuration.groupCommitTarget, configuration.maxBatchSize),
             announcer: announcer, sources: sources, feedTailRows: configuration.feedTailRows,
-            feedDirectGroup: configuration.feedDirectGroupCommands, searchBacklog: searchBacklog)
+            feedDirectGroup: configuration.feedDirectGroupCommands, searchBacklog: searchBacklog,
+            // SQLite only: a PostgreSQL commit waits on the network, too long to block a loop for.
+            inlineCommitLimit: announcer == nil ? .microseconds(configuration.inlineCommitMicroseconds) : .zero)
         self.searchBacklog = searchBacklog
     }
 
@@ -314,12 +316,16 @@ package final class NodeStore: Sendable {
     /// is full or the store closed (then `completion` is never called).
     /// `conversations`: those `body` will write to, when known (with several writers the
     /// group locks them first, in one order: see `StorageWriter`).
+    /// `mayCommitInline`: the caller may block for one commit (an event loop at a low rate),
+    /// and `completion` may then run before this returns (`StorageWriter.enqueue`).
     package func submit<T: Sendable>(
         _ body: @escaping @Sendable (StorageTransaction) throws -> T,
-        conversations: [ConversationID] = [],
+        conversations: [ConversationID] = [], mayCommitInline: Bool = false,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) throws(StorageError) {
-        try writer.enqueue(WriteCommand(body: body, conversations: conversations, completion: completion))
+        try writer.enqueue(
+            WriteCommand(body: body, conversations: conversations, completion: completion),
+            mayCommitInline: mayCommitInline)
     }
 
     /// Reads the last committed state on the calling thread, blocking it: for start-up,

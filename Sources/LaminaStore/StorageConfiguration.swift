@@ -39,6 +39,13 @@ package struct StorageConfiguration: Sendable, Hashable {
     /// ends (it stops one mean gap between arriving commands early, `ArrivalGaps`), so commands
     /// that arrive further apart than the spacing, or after a quiet spell, commit at once.
     package var groupCommitDelayMicroseconds: Int = 3_000
+    /// SQLite: an event loop that read a command commits it itself, as a group of one, when
+    /// the writer is idle, recent commits took at most this many microseconds on average and
+    /// commands arrive at least twice that far apart (`StorageWriter.enqueue(_:mayCommitInline:)`):
+    /// at a low rate, a wake-up of the writer and one of the event loop fewer per command.
+    /// It bounds how long a loop is kept from its other connections. 0: never. Needs the
+    /// group-commit spacing (gaps between commands are measured up to it).
+    package var inlineCommitMicroseconds: Int = 2_000
     /// How many waiting commands make a group worth committing at once (at most `maxBatchSize` count).
     package var groupCommitTarget: Int = 64
     /// Feed entries the writer gathers in `feed_tail` before it moves them into the feeds in
@@ -99,6 +106,10 @@ package struct StorageConfiguration: Sendable, Hashable {
             throw StorageError(
                 .invalidArgument,
                 "groupCommitDelayMicroseconds must be 0...1,000,000, got \(groupCommitDelayMicroseconds)")
+        }
+        guard (0...100_000).contains(inlineCommitMicroseconds) else {
+            throw StorageError(
+                .invalidArgument, "inlineCommitMicroseconds must be 0...100,000, got \(inlineCommitMicroseconds)")
         }
         guard (1...100_000).contains(groupCommitTarget) else {
             throw StorageError(.invalidArgument, "groupCommitTarget must be 1...100,000, got \(groupCommitTarget)")

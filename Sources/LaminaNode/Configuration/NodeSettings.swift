@@ -234,6 +234,10 @@ extension NodeServerConfiguration {
             "Group commit: microseconds between the starts of two commits under load,"
                 + " less the mean gap between commands (0 commits at once)."),
         .init(
+            "storage.inlineCommitMicroseconds", \.storage.inlineCommitMicroseconds,
+            "SQLite: an event loop commits a command itself while the writer is idle, commits take at most"
+                + " this many microseconds and commands come at least twice that far apart (0: never)."),
+        .init(
             "storage.groupCommitTarget", \.storage.groupCommitTarget, "Group commit: commands per commit it waits for."),
         .init(
             "storage.readerPageCacheKiB", \.storage.readerPageCacheKiB,

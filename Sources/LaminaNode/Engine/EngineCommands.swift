@@ -64,8 +64,11 @@ extension NodeEngine {
     }
 
     /// Queues a storage command of `session` for the next group commit; the caller holds one
-    /// of the session's command slots, which the command's completion gives back. Never waits.
-    func submit(_ frame: Frame, in session: NodeSession, as auth: NodeSession.Auth) {
+    /// of the session's command slots, which the command's completion gives back. Never waits
+    /// for another command; with `mayCommitInline` (the caller is the event loop that read
+    /// it) the command may be committed and answered on the caller's thread before this
+    /// returns (`NodeStore.submit`).
+    func submit(_ frame: Frame, in session: NodeSession, as auth: NodeSession.Auth, mayCommitInline: Bool = false) {
         let requestID = frame.commandID
         do {
             guard let id = requestID else { throw WireError(.unexpectedFrame, "\(frame.type.name) is not a command") }
@@ -92,7 +95,7 @@ extension NodeEngine {
                 { [self] tx -> CommandResult in
                     try command(frame, as: user, key: key, digest: digest, now: now, in: tx)
                 },
-                conversations: frame.writtenConversation.map { [$0] } ?? [],
+                conversations: frame.writtenConversation.map { [$0] } ?? [], mayCommitInline: mayCommitInline,
                 completion: { [self] result in
                     // The answer goes out before the slot is given back: a read waiting for the
                     // session's commands to drain is answered after this one (SPEC §5.7).

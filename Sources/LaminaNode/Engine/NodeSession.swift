@@ -108,7 +108,7 @@ public final class NodeSession: Sendable {
         if NodeEngine.isStorageCommand(frame),
             let auth = admitDirectCommand(needing: Self.requiredFeature(of: frame) ?? [])
         {
-            engine.submit(frame, in: self, as: auth)
+            engine.submit(frame, in: self, as: auth, mayCommitInline: true)
             return
         }
         enqueue(.frame(frame))

@@ -121,6 +121,15 @@ final class StorageWriter: @unchecked Sendable {
     private var gathering = false
     /// When the last group began to commit (writer thread).
     private var lastCommitStart = Date.distantPast
+    /// A group is being committed, by the writer thread or inline by a caller (guarded by `condition`).
+    private var committing = false
+    /// The thread committing inline, while it does (guarded by `condition`).
+    private var inlineCommitter: pthread_t?
+    /// How long recent commits took, seconds: a moving average (guarded by `condition`).
+    private var commitSeconds = 0.0
+    /// The longest recent commits may take, on average, for a caller that may block to commit
+    /// its command itself, seconds (``enqueue(_:mayCommitInline:)``; 0: never).
+    private let inlineCommitLimit: Double
 
     init(
         connection: any WriterConnection, capacity: Int, maxBatchSize: Int, groupDelay: Duration = .zero,
@@ -128,8 +137,9 @@ final class StorageWriter: @unchecked Sendable {
         announcer: FeedAnnouncer? = nil, sources: CommandSources = CommandSources(),
         feedTailRows: Int = StorageConfiguration.defaultFeedTailRows,
         feedDirectGroup: Int = StorageConfiguration.defaultFeedDirectGroupCommands,
-        searchBacklog: SearchBacklog = SearchBacklog()
+        searchBacklog: SearchBacklog = SearchBacklog(), inlineCommitLimit: Duration = .zero
     ) {
+        self.inlineCommitLimit = inlineCommitLimit.seconds
         self.connection = connection
         self.announcer = announcer
         self.cache = WriterCache(
@@ -156,19 +166,44 @@ final class StorageWriter: @unchecked Sendable {
     }
 
     /// Queues a command for the next group. Throws at once when the queue is full or closed.
-    func enqueue(_ command: any StorageCommand) throws(StorageError) {
+    ///
+    /// With `mayCommitInline` (a caller that may block for one commit: an event loop that
+    /// read the command), when the writer is idle, nothing waits, recent commits took at most
+    /// the inline limit and commands arrive at least twice that far apart, the
+    /// caller's thread commits the command as a group of one and completes it before this
+    /// returns: no hop to the writer thread and back, a wake-up fewer per command at a low
+    /// rate. Commands arriving meanwhile wait for the writer thread, as during any commit.
+    func enqueue(_ command: any StorageCommand, mayCommitInline: Bool = false) throws(StorageError) {
         condition.lock()
-        defer { condition.unlock() }
-        guard accepting else { throw StorageError(.closed, "the store is closed and takes no more writes") }
+        guard accepting else {
+            condition.unlock()
+            throw StorageError(.closed, "the store is closed and takes no more writes")
+        }
         guard pending.count - pendingHead < capacity else {
             stats.refusedCommands += 1
+            condition.unlock()
             throw StorageError(.writeQueueFull, "the write queue holds its limit of \(capacity) commands; retry later")
         }
-        pending.append(command)
         if groupDelay > .zero { arrivals.note(at: DispatchTime.now().uptimeNanoseconds) }
+        if mayCommitInline, !committing, pending.count == pendingHead, commitSeconds <= inlineCommitLimit,
+            arrivals.mean >= 2 * commitSeconds, inlineCommitLimit > 0
+        {
+            committing = true
+            inlineCommitter = pthread_self()
+            condition.unlock()
+            commit([command])
+            condition.lock()
+            committing = false
+            inlineCommitter = nil
+            if pending.count > pendingHead || !accepting { condition.broadcast() }
+            condition.unlock()
+            return
+        }
+        pending.append(command)
         // The writer waits for a first command, or for a small group to fill up.
         let waiting = pending.count - pendingHead
         if waiting == 1 || (gathering && waiting == groupTarget) { condition.signal() }
+        condition.unlock()
     }
 
     /// Whether the writer is waiting for a small group to fill (for tests of the commit policy).
@@ -178,12 +213,18 @@ final class StorageWriter: @unchecked Sendable {
         return gathering
     }
 
-    /// Whether the caller runs on the writer thread or the completion thread (inside a
-    /// command or a completion).
+    /// Whether the caller runs on the writer thread or the completion thread, or commits
+    /// inline (inside a command or a completion).
     var isWriterThread: Bool {
         condition.lock()
         defer { condition.unlock() }
-        return Thread.current === thread || completions.isCurrentThread
+        return isCommittingThread
+    }
+
+    /// See ``isWriterThread`` (`condition` held).
+    private var isCommittingThread: Bool {
+        Thread.current === thread || completions.isCurrentThread
+            || inlineCommitter.map { pthread_equal($0, pthread_self()) != 0 } ?? false
     }
 
     /// Stops taking commands and lets the writer finish every queued one. Waits for it unless
@@ -192,7 +233,7 @@ final class StorageWriter: @unchecked Sendable {
         condition.lock()
         accepting = false
         condition.broadcast()
-        let wait = Thread.current !== thread && !completions.isCurrentThread
+        let wait = !isCommittingThread
         if wait {
             while !finished { condition.wait() }
         }
@@ -204,6 +245,9 @@ final class StorageWriter: @unchecked Sendable {
     private func run() {
         while let batch = nextBatch() {
             commit(batch)
+            condition.lock()
+            committing = false
+            condition.unlock()
         }
         // Finalized on the connection's queue, before the pool closes it.
         connection.finish { _ in cache.dropStatements() }
@@ -220,7 +264,7 @@ final class StorageWriter: @unchecked Sendable {
     private func nextBatch() -> [any StorageCommand]? {
         condition.lock()
         defer { condition.unlock() }
-        while pending.count == pendingHead && accepting { condition.wait() }
+        while (pending.count == pendingHead && accepting) || committing { condition.wait() }
         if groupDelay > .zero, pending.count - pendingHead < groupTarget, accepting, !sources.isLonePipeline {
             // A small group right after the last commit: let the commands on their way join
             // it until `groupDelay` after that commit began, less one mean gap between arriving
@@ -237,6 +281,7 @@ final class StorageWriter: @unchecked Sendable {
         lastCommitStart = Date()
         let available = pending.count - pendingHead
         if available == 0 { return nil }
+        committing = true
         let take = min(available, maxBatchSize)
         let batch = Array(pending[pendingHead..<(pendingHead + take)])
         pendingHead += take
@@ -351,6 +396,7 @@ final class StorageWriter: @unchecked Sendable {
 
     /// Runs one group in one transaction and completes its commands after the commit.
     private func commit(_ batch: [any StorageCommand]) {
+        let started = DispatchTime.now().uptimeNanoseconds
         var outcomes = [(any Error)?](repeating: nil, count: batch.count)
         var applied = 0
         var commitError: StorageError?
@@ -447,6 +493,7 @@ final class StorageWriter: @unchecked Sendable {
                 "group commit failed", metadata: ["commands": "\(batch.count)", "reason": "\(commitError.reason)"])
         }
         condition.lock()
+        commitSeconds += (Double(DispatchTime.now().uptimeNanoseconds &- started) / 1e9 - commitSeconds) / 4
         let reported = databaseErrors.filter { $0.code != .constraintViolation }
         stats.databaseErrors += reported.count
         if let last = reported.last { stats.lastDatabaseError = (last.reason, .now) }
