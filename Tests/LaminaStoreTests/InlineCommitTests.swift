@@ -61,6 +61,37 @@ import Testing
         }
     }
 
+    /// A command right after an inline commit (the next frame of the same read, or one that
+    /// arrived meanwhile) had no quiet time: it goes to the writer thread, to group with the
+    /// rest of its burst instead of costing a commit each.
+    @Test func aCommandRightAfterAnInlineCommitGoesToTheWriter() async throws {
+        try await Self.writer(limit: .milliseconds(500)) { writer in
+            let first = ThreadRecorder(applySeconds: 0.004)
+            try writer.enqueue(first, mayCommitInline: true)
+            #expect(first.appliedHere.get() == true)
+            let next = ThreadRecorder()
+            try writer.enqueue(next, mayCommitInline: true)
+            #expect(await next.done.wait(within: .seconds(60)))
+            #expect(next.appliedHere.get() == false)
+        }
+    }
+
+    @Test func theQuietTimeStartsAfterTheLatestArrivalOrInlineCommit() {
+        let ms: UInt64 = 1_000_000
+        var gaps = ArrivalGaps(spacing: 0.003)
+        #expect(gaps.quiet == 0.003)  // nothing arrived yet
+        gaps.note(at: 100 * ms)
+        #expect(gaps.quiet == 0.003)
+        gaps.note(at: 101 * ms)
+        #expect(abs(gaps.quiet - 0.001) < 1e-9)
+        gaps.busy(until: 101 * ms + ms / 2)  // an inline commit of half a millisecond
+        gaps.note(at: 101 * ms + ms / 2 + 1_000)
+        #expect(gaps.quiet < 0.000_01)
+        #expect(gaps.mean > 0.002)  // the mean still counts from arrival to arrival
+        gaps.note(at: 200 * ms)
+        #expect(gaps.quiet == 0.003)  // capped at the spacing
+    }
+
     @Test func commitsSlowerThanTheLimitOrALimitOfZeroGoToTheWriter() async throws {
         try await Self.writer(limit: .milliseconds(1)) { writer in
             // The first commit takes ~20 ms: the moving average is then past the limit.

@@ -169,10 +169,12 @@ final class StorageWriter: @unchecked Sendable {
     ///
     /// With `mayCommitInline` (a caller that may block for one commit: an event loop that
     /// read the command), when the writer is idle, nothing waits, recent commits took at most
-    /// the inline limit and commands arrive at least twice that far apart, the
-    /// caller's thread commits the command as a group of one and completes it before this
-    /// returns: no hop to the writer thread and back, a wake-up fewer per command at a low
-    /// rate. Commands arriving meanwhile wait for the writer thread, as during any commit.
+    /// the inline limit, commands arrive on average at least twice that far apart and this one
+    /// after a quiet time of at least a commit's (not in a burst, nor while an inline commit kept
+    /// its loop busy), the caller's thread commits the command as a group of one and completes
+    /// it before this returns: no hop to the writer thread and back, a wake-up fewer per command
+    /// at a low rate. Commands arriving meanwhile, or in a burst, go to the writer thread and
+    /// group there.
     func enqueue(_ command: any StorageCommand, mayCommitInline: Bool = false) throws(StorageError) {
         condition.lock()
         guard accepting else {
@@ -186,7 +188,7 @@ final class StorageWriter: @unchecked Sendable {
         }
         if groupDelay > .zero { arrivals.note(at: DispatchTime.now().uptimeNanoseconds) }
         if mayCommitInline, !committing, pending.count == pendingHead, commitSeconds <= inlineCommitLimit,
-            arrivals.mean >= 2 * commitSeconds, inlineCommitLimit > 0
+            arrivals.mean >= 2 * commitSeconds, arrivals.quiet >= commitSeconds, inlineCommitLimit > 0
         {
             committing = true
             inlineCommitter = pthread_self()
@@ -195,6 +197,7 @@ final class StorageWriter: @unchecked Sendable {
             condition.lock()
             committing = false
             inlineCommitter = nil
+            arrivals.busy(until: DispatchTime.now().uptimeNanoseconds)
             if pending.count > pendingHead || !accepting { condition.broadcast() }
             condition.unlock()
             return
