@@ -83,6 +83,9 @@ package protocol ProvisionalFeedSeqs: Sendable {
 /// Completions (ACKs, fan-out) run in commit order on a second thread while the writer
 /// applies the next group; when no command waits and no earlier group is still completing,
 /// the writer completes the group itself (saving a thread wake-up per group at low load).
+/// At a low rate an event loop may commit the command it read itself, as a group of one,
+/// while the writer is idle (``enqueue(_:mayCommitInline:)``): a wake-up of the writer and
+/// one of the loop fewer per command; `committing` keeps it and the writer thread apart.
 ///
 /// The spacing: a group that would start within `groupDelay` of the previous commit's start
 /// waits until then, or until `groupTarget` commands wait, unless the only session with
