@@ -59,6 +59,9 @@ import Testing
         let commits = try #require(Self.counter("lamina_storage_transactions_total", in: metrics.body))
         let commands = try #require(Self.counter("lamina_storage_commands_committed_total", in: metrics.body))
         #expect(commits >= 1 && commands >= commits, "\(commits) commits of \(commands) commands")
+        // Of those, the ones an event loop committed itself (how many depends on the disk's speed).
+        let inline = try #require(Self.counter("lamina_storage_inline_commits_total", in: metrics.body))
+        #expect(inline <= commits)
         try await pair.expectHealthy()
         let later = try await HTTPGet.fetch(port: admin.port, path: "/metrics").body
         #expect(try #require(Self.counter("lamina_storage_transactions_total", in: later)) > commits)

@@ -33,6 +33,7 @@ import Testing
             #expect(inline.completed.get())
             #expect(inline.appliedHere.get() == true)
             #expect(writer.statistics.committedCommands == 1)
+            #expect(writer.statistics.inlineCommits == 1)
 
             // A caller that may not block: the writer thread commits it.
             let queued = ThreadRecorder()
@@ -40,6 +41,8 @@ import Testing
             #expect(await queued.done.wait(within: .seconds(60)))
             #expect(queued.appliedHere.get() == false)
             #expect(writer.statistics.committedCommands == 2)
+            #expect(writer.statistics.inlineCommits == 1)
+            #expect(writer.statistics.transactions == 2)
         }
     }
 

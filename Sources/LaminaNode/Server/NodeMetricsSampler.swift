@@ -27,6 +27,7 @@ final class NodeMetricsSampler: Sendable {
     private let storageCommandsRefused: Counter
     private let storageTransactions: Counter
     private let storageCommandsCommitted: Counter
+    private let storageInlineCommits: Counter
     /// ``TransportOutputCounters`` (every connection of the process).
     private let socketWrites: Counter
     private let tlsRecords: Counter
@@ -115,6 +116,10 @@ final class NodeMetricsSampler: Sendable {
             descriptor: .init(
                 namespace: "lamina", metricName: "storage_commands_committed", unitName: "total",
                 helpText: "Commands whose effects were committed"))
+        storageInlineCommits = registry.makeCounter(
+            descriptor: .init(
+                namespace: "lamina", metricName: "storage_inline_commits", unitName: "total",
+                helpText: "Group commits an event loop ran itself at a low rate (part of storage_transactions)"))
         socketWrites = registry.makeCounter(
             descriptor: .init(
                 namespace: "lamina", metricName: "transport_socket_writes", unitName: "total",
@@ -145,12 +150,13 @@ final class NodeMetricsSampler: Sendable {
             counts.refused, counts.closedIdle, counts.closedForFlood, counts.closedStalled,
             storage.databaseErrors, storage.failedCommits, storage.refusedCommands, budget.resets, counts.acceptFailed,
             storage.transactions, storage.committedCommands, output.socketWrites, output.tlsRecords, output.http2Frames,
-            output.connectionFlushes,
+            output.connectionFlushes, storage.inlineCommits,
         ]
         let counters = [
             connectionsRefused, connectionsClosedIdle, connectionsClosedForFlood, connectionsClosedStalled,
             storageErrors, storageCommitFailures, storageCommandsRefused, outboundBudgetResets, acceptsFailed,
             storageTransactions, storageCommandsCommitted, socketWrites, tlsRecords, http2Frames, connectionFlushes,
+            storageInlineCommits,
         ]
         last.withLockedValue { last in
             for i in now.indices where now[i] > last[i] {

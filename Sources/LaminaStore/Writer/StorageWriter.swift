@@ -15,6 +15,9 @@ package struct StorageWriterStatistics: Sendable {
     package var refusedCommands: Int
     /// The most commands committed in one transaction.
     package var largestBatch: Int
+    /// Groups committed inline by the caller's thread (``StorageWriter/enqueue(_:mayCommitInline:)``),
+    /// part of `transactions`.
+    package var inlineCommits: Int = 0
     /// Group commits whose transaction failed (nothing of the group was written).
     package var failedCommits: Int = 0
     /// Errors SQLite reported (in a command or a commit), as opposed to commands refused by
@@ -200,6 +203,7 @@ final class StorageWriter: @unchecked Sendable {
             condition.lock()
             committing = false
             inlineCommitter = nil
+            stats.inlineCommits += 1
             arrivals.busy(until: DispatchTime.now().uptimeNanoseconds)
             if pending.count > pendingHead || !accepting { condition.broadcast() }
             condition.unlock()

@@ -149,7 +149,9 @@ final class NodeProcess: @unchecked Sendable {
             let transactions = AdminGet.counter("lamina_storage_transactions_total", in: body),
             let commands = AdminGet.counter("lamina_storage_commands_committed_total", in: body)
         else { return nil }
-        return StoreCommits(transactions: transactions, commands: commands)
+        // A node from before inline commits has no such counter: none.
+        let inline = AdminGet.counter("lamina_storage_inline_commits_total", in: body) ?? 0
+        return StoreCommits(transactions: transactions, commands: commands, inline: inline)
     }
 
     /// The transport's output counters so far (`lamina_transport_*` on the admin port's
@@ -172,17 +174,23 @@ final class NodeProcess: @unchecked Sendable {
 }
 
 /// A node's group-commit counters (`lamina_storage_transactions_total`,
-/// `lamina_storage_commands_committed_total`).
+/// `lamina_storage_commands_committed_total`, `lamina_storage_inline_commits_total`).
 struct StoreCommits {
     var transactions: Int
     var commands: Int
+    /// Of `transactions`, those an event loop committed itself.
+    var inline: Int = 0
 
     static func - (a: StoreCommits, b: StoreCommits) -> StoreCommits {
-        StoreCommits(transactions: a.transactions - b.transactions, commands: a.commands - b.commands)
+        StoreCommits(
+            transactions: a.transactions - b.transactions, commands: a.commands - b.commands,
+            inline: a.inline - b.inline)
     }
 
     static func + (a: StoreCommits, b: StoreCommits) -> StoreCommits {
-        StoreCommits(transactions: a.transactions + b.transactions, commands: a.commands + b.commands)
+        StoreCommits(
+            transactions: a.transactions + b.transactions, commands: a.commands + b.commands,
+            inline: a.inline + b.inline)
     }
 }
 

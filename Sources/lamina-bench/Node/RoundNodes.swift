@@ -154,7 +154,8 @@ struct RoundNodes {
     /// since `measuring()` (`cpu_us_per_<unit>_by_thread event_loops=… writer=… completions=…
     /// other=…`: each thread alive at the end, from its first reading or its start); the group
     /// commits and the commands per commit (`commits`, `commands_per_commit`: every group commit
-    /// is one synced transaction); and, with `--database-pid`, the database's CPU.
+    /// is one synced transaction; `inline_commits`: those an event loop ran itself); and, with
+    /// `--database-pid`, the database's CPU.
     func fields(per count: Int, unit: String) -> String {
         var line = " nodes=\(all.count)"
         if let start = threadsStart {
@@ -171,8 +172,8 @@ struct RoundNodes {
         if let start = commitsStart, let now = commits() {
             let window = now - start
             line += String(
-                format: " commits=%d commands_per_commit=%.2f", window.transactions,
-                Double(window.commands) / Double(max(window.transactions, 1)))
+                format: " commits=%d commands_per_commit=%.2f inline_commits=%d", window.transactions,
+                Double(window.commands) / Double(max(window.transactions, 1)), window.inline)
         }
         // What the event loops wrote per unit: socket writes, TLS records, HTTP/2 frames, flushes.
         if let start = outputStart, let now = transportOutput() {
