@@ -193,17 +193,16 @@ final class StorageWriter: @unchecked Sendable {
             throw StorageError(.writeQueueFull, "the write queue holds its limit of \(capacity) commands; retry later")
         }
         if groupDelay > .zero { arrivals.note(at: DispatchTime.now().uptimeNanoseconds) }
-        if mayCommitInline, !committing, pending.count == pendingHead, commitSeconds <= inlineCommitLimit,
-            arrivals.mean >= 2 * commitSeconds, arrivals.quiet >= commitSeconds, inlineCommitLimit > 0
+        if mayCommitInline, inlineCommitLimit > 0, !committing, pending.count == pendingHead,
+            commitSeconds <= inlineCommitLimit, arrivals.mean >= 2 * commitSeconds, arrivals.quiet >= commitSeconds
         {
             committing = true
             inlineCommitter = pthread_self()
             condition.unlock()
-            commit([command])
+            commit([command], inline: true)
             condition.lock()
             committing = false
             inlineCommitter = nil
-            stats.inlineCommits += 1
             arrivals.busy(until: DispatchTime.now().uptimeNanoseconds)
             if pending.count > pendingHead || !accepting { condition.broadcast() }
             condition.unlock()
@@ -405,7 +404,8 @@ final class StorageWriter: @unchecked Sendable {
     }
 
     /// Runs one group in one transaction and completes its commands after the commit.
-    private func commit(_ batch: [any StorageCommand]) {
+    /// `inline`: run by the caller of `enqueue` (counted apart in the statistics).
+    private func commit(_ batch: [any StorageCommand], inline: Bool = false) {
         let started = DispatchTime.now().uptimeNanoseconds
         var outcomes = [(any Error)?](repeating: nil, count: batch.count)
         var applied = 0
@@ -515,6 +515,7 @@ final class StorageWriter: @unchecked Sendable {
             stats.lastCommitFailure = nil
             if reported.isEmpty { stats.lastCleanCommit = .now }
             stats.transactions += 1
+            if inline { stats.inlineCommits += 1 }
             stats.committedCommands += applied
             stats.failedCommands += batch.count - applied
             stats.largestBatch = max(stats.largestBatch, applied)
