@@ -73,6 +73,8 @@ let package = Package(
         // Child processes: one launch at a time, output pipes read without trapping on EINTR.
         .target(name: "LaminaProcess", dependencies: ["CLaminaSpawn"]),
         .target(name: "CLaminaSpawn"),
+        // lamina-node's jemalloc options (`malloc_conf`, read by jemalloc when it starts).
+        .target(name: "CLaminaAllocator"),
         // A pass-through SQLite VFS that joins a commit's WAL writes into one (the store's writer).
         .target(name: "CLaminaSQLiteWAL", linkerSettings: [.linkedLibrary("sqlite3")]),
         // What tools on the same machine share with a zero-config node: its default address,
@@ -132,12 +134,17 @@ let package = Package(
                 "LaminaNode",
                 "LaminaLocalNode",
                 "LaminaProcess",
+                "CLaminaAllocator",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // jemalloc (libjemalloc-dev) in place of glibc's malloc for the whole process
+            // (SQLite, OpenSSL and the Swift runtime included), with the options of
+            // CLaminaAllocator: Server/RESOURCES.md §14.
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]
         ),
         // The native client SDK: local store, change notifications, queries, content rules,
         // the app-facing API and the sync engine's pure core (over an abstract frame channel).

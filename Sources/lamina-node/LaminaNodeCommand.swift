@@ -242,7 +242,13 @@ struct Serve: AsyncParsableCommand {
         signal(SIGXFSZ, SIG_IGN)
 
         // Before the event loops and the store's threads start allocating (RESOURCES.md §5).
-        ProcessMemory.limitMallocArenas(configuration.mallocArenas, cores: System.coreCount)
+        if ProcessMemory.limitMallocArenas(configuration.mallocArenas, cores: System.coreCount) == nil,
+            configuration.mallocArenas > 0
+        {
+            logger.warning(
+                "mallocArenas limits glibc's malloc; this node runs on \(ProcessMemory.allocator): set MALLOC_CONF=narenas:\(configuration.mallocArenas) in its environment instead"
+            )
+        }
         if let eventLoops, !(1...1024).contains(eventLoops) { throw ValidationError("--event-loops must be 1…1024") }
         let group = MultiThreadedEventLoopGroup(
             numberOfThreads: eventLoops ?? NodeServerConfiguration.defaultEventLoops(cores: System.coreCount))
@@ -266,6 +272,7 @@ struct Serve: AsyncParsableCommand {
             "  sync:        \(server.url)\(NodeServer.syncPath)  (TLS + HTTP/2)",
             "  data:        \(prepared.dataDirectory.path)",
             "  store:       \(prepared.storePath)",
+            "  allocator:   \(ProcessMemory.allocator)",
             "  certificate: \(prepared.certificatePath)\(prepared.createdCertificate ? "  (created now, self-signed)" : "")",
             "  trust it:    clients use \(prepared.certificatePath) as their CA file",
             "               e.g. curl --cacert \(prepared.certificatePath) --http2 ...",

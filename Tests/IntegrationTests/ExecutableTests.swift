@@ -37,11 +37,21 @@ import Testing
         }
         await client.close()
 
+        // The binary runs on jemalloc (linked in place of glibc's malloc; RESOURCES.md §14).
+        // (read to its end: /proc files have no size, and a one-size read stops at a page)
+        let mapsFile = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(node.pid)/maps"))
+        let maps = String(decoding: try mapsFile.readToEnd() ?? Data(), as: UTF8.self)
+        try mapsFile.close()
+        #expect(maps.contains("libjemalloc"))
+
         let status = try await node.stop()
         #expect(status == 0)
         let text = node.printed
         #expect(text.contains("https://127.0.0.1:\(syncPort)/v1/sync"))
         #expect(text.contains(certificate))
+        // With lamina-node's options (CLaminaAllocator's `malloc_conf`), read back from jemalloc.
+        #expect(text.contains("allocator:   jemalloc 5."))
+        #expect(text.contains("percpu_arena=percpu dirty_decay_ms=1000)"))
     }
 
     /// A port free right now (bound to port 0 then closed).

@@ -27,7 +27,10 @@ extension NodeServerConfiguration {
             "devIdentityDirectory", \.devIdentityDirectory,
             "The dev identity provider's key directory; none: <data-dir>/dev-identity."),
         .init("maxSessions", \.maxSessions, "Concurrent sync sessions; more are refused."),
-        .init("mallocArenas", \.mallocArenas, "glibc malloc arenas of the node process; 0: one per core, at least 2."),
+        .init(
+            "mallocArenas", \.mallocArenas,
+            "glibc malloc arenas of the node process; 0: one per core, at least 2"
+                + " (not on jemalloc, which lamina-node links: MALLOC_CONF=narenas:N)."),
         .init("maxStreamsPerConnection", \.maxStreamsPerConnection, "HTTP/2 streams per connection."),
         .init(
             "drainTimeoutSeconds", \.drainTimeoutSeconds, "How long a graceful shutdown waits for connections to drain."

@@ -71,6 +71,7 @@ public struct NodeServerConfiguration: Sendable, Hashable {
     /// `lamina-node` at start (``ProcessMemory``). glibc's own default is 8 per core: each
     /// thread that allocates may get an arena whose freed memory stays resident, which made
     /// 32 concurrent history answers grow the node by ~60 MiB instead of ~30 (RESOURCES.md §5).
+    /// Not applied on jemalloc, which `lamina-node` links (RESOURCES.md §14).
     public var mallocArenas = 0
     /// Rich content: quota, concurrent uploads, collection (Protocol/CONTENT.md §7).
     public var content = ContentServiceSettings()
