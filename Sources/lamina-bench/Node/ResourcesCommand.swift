@@ -60,10 +60,16 @@ struct ResourcesCommand: AsyncParsableCommand {
             phases.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? Self.allPhases
         for name in selected where !Self.allPhases.contains(name) { throw ValidationError("unknown phase \(name)") }
         // Everything comes from 127.0.0.1: lift the per-address and per-connection limits on
-        // unauthenticated sessions (the node-wide one stays 1,000).
+        // unauthenticated sessions (the node-wide one stays 1,000), and the per-address limit on
+        // connections above the most a phase holds (`idle`: a connection per session), with room
+        // for the warm-up session and the healthy logins.
+        let connections = max(sessions, idleConnections) + 1_000
         let config = try BenchSupport.temporaryDirectory() + "/resources-\(UUID().uuidString.prefix(8)).json"
-        try Data(#"{"resources": {"maxUnauthenticatedPerAddress": 1000, "maxUnauthenticatedPerConnection": 100}}"#.utf8)
-            .write(to: URL(fileURLWithPath: config))
+        try Data(
+            #"{"resources": {"maxUnauthenticatedPerAddress": 1000, "maxUnauthenticatedPerConnection": 100, "maxConnectionsPerAddress": \#(connections)}}"#
+                .utf8
+        )
+        .write(to: URL(fileURLWithPath: config))
         print("lamina-bench resources: each phase on a fresh node process; load \(BenchSupport.loadAverage())")
         let summary = Summary()
         for name in Self.allPhases where selected.contains(name) {
