@@ -123,7 +123,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            exclude: ["Server/RESOURCES.md"],
+            exclude: ["Server/RESOURCES.md", "Engine/PRESENCE-CHANNELS.md"],
             // The web chat page, served in dev mode (ClientAPI/WebChatPage.swift): plain files, embedded.
             resources: [.embedInCode("ClientAPI/WebChat/index.html"), .embedInCode("ClientAPI/WebChat/chat.js")]
         ),

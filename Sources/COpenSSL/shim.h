@@ -14,6 +14,7 @@
 #include <openssl/ec.h>
 #include <openssl/bn.h>
 #include <openssl/crypto.h>
+#include <openssl/sha.h>
 
 static inline int lamina_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
     return (int)SSL_CTX_set_min_proto_version(ctx, version);
@@ -49,5 +50,17 @@ static inline void lamina_OPENSSL_free(void *p) { OPENSSL_free(p); }
 
 /// EVP_EC_gen is a variadic macro; Swift cannot call it.
 static inline EVP_PKEY *lamina_EVP_EC_gen(const char *curve) { return EVP_EC_gen(curve); }
+
+/// SHA-256 of one buffer on a context on the stack: EVP's one-shot allocates a context and
+/// its provider state per call. The low-level calls are deprecated in 3.0, not removed.
+static inline void lamina_SHA256_oneshot(const void *data, size_t length, unsigned char *out) {
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+    SHA256_CTX c;
+    SHA256_Init(&c);
+    SHA256_Update(&c, data, length);
+    SHA256_Final(out, &c);
+#pragma clang diagnostic pop
+}
 
 #endif

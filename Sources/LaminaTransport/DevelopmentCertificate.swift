@@ -15,7 +15,7 @@ public enum DevelopmentCertificate {
         guard validDays > 0, validDays <= 3650 else {
             throw TransportError(.crypto, "validDays must be between 1 and 3650")
         }
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         guard let key = lamina_EVP_EC_gen("P-256") else {
             throw OpenSSLError.make(.crypto, "cannot generate a P-256 key")
         }

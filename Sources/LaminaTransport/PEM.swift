@@ -3,7 +3,7 @@ import COpenSSL
 /// PEM file and string loading. Every returned pointer is owned by the caller's wrapper.
 enum PEM {
     static func readCertificate(path: String) throws -> OpaquePointer {
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         guard let bio = BIO_new_file(path, "r") else {
             throw OpenSSLError.make(.io, "cannot open certificate \(path)")
         }

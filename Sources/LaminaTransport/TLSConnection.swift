@@ -38,7 +38,7 @@ final class TLSConnection {
     }
 
     init(context: TLSContext, serverHostname: String?, allocator: ByteBufferAllocator) throws {
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         guard let ssl = SSL_new(context.ctx) else { throw OpenSSLError.make(.tlsFailure, "SSL_new failed") }
         guard let bio = BIO_new(byteBufferBIOMethod) else {
             SSL_free(ssl)
@@ -119,7 +119,7 @@ final class TLSConnection {
     // MARK: SSL side
 
     func handshake() -> Step {
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         let result = SSL_do_handshake(ssl)
         if result == 1 { return .done }
         return classify(result, during: "TLS handshake")
@@ -127,7 +127,7 @@ final class TLSConnection {
 
     /// Decrypts into `buffer` until OpenSSL wants more ciphertext.
     func read(into buffer: inout ByteBuffer) -> Step {
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         while true {
             if buffer.writableBytes < 1024 { buffer.reserveCapacity(minimumWritableBytes: 16 * 1024) }
             var result: Int32 = 0
@@ -142,7 +142,7 @@ final class TLSConnection {
 
     func write(_ buffer: ByteBuffer) -> TransportError? {
         guard buffer.readableBytes > 0 else { return nil }
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         return buffer.withUnsafeReadableBytes { raw in
             let result = SSL_write(ssl, raw.baseAddress, Int32(clamping: raw.count))
             if result == raw.count {
@@ -157,7 +157,7 @@ final class TLSConnection {
     /// Queues close_notify. Returns true when the peer's close_notify has also been seen.
     @discardableResult
     func shutdown() -> Bool {
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         let result = SSL_shutdown(ssl)
         _ = OpenSSLError.drainQueue()
         return result == 1

@@ -19,7 +19,7 @@ public final class TLSContext: @unchecked Sendable {
     /// cannot be loaded or the key does not match the certificate.
     public init(_ configuration: TLSConfiguration) throws {
         self.configuration = configuration
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         let method = configuration.role == .server ? TLS_server_method() : TLS_client_method()
         guard let ctx = SSL_CTX_new(method) else {
             throw OpenSSLError.make(.tlsConfiguration, "SSL_CTX_new failed")

@@ -1,5 +1,6 @@
+import COpenSSL
 import Foundation
-import LaminaTransport
+@testable import LaminaTransport
 import NIOCore
 import Testing
 
@@ -25,6 +26,32 @@ import Testing
         try hasher.update(Array(message[30...]))
         #expect(try hasher.finalize() == (try SHA256Hasher.hash(message)))
         #expect(throws: TransportError.self) { try hasher.update([1]) }
+        // The one-call hash (no EVP context) and the streaming one agree across block edges.
+        for size in [0, 1, 55, 56, 63, 64, 65, 1_000, 100_003] {
+            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ size) }
+            let streamed = try SHA256Hasher()
+            try streamed.update(bytes)
+            let digest = try streamed.finalize()
+            #expect(try SHA256Hasher.hash(bytes) == digest)
+            #expect(try SHA256Hasher.hash(ByteBuffer(bytes: bytes)) == digest)
+        }
+    }
+
+    /// The check before every TLS record and hash: a queued error is cleared (so it is not
+    /// blamed on the next call), an empty queue stays empty.
+    @Test func openSSLErrorQueueIsClearedBeforeACall() throws {
+        OpenSSLError.clearQueue()
+        #expect(ERR_peek_error() == 0)
+        #expect(EVP_MD_fetch(nil, "NO-SUCH-DIGEST", nil) == nil)  // queues "unsupported"
+        #expect(ERR_peek_error() != 0)
+        OpenSSLError.clearQueue()
+        #expect(ERR_peek_error() == 0)
+        // An OpenSSL operation starts by clearing what an earlier call left.
+        #expect(EVP_MD_fetch(nil, "NO-SUCH-DIGEST", nil) == nil)
+        let hasher = try SHA256Hasher()
+        #expect(ERR_peek_error() == 0)
+        try hasher.update([1, 2, 3])
+        #expect(try hasher.finalize() == (try SHA256Hasher.hash([1, 2, 3])))
     }
 
     @Test func secureRandomBytes() throws {

@@ -7,7 +7,7 @@ public struct ECKeyPair: Sendable, Hashable {
 
     /// A fresh P-256 key pair.
     public static func generateP256() throws -> ECKeyPair {
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         guard let key = lamina_EVP_EC_gen("P-256") else {
             throw OpenSSLError.make(.crypto, "cannot generate a P-256 key")
         }
@@ -27,7 +27,7 @@ enum ECKeys {
     }
 
     static func readPrivateKey(path: String) throws -> OpaquePointer {
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         guard let bio = BIO_new_file(path, "r") else { throw OpenSSLError.make(.io, "cannot open private key \(path)") }
         defer { BIO_free(bio) }
         guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
@@ -37,7 +37,7 @@ enum ECKeys {
     }
 
     static func privateKey(pem: String) throws -> OpaquePointer {
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         return try PEM.withMemoryBIO(pem) { bio in
             guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
                 throw OpenSSLError.make(.crypto, "cannot parse PEM private key")
@@ -47,7 +47,7 @@ enum ECKeys {
     }
 
     static func publicKey(pem: String) throws -> OpaquePointer {
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         return try PEM.withMemoryBIO(pem) { bio in
             guard let key = PEM_read_bio_PUBKEY(bio, nil, nil, nil) else {
                 throw OpenSSLError.make(.crypto, "cannot parse PEM public key")

@@ -6,7 +6,7 @@ public enum HMACSHA1 {
     public static func mac(key: [UInt8], message: [UInt8]) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 20)
         var length = 0
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         let result = key.withUnsafeBytes { k in
             message.withUnsafeBufferPointer { m in
                 out.withUnsafeMutableBufferPointer { o in

@@ -40,8 +40,8 @@ public final class JWSPublicKey: @unchecked Sendable {
         }
         guard let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
-        ERR_clear_error()
-        defer { ERR_clear_error() }
+        OpenSSLError.clearQueue()
+        defer { OpenSSLError.clearQueue() }
         guard EVP_DigestVerifyInit(context, nil, sha256Algorithm, nil, key) == 1 else { return false }
         return EVP_DigestVerify(context, der, der.count, signingInput, signingInput.count) == 1
     }
@@ -83,7 +83,7 @@ enum JWSKeyType {
     static func sha256Sign(_ input: [UInt8], with key: OpaquePointer, name: String) throws -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { throw OpenSSLError.make(.crypto, "EVP_MD_CTX_new failed") }
         defer { EVP_MD_CTX_free(context) }
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         guard EVP_DigestSignInit(context, nil, sha256Algorithm, nil, key) == 1 else {
             throw OpenSSLError.make(.crypto, "cannot start \(name) signing")
         }

@@ -13,7 +13,7 @@ public final class SHA256Hasher {
     private var finished = false
 
     public init() throws {
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         guard let context = EVP_MD_CTX_new() else { throw OpenSSLError.make(.crypto, "EVP_MD_CTX_new failed") }
         guard EVP_DigestInit_ex(context, sha256Algorithm, nil) == 1 else {
             EVP_MD_CTX_free(context)
@@ -55,15 +55,20 @@ public final class SHA256Hasher {
 
     /// SHA-256 of `bytes` in one call.
     public static func hash(_ bytes: [UInt8]) throws -> [UInt8] {
-        let hasher = try SHA256Hasher()
-        try hasher.update(bytes)
-        return try hasher.finalize()
+        bytes.withUnsafeBytes { oneShot($0) }
     }
 
     /// SHA-256 of a buffer's readable bytes in one call (no copy into an array first).
     public static func hash(_ buffer: ByteBuffer) throws -> [UInt8] {
-        let hasher = try SHA256Hasher()
-        try hasher.update(buffer)
-        return try hasher.finalize()
+        buffer.withUnsafeReadableBytes { oneShot($0) }
+    }
+
+    /// One buffer hashed without an EVP context (no allocation but the digest's array): a
+    /// SEND's digest is taken on the event loop for every command.
+    private static func oneShot(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: 32) { digest, count in
+            lamina_SHA256_oneshot(bytes.baseAddress, bytes.count, digest.baseAddress)
+            count = 32
+        }
     }
 }

@@ -9,7 +9,7 @@ public enum SecureRandom {
         }
         var out = [UInt8](repeating: 0, count: count)
         guard count > 0 else { return out }
-        ERR_clear_error()
+        OpenSSLError.clearQueue()
         let ok = out.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32(count)) }
         guard ok == 1 else { throw OpenSSLError.make(.crypto, "RAND_bytes failed") }
         return out
