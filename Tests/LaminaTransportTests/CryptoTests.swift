@@ -1,8 +1,9 @@
 import COpenSSL
 import Foundation
-@testable import LaminaTransport
 import NIOCore
 import Testing
+
+@testable import LaminaTransport
 
 @Suite struct CryptoTests {
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
